@@ -1,0 +1,222 @@
+import { z } from "zod";
+import { createPool, type HarnessPool } from "../harness/pool.ts";
+import { Direction, parseHarnessSpec, type HarnessSpec } from "../harness/spec.ts";
+import { jaccard, mean } from "../metrics/stats.ts";
+import { addEvidence, emptyProfile, type ProfileSet } from "../profile/profile.ts";
+import type { RolloutRunner } from "../ports.ts";
+import { failureSummary } from "../rescue/rescue.ts";
+import type { Rollout } from "../rollout/types.ts";
+import type { Task } from "../task.ts";
+import { hash32, type Rng } from "../util/rng.ts";
+import type { FailureSignal, Proposer } from "./proposer.ts";
+
+export const EvolutionConfig = z.object({
+  directions: z.array(Direction.exclude(["base"])).default([
+    "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition",
+  ]),
+  rounds: z.number().int().min(1).default(4),
+  candidatesPerRound: z.number().int().min(1).default(8),
+  trials: z.number().int().min(1).default(4),
+  /** A task counts as repaired when the sibling's success rate beats H0's by this much. */
+  repairMargin: z.number().min(0).max(1).default(0.5),
+  minRepairs: z.number().int().min(1).default(2),
+  poolSize: z.number().int().min(1).default(8),
+  maxPerDirection: z.number().int().min(1).default(2),
+});
+export type EvolutionConfig = z.infer<typeof EvolutionConfig>;
+
+export interface CandidateRecord {
+  spec: HarnessSpec;
+  repairs: string[];
+  breaks: string[];
+  score: number;
+  kept: boolean;
+}
+
+export interface EvolutionResult {
+  pool: HarnessPool;
+  candidates: CandidateRecord[];
+  /** Dev tasks H0 fails (rate ≤ 1 − margin) and the pool's repair sets over them. */
+  h0Failures: string[];
+  repairSets: Record<string, string[]>;
+  locality: number;
+  complementarity: number;
+  initialProfiles: ProfileSet;
+  rolloutsSpent: number;
+}
+
+export interface EvolutionDeps {
+  base: HarnessSpec;
+  devTasks: readonly Task[];
+  runRollout: RolloutRunner;
+  proposer: Proposer;
+  vocabulary: (family: string) => { tools: string[]; facts: string[] };
+  rng: Rng;
+  onProgress?: (done: number, total: number) => void;
+}
+
+interface Measured {
+  rates: Map<string, number>;
+  rollouts: Rollout[];
+}
+
+/**
+ * Directional harness evolution: per direction, rounds of proposals from the current best edit;
+ * each candidate is measured on the dev tasks with paired trials against H0 and kept when it
+ * repairs at least `minRepairs` of H0's failures. The pool is then chosen greedily for coverage
+ * of H0's failures (at most `maxPerDirection` per direction) and frozen.
+ *
+ * @example
+ * const { pool } = await evolvePool(EvolutionConfig.parse({}), { base: h0, devTasks, runRollout, proposer: mutationProposer, vocabulary, rng });
+ */
+export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): Promise<EvolutionResult> {
+  let spent = 0;
+  const measure = async (spec: HarnessSpec): Promise<Measured> => {
+    const rates = new Map<string, number>();
+    const rollouts: Rollout[] = [];
+    for (const task of deps.devTasks) {
+      const runs = await Promise.all(
+        Array.from({ length: config.trials }, (_, i) => deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed))),
+      );
+      spent += runs.length;
+      rates.set(task.id, runs.filter((r) => r.success).length / runs.length);
+      rollouts.push(...runs);
+    }
+    return { rates, rollouts };
+  };
+
+  const h0 = await measure(deps.base);
+  const h0Failures = deps.devTasks.filter((t) => h0.rates.get(t.id)! <= 1 - config.repairMargin).map((t) => t.id);
+  const signals = failureSignals(h0.rollouts, deps.vocabulary);
+  const compare = (m: Measured) => {
+    const repairs = deps.devTasks.filter((t) => m.rates.get(t.id)! - h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
+    const breaks = deps.devTasks.filter((t) => h0.rates.get(t.id)! - m.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
+    return { repairs, breaks, score: repairs.length - 0.5 * breaks.length };
+  };
+
+  const candidates: (CandidateRecord & { measured: Measured })[] = [];
+  const totalSteps = config.directions.length * config.rounds;
+  let done = 0;
+  for (const direction of config.directions) {
+    let parent = deps.base;
+    let parentScore = 0;
+    for (let round = 0; round < config.rounds; round++) {
+      const proposals = await deps.proposer.propose({
+        parent,
+        direction,
+        signals,
+        count: config.candidatesPerRound,
+        rng: deps.rng.fork(`propose:${direction}`),
+        round,
+      });
+      let best: (CandidateRecord & { measured: Measured }) | undefined;
+      for (const spec of proposals) {
+        const measured = await measure(spec);
+        const c = { spec, ...compare(measured), kept: false, measured };
+        if (c.repairs.length >= config.minRepairs && c.score > parentScore && (!best || c.score > best.score)) best = c;
+      }
+      if (best) {
+        best.kept = true;
+        candidates.push(best);
+        parent = best.spec;
+        parentScore = best.score;
+      }
+      deps.onProgress?.(++done, totalSteps);
+    }
+  }
+
+  const chosen = selectByCoverage(candidates, h0Failures, config);
+  const siblings = chosen.map((c, i) =>
+    parseHarnessSpec({ ...c.spec, id: `sib-${c.spec.provenance.direction}-${i + 1}`, provenance: { ...c.spec.provenance, motivatingTasks: c.repairs } }),
+  );
+  const pool = createPool("embedded-evolved", deps.base, siblings, { evolutionRollouts: spent });
+  const repairSets = Object.fromEntries(siblings.map((s, i) => [s.id, chosen[i]!.repairs]));
+  const sets = Object.values(repairSets).map((r) => new Set(r));
+  const pairs: number[] = [];
+  for (let i = 0; i < sets.length; i++) for (let j = i + 1; j < sets.length; j++) pairs.push(jaccard(sets[i]!, sets[j]!));
+  const union = new Set(Object.values(repairSets).flat()).size;
+  const bestSingle = Math.max(0, ...sets.map((s) => s.size));
+
+  const initialProfiles = profilesFrom(deps.base, h0, siblings.map((s, i) => [s, chosen[i]!.measured] as const), deps.devTasks);
+  return {
+    pool,
+    candidates: candidates.map(({ measured: _m, ...c }) => c),
+    h0Failures,
+    repairSets,
+    locality: mean(pairs),
+    complementarity: bestSingle === 0 ? 0 : union / bestSingle,
+    initialProfiles,
+    rolloutsSpent: spent,
+  };
+}
+
+function failureSignals(rollouts: readonly Rollout[], vocabulary: EvolutionDeps["vocabulary"]): FailureSignal[] {
+  const counts = new Map<string, FailureSignal>();
+  for (const r of rollouts) {
+    if (r.success) continue;
+    for (const event of r.events) {
+      if (event === "start" || event === "budget:exhausted" || event === "submit:rejected") continue;
+      const key = `${r.family}|${event}`;
+      const v = vocabulary(r.family);
+      const s = counts.get(key) ?? { family: r.family, event, count: 0, tools: v.tools, facts: v.facts };
+      s.count++;
+      counts.set(key, s);
+    }
+    const start = `${r.family}|start`;
+    const v = vocabulary(r.family);
+    const s = counts.get(start) ?? { family: r.family, event: "start", count: 0, tools: v.tools, facts: v.facts };
+    s.count += 0.25;
+    counts.set(start, s);
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count || (a.event < b.event ? -1 : 1));
+}
+
+/** Greedy max-coverage of H0's failures, at most `maxPerDirection` per direction. */
+export function selectByCoverage<C extends CandidateRecord>(candidates: readonly C[], failures: readonly string[], config: EvolutionConfig): C[] {
+  const target = new Set(failures);
+  const covered = new Set<string>();
+  const chosen: C[] = [];
+  const perDirection = new Map<string, number>();
+  while (chosen.length < config.poolSize) {
+    let best: C | undefined;
+    let bestGain = -1;
+    for (const c of candidates) {
+      if (chosen.includes(c) || (perDirection.get(c.spec.provenance.direction) ?? 0) >= config.maxPerDirection) continue;
+      const gain = c.repairs.filter((t) => target.has(t) && !covered.has(t)).length;
+      const key = gain * 1000 + c.score;
+      if (key > bestGain) {
+        bestGain = key;
+        best = c;
+      }
+    }
+    if (!best) break;
+    chosen.push(best);
+    perDirection.set(best.spec.provenance.direction, (perDirection.get(best.spec.provenance.direction) ?? 0) + 1);
+    for (const t of best.repairs) covered.add(t);
+  }
+  return chosen;
+}
+
+function profilesFrom(
+  base: HarnessSpec,
+  h0: Measured,
+  siblings: readonly (readonly [HarnessSpec, Measured])[],
+  tasks: readonly Task[],
+): ProfileSet {
+  const byTask = new Map(tasks.map((t) => [t.id, t]));
+  const h0Tags = new Map<string, string[]>();
+  for (const t of tasks) {
+    const group = h0.rollouts.filter((r) => r.taskId === t.id);
+    if (group.every((r) => !r.success)) h0Tags.set(t.id, failureSummary(group).tags);
+  }
+  const profiles: ProfileSet = {};
+  for (const [spec, m] of [[base, h0] as const, ...siblings]) {
+    let p = emptyProfile(spec.id, 0);
+    for (const r of m.rollouts) {
+      const rescueOf = spec.id === base.id ? [] : (h0Tags.get(r.taskId) ?? []);
+      p = addEvidence(p, r, { rescueOf, taskTags: byTask.get(r.taskId)?.tags ?? [] });
+    }
+    profiles[spec.id] = p;
+  }
+  return profiles;
+}

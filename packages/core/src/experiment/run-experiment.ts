@@ -1,0 +1,194 @@
+import { z } from "zod";
+import type { EvolutionResult } from "../evolution/evolve.ts";
+import { rank1Picker } from "../inference/rank1.ts";
+import { mean, spearman } from "../metrics/stats.ts";
+import type { Environment, Policy } from "../ports.ts";
+import { rescueUtility, type ProfileSet } from "../profile/profile.ts";
+import { runEpisode } from "../rollout/run-episode.ts";
+import type { Task } from "../task.ts";
+import { ArmConfig, TrainConfig } from "../training/config.ts";
+import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
+import { trainArm, type TrainResult } from "../training/train.ts";
+import { createRng, hash32 } from "../util/rng.ts";
+import type { Voter } from "../voting/ballot.ts";
+import type { ArmSeedResult, ArmSummary, ExperimentSummary } from "./summary.ts";
+
+export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"] as const;
+
+export const ExperimentConfig = z.object({
+  seeds: z.array(z.number().int()).min(1).default([1, 2, 3, 4, 5]),
+  arms: z.array(z.enum(ARM_NAMES)).min(1).default([...ARM_NAMES]),
+  train: TrainConfig.default(TrainConfig.parse({})),
+  evalSamples: z.number().int().min(3).default(6),
+  singleVoter: z.string().default("failure-tag-evidence"),
+});
+export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
+
+export interface ExperimentDeps {
+  env: Environment;
+  createPolicy: (seed: number) => Policy;
+  voters: readonly Voter[];
+  train: readonly Task[];
+  dev: readonly Task[];
+  heldout: readonly Task[];
+  evolution: EvolutionResult;
+  onProgress?: (event: { seed: number; arm: string; step: number; steps: number }) => void;
+}
+
+function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
+  switch (name) {
+    case "grpo":
+      return ArmConfig.parse({ name, rescue: "none", reanchor: false });
+    case "grpo-budget":
+      return ArmConfig.parse({ name, rescue: "resample-h0", extraBudget: extra, reanchor: false });
+    case "harness-s":
+      return ArmConfig.parse({ name, rescue: "router" });
+    case "harness-s-random":
+      return ArmConfig.parse({ name, rescue: "random", reanchor: false });
+    case "harness-s-noreanchor":
+      return ArmConfig.parse({ name, rescue: "router", reanchor: false });
+    case "harness-s-single-voter":
+      return ArmConfig.parse({ name, rescue: "router", voters: [singleVoter] });
+  }
+}
+
+const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
+
+/**
+ * Trains every arm over every seed from the same initial policy per seed, evaluates all of them
+ * under H0 on train and held-out tasks with paired seeds, and summarises. `grpo-budget` gets,
+ * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring).
+ *
+ * @example
+ * const summary = await runExperiment(ExperimentConfig.parse({ seeds: [1, 2] }), deps);
+ */
+export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentSummary> {
+  const { pool, initialProfiles } = deps.evolution;
+  const order = [...config.arms].sort((a, b) => (a === "harness-s" ? -1 : b === "harness-s" ? 1 : 0));
+  const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
+  const rank1Before = new Map<number, { passAt3: number; avgAt3: number }>();
+  const initialPerSeed: ExperimentSummary["initialPerSeed"] = [];
+  const initialBehaviours: Record<string, number>[] = [];
+  const nonstationarity: number[] = [];
+
+  for (const seed of config.seeds) {
+    const rng = createRng(seed);
+    const evalBase = hash32("eval", seed);
+    const initialPolicy = deps.createPolicy(seed);
+    const runner0 = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: deps.env, policy: initialPolicy });
+    const h0Train = await evaluateTasks(deps.train, () => pool.base, config.evalSamples, evalBase, runner0);
+    const h0Held = await evaluateTasks(deps.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
+    const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
+    const r1 = await evaluateTasks(deps.heldout, pick0, config.evalSamples, evalBase, runner0);
+    rank1Before.set(seed, score(r1));
+    initialBehaviours.push(h0Train.behaviours);
+    initialPerSeed.push({ seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) } });
+
+    let extra = 0;
+    for (const name of order) {
+      const policy = deps.createPolicy(seed);
+      const runRollout = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: deps.env, policy });
+      const trained: TrainResult = await trainArm(armConfig(name, extra, config.singleVoter), config.train, {
+        policy,
+        runRollout,
+        pool,
+        trainTasks: deps.train,
+        probeTasks: deps.dev,
+        initialProfiles,
+        voters: deps.voters,
+        rng,
+        onStep: (step) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps }),
+      });
+      if (name === "harness-s") {
+        extra = trained.rollouts.rescue + trained.rollouts.reanchor;
+        const last = trained.utilities[trained.utilities.length - 1];
+        if (last) {
+          const ids = pool.siblings.map((s) => s.id).filter((id) => Number.isFinite(last.values[id]));
+          const rho = spearman(ids.map((id) => rescueUtility(initialProfiles[id]!)), ids.map((id) => last.values[id]!));
+          nonstationarity.push((1 - rho) / 2);
+        }
+      }
+      const train = await evaluateTasks(deps.train, () => pool.base, config.evalSamples, evalBase, runRollout);
+      const held = await evaluateTasks(deps.heldout, () => pool.base, config.evalSamples, evalBase, runRollout);
+      const result: ArmSeedResult = {
+        seed,
+        rollouts: trained.rollouts.total,
+        rolloutBreakdown: {
+          train: trained.rollouts.train,
+          rescue: trained.rollouts.rescue,
+          resample: trained.rollouts.resample,
+          reanchor: trained.rollouts.reanchor,
+        },
+        h0: { train: score(train), heldout: score(held) },
+        behaviours: held.behaviours,
+        rescue: trained.rescue,
+        curve: trained.curve,
+        utilities: trained.utilities.map((u) => ({
+          step: u.step,
+          values: Object.fromEntries(Object.entries(u.values).map(([k, v]) => [k, Number.isFinite(v) ? v : null])),
+        })),
+        chosenCounts: trained.chosenCounts,
+      };
+      if (name.startsWith("harness-s")) {
+        const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: rng.fork(`rank1:${name}`) });
+        result.rank1 = { heldout: score(await evaluateTasks(deps.heldout, pick, config.evalSamples, evalBase, runRollout)) };
+      }
+      if (trained.audits.length) {
+        const rescuable = trained.audits.filter((a) => a.rescuable);
+        result.routerAccuracy = {
+          audited: trained.audits.length,
+          rescuable: rescuable.length,
+          hitRate: mean(rescuable.map((a) => (a.hit ? 1 : 0))),
+          randomHitRate: mean(rescuable.map((a) => a.randomHitChance)),
+        };
+      }
+      perArm.get(name)!.push(result);
+    }
+  }
+
+  const avgScore = (xs: { passAt3: number; avgAt3: number }[]) => ({ passAt3: mean(xs.map((x) => x.passAt3)), avgAt3: mean(xs.map((x) => x.avgAt3)) });
+  const arms: ArmSummary[] = config.arms.map((name) => {
+    const runs = perArm.get(name)!;
+    const summary: ArmSummary = {
+      name,
+      rollouts: mean(runs.map((r) => r.rollouts)),
+      h0: { train: avgScore(runs.map((r) => r.h0.train)), heldout: avgScore(runs.map((r) => r.h0.heldout)) },
+      perSeed: runs,
+    };
+    if (name.startsWith("harness-s")) {
+      summary.rank1 = {
+        before: { heldout: avgScore(runs.map((r) => rank1Before.get(r.seed)!)) },
+        after: { heldout: avgScore(runs.map((r) => r.rank1!.heldout)) },
+      };
+    }
+    return summary;
+  });
+  const behaviourNames = [...new Set(initialBehaviours.flatMap((b) => Object.keys(b)))];
+  return {
+    seeds: config.seeds,
+    config: { ...config, train: config.train } as Record<string, unknown>,
+    poolVersion: pool.version,
+    initial: {
+      train: avgScore(initialPerSeed.map((s) => s.h0.train)),
+      heldout: avgScore(initialPerSeed.map((s) => s.h0.heldout)),
+      rank1: { heldout: avgScore(initialPerSeed.map((s) => s.rank1.heldout)) },
+      behaviours: Object.fromEntries(behaviourNames.map((b) => [b, mean(initialBehaviours.map((x) => x[b] ?? 0))])),
+    },
+    initialPerSeed,
+    arms,
+    suite: {
+      locality: deps.evolution.locality,
+      complementarity: deps.evolution.complementarity,
+      nonstationarity: mean(nonstationarity),
+      details: {
+        localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local)",
+        complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling",
+        nonstationarityDefinition: "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
+        nonstationarityPerSeed: nonstationarity,
+        repairSets: deps.evolution.repairSets,
+        h0DevFailures: deps.evolution.h0Failures.length,
+        evolutionRollouts: deps.evolution.rolloutsSpent,
+      },
+    },
+  };
+}

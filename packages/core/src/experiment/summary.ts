@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+const Score = z.object({ passAt3: z.number(), avgAt3: z.number() });
+const SplitScores = z.object({ train: Score, heldout: Score });
+
+export const ArmSeedResult = z.object({
+  seed: z.number().int(),
+  rollouts: z.number(),
+  rolloutBreakdown: z.object({ train: z.number(), rescue: z.number(), resample: z.number(), reanchor: z.number() }),
+  h0: SplitScores,
+  behaviours: z.record(z.string(), z.number()),
+  rank1: z.object({ heldout: Score }).optional(),
+  rescue: z.object({ triggered: z.number(), replaced: z.number(), dropped: z.number(), allFailGroups: z.number(), groups: z.number() }),
+  curve: z.array(z.object({ step: z.number(), h0TrainAvgAt3: z.number() })),
+  utilities: z.array(z.object({ step: z.number(), values: z.record(z.string(), z.number().nullable()) })),
+  routerAccuracy: z.object({ audited: z.number(), rescuable: z.number(), hitRate: z.number(), randomHitRate: z.number() }).optional(),
+  chosenCounts: z.record(z.string(), z.number()),
+});
+export type ArmSeedResult = z.infer<typeof ArmSeedResult>;
+
+export const ArmSummary = z.object({
+  name: z.string(),
+  rollouts: z.number(),
+  h0: SplitScores,
+  rank1: z.object({ before: z.object({ heldout: Score }), after: z.object({ heldout: Score }) }).optional(),
+  perSeed: z.array(ArmSeedResult),
+});
+export type ArmSummary = z.infer<typeof ArmSummary>;
+
+export const ExperimentSummary = z.object({
+  seeds: z.array(z.number().int()),
+  config: z.record(z.string(), z.unknown()),
+  poolVersion: z.string(),
+  initial: SplitScores.extend({ rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()) }),
+  initialPerSeed: z.array(z.object({ seed: z.number(), h0: SplitScores, rank1: z.object({ heldout: Score }) })),
+  arms: z.array(ArmSummary),
+  suite: z.object({
+    locality: z.number(),
+    complementarity: z.number(),
+    nonstationarity: z.number(),
+    details: z.record(z.string(), z.unknown()),
+  }),
+});
+export type ExperimentSummary = z.infer<typeof ExperimentSummary>;

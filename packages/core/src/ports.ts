@@ -1,0 +1,74 @@
+import type { HarnessSpec } from "./harness/spec.ts";
+import type { PolicyObservation, Rollout } from "./rollout/types.ts";
+import type { Task } from "./task.ts";
+import type { Rng } from "./util/rng.ts";
+
+/** What an environment answers to one action. */
+export interface EnvStep {
+  event: string;
+  facts: string[];
+  done: boolean;
+}
+
+/** The end of an episode, as the environment grades it. */
+export interface EnvOutcome {
+  reward: number;
+  success: boolean;
+  failureTags: string[];
+  behaviours: Record<string, boolean>;
+}
+
+/** One live episode. `finish` is called once, whether or not the agent submitted. */
+export interface EnvSession {
+  readonly initial: EnvStep;
+  act(action: string): Promise<EnvStep>;
+  finish(reason: "submitted" | "budget-exhausted"): Promise<EnvOutcome>;
+}
+
+/** An environment family (the embedded suite, DBBench, a remote AppWorld, …). */
+export interface Environment {
+  /** Tools available on a task; `submit` must be one of them. */
+  tools(task: Task): string[];
+  start(task: Task, rng: Rng): Promise<EnvSession>;
+}
+
+export interface ActionChoice {
+  action: string;
+  logProb: number;
+}
+
+/** One sample used in a policy update. */
+export interface UpdateSample {
+  rollout: Rollout;
+  advantage: number;
+}
+
+export interface UpdateSettings {
+  learningRate: number;
+  clipEpsilon: number;
+  klCoef: number;
+  epochs: number;
+  /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
+  rescueContext: "as-generated" | "base";
+}
+
+export interface UpdateBatch {
+  baseVersion: number;
+  samples: UpdateSample[];
+  settings: UpdateSettings;
+}
+
+export interface UpdateResult {
+  version: number;
+  metrics: { loss: number; clippedFraction: number; kl: number; steps: number };
+}
+
+/** The policy endpoint: sample actions and apply updates. Versions increase by one per update. */
+export interface Policy {
+  version(): number;
+  act(observation: PolicyObservation, rng: Rng): Promise<ActionChoice>;
+  update(batch: UpdateBatch): Promise<UpdateResult>;
+}
+
+/** Runs one episode; implemented by the episode runner over an environment and a policy. */
+export type RolloutRunner = (task: Task, harness: HarnessSpec, seed: number) => Promise<Rollout>;

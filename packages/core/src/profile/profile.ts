@@ -1,0 +1,123 @@
+import { z } from "zod";
+import type { Rollout } from "../rollout/types.ts";
+
+export const Counts = z.object({ attempts: z.number().min(0), successes: z.number().min(0) });
+export type Counts = z.infer<typeof Counts>;
+
+/**
+ * A harness behaviour profile under one policy version: success by task family and by
+ * visible task tag, rescue success by the failure tag of the H0 group it was asked to rescue,
+ * behaviour rates and cost. Counts are real-valued so that old evidence can be decayed.
+ *
+ * @example
+ * let p = emptyProfile("sib/recovery-1", 0);
+ * p = addEvidence(p, rollout, { rescueOf: ["unauthorized"] });
+ */
+export const Profile = z.object({
+  harnessId: z.string(),
+  policyVersion: z.number().int(),
+  updatedAtStep: z.number().int(),
+  byFamily: z.record(z.string(), Counts),
+  byTaskTag: z.record(z.string(), Counts),
+  byFailureTag: z.record(z.string(), Counts),
+  behaviours: z.record(z.string(), Counts),
+  turns: Counts,
+});
+export type Profile = z.infer<typeof Profile>;
+
+export function emptyProfile(harnessId: string, policyVersion: number, step = 0): Profile {
+  return {
+    harnessId,
+    policyVersion,
+    updatedAtStep: step,
+    byFamily: {},
+    byTaskTag: {},
+    byFailureTag: {},
+    behaviours: {},
+    turns: { attempts: 0, successes: 0 },
+  };
+}
+
+function bump(map: Record<string, Counts>, key: string, success: boolean, weight = 1): void {
+  const c = map[key] ?? { attempts: 0, successes: 0 };
+  map[key] = { attempts: c.attempts + weight, successes: c.successes + (success ? weight : 0) };
+}
+
+export interface EvidenceContext {
+  /** Failure tags of the H0 group this rollout tried to rescue (empty for plain evidence). */
+  rescueOf: readonly string[];
+  taskTags?: readonly string[];
+}
+
+/** Returns a new profile with one rollout's evidence added. */
+export function addEvidence(profile: Profile, rollout: Rollout, ctx: EvidenceContext): Profile {
+  const next: Profile = structuredClone(profile);
+  bump(next.byFamily, rollout.family, rollout.success);
+  for (const tag of ctx.taskTags ?? []) bump(next.byTaskTag, `${rollout.family}/${tag}`, rollout.success);
+  const tags = [...new Set(ctx.rescueOf)];
+  for (const tag of tags) bump(next.byFailureTag, `${rollout.family}/${tag}`, rollout.success, 1 / tags.length);
+  for (const [name, shown] of Object.entries(rollout.behaviours)) bump(next.behaviours, name, shown);
+  next.turns = { attempts: next.turns.attempts + 1, successes: next.turns.successes + rollout.steps.length };
+  next.policyVersion = Math.max(next.policyVersion, rollout.policyVersion);
+  return next;
+}
+
+function scaleMap(map: Record<string, Counts>, factor: number): Record<string, Counts> {
+  return Object.fromEntries(
+    Object.entries(map).map(([k, c]) => [k, { attempts: c.attempts * factor, successes: c.successes * factor }]),
+  );
+}
+
+/** Multiplies every count by `factor` (0 forgets, 1 keeps), the basis of re-anchoring. */
+export function decayProfile(profile: Profile, factor: number): Profile {
+  return {
+    ...profile,
+    byFamily: scaleMap(profile.byFamily, factor),
+    byTaskTag: scaleMap(profile.byTaskTag, factor),
+    byFailureTag: scaleMap(profile.byFailureTag, factor),
+    behaviours: scaleMap(profile.behaviours, factor),
+    turns: { attempts: profile.turns.attempts * factor, successes: profile.turns.successes * factor },
+  };
+}
+
+/** Sums the evidence of two profiles of the same harness. */
+export function mergeProfiles(a: Profile, b: Profile): Profile {
+  const merge = (x: Record<string, Counts>, y: Record<string, Counts>) => {
+    const out = structuredClone(x);
+    for (const [k, c] of Object.entries(y)) {
+      const o = out[k] ?? { attempts: 0, successes: 0 };
+      out[k] = { attempts: o.attempts + c.attempts, successes: o.successes + c.successes };
+    }
+    return out;
+  };
+  return {
+    harnessId: a.harnessId,
+    policyVersion: Math.max(a.policyVersion, b.policyVersion),
+    updatedAtStep: Math.max(a.updatedAtStep, b.updatedAtStep),
+    byFamily: merge(a.byFamily, b.byFamily),
+    byTaskTag: merge(a.byTaskTag, b.byTaskTag),
+    byFailureTag: merge(a.byFailureTag, b.byFailureTag),
+    behaviours: merge(a.behaviours, b.behaviours),
+    turns: { attempts: a.turns.attempts + b.turns.attempts, successes: a.turns.successes + b.turns.successes },
+  };
+}
+
+/** Posterior mean of a Beta(prior·α, prior·(1−α)) updated with `c`. */
+export function smoothedRate(c: Counts | undefined, priorMean: number, priorWeight: number): number {
+  const attempts = c?.attempts ?? 0;
+  const successes = c?.successes ?? 0;
+  return (successes + priorMean * priorWeight) / (attempts + priorWeight);
+}
+
+/** Overall rescue utility: success rate over all rescue attempts recorded in the profile. */
+export function rescueUtility(profile: Profile): number {
+  let attempts = 0;
+  let successes = 0;
+  for (const c of Object.values(profile.byFailureTag)) {
+    attempts += c.attempts;
+    successes += c.successes;
+  }
+  return attempts === 0 ? 0 : successes / attempts;
+}
+
+export type ProfileSet = Record<string, Profile>;

@@ -1,0 +1,46 @@
+import { z } from "zod";
+
+/** What the policy sees at one turn. `hints` come from the harness (or the task's own cues). */
+export const PolicyObservation = z.object({
+  family: z.string(),
+  tools: z.array(z.string()).min(1),
+  event: z.string(),
+  facts: z.array(z.string()),
+  taskTags: z.array(z.string()),
+  hints: z.array(z.string()),
+  /** The subset of `hints` that H0 would also have shown here (the task's own cues). */
+  baseHints: z.array(z.string()).default([]),
+  failedActions: z.array(z.string()),
+  turnsLeft: z.number().int(),
+});
+export type PolicyObservation = z.infer<typeof PolicyObservation>;
+
+export const TrajectoryStep = z.object({
+  observation: PolicyObservation,
+  action: z.string(),
+  /** Behaviour log-probability of `action` under the policy that sampled it (0 when forced). */
+  logProb: z.number(),
+  /** True when the harness, not the policy, chose the action (excluded from the loss). */
+  forced: z.boolean().default(false),
+  /** Event the environment (or the harness) answered with. */
+  result: z.string(),
+});
+export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
+
+/** One episode of (task, harness, policy version, seed). */
+export const Rollout = z.object({
+  id: z.string(),
+  taskId: z.string(),
+  family: z.string(),
+  harnessId: z.string(),
+  policyVersion: z.number().int(),
+  seed: z.number().int(),
+  steps: z.array(TrajectoryStep),
+  reward: z.number().min(0).max(1),
+  success: z.boolean(),
+  failureTags: z.array(z.string()),
+  /** Events seen during the episode, in order of first appearance. */
+  events: z.array(z.string()),
+  behaviours: z.record(z.string(), z.boolean()),
+});
+export type Rollout = z.infer<typeof Rollout>;

@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+export const RescueMode = z.enum(["none", "router", "random", "resample-h0"]);
+export type RescueMode = z.infer<typeof RescueMode>;
+
+/** One training arm. All arms of a seed share the batch order and evaluation seeds. */
+export const ArmConfig = z.object({
+  name: z.string().min(1),
+  rescue: RescueMode,
+  /** For "resample-h0": extra H0 rollouts allowed (set per seed to what harness-s spent). */
+  extraBudget: z.number().int().min(0).optional(),
+  reanchor: z.boolean().default(true),
+  /** Voter ids to use; empty means every configured voter. */
+  voters: z.array(z.string()).default([]),
+});
+export type ArmConfig = z.infer<typeof ArmConfig>;
+
+export const TrainConfig = z.object({
+  steps: z.number().int().min(1).default(40),
+  batchSize: z.number().int().min(1).default(16),
+  groupSize: z.number().int().min(2).default(4),
+  k: z.number().int().min(1).default(2),
+  /** Rollouts per rescue, split over the k siblings (default: the group size). */
+  rescueRollouts: z.number().int().min(1).optional(),
+  aggregator: z.enum(["borda", "rrf"]).default("borda"),
+  exploration: z.number().min(0).max(1).default(0),
+  reanchorEvery: z.number().int().min(1).default(10),
+  reanchorBudget: z.number().int().min(0).default(40),
+  reanchorKeep: z.number().min(0).max(1).default(0.25),
+  normalizeStd: z.boolean().default(true),
+  learningRate: z.number().positive().default(0.5),
+  clipEpsilon: z.number().positive().default(0.2),
+  klCoef: z.number().min(0).default(0),
+  epochs: z.number().int().min(1).default(2),
+  rescueContext: z.enum(["as-generated", "base"]).default("as-generated"),
+  /** Evaluate H0 Avg@3 on a train subset every this many steps (0 = never) for the curves. */
+  curveEvery: z.number().int().min(0).default(10),
+  curveTasks: z.number().int().min(1).default(30),
+  /** Audit one in this many routing decisions against all siblings (0 = never). */
+  auditEvery: z.number().int().min(0).default(3),
+  auditTrials: z.number().int().min(1).default(2),
+});
+export type TrainConfig = z.infer<typeof TrainConfig>;

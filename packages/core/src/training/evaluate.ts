@@ -1,0 +1,51 @@
+import type { HarnessSpec } from "../harness/spec.ts";
+import { scoreTasks, type PassAvg } from "../metrics/pass-at-k.ts";
+import type { RolloutRunner } from "../ports.ts";
+import type { Rollout } from "../rollout/types.ts";
+import type { Task } from "../task.ts";
+import { hash32 } from "../util/rng.ts";
+
+export interface Evaluation extends PassAvg {
+  /** Share of rollouts showing each named behaviour, among rollouts where it was measurable. */
+  behaviours: Record<string, number>;
+  rollouts: number;
+}
+
+/**
+ * Runs `n` attempts per task under the harness `harnessFor(task)` and scores Pass@3 / Avg@3.
+ * Seeds depend only on `seedBase` and the task, so arms evaluated with the same base are paired.
+ *
+ * @example
+ * const ev = await evaluateTasks(heldout, () => pool.base, 3, 11, runner);
+ */
+export async function evaluateTasks(
+  tasks: readonly Task[],
+  harnessFor: (task: Task) => HarnessSpec | Promise<HarnessSpec>,
+  n: number,
+  seedBase: number,
+  runRollout: RolloutRunner,
+): Promise<Evaluation> {
+  const perTask: boolean[][] = [];
+  const all: Rollout[] = [];
+  for (const task of tasks) {
+    const harness = await harnessFor(task);
+    const group = await Promise.all(
+      Array.from({ length: n }, (_, i) => runRollout(task, harness, hash32(`eval:${task.id}:${i}`, seedBase))),
+    );
+    perTask.push(group.map((r) => r.success));
+    all.push(...group);
+  }
+  return { ...scoreTasks(perTask, 3), behaviours: behaviourRates(all), rollouts: all.length };
+}
+
+/** For each behaviour name, the share of rollouts reporting it true among those reporting it. */
+export function behaviourRates(rollouts: readonly Rollout[]): Record<string, number> {
+  const seen = new Map<string, [number, number]>();
+  for (const r of rollouts) {
+    for (const [name, shown] of Object.entries(r.behaviours)) {
+      const [yes, total] = seen.get(name) ?? [0, 0];
+      seen.set(name, [yes + (shown ? 1 : 0), total + 1]);
+    }
+  }
+  return Object.fromEntries([...seen.entries()].map(([k, [yes, total]]) => [k, yes / total]));
+}

@@ -1,0 +1,50 @@
+/* Invariants: see ./README.md. */
+import type { Ballot } from "./ballot.ts";
+
+export type Aggregator = "borda" | "rrf";
+
+/** Per-candidate points from one ballot: Borda points or RRF contributions, ties shared. */
+function ballotRanks(ballot: Ballot, candidates: readonly string[]): Map<string, number> {
+  const ranks = new Map<string, number>();
+  const listed = ballot.ranking.filter((id) => candidates.includes(id));
+  let pos = 0;
+  while (pos < listed.length) {
+    let end = pos;
+    const score = ballot.scores?.[listed[pos]!];
+    while (end + 1 < listed.length && score !== undefined && ballot.scores?.[listed[end + 1]!] === score) end++;
+    for (let i = pos; i <= end; i++) ranks.set(listed[i]!, (pos + end) / 2 + 1);
+    pos = end + 1;
+  }
+  const missing = candidates.filter((id) => !ranks.has(id));
+  const shared = listed.length + (missing.length + 1) / 2;
+  for (const id of missing) ranks.set(id, shared);
+  return ranks;
+}
+
+export interface Tally {
+  harnessId: string;
+  score: number;
+  firstPlaces: number;
+}
+
+/**
+ * Combines ballots into one ordering.
+ *
+ * @example
+ * aggregate([{ voterId: "a", ranking: ["x", "y"] }], ["x", "y"], "borda")[0].harnessId; // "x"
+ */
+export function aggregate(ballots: readonly Ballot[], candidates: readonly string[], method: Aggregator): Tally[] {
+  const n = candidates.length;
+  const tally = new Map<string, Tally>(candidates.map((id) => [id, { harnessId: id, score: 0, firstPlaces: 0 }]));
+  for (const ballot of ballots) {
+    for (const [id, rank] of ballotRanks(ballot, candidates)) {
+      const t = tally.get(id)!;
+      t.score += method === "borda" ? n - rank : 1 / (60 + rank);
+      if (rank === 1) t.firstPlaces++;
+    }
+  }
+  return [...tally.values()].sort(
+    (a, b) =>
+      b.score - a.score || b.firstPlaces - a.firstPlaces || (a.harnessId < b.harnessId ? -1 : a.harnessId > b.harnessId ? 1 : 0),
+  );
+}

@@ -1,0 +1,38 @@
+/* Invariants: see ./README.md. */
+import { z } from "zod";
+import type { HarnessSpec } from "../harness/spec.ts";
+import type { ProfileSet } from "../profile/profile.ts";
+import type { TaskView } from "../task.ts";
+
+export const Ballot = z.object({
+  voterId: z.string().min(1),
+  ranking: z.array(z.string().min(1)).min(1),
+  scores: z.record(z.string(), z.number()).optional(),
+  rationale: z.string().max(2000).optional(),
+});
+export type Ballot = z.infer<typeof Ballot>;
+
+/** Everything a voter may look at for one routing decision. */
+export interface BallotRequest {
+  decisionId: string;
+  task: TaskView;
+  /** Failure tags of the failed H0 group (empty for Rank-1 inference). */
+  failureTags: string[];
+  /** Events seen in the failed group's rollouts, most frequent first. */
+  failedEvents: string[];
+  candidates: HarnessSpec[];
+  profiles: ProfileSet;
+  k: number;
+}
+
+/** The voter port: an LLM voter or a statistical scorer. */
+export interface Voter {
+  readonly id: string;
+  vote(request: BallotRequest): Promise<Ballot>;
+}
+
+/** Ranks ids by score, best first, ties broken by id so ballots are deterministic. */
+export function rankByScore(voterId: string, scores: Record<string, number>): Ballot {
+  const ranking = Object.keys(scores).sort((a, b) => scores[b]! - scores[a]! || (a < b ? -1 : a > b ? 1 : 0));
+  return { voterId, ranking, scores };
+}

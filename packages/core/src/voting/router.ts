@@ -1,0 +1,125 @@
+/* Invariants: see ./README.md. */
+import { z } from "zod";
+import { InvalidBallotError, QuorumError, VoterTimeoutError } from "../errors.ts";
+import type { HarnessSpec } from "../harness/spec.ts";
+import type { ProfileSet } from "../profile/profile.ts";
+import type { TaskView } from "../task.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Rng } from "../util/rng.ts";
+import { aggregate, type Aggregator } from "./aggregate.ts";
+import { Ballot, type BallotRequest, type Voter } from "./ballot.ts";
+
+export const RouterOptions = z.object({
+  k: z.number().int().min(1).default(2),
+  aggregator: z.enum(["borda", "rrf"]).default("borda"),
+  /** Minimum valid ballots; defaults to a majority of the voters. */
+  quorum: z.number().int().min(1).optional(),
+  exploration: z.number().min(0).max(1).default(0),
+  voterTimeoutMs: z.number().int().positive().optional(),
+});
+export type RouterOptions = z.infer<typeof RouterOptions>;
+
+export const RoutingDecision = z.object({
+  id: z.string(),
+  task: z.object({ id: z.string(), family: z.string(), tags: z.array(z.string()) }),
+  failureTags: z.array(z.string()),
+  failedEvents: z.array(z.string()),
+  chosen: z.array(z.string()),
+  ranked: z.array(z.object({ harnessId: z.string(), score: z.number(), firstPlaces: z.number() })),
+  ballots: z.array(Ballot),
+  failures: z.array(z.object({ voterId: z.string(), reason: z.string() })),
+  aggregator: z.enum(["borda", "rrf"]),
+  explored: z.boolean(),
+  poolVersion: z.string(),
+  profileVersions: z.record(z.string(), z.number()),
+});
+export type RoutingDecision = z.infer<typeof RoutingDecision>;
+
+export interface RouteInput {
+  decisionId: string;
+  task: TaskView;
+  failureTags?: string[];
+  failedEvents?: string[];
+  candidates: HarnessSpec[];
+  profiles: ProfileSet;
+  poolVersion: string;
+}
+
+export interface RouterDeps {
+  voters: readonly Voter[];
+  rng: Rng;
+  clock?: Clock;
+}
+
+async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, timeoutMs?: number): Promise<Ballot> {
+  const pending = voter.vote(req);
+  const raw =
+    timeoutMs === undefined || !deps.clock
+      ? await pending
+      : await Promise.race([
+          pending,
+          deps.clock.sleep(timeoutMs).then(() => {
+            throw new VoterTimeoutError(voter.id, timeoutMs);
+          }),
+        ]);
+  const parsed = Ballot.safeParse(raw);
+  if (!parsed.success) throw new InvalidBallotError(voter.id, parsed.error.issues.map((i) => i.message).join("; "));
+  const ids = new Set(req.candidates.map((c) => c.id));
+  const unknown = parsed.data.ranking.filter((id) => !ids.has(id));
+  if (unknown.length) throw new InvalidBallotError(voter.id, `unknown harnesses ${unknown.join(", ")}`);
+  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length) throw new InvalidBallotError(voter.id, "duplicate ids");
+  return { ...parsed.data, voterId: voter.id };
+}
+
+/**
+ * Ranks the candidates for one task by a vote and picks the Top-k.
+ *
+ * @example
+ * const decision = await route({ decisionId: "d1", task, candidates: pool.siblings, profiles, poolVersion: pool.version },
+ *   { k: 2 }, { voters: statisticalVoters, rng });
+ * decision.chosen; // e.g. ["sib/recovery-1", "sib/contract-2"]
+ */
+export async function route(input: RouteInput, options: Partial<RouterOptions>, deps: RouterDeps): Promise<RoutingDecision> {
+  const opts = RouterOptions.parse(options);
+  const req: BallotRequest = {
+    decisionId: input.decisionId,
+    task: input.task,
+    failureTags: input.failureTags ?? [],
+    failedEvents: input.failedEvents ?? [],
+    candidates: input.candidates,
+    profiles: input.profiles,
+    k: opts.k,
+  };
+  const settled = await Promise.allSettled(deps.voters.map((v) => collectBallot(v, req, deps, opts.voterTimeoutMs)));
+  const ballots: Ballot[] = [];
+  const failures: { voterId: string; reason: string }[] = [];
+  settled.forEach((s, i) => {
+    if (s.status === "fulfilled") ballots.push(s.value);
+    else failures.push({ voterId: deps.voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason) });
+  });
+  const quorum = opts.quorum ?? Math.max(1, Math.ceil(deps.voters.length / 2));
+  if (ballots.length < quorum) throw new QuorumError(ballots.length, quorum, failures);
+
+  const ranked = aggregate(ballots, input.candidates.map((c) => c.id), opts.aggregator as Aggregator);
+  const chosen = ranked.slice(0, opts.k).map((t) => t.harnessId);
+  let explored = false;
+  if (opts.exploration > 0 && deps.rng.next() < opts.exploration && ranked.length > chosen.length) {
+    const others = ranked.slice(opts.k).map((t) => t.harnessId);
+    chosen[chosen.length - 1] = others[deps.rng.int(others.length)]!;
+    explored = true;
+  }
+  return {
+    id: input.decisionId,
+    task: { id: input.task.id, family: input.task.family, tags: input.task.tags },
+    failureTags: req.failureTags,
+    failedEvents: req.failedEvents,
+    chosen,
+    ranked,
+    ballots,
+    failures,
+    aggregator: opts.aggregator,
+    explored,
+    poolVersion: input.poolVersion,
+    profileVersions: Object.fromEntries(input.candidates.map((c) => [c.id, input.profiles[c.id]?.policyVersion ?? -1])),
+  };
+}

@@ -1,0 +1,41 @@
+import type { EnvOutcome, EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
+import type { EpisodeState } from "./family.ts";
+import { familyByName } from "./suite.ts";
+
+/**
+ * The embedded environment: every family of the suite behind the core's environment port.
+ *
+ * @example
+ * const env = new EmbeddedEnvironment();
+ * const session = await env.start(task, rng);
+ */
+export class EmbeddedEnvironment implements Environment {
+  tools(task: Task): string[] {
+    return familyByName(task.family).tools;
+  }
+
+  async start(task: Task, _rng: Rng): Promise<EnvSession> {
+    const family = familyByName(task.family);
+    const state: EpisodeState = {
+      req: new Set(task.requirements),
+      params: task.params,
+      facts: new Set(),
+      n: {},
+      flags: new Set(),
+    };
+    let finished: EnvOutcome | undefined;
+    return {
+      initial: { event: "start", facts: [], done: false },
+      async act(action: string): Promise<EnvStep> {
+        if (finished) throw new Error("episode already finished");
+        if (!family.tools.includes(action)) return { event: "error:unknown-tool", facts: [...state.facts], done: false };
+        const event = family.step(state, action);
+        return { event, facts: [...state.facts], done: false };
+      },
+      async finish(reason) {
+        finished ??= family.grade(state, reason);
+        return finished;
+      },
+    };
+  }
+}

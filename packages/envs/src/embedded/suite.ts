@@ -1,0 +1,89 @@
+import { z } from "zod";
+import { createRng, type Rng, type Split, type Task } from "@harness-s/core";
+import { appFamily } from "./app.ts";
+import { dbFamily } from "./db.ts";
+import type { FamilyModel } from "./family.ts";
+import { repairFamily } from "./repair.ts";
+
+export const families: readonly FamilyModel[] = [appFamily, repairFamily, dbFamily];
+
+export function familyByName(name: string): FamilyModel {
+  const f = families.find((x) => x.name === name);
+  if (!f) throw new Error(`unknown embedded family ${name}`);
+  return f;
+}
+
+export const SuiteOptions = z.object({
+  seed: z.number().int().default(2026),
+  /** Share of train tasks whose own instruction cues their latent requirements under H0. */
+  cueRate: z.number().min(0).max(1).default(0.2),
+  trainPerCombo: z.number().int().min(1).default(8),
+  devPerCombo: z.number().int().min(1).default(3),
+  heldoutPerCombo: z.number().int().min(1).default(7),
+  /** Probability that a present requirement shows its visible tag; absent ones show it at `tagNoise`. */
+  tagRate: z.number().min(0).max(1).default(0.6),
+  tagNoise: z.number().min(0).max(1).default(0.1),
+});
+export type SuiteOptions = z.infer<typeof SuiteOptions>;
+
+export interface Suite {
+  train: Task[];
+  dev: Task[];
+  heldout: Task[];
+  options: SuiteOptions;
+}
+
+/** Requirement combinations: train and dev see each requirement, held-out only unseen combinations. */
+export function combosFor(f: FamilyModel, split: Split): string[][] {
+  const [a, b, c] = f.requirements;
+  return split === "heldout" ? [[a, c], [b, c], [a, b, c]] : [[], [a], [b], [c], [a, b]];
+}
+
+function makeTask(f: FamilyModel, split: Split, req: string[], index: number, opts: SuiteOptions, rng: Rng): Task {
+  const tags = [f.name];
+  for (const r of f.requirements) {
+    const always = r === "mutation";
+    const shown = always ? req.includes(r) : rng.next() < (req.includes(r) ? opts.tagRate : opts.tagNoise);
+    if (shown) tags.push(f.tagFor[r]!);
+  }
+  const cued = split === "train" && req.length > 0 && rng.next() < opts.cueRate;
+  const cues = cued ? req.flatMap((r) => f.cuesFor[r] ?? []) : [];
+  const params: Record<string, number> = { pages: req.includes("pages") ? 2 + rng.int(2) : 1 };
+  const id = `${f.name}-${split}-${req.join("+") || "plain"}-${index}`;
+  return {
+    id,
+    family: f.name,
+    split,
+    instruction: `${f.name} task ${index} (${tags.slice(1).join(", ") || "no tags"})${cued ? " — " + cues.map((c) => c.text).join(" ") : ""}`,
+    tags,
+    requirements: req,
+    cues,
+    params,
+  };
+}
+
+/**
+ * Builds the embedded suite deterministically from `options.seed`.
+ *
+ * @example
+ * const suite = buildSuite({ cueRate: 0.2 });
+ * suite.train.length; // 120
+ */
+export function buildSuite(input: Partial<SuiteOptions> = {}): Suite {
+  const options = SuiteOptions.parse(input);
+  const rng = createRng(options.seed);
+  const out: Suite = { train: [], dev: [], heldout: [], options };
+  const perCombo: Record<Split, number> = {
+    train: options.trainPerCombo,
+    dev: options.devPerCombo,
+    heldout: options.heldoutPerCombo,
+  };
+  for (const split of ["train", "dev", "heldout"] as const) {
+    for (const f of families) {
+      for (const req of combosFor(f, split)) {
+        for (let i = 0; i < perCombo[split]; i++) out[split].push(makeTask(f, split, req, i, options, rng.fork(`${split}:${f.name}:${req}:${i}`)));
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,2 @@
+export * from "./loglinear-policy.ts";
+export * from "./adam.ts";

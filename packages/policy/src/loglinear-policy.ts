@@ -1,0 +1,140 @@
+import { z } from "zod";
+import {
+  StalePolicyVersionError,
+  ppoClipStepLoss,
+  type ActionChoice,
+  type Policy,
+  type PolicyObservation,
+  type Rng,
+  type UpdateBatch,
+  type UpdateResult,
+} from "@harness-s/core";
+import { Adam } from "./adam.ts";
+
+export const LogLinearOptions = z.object({
+  /** Fixed instruction-following strength: logit bonus of a hinted action. Not trainable. */
+  cueStrength: z.number().min(0).default(3),
+  /** Fixed logit penalty on an action that already produced an error in this episode. */
+  failedPenalty: z.number().min(0).default(2),
+  /** Initial weights, keyed `family|feature|action`. */
+  prior: z.record(z.string(), z.number()).default({}),
+  adamBeta1: z.number().default(0.9),
+  adamBeta2: z.number().default(0.999),
+});
+export type LogLinearOptions = z.infer<typeof LogLinearOptions>;
+
+/** Active features of an observation, prefixed by family so families never share weights. */
+export function featuresOf(obs: PolicyObservation): string[] {
+  const f = obs.family;
+  return [`${f}|bias`, `${f}|ev:${obs.event}`, ...obs.facts.map((x) => `${f}|has:${x}`), ...obs.taskTags.map((t) => `${f}|tag:${t}`)];
+}
+
+/**
+ * The embedded CPU policy: logits(a) = Σ θ[feature|a] + cueStrength·[a hinted] − failedPenalty·[a failed].
+ * Only θ is trained, so behaviour learned under a sibling's hints reaches H0 through shared features.
+ *
+ * @example
+ * const policy = new LogLinearPolicy({ prior: embeddedPolicyPrior() });
+ * const { action, logProb } = await policy.act(observation, rng);
+ */
+export class LogLinearPolicy implements Policy {
+  private readonly weights = new Map<string, number>();
+  private readonly reference: ReadonlyMap<string, number>;
+  private readonly options: LogLinearOptions;
+  private readonly adam: Adam;
+  private currentVersion = 0;
+
+  constructor(options: Partial<LogLinearOptions> = {}) {
+    this.options = LogLinearOptions.parse(options);
+    for (const [k, v] of Object.entries(this.options.prior)) this.weights.set(k, v);
+    this.reference = new Map(this.weights);
+    this.adam = new Adam(this.options.adamBeta1, this.options.adamBeta2);
+  }
+
+  version(): number {
+    return this.currentVersion;
+  }
+
+  /** Action probabilities in the order of `obs.tools`; `hints` overrides the observation's hints. */
+  probabilities(obs: PolicyObservation, hints: readonly string[] = obs.hints, weights: ReadonlyMap<string, number> = this.weights): number[] {
+    const feats = featuresOf(obs);
+    const logits = obs.tools.map((a) => {
+      let z = 0;
+      for (const f of feats) z += weights.get(`${f}|${a}`) ?? 0;
+      if (hints.includes(a)) z += this.options.cueStrength;
+      if (obs.failedActions.includes(a)) z -= this.options.failedPenalty;
+      return z;
+    });
+    const max = Math.max(...logits);
+    const exps = logits.map((z) => Math.exp(z - max));
+    const total = exps.reduce((s, e) => s + e, 0);
+    return exps.map((e) => e / total);
+  }
+
+  async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
+    const probs = this.probabilities(obs);
+    let u = rng.next();
+    let i = 0;
+    for (; i < probs.length - 1; i++) {
+      u -= probs[i]!;
+      if (u < 0) break;
+    }
+    return { action: obs.tools[i]!, logProb: Math.log(probs[i]!) };
+  }
+
+  async update(batch: UpdateBatch): Promise<UpdateResult> {
+    if (batch.baseVersion !== this.currentVersion) throw new StalePolicyVersionError(this.currentVersion, batch.baseVersion);
+    const s = batch.settings;
+    const steps = batch.samples.flatMap((sample) =>
+      sample.rollout.steps
+        .filter((st) => !st.forced)
+        .map((st) => ({
+          step: st,
+          advantage: sample.advantage,
+          hints: s.rescueContext === "base" ? st.observation.baseHints : st.observation.hints,
+        })),
+    );
+    let loss = 0;
+    let clipped = 0;
+    let kl = 0;
+    for (let epoch = 0; epoch < s.epochs; epoch++) {
+      const grad = new Map<string, number>();
+      loss = 0;
+      clipped = 0;
+      kl = 0;
+      for (const { step, advantage, hints } of steps) {
+        const obs = step.observation;
+        const probs = this.probabilities(obs, hints);
+        const a = obs.tools.indexOf(step.action);
+        const refProbs = s.klCoef > 0 ? this.probabilities(obs, hints, this.reference) : undefined;
+        const l = ppoClipStepLoss({
+          logProb: Math.log(probs[a]!),
+          behaviourLogProb: step.logProb,
+          referenceLogProb: refProbs ? Math.log(refProbs[a]!) : undefined,
+          advantage,
+          clipEpsilon: s.clipEpsilon,
+          klCoef: s.klCoef,
+        });
+        loss += l.loss;
+        kl += l.kl;
+        if (l.clipped) clipped++;
+        if (l.gradCoef === 0) continue;
+        for (const f of featuresOf(obs)) {
+          obs.tools.forEach((b, j) => {
+            const key = `${f}|${b}`;
+            grad.set(key, (grad.get(key) ?? 0) + (l.gradCoef * ((j === a ? 1 : 0) - probs[j]!)) / steps.length);
+          });
+        }
+      }
+      this.adam.step(this.weights, grad, s.learningRate);
+    }
+    this.currentVersion++;
+    const n = Math.max(1, steps.length);
+    return { version: this.currentVersion, metrics: { loss: loss / n, clippedFraction: clipped / n, kl: kl / n, steps: steps.length } };
+  }
+
+  /** The trained weights, for saving and inspection. */
+  snapshot(): { version: number; weights: Record<string, number> } {
+    return { version: this.currentVersion, weights: Object.fromEntries(this.weights) };
+  }
+}
