@@ -13,7 +13,7 @@ import { Adam } from "./adam.ts";
 
 export const LogLinearOptions = z.object({
   /** Fixed instruction-following strength: logit bonus of a hinted action. Not trainable. */
-  cueStrength: z.number().min(0).default(3),
+  cueStrength: z.number().min(0).default(5),
   /** Fixed logit penalty on an action that already produced an error in this episode. */
   failedPenalty: z.number().min(0).default(2),
   /** Initial weights, keyed `family|feature|action`. */

@@ -15,7 +15,7 @@ export const EvolutionConfig = z.object({
     "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition",
   ]),
   rounds: z.number().int().min(1).default(4),
-  candidatesPerRound: z.number().int().min(1).default(8),
+  candidatesPerRound: z.number().int().min(1).default(10),
   trials: z.number().int().min(1).default(4),
   /** A task counts as repaired when the sibling's success rate beats H0's by this much. */
   repairMargin: z.number().min(0).max(1).default(0.5),

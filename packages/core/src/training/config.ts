@@ -16,7 +16,7 @@ export const ArmConfig = z.object({
 export type ArmConfig = z.infer<typeof ArmConfig>;
 
 export const TrainConfig = z.object({
-  steps: z.number().int().min(1).default(40),
+  steps: z.number().int().min(1).default(20),
   batchSize: z.number().int().min(1).default(16),
   groupSize: z.number().int().min(2).default(4),
   k: z.number().int().min(1).default(2),
@@ -24,7 +24,7 @@ export const TrainConfig = z.object({
   rescueRollouts: z.number().int().min(1).optional(),
   aggregator: z.enum(["borda", "rrf"]).default("borda"),
   exploration: z.number().min(0).max(1).default(0),
-  reanchorEvery: z.number().int().min(1).default(10),
+  reanchorEvery: z.number().int().min(1).default(5),
   reanchorBudget: z.number().int().min(0).default(40),
   reanchorKeep: z.number().min(0).max(1).default(0.25),
   normalizeStd: z.boolean().default(true),

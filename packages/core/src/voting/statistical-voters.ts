@@ -35,6 +35,21 @@ export const failureTagVoter: Voter = {
   },
 };
 
+/** Success of each harness on tasks that share this task's visible tags, shrunk toward its family rate. */
+export const taskTagVoter: Voter = {
+  id: "task-tag-evidence",
+  async vote(req: BallotRequest) {
+    const scores: Record<string, number> = {};
+    for (const c of req.candidates) {
+      const p = req.profiles[c.id];
+      const tags = req.task.tags.filter((t) => t !== req.task.family);
+      const evidence = pooled(tags.map((t) => p?.byTaskTag[`${req.task.family}/${t}`]));
+      scores[c.id] = smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
+    }
+    return rankByScore(this.id, scores);
+  },
+};
+
 /** Overall success of each harness on the task's family. */
 export const familyVoter: Voter = {
   id: "family-evidence",
@@ -81,4 +96,7 @@ export const frugalityVoter: Voter = {
   },
 };
 
-export const statisticalVoters: readonly Voter[] = [failureTagVoter, familyVoter, specAffinityVoter, frugalityVoter];
+export const statisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter];
+
+/** Every statistical voter, including frugality (cheap but biased toward harnesses that fail fast). */
+export const allStatisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter, familyVoter, frugalityVoter];

@@ -4,7 +4,7 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 export const appFamily: FamilyModel = {
   name: "app",
   tools: ["login", "read_docs", "list_items", "next_page", "get_item", "search", "refresh", "submit"],
-  requirements: ["auth", "pages", "docs"],
+  requirements: ["docs", "auth", "pages"],
   tagFor: { auth: "account", pages: "bulk", docs: "v2-api" },
   cuesFor: {
     auth: [cue("start", "login", "This API needs a session: log in first.")],

@@ -4,7 +4,7 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 export const dbFamily: FamilyModel = {
   name: "db",
   tools: ["show_schema", "query", "mutate", "commit", "format_answer", "explain", "rollback", "submit"],
-  requirements: ["schema", "mutation", "format"],
+  requirements: ["format", "mutation", "schema"],
   tagFor: { schema: "wide-table", mutation: "write", format: "report" },
   cuesFor: {
     schema: [cue("start", "show_schema", "Column names are not what they seem: inspect the schema.")],

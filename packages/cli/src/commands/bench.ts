@@ -1,0 +1,56 @@
+import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+
+/** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
+const uniformPolicy: Policy = {
+  version: () => 0,
+  act: async (obs, rng) => ({ action: obs.tools[rng.int(obs.tools.length)]!, logProb: -Math.log(obs.tools.length) }),
+  update: async () => ({ version: 0, metrics: { loss: 0, clippedFraction: 0, kl: 0, steps: 0 } }),
+};
+
+async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number) => Promise<unknown>, seconds: number) {
+  const end = performance.now() + seconds * 1000;
+  let n = 0;
+  while (performance.now() < end) {
+    for (const t of tasks) await run(t, n++);
+  }
+  return n / seconds;
+}
+
+/** Measures, in one run: rollouts/s (embedded policy vs uniform baseline) and router decisions/s with latency percentiles. */
+export async function benchCommand(opts: { seconds: number }): Promise<void> {
+  const { deps, evolution } = await embeddedSetup(defaultEmbeddedSettings);
+  const policy = deps.createPolicy(0);
+  const tasks = deps.train.slice(0, 60);
+  const base = evolution.pool.base;
+  const rps = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy }), opts.seconds);
+  const rpsUniform = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy: uniformPolicy }), opts.seconds);
+  console.log(`embedded rollouts/s        ${rps.toFixed(0).padStart(8)}   (uniform-policy baseline ${rpsUniform.toFixed(0)}/s, ratio ${(rps / rpsUniform).toFixed(2)})`);
+
+  const decide = async (voters: typeof statisticalVoters) => {
+    const lat: number[] = [];
+    const rng = createRng(1);
+    const end = performance.now() + opts.seconds * 1000;
+    let i = 0;
+    while (performance.now() < end) {
+      const t = tasks[i % tasks.length]!;
+      const t0 = performance.now();
+      await route(
+        { decisionId: `b${i}`, task: t, failureTags: ["incomplete-results"], failedEvents: ["page:more", "submit:rejected"], candidates: evolution.pool.siblings, profiles: evolution.initialProfiles, poolVersion: evolution.pool.version },
+        { k: 2 },
+        { voters, rng },
+      );
+      lat.push(performance.now() - t0);
+      i++;
+    }
+    return { perSecond: i / opts.seconds, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+  };
+  const vote = await decide(statisticalVoters);
+  const single = await decide([failureTagVoter]);
+  console.log(
+    `router decisions/s         ${vote.perSecond.toFixed(0).padStart(8)}   p50 ${(vote.p50 * 1000).toFixed(0)} µs, p99 ${(vote.p99 * 1000).toFixed(0)} µs (${statisticalVoters.length} statistical voters)`,
+  );
+  console.log(
+    `  single-voter baseline    ${single.perSecond.toFixed(0).padStart(8)}   p50 ${(single.p50 * 1000).toFixed(0)} µs, p99 ${(single.p99 * 1000).toFixed(0)} µs; vote/single throughput ratio ${(vote.perSecond / single.perSecond).toFixed(2)}`,
+  );
+}

@@ -1,0 +1,19 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { createProgress } from "../progress.ts";
+
+/** Evolves a sibling pool from the embedded H0 and saves it as JSON. */
+export async function evolveCommand(opts: { out: string; seed: number; cueStrength: number }): Promise<void> {
+  const bar = createProgress(1, "evolving");
+  const { evolution } = await embeddedSetup({ ...defaultEmbeddedSettings, evolutionSeed: opts.seed, cueStrength: opts.cueStrength }, (d, t) =>
+    bar.update(d / t, `${d}/${t} direction rounds`),
+  );
+  bar.stop();
+  await mkdir(dirname(opts.out), { recursive: true });
+  await writeFile(opts.out, JSON.stringify({ ...evolution.pool, notes: { ...evolution.pool.notes, repairSets: evolution.repairSets } }, null, 2));
+  console.log(`pool ${evolution.pool.version}: ${evolution.pool.siblings.length} siblings, ${evolution.rolloutsSpent} dev rollouts`);
+  console.log(`H0 fails ${evolution.h0Failures.length} dev tasks; locality ${evolution.locality.toFixed(3)}, complementarity ${evolution.complementarity.toFixed(3)}`);
+  for (const s of evolution.pool.siblings) console.log(`  ${s.id.padEnd(24)} repairs ${String(evolution.repairSets[s.id]!.length).padStart(2)}  ${s.description}`);
+  console.log(`written to ${opts.out}`);
+}

@@ -1,0 +1,90 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, runExperiment } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { createProgress } from "../progress.ts";
+import { renderReport } from "../report/markdown.ts";
+import { lineChart, renderPng } from "../report/plots.ts";
+import { acceptanceChecks, pts } from "../report/stats.ts";
+import { runSweep, type SweepResult } from "../sweep.ts";
+
+export interface ExperimentOptions {
+  seeds: number[];
+  out: string;
+  quick: boolean;
+  sweep: boolean;
+  steps?: number;
+  cueRate: number;
+  cueStrength: number;
+}
+
+/** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
+export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
+  const train = TrainConfig.parse({ ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...(opts.steps ? { steps: opts.steps } : {}) });
+  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6 });
+}
+
+export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
+  const started = Date.now();
+  const config = experimentConfig(opts);
+  const runDir = opts.out;
+  await mkdir(runDir, { recursive: true });
+  process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
+  const evoBar = createProgress(1, "evolving sibling pool");
+  const { deps, evolution } = await embeddedSetup(
+    { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength },
+    (done, total) => evoBar.update((done / total), `${done}/${total} direction rounds`),
+  );
+  evoBar.stop();
+  await writeFile(join(runDir, "pool.json"), JSON.stringify(evolution.pool, null, 2));
+  const total = config.seeds.length * config.arms.length * config.train.steps;
+  const bar = createProgress(total, "training");
+  let done = 0;
+  const summary = await runExperiment(config, {
+    ...deps,
+    onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
+  });
+  bar.stop();
+  ExperimentSummary.parse(summary);
+
+  let sweep: SweepResult | undefined;
+  if (opts.sweep) {
+    const sweepBar = createProgress(8, "sweep");
+    sweep = await runSweep(config, (label, i) => sweepBar.update(i, label));
+    sweepBar.stop();
+    await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
+  }
+  await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
+  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep));
+  await writePlots(runDir, summary, sweep);
+  printTable(summary, (Date.now() - started) / 1000, runDir);
+  return summary;
+}
+
+async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult): Promise<void> {
+  const curves = s.arms.flatMap((a) => a.perSeed.flatMap((p) => p.curve.map((c) => ({ arm: a.name, seed: p.seed, step: c.step, avg: c.h0TrainAvgAt3 }))));
+  await writeFile(join(dir, "curves.png"), await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)));
+  const hs = s.arms.find((a) => a.name === "harness-s");
+  const utilRows = (hs?.perSeed ?? []).flatMap((p) =>
+    p.utilities.flatMap((u) => Object.entries(u.values).filter(([id, v]) => v !== null && id !== "h0").map(([id, v]) => ({ sibling: id, step: u.step, utility: v }))),
+  );
+  await writeFile(join(dir, "utilities.png"), await renderPng(lineChart("Sibling rescue utility from re-anchored profiles (harness-s)", utilRows, "step", "utility", "sibling", "rescue success rate")));
+  if (sweep) {
+    const rows = sweep.points.flatMap((p) => [
+      { series: `${p.axis} (held-out)`, value: p.value, advantage: p.heldout.mean },
+      { series: `${p.axis} (train)`, value: p.value, advantage: p.train.mean },
+    ]);
+    await writeFile(join(dir, "sweep.png"), await renderPng(lineChart("harness-s − grpo-budget (H0 Avg@3)", rows, "value", "advantage", "series", "advantage")));
+  }
+}
+
+function printTable(s: ExperimentSummary, seconds: number, dir: string): void {
+  const rows = s.arms.map((a) => [a.name, a.rollouts.toFixed(0), pts(a.h0.train.avgAt3), pts(a.h0.train.passAt3), pts(a.h0.heldout.avgAt3), pts(a.h0.heldout.passAt3)]);
+  const header = ["arm", "rollouts", "train Avg@3", "train Pass@3", "held Avg@3", "held Pass@3"];
+  const all = [header, ["initial", "-", pts(s.initial.train.avgAt3), pts(s.initial.train.passAt3), pts(s.initial.heldout.avgAt3), pts(s.initial.heldout.passAt3)], ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  for (const r of all) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join("  "));
+  console.log("");
+  for (const c of acceptanceChecks(s)) console.log(`${c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
+  console.log(`\n${seconds.toFixed(1)} s; summary.json, report.md and plots in ${dir}`);
+}

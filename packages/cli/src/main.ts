@@ -1,0 +1,63 @@
+import { Command, InvalidArgumentError } from "commander";
+import { HarnessSError } from "@harness-s/core";
+import { benchCommand } from "./commands/bench.ts";
+import { evolveCommand } from "./commands/evolve.ts";
+import { experimentCommand } from "./commands/experiment.ts";
+import { defaultEmbeddedSettings } from "./embedded.ts";
+
+function seedList(value: string): number[] {
+  const seeds = value.split(",").map((s) => Number(s.trim()));
+  if (seeds.some((s) => !Number.isInteger(s))) throw new InvalidArgumentError("seeds must be comma-separated integers, e.g. 1,2,3");
+  return seeds;
+}
+
+function number(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError(`not a number: ${value}`);
+  return n;
+}
+
+const program = new Command()
+  .name("harness-s")
+  .description("Selective harness rescue for GRPO agent training, and the harness router.")
+  .showHelpAfterError();
+
+program
+  .command("experiment")
+  .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
+  .option("--seeds <list>", "comma-separated seeds", seedList, [1, 2, 3, 4, 5])
+  .option("--out <dir>", "output folder (default results/<timestamp>)")
+  .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
+  .option("--sweep", "also sweep the advantage over H0 cue rate and cue strength", false)
+  .option("--steps <n>", "training steps per arm", number)
+  .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
+  .action(async (o) => {
+    const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
+    const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, cueRate: o.cueRate, cueStrength: o.cueStrength });
+  });
+
+program
+  .command("evolve")
+  .description("Evolve a sibling pool from H0 along the repair directions and save it")
+  .option("--out <file>", "where to write the pool", "results/pool.json")
+  .option("--seed <n>", "evolution seed", number, 1)
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
+  .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength }));
+
+program
+  .command("bench")
+  .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
+  .option("--seconds <s>", "measuring time per figure", number, 2)
+  .action(async (o) => benchCommand({ seconds: o.seconds }));
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof HarnessSError) {
+    process.stderr.write(`error [${err.code}]: ${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+}

@@ -1,0 +1,107 @@
+import { mean, type ExperimentSummary } from "@harness-s/core";
+import { acceptanceChecks, arm, meanStd, paired, pts, signed, type Metric } from "./stats.ts";
+import type { SweepResult } from "../sweep.ts";
+
+const ABLATION_TEXT: Record<string, string> = {
+  "harness-s-random": "Random Top-k asks whether the router's choice matters: it rescues with k siblings drawn uniformly from the pool, so a negative difference is what picking by profiles buys.",
+  "harness-s-noreanchor": "Without re-anchoring the profiles keep the initial (policy-version-0) evidence plus online rescue outcomes; a negative difference is what refreshing stale profiles buys, a near-zero one means the ranking did not drift enough in this budget to change decisions.",
+  "harness-s-single-voter": "A single voter (failure-tag evidence only) instead of the vote; a negative difference is what combining voters that look at different evidence buys, a positive one means the other voters dilute the best signal here.",
+};
+
+function armTable(s: ExperimentSummary): string[] {
+  const grpo = arm(s, "grpo");
+  const lines = [
+    "| arm | rollouts (× grpo) | H0 train Avg@3 | H0 train Pass@3 | H0 held-out Avg@3 | H0 held-out Pass@3 |",
+    "|---|---|---|---|---|---|",
+    `| initial policy | — | ${pts(s.initial.train.avgAt3)} | ${pts(s.initial.train.passAt3)} | ${pts(s.initial.heldout.avgAt3)} | ${pts(s.initial.heldout.passAt3)} |`,
+  ];
+  for (const a of s.arms) {
+    const cell = (m: Metric) => {
+      const v = meanStd(a, m);
+      return `${pts(v.mean)} ± ${pts(v.std)}`;
+    };
+    const ratio = grpo ? ` (${(a.rollouts / grpo.rollouts).toFixed(2)})` : "";
+    lines.push(`| ${a.name} | ${a.rollouts.toFixed(0)}${ratio} | ${cell("train.avgAt3")} | ${cell("train.passAt3")} | ${cell("heldout.avgAt3")} | ${cell("heldout.passAt3")} |`);
+  }
+  return lines;
+}
+
+function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefined {
+  const x = arm(s, a);
+  const y = arm(s, b);
+  if (!x || !y) return undefined;
+  const cells = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
+    const p = paired(x, y, m);
+    return `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n} seeds better; per seed ${p.diffs.map(signed).join(", ")})`;
+  });
+  return `| ${a} − ${b} | ${cells[0]} | ${cells[1]} |`;
+}
+
+/** The experiment report: tables with spread over seeds, paired differences, ablations, suite figures. */
+export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string {
+  const out: string[] = [];
+  out.push("# Harness-S embedded experiment", "");
+  out.push(`Seeds ${s.seeds.join(", ")}; pool ${s.poolVersion}. All scores are under **H0** unless marked Rank-1, in points (%), mean ± sample std over seeds.`, "");
+  out.push("## Arms", "", ...armTable(s), "");
+  out.push("![H0 Avg@3 over training](curves.png)", "");
+  out.push("## Paired differences (H0 Avg@3)", "", "| comparison | train | held-out |", "|---|---|---|");
+  for (const [a, b] of [["harness-s", "grpo"], ["harness-s", "grpo-budget"], ["grpo-budget", "grpo"]] as const) {
+    const line = pairedLine(s, a, b);
+    if (line) out.push(line);
+  }
+  out.push("", "## Acceptance figures", "", "| check | result | measured |", "|---|---|---|");
+  for (const c of acceptanceChecks(s)) out.push(`| ${c.name} | ${c.pass ? "pass" : "**FAIL**"} | ${c.detail} |`);
+  out.push("", "## Ablations", "", "| ablation − harness-s | train | held-out |", "|---|---|---|");
+  for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
+    const line = pairedLine(s, name, "harness-s");
+    if (line) out.push(line);
+  }
+  out.push("");
+  for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
+    const a = arm(s, name);
+    const hs = arm(s, "harness-s");
+    if (!a || !hs) continue;
+    const d = paired(a, hs, "heldout.avgAt3");
+    out.push(`- **${name}** (${signed(d.mean)} held-out points vs harness-s, ${d.wins}/${d.n} seeds better). ${ABLATION_TEXT[name]}`);
+  }
+  out.push("", "## Router", "");
+  out.push("| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |", "|---|---|---|---|---|---|");
+  for (const a of s.arms.filter((x) => x.name.startsWith("harness-s"))) {
+    const r = a.perSeed.map((p) => p.rescue);
+    const acc = a.perSeed.map((p) => p.routerAccuracy).filter((x) => x && x.rescuable > 0);
+    const rescuable = acc.reduce((n, x) => n + x!.rescuable, 0);
+    const hit = rescuable ? acc.reduce((n, x) => n + x!.hitRate * x!.rescuable, 0) / rescuable : NaN;
+    const rnd = rescuable ? acc.reduce((n, x) => n + x!.randomHitRate * x!.rescuable, 0) / rescuable : NaN;
+    out.push(
+      `| ${a.name} | ${mean(r.map((x) => x.triggered)).toFixed(1)} | ${mean(r.map((x) => x.replaced)).toFixed(1)} | ${mean(r.map((x) => x.dropped)).toFixed(1)} | ${Number.isNaN(hit) ? "—" : `${pts(hit)} (${rescuable})`} | ${Number.isNaN(rnd) ? "—" : pts(rnd)} |`,
+    );
+  }
+  out.push("", "Router accuracy: on every third routing decision, every sibling is run on that task (diagnostic rollouts, not counted in any budget); a hit means at least one chosen sibling had the best hindsight success rate, among decisions where some sibling succeeded at all.", "");
+  const hs = arm(s, "harness-s");
+  if (hs?.rank1) {
+    out.push("## Rank-1 inference (held-out Pass@3)", "");
+    out.push(`Before training: Rank-1 ${pts(hs.rank1.before.heldout.passAt3)} vs H0 ${pts(s.initial.heldout.passAt3)} (gap ${signed(hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3)}).`);
+    out.push(`After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3)}): the behaviour the siblings elicited moved into the policy.`, "");
+  }
+  out.push("## Behaviours under H0 (held-out)", "", "| arm | verify-before-submit | assertion-fallback |", "|---|---|---|");
+  out.push(`| initial | ${pts(s.initial.behaviours["verify-before-submit"] ?? 0)} | ${pts(s.initial.behaviours["assertion-fallback"] ?? 0)} |`);
+  for (const a of s.arms) {
+    const b = (n: string) => pts(mean(a.perSeed.map((p) => p.behaviours[n] ?? 0)));
+    out.push(`| ${a.name} | ${b("verify-before-submit")} | ${b("assertion-fallback")} |`);
+  }
+  out.push("", "## Suite properties", "");
+  out.push(`- **Locality** ${s.suite.locality.toFixed(3)}: ${String(s.suite.details.localityDefinition)}.`);
+  out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
+  out.push(`- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`);
+  out.push("", "![Sibling utility over training](utilities.png)", "");
+  if (sweep) out.push(...renderSweep(sweep));
+  return out.join("\n");
+}
+
+function renderSweep(sweep: SweepResult): string[] {
+  const out = ["## Sensitivity: where rescue pays", "", sweep.note, ""];
+  out.push("| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | seeds better (held-out) |", "|---|---|---|---|---|");
+  for (const p of sweep.points) out.push(`| ${p.axis} | ${p.value} | ${signed(p.train.mean)} ± ${pts(p.train.std)} | ${signed(p.heldout.mean)} ± ${pts(p.heldout.std)} | ${p.heldout.wins}/${p.heldout.n} |`);
+  out.push("", "![Sweep](sweep.png)", "", sweep.conclusion, "");
+  return out;
+}

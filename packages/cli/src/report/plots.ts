@@ -1,0 +1,47 @@
+import { Resvg } from "@resvg/resvg-js";
+import * as vega from "vega";
+import { compile, type TopLevelSpec } from "vega-lite";
+
+/** Renders a Vega-Lite spec to PNG bytes, fully offline (SVG through resvg). */
+export async function renderPng(spec: TopLevelSpec): Promise<Buffer> {
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
+  const svg = await view.toSVG();
+  view.finalize();
+  const png = new Resvg(svg, { background: "white", fitTo: { mode: "zoom", value: 2 } }).render().asPng();
+  return Buffer.from(png);
+}
+
+export function lineChart(
+  title: string,
+  rows: Record<string, unknown>[],
+  x: string,
+  y: string,
+  color: string,
+  yTitle: string,
+  errorBand = false,
+): TopLevelSpec {
+  const line = {
+    mark: { type: "line" as const, point: true },
+    encoding: {
+      x: { field: x, type: "quantitative" as const },
+      y: { aggregate: "mean" as const, field: y, type: "quantitative" as const, title: yTitle },
+      color: { field: color, type: "nominal" as const },
+    },
+  };
+  const band = {
+    mark: { type: "errorband" as const, extent: "stdev" as const, opacity: 0.15 },
+    encoding: {
+      x: { field: x, type: "quantitative" as const },
+      y: { field: y, type: "quantitative" as const, title: yTitle },
+      color: { field: color, type: "nominal" as const },
+    },
+  };
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title,
+    width: 520,
+    height: 300,
+    data: { values: rows },
+    layer: errorBand ? [band, line] : [line],
+  } as TopLevelSpec;
+}

@@ -1,0 +1,70 @@
+import { mean, pairedSummary, sampleStd, type ArmSummary, type ExperimentSummary } from "@harness-s/core";
+
+export type Metric = "train.avgAt3" | "heldout.avgAt3" | "train.passAt3" | "heldout.passAt3";
+
+export function metricOf(run: ArmSummary["perSeed"][number], metric: Metric): number {
+  const [split, key] = metric.split(".") as ["train" | "heldout", "avgAt3" | "passAt3"];
+  return run.h0[split][key];
+}
+
+export function arm(summary: ExperimentSummary, name: string): ArmSummary | undefined {
+  return summary.arms.find((a) => a.name === name);
+}
+
+/** Paired per-seed differences a − b on one metric. */
+export function paired(a: ArmSummary, b: ArmSummary, metric: Metric) {
+  const bySeed = new Map(b.perSeed.map((r) => [r.seed, r]));
+  const diffs = a.perSeed.filter((r) => bySeed.has(r.seed)).map((r) => metricOf(r, metric) - metricOf(bySeed.get(r.seed)!, metric));
+  return { ...pairedSummary(diffs), diffs };
+}
+
+export function meanStd(a: ArmSummary, metric: Metric): { mean: number; std: number } {
+  const xs = a.perSeed.map((r) => metricOf(r, metric));
+  return { mean: mean(xs), std: sampleStd(xs) };
+}
+
+export const pts = (x: number) => (100 * x).toFixed(1);
+export const signed = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
+
+export interface Check {
+  name: string;
+  pass: boolean;
+  detail: string;
+}
+
+/** The issue's acceptance figures, computed from the summary (never asserted by hand). */
+export function acceptanceChecks(summary: ExperimentSummary): Check[] {
+  const hs = arm(summary, "harness-s");
+  const grpo = arm(summary, "grpo");
+  const budget = arm(summary, "grpo-budget");
+  if (!hs || !grpo || !budget) return [];
+  const checks: Check[] = [];
+  for (const base of [grpo, budget]) {
+    for (const metric of ["train.avgAt3", "heldout.avgAt3"] as const) {
+      const p = paired(hs, base, metric);
+      const need = Math.min(4, p.n);
+      checks.push({
+        name: `harness-s − ${base.name} on H0 ${metric}`,
+        pass: p.mean >= 0.05 && p.wins >= need,
+        detail: `${signed(p.mean)} ± ${pts(p.std)} points, better in ${p.wins}/${p.n} seeds (needs ≥ +5.0 and ≥ ${need}/${p.n})`,
+      });
+    }
+  }
+  const ratio = hs.rollouts / grpo.rollouts;
+  checks.push({ name: "harness-s rollouts ÷ grpo rollouts", pass: ratio <= 1.3, detail: `${ratio.toFixed(3)} (needs ≤ 1.3)` });
+  const gain = grpo.h0.train.avgAt3 - summary.initial.train.avgAt3;
+  checks.push({ name: "grpo train Avg@3 gain over the initial policy", pass: gain >= 0.1, detail: `${signed(gain)} points (needs ≥ +10.0)` });
+  if (hs.rank1) {
+    const before = hs.rank1.before.heldout.passAt3 - summary.initial.heldout.passAt3;
+    const after = hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3;
+    checks.push({
+      name: "Rank-1 − H0 held-out Pass@3 gap shrinks with harness-s training",
+      pass: after < before,
+      detail: `before ${signed(before)}, after ${signed(after)}`,
+    });
+  }
+  checks.push({ name: "locality: siblings repair different failures (mean Jaccard < 0.5)", pass: summary.suite.locality < 0.5, detail: summary.suite.locality.toFixed(3) });
+  checks.push({ name: "complementarity > 1", pass: summary.suite.complementarity > 1, detail: summary.suite.complementarity.toFixed(3) });
+  checks.push({ name: "nonstationarity > 0 (utility ranking changes)", pass: summary.suite.nonstationarity > 0, detail: summary.suite.nonstationarity.toFixed(3) });
+  return checks;
+}
