@@ -2,7 +2,7 @@ import { createRng, evolvePool, EvolutionConfig, ExperimentConfig, mutationPropo
 import { buildSuite, EmbeddedEnvironment, embeddedH0, embeddedPolicyPrior, familyByName, embeddedVocabulary } from "@harness-s/envs";
 import { LogLinearPolicy } from "@harness-s/policy";
 const beta = Number(process.env.BETA ?? 5);
-const suite = buildSuite({ cueRate: Number(process.env.CUE ?? 0.2) });
+const suite = buildSuite({ cueRate: Number(process.env.CUE ?? 0.2), ...JSON.parse(process.env.SUITE ?? "{}") });
 const env = new EmbeddedEnvironment();
 const mk = () => new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: beta });
 const p0 = mk();
@@ -10,7 +10,7 @@ const facts = embeddedVocabulary().facts;
 const evo = await evolvePool(EvolutionConfig.parse({}), {
   base: embeddedH0, devTasks: suite.dev, proposer: mutationProposer, rng: createRng(1),
   runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy: p0 }),
-  vocabulary: (f) => ({ tools: familyByName(f).tools, facts }),
+  vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
 });
 const t0 = Date.now();
 const train = TrainConfig.parse(JSON.parse(process.env.TRAIN ?? "{}"));

@@ -36,7 +36,7 @@ export async function embeddedSetup(
     proposer: mutationProposer,
     rng: createRng(settings.evolutionSeed),
     runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy: initial }),
-    vocabulary: (f) => ({ tools: familyByName(f).tools, facts }),
+    vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
     onProgress: onEvolution,
   });
   return {

@@ -11,6 +11,16 @@ function seedList(value: string): number[] {
   return seeds;
 }
 
+function jsonObject(value: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // fall through to the error below
+  }
+  throw new InvalidArgumentError(`expected a JSON object, got ${value}`);
+}
+
 function number(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new InvalidArgumentError(`not a number: ${value}`);
@@ -30,12 +40,13 @@ program
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
   .option("--sweep", "also sweep the advantage over H0 cue rate and cue strength", false)
   .option("--steps <n>", "training steps per arm", number)
+  .option("--train <json>", "overrides of the training config as JSON, e.g. '{\"k\":3,\"batchSize\":24}'", jsonObject)
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .action(async (o) => {
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, cueRate: o.cueRate, cueStrength: o.cueStrength });
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength });
   });
 
 program

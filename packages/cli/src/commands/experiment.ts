@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, runExperiment } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, formatIssues, runExperiment } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
 import { renderReport } from "../report/markdown.ts";
@@ -14,13 +14,20 @@ export interface ExperimentOptions {
   quick: boolean;
   sweep: boolean;
   steps?: number;
+  train?: Record<string, unknown>;
   cueRate: number;
   cueStrength: number;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
-  const train = TrainConfig.parse({ ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...(opts.steps ? { steps: opts.steps } : {}) });
+  const parsed = TrainConfig.safeParse({
+    ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}),
+    ...opts.train,
+    ...(opts.steps ? { steps: opts.steps } : {}),
+  });
+  if (!parsed.success) throw new ValidationError("training config", formatIssues(parsed.error.issues));
+  const train = parsed.data;
   return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6 });
 }
 

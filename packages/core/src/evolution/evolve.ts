@@ -14,12 +14,14 @@ export const EvolutionConfig = z.object({
   directions: z.array(Direction.exclude(["base"])).default([
     "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition",
   ]),
-  rounds: z.number().int().min(1).default(4),
+  rounds: z.number().int().min(1).default(5),
   candidatesPerRound: z.number().int().min(1).default(10),
   trials: z.number().int().min(1).default(4),
   /** A task counts as repaired when the sibling's success rate beats H0's by this much. */
   repairMargin: z.number().min(0).max(1).default(0.5),
   minRepairs: z.number().int().min(1).default(2),
+  /** Least gain in the continuous score for a round's best proposal to replace its parent (0 allows neutral drift). */
+  minGain: z.number().min(0).default(0),
   poolSize: z.number().int().min(1).default(8),
   maxPerDirection: z.number().int().min(1).default(2),
 });
@@ -50,7 +52,7 @@ export interface EvolutionDeps {
   devTasks: readonly Task[];
   runRollout: RolloutRunner;
   proposer: Proposer;
-  vocabulary: (family: string) => { tools: string[]; facts: string[] };
+  vocabulary: (family: string) => { tools: string[]; facts: string[]; roles: Record<string, string> };
   rng: Rng;
   onProgress?: (done: number, total: number) => void;
 }
@@ -61,9 +63,11 @@ interface Measured {
 }
 
 /**
- * Directional harness evolution: per direction, rounds of proposals from the current best edit;
- * each candidate is measured on the dev tasks with paired trials against H0 and kept when it
- * repairs at least `minRepairs` of H0's failures. The pool is then chosen greedily for coverage
+ * Directional harness evolution: per direction, rounds of proposals from the current best edit,
+ * aimed at the events that accompany the current parent's failures (not only H0's);
+ * each candidate is measured on the dev tasks with paired trials against H0; a round's best
+ * proposal becomes the next parent when it gains success on H0's failures (net of losses), and
+ * is eligible for the pool when it repairs at least `minRepairs` of them. The pool is then chosen greedily for coverage
  * of H0's failures (at most `maxPerDirection` per direction) and frozen.
  *
  * @example
@@ -87,11 +91,19 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
 
   const h0 = await measure(deps.base);
   const h0Failures = deps.devTasks.filter((t) => h0.rates.get(t.id)! <= 1 - config.repairMargin).map((t) => t.id);
-  const signals = failureSignals(h0.rollouts, deps.vocabulary);
+  const failing = new Set(h0Failures);
   const compare = (m: Measured) => {
     const repairs = deps.devTasks.filter((t) => m.rates.get(t.id)! - h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
     const breaks = deps.devTasks.filter((t) => h0.rates.get(t.id)! - m.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
-    return { repairs, breaks, score: repairs.length - 0.5 * breaks.length };
+    // Continuous: success gained on H0's failures minus half the success lost anywhere, so an edit
+    // that only makes partial progress (the first of two needed hooks) can still be climbed on.
+    let score = 0;
+    for (const t of deps.devTasks) {
+      const d = m.rates.get(t.id)! - h0.rates.get(t.id)!;
+      if (d > 0 && failing.has(t.id)) score += d;
+      if (d < 0) score += 0.5 * d;
+    }
+    return { repairs, breaks, score };
   };
 
   const candidates: (CandidateRecord & { measured: Measured })[] = [];
@@ -100,11 +112,12 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   for (const direction of config.directions) {
     let parent = deps.base;
     let parentScore = 0;
+    let parentRollouts = h0.rollouts;
     for (let round = 0; round < config.rounds; round++) {
       const proposals = await deps.proposer.propose({
         parent,
         direction,
-        signals,
+        signals: failureSignals(parentRollouts, deps.vocabulary),
         count: config.candidatesPerRound,
         rng: deps.rng.fork(`propose:${direction}`),
         round,
@@ -113,19 +126,20 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
       for (const spec of proposals) {
         const measured = await measure(spec);
         const c = { spec, ...compare(measured), kept: false, measured };
-        if (c.repairs.length >= config.minRepairs && c.score > parentScore && (!best || c.score > best.score)) best = c;
+        if (c.score >= parentScore + config.minGain && (!best || c.score > best.score)) best = c;
       }
       if (best) {
-        best.kept = true;
+        best.kept = best.repairs.length >= config.minRepairs;
         candidates.push(best);
         parent = best.spec;
         parentScore = best.score;
+        parentRollouts = best.measured.rollouts;
       }
       deps.onProgress?.(++done, totalSteps);
     }
   }
 
-  const chosen = selectByCoverage(candidates, h0Failures, config);
+  const chosen = selectByCoverage(candidates.filter((c) => c.kept), h0Failures, config);
   const siblings = chosen.map((c, i) =>
     parseHarnessSpec({ ...c.spec, id: `sib-${c.spec.provenance.direction}-${i + 1}`, provenance: { ...c.spec.provenance, motivatingTasks: c.repairs } }),
   );
@@ -152,21 +166,22 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
 
 function failureSignals(rollouts: readonly Rollout[], vocabulary: EvolutionDeps["vocabulary"]): FailureSignal[] {
   const counts = new Map<string, FailureSignal>();
+  const add = (r: Rollout, event: string, producedBy: string, weight: number) => {
+    const key = `${r.family}|${event}|${producedBy}`;
+    const v = vocabulary(r.family);
+    const s = counts.get(key) ?? { family: r.family, event, producedBy, count: 0, tools: v.tools, facts: v.facts, roles: v.roles };
+    s.count += weight;
+    counts.set(key, s);
+  };
   for (const r of rollouts) {
     if (r.success) continue;
-    for (const event of r.events) {
-      if (event === "start" || event === "budget:exhausted" || event === "submit:rejected") continue;
-      const key = `${r.family}|${event}`;
-      const v = vocabulary(r.family);
-      const s = counts.get(key) ?? { family: r.family, event, count: 0, tools: v.tools, facts: v.facts };
-      s.count++;
-      counts.set(key, s);
+    add(r, "start", "", 0.25);
+    const seen = new Set<string>();
+    for (const step of r.steps) {
+      if (step.result === "submitted" || seen.has(step.result)) continue;
+      seen.add(step.result);
+      add(r, step.result, step.action, 1);
     }
-    const start = `${r.family}|start`;
-    const v = vocabulary(r.family);
-    const s = counts.get(start) ?? { family: r.family, event: "start", count: 0, tools: v.tools, facts: v.facts };
-    s.count += 0.25;
-    counts.set(start, s);
   }
   return [...counts.values()].sort((a, b) => b.count - a.count || (a.event < b.event ? -1 : 1));
 }

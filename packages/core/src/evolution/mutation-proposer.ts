@@ -4,6 +4,18 @@ import type { FailureSignal, ProposalInput, Proposer } from "./proposer.ts";
 
 const PROGRESS = /^(page:|tests:|assert:|edited|mutated|result:|file:|search:|schema:)/;
 
+/** The tool roles each direction is about, as a proposer reading tool docs would reason. */
+const DIRECTION_ROLES: Record<ProposalInput["direction"], string[]> = {
+  contract: ["navigate", "finalize"],
+  recon: ["inspect"],
+  "pre-action": ["inspect"],
+  recovery: ["inspect"],
+  "loop-breaking": ["finalize", "navigate"],
+  verification: ["verify", "finalize"],
+  budget: [],
+  decomposition: ["navigate", "verify", "act"],
+};
+
 function pick<T>(items: readonly T[], rng: Rng): T {
   return items[rng.int(items.length)]!;
 }
@@ -28,7 +40,12 @@ function trigger(on: string, hint: string, text: string): Trigger {
 function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec | undefined {
   const next = structuredClone(spec);
   const { signals } = input;
-  const hintFor = (s: FailureSignal) => pick(s.tools.filter((t) => t !== "submit"), rng);
+  const preferred = DIRECTION_ROLES[input.direction];
+  const hintFor = (s: FailureSignal) => {
+    const tools = s.tools.filter((t) => t !== "submit");
+    const fitting = tools.filter((t) => preferred.includes(s.roles[t] ?? ""));
+    return pick(fitting.length && rng.next() < 0.75 ? fitting : tools, rng);
+  };
   switch (input.direction) {
     case "recovery": {
       const s = pickSignal(signals, rng, (x) => x.event.startsWith("error:"));
@@ -37,12 +54,22 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
       next.postObservation.push(trigger(s.event, hint, `After ${s.event}, try ${hint}.`));
       break;
     }
-    case "contract":
-    case "decomposition": {
+    case "contract": {
       const s = pickSignal(signals, rng, (x) => PROGRESS.test(x.event));
       if (!s) return undefined;
       const hint = hintFor(s);
       next.postObservation.push(trigger(s.event, hint, `When you see ${s.event}, ${hint} is usually needed.`));
+      break;
+    }
+    case "decomposition": {
+      // Close the loop on what the agent just did: check an action's effect, act on a failed check.
+      const s = pickSignal(signals, rng, (x) => ["act", "verify"].includes(x.roles[x.producedBy] ?? ""));
+      if (!s) return undefined;
+      const wanted = s.roles[s.producedBy] === "act" ? "verify" : "act";
+      const tools = s.tools.filter((t) => s.roles[t] === wanted);
+      if (!tools.length) return undefined;
+      const hint = pick(tools, rng);
+      next.postObservation.push(trigger(s.event, hint, `After ${s.producedBy} (${s.event}), ${hint}.`));
       break;
     }
     case "recon": {
@@ -60,6 +87,14 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
       break;
     }
     case "verification": {
+      if (rng.next() < 0.5) {
+        const s = pickSignal(signals, rng, (x) => x.roles[x.producedBy] === "act");
+        const tools = s ? s.tools.filter((t) => s.roles[t] === "verify") : [];
+        if (!s || !tools.length) return undefined;
+        const hint = pick(tools, rng);
+        next.postObservation.push(trigger(s.event, hint, `Check the effect of ${s.producedBy} with ${hint} before submitting.`));
+        break;
+      }
       const s = pickSignal(signals, rng, () => true);
       if (!s || s.facts.length === 0) return undefined;
       const fact = pick(s.facts, rng);
@@ -79,12 +114,15 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
       break;
     }
   }
+  const keys = next.postObservation.map((t) => `${t.on}->${t.hint}`);
+  if (new Set(keys).size !== keys.length) return undefined;
   return next;
 }
 
 /**
  * The embedded proposer: random single edits along one direction, aimed at events that
- * accompanied H0's dev failures. Most proposals are useless; evaluation decides.
+ * accompanied the parent's dev failures, preferring tools whose documented role fits the
+ * direction (three times in four). Most proposals are still useless; evaluation decides.
  *
  * @example
  * const specs = await mutationProposer.propose({ parent: h0, direction: "recovery", signals, count: 6, rng, round: 0 });

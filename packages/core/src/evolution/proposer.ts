@@ -5,9 +5,13 @@ import type { Rng } from "../util/rng.ts";
 export interface FailureSignal {
   family: string;
   event: string;
+  /** The tool whose call produced this event (empty for the start of the episode). */
+  producedBy: string;
   count: number;
   tools: string[];
   facts: string[];
+  /** What each tool is for, from its documentation (inspect, act, navigate, verify, finalize). */
+  roles: Record<string, string>;
 }
 
 export interface ProposalInput {

@@ -95,6 +95,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         trainTasks: deps.train,
         probeTasks: deps.dev,
         initialProfiles,
+        probePriority: deps.evolution.h0Failures,
         voters: deps.voters,
         rng,
         onStep: (step) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps }),

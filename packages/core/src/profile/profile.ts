@@ -80,6 +80,37 @@ export function decayProfile(profile: Profile, factor: number): Profile {
   };
 }
 
+/**
+ * Re-anchors `old` on `fresh`: for every key with fresh evidence, the old counts are scaled by
+ * `keep` and the fresh ones added; keys the probe did not reach keep their old evidence, so a
+ * small probe never erases what it could not re-measure.
+ */
+export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profile {
+  const blend = (o: Record<string, Counts>, f: Record<string, Counts>) => {
+    const out = structuredClone(o);
+    for (const [k, c] of Object.entries(f)) {
+      if (c.attempts <= 0) continue;
+      const prev = out[k] ?? { attempts: 0, successes: 0 };
+      out[k] = { attempts: prev.attempts * keep + c.attempts, successes: prev.successes * keep + c.successes };
+    }
+    return out;
+  };
+  const turns =
+    fresh.turns.attempts > 0
+      ? { attempts: old.turns.attempts * keep + fresh.turns.attempts, successes: old.turns.successes * keep + fresh.turns.successes }
+      : old.turns;
+  return {
+    harnessId: old.harnessId,
+    policyVersion: fresh.policyVersion,
+    updatedAtStep: fresh.updatedAtStep,
+    byFamily: blend(old.byFamily, fresh.byFamily),
+    byTaskTag: blend(old.byTaskTag, fresh.byTaskTag),
+    byFailureTag: blend(old.byFailureTag, fresh.byFailureTag),
+    behaviours: blend(old.behaviours, fresh.behaviours),
+    turns,
+  };
+}
+
 /** Sums the evidence of two profiles of the same harness. */
 export function mergeProfiles(a: Profile, b: Profile): Profile {
   const merge = (x: Record<string, Counts>, y: Record<string, Counts>) => {

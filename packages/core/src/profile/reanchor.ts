@@ -2,7 +2,7 @@ import type { HarnessPool } from "../harness/pool.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Task } from "../task.ts";
 import { hash32, shuffled, type Rng } from "../util/rng.ts";
-import { addEvidence, decayProfile, emptyProfile, mergeProfiles, rescueUtility, type ProfileSet } from "./profile.ts";
+import { addEvidence, blendProfiles, emptyProfile, rescueUtility, type ProfileSet } from "./profile.ts";
 
 export interface ReanchorInput {
   probeTasks: readonly Task[];
@@ -16,6 +16,8 @@ export interface ReanchorInput {
   step: number;
   rng: Rng;
   runRollout: RolloutRunner;
+  /** Dev tasks that failed under H0 at the last measurement: probed first, where rescue evidence is. */
+  priority?: readonly string[];
 }
 
 export interface ReanchorResult {
@@ -24,12 +26,16 @@ export interface ReanchorResult {
   /** Fresh rescue utility per sibling from this probe alone (NaN when it saw no rescue). */
   utilities: Record<string, number>;
   probedTasks: number;
+  /** Probe tasks that failed under H0 this time (the next probe's priority). */
+  failing: string[];
 }
 
 /**
- * Re-measures the profiles under the current policy: each probe task runs once under H0; when
- * it fails, once under every sibling (rescue evidence). Old evidence is decayed by `keep` and
- * merged with the fresh one. Stops before a task whose full probe would exceed the budget.
+ * Re-measures the profiles under the current policy: each probe task (last time's H0 failures
+ * first, then the rest in random order) runs once under H0; when
+ * it fails, once under every sibling (rescue evidence). Where the probe produced evidence, the old
+ * evidence is scaled by `keep` and the fresh added (see {@link blendProfiles}); elsewhere the old
+ * evidence stays. Stops before a task whose full probe would exceed the budget.
  *
  * @example
  * const { profiles, spent } = await reanchor({ probeTasks: dev, pool, profiles, budget: 48, keep: 0.3, policyVersion: 7, step: 10, rng, runRollout });
@@ -39,7 +45,11 @@ export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
   for (const h of [input.pool.base, ...input.pool.siblings]) fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
   let spent = 0;
   let probedTasks = 0;
-  for (const task of shuffled(input.probeTasks, input.rng)) {
+  const failing: string[] = [];
+  const first = new Set(input.priority ?? []);
+  const order = shuffled(input.probeTasks, input.rng);
+  const ordered = [...order.filter((t) => first.has(t.id)), ...order.filter((t) => !first.has(t.id))];
+  for (const task of ordered) {
     if (spent + 1 > input.budget) break;
     const seed = hash32(`reanchor:${input.step}:${task.id}`, input.rng.seed);
     const base = await input.runRollout(task, input.pool.base, seed);
@@ -47,6 +57,7 @@ export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
     probedTasks++;
     fresh[input.pool.base.id] = addEvidence(fresh[input.pool.base.id]!, base, { rescueOf: [], taskTags: task.tags });
     if (base.success) continue;
+    failing.push(task.id);
     if (spent + input.pool.siblings.length > input.budget) break;
     const rescues = await Promise.all(input.pool.siblings.map((s, i) => input.runRollout(task, s, seed + i + 1)));
     spent += rescues.length;
@@ -59,9 +70,9 @@ export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
   const utilities: Record<string, number> = {};
   for (const [id, p] of Object.entries(fresh)) {
     const old = input.profiles[id];
-    profiles[id] = old ? { ...mergeProfiles(decayProfile(old, input.keep), p), policyVersion: input.policyVersion, updatedAtStep: input.step } : p;
+    profiles[id] = old ? blendProfiles(old, p, input.keep) : p;
     const hasRescue = Object.keys(p.byFailureTag).length > 0;
     utilities[id] = hasRescue ? rescueUtility(p) : Number.NaN;
   }
-  return { profiles, spent, utilities, probedTasks };
+  return { profiles, spent, utilities, probedTasks, failing };
 }

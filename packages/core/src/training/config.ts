@@ -17,7 +17,7 @@ export type ArmConfig = z.infer<typeof ArmConfig>;
 
 export const TrainConfig = z.object({
   steps: z.number().int().min(1).default(20),
-  batchSize: z.number().int().min(1).default(16),
+  batchSize: z.number().int().min(1).default(24),
   groupSize: z.number().int().min(2).default(4),
   k: z.number().int().min(1).default(2),
   /** Rollouts per rescue, split over the k siblings (default: the group size). */
@@ -28,7 +28,7 @@ export const TrainConfig = z.object({
   reanchorBudget: z.number().int().min(0).default(40),
   reanchorKeep: z.number().min(0).max(1).default(0.25),
   normalizeStd: z.boolean().default(true),
-  learningRate: z.number().positive().default(0.5),
+  learningRate: z.number().positive().default(0.25),
   clipEpsilon: z.number().positive().default(0.2),
   klCoef: z.number().min(0).default(0),
   epochs: z.number().int().min(1).default(2),

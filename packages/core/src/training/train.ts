@@ -21,6 +21,8 @@ export interface TrainDeps {
   trainTasks: readonly Task[];
   probeTasks: readonly Task[];
   initialProfiles: ProfileSet;
+  /** Dev tasks H0 failed when the initial profiles were measured (the first probe's priority). */
+  probePriority?: readonly string[];
   voters: readonly Voter[];
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
@@ -75,6 +77,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
   const voters = arm.voters.length ? deps.voters.filter((v) => arm.voters.includes(v.id)) : deps.voters;
   const rescueRollouts = config.rescueRollouts ?? config.groupSize;
   let extraLeft = arm.extraBudget ?? 0;
+  let probePriority = deps.probePriority ?? [];
   const armRng = deps.rng.fork(`arm:${arm.name}`);
 
   const curvePoint = async (step: number) => {
@@ -144,8 +147,10 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
         step,
         rng: armRng.fork(`reanchor:${step}`),
         runRollout: deps.runRollout,
+        priority: probePriority,
       });
       result.profiles = re.profiles;
+      probePriority = re.failing;
       counts.reanchor += re.spent;
       result.utilities.push({ step, values: re.utilities });
     }

@@ -4,6 +4,7 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 export const dbFamily: FamilyModel = {
   name: "db",
   tools: ["show_schema", "query", "mutate", "commit", "format_answer", "explain", "rollback", "submit"],
+  toolRoles: { show_schema: "inspect", query: "act", mutate: "act", commit: "finalize", format_answer: "finalize", explain: "inspect", rollback: "act", submit: "finalize" },
   requirements: ["format", "mutation", "schema"],
   tagFor: { schema: "wide-table", mutation: "write", format: "report" },
   cuesFor: {

@@ -1,5 +1,7 @@
 import type { EnvOutcome, Trigger } from "@harness-s/core";
 
+export type ToolRole = "inspect" | "act" | "navigate" | "verify" | "finalize";
+
 /** Mutable episode state of one embedded task. */
 export interface EpisodeState {
   req: ReadonlySet<string>;
@@ -13,6 +15,8 @@ export interface EpisodeState {
 export interface FamilyModel {
   name: string;
   tools: string[];
+  /** What each tool's documentation says it is for, as a harness proposer reads it. */
+  toolRoles: Record<string, ToolRole>;
   /** Latent requirements this family can draw; order matters for split construction. */
   requirements: [string, string, string];
   /** Visible tag that a requirement tends to come with (shown with some probability). */

@@ -2,12 +2,13 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 
 /**
  * Repository repair: locate the file, edit, verify. A "tricky" bug needs a second edit informed
- * by a failing check; with the test runner blocked, only assertions written by the agent
- * (the assertion fallback) can show the failure.
+ * by a failing check of the first edit; with the test runner blocked, only assertions written by
+ * the agent (the assertion fallback) can show the failure.
  */
 export const repairFamily: FamilyModel = {
   name: "repair",
   tools: ["search", "read_file", "edit_file", "run_tests", "write_assertions", "revert", "list_dir", "submit"],
+  toolRoles: { search: "inspect", read_file: "inspect", edit_file: "act", run_tests: "verify", write_assertions: "verify", revert: "act", list_dir: "inspect", submit: "finalize" },
   requirements: ["tricky", "blocked", "locate"],
   tagFor: { tricky: "regression", blocked: "ci-offline", locate: "monorepo" },
   cuesFor: {
@@ -22,10 +23,7 @@ export const repairFamily: FamilyModel = {
   step(s, action) {
     const verify = (kind: "tests" | "assert") => {
       s.facts.add("verified");
-      if (!s.facts.has("edited")) {
-        s.flags.add("saw-failure");
-        return `${kind}:fail`;
-      }
+      if (!s.facts.has("edited")) return `${kind}:fail`;
       if (s.flags.has("correct")) {
         s.facts.add("tests-pass");
         return `${kind}:pass`;

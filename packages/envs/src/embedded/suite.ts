@@ -15,8 +15,13 @@ export function familyByName(name: string): FamilyModel {
 
 export const SuiteOptions = z.object({
   seed: z.number().int().default(2026),
-  /** Share of train tasks whose own instruction cues their latent requirements under H0. */
+  /** Share of train tasks whose own instruction cues their cuable latent requirements under H0. */
   cueRate: z.number().min(0).max(1).default(0.2),
+  /** Requirement kinds that a task's own instruction may cue (the rest are never cued by H0). */
+  cuable: z.array(z.string()).default(["pages", "mutation", "tricky"]),
+  /** Pages of a paginated listing: minimum and spread. */
+  minPages: z.number().int().min(2).default(3),
+  pageSpread: z.number().int().min(1).default(2),
   trainPerCombo: z.number().int().min(1).default(8),
   devPerCombo: z.number().int().min(1).default(3),
   heldoutPerCombo: z.number().int().min(1).default(7),
@@ -46,9 +51,10 @@ function makeTask(f: FamilyModel, split: Split, req: string[], index: number, op
     const shown = always ? req.includes(r) : rng.next() < (req.includes(r) ? opts.tagRate : opts.tagNoise);
     if (shown) tags.push(f.tagFor[r]!);
   }
-  const cued = split === "train" && req.length > 0 && rng.next() < opts.cueRate;
-  const cues = cued ? req.flatMap((r) => f.cuesFor[r] ?? []) : [];
-  const params: Record<string, number> = { pages: req.includes("pages") ? 2 + rng.int(2) : 1 };
+  const cuable = req.filter((r) => opts.cuable.includes(r));
+  const cued = split === "train" && cuable.length > 0 && rng.next() < opts.cueRate;
+  const cues = cued ? cuable.flatMap((r) => f.cuesFor[r] ?? []) : [];
+  const params: Record<string, number> = { pages: req.includes("pages") ? opts.minPages + rng.int(opts.pageSpread) : 1 };
   const id = `${f.name}-${split}-${req.join("+") || "plain"}-${index}`;
   return {
     id,

@@ -1,0 +1,1 @@
+# usage: variant.sh SEEDS TRAINJSON SUITEJSON
