@@ -50,6 +50,8 @@ export interface UpdateSettings {
   epochs: number;
   /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
   rescueContext: "as-generated" | "base";
+  /** Leave steps the harness intercepted (blocked, gated) out of the loss, like forced ones. */
+  maskIntercepted: boolean;
 }
 
 export interface UpdateBatch {

@@ -87,7 +87,7 @@ export class LogLinearPolicy implements Policy {
     const s = batch.settings;
     const steps = batch.samples.flatMap((sample) =>
       sample.rollout.steps
-        .filter((st) => !st.forced)
+        .filter((st) => !st.forced && !(s.maskIntercepted && st.intercepted))
         .map((st) => ({
           step: st,
           advantage: sample.advantage,

@@ -121,6 +121,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
           reanchor: trained.rollouts.reanchor,
         },
         h0: { train: score(train), heldout: score(held) },
+        byFamily: { train: train.byFamily, heldout: held.byFamily },
         behaviours: held.behaviours,
         rescue: trained.rescue,
         curve: trained.curve,

@@ -8,6 +8,8 @@ export const ArmSeedResult = z.object({
   rollouts: z.number(),
   rolloutBreakdown: z.object({ train: z.number(), rescue: z.number(), resample: z.number(), reanchor: z.number() }),
   h0: SplitScores,
+  /** H0 scores per task family, on train and held-out. */
+  byFamily: z.object({ train: z.record(z.string(), Score), heldout: z.record(z.string(), Score) }),
   behaviours: z.record(z.string(), z.number()),
   rank1: z.object({ heldout: Score }).optional(),
   rescue: z.object({ triggered: z.number(), replaced: z.number(), dropped: z.number(), allFailGroups: z.number(), groups: z.number() }),

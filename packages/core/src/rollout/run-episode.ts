@@ -124,7 +124,8 @@ export async function runEpisode(
       if (step.event.startsWith("error:")) failedActions.add(action);
       if (step.done) outcome = await session.finish("submitted");
     }
-    steps.push({ observation, action, logProb: choice.logProb, forced, result });
+    const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
+    steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result });
     event = result;
     if (!events.includes(event)) events.push(event);
   }

@@ -22,6 +22,8 @@ export const TrajectoryStep = z.object({
   logProb: z.number(),
   /** True when the harness, not the policy, chose the action (excluded from the loss). */
   forced: z.boolean().default(false),
+  /** True when the harness intercepted the sampled action (a pre-action block or the commit gate). */
+  intercepted: z.boolean().default(false),
   /** Event the environment (or the harness) answered with. */
   result: z.string(),
 });

@@ -33,6 +33,7 @@ export const TrainConfig = z.object({
   klCoef: z.number().min(0).default(0),
   epochs: z.number().int().min(1).default(2),
   rescueContext: z.enum(["as-generated", "base"]).default("as-generated"),
+  maskIntercepted: z.boolean().default(true),
   /** Evaluate H0 Avg@3 on a train subset every this many steps (0 = never) for the curves. */
   curveEvery: z.number().int().min(0).default(10),
   curveTasks: z.number().int().min(1).default(30),

@@ -6,6 +6,8 @@ import type { Task } from "../task.ts";
 import { hash32 } from "../util/rng.ts";
 
 export interface Evaluation extends PassAvg {
+  /** The same scores per task family. */
+  byFamily: Record<string, PassAvg>;
   /** Share of rollouts showing each named behaviour, among rollouts where it was measurable. */
   behaviours: Record<string, number>;
   rollouts: number;
@@ -26,16 +28,20 @@ export async function evaluateTasks(
   runRollout: RolloutRunner,
 ): Promise<Evaluation> {
   const perTask: boolean[][] = [];
+  const perFamily = new Map<string, boolean[][]>();
   const all: Rollout[] = [];
   for (const task of tasks) {
     const harness = await harnessFor(task);
     const group = await Promise.all(
       Array.from({ length: n }, (_, i) => runRollout(task, harness, hash32(`eval:${task.id}:${i}`, seedBase))),
     );
-    perTask.push(group.map((r) => r.success));
+    const flags = group.map((r) => r.success);
+    perTask.push(flags);
+    perFamily.set(task.family, [...(perFamily.get(task.family) ?? []), flags]);
     all.push(...group);
   }
-  return { ...scoreTasks(perTask, 3), behaviours: behaviourRates(all), rollouts: all.length };
+  const byFamily = Object.fromEntries([...perFamily.entries()].map(([f, xs]) => [f, scoreTasks(xs, 3)]));
+  return { ...scoreTasks(perTask, 3), byFamily, behaviours: behaviourRates(all), rollouts: all.length };
 }
 
 /** For each behaviour name, the share of rollouts reporting it true among those reporting it. */

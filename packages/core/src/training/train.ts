@@ -132,6 +132,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
           klCoef: config.klCoef,
           epochs: config.epochs,
           rescueContext: config.rescueContext,
+          maskIntercepted: config.maskIntercepted,
         },
       });
     }
