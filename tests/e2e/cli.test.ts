@@ -1,0 +1,47 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { ExperimentSummary } from "@harness-s/core";
+
+const run = promisify(execFile);
+const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+
+describe("harness-s CLI", () => {
+  it("experiment --quick writes a valid summary, a report and PNG plots", async () => {
+    const out = await mkdtemp(join(tmpdir(), "hs-"));
+    const { stdout } = await run("node", [...cli, "experiment", "--quick", "--out", out], { timeout: 120_000 });
+    expect(stdout).toMatch(/harness-s\s+\d+/);
+    const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
+    expect(summary.seeds).toEqual([1, 2, 3]);
+    expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
+    const report = await readFile(join(out, "report.md"), "utf8");
+    expect(report).toContain("## Acceptance figures");
+    expect(report).toContain("Locality");
+    for (const png of ["curves.png", "utilities.png"]) {
+      const bytes = await readFile(join(out, png));
+      expect(bytes.subarray(1, 4).toString()).toBe("PNG");
+      expect((await stat(join(out, png))).size).toBeGreaterThan(10_000);
+    }
+  });
+
+  it("rejects bad options with a clear message and a non-zero exit", async () => {
+    await expect(run("node", [...cli, "experiment", "--seeds", "1,x"])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/seeds must be comma-separated integers/),
+    });
+    await expect(run("node", [...cli, "experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}'])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/training config is invalid:[\s\S]*batchSize/),
+    });
+  });
+
+  it("prints help for every command", async () => {
+    for (const cmd of [[], ["experiment"], ["evolve"], ["bench"]]) {
+      const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
+      expect(stdout).toMatch(/Usage: harness-s/);
+    }
+  });
+});
