@@ -16,6 +16,9 @@ describe("harness-s CLI", () => {
     expect(stdout).toMatch(/harness-s\s+\d+/);
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
     expect(summary.seeds).toEqual([1, 2, 3]);
+    expect(Object.keys(summary.poolVersions)).toEqual(["1", "2", "3"]);
+    const pools = JSON.parse(await readFile(join(out, "pools.json"), "utf8"));
+    expect(Object.keys(pools)).toEqual(["1", "2", "3"]);
     expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
     const report = await readFile(join(out, "report.md"), "utf8");
     expect(report).toContain("## Acceptance figures");

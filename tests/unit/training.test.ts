@@ -11,19 +11,20 @@ import {
 } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 
-const setup = await embeddedSetup(defaultEmbeddedSettings);
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const instance = await setup.instance(1);
 const small = TrainConfig.parse({ steps: 4, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20 });
 
 function deps(seed: number) {
-  const policy = setup.deps.createPolicy(seed);
+  const policy = setup.createPolicy(seed);
   return {
     policy,
-    runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.deps.env, policy }),
-    pool: setup.evolution.pool,
-    trainTasks: setup.suite.train,
-    probeTasks: setup.suite.dev,
-    initialProfiles: setup.evolution.initialProfiles,
-    voters: setup.deps.voters,
+    runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy }),
+    pool: instance.evolution.pool,
+    trainTasks: instance.train,
+    probeTasks: instance.dev,
+    initialProfiles: instance.evolution.initialProfiles,
+    voters: setup.voters,
     rng: createRng(seed),
   };
 }
@@ -61,7 +62,7 @@ describe("runExperiment", () => {
   const config = ExperimentConfig.parse({ seeds: [3], train: small, evalSamples: 3, arms: ["grpo", "grpo-budget", "harness-s"] });
 
   it("gives grpo-budget exactly the extra rollouts harness-s spent", async () => {
-    const s = await runExperiment(config, setup.deps);
+    const s = await runExperiment(config, setup);
     const hs = s.arms.find((a) => a.name === "harness-s")!.perSeed[0]!;
     const gb = s.arms.find((a) => a.name === "grpo-budget")!.perSeed[0]!;
     expect(gb.rolloutBreakdown.resample).toBeLessThanOrEqual(hs.rolloutBreakdown.rescue + hs.rolloutBreakdown.reanchor);
@@ -69,9 +70,17 @@ describe("runExperiment", () => {
     expect(s.arms.find((a) => a.name === "grpo")!.rank1).toBeUndefined();
   });
 
+  it("runs each seed on its own suite instance and pool unless told to share one", async () => {
+    const two = ExperimentConfig.parse({ ...config, seeds: [1, 2], arms: ["grpo"] });
+    const own = await runExperiment(two, setup);
+    expect(own.poolVersions["1"]).not.toBe(own.poolVersions["2"]);
+    const shared = await runExperiment(two, embeddedSetup({ ...defaultEmbeddedSettings, fixedSuite: true }));
+    expect(shared.poolVersions["1"]).toBe(shared.poolVersions["2"]);
+  });
+
   it("is deterministic: the same seed gives an identical summary", async () => {
-    const a = await runExperiment(config, setup.deps);
-    const b = await runExperiment(config, setup.deps);
+    const a = await runExperiment(config, setup);
+    const b = await runExperiment(config, setup);
     expect(JSON.stringify(b)).toBe(JSON.stringify(a));
   });
 });

@@ -5,43 +5,54 @@ import {
   mutationProposer,
   runEpisode,
   statisticalVoters,
-  type EvolutionResult,
   type ExperimentDeps,
   type Policy,
+  type SeedInstance,
 } from "@harness-s/core";
-import { buildSuite, EmbeddedEnvironment, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName, type Suite } from "@harness-s/envs";
+import { buildSuite, EmbeddedEnvironment, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName } from "@harness-s/envs";
 import { LogLinearPolicy } from "@harness-s/policy";
 
 export interface EmbeddedSettings {
   cueRate: number;
   cueStrength: number;
-  evolutionSeed: number;
+  /** Share one suite instance and pool across all seeds instead of one per seed. */
+  fixedSuite: boolean;
+  /** The suite and evolution seed used when `fixedSuite` is set. */
+  suiteSeed: number;
 }
 
-export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, evolutionSeed: 1 };
+export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026 };
 
-/** The composition root of the embedded default: suite, environment, policy, evolved pool. */
-export async function embeddedSetup(
+/**
+ * The composition root of the embedded default: environment, policy factory, and for each seed
+ * a suite instance with its own evolved, frozen sibling pool (or one shared instance).
+ */
+export function embeddedSetup(
   settings: EmbeddedSettings,
-  onEvolution?: (done: number, total: number) => void,
-): Promise<{ suite: Suite; deps: Omit<ExperimentDeps, "onProgress">; evolution: EvolutionResult }> {
-  const suite = buildSuite({ cueRate: settings.cueRate });
+  onEvolution?: (seed: number, done: number, total: number) => void,
+): Omit<ExperimentDeps, "onProgress"> {
   const env = new EmbeddedEnvironment();
   const createPolicy = (_seed: number): Policy => new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength });
-  const initial = createPolicy(0);
   const facts = embeddedVocabulary().facts;
-  const evolution = await evolvePool(EvolutionConfig.parse({}), {
-    base: embeddedH0,
-    devTasks: suite.dev,
-    proposer: mutationProposer,
-    rng: createRng(settings.evolutionSeed),
-    runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy: initial }),
-    vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
-    onProgress: onEvolution,
-  });
-  return {
-    suite,
-    evolution,
-    deps: { env, createPolicy, voters: statisticalVoters, train: suite.train, dev: suite.dev, heldout: suite.heldout, evolution },
+  const cache = new Map<number, Promise<SeedInstance>>();
+  const build = async (suiteSeed: number): Promise<SeedInstance> => {
+    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate });
+    const initial = createPolicy(0);
+    const evolution = await evolvePool(EvolutionConfig.parse({}), {
+      base: embeddedH0,
+      devTasks: suite.dev,
+      proposer: mutationProposer,
+      rng: createRng(suiteSeed),
+      runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy: initial }),
+      vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
+      onProgress: (done, total) => onEvolution?.(suiteSeed, done, total),
+    });
+    return { train: suite.train, dev: suite.dev, heldout: suite.heldout, evolution };
   };
+  const instance = (seed: number) => {
+    const key = settings.fixedSuite ? settings.suiteSeed : seed;
+    if (!cache.has(key)) cache.set(key, build(key));
+    return cache.get(key)!;
+  };
+  return { env, createPolicy, voters: statisticalVoters, instance };
 }

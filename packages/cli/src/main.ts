@@ -43,17 +43,18 @@ program
   .option("--train <json>", "overrides of the training config as JSON, e.g. '{\"k\":3,\"batchSize\":24}'", jsonObject)
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
+  .option("--fixed-suite", "run every seed on one suite instance and pool (default: each seed is an independent replicate)", false)
   .action(async (o) => {
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength });
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite });
   });
 
 program
   .command("evolve")
   .description("Evolve a sibling pool from H0 along the repair directions and save it")
   .option("--out <file>", "where to write the pool", "results/pool.json")
-  .option("--seed <n>", "evolution seed", number, 1)
+  .option("--seed <n>", "the suite instance (and evolution) seed", number, 1)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength }));
 

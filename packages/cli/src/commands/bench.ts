@@ -19,9 +19,10 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
 
 /** Measures, in one run: rollouts/s (embedded policy vs uniform baseline) and router decisions/s with latency percentiles. */
 export async function benchCommand(opts: { seconds: number }): Promise<void> {
-  const { deps, evolution } = await embeddedSetup(defaultEmbeddedSettings);
+  const deps = embeddedSetup(defaultEmbeddedSettings);
+  const { train, evolution } = await deps.instance(1);
   const policy = deps.createPolicy(0);
-  const tasks = deps.train.slice(0, 60);
+  const tasks = train.slice(0, 60);
   const base = evolution.pool.base;
   const rps = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy }), opts.seconds);
   const rpsUniform = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy: uniformPolicy }), opts.seconds);

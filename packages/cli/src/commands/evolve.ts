@@ -3,12 +3,11 @@ import { dirname } from "node:path";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
 
-/** Evolves a sibling pool from the embedded H0 and saves it as JSON. */
+/** Evolves a sibling pool from the embedded H0 on the suite instance of `seed` and saves it as JSON. */
 export async function evolveCommand(opts: { out: string; seed: number; cueStrength: number }): Promise<void> {
   const bar = createProgress(1, "evolving");
-  const { evolution } = await embeddedSetup({ ...defaultEmbeddedSettings, evolutionSeed: opts.seed, cueStrength: opts.cueStrength }, (d, t) =>
-    bar.update(d / t, `${d}/${t} direction rounds`),
-  );
+  const deps = embeddedSetup({ ...defaultEmbeddedSettings, cueStrength: opts.cueStrength }, (_s, d, t) => bar.update(d / t, `${d}/${t} direction rounds`));
+  const { evolution } = await deps.instance(opts.seed);
   bar.stop();
   await mkdir(dirname(opts.out), { recursive: true });
   await writeFile(opts.out, JSON.stringify({ ...evolution.pool, notes: { ...evolution.pool.notes, repairSets: evolution.repairSets } }, null, 2));

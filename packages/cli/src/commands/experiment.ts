@@ -6,7 +6,7 @@ import { createProgress } from "../progress.ts";
 import { renderReport } from "../report/markdown.ts";
 import { lineChart, renderPng } from "../report/plots.ts";
 import { acceptanceChecks, pts } from "../report/stats.ts";
-import { runSweep, type SweepResult } from "../sweep.ts";
+import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 
 export interface ExperimentOptions {
   seeds: number[];
@@ -17,6 +17,7 @@ export interface ExperimentOptions {
   train?: Record<string, unknown>;
   cueRate: number;
   cueStrength: number;
+  fixedSuite: boolean;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -37,27 +38,26 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const runDir = opts.out;
   await mkdir(runDir, { recursive: true });
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
-  const evoBar = createProgress(1, "evolving sibling pool");
-  const { deps, evolution } = await embeddedSetup(
-    { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength },
-    (done, total) => evoBar.update((done / total), `${done}/${total} direction rounds`),
-  );
-  evoBar.stop();
-  await writeFile(join(runDir, "pool.json"), JSON.stringify(evolution.pool, null, 2));
   const total = config.seeds.length * config.arms.length * config.train.steps;
   const bar = createProgress(total, "training");
   let done = 0;
+  const deps = embeddedSetup(
+    { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite },
+    (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`),
+  );
   const summary = await runExperiment(config, {
     ...deps,
     onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
   });
   bar.stop();
+  const pools = await Promise.all(config.seeds.map(async (seed) => [seed, (await deps.instance(seed)).evolution.pool] as const));
+  await writeFile(join(runDir, "pools.json"), JSON.stringify(Object.fromEntries(pools), null, 2));
   ExperimentSummary.parse(summary);
 
   let sweep: SweepResult | undefined;
   if (opts.sweep) {
-    const sweepBar = createProgress(8, "sweep");
-    sweep = await runSweep(config, (label, i) => sweepBar.update(i, label));
+    const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
+    sweep = await runSweep(config, { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite }, (label, i) => sweepBar.update(i, label));
     sweepBar.stop();
     await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
   }

@@ -41,7 +41,11 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
 export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string {
   const out: string[] = [];
   out.push("# Harness-S embedded experiment", "");
-  out.push(`Seeds ${s.seeds.join(", ")}; pool ${s.poolVersion}. All scores are under **H0** unless marked Rank-1, in points (%), mean ± sample std over seeds.`, "");
+  const shared = new Set(Object.values(s.poolVersions)).size === 1;
+  out.push(
+    `Seeds ${s.seeds.join(", ")}; ${shared ? `one suite instance and pool (${Object.values(s.poolVersions)[0]}) for every seed` : "each seed is an independent replicate: its own suite instance and its own evolved, frozen pool"}. All scores are under **H0** unless marked Rank-1, in points (%), mean ± sample std over seeds.`,
+    "",
+  );
   out.push("## Arms", "", ...armTable(s), "");
   out.push("![H0 Avg@3 over training](curves.png)", "");
   out.push("## Paired differences (H0 Avg@3)", "", "| comparison | train | held-out |", "|---|---|---|");

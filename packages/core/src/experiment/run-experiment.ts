@@ -24,14 +24,20 @@ export const ExperimentConfig = z.object({
 });
 export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
 
-export interface ExperimentDeps {
-  env: Environment;
-  createPolicy: (seed: number) => Policy;
-  voters: readonly Voter[];
+/** One benchmark instance: its task splits and the sibling pool evolved (and frozen) on its dev split. */
+export interface SeedInstance {
   train: readonly Task[];
   dev: readonly Task[];
   heldout: readonly Task[];
   evolution: EvolutionResult;
+}
+
+export interface ExperimentDeps {
+  env: Environment;
+  createPolicy: (seed: number) => Policy;
+  voters: readonly Voter[];
+  /** The instance a seed runs on: its own (independent replicates) or one shared by every seed. */
+  instance: (seed: number) => Promise<SeedInstance>;
   onProgress?: (event: { seed: number; arm: string; step: number; steps: number }) => void;
 }
 
@@ -55,7 +61,8 @@ function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter:
 const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
 
 /**
- * Trains every arm over every seed from the same initial policy per seed, evaluates all of them
+ * Trains every arm over every seed from the same initial policy per seed, on that seed's
+ * benchmark instance and frozen pool (see {@link ExperimentDeps.instance}), evaluates all of them
  * under H0 on train and held-out tasks with paired seeds, and summarises. `grpo-budget` gets,
  * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring).
  *
@@ -63,23 +70,26 @@ const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
  * const summary = await runExperiment(ExperimentConfig.parse({ seeds: [1, 2] }), deps);
  */
 export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentSummary> {
-  const { pool, initialProfiles } = deps.evolution;
   const order = [...config.arms].sort((a, b) => (a === "harness-s" ? -1 : b === "harness-s" ? 1 : 0));
   const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
   const rank1Before = new Map<number, { passAt3: number; avgAt3: number }>();
   const initialPerSeed: ExperimentSummary["initialPerSeed"] = [];
   const initialBehaviours: Record<string, number>[] = [];
   const nonstationarity: number[] = [];
+  const instances = new Map<number, SeedInstance>();
 
   for (const seed of config.seeds) {
+    const inst = await deps.instance(seed);
+    instances.set(seed, inst);
+    const { pool, initialProfiles } = inst.evolution;
     const rng = createRng(seed);
     const evalBase = hash32("eval", seed);
     const initialPolicy = deps.createPolicy(seed);
     const runner0 = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: deps.env, policy: initialPolicy });
-    const h0Train = await evaluateTasks(deps.train, () => pool.base, config.evalSamples, evalBase, runner0);
-    const h0Held = await evaluateTasks(deps.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
+    const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
+    const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
     const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
-    const r1 = await evaluateTasks(deps.heldout, pick0, config.evalSamples, evalBase, runner0);
+    const r1 = await evaluateTasks(inst.heldout, pick0, config.evalSamples, evalBase, runner0);
     rank1Before.set(seed, score(r1));
     initialBehaviours.push(h0Train.behaviours);
     initialPerSeed.push({ seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) } });
@@ -92,10 +102,10 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         policy,
         runRollout,
         pool,
-        trainTasks: deps.train,
-        probeTasks: deps.dev,
+        trainTasks: inst.train,
+        probeTasks: inst.dev,
         initialProfiles,
-        probePriority: deps.evolution.h0Failures,
+        probePriority: inst.evolution.h0Failures,
         voters: deps.voters,
         rng,
         onStep: (step) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps }),
@@ -109,8 +119,8 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
           nonstationarity.push((1 - rho) / 2);
         }
       }
-      const train = await evaluateTasks(deps.train, () => pool.base, config.evalSamples, evalBase, runRollout);
-      const held = await evaluateTasks(deps.heldout, () => pool.base, config.evalSamples, evalBase, runRollout);
+      const train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runRollout);
+      const held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runRollout);
       const result: ArmSeedResult = {
         seed,
         rollouts: trained.rollouts.total,
@@ -133,7 +143,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
       };
       if (name.startsWith("harness-s")) {
         const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: rng.fork(`rank1:${name}`) });
-        result.rank1 = { heldout: score(await evaluateTasks(deps.heldout, pick, config.evalSamples, evalBase, runRollout)) };
+        result.rank1 = { heldout: score(await evaluateTasks(inst.heldout, pick, config.evalSamples, evalBase, runRollout)) };
       }
       if (trained.audits.length) {
         const rescuable = trained.audits.filter((a) => a.rescuable);
@@ -166,10 +176,12 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     return summary;
   });
   const behaviourNames = [...new Set(initialBehaviours.flatMap((b) => Object.keys(b)))];
+  const evolutions = config.seeds.map((seed) => instances.get(seed)!.evolution);
+  const poolVersions = Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.pool.version]));
   return {
     seeds: config.seeds,
     config: { ...config, train: config.train } as Record<string, unknown>,
-    poolVersion: pool.version,
+    poolVersions,
     initial: {
       train: avgScore(initialPerSeed.map((s) => s.h0.train)),
       heldout: avgScore(initialPerSeed.map((s) => s.h0.heldout)),
@@ -179,17 +191,20 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     initialPerSeed,
     arms,
     suite: {
-      locality: deps.evolution.locality,
-      complementarity: deps.evolution.complementarity,
+      locality: mean(evolutions.map((e) => e.locality)),
+      complementarity: mean(evolutions.map((e) => e.complementarity)),
       nonstationarity: mean(nonstationarity),
       details: {
-        localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local)",
-        complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling",
+        localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local), mean over the seeds' pools",
+        complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling, mean over the seeds' pools",
         nonstationarityDefinition: "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
         nonstationarityPerSeed: nonstationarity,
-        repairSets: deps.evolution.repairSets,
-        h0DevFailures: deps.evolution.h0Failures.length,
-        evolutionRollouts: deps.evolution.rolloutsSpent,
+        localityPerSeed: evolutions.map((e) => e.locality),
+        complementarityPerSeed: evolutions.map((e) => e.complementarity),
+        poolSizes: evolutions.map((e) => e.pool.siblings.length),
+        repairSets: Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.repairSets])),
+        h0DevFailures: evolutions.map((e) => e.h0Failures.length),
+        evolutionRollouts: evolutions.map((e) => e.rolloutsSpent),
       },
     },
   };

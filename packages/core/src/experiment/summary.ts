@@ -32,7 +32,8 @@ export type ArmSummary = z.infer<typeof ArmSummary>;
 export const ExperimentSummary = z.object({
   seeds: z.array(z.number().int()),
   config: z.record(z.string(), z.unknown()),
-  poolVersion: z.string(),
+  /** The frozen pool each seed trained with, by seed. */
+  poolVersions: z.record(z.string(), z.string()),
   initial: SplitScores.extend({ rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()) }),
   initialPerSeed: z.array(z.object({ seed: z.number(), h0: SplitScores, rank1: z.object({ heldout: Score }) })),
   arms: z.array(ArmSummary),

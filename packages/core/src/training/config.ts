@@ -17,7 +17,7 @@ export type ArmConfig = z.infer<typeof ArmConfig>;
 
 export const TrainConfig = z.object({
   steps: z.number().int().min(1).default(20),
-  batchSize: z.number().int().min(1).default(24),
+  batchSize: z.number().int().min(1).default(32),
   groupSize: z.number().int().min(2).default(4),
   k: z.number().int().min(1).default(2),
   /** Rollouts per rescue, split over the k siblings (default: the group size). */

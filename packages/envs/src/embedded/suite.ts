@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { createRng, type Rng, type Split, type Task } from "@harness-s/core";
+import { createRng, shuffled, type Rng, type Split, type Task } from "@harness-s/core";
 import { appFamily } from "./app.ts";
 import { dbFamily } from "./db.ts";
 import type { FamilyModel } from "./family.ts";
@@ -15,7 +15,7 @@ export function familyByName(name: string): FamilyModel {
 
 export const SuiteOptions = z.object({
   seed: z.number().int().default(2026),
-  /** Share of train tasks whose own instruction cues their cuable latent requirements under H0. */
+  /** Share of the train tasks with a cuable requirement whose own instruction cues it under H0 (exact). */
   cueRate: z.number().min(0).max(1).default(0.2),
   /** Requirement kinds that a task's own instruction may cue (the rest are never cued by H0). */
   cuable: z.array(z.string()).default(["pages", "mutation", "tricky"]),
@@ -51,21 +51,32 @@ function makeTask(f: FamilyModel, split: Split, req: string[], index: number, op
     const shown = always ? req.includes(r) : rng.next() < (req.includes(r) ? opts.tagRate : opts.tagNoise);
     if (shown) tags.push(f.tagFor[r]!);
   }
-  const cuable = req.filter((r) => opts.cuable.includes(r));
-  const cued = split === "train" && cuable.length > 0 && rng.next() < opts.cueRate;
-  const cues = cued ? cuable.flatMap((r) => f.cuesFor[r] ?? []) : [];
   const params: Record<string, number> = { pages: req.includes("pages") ? opts.minPages + rng.int(opts.pageSpread) : 1 };
   const id = `${f.name}-${split}-${req.join("+") || "plain"}-${index}`;
   return {
     id,
     family: f.name,
     split,
-    instruction: `${f.name} task ${index} (${tags.slice(1).join(", ") || "no tags"})${cued ? " — " + cues.map((c) => c.text).join(" ") : ""}`,
+    instruction: `${f.name} task ${index} (${tags.slice(1).join(", ") || "no tags"})`,
     tags,
     requirements: req,
-    cues,
+    cues: [],
     params,
   };
+}
+
+/**
+ * Cues exactly round(cueRate × n) of the n train tasks that have a cuable requirement, chosen by
+ * one seeded shuffle, so a higher rate cues a superset of a lower one.
+ */
+function applyCues(train: Task[], opts: SuiteOptions, rng: Rng): void {
+  const cuable = train.filter((t) => t.requirements.some((r) => opts.cuable.includes(r)));
+  const chosen = shuffled(cuable, rng).slice(0, Math.round(opts.cueRate * cuable.length));
+  for (const task of chosen) {
+    const f = familyByName(task.family);
+    task.cues = task.requirements.filter((r) => opts.cuable.includes(r)).flatMap((r) => f.cuesFor[r] ?? []);
+    task.instruction += ` — ${task.cues.map((c) => c.text).join(" ")}`;
+  }
 }
 
 /**
@@ -91,5 +102,6 @@ export function buildSuite(input: Partial<SuiteOptions> = {}): Suite {
       }
     }
   }
+  applyCues(out.train, options, rng.fork("cues"));
   return out;
 }
