@@ -17,48 +17,42 @@ function pooled(counts: (Counts | undefined)[]): Counts {
 }
 
 /**
+ * A voter that scores each candidate independently and ranks by score (ties by id).
+ *
+ * @example
+ * const cheap = scoringVoter("cheap", (c) => -c.budget.maxTurns);
+ */
+export function scoringVoter(id: string, score: (candidate: HarnessSpec, profile: Profile | undefined, req: BallotRequest) => number): Voter {
+  return {
+    id,
+    async vote(req: BallotRequest) {
+      const scores: Record<string, number> = {};
+      for (const c of req.candidates) scores[c.id] = score(c, req.profiles[c.id], req);
+      return rankByScore(id, scores);
+    },
+  };
+}
+
+/**
  * Rescue evidence for the group's failure tags (or, for Rank-1, success on the task's tags),
  * shrunk toward the harness's family success rate.
  */
-export const failureTagVoter: Voter = {
-  id: "failure-tag-evidence",
-  async vote(req: BallotRequest) {
-    const scores: Record<string, number> = {};
-    for (const c of req.candidates) {
-      const p = req.profiles[c.id];
-      const keys = req.failureTags.length ? req.failureTags : req.task.tags;
-      const map = req.failureTags.length ? p?.byFailureTag : p?.byTaskTag;
-      const evidence = pooled(keys.map((t) => map?.[`${req.task.family}/${t}`]));
-      scores[c.id] = smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
-    }
-    return rankByScore(this.id, scores);
-  },
-};
+export const failureTagVoter = scoringVoter("failure-tag-evidence", (_c, p, req) => {
+  const keys = req.failureTags.length ? req.failureTags : req.task.tags;
+  const map = req.failureTags.length ? p?.byFailureTag : p?.byTaskTag;
+  const evidence = pooled(keys.map((t) => map?.[`${req.task.family}/${t}`]));
+  return smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
+});
 
-/** Success of each harness on tasks that share this task's visible tags, shrunk toward its family rate. */
-export const taskTagVoter: Voter = {
-  id: "task-tag-evidence",
-  async vote(req: BallotRequest) {
-    const scores: Record<string, number> = {};
-    for (const c of req.candidates) {
-      const p = req.profiles[c.id];
-      const tags = req.task.tags.filter((t) => t !== req.task.family);
-      const evidence = pooled(tags.map((t) => p?.byTaskTag[`${req.task.family}/${t}`]));
-      scores[c.id] = smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
-    }
-    return rankByScore(this.id, scores);
-  },
-};
+/** Success on tasks that share this task's visible tags, shrunk toward the family rate. */
+export const taskTagVoter = scoringVoter("task-tag-evidence", (_c, p, req) => {
+  const tags = req.task.tags.filter((t) => t !== req.task.family);
+  const evidence = pooled(tags.map((t) => p?.byTaskTag[`${req.task.family}/${t}`]));
+  return smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
+});
 
 /** Overall success of each harness on the task's family. */
-export const familyVoter: Voter = {
-  id: "family-evidence",
-  async vote(req: BallotRequest) {
-    const scores: Record<string, number> = {};
-    for (const c of req.candidates) scores[c.id] = familyRate(req.profiles[c.id], req.task.family);
-    return rankByScore(this.id, scores);
-  },
-};
+export const familyVoter = scoringVoter("family-evidence", (_c, p, req) => familyRate(p, req.task.family));
 
 /** How many of the failed group's events a spec has a hook for (read from the spec alone). */
 export function specAffinity(spec: HarnessSpec, events: readonly string[]): number {
@@ -74,29 +68,15 @@ export function specAffinity(spec: HarnessSpec, events: readonly string[]): numb
   return score;
 }
 
-export const specAffinityVoter: Voter = {
-  id: "spec-affinity",
-  async vote(req: BallotRequest) {
-    const scores: Record<string, number> = {};
-    for (const c of req.candidates) scores[c.id] = specAffinity(c, req.failedEvents);
-    return rankByScore(this.id, scores);
-  },
-};
+export const specAffinityVoter = scoringVoter("spec-affinity", (c, _p, req) => specAffinity(c, req.failedEvents));
 
-/** Prefers harnesses that reach an outcome in fewer turns (cheaper rollouts). */
-export const frugalityVoter: Voter = {
-  id: "frugality",
-  async vote(req: BallotRequest) {
-    const scores: Record<string, number> = {};
-    for (const c of req.candidates) {
-      const t = req.profiles[c.id]?.turns;
-      scores[c.id] = t && t.attempts > 0 ? -t.successes / t.attempts : -c.budget.maxTurns;
-    }
-    return rankByScore(this.id, scores);
-  },
-};
+/** Prefers harnesses that reach an outcome in fewer turns (cheap, but biased toward failing fast). */
+export const frugalityVoter = scoringVoter("frugality", (c, p) =>
+  p && p.turns.attempts > 0 ? -p.turns.successes / p.turns.attempts : -c.budget.maxTurns,
+);
 
+/** The default vote: three voters that look at different evidence. */
 export const statisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter];
 
-/** Every statistical voter, including frugality (cheap but biased toward harnesses that fail fast). */
+/** Every statistical voter, including family and frugality (measured to dilute the vote here). */
 export const allStatisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter, familyVoter, frugalityVoter];
