@@ -2,11 +2,27 @@ import { mean, type ExperimentSummary } from "@harness-s/core";
 import { acceptanceChecks, arm, meanStd, paired, pts, signed, type Metric } from "./stats.ts";
 import type { SweepResult } from "../sweep.ts";
 
-const ABLATION_TEXT: Record<string, string> = {
-  "harness-s-random": "Random Top-k asks whether the router's choice matters: it rescues with k siblings drawn uniformly from the pool, so a negative difference is what picking by profiles buys.",
-  "harness-s-noreanchor": "Without re-anchoring the profiles keep the initial (policy-version-0) evidence plus online rescue outcomes; a negative difference is what refreshing stale profiles buys, a near-zero one means the ranking did not drift enough in this budget to change decisions.",
-  "harness-s-single-voter": "A single voter (failure-tag evidence only) instead of the vote; a negative difference is what combining voters that look at different evidence buys, a positive one means the other voters dilute the best signal here.",
+const ABLATION_QUESTION: Record<string, string> = {
+  "harness-s-random": "whether the router's choice matters (k siblings drawn uniformly instead of by the vote)",
+  "harness-s-noreanchor": "whether re-measuring the profiles under the current policy matters (they keep the policy-version-0 evidence plus online rescue outcomes)",
+  "harness-s-single-voter": "whether combining voters that look at different evidence matters (failure-tag evidence alone)",
 };
+
+/** One sentence per ablation, read off its paired differences: direction only when it clears the seed noise. */
+function ablationSentence(s: ExperimentSummary, name: string): string | undefined {
+  const a = arm(s, name);
+  const hs = arm(s, "harness-s");
+  if (!a || !hs) return undefined;
+  const parts = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
+    const p = paired(a, hs, m);
+    const noise = p.n > 1 ? (2 * p.std) / Math.sqrt(p.n) : Infinity;
+    const verdict = Math.abs(p.mean) < noise ? "within seed noise" : p.mean < 0 ? "worse than harness-s" : "better than harness-s";
+    return `${m.startsWith("train") ? "train" : "held-out"} ${signed(p.mean)} (${verdict}, ${p.wins}/${p.n} seeds better)`;
+  });
+  const rescues = (x: typeof a) => mean(x.perSeed.map((p) => p.rescue.triggered));
+  const replaced = (x: typeof a) => mean(x.perSeed.map((p) => p.rescue.replaced));
+  return `- **${name}** asks ${ABLATION_QUESTION[name]}: ${parts.join("; ")}. It triggered ${rescues(a).toFixed(1)} rescues per seed and replaced ${replaced(a).toFixed(1)} groups, against ${rescues(hs).toFixed(1)} and ${replaced(hs).toFixed(1)} for harness-s.`;
+}
 
 function armTable(s: ExperimentSummary): string[] {
   const grpo = arm(s, "grpo");
@@ -60,13 +76,10 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
     const line = pairedLine(s, name, "harness-s");
     if (line) out.push(line);
   }
-  out.push("");
+  out.push("", "A difference counts as more than seed noise when its mean exceeds twice its standard error.", "");
   for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
-    const a = arm(s, name);
-    const hs = arm(s, "harness-s");
-    if (!a || !hs) continue;
-    const d = paired(a, hs, "heldout.avgAt3");
-    out.push(`- **${name}** (${signed(d.mean)} held-out points vs harness-s, ${d.wins}/${d.n} seeds better). ${ABLATION_TEXT[name]}`);
+    const line = ablationSentence(s, name);
+    if (line) out.push(line);
   }
   out.push("", "## Router", "");
   out.push("| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |", "|---|---|---|---|---|---|");
@@ -87,7 +100,14 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
     out.push(`Before training: Rank-1 ${pts(hs.rank1.before.heldout.passAt3)} vs H0 ${pts(s.initial.heldout.passAt3)} (gap ${signed(hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3)}).`);
     out.push(`After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3)}): the behaviour the siblings elicited moved into the policy.`, "");
   }
-  out.push("## Behaviours under H0 (held-out)", "", "| arm | verify-before-submit | assertion-fallback |", "|---|---|---|");
+  out.push(
+    "## Behaviours under H0 (held-out)",
+    "",
+    "verify-before-submit: share of submitted edits that were checked after the last edit; assertion-fallback: share of episodes that met a blocked test runner in which the agent wrote assertions.",
+    "",
+    "| arm | verify-before-submit | assertion-fallback |",
+    "|---|---|---|",
+  );
   out.push(`| initial | ${pts(s.initial.behaviours["verify-before-submit"] ?? 0)} | ${pts(s.initial.behaviours["assertion-fallback"] ?? 0)} |`);
   for (const a of s.arms) {
     const b = (n: string) => pts(mean(a.perSeed.map((p) => p.behaviours[n] ?? 0)));
