@@ -136,3 +136,20 @@ describe("statistical voters", () => {
     }
   });
 });
+
+describe("diverse Top-k", () => {
+  it("takes the best sibling of another direction before a second of the same", async () => {
+    const mixed = [
+      makeSpec({ id: "c1", provenance: { direction: "contract" } }),
+      makeSpec({ id: "c2", provenance: { direction: "contract" } }),
+      makeSpec({ id: "r1", provenance: { direction: "recovery" } }),
+    ];
+    const voters = [fixed("v", ["c1", "c2", "r1"])];
+    const plain = await route({ ...input, candidates: mixed }, { k: 2 }, { voters, rng: createRng(1) });
+    const diverse = await route({ ...input, candidates: mixed }, { k: 2, diverse: true }, { voters, rng: createRng(1) });
+    expect(plain.chosen).toEqual(["c1", "c2"]);
+    expect(diverse.chosen).toEqual(["c1", "r1"]);
+    const all = await route({ ...input, candidates: mixed }, { k: 3, diverse: true }, { voters, rng: createRng(1) });
+    expect(all.chosen).toEqual(["c1", "r1", "c2"]);
+  });
+});

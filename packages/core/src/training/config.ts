@@ -24,6 +24,7 @@ export const TrainConfig = z.object({
   rescueRollouts: z.number().int().min(1).optional(),
   aggregator: z.enum(["borda", "rrf"]).default("borda"),
   exploration: z.number().min(0).max(1).default(0),
+  diverse: z.boolean().default(false),
   reanchorEvery: z.number().int().min(1).default(5),
   reanchorBudget: z.number().int().min(0).default(40),
   reanchorKeep: z.number().min(0).max(1).default(0.25),

@@ -193,7 +193,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
           profiles: result.profiles,
           poolVersion: pool.version,
         },
-        { k: config.k, aggregator: config.aggregator, exploration: config.exploration },
+        { k: config.k, aggregator: config.aggregator, exploration: config.exploration, diverse: config.diverse },
         { voters, rng: armRng.fork(`route:${step}:${task.id}`) },
       );
       result.decisions.push(decision);

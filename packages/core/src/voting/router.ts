@@ -15,6 +15,8 @@ export const RouterOptions = z.object({
   /** Minimum valid ballots; defaults to a majority of the voters. */
   quorum: z.number().int().min(1).optional(),
   exploration: z.number().min(0).max(1).default(0),
+  /** Take at most one sibling per repair direction into the Top-k while others remain. */
+  diverse: z.boolean().default(false),
   voterTimeoutMs: z.number().int().positive().optional(),
 });
 export type RouterOptions = z.infer<typeof RouterOptions>;
@@ -101,10 +103,10 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
   if (ballots.length < quorum) throw new QuorumError(ballots.length, quorum, failures);
 
   const ranked = aggregate(ballots, input.candidates.map((c) => c.id), opts.aggregator as Aggregator);
-  const chosen = ranked.slice(0, opts.k).map((t) => t.harnessId);
+  const chosen = opts.diverse ? diverseTopK(ranked.map((t) => t.harnessId), input.candidates, opts.k) : ranked.slice(0, opts.k).map((t) => t.harnessId);
   let explored = false;
   if (opts.exploration > 0 && deps.rng.next() < opts.exploration && ranked.length > chosen.length) {
-    const others = ranked.slice(opts.k).map((t) => t.harnessId);
+    const others = ranked.map((t) => t.harnessId).filter((id) => !chosen.includes(id));
     chosen[chosen.length - 1] = others[deps.rng.int(others.length)]!;
     explored = true;
   }
@@ -122,4 +124,17 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
     poolVersion: input.poolVersion,
     profileVersions: Object.fromEntries(input.candidates.map((c) => [c.id, input.profiles[c.id]?.policyVersion ?? -1])),
   };
+}
+
+/** The best-ranked candidate of each direction first, in rank order, then the rest. */
+function diverseTopK(order: readonly string[], candidates: readonly HarnessSpec[], k: number): string[] {
+  const direction = new Map(candidates.map((c) => [c.id, c.provenance.direction]));
+  const seen = new Set<string>();
+  const firsts = order.filter((id) => {
+    const d = direction.get(id)!;
+    if (seen.has(d)) return false;
+    seen.add(d);
+    return true;
+  });
+  return [...firsts, ...order.filter((id) => !firsts.includes(id))].slice(0, k);
 }
