@@ -5,8 +5,8 @@ import { arm, paired, signed } from "./report/stats.ts";
 export interface SweepPoint {
   axis: "cueRate" | "cueStrength";
   value: number;
-  train: { mean: number; std: number; wins: number; n: number };
-  heldout: { mean: number; std: number; wins: number; n: number };
+  train: { mean: number; std: number; wins: number; n: number; diffs: number[] };
+  heldout: { mean: number; std: number; wins: number; n: number; diffs: number[] };
 }
 
 export interface SweepResult {
@@ -43,12 +43,15 @@ export async function runSweep(
     const h = paired(hs, gb, "heldout.avgAt3");
     points.push({ axis: setting.axis, value: setting.value, train: t, heldout: h });
   }
-  const vanish = points.filter((p) => p.heldout.mean < 0.05 || p.heldout.wins < Math.ceil(p.heldout.n / 2));
+  const weak = (p: SweepPoint["train"]) => p.mean < 0.05 || p.wins < Math.ceil(p.n / 2);
+  const vanish = points.filter((p) => weak(p.train) || weak(p.heldout));
+  const describe = (p: SweepPoint) =>
+    `${p.axis}=${p.value} (train ${signed(p.train.mean)}, held-out ${signed(p.heldout.mean)})`;
   return {
     points,
     note: `Each row: paired over seeds ${base.seeds.join(", ")}, harness-s against budget-matched GRPO. cueRate = share of the train tasks with a silent, cuable requirement (pages, commit, tricky fix) whose own instruction cues it under H0 (default ${defaultEmbeddedSettings.cueRate}); cueStrength = the policy's fixed logit bonus for any hinted action, the task's cues and the siblings' hints alike (default ${defaultEmbeddedSettings.cueStrength}).`,
     conclusion: vanish.length
-      ? `The advantage is below 5 held-out points (or not in most seeds) at: ${vanish.map((p) => `${p.axis}=${p.value} (${signed(p.heldout.mean)})`).join(", ")}. Rescue pays when H0 rarely cues the latent requirements and the policy follows the siblings' hints strongly enough for rescued groups to contain successes.`
-      : "The advantage stays at or above 5 held-out points at every sweep point measured here.",
+      ? `The advantage is under 5 points, or not in most seeds, on train or held-out at: ${vanish.map(describe).join("; ")}. Rescue pays when H0 rarely cues the latent requirements (plain GRPO then has nothing to learn them from) and the policy follows hints strongly enough for rescued groups to contain successes; when H0 already cues them, or hints barely move the policy, rescue buys little or nothing.`
+      : "The advantage stays at or above 5 points on train and held-out at every sweep point measured here.",
   };
 }

@@ -4,7 +4,7 @@ import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, form
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
 import { renderReport } from "../report/markdown.ts";
-import { lineChart, renderPng } from "../report/plots.ts";
+import { lineChart, panels, renderPng } from "../report/plots.ts";
 import { acceptanceChecks, pts } from "../report/stats.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 
@@ -77,11 +77,18 @@ async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult
   );
   await writeFile(join(dir, "utilities.png"), await renderPng(lineChart("Sibling rescue utility from re-anchored profiles (harness-s)", utilRows, "step", "utility", "sibling", "rescue success rate")));
   if (sweep) {
-    const rows = sweep.points.flatMap((p) => [
-      { series: `${p.axis} (held-out)`, value: p.value, advantage: p.heldout.mean },
-      { series: `${p.axis} (train)`, value: p.value, advantage: p.train.mean },
+    const rowsFor = (axis: string) =>
+      sweep.points
+        .filter((p) => p.axis === axis)
+        .flatMap((p) => [
+          ...p.heldout.diffs.map((d) => ({ split: "held-out", value: p.value, advantage: d })),
+          ...p.train.diffs.map((d) => ({ split: "train", value: p.value, advantage: d })),
+        ]);
+    const spec = panels("harness-s − grpo-budget, H0 Avg@3 (mean ± std over seeds)", [
+      { title: "H0 cue rate on train tasks", rows: rowsFor("cueRate"), x: "value", y: "advantage", color: "split", yTitle: "advantage" },
+      { title: "cue strength (fixed prior)", rows: rowsFor("cueStrength"), x: "value", y: "advantage", color: "split", yTitle: "advantage" },
     ]);
-    await writeFile(join(dir, "sweep.png"), await renderPng(lineChart("harness-s − grpo-budget (H0 Avg@3)", rows, "value", "advantage", "series", "advantage")));
+    await writeFile(join(dir, "sweep.png"), await renderPng(spec));
   }
 }
 
