@@ -1,0 +1,63 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { HarnessPool, NotFoundError, RouteRequest, parsePool, routeTask } from "@harness-s/core";
+import type { ApiDeps } from "./deps.ts";
+import { errorResponse, parseBody, requireScope } from "./http.ts";
+import { openApiDocument } from "./openapi.ts";
+
+/**
+ * The router API. Handlers only authorise, parse, call one use-case and map the result.
+ *
+ * @example
+ * serve({ fetch: createApp(deps).fetch, port: 18787 });
+ */
+export function createApp(deps: ApiDeps): Hono {
+  const route = new Hono().post("/", async (c) => {
+    const key = await requireScope(c, "route", deps);
+    const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
+    const decision = await routeTask(req, deps);
+    await deps.meter.add(key.id, { ballots: decision.ballots.length });
+    return c.json(decision);
+  });
+
+  const pools = new Hono()
+    .post("/", async (c) => {
+      await requireScope(c, "pools:write", deps);
+      const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes));
+      await deps.pools.put(pool);
+      return c.json({ id: pool.id, version: pool.version }, 201);
+    })
+    .get("/", async (c) => {
+      await requireScope(c, "pools:read", deps);
+      return c.json({ pools: await deps.pools.list() });
+    })
+    .get("/:id", async (c) => {
+      await requireScope(c, "pools:read", deps);
+      const pool = await deps.pools.get(c.req.param("id"));
+      if (!pool) throw new NotFoundError("pool", c.req.param("id"));
+      return c.json(pool);
+    });
+
+  const profiles = new Hono().get("/", async (c) => {
+    await requireScope(c, "profiles:read", deps);
+    const poolId = z.string().min(1).safeParse(c.req.query("poolId"));
+    if (!poolId.success) return c.json({ error: { code: "VALIDATION_FAILED", message: "query parameter poolId is required", issues: ["poolId: required"] } }, 400);
+    return c.json({ poolId: poolId.data, profiles: await deps.profiles.get(poolId.data) });
+  });
+
+  const decisions = new Hono().get("/:id", async (c) => {
+    await requireScope(c, "route", deps);
+    const d = await deps.decisions.get(c.req.param("id"));
+    if (!d) throw new NotFoundError("decision", c.req.param("id"));
+    return c.json(d);
+  });
+
+  return new Hono()
+    .get("/health", (c) => c.json({ ok: true }))
+    .get("/openapi.json", (c) => c.json(openApiDocument()))
+    .route("/v1/route", route)
+    .route("/v1/pools", pools)
+    .route("/v1/profiles", profiles)
+    .route("/v1/decisions", decisions)
+    .onError(errorResponse);
+}

@@ -1,0 +1,15 @@
+import type { ApiKeyStore, Clock, DecisionStore, PoolStore, ProfileStore, UsageMeter, Voter } from "@harness-s/core";
+
+/** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
+export interface ApiDeps {
+  pools: PoolStore;
+  profiles: ProfileStore;
+  decisions: DecisionStore;
+  keys: ApiKeyStore;
+  meter: UsageMeter;
+  voters: readonly Voter[];
+  clock: Clock;
+  newId: () => string;
+  /** Largest accepted request body, in bytes. */
+  maxBodyBytes: number;
+}

@@ -1,0 +1,42 @@
+import { z } from "zod";
+import { HarnessPool, RouteRequest, RoutingDecision } from "@harness-s/core";
+
+const errorSchema = {
+  type: "object",
+  properties: { error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" }, issues: { type: "array", items: { type: "string" } } } } },
+};
+const errors = Object.fromEntries(
+  [
+    ["400", "malformed, oversized or invalid body (issues name each bad field)"],
+    ["401", "missing or unknown API key"],
+    ["403", "the key lacks the scope"],
+    ["429", "the key's quota is used up"],
+  ].map(([code, description]) => [code, { description, content: { "application/json": { schema: errorSchema } } }]),
+);
+const json = (schema: z.ZodType) => ({ "application/json": { schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) } });
+
+/** The OpenAPI 3.1 document served at /openapi.json, with schemas generated from the zod types. */
+export function openApiDocument() {
+  return {
+    openapi: "3.1.0",
+    info: { title: "Harness-S router API", version: "1" },
+    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+    security: [{ bearer: [] }],
+    paths: {
+      "/v1/route": {
+        post: {
+          summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
+          requestBody: { required: true, content: json(RouteRequest) },
+          responses: { "200": { description: "the decision, with each voter's ballot", content: json(RoutingDecision) }, ...errors },
+        },
+      },
+      "/v1/pools": {
+        post: { summary: "Register an immutable harness pool", requestBody: { required: true, content: json(HarnessPool) }, responses: { "201": { description: "created" }, "409": { description: "a different pool exists under this id" }, ...errors } },
+        get: { summary: "List pools", responses: { "200": { description: "pools" }, ...errors } },
+      },
+      "/v1/pools/{id}": { get: { summary: "Get a pool", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the pool", content: json(HarnessPool) }, "404": { description: "no such pool" }, ...errors } } },
+      "/v1/profiles": { get: { summary: "Behaviour profiles of a pool's harnesses", parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }], responses: { "200": { description: "profiles by harness id" }, ...errors } } },
+      "/v1/decisions/{id}": { get: { summary: "A recorded routing decision", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the decision" }, "404": { description: "no such decision" }, ...errors } } },
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import {
+  ConflictError,
+  zeroUsage,
+  type ApiKeyRecord,
+  type ApiKeyStore,
+  type DecisionStore,
+  type HarnessPool,
+  type PoolStore,
+  type Profile,
+  type ProfileSet,
+  type ProfileStore,
+  type RoutingDecision,
+  type Usage,
+  type UsageMeter,
+} from "@harness-s/core";
+
+/** In-memory pools, for the embedded default and unit tests. */
+export class MemoryPoolStore implements PoolStore {
+  private readonly pools = new Map<string, HarnessPool>();
+
+  async put(pool: HarnessPool): Promise<void> {
+    const existing = this.pools.get(pool.id);
+    if (existing && existing.version !== pool.version) throw new ConflictError(`pool ${pool.id} already exists with version ${existing.version}; pools are immutable`);
+    this.pools.set(pool.id, structuredClone(pool));
+  }
+
+  async get(id: string): Promise<HarnessPool | undefined> {
+    const p = this.pools.get(id);
+    return p && structuredClone(p);
+  }
+
+  async list() {
+    return [...this.pools.values()].map((p) => ({ id: p.id, version: p.version, siblings: p.siblings.length })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+}
+
+export class MemoryProfileStore implements ProfileStore {
+  private readonly byPool = new Map<string, ProfileSet>();
+
+  async get(poolId: string): Promise<ProfileSet> {
+    return structuredClone(this.byPool.get(poolId) ?? {});
+  }
+
+  async put(poolId: string, profile: Profile): Promise<void> {
+    const set = this.byPool.get(poolId) ?? {};
+    set[profile.harnessId] = structuredClone(profile);
+    this.byPool.set(poolId, set);
+  }
+}
+
+export class MemoryDecisionStore implements DecisionStore {
+  private readonly decisions = new Map<string, RoutingDecision>();
+
+  async put(decision: RoutingDecision): Promise<void> {
+    if (!this.decisions.has(decision.id)) this.decisions.set(decision.id, structuredClone(decision));
+  }
+
+  async get(id: string): Promise<RoutingDecision | undefined> {
+    const d = this.decisions.get(id);
+    return d && structuredClone(d);
+  }
+}
+
+export class MemoryApiKeyStore implements ApiKeyStore {
+  private readonly byHash = new Map<string, ApiKeyRecord>();
+
+  async put(key: ApiKeyRecord): Promise<void> {
+    this.byHash.set(key.hash, { ...key });
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const k = this.byHash.get(hash);
+    return k && { ...k };
+  }
+}
+
+export class MemoryUsageMeter implements UsageMeter {
+  private readonly totals = new Map<string, Usage>();
+
+  async add(keyId: string, usage: Partial<Usage>): Promise<Usage> {
+    const t = { ...(this.totals.get(keyId) ?? zeroUsage) };
+    for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) t[k] += usage[k] ?? 0;
+    this.totals.set(keyId, t);
+    return { ...t };
+  }
+
+  async get(keyId: string): Promise<Usage> {
+    return { ...(this.totals.get(keyId) ?? zeroUsage) };
+  }
+}

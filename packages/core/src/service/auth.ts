@@ -1,0 +1,37 @@
+import { createHash, randomBytes } from "node:crypto";
+import { ForbiddenError, QuotaExceededError, UnauthenticatedError } from "./errors.ts";
+import type { ApiKeyRecord, ApiKeyStore, Scope, UsageMeter } from "./ports.ts";
+
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+/** A new random key secret and the record to store (which keeps only its hash). */
+export function newApiKey(id: string, scopes: Scope[], requestQuota?: number): { secret: string; record: ApiKeyRecord } {
+  const secret = `hs_${randomBytes(24).toString("base64url")}`;
+  return { secret, record: { id, hash: hashSecret(secret), scopes, requestQuota } };
+}
+
+/**
+ * Authenticates a bearer secret, checks the scope, meters the request and enforces the quota.
+ *
+ * @example
+ * const key = await authorize("Bearer hs_…", "route", { keys, meter });
+ */
+export async function authorize(
+  authorization: string | undefined,
+  scope: Scope,
+  deps: { keys: ApiKeyStore; meter: UsageMeter },
+): Promise<ApiKeyRecord> {
+  const secret = authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
+  if (!secret) throw new UnauthenticatedError();
+  const key = await deps.keys.findByHash(hashSecret(secret));
+  if (!key) throw new UnauthenticatedError();
+  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
+  if (key.requestQuota !== undefined) {
+    const used = (await deps.meter.get(key.id)).requests;
+    if (used >= key.requestQuota) throw new QuotaExceededError(used, key.requestQuota);
+  }
+  await deps.meter.add(key.id, { requests: 1 });
+  return key;
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import type { HarnessPool } from "../harness/pool.ts";
+import type { Profile, ProfileSet } from "../profile/profile.ts";
+import type { RoutingDecision } from "../voting/router.ts";
+
+/** Pools are immutable: `put` refuses a different pool under an existing id. */
+export interface PoolStore {
+  put(pool: HarnessPool): Promise<void>;
+  get(id: string): Promise<HarnessPool | undefined>;
+  list(): Promise<{ id: string; version: string; siblings: number }[]>;
+}
+
+/** Profiles of one pool's harnesses; `put` replaces one harness's profile. */
+export interface ProfileStore {
+  get(poolId: string): Promise<ProfileSet>;
+  put(poolId: string, profile: Profile): Promise<void>;
+}
+
+/** Every routing decision, for audit. Writing the same id twice keeps the first. */
+export interface DecisionStore {
+  put(decision: RoutingDecision): Promise<void>;
+  get(id: string): Promise<RoutingDecision | undefined>;
+}
+
+export const Scope = z.enum(["route", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
+export type Scope = z.infer<typeof Scope>;
+
+export const ApiKeyRecord = z.object({
+  id: z.string().min(1),
+  /** SHA-256 of the secret, hex; the secret itself is never stored. */
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  scopes: z.array(Scope).min(1),
+  /** Requests allowed in total (pay-per-use quota); undefined = unlimited. */
+  requestQuota: z.number().int().positive().optional(),
+});
+export type ApiKeyRecord = z.infer<typeof ApiKeyRecord>;
+
+export const Usage = z.object({
+  requests: z.number().int().min(0),
+  ballots: z.number().int().min(0),
+  rollouts: z.number().int().min(0),
+  llmTokens: z.number().int().min(0),
+  computeMs: z.number().min(0),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, computeMs: 0 };
+
+export interface ApiKeyStore {
+  put(key: ApiKeyRecord): Promise<void>;
+  findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+}
+
+/** Metering for pay-per-use: adds usage atomically and returns the new totals. */
+export interface UsageMeter {
+  add(keyId: string, usage: Partial<Usage>): Promise<Usage>;
+  get(keyId: string): Promise<Usage>;
+}
