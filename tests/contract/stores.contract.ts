@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import {
+  ConflictError,
+  createPool,
+  emptyProfile,
+  newApiKey,
+  type ApiKeyStore,
+  type DecisionStore,
+  type PoolStore,
+  type ProfileStore,
+  type RoutingDecision,
+  type UsageMeter,
+} from "@harness-s/core";
+import { makeSpec } from "../factories.ts";
+
+export interface Stores {
+  pools: PoolStore;
+  profiles: ProfileStore;
+  decisions: DecisionStore;
+  keys: ApiKeyStore;
+  meter: UsageMeter;
+}
+
+function decision(id: string, chosen: string[]): RoutingDecision {
+  return {
+    id,
+    task: { id: "t", family: "app", tags: [] },
+    failureTags: [],
+    failedEvents: [],
+    chosen,
+    ranked: chosen.map((h, i) => ({ harnessId: h, score: 10 - i, firstPlaces: 0 })),
+    ballots: [{ voterId: "v", ranking: chosen }],
+    failures: [],
+    aggregator: "borda",
+    explored: false,
+    poolVersion: "v",
+    profileVersions: {},
+  };
+}
+
+/** The behaviour every store implementation must share; `fresh` returns empty stores. */
+export function storeContract(name: string, fresh: () => Promise<Stores>): void {
+  describe(`store contract: ${name}`, () => {
+    it("pools: round-trips, is idempotent for the same content, immutable for different content", async () => {
+      const s = await fresh();
+      const pool = createPool("p1", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]);
+      await s.pools.put(pool);
+      await s.pools.put(pool);
+      expect(await s.pools.get("p1")).toEqual(pool);
+      const other = createPool("p1", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recovery" } })]);
+      await expect(s.pools.put(other)).rejects.toBeInstanceOf(ConflictError);
+      expect(await s.pools.get("missing")).toBeUndefined();
+      await s.pools.put(createPool("p0", makeSpec(), [makeSpec({ id: "sib-c", provenance: { direction: "recon" } })]));
+      expect((await s.pools.list()).map((p) => p.id)).toEqual(["p0", "p1"]);
+    });
+
+    it("profiles: one per harness per pool, replaced on put", async () => {
+      const s = await fresh();
+      await s.profiles.put("p1", emptyProfile("sib-a", 1));
+      await s.profiles.put("p1", { ...emptyProfile("sib-a", 2), byFamily: { app: { attempts: 3, successes: 1 } } });
+      await s.profiles.put("p1", emptyProfile("sib-b", 2));
+      await s.profiles.put("p2", emptyProfile("sib-a", 9));
+      const set = await s.profiles.get("p1");
+      expect(Object.keys(set).sort()).toEqual(["sib-a", "sib-b"]);
+      expect(set["sib-a"]!.policyVersion).toBe(2);
+      expect(set["sib-a"]!.byFamily.app).toEqual({ attempts: 3, successes: 1 });
+      expect(await s.profiles.get("none")).toEqual({});
+    });
+
+    it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {
+      const s = await fresh();
+      await s.decisions.put(decision("d1", ["a", "b"]));
+      await s.decisions.put(decision("d1", ["c"]));
+      expect((await s.decisions.get("d1"))!.chosen).toEqual(["a", "b"]);
+      expect(await s.decisions.get("d2")).toBeUndefined();
+    });
+
+    it("api keys: found by the hash of the secret only", async () => {
+      const s = await fresh();
+      const { record } = newApiKey("k1", ["route"], 5);
+      await s.keys.put(record);
+      expect(await s.keys.findByHash(record.hash)).toEqual(record);
+      expect(await s.keys.findByHash("0".repeat(64))).toBeUndefined();
+    });
+
+    it("usage: adds atomically under concurrent calls and returns the totals", async () => {
+      const s = await fresh();
+      await Promise.all(Array.from({ length: 20 }, () => s.meter.add("k1", { requests: 1, ballots: 3 })));
+      const after = await s.meter.add("k1", { rollouts: 4, computeMs: 1.5 });
+      expect(after).toEqual({ requests: 20, ballots: 60, rollouts: 4, llmTokens: 0, computeMs: 1.5 });
+      expect(await s.meter.get("nobody")).toEqual({ requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, computeMs: 0 });
+    });
+  });
+}

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { StoreUnavailableError, createPool } from "@harness-s/core";
+import {
+  DynamoApiKeyStore,
+  DynamoDecisionStore,
+  DynamoPoolStore,
+  DynamoProfileStore,
+  DynamoUsageMeter,
+  createTables,
+  localCredentials,
+  startDynamoDbLocal,
+  tableNames,
+} from "@harness-s/adapters";
+import { storeContract } from "../contract/stores.contract.ts";
+import { makeSpec } from "../factories.ts";
+
+let local: Awaited<ReturnType<typeof startDynamoDbLocal>>;
+let client: DynamoDBClient;
+let doc: DynamoDBDocumentClient;
+let run = 0;
+
+beforeAll(async () => {
+  local = await startDynamoDbLocal();
+  client = new DynamoDBClient({ endpoint: local.endpoint, region: "us-east-1", credentials: localCredentials });
+  doc = DynamoDBDocumentClient.from(client);
+}, 60_000);
+afterAll(async () => {
+  client?.destroy();
+  await local?.stop();
+});
+
+storeContract("DynamoDB Local", async () => {
+  const names = tableNames(`t${++run}-`);
+  await createTables(client, names);
+  return {
+    pools: new DynamoPoolStore(doc, names),
+    profiles: new DynamoProfileStore(doc, names),
+    decisions: new DynamoDecisionStore(doc, names, 3600),
+    keys: new DynamoApiKeyStore(doc, names),
+    meter: new DynamoUsageMeter(doc, names),
+  };
+});
+
+describe("DynamoDB adapters", () => {
+  it("translate SDK failures into domain errors", async () => {
+    const missing = new DynamoPoolStore(doc, tableNames("no-such-prefix-"));
+    await expect(missing.get("x")).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })]))).rejects.toThrow(/put pool failed \(ResourceNotFoundException\)/);
+  });
+
+  it("creating the tables twice is harmless", async () => {
+    const names = tableNames("twice-");
+    await createTables(client, names);
+    await expect(createTables(client, names)).resolves.toBeUndefined();
+  });
+});
