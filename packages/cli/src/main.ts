@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { HarnessSError } from "@harness-s/core";
 import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
+import { serveCommand } from "./commands/serve.ts";
 import { experimentCommand } from "./commands/experiment.ts";
 import { defaultEmbeddedSettings } from "./embedded.ts";
 
@@ -57,6 +58,14 @@ program
   .option("--seed <n>", "the suite instance (and evolution) seed", number, 1)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength }));
+
+program
+  .command("serve")
+  .description("Serve the router API locally over HTTP against DynamoDB Local, with the embedded pool registered as \"embedded\"")
+  .option("--port <n>", "port to listen on (0 picks a free one)", number, 18787)
+  .option("--host <h>", "address to bind", "127.0.0.1")
+  .option("--api-key <key>", "the admin API key to accept (default: a random one, printed)")
+  .action(async (o) => serveCommand({ port: o.port, host: o.host, apiKey: o.apiKey }));
 
 program
   .command("bench")

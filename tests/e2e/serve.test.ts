@@ -1,0 +1,58 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+let proc: ChildProcess;
+let url = "";
+let dynamoEndpoint = "";
+
+beforeAll(async () => {
+  proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", "test-key"], { stdio: ["ignore", "pipe", "pipe"] });
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 90_000);
+    proc.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/listening on (http:\/\/[\d.:]+) \(DynamoDB Local at (http:\/\/[\d.:]+);/);
+      if (m) {
+        url = m[1]!;
+        dynamoEndpoint = m[2]!;
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.once("exit", (code) => reject(new Error(`serve exited early with ${code}:\n${out}`)));
+  });
+}, 120_000);
+
+afterAll(() => {
+  if (proc.exitCode === null) proc.kill("SIGKILL");
+});
+
+const route = (body: unknown, key?: string) =>
+  fetch(`${url}/v1/route`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(body),
+  });
+
+describe("harness-s serve", () => {
+  it("routes an embedded task with the key, 401 without, 400 naming the bad field", async () => {
+    const ok = await route({ poolId: "embedded", task: { id: "app-1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 }, "test-key");
+    expect(ok.status).toBe(200);
+    const d = await ok.json();
+    expect(d.chosen).toHaveLength(2);
+    expect(d.ballots).toHaveLength(3);
+    expect((await route({ poolId: "embedded", task: { id: "t", family: "app" } })).status).toBe(401);
+    const bad = await route({ poolId: "embedded", task: { id: "t" } }, "test-key");
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain("task.family");
+  });
+
+  it("stops the API and DynamoDB Local on SIGINT", async () => {
+    const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+    proc.kill("SIGINT");
+    expect(await exited).toBe(0);
+    await expect(fetch(`${dynamoEndpoint}/`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+    await expect(fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+  }, 30_000);
+});
