@@ -7,6 +7,7 @@ import {
   type ApiKeyStore,
   type DecisionStore,
   type PoolStore,
+  type ProfileLedger,
   type ProfileStore,
   type RoutingDecision,
   type UsageMeter,
@@ -15,7 +16,7 @@ import { makeSpec } from "../factories.ts";
 
 export interface Stores {
   pools: PoolStore;
-  profiles: ProfileStore;
+  profiles: ProfileStore & ProfileLedger;
   decisions: DecisionStore;
   keys: ApiKeyStore;
   meter: UsageMeter;
@@ -65,6 +66,15 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(set["sib-a"]!.policyVersion).toBe(2);
       expect(set["sib-a"]!.byFamily.app).toEqual({ attempts: 3, successes: 1 });
       expect(await s.profiles.get("none")).toEqual({});
+    });
+
+    it("ledger: applies each message id once, and loses no update under concurrent writers", async () => {
+      const s = await fresh();
+      const bump = (p: Parameters<Parameters<ProfileLedger["applyOnce"]>[3]>[0]) => ({ ...p, byFamily: { app: { attempts: (p.byFamily.app?.attempts ?? 0) + 1, successes: 0 } } });
+      expect(await s.profiles.applyOnce("m1", "p", "h", bump)).toBe("applied");
+      expect(await s.profiles.applyOnce("m1", "p", "h", bump)).toBe("duplicate");
+      await Promise.all(Array.from({ length: 6 }, (_, i) => s.profiles.applyOnce(`c${i}`, "p", "h", bump)));
+      expect((await s.profiles.get("p")).h!.byFamily.app!.attempts).toBe(7);
     });
 
     it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {

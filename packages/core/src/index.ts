@@ -32,3 +32,5 @@ export * from "./service/ports.ts";
 export * from "./service/errors.ts";
 export * from "./service/auth.ts";
 export * from "./service/route-task.ts";
+export * from "./service/messages.ts";
+export * from "./service/evidence.ts";

@@ -1,11 +1,13 @@
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import {
   ApiKeyRecord,
   ConflictError,
   HarnessPool,
   Profile,
   RoutingDecision,
+  emptyProfile,
   zeroUsage,
+  type ProfileLedger,
   type ApiKeyStore,
   type DecisionStore,
   type PoolStore,
@@ -14,7 +16,7 @@ import {
   type Usage,
   type UsageMeter,
 } from "@harness-s/core";
-import { aws } from "../errors.ts";
+import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 
 /**
@@ -58,7 +60,7 @@ export class DynamoPoolStore implements PoolStore {
   }
 }
 
-export class DynamoProfileStore implements ProfileStore {
+export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
@@ -83,14 +85,62 @@ export class DynamoProfileStore implements ProfileStore {
   }
 
   async put(poolId: string, profile: Profile): Promise<void> {
+    const current = await this.read(poolId, profile.harnessId);
     await aws("put profile", () =>
       this.doc.send(
         new PutCommand({
           TableName: this.tables.Profiles,
-          Item: { poolId, harnessId: profile.harnessId, policyVersion: profile.policyVersion, body: JSON.stringify(profile) },
+          Item: { poolId, harnessId: profile.harnessId, policyVersion: profile.policyVersion, rev: (current?.rev ?? 0) + 1, body: JSON.stringify(profile) },
         }),
       ),
     );
+  }
+
+  /**
+   * Claims the message id and writes the next profile revision in one transaction; a claimed id
+   * means a duplicate delivery, a moved revision means a concurrent writer (read again, retry).
+   */
+  async applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const current = await this.read(poolId, harnessId);
+      const next = update(current?.profile ?? emptyProfile(harnessId, 0));
+      const rev = current?.rev ?? 0;
+      try {
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: this.tables.Processed,
+                  Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 },
+                  ConditionExpression: "attribute_not_exists(id)",
+                },
+              },
+              {
+                Put: {
+                  TableName: this.tables.Profiles,
+                  Item: { poolId, harnessId, policyVersion: next.policyVersion, rev: rev + 1, body: JSON.stringify(next) },
+                  ConditionExpression: rev === 0 ? "attribute_not_exists(poolId)" : "rev = :rev",
+                  ExpressionAttributeValues: rev === 0 ? undefined : { ":rev": rev },
+                },
+              },
+            ],
+          }),
+        );
+        return "applied";
+      } catch (err) {
+        const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+        if (reasons?.[0]?.Code === "ConditionalCheckFailed") return "duplicate";
+        if (reasons?.[1]?.Code === "ConditionalCheckFailed") continue;
+        throw translateAwsError(err, "apply profile evidence");
+      }
+    }
+    throw new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`);
+  }
+
+  private async read(poolId: string, harnessId: string): Promise<{ profile: Profile; rev: number } | undefined> {
+    const out = await aws("get profile", () => this.doc.send(new GetCommand({ TableName: this.tables.Profiles, Key: { poolId, harnessId } })));
+    return out.Item ? { profile: Profile.parse(JSON.parse(out.Item.body as string)), rev: Number(out.Item.rev ?? 0) } : undefined;
   }
 }
 

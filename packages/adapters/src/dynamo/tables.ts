@@ -3,7 +3,7 @@ import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from "@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -15,6 +15,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Decisions", partitionKey: "id", ttlAttribute: "expiresAt" },
   { name: "ApiKeys", partitionKey: "hash" },
   { name: "Usage", partitionKey: "keyId" },
+  /** Ids of queue messages already applied (idempotent consumers); expire after a week. */
+  { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

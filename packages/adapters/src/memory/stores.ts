@@ -1,6 +1,8 @@
 import {
   ConflictError,
+  emptyProfile,
   zeroUsage,
+  type ProfileLedger,
   type ApiKeyRecord,
   type ApiKeyStore,
   type DecisionStore,
@@ -34,8 +36,19 @@ export class MemoryPoolStore implements PoolStore {
   }
 }
 
-export class MemoryProfileStore implements ProfileStore {
+export class MemoryProfileStore implements ProfileStore, ProfileLedger {
   private readonly byPool = new Map<string, ProfileSet>();
+  private readonly processed = new Set<string>();
+
+  async applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
+    if (this.processed.has(messageId)) return "duplicate";
+    const set = this.byPool.get(poolId) ?? {};
+    const next = update(structuredClone(set[harnessId] ?? emptyProfile(harnessId, 0)));
+    set[harnessId] = next;
+    this.byPool.set(poolId, set);
+    this.processed.add(messageId);
+    return "applied";
+  }
 
   async get(poolId: string): Promise<ProfileSet> {
     return structuredClone(this.byPool.get(poolId) ?? {});

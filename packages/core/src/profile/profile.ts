@@ -49,17 +49,31 @@ export interface EvidenceContext {
   taskTags?: readonly string[];
 }
 
+/** What a profile needs to know about one episode. */
+export interface Outcome {
+  family: string;
+  success: boolean;
+  turns: number;
+  policyVersion: number;
+  behaviours: Record<string, boolean>;
+}
+
+/** Returns a new profile with one outcome's evidence added. */
+export function addOutcome(profile: Profile, o: Outcome, ctx: EvidenceContext): Profile {
+  const next: Profile = structuredClone(profile);
+  bump(next.byFamily, o.family, o.success);
+  for (const tag of ctx.taskTags ?? []) bump(next.byTaskTag, `${o.family}/${tag}`, o.success);
+  const tags = [...new Set(ctx.rescueOf)];
+  for (const tag of tags) bump(next.byFailureTag, `${o.family}/${tag}`, o.success, 1 / tags.length);
+  for (const [name, shown] of Object.entries(o.behaviours)) bump(next.behaviours, name, shown);
+  next.turns = { attempts: next.turns.attempts + 1, successes: next.turns.successes + o.turns };
+  next.policyVersion = Math.max(next.policyVersion, o.policyVersion);
+  return next;
+}
+
 /** Returns a new profile with one rollout's evidence added. */
 export function addEvidence(profile: Profile, rollout: Rollout, ctx: EvidenceContext): Profile {
-  const next: Profile = structuredClone(profile);
-  bump(next.byFamily, rollout.family, rollout.success);
-  for (const tag of ctx.taskTags ?? []) bump(next.byTaskTag, `${rollout.family}/${tag}`, rollout.success);
-  const tags = [...new Set(ctx.rescueOf)];
-  for (const tag of tags) bump(next.byFailureTag, `${rollout.family}/${tag}`, rollout.success, 1 / tags.length);
-  for (const [name, shown] of Object.entries(rollout.behaviours)) bump(next.behaviours, name, shown);
-  next.turns = { attempts: next.turns.attempts + 1, successes: next.turns.successes + rollout.steps.length };
-  next.policyVersion = Math.max(next.policyVersion, rollout.policyVersion);
-  return next;
+  return addOutcome(profile, { ...rollout, turns: rollout.steps.length }, ctx);
 }
 
 function scaleMap(map: Record<string, Counts>, factor: number): Record<string, Counts> {

@@ -1,0 +1,46 @@
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SqsBatchResponse, SqsEvent } from "./event.ts";
+
+/**
+ * One poll of the local runtime: receives up to `batchSize` messages and invokes the *same*
+ * Lambda handler with a real SQS event shape; deletes what succeeded and leaves reported
+ * failures to reappear after the visibility timeout (and reach the DLQ at maxReceiveCount).
+ * A handler that throws fails the whole batch, as Lambda does.
+ */
+export async function pollOnce(
+  sqs: SQSClient,
+  queue: { url: string; arn: string },
+  handler: (event: SqsEvent) => Promise<SqsBatchResponse>,
+  opts: { batchSize: number; waitSeconds?: number },
+): Promise<{ received: number; failed: number }> {
+  const out = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: opts.batchSize, WaitTimeSeconds: opts.waitSeconds ?? 0, MessageSystemAttributeNames: ["All"] }),
+  );
+  const messages = out.Messages ?? [];
+  if (messages.length === 0) return { received: 0, failed: 0 };
+  const event: SqsEvent = {
+    Records: messages.map((m) => ({
+      messageId: m.MessageId!,
+      receiptHandle: m.ReceiptHandle!,
+      body: m.Body ?? "",
+      attributes: { ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1", SentTimestamp: m.Attributes?.SentTimestamp ?? "0" },
+      messageAttributes: {},
+      md5OfBody: m.MD5OfBody ?? "",
+      eventSource: "aws:sqs",
+      eventSourceARN: queue.arn,
+      awsRegion: "us-east-1",
+    })),
+  };
+  let failedIds: Set<string>;
+  try {
+    const response = await handler(event);
+    failedIds = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  } catch {
+    failedIds = new Set(messages.map((m) => m.MessageId!));
+  }
+  const done = messages.filter((m) => !failedIds.has(m.MessageId!));
+  if (done.length) {
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queue.url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+  }
+  return { received: messages.length, failed: failedIds.size };
+}

@@ -1,0 +1,24 @@
+import { z } from "zod";
+
+/**
+ * Every queue message is an envelope with a schema version, a type and an id that makes
+ * processing idempotent (a redelivered message has the same id).
+ */
+export const ProfileEvidenceBody = z.object({
+  poolId: z.string().min(1),
+  harnessId: z.string().min(1),
+  family: z.string().min(1),
+  success: z.boolean(),
+  /** Failure tags of the H0 group this rollout tried to rescue (empty for plain evidence). */
+  rescueOf: z.array(z.string()).default([]),
+  taskTags: z.array(z.string()).default([]),
+  turns: z.number().int().min(0),
+  policyVersion: z.number().int().min(0),
+  behaviours: z.record(z.string(), z.boolean()).default({}),
+});
+export type ProfileEvidenceBody = z.infer<typeof ProfileEvidenceBody>;
+
+export const Envelope = z.discriminatedUnion("type", [
+  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
+]);
+export type Envelope = z.infer<typeof Envelope>;

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { startFauxqs } from "fauxqs";
+import type { Envelope, Profile, ProfileLedger } from "@harness-s/core";
+import {
+  DynamoProfileStore,
+  SqsQueue,
+  createQueueWithDlq,
+  createTables,
+  localCredentials,
+  pollOnce,
+  startDynamoDbLocal,
+  tableNames,
+} from "@harness-s/adapters";
+import { createProfileHandler } from "../../functions/profile/handler.ts";
+
+let dynamo: Awaited<ReturnType<typeof startDynamoDbLocal>>;
+let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
+let ddb: DynamoDBClient;
+let sqs: SQSClient;
+let store: DynamoProfileStore;
+let n = 0;
+
+beforeAll(async () => {
+  [dynamo, fauxqs] = await Promise.all([startDynamoDbLocal(), startFauxqs({ port: 0, logger: false })]);
+  ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
+  sqs = new SQSClient({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: "us-east-1", credentials: localCredentials });
+  const names = tableNames("worker-");
+  await createTables(ddb, names);
+  store = new DynamoProfileStore(DynamoDBDocumentClient.from(ddb), names);
+}, 60_000);
+afterAll(async () => {
+  ddb?.destroy();
+  sqs?.destroy();
+  await fauxqs?.stop();
+  await dynamo?.stop();
+});
+
+const evidence = (id: string, harnessId: string, success = true): Envelope => ({
+  v: 1,
+  id,
+  type: "profile.evidence",
+  body: { poolId: "pool", harnessId, family: "app", success, rescueOf: ["unauthorized"], taskTags: ["app"], turns: 4, policyVersion: 3, behaviours: {} },
+});
+
+async function freshQueue(maxReceiveCount = 3) {
+  const q = await createQueueWithDlq(sqs, `profile-${++n}`, { maxReceiveCount, visibilityTimeoutSeconds: 1 });
+  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+  return { ...q, arn, queue: new SqsQueue(sqs, q.url) };
+}
+
+async function drain(q: { url: string; arn: string }, handler: Parameters<typeof pollOnce>[2], rounds: number) {
+  for (let i = 0; i < rounds; i++) {
+    const r = await pollOnce(sqs, q, handler, { batchSize: 10, waitSeconds: 1 });
+    if (r.received === 0 && i > 0) await new Promise((res) => setTimeout(res, 600));
+  }
+}
+
+async function dlqCount(dlqUrl: string): Promise<number> {
+  const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+  return out.Messages?.length ?? 0;
+}
+
+describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
+  it("applies every message once and empties the queue", async () => {
+    const q = await freshQueue();
+    await q.queue.send([evidence("m1", "sib-a"), evidence("m2", "sib-a", false), evidence("m3", "sib-b")]);
+    await drain(q, createProfileHandler({ ledger: store }), 2);
+    const set = await store.get("pool");
+    expect(set["sib-a"]!.byFamily.app).toEqual({ attempts: 2, successes: 1 });
+    expect(set["sib-a"]!.byFailureTag["app/unauthorized"]).toEqual({ attempts: 2, successes: 1 });
+    expect(set["sib-b"]!.byFamily.app).toEqual({ attempts: 1, successes: 1 });
+    expect(await q.queue.approximateCount()).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it("a duplicated delivery changes nothing", async () => {
+    const q = await freshQueue();
+    await q.queue.send([evidence("dup-1", "sib-dup"), evidence("dup-1", "sib-dup")]);
+    const handler = createProfileHandler({ ledger: store });
+    await drain(q, handler, 2);
+    const redelivered = {
+      Records: [{ messageId: "x", receiptHandle: "r", body: JSON.stringify(evidence("dup-1", "sib-dup")), attributes: { ApproximateReceiveCount: "2" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: q.arn, awsRegion: "us-east-1" }],
+    };
+    expect(await handler(redelivered)).toEqual({ batchItemFailures: [] });
+    expect((await store.get("pool"))["sib-dup"]!.byFamily.app).toEqual({ attempts: 1, successes: 1 });
+  });
+
+  it("a handler crashing on one record mid-batch: that record is retried and ends in the DLQ, nothing else is lost", async () => {
+    const q = await freshQueue(3);
+    let boomAttempts = 0;
+    const flaky: ProfileLedger = {
+      applyOnce: (id: string, pool: string, h: string, update: (p: Profile) => Profile) => {
+        if (id === "boom") {
+          boomAttempts++;
+          return Promise.reject(new Error("worker crashed"));
+        }
+        return store.applyOnce(id, pool, h, update);
+      },
+    };
+    await q.queue.send([evidence("ok-1", "sib-crash"), evidence("boom", "sib-crash"), evidence("ok-2", "sib-crash")]);
+    const lines: string[] = [];
+    await drain(q, createProfileHandler({ ledger: flaky, log: (l) => lines.push(l) }), 8);
+    expect(boomAttempts).toBe(3);
+    expect(lines.every((l) => l.includes("worker crashed"))).toBe(true);
+    expect((await store.get("pool"))["sib-crash"]!.byFamily.app).toEqual({ attempts: 2, successes: 2 });
+    expect(await dlqCount(q.dlqUrl)).toBe(1);
+    expect(await q.queue.approximateCount()).toEqual({ visible: 0, inFlight: 0 });
+  }, 30_000);
+
+  it("a poison message (not an envelope) reaches the DLQ and is never applied", async () => {
+    const q = await freshQueue(2);
+    await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: '{"v":2,"type":"unknown"}' }));
+    const lines: string[] = [];
+    await drain(q, createProfileHandler({ ledger: store, log: (l) => lines.push(l) }), 6);
+    expect(await dlqCount(q.dlqUrl)).toBe(1);
+    expect(lines[0]).toMatch(/failed \(receive 1\)/);
+  }, 30_000);
+
+  it("refuses to send an invalid envelope", async () => {
+    const q = await freshQueue();
+    await expect(q.queue.send([{ ...evidence("bad", "x"), body: { poolId: "" } } as unknown as Envelope])).rejects.toThrow(/queue message is invalid/);
+  });
+});
