@@ -1,6 +1,6 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { systemClock, statisticalVoters, newApiKey, type HarnessPool, type ProfileSet, type Scope } from "@harness-s/core";
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
 import { createApp } from "../functions/api/app.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 
@@ -13,6 +13,7 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     decisions: new MemoryDecisionStore(),
     keys: new MemoryApiKeyStore(),
     meter: new MemoryUsageMeter(),
+    evidence: new MemoryQueue(),
     voters: statisticalVoters,
     clock: systemClock,
     newId: () => `dec_${++n}`,

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { HarnessPool, NotFoundError, RouteRequest, parsePool, routeTask } from "@harness-s/core";
+import { EvidenceReport, HarnessPool, NotFoundError, RouteRequest, evidenceEnvelopes, parsePool, routeTask } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
 import { errorResponse, parseBody, requireScope } from "./http.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -38,7 +38,16 @@ export function createApp(deps: ApiDeps): Hono {
       return c.json(pool);
     });
 
-  const profiles = new Hono().get("/", async (c) => {
+  const profiles = new Hono()
+    .post("/evidence", async (c) => {
+      const key = await requireScope(c, "profiles:write", deps);
+      const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes);
+      if (!(await deps.pools.get(report.poolId))) throw new NotFoundError("pool", report.poolId);
+      await deps.evidence.send(evidenceEnvelopes(report));
+      await deps.meter.add(key.id, { rollouts: report.outcomes.length });
+      return c.json({ queued: report.outcomes.length }, 202);
+    })
+    .get("/", async (c) => {
     await requireScope(c, "profiles:read", deps);
     const poolId = z.string().min(1).safeParse(c.req.query("poolId"));
     if (!poolId.success) return c.json({ error: { code: "VALIDATION_FAILED", message: "query parameter poolId is required", issues: ["poolId: required"] } }, 400);

@@ -1,4 +1,4 @@
-import type { ApiKeyStore, Clock, DecisionStore, PoolStore, ProfileStore, UsageMeter, Voter } from "@harness-s/core";
+import type { ApiKeyStore, Clock, DecisionStore, MessageQueue, PoolStore, ProfileStore, UsageMeter, Voter } from "@harness-s/core";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
 export interface ApiDeps {
@@ -7,6 +7,8 @@ export interface ApiDeps {
   decisions: DecisionStore;
   keys: ApiKeyStore;
   meter: UsageMeter;
+  /** Where reported outcomes go; the `profile` worker applies them. */
+  evidence: MessageQueue;
   voters: readonly Voter[];
   clock: Clock;
   newId: () => string;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { HarnessPool, RouteRequest, RoutingDecision } from "@harness-s/core";
+import { EvidenceReport, HarnessPool, RouteRequest, RoutingDecision } from "@harness-s/core";
 
 const errorSchema = {
   type: "object",
@@ -35,6 +35,9 @@ export function openApiDocument() {
         get: { summary: "List pools", responses: { "200": { description: "pools" }, ...errors } },
       },
       "/v1/pools/{id}": { get: { summary: "Get a pool", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the pool", content: json(HarnessPool) }, "404": { description: "no such pool" }, ...errors } } },
+      "/v1/profiles/evidence": {
+        post: { summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)", requestBody: { required: true, content: json(EvidenceReport) }, responses: { "202": { description: "queued" }, "404": { description: "no such pool" }, ...errors } },
+      },
       "/v1/profiles": { get: { summary: "Behaviour profiles of a pool's harnesses", parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }], responses: { "200": { description: "profiles by harness id" }, ...errors } } },
       "/v1/decisions/{id}": { get: { summary: "A recorded routing decision", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the decision" }, "404": { description: "no such decision" }, ...errors } } },
     },

@@ -48,6 +48,24 @@ describe("harness-s serve", () => {
     expect(JSON.stringify(await bad.json())).toContain("task.family");
   });
 
+  it("applies reported outcomes through SQS, the poller and the profile worker", async () => {
+    const profiles = async () => (await (await fetch(`${url}/v1/profiles?poolId=embedded`, { headers: { authorization: "Bearer test-key" } })).json()).profiles;
+    const before = (await profiles())["h0"].byFamily.app?.attempts ?? 0;
+    const outcome = { harnessId: "h0", family: "app", success: true, turns: 3, policyVersion: 1 };
+    const res = await fetch(`${url}/v1/profiles/evidence`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer test-key" },
+      body: JSON.stringify({ poolId: "embedded", outcomes: [{ ...outcome, id: "e1" }, { ...outcome, id: "e2" }, { ...outcome, id: "e1" }] }),
+    });
+    expect(res.status).toBe(202);
+    let after = before;
+    for (let i = 0; i < 40 && after < before + 2; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      after = (await profiles())["h0"].byFamily.app.attempts;
+    }
+    expect(after).toBe(before + 2);
+  }, 30_000);
+
   it("stops the API and DynamoDB Local on SIGINT", async () => {
     const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
     proc.kill("SIGINT");

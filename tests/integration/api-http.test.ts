@@ -111,6 +111,22 @@ describe("pools, profiles and the OpenAPI document", () => {
     expect((await res.json()).error.message).toMatch(/does not match its content/);
   });
 
+  it("queues reported outcomes as idempotent envelopes, after validating them", async () => {
+    const { MemoryQueue } = await import("@harness-s/adapters");
+    const writer = await addKey(deps, "k-writer", ["profiles:write"]);
+    const outcome = { id: "o-1", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 5, policyVersion: 2 };
+    const res = await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, writer);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual({ queued: 1 });
+    const sent = (deps.evidence as InstanceType<typeof MemoryQueue>).take();
+    expect(sent).toEqual([expect.objectContaining({ v: 1, type: "profile.evidence", id: `${inst.evolution.pool.id}:o-1` })]);
+    expect((await post("/v1/profiles/evidence", { poolId: "nope", outcomes: [outcome] }, writer)).status).toBe(404);
+    const bad = await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [{ ...outcome, turns: -1 }] }, writer);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.issues[0]).toMatch(/^outcomes\.0\.turns:/);
+    expect((await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, key)).status).toBe(403);
+  });
+
   it("serves profiles of a pool", async () => {
     const res = await get(`/v1/profiles?poolId=${inst.evolution.pool.id}`, key);
     const body = await res.json();

@@ -2,6 +2,8 @@ import {
   ConflictError,
   emptyProfile,
   zeroUsage,
+  type Envelope,
+  type MessageQueue,
   type ProfileLedger,
   type ApiKeyRecord,
   type ApiKeyStore,
@@ -99,5 +101,18 @@ export class MemoryUsageMeter implements UsageMeter {
 
   async get(keyId: string): Promise<Usage> {
     return { ...(this.totals.get(keyId) ?? zeroUsage) };
+  }
+}
+
+/** Collects sent envelopes; `take` hands them to a consumer (tests, the embedded default). */
+export class MemoryQueue implements MessageQueue {
+  private readonly pending: Envelope[] = [];
+
+  async send(messages: Envelope[]): Promise<void> {
+    this.pending.push(...structuredClone(messages));
+  }
+
+  take(): Envelope[] {
+    return this.pending.splice(0, this.pending.length);
   }
 }

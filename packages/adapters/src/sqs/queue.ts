@@ -1,9 +1,9 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { Envelope, ValidationError, formatIssues } from "@harness-s/core";
+import { Envelope, ValidationError, formatIssues, type MessageQueue } from "@harness-s/core";
 import { aws } from "../errors.ts";
 
 /** Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). */
-export class SqsQueue {
+export class SqsQueue implements MessageQueue {
   constructor(
     private readonly sqs: SQSClient,
     readonly url: string,

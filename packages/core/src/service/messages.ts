@@ -22,3 +22,18 @@ export const Envelope = z.discriminatedUnion("type", [
   z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
+
+/** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
+export const EvidenceReport = z.object({
+  poolId: z.string().min(1),
+  outcomes: z
+    .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: z.string().min(1).max(200) }))
+    .min(1)
+    .max(500),
+});
+export type EvidenceReport = z.infer<typeof EvidenceReport>;
+
+/** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
+export function evidenceEnvelopes(report: EvidenceReport): Envelope[] {
+  return report.outcomes.map(({ id, ...o }) => ({ v: 1, id: `${report.poolId}:${id}`, type: "profile.evidence", body: { ...o, poolId: report.poolId } }));
+}

@@ -2,6 +2,12 @@ import { z } from "zod";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
+import type { Envelope } from "./messages.ts";
+
+/** A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. */
+export interface MessageQueue {
+  send(messages: Envelope[]): Promise<void>;
+}
 
 /** Pools are immutable: `put` refuses a different pool under an existing id. */
 export interface PoolStore {
