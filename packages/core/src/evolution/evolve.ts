@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createPool, type HarnessPool } from "../harness/pool.ts";
-import { Direction, parseHarnessSpec, type HarnessSpec } from "../harness/spec.ts";
+import { Direction, describeHooks, parseHarnessSpec, type HarnessSpec } from "../harness/spec.ts";
 import { jaccard, mean } from "../metrics/stats.ts";
 import { addEvidence, emptyProfile, type ProfileSet } from "../profile/profile.ts";
 import type { RolloutRunner } from "../ports.ts";
@@ -141,7 +141,12 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
 
   const chosen = selectByCoverage(candidates.filter((c) => c.kept), h0Failures, config);
   const siblings = chosen.map((c, i) =>
-    parseHarnessSpec({ ...c.spec, id: `sib-${c.spec.provenance.direction}-${i + 1}`, provenance: { ...c.spec.provenance, motivatingTasks: c.repairs } }),
+    parseHarnessSpec({
+      ...c.spec,
+      id: `sib-${c.spec.provenance.direction}-${i + 1}`,
+      description: `${c.spec.provenance.direction}: ${describeHooks(c.spec)}`,
+      provenance: { ...c.spec.provenance, parent: deps.base.id, motivatingTasks: c.repairs },
+    }),
   );
   const pool = createPool("embedded-evolved", deps.base, siblings, { evolutionRollouts: spent });
   const repairSets = Object.fromEntries(siblings.map((s, i) => [s.id, chosen[i]!.repairs]));

@@ -113,3 +113,23 @@ export function parseHarnessSpec(input: unknown): HarnessSpec {
 export function matchesEvent(pattern: string, event: string): boolean {
   return pattern.endsWith("*") ? event.startsWith(pattern.slice(0, -1)) : pattern === event;
 }
+
+/**
+ * A one-line summary of what a harness adds to a plain tool loop, read from its hooks.
+ *
+ * @example
+ * describeHooks(spec); // "after error:401 hint login; gate submit on verified"
+ */
+export function describeHooks(spec: HarnessSpec): string {
+  const parts = [
+    ...spec.instruction.cues.map((t) => `cue ${t.hint} on ${t.on}`),
+    ...(spec.recon.first.length ? [`first ${spec.recon.first.join(", ")}`] : []),
+    ...spec.preAction.map((c) => `${c.mode} ${c.action} until ${c.requires.join("+")}`),
+    ...spec.postObservation.map((t) => `after ${t.on} hint ${t.hint}`),
+    ...(spec.commitGate ? [`gate submit on ${spec.commitGate.requires.join("+")}`] : []),
+    ...spec.skills.entries.map((t) => `skill ${t.hint} on ${t.on}`),
+  ];
+  const b = spec.budget;
+  if (b.warnAt !== undefined || b.forceSubmitAt !== undefined) parts.push(`${b.maxTurns} turns, warn at ${b.warnAt ?? "-"}, force submit at ${b.forceSubmitAt ?? "-"}`);
+  return parts.join("; ") || "no hooks";
+}
