@@ -8,3 +8,21 @@ storeContract("in-memory", async () => ({
   keys: new MemoryApiKeyStore(),
   meter: new MemoryUsageMeter(),
 }));
+
+import { describe, expect, it } from "vitest";
+import { createPool } from "@harness-s/core";
+import { makeSpec } from "../factories.ts";
+
+describe("in-memory stores", () => {
+  it("hand out frozen snapshots: mutating a read throws and never changes the store", async () => {
+    const pools = new MemoryPoolStore();
+    const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib", provenance: { direction: "recon" } })]);
+    await pools.put(pool);
+    pool.siblings.length = 0;
+    const read = (await pools.get("p"))!;
+    expect(read.siblings).toHaveLength(1);
+    expect(() => {
+      (read.siblings as unknown[]).push(1);
+    }).toThrow(TypeError);
+  });
+});

@@ -18,19 +18,31 @@ import {
   type UsageMeter,
 } from "@harness-s/core";
 
-/** In-memory pools, for the embedded default and unit tests. */
+/** A deep copy frozen all the way down: stored once, shared on every read, mutation throws. */
+function frozenCopy<T>(value: T): T {
+  const copy = structuredClone(value);
+  const freeze = (v: unknown) => {
+    if (v && typeof v === "object" && !Object.isFrozen(v)) {
+      Object.freeze(v);
+      for (const child of Object.values(v)) freeze(child);
+    }
+  };
+  freeze(copy);
+  return copy;
+}
+
+/** In-memory pools, for the embedded default and unit tests; reads share a frozen snapshot. */
 export class MemoryPoolStore implements PoolStore {
   private readonly pools = new Map<string, HarnessPool>();
 
   async put(pool: HarnessPool): Promise<void> {
     const existing = this.pools.get(pool.id);
     if (existing && existing.version !== pool.version) throw new ConflictError(`pool ${pool.id} already exists with version ${existing.version}; pools are immutable`);
-    this.pools.set(pool.id, structuredClone(pool));
+    this.pools.set(pool.id, frozenCopy(pool));
   }
 
   async get(id: string): Promise<HarnessPool | undefined> {
-    const p = this.pools.get(id);
-    return p && structuredClone(p);
+    return this.pools.get(id);
   }
 
   async list() {
@@ -46,19 +58,19 @@ export class MemoryProfileStore implements ProfileStore, ProfileLedger {
     if (this.processed.has(messageId)) return "duplicate";
     const set = this.byPool.get(poolId) ?? {};
     const next = update(structuredClone(set[harnessId] ?? emptyProfile(harnessId, 0)));
-    set[harnessId] = next;
+    set[harnessId] = frozenCopy(next);
     this.byPool.set(poolId, set);
     this.processed.add(messageId);
     return "applied";
   }
 
   async get(poolId: string): Promise<ProfileSet> {
-    return structuredClone(this.byPool.get(poolId) ?? {});
+    return { ...(this.byPool.get(poolId) ?? {}) };
   }
 
   async put(poolId: string, profile: Profile): Promise<void> {
     const set = this.byPool.get(poolId) ?? {};
-    set[profile.harnessId] = structuredClone(profile);
+    set[profile.harnessId] = frozenCopy(profile);
     this.byPool.set(poolId, set);
   }
 }
@@ -67,12 +79,11 @@ export class MemoryDecisionStore implements DecisionStore {
   private readonly decisions = new Map<string, RoutingDecision>();
 
   async put(decision: RoutingDecision): Promise<void> {
-    if (!this.decisions.has(decision.id)) this.decisions.set(decision.id, structuredClone(decision));
+    if (!this.decisions.has(decision.id)) this.decisions.set(decision.id, frozenCopy(decision));
   }
 
   async get(id: string): Promise<RoutingDecision | undefined> {
-    const d = this.decisions.get(id);
-    return d && structuredClone(d);
+    return this.decisions.get(id);
   }
 }
 

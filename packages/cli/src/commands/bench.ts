@@ -1,5 +1,6 @@
 import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { benchApi } from "./bench-api.ts";
 
 /** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
 const uniformPolicy: Policy = {
@@ -17,10 +18,14 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
   return n / seconds;
 }
 
-/** Measures, in one run: rollouts/s (embedded policy vs uniform baseline) and router decisions/s with latency percentiles. */
+/**
+ * Measures, in one run: rollouts/s (embedded policy vs uniform baseline), router decisions/s with
+ * latency percentiles (vote vs single voter), and the router API over HTTP vs a bare Hono endpoint.
+ */
 export async function benchCommand(opts: { seconds: number }): Promise<void> {
   const deps = embeddedSetup(defaultEmbeddedSettings);
-  const { train, evolution } = await deps.instance(1);
+  const instance = await deps.instance(1);
+  const { train, evolution } = instance;
   const policy = deps.createPolicy(0);
   const tasks = train.slice(0, 60);
   const base = evolution.pool.base;
@@ -54,4 +59,5 @@ export async function benchCommand(opts: { seconds: number }): Promise<void> {
   console.log(
     `  single-voter baseline    ${single.perSecond.toFixed(0).padStart(8)}   p50 ${(single.p50 * 1000).toFixed(0)} µs, p99 ${(single.p99 * 1000).toFixed(0)} µs; vote/single throughput ratio ${(vote.perSecond / single.perSecond).toFixed(2)}`,
   );
+  for (const line of await benchApi(instance, opts.seconds)) console.log(line);
 }

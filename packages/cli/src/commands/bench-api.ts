@@ -1,0 +1,62 @@
+import { serve, type ServerType } from "@hono/node-server";
+import autocannon from "autocannon";
+import { Hono } from "hono";
+import { z } from "zod";
+import { newApiKey, statisticalVoters, systemClock, type SeedInstance } from "@harness-s/core";
+import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { createApp } from "../../../../functions/api/app.ts";
+
+async function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<{ url: string; server: ServerType }> {
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
+  });
+  const address = server.address();
+  return { url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, server };
+}
+
+async function load(url: string, body: string, headers: Record<string, string>, seconds: number) {
+  const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/**
+ * Router API requests/s and p50/p99 over loopback (autocannon, 10 connections), next to a bare
+ * Hono endpoint that only validates a body with zod, measured in the same run.
+ */
+export async function benchApi(instance: SeedInstance, seconds: number): Promise<string[]> {
+  const pools = new MemoryPoolStore();
+  const profiles = new MemoryProfileStore();
+  await pools.put(instance.evolution.pool);
+  for (const p of Object.values(instance.evolution.initialProfiles)) await profiles.put(instance.evolution.pool.id, p);
+  const keys = new MemoryApiKeyStore();
+  const { secret, record } = newApiKey("bench", ["route"]);
+  await keys.put(record);
+  let n = 0;
+  const app = createApp({
+    pools,
+    profiles,
+    decisions: new MemoryDecisionStore(),
+    keys,
+    meter: new MemoryUsageMeter(),
+    evidence: new MemoryQueue(),
+    voters: statisticalVoters,
+    clock: systemClock,
+    newId: () => `dec_${++n}`,
+    maxBodyBytes: 64 * 1024,
+  });
+  const Body = z.object({ poolId: z.string(), task: z.object({ id: z.string(), family: z.string() }) });
+  const bare = new Hono().post("/", async (c) => c.json(Body.parse(await c.req.json())));
+  const api = await listen(app.fetch);
+  const base = await listen(bare.fetch);
+  try {
+    const body = JSON.stringify({ poolId: instance.evolution.pool.id, task: { id: "bench-1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 });
+    const router = await load(`${api.url}/v1/route`, body, { authorization: `Bearer ${secret}` }, seconds);
+    const hono = await load(base.url, body, {}, seconds);
+    return [
+      `router API (HTTP, loopback)  ${router.rps.toFixed(0).padStart(8)} req/s   p50 ${router.p50} ms, p99 ${router.p99} ms, errors ${router.errors}`,
+      `  bare Hono + zod baseline   ${hono.rps.toFixed(0).padStart(8)} req/s   p50 ${hono.p50} ms, p99 ${hono.p99} ms; router/bare throughput ratio ${(router.rps / hono.rps).toFixed(2)}`,
+    ];
+  } finally {
+    await Promise.all([api, base].map(({ server }) => new Promise<void>((r) => server.close(() => r()))));
+  }
+}
