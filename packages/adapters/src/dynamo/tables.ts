@@ -1,29 +1,7 @@
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { tableSpecs, type TableNames } from "./table-specs.ts";
 
-/** One table: the single source of truth for the SST stacks and the local runtime. */
-export interface TableSpec {
-  /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed";
-  partitionKey: string;
-  sortKey?: string;
-  ttlAttribute?: string;
-}
-
-export const tableSpecs: readonly TableSpec[] = [
-  { name: "Pools", partitionKey: "id" },
-  { name: "Profiles", partitionKey: "poolId", sortKey: "harnessId" },
-  { name: "Decisions", partitionKey: "id", ttlAttribute: "expiresAt" },
-  { name: "ApiKeys", partitionKey: "hash" },
-  { name: "Usage", partitionKey: "keyId" },
-  /** Ids of queue messages already applied (idempotent consumers); expire after a week. */
-  { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
-];
-
-export type TableNames = Record<TableSpec["name"], string>;
-
-export function tableNames(prefix: string): TableNames {
-  return Object.fromEntries(tableSpecs.map((t) => [t.name, `${prefix}${t.name}`])) as TableNames;
-}
+export * from "./table-specs.ts";
 
 /** Creates every table (on-demand billing) if it does not exist yet. */
 export async function createTables(client: DynamoDBClient, names: TableNames): Promise<void> {

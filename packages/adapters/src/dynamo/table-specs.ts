@@ -1,0 +1,25 @@
+// Dependency-free so that the SST stacks can import it.
+/** One table: the single source of truth for the SST stacks and the local runtime. */
+export interface TableSpec {
+  /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed";
+  partitionKey: string;
+  sortKey?: string;
+  ttlAttribute?: string;
+}
+
+export const tableSpecs: readonly TableSpec[] = [
+  { name: "Pools", partitionKey: "id" },
+  { name: "Profiles", partitionKey: "poolId", sortKey: "harnessId" },
+  { name: "Decisions", partitionKey: "id", ttlAttribute: "expiresAt" },
+  { name: "ApiKeys", partitionKey: "hash" },
+  { name: "Usage", partitionKey: "keyId" },
+  /** Ids of queue messages already applied (idempotent consumers); expire after a week. */
+  { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
+];
+
+export type TableNames = Record<TableSpec["name"], string>;
+
+export function tableNames(prefix: string): TableNames {
+  return Object.fromEntries(tableSpecs.map((t) => [t.name, `${prefix}${t.name}`])) as TableNames;
+}

@@ -1,0 +1,16 @@
+/* Kept by hand: `sst deploy`/`sst dev` would regenerate it. Types for Resource.X in handlers. */
+import "sst";
+declare module "sst" {
+  export interface Resource {
+    Pools: { name: string; type: "sst.aws.Dynamo" };
+    Profiles: { name: string; type: "sst.aws.Dynamo" };
+    Decisions: { name: string; type: "sst.aws.Dynamo" };
+    ApiKeys: { name: string; type: "sst.aws.Dynamo" };
+    Usage: { name: string; type: "sst.aws.Dynamo" };
+    Processed: { name: string; type: "sst.aws.Dynamo" };
+    ProfileQueue: { url: string; type: "sst.aws.Queue" };
+    PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
+    LlmApiKey: { value: string; type: "sst.sst.Secret" };
+  }
+}
+export {};
