@@ -1,18 +1,10 @@
-import { serve, type ServerType } from "@hono/node-server";
 import autocannon from "autocannon";
 import { Hono } from "hono";
 import { z } from "zod";
-import { newApiKey, statisticalVoters, systemClock, type SeedInstance } from "@harness-s/core";
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { newApiKey, type SeedInstance } from "@harness-s/core";
+import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
 import { createApp } from "../../../../functions/api/app.ts";
-
-async function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<{ url: string; server: ServerType }> {
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
-  });
-  const address = server.address();
-  return { url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, server };
-}
+import { listen, memoryApiDeps } from "../../../../functions/api/local.ts";
 
 async function load(url: string, body: string, headers: Record<string, string>, seconds: number) {
   const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });
@@ -28,22 +20,10 @@ export async function benchApi(instance: SeedInstance, seconds: number): Promise
   const profiles = new MemoryProfileStore();
   await pools.put(instance.evolution.pool);
   for (const p of Object.values(instance.evolution.initialProfiles)) await profiles.put(instance.evolution.pool.id, p);
-  const keys = new MemoryApiKeyStore();
+  const deps = memoryApiDeps({ pools, profiles });
   const { secret, record } = newApiKey("bench", ["route"]);
-  await keys.put(record);
-  let n = 0;
-  const app = createApp({
-    pools,
-    profiles,
-    decisions: new MemoryDecisionStore(),
-    keys,
-    meter: new MemoryUsageMeter(),
-    evidence: new MemoryQueue(),
-    voters: statisticalVoters,
-    clock: systemClock,
-    newId: () => `dec_${++n}`,
-    maxBodyBytes: 64 * 1024,
-  });
+  await deps.keys.put(record);
+  const app = createApp(deps);
   const Body = z.object({ poolId: z.string(), task: z.object({ id: z.string(), family: z.string() }) });
   const bare = new Hono().post("/", async (c) => c.json(Body.parse(await c.req.json())));
   const api = await listen(app.fetch);
@@ -57,6 +37,6 @@ export async function benchApi(instance: SeedInstance, seconds: number): Promise
       `  bare Hono + zod baseline   ${hono.rps.toFixed(0).padStart(8)} req/s   p50 ${hono.p50} ms, p99 ${hono.p99} ms; router/bare throughput ratio ${(router.rps / hono.rps).toFixed(2)}`,
     ];
   } finally {
-    await Promise.all([api, base].map(({ server }) => new Promise<void>((r) => server.close(() => r()))));
+    await Promise.all([api.close(), base.close()]);
   }
 }

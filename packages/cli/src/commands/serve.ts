@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { serve, type ServerType } from "@hono/node-server";
 import { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
 import { createApp } from "../../../../functions/api/app.ts";
+import { listen } from "../../../../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { startLocalStack } from "../local-stack.ts";
 
@@ -21,10 +21,10 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const opts = ServeOptions.parse(input);
   process.stderr.write("starting DynamoDB Local and fauxqs …\n");
   const stack = await startLocalStack((line) => process.stderr.write(`${line}\n`));
-  let server: ServerType | undefined;
+  let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
     process.stderr.write(`\n${signal}: stopping the API, the poller, fauxqs and DynamoDB Local\n`);
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await server?.close();
     await stack.stop();
     process.exit(0);
   };
@@ -39,11 +39,8 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: createApp(stack.deps).fetch, port: opts.port, hostname: opts.host }, () => resolve(s));
-    });
-    const address = server.address();
-    const url = `http://${opts.host}:${typeof address === "object" && address ? address.port : opts.port}`;
+    server = await listen(createApp(stack.deps).fetch, opts.port, opts.host);
+    const url = server.url;
     console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pool "embedded" v${pool.version})`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
     console.log(
