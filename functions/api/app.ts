@@ -16,7 +16,8 @@ export function createApp(deps: ApiDeps): Hono {
     const key = await requireScope(c, "route", deps);
     const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
     const decision = await routeTask(req, deps);
-    await deps.meter.add(key.id, { ballots: decision.ballots.length });
+    const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
+    await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
     return c.json(decision);
   });
 

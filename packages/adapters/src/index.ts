@@ -6,3 +6,4 @@ export * from "./local/dynamodb-local.ts";
 export * from "./sqs/event.ts";
 export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
+export * from "./llm/openai-voter.ts";

@@ -9,6 +9,8 @@ export const Ballot = z.object({
   ranking: z.array(z.string().min(1)).min(1),
   scores: z.record(z.string(), z.number()).optional(),
   rationale: z.string().max(2000).optional(),
+  /** Tokens an LLM voter spent, for pay-per-use metering. */
+  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
 });
 export type Ballot = z.infer<typeof Ballot>;
 
