@@ -8,6 +8,7 @@ declare module "sst" {
     ApiKeys: { name: string; type: "sst.aws.Dynamo" };
     Usage: { name: string; type: "sst.aws.Dynamo" };
     Processed: { name: string; type: "sst.aws.Dynamo" };
+    Rollouts: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
     PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
     LlmApiKey: { value: string; type: "sst.sst.Secret" };

@@ -11,6 +11,7 @@ export const AwsConfig = z.object({
     ApiKeys: z.string().min(1),
     Usage: z.string().min(1),
     Processed: z.string().min(1),
+    Rollouts: z.string().min(1),
   }),
   profileQueueUrl: z.string().url().optional(),
 });
@@ -19,7 +20,7 @@ export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 export function awsConfigFromResources(): AwsConfig {
   const r = Resource as unknown as Record<string, { name?: string; url?: string } | undefined>;
   return AwsConfig.parse({
-    tables: Object.fromEntries(["Pools", "Profiles", "Decisions", "ApiKeys", "Usage", "Processed"].map((t) => [t, r[t]?.name])),
+    tables: Object.fromEntries(["Pools", "Profiles", "Decisions", "ApiKeys", "Usage", "Processed", "Rollouts"].map((t) => [t, r[t]?.name])),
     profileQueueUrl: r.ProfileQueue?.url,
   });
 }

@@ -9,6 +9,9 @@ import {
   type PoolStore,
   type ProfileLedger,
   type ProfileStore,
+  createRng,
+  type Rollout,
+  type RolloutStore,
   type RoutingDecision,
   type UsageMeter,
 } from "@harness-s/core";
@@ -20,6 +23,21 @@ export interface Stores {
   decisions: DecisionStore;
   keys: ApiKeyStore;
   meter: UsageMeter;
+  rollouts: RolloutStore;
+}
+
+/** A rollout whose trajectory is `steps` long, filled with poorly compressible text. */
+export function bigRollout(steps: number, seed = 1): Rollout {
+  const rng = createRng(seed);
+  const noise = () => Array.from({ length: 300 }, () => rng.int(16).toString(16)).join("");
+  return {
+    id: `big-${seed}`, taskId: "t", family: "app", harnessId: "sib", policyVersion: 1, seed, reward: 1, success: true,
+    failureTags: [], events: ["start"], behaviours: {},
+    steps: Array.from({ length: steps }, () => ({
+      observation: { family: "app", tools: ["submit"], event: noise(), facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 1 },
+      action: "submit", logProb: -0.5, forced: false, intercepted: false, result: "ok",
+    })),
+  };
 }
 
 function decision(id: string, chosen: string[]): RoutingDecision {
@@ -76,6 +94,21 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       await Promise.all(Array.from({ length: 6 }, (_, i) => s.profiles.applyOnce(`c${i}`, "p", "h", bump)));
       expect((await s.profiles.get("p")).h!.byFamily.app!.attempts).toBe(7);
     });
+
+    it("rollouts: round-trip in index order, the first write of a key wins, multi-megabyte trajectories survive", async () => {
+      const s = await fresh();
+      const small = bigRollout(2, 2);
+      expect(await s.rollouts.put("job", 1, small)).toBe("stored");
+      expect(await s.rollouts.put("job", 1, { ...small, reward: 0, success: false })).toBe("duplicate");
+      const big = bigRollout(4000, 3);
+      expect(JSON.stringify(big).length).toBeGreaterThan(1_000_000);
+      expect(await s.rollouts.put("job", 0, big)).toBe("stored");
+      const listed = await s.rollouts.list("job");
+      expect(listed.map((r) => r.index)).toEqual([0, 1]);
+      expect(listed[0]!.rollout).toEqual(big);
+      expect(listed[1]!.rollout.success).toBe(true);
+      expect(await s.rollouts.list("other")).toEqual([]);
+    }, 60_000);
 
     it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {
       const s = await fresh();

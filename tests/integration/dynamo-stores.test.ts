@@ -7,6 +7,7 @@ import {
   DynamoDecisionStore,
   DynamoPoolStore,
   DynamoProfileStore,
+  DynamoRolloutStore,
   DynamoUsageMeter,
   createTables,
   localCredentials,
@@ -40,6 +41,7 @@ storeContract("DynamoDB Local", async () => {
     decisions: new DynamoDecisionStore(doc, names, 3600),
     keys: new DynamoApiKeyStore(doc, names),
     meter: new DynamoUsageMeter(doc, names),
+    rollouts: new DynamoRolloutStore(doc, names),
   };
 });
 
@@ -55,4 +57,21 @@ describe("DynamoDB adapters", () => {
     await createTables(client, names);
     await expect(createTables(client, names)).resolves.toBeUndefined();
   });
+});
+
+describe("DynamoRolloutStore chunking", () => {
+  it("splits a rollout whose compressed size exceeds one item into several items", async () => {
+    const { gzipSync } = await import("node:zlib");
+    const { QueryCommand } = await import("@aws-sdk/lib-dynamodb");
+    const { CHUNK_BYTES } = await import("@harness-s/adapters");
+    const { bigRollout } = await import("../contract/stores.contract.ts");
+    const names = tableNames("chunks-");
+    await createTables(client, names);
+    const big = bigRollout(4000, 9);
+    const compressed = gzipSync(Buffer.from(JSON.stringify(big))).length;
+    expect(compressed).toBeGreaterThan(CHUNK_BYTES);
+    await new DynamoRolloutStore(doc, names).put("job", 0, big);
+    const items = await doc.send(new QueryCommand({ TableName: names.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": "job" } }));
+    expect(items.Items).toHaveLength(Math.ceil(compressed / CHUNK_BYTES));
+  }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
 storeContract("in-memory", async () => ({
@@ -7,6 +7,7 @@ storeContract("in-memory", async () => ({
   decisions: new MemoryDecisionStore(),
   keys: new MemoryApiKeyStore(),
   meter: new MemoryUsageMeter(),
+  rollouts: new MemoryRolloutStore(),
 }));
 
 import { describe, expect, it } from "vitest";

@@ -7,3 +7,4 @@ export * from "./sqs/event.ts";
 export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
 export * from "./llm/openai-voter.ts";
+export * from "./dynamo/rollout-store.ts";

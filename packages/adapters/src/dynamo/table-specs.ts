@@ -2,7 +2,7 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -16,6 +16,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Usage", partitionKey: "keyId" },
   /** Ids of queue messages already applied (idempotent consumers); expire after a week. */
   { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
+  /** Rollouts by job; sort key `<index>#<chunk>` (gzip, chunked below the 400 KB item limit). */
+  { name: "Rollouts", partitionKey: "jobId", sortKey: "part" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

@@ -5,6 +5,8 @@ import {
   type Envelope,
   type MessageQueue,
   type ProfileLedger,
+  type Rollout,
+  type RolloutStore,
   type ApiKeyRecord,
   type ApiKeyStore,
   type DecisionStore,
@@ -125,5 +127,21 @@ export class MemoryQueue implements MessageQueue {
 
   take(): Envelope[] {
     return this.pending.splice(0, this.pending.length);
+  }
+}
+
+export class MemoryRolloutStore implements RolloutStore {
+  private readonly jobs = new Map<string, Map<number, Rollout>>();
+
+  async put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate"> {
+    const job = this.jobs.get(jobId) ?? new Map<number, Rollout>();
+    if (job.has(index)) return "duplicate";
+    job.set(index, frozenCopy(rollout));
+    this.jobs.set(jobId, job);
+    return "stored";
+  }
+
+  async list(jobId: string) {
+    return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
   }
 }

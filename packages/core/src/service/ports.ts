@@ -3,6 +3,7 @@ import type { HarnessPool } from "../harness/pool.ts";
 import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
 import type { Envelope } from "./messages.ts";
+import type { Rollout } from "../rollout/types.ts";
 
 /** A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. */
 export interface MessageQueue {
@@ -20,6 +21,12 @@ export interface PoolStore {
 export interface ProfileStore {
   get(poolId: string): Promise<ProfileSet>;
   put(poolId: string, profile: Profile): Promise<void>;
+}
+
+/** Rollouts with their full trajectories, keyed by (job, index); writing an existing key keeps the first. */
+export interface RolloutStore {
+  put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate">;
+  list(jobId: string): Promise<{ index: number; rollout: Rollout }[]>;
 }
 
 /** Every routing decision, for audit. Writing the same id twice keeps the first. */

@@ -1,0 +1,67 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { Rollout, type RolloutStore } from "@harness-s/core";
+import { aws, translateAwsError } from "../errors.ts";
+import type { TableNames } from "./table-specs.ts";
+
+/** Bytes of compressed payload per item: well below DynamoDB's 400 KB item limit. */
+export const CHUNK_BYTES = 300 * 1024;
+/** One transaction writes at most 100 items, so a rollout may take up to this many chunks. */
+const MAX_CHUNKS = 100;
+
+/**
+ * Rollouts with their trajectories, gzip-compressed and split into chunks of CHUNK_BYTES; all
+ * chunks of a rollout are written in one transaction, conditionally, so a redelivered write is
+ * a no-op and a reader never sees half a rollout.
+ */
+export class DynamoRolloutStore implements RolloutStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate"> {
+    const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
+    const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
+    if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
+    const key = (chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: Array.from({ length: count }, (_, chunk) => ({
+            Put: {
+              TableName: this.tables.Rollouts,
+              Item: { jobId, part: key(chunk), index, chunk, chunks: count, data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES) },
+              ConditionExpression: "attribute_not_exists(part)",
+            },
+          })),
+        }),
+      );
+      return "stored";
+    } catch (err) {
+      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+      if (reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return "duplicate";
+      throw translateAwsError(err, "store rollout");
+    }
+  }
+
+  async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {
+    const parts = new Map<number, { chunks: number; data: Buffer[] }>();
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await aws("list rollouts", () =>
+        this.doc.send(new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start })),
+      );
+      for (const item of out.Items ?? []) {
+        const entry = parts.get(Number(item.index)) ?? { chunks: Number(item.chunks), data: [] };
+        entry.data[Number(item.chunk)] = Buffer.from(item.data as Uint8Array);
+        parts.set(Number(item.index), entry);
+      }
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return [...parts.entries()]
+      .filter(([, p]) => p.data.filter(Boolean).length === p.chunks)
+      .sort((a, b) => a[0] - b[0])
+      .map(([index, p]) => ({ index, rollout: Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(p.data)).toString())) }));
+  }
+}
