@@ -9,6 +9,7 @@ declare module "sst" {
     Usage: { name: string; type: "sst.aws.Dynamo" };
     Processed: { name: string; type: "sst.aws.Dynamo" };
     Rollouts: { name: string; type: "sst.aws.Dynamo" };
+    RescueJobs: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
     PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
     LlmApiKey: { value: string; type: "sst.sst.Secret" };

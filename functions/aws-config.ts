@@ -12,6 +12,7 @@ export const AwsConfig = z.object({
     Usage: z.string().min(1),
     Processed: z.string().min(1),
     Rollouts: z.string().min(1),
+    RescueJobs: z.string().min(1),
   }),
   profileQueueUrl: z.string().url().optional(),
 });
@@ -20,7 +21,7 @@ export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 export function awsConfigFromResources(): AwsConfig {
   const r = Resource as unknown as Record<string, { name?: string; url?: string } | undefined>;
   return AwsConfig.parse({
-    tables: Object.fromEntries(["Pools", "Profiles", "Decisions", "ApiKeys", "Usage", "Processed", "Rollouts"].map((t) => [t, r[t]?.name])),
+    tables: Object.fromEntries(["Pools", "Profiles", "Decisions", "ApiKeys", "Usage", "Processed", "Rollouts", "RescueJobs"].map((t) => [t, r[t]?.name])),
     profileQueueUrl: r.ProfileQueue?.url,
   });
 }

@@ -1,6 +1,17 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { EvidenceReport, HarnessPool, NotFoundError, RouteRequest, evidenceEnvelopes, parsePool, routeTask } from "@harness-s/core";
+import {
+  EvidenceReport,
+  HarnessPool,
+  NotFoundError,
+  RescueRequest,
+  RouteRequest,
+  evidenceEnvelopes,
+  parsePool,
+  rescueStatus,
+  routeTask,
+  startRescue,
+} from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
 import { errorResponse, parseBody, requireScope } from "./http.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -55,6 +66,19 @@ export function createApp(deps: ApiDeps): Hono {
     return c.json({ poolId: poolId.data, profiles: await deps.profiles.get(poolId.data) });
   });
 
+  const rescues = new Hono()
+    .post("/", async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      const req = await parseBody(c, RescueRequest, deps.maxBodyBytes);
+      const job = await startRescue(req, deps);
+      await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
+      return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
+    })
+    .get("/:id", async (c) => {
+      await requireScope(c, "rescues", deps);
+      return c.json(await rescueStatus(c.req.param("id"), deps));
+    });
+
   const decisions = new Hono().get("/:id", async (c) => {
     await requireScope(c, "route", deps);
     const d = await deps.decisions.get(c.req.param("id"));
@@ -69,5 +93,6 @@ export function createApp(deps: ApiDeps): Hono {
     .route("/v1/pools", pools)
     .route("/v1/profiles", profiles)
     .route("/v1/decisions", decisions)
+    .route("/v1/rescues", rescues)
     .onError(errorResponse);
 }

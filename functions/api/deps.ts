@@ -1,4 +1,16 @@
-import type { ApiKeyStore, Clock, DecisionStore, MessageQueue, PoolStore, ProfileStore, UsageMeter, Voter } from "@harness-s/core";
+import type {
+  ApiKeyStore,
+  Clock,
+  DecisionStore,
+  MessageQueue,
+  PoolStore,
+  ProfileStore,
+  RescueJobStore,
+  RolloutStore,
+  TaskSource,
+  UsageMeter,
+  Voter,
+} from "@harness-s/core";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
 export interface ApiDeps {
@@ -9,6 +21,11 @@ export interface ApiDeps {
   meter: UsageMeter;
   /** Where reported outcomes go; the `profile` worker applies them. */
   evidence: MessageQueue;
+  /** Elastic rescues: jobs, the dispatch queue their rollouts fan out to, where results land. */
+  jobs: RescueJobStore;
+  dispatch: MessageQueue;
+  rollouts: RolloutStore;
+  tasks: TaskSource;
   voters: readonly Voter[];
   clock: Clock;
   newId: () => string;

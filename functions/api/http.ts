@@ -31,6 +31,7 @@ const STATUS: Record<string, number> = {
   QUOTA_EXCEEDED: 429,
   QUORUM_NOT_MET: 503,
   STORE_UNAVAILABLE: 503,
+  NOT_CONFIGURED: 501,
 };
 
 /** The one place where domain errors become HTTP responses. */

@@ -3,13 +3,23 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
-import { statisticalVoters, systemClock } from "@harness-s/core";
-import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoProfileStore, DynamoUsageMeter, SqsQueue } from "@harness-s/adapters";
+import { NotConfiguredError, statisticalVoters, systemClock } from "@harness-s/core";
+import {
+  DynamoApiKeyStore,
+  DynamoDecisionStore,
+  DynamoPoolStore,
+  DynamoProfileStore,
+  DynamoRescueJobStore,
+  DynamoRolloutStore,
+  DynamoUsageMeter,
+  SqsQueue,
+} from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { createApp } from "./app.ts";
 
 // Composition root of the `api` Lambda: config parsed once, SDK clients injected into adapters.
 const config = awsConfigFromResources();
+const RESCUES_NOT_DEPLOYED = "elastic rescues need the dispatch worker and a policy endpoint, which this deployment does not have yet";
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const app = createApp({
   pools: new DynamoPoolStore(doc, config.tables),
@@ -18,6 +28,11 @@ const app = createApp({
   keys: new DynamoApiKeyStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   evidence: new SqsQueue(new SQSClient({}), config.profileQueueUrl ?? ""),
+  jobs: new DynamoRescueJobStore(doc, config.tables),
+  rollouts: new DynamoRolloutStore(doc, config.tables),
+  // The dispatch worker and the policy endpoint client are not deployed yet (issue 3).
+  tasks: { get: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },
+  dispatch: { send: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },
   voters: statisticalVoters,
   clock: systemClock,
   newId: () => `dec_${randomUUID()}`,

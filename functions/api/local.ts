@@ -1,6 +1,15 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { statisticalVoters, systemClock } from "@harness-s/core";
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import {
+  MemoryApiKeyStore,
+  MemoryDecisionStore,
+  MemoryPoolStore,
+  MemoryProfileStore,
+  MemoryQueue,
+  MemoryRescueJobStore,
+  MemoryRolloutStore,
+  MemoryUsageMeter,
+} from "@harness-s/adapters";
 import type { ApiDeps } from "./deps.ts";
 
 /** API deps on in-memory adapters (ids from a counter); override any part to test an adapter. */
@@ -13,6 +22,10 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     keys: new MemoryApiKeyStore(),
     meter: new MemoryUsageMeter(),
     evidence: new MemoryQueue(),
+    jobs: new MemoryRescueJobStore(),
+    dispatch: new MemoryQueue(),
+    rollouts: new MemoryRolloutStore(),
+    tasks: { get: async () => undefined },
     voters: statisticalVoters,
     clock: systemClock,
     newId: () => `dec_${++n}`,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EvidenceReport, HarnessPool, RouteRequest, RoutingDecision } from "@harness-s/core";
+import { EvidenceReport, HarnessPool, RescueRequest, RescueStatus, RouteRequest, RoutingDecision } from "@harness-s/core";
 
 const errorSchema = {
   type: "object",
@@ -35,6 +35,12 @@ export function openApiDocument() {
         get: { summary: "List pools", responses: { "200": { description: "pools" }, ...errors } },
       },
       "/v1/pools/{id}": { get: { summary: "Get a pool", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the pool", content: json(HarnessPool) }, "404": { description: "no such pool" }, ...errors } } },
+      "/v1/rescues": {
+        post: { summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers", requestBody: { required: true, content: json(RescueRequest) }, responses: { "202": { description: "accepted: id, chosen harnesses, expected rollouts" }, "404": { description: "no such pool or task" }, ...errors } },
+      },
+      "/v1/rescues/{id}": {
+        get: { summary: "Status, rewards and per-rollout outcomes of a rescue", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "status", content: json(RescueStatus) }, "404": { description: "no such rescue" }, ...errors } },
+      },
       "/v1/profiles/evidence": {
         post: { summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)", requestBody: { required: true, content: json(EvidenceReport) }, responses: { "202": { description: "queued" }, "404": { description: "no such pool" }, ...errors } },
       },

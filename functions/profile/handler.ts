@@ -18,6 +18,7 @@ export function createProfileHandler(deps: { ledger: ProfileLedger; log?: (line:
     for (const record of event.Records) {
       try {
         const envelope = Envelope.parse(JSON.parse(record.body));
+        if (envelope.type !== "profile.evidence") throw new Error(`a ${envelope.type} message does not belong on the profile queue`);
         await applyEvidence(envelope.id, envelope.body, deps.ledger);
       } catch (err) {
         log(`profile: message ${record.messageId} failed (receive ${record.attributes.ApproximateReceiveCount}): ${err instanceof Error ? err.message : String(err)}`);

@@ -12,6 +12,7 @@ import {
   createRng,
   type Rollout,
   type RolloutStore,
+  type RescueJobStore,
   type RoutingDecision,
   type UsageMeter,
 } from "@harness-s/core";
@@ -24,6 +25,7 @@ export interface Stores {
   keys: ApiKeyStore;
   meter: UsageMeter;
   rollouts: RolloutStore;
+  jobs: RescueJobStore;
 }
 
 /** A rollout whose trajectory is `steps` long, filled with poorly compressible text. */
@@ -108,7 +110,18 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(listed[0]!.rollout).toEqual(big);
       expect(listed[1]!.rollout.success).toBe(true);
       expect(await s.rollouts.list("other")).toEqual([]);
+      expect(await s.rollouts.has("job", 0)).toBe(true);
+      expect(await s.rollouts.has("job", 2)).toBe(false);
     }, 60_000);
+
+    it("rescue jobs: created once, read back", async () => {
+      const s = await fresh();
+      const job = { id: "rsc_1", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a", "b"], rolloutsPerHarness: 2, expected: 4, createdAt: 1 };
+      await s.jobs.create(job);
+      expect(await s.jobs.get("rsc_1")).toEqual(job);
+      await expect(s.jobs.create(job)).rejects.toBeInstanceOf(ConflictError);
+      expect(await s.jobs.get("rsc_2")).toBeUndefined();
+    });
 
     it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {
       const s = await fresh();

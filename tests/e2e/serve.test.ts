@@ -66,6 +66,23 @@ describe("harness-s serve", () => {
     expect(after).toBe(before + 2);
   }, 30_000);
 
+  it("runs an elastic rescue through the dispatch queue and workers", async () => {
+    const auth = { "content-type": "application/json", authorization: "Bearer test-key" };
+    const res = await fetch(`${url}/v1/rescues`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"], k: 2, rolloutsPerHarness: 2 }),
+    });
+    expect(res.status).toBe(202);
+    const { id } = await res.json();
+    let status = { status: "running", completed: 0 };
+    for (let i = 0; i < 60 && status.status !== "done"; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      status = await (await fetch(`${url}/v1/rescues/${id}`, { headers: auth })).json();
+    }
+    expect(status).toMatchObject({ status: "done", completed: 4 });
+  }, 30_000);
+
   it("stops the API and DynamoDB Local on SIGINT", async () => {
     const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
     proc.kill("SIGINT");

@@ -7,6 +7,7 @@ import {
   DynamoDecisionStore,
   DynamoPoolStore,
   DynamoProfileStore,
+  DynamoRescueJobStore,
   DynamoRolloutStore,
   DynamoUsageMeter,
   createTables,
@@ -42,6 +43,7 @@ storeContract("DynamoDB Local", async () => {
     keys: new DynamoApiKeyStore(doc, names),
     meter: new DynamoUsageMeter(doc, names),
     rollouts: new DynamoRolloutStore(doc, names),
+    jobs: new DynamoRescueJobStore(doc, names),
   };
 });
 

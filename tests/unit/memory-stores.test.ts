@@ -1,4 +1,4 @@
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
 storeContract("in-memory", async () => ({
@@ -8,6 +8,7 @@ storeContract("in-memory", async () => ({
   keys: new MemoryApiKeyStore(),
   meter: new MemoryUsageMeter(),
   rollouts: new MemoryRolloutStore(),
+  jobs: new MemoryRescueJobStore(),
 }));
 
 import { describe, expect, it } from "vitest";

@@ -34,3 +34,4 @@ export * from "./service/auth.ts";
 export * from "./service/route-task.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
+export * from "./service/rescue-jobs.ts";

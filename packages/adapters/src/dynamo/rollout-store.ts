@@ -1,11 +1,13 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, type RolloutStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
 
 /** Bytes of compressed payload per item: well below DynamoDB's 400 KB item limit. */
 export const CHUNK_BYTES = 300 * 1024;
+const partKey = (index: number, chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
+
 /** One transaction writes at most 100 items, so a rollout may take up to this many chunks. */
 const MAX_CHUNKS = 100;
 
@@ -24,7 +26,7 @@ export class DynamoRolloutStore implements RolloutStore {
     const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
     const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
     if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
-    const key = (chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
+    const key = (chunk: number) => partKey(index, chunk);
     try {
       await this.doc.send(
         new TransactWriteCommand({
@@ -43,6 +45,11 @@ export class DynamoRolloutStore implements RolloutStore {
       if (reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return "duplicate";
       throw translateAwsError(err, "store rollout");
     }
+  }
+
+  async has(jobId: string, index: number): Promise<boolean> {
+    const out = await aws("check rollout", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })));
+    return out.Item !== undefined;
   }
 
   async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {

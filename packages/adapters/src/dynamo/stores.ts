@@ -4,10 +4,12 @@ import {
   ConflictError,
   HarnessPool,
   Profile,
+  RescueJob,
   RoutingDecision,
   emptyProfile,
   zeroUsage,
   type ProfileLedger,
+  type RescueJobStore,
   type ApiKeyStore,
   type DecisionStore,
   type PoolStore,
@@ -221,4 +223,22 @@ function toUsage(item: Record<string, unknown> | undefined): Usage {
   const u = { ...zeroUsage };
   for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) u[k] = Number(item?.[k] ?? 0);
   return u;
+}
+
+export class DynamoRescueJobStore implements RescueJobStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async create(job: RescueJob): Promise<void> {
+    await aws("create rescue", () =>
+      this.doc.send(new PutCommand({ TableName: this.tables.RescueJobs, Item: RescueJob.parse(job), ConditionExpression: "attribute_not_exists(id)" })),
+    );
+  }
+
+  async get(id: string): Promise<RescueJob | undefined> {
+    const out = await aws("get rescue", () => this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id } })));
+    return out.Item ? RescueJob.parse(out.Item) : undefined;
+  }
 }

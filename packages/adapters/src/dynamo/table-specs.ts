@@ -2,7 +2,7 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -18,6 +18,7 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
   /** Rollouts by job; sort key `<index>#<chunk>` (gzip, chunked below the 400 KB item limit). */
   { name: "Rollouts", partitionKey: "jobId", sortKey: "part" },
+  { name: "RescueJobs", partitionKey: "id" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

@@ -5,6 +5,8 @@ import {
   type Envelope,
   type MessageQueue,
   type ProfileLedger,
+  type RescueJob,
+  type RescueJobStore,
   type Rollout,
   type RolloutStore,
   type ApiKeyRecord,
@@ -141,7 +143,24 @@ export class MemoryRolloutStore implements RolloutStore {
     return "stored";
   }
 
+  async has(jobId: string, index: number): Promise<boolean> {
+    return this.jobs.get(jobId)?.has(index) ?? false;
+  }
+
   async list(jobId: string) {
     return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
+  }
+}
+
+export class MemoryRescueJobStore implements RescueJobStore {
+  private readonly jobs = new Map<string, RescueJob>();
+
+  async create(job: RescueJob): Promise<void> {
+    if (this.jobs.has(job.id)) throw new ConflictError(`rescue ${job.id} exists`);
+    this.jobs.set(job.id, frozenCopy(job));
+  }
+
+  async get(id: string): Promise<RescueJob | undefined> {
+    return this.jobs.get(id);
   }
 }

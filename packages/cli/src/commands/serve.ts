@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { createPool, hashSecret } from "@harness-s/core";
+import { createPool, hashSecret, runEpisode } from "@harness-s/core";
 import { createApp } from "../../../../functions/api/app.ts";
 import { listen } from "../../../../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
@@ -19,8 +19,17 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
+  process.stderr.write("evolving the embedded sibling pool …\n");
+  const setup = embeddedSetup(defaultEmbeddedSettings);
+  const instance = await setup.instance(1);
+  const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
+  const policy = setup.createPolicy(1);
   process.stderr.write("starting DynamoDB Local and fauxqs …\n");
-  const stack = await startLocalStack((line) => process.stderr.write(`${line}\n`));
+  const stack = await startLocalStack({
+    tasks: { get: async (id) => byId.get(id) },
+    runRollout: (task, harness, seed) => runEpisode(task, harness, seed, { env: setup.env, policy }),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
   let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
     process.stderr.write(`\n${signal}: stopping the API, the poller, fauxqs and DynamoDB Local\n`);
@@ -31,8 +40,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
   try {
-    process.stderr.write("evolving the embedded sibling pool …\n");
-    const { evolution } = await embeddedSetup(defaultEmbeddedSettings).instance(1);
+    const { evolution } = instance;
     const pool = createPool("embedded", evolution.pool.base, evolution.pool.siblings, evolution.pool.notes);
     await stack.deps.pools.put(pool);
     for (const p of Object.values(evolution.initialProfiles)) await stack.deps.profiles.put(pool.id, p);

@@ -34,3 +34,10 @@ export class StoreUnavailableError extends HarnessSError {
     super("STORE_UNAVAILABLE", detail, options);
   }
 }
+
+/** A capability this deployment does not provide (yet): answered, never faked. */
+export class NotConfiguredError extends HarnessSError {
+  constructor(detail: string) {
+    super("NOT_CONFIGURED", detail);
+  }
+}

@@ -18,8 +18,20 @@ export const ProfileEvidenceBody = z.object({
 });
 export type ProfileEvidenceBody = z.infer<typeof ProfileEvidenceBody>;
 
+/** One rollout of an elastic rescue: job, slot, harness, task and seed. */
+export const RolloutRequestedBody = z.object({
+  jobId: z.string().min(1),
+  index: z.number().int().min(0),
+  poolId: z.string().min(1),
+  harnessId: z.string().min(1),
+  taskId: z.string().min(1),
+  seed: z.number().int(),
+});
+export type RolloutRequestedBody = z.infer<typeof RolloutRequestedBody>;
+
 export const Envelope = z.discriminatedUnion("type", [
   z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
+  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 
@@ -35,5 +47,5 @@ export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
 export function evidenceEnvelopes(report: EvidenceReport): Envelope[] {
-  return report.outcomes.map(({ id, ...o }) => ({ v: 1, id: `${report.poolId}:${id}`, type: "profile.evidence", body: { ...o, poolId: report.poolId } }));
+  return report.outcomes.map(({ id, ...o }) => ({ v: 1 as const, id: `${report.poolId}:${id}`, type: "profile.evidence" as const, body: { ...o, poolId: report.poolId } }));
 }

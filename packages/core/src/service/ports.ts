@@ -4,6 +4,7 @@ import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
 import type { Envelope } from "./messages.ts";
 import type { Rollout } from "../rollout/types.ts";
+import type { Task } from "../task.ts";
 
 /** A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. */
 export interface MessageQueue {
@@ -27,6 +28,29 @@ export interface ProfileStore {
 export interface RolloutStore {
   put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate">;
   list(jobId: string): Promise<{ index: number; rollout: Rollout }[]>;
+  has(jobId: string, index: number): Promise<boolean>;
+}
+
+export const RescueJob = z.object({
+  id: z.string().min(1),
+  poolId: z.string().min(1),
+  taskId: z.string().min(1),
+  decisionId: z.string().min(1),
+  chosen: z.array(z.string()).min(1),
+  rolloutsPerHarness: z.number().int().min(1),
+  expected: z.number().int().min(1),
+  createdAt: z.number(),
+});
+export type RescueJob = z.infer<typeof RescueJob>;
+
+export interface RescueJobStore {
+  create(job: RescueJob): Promise<void>;
+  get(id: string): Promise<RescueJob | undefined>;
+}
+
+/** Where the dispatch worker finds the task a rollout is for (the embedded suite, a benchmark's index). */
+export interface TaskSource {
+  get(taskId: string): Promise<Task | undefined>;
 }
 
 /** Every routing decision, for audit. Writing the same id twice keeps the first. */
@@ -35,7 +59,7 @@ export interface DecisionStore {
   get(id: string): Promise<RoutingDecision | undefined>;
 }
 
-export const Scope = z.enum(["route", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
+export const Scope = z.enum(["route", "rescues", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
 export type Scope = z.infer<typeof Scope>;
 
 export const ApiKeyRecord = z.object({

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Envelope, NotConfiguredError, runEpisode, type SeedInstance, type Task } from "@harness-s/core";
+import { MemoryQueue } from "@harness-s/adapters";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
+import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
+
+let inst: SeedInstance;
+let deps: ReturnType<typeof memoryApiDeps>;
+let api: { url: string; close: () => Promise<void> };
+let key: string;
+let runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => ReturnType<typeof runEpisode>;
+
+beforeAll(async () => {
+  const setup = embeddedSetup(defaultEmbeddedSettings);
+  inst = await setup.instance(1);
+  const byId = new Map([...inst.train, ...inst.heldout].map((t) => [t.id, t]));
+  const policy = setup.createPolicy(1);
+  runRollout = (t, h, s) => runEpisode(t, h, s, { env: setup.env, policy });
+  deps = memoryApiDeps({ tasks: { get: async (id) => byId.get(id) } });
+  await seedPool(deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  key = await addKey(deps, "k", ["rescues"]);
+  api = await startApi(deps);
+});
+afterAll(() => api.close());
+
+const sqsEvent = (envelopes: Envelope[], receive = 1) => ({
+  Records: envelopes.map((e, i) => ({
+    messageId: `m${i}`,
+    receiptHandle: `r${i}`,
+    body: JSON.stringify(e),
+    attributes: { ApproximateReceiveCount: String(receive) },
+    messageAttributes: {},
+    md5OfBody: "",
+    eventSource: "aws:sqs",
+    eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:dispatch",
+    awsRegion: "us-east-1",
+  })),
+});
+
+const post = (body: unknown, secret = key) =>
+  fetch(`${api.url}/v1/rescues`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body: JSON.stringify(body) });
+
+describe("elastic rescue over HTTP", () => {
+  it("accepts a rescue, fans out k × n rollouts, and reports them once each even under redelivery", async () => {
+    const task = inst.train.find((t) => t.requirements.includes("pages"))!;
+    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2, rolloutsPerHarness: 3 });
+    expect(res.status).toBe(202);
+    const { id, chosen, expected } = await res.json();
+    expect(chosen).toHaveLength(2);
+    expect(expected).toBe(6);
+    const sent = (deps.dispatch as MemoryQueue).take();
+    expect(sent).toHaveLength(6);
+    const running = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    expect(running).toMatchObject({ status: "running", completed: 0 });
+
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, runRollout });
+    expect(await handler(sqsEvent(sent))).toEqual({ batchItemFailures: [] });
+    expect(await handler(sqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
+
+    const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    expect(done.status).toBe("done");
+    expect(done.completed).toBe(6);
+    expect(done.rollouts.map((r: { index: number }) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(new Set(done.rollouts.map((r: { harnessId: string }) => r.harnessId))).toEqual(new Set(chosen));
+  });
+
+  it("answers 404 for an unknown task, 403 without the rescues scope, 400 without failure tags", async () => {
+    expect((await post({ poolId: inst.evolution.pool.id, taskId: "nope", failureTags: ["x"] })).status).toBe(404);
+    const other = await addKey(deps, "k-route", ["route"]);
+    expect((await post({ poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: ["x"] }, other)).status).toBe(403);
+    const bad = await post({ poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: [] });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.issues[0]).toMatch(/^failureTags:/);
+  });
+
+  it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, runRollout, log: () => undefined });
+    const wrong: Envelope = { v: 1, id: "e", type: "profile.evidence", body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} } };
+    expect(await handler(sqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
+  });
+
+  it("a deployment without dispatch answers 501 with the reason", async () => {
+    const notHere = () => Promise.reject(new NotConfiguredError("elastic rescues are not deployed here"));
+    const bare = memoryApiDeps({ tasks: { get: notHere }, dispatch: { send: notHere } });
+    await seedPool(bare, inst.evolution.pool, inst.evolution.initialProfiles);
+    const secret = await addKey(bare, "k", ["rescues"]);
+    const server = await startApi(bare);
+    try {
+      const res = await fetch(`${server.url}/v1/rescues`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ poolId: inst.evolution.pool.id, taskId: "t", failureTags: ["x"] }),
+      });
+      expect(res.status).toBe(501);
+      expect((await res.json()).error.message).toMatch(/not deployed/);
+    } finally {
+      await server.close();
+    }
+  });
+});
