@@ -6,6 +6,7 @@ import {
   NotFoundError,
   RescueRequest,
   RouteRequest,
+  authenticate,
   evidenceEnvelopes,
   parsePool,
   rescueStatus,
@@ -88,6 +89,10 @@ export function createApp(deps: ApiDeps): Hono {
 
   return new Hono()
     .get("/health", (c) => c.json({ ok: true }))
+    .get("/v1/usage", async (c) => {
+      const key = await authenticate(c.req.header("authorization"), deps.keys);
+      return c.json({ keyId: key.id, usage: await deps.meter.get(key.id), requestQuota: key.requestQuota ?? null });
+    })
     .get("/openapi.json", (c) => c.json(openApiDocument()))
     .route("/v1/route", route)
     .route("/v1/pools", pools)

@@ -35,6 +35,7 @@ export function openApiDocument() {
         get: { summary: "List pools", responses: { "200": { description: "pools" }, ...errors } },
       },
       "/v1/pools/{id}": { get: { summary: "Get a pool", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the pool", content: json(HarnessPool) }, "404": { description: "no such pool" }, ...errors } } },
+      "/v1/usage": { get: { summary: "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute) and quota; reading it is not metered", responses: { "200": { description: "usage" }, "401": errors["401"] } } },
       "/v1/rescues": {
         post: { summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers", requestBody: { required: true, content: json(RescueRequest) }, responses: { "202": { description: "accepted: id, chosen harnesses, expected rollouts" }, "404": { description: "no such pool or task" }, ...errors } },
       },

@@ -87,6 +87,9 @@ describe("POST /v1/route over HTTP", () => {
     const third = await post("/v1/route", body, metered);
     expect(third.status).toBe(429);
     expect(await deps.meter.get("k-quota")).toMatchObject({ requests: 2, ballots: 6 });
+    const usage = await (await get("/v1/usage", metered)).json();
+    expect(usage).toMatchObject({ keyId: "k-quota", requestQuota: 2, usage: { requests: 2, ballots: 6 } });
+    expect((await get("/v1/usage")).status).toBe(401);
   });
 });
 

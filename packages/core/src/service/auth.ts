@@ -12,6 +12,15 @@ export function newApiKey(id: string, scopes: Scope[], requestQuota?: number): {
   return { secret, record: { id, hash: hashSecret(secret), scopes, requestQuota } };
 }
 
+/** Finds the key a bearer secret belongs to, without checking scope or quota. */
+export async function authenticate(authorization: string | undefined, keys: ApiKeyStore): Promise<ApiKeyRecord> {
+  const secret = authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
+  if (!secret) throw new UnauthenticatedError();
+  const key = await keys.findByHash(hashSecret(secret));
+  if (!key) throw new UnauthenticatedError();
+  return key;
+}
+
 /**
  * Authenticates a bearer secret, checks the scope, meters the request and enforces the quota.
  *
@@ -23,10 +32,7 @@ export async function authorize(
   scope: Scope,
   deps: { keys: ApiKeyStore; meter: UsageMeter },
 ): Promise<ApiKeyRecord> {
-  const secret = authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  if (!secret) throw new UnauthenticatedError();
-  const key = await deps.keys.findByHash(hashSecret(secret));
-  if (!key) throw new UnauthenticatedError();
+  const key = await authenticate(authorization, deps.keys);
   if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
   if (key.requestQuota !== undefined) {
     const used = (await deps.meter.get(key.id)).requests;
