@@ -8,3 +8,4 @@ export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
 export * from "./llm/openai-voter.ts";
 export * from "./dynamo/rollout-store.ts";
+export * from "./dynamo/profile-store.ts";

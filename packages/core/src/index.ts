@@ -35,3 +35,4 @@ export * from "./service/route-task.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";
+export * from "./evolution/pool-selection.ts";

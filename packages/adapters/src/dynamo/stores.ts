@@ -1,24 +1,19 @@
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import {
   ApiKeyRecord,
   ConflictError,
   HarnessPool,
-  Profile,
   RescueJob,
   RoutingDecision,
-  emptyProfile,
   zeroUsage,
-  type ProfileLedger,
   type RescueJobStore,
   type ApiKeyStore,
   type DecisionStore,
   type PoolStore,
-  type ProfileSet,
-  type ProfileStore,
   type Usage,
   type UsageMeter,
 } from "@harness-s/core";
-import { aws, translateAwsError } from "../errors.ts";
+import { aws } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 
 /**
@@ -59,90 +54,6 @@ export class DynamoPoolStore implements PoolStore {
     return (out.Items ?? [])
       .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) }))
       .sort((a, b) => (a.id < b.id ? -1 : 1));
-  }
-}
-
-export class DynamoProfileStore implements ProfileStore, ProfileLedger {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tables: TableNames,
-  ) {}
-
-  async get(poolId: string): Promise<ProfileSet> {
-    const set: ProfileSet = {};
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await aws("get profiles", () =>
-        this.doc.send(
-          new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start }),
-        ),
-      );
-      for (const item of out.Items ?? []) {
-        const profile = Profile.parse(JSON.parse(item.body as string));
-        set[profile.harnessId] = profile;
-      }
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return set;
-  }
-
-  async put(poolId: string, profile: Profile): Promise<void> {
-    const current = await this.read(poolId, profile.harnessId);
-    await aws("put profile", () =>
-      this.doc.send(
-        new PutCommand({
-          TableName: this.tables.Profiles,
-          Item: { poolId, harnessId: profile.harnessId, policyVersion: profile.policyVersion, rev: (current?.rev ?? 0) + 1, body: JSON.stringify(profile) },
-        }),
-      ),
-    );
-  }
-
-  /**
-   * Claims the message id and writes the next profile revision in one transaction; a claimed id
-   * means a duplicate delivery, a moved revision means a concurrent writer (read again, retry).
-   */
-  async applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const current = await this.read(poolId, harnessId);
-      const next = update(current?.profile ?? emptyProfile(harnessId, 0));
-      const rev = current?.rev ?? 0;
-      try {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: this.tables.Processed,
-                  Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 },
-                  ConditionExpression: "attribute_not_exists(id)",
-                },
-              },
-              {
-                Put: {
-                  TableName: this.tables.Profiles,
-                  Item: { poolId, harnessId, policyVersion: next.policyVersion, rev: rev + 1, body: JSON.stringify(next) },
-                  ConditionExpression: rev === 0 ? "attribute_not_exists(poolId)" : "rev = :rev",
-                  ExpressionAttributeValues: rev === 0 ? undefined : { ":rev": rev },
-                },
-              },
-            ],
-          }),
-        );
-        return "applied";
-      } catch (err) {
-        const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-        if (reasons?.[0]?.Code === "ConditionalCheckFailed") return "duplicate";
-        if (reasons?.[1]?.Code === "ConditionalCheckFailed") continue;
-        throw translateAwsError(err, "apply profile evidence");
-      }
-    }
-    throw new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`);
-  }
-
-  private async read(poolId: string, harnessId: string): Promise<{ profile: Profile; rev: number } | undefined> {
-    const out = await aws("get profile", () => this.doc.send(new GetCommand({ TableName: this.tables.Profiles, Key: { poolId, harnessId } })));
-    return out.Item ? { profile: Profile.parse(JSON.parse(out.Item.body as string)), rev: Number(out.Item.rev ?? 0) } : undefined;
   }
 }
 

@@ -3,7 +3,7 @@ import type { EvolutionResult } from "../evolution/evolve.ts";
 import { rank1Picker } from "../inference/rank1.ts";
 import { mean, spearman } from "../metrics/stats.ts";
 import type { Environment, Policy } from "../ports.ts";
-import { rescueUtility, type ProfileSet } from "../profile/profile.ts";
+import { rescueUtility } from "../profile/profile.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import type { Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
