@@ -1,1 +1,0 @@
-# usage: variant.sh SEEDS TRAINJSON SUITEJSON
