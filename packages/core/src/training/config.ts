@@ -35,7 +35,7 @@ export const TrainConfig = z.object({
   epochs: z.number().int().min(1).default(2),
   rescueContext: z.enum(["as-generated", "base"]).default("as-generated"),
   maskIntercepted: z.boolean().default(true),
-  /** Evaluate H0 Avg@3 on a train subset every this many steps (0 = never) for the curves. */
+  /** Evaluate H0 Avg@3 on an evenly spaced train subset every this many steps (0 = never) for the curves. */
   curveEvery: z.number().int().min(0).default(10),
   curveTasks: z.number().int().min(1).default(30),
   /** Audit one in this many routing decisions against all siblings (0 = never). */

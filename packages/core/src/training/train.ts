@@ -1,4 +1,4 @@
-import { defaultAdvantageOptions, groupAdvantages } from "../grpo/advantage.ts";
+import { defaultAdvantageOptions, groupAdvantages, hasSignal } from "../grpo/advantage.ts";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import { addEvidence, type ProfileSet } from "../profile/profile.ts";
@@ -82,7 +82,8 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
 
   const curvePoint = async (step: number) => {
     if (!config.curveEvery || step % config.curveEvery !== 0) return;
-    const tasks = deps.trainTasks.slice(0, config.curveTasks);
+    const stride = Math.max(1, Math.floor(deps.trainTasks.length / config.curveTasks));
+    const tasks = deps.trainTasks.filter((_, i) => i % stride === 0).slice(0, config.curveTasks);
     const ev = await evaluateTasks(tasks, () => pool.base, 3, hash32("curve", deps.rng.seed), deps.runRollout);
     result.diagnosticRollouts += ev.rollouts;
     result.curve.push({ step, h0TrainAvgAt3: ev.avgAt3 });
@@ -175,7 +176,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
       const again = await Promise.all(
         Array.from({ length: config.groupSize }, (_, i) => deps.runRollout(task, pool.base, seed("resample", i))),
       );
-      return again.some((r) => r.success) ? again : undefined;
+      return hasSignal(again.map((r) => r.reward)) ? again : undefined;
     }
     result.rescue.triggered++;
     const summary = failureSummary(group);
