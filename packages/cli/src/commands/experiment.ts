@@ -73,9 +73,16 @@ async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult
   await writeFile(join(dir, "curves.png"), await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)));
   const hs = s.arms.find((a) => a.name === "harness-s");
   const utilRows = (hs?.perSeed ?? []).flatMap((p) =>
-    p.utilities.flatMap((u) => Object.entries(u.values).filter(([id, v]) => v !== null && id !== "h0").map(([id, v]) => ({ sibling: id, step: u.step, utility: v }))),
+    p.utilities.flatMap((u) =>
+      Object.entries(u.values)
+        .filter(([id, v]) => v !== null && p.siblingDirections[id])
+        .map(([id, v]) => ({ direction: p.siblingDirections[id], step: u.step, utility: v })),
+    ),
   );
-  await writeFile(join(dir, "utilities.png"), await renderPng(lineChart("Sibling rescue utility from re-anchored profiles (harness-s)", utilRows, "step", "utility", "sibling", "rescue success rate")));
+  await writeFile(
+    join(dir, "utilities.png"),
+    await renderPng(lineChart("Rescue utility by repair direction over harness-s training (mean over seeds' siblings)", utilRows, "step", "utility", "direction", "rescue success rate")),
+  );
   if (sweep) {
     const rowsFor = (axis: string) =>
       sweep.points

@@ -117,7 +117,7 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
   out.push(`- **Locality** ${s.suite.locality.toFixed(3)}: ${String(s.suite.details.localityDefinition)}.`);
   out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
   out.push(`- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`);
-  out.push("", "![Sibling utility over training](utilities.png)", "");
+  out.push("", "![Rescue utility by repair direction over training](utilities.png)", "", "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).", "");
   if (sweep) out.push(...renderSweep(sweep));
   return out.join("\n");
 }

@@ -135,10 +135,16 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         behaviours: held.behaviours,
         rescue: trained.rescue,
         curve: trained.curve,
-        utilities: trained.utilities.map((u) => ({
-          step: u.step,
-          values: Object.fromEntries(Object.entries(u.values).map(([k, v]) => [k, Number.isFinite(v) ? v : null])),
-        })),
+        utilities: [
+          ...(name.startsWith("harness-s")
+            ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }]
+            : []),
+          ...trained.utilities.map((u) => ({
+            step: u.step,
+            values: Object.fromEntries(Object.entries(u.values).map(([k, v]) => [k, Number.isFinite(v) ? v : null])),
+          })),
+        ],
+        siblingDirections: Object.fromEntries(pool.siblings.map((sib) => [sib.id, sib.provenance.direction])),
         chosenCounts: trained.chosenCounts,
       };
       if (name.startsWith("harness-s")) {

@@ -14,7 +14,10 @@ export const ArmSeedResult = z.object({
   rank1: z.object({ heldout: Score }).optional(),
   rescue: z.object({ triggered: z.number(), replaced: z.number(), dropped: z.number(), allFailGroups: z.number(), groups: z.number() }),
   curve: z.array(z.object({ step: z.number(), h0TrainAvgAt3: z.number() })),
+  /** Sibling rescue utilities: step 0 from the evolution-time profiles, then each re-anchoring. */
   utilities: z.array(z.object({ step: z.number(), values: z.record(z.string(), z.number().nullable()) })),
+  /** The repair direction of each sibling of this seed's pool (ids are only unique per pool). */
+  siblingDirections: z.record(z.string(), z.string()),
   routerAccuracy: z.object({ audited: z.number(), rescuable: z.number(), hitRate: z.number(), randomHitRate: z.number() }).optional(),
   chosenCounts: z.record(z.string(), z.number()),
 });
