@@ -6,7 +6,10 @@ export function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
-/** A new random key secret and the record to store (which keeps only its hash). */
+/**
+ * A new random key secret and the record to store (which keeps only its hash). Secrets come from
+ * the OS's cryptographic randomness on purpose, never from the seeded Rng used by algorithms.
+ */
 export function newApiKey(id: string, scopes: Scope[], requestQuota?: number): { secret: string; record: ApiKeyRecord } {
   const secret = `hs_${randomBytes(24).toString("base64url")}`;
   return { secret, record: { id, hash: hashSecret(secret), scopes, requestQuota } };
