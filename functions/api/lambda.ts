@@ -4,16 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
 import { NotConfiguredError, statisticalVoters, systemClock } from "@harness-s/core";
-import {
-  DynamoApiKeyStore,
-  DynamoDecisionStore,
-  DynamoPoolStore,
-  DynamoProfileStore,
-  DynamoRescueJobStore,
-  DynamoRolloutStore,
-  DynamoUsageMeter,
-  SqsQueue,
-} from "@harness-s/adapters";
+import { SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { createApp } from "./app.ts";
 
@@ -22,14 +13,8 @@ const config = awsConfigFromResources();
 const RESCUES_NOT_DEPLOYED = "elastic rescues need the dispatch worker and a policy endpoint, which this deployment does not have yet";
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const app = createApp({
-  pools: new DynamoPoolStore(doc, config.tables),
-  profiles: new DynamoProfileStore(doc, config.tables),
-  decisions: new DynamoDecisionStore(doc, config.tables, 30 * 24 * 3600),
-  keys: new DynamoApiKeyStore(doc, config.tables),
-  meter: new DynamoUsageMeter(doc, config.tables),
+  ...dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }),
   evidence: new SqsQueue(new SQSClient({}), config.profileQueueUrl ?? ""),
-  jobs: new DynamoRescueJobStore(doc, config.tables),
-  rollouts: new DynamoRolloutStore(doc, config.tables),
   // The dispatch worker and the policy endpoint client are not deployed yet (issue 3).
   tasks: { get: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },
   dispatch: { send: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },

@@ -2,19 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { StoreUnavailableError, createPool } from "@harness-s/core";
-import {
-  DynamoApiKeyStore,
-  DynamoDecisionStore,
-  DynamoPoolStore,
-  DynamoProfileStore,
-  DynamoRescueJobStore,
-  DynamoRolloutStore,
-  DynamoUsageMeter,
-  createTables,
-  localCredentials,
-  startDynamoDbLocal,
-  tableNames,
-} from "@harness-s/adapters";
+import { DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 import { makeSpec } from "../factories.ts";
 
@@ -36,15 +24,7 @@ afterAll(async () => {
 storeContract("DynamoDB Local", async () => {
   const names = tableNames(`t${++run}-`);
   await createTables(client, names);
-  return {
-    pools: new DynamoPoolStore(doc, names),
-    profiles: new DynamoProfileStore(doc, names),
-    decisions: new DynamoDecisionStore(doc, names, 3600),
-    keys: new DynamoApiKeyStore(doc, names),
-    meter: new DynamoUsageMeter(doc, names),
-    rollouts: new DynamoRolloutStore(doc, names),
-    jobs: new DynamoRescueJobStore(doc, names),
-  };
+  return dynamoStores(doc, names, { decisionTtlSeconds: 3600 });
 });
 
 describe("DynamoDB adapters", () => {

@@ -6,7 +6,7 @@ import {
   createRng,
   route,
   specAffinity,
-  statisticalVoters,
+  allStatisticalVoters,
   failureTagVoter,
   type Ballot,
   type BallotRequest,
@@ -129,8 +129,8 @@ describe("statistical voters", () => {
     expect(specAffinity(hooked, ["page:more"])).toBeGreaterThan(specAffinity(makeSpec(), ["page:more"]));
   });
 
-  it("every default voter returns a ranking of exactly the candidates", async () => {
-    for (const v of statisticalVoters) {
+  it("every statistical voter returns a ranking of exactly the candidates", async () => {
+    for (const v of allStatisticalVoters) {
       const b = await v.vote(req({}));
       expect([...b.ranking].sort()).toEqual(["sib-a", "sib-b", "sib-c"]);
     }

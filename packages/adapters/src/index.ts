@@ -9,3 +9,4 @@ export * from "./sqs/poller.ts";
 export * from "./llm/openai-voter.ts";
 export * from "./dynamo/rollout-store.ts";
 export * from "./dynamo/profile-store.ts";
+export * from "./dynamo/all-stores.ts";

@@ -5,16 +5,10 @@ import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { statisticalVoters, systemClock, type RolloutRunner, type TaskSource } from "@harness-s/core";
 import {
-  DynamoApiKeyStore,
-  DynamoDecisionStore,
-  DynamoPoolStore,
-  DynamoProfileStore,
-  DynamoRescueJobStore,
-  DynamoRolloutStore,
-  DynamoUsageMeter,
   SqsQueue,
   createQueueWithDlq,
   createTables,
+  dynamoStores,
   localCredentials,
   pollOnce,
   startDynamoDbLocal,
@@ -57,21 +51,13 @@ export async function startLocalStack(opts: { tasks: TaskSource; runRollout: Rol
     const names = tableNames("local-");
     await createTables(ddb, names);
     const doc = DynamoDBDocumentClient.from(ddb);
-    const profiles = new DynamoProfileStore(doc, names);
-    const pools = new DynamoPoolStore(doc, names);
-    const rollouts = new DynamoRolloutStore(doc, names);
-    const profile = await startWorker(sqs, "profile", createProfileHandler({ ledger: profiles, log }));
-    const dispatch = await startWorker(sqs, "dispatch", createDispatchHandler({ pools, tasks: opts.tasks, rollouts, runRollout: opts.runRollout, log }));
+    const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
+    const profile = await startWorker(sqs, "profile", createProfileHandler({ ledger: stores.profiles, log }));
+    const dispatch = await startWorker(sqs, "dispatch", createDispatchHandler({ ...stores, tasks: opts.tasks, runRollout: opts.runRollout, log }));
     const deps: ApiDeps = {
-      pools,
-      profiles,
-      decisions: new DynamoDecisionStore(doc, names, 7 * 24 * 3600),
-      keys: new DynamoApiKeyStore(doc, names),
-      meter: new DynamoUsageMeter(doc, names),
+      ...stores,
       evidence: new SqsQueue(sqs, profile.url),
-      jobs: new DynamoRescueJobStore(doc, names),
       dispatch: new SqsQueue(sqs, dispatch.url),
-      rollouts,
       tasks: opts.tasks,
       voters: statisticalVoters,
       clock: systemClock,

@@ -10,7 +10,7 @@ export type Counts = z.infer<typeof Counts>;
  * behaviour rates and cost. Counts are real-valued so that old evidence can be decayed.
  *
  * @example
- * let p = emptyProfile("sib/recovery-1", 0);
+ * let p = emptyProfile("sib-recovery-1", 0);
  * p = addEvidence(p, rollout, { rescueOf: ["unauthorized"] });
  */
 export const Profile = z.object({
@@ -76,24 +76,6 @@ export function addEvidence(profile: Profile, rollout: Rollout, ctx: EvidenceCon
   return addOutcome(profile, { ...rollout, turns: rollout.steps.length }, ctx);
 }
 
-function scaleMap(map: Record<string, Counts>, factor: number): Record<string, Counts> {
-  return Object.fromEntries(
-    Object.entries(map).map(([k, c]) => [k, { attempts: c.attempts * factor, successes: c.successes * factor }]),
-  );
-}
-
-/** Multiplies every count by `factor` (0 forgets, 1 keeps), the basis of re-anchoring. */
-export function decayProfile(profile: Profile, factor: number): Profile {
-  return {
-    ...profile,
-    byFamily: scaleMap(profile.byFamily, factor),
-    byTaskTag: scaleMap(profile.byTaskTag, factor),
-    byFailureTag: scaleMap(profile.byFailureTag, factor),
-    behaviours: scaleMap(profile.behaviours, factor),
-    turns: { attempts: profile.turns.attempts * factor, successes: profile.turns.successes * factor },
-  };
-}
-
 /**
  * Re-anchors `old` on `fresh`: for every key with fresh evidence, the old counts are scaled by
  * `keep` and the fresh ones added; keys the probe did not reach keep their old evidence, so a
@@ -122,28 +104,6 @@ export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profi
     byFailureTag: blend(old.byFailureTag, fresh.byFailureTag),
     behaviours: blend(old.behaviours, fresh.behaviours),
     turns,
-  };
-}
-
-/** Sums the evidence of two profiles of the same harness. */
-export function mergeProfiles(a: Profile, b: Profile): Profile {
-  const merge = (x: Record<string, Counts>, y: Record<string, Counts>) => {
-    const out = structuredClone(x);
-    for (const [k, c] of Object.entries(y)) {
-      const o = out[k] ?? { attempts: 0, successes: 0 };
-      out[k] = { attempts: o.attempts + c.attempts, successes: o.successes + c.successes };
-    }
-    return out;
-  };
-  return {
-    harnessId: a.harnessId,
-    policyVersion: Math.max(a.policyVersion, b.policyVersion),
-    updatedAtStep: Math.max(a.updatedAtStep, b.updatedAtStep),
-    byFamily: merge(a.byFamily, b.byFamily),
-    byTaskTag: merge(a.byTaskTag, b.byTaskTag),
-    byFailureTag: merge(a.byFailureTag, b.byFailureTag),
-    behaviours: merge(a.behaviours, b.behaviours),
-    turns: { attempts: a.turns.attempts + b.turns.attempts, successes: a.turns.successes + b.turns.successes },
   };
 }
 

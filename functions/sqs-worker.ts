@@ -1,0 +1,35 @@
+import { Envelope } from "@harness-s/core";
+import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters";
+
+type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
+
+/**
+ * One SQS worker: each record is parsed (JSON, then the versioned envelope) and must carry
+ * `type`; `process` runs once per record. A record that fails to parse or to process is reported
+ * as a batch item failure, so SQS retries it and moves it to the DLQ at maxReceiveCount.
+ *
+ * @example
+ * const handler = createSqsWorker("profile", "profile.evidence", (body, id) => applyEvidence(id, body, ledger));
+ */
+export function createSqsWorker<T extends Envelope["type"]>(
+  queue: string,
+  type: T,
+  process: (body: Body<T>, id: string) => Promise<unknown>,
+  log: (line: string) => void = (line) => console.warn(line),
+) {
+  return async (raw: unknown): Promise<SqsBatchResponse> => {
+    const event = SqsEvent.parse(raw);
+    const batchItemFailures: { itemIdentifier: string }[] = [];
+    for (const record of event.Records) {
+      try {
+        const envelope = Envelope.parse(JSON.parse(record.body));
+        if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
+        await process(envelope.body as Body<T>, envelope.id);
+      } catch (err) {
+        log(`${queue}: message ${record.messageId} failed (receive ${record.attributes.ApproximateReceiveCount}): ${err instanceof Error ? err.message : String(err)}`);
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+      }
+    }
+    return { batchItemFailures };
+  };
+}

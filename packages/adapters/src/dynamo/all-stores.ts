@@ -1,0 +1,24 @@
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DynamoProfileStore } from "./profile-store.ts";
+import { DynamoRolloutStore } from "./rollout-store.ts";
+import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoRescueJobStore, DynamoUsageMeter } from "./stores.ts";
+import type { TableNames } from "./table-specs.ts";
+
+/**
+ * Every DynamoDB store over one set of tables, as the composition roots (Lambda, local stack)
+ * wire them.
+ *
+ * @example
+ * const stores = dynamoStores(DynamoDBDocumentClient.from(client), tableNames("local-"), { decisionTtlSeconds: 7 * 24 * 3600 });
+ */
+export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number } = {}) {
+  return {
+    pools: new DynamoPoolStore(doc, tables),
+    profiles: new DynamoProfileStore(doc, tables),
+    decisions: new DynamoDecisionStore(doc, tables, opts.decisionTtlSeconds),
+    keys: new DynamoApiKeyStore(doc, tables),
+    meter: new DynamoUsageMeter(doc, tables),
+    jobs: new DynamoRescueJobStore(doc, tables),
+    rollouts: new DynamoRolloutStore(doc, tables),
+  };
+}
