@@ -1,27 +1,32 @@
 import { Resource } from "sst";
 import { z } from "zod";
-import type { TableNames } from "@harness-s/adapters";
+import { tableSpecs, type TableNames } from "@harness-s/adapters";
+
+const QUEUES = { profile: "ProfileQueue", dispatch: "DispatchQueue", vote: "VoteQueue", coordinator: "CoordinatorQueue" } as const;
 
 /** Table and queue names from SST's linked resources, parsed once at cold start. */
 export const AwsConfig = z.object({
-  tables: z.object({
-    Pools: z.string().min(1),
-    Profiles: z.string().min(1),
-    Decisions: z.string().min(1),
-    ApiKeys: z.string().min(1),
-    Usage: z.string().min(1),
-    Processed: z.string().min(1),
-    Rollouts: z.string().min(1),
-    RescueJobs: z.string().min(1),
+  tables: z.object(Object.fromEntries(tableSpecs.map((t) => [t.name, z.string().min(1)])) as Record<TableNames extends Record<infer K, string> ? K : never, z.ZodString>),
+  queues: z.object({
+    profile: z.string().url().optional(),
+    dispatch: z.string().url().optional(),
+    vote: z.string().url().optional(),
+    coordinator: z.string().url().optional(),
   }),
-  profileQueueUrl: z.string().url().optional(),
+  policyEndpointUrl: z.string().url().optional(),
+  llmApiKey: z.string().min(1).optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
+/** Only what a function is linked to is present; a missing table fails the cold start with its name. */
 export function awsConfigFromResources(): AwsConfig {
-  const r = Resource as unknown as Record<string, { name?: string; url?: string } | undefined>;
+  const r = Resource as unknown as Record<string, { name?: string; url?: string; value?: string } | undefined>;
+  const endpoint = r.PolicyEndpointUrl?.value;
+  const llmKey = r.LlmApiKey?.value;
   return AwsConfig.parse({
-    tables: Object.fromEntries(["Pools", "Profiles", "Decisions", "ApiKeys", "Usage", "Processed", "Rollouts", "RescueJobs"].map((t) => [t, r[t]?.name])),
-    profileQueueUrl: r.ProfileQueue?.url,
-  });
+    tables: Object.fromEntries(tableSpecs.map((t) => [t.name, r[t.name]?.name ?? `unlinked-${t.name}`])),
+    queues: Object.fromEntries(Object.entries(QUEUES).map(([k, name]) => [k, r[name]?.url])),
+    policyEndpointUrl: endpoint && endpoint !== "unset" ? endpoint : undefined,
+    llmApiKey: llmKey && llmKey !== "unset" ? llmKey : undefined,
+  }) as AwsConfig;
 }

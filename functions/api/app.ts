@@ -2,6 +2,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import {
   EvidenceReport,
+  ExperimentRequest,
+  experimentStatus,
+  startExperiment,
   HarnessPool,
   NotFoundError,
   RescueRequest,
@@ -80,6 +83,26 @@ export function createApp(deps: ApiDeps): Hono {
       return c.json(await rescueStatus(c.req.param("id"), deps));
     });
 
+  const experiments = new Hono()
+    .post("/", async (c) => {
+      const key = await requireScope(c, "experiments", deps);
+      const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
+      const record = await startExperiment(req, key.id, { ...deps, newId: () => `exp_${deps.newId()}` });
+      return c.json(experimentStatus(record, deps.prices), 202);
+    })
+    .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps)), deps.prices)))
+    .get("/:id/metrics", async (c) => {
+      const record = await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps));
+      return c.json({ id: record.id, status: record.status, results: record.results, summary: record.summary ?? null });
+    });
+
+  /** An experiment is visible to the key that started it (and to admin keys) only. */
+  const ownExperiment = async (id: string, key: { id: string; scopes: string[] }) => {
+    const record = await deps.experiments.get(id);
+    if (!record || (record.keyId !== key.id && !key.scopes.includes("admin"))) throw new NotFoundError("experiment", id);
+    return record;
+  };
+
   const decisions = new Hono().get("/:id", async (c) => {
     await requireScope(c, "route", deps);
     const d = await deps.decisions.get(c.req.param("id"));
@@ -99,5 +122,6 @@ export function createApp(deps: ApiDeps): Hono {
     .route("/v1/profiles", profiles)
     .route("/v1/decisions", decisions)
     .route("/v1/rescues", rescues)
+    .route("/v1/experiments", experiments)
     .onError(errorResponse);
 }

@@ -1,6 +1,8 @@
 import type {
   ApiKeyStore,
   Clock,
+  ExperimentStore,
+  Prices,
   DecisionStore,
   MessageQueue,
   PoolStore,
@@ -27,6 +29,10 @@ export interface ApiDeps {
   rollouts: RolloutStore;
   tasks: TaskSource;
   voters: readonly Voter[];
+  /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
+  experiments: ExperimentStore;
+  coordinator: MessageQueue;
+  prices: Prices;
   clock: Clock;
   newId: () => string;
   /** Largest accepted request body, in bytes. */

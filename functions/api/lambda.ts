@@ -3,22 +3,26 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
-import { NotConfiguredError, statisticalVoters, systemClock } from "@harness-s/core";
+import { NotConfiguredError, Prices, statisticalVoters, systemClock, type MessageQueue } from "@harness-s/core";
 import { SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { createApp } from "./app.ts";
 
 // Composition root of the `api` Lambda: config parsed once, SDK clients injected into adapters.
 const config = awsConfigFromResources();
-const RESCUES_NOT_DEPLOYED = "elastic rescues need the dispatch worker and a policy endpoint, which this deployment does not have yet";
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+const sqs = new SQSClient({});
+const queue = (url: string | undefined, name: string): MessageQueue =>
+  url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
 const app = createApp({
   ...dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }),
-  evidence: new SqsQueue(new SQSClient({}), config.profileQueueUrl ?? ""),
-  // The dispatch worker and the policy endpoint client are not deployed yet (issue 3).
-  tasks: { get: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },
-  dispatch: { send: () => Promise.reject(new NotConfiguredError(RESCUES_NOT_DEPLOYED)) },
+  evidence: queue(config.queues.profile, "profile"),
+  dispatch: queue(config.queues.dispatch, "dispatch"),
+  coordinator: queue(config.queues.coordinator, "coordinator"),
+  tasks: embeddedTaskSource(),
   voters: statisticalVoters,
+  prices: Prices.parse({}),
   clock: systemClock,
   newId: () => `dec_${randomUUID()}`,
   maxBodyBytes: 256 * 1024,

@@ -1,8 +1,9 @@
 import { serve, type ServerType } from "@hono/node-server";
-import { statisticalVoters, systemClock } from "@harness-s/core";
+import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
   MemoryApiKeyStore,
   MemoryDecisionStore,
+  MemoryExperimentStore,
   MemoryPoolStore,
   MemoryProfileStore,
   MemoryQueue,
@@ -27,6 +28,9 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     rollouts: new MemoryRolloutStore(),
     tasks: { get: async () => undefined },
     voters: statisticalVoters,
+    experiments: new MemoryExperimentStore(),
+    coordinator: new MemoryQueue(),
+    prices: Prices.parse({}),
     clock: systemClock,
     newId: () => `dec_${++n}`,
     maxBodyBytes: 64 * 1024,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EvidenceReport, HarnessPool, RescueRequest, RescueStatus, RouteRequest, RoutingDecision } from "@harness-s/core";
+import { EvidenceReport, ExperimentRequest, HarnessPool, RescueRequest, RescueStatus, RouteRequest, RoutingDecision } from "@harness-s/core";
 
 const errorSchema = {
   type: "object",
@@ -46,6 +46,11 @@ export function openApiDocument() {
         post: { summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)", requestBody: { required: true, content: json(EvidenceReport) }, responses: { "202": { description: "queued" }, "404": { description: "no such pool" }, ...errors } },
       },
       "/v1/profiles": { get: { summary: "Behaviour profiles of a pool's harnesses", parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }], responses: { "200": { description: "profiles by harness id" }, ...errors } } },
+      "/v1/experiments": {
+        post: { summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it", requestBody: { required: true, content: json(ExperimentRequest) }, responses: { "202": { description: "accepted: id, status, progress, cost so far" }, ...errors } },
+      },
+      "/v1/experiments/{id}": { get: { summary: "Status, progress, usage and cost so far (stopped = budget cap reached)", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "status" }, "404": { description: "no such experiment for this key" }, ...errors } } },
+      "/v1/experiments/{id}/metrics": { get: { summary: "Per (arm, seed) results so far, and the summary once done", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "metrics" }, "404": { description: "no such experiment for this key" }, ...errors } } },
       "/v1/decisions/{id}": { get: { summary: "A recorded routing decision", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "the decision" }, "404": { description: "no such decision" }, ...errors } } },
     },
   };

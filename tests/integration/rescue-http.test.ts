@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Envelope, NotConfiguredError, runEpisode, type SeedInstance, type Task } from "@harness-s/core";
+import { Envelope, NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
 import { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
@@ -54,7 +54,7 @@ describe("elastic rescue over HTTP", () => {
     const running = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
     expect(running).toMatchObject({ status: "running", completed: 0 });
 
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, runRollout });
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
     expect(await handler(sqsEvent(sent))).toEqual({ batchItemFailures: [] });
     expect(await handler(sqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
 
@@ -75,7 +75,7 @@ describe("elastic rescue over HTTP", () => {
   });
 
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, runRollout, log: () => undefined });
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout), log: () => undefined });
     const wrong: Envelope = { v: 1, id: "e", type: "profile.evidence", body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} } };
     expect(await handler(sqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
   });

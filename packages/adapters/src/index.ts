@@ -10,3 +10,4 @@ export * from "./llm/openai-voter.ts";
 export * from "./dynamo/rollout-store.ts";
 export * from "./dynamo/profile-store.ts";
 export * from "./dynamo/all-stores.ts";
+export * from "./dynamo/experiment-stores.ts";

@@ -3,7 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
-import { statisticalVoters, systemClock, type RolloutRunner, type TaskSource } from "@harness-s/core";
+import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
 import {
   SqsQueue,
   createQueueWithDlq,
@@ -15,23 +15,43 @@ import {
   tableNames,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "../../../functions/api/deps.ts";
+import { createCoordinatorHandler } from "../../../functions/coordinator/handler.ts";
 import { createDispatchHandler } from "../../../functions/dispatch/handler.ts";
 import { createProfileHandler } from "../../../functions/profile/handler.ts";
+import { createVoteHandler } from "../../../functions/vote/handler.ts";
+
+export type WorkerName = "profile" | "dispatch" | "vote" | "coordinator";
+export type Stores = ReturnType<typeof dynamoStores>;
 
 export interface LocalStack {
   deps: ApiDeps;
+  stores: Stores;
   dynamoEndpoint: string;
   sqsEndpoint: string;
-  queues: Record<"profile" | "dispatch", { url: string; dlqUrl: string }>;
+  queues: Record<WorkerName, { url: string; dlqUrl: string; queue: SqsQueue }>;
   stop: () => Promise<void>;
+}
+
+export interface LocalStackOptions {
+  tasks: TaskSource;
+  /** The policies dispatch samples from (the GPU endpoint in the cloud). */
+  policies: PolicyEndpoints;
+  /** Voters the vote worker runs (default: the statistical voters). */
+  voters?: readonly Voter[];
+  /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
+  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
+  /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
+  dispatchConcurrency?: number;
+  log?: (line: string) => void;
 }
 
 /**
  * DynamoDB Local and fauxqs on free loopback ports, the tables and queues (with DLQs) created
- * from the same definitions the stacks use, and pollers that invoke the `profile` and `dispatch`
- * Lambda handlers with real SQS event shapes (batch size 10, visibility 5 s, 3 receives then DLQ).
+ * from the same definitions the stacks use, and pollers that invoke the `profile`, `dispatch`,
+ * `vote` and `coordinator` Lambda handlers with real SQS event shapes (batch size 10, 3 receives
+ * then DLQ).
  */
-export async function startLocalStack(opts: { tasks: TaskSource; runRollout: RolloutRunner; log?: (line: string) => void }): Promise<LocalStack> {
+export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
   const log = opts.log ?? (() => undefined);
   const [dynamo, fauxqs] = await Promise.all([startDynamoDbLocal(), startFauxqs({ port: 0, host: "127.0.0.1", logger: false })]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
@@ -52,39 +72,63 @@ export async function startLocalStack(opts: { tasks: TaskSource; runRollout: Rol
     await createTables(ddb, names);
     const doc = DynamoDBDocumentClient.from(ddb);
     const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
-    const profile = await startWorker(sqs, "profile", createProfileHandler({ ledger: stores.profiles, log }));
-    const dispatch = await startWorker(sqs, "dispatch", createDispatchHandler({ ...stores, tasks: opts.tasks, runRollout: opts.runRollout, log }));
+    const make = async (name: WorkerName, visibilityTimeoutSeconds: number) => {
+      const q = await createQueueWithDlq(sqs, name, { maxReceiveCount: 3, visibilityTimeoutSeconds });
+      return { ...q, queue: new SqsQueue(sqs, q.url) };
+    };
+    const queues = {
+      profile: await make("profile", 5),
+      dispatch: await make("dispatch", 30),
+      vote: await make("vote", 10),
+      coordinator: await make("coordinator", 900),
+    };
+    const prepare = opts.prepareExperiment;
+    await startWorker("profile", queues.profile.url, createProfileHandler({ ledger: stores.profiles, log }));
+    const dispatch = createDispatchHandler({ ...stores, tasks: opts.tasks, policies: opts.policies, log });
+    for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
+    await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
+    await startWorker(
+      "coordinator",
+      queues.coordinator.url,
+      createCoordinatorHandler({
+        experiments: stores.experiments,
+        meter: stores.meter,
+        clock: systemClock,
+        prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
+        log,
+      }),
+    );
     const deps: ApiDeps = {
       ...stores,
-      evidence: new SqsQueue(sqs, profile.url),
-      dispatch: new SqsQueue(sqs, dispatch.url),
+      evidence: queues.profile.queue,
+      dispatch: queues.dispatch.queue,
+      coordinator: queues.coordinator.queue,
+      prices: Prices.parse({}),
       tasks: opts.tasks,
       voters: statisticalVoters,
       clock: systemClock,
       newId: () => `dec_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
     };
-    return { deps, dynamoEndpoint: dynamo.endpoint, sqsEndpoint, queues: { profile, dispatch }, stop };
+    return { deps, stores, dynamoEndpoint: dynamo.endpoint, sqsEndpoint, queues, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 
-  /** A queue with its DLQ and a poller invoking `handler` (batch 10, visibility 5 s, 3 receives). */
-  async function startWorker(client: SQSClient, name: string, handler: Parameters<typeof pollOnce>[2]) {
-    const q = await createQueueWithDlq(client, name, { maxReceiveCount: 3, visibilityTimeoutSeconds: 5 });
-    const arn = (await client.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+  /** A poller invoking `handler` with batches of up to 10 records, until the stack stops. */
+  async function startWorker(name: string, url: string, handler: Parameters<typeof pollOnce>[2]) {
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
     pollers.push(
       (async () => {
         while (running) {
           try {
-            await pollOnce(client, { url: q.url, arn }, handler, { batchSize: 10, waitSeconds: 1 });
+            await pollOnce(sqs, { url, arn }, handler, { batchSize: 10, waitSeconds: 1 });
           } catch (err) {
             if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
           }
         }
       })(),
     );
-    return q;
   }
 }

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from "commander";
+import { Command, Option, InvalidArgumentError } from "commander";
 import { HarnessSError } from "@harness-s/core";
 import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
@@ -45,10 +45,11 @@ program
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .option("--fixed-suite", "run every seed on one suite instance and pool (default: each seed is an independent replicate)", false)
+  .addOption(new Option("--runtime <r>", "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)").choices(["in-process", "local-aws"]).default("in-process"))
   .action(async (o) => {
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite });
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, runtime: o.runtime });
   });
 
 program

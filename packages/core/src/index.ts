@@ -36,3 +36,7 @@ export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";
 export * from "./evolution/pool-selection.ts";
+export * from "./service/queued-runner.ts";
+export * from "./service/queued-voter.ts";
+export * from "./service/policy-endpoints.ts";
+export * from "./service/experiment-jobs.ts";

@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DynamoBallotStore, DynamoExperimentStore } from "./experiment-stores.ts";
 import { DynamoProfileStore } from "./profile-store.ts";
 import { DynamoRolloutStore } from "./rollout-store.ts";
 import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoRescueJobStore, DynamoUsageMeter } from "./stores.ts";
@@ -20,5 +21,7 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     meter: new DynamoUsageMeter(doc, tables),
     jobs: new DynamoRescueJobStore(doc, tables),
     rollouts: new DynamoRolloutStore(doc, tables),
+    ballots: new DynamoBallotStore(doc, tables, opts.decisionTtlSeconds),
+    experiments: new DynamoExperimentStore(doc, tables),
   };
 }

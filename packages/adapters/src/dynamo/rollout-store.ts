@@ -52,6 +52,19 @@ export class DynamoRolloutStore implements RolloutStore {
     return out.Item !== undefined;
   }
 
+  async get(jobId: string, index: number): Promise<Rollout | undefined> {
+    const first = await aws("get rollout", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })));
+    if (!first.Item) return undefined;
+    const chunks = Number(first.Item.chunks);
+    const data = [Buffer.from(first.Item.data as Uint8Array)];
+    for (let c = 1; c < chunks; c++) {
+      const out = await aws("get rollout chunk", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, c) } })));
+      if (!out.Item) throw new Error(`rollout ${jobId}/${index} is missing chunk ${c} of ${chunks}`);
+      data.push(Buffer.from(out.Item.data as Uint8Array));
+    }
+    return Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(data)).toString()));
+  }
+
   async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {
     const parts = new Map<number, { chunks: number; data: Buffer[] }>();
     let start: Record<string, unknown> | undefined;

@@ -2,7 +2,7 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -19,6 +19,10 @@ export const tableSpecs: readonly TableSpec[] = [
   /** Rollouts by job; sort key `<index>#<chunk>` (gzip, chunked below the 400 KB item limit). */
   { name: "Rollouts", partitionKey: "jobId", sortKey: "part" },
   { name: "RescueJobs", partitionKey: "id" },
+  /** One voter's ballot per routing decision (cast by the vote worker); expire with the decisions. */
+  { name: "Ballots", partitionKey: "ballotKey", sortKey: "voterId", ttlAttribute: "expiresAt" },
+  /** Experiment runs: state and lease as attributes, the rest of the record gzip-compressed. */
+  { name: "Experiments", partitionKey: "id" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

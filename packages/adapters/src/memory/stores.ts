@@ -20,6 +20,10 @@ import {
   type RoutingDecision,
   type Usage,
   type UsageMeter,
+  type Ballot,
+  type BallotStore,
+  type ExperimentRecord,
+  type ExperimentStore,
 } from "@harness-s/core";
 
 /** A deep copy frozen all the way down: stored once, shared on every read, mutation throws. */
@@ -147,6 +151,10 @@ export class MemoryRolloutStore implements RolloutStore {
     return this.jobs.get(jobId)?.has(index) ?? false;
   }
 
+  async get(jobId: string, index: number): Promise<Rollout | undefined> {
+    return this.jobs.get(jobId)?.get(index);
+  }
+
   async list(jobId: string) {
     return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
   }
@@ -162,5 +170,48 @@ export class MemoryRescueJobStore implements RescueJobStore {
 
   async get(id: string): Promise<RescueJob | undefined> {
     return this.jobs.get(id);
+  }
+}
+
+export class MemoryBallotStore implements BallotStore {
+  private readonly ballots = new Map<string, Ballot>();
+
+  async put(ballotKey: string, ballot: Ballot): Promise<"stored" | "duplicate"> {
+    const key = `${ballotKey}\u0000${ballot.voterId}`;
+    if (this.ballots.has(key)) return "duplicate";
+    this.ballots.set(key, frozenCopy(ballot));
+    return "stored";
+  }
+
+  async get(ballotKey: string, voterId: string): Promise<Ballot | undefined> {
+    return this.ballots.get(`${ballotKey}\u0000${voterId}`);
+  }
+}
+
+export class MemoryExperimentStore implements ExperimentStore {
+  private readonly runs = new Map<string, ExperimentRecord>();
+
+  async create(record: ExperimentRecord): Promise<void> {
+    if (this.runs.has(record.id)) throw new ConflictError(`experiment ${record.id} exists`);
+    this.runs.set(record.id, frozenCopy(record));
+  }
+
+  async get(id: string): Promise<ExperimentRecord | undefined> {
+    const r = this.runs.get(id);
+    return r && structuredClone(r);
+  }
+
+  async claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined> {
+    const r = this.runs.get(id);
+    if (!r) return undefined;
+    const free = r.status === "queued" || (r.status === "running" && (r.leaseUntil ?? 0) < now);
+    if (!free) return undefined;
+    const claimed = { ...structuredClone(r), status: "running" as const, leaseUntil, updatedAt: now };
+    this.runs.set(id, frozenCopy(claimed));
+    return structuredClone(claimed);
+  }
+
+  async save(record: ExperimentRecord): Promise<void> {
+    this.runs.set(record.id, frozenCopy(record));
   }
 }

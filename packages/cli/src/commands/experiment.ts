@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, formatIssues, runExperiment } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
+import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { lineChart, panels, renderPng } from "../report/plots.ts";
 import { acceptanceChecks, pts } from "../report/stats.ts";
@@ -18,6 +19,8 @@ export interface ExperimentOptions {
   cueRate: number;
   cueStrength: number;
   fixedSuite: boolean;
+  /** in-process (default) or local-aws: through DynamoDB Local, fauxqs and the Lambda handlers. */
+  runtime: "in-process" | "local-aws";
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -45,10 +48,10 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
     { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite },
     (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`),
   );
-  const summary = await runExperiment(config, {
-    ...deps,
-    onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
-  });
+  const summary =
+    opts.runtime === "local-aws"
+      ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), (line) => process.stderr.write(`${line}\n`))
+      : await runExperiment(config, { ...deps, onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`) });
   bar.stop();
   const pools = await Promise.all(config.seeds.map(async (seed) => [seed, (await deps.instance(seed)).evolution.pool] as const));
   await writeFile(join(runDir, "pools.json"), JSON.stringify(Object.fromEntries(pools), null, 2));

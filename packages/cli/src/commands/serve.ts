@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { createPool, hashSecret, runEpisode } from "@harness-s/core";
+import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
 import { createApp } from "../../../../functions/api/app.ts";
 import { listen } from "../../../../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { startLocalStack } from "../local-stack.ts";
+import { queuedExperimentDeps } from "../runtime/local-aws.ts";
 
 export const ServeOptions = z.object({
   port: z.number().int().min(0).max(65535).default(18787),
@@ -23,11 +24,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const setup = embeddedSetup(defaultEmbeddedSettings);
   const instance = await setup.instance(1);
   const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
-  const policy = setup.createPolicy(1);
+  const policies = new LocalPolicyEndpoints(setup.env);
+  policies.register("default", setup.createPolicy(1));
   process.stderr.write("starting DynamoDB Local and fauxqs …\n");
   const stack = await startLocalStack({
     tasks: { get: async (id) => byId.get(id) },
-    runRollout: (task, harness, seed) => runEpisode(task, harness, seed, { env: setup.env, policy }),
+    policies,
+    prepareExperiment: queuedExperimentDeps(setup, policies),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   let server: { url: string; close: () => Promise<void> } | undefined;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { EvolutionResult } from "../evolution/evolve.ts";
 import { rank1Picker } from "../inference/rank1.ts";
 import { mean, spearman } from "../metrics/stats.ts";
-import type { Environment, Policy } from "../ports.ts";
+import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import type { Task } from "../task.ts";
@@ -39,6 +39,13 @@ export interface ExperimentDeps {
   /** The instance a seed runs on: its own (independent replicates) or one shared by every seed. */
   instance: (seed: number) => Promise<SeedInstance>;
   onProgress?: (event: { seed: number; arm: string; step: number; steps: number }) => void;
+  /**
+   * How rollouts of one policy are run: in process by default; through the dispatch queue in
+   * the local-aws and cloud runtimes. `policyId` is `initial/<seed>` or `<arm>/<seed>`.
+   */
+  runnerFor?: (policyId: string, policy: Policy, seed: number) => RolloutRunner;
+  /** Called when one arm of one seed is trained and evaluated (partial results survive a stop). */
+  onArmSeed?: (arm: string, result: ArmSeedResult) => void | Promise<void>;
 }
 
 function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
@@ -85,7 +92,8 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     const rng = createRng(seed);
     const evalBase = hash32("eval", seed);
     const initialPolicy = deps.createPolicy(seed);
-    const runner0 = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: deps.env, policy: initialPolicy });
+    const runnerFor = deps.runnerFor ?? ((_: string, policy: Policy): RolloutRunner => (t, h, s) => runEpisode(t, h, s, { env: deps.env, policy }));
+    const runner0 = runnerFor(`initial/${seed}`, initialPolicy, seed);
     const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
     const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
     const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
@@ -97,7 +105,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     let extra = 0;
     for (const name of order) {
       const policy = deps.createPolicy(seed);
-      const runRollout = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: deps.env, policy });
+      const runRollout = runnerFor(`${name}/${seed}`, policy, seed);
       const trained: TrainResult = await trainArm(armConfig(name, extra, config.singleVoter), config.train, {
         policy,
         runRollout,
@@ -161,6 +169,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         };
       }
       perArm.get(name)!.push(result);
+      await deps.onArmSeed?.(name, result);
     }
   }
 

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { Profile } from "../profile/profile.ts";
+import { Task } from "../task.ts";
+import { HarnessSpec } from "../harness/spec.ts";
 
 /**
  * Every queue message is an envelope with a schema version, a type and an id that makes
@@ -26,12 +29,41 @@ export const RolloutRequestedBody = z.object({
   harnessId: z.string().min(1),
   taskId: z.string().min(1),
   seed: z.number().int(),
+  /** Which policy at the endpoint samples the rollout (one per experiment arm); "default" serves the API. */
+  policyId: z.string().min(1).max(200).default("default"),
+  /** The policy version the requester saw; a worker holding another version refuses (retry). */
+  policyVersion: z.number().int().min(0).optional(),
+  /** The task itself, when the requester has it (experiments); otherwise the worker looks `taskId` up. */
+  task: Task.optional(),
 });
 export type RolloutRequestedBody = z.infer<typeof RolloutRequestedBody>;
 
+/** One voter's ballot for one routing request; the vote worker stores it under (ballot key, voter). */
+export const BallotRequestedBody = z.object({
+  /** Content-addressed: the same request always has the same key, so a ballot is cast once. */
+  ballotKey: z.string().min(1).max(300),
+  decisionId: z.string().min(1).max(300),
+  voterId: z.string().min(1),
+  task: z.object({ id: z.string(), family: z.string(), tags: z.array(z.string()), instruction: z.string().optional() }),
+  failureTags: z.array(z.string()),
+  failedEvents: z.array(z.string()),
+  /** The candidate harnesses themselves (pools differ per run and seed; specs are small). */
+  candidates: z.array(HarnessSpec).min(1),
+  /** The profiles the router saw (they change as a run re-anchors, so they travel with the request). */
+  profiles: z.record(z.string(), Profile),
+  k: z.number().int().min(1),
+});
+export type BallotRequestedBody = z.infer<typeof BallotRequestedBody>;
+
+/** Run (or resume) one experiment; the coordinator claims it, so a redelivery is a no-op. */
+export const ExperimentRequestedBody = z.object({ experimentId: z.string().min(1).max(200) });
+export type ExperimentRequestedBody = z.infer<typeof ExperimentRequestedBody>;
+
 export const Envelope = z.discriminatedUnion("type", [
   z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
-  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
+  z.object({ v: z.literal(1), id: z.string().min(1).max(400), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
+  z.object({ v: z.literal(1), id: z.string().min(1).max(400), type: z.literal("ballot.requested"), body: BallotRequestedBody }),
+  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("experiment.requested"), body: ExperimentRequestedBody }),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 

@@ -2,6 +2,8 @@ import { z } from "zod";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
+import type { Ballot } from "../voting/ballot.ts";
+import type { RolloutRunner } from "../ports.ts";
 import type { Envelope } from "./messages.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
@@ -29,6 +31,19 @@ export interface RolloutStore {
   put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate">;
   list(jobId: string): Promise<{ index: number; rollout: Rollout }[]>;
   has(jobId: string, index: number): Promise<boolean>;
+  get(jobId: string, index: number): Promise<Rollout | undefined>;
+}
+
+/** Ballots cast by the vote worker, keyed by (ballot key, voter); the first write wins. */
+export interface BallotStore {
+  put(ballotKey: string, ballot: Ballot): Promise<"stored" | "duplicate">;
+  get(ballotKey: string, voterId: string): Promise<Ballot | undefined>;
+}
+
+/** Where the dispatch worker gets the policy that samples a rollout (the GPU endpoint in the cloud). */
+export interface PolicyEndpoints {
+  /** A runner for `policyId`; refuses (throws) when the endpoint holds another `version`. */
+  runner(policyId: string, version?: number): RolloutRunner;
 }
 
 export const RescueJob = z.object({
@@ -59,7 +74,7 @@ export interface DecisionStore {
   get(id: string): Promise<RoutingDecision | undefined>;
 }
 
-export const Scope = z.enum(["route", "rescues", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
+export const Scope = z.enum(["route", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
 export type Scope = z.infer<typeof Scope>;
 
 export const ApiKeyRecord = z.object({

@@ -1,10 +1,9 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
 import { harnessById } from "../harness/pool.ts";
-import type { RolloutRunner } from "../ports.ts";
 import { hash32 } from "../util/rng.ts";
 import type { Envelope, RolloutRequestedBody } from "./messages.ts";
-import type { MessageQueue, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource } from "./ports.ts";
+import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource } from "./ports.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
 export const RescueRequest = z.object({
@@ -52,7 +51,7 @@ export async function startRescue(
         v: 1 as const,
         id: `${job.id}:${index}`,
         type: "rollout.requested" as const,
-        body: { jobId: job.id, index, poolId: req.poolId, harnessId, taskId: task.id, seed: hash32(`${job.id}:${index}`) },
+        body: { jobId: job.id, index, poolId: req.poolId, harnessId, taskId: task.id, seed: hash32(`${job.id}:${index}`), policyId: "default" },
       };
     }),
   );
@@ -63,14 +62,15 @@ export async function startRescue(
 /** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery. */
 export async function runRequestedRollout(
   body: RolloutRequestedBody,
-  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; runRollout: RolloutRunner },
+  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints },
 ): Promise<"stored" | "duplicate"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
   const pool = await deps.pools.get(body.poolId);
   if (!pool) throw new NotFoundError("pool", body.poolId);
-  const task = await deps.tasks.get(body.taskId);
+  const task = body.task ?? (await deps.tasks.get(body.taskId));
   if (!task) throw new NotFoundError("task", body.taskId);
-  const rollout = await deps.runRollout(task, harnessById(pool, body.harnessId), body.seed);
+  const run = deps.policies.runner(body.policyId, body.policyVersion);
+  const rollout = await run(task, harnessById(pool, body.harnessId), body.seed);
   return deps.rollouts.put(body.jobId, body.index, rollout);
 }
 

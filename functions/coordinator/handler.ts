@@ -1,0 +1,13 @@
+import { runExperimentJob, type CoordinatorDeps } from "@harness-s/core";
+import { createSqsWorker } from "../sqs-worker.ts";
+
+/**
+ * The `coordinator` worker: runs one experiment (claimed with a lease, so a redelivery while it
+ * runs is a no-op), saving progress, partial results and usage as it goes.
+ *
+ * @example
+ * const handler = createCoordinatorHandler({ experiments, clock: systemClock, prepare });
+ */
+export function createCoordinatorHandler(deps: CoordinatorDeps & { log?: (line: string) => void }) {
+  return createSqsWorker("coordinator", "experiment.requested", (body) => runExperimentJob(body.experimentId, deps), deps.log);
+}

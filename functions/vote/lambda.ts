@@ -1,0 +1,15 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import OpenAI from "openai";
+import { statisticalVoters } from "@harness-s/core";
+import { DynamoBallotStore, OpenAiVoter } from "@harness-s/adapters";
+import { awsConfigFromResources } from "../aws-config.ts";
+import { createVoteHandler } from "./handler.ts";
+
+// Composition root of the `vote` worker: the statistical voters, plus an LLM voter when the
+// LlmApiKey secret is set (model and base URL from LLM_MODEL / LLM_BASE_URL, read here only).
+const config = awsConfigFromResources();
+const llm = config.llmApiKey
+  ? [new OpenAiVoter(new OpenAI({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeout: 20_000, maxRetries: 1 }), { id: "llm", model: process.env.LLM_MODEL ?? "gpt-4o-mini" })]
+  : [];
+export const handler = createVoteHandler({ voters: [...statisticalVoters, ...llm], ballots: new DynamoBallotStore(DynamoDBDocumentClient.from(new DynamoDBClient({})), config.tables) });

@@ -1,0 +1,94 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { Ballot, ConflictError, ExperimentRecord, type BallotStore, type ExperimentStore } from "@harness-s/core";
+import { aws } from "../errors.ts";
+import type { TableNames } from "./table-specs.ts";
+
+/** Ballots keyed (ballotKey, voterId); a conditional put makes the first ballot win. */
+export class DynamoBallotStore implements BallotStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+    private readonly ttlSeconds = 7 * 24 * 3600,
+  ) {}
+
+  async put(ballotKey: string, ballot: Ballot): Promise<"stored" | "duplicate"> {
+    try {
+      await aws("put ballot", () =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.tables.Ballots,
+            Item: { ballotKey, voterId: ballot.voterId, body: JSON.stringify(Ballot.parse(ballot)), expiresAt: Math.floor(Date.now() / 1000) + this.ttlSeconds },
+            ConditionExpression: "attribute_not_exists(voterId)",
+          }),
+        ),
+      );
+      return "stored";
+    } catch (err) {
+      if (err instanceof ConflictError) return "duplicate";
+      throw err;
+    }
+  }
+
+  async get(ballotKey: string, voterId: string): Promise<Ballot | undefined> {
+    const out = await aws("get ballot", () => this.doc.send(new GetCommand({ TableName: this.tables.Ballots, Key: { ballotKey, voterId }, ConsistentRead: true })));
+    return out.Item ? Ballot.parse(JSON.parse(out.Item.body as string)) : undefined;
+  }
+}
+
+/**
+ * Experiment records: `status` and `leaseUntil` are plain attributes so the coordinator's claim
+ * is one conditional update; the record itself is gzip-compressed JSON (results grow per arm).
+ */
+export class DynamoExperimentStore implements ExperimentStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  private item(record: ExperimentRecord) {
+    const parsed = ExperimentRecord.parse(record);
+    return { id: parsed.id, status: parsed.status, leaseUntil: parsed.leaseUntil ?? 0, body: gzipSync(Buffer.from(JSON.stringify(parsed))) };
+  }
+
+  async create(record: ExperimentRecord): Promise<void> {
+    try {
+      await aws("create experiment", () => this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record), ConditionExpression: "attribute_not_exists(id)" })));
+    } catch (err) {
+      if (err instanceof ConflictError) throw new ConflictError(`experiment ${record.id} exists`);
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<ExperimentRecord | undefined> {
+    const out = await aws("get experiment", () => this.doc.send(new GetCommand({ TableName: this.tables.Experiments, Key: { id }, ConsistentRead: true })));
+    if (!out.Item) return undefined;
+    const record = ExperimentRecord.parse(JSON.parse(gunzipSync(Buffer.from(out.Item.body as Uint8Array)).toString()));
+    return { ...record, status: ExperimentRecord.shape.status.parse(out.Item.status), leaseUntil: Number(out.Item.leaseUntil) || undefined };
+  }
+
+  async claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined> {
+    try {
+      await aws("claim experiment", () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.Experiments,
+            Key: { id },
+            UpdateExpression: "SET #s = :running, leaseUntil = :lease",
+            ConditionExpression: "attribute_exists(id) AND (#s = :queued OR (#s = :running AND leaseUntil < :now))",
+            ExpressionAttributeNames: { "#s": "status" },
+            ExpressionAttributeValues: { ":running": "running", ":queued": "queued", ":lease": leaseUntil, ":now": now },
+          }),
+        ),
+      );
+    } catch (err) {
+      if (err instanceof ConflictError) return undefined;
+      throw err;
+    }
+    return this.get(id);
+  }
+
+  async save(record: ExperimentRecord): Promise<void> {
+    await aws("save experiment", () => this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record) })));
+  }
+}

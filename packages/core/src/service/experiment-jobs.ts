@@ -1,0 +1,177 @@
+import { z } from "zod";
+import { BudgetExceededError, NotFoundError, ValidationError, formatIssues } from "../errors.ts";
+import { ARM_NAMES, ExperimentConfig, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
+import { ArmSeedResult, ExperimentSummary } from "../experiment/summary.ts";
+import type { Policy, RolloutRunner } from "../ports.ts";
+import { runEpisode } from "../rollout/run-episode.ts";
+import { TrainConfig } from "../training/config.ts";
+import type { Clock } from "../util/clock.ts";
+import type { MessageQueue, UsageMeter } from "./ports.ts";
+
+/** `POST /v1/experiments`: which arms and seeds, training overrides, and a rollout budget cap. */
+export const ExperimentRequest = z.object({
+  arms: z.array(z.enum(ARM_NAMES)).min(1).default(["grpo", "grpo-budget", "harness-s"]),
+  seeds: z.array(z.number().int().min(0)).min(1).max(20).default([1]),
+  /** Overrides of the training config (validated against it). */
+  train: z.record(z.string(), z.unknown()).default({}),
+  evalSamples: z.number().int().min(3).max(20).default(3),
+  /** Every rollout counts (training, rescue, re-anchoring, evaluation); the run stops cleanly at the cap. */
+  budget: z.object({ rollouts: z.number().int().positive() }).optional(),
+});
+export type ExperimentRequest = z.infer<typeof ExperimentRequest>;
+
+export const ExperimentState = z.enum(["queued", "running", "done", "stopped", "failed"]);
+
+export const ExperimentRecord = z.object({
+  id: z.string().min(1),
+  keyId: z.string().min(1),
+  request: ExperimentRequest,
+  status: ExperimentState,
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  /** While running: the coordinator's claim; a redelivery before it expires is a no-op. */
+  leaseUntil: z.number().optional(),
+  attempts: z.number().int().min(0),
+  progress: z.object({ done: z.number().int(), total: z.number().int(), label: z.string() }),
+  /** Cumulative over attempts: what was consumed is billed, and counts against the budget. */
+  usage: z.object({ rollouts: z.number().int().min(0), computeMs: z.number().min(0) }),
+  results: z.array(z.object({ arm: z.string(), result: ArmSeedResult })),
+  summary: ExperimentSummary.optional(),
+  stopReason: z.string().optional(),
+  error: z.string().optional(),
+});
+export type ExperimentRecord = z.infer<typeof ExperimentRecord>;
+
+/** Experiments and their progress. `claim` is the coordinator's conditional take-over. */
+export interface ExperimentStore {
+  create(record: ExperimentRecord): Promise<void>;
+  get(id: string): Promise<ExperimentRecord | undefined>;
+  /** Marks the run `running` until `leaseUntil` if it is queued or its lease expired; else undefined. */
+  claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined>;
+  save(record: ExperimentRecord): Promise<void>;
+}
+
+/** What an experiment costs, for pay-per-use (USD per rollout and per compute second). */
+export const Prices = z.object({ perRollout: z.number().min(0).default(0.0002), perComputeSecond: z.number().min(0).default(0.00005) });
+export type Prices = z.infer<typeof Prices>;
+
+export function experimentCost(usage: ExperimentRecord["usage"], prices: Prices) {
+  const usd = usage.rollouts * prices.perRollout + (usage.computeMs / 1000) * prices.perComputeSecond;
+  return { ...usage, usd: Math.round(usd * 1e6) / 1e6 };
+}
+
+/**
+ * Validates and records an experiment, then asks the coordinator to run it.
+ *
+ * @example
+ * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
+ */
+export async function startExperiment(
+  req: ExperimentRequest,
+  keyId: string,
+  deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string },
+): Promise<ExperimentRecord> {
+  const train = TrainConfig.safeParse(req.train);
+  if (!train.success) throw new ValidationError("train", formatIssues(train.error.issues));
+  const now = deps.clock.now();
+  const record: ExperimentRecord = {
+    id: deps.newId(),
+    keyId,
+    request: req,
+    status: "queued",
+    createdAt: now,
+    updatedAt: now,
+    attempts: 0,
+    progress: { done: 0, total: req.seeds.length * req.arms.length * train.data.steps, label: "queued" },
+    usage: { rollouts: 0, computeMs: 0 },
+    results: [],
+  };
+  await deps.experiments.create(record);
+  await deps.coordinator.send([{ v: 1, id: `experiment:${record.id}`, type: "experiment.requested", body: { experimentId: record.id } }]);
+  return record;
+}
+
+export interface CoordinatorDeps {
+  experiments: ExperimentStore;
+  clock: Clock;
+  /** The run's environment, policies, voters and instances, and how its rollouts are dispatched. */
+  prepare: (record: ExperimentRecord) => Promise<ExperimentDeps>;
+  leaseMs?: number;
+  /** Bills the key that started the run for what each attempt consumed. */
+  meter?: UsageMeter;
+}
+
+/**
+ * The coordinator use-case: claims the run (a duplicate delivery while it runs is a no-op), runs
+ * every arm and seed, saves progress and each finished (arm, seed) as it goes, and stops cleanly
+ * when the next rollout would pass the budget cap (`stopped`, partial results kept).
+ */
+export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promise<ExperimentRecord | "duplicate"> {
+  const leaseMs = deps.leaseMs ?? 120_000;
+  const claimed = await deps.experiments.claim(id, deps.clock.now(), deps.clock.now() + leaseMs);
+  if (!claimed) {
+    if (!(await deps.experiments.get(id))) throw new NotFoundError("experiment", id);
+    return "duplicate";
+  }
+  const record: ExperimentRecord = { ...claimed, attempts: claimed.attempts + 1, results: [], stopReason: undefined, error: undefined };
+  const started = deps.clock.now();
+  const computeBefore = record.usage.computeMs;
+  const rolloutsBefore = record.usage.rollouts;
+  let persisted: Promise<void> = Promise.resolve();
+  /** Applies `patch` now and writes the whole record after every earlier write (no stale overwrite). */
+  const save = (patch: Partial<ExperimentRecord>) => {
+    Object.assign(record, patch, { updatedAt: deps.clock.now(), usage: { rollouts: record.usage.rollouts, computeMs: computeBefore + deps.clock.now() - started } });
+    record.leaseUntil = record.status === "running" ? deps.clock.now() + leaseMs : undefined;
+    const snapshot = ExperimentRecord.parse(record);
+    persisted = persisted.catch(() => undefined).then(() => deps.experiments.save(snapshot));
+    return persisted;
+  };
+  const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
+  try {
+    const base = await deps.prepare(record);
+    const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples });
+    const inner = base.runnerFor ?? ((_: string, policy: Policy): RolloutRunner => (t, h, s) => runEpisode(t, h, s, { env: base.env, policy }));
+    const budgeted = (policyId: string, policy: Policy, seed: number): RolloutRunner => {
+      const run = inner(policyId, policy, seed);
+      return (task, harness, s) => {
+        if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
+        record.usage.rollouts++;
+        return run(task, harness, s);
+      };
+    };
+    let done = 0;
+    const summary = await runExperiment(config, {
+      ...base,
+      runnerFor: budgeted,
+      onProgress: (e) => {
+        done++;
+        void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(() => undefined); // a missed progress write is retried by the next one
+      },
+      onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }] }),
+    });
+    await save({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
+  } catch (err) {
+    await persisted.catch(() => undefined);
+    if (err instanceof BudgetExceededError) await save({ status: "stopped", stopReason: err.message });
+    else await save({ status: "failed", error: err instanceof Error ? err.message : String(err) });
+  }
+  await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
+  return record;
+}
+
+/** What `GET /v1/experiments/{id}` answers: state, progress, usage and cost so far. */
+export function experimentStatus(record: ExperimentRecord, prices: Prices) {
+  return {
+    id: record.id,
+    status: record.status,
+    request: record.request,
+    progress: record.progress,
+    attempts: record.attempts,
+    cost: experimentCost(record.usage, prices),
+    budget: record.request.budget ?? null,
+    stopReason: record.stopReason ?? null,
+    error: record.error ?? null,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  };
+}

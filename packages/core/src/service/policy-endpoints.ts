@@ -1,0 +1,45 @@
+import { HarnessSError, NotFoundError } from "../errors.ts";
+import type { Environment, Policy, RolloutRunner } from "../ports.ts";
+import { runEpisode } from "../rollout/run-episode.ts";
+import type { PolicyEndpoints } from "./ports.ts";
+
+/** The endpoint holds a different version of the policy than the request was made against. */
+export class PolicyVersionMismatchError extends HarnessSError {
+  constructor(policyId: string, requested: number, held: number) {
+    super("POLICY_VERSION_MISMATCH", `policy ${policyId} is at version ${held}, the rollout asked for ${requested}`);
+  }
+}
+
+/**
+ * Policies served in this process (the embedded CPU policy), by id: what the GPU endpoint is in
+ * the cloud. Every rollout runs the shared episode loop over `env`.
+ *
+ * @example
+ * const endpoints = new LocalPolicyEndpoints(env);
+ * endpoints.register("exp1/1/grpo", policy);
+ */
+export class LocalPolicyEndpoints implements PolicyEndpoints {
+  private readonly policies = new Map<string, Policy>();
+
+  constructor(private readonly env: Environment) {}
+
+  register(policyId: string, policy: Policy): void {
+    this.policies.set(policyId, policy);
+  }
+
+  release(policyId: string): void {
+    this.policies.delete(policyId);
+  }
+
+  runner(policyId: string, version?: number): RolloutRunner {
+    const policy = this.policies.get(policyId);
+    if (!policy) throw new NotFoundError("policy", policyId);
+    if (version !== undefined && policy.version() !== version) throw new PolicyVersionMismatchError(policyId, version, policy.version());
+    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+  }
+}
+
+/** One runner behind every policy id (the API's rescues against the served default policy). */
+export function singlePolicyEndpoint(runRollout: RolloutRunner): PolicyEndpoints {
+  return { runner: () => runRollout };
+}

@@ -1,0 +1,64 @@
+import { NotFoundError } from "../errors.ts";
+import { contentVersion } from "../harness/pool.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Ballot, BallotRequest, Voter } from "../voting/ballot.ts";
+import type { BallotRequestedBody } from "./messages.ts";
+import type { BallotStore, MessageQueue } from "./ports.ts";
+
+/**
+ * A {@link Voter} whose ballot is cast by the `vote` worker: the request goes out as a
+ * `ballot.requested` message and the ballot is read back from the store. Requests are keyed by
+ * their content (under `namespace`), so a retried or repeated request reuses the ballot. The
+ * router's own timeout and quorum rule apply to it as to any voter.
+ *
+ * @example
+ * const voters = statisticalVoters.map((v) => queuedVoter(v.id, { namespace: "exp1", queue, ballots, clock }));
+ */
+export function queuedVoter(voterId: string, opts: { namespace: string; queue: MessageQueue; ballots: BallotStore; clock: Clock; pollMs?: number; timeoutMs?: number }): Voter {
+  const pollMs = opts.pollMs ?? 10;
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  return {
+    id: voterId,
+    async vote(req: BallotRequest): Promise<Ballot> {
+      const content = {
+        decisionId: req.decisionId,
+        voterId,
+        task: req.task,
+        failureTags: req.failureTags,
+        failedEvents: req.failedEvents,
+        candidates: req.candidates,
+        profiles: Object.fromEntries(req.candidates.flatMap((c) => (req.profiles[c.id] ? [[c.id, req.profiles[c.id]!]] : []))),
+        k: req.k,
+      };
+      const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };
+      await opts.queue.send([{ v: 1, id: `${body.ballotKey}:${voterId}`, type: "ballot.requested", body }]);
+      const deadline = opts.clock.now() + timeoutMs;
+      for (;;) {
+        const ballot = await opts.ballots.get(body.ballotKey, voterId);
+        if (ballot) return ballot;
+        if (opts.clock.now() > deadline) throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
+        await opts.clock.sleep(pollMs);
+      }
+    },
+  };
+}
+
+/**
+ * The `vote` use-case: one voter's ballot for one request, cast once; a redelivered request
+ * finds the stored ballot and changes nothing.
+ */
+export async function castBallot(body: BallotRequestedBody, deps: { voters: readonly Voter[]; ballots: BallotStore }): Promise<"stored" | "duplicate"> {
+  if (await deps.ballots.get(body.ballotKey, body.voterId)) return "duplicate";
+  const voter = deps.voters.find((v) => v.id === body.voterId);
+  if (!voter) throw new NotFoundError("voter", body.voterId);
+  const ballot = await voter.vote({
+    decisionId: body.decisionId,
+    task: body.task,
+    failureTags: body.failureTags,
+    failedEvents: body.failedEvents,
+    candidates: body.candidates,
+    profiles: body.profiles,
+    k: body.k,
+  });
+  return deps.ballots.put(body.ballotKey, { ...ballot, voterId: body.voterId });
+}

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ExperimentConfig, TrainConfig, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
+import type { LocalStack } from "../../packages/cli/src/local-stack.ts";
+import { addKey, startApi } from "../api-factory.ts";
+
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const smallTrain = { steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
+const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "grpo-budget", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3 });
+
+describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispatch/vote/coordinator handlers)", () => {
+  it("produces exactly the in-process summary for the same seed", async () => {
+    // Prepare
+    const inProcess: ExperimentSummary = await runExperiment(config, setup);
+    // Act
+    const progress: number[] = [];
+    const viaQueues = await runExperimentLocalAws(config, setup, (done) => progress.push(done));
+    // Assess
+    expect(viaQueues).toEqual(inProcess);
+    expect(viaQueues.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rescue.triggered).toBeGreaterThan(0);
+    expect(Math.max(...progress)).toBe(config.arms.length * config.train.steps);
+  }, 240_000);
+});
+
+describe("experiments over the API on the local stack", () => {
+  let stack: LocalStack;
+  let api: { url: string; close: () => Promise<void> };
+  let key: string;
+
+  beforeAll(async () => {
+    stack = await startExperimentStack(setup);
+    api = await startApi(stack.deps);
+    key = await addKey(stack.deps, "researcher", ["experiments"]);
+  }, 120_000);
+  afterAll(async () => {
+    await api?.close();
+    await stack?.stop();
+  });
+
+  const call = (path: string, body?: unknown, secret = key) =>
+    fetch(`${api.url}${path}`, {
+      method: body ? "POST" : "GET",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+
+  it("stops a run cleanly at its budget cap, keeps partial results, bills what was used", async () => {
+    // Prepare
+    const cap = 700;
+    // Act
+    const started = await call("/v1/experiments", { seeds: [3], arms: ["grpo", "harness-s"], train: smallTrain, evalSamples: 3, budget: { rollouts: cap } });
+    expect(started.status).toBe(202);
+    const { id } = await started.json();
+    await waitForExperiment(stack, id);
+    const status = await (await call(`/v1/experiments/${id}`)).json();
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = await (await call(`/v1/experiments/${id}`)).json();
+    const metrics = await (await call(`/v1/experiments/${id}/metrics`)).json();
+    // Assess
+    expect(status.status).toBe("stopped");
+    expect(status.stopReason).toContain(`${cap} rollouts`);
+    expect(status.cost.rollouts).toBe(cap);
+    expect(status.cost.usd).toBeGreaterThan(0);
+    expect(later.cost.rollouts).toBe(cap);
+    expect(metrics.summary).toBeNull();
+    expect(metrics.results.length).toBeLessThan(2);
+    const usage = await (await call("/v1/usage")).json();
+    expect(usage.usage.rollouts).toBe(cap);
+  }, 120_000);
+
+  it("answers 400 naming a bad training field, 403 without the scope, 404 for another key's run", async () => {
+    const bad = await call("/v1/experiments", { seeds: [1], train: { steps: 0 } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain("steps");
+    const routeOnly = await addKey(stack.deps, "router-only", ["route"]);
+    expect((await call("/v1/experiments", { seeds: [1] }, routeOnly)).status).toBe(403);
+    const other = await addKey(stack.deps, "other", ["experiments"]);
+    const started = await (await call("/v1/experiments", { seeds: [3], arms: ["grpo"], train: smallTrain, budget: { rollouts: 5 } })).json();
+    expect((await call(`/v1/experiments/${started.id}`, undefined, other)).status).toBe(404);
+    await waitForExperiment(stack, started.id);
+  }, 60_000);
+
+  it("a redelivered experiment.requested changes nothing once the run has ended", async () => {
+    // Prepare
+    const started = await (await call("/v1/experiments", { seeds: [3], arms: ["grpo"], train: smallTrain, budget: { rollouts: 50 } })).json();
+    const ended = await waitForExperiment(stack, started.id);
+    // Act
+    await stack.queues.coordinator.queue.send([{ v: 1, id: `experiment:${started.id}`, type: "experiment.requested", body: { experimentId: started.id } }]);
+    await new Promise((r) => setTimeout(r, 2500));
+    // Assess
+    const after = await stack.stores.experiments.get(started.id);
+    expect(after!.attempts).toBe(1);
+    expect(after!.updatedAt).toBe(ended.updatedAt);
+    expect(after!.usage.rollouts).toBe(50);
+  }, 60_000);
+});
