@@ -15,6 +15,9 @@ import {
   type RescueJobStore,
   type RoutingDecision,
   type UsageMeter,
+  type BallotStore,
+  type ExperimentRecord,
+  type ExperimentStore,
 } from "@harness-s/core";
 import { makeSpec } from "../factories.ts";
 
@@ -26,6 +29,16 @@ export interface Stores {
   meter: UsageMeter;
   rollouts: RolloutStore;
   jobs: RescueJobStore;
+  ballots: BallotStore;
+  experiments: ExperimentStore;
+}
+
+function experiment(id: string, over: Partial<ExperimentRecord> = {}): ExperimentRecord {
+  return {
+    id, keyId: "k1", request: { arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, budget: { rollouts: 10 } },
+    status: "queued", createdAt: 1, updatedAt: 1, attempts: 0, progress: { done: 0, total: 20, label: "queued" },
+    usage: { rollouts: 0, computeMs: 0 }, results: [], ...over,
+  };
 }
 
 /** A rollout whose trajectory is `steps` long, filled with poorly compressible text. */
@@ -112,7 +125,35 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(await s.rollouts.list("other")).toEqual([]);
       expect(await s.rollouts.has("job", 0)).toBe(true);
       expect(await s.rollouts.has("job", 2)).toBe(false);
+      expect(await s.rollouts.get("job", 0)).toEqual(big);
+      expect(await s.rollouts.get("job", 2)).toBeUndefined();
     }, 60_000);
+
+    it("ballots: keyed by (ballot key, voter), the first ballot wins", async () => {
+      const s = await fresh();
+      expect(await s.ballots.put("b1", { voterId: "v1", ranking: ["a", "b"], scores: { a: 2, b: 1 } })).toBe("stored");
+      expect(await s.ballots.put("b1", { voterId: "v1", ranking: ["b", "a"] })).toBe("duplicate");
+      expect(await s.ballots.put("b1", { voterId: "v2", ranking: ["b"] })).toBe("stored");
+      expect((await s.ballots.get("b1", "v1"))!.ranking).toEqual(["a", "b"]);
+      expect((await s.ballots.get("b1", "v2"))!.ranking).toEqual(["b"]);
+      expect(await s.ballots.get("b2", "v1")).toBeUndefined();
+    });
+
+    it("experiments: created once; claimed by one coordinator at a time; re-claimable after the lease expires", async () => {
+      const s = await fresh();
+      await s.experiments.create(experiment("e1"));
+      await expect(s.experiments.create(experiment("e1"))).rejects.toBeInstanceOf(ConflictError);
+      const claims = await Promise.all([s.experiments.claim("e1", 100, 200), s.experiments.claim("e1", 100, 200)]);
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      expect(claims.find(Boolean)!.status).toBe("running");
+      expect(await s.experiments.claim("e1", 150, 250)).toBeUndefined();
+      expect((await s.experiments.claim("e1", 201, 300))!.leaseUntil).toBe(300);
+      await s.experiments.save(experiment("e1", { status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } }));
+      expect(await s.experiments.claim("e1", 10_000, 20_000)).toBeUndefined();
+      expect(await s.experiments.get("e1")).toMatchObject({ status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } });
+      expect(await s.experiments.claim("missing", 1, 2)).toBeUndefined();
+      expect(await s.experiments.get("missing")).toBeUndefined();
+    });
 
     it("rescue jobs: created once, read back", async () => {
       const s = await fresh();

@@ -3,8 +3,9 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
-import type { Envelope, Profile, ProfileLedger } from "@harness-s/core";
+import { createPool, type Ballot, type BallotRequest, type Envelope, type Profile, type ProfileLedger, type Voter } from "@harness-s/core";
 import {
+  DynamoBallotStore,
   DynamoProfileStore,
   SqsQueue,
   createQueueWithDlq,
@@ -15,12 +16,15 @@ import {
   tableNames,
 } from "@harness-s/adapters";
 import { createProfileHandler } from "../../functions/profile/handler.ts";
+import { createVoteHandler } from "../../functions/vote/handler.ts";
+import { makeSpec } from "../factories.ts";
 
 let dynamo: Awaited<ReturnType<typeof startDynamoDbLocal>>;
 let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
 let ddb: DynamoDBClient;
 let sqs: SQSClient;
 let store: DynamoProfileStore;
+let ballots: DynamoBallotStore;
 let n = 0;
 
 beforeAll(async () => {
@@ -30,6 +34,7 @@ beforeAll(async () => {
   const names = tableNames("worker-");
   await createTables(ddb, names);
   store = new DynamoProfileStore(DynamoDBDocumentClient.from(ddb), names);
+  ballots = new DynamoBallotStore(DynamoDBDocumentClient.from(ddb), names);
 }, 60_000);
 afterAll(async () => {
   ddb?.destroy();
@@ -122,4 +127,50 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
     const q = await freshQueue();
     await expect(q.queue.send([{ ...evidence("bad", "x"), body: { poolId: "" } } as unknown as Envelope])).rejects.toThrow(/queue message is invalid/);
   });
+});
+
+describe("vote worker over SQS (fauxqs) and DynamoDB Local", () => {
+  const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }), makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
+  const request = (key: string, voterId: string): Envelope => ({
+    v: 1,
+    id: `${key}:${voterId}`,
+    type: "ballot.requested",
+    body: { ballotKey: key, decisionId: "d1", voterId, task: { id: "t", family: "app", tags: [] }, failureTags: ["x"], failedEvents: [], candidates: pool.siblings, profiles: {}, k: 1 },
+  });
+  const countingVoter = (id: string, calls: { n: number }, fail = false): Voter => ({
+    id,
+    vote: async (req: BallotRequest): Promise<Ballot> => {
+      calls.n++;
+      if (fail) throw new Error("LLM endpoint down");
+      return { voterId: id, ranking: req.candidates.map((c) => c.id).reverse() };
+    },
+  });
+
+  it("casts each ballot once: a duplicated delivery calls no voter and changes nothing", async () => {
+    // Prepare
+    const q = await freshQueue();
+    const calls = { n: 0 };
+    const handler = createVoteHandler({ voters: [countingVoter("v1", calls)], ballots });
+    // Act
+    await q.queue.send([request("k1", "v1"), request("k1", "v1")]);
+    await drain(q, handler, 2);
+    // Assess
+    expect(calls.n).toBe(1);
+    expect((await ballots.get("k1", "v1"))!.ranking).toEqual(["sib-b", "sib-a"]);
+    expect(await q.queue.approximateCount()).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it("a voter that keeps failing sends its request to the DLQ; other voters' ballots are stored", async () => {
+    const q = await freshQueue(2);
+    const ok = { n: 0 };
+    const down = { n: 0 };
+    const handler = createVoteHandler({ voters: [countingVoter("ok", ok), countingVoter("down", down, true)], ballots, log: () => undefined });
+    await q.queue.send([request("k2", "ok"), request("k2", "down"), request("k2", "unknown-voter")]);
+    await drain(q, handler, 6);
+    expect(ok.n).toBe(1);
+    expect(down.n).toBe(2);
+    expect(await ballots.get("k2", "ok")).toBeDefined();
+    expect(await ballots.get("k2", "down")).toBeUndefined();
+    expect((await dlqCount(q.dlqUrl)) + (await dlqCount(q.dlqUrl))).toBe(2);
+  }, 30_000);
 });

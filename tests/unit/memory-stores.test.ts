@@ -1,4 +1,4 @@
-import { MemoryApiKeyStore, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryBallotStore, MemoryDecisionStore, MemoryExperimentStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
 storeContract("in-memory", async () => ({
@@ -9,6 +9,8 @@ storeContract("in-memory", async () => ({
   meter: new MemoryUsageMeter(),
   rollouts: new MemoryRolloutStore(),
   jobs: new MemoryRescueJobStore(),
+  ballots: new MemoryBallotStore(),
+  experiments: new MemoryExperimentStore(),
 }));
 
 import { describe, expect, it } from "vitest";
