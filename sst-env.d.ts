@@ -10,7 +10,12 @@ declare module "sst" {
     Processed: { name: string; type: "sst.aws.Dynamo" };
     Rollouts: { name: string; type: "sst.aws.Dynamo" };
     RescueJobs: { name: string; type: "sst.aws.Dynamo" };
+    Ballots: { name: string; type: "sst.aws.Dynamo" };
+    Experiments: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
+    VoteQueue: { url: string; type: "sst.aws.Queue" };
+    DispatchQueue: { url: string; type: "sst.aws.Queue" };
+    CoordinatorQueue: { url: string; type: "sst.aws.Queue" };
     PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
     LlmApiKey: { value: string; type: "sst.sst.Secret" };
   }

@@ -1,32 +1,43 @@
 import { storage } from "./storage";
-
-/** The Lambda runtime the project is tested on (SST 4.17 would default to nodejs24.x). */
-export const LAMBDA_RUNTIME = "nodejs22.x" as const;
+import { LAMBDA_RUNTIME, WORKERS } from "./workers";
 
 /**
- * The serverless control plane that exists so far: tables, the profile queue with its DLQ and
- * worker (partial batch responses), the router API as a Function URL, and the secrets the
- * policy endpoint and LLM voters will use. The vote, dispatch and coordinator workers follow.
+ * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
+ * partial batch responses; the router API as a Function URL; the secrets for the policy
+ * endpoint and LLM voters, given to the functions that use them through `link`.
  */
 export async function controlPlane() {
-  const tables = storage();
-  const policyEndpoint = new sst.Secret("PolicyEndpointUrl");
-  const llmApiKey = new sst.Secret("LlmApiKey");
+  const t = storage();
+  const policyEndpoint = new sst.Secret("PolicyEndpointUrl", "unset");
+  const llmApiKey = new sst.Secret("LlmApiKey", "unset");
 
-  const profileDlq = new sst.aws.Queue("ProfileDlq");
-  const profileQueue = new sst.aws.Queue("ProfileQueue", { dlq: { queue: profileDlq.arn, retry: 3 }, visibilityTimeout: "30 seconds" });
-  profileQueue.subscribe(
-    { handler: "functions/profile/lambda.handler", runtime: LAMBDA_RUNTIME, timeout: "20 seconds", link: [tables.Profiles, tables.Processed] },
-    { batch: { size: 10, partialResponses: true } },
-  );
+  const queue = (name: string, w: (typeof WORKERS)[keyof typeof WORKERS]) => {
+    const dlq = new sst.aws.Queue(`${name}Dlq`);
+    return new sst.aws.Queue(`${name}Queue`, { dlq: { queue: dlq.arn, retry: w.retry }, visibilityTimeout: w.visibility });
+  };
+  const profileQueue = queue("Profile", WORKERS.profile);
+  const voteQueue = queue("Vote", WORKERS.vote);
+  const dispatchQueue = queue("Dispatch", WORKERS.dispatch);
+  const coordinatorQueue = queue("Coordinator", WORKERS.coordinator);
+
+  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[]) =>
+    q.subscribe({ handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, link }, { batch: { size: w.batch, partialResponses: true } });
+
+  subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
+  subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, policyEndpoint]);
+  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, policyEndpoint]);
 
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",
     runtime: LAMBDA_RUNTIME,
     timeout: "10 seconds",
     url: true,
-    link: [tables.Pools, tables.Profiles, tables.Decisions, tables.ApiKeys, tables.Usage, tables.Processed, profileQueue, policyEndpoint, llmApiKey],
+    link: [
+      t.Pools, t.Profiles, t.Decisions, t.ApiKeys, t.Usage, t.Processed, t.Rollouts, t.RescueJobs, t.Experiments,
+      profileQueue, dispatchQueue, coordinatorQueue,
+    ],
   });
 
-  return { api: api.url, profileQueue: profileQueue.url };
+  return { api: api.url, profileQueue: profileQueue.url, dispatchQueue: dispatchQueue.url, voteQueue: voteQueue.url, coordinatorQueue: coordinatorQueue.url };
 }

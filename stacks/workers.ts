@@ -1,0 +1,11 @@
+// Dependency-free (no `sst` global) so that tests can import it.
+/** The Lambda runtime the project is tested on (SST 4.17 would default to nodejs24.x). */
+export const LAMBDA_RUNTIME = "nodejs22.x" as const;
+
+/** Per worker: how long one message may take, the queue's batch size and receives before the DLQ. */
+export const WORKERS = {
+  profile: { handler: "functions/profile/lambda.handler", timeout: "20 seconds", visibility: "30 seconds", batch: 10, retry: 3 },
+  vote: { handler: "functions/vote/lambda.handler", timeout: "30 seconds", visibility: "60 seconds", batch: 5, retry: 3 },
+  dispatch: { handler: "functions/dispatch/lambda.handler", timeout: "5 minutes", visibility: "6 minutes", batch: 10, retry: 3 },
+  coordinator: { handler: "functions/coordinator/lambda.handler", timeout: "15 minutes", visibility: "16 minutes", batch: 1, retry: 2 },
+} as const;
