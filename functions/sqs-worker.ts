@@ -4,7 +4,7 @@ import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters";
 type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
 
 /**
- * One SQS worker: each record is parsed (JSON, then the versioned envelope) and must carry
+ * One SQS worker: each record (concurrently) is parsed (JSON, then the versioned envelope) and must carry
  * `type`; `process` runs once per record. A record that fails to parse or to process is reported
  * as a batch item failure, so SQS retries it and moves it to the DLQ at maxReceiveCount.
  *
@@ -20,16 +20,22 @@ export function createSqsWorker<T extends Envelope["type"]>(
   return async (raw: unknown): Promise<SqsBatchResponse> => {
     const event = SqsEvent.parse(raw);
     const batchItemFailures: { itemIdentifier: string }[] = [];
-    for (const record of event.Records) {
-      try {
-        const envelope = Envelope.parse(JSON.parse(record.body));
-        if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
-        await process(envelope.body as Body<T>, envelope.id);
-      } catch (err) {
-        log(`${queue}: message ${record.messageId} failed (receive ${record.attributes.ApproximateReceiveCount}): ${err instanceof Error ? err.message : String(err)}`);
-        batchItemFailures.push({ itemIdentifier: record.messageId });
-      }
-    }
+    // Records run concurrently, each idempotent on its envelope id; copies of one envelope in the
+    // same batch share a single run (so a duplicate never calls a voter or a policy twice).
+    const runs = new Map<string, Promise<unknown>>();
+    await Promise.all(
+      event.Records.map(async (record) => {
+        try {
+          const envelope = Envelope.parse(JSON.parse(record.body));
+          if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
+          if (!runs.has(envelope.id)) runs.set(envelope.id, process(envelope.body as Body<T>, envelope.id));
+          await runs.get(envelope.id);
+        } catch (err) {
+          log(`${queue}: message ${record.messageId} failed (receive ${record.attributes.ApproximateReceiveCount}): ${err instanceof Error ? err.message : String(err)}`);
+          batchItemFailures.push({ itemIdentifier: record.messageId });
+        }
+      }),
+    );
     return { batchItemFailures };
   };
 }

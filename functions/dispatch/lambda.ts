@@ -1,7 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError } from "@harness-s/core";
-import { DynamoPoolStore, DynamoRolloutStore } from "@harness-s/adapters";
+import { CachedPoolStore, DynamoPoolStore, DynamoRolloutStore } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { createDispatchHandler } from "./handler.ts";
@@ -11,7 +11,7 @@ import { createDispatchHandler } from "./handler.ts";
 const config = awsConfigFromResources();
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 export const handler = createDispatchHandler({
-  pools: new DynamoPoolStore(doc, config.tables),
+  pools: new CachedPoolStore(new DynamoPoolStore(doc, config.tables)),
   rollouts: new DynamoRolloutStore(doc, config.tables),
   tasks: embeddedTaskSource(),
   policies: {

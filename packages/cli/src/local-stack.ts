@@ -5,6 +5,7 @@ import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
 import {
+  CachedPoolStore,
   SqsQueue,
   createQueueWithDlq,
   createTables,
@@ -84,7 +85,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     };
     const prepare = opts.prepareExperiment;
     await startWorker("profile", queues.profile.url, createProfileHandler({ ledger: stores.profiles, log }));
-    const dispatch = createDispatchHandler({ ...stores, tasks: opts.tasks, policies: opts.policies, log });
+    const dispatch = createDispatchHandler({ ...stores, pools: new CachedPoolStore(stores.pools), tasks: opts.tasks, policies: opts.policies, log });
     for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
     await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
     await startWorker(

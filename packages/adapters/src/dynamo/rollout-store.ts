@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, type RolloutStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
@@ -63,6 +63,25 @@ export class DynamoRolloutStore implements RolloutStore {
       data.push(Buffer.from(out.Item.data as Uint8Array));
     }
     return Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(data)).toString()));
+  }
+
+  async getMany(jobId: string, indexes: readonly number[]): Promise<Map<number, Rollout>> {
+    const found = new Map<number, Rollout>();
+    for (let i = 0; i < indexes.length; i += 100) {
+      const keys = indexes.slice(i, i + 100).map((index) => ({ jobId, part: partKey(index, 0) }));
+      let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [this.tables.Rollouts]: { Keys: keys } };
+      while (request && Object.keys(request).length) {
+        const req: Record<string, { Keys: Record<string, unknown>[] }> = request;
+        const out = await aws("get rollouts", () => this.doc.send(new BatchGetCommand({ RequestItems: req })));
+        for (const item of out.Responses?.[this.tables.Rollouts] ?? []) {
+          const index = Number(item.index);
+          const rollout = Number(item.chunks) === 1 ? Rollout.parse(JSON.parse(gunzipSync(Buffer.from(item.data as Uint8Array)).toString())) : await this.get(jobId, index);
+          if (rollout) found.set(index, rollout);
+        }
+        request = out.UnprocessedKeys as typeof request;
+      }
+    }
+    return found;
   }
 
   async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {

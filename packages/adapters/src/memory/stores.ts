@@ -155,6 +155,11 @@ export class MemoryRolloutStore implements RolloutStore {
     return this.jobs.get(jobId)?.get(index);
   }
 
+  async getMany(jobId: string, indexes: readonly number[]): Promise<Map<number, Rollout>> {
+    const job = this.jobs.get(jobId);
+    return new Map(indexes.flatMap((i) => (job?.has(i) ? [[i, job.get(i)!] as const] : [])));
+  }
+
   async list(jobId: string) {
     return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
   }
@@ -213,5 +218,38 @@ export class MemoryExperimentStore implements ExperimentStore {
 
   async save(record: ExperimentRecord): Promise<void> {
     this.runs.set(record.id, frozenCopy(record));
+  }
+}
+
+/**
+ * Pools are immutable under their id, so a worker may keep every pool it has read: saves one
+ * store read per rollout on the dispatch path.
+ */
+export class CachedPoolStore implements PoolStore {
+  private readonly cache = new Map<string, Promise<HarnessPool | undefined>>();
+
+  constructor(private readonly inner: PoolStore) {}
+
+  put(pool: HarnessPool): Promise<void> {
+    return this.inner.put(pool);
+  }
+
+  get(id: string): Promise<HarnessPool | undefined> {
+    let hit = this.cache.get(id);
+    if (!hit) {
+      hit = this.inner.get(id).then((p) => {
+        if (!p) this.cache.delete(id);
+        return p;
+      }, (err) => {
+        this.cache.delete(id);
+        throw err;
+      });
+      this.cache.set(id, hit);
+    }
+    return hit;
+  }
+
+  list() {
+    return this.inner.list();
   }
 }

@@ -1,6 +1,7 @@
 import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { benchApi } from "./bench-api.ts";
+import { benchQueue } from "./bench-queue.ts";
 
 /** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
 const uniformPolicy: Policy = {
@@ -20,7 +21,8 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
 
 /**
  * Measures, in one run: rollouts/s (embedded policy vs uniform baseline), router decisions/s with
- * latency percentiles (vote vs single voter), and the router API over HTTP vs a bare Hono endpoint.
+ * latency percentiles (vote vs single voter), the router API over HTTP vs a bare Hono endpoint, and
+ * rollouts/s through the local queues and tables vs in process.
  */
 export async function benchCommand(opts: { seconds: number }): Promise<void> {
   const deps = embeddedSetup(defaultEmbeddedSettings);
@@ -60,4 +62,5 @@ export async function benchCommand(opts: { seconds: number }): Promise<void> {
     `  single-voter baseline    ${single.perSecond.toFixed(0).padStart(8)}   p50 ${(single.p50 * 1000).toFixed(0)} µs, p99 ${(single.p99 * 1000).toFixed(0)} µs; vote/single throughput ratio ${(vote.perSecond / single.perSecond).toFixed(2)}`,
   );
   for (const line of await benchApi(instance, opts.seconds)) console.log(line);
+  for (const line of await benchQueue(instance, deps.env, policy, opts.seconds)) console.log(line);
 }

@@ -32,6 +32,8 @@ export interface RolloutStore {
   list(jobId: string): Promise<{ index: number; rollout: Rollout }[]>;
   has(jobId: string, index: number): Promise<boolean>;
   get(jobId: string, index: number): Promise<Rollout | undefined>;
+  /** The stored ones among `indexes` (one round trip per 100 on DynamoDB). */
+  getMany(jobId: string, indexes: readonly number[]): Promise<Map<number, Rollout>>;
 }
 
 /** Ballots cast by the vote worker, keyed by (ballot key, voter); the first write wins. */

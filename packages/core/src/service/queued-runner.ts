@@ -54,15 +54,41 @@ export function queuedRolloutRunner(opts: QueuedRunnerOptions): RolloutRunner {
     return flushing;
   };
 
-  const waitFor = async (index: number): Promise<Rollout> => {
-    const deadline = opts.clock.now() + timeoutMs;
-    for (;;) {
-      const rollout = await opts.rollouts.get(opts.jobId, index);
-      if (rollout) return rollout;
-      if (opts.clock.now() > deadline) throw new RolloutTimeoutError(opts.jobId, index, timeoutMs);
-      await opts.clock.sleep(pollMs);
+  // One poll loop per runner reads every pending slot in one batch, backing off from pollMs to
+  // 16 × pollMs while nothing arrives, so many waiters do not flood the store.
+  const waiting = new Map<number, { resolve: (r: Rollout) => void; reject: (e: Error) => void; deadline: number }>();
+  let polling = false;
+  const pollLoop = async () => {
+    polling = true;
+    let wait = pollMs;
+    try {
+      while (waiting.size > 0) {
+        await opts.clock.sleep(wait);
+        const found = await opts.rollouts.getMany(opts.jobId, [...waiting.keys()]);
+        for (const [index, rollout] of found) {
+          waiting.get(index)?.resolve(rollout);
+          waiting.delete(index);
+        }
+        for (const [index, w] of waiting) {
+          if (opts.clock.now() > w.deadline) {
+            w.reject(new RolloutTimeoutError(opts.jobId, index, timeoutMs));
+            waiting.delete(index);
+          }
+        }
+        wait = found.size > 0 ? pollMs : Math.min(wait * 2, pollMs * 16);
+      }
+    } catch (err) {
+      for (const w of waiting.values()) w.reject(err instanceof Error ? err : new Error(String(err)));
+      waiting.clear();
+    } finally {
+      polling = false;
     }
   };
+  const waitFor = (index: number) =>
+    new Promise<Rollout>((resolve, reject) => {
+      waiting.set(index, { resolve, reject, deadline: opts.clock.now() + timeoutMs });
+      if (!polling) void pollLoop();
+    });
 
   return async (task: Task, harness: HarnessSpec, seed: number) => {
     const index = next++;
