@@ -1,5 +1,8 @@
 import {
   ConflictError,
+  Envelope as EnvelopeSchema,
+  ValidationError,
+  formatIssues,
   emptyProfile,
   zeroUsage,
   type Envelope,
@@ -127,8 +130,12 @@ export class MemoryUsageMeter implements UsageMeter {
 export class MemoryQueue implements MessageQueue {
   private readonly pending: Envelope[] = [];
 
+  /** Validates like the SQS adapter: one invalid envelope refuses the whole call. */
   async send(messages: Envelope[]): Promise<void> {
-    this.pending.push(...structuredClone(messages));
+    const parsed = messages.map((m) => EnvelopeSchema.safeParse(m));
+    const bad = parsed.find((p) => !p.success);
+    if (bad && !bad.success) throw new ValidationError("queue message", formatIssues(bad.error.issues));
+    this.pending.push(...parsed.map((p) => p.data!));
   }
 
   take(): Envelope[] {
