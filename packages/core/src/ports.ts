@@ -8,6 +8,8 @@ export interface EnvStep {
   event: string;
   facts: string[];
   done: boolean;
+  /** What a text agent reads (a tool's output); absent in symbolic environments. */
+  text?: string;
 }
 
 /** The end of an episode, as the environment grades it. */
@@ -21,8 +23,16 @@ export interface EnvOutcome {
 /** One live episode. `finish` is called once, whether or not the agent submitted. */
 export interface EnvSession {
   readonly initial: EnvStep;
-  act(action: string): Promise<EnvStep>;
-  finish(reason: "submitted" | "budget-exhausted"): Promise<EnvOutcome>;
+  /** Runs one tool; `args` are the tool call's arguments (text environments). */
+  act(action: string, args?: Record<string, unknown>): Promise<EnvStep>;
+  /** Grades the episode; `args` are the submit call's arguments (e.g. the answers). */
+  finish(reason: "submitted" | "budget-exhausted", args?: Record<string, unknown>): Promise<EnvOutcome>;
+  /** Text for a harness's named preview (e.g. "schema") shown in the first observation. */
+  preview?(name: string): Promise<string | undefined>;
+  /** Facts about a pending submit call (e.g. "answer:well-formed"), read by the commit gate. */
+  inspectSubmit?(args: Record<string, unknown>): string[];
+  /** Releases what the episode holds (a database, a container); called once, also on failure. */
+  close?(): Promise<void>;
 }
 
 /** An environment family (the embedded suite, DBBench, a remote AppWorld, …). */
@@ -35,6 +45,8 @@ export interface Environment {
 export interface ActionChoice {
   action: string;
   logProb: number;
+  /** The tool call's arguments, for text environments. */
+  args?: Record<string, unknown>;
 }
 
 /** One sample used in a policy update. */

@@ -47,6 +47,8 @@ export const Budget = z
   .object({
     maxTurns: z.number().int().min(1).max(200),
     warnAt: z.number().int().min(0).optional(),
+    /** Text agents: the warning shown from `warnAt` on ({left} = rounds left). */
+    warnText: z.string().max(400).optional(),
     forceSubmitAt: z.number().int().min(0).optional(),
   })
   .refine((b) => b.warnAt === undefined || b.warnAt < b.maxTurns, {
@@ -86,7 +88,13 @@ export const HarnessSpec = z.object({
       cues: z.array(Trigger).default([]),
     })
     .default({ systemAppend: "", toolNotes: {}, cues: [] }),
-  recon: z.object({ first: z.array(name).default([]) }).default({ first: [] }),
+  recon: z
+    .object({
+      first: z.array(name).default([]),
+      /** Text environments: named previews (e.g. "schema") put into the first observation. */
+      preview: z.array(name).default([]),
+    })
+    .default({ first: [], preview: [] }),
   preAction: z.array(PreActionCheck).default([]),
   postObservation: z.array(Trigger).default([]),
   commitGate: CommitGate.nullable().default(null),
@@ -124,6 +132,7 @@ export function describeHooks(spec: HarnessSpec): string {
   const parts = [
     ...spec.instruction.cues.map((t) => `cue ${t.hint} on ${t.on}`),
     ...(spec.recon.first.length ? [`first ${spec.recon.first.join(", ")}`] : []),
+    ...(spec.recon.preview.length ? [`preview ${spec.recon.preview.join(", ")}`] : []),
     ...spec.preAction.map((c) => `${c.mode} ${c.action} until ${c.requires.join("+")}`),
     ...spec.postObservation.map((t) => `after ${t.on} hint ${t.hint}`),
     ...(spec.commitGate ? [`gate submit on ${spec.commitGate.requires.join("+")}`] : []),

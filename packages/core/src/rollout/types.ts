@@ -1,5 +1,15 @@
 import { z } from "zod";
 
+export const DialogueTurn = z.object({
+  role: z.enum(["env", "agent"]),
+  /** env: what the agent was shown (notes included). */
+  text: z.string().default(""),
+  /** agent: the tool it called, and the call's arguments. */
+  action: z.string().optional(),
+  args: z.record(z.string(), z.unknown()).optional(),
+});
+export type DialogueTurn = z.infer<typeof DialogueTurn>;
+
 /** What the policy sees at one turn. `hints` come from the harness (or the task's own cues). */
 export const PolicyObservation = z.object({
   family: z.string(),
@@ -12,6 +22,17 @@ export const PolicyObservation = z.object({
   baseHints: z.array(z.string()).default([]),
   failedActions: z.array(z.string()),
   turnsLeft: z.number().int(),
+  /** Text environments only: the task's instruction (plus the harness's system note). */
+  instruction: z.string().optional(),
+  /** Text environments only: what the agent reads now (the last tool output). */
+  text: z.string().optional(),
+  /** Text environments only: the harness's notes shown with this observation. */
+  notes: z.array(z.string()).optional(),
+  /**
+   * Text environments only: the dialogue before this observation, so a stateless LLM policy can
+   * rebuild it: env messages (tool output with the harness's notes) and the agent's tool calls.
+   */
+  history: z.array(DialogueTurn).optional(),
 });
 export type PolicyObservation = z.infer<typeof PolicyObservation>;
 
@@ -26,6 +47,10 @@ export const TrajectoryStep = z.object({
   intercepted: z.boolean().default(false),
   /** Event the environment (or the harness) answered with. */
   result: z.string(),
+  /** The tool call's arguments (text environments). */
+  args: z.record(z.string(), z.unknown()).optional(),
+  /** What the agent was shown as the result (text environments). */
+  resultText: z.string().optional(),
 });
 export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
 
