@@ -1,0 +1,134 @@
+import type { EnvOutcome, EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
+import { columnNames, goldHash, isMutation, type DbBenchRow } from "./data.ts";
+import type { SqlEngine, SqlSession } from "./engines/engine.ts";
+import { compareResults } from "./evaluate.ts";
+import { pyRows } from "./python.ts";
+
+/** The agent's tools: `submit` is AgentBench's `commit_final_answer`. */
+export const DBBENCH_TOOLS = ["execute_sql", "submit"] as const;
+
+const TOOL_CALL_ERROR = "Error: Failed to parse tool call. Tool call format is incorrect.";
+const INVALID_FUNCTION = "Invalid function call. Please call a tool instead.";
+const looksLikeSql = (s: string) => /^\s*(select|insert|update|delete|with|create|drop|alter)\b/i.test(s);
+
+/** AgentBench's `list(arguments.values())[0]`. */
+const firstArg = (args: Record<string, unknown> | undefined) => (args ? Object.values(args)[0] : undefined);
+
+/**
+ * DBBench behind the core's environment port, with AgentBench's tool-calling protocol: each
+ * rollout gets a fresh database from `engine`; `execute_sql` answers with the rows as Python
+ * prints them (or the error, so the episode goes on), cut at 800 characters; `submit` grades the
+ * answer (selects) or the table hash (mutations). Events name what happened for the harness:
+ * `sql:rows`, `sql:empty`, `sql:ok`, `sql:error:<class>`, `error:tool-call`.
+ *
+ * @example
+ * const env = new DbBenchEnvironment(rows, await MysqlEngine.start());
+ * const rollout = await runEpisode(rowTask(rows[0]), dbbenchH0, 1, { env, policy });
+ */
+export class DbBenchEnvironment implements Environment {
+  private readonly rows: Map<string, DbBenchRow>;
+
+  constructor(
+    rows: readonly DbBenchRow[],
+    private readonly engine: SqlEngine,
+  ) {
+    this.rows = new Map(rows.map((r) => [r.id, r]));
+  }
+
+  tools(_task: Task): string[] {
+    return [...DBBENCH_TOOLS];
+  }
+
+  async start(task: Task, _rng: Rng): Promise<EnvSession> {
+    const row = this.rows.get(task.id);
+    if (!row) throw new Error(`no DBBench row ${task.id} in this environment`);
+    const db = await this.engine.open(row);
+    return new DbBenchSession(row, db);
+  }
+}
+
+class DbBenchSession implements EnvSession {
+  readonly initial: EnvStep = { event: "start", facts: [], done: false, text: "" };
+  private readonly facts = new Set<string>();
+  private sqlErrors = 0;
+  private finished?: EnvOutcome;
+
+  constructor(
+    private readonly row: DbBenchRow,
+    private readonly db: SqlSession,
+  ) {}
+
+  async act(action: string, args?: Record<string, unknown>): Promise<EnvStep> {
+    if (action === "invalid") return this.step("error:tool-call", TOOL_CALL_ERROR);
+    if (action !== "execute_sql") return this.step("error:unknown-tool", INVALID_FUNCTION);
+    const sql = firstArg(args);
+    if (typeof sql !== "string") return this.step("error:tool-call", TOOL_CALL_ERROR);
+    let r;
+    try {
+      r = await this.db.execute(sql);
+    } catch (err) {
+      return this.step("sql:error:other", `Error executing query: ${(err as Error).message}`);
+    }
+    if (r.kind === "error") {
+      this.sqlErrors++;
+      return this.step(`sql:error:${r.errorClass ?? "other"}`, r.text);
+    }
+    if (r.kind === "ok") this.facts.add("mutated");
+    else this.facts.add(r.rowCount > 0 ? "queried" : "queried-empty");
+    if (r.kind === "rows" && /information_schema|^\s*(show|describe|desc)\b/i.test(sql)) this.facts.add("schema-inspected");
+    return this.step(r.kind === "ok" ? "sql:ok" : r.rowCount > 0 ? "sql:rows" : "sql:empty", r.text || "No response from database.");
+  }
+
+  private step(event: string, text: string): EnvStep {
+    return { event, facts: [...this.facts], done: false, text };
+  }
+
+  async preview(name: string): Promise<string | undefined> {
+    if (name !== "schema") return undefined;
+    return this.row.table
+      .map((t) => {
+        const cols = columnNames(t).map((c) => `\`${c}\``).join(", ");
+        const sample = pyRows((t.table_info.rows as unknown as string[][]).slice(0, 3));
+        return `Table \`${t.table_name}\` (${t.table_info.rows.length} rows, every column TEXT): ${cols}\nFirst rows: ${sample}`;
+      })
+      .join("\n");
+  }
+
+  inspectSubmit(args: Record<string, unknown>): string[] {
+    if (isMutation(this.row)) return ["answer:well-formed"];
+    const answer = firstArg(args);
+    const items = Array.isArray(answer) ? answer : answer === undefined ? [] : [answer];
+    const ok = items.length > 0 && items.every((x) => (typeof x === "string" || typeof x === "number") && String(x).trim() !== "" && !looksLikeSql(String(x)));
+    return ok ? ["answer:well-formed"] : [];
+  }
+
+  async finish(reason: "submitted" | "budget-exhausted", args?: Record<string, unknown>): Promise<EnvOutcome> {
+    if (this.finished) return this.finished;
+    const type = this.row.type[0]!;
+    const mutation = isMutation(this.row);
+    let success = false;
+    if (reason === "submitted") {
+      success = mutation ? compareResults(await this.db.tablesHash(this.row.table), this.row.answer_md5 ?? "", type) : compareResults(firstArg(args) ?? null, this.row.label, type);
+    }
+    const failureTags = success
+      ? []
+      : [reason === "budget-exhausted" ? "no-commit" : mutation ? "wrong-table-state" : "wrong-answer", ...(this.sqlErrors > 0 ? ["sql-error"] : []), ...(mutation && !this.facts.has("mutated") ? ["no-mutation"] : [])];
+    this.finished = {
+      reward: success ? 1 : 0,
+      success,
+      failureTags,
+      behaviours: {
+        "queried-before-commit": this.facts.has("queried") || this.facts.has("queried-empty"),
+        "schema-inspected": this.facts.has("schema-inspected"),
+        "hit-sql-error": this.sqlErrors > 0,
+      },
+    };
+    return this.finished;
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}
+
+export { goldHash };
