@@ -16,7 +16,7 @@ export type RowType = z.infer<typeof RowType>;
 const Cell = z.union([z.string(), z.number(), z.boolean(), z.null(), z.instanceof(PyFloatLiteral)]);
 export const DbTable = z.object({
   table_name: z.string().min(1),
-  table_info: z.object({ columns: z.array(z.object({ name: z.string(), type: z.string().optional() })).min(1), rows: z.array(z.array(Cell)) }),
+  table_info: z.object({ columns: z.array(z.object({ name: z.string(), type: z.string().optional() })).min(1), rows: z.array(z.array(Cell.transform(cellText))) }),
 });
 export type DbTable = z.infer<typeof DbTable>;
 

@@ -88,7 +88,7 @@ class DbBenchSession implements EnvSession {
     return this.row.table
       .map((t) => {
         const cols = columnNames(t).map((c) => `\`${c}\``).join(", ");
-        const sample = pyRows((t.table_info.rows as unknown as string[][]).slice(0, 3));
+        const sample = pyRows(t.table_info.rows.slice(0, 3));
         return `Table \`${t.table_name}\` (${t.table_info.rows.length} rows, every column TEXT): ${cols}\nFirst rows: ${sample}`;
       })
       .join("\n");

@@ -8,3 +8,5 @@ export * from "./engines/mysql.ts";
 export * from "./environment.ts";
 export * from "./harnesses.ts";
 export * from "./verify.ts";
+export * from "./engines/sqlite.ts";
+export * from "./engines/mysql-dialect.ts";

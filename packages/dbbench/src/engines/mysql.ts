@@ -168,7 +168,7 @@ export class MysqlEngine implements SqlEngine {
 async function load(conn: Connection, table: DbTable): Promise<void> {
   const cols = columnNames(table).map(quoteId);
   await conn.query(`CREATE TABLE IF NOT EXISTS ${quoteId(table.table_name)} (${cols.map((c) => `${c} TEXT`).join(",")})`);
-  const rows = table.table_info.rows as unknown as string[][];
+  const rows = table.table_info.rows;
   if (rows.length === 0) return;
   const values = rows.map((r) => `(${r.map(() => "?").join(",")})`).join(",");
   await conn.query(`INSERT INTO ${quoteId(table.table_name)} (${cols.join(",")}) VALUES ${values}`, rows.flat());
