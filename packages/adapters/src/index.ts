@@ -11,3 +11,4 @@ export * from "./dynamo/rollout-store.ts";
 export * from "./dynamo/profile-store.ts";
 export * from "./dynamo/all-stores.ts";
 export * from "./dynamo/experiment-stores.ts";
+export * from "./llm/openai-policy.ts";

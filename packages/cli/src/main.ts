@@ -1,5 +1,7 @@
 import { Command, Option, InvalidArgumentError } from "commander";
 import { HarnessSError } from "@harness-s/core";
+import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
+import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
 import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
@@ -73,6 +75,47 @@ program
   .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
   .option("--seconds <s>", "measuring time per figure", number, 2)
   .action(async (o) => benchCommand({ seconds: o.seconds }));
+
+const dbbench = program.command("dbbench").description("DBBench (AgentBench's database task) on real data and a real SQL server");
+const dbbenchData = () => process.env.HARNESS_S_DBBENCH_DIR ?? BUNDLED_DATA_DIR;
+
+dbbench
+  .command("verify")
+  .description("Replay the gold of every row through the environment and evaluator; print matched / total per type")
+  .addOption(new Option("--engine <e>", "SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
+  .addOption(new Option("--split <s>", "data split").choices(["standard", "dev"]).default("standard"))
+  .option("--json", "print one JSON object", false)
+  .option("--concurrency <n>", "rollouts at a time", number, 8)
+  .option("--data <dir>", "folder with standard.jsonl and dev.jsonl (default $HARNESS_S_DBBENCH_DIR or the bundled copy)")
+  .option("--mysql-url <url>", "MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+  .action(async (o) => dbbenchVerifyCommand({ ...o, data: o.data ?? dbbenchData() }));
+
+dbbench
+  .command("eval")
+  .description("Evaluate an OpenAI-compatible agent (vLLM, a hosted API) on a split under one harness; write summary.json and report.md")
+  .requiredOption("--base-url <url>", "the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+  .requiredOption("--model <m>", "model name")
+  .option("--api-key <k>", "API key (default $OPENAI_API_KEY, else none)")
+  .option("--harness <id>", "dbbench-h0 or a sibling id (dbbench-schema-preview, …)", "dbbench-h0")
+  .addOption(new Option("--split <s>", "data split").choices(["standard", "dev"]).default("dev"))
+  .addOption(new Option("--engine <e>", "SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
+  .option("--concurrency <n>", "rollouts at a time", number, 4)
+  .option("--limit <n>", "only the first n rows", number)
+  .option("--out <dir>", "output folder (default results/dbbench-<timestamp>)")
+  .option("--system-file <file>", "replace the system prompt")
+  .option("--temperature <t>", "sampling temperature", number, 0)
+  .option("--timeout-seconds <s>", "per model request", number, 120)
+  .option("--no-logprobs", "do not ask the server for token log-probabilities")
+  .option("--data <dir>", "folder with the splits (default $HARNESS_S_DBBENCH_DIR or the bundled copy)")
+  .option("--mysql-url <url>", "MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+  .action(async (o) =>
+    dbbenchEvalCommand({
+      ...o,
+      apiKey: o.apiKey ?? process.env.OPENAI_API_KEY,
+      data: o.data ?? dbbenchData(),
+      out: o.out ?? `results/dbbench-${new Date().toISOString().replace(/[:.]/g, "-")}`,
+    }),
+  );
 
 try {
   await program.parseAsync(process.argv);

@@ -92,3 +92,6 @@ export function columnNames(table: DbTable): string[] {
     return n === 1 ? base : `${base}_${n}`;
   });
 }
+
+/** The DBBench data shipped with this package (AgentBench, Apache-2.0; see data/SOURCE.md). */
+export const BUNDLED_DATA_DIR = new URL("../data/", import.meta.url).pathname;

@@ -9,6 +9,7 @@ export const DBBENCH_TOOLS = ["execute_sql", "submit"] as const;
 
 const TOOL_CALL_ERROR = "Error: Failed to parse tool call. Tool call format is incorrect.";
 const INVALID_FUNCTION = "Invalid function call. Please call a tool instead.";
+const NO_TOOL_CALLS = "Internal error: No tool calls found despite finish reason.";
 const looksLikeSql = (s: string) => /^\s*(select|insert|update|delete|with|create|drop|alter)\b/i.test(s);
 
 /** AgentBench's `list(arguments.values())[0]`. */
@@ -60,6 +61,7 @@ class DbBenchSession implements EnvSession {
 
   async act(action: string, args?: Record<string, unknown>): Promise<EnvStep> {
     if (action === "invalid") return this.step("error:tool-call", TOOL_CALL_ERROR);
+    if (action === "no-tool-call") return this.step("error:no-tool-call", NO_TOOL_CALLS);
     if (action !== "execute_sql") return this.step("error:unknown-tool", INVALID_FUNCTION);
     const sql = firstArg(args);
     if (typeof sql !== "string") return this.step("error:tool-call", TOOL_CALL_ERROR);

@@ -10,3 +10,5 @@ export * from "./harnesses.ts";
 export * from "./verify.ts";
 export * from "./engines/sqlite.ts";
 export * from "./engines/mysql-dialect.ts";
+export * from "./agent.ts";
+export * from "./eval.ts";

@@ -1,0 +1,103 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { z } from "zod";
+import { NotFoundError, ValidationError, formatIssues } from "@harness-s/core";
+import { OpenAiToolPolicy } from "@harness-s/adapters";
+import {
+  DBBENCH_SYSTEM,
+  MysqlEngine,
+  SqliteEngine,
+  Split,
+  dbbenchHarnesses,
+  dbbenchTools,
+  evalAgent,
+  loadSplit,
+  parseArgumentsPy,
+  renderDbEvalReport,
+  verifyGold,
+  type SqlEngine,
+} from "@harness-s/dbbench";
+import { createProgress } from "../progress.ts";
+
+export const EngineOptions = z.object({
+  engine: z.enum(["mysql", "sqlite"]).default("mysql"),
+  split: Split.default("dev"),
+  data: z.string().min(1),
+  mysqlUrl: z.string().url().default("mysql://root@127.0.0.1:3306"),
+});
+
+/** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
+export async function openEngine(o: z.infer<typeof EngineOptions>): Promise<SqlEngine> {
+  if (o.engine === "sqlite") return new SqliteEngine();
+  const url = new URL(o.mysqlUrl);
+  return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
+}
+
+function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (!r.success) throw new ValidationError(what, formatIssues(r.error.issues));
+  return r.data;
+}
+
+/** `harness-s dbbench verify`: replays the gold through the full environment and evaluator. */
+export async function dbbenchVerifyCommand(input: Record<string, unknown>): Promise<void> {
+  const o = parse(EngineOptions.extend({ json: z.boolean().default(false), concurrency: z.number().int().min(1).max(64).default(8) }), input, "dbbench verify options");
+  const rows = await loadSplit(o.data, o.split);
+  const engine = await openEngine(o);
+  try {
+    const bar = o.json ? undefined : createProgress(rows.length, `gold replay on ${o.engine}`);
+    const report = await verifyGold(rows, engine, o.split, { concurrency: o.concurrency, onRow: (d) => bar?.update(d, `${d}/${rows.length} rows`) });
+    bar?.stop();
+    if (o.json) {
+      console.log(JSON.stringify({ engine: report.engine, split: report.split, mutations: report.mutations, selects: report.selects, unmatched: report.unmatched }));
+      return;
+    }
+    console.log(`engine ${report.engine}, split ${report.split}`);
+    console.log(`mutations (INSERT/UPDATE, table hash): ${report.mutations.matched} / ${report.mutations.total}`);
+    console.log(`selects (answer normalisation):       ${report.selects.matched} / ${report.selects.total}`);
+    for (const d of report.details) console.log(`  unmatched ${d.id} (${d.type}): last output ${JSON.stringify(d.lastOutput.slice(0, 160))}`);
+  } finally {
+    await engine.shutdown();
+  }
+}
+
+export const EvalOptions = EngineOptions.extend({
+  baseUrl: z.string().url(),
+  model: z.string().min(1),
+  apiKey: z.string().default("not-needed"),
+  harness: z.string().default("dbbench-h0"),
+  concurrency: z.number().int().min(1).max(64).default(4),
+  limit: z.number().int().min(1).optional(),
+  out: z.string().min(1),
+  systemFile: z.string().optional(),
+  temperature: z.number().min(0).max(2).default(0),
+  timeoutSeconds: z.number().positive().default(120),
+  logprobs: z.boolean().default(true),
+});
+
+/** `harness-s dbbench eval`: an OpenAI-compatible agent on a split, under one harness. */
+export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<void> {
+  const o = parse(EvalOptions, input, "dbbench eval options");
+  const harness = dbbenchHarnesses.find((h) => h.id === o.harness);
+  if (!harness) throw new NotFoundError("harness", `${o.harness} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`);
+  const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);
+  const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
+  const client = new OpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey, timeout: o.timeoutSeconds * 1000, maxRetries: 2 });
+  let tokens = 0;
+  const policy = new OpenAiToolPolicy(client, { model: o.model, system, tools: dbbenchTools, temperature: o.temperature, logprobs: o.logprobs, parseArguments: parseArgumentsPy, onUsage: (u) => (tokens += u.promptTokens + u.completionTokens) });
+  const engine = await openEngine(o);
+  try {
+    const bar = createProgress(rows.length, `${o.model} on ${o.split} under ${harness.id}`);
+    let correct = 0;
+    const summary = await evalAgent(rows, engine, harness, () => policy, { concurrency: o.concurrency, onRow: (d, r) => bar.update(d, `${(correct += r.success ? 1 : 0)}/${d} correct`) });
+    bar.stop();
+    await mkdir(o.out, { recursive: true });
+    await writeFile(join(o.out, "summary.json"), JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2));
+    await writeFile(join(o.out, "report.md"), renderDbEvalReport(summary, { model: o.model, baseUrl: o.baseUrl, split: o.split }));
+    console.log(`overall_cat_accuracy ${(100 * summary.overallCatAccuracy).toFixed(1)}%  accuracy ${(100 * summary.accuracy).toFixed(1)}%  failed rounds ${summary.failedRounds}  errored rows ${summary.erroredRows}  tokens ${tokens}`);
+    console.log(`summary.json and report.md in ${o.out}`);
+  } finally {
+    await engine.shutdown();
+  }
+}

@@ -1,0 +1,124 @@
+import { z } from "zod";
+import { mean, runEpisode, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
+import { isMutation, rowTask, type DbBenchRow } from "./data.ts";
+import { DbBenchEnvironment } from "./environment.ts";
+import type { SqlEngine } from "./engines/engine.ts";
+import { mapLimit } from "./verify.ts";
+
+export const DbEvalRow = z.object({
+  id: z.string(),
+  type: z.string(),
+  success: z.boolean(),
+  reward: z.number(),
+  rounds: z.number(),
+  failedRounds: z.number(),
+  failureTags: z.array(z.string()),
+  error: z.string().nullable(),
+  logProbRecorded: z.boolean(),
+});
+export type DbEvalRow = z.infer<typeof DbEvalRow>;
+
+export const DbEvalSummary = z.object({
+  harness: z.string(),
+  engine: z.string(),
+  rows: z.number(),
+  /** Accuracy per row type. */
+  byType: z.record(z.string(), z.object({ correct: z.number(), total: z.number(), accuracy: z.number() })),
+  /** AgentBench's overall_cat_accuracy: SELECT (all select types), INSERT and UPDATE, a third each. */
+  overallCatAccuracy: z.number(),
+  accuracy: z.number(),
+  failedRounds: z.number(),
+  erroredRows: z.number(),
+  results: z.array(DbEvalRow),
+});
+export type DbEvalSummary = z.infer<typeof DbEvalSummary>;
+
+const FAILED_ROUND = /^(error:|sql:error)/;
+
+/**
+ * Runs an agent over rows under one harness: a fresh database per rollout, `concurrency` at a
+ * time. A row whose rollout throws (a model server down, a timeout) is a failure with its error
+ * recorded; the run goes on.
+ *
+ * @example
+ * const summary = await evalAgent(rows, engine, dbbenchH0, () => policy, { concurrency: 8 });
+ */
+export async function evalAgent(
+  rows: readonly DbBenchRow[],
+  engine: SqlEngine,
+  harness: HarnessSpec,
+  policyFor: (row: DbBenchRow) => Policy,
+  opts: { concurrency?: number; seed?: number; onRow?: (done: number, row: DbEvalRow) => void } = {},
+): Promise<DbEvalSummary> {
+  const env = new DbBenchEnvironment(rows, engine);
+  let done = 0;
+  const results = await mapLimit(rows, opts.concurrency ?? 4, async (row): Promise<DbEvalRow> => {
+    let rollout: Rollout | undefined;
+    let error: string | null = null;
+    try {
+      rollout = await runEpisode(rowTask(row), harness, opts.seed ?? 0, { env, policy: policyFor(row) });
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+    }
+    const result: DbEvalRow = {
+      id: row.id,
+      type: row.type[0]!,
+      success: rollout?.success ?? false,
+      reward: rollout?.reward ?? 0,
+      rounds: rollout?.steps.length ?? 0,
+      failedRounds: rollout?.steps.filter((s) => FAILED_ROUND.test(s.result)).length ?? 0,
+      failureTags: rollout?.failureTags ?? ["rollout-error"],
+      error,
+      logProbRecorded: rollout?.steps.some((s) => s.logProb !== 0) ?? false,
+    };
+    opts.onRow?.(++done, result);
+    return result;
+  });
+  const byType: DbEvalSummary["byType"] = {};
+  for (const r of results) {
+    const t = (byType[r.type] ??= { correct: 0, total: 0, accuracy: 0 });
+    t.total++;
+    if (r.success) t.correct++;
+  }
+  for (const t of Object.values(byType)) t.accuracy = t.correct / t.total;
+  const acc = (xs: DbEvalRow[]) => (xs.length ? mean(xs.map((x) => (x.success ? 1 : 0))) : 0);
+  const rowsById = new Map(rows.map((r) => [r.id, r]));
+  const selects = results.filter((r) => !isMutation(rowsById.get(r.id)!));
+  const cats = [selects, results.filter((r) => r.type === "INSERT"), results.filter((r) => r.type === "UPDATE")].filter((c) => c.length > 0);
+  return {
+    harness: harness.id,
+    engine: engine.name,
+    rows: results.length,
+    byType,
+    overallCatAccuracy: cats.length ? mean(cats.map(acc)) : 0,
+    accuracy: acc(results),
+    failedRounds: results.reduce((n, r) => n + r.failedRounds, 0),
+    erroredRows: results.filter((r) => r.error !== null).length,
+    results,
+  };
+}
+
+/** A Markdown report of one evaluation. */
+export function renderDbEvalReport(s: DbEvalSummary, meta: { model: string; baseUrl: string; split: string }): string {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const lines = [
+    `# DBBench evaluation — ${meta.model} under ${s.harness}`,
+    "",
+    `Split \`${meta.split}\`, engine \`${s.engine}\`, ${s.rows} rows, model server ${meta.baseUrl}.`,
+    "",
+    `- overall_cat_accuracy (SELECT, INSERT, UPDATE a third each): **${pct(s.overallCatAccuracy)}**`,
+    `- accuracy over rows: ${pct(s.accuracy)}`,
+    `- failed rounds (malformed tool calls, unknown tools, SQL errors): ${s.failedRounds}`,
+    `- rows whose rollout errored (model server, timeout): ${s.erroredRows}`,
+    "",
+    "| type | correct | total | accuracy |",
+    "|---|---|---|---|",
+    ...Object.entries(s.byType)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([t, v]) => `| ${t} | ${v.correct} | ${v.total} | ${pct(v.accuracy)} |`),
+    "",
+  ];
+  const errors = s.results.filter((r) => r.error);
+  if (errors.length) lines.push("## Errored rows", "", ...errors.slice(0, 20).map((r) => `- ${r.id}: ${r.error}`), "");
+  return lines.join("\n");
+}
