@@ -1,18 +1,39 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { DynamoExperimentStore, DynamoUsageMeter } from "@harness-s/adapters";
+import { DynamoBallotStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue } from "@harness-s/adapters";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { createCoordinatorHandler } from "./handler.ts";
+import { queuedExperimentDeps } from "./queued-experiment.ts";
 
-// Composition root of the `coordinator` worker. A cloud run needs policies created at the policy
-// endpoint; until that client lands, a run is marked failed with NOT_CONFIGURED (its record says why).
+// Composition root of the `coordinator` worker: the embedded suite, policies created at the
+// policy endpoint (PolicyEndpointUrl), rollouts through the dispatch queue, ballots through the
+// vote queue. Without an endpoint a run is marked failed with NOT_CONFIGURED (its record says why).
 const config = awsConfigFromResources();
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+const sqs = new SQSClient({});
+const endpoint = config.policyEndpointUrl;
+const local = embeddedSetup(defaultEmbeddedSettings);
+
 export const handler = createCoordinatorHandler({
   experiments: new DynamoExperimentStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   clock: systemClock,
   leaseMs: 16 * 60_000,
-  prepare: () => Promise.reject(new NotConfiguredError("cloud experiments need a policy endpoint client (PolicyEndpointUrl), which this deployment does not have yet")),
+  prepare: async (record) => {
+    if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
+    if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
+    let n = 0;
+    const setup = { ...local, createPolicy: () => new RemotePolicy(endpoint, `${record.id}/attempt-${record.attempts}/p${++n}`) };
+    return queuedExperimentDeps(setup, {
+      pools: new DynamoPoolStore(doc, config.tables),
+      ballots: new DynamoBallotStore(doc, config.tables),
+      rollouts: new DynamoRolloutStore(doc, config.tables),
+      dispatch: new SqsQueue(sqs, config.queues.dispatch),
+      vote: new SqsQueue(sqs, config.queues.vote),
+      endpointId: (_id, policy) => (policy as RemotePolicy).id,
+    })(record);
+  },
 });

@@ -12,3 +12,4 @@ export * from "./dynamo/profile-store.ts";
 export * from "./dynamo/all-stores.ts";
 export * from "./dynamo/experiment-stores.ts";
 export * from "./llm/openai-policy.ts";
+export * from "./policy/http-policy.ts";

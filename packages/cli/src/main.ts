@@ -2,6 +2,7 @@ import { Command, Option, InvalidArgumentError } from "commander";
 import { HarnessSError } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
+import { policyServeCommand, policyServeDefaults } from "./commands/policy-serve.ts";
 import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
@@ -75,6 +76,14 @@ program
   .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
   .option("--seconds <s>", "measuring time per figure", number, 2)
   .action(async (o) => benchCommand({ seconds: o.seconds }));
+
+program
+  .command("policy-serve")
+  .description("Serve the embedded policy behind the policy endpoint's HTTP protocol (what the dispatch and coordinator workers call)")
+  .option("--port <n>", "port to listen on", number, policyServeDefaults.port)
+  .option("--host <h>", "address to bind", policyServeDefaults.host)
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, policyServeDefaults.cueStrength)
+  .action(async (o) => policyServeCommand({ port: o.port, host: o.host, cueStrength: o.cueStrength }));
 
 const dbbench = program.command("dbbench").description("DBBench (AgentBench's database task) on real data and a real SQL server");
 const dbbenchData = () => process.env.HARNESS_S_DBBENCH_DIR ?? BUNDLED_DATA_DIR;

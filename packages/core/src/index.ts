@@ -40,3 +40,4 @@ export * from "./service/queued-runner.ts";
 export * from "./service/queued-voter.ts";
 export * from "./service/policy-endpoints.ts";
 export * from "./service/experiment-jobs.ts";
+export * from "./service/policy-protocol.ts";

@@ -5,7 +5,7 @@ import { createApp } from "../../../../functions/api/app.ts";
 import { listen } from "../../../../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { startLocalStack } from "../local-stack.ts";
-import { queuedExperimentDeps } from "../runtime/local-aws.ts";
+import { localQueuedExperiment } from "../runtime/local-aws.ts";
 
 export const ServeOptions = z.object({
   port: z.number().int().min(0).max(65535).default(18787),
@@ -30,7 +30,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const stack = await startLocalStack({
     tasks: { get: async (id) => byId.get(id) },
     policies,
-    prepareExperiment: queuedExperimentDeps(setup, policies),
+    prepareExperiment: localQueuedExperiment(setup, policies),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   let server: { url: string; close: () => Promise<void> } | undefined;

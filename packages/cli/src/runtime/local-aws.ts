@@ -1,59 +1,36 @@
+import { queuedExperimentDeps } from "../../../../functions/coordinator/queued-experiment.ts";
 import {
   ExperimentRequest,
   LocalPolicyEndpoints,
-  queuedRolloutRunner,
-  queuedVoter,
   startExperiment,
   systemClock,
   type ExperimentConfig,
   type ExperimentDeps,
   type ExperimentRecord,
   type ExperimentSummary,
-  type SeedInstance,
 } from "@harness-s/core";
 import { startLocalStack, type LocalStack, type LocalStackOptions } from "../local-stack.ts";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 
-/**
- * How the coordinator runs an experiment on the local stack: each seed's frozen pool is stored
- * in the Pools table, every rollout goes through the dispatch queue to a worker sampling from
- * the registered policy, and every ballot through the vote queue to the vote worker.
- */
-export function queuedExperimentDeps(setup: Setup, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
-  return async (record, { stores, queues }) => {
-    const poolIds = new Map<number, string>();
-    for (const seed of record.request.seeds) {
-      const inst: SeedInstance = await setup.instance(seed);
-      const id = `${record.id}/pool/${seed}`;
-      await stores.pools.put({ ...inst.evolution.pool, id });
-      poolIds.set(seed, id);
-    }
-    const voters = setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: queues.vote.queue, ballots: stores.ballots, clock: systemClock }));
-    return {
-      ...setup,
-      voters,
-      runnerFor: (policyId, policy, seed) => {
-        const id = `${record.id}/${policyId}`;
+/** The local stack's coordinator wiring: policies are registered with the in-process endpoint. */
+export function localQueuedExperiment(setup: Setup, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
+  return (record, { stores, queues }) =>
+    queuedExperimentDeps(setup, {
+      ...stores,
+      dispatch: queues.dispatch.queue,
+      vote: queues.vote.queue,
+      endpointId: (id, policy) => {
         endpoints.register(id, policy);
-        return queuedRolloutRunner({
-          jobId: id,
-          policyId: id,
-          poolId: poolIds.get(seed)!,
-          policyVersion: () => policy.version(),
-          dispatch: queues.dispatch.queue,
-          rollouts: stores.rollouts,
-          clock: systemClock,
-        });
+        return id;
       },
-    };
-  };
+    })(record);
 }
 
 /** A local stack whose coordinator runs experiments of `setup` through the queues and tables. */
 export async function startExperimentStack(setup: Setup, log?: (line: string) => void): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
-  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: queuedExperimentDeps(setup, endpoints), log });
+  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setup, endpoints), log });
 }
 
 /**

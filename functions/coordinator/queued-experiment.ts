@@ -1,0 +1,51 @@
+import {
+  queuedRolloutRunner,
+  queuedVoter,
+  systemClock,
+  type BallotStore,
+  type Clock,
+  type ExperimentDeps,
+  type ExperimentRecord,
+  type MessageQueue,
+  type Policy,
+  type PoolStore,
+  type RolloutStore,
+} from "@harness-s/core";
+
+export interface QueuedExperimentWiring {
+  pools: PoolStore;
+  ballots: BallotStore;
+  rollouts: RolloutStore;
+  dispatch: MessageQueue;
+  vote: MessageQueue;
+  clock?: Clock;
+  /** Makes `policy` reachable at the policy endpoint and returns its id there. */
+  endpointId: (policyId: string, policy: Policy) => string;
+}
+
+/**
+ * How the coordinator runs an experiment through the queues: each seed's frozen pool is stored
+ * in the Pools table, every rollout is a `rollout.requested` message to `dispatch` (sampled at
+ * the policy endpoint), every ballot a `ballot.requested` message to `vote`.
+ */
+export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, wiring: QueuedExperimentWiring): (record: ExperimentRecord) => Promise<ExperimentDeps> {
+  const clock = wiring.clock ?? systemClock;
+  return async (record) => {
+    const poolIds = new Map<number, string>();
+    for (const seed of record.request.seeds) {
+      const inst = await setup.instance(seed);
+      const id = `${record.id}/pool/${seed}`;
+      await wiring.pools.put({ ...inst.evolution.pool, id });
+      poolIds.set(seed, id);
+    }
+    const voters = setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: wiring.vote, ballots: wiring.ballots, clock }));
+    return {
+      ...setup,
+      voters,
+      runnerFor: (policyId, policy, seed) => {
+        const id = wiring.endpointId(`${record.id}/${policyId}`, policy);
+        return queuedRolloutRunner({ jobId: id, policyId: id, poolId: poolIds.get(seed)!, policyVersion: () => policy.version(), dispatch: wiring.dispatch, rollouts: wiring.rollouts, clock });
+      },
+    };
+  };
+}

@@ -1,0 +1,117 @@
+import {
+  ActResponse,
+  HarnessSError,
+  PolicyState,
+  StalePolicyVersionError,
+  UpdateResponse,
+  runEpisode,
+  type ActionChoice,
+  type Environment,
+  type Policy,
+  type PolicyEndpoints,
+  type PolicyObservation,
+  type Rng,
+  type RolloutRunner,
+  type UpdateBatch,
+  type UpdateResult,
+} from "@harness-s/core";
+import type { z } from "zod";
+
+/** The policy endpoint answered with an error or an unreadable body. */
+export class PolicyEndpointError extends HarnessSError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("POLICY_ENDPOINT_FAILED", detail, options);
+  }
+}
+
+async function call<S extends z.ZodType>(base: string, method: string, path: string, schema: S, body?: unknown, timeoutMs = 30_000): Promise<z.infer<S>> {
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    throw new PolicyEndpointError(`${method} ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  const text = await res.text();
+  if (res.status === 409) {
+    const m = /current is (\d+)/.exec(text);
+    throw new StalePolicyVersionError(Number(m?.[1] ?? -1), -1);
+  }
+  if (!res.ok) throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new PolicyEndpointError(`${method} ${path}: not JSON: ${text.slice(0, 200)}`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new PolicyEndpointError(`${method} ${path}: unexpected answer ${text.slice(0, 200)}`);
+  return parsed.data;
+}
+
+/**
+ * A policy that lives at the policy endpoint (the managed GPU endpoint): sampling and updates
+ * are HTTP calls; the version is the endpoint's. Created lazily and idempotently on first use.
+ *
+ * @example
+ * const policy = new RemotePolicy("https://policy.example", "exp1/harness-s/1");
+ */
+export class RemotePolicy implements Policy {
+  private current = 0;
+  private created?: Promise<void>;
+
+  /** `expectVersion`: sample only at this version (the endpoint answers 409 otherwise). */
+  constructor(
+    private readonly baseUrl: string,
+    readonly id: string,
+    private readonly expectVersion?: number,
+  ) {}
+
+  private path(suffix = "") {
+    return `/v1/policies/${encodeURIComponent(this.id)}${suffix}`;
+  }
+
+  ensure(): Promise<void> {
+    this.created ??= call(this.baseUrl, "PUT", this.path(), PolicyState, {}).then((s) => {
+      this.current = s.version;
+    });
+    return this.created;
+  }
+
+  version(): number {
+    return this.expectVersion ?? this.current;
+  }
+
+  async act(observation: PolicyObservation, rng: Rng): Promise<ActionChoice> {
+    await this.ensure();
+    const r = await call(this.baseUrl, "POST", this.path("/act"), ActResponse, { observation, seed: rng.int(2 ** 31), version: this.expectVersion ?? this.current });
+    return { action: r.action, logProb: r.logProb, ...(r.args ? { args: r.args } : {}) };
+  }
+
+  async update(batch: UpdateBatch): Promise<UpdateResult> {
+    await this.ensure();
+    const r = await call(this.baseUrl, "POST", this.path("/update"), UpdateResponse, batch, 120_000);
+    this.current = r.version;
+    return r;
+  }
+}
+
+/**
+ * The dispatch worker's view of the policy endpoint: a runner for one policy id at one
+ * version, running the episode loop here and sampling there.
+ */
+export class HttpPolicyEndpoints implements PolicyEndpoints {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly env: Environment,
+  ) {}
+
+  runner(policyId: string, version?: number): RolloutRunner {
+    const policy = new RemotePolicy(this.baseUrl, policyId, version);
+    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+  }
+}
