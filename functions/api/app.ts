@@ -17,7 +17,7 @@ import {
   startRescue,
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
-import { errorResponse, parseBody, requireScope } from "./http.ts";
+import { errorResponse, meterCompute, parseBody, requireScope } from "./http.ts";
 import { openApiDocument } from "./openapi.ts";
 
 /**
@@ -111,6 +111,7 @@ export function createApp(deps: ApiDeps): Hono {
   });
 
   return new Hono()
+    .use(meterCompute(deps))
     .get("/health", (c) => c.json({ ok: true }))
     .get("/v1/usage", async (c) => {
       const key = await authenticate(c.req.header("authorization"), deps.keys);

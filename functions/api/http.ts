@@ -18,8 +18,20 @@ export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxB
   return parsed.data;
 }
 
-export function requireScope(c: Context, scope: Scope, deps: ApiDeps) {
-  return authorize(c.req.header("authorization"), scope, deps);
+export async function requireScope(c: Context, scope: Scope, deps: ApiDeps) {
+  const key = await authorize(c.req.header("authorization"), scope, deps);
+  c.set("meteredKey" as never, key.id as never);
+  return key;
+}
+
+/** Meters each authorised request's compute time (ms in the handler) to its key, for pay-per-use. */
+export function meterCompute(deps: ApiDeps) {
+  return async (c: Context, next: () => Promise<void>) => {
+    const started = performance.now();
+    await next();
+    const keyId = c.get("meteredKey" as never) as string | undefined;
+    if (keyId) await deps.meter.add(keyId, { computeMs: performance.now() - started }).catch(() => undefined);
+  };
 }
 
 const STATUS: Record<string, number> = {

@@ -43,6 +43,9 @@ describe("harness-s serve", () => {
     expect(d.chosen).toHaveLength(2);
     expect(d.ballots).toHaveLength(3);
     expect((await route({ poolId: "embedded", task: { id: "t", family: "app" } })).status).toBe(401);
+    const db = await route({ poolId: "dbbench", task: { id: "dev-3", family: "dbbench", tags: ["UPDATE"] }, failureTags: ["sql-error", "wrong-table-state"], k: 2 }, "test-key");
+    expect(db.status).toBe(200);
+    expect((await db.json()).chosen.every((id: string) => id.startsWith("dbbench-"))).toBe(true);
     const bad = await route({ poolId: "embedded", task: { id: "t" } }, "test-key");
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain("task.family");

@@ -79,7 +79,7 @@ describe("POST /v1/route over HTTP", () => {
     expect(res.status).toBe(404);
   });
 
-  it("meters requests and ballots per key and answers 429 past the quota", async () => {
+  it("meters requests, ballots and compute time per key and answers 429 past the quota", async () => {
     const metered = await addKey(deps, "k-quota", ["route"], 2);
     const body = { poolId: inst.evolution.pool.id, task: { id: "t", family: "app", tags: ["app"] }, failureTags: ["unauthorized"] };
     expect((await post("/v1/route", body, metered)).status).toBe(200);
@@ -87,6 +87,7 @@ describe("POST /v1/route over HTTP", () => {
     const third = await post("/v1/route", body, metered);
     expect(third.status).toBe(429);
     expect(await deps.meter.get("k-quota")).toMatchObject({ requests: 2, ballots: 6 });
+    expect((await deps.meter.get("k-quota")).computeMs).toBeGreaterThan(0);
     const usage = await (await get("/v1/usage", metered)).json();
     expect(usage).toMatchObject({ keyId: "k-quota", requestQuota: 2, usage: { requests: 2, ballots: 6 } });
     expect((await get("/v1/usage")).status).toBe(401);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
+import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "../../../../functions/api/app.ts";
 import { listen } from "../../../../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
@@ -47,12 +48,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const pool = createPool("embedded", evolution.pool.base, evolution.pool.siblings, evolution.pool.notes);
     await stack.deps.pools.put(pool);
     for (const p of Object.values(evolution.initialProfiles)) await stack.deps.profiles.put(pool.id, p);
+    await stack.deps.pools.put(createPool("dbbench", dbbenchH0, dbbenchSiblings, { note: "DBBench siblings; no profiles until evidence is reported" }));
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
     server = await listen(createApp(stack.deps).fetch, opts.port, opts.host);
     const url = server.url;
-    console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pool "embedded" v${pool.version})`);
+    console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
     console.log(
       `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,
