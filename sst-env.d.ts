@@ -12,6 +12,7 @@ declare module "sst" {
     RescueJobs: { name: string; type: "sst.aws.Dynamo" };
     Ballots: { name: string; type: "sst.aws.Dynamo" };
     Experiments: { name: string; type: "sst.aws.Dynamo" };
+    ExperimentSteps: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
     VoteQueue: { url: string; type: "sst.aws.Queue" };
     DispatchQueue: { url: string; type: "sst.aws.Queue" };

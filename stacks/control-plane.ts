@@ -26,7 +26,7 @@ export async function controlPlane() {
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, policyEndpoint]);
-  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, policyEndpoint]);
+  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, policyEndpoint]);
 
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",
@@ -34,7 +34,7 @@ export async function controlPlane() {
     timeout: "10 seconds",
     url: true,
     link: [
-      t.Pools, t.Profiles, t.Decisions, t.ApiKeys, t.Usage, t.Processed, t.Rollouts, t.RescueJobs, t.Experiments,
+      t.Pools, t.Profiles, t.Decisions, t.ApiKeys, t.Usage, t.Processed, t.Rollouts, t.RescueJobs, t.Experiments, t.ExperimentSteps,
       profileQueue, dispatchQueue, coordinatorQueue,
     ],
   });

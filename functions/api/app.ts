@@ -91,6 +91,12 @@ export function createApp(deps: ApiDeps): Hono {
       return c.json(experimentStatus(record, deps.prices), 202);
     })
     .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps)), deps.prices)))
+    .get("/:id/steps", async (c) => {
+      const record = await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps));
+      const seed = c.req.query("seed");
+      const steps = await deps.experimentSteps.list(record.id, { arm: c.req.query("arm"), seed: seed === undefined ? undefined : Number(seed) });
+      return c.json({ id: record.id, steps });
+    })
     .get("/:id/metrics", async (c) => {
       const record = await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps));
       return c.json({ id: record.id, status: record.status, results: record.results, summary: record.summary ?? null });

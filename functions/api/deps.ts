@@ -2,6 +2,7 @@ import type {
   ApiKeyStore,
   Clock,
   ExperimentStore,
+  ExperimentStepStore,
   Prices,
   DecisionStore,
   MessageQueue,
@@ -31,6 +32,7 @@ export interface ApiDeps {
   voters: readonly Voter[];
   /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
   experiments: ExperimentStore;
+  experimentSteps: ExperimentStepStore;
   coordinator: MessageQueue;
   prices: Prices;
   clock: Clock;

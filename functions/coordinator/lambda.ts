@@ -2,7 +2,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { DynamoBallotStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue } from "@harness-s/adapters";
+import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { createCoordinatorHandler } from "./handler.ts";
@@ -19,6 +19,7 @@ const local = embeddedSetup(defaultEmbeddedSettings);
 
 export const handler = createCoordinatorHandler({
   experiments: new DynamoExperimentStore(doc, config.tables),
+  steps: new DynamoExperimentStepStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   clock: systemClock,
   leaseMs: 16 * 60_000,

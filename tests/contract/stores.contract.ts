@@ -18,6 +18,7 @@ import {
   type BallotStore,
   type ExperimentRecord,
   type ExperimentStore,
+  type ExperimentStepStore,
 } from "@harness-s/core";
 import { makeSpec } from "../factories.ts";
 
@@ -31,6 +32,7 @@ export interface Stores {
   jobs: RescueJobStore;
   ballots: BallotStore;
   experiments: ExperimentStore;
+  experimentSteps: ExperimentStepStore;
 }
 
 function experiment(id: string, over: Partial<ExperimentRecord> = {}): ExperimentRecord {
@@ -128,6 +130,22 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(await s.rollouts.get("job", 0)).toEqual(big);
       expect(await s.rollouts.get("job", 2)).toBeUndefined();
     }, 60_000);
+
+    it("experiment steps: listed per run in (seed, arm, step) order, filtered, first write wins", async () => {
+      const s = await fresh();
+      const step = (seed: number, arm: string, n: number, meanReward = 0) => ({
+        experimentId: "e1", seed, arm, step: n, policyVersion: n,
+        rollouts: { train: 8 * n, rescue: 0, resample: 0, reanchor: 0, total: 8 * n },
+        groups: [{ taskId: "t1", meanReward, allFail: meanReward === 0, outcome: "replaced" as const, chosen: ["sib-a", "sib-b"] }],
+      });
+      await Promise.all([s.experimentSteps.put(step(2, "grpo", 1)), s.experimentSteps.put(step(1, "harness-s", 2)), s.experimentSteps.put(step(1, "harness-s", 1)), s.experimentSteps.put(step(1, "grpo", 1))]);
+      await s.experimentSteps.put(step(1, "grpo", 1, 0.5));
+      const all = await s.experimentSteps.list("e1");
+      expect(all.map((x) => `${x.seed}/${x.arm}/${x.step}`)).toEqual(["1/grpo/1", "1/harness-s/1", "1/harness-s/2", "2/grpo/1"]);
+      expect(all[0]!.groups[0]).toEqual({ taskId: "t1", meanReward: 0, allFail: true, outcome: "replaced", chosen: ["sib-a", "sib-b"] });
+      expect((await s.experimentSteps.list("e1", { arm: "harness-s", seed: 1 })).length).toBe(2);
+      expect(await s.experimentSteps.list("other")).toEqual([]);
+    });
 
     it("ballots: keyed by (ballot key, voter), the first ballot wins", async () => {
       const s = await fresh();

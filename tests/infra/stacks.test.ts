@@ -70,7 +70,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   });
 
   it("grants through `link` exactly the tables and queues each function uses", () => {
-    expect(grants("ApiRole", "dynamodb:GetItem").sort()).toEqual(["ApiKeysTable", "DecisionsTable", "ExperimentsTable", "PoolsTable", "ProcessedTable", "ProfilesTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
+    expect(grants("ApiRole", "dynamodb:GetItem").sort()).toEqual(["ApiKeysTable", "DecisionsTable", "ExperimentStepsTable", "ExperimentsTable", "PoolsTable", "ProcessedTable", "ProfilesTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
     expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RolloutsTable"]);

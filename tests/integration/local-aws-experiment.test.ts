@@ -47,7 +47,7 @@ describe("experiments over the API on the local stack", () => {
 
   it("stops a run cleanly at its budget cap, keeps partial results, bills what was used", async () => {
     // Prepare
-    const cap = 700;
+    const cap = 900; // past the initial evaluation (~750 rollouts) and into training, short of a finished arm
     // Act
     const started = await call("/v1/experiments", { seeds: [3], arms: ["grpo", "harness-s"], train: smallTrain, evalSamples: 3, budget: { rollouts: cap } });
     expect(started.status).toBe(202);
@@ -57,6 +57,7 @@ describe("experiments over the API on the local stack", () => {
     await new Promise((r) => setTimeout(r, 1500));
     const later = await (await call(`/v1/experiments/${id}`)).json();
     const metrics = await (await call(`/v1/experiments/${id}/metrics`)).json();
+    const { steps } = await (await call(`/v1/experiments/${id}/steps?arm=harness-s`)).json();
     // Assess
     expect(status.status).toBe("stopped");
     expect(status.stopReason).toContain(`${cap} rollouts`);
@@ -65,6 +66,10 @@ describe("experiments over the API on the local stack", () => {
     expect(later.cost.rollouts).toBe(cap);
     expect(metrics.summary).toBeNull();
     expect(metrics.results.length).toBeLessThan(2);
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps[0]).toMatchObject({ arm: "harness-s", seed: 3, step: 1 });
+    expect(steps[0].groups).toHaveLength(smallTrain.batchSize);
+    expect(steps.flatMap((s: { groups: { outcome: string }[] }) => s.groups.map((g) => g.outcome)).every((o: string) => ["used", "replaced", "dropped"].includes(o))).toBe(true);
     const usage = await (await call("/v1/usage")).json();
     expect(usage.usage.rollouts).toBe(cap);
   }, 120_000);

@@ -1,4 +1,4 @@
-import { MemoryApiKeyStore, MemoryBallotStore, MemoryDecisionStore, MemoryExperimentStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryBallotStore, MemoryDecisionStore, MemoryExperimentStore, MemoryExperimentStepStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
 storeContract("in-memory", async () => ({
@@ -11,6 +11,7 @@ storeContract("in-memory", async () => ({
   jobs: new MemoryRescueJobStore(),
   ballots: new MemoryBallotStore(),
   experiments: new MemoryExperimentStore(),
+  experimentSteps: new MemoryExperimentStepStore(),
 }));
 
 import { describe, expect, it } from "vitest";

@@ -93,6 +93,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       queues.coordinator.url,
       createCoordinatorHandler({
         experiments: stores.experiments,
+        steps: stores.experimentSteps,
         meter: stores.meter,
         clock: systemClock,
         prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),

@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { DynamoBallotStore, DynamoExperimentStore } from "./experiment-stores.ts";
+import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore } from "./experiment-stores.ts";
 import { DynamoProfileStore } from "./profile-store.ts";
 import { DynamoRolloutStore } from "./rollout-store.ts";
 import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoRescueJobStore, DynamoUsageMeter } from "./stores.ts";
@@ -23,5 +23,6 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     rollouts: new DynamoRolloutStore(doc, tables),
     ballots: new DynamoBallotStore(doc, tables, opts.decisionTtlSeconds),
     experiments: new DynamoExperimentStore(doc, tables),
+    experimentSteps: new DynamoExperimentStepStore(doc, tables),
   };
 }

@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { Ballot, ConflictError, ExperimentRecord, type BallotStore, type ExperimentStore } from "@harness-s/core";
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { Ballot, ConflictError, ExperimentRecord, ExperimentStep, type BallotStore, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core";
 import { aws } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
 
@@ -90,5 +90,38 @@ export class DynamoExperimentStore implements ExperimentStore {
 
   async save(record: ExperimentRecord): Promise<void> {
     await aws("save experiment", () => this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record) })));
+  }
+}
+
+/** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
+export class DynamoExperimentStepStore implements ExperimentStepStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async put(step: ExperimentStep): Promise<void> {
+    const parsed = ExperimentStep.parse(step);
+    const key = `${String(parsed.seed).padStart(6, "0")}#${parsed.arm}#${String(parsed.step).padStart(6, "0")}`;
+    try {
+      await aws("put experiment step", () =>
+        this.doc.send(new PutCommand({ TableName: this.tables.ExperimentSteps, Item: { experimentId: parsed.experimentId, key, body: JSON.stringify(parsed) }, ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: { "#k": "key" } })),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
+
+  async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
+    const out: ExperimentStep[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await aws("list experiment steps", () =>
+        this.doc.send(new QueryCommand({ TableName: this.tables.ExperimentSteps, KeyConditionExpression: "experimentId = :e", ExpressionAttributeValues: { ":e": experimentId }, ExclusiveStartKey: start })),
+      );
+      for (const item of page.Items ?? []) out.push(ExperimentStep.parse(JSON.parse(item.body as string)));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out.filter((s) => (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed)).sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
   }
 }

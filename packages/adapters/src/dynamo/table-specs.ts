@@ -2,7 +2,7 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments" | "ExperimentSteps";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -23,6 +23,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Ballots", partitionKey: "ballotKey", sortKey: "voterId", ttlAttribute: "expiresAt" },
   /** Experiment runs: state and lease as attributes, the rest of the record gzip-compressed. */
   { name: "Experiments", partitionKey: "id" },
+  /** One item per training step of a run: sort key `<seed>#<arm>#<step>`, the groups inside. */
+  { name: "ExperimentSteps", partitionKey: "experimentId", sortKey: "key" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

@@ -27,6 +27,8 @@ import {
   type BallotStore,
   type ExperimentRecord,
   type ExperimentStore,
+  type ExperimentStep,
+  type ExperimentStepStore,
 } from "@harness-s/core";
 
 /** A deep copy frozen all the way down: stored once, shared on every read, mutation throws. */
@@ -258,5 +260,20 @@ export class CachedPoolStore implements PoolStore {
 
   list() {
     return this.inner.list();
+  }
+}
+
+export class MemoryExperimentStepStore implements ExperimentStepStore {
+  private readonly steps = new Map<string, ExperimentStep>();
+
+  async put(step: ExperimentStep): Promise<void> {
+    const key = `${step.experimentId}\u0000${step.seed}\u0000${step.arm}\u0000${step.step}`;
+    if (!this.steps.has(key)) this.steps.set(key, frozenCopy(step));
+  }
+
+  async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
+    return [...this.steps.values()]
+      .filter((s) => s.experimentId === experimentId && (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed))
+      .sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
   }
 }

@@ -8,7 +8,7 @@ import { runEpisode } from "../rollout/run-episode.ts";
 import type { Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
-import { trainArm, type TrainResult } from "../training/train.ts";
+import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { ArmSeedResult, ArmSummary, ExperimentSummary } from "./summary.ts";
@@ -38,7 +38,7 @@ export interface ExperimentDeps {
   voters: readonly Voter[];
   /** The instance a seed runs on: its own (independent replicates) or one shared by every seed. */
   instance: (seed: number) => Promise<SeedInstance>;
-  onProgress?: (event: { seed: number; arm: string; step: number; steps: number }) => void;
+  onProgress?: (event: { seed: number; arm: string; step: number; steps: number; record: StepRecord }) => void;
   /**
    * How rollouts of one policy are run: in process by default; through the dispatch queue in
    * the local-aws and cloud runtimes. `policyId` is `initial/<seed>` or `<arm>/<seed>`.
@@ -116,7 +116,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         probePriority: inst.evolution.h0Failures,
         voters: deps.voters,
         rng,
-        onStep: (step) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps }),
+        onStep: (step, record) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
       });
       if (name === "harness-s") {
         extra = trained.rollouts.rescue + trained.rollouts.reanchor;

@@ -51,6 +51,32 @@ export interface ExperimentStore {
   save(record: ExperimentRecord): Promise<void>;
 }
 
+/** One training step of one (arm, seed) of a run, with what happened to each group. */
+export const ExperimentStep = z.object({
+  experimentId: z.string().min(1),
+  seed: z.number().int(),
+  arm: z.string().min(1),
+  step: z.number().int().min(1),
+  policyVersion: z.number().int(),
+  rollouts: z.object({ train: z.number(), rescue: z.number(), resample: z.number(), reanchor: z.number(), total: z.number() }),
+  groups: z.array(
+    z.object({
+      taskId: z.string(),
+      meanReward: z.number(),
+      allFail: z.boolean(),
+      outcome: z.enum(["used", "replaced", "resampled", "dropped"]),
+      chosen: z.array(z.string()).optional(),
+    }),
+  ),
+});
+export type ExperimentStep = z.infer<typeof ExperimentStep>;
+
+/** Step records of runs; writing an existing (run, seed, arm, step) keeps the first. */
+export interface ExperimentStepStore {
+  put(step: ExperimentStep): Promise<void>;
+  list(experimentId: string, filter?: { arm?: string; seed?: number }): Promise<ExperimentStep[]>;
+}
+
 /** What an experiment costs, for pay-per-use (USD per rollout and per compute second). */
 export const Prices = z.object({ perRollout: z.number().min(0).default(0.0002), perComputeSecond: z.number().min(0).default(0.00005) });
 export type Prices = z.infer<typeof Prices>;
@@ -99,6 +125,8 @@ export interface CoordinatorDeps {
   leaseMs?: number;
   /** Bills the key that started the run for what each attempt consumed. */
   meter?: UsageMeter;
+  /** Where each training step's record goes (runs → steps → groups). */
+  steps?: ExperimentStepStore;
 }
 
 /**
@@ -145,6 +173,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
       runnerFor: budgeted,
       onProgress: (e) => {
         done++;
+        void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(() => undefined);
         void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(() => undefined); // a missed progress write is retried by the next one
       },
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }] }),

@@ -26,7 +26,15 @@ export interface TrainDeps {
   voters: readonly Voter[];
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
-  onStep?: (step: number) => void;
+  onStep?: (step: number, record: StepRecord) => void;
+}
+
+/** What one training step did, group by group (for experiment records and audits). */
+export interface StepRecord {
+  step: number;
+  policyVersion: number;
+  rollouts: RolloutCounts;
+  groups: { taskId: string; meanReward: number; allFail: boolean; outcome: "used" | "replaced" | "resampled" | "dropped"; chosen?: string[] }[];
 }
 
 export interface RolloutCounts {
@@ -100,17 +108,24 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     );
     counts.train += config.groupSize * batch.length;
     const used: Rollout[][] = [];
+    const groupRecords: StepRecord["groups"] = [];
     for (let g = 0; g < batch.length; g++) {
       const task = batch[g]!;
       const group = groups[g]!;
       result.rescue.groups++;
+      const meanReward = group.reduce((s, r) => s + r.reward, 0) / group.length;
       if (!isAllFail(group)) {
         used.push(group);
+        groupRecords.push({ taskId: task.id, meanReward, allFail: false, outcome: "used" });
         continue;
       }
       result.rescue.allFailGroups++;
+      const chosenBefore = result.decisions.length;
       const replacement = await handleAllFail(task, group, step, (label, i) => seedOf(task, label, i));
       if (replacement) used.push(replacement);
+      const chosen = result.decisions.length > chosenBefore ? result.decisions[result.decisions.length - 1]!.chosen : undefined;
+      const outcome = !replacement ? "dropped" : arm.rescue === "resample-h0" ? "resampled" : "replaced";
+      groupRecords.push({ taskId: task.id, meanReward, allFail: true, outcome, ...(chosen ? { chosen } : {}) });
     }
 
     const samples: UpdateSample[] = [];
@@ -157,7 +172,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
       result.utilities.push({ step, values: re.utilities });
     }
     await curvePoint(step);
-    deps.onStep?.(step);
+    deps.onStep?.(step, { step, policyVersion: policy.version(), rollouts: { ...counts, total: counts.train + counts.rescue + counts.resample + counts.reanchor }, groups: groupRecords });
   }
   counts.total = counts.train + counts.rescue + counts.resample + counts.reanchor;
   return result;
