@@ -43,3 +43,16 @@ export function errorClass(message: string): string {
   if (m.includes("timed out") || m.includes("max_statement_time") || m.includes("interrupted")) return "timeout";
   return "other";
 }
+
+/**
+ * AgentBench's combined hash: each table's hash read from the query's printed result
+ * (`[('<md5>',)]`), sorted and joined by "_".
+ */
+export async function tablesHash(execute: (sql: string) => Promise<SqlResult>, tables: readonly DbTable[]): Promise<string> {
+  const hashes: string[] = [];
+  for (const t of tables) {
+    const r = await execute(hashQuery(t));
+    hashes.push(r.text.replace(/^[[\]()]+|[[\]()]+$/g, "").split(",")[0]!.trim().replace(/^'+|'+$/g, ""));
+  }
+  return hashes.sort().join("_");
+}

@@ -3,7 +3,7 @@ import mysql, { type Connection, type FieldPacket, type Pool, type TypeCastField
 import { HarnessSError } from "@harness-s/core";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
-import { errorClass, hashQuery, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
+import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
 
 /** The MySQL/MariaDB server could not be reached or refused the engine's own work. */
 export class SqlServerError extends HarnessSError {
@@ -202,13 +202,8 @@ class MysqlSession implements SqlSession {
     }
   }
 
-  async tablesHash(tables: readonly DbTable[]): Promise<string> {
-    const hashes: string[] = [];
-    for (const t of tables) {
-      const r = await this.execute(hashQuery(t));
-      hashes.push(r.text.replace(/^[[\]()]+|[[\]()]+$/g, "").split(",")[0]!.trim().replace(/^'+|'+$/g, ""));
-    }
-    return hashes.sort().join("_");
+  tablesHash(tables: readonly DbTable[]): Promise<string> {
+    return tablesHash((sql) => this.execute(sql), tables);
   }
 
   close(): Promise<void> {

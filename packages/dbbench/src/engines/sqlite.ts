@@ -3,7 +3,7 @@ import Database from "better-sqlite3";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { mysqlToSqlite } from "./mysql-dialect.ts";
-import { errorClass, hashQuery, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
+import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
 
 /** Statements that would reach outside the in-memory database (files, other databases, settings). */
 const OUTSIDE = /^\s*(attach|detach|vacuum|pragma)\b/i;
@@ -74,13 +74,8 @@ class SqliteSession implements SqlSession {
     }
   }
 
-  async tablesHash(tables: readonly DbTable[]): Promise<string> {
-    const hashes: string[] = [];
-    for (const t of tables) {
-      const r = await this.execute(hashQuery(t));
-      hashes.push(r.text.replace(/^[[\]()]+|[[\]()]+$/g, "").split(",")[0]!.trim().replace(/^'+|'+$/g, ""));
-    }
-    return hashes.sort().join("_");
+  tablesHash(tables: readonly DbTable[]): Promise<string> {
+    return tablesHash((sql) => this.execute(sql), tables);
   }
 
   async close(): Promise<void> {
