@@ -34,6 +34,8 @@ export interface VerifyReport {
   mutations: { matched: number; total: number };
   selects: { matched: number; total: number };
   unmatched: string[];
+  /** Matched / total per row type (INSERT, UPDATE, counting, …). */
+  byType: Record<string, { matched: number; total: number }>;
   /** Per unmatched row: its type and the last tool output (an SQL error says why). */
   details: { id: string; type: string; lastOutput: string }[];
 }
@@ -60,6 +62,12 @@ export async function verifyGold(rows: readonly DbBenchRow[], engine: SqlEngine,
     mutations: count(results.filter((r) => isMutation(r.row))),
     selects: count(results.filter((r) => !isMutation(r.row))),
     unmatched: failed.map((r) => r.row.id),
+    byType: results.reduce<VerifyReport["byType"]>((acc, r) => {
+      const t = (acc[r.row.type[0]!] ??= { matched: 0, total: 0 });
+      t.total++;
+      if (r.rollout.success) t.matched++;
+      return acc;
+    }, {}),
     details: failed.map((r) => ({ id: r.row.id, type: r.row.type[0]!, lastOutput: r.rollout.steps.map((s) => s.resultText ?? s.result).filter((t) => t !== "submitted").pop() ?? "" })),
   };
 }

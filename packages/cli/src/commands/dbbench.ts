@@ -56,6 +56,7 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
     console.log(`engine ${report.engine}, split ${report.split}`);
     console.log(`mutations (INSERT/UPDATE, table hash): ${report.mutations.matched} / ${report.mutations.total}`);
     console.log(`selects (answer normalisation):       ${report.selects.matched} / ${report.selects.total}`);
+    for (const [type, c] of Object.entries(report.byType).sort(([a], [b]) => (a < b ? -1 : 1))) console.log(`  ${type.padEnd(17)} ${c.matched} / ${c.total}`);
     for (const d of report.details) console.log(`  unmatched ${d.id} (${d.type}): last output ${JSON.stringify(d.lastOutput.slice(0, 160))}`);
   } finally {
     await engine.shutdown();
