@@ -87,7 +87,7 @@ export function createApp(deps: ApiDeps): Hono {
     .post("/", async (c) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
-      const record = await startExperiment(req, key.id, { ...deps, newId: () => `exp_${deps.newId()}` });
+      const record = await startExperiment(req, key.id, { ...deps, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(record, deps.prices), 202);
     })
     .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps)), deps.prices)))

@@ -36,7 +36,8 @@ export interface ApiDeps {
   coordinator: MessageQueue;
   prices: Prices;
   clock: Clock;
-  newId: () => string;
+  /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments). */
+  newId: (kind?: "dec" | "exp") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
 }

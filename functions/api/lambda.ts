@@ -24,7 +24,7 @@ const app = createApp({
   voters: statisticalVoters,
   prices: Prices.parse({}),
   clock: systemClock,
-  newId: () => `dec_${randomUUID()}`,
+  newId: (kind = "dec") => `${kind}_${randomUUID()}`,
   maxBodyBytes: 256 * 1024,
 });
 

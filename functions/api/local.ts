@@ -34,7 +34,7 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     coordinator: new MemoryQueue(),
     prices: Prices.parse({}),
     clock: systemClock,
-    newId: () => `dec_${++n}`,
+    newId: (kind = "dec") => `${kind}_${++n}`,
     maxBodyBytes: 64 * 1024,
     ...over,
   };

@@ -109,7 +109,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       tasks: opts.tasks,
       voters: statisticalVoters,
       clock: systemClock,
-      newId: () => `dec_${randomUUID()}`,
+      newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
     };
     return { deps, stores, dynamoEndpoint: dynamo.endpoint, sqsEndpoint, queues, stop };
