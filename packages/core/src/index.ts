@@ -39,5 +39,6 @@ export * from "./evolution/pool-selection.ts";
 export * from "./service/queued-runner.ts";
 export * from "./service/queued-voter.ts";
 export * from "./service/policy-endpoints.ts";
+export * from "./service/experiment-records.ts";
 export * from "./service/experiment-jobs.ts";
 export * from "./service/policy-protocol.ts";
