@@ -42,11 +42,6 @@ export function cellText(v: z.infer<typeof Cell>): string {
 
 export const isMutation = (row: Pick<DbBenchRow, "type">) => (MUTATION_TYPES as readonly string[]).includes(row.type[0]!);
 
-/** The gold table hash as AgentBench stores it (`[('<md5>',)]`), reduced to the hash. */
-export function goldHash(row: DbBenchRow): string | undefined {
-  return row.answer_md5?.replace(/^\[\('|',\)\]$/g, "");
-}
-
 /**
  * Loads a split; every row is validated and gets a stable id (`<split>-<line index>`).
  *

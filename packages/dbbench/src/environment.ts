@@ -1,5 +1,5 @@
 import type { EnvOutcome, EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
-import { columnNames, goldHash, isMutation, type DbBenchRow } from "./data.ts";
+import { columnNames, isMutation, type DbBenchRow } from "./data.ts";
 import type { SqlEngine, SqlSession } from "./engines/engine.ts";
 import { compareResults } from "./evaluate.ts";
 import { pyRows } from "./python.ts";
@@ -133,4 +133,3 @@ class DbBenchSession implements EnvSession {
   }
 }
 
-export { goldHash };

@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { Ballot, ConflictError, ExperimentRecord, ExperimentStep, type BallotStore, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core";
+import { Ballot, ConflictError, ExperimentRecord, ExperimentStep, selectSteps, type BallotStore, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core";
 import { aws } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
 
@@ -122,6 +122,6 @@ export class DynamoExperimentStepStore implements ExperimentStepStore {
       for (const item of page.Items ?? []) out.push(ExperimentStep.parse(JSON.parse(item.body as string)));
       start = page.LastEvaluatedKey;
     } while (start);
-    return out.filter((s) => (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed)).sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
+    return selectSteps(out, filter);
   }
 }

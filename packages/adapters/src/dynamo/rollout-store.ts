@@ -8,6 +8,9 @@ import type { TableNames } from "./table-specs.ts";
 export const CHUNK_BYTES = 300 * 1024;
 const partKey = (index: number, chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
 
+/** A rollout from its gzip-compressed chunks, in order. */
+const decode = (chunks: Buffer[]) => Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(chunks)).toString()));
+
 /** One transaction writes at most 100 items, so a rollout may take up to this many chunks. */
 const MAX_CHUNKS = 100;
 
@@ -62,7 +65,7 @@ export class DynamoRolloutStore implements RolloutStore {
       if (!out.Item) throw new Error(`rollout ${jobId}/${index} is missing chunk ${c} of ${chunks}`);
       data.push(Buffer.from(out.Item.data as Uint8Array));
     }
-    return Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(data)).toString()));
+    return decode(data);
   }
 
   async getMany(jobId: string, indexes: readonly number[]): Promise<Map<number, Rollout>> {
@@ -75,7 +78,7 @@ export class DynamoRolloutStore implements RolloutStore {
         const out = await aws("get rollouts", () => this.doc.send(new BatchGetCommand({ RequestItems: req })));
         for (const item of out.Responses?.[this.tables.Rollouts] ?? []) {
           const index = Number(item.index);
-          const rollout = Number(item.chunks) === 1 ? Rollout.parse(JSON.parse(gunzipSync(Buffer.from(item.data as Uint8Array)).toString())) : await this.get(jobId, index);
+          const rollout = Number(item.chunks) === 1 ? decode([Buffer.from(item.data as Uint8Array)]) : await this.get(jobId, index);
           if (rollout) found.set(index, rollout);
         }
         request = out.UnprocessedKeys as typeof request;
@@ -101,6 +104,6 @@ export class DynamoRolloutStore implements RolloutStore {
     return [...parts.entries()]
       .filter(([, p]) => p.data.filter(Boolean).length === p.chunks)
       .sort((a, b) => a[0] - b[0])
-      .map(([index, p]) => ({ index, rollout: Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(p.data)).toString())) }));
+      .map(([index, p]) => ({ index, rollout: decode(p.data) }));
   }
 }

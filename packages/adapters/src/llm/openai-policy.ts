@@ -1,6 +1,6 @@
 import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { NotConfiguredError, type ActionChoice, type DialogueTurn, type Policy, type PolicyObservation, type Rng, type UpdateResult } from "@harness-s/core";
+import { NotConfiguredError, withNotes, type ActionChoice, type DialogueTurn, type Policy, type PolicyObservation, type Rng, type UpdateResult } from "@harness-s/core";
 
 /** One tool the model sees, and the environment action it maps to. */
 export interface ToolBinding {
@@ -60,7 +60,7 @@ export class OpenAiToolPolicy implements Policy {
   messages(obs: PolicyObservation): ChatCompletionMessageParam[] {
     const byAction = new Map(this.options.tools.map((t) => [t.action, t.name]));
     const msgs: ChatCompletionMessageParam[] = [{ role: "system", content: this.options.system }];
-    const turns: DialogueTurn[] = [...(obs.history ?? []), { role: "env", text: [obs.text, ...(obs.notes ?? []).map((n) => `[harness] ${n}`)].filter(Boolean).join("\n") }];
+    const turns: DialogueTurn[] = [...(obs.history ?? []), { role: "env", text: withNotes(obs.text ?? "", obs.notes ?? []) }];
     let pendingCall: string | undefined;
     turns.forEach((turn, i) => {
       if (turn.role === "env") {

@@ -27,6 +27,7 @@ import {
   type BallotStore,
   type ExperimentRecord,
   type ExperimentStore,
+  selectSteps,
   type ExperimentStep,
   type ExperimentStepStore,
 } from "@harness-s/core";
@@ -272,8 +273,6 @@ export class MemoryExperimentStepStore implements ExperimentStepStore {
   }
 
   async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
-    return [...this.steps.values()]
-      .filter((s) => s.experimentId === experimentId && (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed))
-      .sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
+    return selectSteps([...this.steps.values()].filter((s) => s.experimentId === experimentId), filter);
   }
 }

@@ -65,6 +65,11 @@ function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter:
   }
 }
 
+/** The default {@link ExperimentDeps.runnerFor}: every rollout runs here, with the policy itself. */
+export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["runnerFor"]> {
+  return (_policyId, policy) => (t, h, s) => runEpisode(t, h, s, { env, policy });
+}
+
 const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
 
 /**
@@ -92,7 +97,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     const rng = createRng(seed);
     const evalBase = hash32("eval", seed);
     const initialPolicy = deps.createPolicy(seed);
-    const runnerFor = deps.runnerFor ?? ((_: string, policy: Policy): RolloutRunner => (t, h, s) => runEpisode(t, h, s, { env: deps.env, policy }));
+    const runnerFor = deps.runnerFor ?? inProcessRunners(deps.env);
     const runner0 = runnerFor(`initial/${seed}`, initialPolicy, seed);
     const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
     const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);

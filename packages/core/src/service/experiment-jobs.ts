@@ -1,8 +1,7 @@
 import { BudgetExceededError, NotFoundError, ValidationError, formatIssues } from "../errors.ts";
-import { ExperimentConfig, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
+import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, experimentCost, type ExperimentRequest, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
-import { runEpisode } from "../rollout/run-episode.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import type { MessageQueue, UsageMeter } from "./ports.ts";
@@ -79,7 +78,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   try {
     const base = await deps.prepare(record);
     const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples });
-    const inner = base.runnerFor ?? ((_: string, policy: Policy): RolloutRunner => (t, h, s) => runEpisode(t, h, s, { env: base.env, policy }));
+    const inner = base.runnerFor ?? inProcessRunners(base.env);
     const budgeted = (policyId: string, policy: Policy, seed: number): RolloutRunner => {
       const run = inner(policyId, policy, seed);
       return (task, harness, s) => {

@@ -71,6 +71,13 @@ export interface ExperimentStepStore {
   list(experimentId: string, filter?: { arm?: string; seed?: number }): Promise<ExperimentStep[]>;
 }
 
+/** Steps of a run matching `filter`, in (seed, arm, step) order: what every step store lists. */
+export function selectSteps(steps: readonly ExperimentStep[], filter: { arm?: string; seed?: number } = {}): ExperimentStep[] {
+  return steps
+    .filter((s) => (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed))
+    .sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
+}
+
 /** What an experiment costs, for pay-per-use (USD per rollout and per compute second). */
 export const Prices = z.object({ perRollout: z.number().min(0).default(0.0002), perComputeSecond: z.number().min(0).default(0.00005) });
 export type Prices = z.infer<typeof Prices>;

@@ -28,7 +28,7 @@ export const defaultMysqlOptions: MysqlOptions = { host: "127.0.0.1", port: 3306
 const INT_TYPES = new Set(["TINY", "SHORT", "LONG", "LONGLONG", "INT24", "YEAR"]);
 
 /** Values with the Python types mysql-connector would return, so the text matches AgentBench's. */
-function typeCast(field: TypeCastField, next: () => unknown): unknown {
+function typeCast(field: TypeCastField): unknown {
   const type = field.type as string;
   const s = field.string();
   if (s === null) return null;
@@ -43,7 +43,6 @@ function typeCast(field: TypeCastField, next: () => unknown): unknown {
     const [y, mo, d, h, mi, se] = s.split(/[- :.]/).map(Number);
     return { raw: `datetime.datetime(${[y, mo, d, h, mi, se].filter((x, i) => i < 3 || x).join(", ")})` } satisfies PyValue;
   }
-  void next;
   return s;
 }
 
