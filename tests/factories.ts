@@ -2,6 +2,8 @@ import {
   emptyProfile,
   parseHarnessSpec,
   type HarnessSpec,
+  type ArmSeedResult,
+  type ExperimentSummary,
   type HarnessSpecInput,
   type Profile,
   type Rollout,
@@ -47,4 +49,39 @@ export function makeRollout(over: Partial<Rollout> = {}): Rollout {
 
 export function makeProfile(harnessId: string, over: Partial<Profile> = {}): Profile {
   return { ...emptyProfile(harnessId, 0), ...over };
+}
+
+/** A per-(arm, seed) result with the given H0 held-out Avg@3 per family; other fields minimal. */
+export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number>): ArmSeedResult {
+  const score = (avg: number) => ({ passAt3: avg, avgAt3: avg });
+  const values = Object.values(heldoutByFamily);
+  const avg = values.reduce((s, v) => s + v, 0) / Math.max(1, values.length);
+  return {
+    seed,
+    rollouts: 100,
+    rolloutBreakdown: { train: 100, rescue: 0, resample: 0, reanchor: 0 },
+    h0: { train: score(avg), heldout: score(avg) },
+    byFamily: { train: {}, heldout: Object.fromEntries(Object.entries(heldoutByFamily).map(([f, v]) => [f, score(v)])) },
+    behaviours: {},
+    rescue: { triggered: 0, replaced: 0, dropped: 0, allFailGroups: 0, groups: 0 },
+    curve: [],
+    utilities: [],
+    siblingDirections: {},
+    chosenCounts: {},
+  };
+}
+
+/** An experiment summary over the given arms (per-seed results), with neutral suite figures. */
+export function makeSummary(arms: Record<string, ArmSeedResult[]>): ExperimentSummary {
+  const score = { passAt3: 0, avgAt3: 0 };
+  const seeds = [...new Set(Object.values(arms).flatMap((runs) => runs.map((r) => r.seed)))];
+  return {
+    seeds,
+    config: {},
+    poolVersions: {},
+    initial: { train: score, heldout: score, rank1: { heldout: score }, behaviours: {} },
+    initialPerSeed: [],
+    arms: Object.entries(arms).map(([name, perSeed]) => ({ name, rollouts: 100, h0: { train: score, heldout: score }, perSeed })),
+    suite: { locality: 0, complementarity: 1, nonstationarity: 0, details: {} },
+  };
 }

@@ -1,6 +1,7 @@
 import { mean, type ExperimentSummary } from "@harness-s/core";
 import { acceptanceChecks, arm, meanStd, paired, pts, signed, type Metric } from "./stats.ts";
 import type { SweepResult } from "../sweep.ts";
+import { renderFamilies } from "./families.ts";
 
 const ABLATION_QUESTION: Record<string, string> = {
   "harness-s-random": "whether the router's choice matters (k siblings drawn uniformly instead of by the vote)",
@@ -69,7 +70,8 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
     const line = pairedLine(s, a, b);
     if (line) out.push(line);
   }
-  out.push("", "## Acceptance figures", "", "| check | result | measured |", "|---|---|---|");
+  out.push("", ...renderFamilies(s));
+  out.push("## Acceptance figures", "", "| check | result | measured |", "|---|---|---|");
   for (const c of acceptanceChecks(s)) out.push(`| ${c.name} | ${c.pass ? "pass" : "**FAIL**"} | ${c.detail} |`);
   out.push("", "## Ablations", "", "| ablation − harness-s | train | held-out |", "|---|---|---|");
   for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
