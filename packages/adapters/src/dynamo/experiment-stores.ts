@@ -94,6 +94,11 @@ export class DynamoExperimentStore implements ExperimentStore {
 }
 
 /** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
+/** Sort-key prefix of a seed's steps, or of one arm's within it: `000001#` / `000001#grpo#`. */
+function stepKeyPrefix(seed: number, arm?: string): string {
+  return `${String(seed).padStart(6, "0")}#${arm === undefined ? "" : `${arm}#`}`;
+}
+
 export class DynamoExperimentStepStore implements ExperimentStepStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -102,7 +107,7 @@ export class DynamoExperimentStepStore implements ExperimentStepStore {
 
   async put(step: ExperimentStep): Promise<void> {
     const parsed = ExperimentStep.parse(step);
-    const key = `${String(parsed.seed).padStart(6, "0")}#${parsed.arm}#${String(parsed.step).padStart(6, "0")}`;
+    const key = `${stepKeyPrefix(parsed.seed, parsed.arm)}${String(parsed.step).padStart(6, "0")}`;
     try {
       await aws("put experiment step", () =>
         this.doc.send(new PutCommand({ TableName: this.tables.ExperimentSteps, Item: { experimentId: parsed.experimentId, key, body: JSON.stringify(parsed) }, ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: { "#k": "key" } })),
@@ -114,10 +119,19 @@ export class DynamoExperimentStepStore implements ExperimentStepStore {
 
   async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
     const out: ExperimentStep[] = [];
+    const prefix = filter.seed === undefined ? undefined : stepKeyPrefix(filter.seed, filter.arm);
     let start: Record<string, unknown> | undefined;
     do {
       const page = await aws("list experiment steps", () =>
-        this.doc.send(new QueryCommand({ TableName: this.tables.ExperimentSteps, KeyConditionExpression: "experimentId = :e", ExpressionAttributeValues: { ":e": experimentId }, ExclusiveStartKey: start })),
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.tables.ExperimentSteps,
+            KeyConditionExpression: prefix ? "experimentId = :e AND begins_with(#k, :p)" : "experimentId = :e",
+            ...(prefix ? { ExpressionAttributeNames: { "#k": "key" } } : {}),
+            ExpressionAttributeValues: { ":e": experimentId, ...(prefix ? { ":p": prefix } : {}) },
+            ExclusiveStartKey: start,
+          }),
+        ),
       );
       for (const item of page.Items ?? []) out.push(ExperimentStep.parse(JSON.parse(item.body as string)));
       start = page.LastEvaluatedKey;
