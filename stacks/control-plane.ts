@@ -26,7 +26,8 @@ export async function controlPlane() {
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, policyEndpoint]);
-  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, policyEndpoint]);
+  // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
+  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, coordinatorQueue, policyEndpoint]);
 
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",

@@ -9,3 +9,9 @@ export const WORKERS = {
   dispatch: { handler: "functions/dispatch/lambda.handler", timeout: "5 minutes", visibility: "6 minutes", batch: 10, retry: 3 },
   coordinator: { handler: "functions/coordinator/lambda.handler", timeout: "15 minutes", visibility: "16 minutes", batch: 1, retry: 2 },
 } as const;
+
+/**
+ * A coordinator invocation starts no new (arm, seed) unit after this long; it saves what it
+ * finished and re-queues the run, so one unit must fit in the rest of the 15-minute timeout.
+ */
+export const COORDINATOR_SLICE_MS = 9 * 60_000;

@@ -5,12 +5,14 @@ import { NotConfiguredError, systemClock } from "@harness-s/core";
 import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
 import { createCoordinatorHandler } from "./handler.ts";
 import { queuedExperimentDeps } from "./queued-experiment.ts";
 
 // Composition root of the `coordinator` worker: the embedded suite, policies created at the
 // policy endpoint (PolicyEndpointUrl), rollouts through the dispatch queue, ballots through the
-// vote queue. Without an endpoint a run is marked failed with NOT_CONFIGURED (its record says why).
+// vote queue; a run longer than one invocation continues in the next (COORDINATOR_SLICE_MS).
+// Without an endpoint a run is marked failed with NOT_CONFIGURED (its record says why).
 const config = awsConfigFromResources();
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const sqs = new SQSClient({});
@@ -23,6 +25,7 @@ export const handler = createCoordinatorHandler({
   meter: new DynamoUsageMeter(doc, config.tables),
   clock: systemClock,
   leaseMs: 16 * 60_000,
+  ...(config.queues.coordinator ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) } : {}),
   prepare: async (record) => {
     if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");

@@ -75,7 +75,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
     expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RolloutsTable"]);
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable"]);
-    expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["DispatchQueueQueue", "VoteQueueQueue"]);
+    expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);
   });
 

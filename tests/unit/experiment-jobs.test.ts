@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   ExperimentRequest,
   LocalPolicyEndpoints,
+  inProcessRunners,
   ManualClock,
   PolicyVersionMismatchError,
   queuedRolloutRunner,
@@ -9,6 +10,7 @@ import {
   startExperiment,
   systemClock,
   type Envelope,
+  type Policy,
 } from "@harness-s/core";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
@@ -82,4 +84,72 @@ describe("queued rollouts", () => {
     expect(() => endpoints.runner("p", 7)).toThrow(PolicyVersionMismatchError);
     expect(() => endpoints.runner("missing")).toThrow(/not found/);
   });
+});
+
+describe("long runs: time slices and resumption", () => {
+  const run2x2 = { seeds: [3, 4], arms: ["grpo", "harness-s"], train: { steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0 }, evalSamples: 3 };
+  /** The embedded setup with every policy id the runners were asked for recorded in `ids`. */
+  const recording = (ids: string[], hangOn?: string) => async () => ({
+    ...setup,
+    runnerFor: (id: string, policy: Policy, seed: number) => {
+      ids.push(id);
+      const run = inProcessRunners(setup.env)(id, policy, seed);
+      return hangOn === id ? () => new Promise<never>(() => undefined) : run;
+    },
+  });
+
+  async function oneLongAttempt() {
+    const experiments = new MemoryExperimentStore();
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "ref" });
+    await runExperimentJob("ref", { experiments, clock: systemClock, prepare: recording([]) });
+    return (await experiments.get("ref"))!;
+  }
+
+  it("a run past its time slice re-queues itself, resumes after what it finished, and ends with the same summary and usage", async () => {
+    // Prepare
+    const reference = await oneLongAttempt();
+    const experiments = new MemoryExperimentStore();
+    const coordinator = new MemoryQueue();
+    const meter = new MemoryUsageMeter();
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator, clock: systemClock, newId: () => "e3" });
+    const ids: string[] = [];
+    const deps = { experiments, clock: systemClock, meter, sliceMs: 0, continueOn: coordinator, prepare: recording(ids) };
+    // Act: deliver each message the coordinator queue receives, as the worker would
+    const labels: string[] = [];
+    const envelopeIds: string[] = [];
+    for (let m = coordinator.take(); m.length && labels.length < 10; m = coordinator.take()) {
+      envelopeIds.push(...m.map((e: Envelope) => e.id));
+      await runExperimentJob("e3", deps);
+      labels.push((await experiments.get("e3"))!.progress.label);
+    }
+    // Assess: one (arm, seed) unit per attempt, nothing run twice, same results as one attempt
+    const stored = (await experiments.get("e3"))!;
+    expect(stored.status).toBe("done");
+    expect(stored.attempts).toBe(4);
+    expect(labels).toEqual(["continuing: 3 (arm, seed) units left", "continuing: 2 (arm, seed) units left", "continuing: 1 (arm, seed) units left", "done"]);
+    expect(new Set(envelopeIds).size).toBe(4);
+    expect(ids).toEqual(["initial/3", "harness-s/3", "grpo/3", "initial/4", "harness-s/4", "grpo/4"]);
+    expect(stored.summary).toEqual(reference.summary);
+    expect(stored.usage.rollouts).toBe(reference.usage.rollouts);
+    expect((await meter.get("k1")).rollouts).toBe(reference.usage.rollouts);
+  }, 120_000);
+
+  it("a crashed attempt's finished units survive: the takeover skips them", async () => {
+    // Prepare: the first attempt finishes seed 3's baseline and harness-s, then hangs on grpo (a dead worker)
+    const reference = await oneLongAttempt();
+    const clock = new ManualClock(1_000);
+    const experiments = new MemoryExperimentStore();
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator: new MemoryQueue(), clock, newId: () => "e4" });
+    void runExperimentJob("e4", { experiments, clock, leaseMs: 60_000, prepare: recording([], "grpo/3") });
+    await vi.waitUntil(async () => (await experiments.get("e4"))!.results.length === 1, { timeout: 60_000, interval: 20 });
+    // Act: the lease runs out and another worker takes the run over
+    clock.advance(60_001);
+    const ids: string[] = [];
+    await runExperimentJob("e4", { experiments, clock, leaseMs: 60_000, prepare: recording(ids) });
+    // Assess
+    const stored = (await experiments.get("e4"))!;
+    expect(stored).toMatchObject({ status: "done", attempts: 2 });
+    expect(ids).toEqual(["grpo/3", "initial/4", "harness-s/4", "grpo/4"]);
+    expect(stored.summary).toEqual(reference.summary);
+  }, 120_000);
 });

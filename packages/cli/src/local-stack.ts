@@ -43,6 +43,8 @@ export interface LocalStackOptions {
   prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
   /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
   dispatchConcurrency?: number;
+  /** When set, a coordinator attempt re-queues its run after this long, as the Lambda does. */
+  coordinatorSliceMs?: number;
   log?: (line: string) => void;
 }
 
@@ -96,6 +98,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
         steps: stores.experimentSteps,
         meter: stores.meter,
         clock: systemClock,
+        ...(opts.coordinatorSliceMs !== undefined ? { sliceMs: opts.coordinatorSliceMs, continueOn: queues.coordinator.queue } : {}),
         prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
         log,
       }),

@@ -65,6 +65,16 @@ export class NotFoundError extends HarnessSError {
   }
 }
 
+/**
+ * An experiment attempt used up its time slice between two (arm, seed) units; what it finished is
+ * kept and the next attempt resumes from there.
+ */
+export class TimeSliceEndedError extends HarnessSError {
+  constructor(readonly remaining: number) {
+    super("TIME_SLICE_ENDED", `time slice ended with ${remaining} (arm, seed) units left`);
+  }
+}
+
 /** A rollout budget would be exceeded. */
 export class BudgetExceededError extends HarnessSError {
   constructor(detail: string) {

@@ -28,9 +28,9 @@ export function localQueuedExperiment(setup: Setup, endpoints: LocalPolicyEndpoi
 }
 
 /** A local stack whose coordinator runs experiments of `setup` through the queues and tables. */
-export async function startExperimentStack(setup: Setup, log?: (line: string) => void): Promise<LocalStack> {
+export async function startExperimentStack(setup: Setup, log?: (line: string) => void, opts: { coordinatorSliceMs?: number } = {}): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
-  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setup, endpoints), log });
+  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setup, endpoints), log, ...opts });
 }
 
 /**

@@ -11,7 +11,8 @@ import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
-import type { ArmSeedResult, ArmSummary, ExperimentSummary } from "./summary.ts";
+import { TimeSliceEndedError } from "../errors.ts";
+import type { ArmSeedResult, ArmSummary, ExperimentSummary, SeedBaseline } from "./summary.ts";
 
 export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"] as const;
 
@@ -46,6 +47,18 @@ export interface ExperimentDeps {
   runnerFor?: (policyId: string, policy: Policy, seed: number) => RolloutRunner;
   /** Called when one arm of one seed is trained and evaluated (partial results survive a stop). */
   onArmSeed?: (arm: string, result: ArmSeedResult) => void | Promise<void>;
+  /** Called when a seed's initial policy has been evaluated (kept for a resumed attempt). */
+  onSeedBaseline?: (baseline: SeedBaseline) => void | Promise<void>;
+  /**
+   * What an earlier attempt of the same run finished: those seeds' baselines and (arm, seed)
+   * results are reused, not re-run. Runs are deterministic per seed, so the summary is the same.
+   */
+  resume?: { baselines: readonly SeedBaseline[]; results: readonly { arm: string; result: ArmSeedResult }[] };
+  /**
+   * Asked before each (arm, seed) after the first this attempt trains; true ends the attempt with
+   * {@link TimeSliceEndedError}, so every attempt makes progress.
+   */
+  shouldYield?: () => boolean;
 }
 
 function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
@@ -70,6 +83,26 @@ export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["
   return (_policyId, policy) => (t, h, s) => runEpisode(t, h, s, { env, policy });
 }
 
+/**
+ * (1 − Spearman ρ) / 2 between the siblings' rescue utilities at evolution time (step 0) and at
+ * the last re-anchoring, over siblings measured at both; empty when nothing was re-anchored.
+ */
+function nonstationarityOf(result: ArmSeedResult): number[] {
+  const first = result.utilities[0];
+  const last = result.utilities[result.utilities.length - 1];
+  if (!first || !last || result.utilities.length < 2) return [];
+  const ids = Object.keys(result.siblingDirections).filter((id) => Number.isFinite(last.values[id]) && Number.isFinite(first.values[id]));
+  const rho = spearman(ids.map((id) => first.values[id]!), ids.map((id) => last.values[id]!));
+  return [(1 - rho) / 2];
+}
+
+/** (arm, seed) units neither finished in this attempt nor carried over from an earlier one. */
+function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonly ArmSeedResult[]>, resumed: NonNullable<ExperimentDeps["resume"]>["results"] = []): number {
+  const done = new Set([...perArm.entries()].flatMap(([arm, runs]) => runs.map((r) => `${arm}/${r.seed}`)));
+  for (const r of resumed) done.add(`${r.arm}/${r.result.seed}`);
+  return config.seeds.flatMap((seed) => config.arms.map((arm) => `${arm}/${seed}`)).filter((u) => !done.has(u)).length;
+}
+
 const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
 
 /**
@@ -89,6 +122,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
   const initialBehaviours: Record<string, number>[] = [];
   const nonstationarity: number[] = [];
   const instances = new Map<number, SeedInstance>();
+  let trainedNow = 0; // units trained by this attempt: each attempt finishes at least one
 
   for (const seed of config.seeds) {
     const inst = await deps.instance(seed);
@@ -98,17 +132,32 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     const evalBase = hash32("eval", seed);
     const initialPolicy = deps.createPolicy(seed);
     const runnerFor = deps.runnerFor ?? inProcessRunners(deps.env);
-    const runner0 = runnerFor(`initial/${seed}`, initialPolicy, seed);
-    const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
-    const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
-    const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
-    const r1 = await evaluateTasks(inst.heldout, pick0, config.evalSamples, evalBase, runner0);
-    rank1Before.set(seed, score(r1));
-    initialBehaviours.push(h0Train.behaviours);
-    initialPerSeed.push({ seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) } });
+    let baseline = deps.resume?.baselines.find((b) => b.seed === seed);
+    if (!baseline) {
+      const runner0 = runnerFor(`initial/${seed}`, initialPolicy, seed);
+      const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
+      const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
+      const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
+      const r1 = await evaluateTasks(inst.heldout, pick0, config.evalSamples, evalBase, runner0);
+      baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
+      await deps.onSeedBaseline?.(baseline);
+    }
+    rank1Before.set(seed, baseline.rank1.heldout);
+    initialBehaviours.push(baseline.behaviours);
+    initialPerSeed.push({ seed, h0: baseline.h0, rank1: baseline.rank1 });
 
     let extra = 0;
     for (const name of order) {
+      const done = deps.resume?.results.find((r) => r.arm === name && r.result.seed === seed)?.result;
+      if (done) {
+        if (name === "harness-s") {
+          extra = done.rolloutBreakdown.rescue + done.rolloutBreakdown.reanchor;
+          nonstationarity.push(...nonstationarityOf(done));
+        }
+        perArm.get(name)!.push(done);
+        continue;
+      }
+      if (trainedNow > 0 && deps.shouldYield?.()) throw new TimeSliceEndedError(unitsLeft(config, perArm, deps.resume?.results));
       const policy = deps.createPolicy(seed);
       const runRollout = runnerFor(`${name}/${seed}`, policy, seed);
       const trained: TrainResult = await trainArm(armConfig(name, extra, config.singleVoter), config.train, {
@@ -123,15 +172,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         rng,
         onStep: (step, record) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
       });
-      if (name === "harness-s") {
-        extra = trained.rollouts.rescue + trained.rollouts.reanchor;
-        const last = trained.utilities[trained.utilities.length - 1];
-        if (last) {
-          const ids = pool.siblings.map((s) => s.id).filter((id) => Number.isFinite(last.values[id]));
-          const rho = spearman(ids.map((id) => rescueUtility(initialProfiles[id]!)), ids.map((id) => last.values[id]!));
-          nonstationarity.push((1 - rho) / 2);
-        }
-      }
+      if (name === "harness-s") extra = trained.rollouts.rescue + trained.rollouts.reanchor;
       const train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runRollout);
       const held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runRollout);
       const result: ArmSeedResult = {
@@ -173,6 +214,8 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
           randomHitRate: mean(rescuable.map((a) => a.randomHitChance)),
         };
       }
+      trainedNow++;
+      if (name === "harness-s") nonstationarity.push(...nonstationarityOf(result));
       perArm.get(name)!.push(result);
       await deps.onArmSeed?.(name, result);
     }

@@ -23,6 +23,15 @@ export const ArmSeedResult = z.object({
 });
 export type ArmSeedResult = z.infer<typeof ArmSeedResult>;
 
+/** A seed's initial policy evaluated before any training: the reference point of every arm. */
+export const SeedBaseline = z.object({
+  seed: z.number().int(),
+  h0: SplitScores,
+  rank1: z.object({ heldout: Score }),
+  behaviours: z.record(z.string(), z.number()),
+});
+export type SeedBaseline = z.infer<typeof SeedBaseline>;
+
 export const ArmSummary = z.object({
   name: z.string(),
   rollouts: z.number(),

@@ -1,4 +1,4 @@
-import { BudgetExceededError, NotFoundError, ValidationError, formatIssues } from "../errors.ts";
+import { BudgetExceededError, NotFoundError, TimeSliceEndedError, ValidationError, formatIssues } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, experimentCost, type ExperimentRequest, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
@@ -31,6 +31,7 @@ export async function startExperiment(
     progress: { done: 0, total: req.seeds.length * req.arms.length * train.data.steps, label: "queued" },
     usage: { rollouts: 0, computeMs: 0 },
     results: [],
+    baselines: [],
   };
   await deps.experiments.create(record);
   await deps.coordinator.send([{ v: 1, id: `experiment:${record.id}`, type: "experiment.requested", body: { experimentId: record.id } }]);
@@ -47,12 +48,21 @@ export interface CoordinatorDeps {
   meter?: UsageMeter;
   /** Where each training step's record goes (runs → steps → groups). */
   steps?: ExperimentStepStore;
+  /**
+   * Longest an attempt starts new (arm, seed) units for; then it saves what it finished, re-queues
+   * the run on `continueOn` and ends, so a run can outlast one worker invocation (Lambda: 15 min).
+   * A single unit must fit in what is left of the invocation.
+   */
+  sliceMs?: number;
+  continueOn?: MessageQueue;
 }
 
 /**
  * The coordinator use-case: claims the run (a duplicate delivery while it runs is a no-op), runs
  * every arm and seed, saves progress and each finished (arm, seed) as it goes, and stops cleanly
- * when the next rollout would pass the budget cap (`stopped`, partial results kept).
+ * when the next rollout would pass the budget cap (`stopped`, partial results kept). An attempt
+ * resumes after the units earlier attempts finished (a crashed worker's run, taken over after its
+ * lease, or a run continued after its time slice) and gives the same summary as one long attempt.
  */
 export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promise<ExperimentRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 120_000;
@@ -61,7 +71,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     if (!(await deps.experiments.get(id))) throw new NotFoundError("experiment", id);
     return "duplicate";
   }
-  const record: ExperimentRecord = { ...claimed, attempts: claimed.attempts + 1, results: [], stopReason: undefined, error: undefined };
+  const record: ExperimentRecord = { ...claimed, attempts: claimed.attempts + 1, stopReason: undefined, error: undefined };
   const started = deps.clock.now();
   const computeBefore = record.usage.computeMs;
   const rolloutsBefore = record.usage.rollouts;
@@ -87,10 +97,13 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
         return run(task, harness, s);
       };
     };
-    let done = 0;
+    let done = record.results.length * config.train.steps;
     const summary = await runExperiment(config, {
       ...base,
       runnerFor: budgeted,
+      resume: { baselines: [...record.baselines], results: [...record.results] },
+      onSeedBaseline: (b) => save({ baselines: [...record.baselines, b] }),
+      ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - started >= deps.sliceMs! } : {}),
       onProgress: (e) => {
         done++;
         void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(() => undefined);
@@ -101,7 +114,11 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     await save({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
   } catch (err) {
     await persisted.catch(() => undefined);
-    if (err instanceof BudgetExceededError) await save({ status: "stopped", stopReason: err.message });
+    if (err instanceof TimeSliceEndedError) {
+      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${err.remaining} (arm, seed) units left` } });
+      // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
+      await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
+    } else if (err instanceof BudgetExceededError) await save({ status: "stopped", stopReason: err.message });
     else await save({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ARM_NAMES } from "../experiment/run-experiment.ts";
-import { ArmSeedResult, ExperimentSummary } from "../experiment/summary.ts";
+import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 
 /** `POST /v1/experiments`: which arms and seeds, training overrides, and a rollout budget cap. */
 export const ExperimentRequest = z.object({
@@ -29,7 +29,9 @@ export const ExperimentRecord = z.object({
   progress: z.object({ done: z.number().int(), total: z.number().int(), label: z.string() }),
   /** Cumulative over attempts: what was consumed is billed, and counts against the budget. */
   usage: z.object({ rollouts: z.number().int().min(0), computeMs: z.number().min(0) }),
+  /** Finished (arm, seed) units and seed baselines: a later attempt resumes after them. */
   results: z.array(z.object({ arm: z.string(), result: ArmSeedResult })),
+  baselines: z.array(SeedBaseline).default([]),
   summary: ExperimentSummary.optional(),
   stopReason: z.string().optional(),
   error: z.string().optional(),
