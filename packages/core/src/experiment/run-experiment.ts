@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { EvolutionResult } from "../evolution/evolve.ts";
 import { rank1Picker } from "../inference/rank1.ts";
-import { mean, spearman } from "../metrics/stats.ts";
+import { mean } from "../metrics/stats.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
@@ -12,7 +12,8 @@ import { trainArm, type StepRecord, type TrainResult } from "../training/train.t
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import { TimeSliceEndedError } from "../errors.ts";
-import type { ArmSeedResult, ArmSummary, ExperimentSummary, SeedBaseline } from "./summary.ts";
+import { summarise } from "./summarise.ts";
+import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
 
 export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"] as const;
 
@@ -83,19 +84,6 @@ export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["
   return (_policyId, policy) => (t, h, s) => runEpisode(t, h, s, { env, policy });
 }
 
-/**
- * (1 − Spearman ρ) / 2 between the siblings' rescue utilities at evolution time (step 0) and at
- * the last re-anchoring, over siblings measured at both; empty when nothing was re-anchored.
- */
-function nonstationarityOf(result: ArmSeedResult): number[] {
-  const first = result.utilities[0];
-  const last = result.utilities[result.utilities.length - 1];
-  if (!first || !last || result.utilities.length < 2) return [];
-  const ids = Object.keys(result.siblingDirections).filter((id) => Number.isFinite(last.values[id]) && Number.isFinite(first.values[id]));
-  const rho = spearman(ids.map((id) => first.values[id]!), ids.map((id) => last.values[id]!));
-  return [(1 - rho) / 2];
-}
-
 /** (arm, seed) units neither finished in this attempt nor carried over from an earlier one. */
 function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonly ArmSeedResult[]>, resumed: NonNullable<ExperimentDeps["resume"]>["results"] = []): number {
   const done = new Set([...perArm.entries()].flatMap(([arm, runs]) => runs.map((r) => `${arm}/${r.seed}`)));
@@ -117,10 +105,7 @@ const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
 export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentSummary> {
   const order = [...config.arms].sort((a, b) => (a === "harness-s" ? -1 : b === "harness-s" ? 1 : 0));
   const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
-  const rank1Before = new Map<number, { passAt3: number; avgAt3: number }>();
-  const initialPerSeed: ExperimentSummary["initialPerSeed"] = [];
-  const initialBehaviours: Record<string, number>[] = [];
-  const nonstationarity: number[] = [];
+  const baselines: SeedBaseline[] = [];
   const instances = new Map<number, SeedInstance>();
   let trainedNow = 0; // units trained by this attempt: each attempt finishes at least one
 
@@ -142,18 +127,13 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
       baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
       await deps.onSeedBaseline?.(baseline);
     }
-    rank1Before.set(seed, baseline.rank1.heldout);
-    initialBehaviours.push(baseline.behaviours);
-    initialPerSeed.push({ seed, h0: baseline.h0, rank1: baseline.rank1 });
+    baselines.push(baseline);
 
     let extra = 0;
     for (const name of order) {
       const done = deps.resume?.results.find((r) => r.arm === name && r.result.seed === seed)?.result;
       if (done) {
-        if (name === "harness-s") {
-          extra = done.rolloutBreakdown.rescue + done.rolloutBreakdown.reanchor;
-          nonstationarity.push(...nonstationarityOf(done));
-        }
+        if (name === "harness-s") extra = done.rolloutBreakdown.rescue + done.rolloutBreakdown.reanchor;
         perArm.get(name)!.push(done);
         continue;
       }
@@ -215,60 +195,10 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         };
       }
       trainedNow++;
-      if (name === "harness-s") nonstationarity.push(...nonstationarityOf(result));
       perArm.get(name)!.push(result);
       await deps.onArmSeed?.(name, result);
     }
   }
 
-  const avgScore = (xs: { passAt3: number; avgAt3: number }[]) => ({ passAt3: mean(xs.map((x) => x.passAt3)), avgAt3: mean(xs.map((x) => x.avgAt3)) });
-  const arms: ArmSummary[] = config.arms.map((name) => {
-    const runs = perArm.get(name)!;
-    const summary: ArmSummary = {
-      name,
-      rollouts: mean(runs.map((r) => r.rollouts)),
-      h0: { train: avgScore(runs.map((r) => r.h0.train)), heldout: avgScore(runs.map((r) => r.h0.heldout)) },
-      perSeed: runs,
-    };
-    if (name.startsWith("harness-s")) {
-      summary.rank1 = {
-        before: { heldout: avgScore(runs.map((r) => rank1Before.get(r.seed)!)) },
-        after: { heldout: avgScore(runs.map((r) => r.rank1!.heldout)) },
-      };
-    }
-    return summary;
-  });
-  const behaviourNames = [...new Set(initialBehaviours.flatMap((b) => Object.keys(b)))];
-  const evolutions = config.seeds.map((seed) => instances.get(seed)!.evolution);
-  const poolVersions = Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.pool.version]));
-  return {
-    seeds: config.seeds,
-    config: { ...config, train: config.train } as Record<string, unknown>,
-    poolVersions,
-    initial: {
-      train: avgScore(initialPerSeed.map((s) => s.h0.train)),
-      heldout: avgScore(initialPerSeed.map((s) => s.h0.heldout)),
-      rank1: { heldout: avgScore(initialPerSeed.map((s) => s.rank1.heldout)) },
-      behaviours: Object.fromEntries(behaviourNames.map((b) => [b, mean(initialBehaviours.map((x) => x[b] ?? 0))])),
-    },
-    initialPerSeed,
-    arms,
-    suite: {
-      locality: mean(evolutions.map((e) => e.locality)),
-      complementarity: mean(evolutions.map((e) => e.complementarity)),
-      nonstationarity: mean(nonstationarity),
-      details: {
-        localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local), mean over the seeds' pools",
-        complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling, mean over the seeds' pools",
-        nonstationarityDefinition: "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
-        nonstationarityPerSeed: nonstationarity,
-        localityPerSeed: evolutions.map((e) => e.locality),
-        complementarityPerSeed: evolutions.map((e) => e.complementarity),
-        poolSizes: evolutions.map((e) => e.pool.siblings.length),
-        repairSets: Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.repairSets])),
-        h0DevFailures: evolutions.map((e) => e.h0Failures.length),
-        evolutionRollouts: evolutions.map((e) => e.rolloutsSpent),
-      },
-    },
-  };
+  return summarise(config, { perArm, baselines, instances });
 }
