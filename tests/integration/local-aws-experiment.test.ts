@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperiment, startExperiment, systemClock, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, TrainConfig, runExperiment, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import type { LocalStack } from "../../packages/cli/src/local-stack.ts";
@@ -22,25 +22,6 @@ describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispat
     expect(Math.max(...progress)).toBe(config.arms.length * config.train.steps);
   }, 240_000);
 
-  it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
-    // Prepare: every attempt ends after one (arm, seed), as a Lambda past its slice does
-    const sliced = ExperimentConfig.parse({ ...config, arms: ["grpo", "harness-s"] });
-    const inProcess = await runExperiment(sliced, setup);
-    const stack = await startExperimentStack(setup, undefined, { coordinatorSliceMs: 0 });
-    try {
-      // Act
-      const req = ExperimentRequest.parse({ arms: sliced.arms, seeds: sliced.seeds, train: sliced.train, evalSamples: sliced.evalSamples });
-      const started = await startExperiment(req, "k1", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => "exp_sliced" });
-      const labels = new Set<string>();
-      const record = await waitForExperiment(stack, started.id, (_done, label) => labels.add(label));
-      // Assess
-      expect(record).toMatchObject({ status: "done", attempts: 2 });
-      expect(record.summary).toEqual(inProcess);
-      expect(labels).toContain("continuing: 1 (arm, seed) units left");
-    } finally {
-      await stack.stop();
-    }
-  }, 240_000);
 });
 
 describe("experiments over the API on the local stack", () => {

@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperiment, startExperiment, systemClock } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
+
+// Its own file so that it runs beside the other local-aws tests, not after them.
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const smallTrain = { steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
+const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3 });
+
+describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordinator handler)", () => {
+  it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
+    // Prepare: every attempt ends after one (arm, seed), as a Lambda past its slice does
+    const inProcess = await runExperiment(config, setup);
+    const stack = await startExperimentStack(setup, undefined, { coordinatorSliceMs: 0 });
+    try {
+      // Act
+      const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });
+      const started = await startExperiment(req, "k1", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => "exp_sliced" });
+      const labels = new Set<string>();
+      const record = await waitForExperiment(stack, started.id, (_done, label) => labels.add(label));
+      // Assess
+      expect(record).toMatchObject({ status: "done", attempts: 2 });
+      expect(record.summary).toEqual(inProcess);
+      expect(labels).toContain("continuing: 1 (arm, seed) units left");
+    } finally {
+      await stack.stop();
+    }
+  }, 240_000);
+});
