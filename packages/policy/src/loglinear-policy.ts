@@ -29,6 +29,23 @@ export function featuresOf(obs: PolicyObservation): string[] {
   return [`${f}|bias`, `${f}|ev:${obs.event}`, ...obs.facts.map((x) => `${f}|has:${x}`), ...obs.taskTags.map((t) => `${f}|tag:${t}`)];
 }
 
+/** Weights indexed feature → action → weight, so that scoring builds no key strings. */
+type WeightIndex = Map<string, Map<string, number>>;
+
+function setIndexed(index: WeightIndex, key: string, value: number): void {
+  const cut = key.lastIndexOf("|");
+  const feature = key.slice(0, cut);
+  let row = index.get(feature);
+  if (!row) index.set(feature, (row = new Map()));
+  row.set(key.slice(cut + 1), value);
+}
+
+function indexWeights(flat: ReadonlyMap<string, number>): WeightIndex {
+  const index: WeightIndex = new Map();
+  for (const [key, value] of flat) setIndexed(index, key, value);
+  return index;
+}
+
 /**
  * The embedded CPU policy: logits(a) = Σ θ[feature|a] + cueStrength·[a hinted] − failedPenalty·[a failed].
  * Only θ is trained, so behaviour learned under a sibling's hints reaches H0 through shared features.
@@ -39,7 +56,8 @@ export function featuresOf(obs: PolicyObservation): string[] {
  */
 export class LogLinearPolicy implements Policy {
   private readonly weights = new Map<string, number>();
-  private readonly reference: ReadonlyMap<string, number>;
+  private readonly index: WeightIndex;
+  private readonly referenceIndex: WeightIndex;
   private readonly options: LogLinearOptions;
   private readonly adam: Adam;
   private currentVersion = 0;
@@ -47,7 +65,8 @@ export class LogLinearPolicy implements Policy {
   constructor(options: Partial<LogLinearOptions> = {}) {
     this.options = LogLinearOptions.parse(options);
     for (const [k, v] of Object.entries(this.options.prior)) this.weights.set(k, v);
-    this.reference = new Map(this.weights);
+    this.index = indexWeights(this.weights);
+    this.referenceIndex = indexWeights(this.weights);
     this.adam = new Adam(this.options.adamBeta1, this.options.adamBeta2);
   }
 
@@ -56,11 +75,15 @@ export class LogLinearPolicy implements Policy {
   }
 
   /** Action probabilities in the order of `obs.tools`; `hints` overrides the observation's hints. */
-  probabilities(obs: PolicyObservation, hints: readonly string[] = obs.hints, weights: ReadonlyMap<string, number> = this.weights): number[] {
-    const feats = featuresOf(obs);
+  probabilities(obs: PolicyObservation, hints: readonly string[] = obs.hints): number[] {
+    return this.scored(obs, hints, this.index);
+  }
+
+  private scored(obs: PolicyObservation, hints: readonly string[], index: WeightIndex): number[] {
+    const rows = featuresOf(obs).map((f) => index.get(f));
     const logits = obs.tools.map((a) => {
       let z = 0;
-      for (const f of feats) z += weights.get(`${f}|${a}`) ?? 0;
+      for (const row of rows) z += row?.get(a) ?? 0;
       if (hints.includes(a)) z += this.options.cueStrength;
       if (obs.failedActions.includes(a)) z -= this.options.failedPenalty;
       return z;
@@ -106,7 +129,7 @@ export class LogLinearPolicy implements Policy {
         const obs = step.observation;
         const probs = this.probabilities(obs, hints);
         const a = obs.tools.indexOf(step.action);
-        const refProbs = s.klCoef > 0 ? this.probabilities(obs, hints, this.reference) : undefined;
+        const refProbs = s.klCoef > 0 ? this.scored(obs, hints, this.referenceIndex) : undefined;
         const l = ppoClipStepLoss({
           logProb: Math.log(probs[a]!),
           behaviourLogProb: step.logProb,
@@ -127,6 +150,10 @@ export class LogLinearPolicy implements Policy {
         }
       }
       this.adam.step(this.weights, grad, s.learningRate);
+      for (const key of grad.keys()) {
+        const w = this.weights.get(key);
+        if (w !== undefined) setIndexed(this.index, key, w);
+      }
     }
     this.currentVersion++;
     const n = Math.max(1, steps.length);
