@@ -8,11 +8,14 @@ import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { experimentCommand } from "./commands/experiment.ts";
 import { defaultEmbeddedSettings } from "./embedded.ts";
+import { parseSeedList } from "./seeds.ts";
 
 function seedList(value: string): number[] {
-  const seeds = value.split(",").map((s) => Number(s.trim()));
-  if (seeds.some((s) => !Number.isInteger(s))) throw new InvalidArgumentError("seeds must be comma-separated integers, e.g. 1,2,3");
-  return seeds;
+  try {
+    return parseSeedList(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 function jsonObject(value: string): Record<string, unknown> {
@@ -39,7 +42,7 @@ const program = new Command()
 program
   .command("experiment")
   .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
-  .option("--seeds <list>", "comma-separated seeds", seedList, [1, 2, 3, 4, 5])
+  .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25", seedList, [1, 2, 3, 4, 5])
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
   .option("--sweep", "also sweep the advantage over H0 cue rate and cue strength", false)
