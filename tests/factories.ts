@@ -52,7 +52,7 @@ export function makeProfile(harnessId: string, over: Partial<Profile> = {}): Pro
 }
 
 /** A per-(arm, seed) result with the given H0 held-out Avg@3 per family; other fields minimal. */
-export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number>): ArmSeedResult {
+export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number>, heldoutByCombination: Record<string, number> = {}): ArmSeedResult {
   const score = (avg: number) => ({ passAt3: avg, avgAt3: avg });
   const values = Object.values(heldoutByFamily);
   const avg = values.reduce((s, v) => s + v, 0) / Math.max(1, values.length);
@@ -62,6 +62,7 @@ export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number
     rolloutBreakdown: { train: 100, rescue: 0, resample: 0, reanchor: 0 },
     h0: { train: score(avg), heldout: score(avg) },
     byFamily: { train: {}, heldout: Object.fromEntries(Object.entries(heldoutByFamily).map(([f, v]) => [f, score(v)])) },
+    byCombination: { heldout: Object.fromEntries(Object.entries(heldoutByCombination).map(([c, v]) => [c, score(v)])) },
     behaviours: {},
     rescue: { triggered: 0, replaced: 0, dropped: 0, allFailGroups: 0, groups: 0 },
     curve: [],

@@ -166,6 +166,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         },
         h0: { train: score(train), heldout: score(held) },
         byFamily: { train: train.byFamily, heldout: held.byFamily },
+        byCombination: { heldout: held.byCombination },
         behaviours: held.behaviours,
         rescue: trained.rescue,
         curve: trained.curve,

@@ -10,6 +10,8 @@ export const ArmSeedResult = z.object({
   h0: SplitScores,
   /** H0 scores per task family, on train and held-out. */
   byFamily: z.object({ train: z.record(z.string(), Score), heldout: z.record(z.string(), Score) }),
+  /** H0 held-out scores per latent requirement combination (`family:req+req`), for diagnosis. */
+  byCombination: z.object({ heldout: z.record(z.string(), Score) }).default({ heldout: {} }),
   behaviours: z.record(z.string(), z.number()),
   rank1: z.object({ heldout: Score }).optional(),
   rescue: z.object({ triggered: z.number(), replaced: z.number(), dropped: z.number(), allFailGroups: z.number(), groups: z.number() }),

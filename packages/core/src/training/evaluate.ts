@@ -8,6 +8,8 @@ import { hash32 } from "../util/rng.ts";
 export interface Evaluation extends PassAvg {
   /** The same scores per task family. */
   byFamily: Record<string, PassAvg>;
+  /** The same scores per family and latent requirement combination, e.g. `db:mutation+schema`. */
+  byCombination: Record<string, PassAvg>;
   /** Share of rollouts showing each named behaviour, among rollouts where it was measurable. */
   behaviours: Record<string, number>;
   rollouts: number;
@@ -29,6 +31,7 @@ export async function evaluateTasks(
 ): Promise<Evaluation> {
   const perTask: boolean[][] = [];
   const perFamily = new Map<string, boolean[][]>();
+  const perCombination = new Map<string, boolean[][]>();
   const all: Rollout[] = [];
   for (const task of tasks) {
     const harness = await harnessFor(task);
@@ -38,10 +41,17 @@ export async function evaluateTasks(
     const flags = group.map((r) => r.success);
     perTask.push(flags);
     perFamily.set(task.family, [...(perFamily.get(task.family) ?? []), flags]);
+    const combination = combinationOf(task);
+    perCombination.set(combination, [...(perCombination.get(combination) ?? []), flags]);
     all.push(...group);
   }
-  const byFamily = Object.fromEntries([...perFamily.entries()].map(([f, xs]) => [f, scoreTasks(xs, 3)]));
-  return { ...scoreTasks(perTask, 3), byFamily, behaviours: behaviourRates(all), rollouts: all.length };
+  const scored = (groups: Map<string, boolean[][]>) => Object.fromEntries([...groups.entries()].map(([k, xs]) => [k, scoreTasks(xs, 3)]));
+  return { ...scoreTasks(perTask, 3), byFamily: scored(perFamily), byCombination: scored(perCombination), behaviours: behaviourRates(all), rollouts: all.length };
+}
+
+/** `family:req1+req2`, or `family:plain` for a task without latent requirements. */
+export function combinationOf(task: Task): string {
+  return `${task.family}:${task.requirements.join("+") || "plain"}`;
 }
 
 /** For each behaviour name, the share of rollouts reporting it true among those reporting it. */
