@@ -115,11 +115,10 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     const { pool, initialProfiles } = inst.evolution;
     const rng = createRng(seed);
     const evalBase = hash32("eval", seed);
-    const initialPolicy = deps.createPolicy(seed);
     const runnerFor = deps.runnerFor ?? inProcessRunners(deps.env);
     let baseline = deps.resume?.baselines.find((b) => b.seed === seed);
     if (!baseline) {
-      const runner0 = runnerFor(`initial/${seed}`, initialPolicy, seed);
+      const runner0 = runnerFor(`initial/${seed}`, deps.createPolicy(seed), seed);
       const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
       const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
       const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
