@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, formatIssues, runExperiment } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { checkpointWriter, loadCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
 import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
@@ -21,6 +22,8 @@ export interface ExperimentOptions {
   fixedSuite: boolean;
   /** in-process (default) or local-aws: through DynamoDB Local, fauxqs and the Lambda handlers. */
   runtime: "in-process" | "local-aws";
+  /** Continue the run whose checkpoint.json is in `out` (in-process only). */
+  resume?: boolean;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -41,17 +44,24 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const runDir = opts.out;
   await mkdir(runDir, { recursive: true });
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
+  const suite = { cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite };
+  const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), { config, suite }, opts.resume ?? false) : undefined;
+  if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
   const bar = createProgress(total, "training");
-  let done = 0;
-  const deps = embeddedSetup(
-    { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite },
-    (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`),
-  );
+  let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
+  if (done) process.stderr.write(`resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished\n`);
+  const deps = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
   const summary =
     opts.runtime === "local-aws"
       ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), (line) => process.stderr.write(`${line}\n`))
-      : await runExperiment(config, { ...deps, onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`) });
+      : await runExperiment(config, {
+          ...deps,
+          onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
+          resume: checkpoint!.state,
+          onSeedBaseline: checkpoint!.addBaseline,
+          onArmSeed: checkpoint!.addResult,
+        });
   bar.stop();
   const pools = await Promise.all(config.seeds.map(async (seed) => [seed, (await deps.instance(seed)).evolution.pool] as const));
   await writeFile(join(runDir, "pools.json"), JSON.stringify(Object.fromEntries(pools), null, 2));
@@ -69,6 +79,20 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   await writePlots(runDir, summary, sweep);
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;
+}
+
+/**
+ * The run's checkpoint: with `resume`, what an earlier process finished (refused if it was written
+ * for another configuration); without, a fresh one, refusing to overwrite an existing checkpoint.
+ */
+async function openCheckpoint(path: string, run: Record<string, unknown>, resume: boolean) {
+  const found = await loadCheckpoint(path, run).catch((err: unknown) => {
+    if (resume) throw err;
+    return { unreadable: true } as const;
+  });
+  if (found && !resume) throw new ValidationError("--out", [`${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`]);
+  const run0 = JSON.parse(JSON.stringify(run)) as Record<string, unknown>;
+  return checkpointWriter(path, found && !("unreadable" in found) ? found : { v: 1, run: run0, baselines: [], results: [] });
 }
 
 async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult): Promise<void> {
