@@ -42,7 +42,7 @@ describe("harness-s CLI", () => {
   });
 
   it("prints help for every command", async () => {
-    for (const cmd of [[], ["experiment"], ["evolve"], ["bench"]]) {
+    for (const cmd of [[], ["experiment"], ["report"], ["evolve"], ["bench"]]) {
       const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
       expect(stdout).toMatch(/Usage: harness-s/);
     }

@@ -7,6 +7,7 @@ import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { experimentCommand } from "./commands/experiment.ts";
+import { reportCommand } from "./commands/report.ts";
 import { defaultEmbeddedSettings } from "./embedded.ts";
 import { parseSeedList } from "./seeds.ts";
 
@@ -58,6 +59,15 @@ program
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, runtime: o.runtime, resume: o.resume });
+  });
+
+program
+  .command("report")
+  .description("Pool experiment runs of one configuration on disjoint seeds into one summary, report and plots")
+  .argument("<runs...>", "result folders, each with a summary.json")
+  .requiredOption("--out <dir>", "where the pooled summary.json, report.md and plots go")
+  .action(async (runs: string[], o) => {
+    await reportCommand(runs, o.out);
   });
 
 program

@@ -28,6 +28,7 @@ export * from "./evolution/mutation-proposer.ts";
 export * from "./evolution/evolve.ts";
 export * from "./experiment/summary.ts";
 export * from "./experiment/run-experiment.ts";
+export * from "./experiment/merge.ts";
 export * from "./service/ports.ts";
 export * from "./service/errors.ts";
 export * from "./service/auth.ts";

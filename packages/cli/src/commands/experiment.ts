@@ -6,8 +6,7 @@ import { checkpointWriter, loadCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
 import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
-import { lineChart, panels, renderPng } from "../report/plots.ts";
-import { acceptanceChecks, pts } from "../report/stats.ts";
+import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 
 export interface ExperimentOptions {
@@ -95,44 +94,3 @@ async function openCheckpoint(path: string, run: Record<string, unknown>, resume
   return checkpointWriter(path, found && !("unreadable" in found) ? found : { v: 1, run: run0, baselines: [], results: [] });
 }
 
-async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult): Promise<void> {
-  const curves = s.arms.flatMap((a) => a.perSeed.flatMap((p) => p.curve.map((c) => ({ arm: a.name, seed: p.seed, step: c.step, avg: c.h0TrainAvgAt3 }))));
-  await writeFile(join(dir, "curves.png"), await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)));
-  const hs = s.arms.find((a) => a.name === "harness-s");
-  const utilRows = (hs?.perSeed ?? []).flatMap((p) =>
-    p.utilities.flatMap((u) =>
-      Object.entries(u.values)
-        .filter(([id, v]) => v !== null && p.siblingDirections[id])
-        .map(([id, v]) => ({ direction: p.siblingDirections[id], step: u.step, utility: v })),
-    ),
-  );
-  await writeFile(
-    join(dir, "utilities.png"),
-    await renderPng(lineChart("Rescue utility by repair direction over harness-s training (mean over seeds' siblings)", utilRows, "step", "utility", "direction", "rescue success rate")),
-  );
-  if (sweep) {
-    const rowsFor = (axis: string) =>
-      sweep.points
-        .filter((p) => p.axis === axis)
-        .flatMap((p) => [
-          ...p.heldout.diffs.map((d) => ({ split: "held-out", value: p.value, advantage: d })),
-          ...p.train.diffs.map((d) => ({ split: "train", value: p.value, advantage: d })),
-        ]);
-    const spec = panels("harness-s − grpo-budget, H0 Avg@3 (mean ± std over seeds)", [
-      { title: "H0 cue rate on train tasks", rows: rowsFor("cueRate"), x: "value", y: "advantage", color: "split", yTitle: "advantage" },
-      { title: "cue strength (fixed prior)", rows: rowsFor("cueStrength"), x: "value", y: "advantage", color: "split", yTitle: "advantage" },
-    ]);
-    await writeFile(join(dir, "sweep.png"), await renderPng(spec));
-  }
-}
-
-function printTable(s: ExperimentSummary, seconds: number, dir: string): void {
-  const rows = s.arms.map((a) => [a.name, a.rollouts.toFixed(0), pts(a.h0.train.avgAt3), pts(a.h0.train.passAt3), pts(a.h0.heldout.avgAt3), pts(a.h0.heldout.passAt3)]);
-  const header = ["arm", "rollouts", "train Avg@3", "train Pass@3", "held Avg@3", "held Pass@3"];
-  const all = [header, ["initial", "-", pts(s.initial.train.avgAt3), pts(s.initial.train.passAt3), pts(s.initial.heldout.avgAt3), pts(s.initial.heldout.passAt3)], ...rows];
-  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  for (const r of all) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join("  "));
-  console.log("");
-  for (const c of acceptanceChecks(s)) console.log(`${c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
-  console.log(`\n${seconds.toFixed(1)} s; summary.json, report.md and plots in ${dir}`);
-}

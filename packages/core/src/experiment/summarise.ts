@@ -15,22 +15,55 @@ function nonstationarityOf(result: ArmSeedResult): number[] {
   return [(1 - rho) / 2];
 }
 
+/** What a summary keeps of each seed's benchmark instance and evolved pool. */
+export interface SeedFacts {
+  seed: number;
+  poolVersion: string;
+  locality: number;
+  complementarity: number;
+  poolSize: number;
+  repairSets: unknown;
+  h0DevFailures: number;
+  evolutionRollouts: number;
+}
+
+export interface SummaryParts {
+  perArm: ReadonlyMap<string, readonly ArmSeedResult[]>;
+  baselines: readonly SeedBaseline[];
+  seedFacts: readonly SeedFacts[];
+}
+
 /**
  * The experiment summary from every seed's baseline and every (arm, seed) result: means per arm,
  * Rank-1 before and after, and the suite figures (locality, complementarity, nonstationarity).
+ *
+ * @example
+ * const summary = summarise(config, { perArm, baselines, instances });
  */
 export function summarise(
   config: ExperimentConfig,
   runs: { perArm: ReadonlyMap<string, ArmSeedResult[]>; baselines: readonly SeedBaseline[]; instances: ReadonlyMap<number, SeedInstance> },
 ): ExperimentSummary {
-  const { perArm, instances } = runs;
-  const rank1Before = new Map(runs.baselines.map((b) => [b.seed, b.rank1.heldout]));
-  const initialPerSeed: ExperimentSummary["initialPerSeed"] = runs.baselines.map((b) => ({ seed: b.seed, h0: b.h0, rank1: b.rank1 }));
-  const initialBehaviours = runs.baselines.map((b) => b.behaviours);
+  const seedFacts = config.seeds.map((seed): SeedFacts => {
+    const e = runs.instances.get(seed)!.evolution;
+    return { seed, poolVersion: e.pool.version, locality: e.locality, complementarity: e.complementarity, poolSize: e.pool.siblings.length, repairSets: e.repairSets, h0DevFailures: e.h0Failures.length, evolutionRollouts: e.rolloutsSpent };
+  });
+  return assembleSummary(config, { perArm: runs.perArm, baselines: runs.baselines, seedFacts });
+}
+
+/**
+ * The summary from its per-seed parts, in the order given: every figure is a mean over seeds, so
+ * parts of runs on disjoint seeds assemble into the summary of one run on all of them.
+ */
+export function assembleSummary(config: ExperimentConfig, parts: SummaryParts): ExperimentSummary {
+  const { perArm, seedFacts } = parts;
+  const rank1Before = new Map(parts.baselines.map((b) => [b.seed, b.rank1.heldout]));
+  const initialPerSeed: ExperimentSummary["initialPerSeed"] = parts.baselines.map((b) => ({ seed: b.seed, h0: b.h0, rank1: b.rank1, behaviours: b.behaviours }));
+  const initialBehaviours = parts.baselines.map((b) => b.behaviours);
   const nonstationarity = (perArm.get("harness-s") ?? []).flatMap(nonstationarityOf);
   const avgScore = (xs: { passAt3: number; avgAt3: number }[]) => ({ passAt3: mean(xs.map((x) => x.passAt3)), avgAt3: mean(xs.map((x) => x.avgAt3)) });
   const arms: ArmSummary[] = config.arms.map((name) => {
-    const runs = perArm.get(name)!;
+    const runs = [...(perArm.get(name) ?? [])];
     const summary: ArmSummary = {
       name,
       rollouts: mean(runs.map((r) => r.rollouts)),
@@ -46,12 +79,10 @@ export function summarise(
     return summary;
   });
   const behaviourNames = [...new Set(initialBehaviours.flatMap((b) => Object.keys(b)))];
-  const evolutions = config.seeds.map((seed) => instances.get(seed)!.evolution);
-  const poolVersions = Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.pool.version]));
   return {
     seeds: config.seeds,
     config: { ...config, train: config.train } as Record<string, unknown>,
-    poolVersions,
+    poolVersions: Object.fromEntries(seedFacts.map((f) => [String(f.seed), f.poolVersion])),
     initial: {
       train: avgScore(initialPerSeed.map((s) => s.h0.train)),
       heldout: avgScore(initialPerSeed.map((s) => s.h0.heldout)),
@@ -61,20 +92,20 @@ export function summarise(
     initialPerSeed,
     arms,
     suite: {
-      locality: mean(evolutions.map((e) => e.locality)),
-      complementarity: mean(evolutions.map((e) => e.complementarity)),
+      locality: mean(seedFacts.map((f) => f.locality)),
+      complementarity: mean(seedFacts.map((f) => f.complementarity)),
       nonstationarity: mean(nonstationarity),
       details: {
         localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local), mean over the seeds' pools",
         complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling, mean over the seeds' pools",
         nonstationarityDefinition: "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
         nonstationarityPerSeed: nonstationarity,
-        localityPerSeed: evolutions.map((e) => e.locality),
-        complementarityPerSeed: evolutions.map((e) => e.complementarity),
-        poolSizes: evolutions.map((e) => e.pool.siblings.length),
-        repairSets: Object.fromEntries(config.seeds.map((seed) => [String(seed), instances.get(seed)!.evolution.repairSets])),
-        h0DevFailures: evolutions.map((e) => e.h0Failures.length),
-        evolutionRollouts: evolutions.map((e) => e.rolloutsSpent),
+        localityPerSeed: seedFacts.map((f) => f.locality),
+        complementarityPerSeed: seedFacts.map((f) => f.complementarity),
+        poolSizes: seedFacts.map((f) => f.poolSize),
+        repairSets: Object.fromEntries(seedFacts.map((f) => [String(f.seed), f.repairSets])),
+        h0DevFailures: seedFacts.map((f) => f.h0DevFailures),
+        evolutionRollouts: seedFacts.map((f) => f.evolutionRollouts),
       },
     },
   };

@@ -49,7 +49,8 @@ export const ExperimentSummary = z.object({
   /** The frozen pool each seed trained with, by seed. */
   poolVersions: z.record(z.string(), z.string()),
   initial: SplitScores.extend({ rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()) }),
-  initialPerSeed: z.array(z.object({ seed: z.number(), h0: SplitScores, rank1: z.object({ heldout: Score }) })),
+  /** `behaviours` is absent in summaries written before it was recorded per seed. */
+  initialPerSeed: z.array(z.object({ seed: z.number(), h0: SplitScores, rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()).optional() })),
   arms: z.array(ArmSummary),
   suite: z.object({
     locality: z.number(),

@@ -1,0 +1,33 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ExperimentSummary, ValidationError, formatIssues, mergeSummaries } from "@harness-s/core";
+import { renderReport } from "../report/markdown.ts";
+import { printTable, writePlots } from "../report/output.ts";
+
+async function readSummary(dir: string): Promise<ExperimentSummary> {
+  const path = join(dir, "summary.json");
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, "utf8"));
+  } catch (err) {
+    throw new ValidationError(path, [(err as Error).message]);
+  }
+  const parsed = ExperimentSummary.safeParse(json);
+  if (!parsed.success) throw new ValidationError(path, formatIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+/**
+ * `harness-s report RUN... --out DIR`: pools runs of one configuration on disjoint seeds into one
+ * summary (as if one run had all the seeds) and writes its summary.json, report.md and plots.
+ */
+export async function reportCommand(runs: string[], out: string): Promise<ExperimentSummary> {
+  const started = Date.now();
+  const summary = mergeSummaries(await Promise.all(runs.map(readSummary)));
+  await mkdir(out, { recursive: true });
+  await writeFile(join(out, "summary.json"), JSON.stringify(summary, null, 2));
+  await writeFile(join(out, "report.md"), renderReport(summary));
+  await writePlots(out, summary);
+  printTable(summary, (Date.now() - started) / 1000, out);
+  return summary;
+}

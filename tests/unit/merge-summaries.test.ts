@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { ExperimentConfig, TrainConfig, mergeSummaries, runExperiment } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, reanchorEvery: 1, reanchorBudget: 6 });
+const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) => ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, ...over });
+
+describe("merging runs on disjoint seeds", () => {
+  it("gives the summary of one run on all the seeds", async () => {
+    // Prepare
+    const [three, four, both] = await Promise.all([runExperiment(configFor([3]), setup), runExperiment(configFor([4]), setup), runExperiment(configFor([3, 4]), setup)]);
+    // Act
+    const merged = mergeSummaries([three, four]);
+    // Assess
+    expect(merged).toEqual(both);
+  }, 120_000);
+
+  it("refuses runs of different configurations, or that share a seed, saying which", async () => {
+    const a = await runExperiment(configFor([3]), setup);
+    const b = await runExperiment(configFor([4], { evalSamples: 4 }), setup);
+    expect(() => mergeSummaries([a, b])).toThrow(/run 2 differs from run 1 in config.evalSamples/);
+    expect(() => mergeSummaries([a, a])).toThrow(/seed 3 is in more than one run/);
+    expect(() => mergeSummaries([])).toThrow(/nothing to merge/);
+  }, 120_000);
+});
