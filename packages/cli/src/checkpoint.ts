@@ -1,7 +1,7 @@
-import { readFile, rename, writeFile } from "node:fs/promises";
-import { isDeepStrictEqual } from "node:util";
+import { rename, stat, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { ArmSeedResult, SeedBaseline, ValidationError, formatIssues } from "@harness-s/core";
+import { ArmSeedResult, SeedBaseline, ValidationError, differingKeys } from "@harness-s/core";
+import { readJsonFile } from "./json-file.ts";
 
 /** What a local experiment run has finished so far, written beside its results as it goes. */
 export const Checkpoint = z.object({
@@ -13,6 +13,9 @@ export const Checkpoint = z.object({
 });
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
+/** `run` as it reads back from JSON, so that a fresh run compares equal to its own checkpoint. */
+const asJson = (run: Record<string, unknown>) => JSON.parse(JSON.stringify(run)) as Record<string, unknown>;
+
 /**
  * Reads `path` for `--resume`: a missing file starts afresh; a file for another configuration,
  * or one that does not parse, is refused with the reason (nothing is overwritten).
@@ -21,25 +24,24 @@ export type Checkpoint = z.infer<typeof Checkpoint>;
  * const cp = await loadCheckpoint("results/run/checkpoint.json", { seeds: [1, 2] });
  */
 export async function loadCheckpoint(path: string, run: Record<string, unknown>): Promise<Checkpoint | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
+  const found = await readJsonFile(path, Checkpoint);
+  if (!found) return undefined;
+  const expected = asJson(run);
+  const differs = differingKeys(expected, found.run);
+  if (differs.length) throw new ValidationError(`checkpoint ${path}`, differs.map((k) => `written for another ${k}: ${JSON.stringify(found.run[k])}, this run asks for ${JSON.stringify(expected[k])}`));
+  return found;
+}
+
+/**
+ * The run's checkpoint: with `resume`, what an earlier process finished (refused if it was written
+ * for another configuration); without, a fresh one, refusing to overwrite an existing file.
+ */
+export async function openCheckpoint(path: string, run: Record<string, unknown>, resume: boolean) {
+  if (!resume && (await stat(path).catch(() => undefined))) {
+    throw new ValidationError("--out", [`${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`]);
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ValidationError(`checkpoint ${path}`, [`not JSON: ${(err as Error).message}`]);
-  }
-  const parsed = Checkpoint.safeParse(json);
-  if (!parsed.success) throw new ValidationError(`checkpoint ${path}`, formatIssues(parsed.error.issues));
-  const expected = JSON.parse(JSON.stringify(run)) as Record<string, unknown>;
-  const differs = [...new Set([...Object.keys(expected), ...Object.keys(parsed.data.run)])].filter((k) => !isDeepStrictEqual(expected[k], parsed.data.run[k]));
-  if (differs.length) throw new ValidationError(`checkpoint ${path}`, differs.map((k) => `written for another ${k}: ${JSON.stringify(parsed.data.run[k])}, this run asks for ${JSON.stringify(expected[k])}`));
-  return parsed.data;
+  const found = resume ? await loadCheckpoint(path, run) : undefined;
+  return checkpointWriter(path, found ?? { v: 1, run: asJson(run), baselines: [], results: [] });
 }
 
 /** Keeps `path` up to date with each finished baseline and (arm, seed); writes are atomic (rename). */

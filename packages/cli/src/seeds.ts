@@ -1,3 +1,5 @@
+import { firstRepeated } from "@harness-s/core";
+
 /**
  * Parses a seed list: comma-separated integers and inclusive ranges, e.g. `1,2,3` or `1-5,11`.
  * Throws an Error with a readable message on anything else, on a backwards range, or on a
@@ -18,7 +20,7 @@ export function parseSeedList(value: string): number[] {
     } else if (/^-?\d+$/.test(part)) seeds.push(Number(part));
     else throw new Error(`seeds must be comma-separated integers or ranges, e.g. 1,2,3 or 1-5 (got ${JSON.stringify(part)})`);
   }
-  const repeated = seeds.find((s, i) => seeds.indexOf(s) !== i);
+  const repeated = firstRepeated(seeds);
   if (repeated !== undefined) throw new Error(`seed ${repeated} is listed twice`);
   return seeds;
 }

@@ -93,11 +93,12 @@ export class DynamoExperimentStore implements ExperimentStore {
   }
 }
 
-/** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
 /** Sort-key prefix of a seed's steps, or of one arm's within it: `000001#` / `000001#grpo#`. */
 function stepKeyPrefix(seed: number, arm?: string): string {
   return `${String(seed).padStart(6, "0")}#${arm === undefined ? "" : `${arm}#`}`;
 }
+
+/** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
 
 export class DynamoExperimentStepStore implements ExperimentStepStore {
   constructor(

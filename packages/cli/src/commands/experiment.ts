@@ -2,7 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, formatIssues, runExperiment } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
-import { checkpointWriter, loadCheckpoint } from "../checkpoint.ts";
+import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
 import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
@@ -80,17 +80,4 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   return summary;
 }
 
-/**
- * The run's checkpoint: with `resume`, what an earlier process finished (refused if it was written
- * for another configuration); without, a fresh one, refusing to overwrite an existing checkpoint.
- */
-async function openCheckpoint(path: string, run: Record<string, unknown>, resume: boolean) {
-  const found = await loadCheckpoint(path, run).catch((err: unknown) => {
-    if (resume) throw err;
-    return { unreadable: true } as const;
-  });
-  if (found && !resume) throw new ValidationError("--out", [`${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`]);
-  const run0 = JSON.parse(JSON.stringify(run)) as Record<string, unknown>;
-  return checkpointWriter(path, found && !("unreadable" in found) ? found : { v: 1, run: run0, baselines: [], results: [] });
-}
 

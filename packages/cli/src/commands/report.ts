@@ -1,20 +1,15 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentSummary, ValidationError, formatIssues, mergeSummaries } from "@harness-s/core";
+import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/core";
+import { readJsonFile } from "../json-file.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 
 async function readSummary(dir: string): Promise<ExperimentSummary> {
   const path = join(dir, "summary.json");
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(path, "utf8"));
-  } catch (err) {
-    throw new ValidationError(path, [(err as Error).message]);
-  }
-  const parsed = ExperimentSummary.safeParse(json);
-  if (!parsed.success) throw new ValidationError(path, formatIssues(parsed.error.issues));
-  return parsed.data;
+  const summary = await readJsonFile(path, ExperimentSummary);
+  if (!summary) throw new ValidationError(path, ["no such file: is this an experiment's --out folder?"]);
+  return summary;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { isDeepStrictEqual } from "node:util";
 import { ValidationError } from "../errors.ts";
+import { differingKeys, firstRepeated } from "../util/compare.ts";
 import { ExperimentConfig } from "./run-experiment.ts";
 import { assembleSummary, type SeedFacts } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
@@ -23,13 +23,11 @@ export function mergeSummaries(summaries: readonly ExperimentSummary[]): Experim
   const problems: string[] = [];
   summaries.forEach((s, i) => {
     const { seeds: __, ...other } = s.config;
-    for (const key of new Set([...Object.keys(shape), ...Object.keys(other)])) {
-      if (!isDeepStrictEqual(shape[key], other[key])) problems.push(`run ${i + 1} differs from run 1 in config.${key}`);
-    }
+    for (const key of differingKeys(shape, other)) problems.push(`run ${i + 1} differs from run 1 in config.${key}`);
   });
   const seeds = summaries.flatMap((s) => s.seeds);
-  const repeated = seeds.filter((seed, i) => seeds.indexOf(seed) !== i);
-  if (repeated.length) problems.push(`seed ${repeated[0]} is in more than one run`);
+  const repeated = firstRepeated(seeds);
+  if (repeated !== undefined) problems.push(`seed ${repeated} is in more than one run`);
   if (problems.length) throw new ValidationError("runs to merge", problems);
 
   const config = ExperimentConfig.parse({ ...shape, seeds });

@@ -40,9 +40,11 @@ export async function evaluateTasks(
     );
     const flags = group.map((r) => r.success);
     perTask.push(flags);
-    perFamily.set(task.family, [...(perFamily.get(task.family) ?? []), flags]);
-    const combination = combinationOf(task);
-    perCombination.set(combination, [...(perCombination.get(combination) ?? []), flags]);
+    for (const [groups, key] of [[perFamily, task.family], [perCombination, combinationOf(task)]] as const) {
+      const list = groups.get(key);
+      if (list) list.push(flags);
+      else groups.set(key, [flags]);
+    }
     all.push(...group);
   }
   const scored = (groups: Map<string, boolean[][]>) => Object.fromEntries([...groups.entries()].map(([k, xs]) => [k, scoreTasks(xs, 3)]));
