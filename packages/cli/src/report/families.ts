@@ -1,14 +1,11 @@
-import { mean, pairedSummary, sampleStd, type ArmSeedResult, type ArmSummary, type ExperimentSummary } from "@harness-s/core";
-import { arm, pts, signed } from "./stats.ts";
+import { mean, sampleStd, type ArmSeedResult, type ArmSummary, type ExperimentSummary } from "@harness-s/core";
+import { arm, pairedBy, pts, signed } from "./stats.ts";
 
 /** Where a breakdown's held-out scores live in a per-(arm, seed) result. */
 export type Breakdown = (run: ArmSeedResult) => Record<string, { avgAt3: number }>;
 export const byFamily: Breakdown = (r) => r.byFamily.heldout;
 export const byCombination: Breakdown = (r) => r.byCombination.heldout;
 
-function scores(a: ArmSummary, breakdown: Breakdown, group: string): Map<number, number> {
-  return new Map(a.perSeed.flatMap((r) => (breakdown(r)[group] ? [[r.seed, breakdown(r)[group]!.avgAt3] as const] : [])));
-}
 
 /** Groups present in the summary's per-seed results, in first-seen order. */
 export function groupsOf(s: ExperimentSummary, breakdown: Breakdown): string[] {
@@ -17,14 +14,11 @@ export function groupsOf(s: ExperimentSummary, breakdown: Breakdown): string[] {
 
 /** Paired per-seed differences a − b of one group's held-out H0 Avg@3. */
 export function pairedByGroup(a: ArmSummary, b: ArmSummary, breakdown: Breakdown, group: string) {
-  const xs = scores(a, breakdown, group);
-  const ys = scores(b, breakdown, group);
-  const diffs = [...xs.entries()].filter(([seed]) => ys.has(seed)).map(([seed, x]) => x - ys.get(seed)!);
-  return { ...pairedSummary(diffs), diffs };
+  return pairedBy(a, b, (r) => breakdown(r)[group]?.avgAt3);
 }
 
 const cell = (a: ArmSummary, breakdown: Breakdown, group: string) => {
-  const xs = [...scores(a, breakdown, group).values()];
+  const xs = a.perSeed.flatMap((r) => breakdown(r)[group]?.avgAt3 ?? []);
   return xs.length ? `${pts(mean(xs))} ± ${pts(sampleStd(xs))}` : "—";
 };
 

@@ -11,11 +11,22 @@ export function arm(summary: ExperimentSummary, name: string): ArmSummary | unde
   return summary.arms.find((a) => a.name === name);
 }
 
+type SeedRun = ArmSummary["perSeed"][number];
+
+/** Paired per-seed differences a − b of `value`, over the seeds where both arms have one. */
+export function pairedBy(a: ArmSummary, b: ArmSummary, value: (run: SeedRun) => number | undefined) {
+  const ys = new Map(b.perSeed.map((r) => [r.seed, value(r)]));
+  const diffs = a.perSeed.flatMap((r) => {
+    const x = value(r);
+    const y = ys.get(r.seed);
+    return x === undefined || y === undefined ? [] : [x - y];
+  });
+  return { ...pairedSummary(diffs), diffs };
+}
+
 /** Paired per-seed differences a − b on one metric. */
 export function paired(a: ArmSummary, b: ArmSummary, metric: Metric) {
-  const bySeed = new Map(b.perSeed.map((r) => [r.seed, r]));
-  const diffs = a.perSeed.filter((r) => bySeed.has(r.seed)).map((r) => metricOf(r, metric) - metricOf(bySeed.get(r.seed)!, metric));
-  return { ...pairedSummary(diffs), diffs };
+  return pairedBy(a, b, (r) => metricOf(r, metric));
 }
 
 export function meanStd(a: ArmSummary, metric: Metric): { mean: number; std: number } {
