@@ -19,9 +19,11 @@ export interface EmbeddedSettings {
   fixedSuite: boolean;
   /** The suite and evolution seed used when `fixedSuite` is set. */
   suiteSeed: number;
+  /** "validation" evaluates on a held-back train combination instead of the test held-out split. */
+  protocol: "test" | "validation";
 }
 
-export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026 };
+export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026, protocol: "test" };
 
 /**
  * The composition root of the embedded default: environment, policy factory, and for each seed
@@ -36,7 +38,7 @@ export function embeddedSetup(
   const facts = embeddedVocabulary().facts;
   const cache = new Map<number, Promise<SeedInstance>>();
   const build = async (suiteSeed: number): Promise<SeedInstance> => {
-    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate });
+    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate, protocol: settings.protocol });
     const initial = createPolicy(0);
     const evolution = await evolvePool(EvolutionConfig.parse({}), {
       base: embeddedH0,

@@ -52,13 +52,14 @@ program
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .option("--fixed-suite", "run every seed on one suite instance and pool (default: each seed is an independent replicate)", false)
+  .addOption(new Option("--protocol <p>", "test: evaluate on the held-out split; validation: hold the train pair a+b back and evaluate on it instead (for tuning; no held-out task is built)").choices(["test", "validation"]).default("test"))
   .option("--resume", "continue the run in --out from its checkpoint.json (finished seeds and arms are not run again)", false)
   .addOption(new Option("--runtime <r>", "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)").choices(["in-process", "local-aws"]).default("in-process"))
   .action(async (o) => {
     if (o.resume && !o.out) program.error("error: --resume needs --out DIR (the run to continue)");
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, runtime: o.runtime, resume: o.resume });
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume });
   });
 
 program

@@ -19,6 +19,8 @@ export interface ExperimentOptions {
   cueRate: number;
   cueStrength: number;
   fixedSuite: boolean;
+  /** test (default) or validation: see `SuiteOptions.protocol`. */
+  protocol?: "test" | "validation";
   /** in-process (default) or local-aws: through DynamoDB Local, fauxqs and the Lambda handlers. */
   runtime: "in-process" | "local-aws";
   /** Continue the run whose checkpoint.json is in `out` (in-process only). */
@@ -34,7 +36,7 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
   });
   if (!parsed.success) throw new ValidationError("training config", formatIssues(parsed.error.issues));
   const train = parsed.data;
-  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6 });
+  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6, protocol: opts.protocol ?? "test" });
 }
 
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
@@ -43,7 +45,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const runDir = opts.out;
   await mkdir(runDir, { recursive: true });
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
-  const suite = { cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite };
+  const suite = { cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite, protocol: config.protocol };
   const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), { config, suite }, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
@@ -69,7 +71,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   let sweep: SweepResult | undefined;
   if (opts.sweep) {
     const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
-    sweep = await runSweep(config, { ...defaultEmbeddedSettings, cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite }, (label, i) => sweepBar.update(i, label));
+    sweep = await runSweep(config, { ...defaultEmbeddedSettings, ...suite }, (label, i) => sweepBar.update(i, label));
     sweepBar.stop();
     await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
   }

@@ -1,5 +1,5 @@
 import { mean, type ExperimentSummary } from "@harness-s/core";
-import { acceptanceChecks, arm, meanStd, paired, pts, signed, type Metric } from "./stats.ts";
+import { acceptanceChecks, arm, meanStd, paired, protocolNote, pts, signed, type Metric } from "./stats.ts";
 import type { SweepResult } from "../sweep.ts";
 import { renderFamilies } from "./families.ts";
 
@@ -58,6 +58,8 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
 export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string {
   const out: string[] = [];
   out.push("# Harness-S embedded experiment", "");
+  const note = protocolNote(s);
+  if (note) out.push(`> **${note}**`, "");
   const shared = new Set(Object.values(s.poolVersions)).size === 1;
   out.push(
     `Seeds ${s.seeds.join(", ")}; ${shared ? `one suite instance and pool (${Object.values(s.poolVersions)[0]}) for every seed` : "each seed is an independent replicate: its own suite instance and its own evolved, frozen pool"}. All scores are under **H0** unless marked Rank-1, in points (%), mean ± sample std over seeds.`,

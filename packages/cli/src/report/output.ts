@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { ExperimentSummary } from "@harness-s/core";
 import type { SweepResult } from "../sweep.ts";
 import { lineChart, panels, renderPng } from "./plots.ts";
-import { acceptanceChecks, pts } from "./stats.ts";
+import { acceptanceChecks, protocolNote, pts } from "./stats.ts";
 
 /** curves.png, utilities.png and, with a sweep, sweep.png in `dir`. */
 export async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult): Promise<void> {
@@ -41,6 +41,8 @@ export async function writePlots(dir: string, s: ExperimentSummary, sweep?: Swee
 export function printTable(s: ExperimentSummary, seconds: number, dir: string): void {
   const rows = s.arms.map((a) => [a.name, a.rollouts.toFixed(0), pts(a.h0.train.avgAt3), pts(a.h0.train.passAt3), pts(a.h0.heldout.avgAt3), pts(a.h0.heldout.passAt3)]);
   const header = ["arm", "rollouts", "train Avg@3", "train Pass@3", "held Avg@3", "held Pass@3"];
+  const note = protocolNote(s);
+  if (note) console.log(`${note}\n`);
   const all = [header, ["initial", "-", pts(s.initial.train.avgAt3), pts(s.initial.train.passAt3), pts(s.initial.heldout.avgAt3), pts(s.initial.heldout.passAt3)], ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   for (const r of all) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join("  "));

@@ -23,6 +23,11 @@ export const ExperimentConfig = z.object({
   train: TrainConfig.default(TrainConfig.parse({})),
   evalSamples: z.number().int().min(3).default(6),
   singleVoter: z.string().default("failure-tag-evidence"),
+  /**
+   * What the instances' `heldout` slot holds: the test split, or (under "validation") a split of
+   * train-side tasks held back for tuning. Recorded so reports label it and pooling refuses a mix.
+   */
+  protocol: z.enum(["test", "validation"]).default("test"),
 });
 export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
 

@@ -25,6 +25,15 @@ export const SuiteOptions = z.object({
   trainPerCombo: z.number().int().min(1).default(8),
   devPerCombo: z.number().int().min(1).default(3),
   heldoutPerCombo: z.number().int().min(1).default(7),
+  /**
+   * "test" builds the held-out split (unseen combinations, never used for tuning). "validation"
+   * builds no held-out task at all: it holds one train combination back (the pair a+b) and puts
+   * it in the evaluation slot, so settings can be tuned on an unseen combination of seen
+   * requirements without touching the test tasks.
+   */
+  protocol: z.enum(["test", "validation"]).default("test"),
+  /** Tasks per family of the held-back pair under the validation protocol (as many as held-out has). */
+  validationPerCombo: z.number().int().min(1).default(21),
   /** Probability that a present requirement shows its visible tag; absent ones show it at `tagNoise`. */
   tagRate: z.number().min(0).max(1).default(0.6),
   tagNoise: z.number().min(0).max(1).default(0.1),
@@ -38,9 +47,16 @@ export interface Suite {
   options: SuiteOptions;
 }
 
-/** Requirement combinations: train and dev see each requirement, held-out only unseen combinations. */
-export function combosFor(f: FamilyModel, split: Split): string[][] {
+export type Protocol = SuiteOptions["protocol"];
+
+/**
+ * Requirement combinations: train and dev see each requirement, held-out only unseen combinations.
+ * Under the validation protocol train and dev lose the pair a+b, which becomes the evaluation
+ * split; no combination of the test held-out split is ever built.
+ */
+export function combosFor(f: FamilyModel, split: Split, protocol: Protocol = "test"): string[][] {
   const [a, b, c] = f.requirements;
+  if (protocol === "validation") return split === "heldout" ? [[a, b]] : [[], [a], [b], [c]];
   return split === "heldout" ? [[a, c], [b, c], [a, b, c]] : [[], [a], [b], [c], [a, b]];
 }
 
@@ -52,7 +68,8 @@ function makeTask(f: FamilyModel, split: Split, req: string[], index: number, op
     if (shown) tags.push(f.tagFor[r]!);
   }
   const params: Record<string, number> = { pages: req.includes("pages") ? opts.minPages + rng.int(opts.pageSpread) : 1 };
-  const id = `${f.name}-${split}-${req.join("+") || "plain"}-${index}`;
+  const slot = split === "heldout" && opts.protocol === "validation" ? "validation" : split;
+  const id = `${f.name}-${slot}-${req.join("+") || "plain"}-${index}`;
   return {
     id,
     family: f.name,
@@ -93,11 +110,11 @@ export function buildSuite(input: Partial<SuiteOptions> = {}): Suite {
   const perCombo: Record<Split, number> = {
     train: options.trainPerCombo,
     dev: options.devPerCombo,
-    heldout: options.heldoutPerCombo,
+    heldout: options.protocol === "validation" ? options.validationPerCombo : options.heldoutPerCombo,
   };
   for (const split of ["train", "dev", "heldout"] as const) {
     for (const f of families) {
-      for (const req of combosFor(f, split)) {
+      for (const req of combosFor(f, split, options.protocol)) {
         for (let i = 0; i < perCombo[split]; i++) out[split].push(makeTask(f, split, req, i, options, rng.fork(`${split}:${f.name}:${req}:${i}`)));
       }
     }
