@@ -30,6 +30,19 @@ describe("harness-s CLI", () => {
     }
   });
 
+  it("experiment --protocol validation evaluates on the held-back pair and says so", async () => {
+    // Prepare
+    const out = await mkdtemp(join(tmpdir(), "hs-val-"));
+    // Act
+    const { stdout } = await run("node", [...cli, "experiment", "--protocol", "validation", "--seeds", "1", "--steps", "2", "--out", out], { timeout: 120_000 });
+    // Assess
+    expect(stdout.split("\n")[0]).toMatch(/^VALIDATION protocol/);
+    const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
+    expect(summary.config.protocol).toBe("validation");
+    expect(await readFile(join(out, "report.md"), "utf8")).toContain("> **VALIDATION protocol");
+    await expect(run("node", [...cli, "experiment", "--protocol", "dev"])).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/) });
+  });
+
   it("rejects bad options with a clear message and a non-zero exit", async () => {
     await expect(run("node", [...cli, "experiment", "--seeds", "1,x"])).rejects.toMatchObject({
       code: 1,

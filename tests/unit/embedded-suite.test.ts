@@ -32,6 +32,28 @@ describe("embedded suite", () => {
     for (const f of families) for (const r of f.requirements) expect(s.train.some((t) => t.family === f.name && t.requirements.includes(r))).toBe(true);
   });
 
+  it("validation protocol: holds the train pair a+b back for evaluation and builds no held-out combination", () => {
+    // Prepare
+    const test = buildSuite({});
+    // Act
+    const val = buildSuite({ protocol: "validation" });
+    // Assess
+    const key = (t: Task) => `${t.family}:${t.requirements.join("+")}`;
+    const heldoutCombos = new Set(test.heldout.map(key));
+    expect([...val.train, ...val.dev, ...val.heldout].some((t) => heldoutCombos.has(key(t)))).toBe(false);
+    for (const f of families) {
+      const [a, b] = f.requirements;
+      expect(combosFor(f, "heldout", "validation")).toEqual([[a, b]]);
+      const evaluated = val.heldout.filter((t) => t.family === f.name);
+      expect(evaluated).toHaveLength(21);
+      expect(evaluated.every((t) => key(t) === `${f.name}:${a}+${b}` && t.id.includes("-validation-"))).toBe(true);
+      expect([...val.train, ...val.dev].some((t) => key(t) === `${f.name}:${a}+${b}`)).toBe(false);
+    }
+    const stripCues = (t: Task) => ({ ...t, cues: [], instruction: t.instruction.split(" — ")[0] });
+    const shared = test.train.filter((t) => t.requirements.length < 2).map(stripCues);
+    expect(val.train.map(stripCues)).toEqual(shared);
+  });
+
   it("cues only train tasks, only cuable kinds, at about the cue rate", () => {
     const none = buildSuite({ cueRate: 0 });
     expect(none.train.every((t) => t.cues.length === 0)).toBe(true);

@@ -20,6 +20,8 @@ describe("merging runs on disjoint seeds", () => {
     const a = await runExperiment(configFor([3]), setup);
     const b = await runExperiment(configFor([4], { evalSamples: 4 }), setup);
     expect(() => mergeSummaries([a, b])).toThrow(/run 2 differs from run 1 in config.evalSamples/);
+    const validation = { ...b, config: { ...a.config, protocol: "validation" } };
+    expect(() => mergeSummaries([a, validation])).toThrow(/run 2 differs from run 1 in config.protocol/);
     expect(() => mergeSummaries([a, a])).toThrow(/seed 3 is in more than one run/);
     expect(() => mergeSummaries([])).toThrow(/nothing to merge/);
   }, 120_000);
