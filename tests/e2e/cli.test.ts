@@ -43,6 +43,22 @@ describe("harness-s CLI", () => {
     await expect(run("node", [...cli, "experiment", "--protocol", "dev"])).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/) });
   });
 
+  it("tune compares candidates with the defaults on the validation protocol and writes the decision", async () => {
+    // Prepare
+    const out = await mkdtemp(join(tmpdir(), "hs-tune-"));
+    // Act
+    const { stdout } = await run("node", [...cli, "tune", "--seeds", "1,2", "--train", '{"steps":2}', "--candidates", '{"k=1":{"k":1}}', "--out", out], { timeout: 120_000 });
+    // Assess
+    const result = JSON.parse(await readFile(join(out, "tune.json"), "utf8"));
+    expect(result.rows.map((r: { name: string }) => r.name)).toEqual(["default", "k=1"]);
+    expect(result.rows[1].vsDefault.n).toBe(2);
+    expect(result.decision).toMatch(/^(default|k=1)$/);
+    expect(stdout).toContain("| k=1 |");
+    expect(await readFile(join(out, "tune.md"), "utf8")).toMatch(/Decision: (keep the defaults|adopt \*\*k=1\*\*)/);
+    await expect(run("node", [...cli, "tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/candidate k=0 is invalid:[\s\S]*k/) });
+    await expect(run("node", [...cli, "tune", "--candidates", '{"default":{}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/default is always run/) });
+  });
+
   it("rejects bad options with a clear message and a non-zero exit", async () => {
     await expect(run("node", [...cli, "experiment", "--seeds", "1,x"])).rejects.toMatchObject({
       code: 1,
@@ -55,7 +71,7 @@ describe("harness-s CLI", () => {
   });
 
   it("prints help for every command", async () => {
-    for (const cmd of [[], ["experiment"], ["report"], ["evolve"], ["bench"]]) {
+    for (const cmd of [[], ["experiment"], ["report"], ["tune"], ["evolve"], ["bench"]]) {
       const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
       expect(stdout).toMatch(/Usage: harness-s/);
     }

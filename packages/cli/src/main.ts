@@ -8,6 +8,8 @@ import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { experimentCommand } from "./commands/experiment.ts";
 import { reportCommand } from "./commands/report.ts";
+import { tuneCommand } from "./commands/tune.ts";
+import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "./embedded.ts";
 import { parseSeedList } from "./seeds.ts";
 
@@ -69,6 +71,19 @@ program
   .requiredOption("--out <dir>", "where the pooled summary.json, report.md and plots go")
   .action(async (runs: string[], o) => {
     await reportCommand(runs, o.out);
+  });
+
+program
+  .command("tune")
+  .description("Compare harness-s settings with the defaults on the validation protocol (no held-out task is built) and apply the adoption rule")
+  .option("--seeds <list>", "seeds for tuning; keep them apart from the seeds you report", seedList, parseSeedList("101-110"))
+  .option("--candidates <json>", "name → training-config overrides, e.g. '{\"k=3\":{\"k\":3}}' (default: harness-s's own settings around the defaults)", jsonObject)
+  .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'", jsonObject)
+  .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", number, 2)
+  .option("--min-share <share>", "share of seeds in which it must be better", number, 0.7)
+  .option("--out <dir>", "output folder", "results/tune")
+  .action(async (o) => {
+    await tuneCommand({ seeds: o.seeds, out: o.out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare } });
   });
 
 program

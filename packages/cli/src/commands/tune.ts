@@ -1,0 +1,60 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ExperimentConfig, TrainConfig, ValidationError, formatIssues, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { createProgress } from "../progress.ts";
+import { Candidates, TuningRule, decide, renderTuning, tuningRows, type TuningRow } from "../tuning/rule.ts";
+
+export interface TuneOptions {
+  seeds: number[];
+  out: string;
+  /** Overrides shared by every candidate (and the default), e.g. fewer steps. */
+  train?: Record<string, unknown>;
+  candidates: Record<string, unknown>;
+  rule?: Partial<TuningRule>;
+}
+
+const ARMS = ["grpo", "grpo-budget", "harness-s"] as const;
+
+function trainConfigFor(name: string, base: Record<string, unknown>, overrides: Record<string, unknown>): TrainConfig {
+  const parsed = TrainConfig.safeParse({ ...base, ...overrides });
+  if (!parsed.success) throw new ValidationError(`candidate ${name}`, formatIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+/**
+ * `harness-s tune`: runs the defaults and each candidate on the validation protocol (the train
+ * pair a+b held back; no held-out task is built), paired by seed, and applies the rule.
+ * Writes tune.json and tune.md to `out`.
+ */
+export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[]; decision: string }> {
+  const parsedCandidates = Candidates.safeParse(opts.candidates);
+  if (!parsedCandidates.success) throw new ValidationError("--candidates", formatIssues(parsedCandidates.error.issues));
+  const candidates = parsedCandidates.data;
+  if ("default" in candidates) throw new ValidationError("--candidates", ["default is always run; give it no entry"]);
+  const parsedRule = TuningRule.safeParse(opts.rule ?? {});
+  if (!parsedRule.success) throw new ValidationError("tuning rule", formatIssues(parsedRule.error.issues));
+  const rule = parsedRule.data;
+  const base = opts.train ?? {};
+  const plans = [["default", {}] as const, ...Object.entries(candidates)].map(([name, over]) => ({
+    name,
+    config: ExperimentConfig.parse({ seeds: opts.seeds, arms: [...ARMS], train: trainConfigFor(name, base, over), protocol: "validation" }),
+  }));
+  await mkdir(opts.out, { recursive: true });
+  const units = opts.seeds.length * ARMS.length * plans[0]!.config.train.steps;
+  const bar = createProgress(plans.length * units, "tuning");
+  const deps = embeddedSetup({ ...defaultEmbeddedSettings, protocol: "validation" });
+  const runs = new Map<string, ExperimentSummary>();
+  for (const [i, plan] of plans.entries()) {
+    let done = i * units;
+    runs.set(plan.name, await runExperiment(plan.config, { ...deps, onProgress: (e) => bar.update(++done, `${plan.name}: seed ${e.seed} ${e.arm}`) }));
+  }
+  bar.stop();
+  const rows = tuningRows(runs, candidates, rule);
+  const decision = decide(rows)?.name ?? "default";
+  const report = renderTuning(rows, opts.seeds, rule);
+  await writeFile(join(opts.out, "tune.json"), JSON.stringify({ seeds: opts.seeds, base, rule, rows, decision }, null, 2));
+  await writeFile(join(opts.out, "tune.md"), report);
+  console.log(report);
+  return { rows, decision };
+}
