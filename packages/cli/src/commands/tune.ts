@@ -26,6 +26,9 @@ function trainConfigFor(name: string, base: Record<string, unknown>, overrides: 
  * `harness-s tune`: runs the defaults and each candidate on the validation protocol (the train
  * pair a+b held back; no held-out task is built), paired by seed, and applies the rule.
  * Writes tune.json and tune.md to `out`.
+ *
+ * @example
+ * const { decision } = await tuneCommand({ seeds: [101, 102], out: "results/tune", candidates: { "k=3": { k: 3 } } });
  */
 export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[]; decision: string }> {
   const parsedCandidates = Candidates.safeParse(opts.candidates);

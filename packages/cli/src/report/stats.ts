@@ -43,7 +43,13 @@ export interface Check {
   detail: string;
 }
 
-/** The banner for a validation-protocol summary, whose "held-out" slot is a held-back train combination. */
+/**
+ * The banner for a validation-protocol summary, whose "held-out" slot is a held-back train
+ * combination; undefined for a test run.
+ *
+ * @example
+ * const note = protocolNote(summary); // "VALIDATION protocol: …" or undefined
+ */
 export function protocolNote(summary: ExperimentSummary): string | undefined {
   if (summary.config.protocol !== "validation") return undefined;
   return "VALIDATION protocol: every \"held-out\" figure here is the validation split (the train pair a+b held back from training, unseen as a combination); the test held-out tasks were never built. Use it to tune; report test figures from a run with --protocol test.";

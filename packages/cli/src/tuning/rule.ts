@@ -79,14 +79,24 @@ export function tuningRows(runs: ReadonlyMap<string, ExperimentSummary>, candida
   });
 }
 
-/** The qualifying candidate with the largest validation gain, or undefined: keep the defaults. */
+/**
+ * The qualifying candidate with the largest validation gain, or undefined: keep the defaults.
+ *
+ * @example
+ * const chosen = decide(rows)?.name ?? "default";
+ */
 export function decide(rows: readonly TuningRow[]): TuningRow | undefined {
   return rows.filter((r) => r.qualifies).sort((a, b) => b.vsDefault.mean - a.vsDefault.mean)[0];
 }
 
 const pm = (p: z.infer<typeof Paired>) => `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n})`;
 
-/** The tuning table as markdown, with the decision. */
+/**
+ * The tuning table as markdown, with the decision.
+ *
+ * @example
+ * await writeFile("tune.md", renderTuning(rows, [101, 102], TuningRule.parse({})));
+ */
 export function renderTuning(rows: readonly TuningRow[], seeds: readonly number[], rule: TuningRule): string {
   const chosen = decide(rows);
   return [

@@ -53,6 +53,9 @@ export type Protocol = SuiteOptions["protocol"];
  * Requirement combinations: train and dev see each requirement, held-out only unseen combinations.
  * Under the validation protocol train and dev lose the pair a+b, which becomes the evaluation
  * split; no combination of the test held-out split is ever built.
+ *
+ * @example
+ * combosFor(appFamily, "heldout", "validation"); // [["docs", "auth"]]
  */
 export function combosFor(f: FamilyModel, split: Split, protocol: Protocol = "test"): string[][] {
   const [a, b, c] = f.requirements;
