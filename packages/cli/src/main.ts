@@ -81,9 +81,10 @@ program
   .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'", jsonObject)
   .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", number, 2)
   .option("--min-share <share>", "share of seeds in which it must be better", number, 0.7)
-  .option("--out <dir>", "output folder", "results/tune")
+  .option("--out <dir>", "output folder (default results/tune-<timestamp>)")
   .action(async (o) => {
-    await tuneCommand({ seeds: o.seeds, out: o.out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare } });
+    const out = o.out ?? `results/tune-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    await tuneCommand({ seeds: o.seeds, out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare } });
   });
 
 program
