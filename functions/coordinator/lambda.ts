@@ -3,7 +3,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetups } from "../../packages/cli/src/embedded.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
 import { createCoordinatorHandler } from "./handler.ts";
@@ -17,7 +17,7 @@ const config = awsConfigFromResources();
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const sqs = new SQSClient({});
 const endpoint = config.policyEndpointUrl;
-const local = embeddedSetup(defaultEmbeddedSettings);
+const localFor = embeddedSetups(defaultEmbeddedSettings);
 
 export const handler = createCoordinatorHandler({
   experiments: new DynamoExperimentStore(doc, config.tables),
@@ -30,7 +30,7 @@ export const handler = createCoordinatorHandler({
     if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
     let n = 0;
-    const setup = { ...local, createPolicy: () => new RemotePolicy(endpoint, `${record.id}/attempt-${record.attempts}/p${++n}`) };
+    const setup = { ...localFor(record.request.protocol), createPolicy: () => new RemotePolicy(endpoint, `${record.id}/attempt-${record.attempts}/p${++n}`) };
     return queuedExperimentDeps(setup, {
       pools: new DynamoPoolStore(doc, config.tables),
       ballots: new DynamoBallotStore(doc, config.tables),

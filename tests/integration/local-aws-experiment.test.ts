@@ -30,7 +30,7 @@ describe("experiments over the API on the local stack", () => {
   let key: string;
 
   beforeAll(async () => {
-    stack = await startExperimentStack(setup);
+    stack = await startExperimentStack(setup, "test");
     api = await startApi(stack.deps);
     key = await addKey(stack.deps, "researcher", ["experiments"]);
   }, 120_000);
@@ -73,6 +73,17 @@ describe("experiments over the API on the local stack", () => {
     expect(steps.flatMap((s: { groups: { outcome: string }[] }) => s.groups.map((g) => g.outcome)).every((o: string) => ["used", "replaced", "dropped"].includes(o))).toBe(true);
     const usage = await (await call("/v1/usage")).json();
     expect(usage.usage.rollouts).toBe(cap);
+  }, 120_000);
+
+  it("a run of another protocol than the stack was built for fails with the reason instead of running on the wrong tasks", async () => {
+    const started = await call("/v1/experiments", { seeds: [3], arms: ["grpo"], train: smallTrain, protocol: "validation" });
+    expect(started.status).toBe(202);
+    const { id } = await started.json();
+    const record = await waitForExperiment(stack, id);
+    expect(record).toMatchObject({ status: "failed", error: expect.stringMatching(/runs test-protocol experiments, not validation/) });
+    const bad = await call("/v1/experiments", { seeds: [3], protocol: "dev" });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.issues.join(" ")).toMatch(/protocol/);
   }, 120_000);
 
   it("answers 400 naming a bad training field, 403 without the scope, 404 for another key's run", async () => {

@@ -12,7 +12,7 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
   it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
     // Prepare: every attempt ends after one (arm, seed), as a Lambda past its slice does
     const inProcess = await runExperiment(config, setup);
-    const stack = await startExperimentStack(setup, undefined, { coordinatorSliceMs: 0 });
+    const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0 });
     try {
       // Act
       const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });

@@ -13,7 +13,7 @@ import {
   type Policy,
 } from "@harness-s/core";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "../../packages/cli/src/embedded.ts";
 import { makeSpec } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
@@ -49,6 +49,22 @@ describe("the coordinator use-case", () => {
     await runExperimentJob("e2", { experiments, clock: systemClock, prepare: () => Promise.reject(new Error("no policy endpoint")) });
     expect(await experiments.get("e2")).toMatchObject({ status: "failed", error: "no policy endpoint" });
     expect(await runExperimentJob("e2", { experiments, clock: systemClock, prepare: async () => setup })).toBe("duplicate");
+  });
+
+  it("a validation-protocol request runs on the validation instances and its summary says so", async () => {
+    // Prepare
+    const experiments = new MemoryExperimentStore();
+    const setupFor = embeddedSetups(defaultEmbeddedSettings);
+    await startExperiment(ExperimentRequest.parse({ ...tiny, protocol: "validation" }), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e-val" });
+    // Act
+    await runExperimentJob("e-val", { experiments, clock: systemClock, prepare: async (record) => setupFor(record.request.protocol) });
+    // Assess
+    const stored = (await experiments.get("e-val"))!;
+    expect(stored.status).toBe("done");
+    expect(stored.summary!.config.protocol).toBe("validation");
+    expect(Object.keys(stored.summary!.arms[0]!.perSeed[0]!.byCombination.heldout).sort()).toEqual(["app:docs+auth", "db:format+mutation", "repair:tricky+blocked"]);
+    expect(setupFor("validation")).toBe(setupFor("validation"));
+    expect(setupFor("test")).not.toBe(setupFor("validation"));
   });
 
   it("an unknown experiment is an error (the message goes to the DLQ)", async () => {

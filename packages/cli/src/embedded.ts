@@ -7,6 +7,7 @@ import {
   statisticalVoters,
   type ExperimentDeps,
   type Policy,
+  type Protocol,
   type SeedInstance,
 } from "@harness-s/core";
 import { buildSuite, EmbeddedEnvironment, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName } from "@harness-s/envs";
@@ -20,7 +21,7 @@ export interface EmbeddedSettings {
   /** The suite and evolution seed used when `fixedSuite` is set. */
   suiteSeed: number;
   /** "validation" evaluates on a held-back train combination instead of the test held-out split. */
-  protocol: "test" | "validation";
+  protocol: Protocol;
 }
 
 export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026, protocol: "test" };
@@ -57,4 +58,22 @@ export function embeddedSetup(
     return cache.get(key)!;
   };
   return { env, createPolicy, voters: statisticalVoters, instance };
+}
+
+/** The embedded setup of each protocol, built on first use: what a coordinator needs per run. */
+export type SetupForProtocol = (protocol: Protocol) => Omit<ExperimentDeps, "onProgress">;
+
+/**
+ * One embedded setup per protocol, sharing every other setting.
+ *
+ * @example
+ * const setupFor = embeddedSetups(defaultEmbeddedSettings);
+ * const deps = setupFor(record.request.protocol);
+ */
+export function embeddedSetups(settings: Omit<EmbeddedSettings, "protocol">): SetupForProtocol {
+  const cache = new Map<Protocol, Omit<ExperimentDeps, "onProgress">>();
+  return (protocol) => {
+    if (!cache.has(protocol)) cache.set(protocol, embeddedSetup({ ...settings, protocol }));
+    return cache.get(protocol)!;
+  };
 }

@@ -5,6 +5,13 @@ export const Split = z.enum(["train", "dev", "heldout"]);
 export type Split = z.infer<typeof Split>;
 
 /**
+ * What a run evaluates in the `heldout` slot: the test split (unseen combinations, never used for
+ * tuning), or under "validation" train-side tasks held back for tuning (no test task is built).
+ */
+export const Protocol = z.enum(["test", "validation"]);
+export type Protocol = z.infer<typeof Protocol>;
+
+/**
  * One problem an agent must solve. `tags` are visible to the router and the policy;
  * `requirements` are latent (only the environment reads them); `cues` are hints that the
  * task's own instruction gives under every harness, H0 included.

@@ -4,7 +4,7 @@ import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "../../../../functions/api/app.ts";
 import { listen } from "../../../../functions/api/local.ts";
-import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetups } from "../embedded.ts";
 import { startLocalStack } from "../local-stack.ts";
 import { localQueuedExperiment } from "../runtime/local-aws.ts";
 
@@ -22,7 +22,8 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
   process.stderr.write("evolving the embedded sibling pool …\n");
-  const setup = embeddedSetup(defaultEmbeddedSettings);
+  const setupFor = embeddedSetups(defaultEmbeddedSettings);
+  const setup = setupFor("test");
   const instance = await setup.instance(1);
   const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
   const policies = new LocalPolicyEndpoints(setup.env);
@@ -31,7 +32,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const stack = await startLocalStack({
     tasks: { get: async (id) => byId.get(id) },
     policies,
-    prepareExperiment: localQueuedExperiment(setup, policies),
+    prepareExperiment: localQueuedExperiment(setupFor, policies),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   let server: { url: string; close: () => Promise<void> } | undefined;

@@ -4,19 +4,25 @@ import {
   LocalPolicyEndpoints,
   startExperiment,
   systemClock,
+  ValidationError,
   type ExperimentConfig,
   type ExperimentDeps,
   type ExperimentRecord,
   type ExperimentSummary,
+  type Protocol,
 } from "@harness-s/core";
+import type { SetupForProtocol } from "../embedded.ts";
 import { startLocalStack, type LocalStack, type LocalStackOptions } from "../local-stack.ts";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 
-/** The local stack's coordinator wiring: policies are registered with the in-process endpoint. */
-export function localQueuedExperiment(setup: Setup, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
+/**
+ * The local stack's coordinator wiring: each run gets the setup of its request's protocol, and
+ * policies are registered with the in-process endpoint.
+ */
+export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
   return (record, { stores, queues }) =>
-    queuedExperimentDeps(setup, {
+    queuedExperimentDeps(setupFor(record.request.protocol), {
       ...stores,
       dispatch: queues.dispatch.queue,
       vote: queues.vote.queue,
@@ -27,10 +33,17 @@ export function localQueuedExperiment(setup: Setup, endpoints: LocalPolicyEndpoi
     })(record);
 }
 
-/** A local stack whose coordinator runs experiments of `setup` through the queues and tables. */
-export async function startExperimentStack(setup: Setup, log?: (line: string) => void, opts: { coordinatorSliceMs?: number } = {}): Promise<LocalStack> {
+/**
+ * A local stack whose coordinator runs experiments of `setup` through the queues and tables;
+ * `setup` must be built for the protocol of the runs it is given (they are refused otherwise).
+ */
+export async function startExperimentStack(setup: Setup, protocol: Protocol, log?: (line: string) => void, opts: { coordinatorSliceMs?: number } = {}): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
-  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setup, endpoints), log, ...opts });
+  const setupFor: SetupForProtocol = (asked) => {
+    if (asked !== protocol) throw new ValidationError("experiment", [`this stack runs ${protocol}-protocol experiments, not ${asked}`]);
+    return setup;
+  };
+  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setupFor, endpoints), log, ...opts });
 }
 
 /**
@@ -43,9 +56,9 @@ export async function runExperimentLocalAws(
   onProgress: (done: number, label: string) => void,
   log?: (line: string) => void,
 ): Promise<ExperimentSummary> {
-  const stack = await startExperimentStack(setup, log);
+  const stack = await startExperimentStack(setup, config.protocol, log);
   try {
-    const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });
+    const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
     const started = await startExperiment(req, "cli", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => `exp_cli_${Date.now()}` });
     const record = await waitForExperiment(stack, started.id, onProgress);
     if (record.status !== "done" || !record.summary) throw new Error(`experiment ${record.id} ended ${record.status}: ${record.error ?? record.stopReason ?? "no summary"}`);

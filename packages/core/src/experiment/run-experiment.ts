@@ -5,7 +5,7 @@ import { mean } from "../metrics/stats.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
-import type { Task } from "../task.ts";
+import { Protocol, type Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
@@ -27,7 +27,7 @@ export const ExperimentConfig = z.object({
    * What the instances' `heldout` slot holds: the test split, or (under "validation") a split of
    * train-side tasks held back for tuning. Recorded so reports label it and pooling refuses a mix.
    */
-  protocol: z.enum(["test", "validation"]).default("test"),
+  protocol: Protocol.default("test"),
 });
 export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
 

@@ -87,7 +87,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   try {
     const base = await deps.prepare(record);
-    const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples });
+    const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples, protocol: record.request.protocol });
     const inner = base.runnerFor ?? inProcessRunners(base.env);
     const budgeted = (policyId: string, policy: Policy, seed: number): RolloutRunner => {
       const run = inner(policyId, policy, seed);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ARM_NAMES } from "../experiment/run-experiment.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
+import { Protocol } from "../task.ts";
 
 /** `POST /v1/experiments`: which arms and seeds, training overrides, and a rollout budget cap. */
 export const ExperimentRequest = z.object({
@@ -9,6 +10,8 @@ export const ExperimentRequest = z.object({
   /** Overrides of the training config (validated against it). */
   train: z.record(z.string(), z.unknown()).default({}),
   evalSamples: z.number().int().min(3).max(20).default(3),
+  /** "validation" evaluates on train-side tasks held back for tuning instead of the held-out split. */
+  protocol: Protocol.default("test"),
   /** Every rollout counts (training, rescue, re-anchoring, evaluation); the run stops cleanly at the cap. */
   budget: z.object({ rollouts: z.number().int().positive() }).optional(),
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { createRng, shuffled, type Rng, type Split, type Task } from "@harness-s/core";
+import { Protocol, createRng, shuffled, type Rng, type Split, type Task } from "@harness-s/core";
 import { appFamily } from "./app.ts";
 import { dbFamily } from "./db.ts";
 import type { FamilyModel } from "./family.ts";
@@ -31,7 +31,7 @@ export const SuiteOptions = z.object({
    * it in the evaluation slot, so settings can be tuned on an unseen combination of seen
    * requirements without touching the test tasks.
    */
-  protocol: z.enum(["test", "validation"]).default("test"),
+  protocol: Protocol.default("test"),
   /** Tasks per family of the held-back pair under the validation protocol (as many as held-out has). */
   validationPerCombo: z.number().int().min(1).default(21),
   /** Probability that a present requirement shows its visible tag; absent ones show it at `tagNoise`. */
@@ -46,8 +46,6 @@ export interface Suite {
   heldout: Task[];
   options: SuiteOptions;
 }
-
-export type Protocol = SuiteOptions["protocol"];
 
 /**
  * Requirement combinations: train and dev see each requirement, held-out only unseen combinations.
