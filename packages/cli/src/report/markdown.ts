@@ -16,8 +16,8 @@ function ablationSentence(s: ExperimentSummary, name: string): string | undefine
   if (!a || !hs) return undefined;
   const parts = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
     const p = paired(a, hs, m);
-    const noise = p.n > 1 ? (2 * p.std) / Math.sqrt(p.n) : Infinity;
-    const verdict = Math.abs(p.mean) < noise ? "within seed noise" : p.mean < 0 ? "worse than harness-s" : "better than harness-s";
+    const [lo, hi] = p.ci95;
+    const verdict = lo <= 0 && hi >= 0 ? "within seed noise" : p.mean < 0 ? "worse than harness-s" : "better than harness-s";
     return `${m.startsWith("train") ? "train" : "held-out"} ${signed(p.mean)} (${verdict}, ${p.wins}/${p.n} seeds better)`;
   });
   const rescues = (x: typeof a) => mean(x.perSeed.map((p) => p.rescue.triggered));
@@ -43,13 +43,15 @@ function armTable(s: ExperimentSummary): string[] {
   return lines;
 }
 
+const interval = ([lo, hi]: [number, number]) => (Number.isFinite(lo) ? `${signed(lo)} to ${signed(hi)}` : "—");
+
 function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefined {
   const x = arm(s, a);
   const y = arm(s, b);
   if (!x || !y) return undefined;
   const cells = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
     const p = paired(x, y, m);
-    return `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n} seeds better; per seed ${p.diffs.map(signed).join(", ")})`;
+    return `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n} seeds better; 95% CI ${interval(p.ci95)}; sign test p = ${p.signP.toFixed(3)}; per seed ${p.diffs.map(signed).join(", ")})`;
   });
   return `| ${a} − ${b} | ${cells[0]} | ${cells[1]} |`;
 }
@@ -80,7 +82,7 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
     const line = pairedLine(s, name, "harness-s");
     if (line) out.push(line);
   }
-  out.push("", "A difference counts as more than seed noise when its mean exceeds twice its standard error.", "");
+  out.push("", "A difference counts as more than seed noise when the 95% t interval of its mean over seeds excludes 0. The sign test asks only how many seeds went each way (ties left out); with 5 seeds even 5/5 gives p = 0.0625.", "");
   for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
     const line = ablationSentence(s, name);
     if (line) out.push(line);

@@ -54,7 +54,53 @@ export function jaccard<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): number {
   return inter / union;
 }
 
-/** Paired differences summary: mean, sample std and how many pairs are positive. */
-export function pairedSummary(diffs: readonly number[]): { mean: number; std: number; wins: number; n: number } {
-  return { mean: mean(diffs), std: sampleStd(diffs), wins: diffs.filter((d) => d > 0).length, n: diffs.length };
+/** Two-sided 97.5% quantiles of Student's t for 1–30 degrees of freedom. */
+const T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
+
+/** Student's t 0.975 quantile: exact table to 30 degrees of freedom, a Cornish–Fisher expansion beyond. */
+export function tQuantile975(df: number): number {
+  if (df < 1) return Number.POSITIVE_INFINITY;
+  if (df <= 30) return T975[Math.floor(df) - 1]!;
+  const z = 1.959964;
+  return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2);
+}
+
+/** 95% t confidence interval of the mean; unbounded with fewer than two values. */
+export function meanCi95(xs: readonly number[]): [number, number] {
+  if (xs.length < 2) return [Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY];
+  const half = (tQuantile975(xs.length - 1) * sampleStd(xs)) / Math.sqrt(xs.length);
+  return [mean(xs) - half, mean(xs) + half];
+}
+
+/**
+ * Exact two-sided sign test: the chance of a split at least this uneven between `wins` and
+ * `losses` if each were a fair coin (ties are left out before calling).
+ *
+ * @example
+ * signTestP(5, 0); // 0.0625
+ */
+export function signTestP(wins: number, losses: number): number {
+  const n = wins + losses;
+  if (n === 0) return 1;
+  const k = Math.min(wins, losses);
+  let tail = 0;
+  let c = 1; // C(n, 0)
+  for (let i = 0; i <= k; i++) {
+    tail += c;
+    c = (c * (n - i)) / (i + 1);
+  }
+  return Math.min(1, (2 * tail) / 2 ** n);
+}
+
+/**
+ * Paired differences summary: mean, sample std, how many pairs are positive, the 95% t interval
+ * of the mean and the sign test's p (ties left out).
+ *
+ * @example
+ * pairedSummary([0.1, 0.2, -0.05]); // { mean: 0.083, std: 0.126, wins: 2, n: 3, ci95: [-0.23, 0.4], signP: 1 }
+ */
+export function pairedSummary(diffs: readonly number[]): { mean: number; std: number; wins: number; n: number; ci95: [number, number]; signP: number } {
+  const wins = diffs.filter((d) => d > 0).length;
+  const losses = diffs.filter((d) => d < 0).length;
+  return { mean: mean(diffs), std: sampleStd(diffs), wins, n: diffs.length, ci95: meanCi95(diffs), signP: signTestP(wins, losses) };
 }
