@@ -51,7 +51,7 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
   if (!x || !y) return undefined;
   const cells = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
     const p = paired(x, y, m);
-    return `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n} seeds better; 95% CI ${interval(p.ci95)}; sign test p = ${p.signP.toFixed(3)}; per seed ${p.diffs.map(signed).join(", ")})`;
+    return `${signed(p.mean)} ± ${pts(p.std)} (${p.wins}/${p.n} seeds better; 95% CI ${interval(p.ci95)}; sign test p ${p.signP < 0.001 ? "< 0.001" : `= ${p.signP.toFixed(3)}`}; per seed ${p.diffs.map(signed).join(", ")})`;
   });
   return `| ${a} − ${b} | ${cells[0]} | ${cells[1]} |`;
 }
