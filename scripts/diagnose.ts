@@ -1,12 +1,13 @@
 // Trains one arm on one seed and prints, per requirement combination, H0 success over 4 attempts
 // and one failing trajectory. Usage: node --import tsx scripts/diagnose.ts [seed] [grpo|grpo-budget|harness-s]
-// (TRAIN='{"steps":10}' overrides the training config; EXTRA sets grpo-budget's extra rollouts.)
+// (TRAIN='{"steps":10}' overrides the training config; EXTRA sets grpo-budget's extra rollouts;
+// PROTOCOL=validation diagnoses on the validation protocol, whose "heldout" is the held-back pair.)
 import { ArmConfig, TrainConfig, createRng, runEpisode, trainArm, type HarnessSpec, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../packages/cli/src/embedded.ts";
 
 const seed = Number(process.argv[2] ?? 1);
 const armName = process.argv[3] ?? "harness-s";
-const setup = embeddedSetup(defaultEmbeddedSettings);
+const setup = embeddedSetup({ ...defaultEmbeddedSettings, protocol: process.env.PROTOCOL === "validation" ? "validation" : "test" });
 const inst = await setup.instance(seed);
 const policy = setup.createPolicy(seed);
 const runRollout = (t: Task, h: HarnessSpec, s: number) => runEpisode(t, h, s, { env: setup.env, policy });
