@@ -75,6 +75,16 @@ export class TimeSliceEndedError extends HarnessSError {
   }
 }
 
+/** A trainer stopped after a finished step because its time slice ended; its state was saved. */
+export class TrainingPausedError extends HarnessSError {
+  constructor(
+    readonly arm: string,
+    readonly step: number,
+  ) {
+    super("TRAINING_PAUSED", `${arm} paused after step ${step}`);
+  }
+}
+
 /** A rollout budget would be exceeded. */
 export class BudgetExceededError extends HarnessSError {
   constructor(detail: string) {

@@ -23,6 +23,7 @@ export * from "./training/config.ts";
 export * from "./training/evaluate.ts";
 export * from "./training/audit.ts";
 export * from "./training/train.ts";
+export * from "./training/train-state.ts";
 export * from "./inference/rank1.ts";
 export * from "./evolution/proposer.ts";
 export * from "./evolution/mutation-proposer.ts";

@@ -1,21 +1,23 @@
+import { z } from "zod";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Task } from "../task.ts";
 import type { RoutingDecision } from "../voting/router.ts";
 
-export interface AuditRecord {
-  decisionId: string;
-  chosen: string[];
+export const AuditRecord = z.object({
+  decisionId: z.string(),
+  chosen: z.array(z.string()),
   /** Success rate of every sibling on the task in hindsight. */
-  rates: Record<string, number>;
+  rates: z.record(z.string(), z.number()),
   /** Some sibling could rescue the task at all. */
-  rescuable: boolean;
+  rescuable: z.boolean(),
   /** At least one chosen sibling had the best hindsight rate. */
-  hit: boolean;
+  hit: z.boolean(),
   /** Chance that k siblings drawn at random would include a best one. */
-  randomHitChance: number;
-  rollouts: number;
-}
+  randomHitChance: z.number(),
+  rollouts: z.number().int(),
+});
+export type AuditRecord = z.infer<typeof AuditRecord>;
 
 function choose(n: number, k: number): number {
   if (k < 0 || k > n) return 0;

@@ -11,7 +11,10 @@ import { hash32, sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import { route, type RoutingDecision } from "../voting/router.ts";
 import type { ArmConfig, TrainConfig } from "./config.ts";
+import { TrainingPausedError } from "../errors.ts";
+import { ConflictError } from "../service/errors.ts";
 import { auditDecision, type AuditRecord } from "./audit.ts";
+import { captureTrainerState, restoreTrainerState, type TrainerState } from "./train-state.ts";
 import { evaluateTasks } from "./evaluate.ts";
 
 export interface TrainDeps {
@@ -27,6 +30,15 @@ export interface TrainDeps {
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
   onStep?: (step: number, record: StepRecord) => void;
+  /** Continue after the state's step instead of starting afresh; the policy must be at its version. */
+  resumeFrom?: TrainerState;
+  /** Called after every step with the state to continue from (save it to survive a crash). */
+  onStepEnd?: (state: TrainerState) => void | Promise<void>;
+  /**
+   * Asked after each step (once this call has finished one) while steps remain; true ends the
+   * call with {@link TrainingPausedError} after `onStepEnd`, so a continuation resumes there.
+   */
+  shouldYield?: () => boolean;
 }
 
 /** What one training step did, group by group (for experiment records and audits). */
@@ -69,8 +81,12 @@ export interface TrainResult {
  */
 export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainDeps): Promise<TrainResult> {
   const { pool, policy } = deps;
-  const counts: RolloutCounts = { train: 0, rescue: 0, resample: 0, reanchor: 0, total: 0 };
-  const result: TrainResult = {
+  const resumed = deps.resumeFrom ? restoreTrainerState(deps.resumeFrom) : undefined;
+  if (deps.resumeFrom && (deps.resumeFrom.arm !== arm.name || deps.resumeFrom.policyVersion !== policy.version())) {
+    throw new ConflictError(`cannot continue ${deps.resumeFrom.arm} at policy version ${deps.resumeFrom.policyVersion} with ${arm.name} at version ${policy.version()}`);
+  }
+  const counts: RolloutCounts = resumed?.counts ?? { train: 0, rescue: 0, resample: 0, reanchor: 0, total: 0 };
+  const result: TrainResult = resumed?.result ?? {
     arm: arm.name,
     rollouts: counts,
     diagnosticRollouts: 0,
@@ -84,8 +100,8 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
   };
   const voters = arm.voters.length ? deps.voters.filter((v) => arm.voters.includes(v.id)) : deps.voters;
   const rescueRollouts = config.rescueRollouts ?? config.groupSize;
-  let extraLeft = arm.extraBudget ?? 0;
-  let probePriority = deps.probePriority ?? [];
+  let extraLeft = resumed?.extraLeft ?? arm.extraBudget ?? 0;
+  let probePriority = resumed?.probePriority ?? deps.probePriority ?? [];
   const armRng = deps.rng.fork(`arm:${arm.name}`);
 
   const curvePoint = async (step: number) => {
@@ -97,8 +113,9 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     result.curve.push({ step, h0TrainAvgAt3: ev.avgAt3 });
   };
 
-  await curvePoint(0);
-  for (let step = 1; step <= config.steps; step++) {
+  const first = (deps.resumeFrom?.step ?? 0) + 1;
+  if (first === 1) await curvePoint(0);
+  for (let step = first; step <= config.steps; step++) {
     const batch = sample(deps.trainTasks, config.batchSize, deps.rng.fork(`batch:${step}`));
     const seedOf = (task: Task, label: string, i: number) => hash32(`${label}:${step}:${task.id}:${i}`, deps.rng.seed);
     const groups = await Promise.all(
@@ -173,6 +190,8 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     }
     await curvePoint(step);
     deps.onStep?.(step, { step, policyVersion: policy.version(), rollouts: { ...counts, total: counts.train + counts.rescue + counts.resample + counts.reanchor }, groups: groupRecords });
+    await deps.onStepEnd?.(captureTrainerState(step, policy.version(), { result, counts, extraLeft, probePriority }));
+    if (step < config.steps && deps.shouldYield?.()) throw new TrainingPausedError(arm.name, step);
   }
   counts.total = counts.train + counts.rescue + counts.resample + counts.reanchor;
   return result;

@@ -1,0 +1,89 @@
+import { z } from "zod";
+import { Profile } from "../profile/profile.ts";
+import { RoutingDecision } from "../voting/router.ts";
+import { AuditRecord } from "./audit.ts";
+import type { RolloutCounts, TrainResult } from "./train.ts";
+
+const Counts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
+
+/**
+ * Everything a trainer needs to continue an arm after its last finished step, besides the policy
+ * itself (which lives at the policy endpoint and must still be at `policyVersion`). Batches,
+ * rollout seeds and router draws derive from the step, so a continued run equals an
+ * uninterrupted one.
+ */
+export const TrainerState = z.object({
+  arm: z.string(),
+  /** The last finished step; training continues at step + 1. */
+  step: z.number().int().min(1),
+  policyVersion: z.number().int().min(0),
+  counts: Counts,
+  extraLeft: z.number().int().min(0),
+  probePriority: z.array(z.string()),
+  diagnosticRollouts: z.number().int().min(0),
+  curve: z.array(z.object({ step: z.number().int(), h0TrainAvgAt3: z.number() })),
+  /** NaN (no rescue seen) is kept as null, which JSON can hold. */
+  utilities: z.array(z.object({ step: z.number().int(), values: z.record(z.string(), z.number().nullable()) })),
+  rescue: z.object({ triggered: z.number().int(), replaced: z.number().int(), dropped: z.number().int(), allFailGroups: z.number().int(), groups: z.number().int() }),
+  audits: z.array(AuditRecord),
+  decisions: z.array(RoutingDecision),
+  profiles: z.record(z.string(), Profile),
+  chosenCounts: z.record(z.string(), z.number().int()),
+});
+export type TrainerState = z.infer<typeof TrainerState>;
+
+export interface TrainerVariables {
+  result: TrainResult;
+  counts: RolloutCounts;
+  extraLeft: number;
+  probePriority: readonly string[];
+}
+
+/**
+ * A copy of the trainer's state after `step`, safe to store while training goes on.
+ *
+ * @example
+ * await save(captureTrainerState(step, policy.version(), { result, counts, extraLeft, probePriority }));
+ */
+export function captureTrainerState(step: number, policyVersion: number, v: TrainerVariables): TrainerState {
+  const r = structuredClone(v.result);
+  return {
+    arm: r.arm,
+    step,
+    policyVersion,
+    counts: { ...v.counts, total: v.counts.train + v.counts.rescue + v.counts.resample + v.counts.reanchor },
+    extraLeft: v.extraLeft,
+    probePriority: [...v.probePriority],
+    diagnosticRollouts: r.diagnosticRollouts,
+    curve: r.curve,
+    utilities: r.utilities.map((u) => ({ step: u.step, values: Object.fromEntries(Object.entries(u.values).map(([k, x]) => [k, Number.isFinite(x) ? x : null])) })),
+    rescue: r.rescue,
+    audits: r.audits,
+    decisions: r.decisions,
+    profiles: r.profiles,
+    chosenCounts: r.chosenCounts,
+  };
+}
+
+/** The trainer's variables from a stored state (the inverse of {@link captureTrainerState}). */
+export function restoreTrainerState(state: TrainerState): TrainerVariables {
+  const s = structuredClone(state);
+  const counts = s.counts;
+  return {
+    counts,
+    extraLeft: s.extraLeft,
+    probePriority: s.probePriority,
+    result: {
+      arm: s.arm,
+      rollouts: counts,
+      diagnosticRollouts: s.diagnosticRollouts,
+      curve: s.curve,
+      utilities: s.utilities.map((u) => ({ step: u.step, values: Object.fromEntries(Object.entries(u.values).map(([k, x]) => [k, x ?? Number.NaN])) })),
+      rescue: s.rescue,
+      audits: s.audits,
+      decisions: s.decisions,
+      profiles: s.profiles,
+      chosenCounts: s.chosenCounts,
+    },
+  };
+}

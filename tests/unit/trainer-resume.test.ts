@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, createRng, runEpisode, trainArm, type Policy, type Task } from "@harness-s/core";
+import { LogLinearPolicy } from "@harness-s/policy";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const instance = await setup.instance(2);
+const config = TrainConfig.parse({ steps: 5, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20, auditEvery: 2 });
+const harnessS = ArmConfig.parse({ name: "harness-s", rescue: "router" });
+
+const depsFor = (policy: Policy) => ({
+  policy,
+  runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy }),
+  pool: instance.evolution.pool,
+  trainTasks: instance.train,
+  probeTasks: instance.dev,
+  initialProfiles: instance.evolution.initialProfiles,
+  probePriority: instance.evolution.h0Failures,
+  voters: setup.voters,
+  rng: createRng(2),
+});
+
+/** What a store gives back: JSON, parsed again. */
+const stored = (s: TrainerState) => TrainerState.parse(JSON.parse(JSON.stringify(s)));
+
+describe("trainer checkpoints", () => {
+  it("a run paused after every step and continued from its stored state equals the uninterrupted run", async () => {
+    // Prepare
+    const reference = setup.createPolicy(2) as LogLinearPolicy;
+    const whole = await trainArm(harnessS, config, depsFor(reference));
+    // Act: one step per call; the policy (at the endpoint) outlives each call, the state goes through JSON
+    const policy = setup.createPolicy(2) as LogLinearPolicy;
+    let state: TrainerState | undefined;
+    let calls = 0;
+    let result;
+    for (;;) {
+      calls++;
+      try {
+        result = await trainArm(harnessS, config, { ...depsFor(policy), resumeFrom: state, onStepEnd: (s) => void (state = stored(s)), shouldYield: () => true });
+        break;
+      } catch (err) {
+        expect(err).toBeInstanceOf(TrainingPausedError);
+      }
+    }
+    // Assess
+    expect(calls).toBe(config.steps);
+    expect(result).toEqual(whole);
+    expect(policy.snapshot()).toEqual(reference.snapshot());
+    expect(whole.rescue.triggered).toBeGreaterThan(0);
+  });
+
+  it("refuses to continue with a policy that is not at the saved version", async () => {
+    let state: TrainerState | undefined;
+    const policy = setup.createPolicy(2);
+    await expect(trainArm(harnessS, config, { ...depsFor(policy), onStepEnd: (s) => void (state = stored(s)), shouldYield: () => true })).rejects.toBeInstanceOf(TrainingPausedError);
+    expect(state!.step).toBe(1);
+    const fresh = setup.createPolicy(2);
+    await expect(trainArm(harnessS, config, { ...depsFor(fresh), resumeFrom: state })).rejects.toBeInstanceOf(ConflictError);
+  });
+});
