@@ -39,7 +39,7 @@ function experiment(id: string, over: Partial<ExperimentRecord> = {}): Experimen
   return {
     id, keyId: "k1", request: { arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
     status: "queued", createdAt: 1, updatedAt: 1, attempts: 0, progress: { done: 0, total: 20, label: "queued" },
-    usage: { rollouts: 0, computeMs: 0 }, results: [], baselines: [], ...over,
+    usage: { rollouts: 0, computeMs: 0 }, results: [], baselines: [], units: [], ...over,
   };
 }
 

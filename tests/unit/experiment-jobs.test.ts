@@ -150,6 +150,62 @@ describe("long runs: time slices and resumption", () => {
     expect((await meter.get("k1")).rollouts).toBe(reference.usage.rollouts);
   }, 120_000);
 
+  /** Policies kept at a pretend endpoint (a map), so units can continue across attempts. */
+  function endpointPolicies() {
+    const held = new Map<string, Policy>();
+    let n = 0;
+    const policies = {
+      create: async (unit: string, seed: number) => {
+        const id = `${unit}/p${++n}`;
+        const policy = setup.createPolicy(seed);
+        held.set(id, policy);
+        return { id, policy };
+      },
+      attach: async (id: string) => held.get(id),
+    };
+    return { held, policies };
+  }
+
+  async function sliceEveryStep(id: string, onAttempt: (attempt: number, held: Map<string, Policy>) => void = () => undefined) {
+    const experiments = new MemoryExperimentStore();
+    const coordinator = new MemoryQueue();
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator, clock: systemClock, newId: () => id });
+    const { held, policies } = endpointPolicies();
+    const deps = { experiments, clock: systemClock, sliceMs: 0, continueOn: coordinator, prepare: async () => ({ ...setup, policies }) };
+    const steps: number[] = [];
+    for (let m = coordinator.take(), attempt = 1; m.length && attempt < 20; m = coordinator.take(), attempt++) {
+      await runExperimentJob(id, deps);
+      const rec = (await experiments.get(id))!;
+      steps.push(rec.units[0]?.state.step ?? 0);
+      onAttempt(attempt, held);
+    }
+    return { stored: (await experiments.get(id))!, steps };
+  }
+
+  it("with policies that outlive an attempt, a slice can end between two training steps and the unit continues there", async () => {
+    // Prepare
+    const reference = await oneLongAttempt();
+    // Act
+    const { stored, steps } = await sliceEveryStep("e5");
+    // Assess: each 2-step unit takes two attempts, paused after its first step
+    expect(stored.status).toBe("done");
+    expect(stored.attempts).toBe(8);
+    expect(steps).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
+    expect(stored.units).toEqual([]);
+    expect(stored.summary).toEqual(reference.summary);
+    expect(stored.usage.rollouts).toBe(reference.usage.rollouts);
+  }, 120_000);
+
+  it("a unit whose policy is gone when the run continues starts over, with the same results", async () => {
+    const reference = await oneLongAttempt();
+    const { stored } = await sliceEveryStep("e6", (attempt, held) => {
+      if (attempt === 1) held.clear(); // the endpoint lost harness-s/3's policy after its first step
+    });
+    expect(stored.status).toBe("done");
+    expect(stored.summary).toEqual(reference.summary);
+    expect(stored.usage.rollouts).toBeGreaterThan(reference.usage.rollouts); // the lost step was spent, and is billed
+  }, 120_000);
+
   it("a crashed attempt's finished units survive: the takeover skips them", async () => {
     // Prepare: the first attempt finishes seed 3's baseline and harness-s, then hangs on grpo (a dead worker)
     const reference = await oneLongAttempt();

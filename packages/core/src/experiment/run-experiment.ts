@@ -9,9 +9,10 @@ import { Protocol, type Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
+import { TrainerState } from "../training/train-state.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
-import { TimeSliceEndedError } from "../errors.ts";
+import { TimeSliceEndedError, TrainingPausedError } from "../errors.ts";
 import { summarise } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
 
@@ -59,12 +60,43 @@ export interface ExperimentDeps {
    * What an earlier attempt of the same run finished: those seeds' baselines and (arm, seed)
    * results are reused, not re-run. Runs are deterministic per seed, so the summary is the same.
    */
-  resume?: { baselines: readonly SeedBaseline[]; results: readonly { arm: string; result: ArmSeedResult }[] };
+  resume?: { baselines: readonly SeedBaseline[]; results: readonly { arm: string; result: ArmSeedResult }[]; units?: readonly UnitCheckpoint[] };
+  /**
+   * Policies that outlive an attempt (at a policy endpoint), so a unit can continue mid-way: with
+   * them, a time slice may also end between two training steps, and {@link onUnitStep} gets
+   * a checkpoint after every step. Without them, units are the smallest piece of work.
+   */
+  policies?: UnitPolicies;
+  /** Called after every training step of a unit when {@link policies} is given. */
+  onUnitStep?: (checkpoint: UnitCheckpoint) => void | Promise<void>;
   /**
    * Asked before each (arm, seed) after the first this attempt trains; true ends the attempt with
    * {@link TimeSliceEndedError}, so every attempt makes progress.
    */
   shouldYield?: () => boolean;
+}
+
+/** Where a unit's policy lives: a fresh one per (unit, attempt), or the one a checkpoint names. */
+export interface UnitPolicies {
+  create(unit: string, seed: number): Promise<{ id: string; policy: Policy }>;
+  /** The policy with this id, at whatever version it is now; undefined if it is gone. */
+  attach(id: string, seed: number): Promise<Policy | undefined>;
+}
+
+/** An (arm, seed) unit part-way through training: its policy's id and the trainer's state. */
+export const UnitCheckpoint = z.object({ arm: z.string(), seed: z.number().int(), policyId: z.string(), state: TrainerState });
+export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
+
+/**
+ * The unit's policy and, where its checkpoint's policy is still at the saved version, the state
+ * to continue from; otherwise a fresh policy (the unit starts over).
+ */
+async function unitPolicy(deps: ExperimentDeps, arm: string, seed: number): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {
+  if (!deps.policies) return { policy: deps.createPolicy(seed) };
+  const saved = deps.resume?.units?.find((u) => u.arm === arm && u.seed === seed);
+  const attached = saved ? await deps.policies.attach(saved.policyId, seed) : undefined;
+  if (saved && attached && attached.version() === saved.state.policyVersion) return { id: saved.policyId, policy: attached, resumeFrom: saved.state };
+  return deps.policies.create(`${arm}/${seed}`, seed);
 }
 
 function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
@@ -142,8 +174,10 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         continue;
       }
       if (trainedNow > 0 && deps.shouldYield?.()) throw new TimeSliceEndedError(unitsLeft(config, perArm, deps.resume?.results));
-      const policy = deps.createPolicy(seed);
+      const unit = await unitPolicy(deps, name, seed);
+      const policy = unit.policy;
       const runRollout = runnerFor(`${name}/${seed}`, policy, seed);
+      const stepwise = unit.id !== undefined;
       const trained: TrainResult = await trainArm(armConfig(name, extra, config.singleVoter), config.train, {
         policy,
         runRollout,
@@ -155,6 +189,16 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         voters: deps.voters,
         rng,
         onStep: (step, record) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
+        ...(stepwise
+          ? {
+              resumeFrom: unit.resumeFrom,
+              onStepEnd: (state: TrainerState) => deps.onUnitStep?.({ arm: name, seed, policyId: unit.id!, state }),
+              shouldYield: () => deps.shouldYield?.() ?? false,
+            }
+          : {}),
+      }).catch((err: unknown) => {
+        if (err instanceof TrainingPausedError) throw new TimeSliceEndedError(unitsLeft(config, perArm, deps.resume?.results));
+        throw err;
       });
       if (name === "harness-s") extra = trained.rollouts.rescue + trained.rollouts.reanchor;
       const train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runRollout);

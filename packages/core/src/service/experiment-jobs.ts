@@ -32,6 +32,7 @@ export async function startExperiment(
     usage: { rollouts: 0, computeMs: 0 },
     results: [],
     baselines: [],
+    units: [],
   };
   await deps.experiments.create(record);
   await deps.coordinator.send([{ v: 1, id: `experiment:${record.id}`, type: "experiment.requested", body: { experimentId: record.id } }]);
@@ -51,7 +52,8 @@ export interface CoordinatorDeps {
   /**
    * Longest an attempt starts new (arm, seed) units for; then it saves what it finished, re-queues
    * the run on `continueOn` and ends, so a run can outlast one worker invocation (Lambda: 15 min).
-   * A single unit must fit in what is left of the invocation.
+   * A unit whose policy outlives the attempt (`prepare` gives `policies`) may also pause between
+   * two training steps; otherwise a single unit must fit in what is left of the invocation.
    */
   sliceMs?: number;
   continueOn?: MessageQueue;
@@ -97,11 +99,12 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
         return run(task, harness, s);
       };
     };
-    let done = record.results.length * config.train.steps;
+    let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
+    const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
     const summary = await runExperiment(config, {
       ...base,
       runnerFor: budgeted,
-      resume: { baselines: [...record.baselines], results: [...record.results] },
+      resume: { baselines: [...record.baselines], results: [...record.results], units: [...record.units] },
       onSeedBaseline: (b) => save({ baselines: [...record.baselines, b] }),
       ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - started >= deps.sliceMs! } : {}),
       onProgress: (e) => {
@@ -109,7 +112,8 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
         void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(() => undefined);
         void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(() => undefined); // a missed progress write is retried by the next one
       },
-      onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }] }),
+      onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
+      onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
     await save({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
   } catch (err) {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ARM_NAMES } from "../experiment/run-experiment.ts";
+import { ARM_NAMES, UnitCheckpoint } from "../experiment/run-experiment.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 import { Protocol } from "../task.ts";
 
@@ -35,6 +35,8 @@ export const ExperimentRecord = z.object({
   /** Finished (arm, seed) units and seed baselines: a later attempt resumes after them. */
   results: z.array(z.object({ arm: z.string(), result: ArmSeedResult })),
   baselines: z.array(SeedBaseline).default([]),
+  /** The unit part-way through training, when its policy outlives the attempt (one at a time). */
+  units: z.array(UnitCheckpoint).default([]),
   summary: ExperimentSummary.optional(),
   stopReason: z.string().optional(),
   error: z.string().optional(),
