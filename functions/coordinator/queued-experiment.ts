@@ -44,7 +44,9 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
       voters,
       runnerFor: (policyId, policy, seed) => {
         const id = wiring.endpointId(`${record.id}/${policyId}`, policy);
-        return queuedRolloutRunner({ jobId: id, policyId: id, poolId: poolIds.get(seed)!, policyVersion: () => policy.version(), dispatch: wiring.dispatch, rollouts: wiring.rollouts, clock });
+        // Slots are numbered per runner; a unit continued by a later attempt gets a new runner, so
+        // its job id names the attempt too, or its slots would find the earlier attempt's rollouts.
+        return queuedRolloutRunner({ jobId: `${id}@attempt-${record.attempts}`, policyId: id, poolId: poolIds.get(seed)!, policyVersion: () => policy.version(), dispatch: wiring.dispatch, rollouts: wiring.rollouts, clock });
       },
     };
   };

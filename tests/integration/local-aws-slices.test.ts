@@ -10,7 +10,7 @@ const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"],
 
 describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordinator handler)", () => {
   it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
-    // Prepare: every attempt ends after one (arm, seed), as a Lambda past its slice does
+    // Prepare: every attempt ends as soon as it may (after one training step), as a Lambda past its slice does
     const inProcess = await runExperiment(config, setup);
     const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0 });
     try {
@@ -20,8 +20,10 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
       const labels = new Set<string>();
       const record = await waitForExperiment(stack, started.id, (_done, label) => labels.add(label));
       // Assess
-      expect(record).toMatchObject({ status: "done", attempts: 2 });
+      // The stack's policies outlive an attempt, so each 2-step unit pauses after its first step
+      expect(record).toMatchObject({ status: "done", attempts: 4, units: [] });
       expect(record.summary).toEqual(inProcess);
+      expect(labels).toContain("continuing: 2 (arm, seed) units left");
       expect(labels).toContain("continuing: 1 (arm, seed) units left");
     } finally {
       await stack.stop();

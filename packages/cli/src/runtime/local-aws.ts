@@ -9,7 +9,9 @@ import {
   type ExperimentDeps,
   type ExperimentRecord,
   type ExperimentSummary,
+  type Policy,
   type Protocol,
+  type UnitPolicies,
 } from "@harness-s/core";
 import type { SetupForProtocol } from "../embedded.ts";
 import { startLocalStack, type LocalStack, type LocalStackOptions } from "../local-stack.ts";
@@ -21,16 +23,36 @@ type Setup = Omit<ExperimentDeps, "onProgress">;
  * policies are registered with the in-process endpoint.
  */
 export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
-  return (record, { stores, queues }) =>
-    queuedExperimentDeps(setupFor(record.request.protocol), {
+  return async (record, { stores, queues }) => {
+    const setup = setupFor(record.request.protocol);
+    const unitIds = new WeakMap<Policy, string>();
+    const policies: UnitPolicies = {
+      create: async (unit, seed) => {
+        const id = `${record.id}/${unit}/attempt-${record.attempts}`;
+        const policy = setup.createPolicy(seed);
+        endpoints.register(id, policy);
+        unitIds.set(policy, id);
+        return { id, policy };
+      },
+      attach: async (id) => {
+        const policy = endpoints.get(id);
+        if (policy) unitIds.set(policy, id);
+        return policy;
+      },
+    };
+    const deps = await queuedExperimentDeps(setup, {
       ...stores,
       dispatch: queues.dispatch.queue,
       vote: queues.vote.queue,
       endpointId: (id, policy) => {
+        const held = unitIds.get(policy);
+        if (held) return held;
         endpoints.register(id, policy);
         return id;
       },
     })(record);
+    return { ...deps, policies };
+  };
 }
 
 /**

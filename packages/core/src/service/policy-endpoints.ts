@@ -27,6 +27,11 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
     this.policies.set(policyId, policy);
   }
 
+  /** The policy registered under `policyId`, if any. */
+  get(policyId: string): Policy | undefined {
+    return this.policies.get(policyId);
+  }
+
   release(policyId: string): void {
     this.policies.delete(policyId);
   }
