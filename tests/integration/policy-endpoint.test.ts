@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StalePolicyVersionError, createRng, runEpisode, type SeedInstance } from "@harness-s/core";
-import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy } from "@harness-s/adapters";
+import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
@@ -34,6 +34,23 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     expect(again.version()).toBe(1);
     await expect(again.update({ baseVersion: 0, samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } })).rejects.toBeInstanceOf(StalePolicyVersionError);
     await expect(new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1))).rejects.toBeInstanceOf(StalePolicyVersionError);
+  });
+
+  it("unit policies: a fresh one per attempt, re-attached later at its current version, never created by attaching", async () => {
+    // Prepare
+    const policies = remoteUnitPolicies(server.url, (unit) => `run2/${unit}/attempt-1`);
+    const { id, policy } = await policies.create("harness-s/2", 2);
+    const rollout = await runEpisode(inst.train[1]!, inst.evolution.pool.base, 3, { env: setup.env, policy });
+    await policy.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    // Act
+    const attached = await policies.attach(id, 2);
+    const missing = await policies.attach("run2/nobody/attempt-9", 2);
+    // Assess
+    expect(id).toBe("run2/harness-s/2/attempt-1");
+    expect(attached!.version()).toBe(1);
+    expect(missing).toBeUndefined();
+    expect(await RemotePolicy.attach(server.url, "run2/nobody/attempt-9")).toBeUndefined();
+    await expect(RemotePolicy.attach("http://127.0.0.1:9", id)).rejects.toBeInstanceOf(PolicyEndpointError);
   });
 
   it("an unreachable endpoint is a clear error, not a hang", async () => {

@@ -12,6 +12,7 @@ import {
   type PolicyObservation,
   type Rng,
   type RolloutRunner,
+  type UnitPolicies,
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
@@ -19,7 +20,12 @@ import type { z } from "zod";
 
 /** The policy endpoint answered with an error or an unreadable body. */
 export class PolicyEndpointError extends HarnessSError {
-  constructor(detail: string, options?: { cause?: unknown }) {
+  constructor(
+    detail: string,
+    options?: { cause?: unknown },
+    /** The HTTP status the endpoint answered, when it answered at all. */
+    readonly status?: number,
+  ) {
     super("POLICY_ENDPOINT_FAILED", detail, options);
   }
 }
@@ -41,7 +47,7 @@ async function call<S extends z.ZodType>(base: string, method: string, path: str
     const m = /current is (\d+)/.exec(text);
     throw new StalePolicyVersionError(Number(m?.[1] ?? -1), -1);
   }
-  if (!res.ok) throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+  if (!res.ok) throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`, undefined, res.status);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -73,6 +79,26 @@ export class RemotePolicy implements Policy {
 
   private path(suffix = "") {
     return `/v1/policies/${encodeURIComponent(this.id)}${suffix}`;
+  }
+
+  /**
+   * The policy already at the endpoint under `id`, at its current version; undefined if the
+   * endpoint does not have it (a new one is never created).
+   *
+   * @example
+   * const policy = await RemotePolicy.attach(url, "exp1/harness-s/3/attempt-1");
+   */
+  static async attach(baseUrl: string, id: string): Promise<RemotePolicy | undefined> {
+    const policy = new RemotePolicy(baseUrl, id);
+    try {
+      const state = await call(baseUrl, "GET", policy.path(), PolicyState);
+      policy.current = state.version;
+      policy.created = Promise.resolve();
+      return policy;
+    } catch (err) {
+      if (err instanceof PolicyEndpointError && err.status === 404) return undefined;
+      throw err;
+    }
   }
 
   ensure(): Promise<void> {
@@ -114,4 +140,22 @@ export class HttpPolicyEndpoints implements PolicyEndpoints {
     const policy = new RemotePolicy(this.baseUrl, policyId, version);
     return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
   }
+}
+
+/**
+ * Unit policies at the policy endpoint: a fresh one per (unit, attempt) named by `idFor`, and
+ * the one a checkpoint names, re-attached with its current version.
+ *
+ * @example
+ * const policies = remoteUnitPolicies(url, (unit) => `${record.id}/${unit}/attempt-${record.attempts}`);
+ */
+export function remoteUnitPolicies(baseUrl: string, idFor: (unit: string) => string): UnitPolicies {
+  return {
+    create: async (unit) => {
+      const policy = new RemotePolicy(baseUrl, idFor(unit));
+      await policy.ensure();
+      return { id: policy.id, policy };
+    },
+    attach: (id) => RemotePolicy.attach(baseUrl, id),
+  };
 }
