@@ -30,6 +30,7 @@ export * from "./evolution/mutation-proposer.ts";
 export * from "./evolution/evolve.ts";
 export * from "./experiment/summary.ts";
 export * from "./experiment/run-experiment.ts";
+export * from "./experiment/unit-policies.ts";
 export * from "./experiment/merge.ts";
 export * from "./service/ports.ts";
 export * from "./service/errors.ts";

@@ -9,7 +9,8 @@ import { Protocol, type Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
-import { TrainerState } from "../training/train-state.ts";
+import type { TrainerState } from "../training/train-state.ts";
+import { unitPolicy, type UnitCheckpoint, type UnitPolicies } from "./unit-policies.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import { TimeSliceEndedError, TrainingPausedError } from "../errors.ts";
@@ -74,29 +75,6 @@ export interface ExperimentDeps {
    * {@link TimeSliceEndedError}, so every attempt makes progress.
    */
   shouldYield?: () => boolean;
-}
-
-/** Where a unit's policy lives: a fresh one per (unit, attempt), or the one a checkpoint names. */
-export interface UnitPolicies {
-  create(unit: string, seed: number): Promise<{ id: string; policy: Policy }>;
-  /** The policy with this id, at whatever version it is now; undefined if it is gone. */
-  attach(id: string, seed: number): Promise<Policy | undefined>;
-}
-
-/** An (arm, seed) unit part-way through training: its policy's id and the trainer's state. */
-export const UnitCheckpoint = z.object({ arm: z.string(), seed: z.number().int(), policyId: z.string(), state: TrainerState });
-export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
-
-/**
- * The unit's policy and, where its checkpoint's policy is still at the saved version, the state
- * to continue from; otherwise a fresh policy (the unit starts over).
- */
-async function unitPolicy(deps: ExperimentDeps, arm: string, seed: number): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {
-  if (!deps.policies) return { policy: deps.createPolicy(seed) };
-  const saved = deps.resume?.units?.find((u) => u.arm === arm && u.seed === seed);
-  const attached = saved ? await deps.policies.attach(saved.policyId, seed) : undefined;
-  if (saved && attached && attached.version() === saved.state.policyVersion) return { id: saved.policyId, policy: attached, resumeFrom: saved.state };
-  return deps.policies.create(`${arm}/${seed}`, seed);
 }
 
 function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ARM_NAMES, UnitCheckpoint } from "../experiment/run-experiment.ts";
+import { ARM_NAMES } from "../experiment/run-experiment.ts";
+import { UnitCheckpoint } from "../experiment/unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 import { Protocol } from "../task.ts";
 
