@@ -1,6 +1,12 @@
 import {
+  createRng,
   emptyProfile,
   parseHarnessSpec,
+  runEpisode,
+  type ExperimentDeps,
+  type Policy,
+  type SeedInstance,
+  type TrainDeps,
   type HarnessSpec,
   type ArmSeedResult,
   type ExperimentSummary,
@@ -84,5 +90,20 @@ export function makeSummary(arms: Record<string, ArmSeedResult[]>): ExperimentSu
     initialPerSeed: [],
     arms: Object.entries(arms).map(([name, perSeed]) => ({ name, rollouts: 100, h0: { train: score, heldout: score }, perSeed })),
     suite: { locality: 0, complementarity: 1, nonstationarity: 0, details: {} },
+  };
+}
+
+/** trainArm's dependencies for one embedded instance, with rollouts run in process by `policy`. */
+export function makeTrainDeps(setup: Pick<ExperimentDeps, "env" | "voters">, instance: SeedInstance, policy: Policy, seed: number): TrainDeps {
+  return {
+    policy,
+    runRollout: (t, h, s) => runEpisode(t, h, s, { env: setup.env, policy }),
+    pool: instance.evolution.pool,
+    trainTasks: instance.train,
+    probeTasks: instance.dev,
+    initialProfiles: instance.evolution.initialProfiles,
+    probePriority: instance.evolution.h0Failures,
+    voters: setup.voters,
+    rng: createRng(seed),
   };
 }

@@ -1,24 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, createRng, runEpisode, trainArm, type Policy, type Task } from "@harness-s/core";
+import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, type Policy } from "@harness-s/core";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(2);
 const config = TrainConfig.parse({ steps: 5, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20, auditEvery: 2 });
 const harnessS = ArmConfig.parse({ name: "harness-s", rescue: "router" });
 
-const depsFor = (policy: Policy) => ({
-  policy,
-  runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy }),
-  pool: instance.evolution.pool,
-  trainTasks: instance.train,
-  probeTasks: instance.dev,
-  initialProfiles: instance.evolution.initialProfiles,
-  probePriority: instance.evolution.h0Failures,
-  voters: setup.voters,
-  rng: createRng(2),
-});
+const depsFor = (policy: Policy) => makeTrainDeps(setup, instance, policy, 2);
 
 /** What a store gives back: JSON, parsed again. */
 const stored = (s: TrainerState) => TrainerState.parse(JSON.parse(JSON.stringify(s)));

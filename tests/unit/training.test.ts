@@ -3,31 +3,17 @@ import {
   ArmConfig,
   ExperimentConfig,
   TrainConfig,
-  createRng,
-  runEpisode,
   runExperiment,
   trainArm,
-  type Task,
 } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(1);
 const small = TrainConfig.parse({ steps: 4, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20 });
 
-function deps(seed: number) {
-  const policy = setup.createPolicy(seed);
-  return {
-    policy,
-    runRollout: (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy }),
-    pool: instance.evolution.pool,
-    trainTasks: instance.train,
-    probeTasks: instance.dev,
-    initialProfiles: instance.evolution.initialProfiles,
-    voters: setup.voters,
-    rng: createRng(seed),
-  };
-}
+const deps = (seed: number) => makeTrainDeps(setup, instance, setup.createPolicy(seed), seed);
 
 describe("trainArm", () => {
   it("grpo spends exactly steps × batch × group rollouts and one update per step", async () => {
