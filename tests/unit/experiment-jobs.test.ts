@@ -173,24 +173,27 @@ describe("long runs: time slices and resumption", () => {
     const { held, policies } = endpointPolicies();
     const deps = { experiments, clock: systemClock, sliceMs: 0, continueOn: coordinator, prepare: async () => ({ ...setup, policies }) };
     const steps: number[] = [];
+    const labels: string[] = [];
     for (let m = coordinator.take(), attempt = 1; m.length && attempt < 20; m = coordinator.take(), attempt++) {
       await runExperimentJob(id, deps);
       const rec = (await experiments.get(id))!;
       steps.push(rec.units[0]?.state.step ?? 0);
+      labels.push(rec.progress.label);
       onAttempt(attempt, held);
     }
-    return { stored: (await experiments.get(id))!, steps };
+    return { stored: (await experiments.get(id))!, steps, labels };
   }
 
   it("with policies that outlive an attempt, a slice can end between two training steps and the unit continues there", async () => {
     // Prepare
     const reference = await oneLongAttempt();
     // Act
-    const { stored, steps } = await sliceEveryStep("e5");
+    const { stored, steps, labels } = await sliceEveryStep("e5");
     // Assess: each 2-step unit takes two attempts, paused after its first step
     expect(stored.status).toBe("done");
     expect(stored.attempts).toBe(8);
     expect(steps).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
+    expect(labels.slice(0, 2)).toEqual(["continuing: 4 (arm, seed) units left, harness-s/3 paused after step 1", "continuing: 3 (arm, seed) units left"]);
     expect(stored.units).toEqual([]);
     expect(stored.summary).toEqual(reference.summary);
     expect(stored.usage.rollouts).toBe(reference.usage.rollouts);

@@ -119,7 +119,8 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   } catch (err) {
     await persisted.catch(() => undefined);
     if (err instanceof TimeSliceEndedError) {
-      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${err.remaining} (arm, seed) units left` } });
+      const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
+      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${err.remaining} (arm, seed) units left${part}` } });
       // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
       await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
     } else if (err instanceof BudgetExceededError) await save({ status: "stopped", stopReason: err.message });
