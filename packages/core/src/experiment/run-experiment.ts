@@ -71,8 +71,10 @@ export interface ExperimentDeps {
   /** Called after every training step of a unit when {@link policies} is given. */
   onUnitStep?: (checkpoint: UnitCheckpoint) => void | Promise<void>;
   /**
-   * Asked before each (arm, seed) after the first this attempt trains; true ends the attempt with
-   * {@link TimeSliceEndedError}, so every attempt makes progress.
+   * Asked before each (arm, seed) after the first this attempt trains, and (with
+   * {@link policies}) after each training step; true ends the attempt with
+   * {@link TimeSliceEndedError}. Every attempt makes progress: at least a unit, or with
+   * policies at least a step.
    */
   shouldYield?: () => boolean;
 }
