@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pairedSummary } from "@harness-s/core";
 import { renderReport } from "../../packages/cli/src/report/markdown.ts";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 
@@ -19,5 +20,13 @@ describe("report: paired differences", () => {
     const vsBudget = report.split("\n").find((l) => l.startsWith("| harness-s − grpo-budget"))!;
     expect(vsBudget).toContain("+10.0 ± 0.0 (5/5 seeds better; 95% CI +10.0 to +10.0; sign test p = 0.063;");
     expect(report).toMatch(/\*\*harness-s-random\*\* asks [^\n]*train \+1\.0 \(within seed noise, 3\/5 seeds better\)/);
+  });
+
+  it("the sweep table gives each held-out advantage its 95% interval", () => {
+    const point = (diffs: number[]) => ({ ...pairedSummary(diffs), diffs });
+    const sweep = { points: [{ axis: "cueRate" as const, value: 0, train: point([0.2, 0.2, 0.2]), heldout: point([0.4, 0.5, 0.6]) }], note: "note", conclusion: "conclusion" };
+    const report = renderReport(makeSummary({ "harness-s": [makeArmSeed(1, { app: 1 })] }), sweep);
+    expect(report).toContain("| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |");
+    expect(report).toContain("| cueRate | 0 | +20.0 ± 0.0 | +50.0 ± 10.0 | +25.2 to +74.8 | 3/3 |");
   });
 });

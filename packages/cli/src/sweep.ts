@@ -5,8 +5,8 @@ import { arm, paired, signed } from "./report/stats.ts";
 export interface SweepPoint {
   axis: "cueRate" | "cueStrength";
   value: number;
-  train: { mean: number; std: number; wins: number; n: number; diffs: number[] };
-  heldout: { mean: number; std: number; wins: number; n: number; diffs: number[] };
+  train: ReturnType<typeof paired>;
+  heldout: ReturnType<typeof paired>;
 }
 
 export interface SweepResult {
