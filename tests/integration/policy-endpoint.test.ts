@@ -51,6 +51,8 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     expect(missing).toBeUndefined();
     expect(await RemotePolicy.attach(server.url, "run2/nobody/attempt-9")).toBeUndefined();
     await expect(RemotePolicy.attach("http://127.0.0.1:9", id)).rejects.toBeInstanceOf(PolicyEndpointError);
+    await policies.release!(id);
+    expect(await policies.attach(id, 2)).toBeUndefined();
   });
 
   it("an unreachable endpoint is a clear error, not a hang", async () => {

@@ -162,6 +162,7 @@ describe("long runs: time slices and resumption", () => {
         return { id, policy };
       },
       attach: async (id: string) => held.get(id),
+      release: async (id: string) => void held.delete(id),
     };
     return { held, policies };
   }
@@ -181,32 +182,47 @@ describe("long runs: time slices and resumption", () => {
       labels.push(rec.progress.label);
       onAttempt(attempt, held);
     }
-    return { stored: (await experiments.get(id))!, steps, labels };
+    return { stored: (await experiments.get(id))!, steps, labels, held };
   }
 
   it("with policies that outlive an attempt, a slice can end between two training steps and the unit continues there", async () => {
     // Prepare
     const reference = await oneLongAttempt();
     // Act
-    const { stored, steps, labels } = await sliceEveryStep("e5");
+    const { stored, steps, labels, held } = await sliceEveryStep("e5");
     // Assess: each 2-step unit takes two attempts, paused after its first step
     expect(stored.status).toBe("done");
     expect(stored.attempts).toBe(8);
     expect(steps).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
     expect(labels.slice(0, 2)).toEqual(["continuing: 4 (arm, seed) units left, harness-s/3 paused after step 1", "continuing: 3 (arm, seed) units left"]);
     expect(stored.units).toEqual([]);
+    expect(held.size).toBe(0); // every unit's policy was released once its results were saved
     expect(stored.summary).toEqual(reference.summary);
     expect(stored.usage.rollouts).toBe(reference.usage.rollouts);
   }, 120_000);
 
   it("a unit whose policy is gone when the run continues starts over, with the same results", async () => {
     const reference = await oneLongAttempt();
-    const { stored } = await sliceEveryStep("e6", (attempt, held) => {
-      if (attempt === 1) held.clear(); // the endpoint lost harness-s/3's policy after its first step
+    const { stored, held } = await sliceEveryStep("e6", (attempt, policies) => {
+      if (attempt === 1) policies.clear(); // the endpoint lost harness-s/3's policy after its first step
     });
+    expect(held.size).toBe(0);
     expect(stored.status).toBe("done");
     expect(stored.summary).toEqual(reference.summary);
     expect(stored.usage.rollouts).toBeGreaterThan(reference.usage.rollouts); // the lost step was spent, and is billed
+  }, 120_000);
+
+  it("a unit whose policy moved past its checkpoint (an update after the last save) starts over and the stale policy is freed", async () => {
+    const reference = await oneLongAttempt();
+    const { stored, held } = await sliceEveryStep("e7", (attempt, policies) => {
+      if (attempt !== 1) return;
+      const [policy] = [...policies.values()];
+      void policy!.update({ baseVersion: policy!.version(), samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    });
+    expect(stored.status).toBe("done");
+    expect(stored.summary).toEqual(reference.summary);
+    expect(stored.usage.rollouts).toBeGreaterThan(reference.usage.rollouts);
+    expect(held.size).toBe(0);
   }, 120_000);
 
   it("a crashed attempt's finished units survive: the takeover skips them", async () => {

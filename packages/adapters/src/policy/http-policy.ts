@@ -16,7 +16,9 @@ import {
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
-import type { z } from "zod";
+import { z } from "zod";
+
+const DeletedResponse = z.object({ deleted: z.boolean() });
 
 /** The policy endpoint answered with an error or an unreadable body. */
 export class PolicyEndpointError extends HarnessSError {
@@ -157,5 +159,8 @@ export function remoteUnitPolicies(baseUrl: string, idFor: (unit: string) => str
       return { id: policy.id, policy };
     },
     attach: (id) => RemotePolicy.attach(baseUrl, id),
+    release: async (id) => {
+      await call(baseUrl, "DELETE", `/v1/policies/${encodeURIComponent(id)}`, DeletedResponse);
+    },
   };
 }

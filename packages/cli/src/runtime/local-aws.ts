@@ -39,6 +39,7 @@ export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: Loc
         if (policy) unitIds.set(policy, id);
         return policy;
       },
+      release: async (id) => endpoints.release(id),
     };
     const deps = await queuedExperimentDeps(setup, {
       ...stores,

@@ -226,6 +226,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
       trainedNow++;
       perArm.get(name)!.push(result);
       await deps.onArmSeed?.(name, result);
+      if (unit.id !== undefined) await deps.policies?.release?.(unit.id);
     }
   }
 

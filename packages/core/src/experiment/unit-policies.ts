@@ -8,6 +8,8 @@ export interface UnitPolicies {
   create(unit: string, seed: number): Promise<{ id: string; policy: Policy }>;
   /** The policy with this id, at whatever version it is now; undefined if it is gone. */
   attach(id: string, seed: number): Promise<Policy | undefined>;
+  /** Frees a unit's policy once its results are saved (an endpoint holds it until then). */
+  release?(id: string): Promise<void>;
 }
 
 /** An (arm, seed) unit part-way through training: its policy's id and the trainer's state. */
@@ -26,5 +28,6 @@ export async function unitPolicy(deps: Pick<ExperimentDeps, "policies" | "create
   const saved = deps.resume?.units?.find((u) => u.arm === arm && u.seed === seed);
   const attached = saved ? await deps.policies.attach(saved.policyId, seed) : undefined;
   if (saved && attached && attached.version() === saved.state.policyVersion) return { id: saved.policyId, policy: attached, resumeFrom: saved.state };
+  if (saved && attached) await deps.policies.release?.(saved.policyId); // moved past its checkpoint: the unit starts over
   return deps.policies.create(`${arm}/${seed}`, seed);
 }
