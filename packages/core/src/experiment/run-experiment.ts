@@ -135,13 +135,15 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     const runnerFor = deps.runnerFor ?? inProcessRunners(deps.env);
     let baseline = deps.resume?.baselines.find((b) => b.seed === seed);
     if (!baseline) {
-      const runner0 = runnerFor(`initial/${seed}`, deps.createPolicy(seed), seed);
+      const initial = deps.policies ? await deps.policies.create(`initial/${seed}`, seed) : { policy: deps.createPolicy(seed) };
+      const runner0 = runnerFor(`initial/${seed}`, initial.policy, seed);
       const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
       const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
       const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
       const r1 = await evaluateTasks(inst.heldout, pick0, config.evalSamples, evalBase, runner0);
       baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
       await deps.onSeedBaseline?.(baseline);
+      if ("id" in initial) await deps.policies?.release?.(initial.id);
     }
     baselines.push(baseline);
 
