@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { z } from "zod";
-import { ValidationError, formatIssues } from "@harness-s/core";
+import { ValidationError, parseOrThrow } from "@harness-s/core";
 
 /**
  * Reads and validates a JSON file the CLI wrote earlier (a summary, a checkpoint): undefined when
@@ -23,7 +23,5 @@ export async function readJsonFile<S extends z.ZodType>(path: string, schema: S)
   } catch (err) {
     throw new ValidationError(path, [`not JSON: ${(err as Error).message}`]);
   }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new ValidationError(path, formatIssues(parsed.error.issues));
-  return parsed.data;
+  return parseOrThrow(schema, json, path);
 }

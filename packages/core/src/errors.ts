@@ -1,3 +1,5 @@
+import type { z } from "zod";
+
 /** Base class of every domain error: a stable `code` for callers and HTTP mapping, and a `cause`. */
 export class HarnessSError extends Error {
   constructor(
@@ -95,4 +97,16 @@ export class BudgetExceededError extends HarnessSError {
 /** Formats zod issues as `path: message` lines. */
 export function formatIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string[] {
   return issues.map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+}
+
+/**
+ * `schema` applied to `input`, or a {@link ValidationError} naming `what` with every issue.
+ *
+ * @example
+ * const train = parseOrThrow(TrainConfig, body.train, "train");
+ */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new ValidationError(what, formatIssues(parsed.error.issues));
+  return parsed.data;
 }

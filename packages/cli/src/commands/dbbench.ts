@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { z } from "zod";
-import { NotFoundError, ValidationError, formatIssues } from "@harness-s/core";
+import { NotFoundError, parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy } from "@harness-s/adapters";
 import {
   DBBENCH_SYSTEM,
@@ -34,15 +34,9 @@ export async function openEngine(o: z.infer<typeof EngineOptions>): Promise<SqlE
   return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
 }
 
-function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
-  const r = schema.safeParse(input);
-  if (!r.success) throw new ValidationError(what, formatIssues(r.error.issues));
-  return r.data;
-}
-
 /** `harness-s dbbench verify`: replays the gold through the full environment and evaluator. */
 export async function dbbenchVerifyCommand(input: Record<string, unknown>): Promise<void> {
-  const o = parse(EngineOptions.extend({ json: z.boolean().default(false), concurrency: z.number().int().min(1).max(64).default(8) }), input, "dbbench verify options");
+  const o = parseOrThrow(EngineOptions.extend({ json: z.boolean().default(false), concurrency: z.number().int().min(1).max(64).default(8) }), input, "dbbench verify options");
   const rows = await loadSplit(o.data, o.split);
   const engine = await openEngine(o);
   try {
@@ -79,7 +73,7 @@ export const EvalOptions = EngineOptions.extend({
 
 /** `harness-s dbbench eval`: an OpenAI-compatible agent on a split, under one harness. */
 export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<void> {
-  const o = parse(EvalOptions, input, "dbbench eval options");
+  const o = parseOrThrow(EvalOptions, input, "dbbench eval options");
   const harness = dbbenchHarnesses.find((h) => h.id === o.harness);
   if (!harness) throw new NotFoundError("harness", `${o.harness} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`);
   const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, formatIssues, runExperiment } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperiment } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -29,13 +29,11 @@ export interface ExperimentOptions {
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
-  const parsed = TrainConfig.safeParse({
-    ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}),
-    ...opts.train,
-    ...(opts.steps ? { steps: opts.steps } : {}),
-  });
-  if (!parsed.success) throw new ValidationError("training config", formatIssues(parsed.error.issues));
-  const train = parsed.data;
+  const train = parseOrThrow(
+    TrainConfig,
+    { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps ? { steps: opts.steps } : {}) },
+    "training config",
+  );
   return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6, protocol: opts.protocol ?? "test" });
 }
 

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, TrainConfig, ValidationError, formatIssues, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperiment, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
 import { Candidates, TuningRule, decide, renderTuning, tuningRows, type TuningRow } from "../tuning/rule.ts";
@@ -16,12 +16,6 @@ export interface TuneOptions {
 
 const ARMS = ["grpo", "grpo-budget", "harness-s"] as const;
 
-function trainConfigFor(name: string, base: Record<string, unknown>, overrides: Record<string, unknown>): TrainConfig {
-  const parsed = TrainConfig.safeParse({ ...base, ...overrides });
-  if (!parsed.success) throw new ValidationError(`candidate ${name}`, formatIssues(parsed.error.issues));
-  return parsed.data;
-}
-
 /**
  * `harness-s tune`: runs the defaults and each candidate on the validation protocol (the train
  * pair a+b held back; no held-out task is built), paired by seed, and applies the rule.
@@ -31,17 +25,13 @@ function trainConfigFor(name: string, base: Record<string, unknown>, overrides: 
  * const { decision } = await tuneCommand({ seeds: [101, 102], out: "results/tune", candidates: { "k=3": { k: 3 } } });
  */
 export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[]; decision: string }> {
-  const parsedCandidates = Candidates.safeParse(opts.candidates);
-  if (!parsedCandidates.success) throw new ValidationError("--candidates", formatIssues(parsedCandidates.error.issues));
-  const candidates = parsedCandidates.data;
+  const candidates = parseOrThrow(Candidates, opts.candidates, "--candidates");
   if ("default" in candidates) throw new ValidationError("--candidates", ["default is always run; give it no entry"]);
-  const parsedRule = TuningRule.safeParse(opts.rule ?? {});
-  if (!parsedRule.success) throw new ValidationError("tuning rule", formatIssues(parsedRule.error.issues));
-  const rule = parsedRule.data;
+  const rule = parseOrThrow(TuningRule, opts.rule ?? {}, "tuning rule");
   const base = opts.train ?? {};
   const plans = [["default", {}] as const, ...Object.entries(candidates)].map(([name, over]) => ({
     name,
-    config: ExperimentConfig.parse({ seeds: opts.seeds, arms: [...ARMS], train: trainConfigFor(name, base, over), protocol: "validation" }),
+    config: ExperimentConfig.parse({ seeds: opts.seeds, arms: [...ARMS], train: parseOrThrow(TrainConfig, { ...base, ...over }, `candidate ${name}`), protocol: "validation" }),
   }));
   await mkdir(opts.out, { recursive: true });
   const units = opts.seeds.length * ARMS.length * plans[0]!.config.train.steps;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ValidationError, formatIssues, NotFoundError } from "../errors.ts";
+import { ValidationError, parseOrThrow, NotFoundError } from "../errors.ts";
 import { hash32 } from "../util/rng.ts";
 import { HarnessSpec } from "./spec.ts";
 
@@ -51,9 +51,7 @@ export function createPool(
 }
 
 export function parsePool(input: unknown): HarnessPool {
-  const result = HarnessPool.safeParse(input);
-  if (!result.success) throw new ValidationError("harness pool", formatIssues(result.error.issues));
-  const pool = result.data;
+  const pool = parseOrThrow(HarnessPool, input, "harness pool");
   const expected = contentVersion({ base: pool.base, siblings: pool.siblings });
   if (pool.version !== expected) {
     throw new ValidationError("harness pool", [`version ${pool.version} does not match its content (${expected})`]);

@@ -1,4 +1,4 @@
-import { BudgetExceededError, NotFoundError, TimeSliceEndedError, ValidationError, formatIssues } from "../errors.ts";
+import { BudgetExceededError, NotFoundError, TimeSliceEndedError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, experimentCost, type ExperimentRequest, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
@@ -17,8 +17,7 @@ export async function startExperiment(
   keyId: string,
   deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string },
 ): Promise<ExperimentRecord> {
-  const train = TrainConfig.safeParse(req.train);
-  if (!train.success) throw new ValidationError("train", formatIssues(train.error.issues));
+  const train = parseOrThrow(TrainConfig, req.train, "train");
   const now = deps.clock.now();
   const record: ExperimentRecord = {
     id: deps.newId(),
@@ -28,7 +27,7 @@ export async function startExperiment(
     createdAt: now,
     updatedAt: now,
     attempts: 0,
-    progress: { done: 0, total: req.seeds.length * req.arms.length * train.data.steps, label: "queued" },
+    progress: { done: 0, total: req.seeds.length * req.arms.length * train.steps, label: "queued" },
     usage: { rollouts: 0, computeMs: 0 },
     results: [],
     baselines: [],
