@@ -99,7 +99,6 @@ function stepKeyPrefix(seed: number, arm?: string): string {
 }
 
 /** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
-
 export class DynamoExperimentStepStore implements ExperimentStepStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,

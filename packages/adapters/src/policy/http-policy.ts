@@ -103,6 +103,11 @@ export class RemotePolicy implements Policy {
     }
   }
 
+  /** Deletes the policy at the endpoint. */
+  async release(): Promise<void> {
+    await call(this.baseUrl, "DELETE", this.path(), DeletedResponse);
+  }
+
   ensure(): Promise<void> {
     this.created ??= call(this.baseUrl, "PUT", this.path(), PolicyState, {}).then((s) => {
       this.current = s.version;
@@ -159,8 +164,6 @@ export function remoteUnitPolicies(baseUrl: string, idFor: (unit: string) => str
       return { id: policy.id, policy };
     },
     attach: (id) => RemotePolicy.attach(baseUrl, id),
-    release: async (id) => {
-      await call(baseUrl, "DELETE", `/v1/policies/${encodeURIComponent(id)}`, DeletedResponse);
-    },
+    release: (id) => new RemotePolicy(baseUrl, id).release(),
   };
 }

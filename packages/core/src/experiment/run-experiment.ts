@@ -9,7 +9,7 @@ import { Protocol, type Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
-import type { TrainerState } from "../training/train-state.ts";
+import { nullForNaN, type TrainerState } from "../training/train-state.ts";
 import { unitPolicy, type UnitCheckpoint, type UnitPolicies } from "./unit-policies.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
@@ -204,10 +204,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
           ...(name.startsWith("harness-s")
             ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }]
             : []),
-          ...trained.utilities.map((u) => ({
-            step: u.step,
-            values: Object.fromEntries(Object.entries(u.values).map(([k, v]) => [k, Number.isFinite(v) ? v : null])),
-          })),
+          ...trained.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
         ],
         siblingDirections: Object.fromEntries(pool.siblings.map((sib) => [sib.id, sib.provenance.direction])),
         chosenCounts: trained.chosenCounts,

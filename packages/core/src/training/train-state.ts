@@ -32,6 +32,16 @@ export const TrainerState = z.object({
 });
 export type TrainerState = z.infer<typeof TrainerState>;
 
+/** The counts with `total` set to the sum of the four kinds. */
+export function withTotal(counts: RolloutCounts): RolloutCounts {
+  return { ...counts, total: counts.train + counts.rescue + counts.resample + counts.reanchor };
+}
+
+/** Utility values as JSON can hold them: NaN (no rescue seen) becomes null. */
+export function nullForNaN(values: Record<string, number>): Record<string, number | null> {
+  return Object.fromEntries(Object.entries(values).map(([k, x]) => [k, Number.isFinite(x) ? x : null]));
+}
+
 export interface TrainerVariables {
   result: TrainResult;
   counts: RolloutCounts;
@@ -51,12 +61,12 @@ export function captureTrainerState(step: number, policyVersion: number, v: Trai
     arm: r.arm,
     step,
     policyVersion,
-    counts: { ...v.counts, total: v.counts.train + v.counts.rescue + v.counts.resample + v.counts.reanchor },
+    counts: withTotal(v.counts),
     extraLeft: v.extraLeft,
     probePriority: [...v.probePriority],
     diagnosticRollouts: r.diagnosticRollouts,
     curve: r.curve,
-    utilities: r.utilities.map((u) => ({ step: u.step, values: Object.fromEntries(Object.entries(u.values).map(([k, x]) => [k, Number.isFinite(x) ? x : null])) })),
+    utilities: r.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
     rescue: r.rescue,
     audits: r.audits,
     decisions: r.decisions,

@@ -14,7 +14,7 @@ import type { ArmConfig, TrainConfig } from "./config.ts";
 import { TrainingPausedError } from "../errors.ts";
 import { ConflictError } from "../service/errors.ts";
 import { auditDecision, type AuditRecord } from "./audit.ts";
-import { captureTrainerState, restoreTrainerState, type TrainerState } from "./train-state.ts";
+import { captureTrainerState, restoreTrainerState, withTotal, type TrainerState } from "./train-state.ts";
 import { evaluateTasks } from "./evaluate.ts";
 
 export interface TrainDeps {
@@ -189,11 +189,11 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
       result.utilities.push({ step, values: re.utilities });
     }
     await curvePoint(step);
-    deps.onStep?.(step, { step, policyVersion: policy.version(), rollouts: { ...counts, total: counts.train + counts.rescue + counts.resample + counts.reanchor }, groups: groupRecords });
+    deps.onStep?.(step, { step, policyVersion: policy.version(), rollouts: withTotal(counts), groups: groupRecords });
     await deps.onStepEnd?.(captureTrainerState(step, policy.version(), { result, counts, extraLeft, probePriority }));
     if (step < config.steps && deps.shouldYield?.()) throw new TrainingPausedError(arm.name, step);
   }
-  counts.total = counts.train + counts.rescue + counts.resample + counts.reanchor;
+  counts.total = withTotal(counts).total;
   return result;
 
   async function handleAllFail(
