@@ -57,6 +57,7 @@ describe("harness-s CLI", () => {
     expect(await readFile(join(out, "tune.md"), "utf8")).toMatch(/Decision: (keep the defaults|adopt \*\*k=1\*\*)/);
     await expect(run("node", [...cli, "tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/candidate k=0 is invalid:[\s\S]*k/) });
     await expect(run("node", [...cli, "tune", "--candidates", '{"default":{}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/default is always run/) });
+    await expect(run("node", [...cli, "tune", "--objective", "random", "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/tuning rule is invalid:[\s\S]*objective/) });
   });
 
   it("rejects bad options with a clear message and a non-zero exit", async () => {

@@ -81,10 +81,11 @@ program
   .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'", jsonObject)
   .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", number, 2)
   .option("--min-share <share>", "share of seeds in which it must be better", number, 0.7)
+  .option("--objective <arm>", "whose validation Avg@3 is maximised: harness-s, or a baseline (grpo-budget, grpo) when tuning shared settings", "harness-s")
   .option("--out <dir>", "output folder (default results/tune-<timestamp>)")
   .action(async (o) => {
     const out = o.out ?? `results/tune-${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await tuneCommand({ seeds: o.seeds, out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare } });
+    await tuneCommand({ seeds: o.seeds, out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare, objective: o.objective } });
   });
 
 program

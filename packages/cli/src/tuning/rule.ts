@@ -2,11 +2,17 @@ import { z } from "zod";
 import type { ArmSummary, ExperimentSummary } from "@harness-s/core";
 import { pairedBy, pts, signed } from "../report/stats.ts";
 
+/** Whose validation score a tuning round maximises: harness-s's own, or a baseline's. */
+export const TuningObjective = z.enum(["harness-s", "grpo-budget", "grpo"]);
+export type TuningObjective = z.infer<typeof TuningObjective>;
+
 /**
- * When a candidate may replace the defaults: better on validation by `minGain` on average and in
- * `minShare` of the seeds, losing at most `maxTrainLoss` on train, within `maxRolloutRatio` of grpo.
+ * When a candidate may replace the defaults: the objective arm is better on validation by
+ * `minGain` on average and in `minShare` of the seeds and loses at most `maxTrainLoss` on train,
+ * and harness-s stays within `maxRolloutRatio` of grpo's rollouts.
  */
 export const TuningRule = z.object({
+  objective: TuningObjective.default("harness-s"),
   minGain: z.number().min(0).default(0.02),
   minShare: z.number().min(0).max(1).default(0.7),
   maxTrainLoss: z.number().min(0).default(0.02),
@@ -40,7 +46,7 @@ export const TuningRow = z.object({
   vsDefault: Paired,
   trainVsDefault: Paired,
   rolloutRatio: z.number(),
-  /** Information only: the objective is harness-s's own score, not its lead over a baseline. */
+  /** Information only: the objective is one arm's own score, never harness-s's lead over a baseline. */
   vsBudget: Paired,
   qualifies: z.boolean(),
 });
@@ -60,11 +66,12 @@ const armOf = (s: ExperimentSummary, name: string): ArmSummary => {
  * const rows = tuningRows(new Map([["default", base], ["k=3", k3]]), { "k=3": { k: 3 } }, TuningRule.parse({}));
  */
 export function tuningRows(runs: ReadonlyMap<string, ExperimentSummary>, candidates: Candidates, rule: TuningRule): TuningRow[] {
-  const base = armOf(runs.get("default")!, "harness-s");
+  const base = armOf(runs.get("default")!, rule.objective);
   return [...runs].map(([name, s]) => {
     const hs = armOf(s, "harness-s");
-    const vsDefault = pairedBy(hs, base, (r) => r.h0.heldout.avgAt3);
-    const trainVsDefault = pairedBy(hs, base, (r) => r.h0.train.avgAt3);
+    const scored = armOf(s, rule.objective);
+    const vsDefault = pairedBy(scored, base, (r) => r.h0.heldout.avgAt3);
+    const trainVsDefault = pairedBy(scored, base, (r) => r.h0.train.avgAt3);
     const rolloutRatio = hs.rollouts / armOf(s, "grpo").rollouts;
     const qualifies =
       name !== "default" &&
@@ -75,7 +82,7 @@ export function tuningRows(runs: ReadonlyMap<string, ExperimentSummary>, candida
     const { diffs: _v, ...vd } = vsDefault;
     const { diffs: _t, ...td } = trainVsDefault;
     const { diffs: _b, ...vb } = pairedBy(hs, armOf(s, "grpo-budget"), (r) => r.h0.heldout.avgAt3);
-    return { name, overrides: candidates[name] ?? {}, validation: hs.h0.heldout.avgAt3, train: hs.h0.train.avgAt3, vsDefault: vd, trainVsDefault: td, rolloutRatio, vsBudget: vb, qualifies };
+    return { name, overrides: candidates[name] ?? {}, validation: scored.h0.heldout.avgAt3, train: scored.h0.train.avgAt3, vsDefault: vd, trainVsDefault: td, rolloutRatio, vsBudget: vb, qualifies };
   });
 }
 
@@ -102,9 +109,9 @@ export function renderTuning(rows: readonly TuningRow[], seeds: readonly number[
   return [
     "# Harness-S tuning (validation protocol)",
     "",
-    `Seeds ${seeds.join(", ")}. Objective: harness-s's validation H0 Avg@3 (the train pair a+b held back; no held-out task built). A candidate replaces the defaults if it is better by ≥ ${pts(rule.minGain)} points on average and in ≥ ${Math.round(100 * rule.minShare)}% of seeds, loses ≤ ${pts(rule.maxTrainLoss)} on train and spends ≤ ${rule.maxRolloutRatio}× grpo's rollouts. The last column is information only.`,
+    `Seeds ${seeds.join(", ")}. Objective: ${rule.objective}'s validation H0 Avg@3 (the train pair a+b held back; no held-out task built). A candidate replaces the defaults if ${rule.objective} is better by ≥ ${pts(rule.minGain)} points on average and in ≥ ${Math.round(100 * rule.minShare)}% of seeds and loses ≤ ${pts(rule.maxTrainLoss)} on train, and harness-s spends ≤ ${rule.maxRolloutRatio}× grpo's rollouts. The last column is information only.`,
     "",
-    "| candidate | harness-s validation Avg@3 | − default (seeds better) | − default, train | rollouts ÷ grpo | harness-s − grpo-budget, validation | adopt? |",
+    `| candidate | ${rule.objective} validation Avg@3 | − default (seeds better) | − default, train | rollouts ÷ grpo | harness-s − grpo-budget, validation | adopt? |`,
     "|---|---|---|---|---|---|---|",
     ...rows.map((r) => `| ${r.name} | ${pts(r.validation)} | ${r.name === "default" ? "—" : pm(r.vsDefault)} | ${r.name === "default" ? "—" : signed(r.trainVsDefault.mean)} | ${r.rolloutRatio.toFixed(3)} | ${pm(r.vsBudget)} | ${r.qualifies ? "qualifies" : "—"} |`),
     "",
