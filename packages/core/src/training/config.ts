@@ -30,7 +30,7 @@ export const TrainConfig = z.object({
   reanchorBudget: z.number().int().min(0).default(40),
   reanchorKeep: z.number().min(0).max(1).default(0.25),
   normalizeStd: z.boolean().default(true),
-  learningRate: z.number().positive().default(0.25),
+  learningRate: z.number().positive().default(0.1),
   clipEpsilon: z.number().positive().default(0.2),
   klCoef: z.number().min(0).default(0),
   epochs: z.number().int().min(1).default(2),
