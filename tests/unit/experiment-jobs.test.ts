@@ -175,27 +175,31 @@ describe("long runs: time slices and resumption", () => {
     const deps = { experiments, clock: systemClock, sliceMs: 0, continueOn: coordinator, prepare: async () => ({ ...setup, policies }) };
     const steps: number[] = [];
     const labels: string[] = [];
+    const decisionsKept: number[] = [];
     for (let m = coordinator.take(), attempt = 1; m.length && attempt < 20; m = coordinator.take(), attempt++) {
       await runExperimentJob(id, deps);
       const rec = (await experiments.get(id))!;
       steps.push(rec.units[0]?.state.step ?? 0);
+      decisionsKept.push(...rec.units.map((u) => u.state.decisions.length));
       labels.push(rec.progress.label);
       onAttempt(attempt, held);
     }
-    return { stored: (await experiments.get(id))!, steps, labels, held };
+    return { stored: (await experiments.get(id))!, steps, labels, held, decisionsKept };
   }
 
   it("with policies that outlive an attempt, a slice can end between two training steps and the unit continues there", async () => {
     // Prepare
     const reference = await oneLongAttempt();
     // Act
-    const { stored, steps, labels, held } = await sliceEveryStep("e5");
+    const { stored, steps, labels, held, decisionsKept } = await sliceEveryStep("e5");
     // Assess: each 2-step unit takes two attempts, paused after its first step
     expect(stored.status).toBe("done");
     expect(stored.attempts).toBe(8);
     expect(steps).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
     expect(labels.slice(0, 2)).toEqual(["continuing: 4 (arm, seed) units left, harness-s/3 paused after step 1", "continuing: 3 (arm, seed) units left"]);
     expect(stored.units).toEqual([]);
+    expect(decisionsKept.length).toBeGreaterThan(0);
+    expect(decisionsKept.every((n) => n === 0)).toBe(true); // the record keeps no routing decisions, so it does not grow with them
     expect(held.size).toBe(0); // every unit's policy was released once its results were saved
     expect(stored.summary).toEqual(reference.summary);
     expect(stored.usage.rollouts).toBe(reference.usage.rollouts);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, type Policy } from "@harness-s/core";
+import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, withoutDecisions, type Policy, type TrainResult } from "@harness-s/core";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { makeTrainDeps } from "../factories.ts";
@@ -38,6 +38,40 @@ describe("trainer checkpoints", () => {
     expect(result).toEqual(whole);
     expect(policy.snapshot()).toEqual(reference.snapshot());
     expect(whole.rescue.triggered).toBeGreaterThan(0);
+  });
+
+  it("a state without its decisions stays small and continues like the full one (same audits, same policy)", async () => {
+    // Prepare
+    const reference = setup.createPolicy(2) as LogLinearPolicy;
+    const whole = await trainArm(harnessS, config, depsFor(reference));
+    // Act
+    const policy = setup.createPolicy(2) as LogLinearPolicy;
+    let state: TrainerState | undefined;
+    let result: TrainResult | undefined;
+    const sizes: number[] = [];
+    while (!result) {
+      try {
+        result = await trainArm(harnessS, config, {
+          ...depsFor(policy),
+          resumeFrom: state,
+          onStepEnd: (s) => {
+            state = stored(withoutDecisions(s));
+            sizes.push(state.decisions.length);
+          },
+          shouldYield: () => true,
+        });
+      } catch (err) {
+        expect(err).toBeInstanceOf(TrainingPausedError);
+      }
+    }
+    // Assess: the decisions are counted, not kept; everything else (audits follow the decision count) is equal
+    expect(sizes.every((n) => n === 0)).toBe(true);
+    expect(state!.decisionsOmitted).toBe(whole.decisions.length);
+    expect(result.decisionsOmitted + result.decisions.length).toBe(whole.decisions.length);
+    expect(whole.audits.length).toBeGreaterThan(1);
+    expect({ ...result, decisions: [], decisionsOmitted: 0 }).toEqual({ ...whole, decisions: [], decisionsOmitted: 0 });
+    expect(result.decisions).toEqual(whole.decisions.slice(result.decisionsOmitted));
+    expect(policy.snapshot()).toEqual(reference.snapshot());
   });
 
   it("refuses to continue with a policy that is not at the saved version", async () => {

@@ -9,7 +9,7 @@ import { Protocol, type Task } from "../task.ts";
 import { ArmConfig, TrainConfig } from "../training/config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
-import { nullForNaN, type TrainerState } from "../training/train-state.ts";
+import { nullForNaN, withoutDecisions, type TrainerState } from "../training/train-state.ts";
 import { unitPolicy, type UnitCheckpoint, type UnitPolicies } from "./unit-policies.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
@@ -174,7 +174,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         ...(stepwise
           ? {
               resumeFrom: unit.resumeFrom,
-              onStepEnd: (state: TrainerState) => deps.onUnitStep?.({ arm: name, seed, policyId: unit.id!, state }),
+              onStepEnd: (state: TrainerState) => deps.onUnitStep?.({ arm: name, seed, policyId: unit.id!, state: withoutDecisions(state) }),
               shouldYield: () => deps.shouldYield?.() ?? false,
             }
           : {}),

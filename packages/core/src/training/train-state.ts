@@ -27,6 +27,8 @@ export const TrainerState = z.object({
   rescue: z.object({ triggered: z.number().int(), replaced: z.number().int(), dropped: z.number().int(), allFailGroups: z.number().int(), groups: z.number().int() }),
   audits: z.array(AuditRecord),
   decisions: z.array(RoutingDecision),
+  /** Routing decisions made before `decisions` and left out of this state; they still count for the audit cadence. */
+  decisionsOmitted: z.number().int().min(0).default(0),
   profiles: z.record(z.string(), Profile),
   chosenCounts: z.record(z.string(), z.number().int()),
 });
@@ -70,9 +72,22 @@ export function captureTrainerState(step: number, policyVersion: number, v: Trai
     rescue: r.rescue,
     audits: r.audits,
     decisions: r.decisions,
+    decisionsOmitted: r.decisionsOmitted,
     profiles: r.profiles,
     chosenCounts: r.chosenCounts,
   };
+}
+
+/**
+ * The state without its routing decisions (they are counted, not kept), for stores with an item
+ * size limit: a state then stops growing with every rescue. A run continued from it equals the
+ * uninterrupted one except that its result lists only the decisions made after the continuation.
+ *
+ * @example
+ * await records.save({ ...record, units: [{ arm, seed, policyId, state: withoutDecisions(state) }] });
+ */
+export function withoutDecisions(state: TrainerState): TrainerState {
+  return { ...state, decisions: [], decisionsOmitted: state.decisionsOmitted + state.decisions.length };
 }
 
 /** The trainer's variables from a stored state (the inverse of {@link captureTrainerState}). */
@@ -92,6 +107,7 @@ export function restoreTrainerState(state: TrainerState): TrainerVariables {
       rescue: s.rescue,
       audits: s.audits,
       decisions: s.decisions,
+      decisionsOmitted: s.decisionsOmitted,
       profiles: s.profiles,
       chosenCounts: s.chosenCounts,
     },

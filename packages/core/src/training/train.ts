@@ -67,6 +67,8 @@ export interface TrainResult {
   rescue: { triggered: number; replaced: number; dropped: number; allFailGroups: number; groups: number };
   audits: AuditRecord[];
   decisions: RoutingDecision[];
+  /** Decisions made before a continuation from a state that left them out (`withoutDecisions`). */
+  decisionsOmitted: number;
   profiles: ProfileSet;
   chosenCounts: Record<string, number>;
 }
@@ -95,6 +97,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     rescue: { triggered: 0, replaced: 0, dropped: 0, allFailGroups: 0, groups: 0 },
     audits: [],
     decisions: [],
+    decisionsOmitted: 0,
     profiles: structuredClone(deps.initialProfiles),
     chosenCounts: {},
   };
@@ -233,7 +236,7 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
       );
       result.decisions.push(decision);
       chosen = decision.chosen.map((id) => pool.siblings.find((s) => s.id === id)!);
-      if (config.auditEvery && result.decisions.length % config.auditEvery === 0) {
+      if (config.auditEvery && (result.decisionsOmitted + result.decisions.length) % config.auditEvery === 0) {
         const audit = await auditDecision(task, decision, pool, config.auditTrials, seed("audit", 0), deps.runRollout);
         result.audits.push(audit);
         result.diagnosticRollouts += audit.rollouts;
