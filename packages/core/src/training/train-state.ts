@@ -58,7 +58,10 @@ export interface TrainerVariables {
  * await save(captureTrainerState(step, policy.version(), { result, counts, extraLeft, probePriority }));
  */
 export function captureTrainerState(step: number, policyVersion: number, v: TrainerVariables): TrainerState {
-  const r = structuredClone(v.result);
+  // Audits and decisions are never changed once made, so the lists are copied but their records
+  // shared: a step's capture then costs nothing per past decision (most callers drop them anyway).
+  const { audits, decisions, ...rest } = v.result;
+  const r = structuredClone(rest);
   return {
     arm: r.arm,
     step,
@@ -70,8 +73,8 @@ export function captureTrainerState(step: number, policyVersion: number, v: Trai
     curve: r.curve,
     utilities: r.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
     rescue: r.rescue,
-    audits: r.audits,
-    decisions: r.decisions,
+    audits: [...audits],
+    decisions: [...decisions],
     decisionsOmitted: r.decisionsOmitted,
     profiles: r.profiles,
     chosenCounts: r.chosenCounts,
