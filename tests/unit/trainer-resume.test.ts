@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, withoutDecisions, type Policy, type TrainResult } from "@harness-s/core";
+import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { makeTrainDeps } from "../factories.ts";
@@ -14,6 +14,24 @@ const depsFor = (policy: Policy) => makeTrainDeps(setup, instance, policy, 2);
 /** What a store gives back: JSON, parsed again. */
 const stored = (s: TrainerState) => TrainerState.parse(JSON.parse(JSON.stringify(s)));
 
+/**
+ * Trains one step per call, as a sliced worker would: each call continues from the state `keep`
+ * made of the last step's, and pauses after its step. Returns the result, the calls and the last state.
+ */
+async function trainPausingEveryStep(policy: Policy, keep: (s: TrainerState) => TrainerState) {
+  let state: TrainerState | undefined;
+  let calls = 0;
+  for (;;) {
+    calls++;
+    try {
+      const result = await trainArm(harnessS, config, { ...depsFor(policy), resumeFrom: state, onStepEnd: (s) => void (state = keep(s)), shouldYield: () => true });
+      return { result, calls, state: state! };
+    } catch (err) {
+      expect(err).toBeInstanceOf(TrainingPausedError);
+    }
+  }
+}
+
 describe("trainer checkpoints", () => {
   it("a run paused after every step and continued from its stored state equals the uninterrupted run", async () => {
     // Prepare
@@ -21,18 +39,7 @@ describe("trainer checkpoints", () => {
     const whole = await trainArm(harnessS, config, depsFor(reference));
     // Act: one step per call; the policy (at the endpoint) outlives each call, the state goes through JSON
     const policy = setup.createPolicy(2) as LogLinearPolicy;
-    let state: TrainerState | undefined;
-    let calls = 0;
-    let result;
-    for (;;) {
-      calls++;
-      try {
-        result = await trainArm(harnessS, config, { ...depsFor(policy), resumeFrom: state, onStepEnd: (s) => void (state = stored(s)), shouldYield: () => true });
-        break;
-      } catch (err) {
-        expect(err).toBeInstanceOf(TrainingPausedError);
-      }
-    }
+    const { result, calls } = await trainPausingEveryStep(policy, stored);
     // Assess
     expect(calls).toBe(config.steps);
     expect(result).toEqual(whole);
@@ -46,27 +53,15 @@ describe("trainer checkpoints", () => {
     const whole = await trainArm(harnessS, config, depsFor(reference));
     // Act
     const policy = setup.createPolicy(2) as LogLinearPolicy;
-    let state: TrainerState | undefined;
-    let result: TrainResult | undefined;
     const sizes: number[] = [];
-    while (!result) {
-      try {
-        result = await trainArm(harnessS, config, {
-          ...depsFor(policy),
-          resumeFrom: state,
-          onStepEnd: (s) => {
-            state = stored(withoutDecisions(s));
-            sizes.push(state.decisions.length);
-          },
-          shouldYield: () => true,
-        });
-      } catch (err) {
-        expect(err).toBeInstanceOf(TrainingPausedError);
-      }
-    }
+    const { result, state } = await trainPausingEveryStep(policy, (s) => {
+      const kept = stored(withoutDecisions(s));
+      sizes.push(kept.decisions.length);
+      return kept;
+    });
     // Assess: the decisions are counted, not kept; everything else (audits follow the decision count) is equal
     expect(sizes.every((n) => n === 0)).toBe(true);
-    expect(state!.decisionsOmitted).toBe(whole.decisions.length);
+    expect(state.decisionsOmitted).toBe(whole.decisions.length);
     expect(result.decisionsOmitted + result.decisions.length).toBe(whole.decisions.length);
     expect(whole.audits.length).toBeGreaterThan(1);
     expect({ ...result, decisions: [], decisionsOmitted: 0 }).toEqual({ ...whole, decisions: [], decisionsOmitted: 0 });
