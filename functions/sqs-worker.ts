@@ -16,6 +16,8 @@ export function createSqsWorker<T extends Envelope["type"]>(
   type: T,
   process: (body: Body<T>, id: string) => Promise<unknown>,
   log: (line: string) => void = (line) => console.warn(line),
+  /** Called (best effort) when a record fails on its last receive before the DLQ. */
+  lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, reason: string) => Promise<void> },
 ) {
   return async (raw: unknown): Promise<SqsBatchResponse> => {
     const event = SqsEvent.parse(raw);
@@ -25,14 +27,20 @@ export function createSqsWorker<T extends Envelope["type"]>(
     const runs = new Map<string, Promise<unknown>>();
     await Promise.all(
       event.Records.map(async (record) => {
+        let envelope: Envelope | undefined;
         try {
-          const envelope = Envelope.parse(JSON.parse(record.body));
+          envelope = Envelope.parse(JSON.parse(record.body));
           if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
           if (!runs.has(envelope.id)) runs.set(envelope.id, process(envelope.body as Body<T>, envelope.id));
           await runs.get(envelope.id);
         } catch (err) {
-          log(`${queue}: message ${record.messageId} failed (receive ${record.attributes.ApproximateReceiveCount}): ${err instanceof Error ? err.message : String(err)}`);
+          const reason = err instanceof Error ? err.message : String(err);
+          const receive = Number(record.attributes.ApproximateReceiveCount);
+          log(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
+          if (lastTry && envelope?.type === type && receive >= lastTry.maxReceives) {
+            await lastTry.giveUp(envelope.body as Body<T>, envelope.id, reason).catch((e) => log(`${queue}: could not record giving up on ${envelope!.id}: ${String(e)}`));
+          }
         }
       }),
     );

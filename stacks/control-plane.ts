@@ -25,7 +25,7 @@ export async function controlPlane() {
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, policyEndpoint]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, policyEndpoint]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, coordinatorQueue, policyEndpoint]);
 

@@ -1,8 +1,15 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import {
+  ARM_NAMES,
+  EXPERIMENT_LIMITS,
   EvidenceReport,
   ExperimentRequest,
+  ValidationError,
+  cancelExperiment,
+  formatIssues,
+  harnessIds,
+  visibleTo,
   experimentStatus,
   startExperiment,
   HarnessPool,
@@ -17,8 +24,10 @@ import {
   startRescue,
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
-import { errorResponse, meterCompute, parseBody, requireScope } from "./http.ts";
+import { errorResponse, idParam, limitUrl, meterCompute, parseBody, requireScope } from "./http.ts";
 import { openApiDocument } from "./openapi.ts";
+
+const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.number().int().min(0).optional() });
 
 /**
  * The router API. Handlers only authorise, parse, call one use-case and map the result.
@@ -30,7 +39,7 @@ export function createApp(deps: ApiDeps): Hono {
   const route = new Hono().post("/", async (c) => {
     const key = await requireScope(c, "route", deps);
     const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
-    const decision = await routeTask(req, deps);
+    const decision = await routeTask(req, deps, key.id);
     const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
     await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
     return c.json(decision);
@@ -49,8 +58,9 @@ export function createApp(deps: ApiDeps): Hono {
     })
     .get("/:id", async (c) => {
       await requireScope(c, "pools:read", deps);
-      const pool = await deps.pools.get(c.req.param("id"));
-      if (!pool) throw new NotFoundError("pool", c.req.param("id"));
+      const id = idParam(c, "id");
+      const pool = await deps.pools.get(id);
+      if (!pool) throw new NotFoundError("pool", id);
       return c.json(pool);
     });
 
@@ -58,70 +68,80 @@ export function createApp(deps: ApiDeps): Hono {
     .post("/evidence", async (c) => {
       const key = await requireScope(c, "profiles:write", deps);
       const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes);
-      if (!(await deps.pools.get(report.poolId))) throw new NotFoundError("pool", report.poolId);
+      const pool = await deps.pools.get(report.poolId);
+      if (!pool) throw new NotFoundError("pool", report.poolId);
+      const known = new Set(harnessIds(pool));
+      const unknown = report.outcomes.flatMap((o, i) => (known.has(o.harnessId) ? [] : [`outcomes.${i}.harnessId: pool ${pool.id} has no harness ${JSON.stringify(o.harnessId)}`]));
+      if (unknown.length) throw new ValidationError("request body", unknown);
       await deps.evidence.send(evidenceEnvelopes(report));
       await deps.meter.add(key.id, { rollouts: report.outcomes.length });
       return c.json({ queued: report.outcomes.length }, 202);
     })
     .get("/", async (c) => {
     await requireScope(c, "profiles:read", deps);
-    const poolId = z.string().min(1).safeParse(c.req.query("poolId"));
-    if (!poolId.success) return c.json({ error: { code: "VALIDATION_FAILED", message: "query parameter poolId is required", issues: ["poolId: required"] } }, 400);
-    return c.json({ poolId: poolId.data, profiles: await deps.profiles.get(poolId.data) });
+    const poolId = idParam(c, "poolId", c.req.query("poolId"));
+    return c.json({ poolId, profiles: await deps.profiles.get(poolId) });
   });
 
   const rescues = new Hono()
     .post("/", async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const req = await parseBody(c, RescueRequest, deps.maxBodyBytes);
-      const job = await startRescue(req, deps);
+      const job = await startRescue(req, deps, key.id);
       await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })
     .get("/:id", async (c) => {
-      await requireScope(c, "rescues", deps);
-      return c.json(await rescueStatus(c.req.param("id"), deps));
+      const key = await requireScope(c, "rescues", deps);
+      return c.json(await rescueStatus(idParam(c, "id"), deps, key));
     });
 
   const experiments = new Hono()
     .post("/", async (c) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
-      const record = await startExperiment(req, key.id, { ...deps, newId: () => deps.newId("exp") });
+      const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
+      const record = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(record, deps.prices), 202);
     })
-    .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps)), deps.prices)))
+    .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices)))
+    .post("/:id/cancel", async (c) => {
+      const key = await requireScope(c, "experiments", deps);
+      return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices));
+    })
     .get("/:id/steps", async (c) => {
-      const record = await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps));
-      const seed = c.req.query("seed");
-      const steps = await deps.experimentSteps.list(record.id, { arm: c.req.query("arm"), seed: seed === undefined ? undefined : Number(seed) });
-      return c.json({ id: record.id, steps });
+      const record = await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      const filter = StepsQuery.safeParse({ arm: c.req.query("arm"), seed: c.req.query("seed") });
+      if (!filter.success) throw new ValidationError("query", formatIssues(filter.error.issues));
+      return c.json({ id: record.id, steps: await deps.experimentSteps.list(record.id, filter.data) });
     })
     .get("/:id/metrics", async (c) => {
-      const record = await ownExperiment(c.req.param("id"), await requireScope(c, "experiments", deps));
+      const record = await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps));
       return c.json({ id: record.id, status: record.status, results: record.results, summary: record.summary ?? null });
     });
 
   /** An experiment is visible to the key that started it (and to admin keys) only. */
   const ownExperiment = async (id: string, key: { id: string; scopes: string[] }) => {
     const record = await deps.experiments.get(id);
-    if (!record || (record.keyId !== key.id && !key.scopes.includes("admin"))) throw new NotFoundError("experiment", id);
+    if (!record || !visibleTo(record.keyId, key)) throw new NotFoundError("experiment", id);
     return record;
   };
 
   const decisions = new Hono().get("/:id", async (c) => {
-    await requireScope(c, "route", deps);
-    const d = await deps.decisions.get(c.req.param("id"));
-    if (!d) throw new NotFoundError("decision", c.req.param("id"));
+    const key = await requireScope(c, "route", deps);
+    const id = idParam(c, "id");
+    const d = await deps.decisions.get(id);
+    if (!d || !visibleTo(d.keyId, key)) throw new NotFoundError("decision", id);
     return c.json(d);
   });
 
   return new Hono()
+    .use(limitUrl())
     .use(meterCompute(deps))
     .get("/health", (c) => c.json({ ok: true }))
     .get("/v1/usage", async (c) => {
       const key = await authenticate(c.req.header("authorization"), deps.keys);
-      return c.json({ keyId: key.id, usage: await deps.meter.get(key.id), requestQuota: key.requestQuota ?? null });
+      return c.json({ keyId: key.id, usage: await deps.meter.get(key.id), requestQuota: key.requestQuota ?? null, activeExperiments: await deps.meter.slotsHeld(key.id) });
     })
     .get("/openapi.json", (c) => c.json(openApiDocument()))
     .route("/v1/route", route)

@@ -40,4 +40,6 @@ export interface ApiDeps {
   newId: (kind?: "dec" | "exp") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
+  /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
+  experimentsPerKey?: number;
 }

@@ -1,4 +1,4 @@
-import { runRequestedRollout, type PolicyEndpoints, type PoolStore, type RolloutStore, type TaskSource } from "@harness-s/core";
+import { runRequestedRollout, type PolicyEndpoints, type PoolStore, type RescueJobStore, type RolloutStore, type TaskSource } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 
 /**
@@ -13,7 +13,13 @@ export function createDispatchHandler(deps: {
   tasks: TaskSource;
   rollouts: RolloutStore;
   policies: PolicyEndpoints;
+  /** With `jobs`, a rollout that fails on its last receive is recorded on its rescue, which then ends `failed`. */
+  jobs?: RescueJobStore;
+  /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */
+  maxReceives?: number;
   log?: (line: string) => void;
 }) {
-  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), deps.log);
+  const jobs = deps.jobs;
+  const lastTry = jobs && deps.maxReceives ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, reason: string) => jobs.recordFailure(body.jobId, body.index, reason) } : undefined;
+  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), deps.log, lastTry);
 }

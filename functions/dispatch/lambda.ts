@@ -1,7 +1,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError } from "@harness-s/core";
-import { CachedPoolStore, DynamoPoolStore, DynamoRolloutStore, HttpPolicyEndpoints } from "@harness-s/adapters";
+import { CachedPoolStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore, HttpPolicyEndpoints } from "@harness-s/adapters";
+import { WORKERS } from "../../stacks/workers.ts";
 import { EmbeddedEnvironment } from "@harness-s/envs";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
@@ -16,6 +17,8 @@ const endpoint = config.policyEndpointUrl;
 export const handler = createDispatchHandler({
   pools: new CachedPoolStore(new DynamoPoolStore(doc, config.tables)),
   rollouts: new DynamoRolloutStore(doc, config.tables),
+  jobs: new DynamoRescueJobStore(doc, config.tables),
+  maxReceives: WORKERS.dispatch.retry,
   tasks: embeddedTaskSource(),
   policies: endpoint
     ? new HttpPolicyEndpoints(endpoint, new EmbeddedEnvironment())

@@ -10,6 +10,8 @@ export * from "./rollout/run-episode.ts";
 export * from "./ports.ts";
 export * from "./profile/profile.ts";
 export * from "./profile/reanchor.ts";
+export * from "./profile/repair.ts";
+export * from "./names.ts";
 export * from "./voting/ballot.ts";
 export * from "./voting/aggregate.ts";
 export * from "./voting/statistical-voters.ts";

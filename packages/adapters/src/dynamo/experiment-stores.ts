@@ -64,7 +64,12 @@ export class DynamoExperimentStore implements ExperimentStore {
     const out = await aws("get experiment", () => this.doc.send(new GetCommand({ TableName: this.tables.Experiments, Key: { id }, ConsistentRead: true })));
     if (!out.Item) return undefined;
     const record = ExperimentRecord.parse(JSON.parse(gunzipSync(Buffer.from(out.Item.body as Uint8Array)).toString()));
-    return { ...record, status: ExperimentRecord.shape.status.parse(out.Item.status), leaseUntil: Number(out.Item.leaseUntil) || undefined };
+    return {
+      ...record,
+      status: ExperimentRecord.shape.status.parse(out.Item.status),
+      leaseUntil: Number(out.Item.leaseUntil) || undefined,
+      ...(out.Item.cancelRequested === true ? { cancelRequested: true } : {}),
+    };
   }
 
   async claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined> {
@@ -88,8 +93,53 @@ export class DynamoExperimentStore implements ExperimentStore {
     return this.get(id);
   }
 
+  /** An update of the record's own attributes: `cancelRequested`, set by the API meanwhile, stays. */
   async save(record: ExperimentRecord): Promise<void> {
-    await aws("save experiment", () => this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record) })));
+    const { status, leaseUntil, body } = this.item(record);
+    await aws("save experiment", () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tables.Experiments,
+          Key: { id: record.id },
+          UpdateExpression: "SET #s = :s, leaseUntil = :l, body = :b",
+          ExpressionAttributeNames: { "#s": "status" },
+          ExpressionAttributeValues: { ":s": status, ":l": leaseUntil, ":b": body },
+        }),
+      ),
+    );
+  }
+
+  async requestCancel(id: string, now: number): Promise<ExperimentRecord | undefined> {
+    const update = (from: string, set: string, values: Record<string, unknown>) =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tables.Experiments,
+          Key: { id },
+          UpdateExpression: set,
+          ConditionExpression: "attribute_exists(id) AND #s = :from",
+          ExpressionAttributeNames: { "#s": "status" },
+          ExpressionAttributeValues: { ":from": from, ...values },
+        }),
+      );
+    for (const [from, set, values] of [
+      ["queued", "SET #s = :to, cancelRequested = :t, leaseUntil = :zero, cancelledAt = :now", { ":to": "cancelled", ":t": true, ":zero": 0, ":now": now }],
+      ["running", "SET cancelRequested = :t", { ":t": true }],
+    ] as const) {
+      try {
+        await aws("cancel experiment", () => update(from, set, values));
+        break;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
+    return this.get(id);
+  }
+
+  async cancelRequested(id: string): Promise<boolean> {
+    const out = await aws("read cancellation", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Experiments, Key: { id }, ConsistentRead: true, ProjectionExpression: "cancelRequested" })),
+    );
+    return out.Item?.cancelRequested === true;
   }
 }
 

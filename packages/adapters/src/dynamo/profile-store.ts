@@ -1,14 +1,27 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ConflictError, Profile, emptyProfile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core";
+import { ConflictError, emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 
-/** Profiles, one item per (pool, harness) with a revision number for optimistic concurrency. */
+/**
+ * Profiles, one item per (pool, harness) with a revision number for optimistic concurrency. A
+ * stored profile that no longer parses (left by a write before names were guarded: NaN counts
+ * stored as null) is repaired on read ({@link repairProfile}) and logged; the next evidence
+ * applied to that harness writes the repaired profile back.
+ */
 export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
+    private readonly log: (line: string) => void = (line) => console.warn(line),
   ) {}
+
+  private decode(item: Record<string, unknown>): Profile {
+    const harnessId = String(item.harnessId);
+    const { profile, dropped } = repairProfile(JSON.parse(item.body as string), harnessId);
+    if (dropped.length) this.log(`profile ${String(item.poolId)}/${harnessId}: repaired on read, dropped ${dropped.join(", ")}`);
+    return profile;
+  }
 
   async get(poolId: string): Promise<ProfileSet> {
     const set: ProfileSet = {};
@@ -20,8 +33,8 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
         ),
       );
       for (const item of out.Items ?? []) {
-        const profile = Profile.parse(JSON.parse(item.body as string));
-        set[profile.harnessId] = profile;
+        const profile = this.decode(item);
+        Object.defineProperty(set, profile.harnessId, { value: profile, enumerable: true, writable: true, configurable: true });
       }
       start = out.LastEvaluatedKey;
     } while (start);
@@ -84,6 +97,6 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
 
   private async read(poolId: string, harnessId: string): Promise<{ profile: Profile; rev: number } | undefined> {
     const out = await aws("get profile", () => this.doc.send(new GetCommand({ TableName: this.tables.Profiles, Key: { poolId, harnessId } })));
-    return out.Item ? { profile: Profile.parse(JSON.parse(out.Item.body as string)), rev: Number(out.Item.rev ?? 0) } : undefined;
+    return out.Item ? { profile: this.decode(out.Item), rev: Number(out.Item.rev ?? 0) } : undefined;
   }
 }

@@ -125,8 +125,47 @@ export class DynamoUsageMeter implements UsageMeter {
   }
 
   async get(keyId: string): Promise<Usage> {
-    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId } })));
+    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
     return toUsage(out.Item);
+  }
+
+  /** One conditional UpdateItem: the condition and the ADD are applied together by DynamoDB. */
+  addWithin(keyId: string, field: keyof Usage, amount: number, limit: number): Promise<boolean> {
+    return this.conditionalAdd(keyId, field, amount, "attribute_not_exists(#f) OR #f <= :room", { ":room": limit - amount });
+  }
+
+  acquireSlot(keyId: string, limit: number): Promise<boolean> {
+    return this.conditionalAdd(keyId, "activeExperiments", 1, "attribute_not_exists(#f) OR #f < :limit", { ":limit": limit });
+  }
+
+  async releaseSlot(keyId: string): Promise<void> {
+    await this.conditionalAdd(keyId, "activeExperiments", -1, "#f > :zero", { ":zero": 0 });
+  }
+
+  async slotsHeld(keyId: string): Promise<number> {
+    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
+    return Number(out.Item?.activeExperiments ?? 0);
+  }
+
+  private async conditionalAdd(keyId: string, field: string, amount: number, condition: string, values: Record<string, number>): Promise<boolean> {
+    try {
+      await aws("meter usage", () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.Usage,
+            Key: { keyId },
+            UpdateExpression: "ADD #f :amount",
+            ConditionExpression: condition,
+            ExpressionAttributeNames: { "#f": field },
+            ExpressionAttributeValues: { ":amount": amount, ...values },
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConflictError) return false;
+      throw err;
+    }
   }
 }
 
@@ -149,7 +188,25 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 
   async get(id: string): Promise<RescueJob | undefined> {
-    const out = await aws("get rescue", () => this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id } })));
+    const out = await aws("get rescue", () => this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id }, ConsistentRead: true })));
     return out.Item ? RescueJob.parse(out.Item) : undefined;
+  }
+
+  async recordFailure(id: string, index: number, reason: string): Promise<void> {
+    try {
+      await aws("record rescue failure", () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.RescueJobs,
+            Key: { id },
+            UpdateExpression: "SET failures = list_append(if_not_exists(failures, :none), :f)",
+            ConditionExpression: "attribute_exists(id)",
+            ExpressionAttributeValues: { ":none": [], ":f": [{ index, reason: reason.slice(0, 500) }] },
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
   }
 }

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { z } from "zod";
-import { InvalidBallotError, describeHooks, smoothedRate, type BallotRequest, type Voter } from "@harness-s/core";
+import { InvalidBallotError, countsAt, describeHooks, profileOf, smoothedRate, type BallotRequest, type Voter } from "@harness-s/core";
 
 /** What the model must answer: a ranking of candidate ids, best first. */
 export const LlmBallotAnswer = z.object({
@@ -25,10 +25,10 @@ const SYSTEM = [
 /** The evidence an LLM voter sees: the task view, the failure, each candidate's hooks and profile. */
 export function ballotPrompt(req: BallotRequest): string {
   const candidates = req.candidates.map((c) => {
-    const p = req.profiles[c.id];
+    const p = profileOf(req.profiles, c.id);
     const tagRates = Object.fromEntries(
       req.failureTags.map((t) => {
-        const counts = p?.byFailureTag[`${req.task.family}/${t}`];
+        const counts = countsAt(p?.byFailureTag, `${req.task.family}/${t}`);
         return [t, counts ? `${counts.successes.toFixed(1)}/${counts.attempts.toFixed(1)}` : "no evidence"];
       }),
     );
@@ -36,7 +36,7 @@ export function ballotPrompt(req: BallotRequest): string {
       id: c.id,
       direction: c.provenance.direction,
       hooks: describeHooks(c),
-      familySuccess: smoothedRate(p?.byFamily[req.task.family], 0.3, 2).toFixed(2),
+      familySuccess: smoothedRate(countsAt(p?.byFamily, req.task.family), 0.3, 2).toFixed(2),
       rescuesByFailureTag: tagRates,
     };
   });

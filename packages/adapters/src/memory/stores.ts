@@ -127,6 +127,31 @@ export class MemoryUsageMeter implements UsageMeter {
   async get(keyId: string): Promise<Usage> {
     return { ...(this.totals.get(keyId) ?? zeroUsage) };
   }
+
+  private readonly slots = new Map<string, number>();
+
+  async addWithin(keyId: string, field: keyof Usage, amount: number, limit: number): Promise<boolean> {
+    const t = { ...(this.totals.get(keyId) ?? zeroUsage) };
+    if (t[field] + amount > limit) return false;
+    t[field] += amount;
+    this.totals.set(keyId, t);
+    return true;
+  }
+
+  async acquireSlot(keyId: string, limit: number): Promise<boolean> {
+    const held = this.slots.get(keyId) ?? 0;
+    if (held >= limit) return false;
+    this.slots.set(keyId, held + 1);
+    return true;
+  }
+
+  async releaseSlot(keyId: string): Promise<void> {
+    this.slots.set(keyId, Math.max(0, (this.slots.get(keyId) ?? 0) - 1));
+  }
+
+  async slotsHeld(keyId: string): Promise<number> {
+    return this.slots.get(keyId) ?? 0;
+  }
 }
 
 /** Collects sent envelopes; `take` hands them to a consumer (tests, the embedded default). */
@@ -186,6 +211,11 @@ export class MemoryRescueJobStore implements RescueJobStore {
   async get(id: string): Promise<RescueJob | undefined> {
     return this.jobs.get(id);
   }
+
+  async recordFailure(id: string, index: number, reason: string): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, reason }] }));
+  }
 }
 
 export class MemoryBallotStore implements BallotStore {
@@ -211,9 +241,11 @@ export class MemoryExperimentStore implements ExperimentStore {
     this.runs.set(record.id, frozenCopy(record));
   }
 
+  private readonly cancels = new Set<string>();
+
   async get(id: string): Promise<ExperimentRecord | undefined> {
     const r = this.runs.get(id);
-    return r && structuredClone(r);
+    return r && { ...structuredClone(r), ...(this.cancels.has(id) ? { cancelRequested: true } : {}) };
   }
 
   async claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined> {
@@ -223,11 +255,23 @@ export class MemoryExperimentStore implements ExperimentStore {
     if (!free) return undefined;
     const claimed = { ...structuredClone(r), status: "running" as const, leaseUntil, updatedAt: now };
     this.runs.set(id, frozenCopy(claimed));
-    return structuredClone(claimed);
+    return this.get(id);
   }
 
   async save(record: ExperimentRecord): Promise<void> {
     this.runs.set(record.id, frozenCopy(record));
+  }
+
+  async requestCancel(id: string, now: number): Promise<ExperimentRecord | undefined> {
+    const r = this.runs.get(id);
+    if (!r) return undefined;
+    if (r.status === "queued") this.runs.set(id, frozenCopy({ ...structuredClone(r), status: "cancelled", updatedAt: now, leaseUntil: undefined }));
+    if (r.status === "queued" || r.status === "running") this.cancels.add(id);
+    return this.get(id);
+  }
+
+  async cancelRequested(id: string): Promise<boolean> {
+    return this.cancels.has(id);
   }
 }
 

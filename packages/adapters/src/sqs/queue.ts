@@ -1,8 +1,12 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { Envelope, ValidationError, formatIssues, type MessageQueue } from "@harness-s/core";
+import { Envelope, PartialSendError, StoreUnavailableError, ValidationError, formatIssues, type MessageQueue } from "@harness-s/core";
 import { aws } from "../errors.ts";
 
-/** Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). */
+/**
+ * Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). A failure after
+ * some batches went out is a {@link PartialSendError} naming the envelope ids that were and were
+ * not queued; a failure before any went out is the queue's own error.
+ */
 export class SqsQueue implements MessageQueue {
   constructor(
     private readonly sqs: SQSClient,
@@ -14,12 +18,27 @@ export class SqsQueue implements MessageQueue {
       const parsed = Envelope.safeParse(m);
       if (!parsed.success) throw new ValidationError("queue message", formatIssues(parsed.error.issues));
     }
+    const queued: string[] = [];
     for (let i = 0; i < messages.length; i += 10) {
       const batch = messages.slice(i, i + 10);
-      const out = await aws("send messages", () =>
-        this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m) })) })),
-      );
-      if (out.Failed?.length) throw new Error(`SQS refused ${out.Failed.length} of ${batch.length} messages: ${out.Failed.map((f) => f.Message).join("; ")}`);
+      const rest = messages.slice(i + 10).map((m) => m.id);
+      let failed: Set<number>;
+      try {
+        const out = await aws("send messages", () =>
+          this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m) })) })),
+        );
+        failed = new Set((out.Failed ?? []).map((f) => Number(f.Id)));
+        if (failed.size > 0) {
+          const cause = new StoreUnavailableError(`SQS refused ${failed.size} of ${batch.length} messages: ${(out.Failed ?? []).map((f) => f.Message).join("; ")}`);
+          batch.forEach((m, j) => (failed.has(j) ? undefined : queued.push(m.id)));
+          throw new PartialSendError(queued, [...batch.filter((_, j) => failed.has(j)).map((m) => m.id), ...rest], { cause });
+        }
+      } catch (err) {
+        if (err instanceof PartialSendError) throw err;
+        if (queued.length === 0) throw err;
+        throw new PartialSendError(queued, [...batch.map((m) => m.id), ...rest], { cause: err });
+      }
+      queued.push(...batch.map((m) => m.id));
     }
   }
 

@@ -1,6 +1,7 @@
 import { queuedExperimentDeps } from "../../../../functions/coordinator/queued-experiment.ts";
 import {
-  ExperimentRequest,
+  ExperimentPlan,
+  TERMINAL_STATES,
   LocalPolicyEndpoints,
   startExperiment,
   systemClock,
@@ -81,7 +82,7 @@ export async function runExperimentLocalAws(
 ): Promise<ExperimentSummary> {
   const stack = await startExperimentStack(setup, config.protocol, log);
   try {
-    const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
+    const req = ExperimentPlan.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
     const started = await startExperiment(req, "cli", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => `exp_cli_${Date.now()}` });
     const record = await waitForExperiment(stack, started.id, onProgress);
     if (record.status !== "done" || !record.summary) throw new Error(`experiment ${record.id} ended ${record.status}: ${record.error ?? record.stopReason ?? "no summary"}`);
@@ -95,7 +96,7 @@ export async function waitForExperiment(stack: LocalStack, id: string, onProgres
   for (;;) {
     const record = await stack.stores.experiments.get(id);
     if (record) onProgress?.(record.progress.done, record.progress.label);
-    if (record && ["done", "stopped", "failed"].includes(record.status)) return record;
+    if (record && TERMINAL_STATES.includes(record.status)) return record;
     await systemClock.sleep(200);
   }
 }

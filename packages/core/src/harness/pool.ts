@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ValidationError, parseOrThrow, NotFoundError } from "../errors.ts";
 import { hash32 } from "../util/rng.ts";
+import { Id } from "../names.ts";
 import { HarnessSpec } from "./spec.ts";
 
 /**
@@ -12,7 +13,7 @@ import { HarnessSpec } from "./spec.ts";
  * harnessById(pool, pool.siblings[0].id);
  */
 export const HarnessPool = z.object({
-  id: z.string().min(1),
+  id: Id,
   version: z.string().min(1),
   base: HarnessSpec,
   siblings: z.array(HarnessSpec).min(1),
@@ -57,6 +58,11 @@ export function parsePool(input: unknown): HarnessPool {
     throw new ValidationError("harness pool", [`version ${pool.version} does not match its content (${expected})`]);
   }
   return pool;
+}
+
+/** Every harness id of the pool, H0 first. */
+export function harnessIds(pool: HarnessPool): string[] {
+  return [pool.base.id, ...pool.siblings.map((s) => s.id)];
 }
 
 export function harnessById(pool: HarnessPool, id: string): HarnessSpec {

@@ -22,8 +22,36 @@ export const Profile = z.object({
   byFailureTag: z.record(z.string(), Counts),
   behaviours: z.record(z.string(), Counts),
   turns: Counts,
+  /** Evidence counted under {@link OTHER_KEY} because a map already held {@link MAX_PROFILE_KEYS} keys. */
+  folded: z.number().int().min(0).optional(),
 });
 export type Profile = z.infer<typeof Profile>;
+
+/** Most distinct keys one count map of a profile keeps; evidence for further keys is folded. */
+export const MAX_PROFILE_KEYS = 128;
+/** Where folded evidence is counted (no valid tag, family or behaviour name can be this). */
+export const OTHER_KEY = "~other";
+
+/**
+ * The counts under `key`, only if `map` holds that key itself: a name such as "constructor" or
+ * "toString" never reads `Object.prototype`.
+ *
+ * @example
+ * countsAt(profile.byFamily, task.family); // undefined when the family has no evidence
+ */
+export function countsAt(map: Readonly<Record<string, Counts>> | undefined, key: string): Counts | undefined {
+  return map !== undefined && Object.hasOwn(map, key) ? map[key] : undefined;
+}
+
+/** The profile of `harnessId` in `set`, own keys only (see {@link countsAt}). */
+export function profileOf(set: Readonly<ProfileSet>, harnessId: string): Profile | undefined {
+  return Object.hasOwn(set, harnessId) ? set[harnessId] : undefined;
+}
+
+/** Defines an own property, so that even "__proto__" is a plain key and never a prototype. */
+function setOwn<T>(map: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+}
 
 export function emptyProfile(harnessId: string, policyVersion: number, step = 0): Profile {
   return {
@@ -38,9 +66,13 @@ export function emptyProfile(harnessId: string, policyVersion: number, step = 0)
   };
 }
 
-function bump(map: Record<string, Counts>, key: string, success: boolean, weight = 1): void {
-  const c = map[key] ?? { attempts: 0, successes: 0 };
-  map[key] = { attempts: c.attempts + weight, successes: c.successes + (success ? weight : 0) };
+/** Adds one weighted outcome under `key`; a full map counts it under {@link OTHER_KEY}. Returns whether it folded. */
+function bump(map: Record<string, Counts>, key: string, success: boolean, weight = 1): boolean {
+  const fold = !Object.hasOwn(map, key) && Object.keys(map).length >= MAX_PROFILE_KEYS;
+  const at = fold ? OTHER_KEY : key;
+  const c = countsAt(map, at) ?? { attempts: 0, successes: 0 };
+  setOwn(map, at, { attempts: c.attempts + weight, successes: c.successes + (success ? weight : 0) });
+  return fold;
 }
 
 export interface EvidenceContext {
@@ -61,11 +93,16 @@ export interface Outcome {
 /** Returns a new profile with one outcome's evidence added. */
 export function addOutcome(profile: Profile, o: Outcome, ctx: EvidenceContext): Profile {
   const next: Profile = structuredClone(profile);
-  bump(next.byFamily, o.family, o.success);
-  for (const tag of ctx.taskTags ?? []) bump(next.byTaskTag, `${o.family}/${tag}`, o.success);
+  let folded = 0;
+  const add = (map: Record<string, Counts>, key: string, success: boolean, weight?: number) => {
+    if (bump(map, key, success, weight)) folded++;
+  };
+  add(next.byFamily, o.family, o.success);
+  for (const tag of ctx.taskTags ?? []) add(next.byTaskTag, `${o.family}/${tag}`, o.success);
   const tags = [...new Set(ctx.rescueOf)];
-  for (const tag of tags) bump(next.byFailureTag, `${o.family}/${tag}`, o.success, 1 / tags.length);
-  for (const [name, shown] of Object.entries(o.behaviours)) bump(next.behaviours, name, shown);
+  for (const tag of tags) add(next.byFailureTag, `${o.family}/${tag}`, o.success, 1 / tags.length);
+  for (const [name, shown] of Object.entries(o.behaviours)) add(next.behaviours, name, shown);
+  if (folded > 0) next.folded = (next.folded ?? 0) + folded;
   next.turns = { attempts: next.turns.attempts + 1, successes: next.turns.successes + o.turns };
   next.policyVersion = Math.max(next.policyVersion, o.policyVersion);
   return next;
@@ -86,8 +123,8 @@ export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profi
     const out = structuredClone(o);
     for (const [k, c] of Object.entries(f)) {
       if (c.attempts <= 0) continue;
-      const prev = out[k] ?? { attempts: 0, successes: 0 };
-      out[k] = { attempts: prev.attempts * keep + c.attempts, successes: prev.successes * keep + c.successes };
+      const prev = countsAt(out, k) ?? { attempts: 0, successes: 0 };
+      setOwn(out, k, { attempts: prev.attempts * keep + c.attempts, successes: prev.successes * keep + c.successes });
     }
     return out;
   };
@@ -95,6 +132,7 @@ export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profi
     fresh.turns.attempts > 0
       ? { attempts: old.turns.attempts * keep + fresh.turns.attempts, successes: old.turns.successes * keep + fresh.turns.successes }
       : old.turns;
+  const folded = old.folded !== undefined || fresh.folded !== undefined ? { folded: (old.folded ?? 0) + (fresh.folded ?? 0) } : {};
   return {
     harnessId: old.harnessId,
     policyVersion: fresh.policyVersion,
@@ -104,6 +142,7 @@ export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profi
     byFailureTag: blend(old.byFailureTag, fresh.byFailureTag),
     behaviours: blend(old.behaviours, fresh.behaviours),
     turns,
+    ...folded,
   };
 }
 

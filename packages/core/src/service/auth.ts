@@ -25,7 +25,8 @@ export async function authenticate(authorization: string | undefined, keys: ApiK
 }
 
 /**
- * Authenticates a bearer secret, checks the scope, meters the request and enforces the quota.
+ * Authenticates a bearer secret, checks the scope, and meters the request; with a quota, counting
+ * the request and checking the quota are one atomic step, so concurrent requests never pass it.
  *
  * @example
  * const key = await authorize("Bearer hs_…", "route", { keys, meter });
@@ -37,10 +38,7 @@ export async function authorize(
 ): Promise<ApiKeyRecord> {
   const key = await authenticate(authorization, deps.keys);
   if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
-  if (key.requestQuota !== undefined) {
-    const used = (await deps.meter.get(key.id)).requests;
-    if (used >= key.requestQuota) throw new QuotaExceededError(used, key.requestQuota);
-  }
-  await deps.meter.add(key.id, { requests: 1 });
+  if (key.requestQuota === undefined) await deps.meter.add(key.id, { requests: 1 });
+  else if (!(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota))) throw new QuotaExceededError(key.requestQuota, key.requestQuota);
   return key;
 }

@@ -1,23 +1,44 @@
-import { BudgetExceededError, NotFoundError, TimeSliceEndedError, parseOrThrow } from "../errors.ts";
+import { BudgetExceededError, HarnessSError, NotFoundError, TimeSliceEndedError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
-import { ExperimentRecord, experimentCost, type ExperimentRequest, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
+import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
+import { ConcurrencyLimitError } from "./errors.ts";
+import { visibleTo } from "./ports.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import type { MessageQueue, UsageMeter } from "./ports.ts";
 
+/** A run was cancelled (`POST /v1/experiments/{id}/cancel`); what it finished is kept. */
+export class ExperimentCancelledError extends HarnessSError {
+  constructor(id: string) {
+    super("EXPERIMENT_CANCELLED", `experiment ${id} was cancelled`);
+  }
+}
+
 /**
- * Validates and records an experiment, then asks the coordinator to run it.
+ * Validates and records an experiment, then asks the coordinator to run it. With `slots`, the
+ * key must hold one of its `limit` experiment slots first ({@link ConcurrencyLimitError} when
+ * all are taken); the coordinator gives it back when the run ends.
  *
  * @example
  * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
  */
 export async function startExperiment(
-  req: ExperimentRequest,
+  req: ExperimentPlan,
   keyId: string,
-  deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string },
+  deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string; slots?: { meter: UsageMeter; limit: number } },
 ): Promise<ExperimentRecord> {
   const train = parseOrThrow(TrainConfig, req.train, "train");
+  if (deps.slots && !(await deps.slots.meter.acquireSlot(keyId, deps.slots.limit))) throw new ConcurrencyLimitError(deps.slots.limit);
+  try {
+    return await recordAndQueue(req, train.steps, keyId, deps);
+  } catch (err) {
+    await deps.slots?.meter.releaseSlot(keyId);
+    throw err;
+  }
+}
+
+async function recordAndQueue(req: ExperimentPlan, steps: number, keyId: string, deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string }) {
   const now = deps.clock.now();
   const record: ExperimentRecord = {
     id: deps.newId(),
@@ -27,7 +48,7 @@ export async function startExperiment(
     createdAt: now,
     updatedAt: now,
     attempts: 0,
-    progress: { done: 0, total: req.seeds.length * req.arms.length * train.steps, label: "queued" },
+    progress: { done: 0, total: req.seeds.length * req.arms.length * steps, label: "queued" },
     usage: { rollouts: 0, computeMs: 0 },
     results: [],
     baselines: [],
@@ -36,6 +57,25 @@ export async function startExperiment(
   await deps.experiments.create(record);
   await deps.coordinator.send([{ v: 1, id: `experiment:${record.id}`, type: "experiment.requested", body: { experimentId: record.id } }]);
   return record;
+}
+
+/**
+ * `POST /v1/experiments/{id}/cancel`: a queued run ends `cancelled` at once (and gives its slot
+ * back); a running one stops after its current training step; an ended one is left as it is.
+ * Another key's run is "not found".
+ */
+export async function cancelExperiment(
+  id: string,
+  key: { id: string; scopes: readonly string[] },
+  deps: { experiments: ExperimentStore; clock: Clock; meter?: UsageMeter },
+): Promise<ExperimentRecord> {
+  const before = await deps.experiments.get(id);
+  if (!before || !visibleTo(before.keyId, key)) throw new NotFoundError("experiment", id);
+  if (TERMINAL_STATES.includes(before.status)) return before;
+  const after = await deps.experiments.requestCancel(id, deps.clock.now());
+  if (!after) throw new NotFoundError("experiment", id);
+  if (before.status !== "cancelled" && after.status === "cancelled") await deps.meter?.releaseSlot(after.keyId);
+  return after;
 }
 
 export interface CoordinatorDeps {
@@ -73,6 +113,16 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     return "duplicate";
   }
   const record: ExperimentRecord = { ...claimed, attempts: claimed.attempts + 1, stopReason: undefined, error: undefined };
+  let cancelled = claimed.cancelRequested === true;
+  let cancelCheck: Promise<void> | undefined;
+  /** Asks the store after each step whether the run was cancelled (one read in flight at a time). */
+  const checkCancel = () => {
+    cancelCheck ??= deps.experiments
+      .cancelRequested(id)
+      .then((c) => void (cancelled ||= c))
+      .catch(() => undefined)
+      .finally(() => (cancelCheck = undefined));
+  };
   const started = deps.clock.now();
   const computeBefore = record.usage.computeMs;
   const rolloutsBefore = record.usage.rollouts;
@@ -85,14 +135,21 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     persisted = persisted.catch(() => undefined).then(() => deps.experiments.save(snapshot));
     return persisted;
   };
+  /** The run's last write; its key's experiment slot is given back first (a crash in between frees the slot early, never leaks it). */
+  const end = async (patch: Partial<ExperimentRecord>) => {
+    await deps.meter?.releaseSlot(record.keyId).catch(() => undefined);
+    await save(patch);
+  };
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   try {
+    if (cancelled) throw new ExperimentCancelledError(id);
     const base = await deps.prepare(record);
     const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples, protocol: record.request.protocol });
     const inner = base.runnerFor ?? inProcessRunners(base.env);
     const budgeted = (policyId: string, policy: Policy, seed: number): RolloutRunner => {
       const run = inner(policyId, policy, seed);
       return (task, harness, s) => {
+        if (cancelled) return Promise.reject(new ExperimentCancelledError(id));
         if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
         record.usage.rollouts++;
         return run(task, harness, s);
@@ -108,22 +165,24 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
       ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - started >= deps.sliceMs! } : {}),
       onProgress: (e) => {
         done++;
+        checkCancel();
         void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(() => undefined);
         void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(() => undefined); // a missed progress write is retried by the next one
       },
       onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
-    await save({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
+    await end({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
   } catch (err) {
     await persisted.catch(() => undefined);
-    if (err instanceof TimeSliceEndedError) {
+    if (err instanceof ExperimentCancelledError) await end({ status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } });
+    else if (err instanceof TimeSliceEndedError) {
       const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
       await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${err.remaining} (arm, seed) units left${part}` } });
       // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
       await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
-    } else if (err instanceof BudgetExceededError) await save({ status: "stopped", stopReason: err.message });
-    else await save({ status: "failed", error: err instanceof Error ? err.message : String(err) });
+    } else if (err instanceof BudgetExceededError) await end({ status: "stopped", stopReason: err.message });
+    else await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
   return record;

@@ -3,11 +3,15 @@ import { ARM_NAMES } from "../experiment/run-experiment.ts";
 import { UnitCheckpoint } from "../experiment/unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 import { Protocol } from "../task.ts";
+import { TrainConfig } from "../training/config.ts";
 
-/** `POST /v1/experiments`: which arms and seeds, training overrides, and a rollout budget cap. */
-export const ExperimentRequest = z.object({
+/**
+ * What a run does: arms, seeds, training overrides, evaluation samples, protocol and an optional
+ * rollout cap. Unbounded: the operator's own runs (the CLI's local-aws runtime) may be large.
+ */
+export const ExperimentPlan = z.object({
   arms: z.array(z.enum(ARM_NAMES)).min(1).default(["grpo", "grpo-budget", "harness-s"]),
-  seeds: z.array(z.number().int().min(0)).min(1).max(20).default([1]),
+  seeds: z.array(z.number().int().min(0)).min(1).default([1]),
   /** Overrides of the training config (validated against it). */
   train: z.record(z.string(), z.unknown()).default({}),
   evalSamples: z.number().int().min(3).max(20).default(3),
@@ -16,14 +20,73 @@ export const ExperimentRequest = z.object({
   /** Every rollout counts (training, rescue, re-anchoring, evaluation); the run stops cleanly at the cap. */
   budget: z.object({ rollouts: z.number().int().positive() }).optional(),
 });
+export type ExperimentPlan = z.infer<typeof ExperimentPlan>;
+
+/** What one API caller may ask for: each bound is a 400 naming the field when passed. */
+export const EXPERIMENT_LIMITS = {
+  seeds: 20,
+  evalSamples: 20,
+  /** Every experiment through the API has a rollout cap; this one when the request names none. */
+  defaultBudgetRollouts: 100_000,
+  maxBudgetRollouts: 2_000_000,
+  /** Experiments one key may have queued or running at once (429 past it). */
+  activePerKey: 2,
+  train: { steps: 200, batchSize: 256, groupSize: 32, k: 8, rescueRollouts: 64, reanchorEvery: 1000, reanchorBudget: 1000, epochs: 10, curveEvery: 1000, curveTasks: 200, auditTrials: 10 },
+} as const;
+
+const trainLimits: Record<string, number> = EXPERIMENT_LIMITS.train;
+
+/**
+ * Training overrides as a caller may send them: only TrainConfig's own keys (a typo such as
+ * `step` is a 400, not a silently ignored field), each with its type and an upper bound.
+ */
+export const TrainOverrides = z
+  .object(
+    Object.fromEntries(
+      Object.entries(TrainConfig.shape).map(([key, field]) => {
+        const inner = (field instanceof z.ZodDefault || field instanceof z.ZodOptional ? field.unwrap() : field) as z.ZodType;
+        const max = trainLimits[key];
+        return [key, (max !== undefined && inner instanceof z.ZodNumber ? inner.max(max) : inner).optional()];
+      }),
+    ),
+  )
+  .strict();
+
+/** `POST /v1/experiments`: an {@link ExperimentPlan} within {@link EXPERIMENT_LIMITS}, with a budget always set. */
+export const ExperimentRequest = z
+  .object({
+    arms: z
+      .array(z.enum(ARM_NAMES))
+      .min(1)
+      .max(ARM_NAMES.length)
+      .refine((a) => new Set(a).size === a.length, "arms must not repeat")
+      .default(["grpo", "grpo-budget", "harness-s"]),
+    seeds: z
+      .array(z.number().int().min(0).max(1_000_000))
+      .min(1)
+      .max(EXPERIMENT_LIMITS.seeds)
+      .refine((s) => new Set(s).size === s.length, "seeds must not repeat")
+      .default([1]),
+    train: TrainOverrides.default({}),
+    evalSamples: z.number().int().min(3).max(EXPERIMENT_LIMITS.evalSamples).default(3),
+    protocol: Protocol.default("test"),
+    budget: z
+      .object({ rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts) })
+      .strict()
+      .default({ rollouts: EXPERIMENT_LIMITS.defaultBudgetRollouts }),
+  })
+  .strict();
 export type ExperimentRequest = z.infer<typeof ExperimentRequest>;
 
-export const ExperimentState = z.enum(["queued", "running", "done", "stopped", "failed"]);
+export const ExperimentState = z.enum(["queued", "running", "done", "stopped", "failed", "cancelled"]);
+export type ExperimentState = z.infer<typeof ExperimentState>;
+/** States a run never leaves. */
+export const TERMINAL_STATES: readonly ExperimentState[] = ["done", "stopped", "failed", "cancelled"];
 
 export const ExperimentRecord = z.object({
   id: z.string().min(1),
   keyId: z.string().min(1),
-  request: ExperimentRequest,
+  request: ExperimentPlan,
   status: ExperimentState,
   createdAt: z.number(),
   updatedAt: z.number(),
@@ -41,6 +104,8 @@ export const ExperimentRecord = z.object({
   summary: ExperimentSummary.optional(),
   stopReason: z.string().optional(),
   error: z.string().optional(),
+  /** Set by `POST …/cancel` while the run is running; the coordinator stops at its next step. */
+  cancelRequested: z.boolean().optional(),
 });
 export type ExperimentRecord = z.infer<typeof ExperimentRecord>;
 
@@ -50,7 +115,16 @@ export interface ExperimentStore {
   get(id: string): Promise<ExperimentRecord | undefined>;
   /** Marks the run `running` until `leaseUntil` if it is queued or its lease expired; else undefined. */
   claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined>;
+  /** Writes the record; never clears a cancellation requested meanwhile. */
   save(record: ExperimentRecord): Promise<void>;
+  /**
+   * Cancels the run: a queued run becomes `cancelled` at once; a running one gets
+   * `cancelRequested` (the coordinator stops it); an ended one is left as it is. Returns the
+   * record after, or undefined when there is none.
+   */
+  requestCancel(id: string, now: number): Promise<ExperimentRecord | undefined>;
+  /** Whether a cancellation was requested (one small read; the coordinator asks after each step). */
+  cancelRequested(id: string): Promise<boolean>;
 }
 
 /** One training step of one (arm, seed) of a run, with what happened to each group. */

@@ -2,22 +2,23 @@ import { z } from "zod";
 import { Profile } from "../profile/profile.ts";
 import { Task } from "../task.ts";
 import { HarnessSpec } from "../harness/spec.ts";
+import { Id, Name, nameRecord } from "../names.ts";
 
 /**
  * Every queue message is an envelope with a schema version, a type and an id that makes
  * processing idempotent (a redelivered message has the same id).
  */
 export const ProfileEvidenceBody = z.object({
-  poolId: z.string().min(1),
-  harnessId: z.string().min(1),
-  family: z.string().min(1),
+  poolId: Id,
+  harnessId: Id,
+  family: Name,
   success: z.boolean(),
   /** Failure tags of the H0 group this rollout tried to rescue (empty for plain evidence). */
-  rescueOf: z.array(z.string()).default([]),
-  taskTags: z.array(z.string()).default([]),
-  turns: z.number().int().min(0),
+  rescueOf: z.array(Name).max(50).default([]),
+  taskTags: z.array(Name).max(50).default([]),
+  turns: z.number().int().min(0).max(10_000),
   policyVersion: z.number().int().min(0),
-  behaviours: z.record(z.string(), z.boolean()).default({}),
+  behaviours: nameRecord(z.boolean(), 50).default({}),
 });
 export type ProfileEvidenceBody = z.infer<typeof ProfileEvidenceBody>;
 
@@ -69,12 +70,12 @@ export type Envelope = z.infer<typeof Envelope>;
 
 /** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
 export const EvidenceReport = z.object({
-  poolId: z.string().min(1),
+  poolId: Id,
   outcomes: z
-    .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: z.string().min(1).max(200) }))
+    .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: Id }).strict())
     .min(1)
     .max(500),
-});
+}).strict();
 export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */

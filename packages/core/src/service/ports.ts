@@ -57,17 +57,31 @@ export const RescueJob = z.object({
   rolloutsPerHarness: z.number().int().min(1),
   expected: z.number().int().min(1),
   createdAt: z.number(),
+  /** The API key that started it: only that key (or an admin key) may read it. */
+  keyId: z.string().optional(),
+  /** Rollout slots the dispatch worker gave up on (their message went to the DLQ). */
+  failures: z.array(z.object({ index: z.number().int().min(0), reason: z.string() })).optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
 export interface RescueJobStore {
   create(job: RescueJob): Promise<void>;
   get(id: string): Promise<RescueJob | undefined>;
+  /** Records that slot `index` of job `id` will never be stored; a no-op for an unknown job. */
+  recordFailure(id: string, index: number, reason: string): Promise<void>;
 }
 
 /** Where the dispatch worker finds the task a rollout is for (the embedded suite, a benchmark's index). */
 export interface TaskSource {
   get(taskId: string): Promise<Task | undefined>;
+}
+
+/**
+ * Whether `key` may read a record owned by `ownerKeyId`: its owner, or an admin key; a record with
+ * no owner (made inside a training run) is for admin keys only.
+ */
+export function visibleTo(ownerKeyId: string | undefined, key: { id: string; scopes: readonly string[] }): boolean {
+  return key.scopes.includes("admin") || (ownerKeyId !== undefined && ownerKeyId === key.id);
 }
 
 /** Every routing decision, for audit. Writing the same id twice keeps the first. */
@@ -109,4 +123,15 @@ export interface ApiKeyStore {
 export interface UsageMeter {
   add(keyId: string, usage: Partial<Usage>): Promise<Usage>;
   get(keyId: string): Promise<Usage>;
+  /**
+   * Adds `amount` to `field` only if the total stays at most `limit`, in one atomic step (two
+   * concurrent callers can never both take the last unit); false when it would pass the limit.
+   */
+  addWithin(keyId: string, field: keyof Usage, amount: number, limit: number): Promise<boolean>;
+  /** Takes one of the key's `limit` experiment slots atomically; false when all are taken. */
+  acquireSlot(keyId: string, limit: number): Promise<boolean>;
+  /** Gives one slot back (never below zero). */
+  releaseSlot(keyId: string): Promise<void>;
+  /** Slots the key holds now (experiments queued or running). */
+  slotsHeld(keyId: string): Promise<number>;
 }

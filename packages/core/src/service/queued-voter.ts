@@ -1,5 +1,6 @@
 import { NotFoundError } from "../errors.ts";
 import { contentVersion } from "../harness/pool.ts";
+import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Ballot, BallotRequest, Voter } from "../voting/ballot.ts";
 import type { BallotRequestedBody } from "./messages.ts";
@@ -27,7 +28,7 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
         failureTags: req.failureTags,
         failedEvents: req.failedEvents,
         candidates: req.candidates,
-        profiles: Object.fromEntries(req.candidates.flatMap((c) => (req.profiles[c.id] ? [[c.id, req.profiles[c.id]!]] : []))),
+        profiles: Object.fromEntries(req.candidates.flatMap((c) => (profileOf(req.profiles, c.id) ? [[c.id, profileOf(req.profiles, c.id)!]] : []))),
         k: req.k,
       };
       const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };

@@ -1,15 +1,17 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
+import { PartialSendError } from "./errors.ts";
+import { Id, Name } from "../names.ts";
 import { harnessById } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import type { Envelope, RolloutRequestedBody } from "./messages.ts";
-import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource } from "./ports.ts";
+import { visibleTo, type MessageQueue, type PolicyEndpoints, type PoolStore, type RescueJob, type RescueJobStore, type RolloutStore, type TaskSource } from "./ports.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
 export const RescueRequest = z.object({
-  poolId: z.string().min(1),
-  taskId: z.string().min(1),
-  failureTags: z.array(z.string().max(100)).min(1).max(50),
+  poolId: Id,
+  taskId: Id,
+  failureTags: z.array(Name).min(1).max(50),
   failedEvents: z.array(z.string().max(100)).max(100).default([]),
   k: z.number().int().min(1).max(8).default(2),
   rolloutsPerHarness: z.number().int().min(1).max(32).default(2),
@@ -26,12 +28,14 @@ export type RescueRequest = z.infer<typeof RescueRequest>;
 export async function startRescue(
   req: RescueRequest,
   deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue },
+  keyId?: string,
 ): Promise<RescueJob> {
   const task = await deps.tasks.get(req.taskId);
   if (!task) throw new NotFoundError("task", req.taskId);
   const decision = await routeTask(
     RouteRequest.parse({ poolId: req.poolId, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k }),
     deps,
+    keyId,
   );
   const job: RescueJob = {
     id: `rsc_${decision.id}`,
@@ -42,6 +46,7 @@ export async function startRescue(
     rolloutsPerHarness: req.rolloutsPerHarness,
     expected: decision.chosen.length * req.rolloutsPerHarness,
     createdAt: deps.clock.now(),
+    ...(keyId === undefined ? {} : { keyId }),
   };
   await deps.jobs.create(job);
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
@@ -55,7 +60,11 @@ export async function startRescue(
       };
     }),
   );
-  await deps.dispatch.send(messages);
+  try {
+    await deps.dispatch.send(messages);
+  } catch (err) {
+    throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
+  }
   return job;
 }
 
@@ -76,23 +85,32 @@ export async function runRequestedRollout(
 
 export const RescueStatus = z.object({
   job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
-  status: z.enum(["running", "done"]),
+  /** failed: every slot is stored or given up on, and at least one was given up on (its message is in the DLQ). */
+  status: z.enum(["running", "done", "failed"]),
   completed: z.number().int(),
+  failed: z.array(z.object({ index: z.number(), reason: z.string() })),
   rescued: z.boolean(),
   rollouts: z.array(z.object({ index: z.number(), harnessId: z.string(), reward: z.number(), success: z.boolean(), failureTags: z.array(z.string()), steps: z.number() })),
 });
 export type RescueStatus = z.infer<typeof RescueStatus>;
 
-/** Status of a rescue, derived from the stored rollouts (no counters to drift). */
-export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rollouts: RolloutStore }): Promise<RescueStatus> {
+/**
+ * Status of a rescue, derived from the stored rollouts (no counters to drift). With `key`, a
+ * rescue another key started is "not found" (see {@link visibleTo}).
+ */
+export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rollouts: RolloutStore }, key?: { id: string; scopes: readonly string[] }): Promise<RescueStatus> {
   const job = await deps.jobs.get(id);
-  if (!job) throw new NotFoundError("rescue", id);
+  if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
   const stored = await deps.rollouts.list(id);
   const rewards = stored.map((r) => r.rollout.reward);
+  const storedAt = new Set(stored.map((r) => r.index));
+  const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
+  const status = stored.length >= job.expected ? "done" : stored.length + failed.length >= job.expected ? "failed" : "running";
   return {
     job: { id: job.id, poolId: job.poolId, taskId: job.taskId, chosen: job.chosen, expected: job.expected },
-    status: stored.length >= job.expected ? "done" : "running",
+    status,
     completed: stored.length,
+    failed,
     rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
     rollouts: stored.map(({ index, rollout }) => ({
       index,

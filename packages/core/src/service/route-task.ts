@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
+import { Id, Name } from "../names.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
@@ -7,15 +8,15 @@ import { route, type RoutingDecision } from "../voting/router.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
 export const RouteRequest = z.object({
-  poolId: z.string().min(1),
+  poolId: Id,
   task: z.object({
-    id: z.string().min(1).max(200),
-    family: z.string().min(1).max(100),
-    tags: z.array(z.string().max(100)).max(50).default([]),
+    id: Id,
+    family: Name,
+    tags: z.array(Name).max(50).default([]),
     instruction: z.string().max(20_000).optional(),
   }),
   /** Failure tags of the failed group, when routing a rescue; omit for Rank-1. */
-  failureTags: z.array(z.string().max(100)).max(50).default([]),
+  failureTags: z.array(Name).max(50).default([]),
   failedEvents: z.array(z.string().max(100)).max(100).default([]),
   k: z.number().int().min(1).max(20).default(2),
   /** Include H0 among the candidates (Rank-1 inference). Defaults to true when no failure tags are given. */
@@ -35,19 +36,19 @@ export interface RouteTaskDeps {
 
 /**
  * The router use-case behind `POST /v1/route`: loads the pool and its profiles, votes, records
- * the decision and returns it.
+ * the decision (with the asking key's id, its owner) and returns it.
  *
  * @example
  * const d = await routeTask(RouteRequest.parse({ poolId: "embedded", task: { id: "t1", family: "app" }, failureTags: ["unauthorized"] }), deps);
  */
-export async function routeTask(req: RouteRequest, deps: RouteTaskDeps): Promise<RoutingDecision> {
+export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string): Promise<RoutingDecision> {
   const pool = await deps.pools.get(req.poolId);
   if (!pool) throw new NotFoundError("pool", req.poolId);
   const includeBase = req.includeBase ?? req.failureTags.length === 0;
   const candidates = includeBase ? [pool.base, ...pool.siblings] : pool.siblings;
   const profiles = await deps.profiles.get(pool.id);
   const decisionId = deps.newId();
-  const decision = await route(
+  const routed = await route(
     {
       decisionId,
       task: req.task,
@@ -60,6 +61,7 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps): Promise
     { k: Math.min(req.k, candidates.length) },
     { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock },
   );
+  const decision: RoutingDecision = keyId === undefined ? routed : { ...routed, keyId };
   await deps.decisions.put(decision);
   return decision;
 }

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { InvalidBallotError, QuorumError, VoterTimeoutError } from "../errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
-import type { ProfileSet } from "../profile/profile.ts";
+import { profileOf, type ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Rng } from "../util/rng.ts";
@@ -34,6 +34,8 @@ export const RoutingDecision = z.object({
   explored: z.boolean(),
   poolVersion: z.string(),
   profileVersions: z.record(z.string(), z.number()),
+  /** The API key that asked for it, when it came through the API (only that key may read it back). */
+  keyId: z.string().optional(),
 });
 export type RoutingDecision = z.infer<typeof RoutingDecision>;
 
@@ -122,7 +124,7 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
     aggregator: opts.aggregator,
     explored,
     poolVersion: input.poolVersion,
-    profileVersions: Object.fromEntries(input.candidates.map((c) => [c.id, input.profiles[c.id]?.policyVersion ?? -1])),
+    profileVersions: Object.fromEntries(input.candidates.map((c) => [c.id, profileOf(input.profiles, c.id)?.policyVersion ?? -1])),
   };
 }
 

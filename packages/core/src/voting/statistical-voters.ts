@@ -1,12 +1,12 @@
 /* Invariants: see ./README.md. */
 import { matchesEvent, type HarnessSpec } from "../harness/spec.ts";
-import { smoothedRate, type Counts, type Profile } from "../profile/profile.ts";
+import { countsAt, profileOf, smoothedRate, type Counts, type Profile } from "../profile/profile.ts";
 import { rankByScore, type BallotRequest, type Voter } from "./ballot.ts";
 
 const PRIOR_WEIGHT = 2;
 
 function familyRate(p: Profile | undefined, family: string): number {
-  return smoothedRate(p?.byFamily[family], 0.3, PRIOR_WEIGHT);
+  return smoothedRate(countsAt(p?.byFamily, family), 0.3, PRIOR_WEIGHT);
 }
 
 function pooled(counts: (Counts | undefined)[]): Counts {
@@ -27,7 +27,7 @@ export function scoringVoter(id: string, score: (candidate: HarnessSpec, profile
     id,
     async vote(req: BallotRequest) {
       const scores: Record<string, number> = {};
-      for (const c of req.candidates) scores[c.id] = score(c, req.profiles[c.id], req);
+      for (const c of req.candidates) scores[c.id] = score(c, profileOf(req.profiles, c.id), req);
       return rankByScore(id, scores);
     },
   };
@@ -40,14 +40,14 @@ export function scoringVoter(id: string, score: (candidate: HarnessSpec, profile
 export const failureTagVoter = scoringVoter("failure-tag-evidence", (_c, p, req) => {
   const keys = req.failureTags.length ? req.failureTags : req.task.tags;
   const map = req.failureTags.length ? p?.byFailureTag : p?.byTaskTag;
-  const evidence = pooled(keys.map((t) => map?.[`${req.task.family}/${t}`]));
+  const evidence = pooled(keys.map((t) => countsAt(map, `${req.task.family}/${t}`)));
   return smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
 });
 
 /** Success on tasks that share this task's visible tags, shrunk toward the family rate. */
 export const taskTagVoter = scoringVoter("task-tag-evidence", (_c, p, req) => {
   const tags = req.task.tags.filter((t) => t !== req.task.family);
-  const evidence = pooled(tags.map((t) => p?.byTaskTag[`${req.task.family}/${t}`]));
+  const evidence = pooled(tags.map((t) => countsAt(p?.byTaskTag, `${req.task.family}/${t}`)));
   return smoothedRate(evidence, familyRate(p, req.task.family), PRIOR_WEIGHT);
 });
 

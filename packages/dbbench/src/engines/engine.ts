@@ -8,6 +8,8 @@ export interface SqlResult {
   rowCount: number;
   /** A short error class for harness triggers: syntax, unknown-table, unknown-column, denied, timeout, other. */
   errorClass?: string;
+  /** The result had more rows than the engine reads (its row cap); `rowCount` is the cap. */
+  truncated?: boolean;
 }
 
 /** One rollout's private database, loaded with the row's tables (every column TEXT). */

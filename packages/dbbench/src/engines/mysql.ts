@@ -2,28 +2,44 @@ import { randomBytes } from "node:crypto";
 import mysql, { type Connection, type FieldPacket, type Pool, type TypeCastField } from "mysql2/promise";
 import { HarnessSError } from "@harness-s/core";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
-import { pyRows, truncate, type PyValue } from "../python.ts";
-import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
+import type { PyValue } from "../python.ts";
+import type { SqlEngine, SqlSession } from "./engine.ts";
+import { MysqlSession, SqlServerError } from "./mysql-session.ts";
 
-/** The MySQL/MariaDB server could not be reached or refused the engine's own work. */
-export class SqlServerError extends HarnessSError {
-  constructor(detail: string, options?: { cause?: unknown }) {
-    super("SQL_SERVER_UNAVAILABLE", detail, options);
-  }
-}
+export { SqlServerError };
 
 export interface MysqlOptions {
   host: string;
   port: number;
   user: string;
   password: string;
-  /** Per-statement limit for the agent's SQL (MariaDB max_statement_time). */
+  /**
+   * Per-statement limit for the agent's SQL: the server's max_statement_time, and a watchdog that
+   * kills the query from the engine's own connection shortly after (so a session that lifted
+   * its limit is stopped all the same).
+   */
   statementSeconds: number;
-  /** Prefix of every rollout database and user; leftovers of dead processes are swept by it. */
+  /** Prefix of every rollout database and user; leftovers of dead owners are swept by it. */
   prefix: string;
+  /** Rows read from one result at most; the rest is never buffered (the query is killed). */
+  maxRows: number;
+  /** Largest a rollout database may grow (bytes on disk); a write that passes it is killed. */
+  maxDatabaseBytes: number;
+  /** Longest statement text accepted (bytes), far below the server's max_allowed_packet. */
+  maxStatementBytes: number;
 }
 
-export const defaultMysqlOptions: MysqlOptions = { host: "127.0.0.1", port: 3306, user: "root", password: "", statementSeconds: 20, prefix: "hsdb_" };
+export const defaultMysqlOptions: MysqlOptions = {
+  host: "127.0.0.1",
+  port: 3306,
+  user: "root",
+  password: "",
+  statementSeconds: 20,
+  prefix: "hsdb_",
+  maxRows: 10_000,
+  maxDatabaseBytes: 64 * 1024 * 1024,
+  maxStatementBytes: 1 << 20,
+};
 
 const INT_TYPES = new Set(["TINY", "SHORT", "LONG", "LONGLONG", "INT24", "YEAR"]);
 
@@ -48,11 +64,20 @@ function typeCast(field: TypeCastField): unknown {
 
 const quoteId = (s: string) => `\`${s.replace(/`/g, "``")}\``;
 
+/** Every live engine of this process by owner id: a second engine never sweeps the first one's databases. */
+const LIVE_OWNERS = new Set<string>();
+const OWNER_NAME = /^o([0-9a-f]{10})_/;
+
 /**
  * Fresh database per rollout on a MySQL/MariaDB server, reached by a user of its own that holds
  * privileges on that database only: other databases, users, files (INTO OUTFILE, LOAD DATA) and
- * global variables are out of its reach. Both are dropped when the rollout ends; databases and
- * users left by a process that died are swept when the engine starts.
+ * global variables are out of its reach. Statements pass {@link refusal} first (no SET, no
+ * prepared or compound statements, however they are commented); each is stopped after
+ * `statementSeconds`, reads at most `maxRows` rows (streamed) and may not grow the database past
+ * `maxDatabaseBytes`. Both are dropped when the rollout ends. Names carry the engine's owner id,
+ * and the engine holds a server lock named after it for its lifetime: databases and users whose
+ * owner's lock is free (their process died, on any host sharing the server) are swept when an
+ * engine starts, and nothing a live engine owns ever is.
  *
  * @example
  * const engine = await MysqlEngine.start();
@@ -65,41 +90,55 @@ export class MysqlEngine implements SqlEngine {
 
   private constructor(
     private readonly admin: Pool,
+    private readonly ownerLock: Connection,
+    readonly ownerId: string,
     readonly options: MysqlOptions,
   ) {}
 
   static async start(opts: Partial<MysqlOptions> = {}): Promise<MysqlEngine> {
     const options = { ...defaultMysqlOptions, ...opts };
-    const admin = mysql.createPool({ host: options.host, port: options.port, user: options.user, password: options.password, connectionLimit: 4, multipleStatements: false });
+    const server = { host: options.host, port: options.port, user: options.user, password: options.password };
+    const admin = mysql.createPool({ ...server, connectionLimit: 4, multipleStatements: false });
+    let lock: Connection | undefined;
     try {
       await admin.query("SELECT 1");
+      lock = await mysql.createConnection(server);
     } catch (err) {
       await admin.end().catch(() => undefined);
       throw new SqlServerError(`cannot reach MySQL/MariaDB at ${options.host}:${options.port} as ${options.user} (${(err as Error).message}); is the server running?`, { cause: err });
     }
-    const engine = new MysqlEngine(admin, options);
+    const ownerId = randomBytes(5).toString("hex");
+    const [[held]] = (await lock.query("SELECT GET_LOCK(?, 0) AS ok", [ownerLockName(options.prefix, ownerId)])) as [{ ok: number }[], FieldPacket[]];
+    if (Number(held!.ok) !== 1) throw new SqlServerError(`could not take the engine's owner lock ${ownerLockName(options.prefix, ownerId)}`);
+    LIVE_OWNERS.add(ownerId);
+    const engine = new MysqlEngine(admin, lock, ownerId, options);
     await engine.sweep();
     return engine;
   }
 
-  /** Rollout databases and users whose owning process is gone (a crash, a kill). */
+  /** Rollout databases and users whose owner is gone (a crash, a kill), on this host or another. */
   async sweep(): Promise<{ databases: string[]; users: string[] }> {
-    const alive = (name: string) => {
-      const pid = Number.parseInt(name.slice(this.options.prefix.length).split("_")[0] ?? "", 36);
-      if (!Number.isFinite(pid)) return false;
-      if (pid === process.pid) return [...this.open_].some((s) => s.name === name);
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
+    const verdicts = new Map<string, Promise<boolean>>();
+    const dead = (name: string): Promise<boolean> => {
+      const rest = name.slice(this.options.prefix.length);
+      const owner = OWNER_NAME.exec(rest)?.[1];
+      if (owner === undefined) return Promise.resolve(legacyOwnerDead(rest));
+      if (LIVE_OWNERS.has(owner)) return Promise.resolve(false);
+      if (!verdicts.has(owner)) {
+        verdicts.set(
+          owner,
+          this.admin.query("SELECT IS_FREE_LOCK(?) AS free", [ownerLockName(this.options.prefix, owner)]).then(([rows]) => Number((rows as { free: number }[])[0]?.free) === 1),
+        );
       }
+      return verdicts.get(owner)!;
     };
     const like = `${this.options.prefix.replace(/_/g, "\\_")}%`;
     const [dbs] = (await this.admin.query("SELECT schema_name AS n FROM information_schema.schemata WHERE schema_name LIKE ?", [like])) as [{ n: string }[], FieldPacket[]];
     const [users] = (await this.admin.query("SELECT user AS n, host AS h FROM mysql.user WHERE user LIKE ?", [like])) as [{ n: string; h: string }[], FieldPacket[]];
-    const databases = dbs.map((d) => d.n).filter((n) => !alive(n));
-    const staleUsers = users.filter((u) => !alive(u.n));
+    const databases: string[] = [];
+    for (const d of dbs) if (await dead(d.n)) databases.push(d.n);
+    const staleUsers: { n: string; h: string }[] = [];
+    for (const u of users) if (await dead(u.n)) staleUsers.push(u);
     for (const d of databases) await this.admin.query(`DROP DATABASE IF EXISTS ${quoteId(d)}`);
     for (const u of staleUsers) await this.admin.query("DROP USER IF EXISTS ?@?", [u.n, u.h]);
     return { databases, users: staleUsers.map((u) => u.n) };
@@ -114,20 +153,9 @@ export class MysqlEngine implements SqlEngine {
   }
 
   async open(row: DbBenchRow): Promise<SqlSession> {
-    const name = `${this.options.prefix}${process.pid.toString(36)}_${(++this.counter).toString(36)}_${randomBytes(3).toString("hex")}`;
+    const name = `${this.options.prefix}o${this.ownerId}_${(++this.counter).toString(36)}`;
     const password = randomBytes(12).toString("hex");
-    const session: MysqlSession = new MysqlSession(name, (): Promise<void> => this.dropAll(name, session));
-    this.open_.add(session);
-    try {
-      await this.admin.query(`CREATE DATABASE ${quoteId(name)} CHARACTER SET utf8mb4`);
-      await this.admin.query("CREATE USER ?@'localhost' IDENTIFIED BY ?", [name, password]);
-      await this.admin.query("CREATE USER ?@'127.0.0.1' IDENTIFIED BY ?", [name, password]);
-      for (const host of ["localhost", "127.0.0.1"]) {
-        await this.admin.query(
-          `GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, CREATE VIEW, SHOW VIEW, CREATE TEMPORARY TABLES ON ${quoteId(name)}.* TO ?@? WITH MAX_USER_CONNECTIONS 2`,
-          [name, host],
-        );
-      }
+    const connect = async () => {
       const conn = await mysql.createConnection({
         host: this.options.host,
         port: this.options.port,
@@ -142,6 +170,25 @@ export class MysqlEngine implements SqlEngine {
         bigNumberStrings: true,
       });
       await conn.query(`SET SESSION sql_mode = '', SESSION max_statement_time = ${this.options.statementSeconds}`);
+      return conn;
+    };
+    const session: MysqlSession = new MysqlSession(name, this.options, connect, {
+      kill: (threadId) => this.admin.query(`KILL QUERY ${Number(threadId)}`).then(() => undefined),
+      sizeOf: () => this.databaseBytes(name),
+      drop: () => this.dropAll(name, session),
+    });
+    this.open_.add(session);
+    try {
+      await this.admin.query(`CREATE DATABASE ${quoteId(name)} CHARACTER SET utf8mb4`);
+      await this.admin.query("CREATE USER ?@'localhost' IDENTIFIED BY ?", [name, password]);
+      await this.admin.query("CREATE USER ?@'127.0.0.1' IDENTIFIED BY ?", [name, password]);
+      for (const host of ["localhost", "127.0.0.1"]) {
+        await this.admin.query(
+          `GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, CREATE VIEW, SHOW VIEW, CREATE TEMPORARY TABLES ON ${quoteId(name)}.* TO ?@? WITH MAX_USER_CONNECTIONS 2 MAX_STATEMENT_TIME ${this.options.statementSeconds}`,
+          [name, host],
+        );
+      }
+      const conn = await connect();
       session.attach(conn);
       for (const table of row.table) await load(conn, table);
       return session;
@@ -149,6 +196,13 @@ export class MysqlEngine implements SqlEngine {
       await session.close();
       throw err instanceof HarnessSError ? err : new SqlServerError(`could not prepare a database for ${row.id}: ${(err as Error).message}`, { cause: err });
     }
+  }
+
+  /** Bytes on disk of one rollout database: InnoDB tablespace files, plus other engines' data. */
+  private async databaseBytes(name: string): Promise<number> {
+    const [[innodb]] = (await this.admin.query("SELECT COALESCE(SUM(FILE_SIZE), 0) AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE ?", [`${name}/%`])) as [{ b: number }[], FieldPacket[]];
+    const [[other]] = (await this.admin.query("SELECT COALESCE(SUM(data_length + index_length), 0) AS b FROM information_schema.tables WHERE table_schema = ? AND engine <> 'InnoDB'", [name])) as [{ b: number }[], FieldPacket[]];
+    return Number(innodb!.b) + Number(other!.b);
   }
 
   private async dropAll(name: string, session: MysqlSession): Promise<void> {
@@ -159,7 +213,23 @@ export class MysqlEngine implements SqlEngine {
 
   async shutdown(): Promise<void> {
     for (const s of [...this.open_]) await s.close().catch(() => undefined);
+    LIVE_OWNERS.delete(this.ownerId);
+    await this.ownerLock.end().catch(() => this.ownerLock.destroy());
     await this.admin.end();
+  }
+}
+
+const ownerLockName = (prefix: string, ownerId: string) => `${prefix}owner_${ownerId}`;
+
+/** Names from before owner ids (`<prefix><pid base 36>_…`): swept only when that pid is gone here. */
+function legacyOwnerDead(rest: string): boolean {
+  const pid = Number.parseInt(rest.split("_")[0] ?? "", 36);
+  if (!Number.isFinite(pid) || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
   }
 }
 
@@ -171,46 +241,4 @@ async function load(conn: Connection, table: DbTable): Promise<void> {
   if (rows.length === 0) return;
   const values = rows.map((r) => `(${r.map(() => "?").join(",")})`).join(",");
   await conn.query(`INSERT INTO ${quoteId(table.table_name)} (${cols.join(",")}) VALUES ${values}`, rows.flat());
-}
-
-class MysqlSession implements SqlSession {
-  readonly engine = "mysql" as const;
-  private conn?: Connection;
-  private closed?: Promise<void>;
-
-  constructor(
-    readonly name: string,
-    private readonly drop: () => Promise<void>,
-  ) {}
-
-  attach(conn: Connection) {
-    this.conn = conn;
-  }
-
-  async execute(sql: string): Promise<SqlResult> {
-    if (!this.conn) throw new SqlServerError("the rollout database is closed");
-    try {
-      const [rows] = await this.conn.query({ sql, rowsAsArray: true });
-      if (Array.isArray(rows)) return { text: truncate(pyRows(rows as PyValue[][])), kind: "rows", rowCount: rows.length };
-      return { text: "[]", kind: "ok", rowCount: (rows as { affectedRows?: number }).affectedRows ?? 0 };
-    } catch (err) {
-      const e = err as { errno?: number; sqlState?: string; message: string; fatal?: boolean };
-      if (e.fatal || e.errno === undefined) throw new SqlServerError(`the rollout's connection failed: ${e.message}`, { cause: err });
-      const text = truncate(`${e.errno} (${e.sqlState ?? "HY000"}): ${e.message}`);
-      return { text, kind: "error", rowCount: 0, errorClass: errorClass(e.message) };
-    }
-  }
-
-  tablesHash(tables: readonly DbTable[]): Promise<string> {
-    return tablesHash((sql) => this.execute(sql), tables);
-  }
-
-  close(): Promise<void> {
-    this.closed ??= (async () => {
-      await this.conn?.end().catch(() => this.conn?.destroy());
-      this.conn = undefined;
-      await this.drop();
-    })();
-    return this.closed;
-  }
 }

@@ -1,22 +1,83 @@
-import { createHash } from "node:crypto";
-import Database from "better-sqlite3";
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { mysqlToSqlite } from "./mysql-dialect.ts";
 import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
+import { isRead, refusal } from "./statement-guard.ts";
 
-/** Statements that would reach outside the in-memory database (files, other databases, settings). */
-const OUTSIDE = /^\s*(attach|detach|vacuum|pragma)\b/i;
+export interface SqliteOptions {
+  /** Longest one statement may run; then its process is killed and the database rebuilt without it. */
+  statementMs: number;
+  /** Rows read from one result at most (the agent sees 800 characters of them anyway). */
+  maxRows: number;
+  /** Longest statement text accepted, in bytes. */
+  maxStatementBytes: number;
+}
 
-const quoteId = (s: string) => `\`${s.replace(/`/g, "``")}\``;
+export const defaultSqliteOptions: SqliteOptions = { statementMs: 5_000, maxRows: 10_000, maxStatementBytes: 1 << 20 };
+
+const SANDBOX = fileURLToPath(new URL("./sqlite-sandbox.mjs", import.meta.url));
+
+type Reply = { id: number; ok: true; kind?: "rows" | "ok"; rows?: PyValue[][]; truncated?: boolean; changes?: number } | { id: number; ok: false; message: string };
+
+/** One sandbox process holding one in-memory database; `call` answers or rejects on timeout. */
+class Sandbox {
+  private next = 0;
+  private readonly waiting = new Map<number, (r: Reply) => void>();
+  private constructor(private readonly proc: ChildProcess) {
+    proc.on("message", (m: Reply & { ready?: true }) => {
+      if (m.ready) return;
+      this.waiting.get(m.id)?.(m);
+      this.waiting.delete(m.id);
+    });
+    proc.on("exit", () => {
+      for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended" });
+      this.waiting.clear();
+    });
+  }
+
+  static start(): Promise<Sandbox> {
+    const proc = fork(SANDBOX, [], { execArgv: ["--max-old-space-size=256"], serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    return new Promise((resolve, reject) => {
+      proc.once("message", () => resolve(new Sandbox(proc)));
+      proc.once("error", reject);
+      proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready`)));
+    });
+  }
+
+  call(message: Record<string, unknown>, timeoutMs: number): Promise<Reply | "timeout"> {
+    const id = ++this.next;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        this.kill();
+        resolve("timeout");
+      }, timeoutMs);
+      this.waiting.set(id, (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      });
+      this.proc.send({ ...message, id });
+    });
+  }
+
+  kill(): void {
+    if (this.proc.exitCode === null) this.proc.kill("SIGKILL");
+  }
+}
 
 /**
- * Embedded SQLite (better-sqlite3): one in-memory database per rollout, no server. MySQL's
- * MD5 is registered so the table hash is AgentBench's query verbatim; TEXT columns use NOCASE
- * to approximate MySQL's case-insensitive collation; MySQL's lexical differences (double-quoted
- * strings, backslash escapes, identifiers starting with a digit) are rewritten first
- * ({@link mysqlToSqlite}). Known remaining differences (see the README): accent-insensitive
- * comparison, SUM/AVG over integers returning integers, MySQL-only functions and syntax.
+ * Embedded SQLite (better-sqlite3): one in-memory database per rollout, in a sandbox process of
+ * its own. A statement runs only if {@link refusal} allows it (no ATTACH, VACUUM, PRAGMA or
+ * extension, however it is commented, cased or spaced), at most `statementMs` long (then the
+ * process is killed and the database rebuilt from the tables and the writes that succeeded),
+ * reading at most `maxRows` rows. MySQL's MD5 is registered so the table hash is AgentBench's
+ * query verbatim; TEXT columns use NOCASE to approximate MySQL's case-insensitive collation;
+ * MySQL's lexical differences (double-quoted strings, backslash escapes, identifiers starting
+ * with a digit) are rewritten first ({@link mysqlToSqlite}). Known remaining differences (see
+ * the README): accent-insensitive comparison, SUM/AVG over integers returning integers,
+ * MySQL-only functions and syntax.
  *
  * @example
  * const engine = new SqliteEngine();
@@ -24,54 +85,72 @@ const quoteId = (s: string) => `\`${s.replace(/`/g, "``")}\``;
  */
 export class SqliteEngine implements SqlEngine {
   readonly name = "sqlite" as const;
+  readonly options: SqliteOptions;
+  private readonly sessions = new Set<SqliteSession>();
 
-  async open(row: DbBenchRow): Promise<SqlSession> {
-    const db = new Database(":memory:");
-    db.function("md5", { deterministic: true }, (s: unknown) => (s === null ? null : createHash("md5").update(String(s)).digest("hex")));
-    for (const table of row.table) load(db, table);
-    return new SqliteSession(db);
+  constructor(options: Partial<SqliteOptions> = {}) {
+    this.options = { ...defaultSqliteOptions, ...options };
   }
 
-  async shutdown(): Promise<void> {}
+  async open(row: DbBenchRow): Promise<SqlSession> {
+    const tables = row.table.map((t: DbTable) => ({ name: t.table_name, columns: columnNames(t), rows: t.table_info.rows }));
+    const session = await SqliteSession.start(tables, this.options, () => this.sessions.delete(session));
+    this.sessions.add(session);
+    return session;
+  }
+
+  async shutdown(): Promise<void> {
+    for (const s of [...this.sessions]) await s.close();
+  }
 }
 
-function load(db: Database.Database, table: DbTable): void {
-  const cols = columnNames(table).map(quoteId);
-  db.exec(`CREATE TABLE IF NOT EXISTS ${quoteId(table.table_name)} (${cols.map((c) => `${c} TEXT COLLATE NOCASE`).join(",")})`);
-  const insert = db.prepare(`INSERT INTO ${quoteId(table.table_name)} (${cols.join(",")}) VALUES (${cols.map(() => "?").join(",")})`);
-  db.transaction(() => {
-    for (const r of table.table_info.rows) insert.run(...r);
-  })();
-}
-
-const toPy = (v: unknown): PyValue => {
-  if (v === null || v === undefined) return null;
-  if (typeof v === "bigint") return { int: v.toString() };
-  if (typeof v === "number") return { float: v };
-  if (Buffer.isBuffer(v)) return { raw: `b'${v.toString("latin1")}'` };
-  return String(v);
-};
+type Tables = { name: string; columns: string[]; rows: unknown[][] }[];
 
 class SqliteSession implements SqlSession {
   readonly engine = "sqlite" as const;
+  /** Writes that succeeded, replayed into a fresh sandbox after a timeout. */
+  private readonly writes: string[] = [];
 
-  constructor(private db: Database.Database | undefined) {}
+  private constructor(
+    private sandbox: Sandbox | undefined,
+    private readonly tables: Tables,
+    private readonly options: SqliteOptions,
+    private readonly onClose: () => void,
+  ) {}
+
+  static async start(tables: Tables, options: SqliteOptions, onClose: () => void): Promise<SqliteSession> {
+    const session = new SqliteSession(undefined, tables, options, onClose);
+    session.sandbox = await session.fresh();
+    return session;
+  }
+
+  private async fresh(): Promise<Sandbox> {
+    const sandbox = await Sandbox.start();
+    const loaded = await sandbox.call({ op: "load", tables: this.tables }, 60_000);
+    if (loaded === "timeout" || !loaded.ok) throw new Error(`could not load the rollout's tables: ${loaded === "timeout" ? "timed out" : loaded.message}`);
+    for (const sql of this.writes) await sandbox.call({ op: "exec", sql, maxRows: 0 }, 60_000);
+    return sandbox;
+  }
 
   async execute(sql: string): Promise<SqlResult> {
-    if (!this.db) throw new Error("the rollout database is closed");
-    if (OUTSIDE.test(sql)) return { text: "SQLite execution error: not authorized", kind: "error", rowCount: 0, errorClass: "denied" };
-    try {
-      const stmt = this.db.prepare(mysqlToSqlite(sql)).safeIntegers(true);
-      if (stmt.reader) {
-        const rows = (stmt.raw(true).all() as unknown[][]).map((r) => r.map(toPy));
-        return { text: truncate(pyRows(rows)), kind: "rows", rowCount: rows.length };
-      }
-      const info = stmt.run();
-      return { text: "[]", kind: "ok", rowCount: Number(info.changes) };
-    } catch (err) {
-      const message = (err as Error).message;
-      return { text: truncate(`SQLite execution error: ${message}`), kind: "error", rowCount: 0, errorClass: errorClass(message) };
+    if (!this.sandbox) throw new Error("the rollout database is closed");
+    const denied = (why: string): SqlResult => ({ text: truncate(`SQLite execution error: not authorized (${why})`), kind: "error", rowCount: 0, errorClass: "denied" });
+    if (Buffer.byteLength(sql) > this.options.maxStatementBytes) return denied(`statement longer than ${this.options.maxStatementBytes} bytes`);
+    const text = mysqlToSqlite(sql);
+    const why = refusal(text, "sqlite");
+    if (why) return denied(why);
+    const reply = await this.sandbox.call({ op: "exec", sql: text, maxRows: this.options.maxRows }, this.options.statementMs);
+    if (reply === "timeout") {
+      this.sandbox = await this.fresh();
+      return { text: `SQLite execution error: interrupted (the statement ran longer than ${this.options.statementMs} ms)`, kind: "error", rowCount: 0, errorClass: "timeout" };
     }
+    if (!reply.ok) return { text: truncate(`SQLite execution error: ${reply.message}`), kind: "error", rowCount: 0, errorClass: errorClass(reply.message) };
+    if (reply.kind === "rows") {
+      const rows = reply.rows ?? [];
+      return { text: truncate(pyRows(rows)), kind: "rows", rowCount: rows.length, ...(reply.truncated ? { truncated: true } : {}) };
+    }
+    if (!isRead(text, "sqlite")) this.writes.push(text);
+    return { text: "[]", kind: "ok", rowCount: reply.changes ?? 0 };
   }
 
   tablesHash(tables: readonly DbTable[]): Promise<string> {
@@ -79,7 +158,8 @@ class SqliteSession implements SqlSession {
   }
 
   async close(): Promise<void> {
-    this.db?.close();
-    this.db = undefined;
+    this.sandbox?.kill();
+    this.sandbox = undefined;
+    this.onClose();
   }
 }

@@ -1,0 +1,21 @@
+import { z } from "zod";
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.:@/+=-]*$/;
+const charset = "start with a letter or digit; then letters, digits and _ . : @ / + = -";
+
+/**
+ * A family, tag or behaviour name that callers send and profiles count: short, one charset, so a
+ * name can never be "__proto__", an empty string or a megabyte of text.
+ *
+ * @example
+ * Name.parse("incomplete-results");
+ */
+export const Name = z.string().min(1).max(100).regex(NAME, charset);
+
+/** An id a caller sends (pool, task, harness, outcome, path parameter): at most 200 characters, one charset. */
+export const Id = z.string().min(1).max(200).regex(NAME, charset);
+
+/** At most `max` keys, each a {@link Name}. */
+export function nameRecord<V extends z.ZodType>(value: V, max: number) {
+  return z.record(Name, value).refine((r) => Object.keys(r).length <= max, { message: `at most ${max} keys` });
+}

@@ -1,0 +1,143 @@
+import type { Connection } from "mysql2/promise";
+import type { Connection as CoreConnection } from "mysql2";
+import { HarnessSError } from "@harness-s/core";
+import type { DbTable } from "../data.ts";
+import { pyRows, truncate, type PyValue } from "../python.ts";
+import { errorClass, tablesHash, type SqlResult, type SqlSession } from "./engine.ts";
+import { isRead, refusal } from "./statement-guard.ts";
+
+/** The MySQL/MariaDB server could not be reached or refused the engine's own work. */
+export class SqlServerError extends HarnessSError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("SQL_SERVER_UNAVAILABLE", detail, options);
+  }
+}
+
+export interface SessionLimits {
+  statementSeconds: number;
+  maxRows: number;
+  maxDatabaseBytes: number;
+  maxStatementBytes: number;
+}
+
+/** What a session asks of its engine's own (admin) connection. */
+export interface SessionControl {
+  kill(threadId: number): Promise<void>;
+  sizeOf(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+type Outcome = { rows: PyValue[][]; truncated: boolean } | { affected: number } | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
+
+/** How often a write's database size is checked while it runs. */
+const SIZE_CHECK_MS = 200;
+
+/** One rollout's connection to its own database, with the limits of {@link MysqlEngine}. */
+export class MysqlSession implements SqlSession {
+  readonly engine = "mysql" as const;
+  private conn?: Connection;
+  private closed?: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    private readonly limits: SessionLimits,
+    private readonly connect: () => Promise<Connection>,
+    private readonly control: SessionControl,
+  ) {}
+
+  attach(conn: Connection) {
+    this.conn = conn;
+  }
+
+  async execute(sql: string): Promise<SqlResult> {
+    if (!this.conn) throw new SqlServerError("the rollout database is closed");
+    const refuse = (why: string, errno = 1142): SqlResult => ({ text: truncate(`${errno} (42000): ${why}`), kind: "error", rowCount: 0, errorClass: "denied" });
+    if (Buffer.byteLength(sql) > this.limits.maxStatementBytes) return refuse(`statement longer than ${this.limits.maxStatementBytes} bytes`, 1153);
+    const why = refusal(sql, "mysql");
+    if (why) return refuse(why);
+    const outcome = await this.run(this.conn, sql, !isRead(sql, "mysql"));
+    if ("error" in outcome) {
+      const e = outcome.error;
+      if (e.fatal || e.errno === undefined) {
+        // The server dropped the connection (or it broke): the database is still there, so the
+        // episode goes on over a new one; this statement reports the failure.
+        this.conn.destroy();
+        this.conn = await this.connect().catch((err) => {
+          throw new SqlServerError(`the rollout's connection failed and could not be reopened: ${(err as Error).message}`, { cause: err });
+        });
+        return { text: truncate(`2013 (HY000): Lost connection to server during query (${e.message})`), kind: "error", rowCount: 0, errorClass: "other" };
+      }
+      return { text: truncate(`${e.errno} (${e.sqlState ?? "HY000"}): ${e.message}`), kind: "error", rowCount: 0, errorClass: errorClass(e.message) };
+    }
+    if ("rows" in outcome) return { text: truncate(pyRows(outcome.rows)), kind: "rows", rowCount: outcome.rows.length, ...(outcome.truncated ? { truncated: true } : {}) };
+    return { text: "[]", kind: "ok", rowCount: outcome.affected };
+  }
+
+  /**
+   * Streams one statement's result, keeping at most `maxRows` rows; a watchdog kills it after the
+   * time limit (whatever the session's own max_statement_time says), at the row cap, or, for a
+   * write, when the database passes its size limit.
+   */
+  private run(conn: Connection, sql: string, writes: boolean): Promise<Outcome> {
+    const core = (conn as unknown as { connection: CoreConnection }).connection;
+    const threadId = conn.threadId!;
+    return new Promise<Outcome>((resolve) => {
+      const rows: PyValue[][] = [];
+      let truncated = false;
+      let reason: "time" | "size" | "rows" | undefined;
+      let affected = 0;
+      let error: Outcome | undefined;
+      const kill = (why: "time" | "size" | "rows") => {
+        if (reason) return;
+        reason = why;
+        void this.control.kill(threadId).catch(() => undefined);
+      };
+      const timer = setTimeout(() => kill("time"), this.limits.statementSeconds * 1000 + 500);
+      const sizer = writes
+        ? setInterval(() => {
+            void this.control.sizeOf().then((b) => (b > this.limits.maxDatabaseBytes ? kill("size") : undefined), () => undefined);
+          }, SIZE_CHECK_MS)
+        : undefined;
+      let resultSet = false;
+      const query = core.query({ sql, rowsAsArray: true });
+      query.on("fields", (fields: unknown) => void (resultSet ||= Array.isArray(fields)));
+      query.on("result", (row: unknown) => {
+        if (Array.isArray(row)) {
+          if (rows.length < this.limits.maxRows) rows.push(row as PyValue[]);
+          else {
+            truncated = true;
+            kill("rows");
+          }
+        } else affected += (row as { affectedRows?: number }).affectedRows ?? 0;
+      });
+      query.on("error", (err: Error & { errno?: number; sqlState?: string; fatal?: boolean }) => {
+        error = { error: { errno: err.errno, sqlState: err.sqlState, message: err.message, fatal: err.fatal } };
+      });
+      query.on("end", async () => {
+        clearTimeout(timer);
+        if (sizer) clearInterval(sizer);
+        if (reason === "rows") return resolve({ rows, truncated: true });
+        if (reason === "time") return resolve({ error: { errno: 1969, sqlState: "70100", message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)` } });
+        if (reason === "size") return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped` } });
+        if (error) return resolve(error);
+        if (writes && (await this.control.sizeOf().catch(() => 0)) > this.limits.maxDatabaseBytes) {
+          return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables` } });
+        }
+        resolve(resultSet ? { rows, truncated } : { affected });
+      });
+    });
+  }
+
+  tablesHash(tables: readonly DbTable[]): Promise<string> {
+    return tablesHash((sql) => this.execute(sql), tables);
+  }
+
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      await this.conn?.end().catch(() => this.conn?.destroy());
+      this.conn = undefined;
+      await this.control.drop();
+    })();
+    return this.closed;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Which statements an agent may run in its rollout database, decided on the statement's own
+ * tokens: comments, strings and quoted identifiers are skipped as the server's lexer skips them
+ * (and MySQL's executable comments, `/*! … *\/` and `/*M! … *\/`, are read as code, as the
+ * server reads them), so no comment, case or whitespace trick hides the first keyword.
+ */
+export type Dialect = "mysql" | "sqlite";
+
+/** The upper-cased bare words of `sql` in order, outside comments, strings and quoted identifiers. */
+export function codeWords(sql: string, dialect: Dialect): string[] {
+  const words: string[] = [];
+  let i = 0;
+  const n = sql.length;
+  const skipQuoted = (close: string) => {
+    i++;
+    while (i < n) {
+      if (sql[i] === "\\" && dialect === "mysql" && close !== "`") i += 2;
+      else if (sql[i] === close && sql[i + 1] === close) i += 2;
+      else if (sql[i] === close) return void i++;
+      else i++;
+    }
+  };
+  while (i < n) {
+    const c = sql[i]!;
+    const next = sql[i + 1];
+    if (c === "-" && next === "-") i = lineEnd(sql, i);
+    else if (c === "#" && dialect === "mysql") i = lineEnd(sql, i);
+    else if (c === "/" && next === "*") {
+      const executable = dialect === "mysql" && (sql[i + 2] === "!" || (sql[i + 2] === "M" && sql[i + 3] === "!"));
+      if (executable) {
+        i += sql[i + 2] === "!" ? 3 : 4;
+        while (i < n && /\d/.test(sql[i]!)) i++;
+      } else {
+        const end = sql.indexOf("*/", i + 2);
+        i = end < 0 ? n : end + 2;
+      }
+    } else if (c === "*" && next === "/" && dialect === "mysql") i += 2;
+    else if (c === "'" || c === '"' || c === "`") skipQuoted(c);
+    else if (c === "[" && dialect === "sqlite") {
+      const end = sql.indexOf("]", i + 1);
+      i = end < 0 ? n : end + 1;
+    } else if (/[A-Za-z_]/.test(c)) {
+      const start = i;
+      while (i < n && /[\w$]/.test(sql[i]!)) i++;
+      words.push(sql.slice(start, i).toUpperCase());
+    } else i++;
+  }
+  return words;
+}
+
+function lineEnd(sql: string, from: number): number {
+  const end = sql.indexOf("\n", from);
+  return end < 0 ? sql.length : end + 1;
+}
+
+const ALLOWED: Record<Dialect, ReadonlySet<string>> = {
+  sqlite: new Set(["SELECT", "WITH", "VALUES", "INSERT", "REPLACE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"]),
+  mysql: new Set([
+    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "RENAME", "TRUNCATE",
+    "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "START", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE",
+  ]),
+};
+
+/** Words that reach outside the rollout's database or its limits wherever they stand. */
+const NEVER: Record<Dialect, ReadonlySet<string>> = {
+  sqlite: new Set(["ATTACH", "DETACH", "PRAGMA", "VACUUM", "LOAD_EXTENSION"]),
+  mysql: new Set(["OUTFILE", "DUMPFILE", "LOAD_FILE", "INFILE", "MAX_STATEMENT_TIME"]),
+};
+
+/**
+ * Why `sql` may not run in a rollout database, or undefined when it may: its first keyword must
+ * be a query, a data change, schema work in the rollout's own database or a transaction
+ * statement, and it names nothing on the never-list (files, settings, other databases,
+ * extensions). `BEGIN NOT ATOMIC` (MariaDB's compound statement) and SQLite's virtual tables are
+ * refused; stored code needs privileges a rollout user does not have.
+ *
+ * @example
+ * refusal("/* x *\/ ATTACH DATABASE 'x.db' AS a", "sqlite"); // "ATTACH is not allowed …"
+ */
+export function refusal(sql: string, dialect: Dialect): string | undefined {
+  const words = codeWords(sql, dialect);
+  const first = words[0];
+  if (first === undefined) return undefined;
+  const banned = words.find((w) => NEVER[dialect].has(w));
+  if (banned) return `${banned} is not allowed in a rollout database`;
+  if (!ALLOWED[dialect].has(first)) return `${first} statements are not allowed in a rollout database`;
+  if (first === "BEGIN" && words[1] === "NOT") return "compound statements are not allowed in a rollout database";
+  if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL")) return "virtual tables are not allowed in a rollout database";
+  return undefined;
+}
+
+/** Whether the statement only reads (its rows are the answer); anything else may write. */
+export function isRead(sql: string, dialect: Dialect): boolean {
+  const first = codeWords(sql, dialect)[0];
+  return first === "SELECT" || first === "SHOW" || first === "DESCRIBE" || first === "DESC" || first === "EXPLAIN" || first === "VALUES" || first === "TABLE" || (first === "WITH" && !codeWords(sql, dialect).some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE"));
+}
