@@ -20,8 +20,18 @@ import { createCoordinatorHandler } from "../../../functions/coordinator/handler
 import { createDispatchHandler } from "../../../functions/dispatch/handler.ts";
 import { createProfileHandler } from "../../../functions/profile/handler.ts";
 import { createVoteHandler } from "../../../functions/vote/handler.ts";
+import { WORKERS } from "../../../stacks/workers.ts";
 
-export type WorkerName = "profile" | "dispatch" | "vote" | "coordinator";
+export type WorkerName = keyof typeof WORKERS;
+
+/** How long a local coordinator attempt runs before it re-queues its run (the Lambda's is COORDINATOR_SLICE_MS). */
+export const LOCAL_COORDINATOR_SLICE_MS = 10_000;
+
+/** "6 minutes" / "30 seconds" → seconds. */
+function seconds(duration: string): number {
+  const [n, unit] = duration.split(" ");
+  return Number(n) * (unit!.startsWith("minute") ? 60 : 1);
+}
 export type Stores = ReturnType<typeof dynamoStores>;
 
 export interface LocalStack {
@@ -43,16 +53,21 @@ export interface LocalStackOptions {
   prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
   /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
   dispatchConcurrency?: number;
-  /** When set, a coordinator attempt re-queues its run after this long, as the Lambda does. */
+  /**
+   * A coordinator attempt re-queues its run after this long, as the Lambda does, so that runs
+   * (and keys) take turns on the coordinator instead of waiting for the first to finish.
+   */
   coordinatorSliceMs?: number;
+  /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
+  visibilitySeconds?: Partial<Record<WorkerName, number>>;
   log?: (line: string) => void;
 }
 
 /**
  * DynamoDB Local and fauxqs on free loopback ports, the tables and queues (with DLQs) created
  * from the same definitions the stacks use, and pollers that invoke the `profile`, `dispatch`,
- * `vote` and `coordinator` Lambda handlers with real SQS event shapes (batch size 10, 3 receives
- * then DLQ).
+ * `vote` and `coordinator` Lambda handlers with real SQS event shapes, with the batch sizes,
+ * visibility timeouts and receives before the DLQ of the deployed queues (`stacks/workers.ts`).
  */
 export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
   const log = opts.log ?? (() => undefined);
@@ -75,19 +90,14 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     await createTables(ddb, names);
     const doc = DynamoDBDocumentClient.from(ddb);
     const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
-    const make = async (name: WorkerName, visibilityTimeoutSeconds: number) => {
-      const q = await createQueueWithDlq(sqs, name, { maxReceiveCount: 3, visibilityTimeoutSeconds });
+    const make = async (name: WorkerName) => {
+      const q = await createQueueWithDlq(sqs, name, { maxReceiveCount: WORKERS[name].retry, visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility) });
       return { ...q, queue: new SqsQueue(sqs, q.url) };
     };
-    const queues = {
-      profile: await make("profile", 5),
-      dispatch: await make("dispatch", 30),
-      vote: await make("vote", 10),
-      coordinator: await make("coordinator", 900),
-    };
+    const queues = { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") };
     const prepare = opts.prepareExperiment;
     await startWorker("profile", queues.profile.url, createProfileHandler({ ledger: stores.profiles, log }));
-    const dispatch = createDispatchHandler({ ...stores, pools: new CachedPoolStore(stores.pools), tasks: opts.tasks, policies: opts.policies, log });
+    const dispatch = createDispatchHandler({ ...stores, pools: new CachedPoolStore(stores.pools), tasks: opts.tasks, policies: opts.policies, maxReceives: WORKERS.dispatch.retry, log });
     for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
     await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
     await startWorker(
@@ -98,7 +108,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
         steps: stores.experimentSteps,
         meter: stores.meter,
         clock: systemClock,
-        ...(opts.coordinatorSliceMs !== undefined ? { sliceMs: opts.coordinatorSliceMs, continueOn: queues.coordinator.queue } : {}),
+        sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
+        continueOn: queues.coordinator.queue,
         prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
         log,
       }),
@@ -121,14 +132,14 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     throw err;
   }
 
-  /** A poller invoking `handler` with batches of up to 10 records, until the stack stops. */
-  async function startWorker(name: string, url: string, handler: Parameters<typeof pollOnce>[2]) {
+  /** A poller invoking `handler` with the worker's batch size, until the stack stops. */
+  async function startWorker(name: WorkerName, url: string, handler: Parameters<typeof pollOnce>[2]) {
     const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
     pollers.push(
       (async () => {
         while (running) {
           try {
-            await pollOnce(sqs, { url, arn }, handler, { batchSize: 10, waitSeconds: 1 });
+            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1 });
           } catch (err) {
             if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
           }
