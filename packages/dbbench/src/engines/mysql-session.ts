@@ -4,7 +4,9 @@ import { HarnessSError } from "@harness-s/core";
 import type { DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { errorClass, tablesHash, type SqlResult, type SqlSession } from "./engine.ts";
-import { isRead, refusal } from "./statement-guard.ts";
+import { codeWords, isRead, refusal } from "./statement-guard.ts";
+
+const FREES_SPACE = new Set(["DROP", "DELETE", "TRUNCATE"]);
 
 /** The MySQL/MariaDB server could not be reached or refused the engine's own work. */
 export class SqlServerError extends HarnessSError {
@@ -30,13 +32,15 @@ export interface SessionControl {
 type Outcome = { rows: PyValue[][]; truncated: boolean } | { affected: number } | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
 
 /** How often a write's database size is checked while it runs. */
-const SIZE_CHECK_MS = 200;
+const SIZE_CHECK_MS = 50;
 
 /** One rollout's connection to its own database, with the limits of {@link MysqlEngine}. */
 export class MysqlSession implements SqlSession {
   readonly engine = "mysql" as const;
   private conn?: Connection;
   private closed?: Promise<void>;
+  /** A write left the database over its size limit: only statements that free space run until it is back under. */
+  private full = false;
 
   constructor(
     readonly name: string,
@@ -55,7 +59,12 @@ export class MysqlSession implements SqlSession {
     if (Buffer.byteLength(sql) > this.limits.maxStatementBytes) return refuse(`statement longer than ${this.limits.maxStatementBytes} bytes`, 1153);
     const why = refusal(sql, "mysql");
     if (why) return refuse(why);
-    const outcome = await this.run(this.conn, sql, !isRead(sql, "mysql"));
+    const writes = !isRead(sql, "mysql");
+    if (writes && this.full && !FREES_SPACE.has(codeWords(sql, "mysql")[0] ?? "")) {
+      if ((await this.control.sizeOf()) > this.limits.maxDatabaseBytes) return { ...refuse(`The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`, 1114), errorClass: "other" };
+      this.full = false;
+    }
+    const outcome = await this.run(this.conn, sql, writes);
     if ("error" in outcome) {
       const e = outcome.error;
       if (e.fatal || e.errno === undefined) {
@@ -121,6 +130,7 @@ export class MysqlSession implements SqlSession {
         if (reason === "size") return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped` } });
         if (error) return resolve(error);
         if (writes && (await this.control.sizeOf().catch(() => 0)) > this.limits.maxDatabaseBytes) {
+          this.full = true;
           return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables` } });
         }
         resolve(resultSet ? { rows, truncated } : { affected });
