@@ -73,7 +73,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(grants("ApiRole", "dynamodb:GetItem").sort()).toEqual(["ApiKeysTable", "DecisionsTable", "ExperimentStepsTable", "ExperimentsTable", "PoolsTable", "ProcessedTable", "ProfilesTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
-    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RolloutsTable"]);
+    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RescueJobsTable", "RolloutsTable"]);
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable"]);
     expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);

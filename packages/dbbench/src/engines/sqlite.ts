@@ -28,8 +28,9 @@ class Sandbox {
   private constructor(private readonly proc: ChildProcess) {
     proc.on("message", (m: Reply & { ready?: true }) => {
       if (m.ready) return;
-      this.waiting.get(m.id)?.(m);
+      const answer = this.waiting.get(m.id);
       this.waiting.delete(m.id);
+      answer?.(m);
     });
     proc.on("exit", () => {
       for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended" });
@@ -40,14 +41,25 @@ class Sandbox {
   static start(): Promise<Sandbox> {
     const proc = fork(SANDBOX, [], { execArgv: ["--max-old-space-size=256"], serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
     return new Promise((resolve, reject) => {
-      proc.once("message", () => resolve(new Sandbox(proc)));
+      proc.once("message", () => {
+        const sandbox = new Sandbox(proc);
+        sandbox.idle();
+        resolve(sandbox);
+      });
       proc.once("error", reject);
       proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready`)));
     });
   }
 
+  /** An idle sandbox never keeps its parent alive (a call in flight does); it exits with the parent. */
+  idle(): void {
+    this.proc.unref();
+    (this.proc.channel as { unref?: () => void } | undefined)?.unref?.();
+  }
+
   call(message: Record<string, unknown>, timeoutMs: number): Promise<Reply | "timeout"> {
     const id = ++this.next;
+    (this.proc.channel as { ref?: () => void } | undefined)?.ref?.();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
@@ -56,6 +68,7 @@ class Sandbox {
       }, timeoutMs);
       this.waiting.set(id, (r) => {
         clearTimeout(timer);
+        if (this.waiting.size === 0) this.idle();
         resolve(r);
       });
       this.proc.send({ ...message, id });

@@ -53,11 +53,17 @@ function lineEnd(sql: string, from: number): number {
   return end < 0 ? sql.length : end + 1;
 }
 
-const ALLOWED: Record<Dialect, ReadonlySet<string>> = {
-  sqlite: new Set(["SELECT", "WITH", "VALUES", "INSERT", "REPLACE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"]),
+/**
+ * Statement kinds the server has and a rollout may not run (settings, prepared and stored code,
+ * files, locks, users, replication, server administration). A first word the server does not
+ * know at all still goes to it, so a typo gets the server's own syntax error, as in AgentBench.
+ */
+const DENIED_FIRST: Record<Dialect, ReadonlySet<string>> = {
+  sqlite: new Set(["ATTACH", "DETACH", "VACUUM", "PRAGMA"]),
   mysql: new Set([
-    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "RENAME", "TRUNCATE",
-    "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "START", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE",
+    "SET", "PREPARE", "EXECUTE", "DEALLOCATE", "LOAD", "HANDLER", "KILL", "SHUTDOWN", "FLUSH", "INSTALL", "UNINSTALL", "LOCK", "UNLOCK",
+    "GRANT", "REVOKE", "CALL", "DO", "BINLOG", "CHANGE", "RESET", "PURGE", "CACHE", "BACKUP", "USE", "XA", "SIGNAL", "RESIGNAL", "GET",
+    "DECLARE", "OPTIMIZE", "REPAIR", "ANALYZE", "CHECK", "CHECKSUM", "STOP", "CONNECT", "RESTORE", "IMPORT",
   ]),
 };
 
@@ -68,10 +74,9 @@ const NEVER: Record<Dialect, ReadonlySet<string>> = {
 };
 
 /**
- * Why `sql` may not run in a rollout database, or undefined when it may: its first keyword must
- * be a query, a data change, schema work in the rollout's own database or a transaction
- * statement, and it names nothing on the never-list (files, settings, other databases,
- * extensions). `BEGIN NOT ATOMIC` (MariaDB's compound statement) and SQLite's virtual tables are
+ * Why `sql` may not run in a rollout database, or undefined when it may: its first keyword is
+ * none of the statement kinds a rollout may not run, and it names nothing on the never-list
+ * (files, the statement time limit, extensions). `BEGIN NOT ATOMIC` (MariaDB's compound statement) and SQLite's virtual tables are
  * refused; stored code needs privileges a rollout user does not have.
  *
  * @example
@@ -83,7 +88,8 @@ export function refusal(sql: string, dialect: Dialect): string | undefined {
   if (first === undefined) return undefined;
   const banned = words.find((w) => NEVER[dialect].has(w));
   if (banned) return `${banned} is not allowed in a rollout database`;
-  if (!ALLOWED[dialect].has(first)) return `${first} statements are not allowed in a rollout database`;
+  if (DENIED_FIRST[dialect].has(first)) return `${first} statements are not allowed in a rollout database`;
+  if (first === "START" && words[1] !== "TRANSACTION") return "only START TRANSACTION is allowed in a rollout database";
   if (first === "BEGIN" && words[1] === "NOT") return "compound statements are not allowed in a rollout database";
   if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL")) return "virtual tables are not allowed in a rollout database";
   return undefined;
