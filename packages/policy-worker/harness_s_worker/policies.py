@@ -1,0 +1,223 @@
+"""Policies on one base model: a LoRA adapter each (peft, one adapter name per policy), their
+AdamW state, versions, episodes (token prefixes kept by episode id) and update jobs."""
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+
+from .ppo import Loss, aggregate, datum_terms, token_logprobs
+from .sampler import Sampler
+
+
+class WorkerError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@dataclass
+class Policy:
+    id: str
+    spec: dict
+    adapter: str
+    version: int = 0
+    optimizer: torch.optim.Optimizer | None = None
+    episodes: dict[str, list[int]] = field(default_factory=dict)
+    busy: bool = False
+
+
+@dataclass
+class Job:
+    id: str
+    policy_id: str
+    key: str
+    base_version: int
+    status: str = "queued"
+    version: int | None = None
+    metrics: dict | None = None
+    error: str | None = None
+
+
+class Policies:
+    def __init__(self, model: torch.nn.Module, tokenizer, state_dir: Path, sampler: Sampler):
+        self.base = model
+        self.tokenizer = tokenizer
+        self.model: PeftModel | None = None
+        self.state_dir = state_dir
+        self.sampler = sampler
+        self.policies: dict[str, Policy] = {}
+        self.jobs: dict[str, Job] = {}
+        self.by_key: dict[tuple[str, str], str] = {}
+        self.lock = threading.RLock()
+
+    def get(self, pid: str) -> Policy:
+        p = self.policies.get(pid)
+        if p is None:
+            raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
+        return p
+
+    def create(self, pid: str, spec: dict) -> tuple[Policy, bool]:
+        with self.lock:
+            if pid in self.policies:
+                if self.policies[pid].spec != spec:
+                    raise WorkerError(409, "CONFLICT", f"policy {pid!r} exists with another spec")
+                return self.policies[pid], False
+            lora = spec["lora"]
+            config = LoraConfig(r=lora["rank"], lora_alpha=lora["alpha"], target_modules=lora["targets"], lora_dropout=0.0)
+            adapter = f"p{len(self.policies)}_{uuid.uuid4().hex[:6]}"
+            torch.manual_seed(spec.get("seed", 0))
+            if self.model is None:
+                self.model = get_peft_model(self.base, config, adapter_name=adapter)
+            else:
+                self.model.add_adapter(adapter, config)
+            self.model.set_adapter(adapter)
+            params = [p for n, p in self.model.named_parameters() if f".{adapter}." in n]
+            for p in params:
+                p.requires_grad_(True)
+            policy = Policy(pid, spec, adapter, optimizer=torch.optim.AdamW(params, lr=1e-4))
+            self.policies[pid] = policy
+            return policy, True
+
+    def delete(self, pid: str) -> None:
+        with self.lock:
+            p = self.get(pid)
+            assert self.model is not None
+            self.model.delete_adapter(p.adapter)
+            del self.policies[pid]
+            shutil.rmtree(self.state_dir / "policies" / pid, ignore_errors=True)
+            for k in [k for k in self.by_key if k[0] == pid]:
+                self.jobs.pop(self.by_key.pop(k), None)
+
+    def check_version(self, p: Policy, want: dict | None) -> None:
+        if want is None:
+            return
+        if "exact" in want and want["exact"] != p.version:
+            raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, not {want['exact']}")
+        if "min" in want and p.version < want["min"]:
+            raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, below {want['min']}")
+
+    def render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
+        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=True)
+        return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    def sample(self, pid: str, body: dict) -> dict:
+        with self.lock:
+            p = self.get(pid)
+            self.check_version(p, body.get("version"))
+            episode = body["episode_id"]
+            if episode in p.episodes:
+                if body.get("messages"):
+                    raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode} exists: send `append`, not `messages`")
+                prompt = self.render(body.get("append") or [], None, True)
+                prefix = p.episodes[episode] + prompt
+            else:
+                if not body.get("messages"):
+                    raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
+                prompt = self.render(body["messages"], body.get("tools"), True)
+                prefix = prompt
+            assert self.model is not None
+            self.model.set_adapter(p.adapter)
+            ids, logprobs, finish = self.sampler.sample(self.model, prefix, body.get("sampling") or {}, self.tokenizer.eos_token_id)
+            p.episodes[episode] = prefix + ids
+            return {"policy_version": p.version, "prompt_ids": prompt, "ids": ids, "logprobs": logprobs, "finish_reason": finish}
+
+    def score(self, pid: str, version: dict | None, sequences: list[dict]) -> list[list[float]]:
+        with self.lock, torch.no_grad():
+            p = self.get(pid)
+            self.check_version(p, version)
+            assert self.model is not None
+            self.model.set_adapter(p.adapter)
+            dev = next(self.model.parameters()).device
+            return [token_logprobs(self.model, torch.tensor(s["ids"], device=dev)).tolist() for s in sequences]
+
+    def submit_update(self, pid: str, key: str, body: dict) -> tuple[Job, bool]:
+        with self.lock:
+            p = self.get(pid)
+            known = self.by_key.get((pid, key))
+            if known is not None:
+                return self.jobs[known], False
+            if body["base_version"] != p.version:
+                raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body['base_version']}, policy {pid} is at {p.version}")
+            if p.busy:
+                raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
+            p.busy = True
+            job = Job(id=f"upd_{uuid.uuid4().hex[:12]}", policy_id=pid, key=key, base_version=p.version)
+            self.jobs[job.id] = job
+            self.by_key[(pid, key)] = job.id
+        threading.Thread(target=self._run_update, args=(p, job, body), daemon=True).start()
+        return job, True
+
+    def _run_update(self, p: Policy, job: Job, body: dict) -> None:
+        try:
+            job.status = "running"
+            with self.lock:
+                metrics = self._update(p, body)
+                p.version += 1
+                p.episodes.clear()
+                job.version, job.metrics, job.status = p.version, metrics, "done"
+        except Exception as err:  # reported on the job; the policy stays at its version
+            job.status, job.error = "failed", f"{type(err).__name__}: {err}"
+        finally:
+            p.busy = False
+
+    def _update(self, p: Policy, body: dict) -> dict:
+        assert self.model is not None and p.optimizer is not None
+        model = self.model
+        model.set_adapter(p.adapter)
+        model.train()
+        loss_cfg = Loss(**{k: body["loss"][k] for k in ("clip_low", "clip_high", "agg", "kl_coef") if k in body["loss"]})
+        optim = body["optim"]
+        for g in p.optimizer.param_groups:
+            g.update(lr=optim["lr"], betas=tuple(optim.get("betas", (0.9, 0.999))), weight_decay=optim.get("weight_decay", 0.0))
+        dev = next(model.parameters()).device
+        datums = [
+            (torch.tensor(d["ids"], device=dev), torch.tensor(d["loss_mask"], dtype=torch.float32, device=dev), torch.tensor(d["behaviour_logprobs"], dtype=torch.float32, device=dev), float(d["advantage"]))
+            for d in body["datums"]
+        ]
+        refs = None
+        if loss_cfg.kl_coef > 0:
+            with torch.no_grad(), model.disable_adapter():
+                refs = [token_logprobs(model, ids) for ids, *_ in datums]
+        metrics: dict = {}
+        for epoch in range(int(optim.get("epochs", 1))):
+            p.optimizer.zero_grad()
+            surr, clips, kls, masks, diffs = [], [], [], [], []
+            for i, (ids, mask, old, adv) in enumerate(datums):
+                new = token_logprobs(model, ids)
+                s, c, k = datum_terms(new, old, refs[i] if refs else None, mask, adv, loss_cfg)
+                surr.append(s), clips.append(c), kls.append(k), masks.append(mask)
+                diffs.append((new.detach() - old).abs() * mask)
+            policy_loss = aggregate(surr, masks, loss_cfg.agg)
+            kl = aggregate(kls, masks, loss_cfg.agg)
+            total = policy_loss + loss_cfg.kl_coef * kl
+            total.backward()
+            params = [q for q in p.optimizer.param_groups[0]["params"]]
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.get("max_grad_norm", 1.0))
+            p.optimizer.step()
+            if epoch == 0:
+                tokens = float(sum(m.sum() for m in masks))
+                metrics = {
+                    "loss": float(total.detach()),
+                    "clip_fraction": float(sum(c.sum() for c in clips) / max(tokens, 1)),
+                    "kl": float(kl.detach()),
+                    "grad_norm": float(grad_norm),
+                    "tokens": int(tokens),
+                    "sampler_trainer_logprob_absdiff": float(sum(d.sum() for d in diffs) / max(tokens, 1)),
+                }
+        model.eval()
+        return metrics
+
+    def checkpoint(self, pid: str) -> dict:
+        with self.lock:
+            p = self.get(pid)
+            assert self.model is not None
+            path = self.state_dir / "policies" / pid / f"v{p.version}"
+            path.mkdir(parents=True, exist_ok=True)
+            self.model.save_pretrained(str(path), selected_adapters=[p.adapter])
+            return {"version": p.version, "path": str(path)}

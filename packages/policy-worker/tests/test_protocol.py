@@ -1,0 +1,132 @@
+import time
+
+from conftest import SPEC, TOOLS
+
+from harness_s_worker.toolcalls import parse_tool_calls
+
+
+def wait(client, uid):
+    for _ in range(200):
+        job = client.get(f"/v2/updates/{uid}").json()
+        if job["status"] in ("done", "failed"):
+            return job
+        time.sleep(0.02)
+    raise AssertionError("update did not finish")
+
+
+def datum_from(sample, advantage, sample_id="s0"):
+    prompt, comp = sample["prompt_ids"], sample["completion"]
+    ids = prompt + comp["ids"]
+    return {"sample_id": sample_id, "group_id": "g", "ids": ids, "loss_mask": [0] * len(prompt) + [1] * len(comp["ids"]), "behaviour_logprobs": [0.0] * len(prompt) + comp["logprobs"], "advantage": advantage}
+
+
+def test_health_needs_no_token_and_everything_else_does(client):
+    assert client.get("/healthz", headers={"authorization": ""}).status_code == 200
+    assert client.put("/v2/policies/p1", json=SPEC, headers={"authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_create_is_idempotent_and_a_different_spec_conflicts(client):
+    first = client.put("/v2/policies/p1", json=SPEC)
+    assert first.status_code == 201 and first.json()["version"] == 0
+    assert client.put("/v2/policies/p1", json=SPEC).status_code == 200
+    assert client.put("/v2/policies/p1", json={**SPEC, "seed": 2}).status_code == 409
+
+
+def test_sample_keeps_the_episode_prefix_and_returns_per_token_logprobs(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    first = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "sampling": {"max_tokens": 8, "seed": 3}}).json()
+    comp = first["completion"]
+    assert len(comp["ids"]) == len(comp["logprobs"]) and all(lp <= 0 for lp in comp["logprobs"])
+    assert first["policy_version"] == 0
+    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "append": [{"role": "tool", "content": "ok"}], "sampling": {"max_tokens": 4, "seed": 4}}).json()
+    episode = client.policies.policies["p1"].episodes["e1"]
+    assert episode == first["prompt_ids"] + comp["ids"] + second["prompt_ids"] + second["completion"]["ids"]
+    rendered = client.post("/v2/policies/p1/render", json={"messages": [{"role": "tool", "content": "ok"}], "add_generation_prompt": True}).json()["ids"]
+    assert rendered == second["prompt_ids"]
+
+
+def test_sampler_and_trainer_logprobs_agree_on_the_same_weights(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "target"}], "sampling": {"max_tokens": 16, "seed": 5}}).json()
+    ids = s["prompt_ids"] + s["completion"]["ids"]
+    scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": ids}]}).json()["logprobs"][0]
+    n = len(s["prompt_ids"])
+    diff = max(abs(a - b) for a, b in zip(scored[n:], s["completion"]["logprobs"]))
+    assert diff < 1e-4
+
+
+def test_update_is_an_idempotent_job_and_a_stale_base_is_409(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    body = {"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}}
+    first = client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "k1"})
+    assert first.status_code == 202
+    job = wait(client, first.json()["update_id"])
+    assert job["status"] == "done" and job["version"] == 1
+    assert job["metrics"]["sampler_trainer_logprob_absdiff"] < 1e-4
+    assert job["metrics"]["tokens"] == len(s["completion"]["ids"])
+    again = client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "k1"})
+    assert again.json()["update_id"] == first.json()["update_id"]
+    assert client.get("/v2/policies/p1").json()["version"] == 1
+    stale = client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "k2"})
+    assert stale.status_code == 409 and stale.json()["error"]["code"] == "STALE_POLICY_VERSION"
+    assert client.post("/v2/policies/p1/sample", json={"episode_id": "x", "version": {"exact": 0}, "messages": [{"role": "user", "content": "hi"}]}).status_code == 409
+
+
+def test_positive_advantage_raises_the_sampled_tokens_probability_and_negative_lowers_it(client):
+    for sign, pid in ((1.0, "up"), (-1.0, "down")):
+        client.put(f"/v2/policies/{pid}", json=SPEC)
+        s = client.post(f"/v2/policies/{pid}/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 9}}).json()
+        d = datum_from(s, sign)
+        before = sum(client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0])
+        r = client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2, "epochs": 3}, "loss": {"clip_high": 10}}, headers={"Idempotency-Key": pid})
+        wait(client, r.json()["update_id"])
+        after = sum(client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0])
+        assert (after - before) * sign > 0
+
+
+def test_kl_to_the_base_model_is_measured_with_the_adapter_disabled(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    r = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}, "loss": {"kl_coef": 0.1, "agg": "sequence-mean"}}, headers={"Idempotency-Key": "kl"})
+    job = wait(client, r.json()["update_id"])
+    assert job["status"] == "done" and abs(job["metrics"]["kl"]) < 1e-6  # a fresh LoRA (B = 0) equals the base
+
+
+def test_bad_bodies_are_400_with_issues(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    bad = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [{"sample_id": "s", "group_id": "g", "ids": [1, 2], "loss_mask": [1, 1], "behaviour_logprobs": [0, 0], "advantage": 1}], "optim": {"lr": 1e-3}}, headers={"Idempotency-Key": "b"})
+    assert bad.status_code == 400
+    assert client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messagez": []}).status_code == 400
+    assert client.put("/v2/policies/bad%20id", json=SPEC).status_code == 400
+
+
+def test_delete_frees_the_policy_and_its_files(client, tmp_path):
+    client.put("/v2/policies/p1", json=SPEC)
+    cp = client.post("/v2/policies/p1/checkpoints").json()
+    assert cp["version"] == 0 and (tmp_path / "policies" / "p1" / "v0").exists()
+    assert client.delete("/v2/policies/p1").status_code == 200
+    assert not (tmp_path / "policies" / "p1").exists()
+    assert client.get("/v2/policies/p1").status_code == 404
+
+
+def test_chat_completions_facade_returns_token_ids_and_logprobs(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    r = client.post("/v1/chat/completions", json={"model": "p1@v0", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "max_tokens": 6, "seed": 2, "logprobs": True})
+    assert r.status_code == 200
+    body = r.json()
+    choice = body["choices"][0]
+    assert body["model"] == "p1@v0" and len(choice["token_ids"]) == body["usage"]["completion_tokens"] >= 1
+    assert len(choice["logprobs"]["content"]) == len(choice["token_ids"])
+    assert body["prompt_token_ids"] == client.post("/v2/policies/p1/render", json={"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "add_generation_prompt": True}).json()["ids"]
+    assert client.post("/v1/chat/completions", json={"model": "p1@v3", "messages": [{"role": "user", "content": "hi"}]}).status_code == 409
+    assert client.post("/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]}).status_code == 404
+
+
+def test_tool_calls_are_parsed_and_malformed_ones_reported():
+    content, calls, err = parse_tool_calls('I will answer. <tool_call>{"name": "submit", "arguments": {"answer": "yes"}}</tool_call>', "c")
+    assert content == "I will answer." and err is None
+    assert calls[0]["function"] == {"name": "submit", "arguments": '{"answer": "yes"}'}
+    assert parse_tool_calls("<tool_call>{not json}</tool_call>", "c")[2].startswith("tool call 0 is not JSON")
+    assert parse_tool_calls("<tool_call>{", "c")[2] == "unterminated <tool_call>"
+    assert parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>', "c")[2].startswith("tool call 0 needs")
