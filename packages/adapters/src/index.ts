@@ -13,3 +13,4 @@ export * from "./dynamo/all-stores.ts";
 export * from "./dynamo/experiment-stores.ts";
 export * from "./llm/openai-policy.ts";
 export * from "./policy/http-policy.ts";
+export * from "./policy/token-policy-client.ts";

@@ -3,6 +3,7 @@ import { HarnessSError } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
 import { policyServeCommand, policyServeDefaults } from "./commands/policy-serve.ts";
+import { startPolicyWorker } from "./policy-worker.ts";
 import { benchCommand } from "./commands/bench.ts";
 import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
@@ -117,6 +118,26 @@ program
   .option("--host <h>", "address to bind", policyServeDefaults.host)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, policyServeDefaults.cueStrength)
   .action(async (o) => policyServeCommand({ port: o.port, host: o.host, cueStrength: o.cueStrength }));
+
+program
+  .command("policy-worker")
+  .description("Start the reference policy worker (protocol v2: Python, torch, transformers, peft); creates its venv first if it is missing")
+  .option("--model <path>", "a Hugging Face model directory, or tiny (a tiny model built offline, for tests)", "tiny")
+  .option("--port <n>", "port to listen on", number, 8765)
+  .option("--host <h>", "address to bind (loopback unless told otherwise)", "127.0.0.1")
+  .option("--token <t>", "bearer token every request but /healthz must carry")
+  .option("--state-dir <dir>", "where adapters and checkpoints live (default: a fresh temp folder)")
+  .action(async (o) => {
+    const worker = await startPolicyWorker({ model: o.model, port: o.port, host: o.host, token: o.token, stateDir: o.stateDir }, (line) => console.error(line));
+    console.log(`harness-s policy worker (protocol v2, model ${o.model}) ready on ${worker.url}; Ctrl-C stops it`);
+    const stop = async () => {
+      await worker.stop();
+      process.exit(0);
+    };
+    process.once("SIGINT", () => void stop());
+    process.once("SIGTERM", () => void stop());
+    worker.process.once("exit", (code) => process.exit(code ?? 1));
+  });
 
 const dbbench = program.command("dbbench").description("DBBench (AgentBench's database task) on real data and a real SQL server");
 const dbbenchData = () => process.env.HARNESS_S_DBBENCH_DIR ?? BUNDLED_DATA_DIR;

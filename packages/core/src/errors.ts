@@ -55,8 +55,8 @@ export class InvalidBallotError extends HarnessSError {
 
 /** An update was based on a policy version that is no longer current. */
 export class StalePolicyVersionError extends HarnessSError {
-  constructor(expected: number, actual: number) {
-    super("STALE_POLICY_VERSION", `update based on policy version ${actual}, current is ${expected}`);
+  constructor(expected: number, actual: number, detail?: string) {
+    super("STALE_POLICY_VERSION", detail ?? `update based on policy version ${actual}, current is ${expected}`);
   }
 }
 

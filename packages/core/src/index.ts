@@ -48,3 +48,4 @@ export * from "./service/policy-endpoints.ts";
 export * from "./service/experiment-records.ts";
 export * from "./service/experiment-jobs.ts";
 export * from "./service/policy-protocol.ts";
+export * from "./service/policy-protocol-v2.ts";

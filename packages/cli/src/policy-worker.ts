@@ -1,0 +1,68 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { freePort } from "@harness-s/adapters";
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+
+/**
+ * Creates the worker's venv if it is missing or incomplete (`scripts/policy-worker-venv.sh`, from
+ * the machine's local package indexes; about a minute the first time) and returns its python.
+ */
+export async function ensureWorkerVenv(log: (line: string) => void = () => undefined): Promise<string> {
+  const { stdout, stderr } = await promisify(execFile)("bash", [`${ROOT}scripts/policy-worker-venv.sh`], { cwd: ROOT, maxBuffer: 16 << 20 });
+  if (stderr.trim()) log(stderr.trim());
+  return `${ROOT}${stdout.trim().split("\n").at(-1)}`;
+}
+
+export interface WorkerOptions {
+  model: string;
+  port?: number;
+  host?: string;
+  token?: string;
+  stateDir?: string;
+  /** Longest wait for `GET /healthz` to answer 200. */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Starts the reference policy worker (`python -m harness_s_worker.server`) and waits until its
+ * `/healthz` answers; `stop` ends it (and the process group it leads).
+ *
+ * @example
+ * const worker = await startPolicyWorker({ model: "tiny", token: "t" });
+ * // … worker.url …
+ * await worker.stop();
+ */
+export async function startPolicyWorker(opts: WorkerOptions, log: (line: string) => void = () => undefined): Promise<{ url: string; stop: () => Promise<void>; process: ChildProcess }> {
+  const python = await ensureWorkerVenv(log);
+  const port = opts.port || (await freePort());
+  const host = opts.host ?? "127.0.0.1";
+  const args = ["-m", "harness_s_worker.server", "--model", opts.model, "--host", host, "--port", String(port)];
+  if (opts.token) args.push("--token", opts.token);
+  if (opts.stateDir) args.push("--state-dir", opts.stateDir);
+  const proc = spawn(python, args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } });
+  const url = `http://${host}:${port}`;
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+    proc.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+  };
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`the policy worker exited with code ${proc.exitCode} before it was ready`);
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) return { url, stop, process: proc };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the policy worker did not answer on ${url}/healthz within ${opts.readyTimeoutMs ?? 120_000} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -1,0 +1,156 @@
+import { z } from "zod";
+
+/**
+ * Protocol v2 of the policy endpoint (DESIGN.md §5): token in, token out. The worker owns the
+ * tokenizer, the chat template and the tool-call parser; this side stores the token ids it was
+ * given and sends exactly those back for training. Every sampled token carries its behaviour
+ * log-probability and the version that sampled it; loss masks are per token; updates are
+ * idempotent jobs.
+ *
+ * - `PUT    /v2/policies/{id}`          {@link CreatePolicyV2} → {@link PolicyStateV2}
+ * - `GET    /v2/policies/{id}`          → {@link PolicyStateV2};  `DELETE` frees it
+ * - `POST   /v2/policies/{id}/sample`   {@link SampleRequestV2} → {@link SampleResponseV2}
+ * - `POST   /v2/policies/{id}/render`   {@link RenderRequestV2} → `{ids}`
+ * - `POST   /v2/policies/{id}/score`    {@link ScoreRequestV2} → `{logprobs}`
+ * - `POST   /v2/policies/{id}/updates`  {@link UpdateRequestV2} + `Idempotency-Key` → 202 {@link UpdateAccepted}
+ * - `GET    /v2/updates/{id}`           → {@link UpdateJobV2}
+ * - `POST   /v2/policies/{id}/checkpoints` → `{version, path}`
+ * - `POST   /v1/chat/completions`       OpenAI-compatible, `model: "{id}@v{n}"`, with token ids
+ */
+export const PolicyIdV2 = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$/, "letters, digits and _ . : @ + = - (no '/')");
+
+export const CreatePolicyV2 = z
+  .object({
+    base_model: z.string().min(1),
+    lora: z.object({ rank: z.number().int().min(1).max(256), alpha: z.number().positive(), targets: z.array(z.string().min(1)).min(1) }).strict(),
+    seed: z.number().int().default(0),
+    init_from: z.string().optional(),
+  })
+  .strict();
+export type CreatePolicyV2 = z.infer<typeof CreatePolicyV2>;
+
+export const PolicyStateV2 = z.object({
+  policy_id: z.string(),
+  version: z.number().int().min(0),
+  tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()) }),
+  capabilities: z.record(z.string(), z.boolean()),
+});
+export type PolicyStateV2 = z.infer<typeof PolicyStateV2>;
+
+export const ChatMessage = z.object({ role: z.enum(["system", "user", "assistant", "tool"]), content: z.string().nullable().optional(), tool_call_id: z.string().optional() }).passthrough();
+export type ChatMessage = z.infer<typeof ChatMessage>;
+
+export const ToolSchema = z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()) }) });
+export type ToolSchema = z.infer<typeof ToolSchema>;
+
+export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
+
+/** Training rollouts sample at temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
+export const Sampling = z.object({ temperature: z.number().min(0).max(5).default(1), top_p: z.number().gt(0).max(1).default(1), max_tokens: z.number().int().min(1).max(4096).default(64), seed: z.number().int().optional() }).strict();
+
+export const SampleRequestV2 = z
+  .object({
+    episode_id: PolicyIdV2,
+    version: VersionWanted.optional(),
+    /** The first turn; later turns send `append` (tool results, harness notes). */
+    messages: z.array(ChatMessage).optional(),
+    append: z.array(ChatMessage).optional(),
+    tools: z.array(ToolSchema).optional(),
+    sampling: Sampling.default({ temperature: 1, top_p: 1, max_tokens: 64 }),
+  })
+  .strict()
+  .refine((r) => (r.messages === undefined) !== (r.append === undefined), "exactly one of messages (first turn) or append (later turns)");
+export type SampleRequestV2 = z.input<typeof SampleRequestV2>;
+
+export const ToolCall = z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) });
+export type ToolCall = z.infer<typeof ToolCall>;
+
+export const SampleResponseV2 = z.object({
+  policy_version: z.number().int().min(0),
+  /** The ids this turn appended before sampling (the rendered prompt or the appended messages). */
+  prompt_ids: z.array(z.number().int()),
+  completion: z
+    .object({
+      ids: z.array(z.number().int()),
+      logprobs: z.array(z.number()),
+      text: z.string(),
+      content: z.string(),
+      finish_reason: z.enum(["stop", "length"]),
+      tool_calls: z.array(ToolCall).optional(),
+      /** The text held a tool call the parser could not read: a failed round, not a crash. */
+      parse_error: z.string().optional(),
+    })
+    .refine((c) => c.ids.length === c.logprobs.length, "one log-probability per sampled token"),
+});
+export type SampleResponseV2 = z.infer<typeof SampleResponseV2>;
+
+export const RenderRequestV2 = z.object({ messages: z.array(ChatMessage), tools: z.array(ToolSchema).optional(), add_generation_prompt: z.boolean().default(false) }).strict();
+export const RenderResponseV2 = z.object({ ids: z.array(z.number().int()) });
+export const ScoreRequestV2 = z.object({ version: VersionWanted.optional(), sequences: z.array(z.object({ ids: z.array(z.number().int()).min(1) })).min(1) }).strict();
+export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(z.number())) });
+
+/** One trained sequence: exactly the ids the sampler produced, mask 1 only on sampled tokens. */
+export const Datum = z
+  .object({
+    sample_id: z.string().min(1),
+    group_id: z.string().min(1),
+    ids: z.array(z.number().int()).min(2),
+    loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
+    behaviour_logprobs: z.array(z.number()),
+    advantage: z.number(),
+  })
+  .refine((d) => d.ids.length === d.loss_mask.length && d.ids.length === d.behaviour_logprobs.length, "ids, loss_mask and behaviour_logprobs have one entry per token")
+  .refine((d) => d.loss_mask[0] === 0, "the first token is never trained on");
+export type Datum = z.infer<typeof Datum>;
+
+export const UpdateRequestV2 = z
+  .object({
+    base_version: z.number().int().min(0),
+    datums: z.array(Datum).min(1),
+    loss: z.object({ kind: z.literal("ppo").default("ppo"), clip_low: z.number().min(0).max(1).default(0.2), clip_high: z.number().min(0).default(0.2), agg: z.enum(["token-mean", "sequence-mean"]).default("token-mean"), kl_coef: z.number().min(0).default(0) }).strict(),
+    optim: z.object({ lr: z.number().positive(), betas: z.tuple([z.number(), z.number()]).optional(), weight_decay: z.number().min(0).optional(), max_grad_norm: z.number().positive().default(1), epochs: z.number().int().min(1).default(1) }).strict(),
+  })
+  .strict();
+export type UpdateRequestV2 = z.input<typeof UpdateRequestV2>;
+
+export const UpdateAccepted = z.object({ update_id: z.string().min(1), status: z.string(), created: z.boolean() });
+
+export const UpdateMetricsV2 = z.object({ loss: z.number(), clip_fraction: z.number(), kl: z.number(), grad_norm: z.number(), tokens: z.number().int(), sampler_trainer_logprob_absdiff: z.number() });
+export const UpdateJobV2 = z.object({
+  update_id: z.string(),
+  policy_id: z.string(),
+  status: z.enum(["queued", "running", "done", "failed"]),
+  base_version: z.number().int(),
+  version: z.number().int().nullable(),
+  metrics: UpdateMetricsV2.nullable(),
+  error: z.string().nullable(),
+});
+export type UpdateJobV2 = z.infer<typeof UpdateJobV2>;
+
+/**
+ * The datum for one sampled turn sequence: the episode's ids as the worker gave them (prompt ids
+ * and completion ids of every turn, in order), mask 1 exactly on completion ids of turns that
+ * count (`trained`), behaviour log-probabilities from the sampler. No text is tokenised here.
+ *
+ * @example
+ * const d = datumFromTurns("s1", "g1", turns, 0.8);
+ */
+export function datumFromTurns(
+  sampleId: string,
+  groupId: string,
+  turns: readonly { promptIds: readonly number[]; completionIds: readonly number[]; logprobs: readonly number[]; trained: boolean }[],
+  advantage: number,
+): Datum {
+  const ids: number[] = [];
+  const mask: (0 | 1)[] = [];
+  const behaviour: number[] = [];
+  for (const t of turns) {
+    ids.push(...t.promptIds);
+    mask.push(...t.promptIds.map(() => 0 as const));
+    behaviour.push(...t.promptIds.map(() => 0));
+    ids.push(...t.completionIds);
+    mask.push(...t.completionIds.map(() => (t.trained ? 1 : 0) as 0 | 1));
+    behaviour.push(...t.logprobs);
+  }
+  return Datum.parse({ sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage });
+}
