@@ -109,7 +109,8 @@ program
   .command("bench")
   .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
   .option("--seconds <s>", "measuring time per figure", number, 2)
-  .action(async (o) => benchCommand({ seconds: o.seconds }));
+  .option("--worker", "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)")
+  .action(async (o) => benchCommand({ seconds: o.seconds, worker: o.worker === true }));
 
 program
   .command("policy-serve")

@@ -2,6 +2,7 @@ import { createRng, percentile, route, runEpisode, statisticalVoters, failureTag
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { benchApi } from "./bench-api.ts";
 import { benchQueue } from "./bench-queue.ts";
+import { benchWorker } from "./bench-worker.ts";
 
 /** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
 const uniformPolicy: Policy = {
@@ -24,7 +25,7 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
  * latency percentiles (vote vs single voter), the router API over HTTP vs a bare Hono endpoint, and
  * rollouts/s through the local queues and tables vs in process.
  */
-export async function benchCommand(opts: { seconds: number }): Promise<void> {
+export async function benchCommand(opts: { seconds: number; worker?: boolean }): Promise<void> {
   const deps = embeddedSetup(defaultEmbeddedSettings);
   const instance = await deps.instance(1);
   const { train, evolution } = instance;
@@ -63,4 +64,5 @@ export async function benchCommand(opts: { seconds: number }): Promise<void> {
   );
   for (const line of await benchApi(instance, opts.seconds)) console.log(line);
   for (const line of await benchQueue(instance, deps.env, policy, opts.seconds)) console.log(line);
+  if (opts.worker) for (const line of await benchWorker(opts.seconds)) console.log(line);
 }
