@@ -24,7 +24,11 @@ export const MAX_URL_CHARS = 4096;
  * with `schema`; every failure becomes a 400 naming the bad fields.
  */
 export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number): Promise<z.infer<S>> {
-  const text = await readLimited(c.req.raw, maxBytes);
+  const declared = Number(c.req.header("content-length") ?? Number.NaN);
+  if (declared > maxBytes) throw new PayloadTooLargeError(maxBytes);
+  // A declared length within the limit bounds what the HTTP parser reads (a longer body is not
+  // this request's); only a body of unknown length (chunked) is read as a counted stream.
+  const text = Number.isFinite(declared) ? await c.req.text() : await readLimited(c.req.raw, maxBytes);
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -194,6 +194,18 @@ describe("7. statuses a client can act on", () => {
     const big = await post("/v1/route", { poolId: "p", task: { id: "t", family: "app", instruction: "x".repeat(300_000) } });
     expect(big.status).toBe(413);
     expect((await get(`/v1/pools/${"q".repeat(5000)}`)).status).toBe(414);
+    // A chunked body (no Content-Length) is counted as it arrives and cut at the limit.
+    const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 100) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const chunked = await fetch(`${api.url}/v1/route`, { method: "POST", headers: headers(key), body: stream, duplex: "half" } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(sent).toBeLessThan(100);
   });
 
   it("ends a rescue `failed` once its rollouts have all gone to the DLQ", async () => {
