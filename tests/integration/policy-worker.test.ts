@@ -2,8 +2,12 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConflictError, StalePolicyVersionError, datumFromTurns, groupAdvantages, systemClock, type SampleResponseV2 } from "@harness-s/core";
-import { TokenPolicyClient } from "@harness-s/adapters";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConflictError, ExperimentSummary, StalePolicyVersionError, datumFromTurns, groupAdvantages, parseHarnessSpec, runEpisode, systemClock, type SampleResponseV2 } from "@harness-s/core";
+import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
+import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 
 // The reference policy worker (Python) on loopback with the tiny model, driven over protocol v2
@@ -137,5 +141,52 @@ describe("learning through TS GRPO → worker updates (toy task: a target token 
       expect(r.trained).toBeGreaterThan(r.before + 0.1);
       expect(r.flipped).toBeLessThan(r.before);
     }
+  }, 600_000);
+});
+
+describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's text rendering", () => {
+  const env = new TextEnvironment(new EmbeddedEnvironment());
+  const task = buildSuite({ seed: 1, cueRate: 0.2, protocol: "test" }).train[0]!;
+  const policy = () =>
+    new TokenPolicy(client, { policyId: `tp-${Math.random().toString(36).slice(2, 8)}`, baseModel: "tiny", lora: LORA, seed: 1, system: "Call one tool per turn.", toolSchemas: embeddedToolSchemas, maxTokens: 12 });
+
+  it("runs an episode turn by turn at the worker and trains on exactly the sampled ids (a forced submit has none)", async () => {
+    const p = policy();
+    // A harness that blocks the first tool call (intercepted) and forces submit near the end (forced).
+    const tools = env.tools(task).filter((t) => t !== "submit");
+    const harness = parseHarnessSpec({ ...embeddedH0, id: "h-test", budget: { ...embeddedH0.budget, maxTurns: 5, forceSubmitAt: 1 }, preAction: tools.map((action) => ({ action, requires: ["never-known"], mode: "block", maxBlocks: 1 })) });
+    const rollout = await runEpisode(task, harness, 7, { env, policy: p });
+    const sampled = rollout.steps.filter((s) => !s.forced);
+    expect(sampled.length).toBeGreaterThan(0);
+    for (const s of sampled) {
+      expect(s.tokens).toBeDefined();
+      expect([INVALID_TOOL_CALL, NO_TOOL_CALL, ...env.tools(task)].includes(s.action) || s.action.startsWith("unknown:")).toBe(true);
+    }
+    expect(rollout.steps.at(-1)).toMatchObject({ forced: true, action: "submit" });
+    expect(rollout.steps.at(-1)!.tokens).toBeUndefined();
+    const [d] = p.datums({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    expect(d!.ids).toEqual(sampled.flatMap((s) => [...s.tokens!.promptIds, ...s.tokens!.completionIds]));
+    const trained = sampled.filter((s) => !s.intercepted).reduce((n, s) => n + s.tokens!.completionIds.length, 0);
+    expect(d!.loss_mask.reduce<number>((a, b) => a + b, 0)).toBe(trained);
+    const result = await p.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    expect(result.version).toBe(1);
+    expect(p.version()).toBe(1);
+    const again = await runEpisode(task, embeddedH0, 8, { env, policy: p });
+    expect(again.steps.filter((s) => s.tokens).every((s) => s.tokens!.version === 1)).toBe(true);
+    await p.release();
+  }, 120_000);
+
+  it("harness-s experiment --policy worker runs every arm for 2 steps on 1 seed and writes the usual report", async () => {
+    const out = await mkdtemp(join(tmpdir(), "hs-worker-"));
+    const train = JSON.stringify({ batchSize: 2, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 2, reanchorEvery: 1 });
+    await promisify(execFile)(
+      "node",
+      ["--import", "tsx", "packages/cli/src/main.ts", "experiment", "--seeds", "1", "--steps", "2", "--train", train, "--eval-tasks", "2", "--policy", "worker", "--policy-url", worker.url, "--policy-token", TOKEN, "--policy-max-tokens", "8", "--out", out],
+      { timeout: 600_000, maxBuffer: 16 << 20 },
+    );
+    const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
+    expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
+    expect(summary.arms.every((a) => a.perSeed[0]!.rollouts > 0)).toBe(true);
+    expect(await readFile(join(out, "report.md"), "utf8")).toContain("## Acceptance figures");
   }, 600_000);
 });

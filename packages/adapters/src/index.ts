@@ -14,3 +14,4 @@ export * from "./dynamo/experiment-stores.ts";
 export * from "./llm/openai-policy.ts";
 export * from "./policy/http-policy.ts";
 export * from "./policy/token-policy-client.ts";
+export * from "./policy/token-policy.ts";

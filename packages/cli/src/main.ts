@@ -58,11 +58,20 @@ program
   .addOption(new Option("--protocol <p>", "test: evaluate on the held-out split; validation: hold the train pair a+b back and evaluate on it instead (for tuning; no held-out task is built)").choices(["test", "validation"]).default("test"))
   .option("--resume", "continue the run in --out from its checkpoint.json (finished seeds and arms are not run again)", false)
   .addOption(new Option("--runtime <r>", "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)").choices(["in-process", "local-aws"]).default("in-process"))
+  .addOption(new Option("--policy <p>", "embedded (the log-linear CPU policy), or worker: an LLM at a protocol-v2 policy worker (--policy-url) on the suite's text rendering").choices(["embedded", "worker"]).default("embedded"))
+  .option("--policy-url <url>", "the policy worker (see `harness-s policy-worker`)")
+  .option("--policy-token <t>", "the worker's bearer token")
+  .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
+  .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", number, 1e-2)
+  .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", number, 24)
+  .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task", number)
   .action(async (o) => {
+    if (o.policy === "worker" && !o.policyUrl) program.error("error: --policy worker needs --policy-url URL (start one with `harness-s policy-worker`)");
+    const worker = o.policy === "worker" ? { url: o.policyUrl, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens } : undefined;
     if (o.resume && !o.out) program.error("error: --resume needs --out DIR (the run to continue)");
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume });
+    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume, worker, evalTasks: o.evalTasks });
   });
 
 program

@@ -1,5 +1,5 @@
 import type { HarnessSpec } from "./harness/spec.ts";
-import type { PolicyObservation, Rollout } from "./rollout/types.ts";
+import type { PolicyObservation, Rollout, StepTokens } from "./rollout/types.ts";
 import type { Task } from "./task.ts";
 import type { Rng } from "./util/rng.ts";
 
@@ -47,6 +47,8 @@ export interface ActionChoice {
   logProb: number;
   /** The tool call's arguments, for text environments. */
   args?: Record<string, unknown>;
+  /** Token-level policies: the ids this turn appended and sampled, kept in the trajectory for the update. */
+  tokens?: StepTokens;
 }
 
 /** One sample used in a policy update. */

@@ -6,3 +6,4 @@ export { appFamily } from "./embedded/app.ts";
 export { repairFamily } from "./embedded/repair.ts";
 export { dbFamily } from "./embedded/db.ts";
 export * from "./embedded/prior.ts";
+export * from "./embedded/text.ts";

@@ -253,8 +253,11 @@ def main() -> None:
     ap.add_argument("--token", default=None, help="bearer token every request but /healthz must carry")
     ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for the tiny model, where more threads only add overhead; torch's own default otherwise)")
     args = ap.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    threads = args.threads or (1 if args.model == "tiny" and args.device == "cpu" else None)
+    if threads:
+        torch.set_num_threads(threads)
     policies, name = build(args.model, args.state_dir, args.device)
     uvicorn.run(create_app(policies, args.token, name), host=args.host, port=args.port, log_level="warning")
 

@@ -8,6 +8,7 @@ import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
+import { workerPolicySetup, type WorkerPolicyOptions } from "../worker-setup.ts";
 
 export interface ExperimentOptions {
   seeds: number[];
@@ -25,6 +26,10 @@ export interface ExperimentOptions {
   runtime: "in-process" | "local-aws";
   /** Continue the run whose checkpoint.json is in `out` (in-process only). */
   resume?: boolean;
+  /** Train a policy at a protocol-v2 worker instead of the embedded one. */
+  worker?: WorkerPolicyOptions;
+  /** Evaluate at most this many tasks per split (a slow policy's smoke run). */
+  evalTasks?: number;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -34,7 +39,7 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
     { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps ? { steps: opts.steps } : {}) },
     "training config",
   );
-  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6, protocol: opts.protocol ?? "test" });
+  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6, protocol: opts.protocol ?? "test", ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}) });
 }
 
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
@@ -50,7 +55,9 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const bar = createProgress(total, "training");
   let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
   if (done) process.stderr.write(`resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished\n`);
-  const deps = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
+  if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
+  const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
+  const deps = opts.worker ? workerPolicySetup(embedded, opts.worker) : embedded;
   const summary =
     opts.runtime === "local-aws"
       ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), (line) => process.stderr.write(`${line}\n`))

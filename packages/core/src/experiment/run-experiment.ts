@@ -30,8 +30,20 @@ export const ExperimentConfig = z.object({
    * train-side tasks held back for tuning. Recorded so reports label it and pooling refuses a mix.
    */
   protocol: Protocol.default("test"),
+  /**
+   * Evaluate at most this many tasks per split (evenly spaced); default every task. For slow
+   * policies (an LLM through the policy worker on CPU); headline runs evaluate every task.
+   */
+  evalTasks: z.number().int().min(1).optional(),
 });
 export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
+
+/** The tasks of a split that are evaluated: all, or `evalTasks` of them evenly spaced. */
+function evalSet(config: ExperimentConfig, tasks: readonly Task[]): readonly Task[] {
+  if (config.evalTasks === undefined || config.evalTasks >= tasks.length) return tasks;
+  const stride = tasks.length / config.evalTasks;
+  return Array.from({ length: config.evalTasks }, (_, i) => tasks[Math.floor(i * stride)]!);
+}
 
 /** One benchmark instance: its task splits and the sibling pool evolved (and frozen) on its dev split. */
 export interface SeedInstance {
@@ -137,10 +149,10 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     if (!baseline) {
       const initial = deps.policies ? await deps.policies.create(`initial/${seed}`, seed) : { policy: deps.createPolicy(seed) };
       const runner0 = runnerFor(`initial/${seed}`, initial.policy, seed);
-      const h0Train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runner0);
-      const h0Held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runner0);
+      const h0Train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runner0);
+      const h0Held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runner0);
       const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
-      const r1 = await evaluateTasks(inst.heldout, pick0, config.evalSamples, evalBase, runner0);
+      const r1 = await evaluateTasks(evalSet(config, inst.heldout), pick0, config.evalSamples, evalBase, runner0);
       baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
       await deps.onSeedBaseline?.(baseline);
       if ("id" in initial) await deps.policies?.release?.(initial.id);
@@ -183,8 +195,8 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         throw err;
       });
       if (name === "harness-s") extra = trained.rollouts.rescue + trained.rollouts.reanchor;
-      const train = await evaluateTasks(inst.train, () => pool.base, config.evalSamples, evalBase, runRollout);
-      const held = await evaluateTasks(inst.heldout, () => pool.base, config.evalSamples, evalBase, runRollout);
+      const train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runRollout);
+      const held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runRollout);
       const result: ArmSeedResult = {
         seed,
         rollouts: trained.rollouts.total,
@@ -211,7 +223,7 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
       };
       if (name.startsWith("harness-s")) {
         const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: rng.fork(`rank1:${name}`) });
-        result.rank1 = { heldout: score(await evaluateTasks(inst.heldout, pick, config.evalSamples, evalBase, runRollout)) };
+        result.rank1 = { heldout: score(await evaluateTasks(evalSet(config, inst.heldout), pick, config.evalSamples, evalBase, runRollout)) };
       }
       if (trained.audits.length) {
         const rescuable = trained.audits.filter((a) => a.rescuable);

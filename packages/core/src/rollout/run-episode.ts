@@ -160,7 +160,7 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       if (step.done) outcome = await session.finish("submitted");
     }
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
-    steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result, ...(textual ? { args: choice.args, resultText } : {}) });
+    steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result, ...(textual ? { args: choice.args, resultText } : {}), ...(choice.tokens ? { tokens: choice.tokens } : {}) });
     if (textual) {
       dialogue.push({ role: "env", text: withNotes(text ?? "", notes) }, { role: "agent", text: "", action, ...(choice.args ? { args: choice.args } : {}) });
       text = resultText ?? result;

@@ -36,6 +36,17 @@ export const PolicyObservation = z.object({
 });
 export type PolicyObservation = z.infer<typeof PolicyObservation>;
 
+/** What a token-level policy (protocol v2) appended and sampled at one turn: the ids it trains on. */
+export const StepTokens = z.object({
+  promptIds: z.array(z.number().int()),
+  completionIds: z.array(z.number().int()),
+  /** One behaviour log-probability per completion id. */
+  logprobs: z.array(z.number()),
+  /** The policy version that sampled them. */
+  version: z.number().int().min(0),
+});
+export type StepTokens = z.infer<typeof StepTokens>;
+
 export const TrajectoryStep = z.object({
   observation: PolicyObservation,
   action: z.string(),
@@ -51,6 +62,8 @@ export const TrajectoryStep = z.object({
   args: z.record(z.string(), z.unknown()).optional(),
   /** What the agent was shown as the result (text environments). */
   resultText: z.string().optional(),
+  /** Token-level policies only: the ids of this turn (never re-tokenised for training). */
+  tokens: StepTokens.optional(),
 });
 export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
 

@@ -1,0 +1,44 @@
+import type { EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
+
+/** The embedded suite's tools as the JSON schemas an LLM sees (no arguments; `submit` ends the task). */
+export function embeddedToolSchemas(tools: readonly string[]) {
+  return tools.map((name) => ({
+    type: "function" as const,
+    function: { name, description: name === "submit" ? "submit your work and end the task" : `run the ${name} tool`, parameters: { type: "object", properties: {} } },
+  }));
+}
+
+/** One environment answer as text: the event, then the facts known so far. */
+export function renderStep(step: Pick<EnvStep, "event" | "facts">): string {
+  return [`Result: ${step.event}`, `Known: ${step.facts.length ? step.facts.join(", ") : "nothing yet"}`].join("\n");
+}
+
+/**
+ * The embedded suite as a text environment, so an LLM policy can run on it: every answer gets a
+ * `text` (event and facts), which makes the episode runner give the policy the instruction, the
+ * tool output, the harness's notes and the dialogue so far. Events, facts, grading and harness
+ * hooks are the symbolic suite's own, unchanged.
+ *
+ * @example
+ * const env = new TextEnvironment(new EmbeddedEnvironment());
+ */
+export class TextEnvironment implements Environment {
+  constructor(private readonly inner: Environment) {}
+
+  tools(task: Task): string[] {
+    return this.inner.tools(task);
+  }
+
+  async start(task: Task, rng: Rng): Promise<EnvSession> {
+    const session = await this.inner.start(task, rng);
+    const withText = (step: EnvStep): EnvStep => ({ ...step, text: step.text ?? renderStep(step) });
+    return {
+      initial: withText(session.initial),
+      act: async (action, args) => withText(await session.act(action, args)),
+      finish: (reason, args) => session.finish(reason, args),
+      ...(session.preview ? { preview: (name: string) => session.preview!(name) } : {}),
+      ...(session.inspectSubmit ? { inspectSubmit: (args: Record<string, unknown>) => session.inspectSubmit!(args) } : {}),
+      ...(session.close ? { close: () => session.close!() } : {}),
+    };
+  }
+}
