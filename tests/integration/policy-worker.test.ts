@@ -5,7 +5,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConflictError, ExperimentSummary, StalePolicyVersionError, datumFromTurns, groupAdvantages, parseHarnessSpec, runEpisode, systemClock, type SampleResponseV2 } from "@harness-s/core";
+import {
+  ArmConfig,
+  ConflictError,
+  ExperimentSummary,
+  StalePolicyVersionError,
+  TrainConfig,
+  createPool,
+  createRng,
+  datumFromTurns,
+  groupAdvantages,
+  parseHarnessSpec,
+  runEpisode,
+  systemClock,
+  trainArm,
+  type Environment,
+  type Policy,
+  type SampleResponseV2,
+  type Task,
+} from "@harness-s/core";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
@@ -188,5 +206,65 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
     expect(summary.arms.every((a) => a.perSeed[0]!.rollouts > 0)).toBe(true);
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("## Acceptance figures");
+  }, 600_000);
+});
+
+describe("learning through the full TS trainer (trainArm → TokenPolicy → worker)", () => {
+  // A one-turn text task: success when the reply holds a digit (~18% for the untrained model).
+  const digitEnv: Environment = {
+    tools: () => ["submit"],
+    start: async () => {
+      let said = false;
+      return {
+        initial: { event: "start", facts: [], done: false, text: "Reply with a digit." },
+        act: async (_action, args) => {
+          said = /\d/.test(String(args?.content ?? ""));
+          return { event: said ? "digit" : "no-digit", facts: [], done: true, text: "" };
+        },
+        finish: async () => ({ reward: said ? 1 : 0, success: said, failureTags: said ? [] : ["no-digit"], behaviours: {} }),
+      };
+    },
+  };
+  const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({ id: `digit-${i}`, family: "toy", split: "train", instruction: "Answer with one digit.", tags: ["toy"], requirements: [], cues: [], params: {} }));
+  const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
+  const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
+  const tokenPolicy = (id: string, seed: number) =>
+    new TokenPolicy(client, { policyId: id, baseModel: "tiny", lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] }, seed, system: "Answer.", toolSchemas: () => [], maxTokens: 4, learningRate: 5e-2 });
+  const flipped = (p: Policy): Policy => ({ version: () => p.version(), act: (o, r) => p.act(o, r), update: (b) => p.update({ ...b, samples: b.samples.map((x) => ({ ...x, advantage: -x.advantage })) }) });
+  const rate = async (p: Policy, seed: number) => {
+    let hits = 0;
+    for (let i = 0; i < 48; i++) hits += (await runEpisode(tasks[i % tasks.length]!, h0, 90_000 + seed * 1000 + i, { env: digitEnv, policy: p })).success ? 1 : 0;
+    return hits / 48;
+  };
+  const train = (p: Policy, seed: number) =>
+    trainArm(ArmConfig.parse({ name: "grpo", rescue: "none" }), TrainConfig.parse({ steps: 6, batchSize: 4, groupSize: 8, curveEvery: 0, auditEvery: 0, reanchorBudget: 0, epochs: 2 }), {
+      policy: p,
+      runRollout: (t, h, s) => runEpisode(t, h, s, { env: digitEnv, policy: p }),
+      pool,
+      trainTasks: tasks,
+      probeTasks: tasks,
+      initialProfiles: {},
+      voters: [],
+      rng: createRng(seed),
+    });
+
+  it("raises the success rate above the untrained model's on every seed; flipped advantages lower it", async () => {
+    const rows: { seed: number; before: number; trained: number; flipped: number; updates: number }[] = [];
+    for (const seed of [1, 2, 3]) {
+      const up = tokenPolicy(`trainer-up-${seed}`, seed);
+      const down = tokenPolicy(`trainer-down-${seed}`, seed);
+      const before = await rate(up, seed);
+      await train(up, seed);
+      await train(flipped(down), seed);
+      rows.push({ seed, before, trained: await rate(up, seed), flipped: await rate(down, seed), updates: up.version() });
+    }
+    console.log(`trainArm through the worker (digit task, success on 48 fixed episodes): ${JSON.stringify(rows)}`);
+    for (const r of rows) {
+      // One update per step while some group still has reward variance (then there is nothing to learn from).
+      expect(r.updates).toBeGreaterThanOrEqual(3);
+      expect(r.updates).toBeLessThanOrEqual(6);
+      expect(r.trained).toBeGreaterThan(r.before + 0.1);
+      expect(r.flipped).toBeLessThan(r.before);
+    }
   }, 600_000);
 });

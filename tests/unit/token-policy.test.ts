@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
-import { TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
+import { createRng, systemClock, type Rollout, type SampleResponseV2, type TrajectoryStep } from "@harness-s/core";
+import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
 import { embeddedToolSchemas } from "@harness-s/envs";
 
 const policy = new TokenPolicy(new TokenPolicyClient("http://127.0.0.1:1", { clock: systemClock }), {
@@ -41,5 +41,47 @@ describe("TokenPolicy datums", () => {
 
   it("refuses to re-score a rescue in H0's context, which needs re-rendering", () => {
     expect(() => policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: { ...settings(true), rescueContext: "base" } })).toThrow(/as-generated/);
+  });
+});
+
+describe("TokenPolicy turns", () => {
+  /** A worker stand-in that answers every sample with `completion` and records the requests. */
+  const scripted = (completion: Partial<SampleResponseV2["completion"]>) => {
+    const requests: Record<string, unknown>[] = [];
+    const client = {
+      create: async () => ({ policy_id: "p", version: 0, tokenizer: { name: "t", eos_ids: [2] }, capabilities: {} }),
+      sample: async (_id: string, req: Record<string, unknown>) => {
+        requests.push(req);
+        return { policy_version: 0, prompt_ids: [1], completion: { ids: [5, 6], logprobs: [-1, -2], text: "", content: "", finish_reason: "stop" as const, ...completion } };
+      },
+    } as unknown as TokenPolicyClient;
+    return { requests, policy: new TokenPolicy(client, { policyId: "p", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas }) };
+  };
+  const obs = { ...observation, text: "Result: start", notes: ["look at the docs"], hints: ["list"] };
+
+  it("a tool call the worker could not parse is a failed round (invalid), never a crash; no call is no-tool-call", async () => {
+    const bad = scripted({ text: "<tool_call>{oops", parse_error: "unterminated <tool_call>" });
+    expect((await bad.policy.act(obs, createRng(1))).action).toBe(INVALID_TOOL_CALL);
+    const none = scripted({ text: "hello", content: "hello" });
+    expect(await none.policy.act(obs, createRng(1))).toMatchObject({ action: NO_TOOL_CALL, args: { content: "hello" }, logProb: -3 });
+  });
+
+  it("a first turn sends the system prompt, instruction and tools; later turns of the same episode append, with notes and hints", async () => {
+    const s = scripted({ tool_calls: [{ id: "c", type: "function", function: { name: "list", arguments: "{}" } }] });
+    const rng = createRng(3);
+    const first = await s.policy.act(obs, rng);
+    expect(first).toMatchObject({ action: "list", tokens: { promptIds: [1], completionIds: [5, 6], logprobs: [-1, -2], version: 0 } });
+    await s.policy.act({ ...obs, text: "Result: listed", notes: [], hints: [] }, rng);
+    await s.policy.act(obs, createRng(4));
+    const [a, b, c] = s.requests as { episode_id: string; messages?: { role: string; content: string }[]; append?: { role: string; content: string }[]; tools?: unknown[]; sampling: { temperature: number; top_p: number } }[];
+    expect(a!.messages![0]).toMatchObject({ role: "system", content: "s" });
+    expect(a!.messages![1]!.content).toContain("[harness] look at the docs");
+    expect(a!.messages![1]!.content).toContain("[harness] suggested next tool: list");
+    expect(a!.tools).toHaveLength(2);
+    expect(a!.sampling).toMatchObject({ temperature: 1, top_p: 1 });
+    expect(b!.episode_id).toBe(a!.episode_id);
+    expect(b!.append).toEqual([{ role: "tool", content: "Result: listed" }]);
+    expect(c!.episode_id).not.toBe(a!.episode_id);
+    expect(c!.messages).toBeDefined();
   });
 });

@@ -42,7 +42,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for the tiny model on CPU by default")
     args = ap.parse_args()
+    threads = args.threads or (1 if args.model == "tiny" and args.device == "cpu" else None)
+    if threads:
+        torch.set_num_threads(threads)
     policies, name = build(args.model, Path(tempfile.mkdtemp()), args.device)
     policies.create("direct", SPEC)
     port = free_port()
