@@ -49,6 +49,9 @@ export interface ActionChoice {
   args?: Record<string, unknown>;
   /** Token-level policies: the ids this turn appended and sampled, kept in the trajectory for the update. */
   tokens?: StepTokens;
+  /** Text agents: what the model wrote beside its tool call, and the call's argument text as written. */
+  text?: string;
+  rawArguments?: string;
 }
 
 /** One sample used in a policy update. */

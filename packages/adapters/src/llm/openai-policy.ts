@@ -36,8 +36,11 @@ export const UNKNOWN_TOOL_PREFIX = "unknown:";
  * A policy served by any OpenAI-compatible endpoint (vLLM, a hosted API): each turn it rebuilds
  * the dialogue from the observation, asks for one tool call, and maps it to an environment action.
  * A malformed call (bad JSON, an unknown function, no call at all) becomes an `invalid`,
- * `unknown:<name>` or `no-tool-call` action — a failed round, never a crash. It samples only: updates happen on the
- * model's own server, so `update` refuses.
+ * `unknown:<name>` or `no-tool-call` action — a failed round, never a crash. The next prompt
+ * replays what the model wrote: its text beside the call and the argument text as generated. It
+ * samples at temperature 1 unless told otherwise (a group's rollouts differ); it only samples, so
+ * `update` refuses (train with `TokenPolicy` against a policy worker), and its version is the
+ * `@v<n>` of a worker model name.
  *
  * @example
  * const policy = new OpenAiToolPolicy(new OpenAI({ baseURL, apiKey }), { model: "qwen", system, tools });
@@ -48,12 +51,14 @@ export class OpenAiToolPolicy implements Policy {
     private readonly options: OpenAiPolicyOptions,
   ) {}
 
+  /** The version in the model name (`{id}@v{n}`, as the policy worker's façade names them), else 0. */
   version(): number {
-    return 0;
+    const m = /@v(\d+)$/.exec(this.options.model);
+    return m ? Number(m[1]) : 0;
   }
 
   update(): Promise<UpdateResult> {
-    return Promise.reject(new NotConfiguredError("an OpenAI-compatible model is updated on its own server, not through this policy"));
+    return Promise.reject(new NotConfiguredError("this policy only samples from an OpenAI-compatible server; to train, use TokenPolicy against a protocol-v2 policy worker"));
   }
 
   /** The chat messages for an observation (exported for tests and logs). */
@@ -78,8 +83,9 @@ export class OpenAiToolPolicy implements Policy {
       pendingCall = `call_${i}`;
       const name = turn.action === INVALID_TOOL_CALL ? String(args.name ?? "") : (byAction.get(turn.action ?? "") ?? turn.action?.replace(UNKNOWN_TOOL_PREFIX, "") ?? "");
       const opaque = turn.action === INVALID_TOOL_CALL || turn.action?.startsWith(UNKNOWN_TOOL_PREFIX);
-      const raw = opaque ? String(args.raw ?? "") : JSON.stringify(args);
-      msgs.push({ role: "assistant", content: null, tool_calls: [{ id: pendingCall, type: "function", function: { name, arguments: raw } }] });
+      // The arguments as the model wrote them (re-serialising would change the next prompt).
+      const raw = turn.raw ?? (opaque ? String(args.raw ?? "") : JSON.stringify(args));
+      msgs.push({ role: "assistant", content: turn.text || null, tool_calls: [{ id: pendingCall, type: "function", function: { name, arguments: raw } }] });
     });
     return msgs;
   }
@@ -91,7 +97,7 @@ export class OpenAiToolPolicy implements Policy {
       messages: this.messages(obs),
       tools,
       tool_choice: "auto",
-      temperature: this.options.temperature ?? 0,
+      temperature: this.options.temperature ?? 1,
       max_tokens: this.options.maxTokens ?? 1024,
       seed: rng.int(2 ** 31),
       ...(this.options.logprobs === false ? {} : { logprobs: true }),
@@ -100,15 +106,17 @@ export class OpenAiToolPolicy implements Policy {
     const choice = completion.choices?.[0];
     const logProb = (choice?.logprobs?.content ?? []).reduce((s, t) => s + (Number.isFinite(t.logprob) ? t.logprob : 0), 0);
     const call = choice?.message?.tool_calls?.find((c) => c.type === "function");
-    if (!call || call.type !== "function") return { action: NO_TOOL_CALL, args: { content: choice?.message?.content ?? "" }, logProb };
+    const text = choice?.message?.content ?? "";
+    if (!call || call.type !== "function") return { action: NO_TOOL_CALL, args: { content: text }, logProb };
+    const said = { text, rawArguments: call.function.arguments };
     const binding = this.options.tools.find((t) => t.name === call.function.name);
-    if (!binding) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb };
+    if (!binding) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, ...said };
     try {
       const args = (this.options.parseArguments ?? JSON.parse)(call.function.arguments || "{}");
       if (!args || typeof args !== "object" || Array.isArray(args)) throw new Error("arguments are not an object");
-      return { action: binding.action, args, logProb };
+      return { action: binding.action, args, logProb, ...said };
     } catch (err) {
-      return { action: INVALID_TOOL_CALL, args: { name: call.function.name, raw: call.function.arguments, error: (err as Error).message }, logProb };
+      return { action: INVALID_TOOL_CALL, args: { name: call.function.name, raw: call.function.arguments, error: (err as Error).message }, logProb, ...said };
     }
   }
 }

@@ -162,7 +162,10 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
     steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result, ...(textual ? { args: choice.args, resultText } : {}), ...(choice.tokens ? { tokens: choice.tokens } : {}) });
     if (textual) {
-      dialogue.push({ role: "env", text: withNotes(text ?? "", notes) }, { role: "agent", text: "", action, ...(choice.args ? { args: choice.args } : {}) });
+      dialogue.push(
+        { role: "env", text: withNotes(text ?? "", notes) },
+        { role: "agent", text: choice.text ?? "", action, ...(choice.args ? { args: choice.args } : {}), ...(choice.rawArguments !== undefined ? { raw: choice.rawArguments } : {}) },
+      );
       text = resultText ?? result;
     }
     event = result;

@@ -7,6 +7,8 @@ export const DialogueTurn = z.object({
   /** agent: the tool it called, and the call's arguments. */
   action: z.string().optional(),
   args: z.record(z.string(), z.unknown()).optional(),
+  /** agent: the call's argument text exactly as the model wrote it (replayed as is, never re-serialised). */
+  raw: z.string().optional(),
 });
 export type DialogueTurn = z.infer<typeof DialogueTurn>;
 
