@@ -18,6 +18,7 @@ declare module "sst" {
     DispatchQueue: { url: string; type: "sst.aws.Queue" };
     CoordinatorQueue: { url: string; type: "sst.aws.Queue" };
     PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
+    PolicyEndpointToken: { value: string; type: "sst.sst.Secret" };
     LlmApiKey: { value: string; type: "sst.sst.Secret" };
   }
 }

@@ -14,6 +14,8 @@ export const AwsConfig = z.object({
     coordinator: z.string().url().optional(),
   }),
   policyEndpointUrl: z.string().url().optional(),
+  /** Bearer token of a protocol-v2 policy worker. */
+  policyEndpointToken: z.string().min(1).optional(),
   llmApiKey: z.string().min(1).optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
@@ -22,11 +24,13 @@ export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 export function awsConfigFromResources(): AwsConfig {
   const r = Resource as unknown as Record<string, { name?: string; url?: string; value?: string } | undefined>;
   const endpoint = r.PolicyEndpointUrl?.value;
+  const token = r.PolicyEndpointToken?.value;
   const llmKey = r.LlmApiKey?.value;
   return AwsConfig.parse({
     tables: Object.fromEntries(tableSpecs.map((t) => [t.name, r[t.name]?.name ?? `unlinked-${t.name}`])),
     queues: Object.fromEntries(Object.entries(QUEUES).map(([k, name]) => [k, r[name]?.url])),
     policyEndpointUrl: endpoint && endpoint !== "unset" ? endpoint : undefined,
+    policyEndpointToken: token && token !== "unset" ? token : undefined,
     llmApiKey: llmKey && llmKey !== "unset" ? llmKey : undefined,
   }) as AwsConfig;
 }

@@ -9,6 +9,8 @@ import { LAMBDA_RUNTIME, WORKERS } from "./workers";
 export async function controlPlane() {
   const t = storage();
   const policyEndpoint = new sst.Secret("PolicyEndpointUrl", "unset");
+  /** The bearer token of a protocol-v2 policy worker (`harness-s policy-worker --token`). */
+  const policyToken = new sst.Secret("PolicyEndpointToken", "unset");
   const llmApiKey = new sst.Secret("LlmApiKey", "unset");
 
   const queue = (name: string, w: (typeof WORKERS)[keyof typeof WORKERS]) => {
@@ -25,9 +27,9 @@ export async function controlPlane() {
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, policyEndpoint]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, policyEndpoint, policyToken]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
-  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, coordinatorQueue, policyEndpoint]);
+  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, coordinatorQueue, policyEndpoint, policyToken]);
 
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",

@@ -2,7 +2,23 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore, DynamoPoolStore, DynamoRolloutStore, DynamoUsageMeter, RemotePolicy, SqsQueue, remoteUnitPolicies } from "@harness-s/adapters";
+import {
+  DynamoBallotStore,
+  DynamoExperimentStepStore,
+  DynamoExperimentStore,
+  DynamoPoolStore,
+  DynamoRolloutStore,
+  DynamoUsageMeter,
+  RemotePolicy,
+  SqsQueue,
+  TokenPolicy,
+  policyProtocol,
+  remoteUnitPolicies,
+  tokenUnitPolicies,
+  workerPolicyId,
+} from "@harness-s/adapters";
+import { TextEnvironment } from "@harness-s/envs";
+import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetups } from "../../packages/cli/src/embedded.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
@@ -13,7 +29,9 @@ import { queuedExperimentDeps } from "./queued-experiment.ts";
 // policy endpoint (PolicyEndpointUrl), rollouts through the dispatch queue, ballots through the
 // vote queue; a run longer than one invocation continues in the next (COORDINATOR_SLICE_MS),
 // mid-unit if need be: the unit's policy stays at the endpoint and its trainer state in the record.
-// Without an endpoint a run is marked failed with NOT_CONFIGURED (its record says why).
+// Without an endpoint a run is marked failed with NOT_CONFIGURED (its record says why). An
+// endpoint that speaks protocol v2 (the reference policy worker) gets token policies on the
+// suite's text rendering; a v1 endpoint (policy-serve) the embedded policy's protocol.
 const config = awsConfigFromResources();
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const sqs = new SQSClient({});
@@ -31,16 +49,23 @@ export const handler = createCoordinatorHandler({
     if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
     let n = 0;
-    const setup = { ...localFor(record.request.protocol), createPolicy: () => new RemotePolicy(endpoint, `${record.id}/attempt-${record.attempts}/p${++n}`) };
+    const v2 = (await policyProtocol(endpoint, config.policyEndpointToken)) === 2;
+    const client = tokenClient(endpoint, config.policyEndpointToken);
+    const embedded = localFor(record.request.protocol);
+    const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
+    const setup = v2
+      ? { ...embedded, env: new TextEnvironment(embedded.env), createPolicy: (seed: number) => new TokenPolicy(client, { ...sharedTokenPolicy, policyId: workerPolicyId(idOf()), seed }) }
+      : { ...embedded, createPolicy: () => new RemotePolicy(endpoint, idOf()) };
     const deps = await queuedExperimentDeps(setup, {
       pools: new DynamoPoolStore(doc, config.tables),
       ballots: new DynamoBallotStore(doc, config.tables),
       rollouts: new DynamoRolloutStore(doc, config.tables),
       dispatch: new SqsQueue(sqs, config.queues.dispatch),
       vote: new SqsQueue(sqs, config.queues.vote),
-      endpointId: (_id, policy) => (policy as RemotePolicy).id,
+      endpointId: (_id, policy) => (policy as RemotePolicy | TokenPolicy).id,
     })(record);
     // Unit policies stay at the endpoint, so a unit can continue in the next invocation.
-    return { ...deps, policies: remoteUnitPolicies(endpoint, (unit) => `${record.id}/${unit}/attempt-${record.attempts}`) };
+    const unitId = (unit: string) => `${record.id}/${unit}/attempt-${record.attempts}`;
+    return { ...deps, policies: v2 ? tokenUnitPolicies(client, unitId, sharedTokenPolicy) : remoteUnitPolicies(endpoint, unitId) };
   },
 });

@@ -1,9 +1,9 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError } from "@harness-s/core";
-import { CachedPoolStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore, HttpPolicyEndpoints } from "@harness-s/adapters";
+import { CachedPoolStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore } from "@harness-s/adapters";
 import { WORKERS } from "../../stacks/workers.ts";
-import { EmbeddedEnvironment } from "@harness-s/envs";
+import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { createDispatchHandler } from "./handler.ts";
@@ -21,7 +21,7 @@ export const handler = createDispatchHandler({
   maxReceives: WORKERS.dispatch.retry,
   tasks: embeddedTaskSource(),
   policies: endpoint
-    ? new HttpPolicyEndpoints(endpoint, new EmbeddedEnvironment())
+    ? dispatchEndpoints(endpoint, config.policyEndpointToken)
     : {
         runner: () => {
           throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");

@@ -88,6 +88,6 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   });
 
   it("declares the policy-endpoint and LLM secrets (delivered in the encrypted resource file, not IAM)", () => {
-    expect(ofType("sst:sst:Secret").map((s) => s.name).sort()).toEqual(["LlmApiKey", "PolicyEndpointUrl"]);
+    expect(ofType("sst:sst:Secret").map((s) => s.name).sort()).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"]);
   });
 });

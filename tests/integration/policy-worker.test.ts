@@ -24,7 +24,10 @@ import {
   type SampleResponseV2,
   type Task,
 } from "@harness-s/core";
-import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
+import { INVALID_TOOL_CALL, MemoryPoolStore, MemoryRolloutStore, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient, policyProtocol, tokenUnitPolicies } from "@harness-s/adapters";
+import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
+import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 
@@ -267,4 +270,40 @@ describe("learning through the full TS trainer (trainArm → TokenPolicy → wor
       expect(r.flipped).toBeLessThan(r.before);
     }
   }, 600_000);
+});
+
+describe("the cloud path over protocol v2 (dispatch worker and coordinator's unit policies)", () => {
+  it("detects v2, runs a requested rollout at the worker at the version asked for, and the unit policy trains on the stored rollout's ids", async () => {
+    // Prepare: a unit policy made as the coordinator makes one (ids with '/' become worker ids)
+    expect(await policyProtocol(worker.url, TOKEN)).toBe(2);
+    expect(await policyProtocol("http://127.0.0.1:9")).toBe(1);
+    const inst = await embeddedSetup(defaultEmbeddedSettings).instance(1);
+    const shared = { ...sharedTokenPolicy, baseModel: "tiny", lora: LORA, maxTokens: 8 };
+    const units = tokenUnitPolicies(client, (unit) => `exp_v2/${unit}/attempt-1`, shared);
+    const { id, policy } = await units.create("grpo/1", 1);
+    const pools = new MemoryPoolStore();
+    await pools.put(inst.evolution.pool);
+    const rollouts = new MemoryRolloutStore();
+    const handler = createDispatchHandler({ pools, rollouts, tasks: { get: async () => undefined }, policies: dispatchEndpoints(worker.url, TOKEN), log: () => undefined });
+    const task = inst.train[0]!;
+    const record = (index: number, policyVersion: number) => ({
+      messageId: `m${index}`, receiptHandle: "r", attributes: { ApproximateReceiveCount: "1" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn", awsRegion: "us-east-1",
+      body: JSON.stringify({ v: 1, id: `j:${index}`, type: "rollout.requested", body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: inst.evolution.pool.base.id, taskId: task.id, seed: index, policyId: id, policyVersion, task } }),
+    });
+    // Act
+    const first = await handler({ Records: [record(0, 0)] });
+    const stored = await rollouts.get("j", 0);
+    await policy.update({ baseVersion: 0, samples: [{ rollout: stored!, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    const second = await handler({ Records: [record(1, 0), record(2, 1)] });
+    // Assess
+    expect(id).toBe("exp_v2.grpo.1.attempt-1");
+    expect(first.batchItemFailures).toEqual([]);
+    expect(stored!.steps.filter((s) => !s.forced).every((s) => s.tokens?.version === 0 && s.tokens.completionIds.length > 0)).toBe(true);
+    expect(policy.version()).toBe(1);
+    expect(second.batchItemFailures).toEqual([{ itemIdentifier: "m1" }]);
+    expect((await rollouts.get("j", 2))!.steps.find((s) => s.tokens)!.tokens!.version).toBe(1);
+    expect((await units.attach(id, 1))!.version()).toBe(1);
+    await units.release!(id);
+    expect(await units.attach(id, 1)).toBeUndefined();
+  }, 120_000);
 });

@@ -154,7 +154,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.get("/healthz")
     def healthz():
-        return {"ok": True, "model": model_name, "policies": len(policies.policies), "device": str(next(policies.base.parameters()).device)}
+        return {"ok": True, "protocol": 2, "model": model_name, "policies": len(policies.policies), "device": str(next(policies.base.parameters()).device)}
 
     @app.put("/v2/policies/{pid}")
     def put_policy(pid: str, body: CreatePolicy):

@@ -27,6 +27,10 @@ export interface TokenPolicyOptions {
   maxTokens?: number;
   /** AdamW learning rate for the adapter (the trainer's own `learningRate` is the embedded policy's). */
   learningRate?: number;
+  /** Sample only at this version (a dispatch worker's rollout asked for it); the worker answers 409 otherwise. */
+  expectVersion?: number;
+  /** The policy exists at the worker already: never create it (a dispatch worker, a re-attached unit). */
+  attached?: boolean;
 }
 
 interface Episode {
@@ -59,13 +63,20 @@ export class TokenPolicy implements Policy {
     private readonly opts: TokenPolicyOptions,
   ) {}
 
-  version(): number {
-    return this.current;
+  /** The policy's id at the worker. */
+  get id(): string {
+    return this.opts.policyId;
   }
 
-  /** Creates the policy at the worker (once); the version is the worker's. */
+  version(): number {
+    return this.opts.expectVersion ?? this.current;
+  }
+
+  /** Creates the policy at the worker (once), or reads the version of an attached one. */
   ensure(): Promise<void> {
-    this.created ??= this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed }).then((s) => void (this.current = s.version));
+    this.created ??= (this.opts.attached ? this.client.state(this.opts.policyId) : this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed })).then(
+      (s) => void (this.current = s.version),
+    );
     return this.created;
   }
 
@@ -81,7 +92,7 @@ export class TokenPolicy implements Policy {
     this.episodes.set(rng, episode);
     const message = this.turnText(obs);
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
-    const version = { exact: this.current };
+    const version = { exact: this.version() };
     const s = known
       ? await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, append: [episode.calledTool ? { role: "tool", content: message } : { role: "user", content: message }], sampling })
       : await this.client.sample(this.opts.policyId, {

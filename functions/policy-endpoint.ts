@@ -1,0 +1,24 @@
+import { systemClock, type PolicyEndpoints } from "@harness-s/core";
+import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+
+/** The settings of the run's token policies at a protocol-v2 endpoint (the embedded suite's text rendering). */
+export const sharedTokenPolicy: SharedTokenPolicyOptions = {
+  baseModel: "endpoint",
+  lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj"] },
+  system: "You are an agent solving a task with tools. Each turn, call exactly one tool. Call submit when the task is done.",
+  toolSchemas: embeddedToolSchemas,
+  maxTokens: 256,
+  learningRate: 1e-5,
+};
+
+export const tokenClient = (url: string, token?: string) => new TokenPolicyClient(url, { token, clock: systemClock });
+
+/**
+ * The dispatch worker's endpoints: protocol v2 when the endpoint says it speaks it (the reference
+ * worker), else v1 (the embedded `policy-serve`); decided on the first rollout.
+ */
+export function dispatchEndpoints(url: string, token?: string): PolicyEndpoints {
+  const env = new EmbeddedEnvironment();
+  return new AutoPolicyEndpoints(url, { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token), new TextEnvironment(env), sharedTokenPolicy) }, token);
+}

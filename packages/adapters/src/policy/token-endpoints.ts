@@ -1,0 +1,89 @@
+import { z } from "zod";
+import { NotFoundError, runEpisode, type Environment, type PolicyEndpoints, type RolloutRunner, type UnitPolicies } from "@harness-s/core";
+import { TokenPolicy, type TokenPolicyOptions } from "./token-policy.ts";
+import type { TokenPolicyClient } from "./token-policy-client.ts";
+
+/** The policy settings every policy of a run shares (everything but its id and seed). */
+export type SharedTokenPolicyOptions = Omit<TokenPolicyOptions, "policyId" | "seed" | "expectVersion" | "attached">;
+
+/** A run's policy id as a worker id: characters outside the worker's set (such as '/') become '.'. */
+export function workerPolicyId(id: string): string {
+  return id.replace(/[^A-Za-z0-9_.:@+=-]/g, ".").replace(/^[^A-Za-z0-9]/, "p").slice(0, 200);
+}
+
+const Health = z.object({ protocol: z.number().int().optional() }).passthrough();
+
+/**
+ * Which protocol the policy endpoint speaks: 2 when its `/healthz` says so (the reference worker
+ * does), else 1 (the embedded `policy-serve`, which has no such route).
+ */
+export async function policyProtocol(baseUrl: string, token?: string): Promise<1 | 2> {
+  try {
+    const res = await fetch(`${baseUrl}/healthz`, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) return 1;
+    return Health.safeParse(await res.json()).data?.protocol === 2 ? 2 : 1;
+  } catch {
+    return 1;
+  }
+}
+
+/**
+ * The dispatch worker's view of a protocol-v2 endpoint: a runner for one policy at one version,
+ * running the episode loop here (on the environment's text rendering) and sampling there.
+ *
+ * @example
+ * const endpoints = new TokenPolicyEndpoints(client, new TextEnvironment(new EmbeddedEnvironment()), shared);
+ */
+export class TokenPolicyEndpoints implements PolicyEndpoints {
+  constructor(
+    private readonly client: TokenPolicyClient,
+    private readonly env: Environment,
+    private readonly shared: SharedTokenPolicyOptions,
+  ) {}
+
+  runner(policyId: string, version?: number): RolloutRunner {
+    const policy = new TokenPolicy(this.client, { ...this.shared, policyId: workerPolicyId(policyId), seed: 0, attached: true, ...(version === undefined ? {} : { expectVersion: version }) });
+    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+  }
+}
+
+/**
+ * Unit policies at a protocol-v2 worker: a fresh LoRA per (unit, attempt) named by `idFor`, and
+ * the one a checkpoint names, re-attached at its current version.
+ */
+export function tokenUnitPolicies(client: TokenPolicyClient, idFor: (unit: string) => string, shared: SharedTokenPolicyOptions, seedOf: (unit: string) => number = () => 0): UnitPolicies {
+  return {
+    create: async (unit) => {
+      const policy = new TokenPolicy(client, { ...shared, policyId: workerPolicyId(idFor(unit)), seed: seedOf(unit) });
+      await policy.ensure();
+      return { id: policy.id, policy };
+    },
+    attach: async (id) => {
+      const policy = new TokenPolicy(client, { ...shared, policyId: workerPolicyId(id), seed: 0, attached: true });
+      try {
+        await policy.ensure();
+        return policy;
+      } catch (err) {
+        if (err instanceof NotFoundError) return undefined;
+        throw err;
+      }
+    },
+    release: (id) => client.remove(workerPolicyId(id)),
+  };
+}
+
+/** Picks v1 or v2 on first use by asking the endpoint ({@link policyProtocol}); then keeps it. */
+export class AutoPolicyEndpoints implements PolicyEndpoints {
+  private chosen?: Promise<PolicyEndpoints>;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly make: { v1: () => PolicyEndpoints; v2: () => PolicyEndpoints },
+    private readonly token?: string,
+  ) {}
+
+  runner(policyId: string, version?: number): RolloutRunner {
+    this.chosen ??= policyProtocol(this.baseUrl, this.token).then((p) => (p === 2 ? this.make.v2() : this.make.v1()));
+    return async (task, harness, seed) => (await this.chosen!).runner(policyId, version)(task, harness, seed);
+  }
+}
