@@ -71,10 +71,17 @@ describe("harness-s CLI", () => {
     });
   });
 
-  it("prints help for every command", async () => {
-    for (const cmd of [[], ["experiment"], ["report"], ["tune"], ["evolve"], ["bench"]]) {
+  it("prints help for every command the top-level help lists, and for every dbbench subcommand", async () => {
+    // Prepare: the commands as the CLI itself lists them
+    const commandsOf = (help: string) => [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
+    const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
+    const dbbench = commandsOf((await run("node", [...cli, "dbbench", "--help"])).stdout);
+    // Act and assess
+    expect(top).toEqual(["experiment", "report", "tune", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
+    expect(dbbench).toEqual(["verify", "eval"]);
+    for (const cmd of [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c])]) {
       const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
-      expect(stdout).toMatch(/Usage: harness-s/);
+      expect(stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
     }
-  });
+  }, 120_000);
 });

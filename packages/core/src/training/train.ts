@@ -140,10 +140,8 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
         continue;
       }
       result.rescue.allFailGroups++;
-      const chosenBefore = result.decisions.length;
-      const replacement = await handleAllFail(task, group, step, (label, i) => seedOf(task, label, i));
+      const { rollouts: replacement, chosen } = await handleAllFail(task, group, step, (label, i) => seedOf(task, label, i));
       if (replacement) used.push(replacement);
-      const chosen = result.decisions.length > chosenBefore ? result.decisions[result.decisions.length - 1]!.chosen : undefined;
       const outcome = !replacement ? "dropped" : arm.rescue === "resample-h0" ? "resampled" : "replaced";
       groupRecords.push({ taskId: task.id, meanReward, allFail: true, outcome, ...(chosen ? { chosen } : {}) });
     }
@@ -204,16 +202,16 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     group: Rollout[],
     step: number,
     seed: (label: string, i: number) => number,
-  ): Promise<Rollout[] | undefined> {
-    if (arm.rescue === "none") return undefined;
+  ): Promise<{ rollouts?: Rollout[]; chosen?: string[] }> {
+    if (arm.rescue === "none") return {};
     if (arm.rescue === "resample-h0") {
-      if (extraLeft < config.groupSize) return undefined;
+      if (extraLeft < config.groupSize) return {};
       extraLeft -= config.groupSize;
       counts.resample += config.groupSize;
       const again = await Promise.all(
         Array.from({ length: config.groupSize }, (_, i) => deps.runRollout(task, pool.base, seed("resample", i))),
       );
-      return hasSignal(again.map((r) => r.reward)) ? again : undefined;
+      return hasSignal(again.map((r) => r.reward)) ? { rollouts: again } : {};
     }
     result.rescue.triggered++;
     const summary = failureSummary(group);
@@ -248,11 +246,12 @@ export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainD
     for (const r of outcome.group) {
       result.profiles[r.harnessId] = addEvidence(result.profiles[r.harnessId]!, r, { rescueOf: summary.tags, taskTags: task.tags });
     }
+    const ids = chosen.map((c) => c.id);
     if (outcome.kind === "replaced") {
       result.rescue.replaced++;
-      return outcome.group;
+      return { rollouts: outcome.group, chosen: ids };
     }
     result.rescue.dropped++;
-    return undefined;
+    return { chosen: ids };
   }
 }
