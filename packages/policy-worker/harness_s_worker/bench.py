@@ -15,7 +15,7 @@ import httpx
 import torch
 import uvicorn
 
-from .server import build, create_app
+from .server import build, create_app, set_threads
 
 SPEC = {"base_model": "bench", "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]}, "seed": 0}
 MESSAGES = [{"role": "user", "content": "say yes"}]
@@ -44,9 +44,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for the tiny model on CPU by default")
     args = ap.parse_args()
-    threads = args.threads or (1 if args.model == "tiny" and args.device == "cpu" else None)
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(args.model, args.device, args.threads)
     policies, name = build(args.model, Path(tempfile.mkdtemp()), args.device)
     policies.create("direct", SPEC)
     port = free_port()

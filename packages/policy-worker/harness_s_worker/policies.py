@@ -197,8 +197,7 @@ class Policies:
             kl = aggregate(kls, masks, loss_cfg.agg)
             total = policy_loss + loss_cfg.kl_coef * kl
             total.backward()
-            params = [q for q in p.optimizer.param_groups[0]["params"]]
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.get("max_grad_norm", 1.0))
+            grad_norm = torch.nn.utils.clip_grad_norm_(p.optimizer.param_groups[0]["params"], optim.get("max_grad_norm", 1.0))
             p.optimizer.step()
             if epoch == 0:
                 tokens = float(sum(m.sum() for m in masks))

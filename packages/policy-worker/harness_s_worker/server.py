@@ -233,6 +233,13 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     return app
 
 
+def set_threads(model: str, device: str, threads: int | None) -> None:
+    """`threads`, else 1 for the tiny model on CPU (more threads only add overhead there), else torch's default."""
+    threads = threads or (1 if model == "tiny" and device == "cpu" else None)
+    if threads:
+        torch.set_num_threads(threads)
+
+
 def build(model: str, state_dir: Path | None, device: str) -> tuple[Policies, str]:
     if model == "tiny":
         base, tokenizer = build_tiny(0)
@@ -255,9 +262,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for the tiny model, where more threads only add overhead; torch's own default otherwise)")
     args = ap.parse_args()
-    threads = args.threads or (1 if args.model == "tiny" and args.device == "cpu" else None)
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(args.model, args.device, args.threads)
     policies, name = build(args.model, args.state_dir, args.device)
     uvicorn.run(create_app(policies, args.token, name), host=args.host, port=args.port, log_level="warning")
 

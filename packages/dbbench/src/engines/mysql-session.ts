@@ -4,7 +4,7 @@ import { HarnessSError } from "@harness-s/core";
 import type { DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { errorClass, tablesHash, type SqlResult, type SqlSession } from "./engine.ts";
-import { codeWords, isRead, refusal } from "./statement-guard.ts";
+import { inspectStatement } from "./statement-guard.ts";
 
 const FREES_SPACE = new Set(["DROP", "DELETE", "TRUNCATE"]);
 
@@ -57,10 +57,10 @@ export class MysqlSession implements SqlSession {
     if (!this.conn) throw new SqlServerError("the rollout database is closed");
     const refuse = (why: string, errno = 1142): SqlResult => ({ text: truncate(`${errno} (42000): ${why}`), kind: "error", rowCount: 0, errorClass: "denied" });
     if (Buffer.byteLength(sql) > this.limits.maxStatementBytes) return refuse(`statement longer than ${this.limits.maxStatementBytes} bytes`, 1153);
-    const why = refusal(sql, "mysql");
-    if (why) return refuse(why);
-    const writes = !isRead(sql, "mysql");
-    if (writes && this.full && !FREES_SPACE.has(codeWords(sql, "mysql")[0] ?? "")) {
+    const statement = inspectStatement(sql, "mysql");
+    if (statement.refusal) return refuse(statement.refusal);
+    const writes = !statement.reads;
+    if (writes && this.full && !FREES_SPACE.has(statement.first ?? "")) {
       if ((await this.control.sizeOf()) > this.limits.maxDatabaseBytes) return { ...refuse(`The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`, 1114), errorClass: "other" };
       this.full = false;
     }

@@ -71,7 +71,7 @@ const OWNER_NAME = /^o([0-9a-f]{10})_/;
 /**
  * Fresh database per rollout on a MySQL/MariaDB server, reached by a user of its own that holds
  * privileges on that database only: other databases, users, files (INTO OUTFILE, LOAD DATA) and
- * global variables are out of its reach. Statements pass {@link refusal} first (no SET, no
+ * global variables are out of its reach. Statements pass {@link inspectStatement} first (no SET, no
  * prepared or compound statements, however they are commented); each is stopped after
  * `statementSeconds`, reads at most `maxRows` rows (streamed) and may not grow the database past
  * `maxDatabaseBytes`. Both are dropped when the rollout ends. Names carry the engine's owner id,

@@ -4,7 +4,7 @@ import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { mysqlToSqlite } from "./mysql-dialect.ts";
 import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
-import { isRead, refusal } from "./statement-guard.ts";
+import { inspectStatement } from "./statement-guard.ts";
 
 export interface SqliteOptions {
   /** Longest one statement may run; then its process is killed and the database rebuilt without it. */
@@ -82,7 +82,7 @@ class Sandbox {
 
 /**
  * Embedded SQLite (better-sqlite3): one in-memory database per rollout, in a sandbox process of
- * its own. A statement runs only if {@link refusal} allows it (no ATTACH, VACUUM, PRAGMA or
+ * its own. A statement runs only if {@link inspectStatement} allows it (no ATTACH, VACUUM, PRAGMA or
  * extension, however it is commented, cased or spaced), at most `statementMs` long (then the
  * process is killed and the database rebuilt from the tables and the writes that succeeded),
  * reading at most `maxRows` rows. MySQL's MD5 is registered so the table hash is AgentBench's
@@ -150,7 +150,7 @@ class SqliteSession implements SqlSession {
     const denied = (why: string): SqlResult => ({ text: truncate(`SQLite execution error: not authorized (${why})`), kind: "error", rowCount: 0, errorClass: "denied" });
     if (Buffer.byteLength(sql) > this.options.maxStatementBytes) return denied(`statement longer than ${this.options.maxStatementBytes} bytes`);
     const text = mysqlToSqlite(sql);
-    const why = refusal(text, "sqlite");
+    const why = inspectStatement(text, "sqlite").refusal;
     if (why) return denied(why);
     const reply = await this.sandbox.call({ op: "exec", sql: text, maxRows: this.options.maxRows }, this.options.statementMs);
     if (reply === "timeout") {
@@ -162,7 +162,7 @@ class SqliteSession implements SqlSession {
       const rows = reply.rows ?? [];
       return { text: truncate(pyRows(rows)), kind: "rows", rowCount: rows.length, ...(reply.truncated ? { truncated: true } : {}) };
     }
-    if (!isRead(text, "sqlite")) this.writes.push(text);
+    this.writes.push(text); // not a reader, so it may have written
     return { text: "[]", kind: "ok", rowCount: reply.changes ?? 0 };
   }
 

@@ -73,19 +73,36 @@ const NEVER: Record<Dialect, ReadonlySet<string>> = {
   mysql: new Set(["OUTFILE", "DUMPFILE", "LOAD_FILE", "INFILE", "MAX_STATEMENT_TIME"]),
 };
 
+const READS = new Set(["SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "VALUES", "TABLE"]);
+
+/** What the sandboxes need to know of one statement, from one pass of {@link codeWords}. */
+export interface Statement {
+  /** The first keyword, upper-cased (undefined for an empty statement). */
+  first?: string;
+  /** Why it may not run in a rollout database, or undefined when it may. */
+  refusal?: string;
+  /** It only reads (its rows are the answer); anything else may write. */
+  reads: boolean;
+}
+
 /**
- * Why `sql` may not run in a rollout database, or undefined when it may: its first keyword is
- * none of the statement kinds a rollout may not run, and it names nothing on the never-list
- * (files, the statement time limit, extensions). `BEGIN NOT ATOMIC` (MariaDB's compound statement) and SQLite's virtual tables are
- * refused; stored code needs privileges a rollout user does not have.
+ * Reads `sql` once: whether it may run in a rollout database (its first keyword is none of the
+ * statement kinds a rollout may not run, and it names nothing on the never-list: files, the
+ * statement time limit, extensions; `BEGIN NOT ATOMIC`, MariaDB's compound statement, and
+ * SQLite's virtual tables are refused; stored code needs privileges a rollout user does not
+ * have), and whether it only reads.
  *
  * @example
- * refusal("/* x *\/ ATTACH DATABASE 'x.db' AS a", "sqlite"); // "ATTACH is not allowed …"
+ * inspectStatement("/* x *\/ ATTACH DATABASE 'x.db' AS a", "sqlite").refusal; // "ATTACH is not allowed …"
  */
-export function refusal(sql: string, dialect: Dialect): string | undefined {
+export function inspectStatement(sql: string, dialect: Dialect): Statement {
   const words = codeWords(sql, dialect);
   const first = words[0];
-  if (first === undefined) return undefined;
+  const reads = first !== undefined && (READS.has(first) || (first === "WITH" && !words.some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE")));
+  return { first, reads, refusal: first === undefined ? undefined : refusalOf(words, first, dialect) };
+}
+
+function refusalOf(words: string[], first: string, dialect: Dialect): string | undefined {
   const banned = words.find((w) => NEVER[dialect].has(w));
   if (banned) return `${banned} is not allowed in a rollout database`;
   if (DENIED_FIRST[dialect].has(first)) return `${first} statements are not allowed in a rollout database`;
@@ -93,10 +110,4 @@ export function refusal(sql: string, dialect: Dialect): string | undefined {
   if (first === "BEGIN" && words[1] === "NOT") return "compound statements are not allowed in a rollout database";
   if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL")) return "virtual tables are not allowed in a rollout database";
   return undefined;
-}
-
-/** Whether the statement only reads (its rows are the answer); anything else may write. */
-export function isRead(sql: string, dialect: Dialect): boolean {
-  const first = codeWords(sql, dialect)[0];
-  return first === "SELECT" || first === "SHOW" || first === "DESCRIBE" || first === "DESC" || first === "EXPLAIN" || first === "VALUES" || first === "TABLE" || (first === "WITH" && !codeWords(sql, dialect).some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE"));
 }
