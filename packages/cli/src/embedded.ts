@@ -22,9 +22,29 @@ export interface EmbeddedSettings {
   suiteSeed: number;
   /** "validation" evaluates on a held-back train combination instead of the test held-out split. */
   protocol: Protocol;
+  /** How often a harness edit misleads outside its area (`SuiteOptions.sideEffects`; 0: never). */
+  sideEffects?: number;
+  /** Updates over which the policy's hint bonus halves (`LogLinearOptions.cueHalfLife`; unset: fixed). */
+  cueHalfLife?: number;
+  /** Siblings evolution keeps (default 8); see {@link evolutionForPoolSize}. */
+  poolSize?: number;
 }
 
 export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026, protocol: "test" };
+
+/**
+ * Evolution settings that can fill a pool of `poolSize` siblings: up to 8 keep the defaults (5
+ * rounds, ≤ 2 per direction); larger pools allow more per direction and, past 16, more rounds,
+ * since one direction's rounds yield at most one kept edit each. The pool may come out smaller
+ * than asked when evolution keeps fewer edits (reported as the pool's actual size).
+ *
+ * @example
+ * evolutionForPoolSize(32); // { poolSize: 32, maxPerDirection: 8, rounds: 10 }
+ */
+export function evolutionForPoolSize(poolSize: number): Partial<EvolutionConfig> {
+  if (poolSize <= 8) return { poolSize };
+  return { poolSize, maxPerDirection: Math.ceil(poolSize / 4), rounds: Math.max(5, Math.ceil((poolSize * 10) / 32)) };
+}
 
 /**
  * The composition root of the embedded default: environment, policy factory, and for each seed
@@ -35,13 +55,14 @@ export function embeddedSetup(
   onEvolution?: (seed: number, done: number, total: number) => void,
 ): Omit<ExperimentDeps, "onProgress"> {
   const env = new EmbeddedEnvironment();
-  const createPolicy = (_seed: number): Policy => new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength });
+  const createPolicy = (_seed: number): Policy =>
+    new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength, ...(settings.cueHalfLife ? { cueHalfLife: settings.cueHalfLife } : {}) });
   const facts = embeddedVocabulary().facts;
   const cache = new Map<number, Promise<SeedInstance>>();
   const build = async (suiteSeed: number): Promise<SeedInstance> => {
-    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate, protocol: settings.protocol });
+    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate, protocol: settings.protocol, sideEffects: settings.sideEffects ?? 0 });
     const initial = createPolicy(0);
-    const evolution = await evolvePool(EvolutionConfig.parse({}), {
+    const evolution = await evolvePool(EvolutionConfig.parse(settings.poolSize ? evolutionForPoolSize(settings.poolSize) : {}), {
       base: embeddedH0,
       devTasks: suite.dev,
       proposer: mutationProposer,

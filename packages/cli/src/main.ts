@@ -9,6 +9,7 @@ import { evolveCommand } from "./commands/evolve.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { experimentCommand } from "./commands/experiment.ts";
 import { reportCommand } from "./commands/report.ts";
+import { confirmCommand } from "./commands/confirm.ts";
 import { tuneCommand } from "./commands/tune.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "./embedded.ts";
@@ -32,6 +33,14 @@ function jsonObject(value: string): Record<string, unknown> {
   throw new InvalidArgumentError(`expected a JSON object, got ${value}`);
 }
 
+const SWEEPS = ["cue", "router", "reanchor"] as const;
+function sweepList(value: string): (typeof SWEEPS)[number][] {
+  const kinds = value.split(",").map((s) => s.trim());
+  const unknown = kinds.filter((k) => !(SWEEPS as readonly string[]).includes(k));
+  if (unknown.length) throw new InvalidArgumentError(`unknown sweep ${unknown.join(", ")} (choose from ${SWEEPS.join(", ")})`);
+  return kinds as (typeof SWEEPS)[number][];
+}
+
 function number(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new InvalidArgumentError(`not a number: ${value}`);
@@ -49,7 +58,10 @@ program
   .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25", seedList, [1, 2, 3, 4, 5])
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
-  .option("--sweep", "also sweep the advantage over H0 cue rate and cue strength", false)
+  .option("--sweep [kinds]", "also run sweeps: cue (the default: harness-s − grpo-budget over H0 cue rate and cue strength), router (harness-s − harness-s-random over pool size, k and side effects), reanchor (harness-s − harness-s-noreanchor as hints fade); comma-separated", sweepList)
+  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)", number)
+  .option("--cue-half-life <steps>", "updates over which the policy's hint bonus halves (default: fixed)", number)
+  .option("--pool-size <n>", "siblings evolution keeps (default 8)", number)
   .option("--steps <n>", "training steps per arm", number)
   .option("--train <json>", "overrides of the training config as JSON, e.g. '{\"k\":3,\"batchSize\":24}'", jsonObject)
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
@@ -71,7 +83,16 @@ program
     if (o.resume && !o.out) program.error("error: --resume needs --out DIR (the run to continue)");
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweep: o.sweep, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume, worker, evalTasks: o.evalTasks });
+    await experimentCommand({ seeds, out, quick: o.quick, sweeps: o.sweep === undefined ? [] : o.sweep === true ? ["cue"] : o.sweep, sideEffects: o.sideEffects, cueHalfLife: o.cueHalfLife, poolSize: o.poolSize, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume, worker, evalTasks: o.evalTasks });
+  });
+
+program
+  .command("confirm")
+  .description("Run a declared confirmation block once: fresh seeds, declared and committed in confirmation/blocks.json before the run; figures to confirmation/<block>/")
+  .argument("<block>", "the block id, e.g. C1")
+  .option("--jobs <n>", "experiment processes at once (each on part of the block)", number, 2)
+  .action(async (block: string, o) => {
+    await confirmCommand({ root: process.cwd(), block, jobs: o.jobs });
   });
 
 program

@@ -14,6 +14,11 @@ import { Adam } from "./adam.ts";
 export const LogLinearOptions = z.object({
   /** Fixed instruction-following strength: logit bonus of a hinted action. Not trainable. */
   cueStrength: z.number().min(0).default(5),
+  /**
+   * Updates over which the hint bonus halves (a policy that grows less steerable as training
+   * sharpens it, so siblings that work through hints lose value as it learns); unset: fixed.
+   */
+  cueHalfLife: z.number().positive().optional(),
   /** Fixed logit penalty on an action that already produced an error in this episode. */
   failedPenalty: z.number().min(0).default(2),
   /** Initial weights, keyed `family|feature|action`. */
@@ -74,6 +79,12 @@ export class LogLinearPolicy implements Policy {
     return this.currentVersion;
   }
 
+  /** The logit bonus of a hinted action at the current version. */
+  hintBonus(): number {
+    const { cueStrength, cueHalfLife } = this.options;
+    return cueHalfLife === undefined ? cueStrength : cueStrength * 2 ** (-this.currentVersion / cueHalfLife);
+  }
+
   /** Action probabilities in the order of `obs.tools`; `hints` overrides the observation's hints. */
   probabilities(obs: PolicyObservation, hints: readonly string[] = obs.hints): number[] {
     return this.scored(obs, hints, this.index);
@@ -81,10 +92,11 @@ export class LogLinearPolicy implements Policy {
 
   private scored(obs: PolicyObservation, hints: readonly string[], index: WeightIndex): number[] {
     const rows = featuresOf(obs).map((f) => index.get(f));
+    const bonus = this.hintBonus();
     const logits = obs.tools.map((a) => {
       let z = 0;
       for (const row of rows) z += row?.get(a) ?? 0;
-      if (hints.includes(a)) z += this.options.cueStrength;
+      if (hints.includes(a)) z += bonus;
       if (obs.failedActions.includes(a)) z -= this.options.failedPenalty;
       return z;
     });

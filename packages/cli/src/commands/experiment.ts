@@ -9,17 +9,26 @@ import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 import { workerPolicySetup, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { runPairedSweep, sweepFile, type PairedSweep, type SweepKind } from "../sweeps.ts";
+
+/** The sweeps `--sweep` runs: the cue sweep (harness-s − grpo-budget), the router's, re-anchoring's. */
+export type SweepName = "cue" | SweepKind;
 
 export interface ExperimentOptions {
   seeds: number[];
   out: string;
   quick: boolean;
-  sweep: boolean;
+  /** Sweeps to run after the experiment (none by default). */
+  sweeps: readonly SweepName[];
   steps?: number;
   train?: Record<string, unknown>;
   cueRate: number;
   cueStrength: number;
   fixedSuite: boolean;
+  /** Suite side effects, the policy's hint half-life and the pool size (see `EmbeddedSettings`). */
+  sideEffects?: number;
+  cueHalfLife?: number;
+  poolSize?: number;
   /** test (default) or validation: see `SuiteOptions.protocol`. */
   protocol?: "test" | "validation";
   /** in-process (default) or local-aws: through DynamoDB Local, fauxqs and the Lambda handlers. */
@@ -48,7 +57,15 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const runDir = opts.out;
   await mkdir(runDir, { recursive: true });
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
-  const suite = { cueRate: opts.cueRate, cueStrength: opts.cueStrength, fixedSuite: opts.fixedSuite, protocol: config.protocol };
+  const suite = {
+    cueRate: opts.cueRate,
+    cueStrength: opts.cueStrength,
+    fixedSuite: opts.fixedSuite,
+    protocol: config.protocol,
+    ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}),
+    ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
+    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+  };
   const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), { config, suite }, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
@@ -69,20 +86,34 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
           onArmSeed: checkpoint!.addResult,
         });
   bar.stop();
-  const pools = await Promise.all(config.seeds.map(async (seed) => [seed, (await deps.instance(seed)).evolution.pool] as const));
-  await writeFile(join(runDir, "pools.json"), JSON.stringify(Object.fromEntries(pools), null, 2));
+  const pools = await Promise.all(
+    config.seeds.map(async (seed) => {
+      const { pool, harm } = (await deps.instance(seed)).evolution;
+      return [seed, { ...pool, harm }] as const;
+    }),
+  );
+  const poolsFile = Object.fromEntries(pools);
+  await writeFile(join(runDir, "pools.json"), JSON.stringify(poolsFile, null, 2));
   ExperimentSummary.parse(summary);
 
   let sweep: SweepResult | undefined;
-  if (opts.sweep) {
+  if (opts.sweeps.includes("cue")) {
     const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
     sweep = await runSweep(config, { ...defaultEmbeddedSettings, ...suite }, (label, i) => sweepBar.update(i, label));
     sweepBar.stop();
     await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
   }
+  const pairedSweeps: PairedSweep[] = [];
+  for (const kind of ["router", "reanchor"] as const) {
+    if (!opts.sweeps.includes(kind)) continue;
+    const started = Date.now();
+    const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) => process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`));
+    await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
+    pairedSweeps.push(result);
+  }
   await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep));
-  await writePlots(runDir, summary, sweep);
+  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }));
+  await writePlots(runDir, summary, sweep, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;
 }

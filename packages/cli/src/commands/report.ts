@@ -4,6 +4,8 @@ import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/c
 import { readJsonFile } from "../json-file.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
+import { PoolsFile } from "../report/harm.ts";
+import { mergeSweepParts } from "../sweeps.ts";
 
 async function readSummary(dir: string): Promise<ExperimentSummary> {
   const path = join(dir, "summary.json");
@@ -14,15 +16,20 @@ async function readSummary(dir: string): Promise<ExperimentSummary> {
 
 /**
  * `harness-s report RUN... --out DIR`: pools runs of one configuration on disjoint seeds into one
- * summary (as if one run had all the seeds) and writes its summary.json, report.md and plots.
+ * summary (as if one run had all the seeds) and writes its summary.json, report.md and plots;
+ * the runs' pools.json and router/re-anchoring sweeps are pooled too when every run has them.
  */
 export async function reportCommand(runs: string[], out: string): Promise<ExperimentSummary> {
   const started = Date.now();
   const summary = mergeSummaries(await Promise.all(runs.map(readSummary)));
   await mkdir(out, { recursive: true });
   await writeFile(join(out, "summary.json"), JSON.stringify(summary, null, 2));
-  await writeFile(join(out, "report.md"), renderReport(summary));
-  await writePlots(out, summary);
+  const poolParts = await Promise.all(runs.map((dir) => readJsonFile(join(dir, "pools.json"), PoolsFile)));
+  const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;
+  if (pools) await writeFile(join(out, "pools.json"), JSON.stringify(pools, null, 2));
+  const pairedSweeps = await mergeSweepParts(runs, out);
+  await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }));
+  await writePlots(out, summary, undefined, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, out);
   return summary;
 }

@@ -2,6 +2,15 @@ import { mean, type ExperimentSummary } from "@harness-s/core";
 import { acceptanceChecks, arm, meanStd, paired, protocolNote, pts, signed, type Metric } from "./stats.ts";
 import type { SweepResult } from "../sweep.ts";
 import { renderFamilies } from "./families.ts";
+import { renderHarm, type PoolsFile } from "./harm.ts";
+import { renderPairedSweep } from "./paired-sweeps.ts";
+import type { PairedSweep } from "../sweeps.ts";
+
+/** What a report adds to the summary when the run has it. */
+export interface ReportExtras {
+  pools?: PoolsFile;
+  pairedSweeps?: readonly PairedSweep[];
+}
 
 const ABLATION_QUESTION: Record<string, string> = {
   "harness-s-random": "whether the router's choice matters (k siblings drawn uniformly instead of by the vote)",
@@ -57,7 +66,7 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
 }
 
 /** The experiment report: tables with spread over seeds, paired differences, ablations, suite figures. */
-export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string {
+export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: ReportExtras = {}): string {
   const out: string[] = [];
   out.push("# Harness-S embedded experiment", "");
   const note = protocolNote(s);
@@ -124,7 +133,9 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult): string 
   out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
   out.push(`- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`);
   out.push("", "![Rescue utility by repair direction over training](utilities.png)", "", "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).", "");
+  if (extras.pools) out.push(...renderHarm(extras.pools));
   if (sweep) out.push(...renderSweep(sweep));
+  for (const p of extras.pairedSweeps ?? []) out.push(...renderPairedSweep(p));
   return out.join("\n");
 }
 

@@ -3,10 +3,13 @@ import { join } from "node:path";
 import type { ExperimentSummary } from "@harness-s/core";
 import type { SweepResult } from "../sweep.ts";
 import { lineChart, panels, renderPng } from "./plots.ts";
+import { pairedSweepPlot } from "./paired-sweeps.ts";
+import type { PairedSweep } from "../sweeps.ts";
 import { acceptanceChecks, protocolNote, pts } from "./stats.ts";
 
-/** curves.png, utilities.png and, with a sweep, sweep.png in `dir`. */
-export async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult): Promise<void> {
+/** curves.png, utilities.png and, with sweeps, sweep.png and sweep-<kind>.png in `dir`. */
+export async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult, pairedSweeps: readonly PairedSweep[] = []): Promise<void> {
+  for (const p of pairedSweeps) await writeFile(join(dir, `sweep-${p.kind}.png`), await renderPng(pairedSweepPlot(p)));
   const curves = s.arms.flatMap((a) => a.perSeed.flatMap((p) => p.curve.map((c) => ({ arm: a.name, seed: p.seed, step: c.step, avg: c.h0TrainAvgAt3 }))));
   await writeFile(join(dir, "curves.png"), await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)));
   const hs = s.arms.find((a) => a.name === "harness-s");

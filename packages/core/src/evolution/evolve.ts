@@ -45,6 +45,24 @@ export interface EvolutionResult {
   complementarity: number;
   initialProfiles: ProfileSet;
   rolloutsSpent: number;
+  /** Side effects of each sibling on the dev tasks H0 solves (see {@link SiblingHarm}). */
+  harm: PoolHarm;
+}
+
+/**
+ * What a sibling breaks: of the dev tasks H0 solves (success rate ≥ the repair margin), the share
+ * it fails (its rate lower by at least the margin: the candidate's `breaks`), and the mean
+ * success it loses on them (continuous, so small losses show too).
+ */
+export const SiblingHarm = z.object({ harmRate: z.number(), broken: z.array(z.string()), successLost: z.number() });
+export type SiblingHarm = z.infer<typeof SiblingHarm>;
+export const PoolHarm = z.object({ h0Solved: z.number().int(), siblings: z.record(z.string(), SiblingHarm) });
+export type PoolHarm = z.infer<typeof PoolHarm>;
+
+function harmOf(h0: Measured, sibling: Measured, solved: readonly string[], margin: number): SiblingHarm {
+  const broken = solved.filter((t) => h0.rates.get(t)! - sibling.rates.get(t)! >= margin);
+  const lost = solved.map((t) => Math.max(0, h0.rates.get(t)! - sibling.rates.get(t)!));
+  return { harmRate: solved.length ? broken.length / solved.length : 0, broken, successLost: mean(lost) };
 }
 
 export interface EvolutionDeps {
@@ -156,6 +174,11 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   const union = new Set(Object.values(repairSets).flat()).size;
   const bestSingle = Math.max(0, ...sets.map((s) => s.size));
 
+  const solved = deps.devTasks.filter((t) => h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
+  const harm: PoolHarm = {
+    h0Solved: solved.length,
+    siblings: Object.fromEntries(siblings.map((s, i) => [s.id, harmOf(h0, chosen[i]!.measured, solved, config.repairMargin)])),
+  };
   const initialProfiles = profilesFrom(deps.base, h0, siblings.map((s, i) => [s, chosen[i]!.measured] as const), deps.devTasks);
   return {
     pool,
@@ -166,5 +189,6 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
     complementarity: bestSingle === 0 ? 0 : union / bestSingle,
     initialProfiles,
     rolloutsSpent: spent,
+    harm,
   };
 }

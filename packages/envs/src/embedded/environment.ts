@@ -1,6 +1,12 @@
 import type { EnvOutcome, EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
 import type { EpisodeState } from "./family.ts";
-import { familyByName } from "./suite.ts";
+import { familyByName, misleadsParam } from "./suite.ts";
+
+/** A side effect (see `SuiteOptions.sideEffects`) is silent until grading: the result is wrong. */
+function misled(outcome: EnvOutcome, state: EpisodeState): EnvOutcome {
+  if (!state.flags.has("misled") || !outcome.success) return outcome;
+  return { ...outcome, success: false, reward: 0, failureTags: ["wrong-result"] };
+}
 
 /**
  * The embedded environment: every family of the suite behind the core's environment port.
@@ -30,10 +36,11 @@ export class EmbeddedEnvironment implements Environment {
         if (finished) throw new Error("episode already finished");
         if (!family.tools.includes(action)) return { event: "error:unknown-tool", facts: [...state.facts], done: false };
         const event = family.step(state, action);
+        if (task.params[misleadsParam(action)]) state.flags.add("misled");
         return { event, facts: [...state.facts], done: false };
       },
       async finish(reason) {
-        finished ??= family.grade(state, reason);
+        finished ??= misled(family.grade(state, reason), state);
         return finished;
       },
     };

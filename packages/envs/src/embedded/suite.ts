@@ -37,6 +37,13 @@ export const SuiteOptions = z.object({
   /** Probability that a present requirement shows its visible tag; absent ones show it at `tagNoise`. */
   tagRate: z.number().min(0).max(1).default(0.6),
   tagNoise: z.number().min(0).max(1).default(0.1),
+  /**
+   * Side effects of harness edits: the probability, per task and per requirement the task does
+   * *not* have, that this requirement's remedy (the tool its cue hints) silently spoils the
+   * episode when used. A hint that is right in its area then misleads outside it. 0 (the
+   * default) is the suite as it always was: an unneeded remedy only costs a turn.
+   */
+  sideEffects: z.number().min(0).max(1).default(0),
 });
 export type SuiteOptions = z.infer<typeof SuiteOptions>;
 
@@ -97,6 +104,24 @@ function applyCues(train: Task[], opts: SuiteOptions, rng: Rng): void {
   }
 }
 
+/** The tool a requirement's first cue hints: what a harness edit for that requirement adds. */
+export function remedyOf(f: FamilyModel, requirement: string): string {
+  const hint = f.cuesFor[requirement]?.[0]?.hint;
+  if (!hint) throw new Error(`family ${f.name} has no cue for ${requirement}`);
+  return hint;
+}
+
+/** The task parameter that marks a tool as misleading on a task (read by the environment). */
+export const misleadsParam = (tool: string) => `misleads:${tool}`;
+
+function applySideEffects(tasks: Task[], rate: number, rng: Rng): void {
+  for (const task of tasks) {
+    const f = familyByName(task.family);
+    const draw = rng.fork(task.id);
+    for (const r of f.requirements) if (!task.requirements.includes(r) && draw.next() < rate) task.params[misleadsParam(remedyOf(f, r))] = 1;
+  }
+}
+
 /**
  * Builds the embedded suite deterministically from `options.seed`.
  *
@@ -121,5 +146,6 @@ export function buildSuite(input: Partial<SuiteOptions> = {}): Suite {
     }
   }
   applyCues(out.train, options, rng.fork("cues"));
+  if (options.sideEffects > 0) for (const split of ["train", "dev", "heldout"] as const) applySideEffects(out[split], options.sideEffects, rng.fork(`side-effects:${split}`));
   return out;
 }
