@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runEpisode, type Policy, type Task } from "@harness-s/core";
-import { EmbeddedEnvironment, buildSuite, combosFor, families, familyByName } from "@harness-s/envs";
+import { EmbeddedEnvironment, buildSuite, combosFor, families, familyByName, misleadsParam, remedyOf } from "@harness-s/envs";
 import { makeSpec } from "../factories.ts";
 
 const env = new EmbeddedEnvironment();
@@ -93,6 +93,30 @@ describe("embedded suite", () => {
     expect((await run(task("db", ["mutation", "format"]), ["mutate", "format_answer", "mutate", "commit", "submit"])).success).toBe(true);
     expect((await run(task("db", ["format"]), ["query", "submit"])).failureTags).toEqual(["wrong-format"]);
     expect((await run(task("db", []), ["mutate", "query", "submit"])).steps[0]!.result).toBe("error:read-only");
+  });
+
+  it("side effects: none by default; at rate 1 every absent requirement's remedy misleads, silently, until grading", async () => {
+    // Prepare
+    const plain = buildSuite({});
+    const all = buildSuite({ sideEffects: 1 });
+    // Assess: rate 0 is the suite as before, task for task
+    expect(buildSuite({ sideEffects: 0 })).toEqual(plain);
+    expect(plain.train.every((t) => !Object.keys(t.params).some((k) => k.startsWith("misleads:")))).toBe(true);
+    for (const t of all.dev) {
+      const f = familyByName(t.family);
+      const expected = f.requirements.filter((r) => !t.requirements.includes(r)).map((r) => misleadsParam(remedyOf(f, r))).sort();
+      expect(Object.keys(t.params).filter((k) => k.startsWith("misleads:")).sort()).toEqual(expected);
+    }
+    // Act: a db read task (no mutation) solved, then solved again after an unneeded commit
+    const read = task("db", []);
+    const misled = { ...read, params: { ...read.params, [misleadsParam("commit")]: 1 } };
+    const clean = await run(misled, ["query", "submit"]);
+    const spoiled = await run(misled, ["commit", "query", "submit"]);
+    const harmless = await run(read, ["commit", "query", "submit"]);
+    // Assess: only the misled episode fails, with a generic tag, and the events never say why
+    expect([clean.success, spoiled.success, harmless.success]).toEqual([true, false, true]);
+    expect(spoiled.failureTags).toEqual(["wrong-result"]);
+    expect(spoiled.steps.map((x) => x.result)).toEqual(harmless.steps.map((x) => x.result));
   });
 
   it("every family exposes submit and documents every tool's role", () => {

@@ -52,4 +52,30 @@ describe("evolvePool (embedded)", () => {
     expect(Object.keys(a.initialProfiles).sort()).toEqual(["h0", ...a.pool.siblings.map((s) => s.id)].sort());
     expect((await evolve()).pool.version).toBe(a.pool.version);
   });
+
+  it("measures each sibling's harm on the dev tasks H0 solves, and finds more where edits have side effects", async () => {
+    // Prepare
+    const env = new EmbeddedEnvironment();
+    const policy = new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: 5 });
+    const facts = embeddedVocabulary().facts;
+    const evolveOn = (sideEffects: number) =>
+      evolvePool(EvolutionConfig.parse({ rounds: 3, candidatesPerRound: 6, trials: 2 }), {
+        base: embeddedH0,
+        devTasks: buildSuite({ sideEffects }).dev,
+        proposer: mutationProposer,
+        rng: createRng(1),
+        runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy }),
+        vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
+      });
+    // Act
+    const [plain, sided] = [await evolveOn(0), await evolveOn(1)];
+    // Assess: one record per sibling, rate = broken share of H0's solved tasks
+    const rates = (e: typeof plain) => e.pool.siblings.map((s) => e.harm.siblings[s.id]!.harmRate);
+    for (const e of [plain, sided]) {
+      expect(Object.keys(e.harm.siblings).sort()).toEqual(e.pool.siblings.map((s) => s.id).sort());
+      for (const h of Object.values(e.harm.siblings)) expect(h.harmRate).toBeCloseTo(h.broken.length / e.harm.h0Solved, 10);
+    }
+    const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    expect(meanOf(rates(sided))).toBeGreaterThan(meanOf(rates(plain)) + 0.05);
+  });
 });

@@ -68,6 +68,19 @@ describe("LogLinearPolicy", () => {
     expect(ratio(withHint) / ratio(without)).toBeCloseTo(Math.exp(3), 6);
   });
 
+  it("with a hint half-life, halves the hint bonus every half-life updates (and keeps it fixed without one)", async () => {
+    // Prepare
+    const fading = new LogLinearPolicy({ cueStrength: 4, cueHalfLife: 2 });
+    const good = makeRollout({ steps: [sampleWith(fading, "submit")], success: true, reward: 1 });
+    // Act
+    for (let i = 0; i < 4; i++) await fading.update({ baseVersion: i, samples: [{ rollout: good, advantage: 1 }], settings });
+    // Assess: 4 updates = 2 half-lives, so the bonus is 4 / 4 = 1 logit
+    const ratio = (ps: number[]) => ps[2]! / ps[0]!;
+    expect(fading.hintBonus()).toBeCloseTo(1, 10);
+    expect(ratio(fading.probabilities({ ...obs, hints: ["submit"] })) / ratio(fading.probabilities(obs))).toBeCloseTo(Math.exp(1), 6);
+    expect(new LogLinearPolicy({ cueStrength: 4 }).hintBonus()).toBe(4);
+  });
+
   it("leaves forced and (by default) intercepted steps out of the loss", async () => {
     const p = new LogLinearPolicy();
     const forced = makeRollout({ steps: [{ ...sampleWith(p, "submit"), forced: true }, { ...sampleWith(p, "next_page"), intercepted: true }] });

@@ -125,7 +125,10 @@ program
   .option("--out <file>", "where to write the pool", "results/pool.json")
   .option("--seed <n>", "the suite instance (and evolution) seed", number, 1)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
-  .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength }));
+  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area (see experiment)", number)
+  .option("--pool-size <n>", "siblings to keep (default 8)", number)
+  .addOption(new Option("--protocol <p>", "test, or validation (the dev split without the held-back pair)").choices(["test", "validation"]).default("test"))
+  .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength, sideEffects: o.sideEffects, poolSize: o.poolSize, protocol: o.protocol }));
 
 program
   .command("serve")
