@@ -44,7 +44,7 @@ interface PointSpec {
 
 export const ROUTER_POOL_SIZES = [4, 8, 16, 32];
 export const ROUTER_KS = [1, 2];
-export const ROUTER_SIDE_EFFECTS = [0, 0.3];
+export const ROUTER_SIDE_EFFECTS = [0, 0.5];
 export const REANCHOR_HALF_LIVES = [0, 40, 20, 10];
 
 /** The grid of a sweep kind: every point differs from the defaults only in its `params`. */
