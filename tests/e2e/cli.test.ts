@@ -77,7 +77,7 @@ describe("harness-s CLI", () => {
     const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
     const dbbench = commandsOf((await run("node", [...cli, "dbbench", "--help"])).stdout);
     // Act and assess
-    expect(top).toEqual(["experiment", "report", "tune", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
+    expect(top).toEqual(["experiment", "confirm", "report", "tune", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
     expect(dbbench).toEqual(["verify", "eval"]);
     for (const cmd of [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c])]) {
       const { stdout } = await run("node", [...cli, ...cmd, "--help"]);

@@ -42,6 +42,9 @@ describe("paired sweeps", () => {
     expect(router).toHaveLength(16);
     expect(new Set(router.map((p) => p.label)).size).toBe(16);
     for (const p of router) expect(p.train).toEqual({ k: p.params.k });
-    expect(sweepPoints("reanchor")[0]!.settings).toEqual({});
+    const reanchor = sweepPoints("reanchor");
+    expect(reanchor).toHaveLength(6);
+    expect(reanchor[0]!.settings).toEqual({});
+    expect(reanchor.map((p) => p.train.reanchorBudget)).toEqual([40, 40, 40, 160, 160, 160]);
   });
 });

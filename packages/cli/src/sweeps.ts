@@ -45,12 +45,21 @@ interface PointSpec {
 export const ROUTER_POOL_SIZES = [4, 8, 16, 32];
 export const ROUTER_KS = [1, 2];
 export const ROUTER_SIDE_EFFECTS = [0, 0.5];
-export const REANCHOR_HALF_LIVES = [0, 40, 20, 10];
+export const REANCHOR_HALF_LIVES = [0, 20, 10];
+/** The default probe budget, and four times it (is the probe too small to track a shift?). */
+export const REANCHOR_BUDGETS = [40, 160];
 
 /** The grid of a sweep kind: every point differs from the defaults only in its `params`. */
 export function sweepPoints(kind: SweepKind): PointSpec[] {
   if (kind === "reanchor") {
-    return REANCHOR_HALF_LIVES.map((h) => ({ label: h ? `hint half-life ${h} steps` : "fixed hints", params: { cueHalfLife: h }, settings: h ? { cueHalfLife: h } : {}, train: {} }));
+    return REANCHOR_BUDGETS.flatMap((budget) =>
+      REANCHOR_HALF_LIVES.map((h) => ({
+        label: `${h ? `hint half-life ${h} steps` : "fixed hints"}, probe ${budget} rollouts`,
+        params: { cueHalfLife: h, reanchorBudget: budget },
+        settings: h ? { cueHalfLife: h } : {},
+        train: { reanchorBudget: budget },
+      })),
+    );
   }
   return ROUTER_SIDE_EFFECTS.flatMap((side) =>
     ROUTER_POOL_SIZES.flatMap((poolSize) =>

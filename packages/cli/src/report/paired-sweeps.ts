@@ -66,7 +66,7 @@ export function pairedSweepPlot(sweep: PairedSweep): TopLevelSpec {
       p.perSeed.map((s) =>
         sweep.kind === "router"
           ? { x: p.params.poolSize, series: `k ${p.params.k}, side effects ${p.params.sideEffects}`, diff: s.a[field] - s.b[field] }
-          : { x: p.params.cueHalfLife || 0, series: "harness-s − noreanchor", diff: s.a[field] - s.b[field] },
+          : { x: p.params.cueHalfLife || 0, series: `probe ${p.params.reanchorBudget} rollouts`, diff: s.a[field] - s.b[field] },
       ),
     );
   const [a, b] = sweep.arms;
