@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExperimentConfig, TrainConfig, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, TrainConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import type { LocalStack } from "../../packages/cli/src/local-stack.ts";
@@ -12,7 +12,7 @@ const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "grpo-budget"
 describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispatch/vote/coordinator handlers)", () => {
   it("produces exactly the in-process summary for the same seed", async () => {
     // Prepare
-    const inProcess: ExperimentSummary = await runExperiment(config, setup);
+    const inProcess: ExperimentSummary = await runExperimentToEnd(config, setup);
     // Act
     const progress: number[] = [];
     const viaQueues = await runExperimentLocalAws(config, setup, (done) => progress.push(done));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperiment, startExperiment, systemClock } from "@harness-s/core";
+import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperimentToEnd, startExperiment, systemClock } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 
@@ -11,7 +11,7 @@ const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"],
 describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordinator handler)", () => {
   it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
     // Prepare: every attempt ends as soon as it may (after one training step), as a Lambda past its slice does
-    const inProcess = await runExperiment(config, setup);
+    const inProcess = await runExperimentToEnd(config, setup);
     const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0 });
     try {
       // Act

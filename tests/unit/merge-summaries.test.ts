@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, TrainConfig, mergeSummaries, runExperiment } from "@harness-s/core";
+import { ExperimentConfig, TrainConfig, mergeSummaries, runExperimentToEnd } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
@@ -9,7 +9,7 @@ const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) => Exp
 describe("merging runs on disjoint seeds", () => {
   it("gives the summary of one run on all the seeds", async () => {
     // Prepare
-    const [three, four, both] = await Promise.all([runExperiment(configFor([3]), setup), runExperiment(configFor([4]), setup), runExperiment(configFor([3, 4]), setup)]);
+    const [three, four, both] = await Promise.all([runExperimentToEnd(configFor([3]), setup), runExperimentToEnd(configFor([4]), setup), runExperimentToEnd(configFor([3, 4]), setup)]);
     // Act
     const merged = mergeSummaries([three, four]);
     // Assess
@@ -17,8 +17,8 @@ describe("merging runs on disjoint seeds", () => {
   }, 120_000);
 
   it("refuses runs of different configurations, or that share a seed, saying which", async () => {
-    const a = await runExperiment(configFor([3]), setup);
-    const b = await runExperiment(configFor([4], { evalSamples: 4 }), setup);
+    const a = await runExperimentToEnd(configFor([3]), setup);
+    const b = await runExperimentToEnd(configFor([4], { evalSamples: 4 }), setup);
     expect(() => mergeSummaries([a, b])).toThrow(/run 2 differs from run 1 in config.evalSamples/);
     const validation = { ...b, config: { ...a.config, protocol: "validation" } };
     expect(() => mergeSummaries([a, validation])).toThrow(/run 2 differs from run 1 in config.protocol/);

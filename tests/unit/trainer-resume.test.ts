@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, ConflictError, TrainConfig, TrainerState, TrainingPausedError, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
+import { ArmConfig, ConflictError, TrainConfig, Trainer, TrainerState, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
 import { makeTrainDeps } from "../factories.ts";
@@ -15,20 +15,19 @@ const depsFor = (policy: Policy) => makeTrainDeps(setup, instance, policy, 2);
 const stored = (s: TrainerState) => TrainerState.parse(JSON.parse(JSON.stringify(s)));
 
 /**
- * Trains one step per call, as a sliced worker would: each call continues from the state `keep`
- * made of the last step's, and pauses after its step. Returns the result, the calls and the last state.
+ * Trains one step per call, as a sliced worker would: each call builds a trainer from the state
+ * `keep` made of the last step's (a fresh one the first time), runs one step and drops the
+ * trainer. Returns the result, the calls and the last state.
  */
 async function trainPausingEveryStep(policy: Policy, keep: (s: TrainerState) => TrainerState) {
   let state: TrainerState | undefined;
   let calls = 0;
   for (;;) {
     calls++;
-    try {
-      const result = await trainArm(harnessS, config, { ...depsFor(policy), resumeFrom: state, onStepEnd: (s) => void (state = keep(s)), shouldYield: () => true });
-      return { result, calls, state: state! };
-    } catch (err) {
-      expect(err).toBeInstanceOf(TrainingPausedError);
-    }
+    const trainer = state ? Trainer.resume(state, harnessS, config, depsFor(policy)) : await Trainer.start(harnessS, config, depsFor(policy));
+    await trainer.step();
+    state = keep(trainer.state());
+    if (trainer.done) return { result: trainer.result(), calls, state };
   }
 }
 
@@ -69,12 +68,24 @@ describe("trainer checkpoints", () => {
     expect(policy.snapshot()).toEqual(reference.snapshot());
   });
 
-  it("refuses to continue with a policy that is not at the saved version", async () => {
-    let state: TrainerState | undefined;
-    const policy = setup.createPolicy(2);
-    await expect(trainArm(harnessS, config, { ...depsFor(policy), onStepEnd: (s) => void (state = stored(s)), shouldYield: () => true })).rejects.toBeInstanceOf(TrainingPausedError);
-    expect(state!.step).toBe(1);
-    const fresh = setup.createPolicy(2);
-    await expect(trainArm(harnessS, config, { ...depsFor(fresh), resumeFrom: state })).rejects.toBeInstanceOf(ConflictError);
+  it("refuses to continue with a policy that is not at the saved version, or another arm's state", async () => {
+    const trainer = await Trainer.start(harnessS, config, depsFor(setup.createPolicy(2)));
+    await trainer.step();
+    const state = stored(trainer.state());
+    expect(state.step).toBe(1);
+    expect(() => Trainer.resume(state, harnessS, config, depsFor(setup.createPolicy(2)))).toThrow(ConflictError);
+    expect(() => Trainer.resume({ ...state, arm: "grpo" }, harnessS, config, depsFor(setup.createPolicy(2)))).toThrow(ConflictError);
+  });
+
+  it("its live state is a TrainerState: the step count and done follow the steps, and the state parses", async () => {
+    const trainer = await Trainer.start(harnessS, config, depsFor(setup.createPolicy(2)));
+    expect([trainer.state().step, trainer.done]).toEqual([0, false]);
+    for (let i = 1; i <= config.steps; i++) {
+      const record = await trainer.step();
+      expect(record.step).toBe(i);
+      expect(TrainerState.safeParse(JSON.parse(JSON.stringify(trainer.state()))).success).toBe(true);
+    }
+    expect(trainer.done).toBe(true);
+    expect(trainer.result()).toEqual(await trainArm(harnessS, config, depsFor(setup.createPolicy(2))));
   });
 });

@@ -3,7 +3,7 @@ import {
   ArmConfig,
   ExperimentConfig,
   TrainConfig,
-  runExperiment,
+  runExperimentToEnd,
   trainArm,
 } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
@@ -71,7 +71,7 @@ describe("runExperiment", () => {
   const config = ExperimentConfig.parse({ seeds: [3], train: small, evalSamples: 3, arms: ["grpo", "grpo-budget", "harness-s"] });
 
   it("gives grpo-budget exactly the extra rollouts harness-s spent", async () => {
-    const s = await runExperiment(config, setup);
+    const s = await runExperimentToEnd(config, setup);
     const hs = s.arms.find((a) => a.name === "harness-s")!.perSeed[0]!;
     const gb = s.arms.find((a) => a.name === "grpo-budget")!.perSeed[0]!;
     expect(gb.rolloutBreakdown.resample).toBeLessThanOrEqual(hs.rolloutBreakdown.rescue + hs.rolloutBreakdown.reanchor);
@@ -81,15 +81,15 @@ describe("runExperiment", () => {
 
   it("runs each seed on its own suite instance and pool unless told to share one", async () => {
     const two = ExperimentConfig.parse({ ...config, seeds: [1, 2], arms: ["grpo"] });
-    const own = await runExperiment(two, setup);
+    const own = await runExperimentToEnd(two, setup);
     expect(own.poolVersions["1"]).not.toBe(own.poolVersions["2"]);
-    const shared = await runExperiment(two, embeddedSetup({ ...defaultEmbeddedSettings, fixedSuite: true }));
+    const shared = await runExperimentToEnd(two, embeddedSetup({ ...defaultEmbeddedSettings, fixedSuite: true }));
     expect(shared.poolVersions["1"]).toBe(shared.poolVersions["2"]);
   });
 
   it("is deterministic: the same seed gives an identical summary", async () => {
-    const a = await runExperiment(config, setup);
-    const b = await runExperiment(config, setup);
+    const a = await runExperimentToEnd(config, setup);
+    const b = await runExperimentToEnd(config, setup);
     expect(JSON.stringify(b)).toBe(JSON.stringify(a));
   });
 });

@@ -1,4 +1,4 @@
-import { ExperimentConfig, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "./embedded.ts";
 import { arm, paired, signed } from "./report/stats.ts";
 
@@ -36,7 +36,7 @@ export async function runSweep(
   for (const [i, setting] of settings.entries()) {
     onPoint(`${setting.axis}=${setting.value}`, i, settings.length);
     const deps = embeddedSetup(setting.s);
-    const summary: ExperimentSummary = await runExperiment(ExperimentConfig.parse({ ...base, arms: ["harness-s", "grpo-budget"] }), deps);
+    const summary: ExperimentSummary = await runExperimentToEnd(ExperimentConfig.parse({ ...base, arms: ["harness-s", "grpo-budget"] }), deps);
     const hs = arm(summary, "harness-s")!;
     const gb = arm(summary, "grpo-budget")!;
     const t = paired(hs, gb, "train.avgAt3");

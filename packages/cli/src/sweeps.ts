@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { ExperimentConfig, ValidationError, mean, pairedSummary, runExperiment, type ArmSeedResult, type SeedInstance } from "@harness-s/core";
+import { ExperimentConfig, ValidationError, mean, pairedSummary, runExperimentToEnd, type ArmSeedResult, type SeedInstance } from "@harness-s/core";
 import { embeddedSetup, type EmbeddedSettings } from "./embedded.ts";
 import { readJsonFile } from "./json-file.ts";
 
@@ -98,7 +98,7 @@ export async function runPairedSweep(
       return instances.get(key)!;
     };
     const config = ExperimentConfig.parse({ ...base, arms, train: { ...base.train, ...spec.train } });
-    const summary = await runExperiment(config, { ...deps, instance: shared });
+    const summary = await runExperimentToEnd(config, { ...deps, instance: shared });
     const [a, b] = arms.map((name) => summary.arms.find((x) => x.name === name)!);
     const perSeed = await Promise.all(
       a!.perSeed.map(async (ra) => {

@@ -67,26 +67,6 @@ export class NotFoundError extends HarnessSError {
   }
 }
 
-/**
- * An experiment attempt used up its time slice between two (arm, seed) units; what it finished is
- * kept and the next attempt resumes from there.
- */
-export class TimeSliceEndedError extends HarnessSError {
-  constructor(readonly remaining: number) {
-    super("TIME_SLICE_ENDED", `time slice ended with ${remaining} (arm, seed) units left`);
-  }
-}
-
-/** A trainer stopped after a finished step because its time slice ended; its state was saved. */
-export class TrainingPausedError extends HarnessSError {
-  constructor(
-    readonly arm: string,
-    readonly step: number,
-  ) {
-    super("TRAINING_PAUSED", `${arm} paused after step ${step}`);
-  }
-}
-
 /** A rollout budget would be exceeded. */
 export class BudgetExceededError extends HarnessSError {
   constructor(detail: string) {

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperiment } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -78,7 +78,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const summary =
     opts.runtime === "local-aws"
       ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), (line) => process.stderr.write(`${line}\n`))
-      : await runExperiment(config, {
+      : await runExperimentToEnd(config, {
           ...deps,
           onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
           resume: checkpoint!.state,

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperiment, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
 import { createProgress } from "../progress.ts";
 import { Candidates, TuningRule, decide, renderTuning, tuningRows, type TuningRow } from "../tuning/rule.ts";
@@ -40,7 +40,7 @@ export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[
   const runs = new Map<string, ExperimentSummary>();
   for (const [i, plan] of plans.entries()) {
     let done = i * units;
-    runs.set(plan.name, await runExperiment(plan.config, { ...deps, onProgress: (e) => bar.update(++done, `${plan.name}: seed ${e.seed} ${e.arm}`) }));
+    runs.set(plan.name, await runExperimentToEnd(plan.config, { ...deps, onProgress: (e) => bar.update(++done, `${plan.name}: seed ${e.seed} ${e.arm}`) }));
   }
   bar.stop();
   const rows = tuningRows(runs, candidates, rule);

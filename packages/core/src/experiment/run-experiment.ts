@@ -1,21 +1,18 @@
 import { z } from "zod";
 import type { EvolutionResult } from "../evolution/evolve.ts";
 import { rank1Picker } from "../inference/rank1.ts";
-import { mean } from "../metrics/stats.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
-import { rescueUtility } from "../profile/profile.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import { Protocol, type Task } from "../task.ts";
-import { ArmConfig, TrainConfig } from "../training/config.ts";
-import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
-import { trainArm, type StepRecord, type TrainResult } from "../training/train.ts";
-import { nullForNaN, withoutDecisions, type TrainerState } from "../training/train-state.ts";
-import { unitPolicy, type UnitCheckpoint, type UnitPolicies } from "./unit-policies.ts";
-import { createRng, hash32 } from "../util/rng.ts";
+import { TrainConfig } from "../training/config.ts";
+import { evaluateTasks } from "../training/evaluate.ts";
+import type { StepRecord } from "../training/trainer.ts";
+import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
+import { createRng, hash32, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
-import { TimeSliceEndedError, TrainingPausedError } from "../errors.ts";
 import { summarise } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
+import { evalSet, score, trainUnit } from "./unit.ts";
 
 export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"] as const;
 
@@ -37,13 +34,6 @@ export const ExperimentConfig = z.object({
   evalTasks: z.number().int().min(1).optional(),
 });
 export type ExperimentConfig = z.infer<typeof ExperimentConfig>;
-
-/** The tasks of a split that are evaluated: all, or `evalTasks` of them evenly spaced. */
-function evalSet(config: ExperimentConfig, tasks: readonly Task[]): readonly Task[] {
-  if (config.evalTasks === undefined || config.evalTasks >= tasks.length) return tasks;
-  const stride = tasks.length / config.evalTasks;
-  return Array.from({ length: config.evalTasks }, (_, i) => tasks[Math.floor(i * stride)]!);
-}
 
 /** One benchmark instance: its task splits and the sibling pool evolved (and frozen) on its dev split. */
 export interface SeedInstance {
@@ -84,28 +74,11 @@ export interface ExperimentDeps {
   onUnitStep?: (checkpoint: UnitCheckpoint) => void | Promise<void>;
   /**
    * Asked before each (arm, seed) after the first this attempt trains, and (with
-   * {@link policies}) after each training step; true ends the attempt with
-   * {@link TimeSliceEndedError}. Every attempt makes progress: at least a unit, or with
-   * policies at least a step.
+   * {@link policies}) after each training step; true ends the attempt, which then returns
+   * `{ kind: "paused" }`. Every attempt makes progress: at least a unit, or with policies at
+   * least a step.
    */
   shouldYield?: () => boolean;
-}
-
-function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
-  switch (name) {
-    case "grpo":
-      return ArmConfig.parse({ name, rescue: "none", reanchor: false });
-    case "grpo-budget":
-      return ArmConfig.parse({ name, rescue: "resample-h0", extraBudget: extra, reanchor: false });
-    case "harness-s":
-      return ArmConfig.parse({ name, rescue: "router" });
-    case "harness-s-random":
-      return ArmConfig.parse({ name, rescue: "random", reanchor: false });
-    case "harness-s-noreanchor":
-      return ArmConfig.parse({ name, rescue: "router", reanchor: false });
-    case "harness-s-single-voter":
-      return ArmConfig.parse({ name, rescue: "router", voters: [singleVoter] });
-  }
 }
 
 /** The default {@link ExperimentDeps.runnerFor}: every rollout runs here, with the policy itself. */
@@ -120,45 +93,53 @@ function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonl
   return config.seeds.flatMap((seed) => config.arms.map((arm) => `${arm}/${seed}`)).filter((u) => !done.has(u)).length;
 }
 
-const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
+/** How an attempt ended: with every unit trained, or paused at a boundary (to be continued). */
+export type ExperimentOutcome = { kind: "done"; summary: ExperimentSummary } | { kind: "paused"; remaining: number };
+
+/** The initial policy's scores on a seed (reused from an earlier attempt when it has them). */
+async function seedBaseline(config: ExperimentConfig, deps: ExperimentDeps, inst: SeedInstance, seed: number, rng: Rng, runnerFor: NonNullable<ExperimentDeps["runnerFor"]>): Promise<SeedBaseline> {
+  const saved = deps.resume?.baselines.find((b) => b.seed === seed);
+  if (saved) return saved;
+  const { pool, initialProfiles } = inst.evolution;
+  const evalBase = hash32("eval", seed);
+  const initial = deps.policies ? await deps.policies.create(`initial/${seed}`, seed) : { policy: deps.createPolicy(seed) };
+  const runner0 = runnerFor(`initial/${seed}`, initial.policy, seed);
+  const h0Train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runner0);
+  const h0Held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runner0);
+  const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
+  const r1 = await evaluateTasks(evalSet(config, inst.heldout), pick0, config.evalSamples, evalBase, runner0);
+  const baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
+  await deps.onSeedBaseline?.(baseline);
+  if ("id" in initial) await deps.policies?.release?.(initial.id);
+  return baseline;
+}
 
 /**
  * Trains every arm over every seed from the same initial policy per seed, on that seed's
  * benchmark instance and frozen pool (see {@link ExperimentDeps.instance}), evaluates all of them
  * under H0 on train and held-out tasks with paired seeds, and summarises. `grpo-budget` gets,
- * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring).
+ * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring). With
+ * `shouldYield` an attempt may pause at a unit or step boundary: `{ kind: "paused" }`, and the
+ * next attempt (with `resume`) continues there.
  *
  * @example
- * const summary = await runExperiment(ExperimentConfig.parse({ seeds: [1, 2] }), deps);
+ * const outcome = await runExperiment(ExperimentConfig.parse({ seeds: [1, 2] }), deps);
+ * if (outcome.kind === "done") report(outcome.summary);
  */
-export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentSummary> {
+export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentOutcome> {
   const order = [...config.arms].sort((a, b) => (a === "harness-s" ? -1 : b === "harness-s" ? 1 : 0));
   const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
   const baselines: SeedBaseline[] = [];
   const instances = new Map<number, SeedInstance>();
+  const paused = (): ExperimentOutcome => ({ kind: "paused", remaining: unitsLeft(config, perArm, deps.resume?.results) });
   let trainedNow = 0; // units trained by this attempt: each attempt finishes at least one
 
   for (const seed of config.seeds) {
     const inst = await deps.instance(seed);
     instances.set(seed, inst);
-    const { pool, initialProfiles } = inst.evolution;
     const rng = createRng(seed);
-    const evalBase = hash32("eval", seed);
     const runnerFor = deps.runnerFor ?? inProcessRunners(deps.env);
-    let baseline = deps.resume?.baselines.find((b) => b.seed === seed);
-    if (!baseline) {
-      const initial = deps.policies ? await deps.policies.create(`initial/${seed}`, seed) : { policy: deps.createPolicy(seed) };
-      const runner0 = runnerFor(`initial/${seed}`, initial.policy, seed);
-      const h0Train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runner0);
-      const h0Held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runner0);
-      const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
-      const r1 = await evaluateTasks(evalSet(config, inst.heldout), pick0, config.evalSamples, evalBase, runner0);
-      baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
-      await deps.onSeedBaseline?.(baseline);
-      if ("id" in initial) await deps.policies?.release?.(initial.id);
-    }
-    baselines.push(baseline);
-
+    baselines.push(await seedBaseline(config, deps, inst, seed, rng, runnerFor));
     let extra = 0;
     for (const name of order) {
       const done = deps.resume?.results.find((r) => r.arm === name && r.result.seed === seed)?.result;
@@ -167,79 +148,27 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         perArm.get(name)!.push(done);
         continue;
       }
-      if (trainedNow > 0 && deps.shouldYield?.()) throw new TimeSliceEndedError(unitsLeft(config, perArm, deps.resume?.results));
-      const unit = await unitPolicy(deps, name, seed);
-      const policy = unit.policy;
-      const runRollout = runnerFor(`${name}/${seed}`, policy, seed);
-      const stepwise = unit.id !== undefined;
-      const trained: TrainResult = await trainArm(armConfig(name, extra, config.singleVoter), config.train, {
-        policy,
-        runRollout,
-        pool,
-        trainTasks: inst.train,
-        probeTasks: inst.dev,
-        initialProfiles,
-        probePriority: inst.evolution.h0Failures,
-        voters: deps.voters,
-        rng,
-        onStep: (step, record) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
-        ...(stepwise
-          ? {
-              resumeFrom: unit.resumeFrom,
-              onStepEnd: (state: TrainerState) => deps.onUnitStep?.({ arm: name, seed, policyId: unit.id!, state: withoutDecisions(state) }),
-              shouldYield: () => deps.shouldYield?.() ?? false,
-            }
-          : {}),
-      }).catch((err: unknown) => {
-        if (err instanceof TrainingPausedError) throw new TimeSliceEndedError(unitsLeft(config, perArm, deps.resume?.results));
-        throw err;
-      });
-      if (name === "harness-s") extra = trained.rollouts.rescue + trained.rollouts.reanchor;
-      const train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runRollout);
-      const held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runRollout);
-      const result: ArmSeedResult = {
-        seed,
-        rollouts: trained.rollouts.total,
-        rolloutBreakdown: {
-          train: trained.rollouts.train,
-          rescue: trained.rollouts.rescue,
-          resample: trained.rollouts.resample,
-          reanchor: trained.rollouts.reanchor,
-        },
-        h0: { train: score(train), heldout: score(held) },
-        byFamily: { train: train.byFamily, heldout: held.byFamily },
-        byCombination: { heldout: held.byCombination },
-        behaviours: held.behaviours,
-        rescue: trained.rescue,
-        curve: trained.curve,
-        utilities: [
-          ...(name.startsWith("harness-s")
-            ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }]
-            : []),
-          ...trained.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
-        ],
-        siblingDirections: Object.fromEntries(pool.siblings.map((sib) => [sib.id, sib.provenance.direction])),
-        chosenCounts: trained.chosenCounts,
-      };
-      if (name.startsWith("harness-s")) {
-        const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: rng.fork(`rank1:${name}`) });
-        result.rank1 = { heldout: score(await evaluateTasks(evalSet(config, inst.heldout), pick, config.evalSamples, evalBase, runRollout)) };
-      }
-      if (trained.audits.length) {
-        const rescuable = trained.audits.filter((a) => a.rescuable);
-        result.routerAccuracy = {
-          audited: trained.audits.length,
-          rescuable: rescuable.length,
-          hitRate: mean(rescuable.map((a) => (a.hit ? 1 : 0))),
-          randomHitRate: mean(rescuable.map((a) => a.randomHitChance)),
-        };
-      }
+      if (trainedNow > 0 && deps.shouldYield?.()) return paused();
+      const unit = await trainUnit({ config, deps, inst, seed, rng, runnerFor, name, extra });
+      if (unit.kind === "paused") return paused();
+      if (name === "harness-s") extra = unit.result.rolloutBreakdown.rescue + unit.result.rolloutBreakdown.reanchor;
       trainedNow++;
-      perArm.get(name)!.push(result);
-      await deps.onArmSeed?.(name, result);
-      if (unit.id !== undefined) await deps.policies?.release?.(unit.id);
+      perArm.get(name)!.push(unit.result);
+      await deps.onArmSeed?.(name, unit.result);
+      if (unit.policyId !== undefined) await deps.policies?.release?.(unit.policyId);
     }
   }
+  return { kind: "done", summary: summarise(config, { perArm, baselines, instances }) };
+}
 
-  return summarise(config, { perArm, baselines, instances });
+/**
+ * {@link runExperiment} for callers that never pause it (no `shouldYield`): the summary.
+ *
+ * @example
+ * const summary = await runExperimentToEnd(ExperimentConfig.parse({ seeds: [1] }), deps);
+ */
+export async function runExperimentToEnd(config: ExperimentConfig, deps: Omit<ExperimentDeps, "shouldYield">): Promise<ExperimentSummary> {
+  const outcome = await runExperiment(config, deps);
+  if (outcome.kind !== "done") throw new Error("unreachable: a run without shouldYield never pauses");
+  return outcome.summary;
 }

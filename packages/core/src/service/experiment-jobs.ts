@@ -1,4 +1,4 @@
-import { BudgetExceededError, HarnessSError, NotFoundError, TimeSliceEndedError, parseOrThrow } from "../errors.ts";
+import { BudgetExceededError, HarnessSError, NotFoundError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import { ConcurrencyLimitError } from "./errors.ts";
@@ -157,7 +157,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     };
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
-    const summary = await runExperiment(config, {
+    const outcome = await runExperiment(config, {
       ...base,
       runnerFor: budgeted,
       resume: { baselines: [...record.baselines], results: [...record.results], units: [...record.units] },
@@ -172,16 +172,18 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
       onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
-    await end({ status: "done", summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
+    if (outcome.kind === "done") await end({ status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
+    else {
+      await persisted.catch(() => undefined); // the save below writes the whole record again
+      const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
+      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${outcome.remaining} (arm, seed) units left${part}` } });
+      // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
+      await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
+    }
   } catch (err) {
     await persisted.catch(() => undefined);
     if (err instanceof ExperimentCancelledError) await end({ status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } });
-    else if (err instanceof TimeSliceEndedError) {
-      const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
-      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${err.remaining} (arm, seed) units left${part}` } });
-      // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
-      await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
-    } else if (err instanceof BudgetExceededError) await end({ status: "stopped", stopReason: err.message });
+    else if (err instanceof BudgetExceededError) await end({ status: "stopped", stopReason: err.message });
     else await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });

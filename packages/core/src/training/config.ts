@@ -1,6 +1,9 @@
 import { z } from "zod";
+import { AggregatorName } from "../voting/aggregate.ts";
+import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
 
-export const RescueMode = z.enum(["none", "router", "random", "resample-h0"]);
+/** The registered rescue modes (see {@link RESCUE_MODES}). */
+export const RescueMode = z.enum(Object.keys(RESCUE_MODES) as [RescueModeName, ...RescueModeName[]]);
 export type RescueMode = z.infer<typeof RescueMode>;
 
 /** One training arm. All arms of a seed share the batch order and evaluation seeds. */
@@ -22,7 +25,7 @@ export const TrainConfig = z.object({
   k: z.number().int().min(1).default(2),
   /** Rollouts per rescue, split over the k siblings (default: the group size). */
   rescueRollouts: z.number().int().min(1).optional(),
-  aggregator: z.enum(["borda", "rrf"]).default("borda"),
+  aggregator: AggregatorName.default("borda"),
   /** Chance that a rescue swaps its last Top-k pick for a random other sibling (chosen on validation, README). */
   exploration: z.number().min(0).max(1).default(0.1),
   diverse: z.boolean().default(false),

@@ -2,9 +2,10 @@ import { z } from "zod";
 import { Profile } from "../profile/profile.ts";
 import { RoutingDecision } from "../voting/router.ts";
 import { AuditRecord } from "./audit.ts";
-import type { RolloutCounts, TrainResult } from "./train.ts";
 
-const Counts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
+/** Rollouts spent by kind (every environment episode counts); `total` is their sum. */
+export const RolloutCounts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
+export type RolloutCounts = z.infer<typeof RolloutCounts>;
 
 /**
  * Everything a trainer needs to continue an arm after its last finished step, besides the policy
@@ -14,10 +15,10 @@ const Counts = z.object({ train: z.number().int(), rescue: z.number().int(), res
  */
 export const TrainerState = z.object({
   arm: z.string(),
-  /** The last finished step; training continues at step + 1. */
-  step: z.number().int().min(1),
+  /** The last finished step (0 before the first); training continues at step + 1. */
+  step: z.number().int().min(0),
   policyVersion: z.number().int().min(0),
-  counts: Counts,
+  counts: RolloutCounts,
   extraLeft: z.number().int().min(0),
   probePriority: z.array(z.string()),
   diagnosticRollouts: z.number().int().min(0),
@@ -40,45 +41,8 @@ export function withTotal(counts: RolloutCounts): RolloutCounts {
 }
 
 /** Utility values as JSON can hold them: NaN (no rescue seen) becomes null. */
-export function nullForNaN(values: Record<string, number>): Record<string, number | null> {
-  return Object.fromEntries(Object.entries(values).map(([k, x]) => [k, Number.isFinite(x) ? x : null]));
-}
-
-export interface TrainerVariables {
-  result: TrainResult;
-  counts: RolloutCounts;
-  extraLeft: number;
-  probePriority: readonly string[];
-}
-
-/**
- * A copy of the trainer's state after `step`, safe to store while training goes on.
- *
- * @example
- * await save(captureTrainerState(step, policy.version(), { result, counts, extraLeft, probePriority }));
- */
-export function captureTrainerState(step: number, policyVersion: number, v: TrainerVariables): TrainerState {
-  // Audits and decisions are never changed once made, so the lists are copied but their records
-  // shared: a step's capture then costs nothing per past decision (most callers drop them anyway).
-  const { audits, decisions, ...rest } = v.result;
-  const r = structuredClone(rest);
-  return {
-    arm: r.arm,
-    step,
-    policyVersion,
-    counts: withTotal(v.counts),
-    extraLeft: v.extraLeft,
-    probePriority: [...v.probePriority],
-    diagnosticRollouts: r.diagnosticRollouts,
-    curve: r.curve,
-    utilities: r.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
-    rescue: r.rescue,
-    audits: [...audits],
-    decisions: [...decisions],
-    decisionsOmitted: r.decisionsOmitted,
-    profiles: r.profiles,
-    chosenCounts: r.chosenCounts,
-  };
+export function nullForNaN(values: Record<string, number | null>): Record<string, number | null> {
+  return Object.fromEntries(Object.entries(values).map(([k, x]) => [k, x !== null && Number.isFinite(x) ? x : null]));
 }
 
 /**
@@ -91,28 +55,4 @@ export function captureTrainerState(step: number, policyVersion: number, v: Trai
  */
 export function withoutDecisions(state: TrainerState): TrainerState {
   return { ...state, decisions: [], decisionsOmitted: state.decisionsOmitted + state.decisions.length };
-}
-
-/** The trainer's variables from a stored state (the inverse of {@link captureTrainerState}). */
-export function restoreTrainerState(state: TrainerState): TrainerVariables {
-  const s = structuredClone(state);
-  const counts = s.counts;
-  return {
-    counts,
-    extraLeft: s.extraLeft,
-    probePriority: s.probePriority,
-    result: {
-      arm: s.arm,
-      rollouts: counts,
-      diagnosticRollouts: s.diagnosticRollouts,
-      curve: s.curve,
-      utilities: s.utilities.map((u) => ({ step: u.step, values: Object.fromEntries(Object.entries(u.values).map(([k, x]) => [k, x ?? Number.NaN])) })),
-      rescue: s.rescue,
-      audits: s.audits,
-      decisions: s.decisions,
-      decisionsOmitted: s.decisionsOmitted,
-      profiles: s.profiles,
-      chosenCounts: s.chosenCounts,
-    },
-  };
 }

@@ -1,7 +1,17 @@
 /* Invariants: see ./README.md. */
+import { z } from "zod";
 import type { Ballot } from "./ballot.ts";
 
-export type Aggregator = "borda" | "rrf";
+/**
+ * Vote aggregators by name: the points a candidate gets from one ballot, given the number of
+ * candidates and its (tie-shared, 1-based) rank. Config enums are derived from these keys.
+ */
+export const AGGREGATORS = {
+  borda: (n: number, rank: number) => n - rank,
+  rrf: (_n: number, rank: number) => 1 / (60 + rank),
+} satisfies Record<string, (n: number, rank: number) => number>;
+export type Aggregator = keyof typeof AGGREGATORS;
+export const AggregatorName = z.enum(Object.keys(AGGREGATORS) as [Aggregator, ...Aggregator[]]);
 
 /** Per-candidate points from one ballot: Borda points or RRF contributions, ties shared. */
 function ballotRanks(ballot: Ballot, candidates: readonly string[]): Map<string, number> {
@@ -35,11 +45,12 @@ export interface Tally {
  */
 export function aggregate(ballots: readonly Ballot[], candidates: readonly string[], method: Aggregator): Tally[] {
   const n = candidates.length;
+  const points = AGGREGATORS[method];
   const tally = new Map<string, Tally>(candidates.map((id) => [id, { harnessId: id, score: 0, firstPlaces: 0 }]));
   for (const ballot of ballots) {
     for (const [id, rank] of ballotRanks(ballot, candidates)) {
       const t = tally.get(id)!;
-      t.score += method === "borda" ? n - rank : 1 / (60 + rank);
+      t.score += points(n, rank);
       if (rank === 1) t.firstPlaces++;
     }
   }

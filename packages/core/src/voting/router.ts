@@ -6,12 +6,12 @@ import { profileOf, type ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Rng } from "../util/rng.ts";
-import { aggregate, type Aggregator } from "./aggregate.ts";
+import { AggregatorName, aggregate } from "./aggregate.ts";
 import { Ballot, type BallotRequest, type Voter } from "./ballot.ts";
 
 export const RouterOptions = z.object({
   k: z.number().int().min(1).default(2),
-  aggregator: z.enum(["borda", "rrf"]).default("borda"),
+  aggregator: AggregatorName.default("borda"),
   /** Minimum valid ballots; defaults to a majority of the voters. */
   quorum: z.number().int().min(1).optional(),
   exploration: z.number().min(0).max(1).default(0),
@@ -30,7 +30,7 @@ export const RoutingDecision = z.object({
   ranked: z.array(z.object({ harnessId: z.string(), score: z.number(), firstPlaces: z.number() })),
   ballots: z.array(Ballot),
   failures: z.array(z.object({ voterId: z.string(), reason: z.string() })),
-  aggregator: z.enum(["borda", "rrf"]),
+  aggregator: AggregatorName,
   explored: z.boolean(),
   poolVersion: z.string(),
   profileVersions: z.record(z.string(), z.number()),
@@ -104,7 +104,7 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
   const quorum = opts.quorum ?? Math.max(1, Math.ceil(deps.voters.length / 2));
   if (ballots.length < quorum) throw new QuorumError(ballots.length, quorum, failures);
 
-  const ranked = aggregate(ballots, input.candidates.map((c) => c.id), opts.aggregator as Aggregator);
+  const ranked = aggregate(ballots, input.candidates.map((c) => c.id), opts.aggregator);
   const chosen = opts.diverse ? diverseTopK(ranked.map((t) => t.harnessId), input.candidates, opts.k) : ranked.slice(0, opts.k).map((t) => t.harnessId);
   let explored = false;
   if (opts.exploration > 0 && deps.rng.next() < opts.exploration && ranked.length > chosen.length) {

@@ -1,0 +1,251 @@
+import type { HarnessPool } from "../harness/pool.ts";
+import type { ProfileSet } from "../profile/profile.ts";
+import { reanchor } from "../profile/reanchor.ts";
+import type { Policy, RolloutRunner } from "../ports.ts";
+import { isAllFail } from "../rescue/rescue.ts";
+import type { Rollout } from "../rollout/types.ts";
+import { ConflictError } from "../service/errors.ts";
+import type { Task } from "../task.ts";
+import { hash32, sample, type Rng } from "../util/rng.ts";
+import type { Voter } from "../voting/ballot.ts";
+import type { RoutingDecision } from "../voting/router.ts";
+import type { AuditRecord } from "./audit.ts";
+import type { ArmConfig, TrainConfig } from "./config.ts";
+import { evaluateTasks } from "./evaluate.ts";
+import { RESCUE_MODES, type GroupOutcome, type GroupResolution } from "./rescue-modes.ts";
+import { buildSamples, updateSettings } from "./samples.ts";
+import { nullForNaN, withTotal, type RolloutCounts, type TrainerState } from "./train-state.ts";
+
+export interface TrainDeps {
+  policy: Policy;
+  runRollout: RolloutRunner;
+  pool: HarnessPool;
+  trainTasks: readonly Task[];
+  probeTasks: readonly Task[];
+  initialProfiles: ProfileSet;
+  /** Dev tasks H0 failed when the initial profiles were measured (the first probe's priority). */
+  probePriority?: readonly string[];
+  voters: readonly Voter[];
+  /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
+  rng: Rng;
+  onStep?: (step: number, record: StepRecord) => void;
+}
+
+/** What one training step did, group by group (for experiment records and audits). */
+export interface StepRecord {
+  step: number;
+  policyVersion: number;
+  rollouts: RolloutCounts;
+  groups: { taskId: string; meanReward: number; allFail: boolean; outcome: GroupOutcome; chosen?: string[] }[];
+}
+
+export interface TrainResult {
+  arm: string;
+  rollouts: RolloutCounts;
+  /** Diagnostic rollouts (router audits, curves); never counted as training budget. */
+  diagnosticRollouts: number;
+  curve: { step: number; h0TrainAvgAt3: number }[];
+  /** Fresh rescue utility per sibling at each re-anchoring (null: the probe saw no rescue). */
+  utilities: { step: number; values: Record<string, number | null> }[];
+  rescue: { triggered: number; replaced: number; dropped: number; allFailGroups: number; groups: number };
+  audits: AuditRecord[];
+  decisions: RoutingDecision[];
+  /** Decisions made before a continuation from a state that left them out (`withoutDecisions`). */
+  decisionsOmitted: number;
+  profiles: ProfileSet;
+  chosenCounts: Record<string, number>;
+}
+
+/**
+ * One arm's training as a step machine whose live state is a {@link TrainerState}: G rollouts
+ * per task under H0; all-fail groups resolved by the arm's rescue mode (see `RESCUE_MODES`);
+ * group-relative advantages; one PPO update per step; re-anchoring every `reanchorEvery` steps.
+ * Batches, rollout seeds and router draws derive from the step, so a trainer resumed from
+ * `state()` continues exactly as the uninterrupted one.
+ *
+ * @example
+ * const trainer = await Trainer.start(arm, TrainConfig.parse({}), deps);
+ * while (!trainer.done) await save((await trainer.step(), trainer.state()));
+ * const result = trainer.result();
+ */
+export class Trainer {
+  private readonly armRng: Rng;
+  private readonly voters: readonly Voter[];
+
+  private constructor(
+    private readonly arm: ArmConfig,
+    private readonly config: TrainConfig,
+    private readonly deps: TrainDeps,
+    private readonly s: TrainerState,
+  ) {
+    this.armRng = deps.rng.fork(`arm:${arm.name}`);
+    this.voters = arm.voters.length ? deps.voters.filter((v) => arm.voters.includes(v.id)) : deps.voters;
+  }
+
+  /** A fresh trainer at step 0 (the step-0 curve point is measured here). */
+  static async start(arm: ArmConfig, config: TrainConfig, deps: TrainDeps): Promise<Trainer> {
+    const state: TrainerState = {
+      arm: arm.name,
+      step: 0,
+      policyVersion: deps.policy.version(),
+      counts: { train: 0, rescue: 0, resample: 0, reanchor: 0, total: 0 },
+      extraLeft: arm.extraBudget ?? 0,
+      probePriority: [...(deps.probePriority ?? [])],
+      diagnosticRollouts: 0,
+      curve: [],
+      utilities: [],
+      rescue: { triggered: 0, replaced: 0, dropped: 0, allFailGroups: 0, groups: 0 },
+      audits: [],
+      decisions: [],
+      decisionsOmitted: 0,
+      profiles: structuredClone(deps.initialProfiles),
+      chosenCounts: {},
+    };
+    const trainer = new Trainer(arm, config, deps, state);
+    await trainer.curvePoint(0);
+    return trainer;
+  }
+
+  /** Continues from a saved state; the policy must be the arm's, at the state's version. */
+  static resume(state: TrainerState, arm: ArmConfig, config: TrainConfig, deps: TrainDeps): Trainer {
+    if (state.arm !== arm.name || state.policyVersion !== deps.policy.version()) {
+      throw new ConflictError(`cannot continue ${state.arm} at policy version ${state.policyVersion} with ${arm.name} at version ${deps.policy.version()}`);
+    }
+    return new Trainer(arm, config, deps, structuredClone(state));
+  }
+
+  get done(): boolean {
+    return this.s.step >= this.config.steps;
+  }
+
+  /** Runs the next step: collect the groups, resolve each, build samples, update, maybe re-anchor. */
+  async step(): Promise<StepRecord> {
+    const step = this.s.step + 1;
+    const batch = sample(this.deps.trainTasks, this.config.batchSize, this.deps.rng.fork(`batch:${step}`));
+    const groups = await this.collectGroups(batch, step);
+    const used: Rollout[][] = [];
+    const records: StepRecord["groups"] = [];
+    for (const [g, task] of batch.entries()) {
+      const group = groups[g]!;
+      const meanReward = group.reduce((s, r) => s + r.reward, 0) / group.length;
+      const resolved = await this.resolveGroup(task, group, step);
+      if (resolved.rollouts) used.push(resolved.rollouts);
+      records.push({ taskId: task.id, meanReward, allFail: resolved.outcome !== "used", outcome: resolved.outcome, ...(resolved.chosen ? { chosen: resolved.chosen } : {}) });
+    }
+    await this.update(used);
+    await this.maybeReanchor(step);
+    await this.curvePoint(step);
+    this.s.step = step;
+    this.s.policyVersion = this.deps.policy.version();
+    const record = { step, policyVersion: this.s.policyVersion, rollouts: withTotal(this.s.counts), groups: records };
+    this.deps.onStep?.(step, record);
+    return record;
+  }
+
+  /**
+   * A copy of the state to continue from. Audits and decisions are never changed once made, so
+   * their lists are copied but the records shared: a step's copy costs nothing per past decision.
+   */
+  state(): TrainerState {
+    const { audits, decisions, ...rest } = this.s;
+    return { ...structuredClone(rest), counts: withTotal(rest.counts), audits: [...audits], decisions: [...decisions] };
+  }
+
+  /** The arm's result so far (the final one once {@link done}). */
+  result(): TrainResult {
+    const s = this.state();
+    return {
+      arm: s.arm,
+      rollouts: s.counts,
+      diagnosticRollouts: s.diagnosticRollouts,
+      curve: s.curve,
+      utilities: s.utilities,
+      rescue: s.rescue,
+      audits: s.audits,
+      decisions: s.decisions,
+      decisionsOmitted: s.decisionsOmitted,
+      profiles: s.profiles,
+      chosenCounts: s.chosenCounts,
+    };
+  }
+
+  private async collectGroups(batch: readonly Task[], step: number): Promise<Rollout[][]> {
+    const { groupSize } = this.config;
+    const groups = await Promise.all(
+      batch.map((task) => Promise.all(Array.from({ length: groupSize }, (_, i) => this.deps.runRollout(task, this.deps.pool.base, this.seedOf(step, task, "h0", i))))),
+    );
+    this.s.counts.train += groupSize * batch.length;
+    return groups;
+  }
+
+  private async resolveGroup(task: Task, group: Rollout[], step: number): Promise<GroupResolution | { outcome: "used"; rollouts: Rollout[]; chosen?: undefined }> {
+    this.s.rescue.groups++;
+    if (!isAllFail(group)) return { outcome: "used", rollouts: group };
+    this.s.rescue.allFailGroups++;
+    return RESCUE_MODES[this.arm.rescue]({
+      armName: this.arm.name,
+      task,
+      group,
+      step,
+      seed: (label, i) => this.seedOf(step, task, label, i),
+      config: this.config,
+      pool: this.deps.pool,
+      voters: this.voters,
+      runRollout: this.deps.runRollout,
+      armRng: this.armRng,
+      state: this.s,
+    });
+  }
+
+  private async update(used: readonly Rollout[][]): Promise<void> {
+    const samples = buildSamples(used, this.config);
+    if (samples.length > 0) await this.deps.policy.update({ baseVersion: this.deps.policy.version(), samples, settings: updateSettings(this.config) });
+  }
+
+  private async maybeReanchor(step: number): Promise<void> {
+    const { config } = this;
+    if (this.arm.rescue !== "router" || !this.arm.reanchor || step % config.reanchorEvery !== 0 || config.reanchorBudget <= 0) return;
+    const re = await reanchor({
+      probeTasks: this.deps.probeTasks,
+      pool: this.deps.pool,
+      profiles: this.s.profiles,
+      budget: config.reanchorBudget,
+      keep: config.reanchorKeep,
+      policyVersion: this.deps.policy.version(),
+      step,
+      rng: this.armRng.fork(`reanchor:${step}`),
+      runRollout: this.deps.runRollout,
+      priority: this.s.probePriority,
+    });
+    this.s.profiles = re.profiles;
+    this.s.probePriority = re.failing;
+    this.s.counts.reanchor += re.spent;
+    this.s.utilities.push({ step, values: nullForNaN(re.utilities) });
+  }
+
+  private async curvePoint(step: number): Promise<void> {
+    const { config, deps } = this;
+    if (!config.curveEvery || step % config.curveEvery !== 0) return;
+    const stride = Math.max(1, Math.floor(deps.trainTasks.length / config.curveTasks));
+    const tasks = deps.trainTasks.filter((_, i) => i % stride === 0).slice(0, config.curveTasks);
+    const ev = await evaluateTasks(tasks, () => deps.pool.base, 3, hash32("curve", deps.rng.seed), deps.runRollout);
+    this.s.diagnosticRollouts += ev.rollouts;
+    this.s.curve.push({ step, h0TrainAvgAt3: ev.avgAt3 });
+  }
+
+  private seedOf(step: number, task: Task, label: string, i: number): number {
+    return hash32(`${label}:${step}:${task.id}:${i}`, this.deps.rng.seed);
+  }
+}
+
+/**
+ * Trains one arm to the end in one go (tests, tools); pausable drivers use {@link Trainer}.
+ *
+ * @example
+ * const result = await trainArm({ name: "harness-s", rescue: "router", reanchor: true, voters: [] }, TrainConfig.parse({}), deps);
+ */
+export async function trainArm(arm: ArmConfig, config: TrainConfig, deps: TrainDeps): Promise<TrainResult> {
+  const trainer = await Trainer.start(arm, config, deps);
+  while (!trainer.done) await trainer.step();
+  return trainer.result();
+}
