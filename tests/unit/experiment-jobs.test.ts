@@ -9,7 +9,9 @@ import {
   runExperimentJob,
   startExperiment,
   systemClock,
+  memoryLogger,
   type Envelope,
+  type ExperimentStepStore,
   type Policy,
 } from "@harness-s/core";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
@@ -65,6 +67,20 @@ describe("the coordinator use-case", () => {
     expect(Object.keys(stored.summary!.arms[0]!.perSeed[0]!.byCombination.heldout).sort()).toEqual(["app:docs+auth", "db:format+mutation", "repair:tricky+blocked"]);
     expect(setupFor("validation")).toBe(setupFor("validation"));
     expect(setupFor("test")).not.toBe(setupFor("validation"));
+  });
+
+  it("a step record that cannot be written does not stop the run, and says so in the log", async () => {
+    // Prepare: a step store that is down
+    const experiments = new MemoryExperimentStore();
+    const logger = memoryLogger();
+    const steps: ExperimentStepStore = { put: async () => Promise.reject(new Error("table is down")), list: async () => [] };
+    await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e-log" });
+    // Act
+    await runExperimentJob("e-log", { experiments, clock: systemClock, steps, logger, prepare: async () => setup });
+    await new Promise((r) => setTimeout(r, 0));
+    // Assess
+    expect((await experiments.get("e-log"))!.status).toBe("done");
+    expect(logger.lines).toEqual([expect.stringMatching(/^step record e-log grpo\/3 step 1 failed: table is down$/)]);
   });
 
   it("an unknown experiment is an error (the message goes to the DLQ)", async () => {

@@ -1,6 +1,7 @@
 export * from "./errors.ts";
 export * from "./util/rng.ts";
 export * from "./util/clock.ts";
+export * from "./util/logger.ts";
 export * from "./util/compare.ts";
 export * from "./task.ts";
 export * from "./harness/spec.ts";

@@ -92,71 +92,95 @@ export interface Measured {
  * const { pool } = await evolvePool(EvolutionConfig.parse({}), { base: h0, devTasks, runRollout, proposer: mutationProposer, vocabulary, rng });
  */
 export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): Promise<EvolutionResult> {
-  let spent = 0;
-  const measure = async (spec: HarnessSpec): Promise<Measured> => {
-    const rates = new Map<string, number>();
-    const rollouts: Rollout[] = [];
-    for (const task of deps.devTasks) {
-      const runs = await Promise.all(
-        Array.from({ length: config.trials }, (_, i) => deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed))),
-      );
-      spent += runs.length;
-      rates.set(task.id, runs.filter((r) => r.success).length / runs.length);
-      rollouts.push(...runs);
-    }
-    return { rates, rollouts };
-  };
-
+  const meter = { spent: 0 };
+  const measure = (spec: HarnessSpec) => measureOnDev(spec, config, deps, meter);
   const h0 = await measure(deps.base);
   const h0Failures = deps.devTasks.filter((t) => h0.rates.get(t.id)! <= 1 - config.repairMargin).map((t) => t.id);
-  const failing = new Set(h0Failures);
-  const compare = (m: Measured) => {
-    const repairs = deps.devTasks.filter((t) => m.rates.get(t.id)! - h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
-    const breaks = deps.devTasks.filter((t) => h0.rates.get(t.id)! - m.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
+  const compare = comparer(h0, deps.devTasks, new Set(h0Failures), config.repairMargin);
+  const candidates: Candidate[] = [];
+  const totalSteps = config.directions.length * config.rounds;
+  let done = 0;
+  for (const direction of config.directions) {
+    candidates.push(...(await evolveDirection(direction, config, deps, h0, measure, compare, () => deps.onProgress?.(++done, totalSteps))));
+  }
+  return frozenPool(config, deps, h0, h0Failures, candidates, meter.spent);
+}
+
+type Candidate = CandidateRecord & { measured: Measured };
+type Compare = (m: Measured) => { repairs: string[]; breaks: string[]; score: number };
+
+async function measureOnDev(spec: HarnessSpec, config: EvolutionConfig, deps: EvolutionDeps, meter: { spent: number }): Promise<Measured> {
+  const rates = new Map<string, number>();
+  const rollouts: Rollout[] = [];
+  for (const task of deps.devTasks) {
+    const runs = await Promise.all(Array.from({ length: config.trials }, (_, i) => deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed))));
+    meter.spent += runs.length;
+    rates.set(task.id, runs.filter((r) => r.success).length / runs.length);
+    rollouts.push(...runs);
+  }
+  return { rates, rollouts };
+}
+
+/** Repairs and breaks against H0 (by the margin), and the continuous score a round climbs on. */
+function comparer(h0: Measured, devTasks: readonly Task[], failing: ReadonlySet<string>, margin: number): Compare {
+  return (m) => {
+    const repairs = devTasks.filter((t) => m.rates.get(t.id)! - h0.rates.get(t.id)! >= margin).map((t) => t.id);
+    const breaks = devTasks.filter((t) => h0.rates.get(t.id)! - m.rates.get(t.id)! >= margin).map((t) => t.id);
     // Continuous: success gained on H0's failures minus half the success lost anywhere, so an edit
     // that only makes partial progress (the first of two needed hooks) can still be climbed on.
     let score = 0;
-    for (const t of deps.devTasks) {
+    for (const t of devTasks) {
       const d = m.rates.get(t.id)! - h0.rates.get(t.id)!;
       if (d > 0 && failing.has(t.id)) score += d;
       if (d < 0) score += 0.5 * d;
     }
     return { repairs, breaks, score };
   };
+}
 
-  const candidates: (CandidateRecord & { measured: Measured })[] = [];
-  const totalSteps = config.directions.length * config.rounds;
-  let done = 0;
-  for (const direction of config.directions) {
-    let parent = deps.base;
-    let parentScore = 0;
-    let parentRollouts = h0.rollouts;
-    for (let round = 0; round < config.rounds; round++) {
-      const proposals = await deps.proposer.propose({
-        parent,
-        direction,
-        signals: failureSignals(parentRollouts, deps.vocabulary),
-        count: config.candidatesPerRound,
-        rng: deps.rng.fork(`propose:${direction}`),
-        round,
-      });
-      let best: (CandidateRecord & { measured: Measured }) | undefined;
-      for (const spec of proposals) {
-        const measured = await measure(spec);
-        const c = { spec, ...compare(measured), kept: false, measured };
-        if (c.score >= parentScore + config.minGain && (!best || c.score > best.score)) best = c;
-      }
-      if (best) {
-        best.kept = best.repairs.length >= config.minRepairs;
-        candidates.push(best);
-        parent = best.spec;
-        parentScore = best.score;
-        parentRollouts = best.measured.rollouts;
-      }
-      deps.onProgress?.(++done, totalSteps);
+/** One direction's rounds: each round's best proposal (if it does not lose score) becomes the parent. */
+async function evolveDirection(
+  direction: EvolutionConfig["directions"][number],
+  config: EvolutionConfig,
+  deps: EvolutionDeps,
+  h0: Measured,
+  measure: (spec: HarnessSpec) => Promise<Measured>,
+  compare: Compare,
+  onRound: () => void,
+): Promise<Candidate[]> {
+  const kept: Candidate[] = [];
+  let parent = deps.base;
+  let parentScore = 0;
+  let parentRollouts = h0.rollouts;
+  for (let round = 0; round < config.rounds; round++) {
+    const proposals = await deps.proposer.propose({
+      parent,
+      direction,
+      signals: failureSignals(parentRollouts, deps.vocabulary),
+      count: config.candidatesPerRound,
+      rng: deps.rng.fork(`propose:${direction}`),
+      round,
+    });
+    let best: Candidate | undefined;
+    for (const spec of proposals) {
+      const measured = await measure(spec);
+      const c = { spec, ...compare(measured), kept: false, measured };
+      if (c.score >= parentScore + config.minGain && (!best || c.score > best.score)) best = c;
     }
+    if (best) {
+      best.kept = best.repairs.length >= config.minRepairs;
+      kept.push(best);
+      parent = best.spec;
+      parentScore = best.score;
+      parentRollouts = best.measured.rollouts;
+    }
+    onRound();
   }
+  return kept;
+}
 
+/** The pool chosen for coverage and frozen, with its suite figures, initial profiles and harm. */
+function frozenPool(config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, h0Failures: string[], candidates: readonly Candidate[], spent: number): EvolutionResult {
   const chosen = selectByCoverage(candidates.filter((c) => c.kept), h0Failures, config);
   const siblings = chosen.map((c, i) =>
     parseHarnessSpec({
@@ -173,13 +197,11 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   for (let i = 0; i < sets.length; i++) for (let j = i + 1; j < sets.length; j++) pairs.push(jaccard(sets[i]!, sets[j]!));
   const union = new Set(Object.values(repairSets).flat()).size;
   const bestSingle = Math.max(0, ...sets.map((s) => s.size));
-
   const solved = deps.devTasks.filter((t) => h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
   const harm: PoolHarm = {
     h0Solved: solved.length,
     siblings: Object.fromEntries(siblings.map((s, i) => [s.id, harmOf(h0, chosen[i]!.measured, solved, config.repairMargin)])),
   };
-  const initialProfiles = profilesFrom(deps.base, h0, siblings.map((s, i) => [s, chosen[i]!.measured] as const), deps.devTasks);
   return {
     pool,
     candidates: candidates.map(({ measured: _m, ...c }) => c),
@@ -187,7 +209,7 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
     repairSets,
     locality: mean(pairs),
     complementarity: bestSingle === 0 ? 0 : union / bestSingle,
-    initialProfiles,
+    initialProfiles: profilesFrom(deps.base, h0, siblings.map((s, i) => [s, chosen[i]!.measured] as const), deps.devTasks),
     rolloutsSpent: spent,
     harm,
   };

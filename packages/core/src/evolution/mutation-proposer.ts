@@ -36,6 +36,24 @@ function trigger(on: string, hint: string, text: string): Trigger {
   return { on, hint, text, priority: 0, maxFires: 3 };
 }
 
+/** A check after an action (half the time) or a commit gate on a fact; false when none applies. */
+function verificationEdit(next: HarnessSpec, signals: readonly FailureSignal[], rng: Rng, hintFor: (s: FailureSignal) => string): boolean {
+  if (rng.next() < 0.5) {
+    const s = pickSignal(signals, rng, (x) => x.roles[x.producedBy] === "act");
+    const tools = s ? s.tools.filter((t) => s.roles[t] === "verify") : [];
+    if (!s || !tools.length) return false;
+    const hint = pick(tools, rng);
+    next.postObservation.push(trigger(s.event, hint, `Check the effect of ${s.producedBy} with ${hint} before submitting.`));
+    return true;
+  }
+  const s = pickSignal(signals, rng, () => true);
+  if (!s || s.facts.length === 0) return false;
+  const fact = pick(s.facts, rng);
+  const requires = [...new Set([...(next.commitGate?.requires ?? []), fact])];
+  next.commitGate = { requires, hint: hintFor(s), maxBlocks: 2 };
+  return true;
+}
+
 /** One random edit of `spec` along the input's direction, or undefined when none applies. */
 function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec | undefined {
   const next = structuredClone(spec);
@@ -86,22 +104,9 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
       next.postObservation.push(trigger(`repeat:${2 + rng.int(2)}`, rng.next() < 0.5 ? "submit" : hintFor(s), "You are repeating yourself."));
       break;
     }
-    case "verification": {
-      if (rng.next() < 0.5) {
-        const s = pickSignal(signals, rng, (x) => x.roles[x.producedBy] === "act");
-        const tools = s ? s.tools.filter((t) => s.roles[t] === "verify") : [];
-        if (!s || !tools.length) return undefined;
-        const hint = pick(tools, rng);
-        next.postObservation.push(trigger(s.event, hint, `Check the effect of ${s.producedBy} with ${hint} before submitting.`));
-        break;
-      }
-      const s = pickSignal(signals, rng, () => true);
-      if (!s || s.facts.length === 0) return undefined;
-      const fact = pick(s.facts, rng);
-      const requires = [...new Set([...(next.commitGate?.requires ?? []), fact])];
-      next.commitGate = { requires, hint: hintFor(s), maxBlocks: 2 };
+    case "verification":
+      if (!verificationEdit(next, signals, rng, hintFor)) return undefined;
       break;
-    }
     case "pre-action": {
       const s = pickSignal(signals, rng, () => true);
       if (!s || s.facts.length === 0) return undefined;

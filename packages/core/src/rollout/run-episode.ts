@@ -1,5 +1,5 @@
-import type { HarnessSpec, Trigger } from "../harness/spec.ts";
-import { matchesEvent } from "../harness/spec.ts";
+import type { HarnessSpec } from "../harness/spec.ts";
+import { SUBMIT, applyAction, startState, turnHints } from "./episode-hooks.ts";
 import type { ActionChoice, EnvOutcome, EnvSession, Environment, Policy } from "../ports.ts";
 import type { Task } from "../task.ts";
 import { createRng, type Rng } from "../util/rng.ts";
@@ -10,14 +10,7 @@ export function withNotes(text: string, notes: readonly string[]): string {
   return [text, ...notes.map((n) => `[harness] ${n}`)].filter(Boolean).join("\n");
 }
 
-export const SUBMIT = "submit";
-
-interface ArmedTrigger {
-  trigger: Trigger;
-  fires: number;
-  skill: boolean;
-  fromTask: boolean;
-}
+export { SUBMIT } from "./episode-hooks.ts";
 
 /**
  * Runs one episode of `task` under `harness` with `policy`, applying the harness at its hooks:
@@ -60,105 +53,35 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
   }
   const instruction = textual ? [task.instruction, harness.instruction.systemAppend].filter(Boolean).join("\n\n") : undefined;
   const maxTurns = harness.budget.maxTurns;
-  const armed: ArmedTrigger[] = [
-    ...task.cues.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: true })),
-    ...harness.instruction.cues.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: false })),
-    ...harness.postObservation.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: false })),
-    ...harness.skills.entries.map((trigger) => ({ trigger, fires: 0, skill: true, fromTask: false })),
-  ].sort((a, b) => b.trigger.priority - a.trigger.priority);
-
-  let event = session.initial.event;
-  let facts = session.initial.facts;
-  const events: string[] = [event];
+  const s = startState(task, harness, session.initial);
+  const events: string[] = [s.event];
   const steps: TrajectoryStep[] = [];
-  const taken = new Set<string>();
-  const failedActions = new Set<string>();
-  const preBlocks = harness.preAction.map(() => 0);
-  let gateBlocks = 0;
-  let pendingHints: string[] = [];
-  let lastAction = "";
-  let repeats = 0;
   let outcome: EnvOutcome | undefined;
 
   for (let turn = 0; turn < maxTurns && !outcome; turn++) {
     const turnsLeft = maxTurns - turn;
-    const signals = repeats >= 2 ? [event, `repeat:${repeats}`] : [event];
-    const hints = [...pendingHints];
-    const baseHints: string[] = [];
-    const notes: string[] = [];
-    pendingHints = [];
-    if (turn <= harness.recon.first.length) {
-      const nextRecon = harness.recon.first.find((a) => !taken.has(a));
-      if (nextRecon) hints.push(nextRecon);
-    }
-    let skillsUsed = 0;
-    for (const a of armed) {
-      if (a.fires >= a.trigger.maxFires || !signals.some((s) => matchesEvent(a.trigger.on, s))) continue;
-      if (a.skill && skillsUsed >= harness.skills.topK) continue;
-      if (a.skill) skillsUsed++;
-      a.fires++;
-      hints.push(a.trigger.hint);
-      if (a.fromTask) baseHints.push(a.trigger.hint);
-      if (a.trigger.text) notes.push(a.trigger.text);
-    }
-    if (harness.budget.warnAt !== undefined && turnsLeft <= harness.budget.warnAt) {
-      hints.push(SUBMIT);
-      if (harness.budget.warnText) notes.push(harness.budget.warnText.replace("{left}", String(turnsLeft)));
-    }
-
+    const { hints, baseHints, notes } = turnHints(s, harness, turn, turnsLeft);
     const observation: PolicyObservation = {
       family: task.family,
       tools,
-      event,
-      facts,
+      event: s.event,
+      facts: s.facts,
       taskTags: task.tags,
       hints: [...new Set(hints)].filter((h) => tools.includes(h)),
       baseHints: [...new Set(baseHints)].filter((h) => tools.includes(h)),
-      failedActions: [...failedActions],
+      failedActions: [...s.failedActions],
       turnsLeft,
       ...(textual ? { instruction, text: text ?? "", notes, history: [...dialogue] } : {}),
     };
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);
     const action = choice.action;
-    repeats = action === lastAction ? repeats + 1 : 1;
-    lastAction = action;
-    taken.add(action);
-
-    let result: string;
-    let resultText: string | undefined;
-    const blocking = harness.preAction.findIndex(
-      (c, i) => c.action === action && c.requires.some((f) => !facts.includes(f)) && (c.mode === "warn" || preBlocks[i]! < c.maxBlocks),
-    );
-    const check = blocking >= 0 ? harness.preAction[blocking] : undefined;
-    const gateFacts = action === SUBMIT && session.inspectSubmit ? [...facts, ...session.inspectSubmit(choice.args ?? {})] : facts;
-    const gateMissing =
-      action === SUBMIT && harness.commitGate && gateBlocks < harness.commitGate.maxBlocks
-        ? harness.commitGate.requires.filter((f) => !gateFacts.includes(f))
-        : [];
-    if (check?.mode === "block") {
-      preBlocks[blocking]!++;
-      result = `blocked:${action}`;
-      resultText = textual ? `The harness blocked ${action}: do ${check.requires.join(", ")} first.` : undefined;
-      if (check.hint) pendingHints.push(check.hint);
-    } else if (gateMissing.length > 0) {
-      gateBlocks++;
-      result = `gate:${gateMissing[0]}`;
-      resultText = textual ? `The answer was not accepted (${gateMissing[0]}); fix it and commit again.` : undefined;
-      if (harness.commitGate?.hint) pendingHints.push(harness.commitGate.hint);
-    } else if (action === SUBMIT) {
-      result = "submitted";
-      outcome = await session.finish("submitted", choice.args);
-    } else {
-      if (check?.hint) pendingHints.push(check.hint);
-      const step = await session.act(action, choice.args);
-      result = step.event;
-      resultText = step.text;
-      if (step.facts.length !== facts.length || step.facts.some((f) => !facts.includes(f))) failedActions.clear();
-      facts = step.facts;
-      if (step.event.startsWith("error:")) failedActions.add(action);
-      if (step.done) outcome = await session.finish("submitted");
-    }
+    s.repeats = action === s.lastAction ? s.repeats + 1 : 1;
+    s.lastAction = action;
+    s.taken.add(action);
+    const applied = await applyAction(s, harness, choice, session, textual);
+    outcome = applied.outcome;
+    const { result, resultText } = applied;
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
     steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result, ...(textual ? { args: choice.args, resultText } : {}), ...(choice.tokens ? { tokens: choice.tokens } : {}) });
     if (textual) {
@@ -168,8 +91,8 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       );
       text = resultText ?? result;
     }
-    event = result;
-    if (!events.includes(event)) events.push(event);
+    s.event = result;
+    if (!events.includes(s.event)) events.push(s.event);
   }
 
   if (!outcome) {

@@ -6,6 +6,7 @@ import { visibleTo } from "./ports.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
+import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
 import type { MessageQueue, UsageMeter } from "./ports.ts";
 
 /** A run was cancelled (`POST /v1/experiments/{id}/cancel`); what it finished is kept. */
@@ -96,6 +97,22 @@ export interface CoordinatorDeps {
    */
   sliceMs?: number;
   continueOn?: MessageQueue;
+  /** Where failed writes that do not stop the run are reported (default: stderr). */
+  logger?: Logger;
+}
+
+/** Every rollout of the run counted against its budget cap; refused once cancelled or at the cap. */
+function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record: ExperimentRecord, cancelled: () => boolean): NonNullable<ExperimentDeps["runnerFor"]> {
+  const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
+  return (policyId: string, policy: Policy, seed: number): RolloutRunner => {
+    const run = inner(policyId, policy, seed);
+    return (task, harness, s) => {
+      if (cancelled()) return Promise.reject(new ExperimentCancelledError(record.id));
+      if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
+      record.usage.rollouts++;
+      return run(task, harness, s);
+    };
+  };
 }
 
 /**
@@ -113,6 +130,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     return "duplicate";
   }
   const record: ExperimentRecord = { ...claimed, attempts: claimed.attempts + 1, stopReason: undefined, error: undefined };
+  const logger = deps.logger ?? consoleLogger;
   let cancelled = claimed.cancelRequested === true;
   let cancelCheck: Promise<void> | undefined;
   /** Asks the store after each step whether the run was cancelled (one read in flight at a time). */
@@ -120,7 +138,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     cancelCheck ??= deps.experiments
       .cancelRequested(id)
       .then((c) => void (cancelled ||= c))
-      .catch(() => undefined)
+      .catch(logFailure(logger, `cancel check of ${id}`)) // asked again after the next step
       .finally(() => (cancelCheck = undefined));
   };
   const started = deps.clock.now();
@@ -137,49 +155,33 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   };
   /** The run's last write; its key's experiment slot is given back first (a crash in between frees the slot early, never leaks it). */
   const end = async (patch: Partial<ExperimentRecord>) => {
-    await deps.meter?.releaseSlot(record.keyId).catch(() => undefined);
+    await deps.meter?.releaseSlot(record.keyId).catch(logFailure(logger, `releasing ${record.keyId}'s experiment slot`));
     await save(patch);
   };
-  const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   try {
     if (cancelled) throw new ExperimentCancelledError(id);
     const base = await deps.prepare(record);
     const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples, protocol: record.request.protocol });
-    const inner = base.runnerFor ?? inProcessRunners(base.env);
-    const budgeted = (policyId: string, policy: Policy, seed: number): RolloutRunner => {
-      const run = inner(policyId, policy, seed);
-      return (task, harness, s) => {
-        if (cancelled) return Promise.reject(new ExperimentCancelledError(id));
-        if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
-        record.usage.rollouts++;
-        return run(task, harness, s);
-      };
-    };
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
     const outcome = await runExperiment(config, {
       ...base,
-      runnerFor: budgeted,
+      runnerFor: budgetedRunners(base.runnerFor ?? inProcessRunners(base.env), record, () => cancelled),
       resume: { baselines: [...record.baselines], results: [...record.results], units: [...record.units] },
       onSeedBaseline: (b) => save({ baselines: [...record.baselines, b] }),
       ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - started >= deps.sliceMs! } : {}),
       onProgress: (e) => {
         done++;
         checkCancel();
-        void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(() => undefined);
-        void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(() => undefined); // a missed progress write is retried by the next one
+        void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(logFailure(logger, `step record ${record.id} ${e.arm}/${e.seed} step ${e.step}`));
+        // A missed progress write is superseded by the next one.
+        void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(logFailure(logger, `progress write of ${record.id}`));
       },
       onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
     if (outcome.kind === "done") await end({ status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
-    else {
-      await persisted.catch(() => undefined); // the save below writes the whole record again
-      const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
-      await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${outcome.remaining} (arm, seed) units left${part}` } });
-      // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
-      await deps.continueOn!.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
-    }
+    else await continueLater(record, outcome.remaining, save, persisted, deps.continueOn!);
   } catch (err) {
     await persisted.catch(() => undefined);
     if (err instanceof ExperimentCancelledError) await end({ status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } });
@@ -188,6 +190,15 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
   return record;
+}
+
+/** A paused attempt: the record saved as queued with what is left, then the run re-queued. */
+async function continueLater(record: ExperimentRecord, remaining: number, save: (patch: Partial<ExperimentRecord>) => Promise<void>, persisted: Promise<void>, queue: MessageQueue): Promise<void> {
+  await persisted.catch(() => undefined); // the save below writes the whole record again
+  const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
+  await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` } });
+  // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
+  await queue.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
 }
 
 /** What `GET /v1/experiments/{id}` answers: state, progress, usage and cost so far. */
