@@ -1,7 +1,7 @@
 import { newApiKey } from "@harness-s/core";
 import { createApp } from "../functions/api/app.ts";
 import { memoryApiDeps } from "../functions/api/local.ts";
-import { defaultEmbeddedSettings, embeddedSetup } from "../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 const inst = await embeddedSetup(defaultEmbeddedSettings).instance(1);
 const deps = memoryApiDeps({});
 await deps.pools.put(inst.evolution.pool);

@@ -3,7 +3,7 @@
 // (TRAIN='{"steps":10}' overrides the training config; EXTRA sets grpo-budget's extra rollouts;
 // PROTOCOL=validation diagnoses on the validation protocol, whose "heldout" is the held-back pair.)
 import { ArmConfig, TrainConfig, createRng, runEpisode, trainArm, type HarnessSpec, type Task } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const seed = Number(process.argv[2] ?? 1);
 const armName = process.argv[3] ?? "harness-s";

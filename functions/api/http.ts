@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import {
+  type CoreErrorCode,
   HarnessSError,
   Id,
   PartialSendError,
@@ -12,6 +13,8 @@ import {
   type Scope,
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
+import type { AdaptersErrorCode } from "@harness-s/adapters";
+import type { DbbenchErrorCode } from "@harness-s/dbbench";
 
 /** Deepest JSON nesting a body may have (arrays and objects); deeper bodies are refused with 400. */
 export const MAX_JSON_DEPTH = 32;
@@ -103,21 +106,36 @@ export function meterCompute(deps: ApiDeps) {
   };
 }
 
-const STATUS: Record<string, number> = {
+/** Every error code of every package the API runs, and what HTTP says for it (exhaustive by type). */
+export type ErrorCode = CoreErrorCode | AdaptersErrorCode | DbbenchErrorCode;
+export const ERROR_STATUS = {
   VALIDATION_FAILED: 400,
   UNAUTHENTICATED: 401,
+  BUDGET_EXCEEDED: 402,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  STALE_POLICY_VERSION: 409,
+  EXPERIMENT_CANCELLED: 409,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   QUOTA_EXCEEDED: 429,
   CONCURRENCY_LIMIT: 429,
+  NOT_CONFIGURED: 501,
+  INVALID_BALLOT: 502,
+  POLICY_ENDPOINT_FAILED: 502,
   QUORUM_NOT_MET: 503,
   STORE_UNAVAILABLE: 503,
   PARTIAL_SEND: 503,
-  NOT_CONFIGURED: 501,
-};
+  SQL_SERVER_UNAVAILABLE: 503,
+  VOTER_TIMEOUT: 504,
+  ROLLOUT_TIMEOUT: 504,
+} as const satisfies Record<ErrorCode, number>;
+
+/** The status of a code; one no package declares (a bug) is a 500. */
+export function statusOf(code: string): number {
+  return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : 500;
+}
 
 /**
  * The one place where domain errors become HTTP responses. A store's failure is logged with its
@@ -125,7 +143,7 @@ const STATUS: Record<string, number> = {
  */
 export function errorResponse(err: unknown, c: Context): Response {
   if (err instanceof HarnessSError) {
-    const status = STATUS[err.code] ?? 500;
+    const status = statusOf(err.code);
     if (status >= 500) console.error(err);
     const message = err.code === "STORE_UNAVAILABLE" ? "a backing store is unavailable; retry later" : status === 500 ? "internal error" : err.message;
     const body: Record<string, unknown> = { code: status === 500 ? "INTERNAL" : err.code, message };

@@ -19,7 +19,7 @@ import {
 } from "@harness-s/adapters";
 import { TextEnvironment } from "@harness-s/envs";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
-import { defaultEmbeddedSettings, embeddedSetups } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
 import { createCoordinatorHandler } from "./handler.ts";

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
 import { openApiDocument } from "../../functions/api/openapi.ts";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
-import { startLocalStack, type LocalStack } from "../../packages/cli/src/local-stack.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 
 // Property: whatever a caller sends to any route of the OpenAPI document (generated bodies, path

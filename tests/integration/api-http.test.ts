@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type HarnessPool, type SeedInstance } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ExperimentRequest, cancelExperiment, startExperiment, systemClock } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 
 // One key's long run must not keep another key's short run queued (the coordinator used to take

@@ -4,8 +4,8 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
 import { localCredentials, tableNames } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
-import { startLocalStack, type LocalStack } from "../../packages/cli/src/local-stack.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 
 // Hostile and careless callers against the API on real stand-ins (DynamoDB Local, fauxqs), each

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExperimentConfig, TrainConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
-import type { LocalStack } from "../../packages/cli/src/local-stack.ts";
+import type { LocalStack } from "@harness-s/functions/local/stack";
 import { addKey, startApi } from "../api-factory.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);

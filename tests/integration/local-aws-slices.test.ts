@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperimentToEnd, startExperiment, systemClock } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 
 // Its own file so that it runs beside the other local-aws tests, not after them.

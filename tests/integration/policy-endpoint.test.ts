@@ -3,8 +3,8 @@ import { StalePolicyVersionError, createRng, runEpisode, type SeedInstance } fro
 import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
-import { createPolicyServer } from "../../packages/cli/src/policy-server.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { createPolicyServer } from "@harness-s/functions/policy/server";
 import { listen } from "../../functions/api/local.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 

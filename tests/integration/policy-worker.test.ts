@@ -27,7 +27,7 @@ import {
 import { INVALID_TOOL_CALL, MemoryPoolStore, MemoryRolloutStore, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient, policyProtocol, tokenUnitPolicies } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 

@@ -4,7 +4,7 @@ import {
   LocalPolicyEndpoints,
   inProcessRunners,
   ManualClock,
-  PolicyVersionMismatchError,
+  StalePolicyVersionError,
   queuedRolloutRunner,
   runExperimentJob,
   startExperiment,
@@ -15,7 +15,7 @@ import {
   type Policy,
 } from "@harness-s/core";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "@harness-s/envs";
 import { makeSpec } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
@@ -113,7 +113,7 @@ describe("queued rollouts", () => {
   it("the endpoint refuses a rollout for another policy version (the worker retries it)", () => {
     const endpoints = new LocalPolicyEndpoints(setup.env);
     endpoints.register("p", setup.createPolicy(3));
-    expect(() => endpoints.runner("p", 7)).toThrow(PolicyVersionMismatchError);
+    expect(() => endpoints.runner("p", 7)).toThrow(StalePolicyVersionError);
     expect(() => endpoints.runner("missing")).toThrow(/not found/);
   });
 });

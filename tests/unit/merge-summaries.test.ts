@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ExperimentConfig, TrainConfig, mergeSummaries, runExperimentToEnd } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, reanchorEvery: 1, reanchorBudget: 6 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ArmConfig, ConflictError, TrainConfig, Trainer, TrainerState, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
 import { LogLinearPolicy } from "@harness-s/policy";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);

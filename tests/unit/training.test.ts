@@ -6,7 +6,7 @@ import {
   runExperimentToEnd,
   trainArm,
 } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../../packages/cli/src/embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);

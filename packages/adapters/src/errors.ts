@@ -1,5 +1,22 @@
 import { ConflictError, HarnessSError, StoreUnavailableError } from "@harness-s/core";
 
+/** The codes of the adapters' own errors (the rest pass core's through). */
+export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED"] as const;
+export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
+
+/** The policy endpoint answered with an error or an unreadable body. */
+export class PolicyEndpointError extends HarnessSError<AdaptersErrorCode> {
+  constructor(
+    detail: string,
+    options?: { cause?: unknown },
+    /** The HTTP status the endpoint answered, when it answered at all. */
+    readonly status?: number,
+  ) {
+    super("POLICY_ENDPOINT_FAILED", detail, options);
+  }
+}
+
+
 /** Turns an AWS SDK error into a domain error; domain errors pass through. */
 export function translateAwsError(err: unknown, what: string): HarnessSError {
   if (err instanceof HarnessSError) return err;

@@ -12,7 +12,7 @@ import { reportCommand } from "./commands/report.ts";
 import { confirmCommand } from "./commands/confirm.ts";
 import { tuneCommand } from "./commands/tune.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
-import { defaultEmbeddedSettings } from "./embedded.ts";
+import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { parseSeedList } from "./seeds.ts";
 
 function seedList(value: string): number[] {

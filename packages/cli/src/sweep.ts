@@ -1,5 +1,5 @@
 import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "./embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import { arm, paired, signed } from "./report/stats.ts";
 
 export interface SweepPoint {

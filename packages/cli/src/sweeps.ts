@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { ExperimentConfig, ValidationError, mean, pairedSummary, runExperimentToEnd, type ArmSeedResult, type SeedInstance } from "@harness-s/core";
-import { embeddedSetup, type EmbeddedSettings } from "./embedded.ts";
+import { embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import { readJsonFile } from "./json-file.ts";
 
 /**

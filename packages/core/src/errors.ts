@@ -1,9 +1,36 @@
 import type { z } from "zod";
 
+/**
+ * Every code core's errors carry: the stable vocabulary callers and the HTTP mapping read. Other
+ * packages declare their own union (adapters, dbbench); the API's status map covers all of them.
+ */
+export const CORE_ERROR_CODES = [
+  "VALIDATION_FAILED",
+  "QUORUM_NOT_MET",
+  "VOTER_TIMEOUT",
+  "INVALID_BALLOT",
+  "STALE_POLICY_VERSION",
+  "NOT_FOUND",
+  "BUDGET_EXCEEDED",
+  "UNAUTHENTICATED",
+  "FORBIDDEN",
+  "QUOTA_EXCEEDED",
+  "CONFLICT",
+  "STORE_UNAVAILABLE",
+  "NOT_CONFIGURED",
+  "PAYLOAD_TOO_LARGE",
+  "URI_TOO_LONG",
+  "CONCURRENCY_LIMIT",
+  "PARTIAL_SEND",
+  "EXPERIMENT_CANCELLED",
+  "ROLLOUT_TIMEOUT",
+] as const;
+export type CoreErrorCode = (typeof CORE_ERROR_CODES)[number];
+
 /** Base class of every domain error: a stable `code` for callers and HTTP mapping, and a `cause`. */
-export class HarnessSError extends Error {
+export class HarnessSError<C extends string = string> extends Error {
   constructor(
-    readonly code: string,
+    readonly code: C,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -12,8 +39,11 @@ export class HarnessSError extends Error {
   }
 }
 
+/** Core's errors: their codes are {@link CoreErrorCode}s. */
+export class CoreError extends HarnessSError<CoreErrorCode> {}
+
 /** A harness spec, pool or config failed validation; `issues` lists readable problems. */
-export class ValidationError extends HarnessSError {
+export class ValidationError extends CoreError {
   constructor(
     what: string,
     readonly issues: string[],
@@ -24,7 +54,7 @@ export class ValidationError extends HarnessSError {
 }
 
 /** Too few voters answered for a routing decision to count. */
-export class QuorumError extends HarnessSError {
+export class QuorumError extends CoreError {
   constructor(
     readonly answered: number,
     readonly required: number,
@@ -40,35 +70,44 @@ export class QuorumError extends HarnessSError {
 }
 
 /** A voter did not answer in time. */
-export class VoterTimeoutError extends HarnessSError {
+export class VoterTimeoutError extends CoreError {
   constructor(voterId: string, ms: number) {
     super("VOTER_TIMEOUT", `voter ${voterId} did not answer within ${ms} ms`);
   }
 }
 
 /** A ballot referred to harnesses that were not candidates, or was otherwise malformed. */
-export class InvalidBallotError extends HarnessSError {
+export class InvalidBallotError extends CoreError {
   constructor(voterId: string, detail: string, options?: { cause?: unknown }) {
     super("INVALID_BALLOT", `voter ${voterId} returned an invalid ballot: ${detail}`, options);
   }
 }
 
-/** An update was based on a policy version that is no longer current. */
-export class StalePolicyVersionError extends HarnessSError {
+/**
+ * A request was made against a policy version the policy is no longer (or not yet) at: an
+ * update on a stale base, or a rollout asked for another version. The wire code of both policy
+ * protocols.
+ */
+export class StalePolicyVersionError extends CoreError {
   constructor(expected: number, actual: number, detail?: string) {
     super("STALE_POLICY_VERSION", detail ?? `update based on policy version ${actual}, current is ${expected}`);
   }
 }
 
+/** A rollout asked for a version the endpoint's policy is not at (same code as a stale update). */
+export function policyVersionMismatch(policyId: string, requested: number, held: number): StalePolicyVersionError {
+  return new StalePolicyVersionError(held, requested, `policy ${policyId} is at version ${held}, the rollout asked for ${requested}`);
+}
+
 /** A referenced entity (harness, task, pool) does not exist. */
-export class NotFoundError extends HarnessSError {
+export class NotFoundError extends CoreError {
   constructor(kind: string, id: string) {
     super("NOT_FOUND", `${kind} ${JSON.stringify(id)} not found`);
   }
 }
 
 /** A rollout budget would be exceeded. */
-export class BudgetExceededError extends HarnessSError {
+export class BudgetExceededError extends CoreError {
   constructor(detail: string) {
     super("BUDGET_EXCEEDED", detail);
   }
@@ -89,4 +128,101 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, wha
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw new ValidationError(what, formatIssues(parsed.error.issues));
   return parsed.data;
+}
+
+/** The caller sent no valid credentials. */
+export class UnauthenticatedError extends CoreError {
+  constructor() {
+    super("UNAUTHENTICATED", "a valid API key is required (Authorization: Bearer <key>)");
+  }
+}
+
+/** The caller's key does not carry the scope an operation needs. */
+export class ForbiddenError extends CoreError {
+  constructor(scope: string) {
+    super("FORBIDDEN", `this API key lacks the scope ${scope}`);
+  }
+}
+
+/** The caller's key has used its quota. */
+export class QuotaExceededError extends CoreError {
+  constructor(used: number, quota: number) {
+    super("QUOTA_EXCEEDED", `request quota used up (${used} of ${quota})`);
+  }
+}
+
+/** A write would change something immutable, or collided with a different value. */
+export class ConflictError extends CoreError {
+  constructor(detail: string) {
+    super("CONFLICT", detail);
+  }
+}
+
+/** A store or queue failed for reasons outside the caller's control. */
+export class StoreUnavailableError extends CoreError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("STORE_UNAVAILABLE", detail, options);
+  }
+}
+
+/** A capability this deployment does not provide (yet): answered, never faked. */
+export class NotConfiguredError extends CoreError {
+  constructor(detail: string) {
+    super("NOT_CONFIGURED", detail);
+  }
+}
+
+/** A request body is larger than the endpoint accepts (HTTP 413). */
+export class PayloadTooLargeError extends CoreError {
+  constructor(readonly maxBytes: number) {
+    super("PAYLOAD_TOO_LARGE", `request body exceeds ${maxBytes} bytes`);
+  }
+}
+
+/** A request URL is longer than the API accepts (HTTP 414). */
+export class UriTooLongError extends CoreError {
+  constructor(readonly maxChars: number) {
+    super("URI_TOO_LONG", `request URL exceeds ${maxChars} characters`);
+  }
+}
+
+/** The key already has as many experiments queued or running as it may (HTTP 429). */
+export class ConcurrencyLimitError extends CoreError {
+  constructor(readonly limit: number) {
+    super("CONCURRENCY_LIMIT", `this key already has ${limit} experiments queued or running; wait for one to end or cancel one`);
+  }
+}
+
+/**
+ * A send to a queue failed part-way: `queued` message ids went out, `notQueued` did not. Resending
+ * the same envelopes is safe (consumers are idempotent on the envelope id).
+ */
+export class PartialSendError extends CoreError {
+  constructor(
+    readonly queued: string[],
+    readonly notQueued: string[],
+    options?: { cause?: unknown },
+    readonly context: Record<string, unknown> = {},
+  ) {
+    super("PARTIAL_SEND", `${queued.length} of ${queued.length + notQueued.length} messages were queued before the queue failed; resend the rest`, options);
+  }
+
+  /** The same failure, naming what the caller's request created (e.g. the rescue's id). */
+  withContext(context: Record<string, unknown>): PartialSendError {
+    return new PartialSendError(this.queued, this.notQueued, { cause: this.cause }, { ...this.context, ...context });
+  }
+}
+
+/** A queued rollout did not come back in time (a stuck worker, a message in the DLQ). */
+export class RolloutTimeoutError extends CoreError {
+  constructor(jobId: string, index: number, ms: number) {
+    super("ROLLOUT_TIMEOUT", `rollout ${jobId}/${index} did not complete within ${ms} ms (is the dispatch worker running? check its DLQ)`);
+  }
+}
+
+/** A run was cancelled (`POST /v1/experiments/{id}/cancel`); what it finished is kept. */
+export class ExperimentCancelledError extends CoreError {
+  constructor(id: string) {
+    super("EXPERIMENT_CANCELLED", `experiment ${id} was cancelled`);
+  }
 }

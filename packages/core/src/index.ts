@@ -38,7 +38,6 @@ export * from "./experiment/run-experiment.ts";
 export * from "./experiment/unit-policies.ts";
 export * from "./experiment/merge.ts";
 export * from "./service/ports.ts";
-export * from "./service/errors.ts";
 export * from "./service/auth.ts";
 export * from "./service/route-task.ts";
 export * from "./service/messages.ts";

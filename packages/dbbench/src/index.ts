@@ -12,3 +12,4 @@ export * from "./engines/sqlite.ts";
 export * from "./engines/mysql-dialect.ts";
 export * from "./agent.ts";
 export * from "./eval.ts";
+export * from "./errors.ts";

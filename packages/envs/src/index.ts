@@ -7,3 +7,4 @@ export { repairFamily } from "./embedded/repair.ts";
 export { dbFamily } from "./embedded/db.ts";
 export * from "./embedded/prior.ts";
 export * from "./embedded/text.ts";
+export * from "./embedded/setup.ts";

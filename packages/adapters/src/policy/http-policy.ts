@@ -1,6 +1,6 @@
+import { PolicyEndpointError } from "../errors.ts";
 import {
   ActResponse,
-  HarnessSError,
   PolicyState,
   StalePolicyVersionError,
   UpdateResponse,
@@ -19,18 +19,6 @@ import {
 import { z } from "zod";
 
 const DeletedResponse = z.object({ deleted: z.boolean() });
-
-/** The policy endpoint answered with an error or an unreadable body. */
-export class PolicyEndpointError extends HarnessSError {
-  constructor(
-    detail: string,
-    options?: { cause?: unknown },
-    /** The HTTP status the endpoint answered, when it answered at all. */
-    readonly status?: number,
-  ) {
-    super("POLICY_ENDPOINT_FAILED", detail, options);
-  }
-}
 
 async function call<S extends z.ZodType>(base: string, method: string, path: string, schema: S, body?: unknown, timeoutMs = 30_000): Promise<z.infer<S>> {
   let res: Response;

@@ -16,7 +16,7 @@ import {
   UpdateRequestV2,
   type Clock,
 } from "@harness-s/core";
-import { PolicyEndpointError } from "./http-policy.ts";
+import { PolicyEndpointError } from "../errors.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 

@@ -3,8 +3,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { newApiKey, type SeedInstance } from "@harness-s/core";
 import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
-import { createApp } from "../../../../functions/api/app.ts";
-import { listen, memoryApiDeps } from "../../../../functions/api/local.ts";
+import { createApp } from "@harness-s/functions/api/app";
+import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
 
 async function load(url: string, body: string, headers: Record<string, string>, seconds: number) {
   const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });

@@ -1,5 +1,5 @@
 import { LocalPolicyEndpoints, queuedRolloutRunner, runEpisode, systemClock, type Environment, type Policy, type RolloutRunner, type SeedInstance } from "@harness-s/core";
-import { startLocalStack } from "../local-stack.ts";
+import { startLocalStack } from "@harness-s/functions/local/stack";
 
 async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: number, batch: number) {
   const tasks = instance.train;

@@ -1,5 +1,5 @@
 import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { benchApi } from "./bench-api.ts";
 import { benchQueue } from "./bench-queue.ts";
 import { benchWorker } from "./bench-worker.ts";

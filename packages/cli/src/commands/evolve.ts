@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createProgress } from "../progress.ts";
 
 /** Evolves a sibling pool from the embedded H0 on the suite instance of `seed` and saves it as JSON. */

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
 import { runExperimentLocalAws } from "../runtime/local-aws.ts";

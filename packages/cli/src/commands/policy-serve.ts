@@ -1,8 +1,8 @@
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
-import { listen } from "../../../../functions/api/local.ts";
-import { defaultEmbeddedSettings } from "../embedded.ts";
-import { createPolicyServer } from "../policy-server.ts";
+import { listen } from "@harness-s/functions/api/local";
+import { defaultEmbeddedSettings } from "@harness-s/envs";
+import { createPolicyServer } from "@harness-s/functions/policy/server";
 
 /** `harness-s policy-serve`: the embedded CPU policy behind the policy endpoint's HTTP protocol. */
 export async function policyServeCommand(opts: { port: number; host: string; cueStrength: number }): Promise<void> {

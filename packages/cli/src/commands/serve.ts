@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
-import { createApp } from "../../../../functions/api/app.ts";
-import { listen } from "../../../../functions/api/local.ts";
-import { defaultEmbeddedSettings, embeddedSetups } from "../embedded.ts";
-import { startLocalStack } from "../local-stack.ts";
+import { createApp } from "@harness-s/functions/api/app";
+import { listen } from "@harness-s/functions/api/local";
+import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
+import { startLocalStack } from "@harness-s/functions/local/stack";
 import { localQueuedExperiment } from "../runtime/local-aws.ts";
 
 export const ServeOptions = z.object({

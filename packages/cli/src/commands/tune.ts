@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "../embedded.ts";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createProgress } from "../progress.ts";
 import { Candidates, TuningRule, decide, renderTuning, tuningRows, type TuningRow } from "../tuning/rule.ts";
 

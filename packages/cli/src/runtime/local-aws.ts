@@ -1,4 +1,4 @@
-import { queuedExperimentDeps } from "../../../../functions/coordinator/queued-experiment.ts";
+import { queuedExperimentDeps } from "@harness-s/functions/coordinator/queued-experiment";
 import {
   ExperimentPlan,
   TERMINAL_STATES,
@@ -14,8 +14,8 @@ import {
   type Protocol,
   type UnitPolicies,
 } from "@harness-s/core";
-import type { SetupForProtocol } from "../embedded.ts";
-import { startLocalStack, type LocalStack, type LocalStackOptions } from "../local-stack.ts";
+import type { SetupForProtocol } from "@harness-s/envs";
+import { startLocalStack, type LocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { ForbiddenError, QuotaExceededError, UnauthenticatedError } from "./errors.ts";
+import { ForbiddenError, QuotaExceededError, UnauthenticatedError } from "../errors.ts";
 import type { ApiKeyRecord, ApiKeyStore, Scope, UsageMeter } from "./ports.ts";
 
 export function hashSecret(secret: string): string {

@@ -1,20 +1,13 @@
-import { BudgetExceededError, HarnessSError, NotFoundError, parseOrThrow } from "../errors.ts";
+import { BudgetExceededError, ExperimentCancelledError, NotFoundError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
-import { ConcurrencyLimitError } from "./errors.ts";
+import { ConcurrencyLimitError } from "../errors.ts";
 import { visibleTo } from "./ports.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
 import type { MessageQueue, UsageMeter } from "./ports.ts";
-
-/** A run was cancelled (`POST /v1/experiments/{id}/cancel`); what it finished is kept. */
-export class ExperimentCancelledError extends HarnessSError {
-  constructor(id: string) {
-    super("EXPERIMENT_CANCELLED", `experiment ${id} was cancelled`);
-  }
-}
 
 /**
  * Validates and records an experiment, then asks the coordinator to run it. With `slots`, the

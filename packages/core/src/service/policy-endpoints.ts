@@ -1,14 +1,7 @@
-import { HarnessSError, NotFoundError } from "../errors.ts";
+import { NotFoundError, policyVersionMismatch } from "../errors.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import type { PolicyEndpoints } from "./ports.ts";
-
-/** The endpoint holds a different version of the policy than the request was made against. */
-export class PolicyVersionMismatchError extends HarnessSError {
-  constructor(policyId: string, requested: number, held: number) {
-    super("POLICY_VERSION_MISMATCH", `policy ${policyId} is at version ${held}, the rollout asked for ${requested}`);
-  }
-}
 
 /**
  * Policies served in this process (the embedded CPU policy), by id: what the GPU endpoint is in
@@ -39,7 +32,7 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
   runner(policyId: string, version?: number): RolloutRunner {
     const policy = this.policies.get(policyId);
     if (!policy) throw new NotFoundError("policy", policyId);
-    if (version !== undefined && policy.version() !== version) throw new PolicyVersionMismatchError(policyId, version, policy.version());
+    if (version !== undefined && policy.version() !== version) throw policyVersionMismatch(policyId, version, policy.version());
     return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
   }
 }

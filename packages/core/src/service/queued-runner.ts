@@ -1,4 +1,4 @@
-import { HarnessSError } from "../errors.ts";
+import { RolloutTimeoutError } from "../errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
@@ -6,13 +6,6 @@ import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Envelope } from "./messages.ts";
 import type { MessageQueue, RolloutStore } from "./ports.ts";
-
-/** A queued rollout did not come back in time (a stuck worker, a message in the DLQ). */
-export class RolloutTimeoutError extends HarnessSError {
-  constructor(jobId: string, index: number, ms: number) {
-    super("ROLLOUT_TIMEOUT", `rollout ${jobId}/${index} did not complete within ${ms} ms (is the dispatch worker running? check its DLQ)`);
-  }
-}
 
 export interface QueuedRunnerOptions {
   /** Results land under (jobId, index); indexes count calls in order, so a rerun maps to the same slots. */

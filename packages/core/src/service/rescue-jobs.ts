@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
-import { PartialSendError } from "./errors.ts";
+import { PartialSendError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";

@@ -4,7 +4,7 @@ import { reanchor } from "../profile/reanchor.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { isAllFail } from "../rescue/rescue.ts";
 import type { Rollout } from "../rollout/types.ts";
-import { ConflictError } from "../service/errors.ts";
+import { ConflictError } from "../errors.ts";
 import type { Task } from "../task.ts";
 import { hash32, sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";

@@ -1,19 +1,12 @@
 import type { Connection } from "mysql2/promise";
 import type { Connection as CoreConnection } from "mysql2";
-import { HarnessSError } from "@harness-s/core";
+import { SqlServerError } from "../errors.ts";
 import type { DbTable } from "../data.ts";
 import { pyRows, truncate, type PyValue } from "../python.ts";
 import { errorClass, tablesHash, type SqlResult, type SqlSession } from "./engine.ts";
 import { inspectStatement } from "./statement-guard.ts";
 
 const FREES_SPACE = new Set(["DROP", "DELETE", "TRUNCATE"]);
-
-/** The MySQL/MariaDB server could not be reached or refused the engine's own work. */
-export class SqlServerError extends HarnessSError {
-  constructor(detail: string, options?: { cause?: unknown }) {
-    super("SQL_SERVER_UNAVAILABLE", detail, options);
-  }
-}
 
 export interface SessionLimits {
   statementSeconds: number;

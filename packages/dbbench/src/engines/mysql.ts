@@ -4,7 +4,8 @@ import { HarnessSError } from "@harness-s/core";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import type { PyValue } from "../python.ts";
 import type { SqlEngine, SqlSession } from "./engine.ts";
-import { MysqlSession, SqlServerError } from "./mysql-session.ts";
+import { MysqlSession } from "./mysql-session.ts";
+import { SqlServerError } from "../errors.ts";
 
 export { SqlServerError };
 

@@ -10,7 +10,10 @@ import {
   type Protocol,
   type SeedInstance,
 } from "@harness-s/core";
-import { buildSuite, EmbeddedEnvironment, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName } from "@harness-s/envs";
+import { EmbeddedEnvironment } from "./environment.ts";
+import { embeddedH0, embeddedVocabulary } from "./h0.ts";
+import { embeddedPolicyPrior } from "./prior.ts";
+import { buildSuite, familyByName } from "./suite.ts";
 import { LogLinearPolicy } from "@harness-s/policy";
 
 export interface EmbeddedSettings {

@@ -15,12 +15,12 @@ import {
   startDynamoDbLocal,
   tableNames,
 } from "@harness-s/adapters";
-import type { ApiDeps } from "../../../functions/api/deps.ts";
-import { createCoordinatorHandler } from "../../../functions/coordinator/handler.ts";
-import { createDispatchHandler } from "../../../functions/dispatch/handler.ts";
-import { createProfileHandler } from "../../../functions/profile/handler.ts";
-import { createVoteHandler } from "../../../functions/vote/handler.ts";
-import { WORKERS } from "../../../stacks/workers.ts";
+import type { ApiDeps } from "../api/deps.ts";
+import { createCoordinatorHandler } from "../coordinator/handler.ts";
+import { createDispatchHandler } from "../dispatch/handler.ts";
+import { createProfileHandler } from "../profile/handler.ts";
+import { createVoteHandler } from "../vote/handler.ts";
+import { WORKERS } from "../../stacks/workers.ts";
 
 export type WorkerName = keyof typeof WORKERS;
 
