@@ -24,7 +24,7 @@ import {
   startRescue,
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
-import { errorResponse, idParam, limitUrl, meterCompute, parseBody, requireScope } from "./http.ts";
+import { errorResponse, idParam, limitUrl, meterCompute, parseBody, requireScope, type ApiEnv } from "./http.ts";
 import { openApiDocument } from "./openapi.ts";
 
 const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.number().int().min(0).optional() });
@@ -35,8 +35,8 @@ const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.
  * @example
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
  */
-export function createApp(deps: ApiDeps): Hono {
-  const route = new Hono().post("/", async (c) => {
+export function createApp(deps: ApiDeps): Hono<ApiEnv> {
+  const route = new Hono<ApiEnv>().post("/", async (c) => {
     const key = await requireScope(c, "route", deps);
     const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
     const decision = await routeTask(req, deps, key.id);
@@ -45,7 +45,7 @@ export function createApp(deps: ApiDeps): Hono {
     return c.json(decision);
   });
 
-  const pools = new Hono()
+  const pools = new Hono<ApiEnv>()
     .post("/", async (c) => {
       await requireScope(c, "pools:write", deps);
       const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes));
@@ -64,7 +64,7 @@ export function createApp(deps: ApiDeps): Hono {
       return c.json(pool);
     });
 
-  const profiles = new Hono()
+  const profiles = new Hono<ApiEnv>()
     .post("/evidence", async (c) => {
       const key = await requireScope(c, "profiles:write", deps);
       const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes);
@@ -83,7 +83,7 @@ export function createApp(deps: ApiDeps): Hono {
     return c.json({ poolId, profiles: await deps.profiles.get(poolId) });
   });
 
-  const rescues = new Hono()
+  const rescues = new Hono<ApiEnv>()
     .post("/", async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const req = await parseBody(c, RescueRequest, deps.maxBodyBytes);
@@ -96,7 +96,7 @@ export function createApp(deps: ApiDeps): Hono {
       return c.json(await rescueStatus(idParam(c, "id"), deps, key));
     });
 
-  const experiments = new Hono()
+  const experiments = new Hono<ApiEnv>()
     .post("/", async (c) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
@@ -127,7 +127,7 @@ export function createApp(deps: ApiDeps): Hono {
     return record;
   };
 
-  const decisions = new Hono().get("/:id", async (c) => {
+  const decisions = new Hono<ApiEnv>().get("/:id", async (c) => {
     const key = await requireScope(c, "route", deps);
     const id = idParam(c, "id");
     const d = await deps.decisions.get(id);
@@ -135,7 +135,7 @@ export function createApp(deps: ApiDeps): Hono {
     return c.json(d);
   });
 
-  return new Hono()
+  return new Hono<ApiEnv>()
     .use(limitUrl())
     .use(meterCompute(deps))
     .get("/health", (c) => c.json({ ok: true }))

@@ -1,4 +1,12 @@
 import type { Context } from "hono";
+
+/** The API's Hono environment: what a request carries between middleware and handlers. */
+export type ApiEnv = {
+  Variables: {
+    /** The key a request is metered to, once it is authorised. */
+    meteredKey?: string;
+  };
+};
 import type { z } from "zod";
 import {
   type CoreErrorCode,
@@ -90,18 +98,18 @@ export function limitUrl() {
   };
 }
 
-export async function requireScope(c: Context, scope: Scope, deps: ApiDeps) {
+export async function requireScope(c: Context<ApiEnv>, scope: Scope, deps: ApiDeps) {
   const key = await authorize(c.req.header("authorization"), scope, deps);
-  c.set("meteredKey" as never, key.id as never);
+  c.set("meteredKey", key.id);
   return key;
 }
 
 /** Meters each authorised request's compute time (ms in the handler) to its key, for pay-per-use. */
 export function meterCompute(deps: ApiDeps) {
-  return async (c: Context, next: () => Promise<void>) => {
+  return async (c: Context<ApiEnv>, next: () => Promise<void>) => {
     const started = performance.now();
     await next();
-    const keyId = c.get("meteredKey" as never) as string | undefined;
+    const keyId = c.get("meteredKey");
     if (keyId) await deps.meter.add(keyId, { computeMs: performance.now() - started }).catch((err) => console.warn(`compute metering for ${keyId} failed: ${String(err)}`));
   };
 }

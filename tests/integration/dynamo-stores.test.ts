@@ -34,6 +34,20 @@ describe("DynamoDB adapters", () => {
     await expect(missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })]))).rejects.toThrow(/put pool failed \(ResourceNotFoundException\)/);
   });
 
+  it("lists every pool even when the Scan needs more than one page (DynamoDB reads 1 MB a page)", async () => {
+    // Prepare: 14 pools of ~90 KB each (~1.3 MB of items), so one Scan page cannot hold them
+    const names = tableNames(`scan${++run}-`);
+    await createTables(client, names);
+    const pools = new DynamoPoolStore(doc, names);
+    const big = (i: number, j: number) => makeSpec({ id: `s${j}`, instruction: { systemAppend: "x".repeat(4000), toolNotes: {}, cues: [] }, provenance: { direction: "recon", hypothesis: `${i}` } });
+    for (let i = 0; i < 14; i++) await pools.put(createPool(`pool-${String(i).padStart(2, "0")}`, makeSpec(), Array.from({ length: 22 }, (_, j) => big(i, j))));
+    // Act
+    const listed = await pools.list();
+    // Assess
+    expect(listed.map((p) => p.id)).toEqual(Array.from({ length: 14 }, (_, i) => `pool-${String(i).padStart(2, "0")}`));
+    expect(listed.every((p) => p.siblings === 22)).toBe(true);
+  }, 60_000);
+
   it("creating the tables twice is harmless", async () => {
     const names = tableNames("twice-");
     await createTables(client, names);

@@ -1,4 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
+import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Ballot, ConflictError, ExperimentRecord, ExperimentStep, selectSteps, type BallotStore, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core";
 import { aws } from "../errors.ts";
@@ -168,24 +169,19 @@ export class DynamoExperimentStepStore implements ExperimentStepStore {
   }
 
   async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
-    const out: ExperimentStep[] = [];
     const prefix = filter.seed === undefined ? undefined : stepKeyPrefix(filter.seed, filter.arm);
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await aws("list experiment steps", () =>
-        this.doc.send(
-          new QueryCommand({
-            TableName: this.tables.ExperimentSteps,
-            KeyConditionExpression: prefix ? "experimentId = :e AND begins_with(#k, :p)" : "experimentId = :e",
-            ...(prefix ? { ExpressionAttributeNames: { "#k": "key" } } : {}),
-            ExpressionAttributeValues: { ":e": experimentId, ...(prefix ? { ":p": prefix } : {}) },
-            ExclusiveStartKey: start,
-          }),
-        ),
-      );
-      for (const item of page.Items ?? []) out.push(ExperimentStep.parse(JSON.parse(item.body as string)));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const items = await allItems("list experiment steps", (start) =>
+      this.doc.send(
+        new QueryCommand({
+          TableName: this.tables.ExperimentSteps,
+          KeyConditionExpression: prefix ? "experimentId = :e AND begins_with(#k, :p)" : "experimentId = :e",
+          ...(prefix ? { ExpressionAttributeNames: { "#k": "key" } } : {}),
+          ExpressionAttributeValues: { ":e": experimentId, ...(prefix ? { ":p": prefix } : {}) },
+          ExclusiveStartKey: start,
+        }),
+      ),
+    );
+    const out = items.map((item) => ExperimentStep.parse(JSON.parse(item.body as string)));
     return selectSteps(out, filter);
   }
 }

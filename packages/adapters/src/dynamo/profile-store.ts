@@ -1,3 +1,4 @@
+import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError, emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
@@ -25,19 +26,13 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
 
   async get(poolId: string): Promise<ProfileSet> {
     const set: ProfileSet = {};
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await aws("get profiles", () =>
-        this.doc.send(
-          new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start }),
-        ),
-      );
-      for (const item of out.Items ?? []) {
-        const profile = this.decode(item);
-        Object.defineProperty(set, profile.harnessId, { value: profile, enumerable: true, writable: true, configurable: true });
-      }
-      start = out.LastEvaluatedKey;
-    } while (start);
+    const items = await allItems("get profiles", (start) =>
+      this.doc.send(new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start })),
+    );
+    for (const item of items) {
+      const profile = this.decode(item);
+      Object.defineProperty(set, profile.harnessId, { value: profile, enumerable: true, writable: true, configurable: true });
+    }
     return set;
   }
 

@@ -1,4 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
+import { allItems } from "./paginate.ts";
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, type RolloutStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
@@ -89,18 +90,14 @@ export class DynamoRolloutStore implements RolloutStore {
 
   async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {
     const parts = new Map<number, { chunks: number; data: Buffer[] }>();
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await aws("list rollouts", () =>
-        this.doc.send(new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start })),
-      );
-      for (const item of out.Items ?? []) {
-        const entry = parts.get(Number(item.index)) ?? { chunks: Number(item.chunks), data: [] };
-        entry.data[Number(item.chunk)] = Buffer.from(item.data as Uint8Array);
-        parts.set(Number(item.index), entry);
-      }
-      start = out.LastEvaluatedKey;
-    } while (start);
+    const items = await allItems("list rollouts", (start) =>
+      this.doc.send(new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start })),
+    );
+    for (const item of items) {
+      const entry = parts.get(Number(item.index)) ?? { chunks: Number(item.chunks), data: [] };
+      entry.data[Number(item.chunk)] = Buffer.from(item.data as Uint8Array);
+      parts.set(Number(item.index), entry);
+    }
     return [...parts.entries()]
       .filter(([, p]) => p.data.filter(Boolean).length === p.chunks)
       .sort((a, b) => a[0] - b[0])

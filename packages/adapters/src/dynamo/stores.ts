@@ -1,3 +1,4 @@
+import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import {
   ApiKeyRecord,
@@ -50,8 +51,9 @@ export class DynamoPoolStore implements PoolStore {
   }
 
   async list() {
-    const out = await aws("list pools", () => this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings" })));
-    return (out.Items ?? [])
+    // A Scan stops at 1 MB a page: every page is read.
+    const items = await allItems("list pools", (start) => this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings", ExclusiveStartKey: start })));
+    return items
       .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) }))
       .sort((a, b) => (a.id < b.id ? -1 : 1));
   }

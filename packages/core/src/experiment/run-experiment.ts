@@ -6,7 +6,7 @@ import { runEpisode } from "../rollout/run-episode.ts";
 import { Protocol, type Task } from "../task.ts";
 import { TrainConfig } from "../training/config.ts";
 import { evaluateTasks } from "../training/evaluate.ts";
-import type { StepRecord } from "../training/trainer.ts";
+import type { StepRecord } from "../training/train-state.ts";
 import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
 import { createRng, hash32, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";

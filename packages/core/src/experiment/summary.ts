@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutCounts } from "../training/train-state.ts";
 
 const Score = z.object({ passAt3: z.number(), avgAt3: z.number() });
 const SplitScores = z.object({ train: Score, heldout: Score });
@@ -6,7 +7,7 @@ const SplitScores = z.object({ train: Score, heldout: Score });
 export const ArmSeedResult = z.object({
   seed: z.number().int(),
   rollouts: z.number(),
-  rolloutBreakdown: z.object({ train: z.number(), rescue: z.number(), resample: z.number(), reanchor: z.number() }),
+  rolloutBreakdown: RolloutCounts.omit({ total: true }),
   h0: SplitScores,
   /** H0 scores per task family, on train and held-out. */
   byFamily: z.object({ train: z.record(z.string(), Score), heldout: z.record(z.string(), Score) }),

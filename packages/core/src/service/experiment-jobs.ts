@@ -3,6 +3,7 @@ import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps 
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import { ConcurrencyLimitError } from "../errors.ts";
 import { visibleTo } from "./ports.ts";
+import { envelope } from "./messages.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
@@ -49,7 +50,7 @@ async function recordAndQueue(req: ExperimentPlan, steps: number, keyId: string,
     units: [],
   };
   await deps.experiments.create(record);
-  await deps.coordinator.send([{ v: 1, id: `experiment:${record.id}`, type: "experiment.requested", body: { experimentId: record.id } }]);
+  await deps.coordinator.send([envelope("experiment.requested", `experiment:${record.id}`, { experimentId: record.id })]);
   return record;
 }
 
@@ -191,7 +192,7 @@ async function continueLater(record: ExperimentRecord, remaining: number, save: 
   const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
   await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` } });
   // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
-  await queue.send([{ v: 1, id: `experiment:${record.id}:after-attempt-${record.attempts}`, type: "experiment.requested", body: { experimentId: record.id } }]);
+  await queue.send([envelope("experiment.requested", `experiment:${record.id}:after-attempt-${record.attempts}`, { experimentId: record.id })]);
 }
 
 /** What `GET /v1/experiments/{id}` answers: state, progress, usage and cost so far. */

@@ -4,6 +4,7 @@ import { UnitCheckpoint } from "../experiment/unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 import { Protocol } from "../task.ts";
 import { TrainConfig } from "../training/config.ts";
+import { StepRecord } from "../training/train-state.ts";
 
 /**
  * What a run does: arms, seeds, training overrides, evaluation samples, protocol and an optional
@@ -128,22 +129,10 @@ export interface ExperimentStore {
 }
 
 /** One training step of one (arm, seed) of a run, with what happened to each group. */
-export const ExperimentStep = z.object({
+export const ExperimentStep = StepRecord.extend({
   experimentId: z.string().min(1),
   seed: z.number().int(),
   arm: z.string().min(1),
-  step: z.number().int().min(1),
-  policyVersion: z.number().int(),
-  rollouts: z.object({ train: z.number(), rescue: z.number(), resample: z.number(), reanchor: z.number(), total: z.number() }),
-  groups: z.array(
-    z.object({
-      taskId: z.string(),
-      meanReward: z.number(),
-      allFail: z.boolean(),
-      outcome: z.enum(["used", "replaced", "resampled", "dropped"]),
-      chosen: z.array(z.string()).optional(),
-    }),
-  ),
 });
 export type ExperimentStep = z.infer<typeof ExperimentStep>;
 

@@ -68,6 +68,19 @@ export const Envelope = z.discriminatedUnion("type", [
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 
+export type EnvelopeType = Envelope["type"];
+export type EnvelopeOf<T extends EnvelopeType> = Extract<Envelope, { type: T }>;
+
+/**
+ * The one way to make a queue message: the current schema version, its type, its idempotency id.
+ *
+ * @example
+ * await queue.send([envelope("experiment.requested", `experiment:${id}`, { experimentId: id })]);
+ */
+export function envelope<T extends EnvelopeType>(type: T, id: string, body: EnvelopeOf<T>["body"]): EnvelopeOf<T> {
+  return { v: 1, id, type, body } as EnvelopeOf<T>;
+}
+
 /** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
 export const EvidenceReport = z.object({
   poolId: Id,
@@ -80,5 +93,5 @@ export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
 export function evidenceEnvelopes(report: EvidenceReport): Envelope[] {
-  return report.outcomes.map(({ id, ...o }) => ({ v: 1 as const, id: `${report.poolId}:${id}`, type: "profile.evidence" as const, body: { ...o, poolId: report.poolId } }));
+  return report.outcomes.map(({ id, ...o }) => envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }));
 }

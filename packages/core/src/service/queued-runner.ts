@@ -4,7 +4,7 @@ import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
-import type { Envelope } from "./messages.ts";
+import { envelope, type Envelope } from "./messages.ts";
 import type { MessageQueue, RolloutStore } from "./ports.ts";
 
 export interface QueuedRunnerOptions {
@@ -85,11 +85,8 @@ export function queuedRolloutRunner(opts: QueuedRunnerOptions): RolloutRunner {
 
   return async (task: Task, harness: HarnessSpec, seed: number) => {
     const index = next++;
-    outbox.push({
-      v: 1,
-      id: `${opts.jobId}:${index}`,
-      type: "rollout.requested",
-      body: {
+    outbox.push(
+      envelope("rollout.requested", `${opts.jobId}:${index}`, {
         jobId: opts.jobId,
         index,
         poolId: opts.poolId,
@@ -99,8 +96,8 @@ export function queuedRolloutRunner(opts: QueuedRunnerOptions): RolloutRunner {
         policyId: opts.policyId,
         policyVersion: opts.policyVersion?.(),
         task,
-      },
-    });
+      }),
+    );
     await flush();
     return waitFor(index);
   };

@@ -3,7 +3,7 @@ import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Ballot, BallotRequest, Voter } from "../voting/ballot.ts";
-import type { BallotRequestedBody } from "./messages.ts";
+import { envelope, type BallotRequestedBody } from "./messages.ts";
 import type { BallotStore, MessageQueue } from "./ports.ts";
 
 /**
@@ -32,7 +32,7 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
         k: req.k,
       };
       const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };
-      await opts.queue.send([{ v: 1, id: `${body.ballotKey}:${voterId}`, type: "ballot.requested", body }]);
+      await opts.queue.send([envelope("ballot.requested", `${body.ballotKey}:${voterId}`, body)]);
       const deadline = opts.clock.now() + timeoutMs;
       for (;;) {
         const ballot = await opts.ballots.get(body.ballotKey, voterId);

@@ -4,7 +4,7 @@ import { PartialSendError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
-import type { Envelope, RolloutRequestedBody } from "./messages.ts";
+import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
 import { visibleTo, type MessageQueue, type PolicyEndpoints, type PoolStore, type RescueJob, type RescueJobStore, type RolloutStore, type TaskSource } from "./ports.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
@@ -52,12 +52,7 @@ export async function startRescue(
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
     Array.from({ length: req.rolloutsPerHarness }, (_, i) => {
       const index = h * req.rolloutsPerHarness + i;
-      return {
-        v: 1 as const,
-        id: `${job.id}:${index}`,
-        type: "rollout.requested" as const,
-        body: { jobId: job.id, index, poolId: req.poolId, harnessId, taskId: task.id, seed: hash32(`${job.id}:${index}`), policyId: "default" },
-      };
+      return envelope("rollout.requested", `${job.id}:${index}`, { jobId: job.id, index, poolId: req.poolId, harnessId, taskId: task.id, seed: hash32(`${job.id}:${index}`), policyId: "default" });
     }),
   );
   try {

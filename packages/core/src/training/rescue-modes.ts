@@ -11,10 +11,7 @@ import type { Voter } from "../voting/ballot.ts";
 import { route } from "../voting/router.ts";
 import { auditDecision } from "./audit.ts";
 import type { TrainConfig } from "./config.ts";
-import type { TrainerState } from "./train-state.ts";
-
-/** What happened to one group of a step. */
-export type GroupOutcome = "used" | "replaced" | "resampled" | "dropped";
+import type { GroupOutcome, TrainerState } from "./train-state.ts";
 
 /** An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried. */
 export interface GroupResolution {

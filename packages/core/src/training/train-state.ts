@@ -7,6 +7,19 @@ import { AuditRecord } from "./audit.ts";
 export const RolloutCounts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
 export type RolloutCounts = z.infer<typeof RolloutCounts>;
 
+/** What happened to one group of a step: trained on as it was, replaced by a rescue, resampled under H0, or dropped. */
+export const GroupOutcome = z.enum(["used", "replaced", "resampled", "dropped"]);
+export type GroupOutcome = z.infer<typeof GroupOutcome>;
+
+/** What one training step did, group by group (experiment step records extend it with the run, seed and arm). */
+export const StepRecord = z.object({
+  step: z.number().int().min(1),
+  policyVersion: z.number().int(),
+  rollouts: RolloutCounts,
+  groups: z.array(z.object({ taskId: z.string(), meanReward: z.number(), allFail: z.boolean(), outcome: GroupOutcome, chosen: z.array(z.string()).optional() })),
+});
+export type StepRecord = z.infer<typeof StepRecord>;
+
 /**
  * Everything a trainer needs to continue an arm after its last finished step, besides the policy
  * itself (which lives at the policy endpoint and must still be at `policyVersion`). Batches,

@@ -12,9 +12,9 @@ import type { RoutingDecision } from "../voting/router.ts";
 import type { AuditRecord } from "./audit.ts";
 import type { ArmConfig, TrainConfig } from "./config.ts";
 import { evaluateTasks } from "./evaluate.ts";
-import { RESCUE_MODES, type GroupOutcome, type GroupResolution } from "./rescue-modes.ts";
+import { RESCUE_MODES, type GroupResolution } from "./rescue-modes.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
-import { nullForNaN, withTotal, type RolloutCounts, type TrainerState } from "./train-state.ts";
+import { nullForNaN, withTotal, type RolloutCounts, type StepRecord, type TrainerState } from "./train-state.ts";
 
 export interface TrainDeps {
   policy: Policy;
@@ -29,14 +29,6 @@ export interface TrainDeps {
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
   onStep?: (step: number, record: StepRecord) => void;
-}
-
-/** What one training step did, group by group (for experiment records and audits). */
-export interface StepRecord {
-  step: number;
-  policyVersion: number;
-  rollouts: RolloutCounts;
-  groups: { taskId: string; meanReward: number; allFail: boolean; outcome: GroupOutcome; chosen?: string[] }[];
 }
 
 export interface TrainResult {
