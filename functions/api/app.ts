@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
   ARM_NAMES,
@@ -25,7 +25,7 @@ import {
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
 import { errorResponse, idParam, limitUrl, meterCompute, parseBody, requireScope, type ApiEnv } from "./http.ts";
-import { openApiDocument } from "./openapi.ts";
+import { ROUTES, documentConfig, registerSecurity } from "./routes.ts";
 
 const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.number().int().min(0).optional() });
 
@@ -35,37 +35,37 @@ const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.
  * @example
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
  */
-export function createApp(deps: ApiDeps): Hono<ApiEnv> {
-  const route = new Hono<ApiEnv>().post("/", async (c) => {
+export function createApp(deps: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
+  const route = new OpenAPIHono<ApiEnv>().openapi(ROUTES["/v1/route"].route, async (c) => {
     const key = await requireScope(c, "route", deps);
     const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
     const decision = await routeTask(req, deps, key.id);
     const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
     await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
-    return c.json(decision);
+    return c.json(decision, 200);
   });
 
-  const pools = new Hono<ApiEnv>()
-    .post("/", async (c) => {
+  const pools = new OpenAPIHono<ApiEnv>()
+    .openapi(ROUTES["/v1/pools"].create, async (c) => {
       await requireScope(c, "pools:write", deps);
       const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes));
       await deps.pools.put(pool);
       return c.json({ id: pool.id, version: pool.version }, 201);
     })
-    .get("/", async (c) => {
+    .openapi(ROUTES["/v1/pools"].list, async (c) => {
       await requireScope(c, "pools:read", deps);
-      return c.json({ pools: await deps.pools.list() });
+      return c.json({ pools: await deps.pools.list() }, 200);
     })
-    .get("/:id", async (c) => {
+    .openapi(ROUTES["/v1/pools"].get, async (c) => {
       await requireScope(c, "pools:read", deps);
       const id = idParam(c, "id");
       const pool = await deps.pools.get(id);
       if (!pool) throw new NotFoundError("pool", id);
-      return c.json(pool);
+      return c.json(pool, 200);
     });
 
-  const profiles = new Hono<ApiEnv>()
-    .post("/evidence", async (c) => {
+  const profiles = new OpenAPIHono<ApiEnv>()
+    .openapi(ROUTES["/v1/profiles"].evidence, async (c) => {
       const key = await requireScope(c, "profiles:write", deps);
       const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes);
       const pool = await deps.pools.get(report.poolId);
@@ -77,47 +77,47 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
       await deps.meter.add(key.id, { rollouts: report.outcomes.length });
       return c.json({ queued: report.outcomes.length }, 202);
     })
-    .get("/", async (c) => {
+    .openapi(ROUTES["/v1/profiles"].list, async (c) => {
     await requireScope(c, "profiles:read", deps);
     const poolId = idParam(c, "poolId", c.req.query("poolId"));
-    return c.json({ poolId, profiles: await deps.profiles.get(poolId) });
+    return c.json({ poolId, profiles: await deps.profiles.get(poolId) }, 200);
   });
 
-  const rescues = new Hono<ApiEnv>()
-    .post("/", async (c) => {
+  const rescues = new OpenAPIHono<ApiEnv>()
+    .openapi(ROUTES["/v1/rescues"].start, async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const req = await parseBody(c, RescueRequest, deps.maxBodyBytes);
       const job = await startRescue(req, deps, key.id);
       await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })
-    .get("/:id", async (c) => {
+    .openapi(ROUTES["/v1/rescues"].get, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      return c.json(await rescueStatus(idParam(c, "id"), deps, key));
+      return c.json(await rescueStatus(idParam(c, "id"), deps, key), 200);
     });
 
-  const experiments = new Hono<ApiEnv>()
-    .post("/", async (c) => {
+  const experiments = new OpenAPIHono<ApiEnv>()
+    .openapi(ROUTES["/v1/experiments"].start, async (c) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
       const record = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(record, deps.prices), 202);
     })
-    .get("/:id", async (c) => c.json(experimentStatus(await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices)))
-    .post("/:id/cancel", async (c) => {
+    .openapi(ROUTES["/v1/experiments"].get, async (c) => c.json(experimentStatus(await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices), 200))
+    .openapi(ROUTES["/v1/experiments"].cancel, async (c) => {
       const key = await requireScope(c, "experiments", deps);
-      return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices));
+      return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);
     })
-    .get("/:id/steps", async (c) => {
+    .openapi(ROUTES["/v1/experiments"].steps, async (c) => {
       const record = await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps));
       const filter = StepsQuery.safeParse({ arm: c.req.query("arm"), seed: c.req.query("seed") });
       if (!filter.success) throw new ValidationError("query", formatIssues(filter.error.issues));
-      return c.json({ id: record.id, steps: await deps.experimentSteps.list(record.id, filter.data) });
+      return c.json({ id: record.id, steps: await deps.experimentSteps.list(record.id, filter.data) }, 200);
     })
-    .get("/:id/metrics", async (c) => {
+    .openapi(ROUTES["/v1/experiments"].metrics, async (c) => {
       const record = await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps));
-      return c.json({ id: record.id, status: record.status, results: record.results, summary: record.summary ?? null });
+      return c.json({ id: record.id, status: record.status, results: record.results, summary: record.summary ?? null }, 200);
     });
 
   /** An experiment is visible to the key that started it (and to admin keys) only. */
@@ -127,23 +127,24 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
     return record;
   };
 
-  const decisions = new Hono<ApiEnv>().get("/:id", async (c) => {
+  const decisions = new OpenAPIHono<ApiEnv>().openapi(ROUTES["/v1/decisions"].get, async (c) => {
     const key = await requireScope(c, "route", deps);
     const id = idParam(c, "id");
     const d = await deps.decisions.get(id);
     if (!d || !visibleTo(d.keyId, key)) throw new NotFoundError("decision", id);
-    return c.json(d);
+    return c.json(d, 200);
   });
 
-  return new Hono<ApiEnv>()
-    .use(limitUrl())
-    .use(meterCompute(deps))
-    .get("/health", (c) => c.json({ ok: true }))
-    .get("/v1/usage", async (c) => {
+  const app = new OpenAPIHono<ApiEnv>();
+  app.use(limitUrl());
+  app.use(meterCompute(deps));
+  app
+    .openapi(ROUTES[""].health, (c) => c.json({ ok: true }, 200))
+    .openapi(ROUTES[""].usage, async (c) => {
       const key = await authenticate(c.req.header("authorization"), deps.keys);
-      return c.json({ keyId: key.id, usage: await deps.meter.get(key.id), requestQuota: key.requestQuota ?? null, activeExperiments: await deps.meter.slotsHeld(key.id) });
+      return c.json({ keyId: key.id, usage: await deps.meter.get(key.id), requestQuota: key.requestQuota ?? null, activeExperiments: await deps.meter.slotsHeld(key.id) }, 200);
     })
-    .get("/openapi.json", (c) => c.json(openApiDocument()))
+    .openapi(ROUTES[""].openapi, (c) => c.json(app.getOpenAPI31Document(documentConfig(servers)), 200))
     .route("/v1/route", route)
     .route("/v1/pools", pools)
     .route("/v1/profiles", profiles)
@@ -151,4 +152,6 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
     .route("/v1/rescues", rescues)
     .route("/v1/experiments", experiments)
     .onError(errorResponse);
+  registerSecurity(app);
+  return app;
 }

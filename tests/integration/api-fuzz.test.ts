@@ -69,7 +69,7 @@ function setAt(root: unknown, path: string[], value: unknown): unknown {
   return root;
 }
 
-const operations = Object.entries(openApiDocument().paths).flatMap(([path, ops]) => Object.keys(ops as object).map((method) => ({ path, method: method.toUpperCase() })));
+const operations = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, ops]) => Object.keys(ops as object).map((method) => ({ path, method: method.toUpperCase() })));
 
 describe("API fuzz from the OpenAPI document", () => {
   it("covers every operation of the document", () => {

@@ -142,13 +142,21 @@ export function mergeSweeps(parts: readonly PairedSweep[]): PairedSweep {
 
 export const sweepFile = (kind: SweepKind) => `sweep-${kind}.json`;
 
-/** Merges the parts' sweep files of each kind, when they have any, into `out`. */
-export async function mergeSweepParts(dirs: readonly string[], out: string): Promise<PairedSweep[]> {
+/**
+ * Merges the parts' sweep files of each kind into `out` when every part has one; a kind only
+ * some parts ran is left out (with a note), since its seeds would not be the summary's.
+ */
+export async function mergeSweepParts(dirs: readonly string[], out: string, note: (line: string) => void = () => {}): Promise<PairedSweep[]> {
   const merged: PairedSweep[] = [];
   for (const kind of SweepKind.options) {
     const files = dirs.map((d) => join(d, sweepFile(kind)));
-    if (!files.some((f) => existsSync(f))) continue;
-    const parts = await Promise.all(files.map(async (f) => (await readJsonFile(f, PairedSweep)) ?? Promise.reject(new ValidationError(f, ["missing: every part must run the same sweep"]))));
+    const present = files.filter((f) => existsSync(f));
+    if (present.length === 0) continue;
+    if (present.length < files.length) {
+      note(`the ${kind} sweep is in ${present.length} of ${files.length} runs: left out of the pooled report`);
+      continue;
+    }
+    const parts = await Promise.all(files.map(async (f) => (await readJsonFile(f, PairedSweep))!));
     const sweep = mergeSweeps(parts);
     await writeFile(join(out, sweepFile(kind)), JSON.stringify(sweep, null, 2));
     merged.push(sweep);

@@ -27,7 +27,7 @@ export async function reportCommand(runs: string[], out: string): Promise<Experi
   const poolParts = await Promise.all(runs.map((dir) => readJsonFile(join(dir, "pools.json"), PoolsFile)));
   const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;
   if (pools) await writeFile(join(out, "pools.json"), JSON.stringify(pools, null, 2));
-  const pairedSweeps = await mergeSweepParts(runs, out);
+  const pairedSweeps = await mergeSweepParts(runs, out, (line) => process.stderr.write(`${line}\n`));
   await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }));
   await writePlots(out, summary, undefined, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, out);

@@ -1,0 +1,64 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createConfig, lintFromString } from "@redocly/openapi-core";
+import openapiTS, { astToString } from "openapi-typescript";
+import ts from "typescript";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openApiDocument } from "../../functions/api/openapi.ts";
+import { memoryApiDeps, startApi } from "../api-factory.ts";
+
+let api: { url: string; close: () => Promise<void> };
+let served: Record<string, unknown> & { paths: Record<string, Record<string, { operationId?: string }>>; servers?: unknown[] };
+
+beforeAll(async () => {
+  api = await startApi(memoryApiDeps());
+  served = await (await fetch(`${api.url}/openapi.json`)).json();
+});
+afterAll(() => api.close());
+
+/** Typechecks `client` beside the types openapi-typescript generated from the served document. */
+async function typecheckClient(client: string): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), "hs-openapi-"));
+  writeFileSync(join(dir, "api.ts"), astToString(await openapiTS(served as never)));
+  writeFileSync(join(dir, "client.ts"), client);
+  const program = ts.createProgram([join(dir, "client.ts")], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, lib: ["lib.es2022.d.ts", "lib.dom.d.ts"], types: [] });
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+}
+
+const client = (body: string) => `
+import type { paths } from "./api";
+type RouteBody = paths["/v1/route"]["post"]["requestBody"]["content"]["application/json"];
+type Decision = paths["/v1/route"]["post"]["responses"][200]["content"]["application/json"];
+export async function route(base: string, key: string, body: RouteBody): Promise<Decision> {
+  const res = await fetch(base + "/v1/route", { method: "POST", headers: { authorization: "Bearer " + key, "content-type": "application/json" }, body: JSON.stringify(body) });
+  return (await res.json()) as Decision;
+}
+export async function firstChoice(base: string, key: string): Promise<string | undefined> {
+  const decision = await route(base, key, ${body});
+  return decision.chosen[0];
+}
+`;
+
+describe("the OpenAPI document", () => {
+  it("is generated from the routes: the served document is openApiDocument(), with servers and a unique operationId per operation", () => {
+    expect(served).toEqual(openApiDocument());
+    expect(served.servers?.length).toBeGreaterThan(0);
+    const ids = Object.values(served.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+    expect(ids.length).toBeGreaterThanOrEqual(16);
+    expect(ids.every((id) => typeof id === "string" && id.length > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("passes Redocly's recommended rules with no error and no warning", async () => {
+    const config = await createConfig({ extends: ["recommended"] });
+    const problems = await lintFromString({ source: JSON.stringify(served), absoluteRef: `${api.url}/openapi.json`, config });
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message}`)).toEqual([]);
+  });
+
+  it("generates client types (openapi-typescript) that typecheck a correct call and reject a wrong one", async () => {
+    expect(await typecheckClient(client(`{ poolId: "embedded", task: { id: "t1", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 2 }`))).toEqual([]);
+    const wrong = await typecheckClient(client(`{ poolId: "embedded", k: 2 }`));
+    expect(wrong.join("\n")).toMatch(/task/);
+  }, 60_000);
+});
