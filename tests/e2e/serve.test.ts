@@ -53,7 +53,7 @@ describe("harness-s serve", () => {
 
   it("applies reported outcomes through SQS, the poller and the profile worker", async () => {
     const profiles = async () => (await (await fetch(`${url}/v1/profiles?poolId=embedded`, { headers: { authorization: "Bearer test-key" } })).json()).profiles;
-    const before = (await profiles())["h0"].byFamily.app?.attempts ?? 0;
+    const before = (await profiles()).h0.byFamily.app?.attempts ?? 0;
     const outcome = { harnessId: "h0", family: "app", success: true, turns: 3, policyVersion: 1 };
     const res = await fetch(`${url}/v1/profiles/evidence`, {
       method: "POST",
@@ -64,7 +64,7 @@ describe("harness-s serve", () => {
     let after = before;
     for (let i = 0; i < 40 && after < before + 2; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      after = (await profiles())["h0"].byFamily.app.attempts;
+      after = (await profiles()).h0.byFamily.app.attempts;
     }
     expect(after).toBe(before + 2);
   }, 30_000);

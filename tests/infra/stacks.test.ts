@@ -9,6 +9,7 @@ import { LAMBDA_RUNTIME, WORKERS } from "../../stacks/workers.ts";
 interface Resource {
   type: string;
   name: string;
+  // biome-ignore lint/suspicious/noExplicitAny: Pulumi mock inputs are untyped JSON read by many assertions
   inputs: Record<string, any>;
 }
 let resources: Resource[];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Envelope, NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
-import { MemoryQueue } from "@harness-s/adapters";
+import { type Envelope, NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

@@ -7,7 +7,10 @@ const tools = [{ name: "execute_sql", action: "execute_sql", description: "run S
 /** An OpenAI client stand-in answering every completion with `message`, recording each request. */
 const scripted = (message: Record<string, unknown>) => {
   const requests: Record<string, unknown>[] = [];
-  const client = { chat: { completions: { create: async (req: Record<string, unknown>) => (requests.push(req), { choices: [{ message }], usage: { prompt_tokens: 1, completion_tokens: 1 } }) } } } as unknown as OpenAI;
+  const client = { chat: { completions: { create: async (req: Record<string, unknown>) => {
+          requests.push(req);
+          return { choices: [{ message }], usage: { prompt_tokens: 1, completion_tokens: 1 } };
+        } } } } as unknown as OpenAI;
   return { requests, client };
 };
 const obs: PolicyObservation = { family: "db", tools: ["execute_sql"], event: "start", facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 5, instruction: "Count rows.", text: "table t", notes: [] };

@@ -30,7 +30,7 @@ describe("rescue", () => {
 
   it("replaces the failed group when the rescue group has reward variance", async () => {
     const calls: string[] = [];
-    const runner = async (task: Task, h: HarnessSpec, seed: number) => {
+    const runner = async (_task: Task, h: HarnessSpec, seed: number) => {
       calls.push(`${h.id}:${seed}`);
       return makeRollout({ harnessId: h.id, seed, success: h.id === "sib-b", reward: h.id === "sib-b" ? 1 : 0 });
     };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ArmConfig, ConflictError, TrainConfig, Trainer, TrainerState, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
-import { LogLinearPolicy } from "@harness-s/policy";
+import type { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeTrainDeps } from "../factories.ts";
 

@@ -21,7 +21,10 @@ describe("trainArm", () => {
     const d = deps(1);
     const inner = d.policy;
     let updates = 0;
-    d.policy = { version: () => inner.version(), act: (o, r) => inner.act(o, r), update: (b) => (updates++, inner.update(b)) };
+    d.policy = { version: () => inner.version(), act: (o, r) => inner.act(o, r), update: (b) => {
+        updates++;
+        return inner.update(b);
+      } };
     // Act
     const r = await trainArm(ArmConfig.parse({ name: "grpo", rescue: "none", reanchor: false }), small, d);
     // Assess

@@ -58,7 +58,13 @@ export function checkpointWriter(path: string, start: Checkpoint) {
   };
   return {
     state,
-    addBaseline: (b: SeedBaseline) => (state.baselines.push(b), flush()),
-    addResult: (arm: string, result: ArmSeedResult) => (state.results.push({ arm, result }), flush()),
+    addBaseline: (b: SeedBaseline) => {
+      state.baselines.push(b);
+      return flush();
+    },
+    addResult: (arm: string, result: ArmSeedResult) => {
+      state.results.push({ arm, result });
+      return flush();
+    },
   };
 }

@@ -65,7 +65,7 @@ class DbBenchSession implements EnvSession {
     if (action !== "execute_sql") return this.step("error:unknown-tool", INVALID_FUNCTION);
     const sql = firstArg(args);
     if (typeof sql !== "string") return this.step("error:tool-call", TOOL_CALL_ERROR);
-    let r;
+    let r: Awaited<ReturnType<SqlSession["execute"]>>;
     try {
       r = await this.db.execute(sql);
     } catch (err) {

@@ -76,7 +76,8 @@ export async function evalAgent(
   });
   const byType: DbEvalSummary["byType"] = {};
   for (const r of results) {
-    const t = (byType[r.type] ??= { correct: 0, total: 0, accuracy: 0 });
+    byType[r.type] ??= { correct: 0, total: 0, accuracy: 0 };
+    const t = byType[r.type]!;
     t.total++;
     if (r.success) t.correct++;
   }

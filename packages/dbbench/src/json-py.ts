@@ -18,7 +18,10 @@ export function parseJsonPy(text: string): unknown {
       i++;
       const obj: Record<string, unknown> = {};
       ws();
-      if (text[i] === "}") return i++, obj;
+      if (text[i] === "}") {
+        i++;
+        return obj;
+      }
       for (;;) {
         ws();
         const key = value() as string;
@@ -33,7 +36,10 @@ export function parseJsonPy(text: string): unknown {
       i++;
       const arr: unknown[] = [];
       ws();
-      if (text[i] === "]") return i++, arr;
+      if (text[i] === "]") {
+        i++;
+        return arr;
+      }
       for (;;) {
         arr.push(value());
         ws();

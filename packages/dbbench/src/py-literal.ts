@@ -13,7 +13,10 @@ export function parsePyLiteral(text: string): PyLit {
     const items: PyLit[] = [];
     for (;;) {
       ws();
-      if (text[i] === close) return i++, items;
+      if (text[i] === close) {
+        i++;
+        return items;
+      }
       items.push(value());
       ws();
       if (text[i] === ",") i++;
@@ -27,10 +30,10 @@ export function parsePyLiteral(text: string): PyLit {
       if (text[i] === "\\") {
         const n = text[i + 1]!;
         const simple: Record<string, string> = { n: "\n", t: "\t", r: "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0" };
-        if (n === "x") (out += String.fromCharCode(parseInt(text.slice(i + 2, i + 4), 16))), (i += 4);
-        else if (n === "u") (out += String.fromCharCode(parseInt(text.slice(i + 2, i + 6), 16))), (i += 6);
-        else if (simple[n] !== undefined) (out += simple[n]), (i += 2);
-        else (out += `\\${n}`), (i += 2);
+        const width = n === "x" ? 4 : n === "u" ? 6 : 2;
+        if (n === "x" || n === "u") out += String.fromCharCode(parseInt(text.slice(i + 2, i + width), 16));
+        else out += simple[n] ?? `\\${n}`;
+        i += width;
       } else out += text[i++];
     }
     if (text[i] !== q) throw new SyntaxError("unterminated string");
@@ -40,7 +43,10 @@ export function parsePyLiteral(text: string): PyLit {
   const value = (): PyLit => {
     ws();
     const c = text[i];
-    if (c === "[") return i++, seq("]");
+    if (c === "[") {
+      i++;
+      return seq("]");
+    }
     if (c === "(") {
       i++;
       const start = i;

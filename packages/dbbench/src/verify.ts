@@ -63,7 +63,8 @@ export async function verifyGold(rows: readonly DbBenchRow[], engine: SqlEngine,
     selects: count(results.filter((r) => !isMutation(r.row))),
     unmatched: failed.map((r) => r.row.id),
     byType: results.reduce<VerifyReport["byType"]>((acc, r) => {
-      const t = (acc[r.row.type[0]!] ??= { matched: 0, total: 0 });
+      acc[r.row.type[0]!] ??= { matched: 0, total: 0 };
+      const t = acc[r.row.type[0]!]!;
       t.total++;
       if (r.rollout.success) t.matched++;
       return acc;

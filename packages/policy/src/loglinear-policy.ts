@@ -41,7 +41,10 @@ function setIndexed(index: WeightIndex, key: string, value: number): void {
   const cut = key.lastIndexOf("|");
   const feature = key.slice(0, cut);
   let row = index.get(feature);
-  if (!row) index.set(feature, (row = new Map()));
+  if (!row) {
+    row = new Map();
+    index.set(feature, row);
+  }
   row.set(key.slice(cut + 1), value);
 }
 

@@ -107,7 +107,7 @@ export class OpenAiToolPolicy implements Policy {
     const logProb = (choice?.logprobs?.content ?? []).reduce((s, t) => s + (Number.isFinite(t.logprob) ? t.logprob : 0), 0);
     const call = choice?.message?.tool_calls?.find((c) => c.type === "function");
     const text = choice?.message?.content ?? "";
-    if (!call || call.type !== "function") return { action: NO_TOOL_CALL, args: { content: text }, logProb };
+    if (call?.type !== "function") return { action: NO_TOOL_CALL, args: { content: text }, logProb };
     const said = { text, rawArguments: call.function.arguments };
     const binding = this.options.tools.find((t) => t.name === call.function.name);
     if (!binding) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, ...said };

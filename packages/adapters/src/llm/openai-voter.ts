@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { z } from "zod";
 import { InvalidBallotError, countsAt, describeHooks, profileOf, smoothedRate, type BallotRequest, type Voter } from "@harness-s/core";
 

@@ -75,7 +75,9 @@ export class TokenPolicy implements Policy {
   /** Creates the policy at the worker (once), or reads the version of an attached one. */
   ensure(): Promise<void> {
     this.created ??= (this.opts.attached ? this.client.state(this.opts.policyId) : this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed })).then(
-      (s) => void (this.current = s.version),
+      (s) => {
+        this.current = s.version;
+      },
     );
     return this.created;
   }

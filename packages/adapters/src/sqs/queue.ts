@@ -30,7 +30,7 @@ export class SqsQueue implements MessageQueue {
         failed = new Set((out.Failed ?? []).map((f) => Number(f.Id)));
         if (failed.size > 0) {
           const cause = new StoreUnavailableError(`SQS refused ${failed.size} of ${batch.length} messages: ${(out.Failed ?? []).map((f) => f.Message).join("; ")}`);
-          batch.forEach((m, j) => (failed.has(j) ? undefined : queued.push(m.id)));
+          for (const [j, m] of batch.entries()) if (!failed.has(j)) queued.push(m.id);
           throw new PartialSendError(queued, [...batch.filter((_, j) => failed.has(j)).map((m) => m.id), ...rest], { cause });
         }
       } catch (err) {

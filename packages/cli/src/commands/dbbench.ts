@@ -85,7 +85,10 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
   try {
     const bar = createProgress(rows.length, `${o.model} on ${o.split} under ${harness.id}`);
     let correct = 0;
-    const summary = await evalAgent(rows, engine, harness, () => policy, { concurrency: o.concurrency, onRow: (d, r) => bar.update(d, `${(correct += r.success ? 1 : 0)}/${d} correct`) });
+    const summary = await evalAgent(rows, engine, harness, () => policy, { concurrency: o.concurrency, onRow: (d, r) => {
+        if (r.success) correct++;
+        bar.update(d, `${correct}/${d} correct`);
+      } });
     bar.stop();
     await mkdir(o.out, { recursive: true });
     await writeFile(join(o.out, "summary.json"), JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2));

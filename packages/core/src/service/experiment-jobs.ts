@@ -131,7 +131,9 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   const checkCancel = () => {
     cancelCheck ??= deps.experiments
       .cancelRequested(id)
-      .then((c) => void (cancelled ||= c))
+      .then((c) => {
+        if (c) cancelled = true;
+      })
       .catch(logFailure(logger, `cancel check of ${id}`)) // asked again after the next step
       .finally(() => (cancelCheck = undefined));
   };

@@ -102,7 +102,9 @@ export class MysqlSession implements SqlSession {
         : undefined;
       let resultSet = false;
       const query = core.query({ sql, rowsAsArray: true });
-      query.on("fields", (fields: unknown) => void (resultSet ||= Array.isArray(fields)));
+      query.on("fields", (fields: unknown) => {
+        if (Array.isArray(fields)) resultSet = true;
+      });
       query.on("result", (row: unknown) => {
         if (Array.isArray(row)) {
           if (rows.length < this.limits.maxRows) rows.push(row as PyValue[]);
