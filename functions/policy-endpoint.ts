@@ -20,5 +20,9 @@ export const tokenClient = (url: string, token?: string) => new TokenPolicyClien
  */
 export function dispatchEndpoints(url: string, token?: string): PolicyEndpoints {
   const env = new EmbeddedEnvironment();
-  return new AutoPolicyEndpoints(url, { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token), new TextEnvironment(env), sharedTokenPolicy) }, token);
+  return new AutoPolicyEndpoints(
+    url,
+    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token), new TextEnvironment(env), sharedTokenPolicy) },
+    token,
+  );
 }

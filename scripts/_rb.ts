@@ -9,7 +9,13 @@ for (const p of Object.values(inst.evolution.initialProfiles)) await deps.profil
 const { secret, record } = newApiKey("bench", ["route"]);
 await deps.keys.put(record);
 const app = createApp(deps);
-const body = JSON.stringify({ poolId: inst.evolution.pool.id, task: { id: "bench-1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 });
+const body = JSON.stringify({
+  poolId: inst.evolution.pool.id,
+  task: { id: "bench-1", family: "app", tags: ["app", "bulk"] },
+  failureTags: ["incomplete-results"],
+  failedEvents: ["page:more"],
+  k: 2,
+});
 const go = () => app.request("/v1/route", { method: "POST", body, headers: { "content-type": "application/json", authorization: `Bearer ${secret}` } });
 for (let i = 0; i < 300; i++) await go();
 const t = performance.now();

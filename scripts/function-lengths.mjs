@@ -7,7 +7,8 @@ for (const f of files) {
   const src = ts.createSourceFile(f, readFileSync(f, "utf8"), ts.ScriptTarget.Latest, true);
   const visit = (n) => {
     if (ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n)) {
-      const a = src.getLineAndCharacterOfPosition(n.getStart()).line, b = src.getLineAndCharacterOfPosition(n.getEnd()).line;
+      const a = src.getLineAndCharacterOfPosition(n.getStart()).line,
+        b = src.getLineAndCharacterOfPosition(n.getEnd()).line;
       if (b - a + 1 > limit) console.log(`${f}:${a + 1} ${b - a + 1} lines ${n.name?.getText() ?? "(anonymous)"}`);
     }
     ts.forEachChild(n, visit);

@@ -25,14 +25,23 @@ async function main() {
     req.on("end", async () => {
       const { method, params } = JSON.parse(body) as { method: string; params: [Record<string, unknown>] };
       const reply = (result: unknown, error: string | null = null) => res.end(JSON.stringify({ id: 0, result, error }));
-      if (method === "Provider.Aws.Bootstrap") return reply({ asset: "mock-assets-bucket", assetEcrRegistryId: "123456789012", assetEcrUrl: "mock.ecr", state: "mock-state-bucket" });
+      if (method === "Provider.Aws.Bootstrap")
+        return reply({ asset: "mock-assets-bucket", assetEcrRegistryId: "123456789012", assetEcrUrl: "mock.ecr", state: "mock-state-bucket" });
       if (method !== "Runtime.Build") return reply(null, `rpc: can't find method ${method}`);
       const handler = String(params[0].handler);
       const file = handler.slice(0, handler.lastIndexOf("."));
       const dir = join(out, file.replace(/\//g, "_"));
       mkdirSync(dir, { recursive: true });
       try {
-        await esbuild.build({ entryPoints: [join(root, `${file}.ts`)], bundle: true, platform: "node", format: "esm", outfile: join(dir, "index.mjs"), logLevel: "silent", external: ["@aws-sdk/*"] });
+        await esbuild.build({
+          entryPoints: [join(root, `${file}.ts`)],
+          bundle: true,
+          platform: "node",
+          format: "esm",
+          outfile: join(dir, "index.mjs"),
+          logLevel: "silent",
+          external: ["@aws-sdk/*"],
+        });
         builds.push(handler);
         reply({ handler: `index.${handler.slice(handler.lastIndexOf(".") + 1)}`, out: dir, errors: [], sourcemaps: [] });
       } catch (err) {
@@ -50,13 +59,17 @@ async function main() {
       newResource: (args: { type: string; name: string; inputs: Record<string, unknown> }) => {
         resources.push({ type: args.type, name: args.name, inputs: args.inputs });
         const arn = `arn:aws:mock:us-east-1:123456789012:${args.name}`;
-        return { id: `${args.name}-id`, state: { ...args.inputs, arn, url: `https://mock/${args.name}`, name: args.inputs.name ?? args.name, functionUrl: `https://mock-url/${args.name}` } };
+        return {
+          id: `${args.name}-id`,
+          state: { ...args.inputs, arn, url: `https://mock/${args.name}`, name: args.inputs.name ?? args.name, functionUrl: `https://mock-url/${args.name}` },
+        };
       },
       call: (args: { token: string; inputs: Record<string, unknown> }) => {
         if (args.token.endsWith("getRegion")) return { name: "us-east-1", region: "us-east-1", id: "us-east-1" };
         if (args.token.endsWith("getCallerIdentity")) return { accountId: "123456789012", arn: "arn:aws:iam::123456789012:user/mock", userId: "mock" };
         if (args.token.endsWith("getPartition")) return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
-        if (args.token.endsWith("getPolicyDocument")) return { json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }), statements: args.inputs.statements };
+        if (args.token.endsWith("getPolicyDocument"))
+          return { json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }), statements: args.inputs.statements };
         return args.inputs;
       },
     },

@@ -29,7 +29,19 @@ export async function controlPlane() {
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, policyEndpoint, policyToken]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
-  subscribe(coordinatorQueue, WORKERS.coordinator, [t.Experiments, t.ExperimentSteps, t.Usage, t.Pools, t.Rollouts, t.Ballots, dispatchQueue, voteQueue, coordinatorQueue, policyEndpoint, policyToken]);
+  subscribe(coordinatorQueue, WORKERS.coordinator, [
+    t.Experiments,
+    t.ExperimentSteps,
+    t.Usage,
+    t.Pools,
+    t.Rollouts,
+    t.Ballots,
+    dispatchQueue,
+    voteQueue,
+    coordinatorQueue,
+    policyEndpoint,
+    policyToken,
+  ]);
 
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",
@@ -37,8 +49,19 @@ export async function controlPlane() {
     timeout: "10 seconds",
     url: true,
     link: [
-      t.Pools, t.Profiles, t.Decisions, t.ApiKeys, t.Usage, t.Processed, t.Rollouts, t.RescueJobs, t.Experiments, t.ExperimentSteps,
-      profileQueue, dispatchQueue, coordinatorQueue,
+      t.Pools,
+      t.Profiles,
+      t.Decisions,
+      t.ApiKeys,
+      t.Usage,
+      t.Processed,
+      t.Rollouts,
+      t.RescueJobs,
+      t.Experiments,
+      t.ExperimentSteps,
+      profileQueue,
+      dispatchQueue,
+      coordinatorQueue,
     ],
   });
 

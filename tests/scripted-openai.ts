@@ -43,7 +43,14 @@ export async function startScriptedOpenAi(script: (req: ChatRequest) => Scripted
           object: "chat.completion",
           created: 0,
           model: parsed.model,
-          choices: [{ index: 0, finish_reason: "call" in reply ? "tool_calls" : "stop", message, logprobs: parsed.logprobs ? { content: [{ token: "x", logprob: -0.25, bytes: [120], top_logprobs: [] }] } : null }],
+          choices: [
+            {
+              index: 0,
+              finish_reason: "call" in reply ? "tool_calls" : "stop",
+              message,
+              logprobs: parsed.logprobs ? { content: [{ token: "x", logprob: -0.25, bytes: [120], top_logprobs: [] }] } : null,
+            },
+          ],
           usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
         }),
       );

@@ -78,10 +78,10 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
       return c.json({ queued: report.outcomes.length }, 202);
     })
     .openapi(ROUTES["/v1/profiles"].list, async (c) => {
-    await requireScope(c, "profiles:read", deps);
-    const poolId = idParam(c, "poolId", c.req.query("poolId"));
-    return c.json({ poolId, profiles: await deps.profiles.get(poolId) }, 200);
-  });
+      await requireScope(c, "profiles:read", deps);
+      const poolId = idParam(c, "poolId", c.req.query("poolId"));
+      return c.json({ poolId, profiles: await deps.profiles.get(poolId) }, 200);
+    });
 
   const rescues = new OpenAPIHono<ApiEnv>()
     .openapi(ROUTES["/v1/rescues"].start, async (c) => {
@@ -104,7 +104,9 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
       const record = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(record, deps.prices), 202);
     })
-    .openapi(ROUTES["/v1/experiments"].get, async (c) => c.json(experimentStatus(await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices), 200))
+    .openapi(ROUTES["/v1/experiments"].get, async (c) =>
+      c.json(experimentStatus(await ownExperiment(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices), 200),
+    )
     .openapi(ROUTES["/v1/experiments"].cancel, async (c) => {
       const key = await requireScope(c, "experiments", deps);
       return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);

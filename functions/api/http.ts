@@ -86,7 +86,11 @@ function depthOver(value: unknown, max: number): boolean {
 /** A path or query parameter that must be an {@link Id}: 400 otherwise (never a store error). */
 export function idParam(c: Context, name: string, value: string | undefined = c.req.param(name)): string {
   const parsed = Id.safeParse(value);
-  if (!parsed.success) throw new ValidationError(`parameter ${name}`, formatIssues(parsed.error.issues).map((i) => i.replace(/^\(root\)/, name)));
+  if (!parsed.success)
+    throw new ValidationError(
+      `parameter ${name}`,
+      formatIssues(parsed.error.issues).map((i) => i.replace(/^\(root\)/, name)),
+    );
   return parsed.data;
 }
 

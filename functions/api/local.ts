@@ -41,11 +41,7 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
 }
 
 /** Serves `fetch` over HTTP with @hono/node-server; port 0 picks a free one. */
-export async function listen(
-  fetch: (req: Request) => Response | Promise<Response>,
-  port = 0,
-  hostname = "127.0.0.1",
-): Promise<{ url: string; close: () => Promise<void> }> {
+export async function listen(fetch: (req: Request) => Response | Promise<Response>, port = 0, hostname = "127.0.0.1"): Promise<{ url: string; close: () => Promise<void> }> {
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch, port, hostname }, () => resolve(s));
   });

@@ -12,7 +12,10 @@ import { EvidenceReport, ExperimentRequest, HarnessPool, RescueRequest, RescueSt
  */
 
 /** A request body documented by its zod type's JSON Schema (a plain schema object: no validator is attached). */
-const jsonBody = (schema: z.ZodType) => ({ required: true, content: { "application/json": { schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as ZodMediaTypeObject["schema"] } } });
+const jsonBody = (schema: z.ZodType) => ({
+  required: true,
+  content: { "application/json": { schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as ZodMediaTypeObject["schema"] } },
+});
 const AnyObject = z.looseObject({});
 /** A JSON response of a zod type (typed handlers are checked against it); any object when none is given. */
 function jsonOf(description: string): { description: string; content: { "application/json": { schema: typeof AnyObject } } };
@@ -38,43 +41,173 @@ const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
 /** Routes by the prefix the app mounts them under (`app.route(prefix, …)`), paths relative to it. */
 export const ROUTES = {
   "/v1/route": {
-    route: createRoute({ method: "post", path: "/", operationId: "routeTask", tags: ["router"], summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)", request: { body: jsonBody(RouteRequest) }, responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors } }),
+    route: createRoute({
+      method: "post",
+      path: "/",
+      operationId: "routeTask",
+      tags: ["router"],
+      summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
+      request: { body: jsonBody(RouteRequest) },
+      responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors },
+    }),
   },
   "/v1/pools": {
-    create: createRoute({ method: "post", path: "/", operationId: "createPool", tags: ["pools"], summary: "Register an immutable harness pool", request: { body: jsonBody(HarnessPool) }, responses: { 201: jsonOf("created: id and content version"), 409: error("a different pool exists under this id"), ...errors } }),
-    list: createRoute({ method: "get", path: "/", operationId: "listPools", tags: ["pools"], summary: "List pools", responses: { 200: jsonOf("pools: id, version, number of siblings"), ...errors } }),
-    get: createRoute({ method: "get", path: "/{id}", operationId: "getPool", tags: ["pools"], summary: "Get a pool", parameters: [idParam()], responses: { 200: jsonOf("the pool", HarnessPool), ...notFound("pool"), ...errors } }),
+    create: createRoute({
+      method: "post",
+      path: "/",
+      operationId: "createPool",
+      tags: ["pools"],
+      summary: "Register an immutable harness pool",
+      request: { body: jsonBody(HarnessPool) },
+      responses: { 201: jsonOf("created: id and content version"), 409: error("a different pool exists under this id"), ...errors },
+    }),
+    list: createRoute({
+      method: "get",
+      path: "/",
+      operationId: "listPools",
+      tags: ["pools"],
+      summary: "List pools",
+      responses: { 200: jsonOf("pools: id, version, number of siblings"), ...errors },
+    }),
+    get: createRoute({
+      method: "get",
+      path: "/{id}",
+      operationId: "getPool",
+      tags: ["pools"],
+      summary: "Get a pool",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("the pool", HarnessPool), ...notFound("pool"), ...errors },
+    }),
   },
   "/v1/profiles": {
-    evidence: createRoute({ method: "post", path: "/evidence", operationId: "reportEvidence", tags: ["profiles"], summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)", request: { body: jsonBody(EvidenceReport) }, responses: { 202: jsonOf("queued: how many outcomes"), ...notFound("pool"), ...errors } }),
-    list: createRoute({ method: "get", path: "/", operationId: "listProfiles", tags: ["profiles"], summary: "Behaviour profiles of a pool's harnesses", parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }], responses: { 200: jsonOf("profiles by harness id"), ...errors } }),
+    evidence: createRoute({
+      method: "post",
+      path: "/evidence",
+      operationId: "reportEvidence",
+      tags: ["profiles"],
+      summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)",
+      request: { body: jsonBody(EvidenceReport) },
+      responses: { 202: jsonOf("queued: how many outcomes"), ...notFound("pool"), ...errors },
+    }),
+    list: createRoute({
+      method: "get",
+      path: "/",
+      operationId: "listProfiles",
+      tags: ["profiles"],
+      summary: "Behaviour profiles of a pool's harnesses",
+      parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }],
+      responses: { 200: jsonOf("profiles by harness id"), ...errors },
+    }),
   },
   "/v1/decisions": {
-    get: createRoute({ method: "get", path: "/{id}", operationId: "getDecision", tags: ["router"], summary: "A recorded routing decision (only the key that asked may read it)", parameters: [idParam()], responses: { 200: jsonOf("the decision", RoutingDecision), ...notFound("decision"), ...errors } }),
+    get: createRoute({
+      method: "get",
+      path: "/{id}",
+      operationId: "getDecision",
+      tags: ["router"],
+      summary: "A recorded routing decision (only the key that asked may read it)",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("the decision", RoutingDecision), ...notFound("decision"), ...errors },
+    }),
   },
   "/v1/rescues": {
-    start: createRoute({ method: "post", path: "/", operationId: "startRescue", tags: ["rescues"], summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers", request: { body: jsonBody(RescueRequest) }, responses: { 202: jsonOf("accepted: id, chosen harnesses, expected rollouts"), ...notFound("pool or task"), 501: error("this deployment has no dispatch worker"), ...errors } }),
-    get: createRoute({ method: "get", path: "/{id}", operationId: "getRescue", tags: ["rescues"], summary: "Status, rewards and per-rollout outcomes of a rescue", parameters: [idParam()], responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors } }),
+    start: createRoute({
+      method: "post",
+      path: "/",
+      operationId: "startRescue",
+      tags: ["rescues"],
+      summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers",
+      request: { body: jsonBody(RescueRequest) },
+      responses: { 202: jsonOf("accepted: id, chosen harnesses, expected rollouts"), ...notFound("pool or task"), 501: error("this deployment has no dispatch worker"), ...errors },
+    }),
+    get: createRoute({
+      method: "get",
+      path: "/{id}",
+      operationId: "getRescue",
+      tags: ["rescues"],
+      summary: "Status, rewards and per-rollout outcomes of a rescue",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
+    }),
   },
   "/v1/experiments": {
-    start: createRoute({ method: "post", path: "/", operationId: "startExperiment", tags: ["experiments"], summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it", request: { body: jsonBody(ExperimentRequest) }, responses: { 202: jsonOf("accepted: id, status, progress, cost so far"), ...errors } }),
-    get: createRoute({ method: "get", path: "/{id}", operationId: "getExperiment", tags: ["experiments"], summary: "Status, progress, usage and cost so far (stopped = budget cap reached)", parameters: [idParam()], responses: { 200: jsonOf("status"), ...notFound("experiment for this key"), ...errors } }),
-    cancel: createRoute({ method: "post", path: "/{id}/cancel", operationId: "cancelExperiment", tags: ["experiments"], summary: "Cancel a run: a queued one ends at once, a running one after its current step; finished units are kept", parameters: [idParam()], responses: { 200: jsonOf("status after the request"), ...notFound("experiment for this key"), ...errors } }),
+    start: createRoute({
+      method: "post",
+      path: "/",
+      operationId: "startExperiment",
+      tags: ["experiments"],
+      summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it",
+      request: { body: jsonBody(ExperimentRequest) },
+      responses: { 202: jsonOf("accepted: id, status, progress, cost so far"), ...errors },
+    }),
+    get: createRoute({
+      method: "get",
+      path: "/{id}",
+      operationId: "getExperiment",
+      tags: ["experiments"],
+      summary: "Status, progress, usage and cost so far (stopped = budget cap reached)",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("status"), ...notFound("experiment for this key"), ...errors },
+    }),
+    cancel: createRoute({
+      method: "post",
+      path: "/{id}/cancel",
+      operationId: "cancelExperiment",
+      tags: ["experiments"],
+      summary: "Cancel a run: a queued one ends at once, a running one after its current step; finished units are kept",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("status after the request"), ...notFound("experiment for this key"), ...errors },
+    }),
     steps: createRoute({
       method: "get",
       path: "/{id}/steps",
       operationId: "listExperimentSteps",
       tags: ["experiments"],
       summary: "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
-      parameters: [idParam(), { name: "arm", in: "query", required: false, schema: { type: "string" } }, { name: "seed", in: "query", required: false, schema: { type: "integer", minimum: 0 } }],
+      parameters: [
+        idParam(),
+        { name: "arm", in: "query", required: false, schema: { type: "string" } },
+        { name: "seed", in: "query", required: false, schema: { type: "integer", minimum: 0 } },
+      ],
       responses: { 200: jsonOf("steps"), ...notFound("experiment for this key"), ...errors },
     }),
-    metrics: createRoute({ method: "get", path: "/{id}/metrics", operationId: "getExperimentMetrics", tags: ["experiments"], summary: "Per (arm, seed) results so far, and the summary once done", parameters: [idParam()], responses: { 200: jsonOf("metrics"), ...notFound("experiment for this key"), ...errors } }),
+    metrics: createRoute({
+      method: "get",
+      path: "/{id}/metrics",
+      operationId: "getExperimentMetrics",
+      tags: ["experiments"],
+      summary: "Per (arm, seed) results so far, and the summary once done",
+      parameters: [idParam()],
+      responses: { 200: jsonOf("metrics"), ...notFound("experiment for this key"), ...errors },
+    }),
   },
   "": {
-    usage: createRoute({ method: "get", path: "/v1/usage", operationId: "getUsage", tags: ["account"], summary: "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute) and quota; reading it is not metered", responses: { 200: jsonOf("usage"), 401: errors[401], 503: errors[503] } }),
-    health: createRoute({ method: "get", path: "/health", operationId: "health", tags: ["account"], summary: "Liveness (no key needed)", security: [], responses: { 200: jsonOf("ok"), 414: errors[414] } }),
-    openapi: createRoute({ method: "get", path: "/openapi.json", operationId: "getOpenApiDocument", tags: ["account"], summary: "This document (no key needed)", security: [], responses: { 200: jsonOf("the OpenAPI 3.1 document"), 414: errors[414] } }),
+    usage: createRoute({
+      method: "get",
+      path: "/v1/usage",
+      operationId: "getUsage",
+      tags: ["account"],
+      summary: "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute) and quota; reading it is not metered",
+      responses: { 200: jsonOf("usage"), 401: errors[401], 503: errors[503] },
+    }),
+    health: createRoute({
+      method: "get",
+      path: "/health",
+      operationId: "health",
+      tags: ["account"],
+      summary: "Liveness (no key needed)",
+      security: [],
+      responses: { 200: jsonOf("ok"), 414: errors[414] },
+    }),
+    openapi: createRoute({
+      method: "get",
+      path: "/openapi.json",
+      operationId: "getOpenApiDocument",
+      tags: ["account"],
+      summary: "This document (no key needed)",
+      security: [],
+      responses: { 200: jsonOf("the OpenAPI 3.1 document"), 414: errors[414] },
+    }),
   },
 } as const;
 
@@ -84,7 +217,12 @@ export const DEFAULT_SERVERS = [{ url: "http://127.0.0.1:18787", description: "h
 export function documentConfig(servers: { url: string; description?: string }[] = DEFAULT_SERVERS) {
   return {
     openapi: "3.1.0",
-    info: { title: "Harness-S router API", version: "1", description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments.", license: { name: "MIT", identifier: "MIT" } },
+    info: {
+      title: "Harness-S router API",
+      version: "1",
+      description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments.",
+      license: { name: "MIT", identifier: "MIT" },
+    },
     servers,
     security: [{ bearer: [] }],
     tags: [

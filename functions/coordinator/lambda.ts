@@ -54,7 +54,11 @@ export const handler = createCoordinatorHandler({
     const embedded = localFor(record.request.protocol);
     const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
     const setup = v2
-      ? { ...embedded, env: new TextEnvironment(embedded.env), createPolicy: (seed: number) => new TokenPolicy(client, { ...sharedTokenPolicy, policyId: workerPolicyId(idOf()), seed }) }
+      ? {
+          ...embedded,
+          env: new TextEnvironment(embedded.env),
+          createPolicy: (seed: number) => new TokenPolicy(client, { ...sharedTokenPolicy, policyId: workerPolicyId(idOf()), seed }),
+        }
       : { ...embedded, createPolicy: () => new RemotePolicy(endpoint, idOf()) };
     const deps = await queuedExperimentDeps(setup, {
       pools: new DynamoPoolStore(doc, config.tables),

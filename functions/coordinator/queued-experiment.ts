@@ -46,7 +46,15 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
         const id = wiring.endpointId(`${record.id}/${policyId}`, policy);
         // Slots are numbered per runner; a unit continued by a later attempt gets a new runner, so
         // its job id names the attempt too, or its slots would find the earlier attempt's rollouts.
-        return queuedRolloutRunner({ jobId: `${id}@attempt-${record.attempts}`, policyId: id, poolId: poolIds.get(seed)!, policyVersion: () => policy.version(), dispatch: wiring.dispatch, rollouts: wiring.rollouts, clock });
+        return queuedRolloutRunner({
+          jobId: `${id}@attempt-${record.attempts}`,
+          policyId: id,
+          poolId: poolIds.get(seed)!,
+          policyVersion: () => policy.version(),
+          dispatch: wiring.dispatch,
+          rollouts: wiring.rollouts,
+          clock,
+        });
       },
     };
   };

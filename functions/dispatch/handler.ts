@@ -20,6 +20,9 @@ export function createDispatchHandler(deps: {
   log?: (line: string) => void;
 }) {
   const jobs = deps.jobs;
-  const lastTry = jobs && deps.maxReceives ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, reason: string) => jobs.recordFailure(body.jobId, body.index, reason) } : undefined;
+  const lastTry =
+    jobs && deps.maxReceives
+      ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, reason: string) => jobs.recordFailure(body.jobId, body.index, reason) }
+      : undefined;
   return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), deps.log, lastTry);
 }

@@ -4,17 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
-import {
-  CachedPoolStore,
-  SqsQueue,
-  createQueueWithDlq,
-  createTables,
-  dynamoStores,
-  localCredentials,
-  pollOnce,
-  startDynamoDbLocal,
-  tableNames,
-} from "@harness-s/adapters";
+import { CachedPoolStore, SqsQueue, createQueueWithDlq, createTables, dynamoStores, localCredentials, pollOnce, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
 import type { ApiDeps } from "../api/deps.ts";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
@@ -91,13 +81,23 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const doc = DynamoDBDocumentClient.from(ddb);
     const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
     const make = async (name: WorkerName) => {
-      const q = await createQueueWithDlq(sqs, name, { maxReceiveCount: WORKERS[name].retry, visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility) });
+      const q = await createQueueWithDlq(sqs, name, {
+        maxReceiveCount: WORKERS[name].retry,
+        visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility),
+      });
       return { ...q, queue: new SqsQueue(sqs, q.url) };
     };
     const queues = { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") };
     const prepare = opts.prepareExperiment;
     await startWorker("profile", queues.profile.url, createProfileHandler({ ledger: stores.profiles, log }));
-    const dispatch = createDispatchHandler({ ...stores, pools: new CachedPoolStore(stores.pools), tasks: opts.tasks, policies: opts.policies, maxReceives: WORKERS.dispatch.retry, log });
+    const dispatch = createDispatchHandler({
+      ...stores,
+      pools: new CachedPoolStore(stores.pools),
+      tasks: opts.tasks,
+      policies: opts.policies,
+      maxReceives: WORKERS.dispatch.retry,
+      log,
+    });
     for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
     await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
     await startWorker(

@@ -19,7 +19,11 @@ export function createPolicyServer(create: (policyId: string) => Policy): Hono {
     if (!p) throw new NotFoundError("policy", id);
     return p;
   };
-  const body = async <T>(schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, json: Promise<unknown>, what: string): Promise<T> => {
+  const body = async <T>(
+    schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+    json: Promise<unknown>,
+    what: string,
+  ): Promise<T> => {
     const parsed = schema.safeParse(await json.catch(() => undefined));
     if (!parsed.success) throw new ValidationError(what, formatIssues(parsed.error.issues));
     return parsed.data;
@@ -36,7 +40,8 @@ export function createPolicyServer(create: (policyId: string) => Policy): Hono {
     .post("/v1/policies/:id/act", async (c) => {
       const p = find(c.req.param("id"));
       const req = await body(ActRequest, c.req.json(), "act request");
-      if (req.version !== undefined && req.version !== p.version()) throw new StalePolicyVersionError(p.version(), req.version, `asked for ${req.version}, current is ${p.version()}`);
+      if (req.version !== undefined && req.version !== p.version())
+        throw new StalePolicyVersionError(p.version(), req.version, `asked for ${req.version}, current is ${p.version()}`);
       const choice = await p.act(req.observation, createRng(req.seed));
       return c.json({ ...choice, version: p.version() });
     })

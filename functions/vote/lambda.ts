@@ -10,6 +10,14 @@ import { createVoteHandler } from "./handler.ts";
 // LlmApiKey secret is set (model and base URL from LLM_MODEL / LLM_BASE_URL, read here only).
 const config = awsConfigFromResources();
 const llm = config.llmApiKey
-  ? [new OpenAiVoter(new OpenAI({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeout: 20_000, maxRetries: 1 }), { id: "llm", model: process.env.LLM_MODEL ?? "gpt-4o-mini" })]
+  ? [
+      new OpenAiVoter(new OpenAI({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeout: 20_000, maxRetries: 1 }), {
+        id: "llm",
+        model: process.env.LLM_MODEL ?? "gpt-4o-mini",
+      }),
+    ]
   : [];
-export const handler = createVoteHandler({ voters: [...statisticalVoters, ...llm], ballots: new DynamoBallotStore(DynamoDBDocumentClient.from(new DynamoDBClient({})), config.tables) });
+export const handler = createVoteHandler({
+  voters: [...statisticalVoters, ...llm],
+  ballots: new DynamoBallotStore(DynamoDBDocumentClient.from(new DynamoDBClient({})), config.tables),
+});

@@ -12,11 +12,31 @@ const examples = (n: number): Envelope[] =>
   Array.from({ length: n }, (_, i): Envelope => {
     switch (i % 4) {
       case 0:
-        return { v: 1, id: `ev-${i}`, type: "profile.evidence", body: { poolId: "p", harnessId: "h", family: "app", success: i % 3 === 0, rescueOf: ["x"], taskTags: [], turns: i, policyVersion: 2, behaviours: { verify: true } } };
+        return {
+          v: 1,
+          id: `ev-${i}`,
+          type: "profile.evidence",
+          body: { poolId: "p", harnessId: "h", family: "app", success: i % 3 === 0, rescueOf: ["x"], taskTags: [], turns: i, policyVersion: 2, behaviours: { verify: true } },
+        };
       case 1:
         return { v: 1, id: `ro-${i}`, type: "rollout.requested", body: { jobId: "j", index: i, poolId: "p", harnessId: "h", taskId: "t", seed: -i, policyId: "default" } };
       case 2:
-        return { v: 1, id: `ba-${i}`, type: "ballot.requested", body: { ballotKey: `k${i}`, decisionId: "d", voterId: "v", task: { id: "t", family: "app", tags: ["a"] }, failureTags: [], failedEvents: [], candidates: [makeSpec()], profiles: {}, k: 1 } };
+        return {
+          v: 1,
+          id: `ba-${i}`,
+          type: "ballot.requested",
+          body: {
+            ballotKey: `k${i}`,
+            decisionId: "d",
+            voterId: "v",
+            task: { id: "t", family: "app", tags: ["a"] },
+            failureTags: [],
+            failedEvents: [],
+            candidates: [makeSpec()],
+            profiles: {},
+            k: 1,
+          },
+        };
       default:
         return { v: 1, id: `ex-${i}`, type: "experiment.requested", body: { experimentId: `e${i}` } };
     }

@@ -37,9 +37,19 @@ export interface Stores {
 
 function experiment(id: string, over: Partial<ExperimentRecord> = {}): ExperimentRecord {
   return {
-    id, keyId: "k1", request: { arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
-    status: "queued", createdAt: 1, updatedAt: 1, attempts: 0, progress: { done: 0, total: 20, label: "queued" },
-    usage: { rollouts: 0, computeMs: 0 }, results: [], baselines: [], units: [], ...over,
+    id,
+    keyId: "k1",
+    request: { arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
+    status: "queued",
+    createdAt: 1,
+    updatedAt: 1,
+    attempts: 0,
+    progress: { done: 0, total: 20, label: "queued" },
+    usage: { rollouts: 0, computeMs: 0 },
+    results: [],
+    baselines: [],
+    units: [],
+    ...over,
   };
 }
 
@@ -48,11 +58,24 @@ export function bigRollout(steps: number, seed = 1): Rollout {
   const rng = createRng(seed);
   const noise = () => Array.from({ length: 300 }, () => rng.int(16).toString(16)).join("");
   return {
-    id: `big-${seed}`, taskId: "t", family: "app", harnessId: "sib", policyVersion: 1, seed, reward: 1, success: true,
-    failureTags: [], events: ["start"], behaviours: {},
+    id: `big-${seed}`,
+    taskId: "t",
+    family: "app",
+    harnessId: "sib",
+    policyVersion: 1,
+    seed,
+    reward: 1,
+    success: true,
+    failureTags: [],
+    events: ["start"],
+    behaviours: {},
     steps: Array.from({ length: steps }, () => ({
       observation: { family: "app", tools: ["submit"], event: noise(), facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 1 },
-      action: "submit", logProb: -0.5, forced: false, intercepted: false, result: "ok",
+      action: "submit",
+      logProb: -0.5,
+      forced: false,
+      intercepted: false,
+      result: "ok",
     })),
   };
 }
@@ -134,11 +157,22 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
     it("experiment steps: listed per run in (seed, arm, step) order, filtered, first write wins", async () => {
       const s = await fresh();
       const step = (seed: number, arm: string, n: number, meanReward = 0) => ({
-        experimentId: "e1", seed, arm, step: n, policyVersion: n,
+        experimentId: "e1",
+        seed,
+        arm,
+        step: n,
+        policyVersion: n,
         rollouts: { train: 8 * n, rescue: 0, resample: 0, reanchor: 0, total: 8 * n },
         groups: [{ taskId: "t1", meanReward, allFail: meanReward === 0, outcome: "replaced" as const, chosen: ["sib-a", "sib-b"] }],
       });
-      await Promise.all([s.experimentSteps.put(step(2, "grpo", 1)), s.experimentSteps.put(step(1, "harness-s", 2)), s.experimentSteps.put(step(1, "harness-s", 1)), s.experimentSteps.put(step(1, "grpo", 1)), s.experimentSteps.put(step(1, "harness-s-random", 1)), s.experimentSteps.put(step(10, "grpo", 1))]);
+      await Promise.all([
+        s.experimentSteps.put(step(2, "grpo", 1)),
+        s.experimentSteps.put(step(1, "harness-s", 2)),
+        s.experimentSteps.put(step(1, "harness-s", 1)),
+        s.experimentSteps.put(step(1, "grpo", 1)),
+        s.experimentSteps.put(step(1, "harness-s-random", 1)),
+        s.experimentSteps.put(step(10, "grpo", 1)),
+      ]);
       await s.experimentSteps.put(step(1, "grpo", 1, 0.5));
       const all = await s.experimentSteps.list("e1");
       expect(all.map((x) => `${x.seed}/${x.arm}/${x.step}`)).toEqual(["1/grpo/1", "1/harness-s/1", "1/harness-s/2", "1/harness-s-random/1", "2/grpo/1", "10/grpo/1"]);

@@ -35,7 +35,10 @@ describe("harness-s experiment --resume", () => {
   it("refuses to overwrite a checkpoint, to resume another configuration, or a damaged checkpoint", async () => {
     const out = await mkdtemp(join(tmpdir(), "hs-cp-"));
     await writeFile(join(out, "checkpoint.json"), JSON.stringify({ v: 1, run: { config: { seeds: [9] } }, baselines: [], results: [] }));
-    await expect(run("node", [...cli, ...quick, "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/holds an earlier run's checkpoint: pass --resume/) });
+    await expect(run("node", [...cli, ...quick, "--out", out])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/holds an earlier run's checkpoint: pass --resume/),
+    });
     await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/written for another config/) });
     await writeFile(join(out, "checkpoint.json"), "{not json");
     await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/not JSON/) });

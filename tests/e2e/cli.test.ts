@@ -40,7 +40,10 @@ describe("harness-s CLI", () => {
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
     expect(summary.config.protocol).toBe("validation");
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("> **VALIDATION protocol");
-    await expect(run("node", [...cli, "experiment", "--protocol", "dev"])).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/) });
+    await expect(run("node", [...cli, "experiment", "--protocol", "dev"])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/),
+    });
   });
 
   it("tune compares candidates with the defaults on the validation protocol and writes the decision", async () => {
@@ -55,9 +58,18 @@ describe("harness-s CLI", () => {
     expect(result.decision).toMatch(/^(default|k=1)$/);
     expect(stdout).toContain("| k=1 |");
     expect(await readFile(join(out, "tune.md"), "utf8")).toMatch(/Decision: (keep the defaults|adopt \*\*k=1\*\*)/);
-    await expect(run("node", [...cli, "tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/candidate k=0 is invalid:[\s\S]*k/) });
-    await expect(run("node", [...cli, "tune", "--candidates", '{"default":{}}', "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/default is always run/) });
-    await expect(run("node", [...cli, "tune", "--objective", "random", "--out", out])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/tuning rule is invalid:[\s\S]*objective/) });
+    await expect(run("node", [...cli, "tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/candidate k=0 is invalid:[\s\S]*k/),
+    });
+    await expect(run("node", [...cli, "tune", "--candidates", '{"default":{}}', "--out", out])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/default is always run/),
+    });
+    await expect(run("node", [...cli, "tune", "--objective", "random", "--out", out])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/tuning rule is invalid:[\s\S]*objective/),
+    });
   });
 
   it("rejects bad options with a clear message and a non-zero exit", async () => {

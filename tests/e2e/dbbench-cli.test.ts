@@ -13,7 +13,13 @@ const cli = ["--import", "tsx", "packages/cli/src/main.ts", "dbbench"];
 describe("harness-s dbbench", () => {
   it("verify --json prints the gold replay figures (MariaDB, dev)", async () => {
     const { stdout } = await run("node", [...cli, "verify", "--engine", "mysql", "--split", "dev", "--json"], { timeout: 60_000 });
-    expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({ engine: "mysql", split: "dev", mutations: { matched: 40, total: 40 }, selects: { matched: 20, total: 20 }, unmatched: [] });
+    expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
+      engine: "mysql",
+      split: "dev",
+      mutations: { matched: 40, total: 40 },
+      selects: { matched: 20, total: 20 },
+      unmatched: [],
+    });
   }, 90_000);
 
   it("eval against an OpenAI-compatible server writes summary.json and report.md", async () => {
@@ -27,12 +33,35 @@ describe("harness-s dbbench", () => {
     });
     try {
       const out = await mkdtemp(join(tmpdir(), "hs-db-"));
-      const { stdout } = await run("node", [...cli, "eval", "--base-url", server.url, "--model", "scripted", "--split", "dev", "--limit", "10", "--concurrency", "4", "--harness", "dbbench-schema-preview", "--out", out], { timeout: 60_000 });
+      const { stdout } = await run(
+        "node",
+        [
+          ...cli,
+          "eval",
+          "--base-url",
+          server.url,
+          "--model",
+          "scripted",
+          "--split",
+          "dev",
+          "--limit",
+          "10",
+          "--concurrency",
+          "4",
+          "--harness",
+          "dbbench-schema-preview",
+          "--out",
+          out,
+        ],
+        { timeout: 60_000 },
+      );
       expect(stdout).toContain("overall_cat_accuracy 100.0%");
       const summary = JSON.parse(await readFile(join(out, "summary.json"), "utf8"));
       expect(summary).toMatchObject({ harness: "dbbench-schema-preview", rows: 10, accuracy: 1, erroredRows: 0, tokens: expect.any(Number) });
       expect(await readFile(join(out, "report.md"), "utf8")).toContain("overall_cat_accuracy");
-      const bad = await run("node", [...cli, "eval", "--base-url", server.url, "--model", "m", "--harness", "nope", "--out", out]).catch((e: { code: number; stderr: string }) => e);
+      const bad = await run("node", [...cli, "eval", "--base-url", server.url, "--model", "m", "--harness", "nope", "--out", out]).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
       expect((bad as { code: number }).code).toBe(2);
       expect((bad as { stderr: string }).stderr).toMatch(/harness "nope/);
     } finally {

@@ -58,7 +58,14 @@ describe("harness-s serve", () => {
     const res = await fetch(`${url}/v1/profiles/evidence`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: "Bearer test-key" },
-      body: JSON.stringify({ poolId: "embedded", outcomes: [{ ...outcome, id: "e1" }, { ...outcome, id: "e2" }, { ...outcome, id: "e1" }] }),
+      body: JSON.stringify({
+        poolId: "embedded",
+        outcomes: [
+          { ...outcome, id: "e1" },
+          { ...outcome, id: "e2" },
+          { ...outcome, id: "e1" },
+        ],
+      }),
     });
     expect(res.status).toBe(202);
     let after = before;

@@ -71,7 +71,18 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   });
 
   it("grants through `link` exactly the tables and queues each function uses", () => {
-    expect(grants("ApiRole", "dynamodb:GetItem").sort()).toEqual(["ApiKeysTable", "DecisionsTable", "ExperimentStepsTable", "ExperimentsTable", "PoolsTable", "ProcessedTable", "ProfilesTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
+    expect(grants("ApiRole", "dynamodb:GetItem").sort()).toEqual([
+      "ApiKeysTable",
+      "DecisionsTable",
+      "ExperimentStepsTable",
+      "ExperimentsTable",
+      "PoolsTable",
+      "ProcessedTable",
+      "ProfilesTable",
+      "RescueJobsTable",
+      "RolloutsTable",
+      "UsageTable",
+    ]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
     expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RescueJobsTable", "RolloutsTable"]);
@@ -89,6 +100,10 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   });
 
   it("declares the policy-endpoint and LLM secrets (delivered in the encrypted resource file, not IAM)", () => {
-    expect(ofType("sst:sst:Secret").map((s) => s.name).sort()).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"]);
+    expect(
+      ofType("sst:sst:Secret")
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"]);
   });
 });

@@ -24,7 +24,11 @@ beforeAll(async () => {
   const byId = new Map([...inst.train, ...inst.heldout].map((t) => [t.id, t]));
   const policy = setup.createPolicy(1);
   const run = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy });
-  stack = await startLocalStack({ tasks: { get: async (id) => byId.get(id) }, policies: singlePolicyEndpoint(run), prepareExperiment: () => Promise.reject(new Error("the fuzz stack runs no experiments")) });
+  stack = await startLocalStack({
+    tasks: { get: async (id) => byId.get(id) },
+    policies: singlePolicyEndpoint(run),
+    prepareExperiment: () => Promise.reject(new Error("the fuzz stack runs no experiments")),
+  });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
   key = await addKey(stack.deps, "fuzz-admin", ["admin"]);
   api = await startApi(stack.deps);
@@ -40,11 +44,18 @@ const examples = (): Record<string, unknown> => ({
   "POST /v1/route": { poolId: inst.evolution.pool.id, task: { id: "t", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 2 },
   "POST /v1/pools": { ...inst.evolution.pool, id: "fuzz-pool" },
   "POST /v1/rescues": { poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 1 },
-  "POST /v1/profiles/evidence": { poolId: inst.evolution.pool.id, outcomes: [{ id: "o", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 2, policyVersion: 0 }] },
+  "POST /v1/profiles/evidence": {
+    poolId: inst.evolution.pool.id,
+    outcomes: [{ id: "o", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 2, policyVersion: 0 }],
+  },
   "POST /v1/experiments": { seeds: [1], arms: ["grpo"], train: { steps: 1, batchSize: 2 }, budget: { rollouts: 10 } },
 });
 
-const text = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 20 }), fc.constantFrom("constructor", "__proto__", "toString", "../../etc", "%00", "a".repeat(3000), "", " ", "embedded-evolved", "dec_x"));
+const text = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "grapheme", maxLength: 20 }),
+  fc.constantFrom("constructor", "__proto__", "toString", "../../etc", "%00", "a".repeat(3000), "", " ", "embedded-evolved", "dec_x"),
+);
 const json = fc.jsonValue({ maxDepth: 5 });
 const mutate = (example: unknown) =>
   fc.tuple(fc.constantFrom(...paths(example)), fc.oneof(json, text, fc.constant(undefined))).map(([path, value]) => setAt(structuredClone(example), path, value));
@@ -53,7 +64,14 @@ const body = (example: unknown | undefined) =>
     json.map((v) => JSON.stringify(v)),
     text,
     fc.constant(`${"[".repeat(3000)}${"]".repeat(3000)}`),
-    ...(example === undefined ? [] : [mutate(example).map((v) => JSON.stringify(v)), mutate(example).chain((v) => mutate(v)).map((v) => JSON.stringify(v))]),
+    ...(example === undefined
+      ? []
+      : [
+          mutate(example).map((v) => JSON.stringify(v)),
+          mutate(example)
+            .chain((v) => mutate(v))
+            .map((v) => JSON.stringify(v)),
+        ]),
   );
 
 function paths(v: unknown, prefix: string[] = []): string[][] {
@@ -76,28 +94,32 @@ describe("API fuzz from the OpenAPI document", () => {
     expect(operations.length).toBeGreaterThanOrEqual(15);
   });
 
-  it.each(operations)("$method $path: no 5xx, no hang, no leaked internals", async ({ path, method }) => {
-    const example = examples()[`${method} ${path}`];
-    const request = fc.record({
-      params: fc.array(text, { minLength: 2, maxLength: 2 }),
-      query: fc.dictionary(fc.constantFrom("poolId", "arm", "seed", "x", "__proto__"), text, { maxKeys: 3 }),
-      body: body(example),
-      auth: fc.constantFrom("admin", "admin", "admin", "none", "bogus"),
-    });
-    await fc.assert(
-      fc.asyncProperty(request, async (r) => {
-        let i = 0;
-        const url = new URL(`${api.url}${path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? "x"))}`);
-        for (const [k, v] of Object.entries(r.query)) url.searchParams.set(k, v);
-        const headers: Record<string, string> = { "content-type": "application/json" };
-        if (r.auth !== "none") headers.authorization = `Bearer ${r.auth === "admin" ? key : "hs_bogus"}`;
-        const res = await fetch(url, { method, headers, body: method === "GET" ? undefined : r.body, signal: AbortSignal.timeout(10_000) });
-        const answer = await res.text();
-        counts.requests++;
-        counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1;
-        return res.status < 500 && !LEAKS.test(answer);
-      }),
-      { numRuns: RUNS_PER_ROUTE, seed: 11, interruptAfterTimeLimit: 60_000, markInterruptAsFailure: false },
-    );
-  }, 90_000);
+  it.each(operations)(
+    "$method $path: no 5xx, no hang, no leaked internals",
+    async ({ path, method }) => {
+      const example = examples()[`${method} ${path}`];
+      const request = fc.record({
+        params: fc.array(text, { minLength: 2, maxLength: 2 }),
+        query: fc.dictionary(fc.constantFrom("poolId", "arm", "seed", "x", "__proto__"), text, { maxKeys: 3 }),
+        body: body(example),
+        auth: fc.constantFrom("admin", "admin", "admin", "none", "bogus"),
+      });
+      await fc.assert(
+        fc.asyncProperty(request, async (r) => {
+          let i = 0;
+          const url = new URL(`${api.url}${path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? "x"))}`);
+          for (const [k, v] of Object.entries(r.query)) url.searchParams.set(k, v);
+          const headers: Record<string, string> = { "content-type": "application/json" };
+          if (r.auth !== "none") headers.authorization = `Bearer ${r.auth === "admin" ? key : "hs_bogus"}`;
+          const res = await fetch(url, { method, headers, body: method === "GET" ? undefined : r.body, signal: AbortSignal.timeout(10_000) });
+          const answer = await res.text();
+          counts.requests++;
+          counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1;
+          return res.status < 500 && !LEAKS.test(answer);
+        }),
+        { numRuns: RUNS_PER_ROUTE, seed: 11, interruptAfterTimeLimit: 60_000, markInterruptAsFailure: false },
+      );
+    },
+    90_000,
+  );
 });

@@ -29,7 +29,11 @@ afterAll(() => api.close());
 describe("POST /v1/route over HTTP", () => {
   it("ranks k siblings for a failed group of an embedded task, with every voter's ballot, and records it", async () => {
     const task = inst.train.find((t) => t.requirements.includes("pages"))!;
-    const res = await post("/v1/route", { poolId: inst.evolution.pool.id, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 }, key);
+    const res = await post(
+      "/v1/route",
+      { poolId: inst.evolution.pool.id, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 },
+      key,
+    );
     expect(res.status).toBe(200);
     const d = await res.json();
     expect(d.chosen).toHaveLength(2);

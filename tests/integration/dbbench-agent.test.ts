@@ -46,7 +46,12 @@ const gold = (req: ChatRequest, offset = 0): ScriptedReply => {
 };
 
 const policyFor = (url: string) =>
-  new OpenAiToolPolicy(new OpenAI({ baseURL: url, apiKey: "test", maxRetries: 0, timeout: 5000 }), { model: "scripted", system: DBBENCH_SYSTEM, tools: dbbenchTools, parseArguments: parseArgumentsPy });
+  new OpenAiToolPolicy(new OpenAI({ baseURL: url, apiKey: "test", maxRetries: 0, timeout: 5000 }), {
+    model: "scripted",
+    system: DBBENCH_SYSTEM,
+    tools: dbbenchTools,
+    parseArguments: parseArgumentsPy,
+  });
 
 describe("an OpenAI-compatible agent on DBBench (scripted local server, MariaDB)", () => {
   it("playing the gold reaches 100% on dev and records log-probabilities", async () => {
@@ -65,7 +70,11 @@ describe("an OpenAI-compatible agent on DBBench (scripted local server, MariaDB)
   }, 60_000);
 
   it("broken tool calls are counted as failed rounds, never a crash; a model that recovers still scores", async () => {
-    const broken: ScriptedReply[] = [{ call: { name: "execute_sql", arguments: "{not json" } }, { call: { name: "drop_everything", arguments: "{}" } }, { content: "I think the answer is 7." }];
+    const broken: ScriptedReply[] = [
+      { call: { name: "execute_sql", arguments: "{not json" } },
+      { call: { name: "drop_everything", arguments: "{}" } },
+      { content: "I think the answer is 7." },
+    ];
     const rows = dev.slice(0, 12);
     // Always broken: every row fails at the round limit.
     const always = await startScriptedOpenAi((req) => broken[calls(req) % broken.length]!);
@@ -77,7 +86,10 @@ describe("an OpenAI-compatible agent on DBBench (scripted local server, MariaDB)
       const a = await evalAgent(rows, engine, dbbenchH0, () => policyFor(always.url), { concurrency: 4 });
       expect(a.accuracy).toBe(0);
       expect(a.results.every((r) => r.rounds === 15 && r.failedRounds === 15 && r.failureTags.includes("no-commit"))).toBe(true);
-      const toolMessages = always.requests.at(-1)!.messages.filter((m) => m.role !== "system").map((m) => m.content ?? "");
+      const toolMessages = always.requests
+        .at(-1)!
+        .messages.filter((m) => m.role !== "system")
+        .map((m) => m.content ?? "");
       expect(toolMessages).toContain("Error: Failed to parse tool call. Tool call format is incorrect.");
       expect(toolMessages).toContain("Invalid function call. Please call a tool instead.");
       expect(toolMessages).toContain("Internal error: No tool calls found despite finish reason.");

@@ -31,7 +31,9 @@ describe("DynamoDB adapters", () => {
   it("translate SDK failures into domain errors", async () => {
     const missing = new DynamoPoolStore(doc, tableNames("no-such-prefix-"));
     await expect(missing.get("x")).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })]))).rejects.toThrow(/put pool failed \(ResourceNotFoundException\)/);
+    await expect(missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })]))).rejects.toThrow(
+      /put pool failed \(ResourceNotFoundException\)/,
+    );
   });
 
   it("lists every pool even when the Scan needs more than one page (DynamoDB reads 1 MB a page)", async () => {
@@ -39,8 +41,16 @@ describe("DynamoDB adapters", () => {
     const names = tableNames(`scan${++run}-`);
     await createTables(client, names);
     const pools = new DynamoPoolStore(doc, names);
-    const big = (i: number, j: number) => makeSpec({ id: `s${j}`, instruction: { systemAppend: "x".repeat(4000), toolNotes: {}, cues: [] }, provenance: { direction: "recon", hypothesis: `${i}` } });
-    for (let i = 0; i < 14; i++) await pools.put(createPool(`pool-${String(i).padStart(2, "0")}`, makeSpec(), Array.from({ length: 22 }, (_, j) => big(i, j))));
+    const big = (i: number, j: number) =>
+      makeSpec({ id: `s${j}`, instruction: { systemAppend: "x".repeat(4000), toolNotes: {}, cues: [] }, provenance: { direction: "recon", hypothesis: `${i}` } });
+    for (let i = 0; i < 14; i++)
+      await pools.put(
+        createPool(
+          `pool-${String(i).padStart(2, "0")}`,
+          makeSpec(),
+          Array.from({ length: 22 }, (_, j) => big(i, j)),
+        ),
+      );
     // Act
     const listed = await pools.list();
     // Assess

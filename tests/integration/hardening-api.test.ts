@@ -30,7 +30,9 @@ beforeAll(async () => {
     if (failRollouts) throw new NotConfiguredError("no policy endpoint in this test");
     return runEpisode(t, h, s, { env: setup.env, policy });
   };
-  stack = await startLocalStack({ tasks: { get: async (id) => byId.get(id) }, policies: singlePolicyEndpoint(run),
+  stack = await startLocalStack({
+    tasks: { get: async (id) => byId.get(id) },
+    policies: singlePolicyEndpoint(run),
     visibilitySeconds: { profile: 1, dispatch: 1 },
     prepareExperiment: () => gate.then(() => Promise.reject(new Error("this stack runs no experiments"))),
   });
@@ -47,7 +49,8 @@ afterAll(async () => {
 });
 
 const headers = (secret: string) => ({ "content-type": "application/json", authorization: `Bearer ${secret}` });
-const post = (path: string, body: unknown, secret = key) => fetch(`${api.url}${path}`, { method: "POST", headers: headers(secret), body: typeof body === "string" ? body : JSON.stringify(body) });
+const post = (path: string, body: unknown, secret = key) =>
+  fetch(`${api.url}${path}`, { method: "POST", headers: headers(secret), body: typeof body === "string" ? body : JSON.stringify(body) });
 const get = (path: string, secret = key) => fetch(`${api.url}${path}`, { headers: headers(secret) });
 const until = async <T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> => {
   const deadline = Date.now() + ms;
@@ -66,7 +69,10 @@ const storedProfile = async (harnessId: string) => (await doc().send(new GetComm
 
 describe("1. evidence cannot poison a pool", () => {
   it("counts a family called constructor and a behaviour called toString as plain names; profiles and routing keep answering", async () => {
-    const res = await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("p1", { family: "constructor", behaviours: { toString: true, hasOwnProperty: false } })] });
+    const res = await post("/v1/profiles/evidence", {
+      poolId: poolId(),
+      outcomes: [outcome("p1", { family: "constructor", behaviours: { toString: true, hasOwnProperty: false } })],
+    });
     expect(res.status).toBe(202);
     const counted = await until(async () => {
       const item = await storedProfile(sibling());
@@ -81,7 +87,14 @@ describe("1. evidence cannot poison a pool", () => {
   });
 
   it("refuses names that are not names (__proto__, empty, over-long, odd characters) and harnesses the pool does not have", async () => {
-    for (const bad of [{ family: "__proto__" }, { family: "" }, { family: "x".repeat(101) }, { taskTags: ["a b"] }, { behaviours: { __proto__x: true, "": true } }, { harnessId: "sib-not-in-pool" }]) {
+    for (const bad of [
+      { family: "__proto__" },
+      { family: "" },
+      { family: "x".repeat(101) },
+      { taskTags: ["a b"] },
+      { behaviours: { __proto__x: true, "": true } },
+      { harnessId: "sib-not-in-pool" },
+    ]) {
       const res = await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("bad", bad)] });
       expect(res.status, JSON.stringify(bad)).toBe(400);
     }
@@ -89,7 +102,9 @@ describe("1. evidence cannot poison a pool", () => {
 
   it("keeps a profile bounded: thousands of distinct tags fold into one counted key, and later evidence is still applied", async () => {
     const h = inst.evolution.pool.siblings[1]!.id;
-    const outcomes = Array.from({ length: 100 }, (_, i) => outcome(`many-${i}`, { harnessId: h, taskTags: Array.from({ length: 50 }, (_, j) => `tag-${i}-${j}`), rescueOf: Array.from({ length: 50 }, (_, j) => `f-${i}-${j}`) }));
+    const outcomes = Array.from({ length: 100 }, (_, i) =>
+      outcome(`many-${i}`, { harnessId: h, taskTags: Array.from({ length: 50 }, (_, j) => `tag-${i}-${j}`), rescueOf: Array.from({ length: 50 }, (_, j) => `f-${i}-${j}`) }),
+    );
     expect((await post("/v1/profiles/evidence", { poolId: poolId(), outcomes })).status).toBe(202);
     expect((await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("after-many", { harnessId: h, family: "late" })] })).status).toBe(202);
     const p = await until(async () => {
@@ -105,7 +120,16 @@ describe("1. evidence cannot poison a pool", () => {
 
   it("repairs a profile an unguarded write left with null counts: reads answer 200, the next evidence writes it back valid", async () => {
     const h = inst.evolution.pool.siblings[2]!.id;
-    const bad = { harnessId: h, policyVersion: 0, updatedAtStep: 0, byFamily: { app: { attempts: 2, successes: 1 }, constructor: { attempts: null, successes: null } }, byTaskTag: {}, byFailureTag: {}, behaviours: { toString: { attempts: null, successes: 0 } }, turns: { attempts: 2, successes: 6 } };
+    const bad = {
+      harnessId: h,
+      policyVersion: 0,
+      updatedAtStep: 0,
+      byFamily: { app: { attempts: 2, successes: 1 }, constructor: { attempts: null, successes: null } },
+      byTaskTag: {},
+      byFailureTag: {},
+      behaviours: { toString: { attempts: null, successes: 0 } },
+      turns: { attempts: 2, successes: 6 },
+    };
     await doc().send(new PutCommand({ TableName: tableNames("local-").Profiles, Item: { poolId: poolId(), harnessId: h, policyVersion: 0, rev: 1, body: JSON.stringify(bad) } }));
     const profiles = await get(`/v1/profiles?poolId=${poolId()}`);
     expect(profiles.status).toBe(200);
@@ -182,7 +206,12 @@ describe("6. quota and ownership", () => {
 describe("7. statuses a client can act on", () => {
   it("answers 400 (not 503) for ids past 2 KB and JSON nested thousands deep, and 413/414 for oversized bodies and URLs", async () => {
     const long = "p".repeat(2_100);
-    for (const res of [await get(`/v1/pools/${long}`), await get(`/v1/profiles?poolId=${long}`), await get(`/v1/decisions/${long}`), await route().then(() => post("/v1/route", { poolId: long, task: { id: "t", family: "app" } }))]) {
+    for (const res of [
+      await get(`/v1/pools/${long}`),
+      await get(`/v1/profiles?poolId=${long}`),
+      await get(`/v1/decisions/${long}`),
+      await route().then(() => post("/v1/route", { poolId: long, task: { id: "t", family: "app" } })),
+    ]) {
       expect(res.status).toBe(400);
       const body = await res.text();
       expect(body).not.toMatch(/ValidationException|DynamoDB|STORE_UNAVAILABLE/);

@@ -21,7 +21,14 @@ beforeAll(async () => {
     const body = await c.req.json();
     received.push({ model: body.model, user: body.messages[1].content });
     const answer = (content: string) =>
-      c.json({ id: "x", object: "chat.completion", created: 0, model: body.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content } }], usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 } });
+      c.json({
+        id: "x",
+        object: "chat.completion",
+        created: 0,
+        model: body.model,
+        choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content } }],
+        usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 },
+      });
     switch (body.model) {
       case "good":
         return answer(JSON.stringify({ ranking: ["sib-pages", "sib-budget", "sib-auth"], rationale: "pages remained" }));

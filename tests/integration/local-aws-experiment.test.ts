@@ -21,7 +21,6 @@ describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispat
     expect(viaQueues.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rescue.triggered).toBeGreaterThan(0);
     expect(Math.max(...progress)).toBe(config.arms.length * config.train.steps);
   }, 240_000);
-
 });
 
 describe("experiments over the API on the local stack", () => {

@@ -16,7 +16,12 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
     try {
       // Act
       const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });
-      const started = await startExperiment(req, "k1", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => "exp_sliced" });
+      const started = await startExperiment(req, "k1", {
+        experiments: stack.stores.experiments,
+        coordinator: stack.queues.coordinator.queue,
+        clock: systemClock,
+        newId: () => "exp_sliced",
+      });
       const labels = new Set<string>();
       const record = await waitForExperiment(stack, started.id, (_done, label) => labels.add(label));
       // Assess
@@ -24,7 +29,9 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
       expect(record).toMatchObject({ status: "done", attempts: 4, units: [] });
       expect(record.summary).toEqual(inProcess);
       expect([...labels].filter((l) => l.startsWith("continuing:")).length).toBeGreaterThan(0);
-      expect([...labels].every((l) => !l.startsWith("continuing:") || /^continuing: [12] \(arm, seed\) units left(, (harness-s|grpo)\/3 paused after step 1)?$/.test(l))).toBe(true);
+      expect([...labels].every((l) => !l.startsWith("continuing:") || /^continuing: [12] \(arm, seed\) units left(, (harness-s|grpo)\/3 paused after step 1)?$/.test(l))).toBe(
+        true,
+      );
     } finally {
       await stack.stop();
     }

@@ -22,7 +22,15 @@ async function typecheckClient(client: string): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "hs-openapi-"));
   writeFileSync(join(dir, "api.ts"), astToString(await openapiTS(served as never)));
   writeFileSync(join(dir, "client.ts"), client);
-  const program = ts.createProgram([join(dir, "client.ts")], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, lib: ["lib.es2022.d.ts", "lib.dom.d.ts"], types: [] });
+  const program = ts.createProgram([join(dir, "client.ts")], {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+    types: [],
+  });
   return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
 }
 

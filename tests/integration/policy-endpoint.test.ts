@@ -24,7 +24,11 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     const policy = new RemotePolicy(server.url, "run1/grpo/2");
     const rollout = await runEpisode(inst.train[0]!, inst.evolution.pool.base, 7, { env: setup.env, policy });
     // Act
-    const result = await policy.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    const result = await policy.update({
+      baseVersion: 0,
+      samples: [{ rollout, advantage: 1 }],
+      settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+    });
     const again = new RemotePolicy(server.url, "run1/grpo/2");
     await again.ensure();
     // Assess
@@ -32,7 +36,9 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     expect(result.version).toBe(1);
     expect(policy.version()).toBe(1);
     expect(again.version()).toBe(1);
-    await expect(again.update({ baseVersion: 0, samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } })).rejects.toBeInstanceOf(StalePolicyVersionError);
+    await expect(
+      again.update({ baseVersion: 0, samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } }),
+    ).rejects.toBeInstanceOf(StalePolicyVersionError);
     await expect(new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1))).rejects.toBeInstanceOf(StalePolicyVersionError);
   });
 
@@ -41,7 +47,11 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     const policies = remoteUnitPolicies(server.url, (unit) => `run2/${unit}/attempt-1`);
     const { id, policy } = await policies.create("harness-s/2", 2);
     const rollout = await runEpisode(inst.train[1]!, inst.evolution.pool.base, 3, { env: setup.env, policy });
-    await policy.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    await policy.update({
+      baseVersion: 0,
+      samples: [{ rollout, advantage: 1 }],
+      settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+    });
     // Act
     const attached = await policies.attach(id, 2);
     const missing = await policies.attach("run2/nobody/attempt-9", 2);
@@ -64,12 +74,30 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     const pools = new MemoryPoolStore();
     await pools.put(inst.evolution.pool);
     const rollouts = new MemoryRolloutStore();
-    const handler = createDispatchHandler({ pools, rollouts, tasks: { get: async () => undefined }, policies: new HttpPolicyEndpoints(server.url, setup.env), log: () => undefined });
+    const handler = createDispatchHandler({
+      pools,
+      rollouts,
+      tasks: { get: async () => undefined },
+      policies: new HttpPolicyEndpoints(server.url, setup.env),
+      log: () => undefined,
+    });
     const task = inst.train[3]!;
     const sibling = inst.evolution.pool.siblings[0]!;
     const record = (index: number, policyVersion: number) => ({
-      messageId: `m${index}`, receiptHandle: "r", attributes: { ApproximateReceiveCount: "1" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn", awsRegion: "us-east-1",
-      body: JSON.stringify({ v: 1, id: `j:${index}`, type: "rollout.requested", body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: sibling.id, taskId: task.id, seed: index, policyId: "run1/grpo/2", policyVersion, task } }),
+      messageId: `m${index}`,
+      receiptHandle: "r",
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn",
+      awsRegion: "us-east-1",
+      body: JSON.stringify({
+        v: 1,
+        id: `j:${index}`,
+        type: "rollout.requested",
+        body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: sibling.id, taskId: task.id, seed: index, policyId: "run1/grpo/2", policyVersion, task },
+      }),
     });
     // Act
     const out = await handler({ Records: [record(0, 1), record(1, 0)] });

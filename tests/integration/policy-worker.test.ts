@@ -47,7 +47,11 @@ beforeAll(async () => {
 }, 600_000);
 afterAll(async () => worker?.stop());
 
-const first = (episode: string, seed: number, maxTokens = 8) => ({ episode_id: episode, messages: [{ role: "user" as const, content: "say yes" }], sampling: { temperature: 1, top_p: 1, max_tokens: maxTokens, seed } });
+const first = (episode: string, seed: number, maxTokens = 8) => ({
+  episode_id: episode,
+  messages: [{ role: "user" as const, content: "say yes" }],
+  sampling: { temperature: 1, top_p: 1, max_tokens: maxTokens, seed },
+});
 const datum = (s: SampleResponseV2, advantage: number, id = "s") =>
   datumFromTurns(id, "g", [{ promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true }], advantage);
 
@@ -71,10 +75,15 @@ describe("protocol v2 from TypeScript, against the worker on loopback", () => {
     expect(s.policy_version).toBe(0);
     expect(await client.render("p-basic", { messages: [{ role: "user", content: "say yes" }], add_generation_prompt: true })).toEqual(s.prompt_ids);
     const next = await client.sample("p-basic", { episode_id: "e1", append: [{ role: "tool", content: "ok" }], sampling: { temperature: 1, top_p: 1, max_tokens: 4, seed: 2 } });
-    const d = datumFromTurns("s1", "g1", [
-      { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true },
-      { promptIds: next.prompt_ids, completionIds: next.completion.ids, logprobs: next.completion.logprobs, trained: true },
-    ], 1);
+    const d = datumFromTurns(
+      "s1",
+      "g1",
+      [
+        { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true },
+        { promptIds: next.prompt_ids, completionIds: next.completion.ids, logprobs: next.completion.logprobs, trained: true },
+      ],
+      1,
+    );
     // The ids trained on are exactly the ids sampled, in order; the mask is 1 on sampled tokens only.
     expect(d.ids).toEqual([...s.prompt_ids, ...s.completion.ids, ...next.prompt_ids, ...next.completion.ids]);
     expect(d.loss_mask.reduce<number>((a, b) => a + b, 0)).toBe(s.completion.ids.length + next.completion.ids.length);
@@ -138,7 +147,9 @@ describe("learning through TS GRPO → worker updates (toy task: a target token 
   const train = async (pid: string, sign: 1 | -1, steps: number, runSeed: number) => {
     for (let step = 0; step < steps; step++) {
       const version = (await client.state(pid)).version;
-      const group = await Promise.all(Array.from({ length: 16 }, (_, i) => client.sample(pid, { ...first(`${pid}-${step}-${i}`, runSeed * 1_000_000 + step * 100 + i, 4), version: { exact: version } })));
+      const group = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => client.sample(pid, { ...first(`${pid}-${step}-${i}`, runSeed * 1_000_000 + step * 100 + i, 4), version: { exact: version } })),
+      );
       const advantages = groupAdvantages(group.map(reward));
       if (advantages.every((a) => a === 0)) continue;
       const datums = group.map((s, i) => datum(s, sign * advantages[i]!, `s${i}`));
@@ -169,13 +180,26 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
   const env = new TextEnvironment(new EmbeddedEnvironment());
   const task = buildSuite({ seed: 1, cueRate: 0.2, protocol: "test" }).train[0]!;
   const policy = () =>
-    new TokenPolicy(client, { policyId: `tp-${Math.random().toString(36).slice(2, 8)}`, baseModel: "tiny", lora: LORA, seed: 1, system: "Call one tool per turn.", toolSchemas: embeddedToolSchemas, maxTokens: 12 });
+    new TokenPolicy(client, {
+      policyId: `tp-${Math.random().toString(36).slice(2, 8)}`,
+      baseModel: "tiny",
+      lora: LORA,
+      seed: 1,
+      system: "Call one tool per turn.",
+      toolSchemas: embeddedToolSchemas,
+      maxTokens: 12,
+    });
 
   it("runs an episode turn by turn at the worker and trains on exactly the sampled ids (a forced submit has none)", async () => {
     const p = policy();
     // A harness that blocks the first tool call (intercepted) and forces submit near the end (forced).
     const tools = env.tools(task).filter((t) => t !== "submit");
-    const harness = parseHarnessSpec({ ...embeddedH0, id: "h-test", budget: { ...embeddedH0.budget, maxTurns: 5, forceSubmitAt: 1 }, preAction: tools.map((action) => ({ action, requires: ["never-known"], mode: "block", maxBlocks: 1 })) });
+    const harness = parseHarnessSpec({
+      ...embeddedH0,
+      id: "h-test",
+      budget: { ...embeddedH0.budget, maxTurns: 5, forceSubmitAt: 1 },
+      preAction: tools.map((action) => ({ action, requires: ["never-known"], mode: "block", maxBlocks: 1 })),
+    });
     const rollout = await runEpisode(task, harness, 7, { env, policy: p });
     const sampled = rollout.steps.filter((s) => !s.forced);
     expect(sampled.length).toBeGreaterThan(0);
@@ -185,11 +209,19 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     }
     expect(rollout.steps.at(-1)).toMatchObject({ forced: true, action: "submit" });
     expect(rollout.steps.at(-1)!.tokens).toBeUndefined();
-    const [d] = p.datums({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    const [d] = p.datums({
+      baseVersion: 0,
+      samples: [{ rollout, advantage: 1 }],
+      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+    });
     expect(d!.ids).toEqual(sampled.flatMap((s) => [...s.tokens!.promptIds, ...s.tokens!.completionIds]));
     const trained = sampled.filter((s) => !s.intercepted).reduce((n, s) => n + s.tokens!.completionIds.length, 0);
     expect(d!.loss_mask.reduce<number>((a, b) => a + b, 0)).toBe(trained);
-    const result = await p.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    const result = await p.update({
+      baseVersion: 0,
+      samples: [{ rollout, advantage: 1 }],
+      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+    });
     expect(result.version).toBe(1);
     expect(p.version()).toBe(1);
     const again = await runEpisode(task, embeddedH0, 8, { env, policy: p });
@@ -202,7 +234,30 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     const train = JSON.stringify({ batchSize: 2, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 2, reanchorEvery: 1 });
     await promisify(execFile)(
       "node",
-      ["--import", "tsx", "packages/cli/src/main.ts", "experiment", "--seeds", "1", "--steps", "2", "--train", train, "--eval-tasks", "2", "--policy", "worker", "--policy-url", worker.url, "--policy-token", TOKEN, "--policy-max-tokens", "8", "--out", out],
+      [
+        "--import",
+        "tsx",
+        "packages/cli/src/main.ts",
+        "experiment",
+        "--seeds",
+        "1",
+        "--steps",
+        "2",
+        "--train",
+        train,
+        "--eval-tasks",
+        "2",
+        "--policy",
+        "worker",
+        "--policy-url",
+        worker.url,
+        "--policy-token",
+        TOKEN,
+        "--policy-max-tokens",
+        "8",
+        "--out",
+        out,
+      ],
       { timeout: 600_000, maxBuffer: 16 << 20 },
     );
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
@@ -228,28 +283,54 @@ describe("learning through the full TS trainer (trainArm → TokenPolicy → wor
       };
     },
   };
-  const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({ id: `digit-${i}`, family: "toy", split: "train", instruction: "Answer with one digit.", tags: ["toy"], requirements: [], cues: [], params: {} }));
+  const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({
+    id: `digit-${i}`,
+    family: "toy",
+    split: "train",
+    instruction: "Answer with one digit.",
+    tags: ["toy"],
+    requirements: [],
+    cues: [],
+    params: {},
+  }));
   const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
   const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
   const tokenPolicy = (id: string, seed: number) =>
-    new TokenPolicy(client, { policyId: id, baseModel: "tiny", lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] }, seed, system: "Answer.", toolSchemas: () => [], maxTokens: 4, learningRate: 5e-2 });
-  const flipped = (p: Policy): Policy => ({ version: () => p.version(), act: (o, r) => p.act(o, r), update: (b) => p.update({ ...b, samples: b.samples.map((x) => ({ ...x, advantage: -x.advantage })) }) });
+    new TokenPolicy(client, {
+      policyId: id,
+      baseModel: "tiny",
+      lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
+      seed,
+      system: "Answer.",
+      toolSchemas: () => [],
+      maxTokens: 4,
+      learningRate: 5e-2,
+    });
+  const flipped = (p: Policy): Policy => ({
+    version: () => p.version(),
+    act: (o, r) => p.act(o, r),
+    update: (b) => p.update({ ...b, samples: b.samples.map((x) => ({ ...x, advantage: -x.advantage })) }),
+  });
   const rate = async (p: Policy, seed: number) => {
     let hits = 0;
     for (let i = 0; i < 48; i++) hits += (await runEpisode(tasks[i % tasks.length]!, h0, 90_000 + seed * 1000 + i, { env: digitEnv, policy: p })).success ? 1 : 0;
     return hits / 48;
   };
   const train = (p: Policy, seed: number) =>
-    trainArm(ArmConfig.parse({ name: "grpo", rescue: "none" }), TrainConfig.parse({ steps: 6, batchSize: 4, groupSize: 8, curveEvery: 0, auditEvery: 0, reanchorBudget: 0, epochs: 2 }), {
-      policy: p,
-      runRollout: (t, h, s) => runEpisode(t, h, s, { env: digitEnv, policy: p }),
-      pool,
-      trainTasks: tasks,
-      probeTasks: tasks,
-      initialProfiles: {},
-      voters: [],
-      rng: createRng(seed),
-    });
+    trainArm(
+      ArmConfig.parse({ name: "grpo", rescue: "none" }),
+      TrainConfig.parse({ steps: 6, batchSize: 4, groupSize: 8, curveEvery: 0, auditEvery: 0, reanchorBudget: 0, epochs: 2 }),
+      {
+        policy: p,
+        runRollout: (t, h, s) => runEpisode(t, h, s, { env: digitEnv, policy: p }),
+        pool,
+        trainTasks: tasks,
+        probeTasks: tasks,
+        initialProfiles: {},
+        voters: [],
+        rng: createRng(seed),
+      },
+    );
 
   it("raises the success rate above the untrained model's on every seed; flipped advantages lower it", async () => {
     const rows: { seed: number; before: number; trained: number; flipped: number; updates: number }[] = [];
@@ -287,13 +368,29 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
     const handler = createDispatchHandler({ pools, rollouts, tasks: { get: async () => undefined }, policies: dispatchEndpoints(worker.url, TOKEN), log: () => undefined });
     const task = inst.train[0]!;
     const record = (index: number, policyVersion: number) => ({
-      messageId: `m${index}`, receiptHandle: "r", attributes: { ApproximateReceiveCount: "1" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: "arn", awsRegion: "us-east-1",
-      body: JSON.stringify({ v: 1, id: `j:${index}`, type: "rollout.requested", body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: inst.evolution.pool.base.id, taskId: task.id, seed: index, policyId: id, policyVersion, task } }),
+      messageId: `m${index}`,
+      receiptHandle: "r",
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn",
+      awsRegion: "us-east-1",
+      body: JSON.stringify({
+        v: 1,
+        id: `j:${index}`,
+        type: "rollout.requested",
+        body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: inst.evolution.pool.base.id, taskId: task.id, seed: index, policyId: id, policyVersion, task },
+      }),
     });
     // Act
     const first = await handler({ Records: [record(0, 0)] });
     const stored = await rollouts.get("j", 0);
-    await policy.update({ baseVersion: 0, samples: [{ rollout: stored!, advantage: 1 }], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+    await policy.update({
+      baseVersion: 0,
+      samples: [{ rollout: stored!, advantage: 1 }],
+      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+    });
     const second = await handler({ Records: [record(1, 0), record(2, 1)] });
     // Assess
     expect(id).toBe("exp_v2.grpo.1.attempt-1");

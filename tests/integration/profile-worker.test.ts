@@ -4,17 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { createPool, type Ballot, type BallotRequest, type Envelope, type Profile, type ProfileLedger, type Voter } from "@harness-s/core";
-import {
-  DynamoBallotStore,
-  DynamoProfileStore,
-  SqsQueue,
-  createQueueWithDlq,
-  createTables,
-  localCredentials,
-  pollOnce,
-  startDynamoDbLocal,
-  tableNames,
-} from "@harness-s/adapters";
+import { DynamoBallotStore, DynamoProfileStore, SqsQueue, createQueueWithDlq, createTables, localCredentials, pollOnce, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
 import { createProfileHandler } from "../../functions/profile/handler.ts";
 import { createVoteHandler } from "../../functions/vote/handler.ts";
 import { makeSpec } from "../factories.ts";
@@ -86,7 +76,19 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
     const handler = createProfileHandler({ ledger: store });
     await drain(q, handler, 2);
     const redelivered = {
-      Records: [{ messageId: "x", receiptHandle: "r", body: JSON.stringify(evidence("dup-1", "sib-dup")), attributes: { ApproximateReceiveCount: "2" }, messageAttributes: {}, md5OfBody: "", eventSource: "aws:sqs", eventSourceARN: q.arn, awsRegion: "us-east-1" }],
+      Records: [
+        {
+          messageId: "x",
+          receiptHandle: "r",
+          body: JSON.stringify(evidence("dup-1", "sib-dup")),
+          attributes: { ApproximateReceiveCount: "2" },
+          messageAttributes: {},
+          md5OfBody: "",
+          eventSource: "aws:sqs",
+          eventSourceARN: q.arn,
+          awsRegion: "us-east-1",
+        },
+      ],
     };
     expect(await handler(redelivered)).toEqual({ batchItemFailures: [] });
     expect((await store.get("pool"))["sib-dup"]!.byFamily.app).toEqual({ attempts: 1, successes: 1 });
@@ -135,7 +137,17 @@ describe("vote worker over SQS (fauxqs) and DynamoDB Local", () => {
     v: 1,
     id: `${key}:${voterId}`,
     type: "ballot.requested",
-    body: { ballotKey: key, decisionId: "d1", voterId, task: { id: "t", family: "app", tags: [] }, failureTags: ["x"], failedEvents: [], candidates: pool.siblings, profiles: {}, k: 1 },
+    body: {
+      ballotKey: key,
+      decisionId: "d1",
+      voterId,
+      task: { id: "t", family: "app", tags: [] },
+      failureTags: ["x"],
+      failedEvents: [],
+      candidates: pool.siblings,
+      profiles: {},
+      k: 1,
+    },
   });
   const countingVoter = (id: string, calls: { n: number }, fail = false): Voter => ({
     id,

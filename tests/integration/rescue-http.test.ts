@@ -76,7 +76,12 @@ describe("elastic rescue over HTTP", () => {
 
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout), log: () => undefined });
-    const wrong: Envelope = { v: 1, id: "e", type: "profile.evidence", body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} } };
+    const wrong: Envelope = {
+      v: 1,
+      id: "e",
+      type: "profile.evidence",
+      body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} },
+    };
     expect(await handler(sqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
   });
 

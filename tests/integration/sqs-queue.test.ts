@@ -30,7 +30,8 @@ queueContract("SQS (fauxqs)", async () => {
         const messages = out.Messages ?? [];
         if (messages.length === 0 && got.length >= expected) break;
         got.push(...messages.map((m) => Envelope.parse(JSON.parse(m.Body!))));
-        if (messages.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+        if (messages.length)
+          await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
       }
       return got;
     },

@@ -57,7 +57,10 @@ describe("confirmation blocks", () => {
   });
 
   it("split a block into contiguous parts that cover it once", () => {
-    expect(splitSeeds([1, 2, 3, 4, 5], 2)).toEqual([[1, 2, 3], [4, 5]]);
+    expect(splitSeeds([1, 2, 3, 4, 5], 2)).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
     expect(splitSeeds([1], 4)).toEqual([[1]]);
   });
 });

@@ -3,7 +3,18 @@ import { cleanAnswer, compareResults, mysqlToSqlite, parseArgumentsPy, parseJson
 
 describe("Python text forms (what AgentBench prints)", () => {
   it("repr(float) for the forms Python uses", () => {
-    expect([1, 100, 0.5, 1e-5, 1e16, 1.5e16, 123456789012345.6, -2.25, 0.0001, 1e22].map(pyFloat)).toEqual(["1.0", "100.0", "0.5", "1e-05", "1e+16", "1.5e+16", "123456789012345.6", "-2.25", "0.0001", "1e+22"]);
+    expect([1, 100, 0.5, 1e-5, 1e16, 1.5e16, 123456789012345.6, -2.25, 0.0001, 1e22].map(pyFloat)).toEqual([
+      "1.0",
+      "100.0",
+      "0.5",
+      "1e-05",
+      "1e+16",
+      "1.5e+16",
+      "123456789012345.6",
+      "-2.25",
+      "0.0001",
+      "1e+22",
+    ]);
   });
   it("repr(str) picks quotes and escapes like Python", () => {
     expect(pyStr("abc")).toBe("'abc'");
@@ -13,7 +24,12 @@ describe("Python text forms (what AgentBench prints)", () => {
     expect(pyStr("Montréal")).toBe("'Montréal'");
   });
   it("str(fetchall()) and the 800-character cut", () => {
-    expect(pyRows([["a", { int: "3" }], [null, { float: 2 }]])).toBe("[('a', 3), (None, 2.0)]");
+    expect(
+      pyRows([
+        ["a", { int: "3" }],
+        [null, { float: 2 }],
+      ]),
+    ).toBe("[('a', 3), (None, 2.0)]");
     expect(pyRows([[{ decimal: "1.50" }]])).toBe("[(Decimal('1.50'),)]");
     expect(truncate("x".repeat(801))).toBe(`${"x".repeat(800)}[TRUNCATED]`);
     expect(truncate("é".repeat(800))).toBe("é".repeat(800));
@@ -58,6 +74,6 @@ describe("MySQL lexical syntax for the SQLite engine", () => {
   it("rewrites double-quoted strings, backslash escapes and digit-led identifiers; keeps the rest", () => {
     expect(mysqlToSqlite(`INSERT INTO t VALUES ("Men's 50 km", 'a\\nb', 'it''s')`)).toBe(`INSERT INTO t VALUES ('Men''s 50 km', 'a\nb', 'it''s')`);
     expect(mysqlToSqlite("INSERT INTO 1952_British_GP (x) VALUES (1e5, 22)")).toBe("INSERT INTO `1952_British_GP` (x) VALUES (1e5, 22)");
-    expect(mysqlToSqlite("SELECT `a\"b` FROM `t`")).toBe("SELECT `a\"b` FROM `t`");
+    expect(mysqlToSqlite('SELECT `a"b` FROM `t`')).toBe('SELECT `a"b` FROM `t`');
   });
 });

@@ -14,7 +14,14 @@ const play = (actions: string[]): Policy => {
 };
 const run = (task: Task, actions: string[], maxTurns = 15) => runEpisode(task, makeSpec({ budget: { maxTurns } }), 1, { env, policy: play(actions) });
 const task = (family: string, requirements: string[], pages = 1): Task => ({
-  id: "t", family, split: "train", instruction: "", tags: [family], requirements, cues: [], params: { pages },
+  id: "t",
+  family,
+  split: "train",
+  instruction: "",
+  tags: [family],
+  requirements,
+  cues: [],
+  params: { pages },
 });
 
 describe("embedded suite", () => {
@@ -104,8 +111,15 @@ describe("embedded suite", () => {
     expect(plain.train.every((t) => !Object.keys(t.params).some((k) => k.startsWith("misleads:")))).toBe(true);
     for (const t of all.dev) {
       const f = familyByName(t.family);
-      const expected = f.requirements.filter((r) => !t.requirements.includes(r)).map((r) => misleadsParam(remedyOf(f, r))).sort();
-      expect(Object.keys(t.params).filter((k) => k.startsWith("misleads:")).sort()).toEqual(expected);
+      const expected = f.requirements
+        .filter((r) => !t.requirements.includes(r))
+        .map((r) => misleadsParam(remedyOf(f, r)))
+        .sort();
+      expect(
+        Object.keys(t.params)
+          .filter((k) => k.startsWith("misleads:"))
+          .sort(),
+      ).toEqual(expected);
     }
     // Act: a db read task (no mutation) solved, then solved again after an unneeded commit
     const read = task("db", []);

@@ -57,7 +57,12 @@ describe("the coordinator use-case", () => {
     // Prepare
     const experiments = new MemoryExperimentStore();
     const setupFor = embeddedSetups(defaultEmbeddedSettings);
-    await startExperiment(ExperimentRequest.parse({ ...tiny, protocol: "validation" }), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e-val" });
+    await startExperiment(ExperimentRequest.parse({ ...tiny, protocol: "validation" }), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock: systemClock,
+      newId: () => "e-val",
+    });
     // Act
     await runExperimentJob("e-val", { experiments, clock: systemClock, prepare: async (record) => setupFor(record.request.protocol) });
     // Assess
@@ -237,7 +242,11 @@ describe("long runs: time slices and resumption", () => {
     const { stored, held } = await sliceEveryStep("e7", (attempt, policies) => {
       if (attempt !== 1) return;
       const [policy] = [...policies.values()];
-      void policy!.update({ baseVersion: policy!.version(), samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } });
+      void policy!.update({
+        baseVersion: policy!.version(),
+        samples: [],
+        settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+      });
     });
     expect(stored.status).toBe("done");
     expect(stored.summary).toEqual(reference.summary);

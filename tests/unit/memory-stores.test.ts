@@ -1,4 +1,15 @@
-import { MemoryApiKeyStore, MemoryBallotStore, MemoryDecisionStore, MemoryExperimentStore, MemoryExperimentStepStore, MemoryPoolStore, MemoryProfileStore, MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import {
+  MemoryApiKeyStore,
+  MemoryBallotStore,
+  MemoryDecisionStore,
+  MemoryExperimentStore,
+  MemoryExperimentStepStore,
+  MemoryPoolStore,
+  MemoryProfileStore,
+  MemoryRescueJobStore,
+  MemoryRolloutStore,
+  MemoryUsageMeter,
+} from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
 storeContract("in-memory", async () => ({

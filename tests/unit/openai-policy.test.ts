@@ -7,13 +7,32 @@ const tools = [{ name: "execute_sql", action: "execute_sql", description: "run S
 /** An OpenAI client stand-in answering every completion with `message`, recording each request. */
 const scripted = (message: Record<string, unknown>) => {
   const requests: Record<string, unknown>[] = [];
-  const client = { chat: { completions: { create: async (req: Record<string, unknown>) => {
+  const client = {
+    chat: {
+      completions: {
+        create: async (req: Record<string, unknown>) => {
           requests.push(req);
           return { choices: [{ message }], usage: { prompt_tokens: 1, completion_tokens: 1 } };
-        } } } } as unknown as OpenAI;
+        },
+      },
+    },
+  } as unknown as OpenAI;
   return { requests, client };
 };
-const obs: PolicyObservation = { family: "db", tools: ["execute_sql"], event: "start", facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 5, instruction: "Count rows.", text: "table t", notes: [] };
+const obs: PolicyObservation = {
+  family: "db",
+  tools: ["execute_sql"],
+  event: "start",
+  facts: [],
+  taskTags: [],
+  hints: [],
+  baseHints: [],
+  failedActions: [],
+  turnsLeft: 5,
+  instruction: "Count rows.",
+  text: "table t",
+  notes: [],
+};
 
 describe("OpenAiToolPolicy (the evaluation policy)", () => {
   it("replays what the model wrote: its text beside the call and the argument text exactly as generated", async () => {
@@ -23,7 +42,14 @@ describe("OpenAiToolPolicy (the evaluation policy)", () => {
     const policy = new OpenAiToolPolicy(client, { model: "m", system: "sys", tools });
     // Act
     const choice = await policy.act(obs, createRng(1));
-    const next = policy.messages({ ...obs, text: "[(3,)]", history: [{ role: "env", text: "table t" }, { role: "agent", text: choice.text ?? "", action: choice.action, args: choice.args, raw: choice.rawArguments }] });
+    const next = policy.messages({
+      ...obs,
+      text: "[(3,)]",
+      history: [
+        { role: "env", text: "table t" },
+        { role: "agent", text: choice.text ?? "", action: choice.action, args: choice.args, raw: choice.rawArguments },
+      ],
+    });
     // Assess
     expect(choice).toMatchObject({ action: "execute_sql", args: { query: "SELECT  COUNT(*) FROM t" }, text: "Let me count.", rawArguments: raw });
     expect(next[2]).toEqual({ role: "assistant", content: "Let me count.", tool_calls: [{ id: "call_1", type: "function", function: { name: "execute_sql", arguments: raw } }] });

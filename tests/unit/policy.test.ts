@@ -49,7 +49,14 @@ describe("LogLinearPolicy", () => {
     const before = p.probabilities(obs);
     const good = makeRollout({ steps: [sampleWith(p, "next_page")], success: true, reward: 1 });
     const bad = makeRollout({ steps: [sampleWith(p, "submit")] });
-    const r = await p.update({ baseVersion: 0, samples: [{ rollout: good, advantage: 1 }, { rollout: bad, advantage: -1 }], settings });
+    const r = await p.update({
+      baseVersion: 0,
+      samples: [
+        { rollout: good, advantage: 1 },
+        { rollout: bad, advantage: -1 },
+      ],
+      settings,
+    });
     const after = p.probabilities(obs);
     expect(r.version).toBe(1);
     expect(p.version()).toBe(1);
@@ -83,7 +90,12 @@ describe("LogLinearPolicy", () => {
 
   it("leaves forced and (by default) intercepted steps out of the loss", async () => {
     const p = new LogLinearPolicy();
-    const forced = makeRollout({ steps: [{ ...sampleWith(p, "submit"), forced: true }, { ...sampleWith(p, "next_page"), intercepted: true }] });
+    const forced = makeRollout({
+      steps: [
+        { ...sampleWith(p, "submit"), forced: true },
+        { ...sampleWith(p, "next_page"), intercepted: true },
+      ],
+    });
     const r = await p.update({ baseVersion: 0, samples: [{ rollout: forced, advantage: 1 }], settings });
     expect(r.metrics.steps).toBe(0);
     expect(p.probabilities(obs)[0]).toBeCloseTo(1 / 3, 12);

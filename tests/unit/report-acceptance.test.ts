@@ -9,8 +9,7 @@ function summaryWithLosses(seeds: number, lossSeeds: number) {
   return makeSummary({ grpo: runs(baseline), "grpo-budget": runs(baseline), "harness-s": runs(() => 0.9) });
 }
 
-const heldoutVsBudget = (s: ReturnType<typeof summaryWithLosses>) =>
-  acceptanceChecks(s).find((c) => c.name === "harness-s − grpo-budget on H0 heldout.avgAt3")!;
+const heldoutVsBudget = (s: ReturnType<typeof summaryWithLosses>) => acceptanceChecks(s).find((c) => c.name === "harness-s − grpo-budget on H0 heldout.avgAt3")!;
 
 describe("acceptance figures", () => {
   it("asks for 4 of 5 seeds better, and the same 80% share when more seeds are run", () => {

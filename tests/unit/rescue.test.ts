@@ -20,10 +20,7 @@ describe("rescue", () => {
   });
 
   it("summarises failure tags and events by frequency", () => {
-    const s = failureSummary([
-      makeRollout({ failureTags: ["a", "b"], events: ["start", "e1"] }),
-      makeRollout({ failureTags: ["b"], events: ["start", "e2", "e1"] }),
-    ]);
+    const s = failureSummary([makeRollout({ failureTags: ["a", "b"], events: ["start", "e1"] }), makeRollout({ failureTags: ["b"], events: ["start", "e2", "e1"] })]);
     expect(s.tags).toEqual(["b", "a"]);
     expect(s.events).toEqual(["e1", "e2"]);
   });
@@ -41,7 +38,13 @@ describe("rescue", () => {
   });
 
   it("drops the group when every rescue rollout fails too", async () => {
-    const out = await rescueGroup(makeTask(), [sibA, sibB], 4, (i) => i, async (_t, h) => makeRollout({ harnessId: h.id }));
+    const out = await rescueGroup(
+      makeTask(),
+      [sibA, sibB],
+      4,
+      (i) => i,
+      async (_t, h) => makeRollout({ harnessId: h.id }),
+    );
     expect(out.kind).toBe("dropped");
     expect(out.group).toHaveLength(4);
   });

@@ -74,7 +74,11 @@ describe("runEpisode", () => {
   });
 
   it("a pre-action block stops the tool from running", async () => {
-    const h = makeSpec({ id: "p", preAction: [{ action: "next_page", requires: ["listed"], mode: "block", hint: "list_items", maxBlocks: 1 }], provenance: { direction: "pre-action" } });
+    const h = makeSpec({
+      id: "p",
+      preAction: [{ action: "next_page", requires: ["listed"], mode: "block", hint: "list_items", maxBlocks: 1 }],
+      provenance: { direction: "pre-action" },
+    });
     const r = await runEpisode(makeTask(), h, 1, { env, policy: scripted(["next_page", "list_items", "submit"]) });
     expect(r.steps[0]!.result).toBe("blocked:next_page");
     expect(r.success).toBe(true);

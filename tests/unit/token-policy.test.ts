@@ -13,7 +13,20 @@ const policy = new TokenPolicy(new TokenPolicyClient("http://127.0.0.1:1", { clo
 });
 const observation = { family: "app", tools: ["list", "submit"], event: "start", facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 3 };
 const step = (over: Partial<TrajectoryStep>): TrajectoryStep => ({ observation, action: "list", logProb: -1, forced: false, intercepted: false, result: "ok", ...over });
-const rollout = (steps: TrajectoryStep[]): Rollout => ({ id: "r", taskId: "t", family: "app", harnessId: "h", policyVersion: 0, seed: 1, steps, reward: 1, success: true, failureTags: [], events: [], behaviours: {} });
+const rollout = (steps: TrajectoryStep[]): Rollout => ({
+  id: "r",
+  taskId: "t",
+  family: "app",
+  harnessId: "h",
+  policyVersion: 0,
+  seed: 1,
+  steps,
+  reward: 1,
+  success: true,
+  failureTags: [],
+  events: [],
+  behaviours: {},
+});
 const settings = (maskIntercepted: boolean) => ({ learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated" as const, maskIntercepted });
 
 describe("TokenPolicy datums", () => {
@@ -40,7 +53,9 @@ describe("TokenPolicy datums", () => {
   });
 
   it("refuses to re-score a rescue in H0's context, which needs re-rendering", () => {
-    expect(() => policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: { ...settings(true), rescueContext: "base" } })).toThrow(/as-generated/);
+    expect(() => policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: { ...settings(true), rescueContext: "base" } })).toThrow(
+      /as-generated/,
+    );
   });
 });
 
@@ -55,7 +70,17 @@ describe("TokenPolicy turns", () => {
         return { policy_version: 0, prompt_ids: [1], completion: { ids: [5, 6], logprobs: [-1, -2], text: "", content: "", finish_reason: "stop" as const, ...completion } };
       },
     } as unknown as TokenPolicyClient;
-    return { requests, policy: new TokenPolicy(client, { policyId: "p", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas }) };
+    return {
+      requests,
+      policy: new TokenPolicy(client, {
+        policyId: "p",
+        baseModel: "tiny",
+        lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
+        seed: 1,
+        system: "s",
+        toolSchemas: embeddedToolSchemas,
+      }),
+    };
   };
   const obs = { ...observation, text: "Result: start", notes: ["look at the docs"], hints: ["list"] };
 
@@ -73,7 +98,13 @@ describe("TokenPolicy turns", () => {
     expect(first).toMatchObject({ action: "list", tokens: { promptIds: [1], completionIds: [5, 6], logprobs: [-1, -2], version: 0 } });
     await s.policy.act({ ...obs, text: "Result: listed", notes: [], hints: [] }, rng);
     await s.policy.act(obs, createRng(4));
-    const [a, b, c] = s.requests as { episode_id: string; messages?: { role: string; content: string }[]; append?: { role: string; content: string }[]; tools?: unknown[]; sampling: { temperature: number; top_p: number } }[];
+    const [a, b, c] = s.requests as {
+      episode_id: string;
+      messages?: { role: string; content: string }[];
+      append?: { role: string; content: string }[];
+      tools?: unknown[];
+      sampling: { temperature: number; top_p: number };
+    }[];
     expect(a!.messages![0]).toMatchObject({ role: "system", content: "s" });
     expect(a!.messages![1]!.content).toContain("[harness] look at the docs");
     expect(a!.messages![1]!.content).toContain("[harness] suggested next tool: list");

@@ -28,7 +28,11 @@ describe("tuning rule", () => {
     // Act
     const rows = rowsFor({ often, always });
     // Assess
-    expect(rows.map((r) => [r.name, r.qualifies])).toEqual([["default", false], ["often", true], ["always", true]]);
+    expect(rows.map((r) => [r.name, r.qualifies])).toEqual([
+      ["default", false],
+      ["often", true],
+      ["always", true],
+    ]);
     expect(decide(rows)?.name).toBe("often");
     expect(rows[1]!.vsDefault).toMatchObject({ wins: 8, n: 10 });
   });
@@ -54,14 +58,33 @@ describe("tuning rule", () => {
     // Prepare: harness-s gains 10 points in every seed, grpo-budget loses 5 in every seed
     const budgetOf = (score: number) => {
       const s = run(() => 0.7, { train: 0.9 });
-      return { ...s, arms: s.arms.map((a) => (a.name === "grpo-budget" ? { ...a, h0: { ...a.h0, heldout: { passAt3: score, avgAt3: score } }, perSeed: a.perSeed.map((r) => ({ ...r, h0: { ...r.h0, heldout: { passAt3: score, avgAt3: score } } })) } : a)) };
+      return {
+        ...s,
+        arms: s.arms.map((a) =>
+          a.name === "grpo-budget"
+            ? {
+                ...a,
+                h0: { ...a.h0, heldout: { passAt3: score, avgAt3: score } },
+                perSeed: a.perSeed.map((r) => ({ ...r, h0: { ...r.h0, heldout: { passAt3: score, avgAt3: score } } })),
+              }
+            : a,
+        ),
+      };
     };
     const byBudget = TuningRule.parse({ objective: "grpo-budget" });
-    const runs = new Map([["default", run(() => 0.6, { train: 0.9 })], ["worse-for-baseline", budgetOf(0.45)], ["better-for-baseline", budgetOf(0.55)]]);
+    const runs = new Map([
+      ["default", run(() => 0.6, { train: 0.9 })],
+      ["worse-for-baseline", budgetOf(0.45)],
+      ["better-for-baseline", budgetOf(0.55)],
+    ]);
     // Act
     const rows = tuningRows(runs, { "worse-for-baseline": { k: 3 }, "better-for-baseline": { k: 1 } }, byBudget);
     // Assess
-    expect(rows.map((r) => [r.name, r.qualifies])).toEqual([["default", false], ["worse-for-baseline", false], ["better-for-baseline", true]]);
+    expect(rows.map((r) => [r.name, r.qualifies])).toEqual([
+      ["default", false],
+      ["worse-for-baseline", false],
+      ["better-for-baseline", true],
+    ]);
     expect(rows[1]!.vsDefault).toMatchObject({ wins: 0, n: 10 });
     expect(rows[1]!.validation).toBeCloseTo(0.45);
     expect(renderTuning(rows, SEEDS, byBudget)).toContain("| candidate | grpo-budget validation Avg@3 |");

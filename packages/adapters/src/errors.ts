@@ -16,7 +16,6 @@ export class PolicyEndpointError extends HarnessSError<AdaptersErrorCode> {
   }
 }
 
-
 /** Turns an AWS SDK error into a domain error; domain errors pass through. */
 export function translateAwsError(err: unknown, what: string): HarnessSError {
   if (err instanceof HarnessSError) return err;

@@ -28,7 +28,11 @@ export async function loadCheckpoint(path: string, run: Record<string, unknown>)
   if (!found) return undefined;
   const expected = asJson(run);
   const differs = differingKeys(expected, found.run);
-  if (differs.length) throw new ValidationError(`checkpoint ${path}`, differs.map((k) => `written for another ${k}: ${JSON.stringify(found.run[k])}, this run asks for ${JSON.stringify(expected[k])}`));
+  if (differs.length)
+    throw new ValidationError(
+      `checkpoint ${path}`,
+      differs.map((k) => `written for another ${k}: ${JSON.stringify(found.run[k])}, this run asks for ${JSON.stringify(expected[k])}`),
+    );
   return found;
 }
 

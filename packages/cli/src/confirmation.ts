@@ -44,7 +44,10 @@ export function parseConfirmationFile(json: unknown): ConfirmationFile {
       owner.set(s, who);
     }
   };
-  claim(file.developmentSeeds.flatMap((s) => parseSeedList(s)), "the development seeds");
+  claim(
+    file.developmentSeeds.flatMap((s) => parseSeedList(s)),
+    "the development seeds",
+  );
   for (const b of file.blocks) {
     if (file.blocks.filter((x) => x.id === b.id).length > 1) throw new ValidationError(BLOCKS_FILE, [`block ${b.id} is declared twice`]);
     claim(parseSeedList(b.seeds), `block ${b.id}`);
@@ -56,7 +59,9 @@ function git(root: string, args: string[]): string {
   try {
     return execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
   } catch (err) {
-    throw new ValidationError("confirm", [`git ${args.join(" ")} failed: ${(err as Error).message.split("\n")[0]} (a block can only be run from a git checkout, where its declaration is a commit)`]);
+    throw new ValidationError("confirm", [
+      `git ${args.join(" ")} failed: ${(err as Error).message.split("\n")[0]} (a block can only be run from a git checkout, where its declaration is a commit)`,
+    ]);
   }
 }
 

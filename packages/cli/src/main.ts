@@ -47,10 +47,7 @@ function number(value: string): number {
   return n;
 }
 
-const program = new Command()
-  .name("harness-s")
-  .description("Selective harness rescue for GRPO agent training, and the harness router.")
-  .showHelpAfterError();
+const program = new Command().name("harness-s").description("Selective harness rescue for GRPO agent training, and the harness router.").showHelpAfterError();
 
 program
   .command("experiment")
@@ -58,19 +55,42 @@ program
   .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25", seedList, [1, 2, 3, 4, 5])
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
-  .option("--sweep [kinds]", "also run sweeps: cue (the default: harness-s − grpo-budget over H0 cue rate and cue strength), router (harness-s − harness-s-random over pool size, k and side effects), reanchor (harness-s − harness-s-noreanchor as hints fade); comma-separated", sweepList)
-  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)", number)
+  .option(
+    "--sweep [kinds]",
+    "also run sweeps: cue (the default: harness-s − grpo-budget over H0 cue rate and cue strength), router (harness-s − harness-s-random over pool size, k and side effects), reanchor (harness-s − harness-s-noreanchor as hints fade); comma-separated",
+    sweepList,
+  )
+  .option(
+    "--side-effects <p>",
+    "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)",
+    number,
+  )
   .option("--cue-half-life <steps>", "updates over which the policy's hint bonus halves (default: fixed)", number)
   .option("--pool-size <n>", "siblings evolution keeps (default 8)", number)
   .option("--steps <n>", "training steps per arm", number)
-  .option("--train <json>", "overrides of the training config as JSON, e.g. '{\"k\":3,\"batchSize\":24}'", jsonObject)
+  .option("--train <json>", 'overrides of the training config as JSON, e.g. \'{"k":3,"batchSize":24}\'', jsonObject)
   .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
   .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
   .option("--fixed-suite", "run every seed on one suite instance and pool (default: each seed is an independent replicate)", false)
-  .addOption(new Option("--protocol <p>", "test: evaluate on the held-out split; validation: hold the train pair a+b back and evaluate on it instead (for tuning; no held-out task is built)").choices(["test", "validation"]).default("test"))
+  .addOption(
+    new Option(
+      "--protocol <p>",
+      "test: evaluate on the held-out split; validation: hold the train pair a+b back and evaluate on it instead (for tuning; no held-out task is built)",
+    )
+      .choices(["test", "validation"])
+      .default("test"),
+  )
   .option("--resume", "continue the run in --out from its checkpoint.json (finished seeds and arms are not run again)", false)
-  .addOption(new Option("--runtime <r>", "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)").choices(["in-process", "local-aws"]).default("in-process"))
-  .addOption(new Option("--policy <p>", "embedded (the log-linear CPU policy), or worker: an LLM at a protocol-v2 policy worker (--policy-url) on the suite's text rendering").choices(["embedded", "worker"]).default("embedded"))
+  .addOption(
+    new Option("--runtime <r>", "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)")
+      .choices(["in-process", "local-aws"])
+      .default("in-process"),
+  )
+  .addOption(
+    new Option("--policy <p>", "embedded (the log-linear CPU policy), or worker: an LLM at a protocol-v2 policy worker (--policy-url) on the suite's text rendering")
+      .choices(["embedded", "worker"])
+      .default("embedded"),
+  )
   .option("--policy-url <url>", "the policy worker (see `harness-s policy-worker`)")
   .option("--policy-token <t>", "the worker's bearer token")
   .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
@@ -83,7 +103,25 @@ program
     if (o.resume && !o.out) program.error("error: --resume needs --out DIR (the run to continue)");
     const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await experimentCommand({ seeds, out, quick: o.quick, sweeps: o.sweep === undefined ? [] : o.sweep === true ? ["cue"] : o.sweep, sideEffects: o.sideEffects, cueHalfLife: o.cueHalfLife, poolSize: o.poolSize, steps: o.steps, train: o.train, cueRate: o.cueRate, cueStrength: o.cueStrength, fixedSuite: o.fixedSuite, protocol: o.protocol, runtime: o.runtime, resume: o.resume, worker, evalTasks: o.evalTasks });
+    await experimentCommand({
+      seeds,
+      out,
+      quick: o.quick,
+      sweeps: o.sweep === undefined ? [] : o.sweep === true ? ["cue"] : o.sweep,
+      sideEffects: o.sideEffects,
+      cueHalfLife: o.cueHalfLife,
+      poolSize: o.poolSize,
+      steps: o.steps,
+      train: o.train,
+      cueRate: o.cueRate,
+      cueStrength: o.cueStrength,
+      fixedSuite: o.fixedSuite,
+      protocol: o.protocol,
+      runtime: o.runtime,
+      resume: o.resume,
+      worker,
+      evalTasks: o.evalTasks,
+    });
   });
 
 program
@@ -108,7 +146,7 @@ program
   .command("tune")
   .description("Compare harness-s settings with the defaults on the validation protocol (no held-out task is built) and apply the adoption rule")
   .option("--seeds <list>", "seeds for tuning; keep them apart from the seeds you report", seedList, parseSeedList("101-110"))
-  .option("--candidates <json>", "name → training-config overrides, e.g. '{\"k=3\":{\"k\":3}}' (default: harness-s's own settings around the defaults)", jsonObject)
+  .option("--candidates <json>", 'name → training-config overrides, e.g. \'{"k=3":{"k":3}}\' (default: harness-s\'s own settings around the defaults)', jsonObject)
   .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'", jsonObject)
   .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", number, 2)
   .option("--min-share <share>", "share of seeds in which it must be better", number, 0.7)
@@ -116,7 +154,13 @@ program
   .option("--out <dir>", "output folder (default results/tune-<timestamp>)")
   .action(async (o) => {
     const out = o.out ?? `results/tune-${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await tuneCommand({ seeds: o.seeds, out, train: o.train, candidates: o.candidates ?? DEFAULT_CANDIDATES, rule: { minGain: o.minGain / 100, minShare: o.minShare, objective: o.objective } });
+    await tuneCommand({
+      seeds: o.seeds,
+      out,
+      train: o.train,
+      candidates: o.candidates ?? DEFAULT_CANDIDATES,
+      rule: { minGain: o.minGain / 100, minShare: o.minShare, objective: o.objective },
+    });
   });
 
 program
@@ -132,7 +176,7 @@ program
 
 program
   .command("serve")
-  .description("Serve the router API locally over HTTP against DynamoDB Local, with the embedded pool registered as \"embedded\"")
+  .description('Serve the router API locally over HTTP against DynamoDB Local, with the embedded pool registered as "embedded"')
   .option("--port <n>", "port to listen on (0 picks a free one)", number, 18787)
   .option("--host <h>", "address to bind", "127.0.0.1")
   .option("--api-key <key>", "the admin API key to accept (default: a random one, printed)")

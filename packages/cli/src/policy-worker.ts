@@ -34,7 +34,10 @@ export interface WorkerOptions {
  * // … worker.url …
  * await worker.stop();
  */
-export async function startPolicyWorker(opts: WorkerOptions, log: (line: string) => void = () => undefined): Promise<{ url: string; stop: () => Promise<void>; process: ChildProcess }> {
+export async function startPolicyWorker(
+  opts: WorkerOptions,
+  log: (line: string) => void = () => undefined,
+): Promise<{ url: string; stop: () => Promise<void>; process: ChildProcess }> {
   const python = await ensureWorkerVenv(log);
   const port = opts.port || (await freePort());
   const host = opts.host ?? "127.0.0.1";

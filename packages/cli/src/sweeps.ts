@@ -63,7 +63,12 @@ export function sweepPoints(kind: SweepKind): PointSpec[] {
   }
   return ROUTER_SIDE_EFFECTS.flatMap((side) =>
     ROUTER_POOL_SIZES.flatMap((poolSize) =>
-      ROUTER_KS.map((k) => ({ label: `pool ${poolSize}, k ${k}, side effects ${side}`, params: { poolSize, k, sideEffects: side }, settings: { poolSize, sideEffects: side }, train: { k } })),
+      ROUTER_KS.map((k) => ({
+        label: `pool ${poolSize}, k ${k}, side effects ${side}`,
+        params: { poolSize, k, sideEffects: side },
+        settings: { poolSize, sideEffects: side },
+        train: { k },
+      })),
     ),
   );
 }

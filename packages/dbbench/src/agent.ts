@@ -33,7 +33,14 @@ export const dbbenchTools: ToolBinding[] = [
 
 /** Tool-call arguments as Python reads them: a float literal keeps its Python text (`1.0`). */
 export function parseArgumentsPy(raw: string): Record<string, unknown> {
-  const fix = (v: unknown): unknown => (v instanceof PyFloatLiteral ? pyFloat(v.value) : Array.isArray(v) ? v.map(fix) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fix(x)])) : v);
+  const fix = (v: unknown): unknown =>
+    v instanceof PyFloatLiteral
+      ? pyFloat(v.value)
+      : Array.isArray(v)
+        ? v.map(fix)
+        : v && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fix(x)]))
+          : v;
   const parsed = fix(parseJsonPy(raw.trim() || "{}"));
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("arguments are not a JSON object");
   return parsed as Record<string, unknown>;

@@ -89,7 +89,9 @@ class DbBenchSession implements EnvSession {
     if (name !== "schema") return undefined;
     return this.row.table
       .map((t) => {
-        const cols = columnNames(t).map((c) => `\`${c}\``).join(", ");
+        const cols = columnNames(t)
+          .map((c) => `\`${c}\``)
+          .join(", ");
         const sample = pyRows(t.table_info.rows.slice(0, 3));
         return `Table \`${t.table_name}\` (${t.table_info.rows.length} rows, every column TEXT): ${cols}\nFirst rows: ${sample}`;
       })
@@ -114,7 +116,11 @@ class DbBenchSession implements EnvSession {
     }
     const failureTags = success
       ? []
-      : [reason === "budget-exhausted" ? "no-commit" : mutation ? "wrong-table-state" : "wrong-answer", ...(this.sqlErrors > 0 ? ["sql-error"] : []), ...(mutation && !this.facts.has("mutated") ? ["no-mutation"] : [])];
+      : [
+          reason === "budget-exhausted" ? "no-commit" : mutation ? "wrong-table-state" : "wrong-answer",
+          ...(this.sqlErrors > 0 ? ["sql-error"] : []),
+          ...(mutation && !this.facts.has("mutated") ? ["no-mutation"] : []),
+        ];
     this.finished = {
       reward: success ? 1 : 0,
       success,
@@ -132,4 +138,3 @@ class DbBenchSession implements EnvSession {
     return this.db.close();
   }
 }
-

@@ -10,4 +10,3 @@ export class SqlServerError extends HarnessSError<DbbenchErrorCode> {
     super("SQL_SERVER_UNAVAILABLE", detail, options);
   }
 }
-

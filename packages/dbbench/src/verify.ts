@@ -46,7 +46,12 @@ export interface VerifyReport {
  * @example
  * const report = await verifyGold(rows, engine, "standard", { concurrency: 8 });
  */
-export async function verifyGold(rows: readonly DbBenchRow[], engine: SqlEngine, split: Split, opts: { concurrency?: number; onRow?: (done: number) => void } = {}): Promise<VerifyReport> {
+export async function verifyGold(
+  rows: readonly DbBenchRow[],
+  engine: SqlEngine,
+  split: Split,
+  opts: { concurrency?: number; onRow?: (done: number) => void } = {},
+): Promise<VerifyReport> {
   const env = new DbBenchEnvironment(rows, engine);
   let done = 0;
   const results = await mapLimit(rows, opts.concurrency ?? 8, async (row) => {
@@ -69,6 +74,14 @@ export async function verifyGold(rows: readonly DbBenchRow[], engine: SqlEngine,
       if (r.rollout.success) t.matched++;
       return acc;
     }, {}),
-    details: failed.map((r) => ({ id: r.row.id, type: r.row.type[0]!, lastOutput: r.rollout.steps.map((s) => s.resultText ?? s.result).filter((t) => t !== "submitted").pop() ?? "" })),
+    details: failed.map((r) => ({
+      id: r.row.id,
+      type: r.row.type[0]!,
+      lastOutput:
+        r.rollout.steps
+          .map((s) => s.resultText ?? s.result)
+          .filter((t) => t !== "submitted")
+          .pop() ?? "",
+    })),
   };
 }

@@ -1,14 +1,5 @@
 import { z } from "zod";
-import {
-  StalePolicyVersionError,
-  ppoClipStepLoss,
-  type ActionChoice,
-  type Policy,
-  type PolicyObservation,
-  type Rng,
-  type UpdateBatch,
-  type UpdateResult,
-} from "@harness-s/core";
+import { StalePolicyVersionError, ppoClipStepLoss, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
 import { Adam } from "./adam.ts";
 
 export const LogLinearOptions = z.object({

@@ -54,7 +54,9 @@ export class DynamoExperimentStore implements ExperimentStore {
 
   async create(record: ExperimentRecord): Promise<void> {
     try {
-      await aws("create experiment", () => this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record), ConditionExpression: "attribute_not_exists(id)" })));
+      await aws("create experiment", () =>
+        this.doc.send(new PutCommand({ TableName: this.tables.Experiments, Item: this.item(record), ConditionExpression: "attribute_not_exists(id)" })),
+      );
     } catch (err) {
       if (err instanceof ConflictError) throw new ConflictError(`experiment ${record.id} exists`);
       throw err;
@@ -161,7 +163,14 @@ export class DynamoExperimentStepStore implements ExperimentStepStore {
     const key = `${stepKeyPrefix(parsed.seed, parsed.arm)}${String(parsed.step).padStart(6, "0")}`;
     try {
       await aws("put experiment step", () =>
-        this.doc.send(new PutCommand({ TableName: this.tables.ExperimentSteps, Item: { experimentId: parsed.experimentId, key, body: JSON.stringify(parsed) }, ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: { "#k": "key" } })),
+        this.doc.send(
+          new PutCommand({
+            TableName: this.tables.ExperimentSteps,
+            Item: { experimentId: parsed.experimentId, key, body: JSON.stringify(parsed) },
+            ConditionExpression: "attribute_not_exists(#k)",
+            ExpressionAttributeNames: { "#k": "key" },
+          }),
+        ),
       );
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;

@@ -27,7 +27,9 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   async get(poolId: string): Promise<ProfileSet> {
     const set: ProfileSet = {};
     const items = await allItems("get profiles", (start) =>
-      this.doc.send(new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start })),
+      this.doc.send(
+        new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start }),
+      ),
     );
     for (const item of items) {
       const profile = this.decode(item);

@@ -91,7 +91,9 @@ export class DynamoRolloutStore implements RolloutStore {
   async list(jobId: string): Promise<{ index: number; rollout: Rollout }[]> {
     const parts = new Map<number, { chunks: number; data: Buffer[] }>();
     const items = await allItems("list rollouts", (start) =>
-      this.doc.send(new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start })),
+      this.doc.send(
+        new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start }),
+      ),
     );
     for (const item of items) {
       const entry = parts.get(Number(item.index)) ?? { chunks: Number(item.chunks), data: [] };

@@ -52,10 +52,10 @@ export class DynamoPoolStore implements PoolStore {
 
   async list() {
     // A Scan stops at 1 MB a page: every page is read.
-    const items = await allItems("list pools", (start) => this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings", ExclusiveStartKey: start })));
-    return items
-      .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) }))
-      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const items = await allItems("list pools", (start) =>
+      this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings", ExclusiveStartKey: start })),
+    );
+    return items.map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) })).sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }
 
@@ -71,9 +71,7 @@ export class DynamoDecisionStore implements DecisionStore {
     const item: Record<string, unknown> = { id: decision.id, body: JSON.stringify(decision) };
     if (this.ttlSeconds) item.expiresAt = Math.floor(this.now() / 1000) + this.ttlSeconds;
     try {
-      await aws("put decision", () =>
-        this.doc.send(new PutCommand({ TableName: this.tables.Decisions, Item: item, ConditionExpression: "attribute_not_exists(id)" })),
-      );
+      await aws("put decision", () => this.doc.send(new PutCommand({ TableName: this.tables.Decisions, Item: item, ConditionExpression: "attribute_not_exists(id)" })));
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
     }

@@ -291,13 +291,16 @@ export class CachedPoolStore implements PoolStore {
   get(id: string): Promise<HarnessPool | undefined> {
     let hit = this.cache.get(id);
     if (!hit) {
-      hit = this.inner.get(id).then((p) => {
-        if (!p) this.cache.delete(id);
-        return p;
-      }, (err) => {
-        this.cache.delete(id);
-        throw err;
-      });
+      hit = this.inner.get(id).then(
+        (p) => {
+          if (!p) this.cache.delete(id);
+          return p;
+        },
+        (err) => {
+          this.cache.delete(id);
+          throw err;
+        },
+      );
       this.cache.set(id, hit);
     }
     return hit;
@@ -317,6 +320,9 @@ export class MemoryExperimentStepStore implements ExperimentStepStore {
   }
 
   async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
-    return selectSteps([...this.steps.values()].filter((s) => s.experimentId === experimentId), filter);
+    return selectSteps(
+      [...this.steps.values()].filter((s) => s.experimentId === experimentId),
+      filter,
+    );
   }
 }

@@ -8,7 +8,10 @@ export type SharedTokenPolicyOptions = Omit<TokenPolicyOptions, "policyId" | "se
 
 /** A run's policy id as a worker id: characters outside the worker's set (such as '/') become '.'. */
 export function workerPolicyId(id: string): string {
-  return id.replace(/[^A-Za-z0-9_.:@+=-]/g, ".").replace(/^[^A-Za-z0-9]/, "p").slice(0, 200);
+  return id
+    .replace(/[^A-Za-z0-9_.:@+=-]/g, ".")
+    .replace(/^[^A-Za-z0-9]/, "p")
+    .slice(0, 200);
 }
 
 const Health = z.object({ protocol: z.number().int().optional() }).passthrough();
@@ -42,7 +45,13 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
   ) {}
 
   runner(policyId: string, version?: number): RolloutRunner {
-    const policy = new TokenPolicy(this.client, { ...this.shared, policyId: workerPolicyId(policyId), seed: 0, attached: true, ...(version === undefined ? {} : { expectVersion: version }) });
+    const policy = new TokenPolicy(this.client, {
+      ...this.shared,
+      policyId: workerPolicyId(policyId),
+      seed: 0,
+      attached: true,
+      ...(version === undefined ? {} : { expectVersion: version }),
+    });
     return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
   }
 }
@@ -51,7 +60,12 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
  * Unit policies at a protocol-v2 worker: a fresh LoRA per (unit, attempt) named by `idFor`, and
  * the one a checkpoint names, re-attached at its current version.
  */
-export function tokenUnitPolicies(client: TokenPolicyClient, idFor: (unit: string) => string, shared: SharedTokenPolicyOptions, seedOf: (unit: string) => number = () => 0): UnitPolicies {
+export function tokenUnitPolicies(
+  client: TokenPolicyClient,
+  idFor: (unit: string) => string,
+  shared: SharedTokenPolicyOptions,
+  seedOf: (unit: string) => number = () => 0,
+): UnitPolicies {
   return {
     create: async (unit) => {
       const policy = new TokenPolicy(client, { ...shared, policyId: workerPolicyId(idFor(unit)), seed: seedOf(unit) });

@@ -74,11 +74,13 @@ export class TokenPolicy implements Policy {
 
   /** Creates the policy at the worker (once), or reads the version of an attached one. */
   ensure(): Promise<void> {
-    this.created ??= (this.opts.attached ? this.client.state(this.opts.policyId) : this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed })).then(
-      (s) => {
-        this.current = s.version;
-      },
-    );
+    this.created ??= (
+      this.opts.attached
+        ? this.client.state(this.opts.policyId)
+        : this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed })
+    ).then((s) => {
+      this.current = s.version;
+    });
     return this.created;
   }
 
@@ -96,11 +98,19 @@ export class TokenPolicy implements Policy {
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
     const s = known
-      ? await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, append: [episode.calledTool ? { role: "tool", content: message } : { role: "user", content: message }], sampling })
+      ? await this.client.sample(this.opts.policyId, {
+          episode_id: episode.id,
+          version,
+          append: [episode.calledTool ? { role: "tool", content: message } : { role: "user", content: message }],
+          sampling,
+        })
       : await this.client.sample(this.opts.policyId, {
           episode_id: episode.id,
           version,
-          messages: [{ role: "system", content: this.opts.system }, { role: "user", content: [obs.instruction ?? "", message].filter(Boolean).join("\n\n") }],
+          messages: [
+            { role: "system", content: this.opts.system },
+            { role: "user", content: [obs.instruction ?? "", message].filter(Boolean).join("\n\n") },
+          ],
           tools: this.opts.toolSchemas(obs.tools),
           sampling,
         });
@@ -130,10 +140,20 @@ export class TokenPolicy implements Policy {
 
   /** The datums of one batch: per rollout, its turns' ids in order; samples without sampled tokens are left out. */
   datums(batch: UpdateBatch): Datum[] {
-    if (batch.settings.rescueContext === "base") throw new ValidationError("update", ["rescueContext: \"base\" needs re-rendering in H0's context, which token-level policies do not do yet; use \"as-generated\""]);
+    if (batch.settings.rescueContext === "base")
+      throw new ValidationError("update", ['rescueContext: "base" needs re-rendering in H0\'s context, which token-level policies do not do yet; use "as-generated"']);
     return batch.samples.flatMap((sample, i) => {
       const turns = sample.rollout.steps.flatMap((step) =>
-        step.tokens ? [{ promptIds: step.tokens.promptIds, completionIds: step.tokens.completionIds, logprobs: step.tokens.logprobs, trained: !step.forced && !(batch.settings.maskIntercepted && step.intercepted) }] : [],
+        step.tokens
+          ? [
+              {
+                promptIds: step.tokens.promptIds,
+                completionIds: step.tokens.completionIds,
+                logprobs: step.tokens.logprobs,
+                trained: !step.forced && !(batch.settings.maskIntercepted && step.intercepted),
+              },
+            ]
+          : [],
       );
       if (!turns.some((t) => t.trained && t.completionIds.length > 0)) return [];
       return [datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage)];

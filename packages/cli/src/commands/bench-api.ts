@@ -29,7 +29,13 @@ export async function benchApi(instance: SeedInstance, seconds: number): Promise
   const api = await listen(app.fetch);
   const base = await listen(bare.fetch);
   try {
-    const body = JSON.stringify({ poolId: instance.evolution.pool.id, task: { id: "bench-1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 });
+    const body = JSON.stringify({
+      poolId: instance.evolution.pool.id,
+      task: { id: "bench-1", family: "app", tags: ["app", "bulk"] },
+      failureTags: ["incomplete-results"],
+      failedEvents: ["page:more"],
+      k: 2,
+    });
     const router = await load(`${api.url}/v1/route`, body, { authorization: `Bearer ${secret}` }, seconds);
     const hono = await load(base.url, body, {}, seconds);
     return [

@@ -45,7 +45,15 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
       const t = tasks[i % tasks.length]!;
       const t0 = performance.now();
       await route(
-        { decisionId: `b${i}`, task: t, failureTags: ["incomplete-results"], failedEvents: ["page:more", "submit:rejected"], candidates: evolution.pool.siblings, profiles: evolution.initialProfiles, poolVersion: evolution.pool.version },
+        {
+          decisionId: `b${i}`,
+          task: t,
+          failureTags: ["incomplete-results"],
+          failedEvents: ["page:more", "submit:rejected"],
+          candidates: evolution.pool.siblings,
+          profiles: evolution.initialProfiles,
+          poolVersion: evolution.pool.version,
+        },
         { k: 2 },
         { voters, rng },
       );

@@ -25,7 +25,9 @@ function runPart(args: string[], label: string): Promise<void> {
     });
     child.on("error", reject);
     child.on("exit", (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`${label} ended with ${signal ?? `exit code ${code}`}; its last output:\n${tail}\n(run the same confirm again: finished (arm, seed) units are kept)`)),
+      code === 0
+        ? resolve()
+        : reject(new Error(`${label} ended with ${signal ?? `exit code ${code}`}; its last output:\n${tail}\n(run the same confirm again: finished (arm, seed) units are kept)`)),
     );
   });
 }
@@ -40,7 +42,9 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   const declared = await declaredBlock(opts.root, opts.block);
   const started = new Date();
   const parts = splitSeeds(declared.seeds, opts.jobs);
-  process.stderr.write(`harness-s confirm ${opts.block}: seeds ${declared.block.seeds} (${declared.seeds.length}) in ${parts.length} processes; declared in ${declared.declarationCommit.slice(0, 10)}, code at ${declared.codeCommit.slice(0, 10)}\n`);
+  process.stderr.write(
+    `harness-s confirm ${opts.block}: seeds ${declared.block.seeds} (${declared.seeds.length}) in ${parts.length} processes; declared in ${declared.declarationCommit.slice(0, 10)}, code at ${declared.codeCommit.slice(0, 10)}\n`,
+  );
   const dirs = parts.map((_, i) => join(declared.outDir, "parts", `part-${i + 1}`));
   await mkdir(declared.outDir, { recursive: true });
   await Promise.all(

@@ -80,20 +80,33 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
   const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
   const client = new OpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey, timeout: o.timeoutSeconds * 1000, maxRetries: 2 });
   let tokens = 0;
-  const policy = new OpenAiToolPolicy(client, { model: o.model, system, tools: dbbenchTools, temperature: o.temperature, logprobs: o.logprobs, parseArguments: parseArgumentsPy, onUsage: (u) => (tokens += u.promptTokens + u.completionTokens) });
+  const policy = new OpenAiToolPolicy(client, {
+    model: o.model,
+    system,
+    tools: dbbenchTools,
+    temperature: o.temperature,
+    logprobs: o.logprobs,
+    parseArguments: parseArgumentsPy,
+    onUsage: (u) => (tokens += u.promptTokens + u.completionTokens),
+  });
   const engine = await openEngine(o);
   try {
     const bar = createProgress(rows.length, `${o.model} on ${o.split} under ${harness.id}`);
     let correct = 0;
-    const summary = await evalAgent(rows, engine, harness, () => policy, { concurrency: o.concurrency, onRow: (d, r) => {
+    const summary = await evalAgent(rows, engine, harness, () => policy, {
+      concurrency: o.concurrency,
+      onRow: (d, r) => {
         if (r.success) correct++;
         bar.update(d, `${correct}/${d} correct`);
-      } });
+      },
+    });
     bar.stop();
     await mkdir(o.out, { recursive: true });
     await writeFile(join(o.out, "summary.json"), JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2));
     await writeFile(join(o.out, "report.md"), renderDbEvalReport(summary, { model: o.model, baseUrl: o.baseUrl, split: o.split }));
-    console.log(`overall_cat_accuracy ${(100 * summary.overallCatAccuracy).toFixed(1)}%  accuracy ${(100 * summary.accuracy).toFixed(1)}%  failed rounds ${summary.failedRounds}  errored rows ${summary.erroredRows}  tokens ${tokens}`);
+    console.log(
+      `overall_cat_accuracy ${(100 * summary.overallCatAccuracy).toFixed(1)}%  accuracy ${(100 * summary.accuracy).toFixed(1)}%  failed rounds ${summary.failedRounds}  errored rows ${summary.erroredRows}  tokens ${tokens}`,
+    );
     console.log(`summary.json and report.md in ${o.out}`);
   } finally {
     await engine.shutdown();

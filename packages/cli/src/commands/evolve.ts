@@ -4,9 +4,22 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createProgress } from "../progress.ts";
 
 /** Evolves a sibling pool from the embedded H0 on the suite instance of `seed` and saves it as JSON. */
-export async function evolveCommand(opts: { out: string; seed: number; cueStrength: number; sideEffects?: number; poolSize?: number; protocol?: "test" | "validation" }): Promise<void> {
+export async function evolveCommand(opts: {
+  out: string;
+  seed: number;
+  cueStrength: number;
+  sideEffects?: number;
+  poolSize?: number;
+  protocol?: "test" | "validation";
+}): Promise<void> {
   const bar = createProgress(1, "evolving");
-  const settings = { ...defaultEmbeddedSettings, cueStrength: opts.cueStrength, protocol: opts.protocol ?? "test", ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}), ...(opts.poolSize ? { poolSize: opts.poolSize } : {}) };
+  const settings = {
+    ...defaultEmbeddedSettings,
+    cueStrength: opts.cueStrength,
+    protocol: opts.protocol ?? "test",
+    ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}),
+    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+  };
   const deps = embeddedSetup(settings, (_s, d, t) => bar.update(d / t, `${d}/${t} direction rounds`));
   const { evolution } = await deps.instance(opts.seed);
   bar.stop();

@@ -48,7 +48,13 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
     { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps ? { steps: opts.steps } : {}) },
     "training config",
   );
-  return ExperimentConfig.parse({ seeds: opts.seeds, train, evalSamples: opts.quick ? 3 : 6, protocol: opts.protocol ?? "test", ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}) });
+  return ExperimentConfig.parse({
+    seeds: opts.seeds,
+    train,
+    evalSamples: opts.quick ? 3 : 6,
+    protocol: opts.protocol ?? "test",
+    ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}),
+  });
 }
 
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
@@ -77,7 +83,12 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const deps = opts.worker ? workerPolicySetup(embedded, opts.worker) : embedded;
   const summary =
     opts.runtime === "local-aws"
-      ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), (line) => process.stderr.write(`${line}\n`))
+      ? await runExperimentLocalAws(
+          config,
+          deps,
+          (d, label) => bar.update(d, label),
+          (line) => process.stderr.write(`${line}\n`),
+        )
       : await runExperimentToEnd(config, {
           ...deps,
           onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
@@ -107,7 +118,9 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   for (const kind of ["router", "reanchor"] as const) {
     if (!opts.sweeps.includes(kind)) continue;
     const started = Date.now();
-    const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) => process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`));
+    const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) =>
+      process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
+    );
     await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
     pairedSweeps.push(result);
   }
@@ -117,5 +130,3 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;
 }
-
-

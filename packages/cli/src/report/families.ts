@@ -6,7 +6,6 @@ export type Breakdown = (run: ArmSeedResult) => Record<string, { avgAt3: number 
 export const byFamily: Breakdown = (r) => r.byFamily.heldout;
 export const byCombination: Breakdown = (r) => r.byCombination.heldout;
 
-
 /** Groups present in the summary's per-seed results, in first-seen order. */
 export function groupsOf(s: ExperimentSummary, breakdown: Breakdown): string[] {
   return [...new Set(s.arms.flatMap((a) => a.perSeed.flatMap((r) => Object.keys(breakdown(r)))))];

@@ -33,7 +33,9 @@ export function renderHarm(pools: PoolsFile): string[] {
   const directions = [...new Set(rows.map((r) => r.direction))].sort();
   for (const d of [...directions, "all"]) {
     const xs = d === "all" ? rows : rows.filter((r) => r.direction === d);
-    out.push(`| ${d} | ${xs.length} | ${pts(mean(xs.map((x) => x.harmRate)))} | ${pts(Math.max(...xs.map((x) => x.harmRate)))} | ${pts(mean(xs.map((x) => x.successLost)))} | ${pts(xs.filter((x) => x.broken.length > 0).length / xs.length)} |`);
+    out.push(
+      `| ${d} | ${xs.length} | ${pts(mean(xs.map((x) => x.harmRate)))} | ${pts(Math.max(...xs.map((x) => x.harmRate)))} | ${pts(mean(xs.map((x) => x.successLost)))} | ${pts(xs.filter((x) => x.broken.length > 0).length / xs.length)} |`,
+    );
   }
   out.push("");
   return out;

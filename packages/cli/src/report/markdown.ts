@@ -79,7 +79,11 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
   out.push("## Arms", "", ...armTable(s), "");
   out.push("![H0 Avg@3 over training](curves.png)", "");
   out.push("## Paired differences (H0 Avg@3)", "", "| comparison | train | held-out |", "|---|---|---|");
-  for (const [a, b] of [["harness-s", "grpo"], ["harness-s", "grpo-budget"], ["grpo-budget", "grpo"]] as const) {
+  for (const [a, b] of [
+    ["harness-s", "grpo"],
+    ["harness-s", "grpo-budget"],
+    ["grpo-budget", "grpo"],
+  ] as const) {
     const line = pairedLine(s, a, b);
     if (line) out.push(line);
   }
@@ -91,7 +95,11 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
     const line = pairedLine(s, name, "harness-s");
     if (line) out.push(line);
   }
-  out.push("", "A difference counts as more than seed noise when the 95% t interval of its mean over seeds excludes 0. The sign test asks only how many seeds went each way (ties left out); with 5 seeds even 5/5 gives p = 0.0625.", "");
+  out.push(
+    "",
+    "A difference counts as more than seed noise when the 95% t interval of its mean over seeds excludes 0. The sign test asks only how many seeds went each way (ties left out); with 5 seeds even 5/5 gives p = 0.0625.",
+    "",
+  );
   for (const name of ["harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]) {
     const line = ablationSentence(s, name);
     if (line) out.push(line);
@@ -108,12 +116,21 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
       `| ${a.name} | ${mean(r.map((x) => x.triggered)).toFixed(1)} | ${mean(r.map((x) => x.replaced)).toFixed(1)} | ${mean(r.map((x) => x.dropped)).toFixed(1)} | ${Number.isNaN(hit) ? "—" : `${pts(hit)} (${rescuable})`} | ${Number.isNaN(rnd) ? "—" : pts(rnd)} |`,
     );
   }
-  out.push("", "Router accuracy: on every third routing decision, every sibling is run on that task (diagnostic rollouts, not counted in any budget); a hit means at least one chosen sibling had the best hindsight success rate, among decisions where some sibling succeeded at all.", "");
+  out.push(
+    "",
+    "Router accuracy: on every third routing decision, every sibling is run on that task (diagnostic rollouts, not counted in any budget); a hit means at least one chosen sibling had the best hindsight success rate, among decisions where some sibling succeeded at all.",
+    "",
+  );
   const hs = arm(s, "harness-s");
   if (hs?.rank1) {
     out.push("## Rank-1 inference (held-out Pass@3)", "");
-    out.push(`Before training: Rank-1 ${pts(hs.rank1.before.heldout.passAt3)} vs H0 ${pts(s.initial.heldout.passAt3)} (gap ${signed(hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3)}).`);
-    out.push(`After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3)}): the behaviour the siblings elicited moved into the policy.`, "");
+    out.push(
+      `Before training: Rank-1 ${pts(hs.rank1.before.heldout.passAt3)} vs H0 ${pts(s.initial.heldout.passAt3)} (gap ${signed(hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3)}).`,
+    );
+    out.push(
+      `After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3)}): the behaviour the siblings elicited moved into the policy.`,
+      "",
+    );
   }
   out.push(
     "## Behaviours under H0 (held-out)",
@@ -132,7 +149,13 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
   out.push(`- **Locality** ${s.suite.locality.toFixed(3)}: ${String(s.suite.details.localityDefinition)}.`);
   out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
   out.push(`- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`);
-  out.push("", "![Rescue utility by repair direction over training](utilities.png)", "", "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).", "");
+  out.push(
+    "",
+    "![Rescue utility by repair direction over training](utilities.png)",
+    "",
+    "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).",
+    "",
+  );
   if (extras.pools) out.push(...renderHarm(extras.pools));
   if (sweep) out.push(...renderSweep(sweep));
   for (const p of extras.pairedSweeps ?? []) out.push(...renderPairedSweep(p));
@@ -142,7 +165,10 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
 function renderSweep(sweep: SweepResult): string[] {
   const out = ["## Sensitivity: where rescue pays", "", sweep.note, ""];
   out.push("| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |", "|---|---|---|---|---|---|");
-  for (const p of sweep.points) out.push(`| ${p.axis} | ${p.value} | ${signed(p.train.mean)} ± ${pts(p.train.std)} | ${signed(p.heldout.mean)} ± ${pts(p.heldout.std)} | ${interval(p.heldout.ci95)} | ${p.heldout.wins}/${p.heldout.n} |`);
+  for (const p of sweep.points)
+    out.push(
+      `| ${p.axis} | ${p.value} | ${signed(p.train.mean)} ± ${pts(p.train.std)} | ${signed(p.heldout.mean)} ± ${pts(p.heldout.std)} | ${interval(p.heldout.ci95)} | ${p.heldout.wins}/${p.heldout.n} |`,
+    );
   out.push("", "![Sweep](sweep.png)", "", sweep.conclusion, "");
   return out;
 }

@@ -11,7 +11,10 @@ import { acceptanceChecks, protocolNote, pts } from "./stats.ts";
 export async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult, pairedSweeps: readonly PairedSweep[] = []): Promise<void> {
   for (const p of pairedSweeps) await writeFile(join(dir, `sweep-${p.kind}.png`), await renderPng(pairedSweepPlot(p)));
   const curves = s.arms.flatMap((a) => a.perSeed.flatMap((p) => p.curve.map((c) => ({ arm: a.name, seed: p.seed, step: c.step, avg: c.h0TrainAvgAt3 }))));
-  await writeFile(join(dir, "curves.png"), await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)));
+  await writeFile(
+    join(dir, "curves.png"),
+    await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)),
+  );
   const hs = s.arms.find((a) => a.name === "harness-s");
   const utilRows = (hs?.perSeed ?? []).flatMap((p) =>
     p.utilities.flatMap((u) =>
@@ -22,7 +25,9 @@ export async function writePlots(dir: string, s: ExperimentSummary, sweep?: Swee
   );
   await writeFile(
     join(dir, "utilities.png"),
-    await renderPng(lineChart("Rescue utility by repair direction over harness-s training (mean over seeds' siblings)", utilRows, "step", "utility", "direction", "rescue success rate")),
+    await renderPng(
+      lineChart("Rescue utility by repair direction over harness-s training (mean over seeds' siblings)", utilRows, "step", "utility", "direction", "rescue success rate"),
+    ),
   );
   if (sweep) {
     const rowsFor = (axis: string) =>

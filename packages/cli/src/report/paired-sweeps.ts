@@ -23,7 +23,9 @@ export function sweepVerdict(sweep: PairedSweep): string {
   const losses = sweep.points.filter((p) => excludesZero(p, "heldout") < 0).map((p) => p.label);
   const trainWins = sweep.points.filter((p) => excludesZero(p, "train") > 0).map((p) => p.label);
   const parts = [
-    wins.length ? `${a} beats ${b} on held-out (95% interval above 0) at: ${wins.join("; ")}.` : `At no point does the held-out 95% interval of ${a} − ${b} exclude 0 in ${a}'s favour.`,
+    wins.length
+      ? `${a} beats ${b} on held-out (95% interval above 0) at: ${wins.join("; ")}.`
+      : `At no point does the held-out 95% interval of ${a} − ${b} exclude 0 in ${a}'s favour.`,
     losses.length ? `${b} is better on held-out at: ${losses.join("; ")}.` : "",
     trainWins.length ? `On train the interval is above 0 at: ${trainWins.join("; ")}.` : `On train it is above 0 nowhere.`,
   ];
@@ -35,7 +37,7 @@ export function renderPairedSweep(sweep: PairedSweep): string[] {
   const [a, b] = sweep.arms;
   const title = sweep.kind === "router" ? "When the router pays: harness-s − harness-s-random" : "When re-anchoring pays: harness-s − harness-s-noreanchor";
   const out = [`## ${title}`, ""];
-  if (sweep.protocol === "validation") out.push("> **VALIDATION protocol: \"held-out\" here is the held-back train pair.**", "");
+  if (sweep.protocol === "validation") out.push('> **VALIDATION protocol: "held-out" here is the held-back train pair.**', "");
   out.push(
     `Paired over seeds ${sweep.seeds.join(", ")} (${sweep.seeds.length}); each cell: mean ${a} − ${b} in H0 Avg@3 points (95% t interval; seeds where ${a} is better). Every point re-evolves the pool under its own suite setting; ${b} is ${a} with one thing changed (${sweep.kind === "router" ? "k random siblings instead of the vote" : "profiles never re-measured"}).`,
     "",
@@ -52,7 +54,9 @@ export function renderPairedSweep(sweep: PairedSweep): string[] {
     out.push("| condition | nonstationarity | train | held-out | rollouts a / b | rescues triggered a / b |", "|---|---|---|---|---|---|");
     for (const p of sweep.points) {
       const s = p.perSeed;
-      out.push(`| ${p.label} | ${p.nonstationarity.toFixed(3)} | ${diffCell(p, "train")} | ${diffCell(p, "heldout")} | ${mean(s.map((x) => x.a.rollouts)).toFixed(0)} / ${mean(s.map((x) => x.b.rollouts)).toFixed(0)} | ${mean(s.map((x) => x.a.triggered)).toFixed(1)} / ${mean(s.map((x) => x.b.triggered)).toFixed(1)} |`);
+      out.push(
+        `| ${p.label} | ${p.nonstationarity.toFixed(3)} | ${diffCell(p, "train")} | ${diffCell(p, "heldout")} | ${mean(s.map((x) => x.a.rollouts)).toFixed(0)} / ${mean(s.map((x) => x.b.rollouts)).toFixed(0)} | ${mean(s.map((x) => x.a.triggered)).toFixed(1)} / ${mean(s.map((x) => x.b.triggered)).toFixed(1)} |`,
+      );
     }
   }
   out.push("", `![${title}](sweep-${sweep.kind}.png)`, "", sweepVerdict(sweep), "");

@@ -11,15 +11,7 @@ export async function renderPng(spec: TopLevelSpec): Promise<Buffer> {
   return Buffer.from(png);
 }
 
-export function lineChart(
-  title: string,
-  rows: Record<string, unknown>[],
-  x: string,
-  y: string,
-  color: string,
-  yTitle: string,
-  errorBand = false,
-): TopLevelSpec {
+export function lineChart(title: string, rows: Record<string, unknown>[], x: string, y: string, color: string, yTitle: string, errorBand = false): TopLevelSpec {
   const line = {
     mark: { type: "line" as const, point: true },
     encoding: {

@@ -52,7 +52,7 @@ export interface Check {
  */
 export function protocolNote(summary: ExperimentSummary): string | undefined {
   if (summary.config.protocol !== "validation") return undefined;
-  return "VALIDATION protocol: every \"held-out\" figure here is the validation split (the train pair a+b held back from training, unseen as a combination); the test held-out tasks were never built. Use it to tune; report test figures from a run with --protocol test.";
+  return 'VALIDATION protocol: every "held-out" figure here is the validation split (the train pair a+b held back from training, unseen as a combination); the test held-out tasks were never built. Use it to tune; report test figures from a run with --protocol test.';
 }
 
 /** The acceptance figures, computed from the summary (never asserted by hand). */

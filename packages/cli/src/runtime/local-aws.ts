@@ -83,7 +83,12 @@ export async function runExperimentLocalAws(
   const stack = await startExperimentStack(setup, config.protocol, log);
   try {
     const req = ExperimentPlan.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
-    const started = await startExperiment(req, "cli", { experiments: stack.stores.experiments, coordinator: stack.queues.coordinator.queue, clock: systemClock, newId: () => `exp_cli_${Date.now()}` });
+    const started = await startExperiment(req, "cli", {
+      experiments: stack.stores.experiments,
+      coordinator: stack.queues.coordinator.queue,
+      clock: systemClock,
+      newId: () => `exp_cli_${Date.now()}`,
+    });
     const record = await waitForExperiment(stack, started.id, onProgress);
     if (record.status !== "done" || !record.summary) throw new Error(`experiment ${record.id} ended ${record.status}: ${record.error ?? record.stopReason ?? "no summary"}`);
     return record.summary;

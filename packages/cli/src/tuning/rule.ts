@@ -82,7 +82,17 @@ export function tuningRows(runs: ReadonlyMap<string, ExperimentSummary>, candida
     const { diffs: _v, ...vd } = vsDefault;
     const { diffs: _t, ...td } = trainVsDefault;
     const { diffs: _b, ...vb } = pairedBy(hs, armOf(s, "grpo-budget"), (r) => r.h0.heldout.avgAt3);
-    return { name, overrides: candidates[name] ?? {}, validation: scored.h0.heldout.avgAt3, train: scored.h0.train.avgAt3, vsDefault: vd, trainVsDefault: td, rolloutRatio, vsBudget: vb, qualifies };
+    return {
+      name,
+      overrides: candidates[name] ?? {},
+      validation: scored.h0.heldout.avgAt3,
+      train: scored.h0.train.avgAt3,
+      vsDefault: vd,
+      trainVsDefault: td,
+      rolloutRatio,
+      vsBudget: vb,
+      qualifies,
+    };
   });
 }
 
@@ -113,7 +123,10 @@ export function renderTuning(rows: readonly TuningRow[], seeds: readonly number[
     "",
     `| candidate | ${rule.objective} validation Avg@3 | − default (seeds better) | − default, train | rollouts ÷ grpo | harness-s − grpo-budget, validation | adopt? |`,
     "|---|---|---|---|---|---|---|",
-    ...rows.map((r) => `| ${r.name} | ${pts(r.validation)} | ${r.name === "default" ? "—" : pm(r.vsDefault)} | ${r.name === "default" ? "—" : signed(r.trainVsDefault.mean)} | ${r.rolloutRatio.toFixed(3)} | ${pm(r.vsBudget)} | ${r.qualifies ? "qualifies" : "—"} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${pts(r.validation)} | ${r.name === "default" ? "—" : pm(r.vsDefault)} | ${r.name === "default" ? "—" : signed(r.trainVsDefault.mean)} | ${r.rolloutRatio.toFixed(3)} | ${pm(r.vsBudget)} | ${r.qualifies ? "qualifies" : "—"} |`,
+    ),
     "",
     chosen ? `Decision: adopt **${chosen.name}** (${JSON.stringify(chosen.overrides)}).` : "Decision: keep the defaults (no candidate meets the rule).",
     "",

@@ -11,9 +11,7 @@ import type { Proposer } from "./proposer.ts";
 import { failureSignals, profilesFrom, selectByCoverage } from "./pool-selection.ts";
 
 export const EvolutionConfig = z.object({
-  directions: z.array(Direction.exclude(["base"])).default([
-    "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition",
-  ]),
+  directions: z.array(Direction.exclude(["base"])).default(["contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition"]),
   rounds: z.number().int().min(1).default(5),
   candidatesPerRound: z.number().int().min(1).default(10),
   trials: z.number().int().min(1).default(4),
@@ -181,7 +179,11 @@ async function evolveDirection(
 
 /** The pool chosen for coverage and frozen, with its suite figures, initial profiles and harm. */
 function frozenPool(config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, h0Failures: string[], candidates: readonly Candidate[], spent: number): EvolutionResult {
-  const chosen = selectByCoverage(candidates.filter((c) => c.kept), h0Failures, config);
+  const chosen = selectByCoverage(
+    candidates.filter((c) => c.kept),
+    h0Failures,
+    config,
+  );
   const siblings = chosen.map((c, i) =>
     parseHarnessSpec({
       ...c.spec,
@@ -209,7 +211,12 @@ function frozenPool(config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, 
     repairSets,
     locality: mean(pairs),
     complementarity: bestSingle === 0 ? 0 : union / bestSingle,
-    initialProfiles: profilesFrom(deps.base, h0, siblings.map((s, i) => [s, chosen[i]!.measured] as const), deps.devTasks),
+    initialProfiles: profilesFrom(
+      deps.base,
+      h0,
+      siblings.map((s, i) => [s, chosen[i]!.measured] as const),
+      deps.devTasks,
+    ),
     rolloutsSpent: spent,
     harm,
   };

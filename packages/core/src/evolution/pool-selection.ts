@@ -54,12 +54,7 @@ export function selectByCoverage<C extends CandidateRecord>(candidates: readonly
   return chosen;
 }
 
-export function profilesFrom(
-  base: HarnessSpec,
-  h0: Measured,
-  siblings: readonly (readonly [HarnessSpec, Measured])[],
-  tasks: readonly Task[],
-): ProfileSet {
+export function profilesFrom(base: HarnessSpec, h0: Measured, siblings: readonly (readonly [HarnessSpec, Measured])[], tasks: readonly Task[]): ProfileSet {
   const byTask = new Map(tasks.map((t) => [t.id, t]));
   const h0Tags = new Map<string, string[]>();
   for (const t of tasks) {

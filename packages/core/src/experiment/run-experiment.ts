@@ -18,7 +18,10 @@ export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random"
 
 export const ExperimentConfig = z.object({
   seeds: z.array(z.number().int()).min(1).default([1, 2, 3, 4, 5]),
-  arms: z.array(z.enum(ARM_NAMES)).min(1).default([...ARM_NAMES]),
+  arms: z
+    .array(z.enum(ARM_NAMES))
+    .min(1)
+    .default([...ARM_NAMES]),
   train: TrainConfig.default(TrainConfig.parse({})),
   evalSamples: z.number().int().min(3).default(6),
   singleVoter: z.string().default("failure-tag-evidence"),
@@ -97,7 +100,14 @@ function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonl
 export type ExperimentOutcome = { kind: "done"; summary: ExperimentSummary } | { kind: "paused"; remaining: number };
 
 /** The initial policy's scores on a seed (reused from an earlier attempt when it has them). */
-async function seedBaseline(config: ExperimentConfig, deps: ExperimentDeps, inst: SeedInstance, seed: number, rng: Rng, runnerFor: NonNullable<ExperimentDeps["runnerFor"]>): Promise<SeedBaseline> {
+async function seedBaseline(
+  config: ExperimentConfig,
+  deps: ExperimentDeps,
+  inst: SeedInstance,
+  seed: number,
+  rng: Rng,
+  runnerFor: NonNullable<ExperimentDeps["runnerFor"]>,
+): Promise<SeedBaseline> {
   const saved = deps.resume?.baselines.find((b) => b.seed === seed);
   if (saved) return saved;
   const { pool, initialProfiles } = inst.evolution;

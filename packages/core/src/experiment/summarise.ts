@@ -11,7 +11,10 @@ function nonstationarityOf(result: ArmSeedResult): number[] {
   const last = result.utilities[result.utilities.length - 1];
   if (!first || !last || result.utilities.length < 2) return [];
   const ids = Object.keys(result.siblingDirections).filter((id) => Number.isFinite(last.values[id]) && Number.isFinite(first.values[id]));
-  const rho = spearman(ids.map((id) => first.values[id]!), ids.map((id) => last.values[id]!));
+  const rho = spearman(
+    ids.map((id) => first.values[id]!),
+    ids.map((id) => last.values[id]!),
+  );
   return [(1 - rho) / 2];
 }
 
@@ -46,7 +49,16 @@ export function summarise(
 ): ExperimentSummary {
   const seedFacts = config.seeds.map((seed): SeedFacts => {
     const e = runs.instances.get(seed)!.evolution;
-    return { seed, poolVersion: e.pool.version, locality: e.locality, complementarity: e.complementarity, poolSize: e.pool.siblings.length, repairSets: e.repairSets, h0DevFailures: e.h0Failures.length, evolutionRollouts: e.rolloutsSpent };
+    return {
+      seed,
+      poolVersion: e.pool.version,
+      locality: e.locality,
+      complementarity: e.complementarity,
+      poolSize: e.pool.siblings.length,
+      repairSets: e.repairSets,
+      h0DevFailures: e.h0Failures.length,
+      evolutionRollouts: e.rolloutsSpent,
+    };
   });
   return assembleSummary(config, { perArm: runs.perArm, baselines: runs.baselines, seedFacts });
 }

@@ -23,7 +23,11 @@ export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
  * @example
  * const { id, policy, resumeFrom } = await unitPolicy(deps, "harness-s", 3);
  */
-export async function unitPolicy(deps: Pick<ExperimentDeps, "policies" | "createPolicy" | "resume">, arm: string, seed: number): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {
+export async function unitPolicy(
+  deps: Pick<ExperimentDeps, "policies" | "createPolicy" | "resume">,
+  arm: string,
+  seed: number,
+): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {
   if (!deps.policies) return { policy: deps.createPolicy(seed) };
   const saved = deps.resume?.units?.find((u) => u.arm === arm && u.seed === seed);
   const attached = saved ? await deps.policies.attach(saved.policyId, seed) : undefined;

@@ -68,7 +68,8 @@ export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | 
     probePriority: inst.evolution.h0Failures,
     voters: deps.voters,
     rng: ctx.rng,
-    onStep: (step: number, record: Parameters<NonNullable<ExperimentDeps["onProgress"]>>[0]["record"]) => deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
+    onStep: (step: number, record: Parameters<NonNullable<ExperimentDeps["onProgress"]>>[0]["record"]) =>
+      deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
   };
   const trainer = unit.resumeFrom ? Trainer.resume(unit.resumeFrom, arm, config.train, trainerDeps) : await Trainer.start(arm, config.train, trainerDeps);
   while (!trainer.done) {

@@ -1,17 +1,7 @@
 import { z } from "zod";
 import { ValidationError, formatIssues } from "../errors.ts";
 
-export const Direction = z.enum([
-  "base",
-  "contract",
-  "recon",
-  "pre-action",
-  "recovery",
-  "loop-breaking",
-  "verification",
-  "budget",
-  "decomposition",
-]);
+export const Direction = z.enum(["base", "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition"]);
 export type Direction = z.infer<typeof Direction>;
 
 const name = z.string().min(1).max(80);
@@ -99,9 +89,7 @@ export const HarnessSpec = z.object({
   postObservation: z.array(Trigger).default([]),
   commitGate: CommitGate.nullable().default(null),
   budget: Budget,
-  skills: z
-    .object({ topK: z.number().int().min(0).max(10).default(2), entries: z.array(Trigger).default([]) })
-    .default({ topK: 2, entries: [] }),
+  skills: z.object({ topK: z.number().int().min(0).max(10).default(2), entries: z.array(Trigger).default([]) }).default({ topK: 2, entries: [] }),
   provenance: Provenance,
 });
 export type HarnessSpec = z.infer<typeof HarnessSpec>;

@@ -34,7 +34,12 @@ export function repairProfile(raw: unknown, harnessId: string): { profile: Profi
       const at = !Object.hasOwn(out, key) && key !== OTHER_KEY && Object.keys(out).length >= MAX_PROFILE_KEYS ? OTHER_KEY : key;
       if (at !== key) folded++;
       const prev = Object.hasOwn(out, at) ? out[at]! : { attempts: 0, successes: 0 };
-      Object.defineProperty(out, at, { value: { attempts: prev.attempts + c.attempts, successes: prev.successes + c.successes }, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, at, {
+        value: { attempts: prev.attempts + c.attempts, successes: prev.successes + c.successes },
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     profile[m] = out;
   }

@@ -30,13 +30,14 @@ function byFrequency(lists: readonly (readonly string[])[], skip: (s: string) =>
 export function failureSummary(group: readonly Rollout[]): { tags: string[]; events: string[] } {
   return {
     tags: byFrequency(group.map((r) => r.failureTags)),
-    events: byFrequency(group.map((r) => r.events), (e) => e === "start"),
+    events: byFrequency(
+      group.map((r) => r.events),
+      (e) => e === "start",
+    ),
   };
 }
 
-export type RescueOutcome =
-  | { kind: "replaced"; group: Rollout[] }
-  | { kind: "dropped"; group: Rollout[] };
+export type RescueOutcome = { kind: "replaced"; group: Rollout[] } | { kind: "dropped"; group: Rollout[] };
 
 /**
  * Rolls the same policy out again under the chosen siblings (rollouts split evenly) and

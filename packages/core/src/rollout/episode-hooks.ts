@@ -34,7 +34,18 @@ export function startState(task: Task, harness: HarnessSpec, initial: { event: s
     ...harness.postObservation.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: false })),
     ...harness.skills.entries.map((trigger) => ({ trigger, fires: 0, skill: true, fromTask: false })),
   ].sort((a, b) => b.trigger.priority - a.trigger.priority);
-  return { event: initial.event, facts: initial.facts, taken: new Set(), failedActions: new Set(), preBlocks: harness.preAction.map(() => 0), gateBlocks: 0, pendingHints: [], lastAction: "", repeats: 0, armed };
+  return {
+    event: initial.event,
+    facts: initial.facts,
+    taken: new Set(),
+    failedActions: new Set(),
+    preBlocks: harness.preAction.map(() => 0),
+    gateBlocks: 0,
+    pendingHints: [],
+    lastAction: "",
+    repeats: 0,
+    armed,
+  };
 }
 
 /**

@@ -22,12 +22,7 @@ export { SUBMIT } from "./episode-hooks.ts";
  * @example
  * const rollout = await runEpisode(task, pool.base, 17, { env, policy });
  */
-export async function runEpisode(
-  task: Task,
-  harness: HarnessSpec,
-  seed: number,
-  deps: { env: Environment; policy: Policy },
-): Promise<Rollout> {
+export async function runEpisode(task: Task, harness: HarnessSpec, seed: number, deps: { env: Environment; policy: Policy }): Promise<Rollout> {
   const rng = createRng(seed);
   const policyRng = rng.fork("policy");
   const tools = deps.env.tools(task);
@@ -83,11 +78,26 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     outcome = applied.outcome;
     const { result, resultText } = applied;
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
-    steps.push({ observation, action, logProb: choice.logProb, forced, intercepted, result, ...(textual ? { args: choice.args, resultText } : {}), ...(choice.tokens ? { tokens: choice.tokens } : {}) });
+    steps.push({
+      observation,
+      action,
+      logProb: choice.logProb,
+      forced,
+      intercepted,
+      result,
+      ...(textual ? { args: choice.args, resultText } : {}),
+      ...(choice.tokens ? { tokens: choice.tokens } : {}),
+    });
     if (textual) {
       dialogue.push(
         { role: "env", text: withNotes(text ?? "", notes) },
-        { role: "agent", text: choice.text ?? "", action, ...(choice.args ? { args: choice.args } : {}), ...(choice.rawArguments !== undefined ? { raw: choice.rawArguments } : {}) },
+        {
+          role: "agent",
+          text: choice.text ?? "",
+          action,
+          ...(choice.args ? { args: choice.args } : {}),
+          ...(choice.rawArguments !== undefined ? { raw: choice.rawArguments } : {}),
+        },
       );
       text = resultText ?? result;
     }

@@ -31,11 +31,7 @@ export async function authenticate(authorization: string | undefined, keys: ApiK
  * @example
  * const key = await authorize("Bearer hs_…", "route", { keys, meter });
  */
-export async function authorize(
-  authorization: string | undefined,
-  scope: Scope,
-  deps: { keys: ApiKeyStore; meter: UsageMeter },
-): Promise<ApiKeyRecord> {
+export async function authorize(authorization: string | undefined, scope: Scope, deps: { keys: ApiKeyStore; meter: UsageMeter }): Promise<ApiKeyRecord> {
   const key = await authenticate(authorization, deps.keys);
   if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
   if (key.requestQuota === undefined) await deps.meter.add(key.id, { requests: 1 });

@@ -12,7 +12,5 @@ export interface ProfileLedger {
 
 /** The profile use-case behind the `profile` worker: one reported outcome, applied once. */
 export function applyEvidence(messageId: string, body: ProfileEvidenceBody, ledger: ProfileLedger): Promise<"applied" | "duplicate"> {
-  return ledger.applyOnce(messageId, body.poolId, body.harnessId, (current) =>
-    addOutcome(current, body, { rescueOf: body.rescueOf, taskTags: body.taskTags }),
-  );
+  return ledger.applyOnce(messageId, body.poolId, body.harnessId, (current) => addOutcome(current, body, { rescueOf: body.rescueOf, taskTags: body.taskTags }));
 }

@@ -33,7 +33,12 @@ export async function startExperiment(
   }
 }
 
-async function recordAndQueue(req: ExperimentPlan, steps: number, keyId: string, deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string }) {
+async function recordAndQueue(
+  req: ExperimentPlan,
+  steps: number,
+  keyId: string,
+  deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string },
+) {
   const now = deps.clock.now();
   const record: ExperimentRecord = {
     id: deps.newId(),
@@ -157,7 +162,13 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   try {
     if (cancelled) throw new ExperimentCancelledError(id);
     const base = await deps.prepare(record);
-    const config = ExperimentConfig.parse({ seeds: record.request.seeds, arms: record.request.arms, train: TrainConfig.parse(record.request.train), evalSamples: record.request.evalSamples, protocol: record.request.protocol });
+    const config = ExperimentConfig.parse({
+      seeds: record.request.seeds,
+      arms: record.request.arms,
+      train: TrainConfig.parse(record.request.train),
+      evalSamples: record.request.evalSamples,
+      protocol: record.request.protocol,
+    });
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
     const outcome = await runExperiment(config, {
@@ -169,9 +180,13 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
       onProgress: (e) => {
         done++;
         checkCancel();
-        void deps.steps?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record }).catch(logFailure(logger, `step record ${record.id} ${e.arm}/${e.seed} step ${e.step}`));
+        void deps.steps
+          ?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record })
+          .catch(logFailure(logger, `step record ${record.id} ${e.arm}/${e.seed} step ${e.step}`));
         // A missed progress write is superseded by the next one.
-        void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(logFailure(logger, `progress write of ${record.id}`));
+        void save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(
+          logFailure(logger, `progress write of ${record.id}`),
+        );
       },
       onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
@@ -189,7 +204,13 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
 }
 
 /** A paused attempt: the record saved as queued with what is left, then the run re-queued. */
-async function continueLater(record: ExperimentRecord, remaining: number, save: (patch: Partial<ExperimentRecord>) => Promise<void>, persisted: Promise<void>, queue: MessageQueue): Promise<void> {
+async function continueLater(
+  record: ExperimentRecord,
+  remaining: number,
+  save: (patch: Partial<ExperimentRecord>) => Promise<void>,
+  persisted: Promise<void>,
+  queue: MessageQueue,
+): Promise<void> {
   await persisted.catch(() => undefined); // the save below writes the whole record again
   const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
   await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` } });

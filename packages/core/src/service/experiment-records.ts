@@ -32,7 +32,19 @@ export const EXPERIMENT_LIMITS = {
   maxBudgetRollouts: 2_000_000,
   /** Experiments one key may have queued or running at once (429 past it). */
   activePerKey: 2,
-  train: { steps: 200, batchSize: 256, groupSize: 32, k: 8, rescueRollouts: 64, reanchorEvery: 1000, reanchorBudget: 1000, epochs: 10, curveEvery: 1000, curveTasks: 200, auditTrials: 10 },
+  train: {
+    steps: 200,
+    batchSize: 256,
+    groupSize: 32,
+    k: 8,
+    rescueRollouts: 64,
+    reanchorEvery: 1000,
+    reanchorBudget: 1000,
+    epochs: 10,
+    curveEvery: 1000,
+    curveTasks: 200,
+    auditTrials: 10,
+  },
 } as const;
 
 const trainLimits: Record<string, number> = EXPERIMENT_LIMITS.train;

@@ -82,13 +82,15 @@ export function envelope<T extends EnvelopeType>(type: T, id: string, body: Enve
 }
 
 /** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
-export const EvidenceReport = z.object({
-  poolId: Id,
-  outcomes: z
-    .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: Id }).strict())
-    .min(1)
-    .max(500),
-}).strict();
+export const EvidenceReport = z
+  .object({
+    poolId: Id,
+    outcomes: z
+      .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: Id }).strict())
+      .min(1)
+      .max(500),
+  })
+  .strict();
 export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */

@@ -37,16 +37,28 @@ export const PolicyStateV2 = z.object({
 });
 export type PolicyStateV2 = z.infer<typeof PolicyStateV2>;
 
-export const ChatMessage = z.object({ role: z.enum(["system", "user", "assistant", "tool"]), content: z.string().nullable().optional(), tool_call_id: z.string().optional() }).passthrough();
+export const ChatMessage = z
+  .object({ role: z.enum(["system", "user", "assistant", "tool"]), content: z.string().nullable().optional(), tool_call_id: z.string().optional() })
+  .passthrough();
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
-export const ToolSchema = z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()) }) });
+export const ToolSchema = z.object({
+  type: z.literal("function"),
+  function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()) }),
+});
 export type ToolSchema = z.infer<typeof ToolSchema>;
 
 export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
 
 /** Training rollouts sample at temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
-export const Sampling = z.object({ temperature: z.number().min(0).max(5).default(1), top_p: z.number().gt(0).max(1).default(1), max_tokens: z.number().int().min(1).max(4096).default(64), seed: z.number().int().optional() }).strict();
+export const Sampling = z
+  .object({
+    temperature: z.number().min(0).max(5).default(1),
+    top_p: z.number().gt(0).max(1).default(1),
+    max_tokens: z.number().int().min(1).max(4096).default(64),
+    seed: z.number().int().optional(),
+  })
+  .strict();
 
 export const SampleRequestV2 = z
   .object({
@@ -107,15 +119,38 @@ export const UpdateRequestV2 = z
   .object({
     base_version: z.number().int().min(0),
     datums: z.array(Datum).min(1),
-    loss: z.object({ kind: z.literal("ppo").default("ppo"), clip_low: z.number().min(0).max(1).default(0.2), clip_high: z.number().min(0).default(0.2), agg: z.enum(["token-mean", "sequence-mean"]).default("token-mean"), kl_coef: z.number().min(0).default(0) }).strict(),
-    optim: z.object({ lr: z.number().positive(), betas: z.tuple([z.number(), z.number()]).optional(), weight_decay: z.number().min(0).optional(), max_grad_norm: z.number().positive().default(1), epochs: z.number().int().min(1).default(1) }).strict(),
+    loss: z
+      .object({
+        kind: z.literal("ppo").default("ppo"),
+        clip_low: z.number().min(0).max(1).default(0.2),
+        clip_high: z.number().min(0).default(0.2),
+        agg: z.enum(["token-mean", "sequence-mean"]).default("token-mean"),
+        kl_coef: z.number().min(0).default(0),
+      })
+      .strict(),
+    optim: z
+      .object({
+        lr: z.number().positive(),
+        betas: z.tuple([z.number(), z.number()]).optional(),
+        weight_decay: z.number().min(0).optional(),
+        max_grad_norm: z.number().positive().default(1),
+        epochs: z.number().int().min(1).default(1),
+      })
+      .strict(),
   })
   .strict();
 export type UpdateRequestV2 = z.input<typeof UpdateRequestV2>;
 
 export const UpdateAccepted = z.object({ update_id: z.string().min(1), status: z.string(), created: z.boolean() });
 
-export const UpdateMetricsV2 = z.object({ loss: z.number(), clip_fraction: z.number(), kl: z.number(), grad_norm: z.number(), tokens: z.number().int(), sampler_trainer_logprob_absdiff: z.number() });
+export const UpdateMetricsV2 = z.object({
+  loss: z.number(),
+  clip_fraction: z.number(),
+  kl: z.number(),
+  grad_norm: z.number(),
+  tokens: z.number().int(),
+  sampler_trainer_logprob_absdiff: z.number(),
+});
 export const UpdateJobV2 = z.object({
   update_id: z.string(),
   policy_id: z.string(),

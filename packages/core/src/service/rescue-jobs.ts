@@ -52,7 +52,15 @@ export async function startRescue(
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
     Array.from({ length: req.rolloutsPerHarness }, (_, i) => {
       const index = h * req.rolloutsPerHarness + i;
-      return envelope("rollout.requested", `${job.id}:${index}`, { jobId: job.id, index, poolId: req.poolId, harnessId, taskId: task.id, seed: hash32(`${job.id}:${index}`), policyId: "default" });
+      return envelope("rollout.requested", `${job.id}:${index}`, {
+        jobId: job.id,
+        index,
+        poolId: req.poolId,
+        harnessId,
+        taskId: task.id,
+        seed: hash32(`${job.id}:${index}`),
+        policyId: "default",
+      });
     }),
   );
   try {

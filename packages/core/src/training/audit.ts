@@ -27,14 +27,7 @@ function choose(n: number, k: number): number {
 }
 
 /** Runs every sibling `trials` times on the task to judge a routing decision in hindsight. */
-export async function auditDecision(
-  task: Task,
-  decision: RoutingDecision,
-  pool: HarnessPool,
-  trials: number,
-  seed: number,
-  runRollout: RolloutRunner,
-): Promise<AuditRecord> {
+export async function auditDecision(task: Task, decision: RoutingDecision, pool: HarnessPool, trials: number, seed: number, runRollout: RolloutRunner): Promise<AuditRecord> {
   const rates: Record<string, number> = {};
   for (const s of pool.siblings) {
     const runs = await Promise.all(Array.from({ length: trials }, (_, i) => runRollout(task, s, seed + 7919 * i + 1)));

@@ -35,12 +35,13 @@ export async function evaluateTasks(
   const all: Rollout[] = [];
   for (const task of tasks) {
     const harness = await harnessFor(task);
-    const group = await Promise.all(
-      Array.from({ length: n }, (_, i) => runRollout(task, harness, hash32(`eval:${task.id}:${i}`, seedBase))),
-    );
+    const group = await Promise.all(Array.from({ length: n }, (_, i) => runRollout(task, harness, hash32(`eval:${task.id}:${i}`, seedBase))));
     const flags = group.map((r) => r.success);
     perTask.push(flags);
-    for (const [groups, key] of [[perFamily, task.family], [perCombination, combinationOf(task)]] as const) {
+    for (const [groups, key] of [
+      [perFamily, task.family],
+      [perCombination, combinationOf(task)],
+    ] as const) {
       const list = groups.get(key);
       if (list) list.push(flags);
       else groups.set(key, [flags]);

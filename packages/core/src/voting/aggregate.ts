@@ -54,8 +54,5 @@ export function aggregate(ballots: readonly Ballot[], candidates: readonly strin
       if (rank === 1) t.firstPlaces++;
     }
   }
-  return [...tally.values()].sort(
-    (a, b) =>
-      b.score - a.score || b.firstPlaces - a.firstPlaces || (a.harnessId < b.harnessId ? -1 : a.harnessId > b.harnessId ? 1 : 0),
-  );
+  return [...tally.values()].sort((a, b) => b.score - a.score || b.firstPlaces - a.firstPlaces || (a.harnessId < b.harnessId ? -1 : a.harnessId > b.harnessId ? 1 : 0));
 }

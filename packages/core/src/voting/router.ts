@@ -104,8 +104,18 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
   const quorum = opts.quorum ?? Math.max(1, Math.ceil(deps.voters.length / 2));
   if (ballots.length < quorum) throw new QuorumError(ballots.length, quorum, failures);
 
-  const ranked = aggregate(ballots, input.candidates.map((c) => c.id), opts.aggregator);
-  const chosen = opts.diverse ? diverseTopK(ranked.map((t) => t.harnessId), input.candidates, opts.k) : ranked.slice(0, opts.k).map((t) => t.harnessId);
+  const ranked = aggregate(
+    ballots,
+    input.candidates.map((c) => c.id),
+    opts.aggregator,
+  );
+  const chosen = opts.diverse
+    ? diverseTopK(
+        ranked.map((t) => t.harnessId),
+        input.candidates,
+        opts.k,
+      )
+    : ranked.slice(0, opts.k).map((t) => t.harnessId);
   let explored = false;
   if (opts.exploration > 0 && deps.rng.next() < opts.exploration && ranked.length > chosen.length) {
     const others = ranked.map((t) => t.harnessId).filter((id) => !chosen.includes(id));

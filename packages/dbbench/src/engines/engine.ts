@@ -31,7 +31,9 @@ export interface SqlEngine {
 
 /** The per-row MD5 query AgentBench uses to grade mutations. */
 export function hashQuery(table: DbTable): string {
-  const columns = columnNames(table).map((c) => `\`${c}\``).join(",");
+  const columns = columnNames(table)
+    .map((c) => `\`${c}\``)
+    .join(",");
   return `select md5(group_concat(rowhash order by rowhash)) as hash from( SELECT substring(MD5(CONCAT_WS(',', ${columns})), 1, 5) AS rowhash FROM \`${table.table_name}\`) as sub;`;
 }
 
@@ -54,7 +56,13 @@ export async function tablesHash(execute: (sql: string) => Promise<SqlResult>, t
   const hashes: string[] = [];
   for (const t of tables) {
     const r = await execute(hashQuery(t));
-    hashes.push(r.text.replace(/^[[\]()]+|[[\]()]+$/g, "").split(",")[0]!.trim().replace(/^'+|'+$/g, ""));
+    hashes.push(
+      r.text
+        .replace(/^[[\]()]+|[[\]()]+$/g, "")
+        .split(",")[0]!
+        .trim()
+        .replace(/^'+|'+$/g, ""),
+    );
   }
   return hashes.sort().join("_");
 }

@@ -54,7 +54,8 @@ export class MysqlSession implements SqlSession {
     if (statement.refusal) return refuse(statement.refusal);
     const writes = !statement.reads;
     if (writes && this.full && !FREES_SPACE.has(statement.first ?? "")) {
-      if ((await this.control.sizeOf()) > this.limits.maxDatabaseBytes) return { ...refuse(`The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`, 1114), errorClass: "other" };
+      if ((await this.control.sizeOf()) > this.limits.maxDatabaseBytes)
+        return { ...refuse(`The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`, 1114), errorClass: "other" };
       this.full = false;
     }
     const outcome = await this.run(this.conn, sql, writes);
@@ -97,7 +98,10 @@ export class MysqlSession implements SqlSession {
       const timer = setTimeout(() => kill("time"), this.limits.statementSeconds * 1000 + 500);
       const sizer = writes
         ? setInterval(() => {
-            void this.control.sizeOf().then((b) => (b > this.limits.maxDatabaseBytes ? kill("size") : undefined), () => undefined);
+            void this.control.sizeOf().then(
+              (b) => (b > this.limits.maxDatabaseBytes ? kill("size") : undefined),
+              () => undefined,
+            );
           }, SIZE_CHECK_MS)
         : undefined;
       let resultSet = false;
@@ -121,12 +125,20 @@ export class MysqlSession implements SqlSession {
         clearTimeout(timer);
         if (sizer) clearInterval(sizer);
         if (reason === "rows") return resolve({ rows, truncated: true });
-        if (reason === "time") return resolve({ error: { errno: 1969, sqlState: "70100", message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)` } });
-        if (reason === "size") return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped` } });
+        if (reason === "time")
+          return resolve({
+            error: { errno: 1969, sqlState: "70100", message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)` },
+          });
+        if (reason === "size")
+          return resolve({
+            error: { errno: 1114, sqlState: "HY000", message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped` },
+          });
         if (error) return resolve(error);
         if (writes && (await this.control.sizeOf().catch(() => 0)) > this.limits.maxDatabaseBytes) {
           this.full = true;
-          return resolve({ error: { errno: 1114, sqlState: "HY000", message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables` } });
+          return resolve({
+            error: { errno: 1114, sqlState: "HY000", message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables` },
+          });
         }
         resolve(resultSet ? { rows, truncated } : { affected });
       });

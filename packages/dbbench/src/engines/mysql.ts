@@ -106,7 +106,9 @@ export class MysqlEngine implements SqlEngine {
       lock = await mysql.createConnection(server);
     } catch (err) {
       await admin.end().catch(() => undefined);
-      throw new SqlServerError(`cannot reach MySQL/MariaDB at ${options.host}:${options.port} as ${options.user} (${(err as Error).message}); is the server running?`, { cause: err });
+      throw new SqlServerError(`cannot reach MySQL/MariaDB at ${options.host}:${options.port} as ${options.user} (${(err as Error).message}); is the server running?`, {
+        cause: err,
+      });
     }
     const ownerId = randomBytes(5).toString("hex");
     const [[held]] = (await lock.query("SELECT GET_LOCK(?, 0) AS ok", [ownerLockName(options.prefix, ownerId)])) as [{ ok: number }[], FieldPacket[]];
@@ -201,8 +203,14 @@ export class MysqlEngine implements SqlEngine {
 
   /** Bytes on disk of one rollout database: InnoDB tablespace files, plus other engines' data. */
   private async databaseBytes(name: string): Promise<number> {
-    const [[innodb]] = (await this.admin.query("SELECT COALESCE(SUM(FILE_SIZE), 0) AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE ?", [`${name}/%`])) as [{ b: number }[], FieldPacket[]];
-    const [[other]] = (await this.admin.query("SELECT COALESCE(SUM(data_length + index_length), 0) AS b FROM information_schema.tables WHERE table_schema = ? AND engine <> 'InnoDB'", [name])) as [{ b: number }[], FieldPacket[]];
+    const [[innodb]] = (await this.admin.query("SELECT COALESCE(SUM(FILE_SIZE), 0) AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE ?", [`${name}/%`])) as [
+      { b: number }[],
+      FieldPacket[],
+    ];
+    const [[other]] = (await this.admin.query(
+      "SELECT COALESCE(SUM(data_length + index_length), 0) AS b FROM information_schema.tables WHERE table_schema = ? AND engine <> 'InnoDB'",
+      [name],
+    )) as [{ b: number }[], FieldPacket[]];
     return Number(innodb!.b) + Number(other!.b);
   }
 

@@ -56,8 +56,7 @@ export const dbFamily: FamilyModel = {
       if (!s.facts.has("mutated")) {
         if (s.req.has("schema") && !s.facts.has("schema-known")) tags.push("unknown-column");
         else tags.push(s.req.has("format") && !s.facts.has("formatted") ? "wrong-format" : "no-mutation");
-      }
-      else if (!s.facts.has("committed")) tags.push("uncommitted");
+      } else if (!s.facts.has("committed")) tags.push("uncommitted");
     } else {
       ok = s.facts.has("queried") && (!s.req.has("format") || s.facts.has("formatted"));
       if (!s.facts.has("queried")) tags.push(s.req.has("schema") && !s.facts.has("schema-known") ? "unknown-column" : "no-answer");

@@ -53,10 +53,7 @@ export function evolutionForPoolSize(poolSize: number): Partial<EvolutionConfig>
  * The composition root of the embedded default: environment, policy factory, and for each seed
  * a suite instance with its own evolved, frozen sibling pool (or one shared instance).
  */
-export function embeddedSetup(
-  settings: EmbeddedSettings,
-  onEvolution?: (seed: number, done: number, total: number) => void,
-): Omit<ExperimentDeps, "onProgress"> {
+export function embeddedSetup(settings: EmbeddedSettings, onEvolution?: (seed: number, done: number, total: number) => void): Omit<ExperimentDeps, "onProgress"> {
   const env = new EmbeddedEnvironment();
   const createPolicy = (_seed: number): Policy =>
     new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength, ...(settings.cueHalfLife ? { cueHalfLife: settings.cueHalfLife } : {}) });

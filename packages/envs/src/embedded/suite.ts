@@ -65,7 +65,13 @@ export interface Suite {
 export function combosFor(f: FamilyModel, split: Split, protocol: Protocol = "test"): string[][] {
   const [a, b, c] = f.requirements;
   if (protocol === "validation") return split === "heldout" ? [[a, b]] : [[], [a], [b], [c]];
-  return split === "heldout" ? [[a, c], [b, c], [a, b, c]] : [[], [a], [b], [c], [a, b]];
+  return split === "heldout"
+    ? [
+        [a, c],
+        [b, c],
+        [a, b, c],
+      ]
+    : [[], [a], [b], [c], [a, b]];
 }
 
 function makeTask(f: FamilyModel, split: Split, req: string[], index: number, opts: SuiteOptions, rng: Rng): Task {

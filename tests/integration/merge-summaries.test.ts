@@ -4,12 +4,17 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, reanchorEvery: 1, reanchorBudget: 6 });
-const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) => ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, ...over });
+const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) =>
+  ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, ...over });
 
 describe("merging runs on disjoint seeds", () => {
   it("gives the summary of one run on all the seeds", async () => {
     // Prepare
-    const [three, four, both] = await Promise.all([runExperimentToEnd(configFor([3]), setup), runExperimentToEnd(configFor([4]), setup), runExperimentToEnd(configFor([3, 4]), setup)]);
+    const [three, four, both] = await Promise.all([
+      runExperimentToEnd(configFor([3]), setup),
+      runExperimentToEnd(configFor([4]), setup),
+      runExperimentToEnd(configFor([3, 4]), setup),
+    ]);
     // Act
     const merged = mergeSummaries([three, four]);
     // Assess
