@@ -229,7 +229,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     await p.release();
   }, 120_000);
 
-  it("harness-s experiment --policy worker runs every arm for 2 steps on 1 seed and writes the usual report", async () => {
+  it("harness-s experiment --policy worker runs every arm for 1 step on 1 seed (re-anchoring included) and writes the usual report", async () => {
     const out = await mkdtemp(join(tmpdir(), "hs-worker-"));
     const train = JSON.stringify({ batchSize: 2, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 2, reanchorEvery: 1 });
     await promisify(execFile)(
@@ -242,11 +242,11 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
         "--seeds",
         "1",
         "--steps",
-        "2",
+        "1",
         "--train",
         train,
         "--eval-tasks",
-        "2",
+        "1",
         "--policy",
         "worker",
         "--policy-url",
@@ -263,6 +263,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
     expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
     expect(summary.arms.every((a) => a.perSeed[0]!.rollouts > 0)).toBe(true);
+    expect(summary.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rolloutBreakdown.reanchor).toBeGreaterThan(0);
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("## Acceptance figures");
   }, 600_000);
 });
