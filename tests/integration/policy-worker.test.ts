@@ -239,6 +239,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
         "tsx",
         "packages/cli/src/main.ts",
         "experiment",
+        "--quick",
         "--seeds",
         "1",
         "--steps",
