@@ -72,6 +72,11 @@ describe("experiments over the API on the local stack", () => {
     expect(steps.flatMap((s: { groups: { outcome: string }[] }) => s.groups.map((g) => g.outcome)).every((o: string) => ["used", "replaced", "dropped"].includes(o))).toBe(true);
     const usage = await (await call("/v1/usage")).json();
     expect(usage.usage.rollouts).toBe(cap);
+    // Query parameters are parsed: a seed that is not a number is a 400 naming it, not an empty list
+    const bad = await call(`/v1/experiments/${id}/steps?seed=abc`);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.issues).toEqual([expect.stringMatching(/^seed: /)]);
+    expect((await (await call(`/v1/experiments/${id}/steps?seed=3&arm=harness-s`)).json()).steps.length).toBe(steps.length);
   }, 120_000);
 
   it("a run of another protocol than the stack was built for fails with the reason instead of running on the wrong tasks", async () => {
