@@ -13,6 +13,7 @@ import {
   type HarnessSpecInput,
   type Profile,
   type Rollout,
+  type Envelope,
   type Task,
 } from "@harness-s/core";
 
@@ -105,5 +106,20 @@ export function makeTrainDeps(setup: Pick<ExperimentDeps, "env" | "voters">, ins
     probePriority: instance.evolution.h0Failures,
     voters: setup.voters,
     rng: createRng(seed),
+  };
+}
+
+/** An SQS event record carrying one queue message, as a Lambda handler receives it. */
+export function makeSqsRecord(messageId: string, message: Envelope) {
+  return {
+    messageId,
+    receiptHandle: "r",
+    attributes: { ApproximateReceiveCount: "1" },
+    messageAttributes: {},
+    md5OfBody: "",
+    eventSource: "aws:sqs",
+    eventSourceARN: "arn",
+    awsRegion: "us-east-1",
+    body: JSON.stringify(message),
   };
 }

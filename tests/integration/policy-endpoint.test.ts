@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StalePolicyVersionError, createRng, runEpisode, type SeedInstance } from "@harness-s/core";
+import { StalePolicyVersionError, createRng, envelope, runEpisode, type SeedInstance } from "@harness-s/core";
+import { makeSqsRecord } from "../factories.ts";
 import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
@@ -83,22 +84,21 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     });
     const task = inst.train[3]!;
     const sibling = inst.evolution.pool.siblings[0]!;
-    const record = (index: number, policyVersion: number) => ({
-      messageId: `m${index}`,
-      receiptHandle: "r",
-      attributes: { ApproximateReceiveCount: "1" },
-      messageAttributes: {},
-      md5OfBody: "",
-      eventSource: "aws:sqs",
-      eventSourceARN: "arn",
-      awsRegion: "us-east-1",
-      body: JSON.stringify({
-        v: 1,
-        id: `j:${index}`,
-        type: "rollout.requested",
-        body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: sibling.id, taskId: task.id, seed: index, policyId: "run1/grpo/2", policyVersion, task },
-      }),
-    });
+    const record = (index: number, policyVersion: number) =>
+      makeSqsRecord(
+        `m${index}`,
+        envelope("rollout.requested", `j:${index}`, {
+          jobId: "j",
+          index,
+          poolId: inst.evolution.pool.id,
+          harnessId: sibling.id,
+          taskId: task.id,
+          seed: index,
+          policyId: "run1/grpo/2",
+          policyVersion,
+          task,
+        }),
+      );
     // Act
     const out = await handler({ Records: [record(0, 1), record(1, 0)] });
     // Assess: version 1 is current; the request for version 0 is refused and retried by SQS

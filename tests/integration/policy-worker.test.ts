@@ -23,9 +23,11 @@ import {
   type Policy,
   type SampleResponseV2,
   type Task,
+  envelope,
 } from "@harness-s/core";
 import { INVALID_TOOL_CALL, MemoryPoolStore, MemoryRolloutStore, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient, policyProtocol, tokenUnitPolicies } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
+import { makeSqsRecord } from "../factories.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
@@ -369,22 +371,21 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
     const rollouts = new MemoryRolloutStore();
     const handler = createDispatchHandler({ pools, rollouts, tasks: { get: async () => undefined }, policies: dispatchEndpoints(worker.url, TOKEN), log: () => undefined });
     const task = inst.train[0]!;
-    const record = (index: number, policyVersion: number) => ({
-      messageId: `m${index}`,
-      receiptHandle: "r",
-      attributes: { ApproximateReceiveCount: "1" },
-      messageAttributes: {},
-      md5OfBody: "",
-      eventSource: "aws:sqs",
-      eventSourceARN: "arn",
-      awsRegion: "us-east-1",
-      body: JSON.stringify({
-        v: 1,
-        id: `j:${index}`,
-        type: "rollout.requested",
-        body: { jobId: "j", index, poolId: inst.evolution.pool.id, harnessId: inst.evolution.pool.base.id, taskId: task.id, seed: index, policyId: id, policyVersion, task },
-      }),
-    });
+    const record = (index: number, policyVersion: number) =>
+      makeSqsRecord(
+        `m${index}`,
+        envelope("rollout.requested", `j:${index}`, {
+          jobId: "j",
+          index,
+          poolId: inst.evolution.pool.id,
+          harnessId: inst.evolution.pool.base.id,
+          taskId: task.id,
+          seed: index,
+          policyId: id,
+          policyVersion,
+          task,
+        }),
+      );
     // Act
     const first = await handler({ Records: [record(0, 0)] });
     const stored = await rollouts.get("j", 0);
