@@ -76,7 +76,9 @@ describe("SQLite sandbox", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     expect((await db.execute("SELECT a FROM kept")).text).toBe("[('still here',)]");
     const many = await db.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c");
-    expect(many).toMatchObject({ kind: "rows", rowCount: 500, truncated: true });
+    expect(many).toMatchObject({ kind: "rows", truncated: true });
+    expect(many.rowCount).toBeLessThan(500);
+    expect(many.text).toMatch(/^\[\(1,\), \(2,\).*\[TRUNCATED\]$/);
     await db.close();
   });
 });
@@ -104,7 +106,8 @@ describe("MySQL sandbox (MariaDB)", () => {
     const t = `\`${rows[0]!.table[0]!.table_name}\``;
     const rss = process.memoryUsage().rss;
     const join3 = await db.execute(`SELECT * FROM ${t} a, ${t} b, ${t} c`);
-    expect(join3).toMatchObject({ kind: "rows", rowCount: 500, truncated: true });
+    expect(join3).toMatchObject({ kind: "rows", truncated: true });
+    expect(join3.rowCount).toBeLessThan(500);
     expect(process.memoryUsage().rss - rss).toBeLessThan(200 * 1024 * 1024);
     const huge = await db.execute(`SELECT '${"x".repeat(20 * 1024 * 1024)}'`);
     expect(huge.kind).toBe("error");

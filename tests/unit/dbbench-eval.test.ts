@@ -1,5 +1,20 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cleanAnswer, compareResults, mysqlToSqlite, parseArgumentsPy, parseJsonPy, parsePyLiteral, PyFloatLiteral, pyFloat, pyRows, pyStr, truncate } from "@harness-s/dbbench";
+import {
+  cleanAnswer,
+  compareResults,
+  mysqlToSqlite,
+  parseArgumentsPy,
+  parseJsonPy,
+  parsePyLiteral,
+  PyFloatLiteral,
+  pyFloat,
+  pyRows,
+  pyStr,
+  RowsText,
+  truncate,
+  type PyValue,
+} from "@harness-s/dbbench";
 
 describe("Python text forms (what AgentBench prints)", () => {
   it("repr(float) for the forms Python uses", () => {
@@ -33,6 +48,33 @@ describe("Python text forms (what AgentBench prints)", () => {
     expect(pyRows([[{ decimal: "1.50" }]])).toBe("[(Decimal('1.50'),)]");
     expect(truncate("x".repeat(801))).toBe(`${"x".repeat(800)}[TRUNCATED]`);
     expect(truncate("é".repeat(800))).toBe("é".repeat(800));
+  });
+  it("renders a result a row at a time exactly as the whole text cut at 800, and stops once the agent's view is full", () => {
+    const value: fc.Arbitrary<PyValue> = fc.oneof(
+      fc.constant(null),
+      fc.string({ unit: "grapheme", maxLength: 40 }),
+      fc.string({ unit: fc.constantFrom("a", "'", '"', "\\", "\n", "é", "😀", "\u0085"), maxLength: 300 }),
+      fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }).map((n) => ({ int: n.toString() })),
+      fc.double({ noNaN: true }).map((x) => ({ float: x })),
+      fc.string({ unit: "binary-ascii", maxLength: 1200 }).map((s) => ({ raw: `b'${s}'` })),
+    );
+    const rows = fc.array(fc.array(value, { minLength: 1, maxLength: 4 }), { maxLength: 60 });
+    fc.assert(
+      fc.property(rows, fc.integer({ min: 1, max: 900 }), (all, limit) => {
+        const out = new RowsText(limit);
+        let read = 0;
+        for (const row of all) {
+          read++;
+          if (!out.push(row)) break;
+        }
+        expect(out.text()).toBe(truncate(pyRows(all), limit));
+        if (read < all.length) expect(out.full).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+    const huge = new RowsText();
+    expect(huge.push(["a".repeat(5_000_000)])).toBe(false);
+    expect(huge.text()).toBe(`[('${"a".repeat(797)}[TRUNCATED]`);
   });
   it("JSON as Python reads it keeps float literals; tool-call arguments keep their Python text", () => {
     const v = parseJsonPy('{"a":[1,1.0,2e3,"x"],"b":null}') as { a: unknown[] };

@@ -13,3 +13,5 @@ export * from "./engines/mysql-dialect.ts";
 export * from "./agent.ts";
 export * from "./eval.ts";
 export * from "./errors.ts";
+export * from "./engines/statement-guard.ts";
+export * from "./engines/sql-lexer.ts";

@@ -2,7 +2,7 @@ import type { Connection } from "mysql2/promise";
 import type { Connection as CoreConnection } from "mysql2";
 import { SqlServerError } from "../errors.ts";
 import type { DbTable } from "../data.ts";
-import { pyRows, truncate, type PyValue } from "../python.ts";
+import { RowsText, truncate, type PyValue } from "../python.ts";
 import { errorClass, tablesHash, type SqlResult, type SqlSession } from "./engine.ts";
 import { inspectStatement } from "./statement-guard.ts";
 
@@ -19,10 +19,14 @@ export interface SessionLimits {
 export interface SessionControl {
   kill(threadId: number): Promise<void>;
   sizeOf(): Promise<number>;
+  /** Drops every table of the database whose engine is not InnoDB; answers their names. */
+  dropUncounted(): Promise<string[]>;
   drop(): Promise<void>;
 }
 
-type Outcome = { rows: PyValue[][]; truncated: boolean } | { affected: number } | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
+type Outcome = { rows: RowsText; truncated: boolean } | { affected: number } | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
+
+const CHANGES_STORAGE = new Set(["CREATE", "ALTER"]);
 
 /** How often a write's database size is checked while it runs. */
 const SIZE_CHECK_MS = 50;
@@ -59,6 +63,11 @@ export class MysqlSession implements SqlSession {
       this.full = false;
     }
     const outcome = await this.run(this.conn, sql, writes);
+    if (!("error" in outcome) && CHANGES_STORAGE.has(statement.first ?? "")) {
+      const dropped = await this.control.dropUncounted();
+      if (dropped.length)
+        return { ...refuse(`only InnoDB tables are allowed in a rollout database; dropped ${dropped.join(", ")} (their storage is not counted)`, 1286), errorClass: "other" };
+    }
     if ("error" in outcome) {
       const e = outcome.error;
       if (e.fatal || e.errno === undefined) {
@@ -72,20 +81,22 @@ export class MysqlSession implements SqlSession {
       }
       return { text: truncate(`${e.errno} (${e.sqlState ?? "HY000"}): ${e.message}`), kind: "error", rowCount: 0, errorClass: errorClass(e.message) };
     }
-    if ("rows" in outcome) return { text: truncate(pyRows(outcome.rows)), kind: "rows", rowCount: outcome.rows.length, ...(outcome.truncated ? { truncated: true } : {}) };
+    if ("rows" in outcome) return { text: outcome.rows.text(), kind: "rows", rowCount: outcome.rows.rows, ...(outcome.truncated ? { truncated: true } : {}) };
     return { text: "[]", kind: "ok", rowCount: outcome.affected };
   }
 
   /**
-   * Streams one statement's result, keeping at most `maxRows` rows; a watchdog kills it after the
-   * time limit (whatever the session's own max_statement_time says), at the row cap, or, for a
-   * write, when the database passes its size limit.
+   * Streams one statement's result into the text the agent sees ({@link RowsText}): once that is
+   * full, or at `maxRows` rows, a read is killed and later rows are dropped as they arrive
+   * (a write runs to its end, its rows unread). A watchdog kills the statement after the time
+   * limit, counted until the last row has arrived (whatever the session's own
+   * max_statement_time says), and, for a write, when the database passes its size limit.
    */
   private run(conn: Connection, sql: string, writes: boolean): Promise<Outcome> {
     const core = (conn as unknown as { connection: CoreConnection }).connection;
     const threadId = conn.threadId!;
     return new Promise<Outcome>((resolve) => {
-      const rows: PyValue[][] = [];
+      const rows = new RowsText();
       let truncated = false;
       let reason: "time" | "size" | "rows" | undefined;
       let affected = 0;
@@ -110,13 +121,15 @@ export class MysqlSession implements SqlSession {
         if (Array.isArray(fields)) resultSet = true;
       });
       query.on("result", (row: unknown) => {
-        if (Array.isArray(row)) {
-          if (rows.length < this.limits.maxRows) rows.push(row as PyValue[]);
-          else {
-            truncated = true;
-            kill("rows");
-          }
-        } else affected += (row as { affectedRows?: number }).affectedRows ?? 0;
+        if (!Array.isArray(row)) {
+          affected += (row as { affectedRows?: number }).affectedRows ?? 0;
+          return;
+        }
+        if (truncated) return;
+        if (rows.rows >= this.limits.maxRows || !rows.push(row as PyValue[])) {
+          truncated = true;
+          if (!writes) kill("rows");
+        }
       });
       query.on("error", (err: Error & { errno?: number; sqlState?: string; fatal?: boolean }) => {
         error = { error: { errno: err.errno, sqlState: err.sqlState, message: err.message, fatal: err.fatal } };

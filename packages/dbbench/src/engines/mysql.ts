@@ -74,8 +74,10 @@ const OWNER_NAME = /^o([0-9a-f]{10})_/;
  * privileges on that database only: other databases, users, files (INTO OUTFILE, LOAD DATA) and
  * global variables are out of its reach. Statements pass {@link inspectStatement} first (no SET, no
  * prepared or compound statements, however they are commented); each is stopped after
- * `statementSeconds`, reads at most `maxRows` rows (streamed) and may not grow the database past
- * `maxDatabaseBytes`. Both are dropped when the rollout ends. Names carry the engine's owner id,
+ * `statementSeconds`, is read only as far as the agent can see it (800 characters, at most
+ * `maxRows` rows) and may not grow the database past `maxDatabaseBytes`. Only storage that size
+ * counts is offered: no temporary tables (not granted, and refused), InnoDB tables only (others
+ * refused, and dropped if one slips through). Both are dropped when the rollout ends. Names carry the engine's owner id,
  * and the engine holds a server lock named after it for its lifetime: databases and users whose
  * owner's lock is free (their process died, on any host sharing the server) are swept when an
  * engine starts, and nothing a live engine owns ever is.
@@ -172,12 +174,13 @@ export class MysqlEngine implements SqlEngine {
         supportBigNumbers: true,
         bigNumberStrings: true,
       });
-      await conn.query(`SET SESSION sql_mode = '', SESSION max_statement_time = ${this.options.statementSeconds}`);
+      await conn.query(`SET SESSION sql_mode = '', SESSION max_statement_time = ${this.options.statementSeconds}, SESSION default_storage_engine = InnoDB`);
       return conn;
     };
     const session: MysqlSession = new MysqlSession(name, this.options, connect, {
       kill: (threadId) => this.admin.query(`KILL QUERY ${Number(threadId)}`).then(() => undefined),
       sizeOf: () => this.databaseBytes(name),
+      dropUncounted: () => this.dropUncounted(name),
       drop: () => this.dropAll(name, session),
     });
     this.open_.add(session);
@@ -187,7 +190,7 @@ export class MysqlEngine implements SqlEngine {
       await this.admin.query("CREATE USER ?@'127.0.0.1' IDENTIFIED BY ?", [name, password]);
       for (const host of ["localhost", "127.0.0.1"]) {
         await this.admin.query(
-          `GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, CREATE VIEW, SHOW VIEW, CREATE TEMPORARY TABLES ON ${quoteId(name)}.* TO ?@? WITH MAX_USER_CONNECTIONS 2 MAX_STATEMENT_TIME ${this.options.statementSeconds}`,
+          `GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, CREATE VIEW, SHOW VIEW ON ${quoteId(name)}.* TO ?@? WITH MAX_USER_CONNECTIONS 2 MAX_STATEMENT_TIME ${this.options.statementSeconds}`,
           [name, host],
         );
       }
@@ -212,6 +215,15 @@ export class MysqlEngine implements SqlEngine {
       [name],
     )) as [{ b: number }[], FieldPacket[]];
     return Number(innodb!.b) + Number(other!.b);
+  }
+
+  /** Tables of the rollout database in an engine whose storage {@link databaseBytes} cannot count, dropped. */
+  private async dropUncounted(name: string): Promise<string[]> {
+    const [rows] = (await this.admin.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = ? AND engine IS NOT NULL AND engine <> 'InnoDB'", [
+      name,
+    ])) as [{ t: string }[], FieldPacket[]];
+    for (const { t } of rows) await this.admin.query(`DROP TABLE IF EXISTS ${quoteId(name)}.${quoteId(t)}`);
+    return rows.map((r) => r.t);
   }
 
   private async dropAll(name: string, session: MysqlSession): Promise<void> {

@@ -1,21 +1,34 @@
 // The SQLite sandbox process: one in-memory database, driven over IPC by SqliteEngine. It runs in
-// a process of its own so that a statement that never ends (a recursive CTE) can be stopped by
-// killing the process; the parent rebuilds the database in a fresh one. Plain JavaScript, so it
-// starts without a TypeScript loader.
+// a process of its own, started under a data-size limit (RLIMIT_DATA), so that a statement that
+// never ends (a recursive CTE) can be stopped by killing the process, and one that asks for too
+// much memory fails (SQLite's "out of memory") or ends this process, never its parent. The
+// database is capped by page count; after every statement that may have written, the database
+// is serialised and sent to the parent, which restores it into a fresh sandbox after a timeout or
+// a crash. Rows are rendered here as the agent sees them (python-text.mjs), so a huge result is
+// read only as far as the text is shown. Plain JavaScript, so it starts without a TypeScript loader.
 import { createHash } from "node:crypto";
 import Database from "better-sqlite3";
+import { RowsText } from "../python-text.mjs";
 
-const db = new Database(":memory:");
-db.function("md5", { deterministic: true }, (s) => (s === null ? null : createHash("md5").update(String(s)).digest("hex")));
+let db;
 const quoteId = (s) => `\`${s.replace(/`/g, "``")}\``;
+/** Bytes of a blob rendered at most: past the 800 characters shown, the rest is never copied. */
+const BLOB_SHOWN = 1024;
 
 const toPy = (v) => {
   if (v === null || v === undefined) return null;
   if (typeof v === "bigint") return { int: v.toString() };
   if (typeof v === "number") return { float: v };
-  if (Buffer.isBuffer(v)) return { raw: `b'${v.toString("latin1")}'` };
+  if (Buffer.isBuffer(v)) return { raw: `b'${v.subarray(0, BLOB_SHOWN).toString("latin1")}${v.length > BLOB_SHOWN ? "" : "'"}` };
   return String(v);
 };
+
+function open(snapshot, maxPages) {
+  db = snapshot ? new Database(Buffer.from(snapshot)) : new Database(":memory:");
+  db.pragma(`max_page_count = ${Number(maxPages)}`);
+  db.pragma("temp_store = MEMORY");
+  db.function("md5", { deterministic: true }, (s) => (s === null ? null : createHash("md5").update(String(s)).digest("hex")));
+}
 
 function load(table) {
   const cols = table.columns.map(quoteId);
@@ -28,23 +41,24 @@ function load(table) {
 
 function exec(sql, maxRows) {
   const stmt = db.prepare(sql).safeIntegers(true);
-  if (!stmt.reader) return { kind: "ok", changes: Number(stmt.run().changes) };
-  const rows = [];
+  const wrote = (reply) => (stmt.readonly ? reply : { ...reply, snapshot: db.serialize() });
+  if (!stmt.reader) return wrote({ kind: "ok", changes: Number(stmt.run().changes) });
+  const text = new RowsText();
   let truncated = false;
   for (const r of stmt.raw(true).iterate()) {
-    if (rows.length >= maxRows) {
+    if (text.rows >= maxRows || !text.push(r.map(toPy))) {
       truncated = true;
       break;
     }
-    rows.push(r.map(toPy));
   }
-  return { kind: "rows", rows, truncated };
+  return wrote({ kind: "rows", text: text.text(), rowCount: text.rows, truncated });
 }
 
 process.on("message", (m) => {
   try {
-    if (m.op === "load") {
-      for (const t of m.tables) load(t);
+    if (m.op === "open") {
+      open(m.snapshot, m.maxPages);
+      for (const t of m.tables ?? []) load(t);
       process.send({ id: m.id, ok: true });
     } else if (m.op === "exec") process.send({ id: m.id, ok: true, ...exec(m.sql, m.maxRows) });
   } catch (err) {

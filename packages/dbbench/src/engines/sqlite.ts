@@ -1,25 +1,39 @@
-import { fork, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
-import { pyRows, truncate, type PyValue } from "../python.ts";
+import { truncate } from "../python.ts";
 import { mysqlToSqlite } from "./mysql-dialect.ts";
 import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
 import { inspectStatement } from "./statement-guard.ts";
 
 export interface SqliteOptions {
-  /** Longest one statement may run; then its process is killed and the database rebuilt without it. */
+  /** Longest one statement may run, its rows' transfer included; then its process is killed and the database restored as it was before it. */
   statementMs: number;
-  /** Rows read from one result at most (the agent sees 800 characters of them anyway). */
+  /** Rows read from one result at most (reading stops sooner, once the 800 characters the agent sees are full). */
   maxRows: number;
   /** Longest statement text accepted, in bytes. */
   maxStatementBytes: number;
+  /** Largest the rollout database may grow (SQLite's max_page_count × its 4 KiB pages); a write past it fails as "database or disk is full". */
+  maxDatabaseBytes: number;
+  /** The sandbox process's data-size limit (RLIMIT_DATA): a statement that needs more fails, or ends the sandbox (then the database is restored). */
+  memoryBytes: number;
 }
 
-export const defaultSqliteOptions: SqliteOptions = { statementMs: 5_000, maxRows: 10_000, maxStatementBytes: 1 << 20 };
+export const defaultSqliteOptions: SqliteOptions = {
+  statementMs: 5_000,
+  maxRows: 10_000,
+  maxStatementBytes: 1 << 20,
+  maxDatabaseBytes: 64 * 1024 * 1024,
+  memoryBytes: 320 * 1024 * 1024,
+};
+
+const PAGE_BYTES = 4096;
 
 const SANDBOX = fileURLToPath(new URL("./sqlite-sandbox.mjs", import.meta.url));
 
-type Reply = { id: number; ok: true; kind?: "rows" | "ok"; rows?: PyValue[][]; truncated?: boolean; changes?: number } | { id: number; ok: false; message: string };
+type Reply =
+  | { id: number; ok: true; kind?: "rows" | "ok"; text?: string; rowCount?: number; truncated?: boolean; changes?: number; snapshot?: Uint8Array }
+  | { id: number; ok: false; message: string; ended?: true };
 
 /** One sandbox process holding one in-memory database; `call` answers or rejects on timeout. */
 class Sandbox {
@@ -33,13 +47,18 @@ class Sandbox {
       answer?.(m);
     });
     proc.on("exit", () => {
-      for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended" });
+      for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended", ended: true });
       this.waiting.clear();
     });
   }
 
-  static start(): Promise<Sandbox> {
-    const proc = fork(SANDBOX, [], { execArgv: ["--max-old-space-size=256"], serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  /** A sandbox under a data-size limit of `memoryBytes` (set by the shell that execs Node). */
+  static start(memoryBytes: number): Promise<Sandbox> {
+    const limitKb = Math.ceil(memoryBytes / 1024);
+    const proc = spawn("/bin/sh", ["-c", `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, "--max-old-space-size=96", SANDBOX], {
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
     return new Promise((resolve, reject) => {
       proc.once("message", () => {
         const sandbox = new Sandbox(proc);
@@ -59,6 +78,8 @@ class Sandbox {
 
   call(message: Record<string, unknown>, timeoutMs: number): Promise<Reply | "timeout"> {
     const id = ++this.next;
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null || !this.proc.connected)
+      return Promise.resolve({ id, ok: false, message: "the sandbox process ended", ended: true });
     (this.proc.channel as { ref?: () => void } | undefined)?.ref?.();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -83,9 +104,11 @@ class Sandbox {
 /**
  * Embedded SQLite (better-sqlite3): one in-memory database per rollout, in a sandbox process of
  * its own. A statement runs only if {@link inspectStatement} allows it (no ATTACH, VACUUM, PRAGMA or
- * extension, however it is commented, cased or spaced), at most `statementMs` long (then the
- * process is killed and the database rebuilt from the tables and the writes that succeeded),
- * reading at most `maxRows` rows. MySQL's MD5 is registered so the table hash is AgentBench's
+ * extension, temporary table, however it is commented, cased or spaced), at most `statementMs`
+ * long with its rows' transfer (then the process is killed and the database restored from the
+ * snapshot taken after the last statement that may have written: no write is lost or re-run), read
+ * only as far as the agent sees it (800 characters, at most `maxRows` rows), in a database of at
+ * most `maxDatabaseBytes` and a process of at most `memoryBytes`. MySQL's MD5 is registered so the table hash is AgentBench's
  * query verbatim; TEXT columns use NOCASE to approximate MySQL's case-insensitive collation;
  * MySQL's lexical differences (double-quoted strings, backslash escapes, identifiers starting
  * with a digit) are rewritten first ({@link mysqlToSqlite}). Known remaining differences (see
@@ -121,8 +144,8 @@ type Tables = { name: string; columns: string[]; rows: unknown[][] }[];
 
 class SqliteSession implements SqlSession {
   readonly engine = "sqlite" as const;
-  /** Writes that succeeded, replayed into a fresh sandbox after a timeout. */
-  private readonly writes: string[] = [];
+  /** The database as the last statement that may have written left it; restored after a timeout or a crash (none yet: the tables as loaded). */
+  private snapshot?: Uint8Array;
 
   private constructor(
     private sandbox: Sandbox | undefined,
@@ -137,11 +160,13 @@ class SqliteSession implements SqlSession {
     return session;
   }
 
+  /** A new sandbox holding the database as of {@link snapshot}: its cost is the database's size, not the episode's length. */
   private async fresh(): Promise<Sandbox> {
-    const sandbox = await Sandbox.start();
-    const loaded = await sandbox.call({ op: "load", tables: this.tables }, 60_000);
-    if (loaded === "timeout" || !loaded.ok) throw new Error(`could not load the rollout's tables: ${loaded === "timeout" ? "timed out" : loaded.message}`);
-    for (const sql of this.writes) await sandbox.call({ op: "exec", sql, maxRows: 0 }, 60_000);
+    const sandbox = await Sandbox.start(this.options.memoryBytes);
+    const maxPages = Math.max(1, Math.floor(this.options.maxDatabaseBytes / PAGE_BYTES));
+    const state = this.snapshot ? { snapshot: this.snapshot } : { tables: this.tables };
+    const opened = await sandbox.call({ op: "open", maxPages, ...state }, 60_000);
+    if (opened === "timeout" || !opened.ok) throw new Error(`could not load the rollout's tables: ${opened === "timeout" ? "timed out" : opened.message}`);
     return sandbox;
   }
 
@@ -153,16 +178,16 @@ class SqliteSession implements SqlSession {
     const why = inspectStatement(text, "sqlite").refusal;
     if (why) return denied(why);
     const reply = await this.sandbox.call({ op: "exec", sql: text, maxRows: this.options.maxRows }, this.options.statementMs);
-    if (reply === "timeout") {
+    if (reply === "timeout" || (!reply.ok && reply.ended)) {
+      this.sandbox.kill();
       this.sandbox = await this.fresh();
-      return { text: `SQLite execution error: interrupted (the statement ran longer than ${this.options.statementMs} ms)`, kind: "error", rowCount: 0, errorClass: "timeout" };
+      return reply === "timeout"
+        ? { text: `SQLite execution error: interrupted (the statement ran longer than ${this.options.statementMs} ms)`, kind: "error", rowCount: 0, errorClass: "timeout" }
+        : { text: "SQLite execution error: out of memory (the statement needed more memory than the sandbox allows)", kind: "error", rowCount: 0, errorClass: "other" };
     }
     if (!reply.ok) return { text: truncate(`SQLite execution error: ${reply.message}`), kind: "error", rowCount: 0, errorClass: errorClass(reply.message) };
-    if (reply.kind === "rows") {
-      const rows = reply.rows ?? [];
-      return { text: truncate(pyRows(rows)), kind: "rows", rowCount: rows.length, ...(reply.truncated ? { truncated: true } : {}) };
-    }
-    this.writes.push(text); // not a reader, so it may have written
+    if (reply.snapshot) this.snapshot = reply.snapshot;
+    if (reply.kind === "rows") return { text: reply.text ?? "[]", kind: "rows", rowCount: reply.rowCount ?? 0, ...(reply.truncated ? { truncated: true } : {}) };
     return { text: "[]", kind: "ok", rowCount: reply.changes ?? 0 };
   }
 

@@ -1,56 +1,17 @@
 /**
  * Which statements an agent may run in its rollout database, decided on the statement's own
- * tokens: comments, strings and quoted identifiers are skipped as the server's lexer skips them
- * (and MySQL's executable comments, `/*! … *\/` and `/*M! … *\/`, are read as code, as the
- * server reads them), so no comment, case or whitespace trick hides the first keyword.
+ * tokens as the server reads them ({@link lexSql}): no comment, case or whitespace trick hides
+ * the first keyword, and nothing the server runs as code is read here as a comment.
  */
-export type Dialect = "mysql" | "sqlite";
+import { type Dialect, lexSql, type SqlToken } from "./sql-lexer.ts";
+
+export type { Dialect };
 
 /** The upper-cased bare words of `sql` in order, outside comments, strings and quoted identifiers. */
 export function codeWords(sql: string, dialect: Dialect): string[] {
-  const words: string[] = [];
-  let i = 0;
-  const n = sql.length;
-  const skipQuoted = (close: string) => {
-    i++;
-    while (i < n) {
-      if (sql[i] === "\\" && dialect === "mysql" && close !== "`") i += 2;
-      else if (sql[i] === close && sql[i + 1] === close) i += 2;
-      else if (sql[i] === close) return void i++;
-      else i++;
-    }
-  };
-  while (i < n) {
-    const c = sql[i]!;
-    const next = sql[i + 1];
-    if (c === "-" && next === "-") i = lineEnd(sql, i);
-    else if (c === "#" && dialect === "mysql") i = lineEnd(sql, i);
-    else if (c === "/" && next === "*") {
-      const executable = dialect === "mysql" && (sql[i + 2] === "!" || (sql[i + 2] === "M" && sql[i + 3] === "!"));
-      if (executable) {
-        i += sql[i + 2] === "!" ? 3 : 4;
-        while (i < n && /\d/.test(sql[i]!)) i++;
-      } else {
-        const end = sql.indexOf("*/", i + 2);
-        i = end < 0 ? n : end + 2;
-      }
-    } else if (c === "*" && next === "/" && dialect === "mysql") i += 2;
-    else if (c === "'" || c === '"' || c === "`") skipQuoted(c);
-    else if (c === "[" && dialect === "sqlite") {
-      const end = sql.indexOf("]", i + 1);
-      i = end < 0 ? n : end + 1;
-    } else if (/[A-Za-z_]/.test(c)) {
-      const start = i;
-      while (i < n && /[\w$]/.test(sql[i]!)) i++;
-      words.push(sql.slice(start, i).toUpperCase());
-    } else i++;
-  }
-  return words;
-}
-
-function lineEnd(sql: string, from: number): number {
-  const end = sql.indexOf("\n", from);
-  return end < 0 ? sql.length : end + 1;
+  return lexSql(sql, dialect)
+    .tokens.filter((t) => t.kind === "word")
+    .map((t) => t.text);
 }
 
 /**
@@ -105,7 +66,7 @@ const DENIED_FIRST: Record<Dialect, ReadonlySet<string>> = {
 /** Words that reach outside the rollout's database or its limits wherever they stand. */
 const NEVER: Record<Dialect, ReadonlySet<string>> = {
   sqlite: new Set(["ATTACH", "DETACH", "PRAGMA", "VACUUM", "LOAD_EXTENSION"]),
-  mysql: new Set(["OUTFILE", "DUMPFILE", "LOAD_FILE", "INFILE", "MAX_STATEMENT_TIME"]),
+  mysql: new Set(["OUTFILE", "DUMPFILE", "LOAD_FILE", "INFILE", "MAX_STATEMENT_TIME", "DIRECTORY"]),
 };
 
 const READS = new Set(["SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "VALUES", "TABLE"]);
@@ -125,16 +86,22 @@ export interface Statement {
  * statement kinds a rollout may not run, and it names nothing on the never-list: files, the
  * statement time limit, extensions; `BEGIN NOT ATOMIC`, MariaDB's compound statement, and
  * SQLite's virtual tables are refused; stored code needs privileges a rollout user does not
- * have), and whether it only reads.
+ * have), and whether it only reads. Storage whose size the sandbox cannot count is refused too:
+ * temporary tables on both servers, and MySQL tables of any engine but InnoDB.
  *
  * @example
  * inspectStatement("/* x *\/ ATTACH DATABASE 'x.db' AS a", "sqlite").refusal; // "ATTACH is not allowed …"
  */
 export function inspectStatement(sql: string, dialect: Dialect): Statement {
-  const words = codeWords(sql, dialect);
+  const lexed = lexSql(sql, dialect);
+  const words = lexed.tokens.filter((t) => t.kind === "word").map((t) => t.text);
   const first = words[0];
   const reads = first !== undefined && (READS.has(first) || (first === "WITH" && !words.some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE")));
-  return { first, reads, refusal: first === undefined ? undefined : refusalOf(words, first, dialect) };
+  if (first === undefined) return { first, reads };
+  const refusal = lexed.versionedComment
+    ? "versioned executable comments (/*!NNNNN … */) are not allowed in a rollout database"
+    : (refusalOf(words, first, dialect) ?? uncountedStorage(lexed.tokens, first, dialect));
+  return { first, reads, refusal };
 }
 
 function refusalOf(words: string[], first: string, dialect: Dialect): string | undefined {
@@ -144,5 +111,40 @@ function refusalOf(words: string[], first: string, dialect: Dialect): string | u
   if (first === "START" && words[1] !== "TRANSACTION") return "only START TRANSACTION is allowed in a rollout database";
   if (first === "BEGIN" && words[1] === "NOT") return "compound statements are not allowed in a rollout database";
   if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL")) return "virtual tables are not allowed in a rollout database";
+  return undefined;
+}
+
+/**
+ * Storage engines MariaDB and MySQL ship besides InnoDB (a test checks that every engine the
+ * server offers is here): named after ENGINE without `=`, they are refused; with `=`, anything
+ * but InnoDB is.
+ */
+export const OTHER_ENGINES: ReadonlySet<string> = new Set(
+  "ARIA MYISAM MRG_MYISAM MERGE CSV MEMORY HEAP ARCHIVE BLACKHOLE FEDERATED FEDERATEDX CONNECT SEQUENCE SPIDER ROCKSDB S3 OQGRAPH SPHINX MROONGA COLUMNSTORE TOKUDB PERFORMANCE_SCHEMA NDB NDBCLUSTER EXAMPLE".split(
+    " ",
+  ),
+);
+
+/**
+ * Temporary tables (both servers: the server's temporary tablespace or files, outside the
+ * rollout database's count) and, on MySQL, an ENGINE other than InnoDB (CSV, Aria, MEMORY, …:
+ * their files are not in the tablespace count). A column named `engine` stays allowed. The engine
+ * also checks, after each CREATE or ALTER, that the database holds InnoDB tables only.
+ */
+function uncountedStorage(tokens: SqlToken[], first: string, dialect: Dialect): string | undefined {
+  if (first !== "CREATE" && first !== "ALTER") return undefined;
+  const words = tokens.filter((t) => t.kind === "word").map((t) => t.text);
+  if (first === "CREATE" && (words.includes("TEMPORARY") || (dialect === "sqlite" && words.includes("TEMP"))))
+    return "temporary tables are not allowed in a rollout database (their storage is not counted against its limit)";
+  if (dialect !== "mysql") return undefined;
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.kind !== "word" || t.text !== "ENGINE") continue;
+    const assigned = tokens[i + 1]?.kind === "punct" && tokens[i + 1]?.text === "=";
+    const value = tokens[i + (assigned ? 2 : 1)];
+    if (value === undefined || (value.kind === "word" && value.text === "INNODB")) continue;
+    if (!assigned && value.kind !== "string" && value.kind !== "identifier" && !(value.kind === "word" && OTHER_ENGINES.has(value.text))) continue;
+    return "only InnoDB tables are allowed in a rollout database (other engines' storage is not counted against its limit)";
+  }
   return undefined;
 }
