@@ -18,5 +18,5 @@ export async function addKey(deps: ApiDeps, id: string, scopes: Scope[], quota?:
 
 /** Serves the app on an ephemeral loopback port. */
 export function startApi(deps: ApiDeps): Promise<{ url: string; close: () => Promise<void> }> {
-  return listen(createApp(deps).fetch);
+  return listen(createApp(deps).fetch, 0, "127.0.0.1", { maxBodyBytes: deps.maxBodyBytes });
 }

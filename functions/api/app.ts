@@ -38,7 +38,7 @@ const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.
 export function createApp(deps: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
   const route = new OpenAPIHono<ApiEnv>().openapi(ROUTES["/v1/route"].route, async (c) => {
     const key = await requireScope(c, "route", deps);
-    const req = await parseBody(c, RouteRequest, deps.maxBodyBytes);
+    const req = await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
     const decision = await routeTask(req, deps, key.id);
     const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
     await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
@@ -48,7 +48,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
   const pools = new OpenAPIHono<ApiEnv>()
     .openapi(ROUTES["/v1/pools"].create, async (c) => {
       await requireScope(c, "pools:write", deps);
-      const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes));
+      const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes, deps.bodyTimeouts));
       await deps.pools.put(pool);
       return c.json({ id: pool.id, version: pool.version }, 201);
     })
@@ -67,7 +67,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
   const profiles = new OpenAPIHono<ApiEnv>()
     .openapi(ROUTES["/v1/profiles"].evidence, async (c) => {
       const key = await requireScope(c, "profiles:write", deps);
-      const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes);
+      const report = await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts);
       const pool = await deps.pools.get(report.poolId);
       if (!pool) throw new NotFoundError("pool", report.poolId);
       const known = new Set(harnessIds(pool));
@@ -86,7 +86,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
   const rescues = new OpenAPIHono<ApiEnv>()
     .openapi(ROUTES["/v1/rescues"].start, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      const req = await parseBody(c, RescueRequest, deps.maxBodyBytes);
+      const req = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
       const job = await startRescue(req, deps, key.id);
       await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
@@ -99,7 +99,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
   const experiments = new OpenAPIHono<ApiEnv>()
     .openapi(ROUTES["/v1/experiments"].start, async (c) => {
       const key = await requireScope(c, "experiments", deps);
-      const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes);
+      const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes, deps.bodyTimeouts);
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
       const record = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(record, deps.prices), 202);

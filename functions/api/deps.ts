@@ -14,6 +14,7 @@ import type {
   UsageMeter,
   Voter,
 } from "@harness-s/core";
+import type { BodyTimeouts } from "./http.ts";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
 export interface ApiDeps {
@@ -40,6 +41,8 @@ export interface ApiDeps {
   newId: (kind?: "dec" | "exp") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
+  /** How long a body may stall, and take in all, before a 408 (default BODY_TIMEOUTS). */
+  bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
 }

@@ -14,6 +14,8 @@ import {
   Id,
   PartialSendError,
   PayloadTooLargeError,
+  RequestTimeoutError,
+  UnsupportedMediaTypeError,
   UriTooLongError,
   ValidationError,
   authorize,
@@ -28,59 +30,85 @@ import type { DbbenchErrorCode } from "@harness-s/dbbench";
 export const MAX_JSON_DEPTH = 32;
 /** Longest accepted request URL (path and query), in characters; longer ones get 414. */
 export const MAX_URL_CHARS = 4096;
+/** How a body must arrive: no gap between chunks longer than `idleMs`, all of it within `deadlineMs` (else 408). */
+export const BODY_TIMEOUTS = { idleMs: 5_000, deadlineMs: 15_000 };
+export type BodyTimeouts = typeof BODY_TIMEOUTS;
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 /**
- * Reads the body as a stream and stops at `maxBytes` (413: an oversized body is never held
- * whole), then parses JSON, refuses nesting deeper than {@link MAX_JSON_DEPTH} and validates it
- * with `schema`; every failure becomes a 400 naming the bad fields.
+ * Reads a JSON body: 415 unless it is sent as application/json (UTF-8), 413 past `maxBytes`
+ * (declared or counted as it arrives: an oversized body is never held whole), 408 when it stalls
+ * or is slow ({@link BODY_TIMEOUTS}); then parses it, refuses nesting deeper than
+ * {@link MAX_JSON_DEPTH} and `__proto__` keys, and validates it with `schema`; every failure
+ * becomes a 400 naming the bad fields.
  */
-export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number): Promise<z.infer<S>> {
+export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, timeouts: BodyTimeouts = BODY_TIMEOUTS): Promise<z.infer<S>> {
+  const type = c.req.header("content-type");
+  if (!type || !JSON_TYPE.test(type)) throw new UnsupportedMediaTypeError(type);
   const declared = Number(c.req.header("content-length") ?? Number.NaN);
   if (declared > maxBytes) throw new PayloadTooLargeError(maxBytes);
-  // A declared length within the limit bounds what the HTTP parser reads (a longer body is not
-  // this request's); only a body of unknown length (chunked) is read as a counted stream.
-  const text = Number.isFinite(declared) ? await c.req.text() : await readLimited(c.req.raw, maxBytes);
+  const text = await readLimited(c.req.raw, maxBytes, timeouts);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     throw new ValidationError("request body", ["(root): not valid JSON"]);
   }
-  if (depthOver(json, MAX_JSON_DEPTH)) throw new ValidationError("request body", [`(root): nested deeper than ${MAX_JSON_DEPTH} levels`]);
+  const shape = shapeIssue(json, MAX_JSON_DEPTH);
+  if (shape) throw new ValidationError("request body", [shape]);
   const parsed = schema.safeParse(json);
   if (!parsed.success) throw new ValidationError("request body", formatIssues(parsed.error.issues));
   return parsed.data;
 }
 
-/** A body of unknown length, counted as it arrives and cut at `maxBytes`. */
-async function readLimited(req: Request, maxBytes: number): Promise<string> {
+/** The body, counted as it arrives and cut at `maxBytes`, given up when it stalls or runs past the deadline. */
+async function readLimited(req: Request, maxBytes: number, timeouts: BodyTimeouts): Promise<string> {
   if (!req.body) return "";
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
+  const deadline = Date.now() + timeouts.deadlineMs;
   let total = 0;
+  const fail = async (err: Error): Promise<never> => {
+    await reader.cancel().catch(() => undefined);
+    throw err;
+  };
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new PayloadTooLargeError(maxBytes);
-    }
-    chunks.push(value);
+    const left = deadline - Date.now();
+    const wait = Math.min(timeouts.idleMs, left);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<"stalled">((resolve) => {
+      timer = setTimeout(() => resolve("stalled"), Math.max(0, wait));
+    });
+    const next = await Promise.race([reader.read(), stalled]).finally(() => clearTimeout(timer));
+    if (next === "stalled")
+      return fail(
+        new RequestTimeoutError(wait < timeouts.idleMs ? `the request body took longer than ${timeouts.deadlineMs} ms` : `the request body stalled for ${timeouts.idleMs} ms`),
+      );
+    if (next.done) break;
+    total += next.value.byteLength;
+    if (total > maxBytes) return fail(new PayloadTooLargeError(maxBytes));
+    chunks.push(next.value);
   }
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Whether `value` nests deeper than `max` (iterative: a hostile body cannot overflow the stack). */
-function depthOver(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
+/**
+ * What no body may hold, whatever its schema: nesting deeper than `max`, or an own `__proto__`
+ * key (JSON.parse makes one; a schema's record would drop it silently). Iterative, so a hostile
+ * body cannot overflow the stack.
+ */
+function shapeIssue(value: unknown, max: number): string | undefined {
+  const stack: [unknown, number, string][] = [[value, 0, "(root)"]];
   while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
+    const [v, d, path] = stack.pop()!;
     if (v === null || typeof v !== "object") continue;
-    if (d >= max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+    if (d >= max) return `(root): nested deeper than ${max} levels`;
+    if (!Array.isArray(v) && Object.hasOwn(v, "__proto__")) return `${path === "(root)" ? "" : `${path}.`}__proto__: not an allowed key`;
+    if (Array.isArray(v)) v.forEach((child, i) => stack.push([child, d + 1, path === "(root)" ? String(i) : `${path}.${i}`]));
+    else for (const [k, child] of Object.entries(v)) stack.push([child, d + 1, path === "(root)" ? k : `${path}.${k}`]);
   }
-  return false;
+  return undefined;
 }
 
 /** A path or query parameter that must be an {@link Id}: 400 otherwise (never a store error). */
@@ -129,8 +157,10 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   STALE_POLICY_VERSION: 409,
   EXPERIMENT_CANCELLED: 409,
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
+  UNSUPPORTED_MEDIA_TYPE: 415,
   QUOTA_EXCEEDED: 429,
   CONCURRENCY_LIMIT: 429,
   NOT_CONFIGURED: 501,

@@ -1,3 +1,4 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { serve, type ServerType } from "@hono/node-server";
 import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
@@ -13,6 +14,7 @@ import {
   MemoryUsageMeter,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "./deps.ts";
+import { BODY_TIMEOUTS } from "./http.ts";
 
 /** API deps on in-memory adapters (ids from a counter); override any part to test an adapter. */
 export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
@@ -40,11 +42,35 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
   };
 }
 
-/** Serves `fetch` over HTTP with @hono/node-server; port 0 picks a free one. */
-export async function listen(fetch: (req: Request) => Response | Promise<Response>, port = 0, hostname = "127.0.0.1"): Promise<{ url: string; close: () => Promise<void> }> {
+/**
+ * Serves `fetch` over HTTP with @hono/node-server; port 0 picks a free one. A request that asks
+ * `Expect: 100-continue` is answered 413 before any of its body is sent when its declared length
+ * is over `maxBodyBytes` (417 for any other expectation); the server drops a request whose
+ * headers or whole body take longer than Node's timeouts set here.
+ */
+export async function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  port = 0,
+  hostname = "127.0.0.1",
+  opts: { maxBodyBytes?: number } = {},
+): Promise<{ url: string; close: () => Promise<void> }> {
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch, port, hostname }, () => resolve(s));
   });
+  const http = server as Server;
+  http.headersTimeout = 10_000;
+  http.requestTimeout = 2 * (BODY_TIMEOUTS.deadlineMs + 5_000);
+  const refuse = (res: ServerResponse, status: number, code: string, message: string) => {
+    res.writeHead(status, { "content-type": "application/json", connection: "close" });
+    res.end(JSON.stringify({ error: { code, message } }));
+  };
+  http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    const declared = Number(req.headers["content-length"] ?? Number.NaN);
+    if (opts.maxBodyBytes !== undefined && declared > opts.maxBodyBytes) return refuse(res, 413, "PAYLOAD_TOO_LARGE", `request body exceeds ${opts.maxBodyBytes} bytes`);
+    res.writeContinue();
+    http.emit("request", req, res);
+  });
+  http.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => refuse(res, 417, "EXPECTATION_FAILED", "only Expect: 100-continue is understood"));
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;
   return { url: `http://${hostname}:${actual}`, close: () => new Promise((r) => server.close(() => r())) };

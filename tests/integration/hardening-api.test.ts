@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PutCommand, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -93,11 +94,16 @@ describe("1. evidence cannot poison a pool", () => {
       { family: "x".repeat(101) },
       { taskTags: ["a b"] },
       { behaviours: { __proto__x: true, "": true } },
+      JSON.parse('{"behaviours": {"__proto__": true}}'),
+      JSON.parse('{"behaviours": {"ok": true, "__proto__": false}}'),
       { harnessId: "sib-not-in-pool" },
     ]) {
       const res = await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("bad", bad)] });
       expect(res.status, JSON.stringify(bad)).toBe(400);
     }
+    const nested = await post("/v1/route", '{"poolId":"p","task":{"id":"t","family":"app","__proto__":{"tags":["x"]}}}');
+    expect(nested.status).toBe(400);
+    expect((await nested.json()).error.issues[0]).toMatch(/task\.__proto__/);
   });
 
   it("keeps a profile bounded: thousands of distinct tags fold into one counted key, and later evidence is still applied", async () => {
@@ -143,6 +149,100 @@ describe("1. evidence cannot poison a pool", () => {
     });
     expect(fixed.byFamily).toEqual({ app: { attempts: 3, successes: 2 } });
     expect(fixed.behaviours).toEqual({});
+  });
+});
+
+/**
+ * One request written to a raw socket: `head` (request line and headers), then each body piece
+ * after its delay; answers the first status line the server sends and when it came.
+ */
+function rawRequest(url: string, head: string[], pieces: { afterMs: number; data: string }[] = [], timeoutMs = 15_000) {
+  const { port } = new URL(url);
+  return new Promise<{ status: number; ms: number; raw: string }>((resolve, reject) => {
+    const started = performance.now();
+    const socket = connect(Number(port), "127.0.0.1");
+    let raw = "";
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const done = (err?: Error) => {
+      for (const t of timers) clearTimeout(t);
+      socket.destroy();
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ""));
+      if (m) resolve({ status: Number(m[1]), ms: performance.now() - started, raw });
+      else reject(err ?? new Error(`no answer (${JSON.stringify(raw.slice(0, 100))})`));
+    };
+    socket.on("data", (d) => {
+      raw += d.toString();
+      if (/^HTTP\/1\.1 (?!100)\d{3}[^]*\r\n\r\n/.test(raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ""))) done();
+    });
+    socket.on("error", (err) => done(err));
+    socket.on("close", () => done());
+    socket.write(`${head.join("\r\n")}\r\n\r\n`);
+    let at = 0;
+    for (const p of pieces) {
+      at += p.afterMs;
+      timers.push(setTimeout(() => socket.write(p.data), at));
+    }
+    timers.push(setTimeout(() => done(new Error("timed out")), timeoutMs));
+  });
+}
+
+describe("8. bodies: slow, short, expected, of the wrong type (issue 18)", () => {
+  let strict: { url: string; close: () => Promise<void> };
+  beforeAll(async () => {
+    strict = await startApi({ ...stack.deps, bodyTimeouts: { idleMs: 1_000, deadlineMs: 3_000 } });
+  });
+  afterAll(() => strict?.close());
+  const headOf = (length: number, extra: string[] = []) => [
+    "POST /v1/route HTTP/1.1",
+    "host: 127.0.0.1",
+    `authorization: Bearer ${key}`,
+    "content-type: application/json",
+    `content-length: ${length}`,
+    ...extra,
+  ];
+
+  it("answers 408 to a body that trickles past the deadline, stalls, or stops short of its Content-Length", async () => {
+    const trickle = await rawRequest(
+      strict.url,
+      headOf(200),
+      Array.from({ length: 40 }, () => ({ afterMs: 300, data: " " })),
+    );
+    expect(trickle.status).toBe(408);
+    expect(trickle.ms).toBeLessThan(6_000);
+    const stalled = await rawRequest(strict.url, headOf(200), [{ afterMs: 3_000, data: " " }]);
+    expect(stalled.status).toBe(408);
+    expect(stalled.raw).toMatch(/REQUEST_TIMEOUT/);
+    const short = await rawRequest(strict.url, headOf(200), [{ afterMs: 0, data: '{"poolId":' }]);
+    expect(short.status).toBe(408);
+  });
+
+  it("refuses Expect: 100-continue over the limit before any body is sent, and continues one within it", async () => {
+    const huge = await rawRequest(strict.url, headOf(1e9, ["expect: 100-continue"]));
+    expect(huge.status).toBe(413);
+    expect(huge.raw).not.toMatch(/100 Continue/);
+    const body = JSON.stringify({ poolId: poolId(), task: { id: "t1", family: "app" } });
+    const small = await rawRequest(strict.url, headOf(Buffer.byteLength(body), ["expect: 100-continue"]), [{ afterMs: 100, data: body }]);
+    expect(small.raw).toMatch(/^HTTP\/1\.1 100 Continue/);
+    expect(small.status).toBe(200);
+    const odd = await rawRequest(strict.url, headOf(2, ["expect: something-else"]), [{ afterMs: 0, data: "{}" }]);
+    expect(odd.status).toBe(417);
+  });
+
+  it("reads JSON endpoints' bodies only when they are sent as JSON (415 otherwise)", async () => {
+    const body = JSON.stringify({ poolId: poolId(), task: { id: "t1", family: "app" } });
+    const send = (type?: string) =>
+      fetch(`${api.url}/v1/route`, { method: "POST", headers: { authorization: `Bearer ${key}`, ...(type ? { "content-type": type } : {}) }, body }).then(async (r) => ({
+        status: r.status,
+        code: (await r.json()).error?.code,
+      }));
+    expect(await send("text/plain")).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
+    expect(await send("application/x-www-form-urlencoded")).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
+    expect(await send("application/json; charset=latin1")).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
+    expect(
+      (await rawRequest(api.url, ["POST /v1/route HTTP/1.1", "host: x", `authorization: Bearer ${key}`, `content-length: ${body.length}`], [{ afterMs: 0, data: body }])).status,
+    ).toBe(415);
+    expect((await send("application/json; charset=utf-8")).status).toBe(200);
+    expect((await send("Application/JSON")).status).toBe(200);
   });
 });
 

@@ -7,7 +7,7 @@ import { createPool, type Ballot, type BallotRequest, type Envelope, type Profil
 import { DynamoBallotStore, DynamoProfileStore, SqsQueue, createQueueWithDlq, createTables, localCredentials, pollOnce, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
 import { createProfileHandler } from "../../functions/profile/handler.ts";
 import { createVoteHandler } from "../../functions/vote/handler.ts";
-import { makeSpec } from "../factories.ts";
+import { makeSpec, makeSqsRecord } from "../factories.ts";
 
 let dynamo: Awaited<ReturnType<typeof startDynamoDbLocal>>;
 let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
@@ -124,6 +124,40 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
     expect(await dlqCount(q.dlqUrl)).toBe(1);
     expect(lines[0]).toMatch(/failed \(receive 1\)/);
   }, 30_000);
+
+  it("keeps one hot profile exact under 10,000 outcomes from 4 concurrent workers, no message failing even once", async () => {
+    // Four worker processes (each its own store, as four Lambda containers would be) take batches
+    // of 10 records from one queue of 10,000 outcomes, all for one harness.
+    const names = tableNames("worker-");
+    const containers = Array.from({ length: 4 }, () => new DynamoProfileStore(DynamoDBDocumentClient.from(ddb), names));
+    const failures: string[] = [];
+    const batches = Array.from({ length: 1_000 }, (_, b) => ({
+      Records: Array.from({ length: 10 }, (_, r) => makeSqsRecord(`hot-${b}-${r}`, evidence(`hot-${b}-${r}`, "sib-hot", r % 2 === 0))),
+    }));
+    let taken = 0;
+    const started = performance.now();
+    await Promise.all(
+      containers.map(async (ledger) => {
+        const handler = createProfileHandler({ ledger, log: (l) => failures.push(l) });
+        while (taken < batches.length) {
+          const out = await handler(batches[taken++]!);
+          failures.push(...out.batchItemFailures.map((f) => `failed ${f.itemIdentifier}`));
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const stats = containers.reduce((t, c) => ({ transactions: t.transactions + c.stats.transactions, conflicts: t.conflicts + c.stats.conflicts }), {
+      transactions: 0,
+      conflicts: 0,
+    });
+    console.log(
+      `hot profile: 10,000 outcomes in ${seconds.toFixed(1)} s, ${stats.transactions} transactions, ${stats.conflicts} revision conflicts retried, ${failures.length} failures`,
+    );
+    expect(failures).toEqual([]);
+    const hot = (await store.get("pool"))["sib-hot"]!;
+    expect(hot.byFamily.app).toEqual({ attempts: 10_000, successes: 5_000 });
+    expect(stats.transactions).toBeLessThan(2_000);
+  }, 180_000);
 
   it("refuses to send an invalid envelope", async () => {
     const q = await freshQueue();

@@ -15,7 +15,16 @@ export const Name = z.string().min(1).max(100).regex(NAME, charset);
 /** An id a caller sends (pool, task, harness, outcome, path parameter): at most 200 characters, one charset. */
 export const Id = z.string().min(1).max(200).regex(NAME, charset);
 
-/** At most `max` keys, each a {@link Name}. */
+/**
+ * At most `max` keys, each a {@link Name}. An own `__proto__` key (JSON.parse makes one) is
+ * refused like any other non-name: zod's record would otherwise drop it without a word.
+ */
 export function nameRecord<V extends z.ZodType>(value: V, max: number) {
-  return z.record(Name, value).refine((r) => Object.keys(r).length <= max, { message: `at most ${max} keys` });
+  return z
+    .unknown()
+    .superRefine((input, ctx) => {
+      if (input !== null && typeof input === "object" && Object.hasOwn(input, "__proto__"))
+        ctx.addIssue({ code: "custom", path: ["__proto__"], message: `"__proto__" is not a name (${charset})` });
+    })
+    .pipe(z.record(Name, value).refine((r) => Object.keys(r).length <= max, { message: `at most ${max} keys` }));
 }

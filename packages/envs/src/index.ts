@@ -8,3 +8,4 @@ export { dbFamily } from "./embedded/db.ts";
 export * from "./embedded/prior.ts";
 export * from "./embedded/text.ts";
 export * from "./embedded/setup.ts";
+export * from "./embedded/off-thread.ts";

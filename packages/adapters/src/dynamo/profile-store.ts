@@ -4,6 +4,18 @@ import { ConflictError, emptyProfile, repairProfile, type Profile, type ProfileL
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 
+/** Message ids one transaction claims at most (DynamoDB allows 100 items; one is the profile). */
+const MAX_CLAIMS = 99;
+/** Transactions tried per batch before its messages fail (and SQS redelivers them). */
+const MAX_ATTEMPTS = 12;
+
+interface PendingApply {
+  messageId: string;
+  update: (current: Profile) => Profile;
+  resolve: (outcome: "applied" | "duplicate") => void;
+  reject: (err: Error) => void;
+}
+
 /**
  * Profiles, one item per (pool, harness) with a revision number for optimistic concurrency. A
  * stored profile that no longer parses (left by a write before names were guarded: NaN counts
@@ -11,6 +23,11 @@ import type { TableNames } from "./tables.ts";
  * applied to that harness writes the repaired profile back.
  */
 export class DynamoProfileStore implements ProfileStore, ProfileLedger {
+  /** Transactions written for evidence, and how many of them met a moved revision (for benches and tests). */
+  readonly stats = { transactions: 0, conflicts: 0 };
+  private readonly pending = new Map<string, PendingApply[]>();
+  private readonly flushing = new Set<string>();
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
@@ -51,45 +68,108 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   }
 
   /**
-   * Claims the message id and writes the next profile revision in one transaction; a claimed id
-   * means a duplicate delivery, a moved revision means a concurrent writer (read again, retry).
+   * Claims the message id and writes the next profile revision in one transaction. Calls for the
+   * same harness that arrive together (a batch's records run concurrently) are coalesced: each
+   * transaction claims every waiting message id (up to {@link MAX_CLAIMS}) and writes one revision
+   * with all their updates, so a hot profile costs one write per batch, not one contended write
+   * per outcome. A claimed id is a duplicate delivery (answered "duplicate", its update left out);
+   * a moved revision is another process's write (read again and retry, with jittered backoff).
    */
-  async applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const current = await this.read(poolId, harnessId);
-      const next = update(current?.profile ?? emptyProfile(harnessId, 0));
-      const rev = current?.rev ?? 0;
+  applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
+    const key = JSON.stringify([poolId, harnessId]);
+    return new Promise((resolve, reject) => {
+      const waiting = this.pending.get(key) ?? [];
+      waiting.push({ messageId, update, resolve, reject });
+      this.pending.set(key, waiting);
+      if (!this.flushing.has(key)) void this.flush(key, poolId, harnessId);
+    });
+  }
+
+  private async flush(key: string, poolId: string, harnessId: string): Promise<void> {
+    this.flushing.add(key);
+    try {
+      await new Promise((r) => setImmediate(r));
+      for (let waiting = this.pending.get(key); waiting?.length; waiting = this.pending.get(key)) {
+        await this.applyTogether(poolId, harnessId, waiting.splice(0, MAX_CLAIMS));
+      }
+    } finally {
+      this.pending.delete(key);
+      this.flushing.delete(key);
+    }
+  }
+
+  private async applyTogether(poolId: string, harnessId: string, calls: PendingApply[]): Promise<void> {
+    // A message id twice in one batch: the first is claimed, the others follow its outcome.
+    const byId = new Map<string, PendingApply[]>();
+    for (const c of calls) byId.set(c.messageId, [...(byId.get(c.messageId) ?? []), c]);
+    const settle = (id: string, outcome: "applied" | "duplicate" | Error) => {
+      for (const [i, c] of byId.get(id)!.entries()) {
+        if (outcome instanceof Error) c.reject(outcome);
+        else c.resolve(i === 0 ? outcome : "duplicate");
+      }
+    };
+    let live = [...byId.keys()];
+    for (let attempt = 0; live.length > 0; attempt++) {
+      if (attempt === MAX_ATTEMPTS) {
+        for (const id of live) settle(id, new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`));
+        return;
+      }
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(400, 10 * 2 ** attempt)));
+      let current: { profile: Profile; rev: number } | undefined;
       try {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: this.tables.Processed,
-                  Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 },
-                  ConditionExpression: "attribute_not_exists(id)",
-                },
-              },
-              {
-                Put: {
-                  TableName: this.tables.Profiles,
-                  Item: { poolId, harnessId, policyVersion: next.policyVersion, rev: rev + 1, body: JSON.stringify(next) },
-                  ConditionExpression: rev === 0 ? "attribute_not_exists(poolId)" : "rev = :rev",
-                  ExpressionAttributeValues: rev === 0 ? undefined : { ":rev": rev },
-                },
-              },
-            ],
-          }),
-        );
-        return "applied";
+        current = await this.read(poolId, harnessId);
+      } catch (err) {
+        for (const id of live) settle(id, err as Error);
+        return;
+      }
+      let next = current?.profile ?? emptyProfile(harnessId, 0);
+      const applied: string[] = [];
+      for (const id of live) {
+        try {
+          next = byId.get(id)![0]!.update(next);
+          applied.push(id);
+        } catch (err) {
+          settle(id, err as Error);
+        }
+      }
+      live = applied;
+      if (live.length === 0) return;
+      const rev = current?.rev ?? 0;
+      this.stats.transactions++;
+      try {
+        await this.doc.send(new TransactWriteCommand({ TransactItems: [...live.map((id) => this.claim(id)), this.revision(poolId, harnessId, next, rev)] }));
+        for (const id of live) settle(id, "applied");
+        return;
       } catch (err) {
         const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-        if (reasons?.[0]?.Code === "ConditionalCheckFailed") return "duplicate";
-        if (reasons?.[1]?.Code === "ConditionalCheckFailed") continue;
-        throw translateAwsError(err, "apply profile evidence");
+        if (!reasons) {
+          const failure = translateAwsError(err, "apply profile evidence");
+          for (const id of live) settle(id, failure);
+          return;
+        }
+        const claimed = live.filter((_, i) => reasons[i]?.Code === "ConditionalCheckFailed");
+        for (const id of claimed) settle(id, "duplicate");
+        live = live.filter((id) => !claimed.includes(id));
+        if (reasons[reasons.length - 1]?.Code === "ConditionalCheckFailed") this.stats.conflicts++;
       }
     }
-    throw new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`);
+  }
+
+  private claim(messageId: string) {
+    return {
+      Put: { TableName: this.tables.Processed, Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 }, ConditionExpression: "attribute_not_exists(id)" },
+    };
+  }
+
+  private revision(poolId: string, harnessId: string, next: Profile, rev: number) {
+    return {
+      Put: {
+        TableName: this.tables.Profiles,
+        Item: { poolId, harnessId, policyVersion: next.policyVersion, rev: rev + 1, body: JSON.stringify(next) },
+        ConditionExpression: rev === 0 ? "attribute_not_exists(poolId)" : "rev = :rev",
+        ExpressionAttributeValues: rev === 0 ? undefined : { ":rev": rev },
+      },
+    };
   }
 
   private async read(poolId: string, harnessId: string): Promise<{ profile: Profile; rev: number } | undefined> {

@@ -4,7 +4,7 @@ import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
-import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
+import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { localQueuedExperiment } from "../runtime/local-aws.ts";
 
@@ -22,7 +22,8 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
   process.stderr.write("evolving the embedded sibling pool …\n");
-  const setupFor = embeddedSetups(defaultEmbeddedSettings);
+  // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
+  const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());
   const setup = setupFor("test");
   const instance = await setup.instance(1);
   const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
@@ -53,7 +54,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
-    server = await listen(createApp(stack.deps).fetch, opts.port, opts.host);
+    server = await listen(createApp(stack.deps).fetch, opts.port, opts.host, { maxBodyBytes: stack.deps.maxBodyBytes });
     const url = server.url;
     console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);

@@ -53,7 +53,12 @@ export function evolutionForPoolSize(poolSize: number): Partial<EvolutionConfig>
  * The composition root of the embedded default: environment, policy factory, and for each seed
  * a suite instance with its own evolved, frozen sibling pool (or one shared instance).
  */
-export function embeddedSetup(settings: EmbeddedSettings, onEvolution?: (seed: number, done: number, total: number) => void): Omit<ExperimentDeps, "onProgress"> {
+export function embeddedSetup(
+  settings: EmbeddedSettings,
+  onEvolution?: (seed: number, done: number, total: number) => void,
+  /** Builds an instance elsewhere (e.g. {@link offThreadInstances}); default: here, in process. */
+  buildElsewhere?: (settings: EmbeddedSettings, seed: number) => Promise<SeedInstance>,
+): Omit<ExperimentDeps, "onProgress"> {
   const env = new EmbeddedEnvironment();
   const createPolicy = (_seed: number): Policy =>
     new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength, ...(settings.cueHalfLife ? { cueHalfLife: settings.cueHalfLife } : {}) });
@@ -75,7 +80,7 @@ export function embeddedSetup(settings: EmbeddedSettings, onEvolution?: (seed: n
   };
   const instance = (seed: number) => {
     const key = settings.fixedSuite ? settings.suiteSeed : seed;
-    if (!cache.has(key)) cache.set(key, build(key));
+    if (!cache.has(key)) cache.set(key, buildElsewhere ? buildElsewhere(settings, key) : build(key));
     return cache.get(key)!;
   };
   return { env, createPolicy, voters: statisticalVoters, instance };
@@ -91,10 +96,13 @@ export type SetupForProtocol = (protocol: Protocol) => Omit<ExperimentDeps, "onP
  * const setupFor = embeddedSetups(defaultEmbeddedSettings);
  * const deps = setupFor(record.request.protocol);
  */
-export function embeddedSetups(settings: Omit<EmbeddedSettings, "protocol">): SetupForProtocol {
+export function embeddedSetups(
+  settings: Omit<EmbeddedSettings, "protocol">,
+  buildElsewhere?: (settings: EmbeddedSettings, seed: number) => Promise<SeedInstance>,
+): SetupForProtocol {
   const cache = new Map<Protocol, Omit<ExperimentDeps, "onProgress">>();
   return (protocol) => {
-    if (!cache.has(protocol)) cache.set(protocol, embeddedSetup({ ...settings, protocol }));
+    if (!cache.has(protocol)) cache.set(protocol, embeddedSetup({ ...settings, protocol }, undefined, buildElsewhere));
     return cache.get(protocol)!;
   };
 }
