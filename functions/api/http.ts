@@ -105,8 +105,7 @@ function shapeIssue(value: unknown, max: number): string | undefined {
     if (v === null || typeof v !== "object") continue;
     if (d >= max) return `(root): nested deeper than ${max} levels`;
     if (!Array.isArray(v) && Object.hasOwn(v, "__proto__")) return `${path === "(root)" ? "" : `${path}.`}__proto__: not an allowed key`;
-    if (Array.isArray(v)) v.forEach((child, i) => stack.push([child, d + 1, path === "(root)" ? String(i) : `${path}.${i}`]));
-    else for (const [k, child] of Object.entries(v)) stack.push([child, d + 1, path === "(root)" ? k : `${path}.${k}`]);
+    for (const [k, child] of Object.entries(v)) stack.push([child, d + 1, path === "(root)" ? k : `${path}.${k}`]);
   }
   return undefined;
 }

@@ -41,7 +41,7 @@ describe("harness-s CLI", () => {
     expect(summary.config.protocol).toBe("validation");
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("> **VALIDATION protocol");
     await expect(run("node", [...cli, "experiment", "--protocol", "dev"])).rejects.toMatchObject({
-      code: 1,
+      code: 2,
       stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/),
     });
   });
@@ -68,20 +68,75 @@ describe("harness-s CLI", () => {
     });
     await expect(run("node", [...cli, "tune", "--objective", "random", "--out", out])).rejects.toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/tuning rule is invalid:[\s\S]*objective/),
+      stderr: expect.stringMatching(/--objective "random": Invalid option/),
     });
   });
 
   it("rejects bad options with a clear message and a non-zero exit", async () => {
     await expect(run("node", [...cli, "experiment", "--seeds", "1,x"])).rejects.toMatchObject({
-      code: 1,
-      stderr: expect.stringMatching(/seeds must be comma-separated integers/),
+      code: 2,
+      stderr: expect.stringMatching(/seeds must be comma-separated non-negative integers/),
     });
     await expect(run("node", [...cli, "experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}'])).rejects.toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/training config is invalid:[\s\S]*batchSize/),
+      stderr: expect.stringMatching(/--train[\s\S]*batchSize/),
     });
   });
+
+  it("parses every flag strictly before any work starts: exit 2 naming the flag, never a stack trace or a silent default", async () => {
+    // Each was accepted silently, ran with a default, or died with a raw stack trace on main (issue 18).
+    const cases: [string[], RegExp][] = [
+      [["experiment", "--train", '{"kk":1}'], /--train.*Unrecognized key: "kk"/],
+      [["experiment", "--train", '{"__proto__":{"steps":1}}'], /--train.*"__proto__"/],
+      [["experiment", "--steps", "0"], /--steps "0": Too small/],
+      [["experiment", "--pool-size", "0"], /--pool-size "0"/],
+      [["experiment", "--seeds=-1"], /--seeds "-1".*non-negative/],
+      [["experiment", "--side-effects", "2"], /--side-effects "2": Too big/],
+      [["experiment", "--eval-tasks", "-1"], /--eval-tasks "-1"/],
+      [["experiment", "--cue-rate=1.5"], /--cue-rate "1.5"/],
+      [["experiment", "--policy", "worker"], /--policy-url.*--policy worker needs --policy-url/],
+      [["serve", "--port", "70000"], /--port "70000": Too big/],
+      [["serve", "--api-key", "short"], /--api-key "short": an API key needs at least 8 characters/],
+      [["policy-serve", "--port", "80000"], /--port "80000"/],
+      [["policy-worker", "--port", "80000"], /--port "80000"/],
+      [["bench", "--seconds", "x"], /--seconds "x": not a number/],
+      [["confirm", "C1", "--jobs", "0"], /--jobs "0"/],
+      [["dbbench", "verify", "--concurrency", "1e3"], /--concurrency "1e3": Too big/],
+      [["dbbench", "eval", "--base-url", "nope", "--model", "m"], /--base-url "nope": not a URL/],
+      [["experiment", "--bogus"], /unknown option '--bogus'/],
+    ];
+    const results = await Promise.all(
+      cases.map(([args]) =>
+        run("node", [...cli, ...args], { timeout: 60_000 }).then(
+          () => ({ code: 0, stdout: "", stderr: "" }),
+          (err) => err,
+        ),
+      ),
+    );
+    for (const [i, [args, message]] of cases.entries()) {
+      expect(results[i].code, args.join(" ")).toBe(2);
+      expect(results[i].stderr, args.join(" ")).toMatch(message);
+      expect(results[i].stderr, args.join(" ")).not.toMatch(/\n\s+at /);
+      expect(results[i].stdout + results[i].stderr, args.join(" ")).not.toMatch(/harness-s experiment: \d+ seeds|creating the policy worker/);
+    }
+  }, 120_000);
+
+  it("reads --a=b as --a b (--quick --seeds=7 runs seed 7), and exits 1 when every row of a DBBench eval errored", async () => {
+    const out = await mkdtemp(join(tmpdir(), "hs-q7-"));
+    await run("node", [...cli, "experiment", "--quick", "--seeds=7", "--steps=1", "--eval-tasks", "1", "--out", out], { timeout: 120_000 });
+    expect(JSON.parse(await readFile(join(out, "summary.json"), "utf8")).seeds).toEqual([7]);
+    const dbOut = await mkdtemp(join(tmpdir(), "hs-db-"));
+    const unreachable = await run(
+      "node",
+      [...cli, "dbbench", "eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "x", "--limit", "2", "--engine", "sqlite", "--out", dbOut],
+      {
+        timeout: 120_000,
+      },
+    ).catch((err) => err);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/2 of 2 rows errored/);
+    expect(JSON.parse(await readFile(join(dbOut, "summary.json"), "utf8")).erroredRows).toBe(2);
+  }, 120_000);
 
   it("prints help for every command the top-level help lists, and for every dbbench subcommand", async () => {
     // Prepare: the commands as the CLI itself lists them

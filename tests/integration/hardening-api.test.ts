@@ -172,7 +172,7 @@ function rawRequest(url: string, head: string[], pieces: { afterMs: number; data
     };
     socket.on("data", (d) => {
       raw += d.toString();
-      if (/^HTTP\/1\.1 (?!100)\d{3}[^]*\r\n\r\n/.test(raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ""))) done();
+      if (/^HTTP\/1\.1 (?!100)\d{3}[\s\S]*\r\n\r\n/.test(raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ""))) done();
     });
     socket.on("error", (err) => done(err));
     socket.on("close", () => done());

@@ -1,4 +1,5 @@
-import { Command, Option, InvalidArgumentError } from "commander";
+import { Command, CommanderError, Option } from "commander";
+import { ZodError } from "zod";
 import { HarnessSError } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
@@ -13,64 +14,42 @@ import { confirmCommand } from "./commands/confirm.ts";
 import { tuneCommand } from "./commands/tune.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
-import { parseSeedList } from "./seeds.ts";
+import { formatIssues } from "@harness-s/core";
+import { parseFlags } from "./flags.ts";
+import {
+  BenchFlags,
+  ConfirmFlags,
+  DbbenchEvalFlags,
+  DbbenchVerifyFlags,
+  EvolveFlags,
+  ExperimentFlags,
+  PolicyServeFlags,
+  PolicyWorkerFlags,
+  ReportFlags,
+  ServeFlags,
+  TuneFlags,
+} from "./command-flags.ts";
 
-function seedList(value: string): number[] {
-  try {
-    return parseSeedList(value);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
-function jsonObject(value: string): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(value);
-    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // fall through to the error below
-  }
-  throw new InvalidArgumentError(`expected a JSON object, got ${value}`);
-}
-
-const SWEEPS = ["cue", "router", "reanchor"] as const;
-function sweepList(value: string): (typeof SWEEPS)[number][] {
-  const kinds = value.split(",").map((s) => s.trim());
-  const unknown = kinds.filter((k) => !(SWEEPS as readonly string[]).includes(k));
-  if (unknown.length) throw new InvalidArgumentError(`unknown sweep ${unknown.join(", ")} (choose from ${SWEEPS.join(", ")})`);
-  return kinds as (typeof SWEEPS)[number][];
-}
-
-function number(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError(`not a number: ${value}`);
-  return n;
-}
-
-const program = new Command().name("harness-s").description("Selective harness rescue for GRPO agent training, and the harness router.").showHelpAfterError();
+// Every usage error exits 2: commander's own (unknown flag, missing value, bad choice) and the flag schemas'.
+const program = new Command().name("harness-s").description("Selective harness rescue for GRPO agent training, and the harness router.").showHelpAfterError().exitOverride();
 
 program
   .command("experiment")
   .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
-  .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25", seedList, [1, 2, 3, 4, 5])
+  .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25 (default: 1-5, or 1-3 with --quick)")
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
   .option(
     "--sweep [kinds]",
     "also run sweeps: cue (the default: harness-s − grpo-budget over H0 cue rate and cue strength), router (harness-s − harness-s-random over pool size, k and side effects), reanchor (harness-s − harness-s-noreanchor as hints fade); comma-separated",
-    sweepList,
   )
-  .option(
-    "--side-effects <p>",
-    "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)",
-    number,
-  )
-  .option("--cue-half-life <steps>", "updates over which the policy's hint bonus halves (default: fixed)", number)
-  .option("--pool-size <n>", "siblings evolution keeps (default 8)", number)
-  .option("--steps <n>", "training steps per arm", number)
-  .option("--train <json>", 'overrides of the training config as JSON, e.g. \'{"k":3,"batchSize":24}\'', jsonObject)
-  .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", number, defaultEmbeddedSettings.cueRate)
-  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
+  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)")
+  .option("--cue-half-life <steps>", "updates over which the policy's hint bonus halves (default: fixed)")
+  .option("--pool-size <n>", "siblings evolution keeps (default 8)")
+  .option("--steps <n>", "training steps per arm")
+  .option("--train <json>", 'overrides of the training config as JSON, e.g. \'{"k":3,"batchSize":24}\'')
+  .option("--cue-rate <r>", "share of train tasks whose instruction cues their latent requirements", String(defaultEmbeddedSettings.cueRate))
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", String(defaultEmbeddedSettings.cueStrength))
   .option("--fixed-suite", "run every seed on one suite instance and pool (default: each seed is an independent replicate)", false)
   .addOption(
     new Option(
@@ -94,20 +73,18 @@ program
   .option("--policy-url <url>", "the policy worker (see `harness-s policy-worker`)")
   .option("--policy-token <t>", "the worker's bearer token")
   .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
-  .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", number, 1e-2)
-  .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", number, 24)
-  .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task", number)
-  .action(async (o) => {
-    if (o.policy === "worker" && !o.policyUrl) program.error("error: --policy worker needs --policy-url URL (start one with `harness-s policy-worker`)");
-    const worker = o.policy === "worker" ? { url: o.policyUrl, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens } : undefined;
-    if (o.resume && !o.out) program.error("error: --resume needs --out DIR (the run to continue)");
-    const seeds: number[] = o.quick && !process.argv.includes("--seeds") ? [1, 2, 3] : o.seeds;
+  .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", String(1e-2))
+  .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
+  .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
+  .action(async (raw) => {
+    const o = parseFlags(ExperimentFlags, raw, "experiment");
+    const worker = o.policy === "worker" ? { url: o.policyUrl!, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens } : undefined;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await experimentCommand({
-      seeds,
+      seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),
       out,
       quick: o.quick,
-      sweeps: o.sweep === undefined ? [] : o.sweep === true ? ["cue"] : o.sweep,
+      sweeps: o.sweep ?? [],
       sideEffects: o.sideEffects,
       cueHalfLife: o.cueHalfLife,
       poolSize: o.poolSize,
@@ -128,8 +105,9 @@ program
   .command("confirm")
   .description("Run a declared confirmation block once: fresh seeds, declared and committed in confirmation/blocks.json before the run; figures to confirmation/<block>/")
   .argument("<block>", "the block id, e.g. C1")
-  .option("--jobs <n>", "experiment processes at once (each on part of the block)", number, 2)
-  .action(async (block: string, o) => {
+  .option("--jobs <n>", "experiment processes at once (each on part of the block)", String(2))
+  .action(async (block: string, raw) => {
+    const o = parseFlags(ConfirmFlags, raw, "confirm");
     await confirmCommand({ root: process.cwd(), block, jobs: o.jobs });
   });
 
@@ -138,21 +116,22 @@ program
   .description("Pool experiment runs of one configuration on disjoint seeds into one summary, report and plots")
   .argument("<runs...>", "result folders, each with a summary.json")
   .requiredOption("--out <dir>", "where the pooled summary.json, report.md and plots go")
-  .action(async (runs: string[], o) => {
-    await reportCommand(runs, o.out);
+  .action(async (runs: string[], raw) => {
+    await reportCommand(runs, parseFlags(ReportFlags, raw, "report").out);
   });
 
 program
   .command("tune")
   .description("Compare harness-s settings with the defaults on the validation protocol (no held-out task is built) and apply the adoption rule")
-  .option("--seeds <list>", "seeds for tuning; keep them apart from the seeds you report", seedList, parseSeedList("101-110"))
-  .option("--candidates <json>", 'name → training-config overrides, e.g. \'{"k=3":{"k":3}}\' (default: harness-s\'s own settings around the defaults)', jsonObject)
-  .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'", jsonObject)
-  .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", number, 2)
-  .option("--min-share <share>", "share of seeds in which it must be better", number, 0.7)
+  .option("--seeds <list>", "seeds for tuning; keep them apart from the seeds you report", "101-110")
+  .option("--candidates <json>", 'name → training-config overrides, e.g. \'{"k=3":{"k":3}}\' (default: harness-s\'s own settings around the defaults)')
+  .option("--train <json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'")
+  .option("--min-gain <points>", "validation Avg@3 points a candidate must gain on average", String(2))
+  .option("--min-share <share>", "share of seeds in which it must be better", String(0.7))
   .option("--objective <arm>", "whose validation Avg@3 is maximised: harness-s, or a baseline (grpo-budget, grpo) when tuning shared settings", "harness-s")
   .option("--out <dir>", "output folder (default results/tune-<timestamp>)")
-  .action(async (o) => {
+  .action(async (raw) => {
+    const o = parseFlags(TuneFlags, raw, "tune");
     const out = o.out ?? `results/tune-${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await tuneCommand({
       seeds: o.seeds,
@@ -167,45 +146,52 @@ program
   .command("evolve")
   .description("Evolve a sibling pool from H0 along the repair directions and save it")
   .option("--out <file>", "where to write the pool", "results/pool.json")
-  .option("--seed <n>", "the suite instance (and evolution) seed", number, 1)
-  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, defaultEmbeddedSettings.cueStrength)
-  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area (see experiment)", number)
-  .option("--pool-size <n>", "siblings to keep (default 8)", number)
+  .option("--seed <n>", "the suite instance (and evolution) seed", String(1))
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", String(defaultEmbeddedSettings.cueStrength))
+  .option("--side-effects <p>", "how often a sibling's edit misleads outside its area (see experiment)")
+  .option("--pool-size <n>", "siblings to keep (default 8)")
   .addOption(new Option("--protocol <p>", "test, or validation (the dev split without the held-back pair)").choices(["test", "validation"]).default("test"))
-  .action(async (o) => evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength, sideEffects: o.sideEffects, poolSize: o.poolSize, protocol: o.protocol }));
+  .action(async (raw) => {
+    const o = parseFlags(EvolveFlags, raw, "evolve");
+    await evolveCommand({ out: o.out, seed: o.seed, cueStrength: o.cueStrength, sideEffects: o.sideEffects, poolSize: o.poolSize, protocol: o.protocol });
+  });
 
 program
   .command("serve")
   .description('Serve the router API locally over HTTP against DynamoDB Local, with the embedded pool registered as "embedded"')
-  .option("--port <n>", "port to listen on (0 picks a free one)", number, 18787)
+  .option("--port <n>", "port to listen on (0 picks a free one)", String(18787))
   .option("--host <h>", "address to bind", "127.0.0.1")
   .option("--api-key <key>", "the admin API key to accept (default: a random one, printed)")
-  .action(async (o) => serveCommand({ port: o.port, host: o.host, apiKey: o.apiKey }));
+  .action(async (raw) => serveCommand(parseFlags(ServeFlags, raw, "serve")));
 
 program
   .command("bench")
   .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
-  .option("--seconds <s>", "measuring time per figure", number, 2)
+  .option("--seconds <s>", "measuring time per figure", String(2))
   .option("--worker", "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)")
-  .action(async (o) => benchCommand({ seconds: o.seconds, worker: o.worker === true }));
+  .action(async (raw) => {
+    const o = parseFlags(BenchFlags, raw, "bench");
+    await benchCommand({ seconds: o.seconds, worker: o.worker === true });
+  });
 
 program
   .command("policy-serve")
   .description("Serve the embedded policy behind the policy endpoint's HTTP protocol (what the dispatch and coordinator workers call)")
-  .option("--port <n>", "port to listen on", number, policyServeDefaults.port)
-  .option("--host <h>", "address to bind", policyServeDefaults.host)
-  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", number, policyServeDefaults.cueStrength)
-  .action(async (o) => policyServeCommand({ port: o.port, host: o.host, cueStrength: o.cueStrength }));
+  .option("--port <n>", "port to listen on", String(policyServeDefaults.port))
+  .option("--host <h>", "address to bind", String(policyServeDefaults.host))
+  .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", String(policyServeDefaults.cueStrength))
+  .action(async (raw) => policyServeCommand(parseFlags(PolicyServeFlags, raw, "policy-serve")));
 
 program
   .command("policy-worker")
   .description("Start the reference policy worker (protocol v2: Python, torch, transformers, peft); creates its venv first if it is missing")
   .option("--model <path>", "a Hugging Face model directory, or tiny (a tiny model built offline, for tests)", "tiny")
-  .option("--port <n>", "port to listen on", number, 8765)
+  .option("--port <n>", "port to listen on", String(8765))
   .option("--host <h>", "address to bind (loopback unless told otherwise)", "127.0.0.1")
   .option("--token <t>", "bearer token every request but /healthz must carry")
   .option("--state-dir <dir>", "where adapters and checkpoints live (default: a fresh temp folder)")
-  .action(async (o) => {
+  .action(async (raw) => {
+    const o = parseFlags(PolicyWorkerFlags, raw, "policy-worker");
     const worker = await startPolicyWorker({ model: o.model, port: o.port, host: o.host, token: o.token, stateDir: o.stateDir }, (line) => console.error(line));
     console.log(`harness-s policy worker (protocol v2, model ${o.model}) ready on ${worker.url}; Ctrl-C stops it`);
     const stop = async () => {
@@ -226,10 +212,13 @@ dbbench
   .addOption(new Option("--engine <e>", "SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
   .addOption(new Option("--split <s>", "data split").choices(["standard", "dev"]).default("standard"))
   .option("--json", "print one JSON object", false)
-  .option("--concurrency <n>", "rollouts at a time", number, 8)
+  .option("--concurrency <n>", "rollouts at a time", String(8))
   .option("--data <dir>", "folder with standard.jsonl and dev.jsonl (default $HARNESS_S_DBBENCH_DIR or the bundled copy)")
   .option("--mysql-url <url>", "MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
-  .action(async (o) => dbbenchVerifyCommand({ ...o, data: o.data ?? dbbenchData() }));
+  .action(async (raw) => {
+    const o = parseFlags(DbbenchVerifyFlags, raw, "dbbench verify");
+    await dbbenchVerifyCommand({ ...o, data: o.data ?? dbbenchData() });
+  });
 
 dbbench
   .command("eval")
@@ -240,29 +229,39 @@ dbbench
   .option("--harness <id>", "dbbench-h0 or a sibling id (dbbench-schema-preview, …)", "dbbench-h0")
   .addOption(new Option("--split <s>", "data split").choices(["standard", "dev"]).default("dev"))
   .addOption(new Option("--engine <e>", "SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
-  .option("--concurrency <n>", "rollouts at a time", number, 4)
-  .option("--limit <n>", "only the first n rows", number)
+  .option("--concurrency <n>", "rollouts at a time", String(4))
+  .option("--limit <n>", "only the first n rows")
   .option("--out <dir>", "output folder (default results/dbbench-<timestamp>)")
   .option("--system-file <file>", "replace the system prompt")
-  .option("--temperature <t>", "sampling temperature", number, 0)
-  .option("--timeout-seconds <s>", "per model request", number, 120)
+  .option("--temperature <t>", "sampling temperature", String(0))
+  .option("--timeout-seconds <s>", "per model request", String(120))
   .option("--no-logprobs", "do not ask the server for token log-probabilities")
   .option("--data <dir>", "folder with the splits (default $HARNESS_S_DBBENCH_DIR or the bundled copy)")
   .option("--mysql-url <url>", "MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
-  .action(async (o) =>
-    dbbenchEvalCommand({
+  .action(async (raw) => {
+    const o = parseFlags(DbbenchEvalFlags, raw, "dbbench eval");
+    const { rows, erroredRows } = await dbbenchEvalCommand({
       ...o,
       apiKey: o.apiKey ?? process.env.OPENAI_API_KEY,
       data: o.data ?? dbbenchData(),
       out: o.out ?? `results/dbbench-${new Date().toISOString().replace(/[:.]/g, "-")}`,
-    }),
-  );
+    });
+    if (erroredRows > 0) {
+      process.stderr.write(`error: ${erroredRows} of ${rows} rows errored at the model endpoint (${o.baseUrl}); their rows count as failures in the summary\n`);
+      process.exit(1);
+    }
+  });
 
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   if (err instanceof HarnessSError) {
     process.stderr.write(`error [${err.code}]: ${err.message}\n`);
+    process.exit(err.code === "USAGE" || err.code === "VALIDATION_FAILED" ? 2 : 1);
+  }
+  if (err instanceof ZodError) {
+    process.stderr.write(`error [VALIDATION_FAILED]: ${formatIssues(err.issues).join("; ")}\n`);
     process.exit(2);
   }
   throw err;

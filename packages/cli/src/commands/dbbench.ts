@@ -71,8 +71,12 @@ export const EvalOptions = EngineOptions.extend({
   logprobs: z.boolean().default(true),
 });
 
-/** `harness-s dbbench eval`: an OpenAI-compatible agent on a split, under one harness. */
-export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<void> {
+/**
+ * `harness-s dbbench eval`: an OpenAI-compatible agent on a split, under one harness. Answers how
+ * many rows errored (the model endpoint failed on them, as opposed to a wrong answer): the CLI
+ * exits 1 when any did, after writing the summary.
+ */
+export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<{ rows: number; erroredRows: number }> {
   const o = parseOrThrow(EvalOptions, input, "dbbench eval options");
   const harness = dbbenchHarnesses.find((h) => h.id === o.harness);
   if (!harness) throw new NotFoundError("harness", `${o.harness} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`);
@@ -108,6 +112,7 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
       `overall_cat_accuracy ${(100 * summary.overallCatAccuracy).toFixed(1)}%  accuracy ${(100 * summary.accuracy).toFixed(1)}%  failed rounds ${summary.failedRounds}  errored rows ${summary.erroredRows}  tokens ${tokens}`,
     );
     console.log(`summary.json and report.md in ${o.out}`);
+    return { rows: rows.length, erroredRows: summary.erroredRows };
   } finally {
     await engine.shutdown();
   }

@@ -45,7 +45,7 @@ export interface ExperimentOptions {
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
   const train = parseOrThrow(
     TrainConfig,
-    { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps ? { steps: opts.steps } : {}) },
+    { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
     "training config",
   );
   return ExperimentConfig.parse({
