@@ -42,6 +42,6 @@ describe("harness-s experiment --resume", () => {
     await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/written for another config/) });
     await writeFile(join(out, "checkpoint.json"), "{not json");
     await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/not JSON/) });
-    await expect(run("node", [...cli, ...quick, "--resume"])).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/--resume needs --out/) });
+    await expect(run("node", [...cli, ...quick, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/--resume needs --out/) });
   }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Split } from "@harness-s/dbbench";
+import { Split, dbbenchHarnesses } from "@harness-s/dbbench";
 import { TuningObjective } from "./tuning/rule.ts";
 import { int, jsonFlag, num, port, probability, seeds, TrainOverrides } from "./flags.ts";
 
@@ -96,7 +96,9 @@ export const DbbenchEvalFlags = z.strictObject({
   baseUrl: url,
   model: z.string().min(1),
   apiKey: z.string().min(1).optional(),
-  harness: z.string().min(1),
+  harness: z.enum(dbbenchHarnesses.map((h) => h.id) as [string, ...string[]], {
+    error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`,
+  }),
   limit: int(1).optional(),
   out: z.string().min(1).optional(),
   systemFile: z.string().min(1).optional(),

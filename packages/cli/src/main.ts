@@ -258,7 +258,7 @@ try {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   if (err instanceof HarnessSError) {
     process.stderr.write(`error [${err.code}]: ${err.message}\n`);
-    process.exit(err.code === "USAGE" || err.code === "VALIDATION_FAILED" ? 2 : 1);
+    process.exit(2);
   }
   if (err instanceof ZodError) {
     process.stderr.write(`error [VALIDATION_FAILED]: ${formatIssues(err.issues).join("; ")}\n`);
