@@ -35,6 +35,11 @@ const errors = {
   429: error("the key's quota is used up, or (experiments) it already has its limit of runs queued or running"),
   503: error("a backing store or queue is unavailable (retry); PARTIAL_SEND lists the messages that were and were not queued"),
 };
+/** What only an endpoint that reads a body answers. */
+const bodyErrors = {
+  408: error("the body stalled (5 s without a byte) or took longer than 15 s in all"),
+  415: error("the body was not sent as application/json (UTF-8)"),
+};
 const idParam = (name = "id") => ({ name, in: "path" as const, required: true, schema: { type: "string" as const } });
 const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
 
@@ -48,7 +53,7 @@ export const ROUTES = {
       tags: ["router"],
       summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
       request: { body: jsonBody(RouteRequest) },
-      responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors },
+      responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors, ...bodyErrors },
     }),
   },
   "/v1/pools": {
@@ -59,7 +64,7 @@ export const ROUTES = {
       tags: ["pools"],
       summary: "Register an immutable harness pool",
       request: { body: jsonBody(HarnessPool) },
-      responses: { 201: jsonOf("created: id and content version"), 409: error("a different pool exists under this id"), ...errors },
+      responses: { 201: jsonOf("created: id and content version"), 409: error("a different pool exists under this id"), ...errors, ...bodyErrors },
     }),
     list: createRoute({
       method: "get",
@@ -87,7 +92,7 @@ export const ROUTES = {
       tags: ["profiles"],
       summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)",
       request: { body: jsonBody(EvidenceReport) },
-      responses: { 202: jsonOf("queued: how many outcomes"), ...notFound("pool"), ...errors },
+      responses: { 202: jsonOf("queued: how many outcomes"), ...notFound("pool"), ...errors, ...bodyErrors },
     }),
     list: createRoute({
       method: "get",
@@ -118,7 +123,13 @@ export const ROUTES = {
       tags: ["rescues"],
       summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers",
       request: { body: jsonBody(RescueRequest) },
-      responses: { 202: jsonOf("accepted: id, chosen harnesses, expected rollouts"), ...notFound("pool or task"), 501: error("this deployment has no dispatch worker"), ...errors },
+      responses: {
+        202: jsonOf("accepted: id, chosen harnesses, expected rollouts"),
+        ...notFound("pool or task"),
+        501: error("this deployment has no dispatch worker"),
+        ...errors,
+        ...bodyErrors,
+      },
     }),
     get: createRoute({
       method: "get",
@@ -138,7 +149,7 @@ export const ROUTES = {
       tags: ["experiments"],
       summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it",
       request: { body: jsonBody(ExperimentRequest) },
-      responses: { 202: jsonOf("accepted: id, status, progress, cost so far"), ...errors },
+      responses: { 202: jsonOf("accepted: id, status, progress, cost so far"), ...errors, ...bodyErrors },
     }),
     get: createRoute({
       method: "get",

@@ -57,7 +57,14 @@ class Sandbox {
     const limitKb = Math.ceil(memoryBytes / 1024);
     const proc = spawn("/bin/sh", ["-c", `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, "--max-old-space-size=96", SANDBOX], {
       serialization: "advanced",
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      // Its stderr is kept (the last 2 KB) for the start error, not passed on: a sandbox that dies
+      // of a statement's memory is an event of the episode, not of the rollout process.
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
+    let stderr = "";
+    proc.stderr?.setEncoding("utf8");
+    proc.stderr?.on("data", (chunk: string) => {
+      stderr = (stderr + chunk).slice(-2048);
     });
     return new Promise((resolve, reject) => {
       proc.once("message", () => {
@@ -66,7 +73,7 @@ class Sandbox {
         resolve(sandbox);
       });
       proc.once("error", reject);
-      proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready`)));
+      proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready: ${stderr.trim() || "no output"}`)));
     });
   }
 
@@ -74,6 +81,7 @@ class Sandbox {
   idle(): void {
     this.proc.unref();
     (this.proc.channel as { unref?: () => void } | undefined)?.unref?.();
+    (this.proc.stderr as { unref?: () => void } | null)?.unref?.();
   }
 
   call(message: Record<string, unknown>, timeoutMs: number): Promise<Reply | "timeout"> {
