@@ -57,6 +57,28 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     await db.close();
   });
 
+  it("fills to its cap and no further, telling the agent the truth about every write", async () => {
+    const db = await engine.open(rows[0]!);
+    await db.execute("CREATE TABLE b (x BLOB)");
+    let told = 0;
+    for (let i = 0; i < 24; i++) if ((await db.execute("INSERT INTO b VALUES (randomblob(1000000))")).kind === "ok") told++;
+    expect(told).toBeGreaterThan(10);
+    expect(told).toBeLessThan(17);
+    expect((await db.execute("SELECT count(*) FROM b")).text).toBe(`[(${told},)]`);
+    expect((await db.execute("DELETE FROM b")).kind).toBe("ok");
+    expect((await db.execute("INSERT INTO b VALUES (randomblob(1000000))")).kind).toBe("ok");
+    await db.close();
+    // A cap set past what the sandbox can snapshot: a write whose snapshot cannot reach the
+    // parent ends the sandbox and is undone, so what the agent was told still holds.
+    const roomy = new SqliteEngine({ maxDatabaseBytes: 64 * 1024 * 1024 });
+    const big = await roomy.open(rows[0]!);
+    await big.execute("CREATE TABLE b (x BLOB)");
+    let ok = 0;
+    for (let i = 0; i < 9; i++) if ((await big.execute("INSERT INTO b VALUES (randomblob(7000000))")).kind === "ok") ok++;
+    expect((await big.execute("SELECT count(*) FROM b")).text).toBe(`[(${ok},)]`);
+    await roomy.shutdown();
+  });
+
   it("restores the database after a timeout without re-running a write: RETURNING rows stay, random values keep their value", async () => {
     const db = await engine.open(rows[0]!);
     await db.execute("CREATE TABLE r AS SELECT abs(random()) AS v");

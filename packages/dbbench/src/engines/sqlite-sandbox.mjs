@@ -54,15 +54,29 @@ function exec(sql, maxRows) {
   return wrote({ kind: "rows", text: text.text(), rowCount: text.rows, truncated });
 }
 
+function handle(m) {
+  if (m.op === "open") {
+    open(m.snapshot, m.maxPages);
+    for (const t of m.tables ?? []) load(t);
+    return { id: m.id, ok: true };
+  }
+  return { id: m.id, ok: true, ...exec(m.sql, m.maxRows) };
+}
+
 process.on("message", (m) => {
+  let reply;
   try {
-    if (m.op === "open") {
-      open(m.snapshot, m.maxPages);
-      for (const t of m.tables ?? []) load(t);
-      process.send({ id: m.id, ok: true });
-    } else if (m.op === "exec") process.send({ id: m.id, ok: true, ...exec(m.sql, m.maxRows) });
+    reply = handle(m);
   } catch (err) {
-    process.send({ id: m.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+    reply = { id: m.id, ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+  try {
+    process.send(reply);
+  } catch {
+    // The statement ran but its answer (with the database's snapshot) cannot be sent, out of
+    // memory: end here, so that the parent restores the database as it was before the statement
+    // and the agent's "out of memory" is true of the database too.
+    process.exit(70);
   }
 });
 process.on("disconnect", () => process.exit(0));

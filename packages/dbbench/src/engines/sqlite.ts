@@ -13,9 +13,18 @@ export interface SqliteOptions {
   maxRows: number;
   /** Longest statement text accepted, in bytes. */
   maxStatementBytes: number;
-  /** Largest the rollout database may grow (SQLite's max_page_count × its 4 KiB pages); a write past it fails as "database or disk is full". */
+  /**
+   * Largest the rollout database may grow (SQLite's max_page_count × its 4 KiB pages); a write
+   * past it fails as "database or disk is full". 16 MiB by default (DBBench's tables are a few
+   * KB): each write's snapshot crosses to the parent, so the sandbox holds the database a few times over.
+   */
   maxDatabaseBytes: number;
-  /** The sandbox process's data-size limit (RLIMIT_DATA): a statement that needs more fails, or ends the sandbox (then the database is restored). */
+  /**
+   * The sandbox process's data-size limit (RLIMIT_DATA): a statement that needs more fails, or
+   * ends the sandbox (then the database is restored). It must hold the database about three times
+   * over (the database, its serialised snapshot, the copy sent to the parent) besides the
+   * statement's own working memory.
+   */
   memoryBytes: number;
 }
 
@@ -23,7 +32,7 @@ export const defaultSqliteOptions: SqliteOptions = {
   statementMs: 5_000,
   maxRows: 10_000,
   maxStatementBytes: 1 << 20,
-  maxDatabaseBytes: 64 * 1024 * 1024,
+  maxDatabaseBytes: 16 * 1024 * 1024,
   memoryBytes: 320 * 1024 * 1024,
 };
 
