@@ -46,7 +46,7 @@ export const isMutation = (row: Pick<DbBenchRow, "type">) => (MUTATION_TYPES as 
  * Loads a split; every row is validated and gets a stable id (`<split>-<line index>`).
  *
  * @example
- * const rows = await loadSplit("../shared/data/dbbench", "dev"); // 60 rows
+ * const rows = await loadSplit(BUNDLED_DATA_DIR, "dev"); // 60 rows
  */
 export async function loadSplit(dir: string, split: Split): Promise<DbBenchRow[]> {
   const text = await readFile(join(dir, `${split}.jsonl`), "utf8");

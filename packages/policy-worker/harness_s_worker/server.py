@@ -1,4 +1,4 @@
-"""The reference policy worker: protocol v2 over HTTP (DESIGN.md §5) and an OpenAI-compatible
+"""The reference policy worker: protocol v2 over HTTP (docs/design.md §5) and an OpenAI-compatible
 `/v1/chat/completions` façade. `python -m harness_s_worker.server --model tiny --port 8765`."""
 from __future__ import annotations
 

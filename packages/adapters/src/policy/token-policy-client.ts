@@ -22,7 +22,7 @@ const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.stri
 
 /**
  * A client of a protocol-v2 policy worker (`harness-s policy-worker`, or any server speaking
- * DESIGN.md §5). Every request and answer is validated with the core schemas; the worker's
+ * docs/design.md §5). Every request and answer is validated with the core schemas; the worker's
  * errors become domain errors (409 on a version → {@link StalePolicyVersionError}, 409 on a
  * create → {@link ConflictError}, 404 → {@link NotFoundError}).
  *

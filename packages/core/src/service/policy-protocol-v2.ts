@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Protocol v2 of the policy endpoint (DESIGN.md §5): token in, token out. The worker owns the
+ * Protocol v2 of the policy endpoint (docs/design.md §5): token in, token out. The worker owns the
  * tokenizer, the chat template and the tool-call parser; this side stores the token ids it was
  * given and sends exactly those back for training. Every sampled token carries its behaviour
  * log-probability and the version that sampled it; loss masks are per token; updates are
