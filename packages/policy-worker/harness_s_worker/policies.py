@@ -56,6 +56,10 @@ class Policies:
         self.by_key: dict[tuple[str, str], str] = {}
         self.lock = threading.RLock()
 
+    def vocab_size(self) -> int:
+        """Token ids the model has embeddings for (ids at or past it are a 400, never a device assert)."""
+        return int(self.base.get_input_embeddings().weight.shape[0])
+
     def get(self, pid: str) -> Policy:
         p = self.policies.get(pid)
         if p is None:
@@ -157,14 +161,39 @@ class Policies:
         try:
             job.status = "running"
             with self.lock:
-                metrics = self._update(p, body)
+                saved = self._save_state(p)
+                try:
+                    metrics = self._update(p, body)
+                except Exception:
+                    self._restore_state(p, saved)
+                    raise
                 p.version += 1
                 p.episodes.clear()
                 job.version, job.metrics, job.status = p.version, metrics, "done"
-        except Exception as err:  # reported on the job; the policy stays at its version
+        except Exception as err:  # reported on the job; the policy stays at its version, its adapter and optimizer as they were
             job.status, job.error = "failed", f"{type(err).__name__}: {err}"
         finally:
             p.busy = False
+
+    def _adapter_params(self, p: Policy) -> list[torch.nn.Parameter]:
+        assert p.optimizer is not None
+        return list(p.optimizer.param_groups[0]["params"])
+
+    def _save_state(self, p: Policy) -> tuple[list[torch.Tensor], dict]:
+        """The adapter's weights and the optimizer's state, copied, to put back if the update fails."""
+        assert p.optimizer is not None
+        weights = [t.detach().clone() for t in self._adapter_params(p)]
+        optim = {k: v for k, v in p.optimizer.state_dict().items()}
+        optim["state"] = {i: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in st.items()} for i, st in optim["state"].items()}
+        return weights, optim
+
+    def _restore_state(self, p: Policy, saved: tuple[list[torch.Tensor], dict]) -> None:
+        assert p.optimizer is not None
+        weights, optim = saved
+        with torch.no_grad():
+            for param, w in zip(self._adapter_params(p), weights):
+                param.copy_(w)
+        p.optimizer.load_state_dict(optim)
 
     def _update(self, p: Policy, body: dict) -> dict:
         assert self.model is not None and p.optimizer is not None
@@ -184,7 +213,8 @@ class Policies:
         if loss_cfg.kl_coef > 0:
             with torch.no_grad(), model.disable_adapter():
                 refs = [token_logprobs(model, ids) for ids, *_ in datums]
-        metrics: dict = {}
+        per_epoch: list[dict] = []
+        tokens = 0.0
         for epoch in range(int(optim.get("epochs", 1))):
             p.optimizer.zero_grad()
             surr, clips, kls, masks, diffs = [], [], [], [], []
@@ -196,21 +226,27 @@ class Policies:
             policy_loss = aggregate(surr, masks, loss_cfg.agg)
             kl = aggregate(kls, masks, loss_cfg.agg)
             total = policy_loss + loss_cfg.kl_coef * kl
+            if not torch.isfinite(total):
+                raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
             total.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(p.optimizer.param_groups[0]["params"], optim.get("max_grad_norm", 1.0))
+            if not torch.isfinite(grad_norm):
+                raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
             p.optimizer.step()
-            if epoch == 0:
-                tokens = float(sum(m.sum() for m in masks))
-                metrics = {
+            tokens = float(sum(m.sum() for m in masks))
+            per_epoch.append(
+                {
                     "loss": float(total.detach()),
                     "clip_fraction": float(sum(c.sum() for c in clips) / max(tokens, 1)),
                     "kl": float(kl.detach()),
                     "grad_norm": float(grad_norm),
-                    "tokens": int(tokens),
                     "sampler_trainer_logprob_absdiff": float(sum(d.sum() for d in diffs) / max(tokens, 1)),
                 }
+            )
         model.eval()
-        return metrics
+        mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
+        # The sampler-trainer gap is the first epoch's: later epochs train on weights the sampler never had.
+        return {**mean, "tokens": int(tokens), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
 
     def checkpoint(self, pid: str) -> dict:
         with self.lock:

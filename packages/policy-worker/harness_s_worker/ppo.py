@@ -22,9 +22,14 @@ class Loss:
     kl_coef: float = 0.0
 
 
+# The log-ratio is clamped before exp (as verl does), so one extreme behaviour log-probability
+# cannot overflow the ratio to inf and the loss to NaN; far inside the clamp, PPO's clip acts first.
+LOG_RATIO_LIMIT = 20.0
+
+
 def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float, loss: Loss):
     """Per-token clipped surrogate (to minimise), clip indicator and k3 KL, on masked tokens."""
-    ratio = torch.exp(new - old)
+    ratio = torch.exp(torch.clamp(new - old, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT))
     unclipped = ratio * advantage
     clipped = torch.clamp(ratio, 1 - loss.clip_low, 1 + loss.clip_high) * advantage
     surrogate = -torch.minimum(unclipped, clipped)

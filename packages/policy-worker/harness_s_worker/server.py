@@ -8,7 +8,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 import uvicorn
@@ -26,7 +26,8 @@ ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No NaN or Infinity anywhere (JSON parsers here accept them): a non-finite number is a 400.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Lora(Strict):
@@ -69,9 +70,13 @@ class RenderRequest(Strict):
     add_generation_prompt: bool = False
 
 
+Mask = Literal[0, 1]
+TokenId = Annotated[int, Field(ge=0)]
+
+
 class Sequence(Strict):
-    ids: list[int] = Field(min_length=1, max_length=32768)
-    mask: list[int] | None = None
+    ids: list[TokenId] = Field(min_length=1, max_length=32768)
+    mask: list[Mask] | None = None
 
 
 class ScoreRequest(Strict):
@@ -82,10 +87,12 @@ class ScoreRequest(Strict):
 class Datum(Strict):
     sample_id: str
     group_id: str
-    ids: list[int] = Field(min_length=2, max_length=32768)
-    loss_mask: list[int]
-    behaviour_logprobs: list[float]
-    advantage: float
+    ids: list[TokenId] = Field(min_length=2, max_length=32768)
+    loss_mask: list[Mask]
+    # A log-probability is at most 0 (a little above for rounding); the ratio it enters is
+    # clamped in the loss, so an extreme but finite value cannot overflow it.
+    behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
+    advantage: float = Field(ge=-1e4, le=1e4)
 
 
 class LossSpec(Strict):
@@ -186,8 +193,19 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         policies.get(pid)
         return {"ids": policies.render(body.messages, body.tools, body.add_generation_prompt)}
 
+    vocab = policies.vocab_size()
+
+    def check_ids(field: str, ids: list[int]) -> None:
+        bad = next((t for t in ids if t >= vocab), None)
+        if bad is not None:
+            raise WorkerError(400, "VALIDATION_FAILED", f"{field}: token id {bad} is outside the vocabulary (size {vocab})")
+
     @app.post("/v2/policies/{pid}/score")
     def score(pid: str, body: ScoreRequest):
+        for i, sq in enumerate(body.sequences):
+            check_ids(f"sequences.{i}.ids", sq.ids)
+            if sq.mask is not None and len(sq.mask) != len(sq.ids):
+                raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
         return {"logprobs": policies.score(pid, body.version.model_dump(exclude_none=True) if body.version else None, [s.model_dump() for s in body.sequences])}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
@@ -197,6 +215,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
             if d.loss_mask[0] != 0:
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
+            check_ids(f"datums.{i}.ids", d.ids)
         job, created = policies.submit_update(pid, idempotency_key, body.model_dump())
         return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
 

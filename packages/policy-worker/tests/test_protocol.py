@@ -1,3 +1,4 @@
+import json
 import time
 
 from conftest import SPEC, TOOLS
@@ -130,3 +131,72 @@ def test_tool_calls_are_parsed_and_malformed_ones_reported():
     assert parse_tool_calls("<tool_call>{not json}</tool_call>", "c")[2].startswith("tool call 0 is not JSON")
     assert parse_tool_calls("<tool_call>{", "c")[2] == "unterminated <tool_call>"
     assert parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>', "c")[2].startswith("tool call 0 needs")
+
+
+def _weights(client, pid):
+    p = client.policies.policies[pid]
+    return [t.detach().clone() for t in p.optimizer.param_groups[0]["params"]]
+
+
+def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    good = datum_from(s, 1.0)
+    vocab = client.policies.vocab_size()
+    cases = {
+        "advantage": {**good, "advantage": float("nan")},
+        "behaviour_logprobs": {**good, "behaviour_logprobs": [float("-inf")] + good["behaviour_logprobs"][1:]},
+        "loss_mask": {**good, "loss_mask": [0] + [2] * (len(good["ids"]) - 1)},
+        "outside the vocabulary": {**good, "ids": good["ids"][:-1] + [vocab]},
+        "same length": {**good, "loss_mask": good["loss_mask"][:-1]},
+    }
+    for field, datum in cases.items():
+        body = json.dumps({"base_version": 0, "datums": [datum], "optim": {"lr": 1e-2}})  # NaN and -Infinity as Python's json writes them
+        r = client.post("/v2/policies/p1/updates", content=body, headers={"Idempotency-Key": field, "content-type": "application/json"})
+        assert r.status_code == 400, field
+        assert field in str(r.json()["error"]), (field, r.json())
+    scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": [1, vocab + 5]}]})
+    assert scored.status_code == 400 and "outside the vocabulary" in scored.json()["error"]["message"]
+    assert client.get("/v2/policies/p1").json()["version"] == 0
+
+
+def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and_optimizer_untouched(client, monkeypatch):
+    from harness_s_worker import policies as module
+
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    body = {"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2, "epochs": 3}}
+    before = _weights(client, "p1")
+    real = module.aggregate
+    calls = {"n": 0}
+
+    def poisoned(values, masks, agg):  # the second epoch's loss turns NaN, after the first one stepped
+        calls["n"] += 1
+        out = real(values, masks, agg)
+        return out * float("nan") if calls["n"] >= 3 else out
+
+    monkeypatch.setattr(module, "aggregate", poisoned)
+    job = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "nan"}).json()["update_id"])
+    assert job["status"] == "failed" and "not finite" in job["error"]
+    assert client.get("/v2/policies/p1").json()["version"] == 0
+    assert all(bool((a == b).all()) for a, b in zip(before, _weights(client, "p1")))
+    assert client.policies.policies["p1"].optimizer.state_dict()["state"] == {}
+    monkeypatch.setattr(module, "aggregate", real)
+    ok = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "after"}).json()["update_id"])
+    assert ok["status"] == "done" and ok["version"] == 1
+    assert len(ok["metrics"]["epochs"]) == 3
+    assert client.post("/v2/policies/p1/sample", json={"episode_id": "e2", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 4}}).status_code == 200
+
+
+def test_an_extreme_behaviour_logprob_cannot_poison_the_policy(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    d = datum_from(s, -1.0)
+    d["behaviour_logprobs"] = d["behaviour_logprobs"][:-1] + [-1e4]
+    job = wait(client, client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 1e-2}}, headers={"Idempotency-Key": "x"}).json()["update_id"])
+    assert job["status"] == "done", job  # the clamped ratio keeps the loss finite: the update applies
+    after = client.post("/v2/policies/p1/sample", json={"episode_id": "e2", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 2}})
+    assert after.status_code == 200
+    assert all(lp == lp and lp <= 0 for lp in after.json()["completion"]["logprobs"])
+    scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": d["ids"]}]})
+    assert scored.status_code == 200 and all(lp == lp for lp in scored.json()["logprobs"][0])
