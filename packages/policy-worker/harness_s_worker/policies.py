@@ -44,9 +44,20 @@ class Job:
     error: str | None = None
 
 
+@dataclass
+class Limits:
+    """What one worker holds at most; past a cap the request is a 429 `CAPACITY_EXCEEDED`."""
+
+    policies: int = 64
+    episodes_per_policy: int = 4096
+    jobs: int = 1000
+
+
 class Policies:
-    def __init__(self, model: torch.nn.Module, tokenizer, state_dir: Path, sampler: Sampler):
+    def __init__(self, model: torch.nn.Module, tokenizer, state_dir: Path, sampler: Sampler, limits: Limits | None = None, model_name: str = "tiny"):
         self.base = model
+        self.limits = limits or Limits()
+        self.model_name = model_name
         self.tokenizer = tokenizer
         self.model: PeftModel | None = None
         self.state_dir = state_dir
@@ -66,12 +77,21 @@ class Policies:
             raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
         return p
 
+    def max_context(self) -> int:
+        """Tokens one sequence may hold (prompt and completion): the model's position limit."""
+        return int(getattr(self.base.config, "max_position_embeddings", 0) or 1 << 30)
+
     def create(self, pid: str, spec: dict) -> tuple[Policy, bool]:
         with self.lock:
+            if spec["base_model"] != self.model_name:
+                raise WorkerError(400, "VALIDATION_FAILED", f"base_model: this worker serves {self.model_name!r}, not {spec['base_model']!r}")
             if pid in self.policies:
                 if self.policies[pid].spec != spec:
                     raise WorkerError(409, "CONFLICT", f"policy {pid!r} exists with another spec")
                 return self.policies[pid], False
+            if len(self.policies) >= self.limits.policies:
+                raise WorkerError(429, "CAPACITY_EXCEEDED", f"this worker holds {self.limits.policies} policies, its limit; delete one first")
+            restore = self._read_checkpoint(spec["init_from"]) if spec.get("init_from") else None
             lora = spec["lora"]
             config = LoraConfig(r=lora["rank"], lora_alpha=lora["alpha"], target_modules=lora["targets"], lora_dropout=0.0)
             adapter = f"p{len(self.policies)}_{uuid.uuid4().hex[:6]}"
@@ -85,6 +105,8 @@ class Policies:
             for p in params:
                 p.requires_grad_(True)
             policy = Policy(pid, spec, adapter, optimizer=torch.optim.AdamW(params, lr=1e-4))
+            if restore is not None:
+                self._apply_checkpoint(policy, restore)
             self.policies[pid] = policy
             return policy, True
 
@@ -115,6 +137,8 @@ class Policies:
             p = self.get(pid)
             self.check_version(p, body.get("version"))
             episode = body["episode_id"]
+            if episode not in p.episodes and len(p.episodes) >= self.limits.episodes_per_policy:
+                raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
             if episode in p.episodes:
                 if body.get("messages"):
                     raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode} exists: send `append`, not `messages`")
@@ -125,6 +149,9 @@ class Policies:
                     raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
                 prompt = self.render(body["messages"], body.get("tools"), True)
                 prefix = prompt
+            max_tokens = int((body.get("sampling") or {}).get("max_tokens", 64))
+            if len(prefix) + max_tokens > self.max_context():
+                raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context()}")
             assert self.model is not None
             self.model.set_adapter(p.adapter)
             ids, logprobs, finish = self.sampler.sample(self.model, prefix, body.get("sampling") or {}, self.tokenizer.eos_token_id)
@@ -150,6 +177,7 @@ class Policies:
                 raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body['base_version']}, policy {pid} is at {p.version}")
             if p.busy:
                 raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
+            self._forget_finished_jobs()
             p.busy = True
             job = Job(id=f"upd_{uuid.uuid4().hex[:12]}", policy_id=pid, key=key, base_version=p.version)
             self.jobs[job.id] = job
@@ -248,11 +276,44 @@ class Policies:
         # The sampler-trainer gap is the first epoch's: later epochs train on weights the sampler never had.
         return {**mean, "tokens": int(tokens), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
 
+    def _forget_finished_jobs(self) -> None:
+        """Keeps at most `limits.jobs` jobs: the oldest finished ones go first."""
+        finished = [j for j in self.jobs.values() if j.status in ("done", "failed")]
+        while len(self.jobs) >= self.limits.jobs and finished:
+            job = finished.pop(0)
+            self.jobs.pop(job.id, None)
+            self.by_key.pop((job.policy_id, job.key), None)
+        if len(self.jobs) >= self.limits.jobs:
+            raise WorkerError(429, "CAPACITY_EXCEEDED", f"{self.limits.jobs} update jobs are queued or running, the worker's limit")
+
     def checkpoint(self, pid: str) -> dict:
+        """Saves the adapter, its optimizer state and the version under `<state>/policies/<id>/v<n>`;
+        `init_from: "<id>/v<n>"` on a new policy (on this worker or one sharing the state folder)
+        restores all three, so a unit continues where it stopped."""
         with self.lock:
             p = self.get(pid)
-            assert self.model is not None
+            assert self.model is not None and p.optimizer is not None
             path = self.state_dir / "policies" / pid / f"v{p.version}"
             path.mkdir(parents=True, exist_ok=True)
+            weights = {f"{i}": t.detach().cpu() for i, t in enumerate(self._adapter_params(p))}
+            torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optimizer.state_dict()}, path / "state.pt")
             self.model.save_pretrained(str(path), selected_adapters=[p.adapter])
-            return {"version": p.version, "path": str(path)}
+            return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
+
+    def _read_checkpoint(self, ref: str) -> dict:
+        root = (self.state_dir / "policies").resolve()
+        path = (root / ref / "state.pt").resolve()
+        if root not in path.parents or not path.is_file():
+            raise WorkerError(400, "VALIDATION_FAILED", f"init_from: no checkpoint {ref!r} in this worker's state folder (as POST …/checkpoints names it: <policy>/v<n>)")
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+    def _apply_checkpoint(self, p: Policy, saved: dict) -> None:
+        assert p.optimizer is not None
+        params = self._adapter_params(p)
+        if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.get("lora"):
+            raise WorkerError(400, "VALIDATION_FAILED", "init_from: the checkpoint's adapter does not match this policy's lora settings")
+        with torch.no_grad():
+            for i, param in enumerate(params):
+                param.copy_(saved["weights"][str(i)].to(param.device))
+        p.optimizer.load_state_dict(saved["optimizer"])
+        p.version = int(saved["version"])

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from .policies import Policies, WorkerError
+from .policies import Limits, Policies, WorkerError
 from .sampler import GenerateSampler
 from .tiny import build_tiny, load_model
 from .toolcalls import parse_tool_calls
@@ -133,8 +133,41 @@ def error(status: int, code: str, message: str, **extra) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
-def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny") -> FastAPI:
+class BodyLimit:
+    """Refuses a body over `max_bytes` with 413: by its declared length before any of it is read,
+    or counted as it arrives (chunked)."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        too_large = error(413, "PAYLOAD_TOO_LARGE", f"request body exceeds {self.max_bytes} bytes")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await too_large(scope, receive, send)
+        # The body is read here, counted as it arrives, and replayed to the app: what the app would
+        # have held anyway, never more than the limit.
+        messages, seen = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                return await too_large(scope, receive, send)
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+
+        async def replayed():
+            return messages.pop(0) if messages else await receive()
+
+        return await self.app(scope, replayed, send)
+
+
+def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20) -> FastAPI:
     app = FastAPI(title="Harness-S policy worker", version="2")
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     @app.exception_handler(WorkerError)
     async def worker_error(_req, err: WorkerError):
@@ -259,7 +292,7 @@ def set_threads(model: str, device: str, threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def build(model: str, state_dir: Path | None, device: str) -> tuple[Policies, str]:
+def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None) -> tuple[Policies, str]:
     if model == "tiny":
         base, tokenizer = build_tiny(0)
         base = base.to(device)
@@ -268,7 +301,8 @@ def build(model: str, state_dir: Path | None, device: str) -> tuple[Policies, st
     base.eval()
     state = state_dir or Path(tempfile.mkdtemp(prefix="harness-s-worker-"))
     state.mkdir(parents=True, exist_ok=True)
-    return Policies(base, tokenizer, state, GenerateSampler()), ("tiny" if model == "tiny" else Path(model).name)
+    name = "tiny" if model == "tiny" else Path(model).name
+    return Policies(base, tokenizer, state, GenerateSampler(), limits, model_name=name), name
 
 
 def main() -> None:
@@ -279,11 +313,16 @@ def main() -> None:
     ap.add_argument("--token", default=None, help="bearer token every request but /healthz must carry")
     ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
+    ap.add_argument("--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)")
+    ap.add_argument("--max-body-mb", type=int, default=64, help="largest request body (413 past it)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for the tiny model, where more threads only add overhead; torch's own default otherwise)")
     args = ap.parse_args()
     set_threads(args.model, args.device, args.threads)
-    policies, name = build(args.model, args.state_dir, args.device)
-    uvicorn.run(create_app(policies, args.token, name), host=args.host, port=args.port, log_level="warning")
+    if not 0 <= args.port <= 65535:
+        ap.error(f"--port {args.port}: a port is 0-65535")
+    policies, name = build(args.model, args.state_dir, args.device, Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes))
+    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
 
 
 if __name__ == "__main__":

@@ -200,3 +200,58 @@ def test_an_extreme_behaviour_logprob_cannot_poison_the_policy(client):
     assert all(lp == lp and lp <= 0 for lp in after.json()["completion"]["logprobs"])
     scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": d["ids"]}]})
     assert scored.status_code == 200 and all(lp == lp for lp in scored.json()["logprobs"][0])
+
+
+def _client(tmp_path, **limits):
+    from fastapi.testclient import TestClient
+
+    from harness_s_worker.policies import Limits
+    from harness_s_worker.server import build, create_app
+
+    policies, name = build("tiny", tmp_path, "cpu", Limits(**limits))
+    c = TestClient(create_app(policies, model_name=name, max_body_bytes=200_000))
+    c.policies = policies
+    return c
+
+
+def test_caps_bodies_context_and_base_model_are_4xx_with_a_code_and_the_worker_keeps_answering(tmp_path):
+    c = _client(tmp_path, policies=2, episodes_per_policy=2)
+    assert c.put("/v2/policies/x", json={**SPEC, "base_model": "Qwen2.5-7B"}).status_code == 400
+    assert c.put("/v2/policies/a", json=SPEC).status_code == 201
+    assert c.put("/v2/policies/b", json=SPEC).status_code == 201
+    third = c.put("/v2/policies/c", json=SPEC)
+    assert third.status_code == 429 and third.json()["error"]["code"] == "CAPACITY_EXCEEDED"
+    first = {"messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 2}}
+    assert c.post("/v2/policies/a/sample", json={"episode_id": "e1", **first}).status_code == 200
+    assert c.post("/v2/policies/a/sample", json={"episode_id": "e2", **first}).status_code == 200
+    full = c.post("/v2/policies/a/sample", json={"episode_id": "e3", **first})
+    assert full.status_code == 429 and full.json()["error"]["code"] == "CAPACITY_EXCEEDED"
+    big = c.post("/v2/policies/b/sample", json={"episode_id": "big", "messages": [{"role": "user", "content": "x" * 300_000}]})
+    assert big.status_code == 413 and big.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    chunked = c.post("/v2/policies/b/sample", content=iter([b'{"episode_id": "c", "messages": [{"role": "user", "content": "', b"x" * 250_000, b'"}]}']), headers={"content-type": "application/json"})
+    assert chunked.status_code == 413
+    long = c.post("/v2/policies/b/sample", json={"episode_id": "long", "messages": [{"role": "user", "content": "word " * 9000}]})
+    assert long.status_code == 400 and "context" in long.json()["error"]["message"]
+    assert c.get("/healthz").status_code == 200
+    assert c.post("/v2/policies/b/sample", json={"episode_id": "ok", **first}).status_code == 200
+
+
+def test_a_checkpoint_restores_adapter_optimizer_and_version_on_a_fresh_worker(tmp_path):
+    first = _client(tmp_path)
+    first.put("/v2/policies/p1", json=SPEC)
+    s = first.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    done = wait(first, first.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2}}, headers={"Idempotency-Key": "u"}).json()["update_id"])
+    assert done["version"] == 1
+    saved = first.post("/v2/policies/p1/checkpoints").json()
+    assert saved["checkpoint"] == "p1/v1"
+    probe = {"sequences": [{"ids": s["prompt_ids"] + s["completion"]["ids"]}]}
+    expected = first.post("/v2/policies/p1/score", json=probe).json()["logprobs"][0]
+    fresh = _client(tmp_path)  # a new worker process on the same state folder
+    restored = fresh.put("/v2/policies/p1-again", json={**SPEC, "init_from": "p1/v1"})
+    assert restored.status_code == 201 and restored.json()["version"] == 1
+    got = fresh.post("/v2/policies/p1-again/score", json=probe).json()["logprobs"][0]
+    assert max(abs(a - b) for a, b in zip(got, expected)) < 1e-6
+    old, new = first.policies.policies["p1"].optimizer.state_dict(), fresh.policies.policies["p1-again"].optimizer.state_dict()
+    assert all(bool((old["state"][k]["exp_avg"] == new["state"][k]["exp_avg"]).all()) for k in old["state"])
+    for bad in ("../../etc", "p1/v7", "/tmp"):
+        assert fresh.put(f"/v2/policies/bad-{len(bad)}", json={**SPEC, "init_from": bad}).status_code == 400
