@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
-from .ppo import Loss, aggregate, datum_terms, token_logprobs
+from .ppo import Loss, batch_logprobs, datum_terms, datum_weights, micro_batches, token_logprobs
 from .sampler import Sampler
 
 
@@ -224,57 +224,62 @@ class Policies:
         p.optimizer.load_state_dict(optim)
 
     def _update(self, p: Policy, body: dict) -> dict:
+        """PPO over the datums, `epochs` times: each epoch accumulates gradients over micro-batches
+        of at most `micro_batch_tokens` padded tokens (so memory is one micro-batch's graph, not the
+        whole batch's), then takes one optimizer step."""
         assert self.model is not None and p.optimizer is not None
         model = self.model
         model.set_adapter(p.adapter)
         model.train()
-        loss_cfg = Loss(**{k: body["loss"][k] for k in ("clip_low", "clip_high", "agg", "kl_coef") if k in body["loss"]})
+        loss_cfg = Loss(**{k: body["loss"][k] for k in ("clip_low", "clip_high", "agg", "kl_coef", "normaliser") if k in body["loss"]})
         optim = body["optim"]
         for g in p.optimizer.param_groups:
             g.update(lr=optim["lr"], betas=tuple(optim.get("betas", (0.9, 0.999))), weight_decay=optim.get("weight_decay", 0.0))
+        if optim.get("gradient_checkpointing"):
+            model.gradient_checkpointing_enable()
         dev = next(model.parameters()).device
-        datums = [
-            (torch.tensor(d["ids"], device=dev), torch.tensor(d["loss_mask"], dtype=torch.float32, device=dev), torch.tensor(d["behaviour_logprobs"], dtype=torch.float32, device=dev), float(d["advantage"]))
-            for d in body["datums"]
-        ]
-        refs = None
+        ids = [torch.tensor(d["ids"], device=dev) for d in body["datums"]]
+        masks = [torch.tensor(d["loss_mask"], dtype=torch.float32, device=dev) for d in body["datums"]]
+        olds = [torch.tensor(d["behaviour_logprobs"], dtype=torch.float32, device=dev) for d in body["datums"]]
+        advantages = [float(d["advantage"]) for d in body["datums"]]
+        weights = datum_weights(masks, loss_cfg)
+        batches = micro_batches([len(x) for x in ids], int(optim.get("micro_batch_tokens", 8192)))
+        refs: list[torch.Tensor | None] = [None] * len(ids)
         if loss_cfg.kl_coef > 0:
             with torch.no_grad(), model.disable_adapter():
-                refs = [token_logprobs(model, ids) for ids, *_ in datums]
+                for batch in batches:
+                    for i, lp in zip(batch, batch_logprobs(model, [ids[i] for i in batch])):
+                        refs[i] = lp
+        tokens = float(sum(m.sum() for m in masks))
         per_epoch: list[dict] = []
-        tokens = 0.0
-        for epoch in range(int(optim.get("epochs", 1))):
-            p.optimizer.zero_grad()
-            surr, clips, kls, masks, diffs = [], [], [], [], []
-            for i, (ids, mask, old, adv) in enumerate(datums):
-                new = token_logprobs(model, ids)
-                s, c, k = datum_terms(new, old, refs[i] if refs else None, mask, adv, loss_cfg)
-                surr.append(s), clips.append(c), kls.append(k), masks.append(mask)
-                diffs.append((new.detach() - old).abs() * mask)
-            policy_loss = aggregate(surr, masks, loss_cfg.agg)
-            kl = aggregate(kls, masks, loss_cfg.agg)
-            total = policy_loss + loss_cfg.kl_coef * kl
-            if not torch.isfinite(total):
-                raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
-            total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(p.optimizer.param_groups[0]["params"], optim.get("max_grad_norm", 1.0))
-            if not torch.isfinite(grad_norm):
-                raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
-            p.optimizer.step()
-            tokens = float(sum(m.sum() for m in masks))
-            per_epoch.append(
-                {
-                    "loss": float(total.detach()),
-                    "clip_fraction": float(sum(c.sum() for c in clips) / max(tokens, 1)),
-                    "kl": float(kl.detach()),
-                    "grad_norm": float(grad_norm),
-                    "sampler_trainer_logprob_absdiff": float(sum(d.sum() for d in diffs) / max(tokens, 1)),
-                }
-            )
-        model.eval()
+        try:
+            for epoch in range(int(optim.get("epochs", 1))):
+                p.optimizer.zero_grad()
+                loss_sum = kl_sum = clipped = gap = 0.0
+                for batch in batches:
+                    total = torch.zeros((), device=dev)
+                    for i, new in zip(batch, batch_logprobs(model, [ids[i] for i in batch])):
+                        surr, clip, kl = datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
+                        total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
+                        kl_sum += weights[i] * float(kl.sum())
+                        clipped += float(clip.sum())
+                        gap += float(((new.detach() - olds[i]).abs() * masks[i]).sum())
+                    if not torch.isfinite(total):
+                        raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
+                    total.backward()
+                    loss_sum += float(total.detach())
+                grad_norm = torch.nn.utils.clip_grad_norm_(p.optimizer.param_groups[0]["params"], optim.get("max_grad_norm", 1.0))
+                if not torch.isfinite(grad_norm):
+                    raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
+                p.optimizer.step()
+                per_epoch.append({"loss": loss_sum, "clip_fraction": clipped / max(tokens, 1), "kl": kl_sum, "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": gap / max(tokens, 1)})
+        finally:
+            if optim.get("gradient_checkpointing"):
+                model.gradient_checkpointing_disable()
+            model.eval()
         mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
         # The sampler-trainer gap is the first epoch's: later epochs train on weights the sampler never had.
-        return {**mean, "tokens": int(tokens), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
+        return {**mean, "tokens": int(tokens), "micro_batches": len(batches), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
 
     def _forget_finished_jobs(self) -> None:
         """Keeps at most `limits.jobs` jobs: the oldest finished ones go first."""

@@ -1,17 +1,63 @@
-"""The update: PPO-clip on per-token log-probabilities, token-mean or sequence-mean aggregation,
-optional KL to the base model (adapter disabled) with the k3 estimator. Log-probabilities in fp32."""
+"""The update's pieces: log-probabilities of the chosen tokens without the full-vocabulary fp32
+matrix (chunked, selective log-softmax), micro-batches packed by a token budget, and the loss as
+a registered choice (PPO-clip with separate low/high clips; token-mean, sequence-mean or a
+constant normaliser as Dr. GRPO has it; k3 KL to the base model). Log-probabilities in fp32."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
+# The log-ratio is clamped before exp (as verl does), so one extreme behaviour log-probability
+# cannot overflow the ratio to inf and the loss to NaN; far inside the clamp, PPO's clip acts first.
+LOG_RATIO_LIMIT = 20.0
+# Positions whose log-softmax is taken in fp32 at once: memory is chunk × vocabulary, not sequence × vocabulary.
+LOGSOFTMAX_CHUNK = 512
+
+
+def chosen_logprobs(logits: torch.Tensor, targets: torch.Tensor, chunk: int = LOGSOFTMAX_CHUNK) -> torch.Tensor:
+    """log softmax(logits)[target] per position, in fp32, one chunk of positions at a time."""
+    out = []
+    for start in range(0, logits.shape[0], chunk):
+        part = logits[start : start + chunk].float()
+        out.append(part.gather(-1, targets[start : start + chunk].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(part, dim=-1))
+    return torch.cat(out) if out else logits.new_zeros(0, dtype=torch.float32)
+
 
 def token_logprobs(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """log p(ids[t] | ids[:t]) for t ≥ 1, in fp32; position 0 gets 0 (nothing predicts it)."""
-    logits = model(input_ids=ids.unsqueeze(0)).logits[0, :-1].float()
-    lp = torch.log_softmax(logits, dim=-1).gather(-1, ids[1:].unsqueeze(-1)).squeeze(-1)
-    return torch.cat([torch.zeros(1, device=lp.device), lp])
+    return batch_logprobs(model, [ids])[0]
+
+
+def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """`token_logprobs` of several sequences in one forward pass (right-padded, attention-masked)."""
+    longest = max(len(s) for s in seqs)
+    dev = seqs[0].device
+    ids = torch.zeros(len(seqs), longest, dtype=torch.long, device=dev)
+    attention = torch.zeros(len(seqs), longest, dtype=torch.long, device=dev)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = s
+        attention[i, : len(s)] = 1
+    logits = model(input_ids=ids, attention_mask=attention).logits
+    zero = torch.zeros(1, device=dev)
+    return [torch.cat([zero, chosen_logprobs(logits[i, : len(s) - 1], s[1:])]) for i, s in enumerate(seqs)]
+
+
+def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
+    """Datum indices packed in order into batches of at most `token_budget` padded tokens (a datum
+    longer than the budget goes alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i, n in enumerate(lengths):
+        if current and max(longest, n) * (len(current) + 1) > token_budget:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, n)
+    if current:
+        batches.append(current)
+    return batches
 
 
 @dataclass
@@ -20,11 +66,8 @@ class Loss:
     clip_high: float = 0.2
     agg: str = "token-mean"
     kl_coef: float = 0.0
-
-
-# The log-ratio is clamped before exp (as verl does), so one extreme behaviour log-probability
-# cannot overflow the ratio to inf and the loss to NaN; far inside the clamp, PPO's clip acts first.
-LOG_RATIO_LIMIT = 20.0
+    # The constant divisor of "constant" aggregation (Dr. GRPO: the generation budget in tokens).
+    normaliser: float | None = None
 
 
 def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float, loss: Loss):
@@ -38,9 +81,18 @@ def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, 
     return surrogate * mask, clip * mask, kl * mask
 
 
-def aggregate(values: list[torch.Tensor], masks: list[torch.Tensor], agg: str) -> torch.Tensor:
-    if agg == "sequence-mean":
-        per = [v.sum() / m.sum().clamp(min=1) for v, m in zip(values, masks)]
-        return torch.stack(per).mean()
-    total = sum(m.sum() for m in masks)
-    return sum(v.sum() for v in values) / torch.clamp(total, min=1)
+def datum_weights(masks: list[torch.Tensor], loss: Loss) -> list[float]:
+    """What each datum's summed token terms are multiplied by, so that summing over micro-batches
+    gives the aggregated loss: token-mean Σ/Σ tokens, sequence-mean the mean of per-sequence means,
+    constant Σ/(datums × normaliser)."""
+    n = len(masks)
+    if loss.agg == "sequence-mean":
+        return [1.0 / (n * max(float(m.sum()), 1.0)) for m in masks]
+    if loss.agg == "constant":
+        norm = loss.normaliser or max(len(m) for m in masks)
+        return [1.0 / (n * norm)] * n
+    total = max(float(sum(m.sum() for m in masks)), 1.0)
+    return [1.0 / total] * n
+
+
+AGGREGATIONS = ("token-mean", "sequence-mean", "constant")

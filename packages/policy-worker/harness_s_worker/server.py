@@ -99,8 +99,9 @@ class LossSpec(Strict):
     kind: Literal["ppo"] = "ppo"
     clip_low: float = Field(0.2, ge=0, le=1)
     clip_high: float = Field(0.2, ge=0, le=10)
-    agg: Literal["token-mean", "sequence-mean"] = "token-mean"
+    agg: Literal["token-mean", "sequence-mean", "constant"] = "token-mean"
     kl_coef: float = Field(0.0, ge=0)
+    normaliser: float | None = Field(None, gt=0)
 
 
 class Optim(Strict):
@@ -109,6 +110,8 @@ class Optim(Strict):
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
     epochs: int = Field(1, ge=1, le=16)
+    micro_batch_tokens: int = Field(8192, ge=1, le=1 << 20)
+    gradient_checkpointing: bool = False
 
 
 class UpdateRequest(Strict):

@@ -167,21 +167,21 @@ def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
     body = {"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2, "epochs": 3}}
     before = _weights(client, "p1")
-    real = module.aggregate
+    real = module.datum_terms
     calls = {"n": 0}
 
-    def poisoned(values, masks, agg):  # the second epoch's loss turns NaN, after the first one stepped
+    def poisoned(*args):  # the second epoch's loss turns NaN, after the first one stepped
         calls["n"] += 1
-        out = real(values, masks, agg)
-        return out * float("nan") if calls["n"] >= 3 else out
+        surr, clip, kl = real(*args)
+        return (surr * float("nan") if calls["n"] >= 2 else surr), clip, kl
 
-    monkeypatch.setattr(module, "aggregate", poisoned)
+    monkeypatch.setattr(module, "datum_terms", poisoned)
     job = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "nan"}).json()["update_id"])
     assert job["status"] == "failed" and "not finite" in job["error"]
     assert client.get("/v2/policies/p1").json()["version"] == 0
     assert all(bool((a == b).all()) for a, b in zip(before, _weights(client, "p1")))
     assert client.policies.policies["p1"].optimizer.state_dict()["state"] == {}
-    monkeypatch.setattr(module, "aggregate", real)
+    monkeypatch.setattr(module, "datum_terms", real)
     ok = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "after"}).json()["update_id"])
     assert ok["status"] == "done" and ok["version"] == 1
     assert len(ok["metrics"]["epochs"]) == 3
@@ -255,3 +255,44 @@ def test_a_checkpoint_restores_adapter_optimizer_and_version_on_a_fresh_worker(t
     assert all(bool((old["state"][k]["exp_avg"] == new["state"][k]["exp_avg"]).all()) for k in old["state"])
     for bad in ("../../etc", "p1/v7", "/tmp"):
         assert fresh.put(f"/v2/policies/bad-{len(bad)}", json={**SPEC, "init_from": bad}).status_code == 400
+
+
+def test_the_ratio_uses_the_behaviour_logprobs_and_the_clip_stops_what_is_past_it(client):
+    # Off-policy by one nat on every token (ratio e > 1 + clip_high): a positive advantage is fully
+    # clipped, so nothing moves; on-policy (ratio 1) the same datum moves the adapter. With the
+    # ratio fixed to 1, or no clipping, the off-policy update would move it too.
+    for pid, shift in (("off", 1.0), ("on", 0.0)):
+        # A fresh adapter and a fresh optimizer: AdamW moves nothing on a zero gradient.
+        client.put(f"/v2/policies/{pid}", json=SPEC)
+        s = client.post(f"/v2/policies/{pid}/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 4}}).json()
+        d = datum_from(s, 1.0)
+        current = client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0]
+        n = len(s["prompt_ids"])
+        d["behaviour_logprobs"] = [0.0] * n + [min(0.0, lp - shift) for lp in current[n:]]
+        before = _weights(client, pid)
+        job = wait(client, client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2}, "loss": {"clip_high": 0.2}}, headers={"Idempotency-Key": pid}).json()["update_id"])
+        moved = max(float((a - b).abs().max()) for a, b in zip(before, _weights(client, pid)))
+        if shift:
+            clipped_tokens = sum(1 for lp in current[n:] if lp - shift < 0)
+            assert job["metrics"]["clip_fraction"] >= clipped_tokens / len(current[n:]) - 1e-9
+            assert moved == 0.0, moved
+        else:
+            assert job["metrics"]["clip_fraction"] == 0.0
+            assert moved > 0.0
+
+
+def test_the_sampler_returns_the_logprobs_of_the_distribution_it_sampled_from(client):
+    import torch
+
+    from harness_s_worker.sampler import GenerateSampler
+
+    client.put("/v2/policies/p1", json=SPEC)
+    policies = client.policies
+    model = policies.model
+    prefix = policies.render([{"role": "user", "content": "hi"}], None, True)
+    for temperature in (1.0, 0.7, 1.6):
+        ids, logprobs, _ = GenerateSampler().sample(model, prefix, {"temperature": temperature, "max_tokens": 6, "seed": 3}, policies.tokenizer.eos_token_id)
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prefix + ids])).logits[0].float()
+        expected = [float(torch.log_softmax(logits[len(prefix) - 1 + t] / temperature, dim=-1)[tok]) for t, tok in enumerate(ids)]
+        assert max(abs(a - b) for a, b in zip(logprobs, expected)) < 1e-4, temperature

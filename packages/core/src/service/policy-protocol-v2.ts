@@ -124,8 +124,10 @@ export const UpdateRequestV2 = z
         kind: z.literal("ppo").default("ppo"),
         clip_low: z.number().min(0).max(1).default(0.2),
         clip_high: z.number().min(0).default(0.2),
-        agg: z.enum(["token-mean", "sequence-mean"]).default("token-mean"),
+        /** token-mean, sequence-mean, or constant (Dr. GRPO: a fixed divisor, `normaliser`, default the longest datum). */
+        agg: z.enum(["token-mean", "sequence-mean", "constant"]).default("token-mean"),
         kl_coef: z.number().min(0).default(0),
+        normaliser: z.number().positive().optional(),
       })
       .strict(),
     optim: z
@@ -135,6 +137,9 @@ export const UpdateRequestV2 = z
         weight_decay: z.number().min(0).optional(),
         max_grad_norm: z.number().positive().default(1),
         epochs: z.number().int().min(1).default(1),
+        /** Padded tokens per micro-batch; gradients accumulate over them before the step (memory is one micro-batch's). */
+        micro_batch_tokens: z.number().int().min(1).optional(),
+        gradient_checkpointing: z.boolean().optional(),
       })
       .strict(),
   })
