@@ -64,6 +64,6 @@ describe("no caller stalls another", () => {
     expect(await setUp()).toBe(true);
     // On main the whole evolution of a seed ran on the API's event loop: one request waited ~5 s.
     expect(Math.max(...latencies)).toBeLessThan(1_500);
-    expect(latencies.length).toBeGreaterThan(20);
+    expect(latencies.length).toBeGreaterThan(5);
   }, 60_000);
 });

@@ -7,7 +7,9 @@ import type { TableNames } from "./tables.ts";
 /** Message ids one transaction claims at most (DynamoDB allows 100 items; one is the profile). */
 const MAX_CLAIMS = 99;
 /** Transactions tried per batch before its messages fail (and SQS redelivers them). */
-const MAX_ATTEMPTS = 12;
+const MAX_ATTEMPTS = 30;
+/** The longest wait between two tries (full jitter: a random wait up to min(this, 10 ms · 2^try)). */
+const MAX_BACKOFF_MS = 500;
 
 interface PendingApply {
   messageId: string;
@@ -114,7 +116,7 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
         for (const id of live) settle(id, new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`));
         return;
       }
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(400, 10 * 2 ** attempt)));
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
       let current: { profile: Profile; rev: number } | undefined;
       try {
         current = await this.read(poolId, harnessId);
