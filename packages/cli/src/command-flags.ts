@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { Split, dbbenchHarnesses } from "@harness-s/dbbench";
 import { TuningObjective } from "./tuning/rule.ts";
-import { int, jsonFlag, num, port, probability, seeds, TrainOverrides } from "./flags.ts";
+import { EvalOptions, VerifyOptions } from "./commands/dbbench.ts";
+import { int, jsonFlag, num, port, probability, seeds, TrainOverrides, url } from "./flags.ts";
 
 /** The flags of each command, as commander hands them over (strings, booleans, declared defaults). */
 const SWEEPS = ["cue", "router", "reanchor"] as const;
@@ -12,7 +12,6 @@ const sweepKinds = z
 const protocol = z.enum(["test", "validation"]);
 const positive = num((n) => n.positive());
 const nonNegative = num((n) => n.min(0));
-const url = z.url({ error: (i) => `not a URL: ${JSON.stringify(i.input)}` });
 
 export const ExperimentFlags = z
   .strictObject({
@@ -64,11 +63,7 @@ export const EvolveFlags = z.strictObject({
   protocol,
 });
 
-export const ServeFlags = z.strictObject({
-  port,
-  host: z.string().min(1),
-  apiKey: z.string().min(8, "an API key needs at least 8 characters").optional(),
-});
+export { ServeOptions as ServeFlags } from "./commands/serve.ts";
 
 export const BenchFlags = z.strictObject({ seconds: positive, worker: z.boolean().optional() });
 export const PolicyServeFlags = z.strictObject({ port, host: z.string().min(1), cueStrength: nonNegative });
@@ -81,28 +76,7 @@ export const PolicyWorkerFlags = z.strictObject({
   stateDir: z.string().min(1).optional(),
 });
 
-const engineFlags = {
-  engine: z.enum(["mysql", "sqlite"]),
-  split: Split,
-  concurrency: int(1, 64),
-  data: z.string().min(1).optional(),
-  mysqlUrl: url,
-};
-
-export const DbbenchVerifyFlags = z.strictObject({ ...engineFlags, json: z.boolean() });
-
-export const DbbenchEvalFlags = z.strictObject({
-  ...engineFlags,
-  baseUrl: url,
-  model: z.string().min(1),
-  apiKey: z.string().min(1).optional(),
-  harness: z.enum(dbbenchHarnesses.map((h) => h.id) as [string, ...string[]], {
-    error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`,
-  }),
-  limit: int(1).optional(),
-  out: z.string().min(1).optional(),
-  systemFile: z.string().min(1).optional(),
-  temperature: num((n) => n.min(0).max(2)),
-  timeoutSeconds: positive,
-  logprobs: z.boolean(),
-});
+// dbbench's commands parse their own options (strings or numbers) with these; the flags only
+// let --data and --out be left to the command's defaults.
+export const DbbenchVerifyFlags = VerifyOptions.extend({ data: z.string().min(1).optional() }).strict();
+export const DbbenchEvalFlags = EvalOptions.extend({ data: z.string().min(1).optional(), out: z.string().min(1).optional(), apiKey: z.string().min(1).optional() }).strict();

@@ -31,6 +31,7 @@ export const num = (check: (n: z.ZodNumber) => z.ZodNumber = (n) => n) =>
 export const int = (min: number, max = Number.MAX_SAFE_INTEGER) => num((n) => n.int().min(min).max(max));
 export const port = int(0, 65535);
 export const probability = num((n) => n.min(0).max(1));
+export const url = z.url({ error: (i) => `not a URL: ${JSON.stringify(i.input)}` });
 export const seeds = z.string().transform((v, ctx) => {
   try {
     return parseSeedList(v);

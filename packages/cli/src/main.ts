@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { ZodError } from "zod";
-import { HarnessSError } from "@harness-s/core";
+import { HarnessSError, formatIssues } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
 import { policyServeCommand, policyServeDefaults } from "./commands/policy-serve.ts";
@@ -14,7 +14,6 @@ import { confirmCommand } from "./commands/confirm.ts";
 import { tuneCommand } from "./commands/tune.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
-import { formatIssues } from "@harness-s/core";
 import { parseFlags } from "./flags.ts";
 import {
   BenchFlags,

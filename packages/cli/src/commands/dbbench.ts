@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { z } from "zod";
-import { NotFoundError, parseOrThrow } from "@harness-s/core";
+import { parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy } from "@harness-s/adapters";
 import {
   DBBENCH_SYSTEM,
@@ -18,13 +18,16 @@ import {
   verifyGold,
   type SqlEngine,
 } from "@harness-s/dbbench";
+import { int, num, url } from "../flags.ts";
 import { createProgress } from "../progress.ts";
 
+/** The SQL engine options of the dbbench commands, as the command line gives them (strings) or a caller does. */
 export const EngineOptions = z.object({
   engine: z.enum(["mysql", "sqlite"]).default("mysql"),
   split: Split.default("dev"),
   data: z.string().min(1),
-  mysqlUrl: z.string().url().default("mysql://root@127.0.0.1:3306"),
+  mysqlUrl: url.default("mysql://root@127.0.0.1:3306"),
+  concurrency: int(1, 64).default(4),
 });
 
 /** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
@@ -34,9 +37,11 @@ export async function openEngine(o: z.infer<typeof EngineOptions>): Promise<SqlE
   return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
 }
 
+export const VerifyOptions = EngineOptions.extend({ json: z.boolean().default(false), concurrency: int(1, 64).default(8) });
+
 /** `harness-s dbbench verify`: replays the gold through the full environment and evaluator. */
 export async function dbbenchVerifyCommand(input: Record<string, unknown>): Promise<void> {
-  const o = parseOrThrow(EngineOptions.extend({ json: z.boolean().default(false), concurrency: z.number().int().min(1).max(64).default(8) }), input, "dbbench verify options");
+  const o = parseOrThrow(VerifyOptions, input, "dbbench verify options");
   const rows = await loadSplit(o.data, o.split);
   const engine = await openEngine(o);
   try {
@@ -57,17 +62,18 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
   }
 }
 
+const harnessIds = dbbenchHarnesses.map((h) => h.id) as [string, ...string[]];
+
 export const EvalOptions = EngineOptions.extend({
-  baseUrl: z.string().url(),
+  baseUrl: url,
   model: z.string().min(1),
   apiKey: z.string().default("not-needed"),
-  harness: z.string().default("dbbench-h0"),
-  concurrency: z.number().int().min(1).max(64).default(4),
-  limit: z.number().int().min(1).optional(),
+  harness: z.enum(harnessIds, { error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${harnessIds.join(", ")})` }).default("dbbench-h0"),
+  limit: int(1).optional(),
   out: z.string().min(1),
   systemFile: z.string().optional(),
-  temperature: z.number().min(0).max(2).default(0),
-  timeoutSeconds: z.number().positive().default(120),
+  temperature: num((n) => n.min(0).max(2)).default(0),
+  timeoutSeconds: num((n) => n.positive()).default(120),
   logprobs: z.boolean().default(true),
 });
 
@@ -78,8 +84,7 @@ export const EvalOptions = EngineOptions.extend({
  */
 export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<{ rows: number; erroredRows: number }> {
   const o = parseOrThrow(EvalOptions, input, "dbbench eval options");
-  const harness = dbbenchHarnesses.find((h) => h.id === o.harness);
-  if (!harness) throw new NotFoundError("harness", `${o.harness} (one of ${dbbenchHarnesses.map((h) => h.id).join(", ")})`);
+  const harness = dbbenchHarnesses.find((h) => h.id === o.harness)!;
   const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);
   const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
   const client = new OpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey, timeout: o.timeoutSeconds * 1000, maxRetries: 2 });

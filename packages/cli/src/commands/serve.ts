@@ -6,11 +6,13 @@ import { createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
+import { port } from "../flags.ts";
 import { localQueuedExperiment } from "../runtime/local-aws.ts";
 
-export const ServeOptions = z.object({
-  port: z.number().int().min(0).max(65535).default(18787),
-  host: z.string().default("127.0.0.1"),
+/** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
+export const ServeOptions = z.strictObject({
+  port: port.default(18787),
+  host: z.string().min(1).default("127.0.0.1"),
   apiKey: z.string().min(8, "an API key needs at least 8 characters").optional(),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
