@@ -60,15 +60,16 @@ describe("Python text forms (what AgentBench prints)", () => {
     );
     const rows = fc.array(fc.array(value, { minLength: 1, maxLength: 4 }), { maxLength: 60 });
     fc.assert(
-      fc.property(rows, fc.integer({ min: 1, max: 900 }), (all, limit) => {
-        const out = new RowsText(limit);
+      fc.property(rows, fc.integer({ min: 1, max: 900 }), fc.integer({ min: 1, max: 80 }), (all, limit, maxRows) => {
+        const out = new RowsText(limit, maxRows);
         let read = 0;
         for (const row of all) {
           read++;
           if (!out.push(row)) break;
         }
-        expect(out.text()).toBe(truncate(pyRows(all), limit));
-        if (read < all.length) expect(out.full).toBe(true);
+        expect(out.text()).toBe(truncate(pyRows(all.slice(0, maxRows)), limit));
+        expect(out.rows).toBeLessThanOrEqual(maxRows);
+        if (read < all.length) expect(out.full || out.rows === maxRows).toBe(true);
       }),
       { numRuns: 400 },
     );

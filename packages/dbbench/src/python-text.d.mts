@@ -36,11 +36,13 @@ export declare function truncate(s: string, n?: number): string;
  * out.text();
  */
 export declare class RowsText {
-  constructor(limit?: number);
+  /** `maxRows`: rows taken at most; a row past them is refused like one past the text's limit. */
+  constructor(limit?: number, maxRows?: number);
   /** Rows pushed so far (the last may be shown only in part). */
   readonly rows: number;
   /** The text is already past the limit: later rows cannot be seen. */
   readonly full: boolean;
+  /** Adds a row; false once nothing more can be shown (this row was cut or refused): stop reading. */
   push(row: readonly PyValue[]): boolean;
   text(): string;
 }

@@ -75,8 +75,9 @@ export function truncate(s, n = SHOWN_CODE_POINTS) {
 }
 
 export class RowsText {
-  constructor(limit = SHOWN_CODE_POINTS) {
+  constructor(limit = SHOWN_CODE_POINTS, maxRows = Number.POSITIVE_INFINITY) {
     this.limit = limit;
+    this.maxRows = maxRows;
     this.head = "[";
     this.shown = 1;
     this.rows = 0;
@@ -87,7 +88,7 @@ export class RowsText {
   }
 
   push(row) {
-    if (this.full) return false;
+    if (this.full || this.rows >= this.maxRows) return false;
     this.rows++;
     this.append(this.rows > 1 ? ", (" : "(");
     row.forEach((value, i) => {

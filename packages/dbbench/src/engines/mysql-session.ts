@@ -96,7 +96,7 @@ export class MysqlSession implements SqlSession {
     const core = (conn as unknown as { connection: CoreConnection }).connection;
     const threadId = conn.threadId!;
     return new Promise<Outcome>((resolve) => {
-      const rows = new RowsText();
+      const rows = new RowsText(undefined, this.limits.maxRows);
       let truncated = false;
       let reason: "time" | "size" | "rows" | undefined;
       let affected = 0;
@@ -126,7 +126,7 @@ export class MysqlSession implements SqlSession {
           return;
         }
         if (truncated) return;
-        if (rows.rows >= this.limits.maxRows || !rows.push(row as PyValue[])) {
+        if (!rows.push(row as PyValue[])) {
           truncated = true;
           if (!writes) kill("rows");
         }

@@ -43,10 +43,10 @@ function exec(sql, maxRows) {
   const stmt = db.prepare(sql).safeIntegers(true);
   const wrote = (reply) => (stmt.readonly ? reply : { ...reply, snapshot: db.serialize() });
   if (!stmt.reader) return wrote({ kind: "ok", changes: Number(stmt.run().changes) });
-  const text = new RowsText();
+  const text = new RowsText(undefined, maxRows);
   let truncated = false;
   for (const r of stmt.raw(true).iterate()) {
-    if (text.rows >= maxRows || !text.push(r.map(toPy))) {
+    if (!text.push(r.map(toPy))) {
       truncated = true;
       break;
     }
