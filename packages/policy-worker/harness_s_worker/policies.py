@@ -2,6 +2,7 @@
 AdamW state, versions, episodes (token prefixes kept by episode id) and update jobs."""
 from __future__ import annotations
 
+import copy
 import shutil
 import threading
 import uuid
@@ -210,10 +211,7 @@ class Policies:
     def _save_state(self, p: Policy) -> tuple[list[torch.Tensor], dict]:
         """The adapter's weights and the optimizer's state, copied, to put back if the update fails."""
         assert p.optimizer is not None
-        weights = [t.detach().clone() for t in self._adapter_params(p)]
-        optim = {k: v for k, v in p.optimizer.state_dict().items()}
-        optim["state"] = {i: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in st.items()} for i, st in optim["state"].items()}
-        return weights, optim
+        return [t.detach().clone() for t in self._adapter_params(p)], copy.deepcopy(p.optimizer.state_dict())
 
     def _restore_state(self, p: Policy, saved: tuple[list[torch.Tensor], dict]) -> None:
         assert p.optimizer is not None
