@@ -3,134 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import tempfile
-import time
-import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal
 
 import torch
 import uvicorn
 from fastapi import FastAPI, Header, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 
-from .policies import Limits, Policies, WorkerError
-from .sampler import GenerateSampler
+from .checkpoints import save_checkpoint
+from .errors import WorkerError
+from .facade import Facade
+from .policies import Limits, Policies
+from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, SampleRequest, ScoreRequest, UpdateRequest
 from .tiny import build_tiny, load_model
-from .toolcalls import parse_tool_calls
-
-ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$"
-
-
-class Strict(BaseModel):
-    # No NaN or Infinity anywhere (JSON parsers here accept them): a non-finite number is a 400.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Lora(Strict):
-    rank: int = Field(8, ge=1, le=256)
-    alpha: float = Field(16, gt=0)
-    targets: list[str] = ["q_proj", "v_proj"]
-
-
-class CreatePolicy(Strict):
-    base_model: str
-    lora: Lora = Lora()
-    seed: int = 0
-    init_from: str | None = None
-
-
-class Version(Strict):
-    exact: int | None = None
-    min: int | None = None
-
-
-class Sampling(Strict):
-    temperature: float = Field(1.0, ge=0, le=5)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(64, ge=1, le=4096)
-    seed: int | None = None
-
-
-class SampleRequest(Strict):
-    episode_id: str = Field(pattern=ID)
-    version: Version | None = None
-    messages: list[dict[str, Any]] | None = None
-    append: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    sampling: Sampling = Sampling()
-
-
-class RenderRequest(Strict):
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    add_generation_prompt: bool = False
-
-
-Mask = Literal[0, 1]
-TokenId = Annotated[int, Field(ge=0)]
-
-
-class Sequence(Strict):
-    ids: list[TokenId] = Field(min_length=1, max_length=32768)
-    mask: list[Mask] | None = None
-
-
-class ScoreRequest(Strict):
-    version: Version | None = None
-    sequences: list[Sequence] = Field(min_length=1, max_length=1024)
-
-
-class Datum(Strict):
-    sample_id: str
-    group_id: str
-    ids: list[TokenId] = Field(min_length=2, max_length=32768)
-    loss_mask: list[Mask]
-    # A log-probability is at most 0 (a little above for rounding); the ratio it enters is
-    # clamped in the loss, so an extreme but finite value cannot overflow it.
-    behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
-    advantage: float = Field(ge=-1e4, le=1e4)
-
-
-class LossSpec(Strict):
-    kind: Literal["ppo"] = "ppo"
-    clip_low: float = Field(0.2, ge=0, le=1)
-    clip_high: float = Field(0.2, ge=0, le=10)
-    agg: Literal["token-mean", "sequence-mean", "constant"] = "token-mean"
-    kl_coef: float = Field(0.0, ge=0)
-    normaliser: float | None = Field(None, gt=0)
-
-
-class Optim(Strict):
-    lr: float = Field(gt=0, le=1)
-    betas: tuple[float, float] = (0.9, 0.999)
-    weight_decay: float = Field(0.0, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    epochs: int = Field(1, ge=1, le=16)
-    micro_batch_tokens: int = Field(8192, ge=1, le=1 << 20)
-    gradient_checkpointing: bool = False
-
-
-class UpdateRequest(Strict):
-    base_version: int = Field(ge=0)
-    datums: list[Datum] = Field(min_length=1, max_length=4096)
-    loss: LossSpec = LossSpec()
-    optim: Optim
-
-
-class ChatRequest(BaseModel):
-    model: str
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    max_tokens: int | None = Field(None, ge=1, le=4096)
-    temperature: float = 1.0
-    top_p: float = 1.0
-    seed: int | None = None
-    logprobs: bool = False
-
+from .toolcalls import PARSERS
+from .updates import Updates
 
 def error(status: int, code: str, message: str, **extra) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
@@ -171,6 +63,9 @@ class BodyLimit:
 def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20) -> FastAPI:
     app = FastAPI(title="Harness-S policy worker", version="2")
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    updates = Updates(policies)
+    facade = Facade(policies)
+    app.state.updates = updates
 
     @app.exception_handler(WorkerError)
     async def worker_error(_req, err: WorkerError):
@@ -193,11 +88,28 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return pid
 
     def state(p) -> dict:
-        return {"policy_id": p.id, "version": p.version, "tokenizer": {"name": model_name, "eos_ids": [policies.tokenizer.eos_token_id]}, "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True}}
+        return {
+            "policy_id": p.id,
+            "version": p.version,
+            "tokenizer": {"name": model_name, "eos_ids": sorted(policies.eos_ids)},
+            "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
+            "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True},
+        }
+
+    async def sample_turn(pid: str, body: dict) -> dict:
+        request, context = await run_in_threadpool(policies.prepare, pid, body)
+        future = policies.engine.submit(request)
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
+        except asyncio.TimeoutError:
+            future.cancel()
+            raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
+        return await run_in_threadpool(policies.finish, context, result)
 
     @app.get("/healthz")
     def healthz():
-        return {"ok": True, "protocol": 2, "model": model_name, "policies": len(policies.policies), "device": str(next(policies.base.parameters()).device)}
+        kv = policies.engine.kv
+        return {"ok": True, "protocol": 2, "model": model_name, "policies": len(policies.policies), "device": str(next(policies.base.parameters()).device), "sampler": {"steps": policies.engine.steps, "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions}}}
 
     @app.put("/v2/policies/{pid}")
     def put_policy(pid: str, body: CreatePolicy):
@@ -211,18 +123,12 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     @app.delete("/v2/policies/{pid}")
     def delete_policy(pid: str):
         policies.delete(pid)
+        updates.forget_policy(pid)
         return {"deleted": pid}
 
     @app.post("/v2/policies/{pid}/sample")
-    def sample(pid: str, body: SampleRequest):
-        out = policies.sample(pid, body.model_dump(exclude_none=True))
-        text = policies.tokenizer.decode([t for t in out["ids"] if t != policies.tokenizer.eos_token_id], skip_special_tokens=False)
-        content, calls, parse_error = parse_tool_calls(text, f"{body.episode_id}-{len(out['ids'])}")
-        completion = {"ids": out["ids"], "logprobs": out["logprobs"], "text": text, "finish_reason": out["finish_reason"], "content": content}
-        completion["tool_calls" if calls is not None else "parse_error"] = calls if calls is not None else parse_error
-        if parse_error is None and calls is None:
-            completion.pop("parse_error", None)
-        return {"policy_version": out["policy_version"], "prompt_ids": out["prompt_ids"], "completion": completion}
+    async def sample(pid: str, body: SampleRequest):
+        return await sample_turn(pid, body.model_dump(exclude_none=True))
 
     @app.post("/v2/policies/{pid}/render")
     def render(pid: str, body: RenderRequest):
@@ -245,45 +151,30 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return {"logprobs": policies.score(pid, body.version.model_dump(exclude_none=True) if body.version else None, [s.model_dump() for s in body.sequences])}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
-    def updates(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)):
+    def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)):
         for i, d in enumerate(body.datums):
             if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
             if d.loss_mask[0] != 0:
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
             check_ids(f"datums.{i}.ids", d.ids)
-        job, created = policies.submit_update(pid, idempotency_key, body.model_dump())
+        job, created = updates.submit(pid, idempotency_key, body.model_dump())
         return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
 
     @app.get("/v2/updates/{uid}")
     def get_update(uid: str):
-        job = policies.jobs.get(uid)
-        if job is None:
-            raise WorkerError(404, "NOT_FOUND", f"update {uid!r} not found")
+        job = updates.get(uid)
         return {"update_id": job.id, "policy_id": job.policy_id, "status": job.status, "base_version": job.base_version, "version": job.version, "metrics": job.metrics, "error": job.error}
 
     @app.post("/v2/policies/{pid}/checkpoints")
     def checkpoint(pid: str):
-        return policies.checkpoint(pid)
+        return save_checkpoint(policies, pid)
 
     @app.post("/v1/chat/completions")
-    def chat(body: ChatRequest):
-        pid, _, v = body.model.partition("@v")
-        p = policies.get(pid)
-        episode = f"chat-{uuid.uuid4().hex[:10]}"
-        out = policies.sample(pid, {"episode_id": episode, "version": {"exact": int(v)} if v else None, "messages": body.messages, "tools": body.tools, "sampling": {"temperature": body.temperature, "top_p": body.top_p, "max_tokens": body.max_tokens or 64, **({"seed": body.seed} if body.seed is not None else {})}})
-        p.episodes.pop(episode, None)
-        text = policies.tokenizer.decode([t for t in out["ids"] if t != policies.tokenizer.eos_token_id], skip_special_tokens=False)
-        content, calls, parse_error = parse_tool_calls(text, episode)
-        message: dict[str, Any] = {"role": "assistant", "content": content or None}
-        if calls:
-            message["tool_calls"] = calls
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else out["finish_reason"], "token_ids": out["ids"]}
-        if parse_error:
-            choice["parse_error"] = parse_error
-        if body.logprobs:
-            choice["logprobs"] = {"content": [{"token": policies.tokenizer.decode([t]), "logprob": lp} for t, lp in zip(out["ids"], out["logprobs"])]}
-        return {"id": episode, "object": "chat.completion", "created": int(time.time()), "model": f"{pid}@v{out['policy_version']}", "choices": [choice], "prompt_token_ids": out["prompt_ids"], "usage": {"prompt_tokens": len(out["prompt_ids"]), "completion_tokens": len(out["ids"]), "total_tokens": len(out["prompt_ids"]) + len(out["ids"])}}
+    async def chat(body: ChatRequest):
+        pid, req, messages = facade.request(body)
+        out = await sample_turn(pid, req)
+        return facade.response(pid, req, messages, out, body.logprobs)
 
     return app
 
@@ -295,7 +186,7 @@ def set_threads(model: str, device: str, threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None) -> tuple[Policies, str]:
+def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:
     if model == "tiny":
         base, tokenizer = build_tiny(0)
         base = base.to(device)
@@ -305,7 +196,7 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     state = state_dir or Path(tempfile.mkdtemp(prefix="harness-s-worker-"))
     state.mkdir(parents=True, exist_ok=True)
     name = "tiny" if model == "tiny" else Path(model).name
-    return Policies(base, tokenizer, state, GenerateSampler(), limits, model_name=name), name
+    return Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser), name
 
 
 def main() -> None:
@@ -319,12 +210,16 @@ def main() -> None:
     ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
     ap.add_argument("--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)")
     ap.add_argument("--max-body-mb", type=int, default=64, help="largest request body (413 past it)")
+    ap.add_argument("--kv-cache-mb", type=int, default=Limits.cache_mb, help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)")
+    ap.add_argument("--sample-timeout-s", type=float, default=Limits.sample_timeout_s, help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)")
+    ap.add_argument("--tool-parser", choices=PARSERS, default=None, help="the tool-call format the model writes (default: read from its chat template)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for the tiny model, where more threads only add overhead; torch's own default otherwise)")
     args = ap.parse_args()
     set_threads(args.model, args.device, args.threads)
     if not 0 <= args.port <= 65535:
         ap.error(f"--port {args.port}: a port is 0-65535")
-    policies, name = build(args.model, args.state_dir, args.device, Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes))
+    limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
+    policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
     uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
 
 

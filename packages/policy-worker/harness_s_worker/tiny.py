@@ -29,20 +29,22 @@ CORPUS = [
 ] * 20
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
+def build_tokenizer(specials: list[str] = SPECIALS, eos: str = "<|im_end|>", template: str = CHAT_TEMPLATE, bos: str | None = None, pad: str = "<pad>") -> PreTrainedTokenizerFast:
+    """A byte-level BPE over `CORPUS` with `specials` as special tokens (tests build one per model
+    family this way, with that family's own chat template and end-of-turn tokens)."""
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(CORPUS, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>")
-    fast.chat_template = CHAT_TEMPLATE
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, eos_token=eos, **({"bos_token": bos} if bos else {}))
+    fast.chat_template = template
     return fast
 
 
-def build_tiny(seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    """The tiny model and its tokenizer; the same seed gives the same weights."""
-    tokenizer = build_tokenizer()
+def build_tiny(seed: int = 0, tokenizer: PreTrainedTokenizerFast | None = None, eos_ids: list[int] | None = None) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+    """The tiny model and its tokenizer (ours unless one is given); the same seed gives the same weights."""
+    tokenizer = tokenizer or build_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=64,
@@ -59,7 +61,7 @@ def build_tiny(seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.eos_token_id = eos_ids or tokenizer.eos_token_id
     return model, tokenizer
 
 

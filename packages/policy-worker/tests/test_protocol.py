@@ -41,9 +41,13 @@ def test_sample_keeps_the_episode_prefix_and_returns_per_token_logprobs(client):
     assert first["policy_version"] == 0
     second = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "append": [{"role": "tool", "content": "ok"}], "sampling": {"max_tokens": 4, "seed": 4}}).json()
     episode = client.policies.policies["p1"].episodes["e1"]
-    assert episode == first["prompt_ids"] + comp["ids"] + second["prompt_ids"] + second["completion"]["ids"]
-    rendered = client.post("/v2/policies/p1/render", json={"messages": [{"role": "tool", "content": "ok"}], "add_generation_prompt": True}).json()["ids"]
-    assert rendered == second["prompt_ids"]
+    assert episode.ids == first["prompt_ids"] + comp["ids"] + second["prompt_ids"] + second["completion"]["ids"]
+    # The next turn starts with what the template closes a turn with (forced, never sampled), then the tool message's delta.
+    chat = client.policies.chat
+    forced = chat.forced_after(comp["ids"])
+    assert second["prompt_ids"][: len(forced)] == forced
+    tool_turn = chat.delta({"role": "assistant", "content": ""}, [{"role": "tool", "content": "ok"}])
+    assert second["prompt_ids"][len(forced) :] == tool_turn
 
 
 def test_sampler_and_trainer_logprobs_agree_on_the_same_weights(client):
@@ -125,12 +129,12 @@ def test_chat_completions_facade_returns_token_ids_and_logprobs(client):
 
 
 def test_tool_calls_are_parsed_and_malformed_ones_reported():
-    content, calls, err = parse_tool_calls('I will answer. <tool_call>{"name": "submit", "arguments": {"answer": "yes"}}</tool_call>', "c")
+    content, calls, err = parse_tool_calls('I will answer. <tool_call>{"name": "submit", "arguments": {"answer": "yes"}}</tool_call>', "hermes")
     assert content == "I will answer." and err is None
     assert calls[0]["function"] == {"name": "submit", "arguments": '{"answer": "yes"}'}
-    assert parse_tool_calls("<tool_call>{not json}</tool_call>", "c")[2].startswith("tool call 0 is not JSON")
-    assert parse_tool_calls("<tool_call>{", "c")[2] == "unterminated <tool_call>"
-    assert parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>', "c")[2].startswith("tool call 0 needs")
+    assert parse_tool_calls("<tool_call>{not json}</tool_call>", "hermes")[2].startswith("tool call 0 is not JSON")
+    assert parse_tool_calls("<tool_call>{", "hermes")[2] == "unterminated <tool_call>"
+    assert parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>', "hermes")[2].startswith("tool call 0 needs")
 
 
 def _weights(client, pid):
@@ -161,7 +165,7 @@ def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
 
 
 def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and_optimizer_untouched(client, monkeypatch):
-    from harness_s_worker import policies as module
+    from harness_s_worker import ppo as module
 
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
@@ -282,17 +286,60 @@ def test_the_ratio_uses_the_behaviour_logprobs_and_the_clip_stops_what_is_past_i
 
 
 def test_the_sampler_returns_the_logprobs_of_the_distribution_it_sampled_from(client):
+    # Evaluation samples at other temperatures and top-p report the log-probabilities of the
+    # tempered, truncated distribution they were drawn from; computing them from the raw logits
+    # (or at another temperature) fails here.
     import torch
-
-    from harness_s_worker.sampler import GenerateSampler
 
     client.put("/v2/policies/p1", json=SPEC)
     policies = client.policies
-    model = policies.model
-    prefix = policies.render([{"role": "user", "content": "hi"}], None, True)
-    for temperature in (1.0, 0.7, 1.6):
-        ids, logprobs, _ = GenerateSampler().sample(model, prefix, {"temperature": temperature, "max_tokens": 6, "seed": 3}, policies.tokenizer.eos_token_id)
-        with torch.no_grad():
-            logits = model(input_ids=torch.tensor([prefix + ids])).logits[0].float()
-        expected = [float(torch.log_softmax(logits[len(prefix) - 1 + t] / temperature, dim=-1)[tok]) for t, tok in enumerate(ids)]
-        assert max(abs(a - b) for a, b in zip(logprobs, expected)) < 1e-4, temperature
+    for temperature, top_p in ((1.0, 1.0), (0.7, 1.0), (1.6, 1.0), (1.0, 0.8)):
+        purpose = "train" if temperature == 1 and top_p == 1 else "eval"
+        s = client.post("/v2/policies/p1/sample", json={"episode_id": f"t{temperature}-{top_p}", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": temperature, "top_p": top_p, "max_tokens": 12, "seed": 3, "purpose": purpose}}).json()
+        prefix, ids = s["prompt_ids"], s["completion"]["ids"]
+        with torch.no_grad(), policies.model_lock:
+            policies.model.set_adapter(policies.policies["p1"].adapter)
+            logits = policies.model(input_ids=torch.tensor([prefix + ids])).logits[0].float()
+        expected = [float(nucleus(logits[len(prefix) - 1 + t], temperature, top_p)[tok]) for t, tok in enumerate(ids)]
+        assert max(abs(a - b) for a, b in zip(s["completion"]["logprobs"], expected)) < 1e-4, (temperature, top_p)
+
+
+def nucleus(logits, temperature, top_p):
+    """The tempered, top-p-truncated log-distribution, written out independently of the worker's."""
+    import torch
+
+    probs = torch.softmax(logits / temperature, dim=-1)
+    order = torch.argsort(probs, descending=True)
+    keep, mass = [], 0.0
+    for i in order.tolist():
+        keep.append(i)
+        mass += float(probs[i])
+        if mass >= top_p:
+            break
+    out = torch.full_like(probs, float("-inf"))
+    out[keep] = torch.log(probs[keep] / probs[keep].sum())
+    return out
+
+
+def test_each_token_is_drawn_from_the_distribution_whose_logprob_is_reported():
+    # Same generator state, drawn independently from the reported distribution: the same token.
+    # Drawing from another temperature than the one reported fails here.
+    import torch
+
+    from harness_s_worker.sampling import SamplingRule, draw
+
+    logits = torch.randn(2, 50, generator=torch.Generator().manual_seed(0)) * 3
+    for temperature, top_p in ((0.5, 1.0), (1.7, 1.0), (1.0, 0.7)):
+        for seed in range(40):
+            tokens, logprobs = draw(logits, [SamplingRule(temperature, top_p)] * 2, [torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1000)])
+            for row in range(2):
+                reported = nucleus(logits[row], temperature, top_p)
+                again = int(torch.multinomial(reported.exp(), 1, generator=torch.Generator().manual_seed(seed + 1000 * row)))
+                assert tokens[row] == again, (temperature, top_p, seed)
+                assert abs(logprobs[row] - float(reported[again])) < 1e-5
+
+
+def test_a_training_sample_away_from_temperature_1_is_refused(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    r = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": 0.7}})
+    assert r.status_code == 400 and "purpose" in r.json()["error"]["message"]

@@ -1,0 +1,43 @@
+"""Checkpoints: the published adapter's weights, the optimizer's state and the version under
+`<state>/policies/<id>/v<n>`; `init_from: "<id>/v<n>"` on a new policy (on this worker or one
+sharing the state folder) restores all three, so a unit continues where it stopped."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from .errors import WorkerError
+
+
+def save_checkpoint(policies, pid: str) -> dict:
+    with policies.lock:
+        p = policies.get(pid)
+        path = policies.state_dir / "policies" / pid / f"v{p.version}"
+        path.mkdir(parents=True, exist_ok=True)
+        with policies.model_lock:
+            weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapter_params(p.adapter))}
+            torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optimizer.state_dict()}, path / "state.pt")
+            policies.model.save_pretrained(str(path), selected_adapters=[p.adapter])
+        return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
+
+
+def read_checkpoint(state_dir: Path, ref: str) -> dict:
+    root = (state_dir / "policies").resolve()
+    path = (root / ref / "state.pt").resolve()
+    if root not in path.parents or not path.is_file():
+        raise WorkerError(400, "VALIDATION_FAILED", f"init_from: no checkpoint {ref!r} in this worker's state folder (as POST …/checkpoints names it: <policy>/v<n>)")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def apply_checkpoint(policies, p, saved: dict) -> None:
+    """Called with the model lock held, on a policy just created."""
+    params = policies.adapter_params(p.adapter)
+    if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.get("lora"):
+        raise WorkerError(400, "VALIDATION_FAILED", "init_from: the checkpoint's adapter does not match this policy's lora settings")
+    with torch.no_grad():
+        for i, param in enumerate(params):
+            param.copy_(saved["weights"][str(i)].to(param.device))
+    policies.copy_adapter(p.adapter, p.train_adapter)
+    p.optimizer.load_state_dict(saved["optimizer"])
+    p.version = int(saved["version"])

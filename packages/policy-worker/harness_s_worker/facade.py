@@ -1,0 +1,75 @@
+"""The OpenAI-compatible `/v1/chat/completions` façade over the same episodes as protocol v2.
+
+A conversation that continues one this façade answered (its messages start with an earlier
+request's messages and the assistant message returned for it) continues that episode: the new
+messages are appended by the delta rule, so the model sees the very ids a training episode
+would hold, not a fresh render of the whole conversation. Anything else starts a new episode."""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from .schemas import ChatRequest
+
+KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
+
+
+def conversation_key(pid: str, version: int, messages: list[dict]) -> str:
+    def shape(m: dict) -> dict:
+        calls = [{"name": c.get("function", {}).get("name"), "arguments": c.get("function", {}).get("arguments")} for c in m.get("tool_calls") or []]
+        return {"role": m.get("role"), "content": m.get("content") or "", "calls": calls}
+
+    return hashlib.sha256(json.dumps([pid, version, [shape(m) for m in messages]], sort_keys=True).encode()).hexdigest()
+
+
+class Facade:
+    def __init__(self, policies):
+        self.policies = policies
+        self.known: OrderedDict[str, str] = OrderedDict()
+
+    def request(self, body: ChatRequest) -> tuple[str, dict, list[dict]]:
+        """(policy id, the sample request, the messages as sent) for a chat body."""
+        pid, _, v = body.model.partition("@v")
+        p = self.policies.get(pid)
+        version = int(v) if v.isdigit() else p.version
+        sampling = {"temperature": body.temperature, "top_p": body.top_p, "max_tokens": body.max_tokens or 64, "purpose": "train" if body.temperature == 1 and body.top_p == 1 else "eval"}
+        if body.seed is not None:
+            sampling["seed"] = body.seed
+        messages = body.messages
+        for cut in range(len(messages) - 1, 0, -1):
+            if messages[cut - 1].get("role") != "assistant":
+                continue
+            episode = self.known.get(conversation_key(pid, version, messages[:cut]))
+            if episode is not None and episode in p.episodes:
+                return pid, {"episode_id": episode, "version": {"exact": version}, "append": messages[cut:], "sampling": sampling}, messages
+        episode = f"chat-{uuid.uuid4().hex[:12]}"
+        return pid, {"episode_id": episode, "version": {"exact": version} if v else None, "messages": messages, "tools": body.tools, "sampling": sampling}, messages
+
+    def response(self, pid: str, req: dict, messages: list[dict], out: dict, logprobs: bool) -> dict[str, Any]:
+        comp = out["completion"]
+        message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
+        if comp.get("tool_calls"):
+            message["tool_calls"] = comp["tool_calls"]
+        self.known[conversation_key(pid, out["policy_version"], [*messages, message])] = req["episode_id"]
+        while len(self.known) > KEPT:
+            self.known.popitem(last=False)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "tool_calls" if comp.get("tool_calls") else comp["finish_reason"], "token_ids": comp["ids"]}
+        if comp.get("parse_error"):
+            choice["parse_error"] = comp["parse_error"]
+        if logprobs:
+            decode = self.policies.tokenizer.decode
+            choice["logprobs"] = {"content": [{"token": decode([t]), "logprob": lp} for t, lp in zip(comp["ids"], comp["logprobs"])]}
+        prompt = out["prompt_ids"]
+        return {
+            "id": req["episode_id"],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": f"{pid}@v{out['policy_version']}",
+            "choices": [choice],
+            "prompt_token_ids": prompt,
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(comp["ids"]), "total_tokens": len(prompt) + len(comp["ids"])},
+        }

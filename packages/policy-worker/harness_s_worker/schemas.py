@@ -1,0 +1,121 @@
+"""Protocol v2's request bodies (docs/design.md §5): strict, with every number finite and
+every id and mask in range, so a bad request is a 400 naming its field."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$"
+
+
+class Strict(BaseModel):
+    # No NaN or Infinity anywhere (JSON parsers here accept them): a non-finite number is a 400.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Lora(Strict):
+    rank: int = Field(8, ge=1, le=256)
+    alpha: float = Field(16, gt=0)
+    targets: list[str] = ["q_proj", "v_proj"]
+
+
+class CreatePolicy(Strict):
+    base_model: str
+    lora: Lora = Lora()
+    seed: int = 0
+    init_from: str | None = None
+
+
+class Version(Strict):
+    exact: int | None = None
+    min: int | None = None
+
+
+class Sampling(Strict):
+    temperature: float = Field(1.0, ge=0, le=5)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(64, ge=1, le=4096)
+    seed: int | None = Field(None, ge=0)
+    # "train" (the default) must be drawn at temperature 1 and top_p 1; "eval" may use others.
+    purpose: Literal["train", "eval"] = "train"
+
+
+class SampleRequest(Strict):
+    episode_id: str = Field(pattern=ID)
+    version: Version | None = None
+    messages: list[dict[str, Any]] | None = None
+    append: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    sampling: Sampling = Sampling()
+
+
+class RenderRequest(Strict):
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    add_generation_prompt: bool = False
+
+
+Mask = Literal[0, 1]
+TokenId = Annotated[int, Field(ge=0)]
+
+
+class Sequence(Strict):
+    ids: list[TokenId] = Field(min_length=1, max_length=32768)
+    mask: list[Mask] | None = None
+
+
+class ScoreRequest(Strict):
+    version: Version | None = None
+    sequences: list[Sequence] = Field(min_length=1, max_length=1024)
+
+
+class Datum(Strict):
+    sample_id: str
+    group_id: str
+    ids: list[TokenId] = Field(min_length=2, max_length=32768)
+    loss_mask: list[Mask]
+    # A log-probability is at most 0 (a little above for rounding); the ratio it enters is
+    # clamped in the loss, so an extreme but finite value cannot overflow it.
+    behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
+    advantage: float = Field(ge=-1e4, le=1e4)
+
+
+class LossSpec(Strict):
+    kind: Literal["ppo"] = "ppo"
+    clip_low: float = Field(0.2, ge=0, le=1)
+    clip_high: float = Field(0.2, ge=0, le=10)
+    agg: Literal["token-mean", "sequence-mean", "constant"] = "token-mean"
+    kl_coef: float = Field(0.0, ge=0)
+    normaliser: float | None = Field(None, gt=0)
+
+
+class Optim(Strict):
+    lr: float = Field(gt=0, le=1)
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    epochs: int = Field(1, ge=1, le=16)
+    micro_batch_tokens: int = Field(8192, ge=1, le=1 << 20)
+    gradient_checkpointing: bool = False
+
+
+class UpdateRequest(Strict):
+    base_version: int = Field(ge=0)
+    datums: list[Datum] = Field(min_length=1, max_length=4096)
+    loss: LossSpec = LossSpec()
+    optim: Optim
+
+
+class ChatRequest(BaseModel):
+    """OpenAI's chat-completions body; fields this façade does not use are ignored, as OpenAI does."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    model: str
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = Field(None, ge=1, le=4096)
+    temperature: float = Field(1.0, ge=0, le=5)
+    top_p: float = Field(1.0, gt=0, le=1)
+    seed: int | None = Field(None, ge=0)
+    logprobs: bool = False

@@ -1,0 +1,170 @@
+"""Update jobs: PPO on a policy's training copy, micro-batch by micro-batch (each holding the
+model lock only for its own forward and backward, so sampling goes on between them), published
+when every epoch has applied. A failed update (an error, a loss or gradient that is not finite)
+puts the copy and the optimizer back as they were: the version and the published adapter never
+moved."""
+from __future__ import annotations
+
+import copy
+import threading
+import uuid
+from dataclasses import dataclass
+
+import torch
+
+from . import ppo
+from .errors import WorkerError
+from .policies import Policies, Policy
+
+
+@dataclass
+class Job:
+    id: str
+    policy_id: str
+    key: str
+    base_version: int
+    status: str = "queued"
+    version: int | None = None
+    metrics: dict | None = None
+    error: str | None = None
+
+
+class Updates:
+    def __init__(self, policies: Policies):
+        self.policies = policies
+        self.jobs: dict[str, Job] = {}
+        self.by_key: dict[tuple[str, str], str] = {}
+
+    def get(self, uid: str) -> Job:
+        job = self.jobs.get(uid)
+        if job is None:
+            raise WorkerError(404, "NOT_FOUND", f"update {uid!r} not found")
+        return job
+
+    def forget_policy(self, pid: str) -> None:
+        with self.policies.lock:
+            for k in [k for k in self.by_key if k[0] == pid]:
+                self.jobs.pop(self.by_key.pop(k), None)
+
+    def submit(self, pid: str, key: str, body: dict) -> tuple[Job, bool]:
+        with self.policies.lock:
+            p = self.policies.get(pid)
+            known = self.by_key.get((pid, key))
+            if known is not None:
+                return self.jobs[known], False
+            if body["base_version"] != p.version:
+                raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body['base_version']}, policy {pid} is at {p.version}")
+            if p.busy:
+                raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
+            self._forget_finished()
+            p.busy = True
+            job = Job(id=f"upd_{uuid.uuid4().hex[:12]}", policy_id=pid, key=key, base_version=p.version)
+            self.jobs[job.id] = job
+            self.by_key[(pid, key)] = job.id
+        threading.Thread(target=self._run, args=(p, job, body), daemon=True, name=f"update-{pid}").start()
+        return job, True
+
+    def _run(self, p: Policy, job: Job, body: dict) -> None:
+        policies = self.policies
+        try:
+            job.status = "running"
+            saved = copy.deepcopy(p.optimizer.state_dict())
+            try:
+                metrics = train(policies, p, body)
+            except Exception:
+                with policies.model_lock:
+                    policies.copy_adapter(p.adapter, p.train_adapter)
+                p.optimizer.load_state_dict(saved)
+                raise
+            policies.engine.barrier(p.adapter, lambda: policies.publish(p)).result()
+            job.version, job.metrics, job.status = p.version, metrics, "done"
+        except Exception as err:  # reported on the job; the policy stays at its version, its adapter and optimizer as they were
+            job.status, job.error = "failed", f"{type(err).__name__}: {err}"
+        finally:
+            p.busy = False
+
+    def _forget_finished(self) -> None:
+        """Keeps at most `limits.jobs` jobs: the oldest finished ones go first."""
+        limit = self.policies.limits.jobs
+        finished = [j for j in self.jobs.values() if j.status in ("done", "failed")]
+        while len(self.jobs) >= limit and finished:
+            job = finished.pop(0)
+            self.jobs.pop(job.id, None)
+            self.by_key.pop((job.policy_id, job.key), None)
+        if len(self.jobs) >= limit:
+            raise WorkerError(429, "CAPACITY_EXCEEDED", f"{limit} update jobs are queued or running, the worker's limit")
+
+
+def train(policies: Policies, p: Policy, body: dict) -> dict:
+    """PPO over the datums, `epochs` times: each epoch accumulates gradients over micro-batches of
+    at most `micro_batch_tokens` padded tokens (memory is one micro-batch's graph), then steps."""
+    model = policies.model
+    assert model is not None and p.optimizer is not None
+    loss_cfg = ppo.Loss(**{k: body["loss"][k] for k in ("clip_low", "clip_high", "agg", "kl_coef", "normaliser") if k in body["loss"]})
+    optim = body["optim"]
+    for g in p.optimizer.param_groups:
+        g.update(lr=optim["lr"], betas=tuple(optim.get("betas", (0.9, 0.999))), weight_decay=optim.get("weight_decay", 0.0))
+    params = p.optimizer.param_groups[0]["params"]
+    dev = next(policies.base.parameters()).device
+    datums = body["datums"]
+    ids = [torch.tensor(d["ids"], device=dev) for d in datums]
+    masks = [torch.tensor(d["loss_mask"], dtype=torch.float32, device=dev) for d in datums]
+    olds = [torch.tensor(d["behaviour_logprobs"], dtype=torch.float32, device=dev) for d in datums]
+    advantages = [float(d["advantage"]) for d in datums]
+    weights = ppo.datum_weights(masks, loss_cfg)
+    batches = ppo.micro_batches([len(x) for x in ids], int(optim.get("micro_batch_tokens", 8192)))
+    refs: list[torch.Tensor | None] = [None] * len(ids)
+    if loss_cfg.kl_coef > 0:
+        for batch in batches:
+            with policies.model_lock, torch.no_grad(), model.disable_adapter():
+                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch])):
+                    refs[i] = lp
+    tokens = float(sum(m.sum() for m in masks))
+    per_epoch: list[dict] = []
+    for epoch in range(int(optim.get("epochs", 1))):
+        p.optimizer.zero_grad()
+        sums = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "gap": 0.0}
+        for batch in batches:
+            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, bool(optim.get("gradient_checkpointing")), sums, epoch)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.get("max_grad_norm", 1.0))
+        if not torch.isfinite(grad_norm):
+            raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
+        with policies.model_lock:
+            p.optimizer.step()
+        per_epoch.append({"loss": sums["loss"], "clip_fraction": sums["clipped"] / max(tokens, 1), "kl": sums["kl"], "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1)})
+    mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
+    # The sampler-trainer gap is the first epoch's: later epochs score weights the sampler never had.
+    return {**mean, "tokens": int(tokens), "micro_batches": len(batches), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
+
+
+def micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing: bool, sums: dict, epoch: int) -> None:
+    """One micro-batch's forward and backward on the training copy, holding the model lock for
+    just this long (decoding steps run between micro-batches)."""
+    with policies.model_lock:
+        _micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing, sums, epoch)
+
+
+def _micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing: bool, sums: dict, epoch: int) -> None:
+    model = policies.model
+    model.set_adapter(p.train_adapter)
+    for param in p.optimizer.param_groups[0]["params"]:
+        param.requires_grad_(True)
+    model.train()
+    if checkpointing:
+        model.gradient_checkpointing_enable()
+    try:
+        total = torch.zeros((), device=ids[0].device)
+        for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch])):
+            surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
+            total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
+            sums["kl"] += weights[i] * float(kl.detach().sum())
+            sums["clipped"] += float(clip.sum())
+            sums["gap"] += float(((new.detach() - olds[i]).abs() * masks[i]).sum())
+        if not torch.isfinite(total):
+            raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
+        total.backward()
+        sums["loss"] += float(total.detach())
+    finally:
+        if checkpointing:
+            model.gradient_checkpointing_disable()
+        model.eval()

@@ -1,0 +1,95 @@
+"""The batched sampler: many episodes at once, cached prefixes, eviction, and sampling beside an update."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from conftest import SPEC
+
+from harness_s_worker import updates as updates_module
+from harness_s_worker.policies import Limits
+from harness_s_worker.server import build, create_app
+from fastapi.testclient import TestClient
+
+FIRST = {"messages": [{"role": "user", "content": "say yes"}], "sampling": {"max_tokens": 12}}
+
+
+def scored(client, pid, ids):
+    return client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": ids}]}).json()["logprobs"][0]
+
+
+def gap(client, pid, prompt_before, turn):
+    ids = prompt_before + turn["prompt_ids"] + turn["completion"]["ids"]
+    n = len(prompt_before) + len(turn["prompt_ids"])
+    return max(abs(a - b) for a, b in zip(scored(client, pid, ids)[n:], turn["completion"]["logprobs"]))
+
+
+def test_thirty_two_concurrent_episodes_are_batched_and_each_reports_its_own_logprobs(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    steps_before = client.policies.engine.steps
+    with ThreadPoolExecutor(32) as pool:
+        turns = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"e{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}}).json(), range(32)))
+    tokens = sum(len(t["completion"]["ids"]) for t in turns)
+    # Far fewer decoding steps than tokens: sequences shared their steps.
+    assert client.policies.engine.steps - steps_before < tokens / 4, (client.policies.engine.steps - steps_before, tokens)
+    assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
+
+
+def test_the_same_seed_draws_the_same_turn_alone_or_in_a_crowd(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    alone = client.post("/v2/policies/p1/sample", json={"episode_id": "alone", **FIRST, "sampling": {"max_tokens": 12, "seed": 7}}).json()
+    with ThreadPoolExecutor(16) as pool:
+        crowd = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"c{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": 7 if i == 5 else 100 + i}}).json(), range(16)))
+    assert crowd[5]["completion"]["ids"] == alone["completion"]["ids"]
+
+
+def test_a_later_turn_reuses_the_cached_prefix_and_an_evicted_one_is_pre_filled_again(tmp_path):
+    for cache_mb, expect_hit in ((64, True), (0, False)):
+        policies, name = build("tiny", tmp_path / str(cache_mb), "cpu", Limits(cache_mb=cache_mb))
+        with TestClient(create_app(policies, model_name=name)) as c:
+            c.put("/v2/policies/p1", json=SPEC)
+            first = c.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+            hits = policies.engine.kv.hits
+            second = c.post("/v2/policies/p1/sample", json={"episode_id": "e", "append": [{"role": "tool", "content": "ok"}], "sampling": {"max_tokens": 8, "seed": 2}}).json()
+            assert (policies.engine.kv.hits > hits) == expect_hit
+            assert gap(c, "p1", first["prompt_ids"] + first["completion"]["ids"], second) < 1e-4
+
+
+def test_sampling_goes_on_at_the_published_version_while_an_update_runs(client, monkeypatch):
+    client.put("/v2/policies/p1", json=SPEC)
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    ids = s["prompt_ids"] + s["completion"]["ids"]
+    datum = {"sample_id": "s", "group_id": "g", "ids": ids, "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]), "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"], "advantage": 1.0}
+    reached, release = threading.Event(), threading.Event()
+    real = updates_module.micro_batch
+
+    def held(*args):  # the update stops between two micro-batches, holding no lock
+        real(*args)
+        reached.set()
+        assert release.wait(10)
+
+    monkeypatch.setattr(updates_module, "micro_batch", held)
+    before = scored(client, "p1", ids)
+    uid = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum], "optim": {"lr": 5e-2}}, headers={"Idempotency-Key": "u"}).json()["update_id"]
+    assert reached.wait(10)
+    during = client.post("/v2/policies/p1/sample", json={"episode_id": "during", **FIRST, "sampling": {"max_tokens": 4, "seed": 2}})
+    assert during.status_code == 200 and during.json()["policy_version"] == 0
+    assert client.get(f"/v2/updates/{uid}").json()["status"] == "running"
+    assert scored(client, "p1", ids) == before  # the published adapter has not moved
+    release.set()
+    for _ in range(500):
+        job = client.get(f"/v2/updates/{uid}").json()
+        if job["status"] != "running":
+            break
+        threading.Event().wait(0.01)
+    assert job["status"] == "done" and job["version"] == 1
+    assert scored(client, "p1", ids) != before
+    assert client.policies.policies["p1"].episodes == {}  # the episodes closed with the publish
+
+
+def test_a_sample_past_its_deadline_is_a_503_and_the_worker_keeps_answering(tmp_path):
+    policies, name = build("tiny", tmp_path, "cpu", Limits(sample_timeout_s=0.0))
+    with TestClient(create_app(policies, model_name=name)) as c:
+        c.put("/v2/policies/p1", json=SPEC)
+        late = c.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST})
+        assert late.status_code == 503 and late.json()["error"]["code"] == "SAMPLE_TIMEOUT"
+        policies.limits.sample_timeout_s = 30
+        assert c.post("/v2/policies/p1/sample", json={"episode_id": "f", **FIRST}).status_code == 200
