@@ -16,15 +16,25 @@ Invariants:
 """
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from .sampling import SamplingRule, draw
+
+
+ADMIT_WAIT_STEPS = 8
+# Into an idle batch, requests are gathered while they keep arriving (a pause of GATHER_PAUSE_S,
+# at most GATHER_MAX_S), so the episodes of one training step start, and end, together.
+GATHER_PAUSE_S = 0.002
+GATHER_MAX_S = 0.025
 
 
 @dataclass
@@ -37,6 +47,8 @@ class Request:
     eos_ids: frozenset[int]
     seed: int | None = None
     future: Future = field(default_factory=Future)
+    queued_at: int = 0  # the engine's step count when it was submitted
+    arrived: float = 0.0  # time.monotonic() when it was submitted
     # Called on the scheduler thread just before the sequence starts; raising refuses it.
     admit: object = None
 
@@ -44,7 +56,7 @@ class Request:
 @dataclass
 class Running:
     req: Request
-    generator: torch.Generator
+    generator: random.Random
     length: int  # true tokens in the cache
     next_id: int
     out_ids: list[int] = field(default_factory=list)
@@ -56,9 +68,15 @@ def layers_of(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def cache_from(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    """A cache holding these keys and values as they are (not copied: a DynamicCache built by
+    `update` would concatenate them onto an empty tensor first)."""
     cache = DynamicCache()
-    for i, (k, v) in enumerate(layers):
-        cache.update(k, v, i)
+    cache.layers = []
+    for k, v in layers:
+        layer = DynamicLayer()
+        layer.dtype, layer.device, layer.is_initialized = k.dtype, k.device, True
+        layer.keys, layer.values = k, v
+        cache.layers.append(layer)
     return cache
 
 
@@ -117,12 +135,13 @@ class Engine:
         self.barriers: dict[str, list[tuple[object, Future]]] = {}
         self.cond = threading.Condition()
         self.stopped = False
-        self.steps = 0
+        self.steps = self.prefills = 0
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self.thread.start()
 
     def submit(self, req: Request) -> Future:
         with self.cond:
+            req.queued_at, req.arrived = self.steps, time.monotonic()
             self.pending.setdefault(req.adapter, []).append(req)
             self.cond.notify()
         return req.future
@@ -170,15 +189,20 @@ class Engine:
                     continue
                 adapter = adapters[turn % len(adapters)]
                 turn += 1
-                room = 0 if adapter in self.barriers else self.max_batch - len(self.batches.get(adapter, {}).get("rows", []))
+                running = len(self.batches.get(adapter, {}).get("rows", []))
                 queue = self.pending.get(adapter, [])
+                pause = self._gathering(running, queue)
+                if pause and len(adapters) == 1:
+                    self.cond.wait(pause)
+                    continue
+                room = 0 if adapter in self.barriers or not self._admit_now(running, queue) else self.max_batch - running
                 joining, self.pending[adapter] = queue[:room], queue[room:]
             if not joining and adapter not in self.batches:
                 continue
-            for req in joining:
-                try:
-                    self._join(adapter, req)
-                except Exception as err:  # its pre-fill failed: this request fails, nothing else
+            try:
+                self._join(adapter, joining)
+            except Exception as err:  # their pre-fill failed: these requests fail, nothing else
+                for req in joining:
                     if not req.future.done():
                         req.future.set_exception(err)
             try:
@@ -190,89 +214,138 @@ class Engine:
                     if not row.req.future.done():
                         row.req.future.set_exception(err)
 
-    def _join(self, adapter: str, req: Request) -> None:
-        if req.future.done():
+    def _gathering(self, running: int, queue: list[Request]) -> float:
+        """Seconds to wait for more arrivals before pre-filling into an idle batch (0: go now)."""
+        if running or not queue or len(queue) >= self.max_batch:
+            return 0.0
+        now = time.monotonic()
+        wait = min(GATHER_PAUSE_S - (now - queue[-1].arrived), GATHER_MAX_S - (now - queue[0].arrived))
+        return max(wait, 0.0)
+
+    def _admit_now(self, running: int, queue: list[Request]) -> bool:
+        """Joiners are pre-filled together: at once into an idle batch; into a running one when a
+        quarter of its size is waiting, or when the oldest has waited `ADMIT_WAIT_STEPS` steps
+        (each pre-fill is a forward pass of its own, so fewer, larger ones keep decoding fast)."""
+        if not queue:
+            return False
+        if running == 0 or len(queue) >= max(1, running // 4):
+            return True
+        return self.steps - queue[0].queued_at >= ADMIT_WAIT_STEPS
+
+    def _admitted(self, reqs: list[Request]) -> list[Request]:
+        out = []
+        for req in reqs:
+            if req.future.done():
+                continue
+            try:
+                if callable(req.admit):
+                    req.admit()
+            except Exception as err:
+                req.future.set_exception(err)
+                continue
+            out.append(req)
+        return out
+
+    def _join(self, adapter: str, reqs: list[Request]) -> None:
+        """Pre-fills the joining requests in one forward pass: row i is [its cached prefix | the
+        ids it adds], each part left-padded, with the padding masked."""
+        reqs = self._admitted(reqs)
+        if not reqs:
             return
-        try:
-            if callable(req.admit):
-                req.admit()
-        except Exception as err:
-            req.future.set_exception(err)
-            return
-        generator = torch.Generator(device="cpu")
-        generator.manual_seed(req.seed if req.seed is not None else int(torch.randint(0, 2**31, (1,))))
         with self.cond:
-            layers, cached = self.kv.take(req.key, req.ids)
+            taken = [self.kv.take(r.key, r.ids) for r in reqs]
         dev = next(self.model.parameters()).device
-        new = torch.tensor([req.ids[cached:]], device=dev)
-        positions = torch.arange(cached, len(req.ids), device=dev).unsqueeze(0)
+        past_width = max(c for _, c in taken)
+        new_width = max(len(r.ids) - c for r, (_, c) in zip(reqs, taken))
+        ids = torch.zeros(len(reqs), new_width, dtype=torch.long, device=dev)
+        positions = torch.ones(len(reqs), new_width, dtype=torch.long, device=dev)
+        mask = torch.zeros(len(reqs), past_width + new_width, dtype=torch.long, device=dev)
+        for i, (r, (_, c)) in enumerate(zip(reqs, taken)):
+            n = len(r.ids) - c
+            ids[i, new_width - n :] = torch.tensor(r.ids[c:], device=dev)
+            positions[i, new_width - n :] = torch.arange(c, len(r.ids), device=dev)
+            mask[i, past_width - c : past_width] = 1
+            mask[i, past_width + new_width - n :] = 1
+        cache = DynamicCache()
+        if past_width:
+            template = next(layers for layers, _ in taken if layers)
+            for layer, (k0, v0) in enumerate(template):
+                shape = (len(reqs), k0.shape[1], past_width, k0.shape[3])
+                ks, vs = k0.new_zeros(shape), v0.new_zeros(shape)
+                for i, (layers, c) in enumerate(taken):
+                    if layers:
+                        ks[i, :, past_width - c :] = layers[layer][0][0]
+                        vs[i, :, past_width - c :] = layers[layer][1][0]
+                cache.update(ks, vs, layer)
         with self.model_lock, torch.no_grad():
             self.set_adapter(adapter)
-            out = self.model(input_ids=new, past_key_values=cache_from(layers) if layers else DynamicCache(), position_ids=positions, use_cache=True)
-        token, logprob = draw(out.logits[:, -1].float(), [req.rule], [generator])
-        row = Running(req, generator, len(req.ids), int(token[0]))
-        row.out_ids.append(row.next_id)
-        row.out_logprobs.append(float(logprob[0]))
-        own = layers_of(out.past_key_values)
-        if self._finished(row):
-            self._finish(row, own)
-            return
-        self._add_row(adapter, row, own)
+            out = self.model(input_ids=ids, attention_mask=None if bool(mask.all()) else mask, past_key_values=cache, position_ids=positions, use_cache=True)
+        self.prefills += 1
+        generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
+        tokens, logprobs = draw(out.logits[:, -1].float(), [r.rule for r in reqs], generators)
+        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators))]
+        self._merge(adapter, rows, layers_of(out.past_key_values), mask)
 
-    def _add_row(self, adapter: str, row: Running, own) -> None:
+    def _merge(self, adapter: str, rows: list[Running], layers, mask: torch.Tensor) -> None:
+        """Adds pre-filled rows to the adapter's running batch (finished ones leave at once)."""
         batch = self.batches.get(adapter)
         if batch is None:
-            self.batches[adapter] = {"rows": [row], "layers": own, "pad": [0]}
-            return
-        width = batch["layers"][0][0].shape[2]
-        if row.length > width:  # widen everyone on the left
-            extra = row.length - width
-            batch["layers"] = [(pad_left(k, extra), pad_left(v, extra)) for k, v in batch["layers"]]
-            batch["pad"] = [p + extra for p in batch["pad"]]
-            width = row.length
-        gap = width - row.length
-        batch["layers"] = [(torch.cat([k, pad_left(rk, gap)]), torch.cat([v, pad_left(rv, gap)])) for (k, v), (rk, rv) in zip(batch["layers"], own)]
-        batch["rows"].append(row)
-        batch["pad"].append(gap)
+            self.batches[adapter] = batch = {"rows": rows, "layers": layers, "mask": mask, "cache": None}
+        else:
+            width, extra = batch["mask"].shape[1], mask.shape[1]
+            w = max(width, extra)
+            batch["layers"] = [(torch.cat([pad_left(k, w - width), pad_left(rk, w - extra)]), torch.cat([pad_left(v, w - width), pad_left(rv, w - extra)])) for (k, v), (rk, rv) in zip(batch["layers"], layers)]
+            batch["mask"] = torch.cat([pad_mask(batch["mask"], w - width), pad_mask(mask, w - extra)])
+            batch["rows"] = batch["rows"] + rows
+            batch["cache"] = None
+        self._retire(adapter)
 
     def _step(self, adapter: str) -> None:
         batch = self.batches[adapter]
-        rows, pads = batch["rows"], batch["pad"]
-        width = batch["layers"][0][0].shape[2]
-        dev = batch["layers"][0][0].device
-        attention = torch.ones(len(rows), width + 1, dtype=torch.long, device=dev)
-        for i, p in enumerate(pads):
-            attention[i, :p] = 0
+        rows = batch["rows"]
+        dev = batch["mask"].device
+        attention = torch.cat([batch["mask"], torch.ones(len(rows), 1, dtype=torch.long, device=dev)], dim=1)
         ids = torch.tensor([[r.next_id] for r in rows], device=dev)
         positions = torch.tensor([[r.length] for r in rows], device=dev)
         with self.model_lock, torch.no_grad():
             self.set_adapter(adapter)
-            out = self.model(input_ids=ids, attention_mask=attention, past_key_values=cache_from(batch["layers"]), position_ids=positions, use_cache=True)
+            if batch["cache"] is None:  # the batch's rows changed
+                batch["cache"] = cache_from(batch["layers"])
+            out = self.model(input_ids=ids, attention_mask=None if bool(attention.all()) else attention, past_key_values=batch["cache"], position_ids=positions, use_cache=True)
         self.steps += 1
-        batch["layers"] = layers_of(out.past_key_values)
+        batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
         tokens, logprobs = draw(out.logits[:, -1].float(), [r.req.rule for r in rows], [r.generator for r in rows])
-        keep = []
         for i, row in enumerate(rows):
             row.length += 1
-            row.next_id = int(tokens[i])
-            row.out_ids.append(row.next_id)
-            row.out_logprobs.append(float(logprobs[i]))
+            row.next_id = tokens[i]
+            row.out_ids.append(tokens[i])
+            row.out_logprobs.append(logprobs[i])
+        self._retire(adapter)
+
+    def _retire(self, adapter: str) -> None:
+        """Finished (or cancelled) rows leave the batch; a finished row's cache is kept, compacted."""
+        batch = self.batches[adapter]
+        rows, mask = batch["rows"], batch["mask"]
+        keep = []
+        for i, row in enumerate(rows):
             if row.req.future.done():  # cancelled (its request timed out): dropped, cache not kept
                 continue
-            if self._finished(row):
-                p = pads[i]
-                self._finish(row, [(k[i : i + 1, :, p:].clone(), v[i : i + 1, :, p:].clone()) for k, v in batch["layers"]])
-            else:
+            if not self._finished(row):
                 keep.append(i)
+                continue
+            cols = mask[i].nonzero().squeeze(1)
+            self._finish(row, [(k[i : i + 1].index_select(2, cols), v[i : i + 1].index_select(2, cols)) for k, v in batch["layers"]])
         if not keep:
             del self.batches[adapter]
             return
         if len(keep) < len(rows):
-            index = torch.tensor(keep, device=dev)
-            trim = min(pads[i] for i in keep)
+            index = torch.tensor(keep, device=mask.device)
+            mask = mask.index_select(0, index)
+            trim = int(mask.any(0).nonzero()[0])  # leading columns no row uses
             batch["layers"] = [(k.index_select(0, index)[:, :, trim:], v.index_select(0, index)[:, :, trim:]) for k, v in batch["layers"]]
+            batch["mask"] = mask[:, trim:]
             batch["rows"] = [rows[i] for i in keep]
-            batch["pad"] = [pads[i] - trim for i in keep]
+            batch["cache"] = None
 
     @staticmethod
     def _finished(row: Running) -> bool:
@@ -285,6 +358,10 @@ class Engine:
         finish = "stop" if row.next_id in row.req.eos_ids else "length"
         if not row.req.future.done():
             row.req.future.set_result((row.out_ids, row.out_logprobs, finish))
+
+
+def pad_mask(mask: torch.Tensor, n: int) -> torch.Tensor:
+    return mask if n == 0 else torch.cat([mask.new_zeros(mask.shape[0], n), mask], dim=1)
 
 
 def pad_left(t: torch.Tensor, n: int) -> torch.Tensor:

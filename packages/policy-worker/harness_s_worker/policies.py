@@ -84,8 +84,10 @@ class Policies:
         return self.base.parameters()
 
     def _activate(self, adapter: str) -> None:
+        """Makes `adapter` the active one (a no-op when it is: peft's switch walks every module)."""
         assert self.model is not None
-        self.model.set_adapter(adapter)
+        if self.model.active_adapter != adapter:
+            self.model.set_adapter(adapter)
 
     def vocab_size(self) -> int:
         """Token ids the model has embeddings for (ids at or past it are a 400, never a device assert)."""

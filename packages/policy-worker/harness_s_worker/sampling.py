@@ -4,6 +4,7 @@ Temperature 0 is greedy, and its log-probability is the untempered model's (info
 greedy turn is never trained on, see `SamplingRule.for_training`)."""
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import torch
@@ -35,19 +36,20 @@ def distribution(logits: torch.Tensor, rule: SamplingRule) -> torch.Tensor:
     return logp
 
 
-def draw(logits: torch.Tensor, rules: list[SamplingRule], generators: list[torch.Generator]) -> tuple[list[int], list[float]]:
-    """One token per row, each from its own generator (a sequence's draws do not depend on what
-    else is in the batch), with the log-probability of the drawn token under the same distribution."""
-    tokens, logprobs = [], []
-    same = all(r.exact for r in rules)
-    if same:
-        rows = torch.log_softmax(logits, dim=-1)
+def draw(logits: torch.Tensor, rules: list[SamplingRule], generators: list[random.Random]) -> tuple[list[int], list[float]]:
+    """One token per row by inverse-CDF sampling with one uniform from that row's own generator
+    (a sequence's draws do not depend on what else is in the batch), and the log-probability of
+    the drawn token under the same distribution."""
+    if all(r.exact for r in rules):
+        logp = torch.log_softmax(logits, dim=-1)
+    else:
+        logp = torch.stack([distribution(logits[i], r) for i, r in enumerate(rules)])
+    cdf = logp.exp().cumsum(-1).cpu()
+    # 1 - u is in (0, 1]: the first index whose cumulative mass reaches it has mass of its own.
+    u = torch.tensor([[1.0 - g.random()] for g in generators], dtype=cdf.dtype)
+    tokens = torch.searchsorted(cdf, u * cdf[:, -1:]).squeeze(1).clamp(max=logits.shape[-1] - 1)
     for i, rule in enumerate(rules):
-        logp = rows[i] if same else distribution(logits[i], rule)
         if rule.temperature == 0:
-            token = int(torch.argmax(logp))
-        else:
-            token = int(torch.multinomial(logp.exp().cpu(), 1, generator=generators[i]))
-        tokens.append(token)
-        logprobs.append(float(logp[token]))
-    return tokens, logprobs
+            tokens[i] = int(torch.argmax(logp[i]))
+    chosen = logp.gather(1, tokens.to(logp.device).unsqueeze(1)).squeeze(1)
+    return tokens.tolist(), chosen.tolist()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -27,6 +27,7 @@ class Job:
     version: int | None = None
     metrics: dict | None = None
     error: str | None = None
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
 class Updates:
@@ -82,6 +83,7 @@ class Updates:
             job.status, job.error = "failed", f"{type(err).__name__}: {err}"
         finally:
             p.busy = False
+            job.finished.set()
 
     def _forget_finished(self) -> None:
         """Keeps at most `limits.jobs` jobs: the oldest finished ones go first."""
@@ -146,7 +148,7 @@ def micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, ad
 
 def _micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing: bool, sums: dict, epoch: int) -> None:
     model = policies.model
-    model.set_adapter(p.train_adapter)
+    policies._activate(p.train_adapter)
     for param in p.optimizer.param_groups[0]["params"]:
         param.requires_grad_(True)
     model.train()

@@ -324,6 +324,8 @@ def nucleus(logits, temperature, top_p):
 def test_each_token_is_drawn_from_the_distribution_whose_logprob_is_reported():
     # Same generator state, drawn independently from the reported distribution: the same token.
     # Drawing from another temperature than the one reported fails here.
+    import random
+
     import torch
 
     from harness_s_worker.sampling import SamplingRule, draw
@@ -331,10 +333,12 @@ def test_each_token_is_drawn_from_the_distribution_whose_logprob_is_reported():
     logits = torch.randn(2, 50, generator=torch.Generator().manual_seed(0)) * 3
     for temperature, top_p in ((0.5, 1.0), (1.7, 1.0), (1.0, 0.7)):
         for seed in range(40):
-            tokens, logprobs = draw(logits, [SamplingRule(temperature, top_p)] * 2, [torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1000)])
+            tokens, logprobs = draw(logits, [SamplingRule(temperature, top_p)] * 2, [random.Random(seed), random.Random(seed + 1000)])
             for row in range(2):
                 reported = nucleus(logits[row], temperature, top_p)
-                again = int(torch.multinomial(reported.exp(), 1, generator=torch.Generator().manual_seed(seed + 1000 * row)))
+                u = 1.0 - random.Random(seed + 1000 * row).random()
+                cdf = reported.exp().cumsum(0)
+                again = int((cdf < u * cdf[-1]).sum())  # inverse CDF, written out
                 assert tokens[row] == again, (temperature, top_p, seed)
                 assert abs(logprobs[row] - float(reported[again])) < 1e-5
 
