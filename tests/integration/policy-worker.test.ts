@@ -8,6 +8,7 @@ import { join } from "node:path";
 import {
   ArmConfig,
   ConflictError,
+  ExperimentConfig,
   ExperimentSummary,
   StalePolicyVersionError,
   TrainConfig,
@@ -17,9 +18,14 @@ import {
   groupAdvantages,
   parseHarnessSpec,
   runEpisode,
+  runExperiment,
+  statisticalVoters,
   systemClock,
   trainArm,
   type Environment,
+  type ExperimentDeps,
+  type SeedBaseline,
+  type UnitCheckpoint,
   type Policy,
   type SampleResponseV2,
   type Task,
@@ -271,34 +277,34 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
   }, 600_000);
 });
 
+// A one-turn text task: success when the reply holds a digit (~18% for the untrained model).
+const digitEnv: Environment = {
+  tools: () => ["submit"],
+  start: async () => {
+    let said = false;
+    return {
+      initial: { event: "start", facts: [], done: false, text: "Reply with a digit." },
+      act: async (_action, args) => {
+        said = /\d/.test(String(args?.content ?? ""));
+        return { event: said ? "digit" : "no-digit", facts: [], done: true, text: "" };
+      },
+      finish: async () => ({ reward: said ? 1 : 0, success: said, failureTags: said ? [] : ["no-digit"], behaviours: {} }),
+    };
+  },
+};
+const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({
+  id: `digit-${i}`,
+  family: "toy",
+  split: "train",
+  instruction: "Answer with one digit.",
+  tags: ["toy"],
+  requirements: [],
+  cues: [],
+  params: {},
+}));
+const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
+const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
 describe("learning through the full TS trainer (trainArm → TokenPolicy → worker)", () => {
-  // A one-turn text task: success when the reply holds a digit (~18% for the untrained model).
-  const digitEnv: Environment = {
-    tools: () => ["submit"],
-    start: async () => {
-      let said = false;
-      return {
-        initial: { event: "start", facts: [], done: false, text: "Reply with a digit." },
-        act: async (_action, args) => {
-          said = /\d/.test(String(args?.content ?? ""));
-          return { event: said ? "digit" : "no-digit", facts: [], done: true, text: "" };
-        },
-        finish: async () => ({ reward: said ? 1 : 0, success: said, failureTags: said ? [] : ["no-digit"], behaviours: {} }),
-      };
-    },
-  };
-  const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({
-    id: `digit-${i}`,
-    family: "toy",
-    split: "train",
-    instruction: "Answer with one digit.",
-    tags: ["toy"],
-    requirements: [],
-    cues: [],
-    params: {},
-  }));
-  const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
-  const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
   const tokenPolicy = (id: string, seed: number) =>
     new TokenPolicy(client, {
       policyId: id,
@@ -406,4 +412,96 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
     await units.release!(id);
     expect(await units.attach(id, 1)).toBeUndefined();
   }, 120_000);
+});
+
+describe("a unit whose worker process is killed mid-run", () => {
+  // Units trained through runExperiment with their policies at the worker (tokenUnitPolicies, as
+  // the CLI's workerPolicySetup composes them: saved after every step, released at the end). The
+  // worker is SIGKILLed after step 2; a fresh worker on the same state folder restores the policy
+  // from its checkpoint and the unit continues at step 3, ending where an uninterrupted run ends:
+  // the same policy version (one per update) and the same rollouts. (The digit task, so that
+  // groups have reward variance and every step updates.)
+  const config = ExperimentConfig.parse({
+    seeds: [1],
+    arms: ["grpo"],
+    evalSamples: 3,
+    evalTasks: 2,
+    train: TrainConfig.parse({ steps: 4, batchSize: 4, groupSize: 4, curveEvery: 0, auditEvery: 0, reanchorBudget: 0 }),
+  });
+  const shared = { baseModel: "tiny", lora: LORA, system: "Answer.", toolSchemas: () => [], maxTokens: 4, learningRate: 5e-2 };
+  const instance = async () => ({
+    train: tasks,
+    dev: tasks,
+    heldout: tasks,
+    evolution: {
+      pool,
+      candidates: [],
+      h0Failures: [],
+      repairSets: {},
+      locality: 0,
+      complementarity: 0,
+      initialProfiles: {},
+      rolloutsSpent: 0,
+      harm: { h0Solved: 0, siblings: {} },
+    },
+  });
+
+  async function run(url: string, resume?: ExperimentDeps["resume"], onStep?: (cp: UnitCheckpoint) => void) {
+    const steps: UnitCheckpoint[] = [];
+    const baselines: SeedBaseline[] = [];
+    const at = new TokenPolicyClient(url, { token: TOKEN, clock: systemClock });
+    const run = `kill${Math.random().toString(36).slice(2, 8)}`;
+    const outcome = await runExperiment(config, {
+      env: digitEnv,
+      voters: statisticalVoters,
+      instance,
+      createPolicy: () => {
+        throw new Error("unit policies come from `policies`");
+      },
+      policies: tokenUnitPolicies(
+        at,
+        (unit) => `${run}-${unit}`,
+        shared,
+        (unit) => Number(unit.split("/").at(-1)) || 0,
+      ),
+      ...(resume ? { resume } : {}),
+      onSeedBaseline: (b) => void baselines.push(b),
+      onUnitStep: (cp) => {
+        steps.push(cp);
+        onStep?.(cp);
+      },
+    }).catch((err: unknown) => err as Error);
+    if (outcome instanceof Error && !resume && !onStep) throw outcome;
+    return { outcome, steps, baselines };
+  }
+
+  it("continues on a fresh worker from its checkpoint and ends with the same version, updates and rollouts as an uninterrupted run", async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), "hs-worker-state-"));
+    const first = await startPolicyWorker({ model: "tiny", token: TOKEN, stateDir });
+    const killed = await run(first.url, undefined, (cp) => {
+      if (cp.state.step === 2) first.process.kill("SIGKILL");
+    });
+    expect(killed.outcome).toBeInstanceOf(Error);
+    expect(killed.steps.map((s) => s.state.step)).toEqual([1, 2]);
+    const second = await startPolicyWorker({ model: "tiny", token: TOKEN, stateDir });
+    try {
+      const resumed = await run(second.url, { baselines: killed.baselines, results: [], units: [killed.steps.at(-1)!] });
+      expect(resumed.outcome).toMatchObject({ kind: "done" });
+      expect(resumed.steps.map((s) => s.state.step)).toEqual([3, 4]); // continued, not started over
+      const whole = await run(second.url);
+      expect(whole.outcome).toMatchObject({ kind: "done" });
+      const end = (r: typeof whole) => r.steps.at(-1)!.state;
+      console.log(
+        `killed after step 2, resumed on a fresh worker: ${JSON.stringify({ resumed: end(resumed).policyVersion, uninterrupted: end(whole).policyVersion, rollouts: end(whole).counts })}`,
+      );
+      expect(end(resumed).policyVersion).toBe(end(whole).policyVersion);
+      expect(end(resumed).policyVersion).toBeGreaterThanOrEqual(3);
+      expect(end(resumed).counts).toEqual(end(whole).counts);
+      // Every unit's policy (and the seed's initial one) was released when it ended.
+      const health = (await (await fetch(`${second.url}/healthz`)).json()) as { policies: number };
+      expect(health.policies).toBe(0);
+    } finally {
+      await second.stop();
+    }
+  }, 600_000);
 });

@@ -1,8 +1,30 @@
 import { ConflictError, HarnessSError, StoreUnavailableError } from "@harness-s/core";
 
 /** The codes of the adapters' own errors (the rest pass core's through). */
-export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED"] as const;
+export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED", "POLICY_UPDATE_IN_PROGRESS", "POLICY_CAPACITY_EXCEEDED", "POLICY_SAMPLE_TIMEOUT"] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
+
+/** The worker's own error codes and the domain code each becomes (its 409, 429 and 503 answers). */
+export const WORKER_ERROR_CODES = {
+  UPDATE_IN_PROGRESS: "POLICY_UPDATE_IN_PROGRESS",
+  CAPACITY_EXCEEDED: "POLICY_CAPACITY_EXCEEDED",
+  SAMPLE_TIMEOUT: "POLICY_SAMPLE_TIMEOUT",
+} as const satisfies Record<string, AdaptersErrorCode>;
+
+/**
+ * The worker refused for a reason of its own: another update of the policy is running
+ * (`POLICY_UPDATE_IN_PROGRESS`), it holds as many policies, episodes or jobs as it may
+ * (`POLICY_CAPACITY_EXCEEDED`), or a sample waited past its deadline (`POLICY_SAMPLE_TIMEOUT`).
+ */
+export class PolicyWorkerRefusedError extends HarnessSError<AdaptersErrorCode> {
+  constructor(
+    code: (typeof WORKER_ERROR_CODES)[keyof typeof WORKER_ERROR_CODES],
+    detail: string,
+    readonly status: number,
+  ) {
+    super(code, detail);
+  }
+}
 
 /** The policy endpoint answered with an error or an unreadable body. */
 export class PolicyEndpointError extends HarnessSError<AdaptersErrorCode> {

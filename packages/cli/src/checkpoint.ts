@@ -1,6 +1,6 @@
 import { rename, stat, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { ArmSeedResult, SeedBaseline, ValidationError, differingKeys } from "@harness-s/core";
+import { ArmSeedResult, SeedBaseline, UnitCheckpoint, ValidationError, differingKeys } from "@harness-s/core";
 import { readJsonFile } from "./json-file.ts";
 
 /** What a local experiment run has finished so far, written beside its results as it goes. */
@@ -10,6 +10,8 @@ export const Checkpoint = z.object({
   run: z.record(z.string(), z.unknown()),
   baselines: z.array(SeedBaseline),
   results: z.array(z.object({ arm: z.string(), result: ArmSeedResult })),
+  /** Units part-way through training (a policy at a worker), each after its last finished step. */
+  units: z.array(UnitCheckpoint).default([]),
 });
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
@@ -45,7 +47,7 @@ export async function openCheckpoint(path: string, run: Record<string, unknown>,
     throw new ValidationError("--out", [`${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`]);
   }
   const found = resume ? await loadCheckpoint(path, run) : undefined;
-  return checkpointWriter(path, found ?? { v: 1, run: asJson(run), baselines: [], results: [] });
+  return checkpointWriter(path, found ?? { v: 1, run: asJson(run), baselines: [], results: [], units: [] });
 }
 
 /** Keeps `path` up to date with each finished baseline and (arm, seed); writes are atomic (rename). */
@@ -68,6 +70,11 @@ export function checkpointWriter(path: string, start: Checkpoint) {
     },
     addResult: (arm: string, result: ArmSeedResult) => {
       state.results.push({ arm, result });
+      state.units = state.units.filter((u) => u.arm !== arm || u.seed !== result.seed);
+      return flush();
+    },
+    saveUnit: (unit: UnitCheckpoint) => {
+      state.units = [...state.units.filter((u) => u.arm !== unit.arm || u.seed !== unit.seed), unit];
       return flush();
     },
   };

@@ -36,6 +36,7 @@ export const ExperimentFlags = z
     policyModel: z.string().min(1),
     policyLr: positive,
     policyMaxTokens: int(1, 32_768),
+    policyMaxInFlight: int(1, 4096),
     evalTasks: int(1).optional(),
   })
   .refine((o) => o.policy !== "worker" || o.policyUrl, { path: ["policyUrl"], message: "--policy worker needs --policy-url URL (start one with `harness-s policy-worker`)" })

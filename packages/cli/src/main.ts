@@ -74,10 +74,14 @@ program
   .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
   .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", String(1e-2))
   .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
+  .option("--policy-max-in-flight <n>", "samples in flight at the worker at once (more wait at the client, so none times out queued)", String(32))
   .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
   .action(async (raw) => {
     const o = parseFlags(ExperimentFlags, raw, "experiment");
-    const worker = o.policy === "worker" ? { url: o.policyUrl!, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens } : undefined;
+    const worker =
+      o.policy === "worker"
+        ? { url: o.policyUrl!, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens, maxInFlight: o.policyMaxInFlight }
+        : undefined;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await experimentCommand({
       seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),

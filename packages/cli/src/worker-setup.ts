@@ -1,5 +1,5 @@
 import { systemClock, type ExperimentDeps } from "@harness-s/core";
-import { TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
+import { TokenPolicy, TokenPolicyClient, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 
 export interface WorkerPolicyOptions {
@@ -10,6 +10,8 @@ export interface WorkerPolicyOptions {
   learningRate?: number;
   maxTokens?: number;
   lora?: { rank: number; alpha: number; targets: string[] };
+  /** Samples in flight at the worker at once (the client holds the rest back). */
+  maxInFlight?: number;
 }
 
 const SYSTEM = "You are an agent solving a task with tools. Each turn, call exactly one tool. Call submit when the task is done.";
@@ -17,29 +19,35 @@ const SYSTEM = "You are an agent solving a task with tools. Each turn, call exac
 /**
  * The embedded setup with its policies at a protocol-v2 worker: the suite's text rendering
  * (tools as JSON schemas, events and facts as text, harness notes and hints as messages) and one
- * fresh LoRA policy per arm and seed (the same seed gives the same initial adapter). The sibling
- * pools are still evolved and frozen with the embedded policy, before any training.
+ * fresh LoRA policy per unit (arm and seed; the same seed gives the same initial adapter). Unit
+ * policies are saved at the worker after every step and released when their unit ends, so a run
+ * whose worker died continues (`--resume`) on a fresh worker started on the same `--state-dir`.
+ * The sibling pools are still evolved and frozen with the embedded policy, before any training.
  *
  * @example
  * const deps = workerPolicySetup(embeddedSetup(settings), { url: "http://127.0.0.1:8765", model: "tiny" });
  */
 export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions): Omit<ExperimentDeps, "onProgress"> {
-  const client = new TokenPolicyClient(opts.url, { token: opts.token, clock: systemClock });
+  const client = new TokenPolicyClient(opts.url, { token: opts.token, clock: systemClock, maxInFlight: opts.maxInFlight });
   const run = `run${Date.now().toString(36)}`;
+  const shared: SharedTokenPolicyOptions = {
+    baseModel: opts.model,
+    lora: opts.lora ?? { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
+    system: SYSTEM,
+    toolSchemas: embeddedToolSchemas,
+    maxTokens: opts.maxTokens ?? 24,
+    learningRate: opts.learningRate,
+  };
   let n = 0;
   return {
     ...base,
     env: new TextEnvironment(base.env),
-    createPolicy: (seed) =>
-      new TokenPolicy(client, {
-        policyId: `${run}-${++n}-s${seed}`,
-        baseModel: opts.model,
-        lora: opts.lora ?? { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
-        seed,
-        system: SYSTEM,
-        toolSchemas: embeddedToolSchemas,
-        maxTokens: opts.maxTokens ?? 24,
-        learningRate: opts.learningRate,
-      }),
+    createPolicy: (seed) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed }),
+    policies: tokenUnitPolicies(
+      client,
+      (unit) => `${run}-${unit}`,
+      shared,
+      (unit) => Number(unit.split("/").at(-1)) || 0,
+    ),
   };
 }

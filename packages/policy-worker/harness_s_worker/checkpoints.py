@@ -3,6 +3,7 @@
 sharing the state folder) restores all three, so a unit continues where it stopped."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -19,7 +20,17 @@ def save_checkpoint(policies, pid: str) -> dict:
             weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapter_params(p.adapter))}
             torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optimizer.state_dict()}, path / "state.pt")
             policies.model.save_pretrained(str(path), selected_adapters=[p.adapter])
+        forget_older(path.parent, p.version)
         return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
+
+
+KEEP = 2  # the newest and the one before it (a caller may have recorded either)
+
+
+def forget_older(folder: Path, newest: int) -> None:
+    for old in folder.glob("v*"):
+        if old.name[1:].isdigit() and int(old.name[1:]) <= newest - KEEP:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def read_checkpoint(state_dir: Path, ref: str) -> dict:

@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { NotFoundError, runEpisode, type Environment, type PolicyEndpoints, type RolloutRunner, type UnitPolicies } from "@harness-s/core";
+import { PolicyEndpointError } from "../errors.ts";
 import { TokenPolicy, type TokenPolicyOptions } from "./token-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
 
 /** The policy settings every policy of a run shares (everything but its id and seed). */
-export type SharedTokenPolicyOptions = Omit<TokenPolicyOptions, "policyId" | "seed" | "expectVersion" | "attached">;
+export type SharedTokenPolicyOptions = Omit<TokenPolicyOptions, "policyId" | "seed" | "expectVersion" | "attached" | "initFrom">;
 
 /** A run's policy id as a worker id: characters outside the worker's set (such as '/') become '.'. */
 export function workerPolicyId(id: string): string {
@@ -58,7 +59,9 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
 
 /**
  * Unit policies at a protocol-v2 worker: a fresh LoRA per (unit, attempt) named by `idFor`, and
- * the one a checkpoint names, re-attached at its current version.
+ * the one a checkpoint names, re-attached at its current version — or, where the worker lost it
+ * (a restarted process on the same state folder), re-created from the worker checkpoint that
+ * `persist` saved after the step being resumed.
  */
 export function tokenUnitPolicies(
   client: TokenPolicyClient,
@@ -72,15 +75,27 @@ export function tokenUnitPolicies(
       await policy.ensure();
       return { id: policy.id, policy };
     },
-    attach: async (id) => {
-      const policy = new TokenPolicy(client, { ...shared, policyId: workerPolicyId(id), seed: 0, attached: true });
+    attach: async (id, seed, version) => {
+      const policyId = workerPolicyId(id);
+      const policy = new TokenPolicy(client, { ...shared, policyId, seed: 0, attached: true });
       try {
         await policy.ensure();
         return policy;
       } catch (err) {
-        if (err instanceof NotFoundError) return undefined;
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+      if (version === undefined) return undefined;
+      const restored = new TokenPolicy(client, { ...shared, policyId, seed, initFrom: `${policyId}/v${version}` });
+      try {
+        await restored.ensure();
+        return restored;
+      } catch (err) {
+        if (err instanceof PolicyEndpointError && err.status === 400) return undefined; // no such checkpoint: the unit starts over
         throw err;
       }
+    },
+    persist: async (id) => {
+      await client.checkpoint(workerPolicyId(id));
     },
     release: (id) => client.remove(workerPolicyId(id)),
   };

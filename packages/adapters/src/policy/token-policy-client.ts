@@ -16,9 +16,42 @@ import {
   UpdateRequestV2,
   type Clock,
 } from "@harness-s/core";
-import { PolicyEndpointError } from "../errors.ts";
+import { PolicyEndpointError, PolicyWorkerRefusedError, WORKER_ERROR_CODES } from "../errors.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+const Checkpoint = z.object({ version: z.number().int(), checkpoint: z.string() });
+
+/** At most `limit` calls run at once; the rest wait their turn, in order. */
+class Gate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await call();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export interface TokenPolicyClientOptions {
+  token?: string;
+  clock: Clock;
+  /** Per-request timeout; a request waiting its turn at the client (see `maxInFlight`) is not yet timed. */
+  timeoutMs?: number;
+  pollMs?: number;
+  /**
+   * Samples and scores in flight at once (default 32): more wait here rather than queue at the
+   * worker, so none times out because others were ahead of it. The worker batches what it gets.
+   */
+  maxInFlight?: number;
+}
 
 /**
  * A client of a protocol-v2 policy worker (`harness-s policy-worker`, or any server speaking
@@ -31,10 +64,14 @@ const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.stri
  * await worker.create("exp1-grpo-1", { base_model: "tiny", lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj"] } });
  */
 export class TokenPolicyClient {
+  private readonly gate: Gate;
+
   constructor(
     readonly baseUrl: string,
-    private readonly opts: { token?: string; clock: Clock; timeoutMs?: number; pollMs?: number },
-  ) {}
+    private readonly opts: TokenPolicyClientOptions,
+  ) {
+    this.gate = new Gate(opts.maxInFlight ?? 32);
+  }
 
   create(id: string, spec: z.input<typeof CreatePolicyV2>) {
     return this.call("PUT", `/v2/policies/${encodeURIComponent(id)}`, PolicyStateV2, CreatePolicyV2.parse(spec));
@@ -49,7 +86,13 @@ export class TokenPolicyClient {
   }
 
   sample(id: string, req: SampleRequestV2) {
-    return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, SampleRequestV2.parse(req));
+    const body = SampleRequestV2.parse(req);
+    return this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body));
+  }
+
+  /** Saves the policy (adapter, optimizer state, version) in the worker's state folder: `init_from` restores it. */
+  checkpoint(id: string) {
+    return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/checkpoints`, Checkpoint);
   }
 
   async render(id: string, req: z.input<typeof RenderRequestV2>): Promise<number[]> {
@@ -57,7 +100,8 @@ export class TokenPolicyClient {
   }
 
   async score(id: string, req: z.input<typeof ScoreRequestV2>): Promise<number[][]> {
-    return (await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, ScoreRequestV2.parse(req))).logprobs;
+    const body = ScoreRequestV2.parse(req);
+    return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, body))).logprobs;
   }
 
   /** Submits an update job; the same key returns the same job (a retry never meets a 409). */
@@ -65,8 +109,9 @@ export class TokenPolicyClient {
     return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/updates`, UpdateAccepted, UpdateRequestV2.parse(req), { "idempotency-key": key });
   }
 
-  job(updateId: string) {
-    return this.call("GET", `/v2/updates/${encodeURIComponent(updateId)}`, UpdateJobV2);
+  /** The job; with `waitS`, the worker answers when it finishes or after that long (a long poll). */
+  job(updateId: string, waitS = 0) {
+    return this.call("GET", `/v2/updates/${encodeURIComponent(updateId)}${waitS ? `?wait=${waitS}` : ""}`, UpdateJobV2);
   }
 
   /** Submits (or re-finds, by key) the update and polls it until it is done; a failed job throws. */
@@ -74,7 +119,7 @@ export class TokenPolicyClient {
     const { update_id } = await this.submitUpdate(id, key, req);
     const deadline = this.opts.clock.now() + timeoutMs;
     for (;;) {
-      const job = await this.job(update_id);
+      const job = await this.job(update_id, 5);
       if (job.status === "done") return job;
       if (job.status === "failed") throw new PolicyEndpointError(`update ${update_id} of ${id} failed: ${job.error ?? "no reason given"}`);
       if (this.opts.clock.now() > deadline) throw new PolicyEndpointError(`update ${update_id} of ${id} did not finish within ${timeoutMs} ms`);
@@ -98,7 +143,10 @@ export class TokenPolicyClient {
     if (!res.ok) {
       const detail = ErrorBody.safeParse(safeJson(text));
       const message = detail.success ? detail.data.error.message : text.slice(0, 200);
-      if (res.status === 409 && detail.success && detail.data.error.code === "STALE_POLICY_VERSION") throw new StalePolicyVersionError(-1, -1, message);
+      const code = detail.success ? detail.data.error.code : undefined;
+      if (code !== undefined && Object.hasOwn(WORKER_ERROR_CODES, code))
+        throw new PolicyWorkerRefusedError(WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES], `${method} ${path}: ${message}`, res.status);
+      if (res.status === 409 && code === "STALE_POLICY_VERSION") throw new StalePolicyVersionError(-1, -1, message);
       if (res.status === 409) throw new ConflictError(`${method} ${path}: ${message}`);
       if (res.status === 404) throw new NotFoundError("policy resource", path);
       throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${message}`, undefined, res.status);

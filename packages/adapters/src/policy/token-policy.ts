@@ -31,6 +31,8 @@ export interface TokenPolicyOptions {
   expectVersion?: number;
   /** The policy exists at the worker already: never create it (a dispatch worker, a re-attached unit). */
   attached?: boolean;
+  /** Create it from this checkpoint (`<policy>/v<n>`, as `TokenPolicyClient.checkpoint` names it). */
+  initFrom?: string;
 }
 
 interface Episode {
@@ -77,7 +79,12 @@ export class TokenPolicy implements Policy {
     this.created ??= (
       this.opts.attached
         ? this.client.state(this.opts.policyId)
-        : this.client.create(this.opts.policyId, { base_model: this.opts.baseModel, lora: this.opts.lora, seed: this.opts.seed })
+        : this.client.create(this.opts.policyId, {
+            base_model: this.opts.baseModel,
+            lora: this.opts.lora,
+            seed: this.opts.seed,
+            ...(this.opts.initFrom ? { init_from: this.opts.initFrom } : {}),
+          })
     ).then((s) => {
       this.current = s.version;
     });

@@ -77,7 +77,11 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   const total = config.seeds.length * config.arms.length * config.train.steps;
   const bar = createProgress(total, "training");
   let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
-  if (done) process.stderr.write(`resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished\n`);
+  if (checkpoint?.state.units.length) done += checkpoint.state.units.reduce((n, u) => n + u.state.step, 0);
+  if (done)
+    process.stderr.write(
+      `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
+    );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
   const deps = opts.worker ? workerPolicySetup(embedded, opts.worker) : embedded;
@@ -95,6 +99,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
           resume: checkpoint!.state,
           onSeedBaseline: checkpoint!.addBaseline,
           onArmSeed: checkpoint!.addResult,
+          onUnitStep: checkpoint!.saveUnit,
         });
   bar.stop();
   const pools = await Promise.all(

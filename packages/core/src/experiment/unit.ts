@@ -75,6 +75,7 @@ export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | 
   while (!trainer.done) {
     await trainer.step();
     if (unit.id === undefined) continue; // without outliving policies, a unit is the smallest piece of work
+    await deps.policies?.persist?.(unit.id);
     await deps.onUnitStep?.({ arm: name, seed, policyId: unit.id, state: withoutDecisions(trainer.state()) });
     if (!trainer.done && deps.shouldYield?.()) return { kind: "paused" };
   }

@@ -33,6 +33,8 @@ export const PolicyStateV2 = z.object({
   policy_id: z.string(),
   version: z.number().int().min(0),
   tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()) }),
+  /** How the worker renders turns with the model's chat template (see the worker's chat.py). */
+  template: z.object({ prefix_stable: z.boolean(), note: z.string(), tool_parser: z.string() }).passthrough().optional(),
   capabilities: z.record(z.string(), z.boolean()),
 });
 export type PolicyStateV2 = z.infer<typeof PolicyStateV2>;
