@@ -209,6 +209,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
       preAction: tools.map((action) => ({ action, requires: ["never-known"], mode: "block", maxBlocks: 1 })),
     });
     const rollout = await runEpisode(task, harness, 7, { env, policy: p });
+    expect((await client.state(p.id)).open_episodes).toBe(0); // closed at the worker when it ended
     const sampled = rollout.steps.filter((s) => !s.forced);
     expect(sampled.length).toBeGreaterThan(0);
     for (const s of sampled) {

@@ -87,6 +87,8 @@ export interface Policy {
   version(): number;
   act(observation: PolicyObservation, rng: Rng): Promise<ActionChoice>;
   update(batch: UpdateBatch): Promise<UpdateResult>;
+  /** The episode that acted with `rng` is over: a policy keeping per-episode state at an endpoint frees it. */
+  endEpisode?(rng: Rng): Promise<void>;
 }
 
 /** Runs one episode; implemented by the episode runner over an environment and a policy. */

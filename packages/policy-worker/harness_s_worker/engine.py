@@ -155,6 +155,12 @@ class Engine:
             self.cond.notify()
         return future
 
+    def forget_key(self, key: str) -> None:
+        with self.cond:
+            entry = self.kv.entries.pop(key, None)
+            if entry is not None:
+                self.kv.used -= entry[2]
+
     def forget(self, key_prefix: str) -> None:
         with self.cond:
             self.kv.drop(key_prefix)

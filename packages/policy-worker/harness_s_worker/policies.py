@@ -250,6 +250,13 @@ class Policies:
                     out[i] = lp.tolist()
         return out
 
+    def close_episode(self, pid: str, episode_id: str) -> bool:
+        """Forgets an episode's ids and cache; False when it was not open (closing is idempotent)."""
+        with self.lock:
+            closed = self.get(pid).episodes.pop(episode_id, None) is not None
+        self.engine.forget_key(f"{pid}/{episode_id}")
+        return closed
+
     def publish(self, p: Policy) -> None:
         """The trained copy becomes the published adapter, the version moves and the episodes close."""
         with self.lock, self.model_lock:

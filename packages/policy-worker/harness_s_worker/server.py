@@ -95,6 +95,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "version": p.version,
             "tokenizer": {"name": model_name, "eos_ids": sorted(policies.eos_ids)},
             "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
+            "open_episodes": len(p.episodes),
             "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True},
         }
 
@@ -131,6 +132,10 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     @app.post("/v2/policies/{pid}/sample")
     async def sample(pid: str, body: SampleRequest):
         return await sample_turn(pid, body.model_dump(exclude_none=True))
+
+    @app.delete("/v2/policies/{pid}/episodes/{eid}")
+    def close_episode(pid: str, eid: str):
+        return {"closed": policies.close_episode(pid, eid)}
 
     @app.post("/v2/policies/{pid}/render")
     def render(pid: str, body: RenderRequest):

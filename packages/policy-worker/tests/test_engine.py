@@ -93,3 +93,14 @@ def test_a_sample_past_its_deadline_is_a_503_and_the_worker_keeps_answering(tmp_
         assert late.status_code == 503 and late.json()["error"]["code"] == "SAMPLE_TIMEOUT"
         policies.limits.sample_timeout_s = 30
         assert c.post("/v2/policies/p1/sample", json={"episode_id": "f", **FIRST}).status_code == 200
+
+
+def test_closing_an_episode_frees_its_ids_and_cache_and_is_idempotent(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    client.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 4, "seed": 1}})
+    kv = client.policies.engine.kv
+    assert "p1/e" in kv.entries and client.get("/v2/policies/p1").json()["open_episodes"] == 1
+    assert client.delete("/v2/policies/p1/episodes/e").json() == {"closed": True}
+    assert "p1/e" not in kv.entries and kv.used == sum(size for _, _, size in kv.entries.values())
+    assert client.get("/v2/policies/p1").json()["open_episodes"] == 0
+    assert client.delete("/v2/policies/p1/episodes/e").json() == {"closed": False}

@@ -90,6 +90,11 @@ export class TokenPolicyClient {
     return this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body));
   }
 
+  /** Closes an episode: the worker forgets its ids and its KV cache. */
+  async closeEpisode(id: string, episodeId: string): Promise<void> {
+    await this.call("DELETE", `/v2/policies/${encodeURIComponent(id)}/episodes/${encodeURIComponent(episodeId)}`, z.object({ closed: z.boolean() }));
+  }
+
   /** Saves the policy (adapter, optimizer state, version) in the worker's state folder: `init_from` restores it. */
   checkpoint(id: string) {
     return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/checkpoints`, Checkpoint);

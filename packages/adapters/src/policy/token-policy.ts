@@ -126,6 +126,14 @@ export class TokenPolicy implements Policy {
     return choice;
   }
 
+  /** Frees the episode's ids and cache at the worker (best effort: the worker also drops them at the next update). */
+  async endEpisode(rng: Rng): Promise<void> {
+    const episode = this.episodes.get(rng);
+    if (!episode) return;
+    this.episodes.delete(rng);
+    await this.client.closeEpisode(this.opts.policyId, episode.id).catch(() => undefined);
+  }
+
   private turnText(obs: PolicyObservation): string {
     const hints = obs.hints.filter((h) => !(obs.notes ?? []).some((n) => n.includes(h))).map((h) => `suggested next tool: ${h}`);
     return withNotes(obs.text ?? obs.event, [...(obs.notes ?? []), ...hints]);

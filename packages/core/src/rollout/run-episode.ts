@@ -31,6 +31,7 @@ export async function runEpisode(task: Task, harness: HarnessSpec, seed: number,
     return await drive(task, harness, seed, session, tools, deps.policy, policyRng);
   } finally {
     await session.close?.();
+    await deps.policy.endEpisode?.(policyRng);
   }
 }
 

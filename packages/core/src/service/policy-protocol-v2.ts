@@ -35,6 +35,8 @@ export const PolicyStateV2 = z.object({
   tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()) }),
   /** How the worker renders turns with the model's chat template (see the worker's chat.py). */
   template: z.object({ prefix_stable: z.boolean(), note: z.string(), tool_parser: z.string() }).passthrough().optional(),
+  /** Episodes the worker holds for this policy (closed when they end, or at the next update). */
+  open_episodes: z.number().int().min(0).optional(),
   capabilities: z.record(z.string(), z.boolean()),
 });
 export type PolicyStateV2 = z.infer<typeof PolicyStateV2>;
