@@ -3,7 +3,11 @@ import { scoreTasks, type PassAvg } from "../metrics/pass-at-k.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
+import { inWindows } from "../util/in-windows.ts";
 import { hash32 } from "../util/rng.ts";
+
+/** Tasks whose attempts run at once during an evaluation. */
+const TASKS_AT_ONCE = 8;
 
 export interface Evaluation extends PassAvg {
   /** The same scores per task family. */
@@ -33,9 +37,15 @@ export async function evaluateTasks(
   const perFamily = new Map<string, boolean[][]>();
   const perCombination = new Map<string, boolean[][]>();
   const all: Rollout[] = [];
-  for (const task of tasks) {
-    const harness = await harnessFor(task);
-    const group = await Promise.all(Array.from({ length: n }, (_, i) => runRollout(task, harness, hash32(`eval:${task.id}:${i}`, seedBase))));
+  // Harnesses are chosen in task order (a router's draws stay where they were); the attempts of
+  // several tasks then run at once (a batching policy endpoint fills its batch).
+  const harnesses: HarnessSpec[] = [];
+  for (const task of tasks) harnesses.push(await harnessFor(task));
+  const groups = await inWindows(tasks, TASKS_AT_ONCE, (task, t) =>
+    Promise.all(Array.from({ length: n }, (_, i) => runRollout(task, harnesses[t]!, hash32(`eval:${task.id}:${i}`, seedBase)))),
+  );
+  for (const [t, task] of tasks.entries()) {
+    const group = groups[t]!;
     const flags = group.map((r) => r.success);
     perTask.push(flags);
     for (const [groups, key] of [
