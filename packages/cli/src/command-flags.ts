@@ -75,6 +75,16 @@ export const PolicyWorkerFlags = z.strictObject({
   host: z.string().min(1),
   token: z.string().min(1).optional(),
   stateDir: z.string().min(1).optional(),
+  device: z
+    .string()
+    .regex(/^(cpu|cuda(:\d+)?)$/, "cpu, cuda or cuda:<n>")
+    .optional(),
+  maxPolicies: int(1, 100_000).optional(),
+  maxEpisodes: int(1, 10_000_000).optional(),
+  maxBodyMb: int(1, 4096).optional(),
+  kvCacheMb: int(0, 1 << 20).optional(),
+  sampleTimeoutS: positive.optional(),
+  toolParser: z.enum(["hermes", "llama3_json", "mistral"]).optional(),
 });
 
 // dbbench's commands parse their own options (strings or numbers) with these; the flags only

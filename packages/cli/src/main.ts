@@ -192,10 +192,18 @@ program
   .option("--port <n>", "port to listen on", String(8765))
   .option("--host <h>", "address to bind (loopback unless told otherwise)", "127.0.0.1")
   .option("--token <t>", "bearer token every request but /healthz must carry")
-  .option("--state-dir <dir>", "where adapters and checkpoints live (default: a fresh temp folder)")
+  .option("--state-dir <dir>", "where adapters and checkpoints live (default: a fresh temp folder); a restarted worker on the same folder restores them")
+  .option("--device <d>", "cpu or cuda[:n] (default: cuda when torch sees one)")
+  .option("--max-policies <n>", "policies held at once (429 past it)")
+  .option("--max-episodes <n>", "open episodes per policy (429 past it)")
+  .option("--max-body-mb <n>", "largest request body (413 past it)")
+  .option("--kv-cache-mb <n>", "memory for the open episodes' KV caches (least recently used evicted first)")
+  .option("--sample-timeout-s <s>", "longest a sample may wait and run (503 past it)")
+  .addOption(new Option("--tool-parser <p>", "the tool-call format the model writes (default: read from its chat template)").choices(["hermes", "llama3_json", "mistral"]))
   .action(async (raw) => {
     const o = parseFlags(PolicyWorkerFlags, raw, "policy-worker");
-    const worker = await startPolicyWorker({ model: o.model, port: o.port, host: o.host, token: o.token, stateDir: o.stateDir }, (line) => console.error(line));
+    const { model, port, host, token, stateDir, ...tuning } = o;
+    const worker = await startPolicyWorker({ model, port, host, token, stateDir, tuning }, (line) => console.error(line));
     console.log(`harness-s policy worker (protocol v2, model ${o.model}) ready on ${worker.url}; Ctrl-C stops it`);
     const stop = async () => {
       await worker.stop();

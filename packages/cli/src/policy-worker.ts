@@ -21,9 +21,13 @@ export interface WorkerOptions {
   host?: string;
   token?: string;
   stateDir?: string;
+  /** The worker's own limits and settings, passed on as its flags (`maxEpisodes` → `--max-episodes`). */
+  tuning?: Partial<Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser", string | number>>;
   /** Longest wait for `GET /healthz` to answer 200. */
   readyTimeoutMs?: number;
 }
+
+const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
  * Starts the reference policy worker (`python -m harness_s_worker.server`) and waits until its
@@ -44,6 +48,7 @@ export async function startPolicyWorker(
   const args = ["-m", "harness_s_worker.server", "--model", opts.model, "--host", host, "--port", String(port)];
   if (opts.token) args.push("--token", opts.token);
   if (opts.stateDir) args.push("--state-dir", opts.stateDir);
+  for (const [name, value] of Object.entries(opts.tuning ?? {})) if (value !== undefined) args.push(`--${kebab(name)}`, String(value));
   const proc = spawn(python, args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } });
   const url = `http://${host}:${port}`;
   const stop = async () => {

@@ -135,7 +135,7 @@ class Engine:
         self.barriers: dict[str, list[tuple[object, Future]]] = {}
         self.cond = threading.Condition()
         self.stopped = False
-        self.steps = self.prefills = 0
+        self.steps = self.prefills = self.prefilled_rows = 0
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self.thread.start()
 
@@ -254,43 +254,67 @@ class Engine:
 
     def _join(self, adapter: str, reqs: list[Request]) -> None:
         """Pre-fills the joining requests in one forward pass: row i is [its cached prefix | the
-        ids it adds], each part left-padded, with the padding masked."""
+        ids it adds], each part left-padded, with the padding masked. New episodes with the same
+        prompt (a group's rollouts, an evaluation's attempts) are computed once and share it."""
         reqs = self._admitted(reqs)
         if not reqs:
             return
         with self.cond:
             taken = [self.kv.take(r.key, r.ids) for r in reqs]
+        unique: list[tuple[Request, list | None, int]] = []
+        index: list[int] = []
+        seen: dict[tuple[int, ...], int] = {}
+        for r, (layers, c) in zip(reqs, taken):
+            key = tuple(r.ids) if c == 0 else None
+            if key is not None and key in seen:
+                index.append(seen[key])
+                continue
+            if key is not None:
+                seen[key] = len(unique)
+            index.append(len(unique))
+            unique.append((r, layers, c))
+        out, mask = self._prefill(adapter, unique)
+        logits, layers = out.logits[:, -1].float(), layers_of(out.past_key_values)
+        if len(unique) < len(reqs):
+            expand = torch.tensor(index, device=mask.device)
+            logits, mask = logits.index_select(0, expand), mask.index_select(0, expand)
+            layers = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in layers]
+        generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
+        tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)
+        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators))]
+        self._merge(adapter, rows, layers, mask)
+
+    def _prefill(self, adapter: str, rows: list[tuple[Request, list | None, int]]):
+        """One forward pass over each row's new ids after its cached prefix; (output, mask)."""
         dev = next(self.model.parameters()).device
-        past_width = max(c for _, c in taken)
-        new_width = max(len(r.ids) - c for r, (_, c) in zip(reqs, taken))
-        ids = torch.zeros(len(reqs), new_width, dtype=torch.long, device=dev)
-        positions = torch.ones(len(reqs), new_width, dtype=torch.long, device=dev)
-        mask = torch.zeros(len(reqs), past_width + new_width, dtype=torch.long, device=dev)
-        for i, (r, (_, c)) in enumerate(zip(reqs, taken)):
+        past_width = max(c for _, _, c in rows)
+        new_width = max(len(r.ids) - c for r, _, c in rows)
+        ids = torch.zeros(len(rows), new_width, dtype=torch.long, device=dev)
+        positions = torch.ones(len(rows), new_width, dtype=torch.long, device=dev)
+        mask = torch.zeros(len(rows), past_width + new_width, dtype=torch.long, device=dev)
+        for i, (r, _, c) in enumerate(rows):
             n = len(r.ids) - c
             ids[i, new_width - n :] = torch.tensor(r.ids[c:], device=dev)
             positions[i, new_width - n :] = torch.arange(c, len(r.ids), device=dev)
             mask[i, past_width - c : past_width] = 1
             mask[i, past_width + new_width - n :] = 1
-        cache = DynamicCache()
+        past = []
         if past_width:
-            template = next(layers for layers, _ in taken if layers)
+            template = next(layers for _, layers, _ in rows if layers)
             for layer, (k0, v0) in enumerate(template):
-                shape = (len(reqs), k0.shape[1], past_width, k0.shape[3])
+                shape = (len(rows), k0.shape[1], past_width, k0.shape[3])
                 ks, vs = k0.new_zeros(shape), v0.new_zeros(shape)
-                for i, (layers, c) in enumerate(taken):
+                for i, (_, layers, c) in enumerate(rows):
                     if layers:
                         ks[i, :, past_width - c :] = layers[layer][0][0]
                         vs[i, :, past_width - c :] = layers[layer][1][0]
-                cache.update(ks, vs, layer)
+                past.append((ks, vs))
         with self.model_lock, torch.no_grad():
             self.set_adapter(adapter)
-            out = self.model(input_ids=ids, attention_mask=None if bool(mask.all()) else mask, past_key_values=cache, position_ids=positions, use_cache=True)
+            out = self.model(input_ids=ids, attention_mask=None if bool(mask.all()) else mask, past_key_values=cache_from(past) if past else DynamicCache(), position_ids=positions, use_cache=True)
         self.prefills += 1
-        generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
-        tokens, logprobs = draw(out.logits[:, -1].float(), [r.rule for r in reqs], generators)
-        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators))]
-        self._merge(adapter, rows, layers_of(out.past_key_values), mask)
+        self.prefilled_rows += len(rows)
+        return out, mask
 
     def _merge(self, adapter: str, rows: list[Running], layers, mask: torch.Tensor) -> None:
         """Adds pre-filled rows to the adapter's running batch (finished ones leave at once)."""

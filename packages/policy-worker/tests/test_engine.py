@@ -104,3 +104,15 @@ def test_closing_an_episode_frees_its_ids_and_cache_and_is_idempotent(client):
     assert "p1/e" not in kv.entries and kv.used == sum(size for _, _, size in kv.entries.values())
     assert client.get("/v2/policies/p1").json()["open_episodes"] == 0
     assert client.delete("/v2/policies/p1/episodes/e").json() == {"closed": False}
+
+
+def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own_turn(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    policies = client.policies
+    prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
+    prepared = [policies.prepare("p1", {"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}}) for i in range(6)]
+    futures = [policies.engine.submit(request) for request, _ in prepared]
+    turns = [policies.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
+    assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (1, 1)  # one forward pass, one row, shared by six
+    assert len({tuple(t["completion"]["ids"]) for t in turns}) > 1
+    assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
