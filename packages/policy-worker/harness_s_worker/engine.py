@@ -63,6 +63,45 @@ class Running:
     out_logprobs: list[float] = field(default_factory=list)
 
 
+# From this many cached positions a running batch writes each step's keys and values in place
+# into buffers with spare room (measured: half the step time at 1.3k positions × 48 sequences on
+# CPU); below it, a plain cache that concatenates is as fast (attention reads contiguous tensors).
+GROW_FROM = 512
+
+
+class GrowingLayer(DynamicLayer):
+    """A cache layer whose keys and values live in a buffer with room to grow (doubling when
+    full): a decoding step writes its own column instead of copying the whole cache."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int = 128):
+        super().__init__()
+        self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+        self.length = keys.shape[2]
+        shape = (*keys.shape[:2], self.length + room, keys.shape[3])
+        self.kbuf, self.vbuf = keys.new_empty(shape), values.new_empty(shape)
+        self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length] = keys, values
+        self.keys, self.values = self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length]
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        end = self.length + key_states.shape[2]
+        if end > self.kbuf.shape[2]:
+            grow = max(end, 2 * self.kbuf.shape[2]) - self.kbuf.shape[2]
+            self.kbuf, self.vbuf = pad_right(self.kbuf, grow), pad_right(self.vbuf, grow)
+        self.kbuf[:, :, self.length : end], self.vbuf[:, :, self.length : end] = key_states, value_states
+        self.length = end
+        self.keys, self.values = self.kbuf[:, :, :end], self.vbuf[:, :, :end]
+        return self.keys, self.values
+
+
+def running_cache(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    """The cache a running batch decodes on: growing buffers for long contexts, else plain."""
+    if not layers or layers[0][0].shape[2] < GROW_FROM:
+        return cache_from(layers)
+    cache = DynamicCache()
+    cache.layers = [GrowingLayer(k, v) for k, v in layers]
+    return cache
+
+
 def layers_of(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
@@ -340,7 +379,7 @@ class Engine:
         with self.model_lock, torch.no_grad():
             self.set_adapter(adapter)
             if batch["cache"] is None:  # the batch's rows changed
-                batch["cache"] = cache_from(batch["layers"])
+                batch["cache"] = running_cache(batch["layers"])
             out = self.model(input_ids=ids, attention_mask=None if bool(attention.all()) else attention, past_key_values=batch["cache"], position_ids=positions, use_cache=True)
         self.steps += 1
         batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
@@ -392,6 +431,10 @@ class Engine:
 
 def pad_mask(mask: torch.Tensor, n: int) -> torch.Tensor:
     return mask if n == 0 else torch.cat([mask.new_zeros(mask.shape[0], n), mask], dim=1)
+
+
+def pad_right(t: torch.Tensor, n: int) -> torch.Tensor:
+    return torch.cat([t, t.new_zeros(t.shape[0], t.shape[1], n, t.shape[3])], dim=2)
 
 
 def pad_left(t: torch.Tensor, n: int) -> torch.Tensor:

@@ -116,3 +116,14 @@ def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own
     assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (1, 1)  # one forward pass, one row, shared by six
     assert len({tuple(t["completion"]["ids"]) for t in turns}) > 1
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
+
+
+def test_long_context_batches_decode_in_growing_buffers_with_the_same_logprobs(client, monkeypatch):
+    from harness_s_worker import engine
+
+    monkeypatch.setattr(engine, "GROW_FROM", 0)  # every batch on growing buffers (past their room, too)
+    client.put("/v2/policies/p1", json=SPEC)
+    with ThreadPoolExecutor(8) as pool:
+        turns = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 160 + 10 * i, "seed": i}}).json(), range(8)))
+    assert any(len(t["completion"]["ids"]) > 128 for t in turns)  # grew past the first buffer's room
+    assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
