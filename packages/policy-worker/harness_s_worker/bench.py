@@ -108,9 +108,9 @@ def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float
     return sum(totals) / (time.perf_counter() - start)
 
 
-def start_worker(model: str, device: str, threads: int | None) -> tuple[subprocess.Popen, httpx.Client]:
+def start_worker(model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")) -> tuple[subprocess.Popen, httpx.Client]:
     port = free_port()
-    cmd = [sys.executable, "-m", "harness_s_worker.server", "--model", model, "--port", str(port), "--device", device, "--max-episodes", "100000"]
+    cmd = [sys.executable, "-m", "harness_s_worker.server", "--model", model, "--port", str(port), "--device", device, *flags]
     if threads:
         cmd += ["--threads", str(threads)]
     worker = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
