@@ -2,6 +2,7 @@
 status and code it answered, how long /healthz then took, and the worker's RSS: no 500, no wedge,
 memory bounded. Run with the worker's venv:
 `packages/policy-worker/.venv/bin/python scripts/worker-bad-inputs.py`."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages" / "policy-worker"))
 from harness_s_worker.bench import SPEC, start_worker  # noqa: E402
@@ -31,7 +30,14 @@ def main() -> None:
         http.put("/v2/policies/p", json=SPEC).raise_for_status()
         s = http.post("/v2/policies/p/sample", json={"episode_id": "e0", **FIRST}).json()
         ids = s["prompt_ids"] + s["completion"]["ids"]
-        good = {"sample_id": "s", "group_id": "g", "ids": ids, "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]), "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"], "advantage": 1.0}
+        good = {
+            "sample_id": "s",
+            "group_id": "g",
+            "ids": ids,
+            "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]),
+            "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"],
+            "advantage": 1.0,
+        }
 
         def update(datum, key):
             body = json.dumps({"base_version": 0, "datums": [datum], "optim": {"lr": 1e-3}}, allow_nan=True)
@@ -70,7 +76,9 @@ def main() -> None:
             "unknown policy": lambda: http.post("/v2/policies/nope/sample", json={"episode_id": "e", **FIRST}),
             "stale version": lambda: http.post("/v2/policies/p/sample", json={"episode_id": "v", **FIRST, "version": {"exact": 7}}),
             "a second update while one runs": concurrent_update,
-            "messages on an open episode": lambda: (http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}), http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}))[1],
+            "messages on an open episode": lambda: (http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}), http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}))[
+                1
+            ],
         }
         for name, case in cases.items():
             r = case()

@@ -11,6 +11,7 @@
   default token budget) against the whole batch in one micro-batch.
 
 `python -m harness_s_worker.bench [--model tiny] [--seconds 3] [--device cpu] [--memory]`."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -68,10 +68,15 @@ def direct_generate(policies, adapter: str, prompt: list[int], n: int, max_token
         out = policies.model.generate(
             input_ids=torch.tensor([prompt] * n, device=dev),
             attention_mask=torch.ones(n, len(prompt), dtype=torch.long, device=dev),
-            max_new_tokens=max_tokens, do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
-            eos_token_id=sorted(policies.eos_ids), pad_token_id=policies.tokenizer.pad_token_id,
+            max_new_tokens=max_tokens,
+            do_sample=True,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            eos_token_id=sorted(policies.eos_ids),
+            pad_token_id=policies.tokenizer.pad_token_id,
         )
-    return sum(generated(row, policies.eos_ids) for row in out[:, len(prompt):].tolist())
+    return sum(generated(row, policies.eos_ids) for row in out[:, len(prompt) :].tolist())
 
 
 def http_rounds(http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens: int, seconds: float, counter: dict) -> float:
@@ -131,7 +136,16 @@ def update_body(policies, n: int = 16, max_tokens: int = 32) -> tuple[dict, int]
     for i in range(n):
         s = policies.sample("direct", {"episode_id": f"b{i}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": 10_000 + i}})
         ids = s["completion"]["ids"]
-        datums.append({"sample_id": str(i), "group_id": "g", "ids": prompt + ids, "loss_mask": [0] * len(prompt) + [1] * len(ids), "behaviour_logprobs": [0.0] * len(prompt) + s["completion"]["logprobs"], "advantage": 1.0 if i % 2 else -1.0})
+        datums.append(
+            {
+                "sample_id": str(i),
+                "group_id": "g",
+                "ids": prompt + ids,
+                "loss_mask": [0] * len(prompt) + [1] * len(ids),
+                "behaviour_logprobs": [0.0] * len(prompt) + s["completion"]["logprobs"],
+                "advantage": 1.0 if i % 2 else -1.0,
+            }
+        )
     body = {"datums": datums, "loss": {"clip_low": 0.2, "clip_high": 0.2, "agg": "token-mean", "kl_coef": 0.0}, "optim": {"lr": 1e-4, "epochs": 1}}
     return body, sum(len(d["ids"]) for d in datums)
 
@@ -159,7 +173,16 @@ def update_memory(policies, sizes=(8, 32, 128), length=1024) -> dict:
         for i in range(n):
             ids = torch.randint(0, vocab, (length,), generator=gen).tolist()
             half = length // 2
-            datums.append({"sample_id": str(i), "group_id": "g", "ids": ids, "loss_mask": [0] * half + [1] * (length - half), "behaviour_logprobs": [0.0] * half + [-5.0] * (length - half), "advantage": 1.0 if i % 2 else -1.0})
+            datums.append(
+                {
+                    "sample_id": str(i),
+                    "group_id": "g",
+                    "ids": ids,
+                    "loss_mask": [0] * half + [1] * (length - half),
+                    "behaviour_logprobs": [0.0] * half + [-5.0] * (length - half),
+                    "advantage": 1.0 if i % 2 else -1.0,
+                }
+            )
         row = {}
         for label, budget in (("micro_batched", None), ("whole_batch", n * length)):
             optim = {"lr": 1e-6, "epochs": 1, **({"micro_batch_tokens": budget} if budget else {})}
@@ -207,7 +230,13 @@ def main() -> None:
             closed = http_closed_loop(http, n, args.max_tokens, args.seconds, counter)
             steps = http.get("/healthz").json()["sampler"]["steps"] - steps
             mean_batch = closed * (time.perf_counter() - started) / max(steps, 1)
-            sampling[str(n)] = {"http": round(rounds, 1), "direct_generate": round(direct, 1), "http_over_direct": round(rounds / direct, 3), "http_closed_loop": round(closed, 1), "closed_loop_mean_batch": round(mean_batch, 1)}
+            sampling[str(n)] = {
+                "http": round(rounds, 1),
+                "direct_generate": round(direct, 1),
+                "http_over_direct": round(rounds / direct, 3),
+                "http_closed_loop": round(closed, 1),
+                "closed_loop_mean_batch": round(mean_batch, 1),
+            }
         sampling["http_32_over_http_1"] = round(sampling["32"]["http"] / sampling["1"]["http"], 2)
         body, tokens = update_body(policies, n=64, max_tokens=args.max_tokens)
 

@@ -14,6 +14,7 @@
   as Mistral v0.3's does, or drops earlier reasoning) still works by the delta rule above — the
   ids trained are the ids the episode holds — but its full render of the conversation differs.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ class ChatFormat:
             base = [*head, {"role": "user", "content": PROBE_USER}, previous_assistant]
             before = self._render(base)
             after = self._render(base + messages, generation_prompt=True)
-            added = after[len(before):]
+            added = after[len(before) :]
             # A template may move a part of the fixed conversation into the new turn (Mistral puts
             # the system message into the last user turn): that base is not usable.
             if after.startswith(before) and PROBE_SYSTEM not in added and PROBE_USER not in added:
@@ -73,7 +74,7 @@ class ChatFormat:
 
     def _turn_tail(self) -> str:
         text = self._render([{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": PROBE_USER}, {"role": "assistant", "content": SENTINEL}])
-        return text[text.rindex(SENTINEL) + len(SENTINEL):] if SENTINEL in text else ""
+        return text[text.rindex(SENTINEL) + len(SENTINEL) :] if SENTINEL in text else ""
 
     def _probe(self) -> tuple[bool, str]:
         """Renders a probe conversation whole and turn by turn, and compares the two."""
@@ -90,7 +91,7 @@ class ChatFormat:
             text = self._render(turns[0], generation_prompt=True)
             for i in range(1, len(turns), 2):
                 assistant = turns[i][0]
-                content = self._render([*turns[0], assistant])[len(self._render(turns[0], generation_prompt=True)):]
+                content = self._render([*turns[0], assistant])[len(self._render(turns[0], generation_prompt=True)) :]
                 text += content
                 text += self.tokenizer.decode(self.delta(assistant, turns[i + 1]), skip_special_tokens=False)
         except WorkerError as err:  # a template that refuses the probe (e.g. strict role rules)
@@ -119,9 +120,7 @@ def assistant_message(content: str, calls: list[dict] | None) -> dict:
     """The assistant turn as a template expects it (arguments as objects where they parse)."""
     message: dict = {"role": "assistant", "content": content}
     if calls:
-        message["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": loads_or_text(c["function"]["arguments"])}} for c in calls
-        ]
+        message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": loads_or_text(c["function"]["arguments"])}} for c in calls]
     return message
 
 

@@ -1,6 +1,7 @@
 """Checkpoints: the published adapter's weights, the optimizer's state and the version under
 `<state>/policies/<id>/v<n>`; `init_from: "<id>/v<n>"` on a new policy (on this worker or one
 sharing the state folder) restores all three, so a unit continues where it stopped."""
+
 from __future__ import annotations
 
 import shutil

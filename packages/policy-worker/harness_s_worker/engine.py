@@ -14,6 +14,7 @@ Invariants:
 - Every forward pass holds `model_lock`, so an update's micro-batches interleave with decoding
   steps instead of waiting for them (and the other way round).
 """
+
 from __future__ import annotations
 
 import random
@@ -28,7 +29,6 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from .sampling import SamplingRule, draw
-
 
 ADMIT_WAIT_STEPS = 8
 # Into an idle batch, requests are gathered while they keep arriving (a pause of GATHER_PAUSE_S,
@@ -303,7 +303,7 @@ class Engine:
         unique: list[tuple[Request, list | None, int]] = []
         index: list[int] = []
         seen: dict[tuple[int, ...], int] = {}
-        for r, (layers, c) in zip(reqs, taken):
+        for r, (layers, c) in zip(reqs, taken, strict=True):
             key = tuple(r.ids) if c == 0 else None
             if key is not None and key in seen:
                 index.append(seen[key])
@@ -320,7 +320,7 @@ class Engine:
             layers = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in layers]
         generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
         tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)
-        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators))]
+        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
         self._merge(adapter, rows, layers, mask)
 
     def _prefill(self, adapter: str, rows: list[tuple[Request, list | None, int]]):
@@ -363,7 +363,10 @@ class Engine:
         else:
             width, extra = batch["mask"].shape[1], mask.shape[1]
             w = max(width, extra)
-            batch["layers"] = [(torch.cat([pad_left(k, w - width), pad_left(rk, w - extra)]), torch.cat([pad_left(v, w - width), pad_left(rv, w - extra)])) for (k, v), (rk, rv) in zip(batch["layers"], layers)]
+            batch["layers"] = [
+                (torch.cat([pad_left(k, w - width), pad_left(rk, w - extra)]), torch.cat([pad_left(v, w - width), pad_left(rv, w - extra)]))
+                for (k, v), (rk, rv) in zip(batch["layers"], layers, strict=True)
+            ]
             batch["mask"] = torch.cat([pad_mask(batch["mask"], w - width), pad_mask(mask, w - extra)])
             batch["rows"] = batch["rows"] + rows
             batch["cache"] = None

@@ -1,6 +1,7 @@
 """The worker's one error type: an HTTP status and a stable code, as protocol v2 names them
 (VALIDATION_FAILED 400, UNAUTHENTICATED 401, NOT_FOUND 404, CONFLICT / STALE_POLICY_VERSION /
 UPDATE_IN_PROGRESS 409, PAYLOAD_TOO_LARGE 413, CAPACITY_EXCEEDED 429, SAMPLE_TIMEOUT 503)."""
+
 from __future__ import annotations
 
 

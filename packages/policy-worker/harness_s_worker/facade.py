@@ -4,6 +4,7 @@ A conversation that continues one this façade answered (its messages start with
 request's messages and the assistant message returned for it) continues that episode: the new
 messages are appended by the delta rule, so the model sees the very ids a training episode
 would hold, not a fresh render of the whole conversation. Anything else starts a new episode."""
+
 from __future__ import annotations
 
 import hashlib
@@ -62,7 +63,7 @@ class Facade:
             choice["parse_error"] = comp["parse_error"]
         if logprobs:
             decode = self.policies.tokenizer.decode
-            choice["logprobs"] = {"content": [{"token": decode([t]), "logprob": lp} for t, lp in zip(comp["ids"], comp["logprobs"])]}
+            choice["logprobs"] = {"content": [{"token": decode([t]), "logprob": lp} for t, lp in zip(comp["ids"], comp["logprobs"], strict=True)]}
         prompt = out["prompt_ids"]
         return {
             "id": req["episode_id"],

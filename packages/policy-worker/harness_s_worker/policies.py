@@ -2,6 +2,7 @@
 which `sample` and `score` read, and a *training* copy its AdamW optimizer owns; an update
 trains the copy while sampling goes on at the published version, then publishes (copies the
 trained weights over) between decoding steps. Episodes keep their ids by episode id."""
+
 from __future__ import annotations
 
 import shutil
@@ -109,7 +110,7 @@ class Policies:
 
     def copy_adapter(self, source: str, target: str) -> None:
         with torch.no_grad():
-            for s, t in zip(self.adapter_params(source), self.adapter_params(target)):
+            for s, t in zip(self.adapter_params(source), self.adapter_params(target), strict=True):
                 t.copy_(s)
 
     def create(self, pid: str, spec: dict) -> tuple[Policy, bool]:
@@ -183,7 +184,11 @@ class Policies:
             sampling = body.get("sampling") or {}
             rule = SamplingRule(float(sampling.get("temperature", 1.0)), float(sampling.get("top_p", 1.0)))
             if sampling.get("purpose", "train") == "train" and not rule.exact:
-                raise WorkerError(400, "VALIDATION_FAILED", 'sampling: a training sample ("purpose": "train", the default) is drawn at temperature 1 and top_p 1, so its log-probabilities are the ones an update scores; send "purpose": "eval" to sample otherwise')
+                raise WorkerError(
+                    400,
+                    "VALIDATION_FAILED",
+                    'sampling: a training sample ("purpose": "train", the default) is drawn at temperature 1 and top_p 1, so its log-probabilities are the ones an update scores; send "purpose": "eval" to sample otherwise',
+                )
             episode_id = body["episode_id"]
             episode = p.episodes.get(episode_id)
             if episode is None and len(p.episodes) >= self.limits.episodes_per_policy:
@@ -246,7 +251,7 @@ class Policies:
         for batch in micro_batches([len(x) for x in ids], 8192):
             with self.model_lock, torch.no_grad():
                 self._activate(p.adapter)
-                for i, lp in zip(batch, batch_logprobs(self.model, [ids[i] for i in batch])):
+                for i, lp in zip(batch, batch_logprobs(self.model, [ids[i] for i in batch]), strict=True):
                     out[i] = lp.tolist()
         return out
 

@@ -2,6 +2,7 @@
 matrix (chunked, selective log-softmax), micro-batches packed by a token budget, and the loss as
 a registered choice (PPO-clip with separate low/high clips; token-mean, sequence-mean or a
 constant normaliser as Dr. GRPO has it; k3 KL to the base model). Log-probabilities in fp32."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """The sampler port: token ids in, sampled ids and their behaviour log-probabilities out.
 `GenerateSampler` uses transformers' `generate`; a vLLM engine can implement the same port."""
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -35,7 +36,7 @@ class GenerateSampler:
                 eos_token_id=eos_id,
                 pad_token_id=eos_id,
             )
-        ids = out.sequences[0, len(prefix):].tolist()
+        ids = out.sequences[0, len(prefix) :].tolist()
         logprobs = []
         for step, token in enumerate(ids):
             logits = out.logits[step][0].float()

@@ -2,6 +2,7 @@
 log-probability: temperature, then top-p (nucleus) over the tempered distribution, renormalised.
 Temperature 0 is greedy, and its log-probability is the untempered model's (informational: a
 greedy turn is never trained on, see `SamplingRule.for_training`)."""
+
 from __future__ import annotations
 
 import random

@@ -1,5 +1,6 @@
 """Protocol v2's request bodies (docs/design.md §5): strict, with every number finite and
 every id and mask in range, so a bad request is a 400 naming its field."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal

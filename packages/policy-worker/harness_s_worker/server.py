@@ -1,5 +1,6 @@
 """The reference policy worker: protocol v2 over HTTP (docs/design.md §5) and an OpenAI-compatible
 `/v1/chat/completions` façade. `python -m harness_s_worker.server --model tiny --port 8765`."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, SampleRequest
 from .tiny import build_tiny, load_model
 from .toolcalls import PARSERS
 from .updates import Updates
+
 
 def error(status: int, code: str, message: str, **extra) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
@@ -104,7 +106,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         future = policies.engine.submit(request)
         try:
             result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             future.cancel()
             raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
         return await run_in_threadpool(policies.finish, context, result)
@@ -112,7 +114,18 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     @app.get("/healthz")
     def healthz():
         kv = policies.engine.kv
-        return {"ok": True, "protocol": 2, "model": model_name, "policies": len(policies.policies), "device": str(next(policies.base.parameters()).device), "sampler": {"steps": policies.engine.steps, "prefills": policies.engine.prefills, "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions}}}
+        return {
+            "ok": True,
+            "protocol": 2,
+            "model": model_name,
+            "policies": len(policies.policies),
+            "device": str(next(policies.base.parameters()).device),
+            "sampler": {
+                "steps": policies.engine.steps,
+                "prefills": policies.engine.prefills,
+                "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions},
+            },
+        }
 
     @app.put("/v2/policies/{pid}")
     def put_policy(pid: str, body: CreatePolicy):

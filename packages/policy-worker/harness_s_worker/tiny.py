@@ -1,5 +1,6 @@
 """A tiny causal LM built offline: a byte-level BPE trained here and a 2-layer Llama (~100k
 parameters). For tests and CPU runs; real weights load through `load_model(path)` instead."""
+
 from __future__ import annotations
 
 import torch

@@ -8,6 +8,7 @@
 The arguments are passed on as the exact text the model generated (the span of the JSON value,
 never parsed and re-serialised). A malformed call is a parse error (an expected event), never raised.
 """
+
 from __future__ import annotations
 
 import json

@@ -3,6 +3,7 @@ model lock only for its own forward and backward, so sampling goes on between th
 when every epoch has applied. A failed update (an error, a loss or gradient that is not finite)
 puts the copy and the optimizer back as they were: the version and the published adapter never
 moved."""
+
 from __future__ import annotations
 
 import copy
@@ -119,7 +120,7 @@ def train(policies: Policies, p: Policy, body: dict) -> dict:
     if loss_cfg.kl_coef > 0:
         for batch in batches:
             with policies.model_lock, torch.no_grad(), model.disable_adapter():
-                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch])):
+                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
                     refs[i] = lp
     tokens = float(sum(m.sum() for m in masks))
     per_epoch: list[dict] = []
@@ -133,7 +134,9 @@ def train(policies: Policies, p: Policy, body: dict) -> dict:
             raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
         with policies.model_lock:
             p.optimizer.step()
-        per_epoch.append({"loss": sums["loss"], "clip_fraction": sums["clipped"] / max(tokens, 1), "kl": sums["kl"], "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1)})
+        per_epoch.append(
+            {"loss": sums["loss"], "clip_fraction": sums["clipped"] / max(tokens, 1), "kl": sums["kl"], "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1)}
+        )
     mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
     # The sampler-trainer gap is the first epoch's: later epochs score weights the sampler never had.
     return {**mean, "tokens": int(tokens), "micro_batches": len(batches), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
@@ -156,7 +159,7 @@ def _micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, a
         model.gradient_checkpointing_enable()
     try:
         total = torch.zeros((), device=ids[0].device)
-        for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch])):
+        for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
             surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
             total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
             sums["kl"] += weights[i] * float(kl.detach().sum())

@@ -1,13 +1,14 @@
 """The batched sampler: many episodes at once, cached prefixes, eviction, and sampling beside an update."""
+
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from conftest import SPEC
+from fastapi.testclient import TestClient
 
 from harness_s_worker import updates as updates_module
 from harness_s_worker.policies import Limits
 from harness_s_worker.server import build, create_app
-from fastapi.testclient import TestClient
 
 FIRST = {"messages": [{"role": "user", "content": "say yes"}], "sampling": {"max_tokens": 12}}
 
@@ -37,7 +38,9 @@ def test_the_same_seed_draws_the_same_turn_alone_or_in_a_crowd(client):
     client.put("/v2/policies/p1", json=SPEC)
     alone = client.post("/v2/policies/p1/sample", json={"episode_id": "alone", **FIRST, "sampling": {"max_tokens": 12, "seed": 7}}).json()
     with ThreadPoolExecutor(16) as pool:
-        crowd = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"c{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": 7 if i == 5 else 100 + i}}).json(), range(16)))
+        crowd = list(
+            pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"c{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": 7 if i == 5 else 100 + i}}).json(), range(16))
+        )
     assert crowd[5]["completion"]["ids"] == alone["completion"]["ids"]
 
 
@@ -57,7 +60,14 @@ def test_sampling_goes_on_at_the_published_version_while_an_update_runs(client, 
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
     ids = s["prompt_ids"] + s["completion"]["ids"]
-    datum = {"sample_id": "s", "group_id": "g", "ids": ids, "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]), "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"], "advantage": 1.0}
+    datum = {
+        "sample_id": "s",
+        "group_id": "g",
+        "ids": ids,
+        "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]),
+        "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"],
+        "advantage": 1.0,
+    }
     reached, release = threading.Event(), threading.Event()
     real = updates_module.micro_batch
 

@@ -18,7 +18,14 @@ def wait(client, uid):
 def datum_from(sample, advantage, sample_id="s0"):
     prompt, comp = sample["prompt_ids"], sample["completion"]
     ids = prompt + comp["ids"]
-    return {"sample_id": sample_id, "group_id": "g", "ids": ids, "loss_mask": [0] * len(prompt) + [1] * len(comp["ids"]), "behaviour_logprobs": [0.0] * len(prompt) + comp["logprobs"], "advantage": advantage}
+    return {
+        "sample_id": sample_id,
+        "group_id": "g",
+        "ids": ids,
+        "loss_mask": [0] * len(prompt) + [1] * len(comp["ids"]),
+        "behaviour_logprobs": [0.0] * len(prompt) + comp["logprobs"],
+        "advantage": advantage,
+    }
 
 
 def test_health_needs_no_token_and_everything_else_does(client):
@@ -93,14 +100,20 @@ def test_positive_advantage_raises_the_sampled_tokens_probability_and_negative_l
 def test_kl_to_the_base_model_is_measured_with_the_adapter_disabled(client):
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 1}}).json()
-    r = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}, "loss": {"kl_coef": 0.1, "agg": "sequence-mean"}}, headers={"Idempotency-Key": "kl"})
+    r = client.post(
+        "/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}, "loss": {"kl_coef": 0.1, "agg": "sequence-mean"}}, headers={"Idempotency-Key": "kl"}
+    )
     job = wait(client, r.json()["update_id"])
     assert job["status"] == "done" and abs(job["metrics"]["kl"]) < 1e-6  # a fresh LoRA (B = 0) equals the base
 
 
 def test_bad_bodies_are_400_with_issues(client):
     client.put("/v2/policies/p1", json=SPEC)
-    bad = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [{"sample_id": "s", "group_id": "g", "ids": [1, 2], "loss_mask": [1, 1], "behaviour_logprobs": [0, 0], "advantage": 1}], "optim": {"lr": 1e-3}}, headers={"Idempotency-Key": "b"})
+    bad = client.post(
+        "/v2/policies/p1/updates",
+        json={"base_version": 0, "datums": [{"sample_id": "s", "group_id": "g", "ids": [1, 2], "loss_mask": [1, 1], "behaviour_logprobs": [0, 0], "advantage": 1}], "optim": {"lr": 1e-3}},
+        headers={"Idempotency-Key": "b"},
+    )
     assert bad.status_code == 400
     assert client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messagez": []}).status_code == 400
     assert client.put("/v2/policies/bad%20id", json=SPEC).status_code == 400
@@ -274,7 +287,12 @@ def test_the_ratio_uses_the_behaviour_logprobs_and_the_clip_stops_what_is_past_i
         n = len(s["prompt_ids"])
         d["behaviour_logprobs"] = [0.0] * n + [min(0.0, lp - shift) for lp in current[n:]]
         before = _weights(client, pid)
-        job = wait(client, client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2}, "loss": {"clip_high": 0.2}}, headers={"Idempotency-Key": pid}).json()["update_id"])
+        job = wait(
+            client,
+            client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2}, "loss": {"clip_high": 0.2}}, headers={"Idempotency-Key": pid}).json()[
+                "update_id"
+            ],
+        )
         moved = max(float((a - b).abs().max()) for a, b in zip(before, _weights(client, pid)))
         if shift:
             clipped_tokens = sum(1 for lp in current[n:] if lp - shift < 0)
@@ -295,7 +313,14 @@ def test_the_sampler_returns_the_logprobs_of_the_distribution_it_sampled_from(cl
     policies = client.policies
     for temperature, top_p in ((1.0, 1.0), (0.7, 1.0), (1.6, 1.0), (1.0, 0.8)):
         purpose = "train" if temperature == 1 and top_p == 1 else "eval"
-        s = client.post("/v2/policies/p1/sample", json={"episode_id": f"t{temperature}-{top_p}", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": temperature, "top_p": top_p, "max_tokens": 12, "seed": 3, "purpose": purpose}}).json()
+        s = client.post(
+            "/v2/policies/p1/sample",
+            json={
+                "episode_id": f"t{temperature}-{top_p}",
+                "messages": [{"role": "user", "content": "hi"}],
+                "sampling": {"temperature": temperature, "top_p": top_p, "max_tokens": 12, "seed": 3, "purpose": purpose},
+            },
+        ).json()
         prefix, ids = s["prompt_ids"], s["completion"]["ids"]
         with torch.no_grad(), policies.model_lock:
             policies.model.set_adapter(policies.policies["p1"].adapter)

@@ -1,4 +1,5 @@
 """Turn rendering against the chat templates of three real model families (tests/templates)."""
+
 import json
 from pathlib import Path
 
@@ -78,7 +79,10 @@ def test_a_two_turn_episode_through_the_worker_holds_exactly_the_ids_it_returned
     policies = Policies(model.eval(), tok, tmp_path, model_name="tiny")
     with TestClient(create_app(policies)) as c:
         c.put("/v2/policies/p", json={"base_model": "tiny", "seed": 1})
-        first = c.post("/v2/policies/p/sample", json={"episode_id": "e", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find x."}], "tools": TOOLS, "sampling": {"max_tokens": 6, "seed": 1}}).json()
+        first = c.post(
+            "/v2/policies/p/sample",
+            json={"episode_id": "e", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find x."}], "tools": TOOLS, "sampling": {"max_tokens": 6, "seed": 1}},
+        ).json()
         second = c.post("/v2/policies/p/sample", json={"episode_id": "e", "append": [{"role": "user", "content": "Go on."}], "sampling": {"max_tokens": 6, "seed": 2}})
         assert second.status_code == 200, second.json()
         second = second.json()
