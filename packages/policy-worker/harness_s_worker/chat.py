@@ -44,6 +44,10 @@ class ChatFormat:
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
+    def whole(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
+        """The template's render of these messages, as ids (`/render`)."""
+        return self._encode(self._render(messages, tools, generation_prompt))
+
     def first(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         """The first turn: the whole conversation so far, with the generation prompt."""
         return self._encode(self._render(messages, tools, True))

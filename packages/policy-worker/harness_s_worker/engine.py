@@ -159,11 +159,16 @@ class KvStore:
 
     def drop(self, prefix: str) -> None:
         for key in [k for k in self.entries if k.startswith(prefix)]:
-            self.used -= self.entries.pop(key)[2]
+            self.drop_key(key)
+
+    def drop_key(self, key: str) -> None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            self.used -= entry[2]
 
 
 class Engine:
-    """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason, version)."""
+    """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason)."""
 
     def __init__(self, model, model_lock: threading.Lock, set_adapter, cache_bytes: int = 1 << 30, max_batch: int = 64):
         self.model, self.model_lock, self.set_adapter = model, model_lock, set_adapter
@@ -173,7 +178,6 @@ class Engine:
         self.batches: dict[str, dict] = {}
         self.barriers: dict[str, list[tuple[object, Future]]] = {}
         self.cond = threading.Condition()
-        self.stopped = False
         self.steps = self.prefills = self.prefilled_rows = 0
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self.thread.start()
@@ -196,33 +200,20 @@ class Engine:
 
     def forget_key(self, key: str) -> None:
         with self.cond:
-            entry = self.kv.entries.pop(key, None)
-            if entry is not None:
-                self.kv.used -= entry[2]
+            self.kv.drop_key(key)
 
     def forget(self, key_prefix: str) -> None:
         with self.cond:
             self.kv.drop(key_prefix)
 
-    def idle(self, adapter: str) -> bool:
-        with self.cond:
-            return not self.pending.get(adapter) and adapter not in self.batches
-
-    def stop(self) -> None:
-        with self.cond:
-            self.stopped = True
-            self.cond.notify()
-
     def _loop(self) -> None:
         turn = 0
         while True:
             with self.cond:
-                while not self.stopped and not self.batches and not any(self.pending.values()) and not self.barriers:
+                while not self.batches and not any(self.pending.values()) and not self.barriers:
                     self.cond.wait()
-                if self.stopped:
-                    return
-                due = [(a, self.barriers.pop(a)) for a in list(self.barriers) if a not in self.batches]
-            for _, items in due:
+                due = [self.barriers.pop(a) for a in list(self.barriers) if a not in self.batches]
+            for items in due:
                 for fn, future in items:
                     try:
                         future.set_result(fn())

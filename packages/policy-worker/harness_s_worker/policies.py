@@ -174,7 +174,7 @@ class Policies:
             raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, below {want['min']}")
 
     def render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
-        return self.chat.first(messages, tools) if generation_prompt else self.chat._encode(self.chat._render(messages, tools, False))
+        return self.chat.whole(messages, tools, generation_prompt)
 
     def prepare(self, pid: str, body: dict) -> tuple[Request, dict]:
         """Checks a sample request and builds its engine request (no model work)."""
