@@ -38,6 +38,7 @@ import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-end
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
+import { benchWorker } from "../../packages/cli/src/commands/bench-worker.ts";
 
 // The reference policy worker (Python) on loopback with the tiny model, driven over protocol v2
 // from TypeScript. The venv is created here when it is missing (about a minute from the local
@@ -504,5 +505,14 @@ describe("a unit whose worker process is killed mid-run", () => {
     } finally {
       await second.stop();
     }
+  }, 600_000);
+});
+
+describe("bench --worker", () => {
+  it("prints sampling at 1, 8 and 32 episodes against batched generate, and updates against a direct loop", async () => {
+    const out = (await benchWorker(0.3, "tiny", { maxTokens: 16, updateDatums: 8 })).join("\n"); // sizes kept small: the output's shape is under test
+    for (const n of ["1", "8", "32"]) expect(out).toMatch(new RegExp(`worker sample tokens/s, +${n} episodes +\\d+ over HTTP vs \\d+/s batched generate`));
+    expect(out).toMatch(/worker sample tokens\/s at 32 episodes over 1: \d+\.\d+×/);
+    expect(out).toMatch(/worker update tokens\/s +\d+ over HTTP vs \d+\/s driven directly/);
   }, 600_000);
 });

@@ -207,6 +207,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for the tiny model on CPU by default")
+    ap.add_argument("--update-datums", type=int, default=64, help="datums in each timed update")
     ap.add_argument("--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens")
     args = ap.parse_args()
     set_threads(args.model, args.device, args.threads)
@@ -238,7 +239,7 @@ def main() -> None:
                 "closed_loop_mean_batch": round(mean_batch, 1),
             }
         sampling["http_32_over_http_1"] = round(sampling["32"]["http"] / sampling["1"]["http"], 2)
-        body, tokens = update_body(policies, n=64, max_tokens=args.max_tokens)
+        body, tokens = update_body(policies, n=args.update_datums, max_tokens=args.max_tokens)
 
         def direct_update():
             p = policies.get("direct")
