@@ -57,14 +57,15 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
   for (let turn = 0; turn < maxTurns && !outcome; turn++) {
     const turnsLeft = maxTurns - turn;
     const { hints, baseHints, notes } = turnHints(s, harness, turn, turnsLeft);
+    const offered = (names: readonly string[]) => [...new Set(names)].filter((h) => tools.includes(h));
     const observation: PolicyObservation = {
       family: task.family,
       tools,
       event: s.event,
       facts: s.facts,
       taskTags: task.tags,
-      hints: [...new Set(hints)].filter((h) => tools.includes(h)),
-      baseHints: [...new Set(baseHints)].filter((h) => tools.includes(h)),
+      hints: offered(hints),
+      baseHints: offered(baseHints),
       failedActions: [...s.failedActions],
       turnsLeft,
       ...(textual ? { instruction, text: text ?? "", notes, history: [...dialogue] } : {}),
@@ -90,24 +91,42 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       ...(choice.tokens ? { tokens: choice.tokens } : {}),
     });
     if (textual) {
-      dialogue.push(
-        { role: "env", text: withNotes(text ?? "", notes) },
-        {
-          role: "agent",
-          text: choice.text ?? "",
-          action,
-          ...(choice.args ? { args: choice.args } : {}),
-          ...(choice.rawArguments !== undefined ? { raw: choice.rawArguments } : {}),
-        },
-      );
+      dialogue.push(...dialogueTurn(text ?? "", notes, choice));
       text = resultText ?? result;
     }
     s.event = result;
     if (!events.includes(s.event)) events.push(s.event);
   }
 
-  if (!outcome) {
-    outcome = await session.finish("budget-exhausted");
+  return finished(task, harness, seed, policyVersion, steps, events, outcome ?? (await session.finish("budget-exhausted")), !outcome);
+}
+
+/** What a text agent saw this turn (the env message with the harness's notes) and what it did. */
+function dialogueTurn(text: string, notes: readonly string[], choice: ActionChoice): DialogueTurn[] {
+  return [
+    { role: "env", text: withNotes(text, notes) },
+    {
+      role: "agent",
+      text: choice.text ?? "",
+      action: choice.action,
+      ...(choice.args ? { args: choice.args } : {}),
+      ...(choice.rawArguments !== undefined ? { raw: choice.rawArguments } : {}),
+    },
+  ];
+}
+
+/** The rollout record, with the closing event: the budget ran out, or a submit was rejected. */
+function finished(
+  task: Task,
+  harness: HarnessSpec,
+  seed: number,
+  policyVersion: number,
+  steps: TrajectoryStep[],
+  events: string[],
+  outcome: EnvOutcome,
+  exhausted: boolean,
+): Rollout {
+  if (exhausted) {
     events.push("budget:exhausted");
   } else if (!outcome.success) {
     events.push("submit:rejected");
