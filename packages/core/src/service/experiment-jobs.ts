@@ -114,6 +114,24 @@ function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record
   };
 }
 
+/** The run's configuration, as its request gave it. */
+function configOf(record: ExperimentRecord): ExperimentConfig {
+  return ExperimentConfig.parse({
+    seeds: record.request.seeds,
+    arms: record.request.arms,
+    train: TrainConfig.parse(record.request.train),
+    evalSamples: record.request.evalSamples,
+    protocol: record.request.protocol,
+  });
+}
+
+/** The last write of a run that threw: cancelled by its key, stopped at its budget, or failed. */
+function stoppedBy(err: unknown, record: ExperimentRecord): Partial<ExperimentRecord> {
+  if (err instanceof ExperimentCancelledError) return { status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } };
+  if (err instanceof BudgetExceededError) return { status: "stopped", stopReason: err.message };
+  return { status: "failed", error: err instanceof Error ? err.message : String(err) };
+}
+
 /**
  * The coordinator use-case: claims the run (a duplicate delivery while it runs is a no-op), runs
  * every arm and seed, saves progress and each finished (arm, seed) as it goes, and stops cleanly
@@ -162,13 +180,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   try {
     if (cancelled) throw new ExperimentCancelledError(id);
     const base = await deps.prepare(record);
-    const config = ExperimentConfig.parse({
-      seeds: record.request.seeds,
-      arms: record.request.arms,
-      train: TrainConfig.parse(record.request.train),
-      evalSamples: record.request.evalSamples,
-      protocol: record.request.protocol,
-    });
+    const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
     const outcome = await runExperiment(config, {
@@ -195,9 +207,7 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     else await continueLater(record, outcome.remaining, save, persisted, deps.continueOn!);
   } catch (err) {
     await persisted.catch(() => undefined);
-    if (err instanceof ExperimentCancelledError) await end({ status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } });
-    else if (err instanceof BudgetExceededError) await end({ status: "stopped", stopReason: err.message });
-    else await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
+    await end(stoppedBy(err, record));
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
   return record;
