@@ -74,7 +74,7 @@ program
   .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
   .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", String(1e-2))
   .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
-  .option("--policy-max-in-flight <n>", "samples in flight at the worker at once (more wait at the client, so none times out queued)", String(32))
+  .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
   .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
   .action(async (raw) => {
     const o = parseFlags(ExperimentFlags, raw, "experiment");
