@@ -3,7 +3,7 @@
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import SPEC
+from conftest import SPEC, datum_from
 from fastapi.testclient import TestClient
 
 from harness_s_worker import updates as updates_module
@@ -60,14 +60,7 @@ def test_sampling_goes_on_at_the_published_version_while_an_update_runs(client, 
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
     ids = s["prompt_ids"] + s["completion"]["ids"]
-    datum = {
-        "sample_id": "s",
-        "group_id": "g",
-        "ids": ids,
-        "loss_mask": [0] * len(s["prompt_ids"]) + [1] * len(s["completion"]["ids"]),
-        "behaviour_logprobs": [0.0] * len(s["prompt_ids"]) + s["completion"]["logprobs"],
-        "advantage": 1.0,
-    }
+    datum = datum_from(s, 1.0)
     reached, release = threading.Event(), threading.Event()
     real = updates_module.micro_batch
 

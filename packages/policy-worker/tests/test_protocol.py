@@ -1,7 +1,7 @@
 import json
 import time
 
-from conftest import SPEC, TOOLS
+from conftest import SPEC, TOOLS, datum_from
 
 from harness_s_worker.toolcalls import parse_tool_calls
 
@@ -13,19 +13,6 @@ def wait(client, uid):
             return job
         time.sleep(0.02)
     raise AssertionError("update did not finish")
-
-
-def datum_from(sample, advantage, sample_id="s0"):
-    prompt, comp = sample["prompt_ids"], sample["completion"]
-    ids = prompt + comp["ids"]
-    return {
-        "sample_id": sample_id,
-        "group_id": "g",
-        "ids": ids,
-        "loss_mask": [0] * len(prompt) + [1] * len(comp["ids"]),
-        "behaviour_logprobs": [0.0] * len(prompt) + comp["logprobs"],
-        "advantage": advantage,
-    }
 
 
 def test_health_needs_no_token_and_everything_else_does(client):
