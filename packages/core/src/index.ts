@@ -27,6 +27,7 @@ export * from "./training/evaluate.ts";
 export * from "./training/audit.ts";
 export * from "./training/trainer.ts";
 export * from "./training/rescue-modes.ts";
+export * from "./training/arm-config.ts";
 export * from "./training/samples.ts";
 export * from "./training/train-state.ts";
 export * from "./inference/rank1.ts";

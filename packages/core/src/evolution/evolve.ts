@@ -1,37 +1,15 @@
 import { z } from "zod";
 import { createPool, type HarnessPool } from "../harness/pool.ts";
-import { Direction, describeHooks, parseHarnessSpec, type HarnessSpec } from "../harness/spec.ts";
+import { describeHooks, parseHarnessSpec, type HarnessSpec } from "../harness/spec.ts";
 import { jaccard, mean } from "../metrics/stats.ts";
 import type { ProfileSet } from "../profile/profile.ts";
-import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
-import { hash32, type Rng } from "../util/rng.ts";
-import type { Proposer } from "./proposer.ts";
+import { hash32 } from "../util/rng.ts";
+import type { EvolutionConfig, CandidateRecord, EvolutionDeps, Measured } from "./evolution-types.ts";
 import { failureSignals, profilesFrom, selectByCoverage } from "./pool-selection.ts";
 
-export const EvolutionConfig = z.object({
-  directions: z.array(Direction.exclude(["base"])).default(["contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition"]),
-  rounds: z.number().int().min(1).default(5),
-  candidatesPerRound: z.number().int().min(1).default(10),
-  trials: z.number().int().min(1).default(4),
-  /** A task counts as repaired when the sibling's success rate beats H0's by this much. */
-  repairMargin: z.number().min(0).max(1).default(0.5),
-  minRepairs: z.number().int().min(1).default(2),
-  /** Least gain in the continuous score for a round's best proposal to replace its parent (0 allows neutral drift). */
-  minGain: z.number().min(0).default(0),
-  poolSize: z.number().int().min(1).default(8),
-  maxPerDirection: z.number().int().min(1).default(2),
-});
-export type EvolutionConfig = z.infer<typeof EvolutionConfig>;
-
-export interface CandidateRecord {
-  spec: HarnessSpec;
-  repairs: string[];
-  breaks: string[];
-  score: number;
-  kept: boolean;
-}
+export * from "./evolution-types.ts";
 
 export interface EvolutionResult {
   pool: HarnessPool;
@@ -61,21 +39,6 @@ function harmOf(h0: Measured, sibling: Measured, solved: readonly string[], marg
   const broken = solved.filter((t) => h0.rates.get(t)! - sibling.rates.get(t)! >= margin);
   const lost = solved.map((t) => Math.max(0, h0.rates.get(t)! - sibling.rates.get(t)!));
   return { harmRate: solved.length ? broken.length / solved.length : 0, broken, successLost: mean(lost) };
-}
-
-export interface EvolutionDeps {
-  base: HarnessSpec;
-  devTasks: readonly Task[];
-  runRollout: RolloutRunner;
-  proposer: Proposer;
-  vocabulary: (family: string) => { tools: string[]; facts: string[]; roles: Record<string, string> };
-  rng: Rng;
-  onProgress?: (done: number, total: number) => void;
-}
-
-export interface Measured {
-  rates: Map<string, number>;
-  rollouts: Rollout[];
 }
 
 /**

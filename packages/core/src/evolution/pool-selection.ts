@@ -3,7 +3,7 @@ import { failureSummary } from "../rescue/rescue.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { Task } from "../task.ts";
-import type { CandidateRecord, EvolutionConfig, EvolutionDeps, Measured } from "./evolve.ts";
+import type { CandidateRecord, EvolutionConfig, EvolutionDeps, Measured } from "./evolution-types.ts";
 import type { FailureSignal } from "./proposer.ts";
 
 export function failureSignals(rollouts: readonly Rollout[], vocabulary: EvolutionDeps["vocabulary"]): FailureSignal[] {

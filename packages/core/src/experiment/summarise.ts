@@ -1,5 +1,5 @@
 import { mean, spearman } from "../metrics/stats.ts";
-import type { ExperimentConfig, SeedInstance } from "./run-experiment.ts";
+import type { ExperimentConfig, SeedInstance } from "./experiment-config.ts";
 import type { ArmSeedResult, ArmSummary, ExperimentSummary, SeedBaseline } from "./summary.ts";
 
 /**

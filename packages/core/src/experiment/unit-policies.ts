@@ -1,7 +1,6 @@
 import { z } from "zod";
 import type { Policy } from "../ports.ts";
 import { TrainerState } from "../training/train-state.ts";
-import type { ExperimentDeps } from "./run-experiment.ts";
 
 /** Where a unit's policy lives: a fresh one per (unit, attempt), or the one a checkpoint names. */
 export interface UnitPolicies {
@@ -30,7 +29,7 @@ export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
  * const { id, policy, resumeFrom } = await unitPolicy(deps, "harness-s", 3);
  */
 export async function unitPolicy(
-  deps: Pick<ExperimentDeps, "policies" | "createPolicy" | "resume">,
+  deps: { policies?: UnitPolicies; createPolicy: (seed: number) => Policy; resume?: { units?: readonly UnitCheckpoint[] } },
   arm: string,
   seed: number,
 ): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {

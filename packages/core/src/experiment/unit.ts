@@ -2,12 +2,12 @@ import { rank1Picker } from "../inference/rank1.ts";
 import { mean } from "../metrics/stats.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import type { Task } from "../task.ts";
-import { ArmConfig } from "../training/config.ts";
+import { ArmConfig } from "../training/arm-config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { Trainer, type TrainResult } from "../training/trainer.ts";
 import { nullForNaN, withoutDecisions } from "../training/train-state.ts";
 import { hash32, type Rng } from "../util/rng.ts";
-import type { ARM_NAMES, ExperimentConfig, ExperimentDeps, SeedInstance } from "./run-experiment.ts";
+import type { ARM_NAMES, ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
 import type { ArmSeedResult } from "./summary.ts";
 import { unitPolicy } from "./unit-policies.ts";
 

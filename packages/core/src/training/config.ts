@@ -1,22 +1,5 @@
 import { z } from "zod";
 import { AggregatorName } from "../voting/aggregate.ts";
-import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
-
-/** The registered rescue modes (see {@link RESCUE_MODES}). */
-export const RescueMode = z.enum(Object.keys(RESCUE_MODES) as [RescueModeName, ...RescueModeName[]]);
-export type RescueMode = z.infer<typeof RescueMode>;
-
-/** One training arm. All arms of a seed share the batch order and evaluation seeds. */
-export const ArmConfig = z.object({
-  name: z.string().min(1),
-  rescue: RescueMode,
-  /** For "resample-h0": extra H0 rollouts allowed (set per seed to what harness-s spent). */
-  extraBudget: z.number().int().min(0).optional(),
-  reanchor: z.boolean().default(true),
-  /** Voter ids to use; empty means every configured voter. */
-  voters: z.array(z.string()).default([]),
-});
-export type ArmConfig = z.infer<typeof ArmConfig>;
 
 export const TrainConfig = z.object({
   steps: z.number().int().min(1).default(20),
