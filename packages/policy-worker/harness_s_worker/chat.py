@@ -50,7 +50,7 @@ class ChatFormat:
 
     def first(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         """The first turn: the whole conversation so far, with the generation prompt."""
-        return self._encode(self._render(messages, tools, True))
+        return self.whole(messages, tools, True)
 
     def delta(self, previous_assistant: dict, messages: list[dict]) -> list[int]:
         """The ids the template adds for `messages` after an assistant turn (see the module's rule)."""
