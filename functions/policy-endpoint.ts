@@ -1,12 +1,12 @@
 import { systemClock, type PolicyEndpoints } from "@harness-s/core";
 import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedTokenPolicyOptions } from "@harness-s/adapters";
-import { EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+import { EMBEDDED_AGENT_SYSTEM, EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 
 /** The settings of the run's token policies at a protocol-v2 endpoint (the embedded suite's text rendering). */
 export const sharedTokenPolicy: SharedTokenPolicyOptions = {
   baseModel: "endpoint",
   lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj"] },
-  system: "You are an agent solving a task with tools. Each turn, call exactly one tool. Call submit when the task is done.",
+  system: EMBEDDED_AGENT_SYSTEM,
   toolSchemas: embeddedToolSchemas,
   maxTokens: 256,
   learningRate: 1e-5,

@@ -31,7 +31,17 @@ import {
   type Task,
   envelope,
 } from "@harness-s/core";
-import { INVALID_TOOL_CALL, MemoryPoolStore, MemoryRolloutStore, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient, policyProtocol, tokenUnitPolicies } from "@harness-s/adapters";
+import {
+  INVALID_TOOL_CALL,
+  MemoryPoolStore,
+  MemoryRolloutStore,
+  NO_TOOL_CALL,
+  TokenPolicy,
+  TokenPolicyClient,
+  policyProtocol,
+  seedOfUnit,
+  tokenUnitPolicies,
+} from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsRecord } from "../factories.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
@@ -460,12 +470,7 @@ describe("a unit whose worker process is killed mid-run", () => {
       createPolicy: () => {
         throw new Error("unit policies come from `policies`");
       },
-      policies: tokenUnitPolicies(
-        at,
-        (unit) => `${run}-${unit}`,
-        shared,
-        (unit) => Number(unit.split("/").at(-1)) || 0,
-      ),
+      policies: tokenUnitPolicies(at, (unit) => `${run}-${unit}`, shared, seedOfUnit),
       ...(resume ? { resume } : {}),
       onSeedBaseline: (b) => void baselines.push(b),
       onUnitStep: (cp) => {

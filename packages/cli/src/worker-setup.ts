@@ -1,6 +1,6 @@
 import { systemClock, type ExperimentDeps } from "@harness-s/core";
-import { TokenPolicy, TokenPolicyClient, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
-import { TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+import { TokenPolicy, TokenPolicyClient, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 
 export interface WorkerPolicyOptions {
   url: string;
@@ -13,8 +13,6 @@ export interface WorkerPolicyOptions {
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
 }
-
-const SYSTEM = "You are an agent solving a task with tools. Each turn, call exactly one tool. Call submit when the task is done.";
 
 /**
  * The embedded setup with its policies at a protocol-v2 worker: the suite's text rendering
@@ -33,7 +31,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
   const shared: SharedTokenPolicyOptions = {
     baseModel: opts.model,
     lora: opts.lora ?? { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
-    system: SYSTEM,
+    system: EMBEDDED_AGENT_SYSTEM,
     toolSchemas: embeddedToolSchemas,
     maxTokens: opts.maxTokens ?? 24,
     learningRate: opts.learningRate,
@@ -43,11 +41,6 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
     ...base,
     env: new TextEnvironment(base.env),
     createPolicy: (seed) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed }),
-    policies: tokenUnitPolicies(
-      client,
-      (unit) => `${run}-${unit}`,
-      shared,
-      (unit) => Number(unit.split("/").at(-1)) || 0,
-    ),
+    policies: tokenUnitPolicies(client, (unit) => `${run}-${unit}`, shared, seedOfUnit),
   };
 }

@@ -57,6 +57,11 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
   }
 }
 
+/** The seed of a unit named `<arm>/<seed>` (or `initial/<seed>`); 0 for a name without one. */
+export function seedOfUnit(unit: string): number {
+  return Number(unit.split("/").at(-1)) || 0;
+}
+
 /**
  * Unit policies at a protocol-v2 worker: a fresh LoRA per (unit, attempt) named by `idFor`, and
  * the one a checkpoint names, re-attached at its current version — or, where the worker lost it

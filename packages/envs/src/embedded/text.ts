@@ -1,6 +1,9 @@
 import type { EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
 
 /** The embedded suite's tools as the JSON schemas an LLM sees (no arguments; `submit` ends the task). */
+/** The system message of a text agent on the embedded suite (the CLI's and the cloud's token policies). */
+export const EMBEDDED_AGENT_SYSTEM = "You are an agent solving a task with tools. Each turn, call exactly one tool. Call submit when the task is done.";
+
 export function embeddedToolSchemas(tools: readonly string[]) {
   return tools.map((name) => ({
     type: "function" as const,
