@@ -229,7 +229,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     }
     expect(rollout.steps.at(-1)).toMatchObject({ forced: true, action: "submit" });
     expect(rollout.steps.at(-1)!.tokens).toBeUndefined();
-    const [d] = p.datums({
+    const [d] = await p.datums({
       baseVersion: 0,
       samples: [{ rollout, advantage: 1 }],
       settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },

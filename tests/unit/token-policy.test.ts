@@ -36,9 +36,9 @@ describe("TokenPolicy datums", () => {
     step({ forced: true, action: "submit", logProb: 0 }),
   ];
 
-  it("trains on the sampled ids only: prompts and tool results 0, intercepted turns 0 when masked, forced turns absent", () => {
+  it("trains on the sampled ids only: prompts and tool results 0, intercepted turns 0 when masked, forced turns absent", async () => {
     // Act
-    const [d] = policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 0.5 }], settings: settings(true) });
+    const [d] = await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 0.5 }], settings: settings(true) });
     // Assess
     expect(d!.ids).toEqual([1, 2, 3, 10, 11, 4, 12, 13, 14]);
     expect(d!.loss_mask).toEqual([0, 0, 0, 1, 1, 0, 0, 0, 0]);
@@ -46,16 +46,58 @@ describe("TokenPolicy datums", () => {
     expect(d!.advantage).toBe(0.5);
   });
 
-  it("keeps intercepted turns in the loss when masking is off, and leaves out a sample with nothing sampled", () => {
-    const [d] = policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: settings(false) });
+  it("keeps intercepted turns in the loss when masking is off, and leaves out a sample with nothing sampled", async () => {
+    const [d] = await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: settings(false) });
     expect(d!.loss_mask).toEqual([0, 0, 0, 1, 1, 0, 1, 1, 1]);
-    expect(policy.datums({ baseVersion: 0, samples: [{ rollout: rollout([steps[2]!]), advantage: 1 }], settings: settings(true) })).toEqual([]);
+    expect(await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout([steps[2]!]), advantage: 1 }], settings: settings(true) })).toEqual([]);
   });
 
-  it("refuses to re-score a rescue in H0's context, which needs re-rendering", () => {
-    expect(() => policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: { ...settings(true), rescueContext: "base" } })).toThrow(
-      /as-generated/,
-    );
+  it("replays a rescue in H0's context under rescueContext \"base\": H0's messages, the same completions, the worker's ids and log-probabilities", async () => {
+    // Prepare: a rescued rollout (a sibling's note and system text) and one H0 saw the same way
+    const replays: Record<string, unknown>[] = [];
+    const client = {
+      replay: async (_id: string, req: Record<string, unknown>) => {
+        replays.push(req);
+        return [
+          { prompt_ids: [7, 7], logprobs: [-0.1, -0.2] },
+          { prompt_ids: [8], logprobs: [-0.3, -0.3, -0.3] },
+        ];
+      },
+    } as unknown as TokenPolicyClient;
+    const p = new TokenPolicy(client, {
+      policyId: "b",
+      baseModel: "tiny",
+      lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
+      seed: 1,
+      system: "s",
+      toolSchemas: embeddedToolSchemas,
+    });
+    const text = {
+      ...observation,
+      instruction: "task\n\nsibling system text",
+      text: "Result: start",
+      notes: ["sibling note"],
+      base: { instruction: "task", text: "Result: start", notes: [] },
+    };
+    const rescued = steps.map((st) => ({ ...st, observation: text }));
+    const plain = steps.map((st) => ({ ...st, observation: { ...text, instruction: "task", notes: [] } }));
+    const base = { ...settings(true), rescueContext: "base" as const };
+    // Act
+    const [d] = await p.datums({ baseVersion: 0, samples: [{ rollout: rollout(rescued), advantage: 1 }], settings: base });
+    const [same] = await p.datums({ baseVersion: 0, samples: [{ rollout: rollout(plain), advantage: 1 }], settings: base });
+    // Assess: one replay, for the rescued rollout only, with H0's messages and the sampled ids
+    expect(replays).toHaveLength(1);
+    expect(replays[0]).toMatchObject({
+      messages: [
+        { role: "system", content: "s" },
+        { role: "user", content: "task\n\nResult: start" },
+      ],
+      turns: [{ completion_ids: [10, 11] }, { append: [{ role: "tool", content: "Result: start" }], completion_ids: [12, 13, 14] }],
+    });
+    expect(d!.ids).toEqual([7, 7, 10, 11, 8, 12, 13, 14]);
+    expect(d!.behaviour_logprobs).toEqual([0, 0, -0.1, -0.2, 0, -0.3, -0.3, -0.3]);
+    expect(d!.loss_mask).toEqual([0, 0, 1, 1, 0, 0, 0, 0]);
+    expect(same!.ids).toEqual([1, 2, 3, 10, 11, 4, 12, 13, 14]);
   });
 });
 

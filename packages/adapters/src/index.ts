@@ -15,4 +15,5 @@ export * from "./llm/openai-policy.ts";
 export * from "./policy/http-policy.ts";
 export * from "./policy/token-policy-client.ts";
 export * from "./policy/token-policy.ts";
+export * from "./policy/token-render.ts";
 export * from "./policy/token-endpoints.ts";

@@ -34,13 +34,27 @@ export const ExperimentFlags = z
     policyUrl: url.optional(),
     policyToken: z.string().min(1).optional(),
     policyModel: z.string().min(1),
+    suiteLmSize: z.enum(["toy", "small", "base", "large"]),
+    modelCache: z.string().min(1),
     policyLr: positive,
     policyMaxTokens: int(1, 32_768),
     policyMaxInFlight: int(1, 4096),
     evalTasks: int(1).optional(),
   })
-  .refine((o) => o.policy !== "worker" || o.policyUrl, { path: ["policyUrl"], message: "--policy worker needs --policy-url URL (start one with `harness-s policy-worker`)" })
+  .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });
+
+export const SuiteLmFlags = z.strictObject({
+  size: z.enum(["toy", "small", "base", "large"]),
+  modelSeed: int(0),
+  epochs: int(0, 1000),
+  cacheDir: z.string().min(1),
+  seeds: seeds.optional(),
+  tasks: int(1).optional(),
+  samples: int(1).optional(),
+  maxTokens: int(1, 4096).optional(),
+  out: z.string().min(1).optional(),
+});
 
 export const ConfirmFlags = z.strictObject({ jobs: int(1, 64) });
 export const ReportFlags = z.strictObject({ out: z.string().min(1) });

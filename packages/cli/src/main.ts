@@ -12,6 +12,8 @@ import { experimentCommand } from "./commands/experiment.ts";
 import { reportCommand } from "./commands/report.ts";
 import { confirmCommand } from "./commands/confirm.ts";
 import { tuneCommand } from "./commands/tune.ts";
+import { suiteLmBuildCommand, suiteLmCompareCommand } from "./commands/suite-lm.ts";
+import { SuiteLmRecipe } from "./suite-lm/suite-lm.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { parseFlags } from "./flags.ts";
@@ -26,6 +28,7 @@ import {
   PolicyWorkerFlags,
   ReportFlags,
   ServeFlags,
+  SuiteLmFlags,
   TuneFlags,
 } from "./command-flags.ts";
 
@@ -69,9 +72,15 @@ program
       .choices(["embedded", "worker"])
       .default("embedded"),
   )
-  .option("--policy-url <url>", "the policy worker (see `harness-s policy-worker`)")
+  .option("--policy-url <url>", "the policy worker (see `harness-s policy-worker`); without it, one is started here on <out>/worker with --policy-model")
   .option("--policy-token <t>", "the worker's bearer token")
-  .option("--policy-model <name>", "what the worker serves, recorded on each policy", "tiny")
+  .option(
+    "--policy-model <name>",
+    "what the worker serves: tiny (random weights, for smoke runs), suite-lm (the suite LM, built or found in --model-cache), or a model directory; with --policy-url, the name it serves",
+    "tiny",
+  )
+  .addOption(new Option("--suite-lm-size <s>", "the suite LM's size (see `harness-s suite-lm build`)").choices(["toy", "small", "base", "large"]).default("small"))
+  .option("--model-cache <dir>", "where suite LMs are kept, by recipe hash", ".harness-s/models")
   .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", String(1e-2))
   .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
   .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
@@ -80,10 +89,12 @@ program
     const o = parseFlags(ExperimentFlags, raw, "experiment");
     const worker =
       o.policy === "worker"
-        ? { url: o.policyUrl!, token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens, maxInFlight: o.policyMaxInFlight }
+        ? { url: o.policyUrl ?? "", token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens, maxInFlight: o.policyMaxInFlight }
         : undefined;
     const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    const startWorker = o.policy === "worker" && !o.policyUrl ? { model: o.policyModel, recipe: SuiteLmRecipe.parse({ size: o.suiteLmSize }), cacheDir: o.modelCache } : undefined;
     await experimentCommand({
+      startWorker,
       seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),
       out,
       quick: o.quick,
@@ -143,6 +154,29 @@ program
       candidates: o.candidates ?? DEFAULT_CANDIDATES,
       rule: { minGain: o.minGain / 100, minShare: o.minShare, objective: o.objective },
     });
+  });
+
+const suiteLm = program.command("suite-lm").description("The suite LM: a small Llama model made here, warm-started on the embedded initial policy's episodes (no held-out task)");
+const suiteLmOptions = (c: Command) =>
+  c
+    .addOption(new Option("--size <s>", "model size (toy ≈ 50k, small ≈ 1.1M, base ≈ 5M, large ≈ 27M parameters)").choices(["toy", "small", "base", "large"]).default("small"))
+    .option("--model-seed <n>", "the model's initial weights and data order", String(0))
+    .option("--epochs <n>", "supervised epochs of the warm start", String(SuiteLmRecipe.parse({}).epochs))
+    .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
+const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number }) => SuiteLmRecipe.parse({ size: o.size, seed: o.modelSeed, epochs: o.epochs });
+suiteLmOptions(suiteLm.command("build").description("Build the suite LM (or find it in the cache) and print its record")).action(async (raw) => {
+  const o = parseFlags(SuiteLmFlags, raw, "suite-lm build");
+  await suiteLmBuildCommand(recipeOf(o), o.cacheDir);
+});
+suiteLmOptions(suiteLm.command("compare").description("Embedded initial policy vs suite LM before training: H0 on train and held-out, each sibling relative to H0"))
+  .option("--seeds <list>", "suite instances (and pools) to compare on", "101-103")
+  .option("--tasks <n>", "tasks per split (evenly spaced)", String(24))
+  .option("--samples <n>", "attempts per task", String(3))
+  .option("--max-tokens <n>", "most tokens per turn", String(24))
+  .option("--out <dir>", "output folder", "results/suite-lm-start")
+  .action(async (raw) => {
+    const o = parseFlags(SuiteLmFlags, raw, "suite-lm compare");
+    await suiteLmCompareCommand({ recipe: recipeOf(o), cacheDir: o.cacheDir, seeds: o.seeds!, tasks: o.tasks!, samples: o.samples!, out: o.out!, maxTokens: o.maxTokens! });
   });
 
 program

@@ -1,6 +1,7 @@
-import { systemClock, type ExperimentDeps } from "@harness-s/core";
+import { createRng, hash32, reanchor, runEpisode, systemClock, type ExperimentDeps, type SeedInstance } from "@harness-s/core";
 import { TokenPolicy, TokenPolicyClient, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+import type { ProfileSet } from "@harness-s/core";
 
 export interface WorkerPolicyOptions {
   url: string;
@@ -12,7 +13,15 @@ export interface WorkerPolicyOptions {
   lora?: { rank: number; alpha: number; targets: string[] };
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
+  /**
+   * Re-measure each seed's initial profiles with the token policy (a fresh, untrained one) on the
+   * dev tasks instead of keeping evolution's (measured with the embedded policy). `saved` and
+   * `save` keep them across a resumed run.
+   */
+  profiles?: { saved: (seed: number) => Promise<ProfileSet | undefined>; save: (seed: number, profiles: ProfileSet) => Promise<void> };
 }
+
+export type WorkerDeps = Omit<ExperimentDeps, "onProgress"> & { sampled: TokenPolicyClient["sampled"] };
 
 /**
  * The embedded setup with its policies at a protocol-v2 worker: the suite's text rendering
@@ -20,12 +29,13 @@ export interface WorkerPolicyOptions {
  * fresh LoRA policy per unit (arm and seed; the same seed gives the same initial adapter). Unit
  * policies are saved at the worker after every step and released when their unit ends, so a run
  * whose worker died continues (`--resume`) on a fresh worker started on the same `--state-dir`.
- * The sibling pools are still evolved and frozen with the embedded policy, before any training.
+ * The sibling pools are evolved and frozen with the embedded policy, before any training; with
+ * `profiles`, their initial profiles are then measured with the token policy.
  *
  * @example
  * const deps = workerPolicySetup(embeddedSetup(settings), { url: "http://127.0.0.1:8765", model: "tiny" });
  */
-export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions): Omit<ExperimentDeps, "onProgress"> {
+export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions): WorkerDeps {
   const client = new TokenPolicyClient(opts.url, { token: opts.token, clock: systemClock, maxInFlight: opts.maxInFlight });
   const run = `run${Date.now().toString(36)}`;
   const shared: SharedTokenPolicyOptions = {
@@ -37,10 +47,43 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
     learningRate: opts.learningRate,
   };
   let n = 0;
+  const env = new TextEnvironment(base.env);
+  const createPolicy = (seed: number) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
+  const measured = new Map<number, Promise<SeedInstance>>();
+  const withTokenProfiles = async (seed: number): Promise<SeedInstance> => {
+    const inst = await base.instance(seed);
+    const initialProfiles = (await opts.profiles!.saved(seed)) ?? (await measureProfiles(inst, seed));
+    await opts.profiles!.save(seed, initialProfiles);
+    return { ...inst, evolution: { ...inst.evolution, initialProfiles } };
+  };
+  const measureProfiles = async (inst: SeedInstance, seed: number): Promise<ProfileSet> => {
+    const policy = createPolicy(seed);
+    const { pool } = inst.evolution;
+    const probe = await reanchor({
+      probeTasks: inst.dev,
+      pool,
+      profiles: {},
+      budget: inst.dev.length * (1 + pool.siblings.length),
+      keep: 0,
+      policyVersion: 0,
+      step: 0,
+      rng: createRng(hash32("token-profiles", seed)),
+      runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy }),
+    });
+    await policy.release();
+    return probe.profiles;
+  };
   return {
     ...base,
-    env: new TextEnvironment(base.env),
-    createPolicy: (seed) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed }),
+    env,
+    createPolicy,
+    instance: opts.profiles
+      ? (seed) => {
+          if (!measured.has(seed)) measured.set(seed, withTokenProfiles(seed));
+          return measured.get(seed)!;
+        }
+      : base.instance,
     policies: tokenUnitPolicies(client, (unit) => `${run}-${unit}`, shared, seedOfUnit),
+    sampled: client.sampled,
   };
 }

@@ -14,11 +14,12 @@ from pathlib import Path
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
-from .chat import ChatFormat, assistant_message
+from .chat import ChatFormat
 from .engine import Engine, Request
 from .errors import WorkerError
+from .replay import Turns
 from .sampling import SamplingRule
-from .toolcalls import parse_tool_calls, parser_for
+from .toolcalls import parser_for
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Policies:
         self.eos_ids = eos_ids_of(model, tokenizer)
         self.chat = ChatFormat(tokenizer, self.eos_ids)
         self.tool_parser = tool_parser or parser_for(getattr(tokenizer, "chat_template", None))
+        self.turns = Turns(self.chat, tokenizer, self.tool_parser)
         self.model: PeftModel | None = None
         self.state_dir = state_dir
         self.policies: dict[str, Policy] = {}
@@ -221,17 +223,16 @@ class Policies:
     def finish(self, context: dict, result: tuple[list[int], list[float], str]) -> dict:
         """Records the turn in its episode and returns the completion (text, tool calls)."""
         ids, logprobs, finish = result
-        text = self.tokenizer.decode([t for t in ids if t not in self.eos_ids], skip_special_tokens=False)
-        content, calls, parse_error = parse_tool_calls(text, self.tool_parser)
+        turn = self.turns.after(ids)
         p: Policy = context["policy"]
         with self.lock:
             if p.version == context["version"]:  # an update published meanwhile closed the episode
-                p.episodes[context["episode_id"]] = Episode(context["prefix"] + ids, assistant_message(content, calls), self.chat.forced_after(ids))
-        completion = {"ids": ids, "logprobs": logprobs, "text": text, "finish_reason": finish, "content": content}
-        if calls is not None:
-            completion["tool_calls"] = calls
-        if parse_error is not None:
-            completion["parse_error"] = parse_error
+                p.episodes[context["episode_id"]] = Episode(context["prefix"] + ids, turn["assistant"], turn["forced"])
+        completion = {"ids": ids, "logprobs": logprobs, "text": turn["text"], "finish_reason": finish, "content": turn["content"]}
+        if turn["calls"] is not None:
+            completion["tool_calls"] = turn["calls"]
+        if turn["parse_error"] is not None:
+            completion["parse_error"] = turn["parse_error"]
         return {"policy_version": context["version"], "prompt_ids": context["prompt"], "completion": completion}
 
     def sample(self, pid: str, body: dict) -> dict:
@@ -253,6 +254,21 @@ class Policies:
                 self._activate(p.adapter)
                 for i, lp in zip(batch, batch_logprobs(self.model, [ids[i] for i in batch]), strict=True):
                     out[i] = lp.tolist()
+        return out
+
+    def replay(self, pid: str, version: dict | None, messages: list[dict], tools: list[dict] | None, turns: list[dict]) -> list[dict]:
+        """Each turn's prompt ids as sampling would have built them under `messages` (see
+        `replay.Turns`), and its completion's log-probabilities there at the published version."""
+        prompts = self.turns.prompts(messages, tools, turns)
+        ids = [t for prompt, turn in zip(prompts, turns, strict=True) for t in (*prompt, *turn["completion_ids"])]
+        if len(ids) > self.max_context():
+            raise WorkerError(400, "VALIDATION_FAILED", f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.max_context()}")
+        logprobs = self.score(pid, version, [{"ids": ids}])[0]
+        out, at = [], 0
+        for prompt, turn in zip(prompts, turns, strict=True):
+            at += len(prompt)
+            out.append({"prompt_ids": prompt, "logprobs": logprobs[at : at + len(turn["completion_ids"])]})
+            at += len(turn["completion_ids"])
         return out
 
     def close_episode(self, pid: str, episode_id: str) -> bool:

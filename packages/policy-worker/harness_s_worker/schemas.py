@@ -71,6 +71,21 @@ class ScoreRequest(Strict):
     sequences: list[Sequence] = Field(min_length=1, max_length=1024)
 
 
+class ReplayTurn(Strict):
+    # The messages appended before this turn (none on the first) and the ids sampled at it.
+    append: list[dict[str, Any]] | None = None
+    completion_ids: list[TokenId] = Field(min_length=1, max_length=4096)
+
+
+class ReplayRequest(Strict):
+    """An episode's sampled completions under other messages (rescue scored in H0's context)."""
+
+    version: Version | None = None
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    turns: list[ReplayTurn] = Field(min_length=1, max_length=512)
+
+
 class Datum(Strict):
     sample_id: str
     group_id: str

@@ -22,7 +22,7 @@ from .checkpoints import save_checkpoint
 from .errors import WorkerError
 from .facade import Facade
 from .policies import Limits, Policies
-from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, SampleRequest, ScoreRequest, UpdateRequest
+from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
 from .tiny import build_tiny, load_model
 from .toolcalls import PARSERS
 from .updates import Updates
@@ -169,6 +169,13 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             if sq.mask is not None and len(sq.mask) != len(sq.ids):
                 raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
         return {"logprobs": policies.score(pid, body.version.model_dump(exclude_none=True) if body.version else None, [s.model_dump() for s in body.sequences])}
+
+    @app.post("/v2/policies/{pid}/replay")
+    def replay(pid: str, body: ReplayRequest):
+        for i, t in enumerate(body.turns):
+            check_ids(f"turns.{i}.completion_ids", t.completion_ids)
+        turns = [t.model_dump(exclude_none=True) for t in body.turns]
+        return {"turns": policies.replay(pid, body.version.model_dump(exclude_none=True) if body.version else None, body.messages, body.tools, turns)}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
     def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)):

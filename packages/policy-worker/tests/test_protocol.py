@@ -44,6 +44,32 @@ def test_sample_keeps_the_episode_prefix_and_returns_per_token_logprobs(client):
     assert second["prompt_ids"][len(forced) :] == tool_turn
 
 
+def test_replay_rebuilds_an_episode_exactly_and_scores_it_under_other_messages(client):
+    # Prepare: a two-turn episode
+    client.put("/v2/policies/p1", json=SPEC)
+    messages = [{"role": "system", "content": "sibling system text"}, {"role": "user", "content": "hi"}]
+    first = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "messages": messages, "tools": TOOLS, "sampling": {"max_tokens": 8, "seed": 3}}).json()
+    append = [{"role": "tool", "content": "ok [harness] a note"}]
+    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "append": append, "sampling": {"max_tokens": 6, "seed": 4}}).json()
+    turns = [{"completion_ids": first["completion"]["ids"]}, {"append": append, "completion_ids": second["completion"]["ids"]}]
+    # Act: the same messages, then H0's (no system text, no note)
+    same = client.post("/v2/policies/p1/replay", json={"version": {"exact": 0}, "messages": messages, "tools": TOOLS, "turns": turns})
+    base_turns = [turns[0], {"append": [{"role": "tool", "content": "ok"}], "completion_ids": turns[1]["completion_ids"]}]
+    base = client.post("/v2/policies/p1/replay", json={"messages": messages[1:], "tools": TOOLS, "turns": base_turns}).json()["turns"]
+    # Assess: the same ids and (up to batching) the same log-probabilities; other prompts under H0's messages
+    assert same.status_code == 200
+    got = same.json()["turns"]
+    assert [t["prompt_ids"] for t in got] == [first["prompt_ids"], second["prompt_ids"]]
+    for t, s in zip(got, [first, second]):
+        assert max(abs(a - b) for a, b in zip(t["logprobs"], s["completion"]["logprobs"])) < 1e-4
+    assert base[0]["prompt_ids"] != first["prompt_ids"] and len(base[1]["prompt_ids"]) < len(second["prompt_ids"])
+    assert [len(t["logprobs"]) for t in base] == [len(first["completion"]["ids"]), len(second["completion"]["ids"])]
+    stale = client.post("/v2/policies/p1/replay", json={"version": {"exact": 3}, "messages": messages, "turns": turns[:1]})
+    assert stale.status_code == 409
+    bad = client.post("/v2/policies/p1/replay", json={"messages": messages, "turns": [{"completion_ids": [10**7]}]})
+    assert bad.status_code == 400 and "outside the vocabulary" in bad.json()["error"]["message"]
+
+
 def test_sampler_and_trainer_logprobs_agree_on_the_same_weights(client):
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "target"}], "sampling": {"max_tokens": 16, "seed": 5}}).json()

@@ -6,6 +6,8 @@ import {
   PolicyStateV2,
   RenderRequestV2,
   RenderResponseV2,
+  ReplayRequestV2,
+  ReplayResponseV2,
   SampleRequestV2,
   SampleResponseV2,
   ScoreRequestV2,
@@ -65,6 +67,8 @@ export interface TokenPolicyClientOptions {
  */
 export class TokenPolicyClient {
   private readonly gate: Gate;
+  /** What this client has sampled so far: turns, and the prompt and completion tokens they carried. */
+  readonly sampled = { turns: 0, promptTokens: 0, completionTokens: 0 };
 
   constructor(
     readonly baseUrl: string,
@@ -85,9 +89,13 @@ export class TokenPolicyClient {
     await this.call("DELETE", `/v2/policies/${encodeURIComponent(id)}`, z.object({ deleted: z.string() }));
   }
 
-  sample(id: string, req: SampleRequestV2) {
+  async sample(id: string, req: SampleRequestV2) {
     const body = SampleRequestV2.parse(req);
-    return this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body));
+    const s = await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body));
+    this.sampled.turns++;
+    this.sampled.promptTokens += s.prompt_ids.length;
+    this.sampled.completionTokens += s.completion.ids.length;
+    return s;
   }
 
   /** Closes an episode: the worker forgets its ids and its KV cache. */
@@ -107,6 +115,12 @@ export class TokenPolicyClient {
   async score(id: string, req: z.input<typeof ScoreRequestV2>): Promise<number[][]> {
     const body = ScoreRequestV2.parse(req);
     return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, body))).logprobs;
+  }
+
+  /** Each turn's prompt ids and completion log-probabilities under other messages (see {@link ReplayRequestV2}). */
+  async replay(id: string, req: z.input<typeof ReplayRequestV2>): Promise<ReplayResponseV2["turns"]> {
+    const body = ReplayRequestV2.parse(req);
+    return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/replay`, ReplayResponseV2, body))).turns;
   }
 
   /** Submits an update job; the same key returns the same job (a retry never meets a 409). */

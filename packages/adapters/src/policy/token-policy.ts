@@ -1,19 +1,19 @@
 import {
-  ValidationError,
   datumFromTurns,
-  withNotes,
   type ActionChoice,
   type Datum,
   type Policy,
   type PolicyObservation,
   type Rng,
   type SampleResponseV2,
+  type TrajectoryStep,
   type ToolSchema,
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
+import { firstMessages, nextMessage, turnText, underBase } from "./token-render.ts";
 
 export interface TokenPolicyOptions {
   /** The policy's id at the worker (created on first use, idempotently). */
@@ -101,23 +101,19 @@ export class TokenPolicy implements Policy {
     const known = this.episodes.get(rng);
     const episode = known ?? { id: `${this.opts.policyId}.e${++this.counter}`, calledTool: false };
     this.episodes.set(rng, episode);
-    const message = this.turnText(obs);
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
     const s = known
       ? await this.client.sample(this.opts.policyId, {
           episode_id: episode.id,
           version,
-          append: [episode.calledTool ? { role: "tool", content: message } : { role: "user", content: message }],
+          append: [nextMessage(obs, episode.calledTool)],
           sampling,
         })
       : await this.client.sample(this.opts.policyId, {
           episode_id: episode.id,
           version,
-          messages: [
-            { role: "system", content: this.opts.system },
-            { role: "user", content: [obs.instruction ?? "", message].filter(Boolean).join("\n\n") },
-          ],
+          messages: firstMessages(this.opts.system, obs),
           tools: this.opts.toolSchemas(obs.tools),
           sampling,
         });
@@ -134,11 +130,6 @@ export class TokenPolicy implements Policy {
     await this.client.closeEpisode(this.opts.policyId, episode.id).catch(() => undefined);
   }
 
-  private turnText(obs: PolicyObservation): string {
-    const hints = obs.hints.filter((h) => !(obs.notes ?? []).some((n) => n.includes(h))).map((h) => `suggested next tool: ${h}`);
-    return withNotes(obs.text ?? obs.event, [...(obs.notes ?? []), ...hints]);
-  }
-
   private choice(s: SampleResponseV2, tools: readonly string[]): ActionChoice {
     const tokens = { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, version: s.policy_version };
     const logProb = s.completion.logprobs.reduce((a, b) => a + b, 0);
@@ -153,31 +144,49 @@ export class TokenPolicy implements Policy {
     }
   }
 
-  /** The datums of one batch: per rollout, its turns' ids in order; samples without sampled tokens are left out. */
-  datums(batch: UpdateBatch): Datum[] {
-    if (batch.settings.rescueContext === "base")
-      throw new ValidationError("update", ['rescueContext: "base" needs re-rendering in H0\'s context, which token-level policies do not do yet; use "as-generated"']);
-    return batch.samples.flatMap((sample, i) => {
-      const turns = sample.rollout.steps.flatMap((step) =>
-        step.tokens
-          ? [
-              {
-                promptIds: step.tokens.promptIds,
-                completionIds: step.tokens.completionIds,
-                logprobs: step.tokens.logprobs,
-                trained: !step.forced && !(batch.settings.maskIntercepted && step.intercepted),
-              },
-            ]
-          : [],
-      );
-      if (!turns.some((t) => t.trained && t.completionIds.length > 0)) return [];
-      return [datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage)];
+  /**
+   * The datums of one batch: per rollout, its turns' ids in order; samples without sampled tokens
+   * are left out. Under `rescueContext: "base"` a rollout whose turns read differently in H0's
+   * context (a rescue under a sibling) is replayed there: the worker rebuilds its prompts from H0's
+   * messages and scores the same completions at the current version, which become the behaviour
+   * log-probabilities (the ratio starts at 1, as for an on-policy sample in that context).
+   */
+  async datums(batch: UpdateBatch): Promise<Datum[]> {
+    const datums = await Promise.all(batch.samples.map((sample, i) => this.datum(sample, i, batch.settings)));
+    return datums.filter((d) => d !== undefined);
+  }
+
+  private async datum(sample: UpdateBatch["samples"][number], i: number, settings: UpdateBatch["settings"]): Promise<Datum | undefined> {
+    const steps = sample.rollout.steps.filter((step) => step.tokens);
+    const trained = steps.map((step) => !step.forced && !(settings.maskIntercepted && step.intercepted));
+    if (!steps.some((step, j) => trained[j] && step.tokens!.completionIds.length > 0)) return undefined;
+    const rescued = settings.rescueContext === "base" && steps.some((step) => reads(underBase(step.observation)) !== reads(step.observation));
+    const replayed = rescued ? await this.replayInBase(steps) : undefined;
+    const turns = steps.map((step, j) => ({
+      promptIds: replayed?.[j]?.prompt_ids ?? step.tokens!.promptIds,
+      completionIds: step.tokens!.completionIds,
+      logprobs: replayed?.[j]?.logprobs ?? step.tokens!.logprobs,
+      trained: trained[j]!,
+    }));
+    return datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage);
+  }
+
+  private replayInBase(steps: readonly TrajectoryStep[]) {
+    const base = steps.map((step) => underBase(step.observation));
+    return this.client.replay(this.opts.policyId, {
+      version: { exact: this.current },
+      messages: firstMessages(this.opts.system, base[0]!),
+      tools: this.opts.toolSchemas(base[0]!.tools),
+      turns: steps.map((step, j) => ({
+        ...(j > 0 ? { append: [nextMessage(base[j]!, steps[j - 1]!.action !== NO_TOOL_CALL)] } : {}),
+        completion_ids: step.tokens!.completionIds,
+      })),
     });
   }
 
   async update(batch: UpdateBatch): Promise<UpdateResult> {
     await this.ensure();
-    const datums = this.datums(batch);
+    const datums = await this.datums(batch);
     if (datums.length === 0) return { version: this.current, metrics: { loss: 0, clippedFraction: 0, kl: 0, steps: 0 } };
     const job = await this.client.update(this.opts.policyId, `${this.opts.policyId}:from-v${batch.baseVersion}`, {
       base_version: batch.baseVersion,
@@ -188,4 +197,9 @@ export class TokenPolicy implements Policy {
     this.current = job.version!;
     return { version: this.current, metrics: { loss: job.metrics!.loss, clippedFraction: job.metrics!.clip_fraction, kl: job.metrics!.kl, steps: datums.length } };
   }
+}
+
+/** What a text agent reads at a turn, as one string (two renderings are the same turn when equal). */
+function reads(obs: PolicyObservation): string {
+  return `${obs.instruction ?? ""}\u0000${turnText(obs)}`;
 }

@@ -1,6 +1,7 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd } from "@harness-s/core";
+import { basename } from "node:path";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps, type ProfileSet } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -8,7 +9,10 @@ import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
-import { workerPolicySetup, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { startPolicyWorker } from "../policy-worker.ts";
+import { renderStartTable, startTable, type StartRow } from "../suite-lm/compare.ts";
+import { ensureSuiteLm, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
 import { runPairedSweep, sweepFile, type PairedSweep, type SweepKind } from "../sweeps.ts";
 
 /** The sweeps `--sweep` runs: the cue sweep (harness-s − grpo-budget), the router's, re-anchoring's. */
@@ -37,6 +41,11 @@ export interface ExperimentOptions {
   resume?: boolean;
   /** Train a policy at a protocol-v2 worker instead of the embedded one. */
   worker?: WorkerPolicyOptions;
+  /**
+   * Start that worker here (on `<out>/worker`, so `--resume` restores its unit policies): the
+   * tiny model, a model directory, or the suite LM built (or found) from `recipe` in `cacheDir`.
+   */
+  startWorker?: { model: string; recipe: SuiteLmRecipe; cacheDir: string };
   /** Evaluate at most this many tasks per split (a slow policy's smoke run). */
   evalTasks?: number;
 }
@@ -57,7 +66,25 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
   });
 }
 
+/** Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens). */
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
+  if (!opts.startWorker) return runExperimentCommand(opts);
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  await mkdir(opts.out, { recursive: true });
+  const { model, recipe, cacheDir } = opts.startWorker;
+  const lm = model === "suite-lm" ? await ensureSuiteLm(recipe, cacheDir, log) : undefined;
+  const path = lm?.path ?? model;
+  const worker = await startPolicyWorker({ model: path, stateDir: join(opts.out, "worker") }, log);
+  try {
+    const name = lm?.name ?? (model === "tiny" ? "tiny" : basename(model));
+    if (lm) await writeFile(join(opts.out, "suite-lm.json"), JSON.stringify(lm, null, 2));
+    return await runExperimentCommand({ ...opts, worker: { ...opts.worker!, url: worker.url, model: name }, startWorker: undefined }, lm !== undefined);
+  } finally {
+    await worker.stop();
+  }
+}
+
+async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false): Promise<ExperimentSummary> {
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
@@ -84,7 +111,11 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const deps = opts.worker ? workerPolicySetup(embedded, opts.worker) : embedded;
+  const deps: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
+    ? workerPolicySetup(embedded, { ...opts.worker, profiles: savedProfiles(join(runDir, "token-profiles.json")) })
+    : embedded;
+  const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
+  const pace = stepPace(deps.sampled);
   const summary =
     opts.runtime === "local-aws"
       ? await runExperimentLocalAws(
@@ -95,7 +126,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
         )
       : await runExperimentToEnd(config, {
           ...deps,
-          onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`),
+          onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}${pace()}`),
           resume: checkpoint!.state,
           onSeedBaseline: checkpoint!.addBaseline,
           onArmSeed: checkpoint!.addResult,
@@ -130,8 +161,60 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
     pairedSweeps.push(result);
   }
   await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }));
+  const atStart = startRows ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(startRows)}` : "";
+  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + atStart);
   await writePlots(runDir, summary, sweep, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;
+}
+
+/** Each seed's token-policy profiles, kept in one file so a resumed run reuses them. */
+function savedProfiles(file: string): NonNullable<WorkerPolicyOptions["profiles"]> {
+  const read = async (): Promise<Record<string, ProfileSet>> => JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
+  let queue = Promise.resolve();
+  return {
+    saved: async (seed) => (await read())[String(seed)],
+    save: (seed, profiles) =>
+      (queue = queue.then(async () => {
+        const all = await read();
+        all[String(seed)] = profiles;
+        await writeFile(file, JSON.stringify(all));
+      })),
+  };
+}
+
+/** The before-training table (computed once; a resumed run reads it back). */
+async function startTableOnce(
+  file: string,
+  embedded: Omit<ExperimentDeps, "onProgress">,
+  token: Omit<ExperimentDeps, "onProgress">,
+  config: ExperimentConfig,
+): Promise<StartRow[]> {
+  const saved = await readFile(file, "utf8").catch(() => undefined);
+  if (saved) return JSON.parse(saved) as StartRow[];
+  const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: config.evalSamples }, (seed) =>
+    process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
+  );
+  await writeFile(file, JSON.stringify(rows, null, 2));
+  return rows;
+}
+
+/**
+ * ", 12.3 s/step, 1,234 tok/s (210 generated)" for a token policy: the step's time, and the
+ * prompt and completion tokens sampled per second since the last step; "" otherwise.
+ */
+function stepPace(sampled?: WorkerDeps["sampled"]): () => string {
+  let last = Date.now();
+  let seen = { all: 0, generated: 0 };
+  return () => {
+    const now = Date.now();
+    const s = Math.max((now - last) / 1000, 1e-3);
+    last = now;
+    if (!sampled) return "";
+    const all = sampled.promptTokens + sampled.completionTokens;
+    const rate = (n: number) => Math.round(n / s).toLocaleString("en-US");
+    const line = `, ${s.toFixed(1)} s/step, ${rate(all - seen.all)} tok/s (${rate(sampled.completionTokens - seen.generated)} generated)`;
+    seen = { all, generated: sampled.completionTokens };
+    return line;
+  };
 }

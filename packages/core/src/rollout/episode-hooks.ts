@@ -51,13 +51,15 @@ export function startState(task: Task, harness: HarnessSpec, initial: { event: s
 /**
  * The hints and notes of one turn: hints left by the last interception, the next recon action,
  * every armed trigger (or skill, up to `topK`) that matches the event or a repeat signal, and the
- * budget warning. Fires are counted here.
+ * budget warning; `baseHints` and `baseNotes` are the part the task's own cues gave (what H0,
+ * which has no hooks of its own, would show). Fires are counted here.
  */
-export function turnHints(s: EpisodeState, harness: HarnessSpec, turn: number, turnsLeft: number): { hints: string[]; baseHints: string[]; notes: string[] } {
+export function turnHints(s: EpisodeState, harness: HarnessSpec, turn: number, turnsLeft: number): { hints: string[]; baseHints: string[]; notes: string[]; baseNotes: string[] } {
   const signals = s.repeats >= 2 ? [s.event, `repeat:${s.repeats}`] : [s.event];
   const hints = [...s.pendingHints];
   const baseHints: string[] = [];
   const notes: string[] = [];
+  const baseNotes: string[] = [];
   s.pendingHints = [];
   if (turn <= harness.recon.first.length) {
     const nextRecon = harness.recon.first.find((a) => !s.taken.has(a));
@@ -72,12 +74,13 @@ export function turnHints(s: EpisodeState, harness: HarnessSpec, turn: number, t
     hints.push(a.trigger.hint);
     if (a.fromTask) baseHints.push(a.trigger.hint);
     if (a.trigger.text) notes.push(a.trigger.text);
+    if (a.fromTask && a.trigger.text) baseNotes.push(a.trigger.text);
   }
   if (harness.budget.warnAt !== undefined && turnsLeft <= harness.budget.warnAt) {
     hints.push(SUBMIT);
     if (harness.budget.warnText) notes.push(harness.budget.warnText.replace("{left}", String(turnsLeft)));
   }
-  return { hints, baseHints, notes };
+  return { hints, baseHints, notes, baseNotes };
 }
 
 /**

@@ -41,6 +41,7 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
   const textual = session.initial.text !== undefined;
   const dialogue: DialogueTurn[] = [];
   let text = session.initial.text;
+  let baseText = text;
   if (textual) {
     for (const name of harness.recon.preview) {
       const preview = await session.preview?.(name);
@@ -56,7 +57,7 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
 
   for (let turn = 0; turn < maxTurns && !outcome; turn++) {
     const turnsLeft = maxTurns - turn;
-    const { hints, baseHints, notes } = turnHints(s, harness, turn, turnsLeft);
+    const { hints, baseHints, notes, baseNotes } = turnHints(s, harness, turn, turnsLeft);
     const offered = (names: readonly string[]) => [...new Set(names)].filter((h) => tools.includes(h));
     const observation: PolicyObservation = {
       family: task.family,
@@ -68,7 +69,7 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       baseHints: offered(baseHints),
       failedActions: [...s.failedActions],
       turnsLeft,
-      ...(textual ? { instruction, text: text ?? "", notes, history: [...dialogue] } : {}),
+      ...(textual ? { instruction, text: text ?? "", notes, history: [...dialogue], base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes } } : {}),
     };
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);
@@ -93,6 +94,7 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     if (textual) {
       dialogue.push(...dialogueTurn(text ?? "", notes, choice));
       text = resultText ?? result;
+      baseText = text;
     }
     s.event = result;
     if (!events.includes(s.event)) events.push(s.event);

@@ -35,6 +35,11 @@ export const PolicyObservation = z.object({
    * rebuild it: env messages (tool output with the harness's notes) and the agent's tool calls.
    */
   history: z.array(DialogueTurn).optional(),
+  /**
+   * Text environments only: this turn as H0 would have shown it (the task's instruction and cues,
+   * no recon preview, no sibling notes), for scoring a rescued turn in H0's context.
+   */
+  base: z.object({ instruction: z.string(), text: z.string(), notes: z.array(z.string()) }).optional(),
 });
 export type PolicyObservation = z.infer<typeof PolicyObservation>;
 

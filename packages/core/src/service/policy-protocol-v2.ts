@@ -12,6 +12,7 @@ import { z } from "zod";
  * - `POST   /v2/policies/{id}/sample`   {@link SampleRequestV2} → {@link SampleResponseV2}
  * - `POST   /v2/policies/{id}/render`   {@link RenderRequestV2} → `{ids}`
  * - `POST   /v2/policies/{id}/score`    {@link ScoreRequestV2} → `{logprobs}`
+ * - `POST   /v2/policies/{id}/replay`   {@link ReplayRequestV2} → {@link ReplayResponseV2}
  * - `POST   /v2/policies/{id}/updates`  {@link UpdateRequestV2} + `Idempotency-Key` → 202 {@link UpdateAccepted}
  * - `GET    /v2/updates/{id}`           → {@link UpdateJobV2}
  * - `POST   /v2/policies/{id}/checkpoints` → `{version, path}`
@@ -104,6 +105,26 @@ export const RenderRequestV2 = z.object({ messages: z.array(ChatMessage), tools:
 export const RenderResponseV2 = z.object({ ids: z.array(z.number().int()) });
 export const ScoreRequestV2 = z.object({ version: VersionWanted.optional(), sequences: z.array(z.object({ ids: z.array(z.number().int()).min(1) })).min(1) }).strict();
 export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(z.number())) });
+
+/**
+ * An episode's sampled completions under other messages (a rescued rollout in H0's context):
+ * the worker rebuilds each turn's prompt ids as sampling would have, and scores the completions
+ * there at the published version.
+ */
+export const ReplayRequestV2 = z
+  .object({
+    version: VersionWanted.optional(),
+    messages: z.array(ChatMessage).min(1),
+    tools: z.array(ToolSchema).optional(),
+    turns: z
+      .array(z.object({ append: z.array(ChatMessage).optional(), completion_ids: z.array(z.number().int().min(0)).min(1) }).strict())
+      .min(1)
+      .max(512),
+  })
+  .strict();
+export type ReplayRequestV2 = z.infer<typeof ReplayRequestV2>;
+export const ReplayResponseV2 = z.object({ turns: z.array(z.object({ prompt_ids: z.array(z.number().int()), logprobs: z.array(z.number()) })) });
+export type ReplayResponseV2 = z.infer<typeof ReplayResponseV2>;
 
 /** One trained sequence: exactly the ids the sampler produced, mask 1 only on sampled tokens. */
 export const Datum = z

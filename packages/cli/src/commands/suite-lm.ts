@@ -1,0 +1,54 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { startPolicyWorker } from "../policy-worker.ts";
+import { renderStartTable, startTable } from "../suite-lm/compare.ts";
+import { ensureSuiteLm, type SuiteLmBuild, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
+import { workerPolicySetup } from "../worker-setup.ts";
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** `harness-s suite-lm build`: builds (or finds) the model and prints its record. */
+export async function suiteLmBuildCommand(recipe: SuiteLmRecipe, cacheDir: string): Promise<SuiteLmBuild> {
+  const built = await ensureSuiteLm(recipe, cacheDir, log);
+  const { losses, ...rest } = built;
+  console.log(JSON.stringify({ ...rest, losses: losses.map((l) => Number(l.toFixed(4))) }, null, 2));
+  return built;
+}
+
+export interface CompareOptions {
+  recipe: SuiteLmRecipe;
+  cacheDir: string;
+  seeds: number[];
+  tasks: number;
+  samples: number;
+  out: string;
+  maxTokens: number;
+}
+
+/**
+ * `harness-s suite-lm compare`: the embedded initial policy and the warm-started suite LM side by
+ * side before any training (see {@link startTable}); writes start-table.json and start-table.md.
+ */
+export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void> {
+  const built = await ensureSuiteLm(opts.recipe, opts.cacheDir, log);
+  await mkdir(opts.out, { recursive: true });
+  const worker = await startPolicyWorker({ model: built.path, stateDir: join(opts.out, "worker") }, log);
+  try {
+    const embedded = embeddedSetup(defaultEmbeddedSettings);
+    const token = workerPolicySetup(embedded, { url: worker.url, model: built.name, maxTokens: opts.maxTokens });
+    const started = Date.now();
+    const rows = await startTable(embedded, token, opts.seeds, { tasks: opts.tasks, samples: opts.samples }, (seed) =>
+      log(`suite-lm compare: seed ${seed} (${((Date.now() - started) / 1000).toFixed(0)} s so far)`),
+    );
+    await writeFile(
+      join(opts.out, "start-table.json"),
+      JSON.stringify({ model: built.name, weights: built.weights_sha256, tasks: opts.tasks, samples: opts.samples, rows }, null, 2),
+    );
+    const md = renderStartTable(rows);
+    await writeFile(join(opts.out, "start-table.md"), md);
+    console.log(md);
+  } finally {
+    await worker.stop();
+  }
+}

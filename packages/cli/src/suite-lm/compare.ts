@@ -1,0 +1,109 @@
+import { evaluateTasks, hash32, runEpisode, type Environment, type ExperimentDeps, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+
+export interface PolicyAtStart {
+  h0: { train: number; heldout: number };
+  /** Success on the train subset under each sibling of the frozen pool, minus H0's there. */
+  siblings: Record<string, number>;
+}
+
+export interface StartRow {
+  seed: number;
+  embedded: PolicyAtStart;
+  tokenModel: PolicyAtStart;
+  /** The repair direction of each sibling. */
+  directions: Record<string, string>;
+}
+
+function evenly(tasks: readonly Task[], n: number): readonly Task[] {
+  if (n >= tasks.length) return tasks;
+  return Array.from({ length: n }, (_, i) => tasks[Math.floor((i * tasks.length) / n)]!);
+}
+
+async function atStart(
+  env: Environment,
+  policy: Policy,
+  train: readonly Task[],
+  heldout: readonly Task[],
+  pool: { base: HarnessSpec; siblings: readonly HarnessSpec[] },
+  samples: number,
+  seed: number,
+): Promise<PolicyAtStart> {
+  const run = (t: Task, h: HarnessSpec, s: number) => runEpisode(t, h, s, { env, policy });
+  const base = hash32("start", seed);
+  const h0Train = (await evaluateTasks(train, () => pool.base, samples, base, run)).avgAt3;
+  const h0Held = (await evaluateTasks(heldout, () => pool.base, samples, base, run)).avgAt3;
+  const siblings: Record<string, number> = {};
+  for (const s of pool.siblings) siblings[s.id] = (await evaluateTasks(train, () => s, samples, base, run)).avgAt3 - h0Train;
+  return { h0: { train: h0Train, heldout: h0Held }, siblings };
+}
+
+/**
+ * The two initial policies side by side before any training, per seed: the embedded log-linear
+ * one and the token model (the warm-started suite LM), under H0 on train and held-out tasks and
+ * under each sibling of the seed's frozen pool (relative to H0 on the same train tasks). Paired:
+ * both run the same tasks with the same episode seeds.
+ *
+ * @example
+ * const rows = await startTable(embedded, worker, [101, 102], { tasks: 24, samples: 3 });
+ */
+export async function startTable(
+  embedded: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">,
+  token: Pick<ExperimentDeps, "env" | "createPolicy">,
+  seeds: readonly number[],
+  opts: { tasks: number; samples: number },
+  onSeed: (seed: number) => void = () => undefined,
+): Promise<StartRow[]> {
+  const rows: StartRow[] = [];
+  for (const seed of seeds) {
+    onSeed(seed);
+    const inst = await embedded.instance(seed);
+    const { pool } = inst.evolution;
+    const train = evenly(inst.train, opts.tasks);
+    const heldout = evenly(inst.heldout, opts.tasks);
+    const directions = Object.fromEntries(pool.siblings.map((s) => [s.id, s.provenance.direction]));
+    rows.push({
+      seed,
+      embedded: await atStart(embedded.env, embedded.createPolicy(seed), train, heldout, pool, opts.samples, seed),
+      tokenModel: await atStart(token.env, token.createPolicy(seed), train, heldout, pool, opts.samples, seed),
+      directions,
+    });
+  }
+  return rows;
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const pp = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
+
+/** The table as markdown: H0 per split, then each sibling's difference from H0, both policies. */
+export function renderStartTable(rows: readonly StartRow[]): string {
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
+  const lines = ["| seed | H0 train (embedded / token) | H0 held-out (embedded / token) | siblings vs H0 on train, pp (embedded / token) |", "|---|---|---|---|"];
+  for (const r of rows) {
+    const sib = Object.keys(r.embedded.siblings).map((id) => `${r.directions[id] ?? id} ${pp(r.embedded.siblings[id]!)} / ${pp(r.tokenModel.siblings[id]!)}`);
+    lines.push(`| ${r.seed} | ${pct(r.embedded.h0.train)} / ${pct(r.tokenModel.h0.train)} | ${pct(r.embedded.h0.heldout)} / ${pct(r.tokenModel.h0.heldout)} | ${sib.join("; ")} |`);
+  }
+  const all = (f: (r: StartRow) => number) => mean(rows.map(f));
+  const sibs = (side: "embedded" | "tokenModel") => rows.flatMap((r) => Object.values(r[side].siblings));
+  const e = sibs("embedded");
+  const t = sibs("tokenModel");
+  const corr = correlation(e, t);
+  lines.push(
+    `| mean | ${pct(all((r) => r.embedded.h0.train))} / ${pct(all((r) => r.tokenModel.h0.train))} | ${pct(all((r) => r.embedded.h0.heldout))} / ${pct(all((r) => r.tokenModel.h0.heldout))} | mean ${pp(mean(e))} / ${pp(mean(t))}; correlation over siblings ${Number.isFinite(corr) ? corr.toFixed(2) : "n/a"} |`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+function correlation(a: readonly number[], b: readonly number[]): number {
+  const n = a.length;
+  const ma = a.reduce((x, y) => x + y, 0) / n;
+  const mb = b.reduce((x, y) => x + y, 0) / n;
+  let sab = 0;
+  let saa = 0;
+  let sbb = 0;
+  for (let i = 0; i < n; i++) {
+    sab += (a[i]! - ma) * (b[i]! - mb);
+    saa += (a[i]! - ma) ** 2;
+    sbb += (b[i]! - mb) ** 2;
+  }
+  return sab / Math.sqrt(saa * sbb);
+}

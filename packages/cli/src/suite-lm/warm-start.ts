@@ -1,0 +1,101 @@
+import { z } from "zod";
+import { createRng, hash32, runEpisode, type ChatMessage, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task, type ToolSchema } from "@harness-s/core";
+import { firstMessages, nextMessage } from "@harness-s/adapters";
+import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+import type { ExperimentDeps } from "@harness-s/core";
+
+export const WarmStartOptions = z.object({
+  /** Suite instances whose train and dev tasks (and evolved candidate harnesses) the data come from. */
+  suiteSeeds: z.array(z.number().int()).min(1).default([9001, 9002]),
+  /** Episodes per task under H0. */
+  h0Samples: z.number().int().min(0).default(4),
+  /** Episodes per task, each under a candidate harness drawn at random (kept or not by evolution). */
+  siblingSamples: z.number().int().min(0).default(6),
+  seed: z.number().int().default(0),
+});
+export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
+
+/** One episode of the embedded initial policy, as the text a token policy would have been sent. */
+export const WarmConversation = z.object({
+  task: z.object({ id: z.string(), split: z.string(), family: z.string(), requirements: z.array(z.string()) }),
+  suiteSeed: z.number().int(),
+  harnessId: z.string(),
+  success: z.boolean(),
+  messages: z.array(z.record(z.string(), z.unknown())),
+  tools: z.array(z.record(z.string(), z.unknown())),
+  /** Each turn: the messages appended before it (none on the first) and the tool call it made. */
+  turns: z.array(z.object({ append: z.array(z.record(z.string(), z.unknown())).optional(), call: z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }) })),
+});
+export type WarmConversation = z.infer<typeof WarmConversation>;
+
+interface Recording {
+  messages: ChatMessage[];
+  tools: ToolSchema[];
+  turns: WarmConversation["turns"];
+}
+
+/**
+ * Wraps a policy so that each episode it acts in is kept as a conversation, rendered as
+ * `TokenPolicy` renders it (the same first messages and appended tool results).
+ */
+function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recording | undefined } {
+  const open = new WeakMap<Rng, Recording>();
+  const policy: Policy = {
+    version: () => inner.version(),
+    update: (batch) => inner.update(batch),
+    act: async (obs: PolicyObservation, rng: Rng) => {
+      const choice = await inner.act(obs, rng);
+      const known = open.get(rng);
+      const call = { name: choice.action, arguments: choice.args ?? {} };
+      if (known) known.turns.push({ append: [nextMessage(obs, true)], call });
+      else open.set(rng, { messages: firstMessages(EMBEDDED_AGENT_SYSTEM, obs), tools: embeddedToolSchemas(obs.tools), turns: [{ call }] });
+      return choice;
+    },
+  };
+  return { policy, take: (rng) => open.get(rng) };
+}
+
+/**
+ * The warm start's data: episodes of the embedded *initial* policy (successes and failures alike)
+ * on the train and dev tasks of `suiteSeeds`' instances, under H0 and under the candidate harnesses
+ * evolution proposed there, with their instructions and notes. No held-out task is ever run.
+ *
+ * @example
+ * const data = await warmStartConversations(embeddedSetup(defaultEmbeddedSettings), WarmStartOptions.parse({}));
+ */
+export async function warmStartConversations(setup: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">, opts: WarmStartOptions): Promise<WarmConversation[]> {
+  const env = new TextEnvironment(setup.env);
+  const out: WarmConversation[] = [];
+  for (const suiteSeed of opts.suiteSeeds) {
+    const inst = await setup.instance(suiteSeed);
+    const candidates = inst.evolution.candidates.map((c) => c.spec);
+    const rng = createRng(hash32("warm-start", opts.seed + suiteSeed));
+    const { policy, take } = recording(setup.createPolicy(suiteSeed));
+    const run = async (task: Task, harness: HarnessSpec, k: number) => {
+      const seed = hash32(`warm:${suiteSeed}:${task.id}:${harness.id}:${k}`, opts.seed);
+      let rec: Recording | undefined;
+      const rollout = await runEpisode(task, harness, seed, {
+        env,
+        policy: {
+          ...policy,
+          endEpisode: async (episodeRng) => {
+            rec = take(episodeRng);
+          },
+        },
+      });
+      if (!rec) return;
+      out.push({
+        task: { id: task.id, split: task.split, family: task.family, requirements: task.requirements },
+        suiteSeed,
+        harnessId: harness.id,
+        success: rollout.success,
+        ...rec,
+      });
+    };
+    for (const task of [...inst.train, ...inst.dev]) {
+      for (let k = 0; k < opts.h0Samples; k++) await run(task, inst.evolution.pool.base, k);
+      for (let k = 0; k < opts.siblingSamples && candidates.length; k++) await run(task, candidates[rng.int(candidates.length)]!, k);
+    }
+  }
+  return out;
+}
