@@ -95,6 +95,7 @@ describe("harness-s CLI", () => {
       [["experiment", "--eval-tasks", "-1"], /--eval-tasks "-1"/],
       [["experiment", "--cue-rate=1.5"], /--cue-rate "1.5"/],
       [["experiment", "--policy-model", "suite-lm"], /--policy-model.*needs --policy worker/],
+      [["experiment", "--arms", "grpo,nope"], /--arms.*unknown arm "nope"/],
       [["experiment", "--policy", "worker", "--suite-lm-size", "huge"], /--suite-lm-size/],
       [["serve", "--port", "70000"], /--port "70000": Too big/],
       [["serve", "--api-key", "short"], /--api-key "short": an API key needs at least 8 characters/],

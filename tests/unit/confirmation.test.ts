@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BLOCKS_FILE, declaredBlock, parseConfirmationFile, splitSeeds } from "../../packages/cli/src/confirmation.ts";
+import { BLOCKS_FILE, declaredBlock, parseConfirmationFile, recordAttempt, splitSeeds } from "../../packages/cli/src/confirmation.ts";
 
 const block = (id: string, seeds: string) => ({ id, seeds, declared: "2026-12-01", purpose: "test", experiment: [] });
 const file = (blocks: unknown[], developmentSeeds = ["1-25"]) => ({ rule: "once", developmentSeeds, blocks });
@@ -62,5 +62,29 @@ describe("confirmation blocks", () => {
       [4, 5],
     ]);
     expect(splitSeeds([1], 4)).toEqual([[1]]);
+  });
+});
+
+describe("a confirmation block over several attempts", () => {
+  it("continues on the code it started on (a commit of its own parts is the same code) and refuses other code", async () => {
+    // Prepare
+    const root = repoWith([block("C1", "100-139")], true);
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
+    const out = join(root, "confirmation", "C1");
+    mkdirSync(out, { recursive: true });
+    const first = git("rev-parse", "HEAD");
+    // Act: a first attempt, then its parts committed, then a second attempt
+    await recordAttempt(root, out, first, new Date("2026-12-01T00:00:00Z"), 1);
+    mkdirSync(join(out, "parts"));
+    writeFileSync(join(out, "parts", "checkpoint.json"), "{}");
+    git("add", "-A");
+    git("commit", "-qm", "C1: parts so far");
+    const attempts = await recordAttempt(root, out, git("rev-parse", "HEAD"), new Date("2026-12-02T00:00:00Z"), 1);
+    // Assess
+    expect(attempts.map((a) => a.codeCommit)).toEqual([first, git("rev-parse", "HEAD")]);
+    writeFileSync(join(root, "code.ts"), "export {};\n");
+    git("add", "-A");
+    git("commit", "-qm", "a code change");
+    await expect(recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).rejects.toThrow(/the code has changed since \(code\.ts\)/);
   });
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARM_NAMES } from "@harness-s/core";
 import { TuningObjective } from "./tuning/rule.ts";
 import { EvalOptions, VerifyOptions } from "./commands/dbbench.ts";
 import { int, jsonFlag, num, port, probability, seeds, TrainOverrides, url } from "./flags.ts";
@@ -16,6 +17,11 @@ const nonNegative = num((n) => n.min(0));
 export const ExperimentFlags = z
   .strictObject({
     seeds: seeds.optional(),
+    arms: z
+      .string()
+      .transform((v) => v.split(",").map((s) => s.trim()))
+      .pipe(z.array(z.enum(ARM_NAMES, { error: (i) => `unknown arm ${JSON.stringify(i.input)} (choose from ${ARM_NAMES.join(", ")})` })))
+      .optional(),
     out: z.string().min(1).optional(),
     quick: z.boolean(),
     sweep: sweepKinds.optional(),
@@ -40,6 +46,7 @@ export const ExperimentFlags = z
     policyMaxTokens: int(1, 32_768),
     policyMaxInFlight: int(1, 4096),
     evalTasks: int(1).optional(),
+    evalSamples: int(3, 1000).optional(),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });
@@ -51,7 +58,7 @@ export const SuiteLmFlags = z.strictObject({
   cacheDir: z.string().min(1),
   seeds: seeds.optional(),
   tasks: int(1).optional(),
-  samples: int(1).optional(),
+  samples: int(3, 1000).optional(),
   maxTokens: int(1, 4096).optional(),
   out: z.string().min(1).optional(),
 });

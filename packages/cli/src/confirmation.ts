@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { ValidationError, parseOrThrow } from "@harness-s/core";
@@ -109,4 +109,30 @@ export function splitSeeds(seeds: readonly number[], parts: number): number[][] 
   const n = Math.max(1, Math.min(parts, seeds.length));
   const size = Math.ceil(seeds.length / n);
   return Array.from({ length: n }, (_, i) => seeds.slice(i * size, (i + 1) * size)).filter((p) => p.length > 0);
+}
+
+export interface Attempt {
+  codeCommit: string;
+  startedAt: string;
+  processes: number;
+}
+
+/**
+ * Appends this attempt to `attempts.json`, refusing to continue a block on other code than its
+ * first attempt ran (a commit that only adds the block's own parts and figures is the same code).
+ */
+export async function recordAttempt(root: string, outDir: string, codeCommit: string, started: Date, processes: number): Promise<Attempt[]> {
+  const file = join(outDir, "attempts.json");
+  const earlier: Attempt[] = existsSync(file) ? JSON.parse(await readFile(file, "utf8")) : [];
+  const first = earlier[0];
+  if (first && first.codeCommit !== codeCommit) {
+    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ":(exclude)confirmation"], { cwd: root, encoding: "utf8" }).trim();
+    if (changed)
+      throw new ValidationError("confirm", [
+        `this block started on ${first.codeCommit.slice(0, 10)}; the code has changed since (${changed.split("\n").slice(0, 5).join(", ")}): continue it on that code, or declare a new block`,
+      ]);
+  }
+  const attempts = [...earlier, { codeCommit, startedAt: started.toISOString(), processes }];
+  await writeFile(file, `${JSON.stringify(attempts, null, 2)}\n`);
+  return attempts;
 }

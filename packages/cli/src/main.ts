@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { ZodError } from "zod";
-import { HarnessSError, formatIssues } from "@harness-s/core";
+import { ARM_NAMES, HarnessSError, formatIssues } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
 import { policyServeCommand, policyServeDefaults } from "./commands/policy-serve.ts";
@@ -39,6 +39,7 @@ program
   .command("experiment")
   .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
   .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25 (default: 1-5, or 1-3 with --quick)")
+  .option("--arms <list>", `arms to run, comma-separated (default: all of ${ARM_NAMES.join(", ")})`)
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
   .option(
@@ -85,6 +86,7 @@ program
   .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
   .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
   .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
+  .option("--eval-samples <n>", "attempts per task in every evaluation (default 6, or 3 with --quick)")
   .action(async (raw) => {
     const o = parseFlags(ExperimentFlags, raw, "experiment");
     const worker =
@@ -96,6 +98,7 @@ program
     await experimentCommand({
       startWorker,
       seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),
+      arms: o.arms,
       out,
       quick: o.quick,
       sweeps: o.sweep ?? [],
@@ -112,6 +115,7 @@ program
       resume: o.resume,
       worker,
       evalTasks: o.evalTasks,
+      evalSamples: o.evalSamples,
     });
   });
 

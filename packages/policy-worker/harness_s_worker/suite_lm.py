@@ -60,6 +60,9 @@ class Turn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     append: list[dict] | None = None
     call: Call
+    # The embedded policy's log-probability of the call, and whether the turn showed a hint.
+    logprob: float | None = None
+    hinted: bool = False
 
 
 class Conversation(BaseModel):
@@ -151,7 +154,8 @@ def new_model(recipe: Recipe, tokenizer: PreTrainedTokenizerFast) -> LlamaForCau
 
 def examples(conversations: list[Conversation], tokenizer) -> list[tuple[list[int], list[int]]]:
     """(ids, mask) per conversation: the prompts as sampling builds them (mask 0) and each
-    completion's canonical ids with the end-of-turn token (mask 1)."""
+    completion's canonical ids with the end-of-turn token (mask 1, so each turn's completion is
+    one run of 1s, in turn order)."""
     eos = tokenizer.eos_token_id
     turns = Turns(ChatFormat(tokenizer, frozenset([eos])), tokenizer, "hermes")
     out = []
@@ -215,6 +219,39 @@ def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[int]]],
     return losses
 
 
+VALIDATION_EVERY = 20
+
+
+@torch.no_grad()
+def imitation_gap(model, data: list[tuple[list[int], list[int]]], conversations: list[Conversation]) -> dict:
+    """On held-back conversations: the model's negative log-likelihood of each call minus the
+    embedded policy's (−log p of the same call), in nats per turn — a cross-entropy minus an
+    entropy, so an estimate of the KL from the embedded policy to the model (an upper bound: the
+    model's other spellings of a call are not counted) — overall and on hinted turns."""
+    model.eval()
+    gaps: list[float] = []
+    hinted: list[float] = []
+    for (ids, mask), c in zip(data, conversations, strict=True):
+        logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].float()
+        token_lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1)
+        runs, current = [], 0.0
+        for i in range(1, len(ids)):
+            if mask[i]:
+                current += float(token_lp[i - 1])
+                if i + 1 == len(ids) or not mask[i + 1]:
+                    runs.append(current)
+                    current = 0.0
+        for lp, turn in zip(runs, c.turns, strict=True):
+            if turn.logprob is None:
+                continue
+            gap = turn.logprob - lp
+            gaps.append(gap)
+            if turn.hinted:
+                hinted.append(gap)
+    mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
+    return {"turns": len(gaps), "nats_per_turn": mean(gaps), "hinted_turns": len(hinted), "nats_per_hinted_turn": mean(hinted)}
+
+
 def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
     """Builds the model into `out` (a fresh folder) and returns its build record."""
     started = time.time()
@@ -225,7 +262,11 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
     longest = max(len(ids) for ids, _ in data)
     if longest > recipe.context:
         raise ValueError(f"a warm-start conversation holds {longest} tokens, past the recipe's context of {recipe.context}")
-    losses = supervised(model, data, recipe)
+    held = [i for i in range(len(data)) if i % VALIDATION_EVERY == 0]
+    train = [data[i] for i in range(len(data)) if i % VALIDATION_EVERY != 0]
+    losses = supervised(model, train, recipe)
+    gap = imitation_gap(model, [data[i] for i in held], [conversations[i] for i in held])
+    log(f"suite-lm: imitation gap on {gap['turns']} held-back turns: {gap['nats_per_turn']} nats/turn ({gap['nats_per_hinted_turn']} on {gap['hinted_turns']} hinted turns)")
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     record = {
@@ -237,6 +278,7 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
         "trained_tokens": sum(sum(m) for _, m in data),
         "longest": longest,
         "losses": losses,
+        "imitation_gap": gap,
         "weights_sha256": weights_hash(model),
         "eos_ids": sorted(eos_ids_of(model, tokenizer)),
         "seconds": round(time.time() - started, 1),

@@ -147,16 +147,28 @@ export class TokenPolicyClient {
   }
 
   private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, headers: Record<string, string> = {}): Promise<z.infer<S>> {
+    // A kept-alive connection the worker closed while this side's event loop was busy fails at
+    // once, before the request is read: a request that is safe to repeat is sent once more.
+    const repeatable = method !== "POST" || "idempotency-key" in headers || !path.endsWith("/sample");
     let res: Response;
-    try {
-      res = await fetch(`${this.baseUrl}${path}`, {
-        method,
-        headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
-      });
-    } catch (err) {
-      throw new PolicyEndpointError(`${method} ${path}: ${(err as Error).message}`, { cause: err });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        res = await fetch(`${this.baseUrl}${path}`, {
+          method,
+          headers: {
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+            ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+            ...headers,
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
+        });
+        break;
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        if (repeatable && attempt === 0 && cause?.code === "UND_ERR_SOCKET") continue;
+        throw new PolicyEndpointError(`${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`, { cause: err });
+      }
     }
     const text = await res.text();
     if (!res.ok) {

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { declaredBlock, splitSeeds } from "../confirmation.ts";
+import { declaredBlock, recordAttempt, splitSeeds } from "../confirmation.ts";
 import { reportCommand } from "./report.ts";
 
 export interface ConfirmOptions {
@@ -36,7 +36,11 @@ function runPart(args: string[], label: string): Promise<void> {
  * `harness-s confirm C1`: runs a declared confirmation block once. The block must be in the
  * committed `confirmation/blocks.json`, the tree clean, and the block never run; the figures and
  * a provenance record (declaration commit, code commit, times) go to `confirmation/C1/`, to be
- * committed as they are. Parts that finished before a crash are resumed, not re-run.
+ * committed as they are. Parts that finished before a crash are resumed, not re-run; a block that
+ * spans working sessions commits its parts (`confirmation/C1/parts/`, checkpoints and worker state
+ * included) and continues from a fresh clone, but only on the code it started on: every attempt
+ * is recorded (`attempts.json`), and one whose code differs from the first attempt's (anything
+ * outside `confirmation/`) is refused.
  */
 export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   const declared = await declaredBlock(opts.root, opts.block);
@@ -47,6 +51,7 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   );
   const dirs = parts.map((_, i) => join(declared.outDir, "parts", `part-${i + 1}`));
   await mkdir(declared.outDir, { recursive: true });
+  const attempts = await recordAttempt(opts.root, declared.outDir, declared.codeCommit, started, parts.length);
   await Promise.all(
     parts.map((seeds, i) => {
       const resume = existsSync(join(dirs[i]!, "checkpoint.json")) ? ["--resume"] : [];
@@ -58,10 +63,12 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   const provenance = {
     block: declared.block,
     declarationCommit: declared.declarationCommit,
-    codeCommit: declared.codeCommit,
-    startedAt: started.toISOString(),
+    codeCommit: attempts[0]!.codeCommit,
+    attempts,
+    startedAt: attempts[0]!.startedAt,
     finishedAt: finished.toISOString(),
-    seconds: Math.round((finished.getTime() - started.getTime()) / 1000),
+    seconds: Math.round((finished.getTime() - new Date(attempts[0]!.startedAt).getTime()) / 1000),
+    secondsThisAttempt: Math.round((finished.getTime() - started.getTime()) / 1000),
     processes: parts.length,
     cpus: cpus().length,
     node: process.version,

@@ -20,6 +20,8 @@ export type SweepName = "cue" | SweepKind;
 
 export interface ExperimentOptions {
   seeds: number[];
+  /** The arms to run (default: all six). */
+  arms?: readonly string[];
   out: string;
   quick: boolean;
   /** Sweeps to run after the experiment (none by default). */
@@ -48,6 +50,8 @@ export interface ExperimentOptions {
   startWorker?: { model: string; recipe: SuiteLmRecipe; cacheDir: string };
   /** Evaluate at most this many tasks per split (a slow policy's smoke run). */
   evalTasks?: number;
+  /** Attempts per task in every evaluation (default 6, 3 in quick mode). */
+  evalSamples?: number;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -57,13 +61,18 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
     { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
     "training config",
   );
-  return ExperimentConfig.parse({
-    seeds: opts.seeds,
-    train,
-    evalSamples: opts.quick ? 3 : 6,
-    protocol: opts.protocol ?? "test",
-    ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}),
-  });
+  return parseOrThrow(
+    ExperimentConfig,
+    {
+      seeds: opts.seeds,
+      ...(opts.arms ? { arms: opts.arms } : {}),
+      train,
+      evalSamples: opts.evalSamples ?? (opts.quick ? 3 : 6),
+      protocol: opts.protocol ?? "test",
+      ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}),
+    },
+    "experiment config",
+  );
 }
 
 /** Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens). */
@@ -73,6 +82,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   await mkdir(opts.out, { recursive: true });
   const { model, recipe, cacheDir } = opts.startWorker;
   const lm = model === "suite-lm" ? await ensureSuiteLm(recipe, cacheDir, log) : undefined;
+  if (lm && opts.resume) await sameModel(join(opts.out, "suite-lm.json"), lm.weights_sha256);
   const path = lm?.path ?? model;
   const worker = await startPolicyWorker({ model: path, stateDir: join(opts.out, "worker") }, log);
   try {
@@ -168,6 +178,17 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   return summary;
 }
 
+/** A resumed run must continue on the very weights it started on (the build is deterministic; this checks it). */
+async function sameModel(file: string, weights: string): Promise<void> {
+  const before = await readFile(file, "utf8").catch(() => undefined);
+  if (!before) return;
+  const started = (JSON.parse(before) as { weights_sha256?: string }).weights_sha256;
+  if (started !== weights)
+    throw new ValidationError("--resume", [
+      `the run started on suite LM weights ${started?.slice(0, 12)}, and this build gave ${weights.slice(0, 12)}: it cannot continue on another model`,
+    ]);
+}
+
 /** Each seed's token-policy profiles, kept in one file so a resumed run reuses them. */
 function savedProfiles(file: string): NonNullable<WorkerPolicyOptions["profiles"]> {
   const read = async (): Promise<Record<string, ProfileSet>> => JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
@@ -192,7 +213,7 @@ async function startTableOnce(
 ): Promise<StartRow[]> {
   const saved = await readFile(file, "utf8").catch(() => undefined);
   if (saved) return JSON.parse(saved) as StartRow[];
-  const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: config.evalSamples }, (seed) =>
+  const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: 3 }, (seed) =>
     process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
   );
   await writeFile(file, JSON.stringify(rows, null, 2));

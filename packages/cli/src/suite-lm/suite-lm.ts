@@ -17,8 +17,8 @@ export const SuiteLmRecipe = z.object({
   size: z.enum(["toy", "small", "base", "large"]).default("small"),
   vocab_size: z.number().int().min(300).default(1024),
   context: z.number().int().min(128).default(2048),
-  epochs: z.number().int().min(0).default(6),
-  lr: z.number().positive().default(3e-3),
+  epochs: z.number().int().min(0).default(10),
+  lr: z.number().positive().default(5e-3),
   batch_tokens: z.number().int().min(256).default(4096),
   warmStart: WarmStartOptions.default(WarmStartOptions.parse({})),
 });
@@ -36,6 +36,7 @@ export const SuiteLmBuild = z.object({
   losses: z.array(z.number()),
   weights_sha256: z.string(),
   seconds: z.number(),
+  imitation_gap: z.record(z.string(), z.number().nullable()).optional(),
 });
 export type SuiteLmBuild = z.infer<typeof SuiteLmBuild> & { name: string };
 

@@ -10,7 +10,7 @@ export const WarmStartOptions = z.object({
   /** Episodes per task under H0. */
   h0Samples: z.number().int().min(0).default(4),
   /** Episodes per task, each under a candidate harness drawn at random (kept or not by evolution). */
-  siblingSamples: z.number().int().min(0).default(6),
+  siblingSamples: z.number().int().min(0).default(10),
   seed: z.number().int().default(0),
 });
 export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
@@ -24,7 +24,16 @@ export const WarmConversation = z.object({
   messages: z.array(z.record(z.string(), z.unknown())),
   tools: z.array(z.record(z.string(), z.unknown())),
   /** Each turn: the messages appended before it (none on the first) and the tool call it made. */
-  turns: z.array(z.object({ append: z.array(z.record(z.string(), z.unknown())).optional(), call: z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }) })),
+  turns: z.array(
+    z.object({
+      append: z.array(z.record(z.string(), z.unknown())).optional(),
+      call: z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }),
+      /** The embedded policy's log-probability of this call (the imitation's floor: its entropy). */
+      logprob: z.number(),
+      /** Whether the turn showed a hint (a harness's or the task's own cue). */
+      hinted: z.boolean(),
+    }),
+  ),
 });
 export type WarmConversation = z.infer<typeof WarmConversation>;
 
@@ -46,9 +55,9 @@ function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recordi
     act: async (obs: PolicyObservation, rng: Rng) => {
       const choice = await inner.act(obs, rng);
       const known = open.get(rng);
-      const call = { name: choice.action, arguments: choice.args ?? {} };
-      if (known) known.turns.push({ append: [nextMessage(obs, true)], call });
-      else open.set(rng, { messages: firstMessages(EMBEDDED_AGENT_SYSTEM, obs), tools: embeddedToolSchemas(obs.tools), turns: [{ call }] });
+      const turn = { call: { name: choice.action, arguments: choice.args ?? {} }, logprob: choice.logProb, hinted: obs.hints.length > 0 };
+      if (known) known.turns.push({ append: [nextMessage(obs, true)], ...turn });
+      else open.set(rng, { messages: firstMessages(EMBEDDED_AGENT_SYSTEM, obs), tools: embeddedToolSchemas(obs.tools), turns: [turn] });
       return choice;
     },
   };

@@ -15,6 +15,8 @@ export const ExperimentConfig = z.object({
   arms: z
     .array(z.enum(ARM_NAMES))
     .min(1)
+    .refine((arms) => new Set(arms).size === arms.length, "an arm is listed twice")
+    .refine((arms) => !arms.includes("grpo-budget") || arms.includes("harness-s"), "grpo-budget gets harness-s's extra rollouts: run it with harness-s")
     .default([...ARM_NAMES]),
   train: TrainConfig.default(TrainConfig.parse({})),
   evalSamples: z.number().int().min(3).default(6),
