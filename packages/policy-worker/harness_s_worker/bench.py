@@ -206,12 +206,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for the tiny model on CPU by default")
+    ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for a model under 20M parameters on CPU by default")
     ap.add_argument("--update-datums", type=int, default=64, help="datums in each timed update")
     ap.add_argument("--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens")
     args = ap.parse_args()
-    set_threads(args.model, args.device, args.threads)
     policies, name = build(args.model, Path(tempfile.mkdtemp()), args.device)
+    set_threads(sum(p.numel() for p in policies.base.parameters()), args.device, args.threads)
     SPEC["base_model"] = name
     policies.create("direct", SPEC)
     adapter = policies.get("direct").adapter

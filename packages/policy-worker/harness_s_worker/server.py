@@ -208,9 +208,13 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     return app
 
 
-def set_threads(model: str, device: str, threads: int | None) -> None:
-    """`threads`, else 1 for the tiny model on CPU (more threads only add overhead there), else torch's default."""
-    threads = threads or (1 if model == "tiny" and device == "cpu" else None)
+SMALL_MODEL = 20_000_000
+
+
+def set_threads(parameters: int, device: str, threads: int | None) -> None:
+    """`threads`, else 1 on CPU for a model under 20M parameters (the tiny model, the suite LM:
+    more threads only add overhead and fight the client for the cores), else torch's default."""
+    threads = threads or (1 if parameters < SMALL_MODEL and device == "cpu" else None)
     if threads:
         torch.set_num_threads(threads)
 
@@ -242,9 +246,10 @@ def main() -> None:
     ap.add_argument("--kv-cache-mb", type=int, default=Limits.cache_mb, help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)")
     ap.add_argument("--sample-timeout-s", type=float, default=Limits.sample_timeout_s, help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)")
     ap.add_argument("--tool-parser", choices=PARSERS, default=None, help="the tool-call format the model writes (default: read from its chat template)")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for the tiny model, where more threads only add overhead; torch's own default otherwise)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)"
+    )
     args = ap.parse_args()
-    set_threads(args.model, args.device, args.threads)
     # The sampler thread runs Python between kernels; a shorter switch interval lets the HTTP
     # loop take requests in between instead of waiting 5 ms for the interpreter each time.
     sys.setswitchinterval(0.0005)
@@ -252,6 +257,7 @@ def main() -> None:
         ap.error(f"--port {args.port}: a port is 0-65535")
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
     policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
+    set_threads(sum(p.numel() for p in policies.base.parameters()), args.device, args.threads)
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from .chat import ChatFormat
@@ -48,6 +49,9 @@ class Recipe(BaseModel):
     epochs: int = Field(3, ge=0, le=100)
     lr: float = Field(3e-3, gt=0, le=1)
     batch_tokens: int = Field(16384, ge=256)
+    # Loss weight of a hinted turn's call (1: as any other). Weighting turns changes which states
+    # the model spends its capacity on, not the distribution it imitates in each.
+    hinted_weight: float = Field(1.0, ge=0, le=100)
 
 
 class Call(BaseModel):
@@ -117,11 +121,15 @@ def corpus(conversations: list[Conversation], renderer) -> list[str]:
     return texts
 
 
-def train_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
+def train_tokenizer(texts: list[str], vocab_size: int, tool_names: list[str]) -> PreTrainedTokenizerFast:
     """Byte-level BPE without the word-splitting regex, so merges span the suite's recurring
-    phrases (a whole tool call becomes a few tokens)."""
+    phrases (a whole tool call becomes a few tokens), except that each tool name is a piece of
+    its own: the name in a hint ("suggested next tool: login") and in a call is then the same
+    token, which the model can copy."""
     tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    names = "|".join(re.escape(n) for n in sorted(tool_names, key=len, reverse=True))
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(rf"\b(?:{names})\b"), behavior="isolated"), byte_level]) if names else byte_level
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(texts, trainer)
@@ -152,10 +160,10 @@ def new_model(recipe: Recipe, tokenizer: PreTrainedTokenizerFast) -> LlamaForCau
     return model
 
 
-def examples(conversations: list[Conversation], tokenizer) -> list[tuple[list[int], list[int]]]:
-    """(ids, mask) per conversation: the prompts as sampling builds them (mask 0) and each
-    completion's canonical ids with the end-of-turn token (mask 1, so each turn's completion is
-    one run of 1s, in turn order)."""
+def examples(conversations: list[Conversation], tokenizer, hinted_weight: float = 1.0) -> list[tuple[list[int], list[float]]]:
+    """(ids, weights) per conversation: the prompts as sampling builds them (weight 0) and each
+    completion's canonical ids with the end-of-turn token (weight 1, or `hinted_weight` on a
+    hinted turn; each turn's completion is one positive run, in turn order)."""
     eos = tokenizer.eos_token_id
     turns = Turns(ChatFormat(tokenizer, frozenset([eos])), tokenizer, "hermes")
     out = []
@@ -163,9 +171,9 @@ def examples(conversations: list[Conversation], tokenizer) -> list[tuple[list[in
         completions = [tokenizer(completion_text(t.call, tokenizer), add_special_tokens=False)["input_ids"] + [eos] for t in c.turns]
         prompts = turns.prompts(c.messages, c.tools, [{"append": t.append, "completion_ids": ids} for t, ids in zip(c.turns, completions, strict=True)])
         ids, mask = [], []
-        for prompt, completion in zip(prompts, completions, strict=True):
+        for prompt, completion, turn in zip(prompts, completions, c.turns, strict=True):
             ids += prompt + completion
-            mask += [0] * len(prompt) + [1] * len(completion)
+            mask += [0.0] * len(prompt) + [hinted_weight if turn.hinted else 1.0] * len(completion)
         out.append((ids, mask))
     return out
 
@@ -197,15 +205,18 @@ def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[int]]],
             batch = [data[i] for i in batches[b]]
             width = max(len(ids) for ids, _ in batch)
             ids = torch.zeros(len(batch), width, dtype=torch.long)
-            labels = torch.full((len(batch), width), -100, dtype=torch.long)
+            weights = torch.zeros(len(batch), width)
             attention = torch.zeros(len(batch), width, dtype=torch.long)
             for r, (seq, mask) in enumerate(batch):
                 ids[r, : len(seq)] = torch.tensor(seq)
                 attention[r, : len(seq)] = 1
-                labels[r, : len(seq)] = torch.tensor([t if m else -100 for t, m in zip(seq, mask, strict=True)])
+                weights[r, : len(seq)] = torch.tensor(mask)
             for group in optimizer.param_groups:
                 group["lr"] = recipe.lr * 0.5 * (1 + math.cos(math.pi * step / total))
-            loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+            logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+            token_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
+            w = weights[:, 1:].reshape(-1)
+            loss = (token_loss * w).sum() / w.sum().clamp(min=1e-9)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -256,9 +267,10 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
     """Builds the model into `out` (a fresh folder) and returns its build record."""
     started = time.time()
     conversations = [Conversation.model_validate_json(line) for line in data_bytes.decode().splitlines() if line.strip()]
-    tokenizer = train_tokenizer(corpus(conversations, build_tokenizer()), recipe.vocab_size)
+    tool_names = sorted({t["function"]["name"] for c in conversations for t in c.tools or []})
+    tokenizer = train_tokenizer(corpus(conversations, build_tokenizer()), recipe.vocab_size, tool_names)
     model = new_model(recipe, tokenizer)
-    data = examples(conversations, tokenizer)
+    data = examples(conversations, tokenizer, recipe.hinted_weight)
     longest = max(len(ids) for ids, _ in data)
     if longest > recipe.context:
         raise ValueError(f"a warm-start conversation holds {longest} tokens, past the recipe's context of {recipe.context}")
@@ -275,7 +287,7 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
         "vocab": len(tokenizer),
         "conversations": len(conversations),
         "tokens": sum(len(ids) for ids, _ in data),
-        "trained_tokens": sum(sum(m) for _, m in data),
+        "trained_tokens": sum(sum(1 for w in m if w > 0) for _, m in data),
         "longest": longest,
         "losses": losses,
         "imitation_gap": gap,

@@ -61,12 +61,14 @@ export async function startTable(
     const train = evenly(inst.train, opts.tasks);
     const heldout = evenly(inst.heldout, opts.tasks);
     const directions = Object.fromEntries(pool.siblings.map((s) => [s.id, s.provenance.direction]));
+    const tokenPolicy = token.createPolicy(seed) as Policy & { release?: () => Promise<void> };
     rows.push({
       seed,
       embedded: await atStart(embedded.env, embedded.createPolicy(seed), train, heldout, pool, opts.samples, seed),
-      tokenModel: await atStart(token.env, token.createPolicy(seed), train, heldout, pool, opts.samples, seed),
+      tokenModel: await atStart(token.env, tokenPolicy, train, heldout, pool, opts.samples, seed),
       directions,
     });
+    await tokenPolicy.release?.();
   }
   return rows;
 }
