@@ -3,6 +3,7 @@ export * from "./util/rng.ts";
 export * from "./util/clock.ts";
 export * from "./util/logger.ts";
 export * from "./util/compare.ts";
+export * from "./util/evenly-spaced.ts";
 export * from "./task.ts";
 export * from "./harness/spec.ts";
 export * from "./harness/pool.ts";

@@ -1,7 +1,6 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { basename } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps, type ProfileSet } from "@harness-s/core";
+import { mkdir, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -11,7 +10,8 @@ import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
-import { renderStartTable, startTable, type StartRow } from "../suite-lm/compare.ts";
+import { renderStartTable } from "../suite-lm/compare.ts";
+import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
 import { ensureSuiteLm, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
 import { runPairedSweep, sweepFile, type PairedSweep, type SweepKind } from "../sweeps.ts";
 
@@ -94,6 +94,10 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   }
 }
 
+/**
+ * Runs the experiment in process or on the local stack, with the embedded policy or a worker's
+ * (`runWithWorker` starts that worker first when asked).
+ */
 async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false): Promise<ExperimentSummary> {
   const started = Date.now();
   const config = experimentConfig(opts);
@@ -176,66 +180,4 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   await writePlots(runDir, summary, sweep, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;
-}
-
-/** A resumed run must continue on the very weights it started on (the build is deterministic; this checks it). */
-async function sameModel(file: string, weights: string): Promise<void> {
-  const before = await readFile(file, "utf8").catch(() => undefined);
-  if (!before) return;
-  const started = (JSON.parse(before) as { weights_sha256?: string }).weights_sha256;
-  if (started !== weights)
-    throw new ValidationError("--resume", [
-      `the run started on suite LM weights ${started?.slice(0, 12)}, and this build gave ${weights.slice(0, 12)}: it cannot continue on another model`,
-    ]);
-}
-
-/** Each seed's token-policy profiles, kept in one file so a resumed run reuses them. */
-function savedProfiles(file: string): NonNullable<WorkerPolicyOptions["profiles"]> {
-  const read = async (): Promise<Record<string, ProfileSet>> => JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
-  let queue = Promise.resolve();
-  return {
-    saved: async (seed) => (await read())[String(seed)],
-    save: (seed, profiles) =>
-      (queue = queue.then(async () => {
-        const all = await read();
-        all[String(seed)] = profiles;
-        await writeFile(file, JSON.stringify(all));
-      })),
-  };
-}
-
-/** The before-training table (computed once; a resumed run reads it back). */
-async function startTableOnce(
-  file: string,
-  embedded: Omit<ExperimentDeps, "onProgress">,
-  token: Omit<ExperimentDeps, "onProgress">,
-  config: ExperimentConfig,
-): Promise<StartRow[]> {
-  const saved = await readFile(file, "utf8").catch(() => undefined);
-  if (saved) return JSON.parse(saved) as StartRow[];
-  const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: 3 }, (seed) =>
-    process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
-  );
-  await writeFile(file, JSON.stringify(rows, null, 2));
-  return rows;
-}
-
-/**
- * ", 12.3 s/step, 1,234 tok/s (210 generated)" for a token policy: the step's time, and the
- * prompt and completion tokens sampled per second since the last step; "" otherwise.
- */
-function stepPace(sampled?: WorkerDeps["sampled"]): () => string {
-  let last = Date.now();
-  let seen = { all: 0, generated: 0 };
-  return () => {
-    const now = Date.now();
-    const s = Math.max((now - last) / 1000, 1e-3);
-    last = now;
-    if (!sampled) return "";
-    const all = sampled.promptTokens + sampled.completionTokens;
-    const rate = (n: number) => Math.round(n / s).toLocaleString("en-US");
-    const line = `, ${s.toFixed(1)} s/step, ${rate(all - seen.all)} tok/s (${rate(sampled.completionTokens - seen.generated)} generated)`;
-    seen = { all, generated: sampled.completionTokens };
-    return line;
-  };
 }

@@ -1,4 +1,4 @@
-import { evaluateTasks, hash32, runEpisode, type Environment, type ExperimentDeps, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+import { evaluateTasks, evenlySpaced, hash32, mean, pearson, runEpisode, type Environment, type ExperimentDeps, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
 
 export interface PolicyAtStart {
   h0: { train: number; heldout: number };
@@ -12,11 +12,6 @@ export interface StartRow {
   tokenModel: PolicyAtStart;
   /** The repair direction of each sibling. */
   directions: Record<string, string>;
-}
-
-function evenly(tasks: readonly Task[], n: number): readonly Task[] {
-  if (n >= tasks.length) return tasks;
-  return Array.from({ length: n }, (_, i) => tasks[Math.floor((i * tasks.length) / n)]!);
 }
 
 async function atStart(
@@ -58,8 +53,8 @@ export async function startTable(
     onSeed(seed);
     const inst = await embedded.instance(seed);
     const { pool } = inst.evolution;
-    const train = evenly(inst.train, opts.tasks);
-    const heldout = evenly(inst.heldout, opts.tasks);
+    const train = evenlySpaced(inst.train, opts.tasks);
+    const heldout = evenlySpaced(inst.heldout, opts.tasks);
     const directions = Object.fromEntries(pool.siblings.map((s) => [s.id, s.provenance.direction]));
     const tokenPolicy = token.createPolicy(seed) as Policy & { release?: () => Promise<void> };
     rows.push({
@@ -78,7 +73,6 @@ const pp = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
 
 /** The table as markdown: H0 per split, then each sibling's difference from H0, both policies. */
 export function renderStartTable(rows: readonly StartRow[]): string {
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
   const lines = ["| seed | H0 train (embedded / token) | H0 held-out (embedded / token) | siblings vs H0 on train, pp (embedded / token) |", "|---|---|---|---|"];
   for (const r of rows) {
     const sib = Object.keys(r.embedded.siblings).map((id) => `${r.directions[id] ?? id} ${pp(r.embedded.siblings[id]!)} / ${pp(r.tokenModel.siblings[id]!)}`);
@@ -88,24 +82,9 @@ export function renderStartTable(rows: readonly StartRow[]): string {
   const sibs = (side: "embedded" | "tokenModel") => rows.flatMap((r) => Object.values(r[side].siblings));
   const e = sibs("embedded");
   const t = sibs("tokenModel");
-  const corr = correlation(e, t);
+  const corr = pearson(e, t);
   lines.push(
     `| mean | ${pct(all((r) => r.embedded.h0.train))} / ${pct(all((r) => r.tokenModel.h0.train))} | ${pct(all((r) => r.embedded.h0.heldout))} / ${pct(all((r) => r.tokenModel.h0.heldout))} | mean ${pp(mean(e))} / ${pp(mean(t))}; correlation over siblings ${Number.isFinite(corr) ? corr.toFixed(2) : "n/a"} |`,
   );
   return `${lines.join("\n")}\n`;
-}
-
-function correlation(a: readonly number[], b: readonly number[]): number {
-  const n = a.length;
-  const ma = a.reduce((x, y) => x + y, 0) / n;
-  const mb = b.reduce((x, y) => x + y, 0) / n;
-  let sab = 0;
-  let saa = 0;
-  let sbb = 0;
-  for (let i = 0; i < n; i++) {
-    sab += (a[i]! - ma) * (b[i]! - mb);
-    saa += (a[i]! - ma) ** 2;
-    sbb += (b[i]! - mb) ** 2;
-  }
-  return sab / Math.sqrt(saa * sbb);
 }

@@ -10,14 +10,13 @@ import { hash32, type Rng } from "../util/rng.ts";
 import type { ARM_NAMES, ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
 import type { ArmSeedResult } from "./summary.ts";
 import { unitPolicy } from "./unit-policies.ts";
+import { evenlySpaced } from "../util/evenly-spaced.ts";
 
 export const score = (e: Evaluation) => ({ passAt3: e.passAt3, avgAt3: e.avgAt3 });
 
 /** The tasks of a split that are evaluated: all, or `evalTasks` of them evenly spaced. */
 export function evalSet(config: ExperimentConfig, tasks: readonly Task[]): readonly Task[] {
-  if (config.evalTasks === undefined || config.evalTasks >= tasks.length) return tasks;
-  const stride = tasks.length / config.evalTasks;
-  return Array.from({ length: config.evalTasks }, (_, i) => tasks[Math.floor(i * stride)]!);
+  return config.evalTasks === undefined ? tasks : evenlySpaced(tasks, config.evalTasks);
 }
 
 /** Each experiment arm as a trainer configuration (`extra`: what grpo-budget may resample). */

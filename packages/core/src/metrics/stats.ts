@@ -31,19 +31,23 @@ export function ranks(xs: readonly number[]): number[] {
 
 /** Spearman rank correlation; 0 when either side is constant. */
 export function spearman(a: readonly number[], b: readonly number[]): number {
-  const ra = ranks(a);
-  const rb = ranks(b);
-  const ma = mean(ra);
-  const mb = mean(rb);
+  const r = pearson(ranks(a), ranks(b));
+  return Number.isNaN(r) ? 0 : r;
+}
+
+/** Pearson's correlation of paired values; NaN when either side does not vary. */
+export function pearson(a: readonly number[], b: readonly number[]): number {
+  const ma = mean(a);
+  const mb = mean(b);
   let num = 0;
   let da = 0;
   let db = 0;
-  for (let i = 0; i < ra.length; i++) {
-    num += (ra[i]! - ma) * (rb[i]! - mb);
-    da += (ra[i]! - ma) ** 2;
-    db += (rb[i]! - mb) ** 2;
+  for (let i = 0; i < a.length; i++) {
+    num += (a[i]! - ma) * (b[i]! - mb);
+    da += (a[i]! - ma) ** 2;
+    db += (b[i]! - mb) ** 2;
   }
-  return da === 0 || db === 0 ? 0 : num / Math.sqrt(da * db);
+  return da === 0 || db === 0 ? Number.NaN : num / Math.sqrt(da * db);
 }
 
 export function jaccard<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): number {
