@@ -140,15 +140,17 @@ describe("harness-s CLI", () => {
     expect(JSON.parse(await readFile(join(dbOut, "summary.json"), "utf8")).erroredRows).toBe(2);
   }, 120_000);
 
-  it("prints help for every command the top-level help lists, and for every dbbench subcommand", async () => {
+  it("prints help for every command the top-level help lists, and for every dbbench and suite-lm subcommand", async () => {
     // Prepare: the commands as the CLI itself lists them
     const commandsOf = (help: string) => [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
     const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
     const dbbench = commandsOf((await run("node", [...cli, "dbbench", "--help"])).stdout);
+    const suiteLm = commandsOf((await run("node", [...cli, "suite-lm", "--help"])).stdout);
     // Act and assess
-    expect(top).toEqual(["experiment", "confirm", "report", "tune", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
+    expect(top).toEqual(["experiment", "confirm", "report", "tune", "suite-lm", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
     expect(dbbench).toEqual(["verify", "eval"]);
-    for (const cmd of [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c])]) {
+    expect(suiteLm).toEqual(["build", "compare"]);
+    for (const cmd of [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])]) {
       const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
       expect(stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
     }

@@ -276,6 +276,8 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
         TOKEN,
         "--policy-max-tokens",
         "8",
+        "--profile-budget",
+        "3",
         "--out",
         out,
       ],
@@ -286,6 +288,11 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     expect(summary.arms.every((a) => a.perSeed[0]!.rollouts > 0)).toBe(true);
     expect(summary.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rolloutBreakdown.reanchor).toBeGreaterThan(0);
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("## Acceptance figures");
+    // the pool's initial profiles were measured with the token policy, within the budget of 3 rollouts
+    const profiles = JSON.parse(await readFile(join(out, "token-profiles.json"), "utf8")) as Record<string, Record<string, { turns: { attempts: number } }>>;
+    const spent = Object.values(profiles["1"]!).reduce((n, p) => n + p.turns.attempts, 0);
+    expect(spent).toBeGreaterThan(0);
+    expect(spent).toBeLessThanOrEqual(3);
   }, 600_000);
 });
 

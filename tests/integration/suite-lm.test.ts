@@ -28,9 +28,11 @@ describe("suite LM warm start", () => {
   it("builds deterministically: the same seed gives the same weights hash, another seed other weights; a second ask is served from the cache", async () => {
     // Prepare
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => mkdtemp(join(tmpdir(), "suite-lm-"))));
+    const setup = embeddedSetup(defaultEmbeddedSettings);
+    const build = (seed: number, dir: string) => ensureSuiteLm(toy(seed), dir, undefined, setup);
     // Act
-    const [first, again, other] = await Promise.all([ensureSuiteLm(toy(0), a!), ensureSuiteLm(toy(0), b!), ensureSuiteLm(toy(1), c!)]);
-    const cached = await ensureSuiteLm(toy(0), a!);
+    const [first, again, other] = await Promise.all([build(0, a!), build(0, b!), build(1, c!)]);
+    const cached = await build(0, a!);
     // Assess
     expect(first.cached).toBe(false);
     expect(again.weights_sha256).toBe(first.weights_sha256);

@@ -87,6 +87,10 @@ program
   .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
   .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
   .option("--eval-samples <n>", "attempts per task in every evaluation (default 6, or 3 with --quick)")
+  .option(
+    "--profile-budget <n>",
+    "with --policy worker: rollouts per seed for measuring the pool's initial profiles with the token policy (default: every dev task under H0, and every sibling where H0 fails)",
+  )
   .action(async (raw) => {
     const o = parseFlags(ExperimentFlags, raw, "experiment");
     const worker =
@@ -116,6 +120,7 @@ program
       worker,
       evalTasks: o.evalTasks,
       evalSamples: o.evalSamples,
+      profileBudget: o.profileBudget,
     });
   });
 

@@ -5,14 +5,25 @@ import { freePort } from "@harness-s/adapters";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
+let checked: Promise<string> | undefined;
+
 /**
  * Creates the worker's venv if it is missing or incomplete (`scripts/policy-worker-venv.sh`, from
  * the machine's local package indexes; about a minute the first time) and returns its python.
+ * Checked once per process (the check itself takes seconds); a failed check is tried again next time.
  */
-export async function ensureWorkerVenv(log: (line: string) => void = () => undefined): Promise<string> {
-  const { stdout, stderr } = await promisify(execFile)("bash", [`${ROOT}scripts/policy-worker-venv.sh`], { cwd: ROOT, maxBuffer: 16 << 20 });
-  if (stderr.trim()) log(stderr.trim());
-  return `${ROOT}${stdout.trim().split("\n").at(-1)}`;
+export function ensureWorkerVenv(log: (line: string) => void = () => undefined): Promise<string> {
+  checked ??= promisify(execFile)("bash", [`${ROOT}scripts/policy-worker-venv.sh`], { cwd: ROOT, maxBuffer: 16 << 20 }).then(
+    ({ stdout, stderr }) => {
+      if (stderr.trim()) log(stderr.trim());
+      return `${ROOT}${stdout.trim().split("\n").at(-1)}`;
+    },
+    (err: unknown) => {
+      checked = undefined;
+      throw err;
+    },
+  );
+  return checked;
 }
 
 export interface WorkerOptions {

@@ -18,7 +18,12 @@ export interface WorkerPolicyOptions {
    * dev tasks instead of keeping evolution's (measured with the embedded policy). `saved` and
    * `save` keep them across a resumed run.
    */
-  profiles?: { saved: (seed: number) => Promise<ProfileSet | undefined>; save: (seed: number, profiles: ProfileSet) => Promise<void> };
+  profiles?: {
+    saved: (seed: number) => Promise<ProfileSet | undefined>;
+    save: (seed: number, profiles: ProfileSet) => Promise<void>;
+    /** Rollouts the measurement may spend per seed (default: every dev task under H0, and every sibling where H0 failed). */
+    budget?: number;
+  };
 }
 
 export type WorkerDeps = Omit<ExperimentDeps, "onProgress"> & { sampled: TokenPolicyClient["sampled"] };
@@ -63,7 +68,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
       probeTasks: inst.dev,
       pool,
       profiles: {},
-      budget: inst.dev.length * (1 + pool.siblings.length),
+      budget: opts.profiles?.budget ?? inst.dev.length * (1 + pool.siblings.length),
       keep: 0,
       policyVersion: 0,
       step: 0,

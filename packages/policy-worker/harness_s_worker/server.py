@@ -261,7 +261,7 @@ def main() -> None:
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()
-    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30, timeout_keep_alive=120)
+    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
 
 
 if __name__ == "__main__":

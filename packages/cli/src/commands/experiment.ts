@@ -52,6 +52,8 @@ export interface ExperimentOptions {
   evalTasks?: number;
   /** Attempts per task in every evaluation (default 6, 3 in quick mode). */
   evalSamples?: number;
+  /** Rollouts per seed for measuring the pool's initial profiles with a worker's policy (default: all of dev). */
+  profileBudget?: number;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -126,7 +128,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
   const deps: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
-    ? workerPolicySetup(embedded, { ...opts.worker, profiles: savedProfiles(join(runDir, "token-profiles.json")) })
+    ? workerPolicySetup(embedded, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } })
     : embedded;
   const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
   const pace = stepPace(deps.sampled);

@@ -52,11 +52,17 @@ export type SuiteLmBuild = z.infer<typeof SuiteLmBuild> & { name: string };
  * const lm = await ensureSuiteLm(SuiteLmRecipe.parse({}), ".harness-s/models", console.error);
  * // harness-s policy-worker --model lm.path
  */
-export async function ensureSuiteLm(recipe: SuiteLmRecipe, cacheDir: string, log: (line: string) => void = () => undefined): Promise<SuiteLmBuild> {
+export async function ensureSuiteLm(
+  recipe: SuiteLmRecipe,
+  cacheDir: string,
+  log: (line: string) => void = () => undefined,
+  /** The embedded setup the episodes come from (one shared by several builds reuses its instances). */
+  setup: Parameters<typeof warmStartConversations>[0] = embeddedSetup(defaultEmbeddedSettings),
+): Promise<SuiteLmBuild> {
   const dir = resolve(cacheDir);
   await mkdir(dir, { recursive: true });
   log(`suite-lm: rendering the embedded initial policy's episodes (suite seeds ${recipe.warmStart.suiteSeeds.join(", ")})`);
-  const data = await warmStartConversations(embeddedSetup(defaultEmbeddedSettings), recipe.warmStart);
+  const data = await warmStartConversations(setup, recipe.warmStart);
   const text = `${data.map((d) => JSON.stringify(d)).join("\n")}\n`;
   const dataFile = join(dir, `warm-start-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.jsonl`);
   await writeFile(dataFile, text);

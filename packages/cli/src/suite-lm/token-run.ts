@@ -17,7 +17,7 @@ export async function sameModel(file: string, weights: string): Promise<void> {
 }
 
 /** Each seed's token-policy profiles, kept in one file so a resumed run reuses them. */
-export function savedProfiles(file: string): NonNullable<WorkerPolicyOptions["profiles"]> {
+export function savedProfiles(file: string): Omit<NonNullable<WorkerPolicyOptions["profiles"]>, "budget"> {
   const read = async (): Promise<Record<string, ProfileSet>> => JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
   let queue = Promise.resolve();
   return {
