@@ -11,6 +11,7 @@ import time
 import torch
 from transformers import LlamaForCausalLM
 
+from .ppo import micro_batches
 from .warm_start import Conversation
 
 
@@ -24,16 +25,7 @@ def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[float]]
     order_rng = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     by_length = sorted(range(len(data)), key=lambda i: len(data[i][0]))
-    batches, current, longest = [], [], 0
-    for i in by_length:
-        n = len(data[i][0])
-        if current and max(longest, n) * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, n)
-    if current:
-        batches.append(current)
+    batches = [[by_length[j] for j in b] for b in micro_batches([len(data[i][0]) for i in by_length], batch_tokens)]
     total = max(1, epochs * len(batches))
     losses, step, started = [], 0, time.time()
     model.train()
