@@ -168,7 +168,11 @@ program
 const suiteLm = program.command("suite-lm").description("The suite LM: a small Llama model made here, warm-started on the embedded initial policy's episodes (no held-out task)");
 const suiteLmOptions = (c: Command) =>
   c
-    .addOption(new Option("--size <s>", "model size (toy ≈ 75k, small ≈ 1.1M, base ≈ 5.6M, large ≈ 28M parameters with 1,024 token ids)").choices(["toy", "small", "base", "large"]).default("small"))
+    .addOption(
+      new Option("--size <s>", "model size (toy ≈ 75k, small ≈ 1.1M, base ≈ 5.6M, large ≈ 28M parameters with 1,024 token ids)")
+        .choices(["toy", "small", "base", "large"])
+        .default("small"),
+    )
     .option("--model-seed <n>", "the model's initial weights and data order", String(0))
     .option("--epochs <n>", "supervised epochs of the warm start", String(SuiteLmRecipe.parse({}).epochs))
     .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
