@@ -98,7 +98,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
 
 /**
  * Runs the experiment in process or on the local stack, with the embedded policy or a worker's
- * (`runWithWorker` starts that worker first when asked).
+ * (`experimentCommand` starts that worker first when asked).
  */
 async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false): Promise<ExperimentSummary> {
   const started = Date.now();
