@@ -1,5 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { blendProfiles, createPool, createRng, reanchor, type HarnessSpec, type Task } from "@harness-s/core";
+import {
+  addEvidence,
+  auditDecision,
+  blendProfiles,
+  createPool,
+  createRng,
+  emptyProfile,
+  hash32,
+  reanchor,
+  shuffled,
+  type HarnessSpec,
+  type ProfileSet,
+  type RoutingDecision,
+  type Task,
+} from "@harness-s/core";
 import { makeProfile, makeRollout, makeSpec, makeTask } from "../factories.ts";
 
 const siblings = ["sib-a", "sib-b", "sib-c"].map((id) => makeSpec({ id, provenance: { direction: "contract" } }));
@@ -56,6 +70,69 @@ describe("reanchor", () => {
   });
 });
 
+/** The oracle: the algorithm as it was, one probe task at a time (H0, then its siblings when it failed). */
+async function oneAtATime(input: Parameters<typeof reanchor>[0]) {
+  const fresh: ProfileSet = {};
+  for (const h of [input.pool.base, ...input.pool.siblings]) fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
+  let spent = 0;
+  let probedTasks = 0;
+  const failing: string[] = [];
+  for (const task of shuffled(input.probeTasks, input.rng)) {
+    if (spent + 1 > input.budget) break;
+    const seed = hash32(`reanchor:${input.step}:${task.id}`, input.rng.seed);
+    const base = await input.runRollout(task, input.pool.base, seed);
+    spent++;
+    probedTasks++;
+    fresh[input.pool.base.id] = addEvidence(fresh[input.pool.base.id]!, base, { rescueOf: [], taskTags: task.tags });
+    if (base.success) continue;
+    failing.push(task.id);
+    if (spent + input.pool.siblings.length > input.budget) break;
+    for (const [i, s] of input.pool.siblings.entries()) {
+      const r = await input.runRollout(task, s, seed + i + 1);
+      spent++;
+      fresh[s.id] = addEvidence(fresh[s.id]!, r, { rescueOf: base.failureTags, taskTags: task.tags });
+    }
+  }
+  const profiles: ProfileSet = {};
+  for (const [id, p] of Object.entries(fresh)) profiles[id] = input.profiles[id] ? blendProfiles(input.profiles[id]!, p, input.keep) : p;
+  return { profiles, spent, probedTasks, failing };
+}
+
+describe("reanchor, probes in flight together", () => {
+  it("spends, probes and measures exactly what one task at a time does, with the certain probes at once", async () => {
+    for (let pattern = 0; pattern < 42; pattern++) {
+      const budget = [0, 1, 4, 5, 9, 13, 40][pattern % 7]!;
+      const outcome = (task: Task, h: HarnessSpec, seed: number) => {
+        const success = h.id === "h0" ? hash32(task.id, pattern) % 3 === 0 : hash32(`${task.id}/${h.id}`, pattern) % 2 === 0;
+        return makeRollout({ taskId: task.id, harnessId: h.id, seed, success, reward: success ? 1 : 0, failureTags: success ? [] : [`app/x${seed % 2}`] });
+      };
+      const calls: string[] = [];
+      let inFlight = 0;
+      let most = 0;
+      const concurrent = async (task: Task, h: HarnessSpec, seed: number) => {
+        calls.push(`${task.id}/${h.id}/${seed}`);
+        const h0 = h.id === "h0" ? 1 : 0;
+        most = Math.max(most, (inFlight += h0));
+        await new Promise((r) => setTimeout(r, 0));
+        inFlight -= h0;
+        return outcome(task, h, seed);
+      };
+      const sequentialCalls: string[] = [];
+      const sequential = async (task: Task, h: HarnessSpec, seed: number) => {
+        sequentialCalls.push(`${task.id}/${h.id}/${seed}`);
+        return outcome(task, h, seed);
+      };
+      const input = { probeTasks: tasks, pool, profiles: { "sib-a": makeProfile("sib-a") }, budget, keep: 0.5, policyVersion: 2, step: 5 };
+      const got = await reanchor({ ...input, rng: createRng(pattern), runRollout: concurrent });
+      const want = await oneAtATime({ ...input, rng: createRng(pattern), runRollout: sequential });
+      expect({ spent: got.spent, probed: got.probedTasks, failing: got.failing }).toEqual({ spent: want.spent, probed: want.probedTasks, failing: want.failing });
+      expect([...calls].sort()).toEqual([...sequentialCalls].sort());
+      expect(JSON.stringify(got.profiles)).toBe(JSON.stringify(want.profiles));
+      if (budget >= 9) expect(most).toBeGreaterThan(1); // H0 probes of several tasks at once
+    }
+  });
+});
+
 describe("blendProfiles", () => {
   it("rescales old evidence only where fresh evidence exists", () => {
     const old = makeProfile("s", { byFailureTag: { "app/x": { attempts: 10, successes: 10 }, "app/y": { attempts: 4, successes: 0 } } });
@@ -64,5 +141,24 @@ describe("blendProfiles", () => {
     expect(b.byFailureTag["app/x"]).toEqual({ attempts: 4.5, successes: 2.5 });
     expect(b.byFailureTag["app/y"]).toEqual({ attempts: 4, successes: 0 });
     expect(b.policyVersion).toBe(5);
+  });
+});
+
+describe("auditDecision", () => {
+  it("runs every sibling's trials at once and rates each sibling on its own runs", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const run = async (task: Task, h: HarnessSpec, seed: number) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 0));
+      inFlight--;
+      const success = h.id === "sib-b" || (h.id === "sib-c" && seed % 2 === 0);
+      return makeRollout({ taskId: task.id, harnessId: h.id, seed, success, reward: success ? 1 : 0 });
+    };
+    const decision = { id: "d1", chosen: ["sib-b"] } as unknown as RoutingDecision;
+    const audit = await auditDecision(tasks[0]!, decision, pool, 2, 10, run);
+    expect(most).toBe(6);
+    expect(audit.rates).toEqual({ "sib-a": 0, "sib-b": 1, "sib-c": 0.5 });
+    expect(audit).toMatchObject({ rescuable: true, hit: true, rollouts: 6 });
   });
 });

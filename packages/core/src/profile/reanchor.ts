@@ -1,5 +1,6 @@
 import type { HarnessPool } from "../harness/pool.ts";
 import type { RolloutRunner } from "../ports.ts";
+import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 import { hash32, shuffled, type Rng } from "../util/rng.ts";
 import { addEvidence, blendProfiles, emptyProfile, rescueUtility, type ProfileSet } from "./profile.ts";
@@ -35,7 +36,9 @@ export interface ReanchorResult {
  * first, then the rest in random order) runs once under H0; when
  * it fails, once under every sibling (rescue evidence). Where the probe produced evidence, the old
  * evidence is scaled by `keep` and the fresh added (see {@link blendProfiles}); elsewhere the old
- * evidence stays. Stops before a task whose full probe would exceed the budget.
+ * evidence stays. Stops before a task whose full probe would exceed the budget. The probes that
+ * are certain to run go out together (what a batching policy endpoint needs); spend, evidence and
+ * order are those of probing one task at a time.
  *
  * @example
  * const { profiles, spent } = await reanchor({ probeTasks: dev, pool, profiles, budget: 48, keep: 0.3, policyVersion: 7, step: 10, rng, runRollout });
@@ -49,22 +52,38 @@ export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
   const first = new Set(input.priority ?? []);
   const order = shuffled(input.probeTasks, input.rng);
   const ordered = [...order.filter((t) => first.has(t.id)), ...order.filter((t) => !first.has(t.id))];
-  for (const task of ordered) {
-    if (spent + 1 > input.budget) break;
-    const seed = hash32(`reanchor:${input.step}:${task.id}`, input.rng.seed);
-    const base = await input.runRollout(task, input.pool.base, seed);
-    spent++;
-    probedTasks++;
-    fresh[input.pool.base.id] = addEvidence(fresh[input.pool.base.id]!, base, { rescueOf: [], taskTags: task.tags });
-    if (base.success) continue;
-    failing.push(task.id);
-    if (spent + input.pool.siblings.length > input.budget) break;
-    const rescues = await Promise.all(input.pool.siblings.map((s, i) => input.runRollout(task, s, seed + i + 1)));
-    spent += rescues.length;
-    rescues.forEach((r, i) => {
-      const id = input.pool.siblings[i]!.id;
-      fresh[id] = addEvidence(fresh[id]!, r, { rescueOf: base.failureTags, taskTags: task.tags });
-    });
+  const siblings = input.pool.siblings;
+  let next = 0;
+  let stopped = false;
+  while (!stopped && next < ordered.length && spent + 1 <= input.budget) {
+    // The tasks whose H0 probe is certain however the ones before them end (each failure before
+    // them spends 1 + siblings): their probes run at once, then are read in order as one at a time.
+    const sure = Math.floor((input.budget - spent - 1) / (1 + siblings.length)) + 1;
+    const chunk = ordered.slice(next, next + sure);
+    next += chunk.length;
+    const seeds = chunk.map((task) => hash32(`reanchor:${input.step}:${task.id}`, input.rng.seed));
+    const bases = await Promise.all(chunk.map((task, j) => input.runRollout(task, input.pool.base, seeds[j]!)));
+    const rescued: { task: (typeof chunk)[number]; tags: readonly string[]; runs: Promise<Rollout[]> }[] = [];
+    for (const [j, task] of chunk.entries()) {
+      const base = bases[j]!;
+      spent++;
+      probedTasks++;
+      fresh[input.pool.base.id] = addEvidence(fresh[input.pool.base.id]!, base, { rescueOf: [], taskTags: task.tags });
+      if (base.success) continue;
+      failing.push(task.id);
+      if (spent + siblings.length > input.budget) {
+        stopped = true;
+        break;
+      }
+      spent += siblings.length;
+      rescued.push({ task, tags: base.failureTags, runs: Promise.all(siblings.map((s, i) => input.runRollout(task, s, seeds[j]! + i + 1))) });
+    }
+    for (const { task, tags, runs } of rescued) {
+      (await runs).forEach((r, i) => {
+        const id = siblings[i]!.id;
+        fresh[id] = addEvidence(fresh[id]!, r, { rescueOf: tags, taskTags: task.tags });
+      });
+    }
   }
   const profiles: ProfileSet = {};
   const utilities: Record<string, number> = {};

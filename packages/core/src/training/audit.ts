@@ -26,13 +26,13 @@ function choose(n: number, k: number): number {
   return r;
 }
 
-/** Runs every sibling `trials` times on the task to judge a routing decision in hindsight. */
+/** Runs every sibling `trials` times on the task (all at once) to judge a routing decision in hindsight. */
 export async function auditDecision(task: Task, decision: RoutingDecision, pool: HarnessPool, trials: number, seed: number, runRollout: RolloutRunner): Promise<AuditRecord> {
+  const runs = await Promise.all(pool.siblings.map((s) => Promise.all(Array.from({ length: trials }, (_, i) => runRollout(task, s, seed + 7919 * i + 1)))));
   const rates: Record<string, number> = {};
-  for (const s of pool.siblings) {
-    const runs = await Promise.all(Array.from({ length: trials }, (_, i) => runRollout(task, s, seed + 7919 * i + 1)));
-    rates[s.id] = runs.filter((r) => r.success).length / trials;
-  }
+  pool.siblings.forEach((s, j) => {
+    rates[s.id] = runs[j]!.filter((r) => r.success).length / trials;
+  });
   const best = Math.max(...Object.values(rates));
   const bestIds = Object.keys(rates).filter((id) => rates[id] === best);
   const n = pool.siblings.length;
