@@ -112,7 +112,8 @@ describe("reanchor, probes in flight together", () => {
       const concurrent = async (task: Task, h: HarnessSpec, seed: number) => {
         calls.push(`${task.id}/${h.id}/${seed}`);
         const h0 = h.id === "h0" ? 1 : 0;
-        most = Math.max(most, (inFlight += h0));
+        inFlight += h0;
+        most = Math.max(most, inFlight);
         await new Promise((r) => setTimeout(r, 0));
         inFlight -= h0;
         return outcome(task, h, seed);
