@@ -66,7 +66,7 @@ describe("confirmation blocks", () => {
 });
 
 describe("a confirmation block over several attempts", () => {
-  it("continues on the code it started on (a commit of its own parts is the same code) and refuses other code", async () => {
+  it("continues on the code it started on (a commit of its own parts or of prose is the same code) and refuses other code", async () => {
     // Prepare
     const root = repoWith([block("C1", "100-139")], true);
     const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
@@ -82,6 +82,12 @@ describe("a confirmation block over several attempts", () => {
     const attempts = await recordAttempt(root, out, git("rev-parse", "HEAD"), new Date("2026-12-02T00:00:00Z"), 1);
     // Assess
     expect(attempts.map((a) => a.codeCommit)).toEqual([first, git("rev-parse", "HEAD")]);
+    mkdirSync(join(root, "docs"));
+    writeFileSync(join(root, "docs", "notes.md"), "the block so far\n");
+    writeFileSync(join(root, "README.md"), "# figures to come\n");
+    git("add", "-A");
+    git("commit", "-qm", "prose only");
+    expect(await recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).toHaveLength(3);
     writeFileSync(join(root, "code.ts"), "export {};\n");
     git("add", "-A");
     git("commit", "-qm", "a code change");

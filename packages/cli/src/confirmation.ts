@@ -117,16 +117,20 @@ export interface Attempt {
   processes: number;
 }
 
+/** What a block's figures cannot depend on: its own parts and results, and the prose about them. */
+const NOT_CODE = ["confirmation/**", "docs/**", "**/*.md"];
+
 /**
  * Appends this attempt to `attempts.json`, refusing to continue a block on other code than its
- * first attempt ran (a commit that only adds the block's own parts and figures is the same code).
+ * first attempt ran (a commit that only adds the block's own parts and figures, or changes
+ * documentation, is the same code).
  */
 export async function recordAttempt(root: string, outDir: string, codeCommit: string, started: Date, processes: number): Promise<Attempt[]> {
   const file = join(outDir, "attempts.json");
   const earlier: Attempt[] = existsSync(file) ? JSON.parse(await readFile(file, "utf8")) : [];
   const first = earlier[0];
   if (first && first.codeCommit !== codeCommit) {
-    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ":(exclude)confirmation"], { cwd: root, encoding: "utf8" }).trim();
+    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ...NOT_CODE.map((p) => `:(exclude,glob)${p}`)], { cwd: root, encoding: "utf8" }).trim();
     if (changed)
       throw new ValidationError("confirm", [
         `this block started on ${first.codeCommit.slice(0, 10)}; the code has changed since (${changed.split("\n").slice(0, 5).join(", ")}): continue it on that code, or declare a new block`,
