@@ -56,6 +56,7 @@ export const SuiteLmFlags = z.strictObject({
   size: z.enum(["toy", "small", "base", "large"]),
   modelSeed: int(0),
   epochs: int(0, 1000),
+  warmStartSeeds: seeds,
   cacheDir: z.string().min(1),
   seeds: seeds.optional(),
   tasks: int(1).optional(),

@@ -130,7 +130,10 @@ export async function recordAttempt(root: string, outDir: string, codeCommit: st
   const earlier: Attempt[] = existsSync(file) ? JSON.parse(await readFile(file, "utf8")) : [];
   const first = earlier[0];
   if (first && first.codeCommit !== codeCommit) {
-    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ...NOT_CODE.map((p) => `:(exclude,glob)${p}`)], { cwd: root, encoding: "utf8" }).trim();
+    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ...NOT_CODE.map((p) => `:(exclude,glob)${p}`)], {
+      cwd: root,
+      encoding: "utf8",
+    }).trim();
     if (changed)
       throw new ValidationError("confirm", [
         `this block started on ${first.codeCommit.slice(0, 10)}; the code has changed since (${changed.split("\n").slice(0, 5).join(", ")}): continue it on that code, or declare a new block`,

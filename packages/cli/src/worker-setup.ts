@@ -90,5 +90,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
       : base.instance,
     policies: tokenUnitPolicies(client, (unit) => `${run}-${unit}`, shared, seedOfUnit),
     sampled: client.sampled,
+    // The worker batches what it is sent at once; the voters here are the statistical ones.
+    speculateRescues: true,
   };
 }

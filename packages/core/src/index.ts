@@ -27,6 +27,7 @@ export * from "./training/config.ts";
 export * from "./training/evaluate.ts";
 export * from "./training/audit.ts";
 export * from "./training/trainer.ts";
+export * from "./training/speculation.ts";
 export * from "./training/rescue-modes.ts";
 export * from "./training/arm-config.ts";
 export * from "./training/samples.ts";

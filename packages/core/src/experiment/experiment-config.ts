@@ -54,6 +54,8 @@ export interface ExperimentDeps {
    * the local-aws and cloud runtimes. `policyId` is `initial/<seed>` or `<arm>/<seed>`.
    */
   runnerFor?: (policyId: string, policy: Policy, seed: number) => RolloutRunner;
+  /** Start each step's rescues at once (see `TrainDeps.speculate`): for a batching policy endpoint with voters that cost nothing. */
+  speculateRescues?: boolean;
   /** Called when one arm of one seed is trained and evaluated (partial results survive a stop). */
   onArmSeed?: (arm: string, result: ArmSeedResult) => void | Promise<void>;
   /** Called when a seed's initial policy has been evaluated (kept for a resumed attempt). */

@@ -67,6 +67,7 @@ export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | 
     probePriority: inst.evolution.h0Failures,
     voters: deps.voters,
     rng: ctx.rng,
+    speculate: deps.speculateRescues,
     onStep: (step: number, record: Parameters<NonNullable<ExperimentDeps["onProgress"]>>[0]["record"]) =>
       deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
   };

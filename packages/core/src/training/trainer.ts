@@ -13,7 +13,8 @@ import type { AuditRecord } from "./audit.ts";
 import type { ArmConfig } from "./arm-config.ts";
 import type { TrainConfig } from "./config.ts";
 import { evaluateTasks } from "./evaluate.ts";
-import { RESCUE_MODES, type GroupResolution } from "./rescue-modes.ts";
+import { RESCUE_MODES, type GroupResolution, type RescueContext } from "./rescue-modes.ts";
+import { speculativeRunner, type SpeculativeRunner } from "./speculation.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
 import { nullForNaN, withTotal, type RolloutCounts, type StepRecord, type TrainerState } from "./train-state.ts";
 
@@ -30,6 +31,13 @@ export interface TrainDeps {
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
   onStep?: (step: number, record: StepRecord) => void;
+  /**
+   * Start the rescues of a step's all-fail groups at once, each as it would run from the step's
+   * starting state, before resolving them in order (see {@link speculativeRunner}): for a
+   * batching policy endpoint. Results are the same; a wrong guess costs rollouts nobody counts.
+   * Routes each rescue twice, so only for voters that cost nothing (not LLM or queued voters).
+   */
+  speculate?: boolean;
 }
 
 export interface TrainResult {
@@ -116,15 +124,17 @@ export class Trainer {
     const step = this.s.step + 1;
     const batch = sample(this.deps.trainTasks, this.config.batchSize, this.deps.rng.fork(`batch:${step}`));
     const groups = await this.collectGroups(batch, step);
+    const ahead = this.deps.speculate ? await this.speculate(batch, groups, step) : undefined;
     const used: Rollout[][] = [];
     const records: StepRecord["groups"] = [];
     for (const [g, task] of batch.entries()) {
       const group = groups[g]!;
       const meanReward = group.reduce((s, r) => s + r.reward, 0) / group.length;
-      const resolved = await this.resolveGroup(task, group, step);
+      const resolved = await this.resolveGroup(task, group, step, ahead?.run ?? this.deps.runRollout);
       if (resolved.rollouts) used.push(resolved.rollouts);
       records.push({ taskId: task.id, meanReward, allFail: resolved.outcome !== "used", outcome: resolved.outcome, ...(resolved.chosen ? { chosen: resolved.chosen } : {}) });
     }
+    await ahead?.settle();
     await this.update(used);
     await this.maybeReanchor(step);
     await this.curvePoint(step);
@@ -171,23 +181,41 @@ export class Trainer {
     return groups;
   }
 
-  private async resolveGroup(task: Task, group: Rollout[], step: number): Promise<GroupResolution | { outcome: "used"; rollouts: Rollout[]; chosen?: undefined }> {
+  private async resolveGroup(
+    task: Task,
+    group: Rollout[],
+    step: number,
+    runRollout: RolloutRunner,
+  ): Promise<GroupResolution | { outcome: "used"; rollouts: Rollout[]; chosen?: undefined }> {
     this.s.rescue.groups++;
     if (!isAllFail(group)) return { outcome: "used", rollouts: group };
     this.s.rescue.allFailGroups++;
-    return RESCUE_MODES[this.arm.rescue]({
-      armName: this.arm.name,
-      task,
-      group,
-      step,
-      seed: (label, i) => this.seedOf(step, task, label, i),
-      config: this.config,
-      pool: this.deps.pool,
-      voters: this.voters,
-      runRollout: this.deps.runRollout,
-      armRng: this.armRng,
-      state: this.s,
+    return RESCUE_MODES[this.arm.rescue](this.rescueContext(task, group, step, this.s, runRollout));
+  }
+
+  private rescueContext(task: Task, group: readonly Rollout[], step: number, state: TrainerState, runRollout: RolloutRunner): RescueContext {
+    const { config, voters, armRng } = this;
+    return { armName: this.arm.name, task, group, step, seed: (label, i) => this.seedOf(step, task, label, i), config, pool: this.deps.pool, voters, runRollout, armRng, state };
+  }
+
+  /**
+   * Dry-runs every all-fail group's rescue at once on a copy of the state as that group will find
+   * it, as far as it is known before the rescues ahead of it end (each of those routes once, and
+   * resamples one group while the budget lasts), and keeps the rollouts they started.
+   */
+  private async speculate(batch: readonly Task[], groups: readonly Rollout[][], step: number): Promise<SpeculativeRunner> {
+    const ahead = speculativeRunner(this.deps.runRollout);
+    let before = 0;
+    const dryRuns = batch.map((task, g) => {
+      if (!isAllFail(groups[g]!)) return undefined;
+      const guess = this.state();
+      guess.decisionsOmitted += before;
+      guess.extraLeft = Math.max(0, guess.extraLeft - before * this.config.groupSize);
+      before++;
+      return RESCUE_MODES[this.arm.rescue](this.rescueContext(task, groups[g]!, step, guess, ahead.prefetch));
     });
+    await Promise.allSettled(dryRuns);
+    return ahead;
   }
 
   private async update(used: readonly Rollout[][]): Promise<void> {
