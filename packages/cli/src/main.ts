@@ -175,7 +175,11 @@ const suiteLmOptions = (c: Command) =>
     )
     .option("--model-seed <n>", "the model's initial weights and data order", String(0))
     .option("--epochs <n>", "supervised epochs of the warm start", String(SuiteLmRecipe.parse({}).epochs))
-    .option("--warm-start-seeds <list>", "suite instances whose train and dev episodes the warm start imitates (never an experiment's seeds)", SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","))
+    .option(
+      "--warm-start-seeds <list>",
+      "suite instances whose train and dev episodes the warm start imitates (never an experiment's seeds)",
+      SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","),
+    )
     .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
 const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[] }) =>
   SuiteLmRecipe.parse({ size: o.size, seed: o.modelSeed, epochs: o.epochs, warmStart: { suiteSeeds: o.warmStartSeeds } });
