@@ -150,9 +150,8 @@ describe("harness-s CLI", () => {
     expect(top).toEqual(["experiment", "confirm", "report", "tune", "suite-lm", "evolve", "serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
     expect(dbbench).toEqual(["verify", "eval"]);
     expect(suiteLm).toEqual(["build", "compare"]);
-    for (const cmd of [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])]) {
-      const { stdout } = await run("node", [...cli, ...cmd, "--help"]);
-      expect(stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
-    }
+    const commands = [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])];
+    const helps = await Promise.all(commands.map((cmd) => run("node", [...cli, ...cmd, "--help"], { timeout: 110_000 })));
+    for (const [i, cmd] of commands.entries()) expect(helps[i]!.stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
   }, 120_000);
 });
