@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BLOCKS_FILE, declaredBlock, parseConfirmationFile, recordAttempt, splitSeeds } from "../../packages/cli/src/confirmation.ts";
+import { suiteLmBuildArgs } from "../../packages/cli/src/commands/confirm.ts";
 
 const block = (id: string, seeds: string) => ({ id, seeds, declared: "2026-12-01", purpose: "test", experiment: [] });
 const file = (blocks: unknown[], developmentSeeds = ["1-25"]) => ({ rule: "once", developmentSeeds, blocks });
@@ -92,5 +93,21 @@ describe("a confirmation block over several attempts", () => {
     git("add", "-A");
     git("commit", "-qm", "a code change");
     await expect(recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).rejects.toThrow(/the code has changed since \(code\.ts\)/);
+  });
+});
+
+describe("a token-level block", () => {
+  it("builds its suite LM once, where its parts will look for it, before they start", () => {
+    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model", "suite-lm", "--model-cache", "confirmation/C3/model", "--suite-lm-size=base"])).toEqual([
+      "suite-lm",
+      "build",
+      "--size",
+      "base",
+      "--cache-dir",
+      "confirmation/C3/model",
+    ]);
+    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model=suite-lm"])).toEqual(["suite-lm", "build", "--size", "small"]);
+    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model", "suite-lm", "--policy-url", "http://127.0.0.1:8765"])).toBeUndefined();
+    expect(suiteLmBuildArgs(["--sweep", "router"])).toBeUndefined();
   });
 });

@@ -32,6 +32,16 @@ function runPart(args: string[], label: string): Promise<void> {
   });
 }
 
+/** The one `suite-lm build` a block at token level needs before its parts start (they would race to build it), or none. */
+export function suiteLmBuildArgs(experiment: readonly string[]): string[] | undefined {
+  const flag = (name: string) => {
+    const i = experiment.indexOf(name);
+    return i >= 0 ? experiment[i + 1] : experiment.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+  };
+  if (flag("--policy-model") !== "suite-lm" || flag("--policy-url")) return undefined;
+  return ["suite-lm", "build", "--size", flag("--suite-lm-size") ?? "small", ...(flag("--model-cache") ? ["--cache-dir", flag("--model-cache")!] : [])];
+}
+
 /**
  * `harness-s confirm C1`: runs a declared confirmation block once. The block must be in the
  * committed `confirmation/blocks.json`, the tree clean, and the block never run; the figures and
@@ -52,6 +62,8 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   const dirs = parts.map((_, i) => join(declared.outDir, "parts", `part-${i + 1}`));
   await mkdir(declared.outDir, { recursive: true });
   const attempts = await recordAttempt(opts.root, declared.outDir, declared.codeCommit, started, parts.length);
+  const build = suiteLmBuildArgs(declared.block.experiment);
+  if (build) await runPart(build, "suite-lm build");
   await Promise.all(
     parts.map((seeds, i) => {
       const resume = existsSync(join(dirs[i]!, "checkpoint.json")) ? ["--resume"] : [];
