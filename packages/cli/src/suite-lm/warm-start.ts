@@ -6,7 +6,7 @@ import type { ExperimentDeps } from "@harness-s/core";
 
 export const WarmStartOptions = z.object({
   /** Suite instances whose train and dev tasks (and evolved candidate harnesses) the data come from. */
-  suiteSeeds: z.array(z.number().int()).min(1).default([9001, 9002]),
+  suiteSeeds: z.array(z.number().int()).min(1).default([9001, 9002, 9003, 9004]),
   /** Episodes per task under H0. */
   h0Samples: z.number().int().min(0).default(4),
   /** Episodes per task, each under a candidate harness drawn at random (kept or not by evolution). */
