@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import threading
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,15 @@ def eos_ids_of(model, tokenizer) -> frozenset[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)
     return frozenset(int(i) for i in ids)
+
+
+def delete_adapters(model: PeftModel, *names: str) -> None:
+    """Deletes adapters without peft's warning that the active one is gone: every use of the
+    model sets the adapter it needs first (`active_adapter` is read, never remembered)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Adapter .* was active which is now deleted", category=UserWarning)
+        for name in names:
+            model.delete_adapter(name)
 
 
 class Policies:
@@ -145,8 +155,7 @@ class Policies:
                     if restore is not None:
                         apply_checkpoint(self, policy, restore)
                 except Exception:
-                    self.model.delete_adapter(adapter)
-                    self.model.delete_adapter(f"{adapter}t")
+                    delete_adapters(self.model, adapter, f"{adapter}t")
                     raise
                 self.model.eval()
             self.policies[pid] = policy
@@ -160,8 +169,7 @@ class Policies:
         def drop() -> None:
             with self.model_lock:
                 assert self.model is not None
-                self.model.delete_adapter(p.adapter)
-                self.model.delete_adapter(p.train_adapter)
+                delete_adapters(self.model, p.adapter, p.train_adapter)
             self.engine.forget(f"{pid}/")
 
         self.engine.barrier(p.adapter, drop).result()

@@ -10,7 +10,7 @@ import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
-import { renderStartTable } from "../suite-lm/compare.ts";
+import { startTableSection } from "../suite-lm/compare.ts";
 import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
 import { ensureSuiteLm, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
 import { runPairedSweep, sweepFile, type PairedSweep, type SweepKind } from "../sweeps.ts";
@@ -177,8 +177,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     pairedSweeps.push(result);
   }
   await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-  const atStart = startRows ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(startRows)}` : "";
-  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + atStart);
+  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows));
   await writePlots(runDir, summary, sweep, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, runDir);
   return summary;

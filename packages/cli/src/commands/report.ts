@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/core";
 import { readJsonFile } from "../json-file.ts";
@@ -6,6 +6,7 @@ import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { PoolsFile } from "../report/harm.ts";
 import { mergeSweepParts } from "../sweeps.ts";
+import { startTableSection, type StartRow } from "../suite-lm/compare.ts";
 
 async function readSummary(dir: string): Promise<ExperimentSummary> {
   const path = join(dir, "summary.json");
@@ -17,7 +18,8 @@ async function readSummary(dir: string): Promise<ExperimentSummary> {
 /**
  * `harness-s report RUN... --out DIR`: pools runs of one configuration on disjoint seeds into one
  * summary (as if one run had all the seeds) and writes its summary.json, report.md and plots;
- * the runs' pools.json and router/re-anchoring sweeps are pooled too when every run has them.
+ * the runs' pools.json, router/re-anchoring sweeps and before-training tables (token-level runs)
+ * are pooled too when every run has them.
  */
 export async function reportCommand(runs: string[], out: string): Promise<ExperimentSummary> {
   const started = Date.now();
@@ -28,7 +30,17 @@ export async function reportCommand(runs: string[], out: string): Promise<Experi
   const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;
   if (pools) await writeFile(join(out, "pools.json"), JSON.stringify(pools, null, 2));
   const pairedSweeps = await mergeSweepParts(runs, out, (line) => process.stderr.write(`${line}\n`));
-  await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }));
+  const startParts = await Promise.all(
+    runs.map((dir) =>
+      readFile(join(dir, "start-table.json"), "utf8").then(
+        (t) => JSON.parse(t) as StartRow[],
+        () => undefined,
+      ),
+    ),
+  );
+  const startRows = startParts.every((p) => p !== undefined) ? startParts.flat().sort((a, b) => a.seed - b.seed) : undefined;
+  if (startRows) await writeFile(join(out, "start-table.json"), JSON.stringify(startRows, null, 2));
+  await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }) + startTableSection(startRows));
   await writePlots(out, summary, undefined, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, out);
   return summary;

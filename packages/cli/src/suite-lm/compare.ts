@@ -88,3 +88,8 @@ export function renderStartTable(rows: readonly StartRow[]): string {
   );
   return `${lines.join("\n")}\n`;
 }
+
+/** The report's section on the two policies before training (empty without rows). */
+export function startTableSection(rows: readonly StartRow[] | undefined): string {
+  return rows?.length ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(rows)}` : "";
+}
