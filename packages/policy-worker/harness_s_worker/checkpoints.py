@@ -20,7 +20,8 @@ def save_checkpoint(policies, pid: str) -> dict:
         with policies.model_lock:
             weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapter_params(p.adapter))}
             torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optimizer.state_dict()}, path / "state.pt")
-            policies.model.save_pretrained(str(path), selected_adapters=[p.adapter])
+            # The adapter only: a LoRA on lm_head leaves the base layer as it was, and a restore needs the same base model.
+            policies.model.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
         forget_older(path.parent, p.version)
         return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
 
