@@ -82,7 +82,7 @@ program
   )
   .addOption(new Option("--suite-lm-size <s>", "the suite LM's size (see `harness-s suite-lm build`)").choices(["toy", "small", "base", "large"]).default("small"))
   .option("--model-cache <dir>", "where suite LMs are kept, by recipe hash", ".harness-s/models")
-  .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters", String(1e-2))
+  .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters (3e-3: the suite LM learns without collapsing, docs/token-level.md)", String(3e-3))
   .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
   .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
   .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")

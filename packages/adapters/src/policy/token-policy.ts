@@ -25,7 +25,7 @@ export interface TokenPolicyOptions {
   /** The tools of a task's environment as JSON schemas (the function name is the action). */
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
   maxTokens?: number;
-  /** AdamW learning rate for the adapter (the trainer's own `learningRate` is the embedded policy's). */
+  /** AdamW learning rate for the adapter (default 3e-3, where the suite LM learned without collapsing; the trainer's own `learningRate` is the embedded policy's). */
   learningRate?: number;
   /** Sample only at this version (a dispatch worker's rollout asked for it); the worker answers 409 otherwise. */
   expectVersion?: number;
@@ -192,7 +192,7 @@ export class TokenPolicy implements Policy {
       base_version: batch.baseVersion,
       datums,
       loss: { clip_low: batch.settings.clipEpsilon, clip_high: batch.settings.clipEpsilon, kl_coef: batch.settings.klCoef },
-      optim: { lr: this.opts.learningRate ?? 1e-2, epochs: batch.settings.epochs },
+      optim: { lr: this.opts.learningRate ?? 3e-3, epochs: batch.settings.epochs },
     });
     this.current = job.version!;
     return { version: this.current, metrics: { loss: job.metrics!.loss, clippedFraction: job.metrics!.clip_fraction, kl: job.metrics!.kl, steps: datums.length } };
