@@ -31,7 +31,7 @@ describe("DBBench gold replay through the full environment (MariaDB)", () => {
     const r = await verifyGold(dev, engine, "dev", { concurrency: 8 });
     expect(r.mutations).toEqual({ matched: 40, total: 40 });
     expect(r.selects).toEqual({ matched: 20, total: 20 });
-  }, 60_000);
+  }, 240_000);
 
   it("SQLite: 198 of 200 standard mutations (accent-insensitive match, and 225), all selects; dev all 60", async () => {
     const sqlite = new SqliteEngine();
@@ -41,7 +41,7 @@ describe("DBBench gold replay through the full environment (MariaDB)", () => {
     expect(r.unmatched).toEqual(["standard-206", "standard-225"]);
     const d = await verifyGold(dev, sqlite, "dev");
     expect(d.mutations.matched + d.selects.matched).toBe(60);
-  }, 60_000);
+  }, 240_000);
 });
 
 describe("rollout isolation on the MariaDB server", () => {

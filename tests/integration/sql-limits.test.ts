@@ -27,8 +27,11 @@ const SHOWN = /^\[\('x{797}\[TRUNCATED\]$/;
 const rowsOf = (n: number, value: string) => `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) SELECT ${value} FROM c`;
 
 describe("SQLite: a huge result, a huge database, a timeout", () => {
-  const engine = new SqliteEngine({ statementMs: 2_000 });
-  afterAll(() => engine.shutdown());
+  // The size tests are about the size limits: their statement limit is far past any run time
+  // here, so a loaded machine cannot turn one into a timeout. The timeout test has its own 2 s.
+  const engine = new SqliteEngine({ statementMs: 120_000 });
+  const hurried = new SqliteEngine({ statementMs: 2_000 });
+  afterAll(() => Promise.all([engine.shutdown(), hurried.shutdown()]));
 
   it("shows 800 characters of 10,000 rows of 20 KB (and of one 60 MB value) without holding the result", async () => {
     const db = await engine.open(rows[0]!);
@@ -41,7 +44,7 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     expect(one.grewMb).toBeLessThan(64);
     expect((await db.execute("SELECT 1")).text).toBe("[(1,)]");
     await db.close();
-  });
+  }, 240_000);
 
   it("fails a write past the database cap, and a value past the sandbox's memory, and keeps answering", async () => {
     const db = await engine.open(rows[0]!);
@@ -55,7 +58,7 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     expect((await db.execute("SELECT count(*) FROM b")).text).toBe("[(1,)]");
     expect((await db.execute("CREATE TEMP TABLE t (a)")).errorClass).toBe("denied");
     await db.close();
-  });
+  }, 240_000);
 
   it("fills to its cap and no further, telling the agent the truth about every write", async () => {
     const db = await engine.open(rows[0]!);
@@ -70,17 +73,17 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     await db.close();
     // A cap set past what the sandbox can snapshot: a write whose snapshot cannot reach the
     // parent ends the sandbox and is undone, so what the agent was told still holds.
-    const roomy = new SqliteEngine({ maxDatabaseBytes: 64 * 1024 * 1024 });
+    const roomy = new SqliteEngine({ maxDatabaseBytes: 64 * 1024 * 1024, statementMs: 120_000 });
     const big = await roomy.open(rows[0]!);
     await big.execute("CREATE TABLE b (x BLOB)");
     let ok = 0;
     for (let i = 0; i < 9; i++) if ((await big.execute("INSERT INTO b VALUES (randomblob(7000000))")).kind === "ok") ok++;
     expect((await big.execute("SELECT count(*) FROM b")).text).toBe(`[(${ok},)]`);
     await roomy.shutdown();
-  });
+  }, 240_000);
 
   it("restores the database after a timeout without re-running a write: RETURNING rows stay, random values keep their value", async () => {
-    const db = await engine.open(rows[0]!);
+    const db = await hurried.open(rows[0]!);
     await db.execute("CREATE TABLE r AS SELECT abs(random()) AS v");
     await db.execute("CREATE TABLE k (a TEXT)");
     const returned = await db.execute("INSERT INTO k VALUES ('kept') RETURNING a");
