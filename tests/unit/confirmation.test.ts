@@ -67,7 +67,7 @@ describe("confirmation blocks", () => {
 });
 
 describe("a confirmation block over several attempts", () => {
-  it("continues on the code it started on (a commit of its own parts or of prose is the same code) and refuses other code", async () => {
+  it("continues on the code it started on (a commit of its own parts, prose or tests is the same code) and refuses other code", async () => {
     // Prepare
     const root = repoWith([block("C1", "100-139")], true);
     const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
@@ -86,8 +86,10 @@ describe("a confirmation block over several attempts", () => {
     mkdirSync(join(root, "docs"));
     writeFileSync(join(root, "docs", "notes.md"), "the block so far\n");
     writeFileSync(join(root, "README.md"), "# figures to come\n");
+    mkdirSync(join(root, "tests"));
+    writeFileSync(join(root, "tests", "a.test.ts"), "export {};\n");
     git("add", "-A");
-    git("commit", "-qm", "prose only");
+    git("commit", "-qm", "prose and tests only");
     expect(await recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).toHaveLength(3);
     writeFileSync(join(root, "code.ts"), "export {};\n");
     git("add", "-A");

@@ -117,13 +117,13 @@ export interface Attempt {
   processes: number;
 }
 
-/** What a block's figures cannot depend on: its own parts and results, and the prose about them. */
-const NOT_CODE = ["confirmation/**", "docs/**", "**/*.md"];
+/** What a block's figures cannot depend on: its own parts and results, the prose about them, and the tests and CI that `experiment` never runs. */
+const NOT_CODE = ["confirmation/**", "docs/**", "**/*.md", "tests/**", ".ci/**"];
 
 /**
  * Appends this attempt to `attempts.json`, refusing to continue a block on other code than its
  * first attempt ran (a commit that only adds the block's own parts and figures, or changes
- * documentation, is the same code).
+ * documentation, tests or CI, is the same code).
  */
 export async function recordAttempt(root: string, outDir: string, codeCommit: string, started: Date, processes: number): Promise<Attempt[]> {
   const file = join(outDir, "attempts.json");
