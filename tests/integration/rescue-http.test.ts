@@ -21,7 +21,7 @@ beforeAll(async () => {
   await seedPool(deps, inst.evolution.pool, inst.evolution.initialProfiles);
   key = await addKey(deps, "k", ["rescues"]);
   api = await startApi(deps);
-});
+}, 120_000); // evolving the pool is CPU work: on a loaded machine well past the default 10 s
 afterAll(() => api.close());
 
 const sqsEvent = (envelopes: Envelope[], receive = 1) => ({
