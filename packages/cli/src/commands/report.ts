@@ -1,4 +1,5 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
+import { z } from "zod";
 import { join } from "node:path";
 import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/core";
 import { readJsonFile } from "../json-file.ts";
@@ -6,7 +7,7 @@ import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { PoolsFile } from "../report/harm.ts";
 import { mergeSweepParts } from "../sweeps.ts";
-import { startTableSection, type StartRow } from "../suite-lm/compare.ts";
+import { StartRow, startTableSection } from "../suite-lm/compare.ts";
 
 async function readSummary(dir: string): Promise<ExperimentSummary> {
   const path = join(dir, "summary.json");
@@ -30,14 +31,7 @@ export async function reportCommand(runs: string[], out: string): Promise<Experi
   const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;
   if (pools) await writeFile(join(out, "pools.json"), JSON.stringify(pools, null, 2));
   const pairedSweeps = await mergeSweepParts(runs, out, (line) => process.stderr.write(`${line}\n`));
-  const startParts = await Promise.all(
-    runs.map((dir) =>
-      readFile(join(dir, "start-table.json"), "utf8").then(
-        (t) => JSON.parse(t) as StartRow[],
-        () => undefined,
-      ),
-    ),
-  );
+  const startParts = await Promise.all(runs.map((dir) => readJsonFile(join(dir, "start-table.json"), z.array(StartRow))));
   const startRows = startParts.every((p) => p !== undefined) ? startParts.flat().sort((a, b) => a.seed - b.seed) : undefined;
   if (startRows) await writeFile(join(out, "start-table.json"), JSON.stringify(startRows, null, 2));
   await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }) + startTableSection(startRows));

@@ -1,18 +1,21 @@
+import { z } from "zod";
 import { evaluateTasks, evenlySpaced, hash32, mean, pearson, runEpisode, type Environment, type ExperimentDeps, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
 
-export interface PolicyAtStart {
-  h0: { train: number; heldout: number };
+export const PolicyAtStart = z.object({
+  h0: z.object({ train: z.number(), heldout: z.number() }),
   /** Success on the train subset under each sibling of the frozen pool, minus H0's there. */
-  siblings: Record<string, number>;
-}
+  siblings: z.record(z.string(), z.number()),
+});
+export type PolicyAtStart = z.infer<typeof PolicyAtStart>;
 
-export interface StartRow {
-  seed: number;
-  embedded: PolicyAtStart;
-  tokenModel: PolicyAtStart;
+export const StartRow = z.object({
+  seed: z.number().int(),
+  embedded: PolicyAtStart,
+  tokenModel: PolicyAtStart,
   /** The repair direction of each sibling. */
-  directions: Record<string, string>;
-}
+  directions: z.record(z.string(), z.string()),
+});
+export type StartRow = z.infer<typeof StartRow>;
 
 async function atStart(
   env: Environment,

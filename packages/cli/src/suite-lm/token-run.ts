@@ -1,7 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { ValidationError, type ExperimentConfig, type ExperimentDeps, type ProfileSet } from "@harness-s/core";
 import type { WorkerDeps, WorkerPolicyOptions } from "../worker-setup.ts";
-import { startTable, type StartRow } from "./compare.ts";
+import { z } from "zod";
+import { readJsonFile } from "../json-file.ts";
+import { StartRow, startTable } from "./compare.ts";
 
 // What an experiment with its policy at a worker keeps beside its checkpoint, and its progress line.
 
@@ -38,8 +40,8 @@ export async function startTableOnce(
   token: Omit<ExperimentDeps, "onProgress">,
   config: ExperimentConfig,
 ): Promise<StartRow[]> {
-  const saved = await readFile(file, "utf8").catch(() => undefined);
-  if (saved) return JSON.parse(saved) as StartRow[];
+  const saved = await readJsonFile(file, z.array(StartRow));
+  if (saved) return saved;
   const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: 3 }, (seed) =>
     process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
   );
