@@ -6,8 +6,12 @@ import type { TableNames } from "./tables.ts";
 
 /** Message ids one transaction claims at most (DynamoDB allows 100 items; one is the profile). */
 const MAX_CLAIMS = 99;
-/** Transactions tried per batch before its messages fail (and SQS redelivers them). */
-const MAX_ATTEMPTS = 30;
+/**
+ * How long a batch keeps retrying moved revisions before its messages fail (and SQS redelivers
+ * them). A time budget, not a count of tries: under contention some writer commits every round,
+ * but how many rounds one writer loses depends on how the others interleave.
+ */
+const RETRY_BUDGET_MS = 20_000;
 /** The longest wait between two tries (full jitter: a random wait up to min(this, 10 ms · 2^try)). */
 const MAX_BACKOFF_MS = 500;
 
@@ -25,8 +29,11 @@ interface PendingApply {
  * applied to that harness writes the repaired profile back.
  */
 export class DynamoProfileStore implements ProfileStore, ProfileLedger {
-  /** Transactions written for evidence, and how many of them met a moved revision (for benches and tests). */
-  readonly stats = { transactions: 0, conflicts: 0 };
+  /**
+   * Transactions written for evidence, how many committed, and how many met a moved revision (for
+   * benches and tests). Conflicts grow with contention (and so with machine load); commits do not.
+   */
+  readonly stats = { transactions: 0, commits: 0, conflicts: 0 };
   private readonly pending = new Map<string, PendingApply[]>();
   private readonly flushing = new Set<string>();
 
@@ -34,6 +41,7 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
     private readonly log: (line: string) => void = (line) => console.warn(line),
+    private readonly retryBudgetMs = RETRY_BUDGET_MS,
   ) {}
 
   private decode(item: Record<string, unknown>): Profile {
@@ -111,9 +119,10 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
       }
     };
     let live = [...byId.keys()];
+    const deadline = performance.now() + this.retryBudgetMs;
     for (let attempt = 0; live.length > 0; attempt++) {
-      if (attempt === MAX_ATTEMPTS) {
-        for (const id of live) settle(id, new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers`));
+      if (attempt > 0 && performance.now() >= deadline) {
+        for (const id of live) settle(id, new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers for ${this.retryBudgetMs} ms`));
         return;
       }
       if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
@@ -140,6 +149,7 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
       this.stats.transactions++;
       try {
         await this.doc.send(new TransactWriteCommand({ TransactItems: [...live.map((id) => this.claim(id)), this.revision(poolId, harnessId, next, rev)] }));
+        this.stats.commits++;
         for (const id of live) settle(id, "applied");
         return;
       } catch (err) {
