@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
-  ARM_NAMES,
+  ArmName,
   EXPERIMENT_LIMITS,
   EvidenceReport,
   ExperimentRequest,
@@ -27,7 +27,7 @@ import type { ApiDeps } from "./deps.ts";
 import { errorResponse, idParam, limitUrl, meterCompute, parseBody, requireScope, type ApiEnv } from "./http.ts";
 import { ROUTES, documentConfig, registerSecurity } from "./routes.ts";
 
-const StepsQuery = z.object({ arm: z.enum(ARM_NAMES).optional(), seed: z.coerce.number().int().min(0).optional() });
+const StepsQuery = z.object({ arm: ArmName.optional(), seed: z.coerce.number().int().min(0).optional() });
 
 /**
  * The router API. Handlers only authorise, parse, call one use-case and map the result.

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ARM_NAMES } from "@harness-s/core";
+import { ArmList } from "@harness-s/core";
 import { TuningObjective } from "./tuning/rule.ts";
 import { EvalOptions, VerifyOptions } from "./commands/dbbench.ts";
 import { int, jsonFlag, num, port, probability, seeds, TrainOverrides, url } from "./flags.ts";
@@ -20,7 +20,7 @@ export const ExperimentFlags = z
     arms: z
       .string()
       .transform((v) => v.split(",").map((s) => s.trim()))
-      .pipe(z.array(z.enum(ARM_NAMES, { error: (i) => `unknown arm ${JSON.stringify(i.input)} (choose from ${ARM_NAMES.join(", ")})` })))
+      .pipe(ArmList)
       .optional(),
     out: z.string().min(1).optional(),
     quick: z.boolean(),

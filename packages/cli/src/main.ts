@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { ZodError } from "zod";
-import { ARM_NAMES, HarnessSError, formatIssues } from "@harness-s/core";
+import { HarnessSError, armNames, formatIssues } from "@harness-s/core";
 import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { dbbenchEvalCommand, dbbenchVerifyCommand } from "./commands/dbbench.ts";
 import { policyServeCommand, policyServeDefaults } from "./commands/policy-serve.ts";
@@ -39,7 +39,7 @@ program
   .command("experiment")
   .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
   .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25 (default: 1-5, or 1-3 with --quick)")
-  .option("--arms <list>", `arms to run, comma-separated (default: all of ${ARM_NAMES.join(", ")})`)
+  .option("--arms <list>", `arms to run, comma-separated (default: all of ${armNames().join(", ")})`)
   .option("--out <dir>", "output folder (default results/<timestamp>)")
   .option("--quick", "a smoke run: 3 seeds, 10 steps, fewer evaluation samples", false)
   .option(

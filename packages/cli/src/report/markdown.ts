@@ -106,7 +106,7 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
   }
   out.push("", "## Router", "");
   out.push("| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |", "|---|---|---|---|---|---|");
-  for (const a of s.arms.filter((x) => x.name.startsWith("harness-s"))) {
+  for (const a of s.arms.filter((x) => x.rank1 !== undefined)) {
     const r = a.perSeed.map((p) => p.rescue);
     const acc = a.perSeed.map((p) => p.routerAccuracy).filter((x) => x && x.rescuable > 0);
     const rescuable = acc.reduce((n, x) => n + x!.rescuable, 0);

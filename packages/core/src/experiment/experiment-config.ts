@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ArmList, armNames } from "./arms.ts";
 import type { EvolutionResult } from "../evolution/evolve.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { Protocol, type Task } from "../task.ts";
@@ -8,16 +9,10 @@ import type { Voter } from "../voting/ballot.ts";
 import type { ArmSeedResult, SeedBaseline } from "./summary.ts";
 import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
 
-export const ARM_NAMES = ["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"] as const;
-
 export const ExperimentConfig = z.object({
   seeds: z.array(z.number().int()).min(1).default([1, 2, 3, 4, 5]),
-  arms: z
-    .array(z.enum(ARM_NAMES))
-    .min(1)
-    .refine((arms) => new Set(arms).size === arms.length, "an arm is listed twice")
-    .refine((arms) => !arms.includes("grpo-budget") || arms.includes("harness-s"), "grpo-budget gets harness-s's extra rollouts: run it with harness-s")
-    .default([...ARM_NAMES]),
+  /** Registered arms (see `registerArm`); default every one. */
+  arms: ArmList.default(() => armNames()),
   train: TrainConfig.default(TrainConfig.parse({})),
   evalSamples: z.number().int().min(3).default(6),
   singleVoter: z.string().default("failure-tag-evidence"),

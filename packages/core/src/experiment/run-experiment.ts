@@ -3,12 +3,14 @@ import type { Environment } from "../ports.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import { evaluateTasks } from "../training/evaluate.ts";
 import { createRng, hash32, type Rng } from "../util/rng.ts";
+import { budgetSource, extraRolloutsOf, runOrder } from "./arms.ts";
 import { summarise } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
 import type { ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
 import { evalSet, score, trainUnit } from "./unit.ts";
 
 export * from "./experiment-config.ts";
+export * from "./arms.ts";
 
 /** The default {@link ExperimentDeps.runnerFor}: every rollout runs here, with the policy itself. */
 export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["runnerFor"]> {
@@ -54,7 +56,8 @@ async function seedBaseline(
  * Trains every arm over every seed from the same initial policy per seed, on that seed's
  * benchmark instance and frozen pool (see {@link ExperimentDeps.instance}), evaluates all of them
  * under H0 on train and held-out tasks with paired seeds, and summarises. `grpo-budget` gets,
- * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring). With
+ * per seed, exactly the extra rollouts that `harness-s` spent (rescue + re-anchoring): what each
+ * arm does comes from its registered definition (`registerArm`). With
  * `shouldYield` an attempt may pause at a unit or step boundary: `{ kind: "paused" }`, and the
  * next attempt (with `resume`) continues there.
  *
@@ -63,7 +66,8 @@ async function seedBaseline(
  * if (outcome.kind === "done") report(outcome.summary);
  */
 export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentOutcome> {
-  const order = [...config.arms].sort((a, b) => (a === "harness-s" ? -1 : b === "harness-s" ? 1 : 0));
+  const order = runOrder(config.arms);
+  const source = budgetSource()?.name;
   const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
   const baselines: SeedBaseline[] = [];
   const instances = new Map<number, SeedInstance>();
@@ -80,14 +84,14 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
     for (const name of order) {
       const done = deps.resume?.results.find((r) => r.arm === name && r.result.seed === seed)?.result;
       if (done) {
-        if (name === "harness-s") extra = done.rolloutBreakdown.rescue + done.rolloutBreakdown.reanchor;
+        if (name === source) extra = extraRolloutsOf(done.rolloutBreakdown);
         perArm.get(name)!.push(done);
         continue;
       }
       if (trainedNow > 0 && deps.shouldYield?.()) return paused();
       const unit = await trainUnit({ config, deps, inst, seed, rng, runnerFor, name, extra });
       if (unit.kind === "paused") return paused();
-      if (name === "harness-s") extra = unit.result.rolloutBreakdown.rescue + unit.result.rolloutBreakdown.reanchor;
+      if (name === source) extra = extraRolloutsOf(unit.result.rolloutBreakdown);
       trainedNow++;
       perArm.get(name)!.push(unit.result);
       await deps.onArmSeed?.(name, unit.result);

@@ -1,3 +1,4 @@
+import { armDefinition } from "./arms.ts";
 import { mean, spearman } from "../metrics/stats.ts";
 import type { ExperimentConfig, SeedInstance } from "./experiment-config.ts";
 import type { ArmSeedResult, ArmSummary, ExperimentSummary, SeedBaseline } from "./summary.ts";
@@ -82,7 +83,7 @@ export function assembleSummary(config: ExperimentConfig, parts: SummaryParts): 
       h0: { train: avgScore(runs.map((r) => r.h0.train)), heldout: avgScore(runs.map((r) => r.h0.heldout)) },
       perSeed: runs,
     };
-    if (name.startsWith("harness-s")) {
+    if (armDefinition(name).rank1) {
       summary.rank1 = {
         before: { heldout: avgScore(runs.map((r) => rank1Before.get(r.seed)!)) },
         after: { heldout: avgScore(runs.map((r) => r.rank1!.heldout)) },

@@ -2,12 +2,12 @@ import { rank1Picker } from "../inference/rank1.ts";
 import { mean } from "../metrics/stats.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import type { Task } from "../task.ts";
-import { ArmConfig } from "../training/arm-config.ts";
 import { evaluateTasks, type Evaluation } from "../training/evaluate.ts";
 import { Trainer, type TrainResult } from "../training/trainer.ts";
 import { nullForNaN, withoutDecisions } from "../training/train-state.ts";
 import { hash32, type Rng } from "../util/rng.ts";
-import type { ARM_NAMES, ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
+import { armConfig, armDefinition } from "./arms.ts";
+import type { ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
 import type { ArmSeedResult } from "./summary.ts";
 import { unitPolicy } from "./unit-policies.ts";
 import { evenlySpaced } from "../util/evenly-spaced.ts";
@@ -19,24 +19,6 @@ export function evalSet(config: ExperimentConfig, tasks: readonly Task[]): reado
   return config.evalTasks === undefined ? tasks : evenlySpaced(tasks, config.evalTasks);
 }
 
-/** Each experiment arm as a trainer configuration (`extra`: what grpo-budget may resample). */
-export function armConfig(name: (typeof ARM_NAMES)[number], extra: number, singleVoter: string): ArmConfig {
-  switch (name) {
-    case "grpo":
-      return ArmConfig.parse({ name, rescue: "none", reanchor: false });
-    case "grpo-budget":
-      return ArmConfig.parse({ name, rescue: "resample-h0", extraBudget: extra, reanchor: false });
-    case "harness-s":
-      return ArmConfig.parse({ name, rescue: "router" });
-    case "harness-s-random":
-      return ArmConfig.parse({ name, rescue: "random", reanchor: false });
-    case "harness-s-noreanchor":
-      return ArmConfig.parse({ name, rescue: "router", reanchor: false });
-    case "harness-s-single-voter":
-      return ArmConfig.parse({ name, rescue: "router", voters: [singleVoter] });
-  }
-}
-
 export interface UnitContext {
   config: ExperimentConfig;
   deps: ExperimentDeps;
@@ -44,7 +26,9 @@ export interface UnitContext {
   seed: number;
   rng: Rng;
   runnerFor: NonNullable<ExperimentDeps["runnerFor"]>;
-  name: (typeof ARM_NAMES)[number];
+  /** A registered arm (see `registerArm`). */
+  name: string;
+  /** What the seed's budget-source arm spent beyond training (a budget-matched arm's extra budget). */
   extra: number;
 }
 
@@ -87,6 +71,7 @@ export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | 
 async function evaluatedResult(ctx: UnitContext, trained: TrainResult, runRollout: Parameters<typeof evaluateTasks>[4]): Promise<ArmSeedResult> {
   const { config, deps, inst, seed, name } = ctx;
   const { pool, initialProfiles } = inst.evolution;
+  const { rank1 } = armDefinition(name);
   const evalBase = hash32("eval", seed);
   const train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runRollout);
   const held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runRollout);
@@ -101,13 +86,13 @@ async function evaluatedResult(ctx: UnitContext, trained: TrainResult, runRollou
     rescue: trained.rescue,
     curve: trained.curve,
     utilities: [
-      ...(name.startsWith("harness-s") ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }] : []),
+      ...(rank1 ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }] : []),
       ...trained.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
     ],
     siblingDirections: Object.fromEntries(pool.siblings.map((sib) => [sib.id, sib.provenance.direction])),
     chosenCounts: trained.chosenCounts,
   };
-  if (name.startsWith("harness-s")) {
+  if (rank1) {
     const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: ctx.rng.fork(`rank1:${name}`) });
     result.rank1 = { heldout: score(await evaluateTasks(evalSet(config, inst.heldout), pick, config.evalSamples, evalBase, runRollout)) };
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ARM_NAMES } from "../experiment/run-experiment.ts";
+import { ArmList } from "../experiment/arms.ts";
 import { UnitCheckpoint } from "../experiment/unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
 import { Protocol } from "../task.ts";
@@ -11,7 +11,7 @@ import { StepRecord } from "../training/train-state.ts";
  * rollout cap. Unbounded: the operator's own runs (the CLI's local-aws runtime) may be large.
  */
 export const ExperimentPlan = z.object({
-  arms: z.array(z.enum(ARM_NAMES)).min(1).default(["grpo", "grpo-budget", "harness-s"]),
+  arms: ArmList.default(["grpo", "grpo-budget", "harness-s"]),
   seeds: z.array(z.number().int().min(0)).min(1).default([1]),
   /** Overrides of the training config (validated against it). */
   train: z.record(z.string(), z.unknown()).default({}),
@@ -68,12 +68,7 @@ export const TrainOverrides = z
 /** `POST /v1/experiments`: an {@link ExperimentPlan} within {@link EXPERIMENT_LIMITS}, with a budget always set. */
 export const ExperimentRequest = z
   .object({
-    arms: z
-      .array(z.enum(ARM_NAMES))
-      .min(1)
-      .max(ARM_NAMES.length)
-      .refine((a) => new Set(a).size === a.length, "arms must not repeat")
-      .default(["grpo", "grpo-budget", "harness-s"]),
+    arms: ArmList.default(["grpo", "grpo-budget", "harness-s"]),
     seeds: z
       .array(z.number().int().min(0).max(1_000_000))
       .min(1)

@@ -1,7 +1,6 @@
 import { hasSignal } from "../grpo/advantage.ts";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
-import { addEvidence } from "../profile/profile.ts";
 import type { RolloutRunner } from "../ports.ts";
 import { failureSummary, rescueGroup } from "../rescue/rescue.ts";
 import type { Rollout } from "../rollout/types.ts";
@@ -11,16 +10,19 @@ import type { Voter } from "../voting/ballot.ts";
 import { route } from "../voting/router.ts";
 import { auditDecision } from "./audit.ts";
 import type { TrainConfig } from "./config.ts";
-import type { GroupOutcome, TrainerState } from "./train-state.ts";
+import type { GroupOutcome, StateChange, TrainerState } from "./train-state.ts";
 
-/** An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried. */
+export type { StateChange } from "./train-state.ts";
+
+/** An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried, and what it changed. */
 export interface GroupResolution {
   outcome: Exclude<GroupOutcome, "used">;
   rollouts?: Rollout[];
   chosen?: string[];
+  change?: StateChange;
 }
 
-/** Everything a rescue mode may read, and the trainer state it may change (counts, profiles, …). */
+/** Everything a rescue mode may read (the trainer's state included, read-only). */
 export interface RescueContext {
   armName: string;
   task: Task;
@@ -32,35 +34,36 @@ export interface RescueContext {
   voters: readonly Voter[];
   runRollout: RolloutRunner;
   armRng: Rng;
-  state: TrainerState;
+  state: Readonly<TrainerState>;
 }
 
 export type RescueModeFn = (ctx: RescueContext) => Promise<GroupResolution>;
-type Choose = (ctx: RescueContext, failure: { tags: string[]; events: string[] }) => Promise<HarnessSpec[]>;
+/** The siblings to rescue under, and the routing decision (and audit) that picked them, if any. */
+type Choose = (
+  ctx: RescueContext,
+  failure: { tags: string[]; events: string[] },
+) => Promise<{ chosen: HarnessSpec[] } & Pick<StateChange, "decision" | "audit" | "diagnosticRollouts">>;
 
 /** Rescue under the chosen siblings: profiles learn from every rescue rollout, replaced or not. */
 function siblingRescue(choose: Choose): RescueModeFn {
   return async (ctx) => {
-    const { state, task } = ctx;
-    state.rescue.triggered++;
     const failure = failureSummary(ctx.group);
-    const chosen = await choose(ctx, failure);
-    for (const c of chosen) state.chosenCounts[c.id] = (state.chosenCounts[c.id] ?? 0) + 1;
+    const { chosen, ...routing } = await choose(ctx, failure);
     const rescueRollouts = ctx.config.rescueRollouts ?? ctx.config.groupSize;
-    const outcome = await rescueGroup(task, chosen, rescueRollouts, (i) => ctx.seed("rescue", i), ctx.runRollout);
-    state.counts.rescue += outcome.group.length;
-    for (const r of outcome.group) state.profiles[r.harnessId] = addEvidence(state.profiles[r.harnessId]!, r, { rescueOf: failure.tags, taskTags: task.tags });
+    const outcome = await rescueGroup(ctx.task, chosen, rescueRollouts, (i) => ctx.seed("rescue", i), ctx.runRollout);
     const ids = chosen.map((c) => c.id);
-    if (outcome.kind === "replaced") {
-      state.rescue.replaced++;
-      return { outcome: "replaced", rollouts: outcome.group, chosen: ids };
-    }
-    state.rescue.dropped++;
-    return { outcome: "dropped", chosen: ids };
+    const replaced = outcome.kind === "replaced";
+    const change: StateChange = {
+      ...routing,
+      counts: { rescue: outcome.group.length },
+      rescue: { triggered: 1, ...(replaced ? { replaced: 1 } : { dropped: 1 }) },
+      evidence: { rollouts: outcome.group, rescueOf: failure.tags, taskTags: ctx.task.tags },
+    };
+    return replaced ? { outcome: "replaced", rollouts: outcome.group, chosen: ids, change } : { outcome: "dropped", chosen: ids, change };
   };
 }
 
-const chooseRandom: Choose = async (ctx) => sample(ctx.pool.siblings, ctx.config.k, ctx.armRng.fork(`random:${ctx.step}:${ctx.task.id}`));
+const chooseRandom: Choose = async (ctx) => ({ chosen: sample(ctx.pool.siblings, ctx.config.k, ctx.armRng.fork(`random:${ctx.step}:${ctx.task.id}`)) });
 
 const chooseByRouter: Choose = async (ctx, failure) => {
   const { config, pool, state, task } = ctx;
@@ -77,24 +80,30 @@ const chooseByRouter: Choose = async (ctx, failure) => {
     { k: config.k, aggregator: config.aggregator, exploration: config.exploration, diverse: config.diverse },
     { voters: ctx.voters, rng: ctx.armRng.fork(`route:${ctx.step}:${task.id}`) },
   );
-  state.decisions.push(decision);
-  if (config.auditEvery && (state.decisionsOmitted + state.decisions.length) % config.auditEvery === 0) {
-    const audit = await auditDecision(task, decision, pool, config.auditTrials, ctx.seed("audit", 0), ctx.runRollout);
-    state.audits.push(audit);
-    state.diagnosticRollouts += audit.rollouts;
-  }
-  return decision.chosen.map((id) => pool.siblings.find((s) => s.id === id)!);
+  const chosen = decision.chosen.map((id) => pool.siblings.find((s) => s.id === id)!);
+  const decisionsMade = state.decisionsOmitted + state.decisions.length + 1;
+  if (!config.auditEvery || decisionsMade % config.auditEvery !== 0) return { chosen, decision };
+  const audit = await auditDecision(task, decision, pool, config.auditTrials, ctx.seed("audit", 0), ctx.runRollout);
+  return { chosen, decision, audit, diagnosticRollouts: audit.rollouts };
 };
+
+/** Drop the group: it has no signal to train on. */
+const dropGroup: RescueModeFn = async () => ({ outcome: "dropped" });
 
 /** Resample under H0 with the budget left (exactly one group at a time); no signal drops it. */
 const resampleUnderH0: RescueModeFn = async (ctx) => {
   const { config, state } = ctx;
   if (state.extraLeft < config.groupSize) return { outcome: "dropped" };
-  state.extraLeft -= config.groupSize;
-  state.counts.resample += config.groupSize;
   const again = await Promise.all(Array.from({ length: config.groupSize }, (_, i) => ctx.runRollout(ctx.task, ctx.pool.base, ctx.seed("resample", i))));
-  return hasSignal(again.map((r) => r.reward)) ? { outcome: "resampled", rollouts: again } : { outcome: "dropped" };
+  const change: StateChange = { extraSpent: config.groupSize, counts: { resample: config.groupSize } };
+  return hasSignal(again.map((r) => r.reward)) ? { outcome: "resampled", rollouts: again, change } : { outcome: "dropped", change };
 };
+
+/** A rescue mode: how it resolves an all-fail group, and whether it reads the profiles (then re-anchoring applies). */
+export interface RescueModeEntry {
+  resolve: RescueModeFn;
+  usesProfiles: boolean;
+}
 
 /**
  * What an arm does with an all-fail group, by name (as verl registers its advantage estimators):
@@ -102,9 +111,9 @@ const resampleUnderH0: RescueModeFn = async (ctx) => {
  * is derived from these keys.
  */
 export const RESCUE_MODES = {
-  none: async () => ({ outcome: "dropped" }),
-  router: siblingRescue(chooseByRouter),
-  random: siblingRescue(chooseRandom),
-  "resample-h0": resampleUnderH0,
-} satisfies Record<string, RescueModeFn>;
+  none: { resolve: dropGroup, usesProfiles: false },
+  router: { resolve: siblingRescue(chooseByRouter), usesProfiles: true },
+  random: { resolve: siblingRescue(chooseRandom), usesProfiles: false },
+  "resample-h0": { resolve: resampleUnderH0, usesProfiles: false },
+} satisfies Record<string, RescueModeEntry>;
 export type RescueModeName = keyof typeof RESCUE_MODES;

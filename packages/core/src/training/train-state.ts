@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { Profile } from "../profile/profile.ts";
+import { Profile, addEvidence } from "../profile/profile.ts";
 import { RoutingDecision } from "../voting/router.ts";
 import { AuditRecord } from "./audit.ts";
+import type { Rollout } from "../rollout/types.ts";
 
 /** Rollouts spent by kind (every environment episode counts); `total` is their sum. */
 export const RolloutCounts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
@@ -68,4 +69,41 @@ export function nullForNaN(values: Record<string, number | null>): Record<string
  */
 export function withoutDecisions(state: TrainerState): TrainerState {
   return { ...state, decisions: [], decisionsOmitted: state.decisionsOmitted + state.decisions.length };
+}
+
+/**
+ * What resolving one all-fail group changed, for the trainer to apply (a mode reads the trainer's
+ * state and never writes it): rollouts spent, rescue counters, the budget used, evidence for the
+ * profiles, and the routing decision and audit made.
+ */
+export interface StateChange {
+  counts?: { rescue?: number; resample?: number };
+  rescue?: { triggered?: number; replaced?: number; dropped?: number };
+  extraSpent?: number;
+  /** Rescue rollouts whose harnesses' profiles learn from them (in order). */
+  evidence?: { rollouts: readonly Rollout[]; rescueOf: string[]; taskTags: string[] };
+  decision?: RoutingDecision;
+  audit?: AuditRecord;
+  diagnosticRollouts?: number;
+}
+
+/**
+ * Applies what resolving one all-fail group changed (see `StateChange`) to the trainer's own
+ * state, in the order the mode made it: the siblings chosen, the decision and its audit, the
+ * rollouts spent, the profiles' evidence.
+ */
+export function applyStateChange(state: TrainerState, resolved: { chosen?: readonly string[]; change?: StateChange }): void {
+  const { change = {}, chosen = [] } = resolved;
+  for (const id of chosen) state.chosenCounts[id] = (state.chosenCounts[id] ?? 0) + 1;
+  if (change.decision) state.decisions.push(change.decision);
+  if (change.audit) state.audits.push(change.audit);
+  state.diagnosticRollouts += change.diagnosticRollouts ?? 0;
+  state.extraLeft -= change.extraSpent ?? 0;
+  state.counts.rescue += change.counts?.rescue ?? 0;
+  state.counts.resample += change.counts?.resample ?? 0;
+  state.rescue.triggered += change.rescue?.triggered ?? 0;
+  state.rescue.replaced += change.rescue?.replaced ?? 0;
+  state.rescue.dropped += change.rescue?.dropped ?? 0;
+  const { rollouts = [], rescueOf = [], taskTags = [] } = change.evidence ?? {};
+  for (const r of rollouts) state.profiles[r.harnessId] = addEvidence(state.profiles[r.harnessId]!, r, { rescueOf, taskTags });
 }

@@ -16,7 +16,7 @@ import { evaluateTasks } from "./evaluate.ts";
 import { RESCUE_MODES, type GroupResolution, type RescueContext } from "./rescue-modes.ts";
 import { speculativeRunner, type SpeculativeRunner } from "./speculation.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
-import { nullForNaN, withTotal, type RolloutCounts, type StepRecord, type TrainerState } from "./train-state.ts";
+import { applyStateChange, nullForNaN, withTotal, type RolloutCounts, type StepRecord, type TrainerState } from "./train-state.ts";
 
 export interface TrainDeps {
   policy: Policy;
@@ -190,7 +190,9 @@ export class Trainer {
     this.s.rescue.groups++;
     if (!isAllFail(group)) return { outcome: "used", rollouts: group };
     this.s.rescue.allFailGroups++;
-    return RESCUE_MODES[this.arm.rescue](this.rescueContext(task, group, step, this.s, runRollout));
+    const resolved = await RESCUE_MODES[this.arm.rescue].resolve(this.rescueContext(task, group, step, this.s, runRollout));
+    applyStateChange(this.s, resolved);
+    return resolved;
   }
 
   private rescueContext(task: Task, group: readonly Rollout[], step: number, state: TrainerState, runRollout: RolloutRunner): RescueContext {
@@ -212,7 +214,7 @@ export class Trainer {
       guess.decisionsOmitted += before;
       guess.extraLeft = Math.max(0, guess.extraLeft - before * this.config.groupSize);
       before++;
-      return RESCUE_MODES[this.arm.rescue](this.rescueContext(task, groups[g]!, step, guess, ahead.prefetch));
+      return RESCUE_MODES[this.arm.rescue].resolve(this.rescueContext(task, groups[g]!, step, guess, ahead.prefetch));
     });
     await Promise.allSettled(dryRuns);
     return ahead;
@@ -225,7 +227,7 @@ export class Trainer {
 
   private async maybeReanchor(step: number): Promise<void> {
     const { config } = this;
-    if (this.arm.rescue !== "router" || !this.arm.reanchor || step % config.reanchorEvery !== 0 || config.reanchorBudget <= 0) return;
+    if (!RESCUE_MODES[this.arm.rescue].usesProfiles || !this.arm.reanchor || step % config.reanchorEvery !== 0 || config.reanchorBudget <= 0) return;
     const re = await reanchor({
       probeTasks: this.deps.probeTasks,
       pool: this.deps.pool,
