@@ -53,4 +53,3 @@ describe("experiment arms as a registry", () => {
     expect(grpo.rolloutBreakdown.resample + grpo.rolloutBreakdown.rescue + grpo.rolloutBreakdown.reanchor).toBe(0);
   }, 120_000);
 });
-

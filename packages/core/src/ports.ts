@@ -1,3 +1,4 @@
+import type { UpdateSettings } from "./training/config.ts";
 import type { HarnessSpec } from "./harness/spec.ts";
 import type { PolicyObservation, Rollout, StepTokens } from "./rollout/types.ts";
 import type { Task } from "./task.ts";
@@ -60,16 +61,7 @@ export interface UpdateSample {
   advantage: number;
 }
 
-export interface UpdateSettings {
-  learningRate: number;
-  clipEpsilon: number;
-  klCoef: number;
-  epochs: number;
-  /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
-  rescueContext: "as-generated" | "base";
-  /** Leave steps the harness intercepted (blocked, gated) out of the loss, like forced ones. */
-  maskIntercepted: boolean;
-}
+export type { UpdateSettings } from "./training/config.ts";
 
 export interface UpdateBatch {
   baseVersion: number;

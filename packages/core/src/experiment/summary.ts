@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RolloutCounts } from "../training/train-state.ts";
+import { CurvePoint, RescueCounters, RolloutCounts, UtilitySnapshot } from "../training/train-state.ts";
 
 const Score = z.object({ passAt3: z.number(), avgAt3: z.number() });
 const SplitScores = z.object({ train: Score, heldout: Score });
@@ -15,10 +15,10 @@ export const ArmSeedResult = z.object({
   byCombination: z.object({ heldout: z.record(z.string(), Score) }).default({ heldout: {} }),
   behaviours: z.record(z.string(), z.number()),
   rank1: z.object({ heldout: Score }).optional(),
-  rescue: z.object({ triggered: z.number(), replaced: z.number(), dropped: z.number(), allFailGroups: z.number(), groups: z.number() }),
-  curve: z.array(z.object({ step: z.number(), h0TrainAvgAt3: z.number() })),
+  rescue: RescueCounters,
+  curve: z.array(CurvePoint),
   /** Sibling rescue utilities: step 0 from the evolution-time profiles, then each re-anchoring. */
-  utilities: z.array(z.object({ step: z.number(), values: z.record(z.string(), z.number().nullable()) })),
+  utilities: z.array(UtilitySnapshot),
   /** The repair direction of each sibling of this seed's pool (ids are only unique per pool). */
   siblingDirections: z.record(z.string(), z.string()),
   routerAccuracy: z.object({ audited: z.number(), rescuable: z.number(), hitRate: z.number(), randomHitRate: z.number() }).optional(),

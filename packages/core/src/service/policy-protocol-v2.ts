@@ -23,7 +23,14 @@ export const PolicyIdV2 = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199
 export const CreatePolicyV2 = z
   .object({
     base_model: z.string().min(1),
-    lora: z.object({ rank: z.number().int().min(1).max(256), alpha: z.number().positive(), targets: z.array(z.string().min(1)).min(1) }).strict(),
+    lora: z
+      .object({
+        rank: z.number().int().min(1).max(256).default(8),
+        alpha: z.number().positive().default(16),
+        targets: z.array(z.string().min(1)).min(1).default(["q_proj", "v_proj"]),
+      })
+      .strict()
+      .prefault({}),
     seed: z.number().int().default(0),
     init_from: z.string().optional(),
   })
@@ -62,6 +69,8 @@ export const Sampling = z
     top_p: z.number().gt(0).max(1).default(1),
     max_tokens: z.number().int().min(1).max(4096).default(64),
     seed: z.number().int().optional(),
+    /** "eval" samples are not kept for a later update (the worker frees the episode's turns). */
+    purpose: z.enum(["train", "eval"]).default("train"),
   })
   .strict();
 
@@ -73,7 +82,7 @@ export const SampleRequestV2 = z
     messages: z.array(ChatMessage).optional(),
     append: z.array(ChatMessage).optional(),
     tools: z.array(ToolSchema).optional(),
-    sampling: Sampling.default({ temperature: 1, top_p: 1, max_tokens: 64 }),
+    sampling: Sampling.prefault({}),
   })
   .strict()
   .refine((r) => (r.messages === undefined) !== (r.append === undefined), "exactly one of messages (first turn) or append (later turns)");
@@ -103,7 +112,13 @@ export type SampleResponseV2 = z.infer<typeof SampleResponseV2>;
 
 export const RenderRequestV2 = z.object({ messages: z.array(ChatMessage), tools: z.array(ToolSchema).optional(), add_generation_prompt: z.boolean().default(false) }).strict();
 export const RenderResponseV2 = z.object({ ids: z.array(z.number().int()) });
-export const ScoreRequestV2 = z.object({ version: VersionWanted.optional(), sequences: z.array(z.object({ ids: z.array(z.number().int()).min(1) })).min(1) }).strict();
+export const ScoreRequestV2 = z
+  .object({
+    version: VersionWanted.optional(),
+    /** `mask` (1 = score this token) defaults to every token after the first. */
+    sequences: z.array(z.object({ ids: z.array(z.number().int()).min(1), mask: z.array(z.union([z.literal(0), z.literal(1)])).optional() }).strict()).min(1),
+  })
+  .strict();
 export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(z.number())) });
 
 /**
@@ -154,17 +169,18 @@ export const UpdateRequestV2 = z
         kl_coef: z.number().min(0).default(0),
         normaliser: z.number().positive().optional(),
       })
-      .strict(),
+      .strict()
+      .prefault({}),
     optim: z
       .object({
         lr: z.number().positive(),
-        betas: z.tuple([z.number(), z.number()]).optional(),
-        weight_decay: z.number().min(0).optional(),
+        betas: z.tuple([z.number(), z.number()]).default([0.9, 0.999]),
+        weight_decay: z.number().min(0).default(0),
         max_grad_norm: z.number().positive().default(1),
         epochs: z.number().int().min(1).default(1),
         /** Padded tokens per micro-batch; gradients accumulate over them before the step (memory is one micro-batch's). */
-        micro_batch_tokens: z.number().int().min(1).optional(),
-        gradient_checkpointing: z.boolean().optional(),
+        micro_batch_tokens: z.number().int().min(1).default(8192),
+        gradient_checkpointing: z.boolean().default(false),
       })
       .strict(),
   })

@@ -1,3 +1,4 @@
+import { UpdateSettings } from "../training/config.ts";
 import { z } from "zod";
 import { PolicyObservation, Rollout } from "../rollout/types.ts";
 
@@ -23,14 +24,7 @@ export type ActResponse = z.infer<typeof ActResponse>;
 export const UpdateRequest = z.object({
   baseVersion: z.number().int().min(0),
   samples: z.array(z.object({ rollout: Rollout, advantage: z.number() })),
-  settings: z.object({
-    learningRate: z.number(),
-    clipEpsilon: z.number(),
-    klCoef: z.number(),
-    epochs: z.number().int(),
-    rescueContext: z.enum(["as-generated", "base"]),
-    maskIntercepted: z.boolean(),
-  }),
+  settings: UpdateSettings,
 });
 export type UpdateRequest = z.infer<typeof UpdateRequest>;
 

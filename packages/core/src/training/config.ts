@@ -1,6 +1,24 @@
 import { z } from "zod";
 import { AggregatorName } from "../voting/aggregate.ts";
 
+/**
+ * What a policy update is told besides its samples: declared once here, picked from the training
+ * config by the trainer, and sent as is over the policy protocol.
+ */
+export const UpdateSettings = z.object({
+  learningRate: z.number().positive(),
+  clipEpsilon: z.number().positive(),
+  klCoef: z.number().min(0),
+  epochs: z.number().int().min(1),
+  /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
+  rescueContext: z.enum(["as-generated", "base"]),
+  /** Leave steps the harness intercepted (blocked, gated) out of the loss, like forced ones. */
+  maskIntercepted: z.boolean(),
+});
+export type UpdateSettings = z.infer<typeof UpdateSettings>;
+
+const update = UpdateSettings.shape;
+
 export const TrainConfig = z.object({
   steps: z.number().int().min(1).default(20),
   batchSize: z.number().int().min(1).default(32),
@@ -16,12 +34,12 @@ export const TrainConfig = z.object({
   reanchorBudget: z.number().int().min(0).default(40),
   reanchorKeep: z.number().min(0).max(1).default(0.25),
   normalizeStd: z.boolean().default(true),
-  learningRate: z.number().positive().default(0.1),
-  clipEpsilon: z.number().positive().default(0.2),
-  klCoef: z.number().min(0).default(0),
-  epochs: z.number().int().min(1).default(2),
-  rescueContext: z.enum(["as-generated", "base"]).default("as-generated"),
-  maskIntercepted: z.boolean().default(true),
+  learningRate: update.learningRate.default(0.1),
+  clipEpsilon: update.clipEpsilon.default(0.2),
+  klCoef: update.klCoef.default(0),
+  epochs: update.epochs.default(2),
+  rescueContext: update.rescueContext.default("as-generated"),
+  maskIntercepted: update.maskIntercepted.default(true),
   /** Evaluate H0 Avg@3 on an evenly spaced train subset every this many steps (0 = never) for the curves. */
   curveEvery: z.number().int().min(0).default(10),
   curveTasks: z.number().int().min(1).default(30),

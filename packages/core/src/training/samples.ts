@@ -1,7 +1,7 @@
 import { defaultAdvantageOptions, groupAdvantages } from "../grpo/advantage.ts";
-import type { UpdateSample, UpdateSettings } from "../ports.ts";
+import type { UpdateSample } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
-import type { TrainConfig } from "./config.ts";
+import { UpdateSettings, type TrainConfig } from "./config.ts";
 
 /**
  * The update's samples: each group's rollouts with their group-relative advantages (see
@@ -26,12 +26,5 @@ export function buildSamples(groups: readonly (readonly Rollout[])[], config: Pi
 
 /** The policy update's settings, read off the training config. */
 export function updateSettings(config: TrainConfig): UpdateSettings {
-  return {
-    learningRate: config.learningRate,
-    clipEpsilon: config.clipEpsilon,
-    klCoef: config.klCoef,
-    epochs: config.epochs,
-    rescueContext: config.rescueContext,
-    maskIntercepted: config.maskIntercepted,
-  };
+  return UpdateSettings.parse(config);
 }

@@ -21,6 +21,21 @@ export const StepRecord = z.object({
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 
+/** What happened to a run's groups: all-fail ones rescued (replaced or dropped), of how many. */
+export const RescueCounters = z.object({
+  triggered: z.number().int(),
+  replaced: z.number().int(),
+  dropped: z.number().int(),
+  allFailGroups: z.number().int(),
+  groups: z.number().int(),
+});
+export type RescueCounters = z.infer<typeof RescueCounters>;
+
+/** H0 Avg@3 on the curve's train tasks after a step (0: before training). */
+export const CurvePoint = z.object({ step: z.number().int(), h0TrainAvgAt3: z.number() });
+/** Fresh rescue utility per sibling at a re-anchoring; NaN (no rescue seen) is kept as null, which JSON can hold. */
+export const UtilitySnapshot = z.object({ step: z.number().int(), values: z.record(z.string(), z.number().nullable()) });
+
 /**
  * Everything a trainer needs to continue an arm after its last finished step, besides the policy
  * itself (which lives at the policy endpoint and must still be at `policyVersion`). Batches,
@@ -36,10 +51,9 @@ export const TrainerState = z.object({
   extraLeft: z.number().int().min(0),
   probePriority: z.array(z.string()),
   diagnosticRollouts: z.number().int().min(0),
-  curve: z.array(z.object({ step: z.number().int(), h0TrainAvgAt3: z.number() })),
-  /** NaN (no rescue seen) is kept as null, which JSON can hold. */
-  utilities: z.array(z.object({ step: z.number().int(), values: z.record(z.string(), z.number().nullable()) })),
-  rescue: z.object({ triggered: z.number().int(), replaced: z.number().int(), dropped: z.number().int(), allFailGroups: z.number().int(), groups: z.number().int() }),
+  curve: z.array(CurvePoint),
+  utilities: z.array(UtilitySnapshot),
+  rescue: RescueCounters,
   audits: z.array(AuditRecord),
   decisions: z.array(RoutingDecision),
   /** Routing decisions made before `decisions` and left out of this state; they still count for the audit cadence. */
@@ -48,6 +62,15 @@ export const TrainerState = z.object({
   chosenCounts: z.record(z.string(), z.number().int()),
 });
 export type TrainerState = z.infer<typeof TrainerState>;
+
+/**
+ * One arm's training result: its state without what only a continuation needs (step, version,
+ * budget left, probe order), with the rollouts spent by kind as `rollouts`.
+ */
+export const TrainResult = TrainerState.omit({ step: true, policyVersion: true, extraLeft: true, probePriority: true, counts: true }).extend({
+  rollouts: RolloutCounts,
+});
+export type TrainResult = z.infer<typeof TrainResult>;
 
 /** The counts with `total` set to the sum of the four kinds. */
 export function withTotal(counts: RolloutCounts): RolloutCounts {

@@ -8,15 +8,13 @@ import { ConflictError } from "../errors.ts";
 import type { Task } from "../task.ts";
 import { hash32, sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
-import type { RoutingDecision } from "../voting/router.ts";
-import type { AuditRecord } from "./audit.ts";
 import type { ArmConfig } from "./arm-config.ts";
 import type { TrainConfig } from "./config.ts";
 import { evaluateTasks } from "./evaluate.ts";
 import { RESCUE_MODES, type GroupResolution, type RescueContext } from "./rescue-modes.ts";
 import { speculativeRunner, type SpeculativeRunner } from "./speculation.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
-import { applyStateChange, nullForNaN, withTotal, type RolloutCounts, type StepRecord, type TrainerState } from "./train-state.ts";
+import { applyStateChange, nullForNaN, withTotal, type StepRecord, type TrainResult, type TrainerState } from "./train-state.ts";
 
 export interface TrainDeps {
   policy: Policy;
@@ -40,22 +38,7 @@ export interface TrainDeps {
   speculate?: boolean;
 }
 
-export interface TrainResult {
-  arm: string;
-  rollouts: RolloutCounts;
-  /** Diagnostic rollouts (router audits, curves); never counted as training budget. */
-  diagnosticRollouts: number;
-  curve: { step: number; h0TrainAvgAt3: number }[];
-  /** Fresh rescue utility per sibling at each re-anchoring (null: the probe saw no rescue). */
-  utilities: { step: number; values: Record<string, number | null> }[];
-  rescue: { triggered: number; replaced: number; dropped: number; allFailGroups: number; groups: number };
-  audits: AuditRecord[];
-  decisions: RoutingDecision[];
-  /** Decisions made before a continuation from a state that left them out (`withoutDecisions`). */
-  decisionsOmitted: number;
-  profiles: ProfileSet;
-  chosenCounts: Record<string, number>;
-}
+export type { TrainResult } from "./train-state.ts";
 
 /**
  * One arm's training as a step machine whose live state is a {@link TrainerState}: G rollouts
@@ -156,20 +139,8 @@ export class Trainer {
 
   /** The arm's result so far (the final one once {@link done}). */
   result(): TrainResult {
-    const s = this.state();
-    return {
-      arm: s.arm,
-      rollouts: s.counts,
-      diagnosticRollouts: s.diagnosticRollouts,
-      curve: s.curve,
-      utilities: s.utilities,
-      rescue: s.rescue,
-      audits: s.audits,
-      decisions: s.decisions,
-      decisionsOmitted: s.decisionsOmitted,
-      profiles: s.profiles,
-      chosenCounts: s.chosenCounts,
-    };
+    const { counts, step: _step, policyVersion: _version, extraLeft: _extra, probePriority: _priority, ...rest } = this.state();
+    return { ...rest, rollouts: counts };
   }
 
   private async collectGroups(batch: readonly Task[], step: number): Promise<Rollout[][]> {

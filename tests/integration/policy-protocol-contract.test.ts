@@ -1,0 +1,126 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core";
+import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
+
+// Protocol v2's request shapes are declared twice, once per language: as zod schemas here and as
+// the worker's pydantic models (what its OpenAPI document is generated from). This test reads the
+// worker's JSON Schemas from its venv and compares them with `z.toJSONSchema` of the TypeScript
+// types, both ways: the same fields at every level, the same defaults, the same required fields.
+
+type Schema = { [k: string]: unknown };
+const PAIRS: [string, z.ZodType][] = [
+  ["CreatePolicy", CreatePolicyV2],
+  ["SampleRequest", SampleRequestV2],
+  ["RenderRequest", RenderRequestV2],
+  ["ScoreRequest", ScoreRequestV2],
+  ["ReplayRequest", ReplayRequestV2],
+  ["UpdateRequest", UpdateRequestV2],
+];
+
+const PRINT_SCHEMAS = `
+import json
+from harness_s_worker import schemas
+print(json.dumps({n: getattr(schemas, n).model_json_schema() for n in ${JSON.stringify(PAIRS.map(([n]) => n))}}))
+`;
+
+/** The object schema behind refs, nullable unions and arrays, or undefined for a leaf. */
+function objectOf(schema: Schema | undefined, root: Schema): Schema | undefined {
+  if (!schema) return undefined;
+  if (typeof schema.$ref === "string") return objectOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root);
+  const options = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+  if (options) {
+    const objects = options.map((o) => objectOf(o, root)).filter((o) => o !== undefined);
+    return objects.length === 1 ? objects[0] : undefined; // a union of several object shapes (VersionWanted) is compared as a leaf
+  }
+  if (schema.type === "array" && !Array.isArray(schema.items)) return objectOf(schema.items as Schema | undefined, root);
+  return schema.type === "object" && schema.properties ? schema : undefined;
+}
+
+/** A field's default with its object's own field defaults filled in (zod's `prefault({})` is written as `{}`). */
+function filledDefault(field: Schema, root: Schema): unknown {
+  const value = field.default;
+  const shape = objectOf(field, root);
+  if (!shape || typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const props = shape.properties as Record<string, Schema>;
+  const filled = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, filledDefault(p, root)]));
+  return { ...filled, ...value };
+}
+
+/** A default as compared: pydantic writes `null` for an optional field's absent default, zod writes nothing. */
+function withoutNulls(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
+}
+
+/**
+ * Every difference between two request schemas, as `path: what` lines: fields on one side only,
+ * defaults, required-ness, recursively where both sides declare an object. A field the worker
+ * takes as a free-form dict (chat messages, tools) is compared as a leaf.
+ */
+function protocolDifferences(ts: Schema, py: Schema, tsRoot: Schema, pyRoot: Schema, path: string): string[] {
+  const out: string[] = [];
+  const tsProps = (ts.properties ?? {}) as Record<string, Schema>;
+  const pyProps = (py.properties ?? {}) as Record<string, Schema>;
+  for (const key of Object.keys(tsProps)) if (!(key in pyProps)) out.push(`${path}.${key}: only in TypeScript`);
+  for (const key of Object.keys(pyProps)) if (!(key in tsProps)) out.push(`${path}.${key}: only in the worker`);
+  const tsRequired = new Set((ts.required ?? []) as string[]);
+  const pyRequired = new Set((py.required ?? []) as string[]);
+  for (const key of Object.keys(tsProps).filter((k) => k in pyProps)) {
+    const [a, b] = [tsProps[key]!, pyProps[key]!];
+    const [da, db] = [withoutNulls(filledDefault(a, tsRoot)), withoutNulls(filledDefault(b, pyRoot))];
+    if (JSON.stringify(da) !== JSON.stringify(db)) out.push(`${path}.${key}: default ${JSON.stringify(da)} in TypeScript, ${JSON.stringify(db)} in the worker`);
+    if (tsRequired.has(key) !== pyRequired.has(key))
+      out.push(`${path}.${key}: ${tsRequired.has(key) ? "required" : "optional"} in TypeScript, ${pyRequired.has(key) ? "required" : "optional"} in the worker`);
+    const [oa, ob] = [objectOf(a, tsRoot), objectOf(b, pyRoot)];
+    if (oa && ob) out.push(...protocolDifferences(oa, ob, tsRoot, pyRoot, `${path}.${key}`));
+  }
+  return out;
+}
+
+let worker: Record<string, Schema>;
+beforeAll(async () => {
+  const python = await ensureWorkerVenv();
+  const cwd = fileURLToPath(new URL("../../packages/policy-worker/", import.meta.url));
+  const { stdout } = await promisify(execFile)(python, ["-c", PRINT_SCHEMAS], { cwd });
+  worker = JSON.parse(stdout);
+}, 600_000);
+
+describe("protocol v2: the TypeScript types and the worker's models agree", () => {
+  it.each(PAIRS)("%s: the same fields, defaults and required fields at every level, both ways", (name, ts) => {
+    const tsSchema = z.toJSONSchema(ts, { io: "input", unrepresentable: "any" }) as Schema;
+    expect(protocolDifferences(tsSchema, worker[name]!, tsSchema, worker[name]!, name)).toEqual([]);
+  });
+
+  it("reports a changed default, a field on one side only and a changed required-ness", () => {
+    // Prepare: the worker's update request as it is, and three edited copies of the TypeScript side.
+    const py = worker.UpdateRequest!;
+    const tsSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) as Schema;
+    const base = UpdateRequestV2.shape;
+    const changedDefault = z
+      .object({
+        ...base,
+        loss: base.loss
+          .unwrap()
+          .extend({ clip_low: z.number().default(0.3) })
+          .strict()
+          .prefault({}),
+      })
+      .strict();
+    const extraField = z.object({ ...base, note: z.string().optional() }).strict();
+    const requiredEpochs = z.object({ ...base, optim: base.optim.extend({ epochs: z.number().int() }).strict() }).strict();
+    // Act
+    const diffs = [changedDefault, extraField, requiredEpochs].map((s) => protocolDifferences(tsSchema(s), py, tsSchema(s), py, "UpdateRequest"));
+    // Assess
+    expect(diffs[0]).toContain("UpdateRequest.loss.clip_low: default 0.3 in TypeScript, 0.2 in the worker");
+    expect(diffs[1]).toEqual(["UpdateRequest.note: only in TypeScript"]);
+    expect(diffs[2]).toEqual([
+      "UpdateRequest.optim.epochs: default null in TypeScript, 1 in the worker",
+      "UpdateRequest.optim.epochs: required in TypeScript, optional in the worker",
+    ]);
+  });
+});
