@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { ArmList } from "@harness-s/core";
+import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { TuningObjective } from "./tuning/rule.ts";
-import { EvalOptions, VerifyOptions } from "./commands/dbbench.ts";
+import { EvalOptions, VerifyOptions } from "./commands/dbbench-options.ts";
 import { int, jsonFlag, num, port, probability, seeds, TrainOverrides, url } from "./flags.ts";
 
 /** The flags of each command, as commander hands them over (strings, booleans, declared defaults). */
@@ -114,3 +115,6 @@ export const PolicyWorkerFlags = z.strictObject({
 // let --data and --out be left to the command's defaults.
 export const DbbenchVerifyFlags = VerifyOptions.extend({ data: z.string().min(1).optional() }).strict();
 export const DbbenchEvalFlags = EvalOptions.extend({ data: z.string().min(1).optional(), out: z.string().min(1).optional(), apiKey: z.string().min(1).optional() }).strict();
+
+/** `harness-s policy-serve` defaults (the embedded policy over HTTP). */
+export const policyServeDefaults = { port: 8700, host: "127.0.0.1", cueStrength: defaultEmbeddedSettings.cueStrength };

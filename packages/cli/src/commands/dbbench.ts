@@ -1,14 +1,12 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { z } from "zod";
 import { parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy } from "@harness-s/adapters";
 import {
   DBBENCH_SYSTEM,
   MysqlEngine,
   SqliteEngine,
-  Split,
   dbbenchHarnesses,
   dbbenchTools,
   evalAgent,
@@ -18,26 +16,15 @@ import {
   verifyGold,
   type SqlEngine,
 } from "@harness-s/dbbench";
-import { int, num, url } from "../flags.ts";
+import { EvalOptions, VerifyOptions, type EngineOptions } from "./dbbench-options.ts";
 import { createProgress } from "../progress.ts";
 
-/** The SQL engine options of the dbbench commands, as the command line gives them (strings) or a caller does. */
-export const EngineOptions = z.object({
-  engine: z.enum(["mysql", "sqlite"]).default("mysql"),
-  split: Split.default("dev"),
-  data: z.string().min(1),
-  mysqlUrl: url.default("mysql://root@127.0.0.1:3306"),
-  concurrency: int(1, 64).default(4),
-});
-
 /** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
-export async function openEngine(o: z.infer<typeof EngineOptions>): Promise<SqlEngine> {
+export async function openEngine(o: EngineOptions): Promise<SqlEngine> {
   if (o.engine === "sqlite") return new SqliteEngine();
   const url = new URL(o.mysqlUrl);
   return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
 }
-
-export const VerifyOptions = EngineOptions.extend({ json: z.boolean().default(false), concurrency: int(1, 64).default(8) });
 
 /** `harness-s dbbench verify`: replays the gold through the full environment and evaluator. */
 export async function dbbenchVerifyCommand(input: Record<string, unknown>): Promise<void> {
@@ -61,21 +48,6 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
     await engine.shutdown();
   }
 }
-
-const harnessIds = dbbenchHarnesses.map((h) => h.id) as [string, ...string[]];
-
-export const EvalOptions = EngineOptions.extend({
-  baseUrl: url,
-  model: z.string().min(1),
-  apiKey: z.string().default("not-needed"),
-  harness: z.enum(harnessIds, { error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${harnessIds.join(", ")})` }).default("dbbench-h0"),
-  limit: int(1).optional(),
-  out: z.string().min(1),
-  systemFile: z.string().optional(),
-  temperature: num((n) => n.min(0).max(2)).default(0),
-  timeoutSeconds: num((n) => n.positive()).default(120),
-  logprobs: z.boolean().default(true),
-});
 
 /**
  * `harness-s dbbench eval`: an OpenAI-compatible agent on a split, under one harness. Answers how

@@ -1,7 +1,6 @@
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
 import { listen } from "@harness-s/functions/api/local";
-import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { createPolicyServer } from "@harness-s/functions/policy/server";
 
 /** `harness-s policy-serve`: the embedded CPU policy behind the policy endpoint's HTTP protocol. */
@@ -16,5 +15,3 @@ export async function policyServeCommand(opts: { port: number; host: string; cue
   process.once("SIGINT", () => void stop());
   process.once("SIGTERM", () => void stop());
 }
-
-export const policyServeDefaults = { port: 8700, host: "127.0.0.1", cueStrength: defaultEmbeddedSettings.cueStrength };

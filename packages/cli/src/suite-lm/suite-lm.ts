@@ -7,24 +7,12 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { ensureWorkerVenv } from "../policy-worker.ts";
-import { WarmStartOptions, warmStartConversations } from "./warm-start.ts";
+import type { SuiteLmRecipe } from "./recipe.ts";
+import { warmStartConversations } from "./warm-start.ts";
 
 const WORKER_DIR = fileURLToPath(new URL("../../../policy-worker/", import.meta.url));
 
-/** The model's recipe (sizes in `harness_s_worker/suite_lm.py`: toy, small, base, large) and its warm start. */
-export const SuiteLmRecipe = z.object({
-  seed: z.number().int().default(0),
-  size: z.enum(["toy", "small", "base", "large"]).default("small"),
-  vocab_size: z.number().int().min(300).default(1024),
-  context: z.number().int().min(128).default(2048),
-  epochs: z.number().int().min(0).default(5),
-  lr: z.number().positive().default(5e-3),
-  batch_tokens: z.number().int().min(256).default(4096),
-  /** Loss weight of a hinted turn's call: where the model learns to follow a harness's hints. */
-  hinted_weight: z.number().min(0).max(100).default(3),
-  warmStart: WarmStartOptions.default(WarmStartOptions.parse({})),
-});
-export type SuiteLmRecipe = z.infer<typeof SuiteLmRecipe>;
+export { SuiteLmRecipe } from "./recipe.ts";
 
 export const SuiteLmBuild = z.object({
   path: z.string(),

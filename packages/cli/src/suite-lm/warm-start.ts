@@ -3,17 +3,9 @@ import { createRng, hash32, runEpisode, type ChatMessage, type HarnessSpec, type
 import { firstMessages, nextMessage } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 import type { ExperimentDeps } from "@harness-s/core";
+import type { WarmStartOptions } from "./recipe.ts";
 
-export const WarmStartOptions = z.object({
-  /** Suite instances whose train and dev tasks (and evolved candidate harnesses) the data come from. */
-  suiteSeeds: z.array(z.number().int()).min(1).default([9001, 9002, 9003, 9004]),
-  /** Episodes per task under H0. */
-  h0Samples: z.number().int().min(0).default(4),
-  /** Episodes per task, each under a candidate harness drawn at random (kept or not by evolution). */
-  siblingSamples: z.number().int().min(0).default(10),
-  seed: z.number().int().default(0),
-});
-export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
+export { WarmStartOptions } from "./recipe.ts";
 
 /** One episode of the embedded initial policy, as the text a token policy would have been sent. */
 export const WarmConversation = z.object({

@@ -1,0 +1,29 @@
+import { z } from "zod";
+
+// The suite LM's recipe, apart from the build so that parsing flags does not load the build.
+
+export const WarmStartOptions = z.object({
+  /** Suite instances whose train and dev tasks (and evolved candidate harnesses) the data come from. */
+  suiteSeeds: z.array(z.number().int()).min(1).default([9001, 9002, 9003, 9004]),
+  /** Episodes per task under H0. */
+  h0Samples: z.number().int().min(0).default(4),
+  /** Episodes per task, each under a candidate harness drawn at random (kept or not by evolution). */
+  siblingSamples: z.number().int().min(0).default(10),
+  seed: z.number().int().default(0),
+});
+export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
+
+/** The model's recipe (sizes in `harness_s_worker/suite_lm.py`: toy, small, base, large) and its warm start. */
+export const SuiteLmRecipe = z.object({
+  seed: z.number().int().default(0),
+  size: z.enum(["toy", "small", "base", "large"]).default("small"),
+  vocab_size: z.number().int().min(300).default(1024),
+  context: z.number().int().min(128).default(2048),
+  epochs: z.number().int().min(0).default(5),
+  lr: z.number().positive().default(5e-3),
+  batch_tokens: z.number().int().min(256).default(4096),
+  /** Loss weight of a hinted turn's call: where the model learns to follow a harness's hints. */
+  hinted_weight: z.number().min(0).max(100).default(3),
+  warmStart: WarmStartOptions.default(WarmStartOptions.parse({})),
+});
+export type SuiteLmRecipe = z.infer<typeof SuiteLmRecipe>;
