@@ -1,13 +1,17 @@
 import { defineConfig } from "vitest/config";
 
-// Three test files at a time on the 2-core machine: most files wait on a server (DynamoDB Local,
-// fauxqs, MariaDB, the policy worker, a spawned CLI), so one per core leaves the cores idle.
-// Vitest's default here would be one file at a time (cores − 1).
+// Three test files at a time on the 2-core machine: most integration files wait on a server
+// (DynamoDB Local, fauxqs, MariaDB, the policy worker, a spawned CLI), so one per core leaves the
+// cores idle. Unit tests (pure, no network) share one module graph per worker (isolate: false):
+// most of a unit file's cost was importing the workspace again.
 export default defineConfig({
   test: {
-    include: ["tests/**/*.test.ts"],
     pool: "forks",
     maxWorkers: 3,
     testTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: "unit", include: ["tests/unit/**/*.test.ts"], isolate: false } },
+      { extends: true, test: { name: "integration", include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"] } },
+    ],
   },
 });
