@@ -3,7 +3,8 @@ import { defineConfig } from "vitest/config";
 // Three test files at a time on the 2-core machine: most integration files wait on a server
 // (DynamoDB Local, fauxqs, MariaDB, the policy worker, a spawned CLI), so one per core leaves the
 // cores idle. Unit tests (pure, no network) share one module graph per worker (isolate: false):
-// most of a unit file's cost was importing the workspace again.
+// most of a unit file's cost was importing the workspace again. Integration files share one
+// DynamoDB Local (tests/shared-dynamodb.ts).
 export default defineConfig({
   test: {
     pool: "forks",
@@ -11,7 +12,14 @@ export default defineConfig({
     testTimeout: 60_000,
     projects: [
       { extends: true, test: { name: "unit", include: ["tests/unit/**/*.test.ts"], isolate: false } },
-      { extends: true, test: { name: "integration", include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"],
+          globalSetup: ["tests/shared-dynamodb.ts"],
+        },
+      },
     ],
   },
 });

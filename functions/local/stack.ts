@@ -4,7 +4,18 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
-import { CachedPoolStore, SqsQueue, createQueueWithDlq, createTables, dynamoStores, localCredentials, pollOnce, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
+import {
+  CachedPoolStore,
+  SqsQueue,
+  createQueueWithDlq,
+  createTables,
+  dynamoStores,
+  localCredentials,
+  pollOnce,
+  startDynamoDbLocal,
+  tableNames,
+  type TableNames,
+} from "@harness-s/adapters";
 import type { ApiDeps } from "../api/deps.ts";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
@@ -28,6 +39,8 @@ export interface LocalStack {
   deps: ApiDeps;
   stores: Stores;
   dynamoEndpoint: string;
+  /** This stack's table names (their prefix is its own when it shares a DynamoDB Local). */
+  tables: TableNames;
   sqsEndpoint: string;
   queues: Record<WorkerName, { url: string; dlqUrl: string; queue: SqsQueue }>;
   stop: () => Promise<void>;
@@ -41,6 +54,11 @@ export interface LocalStackOptions {
   voters?: readonly Voter[];
   /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
   prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
+  /**
+   * A DynamoDB Local already running (a test run's shared one): the stack creates its tables there
+   * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
+   */
+  dynamoEndpoint?: string;
   /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
   dispatchConcurrency?: number;
   /**
@@ -61,7 +79,11 @@ export interface LocalStackOptions {
  */
 export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
   const log = opts.log ?? (() => undefined);
-  const [dynamo, fauxqs] = await Promise.all([startDynamoDbLocal(), startFauxqs({ port: 0, host: "127.0.0.1", logger: false })]);
+  const shared = opts.dynamoEndpoint;
+  const [dynamo, fauxqs] = await Promise.all([
+    shared ? { endpoint: shared, stop: async () => {} } : startDynamoDbLocal(),
+    startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
+  ]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
   const sqs = new SQSClient({ endpoint: sqsEndpoint, region: "us-east-1", credentials: localCredentials });
@@ -76,7 +98,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     await dynamo.stop();
   };
   try {
-    const names = tableNames("local-");
+    const names = tableNames(shared ? `local-${randomUUID().slice(0, 8)}-` : "local-");
     await createTables(ddb, names);
     const doc = DynamoDBDocumentClient.from(ddb);
     const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
@@ -126,7 +148,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
     };
-    return { deps, stores, dynamoEndpoint: dynamo.endpoint, sqsEndpoint, queues, stop };
+    return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };
   } catch (err) {
     await stop();
     throw err;

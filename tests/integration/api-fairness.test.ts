@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { LocalPolicyEndpoints } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
@@ -21,6 +21,7 @@ beforeAll(async () => {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const prepare = localQueuedExperiment(setupFor, endpoints);
   stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
     tasks: { get: async () => undefined },
     policies: endpoints,
     // The run's set-up is what is measured; the run itself then ends (failed), so nothing outlives the test.

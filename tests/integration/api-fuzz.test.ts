@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import fc from "fast-check";
 import { runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
 import { openApiDocument } from "../../functions/api/openapi.ts";
@@ -25,6 +25,7 @@ beforeAll(async () => {
   const policy = setup.createPolicy(1);
   const run = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy });
   stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
     tasks: { get: async (id) => byId.get(id) },
     policies: singlePolicyEndpoint(run),
     prepareExperiment: () => Promise.reject(new Error("the fuzz stack runs no experiments")),

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, inject } from "vitest";
 import { ExperimentRequest, cancelExperiment, startExperiment, systemClock } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
@@ -10,7 +10,7 @@ const setup = embeddedSetup(defaultEmbeddedSettings);
 describe("the coordinator on the local stack (DynamoDB Local, fauxqs), default settings", () => {
   it("finishes a short run of key B while key A's long run is still going, then cancels A at a step boundary", async () => {
     // Prepare
-    const stack = await startExperimentStack(setup, "test");
+    const stack = await startExperimentStack(setup, "test", undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
     const start = (id: string, key: string, steps: number) =>
       startExperiment(ExperimentRequest.parse({ seeds: [2], arms: ["grpo"], train: { steps, batchSize: 8, curveEvery: 0, auditEvery: 0 } }), key, {
         experiments: stack.stores.experiments,

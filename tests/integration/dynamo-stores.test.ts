@@ -1,24 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { StoreUnavailableError, createPool } from "@harness-s/core";
-import { DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
+import { DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 import { makeSpec } from "../factories.ts";
 
-let local: Awaited<ReturnType<typeof startDynamoDbLocal>>;
 let client: DynamoDBClient;
 let doc: DynamoDBDocumentClient;
 let run = 0;
 
 beforeAll(async () => {
-  local = await startDynamoDbLocal();
-  client = new DynamoDBClient({ endpoint: local.endpoint, region: "us-east-1", credentials: localCredentials });
+  client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
   doc = DynamoDBDocumentClient.from(client);
 }, 60_000);
 afterAll(async () => {
   client?.destroy();
-  await local?.stop();
 });
 
 storeContract("DynamoDB Local", async () => {

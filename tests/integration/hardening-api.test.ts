@@ -1,10 +1,10 @@
 import { connect } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { PutCommand, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
-import { localCredentials, tableNames } from "@harness-s/adapters";
+import { localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
@@ -32,6 +32,7 @@ beforeAll(async () => {
     return runEpisode(t, h, s, { env: setup.env, policy });
   };
   stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
     tasks: { get: async (id) => byId.get(id) },
     policies: singlePolicyEndpoint(run),
     visibilitySeconds: { profile: 1, dispatch: 1 },
@@ -66,7 +67,7 @@ const poolId = () => inst.evolution.pool.id;
 const sibling = () => inst.evolution.pool.siblings[0]!.id;
 const outcome = (id: string, extra: Record<string, unknown> = {}) => ({ id, harnessId: sibling(), family: "app", success: true, turns: 3, policyVersion: 0, ...extra });
 const route = () => post("/v1/route", { poolId: poolId(), task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 });
-const storedProfile = async (harnessId: string) => (await doc().send(new GetCommand({ TableName: tableNames("local-").Profiles, Key: { poolId: poolId(), harnessId } }))).Item;
+const storedProfile = async (harnessId: string) => (await doc().send(new GetCommand({ TableName: stack.tables.Profiles, Key: { poolId: poolId(), harnessId } }))).Item;
 
 describe("1. evidence cannot poison a pool", () => {
   it("counts a family called constructor and a behaviour called toString as plain names; profiles and routing keep answering", async () => {
@@ -136,7 +137,7 @@ describe("1. evidence cannot poison a pool", () => {
       behaviours: { toString: { attempts: null, successes: 0 } },
       turns: { attempts: 2, successes: 6 },
     };
-    await doc().send(new PutCommand({ TableName: tableNames("local-").Profiles, Item: { poolId: poolId(), harnessId: h, policyVersion: 0, rev: 1, body: JSON.stringify(bad) } }));
+    await doc().send(new PutCommand({ TableName: stack.tables.Profiles, Item: { poolId: poolId(), harnessId: h, policyVersion: 0, rev: 1, body: JSON.stringify(bad) } }));
     const profiles = await get(`/v1/profiles?poolId=${poolId()}`);
     expect(profiles.status).toBe(200);
     expect((await profiles.json()).profiles[h].byFamily).toEqual({ app: { attempts: 2, successes: 1 } });

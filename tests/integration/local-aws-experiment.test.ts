@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { ExperimentConfig, TrainConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
@@ -15,7 +15,7 @@ describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispat
     const inProcess: ExperimentSummary = await runExperimentToEnd(config, setup);
     // Act
     const progress: number[] = [];
-    const viaQueues = await runExperimentLocalAws(config, setup, (done) => progress.push(done));
+    const viaQueues = await runExperimentLocalAws(config, setup, (done) => progress.push(done), undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
     // Assess
     expect(viaQueues).toEqual(inProcess);
     expect(viaQueues.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rescue.triggered).toBeGreaterThan(0);
@@ -29,7 +29,7 @@ describe("experiments over the API on the local stack", () => {
   let key: string;
 
   beforeAll(async () => {
-    stack = await startExperimentStack(setup, "test");
+    stack = await startExperimentStack(setup, "test", undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
     api = await startApi(stack.deps);
     key = await addKey(stack.deps, "researcher", ["experiments"]);
   }, 120_000);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, inject } from "vitest";
 import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperimentToEnd, startExperiment, systemClock } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
@@ -12,7 +12,7 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
   it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
     // Prepare: every attempt ends as soon as it may (after one training step), as a Lambda past its slice does
     const inProcess = await runExperimentToEnd(config, setup);
-    const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0 });
+    const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0, dynamoEndpoint: inject("dynamoEndpoint") });
     try {
       // Act
       const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });

@@ -1,15 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { ConflictError, createPool, emptyProfile, type Ballot, type BallotRequest, type Envelope, type Profile, type ProfileLedger, type Voter } from "@harness-s/core";
-import { DynamoBallotStore, DynamoProfileStore, SqsQueue, createQueueWithDlq, createTables, localCredentials, pollOnce, startDynamoDbLocal, tableNames } from "@harness-s/adapters";
+import { DynamoBallotStore, DynamoProfileStore, SqsQueue, createQueueWithDlq, createTables, localCredentials, pollOnce, tableNames } from "@harness-s/adapters";
 import { createProfileHandler } from "../../functions/profile/handler.ts";
 import { createVoteHandler } from "../../functions/vote/handler.ts";
 import { makeSpec, makeSqsRecord } from "../factories.ts";
 
-let dynamo: Awaited<ReturnType<typeof startDynamoDbLocal>>;
 let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
 let ddb: DynamoDBClient;
 let sqs: SQSClient;
@@ -18,8 +17,8 @@ let ballots: DynamoBallotStore;
 let n = 0;
 
 beforeAll(async () => {
-  [dynamo, fauxqs] = await Promise.all([startDynamoDbLocal(), startFauxqs({ port: 0, logger: false })]);
-  ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
+  fauxqs = await startFauxqs({ port: 0, logger: false });
+  ddb = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
   sqs = new SQSClient({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: "us-east-1", credentials: localCredentials });
   const names = tableNames("worker-");
   await createTables(ddb, names);
@@ -30,7 +29,6 @@ afterAll(async () => {
   ddb?.destroy();
   sqs?.destroy();
   await fauxqs?.stop();
-  await dynamo?.stop();
 });
 
 const evidence = (id: string, harnessId: string, success = true): Envelope => ({

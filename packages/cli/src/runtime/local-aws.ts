@@ -61,7 +61,12 @@ export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: Loc
  * A local stack whose coordinator runs experiments of `setup` through the queues and tables;
  * `setup` must be built for the protocol of the runs it is given (they are refused otherwise).
  */
-export async function startExperimentStack(setup: Setup, protocol: Protocol, log?: (line: string) => void, opts: { coordinatorSliceMs?: number } = {}): Promise<LocalStack> {
+export async function startExperimentStack(
+  setup: Setup,
+  protocol: Protocol,
+  log?: (line: string) => void,
+  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint"> = {},
+): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const setupFor: SetupForProtocol = (asked) => {
     if (asked !== protocol) throw new ValidationError("experiment", [`this stack runs ${protocol}-protocol experiments, not ${asked}`]);
@@ -79,8 +84,9 @@ export async function runExperimentLocalAws(
   setup: Setup,
   onProgress: (done: number, label: string) => void,
   log?: (line: string) => void,
+  stackOptions: Pick<LocalStackOptions, "dynamoEndpoint"> = {},
 ): Promise<ExperimentSummary> {
-  const stack = await startExperimentStack(setup, config.protocol, log);
+  const stack = await startExperimentStack(setup, config.protocol, log, stackOptions);
   try {
     const req = ExperimentPlan.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
     const started = await startExperiment(req, "cli", {
