@@ -6,6 +6,7 @@ export default $config({
   },
   async run() {
     const { controlPlane } = await import("./stacks/control-plane");
-    return controlPlane();
+    // HARNESS_S_POLICY_GPU=off deploys without the GPU endpoint (set PolicyEndpointUrl to one run elsewhere).
+    return controlPlane({ gpuEndpoint: process.env.HARNESS_S_POLICY_GPU !== "off" });
   },
 });

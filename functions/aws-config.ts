@@ -20,17 +20,22 @@ export const AwsConfig = z.object({
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
-/** Only what a function is linked to is present; a missing table fails the cold start with its name. */
+/**
+ * Only what a function is linked to is present; a missing table fails the cold start with its name.
+ * SST's `Resource` throws on a name the function is not linked to, so each name is asked with `in` first.
+ */
 export function awsConfigFromResources(): AwsConfig {
-  const r = Resource as unknown as Record<string, { name?: string; url?: string; value?: string } | undefined>;
-  const endpoint = r.PolicyEndpointUrl?.value;
-  const token = r.PolicyEndpointToken?.value;
-  const llmKey = r.LlmApiKey?.value;
+  const linked = (name: string) => (name in Resource ? (Resource as unknown as Record<string, { name?: string; url?: string; value?: string }>)[name] : undefined);
+  const secret = (name: string) => {
+    const value = linked(name)?.value;
+    return value && value !== "unset" ? value : undefined;
+  };
   return AwsConfig.parse({
-    tables: Object.fromEntries(tableSpecs.map((t) => [t.name, r[t.name]?.name ?? `unlinked-${t.name}`])),
-    queues: Object.fromEntries(Object.entries(QUEUES).map(([k, name]) => [k, r[name]?.url])),
-    policyEndpointUrl: endpoint && endpoint !== "unset" ? endpoint : undefined,
-    policyEndpointToken: token && token !== "unset" ? token : undefined,
-    llmApiKey: llmKey && llmKey !== "unset" ? llmKey : undefined,
+    tables: Object.fromEntries(tableSpecs.map((t) => [t.name, linked(t.name)?.name ?? `unlinked-${t.name}`])),
+    queues: Object.fromEntries(Object.entries(QUEUES).map(([k, name]) => [k, linked(name)?.url])),
+    // The secret, when set, overrides the managed GPU endpoint's URL (an endpoint run elsewhere).
+    policyEndpointUrl: secret("PolicyEndpointUrl") ?? linked("PolicyGpuEndpoint")?.url,
+    policyEndpointToken: secret("PolicyEndpointToken"),
+    llmApiKey: secret("LlmApiKey"),
   }) as AwsConfig;
 }

@@ -1,5 +1,5 @@
 // Runs sst.config.ts with SST's own components under Pulumi mocks, offline, and prints every
-// resource it declares as JSON: { resources: [{ type, name, inputs }], outputs, builds }.
+// resource it declares as JSON: { resources: [{ type, name, inputs }], outputs, builds, links }.
 // Needs `.sst/platform` (npm run typecheck:infra installs it). Used by tests/infra.
 import { createServer } from "node:http";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
@@ -13,6 +13,8 @@ const load = (p: string) => import(pathToFileURL(join(platform, p)).href);
 
 const resources: { type: string; name: string; inputs: Record<string, unknown> }[] = [];
 const builds: string[] = [];
+/** Each handler's linked resources (name → properties), as SST hands them to the build. */
+const links: Record<string, Record<string, Record<string, unknown>>> = {};
 
 async function main() {
   if (!existsSync(join(platform, "config.d.ts"))) throw new Error("no .sst/platform: run `npm run typecheck:infra` first");
@@ -29,6 +31,7 @@ async function main() {
         return reply({ asset: "mock-assets-bucket", assetEcrRegistryId: "123456789012", assetEcrUrl: "mock.ecr", state: "mock-state-bucket" });
       if (method !== "Runtime.Build") return reply(null, `rpc: can't find method ${method}`);
       const handler = String(params[0].handler);
+      links[handler] = (params[0].links ?? {}) as Record<string, Record<string, unknown>>;
       const file = handler.slice(0, handler.lastIndexOf("."));
       const dir = join(out, file.replace(/\//g, "_"));
       mkdirSync(dir, { recursive: true });
@@ -61,7 +64,15 @@ async function main() {
         const arn = `arn:aws:mock:us-east-1:123456789012:${args.name}`;
         return {
           id: `${args.name}-id`,
-          state: { ...args.inputs, arn, url: `https://mock/${args.name}`, name: args.inputs.name ?? args.name, functionUrl: `https://mock-url/${args.name}` },
+          state: {
+            ...args.inputs,
+            arn,
+            url: `https://mock/${args.name}`,
+            name: args.inputs.name ?? args.name,
+            functionUrl: `https://mock-url/${args.name}`,
+            dnsName: `${args.name}.mock.elb.amazonaws.com`,
+            repositoryUrl: `123456789012.dkr.ecr.us-east-1.amazonaws.com/${args.name.toLowerCase()}`,
+          },
         };
       },
       call: (args: { token: string; inputs: Record<string, unknown> }) => {
@@ -84,12 +95,13 @@ async function main() {
   process.env.SST_SECRETS = JSON.stringify({});
   Object.assign(g, await load("src/shim/run.js"));
   g.sst = await load("src/components/index.ts");
+  g.aws = await load("node_modules/@pulumi/aws/index.js"); // the provider namespace sst.config.ts sees as a global
   const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as { run: () => Promise<Record<string, unknown>> };
   const { run } = await load("src/auto/run.ts");
   const outputs = await pulumi.runtime.runInPulumiStack(() => run(config.run));
   await new Promise((r) => setTimeout(r, 500));
   server.close();
-  process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds }));
+  process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }));
 }
 
 main().catch((err) => {

@@ -1,17 +1,22 @@
+import { policyGpuEndpoint } from "./policy-endpoint";
 import { storage } from "./storage";
 import { LAMBDA_RUNTIME, WORKERS } from "./workers";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
  * partial batch responses; the router API as a Function URL; the secrets for the policy
- * endpoint and LLM voters, given to the functions that use them through `link`.
+ * endpoint and LLM voters, given to the functions that use them through `link`; and, unless
+ * `gpuEndpoint` is false, the managed GPU endpoint that serves the policy (stacks/policy-endpoint.ts),
+ * linked to dispatch and the coordinator.
  */
-export async function controlPlane() {
+export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
   const policyEndpoint = new sst.Secret("PolicyEndpointUrl", "unset");
   /** The bearer token of a protocol-v2 policy worker (`harness-s policy-worker --token`). */
   const policyToken = new sst.Secret("PolicyEndpointToken", "unset");
   const llmApiKey = new sst.Secret("LlmApiKey", "unset");
+  const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
+  const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
 
   const queue = (name: string, w: (typeof WORKERS)[keyof typeof WORKERS]) => {
     const dlq = new sst.aws.Queue(`${name}Dlq`);
@@ -27,7 +32,7 @@ export async function controlPlane() {
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, policyEndpoint, policyToken]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, ...policy]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,
@@ -39,8 +44,7 @@ export async function controlPlane() {
     dispatchQueue,
     voteQueue,
     coordinatorQueue,
-    policyEndpoint,
-    policyToken,
+    ...policy,
   ]);
 
   const api = new sst.aws.Function("Api", {
@@ -65,5 +69,12 @@ export async function controlPlane() {
     ],
   });
 
-  return { api: api.url, profileQueue: profileQueue.url, dispatchQueue: dispatchQueue.url, voteQueue: voteQueue.url, coordinatorQueue: coordinatorQueue.url };
+  return {
+    api: api.url,
+    ...(gpu ? { policyEndpoint: gpu.endpoint.properties.url, policyWorkerImage: gpu.repository } : {}),
+    profileQueue: profileQueue.url,
+    dispatchQueue: dispatchQueue.url,
+    voteQueue: voteQueue.url,
+    coordinatorQueue: coordinatorQueue.url,
+  };
 }

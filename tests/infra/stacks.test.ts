@@ -5,6 +5,7 @@ import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { LAMBDA_RUNTIME, WORKERS } from "../../stacks/workers.ts";
+import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 
 interface Resource {
   type: string;
@@ -14,11 +15,12 @@ interface Resource {
 }
 let resources: Resource[];
 let builds: string[];
+let links: Record<string, Record<string, Record<string, unknown>>>;
 
 // sst.config.ts run with SST's own components under Pulumi mocks, offline (scripts/infra-snapshot.ts).
 beforeAll(() => {
   const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  ({ resources, builds } = JSON.parse(out));
+  ({ resources, builds, links } = JSON.parse(out));
 }, 120_000);
 
 const ofType = (type: string) => resources.filter((r) => r.type === type);
@@ -105,5 +107,48 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
         .map((s) => s.name)
         .sort(),
     ).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"]);
+  });
+
+  it("runs the policy worker as one ECS task on one GPU instance, behind a balancer that checks /healthz", () => {
+    // The instance: the ECS GPU AMI, one instance (min = max = 1), joined to the cluster with GPU support.
+    const launch = one("aws:ec2/launchTemplate:LaunchTemplate", "PolicyLaunchTemplate").inputs;
+    expect(launch.instanceType).toBe(GPU_ENDPOINT.instanceType);
+    expect(Buffer.from(launch.userData, "base64").toString()).toMatch(/ECS_CLUSTER=.*\n.*ECS_ENABLE_GPU_SUPPORT=true/);
+    const asg = one("aws:autoscaling/group:Group", "PolicyInstances").inputs;
+    expect([asg.minSize, asg.maxSize, asg.desiredCapacity]).toEqual([1, 1, 1]);
+    // The task: one GPU, the worker's port, the image from its own repository, the token from Secrets Manager only.
+    const task = one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs;
+    const [container] = JSON.parse(task.containerDefinitions);
+    expect(container.resourceRequirements).toEqual([{ type: "GPU", value: "1" }]);
+    expect(container.portMappings[0].containerPort).toBe(GPU_ENDPOINT.port);
+    expect(container.image).toMatch(/dkr\.ecr\..*policyworkerimage:latest$/);
+    expect(container.secrets).toEqual([{ name: "HARNESS_S_WORKER_TOKEN", valueFrom: expect.stringMatching(/:PolicyWorkerToken$/) }]);
+    expect(JSON.stringify(container.command) + JSON.stringify(container.environment ?? [])).not.toMatch(/token/i);
+    expect(container.mountPoints).toContainEqual({ sourceVolume: "models", containerPath: "/models", readOnly: true });
+    // One task, never two at once (open episodes and adapters live in the worker's memory).
+    const service = one("aws:ecs/service:Service", "PolicyWorkerService").inputs;
+    expect([service.desiredCount, service.deploymentMaximumPercent, service.deploymentMinimumHealthyPercent]).toEqual([1, 100, 0]);
+    // The balancer forwards to the worker's port and checks its unauthenticated health route.
+    const target = one("aws:lb/targetGroup:TargetGroup", "PolicyTargets").inputs;
+    expect(target.port).toBe(GPU_ENDPOINT.port);
+    expect(target.healthCheck.path).toBe("/healthz");
+    expect(one("aws:lb/listener:Listener", "PolicyListener").inputs.defaultActions[0]).toMatchObject({ type: "forward", targetGroupArn: expect.stringMatching(/:PolicyTargets$/) });
+    // The instance takes the worker's port from the balancer only.
+    const instanceGroup = one("aws:ec2/securityGroup:SecurityGroup", "PolicyInstanceGroup").inputs;
+    expect(instanceGroup.ingress).toEqual([expect.objectContaining({ fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: ["PolicyBalancerGroup-id"] })]);
+    expect(instanceGroup.ingress[0].cidrBlocks ?? []).toEqual([]);
+  });
+
+  it("lets the task read only its token secret, and links the endpoint's URL to dispatch and the coordinator only", () => {
+    const statements = one("aws:iam/role:Role", "PolicyTaskExecutionRole").inputs.inlinePolicies.flatMap((p: { policy: string }) => JSON.parse(p.policy).Statement);
+    expect(statements).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [expect.stringMatching(/:PolicyWorkerToken$/)] }]);
+    const linked = Object.entries(links)
+      .filter(([, l]) => "PolicyGpuEndpoint" in l)
+      .map(([handler]) => handler)
+      .sort();
+    expect(linked).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
+    expect(links[WORKERS.dispatch.handler]!.PolicyGpuEndpoint!.url).toBe("http://PolicyBalancer.mock.elb.amazonaws.com");
+    // The hand-set secrets stay linked beside it, as the override for an endpoint run elsewhere.
+    expect(Object.keys(links[WORKERS.dispatch.handler]!)).toEqual(expect.arrayContaining(["PolicyEndpointUrl", "PolicyEndpointToken"]));
   });
 });

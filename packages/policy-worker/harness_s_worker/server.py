@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import sys
 import tempfile
@@ -237,7 +238,7 @@ def main() -> None:
     ap.add_argument("--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--token", default=None, help="bearer token every request but /healthz must carry")
+    ap.add_argument("--token", default=os.environ.get("HARNESS_S_WORKER_TOKEN"), help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)")
     ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
