@@ -98,10 +98,14 @@ async function main() {
   g.aws = await load("node_modules/@pulumi/aws/index.js"); // the provider namespace sst.config.ts sees as a global
   const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as { run: () => Promise<Record<string, unknown>> };
   const { run } = await load("src/auto/run.ts");
+  // The stack's outputs can resolve before every resource is registered: disconnect() waits for
+  // Pulumi's queue of registrations to drain, and a function is registered only after its build
+  // answered, so then every build is in. The RPC server is left open (closing it could reset a
+  // keep-alive socket SST's client is about to reuse); the process exits instead.
   const outputs = await pulumi.runtime.runInPulumiStack(() => run(config.run));
-  await new Promise((r) => setTimeout(r, 500));
-  server.close();
-  process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }));
+  await pulumi.runtime.disconnect();
+  await new Promise<void>((r) => process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }), () => r()));
+  process.exit(0);
 }
 
 main().catch((err) => {

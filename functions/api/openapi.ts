@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { mergePath } from "hono/utils/url";
-import { ROUTES, documentConfig, registerSecurity } from "./routes.ts";
+import { documentConfig, registerSecurity } from "./openapi-parts.ts";
+import { ROUTES } from "./routes/index.ts";
 
 /**
  * The OpenAPI 3.1 document of the API, generated from its declared routes (the same objects the

@@ -1,9 +1,12 @@
 import { execFile } from "node:child_process";
+import { readFile, readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core";
+import { CORE_ERROR_CODES, CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core";
+import { WORKER_ERROR_CODES } from "@harness-s/adapters";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 
 // Protocol v2's request shapes are declared twice, once per language: as zod schemas here and as
@@ -122,5 +125,18 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
       "UpdateRequest.optim.epochs: default null in TypeScript, 1 in the worker",
       "UpdateRequest.optim.epochs: required in TypeScript, optional in the worker",
     ]);
+  });
+
+  it("every error code the worker answers is in the TypeScript vocabulary (core's codes, or the worker's own mapped to a domain code)", async () => {
+    // Prepare: the codes the worker raises, read from its source (WorkerError(status, "CODE", …) and error(status, "CODE", …)).
+    const dir = fileURLToPath(new URL("../../packages/policy-worker/harness_s_worker/", import.meta.url));
+    const sources = await Promise.all((await readdir(dir)).filter((f) => f.endsWith(".py")).map((f) => readFile(join(dir, f), "utf8")));
+    const raised = new Set(sources.flatMap((src) => [...src.matchAll(/(?:WorkerError|error)\(\s*\d{3},\s*"([A-Z_]+)"/g)].map((m) => m[1]!)));
+    // Act
+    const unknown = [...raised].filter((code) => !(code in WORKER_ERROR_CODES) && !(CORE_ERROR_CODES as readonly string[]).includes(code));
+    // Assess
+    expect(raised.size).toBeGreaterThanOrEqual(9);
+    expect(raised).toContain("UPDATE_IN_PROGRESS");
+    expect(unknown).toEqual([]);
   });
 });

@@ -75,4 +75,14 @@ export interface ExperimentDeps {
    * least a step.
    */
   shouldYield?: () => boolean;
+  /**
+   * Asked before each (arm, seed) unit and after each training step; a reason ends the attempt
+   * there with `{ kind: "stopped" }` (the unit in progress is not kept unless its policy outlives
+   * the attempt, whose step checkpoint is then saved first). How a cancelled run stops.
+   */
+  shouldStop?: () => StopReason | undefined;
 }
+
+/** Why a run stopped before its end: cancelled by its owner, or its budget cap reached. */
+export const StopReason = z.object({ kind: z.enum(["cancelled", "budget"]), detail: z.string() });
+export type StopReason = z.infer<typeof StopReason>;

@@ -1,12 +1,13 @@
 import { rank1Picker } from "../inference/rank1.ts";
 import type { Environment } from "../ports.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
+import { BudgetExceededError } from "../errors.ts";
 import { evaluateTasks } from "../training/evaluate.ts";
 import { createRng, hash32, type Rng } from "../util/rng.ts";
 import { budgetSource, extraRolloutsOf, runOrder } from "./arms.ts";
 import { summarise } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
-import type { ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
+import type { ExperimentConfig, ExperimentDeps, SeedInstance, StopReason } from "./experiment-config.ts";
 import { evalSet, score, trainUnit } from "./unit.ts";
 
 export * from "./experiment-config.ts";
@@ -24,8 +25,11 @@ function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonl
   return config.seeds.flatMap((seed) => config.arms.map((arm) => `${arm}/${seed}`)).filter((u) => !done.has(u)).length;
 }
 
-/** How an attempt ended: with every unit trained, or paused at a boundary (to be continued). */
-export type ExperimentOutcome = { kind: "done"; summary: ExperimentSummary } | { kind: "paused"; remaining: number };
+/**
+ * How an attempt ended: with every unit trained, paused at a boundary (to be continued), or
+ * stopped for good (cancelled, or its budget cap reached; what it finished is kept).
+ */
+export type ExperimentOutcome = { kind: "done"; summary: ExperimentSummary } | { kind: "paused"; remaining: number } | { kind: "stopped"; reason: StopReason; remaining: number };
 
 /** The initial policy's scores on a seed (reused from an earlier attempt when it has them). */
 async function seedBaseline(
@@ -66,9 +70,23 @@ async function seedBaseline(
  * if (outcome.kind === "done") report(outcome.summary);
  */
 export async function runExperiment(config: ExperimentConfig, deps: ExperimentDeps): Promise<ExperimentOutcome> {
+  const progress = { perArm: new Map<string, ArmSeedResult[]>(), remaining: () => 0 };
+  try {
+    return await runUnits(config, deps, progress);
+  } catch (err) {
+    // A budget cap is checked per rollout (a hard cap: billing depends on it), so it ends a run in
+    // the middle of whatever asked for the rollout; here that refusal becomes the run's outcome.
+    if (err instanceof BudgetExceededError) return { kind: "stopped", reason: { kind: "budget", detail: err.message }, remaining: progress.remaining() };
+    throw err;
+  }
+}
+
+async function runUnits(config: ExperimentConfig, deps: ExperimentDeps, progress: { perArm: Map<string, ArmSeedResult[]>; remaining: () => number }): Promise<ExperimentOutcome> {
   const order = runOrder(config.arms);
   const source = budgetSource()?.name;
-  const perArm = new Map<string, ArmSeedResult[]>(order.map((a) => [a, []]));
+  const perArm = progress.perArm;
+  for (const a of order) perArm.set(a, []);
+  progress.remaining = () => unitsLeft(config, perArm, deps.resume?.results);
   const baselines: SeedBaseline[] = [];
   const instances = new Map<number, SeedInstance>();
   const paused = (): ExperimentOutcome => ({ kind: "paused", remaining: unitsLeft(config, perArm, deps.resume?.results) });
@@ -88,9 +106,12 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
         perArm.get(name)!.push(done);
         continue;
       }
+      const stop = deps.shouldStop?.();
+      if (stop) return { kind: "stopped", reason: stop, remaining: progress.remaining() };
       if (trainedNow > 0 && deps.shouldYield?.()) return paused();
       const unit = await trainUnit({ config, deps, inst, seed, rng, runnerFor, name, extra });
       if (unit.kind === "paused") return paused();
+      if (unit.kind === "stopped") return { kind: "stopped", reason: unit.reason, remaining: progress.remaining() };
       if (name === source) extra = extraRolloutsOf(unit.result.rolloutBreakdown);
       trainedNow++;
       perArm.get(name)!.push(unit.result);
@@ -107,8 +128,9 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
  * @example
  * const summary = await runExperimentToEnd(ExperimentConfig.parse({ seeds: [1] }), deps);
  */
-export async function runExperimentToEnd(config: ExperimentConfig, deps: Omit<ExperimentDeps, "shouldYield">): Promise<ExperimentSummary> {
+export async function runExperimentToEnd(config: ExperimentConfig, deps: Omit<ExperimentDeps, "shouldYield" | "shouldStop">): Promise<ExperimentSummary> {
   const outcome = await runExperiment(config, deps);
+  if (outcome.kind === "stopped") throw new BudgetExceededError(outcome.reason.detail); // only a budget cap stops a run without shouldStop
   if (outcome.kind !== "done") throw new Error("unreachable: a run without shouldYield never pauses");
   return outcome.summary;
 }

@@ -7,7 +7,7 @@ import { Trainer, type TrainResult } from "../training/trainer.ts";
 import { nullForNaN, withoutDecisions } from "../training/train-state.ts";
 import { hash32, type Rng } from "../util/rng.ts";
 import { armConfig, armDefinition } from "./arms.ts";
-import type { ExperimentConfig, ExperimentDeps, SeedInstance } from "./experiment-config.ts";
+import type { ExperimentConfig, ExperimentDeps, SeedInstance, StopReason } from "./experiment-config.ts";
 import type { ArmSeedResult } from "./summary.ts";
 import { unitPolicy } from "./unit-policies.ts";
 import { evenlySpaced } from "../util/evenly-spaced.ts";
@@ -36,7 +36,9 @@ export interface UnitContext {
  * Trains one (arm, seed) unit, continuing from its checkpoint when its policy is still there,
  * and evaluates it; with policies that outlive an attempt, it may pause between two steps.
  */
-export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | { kind: "trained"; result: ArmSeedResult; policyId?: string }> {
+export async function trainUnit(
+  ctx: UnitContext,
+): Promise<{ kind: "paused" } | { kind: "stopped"; reason: StopReason } | { kind: "trained"; result: ArmSeedResult; policyId?: string }> {
   const { config, deps, inst, seed, name } = ctx;
   const unit = await unitPolicy(deps, name, seed);
   const runRollout = ctx.runnerFor(`${name}/${seed}`, unit.policy, seed);
@@ -58,10 +60,14 @@ export async function trainUnit(ctx: UnitContext): Promise<{ kind: "paused" } | 
   const trainer = unit.resumeFrom ? Trainer.resume(unit.resumeFrom, arm, config.train, trainerDeps) : await Trainer.start(arm, config.train, trainerDeps);
   while (!trainer.done) {
     await trainer.step();
-    if (unit.id === undefined) continue; // without outliving policies, a unit is the smallest piece of work
-    await deps.policies?.persist?.(unit.id);
-    await deps.onUnitStep?.({ arm: name, seed, policyId: unit.id, state: withoutDecisions(trainer.state()) });
-    if (!trainer.done && deps.shouldYield?.()) return { kind: "paused" };
+    if (unit.id !== undefined) {
+      await deps.policies?.persist?.(unit.id);
+      await deps.onUnitStep?.({ arm: name, seed, policyId: unit.id, state: withoutDecisions(trainer.state()) });
+    }
+    const stop = deps.shouldStop?.();
+    if (stop) return { kind: "stopped", reason: stop };
+    // Without outliving policies a unit is the smallest piece of work: it pauses only between units.
+    if (unit.id !== undefined && !trainer.done && deps.shouldYield?.()) return { kind: "paused" };
   }
   const result = await evaluatedResult(ctx, trainer.result(), runRollout);
   return { kind: "trained", result, ...(unit.id !== undefined ? { policyId: unit.id } : {}) };

@@ -1,5 +1,5 @@
-import { BudgetExceededError, ExperimentCancelledError, NotFoundError, parseOrThrow } from "../errors.ts";
-import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps } from "../experiment/run-experiment.ts";
+import { BudgetExceededError, NotFoundError, parseOrThrow } from "../errors.ts";
+import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps, type ExperimentOutcome, type StopReason } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
 import { ConcurrencyLimitError } from "../errors.ts";
 import { visibleTo } from "./ports.ts";
@@ -100,13 +100,15 @@ export interface CoordinatorDeps {
   logger?: Logger;
 }
 
-/** Every rollout of the run counted against its budget cap; refused once cancelled or at the cap. */
-function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record: ExperimentRecord, cancelled: () => boolean): NonNullable<ExperimentDeps["runnerFor"]> {
+/**
+ * Every rollout of the run counted against its budget cap, and refused past it (a hard cap, so the
+ * refusal can come mid-step; `runExperiment` returns it as a stopped outcome).
+ */
+function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record: ExperimentRecord): NonNullable<ExperimentDeps["runnerFor"]> {
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   return (policyId: string, policy: Policy, seed: number): RolloutRunner => {
     const run = inner(policyId, policy, seed);
     return (task, harness, s) => {
-      if (cancelled()) return Promise.reject(new ExperimentCancelledError(record.id));
       if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
       record.usage.rollouts++;
       return run(task, harness, s);
@@ -125,12 +127,13 @@ function configOf(record: ExperimentRecord): ExperimentConfig {
   });
 }
 
-/** The last write of a run that threw: cancelled by its key, stopped at its budget, or failed. */
-function stoppedBy(err: unknown, record: ExperimentRecord): Partial<ExperimentRecord> {
-  if (err instanceof ExperimentCancelledError) return { status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } };
-  if (err instanceof BudgetExceededError) return { status: "stopped", stopReason: err.message };
-  return { status: "failed", error: err instanceof Error ? err.message : String(err) };
+/** The last write of a run that stopped: cancelled by its key, or at its budget cap. */
+function stoppedBy(reason: StopReason, record: ExperimentRecord): Partial<ExperimentRecord> {
+  if (reason.kind === "cancelled") return { status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } };
+  return { status: "stopped", stopReason: reason.detail };
 }
+
+const CANCELLED: StopReason = { kind: "cancelled", detail: "cancelled by its key" };
 
 /**
  * The coordinator use-case: claims the run (a duplicate delivery while it runs is a no-op), runs
@@ -177,15 +180,16 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     await deps.meter?.releaseSlot(record.keyId).catch(logFailure(logger, `releasing ${record.keyId}'s experiment slot`));
     await save(patch);
   };
-  try {
-    if (cancelled) throw new ExperimentCancelledError(id);
+  /** One attempt at the run: prepared, then trained and evaluated from where earlier attempts stopped. */
+  const attempt = async (): Promise<ExperimentOutcome> => {
     const base = await deps.prepare(record);
     const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
-    const outcome = await runExperiment(config, {
+    return runExperiment(config, {
       ...base,
-      runnerFor: budgetedRunners(base.runnerFor ?? inProcessRunners(base.env), record, () => cancelled),
+      runnerFor: budgetedRunners(base.runnerFor ?? inProcessRunners(base.env), record),
+      shouldStop: () => (cancelled ? CANCELLED : undefined),
       resume: { baselines: [...record.baselines], results: [...record.results], units: [...record.units] },
       onSeedBaseline: (b) => save({ baselines: [...record.baselines, b] }),
       ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - started >= deps.sliceMs! } : {}),
@@ -203,11 +207,16 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
       onUnitStep: (cp) => save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) => save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
+  };
+  try {
+    // A run cancelled while it waited in the queue ends without preparing anything.
+    const outcome: ExperimentOutcome = cancelled ? { kind: "stopped", reason: CANCELLED, remaining: 0 } : await attempt();
     if (outcome.kind === "done") await end({ status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
+    else if (outcome.kind === "stopped") await persisted.catch(() => undefined).then(() => end(stoppedBy(outcome.reason, record)));
     else await continueLater(record, outcome.remaining, save, persisted, deps.continueOn!);
   } catch (err) {
     await persisted.catch(() => undefined);
-    await end(stoppedBy(err, record));
+    await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
   return record;

@@ -1,0 +1,73 @@
+import type { ZodMediaTypeObject } from "@asteasolutions/zod-to-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Env } from "hono";
+import { z } from "zod";
+
+/*
+ * What every resource's routes share in the OpenAPI document: how bodies and responses are
+ * documented, the error answers, the document's top-level fields. Bodies are documented with the
+ * zod types' JSON Schema but parsed by the handlers' own `parseBody` (size, depth and streaming
+ * limits), so no validator is attached to a route.
+ */
+
+/** A request body documented by its zod type's JSON Schema (a plain schema object: no validator is attached). */
+export const jsonBody = (schema: z.ZodType) => ({
+  required: true,
+  content: { "application/json": { schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as ZodMediaTypeObject["schema"] } },
+});
+const AnyObject = z.looseObject({});
+/** A JSON response of a zod type (typed handlers are checked against it); any object when none is given. */
+export function jsonOf(description: string): { description: string; content: { "application/json": { schema: typeof AnyObject } } };
+export function jsonOf<S extends z.ZodType>(description: string, schema: S): { description: string; content: { "application/json": { schema: S } } };
+export function jsonOf(description: string, schema: z.ZodType = AnyObject) {
+  return { description, content: { "application/json": { schema } } };
+}
+
+export const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), issues: z.array(z.string()).optional() }) });
+export const error = (description: string) => jsonOf(description, ErrorBody);
+export const errors = {
+  400: error("malformed, oversized or invalid body or parameter (issues name each bad field)"),
+  401: error("missing or unknown API key"),
+  403: error("the key lacks the scope"),
+  413: error("body larger than the endpoint accepts"),
+  414: error("URL longer than 4096 characters"),
+  429: error("the key's quota is used up, or (experiments) it already has its limit of runs queued or running"),
+  503: error("a backing store or queue is unavailable (retry); PARTIAL_SEND lists the messages that were and were not queued"),
+};
+/** What only an endpoint that reads a body answers. */
+export const bodyErrors = {
+  408: error("the body stalled (5 s without a byte) or took longer than 15 s in all"),
+  415: error("the body was not sent as application/json (UTF-8)"),
+};
+export const pathId = (name = "id") => ({ name, in: "path" as const, required: true, schema: { type: "string" as const } });
+export const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
+
+export const DEFAULT_SERVERS = [{ url: "http://127.0.0.1:18787", description: "harness-s serve (local stand-ins)" }];
+
+/** The document's top-level fields: info, servers, the bearer scheme every operation but two needs. */
+export function documentConfig(servers: { url: string; description?: string }[] = DEFAULT_SERVERS) {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Harness-S router API",
+      version: "1",
+      description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments.",
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    servers,
+    security: [{ bearer: [] }],
+    tags: [
+      { name: "router", description: "Routing decisions" },
+      { name: "pools", description: "Immutable, content-versioned harness pools" },
+      { name: "profiles", description: "Harness behaviour profiles and the evidence that updates them" },
+      { name: "rescues", description: "Elastic rescue rollouts" },
+      { name: "experiments", description: "Paired experiments run by the coordinator" },
+      { name: "account", description: "Usage, liveness, this document" },
+    ],
+  };
+}
+
+/** Adds the bearer scheme the document's `security` names (the generator writes only what is registered). */
+export function registerSecurity<E extends Env>(app: OpenAPIHono<E>) {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+}

@@ -1,0 +1,27 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { NotFoundError, RoutingDecision, visibleTo } from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { idParam, requireScope, type ApiEnv } from "../http.ts";
+import { errors, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+
+/** `/v1/decisions`: recorded routing decisions. */
+export const decisionRoutes = {
+  get: createRoute({
+    method: "get",
+    path: "/{id}",
+    operationId: "getDecision",
+    tags: ["router"],
+    summary: "A recorded routing decision (only the key that asked may read it)",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("the decision", RoutingDecision), ...notFound("decision"), ...errors },
+  }),
+};
+
+export const decisionsApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>().openapi(decisionRoutes.get, async (c) => {
+    const key = await requireScope(c, "route", deps);
+    const id = idParam(c, "id");
+    const d = await deps.decisions.get(id);
+    if (!d || !visibleTo(d.keyId, key)) throw new NotFoundError("decision", id);
+    return c.json(d, 200);
+  });

@@ -1,0 +1,124 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import {
+  ArmName,
+  EXPERIMENT_LIMITS,
+  ExperimentRecord,
+  ExperimentRequest,
+  ExperimentStep,
+  NotFoundError,
+  ValidationError,
+  cancelExperiment,
+  experimentStatus,
+  formatIssues,
+  startExperiment,
+  visibleTo,
+} from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+
+const record = ExperimentRecord.shape;
+/** What `experimentStatus` answers: state, progress, usage and cost so far. */
+const ExperimentStatus = z.object({
+  id: z.string(),
+  status: record.status,
+  request: record.request,
+  progress: record.progress,
+  attempts: z.number().int(),
+  cost: record.usage.extend({ usd: z.number() }),
+  budget: z.object({ rollouts: z.number().int() }).nullable(),
+  stopReason: z.string().nullable(),
+  error: z.string().nullable(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+const ExperimentSteps = z.object({ id: z.string(), steps: z.array(ExperimentStep) });
+const ExperimentMetrics = z.object({ id: z.string(), status: record.status, results: record.results, summary: record.summary.unwrap().nullable() });
+const StepsQuery = z.object({ arm: ArmName.optional(), seed: z.coerce.number().int().min(0).optional() });
+const forThisKey = notFound("experiment for this key");
+
+/** `/v1/experiments`: paired experiments run by the coordinator. */
+export const experimentRoutes = {
+  start: createRoute({
+    method: "post",
+    path: "/",
+    operationId: "startExperiment",
+    tags: ["experiments"],
+    summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it",
+    request: { body: jsonBody(ExperimentRequest) },
+    responses: { 202: jsonOf("accepted: id, status, progress, cost so far", ExperimentStatus), ...errors, ...bodyErrors },
+  }),
+  get: createRoute({
+    method: "get",
+    path: "/{id}",
+    operationId: "getExperiment",
+    tags: ["experiments"],
+    summary: "Status, progress, usage and cost so far (stopped = budget cap reached)",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("status", ExperimentStatus), ...forThisKey, ...errors },
+  }),
+  cancel: createRoute({
+    method: "post",
+    path: "/{id}/cancel",
+    operationId: "cancelExperiment",
+    tags: ["experiments"],
+    summary: "Cancel a run: a queued one ends at once, a running one after its current step; finished units are kept",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("status after the request", ExperimentStatus), ...forThisKey, ...errors },
+  }),
+  steps: createRoute({
+    method: "get",
+    path: "/{id}/steps",
+    operationId: "listExperimentSteps",
+    tags: ["experiments"],
+    summary: "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
+    parameters: [
+      pathId(),
+      { name: "arm", in: "query", required: false, schema: { type: "string" } },
+      { name: "seed", in: "query", required: false, schema: { type: "integer", minimum: 0 } },
+    ],
+    responses: { 200: jsonOf("steps", ExperimentSteps), ...forThisKey, ...errors },
+  }),
+  metrics: createRoute({
+    method: "get",
+    path: "/{id}/metrics",
+    operationId: "getExperimentMetrics",
+    tags: ["experiments"],
+    summary: "Per (arm, seed) results so far, and the summary once done",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("metrics", ExperimentMetrics), ...forThisKey, ...errors },
+  }),
+};
+
+export const experimentsApp = (deps: ApiDeps) => {
+  /** An experiment is visible to the key that started it (and to admin keys) only. */
+  const own = async (id: string, key: { id: string; scopes: string[] }) => {
+    const found = await deps.experiments.get(id);
+    if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError("experiment", id);
+    return found;
+  };
+  return new OpenAPIHono<ApiEnv>()
+    .openapi(experimentRoutes.start, async (c) => {
+      const key = await requireScope(c, "experiments", deps);
+      const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+      const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
+      const started = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
+      return c.json(experimentStatus(started, deps.prices), 202);
+    })
+    .openapi(experimentRoutes.get, async (c) => c.json(experimentStatus(await own(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices), 200))
+    .openapi(experimentRoutes.cancel, async (c) => {
+      const key = await requireScope(c, "experiments", deps);
+      return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);
+    })
+    .openapi(experimentRoutes.steps, async (c) => {
+      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      const filter = StepsQuery.safeParse({ arm: c.req.query("arm"), seed: c.req.query("seed") });
+      if (!filter.success) throw new ValidationError("query", formatIssues(filter.error.issues));
+      return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, filter.data) }, 200);
+    })
+    .openapi(experimentRoutes.metrics, async (c) => {
+      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      return c.json({ id: found.id, status: found.status, results: found.results, summary: found.summary ?? null }, 200);
+    });
+};

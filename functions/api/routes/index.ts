@@ -1,0 +1,18 @@
+import { accountRoutes } from "./account.ts";
+import { decisionRoutes } from "./decisions.ts";
+import { experimentRoutes } from "./experiments.ts";
+import { poolRoutes } from "./pools.ts";
+import { profileRoutes } from "./profiles.ts";
+import { rescueRoutes } from "./rescues.ts";
+import { routeRoutes } from "./route.ts";
+
+/** Every resource's declared routes, by the prefix the app mounts it under (paths relative to it). */
+export const ROUTES = {
+  "/v1/route": routeRoutes,
+  "/v1/pools": poolRoutes,
+  "/v1/profiles": profileRoutes,
+  "/v1/decisions": decisionRoutes,
+  "/v1/rescues": rescueRoutes,
+  "/v1/experiments": experimentRoutes,
+  "": accountRoutes,
+} as const;

@@ -1,0 +1,59 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { HarnessPool, NotFoundError, parsePool } from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+
+const PoolCreated = z.object({ id: z.string(), version: z.string() });
+const PoolList = z.object({ pools: z.array(z.object({ id: z.string(), version: z.string(), siblings: z.number().int() })) });
+
+/** `/v1/pools`: immutable, content-versioned harness pools. */
+export const poolRoutes = {
+  create: createRoute({
+    method: "post",
+    path: "/",
+    operationId: "createPool",
+    tags: ["pools"],
+    summary: "Register an immutable harness pool",
+    request: { body: jsonBody(HarnessPool) },
+    responses: { 201: jsonOf("created: id and content version", PoolCreated), 409: error("a different pool exists under this id"), ...errors, ...bodyErrors },
+  }),
+  list: createRoute({
+    method: "get",
+    path: "/",
+    operationId: "listPools",
+    tags: ["pools"],
+    summary: "List pools",
+    responses: { 200: jsonOf("pools: id, version, number of siblings", PoolList), ...errors },
+  }),
+  get: createRoute({
+    method: "get",
+    path: "/{id}",
+    operationId: "getPool",
+    tags: ["pools"],
+    summary: "Get a pool",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("the pool", HarnessPool), ...notFound("pool"), ...errors },
+  }),
+};
+
+export const poolsApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>()
+    .openapi(poolRoutes.create, async (c) => {
+      await requireScope(c, "pools:write", deps);
+      const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes, deps.bodyTimeouts));
+      await deps.pools.put(pool);
+      return c.json({ id: pool.id, version: pool.version }, 201);
+    })
+    .openapi(poolRoutes.list, async (c) => {
+      await requireScope(c, "pools:read", deps);
+      return c.json({ pools: await deps.pools.list() }, 200);
+    })
+    .openapi(poolRoutes.get, async (c) => {
+      await requireScope(c, "pools:read", deps);
+      const id = idParam(c, "id");
+      const pool = await deps.pools.get(id);
+      if (!pool) throw new NotFoundError("pool", id);
+      return c.json(pool, 200);
+    });

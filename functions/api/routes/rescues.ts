@@ -1,0 +1,49 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { RescueRequest, RescueStatus, rescueStatus, startRescue } from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+
+const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
+
+/** `/v1/rescues`: elastic rescue rollouts. */
+export const rescueRoutes = {
+  start: createRoute({
+    method: "post",
+    path: "/",
+    operationId: "startRescue",
+    tags: ["rescues"],
+    summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers",
+    request: { body: jsonBody(RescueRequest) },
+    responses: {
+      202: jsonOf("accepted: id, chosen harnesses, expected rollouts", RescueAccepted),
+      ...notFound("pool or task"),
+      501: error("this deployment has no dispatch worker"),
+      ...errors,
+      ...bodyErrors,
+    },
+  }),
+  get: createRoute({
+    method: "get",
+    path: "/{id}",
+    operationId: "getRescue",
+    tags: ["rescues"],
+    summary: "Status, rewards and per-rollout outcomes of a rescue",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
+  }),
+};
+
+export const rescuesApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>()
+    .openapi(rescueRoutes.start, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      const job = await startRescue(await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts), deps, key.id);
+      await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
+      return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
+    })
+    .openapi(rescueRoutes.get, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      return c.json(await rescueStatus(idParam(c, "id"), deps, key), 200);
+    });

@@ -1,0 +1,27 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { RouteRequest, RoutingDecision, routeTask } from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
+
+/** `/v1/route`: rank a pool's harnesses for a task. */
+export const routeRoutes = {
+  route: createRoute({
+    method: "post",
+    path: "/",
+    operationId: "routeTask",
+    tags: ["router"],
+    summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
+    request: { body: jsonBody(RouteRequest) },
+    responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors, ...bodyErrors },
+  }),
+};
+
+export const routeApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>().openapi(routeRoutes.route, async (c) => {
+    const key = await requireScope(c, "route", deps);
+    const decision = await routeTask(await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts), deps, key.id);
+    const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
+    await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
+    return c.json(decision, 200);
+  });
