@@ -22,12 +22,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import torch
 
+from .policies import Policies
 from .server import build, set_threads
 from .updates import train
 
@@ -39,10 +42,10 @@ LEVELS = (1, 8, 32)
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
-def timed(seconds: float, one) -> float:
+def timed(seconds: float, one: Callable[[], int]) -> float:
     """Tokens per second of `one()` (which returns the tokens it handled), repeated for `seconds`."""
     one()  # warm-up
     tokens, start = 0, time.perf_counter()
@@ -59,13 +62,13 @@ def generated(row: list[int], eos: frozenset[int]) -> int:
     return len(row)
 
 
-def direct_generate(policies, adapter: str, prompt: list[int], n: int, max_tokens: int, seed: int) -> int:
+def direct_generate(policies: Policies, adapter: str, prompt: list[int], n: int, max_tokens: int, seed: int) -> int:
     """`n` sequences from one prompt through `generate` in one batch; the tokens they produced."""
     torch.manual_seed(seed)
     dev = next(policies.base.parameters()).device
     with policies.model_lock, torch.no_grad():
-        policies.model.set_adapter(adapter)
-        out = policies.model.generate(
+        policies.peft.set_adapter(adapter)
+        out = policies.peft.generate(
             input_ids=torch.tensor([prompt] * n, device=dev),
             attention_mask=torch.ones(n, len(prompt), dtype=torch.long, device=dev),
             max_new_tokens=max_tokens,
@@ -79,11 +82,11 @@ def direct_generate(policies, adapter: str, prompt: list[int], n: int, max_token
     return sum(generated(row, policies.eos_ids) for row in out[:, len(prompt) :].tolist())
 
 
-def http_rounds(http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens: int, seconds: float, counter: dict) -> float:
+def http_rounds(http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens: int, seconds: float, counter: dict[str, Any]) -> float:
     """Tokens/s of rounds of `n` episodes started together, each round waiting for all of them
     (a training step's rollouts; the same shape as one batched `generate`)."""
 
-    def one(_):
+    def one(_: int) -> int:
         counter["i"] += 1
         r = http.post("/v2/policies/http/sample", json={"episode_id": f"r{counter['i']}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": counter["i"]}})
         r.raise_for_status()
@@ -95,7 +98,7 @@ def http_rounds(http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens
     return tokens / (time.perf_counter() - start)
 
 
-def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float, counter: dict) -> float:
+def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float, counter: dict[str, Any]) -> float:
     """Tokens/s of `n` clients each starting a new episode as soon as its last one ended."""
     stop = time.perf_counter() + seconds
     totals = [0] * n
@@ -113,7 +116,7 @@ def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float
     return sum(totals) / (time.perf_counter() - start)
 
 
-def start_worker(model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")) -> tuple[subprocess.Popen, httpx.Client]:
+def start_worker(model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")) -> tuple[subprocess.Popen[bytes], httpx.Client]:
     port = free_port()
     cmd = [sys.executable, "-m", "harness_s_worker.server", "--model", model, "--port", str(port), "--device", device, *flags]
     if threads:
@@ -130,7 +133,7 @@ def start_worker(model: str, device: str, threads: int | None, flags: tuple[str,
     raise RuntimeError("the worker did not start")
 
 
-def update_body(policies, n: int = 16, max_tokens: int = 32) -> tuple[dict, int]:
+def update_body(policies: Policies, n: int = 16, max_tokens: int = 32) -> tuple[dict[str, Any], int]:
     prompt = policies.render(MESSAGES, None, True)
     datums = []
     for i in range(n):
@@ -160,7 +163,7 @@ def reset_peak_rss() -> None:
         f.write("5")
 
 
-def update_memory(policies, sizes=(8, 32, 128), length=1024) -> dict:
+def update_memory(policies: Policies, sizes: tuple[int, ...] = (8, 32, 128), length: int = 1024) -> dict[str, Any]:
     """Peak memory (MB above the resting figure: RSS on CPU, allocated on CUDA) of one update."""
     policies.create("memory", SPEC)
     p = policies.get("memory")
@@ -190,7 +193,7 @@ def update_memory(policies, sizes=(8, 32, 128), length=1024) -> dict:
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
-                rest = torch.cuda.memory_allocated()
+                rest = float(torch.cuda.memory_allocated())
             else:
                 reset_peak_rss()
                 rest = peak_rss_mb()
@@ -220,9 +223,13 @@ def main() -> None:
     try:
         http.put("/v2/policies/http", json=SPEC).raise_for_status()
         counter = {"i": 0}
-        sampling: dict = {}
+        sampling: dict[str, Any] = {}
         for n in LEVELS:
-            direct = timed(args.seconds, lambda n=n: direct_generate(policies, adapter, prompt, n, args.max_tokens, counter.setdefault("s", 0) + n))
+
+            def generate_batch(n: int = n) -> int:
+                return direct_generate(policies, adapter, prompt, n, args.max_tokens, counter.setdefault("s", 0) + n)
+
+            direct = timed(args.seconds, generate_batch)
             with ThreadPoolExecutor(n) as pool:
                 http_rounds(http, pool, n, args.max_tokens, 0.5, counter)  # warm-up
                 rounds = http_rounds(http, pool, n, args.max_tokens, args.seconds, counter)
@@ -241,13 +248,13 @@ def main() -> None:
         sampling["http_32_over_http_1"] = round(sampling["32"]["http"] / sampling["1"]["http"], 2)
         body, tokens = update_body(policies, n=args.update_datums, max_tokens=args.max_tokens)
 
-        def direct_update():
+        def direct_update() -> int:
             p = policies.get("direct")
             train(policies, p, {"base_version": p.version, **body})
             policies.publish(p)
             return tokens
 
-        def http_update():
+        def http_update() -> int:
             v = http.get("/v2/policies/http").json()["version"]
             uid = http.post("/v2/policies/http/updates", json={"base_version": v, **body}, headers={"Idempotency-Key": f"u{v}"}).json()["update_id"]
             while http.get(f"/v2/updates/{uid}", params={"wait": 30}).json()["status"] not in ("done", "failed"):

@@ -18,7 +18,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+# Tokenizers are typed Any: transformers types their outputs as a union of every shape.
 from .errors import WorkerError
 
 # Texts no real turn contains: the fixed conversation's parts, and a turn's content to locate.
@@ -28,31 +30,31 @@ SENTINEL = "\u2063ASSISTANT\u2063"
 
 
 class ChatFormat:
-    def __init__(self, tokenizer, eos_ids: frozenset[int]):
+    def __init__(self, tokenizer: Any, eos_ids: frozenset[int]) -> None:
         self.tokenizer = tokenizer
         self.eos_ids = eos_ids
         self.turn_tail = self._turn_tail()
         self.tail_ids = self._encode(self.turn_tail)
         self.prefix_stable, self.stability_note = self._probe()
 
-    def _render(self, messages: list[dict], tools: list[dict] | None = None, generation_prompt: bool = False) -> str:
+    def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, generation_prompt: bool = False) -> str:
         try:
-            return self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=False)
+            return str(self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=False))
         except Exception as err:  # the template's own checks (role order, tool-call ids, …)
             raise WorkerError(400, "VALIDATION_FAILED", f"messages: the model's chat template refused them: {err}") from err
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
-    def whole(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
+    def whole(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
         """The template's render of these messages, as ids (`/render`)."""
         return self._encode(self._render(messages, tools, generation_prompt))
 
-    def first(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
+    def first(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[int]:
         """The first turn: the whole conversation so far, with the generation prompt."""
         return self.whole(messages, tools, True)
 
-    def delta(self, previous_assistant: dict, messages: list[dict]) -> list[int]:
+    def delta(self, previous_assistant: dict[str, Any], messages: list[dict[str, Any]]) -> list[int]:
         """The ids the template adds for `messages` after an assistant turn (see the module's rule)."""
         messages = with_call_ids(previous_assistant, messages)
         # Without the system message second: a template that moves it into the last user turn
@@ -83,7 +85,7 @@ class ChatFormat:
     def _probe(self) -> tuple[bool, str]:
         """Renders a probe conversation whole and turn by turn, and compares the two."""
         call = {"id": "call00001", "type": "function", "function": {"name": "lookup", "arguments": {"q": "x"}}}
-        turns = [
+        turns: list[list[dict[str, Any]]] = [
             [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Find x."}],
             [{"role": "assistant", "content": "", "tool_calls": [call]}],
             [{"role": "tool", "tool_call_id": "call00001", "content": "x is 1"}],
@@ -104,11 +106,11 @@ class ChatFormat:
             return True, "turn-by-turn renders concatenate to the whole conversation's render"
         return False, "the template re-renders earlier turns when one is added; episodes use the delta rule (their ids are what was trained)"
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"prefix_stable": self.prefix_stable, "note": self.stability_note, "turn_tail": self.turn_tail}
 
 
-def with_call_ids(previous_assistant: dict, messages: list[dict]) -> list[dict]:
+def with_call_ids(previous_assistant: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool messages without a `tool_call_id` get the previous turn's call ids in order (templates
     such as Mistral's refuse a tool message without one)."""
     ids = [c.get("id") for c in previous_assistant.get("tool_calls") or [] if c.get("id")]
@@ -120,15 +122,15 @@ def with_call_ids(previous_assistant: dict, messages: list[dict]) -> list[dict]:
     return out
 
 
-def assistant_message(content: str, calls: list[dict] | None) -> dict:
+def assistant_message(content: str, calls: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The assistant turn as a template expects it (arguments as objects where they parse)."""
-    message: dict = {"role": "assistant", "content": content}
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": loads_or_text(c["function"]["arguments"])}} for c in calls]
     return message
 
 
-def loads_or_text(text: str):
+def loads_or_text(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .policies import Policies, Policy
 
 import torch
 
 from .errors import WorkerError
 
 
-def save_checkpoint(policies, pid: str) -> dict:
+def save_checkpoint(policies: Policies, pid: str) -> dict[str, Any]:
     with policies.lock:
         p = policies.get(pid)
         path = policies.state_dir / "policies" / pid / f"v{p.version}"
         path.mkdir(parents=True, exist_ok=True)
         with policies.model_lock:
             weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapter_params(p.adapter))}
-            torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optimizer.state_dict()}, path / "state.pt")
+            torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optim().state_dict()}, path / "state.pt")
             # The adapter only: a LoRA on lm_head leaves the base layer as it was, and a restore needs the same base model.
-            policies.model.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
+            policies.peft.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
         forget_older(path.parent, p.version)
         return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
 
@@ -35,15 +39,15 @@ def forget_older(folder: Path, newest: int) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def read_checkpoint(state_dir: Path, ref: str) -> dict:
+def read_checkpoint(state_dir: Path, ref: str) -> dict[str, Any]:
     root = (state_dir / "policies").resolve()
     path = (root / ref / "state.pt").resolve()
     if root not in path.parents or not path.is_file():
         raise WorkerError(400, "VALIDATION_FAILED", f"init_from: no checkpoint {ref!r} in this worker's state folder (as POST …/checkpoints names it: <policy>/v<n>)")
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return cast(dict[str, Any], torch.load(path, map_location="cpu", weights_only=True))
 
 
-def apply_checkpoint(policies, p, saved: dict) -> None:
+def apply_checkpoint(policies: Policies, p: Policy, saved: dict[str, Any]) -> None:
     """Called with the model lock held, on a policy just created."""
     params = policies.adapter_params(p.adapter)
     if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.get("lora"):
@@ -52,5 +56,5 @@ def apply_checkpoint(policies, p, saved: dict) -> None:
         for i, param in enumerate(params):
             param.copy_(saved["weights"][str(i)].to(param.device))
     policies.copy_adapter(p.adapter, p.train_adapter)
-    p.optimizer.load_state_dict(saved["optimizer"])
+    p.optim().load_state_dict(saved["optimizer"])
     p.version = int(saved["version"])

@@ -21,8 +21,10 @@ import random
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import torch
 from transformers import DynamicCache
@@ -46,7 +48,7 @@ class Request:
     max_tokens: int
     eos_ids: frozenset[int]
     seed: int | None = None
-    future: Future = field(default_factory=Future)
+    future: Future[Any] = field(default_factory=Future[Any])
     queued_at: int = 0  # the engine's step count when it was submitted
     arrived: float = 0.0  # time.monotonic() when it was submitted
     # Called on the scheduler thread just before the sequence starts; raising refuses it.
@@ -66,6 +68,9 @@ class Running:
 # From this many cached positions a running batch writes each step's keys and values in place
 # into buffers with spare room (measured: half the step time at 1.3k positions × 48 sequences on
 # CPU); below it, a plain cache that concatenates is as fast (attention reads contiguous tensors).
+#: A cache as per-layer (keys, values) pairs.
+Layers = list[tuple[torch.Tensor, torch.Tensor]]
+
 GROW_FROM = 512
 
 
@@ -73,8 +78,8 @@ class GrowingLayer(DynamicLayer):
     """A cache layer whose keys and values live in a buffer with room to grow (doubling when
     full): a decoding step writes its own column instead of copying the whole cache."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int = 128):
-        super().__init__()
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int = 128) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
         self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
         self.length = keys.shape[2]
         shape = (*keys.shape[:2], self.length + room, keys.shape[3])
@@ -82,7 +87,7 @@ class GrowingLayer(DynamicLayer):
         self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length] = keys, values
         self.keys, self.values = self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length]
 
-    def update(self, key_states, value_states, *args, **kwargs):
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         end = self.length + key_states.shape[2]
         if end > self.kbuf.shape[2]:
             grow = max(end, 2 * self.kbuf.shape[2]) - self.kbuf.shape[2]
@@ -103,7 +108,7 @@ def running_cache(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCac
 
 
 def layers_of(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    return [(layer.keys, layer.values) for layer in cache.layers]
+    return [(cast(torch.Tensor, layer.keys), cast(torch.Tensor, layer.values)) for layer in cast(list[DynamicLayer], cache.layers)]
 
 
 def cache_from(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
@@ -129,10 +134,10 @@ class KvStore:
         self.hits = self.misses = self.evictions = 0
 
     @staticmethod
-    def size(layers) -> int:
+    def size(layers: Layers) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
 
-    def take(self, key: str, ids: list[int]):
+    def take(self, key: str, ids: list[int]) -> tuple[Layers | None, int]:
         """(layers, tokens covered) when the stored ids are a proper prefix of `ids`; removed from the store."""
         entry = self.entries.pop(key, None)
         if entry is None:
@@ -146,7 +151,7 @@ class KvStore:
         self.hits += 1
         return layers, len(stored)
 
-    def put(self, key: str, ids: list[int], layers) -> None:
+    def put(self, key: str, ids: list[int], layers: Layers) -> None:
         size = self.size(layers)
         if size > self.budget:
             return
@@ -170,29 +175,29 @@ class KvStore:
 class Engine:
     """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason)."""
 
-    def __init__(self, model, model_lock: threading.Lock, set_adapter, cache_bytes: int = 1 << 30, max_batch: int = 64):
+    def __init__(self, model: Any, model_lock: threading.Lock, set_adapter: Callable[[str], None], cache_bytes: int = 1 << 30, max_batch: int = 64) -> None:
         self.model, self.model_lock, self.set_adapter = model, model_lock, set_adapter
         self.kv = KvStore(cache_bytes)
         self.max_batch = max_batch
         self.pending: OrderedDict[str, list[Request]] = OrderedDict()
-        self.batches: dict[str, dict] = {}
-        self.barriers: dict[str, list[tuple[object, Future]]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.barriers: dict[str, list[tuple[Callable[[], Any], Future[Any]]]] = {}
         self.cond = threading.Condition()
         self.steps = self.prefills = self.prefilled_rows = 0
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self.thread.start()
 
-    def submit(self, req: Request) -> Future:
+    def submit(self, req: Request) -> Future[Any]:
         with self.cond:
             req.queued_at, req.arrived = self.steps, time.monotonic()
             self.pending.setdefault(req.adapter, []).append(req)
             self.cond.notify()
         return req.future
 
-    def barrier(self, adapter: str, fn) -> Future:
+    def barrier(self, adapter: str, fn: Callable[[], Any]) -> Future[Any]:
         """Runs `fn` on the scheduler thread once no sequence of `adapter` is running; none is
         admitted meanwhile (a publish or a delete never lands in the middle of a turn)."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         with self.cond:
             self.barriers.setdefault(adapter, []).append((fn, future))
             self.cond.notify()
@@ -291,7 +296,7 @@ class Engine:
             return
         with self.cond:
             taken = [self.kv.take(r.key, r.ids) for r in reqs]
-        unique: list[tuple[Request, list | None, int]] = []
+        unique: list[tuple[Request, list[Any] | None, int]] = []
         index: list[int] = []
         seen: dict[tuple[int, ...], int] = {}
         for r, (layers, c) in zip(reqs, taken, strict=True):
@@ -314,7 +319,7 @@ class Engine:
         rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
         self._merge(adapter, rows, layers, mask)
 
-    def _prefill(self, adapter: str, rows: list[tuple[Request, list | None, int]]):
+    def _prefill(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[Any, torch.Tensor]:
         """One forward pass over each row's new ids after its cached prefix; (output, mask)."""
         dev = next(self.model.parameters()).device
         past_width = max(c for _, _, c in rows)
@@ -346,7 +351,7 @@ class Engine:
         self.prefilled_rows += len(rows)
         return out, mask
 
-    def _merge(self, adapter: str, rows: list[Running], layers, mask: torch.Tensor) -> None:
+    def _merge(self, adapter: str, rows: list[Running], layers: Layers, mask: torch.Tensor) -> None:
         """Adds pre-filled rows to the adapter's running batch (finished ones leave at once)."""
         batch = self.batches.get(adapter)
         if batch is None:
@@ -414,7 +419,7 @@ class Engine:
     def _finished(row: Running) -> bool:
         return row.next_id in row.req.eos_ids or len(row.out_ids) >= row.req.max_tokens
 
-    def _finish(self, row: Running, layers) -> None:
+    def _finish(self, row: Running, layers: Layers) -> None:
         # The cache covers the prompt and every sampled token but the last (never fed back).
         with self.cond:
             self.kv.put(row.req.key, row.req.ids + row.out_ids[:-1], layers)

@@ -12,15 +12,17 @@ import json
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from .policies import Policies
 from .schemas import ChatRequest
 
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
 
 
-def conversation_key(pid: str, version: int, messages: list[dict]) -> str:
-    def shape(m: dict) -> dict:
+def conversation_key(pid: str, version: int, messages: list[dict[str, Any]]) -> str:
+    def shape(m: dict[str, Any]) -> dict[str, Any]:
         calls = [{"name": c.get("function", {}).get("name"), "arguments": c.get("function", {}).get("arguments")} for c in m.get("tool_calls") or []]
         return {"role": m.get("role"), "content": m.get("content") or "", "calls": calls}
 
@@ -28,11 +30,11 @@ def conversation_key(pid: str, version: int, messages: list[dict]) -> str:
 
 
 class Facade:
-    def __init__(self, policies):
+    def __init__(self, policies: Policies) -> None:
         self.policies = policies
         self.known: OrderedDict[str, str] = OrderedDict()
 
-    def request(self, body: ChatRequest) -> tuple[str, dict, list[dict]]:
+    def request(self, body: ChatRequest) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
         """(policy id, the sample request, the messages as sent) for a chat body."""
         pid, _, v = body.model.partition("@v")
         p = self.policies.get(pid)
@@ -50,7 +52,7 @@ class Facade:
         episode = f"chat-{uuid.uuid4().hex[:12]}"
         return pid, {"episode_id": episode, "version": {"exact": version} if v else None, "messages": messages, "tools": body.tools, "sampling": sampling}, messages
 
-    def response(self, pid: str, req: dict, messages: list[dict], out: dict, logprobs: bool) -> dict[str, Any]:
+    def response(self, pid: str, req: dict[str, Any], messages: list[dict[str, Any]], out: dict[str, Any], logprobs: bool) -> dict[str, Any]:
         comp = out["completion"]
         message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
         if comp.get("tool_calls"):

@@ -9,11 +9,14 @@ import shutil
 import threading
 import uuid
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import PreTrainedTokenizerBase
 
 from .chat import ChatFormat
 from .engine import Engine, Request
@@ -26,20 +29,25 @@ from .toolcalls import parser_for
 @dataclass
 class Episode:
     ids: list[int]
-    assistant: dict | None = None
+    assistant: dict[str, Any] | None = None
     forced: list[int] = field(default_factory=list)
 
 
 @dataclass
 class Policy:
     id: str
-    spec: dict
+    spec: dict[str, Any]
     adapter: str
     train_adapter: str
     version: int = 0
     optimizer: torch.optim.Optimizer | None = None
     episodes: dict[str, Episode] = field(default_factory=dict)
     busy: bool = False
+
+    def optim(self) -> torch.optim.Optimizer:
+        """The optimiser (made with the policy; None only while it is being created)."""
+        assert self.optimizer is not None
+        return self.optimizer
 
 
 @dataclass
@@ -53,7 +61,7 @@ class Limits:
     sample_timeout_s: float = 300.0
 
 
-def eos_ids_of(model, tokenizer) -> frozenset[int]:
+def eos_ids_of(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
     """Every end-of-turn id: the generation config's (one id or several) and the tokenizer's."""
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids = set(configured if isinstance(configured, list) else [configured] if configured is not None else [])
@@ -72,7 +80,7 @@ def delete_adapters(model: PeftModel, *names: str) -> None:
 
 
 class Policies:
-    def __init__(self, model: torch.nn.Module, tokenizer, state_dir: Path, limits: Limits | None = None, model_name: str = "tiny", tool_parser: str | None = None):
+    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, state_dir: Path, limits: Limits | None = None, model_name: str = "tiny", tool_parser: str | None = None):
         self.base = model
         self.limits = limits or Limits()
         self.model_name = model_name
@@ -89,12 +97,18 @@ class Policies:
         self.engine = Engine(self, self.model_lock, self._activate, cache_bytes=self.limits.cache_mb << 20)
 
     # The engine calls the model through these, so a policy created later is still the same model.
-    def __call__(self, **kwargs):
+    def __call__(self, **kwargs: Any) -> Any:
         assert self.model is not None
         return self.model(**kwargs)
 
-    def parameters(self):
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
         return self.base.parameters()
+
+    @property
+    def peft(self) -> PeftModel:
+        """The adapted model (made with the first policy)."""
+        assert self.model is not None
+        return self.model
 
     def _activate(self, adapter: str) -> None:
         """Makes `adapter` the active one (a no-op when it is: peft's switch walks every module)."""
@@ -104,7 +118,7 @@ class Policies:
 
     def vocab_size(self) -> int:
         """Token ids the model has embeddings for (ids at or past it are a 400, never a device assert)."""
-        return int(self.base.get_input_embeddings().weight.shape[0])
+        return int(cast(Any, self.base).get_input_embeddings().weight.shape[0])
 
     def max_context(self) -> int:
         """Tokens one sequence may hold (prompt and completion): the model's position limit."""
@@ -125,7 +139,7 @@ class Policies:
             for s, t in zip(self.adapter_params(source), self.adapter_params(target), strict=True):
                 t.copy_(s)
 
-    def create(self, pid: str, spec: dict) -> tuple[Policy, bool]:
+    def create(self, pid: str, spec: dict[str, Any]) -> tuple[Policy, bool]:
         from .checkpoints import apply_checkpoint, read_checkpoint
 
         with self.lock:
@@ -175,7 +189,7 @@ class Policies:
         self.engine.barrier(p.adapter, drop).result()
         shutil.rmtree(self.state_dir / "policies" / pid, ignore_errors=True)
 
-    def check_version(self, p: Policy, want: dict | None) -> None:
+    def check_version(self, p: Policy, want: dict[str, Any] | None) -> None:
         if want is None:
             return
         if "exact" in want and want["exact"] != p.version:
@@ -183,10 +197,10 @@ class Policies:
         if "min" in want and p.version < want["min"]:
             raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, below {want['min']}")
 
-    def render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
         return self.chat.whole(messages, tools, generation_prompt)
 
-    def prepare(self, pid: str, body: dict) -> tuple[Request, dict]:
+    def prepare(self, pid: str, body: dict[str, Any]) -> tuple[Request, dict[str, Any]]:
         """Checks a sample request and builds its engine request (no model work)."""
         with self.lock:
             p = self.get(pid)
@@ -228,7 +242,7 @@ class Policies:
             request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.eos_ids, sampling.get("seed"), admit=admit)
             return request, context
 
-    def finish(self, context: dict, result: tuple[list[int], list[float], str]) -> dict:
+    def finish(self, context: dict[str, Any], result: tuple[list[int], list[float], str]) -> dict[str, Any]:
         """Records the turn in its episode and returns the completion (text, tool calls)."""
         ids, logprobs, finish = result
         turn = self.turns.after(ids)
@@ -243,12 +257,12 @@ class Policies:
             completion["parse_error"] = turn["parse_error"]
         return {"policy_version": context["version"], "prompt_ids": context["prompt"], "completion": completion}
 
-    def sample(self, pid: str, body: dict) -> dict:
+    def sample(self, pid: str, body: dict[str, Any]) -> dict[str, Any]:
         """One turn, blocking (tests, the bench); the HTTP server awaits the engine instead."""
         request, context = self.prepare(pid, body)
         return self.finish(context, self.engine.submit(request).result(timeout=self.limits.sample_timeout_s))
 
-    def score(self, pid: str, version: dict | None, sequences: list[dict]) -> list[list[float]]:
+    def score(self, pid: str, version: dict[str, Any] | None, sequences: list[dict[str, Any]]) -> list[list[float]]:
         from .ppo import batch_logprobs, micro_batches
 
         with self.lock:
@@ -260,11 +274,11 @@ class Policies:
         for batch in micro_batches([len(x) for x in ids], 8192):
             with self.model_lock, torch.no_grad():
                 self._activate(p.adapter)
-                for i, lp in zip(batch, batch_logprobs(self.model, [ids[i] for i in batch]), strict=True):
+                for i, lp in zip(batch, batch_logprobs(self.peft, [ids[i] for i in batch]), strict=True):
                     out[i] = lp.tolist()
         return out
 
-    def replay(self, pid: str, version: dict | None, messages: list[dict], tools: list[dict] | None, turns: list[dict]) -> list[dict]:
+    def replay(self, pid: str, version: dict[str, Any] | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each turn's prompt ids as sampling would have built them under `messages` (see
         `replay.Turns`), and its completion's log-probabilities there at the published version."""
         prompts = self.turns.prompts(messages, tools, turns)

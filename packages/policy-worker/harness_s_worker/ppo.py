@@ -71,7 +71,7 @@ class Loss:
     normaliser: float | None = None
 
 
-def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float, loss: Loss):
+def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float, loss: Loss) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-token clipped surrogate (to minimise), clip indicator and k3 KL, on masked tokens."""
     ratio = torch.exp(torch.clamp(new - old, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT))
     unclipped = ratio * advantage

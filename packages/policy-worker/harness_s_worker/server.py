@@ -10,26 +10,29 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import uvicorn
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .checkpoints import save_checkpoint
 from .errors import WorkerError
 from .facade import Facade
-from .policies import Limits, Policies
+from .policies import Limits, Policies, Policy
 from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
 from .tiny import build_tiny, load_model
 from .toolcalls import PARSERS
 from .updates import Updates
 
 
-def error(status: int, code: str, message: str, **extra) -> JSONResponse:
+def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
@@ -37,10 +40,10 @@ class BodyLimit:
     """Refuses a body over `max_bytes` with 413: by its declared length before any of it is read,
     or counted as it arrives (chunked)."""
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
@@ -49,7 +52,8 @@ class BodyLimit:
             return await too_large(scope, receive, send)
         # The body is read here, counted as it arrives, and replayed to the app: what the app would
         # have held anyway, never more than the limit.
-        messages, seen = [], 0
+        messages: list[Message] = []
+        seen = 0
         while True:
             message = await receive()
             messages.append(message)
@@ -59,7 +63,7 @@ class BodyLimit:
             if message["type"] != "http.request" or not message.get("more_body"):
                 break
 
-        async def replayed():
+        async def replayed() -> Message:
             return messages.pop(0) if messages else await receive()
 
         return await self.app(scope, replayed, send)
@@ -73,16 +77,16 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     app.state.updates = updates
 
     @app.exception_handler(WorkerError)
-    async def worker_error(_req, err: WorkerError):
+    async def worker_error(_req: Request, err: WorkerError) -> JSONResponse:
         return error(err.status, err.code, err.message)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_req, err: RequestValidationError):
+    async def invalid(_req: Request, err: RequestValidationError) -> JSONResponse:
         issues = [f"{'.'.join(str(p) for p in e['loc'][1:]) or '(root)'}: {e['msg']}" for e in err.errors()]
         return error(400, "VALIDATION_FAILED", "request body is invalid", issues=issues)
 
     @app.middleware("http")
-    async def auth(request: Request, call_next):
+    async def auth(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if token and request.url.path != "/healthz" and request.headers.get("authorization") != f"Bearer {token}":
             return error(401, "UNAUTHENTICATED", "a valid bearer token is required")
         return await call_next(request)
@@ -92,7 +96,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             raise WorkerError(400, "VALIDATION_FAILED", "policy id: invalid")
         return pid
 
-    def state(p) -> dict:
+    def state(p: Policy) -> dict[str, Any]:
         return {
             "policy_id": p.id,
             "version": p.version,
@@ -102,7 +106,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True},
         }
 
-    async def sample_turn(pid: str, body: dict) -> dict:
+    async def sample_turn(pid: str, body: dict[str, Any]) -> dict[str, Any]:
         request, context = await run_in_threadpool(policies.prepare, pid, body)
         future = policies.engine.submit(request)
         try:
@@ -113,7 +117,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return await run_in_threadpool(policies.finish, context, result)
 
     @app.get("/healthz")
-    def healthz():
+    def healthz() -> dict[str, Any]:
         kv = policies.engine.kv
         return {
             "ok": True,
@@ -129,30 +133,30 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         }
 
     @app.put("/v2/policies/{pid}")
-    def put_policy(pid: str, body: CreatePolicy):
+    def put_policy(pid: str, body: CreatePolicy) -> JSONResponse:
         p, created = policies.create(check_id(pid), body.model_dump())
         return JSONResponse(state(p), status_code=201 if created else 200)
 
     @app.get("/v2/policies/{pid}")
-    def get_policy(pid: str):
+    def get_policy(pid: str) -> dict[str, Any]:
         return state(policies.get(pid))
 
     @app.delete("/v2/policies/{pid}")
-    def delete_policy(pid: str):
+    def delete_policy(pid: str) -> dict[str, Any]:
         policies.delete(pid)
         updates.forget_policy(pid)
         return {"deleted": pid}
 
     @app.post("/v2/policies/{pid}/sample")
-    async def sample(pid: str, body: SampleRequest):
+    async def sample(pid: str, body: SampleRequest) -> dict[str, Any]:
         return await sample_turn(pid, body.model_dump(exclude_none=True))
 
     @app.delete("/v2/policies/{pid}/episodes/{eid}")
-    def close_episode(pid: str, eid: str):
+    def close_episode(pid: str, eid: str) -> dict[str, Any]:
         return {"closed": policies.close_episode(pid, eid)}
 
     @app.post("/v2/policies/{pid}/render")
-    def render(pid: str, body: RenderRequest):
+    def render(pid: str, body: RenderRequest) -> dict[str, Any]:
         policies.get(pid)
         return {"ids": policies.render(body.messages, body.tools, body.add_generation_prompt)}
 
@@ -164,7 +168,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             raise WorkerError(400, "VALIDATION_FAILED", f"{field}: token id {bad} is outside the vocabulary (size {vocab})")
 
     @app.post("/v2/policies/{pid}/score")
-    def score(pid: str, body: ScoreRequest):
+    def score(pid: str, body: ScoreRequest) -> dict[str, Any]:
         for i, sq in enumerate(body.sequences):
             check_ids(f"sequences.{i}.ids", sq.ids)
             if sq.mask is not None and len(sq.mask) != len(sq.ids):
@@ -172,14 +176,14 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return {"logprobs": policies.score(pid, body.version.model_dump(exclude_none=True) if body.version else None, [s.model_dump() for s in body.sequences])}
 
     @app.post("/v2/policies/{pid}/replay")
-    def replay(pid: str, body: ReplayRequest):
+    def replay(pid: str, body: ReplayRequest) -> dict[str, Any]:
         for i, t in enumerate(body.turns):
             check_ids(f"turns.{i}.completion_ids", t.completion_ids)
         turns = [t.model_dump(exclude_none=True) for t in body.turns]
         return {"turns": policies.replay(pid, body.version.model_dump(exclude_none=True) if body.version else None, body.messages, body.tools, turns)}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
-    def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)):
+    def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:
         for i, d in enumerate(body.datums):
             if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
@@ -190,18 +194,18 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
 
     @app.get("/v2/updates/{uid}")
-    def get_update(uid: str, wait: float = Query(0, ge=0, le=30, description="seconds to wait for the job to finish before answering (long poll)")):
+    def get_update(uid: str, wait: float = Query(0, ge=0, le=30, description="seconds to wait for the job to finish before answering (long poll)")) -> dict[str, Any]:
         job = updates.get(uid)
         if wait:
             job.finished.wait(wait)
         return {"update_id": job.id, "policy_id": job.policy_id, "status": job.status, "base_version": job.base_version, "version": job.version, "metrics": job.metrics, "error": job.error}
 
     @app.post("/v2/policies/{pid}/checkpoints")
-    def checkpoint(pid: str):
+    def checkpoint(pid: str) -> dict[str, Any]:
         return save_checkpoint(policies, pid)
 
     @app.post("/v1/chat/completions")
-    async def chat(body: ChatRequest):
+    async def chat(body: ChatRequest) -> dict[str, Any]:
         pid, req, messages = facade.request(body)
         out = await sample_turn(pid, req)
         return facade.response(pid, req, messages, out, body.logprobs)
@@ -221,9 +225,11 @@ def set_threads(parameters: int, device: str, threads: int | None) -> None:
 
 
 def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:
+    base: torch.nn.Module
     if model == "tiny":
-        base, tokenizer = build_tiny(0)
-        base = base.to(device)
+        tiny, tokenizer = build_tiny(0)
+        base = cast(torch.nn.Module, tiny)
+        base.to(device)
     else:
         base, tokenizer = load_model(model, device)
     base.eval()

@@ -7,6 +7,7 @@ import math
 import random
 import sys
 import time
+from typing import Any
 
 import torch
 from transformers import LlamaForCausalLM
@@ -66,7 +67,7 @@ VALIDATION_EVERY = 20
 
 
 @torch.no_grad()
-def imitation_gap(model, data: list[tuple[list[int], list[int]]], conversations: list[Conversation]) -> dict:
+def imitation_gap(model: torch.nn.Module, data: list[tuple[list[int], list[float]]], conversations: list[Conversation]) -> dict[str, Any]:
     """On held-back conversations: the model's negative log-likelihood of each call minus the
     embedded policy's (−log p of the same call), in nats per turn — a cross-entropy minus an
     entropy, so an estimate of the KL from the embedded policy to the model (an upper bound: the
@@ -91,5 +92,8 @@ def imitation_gap(model, data: list[tuple[list[int], list[int]]], conversations:
             gaps.append(gap)
             if turn.hinted:
                 hinted.append(gap)
-    mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
+
+    def mean(xs: list[float]) -> float | None:
+        return round(sum(xs) / len(xs), 4) if xs else None
+
     return {"turns": len(gaps), "nats_per_turn": mean(gaps), "hinted_turns": len(hinted), "nats_per_hinted_turn": mean(hinted)}

@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,7 +85,7 @@ def new_model(recipe: Recipe, tokenizer: PreTrainedTokenizerFast) -> LlamaForCau
     return model
 
 
-def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
+def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict[str, Any]:
     """Builds the model into `out` (a fresh folder) and returns its build record."""
     started = time.time()
     conversations = [Conversation.model_validate_json(line) for line in data_bytes.decode().splitlines() if line.strip()]
@@ -120,7 +121,7 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict:
     return record
 
 
-def build_cached(recipe: Recipe, data_bytes: bytes, cache_dir: Path) -> dict:
+def build_cached(recipe: Recipe, data_bytes: bytes, cache_dir: Path) -> dict[str, Any]:
     """The cached model for this recipe and data, built first when missing (atomically: a
     crashed build leaves no folder that looks finished)."""
     key = recipe_hash(recipe, data_bytes)

@@ -3,6 +3,8 @@ parameters). For tests and CPU runs; real weights load through `load_model(path)
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -70,9 +72,10 @@ def load_model(path: str, device: str) -> tuple[torch.nn.Module, PreTrainedToken
     """Any causal LM in Hugging Face format from a directory (the same path on a GPU host)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(path))
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+    model = cast(torch.nn.Module, AutoModelForCausalLM.from_pretrained(path, dtype=dtype))
+    model.to(device)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from typing import Any
 
 PARSERS = ("hermes", "llama3_json", "mistral")
 HERMES = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
@@ -35,7 +36,7 @@ def call_id() -> str:
     return uuid.uuid4().hex[:9]
 
 
-def object_spans(text: str, start: int = 0) -> tuple[dict, dict[str, str], int]:
+def object_spans(text: str, start: int = 0) -> tuple[dict[str, Any], dict[str, str], int]:
     """Parses the JSON object at `start`: (the object, each top-level key's raw value text, end)."""
     i = skip(text, start)
     if i >= len(text) or text[i] != "{":
@@ -46,7 +47,7 @@ def object_spans(text: str, start: int = 0) -> tuple[dict, dict[str, str], int]:
     raw: dict[str, str] = {}
     i = skip(text, i + 1)
     while i < end - 1:
-        key, i = json.decoder.scanstring(text, i + 1)
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
         i = skip(text, skip(text, i) + 1)  # past the colon
         _, value_end = _decoder.raw_decode(text, i)
         raw[key] = text[i:value_end]
@@ -61,13 +62,13 @@ def skip(text: str, i: int) -> int:
     return i
 
 
-def one_call(obj: dict, raw: dict[str, str], args_key: str, index: int) -> dict:
+def one_call(obj: dict[str, Any], raw: dict[str, str], args_key: str, index: int) -> dict[str, Any]:
     if not isinstance(obj.get("name"), str) or not isinstance(obj.get(args_key, {}), dict):
         raise ValueError(f'tool call {index} needs {{"name": string, "{args_key}": object}}')
     return {"id": call_id(), "type": "function", "function": {"name": obj["name"], "arguments": raw.get(args_key, "{}")}}
 
 
-def parse_tool_calls(text: str, parser: str = "hermes") -> tuple[str, list[dict] | None, str | None]:
+def parse_tool_calls(text: str, parser: str = "hermes") -> tuple[str, list[dict[str, Any]] | None, str | None]:
     """(content outside the calls, OpenAI tool_calls or None, parse error or None)."""
     try:
         if parser == "mistral":
@@ -79,7 +80,7 @@ def parse_tool_calls(text: str, parser: str = "hermes") -> tuple[str, list[dict]
         return text.strip(), None, str(err)
 
 
-def parse_hermes(text: str):
+def parse_hermes(text: str) -> tuple[str, list[dict[str, Any]] | None, str | None]:
     bodies = list(HERMES.finditer(text))
     content = HERMES.sub("", text).strip()
     if not bodies:
@@ -96,7 +97,7 @@ def parse_hermes(text: str):
     return content, calls, None
 
 
-def parse_llama(text: str):
+def parse_llama(text: str) -> tuple[str, list[dict[str, Any]] | None, str | None]:
     body = text.replace("<|python_tag|>", "").strip()
     if not body.startswith("{"):
         return text.strip(), None, None
@@ -109,7 +110,7 @@ def parse_llama(text: str):
     return body[end:].strip(), [one_call(obj, raw, "parameters", 0)], None
 
 
-def parse_mistral(text: str):
+def parse_mistral(text: str) -> tuple[str, list[dict[str, Any]] | None, str | None]:
     marker = text.find("[TOOL_CALLS]")
     if marker < 0:
         return text.strip(), None, None
@@ -117,7 +118,8 @@ def parse_mistral(text: str):
     i = skip(text, marker + len("[TOOL_CALLS]"))
     if i >= len(text) or text[i] != "[":
         return content, None, "[TOOL_CALLS] must be followed by a JSON list"
-    calls, i = [], skip(text, i + 1)
+    calls: list[dict[str, Any]] = []
+    i = skip(text, i + 1)
     while i < len(text) and text[i] != "]":
         try:
             obj, raw, i = object_spans(text, i)

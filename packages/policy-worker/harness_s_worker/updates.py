@@ -10,6 +10,7 @@ import copy
 import threading
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -26,7 +27,7 @@ class Job:
     base_version: int
     status: str = "queued"
     version: int | None = None
-    metrics: dict | None = None
+    metrics: dict[str, Any] | None = None
     error: str | None = None
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -48,7 +49,7 @@ class Updates:
             for k in [k for k in self.by_key if k[0] == pid]:
                 self.jobs.pop(self.by_key.pop(k), None)
 
-    def submit(self, pid: str, key: str, body: dict) -> tuple[Job, bool]:
+    def submit(self, pid: str, key: str, body: dict[str, Any]) -> tuple[Job, bool]:
         with self.policies.lock:
             p = self.policies.get(pid)
             known = self.by_key.get((pid, key))
@@ -66,17 +67,17 @@ class Updates:
         threading.Thread(target=self._run, args=(p, job, body), daemon=True, name=f"update-{pid}").start()
         return job, True
 
-    def _run(self, p: Policy, job: Job, body: dict) -> None:
+    def _run(self, p: Policy, job: Job, body: dict[str, Any]) -> None:
         policies = self.policies
         try:
             job.status = "running"
-            saved = copy.deepcopy(p.optimizer.state_dict())
+            saved = copy.deepcopy(p.optim().state_dict())
             try:
                 metrics = train(policies, p, body)
             except Exception:
                 with policies.model_lock:
                     policies.copy_adapter(p.adapter, p.train_adapter)
-                p.optimizer.load_state_dict(saved)
+                p.optim().load_state_dict(saved)
                 raise
             policies.engine.barrier(p.adapter, lambda: policies.publish(p)).result()
             job.version, job.metrics, job.status = p.version, metrics, "done"
@@ -98,7 +99,7 @@ class Updates:
             raise WorkerError(429, "CAPACITY_EXCEEDED", f"{limit} update jobs are queued or running, the worker's limit")
 
 
-def train(policies: Policies, p: Policy, body: dict) -> dict:
+def train(policies: Policies, p: Policy, body: dict[str, Any]) -> dict[str, Any]:
     """PPO over the datums, `epochs` times: each epoch accumulates gradients over micro-batches of
     at most `micro_batch_tokens` padded tokens (memory is one micro-batch's graph), then steps."""
     model = policies.model
@@ -123,7 +124,7 @@ def train(policies: Policies, p: Policy, body: dict) -> dict:
                 for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
                     refs[i] = lp
     tokens = float(sum(m.sum() for m in masks))
-    per_epoch: list[dict] = []
+    per_epoch: list[dict[str, Any]] = []
     for epoch in range(int(optim.get("epochs", 1))):
         p.optimizer.zero_grad()
         sums = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "gap": 0.0}
@@ -142,17 +143,45 @@ def train(policies: Policies, p: Policy, body: dict) -> dict:
     return {**mean, "tokens": int(tokens), "micro_batches": len(batches), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
 
 
-def micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing: bool, sums: dict, epoch: int) -> None:
+def micro_batch(
+    policies: Policies,
+    p: Policy,
+    batch: list[int],
+    ids: list[torch.Tensor],
+    masks: list[torch.Tensor],
+    olds: list[torch.Tensor],
+    refs: list[torch.Tensor | None],
+    advantages: list[float],
+    weights: list[float],
+    loss_cfg: ppo.Loss,
+    checkpointing: bool,
+    sums: dict[str, Any],
+    epoch: int,
+) -> None:
     """One micro-batch's forward and backward on the training copy, holding the model lock for
     just this long (decoding steps run between micro-batches)."""
     with policies.model_lock:
         _micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing, sums, epoch)
 
 
-def _micro_batch(policies: Policies, p: Policy, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing: bool, sums: dict, epoch: int) -> None:
-    model = policies.model
+def _micro_batch(
+    policies: Policies,
+    p: Policy,
+    batch: list[int],
+    ids: list[torch.Tensor],
+    masks: list[torch.Tensor],
+    olds: list[torch.Tensor],
+    refs: list[torch.Tensor | None],
+    advantages: list[float],
+    weights: list[float],
+    loss_cfg: ppo.Loss,
+    checkpointing: bool,
+    sums: dict[str, Any],
+    epoch: int,
+) -> None:
+    model = policies.peft
     policies._activate(p.train_adapter)
-    for param in p.optimizer.param_groups[0]["params"]:
+    for param in p.optim().param_groups[0]["params"]:
         param.requires_grad_(True)
     model.train()
     if checkpointing:

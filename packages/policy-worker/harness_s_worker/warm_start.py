@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -19,12 +20,12 @@ from .tiny import CHAT_TEMPLATE, SPECIALS
 class Call(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    arguments: dict = {}
+    arguments: dict[str, Any] = {}
 
 
 class Turn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    append: list[dict] | None = None
+    append: list[dict[str, Any]] | None = None
     call: Call
     # The embedded policy's log-probability of the call, and whether the turn showed a hint.
     logprob: float | None = None
@@ -36,12 +37,12 @@ class Conversation(BaseModel):
     the tool call it made at each turn (written out as the chat template writes a call)."""
 
     model_config = ConfigDict(extra="allow")
-    messages: list[dict] = Field(min_length=1)
-    tools: list[dict] | None = None
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
     turns: list[Turn] = Field(min_length=1)
 
 
-def completion_text(call: Call, renderer) -> str:
+def completion_text(call: Call, renderer: Any) -> str:
     """A tool call as the chat template writes an assistant turn holding it, without the
     end-of-turn text: what the model must generate to make that call. `renderer` is any
     tokenizer carrying the template (the text does not depend on its vocabulary)."""
@@ -50,10 +51,10 @@ def completion_text(call: Call, renderer) -> str:
     assistant = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call.model_dump()}]}
     after = renderer.apply_chat_template([*head, assistant], tokenize=False)
     text = after[len(before) :]
-    return text[: text.rindex(renderer.eos_token)]
+    return str(text[: text.rindex(str(renderer.eos_token))])
 
 
-def corpus(conversations: list[Conversation], renderer) -> list[str]:
+def corpus(conversations: list[Conversation], renderer: Any) -> list[str]:
     """The texts the tokenizer learns from: every message, tool list and tool call."""
     texts = ["system", "user", "assistant", "tool", "Tools: "]
     for c in conversations:
@@ -83,7 +84,7 @@ def train_tokenizer(texts: list[str], vocab_size: int, tool_names: list[str]) ->
     return fast
 
 
-def examples(conversations: list[Conversation], tokenizer, hinted_weight: float = 1.0) -> list[tuple[list[int], list[float]]]:
+def examples(conversations: list[Conversation], tokenizer: Any, hinted_weight: float = 1.0) -> list[tuple[list[int], list[float]]]:
     """(ids, weights) per conversation: the prompts as sampling builds them (weight 0) and each
     completion's canonical ids with the end-of-turn token (weight 1, or `hinted_weight` on a
     hinted turn; each turn's completion is one positive run, in turn order)."""
