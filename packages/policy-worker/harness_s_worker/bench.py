@@ -31,6 +31,7 @@ import httpx
 import torch
 
 from .policies import Policies
+from .schemas import CreatePolicy, SampleRequest, UpdateRequest
 from .server import build, set_threads
 from .updates import train
 
@@ -65,10 +66,10 @@ def generated(row: list[int], eos: frozenset[int]) -> int:
 def direct_generate(policies: Policies, adapter: str, prompt: list[int], n: int, max_tokens: int, seed: int) -> int:
     """`n` sequences from one prompt through `generate` in one batch; the tokens they produced."""
     torch.manual_seed(seed)
-    dev = next(policies.base.parameters()).device
-    with policies.model_lock, torch.no_grad():
-        policies.peft.set_adapter(adapter)
-        out = policies.peft.generate(
+    dev = next(policies.adapted.base.parameters()).device
+    with policies.adapted.lock, torch.no_grad():
+        policies.adapted.peft.set_adapter(adapter)
+        out = policies.adapted.peft.generate(
             input_ids=torch.tensor([prompt] * n, device=dev),
             attention_mask=torch.ones(n, len(prompt), dtype=torch.long, device=dev),
             max_new_tokens=max_tokens,
@@ -134,10 +135,10 @@ def start_worker(model: str, device: str, threads: int | None, flags: tuple[str,
 
 
 def update_body(policies: Policies, n: int = 16, max_tokens: int = 32) -> tuple[dict[str, Any], int]:
-    prompt = policies.render(MESSAGES, None, True)
+    prompt = policies.episodes.render(MESSAGES, None, True)
     datums = []
     for i in range(n):
-        s = policies.sample("direct", {"episode_id": f"b{i}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": 10_000 + i}})
+        s = policies.episodes.sample("direct", SampleRequest.model_validate({"episode_id": f"b{i}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": 10_000 + i}}))
         ids = s["completion"]["ids"]
         datums.append(
             {
@@ -165,11 +166,11 @@ def reset_peak_rss() -> None:
 
 def update_memory(policies: Policies, sizes: tuple[int, ...] = (8, 32, 128), length: int = 1024) -> dict[str, Any]:
     """Peak memory (MB above the resting figure: RSS on CPU, allocated on CUDA) of one update."""
-    policies.create("memory", SPEC)
+    policies.create("memory", CreatePolicy.model_validate(SPEC))
     p = policies.get("memory")
-    vocab = policies.vocab_size()
+    vocab = policies.adapted.vocab_size()
     gen = torch.Generator().manual_seed(0)
-    cuda = next(policies.base.parameters()).is_cuda
+    cuda = next(policies.adapted.base.parameters()).is_cuda
     out = {}
     for n in (sizes[0], *sizes):  # the first round warms the allocator up; its row is overwritten
         datums = []
@@ -197,7 +198,7 @@ def update_memory(policies: Policies, sizes: tuple[int, ...] = (8, 32, 128), len
             else:
                 reset_peak_rss()
                 rest = peak_rss_mb()
-            train(policies, p, body)
+            train(policies, p, UpdateRequest.model_validate(body))
             row[label] = round((torch.cuda.max_memory_allocated() - rest) / 2**20 if cuda else peak_rss_mb() - rest, 1)
         out[f"{n}x{length}"] = row
     return out
@@ -214,11 +215,11 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens")
     args = ap.parse_args()
     policies, name = build(args.model, Path(tempfile.mkdtemp()), args.device)
-    set_threads(sum(p.numel() for p in policies.base.parameters()), args.device, args.threads)
+    set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), args.device, args.threads)
     SPEC["base_model"] = name
-    policies.create("direct", SPEC)
+    policies.create("direct", CreatePolicy.model_validate(SPEC))
     adapter = policies.get("direct").adapter
-    prompt = policies.render(MESSAGES, None, True)
+    prompt = policies.episodes.render(MESSAGES, None, True)
     worker, http = start_worker(args.model, args.device, args.threads)
     try:
         http.put("/v2/policies/http", json=SPEC).raise_for_status()
@@ -250,7 +251,7 @@ def main() -> None:
 
         def direct_update() -> int:
             p = policies.get("direct")
-            train(policies, p, {"base_version": p.version, **body})
+            train(policies, p, UpdateRequest.model_validate({"base_version": p.version, **body}))
             policies.publish(p)
             return tokens
 

@@ -21,11 +21,11 @@ def save_checkpoint(policies: Policies, pid: str) -> dict[str, Any]:
         p = policies.get(pid)
         path = policies.state_dir / "policies" / pid / f"v{p.version}"
         path.mkdir(parents=True, exist_ok=True)
-        with policies.model_lock:
-            weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapter_params(p.adapter))}
-            torch.save({"version": p.version, "spec": p.spec, "weights": weights, "optimizer": p.optim().state_dict()}, path / "state.pt")
+        with policies.adapted.lock:
+            weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(policies.adapted.adapter_params(p.adapter))}
+            torch.save({"version": p.version, "spec": p.spec.model_dump(), "weights": weights, "optimizer": p.optim().state_dict()}, path / "state.pt")
             # The adapter only: a LoRA on lm_head leaves the base layer as it was, and a restore needs the same base model.
-            policies.peft.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
+            policies.adapted.peft.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
         forget_older(path.parent, p.version)
         return {"version": p.version, "path": str(path), "checkpoint": f"{pid}/v{p.version}"}
 
@@ -49,12 +49,12 @@ def read_checkpoint(state_dir: Path, ref: str) -> dict[str, Any]:
 
 def apply_checkpoint(policies: Policies, p: Policy, saved: dict[str, Any]) -> None:
     """Called with the model lock held, on a policy just created."""
-    params = policies.adapter_params(p.adapter)
-    if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.get("lora"):
+    params = policies.adapted.adapter_params(p.adapter)
+    if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.lora.model_dump():
         raise WorkerError(400, "VALIDATION_FAILED", "init_from: the checkpoint's adapter does not match this policy's lora settings")
     with torch.no_grad():
         for i, param in enumerate(params):
             param.copy_(saved["weights"][str(i)].to(param.device))
-    policies.copy_adapter(p.adapter, p.train_adapter)
+    policies.adapted.copy_adapter(p.adapter, p.train_adapter)
     p.optim().load_state_dict(saved["optimizer"])
     p.version = int(saved["version"])

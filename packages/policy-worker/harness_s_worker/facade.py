@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .policies import Policies
-from .schemas import ChatRequest
+from .schemas import ChatRequest, SampleRequest, Sampling, Version
 
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
 
@@ -34,30 +34,29 @@ class Facade:
         self.policies = policies
         self.known: OrderedDict[str, str] = OrderedDict()
 
-    def request(self, body: ChatRequest) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    def request(self, body: ChatRequest) -> tuple[str, SampleRequest, list[dict[str, Any]]]:
         """(policy id, the sample request, the messages as sent) for a chat body."""
         pid, _, v = body.model.partition("@v")
         p = self.policies.get(pid)
         version = int(v) if v.isdigit() else p.version
-        sampling = {"temperature": body.temperature, "top_p": body.top_p, "max_tokens": body.max_tokens or 64, "purpose": "train" if body.temperature == 1 and body.top_p == 1 else "eval"}
-        if body.seed is not None:
-            sampling["seed"] = body.seed
+        purpose = "train" if body.temperature == 1 and body.top_p == 1 else "eval"
+        sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.max_tokens or 64, seed=body.seed, purpose=purpose)
         messages = body.messages
         for cut in range(len(messages) - 1, 0, -1):
             if messages[cut - 1].get("role") != "assistant":
                 continue
             episode = self.known.get(conversation_key(pid, version, messages[:cut]))
             if episode is not None and episode in p.episodes:
-                return pid, {"episode_id": episode, "version": {"exact": version}, "append": messages[cut:], "sampling": sampling}, messages
+                return pid, SampleRequest(episode_id=episode, version=Version(exact=version), append=messages[cut:], sampling=sampling), messages
         episode = f"chat-{uuid.uuid4().hex[:12]}"
-        return pid, {"episode_id": episode, "version": {"exact": version} if v else None, "messages": messages, "tools": body.tools, "sampling": sampling}, messages
+        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if v else None, messages=messages, tools=body.tools, sampling=sampling), messages
 
-    def response(self, pid: str, req: dict[str, Any], messages: list[dict[str, Any]], out: dict[str, Any], logprobs: bool) -> dict[str, Any]:
+    def response(self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], out: dict[str, Any], logprobs: bool) -> dict[str, Any]:
         comp = out["completion"]
         message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
         if comp.get("tool_calls"):
             message["tool_calls"] = comp["tool_calls"]
-        self.known[conversation_key(pid, out["policy_version"], [*messages, message])] = req["episode_id"]
+        self.known[conversation_key(pid, out["policy_version"], [*messages, message])] = req.episode_id
         while len(self.known) > KEPT:
             self.known.popitem(last=False)
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "tool_calls" if comp.get("tool_calls") else comp["finish_reason"], "token_ids": comp["ids"]}
@@ -68,7 +67,7 @@ class Facade:
             choice["logprobs"] = {"content": [{"token": decode([t]), "logprob": lp} for t, lp in zip(comp["ids"], comp["logprobs"], strict=True)]}
         prompt = out["prompt_ids"]
         return {
-            "id": req["episode_id"],
+            "id": req.episode_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": f"{pid}@v{out['policy_version']}",

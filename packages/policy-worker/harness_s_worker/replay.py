@@ -10,6 +10,7 @@ from typing import Any
 
 # Tokenizers are typed Any: transformers types their outputs as a union of every shape.
 from .chat import ChatFormat, assistant_message
+from .schemas import ReplayTurn
 from .toolcalls import parse_tool_calls
 
 
@@ -26,9 +27,8 @@ class Turns:
         content, calls, parse_error = parse_tool_calls(text, self.tool_parser)
         return {"text": text, "content": content, "calls": calls, "parse_error": parse_error, "assistant": assistant_message(content, calls), "forced": self.chat.forced_after(ids)}
 
-    def prompts(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[dict[str, Any]]) -> list[list[int]]:
-        """Each turn's prompt ids; `turns[i]` is `{"append": [...], "completion_ids": [...]}` (no
-        `append` on the first)."""
+    def prompts(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn]) -> list[list[int]]:
+        """Each turn's prompt ids (`append` is ignored on the first turn)."""
         out: list[list[int]] = []
         previous: dict[str, Any] | None = None
         for i, turn in enumerate(turns):
@@ -36,6 +36,6 @@ class Turns:
                 out.append(self.chat.first(messages, tools))
             else:
                 assert previous is not None
-                out.append(previous["forced"] + self.chat.delta(previous["assistant"], turn.get("append") or []))
-            previous = self.after(turn["completion_ids"])
+                out.append(previous["forced"] + self.chat.delta(previous["assistant"], turn.append or []))
+            previous = self.after(turn.completion_ids)
         return out

@@ -106,15 +106,15 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True},
         }
 
-    async def sample_turn(pid: str, body: dict[str, Any]) -> dict[str, Any]:
-        request, context = await run_in_threadpool(policies.prepare, pid, body)
+    async def sample_turn(pid: str, body: SampleRequest) -> dict[str, Any]:
+        request, context = await run_in_threadpool(policies.episodes.prepare, pid, body)
         future = policies.engine.submit(request)
         try:
             result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
         except TimeoutError:
             future.cancel()
             raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
-        return await run_in_threadpool(policies.finish, context, result)
+        return await run_in_threadpool(policies.episodes.finish, context, result)
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
@@ -124,7 +124,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "protocol": 2,
             "model": model_name,
             "policies": len(policies.policies),
-            "device": str(next(policies.base.parameters()).device),
+            "device": str(next(policies.adapted.base.parameters()).device),
             "sampler": {
                 "steps": policies.engine.steps,
                 "prefills": policies.engine.prefills,
@@ -134,7 +134,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.put("/v2/policies/{pid}")
     def put_policy(pid: str, body: CreatePolicy) -> JSONResponse:
-        p, created = policies.create(check_id(pid), body.model_dump())
+        p, created = policies.create(check_id(pid), body)
         return JSONResponse(state(p), status_code=201 if created else 200)
 
     @app.get("/v2/policies/{pid}")
@@ -149,18 +149,18 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.post("/v2/policies/{pid}/sample")
     async def sample(pid: str, body: SampleRequest) -> dict[str, Any]:
-        return await sample_turn(pid, body.model_dump(exclude_none=True))
+        return await sample_turn(pid, body)
 
     @app.delete("/v2/policies/{pid}/episodes/{eid}")
     def close_episode(pid: str, eid: str) -> dict[str, Any]:
-        return {"closed": policies.close_episode(pid, eid)}
+        return {"closed": policies.episodes.close_episode(pid, eid)}
 
     @app.post("/v2/policies/{pid}/render")
     def render(pid: str, body: RenderRequest) -> dict[str, Any]:
         policies.get(pid)
-        return {"ids": policies.render(body.messages, body.tools, body.add_generation_prompt)}
+        return {"ids": policies.episodes.render(body.messages, body.tools, body.add_generation_prompt)}
 
-    vocab = policies.vocab_size()
+    vocab = policies.adapted.vocab_size()
 
     def check_ids(field: str, ids: list[int]) -> None:
         bad = next((t for t in ids if t >= vocab), None)
@@ -173,14 +173,13 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             check_ids(f"sequences.{i}.ids", sq.ids)
             if sq.mask is not None and len(sq.mask) != len(sq.ids):
                 raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
-        return {"logprobs": policies.score(pid, body.version.model_dump(exclude_none=True) if body.version else None, [s.model_dump() for s in body.sequences])}
+        return {"logprobs": policies.score(pid, body.version, [s.ids for s in body.sequences])}
 
     @app.post("/v2/policies/{pid}/replay")
     def replay(pid: str, body: ReplayRequest) -> dict[str, Any]:
         for i, t in enumerate(body.turns):
             check_ids(f"turns.{i}.completion_ids", t.completion_ids)
-        turns = [t.model_dump(exclude_none=True) for t in body.turns]
-        return {"turns": policies.replay(pid, body.version.model_dump(exclude_none=True) if body.version else None, body.messages, body.tools, turns)}
+        return {"turns": policies.replay(pid, body.version, body.messages, body.tools, body.turns)}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
     def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:
@@ -190,7 +189,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             if d.loss_mask[0] != 0:
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
             check_ids(f"datums.{i}.ids", d.ids)
-        job, created = updates.submit(pid, idempotency_key, body.model_dump())
+        job, created = updates.submit(pid, idempotency_key, body)
         return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
 
     @app.get("/v2/updates/{uid}")
@@ -264,7 +263,7 @@ def main() -> None:
         ap.error(f"--port {args.port}: a port is 0-65535")
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
     policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
-    set_threads(sum(p.numel() for p in policies.base.parameters()), args.device, args.threads)
+    set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), args.device, args.threads)
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()

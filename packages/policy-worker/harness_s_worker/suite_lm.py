@@ -22,7 +22,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from .policies import eos_ids_of
+from .adapters import eos_ids_of
 from .sft import VALIDATION_EVERY, imitation_gap, log, supervised
 from .tiny import build_tokenizer
 from .warm_start import Conversation, corpus, examples, train_tokenizer

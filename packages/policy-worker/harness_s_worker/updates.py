@@ -17,6 +17,7 @@ import torch
 from . import ppo
 from .errors import WorkerError
 from .policies import Policies, Policy
+from .schemas import UpdateRequest
 
 
 @dataclass
@@ -49,14 +50,14 @@ class Updates:
             for k in [k for k in self.by_key if k[0] == pid]:
                 self.jobs.pop(self.by_key.pop(k), None)
 
-    def submit(self, pid: str, key: str, body: dict[str, Any]) -> tuple[Job, bool]:
+    def submit(self, pid: str, key: str, body: UpdateRequest) -> tuple[Job, bool]:
         with self.policies.lock:
             p = self.policies.get(pid)
             known = self.by_key.get((pid, key))
             if known is not None:
                 return self.jobs[known], False
-            if body["base_version"] != p.version:
-                raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body['base_version']}, policy {pid} is at {p.version}")
+            if body.base_version != p.version:
+                raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body.base_version}, policy {pid} is at {p.version}")
             if p.busy:
                 raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
             self._forget_finished()
@@ -67,7 +68,7 @@ class Updates:
         threading.Thread(target=self._run, args=(p, job, body), daemon=True, name=f"update-{pid}").start()
         return job, True
 
-    def _run(self, p: Policy, job: Job, body: dict[str, Any]) -> None:
+    def _run(self, p: Policy, job: Job, body: UpdateRequest) -> None:
         policies = self.policies
         try:
             job.status = "running"
@@ -75,8 +76,8 @@ class Updates:
             try:
                 metrics = train(policies, p, body)
             except Exception:
-                with policies.model_lock:
-                    policies.copy_adapter(p.adapter, p.train_adapter)
+                with policies.adapted.lock:
+                    policies.adapted.copy_adapter(p.adapter, p.train_adapter)
                 p.optim().load_state_dict(saved)
                 raise
             policies.engine.barrier(p.adapter, lambda: policies.publish(p)).result()
@@ -99,41 +100,42 @@ class Updates:
             raise WorkerError(429, "CAPACITY_EXCEEDED", f"{limit} update jobs are queued or running, the worker's limit")
 
 
-def train(policies: Policies, p: Policy, body: dict[str, Any]) -> dict[str, Any]:
+def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     """PPO over the datums, `epochs` times: each epoch accumulates gradients over micro-batches of
     at most `micro_batch_tokens` padded tokens (memory is one micro-batch's graph), then steps."""
-    model = policies.model
+    model = policies.adapted.model
     assert model is not None and p.optimizer is not None
-    loss_cfg = ppo.Loss(**{k: body["loss"][k] for k in ("clip_low", "clip_high", "agg", "kl_coef", "normaliser") if k in body["loss"]})
-    optim = body["optim"]
+    loss = body.loss
+    loss_cfg = ppo.Loss(clip_low=loss.clip_low, clip_high=loss.clip_high, agg=loss.agg, kl_coef=loss.kl_coef, normaliser=loss.normaliser)
+    optim = body.optim
     for g in p.optimizer.param_groups:
-        g.update(lr=optim["lr"], betas=tuple(optim.get("betas", (0.9, 0.999))), weight_decay=optim.get("weight_decay", 0.0))
+        g.update(lr=optim.lr, betas=tuple(optim.betas), weight_decay=optim.weight_decay)
     params = p.optimizer.param_groups[0]["params"]
-    dev = next(policies.base.parameters()).device
-    datums = body["datums"]
-    ids = [torch.tensor(d["ids"], device=dev) for d in datums]
-    masks = [torch.tensor(d["loss_mask"], dtype=torch.float32, device=dev) for d in datums]
-    olds = [torch.tensor(d["behaviour_logprobs"], dtype=torch.float32, device=dev) for d in datums]
-    advantages = [float(d["advantage"]) for d in datums]
+    dev = next(policies.adapted.base.parameters()).device
+    datums = body.datums
+    ids = [torch.tensor(d.ids, device=dev) for d in datums]
+    masks = [torch.tensor(d.loss_mask, dtype=torch.float32, device=dev) for d in datums]
+    olds = [torch.tensor(d.behaviour_logprobs, dtype=torch.float32, device=dev) for d in datums]
+    advantages = [float(d.advantage) for d in datums]
     weights = ppo.datum_weights(masks, loss_cfg)
-    batches = ppo.micro_batches([len(x) for x in ids], int(optim.get("micro_batch_tokens", 8192)))
+    batches = ppo.micro_batches([len(x) for x in ids], optim.micro_batch_tokens)
     refs: list[torch.Tensor | None] = [None] * len(ids)
     if loss_cfg.kl_coef > 0:
         for batch in batches:
-            with policies.model_lock, torch.no_grad(), model.disable_adapter():
+            with policies.adapted.lock, torch.no_grad(), model.disable_adapter():
                 for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
                     refs[i] = lp
     tokens = float(sum(m.sum() for m in masks))
     per_epoch: list[dict[str, Any]] = []
-    for epoch in range(int(optim.get("epochs", 1))):
+    for epoch in range(optim.epochs):
         p.optimizer.zero_grad()
         sums = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "gap": 0.0}
         for batch in batches:
-            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, bool(optim.get("gradient_checkpointing")), sums, epoch)
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.get("max_grad_norm", 1.0))
+            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, optim.gradient_checkpointing, sums, epoch)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.max_grad_norm)
         if not torch.isfinite(grad_norm):
             raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
-        with policies.model_lock:
+        with policies.adapted.lock:
             p.optimizer.step()
         per_epoch.append(
             {"loss": sums["loss"], "clip_fraction": sums["clipped"] / max(tokens, 1), "kl": sums["kl"], "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1)}
@@ -160,7 +162,7 @@ def micro_batch(
 ) -> None:
     """One micro-batch's forward and backward on the training copy, holding the model lock for
     just this long (decoding steps run between micro-batches)."""
-    with policies.model_lock:
+    with policies.adapted.lock:
         _micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing, sums, epoch)
 
 
@@ -179,8 +181,8 @@ def _micro_batch(
     sums: dict[str, Any],
     epoch: int,
 ) -> None:
-    model = policies.peft
-    policies._activate(p.train_adapter)
+    model = policies.adapted.peft
+    policies.adapted.activate(p.train_adapter)
     for param in p.optim().param_groups[0]["params"]:
         param.requires_grad_(True)
     model.train()

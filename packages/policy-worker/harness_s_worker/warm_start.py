@@ -14,6 +14,7 @@ from transformers import PreTrainedTokenizerFast
 
 from .chat import ChatFormat
 from .replay import Turns
+from .schemas import ReplayTurn
 from .tiny import CHAT_TEMPLATE, SPECIALS
 
 
@@ -93,7 +94,7 @@ def examples(conversations: list[Conversation], tokenizer: Any, hinted_weight: f
     out = []
     for c in conversations:
         completions = [tokenizer(completion_text(t.call, tokenizer), add_special_tokens=False)["input_ids"] + [eos] for t in c.turns]
-        prompts = turns.prompts(c.messages, c.tools, [{"append": t.append, "completion_ids": ids} for t, ids in zip(c.turns, completions, strict=True)])
+        prompts = turns.prompts(c.messages, c.tools, [ReplayTurn(append=t.append, completion_ids=ids) for t, ids in zip(c.turns, completions, strict=True)])
         ids, mask = [], []
         for prompt, completion, turn in zip(prompts, completions, c.turns, strict=True):
             ids += prompt + completion

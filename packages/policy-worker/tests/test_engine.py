@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from harness_s_worker import updates as updates_module
 from harness_s_worker.policies import Limits
+from harness_s_worker.schemas import SampleRequest
 from harness_s_worker.server import build, create_app
 
 FIRST = {"messages": [{"role": "user", "content": "say yes"}], "sampling": {"max_tokens": 12}}
@@ -113,9 +114,9 @@ def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own
     client.put("/v2/policies/p1", json=SPEC)
     policies = client.policies
     prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
-    prepared = [policies.prepare("p1", {"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}}) for i in range(6)]
+    prepared = [policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}})) for i in range(6)]
     futures = [policies.engine.submit(request) for request, _ in prepared]
-    turns = [policies.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
+    turns = [policies.episodes.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
     assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (1, 1)  # one forward pass, one row, shared by six
     assert len({tuple(t["completion"]["ids"]) for t in turns}) > 1
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4

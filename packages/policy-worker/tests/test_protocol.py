@@ -172,7 +172,7 @@ def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
     client.put("/v2/policies/p1", json=SPEC)
     s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
     good = datum_from(s, 1.0)
-    vocab = client.policies.vocab_size()
+    vocab = client.policies.adapted.vocab_size()
     cases = {
         "advantage": {**good, "advantage": float("nan")},
         "behaviour_logprobs": {**good, "behaviour_logprobs": [float("-inf")] + good["behaviour_logprobs"][1:]},
@@ -335,9 +335,9 @@ def test_the_sampler_returns_the_logprobs_of_the_distribution_it_sampled_from(cl
             },
         ).json()
         prefix, ids = s["prompt_ids"], s["completion"]["ids"]
-        with torch.no_grad(), policies.model_lock:
-            policies.model.set_adapter(policies.policies["p1"].adapter)
-            logits = policies.model(input_ids=torch.tensor([prefix + ids])).logits[0].float()
+        with torch.no_grad(), policies.adapted.lock:
+            policies.adapted.model.set_adapter(policies.policies["p1"].adapter)
+            logits = policies.adapted.model(input_ids=torch.tensor([prefix + ids])).logits[0].float()
         expected = [float(nucleus(logits[len(prefix) - 1 + t], temperature, top_p)[tok]) for t, tok in enumerate(ids)]
         assert max(abs(a - b) for a, b in zip(s["completion"]["logprobs"], expected)) < 1e-4, (temperature, top_p)
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from harness_s_worker.adapters import eos_ids_of
 from harness_s_worker.chat import ChatFormat
-from harness_s_worker.policies import Policies, eos_ids_of
+from harness_s_worker.policies import Policies
 from harness_s_worker.server import create_app
 from harness_s_worker.tiny import build_tiny, build_tokenizer
 from harness_s_worker.toolcalls import parse_tool_calls, parser_for

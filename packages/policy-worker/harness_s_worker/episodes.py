@@ -1,0 +1,116 @@
+"""Sampling turn by turn: a sample request checked and turned into an engine request
+(`prepare`), then recorded in its episode when the engine has run it (`finish`). An episode keeps
+its ids by episode id until it is closed, or until an update publishes a new version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .chat import ChatFormat
+from .engine import Request
+from .errors import WorkerError
+from .replay import Turns
+from .sampling import SamplingRule
+from .schemas import SampleRequest, Version
+
+if TYPE_CHECKING:
+    from .policies import Policies, Policy
+
+
+@dataclass
+class Episode:
+    ids: list[int]
+    assistant: dict[str, Any] | None = None
+    forced: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PendingTurn:
+    """A sample request checked and waiting for the engine: what `finish` records once it ran."""
+
+    policy: Policy
+    episode_id: str
+    prompt: list[int]
+    prefix: list[int]
+    version: int
+    want: Version | None
+
+
+class Episodes:
+    def __init__(self, policies: Policies, chat: ChatFormat, turns: Turns) -> None:
+        self.policies = policies
+        self.chat = chat
+        self.turns = turns
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
+        return self.chat.whole(messages, tools, generation_prompt)
+
+    def prepare(self, pid: str, body: SampleRequest) -> tuple[Request, PendingTurn]:
+        """Checks a sample request and builds its engine request (no model work)."""
+        with self.policies.lock:
+            p = self.policies.get(pid)
+            self.policies.check_version(p, body.version)
+            sampling = body.sampling
+            rule = SamplingRule(sampling.temperature, sampling.top_p)
+            if sampling.purpose == "train" and not rule.exact:
+                raise WorkerError(
+                    400,
+                    "VALIDATION_FAILED",
+                    'sampling: a training sample ("purpose": "train", the default) is drawn at temperature 1 and top_p 1, so its log-probabilities are the ones an update scores; send "purpose": "eval" to sample otherwise',
+                )
+            episode_id = body.episode_id
+            episode = p.episodes.get(episode_id)
+            if episode is None and len(p.episodes) >= self.policies.limits.episodes_per_policy:
+                raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.policies.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
+            if episode is not None:
+                if body.messages:
+                    raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
+                prompt = episode.forced + self.chat.delta(episode.assistant or {"role": "assistant", "content": ""}, body.append or [])
+                prefix = episode.ids + prompt
+            else:
+                if not body.messages:
+                    raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
+                prompt = self.chat.first(body.messages, body.tools)
+                prefix = prompt
+            max_tokens = sampling.max_tokens
+            if len(prefix) + max_tokens > self.policies.adapted.max_context():
+                raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.policies.adapted.max_context()}")
+            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version)
+
+            def admit() -> None:  # on the scheduler thread, when the sequence starts
+                with self.policies.lock:
+                    if self.policies.policies.get(pid) is not p:
+                        raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
+                    self.policies.check_version(p, context.want)
+                    context.version = p.version
+
+            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.policies.eos_ids, sampling.seed, admit=admit)
+            return request, context
+
+    def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str]) -> dict[str, Any]:
+        """Records the turn in its episode and returns the completion (text, tool calls)."""
+        ids, logprobs, finish = result
+        turn = self.turns.after(ids)
+        p = context.policy
+        with self.policies.lock:
+            if p.version == context.version:  # an update published meanwhile closed the episode
+                p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"])
+        completion = {"ids": ids, "logprobs": logprobs, "text": turn["text"], "finish_reason": finish, "content": turn["content"]}
+        if turn["calls"] is not None:
+            completion["tool_calls"] = turn["calls"]
+        if turn["parse_error"] is not None:
+            completion["parse_error"] = turn["parse_error"]
+        return {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion}
+
+    def sample(self, pid: str, body: SampleRequest) -> dict[str, Any]:
+        """One turn, blocking (tests, the bench); the HTTP server awaits the engine instead."""
+        request, context = self.prepare(pid, body)
+        return self.finish(context, self.policies.engine.submit(request).result(timeout=self.policies.limits.sample_timeout_s))
+
+    def close_episode(self, pid: str, episode_id: str) -> bool:
+        """Forgets an episode's ids and cache; False when it was not open (closing is idempotent)."""
+        with self.policies.lock:
+            closed = self.policies.get(pid).episodes.pop(episode_id, None) is not None
+        self.policies.engine.forget_key(f"{pid}/{episode_id}")
+        return closed
