@@ -67,7 +67,7 @@ describe("route", () => {
     const voters = [fixed("v1", ["sib-a", "sib-b", "sib-c"]), fixed("v2", ["sib-a", "sib-c", "sib-b"]), broken];
     const d = await route(input, { k: 1 }, { voters, rng: createRng(1) });
     expect(d.chosen).toEqual(["sib-a"]);
-    expect(d.failures).toEqual([{ voterId: "broken", reason: "LLM returned garbage" }]);
+    expect(d.failures).toEqual([{ voterId: "broken", kind: "error", reason: "LLM returned garbage" }]);
   });
 
   it("raises QuorumError when too few voters answer", async () => {

@@ -1,8 +1,19 @@
-import type OpenAI from "openai";
+import { APIConnectionTimeoutError, type OpenAI } from "openai";
 import { z } from "zod";
-import { InvalidBallotError, countsAt, describeHooks, profileOf, smoothedRate, type BallotRequest, type Voter } from "@harness-s/core";
+import {
+  InvalidBallotError,
+  VoterTimeoutError,
+  countsAt,
+  describeHooks,
+  profileOf,
+  smoothedRate,
+  type Ballot,
+  type BallotRequest,
+  type HarnessSpec,
+  type Voter,
+} from "@harness-s/core";
 
-/** What the model must answer: a ranking of candidate ids, best first. */
+/** What the model must answer: a ranking of candidate ids, best first, and its reason. */
 export const LlmBallotAnswer = z.object({
   ranking: z.array(z.string().min(1)).min(1).max(100),
   rationale: z.string().max(2000).optional(),
@@ -13,6 +24,13 @@ export interface OpenAiVoterOptions {
   model: string;
   temperature?: number;
   maxTokens?: number;
+  /** USD per prompt token and per completion token (the ballot's `costUsd`). */
+  price?: { input: number; output: number };
+  /**
+   * How the answer's shape is asked for: a JSON schema (structured outputs, the default), JSON
+   * mode, or not at all. Answers are parsed tolerantly either way (servers may ignore it).
+   */
+  responseFormat?: "json_schema" | "json_object" | "none";
 }
 
 const SYSTEM = [
@@ -22,31 +40,65 @@ const SYSTEM = [
   'Answer with JSON only: {"ranking": ["<id>", ...], "rationale": "<one sentence>"}.',
 ].join(" ");
 
-/** The evidence an LLM voter sees: the task view, the failure, each candidate's hooks and profile. */
+/** A candidate as a voter reads it: what it changes (instruction text, notes, hooks, triggers), why, and how it has done. */
+function describeCandidate(c: HarnessSpec, req: BallotRequest) {
+  const p = profileOf(req.profiles, c.id);
+  const tagRates = Object.fromEntries(
+    req.failureTags.map((t) => {
+      const counts = countsAt(p?.byFailureTag, `${req.task.family}/${t}`);
+      return [t, counts ? `${counts.successes.toFixed(1)}/${counts.attempts.toFixed(1)}` : "no evidence"];
+    }),
+  );
+  const triggerText = [...c.instruction.cues, ...c.postObservation, ...c.skills.entries].filter((t) => t.text).map((t) => `on ${t.on}: ${t.text}`);
+  return {
+    id: c.id,
+    direction: c.provenance.direction,
+    hypothesis: c.provenance.hypothesis || undefined,
+    description: c.description || undefined,
+    instruction: c.instruction.systemAppend || undefined,
+    toolNotes: Object.keys(c.instruction.toolNotes).length ? c.instruction.toolNotes : undefined,
+    hooks: describeHooks(c),
+    triggers: triggerText.length ? triggerText : undefined,
+    profile: { policyVersion: p?.policyVersion ?? null, familySuccess: smoothedRate(countsAt(p?.byFamily, req.task.family), 0.3, 2).toFixed(2), rescuesByFailureTag: tagRates },
+  };
+}
+
+/** The evidence an LLM voter sees: the task view, the failure, and each candidate in full. */
 export function ballotPrompt(req: BallotRequest): string {
-  const candidates = req.candidates.map((c) => {
-    const p = profileOf(req.profiles, c.id);
-    const tagRates = Object.fromEntries(
-      req.failureTags.map((t) => {
-        const counts = countsAt(p?.byFailureTag, `${req.task.family}/${t}`);
-        return [t, counts ? `${counts.successes.toFixed(1)}/${counts.attempts.toFixed(1)}` : "no evidence"];
-      }),
-    );
-    return {
-      id: c.id,
-      direction: c.provenance.direction,
-      hooks: describeHooks(c),
-      familySuccess: smoothedRate(countsAt(p?.byFamily, req.task.family), 0.3, 2).toFixed(2),
-      rescuesByFailureTag: tagRates,
-    };
-  });
+  const candidates = req.candidates.map((c) => describeCandidate(c, req));
   return JSON.stringify({ task: req.task, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k, candidates }, null, 1);
 }
 
+/** The JSON in an answer: the whole text, a fenced block, or the outermost braces (servers that ignore `response_format`). */
+export function extractJson(content: string): unknown {
+  const candidates = [content, content.match(/```(?:json)?\s*([\s\S]*?)```/)?.[1], content.slice(content.indexOf("{"), content.lastIndexOf("}") + 1)];
+  for (const text of candidates) {
+    if (!text?.trim()) continue;
+    try {
+      return JSON.parse(text);
+    } catch {
+      // try the next reading
+    }
+  }
+  throw new Error(`answer is not JSON: ${content.slice(0, 120)}`);
+}
+
+/** Why an answer cannot be a ballot for these candidates, or undefined when it can. */
+function answerProblem(answer: unknown, candidateIds: ReadonlySet<string>): { ranking: string[]; rationale?: string } | string {
+  const parsed = LlmBallotAnswer.safeParse(answer);
+  if (!parsed.success) return parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+  const unknown = parsed.data.ranking.filter((id) => !candidateIds.has(id));
+  if (unknown.length) return `unknown harnesses ${unknown.join(", ")}`;
+  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length) return "duplicate ids";
+  return parsed.data;
+}
+
 /**
- * A voter backed by any OpenAI-compatible chat endpoint (a hosted API, vLLM, SGLang). The answer
- * is parsed with zod; malformed JSON or unknown ids raise InvalidBallotError, which the router
- * counts as this voter failing. No retries here: the router's quorum and timeout decide.
+ * A voter backed by any OpenAI-compatible chat endpoint (a hosted API, vLLM, SGLang), asking for
+ * structured output (a JSON schema derived from the ballot's zod type) and parsing tolerantly. An
+ * answer that is not a ballot for these candidates is asked for once more; a second one raises
+ * InvalidBallotError, which the router records as this voter's abstention. Tokens of both
+ * attempts are counted, and priced when a price is configured.
  *
  * @example
  * const voter = new OpenAiVoter(new OpenAI({ baseURL, apiKey, timeout: 5000, maxRetries: 0 }), { id: "llm-a", model: "gpt-4.1-mini" });
@@ -61,31 +113,70 @@ export class OpenAiVoter implements Voter {
     this.id = options.id;
   }
 
-  async vote(req: BallotRequest) {
-    const completion = await this.client.chat.completions.create({
-      model: this.options.model,
-      temperature: this.options.temperature ?? 0,
-      max_tokens: this.options.maxTokens ?? 400,
-      response_format: { type: "json_object" },
-      messages: [
-        { role: "system", content: SYSTEM },
-        { role: "user", content: ballotPrompt(req) },
-      ],
-    });
-    const content = completion.choices[0]?.message?.content ?? "";
-    let json: unknown;
-    try {
-      json = JSON.parse(content);
-    } catch {
-      throw new InvalidBallotError(this.id, `answer is not JSON: ${content.slice(0, 120)}`);
+  async vote(req: BallotRequest): Promise<Ballot> {
+    const ids = new Set(req.candidates.map((c) => c.id));
+    const usage = { promptTokens: 0, completionTokens: 0 };
+    let problem = "";
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const completion = await this.ask(attempt, problem, req);
+      usage.promptTokens += completion.usage?.prompt_tokens ?? 0;
+      usage.completionTokens += completion.usage?.completion_tokens ?? 0;
+      const content = completion.choices[0]?.message?.content ?? "";
+      let answer: ReturnType<typeof answerProblem>;
+      try {
+        answer = answerProblem(extractJson(content), ids);
+      } catch (err) {
+        answer = (err as Error).message;
+      }
+      if (typeof answer !== "string") {
+        const price = this.options.price;
+        return {
+          voterId: this.id,
+          ranking: answer.ranking,
+          ...(answer.rationale !== undefined ? { rationale: answer.rationale } : {}),
+          usage,
+          ...(price ? { costUsd: usage.promptTokens * price.input + usage.completionTokens * price.output } : {}),
+          ...(attempt > 0 ? { retries: attempt } : {}),
+        };
+      }
+      problem = answer;
     }
-    const parsed = LlmBallotAnswer.safeParse(json);
-    if (!parsed.success) throw new InvalidBallotError(this.id, parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-    return {
-      voterId: this.id,
-      ranking: parsed.data.ranking,
-      rationale: parsed.data.rationale,
-      usage: completion.usage ? { promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens } : undefined,
-    };
+    throw new InvalidBallotError(this.id, `${problem} (after one retry; ${usage.promptTokens + usage.completionTokens} tokens spent)`);
+  }
+
+  /** One request; the SDK's own timeout is this voter's timeout (an abstention the router records as one). */
+  private async ask(attempt: number, problem: string, req: BallotRequest) {
+    try {
+      return await this.client.chat.completions.create({
+        model: this.options.model,
+        temperature: this.options.temperature ?? 0,
+        max_tokens: this.options.maxTokens ?? 400,
+        ...this.responseFormat(),
+        messages: [
+          { role: "system", content: SYSTEM },
+          { role: "user", content: ballotPrompt(req) },
+          ...(attempt > 0 ? [{ role: "user" as const, content: `Your last answer could not be used (${problem}). Answer with the JSON object only.` }] : []),
+        ],
+      });
+    } catch (err) {
+      if (err instanceof APIConnectionTimeoutError) throw new VoterTimeoutError(this.id, this.client.timeout);
+      throw err;
+    }
+  }
+
+  private responseFormat() {
+    switch (this.options.responseFormat ?? "json_schema") {
+      case "none":
+        return {};
+      case "json_object":
+        return { response_format: { type: "json_object" as const } };
+      default:
+        return {
+          response_format: {
+            type: "json_schema" as const,
+            json_schema: { name: "ballot", schema: z.toJSONSchema(LlmBallotAnswer) as Record<string, unknown>, strict: false },
+          },
+        };
+    }
   }
 }

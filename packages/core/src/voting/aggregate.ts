@@ -38,19 +38,21 @@ export interface Tally {
 }
 
 /**
- * Combines ballots into one ordering.
+ * Combines ballots into one ordering; a ballot's points are multiplied by its voter's weight
+ * (default 1).
  *
  * @example
  * aggregate([{ voterId: "a", ranking: ["x", "y"] }], ["x", "y"], "borda")[0].harnessId; // "x"
  */
-export function aggregate(ballots: readonly Ballot[], candidates: readonly string[], method: Aggregator): Tally[] {
+export function aggregate(ballots: readonly Ballot[], candidates: readonly string[], method: Aggregator, weights: Readonly<Record<string, number>> = {}): Tally[] {
   const n = candidates.length;
   const points = AGGREGATORS[method];
   const tally = new Map<string, Tally>(candidates.map((id) => [id, { harnessId: id, score: 0, firstPlaces: 0 }]));
   for (const ballot of ballots) {
+    const weight = weights[ballot.voterId] ?? 1;
     for (const [id, rank] of ballotRanks(ballot, candidates)) {
       const t = tally.get(id)!;
-      t.score += points(n, rank);
+      t.score += weight === 1 ? points(n, rank) : weight * points(n, rank);
       if (rank === 1) t.firstPlaces++;
     }
   }

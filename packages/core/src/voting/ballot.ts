@@ -11,6 +11,10 @@ export const Ballot = z.object({
   rationale: z.string().max(2000).optional(),
   /** Tokens an LLM voter spent, for pay-per-use metering. */
   usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+  /** What the ballot cost in USD (an LLM voter's tokens at its configured price). */
+  costUsd: z.number().min(0).optional(),
+  /** Answers the voter gave before this one that could not be read (an LLM voter retries once). */
+  retries: z.number().int().min(0).optional(),
 });
 export type Ballot = z.infer<typeof Ballot>;
 

@@ -18,6 +18,8 @@ export const RouterOptions = z.object({
   /** Take at most one sibling per repair direction into the Top-k while others remain. */
   diverse: z.boolean().default(false),
   voterTimeoutMs: z.number().int().positive().optional(),
+  /** Each voter's weight in the aggregation (default 1; a panel's weights). */
+  weights: z.record(z.string(), z.number().positive()).optional(),
 });
 export type RouterOptions = z.infer<typeof RouterOptions>;
 
@@ -29,7 +31,10 @@ export const RoutingDecision = z.object({
   chosen: z.array(z.string()),
   ranked: z.array(z.object({ harnessId: z.string(), score: z.number(), firstPlaces: z.number() })),
   ballots: z.array(Ballot),
-  failures: z.array(z.object({ voterId: z.string(), reason: z.string() })),
+  /** Voters that did not answer: an explicit abstention, by kind (timeout, malformed answer, error). */
+  failures: z.array(z.object({ voterId: z.string(), reason: z.string(), kind: z.enum(["timeout", "malformed", "error"]).optional() })),
+  /** Set when too few panel voters answered and the statistical voters decided instead. */
+  fellBack: z.boolean().optional(),
   aggregator: AggregatorName,
   explored: z.boolean(),
   poolVersion: z.string(),
@@ -53,6 +58,23 @@ export interface RouterDeps {
   voters: readonly Voter[];
   rng: Rng;
   clock?: Clock;
+  /** Voters that decide when fewer than the quorum answered (a panel's `onQuorumMiss: "statistical"`); without them that is a QuorumError. */
+  fallback?: readonly Voter[];
+}
+
+/** Why a voter did not answer, as the decision records it. */
+const failureKind = (err: unknown): "timeout" | "malformed" | "error" => (err instanceof VoterTimeoutError ? "timeout" : err instanceof InvalidBallotError ? "malformed" : "error");
+
+/** Every voter's ballot at once; the ones that answered, and why the others did not. */
+async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps: RouterDeps, timeoutMs?: number) {
+  const settled = await Promise.allSettled(voters.map((v) => collectBallot(v, req, deps, timeoutMs)));
+  const ballots: Ballot[] = [];
+  const failures: RoutingDecision["failures"] = [];
+  settled.forEach((s, i) => {
+    if (s.status === "fulfilled") ballots.push(s.value);
+    else failures.push({ voterId: voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason), kind: failureKind(s.reason) });
+  });
+  return { ballots, failures };
 }
 
 async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, timeoutMs?: number): Promise<Ballot> {
@@ -94,20 +116,23 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
     profiles: input.profiles,
     k: opts.k,
   };
-  const settled = await Promise.allSettled(deps.voters.map((v) => collectBallot(v, req, deps, opts.voterTimeoutMs)));
-  const ballots: Ballot[] = [];
-  const failures: { voterId: string; reason: string }[] = [];
-  settled.forEach((s, i) => {
-    if (s.status === "fulfilled") ballots.push(s.value);
-    else failures.push({ voterId: deps.voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason) });
-  });
+  let { ballots, failures } = await collectBallots(deps.voters, req, deps, opts.voterTimeoutMs);
   const quorum = opts.quorum ?? Math.max(1, Math.ceil(deps.voters.length / 2));
-  if (ballots.length < quorum) throw new QuorumError(ballots.length, quorum, failures);
+  let fellBack = false;
+  if (ballots.length < quorum) {
+    if (!deps.fallback?.length) throw new QuorumError(ballots.length, quorum, failures);
+    const fallback = await collectBallots(deps.fallback, req, deps, opts.voterTimeoutMs);
+    if (!fallback.ballots.length) throw new QuorumError(ballots.length, quorum, [...failures, ...fallback.failures]);
+    ({ ballots } = fallback);
+    failures = [...failures, ...fallback.failures];
+    fellBack = true;
+  }
 
   const ranked = aggregate(
     ballots,
     input.candidates.map((c) => c.id),
     opts.aggregator,
+    fellBack ? {} : (opts.weights ?? {}),
   );
   const chosen = opts.diverse
     ? diverseTopK(
@@ -131,6 +156,7 @@ export async function route(input: RouteInput, options: Partial<RouterOptions>, 
     ranked,
     ballots,
     failures,
+    ...(fellBack ? { fellBack } : {}),
     aggregator: opts.aggregator,
     explored,
     poolVersion: input.poolVersion,

@@ -1,0 +1,48 @@
+import OpenAI from "openai";
+import { ValidationError, panelQuorum, panelWeights, type RouterOptions, type Voter, type VoterPanel } from "@harness-s/core";
+import { OpenAiVoter } from "./openai-voter.ts";
+
+/** What a router needs from a panel: its voters, their weights and quorum, and the fallback voters if it names them. */
+export interface PanelRouting {
+  voters: Voter[];
+  options: Pick<RouterOptions, "weights" | "quorum">;
+  fallback?: readonly Voter[];
+  /** Each voter's answer deadline (the router's `voterTimeoutMs` is one value: the panel's longest). */
+  timeoutMs: number;
+}
+
+/**
+ * The panel's voters: statistical ones by id from `statistical`, LLM ones as `OpenAiVoter`s on
+ * their own OpenAI-compatible endpoints (no SDK retries: the voter retries a malformed answer
+ * once itself, and a timeout is the router's). A key named by a voter and missing is an error
+ * here, before any decision.
+ *
+ * @example
+ * const routing = votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters });
+ * await route(input, { k: 2, ...routing.options, voterTimeoutMs: routing.timeoutMs }, { voters: routing.voters, fallback: routing.fallback, rng, clock });
+ */
+export function votersFromPanel(panel: VoterPanel, deps: { apiKey: (secretName: string) => string | undefined; statistical: readonly Voter[] }): PanelRouting {
+  const problems: string[] = [];
+  const voters = panel.voters.flatMap((v): Voter[] => {
+    if (v.kind === "statistical") {
+      const found = deps.statistical.find((s) => s.id === v.id);
+      if (!found) problems.push(`voters.${v.id}: no statistical voter ${JSON.stringify(v.id)} (known: ${deps.statistical.map((s) => s.id).join(", ")})`);
+      return found ? [found] : [];
+    }
+    const apiKey = v.apiKeySecret ? deps.apiKey(v.apiKeySecret) : "not-needed";
+    if (apiKey === undefined) {
+      problems.push(`voters.${v.id}: the secret ${v.apiKeySecret} is not set`);
+      return [];
+    }
+    const client = new OpenAI({ baseURL: v.baseURL, apiKey, timeout: v.timeoutMs, maxRetries: 0 });
+    return [new OpenAiVoter(client, { id: v.id, model: v.model, maxTokens: v.maxTokens, price: v.price })];
+  });
+  if (problems.length) throw new ValidationError("voter panel", problems);
+  const timeouts = panel.voters.map((v) => (v.kind === "llm" ? v.timeoutMs : 0));
+  return {
+    voters,
+    options: { weights: panelWeights(panel), quorum: panelQuorum(panel) },
+    ...(panel.onQuorumMiss === "statistical" ? { fallback: deps.statistical } : {}),
+    timeoutMs: Math.max(1_000, ...timeouts),
+  };
+}

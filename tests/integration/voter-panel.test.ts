@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { QuorumError, VoterPanel, createRng, route, statisticalVoters, systemClock, type HarnessSpec } from "@harness-s/core";
+import { votersFromPanel } from "@harness-s/adapters";
+import { makeSpec } from "../factories.ts";
+import { startScriptedOpenAi } from "../scripted-openai.ts";
+
+// Three OpenAI-compatible voters on loopback: one answers well (inside a code fence, as a server
+// that ignores response_format would), one answers garbage, one never answers in time.
+type Server = Awaited<ReturnType<typeof startScriptedOpenAi>>;
+let good: Server;
+let garbage: Server;
+let slow: Server;
+
+const candidates: HarnessSpec[] = [
+  makeSpec({
+    id: "sib-pages",
+    description: "follows pagination",
+    instruction: { systemAppend: "Always read every page before submitting.", toolNotes: { next_page: "call until page:last" } },
+    postObservation: [{ on: "page:more", hint: "next_page", text: "More pages remain." }],
+    provenance: { direction: "contract", hypothesis: "failures stop at page 1" },
+  }),
+  makeSpec({ id: "sib-auth", postObservation: [{ on: "error:401", hint: "login" }], provenance: { direction: "recovery" } }),
+  makeSpec({ id: "sib-budget", budget: { maxTurns: 8, warnAt: 2, forceSubmitAt: 1 }, provenance: { direction: "budget" } }),
+];
+const input = {
+  decisionId: "d-panel",
+  task: { id: "app-7", family: "app", tags: ["app", "bulk"] },
+  failureTags: ["incomplete-results"],
+  failedEvents: ["page:more", "submit:rejected"],
+  candidates,
+  profiles: {},
+  poolVersion: "v",
+};
+
+beforeAll(async () => {
+  good = await startScriptedOpenAi(() => ({ content: '```json\n{"ranking": ["sib-pages", "sib-budget", "sib-auth"], "rationale": "pages remained"}\n```' }));
+  garbage = await startScriptedOpenAi(() => ({ content: "sib-pages, I suppose" }));
+  slow = await startScriptedOpenAi(async () => {
+    await new Promise((r) => setTimeout(r, 3_000));
+    return { content: '{"ranking": ["sib-auth"]}' };
+  });
+});
+afterAll(async () => Promise.all([good, garbage, slow].map((s) => s?.close())));
+
+const panelOf = (over: Partial<VoterPanel> = {}) =>
+  VoterPanel.parse({
+    voters: [
+      { kind: "llm", id: "good", baseURL: good.url, model: "m-good", price: { input: 1e-6, output: 2e-6 } },
+      { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
+      { kind: "llm", id: "slow", baseURL: slow.url, model: "m-slow", timeoutMs: 1_000 },
+    ],
+    ...over,
+  });
+const routeWith = (panel: VoterPanel) => {
+  const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
+  return route(
+    input,
+    { k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs },
+    { voters: routing.voters, fallback: routing.fallback, rng: createRng(1), clock: systemClock },
+  );
+};
+
+describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible servers on loopback)", () => {
+  it("decides by quorum: the good voter's ballot counts with its tokens and cost, garbage is retried once then abstains, the slow one times out", async () => {
+    // Act
+    const decision = await routeWith(panelOf({ quorum: 1 }));
+    // Assess
+    expect(decision.chosen).toEqual(["sib-pages"]);
+    expect(decision.ballots).toHaveLength(1);
+    expect(decision.ballots[0]).toMatchObject({
+      voterId: "good",
+      rationale: "pages remained",
+      usage: { promptTokens: 10, completionTokens: 5 },
+      costUsd: expect.closeTo(20e-6, 12),
+    });
+    const failures = Object.fromEntries(decision.failures.map((f) => [f.voterId, f]));
+    expect(failures.garbage).toMatchObject({ kind: "malformed", reason: expect.stringMatching(/answer is not JSON.*after one retry/) });
+    expect(failures.slow).toMatchObject({ kind: "timeout" });
+    expect(garbage.requests).toHaveLength(2);
+    expect(garbage.requests[1]!.messages.at(-1)!.content).toMatch(/could not be used/);
+  });
+
+  it("shows each candidate in full: instruction text, tool notes, triggers, hypothesis and profile", async () => {
+    await routeWith(panelOf({ quorum: 1 }));
+    const prompt = JSON.parse(good.requests.at(-1)!.messages[1]!.content!);
+    const pages = prompt.candidates.find((c: { id: string }) => c.id === "sib-pages");
+    expect(pages).toMatchObject({
+      direction: "contract",
+      hypothesis: "failures stop at page 1",
+      instruction: "Always read every page before submitting.",
+      toolNotes: { next_page: "call until page:last" },
+      triggers: ["on page:more: More pages remain."],
+      profile: { policyVersion: null },
+    });
+    expect(good.requests.at(-1)).toMatchObject({ model: "m-good" });
+  });
+
+  it("below the quorum fails with QuorumError, or lets the statistical voters decide when the panel says so", async () => {
+    await expect(routeWith(panelOf({ quorum: 2 }))).rejects.toBeInstanceOf(QuorumError);
+    const fallback = await routeWith(panelOf({ quorum: 2, onQuorumMiss: "statistical" }));
+    expect(fallback.fellBack).toBe(true);
+    expect(fallback.ballots.map((b) => b.voterId)).toEqual(statisticalVoters.map((v) => v.id));
+    expect(fallback.failures.map((f) => f.voterId).sort()).toEqual(["garbage", "slow"]);
+  });
+
+  it("refuses a panel with repeated ids, a quorum above its size, or a missing key secret", () => {
+    const twice = VoterPanel.safeParse({
+      voters: [
+        { kind: "statistical", id: "a" },
+        { kind: "statistical", id: "a" },
+      ],
+    });
+    expect(twice.error!.issues[0]!.message).toMatch(/a listed twice/);
+    expect(VoterPanel.safeParse({ voters: [{ kind: "statistical", id: "a" }], quorum: 2 }).error!.issues[0]!.message).toMatch(/quorum 2 is more than the 1 voters/);
+    const keyed = VoterPanel.parse({ voters: [{ kind: "llm", id: "x", baseURL: "http://127.0.0.1:9/v1", model: "m", apiKeySecret: "NO_SUCH_KEY" }] });
+    expect(() => votersFromPanel(keyed, { apiKey: () => undefined, statistical: statisticalVoters })).toThrow(/the secret NO_SUCH_KEY is not set/);
+  });
+});
