@@ -11,6 +11,7 @@ import type {
   RescueJobStore,
   RolloutStore,
   TaskSource,
+  RouteTaskDeps,
   UsageMeter,
   Voter,
 } from "@harness-s/core";
@@ -31,6 +32,8 @@ export interface ApiDeps {
   rollouts: RolloutStore;
   tasks: TaskSource;
   voters: readonly Voter[];
+  /** The voter panel's weights, quorum and fallback, when one is configured (`serve --voters`). */
+  panel?: RouteTaskDeps["panel"];
   /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
   experiments: ExperimentStore;
   experimentSteps: ExperimentStepStore;

@@ -14,6 +14,7 @@ import {
   pollOnce,
   startDynamoDbLocal,
   tableNames,
+  type PanelRouting,
   type TableNames,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "../api/deps.ts";
@@ -52,6 +53,8 @@ export interface LocalStackOptions {
   policies: PolicyEndpoints;
   /** Voters the vote worker runs (default: the statistical voters). */
   voters?: readonly Voter[];
+  /** A voter panel (`votersFromPanel`): its voters decide `/v1/route` and run in the vote worker. */
+  panel?: PanelRouting;
   /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
   prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
   /**
@@ -121,7 +124,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       log,
     });
     for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
-    await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
+    await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
     await startWorker(
       "coordinator",
       queues.coordinator.url,
@@ -143,7 +146,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       coordinator: queues.coordinator.queue,
       prices: Prices.parse({}),
       tasks: opts.tasks,
-      voters: statisticalVoters,
+      voters: opts.panel?.voters ?? statisticalVoters,
+      ...(opts.panel ? { panel: { options: opts.panel.options, fallback: opts.panel.fallback, timeoutMs: opts.panel.timeoutMs } } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,

@@ -111,6 +111,7 @@ describe("harness-s CLI", () => {
       [["experiment", "--policy", "worker", "--suite-lm-size", "huge"], /--suite-lm-size/],
       [["serve", "--port", "70000"], /--port "70000": Too big/],
       [["serve", "--api-key", "short"], /--api-key "short": an API key needs at least 8 characters/],
+      [["serve", "--voters", "/no/such/panel.json"], /no voter panel file \/no\/such\/panel.json/],
       [["policy-serve", "--port", "80000"], /--port "80000"/],
       [["policy-worker", "--port", "80000"], /--port "80000"/],
       [["bench", "--seconds", "x"], /--seconds "x": not a number/],

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { QuorumError, VoterPanel, createRng, route, statisticalVoters, systemClock, type HarnessSpec } from "@harness-s/core";
+import { QuorumError, VoterPanel, createPool, createRng, route, statisticalVoters, systemClock, type HarnessSpec } from "@harness-s/core";
 import { votersFromPanel } from "@harness-s/adapters";
+import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
 import { startScriptedOpenAi } from "../scripted-openai.ts";
 
@@ -114,5 +115,39 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
     expect(VoterPanel.safeParse({ voters: [{ kind: "statistical", id: "a" }], quorum: 2 }).error!.issues[0]!.message).toMatch(/quorum 2 is more than the 1 voters/);
     const keyed = VoterPanel.parse({ voters: [{ kind: "llm", id: "x", baseURL: "http://127.0.0.1:9/v1", model: "m", apiKeySecret: "NO_SUCH_KEY" }] });
     expect(() => votersFromPanel(keyed, { apiKey: () => undefined, statistical: statisticalVoters })).toThrow(/the secret NO_SUCH_KEY is not set/);
+  });
+
+  it("decides /v1/route over HTTP by the panel, stores the ballots with the decision, and answers 503 QUORUM_NOT_MET below the quorum", async () => {
+    // Prepare: the API with the panel's voters, a pool of the three candidates.
+    const serveWith = async (panel: VoterPanel) => {
+      const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
+      const deps = memoryApiDeps({ voters: routing.voters, panel: { options: routing.options, fallback: routing.fallback, timeoutMs: routing.timeoutMs } });
+      await seedPool(deps, createPool("p", makeSpec({ id: "h0", provenance: { direction: "base" } }), candidates), {});
+      const key = await addKey(deps, "k", ["route"]);
+      const api = await startApi(deps);
+      const call = (path: string, body?: unknown) =>
+        fetch(`${api.url}${path}`, {
+          method: body ? "POST" : "GET",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        });
+      return { api, call };
+    };
+    const body = { poolId: "p", task: { id: "app-7", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 1 };
+    // Act
+    const quorate = await serveWith(panelOf({ quorum: 1 }));
+    const res = await quorate.call("/v1/route", body);
+    const decision = await res.json();
+    const stored = await (await quorate.call(`/v1/decisions/${decision.id}`)).json();
+    const short = await serveWith(panelOf({ quorum: 2 }));
+    const refused = await short.call("/v1/route", body);
+    await Promise.all([quorate.api.close(), short.api.close()]);
+    // Assess
+    expect(res.status).toBe(200);
+    expect(decision.chosen).toEqual(["sib-pages"]);
+    expect(stored.ballots).toEqual(decision.ballots);
+    expect(stored.failures.map((f: { kind: string }) => f.kind).sort()).toEqual(["malformed", "timeout"]);
+    expect(refused.status).toBe(503);
+    expect((await refused.json()).error.code).toBe("QUORUM_NOT_MET");
   });
 });

@@ -2,7 +2,7 @@ import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { RouteRequest, RoutingDecision, routeTask } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/route`: rank a pool's harnesses for a task. */
 export const routeRoutes = {
@@ -13,7 +13,13 @@ export const routeRoutes = {
     tags: ["router"],
     summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
     request: { body: jsonBody(RouteRequest) },
-    responses: { 200: jsonOf("the decision, with each voter's ballot", RoutingDecision), ...notFound("pool"), ...errors, ...bodyErrors },
+    responses: {
+      200: jsonOf("the decision: each answering voter's ballot (reason, tokens, cost) and each abstention by kind", RoutingDecision),
+      ...notFound("pool"),
+      ...errors,
+      503: error("QUORUM_NOT_MET: fewer voters answered than the panel's quorum (and it names no fallback); or a backing store is unavailable (retry)"),
+      ...bodyErrors,
+    },
   }),
 };
 

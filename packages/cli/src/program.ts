@@ -242,6 +242,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--port <n>", "port to listen on (0 picks a free one)", String(18787))
     .option("--host <h>", "address to bind", "127.0.0.1")
     .option("--api-key <key>", "the admin API key to accept (default: a random one, printed)")
+    .option("--voters <file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters")
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
 
   program

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
+import { LocalPolicyEndpoints, ValidationError, VoterPanel, createPool, hashSecret, statisticalVoters } from "@harness-s/core";
+import { votersFromPanel } from "@harness-s/adapters";
+import { readJsonFile } from "../json-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
@@ -14,8 +16,17 @@ export const ServeOptions = z.strictObject({
   port: port.default(18787),
   host: z.string().min(1).default("127.0.0.1"),
   apiKey: z.string().min(8, "an API key needs at least 8 characters").optional(),
+  /** A voter panel file (JSON, `VoterPanel`): its voters decide `/v1/route`; LLM voters' keys come from the environment variables it names. */
+  voters: z.string().min(1).optional(),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
+
+/** A voter panel file's voters (their keys from the environment variables the file names). */
+async function readPanel(path: string) {
+  const panel = await readJsonFile(path, VoterPanel);
+  if (!panel) throw new ValidationError("--voters", [`no voter panel file ${path}`]);
+  return votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters });
+}
 
 /**
  * Runs the router API locally against the real protocol stand-ins (DynamoDB Local, fauxqs) with
@@ -23,6 +34,7 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
+  const panel = opts.voters ? await readPanel(opts.voters) : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());
@@ -33,6 +45,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   policies.register("default", setup.createPolicy(1));
   process.stderr.write("starting DynamoDB Local and fauxqs …\n");
   const stack = await startLocalStack({
+    ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
     policies,
     prepareExperiment: localQueuedExperiment(setupFor, policies),

@@ -4,7 +4,7 @@ import { Id, Name } from "../names.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
-import { route, type RoutingDecision } from "../voting/router.ts";
+import { route, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
 export const RouteRequest = z.object({
@@ -29,6 +29,11 @@ export interface RouteTaskDeps {
   profiles: ProfileStore;
   decisions: DecisionStore;
   voters: readonly Voter[];
+  /**
+   * A voter panel's settings (see `votersFromPanel`): weights, quorum, the voters that decide
+   * below it, and how long each voter may take. Without it: equal weights, a majority quorum.
+   */
+  panel?: { options: Pick<RouterOptions, "weights" | "quorum">; fallback?: readonly Voter[]; timeoutMs?: number };
   clock: Clock;
   /** New unique decision ids (random at the composition root, a counter in tests). */
   newId: () => string;
@@ -58,8 +63,8 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
       profiles,
       poolVersion: pool.version,
     },
-    { k: Math.min(req.k, candidates.length) },
-    { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock },
+    { k: Math.min(req.k, candidates.length), ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) },
+    { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock, ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}) },
   );
   const decision: RoutingDecision = keyId === undefined ? routed : { ...routed, keyId };
   await deps.decisions.put(decision);
