@@ -28,7 +28,9 @@ import {
   type Policy,
   type SampleResponseV2,
   type Task,
+  VoterPanel,
   envelope,
+  route,
 } from "@harness-s/core";
 import {
   INVALID_TOOL_CALL,
@@ -40,6 +42,7 @@ import {
   policyProtocol,
   seedOfUnit,
   tokenUnitPolicies,
+  votersFromPanel,
 } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsRecord } from "../factories.ts";
@@ -516,4 +519,39 @@ describe("bench --worker", () => {
     expect(out).toMatch(/worker sample tokens\/s at 32 episodes over 1: \d+\.\d+×/);
     expect(out).toMatch(/worker update tokens\/s +\d+ over HTTP vs \d+\/s driven directly/);
   }, 600_000);
+});
+
+describe("the voter panel against the worker's OpenAI façade (real output of the tiny model)", () => {
+  it("the model's vote is malformed or refused: it abstains, nothing crashes, and the statistical voters meet the quorum", async () => {
+    // Prepare: a policy the façade serves, and a panel of it beside two statistical voters (quorum 2).
+    await client.create("voter", { base_model: "tiny", lora: LORA });
+    const siblings = ["contract", "recovery", "budget"].map((direction) =>
+      parseHarnessSpec({ id: `sib-${direction}`, budget: { maxTurns: 8 }, provenance: { direction }, postObservation: [{ on: "page:more", hint: "next_page" }] }),
+    );
+    const [first, second] = statisticalVoters;
+    const panel = VoterPanel.parse({
+      voters: [
+        { kind: "llm", id: "tiny", baseURL: `${worker.url}/v1`, model: "voter", apiKeySecret: "WORKER_TOKEN", maxTokens: 24, timeoutMs: 60_000 },
+        { kind: "statistical", id: first!.id },
+        { kind: "statistical", id: second!.id },
+      ],
+      quorum: 2,
+    });
+    const routing = votersFromPanel(panel, { apiKey: (name) => (name === "WORKER_TOKEN" ? TOKEN : undefined), statistical: statisticalVoters });
+    const input = {
+      decisionId: "d-tiny",
+      task: { id: "app-1", family: "app", tags: ["app"] },
+      failureTags: ["incomplete-results"],
+      candidates: siblings,
+      profiles: {},
+      poolVersion: "v",
+    };
+    // Act
+    const decision = await route(input, { k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }, { voters: routing.voters, rng: createRng(1), clock: systemClock });
+    // Assess
+    expect(decision.failures.map((f) => f.voterId)).toEqual(["tiny"]);
+    expect(["malformed", "error"]).toContain(decision.failures[0]!.kind);
+    expect(decision.ballots.map((b) => b.voterId)).toEqual([first!.id, second!.id]);
+    expect(decision.chosen).toHaveLength(1);
+  }, 120_000);
 });
