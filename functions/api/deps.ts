@@ -34,6 +34,8 @@ export interface ApiDeps {
   voters: readonly Voter[];
   /** The voter panel's weights, quorum and fallback, when one is configured (`serve --voters`). */
   panel?: RouteTaskDeps["panel"];
+  /** Decisions served again to identical requests (`/v1/route`); none: every request votes. */
+  decisionCache?: RouteTaskDeps["decisionCache"];
   /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
   experiments: ExperimentStore;
   experimentSteps: ExperimentStepStore;

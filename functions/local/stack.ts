@@ -6,6 +6,7 @@ import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
 import {
   CachedPoolStore,
+  MemoryDecisionCache,
   SqsQueue,
   createQueueWithDlq,
   createTables,
@@ -148,6 +149,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,
       ...(opts.panel ? { panel: { options: opts.panel.options, fallback: opts.panel.fallback, timeoutMs: opts.panel.timeoutMs } } : {}),
+      // A panel's LLM voters cost tokens: identical requests within a pool and profile version are served again for a minute.
+      ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 }) } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,

@@ -44,6 +44,7 @@ export * from "./experiment/merge.ts";
 export * from "./service/ports.ts";
 export * from "./service/auth.ts";
 export * from "./service/route-task.ts";
+export * from "./service/decision-cache.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";

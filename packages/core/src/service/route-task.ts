@@ -5,6 +5,7 @@ import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
 import { route, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
+import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
 export const RouteRequest = z.object({
@@ -35,6 +36,8 @@ export interface RouteTaskDeps {
    */
   panel?: { options: Pick<RouterOptions, "weights" | "quorum">; fallback?: readonly Voter[]; timeoutMs?: number };
   clock: Clock;
+  /** Decisions served again to identical requests (see `decisionCacheKey`); none: every request votes. */
+  decisionCache?: DecisionCache;
   /** New unique decision ids (random at the composition root, a counter in tests). */
   newId: () => string;
 }
@@ -53,20 +56,27 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
   const candidates = includeBase ? [pool.base, ...pool.siblings] : pool.siblings;
   const profiles = await deps.profiles.get(pool.id);
   const decisionId = deps.newId();
-  const routed = await route(
-    {
-      decisionId,
-      task: req.task,
-      failureTags: req.failureTags,
-      failedEvents: req.failedEvents,
-      candidates,
-      profiles,
-      poolVersion: pool.version,
-    },
-    { k: Math.min(req.k, candidates.length), ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) },
-    { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock, ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}) },
-  );
-  const decision: RoutingDecision = keyId === undefined ? routed : { ...routed, keyId };
+  const cacheKey = deps.decisionCache ? decisionCacheKey(req, pool.version, profiles) : undefined;
+  const cached = cacheKey ? deps.decisionCache!.get(cacheKey) : undefined;
+  // A cache hit is a new decision (its own id and owner) with the cached one's ranking and ballots.
+  const routed = cached
+    ? { ...cached, id: decisionId, cachedFrom: cached.id }
+    : await route(
+        {
+          decisionId,
+          task: req.task,
+          failureTags: req.failureTags,
+          failedEvents: req.failedEvents,
+          candidates,
+          profiles,
+          poolVersion: pool.version,
+        },
+        { k: Math.min(req.k, candidates.length), ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) },
+        { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock, ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}) },
+      );
+  if (cacheKey && !cached) deps.decisionCache!.set(cacheKey, routed);
+  const { keyId: _owner, ...shared } = routed;
+  const decision: RoutingDecision = keyId === undefined ? shared : { ...shared, keyId };
   await deps.decisions.put(decision);
   return decision;
 }

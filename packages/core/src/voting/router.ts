@@ -35,6 +35,8 @@ export const RoutingDecision = z.object({
   failures: z.array(z.object({ voterId: z.string(), reason: z.string(), kind: z.enum(["timeout", "malformed", "error"]).optional() })),
   /** Set when too few panel voters answered and the statistical voters decided instead. */
   fellBack: z.boolean().optional(),
+  /** Set when the decision was served from the decision cache: the id of the decision that voted. */
+  cachedFrom: z.string().optional(),
   aggregator: AggregatorName,
   explored: z.boolean(),
   poolVersion: z.string(),
