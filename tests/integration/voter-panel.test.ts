@@ -1,5 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { QuorumError, VoterPanel, createPool, createRng, route, statisticalVoters, systemClock, type HarnessSpec } from "@harness-s/core";
+import {
+  ExperimentConfig,
+  QuorumError,
+  TrainConfig,
+  VoterPanel,
+  createPool,
+  createRng,
+  route,
+  runExperimentToEnd,
+  statisticalVoters,
+  systemClock,
+  type HarnessSpec,
+} from "@harness-s/core";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { votersFromPanel } from "@harness-s/adapters";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
@@ -34,7 +47,14 @@ const input = {
 };
 
 beforeAll(async () => {
-  good = await startScriptedOpenAi(() => ({ content: '```json\n{"ranking": ["sib-pages", "sib-budget", "sib-auth"], "rationale": "pages remained"}\n```' }));
+  // Ranks the candidates it is shown by id, descending (for the three above: pages, budget, auth).
+  good = await startScriptedOpenAi((req) => {
+    const ranking = (JSON.parse(req.messages[1]!.content!) as { candidates: { id: string }[] }).candidates
+      .map((c) => c.id)
+      .sort()
+      .reverse();
+    return { content: `\`\`\`json\n${JSON.stringify({ ranking, rationale: "pages remained" })}\n\`\`\`` };
+  });
   garbage = await startScriptedOpenAi(() => ({ content: "sib-pages, I suppose" }));
   slow = await startScriptedOpenAi(async () => {
     await new Promise((r) => setTimeout(r, 3_000));
@@ -150,4 +170,28 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
     expect(refused.status).toBe(503);
     expect((await refused.json()).error.code).toBe("QUORUM_NOT_MET");
   });
+
+  it("an experiment's router arms decide with the panel in process: the good voter's ballots count, garbage abstains, the run completes", async () => {
+    // Prepare: the good and the garbage voter, quorum 1.
+    const panel = VoterPanel.parse({
+      voters: [
+        { kind: "llm", id: "good", baseURL: good.url, model: "m-good" },
+        { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
+      ],
+      quorum: 1,
+    });
+    const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
+    const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { options: routing.options, timeoutMs: routing.timeoutMs, clock: systemClock } };
+    const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3, evalTasks: 4 });
+    const [goodBefore, garbageBefore] = [good.requests.length, garbage.requests.length];
+    // Act
+    const summary = await runExperimentToEnd(config, setup);
+    // Assess: every decision asked both LLM voters; garbage was asked twice per decision (one retry).
+    const rescues = summary.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rescue.triggered;
+    const goodAsked = good.requests.length - goodBefore;
+    expect(rescues).toBeGreaterThan(0);
+    expect(goodAsked).toBeGreaterThanOrEqual(rescues);
+    expect(garbage.requests.length - garbageBefore).toBe(2 * goodAsked);
+  }, 120_000);
 });

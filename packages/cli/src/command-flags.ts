@@ -49,6 +49,7 @@ export const ExperimentFlags = z
     evalTasks: int(1).optional(),
     evalSamples: int(3, 1000).optional(),
     profileBudget: int(0).optional(),
+    voters: z.string().min(1).optional(),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });

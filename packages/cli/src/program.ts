@@ -99,6 +99,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
       "--profile-budget <n>",
       "with --policy worker: rollouts per seed for measuring the pool's initial profiles with the token policy (default: every dev task under H0, and every sibling where H0 fails)",
     )
+    .option("--voters <file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum) the router arms decide with; default the statistical voters")
     .action(async (raw) => {
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
@@ -130,6 +131,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         evalTasks: o.evalTasks,
         evalSamples: o.evalSamples,
         profileBudget: o.profileBudget,
+        voters: o.voters,
       });
     });
 

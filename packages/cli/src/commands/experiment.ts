@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { readPanelFile } from "../panel-file.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
 import { runExperimentLocalAws } from "../runtime/local-aws.ts";
@@ -54,6 +55,8 @@ export interface ExperimentOptions {
   evalSamples?: number;
   /** Rollouts per seed for measuring the pool's initial profiles with a worker's policy (default: all of dev). */
   profileBudget?: number;
+  /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
+  voters?: string;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -79,6 +82,7 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
 
 /** Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens). */
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
+  if (opts.voters) await readPanelFile(opts.voters); // a bad panel file is an error before the worker starts
   if (!opts.startWorker) return runExperimentCommand(opts);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   await mkdir(opts.out, { recursive: true });
@@ -101,6 +105,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
  * (`experimentCommand` starts that worker first when asked).
  */
 async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false): Promise<ExperimentSummary> {
+  const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
@@ -127,9 +132,11 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const deps: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
+  const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
     ? workerPolicySetup(embedded, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } })
     : embedded;
+  // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
+  const deps = panel ? { ...base, voters: panel.voters, panel: panel.settings, speculateRescues: false } : base;
   const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
   const pace = stepPace(deps.sampled);
   const summary =
@@ -139,6 +146,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
           deps,
           (d, label) => bar.update(d, label),
           (line) => process.stderr.write(`${line}\n`),
+          panel ? { panel: panel.routing } : {},
         )
       : await runExperimentToEnd(config, {
           ...deps,

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { LocalPolicyEndpoints, ValidationError, VoterPanel, createPool, hashSecret, statisticalVoters } from "@harness-s/core";
-import { votersFromPanel } from "@harness-s/adapters";
-import { readJsonFile } from "../json-file.ts";
+import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
+import { readPanelFile } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
@@ -21,20 +20,13 @@ export const ServeOptions = z.strictObject({
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
 
-/** A voter panel file's voters (their keys from the environment variables the file names). */
-async function readPanel(path: string) {
-  const panel = await readJsonFile(path, VoterPanel);
-  if (!panel) throw new ValidationError("--voters", [`no voter panel file ${path}`]);
-  return votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters });
-}
-
 /**
  * Runs the router API locally against the real protocol stand-ins (DynamoDB Local, fauxqs) with
  * the embedded suite's evolved pool registered as "embedded". Stops everything on SIGINT/SIGTERM.
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
-  const panel = opts.voters ? await readPanel(opts.voters) : undefined;
+  const panel = opts.voters ? (await readPanelFile(opts.voters)).routing : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());

@@ -65,7 +65,7 @@ export async function startExperimentStack(
   setup: Setup,
   protocol: Protocol,
   log?: (line: string) => void,
-  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint"> = {},
+  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "panel"> = {},
 ): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const setupFor: SetupForProtocol = (asked) => {
@@ -84,7 +84,7 @@ export async function runExperimentLocalAws(
   setup: Setup,
   onProgress: (done: number, label: string) => void,
   log?: (line: string) => void,
-  stackOptions: Pick<LocalStackOptions, "dynamoEndpoint"> = {},
+  stackOptions: Pick<LocalStackOptions, "dynamoEndpoint" | "panel"> = {},
 ): Promise<ExperimentSummary> {
   const stack = await startExperimentStack(setup, config.protocol, log, stackOptions);
   try {

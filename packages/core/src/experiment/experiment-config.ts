@@ -6,6 +6,7 @@ import { Protocol, type Task } from "../task.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { StepRecord } from "../training/train-state.ts";
 import type { Voter } from "../voting/ballot.ts";
+import type { PanelSettings } from "../voting/panel.ts";
 import type { ArmSeedResult, SeedBaseline } from "./summary.ts";
 import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
 
@@ -41,6 +42,8 @@ export interface ExperimentDeps {
   env: Environment;
   createPolicy: (seed: number) => Policy;
   voters: readonly Voter[];
+  /** A voter panel's weights, quorum, fallback and deadlines (`experiment --voters`). Not with `speculateRescues`: a panel's voters cost tokens. */
+  panel?: PanelSettings;
   /** The instance a seed runs on: its own (independent replicates) or one shared by every seed. */
   instance: (seed: number) => Promise<SeedInstance>;
   onProgress?: (event: { seed: number; arm: string; step: number; steps: number; record: StepRecord }) => void;

@@ -52,6 +52,7 @@ export async function trainUnit(
     initialProfiles: inst.evolution.initialProfiles,
     probePriority: inst.evolution.h0Failures,
     voters: deps.voters,
+    ...(deps.panel ? { panel: deps.panel } : {}),
     rng: ctx.rng,
     speculate: deps.speculateRescues,
     onStep: (step: number, record: Parameters<NonNullable<ExperimentDeps["onProgress"]>>[0]["record"]) =>

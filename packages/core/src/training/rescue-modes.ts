@@ -7,6 +7,7 @@ import type { Rollout } from "../rollout/types.ts";
 import { viewOf, type Task } from "../task.ts";
 import { sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
+import type { PanelSettings } from "../voting/panel.ts";
 import { route } from "../voting/router.ts";
 import { auditDecision } from "./audit.ts";
 import type { TrainConfig } from "./config.ts";
@@ -32,6 +33,8 @@ export interface RescueContext {
   config: TrainConfig;
   pool: HarnessPool;
   voters: readonly Voter[];
+  /** A voter panel's weights, quorum, fallback and deadlines (none: equal weights, a majority). */
+  panel?: PanelSettings;
   runRollout: RolloutRunner;
   armRng: Rng;
   state: Readonly<TrainerState>;
@@ -77,8 +80,20 @@ const chooseByRouter: Choose = async (ctx, failure) => {
       profiles: state.profiles,
       poolVersion: pool.version,
     },
-    { k: config.k, aggregator: config.aggregator, exploration: config.exploration, diverse: config.diverse },
-    { voters: ctx.voters, rng: ctx.armRng.fork(`route:${ctx.step}:${task.id}`) },
+    {
+      k: config.k,
+      aggregator: config.aggregator,
+      exploration: config.exploration,
+      diverse: config.diverse,
+      ...ctx.panel?.options,
+      ...(ctx.panel?.timeoutMs ? { voterTimeoutMs: ctx.panel.timeoutMs } : {}),
+    },
+    {
+      voters: ctx.voters,
+      rng: ctx.armRng.fork(`route:${ctx.step}:${task.id}`),
+      ...(ctx.panel?.clock ? { clock: ctx.panel.clock } : {}),
+      ...(ctx.panel?.fallback ? { fallback: ctx.panel.fallback } : {}),
+    },
   );
   const chosen = decision.chosen.map((id) => pool.siblings.find((s) => s.id === id)!);
   const decisionsMade = state.decisionsOmitted + state.decisions.length + 1;

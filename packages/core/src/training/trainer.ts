@@ -8,6 +8,7 @@ import { ConflictError } from "../errors.ts";
 import type { Task } from "../task.ts";
 import { hash32, sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
+import type { PanelSettings } from "../voting/panel.ts";
 import type { ArmConfig } from "./arm-config.ts";
 import type { TrainConfig } from "./config.ts";
 import { evaluateTasks } from "./evaluate.ts";
@@ -26,6 +27,8 @@ export interface TrainDeps {
   /** Dev tasks H0 failed when the initial profiles were measured (the first probe's priority). */
   probePriority?: readonly string[];
   voters: readonly Voter[];
+  /** A voter panel's weights, quorum, fallback and deadlines, for the router arms. */
+  panel?: PanelSettings;
   /** The seed's stream: batch order and evaluation seeds derive from it, not from the arm. */
   rng: Rng;
   onStep?: (step: number, record: StepRecord) => void;
@@ -168,7 +171,21 @@ export class Trainer {
 
   private rescueContext(task: Task, group: readonly Rollout[], step: number, state: TrainerState, runRollout: RolloutRunner): RescueContext {
     const { config, voters, armRng } = this;
-    return { armName: this.arm.name, task, group, step, seed: (label, i) => this.seedOf(step, task, label, i), config, pool: this.deps.pool, voters, runRollout, armRng, state };
+    const { pool, panel } = this.deps;
+    return {
+      armName: this.arm.name,
+      task,
+      group,
+      step,
+      seed: (label, i) => this.seedOf(step, task, label, i),
+      config,
+      pool,
+      voters,
+      ...(panel ? { panel } : {}),
+      runRollout,
+      armRng,
+      state,
+    };
   }
 
   /**

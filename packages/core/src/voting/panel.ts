@@ -1,5 +1,7 @@
 /* Invariants: see ./README.md. */
 import { z } from "zod";
+import type { Clock } from "../util/clock.ts";
+import type { Voter } from "./ballot.ts";
 
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, "lower-case letters, digits, '.', '_', '-'");
 
@@ -54,6 +56,17 @@ export const VoterPanel = z
       ctx.addIssue({ code: "custom", path: ["quorum"], message: `quorum ${p.quorum} is more than the ${p.voters.length} voters` });
   });
 export type VoterPanel = z.infer<typeof VoterPanel>;
+
+/**
+ * How a decision is made beyond its voters, when a panel is configured: the voters' weights and
+ * quorum, the voters that decide below it, each voter's deadline, and the clock that times it.
+ */
+export interface PanelSettings {
+  options: { weights?: Record<string, number>; quorum?: number };
+  fallback?: readonly Voter[];
+  timeoutMs?: number;
+  clock?: Clock;
+}
 
 /** Each voter's weight in the aggregation. */
 export const panelWeights = (panel: VoterPanel): Record<string, number> => Object.fromEntries(panel.voters.map((v) => [v.id, v.weight]));
