@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   ExperimentConfig,
   QuorumError,
@@ -13,6 +13,7 @@ import {
   type HarnessSpec,
 } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { runExperimentLocalAws } from "../../packages/cli/src/runtime/local-aws.ts";
 import { votersFromPanel } from "@harness-s/adapters";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
@@ -194,4 +195,27 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
     expect(goodAsked).toBeGreaterThanOrEqual(rescues);
     expect(garbage.requests.length - garbageBefore).toBe(2 * goodAsked);
   }, 120_000);
+
+  it("the same experiment through the local stack's vote queue equals the in-process run: the garbage voter's abstention is stored by the vote worker, not waited out", async () => {
+    // Prepare
+    const panel = VoterPanel.parse({
+      voters: [
+        { kind: "llm", id: "good", baseURL: good.url, model: "m-good" },
+        { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
+      ],
+      quorum: 1,
+    });
+    const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
+    const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { options: routing.options, timeoutMs: routing.timeoutMs, clock: systemClock } };
+    const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+    // The local-aws runtime evaluates every task (its plan has no evalTasks), so this run does too.
+    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3 });
+    // Act
+    const inProcess = await runExperimentToEnd(config, setup);
+    const started = Date.now();
+    const viaQueues = await runExperimentLocalAws(config, setup, () => undefined, undefined, { dynamoEndpoint: inject("dynamoEndpoint"), panel: routing });
+    // Assess
+    expect(viaQueues).toEqual(inProcess);
+    expect(Date.now() - started).toBeLessThan(routing.timeoutMs * 3); // no decision waited out the garbage voter's deadline
+  }, 240_000);
 });

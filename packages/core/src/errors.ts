@@ -68,14 +68,21 @@ export class QuorumError extends CoreError {
 
 /** A voter did not answer in time. */
 export class VoterTimeoutError extends CoreError {
-  constructor(voterId: string, ms: number) {
+  constructor(
+    voterId: string,
+    readonly ms: number,
+  ) {
     super("VOTER_TIMEOUT", `voter ${voterId} did not answer within ${ms} ms`);
   }
 }
 
 /** A ballot referred to harnesses that were not candidates, or was otherwise malformed. */
 export class InvalidBallotError extends CoreError {
-  constructor(voterId: string, detail: string, options?: { cause?: unknown }) {
+  constructor(
+    voterId: string,
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
     super("INVALID_BALLOT", `voter ${voterId} returned an invalid ballot: ${detail}`, options);
   }
 }

@@ -1,4 +1,4 @@
-import { NotFoundError } from "../errors.ts";
+import { InvalidBallotError, NotFoundError, VoterTimeoutError } from "../errors.ts";
 import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
@@ -36,6 +36,8 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
       const deadline = opts.clock.now() + timeoutMs;
       for (;;) {
         const ballot = await opts.ballots.get(body.ballotKey, voterId);
+        if (ballot?.abstained?.kind === "timeout") throw new VoterTimeoutError(voterId, ballot.abstained.ms ?? 0);
+        if (ballot?.abstained) throw new InvalidBallotError(voterId, ballot.abstained.reason);
         if (ballot) return ballot;
         if (opts.clock.now() > deadline) throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
         await opts.clock.sleep(pollMs);
@@ -52,14 +54,23 @@ export async function castBallot(body: BallotRequestedBody, deps: { voters: read
   if (await deps.ballots.get(body.ballotKey, body.voterId)) return "duplicate";
   const voter = deps.voters.find((v) => v.id === body.voterId);
   if (!voter) throw new NotFoundError("voter", body.voterId);
-  const ballot = await voter.vote({
-    decisionId: body.decisionId,
-    task: body.task,
-    failureTags: body.failureTags,
-    failedEvents: body.failedEvents,
-    candidates: body.candidates,
-    profiles: body.profiles,
-    k: body.k,
-  });
+  let ballot: Ballot;
+  try {
+    ballot = await voter.vote({
+      decisionId: body.decisionId,
+      task: body.task,
+      failureTags: body.failureTags,
+      failedEvents: body.failedEvents,
+      candidates: body.candidates,
+      profiles: body.profiles,
+      k: body.k,
+    });
+  } catch (err) {
+    // An abstention is an answer: stored, so the decision waiting on it goes on at once. Any other
+    // failure is retried by the queue (and ends in its DLQ).
+    if (err instanceof InvalidBallotError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "malformed", reason: err.detail } };
+    else if (err instanceof VoterTimeoutError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "timeout", reason: err.message, ms: err.ms } };
+    else throw err;
+  }
   return deps.ballots.put(body.ballotKey, { ...ballot, voterId: body.voterId });
 }

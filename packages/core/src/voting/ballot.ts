@@ -4,18 +4,25 @@ import type { HarnessSpec } from "../harness/spec.ts";
 import type { ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";
 
-export const Ballot = z.object({
-  voterId: z.string().min(1),
-  ranking: z.array(z.string().min(1)).min(1),
-  scores: z.record(z.string(), z.number()).optional(),
-  rationale: z.string().max(2000).optional(),
-  /** Tokens an LLM voter spent, for pay-per-use metering. */
-  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
-  /** What the ballot cost in USD (an LLM voter's tokens at its configured price). */
-  costUsd: z.number().min(0).optional(),
-  /** Answers the voter gave before this one that could not be read (an LLM voter retries once). */
-  retries: z.number().int().min(0).optional(),
-});
+export const Ballot = z
+  .object({
+    voterId: z.string().min(1),
+    ranking: z.array(z.string().min(1)),
+    scores: z.record(z.string(), z.number()).optional(),
+    rationale: z.string().max(2000).optional(),
+    /** Tokens an LLM voter spent, for pay-per-use metering. */
+    usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+    /** What the ballot cost in USD (an LLM voter's tokens at its configured price). */
+    costUsd: z.number().min(0).optional(),
+    /** Answers the voter gave before this one that could not be read (an LLM voter retries once). */
+    retries: z.number().int().min(0).optional(),
+    /**
+     * Set on a stored record when the voter abstained (the `vote` worker keeps it so a queued
+     * decision learns at once that this voter will not answer); such a record ranks nothing.
+     */
+    abstained: z.object({ kind: z.enum(["timeout", "malformed"]), reason: z.string().max(4000), ms: z.number().int().min(0).optional() }).optional(),
+  })
+  .refine((b) => b.abstained !== undefined || b.ranking.length > 0, { path: ["ranking"], message: "Too small: expected array to have >=1 items" });
 export type Ballot = z.infer<typeof Ballot>;
 
 /** Everything a voter may look at for one routing decision. */
