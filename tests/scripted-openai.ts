@@ -56,6 +56,9 @@ export async function startScriptedOpenAi(script: (req: ChatRequest) => Scripted
       );
     });
   });
+  // Idle keep-alive sockets stay open longer than any test: a client reusing one as the server
+  // closes it would see a dropped connection that has nothing to do with what is under test.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

@@ -13,8 +13,8 @@ export interface PanelRouting {
 
 /**
  * The panel's voters: statistical ones by id from `statistical`, LLM ones as `OpenAiVoter`s on
- * their own OpenAI-compatible endpoints (no SDK retries: the voter retries a malformed answer
- * once itself, and a timeout is the router's). A key named by a voter and missing is an error
+ * their own OpenAI-compatible endpoints (the SDK retries a dropped connection or a 429/5xx once;
+ * the voter retries a malformed answer once itself; the router's deadline bounds both). A key named by a voter and missing is an error
  * here, before any decision.
  *
  * @example
@@ -34,7 +34,9 @@ export function votersFromPanel(panel: VoterPanel, deps: { apiKey: (secretName: 
       problems.push(`voters.${v.id}: the secret ${v.apiKeySecret} is not set`);
       return [];
     }
-    const client = new OpenAI({ baseURL: v.baseURL, apiKey, timeout: v.timeoutMs, maxRetries: 0 });
+    // One SDK retry, for a dropped connection or a 429/5xx only (a server closing an idle keep-alive
+    // socket as it is reused is routine); a malformed answer is the voter's own retry.
+    const client = new OpenAI({ baseURL: v.baseURL, apiKey, timeout: v.timeoutMs, maxRetries: 1 });
     return [new OpenAiVoter(client, { id: v.id, model: v.model, maxTokens: v.maxTokens, price: v.price })];
   });
   if (problems.length) throw new ValidationError("voter panel", problems);
