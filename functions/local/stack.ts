@@ -148,7 +148,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       prices: Prices.parse({}),
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,
-      ...(opts.panel ? { panel: { options: opts.panel.options, fallback: opts.panel.fallback, timeoutMs: opts.panel.timeoutMs } } : {}),
+      ...(opts.panel ? { panel: opts.panel } : {}),
       // A panel's LLM voters cost tokens: identical requests within a pool and profile version are served again for a minute.
       ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 }) } : {}),
       clock: systemClock,

@@ -73,6 +73,21 @@ const panelOf = (over: Partial<VoterPanel> = {}) =>
     ],
     ...over,
   });
+/** An experiment's setup deciding with the good and the garbage voter (deterministic: the slow one would race the clock), quorum 1. */
+const panelExperiment = () => {
+  const panel = VoterPanel.parse({
+    voters: [
+      { kind: "llm", id: "good", baseURL: good.url, model: "m-good" },
+      { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
+    ],
+    quorum: 1,
+  });
+  const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
+  const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { ...routing, clock: systemClock } };
+  const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+  return { routing, setup, train };
+};
+
 const routeWith = (panel: VoterPanel) => {
   const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
   return route(
@@ -142,7 +157,7 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
     // Prepare: the API with the panel's voters, a pool of the three candidates.
     const serveWith = async (panel: VoterPanel) => {
       const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-      const deps = memoryApiDeps({ voters: routing.voters, panel: { options: routing.options, fallback: routing.fallback, timeoutMs: routing.timeoutMs } });
+      const deps = memoryApiDeps({ voters: routing.voters, panel: routing });
       await seedPool(deps, createPool("p", makeSpec({ id: "h0", provenance: { direction: "base" } }), candidates), {});
       const key = await addKey(deps, "k", ["route"]);
       const api = await startApi(deps);
@@ -174,16 +189,7 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
 
   it("an experiment's router arms decide with the panel in process: the good voter's ballots count, garbage abstains, the run completes", async () => {
     // Prepare: the good and the garbage voter, quorum 1.
-    const panel = VoterPanel.parse({
-      voters: [
-        { kind: "llm", id: "good", baseURL: good.url, model: "m-good" },
-        { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
-      ],
-      quorum: 1,
-    });
-    const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-    const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { options: routing.options, timeoutMs: routing.timeoutMs, clock: systemClock } };
-    const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+    const { setup, train } = panelExperiment();
     const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3, evalTasks: 4 });
     const [goodBefore, garbageBefore] = [good.requests.length, garbage.requests.length];
     // Act
@@ -198,16 +204,7 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
 
   it("the same experiment through the local stack's vote queue equals the in-process run: the garbage voter's abstention is stored by the vote worker, not waited out", async () => {
     // Prepare
-    const panel = VoterPanel.parse({
-      voters: [
-        { kind: "llm", id: "good", baseURL: good.url, model: "m-good" },
-        { kind: "llm", id: "garbage", baseURL: garbage.url, model: "m-garbage" },
-      ],
-      quorum: 1,
-    });
-    const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-    const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { options: routing.options, timeoutMs: routing.timeoutMs, clock: systemClock } };
-    const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+    const { routing, setup, train } = panelExperiment();
     // The local-aws runtime evaluates every task (its plan has no evalTasks), so this run does too.
     const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3 });
     // Act

@@ -1,13 +1,14 @@
 import OpenAI from "openai";
-import { ValidationError, panelQuorum, panelWeights, type RouterOptions, type Voter, type VoterPanel } from "@harness-s/core";
+import { ValidationError, panelQuorum, panelWeights, type PanelSettings, type Voter, type VoterPanel } from "@harness-s/core";
 import { OpenAiVoter } from "./openai-voter.ts";
 
-/** What a router needs from a panel: its voters, their weights and quorum, and the fallback voters if it names them. */
-export interface PanelRouting {
+/**
+ * What a router needs from a panel: its voters, and the settings every decision passes on (their
+ * weights and quorum, the fallback voters if it names them, each voter's deadline: the router's
+ * `voterTimeoutMs` is one value, the panel's longest).
+ */
+export interface PanelRouting extends PanelSettings {
   voters: Voter[];
-  options: Pick<RouterOptions, "weights" | "quorum">;
-  fallback?: readonly Voter[];
-  /** Each voter's answer deadline (the router's `voterTimeoutMs` is one value: the panel's longest). */
   timeoutMs: number;
 }
 

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import type { PanelRouting } from "@harness-s/adapters";
 import { readPanelFile } from "../panel-file.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -82,8 +83,9 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
 
 /** Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens). */
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
-  if (opts.voters) await readPanelFile(opts.voters); // a bad panel file is an error before the worker starts
-  if (!opts.startWorker) return runExperimentCommand(opts);
+  // Read before the worker starts: a bad panel file is an error before any work.
+  const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
+  if (!opts.startWorker) return runExperimentCommand(opts, false, panel);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   await mkdir(opts.out, { recursive: true });
   const { model, recipe, cacheDir } = opts.startWorker;
@@ -94,7 +96,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   try {
     const name = lm?.name ?? (model === "tiny" ? "tiny" : basename(model));
     if (lm) await writeFile(join(opts.out, "suite-lm.json"), JSON.stringify(lm, null, 2));
-    return await runExperimentCommand({ ...opts, worker: { ...opts.worker!, url: worker.url, model: name }, startWorker: undefined }, lm !== undefined);
+    return await runExperimentCommand({ ...opts, worker: { ...opts.worker!, url: worker.url, model: name }, startWorker: undefined }, lm !== undefined, panel);
   } finally {
     await worker.stop();
   }
@@ -104,8 +106,7 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
  * Runs the experiment in process or on the local stack, with the embedded policy or a worker's
  * (`experimentCommand` starts that worker first when asked).
  */
-async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false): Promise<ExperimentSummary> {
-  const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
+async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false, panel?: PanelRouting): Promise<ExperimentSummary> {
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
@@ -136,7 +137,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     ? workerPolicySetup(embedded, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } })
     : embedded;
   // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
-  const deps = panel ? { ...base, voters: panel.voters, panel: panel.settings, speculateRescues: false } : base;
+  const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
   const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
   const pace = stepPace(deps.sampled);
   const summary =
@@ -146,7 +147,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
           deps,
           (d, label) => bar.update(d, label),
           (line) => process.stderr.write(`${line}\n`),
-          panel ? { panel: panel.routing } : {},
+          panel ? { panel } : {},
         )
       : await runExperimentToEnd(config, {
           ...deps,

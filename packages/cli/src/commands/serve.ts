@@ -26,7 +26,7 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
-  const panel = opts.voters ? (await readPanelFile(opts.voters)).routing : undefined;
+  const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());

@@ -4,7 +4,8 @@ import { Id, Name } from "../names.ts";
 import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
-import { route, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
+import type { PanelSettings } from "../voting/panel.ts";
+import { route, type RoutingDecision } from "../voting/router.ts";
 import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
@@ -34,7 +35,7 @@ export interface RouteTaskDeps {
    * A voter panel's settings (see `votersFromPanel`): weights, quorum, the voters that decide
    * below it, and how long each voter may take. Without it: equal weights, a majority quorum.
    */
-  panel?: { options: Pick<RouterOptions, "weights" | "quorum">; fallback?: readonly Voter[]; timeoutMs?: number };
+  panel?: PanelSettings;
   clock: Clock;
   /** Decisions served again to identical requests (see `decisionCacheKey`); none: every request votes. */
   decisionCache?: DecisionCache;
