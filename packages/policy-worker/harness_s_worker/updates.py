@@ -163,44 +163,26 @@ def micro_batch(
     """One micro-batch's forward and backward on the training copy, holding the model lock for
     just this long (decoding steps run between micro-batches)."""
     with policies.adapted.lock:
-        _micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, checkpointing, sums, epoch)
-
-
-def _micro_batch(
-    policies: Policies,
-    p: Policy,
-    batch: list[int],
-    ids: list[torch.Tensor],
-    masks: list[torch.Tensor],
-    olds: list[torch.Tensor],
-    refs: list[torch.Tensor | None],
-    advantages: list[float],
-    weights: list[float],
-    loss_cfg: ppo.Loss,
-    checkpointing: bool,
-    sums: dict[str, Any],
-    epoch: int,
-) -> None:
-    model = policies.adapted.peft
-    policies.adapted.activate(p.train_adapter)
-    for param in p.optim().param_groups[0]["params"]:
-        param.requires_grad_(True)
-    model.train()
-    if checkpointing:
-        model.gradient_checkpointing_enable()
-    try:
-        total = torch.zeros((), device=ids[0].device)
-        for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
-            surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
-            total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
-            sums["kl"] += weights[i] * float(kl.detach().sum())
-            sums["clipped"] += float(clip.sum())
-            sums["gap"] += float(((new.detach() - olds[i]).abs() * masks[i]).sum())
-        if not torch.isfinite(total):
-            raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
-        total.backward()
-        sums["loss"] += float(total.detach())
-    finally:
+        model = policies.adapted.peft
+        policies.adapted.activate(p.train_adapter)
+        for param in p.optim().param_groups[0]["params"]:
+            param.requires_grad_(True)
+        model.train()
         if checkpointing:
-            model.gradient_checkpointing_disable()
-        model.eval()
+            model.gradient_checkpointing_enable()
+        try:
+            total = torch.zeros((), device=ids[0].device)
+            for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
+                surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
+                total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
+                sums["kl"] += weights[i] * float(kl.detach().sum())
+                sums["clipped"] += float(clip.sum())
+                sums["gap"] += float(((new.detach() - olds[i]).abs() * masks[i]).sum())
+            if not torch.isfinite(total):
+                raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
+            total.backward()
+            sums["loss"] += float(total.detach())
+        finally:
+            if checkpointing:
+                model.gradient_checkpointing_disable()
+            model.eval()
