@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { ApiDeps } from "./deps.ts";
-import { errorResponse, limitUrl, meterCompute, type ApiEnv } from "./http.ts";
+import { errorResponse, limitUrl, meterRequest, type ApiEnv } from "./http.ts";
 import { documentConfig, registerSecurity } from "./openapi-parts.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
@@ -21,7 +21,7 @@ import { routeApp } from "./routes/route.ts";
 export function createApp(deps: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>();
   app.use(limitUrl());
-  app.use(meterCompute(deps));
+  app.use(meterRequest(deps));
   mountAccount(app, deps, () => app.getOpenAPI31Document(documentConfig(servers)) as never)
     .route("/v1/route", routeApp(deps))
     .route("/v1/pools", poolsApp(deps))

@@ -15,6 +15,7 @@ import type {
   UsageMeter,
   Voter,
 } from "@harness-s/core";
+import { CachedKeyStore, CachedPoolStore } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./http.ts";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
@@ -50,4 +51,20 @@ export interface ApiDeps {
   bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
+}
+
+/** How long the API serves a pool (immutable under its id) and an API key without reading the store again. */
+export const API_CACHE_TTL_MS = { pools: 5 * 60_000, keys: 30_000 };
+
+/**
+ * The API's pool and key stores behind read caches ({@link API_CACHE_TTL_MS}): an authorised
+ * `/v1/route` request then reads only the pool's profiles. A key revoked in the store stops
+ * working within the keys' TTL.
+ */
+export function withApiCaches<S extends { pools: PoolStore; keys: ApiKeyStore }>(stores: S, clock: Clock): S {
+  return {
+    ...stores,
+    pools: new CachedPoolStore(stores.pools, { ttlMs: API_CACHE_TTL_MS.pools, clock }),
+    keys: new CachedKeyStore(stores.keys, { ttlMs: API_CACHE_TTL_MS.keys, clock }),
+  };
 }

@@ -1,10 +1,14 @@
+import { Readable } from "node:stream";
 import type { Context } from "hono";
+import type { ApiKeyRecord, Usage } from "@harness-s/core";
 
 /** The API's Hono environment: what a request carries between middleware and handlers. */
 export type ApiEnv = {
   Variables: {
     /** The key a request is metered to, once it is authorised. */
-    meteredKey?: string;
+    meteredKey?: ApiKeyRecord;
+    /** What the request used so far (ballots, tokens, cost), metered with it when it ends. */
+    used?: Partial<Usage>;
   };
 };
 import type { z } from "zod";
@@ -20,6 +24,7 @@ import {
   ValidationError,
   authorize,
   formatIssues,
+  requestUsage,
   type Scope,
 } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
@@ -48,7 +53,8 @@ export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxB
   if (!type || !JSON_TYPE.test(type)) throw new UnsupportedMediaTypeError(type);
   const declared = Number(c.req.header("content-length") ?? Number.NaN);
   if (declared > maxBytes) throw new PayloadTooLargeError(maxBytes);
-  const text = await readLimited(c.req.raw, maxBytes, timeouts);
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  const text = incoming instanceof Readable ? await readNodeLimited(incoming, maxBytes, timeouts) : await readLimited(c.req.raw, maxBytes, timeouts);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -60,6 +66,44 @@ export async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxB
   const parsed = schema.safeParse(json);
   if (!parsed.success) throw new ValidationError("request body", formatIssues(parsed.error.issues));
   return parsed.data;
+}
+
+/**
+ * The same limits read straight from Node's request stream (`@hono/node-server` passes it as
+ * `c.env.incoming`): asking Hono's request for its web-stream body would build a whole fetch
+ * Request per call, which cost more than the rest of a `/v1/route` request together.
+ */
+function readNodeLimited(incoming: Readable, maxBytes: number, timeouts: BodyTimeouts): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const done = (err?: Error) => {
+      clearTimeout(idle);
+      clearTimeout(deadline);
+      incoming.off("data", onData).off("end", onEnd).off("error", done).off("aborted", onAborted);
+      if (err) {
+        incoming.pause();
+        reject(err);
+      } else resolve(Buffer.concat(chunks).toString("utf8"));
+    };
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => done(new RequestTimeoutError(`the request body stalled for ${timeouts.idleMs} ms`)), timeouts.idleMs);
+    };
+    const deadline = setTimeout(() => done(new RequestTimeoutError(`the request body took longer than ${timeouts.deadlineMs} ms`)), timeouts.deadlineMs);
+    const onData = (chunk: Buffer) => {
+      total += chunk.byteLength;
+      if (total > maxBytes) return done(new PayloadTooLargeError(maxBytes));
+      chunks.push(chunk);
+      arm();
+    };
+    const onEnd = () => done();
+    const onAborted = () => done(new RequestTimeoutError("the client closed the connection before the body arrived"));
+    if (incoming.readableEnded) return done();
+    incoming.on("data", onData).on("end", onEnd).on("error", done).on("aborted", onAborted);
+    arm();
+  });
 }
 
 /** The body, counted as it arrives and cut at `maxBytes`, given up when it stalls or runs past the deadline. */
@@ -131,17 +175,30 @@ export function limitUrl() {
 
 export async function requireScope(c: Context<ApiEnv>, scope: Scope, deps: ApiDeps) {
   const key = await authorize(c.req.header("authorization"), scope, deps);
-  c.set("meteredKey", key.id);
+  c.set("meteredKey", key);
   return key;
 }
 
-/** Meters each authorised request's compute time (ms in the handler) to its key, for pay-per-use. */
-export function meterCompute(deps: ApiDeps) {
+/** Adds to what this request is metered for when it ends (ballots, LLM tokens and cost). */
+export function addUsage(c: Context<ApiEnv>, used: Partial<Usage>): void {
+  const sum = { ...c.get("used") };
+  for (const [k, v] of Object.entries(used) as [keyof Usage, number][]) sum[k] = (sum[k] ?? 0) + v;
+  c.set("used", sum);
+}
+
+/**
+ * Meters each authorised request in one write when it ends, failed or not: the request (unless a
+ * quota already counted it), what the handler used, and its compute time (ms in the handler).
+ */
+export function meterRequest(deps: ApiDeps) {
   return async (c: Context<ApiEnv>, next: () => Promise<void>) => {
     const started = performance.now();
     await next();
-    const keyId = c.get("meteredKey");
-    if (keyId) await deps.meter.add(keyId, { computeMs: performance.now() - started }).catch((err) => console.warn(`compute metering for ${keyId} failed: ${String(err)}`));
+    const key = c.get("meteredKey");
+    if (key)
+      await deps.meter
+        .add(key.id, requestUsage(key, { ...c.get("used"), computeMs: performance.now() - started }))
+        .catch((err) => console.warn(`metering for ${key.id} failed: ${String(err)}`));
   };
 }
 

@@ -8,6 +8,7 @@ import { SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { createApp } from "./app.ts";
+import { withApiCaches } from "./deps.ts";
 
 // Composition root of the `api` Lambda: config parsed once, SDK clients injected into adapters.
 const config = awsConfigFromResources();
@@ -16,7 +17,7 @@ const sqs = new SQSClient({});
 const queue = (url: string | undefined, name: string): MessageQueue =>
   url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
 const app = createApp({
-  ...dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }),
+  ...withApiCaches(dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }), systemClock),
   evidence: queue(config.queues.profile, "profile"),
   dispatch: queue(config.queues.dispatch, "dispatch"),
   coordinator: queue(config.queues.coordinator, "coordinator"),

@@ -18,7 +18,7 @@ import {
   type PanelRouting,
   type TableNames,
 } from "@harness-s/adapters";
-import type { ApiDeps } from "../api/deps.ts";
+import { withApiCaches, type ApiDeps } from "../api/deps.ts";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
@@ -141,7 +141,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       }),
     );
     const deps: ApiDeps = {
-      ...stores,
+      ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,
       dispatch: queues.dispatch.queue,
       coordinator: queues.coordinator.queue,

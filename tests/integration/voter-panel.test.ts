@@ -167,7 +167,7 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
           body: body ? JSON.stringify(body) : undefined,
         });
-      return { api, call };
+      return { api, call, deps };
     };
     const body = { poolId: "p", task: { id: "app-7", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 1 };
     // Act
@@ -183,6 +183,9 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
     expect(decision.chosen).toEqual(["sib-pages"]);
     expect(stored.ballots).toEqual(decision.ballots);
     expect(stored.failures.map((f: { kind: string }) => f.kind).sort()).toEqual(["malformed", "timeout"]);
+    const garbageFailure = stored.failures.find((f: { voterId: string }) => f.voterId === "garbage");
+    expect(garbageFailure.usage).toEqual({ promptTokens: 20, completionTokens: 10 }); // the answer and its retry
+    expect(await quorate.deps.meter.get("k")).toMatchObject({ requests: 2, ballots: 1, llmTokens: 15 + 30 });
     expect(refused.status).toBe(503);
     expect((await refused.json()).error.code).toBe("QUORUM_NOT_MET");
   });

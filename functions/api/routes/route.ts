@@ -1,7 +1,7 @@
 import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
-import { RouteRequest, RoutingDecision, routeTask } from "@harness-s/core";
+import { RouteRequest, RoutingDecision, ballotUsage, routeTask } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { addUsage, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/route`: rank a pool's harnesses for a task. */
@@ -27,7 +27,6 @@ export const routeApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>().openapi(routeRoutes.route, async (c) => {
     const key = await requireScope(c, "route", deps);
     const decision = await routeTask(await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts), deps, key.id);
-    const llmTokens = decision.ballots.reduce((n, b) => n + (b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0), 0);
-    await deps.meter.add(key.id, { ballots: decision.ballots.length, llmTokens });
+    addUsage(c, ballotUsage(decision));
     return c.json(decision, 200);
   });

@@ -1,5 +1,6 @@
 export * from "./errors.ts";
 export * from "./memory/stores.ts";
+export * from "./memory/cached-stores.ts";
 export * from "./memory/decision-cache.ts";
 export * from "./dynamo/tables.ts";
 export * from "./dynamo/stores.ts";

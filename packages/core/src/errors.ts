@@ -81,10 +81,20 @@ export class InvalidBallotError extends CoreError {
   constructor(
     voterId: string,
     readonly detail: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; spent?: VoterSpend },
   ) {
     super("INVALID_BALLOT", `voter ${voterId} returned an invalid ballot: ${detail}`, options);
+    this.spent = options?.spent;
   }
+
+  /** What the voter's unusable answers cost (metered like a ballot's). */
+  readonly spent: VoterSpend | undefined;
+}
+
+/** Tokens an LLM voter used, and their price when one is configured. */
+export interface VoterSpend {
+  usage: { promptTokens: number; completionTokens: number };
+  costUsd?: number;
 }
 
 /**

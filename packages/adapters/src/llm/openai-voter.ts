@@ -128,20 +128,23 @@ export class OpenAiVoter implements Voter {
       } catch (err) {
         answer = (err as Error).message;
       }
+      const price = this.options.price;
+      const cost = price ? { costUsd: usage.promptTokens * price.input + usage.completionTokens * price.output } : {};
       if (typeof answer !== "string") {
-        const price = this.options.price;
         return {
           voterId: this.id,
           ranking: answer.ranking,
           ...(answer.rationale !== undefined ? { rationale: answer.rationale } : {}),
           usage,
-          ...(price ? { costUsd: usage.promptTokens * price.input + usage.completionTokens * price.output } : {}),
+          ...cost,
           ...(attempt > 0 ? { retries: attempt } : {}),
         };
       }
       problem = answer;
+      if (attempt === 1)
+        throw new InvalidBallotError(this.id, `${problem} (after one retry; ${usage.promptTokens + usage.completionTokens} tokens spent)`, { spent: { usage, ...cost } });
     }
-    throw new InvalidBallotError(this.id, `${problem} (after one retry; ${usage.promptTokens + usage.completionTokens} tokens spent)`);
+    throw new Error("unreachable");
   }
 
   /** One request; the SDK's own timeout is this voter's timeout (an abstention the router records as one). */

@@ -90,14 +90,17 @@ export class MemoryProfileStore implements ProfileStore, ProfileLedger {
 }
 
 export class MemoryDecisionStore implements DecisionStore {
+  // Writing a decision is the hot path (every route), reading one back is rare: the record is kept
+  // as given (the router never changes a decision it has stored) and copied when read.
   private readonly decisions = new Map<string, RoutingDecision>();
 
   async put(decision: RoutingDecision): Promise<void> {
-    if (!this.decisions.has(decision.id)) this.decisions.set(decision.id, frozenCopy(decision));
+    if (!this.decisions.has(decision.id)) this.decisions.set(decision.id, decision);
   }
 
   async get(id: string): Promise<RoutingDecision | undefined> {
-    return this.decisions.get(id);
+    const d = this.decisions.get(id);
+    return d && structuredClone(d);
   }
 }
 
@@ -272,42 +275,6 @@ export class MemoryExperimentStore implements ExperimentStore {
 
   async cancelRequested(id: string): Promise<boolean> {
     return this.cancels.has(id);
-  }
-}
-
-/**
- * Pools are immutable under their id, so a worker may keep every pool it has read: saves one
- * store read per rollout on the dispatch path.
- */
-export class CachedPoolStore implements PoolStore {
-  private readonly cache = new Map<string, Promise<HarnessPool | undefined>>();
-
-  constructor(private readonly inner: PoolStore) {}
-
-  put(pool: HarnessPool): Promise<void> {
-    return this.inner.put(pool);
-  }
-
-  get(id: string): Promise<HarnessPool | undefined> {
-    let hit = this.cache.get(id);
-    if (!hit) {
-      hit = this.inner.get(id).then(
-        (p) => {
-          if (!p) this.cache.delete(id);
-          return p;
-        },
-        (err) => {
-          this.cache.delete(id);
-          throw err;
-        },
-      );
-      this.cache.set(id, hit);
-    }
-    return hit;
-  }
-
-  list() {
-    return this.inner.list();
   }
 }
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { ForbiddenError, QuotaExceededError, UnauthenticatedError } from "../errors.ts";
-import type { ApiKeyRecord, ApiKeyStore, Scope, UsageMeter } from "./ports.ts";
+import type { ApiKeyRecord, ApiKeyStore, Scope, Usage, UsageMeter } from "./ports.ts";
 
 export function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
@@ -25,16 +25,23 @@ export async function authenticate(authorization: string | undefined, keys: ApiK
 }
 
 /**
- * Authenticates a bearer secret, checks the scope, and meters the request; with a quota, counting
- * the request and checking the quota are one atomic step, so concurrent requests never pass it.
+ * Authenticates a bearer secret and checks the scope. A key with a quota is counted here, in one
+ * atomic step with the quota check (concurrent requests never pass it); every other key's request
+ * is counted by the caller in the one usage write it makes when the request ends
+ * ({@link requestUsage}), so a request costs one meter write.
  *
  * @example
  * const key = await authorize("Bearer hs_…", "route", { keys, meter });
+ * await meter.add(key.id, requestUsage(key, { ballots: 3 }));
  */
 export async function authorize(authorization: string | undefined, scope: Scope, deps: { keys: ApiKeyStore; meter: UsageMeter }): Promise<ApiKeyRecord> {
   const key = await authenticate(authorization, deps.keys);
   if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
-  if (key.requestQuota === undefined) await deps.meter.add(key.id, { requests: 1 });
-  else if (!(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota))) throw new QuotaExceededError(key.requestQuota, key.requestQuota);
+  if (key.requestQuota !== undefined && !(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota))) throw new QuotaExceededError(key.requestQuota, key.requestQuota);
   return key;
+}
+
+/** What one authorised request adds to its key's usage when it ends: the request itself (unless `authorize` counted it against a quota) and what it used. */
+export function requestUsage(key: ApiKeyRecord, used: Partial<Usage>): Partial<Usage> {
+  return { ...used, requests: (used.requests ?? 0) + (key.requestQuota === undefined ? 1 : 0) };
 }

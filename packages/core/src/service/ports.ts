@@ -108,11 +108,13 @@ export const Usage = z.object({
   ballots: z.number().int().min(0),
   rollouts: z.number().int().min(0),
   llmTokens: z.number().int().min(0),
+  /** What the panel's LLM voters cost, at each voter's price per token. */
+  llmCostUsd: z.number().min(0),
   computeMs: z.number().min(0),
 });
 export type Usage = z.infer<typeof Usage>;
 
-export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, computeMs: 0 };
+export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, computeMs: 0 };
 
 export interface ApiKeyStore {
   put(key: ApiKeyRecord): Promise<void>;

@@ -37,7 +37,12 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
       for (;;) {
         const ballot = await opts.ballots.get(body.ballotKey, voterId);
         if (ballot?.abstained?.kind === "timeout") throw new VoterTimeoutError(voterId, ballot.abstained.ms ?? 0);
-        if (ballot?.abstained) throw new InvalidBallotError(voterId, ballot.abstained.reason);
+        if (ballot?.abstained)
+          throw new InvalidBallotError(
+            voterId,
+            ballot.abstained.reason,
+            ballot.usage ? { spent: { usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) } } : {},
+          );
         if (ballot) return ballot;
         if (opts.clock.now() > deadline) throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
         await opts.clock.sleep(pollMs);
@@ -68,7 +73,7 @@ export async function castBallot(body: BallotRequestedBody, deps: { voters: read
   } catch (err) {
     // An abstention is an answer: stored, so the decision waiting on it goes on at once. Any other
     // failure is retried by the queue (and ends in its DLQ).
-    if (err instanceof InvalidBallotError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "malformed", reason: err.detail } };
+    if (err instanceof InvalidBallotError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "malformed", reason: err.detail }, ...err.spent };
     else if (err instanceof VoterTimeoutError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "timeout", reason: err.message, ms: err.ms } };
     else throw err;
   }

@@ -5,7 +5,7 @@ import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
-import { route, type RoutingDecision } from "../voting/router.ts";
+import { route, routerOptions, withTopK, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
 import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
@@ -43,6 +43,18 @@ export interface RouteTaskDeps {
   newId: () => string;
 }
 
+const parsedOptions = new WeakMap<RouteTaskDeps, RouterOptions>();
+
+/** The panel's router options, validated once per deps (the composition root's one object). */
+function baseOptions(deps: RouteTaskDeps): RouterOptions {
+  let options = parsedOptions.get(deps);
+  if (!options) {
+    options = routerOptions({ ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) });
+    parsedOptions.set(deps, options);
+  }
+  return options;
+}
+
 /**
  * The router use-case behind `POST /v1/route`: loads the pool and its profiles, votes, records
  * the decision (with the asking key's id, its owner) and returns it.
@@ -72,7 +84,7 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
           profiles,
           poolVersion: pool.version,
         },
-        { k: Math.min(req.k, candidates.length), ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) },
+        withTopK(baseOptions(deps), Math.min(req.k, candidates.length)),
         { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock, ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}) },
       );
   if (cacheKey && !cached) deps.decisionCache!.set(cacheKey, routed);
@@ -80,4 +92,22 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
   const decision: RoutingDecision = keyId === undefined ? shared : { ...shared, keyId };
   await deps.decisions.put(decision);
   return decision;
+}
+
+/**
+ * What a decision is metered for: its ballots, and the LLM tokens and cost of its ballots and abstentions. A decision served from
+ * the cache cast no ballot and called no LLM, so it costs nothing here.
+ *
+ * @example
+ * await meter.add(keyId, ballotUsage(decision)); // { ballots: 3, llmTokens: 812, llmCostUsd: 0.0004 }
+ */
+export function ballotUsage(decision: RoutingDecision): { ballots: number; llmTokens: number; llmCostUsd: number } {
+  if (decision.cachedFrom !== undefined) return { ballots: 0, llmTokens: 0, llmCostUsd: 0 };
+  let llmTokens = 0;
+  let llmCostUsd = 0;
+  for (const b of [...decision.ballots, ...decision.failures]) {
+    llmTokens += b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0;
+    llmCostUsd += b.costUsd ?? 0;
+  }
+  return { ballots: decision.ballots.length, llmTokens, llmCostUsd };
 }

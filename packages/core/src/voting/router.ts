@@ -23,6 +23,31 @@ export const RouterOptions = z.object({
 });
 export type RouterOptions = z.infer<typeof RouterOptions>;
 
+const validated = new WeakSet<object>();
+
+/**
+ * Router options parsed once (at a composition root, or once per deps), which {@link route} then
+ * uses as they are instead of parsing them on every decision.
+ *
+ * @example
+ * const options = routerOptions({ k: 2, quorum: 2 }); // throws a ZodError naming a bad field
+ * await route(input, options, deps);
+ */
+export function routerOptions(options: Partial<RouterOptions>): RouterOptions {
+  if (validated.has(options)) return options as RouterOptions;
+  const parsed = RouterOptions.parse(options);
+  validated.add(parsed);
+  return parsed;
+}
+
+/** Validated options with another `k` (a positive integer), still known as validated. */
+export function withTopK(options: RouterOptions, k: number): RouterOptions {
+  if (!Number.isInteger(k) || k < 1) return routerOptions({ ...options, k });
+  const next = { ...options, k };
+  validated.add(next);
+  return next;
+}
+
 export const RoutingDecision = z.object({
   id: z.string(),
   task: z.object({ id: z.string(), family: z.string(), tags: z.array(z.string()) }),
@@ -32,7 +57,16 @@ export const RoutingDecision = z.object({
   ranked: z.array(z.object({ harnessId: z.string(), score: z.number(), firstPlaces: z.number() })),
   ballots: z.array(Ballot),
   /** Voters that did not answer: an explicit abstention, by kind (timeout, malformed answer, error). */
-  failures: z.array(z.object({ voterId: z.string(), reason: z.string(), kind: z.enum(["timeout", "malformed", "error"]).optional() })),
+  failures: z.array(
+    z.object({
+      voterId: z.string(),
+      reason: z.string(),
+      kind: z.enum(["timeout", "malformed", "error"]).optional(),
+      /** Tokens the abstaining voter spent (a malformed answer and its retry), metered like a ballot's. */
+      usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+      costUsd: z.number().min(0).optional(),
+    }),
+  ),
   /** Set when too few panel voters answered and the statistical voters decided instead. */
   fellBack: z.boolean().optional(),
   /** Set when the decision was served from the decision cache: the id of the decision that voted. */
@@ -74,7 +108,10 @@ async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps
   const failures: RoutingDecision["failures"] = [];
   settled.forEach((s, i) => {
     if (s.status === "fulfilled") ballots.push(s.value);
-    else failures.push({ voterId: voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason), kind: failureKind(s.reason) });
+    else {
+      const spent = s.reason instanceof InvalidBallotError ? s.reason.spent : undefined;
+      failures.push({ voterId: voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason), kind: failureKind(s.reason), ...spent });
+    }
   });
   return { ballots, failures };
 }
@@ -108,7 +145,7 @@ async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
  * decision.chosen; // e.g. ["sib/recovery-1", "sib/contract-2"]
  */
 export async function route(input: RouteInput, options: Partial<RouterOptions>, deps: RouterDeps): Promise<RoutingDecision> {
-  const opts = RouterOptions.parse(options);
+  const opts = routerOptions(options);
   const req: BallotRequest = {
     decisionId: input.decisionId,
     task: input.task,

@@ -1,0 +1,108 @@
+import type { ApiKeyRecord, ApiKeyStore, Clock, HarnessPool, PoolStore } from "@harness-s/core";
+
+/** How long a cached entry is served, and by which clock; no TTL: kept for the life of the process. */
+export interface CacheOptions {
+  ttlMs?: number;
+  clock?: Clock;
+  /** Entries kept at most (the oldest read goes first); default 1,024. */
+  maxEntries?: number;
+}
+
+/**
+ * Found values by key, each for `ttlMs`: concurrent reads of one key share one store read, and a
+ * miss or a failed read is never kept (a value created a moment later is found at once).
+ */
+class ReadCache<V> {
+  private readonly entries = new Map<string, { value: Promise<V | undefined>; at: number }>();
+
+  constructor(private readonly options: CacheOptions) {}
+
+  get(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const now = this.options.clock?.now() ?? 0;
+    const hit = this.entries.get(key);
+    if (hit && (this.options.ttlMs === undefined || now - hit.at < this.options.ttlMs)) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit.value;
+    }
+    const value = read().then(
+      (v) => {
+        if (v === undefined) this.forget(key, value);
+        return v;
+      },
+      (err) => {
+        this.forget(key, value);
+        throw err;
+      },
+    );
+    this.entries.set(key, { value, at: now });
+    while (this.entries.size > (this.options.maxEntries ?? 1024)) this.entries.delete(this.entries.keys().next().value!);
+    return value;
+  }
+
+  drop(key: string): void {
+    this.entries.delete(key);
+  }
+
+  private forget(key: string, value: Promise<V | undefined>) {
+    if (this.entries.get(key)?.value === value) this.entries.delete(key);
+  }
+}
+
+/**
+ * Pools are immutable under their id, so a process may serve a pool it has read without asking
+ * the store again: one store read saved per rollout (dispatch) and per `/v1/route` request.
+ *
+ * @example
+ * const pools = new CachedPoolStore(new DynamoPoolStore(doc, tables), { ttlMs: 60_000, clock: systemClock });
+ */
+export class CachedPoolStore implements PoolStore {
+  private readonly cache: ReadCache<HarnessPool>;
+
+  constructor(
+    private readonly inner: PoolStore,
+    options: CacheOptions = {},
+  ) {
+    this.cache = new ReadCache(options);
+  }
+
+  put(pool: HarnessPool): Promise<void> {
+    return this.inner.put(pool);
+  }
+
+  get(id: string): Promise<HarnessPool | undefined> {
+    return this.cache.get(id, () => this.inner.get(id));
+  }
+
+  list() {
+    return this.inner.list();
+  }
+}
+
+/**
+ * API keys found by their secret's hash, kept for a short TTL: an authorised request costs no
+ * store read while its key is cached. A key changed through this store is seen at once; one changed
+ * or removed elsewhere is seen once its entry expires (at most `ttlMs` later); an unknown hash is never cached.
+ *
+ * @example
+ * const keys = new CachedKeyStore(new DynamoApiKeyStore(doc, tables), { ttlMs: 30_000, clock: systemClock });
+ */
+export class CachedKeyStore implements ApiKeyStore {
+  private readonly cache: ReadCache<ApiKeyRecord>;
+
+  constructor(
+    private readonly inner: ApiKeyStore,
+    options: CacheOptions,
+  ) {
+    this.cache = new ReadCache(options);
+  }
+
+  async put(key: ApiKeyRecord): Promise<void> {
+    await this.inner.put(key);
+    this.cache.drop(key.hash);
+  }
+
+  findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    return this.cache.get(hash, () => this.inner.findByHash(hash));
+  }
+}
