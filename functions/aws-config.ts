@@ -17,6 +17,9 @@ export const AwsConfig = z.object({
   /** Bearer token of a protocol-v2 policy worker. */
   policyEndpointToken: z.string().min(1).optional(),
   llmApiKey: z.string().min(1).optional(),
+  /** The voter panel's JSON document and the JSON object of its keys (see `panelFromSecrets`). */
+  voterPanel: z.string().min(1).optional(),
+  voterKeys: z.string().min(1).optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
@@ -37,5 +40,7 @@ export function awsConfigFromResources(): AwsConfig {
     policyEndpointUrl: secret("PolicyEndpointUrl") ?? linked("PolicyGpuEndpoint")?.url,
     policyEndpointToken: secret("PolicyEndpointToken"),
     llmApiKey: secret("LlmApiKey"),
+    voterPanel: secret("VoterPanel"),
+    voterKeys: secret("VoterKeys"),
   }) as AwsConfig;
 }

@@ -15,6 +15,10 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   /** The bearer token of a protocol-v2 policy worker (`harness-s policy-worker --token`). */
   const policyToken = new sst.Secret("PolicyEndpointToken", "unset");
   const llmApiKey = new sst.Secret("LlmApiKey", "unset");
+  /** The voter panel (the JSON document of a `--voters` file) and the JSON object of the keys its voters name. */
+  const voterPanel = new sst.Secret("VoterPanel", "unset");
+  const voterKeys = new sst.Secret("VoterKeys", "unset");
+  const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
 
@@ -31,7 +35,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     q.subscribe({ handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, link }, { batch: { size: w.batch, partialResponses: true } });
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
-  subscribe(voteQueue, WORKERS.vote, [t.Ballots, llmApiKey]);
+  subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, ...policy]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
@@ -45,6 +49,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     voteQueue,
     coordinatorQueue,
     ...policy,
+    ...panel,
   ]);
 
   const api = new sst.aws.Function("Api", {
@@ -66,6 +71,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       profileQueue,
       dispatchQueue,
       coordinatorQueue,
+      ...panel,
     ],
   });
 

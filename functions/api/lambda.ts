@@ -4,14 +4,18 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
 import { NotConfiguredError, Prices, statisticalVoters, systemClock, type MessageQueue } from "@harness-s/core";
-import { SqsQueue, dynamoStores } from "@harness-s/adapters";
+import { MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
+import { panelFromSecrets } from "../panel-config.ts";
 import { createApp } from "./app.ts";
 import { withApiCaches } from "./deps.ts";
 
 // Composition root of the `api` Lambda: config parsed once, SDK clients injected into adapters.
 const config = awsConfigFromResources();
+// With a VoterPanel secret, /v1/route and rescues decide with the panel in this function; the
+// decision cache lives as long as the warm container.
+const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const sqs = new SQSClient({});
 const queue = (url: string | undefined, name: string): MessageQueue =>
@@ -22,7 +26,8 @@ const app = createApp({
   dispatch: queue(config.queues.dispatch, "dispatch"),
   coordinator: queue(config.queues.coordinator, "coordinator"),
   tasks: embeddedTaskSource(),
-  voters: statisticalVoters,
+  voters: panel?.voters ?? statisticalVoters,
+  ...(panel ? { panel, decisionCache: new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 }) } : {}),
   prices: Prices.parse({}),
   clock: systemClock,
   newId: (kind = "dec") => `${kind}_${randomUUID()}`,

@@ -21,6 +21,7 @@ import { TextEnvironment } from "@harness-s/envs";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { panelFromSecrets } from "../panel-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
 import { createCoordinatorHandler } from "./handler.ts";
 import { queuedExperimentDeps } from "./queued-experiment.ts";
@@ -37,6 +38,8 @@ const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 const sqs = new SQSClient({});
 const endpoint = config.policyEndpointUrl;
 const localFor = embeddedSetups(defaultEmbeddedSettings);
+// With a VoterPanel secret, experiments' router arms ask its voters (through the vote queue) with its weights, quorum and deadline.
+const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
 
 export const handler = createCoordinatorHandler({
   experiments: new DynamoExperimentStore(doc, config.tables),
@@ -51,7 +54,7 @@ export const handler = createCoordinatorHandler({
     let n = 0;
     const v2 = (await policyProtocol(endpoint, config.policyEndpointToken)) === 2;
     const client = tokenClient(endpoint, config.policyEndpointToken);
-    const embedded = localFor(record.request.protocol);
+    const embedded = { ...localFor(record.request.protocol), ...(panel ? { voters: panel.voters, panel } : {}) };
     const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
     const setup = v2
       ? {

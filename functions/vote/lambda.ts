@@ -4,12 +4,15 @@ import OpenAI from "openai";
 import { statisticalVoters } from "@harness-s/core";
 import { DynamoBallotStore, OpenAiVoter } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { panelFromSecrets } from "../panel-config.ts";
 import { createVoteHandler } from "./handler.ts";
 
-// Composition root of the `vote` worker: the statistical voters, plus an LLM voter when the
-// LlmApiKey secret is set (model and base URL from LLM_MODEL / LLM_BASE_URL, read here only).
+// Composition root of the `vote` worker: the voter panel's voters when the VoterPanel secret is
+// set; otherwise the statistical voters, plus one LLM voter when the LlmApiKey secret is set
+// (model and base URL from LLM_MODEL / LLM_BASE_URL, read here only).
 const config = awsConfigFromResources();
-const llm = config.llmApiKey
+const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
+const single = config.llmApiKey
   ? [
       new OpenAiVoter(new OpenAI({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeout: 20_000, maxRetries: 1 }), {
         id: "llm",
@@ -18,6 +21,6 @@ const llm = config.llmApiKey
     ]
   : [];
 export const handler = createVoteHandler({
-  voters: [...statisticalVoters, ...llm],
+  voters: panel?.voters ?? [...statisticalVoters, ...single],
   ballots: new DynamoBallotStore(DynamoDBDocumentClient.from(new DynamoDBClient({})), config.tables),
 });

@@ -106,7 +106,15 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       ofType("sst:sst:Secret")
         .map((s) => s.name)
         .sort(),
-    ).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"]);
+    ).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "VoterKeys", "VoterPanel"]);
+  });
+
+  it("links the voter panel and its keys to every function that decides: the API, the vote worker and the coordinator, and to no other", () => {
+    const linked = Object.entries(links)
+      .filter(([, l]) => "VoterPanel" in l && "VoterKeys" in l)
+      .map(([handler]) => handler)
+      .sort();
+    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.coordinator.handler, WORKERS.vote.handler].sort());
   });
 
   it("runs the policy worker as one ECS task on one GPU instance, behind a balancer that checks /healthz", () => {
