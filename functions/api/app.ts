@@ -5,6 +5,7 @@ import { documentConfig, registerSecurity } from "./openapi-parts.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
+import { gatewayApp } from "./routes/gateway.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
 import { rescuesApp } from "./routes/rescues.ts";
@@ -29,6 +30,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/decisions", decisionsApp(deps))
     .route("/v1/rescues", rescuesApp(deps))
     .route("/v1/experiments", experimentsApp(deps))
+    .route("/v1/gateway", gatewayApp(deps))
     .onError(errorResponse);
   registerSecurity(app);
   return app;

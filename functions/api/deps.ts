@@ -3,6 +3,7 @@ import type {
   Clock,
   ExperimentStore,
   ExperimentStepStore,
+  GatewayDeps,
   Prices,
   DecisionStore,
   MessageQueue,
@@ -51,7 +52,15 @@ export interface ApiDeps {
   bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
+  /** The Rank-1 harness gateway, in a long-lived process only (`serve --gateway-upstream`); none: its routes answer 501. */
+  gateway?: GatewaySettings;
 }
+
+/** What the gateway adds to the API's deps: the model endpoint, the live episodes, what it routes and how it reads tool outputs. */
+export type GatewaySettings = Omit<GatewayDeps, keyof RouteTaskDeps> & {
+  /** Largest conversation accepted, in bytes (default 4 MiB: conversations grow with every turn). */
+  maxBodyBytes?: number;
+};
 
 /** How long the API serves a pool (immutable under its id) and an API key without reading the store again. */
 export const API_CACHE_TTL_MS = { pools: 5 * 60_000, keys: 30_000 };

@@ -231,6 +231,8 @@ export const ERROR_STATUS = {
   SQL_SERVER_UNAVAILABLE: 503,
   VOTER_TIMEOUT: 504,
   ROLLOUT_TIMEOUT: 504,
+  EPISODE_CLOSED: 410,
+  UPSTREAM_FAILED: 502,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The status of a code; one no package declares (a bug) is a 500. */

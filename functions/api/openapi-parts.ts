@@ -62,6 +62,7 @@ export function documentConfig(servers: { url: string; description?: string }[] 
       { name: "profiles", description: "Harness behaviour profiles and the evidence that updates them" },
       { name: "rescues", description: "Elastic rescue rollouts" },
       { name: "experiments", description: "Paired experiments run by the coordinator" },
+      { name: "gateway", description: "The Rank-1 harness gateway: an OpenAI-compatible endpoint that routes each episode to a harness and applies it" },
       { name: "account", description: "Usage, liveness, this document" },
     ],
   };

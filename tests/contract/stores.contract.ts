@@ -239,8 +239,8 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       const s = await fresh();
       await Promise.all(Array.from({ length: 20 }, () => s.meter.add("k1", { requests: 1, ballots: 3 })));
       const after = await s.meter.add("k1", { rollouts: 4, computeMs: 1.5 });
-      expect(after).toEqual({ requests: 20, ballots: 60, rollouts: 4, llmTokens: 0, llmCostUsd: 0, computeMs: 1.5 });
-      expect(await s.meter.get("nobody")).toEqual({ requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, computeMs: 0 });
+      expect(after).toEqual({ requests: 20, ballots: 60, rollouts: 4, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 1.5 });
+      expect(await s.meter.get("nobody")).toEqual({ requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 0 });
     });
   });
 }

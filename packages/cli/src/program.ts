@@ -245,6 +245,13 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--host <h>", "address to bind", "127.0.0.1")
     .option("--api-key <key>", "the admin API key to accept (default: a random one, printed)")
     .option("--voters <file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters")
+    .option(
+      "--gateway-upstream <url>",
+      "serve the Rank-1 harness gateway at /v1/gateway/chat/completions in front of this OpenAI-compatible model endpoint (key: HARNESS_S_GATEWAY_UPSTREAM_KEY)",
+    )
+    .option("--gateway-model <name>", "the model name sent upstream (default: the agent's)")
+    .option("--gateway-pool <id>", "the pool the gateway routes between", "embedded")
+    .option("--gateway-env <env>", "how the gateway reads tool outputs: generic or dbbench", "generic")
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
 
   program

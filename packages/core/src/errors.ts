@@ -26,6 +26,8 @@ export const CORE_ERROR_CODES = [
   "PARTIAL_SEND",
   "EXPERIMENT_CANCELLED",
   "ROLLOUT_TIMEOUT",
+  "EPISODE_CLOSED",
+  "UPSTREAM_FAILED",
 ] as const;
 export type CoreErrorCode = (typeof CORE_ERROR_CODES)[number];
 
@@ -252,5 +254,19 @@ export class RolloutTimeoutError extends CoreError {
 export class ExperimentCancelledError extends CoreError {
   constructor(id: string) {
     super("EXPERIMENT_CANCELLED", `experiment ${id} was cancelled`);
+  }
+}
+
+/** A gateway episode that no longer runs (idle past its limit, ended, or the gateway stopped). */
+export class EpisodeClosedError extends CoreError {
+  constructor(id: string, why = "it was idle too long, or the gateway stopped") {
+    super("EPISODE_CLOSED", `gateway episode ${id} is closed: ${why}`);
+  }
+}
+
+/** The model endpoint behind the gateway failed; the episode waits for the agent to send the same request again. */
+export class UpstreamError extends CoreError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("UPSTREAM_FAILED", `the gateway's model endpoint failed: ${detail}`, options);
   }
 }

@@ -13,7 +13,29 @@ const NO_TOOL_CALLS = "Internal error: No tool calls found despite finish reason
 const looksLikeSql = (s: string) => /^\s*(select|insert|update|delete|with|create|drop|alter)\b/i.test(s);
 
 /** AgentBench's `list(arguments.values())[0]`. */
-const firstArg = (args: Record<string, unknown> | undefined) => (args ? Object.values(args)[0] : undefined);
+export const firstArg = (args: Record<string, unknown> | undefined) => (args ? Object.values(args)[0] : undefined);
+
+/** The "schema" preview of a row's tables: each table's columns and first rows. */
+export function schemaPreview(row: DbBenchRow): string {
+  return row.table
+    .map((t) => {
+      const cols = columnNames(t)
+        .map((c) => `\`${c}\``)
+        .join(", ");
+      const sample = pyRows(t.table_info.rows.slice(0, 3));
+      return `Table \`${t.table_name}\` (${t.table_info.rows.length} rows, every column TEXT): ${cols}\nFirst rows: ${sample}`;
+    })
+    .join("\n");
+}
+
+/** What the commit gate knows of a submit: `answer:well-formed` for a list of plain values (any answer to a mutation). */
+export function answerFacts(args: Record<string, unknown>, mutation: boolean): string[] {
+  if (mutation) return ["answer:well-formed"];
+  const answer = firstArg(args);
+  const items = Array.isArray(answer) ? answer : answer === undefined ? [] : [answer];
+  const ok = items.length > 0 && items.every((x) => (typeof x === "string" || typeof x === "number") && String(x).trim() !== "" && !looksLikeSql(String(x)));
+  return ok ? ["answer:well-formed"] : [];
+}
 
 /**
  * DBBench behind the core's environment port, with AgentBench's tool-calling protocol: each
@@ -86,24 +108,11 @@ class DbBenchSession implements EnvSession {
   }
 
   async preview(name: string): Promise<string | undefined> {
-    if (name !== "schema") return undefined;
-    return this.row.table
-      .map((t) => {
-        const cols = columnNames(t)
-          .map((c) => `\`${c}\``)
-          .join(", ");
-        const sample = pyRows(t.table_info.rows.slice(0, 3));
-        return `Table \`${t.table_name}\` (${t.table_info.rows.length} rows, every column TEXT): ${cols}\nFirst rows: ${sample}`;
-      })
-      .join("\n");
+    return name === "schema" ? schemaPreview(this.row) : undefined;
   }
 
   inspectSubmit(args: Record<string, unknown>): string[] {
-    if (isMutation(this.row)) return ["answer:well-formed"];
-    const answer = firstArg(args);
-    const items = Array.isArray(answer) ? answer : answer === undefined ? [] : [answer];
-    const ok = items.length > 0 && items.every((x) => (typeof x === "string" || typeof x === "number") && String(x).trim() !== "" && !looksLikeSql(String(x)));
-    return ok ? ["answer:well-formed"] : [];
+    return answerFacts(args, isMutation(this.row));
   }
 
   async finish(reason: "submitted" | "budget-exhausted", args?: Record<string, unknown>): Promise<EnvOutcome> {

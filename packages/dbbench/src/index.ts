@@ -15,3 +15,4 @@ export * from "./eval.ts";
 export * from "./errors.ts";
 export * from "./engines/statement-guard.ts";
 export * from "./engines/sql-lexer.ts";
+export * from "./gateway-observer.ts";

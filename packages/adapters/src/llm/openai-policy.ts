@@ -1,16 +1,20 @@
 import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { NotConfiguredError, withNotes, type ActionChoice, type DialogueTurn, type Policy, type PolicyObservation, type Rng, type UpdateResult } from "@harness-s/core";
+import {
+  NotConfiguredError,
+  choiceFromReply,
+  offeredTools,
+  renderChat,
+  type ActionChoice,
+  type Policy,
+  type PolicyObservation,
+  type Rng,
+  type ToolBinding,
+  type UpdateResult,
+} from "@harness-s/core";
 
-/** One tool the model sees, and the environment action it maps to. */
-export interface ToolBinding {
-  /** The function name the model calls (e.g. `commit_final_answer`). */
-  name: string;
-  /** The environment's action (e.g. `submit`). */
-  action: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+export type { ToolBinding } from "@harness-s/core";
+export { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "@harness-s/core";
 
 export interface OpenAiPolicyOptions {
   model: string;
@@ -25,12 +29,6 @@ export interface OpenAiPolicyOptions {
   /** Called once per completion with the tokens it used (metering). */
   onUsage?: (usage: { promptTokens: number; completionTokens: number }) => void;
 }
-
-/** Actions for calls the environment must count as failed rounds. */
-export const INVALID_TOOL_CALL = "invalid";
-export const NO_TOOL_CALL = "no-tool-call";
-/** A call to a function the environment does not offer: `unknown:<name>`. */
-export const UNKNOWN_TOOL_PREFIX = "unknown:";
 
 /**
  * A policy served by any OpenAI-compatible endpoint (vLLM, a hosted API): each turn it rebuilds
@@ -63,35 +61,11 @@ export class OpenAiToolPolicy implements Policy {
 
   /** The chat messages for an observation (exported for tests and logs). */
   messages(obs: PolicyObservation): ChatCompletionMessageParam[] {
-    const byAction = new Map(this.options.tools.map((t) => [t.action, t.name]));
-    const msgs: ChatCompletionMessageParam[] = [{ role: "system", content: this.options.system }];
-    const turns: DialogueTurn[] = [...(obs.history ?? []), { role: "env", text: withNotes(obs.text ?? "", obs.notes ?? []) }];
-    let pendingCall: string | undefined;
-    turns.forEach((turn, i) => {
-      if (turn.role === "env") {
-        if (i === 0) msgs.push({ role: "user", content: [obs.instruction ?? "", turn.text].filter(Boolean).join("\n\n") });
-        else if (pendingCall) msgs.push({ role: "tool", tool_call_id: pendingCall, content: turn.text });
-        else msgs.push({ role: "user", content: turn.text });
-        pendingCall = undefined;
-        return;
-      }
-      const args = turn.args ?? {};
-      if (turn.action === NO_TOOL_CALL) {
-        msgs.push({ role: "assistant", content: String(args.content ?? "") });
-        return;
-      }
-      pendingCall = `call_${i}`;
-      const name = turn.action === INVALID_TOOL_CALL ? String(args.name ?? "") : (byAction.get(turn.action ?? "") ?? turn.action?.replace(UNKNOWN_TOOL_PREFIX, "") ?? "");
-      const opaque = turn.action === INVALID_TOOL_CALL || turn.action?.startsWith(UNKNOWN_TOOL_PREFIX);
-      // The arguments as the model wrote them (re-serialising would change the next prompt).
-      const raw = turn.raw ?? (opaque ? String(args.raw ?? "") : JSON.stringify(args));
-      msgs.push({ role: "assistant", content: turn.text || null, tool_calls: [{ id: pendingCall, type: "function", function: { name, arguments: raw } }] });
-    });
-    return msgs;
+    return renderChat(obs, [{ role: "system", content: this.options.system }], this.options.tools) as ChatCompletionMessageParam[];
   }
 
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
-    const tools: ChatCompletionTool[] = this.options.tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } }));
+    const tools: ChatCompletionTool[] = offeredTools(this.options.tools, obs.toolNotes);
     const completion = await this.client.chat.completions.create({
       model: this.options.model,
       messages: this.messages(obs),
@@ -105,18 +79,7 @@ export class OpenAiToolPolicy implements Policy {
     if (completion.usage) this.options.onUsage?.({ promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens });
     const choice = completion.choices?.[0];
     const logProb = (choice?.logprobs?.content ?? []).reduce((s, t) => s + (Number.isFinite(t.logprob) ? t.logprob : 0), 0);
-    const call = choice?.message?.tool_calls?.find((c) => c.type === "function");
-    const text = choice?.message?.content ?? "";
-    if (call?.type !== "function") return { action: NO_TOOL_CALL, args: { content: text }, logProb };
-    const said = { text, rawArguments: call.function.arguments };
-    const binding = this.options.tools.find((t) => t.name === call.function.name);
-    if (!binding) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, ...said };
-    try {
-      const args = (this.options.parseArguments ?? JSON.parse)(call.function.arguments || "{}");
-      if (!args || typeof args !== "object" || Array.isArray(args)) throw new Error("arguments are not an object");
-      return { action: binding.action, args, logProb, ...said };
-    } catch (err) {
-      return { action: INVALID_TOOL_CALL, args: { name: call.function.name, raw: call.function.arguments, error: (err as Error).message }, logProb, ...said };
-    }
+    const calls = (choice?.message?.tool_calls ?? []).flatMap((c) => (c.type === "function" ? [{ name: c.function.name, arguments: c.function.arguments }] : []));
+    return choiceFromReply({ content: choice?.message?.content ?? null, toolCalls: calls }, this.options.tools, logProb, this.options.parseArguments);
   }
 }

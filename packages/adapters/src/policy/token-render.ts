@@ -3,7 +3,8 @@ import { withNotes, type ChatMessage, type PolicyObservation } from "@harness-s/
 /** What a text agent's observation looks like in H0's context (see `PolicyObservation.base`). */
 export function underBase(obs: PolicyObservation): PolicyObservation {
   if (!obs.base) return obs;
-  return { ...obs, instruction: obs.base.instruction, text: obs.base.text, notes: obs.base.notes, hints: obs.baseHints };
+  const { toolNotes: _sibling, ...rest } = obs;
+  return { ...rest, instruction: obs.base.instruction, text: obs.base.text, notes: obs.base.notes, hints: obs.baseHints };
 }
 
 /** One turn's message text: the tool output, the harness's notes, and each hint not already in a note. */

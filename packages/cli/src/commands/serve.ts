@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
+import { gatewaySettings } from "../gateway-setup.ts";
 import { readPanelFile } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { createApp } from "@harness-s/functions/api/app";
@@ -17,6 +18,11 @@ export const ServeOptions = z.strictObject({
   apiKey: z.string().min(8, "an API key needs at least 8 characters").optional(),
   /** A voter panel file (JSON, `VoterPanel`): its voters decide `/v1/route`; LLM voters' keys come from the environment variables it names. */
   voters: z.string().min(1).optional(),
+  /** The Rank-1 gateway's model endpoint (OpenAI-compatible base URL); none: no gateway. */
+  gatewayUpstream: z.string().url().optional(),
+  gatewayModel: z.string().min(1).optional(),
+  gatewayPool: z.string().min(1).default("embedded"),
+  gatewayEnv: z.enum(["generic", "dbbench"]).default("generic"),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
 
@@ -27,6 +33,9 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
   const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
+  const gateway = opts.gatewayUpstream
+    ? await gatewaySettings({ upstream: opts.gatewayUpstream, pool: opts.gatewayPool, env: opts.gatewayEnv, ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}) })
+    : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());
@@ -46,6 +55,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
     process.stderr.write(`\n${signal}: stopping the API, the poller, fauxqs and DynamoDB Local\n`);
+    gateway?.episodes.closeAll();
     await server?.close();
     await stack.stop();
     process.exit(0);
@@ -61,10 +71,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
-    server = await listen(createApp(stack.deps).fetch, opts.port, opts.host, { maxBodyBytes: stack.deps.maxBodyBytes });
+    server = await listen(createApp({ ...stack.deps, ...(gateway ? { gateway } : {}) }).fetch, opts.port, opts.host, {
+      maxBodyBytes: Math.max(stack.deps.maxBodyBytes, gateway?.maxBodyBytes ?? 4 << 20),
+    });
     const url = server.url;
     console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
+    if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
     console.log(
       `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,
     );

@@ -21,6 +21,8 @@ export interface EpisodeState {
   preBlocks: number[];
   gateBlocks: number;
   pendingHints: string[];
+  /** Text agents: warnings of pre-action checks, shown with the next observation. */
+  pendingNotes: string[];
   lastAction: string;
   repeats: number;
   armed: ArmedTrigger[];
@@ -42,6 +44,7 @@ export function startState(task: Task, harness: HarnessSpec, initial: { event: s
     preBlocks: harness.preAction.map(() => 0),
     gateBlocks: 0,
     pendingHints: [],
+    pendingNotes: [],
     lastAction: "",
     repeats: 0,
     armed,
@@ -58,9 +61,10 @@ export function turnHints(s: EpisodeState, harness: HarnessSpec, turn: number, t
   const signals = s.repeats >= 2 ? [s.event, `repeat:${s.repeats}`] : [s.event];
   const hints = [...s.pendingHints];
   const baseHints: string[] = [];
-  const notes: string[] = [];
+  const notes: string[] = [...s.pendingNotes];
   const baseNotes: string[] = [];
   s.pendingHints = [];
+  s.pendingNotes = [];
   if (turn <= harness.recon.first.length) {
     const nextRecon = harness.recon.first.find((a) => !s.taken.has(a));
     if (nextRecon) hints.push(nextRecon);
@@ -114,6 +118,7 @@ export async function applyAction(
   }
   if (action === SUBMIT) return { result: "submitted", outcome: await session.finish("submitted", choice.args) };
   if (check?.hint) s.pendingHints.push(check.hint);
+  if (check && textual) s.pendingNotes.push(`Warning: ${action} ran before ${check.requires.filter((f) => !s.facts.includes(f)).join(", ")}.`);
   const step = await session.act(action, choice.args);
   if (step.facts.length !== s.facts.length || step.facts.some((f) => !s.facts.includes(f))) s.failedActions.clear();
   s.facts = step.facts;

@@ -69,7 +69,16 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       baseHints: offered(baseHints),
       failedActions: [...s.failedActions],
       turnsLeft,
-      ...(textual ? { instruction, text: text ?? "", notes, history: [...dialogue], base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes } } : {}),
+      ...(textual
+        ? {
+            instruction,
+            text: text ?? "",
+            notes,
+            ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
+            history: [...dialogue],
+            base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
+          }
+        : {}),
     };
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);

@@ -30,6 +30,8 @@ export const PolicyObservation = z.object({
   text: z.string().optional(),
   /** Text environments only: the harness's notes shown with this observation. */
   notes: z.array(z.string()).optional(),
+  /** Text environments only: the harness's note for a tool, shown with the tool's description. */
+  toolNotes: z.record(z.string(), z.string()).optional(),
   /**
    * Text environments only: the dialogue before this observation, so a stateless LLM policy can
    * rebuild it: env messages (tool output with the harness's notes) and the agent's tool calls.

@@ -90,7 +90,7 @@ export interface DecisionStore {
   get(id: string): Promise<RoutingDecision | undefined>;
 }
 
-export const Scope = z.enum(["route", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
+export const Scope = z.enum(["route", "gateway", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
 export type Scope = z.infer<typeof Scope>;
 
 export const ApiKeyRecord = z.object({
@@ -110,11 +110,14 @@ export const Usage = z.object({
   llmTokens: z.number().int().min(0),
   /** What the panel's LLM voters cost, at each voter's price per token. */
   llmCostUsd: z.number().min(0),
+  /** Model turns the Rank-1 gateway forwarded, and the tokens the model endpoint reported for them. */
+  gatewayTurns: z.number().int().min(0),
+  gatewayTokens: z.number().int().min(0),
   computeMs: z.number().min(0),
 });
 export type Usage = z.infer<typeof Usage>;
 
-export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, computeMs: 0 };
+export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 0 };
 
 export interface ApiKeyStore {
   put(key: ApiKeyRecord): Promise<void>;

@@ -1,0 +1,128 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import {
+  GatewayChatRequest,
+  GatewayRequestMeta,
+  GatewayTrajectory,
+  NotConfiguredError,
+  NotFoundError,
+  ValidationError,
+  ballotUsage,
+  formatIssues,
+  gatewayChat,
+  type GatewayEpisode,
+  type RelayOut,
+} from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { completionFor, sseOf } from "./gateway-replies.ts";
+
+export const GATEWAY_HEADERS = { episode: "x-harness-s-episode", taskId: "x-harness-s-task-id", family: "x-harness-s-task-family", tags: "x-harness-s-task-tags" } as const;
+const Reward = z.object({ reward: z.number().finite(), success: z.boolean().optional() });
+const header = (description: string) => ({ description, schema: { type: "string" as const } });
+
+/** `/v1/gateway`: the Rank-1 harness gateway (OpenAI-compatible) and the episodes it records. */
+export const gatewayRoutes = {
+  chat: createRoute({
+    method: "post",
+    path: "/chat/completions",
+    operationId: "gatewayChatCompletions",
+    tags: ["gateway"],
+    summary: "An OpenAI chat completion under the harness routed for this episode (Rank-1); the model endpoint behind the gateway answers",
+    description: `Point an agent's OpenAI client here. Optional headers: ${GATEWAY_HEADERS.episode} (else the conversation's opening messages key the episode), ${GATEWAY_HEADERS.taskId}, ${GATEWAY_HEADERS.family}, ${GATEWAY_HEADERS.tags} (comma-separated), the task's features the router reads. "stream": true is answered as server-sent events once the reply is complete (the harness reads a reply before the agent may act on it).`,
+    request: { body: jsonBody(GatewayChatRequest) },
+    responses: {
+      200: {
+        ...jsonOf("the model's reply as its endpoint gave it (one tool call at most), or the harness's end-of-episode message", z.looseObject({})),
+        headers: {
+          "x-harness-s-harness": header("the harness this episode runs under"),
+          "x-harness-s-decision": header("the routing decision that chose it"),
+          "x-harness-s-episode": header("the episode's id (GET /v1/gateway/episodes/{id})"),
+        },
+      },
+      ...errors,
+      409: error("another request of this episode is still being answered"),
+      410: error("EPISODE_CLOSED: the episode idled out, failed or the gateway restarted; start the conversation again"),
+      501: error("this deployment runs no gateway (it needs a long-lived process: harness-s serve --gateway-upstream)"),
+      502: error("UPSTREAM_FAILED: the model endpoint failed; send the same request again and the episode goes on"),
+      ...bodyErrors,
+    },
+  }),
+  episode: createRoute({
+    method: "get",
+    path: "/episodes/{id}",
+    operationId: "getGatewayEpisode",
+    tags: ["gateway"],
+    summary: "A gateway episode as a trainable trajectory: its harness, each model turn, protocol v2 datums (harness insertions masked out)",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("the trajectory", GatewayTrajectory), ...notFound("gateway episode"), ...errors, 501: error("no gateway here") },
+  }),
+  reward: createRoute({
+    method: "post",
+    path: "/episodes/{id}/reward",
+    operationId: "reportGatewayReward",
+    tags: ["gateway"],
+    summary: "Report how the agent's episode scored (the datums' advantage until you centre it over a group)",
+    parameters: [pathId()],
+    request: { body: jsonBody(Reward) },
+    responses: { 200: jsonOf("the trajectory with its reward", GatewayTrajectory), ...notFound("gateway episode"), ...errors, 501: error("no gateway here"), ...bodyErrors },
+  }),
+};
+
+function gatewayOf(deps: ApiDeps) {
+  if (!deps.gateway) throw new NotConfiguredError("this deployment runs no gateway: it needs a long-lived process (harness-s serve --gateway-upstream URL)");
+  return { ...deps, ...deps.gateway };
+}
+
+function metaOf(c: Context): GatewayRequestMeta {
+  const h = (name: string) => c.req.header(name) || undefined;
+  const parsed = GatewayRequestMeta.safeParse({
+    episode: h(GATEWAY_HEADERS.episode),
+    taskId: h(GATEWAY_HEADERS.taskId),
+    family: h(GATEWAY_HEADERS.family),
+    tags:
+      h(GATEWAY_HEADERS.tags)
+        ?.split(",")
+        .map((t) => t.trim())
+        .filter(Boolean) ?? [],
+  });
+  if (!parsed.success) throw new ValidationError("gateway headers", formatIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+const owned = (deps: ApiDeps, id: string, keyId: string): GatewayEpisode => {
+  const episode = gatewayOf(deps).episodes.get(id);
+  if (!episode || episode.keyId !== keyId) throw new NotFoundError("gateway episode", id);
+  return episode;
+};
+
+const tokensOf = (out: RelayOut) => (out.kind === "reply" && out.turn.usage ? out.turn.usage.promptTokens + out.turn.usage.completionTokens : 0);
+
+export const gatewayApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>()
+    .openapi(gatewayRoutes.chat, async (c) => {
+      const key = await requireScope(c, "gateway", deps);
+      const gw = gatewayOf(deps);
+      const body = await parseBody(c, GatewayChatRequest, gw.maxBodyBytes ?? deps.maxBodyBytes, deps.bodyTimeouts);
+      const { out, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw);
+      if (out.kind === "upstream-error") throw out.error;
+      addUsage(c, { gatewayTurns: out.kind === "reply" ? 1 : 0, gatewayTokens: tokensOf(out), ...(decision ? ballotUsage(decision) : {}) });
+      c.header("x-harness-s-harness", episode.harness.id);
+      c.header("x-harness-s-decision", episode.decisionId);
+      c.header("x-harness-s-episode", episode.id);
+      const completion = completionFor(out, body.model, gw.submitTool);
+      if (body.stream) return sseOf(c, completion, body.stream_options?.include_usage === true) as never;
+      return c.json(completion, 200);
+    })
+    .openapi(gatewayRoutes.episode, async (c) => {
+      const key = await requireScope(c, "gateway", deps);
+      return c.json(owned(deps, idParam(c, "id"), key.id).trajectory(), 200);
+    })
+    .openapi(gatewayRoutes.reward, async (c) => {
+      const key = await requireScope(c, "gateway", deps);
+      const episode = owned(deps, idParam(c, "id"), key.id);
+      episode.reward = (await parseBody(c, Reward, deps.maxBodyBytes, deps.bodyTimeouts)).reward;
+      return c.json(episode.trajectory(), 200);
+    });

@@ -1,0 +1,126 @@
+import { ConflictError, EpisodeClosedError } from "../errors.ts";
+import type { HarnessSpec } from "../harness/spec.ts";
+import { runEpisode } from "../rollout/run-episode.ts";
+import type { Task } from "../task.ts";
+import type { ChatMsg, ToolBinding } from "./chat-format.ts";
+import { Mailbox, RelayEnvironment, type AgentInput, type EventObserver, type RelayChannel, type RelayOut } from "./relay.ts";
+import { episodeDatums, type GatewayTrajectory } from "./trajectory.ts";
+import { UpstreamPolicy, type UpstreamChat } from "./upstream.ts";
+
+export interface GatewayEpisodeInit {
+  id: string;
+  keyId: string;
+  task: Task;
+  harness: HarnessSpec;
+  decisionId: string;
+  /** The agent's messages before its first user message (its system message, examples). */
+  preamble: readonly ChatMsg[];
+  tools: readonly ToolBinding[];
+  upstream: UpstreamChat;
+  observer: EventObserver;
+  seed: number;
+  parseArguments?: (raw: string) => Record<string, unknown>;
+}
+
+/**
+ * One agent's episode under the harness the router chose, run by `runEpisode` as it runs any
+ * episode (the same hooks: instruction, notes, checks, commit gate, budget), with the model
+ * behind the gateway as its policy and the agent as its environment. Each HTTP request moves it
+ * one reply further (`advance`); a request repeated after its answer was lost gets that answer
+ * again.
+ */
+export class GatewayEpisode {
+  readonly id: string;
+  readonly keyId: string;
+  readonly harness: HarnessSpec;
+  readonly decisionId: string;
+  readonly taskId: string;
+  status: GatewayTrajectory["status"] = "running";
+  reward: number | null = null;
+  /** How many of the agent's messages the episode has read. */
+  seen = 0;
+  lastUsed = 0;
+  private busy = false;
+  private params: Readonly<Record<string, unknown>> = {};
+  private last?: { length: number; out: RelayOut };
+  private endReason: "budget-exhausted" | "submitted" = "submitted";
+  private readonly channel: RelayChannel = { toAgent: new Mailbox<RelayOut>(), fromAgent: new Mailbox<AgentInput>() };
+  private readonly policy: UpstreamPolicy;
+
+  constructor(init: GatewayEpisodeInit) {
+    this.id = init.id;
+    this.keyId = init.keyId;
+    this.harness = init.harness;
+    this.decisionId = init.decisionId;
+    this.taskId = init.task.id;
+    this.policy = new UpstreamPolicy(init.upstream, this.channel, {
+      preamble: init.preamble,
+      tools: init.tools,
+      params: () => this.params,
+      ...(init.parseArguments ? { parseArguments: init.parseArguments } : {}),
+    });
+    const env = new RelayEnvironment(this.id, [...new Set(init.tools.map((t) => t.action))], this.channel, init.observer, () => this.policy.takeReply());
+    runEpisode(init.task, init.harness, init.seed, { env, policy: this.policy }).then(
+      () => {
+        if (this.status === "running") this.status = "ended";
+      },
+      (err) => {
+        if (this.status === "running") this.status = err instanceof EpisodeClosedError ? "closed" : "failed";
+        this.channel.toAgent.put({ kind: "ended", reason: "budget-exhausted" });
+      },
+    );
+  }
+
+  /**
+   * The next thing to tell the agent, after handing it `messages` (the agent's whole conversation;
+   * the episode reads what it has not seen). One request at a time per episode.
+   */
+  async advance(messages: readonly ChatMsg[], params: Readonly<Record<string, unknown>>, now: number): Promise<RelayOut> {
+    if (this.status === "closed" || this.status === "failed") throw new EpisodeClosedError(this.id, this.status === "failed" ? "it failed" : "it was closed");
+    if (this.busy) throw new ConflictError(`a request of gateway episode ${this.id} is still being answered`);
+    this.lastUsed = now;
+    if (this.last && messages.length === this.last.length && this.last.out.kind !== "upstream-error") return this.last.out;
+    if (this.status === "ended") return { kind: "ended", reason: this.endReason };
+    this.busy = true;
+    try {
+      this.params = params;
+      if (this.seen > 0) this.channel.fromAgent.put({ kind: "turn", messages: messages.slice(this.seen) });
+      this.seen = Math.max(this.seen, messages.length);
+      const out = await this.channel.toAgent.take();
+      if (out.kind === "ended") this.endReason = out.reason;
+      this.last = { length: messages.length, out };
+      return out;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Ends a running episode (idle too long, or the gateway stops); its trajectory stays readable. */
+  close(): void {
+    if (this.status !== "running") return;
+    this.status = "closed";
+    this.channel.fromAgent.put({ kind: "closed" });
+  }
+
+  trajectory(): GatewayTrajectory {
+    const { datums, untrained } = episodeDatums(this.id, this.policy.turns, this.reward ?? 0);
+    return {
+      episodeId: this.id,
+      taskId: this.taskId,
+      harnessId: this.harness.id,
+      decisionId: this.decisionId,
+      status: this.status,
+      reward: this.reward,
+      systemText: this.harness.instruction.systemAppend,
+      turns: this.policy.turns.map((t) => ({
+        action: t.action,
+        content: t.turn.reply.content,
+        toolCalls: t.turn.reply.toolCalls,
+        harnessNotes: t.harnessNotes,
+        tokenIds: t.turn.completionIds !== undefined,
+      })),
+      datums,
+      ...(untrained ? { untrained } : {}),
+    };
+  }
+}

@@ -1,0 +1,95 @@
+import { z } from "zod";
+import { NotConfiguredError, UpstreamError } from "../errors.ts";
+import type { ActionChoice, Policy, UpdateResult } from "../ports.ts";
+import type { PolicyObservation } from "../rollout/types.ts";
+import { choiceFromReply, offeredTools, renderChat, type ChatMsg, type ToolBinding } from "./chat-format.ts";
+import type { RelayChannel } from "./relay.ts";
+
+/**
+ * One completion of the model behind the gateway: the JSON to return to the agent as it came,
+ * the reply read from it, and, when the server returns them (the policy worker's façade; vLLM
+ * with `return_token_ids`), the turn's prompt ids, completion ids and their log-probabilities.
+ */
+export const UpstreamTurn = z.object({
+  completion: z.looseObject({}),
+  reply: z.object({ content: z.string().nullable(), toolCalls: z.array(z.object({ name: z.string(), arguments: z.string() })) }),
+  /** The completion's id (a policy worker keeps it for one episode: its prompt ids are then the turn's new ids only). */
+  id: z.string().optional(),
+  promptIds: z.array(z.number().int()).optional(),
+  completionIds: z.array(z.number().int()).optional(),
+  logprobs: z.array(z.number()).optional(),
+  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+});
+export type UpstreamTurn = z.infer<typeof UpstreamTurn>;
+
+/** The port to the model endpoint: one chat completion (never streamed: the harness reads the whole reply first). */
+export interface UpstreamChat {
+  complete(req: { messages: ChatMsg[]; tools: ReturnType<typeof offeredTools>; params: Readonly<Record<string, unknown>> }): Promise<UpstreamTurn>;
+}
+
+/** One model turn of a gateway episode, with what the harness inserted into the messages it saw. */
+export interface RecordedTurn {
+  turn: UpstreamTurn;
+  action: string;
+  /** The harness's notes on the observation the model answered (tool-message warnings, trigger texts, budget warnings). */
+  harnessNotes: string[];
+}
+
+/**
+ * The policy of a gateway episode: the model behind the gateway, asked with the harnessed
+ * conversation (the agent's preamble, the instruction with the harness's system text, tool
+ * descriptions with its notes, tool outputs with its notes) and the agent's own sampling
+ * parameters. An upstream failure is handed to the waiting request and the turn is asked again
+ * when the agent sends its request again: nothing of the episode is lost.
+ */
+export class UpstreamPolicy implements Policy {
+  readonly turns: RecordedTurn[] = [];
+  private pending: UpstreamTurn | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamChat,
+    private readonly channel: RelayChannel,
+    private readonly opts: {
+      preamble: readonly ChatMsg[];
+      tools: readonly ToolBinding[];
+      params: () => Readonly<Record<string, unknown>>;
+      parseArguments?: (raw: string) => Record<string, unknown>;
+    },
+  ) {}
+
+  version(): number {
+    return 0;
+  }
+
+  update(): Promise<UpdateResult> {
+    return Promise.reject(new NotConfiguredError("the gateway's policy only samples; train on the episodes it records"));
+  }
+
+  /** The reply of the action being applied, once (undefined when the harness forced the action). */
+  takeReply(): UpstreamTurn | undefined {
+    const turn = this.pending;
+    this.pending = undefined;
+    return turn;
+  }
+
+  async act(obs: PolicyObservation): Promise<ActionChoice> {
+    const messages = renderChat(obs, this.opts.preamble, this.opts.tools);
+    const tools = offeredTools(this.opts.tools, obs.toolNotes);
+    let turn: UpstreamTurn;
+    for (;;) {
+      try {
+        turn = await this.upstream.complete({ messages, tools, params: this.opts.params() });
+        break;
+      } catch (err) {
+        this.channel.toAgent.put({ kind: "upstream-error", error: err instanceof UpstreamError ? err : new UpstreamError(String(err), { cause: err }) });
+        const again = await this.channel.fromAgent.take();
+        if (again.kind === "closed") throw err;
+      }
+    }
+    const logProb = (turn.logprobs ?? []).reduce((s, x) => s + x, 0);
+    const choice = choiceFromReply(turn.reply, this.opts.tools, logProb, this.opts.parseArguments);
+    this.turns.push({ turn, action: choice.action, harnessNotes: [...(obs.notes ?? [])] });
+    this.pending = turn;
+    return choice;
+  }
+}
