@@ -1,7 +1,8 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayEpisodes, createPool, genericObserver, type ApiDeps } from "@harness-s/core";
+import { GatewayEpisodes, createPool, genericObserver } from "@harness-s/core";
 import { OpenAiUpstream } from "@harness-s/adapters";
+import type { ApiDeps } from "../../functions/api/deps.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeProfile, makeSpec } from "../factories.ts";
 import { startScriptedOpenAi, type ChatRequest, type ScriptedReply } from "../scripted-openai.ts";
@@ -67,7 +68,7 @@ type Msg = OpenAI.Chat.ChatCompletionMessageParam;
 /** One agent turn: ask the gateway, append the reply and the tool's output (as the agent's own loop would). */
 async function turn(messages: Msg[], family: string, toolOutput?: string) {
   const { data, response } = await agent.chat.completions.create({ model: "scripted", messages, tools }, { headers: { "x-harness-s-task-family": family } }).withResponse();
-  const reply = data.choices[0]!.message;
+  const reply = data.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { tool_calls?: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[] };
   messages.push({ role: "assistant", content: reply.content, tool_calls: reply.tool_calls } as Msg);
   if (toolOutput !== undefined) messages.push({ role: "tool", tool_call_id: reply.tool_calls![0]!.id, content: toolOutput });
   return { reply, headers: response.headers };

@@ -58,6 +58,7 @@ export * from "./service/policy-protocol.ts";
 export * from "./service/policy-protocol-v2.ts";
 export * from "./gateway/chat-format.ts";
 export * from "./gateway/relay.ts";
+export * from "./gateway/upstream-turn.ts";
 export * from "./gateway/upstream.ts";
 export * from "./gateway/trajectory.ts";
 export * from "./gateway/episode.ts";

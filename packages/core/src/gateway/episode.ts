@@ -5,7 +5,8 @@ import type { Task } from "../task.ts";
 import type { ChatMsg, ToolBinding } from "./chat-format.ts";
 import { Mailbox, RelayEnvironment, type AgentInput, type EventObserver, type RelayChannel, type RelayOut } from "./relay.ts";
 import { episodeDatums, type GatewayTrajectory } from "./trajectory.ts";
-import { UpstreamPolicy, type UpstreamChat } from "./upstream.ts";
+import type { UpstreamChat } from "./upstream-turn.ts";
+import { UpstreamPolicy } from "./upstream.ts";
 
 export interface GatewayEpisodeInit {
   id: string;

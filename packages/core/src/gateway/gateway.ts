@@ -10,7 +10,7 @@ import type { ChatMsg, ToolBinding } from "./chat-format.ts";
 import { GatewayEpisode } from "./episode.ts";
 import type { GatewayEpisodes } from "./episodes.ts";
 import type { ObserverFactory, RelayOut } from "./relay.ts";
-import type { UpstreamChat } from "./upstream.ts";
+import type { UpstreamChat } from "./upstream-turn.ts";
 
 const Text = z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() })), z.null()]);
 const IncomingMessage = z.looseObject({

@@ -2,7 +2,7 @@ import { EpisodeClosedError } from "../errors.ts";
 import type { EnvOutcome, EnvSession, EnvStep, Environment } from "../ports.ts";
 import type { Task } from "../task.ts";
 import type { ChatMsg } from "./chat-format.ts";
-import type { UpstreamTurn } from "./upstream.ts";
+import type { UpstreamTurn } from "./upstream-turn.ts";
 
 /**
  * What an agent's tool output means to the harness: the event its triggers match and the facts
