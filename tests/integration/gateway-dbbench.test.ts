@@ -60,8 +60,7 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
   it("scores as `dbbench eval` does with the harness the gateway routed to, and the model sees the same messages", async () => {
     // Prepare: a pool where Rank-1 picks the answer gate for questions and H0 for INSERT/UPDATE rows.
     const model = await startScriptedOpenAi(script);
-    const favour = (byType: Record<string, number>) =>
-      Object.fromEntries(Object.entries(byType).map(([t, s]) => [`dbbench/${t}`, { attempts: 20, successes: s }]));
+    const favour = (byType: Record<string, number>) => Object.fromEntries(Object.entries(byType).map(([t, s]) => [`dbbench/${t}`, { attempts: 20, successes: s }]));
     const profiles = {
       "dbbench-h0": makeProfile("dbbench-h0", { byTaskTag: favour({ INSERT: 20, UPDATE: 20 }) }),
       "dbbench-answer-gate": makeProfile("dbbench-answer-gate", { byFamily: { dbbench: { attempts: 20, successes: 18 } }, byTaskTag: favour({ INSERT: 0, UPDATE: 0 }) }),
@@ -97,7 +96,9 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
       const viaEval = new Map<string, { success: boolean; requests: ChatRequest[] }>();
       for (const row of rows) {
         const before = model.requests.length;
-        const summary = await evalAgent([row], engine, byHarness.get(viaGateway.get(row.id)!.harness)!, () => toolPolicy(new OpenAI({ baseURL: model.url, apiKey: "x", maxRetries: 0 })));
+        const summary = await evalAgent([row], engine, byHarness.get(viaGateway.get(row.id)!.harness)!, () =>
+          toolPolicy(new OpenAI({ baseURL: model.url, apiKey: "x", maxRetries: 0 })),
+        );
         viaEval.set(row.id, { success: summary.results[0]!.success, requests: model.requests.slice(before) });
       }
       // Assess: routing as the profiles say, the same score row by row, the same conversation at the model.
@@ -111,7 +112,10 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
       // The gate made the questions right (under H0 the SQL-text answer is wrong): every row succeeds here.
       expect(rows.filter((r) => viaGateway.get(r.id)!.success)).toHaveLength(rows.length);
       const refused = viaGateway.get(rows[0]!.id)!.requests[1]!.messages.at(-1)!;
-      expect(refused).toMatchObject({ role: "tool", content: expect.stringMatching(/^The answer was not accepted \(answer:well-formed\).*\n\[harness\] Commit only the answer values/s) });
+      expect(refused).toMatchObject({
+        role: "tool",
+        content: expect.stringMatching(/^The answer was not accepted \(answer:well-formed\).*\n\[harness\] Commit only the answer values/s),
+      });
     } finally {
       await api.close();
       await model.close();

@@ -29,12 +29,16 @@ import {
   type SampleResponseV2,
   type Task,
   VoterPanel,
+  GatewayEpisodes,
+  GatewayTrajectory,
   envelope,
+  genericObserver,
   route,
 } from "@harness-s/core";
 import {
   INVALID_TOOL_CALL,
   MemoryPoolStore,
+  OpenAiUpstream,
   MemoryRolloutStore,
   NO_TOOL_CALL,
   TokenPolicy,
@@ -51,6 +55,8 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { benchWorker } from "../../packages/cli/src/commands/bench-worker.ts";
+import OpenAI from "openai";
+import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 
 // The reference policy worker (Python) on loopback with the tiny model, driven over protocol v2
 // from TypeScript. The venv is created here when it is missing (about a minute from the local
@@ -554,4 +560,80 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
     expect(decision.ballots.map((b) => b.voterId)).toEqual([first!.id, second!.id]);
     expect(decision.chosen).toHaveLength(1);
   }, 120_000);
+});
+
+describe("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny model)", () => {
+  it("records the episode as one datum whose ids re-score at the worker to the recorded log-probabilities, the harness's insertions at mask 0", async () => {
+    // Prepare: a policy the façade serves; a pool whose harness adds a system text and a note after every failed call.
+    await client.create("gw-tiny", { base_model: "tiny", lora: LORA });
+    const NOTE = "Call exactly one tool ZQXJV now.";
+    const harness = parseHarnessSpec({
+      id: "gw-notes",
+      instruction: { systemAppend: "Harness: use the tools." },
+      postObservation: [{ on: "error:*", hint: "lookup", text: NOTE, maxFires: 5 }],
+      budget: { maxTurns: 6 },
+      provenance: { direction: "base" },
+    });
+    const deps = memoryApiDeps({
+      gateway: {
+        upstream: new OpenAiUpstream(new OpenAI({ baseURL: `${worker.url}/v1`, apiKey: TOKEN, maxRetries: 0 })),
+        episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 10 }),
+        poolId: "gw",
+        observerFor: genericObserver,
+        submitTool: "submit",
+        defaultFamily: "app",
+      },
+    });
+    await seedPool(deps, createPool("gw", harness, []), {});
+    const secret = await addKey(deps, "agent", ["gateway"]);
+    const api = await startApi(deps);
+    const agent = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: { "x-harness-s-episode": "ep-tiny" } });
+    const tools = [{ type: "function" as const, function: { name: "lookup", description: "Look up", parameters: { type: "object", properties: {} } } }];
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: "system", content: "Answer with a tool call." },
+      { role: "user", content: "Find it." },
+    ];
+    try {
+      // Act: three turns of an agent that answers every reply (a call: its output is an error; none: it asks again).
+      for (let t = 0; t < 3; t++) {
+        const reply = (await agent.chat.completions.create({ model: "gw-tiny", messages, tools, temperature: 1, top_p: 1, max_tokens: 12, seed: t })).choices[0]!.message;
+        const call = reply.tool_calls?.[0];
+        messages.push({ role: "assistant", content: reply.content, ...(call ? { tool_calls: [call] } : {}) } as OpenAI.Chat.ChatCompletionMessageParam);
+        messages.push(
+          call ? { role: "tool", tool_call_id: call.id, content: "Error: nothing" } : { role: "user", content: "Internal error: No tool calls found despite finish reason." },
+        );
+      }
+      const trajectory = GatewayTrajectory.parse(await (await fetch(`${api.url}/v1/gateway/episodes/ep-tiny`, { headers: { authorization: `Bearer ${secret}` } })).json());
+      // Assess: one datum (the worker continued one episode), mask 1 on exactly the three completions.
+      expect(trajectory.turns).toHaveLength(3);
+      expect(trajectory.turns[1]!.harnessNotes).toEqual([NOTE]);
+      expect(trajectory.datums).toHaveLength(1);
+      const d = trajectory.datums[0]!;
+      const completions = trajectory.turns.map((t) => t.tokens!.completion);
+      const runs = d.loss_mask
+        .join("")
+        .split(/0+/)
+        .filter(Boolean)
+        .map((r) => r.length);
+      expect(runs).toEqual(completions);
+      // The ids re-score at the worker to the recorded behaviour log-probabilities.
+      const [scored] = await client.score("gw-tiny", { sequences: [{ ids: d.ids }] });
+      const gaps = d.loss_mask.flatMap((m, i) => (m === 1 ? [Math.abs(scored![i]! - d.behaviour_logprobs[i]!)] : []));
+      expect(gaps).toHaveLength(completions.reduce((a, b) => a + b, 0));
+      expect(Math.max(...gaps)).toBeLessThan(1e-4);
+      // The harness's note is in the sequence (its word's ids), and only at mask 0.
+      const plain = await client.render("gw-tiny", { messages: [{ role: "user", content: "a" }] });
+      const marked = await client.render("gw-tiny", { messages: [{ role: "user", content: "a ZQXJV" }] });
+      let prefix = 0;
+      while (plain[prefix] === marked[prefix]) prefix++;
+      let suffix = 0;
+      while (suffix < plain.length - prefix && plain.at(-1 - suffix) === marked.at(-1 - suffix)) suffix++;
+      const word = marked.slice(prefix, marked.length - suffix); // the ids of " ZQXJV" (a pre-token of its own)
+      const at = d.ids.findIndex((_, i) => word.length > 0 && word.every((id, j) => d.ids[i + j] === id));
+      expect(at).toBeGreaterThan(0);
+      expect(d.loss_mask.slice(at, at + word.length).every((m) => m === 0)).toBe(true);
+    } finally {
+      await api.close();
+    }
+  }, 180_000);
 });

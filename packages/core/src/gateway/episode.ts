@@ -118,7 +118,7 @@ export class GatewayEpisode {
         content: t.turn.reply.content,
         toolCalls: t.turn.reply.toolCalls,
         harnessNotes: t.harnessNotes,
-        tokenIds: t.turn.completionIds !== undefined,
+        ...(t.turn.promptIds && t.turn.completionIds ? { tokens: { prompt: t.turn.promptIds.length, completion: t.turn.completionIds.length } } : {}),
       })),
       datums,
       ...(untrained ? { untrained } : {}),

@@ -20,7 +20,8 @@ export const GatewayTrajectory = z.object({
       toolCalls: z.array(z.object({ name: z.string(), arguments: z.string() })),
       /** What the harness added to the message this turn answered (notes, warnings, a refused commit's reason). */
       harnessNotes: z.array(z.string()),
-      tokenIds: z.boolean(),
+      /** The turn's new prompt ids and its completion ids, when the endpoint returned them. */
+      tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0) }).optional(),
     }),
   ),
   /**

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import {
+  ConflictError,
+  EpisodeClosedError,
+  GatewayEpisode,
+  GatewayEpisodes,
+  episodeDatums,
+  genericObserver,
+  type RecordedTurn,
+  type UpstreamChat,
+  type UpstreamTurn,
+} from "@harness-s/core";
+import { makeSpec, makeTask } from "../factories.ts";
+
+const reply = (name: string): UpstreamTurn => ({ completion: { id: "c" }, reply: { content: null, toolCalls: [{ name, arguments: "{}" }] } });
+const turn = (promptIds: number[], completionIds: number[], id?: string): RecordedTurn => ({
+  action: "x",
+  harnessNotes: [],
+  turn: { completion: {}, reply: { content: null, toolCalls: [] }, promptIds, completionIds, logprobs: completionIds.map(() => -1), ...(id ? { id } : {}) },
+});
+
+describe("episodeDatums: the token sequence of a gateway episode", () => {
+  it("joins turns whose prompt repeats the sequence so far (vLLM), or whose id continues (a policy worker's new ids only), and masks only completions", () => {
+    const full = episodeDatums("e", [turn([1, 2], [3, 4]), turn([1, 2, 3, 4, 5], [6])], 1);
+    expect(full.datums).toHaveLength(1);
+    expect(full.datums[0]).toMatchObject({ ids: [1, 2, 3, 4, 5, 6], loss_mask: [0, 0, 1, 1, 0, 1], behaviour_logprobs: [0, 0, -1, -1, 0, -1], advantage: 1 });
+    const delta = episodeDatums("e", [turn([1, 2], [3], "ep"), turn([9], [7], "ep")], 0);
+    expect(delta.datums[0]!.ids).toEqual([1, 2, 3, 9, 7]);
+  });
+
+  it("starts another datum when a turn continues neither way, and says which turns have no ids", () => {
+    const out = episodeDatums("e", [turn([1, 2], [3], "a"), turn([8, 8], [9], "b"), { ...turn([], []), turn: { completion: {}, reply: { content: null, toolCalls: [] } } }], 0);
+    expect(out.datums.map((d) => d.ids)).toEqual([
+      [1, 2, 3],
+      [8, 8, 9],
+    ]);
+    expect(out.untrained).toMatch(/turns 2:/);
+  });
+});
+
+describe("a gateway episode's requests", () => {
+  const start = (upstream: UpstreamChat) =>
+    new GatewayEpisode({
+      id: "ep",
+      keyId: "k",
+      task: makeTask({ id: "t1" }),
+      harness: makeSpec({ budget: { maxTurns: 2 } }),
+      decisionId: "d",
+      preamble: [],
+      tools: [{ name: "look", action: "look", description: "", parameters: {} }],
+      upstream,
+      observer: genericObserver({} as never),
+      seed: 1,
+    });
+  const first = [{ role: "user" as const, content: "go" }];
+
+  it("answers a repeated request with the same reply (its answer was lost), refuses a concurrent one, and ends at the turn budget", async () => {
+    // Prepare
+    let calls = 0;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const episode = start({ complete: async () => (calls++ === 1 ? (await gate, reply("look")) : reply("look")) });
+    // Act + Assess
+    const a = await episode.advance(first, {}, 0);
+    expect(await episode.advance(first, {}, 1)).toBe(a);
+    const next = [...first, { role: "assistant" as const, content: null }, { role: "tool" as const, content: "ok", tool_call_id: "c" }];
+    const pending = episode.advance(next, {}, 2);
+    await expect(episode.advance(next, {}, 2)).rejects.toBeInstanceOf(ConflictError);
+    release();
+    expect((await pending).kind).toBe("reply");
+    const last = await episode.advance([...next, { role: "assistant" as const, content: null }, { role: "tool" as const, content: "ok", tool_call_id: "c" }], {}, 3);
+    expect(last).toEqual({ kind: "ended", reason: "budget-exhausted" });
+    expect(calls).toBe(2);
+  });
+
+  it("an idle episode is closed by the sweep; a request to it is refused with EPISODE_CLOSED", async () => {
+    const episodes = new GatewayEpisodes({ idleMs: 1_000, maxEpisodes: 10 });
+    const episode = start({ complete: async () => reply("look") });
+    episodes.add(episode);
+    await episode.advance(first, {}, 0);
+    episodes.sweep(5_000);
+    expect(episode.status).toBe("closed");
+    await expect(episode.advance([...first, { role: "assistant" as const, content: null }], {}, 5_001)).rejects.toBeInstanceOf(EpisodeClosedError);
+    expect(episode.trajectory().turns).toHaveLength(1);
+  });
+});
