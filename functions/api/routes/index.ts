@@ -1,6 +1,7 @@
 import { accountRoutes } from "./account.ts";
 import { decisionRoutes } from "./decisions.ts";
 import { experimentRoutes } from "./experiments.ts";
+import { gatewayRoutes } from "./gateway.ts";
 import { poolRoutes } from "./pools.ts";
 import { profileRoutes } from "./profiles.ts";
 import { rescueRoutes } from "./rescues.ts";
@@ -14,5 +15,6 @@ export const ROUTES = {
   "/v1/decisions": decisionRoutes,
   "/v1/rescues": rescueRoutes,
   "/v1/experiments": experimentRoutes,
+  "/v1/gateway": gatewayRoutes,
   "": accountRoutes,
 } as const;
