@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRng, runEpisode, type Policy, type PolicyObservation } from "@harness-s/core";
-import { EmbeddedEnvironment } from "@harness-s/envs";
+import { EmbeddedEnvironment, TextEnvironment } from "@harness-s/envs";
 import { makeSpec, makeTask } from "../factories.ts";
 
 /** A policy that plays a fixed script and records what it saw. */
@@ -82,6 +82,23 @@ describe("runEpisode", () => {
     const r = await runEpisode(makeTask(), h, 1, { env, policy: scripted(["next_page", "list_items", "submit"]) });
     expect(r.steps[0]!.result).toBe("blocked:next_page");
     expect(r.success).toBe(true);
+  });
+
+  it("a warn-mode pre-action check lets the tool run and, for a text agent, says so under the next tool output; tool notes reach the observation", async () => {
+    const h = makeSpec({
+      id: "w",
+      instruction: { toolNotes: { next_page: "pages come in order" } },
+      preAction: [{ action: "next_page", requires: ["listed"], mode: "warn" }],
+      provenance: { direction: "pre-action" },
+    });
+    const p = scripted(["next_page", "list_items", "submit"]);
+    const r = await runEpisode(makeTask(), h, 1, { env: new TextEnvironment(env), policy: p });
+    expect(r.steps[0]!.result).not.toMatch(/^blocked/);
+    expect(p.seen[1]!.notes).toEqual(["Warning: next_page ran before listed."]);
+    expect(p.seen[0]!.toolNotes).toEqual({ next_page: "pages come in order" });
+    const plain = scripted(["next_page", "list_items", "submit"]);
+    await runEpisode(makeTask(), h, 1, { env, policy: plain });
+    expect(plain.seen[1]!.notes).toBeUndefined(); // the embedded (non-text) policy reads hints, not notes
   });
 
   it("warns, then forces a submit that is marked forced and carries no log-probability", async () => {
