@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import fc from "fast-check";
-import { runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import OpenAI from "openai";
+import { GatewayEpisodes, genericObserver, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import { OpenAiUpstream } from "@harness-s/adapters";
+import { startScriptedOpenAi } from "../scripted-openai.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
@@ -13,6 +16,7 @@ const RUNS_PER_ROUTE = 150;
 const LEAKS = /\bat [\w.<>]+ \(|node_modules|Exception\b|TypeError|ReferenceError|DynamoDB|SQS|fauxqs|ECONN/;
 
 let stack: LocalStack;
+let model: Awaited<ReturnType<typeof startScriptedOpenAi>>;
 let api: { url: string; close: () => Promise<void> };
 let inst: SeedInstance;
 let key: string;
@@ -32,11 +36,22 @@ beforeAll(async () => {
   });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
   key = await addKey(stack.deps, "fuzz-admin", ["admin"]);
-  api = await startApi(stack.deps);
+  // The gateway in front of a model that always answers: its routes are fuzzed like the rest.
+  model = await startScriptedOpenAi(() => ({ content: "ok" }));
+  const gateway = {
+    upstream: new OpenAiUpstream(new OpenAI({ baseURL: model.url, apiKey: "none", maxRetries: 0 })),
+    episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 1_000 }),
+    poolId: inst.evolution.pool.id,
+    observerFor: genericObserver,
+    submitTool: "submit",
+    defaultFamily: "app",
+  };
+  api = await startApi({ ...stack.deps, gateway });
 }, 60_000);
 afterAll(async () => {
   console.log(`fuzz: ${counts.requests} requests, statuses ${JSON.stringify(counts.byStatus)}`);
   await api?.close();
+  await model?.close();
   await stack?.stop();
 });
 
@@ -50,6 +65,15 @@ const examples = (): Record<string, unknown> => ({
     outcomes: [{ id: "o", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 2, policyVersion: 0 }],
   },
   "POST /v1/experiments": { seeds: [1], arms: ["grpo"], train: { steps: 1, batchSize: 2 }, budget: { rollouts: 10 } },
+  "POST /v1/gateway/chat/completions": {
+    model: "m",
+    messages: [
+      { role: "system", content: "s" },
+      { role: "user", content: "task" },
+    ],
+    tools: [{ type: "function", function: { name: "submit", parameters: {} } }],
+  },
+  "POST /v1/gateway/episodes/{id}/reward": { reward: 1 },
 });
 
 const text = fc.oneof(

@@ -259,9 +259,12 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .description("Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run")
     .option("--seconds <s>", "measuring time per figure", String(2))
     .option("--worker", "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)")
+    .option("--env <env>", "embedded (the suite, the router, the API, the queues) or dbbench (the DBBench environment's cost per rollout on SQLite and MariaDB)", "embedded")
+    .option("--mysql-url <url>", "with --env dbbench: the MariaDB/MySQL server", "mysql://root@127.0.0.1:3306")
     .action(async (raw) => {
       const o = parseFlags(BenchFlags, raw, "bench");
-      await (await import("./commands/bench.ts")).benchCommand({ seconds: o.seconds, worker: o.worker === true });
+      if (o.env === "dbbench") for (const line of await (await import("./commands/bench-dbbench.ts")).benchDbbench({ mysqlUrl: o.mysqlUrl })) console.log(line);
+      else await (await import("./commands/bench.ts")).benchCommand({ seconds: o.seconds, worker: o.worker === true });
     });
 
   program

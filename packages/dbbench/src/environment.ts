@@ -73,7 +73,10 @@ export class DbBenchEnvironment implements Environment {
 class DbBenchSession implements EnvSession {
   readonly initial: EnvStep = { event: "start", facts: [], done: false, text: "" };
   private readonly facts = new Set<string>();
-  private sqlErrors = 0;
+  private readonly errorClasses = new Set<string>();
+  private statements = 0;
+  private schemaFirst = false;
+  private verifiedAfterChange = false;
   private finished?: EnvOutcome;
 
   constructor(
@@ -93,13 +96,22 @@ class DbBenchSession implements EnvSession {
     } catch (err) {
       return this.step("sql:error:other", `Error executing query: ${(err as Error).message}`);
     }
+    const first = this.statements++ === 0;
     if (r.kind === "error") {
-      this.sqlErrors++;
+      this.errorClasses.add(r.errorClass ?? "other");
       return this.step(`sql:error:${r.errorClass ?? "other"}`, r.text);
     }
-    if (r.kind === "ok") this.facts.add("mutated");
-    else this.facts.add(r.rowCount > 0 ? "queried" : "queried-empty");
-    if (r.kind === "rows" && /information_schema|^\s*(show|describe|desc)\b/i.test(sql)) this.facts.add("schema-inspected");
+    if (r.kind === "ok") {
+      this.facts.add("mutated");
+      this.verifiedAfterChange = false;
+    } else {
+      this.facts.add(r.rowCount > 0 ? "queried" : "queried-empty");
+      if (this.facts.has("mutated")) this.verifiedAfterChange = true;
+    }
+    if (r.kind === "rows" && /information_schema|^\s*(show|describe|desc)\b/i.test(sql)) {
+      this.facts.add("schema-inspected");
+      if (first) this.schemaFirst = true;
+    }
     return this.step(r.kind === "ok" ? "sql:ok" : r.rowCount > 0 ? "sql:rows" : "sql:empty", r.text || "No response from database.");
   }
 
@@ -123,24 +135,42 @@ class DbBenchSession implements EnvSession {
     if (reason === "submitted") {
       success = mutation ? compareResults(await this.db.tablesHash(this.row.table), this.row.answer_md5 ?? "", type) : compareResults(firstArg(args) ?? null, this.row.label, type);
     }
-    const failureTags = success
-      ? []
-      : [
-          reason === "budget-exhausted" ? "no-commit" : mutation ? "wrong-table-state" : "wrong-answer",
-          ...(this.sqlErrors > 0 ? ["sql-error"] : []),
-          ...(mutation && !this.facts.has("mutated") ? ["no-mutation"] : []),
-        ];
+    const failureTags = success ? [] : this.failureTags(reason, mutation, args);
     this.finished = {
       reward: success ? 1 : 0,
       success,
       failureTags,
       behaviours: {
         "queried-before-commit": this.facts.has("queried") || this.facts.has("queried-empty"),
+        "verified-before-answer": mutation ? this.verifiedAfterChange : this.facts.has("queried"),
+        "schema-first": this.schemaFirst,
         "schema-inspected": this.facts.has("schema-inspected"),
-        "hit-sql-error": this.sqlErrors > 0,
+        "hit-sql-error": this.errorClasses.size > 0,
       },
     };
     return this.finished;
+  }
+
+  /**
+   * Why a rollout failed, for profiles and the router: rounds exhausted, an empty or malformed
+   * answer, a wrong one, a mutation never applied or applied wrongly, and each SQL error class hit.
+   */
+  private failureTags(reason: "submitted" | "budget-exhausted", mutation: boolean, args?: Record<string, unknown>): string[] {
+    const answer = firstArg(args);
+    const values = Array.isArray(answer) ? answer : answer === undefined || answer === null || answer === "" ? [] : [answer];
+    const outcome =
+      reason === "budget-exhausted"
+        ? "rounds-exhausted"
+        : mutation
+          ? this.facts.has("mutated")
+            ? "wrong-table-state"
+            : "mutation-not-applied"
+          : values.length === 0
+            ? "empty-answer"
+            : answerFacts(args ?? {}, false).length === 0
+              ? "answer-shape"
+              : "wrong-answer";
+    return [outcome, ...[...this.errorClasses].sort().map((c) => `sql-error:${c}`)];
   }
 
   close(): Promise<void> {

@@ -16,3 +16,4 @@ export * from "./errors.ts";
 export * from "./engines/statement-guard.ts";
 export * from "./engines/sql-lexer.ts";
 export * from "./gateway-observer.ts";
+export * from "./splits.ts";

@@ -20,7 +20,7 @@ import { EvalOptions, VerifyOptions, type EngineOptions } from "./dbbench-option
 import { createProgress } from "../progress.ts";
 
 /** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
-export async function openEngine(o: EngineOptions): Promise<SqlEngine> {
+export async function openEngine(o: Pick<EngineOptions, "engine" | "mysqlUrl">): Promise<SqlEngine> {
   if (o.engine === "sqlite") return new SqliteEngine();
   const url = new URL(o.mysqlUrl);
   return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });

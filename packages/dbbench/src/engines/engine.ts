@@ -27,6 +27,8 @@ export interface SqlEngine {
   open(row: DbBenchRow): Promise<SqlSession>;
   /** Releases the engine's own connections. */
   shutdown(): Promise<void>;
+  /** Creates and drops one empty database the plainest way this server allows (the bench's baseline for a rollout's setup and teardown). */
+  emptyDatabaseCycle(): Promise<void>;
 }
 
 /** The per-row MD5 query AgentBench uses to grade mutations. */

@@ -121,6 +121,12 @@ export class MysqlEngine implements SqlEngine {
     return engine;
   }
 
+  async emptyDatabaseCycle(): Promise<void> {
+    const name = `${this.options.prefix}o${this.ownerId}_empty${++this.counter}`;
+    await this.admin.query(`CREATE DATABASE ${quoteId(name)}`);
+    await this.admin.query(`DROP DATABASE ${quoteId(name)}`);
+  }
+
   /** Rollout databases and users whose owner is gone (a crash, a kill), on this host or another. */
   async sweep(): Promise<{ databases: string[]; users: string[] }> {
     const verdicts = new Map<string, Promise<boolean>>();

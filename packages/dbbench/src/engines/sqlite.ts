@@ -155,6 +155,12 @@ export class SqliteEngine implements SqlEngine {
   async shutdown(): Promise<void> {
     for (const s of [...this.sessions]) await s.close();
   }
+
+  /** An empty database in a sandbox process of its own (each rollout's isolation here), opened and closed. */
+  async emptyDatabaseCycle(): Promise<void> {
+    const session = await SqliteSession.start([], this.options, () => undefined);
+    await session.close();
+  }
 }
 
 type Tables = { name: string; columns: string[]; rows: unknown[][] }[];
