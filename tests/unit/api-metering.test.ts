@@ -118,7 +118,15 @@ describe("read caches for the hot path", () => {
     let reads = 0;
     const inner = new MemoryPoolStore();
     await inner.put(pool);
-    const counting = { ...inner, put: inner.put.bind(inner), list: inner.list.bind(inner), get: (id: string) => (reads++, inner.get(id)) };
+    const counting = {
+      ...inner,
+      put: inner.put.bind(inner),
+      list: inner.list.bind(inner),
+      get: (id: string) => {
+        reads++;
+        return inner.get(id);
+      },
+    };
     const clock = new ManualClock(0);
     const pools = new CachedPoolStore(counting, { ttlMs: 5_000, clock });
     await Promise.all([pools.get("p"), pools.get("p"), pools.get("p")]);

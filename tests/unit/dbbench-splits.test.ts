@@ -11,7 +11,11 @@ describe("DBBench's fixed splits (data/splits.json)", () => {
     const standard = await loadSplit(BUNDLED_DATA_DIR, "standard");
     const s = await readSplits(BUNDLED_DATA_DIR);
     const typeOf = new Map(standard.map((r) => [r.id, r.type[0]!]));
-    const count = (ids: string[]) => ids.reduce<Record<string, number>>((c, id) => ({ ...c, [typeOf.get(id)!]: (c[typeOf.get(id)!] ?? 0) + 1 }), {});
+    const count = (ids: string[]) => {
+      const c: Record<string, number> = {};
+      for (const id of ids) c[typeOf.get(id)!] = (c[typeOf.get(id)!] ?? 0) + 1;
+      return c;
+    };
     const all = count(standard.map((r) => r.id));
     const held = count(s.heldout);
     for (const [type, n] of Object.entries(all)) expect(held[type], type).toBe(Math.ceil(n / 3));

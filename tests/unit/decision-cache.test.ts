@@ -6,7 +6,14 @@ import { makeProfile, makeSpec } from "../factories.ts";
 /** A voter that counts how often it is asked (an LLM voter's tokens, in a real panel). */
 function countingVoter(): Voter & { asked: number } {
   const inner = statisticalVoters[0]!;
-  const voter = { id: inner.id, asked: 0, vote: (req: BallotRequest) => (voter.asked++, inner.vote(req)) };
+  const voter = {
+    id: inner.id,
+    asked: 0,
+    vote: (req: BallotRequest) => {
+      voter.asked++;
+      return inner.vote(req);
+    },
+  };
   return voter;
 }
 

@@ -59,7 +59,12 @@ describe("a gateway episode's requests", () => {
     let calls = 0;
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
-    const episode = start({ complete: async () => (calls++ === 1 ? (await gate, reply("look")) : reply("look")) });
+    const episode = start({
+      complete: async () => {
+        if (calls++ === 1) await gate;
+        return reply("look");
+      },
+    });
     // Act + Assess
     const a = await episode.advance(first, {}, 0);
     expect(await episode.advance(first, {}, 1)).toBe(a);
