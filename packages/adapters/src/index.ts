@@ -10,6 +10,7 @@ export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
 export * from "./llm/openai-voter.ts";
 export * from "./llm/openai-upstream.ts";
+export * from "./llm/openai-proposer.ts";
 export * from "./llm/panel-voters.ts";
 export * from "./dynamo/rollout-store.ts";
 export * from "./dynamo/profile-store.ts";

@@ -219,15 +219,53 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
 
   program
     .command("evolve")
-    .description("Evolve a sibling pool from H0 along the repair directions and save it")
+    .description("Evolve a sibling pool from H0 along the repair directions and save it (the embedded suite, or DBBench with an LLM proposer)")
     .option("--out <file>", "where to write the pool", "results/pool.json")
     .option("--seed <n>", "the suite instance (and evolution) seed", String(1))
     .option("--cue-strength <b>", "the policy's fixed logit bonus for a hinted action", String(defaultEmbeddedSettings.cueStrength))
     .option("--side-effects <p>", "how often a sibling's edit misleads outside its area (see experiment)")
-    .option("--pool-size <n>", "siblings to keep (default 8)")
+    .option("--pool-size <n>", "siblings to keep (default 8; DBBench 6)")
     .addOption(new Option("--protocol <p>", "test, or validation (the dev split without the held-back pair)").choices(["test", "validation"]).default("test"))
+    .addOption(new Option("--env <env>", "embedded, or dbbench (an LLM proposer; the policy at --policy-url; dev rows only)").choices(["embedded", "dbbench"]).default("embedded"))
+    .option("--proposer-url <url>", "dbbench: the proposer's OpenAI-compatible endpoint (key: HARNESS_S_PROPOSER_KEY)")
+    .option("--proposer-model <m>", "dbbench: the proposer's model")
+    .option("--policy-url <url>", "dbbench: the policy's OpenAI-compatible endpoint, e.g. a policy worker's /v1 (key: HARNESS_S_POLICY_KEY)")
+    .option("--policy-model <m>", "dbbench: the model name the policy endpoint serves", "policy")
+    .addOption(new Option("--engine <e>", "dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
+    .option("--mysql-url <url>", "dbbench: MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+    .option("--max-calls <n>", "dbbench: proposer calls allowed in all", "40")
+    .option("--max-rollouts <n>", "dbbench: rollouts allowed in all (H0's measurement included)", "3000")
+    .option("--rounds <n>", "dbbench: rounds per direction", "2")
+    .option("--candidates <n>", "dbbench: proposals per round", "3")
+    .option("--trials <n>", "dbbench: rollouts per dev row and candidate", "2")
+    .option("--screen <n>", "dbbench: dev rows of the minibatch screen (GEPA-style) before the full dev set", "12")
+    .option("--dev-tasks <n>", "dbbench: the first N dev rows only (smoke runs)")
     .action(async (raw) => {
-      const o = parseFlags(EvolveFlags, raw, "evolve");
+      if (raw.env === "dbbench") {
+        const keys = [
+          "out",
+          "proposerUrl",
+          "proposerModel",
+          "policyUrl",
+          "policyModel",
+          "engine",
+          "mysqlUrl",
+          "maxCalls",
+          "maxRollouts",
+          "rounds",
+          "candidates",
+          "trials",
+          "screen",
+          "seed",
+          "devTasks",
+          "poolSize",
+        ];
+        const picked = Object.fromEntries(keys.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]]));
+        await (await import("./commands/evolve-dbbench.ts")).dbbenchEvolve(picked as never);
+        return;
+      }
+      const { env: _env, policyModel: _pm, engine: _e, mysqlUrl: _m, maxCalls: _c, maxRollouts: _r, rounds: _ro, candidates: _ca, trials: _t, screen: _s, ...embedded } = raw;
+      const o = parseFlags(EvolveFlags, embedded, "evolve");
       await (await import("./commands/evolve.ts")).evolveCommand({
         out: o.out,
         seed: o.seed,

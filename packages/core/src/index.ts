@@ -64,3 +64,4 @@ export * from "./gateway/trajectory.ts";
 export * from "./gateway/episode.ts";
 export * from "./gateway/episodes.ts";
 export * from "./gateway/gateway.ts";
+export * from "./evolution/proposal.ts";

@@ -17,3 +17,4 @@ export * from "./engines/statement-guard.ts";
 export * from "./engines/sql-lexer.ts";
 export * from "./gateway-observer.ts";
 export * from "./splits.ts";
+export * from "./leak-secrets.ts";

@@ -18,6 +18,14 @@ export const EvolutionConfig = z.object({
   minGain: z.number().min(0).default(0),
   poolSize: z.number().int().min(1).default(8),
   maxPerDirection: z.number().int().min(1).default(2),
+  /**
+   * GEPA-style screen: a candidate is first measured on this many dev tasks (the parent's
+   * failures first) and measured on every dev task only when it repairs one of them. None: every
+   * candidate is measured on every dev task.
+   */
+  screenTasks: z.number().int().min(1).optional(),
+  /** Rollouts evolution may spend in all (H0's measurement included); none: no cap. Evolution stops cleanly when the next measurement would pass it. */
+  maxRollouts: z.number().int().min(1).optional(),
 });
 export type EvolutionConfig = z.infer<typeof EvolutionConfig>;
 
@@ -38,6 +46,9 @@ export interface EvolutionDeps {
   rng: Rng;
   onProgress?: (done: number, total: number) => void;
 }
+
+/** Why evolution stopped before its last round, when it did. */
+export type EvolutionStop = "rollout budget spent" | "proposer budget spent";
 
 export interface Measured {
   rates: Map<string, number>;

@@ -6,8 +6,9 @@ import type { ProfileSet } from "../profile/profile.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 import { hash32 } from "../util/rng.ts";
-import type { EvolutionConfig, CandidateRecord, EvolutionDeps, Measured } from "./evolution-types.ts";
-import { failureSignals, profilesFrom, selectByCoverage } from "./pool-selection.ts";
+import { ValidationError } from "../errors.ts";
+import type { EvolutionConfig, CandidateRecord, EvolutionDeps, EvolutionStop, Measured } from "./evolution-types.ts";
+import { failureEvidence, failureSignals, profilesFrom, selectByCoverage } from "./pool-selection.ts";
 
 export * from "./evolution-types.ts";
 
@@ -23,6 +24,8 @@ export interface EvolutionResult {
   rolloutsSpent: number;
   /** Side effects of each sibling on the dev tasks H0 solves (see {@link SiblingHarm}). */
   harm: PoolHarm;
+  /** Set when a budget ended evolution before its last round (the pool is chosen from what was measured). */
+  stopped?: EvolutionStop;
 }
 
 /**
@@ -53,8 +56,13 @@ function harmOf(h0: Measured, sibling: Measured, solved: readonly string[], marg
  * const { pool } = await evolvePool(EvolutionConfig.parse({}), { base: h0, devTasks, runRollout, proposer: mutationProposer, vocabulary, rng });
  */
 export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): Promise<EvolutionResult> {
-  const meter = { spent: 0 };
-  const measure = (spec: HarnessSpec) => measureOnDev(spec, config, deps, meter);
+  const meter: Meter = { spent: 0 };
+  const firstCost = deps.devTasks.length * config.trials;
+  if (config.maxRollouts !== undefined && config.maxRollouts < firstCost)
+    throw new ValidationError("evolution budget", [
+      `maxRollouts: ${config.maxRollouts} cannot pay for H0's own measurement (${deps.devTasks.length} dev tasks × ${config.trials} trials = ${firstCost})`,
+    ]);
+  const measure = (spec: HarnessSpec, tasks: readonly Task[] = deps.devTasks) => measureOnDev(spec, tasks, config, deps, meter);
   const h0 = await measure(deps.base);
   const h0Failures = deps.devTasks.filter((t) => h0.rates.get(t.id)! <= 1 - config.repairMargin).map((t) => t.id);
   const compare = comparer(h0, deps.devTasks, new Set(h0Failures), config.repairMargin);
@@ -62,24 +70,53 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   const totalSteps = config.directions.length * config.rounds;
   let done = 0;
   for (const direction of config.directions) {
-    candidates.push(...(await evolveDirection(direction, config, deps, h0, measure, compare, () => deps.onProgress?.(++done, totalSteps))));
+    candidates.push(...(await evolveDirection(direction, config, deps, h0, measure, compare, meter, () => deps.onProgress?.(++done, totalSteps))));
+    if (meter.stopped) break;
   }
-  return frozenPool(config, deps, h0, h0Failures, candidates, meter.spent);
+  return { ...frozenPool(config, deps, h0, h0Failures, candidates, meter.spent), ...(meter.stopped ? { stopped: meter.stopped } : {}) };
 }
 
 type Candidate = CandidateRecord & { measured: Measured };
 type Compare = (m: Measured) => { repairs: string[]; breaks: string[]; score: number };
+type Meter = { spent: number; stopped?: EvolutionStop };
+type Measure = (spec: HarnessSpec, tasks?: readonly Task[]) => Promise<Measured>;
 
-async function measureOnDev(spec: HarnessSpec, config: EvolutionConfig, deps: EvolutionDeps, meter: { spent: number }): Promise<Measured> {
+async function measureOnDev(spec: HarnessSpec, tasks: readonly Task[], config: EvolutionConfig, deps: EvolutionDeps, meter: Meter): Promise<Measured> {
   const rates = new Map<string, number>();
   const rollouts: Rollout[] = [];
-  for (const task of deps.devTasks) {
+  for (const task of tasks) {
     const runs = await Promise.all(Array.from({ length: config.trials }, (_, i) => deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed))));
     meter.spent += runs.length;
     rates.set(task.id, runs.filter((r) => r.success).length / runs.length);
     rollouts.push(...runs);
   }
   return { rates, rollouts };
+}
+
+/** Whether the budget can pay for measuring `tasks` tasks once more; marks the stop when it cannot. */
+function affordable(tasks: number, config: EvolutionConfig, meter: Meter): boolean {
+  if (config.maxRollouts === undefined || meter.spent + tasks * config.trials <= config.maxRollouts) return true;
+  meter.stopped = "rollout budget spent";
+  return false;
+}
+
+/**
+ * A candidate's measurement: straight on every dev task, or (with `screenTasks`) first on a
+ * minibatch of the parent's failures and, only when it repairs one there, on the rest too.
+ * Undefined when it was screened out or the budget ran out.
+ */
+async function measureCandidate(spec: HarnessSpec, config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, parentFailures: readonly string[], measure: Measure, meter: Meter) {
+  if (config.screenTasks === undefined) return affordable(deps.devTasks.length, config, meter) ? measure(spec) : undefined;
+  const failing = new Set(parentFailures);
+  const order = [...deps.devTasks].sort((a, b) => Number(failing.has(b.id)) - Number(failing.has(a.id)));
+  const screen = order.slice(0, config.screenTasks);
+  if (!affordable(screen.length, config, meter)) return undefined;
+  const first = await measure(spec, screen);
+  if (!screen.some((t) => first.rates.get(t.id)! - h0.rates.get(t.id)! >= config.repairMargin)) return undefined;
+  const rest = order.slice(config.screenTasks);
+  if (!affordable(rest.length, config, meter)) return undefined;
+  const second = await measure(spec, rest);
+  return { rates: new Map([...first.rates, ...second.rates]), rollouts: [...first.rollouts, ...second.rollouts] };
 }
 
 /** Repairs and breaks against H0 (by the margin), and the continuous score a round climbs on. */
@@ -105,8 +142,9 @@ async function evolveDirection(
   config: EvolutionConfig,
   deps: EvolutionDeps,
   h0: Measured,
-  measure: (spec: HarnessSpec) => Promise<Measured>,
+  measure: Measure,
   compare: Compare,
+  meter: Meter,
   onRound: () => void,
 ): Promise<Candidate[]> {
   const kept: Candidate[] = [];
@@ -118,13 +156,20 @@ async function evolveDirection(
       parent,
       direction,
       signals: failureSignals(parentRollouts, deps.vocabulary),
+      evidence: failureEvidence(parentRollouts),
       count: config.candidatesPerRound,
       rng: deps.rng.fork(`propose:${direction}`),
       round,
     });
+    if (proposals.length === 0 && deps.proposer.exhausted?.()) meter.stopped = "proposer budget spent";
+    const parentFailures = [...new Set(parentRollouts.filter((r) => !r.success).map((r) => r.taskId))];
     let best: Candidate | undefined;
     for (const spec of proposals) {
-      const measured = await measure(spec);
+      const measured = await measureCandidate(spec, config, deps, h0, parentFailures, measure, meter);
+      if (!measured) {
+        if (meter.stopped) break;
+        continue;
+      }
       const c = { spec, ...compare(measured), kept: false, measured };
       if (c.score >= parentScore + config.minGain && (!best || c.score > best.score)) best = c;
     }
@@ -136,6 +181,7 @@ async function evolveDirection(
       parentRollouts = best.measured.rollouts;
     }
     onRound();
+    if (meter.stopped) break;
   }
   return kept;
 }

@@ -4,7 +4,24 @@ import type { Rollout } from "../rollout/types.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { Task } from "../task.ts";
 import type { CandidateRecord, EvolutionConfig, EvolutionDeps, Measured } from "./evolution-types.ts";
-import type { FailureSignal } from "./proposer.ts";
+import type { FailureEvidence, FailureSignal } from "./proposer.ts";
+
+/** Each failed task once (its first failed rollout), quoted turn by turn for a proposer. */
+export function failureEvidence(rollouts: readonly Rollout[], maxTasks = 12, maxTurns = 8): FailureEvidence[] {
+  const seen = new Set<string>();
+  const out: FailureEvidence[] = [];
+  for (const r of rollouts) {
+    if (r.success || seen.has(r.taskId) || out.length >= maxTasks) continue;
+    seen.add(r.taskId);
+    const excerpt = r.steps.slice(0, maxTurns).map((s) => {
+      const args = s.args ? JSON.stringify(s.args).slice(0, 160) : "";
+      const shown = (s.resultText ?? "").replace(/\s+/g, " ").slice(0, 160);
+      return `${s.action}${args ? ` ${args}` : ""} → ${s.result}${shown ? `: ${shown}` : ""}`;
+    });
+    out.push({ taskId: r.taskId, family: r.family, failureTags: r.failureTags, excerpt });
+  }
+  return out;
+}
 
 export function failureSignals(rollouts: readonly Rollout[], vocabulary: EvolutionDeps["vocabulary"]): FailureSignal[] {
   const counts = new Map<string, FailureSignal>();

@@ -14,10 +14,21 @@ export interface FailureSignal {
   roles: Record<string, string>;
 }
 
+/** One dev task the parent fails, as a proposer may quote it: its failure tags and what happened. */
+export interface FailureEvidence {
+  taskId: string;
+  family: string;
+  failureTags: string[];
+  /** The failed rollout's turns, one line each: the call, the event, the start of what the agent was shown. */
+  excerpt: string[];
+}
+
 export interface ProposalInput {
   parent: HarnessSpec;
   direction: Exclude<Direction, "base">;
   signals: FailureSignal[];
+  /** The parent's failed dev tasks, with quoted trajectories (an LLM proposer cites at least two). */
+  evidence?: FailureEvidence[];
   count: number;
   rng: Rng;
   round: number;
@@ -27,4 +38,6 @@ export interface ProposalInput {
 export interface Proposer {
   readonly id: string;
   propose(input: ProposalInput): Promise<HarnessSpec[]>;
+  /** True once the proposer's own budget (LLM calls) is spent: evolution then stops cleanly. */
+  exhausted?(): boolean;
 }
