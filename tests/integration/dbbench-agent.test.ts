@@ -85,7 +85,7 @@ describe("an OpenAI-compatible agent on DBBench (scripted local server, MariaDB)
     try {
       const a = await evalAgent(rows, engine, dbbenchH0, () => policyFor(always.url), { concurrency: 4 });
       expect(a.accuracy).toBe(0);
-      expect(a.results.every((r) => r.rounds === 15 && r.failedRounds === 15 && r.failureTags.includes("no-commit"))).toBe(true);
+      expect(a.results.every((r) => r.rounds === 15 && r.failedRounds === 15 && r.failureTags.includes("rounds-exhausted"))).toBe(true);
       const toolMessages = always.requests
         .at(-1)!
         .messages.filter((m) => m.role !== "system")

@@ -50,8 +50,14 @@ export const ExperimentFlags = z
     evalSamples: int(3, 1000).optional(),
     profileBudget: int(0).optional(),
     voters: z.string().min(1).optional(),
+    env: z.enum(["embedded", "dbbench"]),
+    engine: z.enum(["mysql", "sqlite"]),
+    mysqlUrl: url,
+    pool: z.string().min(1).optional(),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
+  .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench trains a language model: it needs --policy worker" })
+  .refine((o) => o.env === "embedded" || (o.runtime === "in-process" && !o.sweep), { path: ["env"], message: "--env dbbench runs in process, without sweeps" })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });
 
 export const SuiteLmFlags = z.strictObject({

@@ -56,7 +56,7 @@ export async function startPolicyWorker(
   const python = await ensureWorkerVenv(log);
   const port = opts.port || (await freePort());
   const host = opts.host ?? "127.0.0.1";
-  const args = ["-m", "harness_s_worker.server", "--model", opts.model, "--host", host, "--port", String(port)];
+  const args = ["-m", "harness_s_worker.server", "--model", opts.model, "--host", host, "--port", String(port), "--exit-with-parent"];
   if (opts.token) args.push("--token", opts.token);
   if (opts.stateDir) args.push("--state-dir", opts.stateDir);
   for (const [name, value] of Object.entries(opts.tuning ?? {})) if (value !== undefined) args.push(`--${kebab(name)}`, String(value));

@@ -100,6 +100,14 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
       "with --policy worker: rollouts per seed for measuring the pool's initial profiles with the token policy (default: every dev task under H0, and every sibling where H0 fails)",
     )
     .option("--voters <file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum) the router arms decide with; default the statistical voters")
+    .addOption(
+      new Option("--env <env>", "the environment: the embedded suite, or dbbench (needs --policy worker; the fixed splits, AgentBench's accuracies in the report)")
+        .choices(["embedded", "dbbench"])
+        .default("embedded"),
+    )
+    .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
+    .option("--mysql-url <url>", "with --env dbbench: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+    .option("--pool <file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)")
     .action(async (raw) => {
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
@@ -132,6 +140,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         evalSamples: o.evalSamples,
         profileBudget: o.profileBudget,
         voters: o.voters,
+        ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool } } : {}),
       });
     });
 

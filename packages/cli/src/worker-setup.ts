@@ -1,4 +1,4 @@
-import { createRng, hash32, reanchor, runEpisode, systemClock, type ExperimentDeps, type SeedInstance } from "@harness-s/core";
+import { createRng, hash32, reanchor, runEpisode, systemClock, type Environment, type ExperimentDeps, type SeedInstance } from "@harness-s/core";
 import { TokenPolicy, TokenPolicyClient, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core";
@@ -28,6 +28,18 @@ export interface WorkerPolicyOptions {
 
 export type WorkerDeps = Omit<ExperimentDeps, "onProgress"> & { sampled: TokenPolicyClient["sampled"] };
 
+/** How an environment is shown to a token policy: its system text, tools and the environment the episode runs in. */
+export interface TokenRendering {
+  system: string;
+  toolSchemas: SharedTokenPolicyOptions["toolSchemas"];
+  toolNames?: Readonly<Record<string, string>>;
+  /** The environment as a text agent sees it (the embedded suite's own is wrapped in `TextEnvironment`). */
+  env: (base: Environment) => Environment;
+}
+
+/** The embedded suite's rendering: its agent system text, tools as JSON schemas, events and facts as text. */
+export const embeddedRendering: TokenRendering = { system: EMBEDDED_AGENT_SYSTEM, toolSchemas: embeddedToolSchemas, env: (base) => new TextEnvironment(base) };
+
 /**
  * The embedded setup with its policies at a protocol-v2 worker: the suite's text rendering
  * (tools as JSON schemas, events and facts as text, harness notes and hints as messages) and one
@@ -40,19 +52,20 @@ export type WorkerDeps = Omit<ExperimentDeps, "onProgress"> & { sampled: TokenPo
  * @example
  * const deps = workerPolicySetup(embeddedSetup(settings), { url: "http://127.0.0.1:8765", model: "tiny" });
  */
-export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions): WorkerDeps {
+export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions, rendering: TokenRendering = embeddedRendering): WorkerDeps {
   const client = new TokenPolicyClient(opts.url, { token: opts.token, clock: systemClock, maxInFlight: opts.maxInFlight });
   const run = `run${Date.now().toString(36)}`;
   const shared: SharedTokenPolicyOptions = {
     baseModel: opts.model,
     lora: opts.lora ?? { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
-    system: EMBEDDED_AGENT_SYSTEM,
-    toolSchemas: embeddedToolSchemas,
+    system: rendering.system,
+    toolSchemas: rendering.toolSchemas,
+    ...(rendering.toolNames ? { toolNames: rendering.toolNames } : {}),
     maxTokens: opts.maxTokens ?? 24,
     learningRate: opts.learningRate,
   };
   let n = 0;
-  const env = new TextEnvironment(base.env);
+  const env = rendering.env(base.env);
   const createPolicy = (seed: number) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
   const measured = new Map<number, Promise<SeedInstance>>();
   const withTokenProfiles = async (seed: number): Promise<SeedInstance> => {

@@ -65,3 +65,4 @@ export * from "./gateway/episode.ts";
 export * from "./gateway/episodes.ts";
 export * from "./gateway/gateway.ts";
 export * from "./evolution/proposal.ts";
+export { evalSet } from "./experiment/unit.ts";

@@ -70,7 +70,8 @@ export function rowPrompt(row: DbBenchRow): string {
 
 /** A row as a core task (family "dbbench"); the row itself stays with the environment. */
 export function rowTask(row: DbBenchRow): Task {
-  return { id: row.id, family: "dbbench", split: "train", instruction: rowPrompt(row), tags: [row.type[0]!], requirements: [], cues: [], params: {} };
+  // The type is also the task's latent "combination", so an experiment's evaluation reports accuracy per type.
+  return { id: row.id, family: "dbbench", split: "train", instruction: rowPrompt(row), tags: [row.type[0]!], requirements: [row.type[0]!], cues: [], params: {} };
 }
 
 /**

@@ -10,6 +10,8 @@ import os
 import re
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
@@ -238,6 +240,17 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     return Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser), name
 
 
+def watch_parent(parent: int) -> None:
+    """Exits this process once its parent is gone (it is then re-parented, so its parent id changes)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Harness-S reference policy worker (protocol v2)")
     ap.add_argument("--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)")
@@ -255,7 +268,10 @@ def main() -> None:
     ap.add_argument(
         "--threads", type=int, default=None, help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)"
     )
+    ap.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one dies (a CLI killed mid-run leaves no worker behind)")
     args = ap.parse_args()
+    if args.exit_with_parent:
+        watch_parent(os.getppid())
     # The sampler thread runs Python between kernels; a shorter switch interval lets the HTTP
     # loop take requests in between instead of waiting 5 ms for the interpreter each time.
     sys.setswitchinterval(0.0005)

@@ -22,8 +22,10 @@ export interface TokenPolicyOptions {
   lora: { rank: number; alpha: number; targets: string[] };
   seed: number;
   system: string;
-  /** The tools of a task's environment as JSON schemas (the function name is the action). */
+  /** The tools of a task's environment as JSON schemas (the function name is the action, unless `toolNames` renames it). */
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
+  /** The function name the model sees for an action, where they differ (DBBench's `submit` is `commit_final_answer`). */
+  toolNames?: Readonly<Record<string, string>>;
   maxTokens?: number;
   /** AdamW learning rate for the adapter (default 3e-3, where the suite LM learned without collapsing; the trainer's own `learningRate` is the embedded policy's). */
   learningRate?: number;
@@ -136,9 +138,10 @@ export class TokenPolicy implements Policy {
     if (s.completion.parse_error) return { action: INVALID_TOOL_CALL, args: { raw: s.completion.text, error: s.completion.parse_error }, logProb, tokens };
     const call = s.completion.tool_calls?.[0];
     if (!call) return { action: NO_TOOL_CALL, args: { content: s.completion.content }, logProb, tokens };
-    if (!tools.includes(call.function.name)) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, tokens };
+    const action = Object.entries(this.opts.toolNames ?? {}).find(([, name]) => name === call.function.name)?.[0] ?? call.function.name;
+    if (!tools.includes(action)) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, tokens };
     try {
-      return { action: call.function.name, args: JSON.parse(call.function.arguments || "{}") as Record<string, unknown>, logProb, tokens };
+      return { action, args: JSON.parse(call.function.arguments || "{}") as Record<string, unknown>, logProb, tokens };
     } catch (err) {
       return { action: INVALID_TOOL_CALL, args: { raw: call.function.arguments, error: (err as Error).message }, logProb, tokens };
     }

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, evalSet, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { PanelRouting } from "@harness-s/adapters";
 import { readPanelFile } from "../panel-file.ts";
@@ -10,7 +10,10 @@ import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
-import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { embeddedRendering, workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { dbbenchExperimentBase, dbbenchPool, dbbenchRendering } from "../dbbench-setup.ts";
+import { dbbenchReportSection } from "../report/dbbench-section.ts";
+import { openEngine } from "./dbbench.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
 import { startTableSection } from "../suite-lm/compare.ts";
 import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
@@ -58,6 +61,8 @@ export interface ExperimentOptions {
   profileBudget?: number;
   /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
   voters?: string;
+  /** Train on DBBench instead of the embedded suite (with a worker's policy): its engine and the pool to route between. */
+  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string };
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -121,7 +126,8 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
   };
-  const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), { config, suite }, opts.resume ?? false) : undefined;
+  const runKey = { config, suite, ...(opts.dbbench ? { dbbench: opts.dbbench } : {}) };
+  const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
   const bar = createProgress(total, "training");
@@ -133,61 +139,72 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
-    ? workerPolicySetup(embedded, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } })
-    : embedded;
-  // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
-  const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
-  const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
-  const pace = stepPace(deps.sampled);
-  const summary =
-    opts.runtime === "local-aws"
-      ? await runExperimentLocalAws(
-          config,
-          deps,
-          (d, label) => bar.update(d, label),
-          (line) => process.stderr.write(`${line}\n`),
-          panel ? { panel } : {},
+  const engine = opts.dbbench ? await openEngine(opts.dbbench) : undefined;
+  try {
+    const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : embedded;
+    const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
+      ? workerPolicySetup(
+          source,
+          { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } },
+          engine ? dbbenchRendering : embeddedRendering,
         )
-      : await runExperimentToEnd(config, {
-          ...deps,
-          onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}${pace()}`),
-          resume: checkpoint!.state,
-          onSeedBaseline: checkpoint!.addBaseline,
-          onArmSeed: checkpoint!.addResult,
-          onUnitStep: checkpoint!.saveUnit,
-        });
-  bar.stop();
-  const pools = await Promise.all(
-    config.seeds.map(async (seed) => {
-      const { pool, harm } = (await deps.instance(seed)).evolution;
-      return [seed, { ...pool, harm }] as const;
-    }),
-  );
-  const poolsFile = Object.fromEntries(pools);
-  await writeFile(join(runDir, "pools.json"), JSON.stringify(poolsFile, null, 2));
-  ExperimentSummary.parse(summary);
-
-  let sweep: SweepResult | undefined;
-  if (opts.sweeps.includes("cue")) {
-    const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
-    sweep = await runSweep(config, { ...defaultEmbeddedSettings, ...suite }, (label, i) => sweepBar.update(i, label));
-    sweepBar.stop();
-    await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
-  }
-  const pairedSweeps: PairedSweep[] = [];
-  for (const kind of ["router", "reanchor"] as const) {
-    if (!opts.sweeps.includes(kind)) continue;
-    const started = Date.now();
-    const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) =>
-      process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
+      : source;
+    // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
+    const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
+    const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
+    const pace = stepPace(deps.sampled);
+    const summary =
+      opts.runtime === "local-aws"
+        ? await runExperimentLocalAws(
+            config,
+            deps,
+            (d, label) => bar.update(d, label),
+            (line) => process.stderr.write(`${line}\n`),
+            panel ? { panel } : {},
+          )
+        : await runExperimentToEnd(config, {
+            ...deps,
+            onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}${pace()}`),
+            resume: checkpoint!.state,
+            onSeedBaseline: checkpoint!.addBaseline,
+            onArmSeed: checkpoint!.addResult,
+            onUnitStep: checkpoint!.saveUnit,
+          });
+    bar.stop();
+    const pools = await Promise.all(
+      config.seeds.map(async (seed) => {
+        const { pool, harm } = (await deps.instance(seed)).evolution;
+        return [seed, { ...pool, harm }] as const;
+      }),
     );
-    await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
-    pairedSweeps.push(result);
+    const poolsFile = Object.fromEntries(pools);
+    await writeFile(join(runDir, "pools.json"), JSON.stringify(poolsFile, null, 2));
+    ExperimentSummary.parse(summary);
+
+    let sweep: SweepResult | undefined;
+    if (opts.sweeps.includes("cue")) {
+      const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
+      sweep = await runSweep(config, { ...defaultEmbeddedSettings, ...suite }, (label, i) => sweepBar.update(i, label));
+      sweepBar.stop();
+      await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
+    }
+    const pairedSweeps: PairedSweep[] = [];
+    for (const kind of ["router", "reanchor"] as const) {
+      if (!opts.sweeps.includes(kind)) continue;
+      const started = Date.now();
+      const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) =>
+        process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
+      );
+      await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
+      pairedSweeps.push(result);
+    }
+    await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
+    const dbSection = engine ? dbbenchReportSection(summary, checkpoint!.state.baselines, evalSet(config, (await deps.instance(config.seeds[0]!)).heldout)) : "";
+    await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + dbSection);
+    await writePlots(runDir, summary, sweep, pairedSweeps);
+    printTable(summary, (Date.now() - started) / 1000, runDir);
+    return summary;
+  } finally {
+    await engine?.shutdown();
   }
-  await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-  await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows));
-  await writePlots(runDir, summary, sweep, pairedSweeps);
-  printTable(summary, (Date.now() - started) / 1000, runDir);
-  return summary;
 }

@@ -50,7 +50,13 @@ async function seedBaseline(
   const h0Held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runner0);
   const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
   const r1 = await evaluateTasks(evalSet(config, inst.heldout), pick0, config.evalSamples, evalBase, runner0);
-  const baseline = { seed, h0: { train: score(h0Train), heldout: score(h0Held) }, rank1: { heldout: score(r1) }, behaviours: h0Train.behaviours };
+  const baseline = {
+    seed,
+    h0: { train: score(h0Train), heldout: score(h0Held) },
+    rank1: { heldout: score(r1) },
+    behaviours: h0Train.behaviours,
+    byCombination: { heldout: h0Held.byCombination },
+  };
   await deps.onSeedBaseline?.(baseline);
   if ("id" in initial) await deps.policies?.release?.(initial.id);
   return baseline;

@@ -32,6 +32,8 @@ export const SeedBaseline = z.object({
   h0: SplitScores,
   rank1: z.object({ heldout: Score }),
   behaviours: z.record(z.string(), z.number()),
+  /** H0 held-out scores per requirement combination (DBBench: per row type), kept in the run's checkpoint. */
+  byCombination: z.object({ heldout: z.record(z.string(), Score) }).optional(),
 });
 export type SeedBaseline = z.infer<typeof SeedBaseline>;
 

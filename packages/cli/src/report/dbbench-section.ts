@@ -1,0 +1,59 @@
+import { mean, type ExperimentSummary, type SeedBaseline, type Task } from "@harness-s/core";
+
+type Scores = Record<string, { avgAt3: number }>;
+const SELECT = (type: string) => !["INSERT", "UPDATE", "DELETE"].includes(type);
+
+/**
+ * AgentBench's figures under H0 on the evaluated held-out rows: accuracy per row type (the mean
+ * success over the evaluation's attempts) and `overall_cat_accuracy` (SELECT rows pooled, INSERT
+ * and UPDATE: a third each), for the initial policy and for each arm after training, mean over seeds.
+ */
+export function dbbenchAccuracies(byType: readonly Scores[], evaluated: readonly Task[]): { perType: Record<string, number>; overallCatAccuracy: number } {
+  const counts = new Map<string, number>();
+  for (const t of evaluated) counts.set(t.tags[0]!, (counts.get(t.tags[0]!) ?? 0) + 1);
+  const perType: Record<string, number> = {};
+  for (const type of [...counts.keys()].sort()) perType[type] = mean(byType.map((s) => s[`dbbench:${type}`]?.avgAt3 ?? 0));
+  const selects = [...counts].filter(([t]) => SELECT(t));
+  const selectN = selects.reduce((n, [, c]) => n + c, 0);
+  const cats = [
+    ...(selectN ? [selects.reduce((a, [t, c]) => a + perType[t]! * c, 0) / selectN] : []),
+    ...["INSERT", "UPDATE"].filter((t) => counts.has(t)).map((t) => perType[t]!),
+  ];
+  return { perType, overallCatAccuracy: cats.length ? mean(cats) : 0 };
+}
+
+/** The report's DBBench section: per-type accuracy and overall_cat_accuracy before and after training. */
+export function dbbenchReportSection(summary: ExperimentSummary, baselines: readonly SeedBaseline[], evaluated: readonly Task[]): string {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const rows: [string, ReturnType<typeof dbbenchAccuracies>][] = [
+    [
+      "initial policy",
+      dbbenchAccuracies(
+        baselines.map((b) => b.byCombination?.heldout ?? {}),
+        evaluated,
+      ),
+    ],
+    ...summary.arms.map(
+      (a) =>
+        [
+          a.name,
+          dbbenchAccuracies(
+            a.perSeed.map((r) => r.byCombination.heldout),
+            evaluated,
+          ),
+        ] as [string, ReturnType<typeof dbbenchAccuracies>],
+    ),
+  ];
+  const types = Object.keys(rows[0]![1].perType);
+  return [
+    "",
+    "## DBBench: AgentBench's accuracies under H0 (held-out rows evaluated)",
+    "",
+    `${evaluated.length} held-out rows; accuracy = mean success over the evaluation's attempts, mean over seeds; overall_cat_accuracy: SELECT rows pooled, INSERT and UPDATE, a third each.`,
+    "",
+    `| policy | overall_cat_accuracy | ${types.join(" | ")} |`,
+    `|---|---|${types.map(() => "---").join("|")}|`,
+    ...rows.map(([name, r]) => `| ${name} | ${pct(r.overallCatAccuracy)} | ${types.map((t) => pct(r.perType[t]!)).join(" | ")} |`),
+    "",
+  ].join("\n");
+}
