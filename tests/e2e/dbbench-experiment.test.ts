@@ -1,9 +1,11 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
+import { createPool, parseHarnessSpec, type HarnessSpec } from "@harness-s/core";
+import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { Checkpoint } from "../../packages/cli/src/checkpoint.ts";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 
@@ -12,8 +14,9 @@ import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 // the command, the fixed splits, a fresh database per rollout, two arms for one step.
 const run = promisify(execFile);
 const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
-const args = (engine: string) => [
+const args = (engine: string, pool: string) => [
   "experiment",
+  ...["--pool", pool],
   ...["--env", "dbbench", "--engine", engine, "--policy", "worker", "--policy-model", "tiny", "--policy-max-tokens", "6"],
   ...["--seeds", "1", "--arms", "grpo,harness-s", "--steps", "1", "--train", '{"batchSize":2,"groupSize":2}', "--eval-tasks", "1", "--eval-samples", "3", "--profile-budget", "2"],
 ];
@@ -23,17 +26,22 @@ const checkpointOf = async (dir: string) => Checkpoint.parse(JSON.parse(await re
 describe("harness-s experiment --env dbbench --policy worker (tiny model)", () => {
   it("runs end to end on SQLite and on MariaDB, writing summary.json and a report with AgentBench's accuracies; a run killed part-way and resumed gives the same summary", async () => {
     await ensureWorkerVenv();
+    // Prepare: H0 and three siblings at 3 rounds instead of 15 (a smoke run's length; the tiny model never commits).
+    const short = (h: HarnessSpec) => parseHarnessSpec({ ...h, budget: { maxTurns: 3 } });
+    const keep = ["dbbench-answer-gate", "dbbench-explained-errors", "dbbench-normalisation-hints"];
+    const pool = join(await mkdtemp(join(tmpdir(), "hs-db-pool-")), "pool.json");
+    await writeFile(pool, JSON.stringify(createPool("dbbench-smoke", short(dbbenchH0), dbbenchSiblings.filter((s) => keep.includes(s.id)).map(short))));
     // Act: SQLite, MariaDB, and MariaDB killed after its first (arm, seed) and resumed.
     const sqlite = await mkdtemp(join(tmpdir(), "hs-db-sqlite-"));
-    await run("node", [...cli, ...args("sqlite"), "--out", sqlite], { timeout: 400_000 });
+    await run("node", [...cli, ...args("sqlite", pool), "--out", sqlite], { timeout: 400_000 });
     const mysql = await mkdtemp(join(tmpdir(), "hs-db-mysql-"));
-    await run("node", [...cli, ...args("mysql"), "--out", mysql], { timeout: 400_000 });
+    await run("node", [...cli, ...args("mysql", pool), "--out", mysql], { timeout: 400_000 });
     const killed = await mkdtemp(join(tmpdir(), "hs-db-killed-"));
-    const child = spawn("node", [...cli, ...args("mysql"), "--out", killed], { stdio: "ignore" });
+    const child = spawn("node", [...cli, ...args("mysql", pool), "--out", killed], { stdio: "ignore" });
     await vi.waitUntil(async () => ((await checkpointOf(killed).catch(() => undefined))?.results.length ?? 0) >= 1, { timeout: 400_000, interval: 200 });
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
-    const { stderr } = await run("node", [...cli, ...args("mysql"), "--out", killed, "--resume"], { timeout: 400_000 });
+    const { stderr } = await run("node", [...cli, ...args("mysql", pool), "--out", killed, "--resume"], { timeout: 400_000 });
     // Assess
     for (const dir of [sqlite, mysql]) {
       const summary = await summaryOf(dir);

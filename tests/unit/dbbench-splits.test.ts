@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, dbbenchTaskSets, drawSplits, loadSplit, readSplits } from "@harness-s/dbbench";
+import { BUNDLED_DATA_DIR, SqliteEngine, dbbenchTaskSets, drawSplits, loadSplit, readSplits } from "@harness-s/dbbench";
+import { dbbenchExperimentBase, dbbenchPool } from "../../packages/cli/src/dbbench-setup.ts";
 
 describe("DBBench's fixed splits (data/splits.json)", () => {
   it("are what the rule draws from the bundled rows, written with the rule", async () => {
@@ -39,5 +40,16 @@ describe("DBBench's fixed splits (data/splits.json)", () => {
     expect(t.heldout.map((x) => x.id)).toEqual(s.heldout);
     expect(t.train.map((x) => x.split)).toEqual(t.train.map(() => "train"));
     expect(t.dev.every((x) => x.id.startsWith("dev-") && x.split === "dev")).toBe(true);
+  });
+
+  it("an experiment's DBBench instance: dev (profiles, re-anchoring, evolution) holds dev rows only, and no held-out row is in train or dev", async () => {
+    const s = await readSplits(BUNDLED_DATA_DIR);
+    const held = new Set(s.heldout);
+    const base = await dbbenchExperimentBase(new SqliteEngine(), "test", await dbbenchPool());
+    const inst = await base.instance(1);
+    expect(inst.dev.every((t) => t.id.startsWith("dev-"))).toBe(true);
+    expect([...inst.train, ...inst.dev].filter((t) => held.has(t.id))).toEqual([]);
+    expect(inst.heldout.map((t) => t.id)).toEqual(s.heldout);
+    expect(inst.evolution.pool.siblings.map((x) => x.id)).toContain("dbbench-answer-gate");
   });
 });

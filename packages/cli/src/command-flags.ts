@@ -54,6 +54,7 @@ export const ExperimentFlags = z
     engine: z.enum(["mysql", "sqlite"]),
     mysqlUrl: url,
     pool: z.string().min(1).optional(),
+    dbConcurrency: int(1, 256),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
   .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench trains a language model: it needs --policy worker" })

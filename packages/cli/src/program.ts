@@ -108,6 +108,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
     .option("--mysql-url <url>", "with --env dbbench: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
     .option("--pool <file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)")
+    .option("--db-concurrency <n>", "with --env dbbench: rollout databases open at once", "8")
     .action(async (raw) => {
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
@@ -140,7 +141,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         evalSamples: o.evalSamples,
         profileBudget: o.profileBudget,
         voters: o.voters,
-        ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool } } : {}),
+        ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
       });
     });
 

@@ -18,3 +18,4 @@ export * from "./engines/sql-lexer.ts";
 export * from "./gateway-observer.ts";
 export * from "./splits.ts";
 export * from "./leak-secrets.ts";
+export * from "./engines/limited.ts";

@@ -14,6 +14,7 @@ import { embeddedRendering, workerPolicySetup, type WorkerDeps, type WorkerPolic
 import { dbbenchExperimentBase, dbbenchPool, dbbenchRendering } from "../dbbench-setup.ts";
 import { dbbenchReportSection } from "../report/dbbench-section.ts";
 import { openEngine } from "./dbbench.ts";
+import { limitSessions } from "@harness-s/dbbench";
 import { startPolicyWorker } from "../policy-worker.ts";
 import { startTableSection } from "../suite-lm/compare.ts";
 import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
@@ -62,7 +63,7 @@ export interface ExperimentOptions {
   /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
   voters?: string;
   /** Train on DBBench instead of the embedded suite (with a worker's policy): its engine and the pool to route between. */
-  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string };
+  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string; concurrency?: number };
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -126,7 +127,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
   };
-  const runKey = { config, suite, ...(opts.dbbench ? { dbbench: opts.dbbench } : {}) };
+  const runKey = { config, suite, ...(opts.dbbench ? { dbbench: { engine: opts.dbbench.engine, pool: opts.dbbench.pool ?? null } } : {}) };
   const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
@@ -139,7 +140,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const engine = opts.dbbench ? await openEngine(opts.dbbench) : undefined;
+  const engine = opts.dbbench ? limitSessions(await openEngine(opts.dbbench), opts.dbbench.concurrency ?? 8) : undefined;
   try {
     const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : embedded;
     const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker

@@ -55,5 +55,11 @@ export function dbbenchReportSection(summary: ExperimentSummary, baselines: read
     `|---|---|${types.map(() => "---").join("|")}|`,
     ...rows.map(([name, r]) => `| ${name} | ${pct(r.overallCatAccuracy)} | ${types.map((t) => pct(r.perType[t]!)).join(" | ")} |`),
     "",
+    ...(rows.every(([, r]) => r.overallCatAccuracy === 0)
+      ? [
+          "No policy solved an evaluated row. With an untrained model (the tiny test model solves none) such a run checks that every part works — rescues triggered, siblings' contexts rendered, datums trained, the evaluation written — not that anything was learned.",
+          "",
+        ]
+      : []),
   ].join("\n");
 }
