@@ -6,9 +6,17 @@ import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
 
-async function load(url: string, body: string, headers: Record<string, string>, seconds: number) {
+type Load = { rps: number; p50: number; p99: number; errors: number };
+
+async function load(url: string, body: string, headers: Record<string, string>, seconds: number): Promise<Load> {
   const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** Each figure's median over rounds (errors summed). */
+function median(runs: readonly Load[]): Load {
+  const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { rps: mid(runs.map((r) => r.rps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), errors: runs.reduce((n, r) => n + r.errors, 0) };
 }
 
 /**
@@ -16,7 +24,8 @@ async function load(url: string, body: string, headers: Record<string, string>, 
  * as two bare Hono endpoints on the same stores: one that parses the body with the same zod type
  * and calls the same use-case (`routeTask`: the pool and profiles read, the vote, the decision
  * written) with none of the API's authorisation, metering, body limits or OpenAPI layer; and one
- * that only validates the body (the floor of an HTTP request here).
+ * that only validates the body (the floor of an HTTP request here). Each is measured in three
+ * interleaved rounds of `seconds`; the figures are the medians.
  */
 export async function benchApi(instance: SeedInstance, seconds: number): Promise<string[]> {
   const pools = new MemoryPoolStore();
@@ -41,9 +50,15 @@ export async function benchApi(instance: SeedInstance, seconds: number): Promise
       failedEvents: ["page:more"],
       k: 2,
     });
-    const router = await load(`${api.url}/v1/route`, body, { authorization: `Bearer ${secret}` }, seconds);
-    const hono = await load(base.url, body, {}, seconds);
-    const bodyOnly = await load(floor.url, body, {}, seconds);
+    // Three interleaved rounds, the median of each figure: a machine whose speed drifts during the
+    // run (other processes, thermal) moves every endpoint alike instead of the one measured last.
+    const rounds = { router: [] as Load[], hono: [] as Load[], bodyOnly: [] as Load[] };
+    for (let i = 0; i < 3; i++) {
+      rounds.router.push(await load(`${api.url}/v1/route`, body, { authorization: `Bearer ${secret}` }, seconds));
+      rounds.hono.push(await load(base.url, body, {}, seconds));
+      rounds.bodyOnly.push(await load(floor.url, body, {}, seconds));
+    }
+    const [router, hono, bodyOnly] = [median(rounds.router), median(rounds.hono), median(rounds.bodyOnly)];
     const line = (name: string, r: typeof router) => `${name.padEnd(34)}${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`;
     return [
       line("router API /v1/route (loopback)", router),
