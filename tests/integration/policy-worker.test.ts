@@ -29,6 +29,7 @@ import {
   type SampleResponseV2,
   type Task,
   VoterPanel,
+  givenPool,
   GatewayEpisodes,
   GatewayTrajectory,
   envelope,
@@ -450,17 +451,7 @@ describe("a unit whose worker process is killed mid-run", () => {
     train: tasks,
     dev: tasks,
     heldout: tasks,
-    evolution: {
-      pool,
-      candidates: [],
-      h0Failures: [],
-      repairSets: {},
-      locality: 0,
-      complementarity: 0,
-      initialProfiles: {},
-      rolloutsSpent: 0,
-      harm: { h0Solved: 0, siblings: {} },
-    },
+    evolution: givenPool(pool),
   });
 
   async function run(url: string, resume?: ExperimentDeps["resume"], onStep?: (cp: UnitCheckpoint) => void) {

@@ -1,4 +1,4 @@
-import { createPool, parseOrThrow, statisticalVoters, HarnessPool, type ExperimentDeps, type Protocol, type SeedInstance } from "@harness-s/core";
+import { createPool, givenPool, statisticalVoters, HarnessPool, type ExperimentDeps, type Protocol, type SeedInstance } from "@harness-s/core";
 import { BUNDLED_DATA_DIR, DBBENCH_SYSTEM, DbBenchEnvironment, dbbenchH0, dbbenchSiblings, dbbenchTaskSets, dbbenchTools, type SqlEngine } from "@harness-s/dbbench";
 import { readJsonFile } from "./json-file.ts";
 import type { TokenRendering } from "./worker-setup.ts";
@@ -19,7 +19,7 @@ export async function dbbenchPool(file?: string): Promise<HarnessPool> {
   if (!file) return createPool("dbbench", dbbenchH0, dbbenchSiblings, { note: "hand-written DBBench siblings (the reference pool)" });
   const pool = await readJsonFile(file, HarnessPool);
   if (!pool) throw new Error(`no pool file ${file}`);
-  return parseOrThrow(HarnessPool, pool, `pool ${file}`);
+  return pool;
 }
 
 /**
@@ -37,17 +37,7 @@ export async function dbbenchExperimentBase(engine: SqlEngine, protocol: Protoco
     train: sets.train,
     dev: sets.dev,
     heldout: sets.heldout,
-    evolution: {
-      pool,
-      candidates: [],
-      h0Failures: [],
-      repairSets: {},
-      locality: 0,
-      complementarity: 0,
-      initialProfiles: {},
-      rolloutsSpent: 0,
-      harm: { h0Solved: 0, siblings: {} },
-    },
+    evolution: givenPool(pool),
   };
   return {
     env: new DbBenchEnvironment(sets.rows, engine),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { mean, runEpisode, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
-import { isMutation, rowTask, type DbBenchRow } from "./data.ts";
+import { MUTATION_TYPES, rowTask, type DbBenchRow } from "./data.ts";
 import { DbBenchEnvironment } from "./environment.ts";
 import type { SqlEngine } from "./engines/engine.ts";
 import { mapLimit } from "./verify.ts";
@@ -82,21 +82,33 @@ export async function evalAgent(
     if (r.success) t.correct++;
   }
   for (const t of Object.values(byType)) t.accuracy = t.correct / t.total;
-  const acc = (xs: DbEvalRow[]) => (xs.length ? mean(xs.map((x) => (x.success ? 1 : 0))) : 0);
-  const rowsById = new Map(rows.map((r) => [r.id, r]));
-  const selects = results.filter((r) => !isMutation(rowsById.get(r.id)!));
-  const cats = [selects, results.filter((r) => r.type === "INSERT"), results.filter((r) => r.type === "UPDATE")].filter((c) => c.length > 0);
   return {
     harness: harness.id,
     engine: engine.name,
     rows: results.length,
     byType,
-    overallCatAccuracy: cats.length ? mean(cats.map(acc)) : 0,
-    accuracy: acc(results),
+    overallCatAccuracy: overallCatAccuracy(byType),
+    accuracy: results.length ? mean(results.map((x) => (x.success ? 1 : 0))) : 0,
     failedRounds: results.reduce((n, r) => n + r.failedRounds, 0),
     erroredRows: results.filter((r) => r.error !== null).length,
     results,
   };
+}
+
+/**
+ * AgentBench's overall_cat_accuracy from per-type counts: SELECT rows (every type but the
+ * mutations) pooled, INSERT and UPDATE, a third each; a category without rows is left out.
+ *
+ * @example
+ * overallCatAccuracy({ counting: { correct: 1, total: 2 }, INSERT: { correct: 1, total: 1 } }); // 0.75
+ */
+export function overallCatAccuracy(byType: Readonly<Record<string, { correct: number; total: number }>>): number {
+  const pooled = (keep: (type: string) => boolean) =>
+    Object.entries(byType)
+      .filter(([t]) => keep(t))
+      .reduce((a, [, c]) => ({ correct: a.correct + c.correct, total: a.total + c.total }), { correct: 0, total: 0 });
+  const cats = [pooled((t) => !(MUTATION_TYPES as readonly string[]).includes(t)), pooled((t) => t === "INSERT"), pooled((t) => t === "UPDATE")].filter((c) => c.total > 0);
+  return cats.length ? mean(cats.map((c) => c.correct / c.total)) : 0;
 }
 
 /** A Markdown report of one evaluation. */

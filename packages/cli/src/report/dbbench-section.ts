@@ -1,7 +1,7 @@
 import { mean, type ExperimentSummary, type SeedBaseline, type Task } from "@harness-s/core";
+import { overallCatAccuracy } from "@harness-s/dbbench";
 
 type Scores = Record<string, { avgAt3: number }>;
-const SELECT = (type: string) => !["INSERT", "UPDATE", "DELETE"].includes(type);
 
 /**
  * AgentBench's figures under H0 on the evaluated held-out rows: accuracy per row type (the mean
@@ -13,13 +13,8 @@ export function dbbenchAccuracies(byType: readonly Scores[], evaluated: readonly
   for (const t of evaluated) counts.set(t.tags[0]!, (counts.get(t.tags[0]!) ?? 0) + 1);
   const perType: Record<string, number> = {};
   for (const type of [...counts.keys()].sort()) perType[type] = mean(byType.map((s) => s[`dbbench:${type}`]?.avgAt3 ?? 0));
-  const selects = [...counts].filter(([t]) => SELECT(t));
-  const selectN = selects.reduce((n, [, c]) => n + c, 0);
-  const cats = [
-    ...(selectN ? [selects.reduce((a, [t, c]) => a + perType[t]! * c, 0) / selectN] : []),
-    ...["INSERT", "UPDATE"].filter((t) => counts.has(t)).map((t) => perType[t]!),
-  ];
-  return { perType, overallCatAccuracy: cats.length ? mean(cats) : 0 };
+  const asCounts = Object.fromEntries([...counts].map(([t, n]) => [t, { correct: perType[t]! * n, total: n }]));
+  return { perType, overallCatAccuracy: overallCatAccuracy(asCounts) };
 }
 
 /** The report's DBBench section: per-type accuracy and overall_cat_accuracy before and after training. */

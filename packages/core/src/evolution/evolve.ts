@@ -75,6 +75,17 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   return { ...frozenPool(config, deps, h0, h0Failures, candidates, meter.spent), ...(meter.stopped ? { stopped: meter.stopped } : {}) };
 }
 
+/**
+ * The evolution result of a pool given as it is (hand-written, or evolved elsewhere): no
+ * candidates, repair sets or harm measured; its initial profiles empty until someone measures them.
+ *
+ * @example
+ * const instance = { train, dev, heldout, evolution: givenPool(createPool("dbbench", h0, siblings)) };
+ */
+export function givenPool(pool: HarnessPool): EvolutionResult {
+  return { pool, candidates: [], h0Failures: [], repairSets: {}, locality: 0, complementarity: 0, initialProfiles: {}, rolloutsSpent: 0, harm: { h0Solved: 0, siblings: {} } };
+}
+
 type Candidate = CandidateRecord & { measured: Measured };
 type Compare = (m: Measured) => { repairs: string[]; breaks: string[]; score: number };
 

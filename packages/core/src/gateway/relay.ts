@@ -1,7 +1,7 @@
 import { EpisodeClosedError } from "../errors.ts";
 import type { EnvOutcome, EnvSession, EnvStep, Environment } from "../ports.ts";
 import type { Task } from "../task.ts";
-import type { ChatMsg } from "./chat-format.ts";
+import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX, type ChatMsg } from "./chat-format.ts";
 import type { UpstreamTurn } from "./upstream-turn.ts";
 
 /**
@@ -25,9 +25,9 @@ export const genericObserver: ObserverFactory = () => ({
 
 /** The event of a call the model got wrong (the agent answered it with an error of its own). */
 export function failedCallEvent(action: string): string | undefined {
-  if (action === "invalid") return "error:tool-call";
-  if (action === "no-tool-call") return "error:no-tool-call";
-  if (action.startsWith("unknown:")) return "error:unknown-tool";
+  if (action === INVALID_TOOL_CALL) return "error:tool-call";
+  if (action === NO_TOOL_CALL) return "error:no-tool-call";
+  if (action.startsWith(UNKNOWN_TOOL_PREFIX)) return "error:unknown-tool";
   return undefined;
 }
 
