@@ -5,7 +5,7 @@
 // (--in-process builds instances on the API's thread, as main did before issue 18, for comparison)
 import { EXPERIMENT_LIMITS, LocalPolicyEndpoints, newApiKey, percentile } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
-import { createApp } from "@harness-s/functions/api/app";
+import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { localQueuedExperiment } from "../packages/cli/src/runtime/local-aws.ts";
@@ -22,7 +22,7 @@ await stack.deps.pools.put(inst.evolution.pool);
 for (const p of Object.values(inst.evolution.initialProfiles)) await stack.deps.profiles.put(inst.evolution.pool.id, p);
 const keys = ["runner", "router"].map((id) => newApiKey(id, ["route", "experiments"]));
 for (const k of keys) await stack.deps.keys.put(k.record);
-const api = await listen(createApp(stack.deps).fetch, 0, "127.0.0.1", { maxBodyBytes: stack.deps.maxBodyBytes });
+const api = await listen(createApp(stack.deps).fetch, 0, "127.0.0.1", { bodyLimit: bodyLimitOf(stack.deps) });
 const post = (path: string, body: unknown, secret: string) =>
   fetch(`${api.url}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body: JSON.stringify(body) });
 const routeBody = { poolId: inst.evolution.pool.id, task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 };

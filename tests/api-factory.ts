@@ -1,5 +1,5 @@
 import { newApiKey, type HarnessPool, type ProfileSet, type Scope } from "@harness-s/core";
-import { createApp } from "../functions/api/app.ts";
+import { bodyLimitOf, createApp } from "../functions/api/app.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listen, memoryApiDeps } from "../functions/api/local.ts";
 
@@ -18,5 +18,5 @@ export async function addKey(deps: ApiDeps, id: string, scopes: Scope[], quota?:
 
 /** Serves the app on an ephemeral loopback port. */
 export function startApi(deps: ApiDeps): Promise<{ url: string; close: () => Promise<void> }> {
-  return listen(createApp(deps).fetch, 0, "127.0.0.1", { maxBodyBytes: deps.maxBodyBytes });
+  return listen(createApp(deps).fetch, 0, "127.0.0.1", { bodyLimit: bodyLimitOf(deps) });
 }

@@ -5,7 +5,7 @@ import { documentConfig, registerSecurity } from "./openapi-parts.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
-import { gatewayApp } from "./routes/gateway.ts";
+import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
 import { rescuesApp } from "./routes/rescues.ts";
@@ -34,4 +34,16 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .onError(errorResponse);
   registerSecurity(app);
   return app;
+}
+
+/**
+ * The largest body each path takes: the gateway's conversations their own limit, every other
+ * route the API's. The listener reads it to refuse an `Expect: 100-continue` body before it is sent.
+ *
+ * @example
+ * await listen(createApp(deps).fetch, 18787, "127.0.0.1", { bodyLimit: bodyLimitOf(deps) });
+ */
+export function bodyLimitOf(deps: Pick<ApiDeps, "maxBodyBytes" | "gateway">): (path: string) => number {
+  const gateway = deps.gateway ? gatewayBodyBytes(deps.gateway) : deps.maxBodyBytes;
+  return (path) => (path.startsWith("/v1/gateway/chat/") ? gateway : deps.maxBodyBytes);
 }

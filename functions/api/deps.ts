@@ -58,7 +58,7 @@ export interface ApiDeps {
 
 /** What the gateway adds to the API's deps: the model endpoint, the live episodes, what it routes and how it reads tool outputs. */
 export type GatewaySettings = Omit<GatewayDeps, keyof RouteTaskDeps> & {
-  /** Largest conversation accepted, in bytes (default 4 MiB: conversations grow with every turn). */
+  /** Largest conversation accepted, in bytes (default GATEWAY_LIMITS.maxBodyBytes: conversations grow with every turn). */
   maxBodyBytes?: number;
 };
 

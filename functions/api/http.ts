@@ -13,6 +13,7 @@ export type ApiEnv = {
 };
 import type { z } from "zod";
 import {
+  BackloggedMeter,
   type CoreErrorCode,
   HarnessSError,
   Id,
@@ -20,10 +21,12 @@ import {
   PayloadTooLargeError,
   RequestTimeoutError,
   UnsupportedMediaTypeError,
+  UpstreamRejectedError,
   UriTooLongError,
   ValidationError,
   authorize,
   formatIssues,
+  mergeUsage,
   requestUsage,
   type Scope,
 } from "@harness-s/core";
@@ -181,26 +184,33 @@ export async function requireScope(c: Context<ApiEnv>, scope: Scope, deps: ApiDe
 
 /** Adds to what this request is metered for when it ends (ballots, LLM tokens and cost). */
 export function addUsage(c: Context<ApiEnv>, used: Partial<Usage>): void {
-  const sum = { ...c.get("used") };
-  for (const [k, v] of Object.entries(used) as [keyof Usage, number][]) sum[k] = (sum[k] ?? 0) + v;
-  c.set("used", sum);
+  c.set("used", mergeUsage(c.get("used"), used));
 }
 
 /**
  * Meters each authorised request in one write when it ends, failed or not: the request (unless a
  * quota already counted it), what the handler used, and its compute time (ms in the handler).
+ * Usage is bounded before it is written; a write that fails is tried once more, then kept and
+ * sent with the key's next write (`BackloggedMeter`), and logged with what is owed: never dropped.
  */
 export function meterRequest(deps: ApiDeps) {
+  const meter = new BackloggedMeter(deps.meter, (line) => console.error(line));
   return async (c: Context<ApiEnv>, next: () => Promise<void>) => {
     const started = performance.now();
-    await next();
-    const key = c.get("meteredKey");
-    if (key)
-      await deps.meter
-        .add(key.id, requestUsage(key, { ...c.get("used"), computeMs: performance.now() - started }))
-        .catch((err) => console.warn(`metering for ${key.id} failed: ${String(err)}`));
+    try {
+      await next();
+    } finally {
+      const key = c.get("meteredKey");
+      if (key) {
+        const usage = requestUsage(key, { ...c.get("used"), computeMs: performance.now() - started });
+        await meter.add(key.id, usage).catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}).catch(() => undefined)));
+      }
+    }
   };
 }
+
+/** How long a failed usage write waits before its one retry within the request. */
+export const METER_RETRY_MS = 100;
 
 /** Every error code of every package the API runs, and what HTTP says for it (exhaustive by type). */
 export type ErrorCode = CoreErrorCode | AdaptersErrorCode | DbbenchErrorCode;
@@ -233,6 +243,7 @@ export const ERROR_STATUS = {
   ROLLOUT_TIMEOUT: 504,
   EPISODE_CLOSED: 410,
   UPSTREAM_FAILED: 502,
+  UPSTREAM_REJECTED: 400,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The status of a code; one no package declares (a bug) is a 500. */
@@ -247,7 +258,7 @@ export function statusOf(code: string): number {
 export function errorResponse(err: unknown, c: Context): Response {
   if (err instanceof HarnessSError) {
     const status = statusOf(err.code);
-    if (status >= 500) console.error(err);
+    if (status >= 500 || err instanceof UpstreamRejectedError) console.error(err);
     const message = err.code === "STORE_UNAVAILABLE" ? "a backing store is unavailable; retry later" : status === 500 ? "internal error" : err.message;
     const body: Record<string, unknown> = { code: status === 500 ? "INTERNAL" : err.code, message };
     if (err instanceof ValidationError) body.issues = err.issues;

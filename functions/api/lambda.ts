@@ -4,7 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
 import { NotConfiguredError, Prices, statisticalVoters, systemClock, type MessageQueue } from "@harness-s/core";
-import { MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
+import { DECISION_CACHE_LIMITS, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
@@ -27,7 +27,7 @@ const app = createApp({
   coordinator: queue(config.queues.coordinator, "coordinator"),
   tasks: embeddedTaskSource(),
   voters: panel?.voters ?? statisticalVoters,
-  ...(panel ? { panel, decisionCache: new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 }) } : {}),
+  ...(panel ? { panel, decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
   prices: Prices.parse({}),
   clock: systemClock,
   newId: (kind = "dec") => `${kind}_${randomUUID()}`,

@@ -42,23 +42,28 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
   };
 }
 
+/** How long a request's headers may take to arrive before the server drops the connection. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+
 /**
  * Serves `fetch` over HTTP with @hono/node-server; port 0 picks a free one. A request that asks
  * `Expect: 100-continue` is answered 413 before any of its body is sent when its declared length
- * is over `maxBodyBytes` (417 for any other expectation); the server drops a request whose
- * headers or whole body take longer than Node's timeouts set here.
+ * is over its route's limit (`bodyLimit`, by path; {@link bodyLimitOf} for the API), 417 for any
+ * other expectation. Headers that take longer than {@link HEADERS_TIMEOUT_MS} drop the connection
+ * (checked every second, not at Node's default 30 s), as does a request longer than twice the
+ * body deadline in all.
  */
 export async function listen(
   fetch: (req: Request) => Response | Promise<Response>,
   port = 0,
   hostname = "127.0.0.1",
-  opts: { maxBodyBytes?: number } = {},
+  opts: { bodyLimit?: (path: string) => number } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch, port, hostname }, () => resolve(s));
+    const s = serve({ fetch, port, hostname, serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 } }, () => resolve(s));
   });
   const http = server as Server;
-  http.headersTimeout = 10_000;
+  http.headersTimeout = HEADERS_TIMEOUT_MS;
   http.requestTimeout = 2 * (BODY_TIMEOUTS.deadlineMs + 5_000);
   const refuse = (res: ServerResponse, status: number, code: string, message: string) => {
     res.writeHead(status, { "content-type": "application/json", connection: "close" });
@@ -66,7 +71,8 @@ export async function listen(
   };
   http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers["content-length"] ?? Number.NaN);
-    if (opts.maxBodyBytes !== undefined && declared > opts.maxBodyBytes) return refuse(res, 413, "PAYLOAD_TOO_LARGE", `request body exceeds ${opts.maxBodyBytes} bytes`);
+    const limit = opts.bodyLimit?.(new URL(req.url ?? "/", "http://x").pathname);
+    if (limit !== undefined && declared > limit) return refuse(res, 413, "PAYLOAD_TOO_LARGE", `request body exceeds ${limit} bytes`);
     res.writeContinue();
     http.emit("request", req, res);
   });

@@ -6,6 +6,7 @@ import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
 import {
   CachedPoolStore,
+  DECISION_CACHE_LIMITS,
   MemoryDecisionCache,
   SqsQueue,
   createQueueWithDlq,
@@ -150,7 +151,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       voters: opts.panel?.voters ?? statisticalVoters,
       ...(opts.panel ? { panel: opts.panel } : {}),
       // A panel's LLM voters cost tokens: identical requests within a pool and profile version are served again for a minute.
-      ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 }) } : {}),
+      ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,

@@ -1,8 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import OpenAI from "openai";
 import { statisticalVoters } from "@harness-s/core";
-import { DynamoBallotStore, OpenAiVoter } from "@harness-s/adapters";
+import { DynamoBallotStore, OpenAiVoter, REPLY_BYTES, boundedOpenAi } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { createVoteHandler } from "./handler.ts";
@@ -14,7 +13,7 @@ const config = awsConfigFromResources();
 const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
 const single = config.llmApiKey
   ? [
-      new OpenAiVoter(new OpenAI({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeout: 20_000, maxRetries: 1 }), {
+      new OpenAiVoter(boundedOpenAi({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeoutMs: 20_000, maxRetries: 1, maxReplyBytes: REPLY_BYTES.ballot }), {
         id: "llm",
         model: process.env.LLM_MODEL ?? "gpt-4o-mini",
       }),

@@ -89,7 +89,7 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
         const headers = { "x-harness-s-episode": `gw-${row.id}`, "x-harness-s-task-id": row.id, "x-harness-s-task-tags": row.type[0]! };
         const client = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: headers });
         const rollout = await runEpisode(rowTask(row), dbbenchH0, 1, { env, policy: toolPolicy(client) });
-        viaGateway.set(row.id, { success: rollout.success, harness: episodes.get(`gw-${row.id}`)!.harness.id, requests: model.requests.slice(before) });
+        viaGateway.set(row.id, { success: rollout.success, harness: episodes.get("agent", `gw-${row.id}`)!.harness.id, requests: model.requests.slice(before) });
       }
       // …and `dbbench eval` with the harness each row was routed to.
       const byHarness = new Map<string, HarnessSpec>([dbbenchH0, gate].map((h) => [h.id, h]));

@@ -43,6 +43,8 @@ describe("a gateway episode's requests", () => {
     new GatewayEpisode({
       id: "ep",
       keyId: "k",
+      opening: "o",
+      submitTool: "submit",
       task: makeTask({ id: "t1" }),
       harness: makeSpec({ budget: { maxTurns: 2 } }),
       decisionId: "d",
@@ -68,12 +70,13 @@ describe("a gateway episode's requests", () => {
     // Act + Assess
     const a = await episode.advance(first, {}, 0);
     expect(await episode.advance(first, {}, 1)).toBe(a);
-    const next = [...first, { role: "assistant" as const, content: null }, { role: "tool" as const, content: "ok", tool_call_id: "c" }];
+    const echo = { role: "assistant" as const, content: null, tool_calls: [{ id: "c", type: "function" as const, function: { name: "look", arguments: "{}" } }] };
+    const next = [...first, echo, { role: "tool" as const, content: "ok", tool_call_id: "c" }];
     const pending = episode.advance(next, {}, 2);
     await expect(episode.advance(next, {}, 2)).rejects.toBeInstanceOf(ConflictError);
     release();
     expect((await pending).kind).toBe("reply");
-    const last = await episode.advance([...next, { role: "assistant" as const, content: null }, { role: "tool" as const, content: "ok", tool_call_id: "c" }], {}, 3);
+    const last = await episode.advance([...next, echo, { role: "tool" as const, content: "ok", tool_call_id: "c" }], {}, 3);
     expect(last).toEqual({ kind: "ended", reason: "budget-exhausted" });
     expect(calls).toBe(2);
   });

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { RelayOut } from "@harness-s/core";
+import { forcedSubmitReply, type RelayOut } from "@harness-s/core";
 
 type Completion = Record<string, unknown> & { choices?: { index?: number; message?: Record<string, unknown>; finish_reason?: string }[] };
 
@@ -19,8 +19,11 @@ const own = (model: string, message: Record<string, unknown>, finish: string): C
  */
 export function completionFor(out: Exclude<RelayOut, { kind: "upstream-error" }>, model: string, submitTool: string): Completion {
   if (out.kind === "reply") return out.turn.completion as Completion;
-  if (out.kind === "forced-submit")
-    return own(model, { role: "assistant", content: null, tool_calls: [{ id: "call_forced", type: "function", function: { name: submitTool, arguments: "{}" } }] }, "tool_calls");
+  if (out.kind === "forced-submit") {
+    const forced = forcedSubmitReply(submitTool);
+    const calls = forced.toolCalls.map((call, i) => ({ id: `call_forced_${i}`, type: "function", function: call }));
+    return own(model, { role: "assistant", content: forced.content, tool_calls: calls }, "tool_calls");
+  }
   const why = out.reason === "budget-exhausted" ? "the harness's turn budget is spent" : "the answer was committed";
   return own(model, { role: "assistant", content: `[harness] The episode is over: ${why}.` }, "stop");
 }

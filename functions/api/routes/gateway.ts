@@ -2,6 +2,7 @@ import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import {
+  GATEWAY_LIMITS,
   GatewayChatRequest,
   GatewayRequestMeta,
   GatewayTrajectory,
@@ -11,10 +12,10 @@ import {
   ballotUsage,
   formatIssues,
   gatewayChat,
+  spendUsage,
   type GatewayEpisode,
-  type RelayOut,
 } from "@harness-s/core";
-import type { ApiDeps } from "../deps.ts";
+import type { ApiDeps, GatewaySettings } from "../deps.ts";
 import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 import { completionFor, sseOf } from "./gateway-replies.ts";
@@ -46,6 +47,7 @@ export const gatewayRoutes = {
       409: error("another request of this episode is still being answered"),
       410: error("EPISODE_CLOSED: the episode idled out, failed or the gateway restarted; start the conversation again"),
       501: error("this deployment runs no gateway (it needs a long-lived process: harness-s serve --gateway-upstream)"),
+      400: error("VALIDATION_FAILED: a bad body or header; UPSTREAM_REJECTED: the model endpoint refused the request as sent (a sampling parameter, its length)"),
       502: error("UPSTREAM_FAILED: the model endpoint failed; send the same request again and the episode goes on"),
       ...bodyErrors,
     },
@@ -71,6 +73,9 @@ export const gatewayRoutes = {
   }),
 };
 
+/** The largest conversation the gateway reads (its settings', else {@link GATEWAY_LIMITS}). */
+export const gatewayBodyBytes = (gateway: Pick<GatewaySettings, "maxBodyBytes">): number => gateway.maxBodyBytes ?? GATEWAY_LIMITS.maxBodyBytes;
+
 function gatewayOf(deps: ApiDeps) {
   if (!deps.gateway) throw new NotConfiguredError("this deployment runs no gateway: it needs a long-lived process (harness-s serve --gateway-upstream URL)");
   return { ...deps, ...deps.gateway };
@@ -93,22 +98,21 @@ function metaOf(c: Context): GatewayRequestMeta {
 }
 
 const owned = (deps: ApiDeps, id: string, keyId: string): GatewayEpisode => {
-  const episode = gatewayOf(deps).episodes.get(id);
-  if (!episode || episode.keyId !== keyId) throw new NotFoundError("gateway episode", id);
+  const episode = gatewayOf(deps).episodes.get(keyId, id);
+  if (!episode) throw new NotFoundError("gateway episode", id);
   return episode;
 };
-
-const tokensOf = (out: RelayOut) => (out.kind === "reply" && out.turn.usage ? out.turn.usage.promptTokens + out.turn.usage.completionTokens : 0);
 
 export const gatewayApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>()
     .openapi(gatewayRoutes.chat, async (c) => {
       const key = await requireScope(c, "gateway", deps);
       const gw = gatewayOf(deps);
-      const body = await parseBody(c, GatewayChatRequest, gw.maxBodyBytes ?? deps.maxBodyBytes, deps.bodyTimeouts);
-      const { out, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw);
+      const body = await parseBody(c, GatewayChatRequest, gatewayBodyBytes(gw), deps.bodyTimeouts);
+      const { out, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
+      const spent = episode.takeSpent();
+      addUsage(c, { gatewayTurns: spent.turns, gatewayTokens: spent.tokens, ...(decision ? ballotUsage(decision) : {}) });
       if (out.kind === "upstream-error") throw out.error;
-      addUsage(c, { gatewayTurns: out.kind === "reply" ? 1 : 0, gatewayTokens: tokensOf(out), ...(decision ? ballotUsage(decision) : {}) });
       c.header("x-harness-s-harness", episode.harness.id);
       c.header("x-harness-s-decision", episode.decisionId);
       c.header("x-harness-s-episode", episode.id);

@@ -2,7 +2,7 @@ import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { EvidenceReport, Profile, reportEvidence } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 const EvidenceQueued = z.object({ queued: z.number().int() });
@@ -33,9 +33,9 @@ export const profileRoutes = {
 export const profilesApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>()
     .openapi(profileRoutes.evidence, async (c) => {
-      const key = await requireScope(c, "profiles:write", deps);
+      await requireScope(c, "profiles:write", deps);
       const queued = await reportEvidence(await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts), deps);
-      await deps.meter.add(key.id, { rollouts: queued.queued });
+      addUsage(c, { rollouts: queued.queued });
       return c.json(queued, 202);
     })
     .openapi(profileRoutes.list, async (c) => {

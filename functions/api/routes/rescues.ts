@@ -1,8 +1,8 @@
 import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { RescueRequest, RescueStatus, rescueStatus, startRescue } from "@harness-s/core";
+import { RescueRequest, RescueStatus, rescueStatus, spendUsage, startRescue } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 
 const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
@@ -39,8 +39,9 @@ export const rescuesApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>()
     .openapi(rescueRoutes.start, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      const job = await startRescue(await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts), deps, key.id);
-      await deps.meter.add(key.id, { rollouts: job.expected, ballots: deps.voters.length });
+      const body = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+      const job = await startRescue(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
+      addUsage(c, { rollouts: job.expected, ballots: deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })
     .openapi(rescueRoutes.get, async (c) => {

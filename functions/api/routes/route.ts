@@ -1,5 +1,5 @@
 import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
-import { RouteRequest, RoutingDecision, ballotUsage, routeTask } from "@harness-s/core";
+import { RouteRequest, RoutingDecision, ballotUsage, routeTask, spendUsage } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { addUsage, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
@@ -26,7 +26,8 @@ export const routeRoutes = {
 export const routeApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>().openapi(routeRoutes.route, async (c) => {
     const key = await requireScope(c, "route", deps);
-    const decision = await routeTask(await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts), deps, key.id);
+    const body = await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+    const decision = await routeTask(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
     addUsage(c, ballotUsage(decision));
     return c.json(decision, 200);
   });

@@ -8,6 +8,7 @@ export * from "./local/dynamodb-local.ts";
 export * from "./sqs/event.ts";
 export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
+export * from "./llm/bounded-fetch.ts";
 export * from "./llm/openai-voter.ts";
 export * from "./llm/openai-upstream.ts";
 export * from "./llm/openai-proposer.ts";

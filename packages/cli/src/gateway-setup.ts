@@ -1,6 +1,5 @@
-import OpenAI from "openai";
-import { GatewayEpisodes, genericObserver } from "@harness-s/core";
-import { OpenAiUpstream } from "@harness-s/adapters";
+import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver } from "@harness-s/core";
+import { OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, dbbenchObserver, loadSplit, parseArgumentsPy } from "@harness-s/dbbench";
 import type { GatewaySettings } from "@harness-s/functions/api/deps";
 
@@ -17,7 +16,12 @@ export interface GatewayOptions {
   env: "generic" | "dbbench";
   /** Ask the endpoint for token ids (vLLM's `return_token_ids`). */
   returnTokenIds?: boolean;
+  /** How long one completion may take, headers and body (default {@link UPSTREAM_TIMEOUT_MS}). */
+  timeoutMs?: number;
 }
+
+/** How long the gateway waits for one whole completion from its model endpoint. */
+export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 /**
  * The Rank-1 gateway's settings for `serve`: the upstream client, the live episodes (closed
@@ -29,15 +33,19 @@ export interface GatewayOptions {
  * const gateway = await gatewaySettings({ upstream: "http://127.0.0.1:8000/v1", pool: "dbbench", env: "dbbench" });
  */
 export async function gatewaySettings(opts: GatewayOptions): Promise<GatewaySettings> {
-  const client = new OpenAI({ baseURL: opts.upstream, apiKey: opts.apiKey ?? process.env.HARNESS_S_GATEWAY_UPSTREAM_KEY ?? "none", timeout: 120_000, maxRetries: 1 });
+  const client = boundedOpenAi({
+    baseURL: opts.upstream,
+    apiKey: opts.apiKey ?? process.env.HARNESS_S_GATEWAY_UPSTREAM_KEY ?? "none",
+    timeoutMs: opts.timeoutMs ?? UPSTREAM_TIMEOUT_MS,
+    maxRetries: 1,
+  });
   const upstream = new OpenAiUpstream(client, { ...(opts.model ? { model: opts.model } : {}), ...(opts.returnTokenIds ? { returnTokenIds: true } : {}) });
-  const episodes = new GatewayEpisodes({ idleMs: 30 * 60_000, maxEpisodes: 10_000 });
-  if (opts.env === "generic") return { upstream, episodes, poolId: opts.pool, observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
+  const episodes = new GatewayEpisodes(GATEWAY_LIMITS);
+  const common = { upstream, episodes, poolId: opts.pool, maxBodyBytes: GATEWAY_LIMITS.maxBodyBytes };
+  if (opts.env === "generic") return { ...common, observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
   const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];
   return {
-    upstream,
-    episodes,
-    poolId: opts.pool,
+    ...common,
     observerFor: dbbenchObserver(new Map(rows.map((r) => [r.id, r]))),
     submitTool: "commit_final_answer",
     defaultFamily: "dbbench",

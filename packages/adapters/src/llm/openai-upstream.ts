@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { APIError } from "openai";
 import { z } from "zod";
-import { UpstreamError, formatIssues, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
+import { UpstreamError, UpstreamRejectedError, formatIssues, reportedUsage, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
 
 /** The fields of a chat completion the gateway reads; everything else is returned to the agent as it came. */
 const Completion = z.looseObject({
@@ -30,11 +30,12 @@ const Completion = z.looseObject({
     )
     .min(1),
   prompt_token_ids: z.array(z.number().int()).nullable().optional(),
-  usage: z
-    .looseObject({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) })
-    .nullable()
-    .optional(),
+  /** Read by `reportedUsage` (bounded, never failing the turn). */
+  usage: z.unknown().optional(),
 });
+
+/** Statuses with which an endpoint refuses the request as the agent made it (its parameters, its length), not a failure of its own. */
+const REFUSED_AS_SENT = new Set([400, 413, 422]);
 
 export interface OpenAiUpstreamOptions {
   /** The model name sent upstream; default: the one the agent asked for. */
@@ -70,10 +71,15 @@ export class OpenAiUpstream implements UpstreamChat {
         ...(this.options.returnTokenIds ? { return_token_ids: true } : {}),
       } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
     } catch (err) {
-      throw new UpstreamError(err instanceof APIError ? `${err.status ?? "no status"} ${err.message}` : String(err), { cause: err });
+      const status = err instanceof APIError ? err.status : undefined;
+      const detail = err instanceof APIError ? `${status ?? "no status"} ${err.message}` : String(err);
+      if (status !== undefined && REFUSED_AS_SENT.has(status)) throw new UpstreamRejectedError(detail, status, { cause: err });
+      throw new UpstreamError(detail, { cause: err, ...(status !== undefined ? { status } : {}) });
     }
     const parsed = Completion.safeParse(raw);
     if (!parsed.success) throw new UpstreamError(`the answer is not a chat completion (${formatIssues(parsed.error.issues).join("; ")})`);
+    const usage = reportedUsage(parsed.data.usage);
+    if (usage?.suspect) console.warn(`gateway upstream: ${usage.suspect}`);
     const c = parsed.data;
     const choice = c.choices[0]!;
     const calls = (choice.message.tool_calls ?? []).filter((t) => (t.type ?? "function") === "function");
@@ -90,7 +96,7 @@ export class OpenAiUpstream implements UpstreamChat {
       ...(c.prompt_token_ids ? { promptIds: c.prompt_token_ids } : {}),
       ...(choice.token_ids ? { completionIds: choice.token_ids } : {}),
       ...(logprobs ? { logprobs } : {}),
-      ...(c.usage ? { usage: { promptTokens: c.usage.prompt_tokens, completionTokens: c.usage.completion_tokens } } : {}),
+      ...(usage ? { usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } } : {}),
     };
   }
 }

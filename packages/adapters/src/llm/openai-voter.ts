@@ -3,6 +3,8 @@ import { z } from "zod";
 import {
   InvalidBallotError,
   VoterTimeoutError,
+  formatIssues,
+  reportedUsage,
   countsAt,
   describeHooks,
   profileOf,
@@ -10,8 +12,15 @@ import {
   type Ballot,
   type BallotRequest,
   type HarnessSpec,
+  type VoteContext,
   type Voter,
 } from "@harness-s/core";
+
+/** The parts of a chat completion a voter reads (its usage is read by `reportedUsage`). */
+const Answered = z.looseObject({
+  choices: z.array(z.looseObject({ message: z.looseObject({ content: z.string().nullable().optional() }).optional() })).max(16),
+  usage: z.unknown().optional(),
+});
 
 /** What the model must answer: a ranking of candidate ids, best first, and its reason. */
 export const LlmBallotAnswer = z.object({
@@ -113,23 +122,28 @@ export class OpenAiVoter implements Voter {
     this.id = options.id;
   }
 
-  async vote(req: BallotRequest): Promise<Ballot> {
+  async vote(req: BallotRequest, ctx: VoteContext = {}): Promise<Ballot> {
     const ids = new Set(req.candidates.map((c) => c.id));
     const usage = { promptTokens: 0, completionTokens: 0 };
+    const price = this.options.price;
+    const costOf = (u: typeof usage) => (price ? { costUsd: u.promptTokens * price.input + u.completionTokens * price.output } : {});
     let problem = "";
     for (let attempt = 0; attempt < 2; attempt++) {
-      const completion = await this.ask(attempt, problem, req);
-      usage.promptTokens += completion.usage?.prompt_tokens ?? 0;
-      usage.completionTokens += completion.usage?.completion_tokens ?? 0;
-      const content = completion.choices[0]?.message?.content ?? "";
+      const completion = Answered.safeParse(await this.ask(attempt, problem, req, ctx.signal));
+      const reported = reportedUsage(completion.success ? completion.data.usage : undefined);
+      const call = { promptTokens: reported?.promptTokens ?? 0, completionTokens: reported?.completionTokens ?? 0 };
+      if (reported?.suspect) console.warn(`voter ${this.id}: ${reported.suspect}`);
+      ctx.onSpend?.({ usage: call, ...costOf(call) });
+      usage.promptTokens += call.promptTokens;
+      usage.completionTokens += call.completionTokens;
+      const content = completion.success ? (completion.data.choices[0]?.message?.content ?? "") : "";
       let answer: ReturnType<typeof answerProblem>;
       try {
-        answer = answerProblem(extractJson(content), ids);
+        answer = completion.success ? answerProblem(extractJson(content), ids) : `the reply is not a chat completion (${formatIssues(completion.error.issues).join("; ")})`;
       } catch (err) {
         answer = (err as Error).message;
       }
-      const price = this.options.price;
-      const cost = price ? { costUsd: usage.promptTokens * price.input + usage.completionTokens * price.output } : {};
+      const cost = costOf(usage);
       if (typeof answer !== "string") {
         return {
           voterId: this.id,
@@ -148,19 +162,22 @@ export class OpenAiVoter implements Voter {
   }
 
   /** One request; the SDK's own timeout is this voter's timeout (an abstention the router records as one). */
-  private async ask(attempt: number, problem: string, req: BallotRequest) {
+  private async ask(attempt: number, problem: string, req: BallotRequest, signal: AbortSignal | undefined): Promise<unknown> {
     try {
-      return await this.client.chat.completions.create({
-        model: this.options.model,
-        temperature: this.options.temperature ?? 0,
-        max_tokens: this.options.maxTokens ?? 400,
-        ...this.responseFormat(),
-        messages: [
-          { role: "system", content: SYSTEM },
-          { role: "user", content: ballotPrompt(req) },
-          ...(attempt > 0 ? [{ role: "user" as const, content: `Your last answer could not be used (${problem}). Answer with the JSON object only.` }] : []),
-        ],
-      });
+      return await this.client.chat.completions.create(
+        {
+          model: this.options.model,
+          temperature: this.options.temperature ?? 0,
+          max_tokens: this.options.maxTokens ?? 400,
+          ...this.responseFormat(),
+          messages: [
+            { role: "system", content: SYSTEM },
+            { role: "user", content: ballotPrompt(req) },
+            ...(attempt > 0 ? [{ role: "user" as const, content: `Your last answer could not be used (${problem}). Answer with the JSON object only.` }] : []),
+          ],
+        },
+        signal ? { signal } : {},
+      );
     } catch (err) {
       if (err instanceof APIConnectionTimeoutError) throw new VoterTimeoutError(this.id, this.client.timeout);
       throw err;

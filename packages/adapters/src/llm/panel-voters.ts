@@ -1,5 +1,5 @@
-import OpenAI from "openai";
 import { ValidationError, panelQuorum, panelWeights, type PanelSettings, type Voter, type VoterPanel } from "@harness-s/core";
+import { REPLY_BYTES, boundedOpenAi } from "./bounded-fetch.ts";
 import { OpenAiVoter } from "./openai-voter.ts";
 
 /**
@@ -37,7 +37,7 @@ export function votersFromPanel(panel: VoterPanel, deps: { apiKey: (secretName: 
     }
     // One SDK retry, for a dropped connection or a 429/5xx only (a server closing an idle keep-alive
     // socket as it is reused is routine); a malformed answer is the voter's own retry.
-    const client = new OpenAI({ baseURL: v.baseURL, apiKey, timeout: v.timeoutMs, maxRetries: 1 });
+    const client = boundedOpenAi({ baseURL: v.baseURL, apiKey, timeoutMs: v.timeoutMs, maxRetries: 1, maxReplyBytes: REPLY_BYTES.ballot });
     return [new OpenAiVoter(client, { id: v.id, model: v.model, maxTokens: v.maxTokens, price: v.price })];
   });
   if (problems.length) throw new ValidationError("voter panel", problems);

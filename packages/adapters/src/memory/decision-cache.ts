@@ -1,38 +1,40 @@
-import type { Clock, DecisionCache, RoutingDecision } from "@harness-s/core";
+import { ScopedLru, type Clock, type DecisionCache, type RoutingDecision } from "@harness-s/core";
+
+/** The decision cache's bounds: entries in all, per asking key, and how long each is served. */
+export const DECISION_CACHE_LIMITS = { maxEntries: 10_000, maxPerKey: 1_000, ttlMs: 60_000 };
 
 /**
- * A decision cache in the process's memory: at most `maxEntries` (least recently used out first),
- * each kept for `ttlMs`. Per process: a Lambda container's warm cache, or a long-running server's.
+ * A decision cache in the process's memory, each key's entries apart ({@link ScopedLru}: a key's
+ * own least recently used go first, and one key never evicts another holding fewer), each kept
+ * for `ttlMs`. Per process: a Lambda container's warm cache, or a long-running server's.
  *
  * @example
- * const cache = new MemoryDecisionCache(systemClock, { maxEntries: 10_000, ttlMs: 60_000 });
+ * const cache = new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS);
  */
 export class MemoryDecisionCache implements DecisionCache {
-  private readonly entries = new Map<string, { decision: RoutingDecision; until: number }>();
+  private readonly entries: ScopedLru<{ decision: RoutingDecision; until: number }>;
   hits = 0;
   misses = 0;
 
   constructor(
     private readonly clock: Clock,
-    private readonly opts: { maxEntries: number; ttlMs: number } = { maxEntries: 10_000, ttlMs: 60_000 },
-  ) {}
+    private readonly opts: { maxEntries: number; maxPerKey?: number; ttlMs: number } = DECISION_CACHE_LIMITS,
+  ) {
+    this.entries = new ScopedLru({ maxPerScope: opts.maxPerKey ?? Math.min(opts.maxEntries, DECISION_CACHE_LIMITS.maxPerKey), maxTotal: opts.maxEntries });
+  }
 
-  get(key: string): RoutingDecision | undefined {
-    const entry = this.entries.get(key);
+  get(scope: string, key: string): RoutingDecision | undefined {
+    const entry = this.entries.get(scope, key);
     if (!entry || entry.until <= this.clock.now()) {
-      if (entry) this.entries.delete(key);
+      if (entry) this.entries.delete(scope, key);
       this.misses++;
       return undefined;
     }
-    this.entries.delete(key); // re-inserted: the most recently used last
-    this.entries.set(key, entry);
     this.hits++;
     return entry.decision;
   }
 
-  set(key: string, decision: RoutingDecision): void {
-    this.entries.delete(key);
-    this.entries.set(key, { decision, until: this.clock.now() + this.opts.ttlMs });
-    while (this.entries.size > this.opts.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+  set(scope: string, key: string, decision: RoutingDecision): void {
+    this.entries.set(scope, key, { decision, until: this.clock.now() + this.opts.ttlMs });
   }
 }

@@ -1,8 +1,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import OpenAI from "openai";
 import { parseOrThrow } from "@harness-s/core";
-import { OpenAiToolPolicy } from "@harness-s/adapters";
+import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
 import {
   DBBENCH_SYSTEM,
   MysqlEngine,
@@ -59,7 +58,7 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
   const harness = dbbenchHarnesses.find((h) => h.id === o.harness)!;
   const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);
   const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
-  const client = new OpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey, timeout: o.timeoutSeconds * 1000, maxRetries: 2 });
+  const client = boundedOpenAi({ baseURL: o.baseUrl, apiKey: o.apiKey, timeoutMs: o.timeoutSeconds * 1000, maxRetries: 2 });
   let tokens = 0;
   const policy = new OpenAiToolPolicy(client, {
     model: o.model,

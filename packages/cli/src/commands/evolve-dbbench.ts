@@ -1,9 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import OpenAI from "openai";
 import { z } from "zod";
 import { EvolutionConfig, createPool, createRng, evolvePool, parseOrThrow, runEpisode, type EvolutionResult } from "@harness-s/core";
-import { OpenAiProposer, OpenAiToolPolicy, type ProposerReport } from "@harness-s/adapters";
+import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
 import {
   BUNDLED_DATA_DIR,
   DBBENCH_SYSTEM,
@@ -70,7 +69,7 @@ export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: Sql
   const devRows = sets.rows.filter((r) => devTasks.some((t) => t.id === r.id));
   const engine = deps.engine ?? (await openEngine({ engine: o.engine, mysqlUrl: o.mysqlUrl }));
   const env = new DbBenchEnvironment(devRows, engine);
-  const client = (baseURL: string, key: string | undefined) => new OpenAI({ baseURL, apiKey: key ?? "none", maxRetries: 1, timeout: 120_000 });
+  const client = (baseURL: string, key: string | undefined) => boundedOpenAi({ baseURL, apiKey: key ?? "none", maxRetries: 1, timeoutMs: 120_000 });
   const policy = new OpenAiToolPolicy(client(o.policyUrl, process.env.HARNESS_S_POLICY_KEY), {
     model: o.policyModel,
     system: DBBENCH_SYSTEM,

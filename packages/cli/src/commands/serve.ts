@@ -4,7 +4,7 @@ import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
 import { gatewaySettings } from "../gateway-setup.ts";
 import { readPanelFile } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
-import { createApp } from "@harness-s/functions/api/app";
+import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
@@ -71,9 +71,8 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
-    server = await listen(createApp({ ...stack.deps, ...(gateway ? { gateway } : {}) }).fetch, opts.port, opts.host, {
-      maxBodyBytes: Math.max(stack.deps.maxBodyBytes, gateway?.maxBodyBytes ?? 4 << 20),
-    });
+    const deps = { ...stack.deps, ...(gateway ? { gateway } : {}) };
+    server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) });
     const url = server.url;
     console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);

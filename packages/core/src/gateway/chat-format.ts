@@ -32,6 +32,11 @@ export interface ModelReply {
   toolCalls: { name: string; arguments: string }[];
 }
 
+/** A submit the harness forced, as the agent gets it: a call of its commit tool with no arguments. */
+export function forcedSubmitReply(submitTool: string): ModelReply {
+  return { content: null, toolCalls: [{ name: submitTool, arguments: "{}" }] };
+}
+
 /**
  * The chat messages for a text observation: `preamble` (the system message, or an agent's own
  * opening messages), the first env message as the user's (the instruction, with the harness's

@@ -1,12 +1,14 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
+import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
+import { MAX_TOKENS_PER_CALL } from "../service/metering.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "../service/route-task.ts";
 import type { Task } from "../task.ts";
 import { hash32 } from "../util/rng.ts";
 import type { RoutingDecision } from "../voting/router.ts";
 import type { ChatMsg, ToolBinding } from "./chat-format.ts";
+import { openingFingerprint } from "./conversation.ts";
 import { GatewayEpisode } from "./episode.ts";
 import type { GatewayEpisodes } from "./episodes.ts";
 import type { ObserverFactory, RelayOut } from "./relay.ts";
@@ -24,6 +26,29 @@ const IncomingTool = z.looseObject({
   function: z.object({ name: z.string().min(1).max(64), description: z.string().max(8_000).default(""), parameters: z.record(z.string(), z.unknown()).default({}) }),
 });
 
+const tokens = z.number().int().min(1).max(MAX_TOKENS_PER_CALL);
+/**
+ * The sampling fields the gateway knows, with OpenAI's bounds: a value outside them is the
+ * agent's mistake, answered 400 here instead of being sent on (other fields pass through, and an
+ * endpoint that refuses one is UPSTREAM_REJECTED). One reply per request: the harness acts on it.
+ */
+const Sampling = {
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().gt(0).max(1).nullable().optional(),
+  max_tokens: tokens.nullable().optional(),
+  max_completion_tokens: tokens.nullable().optional(),
+  n: z.literal(1).nullable().optional(),
+  presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+  seed: z.number().int().nullable().optional(),
+  stop: z
+    .union([z.string().max(1_000), z.array(z.string().max(1_000)).max(4)])
+    .nullable()
+    .optional(),
+  logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
+};
+
 /** An OpenAI chat completion request as an agent sends it to the gateway; sampling fields pass through. */
 export const GatewayChatRequest = z.looseObject({
   model: z.string().min(1).max(200),
@@ -31,6 +56,7 @@ export const GatewayChatRequest = z.looseObject({
   tools: z.array(IncomingTool).max(128).optional(),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).optional(),
+  ...Sampling,
 });
 export type GatewayChatRequest = z.infer<typeof GatewayChatRequest>;
 
@@ -76,8 +102,11 @@ function samplingParams(req: GatewayChatRequest): Record<string, unknown> {
 /**
  * The Rank-1 harness gateway's use-case behind `POST /v1/gateway/chat/completions`: a
  * conversation's first request routes its task to one harness of the pool and starts an
- * episode under it; every request moves that episode one reply on. Episodes are keyed by the
- * `x-harness-s-episode` header, else by the key and the conversation's opening messages.
+ * episode under it; every request moves that episode one reply on. Episodes belong to the key
+ * that opened them. One named by the `x-harness-s-episode` header is that key's episode of that
+ * name; without the header, a conversation's first request always starts an episode of its own,
+ * and a continuing request goes to the one episode whose recorded conversation it repeats or
+ * extends exactly (never a silent merge: two equally good matches, or none, are refused).
  *
  * @example
  * const { out, episode } = await gatewayChat(GatewayChatRequest.parse(body), GatewayRequestMeta.parse({ family: "dbbench" }), "k1", deps);
@@ -87,31 +116,60 @@ export async function gatewayChat(
   meta: GatewayRequestMeta,
   keyId: string,
   deps: GatewayDeps,
+  onSpend?: Parameters<typeof routeTask>[3],
 ): Promise<{ out: RelayOut; episode: GatewayEpisode; decision?: RoutingDecision }> {
   const messages = req.messages.map(toChat);
   const firstUser = messages.findIndex((m) => m.role === "user");
   if (firstUser < 0) throw new ValidationError("request body", ["messages: a conversation starts with a user message (the task)"]);
-  const key =
-    meta.episode ??
-    `gw_${createHash("sha256")
-      .update(JSON.stringify([keyId, messages.slice(0, firstUser + 1)]))
-      .digest("hex")
-      .slice(0, 32)}`;
-  deps.episodes.sweep(deps.clock.now());
-  const found = deps.episodes.get(key);
-  if (found && found.keyId !== keyId) throw new NotFoundError("gateway episode", key);
+  const opening = openingFingerprint(keyId, messages.slice(0, firstUser + 1));
   const continues = messages.some((m) => m.role === "assistant");
-  if (found && (continues || found.status === "running")) return { out: await found.advance(messages, samplingParams(req), deps.clock.now()), episode: found };
+  deps.episodes.sweep(deps.clock.now());
+  const found = meta.episode ? deps.episodes.get(keyId, meta.episode) : continues ? continuedEpisode(deps.episodes, keyId, opening, messages) : undefined;
+  const live = found !== undefined && found.status !== "closed" && found.status !== "failed";
+  if (found && (continues || (live && found.match(messages) === "repeat"))) return { out: await found.advance(messages, samplingParams(req), deps.clock.now()), episode: found };
   if (continues)
-    throw new EpisodeClosedError(key, "the gateway holds no episode for this conversation (it ended long ago, idled out, or the gateway restarted): start the conversation again");
-  return startEpisode(req, messages, firstUser, key, meta, keyId, deps);
+    throw new EpisodeClosedError(
+      meta.episode ?? "(unnamed)",
+      "the gateway holds no episode for this conversation (it ended long ago, idled out, or the gateway restarted): start the conversation again",
+    );
+  if (found?.status === "running") throw new ConflictError(`gateway episode ${found.id} is running another conversation: name a new episode for this one`);
+  const id = meta.episode ?? `gw_${opening.slice(0, 16)}${createHash("sha256").update(deps.newId()).digest("hex").slice(0, 16)}`;
+  return startEpisode(req, messages, firstUser, { id, opening }, meta, keyId, deps, onSpend);
 }
 
-async function startEpisode(req: GatewayChatRequest, messages: ChatMsg[], firstUser: number, key: string, meta: GatewayRequestMeta, keyId: string, deps: GatewayDeps) {
+/** The key's one episode with this opening whose recorded conversation `messages` repeats or extends (the longest recorded wins). */
+function continuedEpisode(episodes: GatewayEpisodes, keyId: string, opening: string, messages: readonly ChatMsg[]): GatewayEpisode | undefined {
+  const matching = episodes.withOpening(keyId, opening).filter((e) => e.match(messages) !== "mismatch");
+  if (matching.length === 0) {
+    if (episodes.withOpening(keyId, opening).length > 0)
+      throw new ConflictError(
+        "this request does not continue any of this key's gateway episodes that began with these messages (a message was changed or removed): start a new conversation",
+      );
+    return undefined;
+  }
+  const longest = Math.max(...matching.map((e) => e.seen));
+  const best = matching.filter((e) => e.seen === longest);
+  if (best.length > 1)
+    throw new ConflictError(
+      `this request continues ${best.length} of this key's gateway episodes equally well (the same messages and replies so far): send the x-harness-s-episode header the gateway answered with`,
+    );
+  return best[0];
+}
+
+async function startEpisode(
+  req: GatewayChatRequest,
+  messages: ChatMsg[],
+  firstUser: number,
+  name: { id: string; opening: string },
+  meta: GatewayRequestMeta,
+  keyId: string,
+  deps: GatewayDeps,
+  onSpend: Parameters<typeof routeTask>[3],
+) {
   if (firstUser !== messages.length - 1) throw new ValidationError("request body", ["messages: a new conversation ends with its first user message (the task)"]);
   const tools: ToolBinding[] = (req.tools ?? []).map((t) => ({ ...t.function, action: t.function.name === deps.submitTool ? "submit" : t.function.name }));
   const task: Task = {
-    id: meta.taskId ?? key,
+    id: meta.taskId ?? name.id,
     family: meta.family ?? deps.defaultFamily,
     split: "train",
     instruction: messages[firstUser]!.content ?? "",
@@ -120,21 +178,27 @@ async function startEpisode(req: GatewayChatRequest, messages: ChatMsg[], firstU
     cues: [],
     params: {},
   };
-  const decision = await routeTask(RouteRequest.parse({ poolId: deps.poolId, task: { id: task.id, family: task.family, tags: task.tags }, k: 1, includeBase: true }), deps, keyId);
+  const decision = await routeTask(
+    RouteRequest.parse({ poolId: deps.poolId, task: { id: task.id, family: task.family, tags: task.tags }, k: 1, includeBase: true }),
+    deps,
+    keyId,
+    onSpend,
+  );
   const pool = await deps.pools.get(deps.poolId);
   const harness = pool && [pool.base, ...pool.siblings].find((h) => h.id === decision.chosen[0]);
   if (!harness) throw new NotFoundError("harness", decision.chosen[0] ?? "(none)");
   const episode = new GatewayEpisode({
-    id: key,
+    ...name,
     keyId,
     task,
     harness,
     decisionId: decision.id,
     preamble: messages.slice(0, firstUser),
     tools,
+    submitTool: deps.submitTool,
     upstream: deps.upstream,
     observer: deps.observerFor(task),
-    seed: hash32(key),
+    seed: hash32(name.id),
     ...(deps.parseArguments ? { parseArguments: deps.parseArguments } : {}),
   });
   deps.episodes.add(episode);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TOKENS_PER_CALL } from "../service/metering.ts";
 import type { ChatMsg, offeredTools } from "./chat-format.ts";
 
 /**
@@ -14,7 +15,7 @@ export const UpstreamTurn = z.object({
   promptIds: z.array(z.number().int()).optional(),
   completionIds: z.array(z.number().int()).optional(),
   logprobs: z.array(z.number()).optional(),
-  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+  usage: z.object({ promptTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL), completionTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL) }).optional(),
 });
 export type UpstreamTurn = z.infer<typeof UpstreamTurn>;
 

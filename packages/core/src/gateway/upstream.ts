@@ -1,4 +1,4 @@
-import { NotConfiguredError, UpstreamError } from "../errors.ts";
+import { NotConfiguredError, UpstreamError, UpstreamRejectedError } from "../errors.ts";
 import type { ActionChoice, Policy, UpdateResult } from "../ports.ts";
 import type { PolicyObservation } from "../rollout/types.ts";
 import { choiceFromReply, offeredTools, renderChat, type ChatMsg, type ToolBinding } from "./chat-format.ts";
@@ -22,6 +22,8 @@ export interface RecordedTurn {
  */
 export class UpstreamPolicy implements Policy {
   readonly turns: RecordedTurn[] = [];
+  /** Completions asked of the endpoint and the tokens it reported, not yet metered (see `takeSpent`). */
+  private unmetered = { turns: 0, tokens: 0 };
   private pending: UpstreamTurn | undefined;
 
   constructor(
@@ -43,6 +45,16 @@ export class UpstreamPolicy implements Policy {
     return Promise.reject(new NotConfiguredError("the gateway's policy only samples; train on the episodes it records"));
   }
 
+  /**
+   * What the endpoint answered since the last call: every completion counts, also one the harness
+   * kept from the agent (a refused commit is asked again).
+   */
+  takeSpent(): { turns: number; tokens: number } {
+    const spent = this.unmetered;
+    this.unmetered = { turns: 0, tokens: 0 };
+    return spent;
+  }
+
   /** The reply of the action being applied, once (undefined when the harness forced the action). */
   takeReply(): UpstreamTurn | undefined {
     const turn = this.pending;
@@ -57,9 +69,12 @@ export class UpstreamPolicy implements Policy {
     for (;;) {
       try {
         turn = await this.upstream.complete({ messages, tools, params: this.opts.params() });
+        this.unmetered.turns++;
+        this.unmetered.tokens += turn.usage ? turn.usage.promptTokens + turn.usage.completionTokens : 0;
         break;
       } catch (err) {
-        this.channel.toAgent.put({ kind: "upstream-error", error: err instanceof UpstreamError ? err : new UpstreamError(String(err), { cause: err }) });
+        const known = err instanceof UpstreamError || err instanceof UpstreamRejectedError;
+        this.channel.toAgent.put({ kind: "upstream-error", error: known ? err : new UpstreamError(String(err), { cause: err }) });
         const again = await this.channel.fromAgent.take();
         if (again.kind === "closed") throw err;
       }

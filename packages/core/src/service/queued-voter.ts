@@ -1,8 +1,8 @@
-import { InvalidBallotError, NotFoundError, VoterTimeoutError } from "../errors.ts";
+import { InvalidBallotError, NotFoundError, VoterTimeoutError, type VoterSpend } from "../errors.ts";
 import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
-import type { Ballot, BallotRequest, Voter } from "../voting/ballot.ts";
+import type { Ballot, BallotRequest, VoteContext, Voter } from "../voting/ballot.ts";
 import { envelope, type BallotRequestedBody } from "./messages.ts";
 import type { BallotStore, MessageQueue } from "./ports.ts";
 
@@ -20,7 +20,7 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return {
     id: voterId,
-    async vote(req: BallotRequest): Promise<Ballot> {
+    async vote(req: BallotRequest, ctx?: VoteContext): Promise<Ballot> {
       const content = {
         decisionId: req.decisionId,
         voterId,
@@ -35,7 +35,9 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
       await opts.queue.send([envelope("ballot.requested", `${body.ballotKey}:${voterId}`, body)]);
       const deadline = opts.clock.now() + timeoutMs;
       for (;;) {
+        if (ctx?.signal?.aborted) throw ctx.signal.reason ?? new VoterTimeoutError(voterId, timeoutMs);
         const ballot = await opts.ballots.get(body.ballotKey, voterId);
+        if (ballot?.usage) ctx?.onSpend?.({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
         if (ballot?.abstained?.kind === "timeout") throw new VoterTimeoutError(voterId, ballot.abstained.ms ?? 0);
         if (ballot?.abstained)
           throw new InvalidBallotError(
@@ -60,22 +62,35 @@ export async function castBallot(body: BallotRequestedBody, deps: { voters: read
   const voter = deps.voters.find((v) => v.id === body.voterId);
   if (!voter) throw new NotFoundError("voter", body.voterId);
   let ballot: Ballot;
+  // What the voter spent, kept with a timed-out abstention too (its first answer may have cost tokens).
+  const spent = { promptTokens: 0, completionTokens: 0, costUsd: 0 };
+  const onSpend = (s: VoterSpend) => {
+    spent.promptTokens += s.usage.promptTokens;
+    spent.completionTokens += s.usage.completionTokens;
+    spent.costUsd += s.costUsd ?? 0;
+  };
   try {
-    ballot = await voter.vote({
-      decisionId: body.decisionId,
-      task: body.task,
-      failureTags: body.failureTags,
-      failedEvents: body.failedEvents,
-      candidates: body.candidates,
-      profiles: body.profiles,
-      k: body.k,
-    });
+    ballot = await voter.vote(
+      {
+        decisionId: body.decisionId,
+        task: body.task,
+        failureTags: body.failureTags,
+        failedEvents: body.failedEvents,
+        candidates: body.candidates,
+        profiles: body.profiles,
+        k: body.k,
+      },
+      { onSpend },
+    );
   } catch (err) {
     // An abstention is an answer: stored, so the decision waiting on it goes on at once. Any other
     // failure is retried by the queue (and ends in its DLQ).
     if (err instanceof InvalidBallotError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "malformed", reason: err.detail }, ...err.spent };
-    else if (err instanceof VoterTimeoutError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "timeout", reason: err.message, ms: err.ms } };
-    else throw err;
+    else if (err instanceof VoterTimeoutError) {
+      const usage =
+        spent.promptTokens + spent.completionTokens > 0 ? { usage: { promptTokens: spent.promptTokens, completionTokens: spent.completionTokens }, costUsd: spent.costUsd } : {};
+      ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "timeout", reason: err.message, ms: err.ms }, ...usage };
+    } else throw err;
   }
   return deps.ballots.put(body.ballotKey, { ...ballot, voterId: body.voterId });
 }

@@ -20,7 +20,8 @@ export type RescueRequest = z.infer<typeof RescueRequest>;
 
 /**
  * Starts an elastic rescue: routes the failed task to its Top-k siblings, records the job, and
- * fans out k × rolloutsPerHarness rollout requests to the dispatch queue.
+ * fans out k × rolloutsPerHarness rollout requests to the dispatch queue. `onSpend` hears of the
+ * routing's voter tokens as they are spent.
  *
  * @example
  * const job = await startRescue(RescueRequest.parse({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"] }), deps);
@@ -29,6 +30,7 @@ export async function startRescue(
   req: RescueRequest,
   deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue },
   keyId?: string,
+  onSpend?: Parameters<typeof routeTask>[3],
 ): Promise<RescueJob> {
   const task = await deps.tasks.get(req.taskId);
   if (!task) throw new NotFoundError("task", req.taskId);
@@ -36,6 +38,7 @@ export async function startRescue(
     RouteRequest.parse({ poolId: req.poolId, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k }),
     deps,
     keyId,
+    onSpend,
   );
   const job: RescueJob = {
     id: `rsc_${decision.id}`,

@@ -5,7 +5,7 @@ import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
-import { route, routerOptions, withTopK, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
+import { route, routerOptions, withTopK, type RouterDeps, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
 import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
 
@@ -57,12 +57,13 @@ function baseOptions(deps: RouteTaskDeps): RouterOptions {
 
 /**
  * The router use-case behind `POST /v1/route`: loads the pool and its profiles, votes, records
- * the decision (with the asking key's id, its owner) and returns it.
+ * the decision (with the asking key's id, its owner) and returns it. `onSpend` hears of every
+ * voter call's tokens as they are spent, whether the decision is then made or not.
  *
  * @example
  * const d = await routeTask(RouteRequest.parse({ poolId: "embedded", task: { id: "t1", family: "app" }, failureTags: ["unauthorized"] }), deps);
  */
-export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string): Promise<RoutingDecision> {
+export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string, onSpend?: RouterDeps["onSpend"]): Promise<RoutingDecision> {
   const pool = await deps.pools.get(req.poolId);
   if (!pool) throw new NotFoundError("pool", req.poolId);
   const includeBase = req.includeBase ?? req.failureTags.length === 0;
@@ -70,7 +71,8 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
   const profiles = await deps.profiles.get(pool.id);
   const decisionId = deps.newId();
   const cacheKey = deps.decisionCache ? decisionCacheKey(req, pool.version, profiles) : undefined;
-  const cached = cacheKey ? deps.decisionCache!.get(cacheKey) : undefined;
+  const scope = keyId ?? "";
+  const cached = cacheKey ? deps.decisionCache!.get(scope, cacheKey) : undefined;
   // A cache hit is a new decision (its own id and owner) with the cached one's ranking and ballots.
   const routed = cached
     ? { ...cached, id: decisionId, cachedFrom: cached.id }
@@ -85,9 +87,15 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
           poolVersion: pool.version,
         },
         withTopK(baseOptions(deps), Math.min(req.k, candidates.length)),
-        { voters: deps.voters, rng: createRng(hash32(decisionId)), clock: deps.clock, ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}) },
+        {
+          voters: deps.voters,
+          rng: createRng(hash32(decisionId)),
+          clock: deps.clock,
+          ...(deps.panel?.fallback ? { fallback: deps.panel.fallback } : {}),
+          ...(onSpend ? { onSpend } : {}),
+        },
       );
-  if (cacheKey && !cached) deps.decisionCache!.set(cacheKey, routed);
+  if (cacheKey && !cached) deps.decisionCache!.set(scope, cacheKey, routed);
   const { keyId: _owner, ...shared } = routed;
   const decision: RoutingDecision = keyId === undefined ? shared : { ...shared, keyId };
   await deps.decisions.put(decision);
@@ -95,19 +103,12 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
 }
 
 /**
- * What a decision is metered for: its ballots, and the LLM tokens and cost of its ballots and abstentions. A decision served from
- * the cache cast no ballot and called no LLM, so it costs nothing here.
+ * How many ballots a decision is metered for (a decision served from the cache cast none). Its
+ * voters' tokens and cost are metered as they are spent (`routeTask`'s `onSpend`), not from here.
  *
  * @example
- * await meter.add(keyId, ballotUsage(decision)); // { ballots: 3, llmTokens: 812, llmCostUsd: 0.0004 }
+ * addUsage(c, ballotUsage(decision)); // { ballots: 3 }
  */
-export function ballotUsage(decision: RoutingDecision): { ballots: number; llmTokens: number; llmCostUsd: number } {
-  if (decision.cachedFrom !== undefined) return { ballots: 0, llmTokens: 0, llmCostUsd: 0 };
-  let llmTokens = 0;
-  let llmCostUsd = 0;
-  for (const b of [...decision.ballots, ...decision.failures]) {
-    llmTokens += b.usage ? b.usage.promptTokens + b.usage.completionTokens : 0;
-    llmCostUsd += b.costUsd ?? 0;
-  }
-  return { ballots: decision.ballots.length, llmTokens, llmCostUsd };
+export function ballotUsage(decision: RoutingDecision): { ballots: number } {
+  return { ballots: decision.cachedFrom !== undefined ? 0 : decision.ballots.length };
 }

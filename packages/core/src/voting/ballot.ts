@@ -1,5 +1,6 @@
 /* Invariants: see ./README.md. */
 import { z } from "zod";
+import type { VoterSpend } from "../errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";
@@ -38,10 +39,20 @@ export interface BallotRequest {
   k: number;
 }
 
+/**
+ * How one vote is run: `signal` aborts it (the router's deadline: an LLM voter stops its request,
+ * download included), and a voter that spends tokens reports each call's spend to `onSpend` as it
+ * happens, whatever becomes of the ballot (malformed, late, or a decision that misses its quorum).
+ */
+export interface VoteContext {
+  signal?: AbortSignal;
+  onSpend?: (spent: VoterSpend) => void;
+}
+
 /** The voter port: an LLM voter or a statistical scorer. */
 export interface Voter {
   readonly id: string;
-  vote(request: BallotRequest): Promise<Ballot>;
+  vote(request: BallotRequest, context?: VoteContext): Promise<Ballot>;
 }
 
 /** Ranks ids by score, best first, ties broken by id so ballots are deterministic. */

@@ -1,6 +1,6 @@
 /* Invariants: see ./README.md. */
 import { z } from "zod";
-import { InvalidBallotError, QuorumError, VoterTimeoutError } from "../errors.ts";
+import { InvalidBallotError, QuorumError, VoterTimeoutError, type VoterSpend } from "../errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import { profileOf, type ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";
@@ -96,6 +96,8 @@ export interface RouterDeps {
   clock?: Clock;
   /** Voters that decide when fewer than the quorum answered (a panel's `onQuorumMiss: "statistical"`); without them that is a QuorumError. */
   fallback?: readonly Voter[];
+  /** Told of every voter call's spend as it happens (metering: what a decision cost, whatever its outcome). */
+  onSpend?: (spent: VoterSpend) => void;
 }
 
 /** Why a voter did not answer, as the decision records it. */
@@ -117,14 +119,18 @@ async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps
 }
 
 async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, timeoutMs?: number): Promise<Ballot> {
-  const pending = voter.vote(req);
+  // At the deadline the vote is aborted as well as given up: a voter's request stops, download and all.
+  const abort = new AbortController();
+  const pending = voter.vote(req, { signal: abort.signal, ...(deps.onSpend ? { onSpend: deps.onSpend } : {}) });
   const raw =
     timeoutMs === undefined || !deps.clock
       ? await pending
       : await Promise.race([
           pending,
           deps.clock.sleep(timeoutMs).then(() => {
-            throw new VoterTimeoutError(voter.id, timeoutMs);
+            const timedOut = new VoterTimeoutError(voter.id, timeoutMs);
+            abort.abort(timedOut);
+            throw timedOut;
           }),
         ]);
   const parsed = Ballot.safeParse(raw);
