@@ -68,6 +68,36 @@ describe("metering: one write per request", () => {
     expect(meter.writes).toEqual([{ kind: "add", usage: expect.objectContaining({ requests: 1 }) }]);
   });
 
+  it("a write the store refuses is kept and sent with the key's next write: nothing is dropped (issue 30, item 8)", async () => {
+    // Prepare: a meter whose store fails its first two writes (the request's, and its one retry).
+    const { meter, route } = await setup();
+    let failures = 2;
+    const add = meter.add.bind(meter);
+    meter.add = (keyId, usage) => (failures-- > 0 ? Promise.reject(new Error("store down")) : add(keyId, usage));
+    // Act
+    expect((await route()).status).toBe(200);
+    expect(await meter.get("k1")).toMatchObject({ requests: 0 });
+    expect((await route()).status).toBe(200);
+    // Assess: both requests, both decisions' ballots and tokens.
+    expect(await meter.get("k1")).toMatchObject({ requests: 2, ballots: 2, llmTokens: 480 });
+  });
+
+  it("a voter that reports its tokens only with its ballot is metered for them, also when the ballot is refused (unknown ids) and the quorum missed", async () => {
+    const stray: Voter = { id: "stray", vote: async () => ({ voterId: "stray", ranking: ["nope"], usage: { promptTokens: 7, completionTokens: 3 } }) };
+    const meter = new MemoryUsageMeter();
+    const deps = memoryApiDeps({ meter, voters: [stray, garbageVoter], panel: { options: { quorum: 1 } } });
+    await deps.pools.put(pool);
+    const { secret, record } = newApiKey("k2", ["route"]);
+    await deps.keys.put(record);
+    const res = await createApp(deps).request("/v1/route", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ poolId: "p", task: { id: "t1", family: "app" }, failureTags: ["x"] }),
+    });
+    expect(res.status).toBe(503);
+    expect(await meter.get("k2")).toMatchObject({ requests: 1, ballots: 0, llmTokens: 10 + 120, llmCostUsd: 0.001 });
+  });
+
   it("a key with a quota takes its request in the atomic quota check, and the rest in one write at the end", async () => {
     const { meter, route } = await setup(1);
     expect((await route()).status).toBe(200);

@@ -47,8 +47,8 @@ export class ScopedLru<V> {
   }
 
   set(scope: string, id: string, value: V): void {
-    let entries = this.scopes.get(scope);
-    if (!entries) this.scopes.set(scope, (entries = new Map()));
+    const entries = this.scopes.get(scope) ?? new Map<string, V>();
+    this.scopes.set(scope, entries);
     if (entries.delete(id)) this.total--;
     entries.set(id, value);
     this.total++;

@@ -118,10 +118,30 @@ async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps
   return { ballots, failures };
 }
 
+/**
+ * One voter's ballot, checked. Its spend reaches `deps.onSpend`: as the voter reports it, or, for a
+ * voter that reports none that way, from the ballot or abstention it returns.
+ */
 async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, timeoutMs?: number): Promise<Ballot> {
+  let reported = false;
+  const onSpend = (spent: VoterSpend) => {
+    reported = true;
+    deps.onSpend?.(spent);
+  };
+  try {
+    const ballot = await checkedBallot(voter, req, deps, onSpend, timeoutMs);
+    if (!reported && ballot.usage) onSpend({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
+    return ballot;
+  } catch (err) {
+    if (!reported && err instanceof InvalidBallotError && err.spent) onSpend(err.spent);
+    throw err;
+  }
+}
+
+async function checkedBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, onSpend: (spent: VoterSpend) => void, timeoutMs?: number): Promise<Ballot> {
   // At the deadline the vote is aborted as well as given up: a voter's request stops, download and all.
   const abort = new AbortController();
-  const pending = voter.vote(req, { signal: abort.signal, ...(deps.onSpend ? { onSpend: deps.onSpend } : {}) });
+  const pending = voter.vote(req, { signal: abort.signal, onSpend });
   const raw =
     timeoutMs === undefined || !deps.clock
       ? await pending
@@ -136,9 +156,11 @@ async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
   const parsed = Ballot.safeParse(raw);
   if (!parsed.success) throw new InvalidBallotError(voter.id, parsed.error.issues.map((i) => i.message).join("; "));
   const ids = new Set(req.candidates.map((c) => c.id));
+  const { usage, costUsd } = parsed.data;
+  const spent = usage ? { spent: { usage, ...(costUsd !== undefined ? { costUsd } : {}) } } : {};
   const unknown = parsed.data.ranking.filter((id) => !ids.has(id));
-  if (unknown.length) throw new InvalidBallotError(voter.id, `unknown harnesses ${unknown.join(", ")}`);
-  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length) throw new InvalidBallotError(voter.id, "duplicate ids");
+  if (unknown.length) throw new InvalidBallotError(voter.id, `unknown harnesses ${unknown.join(", ")}`, spent);
+  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length) throw new InvalidBallotError(voter.id, "duplicate ids", spent);
   return { ...parsed.data, voterId: voter.id };
 }
 
