@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let proc: ChildProcess;
@@ -92,6 +93,49 @@ describe("harness-s serve", () => {
     }
     expect(status).toMatchObject({ status: "done", completed: 4 });
   }, 30_000);
+
+  /** What the server first answers to raw request head `head` (its status line), and after how long it hung up. */
+  const rawExchange = (head: string, trickle?: string[]) =>
+    new Promise<{ first: string; closedAfterMs: number }>((resolve, reject) => {
+      const { hostname, port } = new URL(url);
+      const socket = connect(Number(port), hostname);
+      const started = Date.now();
+      let first = "";
+      const timers: ReturnType<typeof setTimeout>[] = [];
+      socket.on("data", (d) => {
+        first ||= d.toString().split("\r\n")[0]!;
+        if (!trickle) socket.destroy();
+      });
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        for (const t of timers) clearTimeout(t);
+        resolve({ first, closedAfterMs: Date.now() - started });
+      });
+      socket.on("connect", () => {
+        socket.write(head);
+        trickle?.forEach((line, i) => timers.push(setTimeout(() => socket.writable && socket.write(line), (i + 1) * 2_000)));
+        // A socket still open after 60 s is a failure, not a hang of the suite.
+        timers.push(setTimeout(() => reject(new Error(`still open after 60 s (first answer: ${first || "none"})`)), 60_000));
+      });
+    });
+  const expecting = (path: string, length: number) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`;
+
+  it("refuses a declared body over its route's limit before it is sent (Expect: 100-continue), whatever the gateway's limit (issue 30, item 9)", async () => {
+    const route = await rawExchange(expecting("/v1/route", 4_000_000));
+    expect(route.first).toBe("HTTP/1.1 413 Payload Too Large");
+    // Variant: another route, just over the API's 256 KiB; and one under it is told to go on.
+    expect((await rawExchange(expecting("/v1/pools", 262_145))).first).toBe("HTTP/1.1 413 Payload Too Large");
+    const small = rawExchange(expecting("/v1/route", 10));
+    expect((await small).first).toBe("HTTP/1.1 100 Continue");
+  }, 70_000);
+
+  it("drops a request whose headers take longer than 10 s (checked every second, not at Node's 30 s) (issue 30, item 9)", async () => {
+    const lines = Array.from({ length: 25 }, (_, i) => `X-Slow-${i}: 1\r\n`);
+    const slow = await rawExchange("POST /v1/route HTTP/1.1\r\nHost: x\r\n", lines);
+    expect(slow.closedAfterMs).toBeGreaterThan(9_000);
+    expect(slow.closedAfterMs).toBeLessThan(15_000);
+  }, 70_000);
 
   it("stops the API and DynamoDB Local on SIGINT", async () => {
     const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
