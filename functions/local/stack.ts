@@ -1,42 +1,31 @@
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
-import { Prices, statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
+import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
-  CachedPoolStore,
   DECISION_CACHE_LIMITS,
   MemoryDecisionCache,
-  SqsQueue,
   createQueueWithDlq,
   createTables,
-  dynamoStores,
   localCredentials,
-  pollOnce,
   startDynamoDbLocal,
   tableNames,
-  type PanelRouting,
   type TableNames,
 } from "@harness-s/adapters";
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
-import { createCoordinatorHandler } from "../coordinator/handler.ts";
-import { createDispatchHandler } from "../dispatch/handler.ts";
-import { createProfileHandler } from "../profile/handler.ts";
-import { createVoteHandler } from "../vote/handler.ts";
 import { WORKERS } from "../../stacks/workers.ts";
+import { startFauxqsThread } from "./fauxqs-thread.ts";
+import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
+import { connect, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
 
-export type WorkerName = keyof typeof WORKERS;
-
-/** How long a local coordinator attempt runs before it re-queues its run (the Lambda's is COORDINATOR_SLICE_MS). */
-export const LOCAL_COORDINATOR_SLICE_MS = 10_000;
+export { LOCAL_COORDINATOR_SLICE_MS, type Stores, type WorkerName } from "./workers.ts";
 
 /** "6 minutes" / "30 seconds" → seconds. */
 function seconds(duration: string): number {
   const [n, unit] = duration.split(" ");
   return Number(n) * (unit!.startsWith("minute") ? 60 : 1);
 }
-export type Stores = ReturnType<typeof dynamoStores>;
 
 export interface LocalStack {
   deps: ApiDeps;
@@ -45,58 +34,51 @@ export interface LocalStack {
   /** This stack's table names (their prefix is its own when it shares a DynamoDB Local). */
   tables: TableNames;
   sqsEndpoint: string;
-  queues: Record<WorkerName, { url: string; dlqUrl: string; queue: SqsQueue }>;
+  queues: WorkerQueues;
   stop: () => Promise<void>;
 }
 
-export interface LocalStackOptions {
-  tasks: TaskSource;
-  /** The policies dispatch samples from (the GPU endpoint in the cloud). */
-  policies: PolicyEndpoints;
-  /** Voters the vote worker runs (default: the statistical voters). */
-  voters?: readonly Voter[];
-  /** A voter panel (`votersFromPanel`): its voters decide `/v1/route` and run in the vote worker. */
-  panel?: PanelRouting;
-  /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
-  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: LocalStack["queues"] }) => Promise<ExperimentDeps>;
+export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> {
+  /** The policies dispatch samples from; needed unless the workers run on their own thread (`workersOn`). */
+  policies?: LocalWorkerOptions["policies"];
   /**
    * A DynamoDB Local already running (a test run's shared one): the stack creates its tables there
    * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
    */
   dynamoEndpoint?: string;
-  /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
-  dispatchConcurrency?: number;
-  /**
-   * A coordinator attempt re-queues its run after this long, as the Lambda does, so that runs
-   * (and keys) take turns on the coordinator instead of waiting for the first to finish.
-   */
-  coordinatorSliceMs?: number;
   /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
   visibilitySeconds?: Partial<Record<WorkerName, number>>;
-  log?: (line: string) => void;
+  /**
+   * Run the workers on a thread of their own, built there by this entry from its data (the
+   * worker options given here then serve the API only: its tasks and panel): experiments train
+   * and roll out off the event loop of a process that also serves the API (`harness-s serve`).
+   */
+  workersOn?: WorkersThreadSpec;
 }
 
 /**
  * DynamoDB Local and fauxqs on free loopback ports, the tables and queues (with DLQs) created
- * from the same definitions the stacks use, and pollers that invoke the `profile`, `dispatch`,
- * `vote` and `coordinator` Lambda handlers with real SQS event shapes, with the batch sizes,
- * visibility timeouts and receives before the DLQ of the deployed queues (`stacks/workers.ts`).
+ * from the same definitions the stacks use, and the workers' pollers ({@link startLocalWorkers})
+ * with the visibility timeouts and receives before the DLQ of the deployed queues
+ * (`stacks/workers.ts`), here or on a thread of their own (`workersOn`).
  */
 export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
   const log = opts.log ?? (() => undefined);
   const shared = opts.dynamoEndpoint;
   const [dynamo, fauxqs] = await Promise.all([
     shared ? { endpoint: shared, stop: async () => {} } : startDynamoDbLocal(),
-    startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
+    // With the workers on a thread of their own, the queue server gets one too: their traffic stays off the API's thread.
+    opts.workersOn ? startFauxqsThread() : startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
   ]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
   const sqs = new SQSClient({ endpoint: sqsEndpoint, region: "us-east-1", credentials: localCredentials });
-  let running = true;
-  const pollers: Promise<void>[] = [];
+  let workers: { stop: () => Promise<void> } | undefined;
+  let clients: ReturnType<typeof connect> | undefined;
   const stop = async () => {
-    running = false;
-    await Promise.all(pollers);
+    await workers?.stop();
+    clients?.ddb.destroy();
+    clients?.sqs.destroy();
     ddb.destroy();
     sqs.destroy();
     await fauxqs.stop();
@@ -105,42 +87,19 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   try {
     const names = tableNames(shared ? `local-${randomUUID().slice(0, 8)}-` : "local-");
     await createTables(ddb, names);
-    const doc = DynamoDBDocumentClient.from(ddb);
-    const stores = dynamoStores(doc, names, { decisionTtlSeconds: 7 * 24 * 3600 });
-    const make = async (name: WorkerName) => {
-      const q = await createQueueWithDlq(sqs, name, {
-        maxReceiveCount: WORKERS[name].retry,
-        visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility),
-      });
-      return { ...q, queue: new SqsQueue(sqs, q.url) };
+    const make = (name: WorkerName) =>
+      createQueueWithDlq(sqs, name, { maxReceiveCount: WORKERS[name].retry, visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility) });
+    const wiring: LocalWiring = {
+      dynamoEndpoint: dynamo.endpoint,
+      sqsEndpoint,
+      tables: names,
+      queues: { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") },
     };
-    const queues = { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") };
-    const prepare = opts.prepareExperiment;
-    await startWorker("profile", queues.profile.url, createProfileHandler({ ledger: stores.profiles, log }));
-    const dispatch = createDispatchHandler({
-      ...stores,
-      pools: new CachedPoolStore(stores.pools),
-      tasks: opts.tasks,
-      policies: opts.policies,
-      maxReceives: WORKERS.dispatch.retry,
-      log,
-    });
-    for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", queues.dispatch.url, dispatch);
-    await startWorker("vote", queues.vote.url, createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
-    await startWorker(
-      "coordinator",
-      queues.coordinator.url,
-      createCoordinatorHandler({
-        experiments: stores.experiments,
-        steps: stores.experimentSteps,
-        meter: stores.meter,
-        clock: systemClock,
-        sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
-        continueOn: queues.coordinator.queue,
-        prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
-        log,
-      }),
-    );
+    clients = connect(wiring);
+    const { stores, queues } = clients;
+    if (opts.workersOn) workers = await startWorkersThread(opts.workersOn, wiring, log);
+    else if (opts.policies) workers = await startLocalWorkers(wiring, { ...opts, policies: opts.policies });
+    else throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,
@@ -150,7 +109,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,
       ...(opts.panel ? { panel: opts.panel } : {}),
-      // A panel's LLM voters cost tokens: identical requests within a pool and profile version are served again for a minute.
+      // A panel's LLM voters cost tokens: identical requests of a key within a pool and profile version are served again for a minute.
       ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
@@ -160,21 +119,5 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   } catch (err) {
     await stop();
     throw err;
-  }
-
-  /** A poller invoking `handler` with the worker's batch size, until the stack stops. */
-  async function startWorker(name: WorkerName, url: string, handler: Parameters<typeof pollOnce>[2]) {
-    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
-    pollers.push(
-      (async () => {
-        while (running) {
-          try {
-            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1 });
-          } catch (err) {
-            if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
-          }
-        }
-      })(),
-    );
   }
 }

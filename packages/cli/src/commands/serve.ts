@@ -1,15 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { LocalPolicyEndpoints, createPool, hashSecret } from "@harness-s/core";
+import { createPool, hashSecret } from "@harness-s/core";
 import { gatewaySettings } from "../gateway-setup.ts";
-import { readPanelFile } from "../panel-file.ts";
+import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { port } from "../flags.ts";
-import { localQueuedExperiment } from "../runtime/local-aws.ts";
+import type { ServeWorkersData } from "../runtime/serve-workers.ts";
+
+/** The entry of serve's workers' thread. */
+const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
 
 /** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
 export const ServeOptions = z.strictObject({
@@ -32,24 +35,25 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
-  const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
+  const panelDocument = opts.voters ? await readPanelDocument(opts.voters) : undefined;
+  const panel = panelDocument ? panelRouting(panelDocument) : undefined;
   const gateway = opts.gatewayUpstream
     ? await gatewaySettings({ upstream: opts.gatewayUpstream, pool: opts.gatewayPool, env: opts.gatewayEnv, ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}) })
     : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
-  const setupFor = embeddedSetups(defaultEmbeddedSettings, offThreadInstances());
-  const setup = setupFor("test");
+  const setup = embeddedSetups(defaultEmbeddedSettings, offThreadInstances())("test");
   const instance = await setup.instance(1);
-  const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
-  const policies = new LocalPolicyEndpoints(setup.env);
-  policies.register("default", setup.createPolicy(1));
-  process.stderr.write("starting DynamoDB Local and fauxqs …\n");
+  const tasks = [...instance.train, ...instance.dev, ...instance.heldout];
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
+  // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
+  // never stalls another key's requests on the API's event loop.
+  const workersData: ServeWorkersData = { tasks, ...(panelDocument ? { panel: panelDocument } : {}) };
   const stack = await startLocalStack({
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
-    policies,
-    prepareExperiment: localQueuedExperiment(setupFor, policies),
+    workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
     log: (line) => process.stderr.write(`${line}\n`),
   });
   let server: { url: string; close: () => Promise<void> } | undefined;

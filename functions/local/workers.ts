@@ -1,0 +1,119 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
+import { CachedPoolStore, SqsQueue, dynamoStores, localCredentials, pollOnce, type PanelRouting, type TableNames } from "@harness-s/adapters";
+import { createCoordinatorHandler } from "../coordinator/handler.ts";
+import { createDispatchHandler } from "../dispatch/handler.ts";
+import { createProfileHandler } from "../profile/handler.ts";
+import { createVoteHandler } from "../vote/handler.ts";
+import { WORKERS } from "../../stacks/workers.ts";
+
+export type WorkerName = keyof typeof WORKERS;
+export type Stores = ReturnType<typeof dynamoStores>;
+export type WorkerQueues = Record<WorkerName, { url: string; dlqUrl: string; queue: SqsQueue }>;
+
+/** How long a local coordinator attempt runs before it re-queues its run (the Lambda's is COORDINATOR_SLICE_MS). */
+export const LOCAL_COORDINATOR_SLICE_MS = 10_000;
+/** Decisions' time to live in a local stack's table. */
+export const LOCAL_DECISION_TTL_SECONDS = 7 * 24 * 3600;
+
+/** Where a local stack's workers find its tables and queues: plain data, so another thread can be handed it. */
+export interface LocalWiring {
+  dynamoEndpoint: string;
+  sqsEndpoint: string;
+  tables: TableNames;
+  queues: Record<WorkerName, { url: string; dlqUrl: string }>;
+}
+
+/** What the workers run with (the parts that are code, not data). */
+export interface LocalWorkerOptions {
+  tasks: TaskSource;
+  /** The policies dispatch samples from (the GPU endpoint in the cloud). */
+  policies: PolicyEndpoints;
+  /** Voters the vote worker runs (default: the statistical voters). */
+  voters?: readonly Voter[];
+  /** A voter panel: its voters run in the vote worker. */
+  panel?: PanelRouting;
+  /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
+  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: WorkerQueues }) => Promise<ExperimentDeps>;
+  /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
+  dispatchConcurrency?: number;
+  /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
+  coordinatorSliceMs?: number;
+  log?: (line: string) => void;
+}
+
+/** The stores and queues of a wiring, on clients of their own. */
+export function connect(wiring: LocalWiring) {
+  const ddb = new DynamoDBClient({ endpoint: wiring.dynamoEndpoint, region: "us-east-1", credentials: localCredentials });
+  const sqs = new SQSClient({ endpoint: wiring.sqsEndpoint, region: "us-east-1", credentials: localCredentials });
+  const stores = dynamoStores(DynamoDBDocumentClient.from(ddb), wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS });
+  const queue = (name: WorkerName) => ({ ...wiring.queues[name], queue: new SqsQueue(sqs, wiring.queues[name].url) });
+  const queues: WorkerQueues = { profile: queue("profile"), dispatch: queue("dispatch"), vote: queue("vote"), coordinator: queue("coordinator") };
+  return { ddb, sqs, stores, queues };
+}
+
+/**
+ * Pollers that invoke the `profile`, `dispatch`, `vote` and `coordinator` Lambda handlers with
+ * real SQS event shapes, with the batch sizes of the deployed queues (`stacks/workers.ts`), until
+ * stopped. In the stack's own thread, or on a thread of their own (`startLocalStack`'s `workersOn`).
+ */
+export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
+  const log = opts.log ?? (() => undefined);
+  const { ddb, sqs, stores, queues } = connect(wiring);
+  let running = true;
+  const pollers: Promise<void>[] = [];
+  const startWorker = async (name: WorkerName, handler: Parameters<typeof pollOnce>[2]) => {
+    const url = wiring.queues[name].url;
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+    pollers.push(
+      (async () => {
+        while (running) {
+          try {
+            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1 });
+          } catch (err) {
+            if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        }
+      })(),
+    );
+  };
+  const stop = async () => {
+    running = false;
+    await Promise.all(pollers);
+    ddb.destroy();
+    sqs.destroy();
+  };
+  try {
+    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log }));
+    const dispatch = createDispatchHandler({
+      ...stores,
+      pools: new CachedPoolStore(stores.pools),
+      tasks: opts.tasks,
+      policies: opts.policies,
+      maxReceives: WORKERS.dispatch.retry,
+      log,
+    });
+    for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", dispatch);
+    await startWorker("vote", createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
+    const prepare = opts.prepareExperiment;
+    await startWorker(
+      "coordinator",
+      createCoordinatorHandler({
+        experiments: stores.experiments,
+        steps: stores.experimentSteps,
+        meter: stores.meter,
+        clock: systemClock,
+        sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
+        continueOn: queues.coordinator.queue,
+        prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
+        log,
+      }),
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { stop };
+}

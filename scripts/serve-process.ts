@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { percentile, newApiKey, type Scope } from "@harness-s/core";
+import { DynamoApiKeyStore, localCredentials, tableNames } from "@harness-s/adapters";
+
+/** A `harness-s serve` process on a free port, its admin key, and a way to add more keys to its tables. */
+export interface ServeProcess {
+  url: string;
+  dynamoEndpoint: string;
+  adminKey: string;
+  proc: ChildProcess;
+  addKey: (id: string, scopes: Scope[]) => Promise<string>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts `harness-s serve` as a user would (its own process, DynamoDB Local and fauxqs, the
+ * workers' thread) and resolves once it listens. `stop` sends SIGINT and waits for it to end.
+ */
+export async function startServe(args: string[] = []): Promise<ServeProcess> {
+  const adminKey = "fairness-admin-key";
+  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", adminKey, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const { url, dynamoEndpoint } = await new Promise<{ url: string; dynamoEndpoint: string }>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 120_000);
+    const read = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/listening on (http:\/\/[\d.:]+) \(DynamoDB Local at (http:\/\/[\d.:]+);/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ url: m[1]!, dynamoEndpoint: m[2]! });
+      }
+    };
+    proc.stdout!.on("data", read);
+    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    proc.once("exit", (code) => reject(new Error(`serve exited early with ${code}:\n${out}`)));
+  });
+  const keys = new DynamoApiKeyStore(
+    DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials })),
+    tableNames("local-"),
+  );
+  return {
+    url,
+    dynamoEndpoint,
+    adminKey,
+    proc,
+    addKey: async (id, scopes) => {
+      const { secret, record } = newApiKey(id, scopes);
+      await keys.put(record);
+      return secret;
+    },
+    stop: async () => {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGINT");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+    },
+  };
+}
+
+export interface LatencyPhase {
+  requests: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** `POST /v1/route` of one key, one request at a time (20 ms apart) for `seconds`: its latencies. */
+export async function routeLatency(serve: ServeProcess, secret: string, seconds: number): Promise<LatencyPhase> {
+  const body = JSON.stringify({ poolId: "embedded", task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 });
+  const ms: number[] = [];
+  for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
+    const t = performance.now();
+    const res = await fetch(`${serve.url}/v1/route`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`/v1/route answered ${res.status}`);
+    ms.push(performance.now() - t);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { requests: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: Math.max(...ms) };
+}
