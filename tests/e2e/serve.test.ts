@@ -113,7 +113,7 @@ describe("harness-s serve", () => {
       });
       socket.on("connect", () => {
         socket.write(head);
-        trickle?.forEach((line, i) => timers.push(setTimeout(() => socket.writable && socket.write(line), (i + 1) * 2_000)));
+        for (const [i, line] of (trickle ?? []).entries()) timers.push(setTimeout(() => socket.writable && socket.write(line), (i + 1) * 2_000));
         // A socket still open after 60 s is a failure, not a hang of the suite.
         timers.push(setTimeout(() => reject(new Error(`still open after 60 s (first answer: ${first || "none"})`)), 60_000));
       });

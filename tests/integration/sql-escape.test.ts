@@ -20,6 +20,11 @@ const sqliteEscapes = [
   "CREATE VIRTUAL TABLE v USING fts5(a)",
   "DETACH DATABASE main",
   "pragma\tjournal_mode=delete",
+  // Issue 30, item 11: the temp schema by a quoted name (its storage is outside the database's cap).
+  ...['"temp"', "[temp]", "`temp`", '"TEMP"', "'temp'", '"tEmP"', "temp "].map((q, i) => `CREATE TABLE ${q}.t_${i} AS SELECT randomblob(1000) AS a`),
+  'CREATE VIEW "temp".v2 AS SELECT 1',
+  // Issue 30, item 12's class in SQLite: a quoted function name is the function.
+  `SELECT "load_extension"('/tmp/hs_escape')`,
 ];
 const mysqlEscapes = [
   ...comments("SET SESSION max_statement_time = 0"),
@@ -32,6 +37,10 @@ const mysqlEscapes = [
   "SELECT 'x' INTO OUTFILE '/tmp/hs_escape_out.txt'",
   "SELECT 'x' INTO DUMPFILE '/tmp/hs_escape_out.txt'",
   "SELECT LOAD_FILE('/etc/passwd')",
+  // Issue 30, item 12: a backtick-quoted function name is the same function to the server.
+  "SELECT `LOAD_FILE`('/etc/passwd')",
+  "SELECT `load_file` ('/etc/hosts')",
+  "SELECT 1 UNION SELECT `Load_File`(CONCAT('/etc/', 'passwd'))",
   "LOAD DATA INFILE '/etc/passwd' INTO TABLE t",
   "SELECT * FROM mysql.user",
   "CREATE DATABASE hs_escape",

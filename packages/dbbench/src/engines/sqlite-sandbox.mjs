@@ -23,10 +23,14 @@ const toPy = (v) => {
   return String(v);
 };
 
+/** Pages the temp schema may hold: the guard refuses temporary tables, and whatever gets past it is capped here too. */
+const TEMP_MAX_PAGES = 16;
+
 function open(snapshot, maxPages) {
   db = snapshot ? new Database(Buffer.from(snapshot)) : new Database(":memory:");
   db.pragma(`max_page_count = ${Number(maxPages)}`);
   db.pragma("temp_store = MEMORY");
+  db.pragma(`temp.max_page_count = ${TEMP_MAX_PAGES}`);
   db.function("md5", { deterministic: true }, (s) => (s === null ? null : createHash("md5").update(String(s)).digest("hex")));
 }
 

@@ -7,6 +7,40 @@ import { type Dialect, lexSql, type SqlToken } from "./sql-lexer.ts";
 
 export type { Dialect };
 
+/**
+ * The name a token stands for where the server reads a name: a bare word as it is, a quoted
+ * identifier without its quotes (doubled quotes undone), upper-cased as the server compares
+ * names; SQLite also reads a single-quoted string as a name where only a name can stand (before a
+ * `.` or a `(`). Undefined for anything that is no name.
+ */
+function nameOf(t: SqlToken | undefined, dialect: Dialect): string | undefined {
+  if (!t) return undefined;
+  if (t.kind === "word") return t.text;
+  const quoted = t.kind === "identifier" || (t.kind === "string" && dialect === "sqlite");
+  if (!quoted || t.text.length < 2) return undefined;
+  const open = t.text[0]!;
+  const close = open === "[" ? "]" : open;
+  return t.text.slice(1, -1).replaceAll(`${close}${close}`, close).toUpperCase();
+}
+
+/** Names the server reads as a function call: a bare or quoted name right before `(`. */
+function calledNames(tokens: readonly SqlToken[], dialect: Dialect): string[] {
+  return tokens.flatMap((t, i) => {
+    const next = tokens[i + 1];
+    const name = next?.kind === "punct" && next.text === "(" ? nameOf(t, dialect) : undefined;
+    return name ? [name] : [];
+  });
+}
+
+/** Schema (database) qualifiers: the name before a `.`, bare or quoted. */
+function qualifiers(tokens: readonly SqlToken[], dialect: Dialect): string[] {
+  return tokens.flatMap((t, i) => {
+    const next = tokens[i + 1];
+    const name = next?.kind === "punct" && next.text === "." ? nameOf(t, dialect) : undefined;
+    return name ? [name] : [];
+  });
+}
+
 /** The upper-cased bare words of `sql` in order, outside comments, strings and quoted identifiers. */
 export function codeWords(sql: string, dialect: Dialect): string[] {
   return lexSql(sql, dialect)
@@ -100,7 +134,7 @@ export function inspectStatement(sql: string, dialect: Dialect): Statement {
   if (first === undefined) return { first, reads };
   const refusal = lexed.versionedComment
     ? "versioned executable comments (/*!NNNNN … */) are not allowed in a rollout database"
-    : (refusalOf(words, first, dialect) ?? uncountedStorage(lexed.tokens, first, dialect));
+    : (refusalOf([...words, ...calledNames(lexed.tokens, dialect)], first, dialect) ?? uncountedStorage(lexed.tokens, first, dialect));
   return { first, reads, refusal };
 }
 
@@ -134,7 +168,8 @@ export const OTHER_ENGINES: ReadonlySet<string> = new Set(
 function uncountedStorage(tokens: SqlToken[], first: string, dialect: Dialect): string | undefined {
   if (first !== "CREATE" && first !== "ALTER") return undefined;
   const words = tokens.filter((t) => t.kind === "word").map((t) => t.text);
-  if (first === "CREATE" && (words.includes("TEMPORARY") || (dialect === "sqlite" && words.includes("TEMP"))))
+  const inTemp = dialect === "sqlite" && qualifiers(tokens, dialect).some((q) => q === "TEMP" || q === "TEMPORARY");
+  if (first === "CREATE" && (words.includes("TEMPORARY") || (dialect === "sqlite" && words.includes("TEMP")) || inTemp))
     return "temporary tables are not allowed in a rollout database (their storage is not counted against its limit)";
   if (dialect !== "mysql") return undefined;
   for (let i = 0; i < tokens.length; i++) {
