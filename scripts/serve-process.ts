@@ -54,7 +54,7 @@ export async function startServe(args: string[] = []): Promise<ServeProcess> {
       if (proc.exitCode !== null) return;
       const exited = new Promise((r) => proc.once("exit", r));
       proc.kill("SIGINT");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
       if (proc.exitCode === null) proc.kill("SIGKILL");
     },
   };

@@ -59,8 +59,13 @@ export async function listen(
   hostname = "127.0.0.1",
   opts: { bodyLimit?: (path: string) => number } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch, port, hostname, serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 } }, () => resolve(s));
+  // A port in use (EADDRINUSE) or not ours to bind (EACCES) rejects here, for the caller to clean up and say so.
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch, port, hostname, serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 } }, () => {
+      s.off("error", reject);
+      resolve(s);
+    });
+    s.once("error", reject);
   });
   const http = server as Server;
   http.headersTimeout = HEADERS_TIMEOUT_MS;

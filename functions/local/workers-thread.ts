@@ -12,6 +12,9 @@ export interface WorkersThreadSpec {
   data?: unknown;
 }
 
+/** How long the workers may take to stop (a poll in flight, a training step) before the thread is terminated. */
+const STOP_GRACE_MS = 5_000;
+
 type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string };
 
 /**
@@ -54,7 +57,7 @@ export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalW
       stopping = true;
       const exited = new Promise<void>((r) => current.once("exit", () => r()));
       current.postMessage("stop");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000).unref())]);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
       await current.terminate();
     },
   };

@@ -1,5 +1,7 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, stat } from "node:fs/promises";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -162,5 +164,71 @@ describe("harness-s CLI", () => {
       expect(help.code, cmd.join(" ")).toBe(0);
       expect(help.stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
     }
+  }, 120_000);
+
+  it("a folder --out cannot be made or written in is exit 2 at once, naming it (issue 30, item 14)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "hs-out-"));
+    await writeFile(join(dir, "a-file"), "");
+    for (const out of ["/proc/hs_out_x", join(dir, "a-file", "sub"), join(dir, "a-file")]) {
+      const started = Date.now();
+      const got = await inProcess(["experiment", "--quick", "--seeds", "1", "--out", out]);
+      expect(got, out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error \[USAGE\]: --out /) });
+      expect(Date.now() - started, out).toBeLessThan(5_000);
+    }
+    // Variant: another command's output folder, the same check.
+    expect(await inProcess(["report", dir, "--out", "/proc/hs_out_y"])).toMatchObject({ code: 2, stderr: expect.stringMatching(/--out \/proc\/hs_out_y: cannot create/) });
+  });
+
+  it("serve and policy-worker refuse what they cannot honour with exit 2 and one line, never a stack trace (issue 30, items 13, 15)", async () => {
+    const taken = createServer().listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const port = String((taken.address() as AddressInfo).port);
+    const cases: [string[], RegExp][] = [
+      [["serve", "--port", port], /--port \d+: 127\.0\.0\.1:\d+ is in use/],
+      [["serve", "--gateway-upstream", "ftp://example.com/v1"], /--gateway-upstream .*http:\/\/ or https:\/\//],
+      [["serve", "--gateway-upstream", "http://127.0.0.1:9/v1", "--gateway-pool", "nope"], /--gateway-pool "nope": one of the pools serve registers/],
+      [["policy-worker", "--model", "/nonexistent/dir"], /--model \/nonexistent\/dir: no such folder/],
+      [["policy-worker", "--port", port], /in use by another process/],
+    ];
+    try {
+      for (const [args, message] of cases) {
+        const got = await run("node", [...cli, ...args], { timeout: 180_000 }).then(
+          () => ({ code: 0, stderr: "", stdout: "" }),
+          (err: { code: number; stderr: string; stdout: string }) => err,
+        );
+        expect(got.code, args.join(" ")).toBe(2);
+        expect(got.stderr, args.join(" ")).toMatch(message);
+        expect(got.stderr, args.join(" ")).not.toMatch(/\n\s+at |Traceback/);
+        expect(got.stdout, args.join(" ")).not.toMatch(/ready on/);
+      }
+    } finally {
+      taken.close();
+    }
+  }, 400_000);
+
+  it("serve stopped by a signal before it is up leaves no DynamoDB Local behind (issue 30, item 13)", async () => {
+    const proc = spawn("node", [...cli, "serve", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const children = async () => (await run("ps", ["-o", "pid=,args=", "--ppid", String(proc.pid)]).catch(() => ({ stdout: "" }))).stdout;
+    let java: string[] = [];
+    for (let i = 0; i < 600 && java.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      java = (await children())
+        .split("\n")
+        .filter((l) => l.includes("DynamoDBLocal"))
+        .map((l) => l.trim().split(/\s+/)[0]!);
+    }
+    expect(java, err).toHaveLength(1);
+    const exited = once(proc, "exit");
+    proc.kill("SIGTERM");
+    await exited;
+    await new Promise((r) => setTimeout(r, 500));
+    // Gone, or a zombie waiting to be reaped by whoever adopted it (it runs nothing).
+    const state = await run("ps", ["-o", "stat=", "-p", java[0]!]).then(
+      (r) => r.stdout.trim(),
+      () => "",
+    );
+    expect(state === "" || state.startsWith("Z"), `DynamoDB Local ${java[0]} is ${state}`).toBe(true);
   }, 120_000);
 });

@@ -5,6 +5,7 @@ export * from "./memory/decision-cache.ts";
 export * from "./dynamo/tables.ts";
 export * from "./dynamo/stores.ts";
 export * from "./local/dynamodb-local.ts";
+export * from "./local/children.ts";
 export * from "./sqs/event.ts";
 export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";

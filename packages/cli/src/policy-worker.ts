@@ -1,7 +1,8 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort } from "@harness-s/adapters";
+import { freePort, ownChild } from "@harness-s/adapters";
+import { UsageError } from "./flags.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -60,7 +61,7 @@ export async function startPolicyWorker(
   if (opts.token) args.push("--token", opts.token);
   if (opts.stateDir) args.push("--state-dir", opts.stateDir);
   for (const [name, value] of Object.entries(opts.tuning ?? {})) if (value !== undefined) args.push(`--${kebab(name)}`, String(value));
-  const proc = spawn(python, args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } });
+  const proc = ownChild(spawn(python, args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } }));
   const url = `http://${host}:${port}`;
   const stop = async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
@@ -71,10 +72,13 @@ export async function startPolicyWorker(
   };
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
   for (;;) {
+    // Exit code 2: the worker refused its flags (its own message says which: a missing model folder, a port in use).
+    if (proc.exitCode === 2) throw new UsageError("the policy worker refused to start (its message is above)");
     if (proc.exitCode !== null) throw new Error(`the policy worker exited with code ${proc.exitCode} before it was ready`);
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
-      if (res.ok) return { url, stop, process: proc };
+      // Only this worker counts as ready: another process answering on the port is not it.
+      if (res.ok && ((await res.json()) as { pid?: number }).pid === proc.pid) return { url, stop, process: proc };
     } catch {
       // not listening yet
     }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { Command, CommanderError, Option, type OutputConfiguration } from "commander";
 import { ZodError } from "zod";
 import { HarnessSError, armNames, formatIssues } from "@harness-s/core";
@@ -5,7 +6,7 @@ import { BUNDLED_DATA_DIR } from "@harness-s/dbbench";
 import { SuiteLmRecipe } from "./suite-lm/recipe.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
-import { parseFlags } from "./flags.ts";
+import { UsageError, parseFlags } from "./flags.ts";
 import {
   BenchFlags,
   ConfirmFlags,
@@ -341,6 +342,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .action(async (raw) => {
       const o = parseFlags(PolicyWorkerFlags, raw, "policy-worker");
       const { model, port, host, token, stateDir, ...tuning } = o;
+      if (model !== "tiny" && !existsSync(model)) throw new UsageError(`--model ${model}: no such folder (a Hugging Face model directory, or tiny)`);
       const worker = await (await import("./policy-worker.ts")).startPolicyWorker({ model, port, host, token, stateDir, tuning }, (line) => console.error(line));
       console.log(`harness-s policy worker (protocol v2, model ${o.model}) ready on ${worker.url}; Ctrl-C stops it`);
       const stop = async () => {

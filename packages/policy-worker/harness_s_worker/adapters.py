@@ -75,6 +75,16 @@ class AdaptedModel:
             for s, t in zip(self.adapter_params(source), self.adapter_params(target), strict=True):
                 t.copy_(s)
 
+    def unmatched_targets(self, targets: list[str]) -> list[str]:
+        """The LoRA targets no module of the base model answers to (peft matches a module by its
+        full name or its last parts), so a policy never silently adapts fewer modules than asked."""
+        names = [n for n, _ in self.base.named_modules()]
+        return [t for t in targets if not any(n == t or n.endswith(f".{t}") for n in names)]
+
+    def linear_names(self) -> list[str]:
+        """The distinct last names of the base model's linear modules (what LoRA targets name)."""
+        return sorted({n.rsplit(".", 1)[-1] for n, m in self.base.named_modules() if isinstance(m, torch.nn.Linear)})
+
     def add_pair(self, adapter: str, config: LoraConfig, seed: int) -> list[torch.nn.Parameter]:
         """Adds `adapter` and its training copy `<adapter>t` (the copy starts equal); the copy's
         parameters, for its optimiser. The caller holds `lock`."""

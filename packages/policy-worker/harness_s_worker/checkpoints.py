@@ -4,7 +4,9 @@ sharing the state folder) restores all three, so a unit continues where it stopp
 
 from __future__ import annotations
 
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
 import torch
 
 from .errors import WorkerError
+from .schemas import ID, CreatePolicy
 
 
 def save_checkpoint(policies: Policies, pid: str) -> dict[str, Any]:
@@ -58,3 +61,24 @@ def apply_checkpoint(policies: Policies, p: Policy, saved: dict[str, Any]) -> No
     policies.adapted.copy_adapter(p.adapter, p.train_adapter)
     p.optim().load_state_dict(saved["optimizer"])
     p.version = int(saved["version"])
+
+
+def restore_policies(policies: Policies, log: Callable[[str], None]) -> list[str]:
+    """Re-creates every policy saved in the state folder at its newest checkpoint (a worker
+    restarted on the same `--state-dir` holds them again; its spec as it was created, so the
+    same `PUT` finds it). A checkpoint that cannot be restored is logged and left on disk."""
+    root = policies.state_dir / "policies"
+    restored: list[str] = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        versions = sorted(int(v.name[1:]) for v in folder.glob("v*") if v.name[1:].isdigit() and (v / "state.pt").is_file())
+        if not versions or not re.match(ID, folder.name):
+            continue
+        ref = f"{folder.name}/v{versions[-1]}"
+        try:
+            spec = CreatePolicy.model_validate(read_checkpoint(policies.state_dir, ref)["spec"])
+            p, _ = policies.create(folder.name, spec.model_copy(update={"init_from": ref}))
+            p.spec = spec
+            restored.append(ref)
+        except Exception as err:  # another model's folder, a damaged file: the others still load
+            log(f"policy worker: checkpoint {ref} not restored ({type(err).__name__}: {err})")
+    return restored

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .policies import Policies
+from .errors import WorkerError
+from .sampling import SamplingRule
 from .schemas import ChatRequest, SampleRequest, Sampling, Version
 
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
@@ -36,10 +38,12 @@ class Facade:
 
     def request(self, body: ChatRequest) -> tuple[str, SampleRequest, list[dict[str, Any]]]:
         """(policy id, the sample request, the messages as sent) for a chat body."""
-        pid, _, v = body.model.partition("@v")
+        pid, pinned, v = body.model.partition("@v")
+        if pinned and not v.isdigit():
+            raise WorkerError(400, "VALIDATION_FAILED", f"model: {body.model!r} is <policy> or <policy>@v<version number>")
         p = self.policies.get(pid)
-        version = int(v) if v.isdigit() else p.version
-        purpose = "train" if body.temperature == 1 and body.top_p == 1 else "eval"
+        version = int(v) if pinned else p.version
+        purpose = "train" if SamplingRule(body.temperature, body.top_p).exact else "eval"
         sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.max_tokens or 64, seed=body.seed, purpose=purpose)
         messages = body.messages
         for cut in range(len(messages) - 1, 0, -1):
@@ -49,7 +53,7 @@ class Facade:
             if episode is not None and episode in p.episodes:
                 return pid, SampleRequest(episode_id=episode, version=Version(exact=version), append=messages[cut:], sampling=sampling), messages
         episode = f"chat-{uuid.uuid4().hex[:12]}"
-        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if v else None, messages=messages, tools=body.tools, sampling=sampling), messages
+        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if pinned else None, messages=messages, tools=body.tools, sampling=sampling), messages
 
     def response(self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], out: dict[str, Any], logprobs: bool) -> dict[str, Any]:
         comp = out["completion"]

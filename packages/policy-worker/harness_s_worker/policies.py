@@ -90,6 +90,11 @@ class Policies:
                 return self.policies[pid], False
             if len(self.policies) >= self.limits.policies:
                 raise WorkerError(429, "CAPACITY_EXCEEDED", f"this worker holds {self.limits.policies} policies, its limit; delete one first")
+            unmatched = self.adapted.unmatched_targets(spec.lora.targets)
+            if unmatched:
+                raise WorkerError(
+                    400, "VALIDATION_FAILED", f"lora.targets: {', '.join(unmatched)} name no module of {self.model_name!r} (its linear modules: {', '.join(self.adapted.linear_names())})"
+                )
             restore = read_checkpoint(self.state_dir, spec.init_from) if spec.init_from else None
             config = LoraConfig(
                 r=spec.lora.rank,

@@ -82,6 +82,12 @@ def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, 
     return surrogate * mask, clip * mask, kl * mask
 
 
+def datum_loss(surrogate: torch.Tensor, kl: torch.Tensor, weight: float, loss: Loss) -> torch.Tensor:
+    """One datum's share of the objective to minimise: its summed surrogate plus the KL penalty
+    (a cost for drifting from the reference, never a bonus), times its aggregation weight."""
+    return weight * (surrogate.sum() + loss.kl_coef * kl.sum())
+
+
 def datum_weights(masks: list[torch.Tensor], loss: Loss) -> list[float]:
     """What each datum's summed token terms are multiplied by, so that summing over micro-batches
     gives the aggregated loss: token-mean Σ/Σ tokens, sequence-mean the mean of per-sequence means,

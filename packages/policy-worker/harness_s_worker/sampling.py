@@ -1,7 +1,10 @@
 """One sampling rule, applied the same way when drawing a token and when reporting its
 log-probability: temperature, then top-p (nucleus) over the tempered distribution, renormalised.
 Temperature 0 is greedy, and its log-probability is the untempered model's (informational: a
-greedy turn is never trained on, see `SamplingRule.for_training`)."""
+greedy turn is never trained on: only an `exact` rule's samples are, see `episodes.prepare`).
+Other rules are computed in float64 with the largest logit subtracted before the temperature
+divides (so no temperature above 0 overflows), and the nucleus always keeps the most likely token
+(so no top_p above 0 empties it): every reported log-probability is finite."""
 
 from __future__ import annotations
 
@@ -23,15 +26,19 @@ class SamplingRule:
 
 
 def distribution(logits: torch.Tensor, rule: SamplingRule) -> torch.Tensor:
-    """Log-probabilities (fp32) of the distribution `rule` draws from, for one row of logits."""
-    if rule.temperature == 0:
-        return torch.log_softmax(logits, dim=-1)
-    logp = torch.log_softmax(logits / rule.temperature, dim=-1)
+    """Log-probabilities (float64) of the distribution `rule` draws from, for one row of logits;
+    for an exact rule and for greedy ones, the model's own fp32 values (what an update scores)."""
+    if rule.temperature == 0 or rule.exact:
+        return torch.log_softmax(logits, dim=-1).double()
+    wide = logits.double()
+    # (logits - max) <= 0: divided by any temperature it is at most 0 and at worst -inf, never NaN.
+    logp = torch.log_softmax((wide - wide.max()) / rule.temperature, dim=-1)
     if rule.top_p < 1.0:
         sorted_logp, order = torch.sort(logp, descending=True)
-        cumulative = sorted_logp.exp().cumsum(-1)
-        # Keep the smallest set whose mass reaches top_p (the first token always stays).
-        drop_sorted = cumulative - sorted_logp.exp() >= rule.top_p
+        probs = sorted_logp.exp()
+        # Keep the smallest set whose mass reaches top_p; the most likely token always stays.
+        drop_sorted = probs.cumsum(-1) - probs >= rule.top_p
+        drop_sorted[..., 0] = False
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logp = torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
     return logp

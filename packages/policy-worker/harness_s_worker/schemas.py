@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$"
+# A checkpoint as `POST …/checkpoints` names it: `<policy id>/v<version>`.
+CHECKPOINT = r"^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}/v[0-9]{1,9}$"
+# A module name peft matches LoRA targets against (`q_proj`, `model.layers.0.mlp.up_proj`).
+MODULE = r"^[A-Za-z0-9_][A-Za-z0-9_.]{0,199}$"
 
 
 class Strict(BaseModel):
@@ -18,14 +22,14 @@ class Strict(BaseModel):
 class Lora(Strict):
     rank: int = Field(8, ge=1, le=256)
     alpha: float = Field(16, gt=0)
-    targets: list[str] = ["q_proj", "v_proj"]
+    targets: list[Annotated[str, Field(pattern=MODULE)]] = Field(["q_proj", "v_proj"], min_length=1, max_length=64)
 
 
 class CreatePolicy(Strict):
     base_model: str
     lora: Lora = Lora()
     seed: int = 0
-    init_from: str | None = None
+    init_from: str | None = Field(None, pattern=CHECKPOINT)
 
 
 class Version(Strict):
@@ -49,6 +53,13 @@ class SampleRequest(Strict):
     append: list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] | None = None
     sampling: Sampling = Sampling()
+
+    @model_validator(mode="after")
+    def one_turn_kind(self) -> SampleRequest:
+        # The first turn renders `messages`, a later one appends `append`: both at once is not a turn.
+        if (self.messages is None) == (self.append is None):
+            raise ValueError("exactly one of messages (the first turn) or append (a later turn)")
+        return self
 
 
 class RenderRequest(Strict):

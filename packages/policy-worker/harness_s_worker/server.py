@@ -8,11 +8,13 @@ import asyncio
 import gc
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .checkpoints import save_checkpoint
+from .checkpoints import restore_policies, save_checkpoint
 from .errors import WorkerError
 from .facade import Facade
 from .policies import Limits, Policies, Policy
@@ -71,10 +73,24 @@ class BodyLimit:
         return await self.app(scope, replayed, send)
 
 
-def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20) -> FastAPI:
-    app = FastAPI(title="Harness-S policy worker", version="2")
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+DRAIN_S = 30.0  # how long a stopping worker waits for its accepted updates
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20, drain_s: float = DRAIN_S) -> FastAPI:
     updates = Updates(policies)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # SIGTERM: uvicorn has stopped taking requests and finished the open ones; the accepted updates finish too.
+        await run_in_threadpool(updates.drain, drain_s, log)
+
+    app = FastAPI(title="Harness-S policy worker", version="2", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     facade = Facade(policies)
     app.state.updates = updates
 
@@ -124,6 +140,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return {
             "ok": True,
             "protocol": 2,
+            "pid": os.getpid(),
             "model": model_name,
             "policies": len(policies.policies),
             "device": str(next(policies.adapted.base.parameters()).device),
@@ -237,7 +254,23 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     state = state_dir or Path(tempfile.mkdtemp(prefix="harness-s-worker-"))
     state.mkdir(parents=True, exist_ok=True)
     name = "tiny" if model == "tiny" else Path(model).name
-    return Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser), name
+    policies = Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser)
+    restored = restore_policies(policies, log)
+    if restored:
+        log(f"policy worker: restored {len(restored)} policies from {state}: {', '.join(restored)}")
+    return policies, name
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether `host:port` can be bound now (checked before the model loads, so a port in use is
+    said at once, not after the model is loaded and the server fails to bind)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def watch_parent(parent: int) -> None:
@@ -277,8 +310,16 @@ def main() -> None:
     sys.setswitchinterval(0.0005)
     if not 0 <= args.port <= 65535:
         ap.error(f"--port {args.port}: a port is 0-65535")
+    if args.model != "tiny" and not Path(args.model).is_dir():
+        ap.error(f"--model {args.model}: no such folder (a Hugging Face model directory, or tiny)")
+    if args.port and not port_free(args.host, args.port):
+        ap.error(f"--port {args.port}: {args.host}:{args.port} is in use by another process")
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
-    policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
+    try:
+        policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
+    except (OSError, ValueError) as err:  # not a model folder, weights or a tokenizer missing or unreadable
+        ap.error(f"--model {args.model}: cannot be loaded ({type(err).__name__}: {err})")
+
     set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), args.device, args.threads)
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,23 @@ class Updates:
         self.policies = policies
         self.jobs: dict[str, Job] = {}
         self.by_key: dict[tuple[str, str], str] = {}
+        self.stopping = False
+
+    def drain(self, timeout_s: float, log: Callable[[str], None]) -> None:
+        """The worker is stopping: new updates are refused (503), and each accepted one is waited
+        for (at most `timeout_s` in all) and logged as it ends; one still running then is logged
+        as abandoned (its policy stays at the version it had: nothing half-applied is published)."""
+        with self.policies.lock:
+            self.stopping = True
+            pending = [j for j in self.jobs.values() if j.status in ("queued", "running")]
+        if pending:
+            log(f"policy worker: stopping; waiting up to {timeout_s:g} s for {len(pending)} accepted update(s)")
+        deadline = time.monotonic() + timeout_s
+        for job in pending:
+            if job.finished.wait(max(0.0, deadline - time.monotonic())):
+                log(f"policy worker: update {job.id} of {job.policy_id} {job.status}" + (f" (now v{job.version})" if job.version is not None else f": {job.error}"))
+            else:
+                log(f"policy worker: update {job.id} of {job.policy_id} abandoned after {timeout_s:g} s; the policy stays at v{job.base_version}")
 
     def get(self, uid: str) -> Job:
         job = self.jobs.get(uid)
@@ -56,6 +75,8 @@ class Updates:
             known = self.by_key.get((pid, key))
             if known is not None:
                 return self.jobs[known], False
+            if self.stopping:
+                raise WorkerError(503, "STOPPING", "the worker is stopping: send the update to the worker that replaces it")
             if body.base_version != p.version:
                 raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body.base_version}, policy {pid} is at {p.version}")
             if p.busy:
@@ -174,7 +195,7 @@ def micro_batch(
             total = torch.zeros((), device=ids[0].device)
             for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
                 surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
-                total = total + weights[i] * (surr.sum() + loss_cfg.kl_coef * kl.sum())
+                total = total + ppo.datum_loss(surr, kl, weights[i], loss_cfg)
                 sums["kl"] += weights[i] * float(kl.detach().sum())
                 sums["clipped"] += float(clip.sum())
                 sums["gap"] += float(((new.detach() - olds[i]).abs() * masks[i]).sum())

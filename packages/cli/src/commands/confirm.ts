@@ -1,8 +1,10 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import { ownChild } from "@harness-s/adapters";
+import { prepareOutDir } from "../out-dir.ts";
 import { declaredBlock, recordAttempt, splitSeeds } from "../confirmation.ts";
 import { reportCommand } from "./report.ts";
 
@@ -16,7 +18,7 @@ export interface ConfirmOptions {
 
 function runPart(args: string[], label: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = ownChild(spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { stdio: ["ignore", "ignore", "pipe"] }));
     let tail = "";
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (chunk: string) => {
@@ -60,7 +62,7 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
     `harness-s confirm ${opts.block}: seeds ${declared.block.seeds} (${declared.seeds.length}) in ${parts.length} processes; declared in ${declared.declarationCommit.slice(0, 10)}, code at ${declared.codeCommit.slice(0, 10)}\n`,
   );
   const dirs = parts.map((_, i) => join(declared.outDir, "parts", `part-${i + 1}`));
-  await mkdir(declared.outDir, { recursive: true });
+  await prepareOutDir(declared.outDir, "the block's output folder");
   const attempts = await recordAttempt(opts.root, declared.outDir, declared.codeCommit, started, parts.length);
   const build = suiteLmBuildArgs(declared.block.experiment);
   if (build) await runPart(build, "suite-lm build");

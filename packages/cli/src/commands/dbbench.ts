@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
@@ -16,6 +16,7 @@ import {
   type SqlEngine,
 } from "@harness-s/dbbench";
 import { EvalOptions, VerifyOptions, type EngineOptions } from "./dbbench-options.ts";
+import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 
 /** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
@@ -56,6 +57,7 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
 export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<{ rows: number; erroredRows: number }> {
   const o = parseOrThrow(EvalOptions, input, "dbbench eval options");
   const harness = dbbenchHarnesses.find((h) => h.id === o.harness)!;
+  await prepareOutDir(o.out);
   const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);
   const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
   const client = boundedOpenAi({ baseURL: o.baseUrl, apiKey: o.apiKey, timeoutMs: o.timeoutSeconds * 1000, maxRetries: 2 });
@@ -81,7 +83,6 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
       },
     });
     bar.stop();
-    await mkdir(o.out, { recursive: true });
     await writeFile(join(o.out, "summary.json"), JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2));
     await writeFile(join(o.out, "report.md"), renderDbEvalReport(summary, { model: o.model, baseUrl: o.baseUrl, split: o.split }));
     console.log(

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { EvolutionConfig, createPool, createRng, evolvePool, parseOrThrow, runEpisode, type EvolutionResult } from "@harness-s/core";
@@ -15,6 +15,7 @@ import {
   parseArgumentsPy,
   type SqlEngine,
 } from "@harness-s/dbbench";
+import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 import { openEngine } from "./dbbench.ts";
 
@@ -131,7 +132,7 @@ export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: Sql
     candidates: result.candidates.map((c) => ({ id: c.spec.id, direction: c.spec.provenance.direction, repairs: c.repairs, breaks: c.breaks, kept: c.kept })),
     referencePool: dbbenchSiblings.map((s) => s.id),
   };
-  await mkdir(dirname(o.out), { recursive: true });
+  await prepareOutDir(dirname(o.out));
   const pool = createPool("dbbench-evolved", result.pool.base, result.pool.siblings, result.pool.notes);
   await writeFile(o.out, JSON.stringify(pool, null, 2));
   await writeFile(o.out.replace(/\.json$/, "") + ".evolution.json", JSON.stringify(report, null, 2));

@@ -1,6 +1,7 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 
 /** Evolves a sibling pool from the embedded H0 on the suite instance of `seed` and saves it as JSON. */
@@ -23,7 +24,7 @@ export async function evolveCommand(opts: {
   const deps = embeddedSetup(settings, (_s, d, t) => bar.update(d / t, `${d}/${t} direction rounds`));
   const { evolution } = await deps.instance(opts.seed);
   bar.stop();
-  await mkdir(dirname(opts.out), { recursive: true });
+  await prepareOutDir(dirname(opts.out));
   await writeFile(opts.out, JSON.stringify({ ...evolution.pool, notes: { ...evolution.pool.notes, repairSets: evolution.repairSets }, harm: evolution.harm }, null, 2));
   console.log(`pool ${evolution.pool.version}: ${evolution.pool.siblings.length} siblings, ${evolution.rolloutsSpent} dev rollouts`);
   console.log(`H0 fails ${evolution.h0Failures.length} dev tasks; locality ${evolution.locality.toFixed(3)}, complementarity ${evolution.complementarity.toFixed(3)}`);

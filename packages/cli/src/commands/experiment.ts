@@ -1,8 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, evalSet, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { PanelRouting } from "@harness-s/adapters";
+import { prepareOutDir } from "../out-dir.ts";
 import { readPanelFile } from "../panel-file.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { createProgress } from "../progress.ts";
@@ -91,9 +92,9 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
   // Read before the worker starts: a bad panel file is an error before any work.
   const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
+  await prepareOutDir(opts.out);
   if (!opts.startWorker) return runExperimentCommand(opts, false, panel);
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  await mkdir(opts.out, { recursive: true });
   const { model, recipe, cacheDir } = opts.startWorker;
   const lm = model === "suite-lm" ? await ensureSuiteLm(recipe, cacheDir, log) : undefined;
   if (lm && opts.resume) await sameModel(join(opts.out, "suite-lm.json"), lm.weights_sha256);
@@ -116,7 +117,6 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
-  await mkdir(runDir, { recursive: true });
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
   const suite = {
     cueRate: opts.cueRate,

@@ -1,7 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { join } from "node:path";
 import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/core";
+import { prepareOutDir } from "../out-dir.ts";
 import { readJsonFile } from "../json-file.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
@@ -24,8 +25,8 @@ async function readSummary(dir: string): Promise<ExperimentSummary> {
  */
 export async function reportCommand(runs: string[], out: string): Promise<ExperimentSummary> {
   const started = Date.now();
+  await prepareOutDir(out);
   const summary = mergeSummaries(await Promise.all(runs.map(readSummary)));
-  await mkdir(out, { recursive: true });
   await writeFile(join(out, "summary.json"), JSON.stringify(summary, null, 2));
   const poolParts = await Promise.all(runs.map((dir) => readJsonFile(join(dir, "pools.json"), PoolsFile)));
   const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;

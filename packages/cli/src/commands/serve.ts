@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
 import { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
 import { gatewaySettings } from "../gateway-setup.ts";
@@ -8,11 +9,17 @@ import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
-import { port } from "../flags.ts";
+import { UsageError, port } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
 
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
+
+/** How long a stop may take before serve exits anyway. */
+const STOP_GRACE_MS = 20_000;
+
+/** The pools `serve` registers at start (more can be added over the API; the gateway routes between one of these). */
+const SERVED_POOLS = ["embedded", "dbbench"] as const;
 
 /** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
 export const ServeOptions = z.strictObject({
@@ -22,9 +29,9 @@ export const ServeOptions = z.strictObject({
   /** A voter panel file (JSON, `VoterPanel`): its voters decide `/v1/route`; LLM voters' keys come from the environment variables it names. */
   voters: z.string().min(1).optional(),
   /** The Rank-1 gateway's model endpoint (OpenAI-compatible base URL); none: no gateway. */
-  gatewayUpstream: z.string().url().optional(),
+  gatewayUpstream: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)" }).optional(),
   gatewayModel: z.string().min(1).optional(),
-  gatewayPool: z.string().min(1).default("embedded"),
+  gatewayPool: z.enum(SERVED_POOLS, { error: `one of the pools serve registers: ${SERVED_POOLS.join(", ")}` }).default("embedded"),
   gatewayEnv: z.enum(["generic", "dbbench"]).default("generic"),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
@@ -35,6 +42,8 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
+  // A port in use is said now, before DynamoDB Local and the evolution start (and stopped again).
+  if (opts.port !== 0 && !(await portFree(opts.host, opts.port))) throw new UsageError(`--port ${opts.port}: ${opts.host}:${opts.port} is in use by another process`);
   const panelDocument = opts.voters ? await readPanelDocument(opts.voters) : undefined;
   const panel = panelDocument ? panelRouting(panelDocument) : undefined;
   const gateway = opts.gatewayUpstream
@@ -58,7 +67,12 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   });
   let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
-    process.stderr.write(`\n${signal}: stopping the API, the poller, fauxqs and DynamoDB Local\n`);
+    process.stderr.write(`\n${signal}: stopping the API, the workers, fauxqs and DynamoDB Local\n`);
+    // A stop that hangs (a worker deep in a training step) still ends: the exit kills every child this process started.
+    setTimeout(() => {
+      process.stderr.write(`${signal}: not stopped after ${STOP_GRACE_MS / 1000} s; exiting (children are killed on exit)\n`);
+      process.exit(1);
+    }, STOP_GRACE_MS).unref();
     gateway?.episodes.closeAll();
     await server?.close();
     await stack.stop();
@@ -76,7 +90,9 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
     const deps = { ...stack.deps, ...(gateway ? { gateway } : {}) };
-    server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) });
+    server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) }).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === "EADDRINUSE" || err.code === "EACCES" ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`) : err;
+    });
     const url = server.url;
     console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
@@ -89,4 +105,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     await stack.stop();
     throw err;
   }
+}
+
+/** Whether `host:port` can be listened on now. */
+function portFree(host: string, p: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(p, host, () => probe.close(() => resolve(true)));
+  });
 }

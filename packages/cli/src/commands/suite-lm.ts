@@ -1,6 +1,7 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { prepareOutDir } from "../out-dir.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
 import { renderStartTable, startTable } from "../suite-lm/compare.ts";
 import { ensureSuiteLm, type SuiteLmBuild, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
@@ -32,7 +33,7 @@ export interface CompareOptions {
  */
 export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void> {
   const built = await ensureSuiteLm(opts.recipe, opts.cacheDir, log);
-  await mkdir(opts.out, { recursive: true });
+  await prepareOutDir(opts.out);
   const worker = await startPolicyWorker({ model: built.path, stateDir: join(opts.out, "worker") }, log);
   try {
     const embedded = embeddedSetup(defaultEmbeddedSettings);

@@ -1,7 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 import { Candidates, TuningRule, decide, renderTuning, tuningRows, type TuningRow } from "../tuning/rule.ts";
 
@@ -33,7 +34,7 @@ export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[
     name,
     config: ExperimentConfig.parse({ seeds: opts.seeds, arms: [...ARMS], train: parseOrThrow(TrainConfig, { ...base, ...over }, `candidate ${name}`), protocol: "validation" }),
   }));
-  await mkdir(opts.out, { recursive: true });
+  await prepareOutDir(opts.out);
   const units = opts.seeds.length * ARMS.length * plans[0]!.config.train.steps;
   const bar = createProgress(plans.length * units, "tuning");
   const deps = embeddedSetup({ ...defaultEmbeddedSettings, protocol: "validation" });

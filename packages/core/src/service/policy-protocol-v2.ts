@@ -27,12 +27,20 @@ export const CreatePolicyV2 = z
       .object({
         rank: z.number().int().min(1).max(256).default(8),
         alpha: z.number().positive().default(16),
-        targets: z.array(z.string().min(1)).min(1).default(["q_proj", "v_proj"]),
+        targets: z
+          .array(z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.]{0,199}$/, "a module name (q_proj, model.layers.0.mlp.up_proj)"))
+          .min(1)
+          .max(64)
+          .default(["q_proj", "v_proj"]),
       })
       .strict()
       .prefault({}),
     seed: z.number().int().default(0),
-    init_from: z.string().optional(),
+    /** A checkpoint as `POST …/checkpoints` names it: `<policy id>/v<version>`. */
+    init_from: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}\/v[0-9]{1,9}$/, "<policy id>/v<version>, as POST …/checkpoints names it")
+      .optional(),
   })
   .strict();
 export type CreatePolicyV2 = z.infer<typeof CreatePolicyV2>;
