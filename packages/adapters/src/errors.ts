@@ -1,7 +1,7 @@
 import { ConflictError, HarnessSError, StoreUnavailableError } from "@harness-s/core";
 
 /** The codes of the adapters' own errors (the rest pass core's through). */
-export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED", "POLICY_UPDATE_IN_PROGRESS", "POLICY_CAPACITY_EXCEEDED", "POLICY_SAMPLE_TIMEOUT"] as const;
+export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED", "POLICY_UPDATE_IN_PROGRESS", "POLICY_CAPACITY_EXCEEDED", "POLICY_SAMPLE_TIMEOUT", "POLICY_ENDPOINT_STOPPING"] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
 
 /** The worker's own error codes and the domain code each becomes (its 409, 429 and 503 answers). */
@@ -9,12 +9,14 @@ export const WORKER_ERROR_CODES = {
   UPDATE_IN_PROGRESS: "POLICY_UPDATE_IN_PROGRESS",
   CAPACITY_EXCEEDED: "POLICY_CAPACITY_EXCEEDED",
   SAMPLE_TIMEOUT: "POLICY_SAMPLE_TIMEOUT",
+  STOPPING: "POLICY_ENDPOINT_STOPPING",
 } as const satisfies Record<string, AdaptersErrorCode>;
 
 /**
  * The worker refused for a reason of its own: another update of the policy is running
  * (`POLICY_UPDATE_IN_PROGRESS`), it holds as many policies, episodes or jobs as it may
- * (`POLICY_CAPACITY_EXCEEDED`), or a sample waited past its deadline (`POLICY_SAMPLE_TIMEOUT`).
+ * (`POLICY_CAPACITY_EXCEEDED`), a sample waited past its deadline (`POLICY_SAMPLE_TIMEOUT`), or it
+ * is stopping and takes no new update (`POLICY_ENDPOINT_STOPPING`: send it to its replacement).
  */
 export class PolicyWorkerRefusedError extends HarnessSError<AdaptersErrorCode> {
   constructor(
