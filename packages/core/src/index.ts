@@ -65,6 +65,7 @@ export * from "./gateway/upstream.ts";
 export * from "./gateway/trajectory.ts";
 export * from "./gateway/episode.ts";
 export * from "./gateway/episodes.ts";
+export * from "./gateway/chat-request.ts";
 export * from "./gateway/gateway.ts";
 export * from "./evolution/proposal.ts";
 export { evalSet } from "./experiment/unit.ts";
