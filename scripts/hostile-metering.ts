@@ -55,17 +55,45 @@ async function measure(kind: "upstream" | "voters", label: string, replies: Reco
 
 const u15 = usage(10, 5);
 await measure("upstream", "a normal reply", { upstream: [call(u15)] }, reportedTokens(call(u15))!);
-await measure("upstream", "401 whose text carries a key and an org id", { upstream: [{ json: { error: { message: "Incorrect API key (org org-secret-123)" } }, status: 401 }] }, "none (an error)");
+await measure(
+  "upstream",
+  "401 whose text carries a key and an org id",
+  { upstream: [{ json: { error: { message: "Incorrect API key (org org-secret-123)" } }, status: 401 }] },
+  "none (an error)",
+);
 await measure("upstream", "an HTML page for JSON", { upstream: [{ raw: "<html>bad gateway</html>", status: 200, type: "text/html" }] }, "none reported");
 await measure("upstream", "a body trickled past the deadline (and the SDK's one retry)", { upstream: [{ trickle: { chunk: " ", everyMs: 100 } }] }, "unknown: never finished");
 await measure("upstream", "an endless body (cut at 8 MiB)", { upstream: [{ endless: true }] }, "unknown: cut off");
 await measure("upstream", "usage 2^53−1 + 5", { upstream: [call(usage(2 ** 53 - 1, 5))] }, "claimed 9,007,199,254,740,996");
-await measure("upstream", "usage −7 and \"9\"", { upstream: [call({ prompt_tokens: -7, completion_tokens: "9" })] }, "claimed −7 + \"9\" (not counts)");
+await measure("upstream", 'usage −7 and "9"', { upstream: [call({ prompt_tokens: -7, completion_tokens: "9" })] }, 'claimed −7 + "9" (not counts)');
 await measure("voters", "two good ballots", { a: [ballot(["sib-a", "sib-b"])], b: [ballot(["sib-b", "sib-a"])] }, "150 + 150");
-await measure("voters", "empty then null content; unknown then duplicate ids (503: quorum missed)", { a: [{ json: completion({ content: "", usage: usage(100, 50) }) }, { json: completion({ content: null, usage: usage(100, 50) }) }], b: [ballot(["sib-a", "nope"]), ballot(["sib-a", "sib-a"])] }, "4 × 150 = 600");
-await measure("voters", "one unusable answer, then its retry trickled past the deadline", { a: [ballot(["sib-a", "sib-b"])], b: [{ json: completion({ content: "no JSON", usage: usage(100, 50) }) }, { trickle: { chunk: " ", everyMs: 100 } }] }, "150 + 150 known; the retry unknown");
-await measure("voters", "an endless body (cut at 1 MiB, or aborted at the deadline)", { a: [ballot(["sib-a", "sib-b"])], b: [{ endless: true }] }, "150 known; the other unknown: cut off");
-await measure("voters", "usage 2^53−1 + 2^53−1 from one voter", { a: [ballot(["sib-a", "sib-b"], usage(2 ** 53 - 1, 2 ** 53 - 1))], b: [ballot(["sib-b", "sib-a"])] }, "claimed 1.8e16 + 150");
+await measure(
+  "voters",
+  "empty then null content; unknown then duplicate ids (503: quorum missed)",
+  {
+    a: [{ json: completion({ content: "", usage: usage(100, 50) }) }, { json: completion({ content: null, usage: usage(100, 50) }) }],
+    b: [ballot(["sib-a", "nope"]), ballot(["sib-a", "sib-a"])],
+  },
+  "4 × 150 = 600",
+);
+await measure(
+  "voters",
+  "one unusable answer, then its retry trickled past the deadline",
+  { a: [ballot(["sib-a", "sib-b"])], b: [{ json: completion({ content: "no JSON", usage: usage(100, 50) }) }, { trickle: { chunk: " ", everyMs: 100 } }] },
+  "150 + 150 known; the retry unknown",
+);
+await measure(
+  "voters",
+  "an endless body (cut at 1 MiB, or aborted at the deadline)",
+  { a: [ballot(["sib-a", "sib-b"])], b: [{ endless: true }] },
+  "150 known; the other unknown: cut off",
+);
+await measure(
+  "voters",
+  "usage 2^53−1 + 2^53−1 from one voter",
+  { a: [ballot(["sib-a", "sib-b"], usage(2 ** 53 - 1, 2 ** 53 - 1))], b: [ballot(["sib-b", "sib-a"])] },
+  "claimed 1.8e16 + 150",
+);
 
 console.log("| endpoint | failure mode | HTTP | spent (as the endpoint reported it) | metered to the key |\n|---|---|---|---|---|");
 for (const r of rows) console.log(r);

@@ -16,7 +16,16 @@ const rssMb = (pid: number) => Number(readFileSync(`/proc/${pid}/status`, "utf8"
 const hostile = fork(new URL("./hostile-endpoints.ts", import.meta.url), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
 const url = await new Promise<string>((resolve) => hostile.once("message", (m) => resolve(String(m))));
 const panel = join(tmpdir(), `hs-hostile-panel-${process.pid}.json`);
-writeFileSync(panel, JSON.stringify({ voters: [{ kind: "statistical", id: "failure-tag-evidence" }, { kind: "llm", id: "endless", baseURL: url, model: "m", timeoutMs: 5_000 }], quorum: 1 }));
+writeFileSync(
+  panel,
+  JSON.stringify({
+    voters: [
+      { kind: "statistical", id: "failure-tag-evidence" },
+      { kind: "llm", id: "endless", baseURL: url, model: "m", timeoutMs: 5_000 },
+    ],
+    quorum: 1,
+  }),
+);
 const serve = await startServe(["--gateway-upstream", url, "--gateway-pool", "embedded", "--voters", panel]);
 try {
   const auth = { "content-type": "application/json", authorization: `Bearer ${serve.adminKey}` };
@@ -30,8 +39,16 @@ try {
     for (let i = 0; Date.now() < end; i++) {
       const res =
         kind === "gateway"
-          ? await fetch(`${serve.url}/v1/gateway/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `task ${i}` }] }) })
-          : await fetch(`${serve.url}/v1/route`, { method: "POST", headers: auth, body: JSON.stringify({ poolId: "embedded", task: { id: `t${i}`, family: "app" }, failureTags: ["incomplete-results"], k: 2 }) });
+          ? await fetch(`${serve.url}/v1/gateway/chat/completions`, {
+              method: "POST",
+              headers: auth,
+              body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `task ${i}` }] }),
+            })
+          : await fetch(`${serve.url}/v1/route`, {
+              method: "POST",
+              headers: auth,
+              body: JSON.stringify({ poolId: "embedded", task: { id: `t${i}`, family: "app" }, failureTags: ["incomplete-results"], k: 2 }),
+            });
       await res.arrayBuffer();
       count(counts[kind], res.status);
     }

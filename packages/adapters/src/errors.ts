@@ -1,7 +1,13 @@
 import { ConflictError, HarnessSError, StoreUnavailableError } from "@harness-s/core";
 
 /** The codes of the adapters' own errors (the rest pass core's through). */
-export const ADAPTERS_ERROR_CODES = ["POLICY_ENDPOINT_FAILED", "POLICY_UPDATE_IN_PROGRESS", "POLICY_CAPACITY_EXCEEDED", "POLICY_SAMPLE_TIMEOUT", "POLICY_ENDPOINT_STOPPING"] as const;
+export const ADAPTERS_ERROR_CODES = [
+  "POLICY_ENDPOINT_FAILED",
+  "POLICY_UPDATE_IN_PROGRESS",
+  "POLICY_CAPACITY_EXCEEDED",
+  "POLICY_SAMPLE_TIMEOUT",
+  "POLICY_ENDPOINT_STOPPING",
+] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
 
 /** The worker's own error codes and the domain code each becomes (its 409, 429 and 503 answers). */
