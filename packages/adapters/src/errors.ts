@@ -7,6 +7,7 @@ export const ADAPTERS_ERROR_CODES = [
   "POLICY_CAPACITY_EXCEEDED",
   "POLICY_SAMPLE_TIMEOUT",
   "POLICY_ENDPOINT_STOPPING",
+  "URL_NOT_ALLOWED",
 ] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
 
@@ -43,6 +44,20 @@ export class PolicyEndpointError extends HarnessSError<AdaptersErrorCode> {
     readonly status?: number,
   ) {
     super("POLICY_ENDPOINT_FAILED", detail, options);
+  }
+}
+
+/**
+ * A URL a caller gave that this service will not connect to: not http(s), credentials in it, or
+ * a host that resolves (now, or at the moment of connecting) to an address of a refused range
+ * (loopback, private, link-local, …: see `forbiddenRange`). `reason` names which.
+ */
+export class UrlNotAllowedError extends HarnessSError<AdaptersErrorCode> {
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super("URL_NOT_ALLOWED", `${url}: ${reason}`);
   }
 }
 

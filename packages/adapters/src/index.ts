@@ -10,6 +10,8 @@ export * from "./sqs/event.ts";
 export * from "./sqs/queue.ts";
 export * from "./sqs/poller.ts";
 export * from "./llm/bounded-fetch.ts";
+export * from "./net/address-ranges.ts";
+export * from "./net/outbound.ts";
 export * from "./llm/openai-voter.ts";
 export * from "./llm/openai-upstream.ts";
 export * from "./llm/openai-proposer.ts";

@@ -35,11 +35,12 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
  * request for as long as the server likes), and at most `maxBytes` of body (a larger one is
  * cut off as it arrives, the connection dropped, and a 502 answered instead). A caller's abort
  * (a voter's deadline) stops the download too. The body is handed on whole, already read.
+ * `inner` is the fetch that connects (default the global one; `outboundFetch` gives a guarded one).
  *
  * @example
  * const client = new OpenAI({ baseURL, apiKey, fetch: boundedFetch({ maxBytes: REPLY_BYTES.ballot, deadlineMs: 5_000 }) });
  */
-export function boundedFetch(limits: { maxBytes: number; deadlineMs: number }): typeof fetch {
+export function boundedFetch(limits: { maxBytes: number; deadlineMs: number }, inner: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const controller = new AbortController();
     const outer = init?.signal;
@@ -48,7 +49,7 @@ export function boundedFetch(limits: { maxBytes: number; deadlineMs: number }): 
     outer?.addEventListener("abort", onAbort, { once: true });
     const timer = setTimeout(() => controller.abort(new DOMException(`no whole reply within ${limits.deadlineMs} ms (timed out)`, "AbortError")), limits.deadlineMs);
     try {
-      const res = await fetch(input, { ...init, signal: controller.signal });
+      const res = await inner(input, { ...init, signal: controller.signal });
       const declared = Number(res.headers.get("content-length") ?? Number.NaN);
       if (declared > limits.maxBytes) {
         controller.abort();
