@@ -26,3 +26,6 @@ export * from "./policy/token-policy-client.ts";
 export * from "./policy/token-policy.ts";
 export * from "./policy/token-render.ts";
 export * from "./policy/token-endpoints.ts";
+export * from "./openenv/protocol.ts";
+export * from "./openenv/client.ts";
+export * from "./openenv/server.ts";

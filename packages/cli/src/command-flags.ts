@@ -97,6 +97,7 @@ export const EvolveFlags = z.strictObject({
 });
 
 export { ServeOptions as ServeFlags } from "./commands/serve.ts";
+export { EnvServeOptions as EnvServeFlags } from "./commands/env-serve.ts";
 
 export const BenchFlags = z.strictObject({ seconds: positive, worker: z.boolean().optional(), env: z.enum(["embedded", "dbbench"]), mysqlUrl: z.string().url() });
 export const PolicyServeFlags = z.strictObject({ port, host: z.string().min(1), cueStrength: nonNegative });

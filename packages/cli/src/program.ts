@@ -18,6 +18,7 @@ import {
   PolicyWorkerFlags,
   policyServeDefaults,
   ReportFlags,
+  EnvServeFlags,
   ServeFlags,
   SuiteLmFlags,
   TuneFlags,
@@ -302,6 +303,16 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--gateway-pool <id>", "the pool the gateway routes between", "embedded")
     .option("--gateway-env <env>", "how the gateway reads tool outputs: generic or dbbench", "generic")
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
+
+  program
+    .command("env-serve")
+    .description("Serve a built-in environment over the OpenEnv protocol (a WebSocket session per episode at /ws), for your own trainer or a rescue to use")
+    .addOption(new Option("--env <env>", "the environment").choices(["embedded", "dbbench"]).makeOptionMandatory())
+    .option("--port <n>", "port to listen on (0 picks a free one)", String(8000))
+    .option("--host <h>", "address to bind", "127.0.0.1")
+    .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("sqlite"))
+    .option("--mysql-url <url>", "with --env dbbench and --engine mysql: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+    .action(async (raw) => (await import("./commands/env-serve.ts")).envServeCommand(parseFlags(EnvServeFlags, raw, "env-serve")));
 
   program
     .command("bench")

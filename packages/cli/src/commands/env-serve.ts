@@ -1,0 +1,65 @@
+import { z } from "zod";
+import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters";
+import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, rowTask } from "@harness-s/dbbench";
+import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
+import { port } from "../flags.ts";
+import { openEngine } from "./dbbench.ts";
+
+/** `env-serve`'s options. */
+export const EnvServeOptions = z.strictObject({
+  env: z.enum(["embedded", "dbbench"]),
+  port: port.default(8000),
+  host: z.string().min(1).default("127.0.0.1"),
+  engine: z.enum(["mysql", "sqlite"]).default("sqlite"),
+  mysqlUrl: z.url().default("mysql://root@127.0.0.1:3306"),
+});
+export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
+
+/**
+ * A built-in environment's server parts: the embedded suite (seed 1's instance: its train, dev
+ * and held-out tasks by id; events and facts as text) or DBBench (the bundled dev and standard
+ * rows by id, on SQLite or MariaDB), with their tools described as MCP tools.
+ */
+export async function builtinOpenEnv(opts: Pick<EnvServeOptions, "env" | "engine" | "mysqlUrl">): Promise<OpenEnvServerOptions & { shutdown: () => Promise<void> }> {
+  if (opts.env === "embedded") {
+    const setup = embeddedSetup(defaultEmbeddedSettings);
+    const instance = await setup.instance(1);
+    const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
+    return {
+      env: new TextEnvironment(setup.env),
+      tasks: { get: async (id) => byId.get(id) },
+      describeTools: (actions) => embeddedToolSchemas(actions).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
+      submit: "submit",
+      shutdown: async () => undefined,
+    };
+  }
+  const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];
+  const byId = new Map(rows.map((r) => [r.id, rowTask(r)]));
+  const engine = await openEngine({ engine: opts.engine, mysqlUrl: opts.mysqlUrl });
+  const byAction = new Map(dbbenchTools.map((t) => [t.action, t]));
+  return {
+    env: new DbBenchEnvironment(rows, engine),
+    tasks: { get: async (id) => byId.get(id) },
+    describeTools: (actions) => actions.map((a) => ({ name: a, description: byAction.get(a)?.description ?? "", input_schema: byAction.get(a)?.parameters ?? {} })),
+    submit: "submit",
+    shutdown: () => engine.shutdown(),
+  };
+}
+
+/**
+ * `harness-s env-serve --env embedded|dbbench`: a built-in environment over the OpenEnv protocol
+ * (a WebSocket session per episode at /ws; reset with `{"task_id": …}`), so a trainer of your own
+ * can run it, and a rescue can name it as the caller's environment. Ctrl-C stops it.
+ */
+export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
+  const parts = await builtinOpenEnv(opts);
+  const server = await startOpenEnvServer(parts, opts.port, opts.host);
+  console.log(`harness-s env-serve (${opts.env}, OpenEnv protocol) on ${server.url}: WebSocket sessions at ${server.url.replace(/^http/, "ws")}/ws; Ctrl-C stops it`);
+  const stop = async () => {
+    await server.close();
+    await parts.shutdown();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop());
+  process.once("SIGTERM", () => void stop());
+}
