@@ -10,6 +10,7 @@ declare module "sst" {
     Processed: { name: string; type: "sst.aws.Dynamo" };
     Rollouts: { name: string; type: "sst.aws.Dynamo" };
     RescueJobs: { name: string; type: "sst.aws.Dynamo" };
+    PolicyEndpoints: { name: string; type: "sst.aws.Dynamo" };
     Ballots: { name: string; type: "sst.aws.Dynamo" };
     Experiments: { name: string; type: "sst.aws.Dynamo" };
     ExperimentSteps: { name: string; type: "sst.aws.Dynamo" };

@@ -6,6 +6,7 @@ import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
 import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
+import { policyEndpointsApp } from "./routes/policy-endpoints.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
 import { rescuesApp } from "./routes/rescues.ts";
@@ -29,6 +30,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/profiles", profilesApp(deps))
     .route("/v1/decisions", decisionsApp(deps))
     .route("/v1/rescues", rescuesApp(deps))
+    .route("/v1/policy-endpoints", policyEndpointsApp(deps))
     .route("/v1/experiments", experimentsApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
     .onError(errorResponse);

@@ -6,6 +6,8 @@ import type {
   GatewayDeps,
   Prices,
   DecisionStore,
+  EndpointProber,
+  PolicyEndpointStore,
   MessageQueue,
   PoolStore,
   ProfileStore,
@@ -32,6 +34,9 @@ export interface ApiDeps {
   jobs: RescueJobStore;
   dispatch: MessageQueue;
   rollouts: RolloutStore;
+  /** The policy endpoints keys registered for their rescues, and how a new one is probed (through the outbound guard). */
+  endpoints: PolicyEndpointStore;
+  prober: EndpointProber;
   tasks: TaskSource;
   voters: readonly Voter[];
   /** The voter panel's weights, quorum and fallback, when one is configured (`serve --voters`). */

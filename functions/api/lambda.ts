@@ -4,7 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { handle } from "hono/aws-lambda";
 import { NotConfiguredError, Prices, statisticalVoters, systemClock, type MessageQueue } from "@harness-s/core";
-import { DECISION_CACHE_LIMITS, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
+import { DECISION_CACHE_LIMITS, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
@@ -28,6 +28,8 @@ const app = createApp({
   tasks: embeddedTaskSource(),
   voters: panel?.voters ?? statisticalVoters,
   ...(panel ? { panel, decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
+  // A deployed API reaches only public endpoints: loopback is never allowed here.
+  prober: new HttpEndpointProber({ allowLoopback: false }, systemClock),
   prices: Prices.parse({}),
   clock: systemClock,
   newId: (kind = "dec") => `${kind}_${randomUUID()}`,

@@ -10,7 +10,9 @@ import {
   MemoryProfileStore,
   MemoryQueue,
   MemoryRescueJobStore,
+  MemoryPolicyEndpointStore,
   MemoryRolloutStore,
+  HttpEndpointProber,
   MemoryUsageMeter,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "./deps.ts";
@@ -29,6 +31,8 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     jobs: new MemoryRescueJobStore(),
     dispatch: new MemoryQueue(),
     rollouts: new MemoryRolloutStore(),
+    endpoints: new MemoryPolicyEndpointStore(),
+    prober: new HttpEndpointProber({ allowLoopback: false }, systemClock),
     tasks: { get: async () => undefined },
     voters: statisticalVoters,
     experiments: new MemoryExperimentStore(),

@@ -5,6 +5,7 @@ import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
   DECISION_CACHE_LIMITS,
+  HttpEndpointProber,
   MemoryDecisionCache,
   createQueueWithDlq,
   createTables,
@@ -46,6 +47,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
    */
   dynamoEndpoint?: string;
+  /** Let callers' endpoints on loopback through the outbound guard (`serve --allow-loopback-endpoints`); nothing else private ever is. */
+  allowLoopbackEndpoints?: boolean;
   /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
   visibilitySeconds?: Partial<Record<WorkerName, number>>;
   /**
@@ -105,6 +108,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       evidence: queues.profile.queue,
       dispatch: queues.dispatch.queue,
       coordinator: queues.coordinator.queue,
+      prober: new HttpEndpointProber({ allowLoopback: opts.allowLoopbackEndpoints ?? false }, systemClock),
       prices: Prices.parse({}),
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,

@@ -19,6 +19,8 @@ import {
   type ExperimentRecord,
   type ExperimentStore,
   type ExperimentStepStore,
+  type PolicyEndpointRecord,
+  type PolicyEndpointStore,
 } from "@harness-s/core";
 import { makeSpec } from "../factories.ts";
 
@@ -33,6 +35,7 @@ export interface Stores {
   ballots: BallotStore;
   experiments: ExperimentStore;
   experimentSteps: ExperimentStepStore;
+  endpoints: PolicyEndpointStore;
 }
 
 function experiment(id: string, over: Partial<ExperimentRecord> = {}): ExperimentRecord {
@@ -241,6 +244,30 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       const after = await s.meter.add("k1", { rollouts: 4, computeMs: 1.5 });
       expect(after).toEqual({ requests: 20, ballots: 60, rollouts: 4, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 1.5 });
       expect(await s.meter.get("nobody")).toEqual({ requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 0 });
+    });
+
+    it("policy endpoints: each key's apart; replaced on put, deleted once", async () => {
+      const s = await fresh();
+      const rec = (keyId: string, id: string, url: string): PolicyEndpointRecord => ({
+        keyId,
+        id,
+        kind: "protocol-v2",
+        url,
+        policy: "p1",
+        secretHeader: { name: "x-api-key", value: "s3cret" },
+        createdAt: 1,
+        probe: { weightVersion: 2, checkedAt: 1 },
+      });
+      await s.endpoints.put(rec("k1", "e1", "http://a"));
+      await s.endpoints.put(rec("k1", "e1", "http://b"));
+      await s.endpoints.put(rec("k2", "e1", "http://c"));
+      expect(await s.endpoints.get("k1", "e1")).toEqual(rec("k1", "e1", "http://b"));
+      expect((await s.endpoints.list("k1")).map((e) => e.url)).toEqual(["http://b"]);
+      expect((await s.endpoints.list("k2")).map((e) => e.url)).toEqual(["http://c"]);
+      expect(await s.endpoints.delete("k1", "e1")).toBe(true);
+      expect(await s.endpoints.delete("k1", "e1")).toBe(false);
+      expect(await s.endpoints.get("k2", "e1")).toBeDefined();
+      expect(await s.endpoints.get("k1", "e1")).toBeUndefined();
     });
   });
 }

@@ -78,6 +78,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "DecisionsTable",
       "ExperimentStepsTable",
       "ExperimentsTable",
+      "PolicyEndpointsTable",
       "PoolsTable",
       "ProcessedTable",
       "ProfilesTable",
@@ -87,7 +88,8 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     ]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
-    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PoolsTable", "RescueJobsTable", "RolloutsTable"]);
+    // Dispatch reads the caller's registered endpoint for a rescue's rollouts.
+    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PolicyEndpointsTable", "PoolsTable", "RescueJobsTable", "RolloutsTable"]);
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable"]);
     expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);

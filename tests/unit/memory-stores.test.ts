@@ -4,6 +4,7 @@ import {
   MemoryDecisionStore,
   MemoryExperimentStore,
   MemoryExperimentStepStore,
+  MemoryPolicyEndpointStore,
   MemoryPoolStore,
   MemoryProfileStore,
   MemoryRescueJobStore,
@@ -23,6 +24,7 @@ storeContract("in-memory", async () => ({
   ballots: new MemoryBallotStore(),
   experiments: new MemoryExperimentStore(),
   experimentSteps: new MemoryExperimentStepStore(),
+  endpoints: new MemoryPolicyEndpointStore(),
 }));
 
 import { describe, expect, it } from "vitest";

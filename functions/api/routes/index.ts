@@ -2,6 +2,7 @@ import { accountRoutes } from "./account.ts";
 import { decisionRoutes } from "./decisions.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { gatewayRoutes } from "./gateway.ts";
+import { policyEndpointRoutes } from "./policy-endpoints.ts";
 import { poolRoutes } from "./pools.ts";
 import { profileRoutes } from "./profiles.ts";
 import { rescueRoutes } from "./rescues.ts";
@@ -14,6 +15,7 @@ export const ROUTES = {
   "/v1/profiles": profileRoutes,
   "/v1/decisions": decisionRoutes,
   "/v1/rescues": rescueRoutes,
+  "/v1/policy-endpoints": policyEndpointRoutes,
   "/v1/experiments": experimentRoutes,
   "/v1/gateway": gatewayRoutes,
   "": accountRoutes,

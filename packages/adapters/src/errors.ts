@@ -8,6 +8,8 @@ export const ADAPTERS_ERROR_CODES = [
   "POLICY_SAMPLE_TIMEOUT",
   "POLICY_ENDPOINT_STOPPING",
   "URL_NOT_ALLOWED",
+  "ENDPOINT_PROBE_FAILED",
+  "ENDPOINT_NO_TOKEN_IDS",
 ] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
 
@@ -58,6 +60,13 @@ export class UrlNotAllowedError extends HarnessSError<AdaptersErrorCode> {
     readonly reason: string,
   ) {
     super("URL_NOT_ALLOWED", `${url}: ${reason}`);
+  }
+}
+
+/** A caller's endpoint did not answer its registration's probe as its kind must (why is in the message; its own error text is not relayed). */
+export class EndpointProbeError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string, code: "ENDPOINT_PROBE_FAILED" | "ENDPOINT_NO_TOKEN_IDS" = "ENDPOINT_PROBE_FAILED") {
+    super(code, detail);
   }
 }
 

@@ -29,3 +29,6 @@ export * from "./policy/token-endpoints.ts";
 export * from "./openenv/protocol.ts";
 export * from "./openenv/client.ts";
 export * from "./openenv/server.ts";
+export * from "./memory/endpoint-store.ts";
+export * from "./dynamo/endpoint-store.ts";
+export * from "./net/endpoint-prober.ts";

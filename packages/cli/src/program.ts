@@ -302,6 +302,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--gateway-model <name>", "the model name sent upstream (default: the agent's)")
     .option("--gateway-pool <id>", "the pool the gateway routes between", "embedded")
     .option("--gateway-env <env>", "how the gateway reads tool outputs: generic or dbbench", "generic")
+    .option("--allow-loopback-endpoints", "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused", false)
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
 
   program

@@ -47,6 +47,7 @@ export * from "./service/auth.ts";
 export * from "./service/route-task.ts";
 export * from "./service/decision-cache.ts";
 export * from "./service/metering.ts";
+export * from "./service/caller-endpoints.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";

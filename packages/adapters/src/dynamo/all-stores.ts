@@ -1,3 +1,4 @@
+import { DynamoPolicyEndpointStore } from "./endpoint-store.ts";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore } from "./experiment-stores.ts";
 import { DynamoProfileStore } from "./profile-store.ts";
@@ -24,5 +25,6 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     ballots: new DynamoBallotStore(doc, tables, opts.decisionTtlSeconds),
     experiments: new DynamoExperimentStore(doc, tables),
     experimentSteps: new DynamoExperimentStepStore(doc, tables),
+    endpoints: new DynamoPolicyEndpointStore(doc, tables),
   };
 }

@@ -2,7 +2,7 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments" | "ExperimentSteps";
+  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments" | "ExperimentSteps" | "PolicyEndpoints";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -25,6 +25,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Experiments", partitionKey: "id" },
   /** One item per training step of a run: sort key `<seed>#<arm>#<step>`, the groups inside. */
   { name: "ExperimentSteps", partitionKey: "experimentId", sortKey: "key" },
+  /** The policy endpoints each key registered (its secret header inside; never returned). */
+  { name: "PolicyEndpoints", partitionKey: "keyId", sortKey: "id" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

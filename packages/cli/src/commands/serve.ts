@@ -33,6 +33,8 @@ export const ServeOptions = z.strictObject({
   gatewayModel: z.string().min(1).optional(),
   gatewayPool: z.enum(SERVED_POOLS, { error: `one of the pools serve registers: ${SERVED_POOLS.join(", ")}` }).default("embedded"),
   gatewayEnv: z.enum(["generic", "dbbench"]).default("generic"),
+  /** Let callers register policy endpoints and environments on loopback (a laptop, the tests); private ranges stay refused. */
+  allowLoopbackEndpoints: z.boolean().default(false),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
 
@@ -63,6 +65,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
     workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
+    allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
     log: (line) => process.stderr.write(`${line}\n`),
   });
   let server: { url: string; close: () => Promise<void> } | undefined;

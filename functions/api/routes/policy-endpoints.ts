@@ -1,0 +1,78 @@
+import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core";
+import type { ApiDeps } from "../deps.ts";
+import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+
+/** `/v1/policy-endpoints`: the policies a key's rescues sample from (its own endpoints, probed when registered). */
+export const policyEndpointRoutes = {
+  register: createRoute({
+    method: "post",
+    path: "/",
+    operationId: "registerPolicyEndpoint",
+    tags: ["rescues"],
+    summary: "Register (or replace) a policy endpoint of yours: protocol v2, or OpenAI-compatible chat completions returning token ids and log-probabilities",
+    description:
+      "The URL is checked (http or https; no address in a loopback, private, link-local, CGNAT, multicast or unspecified range, in any spelling) and the endpoint probed before it is stored. The secret header is stored, never returned or logged.",
+    request: { body: jsonBody(RegisterPolicyEndpoint) },
+    responses: {
+      201: jsonOf("the registration (the secret header by name only)", PolicyEndpointView),
+      ...errors,
+      400: error(
+        "VALIDATION_FAILED; URL_NOT_ALLOWED (the URL or what it resolves to is refused); ENDPOINT_PROBE_FAILED; ENDPOINT_NO_TOKEN_IDS (text only: ids re-tokenised from text would not match their log-probabilities)",
+      ),
+      409: error("CONFLICT: the key holds 100 endpoints, its limit"),
+      ...bodyErrors,
+    },
+  }),
+  list: createRoute({
+    method: "get",
+    path: "/",
+    operationId: "listPolicyEndpoints",
+    tags: ["rescues"],
+    summary: "The key's registered policy endpoints",
+    responses: { 200: jsonOf("the registrations", z.object({ endpoints: z.array(PolicyEndpointView) })), ...errors },
+  }),
+  get: createRoute({
+    method: "get",
+    path: "/{id}",
+    operationId: "getPolicyEndpoint",
+    tags: ["rescues"],
+    summary: "One registered policy endpoint of the key",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("the registration", PolicyEndpointView), ...notFound("policy endpoint"), ...errors },
+  }),
+  remove: createRoute({
+    method: "delete",
+    path: "/{id}",
+    operationId: "deletePolicyEndpoint",
+    tags: ["rescues"],
+    summary: "Delete a registered policy endpoint (its secret with it)",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("deleted", z.object({ deleted: z.string() })), ...notFound("policy endpoint"), ...errors },
+  }),
+};
+
+export const policyEndpointsApp = (deps: ApiDeps) =>
+  new OpenAPIHono<ApiEnv>()
+    .openapi(policyEndpointRoutes.register, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      const body = await parseBody(c, RegisterPolicyEndpoint, deps.maxBodyBytes, deps.bodyTimeouts);
+      return c.json(await registerPolicyEndpoint(body, key.id, deps), 201);
+    })
+    .openapi(policyEndpointRoutes.list, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      return c.json({ endpoints: (await deps.endpoints.list(key.id)).map(endpointView) }, 200);
+    })
+    .openapi(policyEndpointRoutes.get, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      return c.json(endpointView(await ownEndpoint(key.id, idParam(c, "id"), deps.endpoints)), 200);
+    })
+    .openapi(policyEndpointRoutes.remove, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      const id = idParam(c, "id");
+      await ownEndpoint(key.id, id, deps.endpoints);
+      await deps.endpoints.delete(key.id, id);
+      return c.json({ deleted: id }, 200);
+    });

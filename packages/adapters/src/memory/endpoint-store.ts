@@ -1,0 +1,25 @@
+import type { PolicyEndpointRecord, PolicyEndpointStore } from "@harness-s/core";
+
+/** Registered policy endpoints in memory, per key. */
+export class MemoryPolicyEndpointStore implements PolicyEndpointStore {
+  private readonly byKey = new Map<string, Map<string, PolicyEndpointRecord>>();
+
+  async put(record: PolicyEndpointRecord): Promise<void> {
+    const mine = this.byKey.get(record.keyId) ?? new Map<string, PolicyEndpointRecord>();
+    mine.set(record.id, structuredClone(record));
+    this.byKey.set(record.keyId, mine);
+  }
+
+  async get(keyId: string, id: string): Promise<PolicyEndpointRecord | undefined> {
+    const found = this.byKey.get(keyId)?.get(id);
+    return found && structuredClone(found);
+  }
+
+  async list(keyId: string): Promise<PolicyEndpointRecord[]> {
+    return [...(this.byKey.get(keyId)?.values() ?? [])].map((r) => structuredClone(r));
+  }
+
+  async delete(keyId: string, id: string): Promise<boolean> {
+    return this.byKey.get(keyId)?.delete(id) ?? false;
+  }
+}

@@ -1,0 +1,108 @@
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpEndpointProber } from "@harness-s/adapters";
+import { systemClock } from "@harness-s/core";
+import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
+
+// Issue 31, items 1-2: a key registers the policy endpoints its rescues sample from; each is
+// probed through the outbound guard; its secret is stored and never returned.
+const SECRET = "sk-very-secret-value-123";
+const seen: { path: string; auth?: string }[] = [];
+let reply: (path: string) => unknown = () => ({});
+let fake: Server;
+let fakeUrl: string;
+let api: Awaited<ReturnType<typeof startApi>>;
+let keyA: string;
+let keyB: string;
+
+beforeAll(async () => {
+  fake = createServer((req, res) => {
+    seen.push({ path: req.url ?? "", auth: req.headers["x-api-key"] as string | undefined });
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply(req.url ?? ""))));
+  });
+  await new Promise<void>((r) => fake.listen(0, "127.0.0.1", () => r()));
+  fakeUrl = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
+  const deps = memoryApiDeps({ prober: new HttpEndpointProber({ allowLoopback: true }, systemClock) });
+  keyA = await addKey(deps, "k-a", ["rescues"]);
+  keyB = await addKey(deps, "k-b", ["rescues"]);
+  api = await startApi(deps);
+});
+afterAll(async () => {
+  await api?.close();
+  fake?.close();
+});
+
+const call = (secret: string, method: string, path: string, body?: unknown) =>
+  fetch(`${api.url}/v1/policy-endpoints${path}`, {
+    method,
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+const v2State = { policy_id: "p1", version: 7, tokenizer: { name: "tiny", eos_ids: [2] }, capabilities: { sample: true } };
+
+describe("policy endpoints", () => {
+  it("registers a protocol-v2 endpoint after probing its policy, sends the secret header, and never returns it", async () => {
+    reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
+    const res = await call(keyA, "POST", "", { id: "mine", kind: "protocol-v2", url: fakeUrl, policy: "p1", secretHeader: { name: "x-api-key", value: SECRET } });
+    const text = await res.text();
+    expect(res.status).toBe(201);
+    expect(JSON.parse(text)).toMatchObject({ id: "mine", probe: { weightVersion: 7 }, secretHeader: { name: "x-api-key" } });
+    expect(text).not.toContain(SECRET);
+    expect(seen.at(-1)).toEqual({ path: "/v2/policies/p1", auth: SECRET });
+    for (const read of [await call(keyA, "GET", ""), await call(keyA, "GET", "/mine")]) expect(await read.text()).not.toContain(SECRET);
+    // Another key sees nothing of it.
+    expect((await call(keyB, "GET", "/mine")).status).toBe(404);
+    expect(await (await call(keyB, "GET", "")).json()).toEqual({ endpoints: [] });
+    expect((await call(keyB, "DELETE", "/mine")).status).toBe(404);
+    expect((await call(keyA, "DELETE", "/mine")).status).toBe(200);
+    expect((await call(keyA, "GET", "/mine")).status).toBe(404);
+  });
+
+  it("refuses an OpenAI-compatible endpoint that returns no token ids (ENDPOINT_NO_TOKEN_IDS), and takes one that does, at the version its model names", async () => {
+    reply = () => ({ model: "p1", choices: [{ message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }] });
+    const textOnly = await call(keyA, "POST", "", { id: "chat", kind: "openai-chat", url: `${fakeUrl}/v1`, policy: "p1" });
+    expect(textOnly.status).toBe(400);
+    expect((await textOnly.json()).error.code).toBe("ENDPOINT_NO_TOKEN_IDS");
+    reply = () => ({ model: "p1@v3", prompt_token_ids: [1, 2], choices: [{ token_ids: [5], message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }] });
+    const ok = await call(keyA, "POST", "", { id: "chat", kind: "openai-chat", url: `${fakeUrl}/v1`, policy: "p1" });
+    expect(ok.status).toBe(201);
+    expect((await ok.json()).probe.weightVersion).toBe(3);
+    // A policy that is not there: the probe's failure names the status, not the endpoint's own words.
+    reply = () => ({ error: "nope" });
+    const broken = await call(keyA, "POST", "", { id: "broken", kind: "protocol-v2", url: fakeUrl, policy: "p1" });
+    expect((await broken.json()).error.code).toBe("ENDPOINT_PROBE_FAILED");
+  });
+
+  it("refuses every private or loopback form at registration with URL_NOT_ALLOWED when loopback is not allowed, reaching no listener", async () => {
+    const strict = memoryApiDeps();
+    const k = await addKey(strict, "k-s", ["rescues"]);
+    const strictApi = await startApi(strict);
+    const port = new URL(fakeUrl).port;
+    const before = seen.length;
+    try {
+      for (const url of [
+        fakeUrl,
+        `http://2130706433:${port}`,
+        `http://0x7f.1:${port}`,
+        `http://[::ffff:127.0.0.1]:${port}`,
+        "http://169.254.169.254",
+        "http://10.1.2.3",
+        "http://[fd00::1]",
+        "file:///etc/passwd",
+      ]) {
+        const res = await fetch(`${strictApi.url}/v1/policy-endpoints`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
+          body: JSON.stringify({ id: "x", kind: "protocol-v2", url, policy: "p1" }),
+        });
+        expect(res.status, url).toBe(400);
+        expect((await res.json()).error.code, url).toBe("URL_NOT_ALLOWED");
+      }
+      expect(seen.length).toBe(before);
+    } finally {
+      await strictApi.close();
+    }
+  });
+});
