@@ -5,6 +5,7 @@ import type {
   ExperimentStepStore,
   GatewayDeps,
   Prices,
+  CallerPolicies,
   DecisionStore,
   EndpointProber,
   PolicyEndpointStore,
@@ -37,6 +38,8 @@ export interface ApiDeps {
   /** The policy endpoints keys registered for their rescues, and how a new one is probed (through the outbound guard). */
   endpoints: PolicyEndpointStore;
   prober: EndpointProber;
+  /** Rescues with a caller's own policy and environment (their pinned version, their token rows); none: such a rescue is 501. */
+  callers?: CallerPolicies;
   tasks: TaskSource;
   voters: readonly Voter[];
   /** The voter panel's weights, quorum and fallback, when one is configured (`serve --voters`). */

@@ -1,4 +1,4 @@
-import { runRequestedRollout, type PolicyEndpoints, type PoolStore, type RescueJobStore, type RolloutStore, type TaskSource } from "@harness-s/core";
+import { runRequestedRollout, type CallerPolicies, type PolicyEndpoints, type PoolStore, type RescueJobStore, type RolloutStore, type TaskSource } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 
 /**
@@ -13,6 +13,8 @@ export function createDispatchHandler(deps: {
   tasks: TaskSource;
   rollouts: RolloutStore;
   policies: PolicyEndpoints;
+  /** Rescues with the caller's own policy and environment; without it their rollouts fail with NOT_CONFIGURED. */
+  callers?: CallerPolicies;
   /** With `jobs`, a rollout that fails on its last receive is recorded on its rescue, which then ends `failed`. */
   jobs?: RescueJobStore;
   /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { NotConfiguredError } from "@harness-s/core";
-import { CachedPoolStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore } from "@harness-s/adapters";
+import { NotConfiguredError, systemClock } from "@harness-s/core";
+import { CachedPoolStore, CallerPolicyRunners, DynamoPolicyEndpointStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore } from "@harness-s/adapters";
 import { WORKERS } from "../../stacks/workers.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
@@ -20,6 +20,8 @@ export const handler = createDispatchHandler({
   jobs: new DynamoRescueJobStore(doc, config.tables),
   maxReceives: WORKERS.dispatch.retry,
   tasks: embeddedTaskSource(),
+  // A caller's rescue samples its own registered endpoint, reached only at public addresses.
+  callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock: systemClock }),
   policies: endpoint
     ? dispatchEndpoints(endpoint, config.policyEndpointToken)
     : {

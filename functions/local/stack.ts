@@ -4,6 +4,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
+  CallerPolicyRunners,
   DECISION_CACHE_LIMITS,
   HttpEndpointProber,
   MemoryDecisionCache,
@@ -47,8 +48,6 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
    */
   dynamoEndpoint?: string;
-  /** Let callers' endpoints on loopback through the outbound guard (`serve --allow-loopback-endpoints`); nothing else private ever is. */
-  allowLoopbackEndpoints?: boolean;
   /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
   visibilitySeconds?: Partial<Record<WorkerName, number>>;
   /**
@@ -109,6 +108,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       dispatch: queues.dispatch.queue,
       coordinator: queues.coordinator.queue,
       prober: new HttpEndpointProber({ allowLoopback: opts.allowLoopbackEndpoints ?? false }, systemClock),
+      callers: new CallerPolicyRunners({ endpoints: stores.endpoints, outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false }, clock: systemClock }),
       prices: Prices.parse({}),
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,

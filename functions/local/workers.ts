@@ -2,7 +2,17 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
-import { CachedPoolStore, SqsQueue, dynamoStores, localCredentials, pollOnce, type PanelRouting, type TableNames } from "@harness-s/adapters";
+import {
+  CachedPoolStore,
+  CallerPolicyRunners,
+  SqsQueue,
+  dynamoStores,
+  localCredentials,
+  pollOnce,
+  type CallerPoliciesDeps,
+  type PanelRouting,
+  type TableNames,
+} from "@harness-s/adapters";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
@@ -41,6 +51,10 @@ export interface LocalWorkerOptions {
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
+  /** Let callers' endpoints and environments on loopback through the outbound guard (`serve --allow-loopback-endpoints`); nothing else private ever is. */
+  allowLoopbackEndpoints?: boolean;
+  /** This service's own environments a caller's rescue may name. */
+  builtinEnvironments?: CallerPoliciesDeps["builtin"];
   log?: (line: string) => void;
 }
 
@@ -87,8 +101,15 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
   };
   try {
     await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log }));
+    const callers = new CallerPolicyRunners({
+      endpoints: stores.endpoints,
+      outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false },
+      clock: systemClock,
+      ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
+    });
     const dispatch = createDispatchHandler({
       ...stores,
+      callers,
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,
       policies: opts.policies,

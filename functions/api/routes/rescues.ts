@@ -1,6 +1,17 @@
 import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { RescueRequest, RescueStatus, rescueStatus, spendUsage, startRescue } from "@harness-s/core";
+import {
+  RescueRequest,
+  RescueStatus,
+  TrajectoryPage,
+  TrajectoryQuery,
+  ValidationError,
+  formatIssues,
+  rescueStatus,
+  rescueTrajectories,
+  spendUsage,
+  startRescue,
+} from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
@@ -33,6 +44,23 @@ export const rescueRoutes = {
     parameters: [pathId()],
     responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
   }),
+  trajectories: createRoute({
+    method: "get",
+    path: "/{id}/trajectories",
+    operationId: "getRescueTrajectories",
+    tags: ["rescues"],
+    summary:
+      "A caller rescue's rollouts as token rows: prompt_ids, completion_ids, logprobs and loss_mask aligned (0 on environment text and every harness insertion), reward, harness, decision, weight_version",
+    description:
+      "Paginated by rollout index (`cursor`, `limit` ≤ 64; `next` is the cursor of the next page, null at the end). `context=base` re-renders each rescued completion under H0's prompt (no harness text) and re-scores it at your endpoint.",
+    parameters: [
+      pathId(),
+      { name: "context", in: "query" as const, required: false, schema: { type: "string" as const, enum: ["sampled", "base"] } },
+      { name: "cursor", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 0 } },
+      { name: "limit", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 1, maximum: 64 } },
+    ],
+    responses: { 200: jsonOf("a page of token rows", TrajectoryPage), ...notFound("rescue"), ...errors },
+  }),
 };
 
 export const rescuesApp = (deps: ApiDeps) =>
@@ -47,4 +75,10 @@ export const rescuesApp = (deps: ApiDeps) =>
     .openapi(rescueRoutes.get, async (c) => {
       const key = await requireScope(c, "rescues", deps);
       return c.json(await rescueStatus(idParam(c, "id"), deps, key), 200);
+    })
+    .openapi(rescueRoutes.trajectories, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      const query = TrajectoryQuery.safeParse({ context: c.req.query("context"), cursor: c.req.query("cursor"), limit: c.req.query("limit") });
+      if (!query.success) throw new ValidationError("query", formatIssues(query.error.issues));
+      return c.json(await rescueTrajectories(idParam(c, "id"), query.data, deps, key), 200);
     });

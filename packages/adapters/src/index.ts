@@ -32,3 +32,4 @@ export * from "./openenv/server.ts";
 export * from "./memory/endpoint-store.ts";
 export * from "./dynamo/endpoint-store.ts";
 export * from "./net/endpoint-prober.ts";
+export * from "./policy/caller-policies.ts";

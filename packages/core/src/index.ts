@@ -48,6 +48,8 @@ export * from "./service/route-task.ts";
 export * from "./service/decision-cache.ts";
 export * from "./service/metering.ts";
 export * from "./service/caller-endpoints.ts";
+export * from "./service/caller-rescue.ts";
+export * from "./service/rescue-trajectories.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";

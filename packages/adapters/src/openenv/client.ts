@@ -1,5 +1,16 @@
 import WebSocket from "ws";
-import { genericObserver, type EnvOutcome, type EnvSession, type EnvStep, type Environment, type EventObserver, type Rng, type Task } from "@harness-s/core";
+import {
+  UNKNOWN_TOOL_PREFIX,
+  failedCallEvent,
+  genericObserver,
+  type EnvOutcome,
+  type EnvSession,
+  type EnvStep,
+  type Environment,
+  type EventObserver,
+  type Rng,
+  type Task,
+} from "@harness-s/core";
 import { checkOutboundUrl, guardedLookup, type OutboundPolicy } from "../net/outbound.ts";
 import { HarnessObservation, OpenEnvServerMessage, type OpenEnvAction, type OpenEnvStepResult } from "./protocol.ts";
 
@@ -101,6 +112,13 @@ function observationOf(message: OpenEnvServerMessage): OpenEnvStepResult & { fie
   return { ...message.data, fields: HarnessObservation.parse(message.data.observation) };
 }
 
+/** What the agent reads back for a call it got wrong (no call, one that does not parse, an unknown tool). */
+function failedCallText(action: string, args: Record<string, unknown> | undefined): string {
+  if (action.startsWith(UNKNOWN_TOOL_PREFIX)) return `Error: there is no tool ${action.slice(UNKNOWN_TOOL_PREFIX.length)}; call one of the tools offered.`;
+  if (failedCallEvent(action) === "error:no-tool-call") return "Error: no tool was called; call one of the tools offered.";
+  return `Error: the tool call could not be read${typeof args?.error === "string" ? ` (${args.error.slice(0, 200)})` : ""}; call one of the tools with JSON arguments.`;
+}
+
 const textOf = (o: HarnessObservation): string => o.text ?? (typeof o.result === "string" ? o.result : o.result !== undefined ? JSON.stringify(o.result) : "");
 
 /**
@@ -151,6 +169,9 @@ export class OpenEnvEnvironment implements Environment {
     return {
       initial: toStep(first),
       act: async (action, args) => {
+        // A call the model got wrong never reaches the server: it is a failed round, answered here.
+        const failed = failedCallEvent(action);
+        if (failed) return { event: failed, facts: [...facts], done: false, text: failedCallText(action, args) };
         const step: OpenEnvAction = { type: "call_tool", tool_name: action, arguments: args ?? {} };
         return toStep(observationOf(await conn.request({ type: "step", data: step }, timeout)), action, args);
       },

@@ -53,6 +53,10 @@ export interface TokenPolicyClientOptions {
    * worker, so none times out because others were ahead of it. The worker batches what it gets.
    */
   maxInFlight?: number;
+  /** Headers sent with every request (a caller's secret header). */
+  headers?: Record<string, string>;
+  /** The fetch that connects (a caller's endpoint: `outboundFetch`, guarded and bounded); default the global one. */
+  fetch?: typeof fetch;
 }
 
 /**
@@ -153,11 +157,12 @@ export class TokenPolicyClient {
     let res: Response;
     for (let attempt = 0; ; attempt++) {
       try {
-        res = await fetch(`${this.baseUrl}${path}`, {
+        res = await (this.opts.fetch ?? fetch)(`${this.baseUrl}${path}`, {
           method,
           headers: {
             ...(body === undefined ? {} : { "content-type": "application/json" }),
             ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+            ...this.opts.headers,
             ...headers,
           },
           body: body === undefined ? undefined : JSON.stringify(body),

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
   datumFromTurns,
   type ActionChoice,
@@ -61,6 +62,12 @@ export class TokenPolicy implements Policy {
   private created?: Promise<void>;
   private readonly episodes = new WeakMap<Rng, Episode>();
   private counter = 0;
+  /**
+   * Names this instance's episodes at the worker: two instances over one policy (a dispatch
+   * worker's concurrent rollouts, each its own runner) must never share an episode id, or their
+   * turns would land in one episode's ids and cache.
+   */
+  private readonly tag = randomBytes(4).toString("hex");
 
   constructor(
     private readonly client: TokenPolicyClient,
@@ -101,7 +108,7 @@ export class TokenPolicy implements Policy {
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     await this.ensure();
     const known = this.episodes.get(rng);
-    const episode = known ?? { id: `${this.opts.policyId}.e${++this.counter}`, calledTool: false };
+    const episode = known ?? { id: `${this.opts.policyId}.${this.tag}.e${++this.counter}`, calledTool: false };
     this.episodes.set(rng, episode);
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };

@@ -60,7 +60,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
-  const workersData: ServeWorkersData = { tasks, ...(panelDocument ? { panel: panelDocument } : {}) };
+  const workersData: ServeWorkersData = { tasks, allowLoopbackEndpoints: opts.allowLoopbackEndpoints, ...(panelDocument ? { panel: panelDocument } : {}) };
   const stack = await startLocalStack({
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },

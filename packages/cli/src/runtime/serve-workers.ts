@@ -1,5 +1,5 @@
 import { LocalPolicyEndpoints, type Task, type VoterPanel } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
+import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { runWorkersThread } from "@harness-s/functions/local/workers-thread";
 import { panelRouting } from "../panel-file.ts";
 import { localQueuedExperiment } from "./local-aws.ts";
@@ -8,6 +8,8 @@ import { localQueuedExperiment } from "./local-aws.ts";
 export interface ServeWorkersData {
   tasks: Task[];
   panel?: VoterPanel;
+  /** `--allow-loopback-endpoints`: callers' endpoints and environments may be on loopback. */
+  allowLoopbackEndpoints: boolean;
 }
 
 // The thread's body: the workers `serve` runs (rescue rollouts on the embedded policy, the vote
@@ -26,5 +28,8 @@ await runWorkersThread(async (raw) => {
     policies,
     ...(data.panel ? { panel: panelRouting(data.panel) } : {}),
     prepareExperiment: localQueuedExperiment(setupFor, policies),
+    allowLoopbackEndpoints: data.allowLoopbackEndpoints,
+    // A caller's rescue may name the embedded suite as its environment (its tasks by id, as text).
+    builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
   };
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CallerRollout } from "./caller-rescue.ts";
 import { Profile } from "../profile/profile.ts";
 import { Task } from "../task.ts";
 import { HarnessSpec } from "../harness/spec.ts";
@@ -36,6 +37,8 @@ export const RolloutRequestedBody = z.object({
   policyVersion: z.number().int().min(0).optional(),
   /** The task itself, when the requester has it (experiments); otherwise the worker looks `taskId` up. */
   task: Task.optional(),
+  /** A rescue with the caller's own policy and environment: its endpoint, pinned weight version, environment and task. */
+  caller: CallerRollout.optional(),
 });
 export type RolloutRequestedBody = z.infer<typeof RolloutRequestedBody>;
 

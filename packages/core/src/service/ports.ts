@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CallerRollout } from "./caller-rescue.ts";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
@@ -61,6 +62,8 @@ export const RescueJob = z.object({
   keyId: z.string().optional(),
   /** Rollout slots the dispatch worker gave up on (their message went to the DLQ). */
   failures: z.array(z.object({ index: z.number().int().min(0), reason: z.string() })).optional(),
+  /** A rescue with the caller's own policy and environment (its trajectories are token-level). */
+  caller: CallerRollout.optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 

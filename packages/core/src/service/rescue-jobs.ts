@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { NotFoundError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError } from "../errors.ts";
+import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout } from "./caller-rescue.ts";
 import { PartialSendError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById } from "../harness/pool.ts";
@@ -8,14 +9,19 @@ import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.t
 import { visibleTo, type MessageQueue, type PolicyEndpoints, type PoolStore, type RescueJob, type RescueJobStore, type RolloutStore, type TaskSource } from "./ports.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
-export const RescueRequest = z.object({
-  poolId: Id,
-  taskId: Id,
-  failureTags: z.array(Name).min(1).max(50),
-  failedEvents: z.array(z.string().max(100)).max(100).default([]),
-  k: z.number().int().min(1).max(8).default(2),
-  rolloutsPerHarness: z.number().int().min(1).max(32).default(2),
-});
+export const RescueRequest = z
+  .object({
+    poolId: Id,
+    /** A task of the service's own task source; with `caller`, the caller's task (its id) instead. */
+    taskId: Id.optional(),
+    failureTags: z.array(Name).min(1).max(50),
+    failedEvents: z.array(z.string().max(100)).max(100).default([]),
+    k: z.number().int().min(1).max(8).default(2),
+    rolloutsPerHarness: z.number().int().min(1).max(32).default(2),
+    /** Rescue with the caller's own policy endpoint and environment, the task given as data. */
+    caller: CallerRescue.optional(),
+  })
+  .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" });
 export type RescueRequest = z.infer<typeof RescueRequest>;
 
 /**
@@ -28,12 +34,15 @@ export type RescueRequest = z.infer<typeof RescueRequest>;
  */
 export async function startRescue(
   req: RescueRequest,
-  deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue },
+  deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies },
   keyId?: string,
   onSpend?: Parameters<typeof routeTask>[3],
 ): Promise<RescueJob> {
-  const task = await deps.tasks.get(req.taskId);
-  if (!task) throw new NotFoundError("task", req.taskId);
+  const caller = req.caller ? await pinnedCaller(req.caller, keyId, deps.callers) : undefined;
+  const taskId = req.taskId ?? req.caller!.task.id;
+  const builtin = !caller || caller.environment.kind === "builtin";
+  const task = builtin ? await deps.tasks.get(taskId) : callerTaskOf(caller.task);
+  if (!task) throw new NotFoundError("task", taskId);
   const decision = await routeTask(
     RouteRequest.parse({ poolId: req.poolId, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k }),
     deps,
@@ -50,6 +59,7 @@ export async function startRescue(
     expected: decision.chosen.length * req.rolloutsPerHarness,
     createdAt: deps.clock.now(),
     ...(keyId === undefined ? {} : { keyId }),
+    ...(caller ? { caller } : {}),
   };
   await deps.jobs.create(job);
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
@@ -63,6 +73,7 @@ export async function startRescue(
         taskId: task.id,
         seed: hash32(`${job.id}:${index}`),
         policyId: "default",
+        ...(caller ? { caller, policyVersion: caller.weightVersion, task } : {}),
       });
     }),
   );
@@ -74,17 +85,25 @@ export async function startRescue(
   return job;
 }
 
+/** A caller rescue pinned to one weight version: the one asked for, or the endpoint's now. */
+async function pinnedCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): Promise<CallerRollout> {
+  if (!callers || keyId === undefined) throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
+  const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
+  return { ...req, keyId, weightVersion };
+}
+
 /** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery. */
 export async function runRequestedRollout(
   body: RolloutRequestedBody,
-  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints },
+  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies },
 ): Promise<"stored" | "duplicate"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
   const pool = await deps.pools.get(body.poolId);
   if (!pool) throw new NotFoundError("pool", body.poolId);
   const task = body.task ?? (await deps.tasks.get(body.taskId));
   if (!task) throw new NotFoundError("task", body.taskId);
-  const run = deps.policies.runner(body.policyId, body.policyVersion);
+  if (body.caller && !deps.callers) throw new NotConfiguredError("this dispatch worker runs no caller rescues");
+  const run = body.caller ? await deps.callers!.runner(body.caller) : deps.policies.runner(body.policyId, body.policyVersion);
   const rollout = await run(task, harnessById(pool, body.harnessId), body.seed);
   return deps.rollouts.put(body.jobId, body.index, rollout);
 }

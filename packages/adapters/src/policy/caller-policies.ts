@@ -1,0 +1,130 @@
+import {
+  NotConfiguredError,
+  actionOf,
+  ownEndpoint,
+  runEpisode,
+  type CallerPolicies,
+  type CallerRollout,
+  type Clock,
+  type Datum,
+  type Environment,
+  type PolicyEndpointRecord,
+  type PolicyEndpointStore,
+  type Rollout,
+} from "@harness-s/core";
+import { OpenEnvEnvironment } from "../openenv/client.ts";
+import { outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
+import { TokenPolicy } from "./token-policy.ts";
+import { TokenPolicyClient } from "./token-policy-client.ts";
+
+export interface CallerPoliciesDeps {
+  endpoints: PolicyEndpointStore;
+  outbound: OutboundPolicy;
+  clock: Clock;
+  /** This service's own environments a caller may name (`{"kind": "builtin", "id": …}`), as text environments. */
+  builtin?: Partial<Record<"embedded", Environment>>;
+  /** Longest wait for one sample or environment step. */
+  timeoutMs?: number;
+}
+
+const headerOf = (secret: { name: string; value: string } | undefined) => (secret ? { [secret.name]: secret.value } : undefined);
+
+/**
+ * Rescues with the caller's own policy and environment: each rescue's rollouts sample its
+ * registered protocol-v2 endpoint (never created or updated here: attached, at the rescue's
+ * pinned weight version, so a trainer that moved on gets a clear 409 instead of mixed versions),
+ * through the outbound guard with its secret header, in its OpenEnv environment or a built-in one.
+ * Token rows come back as the policy sampled them or, under H0's context, replayed and re-scored
+ * at the endpoint (protocol v2's replay).
+ *
+ * @example
+ * const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: false }, clock: systemClock });
+ */
+export class CallerPolicyRunners implements CallerPolicies {
+  constructor(private readonly deps: CallerPoliciesDeps) {}
+
+  private async endpoint(keyId: string, id: string): Promise<PolicyEndpointRecord> {
+    const record = await ownEndpoint(keyId, id, this.deps.endpoints);
+    if (record.kind !== "protocol-v2")
+      throw new NotConfiguredError(
+        "rescue rollouts sample protocol-v2 endpoints (their ids and log-probabilities, and replay under H0); register the policy's worker, or use the gateway with an OpenAI-compatible one",
+      );
+    return record;
+  }
+
+  private client(record: PolicyEndpointRecord): TokenPolicyClient {
+    const headers = headerOf(record.secretHeader);
+    return new TokenPolicyClient(record.url.replace(/\/+$/, ""), {
+      clock: this.deps.clock,
+      fetch: outboundFetch(this.deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: this.deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs }),
+      timeoutMs: this.deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs,
+      ...(headers ? { headers } : {}),
+    });
+  }
+
+  private policy(caller: CallerRollout, record: PolicyEndpointRecord): TokenPolicy {
+    const tools = caller.task.tools;
+    const byAction = new Map(tools.map((t) => [actionOf(t), t]));
+    const submit = tools.find((t) => t.submit)!;
+    return new TokenPolicy(this.client(record), {
+      policyId: record.policy,
+      attached: true,
+      expectVersion: caller.weightVersion,
+      baseModel: "",
+      lora: { rank: 1, alpha: 1, targets: [] },
+      seed: 0,
+      system: caller.system,
+      maxTokens: caller.maxTokens,
+      toolSchemas: (actions) =>
+        actions.flatMap((a) => {
+          const t = byAction.get(a);
+          return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
+        }),
+      toolNames: { submit: submit.name },
+    });
+  }
+
+  private environment(caller: CallerRollout): Environment {
+    const env = caller.environment;
+    if (env.kind === "builtin") {
+      const found = this.deps.builtin?.[env.id];
+      if (!found) throw new NotConfiguredError(`this deployment serves no built-in ${env.id} environment`);
+      return found;
+    }
+    const headers = headerOf(env.secretHeader);
+    return new OpenEnvEnvironment({
+      url: env.url,
+      outbound: this.deps.outbound,
+      tools: caller.task.tools.map(actionOf),
+      submit: caller.task.tools.find((t) => t.submit)!.name,
+      ...(headers ? { headers } : {}),
+      ...(this.deps.timeoutMs ? { timeoutMs: this.deps.timeoutMs } : {}),
+    });
+  }
+
+  async runner(caller: CallerRollout) {
+    const record = await this.endpoint(caller.keyId, caller.endpoint);
+    const policy = this.policy(caller, record);
+    const env = this.environment(caller);
+    return (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => runEpisode(task, harness, seed, { env, policy });
+  }
+
+  async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]> {
+    const policy = this.policy(caller, await this.endpoint(caller.keyId, caller.endpoint));
+    const settings = {
+      learningRate: 1,
+      clipEpsilon: 0.2,
+      klCoef: 0,
+      epochs: 1,
+      maskIntercepted: true,
+      rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const),
+    };
+    if (context === "base") await policy.ensure();
+    return policy.datums({ baseVersion: caller.weightVersion, samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings });
+  }
+
+  async currentVersion(keyId: string, id: string): Promise<number> {
+    const record = await this.endpoint(keyId, id);
+    return (await this.client(record).state(record.policy)).version;
+  }
+}
