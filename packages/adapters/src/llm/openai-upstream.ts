@@ -3,9 +3,14 @@ import { APIError } from "openai";
 import { z } from "zod";
 import { UpstreamError, UpstreamRejectedError, formatIssues, reportedUsage, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
 
-/** The fields of a chat completion the gateway reads; everything else is returned to the agent as it came. */
-const Completion = z.looseObject({
+/**
+ * The fields of a chat completion this project reads from an OpenAI-compatible endpoint (the
+ * gateway's turns, an endpoint's registration probe): the reply, its token ids and
+ * log-probabilities where the server gives them; everything else is handed on as it came.
+ */
+export const ChatCompletionRead = z.looseObject({
   id: z.string().optional(),
+  model: z.string().optional(),
   choices: z
     .array(
       z.looseObject({
@@ -76,7 +81,7 @@ export class OpenAiUpstream implements UpstreamChat {
       if (status !== undefined && REFUSED_AS_SENT.has(status)) throw new UpstreamRejectedError(detail, status, { cause: err });
       throw new UpstreamError(detail, { cause: err, ...(status !== undefined ? { status } : {}) });
     }
-    const parsed = Completion.safeParse(raw);
+    const parsed = ChatCompletionRead.safeParse(raw);
     if (!parsed.success) throw new UpstreamError(`the answer is not a chat completion (${formatIssues(parsed.error.issues).join("; ")})`);
     const usage = reportedUsage(parsed.data.usage);
     if (usage?.suspect) console.warn(`gateway upstream: ${usage.suspect}`);

@@ -1,29 +1,7 @@
-import { z } from "zod";
 import { PolicyStateV2, type Clock, type EndpointProbe, type EndpointProber, type RegisterPolicyEndpoint } from "@harness-s/core";
 import { EndpointProbeError } from "../errors.ts";
+import { ChatCompletionRead } from "../llm/openai-upstream.ts";
 import { outboundFetch, type OutboundPolicy } from "./outbound.ts";
-
-/** The parts of a chat completion a probe reads: token ids (vLLM's `return_token_ids`, the worker's façade) and log-probabilities. */
-const ProbeCompletion = z.looseObject({
-  model: z.string().optional(),
-  prompt_token_ids: z.array(z.number().int()).nullable().optional(),
-  choices: z
-    .array(
-      z.looseObject({
-        token_ids: z.array(z.number().int()).nullable().optional(),
-        logprobs: z
-          .looseObject({
-            content: z
-              .array(z.looseObject({ logprob: z.number() }))
-              .nullable()
-              .optional(),
-          })
-          .nullable()
-          .optional(),
-      }),
-    )
-    .min(1),
-});
 
 /** `<name>@v<n>`, as the policy worker's façade names the version it answered at. */
 const versionOf = (model: string | undefined): number | null => {
@@ -77,7 +55,7 @@ export class HttpEndpointProber implements EndpointProber {
       return { weightVersion: state.data.version, checkedAt: this.clock.now() };
     }
     const body = { model: endpoint.policy, messages: [{ role: "user", content: "ping" }], max_tokens: 1, logprobs: true, return_token_ids: true };
-    const got = ProbeCompletion.safeParse(await answer("/chat/completions", { method: "POST", body: JSON.stringify(body) }));
+    const got = ChatCompletionRead.safeParse(await answer("/chat/completions", { method: "POST", body: JSON.stringify(body) }));
     if (!got.success) throw new EndpointProbeError("the endpoint's answer is not a chat completion");
     const choice = got.data.choices[0]!;
     if (!got.data.prompt_token_ids?.length || !choice.token_ids?.length || !choice.logprobs?.content?.length)
