@@ -74,6 +74,24 @@ describe("elastic rescue over HTTP", () => {
     expect((await bad.json()).error.issues[0]).toMatch(/^failureTags:/);
   });
 
+  it("runs exactly the named harnesses without a vote (a trainer's base group), and refuses a name outside the pool", async () => {
+    const task = inst.train[0]!;
+    const base = inst.evolution.pool.base.id;
+    const before = await deps.meter.get("k");
+    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, harnesses: [base], rolloutsPerHarness: 3 });
+    expect(res.status).toBe(202);
+    const { id, chosen, expected } = await res.json();
+    expect([chosen, expected]).toEqual([[base], 3]);
+    expect(id).toMatch(/^rsc_run_/);
+    const sent = (deps.dispatch as MemoryQueue).take();
+    expect(sent.map((e) => (e.body as { harnessId: string }).harnessId)).toEqual([base, base, base]);
+    const after = await deps.meter.get("k");
+    expect([after.ballots - before.ballots, after.rollouts - before.rollouts]).toEqual([0, 3]);
+    const unknown = await post({ poolId: inst.evolution.pool.id, taskId: task.id, harnesses: [base, "no-such-harness"] });
+    expect(unknown.status).toBe(400);
+    expect((await unknown.json()).error.issues).toEqual([`harnesses: no-such-harness is not a harness of pool ${inst.evolution.pool.id}`]);
+  });
+
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout), log: () => undefined });
     const wrong: Envelope = {

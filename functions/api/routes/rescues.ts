@@ -69,7 +69,7 @@ export const rescuesApp = (deps: ApiDeps) =>
       const key = await requireScope(c, "rescues", deps);
       const body = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
       const job = await startRescue(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
-      addUsage(c, { rollouts: job.expected, ballots: deps.voters.length });
+      addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })
     .openapi(rescueRoutes.get, async (c) => {

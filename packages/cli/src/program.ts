@@ -313,6 +313,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--host <h>", "address to bind", "127.0.0.1")
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("sqlite"))
     .option("--mysql-url <url>", "with --env dbbench and --engine mysql: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
+    .option("--tasks-out <file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset")
     .action(async (raw) => (await import("./commands/env-serve.ts")).envServeCommand(parseFlags(EnvServeFlags, raw, "env-serve")));
 
   program

@@ -58,9 +58,17 @@ class HarnessSClient:
         result: dict[str, Any] = self._call("POST", "/v1/policy-endpoints", body)
         return result
 
-    def start_rescue(self, pool_id: str, failure_tags: list[str], caller: dict[str, Any], k: int = 2, rollouts_per_harness: int = 2) -> dict[str, Any]:
-        """Routes an all-fail group of the caller's task to its Top-k siblings and starts their rollouts (sent once)."""
-        body = {"poolId": pool_id, "failureTags": failure_tags, "k": k, "rolloutsPerHarness": rollouts_per_harness, "caller": caller}
+    def pool(self, pool_id: str) -> dict[str, Any]:
+        """A harness pool: its base harness H0 (`base`) and its siblings."""
+        result: dict[str, Any] = self._call("GET", f"/v1/pools/{pool_id}")
+        return result
+
+    def start_rescue(self, pool_id: str, failure_tags: list[str], caller: dict[str, Any], k: int = 2, rollouts_per_harness: int = 2, harnesses: list[str] | None = None) -> dict[str, Any]:
+        """Routes an all-fail group of the caller's task to its Top-k siblings and starts their rollouts
+        (sent once); with `harnesses`, runs exactly those harnesses of the pool instead (no routing)."""
+        body: dict[str, Any] = {"poolId": pool_id, "failureTags": failure_tags, "k": k, "rolloutsPerHarness": rollouts_per_harness, "caller": caller}
+        if harnesses is not None:
+            body["harnesses"] = harnesses
         result: dict[str, Any] = self._call("POST", "/v1/rescues", body, repeatable=False)
         return result
 

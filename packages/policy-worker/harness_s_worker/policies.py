@@ -57,8 +57,20 @@ class Limits:
 
 
 class Policies:
-    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, state_dir: Path, limits: Limits | None = None, model_name: str = "tiny", tool_parser: str | None = None):
-        self.adapted = AdaptedModel(model)
+    #: Whether this worker trains its policies (updates, checkpoints); see `live.LivePolicies`.
+    trainable = True
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        state_dir: Path,
+        limits: Limits | None = None,
+        model_name: str = "tiny",
+        tool_parser: str | None = None,
+        adapted: AdaptedModel | None = None,
+    ):
+        self.adapted = adapted or AdaptedModel(model)
         self.limits = limits or Limits()
         self.model_name = model_name
         self.tokenizer = tokenizer

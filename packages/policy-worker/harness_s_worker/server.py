@@ -109,6 +109,10 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             return error(401, "UNAUTHENTICATED", "a valid bearer token is required")
         return await call_next(request)
 
+    def trained_here() -> None:
+        if not policies.trainable:
+            raise WorkerError(409, "NOT_TRAINED_HERE", "this endpoint serves a model its trainer updates: policies are not created, deleted, updated or checkpointed here")
+
     def check_id(pid: str) -> str:
         if not re.match(ID, pid):
             raise WorkerError(400, "VALIDATION_FAILED", "policy id: invalid")
@@ -121,7 +125,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "tokenizer": {"name": model_name, "eos_ids": sorted(policies.eos_ids)},
             "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
             "open_episodes": len(p.episodes),
-            "capabilities": {"sample": True, "score": True, "updates": True, "kl": True, "checkpoints": True},
+            "capabilities": {"sample": True, "score": True, "updates": policies.trainable, "kl": policies.trainable, "checkpoints": policies.trainable},
         }
 
     async def sample_turn(pid: str, body: SampleRequest) -> dict[str, Any]:
@@ -153,6 +157,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.put("/v2/policies/{pid}")
     def put_policy(pid: str, body: CreatePolicy) -> JSONResponse:
+        trained_here()
         p, created = policies.create(check_id(pid), body)
         return JSONResponse(state(p), status_code=201 if created else 200)
 
@@ -162,6 +167,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.delete("/v2/policies/{pid}")
     def delete_policy(pid: str) -> dict[str, Any]:
+        trained_here()
         policies.delete(pid)
         updates.forget_policy(pid)
         return {"deleted": pid}
@@ -202,6 +208,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
     def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:
+        trained_here()
         for i, d in enumerate(body.datums):
             if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
@@ -220,6 +227,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.post("/v2/policies/{pid}/checkpoints")
     def checkpoint(pid: str) -> dict[str, Any]:
+        trained_here()
         return save_checkpoint(policies, pid)
 
     @app.post("/v1/chat/completions")

@@ -41,7 +41,12 @@ const headerOf = (secret: { name: string; value: string } | undefined) => (secre
  * const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: false }, clock: systemClock });
  */
 export class CallerPolicyRunners implements CallerPolicies {
-  constructor(private readonly deps: CallerPoliciesDeps) {}
+  /** One guarded connection pool for every caller endpoint (not one per rollout). */
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly deps: CallerPoliciesDeps) {
+    this.fetch = outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs });
+  }
 
   private async endpoint(keyId: string, id: string): Promise<PolicyEndpointRecord> {
     const record = await ownEndpoint(keyId, id, this.deps.endpoints);
@@ -56,7 +61,7 @@ export class CallerPolicyRunners implements CallerPolicies {
     const headers = headerOf(record.secretHeader);
     return new TokenPolicyClient(record.url.replace(/\/+$/, ""), {
       clock: this.deps.clock,
-      fetch: outboundFetch(this.deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: this.deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs }),
+      fetch: this.fetch,
       timeoutMs: this.deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs,
       ...(headers ? { headers } : {}),
     });

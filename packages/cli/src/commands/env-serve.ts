@@ -2,7 +2,9 @@ import { z } from "zod";
 import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, rowTask } from "@harness-s/dbbench";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
-import { port } from "../flags.ts";
+import { writeFile } from "node:fs/promises";
+import type { CallerTask } from "@harness-s/core";
+import { UsageError, port } from "../flags.ts";
 import { openEngine } from "./dbbench.ts";
 
 /** `env-serve`'s options. */
@@ -12,6 +14,8 @@ export const EnvServeOptions = z.strictObject({
   host: z.string().min(1).default("127.0.0.1"),
   engine: z.enum(["mysql", "sqlite"]).default("sqlite"),
   mysqlUrl: z.url().default("mysql://root@127.0.0.1:3306"),
+  /** Where to write the served training tasks as a rescue takes them (a trainer's dataset is built from it). */
+  tasksOut: z.string().min(1).optional(),
 });
 export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
 
@@ -20,12 +24,28 @@ export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
  * and held-out tasks by id; events and facts as text) or DBBench (the bundled dev and standard
  * rows by id, on SQLite or MariaDB), with their tools described as MCP tools.
  */
-export async function builtinOpenEnv(opts: Pick<EnvServeOptions, "env" | "engine" | "mysqlUrl">): Promise<OpenEnvServerOptions & { shutdown: () => Promise<void> }> {
+export async function builtinOpenEnv(
+  opts: Pick<EnvServeOptions, "env" | "engine" | "mysqlUrl">,
+): Promise<OpenEnvServerOptions & { shutdown: () => Promise<void>; trainTasks?: () => CallerTask[] }> {
   if (opts.env === "embedded") {
     const setup = embeddedSetup(defaultEmbeddedSettings);
     const instance = await setup.instance(1);
     const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
     return {
+      trainTasks: () =>
+        instance.train.map((t) => ({
+          id: t.id,
+          family: t.family,
+          tags: t.tags,
+          instruction: t.instruction,
+          tools: embeddedToolSchemas(setup.env.tools(t)).map(({ function: f }) => ({
+            name: f.name,
+            description: f.description,
+            parameters: f.parameters,
+            submit: f.name === "submit",
+          })),
+          reset: {},
+        })),
       env: new TextEnvironment(setup.env),
       tasks: { get: async (id) => byId.get(id) },
       describeTools: (actions) => embeddedToolSchemas(actions).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
@@ -53,6 +73,12 @@ export async function builtinOpenEnv(opts: Pick<EnvServeOptions, "env" | "engine
  */
 export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
   const parts = await builtinOpenEnv(opts);
+  if (opts.tasksOut) {
+    if (!parts.trainTasks) throw new UsageError(`--tasks-out: env-serve --env ${opts.env} does not write its tasks yet (embedded does)`);
+    const tasks = parts.trainTasks();
+    await writeFile(opts.tasksOut, `${JSON.stringify({ env: opts.env, tasks }, null, 1)}\n`);
+    console.log(`wrote ${tasks.length} training tasks to ${opts.tasksOut}`);
+  }
   const server = await startOpenEnvServer(parts, opts.port, opts.host);
   console.log(`harness-s env-serve (${opts.env}, OpenEnv protocol) on ${server.url}: WebSocket sessions at ${server.url.replace(/^http/, "ws")}/ws; Ctrl-C stops it`);
   const stop = async () => {

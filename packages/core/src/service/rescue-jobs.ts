@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { NotConfiguredError, NotFoundError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError, ValidationError } from "../errors.ts";
 import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout } from "./caller-rescue.ts";
 import { PartialSendError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
-import { harnessById } from "../harness/pool.ts";
+import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
 import { visibleTo, type MessageQueue, type PolicyEndpoints, type PoolStore, type RescueJob, type RescueJobStore, type RolloutStore, type TaskSource } from "./ports.ts";
@@ -14,14 +14,24 @@ export const RescueRequest = z
     poolId: Id,
     /** A task of the service's own task source; with `caller`, the caller's task (its id) instead. */
     taskId: Id.optional(),
-    failureTags: z.array(Name).min(1).max(50),
+    /** The failed group's failure tags (what the router reads); may be empty only with `harnesses`. */
+    failureTags: z.array(Name).max(50).default([]),
     failedEvents: z.array(z.string().max(100)).max(100).default([]),
     k: z.number().int().min(1).max(8).default(2),
     rolloutsPerHarness: z.number().int().min(1).max(32).default(2),
     /** Rescue with the caller's own policy endpoint and environment, the task given as data. */
     caller: CallerRescue.optional(),
+    /**
+     * Run exactly these harnesses of the pool instead of routing (H0's id for a trainer's base
+     * group); `k` is then ignored and no vote is cast.
+     */
+    harnesses: z.array(Id).min(1).max(8).optional(),
   })
-  .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" });
+  .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" })
+  .refine((r) => r.failureTags.length > 0 || r.harnesses !== undefined, {
+    path: ["failureTags"],
+    message: "a rescue is routed by the failed group's failure tags: give at least one (or name the harnesses to run)",
+  });
 export type RescueRequest = z.infer<typeof RescueRequest>;
 
 /**
@@ -43,12 +53,20 @@ export async function startRescue(
   const builtin = !caller || caller.environment.kind === "builtin";
   const task = builtin ? await deps.tasks.get(taskId) : callerTaskOf(caller.task);
   if (!task) throw new NotFoundError("task", taskId);
-  const decision = await routeTask(
-    RouteRequest.parse({ poolId: req.poolId, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k }),
-    deps,
-    keyId,
-    onSpend,
-  );
+  const decision = req.harnesses
+    ? await namedHarnesses(req.poolId, req.harnesses, deps)
+    : await routeTask(
+        RouteRequest.parse({
+          poolId: req.poolId,
+          task: { id: task.id, family: task.family, tags: task.tags },
+          failureTags: req.failureTags,
+          failedEvents: req.failedEvents,
+          k: req.k,
+        }),
+        deps,
+        keyId,
+        onSpend,
+      );
   const job: RescueJob = {
     id: `rsc_${decision.id}`,
     poolId: req.poolId,
@@ -83,6 +101,20 @@ export async function startRescue(
     throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
   }
   return job;
+}
+
+/** The harnesses a request names, checked against its pool, under a decision id of their own (no vote). */
+async function namedHarnesses(poolId: string, names: readonly string[], deps: Pick<RouteTaskDeps, "pools" | "newId">): Promise<{ id: string; chosen: string[] }> {
+  const pool = await deps.pools.get(poolId);
+  if (!pool) throw new NotFoundError("pool", poolId);
+  const known = new Set(harnessIds(pool));
+  const unknown = names.filter((h) => !known.has(h));
+  if (unknown.length)
+    throw new ValidationError(
+      "rescue",
+      unknown.map((h) => `harnesses: ${h} is not a harness of pool ${poolId}`),
+    );
+  return { id: `run_${deps.newId()}`, chosen: [...names] };
 }
 
 /** A caller rescue pinned to one weight version: the one asked for, or the endpoint's now. */
