@@ -19,15 +19,9 @@ import { withApiCaches, type ApiDeps } from "../api/deps.ts";
 import { WORKERS } from "../../stacks/workers.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
-import { connect, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
+import { connect, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
 
 export { LOCAL_COORDINATOR_SLICE_MS, type Stores, type WorkerName } from "./workers.ts";
-
-/** "6 minutes" / "30 seconds" → seconds. */
-function seconds(duration: string): number {
-  const [n, unit] = duration.split(" ");
-  return Number(n) * (unit!.startsWith("minute") ? 60 : 1);
-}
 
 export interface LocalStack {
   deps: ApiDeps;

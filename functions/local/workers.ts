@@ -20,6 +20,12 @@ import { createVoteHandler } from "../vote/handler.ts";
 import { WORKERS } from "../../stacks/workers.ts";
 
 export type WorkerName = keyof typeof WORKERS;
+
+/** "6 minutes" / "30 seconds" → seconds. */
+export function seconds(duration: string): number {
+  const [n, unit] = duration.split(" ");
+  return Number(n) * (unit!.startsWith("minute") ? 60 : 1);
+}
 export type Stores = ReturnType<typeof dynamoStores>;
 export type WorkerQueues = Record<WorkerName, { url: string; dlqUrl: string; queue: SqsQueue }>;
 
@@ -80,12 +86,14 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
   const pollers: Promise<void>[] = [];
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollOnce>[2]) => {
     const url = wiring.queues[name].url;
-    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+    const attributes = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }))).Attributes!;
+    const arn = attributes.QueueArn!;
+    const hold = { visibilitySeconds: Number(attributes.VisibilityTimeout), forMs: seconds(WORKERS[name].timeout) * 1000 };
     pollers.push(
       (async () => {
         while (running) {
           try {
-            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1 });
+            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1, hold });
           } catch (err) {
             if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
           }

@@ -23,6 +23,8 @@ class Episode:
     ids: list[int]
     assistant: dict[str, Any] | None = None
     forced: list[int] = field(default_factory=list)
+    #: The last turn's key (the request's Idempotency-Key) and its answer: the same request again gets it again.
+    answered: tuple[str, dict[str, Any]] | None = None
 
 
 @dataclass
@@ -35,6 +37,7 @@ class PendingTurn:
     prefix: list[int]
     version: int
     want: Version | None
+    key: str | None = None
 
 
 class Episodes:
@@ -46,7 +49,13 @@ class Episodes:
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
         return self.chat.whole(messages, tools, generation_prompt)
 
-    def prepare(self, pid: str, body: SampleRequest) -> tuple[Request, PendingTurn]:
+    def answered(self, pid: str, episode_id: str, key: str) -> dict[str, Any] | None:
+        """The answer already given to the turn keyed `key` (its request repeated after a lost reply), if any."""
+        with self.policies.lock:
+            episode = self.policies.get(pid).episodes.get(episode_id)
+            return episode.answered[1] if episode is not None and episode.answered is not None and episode.answered[0] == key else None
+
+    def prepare(self, pid: str, body: SampleRequest, key: str | None = None) -> tuple[Request, PendingTurn]:
         """Checks a sample request and builds its engine request (no model work)."""
         with self.policies.lock:
             p = self.policies.get(pid)
@@ -76,7 +85,7 @@ class Episodes:
             max_tokens = sampling.max_tokens
             if len(prefix) + max_tokens > self.policies.adapted.max_context():
                 raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.policies.adapted.max_context()}")
-            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version)
+            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version, key)
 
             def admit() -> None:  # on the scheduler thread, when the sequence starts
                 with self.policies.lock:
@@ -89,19 +98,27 @@ class Episodes:
             return request, context
 
     def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str]) -> dict[str, Any]:
-        """Records the turn in its episode and returns the completion (text, tool calls)."""
+        """Records the turn in its episode and returns the completion (text, tool calls). A keyed
+        turn that a repeat of its request already answered keeps that answer: the episode holds
+        the one completion its caller was given, whichever of the two finished first."""
         ids, logprobs, finish = result
         turn = self.turns.after(ids)
         p = context.policy
-        with self.policies.lock:
-            if p.version == context.version:  # an update published meanwhile closed the episode
-                p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"])
         completion = {"ids": ids, "logprobs": logprobs, "text": turn["text"], "finish_reason": finish, "content": turn["content"]}
         if turn["calls"] is not None:
             completion["tool_calls"] = turn["calls"]
         if turn["parse_error"] is not None:
             completion["parse_error"] = turn["parse_error"]
-        return {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion}
+        out = {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion}
+        with self.policies.lock:
+            if p.version != context.version:  # an update published meanwhile closed the episode
+                return out
+            if context.key is not None:
+                recorded = self.answered(p.id, context.episode_id, context.key)
+                if recorded is not None:
+                    return recorded
+            p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"], (context.key, out) if context.key else None)
+        return out
 
     def sample(self, pid: str, body: SampleRequest) -> dict[str, Any]:
         """One turn, blocking (tests, the bench); the HTTP server awaits the engine instead."""

@@ -128,8 +128,12 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             "capabilities": {"sample": True, "score": True, "updates": policies.trainable, "kl": policies.trainable, "checkpoints": policies.trainable},
         }
 
-    async def sample_turn(pid: str, body: SampleRequest) -> dict[str, Any]:
-        request, context = await run_in_threadpool(policies.episodes.prepare, pid, body)
+    async def sample_turn(pid: str, body: SampleRequest, key: str | None = None) -> dict[str, Any]:
+        if key is not None:
+            again = await run_in_threadpool(policies.episodes.answered, pid, body.episode_id, key)
+            if again is not None:
+                return again
+        request, context = await run_in_threadpool(policies.episodes.prepare, pid, body, key)
         future = policies.engine.submit(request)
         try:
             result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
@@ -173,8 +177,9 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return {"deleted": pid}
 
     @app.post("/v2/policies/{pid}/sample")
-    async def sample(pid: str, body: SampleRequest) -> dict[str, Any]:
-        return await sample_turn(pid, body)
+    async def sample(pid: str, body: SampleRequest, idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200)) -> dict[str, Any]:
+        """One turn; with an Idempotency-Key, the same request again (its reply lost) gets the same answer, never a second turn."""
+        return await sample_turn(pid, body, idempotency_key)
 
     @app.delete("/v2/policies/{pid}/episodes/{eid}")
     def close_episode(pid: str, eid: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import {
   UpdateRequestV2,
   type Clock,
 } from "@harness-s/core";
-import { PolicyEndpointError, PolicyWorkerRefusedError, WORKER_ERROR_CODES } from "../errors.ts";
+import { PolicyEndpointError, PolicyWorkerRefusedError, UrlNotAllowedError, WORKER_ERROR_CODES } from "../errors.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const Checkpoint = z.object({ version: z.number().int(), checkpoint: z.string() });
@@ -57,7 +57,16 @@ export interface TokenPolicyClientOptions {
   headers?: Record<string, string>;
   /** The fetch that connects (a caller's endpoint: `outboundFetch`, guarded and bounded); default the global one. */
   fetch?: typeof fetch;
+  /**
+   * How often a request that is safe to repeat (a read, a keyed sample, a keyed update) is sent
+   * again after a dropped connection, a timeout or a 500/502/503/504 (default 3), waiting 100 ms,
+   * 200 ms, 400 ms … between; a sample without a key is never repeated.
+   */
+  retries?: number;
 }
+
+/** Answers that say nothing about the request itself: the same request may succeed next time. */
+const TRANSIENT = new Set([500, 502, 503, 504]);
 
 /**
  * A client of a protocol-v2 policy worker (`harness-s policy-worker`, or any server speaking
@@ -93,9 +102,14 @@ export class TokenPolicyClient {
     await this.call("DELETE", `/v2/policies/${encodeURIComponent(id)}`, z.object({ deleted: z.string() }));
   }
 
-  async sample(id: string, req: SampleRequestV2) {
+  /**
+   * One turn. With `key` (unique to the episode's turn) the request is repeated after a lost
+   * reply and the worker answers a repeat with the turn it already sampled: never a second turn.
+   */
+  async sample(id: string, req: SampleRequestV2, key?: string) {
     const body = SampleRequestV2.parse(req);
-    const s = await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body));
+    const headers: Record<string, string> = key === undefined ? {} : { "idempotency-key": key };
+    const s = await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body, headers));
     this.sampled.turns++;
     this.sampled.promptTokens += s.prompt_ids.length;
     this.sampled.completionTokens += s.completion.ids.length;
@@ -151,9 +165,8 @@ export class TokenPolicyClient {
   }
 
   private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, headers: Record<string, string> = {}): Promise<z.infer<S>> {
-    // A kept-alive connection the worker closed while this side's event loop was busy fails at
-    // once, before the request is read: a request that is safe to repeat is sent once more.
     const repeatable = method !== "POST" || "idempotency-key" in headers || !path.endsWith("/sample");
+    const retries = repeatable ? (this.opts.retries ?? 3) : 0;
     let res: Response;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -168,12 +181,18 @@ export class TokenPolicyClient {
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
         });
-        break;
       } catch (err) {
+        if (err instanceof UrlNotAllowedError) throw err;
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        if (repeatable && attempt === 0 && cause?.code === "UND_ERR_SOCKET") continue;
+        if (attempt < retries) {
+          await this.opts.clock.sleep(100 * 2 ** attempt);
+          continue;
+        }
         throw new PolicyEndpointError(`${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`, { cause: err });
       }
+      if (!TRANSIENT.has(res.status) || attempt >= retries) break;
+      await res.body?.cancel().catch(() => undefined);
+      await this.opts.clock.sleep(100 * 2 ** attempt);
     }
     const text = await res.text();
     if (!res.ok) {

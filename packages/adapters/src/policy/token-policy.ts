@@ -41,6 +41,8 @@ export interface TokenPolicyOptions {
 interface Episode {
   id: string;
   calledTool: boolean;
+  /** Turns sampled so far: the next turn's key is `<id>#<turns>`, so a repeated request is that turn again. */
+  turns: number;
 }
 
 /**
@@ -108,24 +110,34 @@ export class TokenPolicy implements Policy {
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     await this.ensure();
     const known = this.episodes.get(rng);
-    const episode = known ?? { id: `${this.opts.policyId}.${this.tag}.e${++this.counter}`, calledTool: false };
+    const episode = known ?? { id: `${this.opts.policyId}.${this.tag}.e${++this.counter}`, calledTool: false, turns: 0 };
     this.episodes.set(rng, episode);
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
+    const key = `${episode.id}#${episode.turns}`;
     const s = known
-      ? await this.client.sample(this.opts.policyId, {
-          episode_id: episode.id,
-          version,
-          append: [nextMessage(obs, episode.calledTool)],
-          sampling,
-        })
-      : await this.client.sample(this.opts.policyId, {
-          episode_id: episode.id,
-          version,
-          messages: firstMessages(this.opts.system, obs),
-          tools: this.opts.toolSchemas(obs.tools),
-          sampling,
-        });
+      ? await this.client.sample(
+          this.opts.policyId,
+          {
+            episode_id: episode.id,
+            version,
+            append: [nextMessage(obs, episode.calledTool)],
+            sampling,
+          },
+          key,
+        )
+      : await this.client.sample(
+          this.opts.policyId,
+          {
+            episode_id: episode.id,
+            version,
+            messages: firstMessages(this.opts.system, obs),
+            tools: this.opts.toolSchemas(obs.tools),
+            sampling,
+          },
+          key,
+        );
+    episode.turns++;
     const choice = this.choice(s, obs.tools);
     episode.calledTool = choice.action !== NO_TOOL_CALL;
     return choice;

@@ -1,0 +1,238 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { hash32, singlePolicyEndpoint, systemClock, NotConfiguredError, type SeedInstance } from "@harness-s/core";
+import { TokenPolicyClient } from "@harness-s/adapters";
+import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
+import { addKey, seedPool, startApi } from "../api-factory.ts";
+
+// Issue 31, acceptance 5: faults in a caller's rescue. The caller's environment server (a real
+// `harness-s env-serve` process) killed mid-rescue fails only the slots it had not served, each
+// with its reason, and leaves another rescue on another server untouched; the caller's policy
+// endpoint answering 500 or 503 (a reply lost after the worker sampled, or no sample at all) is
+// retried within a bound and each slot still runs exactly once.
+const TOKEN = "fault-test-token";
+const setup = embeddedSetup(defaultEmbeddedSettings);
+let inst: SeedInstance;
+let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+let stack: LocalStack;
+let api: Awaited<ReturnType<typeof startApi>>;
+let secret: string;
+const children: ChildProcess[] = [];
+
+/** A proxy in front of the worker that fails the sample requests `plan` names, by their order. */
+function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">) {
+  const samples: { episode: string; key: string | undefined; first: boolean; fault?: string }[] = [];
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    const isSample = req.url?.endsWith("/sample") ?? false;
+    const fault = isSample ? plan.get(samples.length) : undefined;
+    if (isSample) {
+      const parsed = JSON.parse(body.toString());
+      samples.push({ episode: parsed.episode_id, key: req.headers["idempotency-key"] as string | undefined, first: parsed.messages !== undefined, ...(fault ? { fault } : {}) });
+    }
+    if (fault === "refused") return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"code":"OVERLOADED","message":"try again"}}');
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
+    const upstream = await fetch(`${target}${req.url}`, { method: req.method!, headers, ...(body.length ? { body } : {}) });
+    const text = await upstream.text();
+    if (fault === "lost-reply") return void res.writeHead(500, { "content-type": "text/plain" }).end("upstream connection reset");
+    res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" }).end(text);
+  });
+  return { server, samples };
+}
+
+async function envServe(): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(proc);
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  for (let i = 0; i < 600 && !/on (http:\/\/\S+):/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+  const url = /on (http:\/\/\S+):/.exec(out)?.[1];
+  if (!url) throw new Error(`env-serve did not start: ${out}`);
+  return { url, proc };
+}
+
+beforeAll(async () => {
+  inst = await setup.instance(1);
+  await ensureWorkerVenv();
+  worker = await startPolicyWorker({ model: "tiny", token: TOKEN });
+  await new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock }).create("caller-policy", {
+    base_model: "tiny",
+    lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
+    seed: 5,
+  });
+  stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
+    tasks: { get: async () => undefined },
+    policies: singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("no own policy in this test"))),
+    allowLoopbackEndpoints: true,
+    visibilitySeconds: { dispatch: 1 },
+  });
+  await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  secret = await addKey(stack.deps, "k-faults", ["rescues"]);
+  api = await startApi(stack.deps);
+}, 600_000);
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await api?.close();
+  await stack?.stop();
+  await worker?.stop();
+}, 60_000);
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: await res.json() };
+};
+
+async function register(id: string, url: string) {
+  const res = await call("POST", "/v1/policy-endpoints", {
+    id,
+    kind: "protocol-v2",
+    url,
+    policy: "caller-policy",
+    secretHeader: { name: "authorization", value: `Bearer ${TOKEN}` },
+  });
+  expect(res.status).toBe(201);
+}
+
+function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number) {
+  const task = inst.train.find((t) => t.tags.length > 0)!;
+  const tools = embeddedToolSchemas(setup.env.tools(task)).map(({ function: f }) => ({
+    name: f.name,
+    description: f.description,
+    parameters: f.parameters,
+    submit: f.name === "submit",
+  }));
+  return {
+    poolId: inst.evolution.pool.id,
+    failureTags: ["incomplete-results"],
+    k: 2,
+    rolloutsPerHarness,
+    caller: {
+      endpoint,
+      environment: { kind: "openenv", url: envUrl },
+      task: { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools },
+      maxTokens: 16,
+    },
+  };
+}
+
+async function settle(id: string, pollMs = 100, tries = 1200) {
+  let status = (await call("GET", `/v1/rescues/${id}`)).body;
+  for (let i = 0; i < tries && status.status === "running"; i++) {
+    await new Promise((r) => setTimeout(r, pollMs));
+    status = (await call("GET", `/v1/rescues/${id}`)).body;
+  }
+  return status;
+}
+
+describe("faults in a caller's rescue", () => {
+  it("a policy endpoint answering 500 or 503 is retried within a bound: each slot runs once, a lost reply is answered again, never sampled twice", async () => {
+    const { url: envUrl } = await envServe();
+    const plan = new Map<number, "lost-reply" | "refused">([
+      [1, "lost-reply"],
+      [2, "refused"],
+      [6, "lost-reply"],
+      [9, "refused"],
+    ]);
+    const proxy = faultProxy(worker.url, plan);
+    await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", () => r()));
+    try {
+      await register("flaky", `http://127.0.0.1:${(proxy.server.address() as { port: number }).port}`);
+      const started = await call("POST", "/v1/rescues", rescueBody("flaky", envUrl, 2));
+      expect(started.status).toBe(202);
+      const status = await settle(started.body.id);
+      expect(status).toMatchObject({ status: "done", completed: started.body.expected, failed: [] });
+      // Every planned fault happened, and each was followed by the same request (same key) again.
+      const faulted = proxy.samples.filter((s) => s.fault);
+      expect(faulted).toHaveLength(plan.size);
+      for (const f of faulted) expect(proxy.samples.filter((s) => s.key === f.key && !s.fault)).toHaveLength(1);
+      // Each slot ran once: one episode per rollout was ever opened (a rerun slot opens another).
+      const episodes = new Set(proxy.samples.filter((s) => s.first).map((s) => s.episode));
+      expect(episodes.size).toBe(started.body.expected);
+      expect(proxy.samples.every((s) => s.key !== undefined)).toBe(true);
+      // The rows are the turns the worker recorded: each re-scores there as returned.
+      const page = (await call("GET", `/v1/rescues/${started.body.id}/trajectories?limit=64`)).body;
+      const scorer = new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock });
+      for (const t of page.trajectories) {
+        const [rescored] = await scorer.score("caller-policy", { sequences: [{ ids: [...t.prompt_ids, ...t.completion_ids] }] });
+        const tail = rescored!.slice(t.prompt_ids.length);
+        t.loss_mask.forEach((m: number, j: number) => {
+          if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
+        });
+      }
+    } finally {
+      proxy.server.close();
+    }
+  }, 300_000);
+
+  it("an environment server killed mid-rescue fails only the slots it had not served, each with its reason; a rescue on another server is untouched", async () => {
+    const [doomed, healthy] = await Promise.all([envServe(), envServe()]);
+    // A policy that calls a tool every turn (the tiny model's calls are unreadable, answered
+    // without the server): each episode steps at its environment server until its turns run out.
+    const task = inst.train.find((t) => t.tags.length > 0)!;
+    const tool = setup.env.tools(task).find((a) => a !== "submit")!;
+    let turn = 0;
+    // Episodes think for 20-160 ms a turn (by their id), so they are at different steps when the server dies.
+    const scripted = createServer(async (req, res) => {
+      let body = "";
+      for await (const c of req) body += c;
+      const json = (out: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(out));
+      if (req.method === "GET") return json({ policy_id: "caller-policy", version: 0, tokenizer: { name: "scripted", eos_ids: [0] }, capabilities: { sample: true } });
+      if (req.method === "DELETE") return json({ closed: true });
+      const episode: string = JSON.parse(body).episode_id;
+      await new Promise((r) => setTimeout(r, 20 + (hash32(episode) % 8) * 20));
+      const id = ++turn;
+      json({
+        policy_version: 0,
+        prompt_ids: [1, 2],
+        completion: {
+          ids: [3, 4],
+          logprobs: [-0.5, -0.5],
+          text: "",
+          content: "",
+          finish_reason: "stop",
+          tool_calls: [{ id: `c${id}`, type: "function", function: { name: tool, arguments: "{}" } }],
+        },
+      });
+    });
+    await new Promise<void>((r) => scripted.listen(0, "127.0.0.1", () => r()));
+    try {
+      await register("scripted", `http://127.0.0.1:${(scripted.address() as { port: number }).port}`);
+      const a = await call("POST", "/v1/rescues", rescueBody("scripted", doomed.url, 16));
+      const b = await call("POST", "/v1/rescues", rescueBody("scripted", healthy.url, 4));
+      expect([a.status, b.status]).toEqual([202, 202]);
+      let before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
+      for (let i = 0; i < 3000 && before.completed === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
+      }
+      const exited = once(doomed.proc, "exit");
+      doomed.proc.kill("SIGKILL");
+      await exited;
+      expect(before.completed).toBeGreaterThan(0);
+      expect(before.completed).toBeLessThan(a.body.expected);
+      const [endA, endB] = await Promise.all([settle(a.body.id), settle(b.body.id)]);
+      // B: every slot done on its own server, each episode stepping there.
+      expect(endB).toMatchObject({ status: "done", completed: b.body.expected, failed: [] });
+      expect(endB.rollouts.every((r: { steps: number }) => r.steps > 1)).toBe(true);
+      // A: what was served is kept; every other slot failed, with the environment's reason.
+      expect(endA.status).toBe("failed");
+      expect(endA.completed).toBeGreaterThanOrEqual(before.completed);
+      expect(endA.completed).toBeLessThan(a.body.expected);
+      expect(endA.completed + endA.failed.length).toBe(a.body.expected);
+      for (const f of endA.failed) expect(f.reason).toMatch(/ECONNREFUSED|closed the session|environment/i);
+    } finally {
+      scripted.close();
+    }
+  }, 300_000);
+});
