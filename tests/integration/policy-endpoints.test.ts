@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HttpEndpointProber } from "@harness-s/adapters";
-import { systemClock } from "@harness-s/core";
+import { CallerPolicyRunners, HttpEndpointProber, MemoryPolicyEndpointStore } from "@harness-s/adapters";
+import { systemClock, type Environment } from "@harness-s/core";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 
 // Issue 31, items 1-2: a key registers the policy endpoints its rescues sample from; each is
@@ -103,6 +103,42 @@ describe("policy endpoints", () => {
       expect(seen.length).toBe(before);
     } finally {
       await strictApi.close();
+    }
+  });
+
+  it("refuses at use, with URL_NOT_ALLOWED, an endpoint whose name resolves to a private address after registration, and an environment that does; nothing reaches a listener there", async () => {
+    // The name pointed elsewhere when it was registered (the probe stands in for that answer);
+    // now it resolves to loopback, where this test listens.
+    const endpoints = new MemoryPolicyEndpointStore();
+    const outbound = { allowLoopback: false, resolve: async () => ["127.0.0.1"] };
+    const port = new URL(fakeUrl).port;
+    const deps = memoryApiDeps({
+      endpoints,
+      prober: { probe: async () => ({ weightVersion: 0, checkedAt: Date.now() }) },
+      // A built-in environment this test never steps (the rescue is refused before any rollout).
+      callers: new CallerPolicyRunners({ endpoints, outbound, clock: systemClock, builtin: { embedded: {} as Environment } }),
+    });
+    const k = await addKey(deps, "k-use", ["rescues"]);
+    const useApi = await startApi(deps);
+    const before = seen.length;
+    const post = (path: string, body: unknown) =>
+      fetch(`${useApi.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    try {
+      expect((await post("/v1/policy-endpoints", { id: "moved", kind: "protocol-v2", url: `http://policy.example.test:${port}`, policy: "p1" })).status).toBe(201);
+      const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
+      const rescue = (environment: unknown) => post("/v1/rescues", { poolId: "embedded", failureTags: ["x"], caller: { endpoint: "moved", environment, task } });
+      for (const environment of [
+        { kind: "builtin", id: "embedded" }, // the environment is fine: the endpoint is refused
+        { kind: "openenv", url: `http://envs.example.test:${port}` },
+        { kind: "openenv", url: `http://127.0.0.1:${port}` },
+        { kind: "openenv", url: `http://0x7f000001:${port}` },
+      ]) {
+        const res = await rescue(environment);
+        expect([res.status, (await res.json()).error.code], JSON.stringify(environment)).toEqual([400, "URL_NOT_ALLOWED"]);
+      }
+      expect(seen.length).toBe(before);
+    } finally {
+      await useApi.close();
     }
   });
 });

@@ -3,6 +3,7 @@ import {
   actionOf,
   ownEndpoint,
   runEpisode,
+  type CallerEnvironment,
   type CallerPolicies,
   type CallerRollout,
   type Clock,
@@ -13,7 +14,7 @@ import {
   type Rollout,
 } from "@harness-s/core";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
-import { outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
+import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
 import { TokenPolicy } from "./token-policy.ts";
 import { TokenPolicyClient } from "./token-policy-client.ts";
 
@@ -89,13 +90,15 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
+  private builtin(id: "embedded"): Environment {
+    const found = this.deps.builtin?.[id];
+    if (!found) throw new NotConfiguredError(`this deployment serves no built-in ${id} environment`);
+    return found;
+  }
+
   private environment(caller: CallerRollout): Environment {
     const env = caller.environment;
-    if (env.kind === "builtin") {
-      const found = this.deps.builtin?.[env.id];
-      if (!found) throw new NotConfiguredError(`this deployment serves no built-in ${env.id} environment`);
-      return found;
-    }
+    if (env.kind === "builtin") return this.builtin(env.id);
     const headers = headerOf(env.secretHeader);
     return new OpenEnvEnvironment({
       url: env.url,
@@ -126,6 +129,11 @@ export class CallerPolicyRunners implements CallerPolicies {
     };
     if (context === "base") await policy.ensure();
     return policy.datums({ baseVersion: caller.weightVersion, samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings });
+  }
+
+  async checkEnvironment(environment: CallerEnvironment): Promise<void> {
+    if (environment.kind === "openenv") await checkOutboundUrl(environment.url, this.deps.outbound);
+    else this.builtin(environment.id);
   }
 
   async currentVersion(keyId: string, id: string): Promise<number> {

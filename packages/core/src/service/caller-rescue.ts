@@ -63,12 +63,15 @@ export type CallerRollout = z.infer<typeof CallerRollout>;
 /**
  * The caller's policies as rescues use them: a runner for one rescue's rollouts (its endpoint,
  * pinned at the rescue's weight version, in its environment), the token rows of stored rollouts
- * (as sampled, or re-rendered under H0 and re-scored at the endpoint), and an endpoint's version now.
+ * (as sampled, or re-rendered under H0 and re-scored at the endpoint), an endpoint's version now,
+ * and the check of an environment before a rescue starts.
  */
 export interface CallerPolicies {
   runner(caller: CallerRollout): Promise<RolloutRunner>;
   datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]>;
   currentVersion(keyId: string, endpoint: string): Promise<number>;
+  /** Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here) before any rollout is sent. */
+  checkEnvironment(environment: CallerEnvironment): Promise<void>;
 }
 
 /** The core Task a caller's task runs as (its reset arguments as `reset:<key>` params). */
