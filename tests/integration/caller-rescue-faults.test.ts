@@ -6,6 +6,7 @@ import { hash32, singlePolicyEndpoint, systemClock, NotConfiguredError, type See
 import { TokenPolicyClient } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 
@@ -181,33 +182,13 @@ describe("faults in a caller's rescue", () => {
     // without the server): each episode steps at its environment server until its turns run out.
     const task = inst.train.find((t) => t.tags.length > 0)!;
     const tool = setup.env.tools(task).find((a) => a !== "submit")!;
-    let turn = 0;
     // Episodes think for 20-160 ms a turn (by their id), so they are at different steps when the server dies.
-    const scripted = createServer(async (req, res) => {
-      let body = "";
-      for await (const c of req) body += c;
-      const json = (out: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(out));
-      if (req.method === "GET") return json({ policy_id: "caller-policy", version: 0, tokenizer: { name: "scripted", eos_ids: [0] }, capabilities: { sample: true } });
-      if (req.method === "DELETE") return json({ closed: true });
-      const episode: string = JSON.parse(body).episode_id;
-      await new Promise((r) => setTimeout(r, 20 + (hash32(episode) % 8) * 20));
-      const id = ++turn;
-      json({
-        policy_version: 0,
-        prompt_ids: [1, 2],
-        completion: {
-          ids: [3, 4],
-          logprobs: [-0.5, -0.5],
-          text: "",
-          content: "",
-          finish_reason: "stop",
-          tool_calls: [{ id: `c${id}`, type: "function", function: { name: tool, arguments: "{}" } }],
-        },
-      });
-    });
-    await new Promise<void>((r) => scripted.listen(0, "127.0.0.1", () => r()));
+    const scripted = await startScriptedPolicy(
+      () => ({ tool }),
+      (episode) => 20 + (hash32(episode) % 8) * 20,
+    );
     try {
-      await register("scripted", `http://127.0.0.1:${(scripted.address() as { port: number }).port}`);
+      await register("scripted", scripted.url);
       const a = await call("POST", "/v1/rescues", rescueBody("scripted", doomed.url, 16));
       const b = await call("POST", "/v1/rescues", rescueBody("scripted", healthy.url, 4));
       expect([a.status, b.status]).toEqual([202, 202]);
@@ -232,7 +213,7 @@ describe("faults in a caller's rescue", () => {
       expect(endA.completed + endA.failed.length).toBe(a.body.expected);
       for (const f of endA.failed) expect(f.reason).toMatch(/ECONNREFUSED|closed the session|environment/i);
     } finally {
-      scripted.close();
+      await scripted.close();
     }
   }, 300_000);
 });

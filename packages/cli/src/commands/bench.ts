@@ -2,6 +2,7 @@ import { createRng, percentile, route, runEpisode, statisticalVoters, failureTag
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { benchApi } from "./bench-api.ts";
 import { benchQueue } from "./bench-queue.ts";
+import { benchRescue } from "./bench-rescue.ts";
 import { benchWorker } from "./bench-worker.ts";
 
 /** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
@@ -22,8 +23,9 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
 
 /**
  * Measures, in one run: rollouts/s (embedded policy vs uniform baseline), router decisions/s with
- * latency percentiles (vote vs single voter), the router API over HTTP vs a bare Hono endpoint, and
- * rollouts/s through the local queues and tables vs in process.
+ * latency percentiles (vote vs single voter), the router API over HTTP vs a bare Hono endpoint,
+ * rollouts/s through the local queues and tables vs in process, and caller-rescue rollouts/s at
+ * 1, 8 and 32 in flight through the service vs in process.
  */
 export async function benchCommand(opts: { seconds: number; worker?: boolean }): Promise<void> {
   const deps = embeddedSetup(defaultEmbeddedSettings);
@@ -72,5 +74,6 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
   );
   for (const line of await benchApi(instance, opts.seconds)) console.log(line);
   for (const line of await benchQueue(instance, deps.env, policy, opts.seconds)) console.log(line);
+  for (const line of await benchRescue(instance, deps, opts.seconds)) console.log(line);
   if (opts.worker) for (const line of await benchWorker(opts.seconds)) console.log(line);
 }
