@@ -222,6 +222,16 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(await s.jobs.get("rsc_2")).toBeUndefined();
     });
 
+    it("rescue jobs: a cancel keeps its first time, and cancelling an unknown job changes nothing", async () => {
+      const s = await fresh();
+      await s.jobs.create({ id: "rsc_c", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a"], rolloutsPerHarness: 1, expected: 1, createdAt: 1 });
+      await s.jobs.cancel("rsc_c", 50);
+      await s.jobs.cancel("rsc_c", 90);
+      expect((await s.jobs.get("rsc_c"))!.cancelledAt).toBe(50);
+      await s.jobs.cancel("rsc_none", 50);
+      expect(await s.jobs.get("rsc_none")).toBeUndefined();
+    });
+
     it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {
       const s = await fresh();
       await s.decisions.put(decision("d1", ["a", "b"]));

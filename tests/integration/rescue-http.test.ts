@@ -92,6 +92,47 @@ describe("elastic rescue over HTTP", () => {
     expect((await unknown.json()).error.issues).toEqual([`harnesses: no-such-harness is not a harness of pool ${inst.evolution.pool.id}`]);
   });
 
+  it("cancels: slots not started are never run, the ones run before stay; another key cannot cancel it", async () => {
+    const task = inst.train[0]!;
+    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], k: 2, rolloutsPerHarness: 2 });
+    const { id, expected } = await res.json();
+    const sent = (deps.dispatch as MemoryQueue).take();
+    let ran = 0;
+    const counting = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => (ran++, runRollout(t, h, s));
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, jobs: deps.jobs, policies: singlePolicyEndpoint(counting) });
+    expect(await handler(sqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
+    const other = await addKey(deps, "k-other-cancel", ["rescues"]);
+    const cancel = (secret: string) => fetch(`${api.url}/v1/rescues/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${secret}` } });
+    expect((await cancel(other)).status).toBe(404);
+    const cancelled = await cancel(key);
+    expect(cancelled.status).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ status: "cancelled", completed: 1 });
+    // The rest are delivered after the cancel: acknowledged, never run.
+    expect(await handler(sqsEvent(sent.slice(1)))).toEqual({ batchItemFailures: [] });
+    expect(ran).toBe(1);
+    const after = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    expect(after).toMatchObject({ status: "cancelled", completed: 1, failed: [] });
+    expect(expected).toBe(4);
+  });
+
+  it("a status read with ?wait answers as soon as a slot finishes, and at the end of its wait when none does", async () => {
+    const task = inst.train[1]!;
+    const { id } = await (await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 2 })).json();
+    const sent = (deps.dispatch as MemoryQueue).take();
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
+    const read = (query: string) => fetch(`${api.url}/v1/rescues/${id}?${query}`, { headers: { authorization: `Bearer ${key}` } });
+    const t0 = performance.now();
+    const idle = await (await read("wait=0.6&seen=0")).json();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(550);
+    expect(idle).toMatchObject({ status: "running", completed: 0 });
+    const waiting = read("wait=10&seen=0");
+    await new Promise((r) => setTimeout(r, 300));
+    await handler(sqsEvent(sent.slice(0, 1)));
+    const moved = await (await waiting).json();
+    expect(moved).toMatchObject({ status: "running", completed: 1 });
+    expect((await read("wait=21")).status).toBe(400);
+  });
+
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout), log: () => undefined });
     const wrong: Envelope = {

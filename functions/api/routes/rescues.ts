@@ -1,16 +1,19 @@
 import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
+  RESCUE_WAIT,
   RescueRequest,
   RescueStatus,
+  RescueWaitQuery,
+  cancelRescue,
   TrajectoryPage,
   TrajectoryQuery,
   ValidationError,
   formatIssues,
-  rescueStatus,
   rescueTrajectories,
   spendUsage,
   startRescue,
+  waitForRescue,
 } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
@@ -41,8 +44,22 @@ export const rescueRoutes = {
     operationId: "getRescue",
     tags: ["rescues"],
     summary: "Status, rewards and per-rollout outcomes of a rescue",
-    parameters: [pathId()],
+    description: `With \`wait\` (seconds, ≤ ${RESCUE_WAIT.maxSeconds}), answers once more than \`seen\` slots have finished (stored or given up on), the rescue is no longer running, or the wait is over: progress slot by slot without a polling loop.`,
+    parameters: [
+      pathId(),
+      { name: "wait", in: "query" as const, required: false, schema: { type: "number" as const, minimum: 0, maximum: RESCUE_WAIT.maxSeconds } },
+      { name: "seen", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 0 } },
+    ],
     responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
+  }),
+  cancel: createRoute({
+    method: "post",
+    path: "/{id}/cancel",
+    operationId: "cancelRescue",
+    tags: ["rescues"],
+    summary: "Cancel a rescue: slots not started are never run, slots running finish and are kept",
+    parameters: [pathId()],
+    responses: { 200: jsonOf("its status after the cancel", RescueStatus), ...notFound("rescue"), ...errors },
   }),
   trajectories: createRoute({
     method: "get",
@@ -74,7 +91,13 @@ export const rescuesApp = (deps: ApiDeps) =>
     })
     .openapi(rescueRoutes.get, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      return c.json(await rescueStatus(idParam(c, "id"), deps, key), 200);
+      const query = RescueWaitQuery.safeParse({ wait: c.req.query("wait"), seen: c.req.query("seen") });
+      if (!query.success) throw new ValidationError("query", formatIssues(query.error.issues));
+      return c.json(await waitForRescue(idParam(c, "id"), query.data, deps, key), 200);
+    })
+    .openapi(rescueRoutes.cancel, async (c) => {
+      const key = await requireScope(c, "rescues", deps);
+      return c.json(await cancelRescue(idParam(c, "id"), deps, key), 200);
     })
     .openapi(rescueRoutes.trajectories, async (c) => {
       const key = await requireScope(c, "rescues", deps);

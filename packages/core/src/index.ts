@@ -53,6 +53,7 @@ export * from "./service/rescue-trajectories.ts";
 export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";
+export * from "./service/rescue-status.ts";
 export * from "./evolution/pool-selection.ts";
 export * from "./service/queued-runner.ts";
 export * from "./service/queued-voter.ts";

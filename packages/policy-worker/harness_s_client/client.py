@@ -30,10 +30,10 @@ class HarnessSClient:
     def close(self) -> None:
         self.http.close()
 
-    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None, repeatable: bool = True) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None, repeatable: bool = True, timeout_s: float | None = None) -> Any:
         for attempt in range(self.retries + 1 if repeatable else 1):
             try:
-                res = self.http.request(method, path, json=body, params=params)
+                res = self.http.request(method, path, json=body, params=params, timeout=timeout_s if timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
             except httpx.TransportError:
                 if not repeatable or attempt == self.retries:
                     raise
@@ -72,20 +72,35 @@ class HarnessSClient:
         result: dict[str, Any] = self._call("POST", "/v1/rescues", body, repeatable=False)
         return result
 
-    def rescue(self, rescue_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/rescues/{rescue_id}")
+    def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> dict[str, Any]:
+        """A rescue's status; with `wait_s` (at most 20), once more than `seen` slots have finished
+        or it is no longer running (the service holds the request: no polling loop here)."""
+        wait = min(wait_s, 20.0)
+        params = {"wait": wait, "seen": seen} if wait > 0 else None
+        result: dict[str, Any] = self._call("GET", f"/v1/rescues/{rescue_id}", params=params, timeout_s=wait + 30.0 if wait > 0 else None)
         return result
 
-    def wait(self, rescue_id: str, timeout_s: float = 600.0, poll_s: float = 0.5) -> dict[str, Any]:
-        """The rescue's status once it is no longer running (TimeoutError past `timeout_s`)."""
+    def wait(self, rescue_id: str, timeout_s: float = 600.0, on_progress: Any = None) -> dict[str, Any]:
+        """The rescue's status once it is no longer running (TimeoutError past `timeout_s`), following
+        it slot by slot; `on_progress(status)` hears of each slot that finishes."""
         deadline = time.monotonic() + timeout_s
+        seen = 0
         while True:
-            status = self.rescue(rescue_id)
+            left = deadline - time.monotonic()
+            status = self.rescue(rescue_id, wait_s=max(0.0, min(20.0, left)), seen=seen)
+            finished = status["completed"] + len(status["failed"])
+            if finished > seen and on_progress is not None:
+                on_progress(status)
+            seen = finished
             if status["status"] != "running":
                 return status
-            if time.monotonic() > deadline:
+            if time.monotonic() >= deadline:
                 raise TimeoutError(f"rescue {rescue_id} still running after {timeout_s:g} s")
-            time.sleep(poll_s)
+
+    def cancel(self, rescue_id: str) -> dict[str, Any]:
+        """Cancels a rescue: slots not started never run, running ones finish and are kept (safe to repeat)."""
+        result: dict[str, Any] = self._call("POST", f"/v1/rescues/{rescue_id}/cancel")
+        return result
 
     def trajectories(self, rescue_id: str, context: str = "sampled", page: int = 64) -> list[Trajectory]:
         """Every token row of a caller rescue, page by page, in rollout order."""

@@ -73,3 +73,23 @@ def test_an_error_keeps_its_code_and_a_4xx_is_not_repeated():
     with pytest.raises(HarnessSError) as err:
         fake(handler).register_policy_endpoint("e", "protocol-v2", "http://10.0.0.1", "p")
     assert (err.value.status, err.value.code, len(calls)) == (400, "URL_NOT_ALLOWED", 1)
+
+
+def test_wait_follows_a_rescue_slot_by_slot_with_long_polls_and_cancel_is_one_call():
+    seen_params: list[tuple[str, str]] = []
+    finished = iter([1, 3, 4])
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.method == "POST":
+            return httpx.Response(200, json={"status": "cancelled", "completed": 1, "failed": []})
+        seen_params.append((req.url.params["wait"], req.url.params["seen"]))
+        n = next(finished)
+        return httpx.Response(200, json={"status": "done" if n == 4 else "running", "completed": n, "failed": []})
+
+    client = fake(handler)
+    heard: list[int] = []
+    status = client.wait("rsc_1", timeout_s=60, on_progress=lambda s: heard.append(s["completed"]))
+    assert status["status"] == "done" and heard == [1, 3, 4]
+    # Each read asks the service to hold it (at most 20 s) until past the slots already seen.
+    assert [seen for _, seen in seen_params] == ["0", "1", "3"] and all(float(w) == 20.0 for w, _ in seen_params)
+    assert client.cancel("rsc_1")["status"] == "cancelled"

@@ -209,4 +209,22 @@ export class DynamoRescueJobStore implements RescueJobStore {
       if (!(err instanceof ConflictError)) throw err;
     }
   }
+
+  async cancel(id: string, at: number): Promise<void> {
+    try {
+      await aws("cancel rescue", () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.RescueJobs,
+            Key: { id },
+            UpdateExpression: "SET cancelledAt = if_not_exists(cancelledAt, :at)",
+            ConditionExpression: "attribute_exists(id)",
+            ExpressionAttributeValues: { ":at": at },
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
 }

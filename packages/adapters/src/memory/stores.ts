@@ -219,6 +219,11 @@ export class MemoryRescueJobStore implements RescueJobStore {
     const job = this.jobs.get(id);
     if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, reason }] }));
   }
+
+  async cancel(id: string, at: number): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job && job.cancelledAt === undefined) this.jobs.set(id, frozenCopy({ ...job, cancelledAt: at }));
+  }
 }
 
 export class MemoryBallotStore implements BallotStore {

@@ -64,6 +64,8 @@ export const RescueJob = z.object({
   failures: z.array(z.object({ index: z.number().int().min(0), reason: z.string() })).optional(),
   /** A rescue with the caller's own policy and environment (its trajectories are token-level). */
   caller: CallerRollout.optional(),
+  /** When its key cancelled it: slots not started by then are never run. */
+  cancelledAt: z.number().optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
@@ -72,6 +74,8 @@ export interface RescueJobStore {
   get(id: string): Promise<RescueJob | undefined>;
   /** Records that slot `index` of job `id` will never be stored; a no-op for an unknown job. */
   recordFailure(id: string, index: number, reason: string): Promise<void>;
+  /** Marks job `id` cancelled at `at` (the first cancel's time stays); a no-op for an unknown job. */
+  cancel(id: string, at: number): Promise<void>;
 }
 
 /** Where the dispatch worker finds the task a rollout is for (the embedded suite, a benchmark's index). */

@@ -6,7 +6,7 @@ import { Id, Name } from "../names.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
-import { visibleTo, type MessageQueue, type PolicyEndpoints, type PoolStore, type RescueJob, type RescueJobStore, type RolloutStore, type TaskSource } from "./ports.ts";
+import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource } from "./ports.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
 export const RescueRequest = z
@@ -125,12 +125,13 @@ async function pinnedCaller(req: CallerRescue, keyId: string | undefined, caller
   return { ...req, keyId, weightVersion };
 }
 
-/** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery. */
+/** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for a cancelled rescue. */
 export async function runRequestedRollout(
   body: RolloutRequestedBody,
-  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies },
-): Promise<"stored" | "duplicate"> {
+  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies; jobs?: RescueJobStore },
+): Promise<"stored" | "duplicate" | "cancelled"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
+  if ((await deps.jobs?.get(body.jobId))?.cancelledAt !== undefined) return "cancelled";
   const pool = await deps.pools.get(body.poolId);
   if (!pool) throw new NotFoundError("pool", body.poolId);
   const task = body.task ?? (await deps.tasks.get(body.taskId));
@@ -139,44 +140,4 @@ export async function runRequestedRollout(
   const run = body.caller ? await deps.callers!.runner(body.caller) : deps.policies.runner(body.policyId, body.policyVersion);
   const rollout = await run(task, harnessById(pool, body.harnessId), body.seed);
   return deps.rollouts.put(body.jobId, body.index, rollout);
-}
-
-export const RescueStatus = z.object({
-  job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
-  /** failed: every slot is stored or given up on, and at least one was given up on (its message is in the DLQ). */
-  status: z.enum(["running", "done", "failed"]),
-  completed: z.number().int(),
-  failed: z.array(z.object({ index: z.number(), reason: z.string() })),
-  rescued: z.boolean(),
-  rollouts: z.array(z.object({ index: z.number(), harnessId: z.string(), reward: z.number(), success: z.boolean(), failureTags: z.array(z.string()), steps: z.number() })),
-});
-export type RescueStatus = z.infer<typeof RescueStatus>;
-
-/**
- * Status of a rescue, derived from the stored rollouts (no counters to drift). With `key`, a
- * rescue another key started is "not found" (see {@link visibleTo}).
- */
-export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rollouts: RolloutStore }, key?: { id: string; scopes: readonly string[] }): Promise<RescueStatus> {
-  const job = await deps.jobs.get(id);
-  if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
-  const stored = await deps.rollouts.list(id);
-  const rewards = stored.map((r) => r.rollout.reward);
-  const storedAt = new Set(stored.map((r) => r.index));
-  const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
-  const status = stored.length >= job.expected ? "done" : stored.length + failed.length >= job.expected ? "failed" : "running";
-  return {
-    job: { id: job.id, poolId: job.poolId, taskId: job.taskId, chosen: job.chosen, expected: job.expected },
-    status,
-    completed: stored.length,
-    failed,
-    rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
-    rollouts: stored.map(({ index, rollout }) => ({
-      index,
-      harnessId: rollout.harnessId,
-      reward: rollout.reward,
-      success: rollout.success,
-      failureTags: rollout.failureTags,
-      steps: rollout.steps.length,
-    })),
-  };
 }
