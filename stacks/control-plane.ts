@@ -36,7 +36,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, ...policy]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, t.Usage, ...policy]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,

@@ -1,4 +1,13 @@
-import { runRequestedRollout, type CallerPolicies, type PolicyEndpoints, type PoolStore, type RescueJobStore, type RolloutStore, type TaskSource } from "@harness-s/core";
+import {
+  runRequestedRollout,
+  type CallerPolicies,
+  type PolicyEndpoints,
+  type PoolStore,
+  type RescueJobStore,
+  type RolloutStore,
+  type TaskSource,
+  type UsageMeter,
+} from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 
 /**
@@ -15,8 +24,10 @@ export function createDispatchHandler(deps: {
   policies: PolicyEndpoints;
   /** Rescues with the caller's own policy and environment; without it their rollouts fail with NOT_CONFIGURED. */
   callers?: CallerPolicies;
-  /** With `jobs`, a rollout that fails on its last receive is recorded on its rescue, which then ends `failed`. */
+  /** With `jobs`, a rollout that fails on its last receive is recorded on its rescue, which then ends `failed`; a cancelled rescue's slots are skipped, and a caller rescue's budget is held. */
   jobs?: RescueJobStore;
+  /** Where a caller rescue's policy tokens and environment time are metered to its key. */
+  meter?: UsageMeter;
   /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */
   maxReceives?: number;
   log?: (line: string) => void;

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { CachedPoolStore, CallerPolicyRunners, DynamoPolicyEndpointStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore } from "@harness-s/adapters";
+import { CachedPoolStore, CallerPolicyRunners, DynamoPolicyEndpointStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore, DynamoUsageMeter } from "@harness-s/adapters";
 import { WORKERS } from "../../stacks/workers.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
@@ -18,6 +18,7 @@ export const handler = createDispatchHandler({
   pools: new CachedPoolStore(new DynamoPoolStore(doc, config.tables)),
   rollouts: new DynamoRolloutStore(doc, config.tables),
   jobs: new DynamoRescueJobStore(doc, config.tables),
+  meter: new DynamoUsageMeter(doc, config.tables),
   maxReceives: WORKERS.dispatch.retry,
   tasks: embeddedTaskSource(),
   // A caller's rescue samples its own registered endpoint, reached only at public addresses.

@@ -232,6 +232,15 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(await s.jobs.get("rsc_none")).toBeUndefined();
     });
 
+    it("rescue jobs: spend adds up across concurrent slots, and an unknown job's is dropped", async () => {
+      const s = await fresh();
+      await s.jobs.create({ id: "rsc_s", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a"], rolloutsPerHarness: 8, expected: 8, createdAt: 1 });
+      await Promise.all(Array.from({ length: 8 }, (_, i) => s.jobs.addSpend("rsc_s", { policyTokens: 10 + i, environmentMs: 2.5 })));
+      expect(await s.jobs.get("rsc_s")).toMatchObject({ spentPolicyTokens: 108, spentEnvironmentMs: 20 });
+      await s.jobs.addSpend("rsc_none", { policyTokens: 1, environmentMs: 1 });
+      expect(await s.jobs.get("rsc_none")).toBeUndefined();
+    });
+
     it("decisions: the first write of an id wins (duplicate deliveries change nothing)", async () => {
       const s = await fresh();
       await s.decisions.put(decision("d1", ["a", "b"]));
@@ -252,8 +261,30 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       const s = await fresh();
       await Promise.all(Array.from({ length: 20 }, () => s.meter.add("k1", { requests: 1, ballots: 3 })));
       const after = await s.meter.add("k1", { rollouts: 4, computeMs: 1.5 });
-      expect(after).toEqual({ requests: 20, ballots: 60, rollouts: 4, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 1.5 });
-      expect(await s.meter.get("nobody")).toEqual({ requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 0 });
+      expect(after).toEqual({
+        requests: 20,
+        ballots: 60,
+        rollouts: 4,
+        llmTokens: 0,
+        llmCostUsd: 0,
+        gatewayTurns: 0,
+        gatewayTokens: 0,
+        computeMs: 1.5,
+        policyTokens: 0,
+        environmentMs: 0,
+      });
+      expect(await s.meter.get("nobody")).toEqual({
+        requests: 0,
+        ballots: 0,
+        rollouts: 0,
+        llmTokens: 0,
+        llmCostUsd: 0,
+        gatewayTurns: 0,
+        gatewayTokens: 0,
+        computeMs: 0,
+        policyTokens: 0,
+        environmentMs: 0,
+      });
     });
 
     it("policy endpoints: each key's apart; replaced on put, deleted once", async () => {

@@ -88,8 +88,8 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     ]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
-    // Dispatch reads the caller's registered endpoint for a rescue's rollouts.
-    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PolicyEndpointsTable", "PoolsTable", "RescueJobsTable", "RolloutsTable"]);
+    // Dispatch reads the caller's registered endpoint for a rescue's rollouts, and meters their spend to the key.
+    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PolicyEndpointsTable", "PoolsTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable"]);
     expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);

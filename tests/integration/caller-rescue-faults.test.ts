@@ -187,6 +187,7 @@ describe("faults in a caller's rescue", () => {
       () => ({ tool }),
       (episode) => 20 + (hash32(episode) % 8) * 20,
     );
+    const usageBefore = await stack.deps.meter.get("k-faults");
     try {
       await register("scripted", scripted.url);
       const a = await call("POST", "/v1/rescues", rescueBody("scripted", doomed.url, 16));
@@ -212,6 +213,12 @@ describe("faults in a caller's rescue", () => {
       expect(endA.completed).toBeLessThan(a.body.expected);
       expect(endA.completed + endA.failed.length).toBe(a.body.expected);
       for (const f of endA.failed) expect(f.reason).toMatch(/ECONNREFUSED|closed the session|environment/i);
+      // Every token sampled was metered to the key, by the rollouts that failed as by the others
+      // (the scripted policy appends 2 ids and samples 2 a turn), and the time in the environments.
+      const usage = await stack.deps.meter.get("k-faults");
+      expect(usage.policyTokens - usageBefore.policyTokens).toBe(4 * scripted.samples());
+      expect(usage.environmentMs).toBeGreaterThan(usageBefore.environmentMs);
+      expect(endA.spent.policyTokens + endB.spent.policyTokens).toBe(4 * scripted.samples());
     } finally {
       await scripted.close();
     }

@@ -54,6 +54,7 @@ export * from "./service/messages.ts";
 export * from "./service/evidence.ts";
 export * from "./service/rescue-jobs.ts";
 export * from "./service/rescue-status.ts";
+export * from "./service/rescue-spend.ts";
 export * from "./evolution/pool-selection.ts";
 export * from "./service/queued-runner.ts";
 export * from "./service/queued-voter.ts";

@@ -69,10 +69,13 @@ class RescueRolloutFunc:
         endpoint_id: str = "trl-trainer",
         fail_at_or_below: float = 0.0,
         timeout_s: float = 600.0,
+        budget: dict[str, float] | None = None,
     ) -> None:
         self.client, self.pool_id, self.task_of, self.environment = client, pool_id, task_of, environment
         self.system, self.max_tokens, self.k, self.endpoint_id = system, max_tokens, k, endpoint_id
         self.fail_at_or_below, self.timeout_s = fail_at_or_below, timeout_s
+        #: Each run's budget (`policyTokens`, `environmentSeconds`), as the service holds it.
+        self.budget = budget
         self.endpoint: Any = None
         self.base_harness: str | None = None
         self.siblings = 0
@@ -100,7 +103,8 @@ class RescueRolloutFunc:
         return step
 
     def _caller(self, task: dict[str, Any], step: int) -> dict[str, Any]:
-        return {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens, "weightVersion": step}
+        caller = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens, "weightVersion": step}
+        return {**caller, "budget": self.budget} if self.budget else caller
 
     def _run(self, started: list[dict[str, Any]], step: int) -> list[list[Trajectory]]:
         """Each started run's rows in index order, once it has finished (every row at `step`)."""

@@ -7,6 +7,7 @@ import {
   RescueJob,
   RoutingDecision,
   zeroUsage,
+  type RolloutSpend,
   type RescueJobStore,
   type ApiKeyStore,
   type DecisionStore,
@@ -220,6 +221,24 @@ export class DynamoRescueJobStore implements RescueJobStore {
             UpdateExpression: "SET cancelledAt = if_not_exists(cancelledAt, :at)",
             ConditionExpression: "attribute_exists(id)",
             ExpressionAttributeValues: { ":at": at },
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
+
+  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+    try {
+      await aws("add rescue spend", () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.RescueJobs,
+            Key: { id },
+            UpdateExpression: "ADD spentPolicyTokens :t, spentEnvironmentMs :ms",
+            ConditionExpression: "attribute_exists(id)",
+            ExpressionAttributeValues: { ":t": spend.policyTokens, ":ms": spend.environmentMs },
           }),
         ),
       );

@@ -5,6 +5,7 @@ import {
   formatIssues,
   emptyProfile,
   zeroUsage,
+  type RolloutSpend,
   type Envelope,
   type MessageQueue,
   type ProfileLedger,
@@ -223,6 +224,15 @@ export class MemoryRescueJobStore implements RescueJobStore {
   async cancel(id: string, at: number): Promise<void> {
     const job = this.jobs.get(id);
     if (job && job.cancelledAt === undefined) this.jobs.set(id, frozenCopy({ ...job, cancelledAt: at }));
+  }
+
+  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job)
+      this.jobs.set(
+        id,
+        frozenCopy({ ...job, spentPolicyTokens: (job.spentPolicyTokens ?? 0) + spend.policyTokens, spentEnvironmentMs: (job.spentEnvironmentMs ?? 0) + spend.environmentMs }),
+      );
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type CallerEnvironment,
   type CallerPolicies,
   type CallerRollout,
+  type RolloutSpend,
   type Clock,
   type Datum,
   type Environment,
@@ -17,6 +18,7 @@ import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
 import { TokenPolicy } from "./token-policy.ts";
 import { TokenPolicyClient } from "./token-policy-client.ts";
+import { timedEnvironment } from "./timed-environment.ts";
 
 export interface CallerPoliciesDeps {
   endpoints: PolicyEndpointStore;
@@ -68,11 +70,11 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
-  private policy(caller: CallerRollout, record: PolicyEndpointRecord): TokenPolicy {
+  private policy(caller: CallerRollout, record: PolicyEndpointRecord, client = this.client(record)): TokenPolicy {
     const tools = caller.task.tools;
     const byAction = new Map(tools.map((t) => [actionOf(t), t]));
     const submit = tools.find((t) => t.submit)!;
-    return new TokenPolicy(this.client(record), {
+    return new TokenPolicy(client, {
       policyId: record.policy,
       attached: true,
       expectVersion: caller.weightVersion,
@@ -110,11 +112,19 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
-  async runner(caller: CallerRollout) {
+  async runner(caller: CallerRollout, onSpend?: (spend: RolloutSpend) => void) {
     const record = await this.endpoint(caller.keyId, caller.endpoint);
-    const policy = this.policy(caller, record);
-    const env = this.environment(caller);
-    return (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => runEpisode(task, harness, seed, { env, policy });
+    const environment = this.environment(caller);
+    // A client, a policy and a clock on the environment of each episode's own: what it spent is its own.
+    return async (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => {
+      const client = this.client(record);
+      const timing = { ms: 0 };
+      try {
+        return await runEpisode(task, harness, seed, { env: timedEnvironment(environment, timing, this.deps.clock), policy: this.policy(caller, record, client) });
+      } finally {
+        onSpend?.({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, environmentMs: timing.ms });
+      }
+    };
   }
 
   async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]> {

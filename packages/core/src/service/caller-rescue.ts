@@ -53,8 +53,20 @@ export const CallerRescue = z.strictObject({
   maxTokens: z.number().int().min(1).max(4_096).default(256),
   /** The weights to sample (the trainer's step); default: the endpoint's version when the rescue starts. Never mixed within a rescue. */
   weightVersion: z.number().int().min(0).optional(),
+  /**
+   * What the rescue may spend: no slot starts once its rollouts have sampled `policyTokens` at the
+   * policy or spent `environmentSeconds` in the environment (slots running then finish; the
+   * others fail with BUDGET_EXHAUSTED as their reason).
+   */
+  budget: z.strictObject({ policyTokens: z.number().int().min(1).optional(), environmentSeconds: z.number().positive().optional() }).optional(),
 });
 export type CallerRescue = z.infer<typeof CallerRescue>;
+
+/** What one rollout of a caller's rescue spent: tokens sampled at the caller's policy, time in the caller's environment. */
+export interface RolloutSpend {
+  policyTokens: number;
+  environmentMs: number;
+}
 
 /** What each of a caller rescue's rollout messages carries (and its job records): the rescue pinned to one weight version. */
 export const CallerRollout = CallerRescue.extend({ keyId: z.string().min(1), weightVersion: z.number().int().min(0) });
@@ -67,7 +79,8 @@ export type CallerRollout = z.infer<typeof CallerRollout>;
  * and the check of an environment before a rescue starts.
  */
 export interface CallerPolicies {
-  runner(caller: CallerRollout): Promise<RolloutRunner>;
+  /** A rollout runner; `onSpend` hears what each rollout spent once it ends, failed or not. */
+  runner(caller: CallerRollout, onSpend?: (spend: RolloutSpend) => void): Promise<RolloutRunner>;
   datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]>;
   currentVersion(keyId: string, endpoint: string): Promise<number>;
   /** Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here) before any rollout is sent. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CallerRollout } from "./caller-rescue.ts";
+import { CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
 import type { HarnessPool } from "../harness/pool.ts";
 import type { Profile, ProfileSet } from "../profile/profile.ts";
 import type { RoutingDecision } from "../voting/router.ts";
@@ -66,6 +66,9 @@ export const RescueJob = z.object({
   caller: CallerRollout.optional(),
   /** When its key cancelled it: slots not started by then are never run. */
   cancelledAt: z.number().optional(),
+  /** What its rollouts have spent so far, failed or not (a caller rescue's budget is held against it). */
+  spentPolicyTokens: z.number().int().min(0).optional(),
+  spentEnvironmentMs: z.number().min(0).optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
@@ -76,6 +79,8 @@ export interface RescueJobStore {
   recordFailure(id: string, index: number, reason: string): Promise<void>;
   /** Marks job `id` cancelled at `at` (the first cancel's time stays); a no-op for an unknown job. */
   cancel(id: string, at: number): Promise<void>;
+  /** Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job. */
+  addSpend(id: string, spend: RolloutSpend): Promise<void>;
 }
 
 /** Where the dispatch worker finds the task a rollout is for (the embedded suite, a benchmark's index). */
@@ -121,10 +126,24 @@ export const Usage = z.object({
   gatewayTurns: z.number().int().min(0),
   gatewayTokens: z.number().int().min(0),
   computeMs: z.number().min(0),
+  /** Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), and the time they spent in the caller's environment. */
+  policyTokens: z.number().int().min(0),
+  environmentMs: z.number().min(0),
 });
 export type Usage = z.infer<typeof Usage>;
 
-export const zeroUsage: Usage = { requests: 0, ballots: 0, rollouts: 0, llmTokens: 0, llmCostUsd: 0, gatewayTurns: 0, gatewayTokens: 0, computeMs: 0 };
+export const zeroUsage: Usage = {
+  requests: 0,
+  ballots: 0,
+  rollouts: 0,
+  llmTokens: 0,
+  llmCostUsd: 0,
+  gatewayTurns: 0,
+  gatewayTokens: 0,
+  computeMs: 0,
+  policyTokens: 0,
+  environmentMs: 0,
+};
 
 export interface ApiKeyStore {
   put(key: ApiKeyRecord): Promise<void>;

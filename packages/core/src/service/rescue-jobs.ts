@@ -1,12 +1,13 @@
 import { z } from "zod";
-import { NotConfiguredError, NotFoundError, ValidationError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError, PartialSendError, ValidationError } from "../errors.ts";
 import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout } from "./caller-rescue.ts";
-import { PartialSendError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
-import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource } from "./ports.ts";
+import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource, UsageMeter } from "./ports.ts";
+import { budgetExhausted, recordSpend } from "./rescue-spend.ts";
+import type { Rollout } from "../rollout/types.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
 
 export const RescueRequest = z
@@ -125,19 +126,36 @@ async function pinnedCaller(req: CallerRescue, keyId: string | undefined, caller
   return { ...req, keyId, weightVersion };
 }
 
-/** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for a cancelled rescue. */
+/** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for a cancelled rescue, or a caller rescue past its budget. */
 export async function runRequestedRollout(
   body: RolloutRequestedBody,
-  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies; jobs?: RescueJobStore },
-): Promise<"stored" | "duplicate" | "cancelled"> {
+  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies; jobs?: RescueJobStore; meter?: UsageMeter },
+): Promise<"stored" | "duplicate" | "cancelled" | "over-budget"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
-  if ((await deps.jobs?.get(body.jobId))?.cancelledAt !== undefined) return "cancelled";
+  const job = await deps.jobs?.get(body.jobId);
+  if (job?.cancelledAt !== undefined) return "cancelled";
   const pool = await deps.pools.get(body.poolId);
   if (!pool) throw new NotFoundError("pool", body.poolId);
   const task = body.task ?? (await deps.tasks.get(body.taskId));
   if (!task) throw new NotFoundError("task", body.taskId);
-  if (body.caller && !deps.callers) throw new NotConfiguredError("this dispatch worker runs no caller rescues");
-  const run = body.caller ? await deps.callers!.runner(body.caller) : deps.policies.runner(body.policyId, body.policyVersion);
-  const rollout = await run(task, harnessById(pool, body.harnessId), body.seed);
+  const harness = harnessById(pool, body.harnessId);
+  if (!body.caller) return deps.rollouts.put(body.jobId, body.index, await deps.policies.runner(body.policyId, body.policyVersion)(task, harness, body.seed));
+  if (!deps.callers) throw new NotConfiguredError("this dispatch worker runs no caller rescues");
+  const exhausted = budgetExhausted(body.caller.budget, job);
+  if (exhausted) {
+    await deps.jobs!.recordFailure(body.jobId, body.index, exhausted);
+    return "over-budget";
+  }
+  const spent = { policyTokens: 0, environmentMs: 0 };
+  const run = await deps.callers.runner(body.caller, (s) => {
+    spent.policyTokens += s.policyTokens;
+    spent.environmentMs += s.environmentMs;
+  });
+  let rollout: Rollout;
+  try {
+    rollout = await run(task, harness, body.seed);
+  } finally {
+    await recordSpend(body.caller.keyId, body.jobId, spent, deps);
+  }
   return deps.rollouts.put(body.jobId, body.index, rollout);
 }

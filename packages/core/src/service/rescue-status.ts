@@ -14,6 +14,8 @@ export const RescueStatus = z.object({
   completed: z.number().int(),
   failed: z.array(z.object({ index: z.number(), reason: z.string() })),
   rescued: z.boolean(),
+  /** What a caller rescue's rollouts have spent so far, failed or not (held against its budget). */
+  spent: z.object({ policyTokens: z.number().int(), environmentSeconds: z.number() }),
   rollouts: z.array(z.object({ index: z.number(), harnessId: z.string(), reward: z.number(), success: z.boolean(), failureTags: z.array(z.string()), steps: z.number() })),
 });
 export type RescueStatus = z.infer<typeof RescueStatus>;
@@ -36,6 +38,7 @@ export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rol
     completed: stored.length,
     failed,
     rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
+    spent: { policyTokens: job.spentPolicyTokens ?? 0, environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000 },
     rollouts: stored.map(({ index, rollout }) => ({
       index,
       harnessId: rollout.harnessId,
