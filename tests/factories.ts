@@ -109,12 +109,12 @@ export function makeTrainDeps(setup: Pick<ExperimentDeps, "env" | "voters">, ins
   };
 }
 
-/** An SQS event record carrying one queue message, as a Lambda handler receives it. */
-export function makeSqsRecord(messageId: string, message: Envelope) {
+/** An SQS event record carrying one queue message, as a Lambda handler receives it (on its `receive`th delivery). */
+export function makeSqsRecord(messageId: string, message: Envelope, receive = 1) {
   return {
     messageId,
     receiptHandle: "r",
-    attributes: { ApproximateReceiveCount: "1" },
+    attributes: { ApproximateReceiveCount: String(receive) },
     messageAttributes: {},
     md5OfBody: "",
     eventSource: "aws:sqs",
@@ -123,3 +123,6 @@ export function makeSqsRecord(messageId: string, message: Envelope) {
     body: JSON.stringify(message),
   };
 }
+
+/** The SQS event of the dispatch queue delivering `envelopes` (records m0, m1, …). */
+export const makeSqsEvent = (envelopes: Envelope[], receive = 1) => ({ Records: envelopes.map((e, i) => makeSqsRecord(`m${i}`, e, receive)) });

@@ -2,13 +2,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { hash32, singlePolicyEndpoint, systemClock, NotConfiguredError, type SeedInstance } from "@harness-s/core";
+import { hash32, systemClock, type SeedInstance } from "@harness-s/core";
 import { TokenPolicyClient } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local/stack";
 import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
-import { addKey, seedPool, startApi } from "../api-factory.ts";
+import { addKey, startApi } from "../api-factory.ts";
+import { startCallerRescueStack } from "../caller-stack.ts";
 
 // Issue 31, acceptance 5: faults in a caller's rescue. The caller's environment server (a real
 // `harness-s env-serve` process) killed mid-rescue fails only the slots it had not served, each
@@ -67,14 +68,7 @@ beforeAll(async () => {
     lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
     seed: 5,
   });
-  stack = await startLocalStack({
-    dynamoEndpoint: inject("dynamoEndpoint"),
-    tasks: { get: async () => undefined },
-    policies: singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("no own policy in this test"))),
-    allowLoopbackEndpoints: true,
-    visibilitySeconds: { dispatch: 1 },
-  });
-  await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst, { visibilitySeconds: { dispatch: 1 } });
   secret = await addKey(stack.deps, "k-faults", ["rescues"]);
   api = await startApi(stack.deps);
 }, 600_000);

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { singlePolicyEndpoint, systemClock, NotConfiguredError, type SeedInstance } from "@harness-s/core";
+import { systemClock, type SeedInstance } from "@harness-s/core";
 import { TokenPolicyClient, startOpenEnvServer } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local/stack";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
-import { addKey, seedPool, startApi } from "../api-factory.ts";
+import { addKey, startApi } from "../api-factory.ts";
+import { startCallerRescueStack } from "../caller-stack.ts";
 
 // Issue 31, acceptance 1: elastic rescue for another trainer, end to end on loopback. The tiny
 // policy worker is the caller's policy (a policy the caller created there), env-serve the
@@ -35,13 +36,7 @@ beforeAll(async () => {
     lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
     seed: 3,
   });
-  stack = await startLocalStack({
-    dynamoEndpoint: inject("dynamoEndpoint"),
-    tasks: { get: async () => undefined },
-    policies: singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("no own policy in this test"))),
-    allowLoopbackEndpoints: true,
-  });
-  await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst);
   secret = await addKey(stack.deps, "k-trainer", ["rescues"]);
   other = await addKey(stack.deps, "k-other", ["rescues"]);
   api = await startApi(stack.deps);

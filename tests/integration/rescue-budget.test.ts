@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CallerPolicies, type Envelope, runEpisode, type SeedInstance } from "@harness-s/core";
+import { type CallerPolicies, runEpisode, type SeedInstance } from "@harness-s/core";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
+import { makeSqsEvent } from "../factories.ts";
 
 // Issue 31, item 5: a caller rescue's spend (policy tokens, environment time) is metered to its
 // key for every rollout, failed or not, and held against the budget given with the rescue: no slot
@@ -37,20 +38,6 @@ beforeAll(async () => {
   api = await startApi(deps);
 }, 120_000);
 afterAll(() => api.close());
-
-const sqsEvent = (envelopes: Envelope[], receive = 1) => ({
-  Records: envelopes.map((e, i) => ({
-    messageId: `m${i}`,
-    receiptHandle: `r${i}`,
-    body: JSON.stringify(e),
-    attributes: { ApproximateReceiveCount: String(receive) },
-    messageAttributes: {},
-    md5OfBody: "",
-    eventSource: "aws:sqs",
-    eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:dispatch",
-    awsRegion: "us-east-1",
-  })),
-});
 
 async function start(budget?: unknown) {
   const task = inst.train[0]!;
@@ -88,7 +75,7 @@ describe("a caller rescue's spend and budget", () => {
     expect(sent).toHaveLength(6);
     const handler = createDispatchHandler({ ...deps, jobs: deps.jobs, meter: deps.meter, policies: { runner: () => Promise.reject(new Error("unused")) } as never });
     ran = 0;
-    for (const message of sent) expect(await handler(sqsEvent([message]))).toEqual({ batchItemFailures: [] });
+    for (const message of sent) expect(await handler(makeSqsEvent([message]))).toEqual({ batchItemFailures: [] });
     // 0, 100, 200 spent when the first three started (each under 250); 300 after: the rest never ran.
     expect(ran).toBe(3);
     const end = await status(id);
@@ -111,7 +98,7 @@ describe("a caller rescue's spend and budget", () => {
     });
     failNext = true;
     try {
-      expect((await handler(sqsEvent([message!]))).batchItemFailures).toHaveLength(1);
+      expect((await handler(makeSqsEvent([message!]))).batchItemFailures).toHaveLength(1);
     } finally {
       failNext = false;
     }

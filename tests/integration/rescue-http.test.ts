@@ -4,6 +4,7 @@ import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
+import { makeSqsEvent } from "../factories.ts";
 
 let inst: SeedInstance;
 let deps: ReturnType<typeof memoryApiDeps>;
@@ -24,20 +25,6 @@ beforeAll(async () => {
 }, 120_000); // evolving the pool is CPU work: on a loaded machine well past the default 10 s
 afterAll(() => api.close());
 
-const sqsEvent = (envelopes: Envelope[], receive = 1) => ({
-  Records: envelopes.map((e, i) => ({
-    messageId: `m${i}`,
-    receiptHandle: `r${i}`,
-    body: JSON.stringify(e),
-    attributes: { ApproximateReceiveCount: String(receive) },
-    messageAttributes: {},
-    md5OfBody: "",
-    eventSource: "aws:sqs",
-    eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:dispatch",
-    awsRegion: "us-east-1",
-  })),
-});
-
 const post = (body: unknown, secret = key) =>
   fetch(`${api.url}/v1/rescues`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body: JSON.stringify(body) });
 
@@ -55,8 +42,8 @@ describe("elastic rescue over HTTP", () => {
     expect(running).toMatchObject({ status: "running", completed: 0 });
 
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
-    expect(await handler(sqsEvent(sent))).toEqual({ batchItemFailures: [] });
-    expect(await handler(sqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
+    expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
+    expect(await handler(makeSqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
 
     const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
     expect(done.status).toBe("done");
@@ -100,7 +87,7 @@ describe("elastic rescue over HTTP", () => {
     let ran = 0;
     const counting = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => (ran++, runRollout(t, h, s));
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, jobs: deps.jobs, policies: singlePolicyEndpoint(counting) });
-    expect(await handler(sqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
+    expect(await handler(makeSqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
     const other = await addKey(deps, "k-other-cancel", ["rescues"]);
     const cancel = (secret: string) => fetch(`${api.url}/v1/rescues/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${secret}` } });
     expect((await cancel(other)).status).toBe(404);
@@ -108,7 +95,7 @@ describe("elastic rescue over HTTP", () => {
     expect(cancelled.status).toBe(200);
     expect(await cancelled.json()).toMatchObject({ status: "cancelled", completed: 1 });
     // The rest are delivered after the cancel: acknowledged, never run.
-    expect(await handler(sqsEvent(sent.slice(1)))).toEqual({ batchItemFailures: [] });
+    expect(await handler(makeSqsEvent(sent.slice(1)))).toEqual({ batchItemFailures: [] });
     expect(ran).toBe(1);
     const after = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
     expect(after).toMatchObject({ status: "cancelled", completed: 1, failed: [] });
@@ -127,7 +114,7 @@ describe("elastic rescue over HTTP", () => {
     expect(idle).toMatchObject({ status: "running", completed: 0 });
     const waiting = read("wait=10&seen=0");
     await new Promise((r) => setTimeout(r, 300));
-    await handler(sqsEvent(sent.slice(0, 1)));
+    await handler(makeSqsEvent(sent.slice(0, 1)));
     const moved = await (await waiting).json();
     expect(moved).toMatchObject({ status: "running", completed: 1 });
     expect((await read("wait=21")).status).toBe(400);
@@ -141,7 +128,7 @@ describe("elastic rescue over HTTP", () => {
       type: "profile.evidence",
       body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} },
     };
-    expect(await handler(sqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
+    expect(await handler(makeSqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
   });
 
   it("a deployment without dispatch answers 501 with the reason", async () => {

@@ -5,13 +5,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { singlePolicyEndpoint, NotConfiguredError } from "@harness-s/core";
 import { startOpenEnvServer } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local/stack";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
-import { addKey, seedPool, startApi } from "../api-factory.ts";
+import { addKey, startApi } from "../api-factory.ts";
+import { startCallerRescueStack } from "../caller-stack.ts";
 
 // Issue 31, acceptance 2: a TRL GRPOTrainer (tiny model, CPU, two steps) with
 // rescue_rollout_func. The trainer's own model is the policy (served from its process at its
@@ -35,13 +35,7 @@ beforeAll(async () => {
   envServer = await startOpenEnvServer(parts);
   tasksFile = join(await mkdtemp(join(tmpdir(), "trl-rescue-")), "tasks.json");
   await writeFile(tasksFile, JSON.stringify({ env: "embedded", tasks: parts.trainTasks!() }));
-  stack = await startLocalStack({
-    dynamoEndpoint: inject("dynamoEndpoint"),
-    tasks: { get: async () => undefined },
-    policies: singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("no own policy in this test"))),
-    allowLoopbackEndpoints: true,
-  });
-  await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst);
   baseHarness = inst.evolution.pool.base.id;
   poolId = inst.evolution.pool.id;
   secret = await addKey(stack.deps, "k-trl", ["rescues", "pools:read"]);

@@ -32,7 +32,8 @@ UNTAGGED = "no-success"
 @dataclass
 class GroupOutcome:
     """What became of one group of one batch (`kept`: it did not all fail; `replaced`: the rescued
-    rows stand in its place; `unrescued`: the rescued rows failed too, the group stays)."""
+    rows stand in its place; `unrescued`: the rescued rows failed too, or the rescue did not finish
+    whole (`reason`), and the group stays)."""
 
     step: int
     group: int
@@ -41,6 +42,8 @@ class GroupOutcome:
     base_run: str
     rescue_id: str | None = None
     rows: list[Trajectory] = field(default_factory=list)
+    #: Why a rescue did not finish whole (its group then stays), if it did not.
+    reason: str | None = None
 
 
 def environment_reward(completions: list[Any], env_reward: list[float], **_: Any) -> list[float]:
@@ -106,13 +109,15 @@ class RescueRolloutFunc:
         caller = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens, "weightVersion": step}
         return {**caller, "budget": self.budget} if self.budget else caller
 
-    def _run(self, started: list[dict[str, Any]], step: int) -> list[list[Trajectory]]:
-        """Each started run's rows in index order, once it has finished (every row at `step`)."""
-        out = []
+    def _run(self, started: list[dict[str, Any]], step: int) -> list[list[Trajectory] | str]:
+        """Each started run's rows in index order once it has finished (every row at `step`), or
+        why it did not finish whole (a slot failed: the environment went away, the budget ran out)."""
+        out: list[list[Trajectory] | str] = []
         for s in started:
             status = self.client.wait(s["id"], timeout_s=self.timeout_s)
             if status["status"] != "done":
-                raise RuntimeError(f"rescue {s['id']} ended {status['status']}: {status.get('failed')}")
+                out.append(f"rescue {s['id']} ended {status['status']}: {status.get('failed')}")
+                continue
             rows = self.client.trajectories(s["id"])
             stale = [r.index for r in rows if r.weight_version != step]
             if stale:
@@ -152,16 +157,23 @@ class RescueRolloutFunc:
             step = self._serve(trainer)
             tasks = [self.task_of(g[0]) for g in groups]
             base = [self.client.start_rescue(self.pool_id, [], self._caller(t, step), rollouts_per_harness=size, harnesses=[str(self.base_harness)]) for t in tasks]
-            chosen = self._run(base, step)
+            chosen: list[list[Trajectory]] = []
+            for run in self._run(base, step):
+                if isinstance(run, str):  # no group to train on: the trainer's batch cannot be filled
+                    raise RuntimeError(f"the base group's {run}")
+                chosen.append(run)
             failed = [i for i, rows in enumerate(chosen) if self._all_fail(self._rewards(trainer, groups[i], rows, False))]
             outcomes = {i: GroupOutcome(step, i, str(tasks[i]["id"]), "kept", base[i]["id"], rows=chosen[i]) for i in range(len(groups))}
             per = -(-size // min(self.k, self.siblings))  # every routed sibling runs; the first `size` rows stand in
             rescues = [self.client.start_rescue(self.pool_id, _failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per) for i in failed]
-            for i, started, rows in zip(failed, rescues, self._run(rescues, step), strict=True):
-                rows = rows[:size]
-                rescued = not self._all_fail(self._rewards(trainer, groups[i], rows, True))
-                outcomes[i].kind, outcomes[i].rescue_id = ("replaced" if rescued else "unrescued"), started["id"]
-                if rescued:
+            for i, started, run in zip(failed, rescues, self._run(rescues, step), strict=True):
+                outcomes[i].kind, outcomes[i].rescue_id = "unrescued", started["id"]
+                if isinstance(run, str):  # the failed group stays; why is kept with it
+                    outcomes[i].reason = run
+                    continue
+                rows = run[:size]
+                if not self._all_fail(self._rewards(trainer, groups[i], rows, True)):
+                    outcomes[i].kind = "replaced"
                     chosen[i] = outcomes[i].rows = rows
         finally:
             model.train(was_training)

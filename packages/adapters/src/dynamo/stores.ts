@@ -194,51 +194,31 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 
   async recordFailure(id: string, index: number, reason: string): Promise<void> {
-    try {
-      await aws("record rescue failure", () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.tables.RescueJobs,
-            Key: { id },
-            UpdateExpression: "SET failures = list_append(if_not_exists(failures, :none), :f)",
-            ConditionExpression: "attribute_exists(id)",
-            ExpressionAttributeValues: { ":none": [], ":f": [{ index, reason: reason.slice(0, 500) }] },
-          }),
-        ),
-      );
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-    }
+    await this.updateIfExists("record rescue failure", id, "SET failures = list_append(if_not_exists(failures, :none), :f)", {
+      ":none": [],
+      ":f": [{ index, reason: reason.slice(0, 500) }],
+    });
   }
 
   async cancel(id: string, at: number): Promise<void> {
-    try {
-      await aws("cancel rescue", () =>
-        this.doc.send(
-          new UpdateCommand({
-            TableName: this.tables.RescueJobs,
-            Key: { id },
-            UpdateExpression: "SET cancelledAt = if_not_exists(cancelledAt, :at)",
-            ConditionExpression: "attribute_exists(id)",
-            ExpressionAttributeValues: { ":at": at },
-          }),
-        ),
-      );
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-    }
+    await this.updateIfExists("cancel rescue", id, "SET cancelledAt = if_not_exists(cancelledAt, :at)", { ":at": at });
   }
 
   async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+    await this.updateIfExists("add rescue spend", id, "ADD spentPolicyTokens :t, spentEnvironmentMs :ms", { ":t": spend.policyTokens, ":ms": spend.environmentMs });
+  }
+
+  /** One UpdateItem on an existing job; an unknown job is left alone (no item is created). */
+  private async updateIfExists(what: string, id: string, update: string, values: Record<string, unknown>): Promise<void> {
     try {
-      await aws("add rescue spend", () =>
+      await aws(what, () =>
         this.doc.send(
           new UpdateCommand({
             TableName: this.tables.RescueJobs,
             Key: { id },
-            UpdateExpression: "ADD spentPolicyTokens :t, spentEnvironmentMs :ms",
+            UpdateExpression: update,
             ConditionExpression: "attribute_exists(id)",
-            ExpressionAttributeValues: { ":t": spend.policyTokens, ":ms": spend.environmentMs },
+            ExpressionAttributeValues: values,
           }),
         ),
       );
