@@ -13,6 +13,7 @@ import type {
   PoolStore,
   ProfileStore,
   RescueJobStore,
+  RescueSlots,
   RolloutStore,
   TaskSource,
   RouteTaskDeps,
@@ -40,6 +41,8 @@ export interface ApiDeps {
   prober: EndpointProber;
   /** Rescues with a caller's own policy and environment (their pinned version, their token rows); none: such a rescue is 501. */
   callers?: CallerPolicies;
+  /** Each key's rescue rollouts in flight (`RESCUE_SLOTS`); none: unlimited. */
+  rescueSlots?: RescueSlots;
   tasks: TaskSource;
   voters: readonly Voter[];
   /** The voter panel's weights, quorum and fallback, when one is configured (`serve --voters`). */

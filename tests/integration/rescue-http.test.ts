@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Envelope, NotConfiguredError, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import { type Envelope, NotConfiguredError, RESCUE_SLOTS, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
@@ -118,6 +118,27 @@ describe("elastic rescue over HTTP", () => {
     const moved = await (await waiting).json();
     expect(moved).toMatchObject({ status: "running", completed: 1 });
     expect((await read("wait=21")).status).toBe(400);
+  });
+
+  it("holds a key's rescue rollouts in flight to RESCUE_SLOTS: past them 429, and the slots come back when the rescue's end is seen", async () => {
+    const slotKey = await addKey(deps, "k-slots", ["rescues"]);
+    const base = inst.evolution.pool.base.id;
+    const task = inst.train[2]!;
+    const full = { poolId: inst.evolution.pool.id, taskId: task.id, harnesses: Array(8).fill(base), rolloutsPerHarness: RESCUE_SLOTS.perKey / 8 };
+    const first = await post(full, slotKey);
+    expect(first.status).toBe(202);
+    const { id } = await first.json();
+    const refused = await post({ ...full, harnesses: [base], rolloutsPerHarness: 1 }, slotKey);
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error.code).toBe("CONCURRENCY_LIMIT");
+    // Another key's slots are its own.
+    expect((await post({ ...full, harnesses: [base], rolloutsPerHarness: 1 })).status).toBe(202);
+    const sent = (deps.dispatch as MemoryQueue).take().filter((e) => (e.body as { jobId: string }).jobId === id);
+    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
+    expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
+    const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${slotKey}` } })).json();
+    expect(done.status).toBe("done");
+    expect((await post({ ...full, harnesses: [base], rolloutsPerHarness: 1 }, slotKey)).status).toBe(202);
   });
 
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {

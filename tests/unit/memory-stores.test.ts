@@ -10,6 +10,7 @@ import {
   MemoryRescueJobStore,
   MemoryRolloutStore,
   MemoryUsageMeter,
+  MemoryRescueSlots,
 } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 
@@ -25,6 +26,7 @@ storeContract("in-memory", async () => ({
   experiments: new MemoryExperimentStore(),
   experimentSteps: new MemoryExperimentStepStore(),
   endpoints: new MemoryPolicyEndpointStore(),
+  rescueSlots: new MemoryRescueSlots(),
 }));
 
 import { describe, expect, it } from "vitest";

@@ -19,6 +19,7 @@ export * from "./llm/panel-voters.ts";
 export * from "./dynamo/rollout-store.ts";
 export * from "./dynamo/profile-store.ts";
 export * from "./dynamo/all-stores.ts";
+export * from "./dynamo/rescue-slots.ts";
 export * from "./dynamo/experiment-stores.ts";
 export * from "./llm/openai-policy.ts";
 export * from "./policy/http-policy.ts";

@@ -2,6 +2,7 @@ import { DynamoPolicyEndpointStore } from "./endpoint-store.ts";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore } from "./experiment-stores.ts";
 import { DynamoProfileStore } from "./profile-store.ts";
+import { DynamoRescueSlots } from "./rescue-slots.ts";
 import { DynamoRolloutStore } from "./rollout-store.ts";
 import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoRescueJobStore, DynamoUsageMeter } from "./stores.ts";
 import type { TableNames } from "./table-specs.ts";
@@ -26,5 +27,6 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     experiments: new DynamoExperimentStore(doc, tables),
     experimentSteps: new DynamoExperimentStepStore(doc, tables),
     endpoints: new DynamoPolicyEndpointStore(doc, tables),
+    rescueSlots: new DynamoRescueSlots(doc, tables),
   };
 }

@@ -83,6 +83,20 @@ export interface RescueJobStore {
   addSpend(id: string, spend: RolloutSpend): Promise<void>;
 }
 
+/**
+ * Each key's rescue slots in flight: a rescue holds its slots until it ends (released when its end
+ * is seen) or until its hold expires (a hold never outlives the longest a rescue's slots can take,
+ * so one that is never released stops counting by itself).
+ */
+export interface RescueSlots {
+  /** Holds `slots` of the key's `limit` for rescue `id` until `until`, counting only holds unexpired at `now`; false when they would pass the limit. */
+  hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean>;
+  /** Lets rescue `id`'s hold go (a no-op when it holds none). */
+  release(keyId: string, id: string): Promise<void>;
+  /** Slots the key's unexpired holds take at `now`. */
+  held(keyId: string, now: number): Promise<number>;
+}
+
 /** Where the dispatch worker finds the task a rollout is for (the embedded suite, a benchmark's index). */
 export interface TaskSource {
   get(taskId: string): Promise<Task | undefined>;

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { NotConfiguredError, NotFoundError, PartialSendError, ValidationError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
 import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout } from "./caller-rescue.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
-import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RolloutStore, TaskSource, UsageMeter } from "./ports.ts";
+import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RescueSlots, RolloutStore, TaskSource, UsageMeter } from "./ports.ts";
 import { budgetExhausted, recordSpend } from "./rescue-spend.ts";
 import type { Rollout } from "../rollout/types.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
@@ -36,16 +36,20 @@ export const RescueRequest = z
 export type RescueRequest = z.infer<typeof RescueRequest>;
 
 /**
- * Starts an elastic rescue: routes the failed task to its Top-k siblings, records the job, and
- * fans out k × rolloutsPerHarness rollout requests to the dispatch queue. `onSpend` hears of the
+ * Starts an elastic rescue: routes the failed task to its Top-k siblings, holds its rollouts among
+ * the key's rescue slots in flight (`RESCUE_SLOTS`: 429 past them), records the job, and fans out
+ * k × rolloutsPerHarness rollout requests to the dispatch queue. `onSpend` hears of the
  * routing's voter tokens as they are spent.
  *
  * @example
  * const job = await startRescue(RescueRequest.parse({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"] }), deps);
  */
+/** A key's rescue rollouts in flight at most, and how long a rescue holds its slots when its end is never seen. */
+export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
+
 export async function startRescue(
   req: RescueRequest,
-  deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies },
+  deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies; rescueSlots?: RescueSlots },
   keyId?: string,
   onSpend?: Parameters<typeof routeTask>[3],
 ): Promise<RescueJob> {
@@ -80,6 +84,11 @@ export async function startRescue(
     ...(keyId === undefined ? {} : { keyId }),
     ...(caller ? { caller } : {}),
   };
+  if (deps.rescueSlots && keyId !== undefined) {
+    const now = deps.clock.now();
+    if (!(await deps.rescueSlots.hold(keyId, job.id, job.expected, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs)))
+      throw new RescueSlotsError(RESCUE_SLOTS.perKey, job.expected);
+  }
   await deps.jobs.create(job);
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
     Array.from({ length: req.rolloutsPerHarness }, (_, i) => {

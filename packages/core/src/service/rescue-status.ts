@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
-import { visibleTo, type RescueJobStore, type RolloutStore } from "./ports.ts";
+import { visibleTo, type RescueJobStore, type RescueSlots, type RolloutStore } from "./ports.ts";
 
 export const RescueStatus = z.object({
   job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
@@ -24,7 +24,11 @@ export type RescueStatus = z.infer<typeof RescueStatus>;
  * Status of a rescue, derived from the stored rollouts (no counters to drift). With `key`, a
  * rescue another key started is "not found" (see {@link visibleTo}).
  */
-export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rollouts: RolloutStore }, key?: { id: string; scopes: readonly string[] }): Promise<RescueStatus> {
+export async function rescueStatus(
+  id: string,
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
+  key?: { id: string; scopes: readonly string[] },
+): Promise<RescueStatus> {
   const job = await deps.jobs.get(id);
   if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
   const stored = await deps.rollouts.list(id);
@@ -32,6 +36,8 @@ export async function rescueStatus(id: string, deps: { jobs: RescueJobStore; rol
   const storedAt = new Set(stored.map((r) => r.index));
   const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
   const status = stored.length >= job.expected ? "done" : job.cancelledAt !== undefined ? "cancelled" : stored.length + failed.length >= job.expected ? "failed" : "running";
+  // Its end seen: its slots go back to its key (else its hold expires by itself).
+  if (status !== "running" && job.keyId !== undefined) await deps.rescueSlots?.release(job.keyId, job.id);
   return {
     job: { id: job.id, poolId: job.poolId, taskId: job.taskId, chosen: job.chosen, expected: job.expected },
     status,
@@ -71,7 +77,7 @@ export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 export async function waitForRescue(
   id: string,
   opts: { seen: number; wait: number },
-  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock },
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   const until = deps.clock.now() + Math.min(opts.wait, RESCUE_WAIT.maxSeconds) * 1000;
@@ -91,7 +97,7 @@ export async function waitForRescue(
  */
 export async function cancelRescue(
   id: string,
-  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock },
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   await rescueStatus(id, deps, key); // not found for another key
