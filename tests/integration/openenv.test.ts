@@ -17,7 +17,7 @@ let served: Awaited<ReturnType<typeof startOpenEnvServer>>;
 beforeAll(async () => {
   inst = await setup.instance(1);
   served = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));
-});
+}, 120_000); // evolving the embedded pool (here and in builtinOpenEnv) is CPU work: on a loaded machine well past the default 10 s
 afterAll(() => served?.close());
 
 /** The in-process environment started as the OpenEnv client starts a server's: with the seed it draws first. */

@@ -7,6 +7,7 @@ export const ADAPTERS_ERROR_CODES = [
   "POLICY_CAPACITY_EXCEEDED",
   "POLICY_SAMPLE_TIMEOUT",
   "POLICY_ENDPOINT_STOPPING",
+  "POLICY_NOT_TRAINED_HERE",
   "URL_NOT_ALLOWED",
   "ENDPOINT_PROBE_FAILED",
   "ENDPOINT_NO_TOKEN_IDS",
@@ -19,13 +20,15 @@ export const WORKER_ERROR_CODES = {
   CAPACITY_EXCEEDED: "POLICY_CAPACITY_EXCEEDED",
   SAMPLE_TIMEOUT: "POLICY_SAMPLE_TIMEOUT",
   STOPPING: "POLICY_ENDPOINT_STOPPING",
+  NOT_TRAINED_HERE: "POLICY_NOT_TRAINED_HERE",
 } as const satisfies Record<string, AdaptersErrorCode>;
 
 /**
  * The worker refused for a reason of its own: another update of the policy is running
  * (`POLICY_UPDATE_IN_PROGRESS`), it holds as many policies, episodes or jobs as it may
  * (`POLICY_CAPACITY_EXCEEDED`), a sample waited past its deadline (`POLICY_SAMPLE_TIMEOUT`), or it
- * is stopping and takes no new update (`POLICY_ENDPOINT_STOPPING`: send it to its replacement).
+ * is stopping and takes no new update (`POLICY_ENDPOINT_STOPPING`: send it to its replacement), or
+ * it serves a model its trainer updates (`POLICY_NOT_TRAINED_HERE`: a trainer's live endpoint).
  */
 export class PolicyWorkerRefusedError extends HarnessSError<AdaptersErrorCode> {
   constructor(
