@@ -4,8 +4,9 @@ import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { hash32, systemClock, type SeedInstance } from "@harness-s/core";
 import { TokenPolicyClient } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";
+import { embeddedCallerTask } from "../../packages/cli/src/commands/env-serve.ts";
 import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
@@ -101,12 +102,6 @@ async function register(id: string, url: string) {
 
 function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number) {
   const task = inst.train.find((t) => t.tags.length > 0)!;
-  const tools = embeddedToolSchemas(setup.env.tools(task)).map(({ function: f }) => ({
-    name: f.name,
-    description: f.description,
-    parameters: f.parameters,
-    submit: f.name === "submit",
-  }));
   return {
     poolId: inst.evolution.pool.id,
     failureTags: ["incomplete-results"],
@@ -115,7 +110,7 @@ function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number
     caller: {
       endpoint,
       environment: { kind: "openenv", url: envUrl },
-      task: { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools },
+      task: embeddedCallerTask(setup.env, task),
       maxTokens: 16,
     },
   };

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { systemClock, type SeedInstance } from "@harness-s/core";
 import { TokenPolicyClient, startOpenEnvServer } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
+import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";
-import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
+import { builtinOpenEnv, embeddedCallerTask } from "../../packages/cli/src/commands/env-serve.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
@@ -63,12 +63,6 @@ describe("a rescue with the caller's own policy and environment", () => {
     });
     expect(registered.status).toBe(201);
     const task = inst.train.find((t) => t.tags.length > 0)!;
-    const tools = embeddedToolSchemas(setup.env.tools(task)).map((t) => ({
-      name: t.function.name,
-      description: t.function.description,
-      parameters: t.function.parameters,
-      submit: t.function.name === "submit",
-    }));
     // Act: rescue a failed group of that task.
     const started = await call(secret, "POST", "/v1/rescues", {
       poolId: inst.evolution.pool.id,
@@ -78,7 +72,7 @@ describe("a rescue with the caller's own policy and environment", () => {
       caller: {
         endpoint: "my-worker",
         environment: { kind: "openenv", url: envServer.url },
-        task: { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools },
+        task: embeddedCallerTask(setup.env, task),
         system: "Solve the task with the tools.",
         maxTokens: 24,
       },

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { startOpenEnvServer } from "@harness-s/adapters";
 import { CallerRescue, NotConfiguredError, callerTaskOf, hashSecret, singlePolicyEndpoint, type SeedInstance } from "@harness-s/core";
-import { embeddedToolSchemas, type embeddedSetup } from "@harness-s/envs";
+import type { embeddedSetup } from "@harness-s/envs";
 import { listen } from "@harness-s/functions/api/local";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { startLocalStack } from "@harness-s/functions/local/stack";
-import { builtinOpenEnv } from "./env-serve.ts";
+import { builtinOpenEnv, embeddedCallerTask } from "./env-serve.ts";
 import { startScriptedPolicy } from "./scripted-policy.ts";
 
 /** Rollouts in flight at once, as the bench measures them. */
@@ -20,12 +20,8 @@ export const RESCUE_CONCURRENCY = [1, 8, 32] as const;
  */
 export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number): Promise<string[]> {
   const task = instance.train.find((t) => t.tags.length > 0)!;
-  const tools = embeddedToolSchemas(setup.env.tools(task)).map(({ function: f }) => ({
-    name: f.name,
-    description: f.description,
-    parameters: f.parameters,
-    submit: f.name === "submit",
-  }));
+  const callerTask = embeddedCallerTask(setup.env, task);
+  const tools = callerTask.tools;
   const probe = tools.find((t) => !t.submit)!.name;
   const policy = await startScriptedPolicy((_, turn) => ({ tool: turn === 0 ? probe : "submit" }));
   const env = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));

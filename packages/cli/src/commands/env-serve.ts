@@ -3,7 +3,7 @@ import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapte
 import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, rowTask } from "@harness-s/dbbench";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
 import { writeFile } from "node:fs/promises";
-import type { CallerTask } from "@harness-s/core";
+import type { CallerTask, Environment, Task } from "@harness-s/core";
 import { UsageError, port } from "../flags.ts";
 import { openEngine } from "./dbbench.ts";
 
@@ -19,6 +19,17 @@ export const EnvServeOptions = z.strictObject({
 });
 export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
 
+/** An embedded task as a caller's rescue carries it: its text, tags and tools (`submit` the committing one). */
+export function embeddedCallerTask(env: Pick<Environment, "tools">, task: Task): CallerTask {
+  const tools = embeddedToolSchemas(env.tools(task)).map(({ function: f }) => ({
+    name: f.name,
+    description: f.description,
+    parameters: f.parameters,
+    submit: f.name === "submit",
+  }));
+  return { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools, reset: {} };
+}
+
 /**
  * A built-in environment's server parts: the embedded suite (seed 1's instance: its train, dev
  * and held-out tasks by id; events and facts as text) or DBBench (the bundled dev and standard
@@ -32,20 +43,7 @@ export async function builtinOpenEnv(
     const instance = await setup.instance(1);
     const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
     return {
-      trainTasks: () =>
-        instance.train.map((t) => ({
-          id: t.id,
-          family: t.family,
-          tags: t.tags,
-          instruction: t.instruction,
-          tools: embeddedToolSchemas(setup.env.tools(t)).map(({ function: f }) => ({
-            name: f.name,
-            description: f.description,
-            parameters: f.parameters,
-            submit: f.name === "submit",
-          })),
-          reset: {},
-        })),
+      trainTasks: () => instance.train.map((t) => embeddedCallerTask(setup.env, t)),
       env: new TextEnvironment(setup.env),
       tasks: { get: async (id) => byId.get(id) },
       describeTools: (actions) => embeddedToolSchemas(actions).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
