@@ -115,28 +115,9 @@ export class TokenPolicy implements Policy {
     const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
     const key = `${episode.id}#${episode.turns}`;
-    const s = known
-      ? await this.client.sample(
-          this.opts.policyId,
-          {
-            episode_id: episode.id,
-            version,
-            append: [nextMessage(obs, episode.calledTool)],
-            sampling,
-          },
-          key,
-        )
-      : await this.client.sample(
-          this.opts.policyId,
-          {
-            episode_id: episode.id,
-            version,
-            messages: firstMessages(this.opts.system, obs),
-            tools: this.opts.toolSchemas(obs.tools),
-            sampling,
-          },
-          key,
-        );
+    // The first turn renders the conversation, a later one appends the observation to it.
+    const turn = known ? { append: [nextMessage(obs, episode.calledTool)] } : { messages: firstMessages(this.opts.system, obs), tools: this.opts.toolSchemas(obs.tools) };
+    const s = await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key);
     episode.turns++;
     const choice = this.choice(s, obs.tools);
     episode.calledTool = choice.action !== NO_TOOL_CALL;

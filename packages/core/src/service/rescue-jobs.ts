@@ -35,6 +35,9 @@ export const RescueRequest = z
   });
 export type RescueRequest = z.infer<typeof RescueRequest>;
 
+/** A key's rescue rollouts in flight at most, and how long a rescue holds its slots when its end is never seen. */
+export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
+
 /**
  * Starts an elastic rescue: routes the failed task to its Top-k siblings, holds its rollouts among
  * the key's rescue slots in flight (`RESCUE_SLOTS`: 429 past them), records the job, and fans out
@@ -44,9 +47,6 @@ export type RescueRequest = z.infer<typeof RescueRequest>;
  * @example
  * const job = await startRescue(RescueRequest.parse({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"] }), deps);
  */
-/** A key's rescue rollouts in flight at most, and how long a rescue holds its slots when its end is never seen. */
-export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
-
 export async function startRescue(
   req: RescueRequest,
   deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies; rescueSlots?: RescueSlots },
