@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=packages/policy-worker/.venv
 PY="$VENV/bin/python"
-if [ -x "$PY" ] && [ -x "$VENV/bin/ruff" ] && [ -x "$VENV/bin/mypy" ] && "$PY" -c "import torch, transformers, peft, fastapi, uvicorn, pytest, httpx, trl, harness_s_worker" 2>/dev/null; then
+if [ -x "$PY" ] && [ -x "$VENV/bin/ruff" ] && [ -x "$VENV/bin/mypy" ] && "$PY" -c "import torch, transformers, peft, regex, fastapi, uvicorn, pytest, httpx, trl, harness_s_worker" 2>/dev/null; then
   echo "$PY"; exit 0
 fi
 echo "policy worker: creating $VENV (about a minute from the local indexes)" >&2

@@ -94,6 +94,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--model-cache <dir>", "where suite LMs are kept, by recipe hash", ".harness-s/models")
     .option("--policy-lr <lr>", "AdamW learning rate of the worker's LoRA adapters (3e-3: the suite LM learns without collapsing, docs/token-level.md)", String(3e-3))
     .option("--policy-max-tokens <n>", "most tokens the worker samples per turn", String(24))
+    .option("--constrained-calls", "with --policy worker: each turn is sampled (and trained) as exactly one call of an offered tool, its arguments fitting the tool's schema")
     .option("--policy-max-in-flight <n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued", String(32))
     .option("--eval-tasks <n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task")
     .option("--eval-samples <n>", "attempts per task in every evaluation (default 6, or 3 with --quick)")
@@ -115,7 +116,15 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
         o.policy === "worker"
-          ? { url: o.policyUrl ?? "", token: o.policyToken, model: o.policyModel, learningRate: o.policyLr, maxTokens: o.policyMaxTokens, maxInFlight: o.policyMaxInFlight }
+          ? {
+              url: o.policyUrl ?? "",
+              token: o.policyToken,
+              model: o.policyModel,
+              learningRate: o.policyLr,
+              maxTokens: o.policyMaxTokens,
+              maxInFlight: o.policyMaxInFlight,
+              constrainToolCalls: o.constrainedCalls,
+            }
           : undefined;
       const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
       const startWorker =
@@ -203,9 +212,18 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         "suite instances whose train and dev episodes the warm start imitates (never an experiment's seeds)",
         SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","),
       )
+      .option("--instruct <n>", "conversations of the instruction-following corpus (generated worlds, no suite task)", String(SuiteLmRecipe.parse({}).instruct.conversations))
+      .option("--instruct-epochs <n>", "epochs on the instruction-following corpus alone before the warm start", String(SuiteLmRecipe.parse({}).instruct_epochs))
       .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
-  const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[] }) =>
-    SuiteLmRecipe.parse({ size: o.size, seed: o.modelSeed, epochs: o.epochs, warmStart: { suiteSeeds: o.warmStartSeeds } });
+  const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[]; instruct: number; instructEpochs: number }) =>
+    SuiteLmRecipe.parse({
+      size: o.size,
+      seed: o.modelSeed,
+      epochs: o.epochs,
+      instruct_epochs: o.instructEpochs,
+      warmStart: { suiteSeeds: o.warmStartSeeds },
+      instruct: { conversations: o.instruct },
+    });
   suiteLmOptions(suiteLm.command("build").description("Build the suite LM (or find it in the cache) and print its record")).action(async (raw) => {
     const o = parseFlags(SuiteLmFlags, raw, "suite-lm build");
     await (await import("./commands/suite-lm.ts")).suiteLmBuildCommand(recipeOf(o), o.cacheDir);
@@ -215,6 +233,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--tasks <n>", "tasks per split (evenly spaced)", String(24))
     .option("--samples <n>", "attempts per task", String(3))
     .option("--max-tokens <n>", "most tokens per turn", String(24))
+    .option("--constrained-calls", "the token model samples each turn as exactly one call of an offered tool")
     .option("--out <dir>", "output folder", "results/suite-lm-start")
     .action(async (raw) => {
       const o = parseFlags(SuiteLmFlags, raw, "suite-lm compare");
@@ -226,6 +245,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         samples: o.samples!,
         out: o.out!,
         maxTokens: o.maxTokens!,
+        constrainToolCalls: o.constrainedCalls ?? false,
       });
     });
 

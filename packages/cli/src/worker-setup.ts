@@ -10,6 +10,8 @@ export interface WorkerPolicyOptions {
   model: string;
   learningRate?: number;
   maxTokens?: number;
+  /** Sample (and train) each turn as exactly one call of an offered tool (the worker's constrained sampler). */
+  constrainToolCalls?: boolean;
   lora?: { rank: number; alpha: number; targets: string[] };
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
@@ -63,6 +65,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
     ...(rendering.toolNames ? { toolNames: rendering.toolNames } : {}),
     maxTokens: opts.maxTokens ?? 24,
     learningRate: opts.learningRate,
+    ...(opts.constrainToolCalls ? { constrainToolCalls: true } : {}),
   };
   let n = 0;
   const env = rendering.env(base.env);

@@ -53,6 +53,8 @@ class Request:
     arrived: float = 0.0  # time.monotonic() when it was submitted
     # Called on the scheduler thread just before the sequence starts; raising refuses it.
     admit: object = None
+    # The tokens allowed after the completion so far (a bool row over the vocabulary), or None.
+    constraint: Callable[[list[int]], torch.Tensor] | None = None
 
 
 @dataclass
@@ -315,6 +317,7 @@ class Engine:
             logits, mask = logits.index_select(0, expand), mask.index_select(0, expand)
             layers = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in layers]
         generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
+        logits = constrain(logits, [(r.constraint, []) for r in reqs])
         tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)
         rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
         self._merge(adapter, rows, layers, mask)
@@ -382,7 +385,8 @@ class Engine:
             out = self.model(input_ids=ids, attention_mask=None if bool(attention.all()) else attention, past_key_values=batch["cache"], position_ids=positions, use_cache=True)
         self.steps += 1
         batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
-        tokens, logprobs = draw(out.logits[:, -1].float(), [r.req.rule for r in rows], [r.generator for r in rows])
+        logits = constrain(out.logits[:, -1].float(), [(r.req.constraint, r.out_ids) for r in rows])
+        tokens, logprobs = draw(logits, [r.req.rule for r in rows], [r.generator for r in rows])
         for i, row in enumerate(rows):
             row.length += 1
             row.next_id = tokens[i]
@@ -426,6 +430,18 @@ class Engine:
         finish = "stop" if row.next_id in row.req.eos_ids else "length"
         if not row.req.future.done():
             row.req.future.set_result((row.out_ids, row.out_logprobs, finish))
+
+
+def constrain(logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch.Tensor] | None, list[int]]]) -> torch.Tensor:
+    """The logits with each constrained row's disallowed tokens at -inf: drawing from them (and
+    the log-probability reported) is the model's distribution renormalised over the allowed ones."""
+    if all(c is None for c, _ in rows):
+        return logits
+    logits = logits.clone()
+    for i, (constraint, completion) in enumerate(rows):
+        if constraint is not None:
+            logits[i] = logits[i].masked_fill(~constraint(completion).to(logits.device), float("-inf"))
+    return logits
 
 
 def pad_mask(mask: torch.Tensor, n: int) -> torch.Tensor:

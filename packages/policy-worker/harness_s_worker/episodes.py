@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .chat import ChatFormat
+from .constrained import ToolGrammar
 from .engine import Request
 from .errors import WorkerError
 from .replay import Turns
@@ -25,6 +26,8 @@ class Episode:
     forced: list[int] = field(default_factory=list)
     #: The last turn's key (the request's Idempotency-Key) and its answer: the same request again gets it again.
     answered: tuple[str, dict[str, Any]] | None = None
+    #: Set by a first turn with `constrain_tool_calls`: every turn of the episode is one tool call.
+    grammar: ToolGrammar | None = None
 
 
 @dataclass
@@ -38,6 +41,7 @@ class PendingTurn:
     version: int
     want: Version | None
     key: str | None = None
+    grammar: ToolGrammar | None = None
 
 
 class Episodes:
@@ -75,17 +79,23 @@ class Episodes:
             if episode is not None:
                 if body.messages:
                     raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
+                if body.constrain_tool_calls and episode.grammar is None:
+                    raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} was not started with constrain_tool_calls: its turns are free text")
                 prompt = episode.forced + self.chat.delta(episode.assistant or {"role": "assistant", "content": ""}, body.append or [])
                 prefix = episode.ids + prompt
+                grammar = episode.grammar
             else:
                 if not body.messages:
                     raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
+                if body.constrain_tool_calls and not body.tools:
+                    raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them")
                 prompt = self.chat.first(body.messages, body.tools)
                 prefix = prompt
+                grammar = self.policies.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
             max_tokens = sampling.max_tokens
             if len(prefix) + max_tokens > self.policies.adapted.max_context():
                 raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.policies.adapted.max_context()}")
-            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version, key)
+            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version, key, grammar)
 
             def admit() -> None:  # on the scheduler thread, when the sequence starts
                 with self.policies.lock:
@@ -94,7 +104,7 @@ class Episodes:
                     self.policies.check_version(p, context.want)
                     context.version = p.version
 
-            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.policies.eos_ids, sampling.seed, admit=admit)
+            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.policies.eos_ids, sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
             return request, context
 
     def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str]) -> dict[str, Any]:
@@ -117,7 +127,7 @@ class Episodes:
                 recorded = self.answered(p.id, context.episode_id, context.key)
                 if recorded is not None:
                     return recorded
-            p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"], (context.key, out) if context.key else None)
+            p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"], (context.key, out) if context.key else None, context.grammar)
         return out
 
     def sample(self, pid: str, body: SampleRequest) -> dict[str, Any]:

@@ -20,9 +20,11 @@ from transformers import PreTrainedTokenizerBase
 
 from .adapters import AdaptedModel, eos_ids_of
 from .chat import ChatFormat
+from .constrained import Grammars, allowed_rows
 from .engine import Engine
 from .episodes import Episode, Episodes
 from .errors import WorkerError
+from .ppo import Allowed
 from .replay import Turns
 from .schemas import CreatePolicy, ReplayTurn, Version
 from .toolcalls import parser_for
@@ -78,6 +80,7 @@ class Policies:
         self.chat = ChatFormat(tokenizer, self.eos_ids)
         self.tool_parser = tool_parser or parser_for(getattr(tokenizer, "chat_template", None))
         self.turns = Turns(self.chat, tokenizer, self.tool_parser)
+        self.grammars = Grammars(tokenizer, self.tool_parser, self.eos_ids, int(getattr(getattr(model, "config", None), "vocab_size", 0) or len(tokenizer)))
         self.state_dir = state_dir
         self.policies: dict[str, Policy] = {}
         self.lock = threading.RLock()  # the table above and each policy's fields
@@ -149,7 +152,7 @@ class Policies:
         if want.min is not None and p.version < want.min:
             raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, below {want.min}")
 
-    def score(self, pid: str, version: Version | None, sequences: list[list[int]]) -> list[list[float]]:
+    def score(self, pid: str, version: Version | None, sequences: list[list[int]], allowed: list[Allowed | None] | None = None) -> list[list[float]]:
         from .ppo import batch_logprobs, micro_batches
 
         with self.lock:
@@ -161,18 +164,23 @@ class Policies:
         for batch in micro_batches([len(x) for x in ids], 8192):
             with self.adapted.lock, torch.no_grad():
                 self.adapted.activate(p.adapter)
-                for i, lp in zip(batch, batch_logprobs(self.adapted.peft, [ids[i] for i in batch]), strict=True):
+                for i, lp in zip(batch, batch_logprobs(self.adapted.peft, [ids[i] for i in batch], [allowed[i] for i in batch] if allowed else None), strict=True):
                     out[i] = lp.tolist()
         return out
 
-    def replay(self, pid: str, version: Version | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn]) -> list[dict[str, Any]]:
+    def replay(self, pid: str, version: Version | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn], constrained: bool = False) -> list[dict[str, Any]]:
         """Each turn's prompt ids as sampling would have built them under `messages` (see
-        `replay.Turns`), and its completion's log-probabilities there at the published version."""
+        `replay.Turns`), and its completion's log-probabilities there at the published version
+        (under the tool-call constraint when the turns were sampled under it)."""
+        if constrained and not tools:
+            raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs the tools the turns were constrained to")
         prompts = self.turns.prompts(messages, tools, turns)
         ids = [t for prompt, turn in zip(prompts, turns, strict=True) for t in (*prompt, *turn.completion_ids)]
         if len(ids) > self.adapted.max_context():
             raise WorkerError(400, "VALIDATION_FAILED", f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.adapted.max_context()}")
-        logprobs = self.score(pid, version, [ids])[0]
+        mask = [m for prompt, turn in zip(prompts, turns, strict=True) for m in (*[0] * len(prompt), *[1] * len(turn.completion_ids))]
+        allowed: list[Allowed | None] | None = [allowed_rows(self.grammars.grammar(tools or []), ids, mask)] if constrained else None
+        logprobs = self.score(pid, version, [ids], allowed)[0]
         out, at = [], 0
         for prompt, turn in zip(prompts, turns, strict=True):
             at += len(prompt)

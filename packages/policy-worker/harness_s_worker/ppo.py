@@ -25,13 +25,32 @@ def chosen_logprobs(logits: torch.Tensor, targets: torch.Tensor, chunk: int = LO
     return torch.cat(out) if out else logits.new_zeros(0, dtype=torch.float32)
 
 
+#: Per sequence, the tokens allowed at each constrained position (`constrained.allowed_rows`).
+Allowed = dict[int, torch.Tensor]
+
+
 def token_logprobs(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """log p(ids[t] | ids[:t]) for t ≥ 1, in fp32; position 0 gets 0 (nothing predicts it)."""
     return batch_logprobs(model, [ids])[0]
 
 
-def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """`token_logprobs` of several sequences in one forward pass (right-padded, attention-masked)."""
+def constrained_logprobs(logits: torch.Tensor, targets: torch.Tensor, allowed: Allowed | None) -> torch.Tensor:
+    """`chosen_logprobs`, except that at each position in `allowed` (a position of the sequence:
+    its logits are row position − 1) the distribution is renormalised over the allowed tokens."""
+    out = chosen_logprobs(logits, targets)
+    if not allowed:
+        return out
+    positions = sorted(allowed)
+    rows = torch.tensor([t - 1 for t in positions], device=logits.device)
+    masks = torch.stack([allowed[t] for t in positions]).to(logits.device)
+    part = logits.index_select(0, rows).float().masked_fill(~masks, float("-inf"))
+    chosen = part.gather(-1, targets.index_select(0, rows).unsqueeze(-1)).squeeze(-1) - torch.logsumexp(part, dim=-1)
+    return torch.index_put(out, (rows,), chosen)
+
+
+def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor], allowed: list[Allowed | None] | None = None) -> list[torch.Tensor]:
+    """`token_logprobs` of several sequences in one forward pass (right-padded, attention-masked),
+    each under its constraint where `allowed` gives one."""
     longest = max(len(s) for s in seqs)
     dev = seqs[0].device
     ids = torch.zeros(len(seqs), longest, dtype=torch.long, device=dev)
@@ -41,7 +60,7 @@ def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor]) -> list[tor
         attention[i, : len(s)] = 1
     logits = model(input_ids=ids, attention_mask=attention).logits
     zero = torch.zeros(1, device=dev)
-    return [torch.cat([zero, chosen_logprobs(logits[i, : len(s) - 1], s[1:])]) for i, s in enumerate(seqs)]
+    return [torch.cat([zero, constrained_logprobs(logits[i, : len(s) - 1], s[1:], allowed[i] if allowed else None)]) for i, s in enumerate(seqs)]
 
 
 def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:

@@ -46,13 +46,19 @@ class Sampling(Strict):
     purpose: Literal["train", "eval"] = "train"
 
 
+Tools = list[dict[str, Any]]
+
+
 class SampleRequest(Strict):
     episode_id: str = Field(pattern=ID)
     version: Version | None = None
     messages: list[dict[str, Any]] | None = None
     append: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: Tools | None = None
     sampling: Sampling = Sampling()
+    # Set on an episode's first turn (with `tools`): every turn of it is then exactly one call of
+    # one of those tools with arguments that fit its schema (`constrained.py`).
+    constrain_tool_calls: bool = False
 
     @model_validator(mode="after")
     def one_turn_kind(self) -> SampleRequest:
@@ -95,6 +101,15 @@ class ReplayRequest(Strict):
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     turns: list[ReplayTurn] = Field(min_length=1, max_length=512)
+    # The turns were sampled with constrained tool calls: score them under the same constraint.
+    constrain_tool_calls: bool = False
+
+
+class Constraint(Strict):
+    """The tools a datum's turns were sampled constrained to (`constrain_tool_calls`): the trainer
+    scores each sampled token under the same renormalised distribution."""
+
+    tools: Tools = Field(min_length=1, max_length=256)
 
 
 class Datum(Strict):
@@ -106,6 +121,7 @@ class Datum(Strict):
     # clamped in the loss, so an extreme but finite value cannot overflow it.
     behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
     advantage: float = Field(ge=-1e4, le=1e4)
+    constraint: Constraint | None = None
 
 
 class LossSpec(Strict):

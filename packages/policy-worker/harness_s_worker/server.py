@@ -209,7 +209,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     def replay(pid: str, body: ReplayRequest) -> dict[str, Any]:
         for i, t in enumerate(body.turns):
             check_ids(f"turns.{i}.completion_ids", t.completion_ids)
-        return {"turns": policies.replay(pid, body.version, body.messages, body.tools, body.turns)}
+        return {"turns": policies.replay(pid, body.version, body.messages, body.tools, body.turns, body.constrain_tool_calls)}
 
     @app.post("/v2/policies/{pid}/updates", status_code=202)
     def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:

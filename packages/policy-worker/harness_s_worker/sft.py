@@ -66,6 +66,29 @@ def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[float]]
 VALIDATION_EVERY = 20
 
 
+def call_logprobs(model: torch.nn.Module, ids: list[int], mask: list[float]) -> list[float]:
+    """log p of each positive-weight run (one turn's call) of one conversation, in turn order."""
+    logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].float()
+    token_lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1)
+    runs, current = [], 0.0
+    for i in range(1, len(ids)):
+        if mask[i]:
+            current += float(token_lp[i - 1])
+            if i + 1 == len(ids) or not mask[i + 1]:
+                runs.append(current)
+                current = 0.0
+    return runs
+
+
+@torch.no_grad()
+def following_loss(model: torch.nn.Module, data: list[tuple[list[int], list[float]]]) -> dict[str, Any]:
+    """On held-back instruction-following conversations: −log p of the call the text asks for, in
+    nats per turn (0 when the model always makes it), and how often it is the likelier half."""
+    model.eval()
+    nll = [-lp for ids, mask in data for lp in call_logprobs(model, ids, mask)]
+    return {"turns": len(nll), "nats_per_turn": round(sum(nll) / len(nll), 4) if nll else None, "above_half": round(sum(x < math.log(2) for x in nll) / len(nll), 4) if nll else None}
+
+
 @torch.no_grad()
 def imitation_gap(model: torch.nn.Module, data: list[tuple[list[int], list[float]]], conversations: list[Conversation]) -> dict[str, Any]:
     """On held-back conversations: the model's negative log-likelihood of each call minus the
@@ -76,16 +99,7 @@ def imitation_gap(model: torch.nn.Module, data: list[tuple[list[int], list[float
     gaps: list[float] = []
     hinted: list[float] = []
     for (ids, mask), c in zip(data, conversations, strict=True):
-        logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].float()
-        token_lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1)
-        runs, current = [], 0.0
-        for i in range(1, len(ids)):
-            if mask[i]:
-                current += float(token_lp[i - 1])
-                if i + 1 == len(ids) or not mask[i + 1]:
-                    runs.append(current)
-                    current = 0.0
-        for lp, turn in zip(runs, c.turns, strict=True):
+        for lp, turn in zip(call_logprobs(model, ids, mask), c.turns, strict=True):
             if turn.logprob is None:
                 continue
             gap = turn.logprob - lp

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from .adapters import eos_ids_of
-from .sft import VALIDATION_EVERY, imitation_gap, log, supervised
+from .sft import VALIDATION_EVERY, following_loss, imitation_gap, log, supervised
 from .tiny import build_tokenizer
 from .warm_start import Conversation, corpus, examples, train_tokenizer
 
@@ -48,6 +48,8 @@ class Recipe(BaseModel):
     # Loss weight of a hinted turn's call (1: as any other). Weighting turns changes which states
     # the model spends its capacity on, not the distribution it imitates in each.
     hinted_weight: float = Field(1.0, ge=0, le=100)
+    # Epochs on the instruction-following conversations alone before the warm start (0: none).
+    instruct_epochs: int = Field(0, ge=0, le=100)
 
 
 def recipe_hash(recipe: Recipe, data: bytes) -> str:
@@ -96,10 +98,17 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict[str, Any]:
     longest = max(len(ids) for ids, _ in data)
     if longest > recipe.context:
         raise ValueError(f"a warm-start conversation holds {longest} tokens, past the recipe's context of {recipe.context}")
+    instructs = {i for i, c in enumerate(conversations) if (c.model_extra or {}).get("source") == "instruct"}
     held = [i for i in range(len(data)) if i % VALIDATION_EVERY == 0]
-    train = [data[i] for i in range(len(data)) if i % VALIDATION_EVERY != 0]
-    losses = supervised(model, train, seed=recipe.seed, epochs=recipe.epochs, lr=recipe.lr, batch_tokens=recipe.batch_tokens)
-    gap = imitation_gap(model, [data[i] for i in held], [conversations[i] for i in held])
+    train = [i for i in range(len(data)) if i % VALIDATION_EVERY != 0]
+    instruct_losses = (
+        supervised(model, [data[i] for i in train if i in instructs], seed=recipe.seed, epochs=recipe.instruct_epochs, lr=recipe.lr, batch_tokens=recipe.batch_tokens) if instructs else []
+    )
+    losses = supervised(model, [data[i] for i in train], seed=recipe.seed, epochs=recipe.epochs, lr=recipe.lr, batch_tokens=recipe.batch_tokens)
+    imitated = [i for i in held if i not in instructs]
+    gap = imitation_gap(model, [data[i] for i in imitated], [conversations[i] for i in imitated])
+    following = following_loss(model, [data[i] for i in held if i in instructs])
+    log(f"suite-lm: instruction following on {following['turns']} held-back turns: {following['nats_per_turn']} nats/turn")
     log(f"suite-lm: imitation gap on {gap['turns']} held-back turns: {gap['nats_per_turn']} nats/turn ({gap['nats_per_hinted_turn']} on {gap['hinted_turns']} hinted turns)")
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
@@ -113,6 +122,14 @@ def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict[str, Any]:
         "longest": longest,
         "losses": losses,
         "imitation_gap": gap,
+        "instruct": {
+            "conversations": len(instructs),
+            "tokens": sum(len(data[i][0]) for i in instructs),
+            "losses": instruct_losses,
+            "nats_per_turn": following["nats_per_turn"],
+            "above_half": following["above_half"],
+            "turns": following["turns"],
+        },
         "weights_sha256": weights_hash(model),
         "eos_ids": sorted(eos_ids_of(model, tokenizer)),
         "seconds": round(time.time() - started, 1),

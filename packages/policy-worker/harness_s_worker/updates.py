@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from . import ppo
+from .constrained import allowed_rows
 from .errors import WorkerError
 from .policies import Policies, Policy
 from .schemas import UpdateRequest
@@ -138,13 +139,15 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     masks = [torch.tensor(d.loss_mask, dtype=torch.float32, device=dev) for d in datums]
     olds = [torch.tensor(d.behaviour_logprobs, dtype=torch.float32, device=dev) for d in datums]
     advantages = [float(d.advantage) for d in datums]
+    # Turns sampled under the tool-call constraint are scored under it: the same renormalised distribution.
+    allowed = [allowed_rows(policies.grammars.grammar(d.constraint.tools), d.ids, list(d.loss_mask)) if d.constraint else None for d in datums]
     weights = ppo.datum_weights(masks, loss_cfg)
     batches = ppo.micro_batches([len(x) for x in ids], optim.micro_batch_tokens)
     refs: list[torch.Tensor | None] = [None] * len(ids)
     if loss_cfg.kl_coef > 0:
         for batch in batches:
             with policies.adapted.lock, torch.no_grad(), model.disable_adapter():
-                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
+                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True):
                     refs[i] = lp
     tokens = float(sum(m.sum() for m in masks))
     per_epoch: list[dict[str, Any]] = []
@@ -152,7 +155,7 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
         p.optimizer.zero_grad()
         sums = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "gap": 0.0}
         for batch in batches:
-            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, optim.gradient_checkpointing, sums, epoch)
+            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, optim.gradient_checkpointing, sums, epoch, allowed)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.max_grad_norm)
         if not torch.isfinite(grad_norm):
             raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
@@ -180,6 +183,7 @@ def micro_batch(
     checkpointing: bool,
     sums: dict[str, Any],
     epoch: int,
+    allowed: list[ppo.Allowed | None],
 ) -> None:
     """One micro-batch's forward and backward on the training copy, holding the model lock for
     just this long (decoding steps run between micro-batches)."""
@@ -193,7 +197,7 @@ def micro_batch(
             model.gradient_checkpointing_enable()
         try:
             total = torch.zeros((), device=ids[0].device)
-            for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch]), strict=True):
+            for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True):
                 surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
                 total = total + ppo.datum_loss(surr, kl, weights[i], loss_cfg)
                 sums["kl"] += weights[i] * float(kl.detach().sum())

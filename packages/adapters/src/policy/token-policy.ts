@@ -36,6 +36,8 @@ export interface TokenPolicyOptions {
   attached?: boolean;
   /** Create it from this checkpoint (`<policy>/v<n>`, as `TokenPolicyClient.checkpoint` names it). */
   initFrom?: string;
+  /** Each turn is exactly one call of an offered tool, its arguments fitting the tool's schema (sampled and trained under that constraint). */
+  constrainToolCalls?: boolean;
 }
 
 interface Episode {
@@ -116,7 +118,9 @@ export class TokenPolicy implements Policy {
     const version = { exact: this.version() };
     const key = `${episode.id}#${episode.turns}`;
     // The first turn renders the conversation, a later one appends the observation to it.
-    const turn = known ? { append: [nextMessage(obs, episode.calledTool)] } : { messages: firstMessages(this.opts.system, obs), tools: this.opts.toolSchemas(obs.tools) };
+    const turn = known
+      ? { append: [nextMessage(obs, episode.calledTool)] }
+      : { messages: firstMessages(this.opts.system, obs), tools: this.opts.toolSchemas(obs.tools), ...(this.opts.constrainToolCalls ? { constrain_tool_calls: true } : {}) };
     const s = await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key);
     episode.turns++;
     const choice = this.choice(s, obs.tools);
@@ -171,7 +175,8 @@ export class TokenPolicy implements Policy {
       logprobs: replayed?.[j]?.logprobs ?? step.tokens!.logprobs,
       trained: trained[j]!,
     }));
-    return datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage);
+    const datum = datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage);
+    return this.opts.constrainToolCalls ? { ...datum, constraint: { tools: this.opts.toolSchemas(steps[0]!.observation.tools) } } : datum;
   }
 
   private replayInBase(steps: readonly TrajectoryStep[]) {
@@ -184,6 +189,7 @@ export class TokenPolicy implements Policy {
         ...(j > 0 ? { append: [nextMessage(base[j]!, steps[j - 1]!.action !== NO_TOOL_CALL)] } : {}),
         completion_ids: step.tokens!.completionIds,
       })),
+      constrain_tool_calls: this.opts.constrainToolCalls ?? false,
     });
   }
 

@@ -25,6 +25,7 @@ export interface CompareOptions {
   samples: number;
   out: string;
   maxTokens: number;
+  constrainToolCalls: boolean;
 }
 
 /**
@@ -37,14 +38,14 @@ export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void>
   const worker = await startPolicyWorker({ model: built.path, stateDir: join(opts.out, "worker") }, log);
   try {
     const embedded = embeddedSetup(defaultEmbeddedSettings);
-    const token = workerPolicySetup(embedded, { url: worker.url, model: built.name, maxTokens: opts.maxTokens });
+    const token = workerPolicySetup(embedded, { url: worker.url, model: built.name, maxTokens: opts.maxTokens, constrainToolCalls: opts.constrainToolCalls });
     const started = Date.now();
     const rows = await startTable(embedded, token, opts.seeds, { tasks: opts.tasks, samples: opts.samples }, (seed) =>
       log(`suite-lm compare: seed ${seed} (${((Date.now() - started) / 1000).toFixed(0)} s so far)`),
     );
     await writeFile(
       join(opts.out, "start-table.json"),
-      JSON.stringify({ model: built.name, weights: built.weights_sha256, tasks: opts.tasks, samples: opts.samples, rows }, null, 2),
+      JSON.stringify({ model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows }, null, 2),
     );
     const md = renderStartTable(rows);
     await writeFile(join(opts.out, "start-table.md"), md);

@@ -13,6 +13,13 @@ export const WarmStartOptions = z.object({
 });
 export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
 
+/** The instruction-following corpus (see `instruct-corpus.ts`); 0 conversations: none. */
+export const InstructOptions = z.object({
+  conversations: z.number().int().min(0).max(100_000).default(2000),
+  seed: z.number().int().default(0),
+});
+export type InstructOptions = z.infer<typeof InstructOptions>;
+
 /** The model's recipe (sizes in `harness_s_worker/suite_lm.py`: toy, small, base, large) and its warm start. */
 export const SuiteLmRecipe = z.object({
   seed: z.number().int().default(0),
@@ -24,6 +31,9 @@ export const SuiteLmRecipe = z.object({
   batch_tokens: z.number().int().min(256).default(4096),
   /** Loss weight of a hinted turn's call: where the model learns to follow a harness's hints. */
   hinted_weight: z.number().min(0).max(100).default(3),
+  /** Epochs on the instruction-following corpus alone before the warm start (which then trains on both). */
+  instruct_epochs: z.number().int().min(0).max(100).default(2),
   warmStart: WarmStartOptions.default(WarmStartOptions.parse({})),
+  instruct: InstructOptions.default(InstructOptions.parse({})),
 });
 export type SuiteLmRecipe = z.infer<typeof SuiteLmRecipe>;

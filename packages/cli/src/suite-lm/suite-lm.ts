@@ -8,6 +8,7 @@ import { z } from "zod";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { ensureWorkerVenv } from "../policy-worker.ts";
 import type { SuiteLmRecipe } from "./recipe.ts";
+import { instructionCorpus } from "./instruct-corpus.ts";
 import { warmStartConversations } from "./warm-start.ts";
 
 const WORKER_DIR = fileURLToPath(new URL("../../../policy-worker/", import.meta.url));
@@ -27,6 +28,17 @@ export const SuiteLmBuild = z.object({
   weights_sha256: z.string(),
   seconds: z.number(),
   imitation_gap: z.record(z.string(), z.number().nullable()).optional(),
+  /** The instruction-following stage: its corpus and loss, and −log p of the asked-for call on held-back turns. */
+  instruct: z
+    .object({
+      conversations: z.number().int(),
+      tokens: z.number().int(),
+      losses: z.array(z.number()),
+      nats_per_turn: z.number().nullable(),
+      above_half: z.number().nullable(),
+      turns: z.number().int(),
+    })
+    .optional(),
 });
 export type SuiteLmBuild = z.infer<typeof SuiteLmBuild> & { name: string };
 
@@ -50,15 +62,18 @@ export async function ensureSuiteLm(
   const dir = resolve(cacheDir);
   await mkdir(dir, { recursive: true });
   log(`suite-lm: rendering the embedded initial policy's episodes (suite seeds ${recipe.warmStart.suiteSeeds.join(", ")})`);
-  const data = await warmStartConversations(setup, recipe.warmStart);
+  const imitation = await warmStartConversations(setup, recipe.warmStart);
+  const data = [...imitation, ...instructionCorpus(recipe.instruct)];
   const text = `${data.map((d) => JSON.stringify(d)).join("\n")}\n`;
   const dataFile = join(dir, `warm-start-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.jsonl`);
   await writeFile(dataFile, text);
-  const { warmStart: _w, ...model } = recipe;
+  const { warmStart: _w, instruct: _i, ...model } = recipe;
   const recipeFile = `${dataFile.replace(/\.jsonl$/, "")}.recipe-${createHash("sha256").update(JSON.stringify(model)).digest("hex").slice(0, 8)}.json`;
   await writeFile(recipeFile, JSON.stringify(model));
   const python = await ensureWorkerVenv(log);
-  log(`suite-lm: ${data.length} conversations; building (or finding) the ${recipe.size} model in ${dir}`);
+  log(
+    `suite-lm: ${imitation.length} imitation and ${data.length - imitation.length} instruction-following conversations; building (or finding) the ${recipe.size} model in ${dir}`,
+  );
   const child = promisify(execFile)(python, ["-m", "harness_s_worker.suite_lm", "--recipe", recipeFile, "--data", dataFile, "--cache-dir", dir], {
     cwd: WORKER_DIR,
     maxBuffer: 16 << 20,

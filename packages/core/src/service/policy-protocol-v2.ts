@@ -91,6 +91,8 @@ export const SampleRequestV2 = z
     append: z.array(ChatMessage).optional(),
     tools: z.array(ToolSchema).optional(),
     sampling: Sampling.prefault({}),
+    /** On the first turn (with `tools`): every turn of the episode is one call of one of them, its arguments fitting the tool's schema. */
+    constrain_tool_calls: z.boolean().default(false),
   })
   .strict()
   .refine((r) => (r.messages === undefined) !== (r.append === undefined), "exactly one of messages (first turn) or append (later turns)");
@@ -143,6 +145,8 @@ export const ReplayRequestV2 = z
       .array(z.object({ append: z.array(ChatMessage).optional(), completion_ids: z.array(z.number().int().min(0)).min(1) }).strict())
       .min(1)
       .max(512),
+    /** The turns were sampled with `constrain_tool_calls`: scored under the same constraint. */
+    constrain_tool_calls: z.boolean().default(false),
   })
   .strict();
 export type ReplayRequestV2 = z.infer<typeof ReplayRequestV2>;
@@ -158,6 +162,11 @@ export const Datum = z
     loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
     behaviour_logprobs: z.array(z.number()),
     advantage: z.number(),
+    /** The tools its turns were sampled constrained to: the trainer scores the same constrained distribution. */
+    constraint: z
+      .object({ tools: z.array(ToolSchema).min(1).max(256) })
+      .strict()
+      .optional(),
   })
   .refine((d) => d.ids.length === d.loss_mask.length && d.ids.length === d.behaviour_logprobs.length, "ids, loss_mask and behaviour_logprobs have one entry per token")
   .refine((d) => d.loss_mask[0] === 0, "the first token is never trained on");

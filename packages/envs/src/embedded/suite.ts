@@ -88,7 +88,8 @@ function makeTask(f: FamilyModel, split: Split, req: string[], index: number, op
     id,
     family: f.name,
     split,
-    instruction: `${f.name} task ${index} (${tags.slice(1).join(", ") || "no tags"})`,
+    // No index: a task's number says nothing about what it needs, and a model could key on it.
+    instruction: `${f.name} task (${tags.slice(1).join(", ") || "no tags"})`,
     tags,
     requirements: req,
     cues: [],
