@@ -7,7 +7,8 @@ import { WarmStartOptions, warmStartConversations } from "../../packages/cli/src
 import { SuiteLmRecipe, ensureSuiteLm } from "../../packages/cli/src/suite-lm/suite-lm.ts";
 
 // The suite LM's recipe at a toy size, built through the worker's venv (created when missing).
-const toy = (seed: number) => SuiteLmRecipe.parse({ size: "toy", seed, vocab_size: 400, epochs: 1, warmStart: { suiteSeeds: [9001], h0Samples: 1, siblingSamples: 1 } });
+const toy = (seed: number) =>
+  SuiteLmRecipe.parse({ size: "toy", seed, vocab_size: 400, epochs: 1, instruct_epochs: 1, warmStart: { suiteSeeds: [9001], h0Samples: 1, siblingSamples: 1 }, instruct: { conversations: 40 } });
 
 describe("suite LM warm start", () => {
   it("holds train and dev tasks only: no held-out task, no held-out requirement combination", async () => {
@@ -41,5 +42,9 @@ describe("suite LM warm start", () => {
     expect(other.hash).not.toBe(first.hash);
     expect(cached).toMatchObject({ cached: true, weights_sha256: first.weights_sha256, path: first.path });
     expect(first.name).toBe(`suite-lm-${first.hash}`);
+    // The instruction-following stage ran first, on its own corpus, and is in the record.
+    expect(first.instruct).toMatchObject({ conversations: 40, losses: [expect.any(Number)] });
+    expect(first.instruct!.tokens).toBeGreaterThan(0);
+    expect(first.conversations).toBeGreaterThan(first.instruct!.conversations);
   }, 240_000);
 });

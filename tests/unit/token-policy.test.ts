@@ -99,6 +99,35 @@ describe("TokenPolicy datums", () => {
     expect(d!.loss_mask).toEqual([0, 0, 1, 1, 0, 0, 0, 0]);
     expect(same!.ids).toEqual([1, 2, 3, 10, 11, 4, 12, 13, 14]);
   });
+
+  it("with constrained tool calls, a datum names the tools its turns were constrained to and its replay asks for the same constraint", async () => {
+    // Prepare
+    const replays: Record<string, unknown>[] = [];
+    const client = {
+      replay: async (_id: string, req: Record<string, unknown>) => {
+        replays.push(req);
+        return [
+          { prompt_ids: [7], logprobs: [-0.1, -0.2] },
+          { prompt_ids: [8], logprobs: [-0.3, -0.3, -0.3] },
+        ];
+      },
+    } as unknown as TokenPolicyClient;
+    const options = { policyId: "c", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas };
+    const constrained = new TokenPolicy(client, { ...options, constrainToolCalls: true });
+    const text = { ...observation, instruction: "task\n\nsibling", text: "Result: start", notes: ["note"], base: { instruction: "task", text: "Result: start", notes: [] } };
+    const batch = (rescueContext: "base" | "as-generated") => ({
+      baseVersion: 0,
+      samples: [{ rollout: rollout(steps.map((st) => ({ ...st, observation: text }))), advantage: 1 }],
+      settings: { ...settings(true), rescueContext },
+    });
+    // Act
+    const [d] = await constrained.datums(batch("base"));
+    const [free] = await new TokenPolicy(client, options).datums(batch("as-generated"));
+    // Assess
+    expect(d!.constraint).toEqual({ tools: embeddedToolSchemas(["list", "submit"]) });
+    expect(replays[0]).toMatchObject({ constrain_tool_calls: true });
+    expect(free!.constraint).toBeUndefined();
+  });
 });
 
 describe("TokenPolicy turns", () => {
@@ -156,5 +185,23 @@ describe("TokenPolicy turns", () => {
     expect(b!.append).toEqual([{ role: "tool", content: "Result: listed" }]);
     expect(c!.episode_id).not.toBe(a!.episode_id);
     expect(c!.messages).toBeDefined();
+    expect(a).not.toHaveProperty("constrain_tool_calls");
+  });
+
+  it("with constrained tool calls, the first turn asks for them (the worker keeps them for the episode's later turns)", async () => {
+    const requests: Record<string, unknown>[] = [];
+    const client = {
+      create: async () => ({ policy_id: "p", version: 0, tokenizer: { name: "t", eos_ids: [2] }, capabilities: {} }),
+      sample: async (_id: string, req: Record<string, unknown>) => {
+        requests.push(req);
+        return { policy_version: 0, prompt_ids: [1], completion: { ids: [5], logprobs: [-1], text: "", content: "", finish_reason: "stop" as const } };
+      },
+    } as unknown as TokenPolicyClient;
+    const p = new TokenPolicy(client, { policyId: "p", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas, constrainToolCalls: true });
+    const rng = createRng(5);
+    await p.act(obs, rng);
+    await p.act(obs, rng);
+    expect(requests[0]).toMatchObject({ constrain_tool_calls: true, tools: embeddedToolSchemas(obs.tools) });
+    expect(requests[1]).not.toHaveProperty("constrain_tool_calls");
   });
 });

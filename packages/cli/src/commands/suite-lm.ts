@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { prepareOutDir } from "../out-dir.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
-import { renderStartTable, startTable } from "../suite-lm/compare.ts";
+import { renderStartGates, renderStartTable, startGates, startTable } from "../suite-lm/compare.ts";
 import { ensureSuiteLm, type SuiteLmBuild, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
 import { workerPolicySetup } from "../worker-setup.ts";
 
@@ -45,9 +45,9 @@ export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void>
     );
     await writeFile(
       join(opts.out, "start-table.json"),
-      JSON.stringify({ model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows }, null, 2),
+      JSON.stringify({ model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows, gates: startGates(rows) }, null, 2),
     );
-    const md = renderStartTable(rows);
+    const md = `${renderStartTable(rows)}\n${renderStartGates(startGates(rows))}`;
     await writeFile(join(opts.out, "start-table.md"), md);
     console.log(md);
   } finally {

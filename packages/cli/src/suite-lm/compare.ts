@@ -92,6 +92,43 @@ export function renderStartTable(rows: readonly StartRow[]): string {
   return `${lines.join("\n")}\n`;
 }
 
+/**
+ * The gates a token model must pass before a block is declared on it (issue 32): its siblings − H0
+ * response at least half of the embedded policy's, the two policies' per-sibling responses
+ * correlated at 0.6 or more, and its H0 train success at least 0.7× the embedded policy's.
+ */
+export const START_GATES = { response: 0.5, correlation: 0.6, h0: 0.7 } as const;
+
+export const StartGates = z.object({
+  response: z.object({ ratio: z.number(), pass: z.boolean() }),
+  correlation: z.object({ value: z.number(), pass: z.boolean() }),
+  h0: z.object({ ratio: z.number(), pass: z.boolean() }),
+  pass: z.boolean(),
+});
+export type StartGates = z.infer<typeof StartGates>;
+
+/** The gates over every row's siblings and H0 (ratios are token / embedded; NaN fails). */
+export function startGates(rows: readonly StartRow[]): StartGates {
+  const e = rows.flatMap((r) => Object.values(r.embedded.siblings));
+  const t = rows.flatMap((r) => Object.values(r.tokenModel.siblings));
+  const response = mean(t) / mean(e);
+  const correlation = pearson(e, t);
+  const h0 = mean(rows.map((r) => r.tokenModel.h0.train)) / mean(rows.map((r) => r.embedded.h0.train));
+  const gates = {
+    response: { ratio: response, pass: response >= START_GATES.response },
+    correlation: { value: correlation, pass: correlation >= START_GATES.correlation },
+    h0: { ratio: h0, pass: h0 >= START_GATES.h0 },
+  };
+  return { ...gates, pass: gates.response.pass && gates.correlation.pass && gates.h0.pass };
+}
+
+/** One line: each gate's value against its threshold. */
+export function renderStartGates(g: StartGates): string {
+  const mark = (pass: boolean) => (pass ? "pass" : "FAIL");
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
+  return `Gates: response ${f(g.response.ratio)}× (≥ ${START_GATES.response}) ${mark(g.response.pass)}; correlation ${f(g.correlation.value)} (≥ ${START_GATES.correlation}) ${mark(g.correlation.pass)}; H0 train ${f(g.h0.ratio)}× (≥ ${START_GATES.h0}) ${mark(g.h0.pass)}\n`;
+}
+
 /** The report's section on the two policies before training (empty without rows). */
 export function startTableSection(rows: readonly StartRow[] | undefined): string {
   return rows?.length ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(rows)}` : "";
