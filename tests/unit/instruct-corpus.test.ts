@@ -35,13 +35,13 @@ describe("the instruction-following corpus", () => {
 
   it("asks for its calls in the text: each redirected turn names the call it makes, and the same seed gives the same corpus", () => {
     // Act
-    const corpus = instructionCorpus({ conversations: 300, seed: 4 });
+    const corpus = instructionCorpus({ conversations: 300, invented: 0.5, seed: 4 });
     // Assess
     const redirected = corpus.flatMap((c) => c.turns.filter((t) => t.hinted));
     expect(redirected.length).toBeGreaterThan(300);
     for (const t of redirected) expect(t.append![0]!.content).toMatch(new RegExp(`\\b${t.call.name}\\b`));
     for (const c of corpus) expect(new Set(c.tools.map((t) => t.function.name))).toContain(c.turns[0]!.call.name);
     expect(new Set(corpus.map((c) => c.tools.map((t) => t.function.name).join())).size).toBeGreaterThan(250);
-    expect(instructionCorpus({ conversations: 300, seed: 4 })).toEqual(corpus);
+    expect(instructionCorpus({ conversations: 300, invented: 0.5, seed: 4 })).toEqual(corpus);
   });
 });

@@ -69,6 +69,7 @@ export const SuiteLmFlags = z.strictObject({
   warmStartSeeds: seeds,
   instruct: int(0, 100_000),
   instructEpochs: int(0, 100),
+  instructInvented: num((n) => n.min(0).max(1)),
   cacheDir: z.string().min(1),
   seeds: seeds.optional(),
   constrainedCalls: z.boolean().optional(),

@@ -213,16 +213,17 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","),
       )
       .option("--instruct <n>", "conversations of the instruction-following corpus (generated worlds, no suite task)", String(SuiteLmRecipe.parse({}).instruct.conversations))
+      .option("--instruct-invented <share>", "share of the corpus's tool names that are invented words rather than the suite's names in random roles", String(SuiteLmRecipe.parse({}).instruct.invented))
       .option("--instruct-epochs <n>", "epochs on the instruction-following corpus alone before the warm start", String(SuiteLmRecipe.parse({}).instruct_epochs))
       .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
-  const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[]; instruct: number; instructEpochs: number }) =>
+  const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[]; instruct: number; instructEpochs: number; instructInvented: number }) =>
     SuiteLmRecipe.parse({
       size: o.size,
       seed: o.modelSeed,
       epochs: o.epochs,
       instruct_epochs: o.instructEpochs,
       warmStart: { suiteSeeds: o.warmStartSeeds },
-      instruct: { conversations: o.instruct },
+      instruct: { conversations: o.instruct, invented: o.instructInvented },
     });
   suiteLmOptions(suiteLm.command("build").description("Build the suite LM (or find it in the cache) and print its record")).action(async (raw) => {
     const o = parseFlags(SuiteLmFlags, raw, "suite-lm build");

@@ -121,11 +121,12 @@ function distinct<T>(xs: readonly T[], n: number, rng: Rng): T[] {
   return out;
 }
 
-function toolNames(rng: Rng): string[] {
-  const invented = VERBS.flatMap((v) => NOUNS.map((n) => `${v}_${n}`));
+const INVENTED = VERBS.flatMap((v) => NOUNS.map((n) => `${v}_${n}`));
+
+function toolNames(rng: Rng, invented: number): string[] {
   const n = 4 + rng.int(5);
-  const fromSuite = rng.int(n + 1);
-  return [...distinct(SUITE_TOOLS, fromSuite, rng), ...distinct(invented, n - fromSuite, rng)];
+  const made = Array.from({ length: n }, () => rng.next() < invented).filter(Boolean).length;
+  return [...distinct(SUITE_TOOLS, n - made, rng), ...distinct(INVENTED, made, rng)];
 }
 
 const PROCEDURES: ((steps: string[], finish: string) => string)[] = [
@@ -147,8 +148,8 @@ const REDIRECTS: ((tool: string, event: string, last: string) => string)[] = [
 const IDLE_NOTES = ["[harness] You are repeating yourself.", "[harness] Keep going.", "[harness] Three turns left."];
 
 /** One world and one episode in it; the calls are what its text asks for, turn by turn. */
-function conversation(rng: Rng): InstructConversation {
-  const names = toolNames(rng);
+function conversation(rng: Rng, invented: number): InstructConversation {
+  const names = toolNames(rng, invented);
   const finish = pick(FINISH, rng);
   const argTool = rng.next() < 0.4 ? pick(names, rng) : undefined;
   const arg = { name: pick(ARGS, rng), value: pick(VALUES, rng) };
@@ -232,8 +233,8 @@ function conversation(rng: Rng): InstructConversation {
  * `opts.conversations` generated conversations, the same for the same seed.
  *
  * @example
- * const corpus = instructionCorpus({ conversations: 3000, seed: 0 });
+ * const corpus = instructionCorpus({ conversations: 3000, invented: 0.5, seed: 0 });
  */
 export function instructionCorpus(opts: InstructOptions): InstructConversation[] {
-  return Array.from({ length: opts.conversations }, (_, i) => conversation(createRng(hash32("instruct", opts.seed * 1_000_003 + i))));
+  return Array.from({ length: opts.conversations }, (_, i) => conversation(createRng(hash32("instruct", opts.seed * 1_000_003 + i)), opts.invented));
 }
