@@ -73,6 +73,7 @@ export const SuiteLmFlags = z.strictObject({
   cacheDir: z.string().min(1),
   seeds: seeds.optional(),
   constrainedCalls: z.boolean().optional(),
+  modelDir: z.string().min(1).optional(),
   tasks: int(1).optional(),
   samples: int(3, 1000).optional(),
   maxTokens: int(1, 4096).optional(),

@@ -213,10 +213,22 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","),
       )
       .option("--instruct <n>", "conversations of the instruction-following corpus (generated worlds, no suite task)", String(SuiteLmRecipe.parse({}).instruct.conversations))
-      .option("--instruct-invented <share>", "share of the corpus's tool names that are invented words rather than the suite's names in random roles", String(SuiteLmRecipe.parse({}).instruct.invented))
+      .option(
+        "--instruct-invented <share>",
+        "share of the corpus's tool names that are invented words rather than the suite's names in random roles",
+        String(SuiteLmRecipe.parse({}).instruct.invented),
+      )
       .option("--instruct-epochs <n>", "epochs on the instruction-following corpus alone before the warm start", String(SuiteLmRecipe.parse({}).instruct_epochs))
       .option("--cache-dir <dir>", "where built models are kept, by recipe hash", ".harness-s/models");
-  const recipeOf = (o: { size: SuiteLmRecipe["size"]; modelSeed: number; epochs: number; warmStartSeeds: number[]; instruct: number; instructEpochs: number; instructInvented: number }) =>
+  const recipeOf = (o: {
+    size: SuiteLmRecipe["size"];
+    modelSeed: number;
+    epochs: number;
+    warmStartSeeds: number[];
+    instruct: number;
+    instructEpochs: number;
+    instructInvented: number;
+  }) =>
     SuiteLmRecipe.parse({
       size: o.size,
       seed: o.modelSeed,
@@ -235,6 +247,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--samples <n>", "attempts per task", String(3))
     .option("--max-tokens <n>", "most tokens per turn", String(24))
     .option("--constrained-calls", "the token model samples each turn as exactly one call of an offered tool")
+    .option("--model-dir <dir>", "compare this built model folder (a block's committed model, an earlier build) instead of the recipe's")
     .option("--out <dir>", "output folder", "results/suite-lm-start")
     .action(async (raw) => {
       const o = parseFlags(SuiteLmFlags, raw, "suite-lm compare");
@@ -247,6 +260,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         out: o.out!,
         maxTokens: o.maxTokens!,
         constrainToolCalls: o.constrainedCalls ?? false,
+        ...(o.modelDir ? { modelDir: o.modelDir } : {}),
       });
     });
 

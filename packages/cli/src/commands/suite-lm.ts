@@ -1,5 +1,8 @@
 import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join, resolve } from "node:path";
+import { z } from "zod";
+import { ValidationError } from "@harness-s/core";
+import { readJsonFile } from "../json-file.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { prepareOutDir } from "../out-dir.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
@@ -26,6 +29,16 @@ export interface CompareOptions {
   out: string;
   maxTokens: number;
   constrainToolCalls: boolean;
+  /** A model folder already built (a block's committed model, an earlier build): no recipe, no build. */
+  modelDir?: string;
+}
+
+/** A built model's folder as `ensureSuiteLm` would return it (its record is `suite-lm.json` inside). */
+async function builtModel(dir: string): Promise<Pick<SuiteLmBuild, "path" | "name" | "weights_sha256">> {
+  const path = resolve(dir);
+  const record = await readJsonFile(join(path, "suite-lm.json"), z.object({ weights_sha256: z.string() }).passthrough());
+  if (!record) throw new ValidationError("--model-dir", [`${path} holds no suite-lm.json: not a built suite LM`]);
+  return { path, name: basename(path), weights_sha256: record.weights_sha256 };
 }
 
 /**
@@ -33,7 +46,7 @@ export interface CompareOptions {
  * side before any training (see {@link startTable}); writes start-table.json and start-table.md.
  */
 export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void> {
-  const built = await ensureSuiteLm(opts.recipe, opts.cacheDir, log);
+  const built = opts.modelDir ? await builtModel(opts.modelDir) : await ensureSuiteLm(opts.recipe, opts.cacheDir, log);
   await prepareOutDir(opts.out);
   const worker = await startPolicyWorker({ model: built.path, stateDir: join(opts.out, "worker") }, log);
   try {
@@ -45,7 +58,11 @@ export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void>
     );
     await writeFile(
       join(opts.out, "start-table.json"),
-      JSON.stringify({ model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows, gates: startGates(rows) }, null, 2),
+      JSON.stringify(
+        { model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows, gates: startGates(rows) },
+        null,
+        2,
+      ),
     );
     const md = `${renderStartTable(rows)}\n${renderStartGates(startGates(rows))}`;
     await writeFile(join(opts.out, "start-table.md"), md);
