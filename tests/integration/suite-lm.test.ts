@@ -8,7 +8,15 @@ import { SuiteLmRecipe, ensureSuiteLm } from "../../packages/cli/src/suite-lm/su
 
 // The suite LM's recipe at a toy size, built through the worker's venv (created when missing).
 const toy = (seed: number) =>
-  SuiteLmRecipe.parse({ size: "toy", seed, vocab_size: 400, epochs: 1, instruct_epochs: 1, warmStart: { suiteSeeds: [9001], h0Samples: 1, siblingSamples: 1 }, instruct: { conversations: 40 } });
+  SuiteLmRecipe.parse({
+    size: "toy",
+    seed,
+    vocab_size: 400,
+    epochs: 1,
+    instruct_epochs: 1,
+    warmStart: { suiteSeeds: [9001], h0Samples: 1, siblingSamples: 1 },
+    instruct: { conversations: 40 },
+  });
 
 describe("suite LM warm start", () => {
   it("holds train and dev tasks only: no held-out task, no held-out requirement combination", async () => {

@@ -197,7 +197,15 @@ describe("TokenPolicy turns", () => {
         return { policy_version: 0, prompt_ids: [1], completion: { ids: [5], logprobs: [-1], text: "", content: "", finish_reason: "stop" as const } };
       },
     } as unknown as TokenPolicyClient;
-    const p = new TokenPolicy(client, { policyId: "p", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas, constrainToolCalls: true });
+    const p = new TokenPolicy(client, {
+      policyId: "p",
+      baseModel: "tiny",
+      lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
+      seed: 1,
+      system: "s",
+      toolSchemas: embeddedToolSchemas,
+      constrainToolCalls: true,
+    });
     const rng = createRng(5);
     await p.act(obs, rng);
     await p.act(obs, rng);

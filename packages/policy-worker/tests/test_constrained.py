@@ -32,12 +32,7 @@ def fits(call):
     name, args = call["function"]["name"], json.loads(call["function"]["arguments"])
     if name == "submit":
         return args == {}
-    return (
-        isinstance(args.get("page"), int)
-        and set(args) <= {"page", "order", "all"}
-        and args.get("order", "asc") in ("asc", "desc")
-        and isinstance(args.get("all", True), bool)
-    )
+    return isinstance(args.get("page"), int) and set(args) <= {"page", "order", "all"} and args.get("order", "asc") in ("asc", "desc") and isinstance(args.get("all", True), bool)
 
 
 def test_the_grammar_takes_each_tool_with_fitting_arguments_and_nothing_else():
@@ -123,9 +118,7 @@ def test_the_trainer_and_the_replay_score_the_constrained_distribution(client):
     # scoring unconstrained logits) the gap is the mass the constraint removed, far from 0.
     client.put("/v2/policies/p1", json=SPEC)
     first = sample(client, "e", 11)
-    second = client.post(
-        "/v2/policies/p1/sample", json={"episode_id": "e", "append": [{"role": "tool", "content": "3 items"}], "sampling": {"max_tokens": 48, "seed": 12}}
-    ).json()
+    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "append": [{"role": "tool", "content": "3 items"}], "sampling": {"max_tokens": 48, "seed": 12}}).json()
     assert len(second["completion"]["tool_calls"]) == 1  # the episode's later turns stay constrained
     one, two = datum_from(first, 0.0), datum_from(second, 0.0)
     datum = {**one, "ids": one["ids"] + two["ids"], "loss_mask": one["loss_mask"] + two["loss_mask"], "behaviour_logprobs": one["behaviour_logprobs"] + two["behaviour_logprobs"]}
