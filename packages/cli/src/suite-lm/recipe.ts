@@ -15,9 +15,9 @@ export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
 
 /** The instruction-following corpus (see `instruct-corpus.ts`); 0 conversations: none. */
 export const InstructOptions = z.object({
-  conversations: z.number().int().min(0).max(100_000).default(2000),
+  conversations: z.number().int().min(0).max(100_000).default(3000),
   /** Share of a world's tools named with invented words (several tokens each) rather than the suite's names (one token each, in random roles). */
-  invented: z.number().min(0).max(1).default(0.5),
+  invented: z.number().min(0).max(1).default(0),
   seed: z.number().int().default(0),
 });
 export type InstructOptions = z.infer<typeof InstructOptions>;
@@ -34,7 +34,7 @@ export const SuiteLmRecipe = z.object({
   /** Loss weight of a hinted turn's call: where the model learns to follow a harness's hints. */
   hinted_weight: z.number().min(0).max(100).default(3),
   /** Epochs on the instruction-following corpus alone before the warm start (which then trains on both). */
-  instruct_epochs: z.number().int().min(0).max(100).default(2),
+  instruct_epochs: z.number().int().min(0).max(100).default(3),
   warmStart: WarmStartOptions.default(WarmStartOptions.parse({})),
   instruct: InstructOptions.default(InstructOptions.parse({})),
 });
