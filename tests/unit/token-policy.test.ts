@@ -27,6 +27,21 @@ const rollout = (steps: TrajectoryStep[]): Rollout => ({
   events: [],
   behaviours: {},
 });
+const options = { policyId: "unit", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas };
+/** A worker stand-in whose replay answers two turns and records each request. */
+const replaying = () => {
+  const replays: Record<string, unknown>[] = [];
+  const client = {
+    replay: async (_id: string, req: Record<string, unknown>) => {
+      replays.push(req);
+      return [
+        { prompt_ids: [7, 7], logprobs: [-0.1, -0.2] },
+        { prompt_ids: [8], logprobs: [-0.3, -0.3, -0.3] },
+      ];
+    },
+  } as unknown as TokenPolicyClient;
+  return { client, replays };
+};
 const settings = (maskIntercepted: boolean) => ({ learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated" as const, maskIntercepted });
 
 describe("TokenPolicy datums", () => {
@@ -54,24 +69,8 @@ describe("TokenPolicy datums", () => {
 
   it("replays a rescue in H0's context under rescueContext \"base\": H0's messages, the same completions, the worker's ids and log-probabilities", async () => {
     // Prepare: a rescued rollout (a sibling's note and system text) and one H0 saw the same way
-    const replays: Record<string, unknown>[] = [];
-    const client = {
-      replay: async (_id: string, req: Record<string, unknown>) => {
-        replays.push(req);
-        return [
-          { prompt_ids: [7, 7], logprobs: [-0.1, -0.2] },
-          { prompt_ids: [8], logprobs: [-0.3, -0.3, -0.3] },
-        ];
-      },
-    } as unknown as TokenPolicyClient;
-    const p = new TokenPolicy(client, {
-      policyId: "b",
-      baseModel: "tiny",
-      lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
-      seed: 1,
-      system: "s",
-      toolSchemas: embeddedToolSchemas,
-    });
+    const { client, replays } = replaying();
+    const p = new TokenPolicy(client, { ...options, policyId: "b" });
     const text = {
       ...observation,
       instruction: "task\n\nsibling system text",
@@ -102,18 +101,8 @@ describe("TokenPolicy datums", () => {
 
   it("with constrained tool calls, a datum names the tools its turns were constrained to and its replay asks for the same constraint", async () => {
     // Prepare
-    const replays: Record<string, unknown>[] = [];
-    const client = {
-      replay: async (_id: string, req: Record<string, unknown>) => {
-        replays.push(req);
-        return [
-          { prompt_ids: [7], logprobs: [-0.1, -0.2] },
-          { prompt_ids: [8], logprobs: [-0.3, -0.3, -0.3] },
-        ];
-      },
-    } as unknown as TokenPolicyClient;
-    const options = { policyId: "c", baseModel: "tiny", lora: { rank: 4, alpha: 8, targets: ["q_proj"] }, seed: 1, system: "s", toolSchemas: embeddedToolSchemas };
-    const constrained = new TokenPolicy(client, { ...options, constrainToolCalls: true });
+    const { client, replays } = replaying();
+    const constrained = new TokenPolicy(client, { ...options, policyId: "c", constrainToolCalls: true });
     const text = { ...observation, instruction: "task\n\nsibling", text: "Result: start", notes: ["note"], base: { instruction: "task", text: "Result: start", notes: [] } };
     const batch = (rescueContext: "base" | "as-generated") => ({
       baseVersion: 0,
@@ -122,7 +111,7 @@ describe("TokenPolicy datums", () => {
     });
     // Act
     const [d] = await constrained.datums(batch("base"));
-    const [free] = await new TokenPolicy(client, options).datums(batch("as-generated"));
+    const [free] = await new TokenPolicy(client, { ...options, policyId: "c" }).datums(batch("as-generated"));
     // Assess
     expect(d!.constraint).toEqual({ tools: embeddedToolSchemas(["list", "submit"]) });
     expect(replays[0]).toMatchObject({ constrain_tool_calls: true });
