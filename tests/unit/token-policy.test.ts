@@ -121,7 +121,7 @@ describe("TokenPolicy datums", () => {
 
 describe("TokenPolicy turns", () => {
   /** A worker stand-in that answers every sample with `completion` and records the requests. */
-  const scripted = (completion: Partial<SampleResponseV2["completion"]>) => {
+  const scripted = (completion: Partial<SampleResponseV2["completion"]>, extra: { constrainToolCalls?: boolean } = {}) => {
     const requests: Record<string, unknown>[] = [];
     const client = {
       create: async () => ({ policy_id: "p", version: 0, tokenizer: { name: "t", eos_ids: [2] }, capabilities: {} }),
@@ -132,14 +132,7 @@ describe("TokenPolicy turns", () => {
     } as unknown as TokenPolicyClient;
     return {
       requests,
-      policy: new TokenPolicy(client, {
-        policyId: "p",
-        baseModel: "tiny",
-        lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
-        seed: 1,
-        system: "s",
-        toolSchemas: embeddedToolSchemas,
-      }),
+      policy: new TokenPolicy(client, { ...options, policyId: "p", ...extra }),
     };
   };
   const obs = { ...observation, text: "Result: start", notes: ["look at the docs"], hints: ["list"] };
@@ -178,23 +171,7 @@ describe("TokenPolicy turns", () => {
   });
 
   it("with constrained tool calls, the first turn asks for them (the worker keeps them for the episode's later turns)", async () => {
-    const requests: Record<string, unknown>[] = [];
-    const client = {
-      create: async () => ({ policy_id: "p", version: 0, tokenizer: { name: "t", eos_ids: [2] }, capabilities: {} }),
-      sample: async (_id: string, req: Record<string, unknown>) => {
-        requests.push(req);
-        return { policy_version: 0, prompt_ids: [1], completion: { ids: [5], logprobs: [-1], text: "", content: "", finish_reason: "stop" as const } };
-      },
-    } as unknown as TokenPolicyClient;
-    const p = new TokenPolicy(client, {
-      policyId: "p",
-      baseModel: "tiny",
-      lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
-      seed: 1,
-      system: "s",
-      toolSchemas: embeddedToolSchemas,
-      constrainToolCalls: true,
-    });
+    const { requests, policy: p } = scripted({}, { constrainToolCalls: true });
     const rng = createRng(5);
     await p.act(obs, rng);
     await p.act(obs, rng);
