@@ -7,6 +7,7 @@ declare module "sst" {
     Decisions: { name: string; type: "sst.aws.Dynamo" };
     ApiKeys: { name: string; type: "sst.aws.Dynamo" };
     Usage: { name: string; type: "sst.aws.Dynamo" };
+    UsageDays: { name: string; type: "sst.aws.Dynamo" };
     Processed: { name: string; type: "sst.aws.Dynamo" };
     Rollouts: { name: string; type: "sst.aws.Dynamo" };
     RescueJobs: { name: string; type: "sst.aws.Dynamo" };
@@ -14,6 +15,7 @@ declare module "sst" {
     Ballots: { name: string; type: "sst.aws.Dynamo" };
     Experiments: { name: string; type: "sst.aws.Dynamo" };
     ExperimentSteps: { name: string; type: "sst.aws.Dynamo" };
+    GatewayEpisodes: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
     VoteQueue: { url: string; type: "sst.aws.Queue" };
     DispatchQueue: { url: string; type: "sst.aws.Queue" };
@@ -21,6 +23,8 @@ declare module "sst" {
     PolicyEndpointUrl: { value: string; type: "sst.sst.Secret" };
     PolicyEndpointToken: { value: string; type: "sst.sst.Secret" };
     LlmApiKey: { value: string; type: "sst.sst.Secret" };
+    GatewayConfig: { value: string; type: "sst.sst.Secret" };
+    PriceList: { value: string; type: "sst.sst.Secret" };
   }
 }
 export {};

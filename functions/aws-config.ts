@@ -1,6 +1,8 @@
 import { Resource } from "sst";
 import { z } from "zod";
+import { PriceList } from "@harness-s/core";
 import { tableSpecs, type TableNames } from "@harness-s/adapters";
+import { GatewayConfig } from "./api/gateway-config.ts";
 
 const QUEUES = { profile: "ProfileQueue", dispatch: "DispatchQueue", vote: "VoteQueue", coordinator: "CoordinatorQueue" } as const;
 
@@ -20,6 +22,12 @@ export const AwsConfig = z.object({
   /** The voter panel's JSON document and the JSON object of its keys (see `panelFromSecrets`). */
   voterPanel: z.string().min(1).optional(),
   voterKeys: z.string().min(1).optional(),
+  /** The Rank-1 gateway (the `GatewayConfig` secret, JSON); absent: its routes answer 501. */
+  gateway: GatewayConfig.optional(),
+  /** The function's configured memory in GB (the runtime's AWS_LAMBDA_FUNCTION_MEMORY_SIZE): its GB-seconds are metered with it. */
+  memoryGb: z.number().positive(),
+  /** What the deployment pays its providers (the `PriceList` secret, JSON; absent: the defaults). */
+  priceList: PriceList.default(PriceList.parse({})),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
@@ -42,5 +50,18 @@ export function awsConfigFromResources(): AwsConfig {
     llmApiKey: secret("LlmApiKey"),
     voterPanel: secret("VoterPanel"),
     voterKeys: secret("VoterKeys"),
+    gateway: jsonSecret("GatewayConfig", secret("GatewayConfig")),
+    priceList: jsonSecret("PriceList", secret("PriceList")),
+    memoryGb: Number(process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024) / 1024,
   }) as AwsConfig;
+}
+
+/** A secret holding JSON, parsed (zod checks its shape); one that is not JSON fails the cold start with its name. */
+function jsonSecret(name: string, value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new Error(`the ${name} secret is not JSON: ${(err as Error).message}`);
+  }
 }

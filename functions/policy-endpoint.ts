@@ -12,17 +12,19 @@ export const sharedTokenPolicy: SharedTokenPolicyOptions = {
   learningRate: 1e-5,
 };
 
-export const tokenClient = (url: string, token?: string) => new TokenPolicyClient(url, { token, clock: systemClock });
+/** A client of this deployment's policy endpoint; `onDeviceSeconds` meters the GPU time it reports (the cost of goods). */
+export const tokenClient = (url: string, token?: string, onDeviceSeconds?: (s: number) => void) =>
+  new TokenPolicyClient(url, { token, clock: systemClock, ...(onDeviceSeconds ? { onDeviceSeconds } : {}) });
 
 /**
  * The dispatch worker's endpoints: protocol v2 when the endpoint says it speaks it (the reference
  * worker), else v1 (the embedded `policy-serve`); decided on the first rollout.
  */
-export function dispatchEndpoints(url: string, token?: string): PolicyEndpoints {
+export function dispatchEndpoints(url: string, token?: string, onDeviceSeconds?: (s: number) => void): PolicyEndpoints {
   const env = new EmbeddedEnvironment();
   return new AutoPolicyEndpoints(
     url,
-    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token), new TextEnvironment(env), sharedTokenPolicy) },
+    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token, onDeviceSeconds), new TextEnvironment(env), sharedTokenPolicy) },
     token,
   );
 }

@@ -1,4 +1,5 @@
-import { Envelope } from "@harness-s/core";
+import { Envelope, type CostUsage, type Payer } from "@harness-s/core";
+import { invocationBiller, type WorkerMetering } from "./worker-metering.ts";
 import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters";
 
 type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
@@ -15,23 +16,38 @@ export function createSqsWorker<T extends Envelope["type"]>(
   queue: string,
   type: T,
   process: (body: Body<T>, id: string) => Promise<unknown>,
-  log: (line: string) => void = (line) => console.warn(line),
-  /** Called (best effort) when a record fails on its last receive before the DLQ. */
-  lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, reason: string) => Promise<void> },
+  opts: {
+    log?: (line: string) => void;
+    /** Called (best effort) when a record fails on its last receive before the DLQ. */
+    lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, reason: string) => Promise<void> };
+    /** Meters what each record cost to its payer (one write per payer per invocation). */
+    metering?: WorkerMetering;
+  } = {},
 ) {
+  const log = opts.log ?? ((line: string) => console.warn(line));
+  const { lastTry, metering } = opts;
+  const bill = metering ? invocationBiller(metering) : undefined;
   return async (raw: unknown): Promise<SqsBatchResponse> => {
+    const started = performance.now();
     const event = SqsEvent.parse(raw);
     const batchItemFailures: { itemIdentifier: string }[] = [];
+    const bills: { payer?: Payer; used: CostUsage }[] = [];
     // Records run concurrently, each idempotent on its envelope id; copies of one envelope in the
     // same batch share a single run (so a duplicate never calls a voter or a policy twice).
     const runs = new Map<string, Promise<unknown>>();
+    const run = (envelope: Envelope) => {
+      if (!metering) return process(envelope.body as Body<T>, envelope.id);
+      const used: CostUsage = {};
+      bills.push({ ...(envelope.payer ? { payer: envelope.payer } : {}), used });
+      return metering.consumption.within(used, () => process(envelope.body as Body<T>, envelope.id));
+    };
     await Promise.all(
       event.Records.map(async (record) => {
         let envelope: Envelope | undefined;
         try {
           envelope = Envelope.parse(JSON.parse(record.body));
           if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
-          if (!runs.has(envelope.id)) runs.set(envelope.id, process(envelope.body as Body<T>, envelope.id));
+          if (!runs.has(envelope.id)) runs.set(envelope.id, run(envelope));
           await runs.get(envelope.id);
         } catch (err) {
           const reason = err instanceof Error ? err.message : String(err);
@@ -44,6 +60,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
         }
       }),
     );
+    await bill?.(bills.length ? bills : [{ used: {} }], performance.now() - started);
     return { batchItemFailures };
   };
 }

@@ -5,8 +5,8 @@
 // reported nothing, so what the provider bills for it is unknown here (said so in the table).
 // Run: node --import tsx scripts/hostile-metering.ts
 import { GatewayEpisodes, VoterPanel, createPool, statisticalVoters, type Usage } from "@harness-s/core";
-import { votersFromPanel } from "@harness-s/adapters";
-import { gatewaySettings } from "../packages/cli/src/gateway-setup.ts";
+import { votersFromPanel, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
+import { gatewaySettings } from "../functions/api/gateway-setup.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../tests/api-factory.ts";
 import { makeSpec } from "../tests/factories.ts";
 import { completion, startHostileOpenAi, type HostileReply } from "../tests/hostile-openai.ts";
@@ -30,7 +30,11 @@ const candidates = [makeSpec({ id: "sib-a", provenance: { direction: "contract" 
 const gateway = await gatewaySettings({ upstream: upstream.url, pool: "p", env: "generic", timeoutMs: 2_000 });
 const panel = VoterPanel.parse({ voters: [voterA, voterB].map((s, i) => ({ kind: "llm", id: `v${i}`, baseURL: s.url, model: "m", timeoutMs: 1_500 })), quorum: 2 });
 const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-const deps = memoryApiDeps({ voters: routing.voters, panel: routing, gateway: { ...gateway, episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 1000 }) } });
+const deps = memoryApiDeps({
+  voters: routing.voters,
+  panel: routing,
+  gateway: { ...gateway, episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 1000, maxEpisodesPerKey: 1000 }), { idleMs: 60_000 }) },
+});
 await seedPool(deps, createPool("p", makeSpec({ id: "h0", provenance: { direction: "base" } }), candidates), {});
 const api = await startApi(deps);
 

@@ -1,6 +1,6 @@
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { storage } from "./storage";
-import { LAMBDA_RUNTIME, WORKERS } from "./workers";
+import { API_MEMORY, API_TIMEOUT, LAMBDA_RUNTIME, WORKERS } from "./workers";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
@@ -18,6 +18,10 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   /** The voter panel (the JSON document of a `--voters` file) and the JSON object of the keys its voters name. */
   const voterPanel = new sst.Secret("VoterPanel", "unset");
   const voterKeys = new sst.Secret("VoterKeys", "unset");
+  /** The Rank-1 gateway's configuration (JSON: functions/api/gateway-config.ts); unset: its routes answer 501. */
+  const gatewayConfig = new sst.Secret("GatewayConfig", "unset");
+  /** What the deployment pays per unit (JSON: PriceList in packages/core); unset: the public on-demand defaults. */
+  const priceList = new sst.Secret("PriceList", "unset");
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -32,16 +36,18 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const coordinatorQueue = queue("Coordinator", WORKERS.coordinator);
 
   const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[]) =>
-    q.subscribe({ handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, link }, { batch: { size: w.batch, partialResponses: true } });
+    q.subscribe(
+      { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link: [...link, t.Usage, t.UsageDays] },
+      { batch: { size: w.batch, partialResponses: true } },
+    );
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, t.Usage, ...policy]);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, ...policy]);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,
     t.ExperimentSteps,
-    t.Usage,
     t.Pools,
     t.Rollouts,
     t.Ballots,
@@ -52,26 +58,34 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     ...panel,
   ]);
 
+  // The gateway's requests wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its
+  // `stream: true` answers are server-sent events, so the Function URL streams.
   const api = new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",
     runtime: LAMBDA_RUNTIME,
-    timeout: "10 seconds",
+    timeout: API_TIMEOUT,
+    memory: API_MEMORY,
     url: true,
+    streaming: true,
     link: [
       t.Pools,
       t.Profiles,
       t.Decisions,
       t.ApiKeys,
       t.Usage,
+      t.UsageDays,
       t.Processed,
       t.Rollouts,
       t.RescueJobs,
       t.PolicyEndpoints,
       t.Experiments,
       t.ExperimentSteps,
+      t.GatewayEpisodes,
       profileQueue,
       dispatchQueue,
       coordinatorQueue,
+      gatewayConfig,
+      priceList,
       ...panel,
     ],
   });

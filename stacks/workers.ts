@@ -2,12 +2,17 @@
 /** The Lambda runtime the project is tested on (SST 4.17 would default to nodejs24.x). */
 export const LAMBDA_RUNTIME = "nodejs22.x" as const;
 
-/** Per worker: how long one message may take, the queue's batch size and receives before the DLQ. */
+/** The API function's timeout: above the gateway's wait for one completion (UPSTREAM_TIMEOUT_MS, 120 s) and its lease. */
+export const API_TIMEOUT = "180 seconds" as const;
+/** The API function's memory (Lambda bills its duration × this: the cost of goods meters it so). */
+export const API_MEMORY = "1024 MB" as const;
+
+/** Per worker: how long one message may take, its memory, the queue's batch size and receives before the DLQ. */
 export const WORKERS = {
-  profile: { handler: "functions/profile/lambda.handler", timeout: "20 seconds", visibility: "30 seconds", batch: 10, retry: 3 },
-  vote: { handler: "functions/vote/lambda.handler", timeout: "30 seconds", visibility: "60 seconds", batch: 5, retry: 3 },
-  dispatch: { handler: "functions/dispatch/lambda.handler", timeout: "5 minutes", visibility: "6 minutes", batch: 10, retry: 3 },
-  coordinator: { handler: "functions/coordinator/lambda.handler", timeout: "15 minutes", visibility: "16 minutes", batch: 1, retry: 2 },
+  profile: { handler: "functions/profile/lambda.handler", memory: "1024 MB", timeout: "20 seconds", visibility: "30 seconds", batch: 10, retry: 3 },
+  vote: { handler: "functions/vote/lambda.handler", memory: "1024 MB", timeout: "30 seconds", visibility: "60 seconds", batch: 5, retry: 3 },
+  dispatch: { handler: "functions/dispatch/lambda.handler", memory: "1024 MB", timeout: "5 minutes", visibility: "6 minutes", batch: 10, retry: 3 },
+  coordinator: { handler: "functions/coordinator/lambda.handler", memory: "1024 MB", timeout: "15 minutes", visibility: "16 minutes", batch: 1, retry: 2 },
 } as const;
 
 /**
@@ -15,3 +20,8 @@ export const WORKERS = {
  * finished and re-queues the run, so one unit must fit in the rest of the 15-minute timeout.
  */
 export const COORDINATOR_SLICE_MS = 9 * 60_000;
+
+/** "1024 MB" → 1 (GB, as Lambda bills GB-seconds). */
+export function memoryGb(memory: `${number} MB`): number {
+  return Number(memory.split(" ")[0]) / 1024;
+}

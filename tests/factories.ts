@@ -15,6 +15,7 @@ import {
   type Rollout,
   type Envelope,
   type Task,
+  type HarnessPool,
 } from "@harness-s/core";
 
 /** A valid task; override what the test is about. */
@@ -126,3 +127,24 @@ export function makeSqsRecord(messageId: string, message: Envelope, receive = 1)
 
 /** The SQS event of the dispatch queue delivering `envelopes` (records m0, m1, …). */
 export const makeSqsEvent = (envelopes: Envelope[], receive = 1) => ({ Records: envelopes.map((e, i) => makeSqsRecord(`m${i}`, e, receive)) });
+
+/** A `ballot.requested` message for `voterId` on a pool's siblings (key `key`), with its payer when given. */
+export function ballotEnvelope(pool: HarnessPool, key: string, voterId: string, payer?: Envelope["payer"]): Envelope {
+  return {
+    v: 1,
+    id: `${key}:${voterId}`,
+    type: "ballot.requested",
+    body: {
+      ballotKey: key,
+      decisionId: "d1",
+      voterId,
+      task: { id: "t", family: "app", tags: [] },
+      failureTags: ["x"],
+      failedEvents: [],
+      candidates: pool.siblings,
+      profiles: {},
+      k: 1,
+    },
+    ...(payer ? { payer } : {}),
+  };
+}

@@ -9,6 +9,7 @@ import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
 import { policyEndpointsApp } from "./routes/policy-endpoints.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
+import { quotesApp } from "./routes/quotes.ts";
 import { rescuesApp } from "./routes/rescues.ts";
 import { routeApp } from "./routes/route.ts";
 
@@ -32,6 +33,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/rescues", rescuesApp(deps))
     .route("/v1/policy-endpoints", policyEndpointsApp(deps))
     .route("/v1/experiments", experimentsApp(deps))
+    .route("/v1/quotes", quotesApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
     .onError(errorResponse);
   registerSecurity(app);

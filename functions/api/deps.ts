@@ -5,6 +5,7 @@ import type {
   ExperimentStepStore,
   GatewayDeps,
   Prices,
+  PriceList,
   CallerPolicies,
   DecisionStore,
   EndpointProber,
@@ -20,7 +21,7 @@ import type {
   UsageMeter,
   Voter,
 } from "@harness-s/core";
-import { CachedKeyStore, CachedPoolStore } from "@harness-s/adapters";
+import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./http.ts";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
@@ -54,6 +55,10 @@ export interface ApiDeps {
   experimentSteps: ExperimentStepStore;
   coordinator: MessageQueue;
   prices: Prices;
+  /** What this deployment pays its providers (cost of goods, kept apart from `prices`, the tariff). */
+  priceList?: PriceList;
+  /** What each request consumed of AWS (instrumented clients) and its function's memory: metered with the request. None: not measured. */
+  consumption?: { meter: ConsumptionMeter; memoryGb: number };
   clock: Clock;
   /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments). */
   newId: (kind?: "dec" | "exp") => string;
@@ -63,7 +68,7 @@ export interface ApiDeps {
   bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
-  /** The Rank-1 harness gateway, in a long-lived process only (`serve --gateway-upstream`); none: its routes answer 501. */
+  /** The Rank-1 harness gateway (`serve --gateway-upstream`; the API Lambda with its GatewayConfig secret); none: its routes answer 501. */
   gateway?: GatewaySettings;
 }
 

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { Context } from "hono";
-import type { ApiKeyRecord, Usage } from "@harness-s/core";
+import type { ApiKeyRecord, CostUsage, Usage } from "@harness-s/core";
 
 /** The API's Hono environment: what a request carries between middleware and handlers. */
 export type ApiEnv = {
@@ -157,6 +157,13 @@ function shapeIssue(value: unknown, max: number): string | undefined {
   return undefined;
 }
 
+/** Query parameters parsed with `schema`: a 400 naming each bad parameter otherwise. */
+export function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string>): z.infer<S> {
+  const parsed = schema.safeParse(query);
+  if (!parsed.success) throw new ValidationError("query", formatIssues(parsed.error.issues));
+  return parsed.data;
+}
+
 /** A path or query parameter that must be an {@link Id}: 400 otherwise (never a store error). */
 export function idParam(c: Context, name: string, value: string | undefined = c.req.param(name)): string {
   const parsed = Id.safeParse(value);
@@ -189,7 +196,8 @@ export function addUsage(c: Context<ApiEnv>, used: Partial<Usage>): void {
 
 /**
  * Meters each authorised request in one write when it ends, failed or not: the request (unless a
- * quota already counted it), what the handler used, and its compute time (ms in the handler).
+ * quota already counted it), what the handler used, its compute time (ms in the handler) and,
+ * with `deps.consumption`, its cost of goods (GB-seconds, DynamoDB units, SQS requests).
  * Usage is bounded before it is written; a write that fails is tried once more, then kept and
  * sent with the key's next write (`BackloggedMeter`), and logged with what is owed: never dropped.
  */
@@ -197,12 +205,15 @@ export function meterRequest(deps: ApiDeps) {
   const meter = new BackloggedMeter(deps.meter, (line) => console.error(line));
   return async (c: Context<ApiEnv>, next: () => Promise<void>) => {
     const started = performance.now();
+    const consumed: CostUsage = {};
     try {
-      await next();
+      await (deps.consumption ? deps.consumption.meter.within(consumed, next) : next());
     } finally {
       const key = c.get("meteredKey");
       if (key) {
-        const usage = requestUsage(key, { ...c.get("used"), computeMs: performance.now() - started });
+        const computeMs = performance.now() - started;
+        const lambdaGbSeconds = deps.consumption ? (computeMs / 1000) * deps.consumption.memoryGb : 0;
+        const usage = requestUsage(key, mergeUsage(c.get("used"), { ...consumed, computeMs, lambdaGbSeconds }));
         await meter.add(key.id, usage).catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}).catch(() => undefined)));
       }
     }

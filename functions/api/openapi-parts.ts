@@ -41,6 +41,8 @@ export const bodyErrors = {
 };
 export const pathId = (name = "id") => ({ name, in: "path" as const, required: true, schema: { type: "string" as const } });
 export const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
+/** What a request that is quoted first answers when the quote is above a budget. */
+export const overBudget = { 402: error("the request's quote is above its own USD budget or what is left of the key's (nothing was started)") };
 
 export const DEFAULT_SERVERS = [{ url: "http://127.0.0.1:18787", description: "harness-s serve (local stand-ins)" }];
 

@@ -1,5 +1,6 @@
 import { runExperimentJob, type CoordinatorDeps } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
+import type { WorkerMetering } from "../worker-metering.ts";
 
 /**
  * The `coordinator` worker: runs one experiment (claimed with a lease, so a redelivery while it
@@ -8,6 +9,6 @@ import { createSqsWorker } from "../sqs-worker.ts";
  * @example
  * const handler = createCoordinatorHandler({ experiments, clock: systemClock, prepare });
  */
-export function createCoordinatorHandler(deps: CoordinatorDeps & { log?: (line: string) => void }) {
-  return createSqsWorker("coordinator", "experiment.requested", (body) => runExperimentJob(body.experimentId, deps), deps.log);
+export function createCoordinatorHandler(deps: CoordinatorDeps & { log?: (line: string) => void; metering?: WorkerMetering }) {
+  return createSqsWorker("coordinator", "experiment.requested", (body) => runExperimentJob(body.experimentId, deps), { log: deps.log, metering: deps.metering });
 }

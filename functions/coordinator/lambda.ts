@@ -1,6 +1,3 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import {
   DynamoBallotStore,
@@ -21,6 +18,7 @@ import { TextEnvironment } from "@harness-s/envs";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { lambdaClients } from "../lambda-clients.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
 import { createCoordinatorHandler } from "./handler.ts";
@@ -34,8 +32,7 @@ import { queuedExperimentDeps } from "./queued-experiment.ts";
 // endpoint that speaks protocol v2 (the reference policy worker) gets token policies on the
 // suite's text rendering; a v1 endpoint (policy-serve) the embedded policy's protocol.
 const config = awsConfigFromResources();
-const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
-const sqs = new SQSClient({});
+const { doc, sqs, metering } = lambdaClients(config);
 const endpoint = config.policyEndpointUrl;
 const localFor = embeddedSetups(defaultEmbeddedSettings);
 // With a VoterPanel secret, experiments' router arms ask its voters (through the vote queue) with its weights, quorum and deadline.
@@ -46,6 +43,7 @@ export const handler = createCoordinatorHandler({
   steps: new DynamoExperimentStepStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   clock: systemClock,
+  metering,
   leaseMs: 16 * 60_000,
   ...(config.queues.coordinator ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) } : {}),
   prepare: async (record) => {
@@ -53,7 +51,7 @@ export const handler = createCoordinatorHandler({
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
     let n = 0;
     const v2 = (await policyProtocol(endpoint, config.policyEndpointToken)) === 2;
-    const client = tokenClient(endpoint, config.policyEndpointToken);
+    const client = tokenClient(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }));
     const embedded = { ...localFor(record.request.protocol), ...(panel ? { voters: panel.voters, panel } : {}) };
     const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
     const setup = v2

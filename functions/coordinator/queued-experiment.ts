@@ -31,6 +31,7 @@ export interface QueuedExperimentWiring {
 export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, wiring: QueuedExperimentWiring): (record: ExperimentRecord) => Promise<ExperimentDeps> {
   const clock = wiring.clock ?? systemClock;
   return async (record) => {
+    const payer = { keyId: record.keyId, jobId: record.id };
     const poolIds = new Map<number, string>();
     for (const seed of record.request.seeds) {
       const inst = await setup.instance(seed);
@@ -38,7 +39,7 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
       await wiring.pools.put({ ...inst.evolution.pool, id });
       poolIds.set(seed, id);
     }
-    const voters = setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: wiring.vote, ballots: wiring.ballots, clock }));
+    const voters = setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: wiring.vote, ballots: wiring.ballots, clock, payer }));
     return {
       ...setup,
       voters,
@@ -54,6 +55,7 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
           dispatch: wiring.dispatch,
           rollouts: wiring.rollouts,
           clock,
+          payer,
         });
       },
     };

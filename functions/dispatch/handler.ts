@@ -9,6 +9,7 @@ import {
   type UsageMeter,
 } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
+import type { WorkerMetering } from "../worker-metering.ts";
 
 /**
  * The `dispatch` worker: runs one requested rollout with the policy the message names and
@@ -31,11 +32,12 @@ export function createDispatchHandler(deps: {
   /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */
   maxReceives?: number;
   log?: (line: string) => void;
+  metering?: WorkerMetering;
 }) {
   const jobs = deps.jobs;
   const lastTry =
     jobs && deps.maxReceives
       ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, reason: string) => jobs.recordFailure(body.jobId, body.index, reason) }
       : undefined;
-  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), deps.log, lastTry);
+  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), { log: deps.log, lastTry, metering: deps.metering });
 }

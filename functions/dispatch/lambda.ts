@@ -1,10 +1,9 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import { CachedPoolStore, CallerPolicyRunners, DynamoPolicyEndpointStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore, DynamoUsageMeter } from "@harness-s/adapters";
 import { WORKERS } from "../../stacks/workers.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { lambdaClients } from "../lambda-clients.ts";
 import { embeddedTaskSource } from "../embedded-tasks.ts";
 import { createDispatchHandler } from "./handler.ts";
 
@@ -12,9 +11,10 @@ import { createDispatchHandler } from "./handler.ts";
 // the policy endpoint (PolicyEndpointUrl). Without one, a rollout fails with NOT_CONFIGURED and
 // its message ends in the DLQ (nothing lost).
 const config = awsConfigFromResources();
-const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+const { doc, metering } = lambdaClients(config);
 const endpoint = config.policyEndpointUrl;
 export const handler = createDispatchHandler({
+  metering,
   pools: new CachedPoolStore(new DynamoPoolStore(doc, config.tables)),
   rollouts: new DynamoRolloutStore(doc, config.tables),
   jobs: new DynamoRescueJobStore(doc, config.tables),
@@ -24,7 +24,7 @@ export const handler = createDispatchHandler({
   // A caller's rescue samples its own registered endpoint, reached only at public addresses.
   callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock: systemClock }),
   policies: endpoint
-    ? dispatchEndpoints(endpoint, config.policyEndpointToken)
+    ? dispatchEndpoints(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }))
     : {
         runner: () => {
           throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");

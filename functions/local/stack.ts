@@ -2,9 +2,11 @@ import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
-import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
+import { PriceList, Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
   CallerPolicyRunners,
+  ConsumptionMeter,
+  instrumentSqs,
   DECISION_CACHE_LIMITS,
   HttpEndpointProber,
   MemoryDecisionCache,
@@ -16,7 +18,8 @@ import {
   type TableNames,
 } from "@harness-s/adapters";
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
-import { WORKERS } from "../../stacks/workers.ts";
+import { API_MEMORY, WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { OVERHEAD_KEY } from "../worker-metering.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
 import { connect, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
@@ -42,6 +45,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
    */
   dynamoEndpoint?: string;
+  /** An SQS endpoint already running (a test's own, behind a counter): the stack creates its queues there and leaves it running on stop. */
+  sqsEndpoint?: string;
   /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
   visibilitySeconds?: Partial<Record<WorkerName, number>>;
   /**
@@ -64,15 +69,20 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   const [dynamo, fauxqs] = await Promise.all([
     shared ? { endpoint: shared, stop: async () => {} } : startDynamoDbLocal(),
     // With the workers on a thread of their own, the queue server gets one too: their traffic stays off the API's thread.
-    opts.workersOn ? startFauxqsThread() : startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
+    opts.sqsEndpoint ? { port: 0, stop: async () => {} } : opts.workersOn ? startFauxqsThread() : startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
   ]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
-  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+  const sqsEndpoint = opts.sqsEndpoint ?? `http://127.0.0.1:${fauxqs.port}`;
   const sqs = new SQSClient({ endpoint: sqsEndpoint, region: "us-east-1", credentials: localCredentials });
+  // Every SQS request of the stack is metered, its set-up too (the queue server's count and the meters' agree).
+  const consumption = new ConsumptionMeter();
+  instrumentSqs(sqs, consumption);
   let workers: { stop: () => Promise<void> } | undefined;
   let clients: ReturnType<typeof connect> | undefined;
   const stop = async () => {
     await workers?.stop();
+    const loose = consumption.takeUnattributed();
+    if (clients && Object.keys(loose).length) await clients.stores.meter.add(OVERHEAD_KEY, loose).catch((err) => log(`metering at stop: ${String(err)}`));
     clients?.ddb.destroy();
     clients?.sqs.destroy();
     ddb.destroy();
@@ -91,7 +101,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       tables: names,
       queues: { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") },
     };
-    clients = connect(wiring);
+    clients = connect(wiring, consumption);
     const { stores, queues } = clients;
     if (opts.workersOn) workers = await startWorkersThread(opts.workersOn, wiring, log);
     else if (opts.policies) workers = await startLocalWorkers(wiring, { ...opts, policies: opts.policies });
@@ -104,6 +114,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       prober: new HttpEndpointProber({ allowLoopback: opts.allowLoopbackEndpoints ?? false }, systemClock),
       callers: new CallerPolicyRunners({ endpoints: stores.endpoints, outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false }, clock: systemClock }),
       prices: Prices.parse({}),
+      priceList: PriceList.parse({}),
+      consumption: { meter: consumption, memoryGb: memoryGb(API_MEMORY) },
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,
       ...(opts.panel ? { panel: opts.panel } : {}),

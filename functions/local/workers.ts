@@ -1,9 +1,9 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
 import {
   CachedPoolStore,
+  ConsumptionMeter,
+  meteredAwsClients,
   CallerPolicyRunners,
   SqsQueue,
   dynamoStores,
@@ -17,7 +17,8 @@ import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
-import { WORKERS } from "../../stacks/workers.ts";
+import { WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
 
 export type WorkerName = keyof typeof WORKERS;
 
@@ -64,14 +65,18 @@ export interface LocalWorkerOptions {
   log?: (line: string) => void;
 }
 
-/** The stores and queues of a wiring, on clients of their own. */
-export function connect(wiring: LocalWiring) {
-  const ddb = new DynamoDBClient({ endpoint: wiring.dynamoEndpoint, region: "us-east-1", credentials: localCredentials });
-  const sqs = new SQSClient({ endpoint: wiring.sqsEndpoint, region: "us-east-1", credentials: localCredentials });
-  const stores = dynamoStores(DynamoDBDocumentClient.from(ddb), wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS });
+/** The stores and queues of a wiring, on clients of their own that report what they consume to `consumption`. */
+export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter()) {
+  const local = { region: "us-east-1", credentials: localCredentials };
+  const { ddb, doc, sqs } = meteredAwsClients(
+    wiring.tables,
+    { dynamo: { ...local, endpoint: wiring.dynamoEndpoint }, sqs: { ...local, endpoint: wiring.sqsEndpoint } },
+    consumption,
+  );
+  const stores = dynamoStores(doc, wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS });
   const queue = (name: WorkerName) => ({ ...wiring.queues[name], queue: new SqsQueue(sqs, wiring.queues[name].url) });
   const queues: WorkerQueues = { profile: queue("profile"), dispatch: queue("dispatch"), vote: queue("vote"), coordinator: queue("coordinator") };
-  return { ddb, sqs, stores, queues };
+  return { ddb, sqs, stores, queues, consumption };
 }
 
 /**
@@ -81,7 +86,8 @@ export function connect(wiring: LocalWiring) {
  */
 export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
   const log = opts.log ?? (() => undefined);
-  const { ddb, sqs, stores, queues } = connect(wiring);
+  const { ddb, sqs, stores, queues, consumption } = connect(wiring);
+  const metering = (name: WorkerName): WorkerMetering => ({ consumption, meter: stores.meter, memoryGb: memoryGb(WORKERS[name].memory), log });
   let running = true;
   const pollers: Promise<void>[] = [];
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollOnce>[2]) => {
@@ -104,11 +110,13 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
   const stop = async () => {
     running = false;
     await Promise.all(pollers);
+    // The pollers' own receives since the last invocation: the deployment's overhead.
+    await invocationBiller(metering("dispatch"))([], 0).catch((err) => log(`metering at stop: ${String(err)}`));
     ddb.destroy();
     sqs.destroy();
   };
   try {
-    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log }));
+    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log, metering: metering("profile") }));
     const callers = new CallerPolicyRunners({
       endpoints: stores.endpoints,
       outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false },
@@ -123,9 +131,10 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
       policies: opts.policies,
       maxReceives: WORKERS.dispatch.retry,
       log,
+      metering: metering("dispatch"),
     });
     for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", dispatch);
-    await startWorker("vote", createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log }));
+    await startWorker("vote", createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log, metering: metering("vote") }));
     const prepare = opts.prepareExperiment;
     await startWorker(
       "coordinator",
@@ -136,6 +145,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         clock: systemClock,
         sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
         continueOn: queues.coordinator.queue,
+        metering: metering("coordinator"),
         prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
         log,
       }),

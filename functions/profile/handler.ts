@@ -1,5 +1,6 @@
 import { applyEvidence, type ProfileLedger } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
+import type { WorkerMetering } from "../worker-metering.ts";
 
 /**
  * The `profile` worker: applies reported outcomes to behaviour profiles, idempotently per
@@ -8,6 +9,6 @@ import { createSqsWorker } from "../sqs-worker.ts";
  * @example
  * export const handler = createProfileHandler({ ledger: new DynamoProfileStore(doc, tables) });
  */
-export function createProfileHandler(deps: { ledger: ProfileLedger; log?: (line: string) => void }) {
-  return createSqsWorker("profile", "profile.evidence", (body, id) => applyEvidence(id, body, deps.ledger), deps.log);
+export function createProfileHandler(deps: { ledger: ProfileLedger; log?: (line: string) => void; metering?: WorkerMetering }) {
+  return createSqsWorker("profile", "profile.evidence", (body, id) => applyEvidence(id, body, deps.ledger), { log: deps.log, metering: deps.metering });
 }

@@ -1,5 +1,6 @@
-import { castBallot, type BallotStore, type Voter } from "@harness-s/core";
+import { castBallot, spendUsage, type BallotStore, type Voter, type VoterSpend } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
+import type { WorkerMetering } from "../worker-metering.ts";
 
 /**
  * The `vote` worker: one voter (statistical or LLM) casts its ballot for one routing decision;
@@ -8,6 +9,8 @@ import { createSqsWorker } from "../sqs-worker.ts";
  * @example
  * const handler = createVoteHandler({ voters: [...statisticalVoters, llmVoter], ballots });
  */
-export function createVoteHandler(deps: { voters: readonly Voter[]; ballots: BallotStore; log?: (line: string) => void }) {
-  return createSqsWorker("vote", "ballot.requested", (body) => castBallot(body, deps), deps.log);
+export function createVoteHandler(deps: { voters: readonly Voter[]; ballots: BallotStore; log?: (line: string) => void; metering?: WorkerMetering }) {
+  // A voter's tokens are metered in the record's scope, so they land on its payer with the rest.
+  const onSpend = (s: VoterSpend) => deps.metering?.consumption.record(spendUsage(s));
+  return createSqsWorker("vote", "ballot.requested", (body) => castBallot(body, { ...deps, onSpend }), { log: deps.log, metering: deps.metering });
 }

@@ -1,8 +1,7 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { statisticalVoters } from "@harness-s/core";
 import { DynamoBallotStore, OpenAiVoter, REPLY_BYTES, boundedOpenAi } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
+import { lambdaClients } from "../lambda-clients.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { createVoteHandler } from "./handler.ts";
 
@@ -10,6 +9,7 @@ import { createVoteHandler } from "./handler.ts";
 // set; otherwise the statistical voters, plus one LLM voter when the LlmApiKey secret is set
 // (model and base URL from LLM_MODEL / LLM_BASE_URL, read here only).
 const config = awsConfigFromResources();
+const { doc, metering } = lambdaClients(config);
 const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
 const single = config.llmApiKey
   ? [
@@ -21,5 +21,6 @@ const single = config.llmApiKey
   : [];
 export const handler = createVoteHandler({
   voters: panel?.voters ?? [...statisticalVoters, ...single],
-  ballots: new DynamoBallotStore(DynamoDBDocumentClient.from(new DynamoDBClient({})), config.tables),
+  ballots: new DynamoBallotStore(doc, config.tables),
+  metering,
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  ManualClock,
+  zeroUsage,
+  type Clock,
   ConflictError,
   createPool,
   emptyProfile,
@@ -103,7 +106,7 @@ function decision(id: string, chosen: string[]): RoutingDecision {
 }
 
 /** The behaviour every store implementation must share; `fresh` returns empty stores. */
-export function storeContract(name: string, fresh: () => Promise<Stores>): void {
+export function storeContract(name: string, fresh: (clock?: Clock) => Promise<Stores>): void {
   describe(`store contract: ${name}`, () => {
     it("pools: round-trips, is idempotent for the same content, immutable for different content", async () => {
       const s = await fresh();
@@ -276,34 +279,23 @@ export function storeContract(name: string, fresh: () => Promise<Stores>): void 
       expect(await s.keys.findByHash("0".repeat(64))).toBeUndefined();
     });
 
-    it("usage: adds atomically under concurrent calls and returns the totals", async () => {
-      const s = await fresh();
+    it("usage: adds atomically under concurrent calls; totals per key and job, rows per key and UTC day", async () => {
+      const clock = new ManualClock(Date.parse("2026-03-01T23:59:00Z"));
+      const s = await fresh(clock);
       await Promise.all(Array.from({ length: 20 }, () => s.meter.add("k1", { requests: 1, ballots: 3 })));
-      const after = await s.meter.add("k1", { rollouts: 4, computeMs: 1.5 });
-      expect(after).toEqual({
-        requests: 20,
-        ballots: 60,
-        rollouts: 4,
-        llmTokens: 0,
-        llmCostUsd: 0,
-        gatewayTurns: 0,
-        gatewayTokens: 0,
-        computeMs: 1.5,
-        policyTokens: 0,
-        environmentMs: 0,
-      });
-      expect(await s.meter.get("nobody")).toEqual({
-        requests: 0,
-        ballots: 0,
-        rollouts: 0,
-        llmTokens: 0,
-        llmCostUsd: 0,
-        gatewayTurns: 0,
-        gatewayTokens: 0,
-        computeMs: 0,
-        policyTokens: 0,
-        environmentMs: 0,
-      });
+      clock.advance(120_000); // past midnight: the next writes land on 2026-03-02
+      await s.meter.add("k1", { rollouts: 4, computeMs: 1.5, dynamoWriteUnits: 2.5, sqsRequests: 3 }, { jobId: "exp_1" });
+      await s.meter.add("k2", { requests: 1 });
+      expect(await s.meter.get("k1")).toEqual({ ...zeroUsage, requests: 20, ballots: 60, rollouts: 4, computeMs: 1.5, dynamoWriteUnits: 2.5, sqsRequests: 3 });
+      expect(await s.meter.job("exp_1")).toEqual({ ...zeroUsage, rollouts: 4, computeMs: 1.5, dynamoWriteUnits: 2.5, sqsRequests: 3 });
+      expect(await s.meter.get("nobody")).toEqual(zeroUsage);
+      expect(await s.meter.byDay({ keyId: "k1", from: "2026-03-01", to: "2026-03-02" })).toEqual([
+        { keyId: "k1", day: "2026-03-01", usage: { ...zeroUsage, requests: 20, ballots: 60 } },
+        { keyId: "k1", day: "2026-03-02", usage: { ...zeroUsage, rollouts: 4, computeMs: 1.5, dynamoWriteUnits: 2.5, sqsRequests: 3 } },
+      ]);
+      expect((await s.meter.byDay({ keyId: "k1", from: "2026-03-02", to: "2026-03-31" })).map((r) => r.day)).toEqual(["2026-03-02"]);
+      expect((await s.meter.byDay({ from: "2026-03-02", to: "2026-03-02" })).map((r) => r.keyId)).toEqual(["k1", "k2"]);
+      expect(await s.meter.byDay({ keyId: "k2", from: "2026-03-01", to: "2026-03-01" })).toEqual([]);
     });
 
     it("policy endpoints: each key's apart; replaced on put, deleted once", async () => {

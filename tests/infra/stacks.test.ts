@@ -4,7 +4,7 @@ import { tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
-import { LAMBDA_RUNTIME, WORKERS } from "../../stacks/workers.ts";
+import { API_MEMORY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../stacks/workers.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 
 interface Resource {
@@ -78,19 +78,29 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "DecisionsTable",
       "ExperimentStepsTable",
       "ExperimentsTable",
+      "GatewayEpisodesTable",
       "PolicyEndpointsTable",
       "PoolsTable",
       "ProcessedTable",
       "ProfilesTable",
       "RescueJobsTable",
       "RolloutsTable",
+      "UsageDaysTable",
       "UsageTable",
     ]);
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
-    expect(grants("VoteQueueSubscriber", "dynamodb:PutItem")).toEqual(["BallotsTable"]);
+    // Every worker meters what each message cost to its payer: the usage tables, and nothing more than it uses besides.
+    expect(grants("VoteQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["BallotsTable", "UsageDaysTable", "UsageTable"]);
     // Dispatch reads the caller's registered endpoint for a rescue's rollouts, and meters their spend to the key.
-    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["PolicyEndpointsTable", "PoolsTable", "RescueJobsTable", "RolloutsTable", "UsageTable"]);
-    expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable"]);
+    expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
+      "PolicyEndpointsTable",
+      "PoolsTable",
+      "RescueJobsTable",
+      "RolloutsTable",
+      "UsageDaysTable",
+      "UsageTable",
+    ]);
+    expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable", "UsageDaysTable", "UsageTable"]);
     expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);
   });
@@ -108,7 +118,27 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       ofType("sst:sst:Secret")
         .map((s) => s.name)
         .sort(),
-    ).toEqual(["LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "VoterKeys", "VoterPanel"]);
+    ).toEqual(["GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PriceList", "VoterKeys", "VoterPanel"]);
+  });
+
+  it("streams the API's Function URL (the gateway's server-sent events), keeps gateway episodes in a table with TTL, and links that table and the gateway's config to the API only", () => {
+    // Assess: RESPONSE_STREAM invoke mode, a timeout above the gateway's wait for one completion.
+    expect(one("aws:lambda/functionUrl:FunctionUrl", "ApiUrl").inputs.invokeMode).toBe("RESPONSE_STREAM");
+    const api = ofType("aws:lambda/function:Function").find((f) => f.name.startsWith("Api"))!;
+    expect(api.inputs.timeout).toBe(180);
+    // Each function's memory as stacks/workers.ts declares it: the cost-of-goods meter bills GB-seconds with the same figure.
+    expect(api.inputs.memorySize).toBe(memoryGb(API_MEMORY) * 1024);
+    for (const f of ofType("aws:lambda/function:Function").filter((g) => !g.name.startsWith("Api"))) expect(f.inputs.memorySize).toBe(memoryGb(WORKERS.dispatch.memory) * 1024);
+    const table = one("aws:dynamodb/table:Table", "GatewayEpisodesTable").inputs;
+    expect(table.ttl).toMatchObject({ attributeName: "expiresAt", enabled: true });
+    const roles = ofType("aws:iam/role:Role")
+      .map((r) => r.name)
+      .filter((name) => /^(ApiRole|\w+QueueSubscriber\w*FunctionRole)$/.test(name));
+    expect(roles).toHaveLength(5);
+    expect(roles.filter((role) => grants(role, "dynamodb:Query").includes("GatewayEpisodesTable"))).toEqual([expect.stringMatching(/^ApiRole/)]);
+    const linked = Object.entries(links).filter(([, l]) => "GatewayConfig" in l && "GatewayEpisodes" in l);
+    expect(linked.map(([handler]) => handler)).toEqual(["functions/api/lambda.handler"]);
+    expect(Object.entries(links).filter(([, l]) => "GatewayEpisodes" in l)).toHaveLength(1);
   });
 
   it("links the voter panel and its keys to every function that decides: the API, the vote worker and the coordinator, and to no other", () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import fc from "fast-check";
 import OpenAI from "openai";
 import { GatewayEpisodes, genericObserver, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
-import { OpenAiUpstream } from "@harness-s/adapters";
+import { OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { startScriptedOpenAi } from "../scripted-openai.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
@@ -40,7 +40,7 @@ beforeAll(async () => {
   model = await startScriptedOpenAi(() => ({ content: "ok" }));
   const gateway = {
     upstream: new OpenAiUpstream(new OpenAI({ baseURL: model.url, apiKey: "none", maxRetries: 0 })),
-    episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 1_000 }),
+    episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 1_000, maxEpisodesPerKey: 1_000 }), { idleMs: 60_000 }),
     poolId: inst.evolution.pool.id,
     observerFor: genericObserver,
     submitTool: "submit",

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { StoreUnavailableError, createPool } from "@harness-s/core";
-import { DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
+import { DynamoGatewayEpisodeStore, DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
+import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 import { storeContract } from "../contract/stores.contract.ts";
 import { makeSpec } from "../factories.ts";
 
@@ -18,10 +19,16 @@ afterAll(async () => {
   client?.destroy();
 });
 
-storeContract("DynamoDB Local", async () => {
+storeContract("DynamoDB Local", async (clock) => {
   const names = tableNames(`t${++run}-`);
   await createTables(client, names);
-  return dynamoStores(doc, names, { decisionTtlSeconds: 3600 });
+  return dynamoStores(doc, names, { decisionTtlSeconds: 3600, ...(clock ? { clock } : {}) });
+});
+
+gatewayEpisodeStoreContract("DynamoDB Local", async () => {
+  const names = tableNames(`g${++run}-`);
+  await createTables(client, names);
+  return new DynamoGatewayEpisodeStore(doc, names);
 });
 
 describe("DynamoDB adapters", () => {

@@ -1,7 +1,7 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayEpisodes, createPool, runEpisode, type HarnessSpec } from "@harness-s/core";
-import { OpenAiToolPolicy, OpenAiUpstream } from "@harness-s/adapters";
+import { OpenAiToolPolicy, OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import {
   BUNDLED_DATA_DIR,
   DBBENCH_SYSTEM,
@@ -19,7 +19,9 @@ import {
   rowTask,
   type DbBenchRow,
 } from "@harness-s/dbbench";
+import type { ApiDeps } from "../../functions/api/deps.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
+import { startLambdaGateway } from "../gateway-lambda.ts";
 import { makeProfile } from "../factories.ts";
 import { startScriptedOpenAi, type ChatRequest, type ScriptedReply } from "../scripted-openai.ts";
 
@@ -56,7 +58,36 @@ function script(req: ChatRequest): ScriptedReply {
 
 const toolPolicy = (client: OpenAI) => new OpenAiToolPolicy(client, { model: "scripted", system: DBBENCH_SYSTEM, tools: dbbenchTools, parseArguments: parseArgumentsPy });
 
-describe("a DBBench episode through the gateway (MariaDB, a scripted model)", () => {
+type Served = { url: string; deps: Pick<ApiDeps, "keys" | "pools" | "profiles">; close: () => Promise<void> };
+const setups: [string, (model: string) => Promise<Served>][] = [
+  [
+    "in one process",
+    async (model) => {
+      const deps = memoryApiDeps({
+        gateway: {
+          upstream: new OpenAiUpstream(new OpenAI({ baseURL: model, apiKey: "none", maxRetries: 0 })),
+          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 100, maxEpisodesPerKey: 100 }), { idleMs: 60_000 }),
+          poolId: "db",
+          observerFor: dbbenchObserver(new Map(rows.map((r) => [r.id, r]))),
+          submitTool: "commit_final_answer",
+          defaultFamily: "dbbench",
+          parseArguments: parseArgumentsPy,
+        },
+      });
+      const api = await startApi(deps);
+      return { url: api.url, deps, close: api.close };
+    },
+  ],
+  [
+    "in the API Lambda over DynamoDB Local, turns alternating between two processes",
+    async (model) => {
+      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), { upstream: model, pool: "db", env: "dbbench", timeoutMs: 10_000 });
+      return { url: lambda.url, deps: lambda.stores, close: lambda.close };
+    },
+  ],
+];
+
+describe.each(setups)("a DBBench episode through the gateway %s (MariaDB, a scripted model)", (_name, setup) => {
   it("scores as `dbbench eval` does with the harness the gateway routed to, and the model sees the same messages", async () => {
     // Prepare: a pool where Rank-1 picks the answer gate for questions and H0 for INSERT/UPDATE rows.
     const model = await startScriptedOpenAi(script);
@@ -65,21 +96,10 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
       "dbbench-h0": makeProfile("dbbench-h0", { byTaskTag: favour({ INSERT: 20, UPDATE: 20 }) }),
       "dbbench-answer-gate": makeProfile("dbbench-answer-gate", { byFamily: { dbbench: { attempts: 20, successes: 18 } }, byTaskTag: favour({ INSERT: 0, UPDATE: 0 }) }),
     };
-    const episodes = new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 100 });
-    const deps = memoryApiDeps({
-      gateway: {
-        upstream: new OpenAiUpstream(new OpenAI({ baseURL: model.url, apiKey: "none", maxRetries: 0 })),
-        episodes,
-        poolId: "db",
-        observerFor: dbbenchObserver(new Map(rows.map((r) => [r.id, r]))),
-        submitTool: "commit_final_answer",
-        defaultFamily: "dbbench",
-        parseArguments: parseArgumentsPy,
-      },
-    });
+    const api = await setup(model.url);
+    const deps = api.deps as ApiDeps;
     await seedPool(deps, createPool("db", dbbenchH0, [gate]), profiles);
     const secret = await addKey(deps, "agent", ["gateway"]);
-    const api = await startApi(deps);
     const env = new DbBenchEnvironment(rows, engine);
     try {
       // Act: the agent runs plain H0 (AgentBench's loop) against the gateway, one row at a time.
@@ -89,7 +109,11 @@ describe("a DBBench episode through the gateway (MariaDB, a scripted model)", ()
         const headers = { "x-harness-s-episode": `gw-${row.id}`, "x-harness-s-task-id": row.id, "x-harness-s-task-tags": row.type[0]! };
         const client = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: headers });
         const rollout = await runEpisode(rowTask(row), dbbenchH0, 1, { env, policy: toolPolicy(client) });
-        viaGateway.set(row.id, { success: rollout.success, harness: episodes.get("agent", `gw-${row.id}`)!.harness.id, requests: model.requests.slice(before) });
+        viaGateway.set(row.id, {
+          success: rollout.success,
+          harness: (await (await fetch(`${api.url}/v1/gateway/episodes/gw-${row.id}`, { headers: { authorization: `Bearer ${secret}` } })).json()).harnessId,
+          requests: model.requests.slice(before),
+        });
       }
       // …and `dbbench eval` with the harness each row was routed to.
       const byHarness = new Map<string, HarnessSpec>([dbbenchH0, gate].map((h) => [h.id, h]));

@@ -1,7 +1,8 @@
+import { MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayEpisodes, createPool, zeroUsage } from "@harness-s/core";
 import type { ApiDeps } from "../../functions/api/deps.ts";
-import { gatewaySettings } from "../../packages/cli/src/gateway-setup.ts";
+import { gatewaySettings } from "../../functions/api/gateway-setup.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeProfile, makeSpec } from "../factories.ts";
 import { completion, startHostileOpenAi, type HostileReply } from "../hostile-openai.ts";
@@ -25,7 +26,7 @@ beforeAll(async () => {
   upstream = await startHostileOpenAi((body) => behave(body));
   const gateway = await gatewaySettings({ upstream: upstream.url, pool: "gw", env: "generic", timeoutMs: 1_500 });
   // Small caps, so a test can fill them: 4 open episodes per key, 10 in all.
-  deps = memoryApiDeps({ gateway: { ...gateway, episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 10, maxEpisodesPerKey: 4 }) } });
+  deps = memoryApiDeps({ gateway: { ...gateway, episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 4 }), { idleMs: 60_000 }) } });
   const h0 = makeSpec({ id: "h0", provenance: { direction: "base" } });
   await seedPool(deps, createPool("gw", h0, [makeSpec({ id: "sib", provenance: { direction: "recovery" } })]), {
     h0: makeProfile("h0", { byFamily: { default: { attempts: 10, successes: 9 } } }),

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,7 @@ import {
   datumFromTurns,
   groupAdvantages,
   parseHarnessSpec,
+  type HarnessSpec,
   runEpisode,
   runExperiment,
   statisticalVoters,
@@ -48,6 +49,7 @@ import {
   seedOfUnit,
   tokenUnitPolicies,
   votersFromPanel,
+  MemoryGatewayEpisodeStore,
 } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsRecord } from "../factories.ts";
@@ -58,6 +60,8 @@ import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/poli
 import { benchWorker } from "../../packages/cli/src/commands/bench-worker.ts";
 import OpenAI from "openai";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
+import { startLambdaGateway } from "../gateway-lambda.ts";
+import type { ApiDeps } from "../../functions/api/deps.ts";
 
 // The reference policy worker (Python) on loopback with the tiny model, driven over protocol v2
 // from TypeScript. The venv is created here when it is missing (about a minute from the local
@@ -553,10 +557,39 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
   }, 120_000);
 });
 
-describe("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny model)", () => {
+/** Where the gateway runs: in this process (memory), or two processes of the API Lambda over DynamoDB Local with one restarted between turns. */
+type GatewayPlace = { url: string; stores: Pick<ApiDeps, "pools" | "profiles" | "keys">; restart?: () => Promise<void>; close: () => Promise<void> };
+const gatewayPlaces: [string, (harness: HarnessSpec) => Promise<GatewayPlace>][] = [
+  [
+    "in one process",
+    async () => {
+      const deps = memoryApiDeps({
+        gateway: {
+          upstream: new OpenAiUpstream(new OpenAI({ baseURL: `${worker.url}/v1`, apiKey: TOKEN, maxRetries: 0 })),
+          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 10 }), { idleMs: 60_000 }),
+          poolId: "gw",
+          observerFor: genericObserver,
+          submitTool: "submit",
+          defaultFamily: "app",
+        },
+      });
+      const api = await startApi(deps);
+      return { url: api.url, stores: deps, close: api.close };
+    },
+  ],
+  [
+    "in the API Lambda (two processes over DynamoDB Local, one restarted between turns)",
+    async () => {
+      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), { upstream: `${worker.url}/v1`, apiKey: TOKEN, pool: "gw", env: "generic" });
+      return { url: lambda.url, stores: lambda.stores, restart: () => lambda.restart(0), close: lambda.close };
+    },
+  ],
+];
+
+describe.each(gatewayPlaces)("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny model), %s", (_where, place) => {
   it("records the episode as one datum whose ids re-score at the worker to the recorded log-probabilities, the harness's insertions at mask 0", async () => {
     // Prepare: a policy the façade serves; a pool whose harness adds a system text and a note after every failed call.
-    await client.create("gw-tiny", { base_model: "tiny", lora: LORA });
+    await client.create("gw-tiny", { base_model: "tiny", lora: LORA }).catch(() => undefined); // the first place made it already
     const NOTE = "Call exactly one tool ZQXJV now.";
     const harness = parseHarnessSpec({
       id: "gw-notes",
@@ -565,19 +598,10 @@ describe("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny m
       budget: { maxTurns: 6 },
       provenance: { direction: "base" },
     });
-    const deps = memoryApiDeps({
-      gateway: {
-        upstream: new OpenAiUpstream(new OpenAI({ baseURL: `${worker.url}/v1`, apiKey: TOKEN, maxRetries: 0 })),
-        episodes: new GatewayEpisodes({ idleMs: 60_000, maxEpisodes: 10 }),
-        poolId: "gw",
-        observerFor: genericObserver,
-        submitTool: "submit",
-        defaultFamily: "app",
-      },
-    });
-    await seedPool(deps, createPool("gw", harness, []), {});
-    const secret = await addKey(deps, "agent", ["gateway"]);
-    const api = await startApi(deps);
+    const api = await place(harness);
+    const twin = parseHarnessSpec({ ...harness, id: "gw-notes-2", provenance: { direction: "recovery", parent: "gw-notes" } }); // a pool has a sibling; either one adds the note
+    await seedPool(api.stores as ApiDeps, createPool("gw", harness, [twin]), {});
+    const secret = await addKey(api.stores as ApiDeps, "agent", ["gateway"]);
     const agent = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: { "x-harness-s-episode": "ep-tiny" } });
     const tools = [{ type: "function" as const, function: { name: "lookup", description: "Look up", parameters: { type: "object", properties: {} } } }];
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
@@ -587,6 +611,7 @@ describe("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny m
     try {
       // Act: three turns of an agent that answers every reply (a call: its output is an error; none: it asks again).
       for (let t = 0; t < 3; t++) {
+        if (t === 2) await api.restart?.();
         const reply = (await agent.chat.completions.create({ model: "gw-tiny", messages, tools, temperature: 1, top_p: 1, max_tokens: 12, seed: t })).choices[0]!.message;
         const call = reply.tool_calls?.[0];
         messages.push({ role: "assistant", content: reply.content, ...(call ? { tool_calls: [call] } : {}) } as OpenAI.Chat.ChatCompletionMessageParam);

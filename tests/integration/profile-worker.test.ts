@@ -7,7 +7,7 @@ import { ConflictError, createPool, emptyProfile, type Ballot, type BallotReques
 import { DynamoBallotStore, DynamoProfileStore, SqsQueue, createQueueWithDlq, createTables, localCredentials, pollOnce, tableNames } from "@harness-s/adapters";
 import { createProfileHandler } from "../../functions/profile/handler.ts";
 import { createVoteHandler } from "../../functions/vote/handler.ts";
-import { makeSpec, makeSqsRecord } from "../factories.ts";
+import { ballotEnvelope, makeSpec, makeSqsRecord } from "../factories.ts";
 
 let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
 let ddb: DynamoDBClient;
@@ -197,22 +197,7 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
 
 describe("vote worker over SQS (fauxqs) and DynamoDB Local", () => {
   const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }), makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
-  const request = (key: string, voterId: string): Envelope => ({
-    v: 1,
-    id: `${key}:${voterId}`,
-    type: "ballot.requested",
-    body: {
-      ballotKey: key,
-      decisionId: "d1",
-      voterId,
-      task: { id: "t", family: "app", tags: [] },
-      failureTags: ["x"],
-      failedEvents: [],
-      candidates: pool.siblings,
-      profiles: {},
-      k: 1,
-    },
-  });
+  const request = (key: string, voterId: string) => ballotEnvelope(pool, key, voterId);
   const countingVoter = (id: string, calls: { n: number }, fail = false): Voter => ({
     id,
     vote: async (req: BallotRequest): Promise<Ballot> => {

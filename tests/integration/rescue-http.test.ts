@@ -85,7 +85,10 @@ describe("elastic rescue over HTTP", () => {
     const { id, expected } = await res.json();
     const sent = (deps.dispatch as MemoryQueue).take();
     let ran = 0;
-    const counting = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => (ran++, runRollout(t, h, s));
+    const counting = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => {
+      ran++;
+      return runRollout(t, h, s);
+    };
     const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, jobs: deps.jobs, policies: singlePolicyEndpoint(counting) });
     expect(await handler(makeSqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
     const other = await addKey(deps, "k-other-cancel", ["rescues"]);

@@ -9,13 +9,24 @@ let server: Server;
 let url = "";
 let holding = 0;
 let mostHeld = 0;
-const SAMPLE = JSON.stringify({ policy_version: 0, prompt_ids: [1], completion: { ids: [2], logprobs: [-0.5], text: "x", finish_reason: "stop", content: "x" } });
+const turn = (deviceMs?: number) =>
+  JSON.stringify({
+    policy_version: 0,
+    prompt_ids: [1],
+    completion: { ids: [2], logprobs: [-0.5], text: "x", finish_reason: "stop", content: "x" },
+    ...(deviceMs === undefined ? {} : { usage: { device_ms: deviceMs } }),
+  });
+const SAMPLE = turn(12.5);
 const REFUSALS: Record<string, [number, string]> = { busy: [409, "UPDATE_IN_PROGRESS"], full: [429, "CAPACITY_EXCEEDED"], late: [503, "SAMPLE_TIMEOUT"] };
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     const refusal = Object.entries(REFUSALS).find(([id]) => req.url?.includes(`/policies/${id}/`))?.[1];
     req.resume();
+    if (req.url?.includes("/policies/hostile/")) {
+      res.writeHead(200, { "content-type": "application/json" }).end(turn(1e12));
+      return;
+    }
     if (refusal) {
       res.writeHead(refusal[0], { "content-type": "application/json" }).end(JSON.stringify({ error: { code: refusal[1], message: "no" } }));
       return;
@@ -52,5 +63,14 @@ describe("TokenPolicyClient against a worker on loopback", () => {
       ["POLICY_CAPACITY_EXCEEDED", 429],
       ["POLICY_SAMPLE_TIMEOUT", 503],
     ]);
+  });
+
+  it("reports each sample's device time to the meter, and refuses a device time no sample can take", async () => {
+    const seconds: number[] = [];
+    const client = new TokenPolicyClient(url, { clock: systemClock, onDeviceSeconds: (s) => seconds.push(s) });
+    await Promise.all([client.sample("p", sample(1)), client.sample("p", sample(2))]);
+    expect(seconds).toEqual([0.0125, 0.0125]);
+    await expect(client.sample("hostile", sample(3))).rejects.toThrow(/device_ms/);
+    expect(seconds).toHaveLength(2);
   });
 });

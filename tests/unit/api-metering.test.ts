@@ -171,6 +171,7 @@ describe("usage meter totals", () => {
   it("adds LLM cost like every other field", async () => {
     const meter: UsageMeter = new MemoryUsageMeter();
     await meter.add("k", { llmCostUsd: 0.25 });
-    expect((await meter.add("k", { llmCostUsd: 0.5 })).llmCostUsd).toBeCloseTo(0.75);
+    await meter.add("k", { llmCostUsd: 0.5 });
+    expect((await meter.get("k")).llmCostUsd).toBeCloseTo(0.75);
   });
 });

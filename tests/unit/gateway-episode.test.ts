@@ -1,21 +1,12 @@
 import { describe, expect, it } from "vitest";
-import {
-  ConflictError,
-  EpisodeClosedError,
-  GatewayEpisode,
-  GatewayEpisodes,
-  episodeDatums,
-  genericObserver,
-  type RecordedTurn,
-  type UpstreamChat,
-  type UpstreamTurn,
-} from "@harness-s/core";
+import { ConflictError, GatewayEpisode, episodeDatums, genericObserver, type RecordedTurn, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
 import { makeSpec, makeTask } from "../factories.ts";
 
 const reply = (name: string): UpstreamTurn => ({ completion: { id: "c" }, reply: { content: null, toolCalls: [{ name, arguments: "{}" }] } });
 const turn = (promptIds: number[], completionIds: number[], id?: string): RecordedTurn => ({
   action: "x",
   harnessNotes: [],
+  prompt: "p",
   turn: { completion: {}, reply: { content: null, toolCalls: [] }, promptIds, completionIds, logprobs: completionIds.map(() => -1), ...(id ? { id } : {}) },
 });
 
@@ -68,27 +59,16 @@ describe("a gateway episode's requests", () => {
       },
     });
     // Act + Assess
-    const a = await episode.advance(first, {}, 0);
-    expect(await episode.advance(first, {}, 1)).toBe(a);
+    const a = await episode.advance(first, {});
+    expect(await episode.advance(first, {})).toBe(a);
     const echo = { role: "assistant" as const, content: null, tool_calls: [{ id: "c", type: "function" as const, function: { name: "look", arguments: "{}" } }] };
     const next = [...first, echo, { role: "tool" as const, content: "ok", tool_call_id: "c" }];
-    const pending = episode.advance(next, {}, 2);
-    await expect(episode.advance(next, {}, 2)).rejects.toBeInstanceOf(ConflictError);
+    const pending = episode.advance(next, {});
+    await expect(episode.advance(next, {})).rejects.toBeInstanceOf(ConflictError);
     release();
     expect((await pending).kind).toBe("reply");
-    const last = await episode.advance([...next, echo, { role: "tool" as const, content: "ok", tool_call_id: "c" }], {}, 3);
+    const last = await episode.advance([...next, echo, { role: "tool" as const, content: "ok", tool_call_id: "c" }], {});
     expect(last).toEqual({ kind: "ended", reason: "budget-exhausted" });
     expect(calls).toBe(2);
-  });
-
-  it("an idle episode is closed by the sweep; a request to it is refused with EPISODE_CLOSED", async () => {
-    const episodes = new GatewayEpisodes({ idleMs: 1_000, maxEpisodes: 10 });
-    const episode = start({ complete: async () => reply("look") });
-    episodes.add(episode);
-    await episode.advance(first, {}, 0);
-    episodes.sweep(5_000);
-    expect(episode.status).toBe("closed");
-    await expect(episode.advance([...first, { role: "assistant" as const, content: null }], {}, 5_001)).rejects.toBeInstanceOf(EpisodeClosedError);
-    expect(episode.trajectory().turns).toHaveLength(1);
   });
 });

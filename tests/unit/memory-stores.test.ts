@@ -11,15 +11,19 @@ import {
   MemoryRolloutStore,
   MemoryUsageMeter,
   MemoryRescueSlots,
+  MemoryGatewayEpisodeStore,
 } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
+import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 
-storeContract("in-memory", async () => ({
+gatewayEpisodeStoreContract("in-memory", async () => new MemoryGatewayEpisodeStore());
+
+storeContract("in-memory", async (clock) => ({
   pools: new MemoryPoolStore(),
   profiles: new MemoryProfileStore(),
   decisions: new MemoryDecisionStore(),
   keys: new MemoryApiKeyStore(),
-  meter: new MemoryUsageMeter(),
+  meter: new MemoryUsageMeter(clock),
   rollouts: new MemoryRolloutStore(),
   jobs: new MemoryRescueJobStore(),
   ballots: new MemoryBallotStore(),

@@ -7,6 +7,8 @@ import {
   ExperimentRequest,
   ExperimentStep,
   NotFoundError,
+  CostOfGoods,
+  Quote,
   ValidationError,
   cancelExperiment,
   experimentStatus,
@@ -15,8 +17,9 @@ import {
   visibleTo,
 } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
+import { pricing } from "./account.ts";
 import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget, pathId } from "../openapi-parts.ts";
 
 const record = ExperimentRecord.shape;
 /** What `experimentStatus` answers: state, progress, usage and cost so far. */
@@ -27,7 +30,9 @@ const ExperimentStatus = z.object({
   progress: record.progress,
   attempts: z.number().int(),
   cost: record.usage.extend({ usd: z.number() }),
-  budget: z.object({ rollouts: z.number().int() }).nullable(),
+  budget: z.object({ rollouts: z.number().int(), usd: z.number().optional() }).nullable(),
+  quote: Quote.nullable(),
+  actual: z.object({ usage: z.record(z.string(), z.number()), costOfGoods: CostOfGoods, chargeUsd: z.number() }).nullable(),
   stopReason: z.string().nullable(),
   error: z.string().nullable(),
   createdAt: z.number(),
@@ -47,7 +52,7 @@ export const experimentRoutes = {
     tags: ["experiments"],
     summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it",
     request: { body: jsonBody(ExperimentRequest) },
-    responses: { 202: jsonOf("accepted: id, status, progress, cost so far", ExperimentStatus), ...errors, ...bodyErrors },
+    responses: { 202: jsonOf("accepted: id, status, progress, cost so far", ExperimentStatus), ...overBudget, ...errors, ...bodyErrors },
   }),
   get: createRoute({
     method: "get",
@@ -103,10 +108,14 @@ export const experimentsApp = (deps: ApiDeps) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes, deps.bodyTimeouts);
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
-      const started = await startExperiment(req, key.id, { ...deps, slots, newId: () => deps.newId("exp") });
+      const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
+      const started = await startExperiment(req, key.id, { ...deps, slots, quoting, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(started, deps.prices), 202);
     })
-    .openapi(experimentRoutes.get, async (c) => c.json(experimentStatus(await own(idParam(c, "id"), await requireScope(c, "experiments", deps)), deps.prices), 200))
+    .openapi(experimentRoutes.get, async (c) => {
+      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      return c.json(experimentStatus(found, deps.prices, { usage: await deps.meter.job(found.id), priceList: pricing(deps).priceList }), 200);
+    })
     .openapi(experimentRoutes.cancel, async (c) => {
       const key = await requireScope(c, "experiments", deps);
       return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);

@@ -13,7 +13,6 @@ import {
   formatIssues,
   gatewayChat,
   spendUsage,
-  type GatewayEpisode,
 } from "@harness-s/core";
 import type { ApiDeps, GatewaySettings } from "../deps.ts";
 import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
@@ -45,8 +44,8 @@ export const gatewayRoutes = {
       },
       ...errors,
       409: error("another request of this episode is still being answered"),
-      410: error("EPISODE_CLOSED: the episode idled out, failed or the gateway restarted; start the conversation again"),
-      501: error("this deployment runs no gateway (it needs a long-lived process: harness-s serve --gateway-upstream)"),
+      410: error("EPISODE_CLOSED: the episode idled out, failed, expired, or cannot be replayed here (its harness changed); start the conversation again"),
+      501: error("this deployment runs no gateway (set the GatewayConfig secret, or run harness-s serve --gateway-upstream URL)"),
       400: error("VALIDATION_FAILED: a bad body or header; UPSTREAM_REJECTED: the model endpoint refused the request as sent (a sampling parameter, its length)"),
       502: error("UPSTREAM_FAILED: the model endpoint failed; send the same request again and the episode goes on"),
       ...bodyErrors,
@@ -77,7 +76,7 @@ export const gatewayRoutes = {
 export const gatewayBodyBytes = (gateway: Pick<GatewaySettings, "maxBodyBytes">): number => gateway.maxBodyBytes ?? GATEWAY_LIMITS.maxBodyBytes;
 
 function gatewayOf(deps: ApiDeps) {
-  if (!deps.gateway) throw new NotConfiguredError("this deployment runs no gateway: it needs a long-lived process (harness-s serve --gateway-upstream URL)");
+  if (!deps.gateway) throw new NotConfiguredError("this deployment runs no gateway: set its GatewayConfig secret (deployed) or run harness-s serve --gateway-upstream URL");
   return { ...deps, ...deps.gateway };
 }
 
@@ -97,10 +96,9 @@ function metaOf(c: Context): GatewayRequestMeta {
   return parsed.data;
 }
 
-const owned = (deps: ApiDeps, id: string, keyId: string): GatewayEpisode => {
-  const episode = gatewayOf(deps).episodes.get(keyId, id);
-  if (!episode) throw new NotFoundError("gateway episode", id);
-  return episode;
+const found = <T>(value: T | undefined, id: string): T => {
+  if (value === undefined) throw new NotFoundError("gateway episode", id);
+  return value;
 };
 
 export const gatewayApp = (deps: ApiDeps) =>
@@ -109,11 +107,10 @@ export const gatewayApp = (deps: ApiDeps) =>
       const key = await requireScope(c, "gateway", deps);
       const gw = gatewayOf(deps);
       const body = await parseBody(c, GatewayChatRequest, gatewayBodyBytes(gw), deps.bodyTimeouts);
-      const { out, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
-      const spent = episode.takeSpent();
+      const { out, spent, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
       addUsage(c, { gatewayTurns: spent.turns, gatewayTokens: spent.tokens, ...(decision ? ballotUsage(decision) : {}) });
       if (out.kind === "upstream-error") throw out.error;
-      c.header("x-harness-s-harness", episode.harness.id);
+      c.header("x-harness-s-harness", episode.harnessId);
       c.header("x-harness-s-decision", episode.decisionId);
       c.header("x-harness-s-episode", episode.id);
       const completion = completionFor(out, body.model, gw.submitTool);
@@ -122,11 +119,12 @@ export const gatewayApp = (deps: ApiDeps) =>
     })
     .openapi(gatewayRoutes.episode, async (c) => {
       const key = await requireScope(c, "gateway", deps);
-      return c.json(owned(deps, idParam(c, "id"), key.id).trajectory(), 200);
+      const id = idParam(c, "id");
+      return c.json(found(await gatewayOf(deps).episodes.trajectory(key.id, id, deps.clock.now()), id), 200);
     })
     .openapi(gatewayRoutes.reward, async (c) => {
       const key = await requireScope(c, "gateway", deps);
-      const episode = owned(deps, idParam(c, "id"), key.id);
-      episode.reward = (await parseBody(c, Reward, deps.maxBodyBytes, deps.bodyTimeouts)).reward;
-      return c.json(episode.trajectory(), 200);
+      const id = idParam(c, "id");
+      const { reward } = await parseBody(c, Reward, deps.maxBodyBytes, deps.bodyTimeouts);
+      return c.json(found(await gatewayOf(deps).episodes.setReward(key.id, id, reward, deps.clock.now()), id), 200);
     });

@@ -5,6 +5,7 @@ import { gatewayRoutes } from "./gateway.ts";
 import { policyEndpointRoutes } from "./policy-endpoints.ts";
 import { poolRoutes } from "./pools.ts";
 import { profileRoutes } from "./profiles.ts";
+import { quoteRoutes } from "./quotes.ts";
 import { rescueRoutes } from "./rescues.ts";
 import { routeRoutes } from "./route.ts";
 
@@ -17,6 +18,7 @@ export const ROUTES = {
   "/v1/rescues": rescueRoutes,
   "/v1/policy-endpoints": policyEndpointRoutes,
   "/v1/experiments": experimentRoutes,
+  "/v1/quotes": quoteRoutes,
   "/v1/gateway": gatewayRoutes,
   "": accountRoutes,
 } as const;

@@ -33,8 +33,8 @@ export const profileRoutes = {
 export const profilesApp = (deps: ApiDeps) =>
   new OpenAPIHono<ApiEnv>()
     .openapi(profileRoutes.evidence, async (c) => {
-      await requireScope(c, "profiles:write", deps);
-      const queued = await reportEvidence(await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts), deps);
+      const key = await requireScope(c, "profiles:write", deps);
+      const queued = await reportEvidence(await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts), deps, { keyId: key.id });
       addUsage(c, { rollouts: queued.queued });
       return c.json(queued, 202);
     })

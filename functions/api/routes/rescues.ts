@@ -14,10 +14,12 @@ import {
   spendUsage,
   startRescue,
   waitForRescue,
+  ensureAffordable,
 } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
+import { pricing } from "./account.ts";
 import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId, overBudget } from "../openapi-parts.ts";
 
 const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
 
@@ -33,6 +35,7 @@ export const rescueRoutes = {
     responses: {
       202: jsonOf("accepted: id, chosen harnesses, expected rollouts", RescueAccepted),
       ...notFound("pool or task"),
+      ...overBudget,
       501: error("this deployment has no dispatch worker"),
       ...errors,
       ...bodyErrors,
@@ -85,6 +88,7 @@ export const rescuesApp = (deps: ApiDeps) =>
     .openapi(rescueRoutes.start, async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const body = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+      await ensureAffordable({ rescue: body }, key, pricing(deps));
       const job = await startRescue(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
       addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);

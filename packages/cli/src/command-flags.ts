@@ -51,15 +51,25 @@ export const ExperimentFlags = z
     evalSamples: int(3, 1000).optional(),
     profileBudget: int(0).optional(),
     voters: z.string().min(1).optional(),
-    env: z.enum(["embedded", "dbbench"]),
+    env: z.enum(["embedded", "dbbench", "appworld", "swe-gym"]),
     engine: z.enum(["mysql", "sqlite"]),
     mysqlUrl: url,
     pool: z.string().min(1).optional(),
     dbConcurrency: int(1, 256),
+    appworldUrls: z
+      .string()
+      .transform((v) => v.split(",").map((s) => s.trim()))
+      .pipe(z.array(z.string().url()).min(1).max(256))
+      .optional(),
+    appworldTasks: z.string().min(1).optional(),
+    appworldServers: int(1, 64),
+    sweInstances: z.string().min(1).optional(),
+    sweDeployments: url.optional(),
+    sweTestsBlocked: z.boolean().optional(),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
-  .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench trains a language model: it needs --policy worker" })
-  .refine((o) => o.env === "embedded" || (o.runtime === "in-process" && !o.sweep), { path: ["env"], message: "--env dbbench runs in process, without sweeps" })
+  .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench, appworld and swe-gym train a language model: they need --policy worker" })
+  .refine((o) => o.env === "embedded" || (o.runtime === "in-process" && !o.sweep), { path: ["env"], message: "--env dbbench, appworld and swe-gym run in process, without sweeps" })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });
 
 export const SuiteLmFlags = z.strictObject({
@@ -104,6 +114,7 @@ export const EvolveFlags = z.strictObject({
 
 export { ServeOptions as ServeFlags } from "./commands/serve.ts";
 export { EnvServeOptions as EnvServeFlags } from "./commands/env-serve.ts";
+export { FixturesServeOptions as FixturesServeFlags } from "./commands/fixtures-serve.ts";
 
 export const BenchFlags = z.strictObject({ seconds: positive, worker: z.boolean().optional(), env: z.enum(["embedded", "dbbench"]), mysqlUrl: z.string().url() });
 export const PolicyServeFlags = z.strictObject({ port, host: z.string().min(1), cueStrength: nonNegative });

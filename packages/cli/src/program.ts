@@ -19,6 +19,7 @@ import {
   policyServeDefaults,
   ReportFlags,
   EnvServeFlags,
+  FixturesServeFlags,
   ServeFlags,
   SuiteLmFlags,
   TuneFlags,
@@ -104,14 +105,26 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     )
     .option("--voters <file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum) the router arms decide with; default the statistical voters")
     .addOption(
-      new Option("--env <env>", "the environment: the embedded suite, or dbbench (needs --policy worker; the fixed splits, AgentBench's accuracies in the report)")
-        .choices(["embedded", "dbbench"])
+      new Option(
+        "--env <env>",
+        "the environment: the embedded suite; dbbench (the fixed splits, AgentBench's accuracies in the report); appworld or swe-gym (at local fixture servers unless their URLs are given); all but embedded need --policy worker",
+      )
+        .choices(["embedded", "dbbench", "appworld", "swe-gym"])
         .default("embedded"),
     )
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
     .option("--mysql-url <url>", "with --env dbbench: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
     .option("--pool <file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)")
     .option("--db-concurrency <n>", "with --env dbbench: rollout databases open at once", "8")
+    .option(
+      "--appworld-urls <list>",
+      "with --env appworld: AppWorld environment servers (`appworld serve environment`, one live task each), comma-separated; default local fixture servers",
+    )
+    .option("--appworld-tasks <file>", "with --env appworld: task ids per slot (JSON {train, dev, heldout, tags}); default the fixture tasks")
+    .option("--appworld-servers <n>", "with --env appworld and no --appworld-urls: local fixture servers to start", "4")
+    .option("--swe-instances <file>", "with --env swe-gym: SWE-bench-format instances (JSON lines); default the fixture repositories")
+    .option("--swe-deployments <url>", "with --env swe-gym: a deployment service starting one SWE-ReX runtime per instance; default the local fixture server")
+    .option("--swe-tests-blocked", "with --env swe-gym: refuse commands that run a test suite (the setting of the assertion-fallback behaviour)")
     .action(async (raw) => {
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
@@ -153,6 +166,10 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         profileBudget: o.profileBudget,
         voters: o.voters,
         ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
+        ...(o.env === "appworld" ? { remote: { kind: "appworld" as const, urls: o.appworldUrls, tasks: o.appworldTasks, servers: o.appworldServers } } : {}),
+        ...(o.env === "swe-gym"
+          ? { remote: { kind: "swe-gym" as const, instances: o.sweInstances, deployments: o.sweDeployments, testsBlocked: o.sweTestsBlocked ?? false } }
+          : {}),
       });
     });
 
@@ -339,6 +356,16 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--gateway-env <env>", "how the gateway reads tool outputs: generic or dbbench", "generic")
     .option("--allow-loopback-endpoints", "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused", false)
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
+
+  program
+    .command("fixtures-serve")
+    .description("Start the local AppWorld-protocol and SWE-ReX-protocol servers (fixture tasks and repositories written here; agent code confined by bubblewrap) on loopback")
+    .option("--appworld-servers <n>", "AppWorld-protocol servers (one live task each)", "2")
+    .option("--appworld-port <n>", "the first AppWorld server's port (the rest follow; 0 picks free ones)", "0")
+    .option("--swe-port <n>", "the SWE-ReX-protocol server's port (0 picks a free one)", "0")
+    .option("--no-swe", "start no SWE-ReX-protocol server")
+    .option("--trusted-fixtures-only", "run without bubblewrap where it is missing: only for code you trust (the servers refuse to start unconfined otherwise)", false)
+    .action(async (raw) => (await import("./commands/fixtures-serve.ts")).fixturesServeCommand(parseFlags(FixturesServeFlags, raw, "fixtures-serve")));
 
   program
     .command("env-serve")

@@ -65,6 +65,8 @@ class Running:
     next_id: int
     out_ids: list[int] = field(default_factory=list)
     out_logprobs: list[float] = field(default_factory=list)
+    # Device time attributed to this sequence: each forward pass's time split evenly over its rows.
+    device_s: float = 0.0
 
 
 # From this many cached positions a running batch writes each step's keys and values in place
@@ -175,7 +177,7 @@ class KvStore:
 
 
 class Engine:
-    """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason)."""
+    """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason, device_seconds)."""
 
     def __init__(self, model: Any, model_lock: threading.Lock, set_adapter: Callable[[str], None], cache_bytes: int = 1 << 30, max_batch: int = 64) -> None:
         self.model, self.model_lock, self.set_adapter = model, model_lock, set_adapter
@@ -296,6 +298,7 @@ class Engine:
         reqs = self._admitted(reqs)
         if not reqs:
             return
+        started = time.perf_counter()
         with self.cond:
             taken = [self.kv.take(r.key, r.ids) for r in reqs]
         unique: list[tuple[Request, list[Any] | None, int]] = []
@@ -318,8 +321,9 @@ class Engine:
             layers = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in layers]
         generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
         logits = constrain(logits, [(r.constraint, []) for r in reqs])
-        tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)
-        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]]) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
+        tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)  # draw reads the tokens back: the device has finished
+        share = (time.perf_counter() - started) / len(reqs)
+        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]], device_s=share) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
         self._merge(adapter, rows, layers, mask)
 
     def _prefill(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[Any, torch.Tensor]:
@@ -374,6 +378,7 @@ class Engine:
     def _step(self, adapter: str) -> None:
         batch = self.batches[adapter]
         rows = batch["rows"]
+        started = time.perf_counter()
         dev = batch["mask"].device
         attention = torch.cat([batch["mask"], torch.ones(len(rows), 1, dtype=torch.long, device=dev)], dim=1)
         ids = torch.tensor([[r.next_id] for r in rows], device=dev)
@@ -387,7 +392,9 @@ class Engine:
         batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
         logits = constrain(out.logits[:, -1].float(), [(r.req.constraint, r.out_ids) for r in rows])
         tokens, logprobs = draw(logits, [r.req.rule for r in rows], [r.generator for r in rows])
+        share = (time.perf_counter() - started) / len(rows)
         for i, row in enumerate(rows):
+            row.device_s += share
             row.length += 1
             row.next_id = tokens[i]
             row.out_ids.append(tokens[i])
@@ -429,7 +436,7 @@ class Engine:
             self.kv.put(row.req.key, row.req.ids + row.out_ids[:-1], layers)
         finish = "stop" if row.next_id in row.req.eos_ids else "length"
         if not row.req.future.done():
-            row.req.future.set_result((row.out_ids, row.out_logprobs, finish))
+            row.req.future.set_result((row.out_ids, row.out_logprobs, finish, row.device_s))
 
 
 def constrain(logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch.Tensor] | None, list[int]]]) -> torch.Tensor:

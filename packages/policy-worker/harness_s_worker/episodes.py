@@ -107,11 +107,11 @@ class Episodes:
             request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.policies.eos_ids, sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
             return request, context
 
-    def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str]) -> dict[str, Any]:
+    def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str, float]) -> dict[str, Any]:
         """Records the turn in its episode and returns the completion (text, tool calls). A keyed
         turn that a repeat of its request already answered keeps that answer: the episode holds
         the one completion its caller was given, whichever of the two finished first."""
-        ids, logprobs, finish = result
+        ids, logprobs, finish, device_s = result
         turn = self.turns.after(ids)
         p = context.policy
         completion = {"ids": ids, "logprobs": logprobs, "text": turn["text"], "finish_reason": finish, "content": turn["content"]}
@@ -119,7 +119,7 @@ class Episodes:
             completion["tool_calls"] = turn["calls"]
         if turn["parse_error"] is not None:
             completion["parse_error"] = turn["parse_error"]
-        out = {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion}
+        out = {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion, "usage": {"device_ms": round(device_s * 1000, 3)}}
         with self.policies.lock:
             if p.version != context.version:  # an update published meanwhile closed the episode
                 return out

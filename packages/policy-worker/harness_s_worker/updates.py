@@ -96,7 +96,8 @@ class Updates:
             job.status = "running"
             saved = copy.deepcopy(p.optim().state_dict())
             try:
-                metrics = train(policies, p, body)
+                started = time.perf_counter()
+                metrics = {**train(policies, p, body), "device_ms": round((time.perf_counter() - started) * 1000, 3)}
             except Exception:
                 with policies.adapted.lock:
                     policies.adapted.copy_adapter(p.adapter, p.train_adapter)

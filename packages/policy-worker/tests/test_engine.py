@@ -1,6 +1,7 @@
 """The batched sampler: many episodes at once, cached prefixes, eviction, and sampling beside an update."""
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from conftest import SPEC, datum_from
@@ -131,3 +132,17 @@ def test_long_context_batches_decode_in_growing_buffers_with_the_same_logprobs(c
         turns = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 160 + 10 * i, "seed": i}}).json(), range(8)))
     assert any(len(t["completion"]["ids"]) > 128 for t in turns)  # grew past the first buffer's room
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
+
+
+def test_each_turn_reports_its_share_of_device_time_and_a_batch_never_counts_it_twice(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    policies = client.policies
+    prepared = [policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"d{i}", **FIRST, "sampling": {"max_tokens": 16, "seed": i}})) for i in range(6)]
+    started = time.perf_counter()
+    futures = [policies.engine.submit(request) for request, _ in prepared]
+    turns = [policies.episodes.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
+    wall_ms = (time.perf_counter() - started) * 1000
+    device = [t["usage"]["device_ms"] for t in turns]
+    assert all(d > 0 for d in device)
+    assert sum(device) <= wall_ms  # shares of the passes the batch ran, not each turn's own wall time
+    assert sum(device) > 0.3 * wall_ms  # and most of the time the batch took

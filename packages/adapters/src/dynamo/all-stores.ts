@@ -1,5 +1,7 @@
+import { DynamoGatewayEpisodeStore } from "./gateway-episode-store.ts";
 import { DynamoPolicyEndpointStore } from "./endpoint-store.ts";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Clock } from "@harness-s/core";
 import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore } from "./experiment-stores.ts";
 import { DynamoProfileStore } from "./profile-store.ts";
 import { DynamoRescueSlots } from "./rescue-slots.ts";
@@ -14,13 +16,13 @@ import type { TableNames } from "./table-specs.ts";
  * @example
  * const stores = dynamoStores(DynamoDBDocumentClient.from(client), tableNames("local-"), { decisionTtlSeconds: 7 * 24 * 3600 });
  */
-export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number } = {}) {
+export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number; clock?: Clock } = {}) {
   return {
     pools: new DynamoPoolStore(doc, tables),
     profiles: new DynamoProfileStore(doc, tables),
     decisions: new DynamoDecisionStore(doc, tables, opts.decisionTtlSeconds),
     keys: new DynamoApiKeyStore(doc, tables),
-    meter: new DynamoUsageMeter(doc, tables),
+    meter: new DynamoUsageMeter(doc, tables, opts.clock),
     jobs: new DynamoRescueJobStore(doc, tables),
     rollouts: new DynamoRolloutStore(doc, tables),
     ballots: new DynamoBallotStore(doc, tables, opts.decisionTtlSeconds),
@@ -28,5 +30,6 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     experimentSteps: new DynamoExperimentStepStore(doc, tables),
     endpoints: new DynamoPolicyEndpointStore(doc, tables),
     rescueSlots: new DynamoRescueSlots(doc, tables),
+    gatewayEpisodes: new DynamoGatewayEpisodeStore(doc, tables),
   };
 }

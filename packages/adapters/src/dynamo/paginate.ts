@@ -1,4 +1,5 @@
 import type { QueryCommandOutput, ScanCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { ValidationError } from "@harness-s/core";
 import { aws } from "../errors.ts";
 
 type Page = Pick<QueryCommandOutput | ScanCommandOutput, "Items" | "LastEvaluatedKey">;
@@ -10,12 +11,17 @@ type Page = Pick<QueryCommandOutput | ScanCommandOutput, "Items" | "LastEvaluate
  * @example
  * const items = await allItems("list pools", (start) => doc.send(new ScanCommand({ TableName, ExclusiveStartKey: start })));
  */
-export async function allItems(what: string, page: (start: Record<string, unknown> | undefined) => Promise<Page>): Promise<Record<string, unknown>[]> {
+export async function allItems(
+  what: string,
+  page: (start: Record<string, unknown> | undefined) => Promise<Page>,
+  max = Number.POSITIVE_INFINITY,
+): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
     const out = await aws(what, () => page(start));
     items.push(...(out.Items ?? []));
+    if (items.length > max) throw new ValidationError(what, [`more than ${max} items: ask for less (a shorter period)`]);
     start = out.LastEvaluatedKey;
   } while (start);
   return items;

@@ -1,12 +1,21 @@
 import { allItems } from "./paginate.ts";
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import {
   ApiKeyRecord,
   ConflictError,
   HarnessPool,
+  parseOrThrow,
   RescueJob,
   RoutingDecision,
+  USAGE_LIMITS,
+  byKeyAndDay,
+  dayOf,
+  jobUsageKey,
+  systemClock,
   zeroUsage,
+  type Clock,
+  type UsageDay,
+  type UsageQuery,
   type RolloutSpend,
   type RescueJobStore,
   type ApiKeyStore,
@@ -29,6 +38,7 @@ export class DynamoPoolStore implements PoolStore {
   ) {}
 
   async put(pool: HarnessPool): Promise<void> {
+    parseOrThrow(HarnessPool, pool, "pool"); // refused on write, never found unreadable on a later read
     try {
       await aws("put pool", () =>
         this.doc.send(
@@ -100,34 +110,65 @@ export class DynamoApiKeyStore implements ApiKeyStore {
   }
 }
 
-/** Usage totals per key, added with one atomic UpdateItem (ADD) per call. */
+/** Usage totals per key (and per job), and per key and day: one transaction (one write call) per `add`. */
 export class DynamoUsageMeter implements UsageMeter {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
+    private readonly clock: Clock = systemClock,
   ) {}
 
-  async add(keyId: string, usage: Partial<Usage>): Promise<Usage> {
+  async add(keyId: string, usage: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
     const fields = (Object.keys(zeroUsage) as (keyof Usage)[]).filter((k) => (usage[k] ?? 0) !== 0);
-    if (fields.length === 0) return this.get(keyId);
-    const out = await aws("meter usage", () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tables.Usage,
-          Key: { keyId },
-          UpdateExpression: `ADD ${fields.map((f) => `#${f} :${f}`).join(", ")}`,
-          ExpressionAttributeNames: Object.fromEntries(fields.map((f) => [`#${f}`, f])),
-          ExpressionAttributeValues: Object.fromEntries(fields.map((f) => [`:${f}`, usage[f]])),
-          ReturnValues: "ALL_NEW",
-        }),
-      ),
-    );
-    return toUsage(out.Attributes);
+    if (fields.length === 0) return;
+    const update = {
+      UpdateExpression: `ADD ${fields.map((f) => `#${f} :${f}`).join(", ")}`,
+      ExpressionAttributeNames: Object.fromEntries(fields.map((f) => [`#${f}`, f])),
+      ExpressionAttributeValues: Object.fromEntries(fields.map((f) => [`:${f}`, usage[f]])),
+    };
+    const items = [
+      { Update: { TableName: this.tables.Usage, Key: { keyId }, ...update } },
+      { Update: { TableName: this.tables.UsageDays, Key: { keyId, day: dayOf(this.clock.now()) }, ...update } },
+      ...(opts.jobId ? [{ Update: { TableName: this.tables.Usage, Key: { keyId: jobUsageKey(opts.jobId) }, ...update } }] : []),
+    ];
+    await aws("meter usage", () => this.doc.send(new TransactWriteCommand({ TransactItems: items })));
   }
 
   async get(keyId: string): Promise<Usage> {
     const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
     return toUsage(out.Item);
+  }
+
+  job(jobId: string): Promise<Usage> {
+    return this.get(jobUsageKey(jobId));
+  }
+
+  /** One key's days by a Query; every key's by a Scan of the period (an export, not a hot path). */
+  async byDay(q: UsageQuery): Promise<UsageDay[]> {
+    const values = { ":from": q.from, ":to": q.to };
+    const items = await allItems(
+      "read usage by day",
+      (start) =>
+        this.doc.send(
+          q.keyId === undefined
+            ? new ScanCommand({
+                TableName: this.tables.UsageDays,
+                FilterExpression: "#day BETWEEN :from AND :to",
+                ExpressionAttributeNames: { "#day": "day" },
+                ExpressionAttributeValues: values,
+                ExclusiveStartKey: start,
+              })
+            : new QueryCommand({
+                TableName: this.tables.UsageDays,
+                KeyConditionExpression: "keyId = :k AND #day BETWEEN :from AND :to",
+                ExpressionAttributeNames: { "#day": "day" },
+                ExpressionAttributeValues: { ...values, ":k": q.keyId },
+                ExclusiveStartKey: start,
+              }),
+        ),
+      USAGE_LIMITS.maxRows,
+    );
+    return items.map((i) => ({ keyId: String(i.keyId), day: String(i.day), usage: toUsage(i) })).sort(byKeyAndDay);
   }
 
   /** One conditional UpdateItem: the condition and the ADD are applied together by DynamoDB. */

@@ -2,7 +2,21 @@
 /** One table: the single source of truth for the SST stacks and the local runtime. */
 export interface TableSpec {
   /** Logical name; the physical name is `${prefix}${name}` locally and chosen by SST in the cloud. */
-  name: "Pools" | "Profiles" | "Decisions" | "ApiKeys" | "Usage" | "Processed" | "Rollouts" | "RescueJobs" | "Ballots" | "Experiments" | "ExperimentSteps" | "PolicyEndpoints";
+  name:
+    | "Pools"
+    | "Profiles"
+    | "Decisions"
+    | "ApiKeys"
+    | "Usage"
+    | "Processed"
+    | "Rollouts"
+    | "RescueJobs"
+    | "Ballots"
+    | "Experiments"
+    | "ExperimentSteps"
+    | "PolicyEndpoints"
+    | "GatewayEpisodes"
+    | "UsageDays";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -13,7 +27,10 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Profiles", partitionKey: "poolId", sortKey: "harnessId" },
   { name: "Decisions", partitionKey: "id", ttlAttribute: "expiresAt" },
   { name: "ApiKeys", partitionKey: "hash" },
+  /** Usage totals per key, and per experiment under `job#<id>` (never an API key's id: `#` is not in one). */
   { name: "Usage", partitionKey: "keyId" },
+  /** Usage per key and UTC day (sort key `YYYY-MM-DD`), written with the totals in one transaction. */
+  { name: "UsageDays", partitionKey: "keyId", sortKey: "day" },
   /** Ids of queue messages already applied (idempotent consumers); expire after a week. */
   { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
   /** Rollouts by job; sort key `<index>#<chunk>` (gzip, chunked below the 400 KB item limit). */
@@ -27,6 +44,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "ExperimentSteps", partitionKey: "experimentId", sortKey: "key" },
   /** The policy endpoints each key registered (its secret header inside; never returned). */
   { name: "PolicyEndpoints", partitionKey: "keyId", sortKey: "id" },
+  /** Gateway episodes by key: sort key `ep#<id>#m` (meta), `…#i#<c>` (opening), `…#s#<n>#<c>` (steps), `open#<opening>#<t>#<id>` (index). */
+  { name: "GatewayEpisodes", partitionKey: "keyId", sortKey: "sk", ttlAttribute: "expiresAt" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

@@ -1,10 +1,20 @@
 import {
   ConflictError,
+  HarnessPool,
+  parseOrThrow,
   Envelope as EnvelopeSchema,
   ValidationError,
   formatIssues,
   emptyProfile,
   zeroUsage,
+  USAGE_LIMITS,
+  byKeyAndDay,
+  dayOf,
+  jobUsageKey,
+  systemClock,
+  type Clock,
+  type UsageDay,
+  type UsageQuery,
   type RescueSlots,
   type RolloutSpend,
   type Envelope,
@@ -17,7 +27,6 @@ import {
   type ApiKeyRecord,
   type ApiKeyStore,
   type DecisionStore,
-  type HarnessPool,
   type PoolStore,
   type Profile,
   type ProfileSet,
@@ -52,6 +61,7 @@ export class MemoryPoolStore implements PoolStore {
   private readonly pools = new Map<string, HarnessPool>();
 
   async put(pool: HarnessPool): Promise<void> {
+    parseOrThrow(HarnessPool, pool, "pool"); // as the DynamoDB store: a pool it could not read back is refused
     const existing = this.pools.get(pool.id);
     if (existing && existing.version !== pool.version) throw new ConflictError(`pool ${pool.id} already exists with version ${existing.version}; pools are immutable`);
     this.pools.set(pool.id, frozenCopy(pool));
@@ -121,16 +131,34 @@ export class MemoryApiKeyStore implements ApiKeyStore {
 
 export class MemoryUsageMeter implements UsageMeter {
   private readonly totals = new Map<string, Usage>();
+  private readonly days = new Map<string, UsageDay>();
 
-  async add(keyId: string, usage: Partial<Usage>): Promise<Usage> {
-    const t = { ...(this.totals.get(keyId) ?? zeroUsage) };
-    for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) t[k] += usage[k] ?? 0;
-    this.totals.set(keyId, t);
-    return { ...t };
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  async add(keyId: string, usage: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
+    const plus = (t: Usage) => {
+      for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) t[k] += usage[k] ?? 0;
+      return t;
+    };
+    this.totals.set(keyId, plus({ ...(this.totals.get(keyId) ?? zeroUsage) }));
+    if (opts.jobId) this.totals.set(jobUsageKey(opts.jobId), plus({ ...(this.totals.get(jobUsageKey(opts.jobId)) ?? zeroUsage) }));
+    const day = dayOf(this.clock.now());
+    const row = this.days.get(`${keyId}\n${day}`) ?? { keyId, day, usage: { ...zeroUsage } };
+    this.days.set(`${keyId}\n${day}`, { ...row, usage: plus({ ...row.usage }) });
   }
 
   async get(keyId: string): Promise<Usage> {
     return { ...(this.totals.get(keyId) ?? zeroUsage) };
+  }
+
+  job(jobId: string): Promise<Usage> {
+    return this.get(jobUsageKey(jobId));
+  }
+
+  async byDay(q: UsageQuery): Promise<UsageDay[]> {
+    const rows = [...this.days.values()].filter((r) => (q.keyId === undefined || r.keyId === q.keyId) && r.day >= q.from && r.day <= q.to);
+    if (rows.length > USAGE_LIMITS.maxRows) throw new ValidationError("read usage by day", [`more than ${USAGE_LIMITS.maxRows} items: ask for less (a shorter period)`]);
+    return rows.sort(byKeyAndDay).map((r) => ({ ...r, usage: { ...r.usage } }));
   }
 
   private readonly slots = new Map<string, number>();

@@ -53,6 +53,8 @@ export interface TokenPolicyClientOptions {
    * worker, so none times out because others were ahead of it. The worker batches what it gets.
    */
   maxInFlight?: number;
+  /** Hears of the device time each sample and update reported (the cost-of-goods meter's GPU seconds). */
+  onDeviceSeconds?: (seconds: number) => void;
   /** Headers sent with every request (a caller's secret header). */
   headers?: Record<string, string>;
   /** The fetch that connects (a caller's endpoint: `outboundFetch`, guarded and bounded); default the global one. */
@@ -113,6 +115,7 @@ export class TokenPolicyClient {
     this.sampled.turns++;
     this.sampled.promptTokens += s.prompt_ids.length;
     this.sampled.completionTokens += s.completion.ids.length;
+    if (s.usage) this.opts.onDeviceSeconds?.(s.usage.device_ms / 1000);
     return s;
   }
 
@@ -157,7 +160,10 @@ export class TokenPolicyClient {
     const deadline = this.opts.clock.now() + timeoutMs;
     for (;;) {
       const job = await this.job(update_id, 5);
-      if (job.status === "done") return job;
+      if (job.status === "done") {
+        if (job.metrics?.device_ms !== undefined) this.opts.onDeviceSeconds?.(job.metrics.device_ms / 1000);
+        return job;
+      }
       if (job.status === "failed") throw new PolicyEndpointError(`update ${update_id} of ${id} failed: ${job.error ?? "no reason given"}`);
       if (this.opts.clock.now() > deadline) throw new PolicyEndpointError(`update ${update_id} of ${id} did not finish within ${timeoutMs} ms`);
       await this.opts.clock.sleep(this.opts.pollMs ?? 20);

@@ -6,15 +6,15 @@ import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
 
-type Load = { rps: number; p50: number; p99: number; errors: number };
+export type Load = { rps: number; p50: number; p99: number; errors: number };
 
-async function load(url: string, body: string, headers: Record<string, string>, seconds: number): Promise<Load> {
+export async function load(url: string, body: string, headers: Record<string, string>, seconds: number): Promise<Load> {
   const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
 /** Each figure's median over rounds (errors summed). */
-function median(runs: readonly Load[]): Load {
+export function median(runs: readonly Load[]): Load {
   const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   return { rps: mid(runs.map((r) => r.rps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), errors: runs.reduce((n, r) => n + r.errors, 0) };
 }

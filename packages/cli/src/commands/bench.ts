@@ -1,6 +1,7 @@
 import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { benchApi } from "./bench-api.ts";
+import { benchMetering } from "./bench-metering.ts";
 import { benchQueue } from "./bench-queue.ts";
 import { benchRescue } from "./bench-rescue.ts";
 import { benchWorker } from "./bench-worker.ts";
@@ -73,6 +74,7 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
     `  single-voter baseline    ${single.perSecond.toFixed(0).padStart(8)}   p50 ${(single.p50 * 1000).toFixed(0)} µs, p99 ${(single.p99 * 1000).toFixed(0)} µs; vote/single throughput ratio ${(vote.perSecond / single.perSecond).toFixed(2)}`,
   );
   for (const line of await benchApi(instance, opts.seconds)) console.log(line);
+  for (const line of await benchMetering(instance, deps.env, opts.seconds)) console.log(line);
   for (const line of await benchQueue(instance, deps.env, policy, opts.seconds)) console.log(line);
   for (const line of await benchRescue(instance, deps, opts.seconds)) console.log(line);
   if (opts.worker) for (const line of await benchWorker(opts.seconds)) console.log(line);

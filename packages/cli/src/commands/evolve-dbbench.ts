@@ -135,7 +135,7 @@ export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: Sql
   await prepareOutDir(dirname(o.out));
   const pool = createPool("dbbench-evolved", result.pool.base, result.pool.siblings, result.pool.notes);
   await writeFile(o.out, JSON.stringify(pool, null, 2));
-  await writeFile(o.out.replace(/\.json$/, "") + ".evolution.json", JSON.stringify(report, null, 2));
+  await writeFile(`${o.out.replace(/\.json$/, "")}.evolution.json`, JSON.stringify(report, null, 2));
   const refused =
     Object.entries(proposer.report.refused)
       .map(([k, v]) => `${k} ${v}`)

@@ -13,6 +13,7 @@ import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 import { embeddedRendering, workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
 import { dbbenchExperimentBase, dbbenchPool, dbbenchRendering } from "../dbbench-setup.ts";
+import { openRemoteEnv, type RemoteEnvOptions } from "../remote-envs-setup.ts";
 import { dbbenchReportSection } from "../report/dbbench-section.ts";
 import { openEngine } from "./dbbench.ts";
 import { limitSessions } from "@harness-s/dbbench";
@@ -65,6 +66,8 @@ export interface ExperimentOptions {
   voters?: string;
   /** Train on DBBench instead of the embedded suite (with a worker's policy): its engine and the pool to route between. */
   dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string; concurrency?: number };
+  /** Train on AppWorld or SWE-Gym (with a worker's policy), at the servers given or at local fixture servers started for the run. */
+  remote?: RemoteEnvOptions;
 }
 
 /** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
@@ -127,7 +130,12 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
   };
-  const runKey = { config, suite, ...(opts.dbbench ? { dbbench: { engine: opts.dbbench.engine, pool: opts.dbbench.pool ?? null } } : {}) };
+  const runKey = {
+    config,
+    suite,
+    ...(opts.dbbench ? { dbbench: { engine: opts.dbbench.engine, pool: opts.dbbench.pool ?? null } } : {}),
+    ...(opts.remote ? { remote: opts.remote } : {}),
+  };
   const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const total = config.seeds.length * config.arms.length * config.train.steps;
@@ -141,13 +149,14 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
   const engine = opts.dbbench ? limitSessions(await openEngine(opts.dbbench), opts.dbbench.concurrency ?? 8) : undefined;
+  const remote = opts.remote ? await openRemoteEnv(opts.remote, (line) => process.stderr.write(`${line}\n`)) : undefined;
   try {
-    const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : embedded;
+    const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : (remote?.base ?? embedded);
     const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
       ? workerPolicySetup(
           source,
           { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } },
-          engine ? dbbenchRendering : embeddedRendering,
+          engine ? dbbenchRendering : (remote?.rendering ?? embeddedRendering),
         )
       : source;
     // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
@@ -207,5 +216,6 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     return summary;
   } finally {
     await engine?.shutdown();
+    await remote?.stop();
   }
 }

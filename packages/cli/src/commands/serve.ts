@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
-import { gatewaySettings } from "../gateway-setup.ts";
+import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
@@ -48,9 +48,6 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   if (opts.port !== 0 && !(await portFree(opts.host, opts.port))) throw new UsageError(`--port ${opts.port}: ${opts.host}:${opts.port} is in use by another process`);
   const panelDocument = opts.voters ? await readPanelDocument(opts.voters) : undefined;
   const panel = panelDocument ? panelRouting(panelDocument) : undefined;
-  const gateway = opts.gatewayUpstream
-    ? await gatewaySettings({ upstream: opts.gatewayUpstream, pool: opts.gatewayPool, env: opts.gatewayEnv, ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}) })
-    : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setup = embeddedSetups(defaultEmbeddedSettings, offThreadInstances())("test");
@@ -68,6 +65,18 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
     log: (line) => process.stderr.write(`${line}\n`),
   });
+  const gateway = opts.gatewayUpstream
+    ? await gatewaySettings({
+        upstream: opts.gatewayUpstream,
+        pool: opts.gatewayPool,
+        env: opts.gatewayEnv,
+        store: stack.stores.gatewayEpisodes,
+        ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}),
+      }).catch(async (err) => {
+        await stack.stop();
+        throw err;
+      })
+    : undefined;
   let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
     process.stderr.write(`\n${signal}: stopping the API, the workers, fauxqs and DynamoDB Local\n`);

@@ -65,7 +65,7 @@ export async function startExperimentStack(
   setup: Setup,
   protocol: Protocol,
   log?: (line: string) => void,
-  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "panel"> = {},
+  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "sqsEndpoint" | "panel"> = {},
 ): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const setupFor: SetupForProtocol = (asked) => {

@@ -5,9 +5,9 @@ import type { Task } from "../task.ts";
 import { forcedSubmitReply, type ChatMsg, type ToolBinding } from "./chat-format.ts";
 import { matchConversation, messageFingerprint, replyFingerprint, type ConversationMatch } from "./conversation.ts";
 import { Mailbox, RelayEnvironment, type AgentInput, type EventObserver, type RelayChannel, type RelayOut } from "./relay.ts";
-import { episodeDatums, type GatewayTrajectory } from "./trajectory.ts";
+import type { GatewayTrajectory } from "./trajectory.ts";
 import type { UpstreamChat } from "./upstream-turn.ts";
-import { UpstreamPolicy } from "./upstream.ts";
+import { UpstreamPolicy, type RecordedTurn } from "./upstream.ts";
 
 export interface GatewayEpisodeInit {
   id: string;
@@ -37,14 +37,7 @@ export interface GatewayEpisodeInit {
  */
 export class GatewayEpisode {
   readonly id: string;
-  readonly keyId: string;
-  readonly opening: string;
-  readonly harness: HarnessSpec;
-  readonly decisionId: string;
-  readonly taskId: string;
   status: GatewayTrajectory["status"] = "running";
-  reward: number | null = null;
-  lastUsed = 0;
   /** The fingerprints of the agent's messages the episode has read, in order. */
   private readonly recorded: string[] = [];
   private busy = false;
@@ -57,12 +50,7 @@ export class GatewayEpisode {
 
   constructor(init: GatewayEpisodeInit) {
     this.id = init.id;
-    this.keyId = init.keyId;
-    this.opening = init.opening;
     this.submitTool = init.submitTool;
-    this.harness = init.harness;
-    this.decisionId = init.decisionId;
-    this.taskId = init.task.id;
     this.policy = new UpstreamPolicy(init.upstream, this.channel, {
       preamble: init.preamble,
       tools: init.tools,
@@ -96,12 +84,11 @@ export class GatewayEpisode {
    * the episode reads what it has not seen). One request at a time per episode; a request that
    * neither repeats nor extends the recorded conversation is a ConflictError.
    */
-  async advance(messages: readonly ChatMsg[], params: Readonly<Record<string, unknown>>, now: number): Promise<RelayOut> {
+  async advance(messages: readonly ChatMsg[], params: Readonly<Record<string, unknown>>): Promise<RelayOut> {
     if (this.status === "closed" || this.status === "failed") throw new EpisodeClosedError(this.id, this.status === "failed" ? "it failed" : "it was closed");
     if (this.busy) throw new ConflictError(`a request of gateway episode ${this.id} is still being answered`);
     const first = this.recorded.length === 0;
     const match = first ? "extends" : this.match(messages);
-    this.lastUsed = now;
     if (this.status === "ended") return match === "repeat" && this.last ? this.last : { kind: "ended", reason: this.endReason };
     if (match === "mismatch")
       throw new ConflictError(
@@ -134,32 +121,15 @@ export class GatewayEpisode {
     return this.policy.takeSpent();
   }
 
-  /** Ends a running episode (idle too long, or the gateway stops); its trajectory stays readable. */
+  /** Ends a running episode in this process (evicted from the live cache, or the gateway stops); the store keeps what it recorded. */
   close(): void {
     if (this.status !== "running") return;
     this.status = "closed";
     this.channel.fromAgent.put({ kind: "closed" });
   }
 
-  trajectory(): GatewayTrajectory {
-    const { datums, untrained } = episodeDatums(this.id, this.policy.turns, this.reward ?? 0);
-    return {
-      episodeId: this.id,
-      taskId: this.taskId,
-      harnessId: this.harness.id,
-      decisionId: this.decisionId,
-      status: this.status,
-      reward: this.reward,
-      systemText: this.harness.instruction.systemAppend,
-      turns: this.policy.turns.map((t) => ({
-        action: t.action,
-        content: t.turn.reply.content,
-        toolCalls: t.turn.reply.toolCalls,
-        harnessNotes: t.harnessNotes,
-        ...(t.turn.promptIds && t.turn.completionIds ? { tokens: { prompt: t.turn.promptIds.length, completion: t.turn.completionIds.length } } : {}),
-      })),
-      datums,
-      ...(untrained ? { untrained } : {}),
-    };
+  /** The model turns asked for so far (a request's are those past the count before it). */
+  get turns(): readonly RecordedTurn[] {
+    return this.policy.turns;
   }
 }

@@ -1,15 +1,15 @@
 import { createHash } from "node:crypto";
 import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
+import type { EpisodeMeta } from "./episode-record.ts";
 import { RouteRequest, routeTask, type RouteTaskDeps } from "../service/route-task.ts";
-import type { Task } from "../task.ts";
+import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import type { RoutingDecision } from "../voting/router.ts";
 import type { ChatMsg, ToolBinding } from "./chat-format.ts";
 import { samplingParams, toChat, type GatewayChatRequest, type GatewayRequestMeta } from "./chat-request.ts";
 import { openingFingerprint } from "./conversation.ts";
-import { GatewayEpisode } from "./episode.ts";
-import type { GatewayEpisodes } from "./episodes.ts";
-import type { ObserverFactory, RelayOut } from "./relay.ts";
+import { gatewayTask, matchStored, statusOf, type Answer, type EpisodeRuntime, type GatewayEpisodes } from "./episodes.ts";
+import type { ObserverFactory } from "./relay.ts";
 import type { UpstreamChat } from "./upstream-turn.ts";
 
 export interface GatewayDeps extends RouteTaskDeps {
@@ -44,43 +44,45 @@ export async function gatewayChat(
   keyId: string,
   deps: GatewayDeps,
   onSpend?: Parameters<typeof routeTask>[3],
-): Promise<{ out: RelayOut; episode: GatewayEpisode; decision?: RoutingDecision }> {
+): Promise<GatewayAnswer> {
   const messages = req.messages.map(toChat);
   const firstUser = messages.findIndex((m) => m.role === "user");
   if (firstUser < 0) throw new ValidationError("request body", ["messages: a conversation starts with a user message (the task)"]);
   const opening = openingFingerprint(keyId, messages.slice(0, firstUser + 1));
   const continues = messages.some((m) => m.role === "assistant");
-  deps.episodes.sweep(deps.clock.now());
-  const found = meta.episode ? deps.episodes.get(keyId, meta.episode) : continues ? continuedEpisode(deps.episodes, keyId, opening, messages) : undefined;
-  const live = found !== undefined && found.status !== "closed" && found.status !== "failed";
-  if (found && (continues || (live && found.match(messages) === "repeat"))) return { out: await found.advance(messages, samplingParams(req), deps.clock.now()), episode: found };
+  const now = deps.clock.now();
+  const found = meta.episode ? await deps.episodes.load(keyId, meta.episode, now) : continues ? await deps.episodes.continued(keyId, opening, messages, now) : undefined;
+  const status = found && statusOf(found.meta, now, deps.episodes.limits);
+  const live = status === "running" || status === "ended";
+  if (found && (continues || (live && matchStored(found, messages) === "repeat"))) {
+    const answer = await deps.episodes.advance(found, messages, samplingParams(req), now, () => runtimeOf(found.meta, deps));
+    return { ...answer, episode: infoOf(found.meta) };
+  }
   if (continues)
-    throw new EpisodeClosedError(
-      meta.episode ?? "(unnamed)",
-      "the gateway holds no episode for this conversation (it ended long ago, idled out, or the gateway restarted): start the conversation again",
-    );
-  if (found?.status === "running") throw new ConflictError(`gateway episode ${found.id} is running another conversation: name a new episode for this one`);
+    throw new EpisodeClosedError(meta.episode ?? "(unnamed)", "the gateway holds no episode for this conversation (it ended long ago or expired): start the conversation again");
+  if (status === "running") throw new ConflictError(`gateway episode ${found!.meta.id} is running another conversation: name a new episode for this one`);
   const id = meta.episode ?? `gw_${opening.slice(0, 16)}${createHash("sha256").update(deps.newId()).digest("hex").slice(0, 16)}`;
   return startEpisode(req, messages, firstUser, { id, opening }, meta, keyId, deps, onSpend);
 }
 
-/** The key's one episode with this opening whose recorded conversation `messages` repeats or extends (the longest recorded wins). */
-function continuedEpisode(episodes: GatewayEpisodes, keyId: string, opening: string, messages: readonly ChatMsg[]): GatewayEpisode | undefined {
-  const matching = episodes.withOpening(keyId, opening).filter((e) => e.match(messages) !== "mismatch");
-  if (matching.length === 0) {
-    if (episodes.withOpening(keyId, opening).length > 0)
-      throw new ConflictError(
-        "this request does not continue any of this key's gateway episodes that began with these messages (a message was changed or removed): start a new conversation",
-      );
-    return undefined;
-  }
-  const longest = Math.max(...matching.map((e) => e.seen));
-  const best = matching.filter((e) => e.seen === longest);
-  if (best.length > 1)
-    throw new ConflictError(
-      `this request continues ${best.length} of this key's gateway episodes equally well (the same messages and replies so far): send the x-harness-s-episode header the gateway answered with`,
-    );
-  return best[0];
+/** What a gateway request was answered with, the episode it moved, what the endpoint spent, and the routing decision of a new episode. */
+export interface GatewayAnswer extends Answer {
+  episode: { id: string; harnessId: string; decisionId: string };
+  decision?: RoutingDecision;
+}
+
+const infoOf = (m: EpisodeMeta) => ({ id: m.id, harnessId: m.harnessId, decisionId: m.decisionId });
+
+/** What rebuilding a stored episode needs from this process: its harness (pools are immutable under their id), the endpoint, the observer. */
+async function runtimeOf(meta: EpisodeMeta, deps: GatewayDeps): Promise<EpisodeRuntime> {
+  const pool = await deps.pools.get(meta.poolId);
+  if (!pool || !harnessIds(pool).includes(meta.harnessId)) throw new EpisodeClosedError(meta.id, `its harness ${meta.harnessId} of pool ${meta.poolId} is gone`);
+  return {
+    harness: harnessById(pool, meta.harnessId),
+    upstream: deps.upstream,
+    observer: deps.observerFor(gatewayTask(meta.task)),
+    ...(deps.parseArguments ? { parseArguments: deps.parseArguments } : {}),
+  };
 }
 
 async function startEpisode(
@@ -92,19 +94,10 @@ async function startEpisode(
   keyId: string,
   deps: GatewayDeps,
   onSpend: Parameters<typeof routeTask>[3],
-) {
+): Promise<GatewayAnswer> {
   if (firstUser !== messages.length - 1) throw new ValidationError("request body", ["messages: a new conversation ends with its first user message (the task)"]);
   const tools: ToolBinding[] = (req.tools ?? []).map((t) => ({ ...t.function, action: t.function.name === deps.submitTool ? "submit" : t.function.name }));
-  const task: Task = {
-    id: meta.taskId ?? name.id,
-    family: meta.family ?? deps.defaultFamily,
-    split: "train",
-    instruction: messages[firstUser]!.content ?? "",
-    tags: meta.tags,
-    requirements: [],
-    cues: [],
-    params: {},
-  };
+  const task = gatewayTask({ id: meta.taskId ?? name.id, family: meta.family ?? deps.defaultFamily, instruction: messages[firstUser]!.content ?? "", tags: meta.tags });
   const decision = await routeTask(
     RouteRequest.parse({ poolId: deps.poolId, task: { id: task.id, family: task.family, tags: task.tags }, k: 1, includeBase: true }),
     deps,
@@ -112,9 +105,9 @@ async function startEpisode(
     onSpend,
   );
   const pool = await deps.pools.get(deps.poolId);
-  const harness = pool && [pool.base, ...pool.siblings].find((h) => h.id === decision.chosen[0]);
-  if (!harness) throw new NotFoundError("harness", decision.chosen[0] ?? "(none)");
-  const episode = new GatewayEpisode({
+  if (!pool) throw new NotFoundError("pool", deps.poolId);
+  const harness = harnessById(pool, decision.chosen[0] ?? "(none)");
+  const init = {
     ...name,
     keyId,
     task,
@@ -127,7 +120,7 @@ async function startEpisode(
     observer: deps.observerFor(task),
     seed: hash32(name.id),
     ...(deps.parseArguments ? { parseArguments: deps.parseArguments } : {}),
-  });
-  deps.episodes.add(episode);
-  return { out: await episode.advance(messages, samplingParams(req), deps.clock.now()), episode, decision };
+  };
+  const answer = await deps.episodes.start(init, { poolId: deps.poolId }, messages, samplingParams(req), deps.clock.now());
+  return { ...answer, episode: { id: name.id, harnessId: harness.id, decisionId: decision.id }, decision };
 }

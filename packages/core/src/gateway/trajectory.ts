@@ -35,6 +35,38 @@ export const GatewayTrajectory = z.object({
 });
 export type GatewayTrajectory = z.infer<typeof GatewayTrajectory>;
 
+/** An episode's trajectory from what it recorded: its turns as the agent saw them, and the datums. */
+export function trajectoryOf(e: {
+  id: string;
+  taskId: string;
+  harnessId: string;
+  decisionId: string;
+  systemText: string;
+  status: GatewayTrajectory["status"];
+  reward: number | null;
+  turns: readonly RecordedTurn[];
+}): GatewayTrajectory {
+  const { datums, untrained } = episodeDatums(e.id, e.turns, e.reward ?? 0);
+  return {
+    episodeId: e.id,
+    taskId: e.taskId,
+    harnessId: e.harnessId,
+    decisionId: e.decisionId,
+    status: e.status,
+    reward: e.reward,
+    systemText: e.systemText,
+    turns: e.turns.map((t) => ({
+      action: t.action,
+      content: t.turn.reply.content,
+      toolCalls: t.turn.reply.toolCalls,
+      harnessNotes: t.harnessNotes,
+      ...(t.turn.promptIds && t.turn.completionIds ? { tokens: { prompt: t.turn.promptIds.length, completion: t.turn.completionIds.length } } : {}),
+    })),
+    datums,
+    ...(untrained ? { untrained } : {}),
+  };
+}
+
 const startsWith = (xs: readonly number[], prefix: readonly number[]) => prefix.length <= xs.length && prefix.every((x, i) => xs[i] === x);
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { NotConfiguredError, UpstreamError, UpstreamRejectedError } from "../errors.ts";
 import type { ActionChoice, Policy, UpdateResult } from "../ports.ts";
 import type { PolicyObservation } from "../rollout/types.ts";
@@ -11,6 +12,16 @@ export interface RecordedTurn {
   action: string;
   /** The harness's notes on the observation the model answered (tool-message warnings, trigger texts, budget warnings). */
   harnessNotes: string[];
+  /** A hash of what the model was asked (messages and tools): a replay of the episode must ask the same. */
+  prompt: string;
+}
+
+/** The hash of one completion request's messages and tools. */
+export function promptHash(req: Pick<Parameters<UpstreamChat["complete"]>[0], "messages" | "tools">): string {
+  return createHash("sha256")
+    .update(JSON.stringify([req.messages, req.tools]))
+    .digest("hex")
+    .slice(0, 32);
 }
 
 /**
@@ -81,7 +92,7 @@ export class UpstreamPolicy implements Policy {
     }
     const logProb = (turn.logprobs ?? []).reduce((s, x) => s + x, 0);
     const choice = choiceFromReply(turn.reply, this.opts.tools, logProb, this.opts.parseArguments);
-    this.turns.push({ turn, action: choice.action, harnessNotes: [...(obs.notes ?? [])] });
+    this.turns.push({ turn, action: choice.action, harnessNotes: [...(obs.notes ?? [])], prompt: promptHash({ messages, tools }) });
     this.pending = turn;
     return choice;
   }

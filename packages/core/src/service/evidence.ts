@@ -1,7 +1,7 @@
 import { addOutcome, type Profile } from "../profile/profile.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import { harnessIds } from "../harness/pool.ts";
-import { evidenceEnvelopes, type EvidenceReport, type ProfileEvidenceBody } from "./messages.ts";
+import { evidenceEnvelopes, type EvidenceReport, type Payer, type ProfileEvidenceBody } from "./messages.ts";
 import type { MessageQueue, PoolStore } from "./ports.ts";
 
 /**
@@ -26,12 +26,12 @@ export function applyEvidence(messageId: string, body: ProfileEvidenceBody, ledg
  * @example
  * const { queued } = await reportEvidence(report, { pools, evidence: profileQueue });
  */
-export async function reportEvidence(report: EvidenceReport, deps: { pools: Pick<PoolStore, "get">; evidence: MessageQueue }): Promise<{ queued: number }> {
+export async function reportEvidence(report: EvidenceReport, deps: { pools: Pick<PoolStore, "get">; evidence: MessageQueue }, payer?: Payer): Promise<{ queued: number }> {
   const pool = await deps.pools.get(report.poolId);
   if (!pool) throw new NotFoundError("pool", report.poolId);
   const known = new Set(harnessIds(pool));
   const unknown = report.outcomes.flatMap((o, i) => (known.has(o.harnessId) ? [] : [`outcomes.${i}.harnessId: pool ${pool.id} has no harness ${JSON.stringify(o.harnessId)}`]));
   if (unknown.length) throw new ValidationError("request body", unknown);
-  await deps.evidence.send(evidenceEnvelopes(report));
+  await deps.evidence.send(evidenceEnvelopes(report, payer));
   return { queued: report.outcomes.length };
 }

@@ -1,6 +1,9 @@
 import { BudgetExceededError, NotFoundError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps, type ExperimentOutcome, type StopReason } from "../experiment/run-experiment.ts";
-import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore, type Prices } from "./experiment-records.ts";
+import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore } from "./experiment-records.ts";
+import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "./budgets.ts";
+import { Prices, chargeUsd, costOfGoods, type PriceList } from "./cost-of-goods.ts";
+import { QUOTE_BASIS_KEY } from "./quotes.ts";
 import { ConcurrencyLimitError } from "../errors.ts";
 import { visibleTo } from "./ports.ts";
 import { envelope } from "./messages.ts";
@@ -8,25 +11,37 @@ import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
-import type { MessageQueue, UsageMeter } from "./ports.ts";
+import type { MessageQueue, Usage, UsageMeter } from "./ports.ts";
+
+/** What starting an experiment needs; with `quoting`, the run is quoted first and refused (402) above a budget. */
+export interface StartExperimentDeps {
+  experiments: ExperimentStore;
+  coordinator: MessageQueue;
+  clock: Clock;
+  newId: () => string;
+  slots?: { meter: UsageMeter; limit: number };
+  quoting?: QuotingDeps & { keyBudgetUsd?: number };
+}
 
 /**
- * Validates and records an experiment, then asks the coordinator to run it. With `slots`, the
- * key must hold one of its `limit` experiment slots first ({@link ConcurrencyLimitError} when
+ * Validates and records an experiment, then asks the coordinator to run it. With `quoting`, it is
+ * quoted first: a quote above the run's or the key's USD budget is a {@link BudgetExceededError}
+ * (402) and nothing is recorded; the quote and the tariff are kept in the record. With `slots`,
+ * the key must hold one of its `limit` experiment slots first ({@link ConcurrencyLimitError} when
  * all are taken); the coordinator gives it back when the run ends.
  *
  * @example
  * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
  */
-export async function startExperiment(
-  req: ExperimentPlan,
-  keyId: string,
-  deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string; slots?: { meter: UsageMeter; limit: number } },
-): Promise<ExperimentRecord> {
+export async function startExperiment(req: ExperimentPlan, keyId: string, deps: StartExperimentDeps): Promise<ExperimentRecord> {
   const train = parseOrThrow(TrainConfig, req.train, "train");
+  const quoted = deps.quoting ? await quoteRequest({ experiment: req }, deps.quoting) : undefined;
+  if (quoted)
+    await ensureWithinBudget(quoted, { id: keyId, ...(deps.quoting?.keyBudgetUsd !== undefined ? { budgetUsd: deps.quoting.keyBudgetUsd } : {}) }, req.budget?.usd, deps.quoting!);
+  const priced = quoted ? { quote: quoted, tariff: deps.quoting!.tariff } : {};
   if (deps.slots && !(await deps.slots.meter.acquireSlot(keyId, deps.slots.limit))) throw new ConcurrencyLimitError(deps.slots.limit);
   try {
-    return await recordAndQueue(req, train.steps, keyId, deps);
+    return await recordAndQueue(req, train.steps, keyId, deps, priced);
   } catch (err) {
     await deps.slots?.meter.releaseSlot(keyId);
     throw err;
@@ -38,6 +53,7 @@ async function recordAndQueue(
   steps: number,
   keyId: string,
   deps: { experiments: ExperimentStore; coordinator: MessageQueue; clock: Clock; newId: () => string },
+  priced: Pick<ExperimentRecord, "quote" | "tariff">,
 ) {
   const now = deps.clock.now();
   const record: ExperimentRecord = {
@@ -53,9 +69,10 @@ async function recordAndQueue(
     results: [],
     baselines: [],
     units: [],
+    ...priced,
   };
   await deps.experiments.create(record);
-  await deps.coordinator.send([envelope("experiment.requested", `experiment:${record.id}`, { experimentId: record.id })]);
+  await deps.coordinator.send([envelope("experiment.requested", `experiment:${record.id}`, { experimentId: record.id }, { keyId, jobId: record.id })]);
   return record;
 }
 
@@ -106,10 +123,14 @@ export interface CoordinatorDeps {
  */
 function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record: ExperimentRecord): NonNullable<ExperimentDeps["runnerFor"]> {
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
+  const usd = record.request.budget?.usd;
+  const tariff = record.tariff ?? Prices.parse({});
   return (policyId: string, policy: Policy, seed: number): RolloutRunner => {
     const run = inner(policyId, policy, seed);
     return (task, harness, s) => {
       if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
+      // Compute time is as of the last save (a step at most behind): the cap is checked per rollout.
+      if (usd !== undefined && chargeUsd(record.usage, tariff) >= usd) return Promise.reject(new BudgetExceededError(`budget cap of ${usd} USD reached`));
       record.usage.rollouts++;
       return run(task, harness, s);
     };
@@ -218,8 +239,14 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     await persisted.catch(() => undefined);
     await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
-  await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore });
+  await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore }, { jobId: record.id });
+  if (record.status === "done" && deps.meter) await addToQuoteBasis(record.id, deps.meter).catch(logFailure(logger, `quote basis after ${record.id}`));
   return record;
+}
+
+/** A finished run's actual usage joins this deployment's measured basis for quotes (`requests` counts the jobs). */
+async function addToQuoteBasis(jobId: string, meter: UsageMeter): Promise<void> {
+  await meter.add(QUOTE_BASIS_KEY, { ...(await meter.job(jobId)), requests: 1 });
 }
 
 /** A paused attempt: the record saved as queued with what is left, then the run re-queued. */
@@ -234,11 +261,13 @@ async function continueLater(
   const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
   await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` } });
   // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
-  await queue.send([envelope("experiment.requested", `experiment:${record.id}:after-attempt-${record.attempts}`, { experimentId: record.id })]);
+  await queue.send([
+    envelope("experiment.requested", `experiment:${record.id}:after-attempt-${record.attempts}`, { experimentId: record.id }, { keyId: record.keyId, jobId: record.id }),
+  ]);
 }
 
 /** What `GET /v1/experiments/{id}` answers: state, progress, usage and cost so far. */
-export function experimentStatus(record: ExperimentRecord, prices: Prices) {
+export function experimentStatus(record: ExperimentRecord, prices: Prices, actual?: { usage: Usage; priceList: PriceList }) {
   return {
     id: record.id,
     status: record.status,
@@ -247,6 +276,9 @@ export function experimentStatus(record: ExperimentRecord, prices: Prices) {
     attempts: record.attempts,
     cost: experimentCost(record.usage, prices),
     budget: record.request.budget ?? null,
+    /** What the run was quoted, and (with `actual`) what it used and cost so far: side by side. */
+    quote: record.quote ?? null,
+    actual: actual ? { usage: actual.usage, costOfGoods: costOfGoods(actual.usage, actual.priceList), chargeUsd: chargeUsd(actual.usage, record.tariff ?? prices) } : null,
     stopReason: record.stopReason ?? null,
     error: record.error ?? null,
     createdAt: record.createdAt,

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { Prices, chargeUsd } from "./cost-of-goods.ts";
+import { Quote } from "./quote-schema.ts";
+
 import { ArmList } from "../experiment/arms.ts";
 import { UnitCheckpoint } from "../experiment/unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/summary.ts";
@@ -18,8 +21,11 @@ export const ExperimentPlan = z.object({
   evalSamples: z.number().int().min(3).max(20).default(3),
   /** "validation" evaluates on train-side tasks held back for tuning instead of the held-out split. */
   protocol: Protocol.default("test"),
-  /** Every rollout counts (training, rescue, re-anchoring, evaluation); the run stops cleanly at the cap. */
-  budget: z.object({ rollouts: z.number().int().positive() }).optional(),
+  /**
+   * Every rollout counts (training, rescue, re-anchoring, evaluation); the run stops cleanly at the
+   * cap. `usd`: a cap on the charge at the tariff too (a quote above it is refused before any work).
+   */
+  budget: z.object({ rollouts: z.number().int().positive(), usd: z.number().positive().optional() }).optional(),
 });
 export type ExperimentPlan = z.infer<typeof ExperimentPlan>;
 
@@ -79,7 +85,7 @@ export const ExperimentRequest = z
     evalSamples: z.number().int().min(3).max(EXPERIMENT_LIMITS.evalSamples).default(3),
     protocol: Protocol.default("test"),
     budget: z
-      .object({ rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts) })
+      .object({ rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts), usd: z.number().positive().max(1e6).optional() })
       .strict()
       .default({ rollouts: EXPERIMENT_LIMITS.defaultBudgetRollouts }),
   })
@@ -112,6 +118,10 @@ export const ExperimentRecord = z.object({
   summary: ExperimentSummary.optional(),
   stopReason: z.string().optional(),
   error: z.string().optional(),
+  /** What the run was quoted when it was asked for (its actual usage is metered under the job: `UsageMeter.job`). */
+  quote: Quote.optional(),
+  /** The tariff the run is charged at, fixed when it was asked for. */
+  tariff: Prices.optional(),
   /** Set by `POST …/cancel` while the run is running; the coordinator stops at its next step. */
   cancelRequested: z.boolean().optional(),
 });
@@ -156,11 +166,6 @@ export function selectSteps(steps: readonly ExperimentStep[], filter: { arm?: st
     .sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
 }
 
-/** What an experiment costs, for pay-per-use (USD per rollout and per compute second). */
-export const Prices = z.object({ perRollout: z.number().min(0).default(0.0002), perComputeSecond: z.number().min(0).default(0.00005) });
-export type Prices = z.infer<typeof Prices>;
-
 export function experimentCost(usage: ExperimentRecord["usage"], prices: Prices) {
-  const usd = usage.rollouts * prices.perRollout + (usage.computeMs / 1000) * prices.perComputeSecond;
-  return { ...usage, usd: Math.round(usd * 1e6) / 1e6 };
+  return { ...usage, usd: Math.round(chargeUsd(usage, prices) * 1e6) / 1e6 };
 }

@@ -63,11 +63,17 @@ export type BallotRequestedBody = z.infer<typeof BallotRequestedBody>;
 export const ExperimentRequestedBody = z.object({ experimentId: z.string().min(1).max(200) });
 export type ExperimentRequestedBody = z.infer<typeof ExperimentRequestedBody>;
 
+/** Who pays for what a message costs to process: the key, and the job it is part of. */
+export const Payer = z.object({ keyId: z.string().min(1).max(200), jobId: z.string().min(1).max(400).optional() }).strict();
+export type Payer = z.infer<typeof Payer>;
+
+const head = (idMax: number) => ({ v: z.literal(1), id: z.string().min(1).max(idMax), payer: Payer.optional() });
+
 export const Envelope = z.discriminatedUnion("type", [
-  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
-  z.object({ v: z.literal(1), id: z.string().min(1).max(400), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
-  z.object({ v: z.literal(1), id: z.string().min(1).max(400), type: z.literal("ballot.requested"), body: BallotRequestedBody }),
-  z.object({ v: z.literal(1), id: z.string().min(1).max(200), type: z.literal("experiment.requested"), body: ExperimentRequestedBody }),
+  z.object({ ...head(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
+  z.object({ ...head(400), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
+  z.object({ ...head(400), type: z.literal("ballot.requested"), body: BallotRequestedBody }),
+  z.object({ ...head(200), type: z.literal("experiment.requested"), body: ExperimentRequestedBody }),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 
@@ -75,13 +81,14 @@ export type EnvelopeType = Envelope["type"];
 export type EnvelopeOf<T extends EnvelopeType> = Extract<Envelope, { type: T }>;
 
 /**
- * The one way to make a queue message: the current schema version, its type, its idempotency id.
+ * The one way to make a queue message: the current schema version, its type, its idempotency id,
+ * and who pays for processing it (the workers meter what it cost to that key and job).
  *
  * @example
  * await queue.send([envelope("experiment.requested", `experiment:${id}`, { experimentId: id })]);
  */
-export function envelope<T extends EnvelopeType>(type: T, id: string, body: EnvelopeOf<T>["body"]): EnvelopeOf<T> {
-  return { v: 1, id, type, body } as EnvelopeOf<T>;
+export function envelope<T extends EnvelopeType>(type: T, id: string, body: EnvelopeOf<T>["body"], payer?: Payer): EnvelopeOf<T> {
+  return { v: 1, id, type, body, ...(payer ? { payer } : {}) } as EnvelopeOf<T>;
 }
 
 /** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
@@ -97,6 +104,6 @@ export const EvidenceReport = z
 export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
-export function evidenceEnvelopes(report: EvidenceReport): Envelope[] {
-  return report.outcomes.map(({ id, ...o }) => envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }));
+export function evidenceEnvelopes(report: EvidenceReport, payer?: Payer): Envelope[] {
+  return report.outcomes.map(({ id, ...o }) => envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }, payer));
 }

@@ -81,6 +81,7 @@ export function boundedUsage(used: Partial<Usage>): { usage: Partial<Usage>; cut
  * await meter.add("k1", { requests: 1 }); // throws if the store fails; the record waits in the backlog
  */
 export class BackloggedMeter {
+  /** What failed writes still owe, by key and job (`keyId\njobId`). */
   private readonly owed = new Map<string, Partial<Usage>>();
 
   constructor(
@@ -88,22 +89,23 @@ export class BackloggedMeter {
     private readonly log: (line: string) => void,
   ) {}
 
-  /** What is waiting to be written for a key (undefined when nothing is). */
-  pending(keyId: string): Partial<Usage> | undefined {
-    return this.owed.get(keyId);
+  /** What is waiting to be written for a key (and job), undefined when nothing is. */
+  pending(keyId: string, jobId?: string): Partial<Usage> | undefined {
+    return this.owed.get(`${keyId}\n${jobId ?? ""}`);
   }
 
-  async add(keyId: string, used: Partial<Usage>): Promise<void> {
+  async add(keyId: string, used: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
+    const slot = `${keyId}\n${opts.jobId ?? ""}`;
     const { usage, cut } = boundedUsage(used);
     if (cut.length) this.log(`metering for ${keyId}: out-of-range usage bounded (${cut.join(", ")})`);
-    const total = mergeUsage(this.owed.get(keyId), usage);
-    this.owed.delete(keyId);
+    const total = mergeUsage(this.owed.get(slot), usage);
+    this.owed.delete(slot);
     if (!Object.values(total).some((v) => v !== 0)) return;
     try {
-      await this.inner.add(keyId, total);
+      await this.inner.add(keyId, total, opts);
     } catch (err) {
-      this.owed.set(keyId, mergeUsage(this.owed.get(keyId), total));
-      this.log(`metering for ${keyId} failed (${String(err)}); kept to send again: ${JSON.stringify(this.owed.get(keyId))}`);
+      this.owed.set(slot, mergeUsage(this.owed.get(slot), total));
+      this.log(`metering for ${keyId} failed (${String(err)}); kept to send again: ${JSON.stringify(this.owed.get(slot))}`);
       throw err;
     }
     if (this.owed.size) void this.flush();
@@ -111,6 +113,9 @@ export class BackloggedMeter {
 
   /** Sends every key's backlog once more; what fails again stays. */
   async flush(): Promise<void> {
-    for (const keyId of [...this.owed.keys()]) await this.add(keyId, {}).catch(() => undefined);
+    for (const slot of [...this.owed.keys()]) {
+      const [keyId, jobId] = slot.split("\n") as [string, string];
+      await this.add(keyId, {}, jobId ? { jobId } : {}).catch(() => undefined);
+    }
   }
 }

@@ -101,6 +101,9 @@ export type SampleRequestV2 = z.input<typeof SampleRequestV2>;
 export const ToolCall = z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) });
 export type ToolCall = z.infer<typeof ToolCall>;
 
+/** The most device time one sample or update may report: an hour (more is a worker's error, refused). */
+export const DEVICE_MS_MAX = 3_600_000;
+
 export const SampleResponseV2 = z.object({
   policy_version: z.number().int().min(0),
   /** The ids this turn appended before sampling (the rendered prompt or the appended messages). */
@@ -117,6 +120,8 @@ export const SampleResponseV2 = z.object({
       parse_error: z.string().optional(),
     })
     .refine((c) => c.ids.length === c.logprobs.length, "one log-probability per sampled token"),
+  /** The device time this turn's share of the worker's forward passes took (metered as GPU seconds). */
+  usage: z.object({ device_ms: z.number().min(0).max(DEVICE_MS_MAX) }).optional(),
 });
 export type SampleResponseV2 = z.infer<typeof SampleResponseV2>;
 
@@ -213,6 +218,8 @@ export const UpdateMetricsV2 = z.object({
   grad_norm: z.number(),
   tokens: z.number().int(),
   sampler_trainer_logprob_absdiff: z.number(),
+  /** Device time of the update (metered as GPU seconds). */
+  device_ms: z.number().min(0).max(DEVICE_MS_MAX).optional(),
 });
 export const UpdateJobV2 = z.object({
   update_id: z.string(),

@@ -126,6 +126,8 @@ export const ApiKeyRecord = z.object({
   scopes: z.array(Scope).min(1),
   /** Requests allowed in total (pay-per-use quota); undefined = unlimited. */
   requestQuota: z.number().int().positive().optional(),
+  /** What the key may spend in total, in USD at the tariff; a request quoted above what is left is a 402 before any work. */
+  budgetUsd: z.number().positive().optional(),
 });
 export type ApiKeyRecord = z.infer<typeof ApiKeyRecord>;
 
@@ -143,6 +145,12 @@ export const Usage = z.object({
   /** Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), and the time they spent in the caller's environment. */
   policyTokens: z.number().int().min(0),
   environmentMs: z.number().min(0),
+  /** Cost of goods as measured where it was spent: function time × configured memory, DynamoDB capacity units as the SDK reported them, SQS requests (per 64 KB chunk), policy-endpoint device seconds. */
+  lambdaGbSeconds: z.number().min(0),
+  dynamoReadUnits: z.number().min(0),
+  dynamoWriteUnits: z.number().min(0),
+  sqsRequests: z.number().int().min(0),
+  gpuSeconds: z.number().min(0),
 });
 export type Usage = z.infer<typeof Usage>;
 
@@ -157,17 +165,37 @@ export const zeroUsage: Usage = {
   computeMs: 0,
   policyTokens: 0,
   environmentMs: 0,
+  lambdaGbSeconds: 0,
+  dynamoReadUnits: 0,
+  dynamoWriteUnits: 0,
+  sqsRequests: 0,
+  gpuSeconds: 0,
 };
+
+/** One key's usage on one UTC day (`YYYY-MM-DD`): what `GET /v1/usage` lists and the export writes. */
+export const UsageDay = z.object({ keyId: z.string().min(1), day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/), usage: Usage });
+export type UsageDay = z.infer<typeof UsageDay>;
+
+/** Which days of usage to read: one key's, or every key's (`keyId` absent: admin only), `from`..`to` inclusive. */
+export interface UsageQuery {
+  keyId?: string;
+  from: string;
+  to: string;
+}
 
 export interface ApiKeyStore {
   put(key: ApiKeyRecord): Promise<void>;
   findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
 }
 
-/** Metering for pay-per-use: adds usage atomically and returns the new totals. */
+/** Metering for pay-per-use: adds usage atomically to the key's totals and to its day, in one write. */
 export interface UsageMeter {
-  add(keyId: string, usage: Partial<Usage>): Promise<Usage>;
+  add(keyId: string, usage: Partial<Usage>, opts?: { jobId?: string }): Promise<void>;
   get(keyId: string): Promise<Usage>;
+  /** What the writes naming this job added (an experiment's actual usage, to set beside its quote). */
+  job(jobId: string): Promise<Usage>;
+  /** Usage by UTC day, in (key, day) order; at most `USAGE_LIMITS.maxRows` rows (a 400 past it: narrow the period). */
+  byDay(query: UsageQuery): Promise<UsageDay[]>;
   /**
    * Adds `amount` to `field` only if the total stays at most `limit`, in one atomic step (two
    * concurrent callers can never both take the last unit); false when it would pass the limit.

@@ -4,12 +4,14 @@ import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
-import { envelope, type Envelope } from "./messages.ts";
+import { envelope, type Envelope, type Payer } from "./messages.ts";
 import type { MessageQueue, RolloutStore } from "./ports.ts";
 
 export interface QueuedRunnerOptions {
   /** Results land under (jobId, index); indexes count calls in order, so a rerun maps to the same slots. */
   jobId: string;
+  /** Who pays for the rollouts (the experiment's key and id). */
+  payer?: Payer;
   policyId: string;
   poolId: string;
   /** The policy version to request (the endpoint refuses another one). */
@@ -86,17 +88,22 @@ export function queuedRolloutRunner(opts: QueuedRunnerOptions): RolloutRunner {
   return async (task: Task, harness: HarnessSpec, seed: number) => {
     const index = next++;
     outbox.push(
-      envelope("rollout.requested", `${opts.jobId}:${index}`, {
-        jobId: opts.jobId,
-        index,
-        poolId: opts.poolId,
-        harnessId: harness.id,
-        taskId: task.id,
-        seed,
-        policyId: opts.policyId,
-        policyVersion: opts.policyVersion?.(),
-        task,
-      }),
+      envelope(
+        "rollout.requested",
+        `${opts.jobId}:${index}`,
+        {
+          jobId: opts.jobId,
+          index,
+          poolId: opts.poolId,
+          harnessId: harness.id,
+          taskId: task.id,
+          seed,
+          policyId: opts.policyId,
+          policyVersion: opts.policyVersion?.(),
+          task,
+        },
+        opts.payer,
+      ),
     );
     await flush();
     return waitFor(index);

@@ -3,7 +3,7 @@ import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Ballot, BallotRequest, VoteContext, Voter } from "../voting/ballot.ts";
-import { envelope, type BallotRequestedBody } from "./messages.ts";
+import { envelope, type BallotRequestedBody, type Payer } from "./messages.ts";
 import type { BallotStore, MessageQueue } from "./ports.ts";
 
 /**
@@ -15,7 +15,10 @@ import type { BallotStore, MessageQueue } from "./ports.ts";
  * @example
  * const voters = statisticalVoters.map((v) => queuedVoter(v.id, { namespace: "exp1", queue, ballots, clock }));
  */
-export function queuedVoter(voterId: string, opts: { namespace: string; queue: MessageQueue; ballots: BallotStore; clock: Clock; pollMs?: number; timeoutMs?: number }): Voter {
+export function queuedVoter(
+  voterId: string,
+  opts: { namespace: string; queue: MessageQueue; ballots: BallotStore; clock: Clock; pollMs?: number; timeoutMs?: number; payer?: Payer },
+): Voter {
   const pollMs = opts.pollMs ?? 10;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return {
@@ -32,7 +35,7 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
         k: req.k,
       };
       const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };
-      await opts.queue.send([envelope("ballot.requested", `${body.ballotKey}:${voterId}`, body)]);
+      await opts.queue.send([envelope("ballot.requested", `${body.ballotKey}:${voterId}`, body, opts.payer)]);
       const deadline = opts.clock.now() + timeoutMs;
       for (;;) {
         if (ctx?.signal?.aborted) throw ctx.signal.reason ?? new VoterTimeoutError(voterId, timeoutMs);
@@ -57,7 +60,10 @@ export function queuedVoter(voterId: string, opts: { namespace: string; queue: M
  * The `vote` use-case: one voter's ballot for one request, cast once; a redelivered request
  * finds the stored ballot and changes nothing.
  */
-export async function castBallot(body: BallotRequestedBody, deps: { voters: readonly Voter[]; ballots: BallotStore }): Promise<"stored" | "duplicate"> {
+export async function castBallot(
+  body: BallotRequestedBody,
+  deps: { voters: readonly Voter[]; ballots: BallotStore /** Hears of every spend as it happens (the worker's cost of goods). */; onSpend?: (s: VoterSpend) => void },
+): Promise<"stored" | "duplicate"> {
   if (await deps.ballots.get(body.ballotKey, body.voterId)) return "duplicate";
   const voter = deps.voters.find((v) => v.id === body.voterId);
   if (!voter) throw new NotFoundError("voter", body.voterId);
@@ -68,6 +74,7 @@ export async function castBallot(body: BallotRequestedBody, deps: { voters: read
     spent.promptTokens += s.usage.promptTokens;
     spent.completionTokens += s.usage.completionTokens;
     spent.costUsd += s.costUsd ?? 0;
+    deps.onSpend?.(s);
   };
   try {
     ballot = await voter.vote(

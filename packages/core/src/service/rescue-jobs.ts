@@ -93,16 +93,21 @@ export async function startRescue(
   const messages: Envelope[] = decision.chosen.flatMap((harnessId, h) =>
     Array.from({ length: req.rolloutsPerHarness }, (_, i) => {
       const index = h * req.rolloutsPerHarness + i;
-      return envelope("rollout.requested", `${job.id}:${index}`, {
-        jobId: job.id,
-        index,
-        poolId: req.poolId,
-        harnessId,
-        taskId: task.id,
-        seed: hash32(`${job.id}:${index}`),
-        policyId: "default",
-        ...(caller ? { caller, policyVersion: caller.weightVersion, task } : {}),
-      });
+      return envelope(
+        "rollout.requested",
+        `${job.id}:${index}`,
+        {
+          jobId: job.id,
+          index,
+          poolId: req.poolId,
+          harnessId,
+          taskId: task.id,
+          seed: hash32(`${job.id}:${index}`),
+          policyId: "default",
+          ...(caller ? { caller, policyVersion: caller.weightVersion, task } : {}),
+        },
+        keyId !== undefined ? { keyId, jobId: job.id } : undefined,
+      );
     }),
   );
   try {

@@ -1,13 +1,18 @@
 /** Time, injected so that core code never reads the wall clock directly. */
 export interface Clock {
   now(): number;
-  /** Resolves after `ms` milliseconds. */
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms` milliseconds, or at once when `signal` aborts (its timer cleared: nothing keeps the process alive). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = setTimeout(resolve, ms);
+      signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    }),
 };
 
 /** A clock that only moves when told to; `sleep` resolves when time passes its deadline. */

@@ -1,30 +1,21 @@
-import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver } from "@harness-s/core";
-import { OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
+import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver, type GatewayEpisodeStore } from "@harness-s/core";
+import { MemoryGatewayEpisodeStore, OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, dbbenchObserver, loadSplit, parseArgumentsPy } from "@harness-s/dbbench";
-import type { GatewaySettings } from "@harness-s/functions/api/deps";
+import { GatewayConfig } from "./gateway-config.ts";
+import type { GatewaySettings } from "./deps.ts";
 
-export interface GatewayOptions {
-  /** The model endpoint's base URL (any OpenAI-compatible server; a policy worker's `/v1`). */
-  upstream: string;
-  /** Its API key (default: the HARNESS_S_GATEWAY_UPSTREAM_KEY variable, else none). */
-  apiKey?: string;
-  /** The model name sent upstream (default: the agent's). */
-  model?: string;
-  /** The pool to route between. */
-  pool: string;
-  /** How tool outputs are read: `dbbench` (SQL results, AgentBench's tools) or `generic`. */
-  env: "generic" | "dbbench";
-  /** Ask the endpoint for token ids (vLLM's `return_token_ids`). */
-  returnTokenIds?: boolean;
-  /** How long one completion may take, headers and body (default {@link UPSTREAM_TIMEOUT_MS}). */
-  timeoutMs?: number;
-}
+export { GatewayConfig };
+
+export type GatewayOptions = GatewayConfig & {
+  /** Where episodes live between requests (serve: DynamoDB Local; the API Lambda: DynamoDB; default: this process's memory). */
+  store?: GatewayEpisodeStore;
+};
 
 /** How long the gateway waits for one whole completion from its model endpoint. */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 /**
- * The Rank-1 gateway's settings for `serve`: the upstream client, the live episodes (closed
+ * The Rank-1 gateway's settings for `serve`: the upstream client, the episodes in `store` (closed
  * after 30 idle minutes), and the environment's reading of tool outputs. `dbbench` knows every
  * bundled row by id (send it as `x-harness-s-task-id` for the schema preview and the answer
  * check), AgentBench's commit tool and its Python-style arguments.
@@ -32,7 +23,9 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
  * @example
  * const gateway = await gatewaySettings({ upstream: "http://127.0.0.1:8000/v1", pool: "dbbench", env: "dbbench" });
  */
-export async function gatewaySettings(opts: GatewayOptions): Promise<GatewaySettings> {
+export async function gatewaySettings(options: GatewayOptions): Promise<GatewaySettings> {
+  const { store, ...config } = options;
+  const opts = { ...GatewayConfig.parse(config), store };
   const client = boundedOpenAi({
     baseURL: opts.upstream,
     apiKey: opts.apiKey ?? process.env.HARNESS_S_GATEWAY_UPSTREAM_KEY ?? "none",
@@ -40,7 +33,7 @@ export async function gatewaySettings(opts: GatewayOptions): Promise<GatewaySett
     maxRetries: 1,
   });
   const upstream = new OpenAiUpstream(client, { ...(opts.model ? { model: opts.model } : {}), ...(opts.returnTokenIds ? { returnTokenIds: true } : {}) });
-  const episodes = new GatewayEpisodes(GATEWAY_LIMITS);
+  const episodes = new GatewayEpisodes(opts.store ?? new MemoryGatewayEpisodeStore());
   const common = { upstream, episodes, poolId: opts.pool, maxBodyBytes: GATEWAY_LIMITS.maxBodyBytes };
   if (opts.env === "generic") return { ...common, observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
   const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];

@@ -1,0 +1,20 @@
+import { z } from "zod";
+
+/** The gateway's configuration as a deployment gives it (the API Lambda's `GatewayConfig` secret, JSON) or `serve`'s flags. */
+export const GatewayConfig = z.strictObject({
+  /** The model endpoint's base URL (any OpenAI-compatible server; a policy worker's `/v1`). */
+  upstream: z.url({ protocol: /^https?$/ }),
+  /** Its API key (default: the HARNESS_S_GATEWAY_UPSTREAM_KEY variable, else none). */
+  apiKey: z.string().min(1).optional(),
+  /** The model name sent upstream (default: the agent's). */
+  model: z.string().min(1).optional(),
+  /** The pool to route between. */
+  pool: z.string().min(1),
+  /** How tool outputs are read: `dbbench` (SQL results, AgentBench's tools) or `generic`. */
+  env: z.enum(["generic", "dbbench"]).default("generic"),
+  /** Ask the endpoint for token ids (vLLM's `return_token_ids`). */
+  returnTokenIds: z.boolean().optional(),
+  /** How long one completion may take, headers and body (default {@link UPSTREAM_TIMEOUT_MS}). */
+  timeoutMs: z.number().int().min(100).max(900_000).optional(),
+});
+export type GatewayConfig = z.input<typeof GatewayConfig>;

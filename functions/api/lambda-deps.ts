@@ -1,0 +1,52 @@
+import { randomUUID } from "node:crypto";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { ConsumptionMeter } from "@harness-s/adapters";
+import { NotConfiguredError, Prices, statisticalVoters, type Clock, type MessageQueue } from "@harness-s/core";
+import { CallerPolicyRunners, DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
+import type { AwsConfig } from "../aws-config.ts";
+import { embeddedTaskSource } from "../embedded-tasks.ts";
+import { panelFromSecrets } from "../panel-config.ts";
+import { withApiCaches, type ApiDeps } from "./deps.ts";
+import { gatewaySettings } from "./gateway-setup.ts";
+
+/** The most a request body may hold at the API Lambda (the gateway's conversations: GATEWAY_LIMITS). */
+export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * The API Lambda's deps from its parsed config and injected SDK clients: DynamoDB stores behind
+ * read caches, the queues it sends to, the voter panel when configured, and the Rank-1 gateway
+ * when configured, its episodes in DynamoDB (any container continues any episode).
+ *
+ * @example
+ * const deps = await apiLambdaDeps(awsConfigFromResources(), { doc, sqs }, systemClock);
+ */
+export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBDocumentClient; sqs: SQSClient; consumption?: ConsumptionMeter }, clock: Clock): Promise<ApiDeps> {
+  const { doc, sqs } = clients;
+  // With a VoterPanel secret, /v1/route and rescues decide with the panel in this function; the
+  // decision cache lives as long as the warm container.
+  const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
+  const queue = (url: string | undefined, name: string): MessageQueue =>
+    url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
+  const stores = dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 });
+  const gateway = config.gateway ? await gatewaySettings({ ...config.gateway, store: stores.gatewayEpisodes }) : undefined;
+  return {
+    ...withApiCaches(stores, clock),
+    evidence: queue(config.queues.profile, "profile"),
+    dispatch: queue(config.queues.dispatch, "dispatch"),
+    coordinator: queue(config.queues.coordinator, "coordinator"),
+    tasks: embeddedTaskSource(),
+    voters: panel?.voters ?? statisticalVoters,
+    ...(panel ? { panel, decisionCache: new MemoryDecisionCache(clock, DECISION_CACHE_LIMITS) } : {}),
+    // A deployed API reaches only public endpoints: loopback is never allowed here.
+    prober: new HttpEndpointProber({ allowLoopback: false }, clock),
+    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock }),
+    prices: Prices.parse({}),
+    priceList: config.priceList,
+    ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),
+    clock,
+    newId: (kind = "dec") => `${kind}_${randomUUID()}`,
+    maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
+    ...(gateway ? { gateway } : {}),
+  };
+}

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { armDefinition } from "../experiment/arms.ts";
+import { TrainConfig } from "../training/config.ts";
+import { chargeUsd, costOfGoods, COST_FIELDS, type PriceList, type Prices } from "./cost-of-goods.ts";
+import { ExperimentRequest, type ExperimentPlan } from "./experiment-records.ts";
+import type { Usage } from "./ports.ts";
+import { Quote, type QuoteBasis } from "./quote-schema.ts";
+import { RescueRequest } from "./rescue-jobs.ts";
+
+/**
+ * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
+ * 1,024 MB per function, 2026-12-03): rescue share and evaluation sets from in-process runs of
+ * seed 5; usage per rollout from one queued run (2 arms, 2,187 rollouts: tests/integration/cost-of-goods.test.ts
+ * prints it). A deployment's own finished runs replace `perRollout` ({@link basisFrom}).
+ */
+export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
+  source: "defaults",
+  jobs: 0,
+  rescueShare: 0.45,
+  evalTasks: { train: 93, heldout: 81 },
+  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 2.6, dynamoWriteUnits: 2.2, sqsRequests: 0.33, gpuSeconds: 0 },
+};
+
+/** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */
+export const QUOTE_BASIS_KEY = "#quote-basis";
+
+/** The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none finished. */
+export function basisFrom(summed: Usage | undefined): QuoteBasis {
+  if (!summed || summed.requests === 0 || summed.rollouts === 0) return DEFAULT_QUOTE_BASIS;
+  const fields = ["computeMs", ...COST_FIELDS] as const;
+  const perRollout = Object.fromEntries(fields.map((f) => [f, summed[f] / summed.rollouts]));
+  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, perRollout };
+}
+
+/** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
+export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
+export type QuoteRequest = z.infer<typeof QuoteRequest>;
+/** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
+export type Quotable = QuoteRequest | { experiment: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples"> };
+
+/**
+ * The rollouts an experiment will run: per seed, the initial evaluation (H0 on both splits and
+ * Rank-1 held-out), then per arm its training (steps × batch × group, plus the rescue share for an
+ * arm that rescues), its learning-curve points (before training and every `curveEvery` steps,
+ * Avg@3 on `curveTasks`) and its final evaluation.
+ */
+export function plannedRollouts(plan: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples">, basis: QuoteBasis): number {
+  const t = TrainConfig.parse(plan.train);
+  const { train, heldout } = basis.evalTasks;
+  const s = plan.evalSamples;
+  const perArm = plan.arms.map((arm) => {
+    const def = armDefinition(arm);
+    const training = t.steps * t.batchSize * t.groupSize * (def.rescue === "none" ? 1 : 1 + basis.rescueShare);
+    const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, train) * 3 : 0;
+    return training + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s;
+  });
+  return Math.round(plan.seeds.length * ((train + 2 * heldout) * s + perArm.reduce((a, b) => a + b, 0)));
+}
+
+/** A quote for `rollouts` rollouts at the basis's usage per rollout, with cost of goods and the charge. */
+export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
+  const usage = Object.fromEntries(Object.entries(basis.perRollout).map(([k, v]) => [k, (v ?? 0) * rollouts]));
+  return Quote.parse({
+    rollouts,
+    usage: { ...usage, rollouts },
+    costOfGoods: costOfGoods(usage, prices.priceList),
+    chargeUsd: chargeUsd({ ...usage, rollouts }, prices.tariff),
+    basis,
+  });
+}
+
+/** What a quote request would cost: an experiment's planned rollouts, or a rescue's k × rollouts per harness. */
+export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
+  const rollouts = "experiment" in req ? plannedRollouts(req.experiment, basis) : (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
+  return quoteRollouts(rollouts, basis, prices);
+}

@@ -1,0 +1,46 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
+
+// `experiment --env appworld|swe-gym --policy worker` with the tiny model (random weights: it
+// solves nothing, so this checks that every part runs): the local fixture servers started and
+// stopped by the command, two arms for one step, the report written.
+const run = promisify(execFile);
+const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+const args = (env: string, worker: string, out: string) => [
+  "experiment",
+  ...["--env", env, "--policy", "worker", "--policy-url", worker, "--policy-model", "tiny", "--policy-max-tokens", "6"],
+  ...["--seeds", "1", "--arms", "grpo,harness-s", "--steps", "1", "--train", '{"batchSize":2,"groupSize":2}', "--eval-tasks", "1", "--eval-samples", "3", "--profile-budget", "2"],
+  ...["--out", out],
+];
+
+describe("harness-s experiment --env appworld and --env swe-gym --policy worker (tiny model, local protocol servers)", () => {
+  it("runs end to end at the fixture servers it starts, rescuing with the environment's siblings, and writes summary.json and the report", async () => {
+    await ensureWorkerVenv();
+    const worker = await startPolicyWorker({ model: "tiny" });
+    try {
+      for (const [env, sibling] of [
+        ["appworld", "appworld-relogin"],
+        ["swe-gym", "swe-blocked-tests-note"],
+      ] as const) {
+        const out = await mkdtemp(join(tmpdir(), `hs-${env}-`));
+        const { stderr } = await run("node", [...cli, ...args(env, worker.url, out)], { timeout: 500_000 });
+        const summary = JSON.parse(await readFile(join(out, "summary.json"), "utf8"));
+        expect(summary.arms.map((a: { name: string }) => a.name)).toEqual(["grpo", "harness-s"]);
+        const harness = summary.arms.find((a: { name: string }) => a.name === "harness-s").perSeed[0];
+        expect(harness.rescue.triggered).toBeGreaterThan(0);
+        expect(harness.rolloutBreakdown.rescue).toBeGreaterThan(0);
+        expect(await readFile(join(out, "report.md"), "utf8")).toMatch(/harness-s/);
+        const pools = JSON.parse(await readFile(join(out, "pools.json"), "utf8"));
+        expect(pools["1"].siblings.map((s: { id: string }) => s.id)).toContain(sibling);
+        expect(stderr).toMatch(env === "appworld" ? /4 local AppWorld-protocol servers \(fixture tasks, bwrap\)/ : /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/);
+      }
+    } finally {
+      await worker.stop();
+    }
+  }, 1_200_000);
+});

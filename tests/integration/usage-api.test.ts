@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock, newApiKey } from "@harness-s/core";
+import { type MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
+
+describe("usage by period, its export and quotes over HTTP", () => {
+  const clock = new ManualClock(Date.parse("2026-11-30T12:00:00Z"));
+  const deps = memoryApiDeps({ meter: new MemoryUsageMeter(clock) });
+  let api: { url: string; close: () => Promise<void> };
+  let own: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    api = await startApi(deps);
+    own = await addKey(deps, "alice", ["experiments"]);
+    admin = await addKey(deps, "ops", ["admin"]);
+    await deps.meter.add("alice", { rollouts: 10, sqsRequests: 4, dynamoWriteUnits: 2 });
+    clock.advance(86_400_000);
+    await deps.meter.add("alice", { rollouts: 5 });
+    await deps.meter.add("bob", { rollouts: 7 });
+  });
+  afterAll(() => api?.close());
+
+  const get = (path: string, secret: string) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+
+  it("lists a key's own usage by UTC day, with cost of goods and charge apart; another key's needs admin", async () => {
+    const mine = await (await get("/v1/usage?from=2026-11-01&to=2026-12-31&granularity=day", own)).json();
+    expect(mine.days.map((d: { day: string; usage: { rollouts: number } }) => [d.day, d.usage.rollouts])).toEqual([
+      ["2026-11-30", 10],
+      ["2026-12-01", 5],
+    ]);
+    expect(mine.days[0].costOfGoodsUsd).toBeCloseTo(4 * 0.4e-6 + 2 * 0.625e-6, 12);
+    expect(mine.days[0].chargeUsd).toBeCloseTo(10 * 0.0002, 12);
+    expect((await get("/v1/usage?from=2026-11-01&to=2026-12-31&keyId=bob", own)).status).toBe(403);
+    expect((await get("/v1/usage?from=2026-12-31&to=2026-11-01", own)).status).toBe(400);
+    const everyone = await (await get("/v1/usage?from=2026-12-01&to=2026-12-01&keyId=*", admin)).json();
+    expect(everyone.days.map((d: { keyId: string }) => d.keyId)).toEqual(["alice", "bob"]);
+    // Without a period: the totals, as before
+    expect((await (await get("/v1/usage", own)).json()).usage.rollouts).toBe(15);
+  });
+
+  it("exports every key's days as CSV or JSON lines for an admin, one key's for its owner", async () => {
+    const csv = await get("/v1/usage/export?from=2026-11-01&to=2026-12-31&keyId=*&format=csv", admin);
+    expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
+    const lines = (await csv.text()).trim().split("\n");
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/^keyId,day,requests,/);
+    expect(lines.slice(1).map((l) => l.split(",").slice(0, 2).join(" "))).toEqual(["alice 2026-11-30", "alice 2026-12-01", "bob 2026-12-01"]);
+    const jsonl = await (await get("/v1/usage/export?from=2026-11-01&to=2026-12-31", own)).text();
+    expect(
+      jsonl
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).keyId),
+    ).toEqual(["alice", "alice"]);
+    expect((await get("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml", own)).status).toBe(400);
+  });
+
+  it("quotes an experiment for a key with the scope, on the defaults here; a rescue needs the rescues scope", async () => {
+    const post = (body: unknown, secret = own) =>
+      fetch(`${api.url}/v1/quotes`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const q = await post({ experiment: { seeds: [1, 2], arms: ["grpo"], train: { steps: 2, batchSize: 4 } } });
+    expect(q.status).toBe(200);
+    const body = await q.json();
+    expect(body).toMatchObject({ basis: { source: "defaults", jobs: 0 } });
+    expect(body.rollouts).toBeGreaterThan(1000);
+    expect(body.chargeUsd).toBeGreaterThan(0);
+    expect((await post({ rescue: { poolId: "p", taskId: "t", failureTags: ["x"] } })).status).toBe(403);
+    expect((await post({ experiment: { seeds: [1] }, extra: 1 })).status).toBe(400);
+    expect((await fetch(`${api.url}/v1/quotes`, { method: "POST", body: "{}" })).status).toBe(401);
+    const { secret, record } = newApiKey("poor", ["experiments"]);
+    await deps.keys.put({ ...record, budgetUsd: 0.0001 });
+    const refused = await fetch(`${api.url}/v1/experiments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ seeds: [1] }),
+    });
+    expect(refused.status).toBe(402);
+    expect((deps.coordinator as MemoryQueue).take()).toEqual([]); // nothing was queued
+    expect(await deps.experiments.get("exp_1")).toBeUndefined();
+  });
+});
