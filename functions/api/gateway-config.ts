@@ -1,5 +1,8 @@
 import { z } from "zod";
 
+/** The environments whose tool outputs the gateway can read. */
+export const GATEWAY_ENVS = ["generic", "dbbench", "appworld", "swe-gym"] as const;
+
 /** The gateway's configuration as a deployment gives it (the API Lambda's `GatewayConfig` secret, JSON) or `serve`'s flags. */
 export const GatewayConfig = z.strictObject({
   /** The model endpoint's base URL (any OpenAI-compatible server; a policy worker's `/v1`). */
@@ -10,8 +13,8 @@ export const GatewayConfig = z.strictObject({
   model: z.string().min(1).optional(),
   /** The pool to route between. */
   pool: z.string().min(1),
-  /** How tool outputs are read: `dbbench` (SQL results, AgentBench's tools) or `generic`. */
-  env: z.enum(["generic", "dbbench"]).default("generic"),
+  /** How tool outputs are read: `dbbench` (SQL results, AgentBench's tools), `appworld` (execute's output), `swe-gym` (run, read, edit, write) or `generic`. */
+  env: z.enum(GATEWAY_ENVS).default("generic"),
   /** Ask the endpoint for token ids (vLLM's `return_token_ids`). */
   returnTokenIds: z.boolean().optional(),
   /** How long one completion may take, headers and body (default {@link UPSTREAM_TIMEOUT_MS}). */

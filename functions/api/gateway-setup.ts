@@ -1,6 +1,7 @@
 import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver, type GatewayEpisodeStore } from "@harness-s/core";
 import { MemoryGatewayEpisodeStore, OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, dbbenchObserver, loadSplit, parseArgumentsPy } from "@harness-s/dbbench";
+import { appworldObserver, sweObserver } from "@harness-s/envs";
 import { GatewayConfig } from "./gateway-config.ts";
 import type { GatewaySettings } from "./deps.ts";
 
@@ -16,7 +17,8 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 /**
  * The Rank-1 gateway's settings for `serve`: the upstream client, the episodes in `store` (closed
- * after 30 idle minutes), and the environment's reading of tool outputs. `dbbench` knows every
+ * after 30 idle minutes), and the environment's reading of tool outputs (AppWorld's `execute`
+ * and SWE-Gym's tools as this project's environments name their events). `dbbench` knows every
  * bundled row by id (send it as `x-harness-s-task-id` for the schema preview and the answer
  * check), AgentBench's commit tool and its Python-style arguments.
  *
@@ -36,6 +38,8 @@ export async function gatewaySettings(options: GatewayOptions): Promise<GatewayS
   const episodes = new GatewayEpisodes(opts.store ?? new MemoryGatewayEpisodeStore());
   const common = { upstream, episodes, poolId: opts.pool, maxBodyBytes: GATEWAY_LIMITS.maxBodyBytes };
   if (opts.env === "generic") return { ...common, observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
+  if (opts.env === "appworld") return { ...common, observerFor: appworldObserver, submitTool: "complete_task", defaultFamily: "appworld" };
+  if (opts.env === "swe-gym") return { ...common, observerFor: sweObserver({ testsBlocked: false }), submitTool: "submit", defaultFamily: "swe" };
   const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];
   return {
     ...common,

@@ -9,9 +9,11 @@ import {
   appworldH0,
   appworldSiblings,
   appworldTaskSets,
+  appworldObserver,
   startFixtureServer,
   type FixtureServer,
 } from "@harness-s/envs";
+import { environmentSaid, readThroughGateway } from "../observer-replay.ts";
 
 /** A policy that plays a fixed list of tool calls, then submits with `answer`. */
 const scripted = (codes: readonly string[], answer?: unknown): Policy => {
@@ -115,6 +117,26 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     });
     expect(limits.steps.slice(0, 2).map((s) => s.result)).toEqual(["exec:error:MemoryError", "exec:error:ConnectionRefusedError"]);
     expect(firstPage.reward).toBeCloseTo(2 / 3); // completed, nothing else changed, the groceries not all done
+  }, 60_000);
+
+  it("the gateway's AppWorld observer reads the same events and facts from the outputs as the environment gives, a change undoing state:verified", async () => {
+    // Prepare: gold, no login, first page only, and an execution error, each run at the server
+    const env = new AppWorldEnvironment(new AppWorldServerPool([servers[0]!.url], systemClock), "observer");
+    const task = (id: string) => all.find((t) => t.id === id)!;
+    const episodes = [
+      { id: "todo_groceries", codes: GOLD.todo_groceries!.codes },
+      { id: "todo_groceries", codes: ["print(apis.todo.show_tasks())"] },
+      { id: "todo_add_plumber", codes: [LOGIN("todo"), 'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")', "1/0"] },
+    ];
+    const rollouts = [];
+    for (const [i, e] of episodes.entries()) rollouts.push(await runEpisode(task(e.id), appworldH0, i, { env, policy: scripted(e.codes) }));
+    // Act
+    const read = await Promise.all(rollouts.map((r) => readThroughGateway(r, task(r.taskId), appworldObserver)));
+    // Assess
+    expect(read).toEqual(rollouts.map(environmentSaid));
+    expect(read[0]!.map((s) => s.facts.includes("state:verified"))).toEqual([true, true, false, true]);
+    expect(read[1]![0]!.event).toBe("app:unauthorized");
+    expect(read[2]!.map((s) => s.event)).toEqual(["exec:ok", "exec:ok", "exec:error:ZeroDivisionError"]);
   }, 60_000);
 
   it("the re-login sibling's note follows a 401; the verification sibling holds submit until a change is read back", async () => {

@@ -3,6 +3,7 @@ import { ArmList } from "@harness-s/core";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { TuningObjective } from "./tuning/rule.ts";
 import { EvalOptions, VerifyOptions } from "./commands/dbbench-options.ts";
+import { remoteEnvFlags } from "./remote-env-flags.ts";
 import { int, jsonFlag, num, port, probability, seeds, TrainOverrides, url } from "./flags.ts";
 
 /** The flags of each command, as commander hands them over (strings, booleans, declared defaults). */
@@ -56,16 +57,7 @@ export const ExperimentFlags = z
     mysqlUrl: url,
     pool: z.string().min(1).optional(),
     dbConcurrency: int(1, 256),
-    appworldUrls: z
-      .string()
-      .transform((v) => v.split(",").map((s) => s.trim()))
-      .pipe(z.array(z.string().url()).min(1).max(256))
-      .optional(),
-    appworldTasks: z.string().min(1).optional(),
-    appworldServers: int(1, 64),
-    sweInstances: z.string().min(1).optional(),
-    sweDeployments: url.optional(),
-    sweTestsBlocked: z.boolean().optional(),
+    ...remoteEnvFlags,
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
   .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench, appworld and swe-gym train a language model: they need --policy worker" })

@@ -7,6 +7,7 @@ import { SuiteLmRecipe } from "./suite-lm/recipe.ts";
 import { DEFAULT_CANDIDATES } from "./tuning/rule.ts";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { UsageError, parseFlags } from "./flags.ts";
+import { remoteEnvOf, withRemoteEnvOptions } from "./remote-env-flags.ts";
 import {
   BenchFlags,
   ConfirmFlags,
@@ -46,7 +47,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .exitOverride()
     .configureOutput(output);
 
-  program
+  const experiment = program
     .command("experiment")
     .description("Train every arm over several seeds on the embedded suite; write summary.json, report.md and plots")
     .option("--seeds <list>", "seeds: comma-separated integers and ranges, e.g. 1,2,3 or 1-25 (default: 1-5, or 1-3 with --quick)")
@@ -115,17 +116,8 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("mysql"))
     .option("--mysql-url <url>", "with --env dbbench: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
     .option("--pool <file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)")
-    .option("--db-concurrency <n>", "with --env dbbench: rollout databases open at once", "8")
-    .option(
-      "--appworld-urls <list>",
-      "with --env appworld: AppWorld environment servers (`appworld serve environment`, one live task each), comma-separated; default local fixture servers",
-    )
-    .option("--appworld-tasks <file>", "with --env appworld: task ids per slot (JSON {train, dev, heldout, tags}); default the fixture tasks")
-    .option("--appworld-servers <n>", "with --env appworld and no --appworld-urls: local fixture servers to start", "4")
-    .option("--swe-instances <file>", "with --env swe-gym: SWE-bench-format instances (JSON lines); default the fixture repositories")
-    .option("--swe-deployments <url>", "with --env swe-gym: a deployment service starting one SWE-ReX runtime per instance; default the local fixture server")
-    .option("--swe-tests-blocked", "with --env swe-gym: refuse commands that run a test suite (the setting of the assertion-fallback behaviour)")
-    .action(async (raw) => {
+    .option("--db-concurrency <n>", "with --env dbbench: rollout databases open at once", "8");
+  withRemoteEnvOptions(experiment, 4).action(async (raw) => {
       const o = parseFlags(ExperimentFlags, raw, "experiment");
       const worker =
         o.policy === "worker"
@@ -166,10 +158,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         profileBudget: o.profileBudget,
         voters: o.voters,
         ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
-        ...(o.env === "appworld" ? { remote: { kind: "appworld" as const, urls: o.appworldUrls, tasks: o.appworldTasks, servers: o.appworldServers } } : {}),
-        ...(o.env === "swe-gym"
-          ? { remote: { kind: "swe-gym" as const, instances: o.sweInstances, deployments: o.sweDeployments, testsBlocked: o.sweTestsBlocked ?? false } }
-          : {}),
+        remote: remoteEnvOf(o.env, o),
       });
     });
 
@@ -353,7 +342,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     )
     .option("--gateway-model <name>", "the model name sent upstream (default: the agent's)")
     .option("--gateway-pool <id>", "the pool the gateway routes between", "embedded")
-    .option("--gateway-env <env>", "how the gateway reads tool outputs: generic or dbbench", "generic")
+    .option("--gateway-env <env>", "how the gateway reads tool outputs: generic, dbbench, appworld (execute's output) or swe-gym (run, read, edit, write)", "generic")
     .option("--allow-loopback-endpoints", "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused", false)
     .action(async (raw) => (await import("./commands/serve.ts")).serveCommand(parseFlags(ServeFlags, raw, "serve")));
 
@@ -367,16 +356,16 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--trusted-fixtures-only", "run without bubblewrap where it is missing: only for code you trust (the servers refuse to start unconfined otherwise)", false)
     .action(async (raw) => (await import("./commands/fixtures-serve.ts")).fixturesServeCommand(parseFlags(FixturesServeFlags, raw, "fixtures-serve")));
 
-  program
+  const envServe = program
     .command("env-serve")
     .description("Serve a built-in environment over the OpenEnv protocol (a WebSocket session per episode at /ws), for your own trainer or a rescue to use")
-    .addOption(new Option("--env <env>", "the environment").choices(["embedded", "dbbench"]).makeOptionMandatory())
+    .addOption(new Option("--env <env>", "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)").choices(["embedded", "dbbench", "appworld", "swe-gym"]).makeOptionMandatory())
     .option("--port <n>", "port to listen on (0 picks a free one)", String(8000))
     .option("--host <h>", "address to bind", "127.0.0.1")
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("sqlite"))
     .option("--mysql-url <url>", "with --env dbbench and --engine mysql: the MySQL/MariaDB server", "mysql://root@127.0.0.1:3306")
-    .option("--tasks-out <file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset")
-    .action(async (raw) => (await import("./commands/env-serve.ts")).envServeCommand(parseFlags(EnvServeFlags, raw, "env-serve")));
+    .option("--tasks-out <file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset");
+  withRemoteEnvOptions(envServe, 2).action(async (raw) => (await import("./commands/env-serve.ts")).envServeCommand(parseFlags(EnvServeFlags, raw, "env-serve")));
 
   program
     .command("bench")

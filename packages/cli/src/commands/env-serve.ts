@@ -5,17 +5,21 @@ import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSc
 import { writeFile } from "node:fs/promises";
 import type { CallerTask, Environment, Task } from "@harness-s/core";
 import { UsageError, port } from "../flags.ts";
+import { remoteEnvOf, remoteEnvFlags } from "../remote-env-flags.ts";
+import { openRemoteEnv } from "../remote-envs-setup.ts";
 import { openEngine } from "./dbbench.ts";
 
 /** `env-serve`'s options. */
 export const EnvServeOptions = z.strictObject({
-  env: z.enum(["embedded", "dbbench"]),
+  env: z.enum(["embedded", "dbbench", "appworld", "swe-gym"]),
   port: port.default(8000),
   host: z.string().min(1).default("127.0.0.1"),
   engine: z.enum(["mysql", "sqlite"]).default("sqlite"),
   mysqlUrl: z.url().default("mysql://root@127.0.0.1:3306"),
   /** Where to write the served training tasks as a rescue takes them (a trainer's dataset is built from it). */
   tasksOut: z.string().min(1).optional(),
+  ...remoteEnvFlags,
+  appworldServers: remoteEnvFlags.appworldServers.default(2),
 });
 export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
 
@@ -30,14 +34,21 @@ export function embeddedCallerTask(env: Pick<Environment, "tools">, task: Task):
   return { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools, reset: {} };
 }
 
+type BuiltinOpenEnv = OpenEnvServerOptions & { shutdown: () => Promise<void>; trainTasks?: () => CallerTask[] };
+
 /**
  * A built-in environment's server parts: the embedded suite (seed 1's instance: its train, dev
- * and held-out tasks by id; events and facts as text) or DBBench (the bundled dev and standard
- * rows by id, on SQLite or MariaDB), with their tools described as MCP tools.
+ * and held-out tasks by id; events and facts as text), DBBench (the bundled dev and standard
+ * rows by id, on SQLite or MariaDB), or AppWorld and SWE-Gym (their tasks by id, at the servers
+ * given or local fixture servers started here and stopped on shutdown), with their tools
+ * described as MCP tools.
  */
 export async function builtinOpenEnv(
-  opts: Pick<EnvServeOptions, "env" | "engine" | "mysqlUrl">,
-): Promise<OpenEnvServerOptions & { shutdown: () => Promise<void>; trainTasks?: () => CallerTask[] }> {
+  opts: Pick<EnvServeOptions, "env" | "engine" | "mysqlUrl"> & Partial<EnvServeOptions>,
+  log: (line: string) => void = () => undefined,
+): Promise<BuiltinOpenEnv> {
+  const remote = remoteEnvOf(opts.env, { appworldServers: 2, ...opts });
+  if (remote) return remoteOpenEnv(await openRemoteEnv(remote, log));
   if (opts.env === "embedded") {
     const setup = embeddedSetup(defaultEmbeddedSettings);
     const instance = await setup.instance(1);
@@ -64,13 +75,27 @@ export async function builtinOpenEnv(
   };
 }
 
+/** AppWorld or SWE-Gym served: its tasks by id, its tools by action (`submit` ends the episode) with its agent's descriptions. */
+async function remoteOpenEnv(remote: Awaited<ReturnType<typeof openRemoteEnv>>): Promise<BuiltinOpenEnv> {
+  const sets = await remote.base.instance(0);
+  const byId = new Map([...sets.train, ...sets.dev, ...sets.heldout].map((t) => [t.id, t]));
+  const schemaOf = (action: string) => remote.rendering.toolSchemas([action])[0]?.function;
+  return {
+    env: remote.base.env,
+    tasks: { get: async (id) => byId.get(id) },
+    describeTools: (actions) => actions.map((a) => ({ name: a, description: schemaOf(a)?.description ?? "", input_schema: schemaOf(a)?.parameters ?? {} })),
+    submit: "submit",
+    shutdown: remote.stop,
+  };
+}
+
 /**
- * `harness-s env-serve --env embedded|dbbench`: a built-in environment over the OpenEnv protocol
+ * `harness-s env-serve --env embedded|dbbench|appworld|swe-gym`: a built-in environment over the OpenEnv protocol
  * (a WebSocket session per episode at /ws; reset with `{"task_id": …}`), so a trainer of your own
  * can run it, and a rescue can name it as the caller's environment. Ctrl-C stops it.
  */
 export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
-  const parts = await builtinOpenEnv(opts);
+  const parts = await builtinOpenEnv(opts, (line) => console.error(line));
   if (opts.tasksOut) {
     if (!parts.trainTasks) throw new UsageError(`--tasks-out: env-serve --env ${opts.env} does not write its tasks yet (embedded does)`);
     const tasks = parts.trainTasks();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
+import { GATEWAY_ENVS } from "@harness-s/functions/api/gateway-config";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
@@ -32,7 +33,7 @@ export const ServeOptions = z.strictObject({
   gatewayUpstream: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)" }).optional(),
   gatewayModel: z.string().min(1).optional(),
   gatewayPool: z.enum(SERVED_POOLS, { error: `one of the pools serve registers: ${SERVED_POOLS.join(", ")}` }).default("embedded"),
-  gatewayEnv: z.enum(["generic", "dbbench"]).default("generic"),
+  gatewayEnv: z.enum(GATEWAY_ENVS).default("generic"),
   /** Let callers register policy endpoints and environments on loopback (a laptop, the tests); private ranges stay refused. */
   allowLoopbackEndpoints: z.boolean().default(false),
 });

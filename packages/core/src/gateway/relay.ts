@@ -10,7 +10,8 @@ import type { UpstreamTurn } from "./upstream-turn.ts";
  * environment brings an observer that reads its outputs (`genericObserver`, DBBench's own).
  */
 export interface EventObserver {
-  observe(action: string, args: Record<string, unknown> | undefined, text: string): { event: string; facts: string[] };
+  /** The output's event, the facts it establishes, and any it undoes (e.g. a change leaves `state:verified` no longer true). */
+  observe(action: string, args: Record<string, unknown> | undefined, text: string): { event: string; facts: string[]; retract?: string[] };
   /** Facts about a pending submit call (e.g. "answer:well-formed"), read by the commit gate. */
   inspectSubmit?(args: Record<string, unknown>): string[];
   /** A harness's named preview (e.g. DBBench's "schema"), when the observer can produce it. */
@@ -106,6 +107,7 @@ export class RelayEnvironment implements Environment {
         if (input.kind === "closed") throw new EpisodeClosedError(episodeId);
         const text = agentText(input.messages);
         const seen = observer.observe(action, args, text);
+        for (const f of seen.retract ?? []) facts.delete(f);
         for (const f of seen.facts) facts.add(f);
         return { event: seen.event, facts: [...facts], done: false, text };
       },
