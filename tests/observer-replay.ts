@@ -1,4 +1,4 @@
-import { Mailbox, RelayEnvironment, createRng, type AgentInput, type ObserverFactory, type RelayOut, type Rollout, type Task } from "@harness-s/core";
+import { Mailbox, RelayEnvironment, type AgentInput, type ObserverFactory, type RelayOut, type Rollout, type Task } from "@harness-s/core";
 
 type Seen = { event: string; facts: string[] };
 
@@ -11,7 +11,7 @@ export async function readThroughGateway(rollout: Rollout, task: Task, observer:
   const channel = { toAgent: new Mailbox<RelayOut>(), fromAgent: new Mailbox<AgentInput>() };
   const steps = toolSteps(rollout);
   const env = new RelayEnvironment("replay", [...new Set(steps.map((s) => s.action))], channel, observer(task), () => undefined);
-  const session = await env.start(task, createRng(0));
+  const session = await env.start();
   const seen: Seen[] = [];
   for (const step of steps) {
     channel.fromAgent.put({ kind: "turn", messages: [{ role: "tool", content: step.resultText ?? "" }] });

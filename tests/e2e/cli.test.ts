@@ -155,7 +155,21 @@ describe("harness-s CLI", () => {
     const dbbench = commandsOf((await inProcess(["dbbench", "--help"])).stdout);
     const suiteLm = commandsOf((await inProcess(["suite-lm", "--help"])).stdout);
     // Act and assess
-    expect(top).toEqual(["experiment", "confirm", "report", "tune", "suite-lm", "evolve", "serve", "fixtures-serve", "env-serve", "bench", "policy-serve", "policy-worker", "dbbench"]);
+    expect(top).toEqual([
+      "experiment",
+      "confirm",
+      "report",
+      "tune",
+      "suite-lm",
+      "evolve",
+      "serve",
+      "fixtures-serve",
+      "env-serve",
+      "bench",
+      "policy-serve",
+      "policy-worker",
+      "dbbench",
+    ]);
     expect(dbbench).toEqual(["verify", "eval"]);
     expect(suiteLm).toEqual(["build", "compare"]);
     const commands = [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])];

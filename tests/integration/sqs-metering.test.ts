@@ -27,7 +27,15 @@ async function droppingProxy(target: string) {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, state, stop: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    state,
+    stop: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 describe("SQS metering counts what reached the queue service", () => {

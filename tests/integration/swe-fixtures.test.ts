@@ -11,6 +11,7 @@ import {
   FIXTURES_DIR,
   SWE_FIXTURE_INSTANCES,
   SweGymEnvironment,
+  sweObserver,
   filesOfPatch,
   gradePatch,
   readSweInstances,
@@ -21,6 +22,7 @@ import {
   type FixtureServer,
   type SweInstance,
 } from "@harness-s/envs";
+import { environmentSaid, readThroughGateway } from "../observer-replay.ts";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 
 const sh = promisify(execFile);
@@ -149,6 +151,11 @@ describe("SWE-Gym through SWE-ReX's runtime protocol, against the local fixture 
     expect([nothing, breaking, missing].map((r) => r.failureTags)).toEqual([["no-change", "fail-to-pass"], ["pass-to-pass-broken"], ["no-change", "fail-to-pass"]]);
     expect(missing.events).toContain("edit:not-found");
     expect((await stats()).live).toBe(0);
+    // The gateway's SWE observer reads the same events and facts from the tools' outputs
+    const read = [rollouts[0]!, nothing, breaking, missing];
+    const observed = await Promise.all(read.map((r) => readThroughGateway(r, tasks.find((t) => t.id === r.taskId)!, sweObserver({ testsBlocked: false }))));
+    expect(observed).toEqual(read.map(environmentSaid));
+    expect(observed[0]!.map((s) => s.facts.includes("tests:ran-after-edit"))).toEqual([false, false, false, true]);
   }, 300_000);
 
   it("flags assertion fallback under blocked tests when an episode edits a test file or asserts on its own, not when it only edits source", async () => {
@@ -171,6 +178,8 @@ describe("SWE-Gym through SWE-ReX's runtime protocol, against the local fixture 
     expect(editsTests.events).toContain("tests:blocked");
     expect([editsTests, asserts, sourceOnly].map((r) => r.behaviours["assertion-fallback"])).toEqual([true, true, false]);
     expect(sourceOnly.success).toBe(true);
+    const blocked = [editsTests, asserts, sourceOnly];
+    expect(await Promise.all(blocked.map((r) => readThroughGateway(r, task, sweObserver({ testsBlocked: true }))))).toEqual(blocked.map(environmentSaid));
     // The note sibling answers the blocked run
     const noted = await runEpisode(task, sweSiblings.find((h) => h.id === "swe-blocked-tests-note")!, 4, { env, policy: scripted([tries.run, ["read", { path: g.path }]]) });
     expect(noted.steps[1]!.observation.notes!.join("\n")).toMatch(/The tests cannot run here\. Do not edit test files/);

@@ -57,10 +57,16 @@ describe("the price list and cost of goods", () => {
     const tick = () => new Promise((r) => setTimeout(r, 1));
     await Promise.all([
       meter.within(a, async () => {
-        for (let i = 0; i < 5; i++) await tick(), meter.record({ sqsRequests: 1 });
+        for (let i = 0; i < 5; i++) {
+          await tick();
+          meter.record({ sqsRequests: 1 });
+        }
       }),
       meter.within(b, async () => {
-        for (let i = 0; i < 3; i++) await tick(), meter.record({ dynamoWriteUnits: 1 });
+        for (let i = 0; i < 3; i++) {
+          await tick();
+          meter.record({ dynamoWriteUnits: 1 });
+        }
       }),
     ]);
     meter.record({ sqsRequests: 7 });
@@ -82,7 +88,10 @@ describe("quotes", () => {
       ...setup,
       runnerFor: (id, p, seed) => {
         const run = inner(id, p, seed);
-        return (t, h, s) => (used++, run(t, h, s));
+        return (t, h, s) => {
+          used++;
+          return run(t, h, s);
+        };
       },
     });
     expect(plannedRollouts(plan, DEFAULT_QUOTE_BASIS)).toBe(used);

@@ -118,49 +118,48 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--pool <file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)")
     .option("--db-concurrency <n>", "with --env dbbench: rollout databases open at once", "8");
   withRemoteEnvOptions(experiment, 4).action(async (raw) => {
-      const o = parseFlags(ExperimentFlags, raw, "experiment");
-      const worker =
-        o.policy === "worker"
-          ? {
-              url: o.policyUrl ?? "",
-              token: o.policyToken,
-              model: o.policyModel,
-              learningRate: o.policyLr,
-              maxTokens: o.policyMaxTokens,
-              maxInFlight: o.policyMaxInFlight,
-              constrainToolCalls: o.constrainedCalls,
-            }
-          : undefined;
-      const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-      const startWorker =
-        o.policy === "worker" && !o.policyUrl ? { model: o.policyModel, recipe: SuiteLmRecipe.parse({ size: o.suiteLmSize }), cacheDir: o.modelCache } : undefined;
-      await (await import("./commands/experiment.ts")).experimentCommand({
-        startWorker,
-        seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),
-        arms: o.arms,
-        out,
-        quick: o.quick,
-        sweeps: o.sweep ?? [],
-        sideEffects: o.sideEffects,
-        cueHalfLife: o.cueHalfLife,
-        poolSize: o.poolSize,
-        steps: o.steps,
-        train: o.train,
-        cueRate: o.cueRate,
-        cueStrength: o.cueStrength,
-        fixedSuite: o.fixedSuite,
-        protocol: o.protocol,
-        runtime: o.runtime,
-        resume: o.resume,
-        worker,
-        evalTasks: o.evalTasks,
-        evalSamples: o.evalSamples,
-        profileBudget: o.profileBudget,
-        voters: o.voters,
-        ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
-        remote: remoteEnvOf(o.env, o),
-      });
+    const o = parseFlags(ExperimentFlags, raw, "experiment");
+    const worker =
+      o.policy === "worker"
+        ? {
+            url: o.policyUrl ?? "",
+            token: o.policyToken,
+            model: o.policyModel,
+            learningRate: o.policyLr,
+            maxTokens: o.policyMaxTokens,
+            maxInFlight: o.policyMaxInFlight,
+            constrainToolCalls: o.constrainedCalls,
+          }
+        : undefined;
+    const out = o.out ?? `results/${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    const startWorker = o.policy === "worker" && !o.policyUrl ? { model: o.policyModel, recipe: SuiteLmRecipe.parse({ size: o.suiteLmSize }), cacheDir: o.modelCache } : undefined;
+    await (await import("./commands/experiment.ts")).experimentCommand({
+      startWorker,
+      seeds: o.seeds ?? (o.quick ? [1, 2, 3] : [1, 2, 3, 4, 5]),
+      arms: o.arms,
+      out,
+      quick: o.quick,
+      sweeps: o.sweep ?? [],
+      sideEffects: o.sideEffects,
+      cueHalfLife: o.cueHalfLife,
+      poolSize: o.poolSize,
+      steps: o.steps,
+      train: o.train,
+      cueRate: o.cueRate,
+      cueStrength: o.cueStrength,
+      fixedSuite: o.fixedSuite,
+      protocol: o.protocol,
+      runtime: o.runtime,
+      resume: o.resume,
+      worker,
+      evalTasks: o.evalTasks,
+      evalSamples: o.evalSamples,
+      profileBudget: o.profileBudget,
+      voters: o.voters,
+      ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
+      remote: remoteEnvOf(o.env, o),
     });
+  });
 
   program
     .command("confirm")
@@ -359,7 +358,11 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
   const envServe = program
     .command("env-serve")
     .description("Serve a built-in environment over the OpenEnv protocol (a WebSocket session per episode at /ws), for your own trainer or a rescue to use")
-    .addOption(new Option("--env <env>", "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)").choices(["embedded", "dbbench", "appworld", "swe-gym"]).makeOptionMandatory())
+    .addOption(
+      new Option("--env <env>", "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)")
+        .choices(["embedded", "dbbench", "appworld", "swe-gym"])
+        .makeOptionMandatory(),
+    )
     .option("--port <n>", "port to listen on (0 picks a free one)", String(8000))
     .option("--host <h>", "address to bind", "127.0.0.1")
     .addOption(new Option("--engine <e>", "with --env dbbench: the SQL engine").choices(["mysql", "sqlite"]).default("sqlite"))

@@ -37,5 +37,5 @@ export function renderUsage(rows: readonly UsageRow[], format: "csv" | "jsonl"):
   if (format === "jsonl")
     return rows.map((r) => `${JSON.stringify({ keyId: r.keyId, day: r.day, ...r.usage, costOfGoodsUsd: r.costOfGoodsUsd, chargeUsd: r.chargeUsd })}\n`).join("");
   const header = ["keyId", "day", ...FIELDS, "costOfGoodsUsd", "chargeUsd"].join(",");
-  return [header, ...rows.map((r) => [r.keyId, r.day, ...FIELDS.map((f) => r.usage[f]), r.costOfGoodsUsd, r.chargeUsd].map(csvCell).join(","))].join("\n") + "\n";
+  return [header, ...rows.map((r) => [r.keyId, r.day, ...FIELDS.map((f) => r.usage[f]), r.costOfGoodsUsd, r.chargeUsd].map(csvCell).join(","))].join("\n").concat("\n");
 }

@@ -11,7 +11,14 @@ export const systemClock: Clock = {
     new Promise((resolve) => {
       if (signal?.aborted) return resolve();
       const timer = setTimeout(resolve, ms);
-      signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+      signal?.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     }),
 };
 
