@@ -69,7 +69,7 @@ export async function openRemoteEnv(
       if (!urls.length) {
         started.push(...(await Promise.all(Array.from({ length: opts.servers }, () => startFixtureServer("appworld/server.py")))));
         urls = started.map((s) => s.url);
-        log(`appworld: ${urls.length} local AppWorld-protocol servers (fixture tasks, ${started[0]!.sandbox})`);
+        log(`appworld: ${urls.length} local AppWorld-protocol servers at ${urls.join(", ")} (fixture tasks, ${started[0]!.sandbox})`);
       }
       const sets = appworldTaskSets(opts.tasks ? await readAppWorldTaskFile(opts.tasks) : APPWORLD_FIXTURE_TASKS);
       const env = new AppWorldEnvironment(new AppWorldServerPool(urls, systemClock), "harness-s");
