@@ -164,6 +164,7 @@ describe("harness-s CLI", () => {
       "evolve",
       "serve",
       "fixtures-serve",
+      "eval",
       "env-serve",
       "bench",
       "policy-serve",

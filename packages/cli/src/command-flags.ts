@@ -106,6 +106,7 @@ export const EvolveFlags = z.strictObject({
 
 export { ServeOptions as ServeFlags } from "./commands/serve.ts";
 export { EnvServeOptions as EnvServeFlags } from "./commands/env-serve.ts";
+export { EnvEvalFlags } from "./remote-env-flags.ts";
 export { FixturesServeOptions as FixturesServeFlags } from "./commands/fixtures-serve.ts";
 
 export const BenchFlags = z.strictObject({ seconds: positive, worker: z.boolean().optional(), env: z.enum(["embedded", "dbbench"]), mysqlUrl: z.string().url() });

@@ -20,6 +20,7 @@ import {
   policyServeDefaults,
   ReportFlags,
   EnvServeFlags,
+  EnvEvalFlags,
   FixturesServeFlags,
   ServeFlags,
   SuiteLmFlags,
@@ -354,6 +355,33 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     .option("--no-swe", "start no SWE-ReX-protocol server")
     .option("--trusted-fixtures-only", "run without bubblewrap where it is missing: only for code you trust (the servers refuse to start unconfined otherwise)", false)
     .action(async (raw) => (await import("./commands/fixtures-serve.ts")).fixturesServeCommand(parseFlags(FixturesServeFlags, raw, "fixtures-serve")));
+
+  const envEval = program
+    .command("eval")
+    .description("Evaluate an OpenAI-compatible agent on AppWorld or SWE-Gym under one harness (Pass@3, Avg@3, behaviours); write summary.json and report.md")
+    .addOption(new Option("--env <env>", "the environment (at local fixture servers unless their URLs are given)").choices(["appworld", "swe-gym"]).makeOptionMandatory())
+    .requiredOption("--base-url <url>", "the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    .requiredOption("--model <m>", "model name")
+    .option("--api-key <k>", "API key (default $OPENAI_API_KEY, else none)")
+    .option("--harness <id>", "a harness of the environment's pool (default its H0, e.g. appworld-h0 or swe-h0)")
+    .addOption(new Option("--split <s>", "which tasks").choices(["train", "dev", "heldout", "all"]).default("all"))
+    .option("--attempts <n>", "attempts per task", String(3))
+    .option("--limit <n>", "only the first n tasks")
+    .option("--out <dir>", "output folder (default results/eval-<env>-<timestamp>)")
+    .option("--temperature <t>", "sampling temperature", String(1))
+    .option("--timeout-seconds <s>", "per model request", String(120));
+  withRemoteEnvOptions(envEval, 2).action(async (raw) => {
+    const o = parseFlags(EnvEvalFlags, raw, "eval");
+    const { attempts, errored } = await (await import("./commands/env-eval.ts")).envEvalCommand({
+      ...o,
+      apiKey: o.apiKey ?? process.env.OPENAI_API_KEY,
+      out: o.out ?? `results/eval-${o.env}-${new Date().toISOString().replace(/[:.]/g, "-")}`,
+    });
+    if (errored > 0) {
+      process.stderr.write(`error: ${errored} of ${attempts} attempts errored at the model endpoint (${o.baseUrl}); they count as failures in the summary\n`);
+      process.exit(1);
+    }
+  });
 
   const envServe = program
     .command("env-serve")

@@ -1,13 +1,13 @@
 import { z } from "zod";
 import type { Command } from "commander";
-import { int, url } from "./flags.ts";
+import { int, num, url } from "./flags.ts";
 import type { RemoteEnvOptions } from "./remote-envs-setup.ts";
 
 /** Where AppWorld and SWE-Gym run (`experiment` and `env-serve` take the same flags). */
 export const remoteEnvFlags = {
+  /** Comma-separated on the command line; a list as parsed (parsing twice gives the same). */
   appworldUrls: z
-    .string()
-    .transform((v) => v.split(",").map((s) => s.trim()))
+    .union([z.array(z.string()), z.string().transform((v) => v.split(",").map((s) => s.trim()))])
     .pipe(z.array(z.string().url()).min(1).max(256))
     .optional(),
   appworldTasks: z.string().min(1).optional(),
@@ -39,3 +39,26 @@ export function remoteEnvOf(env: string, o: RemoteEnvFlags): RemoteEnvOptions | 
   if (env === "swe-gym") return { kind: "swe-gym", instances: o.sweInstances, deployments: o.sweDeployments, testsBlocked: o.sweTestsBlocked ?? false };
   return undefined;
 }
+
+/** `eval`'s options: an OpenAI-compatible agent on AppWorld or SWE-Gym under one harness. */
+export const EnvEvalOptions = z.strictObject({
+  env: z.enum(["appworld", "swe-gym"]),
+  baseUrl: url,
+  model: z.string().min(1),
+  apiKey: z.string().default("not-needed"),
+  /** A harness of the environment's pool (default its H0). */
+  harness: z.string().min(1).optional(),
+  split: z.enum(["train", "dev", "heldout", "all"]).default("all"),
+  /** At least 3: the scores are Pass@3 and Avg@3. */
+  attempts: int(3, 16).default(3),
+  limit: int(1).optional(),
+  out: z.string().min(1),
+  temperature: num((n) => n.min(0).max(2)).default(1),
+  timeoutSeconds: num((n) => n.positive()).default(120),
+  ...remoteEnvFlags,
+  appworldServers: remoteEnvFlags.appworldServers.default(2),
+});
+export type EnvEvalOptions = z.input<typeof EnvEvalOptions>;
+
+/** `eval`'s flags: the output folder and key have defaults the command line fills in. */
+export const EnvEvalFlags = EnvEvalOptions.extend({ out: z.string().min(1).optional(), apiKey: z.string().min(1).optional() });

@@ -60,7 +60,7 @@ const deps = (env: ExperimentDeps["env"], sets: Pick<SeedInstance, "train" | "de
 export async function openRemoteEnv(
   opts: RemoteEnvOptions,
   log: (line: string) => void,
-): Promise<{ base: Omit<ExperimentDeps, "onProgress">; rendering: TokenRendering; stop: () => Promise<void> }> {
+): Promise<{ base: Omit<ExperimentDeps, "onProgress">; rendering: TokenRendering; tools: readonly ToolBinding[]; stop: () => Promise<void> }> {
   const started: FixtureServer[] = [];
   const stop = async () => void (await Promise.all(started.map((s) => s.stop())));
   try {
@@ -74,7 +74,7 @@ export async function openRemoteEnv(
       const sets = appworldTaskSets(opts.tasks ? await readAppWorldTaskFile(opts.tasks) : APPWORLD_FIXTURE_TASKS);
       const env = new AppWorldEnvironment(new AppWorldServerPool(urls, systemClock), "harness-s");
       const pool = givenPool(createPool("appworld", appworldH0, appworldSiblings, { note: "hand-written AppWorld siblings" }));
-      return { base: deps(env, sets, pool), rendering: toolRendering(APPWORLD_SYSTEM, appworldTools), stop };
+      return { base: deps(env, sets, pool), rendering: toolRendering(APPWORLD_SYSTEM, appworldTools), tools: appworldTools, stop };
     }
     let url = opts.deployments;
     if (!url) {
@@ -86,7 +86,7 @@ export async function openRemoteEnv(
     const instances = await readSweInstances(opts.instances ?? SWE_FIXTURE_INSTANCES);
     const env = new SweGymEnvironment(instances, new DeploymentServiceProvider(url), { testsBlocked: opts.testsBlocked });
     const pool = givenPool(createPool("swe-gym", sweH0, sweSiblings, { note: "hand-written SWE siblings" }));
-    return { base: deps(env, sweTaskSets(instances), pool), rendering: toolRendering(SWE_SYSTEM, sweTools), stop };
+    return { base: deps(env, sweTaskSets(instances), pool), rendering: toolRendering(SWE_SYSTEM, sweTools), tools: sweTools, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,0 +1,133 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { evaluateTasks, runEpisode, type Rollout, type Task } from "@harness-s/core";
+import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
+import { UsageError } from "../flags.ts";
+import { prepareOutDir } from "../out-dir.ts";
+import { createProgress } from "../progress.ts";
+import { EnvEvalOptions, remoteEnvOf } from "../remote-env-flags.ts";
+import { openRemoteEnv } from "../remote-envs-setup.ts";
+
+/** One task's attempts as the summary lists them. */
+type TaskResult = { id: string; successes: number; attempts: number; rewards: number[]; failureTags: string[]; errors: string[] };
+
+/**
+ * `harness-s eval --env appworld|swe-gym`: the agent at `baseUrl` runs every task of the split
+ * `attempts` times under one harness (at the given servers, or local fixture servers started and
+ * stopped here). Writes summary.json (Pass@3, Avg@3, behaviour rates such as SWE-Gym's
+ * assertion fallback, per-task results) and report.md. An attempt the model endpoint fails is a
+ * failure with its error recorded; the run goes on, and the count is returned.
+ *
+ * @example
+ * await envEvalCommand({ env: "appworld", baseUrl: "http://127.0.0.1:8000/v1", model: "qwen", out: "results/aw" });
+ */
+export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) => void = (l) => console.error(l)): Promise<{ attempts: number; errored: number }> {
+  const o = EnvEvalOptions.parse(input);
+  await prepareOutDir(o.out);
+  const remote = await openRemoteEnv(remoteEnvOf(o.env, o)!, log);
+  try {
+    const sets = await remote.base.instance(0);
+    const { pool } = sets.evolution;
+    const harness = [pool.base, ...pool.siblings].find((h) => h.id === (o.harness ?? pool.base.id));
+    if (!harness) throw new UsageError(`--harness: no ${o.env} harness ${o.harness} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`);
+    const tasks = (o.split === "all" ? [...sets.train, ...sets.dev, ...sets.heldout] : sets[o.split]).slice(0, o.limit);
+    const client = boundedOpenAi({ baseURL: o.baseUrl, apiKey: o.apiKey, timeoutMs: o.timeoutSeconds * 1000, maxRetries: 2 });
+    let tokens = 0;
+    const policy = new OpenAiToolPolicy(client, {
+      model: o.model,
+      system: remote.rendering.system,
+      tools: remote.tools,
+      temperature: o.temperature,
+      onUsage: (u) => (tokens += u.promptTokens + u.completionTokens),
+    });
+    const bar = createProgress(tasks.length * o.attempts, `${o.model} on ${o.env} (${o.split}) under ${harness.id}`);
+    const rollouts: { rollout: Rollout; error?: string }[] = [];
+    const evaluation = await evaluateTasks(
+      tasks,
+      () => harness,
+      o.attempts,
+      0,
+      async (task, h, seed) => {
+        const done = await runEpisode(task, h, seed, { env: remote.base.env, policy }).then(
+          (rollout) => ({ rollout }),
+          (err: unknown) => ({ rollout: erroredRollout(task, h.id, seed), error: err instanceof Error ? err.message : String(err) }),
+        );
+        rollouts.push(done);
+        bar.update(rollouts.length, `${rollouts.filter((r) => r.rollout.success).length}/${rollouts.length} solved`);
+        return done.rollout;
+      },
+    );
+    bar.stop();
+    const results = tasks.map((t) =>
+      taskResult(
+        t,
+        rollouts.filter((r) => r.rollout.taskId === t.id),
+      ),
+    );
+    const errored = rollouts.filter((r) => r.error).length;
+    const summary = { env: o.env, model: o.model, baseUrl: o.baseUrl, harness: harness.id, split: o.split, attempts: o.attempts, tokens, errored, ...evaluation, results };
+    await writeFile(join(o.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFile(join(o.out, "report.md"), report(summary));
+    log(`Pass@3 ${(100 * evaluation.passAt3).toFixed(1)}%  Avg@3 ${(100 * evaluation.avgAt3).toFixed(1)}%  errored attempts ${errored}  tokens ${tokens}`);
+    log(`summary.json and report.md in ${o.out}`);
+    return { attempts: rollouts.length, errored };
+  } finally {
+    await remote.stop();
+  }
+}
+
+const erroredRollout = (task: Task, harnessId: string, seed: number): Rollout => ({
+  id: `${task.id}:${harnessId}:${seed}`,
+  taskId: task.id,
+  family: task.family,
+  harnessId,
+  policyVersion: 0,
+  seed,
+  steps: [],
+  reward: 0,
+  success: false,
+  failureTags: ["rollout-error"],
+  events: [],
+  behaviours: {},
+});
+
+function taskResult(task: Task, attempts: readonly { rollout: Rollout; error?: string }[]): TaskResult {
+  return {
+    id: task.id,
+    successes: attempts.filter((a) => a.rollout.success).length,
+    attempts: attempts.length,
+    rewards: attempts.map((a) => a.rollout.reward),
+    failureTags: [...new Set(attempts.flatMap((a) => a.rollout.failureTags))].sort(),
+    errors: attempts.flatMap((a) => (a.error ? [a.error] : [])),
+  };
+}
+
+function report(s: {
+  env: string;
+  model: string;
+  harness: string;
+  split: string;
+  attempts: number;
+  passAt3: number;
+  avgAt3: number;
+  behaviours: Record<string, number>;
+  results: TaskResult[];
+}): string {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  return [
+    `# ${s.model} on ${s.env} (${s.split}) under ${s.harness}`,
+    "",
+    `${s.results.length} tasks × ${s.attempts} attempts: Pass@3 ${pct(s.passAt3)}, Avg@3 ${pct(s.avgAt3)}.`,
+    "",
+    "| behaviour | share of attempts |",
+    "|---|---|",
+    ...Object.entries(s.behaviours).map(([b, x]) => `| ${b} | ${pct(x)} |`),
+    "",
+    "| task | solved | mean reward | failure tags |",
+    "|---|---|---|---|",
+    ...s.results.map(
+      (r) => `| ${r.id} | ${r.successes}/${r.attempts} | ${(r.rewards.reduce((a, b) => a + b, 0) / Math.max(1, r.rewards.length)).toFixed(2)} | ${r.failureTags.join(", ")} |`,
+    ),
+    "",
+  ].join("\n");
+}
