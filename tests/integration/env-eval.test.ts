@@ -36,7 +36,9 @@ describe("harness-s eval --env appworld (the local AppWorld-protocol servers)", 
       const down = await envEvalCommand({ env: "appworld", baseUrl: model.url, model: "scripted", attempts: 3, limit: 1, out, timeoutSeconds: 2 }, silent);
       expect(down).toEqual({ attempts: 3, errored: 3 });
       expect(JSON.parse(await readFile(join(out, "summary.json"), "utf8")).results[0].failureTags).toEqual(["rollout-error"]);
-      await expect(envEvalCommand({ env: "appworld", baseUrl: model.url, model: "m", out, harness: "nope" }, silent)).rejects.toThrow(/no appworld harness nope \(one of appworld-h0/);
+      await expect(envEvalCommand({ env: "appworld", baseUrl: model.url, model: "m", out, harness: "nope" }, silent)).rejects.toThrow(
+        /no appworld harness nope \(one of appworld-h0/,
+      );
     } finally {
       await model.close().catch(() => undefined);
     }
