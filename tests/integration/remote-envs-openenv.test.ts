@@ -20,7 +20,13 @@ const scripted = (calls: readonly [string, Record<string, unknown>][]): Policy =
 const serveBuiltin = async (env: "appworld" | "swe-gym", log?: (line: string) => void) => {
   const parts = await builtinOpenEnv({ env, engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1", appworldServers: 1 }, log);
   const served = await startOpenEnvServer(parts);
-  return { url: served.url, stop: async () => void (await served.close(), await parts.shutdown()) };
+  return {
+    url: served.url,
+    stop: async () => {
+      await served.close();
+      await parts.shutdown();
+    },
+  };
 };
 const answers = async (url: string) =>
   fetch(url, { signal: AbortSignal.timeout(2_000) })
