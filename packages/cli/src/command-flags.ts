@@ -69,6 +69,7 @@ export const SuiteLmFlags = z.strictObject({
   modelSeed: int(0),
   epochs: int(0, 1000),
   warmStartSeeds: seeds,
+  h0Samples: int(0, 1000),
   instruct: int(0, 100_000),
   instructEpochs: int(0, 100),
   instructInvented: num((n) => n.min(0).max(1)),

@@ -218,6 +218,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
         "suite instances whose train and dev episodes the warm start imitates (never an experiment's seeds)",
         SuiteLmRecipe.parse({}).warmStart.suiteSeeds.join(","),
       )
+      .option("--h0-samples <n>", "episodes per imitated task under H0 in the warm start", String(SuiteLmRecipe.parse({}).warmStart.h0Samples))
       .option("--instruct <n>", "conversations of the instruction-following corpus (generated worlds, no suite task)", String(SuiteLmRecipe.parse({}).instruct.conversations))
       .option(
         "--instruct-invented <share>",
@@ -231,6 +232,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
     modelSeed: number;
     epochs: number;
     warmStartSeeds: number[];
+    h0Samples: number;
     instruct: number;
     instructEpochs: number;
     instructInvented: number;
@@ -240,7 +242,7 @@ export function buildProgram(output: OutputConfiguration = processOutput): Comma
       seed: o.modelSeed,
       epochs: o.epochs,
       instruct_epochs: o.instructEpochs,
-      warmStart: { suiteSeeds: o.warmStartSeeds },
+      warmStart: { suiteSeeds: o.warmStartSeeds, h0Samples: o.h0Samples },
       instruct: { conversations: o.instruct, invented: o.instructInvented },
     });
   suiteLmOptions(suiteLm.command("build").description("Build the suite LM (or find it in the cache) and print its record")).action(async (raw) => {
