@@ -181,6 +181,28 @@ describe("harness-s CLI", () => {
     }
   }, 120_000);
 
+  it("the README's command table and docs/commands.md list exactly the commands the program has", async () => {
+    // Prepare: the program's commands, subcommands by their parent's name
+    const commandsOf = (help: string) => [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
+    const top = commandsOf((await inProcess(["--help"])).stdout);
+    const program = new Set<string>();
+    for (const c of top) {
+      const subs = commandsOf(`${(await inProcess([c, "--help"])).stdout}\nCommands:\n`);
+      for (const name of subs.length ? subs.map((s) => `${c} ${s}`) : [c]) program.add(name);
+    }
+    // Act: the first cell of each table row, each backticked command in it, up to its first flag or argument
+    const section = (text: string) => (text.includes("\n## The command line\n") ? text.split("\n## The command line\n")[1]!.split("\n## ")[0]! : text);
+    const tabled = async (file: string) =>
+      new Set(
+        [...section(await readFile(file, "utf8")).matchAll(/^\| (`.+?) \|/gm)].flatMap((row) =>
+          [...row[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.split(" ").filter((w, i, ws) => /^[a-z][a-z-]*$/.test(w) && ws.slice(0, i).every((v) => /^[a-z][a-z-]*$/.test(v))).join(" ")),
+        ),
+      );
+    // Assess
+    expect([...(await tabled("README.md"))].sort()).toEqual([...program].sort());
+    expect([...(await tabled("docs/commands.md"))].sort()).toEqual([...program].sort());
+  }, 120_000);
+
   it("a folder --out cannot be made or written in is exit 2 at once, naming it (issue 30, item 14)", async () => {
     const dir = await mkdtemp(join(tmpdir(), "hs-out-"));
     await writeFile(join(dir, "a-file"), "");

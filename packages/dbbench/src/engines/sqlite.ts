@@ -129,7 +129,7 @@ class Sandbox {
  * query verbatim; TEXT columns use NOCASE to approximate MySQL's case-insensitive collation;
  * MySQL's lexical differences (double-quoted strings, backslash escapes, identifiers starting
  * with a digit) are rewritten first ({@link mysqlToSqlite}). Known remaining differences (see
- * the README): accent-insensitive comparison, SUM/AVG over integers returning integers,
+ * docs/benchmarks.md): accent-insensitive comparison, SUM/AVG over integers returning integers,
  * MySQL-only functions and syntax.
  *
  * @example
