@@ -1,17 +1,39 @@
-import ts from "typescript";
+// The function-length check (`npm run check:lengths`, one of npm test's static checks): no
+// function or method of the product's TypeScript (every package's src/, functions/, stacks/,
+// sst.config.ts) or Python (the policy worker, the fixture servers) is longer than the limit.
+//
+//   node scripts/function-lengths.mjs [limit]   (default 80 lines)
+import { execFileSync, execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { execSync } from "node:child_process";
-const files = execSync("git ls-files 'packages/core/src/**/*.ts'", { encoding: "utf8" }).split("\n").filter(Boolean);
+import ts from "typescript";
+
 const limit = Number(process.argv[2] ?? 80);
-for (const f of files) {
+const tracked = (pattern) => execSync(`git ls-files '${pattern}'`, { encoding: "utf8" }).split("\n").filter(Boolean);
+const tsFiles = tracked("*.ts").filter((f) => /^(packages\/[^/]+\/src\/|functions\/|stacks\/|sst\.config\.ts$)/.test(f) && !f.endsWith(".d.ts"));
+const pyFiles = tracked("*.py").filter((f) => /^packages\/(policy-worker\/(harness_s_worker|harness_s_client)\/|envs\/fixtures\/)/.test(f));
+
+const over = [];
+for (const f of tsFiles) {
   const src = ts.createSourceFile(f, readFileSync(f, "utf8"), ts.ScriptTarget.Latest, true);
   const visit = (n) => {
     if (ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n)) {
-      const a = src.getLineAndCharacterOfPosition(n.getStart()).line,
-        b = src.getLineAndCharacterOfPosition(n.getEnd()).line;
-      if (b - a + 1 > limit) console.log(`${f}:${a + 1} ${b - a + 1} lines ${n.name?.getText() ?? "(anonymous)"}`);
+      const a = src.getLineAndCharacterOfPosition(n.getStart()).line;
+      const b = src.getLineAndCharacterOfPosition(n.getEnd()).line;
+      if (b - a + 1 > limit) over.push(`${f}:${a + 1} ${b - a + 1} lines ${n.name?.getText() ?? "(anonymous)"}`);
     }
     ts.forEachChild(n, visit);
   };
   visit(src);
 }
+const PY = `
+import ast, sys
+limit = int(sys.argv[1])
+for f in sys.argv[2:]:
+    for n in ast.walk(ast.parse(open(f, encoding="utf-8").read())):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit:
+            print(f"{f}:{n.lineno} {n.end_lineno - n.lineno + 1} lines {n.name}")
+`;
+over.push(...execFileSync("python3", ["-c", PY, String(limit), ...pyFiles], { encoding: "utf8" }).split("\n").filter(Boolean));
+for (const line of over) console.log(line);
+console.log(`function lengths: ${over.length} over ${limit} lines in ${tsFiles.length} TypeScript and ${pyFiles.length} Python files`);
+process.exit(over.length ? 1 : 0);
