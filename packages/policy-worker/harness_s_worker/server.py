@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
-import re
 import socket
 import sys
 import tempfile
@@ -20,17 +18,17 @@ from typing import Any, cast
 
 import torch
 import uvicorn
-from fastapi import FastAPI, Header, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .checkpoints import restore_policies, save_checkpoint
+from .checkpoints import restore_policies
 from .errors import WorkerError
 from .facade import Facade
-from .policies import Limits, Policies, Policy
-from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
+from .policies import Limits, Policies
+from .routes import Served, health_routes, policy_routes, sampling_routes, update_routes
 from .tiny import build_tiny, load_model
 from .toolcalls import PARSERS
 from .updates import Updates
@@ -91,7 +89,6 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     app = FastAPI(title="Harness-S policy worker", version="2", lifespan=lifespan)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    facade = Facade(policies)
     app.state.updates = updates
 
     @app.exception_handler(WorkerError)
@@ -109,138 +106,9 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             return error(401, "UNAUTHENTICATED", "a valid bearer token is required")
         return await call_next(request)
 
-    def trained_here() -> None:
-        if not policies.trainable:
-            raise WorkerError(409, "NOT_TRAINED_HERE", "this endpoint serves a model its trainer updates: policies are not created, deleted, updated or checkpointed here")
-
-    def check_id(pid: str) -> str:
-        if not re.match(ID, pid):
-            raise WorkerError(400, "VALIDATION_FAILED", "policy id: invalid")
-        return pid
-
-    def state(p: Policy) -> dict[str, Any]:
-        return {
-            "policy_id": p.id,
-            "version": p.version,
-            "tokenizer": {"name": model_name, "eos_ids": sorted(policies.eos_ids)},
-            "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
-            "open_episodes": len(p.episodes),
-            "capabilities": {"sample": True, "score": True, "updates": policies.trainable, "kl": policies.trainable, "checkpoints": policies.trainable},
-        }
-
-    async def sample_turn(pid: str, body: SampleRequest, key: str | None = None) -> dict[str, Any]:
-        if key is not None:
-            again = await run_in_threadpool(policies.episodes.answered, pid, body.episode_id, key)
-            if again is not None:
-                return again
-        request, context = await run_in_threadpool(policies.episodes.prepare, pid, body, key)
-        future = policies.engine.submit(request)
-        try:
-            result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
-        except TimeoutError:
-            future.cancel()
-            raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
-        return await run_in_threadpool(policies.episodes.finish, context, result)
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, Any]:
-        kv = policies.engine.kv
-        return {
-            "ok": True,
-            "protocol": 2,
-            "pid": os.getpid(),
-            "model": model_name,
-            "policies": len(policies.policies),
-            "device": str(next(policies.adapted.base.parameters()).device),
-            "sampler": {
-                "steps": policies.engine.steps,
-                "prefills": policies.engine.prefills,
-                "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions},
-            },
-        }
-
-    @app.put("/v2/policies/{pid}")
-    def put_policy(pid: str, body: CreatePolicy) -> JSONResponse:
-        trained_here()
-        p, created = policies.create(check_id(pid), body)
-        return JSONResponse(state(p), status_code=201 if created else 200)
-
-    @app.get("/v2/policies/{pid}")
-    def get_policy(pid: str) -> dict[str, Any]:
-        return state(policies.get(pid))
-
-    @app.delete("/v2/policies/{pid}")
-    def delete_policy(pid: str) -> dict[str, Any]:
-        trained_here()
-        policies.delete(pid)
-        updates.forget_policy(pid)
-        return {"deleted": pid}
-
-    @app.post("/v2/policies/{pid}/sample")
-    async def sample(pid: str, body: SampleRequest, idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200)) -> dict[str, Any]:
-        """One turn; with an Idempotency-Key, the same request again (its reply lost) gets the same answer, never a second turn."""
-        return await sample_turn(pid, body, idempotency_key)
-
-    @app.delete("/v2/policies/{pid}/episodes/{eid}")
-    def close_episode(pid: str, eid: str) -> dict[str, Any]:
-        return {"closed": policies.episodes.close_episode(pid, eid)}
-
-    @app.post("/v2/policies/{pid}/render")
-    def render(pid: str, body: RenderRequest) -> dict[str, Any]:
-        policies.get(pid)
-        return {"ids": policies.episodes.render(body.messages, body.tools, body.add_generation_prompt)}
-
-    vocab = policies.adapted.vocab_size()
-
-    def check_ids(field: str, ids: list[int]) -> None:
-        bad = next((t for t in ids if t >= vocab), None)
-        if bad is not None:
-            raise WorkerError(400, "VALIDATION_FAILED", f"{field}: token id {bad} is outside the vocabulary (size {vocab})")
-
-    @app.post("/v2/policies/{pid}/score")
-    def score(pid: str, body: ScoreRequest) -> dict[str, Any]:
-        for i, sq in enumerate(body.sequences):
-            check_ids(f"sequences.{i}.ids", sq.ids)
-            if sq.mask is not None and len(sq.mask) != len(sq.ids):
-                raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
-        return {"logprobs": policies.score(pid, body.version, [s.ids for s in body.sequences])}
-
-    @app.post("/v2/policies/{pid}/replay")
-    def replay(pid: str, body: ReplayRequest) -> dict[str, Any]:
-        for i, t in enumerate(body.turns):
-            check_ids(f"turns.{i}.completion_ids", t.completion_ids)
-        return {"turns": policies.replay(pid, body.version, body.messages, body.tools, body.turns, body.constrain_tool_calls)}
-
-    @app.post("/v2/policies/{pid}/updates", status_code=202)
-    def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:
-        trained_here()
-        for i, d in enumerate(body.datums):
-            if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
-                raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
-            if d.loss_mask[0] != 0:
-                raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
-            check_ids(f"datums.{i}.ids", d.ids)
-        job, created = updates.submit(pid, idempotency_key, body)
-        return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
-
-    @app.get("/v2/updates/{uid}")
-    def get_update(uid: str, wait: float = Query(0, ge=0, le=30, description="seconds to wait for the job to finish before answering (long poll)")) -> dict[str, Any]:
-        job = updates.get(uid)
-        if wait:
-            job.finished.wait(wait)
-        return {"update_id": job.id, "policy_id": job.policy_id, "status": job.status, "base_version": job.base_version, "version": job.version, "metrics": job.metrics, "error": job.error}
-
-    @app.post("/v2/policies/{pid}/checkpoints")
-    def checkpoint(pid: str) -> dict[str, Any]:
-        trained_here()
-        return save_checkpoint(policies, pid)
-
-    @app.post("/v1/chat/completions")
-    async def chat(body: ChatRequest) -> dict[str, Any]:
-        pid, req, messages = facade.request(body)
-        out = await sample_turn(pid, req)
-        return facade.response(pid, req, messages, out, body.logprobs)
-
+    served = Served(policies, updates, Facade(policies), model_name)
+    for router in (health_routes(served), policy_routes(served), sampling_routes(served), update_routes(served)):
+        app.include_router(router)
     return app
 
 
