@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, evalSet, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import type { PanelRouting } from "@harness-s/adapters";
 import { prepareOutDir } from "../out-dir.ts";
 import { readPanelFile } from "../panel-file.ts";
@@ -181,33 +181,9 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
             onUnitStep: checkpoint!.saveUnit,
           });
     bar.stop();
-    const pools = await Promise.all(
-      config.seeds.map(async (seed) => {
-        const { pool, harm } = (await deps.instance(seed)).evolution;
-        return [seed, { ...pool, harm }] as const;
-      }),
-    );
-    const poolsFile = Object.fromEntries(pools);
-    await writeFile(join(runDir, "pools.json"), JSON.stringify(poolsFile, null, 2));
+    const poolsFile = await writePools(runDir, config, deps);
     ExperimentSummary.parse(summary);
-
-    let sweep: SweepResult | undefined;
-    if (opts.sweeps.includes("cue")) {
-      const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
-      sweep = await runSweep(config, { ...defaultEmbeddedSettings, ...suite }, (label, i) => sweepBar.update(i, label));
-      sweepBar.stop();
-      await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
-    }
-    const pairedSweeps: PairedSweep[] = [];
-    for (const kind of ["router", "reanchor"] as const) {
-      if (!opts.sweeps.includes(kind)) continue;
-      const started = Date.now();
-      const result = await runPairedSweep(kind, config, { ...defaultEmbeddedSettings, ...suite }, (label, i, n) =>
-        process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
-      );
-      await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
-      pairedSweeps.push(result);
-    }
+    const { sweep, pairedSweeps } = await runSweeps(opts.sweeps, runDir, config, { ...defaultEmbeddedSettings, ...suite });
     await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
     const dbSection = engine ? dbbenchReportSection(summary, checkpoint!.state.baselines, evalSet(config, (await deps.instance(config.seeds[0]!)).heldout)) : "";
     await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + dbSection);
@@ -218,4 +194,39 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     await engine?.shutdown();
     await remote?.stop();
   }
+}
+
+/** Each seed's frozen pool (with its harm record) in `pools.json`. */
+async function writePools(runDir: string, config: ExperimentConfig, deps: Pick<ExperimentDeps, "instance">) {
+  const pools = await Promise.all(
+    config.seeds.map(async (seed) => {
+      const { pool, harm } = (await deps.instance(seed)).evolution;
+      return [seed, { ...pool, harm }] as const;
+    }),
+  );
+  const poolsFile = Object.fromEntries(pools);
+  await writeFile(join(runDir, "pools.json"), JSON.stringify(poolsFile, null, 2));
+  return poolsFile;
+}
+
+/** The sweeps asked for, each written beside the summary as it finishes. */
+async function runSweeps(sweeps: readonly string[], runDir: string, config: ExperimentConfig, settings: EmbeddedSettings) {
+  let sweep: SweepResult | undefined;
+  if (sweeps.includes("cue")) {
+    const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
+    sweep = await runSweep(config, settings, (label, i) => sweepBar.update(i, label));
+    sweepBar.stop();
+    await writeFile(join(runDir, "sweep.json"), JSON.stringify(sweep, null, 2));
+  }
+  const pairedSweeps: PairedSweep[] = [];
+  for (const kind of ["router", "reanchor"] as const) {
+    if (!sweeps.includes(kind)) continue;
+    const started = Date.now();
+    const result = await runPairedSweep(kind, config, settings, (label, i, n) =>
+      process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
+    );
+    await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
+    pairedSweeps.push(result);
+  }
+  return { sweep, pairedSweeps };
 }

@@ -104,6 +104,16 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
     const line = ablationSentence(s, name);
     if (line) out.push(line);
   }
+  out.push(...routerSection(s), ...rank1Section(s), ...behaviourSection(s), ...suiteSection(s));
+  if (extras.pools) out.push(...renderHarm(extras.pools));
+  if (sweep) out.push(...renderSweep(sweep));
+  for (const p of extras.pairedSweeps ?? []) out.push(...renderPairedSweep(p));
+  return out.join("\n");
+}
+
+/** The router's rescues and its audited hit rate per arm. */
+function routerSection(s: ExperimentSummary): string[] {
+  const out: string[] = [];
   out.push("", "## Router", "");
   out.push("| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |", "|---|---|---|---|---|---|");
   for (const a of s.arms.filter((x) => x.rank1 !== undefined)) {
@@ -121,6 +131,12 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
     "Router accuracy: on every third routing decision, every sibling is run on that task (diagnostic rollouts, not counted in any budget); a hit means at least one chosen sibling had the best hindsight success rate, among decisions where some sibling succeeded at all.",
     "",
   );
+  return out;
+}
+
+/** Rank-1 inference before and after harness-s training. */
+function rank1Section(s: ExperimentSummary): string[] {
+  const out: string[] = [];
   const hs = arm(s, "harness-s");
   if (hs?.rank1) {
     out.push("## Rank-1 inference (held-out Pass@3)", "");
@@ -132,6 +148,12 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
       "",
     );
   }
+  return out;
+}
+
+/** Behaviours under H0 on held-out tasks, per arm. */
+function behaviourSection(s: ExperimentSummary): string[] {
+  const out: string[] = [];
   out.push(
     "## Behaviours under H0 (held-out)",
     "",
@@ -145,6 +167,12 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
     const b = (n: string) => pts(mean(a.perSeed.map((p) => p.behaviours[n] ?? 0)));
     out.push(`| ${a.name} | ${b("verify-before-submit")} | ${b("assertion-fallback")} |`);
   }
+  return out;
+}
+
+/** The suite's locality, complementarity and nonstationarity. */
+function suiteSection(s: ExperimentSummary): string[] {
+  const out: string[] = [];
   out.push("", "## Suite properties", "");
   out.push(`- **Locality** ${s.suite.locality.toFixed(3)}: ${String(s.suite.details.localityDefinition)}.`);
   out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
@@ -156,10 +184,7 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
     "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).",
     "",
   );
-  if (extras.pools) out.push(...renderHarm(extras.pools));
-  if (sweep) out.push(...renderSweep(sweep));
-  for (const p of extras.pairedSweeps ?? []) out.push(...renderPairedSweep(p));
-  return out.join("\n");
+  return out;
 }
 
 function renderSweep(sweep: SweepResult): string[] {
