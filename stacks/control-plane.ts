@@ -11,17 +11,7 @@ import { API_MEMORY, API_TIMEOUT, LAMBDA_RUNTIME, WORKERS } from "./workers";
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
-  const policyEndpoint = new sst.Secret("PolicyEndpointUrl", "unset");
-  /** The bearer token of a protocol-v2 policy worker (`harness-s policy-worker --token`). */
-  const policyToken = new sst.Secret("PolicyEndpointToken", "unset");
-  const llmApiKey = new sst.Secret("LlmApiKey", "unset");
-  /** The voter panel (the JSON document of a `--voters` file) and the JSON object of the keys its voters name. */
-  const voterPanel = new sst.Secret("VoterPanel", "unset");
-  const voterKeys = new sst.Secret("VoterKeys", "unset");
-  /** The Rank-1 gateway's configuration (JSON: functions/api/gateway-config.ts); unset: its routes answer 501. */
-  const gatewayConfig = new sst.Secret("GatewayConfig", "unset");
-  /** What the deployment pays per unit (JSON: PriceList in packages/core); unset: the public on-demand defaults. */
-  const priceList = new sst.Secret("PriceList", "unset");
+  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -58,9 +48,42 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     ...panel,
   ]);
 
-  // The gateway's requests wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its
-  // `stream: true` answers are server-sent events, so the Function URL streams.
-  const api = new sst.aws.Function("Api", {
+  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, ...panel]);
+
+  return {
+    api: api.url,
+    ...(gpu ? { policyEndpoint: gpu.endpoint.properties.url, policyWorkerImage: gpu.repository } : {}),
+    profileQueue: profileQueue.url,
+    dispatchQueue: dispatchQueue.url,
+    voteQueue: voteQueue.url,
+    coordinatorQueue: coordinatorQueue.url,
+  };
+}
+
+/** The secrets a deployment sets (`npx sst secret set …`); each stays "unset" until then. */
+function secrets() {
+  return {
+    policyEndpoint: new sst.Secret("PolicyEndpointUrl", "unset"),
+    /** The bearer token of a protocol-v2 policy worker (`harness-s policy-worker --token`). */
+    policyToken: new sst.Secret("PolicyEndpointToken", "unset"),
+    llmApiKey: new sst.Secret("LlmApiKey", "unset"),
+    /** The voter panel (the JSON document of a `--voters` file) and the JSON object of the keys its voters name. */
+    voterPanel: new sst.Secret("VoterPanel", "unset"),
+    voterKeys: new sst.Secret("VoterKeys", "unset"),
+    /** The Rank-1 gateway's configuration (JSON: functions/api/gateway-config.ts); unset: its routes answer 501. */
+    gatewayConfig: new sst.Secret("GatewayConfig", "unset"),
+    /** What the deployment pays per unit (JSON: PriceList in packages/core); unset: the public on-demand defaults. */
+    priceList: new sst.Secret("PriceList", "unset"),
+  };
+}
+
+/**
+ * The router API: every table but the ballots, the queues it sends to and `extra` linked. The
+ * gateway's requests wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its
+ * `stream: true` answers are server-sent events, so the Function URL streams.
+ */
+function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
+  return new sst.aws.Function("Api", {
     handler: "functions/api/lambda.handler",
     runtime: LAMBDA_RUNTIME,
     timeout: API_TIMEOUT,
@@ -81,21 +104,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       t.Experiments,
       t.ExperimentSteps,
       t.GatewayEpisodes,
-      profileQueue,
-      dispatchQueue,
-      coordinatorQueue,
-      gatewayConfig,
-      priceList,
-      ...panel,
+      ...extra,
     ],
   });
-
-  return {
-    api: api.url,
-    ...(gpu ? { policyEndpoint: gpu.endpoint.properties.url, policyWorkerImage: gpu.repository } : {}),
-    profileQueue: profileQueue.url,
-    dispatchQueue: dispatchQueue.url,
-    voteQueue: voteQueue.url,
-    coordinatorQueue: coordinatorQueue.url,
-  };
 }

@@ -53,6 +53,20 @@ export interface DbEvolutionReport {
   referencePool: string[];
 }
 
+/** The events the proposer may aim an edit at: what DBBench's environment and the harness emit. */
+const PROPOSER_EVENTS = [
+  "sql:error:syntax",
+  "sql:error:unknown-column",
+  "sql:error:unknown-table",
+  "sql:error:*",
+  "sql:rows",
+  "sql:empty",
+  "sql:ok",
+  "gate:*",
+  "error:tool-call",
+  "error:no-tool-call",
+] as const;
+
 /**
  * `harness-s evolve --env dbbench`: directional evolution of DBBench's H0 with an LLM proposer,
  * measured with the policy at `policyUrl` (any OpenAI-compatible server, a policy worker's `/v1`)
@@ -82,18 +96,7 @@ export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: Sql
     maxCalls: o.maxCalls,
     leaks: dbbenchLeakIndex(devRows),
     tools: dbbenchTools.map((t) => ({ name: t.name, description: t.description })),
-    events: [
-      "sql:error:syntax",
-      "sql:error:unknown-column",
-      "sql:error:unknown-table",
-      "sql:error:*",
-      "sql:rows",
-      "sql:empty",
-      "sql:ok",
-      "gate:*",
-      "error:tool-call",
-      "error:no-tool-call",
-    ],
+    events: [...PROPOSER_EVENTS],
   });
   const config = EvolutionConfig.parse({
     rounds: o.rounds,
