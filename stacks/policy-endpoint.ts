@@ -13,9 +13,19 @@
 import { GPU_ENDPOINT } from "./policy-endpoint-settings";
 
 export function policyGpuEndpoint(token: sst.Secret) {
-  const tag = (name: string) => ({ Name: `harness-s-${name}` });
   const region = aws.getRegionOutput();
+  const net = network(region);
+  const { cluster, capacity } = gpuInstances(net.instanceGroup, net.subnets);
+  const { task, repository } = workerTask(token, region);
+  const balancer = balancedService(net, cluster, capacity, task);
+  const endpoint = new sst.Linkable("PolicyGpuEndpoint", { properties: { url: $interpolate`http://${balancer.dnsName}` } });
+  return { endpoint, repository: repository.repositoryUrl };
+}
 
+type Region = ReturnType<typeof aws.getRegionOutput>;
+
+function network(region: Region) {
+  const tag = (name: string) => ({ Name: `harness-s-${name}` });
   // Network: a small VPC with two public subnets (the load balancer needs two zones).
   const vpc = new aws.ec2.Vpc("PolicyVpc", { cidrBlock: "10.42.0.0/16", enableDnsHostnames: true, tags: tag("policy") });
   const gateway = new aws.ec2.InternetGateway("PolicyGateway", { vpcId: vpc.id });
@@ -44,6 +54,10 @@ export function policyGpuEndpoint(token: sst.Secret) {
     egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }],
   });
 
+  return { vpc, subnets, balancerGroup, instanceGroup };
+}
+
+function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: aws.ec2.Subnet[]) {
   // The instance: ECS agent joined to the cluster, with the managed policy ECS container instances need.
   const cluster = new aws.ecs.Cluster("PolicyCluster");
   const instanceRole = new aws.iam.Role("PolicyInstanceRole", {
@@ -79,6 +93,10 @@ export function policyGpuEndpoint(token: sst.Secret) {
     defaultCapacityProviderStrategies: [{ capacityProvider: capacity.name, weight: 1 }],
   });
 
+  return { cluster, capacity };
+}
+
+function workerTask(token: sst.Secret, region: Region) {
   // The task: the worker's image with one GPU; its token from Secrets Manager, never in the task definition.
   const repository = new aws.ecr.Repository("PolicyWorkerImage", { imageScanningConfiguration: { scanOnPush: true }, forceDelete: true });
   const tokenSecret = new aws.secretsmanager.Secret("PolicyWorkerToken");
@@ -125,6 +143,11 @@ export function policyGpuEndpoint(token: sst.Secret) {
     ]),
   });
 
+  return { task, repository };
+}
+
+function balancedService(net: ReturnType<typeof network>, cluster: aws.ecs.Cluster, capacity: aws.ecs.CapacityProvider, task: aws.ecs.TaskDefinition) {
+  const { vpc, subnets, balancerGroup } = net;
   // The balancer: a long idle timeout (an update's long poll waits up to 30 s), health on /healthz.
   const balancer = new aws.lb.LoadBalancer("PolicyBalancer", {
     loadBalancerType: "application",
@@ -152,6 +175,5 @@ export function policyGpuEndpoint(token: sst.Secret) {
     healthCheckGracePeriodSeconds: 600,
   });
 
-  const endpoint = new sst.Linkable("PolicyGpuEndpoint", { properties: { url: $interpolate`http://${balancer.dnsName}` } });
-  return { endpoint, repository: repository.repositoryUrl };
+  return balancer;
 }
