@@ -6,7 +6,7 @@
 //   node scripts/checks.mjs lint ...   the named ones (npm script names)
 import { spawn } from "node:child_process";
 
-const ALL = ["lint", "check:cycles", "typecheck", "typecheck:infra", "lint:worker"];
+const ALL = ["lint", "check:lengths", "check:cycles", "typecheck", "typecheck:infra", "lint:worker"];
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 const unknown = wanted.filter((c) => !ALL.includes(c));
 if (unknown.length) {
