@@ -195,7 +195,12 @@ describe("harness-s CLI", () => {
     const tabled = async (file: string) =>
       new Set(
         [...section(await readFile(file, "utf8")).matchAll(/^\| (`.+?) \|/gm)].flatMap((row) =>
-          [...row[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.split(" ").filter((w, i, ws) => /^[a-z][a-z-]*$/.test(w) && ws.slice(0, i).every((v) => /^[a-z][a-z-]*$/.test(v))).join(" ")),
+          [...row[1]!.matchAll(/`([^`]+)`/g)].map((m) =>
+            m[1]!
+              .split(" ")
+              .filter((w, i, ws) => /^[a-z][a-z-]*$/.test(w) && ws.slice(0, i).every((v) => /^[a-z][a-z-]*$/.test(v)))
+              .join(" "),
+          ),
         ),
       );
     // Assess

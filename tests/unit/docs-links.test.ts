@@ -11,7 +11,7 @@ const PAGES = [
 ];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
-export const slug = (heading: string) =>
+const slug = (heading: string) =>
   heading
     .trim()
     .toLowerCase()
