@@ -68,6 +68,7 @@ class AppWorldSession implements EnvSession {
   private failed: EnvironmentServerError | undefined;
 
   async act(action: string, args?: Record<string, unknown>): Promise<EnvStep> {
+    if (this.failed) return { event: SERVER_FAILED_EVENT, facts: this.signals.facts(), done: true, text: this.failed.message };
     const code = typeof args?.code === "string" ? args.code : undefined;
     if (action !== "execute" || code === undefined)
       return { event: "error:tool-call", facts: this.signals.facts(), done: false, text: 'Call execute with {"code": "<python>"} or submit.' };
@@ -84,11 +85,17 @@ class AppWorldSession implements EnvSession {
     return { event, facts: this.signals.facts(), done: false, text: clip(output) };
   }
 
-  /** The "api-docs" preview: the apps this task's world has, from its own docs app. */
+  /** The "api-docs" preview: the apps this task's world has, from its own docs app. A server that fails here ends the episode at its first step. */
   async preview(name: string): Promise<string | undefined> {
     if (name !== "api-docs") return undefined;
-    const apps = await this.lease.server.execute(this.taskId, "print(apis.api_docs.show_app_descriptions())");
-    return `Apps (apis.api_docs.show_app_descriptions()):\n${clip(apps)}`;
+    try {
+      const apps = await this.lease.server.execute(this.taskId, "print(apis.api_docs.show_app_descriptions())");
+      return `Apps (apis.api_docs.show_app_descriptions()):\n${clip(apps)}`;
+    } catch (err) {
+      if (!(err instanceof EnvironmentServerError)) throw err;
+      this.failed = err;
+      return undefined;
+    }
   }
 
   async finish(reason: "submitted" | "budget-exhausted", args?: Record<string, unknown>): Promise<EnvOutcome> {
