@@ -37,7 +37,11 @@ describe("harness-s experiment --env appworld and --env swe-gym --policy worker 
         expect(await readFile(join(out, "report.md"), "utf8")).toMatch(/harness-s/);
         const pools = JSON.parse(await readFile(join(out, "pools.json"), "utf8"));
         expect(pools["1"].siblings.map((s: { id: string }) => s.id)).toContain(sibling);
-        expect(stderr).toMatch(env === "appworld" ? /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/ : /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/);
+        expect(stderr).toMatch(
+          env === "appworld"
+            ? /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/
+            : /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/,
+        );
       }
     } finally {
       await worker.stop();
