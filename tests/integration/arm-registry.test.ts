@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ExperimentConfig, ExperimentRequest, armNames, registerArm, runExperimentToEnd } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { ExperimentFlags } from "../../packages/cli/src/command-flags.ts";
+import { ExperimentFlags } from "../../packages/cli/src/declared/experiment.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const small = { seeds: [11], train: { steps: 4, batchSize: 8, curveEvery: 0, reanchorEvery: 2, reanchorBudget: 8 }, evalSamples: 3, evalTasks: 6 };

@@ -22,7 +22,8 @@ type TaskResult = { id: string; successes: number; attempts: number; rewards: nu
  * await envEvalCommand({ env: "appworld", baseUrl: "http://127.0.0.1:8000/v1", model: "qwen", out: "results/aw" });
  */
 export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) => void = (l) => console.error(l)): Promise<{ attempts: number; errored: number }> {
-  const o = EnvEvalOptions.parse(input);
+  const parsed = EnvEvalOptions.parse(input);
+  const o = { ...parsed, out: parsed.out ?? `results/eval-${parsed.env}-${new Date().toISOString().replace(/[:.]/g, "-")}`, apiKey: parsed.apiKey ?? "not-needed" };
   await prepareOutDir(o.out);
   const remote = await openRemoteEnv(remoteEnvOf(o.env, o)!, log);
   try {

@@ -1,27 +1,14 @@
-import { z } from "zod";
 import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, rowTask } from "@harness-s/dbbench";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
 import { writeFile } from "node:fs/promises";
 import type { CallerTask, Environment, Task } from "@harness-s/core";
-import { UsageError, port } from "../flags.ts";
-import { remoteEnvOf, remoteEnvFlags } from "../remote-env-flags.ts";
+import { UsageError } from "../flags.ts";
+import { remoteEnvOf } from "../remote-env-flags.ts";
 import { openRemoteEnv } from "../remote-envs-setup.ts";
 import { openEngine } from "./dbbench.ts";
+import { EnvServeOptions } from "../declared/serve.ts";
 
-/** `env-serve`'s options. */
-export const EnvServeOptions = z.strictObject({
-  env: z.enum(["embedded", "dbbench", "appworld", "swe-gym"]),
-  port: port.default(8000),
-  host: z.string().min(1).default("127.0.0.1"),
-  engine: z.enum(["mysql", "sqlite"]).default("sqlite"),
-  mysqlUrl: z.url().default("mysql://root@127.0.0.1:3306"),
-  /** Where to write the served training tasks as a rescue takes them (a trainer's dataset is built from it). */
-  tasksOut: z.string().min(1).optional(),
-  ...remoteEnvFlags,
-  appworldServers: remoteEnvFlags.appworldServers.default(2),
-});
-export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
 
 /** An embedded task as a caller's rescue carries it: its text, tags and tools (`submit` the committing one). */
 export function embeddedCallerTask(env: Pick<Environment, "tools">, task: Task): CallerTask {

@@ -1,6 +1,5 @@
 import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { z } from "zod";
 import { EvolutionConfig, createPool, createRng, evolvePool, parseOrThrow, runEpisode, type EvolutionResult } from "@harness-s/core";
 import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
 import {
@@ -19,27 +18,9 @@ import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 import { openEngine } from "./dbbench.ts";
 
-export const DbEvolveOptions = z.strictObject({
-  out: z.string().min(1),
-  proposerUrl: z.string().url(),
-  proposerModel: z.string().min(1),
-  policyUrl: z.string().url(),
-  policyModel: z.string().min(1).default("policy"),
-  engine: z.enum(["mysql", "sqlite"]).default("mysql"),
-  mysqlUrl: z.string().url().default("mysql://root@127.0.0.1:3306"),
-  /** LLM calls the proposer may make, and rollouts evolution may spend, in all. */
-  maxCalls: z.coerce.number().int().min(1).default(40),
-  maxRollouts: z.coerce.number().int().min(1).default(3_000),
-  rounds: z.coerce.number().int().min(1).default(2),
-  candidates: z.coerce.number().int().min(1).default(3),
-  trials: z.coerce.number().int().min(1).default(2),
-  screen: z.coerce.number().int().min(1).default(12),
-  poolSize: z.coerce.number().int().min(1).default(6),
-  seed: z.coerce.number().int().min(0).default(1),
-  /** The first N dev rows only (smoke runs). */
-  devTasks: z.coerce.number().int().min(2).optional(),
-});
-export type DbEvolveOptions = z.input<typeof DbEvolveOptions>;
+import { DbEvolveOptions } from "./dbbench-options.ts";
+
+export { DbEvolveOptions };
 
 /** What `evolve --env dbbench` writes beside the pool: the budget and how it was spent, the proposer's report, each candidate. */
 export interface DbEvolutionReport {

@@ -21,6 +21,7 @@ import { startPolicyWorker } from "../policy-worker.ts";
 import { startTableSection } from "../suite-lm/compare.ts";
 import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
 import { ensureSuiteLm, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
+import { presetOf } from "../declared/experiment-presets.ts";
 import { runPairedSweep, sweepFile, type PairedSweep, type SweepKind } from "../sweeps.ts";
 
 /** The sweeps `--sweep` runs: the cue sweep (harness-s − grpo-budget), the router's, re-anchoring's. */
@@ -58,23 +59,23 @@ export interface ExperimentOptions {
   startWorker?: { model: string; recipe: SuiteLmRecipe; cacheDir: string };
   /** Evaluate at most this many tasks per split (a slow policy's smoke run). */
   evalTasks?: number;
-  /** Attempts per task in every evaluation (default 6, 3 in quick mode). */
+  /** Attempts per task in every evaluation (default: the preset's). */
   evalSamples?: number;
   /** Rollouts per seed for measuring the pool's initial profiles with a worker's policy (default: all of dev). */
   profileBudget?: number;
   /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
   voters?: string;
   /** Train on DBBench instead of the embedded suite (with a worker's policy): its engine and the pool to route between. */
-  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string; concurrency?: number };
+  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string; concurrency: number };
   /** Train on AppWorld or SWE-Gym (with a worker's policy), at the servers given or at local fixture servers started for the run. */
   remote?: RemoteEnvOptions;
 }
 
-/** Quick mode: fewer seeds and steps, for a smoke run in seconds. */
+/** The run's config: the preset's (`--quick`: fewer steps and evaluation samples) under the explicit settings. */
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
   const train = parseOrThrow(
     TrainConfig,
-    { ...(opts.quick ? { steps: 10, curveEvery: 5, auditEvery: 4 } : {}), ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
+    { ...presetOf(opts.quick).train, ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
     "training config",
   );
   return parseOrThrow(
@@ -83,7 +84,7 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
       seeds: opts.seeds,
       ...(opts.arms ? { arms: opts.arms } : {}),
       train,
-      evalSamples: opts.evalSamples ?? (opts.quick ? 3 : 6),
+      evalSamples: opts.evalSamples ?? presetOf(opts.quick).evalSamples,
       protocol: opts.protocol ?? "test",
       ...(opts.evalTasks ? { evalTasks: opts.evalTasks } : {}),
     },
@@ -148,7 +149,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
   const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const engine = opts.dbbench ? limitSessions(await openEngine(opts.dbbench), opts.dbbench.concurrency ?? 8) : undefined;
+  const engine = opts.dbbench ? limitSessions(await openEngine(opts.dbbench), opts.dbbench.concurrency) : undefined;
   const remote = opts.remote ? await openRemoteEnv(opts.remote, (line) => process.stderr.write(`${line}\n`)) : undefined;
   try {
     const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : (remote?.base ?? embedded);

@@ -1,17 +1,7 @@
-import { z } from "zod";
 import { startFixtureServer, type FixtureServer } from "@harness-s/envs";
-import { int } from "../flags.ts";
 import { ensureWorkerVenv } from "../policy-worker.ts";
+import { FixturesServeOptions } from "../declared/serve.ts";
 
-/** `fixtures-serve`'s options. */
-export const FixturesServeOptions = z.strictObject({
-  appworldServers: int(0, 64).default(2),
-  appworldPort: int(0, 65535).default(0),
-  swePort: int(0, 65535).default(0),
-  swe: z.boolean().default(true),
-  trustedFixturesOnly: z.boolean().default(false),
-});
-export type FixturesServeOptions = z.infer<typeof FixturesServeOptions>;
 
 /**
  * Starts the local protocol servers on loopback: `appworldServers` AppWorld-protocol servers (one

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
-import { GATEWAY_ENVS } from "@harness-s/functions/api/gateway-config";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
@@ -10,8 +9,9 @@ import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
-import { UsageError, port } from "../flags.ts";
+import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
+import { ServeOptions } from "../declared/serve.ts";
 
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
@@ -19,25 +19,7 @@ const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.
 /** How long a stop may take before serve exits anyway. */
 const STOP_GRACE_MS = 20_000;
 
-/** The pools `serve` registers at start (more can be added over the API; the gateway routes between one of these). */
-const SERVED_POOLS = ["embedded", "dbbench"] as const;
 
-/** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
-export const ServeOptions = z.strictObject({
-  port: port.default(18787),
-  host: z.string().min(1).default("127.0.0.1"),
-  apiKey: z.string().min(8, "an API key needs at least 8 characters").optional(),
-  /** A voter panel file (JSON, `VoterPanel`): its voters decide `/v1/route`; LLM voters' keys come from the environment variables it names. */
-  voters: z.string().min(1).optional(),
-  /** The Rank-1 gateway's model endpoint (OpenAI-compatible base URL); none: no gateway. */
-  gatewayUpstream: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)" }).optional(),
-  gatewayModel: z.string().min(1).optional(),
-  gatewayPool: z.enum(SERVED_POOLS, { error: `one of the pools serve registers: ${SERVED_POOLS.join(", ")}` }).default("embedded"),
-  gatewayEnv: z.enum(GATEWAY_ENVS).default("generic"),
-  /** Let callers register policy endpoints and environments on loopback (a laptop, the tests); private ranges stay refused. */
-  allowLoopbackEndpoints: z.boolean().default(false),
-});
-export type ServeOptions = z.infer<typeof ServeOptions>;
 
 /**
  * Runs the router API locally against the real protocol stand-ins (DynamoDB Local, fauxqs) with
