@@ -9,7 +9,7 @@ import ts from "typescript";
 
 const limit = Number(process.argv[2] ?? 80);
 /** Known and named: reported, not failed, until the work that removes it lands. Anything else over the limit fails. */
-const KNOWN = new Map([["packages/cli/src/program.ts buildProgram", "issue 35, item 1: each command a declaration, its options built from its flag schema"]]);
+const KNOWN = new Map();
 const tracked = (pattern) => execSync(`git ls-files '${pattern}'`, { encoding: "utf8" }).split("\n").filter(Boolean);
 const tsFiles = tracked("*.ts").filter((f) => /^(packages\/[^/]+\/src\/|functions\/|stacks\/|sst\.config\.ts$)/.test(f) && !f.endsWith(".d.ts"));
 const pyFiles = tracked("*.py").filter((f) => /^packages\/(policy-worker\/(harness_s_worker|harness_s_client)\/|envs\/fixtures\/)/.test(f));

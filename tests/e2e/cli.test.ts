@@ -228,7 +228,10 @@ describe("harness-s CLI", () => {
     const cases: [string[], RegExp][] = [
       [["serve", "--port", port], /--port \d+: 127\.0\.0\.1:\d+ is in use/],
       [["serve", "--gateway-upstream", "ftp://example.com/v1"], /--gateway-upstream .*http:\/\/ or https:\/\//],
-      [["serve", "--gateway-upstream", "http://127.0.0.1:9/v1", "--gateway-pool", "nope"], /--gateway-pool <id>' argument 'nope' is invalid\. Allowed choices are embedded, dbbench/],
+      [
+        ["serve", "--gateway-upstream", "http://127.0.0.1:9/v1", "--gateway-pool", "nope"],
+        /--gateway-pool <id>' argument 'nope' is invalid\. Allowed choices are embedded, dbbench/,
+      ],
       [["policy-worker", "--model", "/nonexistent/dir"], /--model \/nonexistent\/dir: no such folder/],
       [["policy-worker", "--port", port], /in use by another process/],
     ];

@@ -73,11 +73,7 @@ export interface ExperimentOptions {
 
 /** The run's config: the preset's (`--quick`: fewer steps and evaluation samples) under the explicit settings. */
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
-  const train = parseOrThrow(
-    TrainConfig,
-    { ...presetOf(opts.quick).train, ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
-    "training config",
-  );
+  const train = parseOrThrow(TrainConfig, { ...presetOf(opts.quick).train, ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) }, "training config");
   return parseOrThrow(
     ExperimentConfig,
     {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
-import { z } from "zod";
+import type { z } from "zod";
 import { createPool, hashSecret } from "@harness-s/core";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
@@ -18,8 +18,6 @@ const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.
 
 /** How long a stop may take before serve exits anyway. */
 const STOP_GRACE_MS = 20_000;
-
-
 
 /**
  * Runs the router API locally against the real protocol stand-ins (DynamoDB Local, fauxqs) with

@@ -6,8 +6,7 @@ import { timestamped } from "./shared.ts";
 
 export const confirm = declareCommand({
   name: "confirm",
-  summary:
-    "Run a declared confirmation block once: fresh seeds, declared and committed in confirmation/blocks.json before the run; figures to confirmation/<block>/",
+  summary: "Run a declared confirmation block once: fresh seeds, declared and committed in confirmation/blocks.json before the run; figures to confirmation/<block>/",
   args: [{ name: "<block>", description: "the block id, e.g. C1" }],
   flags: z.strictObject({ jobs: flag(int(1, 64).default(2), "<n>", "experiment processes at once (each on part of the block)") }),
   run: async (o, [block]) => (await import("../commands/confirm.ts")).confirmCommand({ root: process.cwd(), block: block!, jobs: o.jobs }),
@@ -29,16 +28,12 @@ export const tune = declareCommand({
     candidates: flag(
       jsonFlag(z.record(z.string(), z.unknown())).optional(),
       "<json>",
-      "name → training-config overrides, e.g. '{\"k=3\":{\"k\":3}}' (default: harness-s's own settings around the defaults)",
+      'name → training-config overrides, e.g. \'{"k=3":{"k":3}}\' (default: harness-s\'s own settings around the defaults)',
     ),
     train: flag(jsonFlag(TrainOverrides).optional(), "<json>", "overrides shared by the defaults and every candidate, e.g. '{\"steps\":10}'"),
     minGain: flag(num((n) => n.min(0)).default(2), "<points>", "validation Avg@3 points a candidate must gain on average"),
     minShare: flag(probability.default(0.7), "<share>", "share of seeds in which it must be better"),
-    objective: flag(
-      TuningObjective.default("harness-s"),
-      "<arm>",
-      "whose validation Avg@3 is maximised: harness-s, or a baseline (grpo-budget, grpo) when tuning shared settings",
-    ),
+    objective: flag(TuningObjective.default("harness-s"), "<arm>", "whose validation Avg@3 is maximised: harness-s, or a baseline (grpo-budget, grpo) when tuning shared settings"),
     out: flag(z.string().min(1).optional(), "<dir>", "output folder (default results/tune-<timestamp>)"),
   }),
   run: async (o) =>

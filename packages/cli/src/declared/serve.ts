@@ -14,11 +14,7 @@ export const ServeOptions = z.strictObject({
   host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind"),
   apiKey: flag(z.string().min(8, "an API key needs at least 8 characters").optional(), "<key>", "the admin API key to accept (default: a random one, printed)"),
   /** LLM voters' keys come from the environment variables the panel names. */
-  voters: flag(
-    z.string().min(1).optional(),
-    "<file>",
-    "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters",
-  ),
+  voters: flag(z.string().min(1).optional(), "<file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters"),
   gatewayUpstream: flag(
     z.url({ protocol: /^https?$/, error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)" }).optional(),
     "<url>",
@@ -35,11 +31,7 @@ export const ServeOptions = z.strictObject({
     "<env>",
     "how the gateway reads tool outputs: generic, dbbench, appworld (execute's output) or swe-gym (run, read, edit, write)",
   ),
-  allowLoopbackEndpoints: flag(
-    z.boolean().default(false),
-    null,
-    "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused",
-  ),
+  allowLoopbackEndpoints: flag(z.boolean().default(false), null, "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused"),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
 
@@ -66,19 +58,14 @@ export type FixturesServeOptions = z.infer<typeof FixturesServeOptions>;
 
 export const fixturesServe = declareCommand({
   name: "fixtures-serve",
-  summary:
-    "Start the local AppWorld-protocol and SWE-ReX-protocol servers (fixture tasks and repositories written here; agent code confined by bubblewrap) on loopback",
+  summary: "Start the local AppWorld-protocol and SWE-ReX-protocol servers (fixture tasks and repositories written here; agent code confined by bubblewrap) on loopback",
   flags: FixturesServeOptions,
   run: async (o) => (await import("../commands/fixtures-serve.ts")).fixturesServeCommand(o),
 });
 
 /** `env-serve`'s options. */
 export const EnvServeOptions = z.strictObject({
-  env: flag(
-    z.enum(["embedded", "dbbench", "appworld", "swe-gym"]),
-    "<env>",
-    "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)",
-  ),
+  env: flag(z.enum(["embedded", "dbbench", "appworld", "swe-gym"]), "<env>", "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)"),
   port: flag(port.default(8000), "<n>", "port to listen on (0 picks a free one)"),
   host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind"),
   engine: flag(z.enum(["mysql", "sqlite"]).default("sqlite"), "<e>", "with --env dbbench: the SQL engine"),
