@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import OpenAI from "openai";
-import { QuorumError, createRng, route, statisticalVoters, type HarnessSpec } from "@harness-s/core";
+import { QuorumError, createRng, route, routerOptions, statisticalVoters, type HarnessSpec } from "@harness-s/core";
 import { OpenAiVoter } from "@harness-s/adapters";
 import { listen } from "../../functions/api/local.ts";
 import { makeSpec } from "../factories.ts";
@@ -71,7 +71,10 @@ describe("OpenAI-compatible LLM voter", () => {
   });
 
   it("turns prose, unknown ids and wrong shapes into failed ballots that the quorum absorbs", async () => {
-    const d = await route(input, { k: 1 }, { voters: [voter("good"), voter("prose"), voter("unknown-ids"), voter("wrong-shape"), ...statisticalVoters], rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 1 }), {
+      voters: [voter("good"), voter("prose"), voter("unknown-ids"), voter("wrong-shape"), ...statisticalVoters],
+      rng: createRng(1),
+    });
     const reasons = Object.fromEntries(d.failures.map((f) => [f.voterId, f.reason]));
     expect(reasons["llm-prose"]).toMatch(/answer is not JSON/);
     expect(reasons["llm-unknown-ids"]).toMatch(/unknown harnesses sib-nope/);
@@ -81,7 +84,7 @@ describe("OpenAI-compatible LLM voter", () => {
   });
 
   it("times out a slow model and survives a server error", async () => {
-    const d = await route(input, { k: 1, quorum: 1 }, { voters: [voter("slow"), voter("broken"), voter("good")], rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 1, quorum: 1 }), { voters: [voter("slow"), voter("broken"), voter("good")], rng: createRng(1) });
     const reasons = d.failures.map((f) => `${f.voterId}: ${f.reason}`).join("\n");
     expect(reasons).toMatch(/llm-slow: voter llm-slow did not answer within 1000 ms/);
     expect(d.failures.find((f) => f.voterId === "llm-slow")?.kind).toBe("timeout");
@@ -90,6 +93,6 @@ describe("OpenAI-compatible LLM voter", () => {
   });
 
   it("raises QuorumError when too few LLM voters answer", async () => {
-    await expect(route(input, { k: 1 }, { voters: [voter("prose"), voter("broken"), voter("good")], rng: createRng(1) })).rejects.toBeInstanceOf(QuorumError);
+    await expect(route(input, routerOptions({ k: 1 }), { voters: [voter("prose"), voter("broken"), voter("good")], rng: createRng(1) })).rejects.toBeInstanceOf(QuorumError);
   });
 });

@@ -36,6 +36,7 @@ import {
   envelope,
   genericObserver,
   route,
+  routerOptions,
 } from "@harness-s/core";
 import {
   INVALID_TOOL_CALL,
@@ -548,7 +549,11 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
       poolVersion: "v",
     };
     // Act
-    const decision = await route(input, { k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }, { voters: routing.voters, rng: createRng(1), clock: systemClock });
+    const decision = await route(input, routerOptions({ k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }), {
+      voters: routing.voters,
+      rng: createRng(1),
+      clock: systemClock,
+    });
     // Assess
     expect(decision.failures.map((f) => f.voterId)).toEqual(["tiny"]);
     expect(["malformed", "error"]).toContain(decision.failures[0]!.kind);

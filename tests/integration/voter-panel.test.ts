@@ -7,6 +7,7 @@ import {
   createPool,
   createRng,
   route,
+  routerOptions,
   runExperimentToEnd,
   statisticalVoters,
   systemClock,
@@ -90,11 +91,12 @@ const panelExperiment = () => {
 
 const routeWith = (panel: VoterPanel) => {
   const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-  return route(
-    input,
-    { k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs },
-    { voters: routing.voters, fallback: routing.fallback, rng: createRng(1), clock: systemClock },
-  );
+  return route(input, routerOptions({ k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }), {
+    voters: routing.voters,
+    fallback: routing.fallback,
+    rng: createRng(1),
+    clock: systemClock,
+  });
 };
 
 describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible servers on loopback)", () => {

@@ -5,6 +5,7 @@ import {
   aggregate,
   createRng,
   route,
+  routerOptions,
   specAffinity,
   allStatisticalVoters,
   failureTagVoter,
@@ -56,7 +57,7 @@ describe("aggregate", () => {
 describe("route", () => {
   it("picks the Top-k of a unanimous vote and records the ballots", async () => {
     const voters = [fixed("v1", ["sib-c", "sib-b", "sib-a"]), fixed("v2", ["sib-c", "sib-b", "sib-a"])];
-    const d = await route(input, { k: 2 }, { voters, rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 2 }), { voters, rng: createRng(1) });
     expect(d.chosen).toEqual(["sib-c", "sib-b"]);
     expect(d.ballots.map((b) => b.voterId)).toEqual(["v1", "v2"]);
     expect(d.explored).toBe(false);
@@ -65,7 +66,7 @@ describe("route", () => {
   it("survives a failing voter when the quorum is met, and lists the failure", async () => {
     const broken: Voter = { id: "broken", vote: async () => Promise.reject(new Error("LLM returned garbage")) };
     const voters = [fixed("v1", ["sib-a", "sib-b", "sib-c"]), fixed("v2", ["sib-a", "sib-c", "sib-b"]), broken];
-    const d = await route(input, { k: 1 }, { voters, rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 1 }), { voters, rng: createRng(1) });
     expect(d.chosen).toEqual(["sib-a"]);
     expect(d.failures).toEqual([{ voterId: "broken", kind: "error", reason: "LLM returned garbage" }]);
   });
@@ -73,13 +74,13 @@ describe("route", () => {
   it("raises QuorumError when too few voters answer", async () => {
     const broken = (id: string): Voter => ({ id, vote: async () => Promise.reject(new Error("down")) });
     const voters = [fixed("v1", ["sib-a"]), broken("b1"), broken("b2")];
-    await expect(route(input, { k: 1 }, { voters, rng: createRng(1) })).rejects.toThrow(QuorumError);
-    await expect(route(input, { k: 1, quorum: 1 }, { voters, rng: createRng(1) })).resolves.toMatchObject({ chosen: ["sib-a"] });
+    await expect(route(input, routerOptions({ k: 1 }), { voters, rng: createRng(1) })).rejects.toThrow(QuorumError);
+    await expect(route(input, routerOptions({ k: 1, quorum: 1 }), { voters, rng: createRng(1) })).resolves.toMatchObject({ chosen: ["sib-a"] });
   });
 
   it("treats a ballot naming unknown or duplicate harnesses as a failed vote", async () => {
     const voters = [fixed("v1", ["sib-a", "sib-b", "sib-c"]), fixed("liar", ["sib-z"]), fixed("dup", ["sib-a", "sib-a"])];
-    const d = await route(input, { k: 1, quorum: 1 }, { voters, rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 1, quorum: 1 }), { voters, rng: createRng(1) });
     expect(d.failures.map((f) => f.voterId)).toEqual(["liar", "dup"]);
     expect(d.failures[0]!.reason).toMatch(/unknown harnesses sib-z/);
   });
@@ -87,7 +88,7 @@ describe("route", () => {
   it("times out a slow voter on the injected clock", async () => {
     const clock = new ManualClock();
     const slow: Voter = { id: "slow", vote: () => new Promise(() => undefined) };
-    const pending = route(input, { k: 1, quorum: 1, voterTimeoutMs: 500 }, { voters: [fixed("v1", ["sib-b"]), slow], rng: createRng(1), clock });
+    const pending = route(input, routerOptions({ k: 1, quorum: 1, voterTimeoutMs: 500 }), { voters: [fixed("v1", ["sib-b"]), slow], rng: createRng(1), clock });
     clock.advance(500);
     const d = await pending;
     expect(d.chosen).toEqual(["sib-b"]);
@@ -96,8 +97,8 @@ describe("route", () => {
 
   it("explores with probability ε by swapping the last pick, reproducibly per seed", async () => {
     const voters = [fixed("v1", ["sib-a", "sib-b", "sib-c"])];
-    const d1 = await route(input, { k: 1, exploration: 1 }, { voters, rng: createRng(3) });
-    const d2 = await route(input, { k: 1, exploration: 1 }, { voters, rng: createRng(3) });
+    const d1 = await route(input, routerOptions({ k: 1, exploration: 1 }), { voters, rng: createRng(3) });
+    const d2 = await route(input, routerOptions({ k: 1, exploration: 1 }), { voters, rng: createRng(3) });
     expect(d1.explored).toBe(true);
     expect(d1.chosen[0]).not.toBe("sib-a");
     expect(d2.chosen).toEqual(d1.chosen);
@@ -145,11 +146,11 @@ describe("diverse Top-k", () => {
       makeSpec({ id: "r1", provenance: { direction: "recovery" } }),
     ];
     const voters = [fixed("v", ["c1", "c2", "r1"])];
-    const plain = await route({ ...input, candidates: mixed }, { k: 2 }, { voters, rng: createRng(1) });
-    const diverse = await route({ ...input, candidates: mixed }, { k: 2, diverse: true }, { voters, rng: createRng(1) });
+    const plain = await route({ ...input, candidates: mixed }, routerOptions({ k: 2 }), { voters, rng: createRng(1) });
+    const diverse = await route({ ...input, candidates: mixed }, routerOptions({ k: 2, diverse: true }), { voters, rng: createRng(1) });
     expect(plain.chosen).toEqual(["c1", "c2"]);
     expect(diverse.chosen).toEqual(["c1", "r1"]);
-    const all = await route({ ...input, candidates: mixed }, { k: 3, diverse: true }, { voters, rng: createRng(1) });
+    const all = await route({ ...input, candidates: mixed }, routerOptions({ k: 3, diverse: true }), { voters, rng: createRng(1) });
     expect(all.chosen).toEqual(["c1", "r1", "c2"]);
   });
 });

@@ -19,6 +19,7 @@ export * from "./voting/ballot.ts";
 export * from "./voting/aggregate.ts";
 export * from "./voting/statistical-voters.ts";
 export * from "./voting/router.ts";
+export * from "./voting/top-k.ts";
 export * from "./voting/panel.ts";
 export * from "./rescue/rescue.ts";
 export * from "./grpo/advantage.ts";

@@ -1,4 +1,4 @@
-import { createRng, percentile, route, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
+import { createRng, percentile, route, routerOptions, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { benchApi } from "./bench-api.ts";
 import { benchMetering } from "./bench-metering.ts";
@@ -57,7 +57,7 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
           profiles: evolution.initialProfiles,
           poolVersion: evolution.pool.version,
         },
-        { k: 2 },
+        routerOptions({ k: 2 }),
         { voters, rng },
       );
       lat.push(performance.now() - t0);

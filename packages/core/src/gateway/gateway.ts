@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
 import type { EpisodeMeta } from "./episode-record.ts";
-import { RouteRequest, routeTask, type RouteTaskDeps } from "../service/route-task.ts";
+import { type RouteRequest, routeTask, type RouteTaskDeps } from "../service/route-task.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import type { RoutingDecision } from "../voting/router.ts";
@@ -99,7 +99,7 @@ async function startEpisode(
   const tools: ToolBinding[] = (req.tools ?? []).map((t) => ({ ...t.function, action: t.function.name === deps.submitTool ? "submit" : t.function.name }));
   const task = gatewayTask({ id: meta.taskId ?? name.id, family: meta.family ?? deps.defaultFamily, instruction: messages[firstUser]!.content ?? "", tags: meta.tags });
   const decision = await routeTask(
-    RouteRequest.parse({ poolId: deps.poolId, task: { id: task.id, family: task.family, tags: task.tags }, k: 1, includeBase: true }),
+    { poolId: deps.poolId, task: { id: task.id, family: task.family, tags: [...task.tags] }, failureTags: [], failedEvents: [], k: 1, includeBase: true } satisfies RouteRequest,
     deps,
     keyId,
     onSpend,

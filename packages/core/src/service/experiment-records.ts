@@ -8,6 +8,7 @@ import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "../experiment/su
 import { Protocol } from "../task.ts";
 import { TrainConfig } from "../training/config.ts";
 import { StepRecord } from "../training/train-state.ts";
+import { MAX_TOP_K } from "../voting/top-k.ts";
 
 /**
  * What a run does: arms, seeds, training overrides, evaluation samples, protocol and an optional
@@ -42,7 +43,7 @@ export const EXPERIMENT_LIMITS = {
     steps: 200,
     batchSize: 256,
     groupSize: 32,
-    k: 8,
+    k: MAX_TOP_K,
     rescueRollouts: 64,
     reanchorEvery: 1000,
     reanchorBudget: 1000,

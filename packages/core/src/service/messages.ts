@@ -4,6 +4,7 @@ import { Profile } from "../profile/profile.ts";
 import { Task } from "../task.ts";
 import { HarnessSpec } from "../harness/spec.ts";
 import { Id, Name, nameRecord } from "../names.ts";
+import { TopK } from "../voting/top-k.ts";
 
 /**
  * Every queue message is an envelope with a schema version, a type and an id that makes
@@ -55,7 +56,7 @@ export const BallotRequestedBody = z.object({
   candidates: z.array(HarnessSpec).min(1),
   /** The profiles the router saw (they change as a run re-anchors, so they travel with the request). */
   profiles: z.record(z.string(), Profile),
-  k: z.number().int().min(1),
+  k: TopK,
 });
 export type BallotRequestedBody = z.infer<typeof BallotRequestedBody>;
 

@@ -8,7 +8,8 @@ import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.t
 import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RescueSlots, RolloutStore, TaskSource, UsageMeter } from "./ports.ts";
 import { budgetExhausted, recordSpend } from "./rescue-spend.ts";
 import type { Rollout } from "../rollout/types.ts";
-import { RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
+import { type RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
+import { DEFAULT_TOP_K, MAX_TOP_K, TopK } from "../voting/top-k.ts";
 
 export const RescueRequest = z
   .object({
@@ -18,7 +19,7 @@ export const RescueRequest = z
     /** The failed group's failure tags (what the router reads); may be empty only with `harnesses`. */
     failureTags: z.array(Name).max(50).default([]),
     failedEvents: z.array(z.string().max(100)).max(100).default([]),
-    k: z.number().int().min(1).max(8).default(2),
+    k: TopK.default(DEFAULT_TOP_K),
     rolloutsPerHarness: z.number().int().min(1).max(32).default(2),
     /** Rescue with the caller's own policy endpoint and environment, the task given as data. */
     caller: CallerRescue.optional(),
@@ -26,7 +27,7 @@ export const RescueRequest = z
      * Run exactly these harnesses of the pool instead of routing (H0's id for a trainer's base
      * group); `k` is then ignored and no vote is cast.
      */
-    harnesses: z.array(Id).min(1).max(8).optional(),
+    harnesses: z.array(Id).min(1).max(MAX_TOP_K).optional(),
   })
   .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" })
   .refine((r) => r.failureTags.length > 0 || r.harnesses !== undefined, {
@@ -61,13 +62,13 @@ export async function startRescue(
   const decision = req.harnesses
     ? await namedHarnesses(req.poolId, req.harnesses, deps)
     : await routeTask(
-        RouteRequest.parse({
+        {
           poolId: req.poolId,
-          task: { id: task.id, family: task.family, tags: task.tags },
+          task: { id: task.id, family: task.family, tags: [...task.tags] },
           failureTags: req.failureTags,
           failedEvents: req.failedEvents,
           k: req.k,
-        }),
+        } satisfies RouteRequest,
         deps,
         keyId,
         onSpend,

@@ -8,6 +8,7 @@ import type { PanelSettings } from "../voting/panel.ts";
 import { route, routerOptions, withTopK, type RouterDeps, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
 import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore, PoolStore, ProfileStore } from "./ports.ts";
+import { DEFAULT_TOP_K, TopK } from "../voting/top-k.ts";
 
 export const RouteRequest = z.object({
   poolId: Id,
@@ -20,7 +21,7 @@ export const RouteRequest = z.object({
   /** Failure tags of the failed group, when routing a rescue; omit for Rank-1. */
   failureTags: z.array(Name).max(50).default([]),
   failedEvents: z.array(z.string().max(100)).max(100).default([]),
-  k: z.number().int().min(1).max(20).default(2),
+  k: TopK.default(DEFAULT_TOP_K),
   /** Include H0 among the candidates (Rank-1 inference). Defaults to true when no failure tags are given. */
   includeBase: z.boolean().optional(),
 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AggregatorName } from "../voting/aggregate.ts";
+import { DEFAULT_TOP_K, TopK } from "../voting/top-k.ts";
 
 /**
  * What a policy update is told besides its samples: declared once here, picked from the training
@@ -23,7 +24,7 @@ export const TrainConfig = z.object({
   steps: z.number().int().min(1).default(20),
   batchSize: z.number().int().min(1).default(32),
   groupSize: z.number().int().min(2).default(4),
-  k: z.number().int().min(1).default(2),
+  k: TopK.default(DEFAULT_TOP_K),
   /** Rollouts per rescue, split over the k siblings (default: the group size). */
   rescueRollouts: z.number().int().min(1).optional(),
   aggregator: AggregatorName.default("borda"),

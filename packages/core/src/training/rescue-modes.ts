@@ -8,7 +8,7 @@ import { viewOf, type Task } from "../task.ts";
 import { sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
-import { route } from "../voting/router.ts";
+import { route, routerOptions } from "../voting/router.ts";
 import { auditDecision } from "./audit.ts";
 import type { TrainConfig } from "./config.ts";
 import type { GroupOutcome, StateChange, TrainerState } from "./train-state.ts";
@@ -80,14 +80,14 @@ const chooseByRouter: Choose = async (ctx, failure) => {
       profiles: state.profiles,
       poolVersion: pool.version,
     },
-    {
+    routerOptions({
       k: config.k,
       aggregator: config.aggregator,
       exploration: config.exploration,
       diverse: config.diverse,
       ...ctx.panel?.options,
       ...(ctx.panel?.timeoutMs ? { voterTimeoutMs: ctx.panel.timeoutMs } : {}),
-    },
+    }),
     {
       voters: ctx.voters,
       rng: ctx.armRng.fork(`route:${ctx.step}:${task.id}`),

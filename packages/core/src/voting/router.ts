@@ -8,45 +8,37 @@ import type { Clock } from "../util/clock.ts";
 import type { Rng } from "../util/rng.ts";
 import { AggregatorName, aggregate } from "./aggregate.ts";
 import { Ballot, type BallotRequest, type Voter } from "./ballot.ts";
+import { DEFAULT_TOP_K, TopK } from "./top-k.ts";
 
-export const RouterOptions = z.object({
-  k: z.number().int().min(1).default(2),
-  aggregator: AggregatorName.default("borda"),
-  /** Minimum valid ballots; defaults to a majority of the voters. */
-  quorum: z.number().int().min(1).optional(),
-  exploration: z.number().min(0).max(1).default(0),
-  /** Take at most one sibling per repair direction into the Top-k while others remain. */
-  diverse: z.boolean().default(false),
-  voterTimeoutMs: z.number().int().positive().optional(),
-  /** Each voter's weight in the aggregation (default 1; a panel's weights). */
-  weights: z.record(z.string(), z.number().positive()).optional(),
-});
+export const RouterOptions = z
+  .object({
+    k: TopK.default(DEFAULT_TOP_K),
+    aggregator: AggregatorName.default("borda"),
+    /** Minimum valid ballots; defaults to a majority of the voters. */
+    quorum: z.number().int().min(1).optional(),
+    exploration: z.number().min(0).max(1).default(0),
+    /** Take at most one sibling per repair direction into the Top-k while others remain. */
+    diverse: z.boolean().default(false),
+    voterTimeoutMs: z.number().int().positive().optional(),
+    /** Each voter's weight in the aggregation (default 1; a panel's weights). */
+    weights: z.record(z.string(), z.number().positive()).optional(),
+  })
+  .brand<"RouterOptions">();
 export type RouterOptions = z.infer<typeof RouterOptions>;
-
-const validated = new WeakSet<object>();
+export type RouterOptionsInput = z.input<typeof RouterOptions>;
 
 /**
- * Router options parsed once (at a composition root, or once per deps), which {@link route} then
- * uses as they are instead of parsing them on every decision.
+ * Router options parsed once (at a composition root, or once per decision site): the branded
+ * type is what {@link route} takes, so a value that reaches it has been checked exactly once.
  *
  * @example
  * const options = routerOptions({ k: 2, quorum: 2 }); // throws a ZodError naming a bad field
  * await route(input, options, deps);
  */
-export function routerOptions(options: Partial<RouterOptions>): RouterOptions {
-  if (validated.has(options)) return options as RouterOptions;
-  const parsed = RouterOptions.parse(options);
-  validated.add(parsed);
-  return parsed;
-}
+export const routerOptions = (options: z.input<typeof RouterOptions>): RouterOptions => RouterOptions.parse(options);
 
-/** Validated options with another `k` (a positive integer), still known as validated. */
-export function withTopK(options: RouterOptions, k: number): RouterOptions {
-  if (!Number.isInteger(k) || k < 1) return routerOptions({ ...options, k });
-  const next = { ...options, k };
-  validated.add(next);
-  return next;
-}
+/** Parsed options with another `k` (checked against {@link TopK}). */
+export const withTopK = (options: RouterOptions, k: number): RouterOptions => ({ ...options, k: TopK.parse(k) }) as RouterOptions;
 
 export const RoutingDecision = z.object({
   id: z.string(),
@@ -169,11 +161,10 @@ async function checkedBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
  *
  * @example
  * const decision = await route({ decisionId: "d1", task, candidates: pool.siblings, profiles, poolVersion: pool.version },
- *   { k: 2 }, { voters: statisticalVoters, rng });
+ *   routerOptions({ k: 2 }), { voters: statisticalVoters, rng });
  * decision.chosen; // e.g. ["sib/recovery-1", "sib/contract-2"]
  */
-export async function route(input: RouteInput, options: Partial<RouterOptions>, deps: RouterDeps): Promise<RoutingDecision> {
-  const opts = routerOptions(options);
+export async function route(input: RouteInput, opts: RouterOptions, deps: RouterDeps): Promise<RoutingDecision> {
   const req: BallotRequest = {
     decisionId: input.decisionId,
     task: input.task,
