@@ -60,9 +60,31 @@ function withoutNulls(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
 }
 
+const BOUND_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "const"] as const;
+
+/**
+ * A leaf's bounds as compared: minimum, maximum (exclusive or not), enum values, through refs and
+ * nullable unions, and an array's items' under `items.`. Zod writes ±2^53−1 for every integer,
+ * pydantic nothing: those are no bound.
+ */
+function boundsOf(schema: Schema | undefined, root: Schema, prefix = ""): Record<string, unknown> {
+  if (!schema) return {};
+  if (typeof schema.$ref === "string") return boundsOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root, prefix);
+  const options = ((schema.anyOf ?? schema.oneOf) as Schema[] | undefined)?.filter((o) => o.type !== "null");
+  if (options?.length === 1) return boundsOf(options[0], root, prefix);
+  if (options?.length && options.every((o) => o.const !== undefined)) return { [`${prefix}enum`]: options.map((o) => o.const) };
+  const out: Record<string, unknown> = {};
+  for (const key of BOUND_KEYS) {
+    const value = schema[key];
+    if (value !== undefined && Math.abs(Number(value)) !== Number.MAX_SAFE_INTEGER) out[`${prefix}${key}`] = value;
+  }
+  if (schema.type === "array" && schema.items && !Array.isArray(schema.items)) Object.assign(out, boundsOf(schema.items as Schema, root, `${prefix}items.`));
+  return out;
+}
+
 /**
  * Every difference between two request schemas, as `path: what` lines: fields on one side only,
- * defaults, required-ness, recursively where both sides declare an object. A field the worker
+ * defaults, required-ness, bounds (minimum, maximum, enum values), recursively where both sides declare an object. A field the worker
  * takes as a free-form dict (chat messages, tools) is compared as a leaf.
  */
 function protocolDifferences(ts: Schema, py: Schema, tsRoot: Schema, pyRoot: Schema, path: string): string[] {
@@ -79,6 +101,10 @@ function protocolDifferences(ts: Schema, py: Schema, tsRoot: Schema, pyRoot: Sch
     if (JSON.stringify(da) !== JSON.stringify(db)) out.push(`${path}.${key}: default ${JSON.stringify(da)} in TypeScript, ${JSON.stringify(db)} in the worker`);
     if (tsRequired.has(key) !== pyRequired.has(key))
       out.push(`${path}.${key}: ${tsRequired.has(key) ? "required" : "optional"} in TypeScript, ${pyRequired.has(key) ? "required" : "optional"} in the worker`);
+    const [ba, bb] = [boundsOf(a, tsRoot), boundsOf(b, pyRoot)];
+    for (const bound of new Set([...Object.keys(ba), ...Object.keys(bb)]))
+      if (JSON.stringify(ba[bound]) !== JSON.stringify(bb[bound]))
+        out.push(`${path}.${key}: ${bound} ${JSON.stringify(ba[bound] ?? null)} in TypeScript, ${JSON.stringify(bb[bound] ?? null)} in the worker`);
     const [oa, ob] = [objectOf(a, tsRoot), objectOf(b, pyRoot)];
     if (oa && ob) out.push(...protocolDifferences(oa, ob, tsRoot, pyRoot, `${path}.${key}`));
   }
@@ -99,7 +125,7 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
     expect(protocolDifferences(tsSchema, worker[name]!, tsSchema, worker[name]!, name)).toEqual([]);
   });
 
-  it("reports a changed default, a field on one side only and a changed required-ness", () => {
+  it("reports a changed default, a field on one side only, a changed required-ness, a changed maximum and an enum value on one side", () => {
     // Prepare: the worker's update request as it is, and three edited copies of the TypeScript side.
     const py = worker.UpdateRequest!;
     const tsSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) as Schema;
@@ -115,15 +141,30 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
       })
       .strict();
     const extraField = z.object({ ...base, note: z.string().optional() }).strict();
-    const requiredEpochs = z.object({ ...base, optim: base.optim.extend({ epochs: z.number().int() }).strict() }).strict();
+    const requiredEpochs = z.object({ ...base, optim: base.optim.extend({ epochs: z.number().int().min(1).max(16) }).strict() }).strict();
+    const changedBounds = z
+      .object({
+        ...base,
+        optim: base.optim.extend({ lr: z.number().positive().max(2) }).strict(),
+        loss: base.loss
+          .unwrap()
+          .extend({ agg: z.enum(["token-mean", "sequence-mean", "constant", "sum"]).default("token-mean") })
+          .strict()
+          .prefault({}),
+      })
+      .strict();
     // Act
-    const diffs = [changedDefault, extraField, requiredEpochs].map((s) => protocolDifferences(tsSchema(s), py, tsSchema(s), py, "UpdateRequest"));
+    const diffs = [changedDefault, extraField, requiredEpochs, changedBounds].map((s) => protocolDifferences(tsSchema(s), py, tsSchema(s), py, "UpdateRequest"));
     // Assess
     expect(diffs[0]).toContain("UpdateRequest.loss.clip_low: default 0.3 in TypeScript, 0.2 in the worker");
     expect(diffs[1]).toEqual(["UpdateRequest.note: only in TypeScript"]);
     expect(diffs[2]).toEqual([
       "UpdateRequest.optim.epochs: default null in TypeScript, 1 in the worker",
       "UpdateRequest.optim.epochs: required in TypeScript, optional in the worker",
+    ]);
+    expect(diffs[3].sort()).toEqual([
+      'UpdateRequest.loss.agg: enum ["token-mean","sequence-mean","constant","sum"] in TypeScript, ["token-mean","sequence-mean","constant"] in the worker',
+      "UpdateRequest.optim.lr: maximum 2 in TypeScript, 1 in the worker",
     ]);
   });
 

@@ -68,6 +68,10 @@ export const ToolSchema = z.object({
 });
 export type ToolSchema = z.infer<typeof ToolSchema>;
 
+/** A token id, and a mask entry (1: this token counts). */
+const TokenId = z.number().int().min(0);
+const MaskBit = z.union([z.literal(0), z.literal(1)]);
+
 export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
 
 /** Training rollouts sample at temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
@@ -76,7 +80,7 @@ export const Sampling = z
     temperature: z.number().min(0).max(5).default(1),
     top_p: z.number().gt(0).max(1).default(1),
     max_tokens: z.number().int().min(1).max(4096).default(64),
-    seed: z.number().int().optional(),
+    seed: z.number().int().min(0).optional(),
     /** "eval" samples are not kept for a later update (the worker frees the episode's turns). */
     purpose: z.enum(["train", "eval"]).default("train"),
   })
@@ -131,7 +135,7 @@ export const ScoreRequestV2 = z
   .object({
     version: VersionWanted.optional(),
     /** `mask` (1 = score this token) defaults to every token after the first. */
-    sequences: z.array(z.object({ ids: z.array(z.number().int()).min(1), mask: z.array(z.union([z.literal(0), z.literal(1)])).optional() }).strict()).min(1),
+    sequences: z.array(z.object({ ids: z.array(TokenId).min(1), mask: z.array(MaskBit).optional() }).strict()).min(1),
   })
   .strict();
 export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(z.number())) });
@@ -163,10 +167,11 @@ export const Datum = z
   .object({
     sample_id: z.string().min(1),
     group_id: z.string().min(1),
-    ids: z.array(z.number().int()).min(2),
-    loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
-    behaviour_logprobs: z.array(z.number()),
-    advantage: z.number(),
+    ids: z.array(TokenId).min(2),
+    loss_mask: z.array(MaskBit),
+    /** Log-probabilities (≤ 0; a sliver above it for float error). */
+    behaviour_logprobs: z.array(z.number().max(1e-3)),
+    advantage: z.number().min(-1e4).max(1e4),
     /** The tools its turns were sampled constrained to: the trainer scores the same constrained distribution. */
     constraint: z
       .object({ tools: z.array(ToolSchema).min(1).max(256) })
@@ -185,7 +190,7 @@ export const UpdateRequestV2 = z
       .object({
         kind: z.literal("ppo").default("ppo"),
         clip_low: z.number().min(0).max(1).default(0.2),
-        clip_high: z.number().min(0).default(0.2),
+        clip_high: z.number().min(0).max(10).default(0.2),
         /** token-mean, sequence-mean, or constant (Dr. GRPO: a fixed divisor, `normaliser`, default the longest datum). */
         agg: z.enum(["token-mean", "sequence-mean", "constant"]).default("token-mean"),
         kl_coef: z.number().min(0).default(0),
@@ -195,13 +200,18 @@ export const UpdateRequestV2 = z
       .prefault({}),
     optim: z
       .object({
-        lr: z.number().positive(),
+        lr: z.number().positive().max(1),
         betas: z.tuple([z.number(), z.number()]).default([0.9, 0.999]),
         weight_decay: z.number().min(0).default(0),
         max_grad_norm: z.number().positive().default(1),
-        epochs: z.number().int().min(1).default(1),
+        epochs: z.number().int().min(1).max(16).default(1),
         /** Padded tokens per micro-batch; gradients accumulate over them before the step (memory is one micro-batch's). */
-        micro_batch_tokens: z.number().int().min(1).default(8192),
+        micro_batch_tokens: z
+          .number()
+          .int()
+          .min(1)
+          .max(1 << 20)
+          .default(8192),
         gradient_checkpointing: z.boolean().default(false),
       })
       .strict(),
