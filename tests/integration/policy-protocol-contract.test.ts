@@ -162,7 +162,7 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
       "UpdateRequest.optim.epochs: default null in TypeScript, 1 in the worker",
       "UpdateRequest.optim.epochs: required in TypeScript, optional in the worker",
     ]);
-    expect(diffs[3].sort()).toEqual([
+    expect(diffs[3]!.sort()).toEqual([
       'UpdateRequest.loss.agg: enum ["token-mean","sequence-mean","constant","sum"] in TypeScript, ["token-mean","sequence-mean","constant"] in the worker',
       "UpdateRequest.optim.lr: maximum 2 in TypeScript, 1 in the worker",
     ]);

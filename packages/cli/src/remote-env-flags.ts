@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ChatTemperature } from "@harness-s/core";
 import { flag } from "./declare.ts";
 import { int, num, url } from "./flags.ts";
 import type { RemoteEnvOptions } from "./remote-envs-setup.ts";
@@ -42,7 +43,8 @@ export const EnvEvalOptions = z.strictObject({
   attempts: flag(int(3, 16).default(3), "<n>", "attempts per task"),
   limit: flag(int(1).optional(), "<n>", "only the first n tasks"),
   out: flag(z.string().min(1).optional(), "<dir>", "output folder (default results/eval-<env>-<timestamp>)"),
-  temperature: flag(num((n) => n.min(0).max(2)).default(1), "<t>", "sampling temperature"),
+  /** 1: the attempts of a Pass@3 differ. */
+  temperature: flag(num(() => ChatTemperature).default(1), "<t>", "sampling temperature"),
   timeoutSeconds: flag(num((n) => n.positive()).default(120), "<s>", "per model request"),
   ...remoteEnvFlags(2),
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
   datumFromTurns,
+  TRAINING_SAMPLING,
   type ActionChoice,
   type Datum,
   type Policy,
@@ -114,7 +115,7 @@ export class TokenPolicy implements Policy {
     const known = this.episodes.get(rng);
     const episode = known ?? { id: `${this.opts.policyId}.${this.tag}.e${++this.counter}`, calledTool: false, turns: 0 };
     this.episodes.set(rng, episode);
-    const sampling = { temperature: 1, top_p: 1, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
+    const sampling = { ...TRAINING_SAMPLING, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
     const key = `${episode.id}#${episode.turns}`;
     // The first turn renders the conversation, a later one appends the observation to it.

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ChatTemperature } from "@harness-s/core";
 import { Split, dbbenchHarnesses } from "@harness-s/dbbench";
 import { int, num, url } from "../flags.ts";
 
@@ -27,7 +28,8 @@ export const EvalOptions = EngineOptions.extend({
   limit: int(1).optional(),
   out: z.string().min(1),
   systemFile: z.string().optional(),
-  temperature: num((n) => n.min(0).max(2)).default(0),
+  /** 0: greedy, as AgentBench evaluates DBBench. */
+  temperature: num(() => ChatTemperature).default(0),
   timeoutSeconds: num((n) => n.positive()).default(120),
   logprobs: z.boolean().default(true),
 });

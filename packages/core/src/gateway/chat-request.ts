@@ -16,13 +16,16 @@ const IncomingTool = z.looseObject({
 });
 
 const tokens = z.number().int().min(1).max(MAX_TOKENS_PER_CALL);
+/** A chat-completions temperature, with OpenAI's bounds (what an OpenAI-compatible endpoint takes). */
+export const ChatTemperature = z.number().min(0).max(2);
+
 /**
  * The sampling fields the gateway knows, with OpenAI's bounds: a value outside them is the
  * agent's mistake, answered 400 here instead of being sent on (other fields pass through, and an
  * endpoint that refuses one is UPSTREAM_REJECTED). One reply per request: the harness acts on it.
  */
 const Sampling = {
-  temperature: z.number().min(0).max(2).nullable().optional(),
+  temperature: ChatTemperature.nullable().optional(),
   top_p: z.number().gt(0).max(1).nullable().optional(),
   max_tokens: tokens.nullable().optional(),
   max_completion_tokens: tokens.nullable().optional(),

@@ -74,11 +74,13 @@ const MaskBit = z.union([z.literal(0), z.literal(1)]);
 
 export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
 
-/** Training rollouts sample at temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
+/** How training rollouts sample: temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
+export const TRAINING_SAMPLING = { temperature: 1, top_p: 1 } as const;
+
 export const Sampling = z
   .object({
-    temperature: z.number().min(0).max(5).default(1),
-    top_p: z.number().gt(0).max(1).default(1),
+    temperature: z.number().min(0).max(5).default(TRAINING_SAMPLING.temperature),
+    top_p: z.number().gt(0).max(1).default(TRAINING_SAMPLING.top_p),
     max_tokens: z.number().int().min(1).max(4096).default(64),
     seed: z.number().int().min(0).optional(),
     /** "eval" samples are not kept for a later update (the worker frees the episode's turns). */
