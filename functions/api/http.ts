@@ -19,10 +19,7 @@ import {
   Id,
   PartialSendError,
   PayloadTooLargeError,
-  RequestTimeoutError,
-  UnsupportedMediaTypeError,
   UpstreamRejectedError,
-  UriTooLongError,
   ValidationError,
   authorize,
   formatIssues,
@@ -33,6 +30,7 @@ import {
 import type { ApiDeps } from "./deps.ts";
 import type { AdaptersErrorCode } from "@harness-s/adapters";
 import type { DbbenchErrorCode } from "@harness-s/dbbench";
+import { RequestTimeoutError, type TransportErrorCode, UnsupportedMediaTypeError, UriTooLongError } from "./errors.ts";
 
 /** Deepest JSON nesting a body may have (arrays and objects); deeper bodies are refused with 400. */
 export const MAX_JSON_DEPTH = 32;
@@ -224,7 +222,7 @@ export function meterRequest(deps: ApiDeps) {
 export const METER_RETRY_MS = 100;
 
 /** Every error code of every package the API runs, and what HTTP says for it (exhaustive by type). */
-export type ErrorCode = CoreErrorCode | AdaptersErrorCode | DbbenchErrorCode;
+export type ErrorCode = CoreErrorCode | AdaptersErrorCode | DbbenchErrorCode | TransportErrorCode;
 export const ERROR_STATUS = {
   VALIDATION_FAILED: 400,
   UNAUTHENTICATED: 401,

@@ -4,6 +4,7 @@ import { CORE_ERROR_CODES, ExperimentCancelledError, HarnessSError, RolloutTimeo
 import { ADAPTERS_ERROR_CODES, PolicyEndpointError } from "@harness-s/adapters";
 import { DBBENCH_ERROR_CODES, SqlServerError } from "@harness-s/dbbench";
 import { ERROR_STATUS, errorResponse, statusOf } from "../../functions/api/http.ts";
+import { TRANSPORT_ERROR_CODES } from "../../functions/api/errors.ts";
 
 /** An app whose one route throws `err`, answered by the API's one error mapping. */
 const answer = async (err: unknown) => {
@@ -14,11 +15,11 @@ const answer = async (err: unknown) => {
 
 describe("one error vocabulary", () => {
   it("every code of every package has its own HTTP status (none falls through to 500)", () => {
-    for (const code of [...CORE_ERROR_CODES, ...ADAPTERS_ERROR_CODES, ...DBBENCH_ERROR_CODES]) {
+    for (const code of [...CORE_ERROR_CODES, ...ADAPTERS_ERROR_CODES, ...DBBENCH_ERROR_CODES, ...TRANSPORT_ERROR_CODES]) {
       expect(statusOf(code), code).toBe(ERROR_STATUS[code]);
       expect(statusOf(code), code).not.toBe(500);
     }
-    expect(Object.keys(ERROR_STATUS).sort()).toEqual([...CORE_ERROR_CODES, ...ADAPTERS_ERROR_CODES, ...DBBENCH_ERROR_CODES].sort());
+    expect(Object.keys(ERROR_STATUS).sort()).toEqual([...CORE_ERROR_CODES, ...ADAPTERS_ERROR_CODES, ...DBBENCH_ERROR_CODES, ...TRANSPORT_ERROR_CODES].sort());
   });
 
   it("answers domain errors with their code and status; an undeclared code is a 500 that names nothing", async () => {

@@ -19,9 +19,6 @@ export const CORE_ERROR_CODES = [
   "STORE_UNAVAILABLE",
   "NOT_CONFIGURED",
   "PAYLOAD_TOO_LARGE",
-  "URI_TOO_LONG",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "REQUEST_TIMEOUT",
   "CONCURRENCY_LIMIT",
   "PARTIAL_SEND",
   "EXPERIMENT_CANCELLED",
@@ -193,27 +190,6 @@ export class NotConfiguredError extends CoreError {
 export class PayloadTooLargeError extends CoreError {
   constructor(readonly maxBytes: number) {
     super("PAYLOAD_TOO_LARGE", `request body exceeds ${maxBytes} bytes`);
-  }
-}
-
-/** A body sent with a content type the endpoint does not read (HTTP 415); JSON endpoints read application/json only. */
-export class UnsupportedMediaTypeError extends CoreError {
-  constructor(readonly got: string | undefined) {
-    super("UNSUPPORTED_MEDIA_TYPE", `this endpoint reads application/json bodies; got ${got ? JSON.stringify(got) : "no content-type"}`);
-  }
-}
-
-/** A body that stopped arriving (idle past the limit) or took longer than the deadline in all (HTTP 408). */
-export class RequestTimeoutError extends CoreError {
-  constructor(what: string) {
-    super("REQUEST_TIMEOUT", what);
-  }
-}
-
-/** A request URL is longer than the API accepts (HTTP 414). */
-export class UriTooLongError extends CoreError {
-  constructor(readonly maxChars: number) {
-    super("URI_TOO_LONG", `request URL exceeds ${maxChars} characters`);
   }
 }
 
