@@ -22,7 +22,7 @@ import type {
   Voter,
 } from "@harness-s/core";
 import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
-import type { BodyTimeouts } from "./http.ts";
+import type { BodyTimeouts } from "./request-limits.ts";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
 export interface ApiDeps {

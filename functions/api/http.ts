@@ -31,14 +31,8 @@ import type { ApiDeps } from "./deps.ts";
 import type { AdaptersErrorCode } from "@harness-s/adapters";
 import type { DbbenchErrorCode } from "@harness-s/dbbench";
 import { RequestTimeoutError, type TransportErrorCode, UnsupportedMediaTypeError, UriTooLongError } from "./errors.ts";
+import { BODY_TIMEOUTS, type BodyTimeouts, MAX_JSON_DEPTH, MAX_URL_CHARS } from "./request-limits.ts";
 
-/** Deepest JSON nesting a body may have (arrays and objects); deeper bodies are refused with 400. */
-export const MAX_JSON_DEPTH = 32;
-/** Longest accepted request URL (path and query), in characters; longer ones get 414. */
-export const MAX_URL_CHARS = 4096;
-/** How a body must arrive: no gap between chunks longer than `idleMs`, all of it within `deadlineMs` (else 408). */
-export const BODY_TIMEOUTS = { idleMs: 5_000, deadlineMs: 15_000 };
-export type BodyTimeouts = typeof BODY_TIMEOUTS;
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 

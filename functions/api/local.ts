@@ -17,7 +17,7 @@ import {
   MemoryUsageMeter,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "./deps.ts";
-import { BODY_TIMEOUTS } from "./http.ts";
+import { BODY_TIMEOUTS } from "./request-limits.ts";
 
 /** API deps on in-memory adapters (ids from a counter); override any part to test an adapter. */
 export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {

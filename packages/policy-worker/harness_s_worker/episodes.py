@@ -4,19 +4,17 @@ its ids by episode id until it is closed, or until an update publishes a new ver
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .chat import ChatFormat
-from .constrained import ToolGrammar
-from .engine import Request
+from .constrained import Grammars, ToolGrammar
+from .engine import Engine, Request
 from .errors import WorkerError
 from .replay import Turns
 from .sampling import SamplingRule
 from .schemas import SampleRequest, Version
-
-if TYPE_CHECKING:
-    from .policies import Policies, Policy
 
 
 @dataclass
@@ -30,11 +28,33 @@ class Episode:
     grammar: ToolGrammar | None = None
 
 
+class HeldPolicy(Protocol):
+    """What an episode reads of the policy it samples from."""
+
+    id: str
+    adapter: str
+    version: int
+    episodes: dict[str, Episode]
+
+
+class PolicyTable(Protocol):
+    """The policies episodes sample from: looked up, and their version checked, under the table's lock."""
+
+    def get(self, pid: str) -> HeldPolicy: ...
+    def find(self, pid: str) -> HeldPolicy | None: ...
+    def check_version(self, p: Any, want: Version | None) -> None: ...
+
+
+class EpisodeLimits(Protocol):
+    episodes_per_policy: int
+    sample_timeout_s: float
+
+
 @dataclass
 class PendingTurn:
     """A sample request checked and waiting for the engine: what `finish` records once it ran."""
 
-    policy: Policy
+    policy: HeldPolicy
     episode_id: str
     prompt: list[int]
     prefix: list[int]
@@ -45,25 +65,37 @@ class PendingTurn:
 
 
 class Episodes:
-    def __init__(self, policies: Policies, chat: ChatFormat, turns: Turns) -> None:
-        self.policies = policies
+    """Handed what it uses: the policy table and its lock (one lock for the table and each
+    policy's fields), the engine, the grammars, the chat format, the eos ids and the limits."""
+
+    def __init__(
+        self, table: PolicyTable, lock: threading.RLock, engine: Engine, grammars: Grammars, chat: ChatFormat, turns: Turns, eos_ids: frozenset[int], limits: EpisodeLimits, max_context: int
+    ) -> None:
+        self.table = table
+        self.lock = lock
+        self.engine = engine
+        self.grammars = grammars
         self.chat = chat
         self.turns = turns
+        self.eos_ids = eos_ids
+        self.limits = limits
+        #: The model's context in tokens: an episode and its next turn must fit.
+        self.max_context = max_context
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
         return self.chat.whole(messages, tools, generation_prompt)
 
     def answered(self, pid: str, episode_id: str, key: str) -> dict[str, Any] | None:
         """The answer already given to the turn keyed `key` (its request repeated after a lost reply), if any."""
-        with self.policies.lock:
-            episode = self.policies.get(pid).episodes.get(episode_id)
+        with self.lock:
+            episode = self.table.get(pid).episodes.get(episode_id)
             return episode.answered[1] if episode is not None and episode.answered is not None and episode.answered[0] == key else None
 
     def prepare(self, pid: str, body: SampleRequest, key: str | None = None) -> tuple[Request, PendingTurn]:
         """Checks a sample request and builds its engine request (no model work)."""
-        with self.policies.lock:
-            p = self.policies.get(pid)
-            self.policies.check_version(p, body.version)
+        with self.lock:
+            p = self.table.get(pid)
+            self.table.check_version(p, body.version)
             sampling = body.sampling
             rule = SamplingRule(sampling.temperature, sampling.top_p)
             if sampling.purpose == "train" and not rule.exact:
@@ -74,8 +106,8 @@ class Episodes:
                 )
             episode_id = body.episode_id
             episode = p.episodes.get(episode_id)
-            if episode is None and len(p.episodes) >= self.policies.limits.episodes_per_policy:
-                raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.policies.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
+            if episode is None and len(p.episodes) >= self.limits.episodes_per_policy:
+                raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
             if episode is not None:
                 if body.messages:
                     raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
@@ -91,20 +123,20 @@ class Episodes:
                     raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them")
                 prompt = self.chat.first(body.messages, body.tools)
                 prefix = prompt
-                grammar = self.policies.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
+                grammar = self.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
             max_tokens = sampling.max_tokens
-            if len(prefix) + max_tokens > self.policies.adapted.max_context():
-                raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.policies.adapted.max_context()}")
+            if len(prefix) + max_tokens > self.max_context:
+                raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context}")
             context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version, key, grammar)
 
             def admit() -> None:  # on the scheduler thread, when the sequence starts
-                with self.policies.lock:
-                    if self.policies.policies.get(pid) is not p:
+                with self.lock:
+                    if self.table.find(pid) is not p:
                         raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
-                    self.policies.check_version(p, context.want)
+                    self.table.check_version(p, context.want)
                     context.version = p.version
 
-            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.policies.eos_ids, sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
+            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.eos_ids, sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
             return request, context
 
     def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str, float]) -> dict[str, Any]:
@@ -120,7 +152,7 @@ class Episodes:
         if turn["parse_error"] is not None:
             completion["parse_error"] = turn["parse_error"]
         out = {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion, "usage": {"device_ms": round(device_s * 1000, 3)}}
-        with self.policies.lock:
+        with self.lock:
             if p.version != context.version:  # an update published meanwhile closed the episode
                 return out
             if context.key is not None:
@@ -133,11 +165,11 @@ class Episodes:
     def sample(self, pid: str, body: SampleRequest) -> dict[str, Any]:
         """One turn, blocking (tests, the bench); the HTTP server awaits the engine instead."""
         request, context = self.prepare(pid, body)
-        return self.finish(context, self.policies.engine.submit(request).result(timeout=self.policies.limits.sample_timeout_s))
+        return self.finish(context, self.engine.submit(request).result(timeout=self.limits.sample_timeout_s))
 
     def close_episode(self, pid: str, episode_id: str) -> bool:
         """Forgets an episode's ids and cache; False when it was not open (closing is idempotent)."""
-        with self.policies.lock:
-            closed = self.policies.get(pid).episodes.pop(episode_id, None) is not None
-        self.policies.engine.forget_key(f"{pid}/{episode_id}")
+        with self.lock:
+            closed = self.table.get(pid).episodes.pop(episode_id, None) is not None
+        self.engine.forget_key(f"{pid}/{episode_id}")
         return closed

@@ -20,6 +20,7 @@ from transformers import PreTrainedTokenizerBase
 
 from .adapters import AdaptedModel, eos_ids_of
 from .chat import ChatFormat
+from .checkpoints import apply_checkpoint, read_checkpoint, save_checkpoint
 from .constrained import Grammars, allowed_rows
 from .engine import Engine
 from .episodes import Episode, Episodes
@@ -85,7 +86,15 @@ class Policies:
         self.policies: dict[str, Policy] = {}
         self.lock = threading.RLock()  # the table above and each policy's fields
         self.engine = Engine(self.adapted, self.adapted.lock, self.adapted.activate, cache_bytes=self.limits.cache_mb << 20)
-        self.episodes = Episodes(self, self.chat, self.turns)
+        self.episodes = Episodes(self, self.lock, self.engine, self.grammars, self.chat, self.turns, self.eos_ids, self.limits, self.adapted.max_context())
+
+    def checkpoint(self, pid: str) -> dict[str, Any]:
+        """Saves the policy's published adapter, optimizer state and version (see `checkpoints`)."""
+        with self.lock:
+            return save_checkpoint(self.get(pid), self.adapted, self.state_dir)
+
+    def find(self, pid: str) -> Policy | None:
+        return self.policies.get(pid)
 
     def get(self, pid: str) -> Policy:
         p = self.policies.get(pid)
@@ -94,7 +103,6 @@ class Policies:
         return p
 
     def create(self, pid: str, spec: CreatePolicy) -> tuple[Policy, bool]:
-        from .checkpoints import apply_checkpoint, read_checkpoint
 
         with self.lock:
             if spec.base_model != self.model_name:
@@ -123,7 +131,7 @@ class Policies:
                 policy = Policy(pid, spec, adapter, f"{adapter}t", optimizer=torch.optim.AdamW(params, lr=1e-4))
                 try:
                     if restore is not None:
-                        apply_checkpoint(self, policy, restore)
+                        apply_checkpoint(self.adapted, policy, restore)
                 except Exception:
                     self.adapted.delete(adapter, f"{adapter}t")
                     raise

@@ -13,7 +13,6 @@ from fastapi import APIRouter, Header, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from .checkpoints import save_checkpoint
 from .errors import WorkerError
 from .facade import Facade
 from .policies import Policies, Policy
@@ -140,7 +139,7 @@ def policy_routes(served: Served) -> APIRouter:
     @router.post("/checkpoints")
     def checkpoint(pid: str) -> dict[str, Any]:
         served.trained_here()
-        return save_checkpoint(policies, pid)
+        return policies.checkpoint(pid)
 
     return router
 

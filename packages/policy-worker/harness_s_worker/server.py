@@ -136,7 +136,7 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     state.mkdir(parents=True, exist_ok=True)
     name = "tiny" if model == "tiny" else Path(model).name
     policies = Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser)
-    restored = restore_policies(policies, log)
+    restored = restore_policies(policies.state_dir, policies.create, log)
     if restored:
         log(f"policy worker: restored {len(restored)} policies from {state}: {', '.join(restored)}")
     return policies, name

@@ -7,7 +7,7 @@ import { UsageError } from "../flags.ts";
 import { remoteEnvOf } from "../remote-env-flags.ts";
 import { openRemoteEnv } from "../remote-envs-setup.ts";
 import { openEngine } from "./dbbench.ts";
-import type { EnvServeOptions } from "../declared/serve.ts";
+import type { EnvServeOptions } from "../declared/serve-options.ts";
 
 /** An embedded task as a caller's rescue carries it: its text, tags and tools (`submit` the committing one). */
 export function embeddedCallerTask(env: Pick<Environment, "tools">, task: Task): CallerTask {

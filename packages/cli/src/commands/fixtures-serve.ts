@@ -1,6 +1,6 @@
 import { startFixtureServer, type FixtureServer } from "@harness-s/envs";
 import { ensureWorkerVenv } from "../policy-worker.ts";
-import type { FixturesServeOptions } from "../declared/serve.ts";
+import type { FixturesServeOptions } from "../declared/serve-options.ts";
 
 /**
  * Starts the local protocol servers on loopback: `appworldServers` AppWorld-protocol servers (one

@@ -11,7 +11,7 @@ import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@ha
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
-import { ServeOptions } from "../declared/serve.ts";
+import { ServeOptions } from "../declared/serve-options.ts";
 
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);

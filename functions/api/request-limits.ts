@@ -1,0 +1,9 @@
+// What a request to the API may be: read by the HTTP layer, and by the deps that override a bound.
+
+/** Deepest JSON nesting a body may have (arrays and objects); deeper bodies are refused with 400. */
+export const MAX_JSON_DEPTH = 32;
+/** Longest accepted request URL (path and query), in characters; longer ones get 414. */
+export const MAX_URL_CHARS = 4096;
+/** How a body must arrive: no gap between chunks longer than `idleMs`, all of it within `deadlineMs` (else 408). */
+export const BODY_TIMEOUTS = { idleMs: 5_000, deadlineMs: 15_000 };
+export type BodyTimeouts = typeof BODY_TIMEOUTS;
