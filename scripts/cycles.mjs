@@ -29,7 +29,9 @@ try {
 
 /** Each module's relative imports within its package. */
 function pythonGraph(dir) {
-  const modules = readdirSync(dir).filter((f) => f.endsWith(".py")).map((f) => basename(f, ".py"));
+  const modules = readdirSync(dir)
+    .filter((f) => f.endsWith(".py"))
+    .map((f) => basename(f, ".py"));
   const graph = new Map();
   for (const m of modules) {
     const src = readFileSync(join(dir, `${m}.py`), "utf8");
@@ -38,7 +40,10 @@ function pythonGraph(dir) {
       if (from) targets.add(from);
       else for (const n of names.split(",").map((s) => s.trim().split(" ")[0])) if (modules.includes(n)) targets.add(n);
     }
-    graph.set(m, [...targets].filter((t) => modules.includes(t) && t !== m));
+    graph.set(
+      m,
+      [...targets].filter((t) => modules.includes(t) && t !== m),
+    );
   }
   return graph;
 }

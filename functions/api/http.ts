@@ -33,7 +33,6 @@ import type { DbbenchErrorCode } from "@harness-s/dbbench";
 import { RequestTimeoutError, type TransportErrorCode, UnsupportedMediaTypeError, UriTooLongError } from "./errors.ts";
 import { BODY_TIMEOUTS, type BodyTimeouts, MAX_JSON_DEPTH, MAX_URL_CHARS } from "./request-limits.ts";
 
-
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 /**
