@@ -63,7 +63,7 @@ describe("harness-s dbbench", () => {
         (e: { code: number; stderr: string }) => e,
       );
       expect((bad as { code: number }).code).toBe(2);
-      expect((bad as { stderr: string }).stderr).toMatch(/harness "nope/);
+      expect((bad as { stderr: string }).stderr).toMatch(/--harness <id>' argument 'nope' is invalid\. Allowed choices are dbbench-h0, /);
     } finally {
       await server.close();
     }
