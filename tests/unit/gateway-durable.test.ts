@@ -77,7 +77,7 @@ describe("durable gateway episodes: any process continues any episode from the s
     let out = (await one.start(initFor(ref.upstream), { poolId: "p" }, conversation, {}, 0)).out;
     for (const output of ["nothing", "found it"]) {
       conversation = extend(conversation, replyOf(out), output);
-      out = (await one.advance((await one.load("k", "ep-1", 1))!, conversation, {}, 1, runtime(ref.upstream))).out;
+      out = (await one.advance((await one.load("k", "ep-1", 1))!, { messages: conversation, params: {}, now: 1, runtime: runtime(ref.upstream) })).out;
     }
     // Act: the same turns over one store, alternating between two processes, the third one new (a restart).
     const model = scriptedModel();
@@ -88,7 +88,7 @@ describe("durable gateway episodes: any process continues any episode from the s
     for (const [i, output] of ["nothing", "found it"].entries()) {
       const gw = processes[i + 1]!;
       conversation = extend(conversation, replyOf(out), output);
-      out = (await gw.advance((await gw.load("k", "ep-1", 1))!, conversation, {}, 1, runtime(model.upstream))).out;
+      out = (await gw.advance((await gw.load("k", "ep-1", 1))!, { messages: conversation, params: {}, now: 1, runtime: runtime(model.upstream) })).out;
     }
     // Assert: the same prompts, one per turn (a rebuilt episode replays the recorded turns, asking nothing), and the episode ended on submit.
     expect(model.prompts).toEqual(ref.prompts);
@@ -111,13 +111,16 @@ describe("durable gateway episodes: any process continues any episode from the s
     const next = extend(opening, replyOf((await starting).out), "nothing");
     const stored = (await a.load("k", "ep-1", t))!;
     // Act: the same request on both processes at once, and a different continuation on a third.
-    const [first, second] = await Promise.all([a.advance(stored, next, {}, t, runtime(model.upstream)), b.advance(stored, next, {}, t, runtime(model.upstream))]);
+    const [first, second] = await Promise.all([
+      a.advance(stored, { messages: next, params: {}, now: t, runtime: runtime(model.upstream) }),
+      b.advance(stored, { messages: next, params: {}, now: t, runtime: runtime(model.upstream) }),
+    ]);
     const other = extend(opening, replyOf((await starting).out), "something else");
     // Assert
     expect(replyOf(first.out)).toEqual(replyOf(second.out));
     expect(model.prompts).toHaveLength(2);
     expect((await a.load("k", "ep-1", t))!.meta.steps).toBe(2);
-    await expect(b.advance(stored, other, {}, t, runtime(model.upstream))).rejects.toBeInstanceOf(ConflictError);
+    await expect(b.advance(stored, { messages: other, params: {}, now: t, runtime: runtime(model.upstream) })).rejects.toBeInstanceOf(ConflictError);
   });
 
   it("an upstream failure stores no step: the agent's retry is answered, and the failed call is still metered", async () => {
@@ -137,7 +140,9 @@ describe("durable gateway episodes: any process continues any episode from the s
     const gw = new GatewayEpisodes(new MemoryGatewayEpisodeStore(), { idleMs: 1_000 });
     const { out } = await gw.start(initFor(model.upstream), { poolId: "p" }, opening, {}, 0);
     const stored = (await gw.load("k", "ep-1", 5_000))!;
-    await expect(gw.advance(stored, extend(opening, replyOf(out), "x"), {}, 5_000, runtime(model.upstream))).rejects.toBeInstanceOf(EpisodeClosedError);
+    await expect(gw.advance(stored, { messages: extend(opening, replyOf(out), "x"), params: {}, now: 5_000, runtime: runtime(model.upstream) })).rejects.toBeInstanceOf(
+      EpisodeClosedError,
+    );
     expect((await gw.trajectory("k", "ep-1", 5_001))!.status).toBe("closed");
     const expired = stored.meta.expiresAt + 1;
     expect(await gw.trajectory("k", "ep-1", expired)).toBeUndefined();
@@ -151,7 +156,12 @@ describe("durable gateway episodes: any process continues any episode from the s
     const restarted = new GatewayEpisodes(store);
     const next = extend(opening, replyOf(out), "x");
     await expect(
-      restarted.advance((await restarted.load("k", "ep-1", 1))!, next, {}, 1, async () => ({ harness: changed, upstream: model.upstream, observer: genericObserver(task) })),
+      restarted.advance((await restarted.load("k", "ep-1", 1))!, {
+        messages: next,
+        params: {},
+        now: 1,
+        runtime: async () => ({ harness: changed, upstream: model.upstream, observer: genericObserver(task) }),
+      }),
     ).rejects.toThrow(/could not be continued here: model turn 1 was asked a different prompt/);
     expect(model.prompts).toHaveLength(1);
   });

@@ -57,6 +57,14 @@ export interface Answer {
 const NOTHING = { turns: 0, tokens: 0 };
 const answerOf = (out: StoredOut): Answer => ({ out, spent: NOTHING });
 
+/** One request to a stored episode: its conversation, sampling fields, time, and how to reach its upstream and environment. */
+export interface EpisodeRequest {
+  messages: readonly ChatMsg[];
+  params: Readonly<Record<string, unknown>>;
+  now: number;
+  runtime: () => Promise<EpisodeRuntime>;
+}
+
 /**
  * The gateway's episodes: kept in a store between requests (DynamoDB when deployed), so any API
  * container continues any episode, and a process restart loses none; the episodes a process
@@ -149,13 +157,8 @@ export class GatewayEpisodes {
    * Moves a stored episode on by one request: a repeat of its last request gets its answer again;
    * an extension is answered under the episode's lease (waiting for another request that holds it).
    */
-  async advance(
-    stored: StoredEpisode,
-    messages: readonly ChatMsg[],
-    params: Readonly<Record<string, unknown>>,
-    now: number,
-    runtime: () => Promise<EpisodeRuntime>,
-  ): Promise<Answer> {
+  async advance(stored: StoredEpisode, request: EpisodeRequest): Promise<Answer> {
+    const { messages, now } = request;
     const { keyId, id } = stored.meta;
     const status = statusOf(stored.meta, now, this.limits);
     const match = matchStored(stored, messages);
@@ -175,17 +178,10 @@ export class GatewayEpisodes {
       await this.store.release(keyId, id, holder);
       return this.answerAfterRace(keyId, id, messages);
     }
-    return this.advanceHeld(stored, holder, messages, params, now, runtime);
+    return this.advanceHeld(stored, holder, request);
   }
 
-  private async advanceHeld(
-    stored: StoredEpisode,
-    holder: string,
-    messages: readonly ChatMsg[],
-    params: Readonly<Record<string, unknown>>,
-    now: number,
-    runtime: () => Promise<EpisodeRuntime>,
-  ): Promise<Answer> {
+  private async advanceHeld(stored: StoredEpisode, holder: string, { messages, params, now, runtime }: EpisodeRequest): Promise<Answer> {
     const { keyId, id } = stored.meta;
     let episode: GatewayEpisode | undefined;
     try {

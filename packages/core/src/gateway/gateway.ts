@@ -55,7 +55,7 @@ export async function gatewayChat(
   const status = found && statusOf(found.meta, now, deps.episodes.limits);
   const live = status === "running" || status === "ended";
   if (found && (continues || (live && matchStored(found, messages) === "repeat"))) {
-    const answer = await deps.episodes.advance(found, messages, samplingParams(req), now, () => runtimeOf(found.meta, deps));
+    const answer = await deps.episodes.advance(found, { messages, params: samplingParams(req), now, runtime: () => runtimeOf(found.meta, deps) });
     return { ...answer, episode: infoOf(found.meta) };
   }
   if (continues)
