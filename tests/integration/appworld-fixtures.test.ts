@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRng, runEpisode, systemClock, type ActionChoice, type Policy } from "@harness-s/core";
+import { createRng, runEpisode, systemClock, type Policy } from "@harness-s/core";
 import {
   APPWORLD_FIXTURE_TASKS,
   AppWorldClient,
@@ -14,17 +14,14 @@ import {
   type FixtureServer,
 } from "@harness-s/envs";
 import { environmentSaid, readThroughGateway } from "../observer-replay.ts";
+import { scriptedCalls } from "../scripted-tool-policy.ts";
 
-/** A policy that plays a fixed list of tool calls, then submits with `answer`. */
-const scripted = (codes: readonly string[], answer?: unknown): Policy => {
-  let i = 0;
-  return {
-    version: () => 0,
-    act: async (): Promise<ActionChoice> =>
-      i < codes.length ? { action: "execute", logProb: 0, args: { code: codes[i++]! } } : { action: "submit", logProb: 0, args: answer === undefined ? {} : { answer } },
-    update: async () => ({ loss: 0 }) as never,
-  };
-};
+/** Executes `codes` in turn, then submits with `answer`. */
+const scripted = (codes: readonly string[], answer?: unknown) =>
+  scriptedCalls(
+    codes.map((code) => ["execute", { code }] as const),
+    answer === undefined ? {} : { answer },
+  );
 
 const LOGIN = (app: string) =>
   `pw = {a["account_name"]: a["password"] for a in apis.supervisor.show_account_passwords()}\ntoken = apis.${app}.login(username=apis.supervisor.show_profile()["email"], password=pw["${app}"])["access_token"]`;

@@ -1,22 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
+import { runEpisode } from "@harness-s/core";
 import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters";
 import { APPWORLD_FIXTURE_TASKS, FIXTURES_DIR, SWE_FIXTURE_INSTANCES, appworldH0, appworldTaskSets, filesOfPatch, readSweInstances, sweH0, sweTaskSets } from "@harness-s/envs";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
+import { scriptedCalls } from "../scripted-tool-policy.ts";
 
 // Issue 34, item 4: AppWorld and SWE-Gym served by env-serve over the OpenEnv protocol, read by
 // the OpenEnv client, at the local fixture servers env-serve starts (and stops on shutdown).
 const outbound = { allowLoopback: true };
-const scripted = (calls: readonly [string, Record<string, unknown>][]): Policy => {
-  let i = 0;
-  return {
-    version: () => 0,
-    act: async (): Promise<ActionChoice> => (i < calls.length ? { action: calls[i]![0], logProb: 0, args: calls[i++]![1] } : { action: "submit", logProb: 0, args: {} }),
-    update: async () => ({ loss: 0 }) as never,
-  };
-};
+const scripted = (calls: readonly [string, Record<string, unknown>][]) => scriptedCalls(calls);
 const serveBuiltin = async (env: "appworld" | "swe-gym", log?: (line: string) => void) => {
   const parts = await builtinOpenEnv({ env, engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1", appworldServers: 1 }, log);
   const served = await startOpenEnvServer(parts);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
+import { runEpisode, type Policy } from "@harness-s/core";
 import {
   DeploymentServiceProvider,
   FIXTURES_DIR,
@@ -24,6 +24,7 @@ import {
 } from "@harness-s/envs";
 import { environmentSaid, readThroughGateway } from "../observer-replay.ts";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
+import { scriptedCalls } from "../scripted-tool-policy.ts";
 
 const sh = promisify(execFile);
 const REPOS = join(FIXTURES_DIR, "swe");
@@ -35,15 +36,7 @@ const BREAKS: Record<string, [string, string, string]> = {
   slugs: ["slugs/slug.py", '.strip("-")', ""],
 };
 
-/** A policy that plays a fixed list of tool calls, then submits. */
-const scripted = (calls: readonly [string, Record<string, unknown>][]): Policy => {
-  let i = 0;
-  return {
-    version: () => 0,
-    act: async (): Promise<ActionChoice> => (i < calls.length ? { action: calls[i]![0], logProb: 0, args: calls[i++]![1] } : { action: "submit", logProb: 0, args: {} }),
-    update: async () => ({ loss: 0 }) as never,
-  };
-};
+const scripted = (calls: readonly [string, Record<string, unknown>][]) => scriptedCalls(calls);
 
 describe("SWE-Gym through SWE-ReX's runtime protocol, against the local fixture server (bubblewrap-confined)", () => {
   let python: string;
