@@ -7,6 +7,7 @@ import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
 import { EnvEvalOptions, remoteEnvOf } from "../remote-env-flags.ts";
 import { openRemoteEnv } from "../remote-envs-setup.ts";
+import { timestamped } from "../declared/shared.ts";
 
 /** One task's attempts as the summary lists them. */
 type TaskResult = { id: string; successes: number; attempts: number; rewards: number[]; failureTags: string[]; errors: string[] };
@@ -23,7 +24,7 @@ type TaskResult = { id: string; successes: number; attempts: number; rewards: nu
  */
 export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) => void = (l) => console.error(l)): Promise<{ attempts: number; errored: number }> {
   const parsed = EnvEvalOptions.parse(input);
-  const o = { ...parsed, out: parsed.out ?? `results/eval-${parsed.env}-${new Date().toISOString().replace(/[:.]/g, "-")}`, apiKey: parsed.apiKey ?? "not-needed" };
+  const o = { ...parsed, out: parsed.out ?? timestamped(`results/eval-${parsed.env}-`), apiKey: parsed.apiKey ?? "not-needed" };
   await prepareOutDir(o.out);
   const remote = await openRemoteEnv(remoteEnvOf(o.env, o)!, log);
   try {
