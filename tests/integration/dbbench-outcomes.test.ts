@@ -59,11 +59,12 @@ describe("DBBench rollouts say why they failed and how the agent worked (SQLite)
 });
 
 describe("bench --env dbbench", () => {
-  it("prints setup and teardown per rollout against an empty database's create and drop, and rollouts/s at concurrency 1, 4, 8, on SQLite and MariaDB", async () => {
+  it("prints setup and teardown per rollout against an empty database's create and drop, and rollouts/s at concurrency 1, 4, 8, on SQLite (sandboxes reused, and a process per rollout) and MariaDB", async () => {
     const { benchDbbench } = await import("../../packages/cli/src/commands/bench-dbbench.ts");
     const out = (await benchDbbench({ rows: 4 })).join("\n"); // few rows: the table's shape is under test, not the figures
     for (const engine of ["sqlite", "mysql"])
       expect(out).toMatch(new RegExp(`${engine} +setup [\\d.]+ ms, teardown [\\d.]+ ms per rollout .*empty database create\\+drop [\\d.]+ ms; ratio [\\d.]+×`));
-    expect(out.match(/concurrency +[148]: +[\d.]+ rollouts\/s \(4\/4 gold rollouts solved\)/g)).toHaveLength(6);
+    expect(out).toMatch(/sqlite: sandbox processes reused\n.*\n(.*\n){3}sqlite: a sandbox process per rollout\n/);
+    expect(out.match(/concurrency +[148]: +[\d.]+ rollouts\/s \(4\/4 gold rollouts solved\)/g)).toHaveLength(9);
   }, 120_000);
 });

@@ -63,11 +63,17 @@ export async function benchDbbench(opts: { rows?: number; mysqlUrl?: string } = 
   const dev = await loadSplit(BUNDLED_DATA_DIR, "dev");
   const rows = dev.slice(0, opts.rows ?? dev.length);
   const lines = [`DBBench environment, gold played as tool calls on ${rows.length} dev rows`];
-  const sqlite = new SqliteEngine();
-  try {
-    lines.push(...(await benchEngine(sqlite, rows, [1, 4, 8])));
-  } finally {
-    await sqlite.shutdown();
+  // SQLite as it runs (sandbox processes reused), then with a new sandbox process per rollout, the cost reuse removes.
+  for (const [label, sqlite] of [
+    ["sandbox processes reused", new SqliteEngine()],
+    ["a sandbox process per rollout", new SqliteEngine({ sandboxes: { rolloutsPerProcess: 1, maxIdle: 0 } })],
+  ] as const) {
+    lines.push(`sqlite: ${label}`);
+    try {
+      lines.push(...(await benchEngine(sqlite, rows, [1, 4, 8])));
+    } finally {
+      await sqlite.shutdown();
+    }
   }
   let mysql: SqlEngine | undefined;
   try {

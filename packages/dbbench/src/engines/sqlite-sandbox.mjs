@@ -1,4 +1,5 @@
-// The SQLite sandbox process: one in-memory database, driven over IPC by SqliteEngine. It runs in
+// The SQLite sandbox process: one in-memory database at a time (a fresh one per rollout it
+// serves, the last one closed first), driven over IPC by SqliteEngine. It runs in
 // a process of its own, started under a data-size limit (RLIMIT_DATA), so that a statement that
 // never ends (a recursive CTE) can be stopped by killing the process, and one that asks for too
 // much memory fails (SQLite's "out of memory") or ends this process, never its parent. The
@@ -27,6 +28,7 @@ const toPy = (v) => {
 const TEMP_MAX_PAGES = 16;
 
 function open(snapshot, maxPages) {
+  db?.close();
   db = snapshot ? new Database(Buffer.from(snapshot)) : new Database(":memory:");
   db.pragma(`max_page_count = ${Number(maxPages)}`);
   db.pragma("temp_store = MEMORY");
@@ -59,6 +61,11 @@ function exec(sql, maxRows) {
 }
 
 function handle(m) {
+  if (m.op === "close") {
+    db?.close();
+    db = undefined;
+    return { id: m.id, ok: true };
+  }
   if (m.op === "open") {
     open(m.snapshot, m.maxPages);
     for (const t of m.tables ?? []) load(t);

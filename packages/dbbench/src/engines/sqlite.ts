@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import { truncate } from "../python.ts";
 import { mysqlToSqlite } from "./mysql-dialect.ts";
 import { errorClass, tablesHash, type SqlEngine, type SqlResult, type SqlSession } from "./engine.ts";
+import { SandboxPool, type Sandbox, type SandboxReuse } from "./sqlite-sandboxes.ts";
 import { inspectStatement } from "./statement-guard.ts";
 
 export interface SqliteOptions {
@@ -26,6 +25,12 @@ export interface SqliteOptions {
    * statement's own working memory.
    */
   memoryBytes: number;
+  /**
+   * Sandbox processes are reused: each serves one rollout at a time, with a fresh in-memory
+   * database, for up to `rolloutsPerProcess` rollouts; one whose statement timed out or crashed
+   * is never reused (see {@link SandboxPool}).
+   */
+  sandboxes: SandboxReuse;
 }
 
 export const defaultSqliteOptions: SqliteOptions = {
@@ -34,93 +39,15 @@ export const defaultSqliteOptions: SqliteOptions = {
   maxStatementBytes: 1 << 20,
   maxDatabaseBytes: 16 * 1024 * 1024,
   memoryBytes: 320 * 1024 * 1024,
+  sandboxes: { rolloutsPerProcess: 64, maxIdle: 8 },
 };
 
 const PAGE_BYTES = 4096;
 
-const SANDBOX = fileURLToPath(new URL("./sqlite-sandbox.mjs", import.meta.url));
-
-type Reply =
-  | { id: number; ok: true; kind?: "rows" | "ok"; text?: string; rowCount?: number; truncated?: boolean; changes?: number; snapshot?: Uint8Array }
-  | { id: number; ok: false; message: string; ended?: true };
-
-/** One sandbox process holding one in-memory database; `call` answers or rejects on timeout. */
-class Sandbox {
-  private next = 0;
-  private readonly waiting = new Map<number, (r: Reply) => void>();
-  private constructor(private readonly proc: ChildProcess) {
-    proc.on("message", (m: Reply & { ready?: true }) => {
-      if (m.ready) return;
-      const answer = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
-      answer?.(m);
-    });
-    proc.on("exit", () => {
-      for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended", ended: true });
-      this.waiting.clear();
-    });
-  }
-
-  /** A sandbox under a data-size limit of `memoryBytes` (set by the shell that execs Node). */
-  static start(memoryBytes: number): Promise<Sandbox> {
-    const limitKb = Math.ceil(memoryBytes / 1024);
-    const proc = spawn("/bin/sh", ["-c", `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, "--max-old-space-size=96", SANDBOX], {
-      serialization: "advanced",
-      // Its stderr is kept (the last 2 KB) for the start error, not passed on: a sandbox that dies
-      // of a statement's memory is an event of the episode, not of the rollout process.
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-    });
-    let stderr = "";
-    proc.stderr?.setEncoding("utf8");
-    proc.stderr?.on("data", (chunk: string) => {
-      stderr = (stderr + chunk).slice(-2048);
-    });
-    return new Promise((resolve, reject) => {
-      proc.once("message", () => {
-        const sandbox = new Sandbox(proc);
-        sandbox.idle();
-        resolve(sandbox);
-      });
-      proc.once("error", reject);
-      proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready: ${stderr.trim() || "no output"}`)));
-    });
-  }
-
-  /** An idle sandbox never keeps its parent alive (a call in flight does); it exits with the parent. */
-  idle(): void {
-    this.proc.unref();
-    (this.proc.channel as { unref?: () => void } | undefined)?.unref?.();
-    (this.proc.stderr as { unref?: () => void } | null)?.unref?.();
-  }
-
-  call(message: Record<string, unknown>, timeoutMs: number): Promise<Reply | "timeout"> {
-    const id = ++this.next;
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null || !this.proc.connected)
-      return Promise.resolve({ id, ok: false, message: "the sandbox process ended", ended: true });
-    (this.proc.channel as { ref?: () => void } | undefined)?.ref?.();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(id);
-        this.kill();
-        resolve("timeout");
-      }, timeoutMs);
-      this.waiting.set(id, (r) => {
-        clearTimeout(timer);
-        if (this.waiting.size === 0) this.idle();
-        resolve(r);
-      });
-      this.proc.send({ ...message, id });
-    });
-  }
-
-  kill(): void {
-    if (this.proc.exitCode === null) this.proc.kill("SIGKILL");
-  }
-}
-
 /**
- * Embedded SQLite (better-sqlite3): one in-memory database per rollout, in a sandbox process of
- * its own. A statement runs only if {@link inspectStatement} allows it (no ATTACH, VACUUM, PRAGMA or
+ * Embedded SQLite (better-sqlite3): one in-memory database per rollout, in a sandbox process
+ * serving that rollout alone while it lasts (processes are reused, each with a fresh database:
+ * `options.sandboxes`). A statement runs only if {@link inspectStatement} allows it (no ATTACH, VACUUM, PRAGMA or
  * extension, temporary table, however it is commented, cased or spaced), at most `statementMs`
  * long with its rows' transfer (then the process is killed and the database restored from the
  * snapshot taken after the last statement that may have written: no write is lost or re-run), read
@@ -140,25 +67,29 @@ export class SqliteEngine implements SqlEngine {
   readonly name = "sqlite" as const;
   readonly options: SqliteOptions;
   private readonly sessions = new Set<SqliteSession>();
+  /** Sandbox processes, handed to one rollout at a time. */
+  readonly sandboxes: SandboxPool;
 
   constructor(options: Partial<SqliteOptions> = {}) {
     this.options = { ...defaultSqliteOptions, ...options };
+    this.sandboxes = new SandboxPool(this.options.memoryBytes, this.options.sandboxes);
   }
 
   async open(row: DbBenchRow): Promise<SqlSession> {
     const tables = row.table.map((t: DbTable) => ({ name: t.table_name, columns: columnNames(t), rows: t.table_info.rows }));
-    const session = await SqliteSession.start(tables, this.options, () => this.sessions.delete(session));
+    const session = await SqliteSession.start(tables, this.options, this.sandboxes, () => this.sessions.delete(session));
     this.sessions.add(session);
     return session;
   }
 
   async shutdown(): Promise<void> {
     for (const s of [...this.sessions]) await s.close();
+    this.sandboxes.shutdown();
   }
 
-  /** An empty database in a sandbox process of its own (each rollout's isolation here), opened and closed. */
+  /** An empty database in a sandbox of its own (each rollout's isolation here), opened and closed. */
   async emptyDatabaseCycle(): Promise<void> {
-    const session = await SqliteSession.start([], this.options, () => undefined);
+    const session = await SqliteSession.start([], this.options, this.sandboxes, () => undefined);
     await session.close();
   }
 }
@@ -174,22 +105,26 @@ class SqliteSession implements SqlSession {
     private sandbox: Sandbox | undefined,
     private readonly tables: Tables,
     private readonly options: SqliteOptions,
+    private readonly pool: SandboxPool,
     private readonly onClose: () => void,
   ) {}
 
-  static async start(tables: Tables, options: SqliteOptions, onClose: () => void): Promise<SqliteSession> {
-    const session = new SqliteSession(undefined, tables, options, onClose);
+  static async start(tables: Tables, options: SqliteOptions, pool: SandboxPool, onClose: () => void): Promise<SqliteSession> {
+    const session = new SqliteSession(undefined, tables, options, pool, onClose);
     session.sandbox = await session.fresh();
     return session;
   }
 
-  /** A new sandbox holding the database as of {@link snapshot}: its cost is the database's size, not the episode's length. */
+  /** A sandbox holding a new database as of {@link snapshot}: its cost is the database's size, not the episode's length. */
   private async fresh(): Promise<Sandbox> {
-    const sandbox = await Sandbox.start(this.options.memoryBytes);
+    const sandbox = await this.pool.take();
     const maxPages = Math.max(1, Math.floor(this.options.maxDatabaseBytes / PAGE_BYTES));
     const state = this.snapshot ? { snapshot: this.snapshot } : { tables: this.tables };
     const opened = await sandbox.call({ op: "open", maxPages, ...state }, 60_000);
-    if (opened === "timeout" || !opened.ok) throw new Error(`could not load the rollout's tables: ${opened === "timeout" ? "timed out" : opened.message}`);
+    if (opened === "timeout" || !opened.ok) {
+      sandbox.kill();
+      throw new Error(`could not load the rollout's tables: ${opened === "timeout" ? "timed out" : opened.message}`);
+    }
     return sandbox;
   }
 
@@ -219,8 +154,9 @@ class SqliteSession implements SqlSession {
   }
 
   async close(): Promise<void> {
-    this.sandbox?.kill();
+    const sandbox = this.sandbox;
     this.sandbox = undefined;
     this.onClose();
+    if (sandbox) await this.pool.give(sandbox);
   }
 }
