@@ -28,7 +28,8 @@ export const SuiteLmRecipe = z.object({
   size: z.enum(["toy", "small", "base", "large"]).default("small"),
   vocab_size: z.number().int().min(300).default(1024),
   context: z.number().int().min(128).default(2048),
-  epochs: z.number().int().min(0).default(5),
+  /** Supervised epochs of the warm start (12: v9, the first build to pass issue 32's gates, docs/token-level.md). */
+  epochs: z.number().int().min(0).default(12),
   lr: z.number().positive().default(5e-3),
   batch_tokens: z.number().int().min(256).default(4096),
   /** Loss weight of a hinted turn's call: where the model learns to follow a harness's hints. */
