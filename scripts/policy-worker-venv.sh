@@ -2,14 +2,21 @@
 # Creates packages/policy-worker/.venv (torch, transformers, peft, FastAPI) if it is missing or
 # incomplete, from the machine's local package indexes (`pip config list`): the first one is
 # passed as --index-url so pip never waits on the unreachable default index. Prints the venv's
-# python on its last line.
+# python on its last line. A complete venv carries a stamp of the pyproject it was made from; the
+# check then only looks the packages up (find_spec, no import: importing torch and transformers
+# costs seconds of CPU, and the tests ask once per process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=packages/policy-worker/.venv
 PY="$VENV/bin/python"
-if [ -x "$PY" ] && [ -x "$VENV/bin/ruff" ] && [ -x "$VENV/bin/mypy" ] && "$PY" -c "import torch, transformers, peft, regex, fastapi, uvicorn, pytest, httpx, trl, harness_s_worker" 2>/dev/null; then
+STAMP="$VENV/.harness-s-stamp"
+MODULES="torch transformers peft regex fastapi uvicorn pytest httpx trl harness_s_worker"
+want=$(sha256sum packages/policy-worker/pyproject.toml | cut -d' ' -f1)
+if [ -x "$PY" ] && [ -x "$VENV/bin/ruff" ] && [ -x "$VENV/bin/mypy" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] \
+  && "$PY" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))" $MODULES 2>/dev/null; then
   echo "$PY"; exit 0
 fi
+rm -f "$STAMP"
 echo "policy worker: creating $VENV (about a minute from the local indexes)" >&2
 python3 -m venv "$VENV"
 extra=$(pip config list 2>/dev/null | sed -n "s/^global.extra-index-url='\(.*\)'$/\1/p")
@@ -20,5 +27,6 @@ if [ -n "$extra" ]; then
   for u in ${extra#"$first"}; do args+=(--extra-index-url "$u"); done
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check "${args[@]}" -e "packages/policy-worker[test]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
-"$PY" -c "import torch, transformers, peft, fastapi, uvicorn" >&2
+"$PY" -c "import sys, importlib; [importlib.import_module(m) for m in sys.argv[1:]]" $MODULES >&2
+echo "$want" > "$STAMP"
 echo "$PY"

@@ -32,7 +32,8 @@ import torch
 
 from .policies import Policies
 from .schemas import CreatePolicy, SampleRequest, UpdateRequest
-from .server import build, set_threads
+from .server import build
+from .threads import set_threads
 from .updates import train
 
 SPEC = {"base_model": "tiny", "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]}, "seed": 0}

@@ -29,6 +29,7 @@ from .errors import WorkerError
 from .facade import Facade
 from .policies import Limits, Policies
 from .routes import Served, health_routes, policy_routes, sampling_routes, update_routes
+from .threads import set_threads
 from .tiny import build_tiny, load_model
 from .toolcalls import PARSERS
 from .updates import Updates
@@ -110,17 +111,6 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     for router in (health_routes(served), policy_routes(served), sampling_routes(served), update_routes(served)):
         app.include_router(router)
     return app
-
-
-SMALL_MODEL = 20_000_000
-
-
-def set_threads(parameters: int, device: str, threads: int | None) -> None:
-    """`threads`, else 1 on CPU for a model under 20M parameters (the tiny model, the suite LM:
-    more threads only add overhead and fight the client for the cores), else torch's default."""
-    threads = threads or (1 if parameters < SMALL_MODEL and device == "cpu" else None)
-    if threads:
-        torch.set_num_threads(threads)
 
 
 def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:

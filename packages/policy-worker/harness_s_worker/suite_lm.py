@@ -24,6 +24,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from .adapters import eos_ids_of
 from .sft import VALIDATION_EVERY, following_loss, imitation_gap, log, supervised
+from .threads import set_threads
 from .tiny import build_tokenizer
 from .warm_start import Conversation, corpus, examples, train_tokenizer
 
@@ -55,6 +56,12 @@ class Recipe(BaseModel):
 def recipe_hash(recipe: Recipe, data: bytes) -> str:
     body = json.dumps({"recipe": recipe.model_dump(), "data": hashlib.sha256(data).hexdigest(), "format": 1}, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def size_parameters(size: str) -> int:
+    """Parameters of a size's transformer blocks (embeddings aside): enough to tell small from large."""
+    hidden, layers, _heads, intermediate = SIZES[size]
+    return layers * (4 * hidden * hidden + 3 * hidden * intermediate)
 
 
 def weights_hash(model: torch.nn.Module) -> str:
@@ -163,11 +170,10 @@ def main() -> None:
     ap.add_argument("--recipe", type=Path, required=True, help="the recipe as JSON (see Recipe)")
     ap.add_argument("--data", type=Path, required=True, help="warm-start conversations, one JSON object per line")
     ap.add_argument("--cache-dir", type=Path, required=True)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None, help="torch's CPU threads (default: 1 under 20M parameters, else torch's)")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     recipe = Recipe.model_validate_json(args.recipe.read_text())
+    set_threads(size_parameters(recipe.size), "cpu", args.threads)
     print(json.dumps(build_cached(recipe, args.data.read_bytes(), args.cache_dir)))
 
 

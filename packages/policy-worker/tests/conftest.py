@@ -1,7 +1,11 @@
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from harness_s_worker.server import build, create_app
+
+# The tiny model, as the worker itself runs it (threads.py): more threads only spin beside the rest of the test suite.
+torch.set_num_threads(1)
 
 
 @pytest.fixture()

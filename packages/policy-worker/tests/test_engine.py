@@ -123,6 +123,23 @@ def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
 
 
+def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_and_each_keeps_its_own_logprobs(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    policies = client.policies
+    prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
+    asks = ["say yes", "say yes please", "say yes please, now and then", "say no"]  # "say no": the shape of "say yes"
+    prepared = [
+        policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"d{i}", "messages": [{"role": "user", "content": ask}], "sampling": {"max_tokens": 12, "seed": i}}))
+        for i, ask in enumerate(asks)
+    ]
+    futures = [policies.engine.submit(request) for request, _ in prepared]
+    turns = [policies.episodes.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
+    assert len({len(t["prompt_ids"]) for t in turns}) == 3
+    # One joining batch, three shapes: three unpadded forward passes (the masked path costs four times the CPU), four rows.
+    assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (3, 4)
+    assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
+
+
 def test_long_context_batches_decode_in_growing_buffers_with_the_same_logprobs(client, monkeypatch):
     from harness_s_worker import engine
 

@@ -71,6 +71,7 @@ def main() -> None:
     client = HarnessSClient(args.service, args.api_key, transport=recorder)
     trainer, func = example.build(args, trainer_cls=RecordingTrainer, reward_funcs=[rescued_rows_win], client=client)
     torch.manual_seed(0)
+    torch.set_num_threads(1)  # the tiny model: more threads only spin beside the rest of the test suite
     try:
         trainer.train()
     finally:

