@@ -7,7 +7,7 @@ import { addKey, startApi } from "../api-factory.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const smallTrain = { steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
-const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "grpo-budget", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3 });
+const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "grpo-budget", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3, evalTasks: 6 });
 
 describe("an experiment over --runtime local-aws (DynamoDB Local, fauxqs, dispatch/vote/coordinator handlers)", () => {
   it("produces exactly the in-process summary for the same seed", async () => {
@@ -47,9 +47,9 @@ describe("experiments over the API on the local stack", () => {
 
   it("stops a run cleanly at its budget cap, keeps partial results, bills what was used", async () => {
     // Prepare
-    const cap = 900; // past the initial evaluation (~750 rollouts) and into training, short of a finished arm
+    const cap = 160; // past the initial evaluation (54 rollouts: 6 tasks per split) and each unit's first step, short of a finished arm (about 270: the two units run side by side)
     // Act
-    const started = await call("/v1/experiments", { seeds: [3], arms: ["grpo", "harness-s"], train: smallTrain, evalSamples: 3, budget: { rollouts: cap } });
+    const started = await call("/v1/experiments", { seeds: [3], arms: ["grpo", "harness-s"], train: smallTrain, evalSamples: 3, evalTasks: 6, budget: { rollouts: cap } });
     expect(started.status).toBe(202);
     const { id } = await started.json();
     await waitForExperiment(stack, id);

@@ -6,7 +6,7 @@ import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/
 // Its own file so that it runs beside the other local-aws tests, not after them.
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const smallTrain = { steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
-const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3 });
+const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train: TrainConfig.parse(smallTrain), evalSamples: 3, evalTasks: 6 });
 
 describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordinator handler)", () => {
   it("a run cut into time slices continues through the coordinator queue and gives the same summary", async () => {
@@ -15,7 +15,7 @@ describe("a long experiment on the local stack (DynamoDB Local, fauxqs, coordina
     const stack = await startExperimentStack(setup, "test", undefined, { coordinatorSliceMs: 0, dynamoEndpoint: inject("dynamoEndpoint") });
     try {
       // Act
-      const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples });
+      const req = ExperimentRequest.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, evalTasks: config.evalTasks });
       const started = await startExperiment(req, "k1", {
         experiments: stack.stores.experiments,
         coordinator: stack.queues.coordinator.queue,

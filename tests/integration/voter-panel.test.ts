@@ -210,8 +210,7 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
   it("the same experiment through the local stack's vote queue equals the in-process run: the garbage voter's abstention is stored by the vote worker, not waited out", async () => {
     // Prepare
     const { routing, setup, train } = panelExperiment();
-    // The local-aws runtime evaluates every task (its plan has no evalTasks), so this run does too.
-    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3 });
+    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3, evalTasks: 4 });
     // Act
     const asked = () => [good.requests.length, garbage.requests.length];
     const before = asked();

@@ -79,23 +79,30 @@ describe("the price list and cost of goods", () => {
 });
 
 describe("quotes", () => {
-  it("plans exactly the rollouts an in-process run without rescue uses", async () => {
-    const setup = embeddedSetup(defaultEmbeddedSettings);
-    const plan = { seeds: [5], arms: ["grpo"], train: { steps: 1, batchSize: 2, curveEvery: 1, curveTasks: 4 }, evalSamples: 3 };
-    let used = 0;
-    const inner = inProcessRunners(setup.env);
-    await runExperimentToEnd(ExperimentConfig.parse({ ...plan, train: TrainConfig.parse(plan.train) }), {
-      ...setup,
-      runnerFor: (id, p, seed) => {
-        const run = inner(id, p, seed);
-        return (t, h, s) => {
-          used++;
-          return run(t, h, s);
-        };
-      },
-    });
-    expect(plannedRollouts(plan, DEFAULT_QUOTE_BASIS)).toBe(used);
-  }, 60_000);
+  it.each([
+    ["every task", {}],
+    ["evalTasks 5 per split", { evalTasks: 5 }],
+  ])(
+    "plans exactly the rollouts an in-process run without rescue uses (%s)",
+    async (_name, evaluation) => {
+      const setup = embeddedSetup(defaultEmbeddedSettings);
+      const plan = { seeds: [5], arms: ["grpo"], train: { steps: 1, batchSize: 2, curveEvery: 1, curveTasks: 4 }, evalSamples: 3, ...evaluation };
+      let used = 0;
+      const inner = inProcessRunners(setup.env);
+      await runExperimentToEnd(ExperimentConfig.parse({ ...plan, train: TrainConfig.parse(plan.train) }), {
+        ...setup,
+        runnerFor: (id, p, seed) => {
+          const run = inner(id, p, seed);
+          return (t, h, s) => {
+            used++;
+            return run(t, h, s);
+          };
+        },
+      });
+      expect(plannedRollouts(plan, DEFAULT_QUOTE_BASIS)).toBe(used);
+    },
+    60_000,
+  );
 
   it("prices rollouts on the measured basis once jobs finished, else on the defaults; a rescue is k × rollouts per harness", () => {
     expect(basisFrom({ ...zeroUsage })).toBe(DEFAULT_QUOTE_BASIS);

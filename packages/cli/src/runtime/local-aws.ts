@@ -88,7 +88,14 @@ export async function runExperimentLocalAws(
 ): Promise<ExperimentSummary> {
   const stack = await startExperimentStack(setup, config.protocol, log, stackOptions);
   try {
-    const req = ExperimentPlan.parse({ arms: config.arms, seeds: config.seeds, train: config.train, evalSamples: config.evalSamples, protocol: config.protocol });
+    const req = ExperimentPlan.parse({
+      arms: config.arms,
+      seeds: config.seeds,
+      train: config.train,
+      evalSamples: config.evalSamples,
+      evalTasks: config.evalTasks,
+      protocol: config.protocol,
+    });
     const started = await startExperiment(req, "cli", {
       experiments: stack.stores.experiments,
       coordinator: stack.queues.coordinator.queue,

@@ -144,6 +144,7 @@ function configOf(record: ExperimentRecord): ExperimentConfig {
     arms: record.request.arms,
     train: TrainConfig.parse(record.request.train),
     evalSamples: record.request.evalSamples,
+    evalTasks: record.request.evalTasks,
     protocol: record.request.protocol,
   });
 }

@@ -20,6 +20,8 @@ export const ExperimentPlan = z.object({
   /** Overrides of the training config (validated against it). */
   train: z.record(z.string(), z.unknown()).default({}),
   evalSamples: z.number().int().min(3).max(20).default(3),
+  /** Evaluate at most this many tasks per split, evenly spaced (every task when absent). */
+  evalTasks: z.number().int().min(1).optional(),
   /** "validation" evaluates on train-side tasks held back for tuning instead of the held-out split. */
   protocol: Protocol.default("test"),
   /**
@@ -34,6 +36,7 @@ export type ExperimentPlan = z.infer<typeof ExperimentPlan>;
 export const EXPERIMENT_LIMITS = {
   seeds: 20,
   evalSamples: 20,
+  evalTasks: 10_000,
   /** Every experiment through the API has a rollout cap; this one when the request names none. */
   defaultBudgetRollouts: 100_000,
   maxBudgetRollouts: 2_000_000,
@@ -84,6 +87,7 @@ export const ExperimentRequest = z
       .default([1]),
     train: TrainOverrides.default({}),
     evalSamples: z.number().int().min(3).max(EXPERIMENT_LIMITS.evalSamples).default(3),
+    evalTasks: z.number().int().min(1).max(EXPERIMENT_LIMITS.evalTasks).optional(),
     protocol: Protocol.default("test"),
     budget: z
       .object({ rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts), usd: z.number().positive().max(1e6).optional() })

@@ -36,22 +36,23 @@ export function basisFrom(summed: Usage | undefined): QuoteBasis {
 export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
-export type Quotable = QuoteRequest | { experiment: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples"> };
+export type Quotable = QuoteRequest | { experiment: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks"> };
 
 /**
  * The rollouts an experiment will run: per seed, the initial evaluation (H0 on both splits and
  * Rank-1 held-out), then per arm its training (steps × batch × group, plus the rescue share for an
  * arm that rescues), its learning-curve points (before training and every `curveEvery` steps,
- * Avg@3 on `curveTasks`) and its final evaluation.
+ * Avg@3 on `curveTasks`) and its final evaluation; each evaluation covers at most `evalTasks` tasks per split.
  */
-export function plannedRollouts(plan: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples">, basis: QuoteBasis): number {
+export function plannedRollouts(plan: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks">, basis: QuoteBasis): number {
   const t = TrainConfig.parse(plan.train);
-  const { train, heldout } = basis.evalTasks;
+  const cap = plan.evalTasks ?? Number.POSITIVE_INFINITY;
+  const [train, heldout] = [Math.min(basis.evalTasks.train, cap), Math.min(basis.evalTasks.heldout, cap)];
   const s = plan.evalSamples;
   const perArm = plan.arms.map((arm) => {
     const def = armDefinition(arm);
     const training = t.steps * t.batchSize * t.groupSize * (def.rescue === "none" ? 1 : 1 + basis.rescueShare);
-    const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, train) * 3 : 0;
+    const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
     return training + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s;
   });
   return Math.round(plan.seeds.length * ((train + 2 * heldout) * s + perArm.reduce((a, b) => a + b, 0)));
