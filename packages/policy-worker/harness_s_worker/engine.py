@@ -74,6 +74,8 @@ class Running:
 # CPU); below it, a plain cache that concatenates is as fast (attention reads contiguous tensors).
 #: A cache as per-layer (keys, values) pairs.
 Layers = list[tuple[torch.Tensor, torch.Tensor]]
+# New ids from which a CPU pre-fill runs one pass per prompt shape rather than one padded pass.
+PER_SHAPE_FROM = 512
 
 GROW_FROM = 512
 
@@ -326,13 +328,15 @@ class Engine:
         self._merge(adapter, rows, layers, mask)
 
     def _prefill_shapes(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[torch.Tensor, Layers, torch.Tensor]:
-        """(last logits, layers, mask) of the rows, in their order. On CPU, one forward pass per
-        shape (cached and new length): a padded row sends attention down the masked path, four
-        times the CPU of the causal kernel at 3,000 tokens; on an accelerator, one pass for all."""
+        """(last logits, layers, mask) of the rows, in their order. On CPU, past `PER_SHAPE_FROM`
+        new ids, one forward pass per shape (cached and new length): a padded row sends attention
+        down the masked path, five times the CPU of the causal kernel at 3,000 tokens
+        (`scripts/prefill-bench.py`); shorter, or on an accelerator, one pass for all."""
         shapes: dict[tuple[int, int], list[int]] = {}
         for i, (r, _, c) in enumerate(rows):
             shapes.setdefault((len(r.ids), c), []).append(i)
-        if len(shapes) == 1 or next(self.model.parameters()).device.type != "cpu":
+        longest = max(len(r.ids) - c for r, _, c in rows)
+        if len(shapes) == 1 or longest < PER_SHAPE_FROM or next(self.model.parameters()).device.type != "cpu":
             out, mask = self._prefill(adapter, rows)
             return out.logits[:, -1].float(), layers_of(out.past_key_values), mask
         parts = []

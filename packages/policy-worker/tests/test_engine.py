@@ -123,7 +123,10 @@ def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
 
 
-def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_and_each_keeps_its_own_logprobs(client):
+def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_and_each_keeps_its_own_logprobs(client, monkeypatch):
+    from harness_s_worker import engine
+
+    monkeypatch.setattr(engine, "PER_SHAPE_FROM", 0)  # these prompts are short: one pass per shape all the same
     client.put("/v2/policies/p1", json=SPEC)
     policies = client.policies
     prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
