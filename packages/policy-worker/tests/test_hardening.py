@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from conftest import SPEC, datum_from
+
+from harness_s_worker import server
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -120,15 +123,29 @@ def test_sigterm_drains_an_accepted_update_with_log_lines_and_a_restart_restores
         again.communicate(timeout=30)
 
 
-def test_a_bad_model_folder_or_a_port_in_use_is_a_usage_error_not_a_traceback(tmp_path):
-    missing = subprocess.run([sys.executable, "-m", "harness_s_worker.server", "--model", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and "no such folder" in missing.stderr and "Traceback" not in missing.stderr
+def worker_main(monkeypatch, capsys, *argv):
+    """The worker's `main` in this process, as `python -m harness_s_worker.server ARGV` runs it: a
+    usage error exits before anything is served (and an exception other than the exit fails the
+    test, as a traceback would), without a process of its own importing torch again."""
+    monkeypatch.setattr(sys, "argv", ["harness_s_worker.server", *argv])
+    interval = sys.getswitchinterval()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            server.main()
+    finally:
+        sys.setswitchinterval(interval)
+    return exited.value.code, capsys.readouterr().err
+
+
+def test_a_bad_model_folder_or_a_port_in_use_is_a_usage_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    code, err = worker_main(monkeypatch, capsys, "--model", str(tmp_path / "nope"))
+    assert code == 2 and "no such folder" in err
     (tmp_path / "empty").mkdir()
-    empty = subprocess.run([sys.executable, "-m", "harness_s_worker.server", "--model", str(tmp_path / "empty"), "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, timeout=120)
-    assert empty.returncode == 2 and "cannot be loaded" in empty.stderr and "Traceback" not in empty.stderr
+    code, err = worker_main(monkeypatch, capsys, "--model", str(tmp_path / "empty"), "--state-dir", str(tmp_path / "s"))
+    assert code == 2 and "cannot be loaded" in err
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        busy = subprocess.run([sys.executable, "-m", "harness_s_worker.server", "--model", "tiny", "--port", str(port)], capture_output=True, text=True, timeout=120)
-    assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
+        code, err = worker_main(monkeypatch, capsys, "--model", "tiny", "--port", str(port))
+    assert code == 2 and "in use" in err
