@@ -19,10 +19,12 @@ const cpuOf = (pid) => {
 
 async function measure(flags) {
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const jvm = spawn("java", [...flags, `-Djava.library.path=${lib}DynamoDBLocal_lib`, "-jar", `${lib}DynamoDBLocal.jar`, "-inMemory", "-port", String(port), "-sharedDb"], {
-    cwd: launcherDir,
-    stdio: "ignore",
-  });
+  const jvm = ownChild(
+    spawn("java", [...flags, `-Djava.library.path=${lib}DynamoDBLocal_lib`, "-jar", `${lib}DynamoDBLocal.jar`, "-inMemory", "-port", String(port), "-sharedDb"], {
+      cwd: launcherDir,
+      stdio: "ignore",
+    }),
+  );
   const db = new DynamoDBClient({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", credentials: { accessKeyId: "a", secretAccessKey: "b" }, maxAttempts: 1 });
   try {
     for (let tries = 0; ; tries++) {
@@ -55,6 +57,7 @@ async function measure(flags) {
 }
 
 const { DYNAMODB_LOCAL_JVM_FLAGS } = await import("../packages/adapters/src/local/dynamodb-local.ts");
+const { ownChild } = await import("../packages/adapters/src/local/children.ts");
 const base = await measure([]);
 const tuned = await measure(DYNAMODB_LOCAL_JVM_FLAGS);
 console.log(`DynamoDB Local JVM CPU (s), ${tables} tables: default JIT ${base.ready} to answer, ${base.total} in all`);

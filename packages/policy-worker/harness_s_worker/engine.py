@@ -343,13 +343,8 @@ class Engine:
         for members in shapes.values():
             out, mask = self._prefill(adapter, [rows[i] for i in members])
             parts.append((out.logits[:, -1].float(), layers_of(out.past_key_values), mask))
-        width = max(mask.shape[1] for _, _, mask in parts)
         logits = torch.cat([part[0] for part in parts])
-        layers = [
-            (torch.cat([pad_left(part[1][j][0], width - part[2].shape[1]) for part in parts]), torch.cat([pad_left(part[1][j][1], width - part[2].shape[1]) for part in parts]))
-            for j in range(len(parts[0][1]))
-        ]
-        mask = torch.cat([pad_mask(part[2], width - part[2].shape[1]) for part in parts])
+        layers, mask = stack_left_padded([(part[1], part[2]) for part in parts])
         order = [i for members in shapes.values() for i in members]
         back = torch.tensor(sorted(range(len(order)), key=order.__getitem__), device=mask.device)
         return logits.index_select(0, back), [(k.index_select(0, back), v.index_select(0, back)) for k, v in layers], mask.index_select(0, back)
@@ -392,13 +387,7 @@ class Engine:
         if batch is None:
             self.batches[adapter] = batch = {"rows": rows, "layers": layers, "mask": mask, "cache": None}
         else:
-            width, extra = batch["mask"].shape[1], mask.shape[1]
-            w = max(width, extra)
-            batch["layers"] = [
-                (torch.cat([pad_left(k, w - width), pad_left(rk, w - extra)]), torch.cat([pad_left(v, w - width), pad_left(rv, w - extra)]))
-                for (k, v), (rk, rv) in zip(batch["layers"], layers, strict=True)
-            ]
-            batch["mask"] = torch.cat([pad_mask(batch["mask"], w - width), pad_mask(mask, w - extra)])
+            batch["layers"], batch["mask"] = stack_left_padded([(batch["layers"], batch["mask"]), (layers, mask)])
             batch["rows"] = batch["rows"] + rows
             batch["cache"] = None
         self._retire(adapter)
@@ -477,6 +466,13 @@ def constrain(logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch
         if constraint is not None:
             logits[i] = logits[i].masked_fill(~constraint(completion).to(logits.device), float("-inf"))
     return logits
+
+
+def stack_left_padded(parts: list[tuple[Layers, torch.Tensor]]) -> tuple[Layers, torch.Tensor]:
+    """Batches of (layers, mask) as one: each left-padded to the widest, rows in the parts' order."""
+    width = max(mask.shape[1] for _, mask in parts)
+    layers = [(torch.cat([pad_left(p[j][0], width - m.shape[1]) for p, m in parts]), torch.cat([pad_left(p[j][1], width - m.shape[1]) for p, m in parts])) for j in range(len(parts[0][0]))]
+    return layers, torch.cat([pad_mask(m, width - m.shape[1]) for _, m in parts])
 
 
 def pad_mask(mask: torch.Tensor, n: int) -> torch.Tensor:
