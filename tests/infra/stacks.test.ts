@@ -18,10 +18,12 @@ let builds: string[];
 let links: Record<string, Record<string, Record<string, unknown>>>;
 
 // sst.config.ts run with SST's own components under Pulumi mocks, offline (scripts/infra-snapshot.ts).
+// SST's platform is installed first when missing (the static checks may be installing it beside this).
 beforeAll(() => {
+  execFileSync("node", ["scripts/sst-install-offline.mjs"], { stdio: "inherit" });
   const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   ({ resources, builds, links } = JSON.parse(out));
-}, 120_000);
+}, 300_000);
 
 const ofType = (type: string) => resources.filter((r) => r.type === type);
 const one = (type: string, name: string) => {
