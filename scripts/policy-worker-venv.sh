@@ -4,8 +4,8 @@
 # passed as --index-url so pip never waits on the unreachable default index. Prints the venv's
 # python on its last line. A complete venv carries a stamp of the pyproject it was made from; the
 # check then only looks the packages up (find_spec, no import: importing torch and transformers
-# costs seconds of CPU, and the tests ask once per process). One caller at a time (the static
-# checks and the test files ask side by side on a fresh clone): the others wait on the lock.
+# costs seconds of CPU, and the tests ask once per process). One caller at a time (several test
+# files ask at once, and .ci/run makes the venv beside npm ci): the others wait on the lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=packages/policy-worker/.venv

@@ -1,6 +1,6 @@
 // Makes `.sst/platform` (SST's component types) available without AWS or internet beyond npm:
 // runs `sst install` with the offline flags when it is missing. Used by `npm run typecheck:infra`
-// and the infrastructure test, which may ask side by side on a fresh clone: one installs under
+// and the infrastructure test, either of which may run first or both at once: one installs under
 // an flock(1) lock (released if it dies), the other waits and finds the platform there.
 import { existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";

@@ -18,7 +18,7 @@ let builds: string[];
 let links: Record<string, Record<string, Record<string, unknown>>>;
 
 // sst.config.ts run with SST's own components under Pulumi mocks, offline (scripts/infra-snapshot.ts).
-// SST's platform is installed first when missing (the static checks may be installing it beside this).
+// SST's platform is installed first when missing (this file run alone on a fresh clone).
 beforeAll(() => {
   execFileSync("node", ["scripts/sst-install-offline.mjs"], { stdio: "inherit" });
   const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
