@@ -10,16 +10,16 @@ export default defineConfig({
   test: {
     pool: "forks",
     maxWorkers: 3,
+    isolate: false,
     testTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: "unit", include: ["tests/unit/**/*.test.ts"], isolate: false } },
+      { extends: true, test: { name: "unit", include: ["tests/unit/**/*.test.ts"] } },
       {
         extends: true,
         test: {
           name: "integration",
           include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"],
           globalSetup: ["tests/shared-dynamodb.ts"],
-          isolate: false,
         },
       },
     ],
