@@ -3,7 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { startFauxqs, type FauxqsServer } from "fauxqs";
 import { DynamoUsageMeter, localCredentials } from "@harness-s/adapters";
-import { QUOTE_BASIS_KEY, dayOf, newApiKey, type Usage } from "@harness-s/core";
+import { QUOTE_BASIS_KEY, dayOf, isQuoteBasisKey, newApiKey, type Usage } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import type { LocalStack } from "@harness-s/functions/local/stack";
@@ -89,7 +89,7 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
         charge: within(quote.chargeUsd, actual.chargeUsd),
       };
       console.log(
-        `${JSON.stringify(config.arms)} steps ${config.train.steps} batch ${config.train.batchSize} evalSamples ${config.evalSamples}: quoted ${quote.rollouts} rollouts, ${quote.costOfGoods.totalUsd} USD cost of goods, ${quote.chargeUsd} USD charge; actual ${actual.usage.rollouts}, ${actual.costOfGoods.totalUsd}, ${actual.chargeUsd}; errors ${JSON.stringify(errors)}`,
+        `${JSON.stringify(config.arms)} rescue share ${q.basis.rescueShare.toFixed(2)} steps ${config.train.steps} batch ${config.train.batchSize} evalSamples ${config.evalSamples}: quoted ${quote.rollouts} rollouts, ${quote.costOfGoods.totalUsd} USD cost of goods, ${quote.chargeUsd} USD charge; actual ${actual.usage.rollouts}, ${actual.costOfGoods.totalUsd}, ${actual.chargeUsd}; errors ${JSON.stringify(errors)}`,
       );
       expect(errors.rollouts).toBeLessThan(0.2);
       // The whole cost of goods came within 5–8% on a quiet machine; with the rest of the suite running
@@ -117,7 +117,7 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
     await stack.stop(); // the pollers stop and bill what is left; the meters' tables stay readable
     const client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
     // The quote basis sums finished jobs' usage again: it is not a payer
-    const rows = (await new DynamoUsageMeter(DynamoDBDocumentClient.from(client), stack.tables).byDay({ from: today, to: today })).filter((r) => r.keyId !== QUOTE_BASIS_KEY);
+    const rows = (await new DynamoUsageMeter(DynamoDBDocumentClient.from(client), stack.tables).byDay({ from: today, to: today })).filter((r) => !isQuoteBasisKey(r.keyId));
     client.destroy();
     // Assess
     const sum = (f: keyof Usage) => rows.reduce((n, r) => n + r.usage[f], 0);

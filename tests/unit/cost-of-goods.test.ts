@@ -5,19 +5,24 @@ import {
   ExperimentConfig,
   PriceList,
   Prices,
+  QUOTE_BASIS_KEY,
+  QUOTE_RESCUE_KEYS,
   TrainConfig,
   UsagePeriod,
   basisFrom,
   costOfGoods,
   ensureWithinBudget,
   inProcessRunners,
+  measuredBasis,
   plannedRollouts,
   quote,
   renderUsage,
+  rescueRolloutsOf,
   runExperimentToEnd,
+  usageByDay,
   zeroUsage,
 } from "@harness-s/core";
-import { ConsumptionMeter, capacityUnits, sqsRequests } from "@harness-s/adapters";
+import { ConsumptionMeter, MemoryUsageMeter, capacityUnits, sqsRequests } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };
@@ -112,6 +117,31 @@ describe("quotes", () => {
     expect(q.rollouts).toBe(12);
     expect(q.usage.dynamoWriteUnits).toBe(36);
     expect(q.chargeUsd).toBeCloseTo(12 * 0.0002 + 0.24 * 0.00005, 9);
+  });
+
+  it("measures the rescue share over finished jobs' arms that rescue or resample, and leaves the quote rows out of the usage export", async () => {
+    // Prepare
+    const breakdown = (train: number, rescue: number, resample: number, reanchor: number) => ({ rolloutBreakdown: { train, rescue, resample, reanchor } });
+    const results = [
+      { arm: "grpo", result: breakdown(64, 0, 0, 0) },
+      { arm: "harness-s", result: breakdown(32, 20, 0, 4) },
+      { arm: "grpo-budget", result: breakdown(32, 0, 24, 0) },
+    ];
+    const meter = new MemoryUsageMeter();
+    // Act
+    const rescue = rescueRolloutsOf(results);
+    await meter.add(QUOTE_BASIS_KEY, { requests: 1, rollouts: 500, dynamoReadUnits: 1000 });
+    await meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training });
+    await meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra });
+    await meter.add("buyer", { rollouts: 500 });
+    const basis = await measuredBasis(meter);
+    const today = new Date().toISOString().slice(0, 10);
+    const rows = await usageByDay({ from: today, to: today, granularity: "day", keyId: "*" }, { id: "admin", scopes: ["admin"] }, { meter, ...prices });
+    // Assess: grpo does not rescue, so its 64 training rollouts are not in the share
+    expect(rescue).toEqual({ training: 64, extra: 48 });
+    expect(basis).toMatchObject({ source: "measured", jobs: 1, rescueShare: 0.75, perRollout: { dynamoReadUnits: 2 } });
+    expect(basisFrom({ ...zeroUsage, requests: 1, rollouts: 500 }, { training: 0, extra: 0 }).rescueShare).toBe(DEFAULT_QUOTE_BASIS.rescueShare);
+    expect(rows.map((r) => r.keyId)).toEqual(["buyer"]);
   });
 
   it("refuses a quote above the run's own budget or what is left of the key's, and passes one within both", async () => {

@@ -2,7 +2,7 @@ import { BudgetExceededError } from "../errors.ts";
 import { chargeUsd, type PriceList, type Prices } from "./cost-of-goods.ts";
 import type { UsageMeter } from "./ports.ts";
 import type { Quote } from "./quote-schema.ts";
-import { QUOTE_BASIS_KEY, basisFrom, quote, type Quotable } from "./quotes.ts";
+import { measuredBasis, quote, type Quotable } from "./quotes.ts";
 
 /** What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price list. */
 export interface QuotingDeps {
@@ -19,7 +19,7 @@ export interface QuotingDeps {
  * const q = await quoteRequest({ rescue: RescueRequest.parse({ poolId: "p", taskId: "t", failureTags: ["x"] }) }, deps);
  */
 export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Quote> {
-  return quote(req, basisFrom(await deps.meter.get(QUOTE_BASIS_KEY)), { tariff: deps.tariff, priceList: deps.priceList });
+  return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList });
 }
 
 /**

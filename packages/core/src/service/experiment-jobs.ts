@@ -3,7 +3,7 @@ import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps,
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore } from "./experiment-records.ts";
 import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "./budgets.ts";
 import { Prices, chargeUsd, costOfGoods, type PriceList } from "./cost-of-goods.ts";
-import { QUOTE_BASIS_KEY } from "./quotes.ts";
+import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, rescueRolloutsOf } from "./quotes.ts";
 import { ConcurrencyLimitError } from "../errors.ts";
 import { visibleTo } from "./ports.ts";
 import { envelope } from "./messages.ts";
@@ -241,13 +241,16 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore }, { jobId: record.id });
-  if (record.status === "done" && deps.meter) await addToQuoteBasis(record.id, deps.meter).catch(logFailure(logger, `quote basis after ${record.id}`));
+  if (record.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter).catch(logFailure(logger, `quote basis after ${record.id}`));
   return record;
 }
 
-/** A finished run's actual usage joins this deployment's measured basis for quotes (`requests` counts the jobs). */
-async function addToQuoteBasis(jobId: string, meter: UsageMeter): Promise<void> {
-  await meter.add(QUOTE_BASIS_KEY, { ...(await meter.job(jobId)), requests: 1 });
+/** A finished run's actual usage and rescue rollouts join this deployment's measured basis for quotes (`requests` counts the jobs). */
+async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMeter): Promise<void> {
+  await meter.add(QUOTE_BASIS_KEY, { ...(await meter.job(record.id)), requests: 1 });
+  const rescue = rescueRolloutsOf(record.results);
+  if (rescue.training > 0)
+    await Promise.all([meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }), meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra })]);
 }
 
 /** A paused attempt: the record saved as queued with what is left, then the run re-queued. */

@@ -3,7 +3,7 @@ import { armDefinition } from "../experiment/arms.ts";
 import { TrainConfig } from "../training/config.ts";
 import { chargeUsd, costOfGoods, COST_FIELDS, type PriceList, type Prices } from "./cost-of-goods.ts";
 import { ExperimentRequest, type ExperimentPlan } from "./experiment-records.ts";
-import type { Usage } from "./ports.ts";
+import type { Usage, UsageMeter } from "./ports.ts";
 import { Quote, type QuoteBasis } from "./quote-schema.ts";
 import { RescueRequest } from "./rescue-jobs.ts";
 
@@ -23,13 +23,39 @@ export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
 
 /** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */
 export const QUOTE_BASIS_KEY = "#quote-basis";
+/**
+ * Where finished jobs' arms that rescue (or resample) count, as `rollouts`, their training
+ * rollouts and the rescue, resample and re-anchor rollouts beyond them: the measured rescue share.
+ */
+export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
+/** The meter rows that count again what payers were already metered for: nobody's to pay. */
+export const isQuoteBasisKey = (keyId: string): boolean => keyId === QUOTE_BASIS_KEY || keyId === QUOTE_RESCUE_KEYS.training || keyId === QUOTE_RESCUE_KEYS.extra;
 
-/** The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none finished. */
-export function basisFrom(summed: Usage | undefined): QuoteBasis {
+/** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
+export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {
+  const rescuing = results.filter((r) => armDefinition(r.arm).rescue !== "none").map((r) => r.result.rolloutBreakdown);
+  return {
+    training: rescuing.reduce((n, b) => n + b.train, 0),
+    extra: rescuing.reduce((n, b) => n + b.rescue + b.resample + b.reanchor, 0),
+  };
+}
+
+/**
+ * The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none
+ * finished; the rescue share is measured too once a finished job had an arm that rescues.
+ */
+export function basisFrom(summed: Usage | undefined, rescue?: { training: number; extra: number }): QuoteBasis {
   if (!summed || summed.requests === 0 || summed.rollouts === 0) return DEFAULT_QUOTE_BASIS;
   const fields = ["computeMs", ...COST_FIELDS] as const;
   const perRollout = Object.fromEntries(fields.map((f) => [f, summed[f] / summed.rollouts]));
-  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, perRollout };
+  const rescueShare = rescue && rescue.training > 0 ? rescue.extra / rescue.training : DEFAULT_QUOTE_BASIS.rescueShare;
+  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, rescueShare, perRollout };
+}
+
+/** This deployment's basis, from its meter's quote rows ({@link basisFrom}). */
+export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<QuoteBasis> {
+  const [summed, training, extra] = await Promise.all([meter.get(QUOTE_BASIS_KEY), meter.get(QUOTE_RESCUE_KEYS.training), meter.get(QUOTE_RESCUE_KEYS.extra)]);
+  return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts });
 }
 
 /** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */

@@ -1,6 +1,6 @@
 import { ForbiddenError } from "../errors.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices, type UsagePeriod } from "./cost-of-goods.ts";
-import { QUOTE_BASIS_KEY } from "./quotes.ts";
+import { isQuoteBasisKey } from "./quotes.ts";
 import { zeroUsage, type Usage, type UsageDay, type UsageMeter } from "./ports.ts";
 
 /** One row of a usage report: a key's day, its usage, what it cost this deployment and what it is charged. */
@@ -24,8 +24,8 @@ export async function usageByDay(
 ): Promise<UsageRow[]> {
   const asked = period.keyId ?? key.id;
   if (asked !== key.id && !key.scopes.includes("admin")) throw new ForbiddenError("admin");
-  // The quote basis re-sums finished jobs' usage: it is nobody's to pay
-  const days = (await deps.meter.byDay({ from: period.from, to: period.to, ...(asked === "*" ? {} : { keyId: asked }) })).filter((d) => d.keyId !== QUOTE_BASIS_KEY);
+  // The quote rows count finished jobs' usage again: they are nobody's to pay
+  const days = (await deps.meter.byDay({ from: period.from, to: period.to, ...(asked === "*" ? {} : { keyId: asked }) })).filter((d) => !isQuoteBasisKey(d.keyId));
   return days.map((d) => ({ ...d, costOfGoodsUsd: costOfGoods(d.usage, deps.priceList).totalUsd, chargeUsd: chargeUsd(d.usage, deps.tariff) }));
 }
 
