@@ -42,7 +42,7 @@ export interface WorkerOptions {
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
- * Starts the reference policy worker (`python -m harness_s_worker.server`) and waits until its
+ * Starts the reference policy worker (`python -m harness_s_worker.launch`) and waits until its
  * `/healthz` answers; `stop` ends it (and the process group it leads).
  *
  * @example
@@ -57,7 +57,7 @@ export async function startPolicyWorker(
   const python = await ensureWorkerVenv(log);
   const port = opts.port || (await freePort());
   const host = opts.host ?? "127.0.0.1";
-  const args = ["-m", "harness_s_worker.server", "--model", opts.model, "--host", host, "--port", String(port), "--exit-with-parent"];
+  const args = ["-m", "harness_s_worker.launch", "--model", opts.model, "--host", host, "--port", String(port), "--exit-with-parent"];
   if (opts.token) args.push("--token", opts.token);
   if (opts.stateDir) args.push("--state-dir", opts.stateDir);
   for (const [name, value] of Object.entries(opts.tuning ?? {})) if (value !== undefined) args.push(`--${kebab(name)}`, String(value));

@@ -120,7 +120,7 @@ def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float
 
 def start_worker(model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")) -> tuple[subprocess.Popen[bytes], httpx.Client]:
     port = free_port()
-    cmd = [sys.executable, "-m", "harness_s_worker.server", "--model", model, "--port", str(port), "--device", device, *flags]
+    cmd = [sys.executable, "-m", "harness_s_worker.launch", "--model", model, "--port", str(port), "--device", device, *flags]
     if threads:
         cmd += ["--threads", str(threads)]
     worker = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -22,7 +22,8 @@ import uvicorn
 from transformers import PreTrainedTokenizerBase
 
 from .adapters import AdaptedModel
-from .policies import Limits, Policies, Policy
+from .limits import Limits
+from .policies import Policies, Policy
 from .schemas import CreatePolicy
 
 LIVE_ADAPTER = "live"

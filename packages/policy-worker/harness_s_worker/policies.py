@@ -25,6 +25,7 @@ from .constrained import Grammars, allowed_rows
 from .engine import Engine
 from .episodes import Episode, Episodes
 from .errors import WorkerError
+from .limits import Limits
 from .ppo import Allowed
 from .replay import Turns
 from .schemas import CreatePolicy, ReplayTurn, Version
@@ -46,17 +47,6 @@ class Policy:
         """The optimiser (made with the policy; None only while it is being created)."""
         assert self.optimizer is not None
         return self.optimizer
-
-
-@dataclass
-class Limits:
-    """What one worker holds at most; past a cap the request is a 429 `CAPACITY_EXCEEDED`."""
-
-    policies: int = 64
-    episodes_per_policy: int = 4096
-    jobs: int = 1000
-    cache_mb: int = 1024
-    sample_timeout_s: float = 300.0
 
 
 class Policies:

@@ -1,16 +1,13 @@
 """The reference policy worker: protocol v2 over HTTP (docs/design.md §5) and an OpenAI-compatible
-`/v1/chat/completions` façade. `python -m harness_s_worker.server --model tiny --port 8765`."""
+`/v1/chat/completions` façade. Started by `python -m harness_s_worker.launch --model tiny --port 8765`,
+which checks its arguments before this module imports torch."""
 
 from __future__ import annotations
 
 import argparse
 import gc
-import os
-import socket
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,11 +24,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .checkpoints import restore_policies
 from .errors import WorkerError
 from .facade import Facade
-from .policies import Limits, Policies
+from .limits import Limits
+from .policies import Policies
 from .routes import Served, health_routes, policy_routes, sampling_routes, update_routes
 from .threads import set_threads
 from .tiny import build_tiny, load_model
-from .toolcalls import PARSERS
 from .updates import Updates
 
 
@@ -132,71 +129,17 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     return policies, name
 
 
-def port_free(host: str, port: int) -> bool:
-    """Whether `host:port` can be bound now (checked before the model loads, so a port in use is
-    said at once, not after the model is loaded and the server fails to bind)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def watch_parent(parent: int) -> None:
-    """Exits this process once its parent is gone (it is then re-parented, so its parent id changes)."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description="Harness-S reference policy worker (protocol v2)")
-    ap.add_argument("--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--token", default=os.environ.get("HARNESS_S_WORKER_TOKEN"), help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)")
-    ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder)")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
-    ap.add_argument("--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)")
-    ap.add_argument("--max-body-mb", type=int, default=64, help="largest request body (413 past it)")
-    ap.add_argument("--kv-cache-mb", type=int, default=Limits.cache_mb, help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)")
-    ap.add_argument("--sample-timeout-s", type=float, default=Limits.sample_timeout_s, help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)")
-    ap.add_argument("--tool-parser", choices=PARSERS, default=None, help="the tool-call format the model writes (default: read from its chat template)")
-    ap.add_argument(
-        "--threads", type=int, default=None, help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)"
-    )
-    ap.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one dies (a CLI killed mid-run leaves no worker behind)")
-    args = ap.parse_args()
-    if args.exit_with_parent:
-        watch_parent(os.getppid())
-    # The sampler thread runs Python between kernels; a shorter switch interval lets the HTTP
-    # loop take requests in between instead of waiting 5 ms for the interpreter each time.
-    sys.setswitchinterval(0.0005)
-    if not 0 <= args.port <= 65535:
-        ap.error(f"--port {args.port}: a port is 0-65535")
-    if args.model != "tiny" and not Path(args.model).is_dir():
-        ap.error(f"--model {args.model}: no such folder (a Hugging Face model directory, or tiny)")
-    if args.port and not port_free(args.host, args.port):
-        ap.error(f"--port {args.port}: {args.host}:{args.port} is in use by another process")
+def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
+    """Loads the model and serves it; `args` are the launcher's, already checked ({@link launch.main})."""
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
     try:
-        policies, name = build(args.model, args.state_dir, args.device, limits, args.tool_parser)
+        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser)
     except (OSError, ValueError) as err:  # not a model folder, weights or a tokenizer missing or unreadable
         ap.error(f"--model {args.model}: cannot be loaded ({type(err).__name__}: {err})")
 
-    set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), args.device, args.threads)
+    set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), device, args.threads)
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()
     uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
-
-
-if __name__ == "__main__":
-    main()

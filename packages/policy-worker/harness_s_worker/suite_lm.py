@@ -2,7 +2,7 @@
 warm-started by supervised training on conversations of the embedded initial policy, built
 deterministically from a recipe and cached under `<cache>/suite-lm-<hash>` (the hash covers the
 recipe and the conversations). The worker serves the folder like any Hugging Face model:
-`python -m harness_s_worker.server --model <cache>/suite-lm-<hash>`.
+`python -m harness_s_worker.launch --model <cache>/suite-lm-<hash>`.
 
 `python -m harness_s_worker.suite_lm --recipe recipe.json --data warm.jsonl --cache-dir DIR`
 prints `{"path", "hash", "cached", ...}`; progress goes to stderr."""

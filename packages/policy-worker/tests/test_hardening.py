@@ -13,7 +13,7 @@ import httpx
 import pytest
 from conftest import SPEC, datum_from
 
-from harness_s_worker import server
+from harness_s_worker import launch
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -70,7 +70,7 @@ def free_port():
 
 
 def start(state: Path, port: int) -> subprocess.Popen:
-    args = [sys.executable, "-m", "harness_s_worker.server", "--model", "tiny", "--port", str(port), "--state-dir", str(state)]
+    args = [sys.executable, "-m", "harness_s_worker.launch", "--model", "tiny", "--port", str(port), "--state-dir", str(state)]
     return subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
 
 
@@ -124,14 +124,14 @@ def test_sigterm_drains_an_accepted_update_with_log_lines_and_a_restart_restores
 
 
 def worker_main(monkeypatch, capsys, *argv):
-    """The worker's `main` in this process, as `python -m harness_s_worker.server ARGV` runs it: a
+    """The worker's `main` in this process, as `python -m harness_s_worker.launch ARGV` runs it: a
     usage error exits before anything is served (and an exception other than the exit fails the
     test, as a traceback would), without a process of its own importing torch again."""
-    monkeypatch.setattr(sys, "argv", ["harness_s_worker.server", *argv])
+    monkeypatch.setattr(sys, "argv", ["harness_s_worker.launch", *argv])
     interval = sys.getswitchinterval()
     try:
         with pytest.raises(SystemExit) as exited:
-            server.main()
+            launch.main()
     finally:
         sys.setswitchinterval(interval)
     return exited.value.code, capsys.readouterr().err
@@ -149,3 +149,15 @@ def test_a_bad_model_folder_or_a_port_in_use_is_a_usage_error_not_a_traceback(tm
         port = taken.getsockname()[1]
         code, err = worker_main(monkeypatch, capsys, "--model", "tiny", "--port", str(port))
     assert code == 2 and "in use" in err
+
+
+def test_a_usage_error_is_said_before_torch_is_imported(tmp_path):
+    """The launcher checks its arguments first: a bad folder or a port in use costs no torch import."""
+    probe = "import runpy, sys\ntry:\n    runpy.run_module('harness_s_worker.launch', run_name='__main__')\nexcept SystemExit as e:\n    print(e.code, 'torch' in sys.modules)\n"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for argv in (["--model", str(tmp_path / "nope")], ["--port", str(port)]):
+            out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+            assert out.stdout.split() == ["2", "False"], (argv, out.stdout, out.stderr)
