@@ -12,7 +12,7 @@ describe("the coordinator on the local stack (DynamoDB Local, fauxqs), default s
     // Prepare
     const stack = await startExperimentStack(setup, "test", undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
     const start = (id: string, key: string, steps: number) =>
-      startExperiment(ExperimentRequest.parse({ seeds: [2], arms: ["grpo"], train: { steps, batchSize: 8, curveEvery: 0, auditEvery: 0 } }), key, {
+      startExperiment(ExperimentRequest.parse({ seeds: [2], arms: ["grpo"], train: { steps, batchSize: 8, curveEvery: 0, auditEvery: 0 }, evalTasks: 4 }), key, {
         experiments: stack.stores.experiments,
         coordinator: stack.queues.coordinator.queue,
         clock: systemClock,
