@@ -9,7 +9,7 @@ import { reportCommand } from "../../packages/cli/src/commands/report.ts";
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, reanchorEvery: 1, reanchorBudget: 6 });
 const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) =>
-  ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, ...over });
+  ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, evalTasks: 8, ...over });
 
 describe("merging runs on disjoint seeds", () => {
   it("gives the summary of one run on all the seeds", async () => {
