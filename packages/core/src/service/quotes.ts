@@ -29,7 +29,8 @@ export const QUOTE_BASIS_KEY = "#quote-basis";
  */
 export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
 /** The meter rows that count again what payers were already metered for: nobody's to pay. */
-export const isQuoteBasisKey = (keyId: string): boolean => keyId === QUOTE_BASIS_KEY || keyId === QUOTE_RESCUE_KEYS.training || keyId === QUOTE_RESCUE_KEYS.extra;
+const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS)]);
+export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId);
 
 /** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
 export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {
