@@ -40,6 +40,8 @@ export const RolloutRequestedBody = z.object({
   task: Task.optional(),
   /** A rescue with the caller's own policy and environment: its endpoint, pinned weight version, environment and task. */
   caller: CallerRollout.optional(),
+  /** Part of a rescue job (`POST /v1/rescues`): the worker reads the job first (a cancelled one's slots are skipped, a caller's budget held); an experiment's rollouts skip that read. */
+  rescueJob: z.literal(true).optional(),
 });
 export type RolloutRequestedBody = z.infer<typeof RolloutRequestedBody>;
 

@@ -11,14 +11,15 @@ import { RescueRequest } from "./rescue-jobs.ts";
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
  * 1,024 MB per function, 2026-12-03): rescue share and evaluation sets from in-process runs of
  * seed 5; usage per rollout from one queued run (2 arms, 2,187 rollouts: tests/integration/cost-of-goods.test.ts
- * prints it). A deployment's own finished runs replace `perRollout` ({@link basisFrom}).
+ * prints it; read units again on 2026-12-04, once an experiment's rollouts stopped reading the rescue-job
+ * table: 5,710 → 3,553 units). A deployment's own finished runs replace `perRollout` and the rescue share ({@link basisFrom}).
  */
 export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
   source: "defaults",
   jobs: 0,
   rescueShare: 0.45,
   evalTasks: { train: 93, heldout: 81 },
-  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 2.6, dynamoWriteUnits: 2.2, sqsRequests: 0.33, gpuSeconds: 0 },
+  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 1.6, dynamoWriteUnits: 2.2, sqsRequests: 0.33, gpuSeconds: 0 },
 };
 
 /** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */

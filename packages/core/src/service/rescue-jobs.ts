@@ -105,6 +105,7 @@ export async function startRescue(
           taskId: task.id,
           seed: hash32(`${job.id}:${index}`),
           policyId: "default",
+          rescueJob: true,
           ...(caller ? { caller, policyVersion: caller.weightVersion, task } : {}),
         },
         keyId !== undefined ? { keyId, jobId: job.id } : undefined,
@@ -147,7 +148,7 @@ export async function runRequestedRollout(
   deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies; jobs?: RescueJobStore; meter?: UsageMeter },
 ): Promise<"stored" | "duplicate" | "cancelled" | "over-budget"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
-  const job = await deps.jobs?.get(body.jobId);
+  const job = body.rescueJob || body.caller ? await deps.jobs?.get(body.jobId) : undefined;
   if (job?.cancelledAt !== undefined) return "cancelled";
   const pool = await deps.pools.get(body.poolId);
   if (!pool) throw new NotFoundError("pool", body.poolId);
