@@ -1,10 +1,10 @@
 """How this process's C heap treats large freed blocks (glibc only; elsewhere nothing changes).
 
-By default glibc serves each block over a few MB with a fresh `mmap` and returns it to the system
-when freed, and it gives the top of the heap back past 128 KB. A worker on CPU allocates and frees
-tensors of that size many times a second (a running batch's keys and values when rows join or
-leave, a pre-fill's activations), so each one is faulted in again page by page: on a VM that was
-most of a merge's CPU (`scripts/merge-bench.py`). Keeping freed memory for reuse trades that for a
+By default glibc serves each block over its threshold (128 KB at first, then the largest mapped
+block freed so far, up to 32 MB) with a fresh `mmap` and returns it to the system when freed. A
+worker on CPU allocates and frees such tensors many times a second, each a little larger than the
+last as a running batch's keys and values grow, so each one is faulted in again page by page: on a
+VM that was most of a merge's CPU (`scripts/merge-bench.py`). Keeping freed memory for reuse trades that for a
 resident size that stays at its peak.
 """
 
