@@ -4,8 +4,8 @@ By default glibc serves each block over its threshold (128 KB at first, then the
 block freed so far, up to 32 MB) with a fresh `mmap` and returns it to the system when freed. A
 worker on CPU allocates and frees such tensors many times a second, each a little larger than the
 last as a running batch's keys and values grow, so each one is faulted in again page by page: on a
-VM that was most of a merge's CPU (`scripts/merge-bench.py`). Keeping freed memory for reuse trades that for a
-resident size that stays at its peak.
+VM that was most of a merge's CPU (`scripts/merge-bench.py`). Keeping freed memory for reuse
+trades that for a resident size that stays at its peak.
 """
 
 from __future__ import annotations
