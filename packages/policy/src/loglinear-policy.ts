@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { StalePolicyVersionError, ppoClipStepLoss, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
 import { Adam } from "./adam.ts";
+import { featureLogits, featuresOf, indexWeights, setIndexed, type WeightIndex } from "./weight-index.ts";
+
+export { featuresOf } from "./weight-index.ts";
 
 export const LogLinearOptions = z.object({
   /** Fixed instruction-following strength: logit bonus of a hinted action. Not trainable. */
@@ -18,32 +21,6 @@ export const LogLinearOptions = z.object({
   adamBeta2: z.number().default(0.999),
 });
 export type LogLinearOptions = z.infer<typeof LogLinearOptions>;
-
-/** Active features of an observation, prefixed by family so families never share weights. */
-export function featuresOf(obs: PolicyObservation): string[] {
-  const f = obs.family;
-  return [`${f}|bias`, `${f}|ev:${obs.event}`, ...obs.facts.map((x) => `${f}|has:${x}`), ...obs.taskTags.map((t) => `${f}|tag:${t}`)];
-}
-
-/** Weights indexed feature → action → weight, so that scoring builds no key strings. */
-type WeightIndex = Map<string, Map<string, number>>;
-
-function setIndexed(index: WeightIndex, key: string, value: number): void {
-  const cut = key.lastIndexOf("|");
-  const feature = key.slice(0, cut);
-  let row = index.get(feature);
-  if (!row) {
-    row = new Map();
-    index.set(feature, row);
-  }
-  row.set(key.slice(cut + 1), value);
-}
-
-function indexWeights(flat: ReadonlyMap<string, number>): WeightIndex {
-  const index: WeightIndex = new Map();
-  for (const [key, value] of flat) setIndexed(index, key, value);
-  return index;
-}
 
 /**
  * The embedded CPU policy: logits(a) = Σ θ[feature|a] + cueStrength·[a hinted] − failedPenalty·[a failed].
@@ -85,19 +62,21 @@ export class LogLinearPolicy implements Policy {
   }
 
   private scored(obs: PolicyObservation, hints: readonly string[], index: WeightIndex): number[] {
-    const rows = featuresOf(obs).map((f) => index.get(f));
+    const logits = featureLogits(index, obs);
     const bonus = this.hintBonus();
-    const logits = obs.tools.map((a) => {
-      let z = 0;
-      for (const row of rows) z += row?.get(a) ?? 0;
-      if (hints.includes(a)) z += bonus;
-      if (obs.failedActions.includes(a)) z -= this.options.failedPenalty;
-      return z;
-    });
+    const { tools, failedActions } = obs;
+    for (let j = 0; j < tools.length; j++) {
+      if (hints.includes(tools[j]!)) logits[j]! += bonus;
+      if (failedActions.includes(tools[j]!)) logits[j]! -= this.options.failedPenalty;
+    }
     const max = Math.max(...logits);
-    const exps = logits.map((z) => Math.exp(z - max));
-    const total = exps.reduce((s, e) => s + e, 0);
-    return exps.map((e) => e / total);
+    let total = 0;
+    for (let j = 0; j < logits.length; j++) {
+      logits[j] = Math.exp(logits[j]! - max);
+      total += logits[j]!;
+    }
+    for (let j = 0; j < logits.length; j++) logits[j] = logits[j]! / total;
+    return logits;
   }
 
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {

@@ -58,28 +58,18 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
   for (let turn = 0; turn < maxTurns && !outcome; turn++) {
     const turnsLeft = maxTurns - turn;
     const { hints, baseHints, notes, baseNotes } = turnHints(s, harness, turn, turnsLeft);
-    const offered = (names: readonly string[]) => [...new Set(names)].filter((h) => tools.includes(h));
     const observation: PolicyObservation = {
       family: task.family,
       tools,
       event: s.event,
       facts: s.facts,
       taskTags: task.tags,
-      hints: offered(hints),
-      baseHints: offered(baseHints),
+      hints: offered(hints, tools),
+      baseHints: offered(baseHints, tools),
       failedActions: [...s.failedActions],
       turnsLeft,
-      ...(textual
-        ? {
-            instruction,
-            text: text ?? "",
-            notes,
-            ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
-            history: [...dialogue],
-            base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
-          }
-        : {}),
     };
+    if (textual) Object.assign(observation, textFields(task, harness, instruction, text, notes, dialogue, baseText, baseNotes));
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);
     const action = choice.action;
@@ -90,16 +80,10 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     outcome = applied.outcome;
     const { result, resultText } = applied;
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
-    steps.push({
-      observation,
-      action,
-      logProb: choice.logProb,
-      forced,
-      intercepted,
-      result,
-      ...(textual ? { args: choice.args, resultText } : {}),
-      ...(choice.tokens ? { tokens: choice.tokens } : {}),
-    });
+    const step: TrajectoryStep = { observation, action, logProb: choice.logProb, forced, intercepted, result };
+    if (textual) Object.assign(step, { args: choice.args, resultText });
+    if (choice.tokens) step.tokens = choice.tokens;
+    steps.push(step);
     if (textual) {
       dialogue.push(...dialogueTurn(text ?? "", notes, choice));
       text = resultText ?? result;
@@ -110,6 +94,35 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
   }
 
   return finished(task, harness, seed, policyVersion, steps, events, outcome ?? (await session.finish("budget-exhausted")), !outcome);
+}
+
+/**
+ * The hints the policy is shown: each once, and only tools it has. A module function rather than a
+ * closure in the turn loop: tsx's keep-names transform (the CLI's) names every closure it makes.
+ */
+function offered(names: readonly string[], tools: readonly string[]): string[] {
+  return [...new Set(names)].filter((h) => tools.includes(h));
+}
+
+/** What a text agent is shown besides what every policy is: the instruction, the text with notes, the dialogue so far. */
+function textFields(
+  task: Task,
+  harness: HarnessSpec,
+  instruction: string | undefined,
+  text: string | undefined,
+  notes: string[],
+  dialogue: readonly DialogueTurn[],
+  baseText: string | undefined,
+  baseNotes: string[],
+): Partial<PolicyObservation> {
+  return {
+    instruction,
+    text: text ?? "",
+    notes,
+    ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
+    history: [...dialogue],
+    base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
+  };
 }
 
 /** What a text agent saw this turn (the env message with the harness's notes) and what it did. */

@@ -1,5 +1,19 @@
 import { cue, outcome, type FamilyModel } from "./family.ts";
 
+type RepairState = Parameters<FamilyModel["step"]>[0];
+
+/** A test run or an assertion check: passes once the right edit is in, else shows the failure. */
+function verify(s: RepairState, kind: "tests" | "assert"): string {
+  s.facts.add("verified");
+  if (!s.facts.has("edited")) return `${kind}:fail`;
+  if (s.flags.has("correct")) {
+    s.facts.add("tests-pass");
+    return `${kind}:pass`;
+  }
+  s.flags.add("saw-failure");
+  return `${kind}:fail`;
+}
+
 /**
  * Repository repair: locate the file, edit, verify. A "tricky" bug needs a second edit informed
  * by a failing check of the first edit; with the test runner blocked, only assertions written by
@@ -21,16 +35,6 @@ export const repairFamily: FamilyModel = {
     locate: [cue("start", "search", "Several modules share this name: search before opening files.")],
   },
   step(s, action) {
-    const verify = (kind: "tests" | "assert") => {
-      s.facts.add("verified");
-      if (!s.facts.has("edited")) return `${kind}:fail`;
-      if (s.flags.has("correct")) {
-        s.facts.add("tests-pass");
-        return `${kind}:pass`;
-      }
-      s.flags.add("saw-failure");
-      return `${kind}:fail`;
-    };
     switch (action) {
       case "search":
         s.facts.add("located");
@@ -55,10 +59,10 @@ export const repairFamily: FamilyModel = {
           s.flags.add("saw-blocked");
           return "tests:blocked";
         }
-        return verify("tests");
+        return verify(s, "tests");
       case "write_assertions":
         s.flags.add("asserted");
-        return verify("assert");
+        return verify(s, "assert");
       case "revert":
         s.facts.delete("edited");
         s.flags.delete("correct");
