@@ -68,8 +68,17 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       baseHints: offered(baseHints, tools),
       failedActions: [...s.failedActions],
       turnsLeft,
+      ...(textual
+        ? {
+            instruction,
+            text: text ?? "",
+            notes,
+            ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
+            history: [...dialogue],
+            base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
+          }
+        : {}),
     };
-    if (textual) Object.assign(observation, textFields(task, harness, instruction, text, notes, dialogue, baseText, baseNotes));
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);
     const action = choice.action;
@@ -80,10 +89,16 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     outcome = applied.outcome;
     const { result, resultText } = applied;
     const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
-    const step: TrajectoryStep = { observation, action, logProb: choice.logProb, forced, intercepted, result };
-    if (textual) Object.assign(step, { args: choice.args, resultText });
-    if (choice.tokens) step.tokens = choice.tokens;
-    steps.push(step);
+    steps.push({
+      observation,
+      action,
+      logProb: choice.logProb,
+      forced,
+      intercepted,
+      result,
+      ...(textual ? { args: choice.args, resultText } : {}),
+      ...(choice.tokens ? { tokens: choice.tokens } : {}),
+    });
     if (textual) {
       dialogue.push(...dialogueTurn(text ?? "", notes, choice));
       text = resultText ?? result;
@@ -102,27 +117,6 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
  */
 function offered(names: readonly string[], tools: readonly string[]): string[] {
   return [...new Set(names)].filter((h) => tools.includes(h));
-}
-
-/** What a text agent is shown besides what every policy is: the instruction, the text with notes, the dialogue so far. */
-function textFields(
-  task: Task,
-  harness: HarnessSpec,
-  instruction: string | undefined,
-  text: string | undefined,
-  notes: string[],
-  dialogue: readonly DialogueTurn[],
-  baseText: string | undefined,
-  baseNotes: string[],
-): Partial<PolicyObservation> {
-  return {
-    instruction,
-    text: text ?? "",
-    notes,
-    ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
-    history: [...dialogue],
-    base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
-  };
 }
 
 /** What a text agent saw this turn (the env message with the harness's notes) and what it did. */

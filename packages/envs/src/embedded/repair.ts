@@ -1,9 +1,7 @@
-import { cue, outcome, type FamilyModel } from "./family.ts";
-
-type RepairState = Parameters<FamilyModel["step"]>[0];
+import { cue, outcome, type EpisodeState, type FamilyModel } from "./family.ts";
 
 /** A test run or an assertion check: passes once the right edit is in, else shows the failure. */
-function verify(s: RepairState, kind: "tests" | "assert"): string {
+function verify(s: EpisodeState, kind: "tests" | "assert"): string {
   s.facts.add("verified");
   if (!s.facts.has("edited")) return `${kind}:fail`;
   if (s.flags.has("correct")) {
