@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRng, type PolicyObservation, type UpdateSettings } from "@harness-s/core";
 import { LogLinearPolicy, featuresOf } from "@harness-s/policy";
+import { rememberedFeatureNames } from "../../packages/policy/src/weight-index.ts";
 import { makeRollout } from "../factories.ts";
 
 const tools = ["search", "read_file", "edit_file", "run_tests", "submit"];
@@ -55,8 +56,10 @@ describe("the log-linear policy's weight index (names built once, rows laid out 
     expect(after).toEqual(naiveProbabilities(policy.snapshot().weights, obs));
   });
 
-  it("names features correctly past the bound on remembered names", () => {
+  it("remembers at most 100,000 feature names, and names features correctly past that", () => {
     for (let i = 0; i < 100_500; i++) featuresOf(observation(`error:${i}`, []));
+    expect(rememberedFeatureNames()).toBeGreaterThan(0);
+    expect(rememberedFeatureNames()).toBeLessThanOrEqual(100_000);
     expect(featuresOf(observation("error:7", ["read"], ["ci-offline"]))).toEqual(["repair|bias", "repair|ev:error:7", "repair|has:read", "repair|tag:ci-offline"]);
   });
 });

@@ -32,6 +32,13 @@ function featureName(family: string, kind: string, value: string): string {
   return name;
 }
 
+/** How many feature names are remembered now (at most {@link MAX_NAMED_FEATURES}). */
+export function rememberedFeatureNames(): number {
+  let held = 0;
+  for (const kinds of featureNames.values()) for (const names of kinds.values()) held += names.size;
+  return held;
+}
+
 /** Active features of an observation, prefixed by family so families never share weights. */
 export function featuresOf(obs: PolicyObservation): string[] {
   const f = obs.family;
