@@ -10,7 +10,9 @@ import type { BallotStore, MessageQueue } from "./ports.ts";
  * A {@link Voter} whose ballot is cast by the `vote` worker: the request goes out as a
  * `ballot.requested` message and the ballot is read back from the store. Requests are keyed by
  * their content (under `namespace`), so a retried or repeated request reuses the ballot. The
- * router's own timeout and quorum rule apply to it as to any voter.
+ * router's own timeout and quorum rule apply to it as to any voter. The store is read after
+ * `pollMs`, then at twice the last wait up to 16 × `pollMs` (as the rollout runner does): an LLM
+ * voter's seconds cost tens of reads, not hundreds.
  *
  * @example
  * const voters = statisticalVoters.map((v) => queuedVoter(v.id, { namespace: "exp1", queue, ballots, clock }));
@@ -37,7 +39,7 @@ export function queuedVoter(
       const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };
       await opts.queue.send([envelope("ballot.requested", `${body.ballotKey}:${voterId}`, body, opts.payer)]);
       const deadline = opts.clock.now() + timeoutMs;
-      for (;;) {
+      for (let wait = pollMs; ; wait = Math.min(wait * 2, pollMs * 16)) {
         if (ctx?.signal?.aborted) throw ctx.signal.reason ?? new VoterTimeoutError(voterId, timeoutMs);
         const ballot = await opts.ballots.get(body.ballotKey, voterId);
         if (ballot?.usage) ctx?.onSpend?.({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
@@ -50,7 +52,7 @@ export function queuedVoter(
           );
         if (ballot) return ballot;
         if (opts.clock.now() > deadline) throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
-        await opts.clock.sleep(pollMs);
+        await opts.clock.sleep(wait);
       }
     },
   };
