@@ -10,7 +10,7 @@ let dev: DbBenchRow[];
 let admin: mysql.Connection;
 
 beforeAll(async () => {
-  engine = await MysqlEngine.start({ statementSeconds: 2 });
+  engine = await MysqlEngine.start({ prefix: "hsmy_", statementSeconds: 2 }); // its own prefix: leftovers are counted by prefix, and other files use the server at once
   [standard, dev] = await Promise.all([loadSplit(BUNDLED_DATA_DIR, "standard"), loadSplit(BUNDLED_DATA_DIR, "dev")]);
   admin = await mysql.createConnection({ host: "127.0.0.1", port: 3306, user: "root" });
 }, 60_000);
@@ -47,9 +47,11 @@ describe("DBBench gold replay through the full environment (MariaDB)", () => {
 describe("rollout isolation on the MariaDB server", () => {
   const row = () => dev.find((r) => r.type[0] === "UPDATE")!;
 
+  // Users besides the rollouts' own (every test engine's prefix starts with "hs"): other files open and close rollouts on the server meanwhile.
+  const OTHER_USERS = "SELECT COUNT(*) AS c FROM mysql.user WHERE user NOT LIKE 'hs%'";
   it("a rollout cannot drop the mysql database, read another rollout's database, write files or change server settings; nothing outside changes", async () => {
     // Prepare
-    const [[usersBefore]] = (await admin.query("SELECT COUNT(*) AS c FROM mysql.user")) as unknown as [{ c: number }[]];
+    const [[usersBefore]] = (await admin.query(OTHER_USERS)) as unknown as [{ c: number }[]];
     const [a, b] = await Promise.all([engine.open(row()), engine.open(row())]);
     const table = row().table[0]!.table_name;
     const otherDb = (b as unknown as { name: string }).name;
@@ -75,7 +77,7 @@ describe("rollout isolation on the MariaDB server", () => {
     expect(attempts.loadFile.text).toMatch(/LOAD_FILE is not allowed/); // refused before it reaches the server (which would read nothing: no FILE privilege)
     expect(existsSync(outfile)).toBe(false);
     expect(after).toBe(before);
-    const [[usersAfter]] = (await admin.query("SELECT COUNT(*) AS c FROM mysql.user")) as unknown as [{ c: number }[]];
+    const [[usersAfter]] = (await admin.query(OTHER_USERS)) as unknown as [{ c: number }[]];
     expect(usersAfter!.c).toBe(usersBefore!.c);
     const [[mc]] = (await admin.query("SELECT @@GLOBAL.max_connections AS m")) as unknown as [{ m: number }[]];
     expect(Number(mc!.m)).toBeGreaterThan(1);
@@ -124,7 +126,7 @@ describe("rollout isolation on the MariaDB server", () => {
     await admin.query(`CREATE DATABASE \`${dead}\``);
     await admin.query("CREATE USER ?@'localhost' IDENTIFIED BY 'x'", [dead]);
     // Act
-    const fresh = await MysqlEngine.start();
+    const fresh = await MysqlEngine.start({ prefix: engine.options.prefix });
     // Assess
     expect(await fresh.leftovers()).toEqual({ databases: 0, users: 0 });
     await fresh.shutdown();

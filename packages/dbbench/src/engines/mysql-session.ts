@@ -101,10 +101,14 @@ export class MysqlSession implements SqlSession {
       let reason: "time" | "size" | "rows" | undefined;
       let affected = 0;
       let error: Outcome | undefined;
+      // A size check still in flight when the statement ends must not kill the next statement on
+      // this connection, and a kill sent before the end must have landed before the next one starts.
+      let ended = false;
+      let killing: Promise<unknown> = Promise.resolve();
       const kill = (why: "time" | "size" | "rows") => {
-        if (reason) return;
+        if (reason || ended) return;
         reason = why;
-        void this.control.kill(threadId).catch(() => undefined);
+        killing = this.control.kill(threadId).catch(() => undefined);
       };
       const timer = setTimeout(() => kill("time"), this.limits.statementSeconds * 1000 + 500);
       const sizer = writes
@@ -135,8 +139,10 @@ export class MysqlSession implements SqlSession {
         error = { error: { errno: err.errno, sqlState: err.sqlState, message: err.message, fatal: err.fatal } };
       });
       query.on("end", async () => {
+        ended = true;
         clearTimeout(timer);
         if (sizer) clearInterval(sizer);
+        await killing;
         if (reason === "rows") return resolve({ rows, truncated: true });
         if (reason === "time")
           return resolve({
