@@ -10,5 +10,9 @@ import type { WorkerMetering } from "../worker-metering.ts";
  * const handler = createCoordinatorHandler({ experiments, clock: systemClock, prepare });
  */
 export function createCoordinatorHandler(deps: CoordinatorDeps & { log?: (line: string) => void; metering?: WorkerMetering }) {
-  return createSqsWorker("coordinator", "experiment.requested", (body) => runExperimentJob(body.experimentId, deps), { log: deps.log, metering: deps.metering });
+  const unbilled = () => deps.metering?.consumption.current() ?? {};
+  return createSqsWorker("coordinator", "experiment.requested", (body) => runExperimentJob(body.experimentId, { unbilled, ...deps }), {
+    log: deps.log,
+    metering: deps.metering,
+  });
 }

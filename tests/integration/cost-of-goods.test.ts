@@ -13,13 +13,14 @@ import { countingProxy, dynamoCapacity, sqsBilled } from "../counting-proxy.ts";
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const small = { curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
 /** The run that gives this deployment its measured basis, then the three the quotes are checked on. */
-const first = { seeds: [3], arms: ["grpo", "harness-s"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3 };
+const first = { seeds: [3], arms: ["grpo", "harness-s"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3, evalTasks: 24 };
 const configs = [
-  { seeds: [4], arms: ["grpo"], train: { steps: 3, batchSize: 8, ...small }, evalSamples: 3 },
-  { seeds: [5], arms: ["harness-s"], train: { steps: 2, batchSize: 8, ...small }, evalSamples: 4 },
-  { seeds: [6], arms: ["harness-s", "grpo-budget"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3 },
+  { seeds: [4], arms: ["grpo"], train: { steps: 3, batchSize: 8, ...small }, evalSamples: 3, evalTasks: 24 },
+  { seeds: [5], arms: ["harness-s"], train: { steps: 2, batchSize: 8, ...small }, evalSamples: 4, evalTasks: 24 },
+  { seeds: [6], arms: ["harness-s", "grpo-budget"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3, evalTasks: 24 },
 ];
 const within = (quoted: number, actual: number) => Math.abs(quoted - actual) / actual;
+const rates = (r: Record<string, number> = {}) => `${r.dynamoWriteUnits?.toFixed(2)}/${r.sqsRequests?.toFixed(2)}`;
 
 describe("cost of goods through the local stack (DynamoDB Local and fauxqs behind recording proxies)", () => {
   let fauxqs: FauxqsServer;
@@ -89,7 +90,7 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
         charge: within(quote.chargeUsd, actual.chargeUsd),
       };
       console.log(
-        `${JSON.stringify(config.arms)} rescue share ${q.basis.rescueShare.toFixed(2)} steps ${config.train.steps} batch ${config.train.batchSize} evalSamples ${config.evalSamples}: quoted ${quote.rollouts} rollouts, ${quote.costOfGoods.totalUsd} USD cost of goods, ${quote.chargeUsd} USD charge; actual ${actual.usage.rollouts}, ${actual.costOfGoods.totalUsd}, ${actual.chargeUsd}; errors ${JSON.stringify(errors)}`,
+        `${JSON.stringify(config.arms)} rescue share ${q.basis.rescueShare.toFixed(2)} steps ${config.train.steps} batch ${config.train.batchSize} evalSamples ${config.evalSamples}, DynamoDB write units and SQS requests per rollout ${rates(q.basis.perRollout)}, per extra rollout ${rates(q.basis.perExtraRollout)}: quoted ${quote.rollouts} rollouts, ${quote.costOfGoods.totalUsd} USD cost of goods, ${quote.chargeUsd} USD charge; actual ${actual.usage.rollouts}, ${actual.costOfGoods.totalUsd}, ${actual.chargeUsd}; errors ${JSON.stringify(errors)}`,
       );
       expect(errors.rollouts).toBeLessThan(0.2);
       // The whole cost of goods came within 5–8% on a quiet machine; with the rest of the suite running

@@ -84,4 +84,24 @@ describe("DynamoRolloutStore chunking", () => {
     const items = await doc.send(new QueryCommand({ TableName: names.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": "job" } }));
     expect(items.Items).toHaveLength(Math.ceil(compressed / CHUNK_BYTES));
   }, 60_000);
+
+  it("stores a rollout of one chunk for one write unit (a transaction bills twice), and its duplicate for one", async () => {
+    // Prepare
+    const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
+    const { bigRollout } = await import("../contract/stores.contract.ts");
+    const names = tableNames("one-chunk-");
+    await createTables(client, names);
+    const consumption = new ConsumptionMeter();
+    const metered = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+    instrumentDynamo(metered, consumption);
+    const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(metered), names);
+    const used = [{}, {}] as { dynamoWriteUnits?: number }[];
+    // Act
+    const stored = await consumption.within(used[0]!, () => store.put("job", 0, bigRollout(3)));
+    const again = await consumption.within(used[1]!, () => store.put("job", 0, bigRollout(3)));
+    metered.destroy();
+    // Assess
+    expect([stored, again]).toEqual(["stored", "duplicate"]);
+    expect(used.map((u) => u.dynamoWriteUnits)).toEqual([1, 1]);
+  }, 60_000);
 });

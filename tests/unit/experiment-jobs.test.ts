@@ -4,6 +4,7 @@ import {
   LocalPolicyEndpoints,
   inProcessRunners,
   ManualClock,
+  QUOTE_BASIS_KEY,
   StalePolicyVersionError,
   queuedRolloutRunner,
   runExperimentJob,
@@ -30,7 +31,8 @@ describe("the coordinator use-case", () => {
     const meter = new MemoryUsageMeter();
     const rec = await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator, clock, newId: () => "e1" });
     await experiments.claim(rec.id, clock.now(), clock.now() + 60_000); // a worker claims it and dies
-    const deps = { experiments, clock, meter, leaseMs: 60_000, prepare: async () => setup };
+    // What the coordinator's invocation has not billed when the run ends joins the quote basis
+    const deps = { experiments, clock, meter, leaseMs: 60_000, prepare: async () => setup, unbilled: () => ({ sqsRequests: 7 }) };
     // Act + Assess
     expect(await runExperimentJob("e1", deps)).toBe("duplicate");
     clock.advance(60_001);
@@ -42,6 +44,7 @@ describe("the coordinator use-case", () => {
     expect(stored.summary!.arms[0]!.name).toBe("grpo");
     expect(stored.usage.rollouts).toBeGreaterThan(0);
     expect((await meter.get("k1")).rollouts).toBe(stored.usage.rollouts);
+    expect(await meter.get(QUOTE_BASIS_KEY)).toMatchObject({ requests: 1, rollouts: stored.usage.rollouts, sqsRequests: 7 });
     expect(coordinator.take().map((m: Envelope) => m.type)).toEqual(["experiment.requested"]);
   }, 60_000);
 

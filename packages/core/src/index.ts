@@ -49,6 +49,7 @@ export * from "./service/route-task.ts";
 export * from "./service/decision-cache.ts";
 export * from "./service/metering.ts";
 export * from "./service/cost-of-goods.ts";
+export * from "./service/quote-fit.ts";
 export * from "./service/quote-schema.ts";
 export * from "./service/quotes.ts";
 export * from "./service/budgets.ts";

@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { allItems } from "./paginate.ts";
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, type RolloutStore } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
@@ -17,8 +17,8 @@ const MAX_CHUNKS = 100;
 
 /**
  * Rollouts with their trajectories, gzip-compressed and split into chunks of CHUNK_BYTES; all
- * chunks of a rollout are written in one transaction, conditionally, so a redelivered write is
- * a no-op and a reader never sees half a rollout.
+ * chunks of a rollout are written in one transaction (one chunk: one put), conditionally, so a
+ * redelivered write is a no-op and a reader never sees half a rollout.
  */
 export class DynamoRolloutStore implements RolloutStore {
   constructor(
@@ -30,23 +30,19 @@ export class DynamoRolloutStore implements RolloutStore {
     const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
     const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
     if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
-    const key = (chunk: number) => partKey(index, chunk);
+    const items = Array.from({ length: count }, (_, chunk) => ({
+      TableName: this.tables.Rollouts,
+      Item: { jobId, part: partKey(index, chunk), index, chunk, chunks: count, data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES) },
+      ConditionExpression: "attribute_not_exists(part)",
+    }));
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: Array.from({ length: count }, (_, chunk) => ({
-            Put: {
-              TableName: this.tables.Rollouts,
-              Item: { jobId, part: key(chunk), index, chunk, chunks: count, data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES) },
-              ConditionExpression: "attribute_not_exists(part)",
-            },
-          })),
-        }),
-      );
+      // One chunk is one conditional put: a transaction would bill its write units twice.
+      if (count === 1) await this.doc.send(new PutCommand(items[0]!));
+      else await this.doc.send(new TransactWriteCommand({ TransactItems: items.map((Put) => ({ Put })) }));
       return "stored";
     } catch (err) {
       const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-      if (reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return "duplicate";
+      if ((err as Error)?.name === "ConditionalCheckFailedException" || reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return "duplicate";
       throw translateAwsError(err, "store rollout");
     }
   }

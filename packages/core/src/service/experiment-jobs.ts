@@ -2,10 +2,12 @@ import { BudgetExceededError, NotFoundError, parseOrThrow } from "../errors.ts";
 import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps, type ExperimentOutcome, type StopReason } from "../experiment/run-experiment.ts";
 import { ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStepStore, type ExperimentStore } from "./experiment-records.ts";
 import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "./budgets.ts";
-import { Prices, chargeUsd, costOfGoods, type PriceList } from "./cost-of-goods.ts";
+import { Prices, chargeUsd, costOfGoods, type CostUsage, type PriceList } from "./cost-of-goods.ts";
+import { mergeUsage } from "./metering.ts";
+import { addJobToFit } from "./quote-fit.ts";
 import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, rescueRolloutsOf } from "./quotes.ts";
 import { ConcurrencyLimitError } from "../errors.ts";
-import { visibleTo } from "./ports.ts";
+import { visibleTo, zeroUsage } from "./ports.ts";
 import { envelope } from "./messages.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
@@ -115,6 +117,11 @@ export interface CoordinatorDeps {
   continueOn?: MessageQueue;
   /** Where failed writes that do not stop the run are reported (default: stderr). */
   logger?: Logger;
+  /**
+   * What this attempt consumed that is not billed yet (the coordinator's own AWS calls bill when
+   * its invocation ends, after the run finished): counted in the quote basis with the job's usage.
+   */
+  unbilled?: () => CostUsage;
 }
 
 /**
@@ -241,14 +248,19 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
     await end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
   }
   await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - rolloutsBefore, computeMs: record.usage.computeMs - computeBefore }, { jobId: record.id });
-  if (record.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter).catch(logFailure(logger, `quote basis after ${record.id}`));
+  if (record.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter, deps.unbilled?.() ?? {}).catch(logFailure(logger, `quote basis after ${record.id}`));
   return record;
 }
 
-/** A finished run's actual usage and rescue rollouts join this deployment's measured basis for quotes (`requests` counts the jobs). */
-async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMeter): Promise<void> {
-  await meter.add(QUOTE_BASIS_KEY, { ...(await meter.job(record.id)), requests: 1 });
+/**
+ * A finished run's actual usage (with what its last attempt has not billed yet) and rescue
+ * rollouts join this deployment's measured basis for quotes (`requests` counts the jobs).
+ */
+async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMeter, unbilled: CostUsage): Promise<void> {
+  const used = { ...zeroUsage, ...mergeUsage(await meter.job(record.id), unbilled) };
+  await meter.add(QUOTE_BASIS_KEY, { ...used, requests: 1 });
   const rescue = rescueRolloutsOf(record.results);
+  await addJobToFit(meter, used, rescue.extra);
   if (rescue.training > 0)
     await Promise.all([meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }), meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra })]);
 }

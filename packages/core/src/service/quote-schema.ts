@@ -12,6 +12,12 @@ export const QuoteBasis = z.object({
   evalTasks: z.object({ train: z.number().int().min(0), heldout: z.number().int().min(0) }),
   /** Usage per rollout: compute time and each cost-of-goods field. */
   perRollout: z.record(z.string(), z.number().min(0)),
+  /**
+   * Usage per extra rollout of an arm that rescues (rescue, resample, re-anchor: their routing
+   * decisions' ballots ride on them), once finished jobs told the two kinds apart; else `perRollout`.
+   * Absent in quotes recorded before it was measured.
+   */
+  perExtraRollout: z.record(z.string(), z.number().min(0)).optional(),
 });
 export type QuoteBasis = z.infer<typeof QuoteBasis>;
 

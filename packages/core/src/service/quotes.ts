@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { armDefinition } from "../experiment/arms.ts";
 import { TrainConfig } from "../training/config.ts";
-import { chargeUsd, costOfGoods, COST_FIELDS, type PriceList, type Prices } from "./cost-of-goods.ts";
+import { chargeUsd, costOfGoods, type PriceList, type Prices } from "./cost-of-goods.ts";
 import { ExperimentRequest, type ExperimentPlan } from "./experiment-records.ts";
 import type { Usage, UsageMeter } from "./ports.ts";
+import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
 import { Quote, type QuoteBasis } from "./quote-schema.ts";
 import { RescueRequest } from "./rescue-jobs.ts";
 
@@ -11,15 +12,17 @@ import { RescueRequest } from "./rescue-jobs.ts";
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
  * 1,024 MB per function, 2026-12-03): rescue share and evaluation sets from in-process runs of
  * seed 5; usage per rollout from one queued run (2 arms, 2,187 rollouts: tests/integration/cost-of-goods.test.ts
- * prints it; read units again on 2026-12-04, once an experiment's rollouts stopped reading the rescue-job
- * table: 5,710 → 3,553 units). A deployment's own finished runs replace `perRollout` and the rescue share ({@link basisFrom}).
+ * printed it while it evaluated every task; read units again on 2026-12-04, once an experiment's rollouts stopped reading the rescue-job
+ * table: 5,710 → 3,553 units; write units again on 2026-12-05, once a rollout of one chunk is one
+ * conditional put instead of a transaction: 1,686 → 934 units for a run of 738 rollouts, 1.3 per
+ * rollout). A deployment's own finished runs replace `perRollout`, `perExtraRollout` and the rescue share ({@link basisFrom}).
  */
 export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
   source: "defaults",
   jobs: 0,
   rescueShare: 0.45,
   evalTasks: { train: 93, heldout: 81 },
-  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 1.6, dynamoWriteUnits: 2.2, sqsRequests: 0.33, gpuSeconds: 0 },
+  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 1.6, dynamoWriteUnits: 1.3, sqsRequests: 0.33, gpuSeconds: 0 },
 };
 
 /** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */
@@ -30,7 +33,7 @@ export const QUOTE_BASIS_KEY = "#quote-basis";
  */
 export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
 /** The meter rows that count again what payers were already metered for: nobody's to pay. */
-const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS)]);
+const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS), ...Object.values(QUOTE_FIT_KEYS)]);
 export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId);
 
 /** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
@@ -44,20 +47,22 @@ export function rescueRolloutsOf(results: readonly { arm: string; result: { roll
 
 /**
  * The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none
- * finished; the rescue share is measured too once a finished job had an arm that rescues.
+ * finished; the rescue share is measured too once a finished job had an arm that rescues, and the
+ * extra rollouts of such arms get their own usage per rollout once two jobs with different mixes
+ * of the two kinds finished ({@link solveFit}; until then both rates are the average).
  */
-export function basisFrom(summed: Usage | undefined, rescue?: { training: number; extra: number }): QuoteBasis {
+export function basisFrom(summed: Usage | undefined, rescue?: { training: number; extra: number }, fit?: QuoteFit): QuoteBasis {
   if (!summed || summed.requests === 0 || summed.rollouts === 0) return DEFAULT_QUOTE_BASIS;
-  const fields = ["computeMs", ...COST_FIELDS] as const;
-  const perRollout = Object.fromEntries(fields.map((f) => [f, summed[f] / summed.rollouts]));
+  const average = Object.fromEntries(QUOTED_FIELDS.map((f) => [f, summed[f] / summed.rollouts]));
   const rescueShare = rescue && rescue.training > 0 ? rescue.extra / rescue.training : DEFAULT_QUOTE_BASIS.rescueShare;
-  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, rescueShare, perRollout };
+  const rates = solveFit(fit, average) ?? { perRollout: average, perExtraRollout: average };
+  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, rescueShare, ...rates };
 }
 
 /** This deployment's basis, from its meter's quote rows ({@link basisFrom}). */
 export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<QuoteBasis> {
-  const [summed, training, extra] = await Promise.all([meter.get(QUOTE_BASIS_KEY), meter.get(QUOTE_RESCUE_KEYS.training), meter.get(QUOTE_RESCUE_KEYS.extra)]);
-  return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts });
+  const [summed, training, extra, fit] = await Promise.all([meter.get(QUOTE_BASIS_KEY), meter.get(QUOTE_RESCUE_KEYS.training), meter.get(QUOTE_RESCUE_KEYS.extra), readFit(meter)]);
+  return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts }, fit);
 }
 
 /** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
@@ -66,29 +71,42 @@ export type QuoteRequest = z.infer<typeof QuoteRequest>;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
 export type Quotable = QuoteRequest | { experiment: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks"> };
 
+type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks">;
+
 /**
  * The rollouts an experiment will run: per seed, the initial evaluation (H0 on both splits and
  * Rank-1 held-out), then per arm its training (steps × batch × group, plus the rescue share for an
- * arm that rescues), its learning-curve points (before training and every `curveEvery` steps,
- * Avg@3 on `curveTasks`) and its final evaluation; each evaluation covers at most `evalTasks` tasks per split.
+ * arm that rescues: its `extra` rollouts), its learning-curve points (before training and every
+ * `curveEvery` steps, Avg@3 on `curveTasks`) and its final evaluation; each evaluation covers at
+ * most `evalTasks` tasks per split.
  */
-export function plannedRollouts(plan: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks">, basis: QuoteBasis): number {
+export function plannedRolloutKinds(plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } {
   const t = TrainConfig.parse(plan.train);
   const cap = plan.evalTasks ?? Number.POSITIVE_INFINITY;
   const [train, heldout] = [Math.min(basis.evalTasks.train, cap), Math.min(basis.evalTasks.heldout, cap)];
   const s = plan.evalSamples;
+  const training = t.steps * t.batchSize * t.groupSize;
   const perArm = plan.arms.map((arm) => {
     const def = armDefinition(arm);
-    const training = t.steps * t.batchSize * t.groupSize * (def.rescue === "none" ? 1 : 1 + basis.rescueShare);
+    const extra = def.rescue === "none" ? 0 : training * basis.rescueShare;
     const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
-    return training + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s;
+    return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra };
   });
-  return Math.round(plan.seeds.length * ((train + 2 * heldout) * s + perArm.reduce((a, b) => a + b, 0)));
+  const sum = (f: "rollouts" | "extra") => perArm.reduce((n, a) => n + a[f], 0);
+  const extra = Math.round(plan.seeds.length * sum("extra"));
+  return { rollouts: Math.round(plan.seeds.length * ((train + 2 * heldout) * s + sum("rollouts"))), extra };
 }
 
-/** A quote for `rollouts` rollouts at the basis's usage per rollout, with cost of goods and the charge. */
-export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
-  const usage = Object.fromEntries(Object.entries(basis.perRollout).map(([k, v]) => [k, (v ?? 0) * rollouts]));
+export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
+
+/**
+ * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
+ * rollouts, at the basis's usage per rollout of each kind, with cost of goods and the charge.
+ */
+export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, extra = 0): Quote {
+  const perExtra = basis.perExtraRollout ?? basis.perRollout;
+  const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra)]);
+  const usage = Object.fromEntries([...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra]));
   return Quote.parse({
     rollouts,
     usage: { ...usage, rollouts },
@@ -100,6 +118,9 @@ export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tar
 
 /** What a quote request would cost: an experiment's planned rollouts, or a rescue's k × rollouts per harness. */
 export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
-  const rollouts = "experiment" in req ? plannedRollouts(req.experiment, basis) : (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
-  return quoteRollouts(rollouts, basis, prices);
+  if ("experiment" in req) {
+    const planned = plannedRolloutKinds(req.experiment, basis);
+    return quoteRollouts(planned.rollouts, basis, prices, planned.extra);
+  }
+  return quoteRollouts((req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness, basis, prices);
 }
