@@ -68,10 +68,9 @@ export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<Quo
 /** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
 export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
-/** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
-export type Quotable = QuoteRequest | { experiment: Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks"> };
-
 type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks">;
+/** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
+export type Quotable = QuoteRequest | { experiment: Plan };
 
 /**
  * The rollouts an experiment will run: per seed, the initial evaluation (H0 on both splits and
