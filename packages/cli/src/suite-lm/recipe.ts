@@ -22,7 +22,7 @@ export const InstructOptions = z.object({
 });
 export type InstructOptions = z.infer<typeof InstructOptions>;
 
-/** The model's recipe (sizes in `harness_s_worker/suite_lm.py`: toy, small, base, large) and its warm start. */
+/** The model's recipe (sizes in `harness_s_worker/suite_lm_recipe.py`: toy, small, base, large) and its warm start. */
 export const SuiteLmRecipe = z.object({
   seed: z.number().int().default(0),
   size: z.enum(["toy", "small", "base", "large"]).default("small"),
