@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -216,7 +218,9 @@ def main() -> None:
     ap.add_argument("--update-datums", type=int, default=64, help="datums in each timed update")
     ap.add_argument("--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens")
     args = ap.parse_args()
-    policies, name = build(args.model, Path(tempfile.mkdtemp()), args.device)
+    state_dir = Path(tempfile.mkdtemp(prefix="harness-s-bench-"))
+    atexit.register(shutil.rmtree, state_dir, ignore_errors=True)
+    policies, name = build(args.model, state_dir, args.device)
     set_threads(sum(p.numel() for p in policies.adapted.base.parameters()), args.device, args.threads)
     SPEC["base_model"] = name
     policies.create("direct", CreatePolicy.model_validate(SPEC))

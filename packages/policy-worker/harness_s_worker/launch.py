@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .heap import keep_freed_memory
@@ -32,12 +36,14 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def watch_parent(parent: int) -> None:
-    """Exits this process once its parent is gone (it is then re-parented, so its parent id changes)."""
+def watch_parent(parent: int, before_exit: Callable[[], None]) -> None:
+    """Exits this process once its parent is gone (it is then re-parented, so its parent id changes),
+    calling `before_exit` first."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
+        before_exit()
         os._exit(0)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
@@ -49,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--token", default=os.environ.get("HARNESS_S_WORKER_TOKEN"), help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)")
-    ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder)")
+    ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder, removed when the worker exits)")
     ap.add_argument("--device", default=None, help="cuda, cpu, … (default: cuda when torch sees one, else cpu)")
     ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
     ap.add_argument("--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)")
@@ -72,8 +78,30 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     ap = parser()
     args = ap.parse_args()
+    # A temp folder of its own is removed when the worker ends: no later worker can find it.
+    owned = None if args.state_dir else Path(tempfile.mkdtemp(prefix="harness-s-worker-"))
+    args.state_dir = args.state_dir or owned
+
+    def remove_owned() -> None:
+        if owned:
+            shutil.rmtree(owned, ignore_errors=True)
+
+    def remove_owned_then_die(signum: int, _frame: object) -> None:
+        # uvicorn restores this handler after its graceful shutdown and raises the signal again
+        remove_owned()
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    signal.signal(signal.SIGTERM, remove_owned_then_die)
     if args.exit_with_parent:
-        watch_parent(os.getppid())
+        watch_parent(os.getppid(), remove_owned)
+    try:
+        checked_serve(ap, args)
+    finally:
+        remove_owned()
+
+
+def checked_serve(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     # The sampler thread runs Python between kernels; a shorter switch interval lets the HTTP
     # loop take requests in between instead of waiting 5 ms for the interpreter each time.
     sys.setswitchinterval(0.0005)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -110,7 +109,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     return app
 
 
-def build(model: str, state_dir: Path | None, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:
+def build(model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:
     base: torch.nn.Module
     if model == "tiny":
         tiny, tokenizer = build_tiny(0)
@@ -119,13 +118,12 @@ def build(model: str, state_dir: Path | None, device: str, limits: Limits | None
     else:
         base, tokenizer = load_model(model, device)
     base.eval()
-    state = state_dir or Path(tempfile.mkdtemp(prefix="harness-s-worker-"))
-    state.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(parents=True, exist_ok=True)
     name = "tiny" if model == "tiny" else Path(model).name
-    policies = Policies(base, tokenizer, state, limits, model_name=name, tool_parser=tool_parser)
+    policies = Policies(base, tokenizer, state_dir, limits, model_name=name, tool_parser=tool_parser)
     restored = restore_policies(policies.state_dir, policies.create, log)
     if restored:
-        log(f"policy worker: restored {len(restored)} policies from {state}: {', '.join(restored)}")
+        log(f"policy worker: restored {len(restored)} policies from {state_dir}: {', '.join(restored)}")
     return policies, name
 
 
