@@ -24,9 +24,10 @@ Serve = Callable[[Namespace, object], None]
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    interval = sys.getswitchinterval()
+    interval, on_term = sys.getswitchinterval(), signal.getsignal(signal.SIGTERM)
     yield
     sys.setswitchinterval(interval)
+    signal.signal(signal.SIGTERM, on_term)  # main() installs its own
 
 
 def run_launcher(monkeypatch: pytest.MonkeyPatch, serve: Serve, *flags: str) -> None:
