@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UrlNotAllowedError, checkOutboundUrl, forbiddenRange, outboundFetch } from "@harness-s/adapters";
+import { UrlNotAllowedError, checkOutboundUrl, forbiddenRange, guardedLookup, outboundFetch } from "@harness-s/adapters";
 
 // Issue 31, item 2: a URL a caller names is refused when it points at this host or its network,
 // in any spelling, at registration and at every connection; nothing reaches a listener there.
@@ -91,5 +91,117 @@ describe("outbound requests to caller-named endpoints", () => {
     huge.close();
     // Private ranges stay refused with loopback allowed.
     await expect(local("http://10.0.0.7/")).rejects.toBeInstanceOf(UrlNotAllowedError);
+  });
+});
+
+// Issue 52, items 10-11: the IPv6 special-purpose registry as a class (every block, and every
+// form that embeds an IPv4 address judged by that address), and loopback meaning exactly
+// 127.0.0.0/8 and ::1. Non-loopback addresses are checked on the classifier, the URL check and
+// the lookup hook only: nothing here connects to them (a lookup that answers one answers
+// 127.0.0.1 first, so a guard that let it through would reach the loopback listener instead).
+const PRIVATE_V6 = [
+  "64:ff9b:1::7f00:1", // local-use NAT64 (item 10)
+  "::ffff:0:7f00:1", // SIIT of 127.0.0.1 (item 10)
+  "64:ff9b:1:ffff::808:808", // local-use NAT64, whatever it embeds
+  "::ffff:0:808:808", // SIIT, whatever it embeds
+  "::ffff:0:10.0.0.1",
+  "::8.8.8.8", // IPv4-compatible, deprecated
+  "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo (its client is 127.0.0.1)
+  "2001:10::1", // ORCHID
+  "2001:20::1", // ORCHIDv2
+  "2001:2::1", // benchmarking, in 2001::/23
+  "3fff::1", // documentation (RFC 9637)
+  "100:0:0:1::1", // dummy prefix
+  "5f00::1", // SRv6 SIDs
+  "2606:4700::5efe:10.0.0.1", // an ISATAP interface id carrying a private IPv4
+  "2606:4700::200:5efe:192.168.0.1",
+  "fe80::5efe:127.0.0.1",
+];
+const LOOPBACK_EMBEDDED = [
+  "64:ff9b::7f00:1", // NAT64 of 127.0.0.1 (item 11)
+  "2002:7f00:1::", // 6to4 of 127.0.0.1 (item 11)
+  "::127.0.0.1", // IPv4-compatible 127.0.0.1 (item 11)
+  "::ffff:127.0.0.1", // IPv4-mapped: the OS would connect it to 127.0.0.1, but only ::1 is IPv6 loopback here
+  "2002:7fff:ffff::1",
+  "64:ff9b::127.255.255.254",
+  "::ffff:0:127.0.0.1",
+];
+const PUBLIC_EMBEDDED = ["::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "2606:4700::200:5efe:8.8.8.8"];
+const lookupOnce = (lookup: ReturnType<typeof guardedLookup>, host: string) => new Promise<Error | null>((resolve) => lookup(host, { all: true }, (err) => resolve(err)));
+
+describe("the IPv6 special-purpose registry and loopback exactly (issue 52, items 10-11)", () => {
+  it("classifies every block and every embedded-IPv4 form by the address it carries, loopback allowed or not", () => {
+    for (const allowLoopback of [false, true]) {
+      for (const address of [...PRIVATE_V6, ...LOOPBACK_EMBEDDED]) expect(forbiddenRange(address, { allowLoopback }), `${address} ${allowLoopback}`).toBeDefined();
+      for (const address of PUBLIC_EMBEDDED) expect(forbiddenRange(address, { allowLoopback }), address).toBeUndefined();
+    }
+    expect(forbiddenRange("64:ff9b::7f00:1", { allowLoopback: true })).toBe("NAT64 form of 127.0.0.1 (loopback)");
+    expect(forbiddenRange("::ffff:0:7f00:1")).toBe("IPv4-translated (SIIT) form of 127.0.0.1 (loopback)");
+    expect(forbiddenRange("64:ff9b:1::7f00:1")).toBe("local-use NAT64");
+    // Loopback is 127.0.0.0/8 and ::1, in those spellings only.
+    expect(["127.0.0.1", "127.255.0.9", "::1", "0:0:0:0:0:0:0:1"].map((a) => forbiddenRange(a, { allowLoopback: true }))).toEqual([undefined, undefined, undefined, undefined]);
+    // The IPv4 registry: each block refused, loopback allowed or not; a neighbour of each is public.
+    for (const a of [
+      "0.1.2.3",
+      "10.9.9.9",
+      "100.127.0.1",
+      "169.254.169.254",
+      "172.31.0.1",
+      "192.0.0.170",
+      "192.0.2.1",
+      "192.88.99.1",
+      "192.168.9.9",
+      "198.19.0.1",
+      "198.51.100.7",
+      "203.0.113.9",
+      "239.1.1.1",
+      "250.0.0.1",
+      "255.255.255.255",
+    ])
+      expect(forbiddenRange(a, { allowLoopback: true }), a).toBeDefined();
+    for (const a of ["100.128.0.1", "172.32.0.1", "192.0.3.1", "198.20.0.1", "223.255.255.255", "11.0.0.1"]) expect(forbiddenRange(a), a).toBeUndefined();
+  });
+
+  it("refuses them as URLs in every spelling the parser takes (bracketed, compressed or not, dotted, uppercase, leading zeros), loopback allowed or not", async () => {
+    const spellings = [
+      "http://[64:ff9b:1::7f00:1]/",
+      "http://[0064:FF9B:0001:0000:0000:0000:7F00:0001]/",
+      "http://[64:ff9b:1::127.0.0.1]/",
+      "http://[::ffff:0:7f00:1]/",
+      "http://[0:0:0:0:ffff:0:127.0.0.1]/",
+      "http://[::FFFF:0:7F00:0001]:8080/v1",
+      "http://[64:ff9b::7f00:1]/",
+      "http://[64:FF9B::127.0.0.1]/",
+      "http://[0064:ff9b:0000::7f00:0001]/",
+      "http://[2002:7f00:1::]/",
+      "http://[2002:7F00:0001:0:0:0:0:0]/",
+      "http://[::127.0.0.1]/",
+      "http://[0:0:0:0:0:0:127.0.0.1]/",
+      "http://[::7f00:1]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+      "http://[3fff::1]/",
+    ];
+    for (const allowLoopback of [false, true])
+      for (const url of spellings) await expect(checkOutboundUrl(url, { allowLoopback }), `${url} ${allowLoopback}`).rejects.toBeInstanceOf(UrlNotAllowedError);
+    await expect(checkOutboundUrl("http://[::1]/", { allowLoopback: true })).resolves.toBeInstanceOf(URL);
+  });
+
+  it("refuses them at the connect-time lookup (a DNS answer that names one among loopback), loopback allowed; no listener is reached", async () => {
+    const hits = v4.hits;
+    for (const address of [...PRIVATE_V6, ...LOOPBACK_EMBEDDED]) {
+      const lookup = guardedLookup({ allowLoopback: true, resolve: async () => ["127.0.0.1", address] });
+      expect(String(await lookupOnce(lookup, "policy.example.test")), address).toMatch(/URL_NOT_ALLOWED|resolves to/);
+    }
+    expect(await lookupOnce(guardedLookup({ allowLoopback: true, resolve: async () => ["127.0.0.1", "::1"] }), "policy.example.test")).toBeNull();
+    // Through fetch: the name answers loopback when the URL is checked, then loopback and an
+    // embedded form of it when the socket connects. Refused there; the listener gets nothing.
+    for (const address of ["64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:7f00:1"]) {
+      let lookups = 0;
+      const policy = { allowLoopback: true, resolve: async () => (lookups++ === 0 ? ["127.0.0.1"] : ["127.0.0.1", address]) };
+      const err = await outboundFetch(policy)(`http://policy.example.test:${v4.port}/`).catch((e: Error) => e);
+      expect(String((err as Error & { cause?: unknown }).cause ?? err), address).toContain(`resolves to ${address}`);
+    }
+    expect(v4.hits).toBe(hits);
   });
 });
