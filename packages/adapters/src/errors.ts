@@ -8,6 +8,7 @@ export const ADAPTERS_ERROR_CODES = [
   "POLICY_SAMPLE_TIMEOUT",
   "POLICY_ENDPOINT_STOPPING",
   "POLICY_NOT_TRAINED_HERE",
+  "POLICY_CONTEXT_TOO_LONG",
   "URL_NOT_ALLOWED",
   "ENDPOINT_PROBE_FAILED",
   "ENDPOINT_NO_TOKEN_IDS",
@@ -21,6 +22,7 @@ export const WORKER_ERROR_CODES = {
   SAMPLE_TIMEOUT: "POLICY_SAMPLE_TIMEOUT",
   STOPPING: "POLICY_ENDPOINT_STOPPING",
   NOT_TRAINED_HERE: "POLICY_NOT_TRAINED_HERE",
+  CONTEXT_TOO_LONG: "POLICY_CONTEXT_TOO_LONG",
 } as const satisfies Record<string, AdaptersErrorCode>;
 
 /**
@@ -28,7 +30,9 @@ export const WORKER_ERROR_CODES = {
  * (`POLICY_UPDATE_IN_PROGRESS`), it holds as many policies, episodes or jobs as it may
  * (`POLICY_CAPACITY_EXCEEDED`), a sample waited past its deadline (`POLICY_SAMPLE_TIMEOUT`), or it
  * is stopping and takes no new update (`POLICY_ENDPOINT_STOPPING`: send it to its replacement), or
- * it serves a model its trainer updates (`POLICY_NOT_TRAINED_HERE`: a trainer's live endpoint).
+ * it serves a model its trainer updates (`POLICY_NOT_TRAINED_HERE`: a trainer's live endpoint), or
+ * the turn's text cannot fit the model's context (`POLICY_CONTEXT_TOO_LONG`, a 400: refused by its
+ * bytes before it is tokenised, or by its tokens).
  */
 export class PolicyWorkerRefusedError extends HarnessSError<AdaptersErrorCode> {
   constructor(
