@@ -1,6 +1,6 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { ApiDeps } from "./deps.ts";
-import { errorResponse, limitUrl, meterRequest, type ApiEnv } from "./http.ts";
+import { apiRouter, errorResponse, limitUrl, meterRequest, type ApiEnv } from "./http.ts";
 import { documentConfig, registerSecurity } from "./openapi-parts.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
@@ -22,7 +22,7 @@ import { routeApp } from "./routes/route.ts";
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
  */
 export function createApp(deps: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
-  const app = new OpenAPIHono<ApiEnv>();
+  const app = apiRouter();
   app.use(limitUrl());
   app.use(meterRequest(deps));
   mountAccount(app, deps, () => app.getOpenAPI31Document(documentConfig(servers)) as never)

@@ -1,5 +1,7 @@
 import { Readable } from "node:stream";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { ApiKeyRecord, CostUsage, Usage } from "@harness-s/core";
 
 /** The API's Hono environment: what a request carries between middleware and handlers. */
@@ -148,6 +150,18 @@ function shapeIssue(value: unknown, max: number): string | undefined {
   return undefined;
 }
 
+/**
+ * The hook of every validator a route attaches (`request: { query, params, … }` with a zod type):
+ * its failure is a {@link ValidationError}, answered in the one envelope by {@link errorResponse},
+ * never the validator's own `{ success: false, error: ZodError }`.
+ */
+export function validationHook(result: { success: boolean; target: string; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
+  if (!result.success) throw new ValidationError(result.target === "param" ? "path parameters" : result.target, formatIssues(result.error?.issues ?? []));
+}
+
+/** A router of the API: its validators' failures go through {@link validationHook} (the app and every resource's routes are made here). */
+export const apiRouter = () => new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+
 /** Query parameters parsed with `schema`: a 400 naming each bad parameter otherwise. */
 export function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string>): z.infer<S> {
   const parsed = schema.safeParse(query);
@@ -254,6 +268,15 @@ export const ERROR_STATUS = {
   UPSTREAM_REJECTED: 400,
 } as const satisfies Record<ErrorCode, number>;
 
+/**
+ * Hono's own refusals (its validators read a JSON body or a content type before any hook runs), as
+ * the error they are; any other is a bug, a 500.
+ */
+const HTTP_EXCEPTIONS: Partial<Record<number, (err: HTTPException, c: Context) => HarnessSError<string>>> = {
+  400: (err) => new ValidationError("request", [err.message]),
+  415: (_err, c) => new UnsupportedMediaTypeError(c.req.header("content-type")),
+};
+
 /** The status of a code; one no package declares (a bug) is a 500. */
 export function statusOf(code: string): number {
   return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : 500;
@@ -264,6 +287,7 @@ export function statusOf(code: string): number {
  * cause and answered with a generic message: no backend exception name reaches the caller.
  */
 export function errorResponse(err: unknown, c: Context): Response {
+  if (err instanceof HTTPException && HTTP_EXCEPTIONS[err.status]) return errorResponse(HTTP_EXCEPTIONS[err.status]!(err, c), c);
   if (err instanceof HarnessSError) {
     const status = statusOf(err.code);
     if (status >= 500 || err instanceof UpstreamRejectedError) console.error(err);

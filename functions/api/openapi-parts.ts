@@ -2,6 +2,7 @@ import type { ZodMediaTypeObject } from "@asteasolutions/zod-to-openapi";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env } from "hono";
 import { z } from "zod";
+import { Id } from "@harness-s/core";
 
 /*
  * What every resource's routes share in the OpenAPI document: how bodies and responses are
@@ -39,7 +40,31 @@ export const bodyErrors = {
   408: error("the body stalled (5 s without a byte) or took longer than 15 s in all"),
   415: error("the body was not sent as application/json (UTF-8)"),
 };
-export const pathId = (name = "id") => ({ name, in: "path" as const, required: true, schema: { type: "string" as const } });
+type JsonSchema = { description?: string; properties?: Record<string, JsonSchema>; required?: string[]; [k: string]: unknown };
+/** A parameter's schema as every OpenAPI version's types take it (the rest of its keywords ride along). */
+type ParamSchema = { type?: "string" | "number" | "integer" | "boolean" };
+type Parameter = { name: string; in: "query" | "path"; required: boolean; description?: string; schema: ParamSchema };
+/** A zod type's JSON Schema, as a parameter's schema is written. */
+const jsonSchemaOf = (schema: z.ZodType): JsonSchema => {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema;
+  return json;
+};
+/** The query parameters of a zod object type, each with its constraints (the handler parses the query with the same type). */
+export function queryParams(schema: z.ZodType): Parameter[] {
+  const { properties = {}, required = [] } = jsonSchemaOf(schema);
+  return Object.entries(properties).map(([name, { description, ...s }]) => ({
+    name,
+    in: "query",
+    required: required.includes(name),
+    ...(description ? { description } : {}),
+    schema: s as ParamSchema,
+  }));
+}
+const ID_SCHEMA = jsonSchemaOf(Id) as ParamSchema;
+/** A path parameter that is an {@link Id} (`idParam` parses it). */
+export const pathId = (name = "id"): Parameter => ({ name, in: "path", required: true, schema: ID_SCHEMA });
+/** A required query parameter that is an {@link Id} (`idParam` parses it). */
+export const queryId = (name: string, description: string): Parameter => ({ name, in: "query", required: true, description, schema: ID_SCHEMA });
 export const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
 /** What a request that is quoted first answers when the quote is above a budget. */
 export const overBudget = { 402: error("the request's quote is above its own USD budget or what is left of the key's (nothing was started)") };

@@ -56,6 +56,25 @@ describe("usage by period, its export and quotes over HTTP", () => {
     expect((await get("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml", own)).status).toBe(400);
   });
 
+  it("answers a bad period, granularity or format in the API's one error envelope, an invalid day as an invalid day (issue 52, item 15)", async () => {
+    const refused = async (path: string) => {
+      const res = await get(path, own);
+      const body = await res.json();
+      expect({ path, status: res.status, keys: Object.keys(body), code: body.error?.code }).toEqual({ path, status: 400, keys: ["error"], code: "VALIDATION_FAILED" });
+      return body.error.issues as string[];
+    };
+    expect(await refused("/v1/usage?granularity=hour")).toContain('granularity: Invalid input: expected "day"');
+    expect(await refused("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml")).toEqual(['format: Invalid option: expected one of "jsonl"|"csv"']);
+    // An invalid day is said to be one, and nothing else is said of it (not "at most 366 days", not "after to")
+    expect(await refused("/v1/usage?from=2026-13-45&to=2026-12-31")).toEqual(["from: not a calendar day (YYYY-MM-DD, UTC)"]);
+    expect(await refused("/v1/usage/export?from=2026-12-01&to=2026-02-30")).toEqual(["to: not a calendar day (YYYY-MM-DD, UTC)"]);
+    expect(await refused("/v1/usage/export?from=2026-01-01&to=2027-01-02")).toEqual(["to: at most 366 days"]);
+    // A period parameter without the period is refused, not ignored (the totals take no parameter)
+    expect(await refused("/v1/usage?keyId=bob")).toEqual(expect.arrayContaining([expect.stringMatching(/^from: /), expect.stringMatching(/^to: /)]));
+    // A bad key is still a 401 first, whatever the query
+    expect((await fetch(`${api.url}/v1/usage?granularity=hour`)).status).toBe(401);
+  });
+
   it("quotes an experiment for a key with the scope, on the defaults here; a rescue needs the rescues scope", async () => {
     const post = (body: unknown, secret = own) =>
       fetch(`${api.url}/v1/quotes`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(body) });

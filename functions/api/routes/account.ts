@@ -1,9 +1,9 @@
 import { type OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { PriceList, UsagePeriod, ValidationError, authenticate, renderUsage, usageByDay } from "@harness-s/core";
+import { PriceList, UsageExportQuery, UsagePeriod, UsageRequestQuery, authenticate, renderUsage, usageByDay } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { parseQuery, type ApiEnv } from "../http.ts";
-import { errors, jsonOf } from "../openapi-parts.ts";
+import { errors, jsonOf, queryParams } from "../openapi-parts.ts";
 
 const Usage = z.object({
   keyId: z.string(),
@@ -14,13 +14,6 @@ const Usage = z.object({
   /** With `from` and `to`: the key's usage by UTC day, each day's cost of goods and charge apart. */
   days: z.array(z.object({ keyId: z.string(), day: z.string(), usage: z.record(z.string(), z.number()), costOfGoodsUsd: z.number(), chargeUsd: z.number() })).optional(),
 });
-const PeriodQuery = z.object({
-  from: z.string().optional().meta({ description: "first UTC day, YYYY-MM-DD (with `to`: usage by day)" }),
-  to: z.string().optional().meta({ description: "last UTC day, YYYY-MM-DD" }),
-  granularity: z.literal("day").optional(),
-  keyId: z.string().optional().meta({ description: "another key's usage, or * for every key's (admin keys only)" }),
-});
-const ExportQuery = PeriodQuery.extend({ format: z.enum(["jsonl", "csv"]).optional().meta({ description: "jsonl (default) or csv" }) });
 const Health = z.object({ ok: z.literal(true) });
 const OpenApiDocument = z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) });
 
@@ -33,7 +26,8 @@ export const accountRoutes = {
     tags: ["account"],
     summary:
       "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute, cost of goods), quota and budget; with from and to, by UTC day; reading it is not metered",
-    request: { query: PeriodQuery },
+    description: "Without parameters: the totals. With `from` and `to` (and only then any other): by UTC day.",
+    parameters: queryParams(UsageRequestQuery),
     responses: { 200: jsonOf("usage", Usage), 400: errors[400], 401: errors[401], 403: errors[403], 503: errors[503] },
   }),
   usageExport: createRoute({
@@ -42,7 +36,7 @@ export const accountRoutes = {
     operationId: "exportUsage",
     tags: ["account"],
     summary: "Usage by key and UTC day for invoicing: JSON lines or CSV (admin keys: keyId=* for every key); reading it is not metered",
-    request: { query: ExportQuery },
+    parameters: queryParams(UsageExportQuery),
     responses: {
       200: { description: "one row per key and day", content: { "application/x-ndjson": { schema: z.string() }, "text/csv": { schema: z.string() } } },
       400: errors[400],
@@ -81,7 +75,7 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
     .openapi(accountRoutes.usage, async (c) => {
       const key = await authenticate(c.req.header("authorization"), deps.keys);
       const query = c.req.query();
-      const days = query.from !== undefined || query.to !== undefined ? await usageByDay(parseQuery(UsagePeriod, query), key, pricing(deps)) : undefined;
+      const days = Object.keys(query).length > 0 ? await usageByDay(parseQuery(UsagePeriod, query), key, pricing(deps)) : undefined;
       const totals = {
         keyId: key.id,
         usage: await deps.meter.get(key.id),
@@ -93,9 +87,8 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
     })
     .openapi(accountRoutes.usageExport, async (c) => {
       const key = await authenticate(c.req.header("authorization"), deps.keys);
-      const { format = "jsonl", ...period } = c.req.query();
-      if (format !== "jsonl" && format !== "csv") throw new ValidationError("query", [`format: jsonl or csv, not ${JSON.stringify(format)}`]);
-      const rows = await usageByDay(parseQuery(UsagePeriod, period), key, pricing(deps));
+      const { format, ...period } = parseQuery(UsageExportQuery, c.req.query());
+      const rows = await usageByDay(period, key, pricing(deps));
       return c.body(renderUsage(rows, format), 200, { "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson" }) as never;
     })
     .openapi(accountRoutes.openapi, (c) => c.json(document(), 200));

@@ -1,7 +1,7 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { NotFoundError, RoutingDecision, visibleTo } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { idParam, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, idParam, requireScope } from "../http.ts";
 import { errors, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 
 /** `/v1/decisions`: recorded routing decisions. */
@@ -18,7 +18,7 @@ export const decisionRoutes = {
 };
 
 export const decisionsApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>().openapi(decisionRoutes.get, async (c) => {
+  apiRouter().openapi(decisionRoutes.get, async (c) => {
     const key = await requireScope(c, "route", deps);
     const id = idParam(c, "id");
     const d = await deps.decisions.get(id);

@@ -1,4 +1,4 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
   ArmName,
@@ -9,17 +9,15 @@ import {
   NotFoundError,
   CostOfGoods,
   Quote,
-  ValidationError,
   cancelExperiment,
   experimentStatus,
-  formatIssues,
   startExperiment,
   visibleTo,
 } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
-import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget, pathId } from "../openapi-parts.ts";
+import { apiRouter, idParam, parseBody, parseQuery, requireScope } from "../http.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget, pathId, queryParams } from "../openapi-parts.ts";
 
 const record = ExperimentRecord.shape;
 /** What `experimentStatus` answers: state, progress, usage and cost so far. */
@@ -78,11 +76,7 @@ export const experimentRoutes = {
     operationId: "listExperimentSteps",
     tags: ["experiments"],
     summary: "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
-    parameters: [
-      pathId(),
-      { name: "arm", in: "query", required: false, schema: { type: "string" } },
-      { name: "seed", in: "query", required: false, schema: { type: "integer", minimum: 0 } },
-    ],
+    parameters: [pathId(), ...queryParams(StepsQuery)],
     responses: { 200: jsonOf("steps", ExperimentSteps), ...forThisKey, ...errors },
   }),
   metrics: createRoute({
@@ -103,7 +97,7 @@ export const experimentsApp = (deps: ApiDeps) => {
     if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError("experiment", id);
     return found;
   };
-  return new OpenAPIHono<ApiEnv>()
+  return apiRouter()
     .openapi(experimentRoutes.start, async (c) => {
       const key = await requireScope(c, "experiments", deps);
       const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes, deps.bodyTimeouts);
@@ -121,10 +115,10 @@ export const experimentsApp = (deps: ApiDeps) => {
       return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);
     })
     .openapi(experimentRoutes.steps, async (c) => {
-      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
-      const filter = StepsQuery.safeParse({ arm: c.req.query("arm"), seed: c.req.query("seed") });
-      if (!filter.success) throw new ValidationError("query", formatIssues(filter.error.issues));
-      return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, filter.data) }, 200);
+      const key = await requireScope(c, "experiments", deps);
+      const [id, filter] = [idParam(c, "id"), parseQuery(StepsQuery, c.req.query())]; // what was asked, checked before anything is looked up
+      const found = await own(id, key);
+      return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, filter) }, 200);
     })
     .openapi(experimentRoutes.metrics, async (c) => {
       const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));

@@ -1,4 +1,4 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import {
@@ -15,7 +15,7 @@ import {
   spendUsage,
 } from "@harness-s/core";
 import type { ApiDeps, GatewaySettings } from "../deps.ts";
-import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 import { completionFor, sseOf } from "./gateway-replies.ts";
 
@@ -102,7 +102,7 @@ const found = <T>(value: T | undefined, id: string): T => {
 };
 
 export const gatewayApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>()
+  apiRouter()
     .openapi(gatewayRoutes.chat, async (c) => {
       const key = await requireScope(c, "gateway", deps);
       const gw = gatewayOf(deps);

@@ -1,8 +1,8 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, idParam, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 
 /** `/v1/policy-endpoints`: the policies a key's rescues sample from (its own endpoints, probed when registered). */
@@ -55,7 +55,7 @@ export const policyEndpointRoutes = {
 };
 
 export const policyEndpointsApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>()
+  apiRouter()
     .openapi(policyEndpointRoutes.register, async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const body = await parseBody(c, RegisterPolicyEndpoint, deps.maxBodyBytes, deps.bodyTimeouts);

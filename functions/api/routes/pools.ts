@@ -1,8 +1,8 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HarnessPool, NotFoundError, parsePool } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, idParam, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
 
 const PoolCreated = z.object({ id: z.string(), version: z.string() });
@@ -39,7 +39,7 @@ export const poolRoutes = {
 };
 
 export const poolsApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>()
+  apiRouter()
     .openapi(poolRoutes.create, async (c) => {
       await requireScope(c, "pools:write", deps);
       const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes, deps.bodyTimeouts));

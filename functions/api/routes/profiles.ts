@@ -1,9 +1,9 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { EvidenceReport, Profile, reportEvidence } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
+import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound, queryId } from "../openapi-parts.ts";
 
 const EvidenceQueued = z.object({ queued: z.number().int() });
 const PoolProfiles = z.object({ poolId: z.string(), profiles: z.record(z.string(), Profile) });
@@ -25,13 +25,13 @@ export const profileRoutes = {
     operationId: "listProfiles",
     tags: ["profiles"],
     summary: "Behaviour profiles of a pool's harnesses",
-    parameters: [{ name: "poolId", in: "query", required: true, schema: { type: "string" } }],
+    parameters: [queryId("poolId", "the pool whose harnesses' profiles to list")],
     responses: { 200: jsonOf("profiles by harness id", PoolProfiles), ...errors },
   }),
 };
 
 export const profilesApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>()
+  apiRouter()
     .openapi(profileRoutes.evidence, async (c) => {
       const key = await requireScope(c, "profiles:write", deps);
       const queued = await reportEvidence(await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts), deps, { keyId: key.id });

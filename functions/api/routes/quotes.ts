@@ -1,7 +1,7 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { Quote, QuoteRequest, authenticate, quoteRequest } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, errors, jsonBody, jsonOf } from "../openapi-parts.ts";
 import { pricing } from "./account.ts";
 
@@ -20,7 +20,7 @@ export const quoteRoutes = {
 };
 
 export const quotesApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>().openapi(quoteRoutes.create, async (c) => {
+  apiRouter().openapi(quoteRoutes.create, async (c) => {
     await authenticate(c.req.header("authorization"), deps.keys); // a 401 before the body is read
     const req = await parseBody(c, QuoteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
     await requireScope(c, "experiment" in req ? "experiments" : "rescues", deps);

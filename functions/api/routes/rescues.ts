@@ -1,4 +1,4 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
   RESCUE_WAIT,
@@ -8,8 +8,6 @@ import {
   cancelRescue,
   TrajectoryPage,
   TrajectoryQuery,
-  ValidationError,
-  formatIssues,
   rescueTrajectories,
   spendUsage,
   startRescue,
@@ -18,8 +16,8 @@ import {
 } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
-import { addUsage, idParam, parseBody, requireScope, type ApiEnv } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId, overBudget } from "../openapi-parts.ts";
+import { apiRouter, addUsage, idParam, parseBody, parseQuery, requireScope } from "../http.ts";
+import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId, overBudget, queryParams } from "../openapi-parts.ts";
 
 const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
 
@@ -48,11 +46,7 @@ export const rescueRoutes = {
     tags: ["rescues"],
     summary: "Status, rewards and per-rollout outcomes of a rescue",
     description: `With \`wait\` (seconds, ≤ ${RESCUE_WAIT.maxSeconds}), answers once more than \`seen\` slots have finished (stored or given up on), the rescue is no longer running, or the wait is over: progress slot by slot without a polling loop.`,
-    parameters: [
-      pathId(),
-      { name: "wait", in: "query" as const, required: false, schema: { type: "number" as const, minimum: 0, maximum: RESCUE_WAIT.maxSeconds } },
-      { name: "seen", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 0 } },
-    ],
+    parameters: [pathId(), ...queryParams(RescueWaitQuery)],
     responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
   }),
   cancel: createRoute({
@@ -73,18 +67,13 @@ export const rescueRoutes = {
       "A caller rescue's rollouts as token rows: prompt_ids, completion_ids, logprobs and loss_mask aligned (0 on environment text and every harness insertion), reward, harness, decision, weight_version",
     description:
       "Paginated by rollout index (`cursor`, `limit` ≤ 64; `next` is the cursor of the next page, null at the end). `context=base` re-renders each rescued completion under H0's prompt (no harness text) and re-scores it at your endpoint.",
-    parameters: [
-      pathId(),
-      { name: "context", in: "query" as const, required: false, schema: { type: "string" as const, enum: ["sampled", "base"] } },
-      { name: "cursor", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 0 } },
-      { name: "limit", in: "query" as const, required: false, schema: { type: "integer" as const, minimum: 1, maximum: 64 } },
-    ],
+    parameters: [pathId(), ...queryParams(TrajectoryQuery)],
     responses: { 200: jsonOf("a page of token rows", TrajectoryPage), ...notFound("rescue"), ...errors },
   }),
 };
 
 export const rescuesApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>()
+  apiRouter()
     .openapi(rescueRoutes.start, async (c) => {
       const key = await requireScope(c, "rescues", deps);
       const body = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
@@ -95,9 +84,8 @@ export const rescuesApp = (deps: ApiDeps) =>
     })
     .openapi(rescueRoutes.get, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      const query = RescueWaitQuery.safeParse({ wait: c.req.query("wait"), seen: c.req.query("seen") });
-      if (!query.success) throw new ValidationError("query", formatIssues(query.error.issues));
-      return c.json(await waitForRescue(idParam(c, "id"), query.data, deps, key), 200);
+      const query = parseQuery(RescueWaitQuery, c.req.query());
+      return c.json(await waitForRescue(idParam(c, "id"), query, deps, key), 200);
     })
     .openapi(rescueRoutes.cancel, async (c) => {
       const key = await requireScope(c, "rescues", deps);
@@ -105,7 +93,6 @@ export const rescuesApp = (deps: ApiDeps) =>
     })
     .openapi(rescueRoutes.trajectories, async (c) => {
       const key = await requireScope(c, "rescues", deps);
-      const query = TrajectoryQuery.safeParse({ context: c.req.query("context"), cursor: c.req.query("cursor"), limit: c.req.query("limit") });
-      if (!query.success) throw new ValidationError("query", formatIssues(query.error.issues));
-      return c.json(await rescueTrajectories(idParam(c, "id"), query.data, deps, key), 200);
+      const query = parseQuery(TrajectoryQuery, c.req.query());
+      return c.json(await rescueTrajectories(idParam(c, "id"), query, deps, key), 200);
     });

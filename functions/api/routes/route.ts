@@ -1,7 +1,7 @@
-import { OpenAPIHono, createRoute } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { RouteRequest, RoutingDecision, ballotUsage, routeTask, spendUsage } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { addUsage, parseBody, requireScope, type ApiEnv } from "../http.ts";
+import { apiRouter, addUsage, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/route`: rank a pool's harnesses for a task. */
@@ -24,7 +24,7 @@ export const routeRoutes = {
 };
 
 export const routeApp = (deps: ApiDeps) =>
-  new OpenAPIHono<ApiEnv>().openapi(routeRoutes.route, async (c) => {
+  apiRouter().openapi(routeRoutes.route, async (c) => {
     const key = await requireScope(c, "route", deps);
     const body = await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
     const decision = await routeTask(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));

@@ -6,8 +6,10 @@ import { ArmConfig, RescueMode } from "../training/arm-config.ts";
  * What one experiment arm is: how its trainer treats an all-fail group, and what the experiment
  * measures of it. Everything the experiment does per arm is read from here.
  */
+const ARM_NAME = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and dashes");
+
 export const ArmDefinition = z.object({
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and dashes"),
+  name: ARM_NAME,
   /** What an all-fail group gets (see `RESCUE_MODES`). */
   rescue: RescueMode,
   /** Re-anchor the profiles during training (only modes that read profiles re-anchor). */
@@ -54,12 +56,9 @@ export function armDefinition(name: string): ArmDefinition {
 }
 
 /** An arm's name, checked against the registry when parsed. */
-export const ArmName = z
-  .string()
-  .superRefine((name, ctx) => {
-    if (!registry.has(name)) ctx.addIssue({ code: "custom", message: `unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})` });
-  })
-  .meta({ description: "a registered arm: grpo, grpo-budget, harness-s, harness-s-random, harness-s-noreanchor, harness-s-single-voter, or one an operator registered" });
+export const ArmName = ARM_NAME.superRefine((name, ctx) => {
+  if (!registry.has(name)) ctx.addIssue({ code: "custom", message: `unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})` });
+}).meta({ description: "a registered arm: grpo, grpo-budget, harness-s, harness-s-random, harness-s-noreanchor, harness-s-single-voter, or one an operator registered" });
 
 /**
  * A run's arms: registered, each once, and a budget-matched arm only beside the budget source

@@ -85,20 +85,37 @@ export function dayOf(ms: number): string {
 /** How much usage history one read returns: a longer period or more rows is a 400 (narrow it). */
 export const USAGE_LIMITS = { maxDays: 366, maxRows: 50_000 } as const;
 
-const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-MM-DD");
+/** A calendar day: `2026-13-45` and `2026-02-30` are no day at all, said so (not measured as a period). */
+const Day = z.iso.date({ message: "not a calendar day (YYYY-MM-DD, UTC)" });
+const PERIOD = {
+  from: Day.meta({ description: "first UTC day, YYYY-MM-DD" }),
+  to: Day.meta({ description: "last UTC day, YYYY-MM-DD" }),
+  granularity: z.literal("day").default("day"),
+  /** Another key's usage (admin only); `*` every key's. */
+  keyId: z.string().min(1).max(200).optional().meta({ description: "another key's usage, or * for every key's (admin keys only)" }),
+};
+/** The period's own checks, once each day is a day (an invalid day is not also "after to" or "too long"). */
+const periodChecks = <S extends z.ZodType<{ from: string; to: string }>>(schema: S) =>
+  schema
+    .refine((p) => p.from <= p.to, { message: "from must not be after to", path: ["from"], when: (r) => r.issues.length === 0 })
+    .refine((p) => (Date.parse(p.to) - Date.parse(p.from)) / 86_400_000 < USAGE_LIMITS.maxDays, {
+      message: `at most ${USAGE_LIMITS.maxDays} days`,
+      path: ["to"],
+      when: (r) => r.issues.length === 0,
+    });
 
 /** `GET /v1/usage` and its export: a period of whole UTC days, at most {@link USAGE_LIMITS}.maxDays. */
-export const UsagePeriod = z
-  .object({
-    from: Day,
-    to: Day,
-    granularity: z.literal("day").default("day"),
-    /** Another key's usage (admin only); `*` every key's. */
-    keyId: z.string().min(1).max(200).optional(),
-  })
-  .strict()
-  .refine((p) => p.from <= p.to, { message: "from must not be after to", path: ["from"] })
-  .refine((p) => (Date.parse(p.to) - Date.parse(p.from)) / 86_400_000 < USAGE_LIMITS.maxDays, { message: `at most ${USAGE_LIMITS.maxDays} days`, path: ["to"] });
+export const UsagePeriod = periodChecks(z.object(PERIOD).strict());
+/** The formats the usage export writes. */
+export const USAGE_FORMATS = ["jsonl", "csv"] as const;
+/** `GET /v1/usage/export`: a {@link UsagePeriod} and the format (JSON lines by default). */
+export const UsageExportQuery = periodChecks(z.object({ ...PERIOD, format: z.enum(USAGE_FORMATS).default("jsonl").meta({ description: "jsonl (default) or csv" }) }).strict());
+export type UsageExportQuery = z.infer<typeof UsageExportQuery>;
+/**
+ * `GET /v1/usage`'s query: nothing (the key's totals) or a whole {@link UsagePeriod} (by day); each
+ * parameter is documented as optional since the totals need none.
+ */
+export const UsageRequestQuery = z.object(PERIOD).partial().strict();
 export type UsagePeriod = z.infer<typeof UsagePeriod>;
 
 /** Where a job's usage is kept beside the keys' (`#` never occurs in a key's id). */
