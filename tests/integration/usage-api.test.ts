@@ -45,7 +45,7 @@ describe("usage by period, its export and quotes over HTTP", () => {
     const lines = (await csv.text()).trim().split("\n");
     expect(lines).toHaveLength(4);
     expect(lines[0]).toMatch(/^keyId,day,requests,/);
-    expect(lines.slice(1).map((l) => l.split(",").slice(0, 2).join(" "))).toEqual(["alice 2026-11-30", "alice 2026-12-01", "bob 2026-12-01"]);
+    expect(lines.slice(1).map((l) => l.split(",").slice(0, 2).join(" "))).toEqual(['"alice" "2026-11-30"', '"alice" "2026-12-01"', '"bob" "2026-12-01"']);
     const jsonl = await (await get("/v1/usage/export?from=2026-11-01&to=2026-12-31", own)).text();
     expect(
       jsonl
@@ -54,6 +54,19 @@ describe("usage by period, its export and quotes over HTTP", () => {
         .map((l) => JSON.parse(l).keyId),
     ).toEqual(["alice", "alice"]);
     expect((await get("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml", own)).status).toBe(400);
+  });
+
+  it("exports a key id a spreadsheet would run as a formula as text, whatever its first character (issue 52, item 17)", async () => {
+    const hostile = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(1)", "\t=1", "\r=1"];
+    for (const id of hostile) await deps.meter.add(id, { rollouts: 1 });
+    const csv = await (await get(`/v1/usage/export?from=2026-12-01&to=2026-12-01&keyId=*&format=csv`, admin)).text();
+    const ids = csv
+      .split("\n")
+      .slice(1, -1)
+      .map((l) => l.match(/^("(?:[^"]|"")*"),/)![1]!);
+    expect(ids).toEqual(expect.arrayContaining(hostile.map((id) => `"'${id.replace(/"/g, '""')}"`)));
+    expect(ids).toContain('"alice"');
+    expect(ids.every((cell) => !/^"?[=+\-@\t\r]/.test(cell))).toBe(true);
   });
 
   it("answers a bad period, granularity or format in the API's one error envelope, an invalid day as an invalid day (issue 52, item 15)", async () => {

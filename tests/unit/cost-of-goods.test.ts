@@ -162,11 +162,11 @@ describe("usage by period and its export", () => {
     expect(() => UsagePeriod.parse({ from: "1/1/2026", to: "2026-01-31" })).toThrow(/YYYY-MM-DD/);
   });
 
-  it("writes CSV with every usage field a column (quoted where needed) and JSON lines", () => {
+  it("writes CSV with every usage field a column (text quoted) and JSON lines", () => {
     const row = { keyId: 'k,"1"', day: "2026-12-03", usage: { ...zeroUsage, rollouts: 3, sqsRequests: 2 }, costOfGoodsUsd: 0.0000008, chargeUsd: 0.0006 };
     const csv = renderUsage([row], "csv").split("\n");
     expect(csv[0]).toBe(["keyId", "day", ...Object.keys(zeroUsage), "costOfGoodsUsd", "chargeUsd"].join(","));
-    expect(csv[1]!.startsWith('"k,""1""",2026-12-03,0,0,3,')).toBe(true);
+    expect(csv[1]!.startsWith('"k,""1""","2026-12-03",0,0,3,')).toBe(true);
     expect(csv[1]!.endsWith(",8e-7,0.0006")).toBe(true);
     expect(JSON.parse(renderUsage([row], "jsonl").trim())).toMatchObject({ keyId: 'k,"1"', day: "2026-12-03", rollouts: 3, sqsRequests: 2, chargeUsd: 0.0006 });
   });

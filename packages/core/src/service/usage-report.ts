@@ -30,9 +30,19 @@ export async function usageByDay(
 }
 
 const FIELDS = Object.keys(zeroUsage) as (keyof Usage)[];
-const csvCell = (v: string | number) => (typeof v === "number" ? String(v) : /[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+/** Text a spreadsheet would run as a formula (OWASP's CSV injection list): =, +, -, @, a tab or a carriage return first. */
+const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * One CSV cell: a number as a number (a negative one too: a sheet reads `-3` as minus three, not
+ * as a formula); text always quoted (`""` for a quote inside), and with a single quote before it
+ * when it starts as a formula would, so a sheet shows it as text.
+ */
+const csvCell = (v: string | number) => (typeof v === "number" ? String(v) : `"${(FORMULA_START.test(v) ? `'${v}` : v).replace(/"/g, '""')}"`);
 
-/** Usage rows as CSV (a header, then one line per key and day; every usage field a column) or JSON lines. */
+/**
+ * Usage rows as CSV (a header, then one line per key and day; every usage field a column; text
+ * cells made safe for a spreadsheet, see `csvCell`) or JSON lines (values as they are).
+ */
 export function renderUsage(rows: readonly UsageRow[], format: "csv" | "jsonl"): string {
   if (format === "jsonl")
     return rows.map((r) => `${JSON.stringify({ keyId: r.keyId, day: r.day, ...r.usage, costOfGoodsUsd: r.costOfGoodsUsd, chargeUsd: r.chargeUsd })}\n`).join("");
