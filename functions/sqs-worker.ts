@@ -19,7 +19,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
   opts: {
     log?: (line: string) => void;
     /** Called (best effort) when a record fails on its last receive before the DLQ. */
-    lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, reason: string) => Promise<void> };
+    lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, err: unknown) => Promise<void> };
     /** Meters what each record cost to its payer (one write per payer per invocation). */
     metering?: WorkerMetering;
   } = {},
@@ -55,7 +55,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
           log(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
           if (lastTry && envelope?.type === type && receive >= lastTry.maxReceives) {
-            await lastTry.giveUp(envelope.body as Body<T>, envelope.id, reason).catch((e) => log(`${queue}: could not record giving up on ${envelope!.id}: ${String(e)}`));
+            await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch((e) => log(`${queue}: could not record giving up on ${envelope!.id}: ${String(e)}`));
           }
         }
       }),

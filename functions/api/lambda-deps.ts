@@ -5,7 +5,7 @@ import type { ConsumptionMeter } from "@harness-s/adapters";
 import { NotConfiguredError, Prices, statisticalVoters, type Clock, type MessageQueue } from "@harness-s/core";
 import { CallerPolicyRunners, DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
 import type { AwsConfig } from "../aws-config.ts";
-import { embeddedTaskSource } from "../embedded-tasks.ts";
+import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { withApiCaches, type ApiDeps } from "./deps.ts";
 import { gatewaySettings } from "./gateway-setup.ts";
@@ -40,7 +40,7 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     ...(panel ? { panel, decisionCache: new MemoryDecisionCache(clock, DECISION_CACHE_LIMITS) } : {}),
     // A deployed API reaches only public endpoints: loopback is never allowed here.
     prober: new HttpEndpointProber({ allowLoopback: false }, clock),
-    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock }),
+    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock, builtin: builtinEnvironments() }),
     prices: Prices.parse({}),
     priceList: config.priceList,
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),

@@ -1,5 +1,6 @@
 import {
   runRequestedRollout,
+  slotFailure,
   type CallerPolicies,
   type PolicyEndpoints,
   type PoolStore,
@@ -37,7 +38,8 @@ export function createDispatchHandler(deps: {
   const jobs = deps.jobs;
   const lastTry =
     jobs && deps.maxReceives
-      ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, reason: string) => jobs.recordFailure(body.jobId, body.index, reason) }
+      ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) => jobs.recordFailure(body.jobId, body.index, slotFailure(err)) }
       : undefined;
-  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, deps), { log: deps.log, lastTry, metering: deps.metering });
+  const log = deps.log ?? ((line: string) => console.warn(line));
+  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, { ...deps, log }), { log, lastTry, metering: deps.metering });
 }

@@ -4,7 +4,7 @@ import { WORKERS } from "../../stacks/workers.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";
-import { embeddedTaskSource } from "../embedded-tasks.ts";
+import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { createDispatchHandler } from "./handler.ts";
 
 // Composition root of the `dispatch` worker: the episode loop runs here, actions are sampled at
@@ -22,7 +22,12 @@ export const handler = createDispatchHandler({
   maxReceives: WORKERS.dispatch.retry,
   tasks: embeddedTaskSource(),
   // A caller's rescue samples its own registered endpoint, reached only at public addresses.
-  callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock: systemClock }),
+  callers: new CallerPolicyRunners({
+    endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
+    outbound: { allowLoopback: false },
+    clock: systemClock,
+    builtin: builtinEnvironments(),
+  }),
   policies: endpoint
     ? dispatchEndpoints(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }))
     : {

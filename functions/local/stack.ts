@@ -112,7 +112,13 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       dispatch: queues.dispatch.queue,
       coordinator: queues.coordinator.queue,
       prober: new HttpEndpointProber({ allowLoopback: opts.allowLoopbackEndpoints ?? false }, systemClock),
-      callers: new CallerPolicyRunners({ endpoints: stores.endpoints, outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false }, clock: systemClock }),
+      // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are named here too.
+      callers: new CallerPolicyRunners({
+        endpoints: stores.endpoints,
+        outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false },
+        clock: systemClock,
+        ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
+      }),
       prices: Prices.parse({}),
       priceList: PriceList.parse({}),
       consumption: { meter: consumption, memoryGb: memoryGb(API_MEMORY) },

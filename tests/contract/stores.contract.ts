@@ -257,9 +257,9 @@ export function storeContract(name: string, fresh: (clock?: Clock) => Promise<St
     it("rescue jobs: spend adds up across concurrent slots, and an unknown job's is dropped", async () => {
       const s = await fresh();
       await s.jobs.create({ id: "rsc_s", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a"], rolloutsPerHarness: 8, expected: 8, createdAt: 1 });
-      await Promise.all(Array.from({ length: 8 }, (_, i) => s.jobs.addSpend("rsc_s", { policyTokens: 10 + i, environmentMs: 2.5 })));
-      expect(await s.jobs.get("rsc_s")).toMatchObject({ spentPolicyTokens: 108, spentEnvironmentMs: 20 });
-      await s.jobs.addSpend("rsc_none", { policyTokens: 1, environmentMs: 1 });
+      await Promise.all(Array.from({ length: 8 }, (_, i) => s.jobs.addSpend("rsc_s", { policyTokens: 10 + i, policyMs: 1.5, environmentMs: 2.5 })));
+      expect(await s.jobs.get("rsc_s")).toMatchObject({ spentPolicyTokens: 108, spentPolicyMs: 12, spentEnvironmentMs: 20 });
+      await s.jobs.addSpend("rsc_none", { policyTokens: 1, policyMs: 1, environmentMs: 1 });
       expect(await s.jobs.get("rsc_none")).toBeUndefined();
     });
 

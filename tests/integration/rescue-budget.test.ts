@@ -26,7 +26,7 @@ beforeAll(async () => {
     datums: async () => [],
     runner: async (_caller, onSpend) => async (task, harness, seed) => {
       ran++;
-      onSpend?.({ policyTokens: 100, environmentMs: 5 });
+      onSpend?.({ policyTokens: 100, policyMs: 20, environmentMs: 5 });
       if (failNext) throw new Error("the caller's environment went away");
       return runEpisode(task, harness, seed, { env: setup.env, policy });
     },
@@ -79,15 +79,17 @@ describe("a caller rescue's spend and budget", () => {
     // 0, 100, 200 spent when the first three started (each under 250); 300 after: the rest never ran.
     expect(ran).toBe(3);
     const end = await status(id);
-    expect(end).toMatchObject({ status: "failed", completed: 3, spent: { policyTokens: 300, environmentSeconds: 0.015 } });
-    expect(end.failed.map((f: { reason: string }) => f.reason)).toEqual(Array(3).fill("BUDGET_EXHAUSTED: the rescue's rollouts sampled 300 policy tokens of a budget of 250"));
+    expect(end).toMatchObject({ status: "failed", completed: 3, spent: { policyTokens: 300, policySeconds: 0.06, environmentSeconds: 0.015 } });
+    expect(end.failed.map((f: { code: string; reason: string }) => [f.code, f.reason])).toEqual(
+      Array(3).fill(["BUDGET_EXCEEDED", "the rescue's rollouts sampled 300 policy tokens of a budget of 250"]),
+    );
     const after = await deps.meter.get("k-budget");
-    expect([after.policyTokens - before.policyTokens, after.environmentMs - before.environmentMs]).toEqual([300, 15]);
+    expect([after.policyTokens - before.policyTokens, after.policyMs - before.policyMs, after.environmentMs - before.environmentMs]).toEqual([300, 60, 15]);
   });
 
-  it("meters a rollout that fails as well as one that succeeds", async () => {
+  it("meters a rollout that fails as well as one that succeeds, and fails its slot at once with its code (no redelivery)", async () => {
     const before = await deps.meter.get("k-budget");
-    await start();
+    const id = await start();
     const [message] = (deps.dispatch as MemoryQueue).take();
     const handler = createDispatchHandler({
       ...deps,
@@ -98,11 +100,12 @@ describe("a caller rescue's spend and budget", () => {
     });
     failNext = true;
     try {
-      expect((await handler(makeSqsEvent([message!]))).batchItemFailures).toHaveLength(1);
+      expect((await handler(makeSqsEvent([message!]))).batchItemFailures).toEqual([]);
     } finally {
       failNext = false;
     }
     const after = await deps.meter.get("k-budget");
     expect(after.policyTokens - before.policyTokens).toBe(100);
+    expect((await status(id)).failed[0]).toEqual({ index: 0, code: "ROLLOUT_FAILED", reason: "the caller's environment went away" });
   });
 });

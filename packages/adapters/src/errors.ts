@@ -12,6 +12,8 @@ export const ADAPTERS_ERROR_CODES = [
   "URL_NOT_ALLOWED",
   "ENDPOINT_PROBE_FAILED",
   "ENDPOINT_NO_TOKEN_IDS",
+  "POLICY_REPLY_INVALID",
+  "ENVIRONMENT_FAILED",
 ] as const;
 export type AdaptersErrorCode = (typeof ADAPTERS_ERROR_CODES)[number];
 
@@ -53,6 +55,25 @@ export class PolicyEndpointError extends HarnessSError<AdaptersErrorCode> {
     readonly status?: number,
   ) {
     super("POLICY_ENDPOINT_FAILED", detail, options);
+  }
+}
+
+/**
+ * The policy endpoint answered a sample this side can never use: not JSON, outside protocol v2,
+ * ids that are not token ids (negative, fractional, past the vocabulary it states), log-probabilities
+ * that are not log-probabilities (positive, not finite), lengths that disagree, a prompt longer than
+ * any context. Sending the same request again cannot help: a rescue's slot fails at once.
+ */
+export class PolicyReplyInvalidError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string) {
+    super("POLICY_REPLY_INVALID", detail);
+  }
+}
+
+/** A caller's environment failed an episode: it closed, refused, timed out, or answered outside the OpenEnv protocol. */
+export class EnvironmentError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("ENVIRONMENT_FAILED", detail, options);
   }
 }
 

@@ -23,6 +23,8 @@ export const CORE_ERROR_CODES = [
   "PARTIAL_SEND",
   "EXPERIMENT_CANCELLED",
   "ROLLOUT_TIMEOUT",
+  /** A rollout slot failed with an error that carries no code of its own (a failed slot's code, never an HTTP answer's). */
+  "ROLLOUT_FAILED",
   "EPISODE_CLOSED",
   "UPSTREAM_FAILED",
   "UPSTREAM_REJECTED",
@@ -127,9 +129,13 @@ export class BudgetExceededError extends CoreError {
   }
 }
 
-/** Formats zod issues as `path: message` lines. */
+/** The most issues an error lists (a hostile array can carry one per element); the rest are counted. */
+export const MAX_LISTED_ISSUES = 20;
+
+/** Formats zod issues as `path: message` lines, at most {@link MAX_LISTED_ISSUES} of them. */
 export function formatIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string[] {
-  return issues.map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+  return issues.length > MAX_LISTED_ISSUES ? [...listed, `… and ${issues.length - MAX_LISTED_ISSUES} more`] : listed;
 }
 
 /**

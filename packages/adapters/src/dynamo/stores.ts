@@ -6,6 +6,7 @@ import {
   HarnessPool,
   parseOrThrow,
   RescueJob,
+  SlotFailure,
   RoutingDecision,
   USAGE_LIMITS,
   byKeyAndDay,
@@ -234,10 +235,10 @@ export class DynamoRescueJobStore implements RescueJobStore {
     return out.Item ? RescueJob.parse(out.Item) : undefined;
   }
 
-  async recordFailure(id: string, index: number, reason: string): Promise<void> {
+  async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
     await this.updateIfExists("record rescue failure", id, "SET failures = list_append(if_not_exists(failures, :none), :f)", {
       ":none": [],
-      ":f": [{ index, reason: reason.slice(0, 500) }],
+      ":f": [{ index, ...SlotFailure.parse(failure) }],
     });
   }
 
@@ -246,7 +247,11 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 
   async addSpend(id: string, spend: RolloutSpend): Promise<void> {
-    await this.updateIfExists("add rescue spend", id, "ADD spentPolicyTokens :t, spentEnvironmentMs :ms", { ":t": spend.policyTokens, ":ms": spend.environmentMs });
+    await this.updateIfExists("add rescue spend", id, "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms", {
+      ":t": spend.policyTokens,
+      ":p": spend.policyMs,
+      ":ms": spend.environmentMs,
+    });
   }
 
   /** One UpdateItem on an existing job; an unknown job is left alone (no item is created). */

@@ -20,6 +20,7 @@ import {
   type Envelope,
   type MessageQueue,
   type ProfileLedger,
+  SlotFailure,
   type RescueJob,
   type RescueJobStore,
   type Rollout,
@@ -245,9 +246,9 @@ export class MemoryRescueJobStore implements RescueJobStore {
     return this.jobs.get(id);
   }
 
-  async recordFailure(id: string, index: number, reason: string): Promise<void> {
+  async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
     const job = this.jobs.get(id);
-    if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, reason }] }));
+    if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, ...SlotFailure.parse(failure) }] }));
   }
 
   async cancel(id: string, at: number): Promise<void> {
@@ -260,7 +261,12 @@ export class MemoryRescueJobStore implements RescueJobStore {
     if (job)
       this.jobs.set(
         id,
-        frozenCopy({ ...job, spentPolicyTokens: (job.spentPolicyTokens ?? 0) + spend.policyTokens, spentEnvironmentMs: (job.spentEnvironmentMs ?? 0) + spend.environmentMs }),
+        frozenCopy({
+          ...job,
+          spentPolicyTokens: (job.spentPolicyTokens ?? 0) + spend.policyTokens,
+          spentPolicyMs: (job.spentPolicyMs ?? 0) + spend.policyMs,
+          spentEnvironmentMs: (job.spentEnvironmentMs ?? 0) + spend.environmentMs,
+        }),
       );
   }
 }

@@ -2,6 +2,8 @@ import WebSocket from "ws";
 import {
   UNKNOWN_TOOL_PREFIX,
   failedCallEvent,
+  HarnessSError,
+  formatIssues,
   genericObserver,
   type EnvOutcome,
   type EnvSession,
@@ -11,7 +13,9 @@ import {
   type Rng,
   type Task,
 } from "@harness-s/core";
+import { EnvironmentError } from "../errors.ts";
 import { checkOutboundUrl, guardedLookup, type OutboundPolicy } from "../net/outbound.ts";
+import { scrubError, secretScrubber } from "../policy/scrub-secrets.ts";
 import { HarnessObservation, OpenEnvServerMessage, type OpenEnvAction, type OpenEnvStepResult } from "./protocol.ts";
 
 export interface OpenEnvEnvironmentOptions {
@@ -105,11 +109,26 @@ class OpenEnvConnection {
   }
 }
 
+/**
+ * What a failed exchange with a caller's environment throws: an {@link EnvironmentError} (its
+ * code says whose failure it was), its text with the session's secret headers masked (a server
+ * that echoes the headers it got must not hand them to a log line or a rescue's status).
+ */
+function environmentFailure(scrub: (text: string) => string) {
+  return (err: unknown): never => {
+    if (err instanceof HarnessSError) throw scrubError(err, scrub);
+    const message = err instanceof Error ? err.message : String(err);
+    throw new EnvironmentError(scrub(message.slice(0, 2_000)), { cause: scrubError(err, scrub) });
+  };
+}
+
 /** An answer's observation as the harness reads it (`HarnessObservation`), refusing anything else. */
 function observationOf(message: OpenEnvServerMessage): OpenEnvStepResult & { fields: HarnessObservation } {
   if (message.type === "error") throw new Error(`the environment server answered an error: ${message.data.message}`);
   if (message.type !== "observation") throw new Error(`the environment server answered ${message.type} where an observation was due`);
-  return { ...message.data, fields: HarnessObservation.parse(message.data.observation) };
+  const fields = HarnessObservation.safeParse(message.data.observation);
+  if (!fields.success) throw new Error(`the environment server's observation is outside the protocol (${formatIssues(fields.error.issues).slice(0, 3).join("; ")})`);
+  return { ...message.data, fields: fields.data };
 }
 
 /** What the agent reads back for a call it got wrong (no call, one that does not parse, an unknown tool). */
@@ -142,7 +161,8 @@ export class OpenEnvEnvironment implements Environment {
     const opts = this.opts;
     const timeout = opts.timeoutMs ?? 30_000;
     const observer = opts.observer ?? genericObserver(task);
-    const conn = await OpenEnvConnection.open(opts.url, opts);
+    const fails = environmentFailure(secretScrubber(Object.values(opts.headers ?? {})));
+    const conn = await OpenEnvConnection.open(opts.url, opts).catch(fails);
     const reset = Object.fromEntries(Object.entries(task.params).flatMap(([k, v]) => (k.startsWith("reset:") ? [[k.slice(6), v]] : [])));
     let first: ReturnType<typeof observationOf>;
     try {
@@ -151,7 +171,7 @@ export class OpenEnvEnvironment implements Environment {
       );
     } catch (err) {
       conn.close();
-      throw err;
+      return fails(err);
     }
     const facts = new Set(first.fields.facts ?? []);
     const toStep = (r: ReturnType<typeof observationOf>, action?: string, args?: Record<string, unknown>): EnvStep => {
@@ -173,11 +193,12 @@ export class OpenEnvEnvironment implements Environment {
         const failed = failedCallEvent(action);
         if (failed) return { event: failed, facts: [...facts], done: false, text: failedCallText(action, args) };
         const step: OpenEnvAction = { type: "call_tool", tool_name: action, arguments: args ?? {} };
-        return toStep(observationOf(await conn.request({ type: "step", data: step }, timeout)), action, args);
+        return toStep(await conn.request({ type: "step", data: step }, timeout).then(observationOf).catch(fails), action, args);
       },
       finish: async (reason, args): Promise<EnvOutcome> => {
         if (reason !== "submitted") return { reward: 0, success: false, failureTags: ["no-commit"], behaviours: {} };
-        const r = observationOf(await conn.request({ type: "step", data: { type: "call_tool", tool_name: opts.submit, arguments: args ?? {} } }, timeout));
+        const submitted = { type: "step", data: { type: "call_tool", tool_name: opts.submit, arguments: args ?? {} } };
+        const r = await conn.request(submitted, timeout).then(observationOf).catch(fails);
         const reward = Math.min(1, Math.max(0, r.reward ?? 0));
         const success = r.fields.success ?? reward >= (opts.successAt ?? 1);
         return { reward, success, failureTags: r.fields.failure_tags ?? (success ? [] : ["unsolved"]), behaviours: r.fields.behaviours ?? {} };

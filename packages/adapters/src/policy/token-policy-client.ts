@@ -2,6 +2,8 @@ import { z } from "zod";
 import {
   ConflictError,
   CreatePolicyV2,
+  formatIssues,
+  parseOrThrow,
   NotFoundError,
   PolicyStateV2,
   RenderRequestV2,
@@ -18,7 +20,8 @@ import {
   UpdateRequestV2,
   type Clock,
 } from "@harness-s/core";
-import { PolicyEndpointError, PolicyWorkerRefusedError, UrlNotAllowedError, WORKER_ERROR_CODES } from "../errors.ts";
+import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError, UrlNotAllowedError, WORKER_ERROR_CODES } from "../errors.ts";
+import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const Checkpoint = z.object({ version: z.number().int(), checkpoint: z.string() });
@@ -82,14 +85,17 @@ const TRANSIENT = new Set([500, 502, 503, 504]);
  */
 export class TokenPolicyClient {
   private readonly gate: Gate;
-  /** What this client has sampled so far: turns, and the prompt and completion tokens they carried. */
-  readonly sampled = { turns: 0, promptTokens: 0, completionTokens: 0 };
+  /** What this client has sampled so far: turns, the prompt and completion tokens they carried, and the time spent waiting for them, answered or not. */
+  readonly sampled = { turns: 0, promptTokens: 0, completionTokens: 0, ms: 0 };
+
+  private readonly scrub: (text: string) => string;
 
   constructor(
     readonly baseUrl: string,
     private readonly opts: TokenPolicyClientOptions,
   ) {
     this.gate = new Gate(opts.maxInFlight ?? 32);
+    this.scrub = secretScrubber([opts.token, ...Object.values(opts.headers ?? {})]);
   }
 
   create(id: string, spec: z.input<typeof CreatePolicyV2>) {
@@ -109,9 +115,16 @@ export class TokenPolicyClient {
    * reply and the worker answers a repeat with the turn it already sampled: never a second turn.
    */
   async sample(id: string, req: SampleRequestV2, key?: string) {
-    const body = SampleRequestV2.parse(req);
+    const body = parseOrThrow(SampleRequestV2, req, "a sample request");
     const headers: Record<string, string> = key === undefined ? {} : { "idempotency-key": key };
-    const s = await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body, headers));
+    const s = await this.gate.run(async () => {
+      const started = this.opts.clock.now();
+      try {
+        return await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body, headers);
+      } finally {
+        this.sampled.ms += this.opts.clock.now() - started;
+      }
+    });
     this.sampled.turns++;
     this.sampled.promptTokens += s.prompt_ids.length;
     this.sampled.completionTokens += s.completion.ids.length;
@@ -130,23 +143,23 @@ export class TokenPolicyClient {
   }
 
   async render(id: string, req: z.input<typeof RenderRequestV2>): Promise<number[]> {
-    return (await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/render`, RenderResponseV2, RenderRequestV2.parse(req))).ids;
+    return (await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/render`, RenderResponseV2, parseOrThrow(RenderRequestV2, req, "a render request"))).ids;
   }
 
   async score(id: string, req: z.input<typeof ScoreRequestV2>): Promise<number[][]> {
-    const body = ScoreRequestV2.parse(req);
+    const body = parseOrThrow(ScoreRequestV2, req, "a score request");
     return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, body))).logprobs;
   }
 
   /** Each turn's prompt ids and completion log-probabilities under other messages (see {@link ReplayRequestV2}). */
   async replay(id: string, req: z.input<typeof ReplayRequestV2>): Promise<ReplayResponseV2["turns"]> {
-    const body = ReplayRequestV2.parse(req);
+    const body = parseOrThrow(ReplayRequestV2, req, "a replay request");
     return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/replay`, ReplayResponseV2, body))).turns;
   }
 
   /** Submits an update job; the same key returns the same job (a retry never meets a 409). */
   submitUpdate(id: string, key: string, req: UpdateRequestV2) {
-    return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/updates`, UpdateAccepted, UpdateRequestV2.parse(req), { "idempotency-key": key });
+    return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/updates`, UpdateAccepted, parseOrThrow(UpdateRequestV2, req, "an update request"), { "idempotency-key": key });
   }
 
   /** The job; with `waitS`, the worker answers when it finishes or after that long (a long poll). */
@@ -170,9 +183,19 @@ export class TokenPolicyClient {
     }
   }
 
+  /** One request; any text the endpoint sent back reaches an error's message only with this client's secrets masked. */
   private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, headers: Record<string, string> = {}): Promise<z.infer<S>> {
+    try {
+      return await this.exchange(method, path, schema, body, headers);
+    } catch (err) {
+      throw scrubError(err, this.scrub);
+    }
+  }
+
+  private async exchange<S extends z.ZodType>(method: string, path: string, schema: S, body: unknown, headers: Record<string, string>): Promise<z.infer<S>> {
     const repeatable = method !== "POST" || "idempotency-key" in headers || !path.endsWith("/sample");
     const retries = repeatable ? (this.opts.retries ?? 3) : 0;
+    const timeoutMs = this.opts.timeoutMs ?? 120_000;
     let res: Response;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -185,37 +208,53 @@ export class TokenPolicyClient {
             ...headers,
           },
           body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
+          signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
         if (err instanceof UrlNotAllowedError) throw err;
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        const detail = `${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`;
+        // A deadline passed is an answer: the endpoint did not give one in time, and will not be asked again.
+        if (timedOut(err)) throw new PolicyEndpointError(`${method} ${path}: no answer within ${timeoutMs} ms`, { cause: err });
         if (attempt < retries) {
           await this.opts.clock.sleep(100 * 2 ** attempt);
           continue;
         }
-        throw new PolicyEndpointError(`${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`, { cause: err });
+        throw new PolicyEndpointError(detail, { cause: err });
       }
-      if (!TRANSIENT.has(res.status) || attempt >= retries) break;
+      if (!retryable(res) || attempt >= retries) break;
       await res.body?.cancel().catch(() => undefined);
       await this.opts.clock.sleep(100 * 2 ** attempt);
     }
     const text = await res.text();
-    if (!res.ok) {
-      const detail = ErrorBody.safeParse(safeJson(text));
-      const message = detail.success ? detail.data.error.message : text.slice(0, 200);
-      const code = detail.success ? detail.data.error.code : undefined;
-      if (code !== undefined && Object.hasOwn(WORKER_ERROR_CODES, code))
-        throw new PolicyWorkerRefusedError(WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES], `${method} ${path}: ${message}`, res.status);
-      if (res.status === 409 && code === "STALE_POLICY_VERSION") throw new StalePolicyVersionError(-1, -1, message);
-      if (res.status === 409) throw new ConflictError(`${method} ${path}: ${message}`);
-      if (res.status === 404) throw new NotFoundError("policy resource", path);
-      throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${message}`, undefined, res.status);
-    }
-    const parsed = schema.safeParse(safeJson(text));
-    if (!parsed.success) throw new PolicyEndpointError(`${method} ${path}: unexpected answer ${text.slice(0, 200)}`);
+    if (!res.ok) refused(method, path, res.status, text);
+    const json = safeJson(text);
+    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${text.slice(0, 120)})`);
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not protocol v2's: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`);
     return parsed.data;
   }
+}
+
+/** An answer that says nothing about the request itself (the same request may succeed next time), unless it says not to retry. */
+const retryable = (res: Response) => TRANSIENT.has(res.status) && res.headers.get("x-should-retry") !== "false";
+
+const timedOut = (err: unknown) => {
+  const e = err as { name?: string; message?: string };
+  return e.name === "TimeoutError" || (e.name === "AbortError" && /timed out/.test(e.message ?? ""));
+};
+
+/** The worker's refusal as the domain error it stands for. */
+function refused(method: string, path: string, status: number, text: string): never {
+  const detail = ErrorBody.safeParse(safeJson(text));
+  const message = detail.success ? detail.data.error.message.slice(0, 500) : text.slice(0, 200);
+  const code = detail.success ? detail.data.error.code : undefined;
+  if (code !== undefined && Object.hasOwn(WORKER_ERROR_CODES, code))
+    throw new PolicyWorkerRefusedError(WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES], `${method} ${path}: ${message}`, status);
+  if (status === 409 && code === "STALE_POLICY_VERSION") throw new StalePolicyVersionError(-1, -1, message);
+  if (status === 409) throw new ConflictError(`${method} ${path}: ${message}`);
+  if (status === 404) throw new NotFoundError("policy resource", path);
+  throw new PolicyEndpointError(`${method} ${path}: HTTP ${status} ${message}`, undefined, status);
 }
 
 function safeJson(text: string): unknown {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  StalePolicyVersionError,
   datumFromTurns,
   TRAINING_SAMPLING,
   type ActionChoice,
@@ -13,6 +14,7 @@ import {
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
+import { PolicyReplyInvalidError } from "../errors.ts";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
 import { firstMessages, nextMessage, turnText, underBase } from "./token-render.ts";
@@ -64,6 +66,8 @@ interface Episode {
  */
 export class TokenPolicy implements Policy {
   private current = 0;
+  /** The vocabulary the worker states (`tokenizer.vocab_size`): every id it answers is below it. */
+  private vocabSize?: number;
   private created?: Promise<void>;
   private readonly episodes = new WeakMap<Rng, Episode>();
   private counter = 0;
@@ -101,6 +105,7 @@ export class TokenPolicy implements Policy {
           })
     ).then((s) => {
       this.current = s.version;
+      this.vocabSize = s.tokenizer.vocab_size;
     });
     return this.created;
   }
@@ -113,7 +118,7 @@ export class TokenPolicy implements Policy {
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     await this.ensure();
     const known = this.episodes.get(rng);
-    const episode = known ?? { id: `${this.opts.policyId}.${this.tag}.e${++this.counter}`, calledTool: false, turns: 0 };
+    const episode = known ?? { id: `${episodePrefix(this.opts.policyId)}.${this.tag}.e${++this.counter}`, calledTool: false, turns: 0 };
     this.episodes.set(rng, episode);
     const sampling = { ...TRAINING_SAMPLING, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
@@ -122,7 +127,7 @@ export class TokenPolicy implements Policy {
     const turn = known
       ? { append: [nextMessage(obs, episode.calledTool)] }
       : { messages: firstMessages(this.opts.system, obs), tools: this.opts.toolSchemas(obs.tools), ...(this.opts.constrainToolCalls ? { constrain_tool_calls: true } : {}) };
-    const s = await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key);
+    const s = checkedSample(await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key), version.exact, this.vocabSize);
     episode.turns++;
     const choice = this.choice(s, obs.tools);
     episode.calledTool = choice.action !== NO_TOOL_CALL;
@@ -207,6 +212,23 @@ export class TokenPolicy implements Policy {
     this.current = job.version!;
     return { version: this.current, metrics: { loss: job.metrics!.loss, clippedFraction: job.metrics!.clip_fraction, kl: job.metrics!.kl, steps: datums.length } };
   }
+}
+
+/** An episode id's readable prefix: the policy's id as protocol v2 spells ids (a caller's policy may be named with any characters, at any length). */
+const episodePrefix = (policyId: string) => policyId.replace(/[^A-Za-z0-9_:@+=-]/g, "-").slice(0, 64).replace(/^[^A-Za-z0-9]/, "p");
+
+/**
+ * A sample as the rollout may keep it: at the version it asked for (a pinned rescue never mixes
+ * versions), every id below the vocabulary the worker stated. Anything else fails the rollout now.
+ */
+function checkedSample(s: SampleResponseV2, version: number, vocabSize: number | undefined): SampleResponseV2 {
+  if (s.policy_version !== version)
+    throw new StalePolicyVersionError(version, s.policy_version, `the endpoint answered at policy version ${s.policy_version}; the rollout asked for ${version}`);
+  if (vocabSize !== undefined) {
+    const outside = [s.prompt_ids, s.completion.ids].find((ids) => ids.some((id) => id >= vocabSize));
+    if (outside) throw new PolicyReplyInvalidError(`the endpoint answered ids past its vocabulary of ${vocabSize} (${outside.find((id) => id >= vocabSize)})`);
+  }
+  return s;
 }
 
 /** What a text agent reads at a turn, as one string (two renderings are the same turn when equal). */

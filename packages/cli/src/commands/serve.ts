@@ -7,7 +7,7 @@ import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
-import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
+import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
@@ -44,6 +44,8 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     tasks: { get: async (id) => byId.get(id) },
     workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
     allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
+    // The same built-in environments as the workers' thread, so the API lets a rescue name them.
+    builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
     log: (line) => process.stderr.write(`${line}\n`),
   });
   const gateway = opts.gatewayUpstream

@@ -62,9 +62,10 @@ export const CallerRescue = z.strictObject({
 });
 export type CallerRescue = z.infer<typeof CallerRescue>;
 
-/** What one rollout of a caller's rescue spent: tokens sampled at the caller's policy, time in the caller's environment. */
+/** What one rollout of a caller's rescue spent: tokens sampled at the caller's policy, time waiting on it, time in the caller's environment. */
 export interface RolloutSpend {
   policyTokens: number;
+  policyMs: number;
   environmentMs: number;
 }
 

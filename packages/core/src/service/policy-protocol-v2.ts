@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseOrThrow } from "../errors.ts";
 
 /**
  * Protocol v2 of the policy endpoint (docs/design.md §5): token in, token out. The worker owns the
@@ -48,7 +49,8 @@ export type CreatePolicyV2 = z.infer<typeof CreatePolicyV2>;
 export const PolicyStateV2 = z.object({
   policy_id: z.string(),
   version: z.number().int().min(0),
-  tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()) }),
+  /** `vocab_size`, when the worker states it: every id it answers is below it. */
+  tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()), vocab_size: z.number().int().min(1).optional() }),
   /** How the worker renders turns with the model's chat template (see the worker's chat.py). */
   template: z.object({ prefix_stable: z.boolean(), note: z.string(), tool_parser: z.string() }).passthrough().optional(),
   /** Episodes the worker holds for this policy (closed when they end, or at the next update). */
@@ -71,6 +73,17 @@ export type ToolSchema = z.infer<typeof ToolSchema>;
 /** A token id, and a mask entry (1: this token counts). */
 const TokenId = z.number().int().min(0);
 const MaskBit = z.union([z.literal(0), z.literal(1)]);
+
+/** How far above 0 a log-probability may read (float error in a worker's log-softmax); anything higher is not a log-probability. */
+export const LOGPROB_SLACK = 1e-3;
+const LogProb = z.number().max(LOGPROB_SLACK, "a log-probability is at most 0");
+
+/**
+ * The most ids one turn of an answer may carry (its prompt, or its completion): twice a 128k
+ * context. A reply with more is refused as it arrives, before anything is stored.
+ */
+export const MAX_TURN_IDS = 1 << 18;
+const TurnIds = z.array(TokenId).max(MAX_TURN_IDS, `at most ${MAX_TURN_IDS} ids in one turn`);
 
 export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
 
@@ -113,11 +126,11 @@ export const DEVICE_MS_MAX = 3_600_000;
 export const SampleResponseV2 = z.object({
   policy_version: z.number().int().min(0),
   /** The ids this turn appended before sampling (the rendered prompt or the appended messages). */
-  prompt_ids: z.array(z.number().int()),
+  prompt_ids: TurnIds,
   completion: z
     .object({
-      ids: z.array(z.number().int()),
-      logprobs: z.array(z.number()),
+      ids: TurnIds,
+      logprobs: z.array(LogProb).max(MAX_TURN_IDS),
       text: z.string(),
       content: z.string(),
       finish_reason: z.enum(["stop", "length"]),
@@ -132,7 +145,7 @@ export const SampleResponseV2 = z.object({
 export type SampleResponseV2 = z.infer<typeof SampleResponseV2>;
 
 export const RenderRequestV2 = z.object({ messages: z.array(ChatMessage), tools: z.array(ToolSchema).optional(), add_generation_prompt: z.boolean().default(false) }).strict();
-export const RenderResponseV2 = z.object({ ids: z.array(z.number().int()) });
+export const RenderResponseV2 = z.object({ ids: z.array(TokenId) });
 export const ScoreRequestV2 = z
   .object({
     version: VersionWanted.optional(),
@@ -140,7 +153,7 @@ export const ScoreRequestV2 = z
     sequences: z.array(z.object({ ids: z.array(TokenId).min(1), mask: z.array(MaskBit).optional() }).strict()).min(1),
   })
   .strict();
-export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(z.number())) });
+export const ScoreResponseV2 = z.object({ logprobs: z.array(z.array(LogProb)) });
 
 /**
  * An episode's sampled completions under other messages (a rescued rollout in H0's context):
@@ -161,7 +174,7 @@ export const ReplayRequestV2 = z
   })
   .strict();
 export type ReplayRequestV2 = z.infer<typeof ReplayRequestV2>;
-export const ReplayResponseV2 = z.object({ turns: z.array(z.object({ prompt_ids: z.array(z.number().int()), logprobs: z.array(z.number()) })) });
+export const ReplayResponseV2 = z.object({ turns: z.array(z.object({ prompt_ids: TurnIds, logprobs: z.array(LogProb).max(MAX_TURN_IDS) })) });
 export type ReplayResponseV2 = z.infer<typeof ReplayResponseV2>;
 
 /** One trained sequence: exactly the ids the sampler produced, mask 1 only on sampled tokens. */
@@ -172,7 +185,7 @@ export const Datum = z
     ids: z.array(TokenId).min(2),
     loss_mask: z.array(MaskBit),
     /** Log-probabilities (≤ 0; a sliver above it for float error). */
-    behaviour_logprobs: z.array(z.number().max(1e-3)),
+    behaviour_logprobs: z.array(LogProb),
     advantage: z.number().min(-1e4).max(1e4),
     /** The tools its turns were sampled constrained to: the trainer scores the same constrained distribution. */
     constraint: z
@@ -261,13 +274,19 @@ export function datumFromTurns(
   const ids: number[] = [];
   const mask: (0 | 1)[] = [];
   const behaviour: number[] = [];
+  // Element by element: a spread of a long array into push() overflows the call stack (~130k ids in Node).
   for (const t of turns) {
-    ids.push(...t.promptIds);
-    mask.push(...t.promptIds.map(() => 0 as const));
-    behaviour.push(...t.promptIds.map(() => 0));
-    ids.push(...t.completionIds);
-    mask.push(...t.completionIds.map(() => (t.trained ? 1 : 0) as 0 | 1));
-    behaviour.push(...t.logprobs);
+    for (const id of t.promptIds) {
+      ids.push(id);
+      mask.push(0);
+      behaviour.push(0);
+    }
+    const bit = t.trained ? 1 : 0;
+    for (let i = 0; i < t.completionIds.length; i++) {
+      ids.push(t.completionIds[i]!);
+      mask.push(bit);
+      behaviour.push(t.logprobs[i]!);
+    }
   }
-  return Datum.parse({ sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage });
+  return parseOrThrow(Datum, { sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage }, `the token row of ${sampleId}`);
 }

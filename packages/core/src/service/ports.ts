@@ -9,6 +9,9 @@ import type { Envelope } from "./messages.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 
+/** The longest reason a failed slot keeps (an endpoint's or environment's text is cut there). */
+export const SLOT_REASON_CHARS = 500;
+
 /** A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. */
 export interface MessageQueue {
   send(messages: Envelope[]): Promise<void>;
@@ -49,6 +52,10 @@ export interface PolicyEndpoints {
   runner(policyId: string, version?: number): RolloutRunner;
 }
 
+/** Why a slot will never be stored: a stable code (an error code of this service's) and what happened, bounded. */
+export const SlotFailure = z.object({ code: z.string().min(1).max(64).default("ROLLOUT_FAILED"), reason: z.string().max(SLOT_REASON_CHARS) });
+export type SlotFailure = z.input<typeof SlotFailure>;
+
 export const RescueJob = z.object({
   id: z.string().min(1),
   poolId: z.string().min(1),
@@ -60,8 +67,8 @@ export const RescueJob = z.object({
   createdAt: z.number(),
   /** The API key that started it: only that key (or an admin key) may read it. */
   keyId: z.string().optional(),
-  /** Rollout slots the dispatch worker gave up on (their message went to the DLQ). */
-  failures: z.array(z.object({ index: z.number().int().min(0), reason: z.string() })).optional(),
+  /** Rollout slots the dispatch worker gave up on: a failure that cannot succeed on retry, or a message gone to the DLQ. */
+  failures: z.array(SlotFailure.extend({ index: z.number().int().min(0) })).optional(),
   /** A rescue with the caller's own policy and environment (its trajectories are token-level). */
   caller: CallerRollout.optional(),
   /** When its key cancelled it: slots not started by then are never run. */
@@ -69,14 +76,16 @@ export const RescueJob = z.object({
   /** What its rollouts have spent so far, failed or not (a caller rescue's budget is held against it). */
   spentPolicyTokens: z.number().int().min(0).optional(),
   spentEnvironmentMs: z.number().min(0).optional(),
+  /** Time its rollouts spent waiting on the caller's policy endpoint. */
+  spentPolicyMs: z.number().min(0).optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
 export interface RescueJobStore {
   create(job: RescueJob): Promise<void>;
   get(id: string): Promise<RescueJob | undefined>;
-  /** Records that slot `index` of job `id` will never be stored; a no-op for an unknown job. */
-  recordFailure(id: string, index: number, reason: string): Promise<void>;
+  /** Records that slot `index` of job `id` will never be stored, and why; a no-op for an unknown job. */
+  recordFailure(id: string, index: number, failure: SlotFailure): Promise<void>;
   /** Marks job `id` cancelled at `at` (the first cancel's time stays); a no-op for an unknown job. */
   cancel(id: string, at: number): Promise<void>;
   /** Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job. */
@@ -142,8 +151,9 @@ export const Usage = z.object({
   gatewayTurns: z.number().int().min(0),
   gatewayTokens: z.number().int().min(0),
   computeMs: z.number().min(0),
-  /** Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), and the time they spent in the caller's environment. */
+  /** Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), the time they waited on it, and the time they spent in the caller's environment. */
   policyTokens: z.number().int().min(0),
+  policyMs: z.number().min(0).default(0),
   environmentMs: z.number().min(0),
   /** Cost of goods as measured where it was spent: function time × configured memory, DynamoDB capacity units as the SDK reported them, SQS requests (per 64 KB chunk), policy-endpoint device seconds. */
   lambdaGbSeconds: z.number().min(0),
@@ -164,6 +174,7 @@ export const zeroUsage: Usage = {
   gatewayTokens: 0,
   computeMs: 0,
   policyTokens: 0,
+  policyMs: 0,
   environmentMs: 0,
   lambdaGbSeconds: 0,
   dynamoReadUnits: 0,

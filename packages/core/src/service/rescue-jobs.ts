@@ -1,11 +1,22 @@
 import { z } from "zod";
-import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
-import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout } from "./caller-rescue.ts";
+import { HarnessSError, NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
+import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
-import type { MessageQueue, PolicyEndpoints, PoolStore, RescueJob, RescueJobStore, RescueSlots, RolloutStore, TaskSource, UsageMeter } from "./ports.ts";
+import {
+  SLOT_REASON_CHARS,
+  type MessageQueue,
+  type PolicyEndpoints,
+  type PoolStore,
+  type RescueJob,
+  type RescueJobStore,
+  type RescueSlots,
+  type RolloutStore,
+  type TaskSource,
+  type UsageMeter,
+} from "./ports.ts";
 import { budgetExhausted, recordSpend } from "./rescue-spend.ts";
 import type { Rollout } from "../rollout/types.ts";
 import { type RouteRequest, routeTask, type RouteTaskDeps } from "./route-task.ts";
@@ -142,36 +153,88 @@ async function pinnedCaller(req: CallerRescue, keyId: string | undefined, caller
   return { ...req, keyId, weightVersion };
 }
 
-/** The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for a cancelled rescue, or a caller rescue past its budget. */
-export async function runRequestedRollout(
-  body: RolloutRequestedBody,
-  deps: { pools: PoolStore; tasks: TaskSource; rollouts: RolloutStore; policies: PolicyEndpoints; callers?: CallerPolicies; jobs?: RescueJobStore; meter?: UsageMeter },
-): Promise<"stored" | "duplicate" | "cancelled" | "over-budget"> {
+type DispatchDeps = {
+  pools: PoolStore;
+  tasks: TaskSource;
+  rollouts: RolloutStore;
+  policies: PolicyEndpoints;
+  callers?: CallerPolicies;
+  jobs?: RescueJobStore;
+  meter?: UsageMeter;
+  /** Hears of each slot failed at once (its code and reason, secrets already masked). */
+  log?: (line: string) => void;
+};
+
+/**
+ * The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for
+ * a cancelled rescue, or a caller rescue past its budget. A caller rescue's slot that fails for a
+ * reason no retry can change (its endpoint's or environment's answer, a refused URL, a version it
+ * does not hold, anything but this service's own passing failures: {@link slotFailure}) is
+ * recorded failed at once with its code ("failed"), never left to the queue's redeliveries.
+ */
+export async function runRequestedRollout(body: RolloutRequestedBody, deps: DispatchDeps): Promise<"stored" | "duplicate" | "cancelled" | "over-budget" | "failed"> {
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
   const job = body.rescueJob || body.caller ? await deps.jobs?.get(body.jobId) : undefined;
   if (job?.cancelledAt !== undefined) return "cancelled";
-  const pool = await deps.pools.get(body.poolId);
-  if (!pool) throw new NotFoundError("pool", body.poolId);
-  const task = body.task ?? (await deps.tasks.get(body.taskId));
-  if (!task) throw new NotFoundError("task", body.taskId);
-  const harness = harnessById(pool, body.harnessId);
-  if (!body.caller) return deps.rollouts.put(body.jobId, body.index, await deps.policies.runner(body.policyId, body.policyVersion)(task, harness, body.seed));
-  if (!deps.callers) throw new NotConfiguredError("this dispatch worker runs no caller rescues");
-  const exhausted = budgetExhausted(body.caller.budget, job);
+  if (!body.caller) {
+    const { task, harness } = await rolloutInputs(body, deps);
+    return deps.rollouts.put(body.jobId, body.index, await deps.policies.runner(body.policyId, body.policyVersion)(task, harness, body.seed));
+  }
+  const caller = body.caller;
+  const exhausted = budgetExhausted(caller.budget, job);
   if (exhausted) {
     await deps.jobs!.recordFailure(body.jobId, body.index, exhausted);
     return "over-budget";
   }
-  const spent = { policyTokens: 0, environmentMs: 0 };
-  const run = await deps.callers.runner(body.caller, (s) => {
-    spent.policyTokens += s.policyTokens;
-    spent.environmentMs += s.environmentMs;
-  });
   let rollout: Rollout;
   try {
-    rollout = await run(task, harness, body.seed);
-  } finally {
-    await recordSpend(body.caller.keyId, body.jobId, spent, deps);
+    rollout = await runCallerRollout(body, caller, deps);
+  } catch (err) {
+    const failure = slotFailure(err);
+    if (REDELIVERED_CODES.has(failure.code) || !deps.jobs) throw err;
+    await deps.jobs.recordFailure(body.jobId, body.index, failure);
+    deps.log?.(`dispatch: rescue ${body.jobId} slot ${body.index} failed (${failure.code}): ${failure.reason}`);
+    return "failed";
   }
   return deps.rollouts.put(body.jobId, body.index, rollout);
+}
+
+async function rolloutInputs(body: RolloutRequestedBody, deps: Pick<DispatchDeps, "pools" | "tasks">) {
+  const pool = await deps.pools.get(body.poolId);
+  if (!pool) throw new NotFoundError("pool", body.poolId);
+  const task = body.task ?? (await deps.tasks.get(body.taskId));
+  if (!task) throw new NotFoundError("task", body.taskId);
+  return { task, harness: harnessById(pool, body.harnessId) };
+}
+
+/** One rollout at the caller's policy in its environment; what it spent is metered to its key, failed or not. */
+async function runCallerRollout(body: RolloutRequestedBody, caller: CallerRollout, deps: DispatchDeps): Promise<Rollout> {
+  const { task, harness } = await rolloutInputs(body, deps);
+  if (!deps.callers) throw new NotConfiguredError("this dispatch worker runs no caller rescues");
+  const spent: RolloutSpend = { policyTokens: 0, policyMs: 0, environmentMs: 0 };
+  const run = await deps.callers.runner(caller, (s) => {
+    spent.policyTokens += s.policyTokens;
+    spent.policyMs += s.policyMs;
+    spent.environmentMs += s.environmentMs;
+  });
+  try {
+    return await run(task, harness, body.seed);
+  } finally {
+    await recordSpend(caller.keyId, body.jobId, spent, deps);
+  }
+}
+
+/** Codes of failures that are this service's own and passing (a store, a queue): such a slot is left to the queue to deliver again. */
+export const REDELIVERED_CODES: ReadonlySet<string> = new Set(["STORE_UNAVAILABLE", "PARTIAL_SEND"]);
+
+/**
+ * How a failed slot is recorded: its error's code (an error without one, `ROLLOUT_FAILED`) and
+ * message, bounded.
+ *
+ * @example
+ * slotFailure(new StalePolicyVersionError(0, 7)); // { code: "STALE_POLICY_VERSION", reason: "…" }
+ */
+export function slotFailure(err: unknown): { code: string; reason: string } {
+  const code = err instanceof HarnessSError ? err.code : "ROLLOUT_FAILED";
+  return { code, reason: (err instanceof Error ? err.message : String(err)).slice(0, SLOT_REASON_CHARS) };
 }

@@ -12,10 +12,11 @@ export const RescueStatus = z.object({
    */
   status: z.enum(["running", "done", "failed", "cancelled"]),
   completed: z.number().int(),
-  failed: z.array(z.object({ index: z.number(), reason: z.string() })),
+  /** Slots that will never be stored: the code of why (an error code of this service's), and what happened. */
+  failed: z.array(z.object({ index: z.number(), code: z.string(), reason: z.string() })),
   rescued: z.boolean(),
   /** What a caller rescue's rollouts have spent so far, failed or not (held against its budget). */
-  spent: z.object({ policyTokens: z.number().int(), environmentSeconds: z.number() }),
+  spent: z.object({ policyTokens: z.number().int(), policySeconds: z.number(), environmentSeconds: z.number() }),
   rollouts: z.array(z.object({ index: z.number(), harnessId: z.string(), reward: z.number(), success: z.boolean(), failureTags: z.array(z.string()), steps: z.number() })),
 });
 export type RescueStatus = z.infer<typeof RescueStatus>;
@@ -44,7 +45,7 @@ export async function rescueStatus(
     completed: stored.length,
     failed,
     rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
-    spent: { policyTokens: job.spentPolicyTokens ?? 0, environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000 },
+    spent: { policyTokens: job.spentPolicyTokens ?? 0, policySeconds: (job.spentPolicyMs ?? 0) / 1000, environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000 },
     rollouts: stored.map(({ index, rollout }) => ({
       index,
       harnessId: rollout.harnessId,
