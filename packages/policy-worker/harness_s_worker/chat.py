@@ -22,6 +22,7 @@ from typing import Any
 
 # Tokenizers are typed Any: transformers types their outputs as a union of every shape.
 from .errors import WorkerError
+from .textbound import TextBound
 
 # Texts no real turn contains: the fixed conversation's parts, and a turn's content to locate.
 PROBE_SYSTEM = "\u2063SYSTEM\u2063"
@@ -30,9 +31,11 @@ SENTINEL = "\u2063ASSISTANT\u2063"
 
 
 class ChatFormat:
-    def __init__(self, tokenizer: Any, eos_ids: frozenset[int]) -> None:
+    def __init__(self, tokenizer: Any, eos_ids: frozenset[int], bound: TextBound | None = None) -> None:
         self.tokenizer = tokenizer
         self.eos_ids = eos_ids
+        #: The worker's bound on text by its bytes: a render past it is refused, never tokenised.
+        self.bound = bound
         self.turn_tail = self._turn_tail()
         self.tail_ids = self._encode(self.turn_tail)
         self.prefix_stable, self.stability_note = self._probe()
@@ -44,7 +47,10 @@ class ChatFormat:
             raise WorkerError(400, "VALIDATION_FAILED", f"messages: the model's chat template refused them: {err}") from err
 
     def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+        if self.bound is not None:
+            self.bound.check_rendered(text)
+        # The ids alone: no attention mask or type ids, a list of as many again each.
+        return list(self.tokenizer(text, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]) if text else []
 
     def whole(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
         """The template's render of these messages, as ids (`/render`)."""

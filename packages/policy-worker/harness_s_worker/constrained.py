@@ -13,6 +13,7 @@ completion so far, never on the prompt: a turn replayed under another context ke
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -199,17 +200,20 @@ class Grammars:
         self.vocab = vocab
         self._texts: TokenTexts | None = None
         self._by_tools: OrderedDict[str, ToolGrammar] = OrderedDict()
+        self._lock = threading.Lock()
 
     def grammar(self, tools: list[dict[str, Any]]) -> ToolGrammar:
-        key = json.dumps(tools, sort_keys=True)
-        hit = self._by_tools.get(key)
-        if hit is not None:
-            self._by_tools.move_to_end(key)
-            return hit
-        if self._texts is None:
-            self._texts = TokenTexts(self.tokenizer)
-        made = ToolGrammar(tools, self.parser, self._texts, self.eos_ids, self.vocab)
-        self._by_tools[key] = made
-        if len(self._by_tools) > GRAMMARS:
-            self._by_tools.popitem(last=False)
-        return made
+        # Its own lock (sampling builds grammars outside the policy table's lock, updates beside it).
+        with self._lock:
+            key = json.dumps(tools, sort_keys=True)
+            hit = self._by_tools.get(key)
+            if hit is not None:
+                self._by_tools.move_to_end(key)
+                return hit
+            if self._texts is None:
+                self._texts = TokenTexts(self.tokenizer)
+            made = ToolGrammar(tools, self.parser, self._texts, self.eos_ids, self.vocab)
+            self._by_tools[key] = made
+            if len(self._by_tools) > GRAMMARS:
+                self._by_tools.popitem(last=False)
+            return made

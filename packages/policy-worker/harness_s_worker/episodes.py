@@ -15,6 +15,7 @@ from .errors import WorkerError
 from .replay import Turns
 from .sampling import SamplingRule
 from .schemas import SampleRequest, Version
+from .textbound import TextBound
 
 
 @dataclass
@@ -69,7 +70,17 @@ class Episodes:
     policy's fields), the engine, the grammars, the chat format, the eos ids and the limits."""
 
     def __init__(
-        self, table: PolicyTable, lock: threading.RLock, engine: Engine, grammars: Grammars, chat: ChatFormat, turns: Turns, eos_ids: frozenset[int], limits: EpisodeLimits, max_context: int
+        self,
+        table: PolicyTable,
+        lock: threading.RLock,
+        engine: Engine,
+        grammars: Grammars,
+        chat: ChatFormat,
+        turns: Turns,
+        eos_ids: frozenset[int],
+        limits: EpisodeLimits,
+        max_context: int,
+        bound: TextBound,
     ) -> None:
         self.table = table
         self.lock = lock
@@ -81,8 +92,11 @@ class Episodes:
         self.limits = limits
         #: The model's context in tokens: an episode and its next turn must fit.
         self.max_context = max_context
+        #: Text past what the context can hold is refused by its bytes, before it is rendered.
+        self.bound = bound
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
+        self.bound.check("messages and tools", [messages, tools], self.max_context)
         return self.chat.whole(messages, tools, generation_prompt)
 
     def answered(self, pid: str, episode_id: str, key: str) -> dict[str, Any] | None:
@@ -92,13 +106,43 @@ class Episodes:
             return episode.answered[1] if episode is not None and episode.answered is not None and episode.answered[0] == key else None
 
     def prepare(self, pid: str, body: SampleRequest, key: str | None = None) -> tuple[Request, PendingTurn]:
-        """Checks a sample request and builds its engine request (no model work)."""
+        """Checks a sample request and builds its engine request (no model work). The lock is held
+        only to read the policy and the episode: the text is measured, rendered and tokenised
+        outside it, so a long one never holds up another request or the scheduler's admissions."""
+        p, episode = self._turn_of(pid, body)
+        max_tokens = body.sampling.max_tokens
+        if episode is not None:
+            # An episode is replaced, never changed, when a turn is recorded: this one stays as read.
+            self.bound.check("append", body.append, self.max_context - len(episode.ids) - len(episode.forced) - max_tokens)
+            prompt = episode.forced + self.chat.delta(episode.assistant or {"role": "assistant", "content": ""}, body.append or [])
+            prefix, grammar = episode.ids + prompt, episode.grammar
+        else:
+            self.bound.check("messages and tools", [body.messages, body.tools], self.max_context - max_tokens)
+            prompt = self.chat.first(body.messages or [], body.tools)
+            prefix = prompt
+            grammar = self.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
+        if len(prefix) + max_tokens > self.max_context:
+            raise WorkerError(400, "CONTEXT_TOO_LONG", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context}")
+        context = PendingTurn(p, body.episode_id, prompt, prefix, p.version, body.version, key, grammar)
+
+        def admit() -> None:  # on the scheduler thread, when the sequence starts
+            with self.lock:
+                if self.table.find(pid) is not p:
+                    raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
+                self.table.check_version(p, context.want)
+                context.version = p.version
+
+        rule = SamplingRule(body.sampling.temperature, body.sampling.top_p)
+        request = Request(p.adapter, f"{pid}/{body.episode_id}", prefix, rule, max_tokens, self.eos_ids, body.sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
+        return request, context
+
+    def _turn_of(self, pid: str, body: SampleRequest) -> tuple[HeldPolicy, Episode | None]:
+        """The policy and the episode (None: a first turn) a sample request continues, checked
+        under the lock: the version, the sampling rule, the episode cap, and the turn's kind."""
         with self.lock:
             p = self.table.get(pid)
             self.table.check_version(p, body.version)
-            sampling = body.sampling
-            rule = SamplingRule(sampling.temperature, sampling.top_p)
-            if sampling.purpose == "train" and not rule.exact:
+            if body.sampling.purpose == "train" and not SamplingRule(body.sampling.temperature, body.sampling.top_p).exact:
                 raise WorkerError(
                     400,
                     "VALIDATION_FAILED",
@@ -108,36 +152,16 @@ class Episodes:
             episode = p.episodes.get(episode_id)
             if episode is None and len(p.episodes) >= self.limits.episodes_per_policy:
                 raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
-            if episode is not None:
-                if body.messages:
-                    raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
-                if body.constrain_tool_calls and episode.grammar is None:
-                    raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} was not started with constrain_tool_calls: its turns are free text")
-                prompt = episode.forced + self.chat.delta(episode.assistant or {"role": "assistant", "content": ""}, body.append or [])
-                prefix = episode.ids + prompt
-                grammar = episode.grammar
-            else:
-                if not body.messages:
-                    raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
-                if body.constrain_tool_calls and not body.tools:
-                    raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them")
-                prompt = self.chat.first(body.messages, body.tools)
-                prefix = prompt
-                grammar = self.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
-            max_tokens = sampling.max_tokens
-            if len(prefix) + max_tokens > self.max_context:
-                raise WorkerError(400, "VALIDATION_FAILED", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context}")
-            context = PendingTurn(p, episode_id, prompt, prefix, p.version, body.version, key, grammar)
-
-            def admit() -> None:  # on the scheduler thread, when the sequence starts
-                with self.lock:
-                    if self.table.find(pid) is not p:
-                        raise WorkerError(404, "NOT_FOUND", f"policy {pid!r} not found")
-                    self.table.check_version(p, context.want)
-                    context.version = p.version
-
-            request = Request(p.adapter, f"{pid}/{episode_id}", prefix, rule, max_tokens, self.eos_ids, sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
-            return request, context
+        if episode is not None:
+            if body.messages:
+                raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
+            if body.constrain_tool_calls and episode.grammar is None:
+                raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} was not started with constrain_tool_calls: its turns are free text")
+        elif not body.messages:
+            raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
+        elif body.constrain_tool_calls and not body.tools:
+            raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them")
+        return p, episode
 
     def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str, float]) -> dict[str, Any]:
         """Records the turn in its episode and returns the completion (text, tool calls). A keyed

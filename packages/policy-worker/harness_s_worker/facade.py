@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -23,18 +24,25 @@ from .schemas import ChatRequest, SampleRequest, Sampling, Version
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
 
 
-def conversation_key(pid: str, version: int, messages: list[dict[str, Any]]) -> str:
+def conversation_keys(pid: str, version: int, messages: list[dict[str, Any]]) -> list[str]:
+    """The key of each prefix of a conversation (`keys[n]`: its first n messages), each chained from
+    the one before, so every prefix of a long conversation is keyed in one pass over it."""
+
     def shape(m: dict[str, Any]) -> dict[str, Any]:
         calls = [{"name": c.get("function", {}).get("name"), "arguments": c.get("function", {}).get("arguments")} for c in m.get("tool_calls") or []]
         return {"role": m.get("role"), "content": m.get("content") or "", "calls": calls}
 
-    return hashlib.sha256(json.dumps([pid, version, [shape(m) for m in messages]], sort_keys=True).encode()).hexdigest()
+    keys = [hashlib.sha256(json.dumps([pid, version]).encode()).hexdigest()]
+    for m in messages:
+        keys.append(hashlib.sha256(f"{keys[-1]}:{json.dumps(shape(m), sort_keys=True)}".encode()).hexdigest())
+    return keys
 
 
 class Facade:
     def __init__(self, policies: Policies) -> None:
         self.policies = policies
         self.known: OrderedDict[str, str] = OrderedDict()
+        self.lock = threading.Lock()  # `known`: requests and responses run on the thread pool
 
     def request(self, body: ChatRequest) -> tuple[str, SampleRequest, list[dict[str, Any]]]:
         """(policy id, the sample request, the messages as sent) for a chat body."""
@@ -46,10 +54,14 @@ class Facade:
         purpose = "train" if SamplingRule(body.temperature, body.top_p).exact else "eval"
         sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.max_tokens or 64, seed=body.seed, purpose=purpose)
         messages = body.messages
+        # Measured before anything else reads them (a first turn's bound: what the messages continue is not known yet).
+        self.policies.bound.check("messages and tools", [messages, body.tools], self.policies.adapted.max_context() - sampling.max_tokens)
+        keys = conversation_keys(pid, version, messages)
         for cut in range(len(messages) - 1, 0, -1):
             if messages[cut - 1].get("role") != "assistant":
                 continue
-            episode = self.known.get(conversation_key(pid, version, messages[:cut]))
+            with self.lock:
+                episode = self.known.get(keys[cut])
             if episode is not None and episode in p.episodes:
                 return pid, SampleRequest(episode_id=episode, version=Version(exact=version), append=messages[cut:], sampling=sampling), messages
         episode = f"chat-{uuid.uuid4().hex[:12]}"
@@ -60,9 +72,11 @@ class Facade:
         message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
         if comp.get("tool_calls"):
             message["tool_calls"] = comp["tool_calls"]
-        self.known[conversation_key(pid, out["policy_version"], [*messages, message])] = req.episode_id
-        while len(self.known) > KEPT:
-            self.known.popitem(last=False)
+        key = conversation_keys(pid, out["policy_version"], [*messages, message])[-1]
+        with self.lock:
+            self.known[key] = req.episode_id
+            while len(self.known) > KEPT:
+                self.known.popitem(last=False)
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "tool_calls" if comp.get("tool_calls") else comp["finish_reason"], "token_ids": comp["ids"]}
         if comp.get("parse_error"):
             choice["parse_error"] = comp["parse_error"]

@@ -29,6 +29,7 @@ from .limits import Limits
 from .ppo import Allowed
 from .replay import Turns
 from .schemas import CreatePolicy, ReplayTurn, Version
+from .textbound import TextBound
 from .toolcalls import parser_for
 
 
@@ -68,7 +69,8 @@ class Policies:
         self.model_name = model_name
         self.tokenizer = tokenizer
         self.eos_ids = eos_ids_of(model, tokenizer)
-        self.chat = ChatFormat(tokenizer, self.eos_ids)
+        self.bound = TextBound(tokenizer, self.adapted.max_context())
+        self.chat = ChatFormat(tokenizer, self.eos_ids, self.bound)
         self.tool_parser = tool_parser or parser_for(getattr(tokenizer, "chat_template", None))
         self.turns = Turns(self.chat, tokenizer, self.tool_parser)
         self.grammars = Grammars(tokenizer, self.tool_parser, self.eos_ids, int(getattr(getattr(model, "config", None), "vocab_size", 0) or len(tokenizer)))
@@ -76,7 +78,7 @@ class Policies:
         self.policies: dict[str, Policy] = {}
         self.lock = threading.RLock()  # the table above and each policy's fields
         self.engine = Engine(self.adapted, self.adapted.lock, self.adapted.activate, cache_bytes=self.limits.cache_mb << 20)
-        self.episodes = Episodes(self, self.lock, self.engine, self.grammars, self.chat, self.turns, self.eos_ids, self.limits, self.adapted.max_context())
+        self.episodes = Episodes(self, self.lock, self.engine, self.grammars, self.chat, self.turns, self.eos_ids, self.limits, self.adapted.max_context(), self.bound)
 
     def checkpoint(self, pid: str) -> dict[str, Any]:
         """Saves the policy's published adapter, optimizer state and version (see `checkpoints`)."""
@@ -172,10 +174,12 @@ class Policies:
         (under the tool-call constraint when the turns were sampled under it)."""
         if constrained and not tools:
             raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs the tools the turns were constrained to")
+        sampled = sum(len(t.completion_ids) for t in turns)
+        self.bound.check("messages, tools and appends", [messages, tools, [t.append for t in turns]], self.adapted.max_context() - sampled)
         prompts = self.turns.prompts(messages, tools, turns)
         ids = [t for prompt, turn in zip(prompts, turns, strict=True) for t in (*prompt, *turn.completion_ids)]
         if len(ids) > self.adapted.max_context():
-            raise WorkerError(400, "VALIDATION_FAILED", f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.adapted.max_context()}")
+            raise WorkerError(400, "CONTEXT_TOO_LONG", f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.adapted.max_context()}")
         mask = [m for prompt, turn in zip(prompts, turns, strict=True) for m in (*[0] * len(prompt), *[1] * len(turn.completion_ids))]
         allowed: list[Allowed | None] | None = [allowed_rows(self.grammars.grammar(tools or []), ids, mask)] if constrained else None
         logprobs = self.score(pid, version, [ids], allowed)[0]

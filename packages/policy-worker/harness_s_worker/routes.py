@@ -158,9 +158,10 @@ def sampling_routes(served: Served) -> APIRouter:
 
     @router.post("/v1/chat/completions")
     async def chat(body: ChatRequest) -> dict[str, Any]:
-        pid, req, messages = served.facade.request(body)
+        # Off the event loop: measuring and keying a conversation reads all of it.
+        pid, req, messages = await run_in_threadpool(served.facade.request, body)
         out = await served.sample_turn(pid, req)
-        return served.facade.response(pid, req, messages, out, body.logprobs)
+        return await run_in_threadpool(served.facade.response, pid, req, messages, out, body.logprobs)
 
     return router
 

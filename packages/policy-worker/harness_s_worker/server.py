@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from .facade import Facade
 from .limits import Limits
 from .policies import Policies
 from .routes import Served, health_routes, policy_routes, sampling_routes, update_routes
+from .textbound import TextBound
 from .threads import set_threads
 from .tiny import build_tiny, load_model
 from .updates import Updates
@@ -36,18 +38,19 @@ def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
 
 
 class BodyLimit:
-    """Refuses a body over `max_bytes` with 413: by its declared length before any of it is read,
-    or counted as it arrives (chunked)."""
+    """Refuses a body over its route's limit (`limit_of(path)`) with 413: by its declared length
+    before any of it is read, or counted as it arrives (chunked)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, limit_of: Callable[[str], int]) -> None:
+        self.app, self.limit_of = app, limit_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        max_bytes = self.limit_of(scope["path"])
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_large = error(413, "PAYLOAD_TOO_LARGE", f"request body exceeds {self.max_bytes} bytes")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        too_large = error(413, "PAYLOAD_TOO_LARGE", f"request body exceeds {max_bytes} bytes")
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
             return await too_large(scope, receive, send)
         # The body is read here, counted as it arrives, and replayed to the app: what the app would
         # have held anyway, never more than the limit.
@@ -57,7 +60,7 @@ class BodyLimit:
             message = await receive()
             messages.append(message)
             seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
+            if seen > max_bytes:
                 return await too_large(scope, receive, send)
             if message["type"] != "http.request" or not message.get("more_body"):
                 break
@@ -66,6 +69,19 @@ class BodyLimit:
             return messages.pop(0) if messages else await receive()
 
         return await self.app(scope, replayed, send)
+
+
+#: Routes whose body is a conversation (its text, and at most a context of token ids): their
+#: limit follows from the model's context as well as `--max-body-mb`.
+TEXT_ROUTES = re.compile(r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions)$")
+ID_JSON_BYTES = 12  # a token id and its separator in JSON, at most ("4294967295, ")
+
+
+def text_body_bytes(bound: TextBound) -> int:
+    """The most a text route's body can need: the most text the context can hold, as JSON (an
+    escape such as \\u001f is at most 6 bytes for each byte of text), a context of ids, and 1 MiB
+    for everything else. A body past it cannot be a turn that fits, so it is never read whole."""
+    return 6 * bound.limit(bound.context) + ID_JSON_BYTES * bound.context + (1 << 20)
 
 
 DRAIN_S = 30.0  # how long a stopping worker waits for its accepted updates
@@ -85,7 +101,8 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         await run_in_threadpool(updates.drain, drain_s, log)
 
     app = FastAPI(title="Harness-S policy worker", version="2", lifespan=lifespan)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    text_bytes = min(max_body_bytes, text_body_bytes(policies.bound))
+    app.add_middleware(BodyLimit, limit_of=lambda path: text_bytes if TEXT_ROUTES.match(path) else max_body_bytes)
     app.state.updates = updates
 
     @app.exception_handler(WorkerError)
