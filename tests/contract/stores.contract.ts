@@ -310,9 +310,9 @@ export function storeContract(name: string, fresh: (clock?: Clock) => Promise<St
         createdAt: 1,
         probe: { weightVersion: 2, checkedAt: 1 },
       });
-      await s.endpoints.put(rec("k1", "e1", "http://a"));
-      await s.endpoints.put(rec("k1", "e1", "http://b"));
-      await s.endpoints.put(rec("k2", "e1", "http://c"));
+      await s.endpoints.put(rec("k1", "e1", "http://a"), 100);
+      await s.endpoints.put(rec("k1", "e1", "http://b"), 100);
+      await s.endpoints.put(rec("k2", "e1", "http://c"), 100);
       expect(await s.endpoints.get("k1", "e1")).toEqual(rec("k1", "e1", "http://b"));
       expect((await s.endpoints.list("k1")).map((e) => e.url)).toEqual(["http://b"]);
       expect((await s.endpoints.list("k2")).map((e) => e.url)).toEqual(["http://c"]);

@@ -142,3 +142,149 @@ describe("policy endpoints", () => {
     }
   });
 });
+
+// Issue 52, items 10-12, over HTTP with loopback allowed (as `serve --allow-loopback-endpoints`).
+// A name stands for each non-loopback address (a stub resolver answers 127.0.0.1 first, then the
+// address): a guard that let the address through would reach this test's loopback listener, never
+// the address itself.
+describe("registration refuses what the guard or the HTTP client would change (issue 52)", () => {
+  const register = (apiUrl: string, secret: string, body: Record<string, unknown>) =>
+    fetch(`${apiUrl}/v1/policy-endpoints`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ id: "x", kind: "protocol-v2", policy: "p1", ...body }),
+    });
+  const answer = async (res: Response) => {
+    const body = await res.json();
+    return { status: res.status, code: body.error?.code ?? "ok", message: String(body.error?.message ?? ""), url: body.url as string | undefined };
+  };
+
+  it("an IPv6 form that embeds 127.x or sits in a private block is refused, URL_NOT_ALLOWED, with loopback allowed; the listener gets nothing", async () => {
+    const port = new URL(fakeUrl).port;
+    const answers: Record<string, string[]> = { "plain.test": ["127.0.0.1"] };
+    const embedded = [
+      "64:ff9b::7f00:1",
+      "2002:7f00:1::",
+      "::127.0.0.1",
+      "64:ff9b:1::7f00:1",
+      "::ffff:0:7f00:1",
+      "::ffff:127.0.0.1",
+      "2001:0:4136:e378:8000:63bf:80ff:fffe",
+      "3fff::1",
+    ];
+    for (const [i, address] of embedded.entries()) answers[`e${i}.test`] = ["127.0.0.1", address];
+    const deps = memoryApiDeps({ prober: new HttpEndpointProber({ allowLoopback: true, resolve: async (host) => answers[host] ?? [] }, systemClock) });
+    const k = await addKey(deps, "k-v6", ["rescues"]);
+    const v6Api = await startApi(deps);
+    reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
+    const before = seen.length;
+    try {
+      const got = [];
+      for (const [i, address] of embedded.entries()) {
+        const { status, code, message } = await answer(await register(v6Api.url, k, { url: `http://e${i}.test:${port}` }));
+        got.push([address, status, code, message.includes(`resolves to ${address}`)]);
+      }
+      expect(got).toEqual(embedded.map((address) => [address, 400, "URL_NOT_ALLOWED", true]));
+      expect(seen.length).toBe(before);
+      // The same setup reaches a name that answers loopback only.
+      expect((await answer(await register(v6Api.url, k, { url: `http://plain.test:${port}` }))).status).toBe(201);
+    } finally {
+      await v6Api.close();
+    }
+  });
+
+  it("a secret header the HTTP client owns, a name that is no token, or a value with CR, LF, NUL or padding is 400 VALIDATION_FAILED naming it; nothing is sent", async () => {
+    reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
+    const before = seen.length;
+    const names = [
+      "content-length",
+      "transfer-encoding",
+      "connection",
+      "expect",
+      "upgrade",
+      "keep-alive",
+      "host",
+      "te",
+      "trailer",
+      "proxy-authorization",
+      "Proxy-Connection",
+      "Sec-WebSocket-Key",
+      "Content-Length",
+    ];
+    const refusedAs = async (secretHeader: { name: string; value: string }, named: string) => {
+      const got = await answer(await register(api.url, keyA, { url: fakeUrl, secretHeader }));
+      return [JSON.stringify(secretHeader), got.status, got.code, got.message.includes(named)];
+    };
+    const byName = await Promise.all(names.map((name) => refusedAs({ name, value: "1" }, `secretHeader.name: "${name.toLowerCase()}"`)));
+    expect(byName).toEqual(names.map((name) => [JSON.stringify({ name, value: "1" }), 400, "VALIDATION_FAILED", true]));
+    const notTokens = ["x key", "x:y", "x\r\ny", "", "ключ"];
+    const byToken = await Promise.all(notTokens.map((name) => refusedAs({ name, value: "1" }, "secretHeader.name")));
+    expect(byToken).toEqual(notTokens.map((name) => [JSON.stringify({ name, value: "1" }), 400, "VALIDATION_FAILED", true]));
+    const values = ["t0k\r\nx-injected: 1", "t0k\nx", "t0k\rx", "t0k\0", " t0k", "t0k\t", "t0k\u0085", "tök"];
+    const byValue = await Promise.all(values.map((value) => refusedAs({ name: "x-api-key", value }, "secretHeader.value")));
+    expect(byValue).toEqual(values.map((value) => [JSON.stringify({ name: "x-api-key", value }), 400, "VALIDATION_FAILED", true]));
+    // An environment's secret header is the same schema.
+    const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
+    const rescue = await fetch(`${api.url}/v1/rescues`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keyA}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        poolId: "embedded",
+        failureTags: ["x"],
+        caller: { endpoint: "mine", environment: { kind: "openenv", url: fakeUrl, secretHeader: { name: "upgrade", value: "h2c" } }, task },
+      }),
+    });
+    const got = await answer(rescue);
+    expect([got.status, got.code], got.message).toEqual([400, "VALIDATION_FAILED"]);
+    expect(got.message).toContain('"upgrade"');
+    expect(seen.length).toBe(before);
+  });
+
+  it("stores the canonical URL the guard checked, and refuses spellings a parser would silently change (whitespace, controls, backslashes, Unicode, a query)", async () => {
+    const port = new URL(fakeUrl).port;
+    reply = (path) => (path.endsWith("/v2/policies/p1") ? v2State : {});
+    const canonical: [string, string][] = [
+      [`HTTP://127.0.0.1:${port}/A/../v2/`, `http://127.0.0.1:${port}/v2/`],
+      [`http://%31%32%37.0.0.1:${port}`, `http://127.0.0.1:${port}/`],
+      [`http://127.0.0.1:0${port}/v1/./`, `http://127.0.0.1:${port}/v1/`],
+    ];
+    const got = [];
+    for (const [typed] of canonical) {
+      const registered = await answer(await register(api.url, keyA, { id: "canon", url: typed }));
+      got.push([typed, registered.status, registered.url, (await (await call(keyA, "GET", "/canon")).json()).url]);
+    }
+    expect(got).toEqual(canonical.map(([typed, stored]) => [typed, 201, stored, stored]));
+    const before = seen.length;
+    const typedUrls = [
+      ` ${fakeUrl}`,
+      `\t${fakeUrl}`,
+      `${fakeUrl}\n`,
+      `http://127.0.0.1:${port}/v\n2`,
+      `http://127.0.0.1:${port}/v\t2`,
+      `http:\\\\127.0.0.1:${port}\\`,
+      `http://127.0.0.1:${port}\\v2`,
+      `http://１２７.０.０.１:${port}`,
+      `http://127.0.0.1:${port}/\u00a0`,
+      `${fakeUrl}/?api-version=1`,
+      `${fakeUrl}/#v2`,
+    ];
+    const refused = [];
+    for (const typed of typedUrls) {
+      const { status, code, message } = await answer(await register(api.url, keyA, { id: "typed", url: typed }));
+      refused.push([typed, status, code, message.includes("url: not accepted")]);
+    }
+    expect(refused).toEqual(typedUrls.map((typed) => [typed, 400, "VALIDATION_FAILED", true]));
+    expect(seen.length).toBe(before);
+    expect((await call(keyA, "GET", "/typed")).status).toBe(404);
+    // An environment's URL is read the same way.
+    const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
+    const rescue = await fetch(`${api.url}/v1/rescues`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keyA}`, "content-type": "application/json" },
+      body: JSON.stringify({ poolId: "embedded", failureTags: ["x"], caller: { endpoint: "canon", environment: { kind: "openenv", url: ` ${fakeUrl}` }, task } }),
+    });
+    const envGot = await answer(rescue);
+    expect([envGot.status, envGot.code, envGot.message.includes("url: not accepted")], envGot.message).toEqual([400, "VALIDATION_FAILED", true]);
+    await call(keyA, "DELETE", "/canon");
+  });
+});

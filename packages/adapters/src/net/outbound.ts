@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, fetch as undiciFetch } from "undici";
+import { canonicalCallerUrl } from "@harness-s/core";
 import { UrlNotAllowedError } from "../errors.ts";
 import { boundedFetch } from "../llm/bounded-fetch.ts";
 import { forbiddenRange } from "./address-ranges.ts";
@@ -22,21 +23,20 @@ const systemResolve = (hostname: string): Promise<string[]> =>
   );
 
 /**
- * A URL a caller gave, checked before any connection: http or https, no credentials in it, a
- * host whose every address is outside the refused ranges (`forbiddenRange`; the WHATWG parser
- * has already turned decimal, octal, hex and short IPv4 forms into dotted ones, and a trailing
- * dot resolves as the name it ends). Returns the URL as parsed.
+ * A URL a caller gave, checked before any connection: typed in printable ASCII (no whitespace,
+ * control, backslash or Unicode a parser would silently change: `canonicalCallerUrl`), http or
+ * https, no credentials in it, a host whose every address is outside the refused ranges
+ * (`forbiddenRange`; the WHATWG parser has already turned decimal, octal, hex and short IPv4
+ * forms into dotted ones and IPv6 into its compressed lowercase form, and a trailing dot resolves
+ * as the name it ends). Returns the URL as parsed: its `href` is what to connect to.
  *
  * @example
  * await checkOutboundUrl("http://0x7f.1:8000/v1", { allowLoopback: false }); // UrlNotAllowedError: … loopback
  */
 export async function checkOutboundUrl(raw: string, policy: OutboundPolicy): Promise<URL> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UrlNotAllowedError(raw, "not a URL");
-  }
+  const canonical = canonicalCallerUrl(raw);
+  if ("problem" in canonical) throw new UrlNotAllowedError(raw, canonical.problem);
+  const url = new URL(canonical.href);
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UrlNotAllowedError(raw, `only http and https are allowed, not ${url.protocol}`);
   if (url.username || url.password) throw new UrlNotAllowedError(raw, "credentials in the URL are not allowed (register a secret header instead)");
   await allowedAddresses(url.hostname.replace(/^\[|\]$/g, ""), policy, raw);
@@ -89,8 +89,8 @@ export function outboundFetch(policy: OutboundPolicy, limits = OUTBOUND_LIMITS):
   const dispatcher = new Agent({ connect: { lookup: guardedLookup(policy) as never } });
   const guarded = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const target = typeof input === "string" || input instanceof URL ? String(input) : input.url;
-    await checkOutboundUrl(target, policy);
-    const res = await undiciFetch(target, { ...(init as object), redirect: "manual", dispatcher } as never);
+    const checked = await checkOutboundUrl(target, policy);
+    const res = await undiciFetch(checked.href, { ...(init as object), redirect: "manual", dispatcher } as never);
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel().catch(() => undefined);
       throw new UrlNotAllowedError(target, `answered a redirect (${res.status}); redirects are not followed`);

@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import { Id } from "../names.ts";
+import { CallerUrl, MAX_CALLER_URL_CHARS, SecretHeader } from "./outbound-request.ts";
+
+export * from "./outbound-request.ts";
 
 /**
  * A policy a caller serves and a rescue samples from: protocol v2 (this project's worker, or any
@@ -10,16 +13,10 @@ import { Id } from "../names.ts";
 export const PolicyEndpointKind = z.enum(["protocol-v2", "openai-chat"]);
 export type PolicyEndpointKind = z.infer<typeof PolicyEndpointKind>;
 
-/** A header the endpoint wants on every request (its key): stored, never returned or logged. */
-export const SecretHeader = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9-]{1,100}$/, "a header name: letters, digits and -"),
-  value: z.string().min(1).max(4_096),
-});
-
 export const RegisterPolicyEndpoint = z.strictObject({
   id: Id,
   kind: PolicyEndpointKind,
-  url: z.string().min(1).max(2_000),
+  url: CallerUrl,
   policy: z.string().min(1).max(200),
   secretHeader: SecretHeader.optional(),
 });
@@ -29,16 +26,32 @@ export type RegisterPolicyEndpoint = z.infer<typeof RegisterPolicyEndpoint>;
 export const EndpointProbe = z.object({ weightVersion: z.number().int().min(0).nullable(), checkedAt: z.number() });
 export type EndpointProbe = z.infer<typeof EndpointProbe>;
 
-export const PolicyEndpointRecord = RegisterPolicyEndpoint.extend({ keyId: z.string().min(1), createdAt: z.number(), probe: EndpointProbe });
+/**
+ * A registration as stored, read back as stored: its URL already the canonical form the guard
+ * checked and its secret header checked when registered (a record kept from before a rule was
+ * added still reads, and is replaced by registering it again).
+ */
+export const PolicyEndpointRecord = RegisterPolicyEndpoint.extend({
+  url: z.string().min(1).max(MAX_CALLER_URL_CHARS),
+  secretHeader: z.object({ name: z.string().min(1), value: z.string() }).optional(),
+  keyId: z.string().min(1),
+  createdAt: z.number(),
+  probe: EndpointProbe,
+});
 export type PolicyEndpointRecord = z.infer<typeof PolicyEndpointRecord>;
 
 /** A registration as its key reads it back: the secret header's name only. */
 export const PolicyEndpointView = PolicyEndpointRecord.omit({ secretHeader: true, keyId: true }).extend({ secretHeader: z.object({ name: z.string() }).optional() });
 export type PolicyEndpointView = z.infer<typeof PolicyEndpointView>;
 
-/** Each key's registered endpoints, apart from every other key's. */
+/**
+ * Each key's registered endpoints, apart from every other key's. `put` holds the per-key limit
+ * itself, atomically with the write, so concurrent registrations never pass it: a new id is
+ * "created" while the key holds fewer than `limit`, else "full" (nothing written); an id the key
+ * already holds is "replaced" and counts once.
+ */
 export interface PolicyEndpointStore {
-  put(record: PolicyEndpointRecord): Promise<void>;
+  put(record: PolicyEndpointRecord, limit: number): Promise<"created" | "replaced" | "full">;
   get(keyId: string, id: string): Promise<PolicyEndpointRecord | undefined>;
   list(keyId: string): Promise<PolicyEndpointRecord[]>;
   delete(keyId: string, id: string): Promise<boolean>;
@@ -74,11 +87,12 @@ export async function registerPolicyEndpoint(
   keyId: string,
   deps: { endpoints: PolicyEndpointStore; prober: EndpointProber; clock: { now(): number } },
 ): Promise<PolicyEndpointView> {
+  // A cheap early answer for a full key (no probe sent); the store's write is what holds the limit.
   const existing = await deps.endpoints.list(keyId);
   if (existing.length >= ENDPOINTS_PER_KEY && !existing.some((e) => e.id === req.id)) throw new EndpointLimitError(ENDPOINTS_PER_KEY);
   const probe = await deps.prober.probe(req);
   const record = PolicyEndpointRecord.parse({ ...req, keyId, createdAt: deps.clock.now(), probe });
-  await deps.endpoints.put(record);
+  if ((await deps.endpoints.put(record, ENDPOINTS_PER_KEY)) === "full") throw new EndpointLimitError(ENDPOINTS_PER_KEY);
   return endpointView(record);
 }
 

@@ -4,7 +4,7 @@ import type { Rollout } from "../rollout/types.ts";
 import type { RolloutRunner } from "../ports.ts";
 import { Id, Name } from "../names.ts";
 import type { Task } from "../task.ts";
-import { SecretHeader } from "./caller-endpoints.ts";
+import { CallerUrl, SecretHeader } from "./caller-endpoints.ts";
 import type { Datum } from "./policy-protocol-v2.ts";
 
 /**
@@ -13,7 +13,7 @@ import type { Datum } from "./policy-protocol-v2.ts";
  * service's own environments by name (the task is then the service's own task of that id).
  */
 export const CallerEnvironment = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("openenv"), url: z.string().min(1).max(2_000), secretHeader: SecretHeader.optional() }),
+  z.strictObject({ kind: z.literal("openenv"), url: CallerUrl, secretHeader: SecretHeader.optional() }),
   z.strictObject({ kind: z.literal("builtin"), id: z.enum(["embedded"]) }),
 ]);
 export type CallerEnvironment = z.infer<typeof CallerEnvironment>;
