@@ -69,6 +69,20 @@ describe("usage by period, its export and quotes over HTTP", () => {
     expect(ids.every((cell) => !/^"?[=+\-@\t\r]/.test(cell))).toBe(true);
   });
 
+  it("quotes what the run will do: a run its budget stops at 1,000 rollouts is quoted for 1,000, and says so (issue 52, item 16)", async () => {
+    const post = (body: unknown) =>
+      fetch(`${api.url}/v1/quotes`, { method: "POST", headers: { authorization: `Bearer ${own}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const experiment = { seeds: Array.from({ length: 20 }, (_, i) => i + 1), train: { steps: 200, batchSize: 256 } };
+    const uncapped = await (await post({ experiment: { ...experiment, budget: { rollouts: 2_000_000 } } })).json();
+    const q = await (await post({ experiment: { ...experiment, budget: { rollouts: 1000 } } })).json();
+    expect(uncapped.rollouts).toBe(2_000_000); // the plan's ~16 million, stopped at the largest cap a request may name
+    expect(q.rollouts).toBe(1000);
+    expect(q.chargeUsd).toBeLessThan(uncapped.chargeUsd / 1000);
+    expect(q.caps).toMatchObject({ plannedRollouts: uncapped.caps.plannedRollouts, rollouts: 1000, binding: ["rollouts"] });
+    expect(q.caps.plannedRollouts).toBeGreaterThan(16_000_000);
+    expect(q.caps.note).toMatch(/its budget stops it at 1000: quoted for those 1000/);
+  });
+
   it("answers a bad period, granularity or format in the API's one error envelope, an invalid day as an invalid day (issue 52, item 15)", async () => {
     const refused = async (path: string) => {
       const res = await get(path, own);
@@ -97,6 +111,7 @@ describe("usage by period, its export and quotes over HTTP", () => {
     expect(body).toMatchObject({ basis: { source: "defaults", jobs: 0 } });
     expect(body.rollouts).toBeGreaterThan(1000);
     expect(body.chargeUsd).toBeGreaterThan(0);
+    expect(body.caps).toMatchObject({ rollouts: 100_000, binding: [] }); // every API run has a cap, 100,000 unless named
     expect((await post({ rescue: { poolId: "p", taskId: "t", failureTags: ["x"] } })).status).toBe(403);
     expect((await post({ experiment: { seeds: [1] }, extra: 1 })).status).toBe(400);
     expect((await fetch(`${api.url}/v1/quotes`, { method: "POST", body: "{}" })).status).toBe(401);

@@ -21,6 +21,24 @@ export const QuoteBasis = z.object({
 });
 export type QuoteBasis = z.infer<typeof QuoteBasis>;
 
+/** What a budget's caps do to a quoted experiment (or, for a rescue, that its budget may stop it sooner). */
+export const QuoteCaps = z.object({
+  /** Rollouts the plan runs to its end, no cap applied. */
+  plannedRollouts: z.number().int().min(0),
+  /** The budget's rollout cap: the run stops cleanly at it, so the quote prices at most this many. */
+  rollouts: z.number().int().positive().optional(),
+  /** The budget's cap on the charge at the tariff: a request quoted above it is refused (402) before any work. */
+  usd: z.number().positive().optional(),
+  /**
+   * The caps that bind: "rollouts" when the plan runs more than the cap (the quote prices the
+   * rollouts up to it), "usd" when the quoted charge is above the USD cap (the run is refused).
+   */
+  binding: z.array(z.enum(["rollouts", "usd"])),
+  /** The same in words. */
+  note: z.string(),
+});
+export type QuoteCaps = z.infer<typeof QuoteCaps>;
+
 export const Quote = z.object({
   rollouts: z.number().int().min(0),
   /** Estimated usage: compute time, GB-seconds, DynamoDB units, SQS requests, GPU seconds. */
@@ -29,5 +47,7 @@ export const Quote = z.object({
   /** What the key would be charged at the tariff. */
   chargeUsd: z.number().min(0),
   basis: QuoteBasis,
+  /** Present for an experiment, and for a rescue with a budget of its own; absent in quotes recorded before caps were quoted. */
+  caps: QuoteCaps.optional(),
 });
 export type Quote = z.infer<typeof Quote>;

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { armDefinition } from "../experiment/arms.ts";
+import { armDefinition, runOrder } from "../experiment/arms.ts";
 import { TrainConfig } from "../training/config.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices } from "./cost-of-goods.ts";
 import { ExperimentRequest, type ExperimentPlan } from "./experiment-records.ts";
 import type { Usage, UsageMeter } from "./ports.ts";
 import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
-import { Quote, type QuoteBasis } from "./quote-schema.ts";
+import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
 import { RescueRequest } from "./rescue-jobs.ts";
 
 /**
@@ -68,35 +68,65 @@ export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<Quo
 /** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
 export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
-type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks">;
+type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget">;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
 export type Quotable = QuoteRequest | { experiment: Plan };
 
+/** A stretch of a run's rollouts, and how many of them are an arm's extra (rescue, resample, re-anchor) rollouts. */
+interface Stretch {
+  rollouts: number;
+  extra: number;
+}
+
 /**
- * The rollouts an experiment will run: per seed, the initial evaluation (H0 on both splits and
- * Rank-1 held-out), then per arm its training (steps × batch × group, plus the rescue share for an
- * arm that rescues: its `extra` rollouts), its learning-curve points (before training and every
+ * The rollouts an experiment will run, in the order it runs them: per seed, the initial
+ * evaluation (H0 on both splits and Rank-1 held-out), then each arm (the budget source first,
+ * `runOrder`): its training (steps × batch × group, plus the rescue share for an arm that
+ * rescues: its `extra` rollouts), its learning-curve points (before training and every
  * `curveEvery` steps, Avg@3 on `curveTasks`) and its final evaluation; each evaluation covers at
  * most `evalTasks` tasks per split.
  */
-export function plannedRolloutKinds(plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } {
+export function plannedStretches(plan: Plan, basis: QuoteBasis): Stretch[] {
   const t = TrainConfig.parse(plan.train);
   const cap = plan.evalTasks ?? Number.POSITIVE_INFINITY;
   const [train, heldout] = [Math.min(basis.evalTasks.train, cap), Math.min(basis.evalTasks.heldout, cap)];
   const s = plan.evalSamples;
   const training = t.steps * t.batchSize * t.groupSize;
-  const perArm = plan.arms.map((arm) => {
-    const def = armDefinition(arm);
+  const arm = (name: string): Stretch => {
+    const def = armDefinition(name);
     const extra = def.rescue === "none" ? 0 : training * basis.rescueShare;
     const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
     return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra };
-  });
-  const sum = (f: "rollouts" | "extra") => perArm.reduce((n, a) => n + a[f], 0);
-  const extra = Math.round(plan.seeds.length * sum("extra"));
-  return { rollouts: Math.round(plan.seeds.length * ((train + 2 * heldout) * s + sum("rollouts"))), extra };
+  };
+  const arms = runOrder(plan.arms).map(arm);
+  return plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0 }, ...arms]);
 }
 
+const total = (stretches: readonly Stretch[]) => ({
+  rollouts: Math.round(stretches.reduce((n, x) => n + x.rollouts, 0)),
+  extra: Math.round(stretches.reduce((n, x) => n + x.extra, 0)),
+});
+
+/** Every rollout an experiment's plan runs to its end ({@link plannedStretches}), no cap applied. */
+export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } => total(plannedStretches(plan, basis));
 export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
+
+/**
+ * The rollouts a run does before its budget's rollout cap stops it (every rollout counts): the
+ * stretches before the cap whole, then the first part of the one it falls in, that stretch's
+ * extra rollouts pro rata (an arm's rescues come with its training steps).
+ */
+export function rolloutsWithinCap(plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } {
+  let left = plan.budget?.rollouts ?? Number.POSITIVE_INFINITY;
+  const done: Stretch[] = [];
+  for (const x of plannedStretches(plan, basis)) {
+    if (left <= 0) break;
+    const part = Math.min(1, left / x.rollouts);
+    done.push({ rollouts: x.rollouts * part, extra: x.extra * part });
+    left -= x.rollouts;
+  }
+  return total(done);
+}
 
 /**
  * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
@@ -115,11 +145,57 @@ export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tar
   });
 }
 
-/** What a quote request would cost: an experiment's planned rollouts, or a rescue's k × rollouts per harness. */
+/**
+ * What an experiment's budget does to its quote: a rollout cap below the plan stops the run there
+ * (the quote is for the rollouts up to it); a USD cap below the quoted charge refuses the run
+ * (402, before any work), and otherwise stops it should its charge reach the cap.
+ */
+export function experimentCaps(q: Quote, plannedRollouts: number, budget: Plan["budget"]): QuoteCaps {
+  const stops = budget !== undefined && plannedRollouts > budget.rollouts;
+  const refused = budget?.usd !== undefined && q.chargeUsd > budget.usd;
+  const notes = [
+    stops
+      ? `the plan runs ${plannedRollouts} rollouts and its budget stops it at ${budget.rollouts}: quoted for those ${budget.rollouts}`
+      : `the plan runs ${plannedRollouts} rollouts, within its budget${budget ? `'s cap of ${budget.rollouts}` : " (none set)"}: quoted to its end`,
+    ...(budget?.usd === undefined
+      ? []
+      : [
+          refused
+            ? `the quoted charge of ${q.chargeUsd} USD is above its budget's ${budget.usd} USD: it is refused (402) before any work`
+            : `its budget's ${budget.usd} USD stops it should its charge reach that`,
+        ]),
+  ];
+  return {
+    plannedRollouts,
+    ...(budget ? { rollouts: budget.rollouts } : {}),
+    ...(budget?.usd !== undefined ? { usd: budget.usd } : {}),
+    binding: [...(stops ? ["rollouts" as const] : []), ...(refused ? ["usd" as const] : [])],
+    note: notes.join("; "),
+  };
+}
+
+/** A caller rescue's own budget (tokens, environment time) may stop its slots before all of them ran: the quote is its most. */
+function rescueCaps(rollouts: number, budget: NonNullable<RescueRequest["caller"]>["budget"]): QuoteCaps | undefined {
+  if (!budget) return undefined;
+  const limits = [budget.policyTokens && `${budget.policyTokens} policy tokens`, budget.environmentSeconds && `${budget.environmentSeconds} s in the environment`].filter(Boolean);
+  return {
+    plannedRollouts: rollouts,
+    binding: [],
+    note: `at most ${rollouts} rollouts: its budget (${limits.join(", ")}) stops its slots once spent, which this quote does not price`,
+  };
+}
+
+/**
+ * What a quote request would cost: an experiment's rollouts up to its budget's rollout cap (and
+ * what its caps do, `caps`), or a rescue's k × rollouts per harness.
+ */
 export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
   if ("experiment" in req) {
-    const planned = plannedRolloutKinds(req.experiment, basis);
-    return quoteRollouts(planned.rollouts, basis, prices, planned.extra);
+    const run = rolloutsWithinCap(req.experiment, basis);
+    const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
+    return Quote.parse({ ...q, caps: experimentCaps(q, plannedRollouts(req.experiment, basis), req.experiment.budget) });
   }
-  return quoteRollouts((req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness, basis, prices);
+  const rollouts = (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
+  const caps = rescueCaps(rollouts, req.rescue.caller?.budget);
+  return caps ? Quote.parse({ ...quoteRollouts(rollouts, basis, prices), caps }) : quoteRollouts(rollouts, basis, prices);
 }
