@@ -137,24 +137,26 @@ def test_many_medium_messages_or_a_later_append_past_what_is_left_are_refused_by
 
 def test_a_sample_beside_an_8_mb_one_finishes_in_a_small_multiple_of_its_time_alone(client):
     client.put("/v2/policies/p", json=SPEC)
-    alone = []
-    for i in range(5):
-        start = time.perf_counter()
-        assert post(client, "/v2/policies/p/sample", {"episode_id": f"a{i}", **NORMAL}).status_code == 200
-        alone.append(time.perf_counter() - start)
     huge = json.dumps({"episode_id": "big", "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}]}).encode()
     # Variant: a body the route reads whole (1 MB), whose text is then refused by its bytes.
     medium = json.dumps({"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}).encode()
-    beside = []
-    for i, body in enumerate([huge, medium, huge, medium]):
+
+    def timed(episode):
+        start = time.perf_counter()
+        assert post(client, "/v2/policies/p/sample", {"episode_id": episode, **NORMAL}).status_code == 200
+        return time.perf_counter() - start
+
+    timed("warm")
+    alone, beside = [], []
+    # Alone and beside in turns, so a busy moment of the machine falls on both alike.
+    for i, body in enumerate([huge, medium, huge, medium, huge]):
+        alone.append(timed(f"a{i}"))
         big = threading.Thread(target=post, args=(client, "/v2/policies/p/sample", body))
         big.start()
-        start = time.perf_counter()
-        assert post(client, "/v2/policies/p/sample", {"episode_id": f"b{i}", **NORMAL}).status_code == 200
-        beside.append(time.perf_counter() - start)
+        beside.append(timed(f"b{i}"))
         big.join()
-    ratio = max(sorted(beside)[1:3]) / sorted(alone)[2]
-    assert ratio < 4, (beside, alone)  # at d06641f: 561x
+    ratio = sorted(beside)[2] / sorted(alone)[2]
+    assert ratio < 4, (beside, alone)  # at d06641f: 1,008x
 
 
 def test_a_slow_tokenisation_holds_up_no_other_request(client, monkeypatch):
