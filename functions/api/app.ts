@@ -1,4 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { NotFoundError } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
 import { apiRouter, errorResponse, limitUrl, meterRequest, type ApiEnv } from "./http.ts";
 import { documentConfig, registerSecurity } from "./openapi-parts.ts";
@@ -16,7 +17,8 @@ import { routeApp } from "./routes/route.ts";
 /**
  * The router API: each resource's routes, handlers and response schemas live in `routes/<resource>.ts`
  * (handlers only authorise, parse, call one use-case and map the result); this mounts them, with
- * the URL limit, compute metering and the one error mapping (`errorResponse`).
+ * the URL limit, compute metering and the one error mapping (`errorResponse`, a path or method
+ * no route has included).
  *
  * @example
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
@@ -35,7 +37,8 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/experiments", experimentsApp(deps))
     .route("/v1/quotes", quotesApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
-    .onError(errorResponse);
+    .onError(errorResponse)
+    .notFound((c) => errorResponse(new NotFoundError("route", `${c.req.method} ${c.req.path}`), c));
   registerSecurity(app);
   return app;
 }

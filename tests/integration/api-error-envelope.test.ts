@@ -148,6 +148,17 @@ describe("every route of the served OpenAPI document answers bad input with the 
   });
 });
 
+describe("a path or method no route has", () => {
+  it.each([
+    ["GET", "/v1/nothing"],
+    ["DELETE", "/v1/quotes"],
+  ])("%s %s is a 404 NOT_FOUND in the same envelope (was hono's plain-text 404)", async (method, path) => {
+    const res = await send(method, `${api.url}${path}`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: { code: "NOT_FOUND", message: `route "${method} ${path}" not found` } });
+  });
+});
+
 describe("a route that attaches zod validators (none does today) answers their failures in the same envelope", () => {
   const app = apiRouter()
     .openapi(
