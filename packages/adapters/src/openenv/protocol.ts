@@ -29,8 +29,36 @@ export const ListToolsAction = z.object({ type: z.literal("list_tools") });
 export const OpenEnvAction = z.discriminatedUnion("type", [CallToolAction, ListToolsAction]);
 export type OpenEnvAction = z.infer<typeof OpenEnvAction>;
 
+/**
+ * What `reset` takes: every argument optional, as an OpenEnv client calls `reset()` (TRL's
+ * `environment_factory` with a seed, or nothing). `task_id` names the task; without it the
+ * server draws one of its training tasks from the seed. Further keys are the environment's own
+ * reset arguments, passed through.
+ */
+export const OpenEnvResetData = z.looseObject({
+  task_id: z.string().min(1).max(200).nullish().describe("the task to run; default: one of the server's training tasks, drawn from the seed"),
+  seed: z.number().int().nullish().describe("seeds the episode (and, without task_id, picks its task); default: drawn by the server"),
+  episode_id: z.string().min(1).max(512).nullish().describe("the episode's id, echoed in state; default: made by the server"),
+});
+export type OpenEnvResetData = z.infer<typeof OpenEnvResetData>;
+
+/** The codes of the errors an OpenEnv server of this project answers (`{type: "error", data: {message, code}}`, or an HTTP route's `detail`). */
+export const OPENENV_ERROR_CODES = [
+  "INVALID_JSON",
+  "INVALID_MESSAGE",
+  "UNKNOWN_TASK",
+  "NO_EPISODE",
+  "TOOL_NOT_FOUND",
+  "EXECUTION_ERROR",
+  "NOT_FOUND",
+  "PAYLOAD_TOO_LARGE",
+  "REQUEST_TIMEOUT",
+  "INTERNAL",
+] as const;
+export type OpenEnvErrorCode = (typeof OPENENV_ERROR_CODES)[number];
+
 export const OpenEnvClientMessage = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("reset"), data: z.record(z.string(), z.unknown()).default({}) }),
+  z.object({ type: z.literal("reset"), data: OpenEnvResetData.default({}) }),
   z.object({ type: z.literal("step"), data: OpenEnvAction }),
   z.object({ type: z.literal("state") }).loose(),
   z.object({ type: z.literal("close") }).loose(),

@@ -1,5 +1,5 @@
 import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters";
-import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, rowTask } from "@harness-s/dbbench";
+import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, readSplits, rowTask } from "@harness-s/dbbench";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
 import { writeFile } from "node:fs/promises";
 import type { CallerTask, Environment, Task } from "@harness-s/core";
@@ -41,6 +41,7 @@ export async function builtinOpenEnv(
     const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
     return {
       trainTasks: () => instance.train.map((t) => embeddedCallerTask(setup.env, t)),
+      resetTasks: instance.train.map((t) => t.id),
       env: new TextEnvironment(setup.env),
       tasks: { get: async (id) => byId.get(id) },
       describeTools: (actions) => embeddedToolSchemas(actions).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
@@ -50,11 +51,13 @@ export async function builtinOpenEnv(
   }
   const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];
   const byId = new Map(rows.map((r) => [r.id, rowTask(r)]));
+  const { train } = await readSplits(BUNDLED_DATA_DIR);
   const engine = await openEngine({ engine: opts.engine, mysqlUrl: opts.mysqlUrl });
   const byAction = new Map(dbbenchTools.map((t) => [t.action, t]));
   return {
     env: new DbBenchEnvironment(rows, engine),
     tasks: { get: async (id) => byId.get(id) },
+    resetTasks: train,
     describeTools: (actions) => actions.map((a) => ({ name: a, description: byAction.get(a)?.description ?? "", input_schema: byAction.get(a)?.parameters ?? {} })),
     submit: "submit",
     shutdown: () => engine.shutdown(),
@@ -69,6 +72,7 @@ async function remoteOpenEnv(remote: Awaited<ReturnType<typeof openRemoteEnv>>):
   return {
     env: remote.base.env,
     tasks: { get: async (id) => byId.get(id) },
+    resetTasks: sets.train.map((t) => t.id),
     describeTools: (actions) => actions.map((a) => ({ name: a, description: schemaOf(a)?.description ?? "", input_schema: schemaOf(a)?.parameters ?? {} })),
     submit: "submit",
     shutdown: remote.stop,
@@ -77,8 +81,9 @@ async function remoteOpenEnv(remote: Awaited<ReturnType<typeof openRemoteEnv>>):
 
 /**
  * `harness-s env-serve --env embedded|dbbench|appworld|swe-gym`: a built-in environment over the OpenEnv protocol
- * (a WebSocket session per episode at /ws; reset with `{"task_id": …}`), so a trainer of your own
- * can run it, and a rescue can name it as the caller's environment. Ctrl-C stops it.
+ * (a WebSocket session per episode at /ws; reset with `{"task_id": …}`, or with a seed alone to
+ * draw a training task), so a trainer of your own can run it, and a rescue can name it as the
+ * caller's environment. Ctrl-C stops it.
  */
 export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
   const parts = await builtinOpenEnv(opts, (line) => console.error(line));
@@ -88,7 +93,8 @@ export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
     await writeFile(opts.tasksOut, `${JSON.stringify({ env: opts.env, tasks }, null, 1)}\n`);
     console.log(`wrote ${tasks.length} training tasks to ${opts.tasksOut}`);
   }
-  const server = await startOpenEnvServer(parts, opts.port, opts.host);
+  const bounds = { sessionIdleSeconds: opts.sessionIdleSeconds, maxSessions: opts.maxSessions, maxSessionsPerAddress: opts.maxSessionsPerAddress };
+  const server = await startOpenEnvServer({ ...parts, ...bounds }, opts.port, opts.host);
   console.log(`harness-s env-serve (${opts.env}, OpenEnv protocol) on ${server.url}: WebSocket sessions at ${server.url.replace(/^http/, "ws")}/ws; Ctrl-C stops it`);
   const stop = async () => {
     await server.close();

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { OPENENV_SERVER_DEFAULTS } from "@harness-s/adapters/openenv/server-limits";
 import { GATEWAY_ENVS } from "@harness-s/functions/api/gateway-config";
 import { flag } from "../declare.ts";
-import { int, port } from "../flags.ts";
+import { int, num, port } from "../flags.ts";
 import { remoteEnvFlags } from "../remote-env-flags.ts";
 
 // The serving commands' flags, apart from their declarations: the commands import them too.
@@ -58,6 +59,17 @@ export const EnvServeOptions = z.strictObject({
   engine: flag(z.enum(["mysql", "sqlite"]).default("sqlite"), "<e>", "with --env dbbench: the SQL engine"),
   mysqlUrl: flag(z.url().default("mysql://root@127.0.0.1:3306"), "<url>", "with --env dbbench and --engine mysql: the MySQL/MariaDB server"),
   tasksOut: flag(z.string().min(1).optional(), "<file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset"),
+  sessionIdleSeconds: flag(
+    num((n) => n.positive().max(86_400)).default(OPENENV_SERVER_DEFAULTS.sessionIdleSeconds),
+    "<s>",
+    "close a WebSocket session (code 1001) after this many seconds without a message from its client",
+  ),
+  maxSessions: flag(int(1, 65_536).default(OPENENV_SERVER_DEFAULTS.maxSessions), "<n>", "WebSocket sessions at once (a further one is refused with 503)"),
+  maxSessionsPerAddress: flag(
+    int(1, 65_536).default(OPENENV_SERVER_DEFAULTS.maxSessionsPerAddress),
+    "<n>",
+    "WebSocket sessions one remote address may hold at once (a further one is refused with 429)",
+  ),
   ...remoteEnvFlags(2),
 });
 export type EnvServeOptions = z.infer<typeof EnvServeOptions>;
