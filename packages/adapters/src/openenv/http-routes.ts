@@ -14,8 +14,12 @@ export const OPENENV_HTTP_STATUS: Record<OpenEnvErrorCode, number> = {
   TOOL_NOT_FOUND: 400,
   EXECUTION_ERROR: 500,
   NOT_FOUND: 404,
+  BAD_REQUEST: 400,
+  HEADERS_TOO_LARGE: 431,
   PAYLOAD_TOO_LARGE: 413,
   REQUEST_TIMEOUT: 408,
+  SESSIONS_FULL: 503,
+  ADDRESS_SESSIONS_FULL: 429,
   INTERNAL: 500,
 };
 
@@ -155,6 +159,16 @@ export async function answerHttp(req: IncomingMessage, res: ServerResponse, deps
   }
 }
 
+/** An error answer written on a raw socket (no request object: a refused upgrade, a request the parser refused), then the connection closed. */
+export function answerOnSocket(socket: Duplex, code: OpenEnvErrorCode, message: string): void {
+  const status = OPENENV_HTTP_STATUS[code];
+  const body = JSON.stringify({ detail: { code, message } });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+/** What a request the HTTP parser refused is answered, by the parser's error code. */
+const CLIENT_ERRORS: Record<string, OpenEnvErrorCode> = { HPE_HEADER_OVERFLOW: "HEADERS_TOO_LARGE", ERR_HTTP_REQUEST_TIMEOUT: "REQUEST_TIMEOUT" };
+
 /**
  * Answers a request the HTTP parser refused (a garbage request line, headers too large or too
  * slow) with its status and closes the connection; a connection already gone is dropped.
@@ -164,9 +178,5 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  const body = JSON.stringify({
-    detail: { code: status === 408 ? "REQUEST_TIMEOUT" : "INVALID_MESSAGE", message: `not a request this server reads (${err.code ?? "bad request"})` },
-  });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  answerOnSocket(socket, CLIENT_ERRORS[err.code ?? ""] ?? "BAD_REQUEST", `not a request this server reads (${err.code ?? "bad request"})`);
 }

@@ -51,8 +51,12 @@ export const OPENENV_ERROR_CODES = [
   "TOOL_NOT_FOUND",
   "EXECUTION_ERROR",
   "NOT_FOUND",
+  "BAD_REQUEST",
+  "HEADERS_TOO_LARGE",
   "PAYLOAD_TOO_LARGE",
   "REQUEST_TIMEOUT",
+  "SESSIONS_FULL",
+  "ADDRESS_SESSIONS_FULL",
   "INTERNAL",
 ] as const;
 export type OpenEnvErrorCode = (typeof OPENENV_ERROR_CODES)[number];

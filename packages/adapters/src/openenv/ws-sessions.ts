@@ -1,17 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { pathOf } from "./http-routes.ts";
-import type { OpenEnvServerMessage } from "./protocol.ts";
+import { answerOnSocket, pathOf } from "./http-routes.ts";
+import type { OpenEnvErrorCode, OpenEnvServerMessage } from "./protocol.ts";
 import { IDLE_CLOSE, type OpenEnvServerLimits } from "./server-limits.ts";
 import { errorAnswer, type OpenEnvSession } from "./session.ts";
-
-/** Refuses an upgrade before it is one: a plain HTTP answer, then the connection closed. */
-function refuse(socket: Duplex, status: 404 | 429 | 503, message: string): void {
-  const reason = { 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable" }[status];
-  const body = JSON.stringify({ detail: { code: status === 404 ? "NOT_FOUND" : "INVALID_MESSAGE", message } });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-}
 
 /** A frame's text, or an error answer for one this protocol does not read. */
 function textOf(data: RawData, isBinary: boolean): string | OpenEnvServerMessage {
@@ -89,16 +82,16 @@ export function openEnvSockets(limits: OpenEnvServerLimits, newSession: () => Op
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       socket.on("error", () => socket.destroy());
       const address = req.socket.remoteAddress ?? "unknown";
-      const refusal: [404 | 429 | 503, string] | undefined =
+      const refusal: [OpenEnvErrorCode, string] | undefined =
         pathOf(req.url) !== "/ws"
-          ? [404, "WebSocket sessions are at /ws"]
+          ? ["NOT_FOUND", "WebSocket sessions are at /ws"]
           : open >= limits.maxSessions
-            ? [503, `the server holds its ${limits.maxSessions} sessions: try again later`]
+            ? ["SESSIONS_FULL", `the server holds its ${limits.maxSessions} sessions: try again later`]
             : (byAddress.get(address) ?? 0) >= limits.maxSessionsPerAddress
-              ? [429, `this address holds ${limits.maxSessionsPerAddress} sessions, as many as one address may`]
+              ? ["ADDRESS_SESSIONS_FULL", `this address holds ${limits.maxSessionsPerAddress} sessions, as many as one address may`]
               : undefined;
       if (refusal) {
-        refuse(socket, ...refusal);
+        answerOnSocket(socket, ...refusal);
         return;
       }
       open++;
