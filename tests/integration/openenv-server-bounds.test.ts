@@ -124,6 +124,29 @@ describe("the OpenEnv server's bounds", () => {
     expect(slowHeaders.reply).not.toMatch(/^HTTP\/1\.1 200/);
   });
 
+  it("HTTP resets in progress count against maxSessions: past them a 503 SESSIONS_FULL, not one more episode held", async () => {
+    let release = () => undefined as void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const slow: Environment = {
+      tools: tiny.tools,
+      start: async (task, rng) => {
+        started++;
+        await gate;
+        return tiny.start(task, rng);
+      },
+    };
+    const s = await serve({ env: slow, maxSessions: 2 });
+    const held = [1, 2].map(() => fetch(`${s.url}/reset`, { method: "POST", body: "{}" }));
+    while (started < 2) await new Promise((r) => setTimeout(r, 10));
+    const third = await fetch(`${s.url}/reset`, { method: "POST", body: "{}", signal: AbortSignal.timeout(5_000) });
+    expect(third.status).toBe(503);
+    expect(await third.json()).toMatchObject({ detail: { code: "SESSIONS_FULL" } });
+    release();
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200]);
+    expect(started).toBe(2);
+  });
+
   it("a reset without task_id on a server with no tasks to draw from is UNKNOWN_TASK, saying why; a task's id still works", async () => {
     const s = await serve({ resetTasks: undefined });
     const answer = await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ seed: 4 }) });

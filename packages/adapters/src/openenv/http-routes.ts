@@ -111,20 +111,27 @@ export interface HttpRouteDeps {
   limits: OpenEnvServerLimits;
   newSession: () => OpenEnvSession;
   log: (line: string) => void;
+  /** HTTP resets in progress (each holds an episode until it answers): at most `maxSessions`. */
+  httpResets: { running: number };
 }
+
+const isCode = (code: string | undefined): code is OpenEnvErrorCode => code !== undefined && Object.hasOwn(OPENENV_HTTP_STATUS, code);
 
 type Route = (req: IncomingMessage, res: ServerResponse, deps: HttpRouteDeps) => Promise<void> | void;
 
 /** `POST /reset`, stateless: the task's first observation from a session opened and ended for this request. */
 const reset: Route = async (req, res, deps) => {
   const body = await jsonBody(req, deps.limits);
+  if (deps.httpResets.running >= deps.limits.maxSessions) return failed(res, "SESSIONS_FULL", `${deps.limits.maxSessions} resets are running: try again later`);
+  deps.httpResets.running++;
   const session = deps.newSession();
   try {
     const answer = await session.dispatch({ type: "reset", data: body });
     if (answer !== "close" && answer.type === "observation") return json(res, 200, answer.data);
-    if (answer !== "close" && answer.type === "error") return failed(res, (answer.data.code as OpenEnvErrorCode | undefined) ?? "INTERNAL", answer.data.message);
+    if (answer !== "close" && answer.type === "error") return failed(res, isCode(answer.data.code) ? answer.data.code : "INTERNAL", answer.data.message);
     failed(res, "INTERNAL", "reset did not answer an observation");
   } finally {
+    deps.httpResets.running--;
     await session.end();
   }
 };

@@ -44,9 +44,10 @@ export async function startOpenEnvServer(opts: OpenEnvServerOptions, port = 0, h
   const rng = opts.rng ?? createRng(Date.now());
   const newSession = () => new OpenEnvSession({ ...opts, drawSeed: () => rng.int(2 ** 31) });
   const sockets = openEnvSockets(limits, newSession, log);
+  const httpResets = { running: 0 };
   const http = createServer(
     { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs, connectionsCheckingInterval: 1_000 },
-    (req: IncomingMessage, res: ServerResponse) => void answerHttp(req, res, { limits, newSession, log }),
+    (req: IncomingMessage, res: ServerResponse) => void answerHttp(req, res, { limits, newSession, log, httpResets }),
   );
   http.on("clientError", answerClientError);
   http.on("upgrade", (req, socket, head) => sockets.upgrade(req, socket, head));
