@@ -125,7 +125,7 @@ describe("the OpenEnv server's bounds", () => {
   });
 
   it("HTTP resets in progress count against maxSessions: past them a 503 SESSIONS_FULL, not one more episode held", async () => {
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
     let started = 0;
     const slow: Environment = {
