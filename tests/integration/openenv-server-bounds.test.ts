@@ -147,6 +147,21 @@ describe("the OpenEnv server's bounds", () => {
     expect(started).toBe(2);
   });
 
+  it("an answer that cannot be written (a BigInt in a task) is a 500 INTERNAL over HTTP, logged and not sent; over WebSocket it ends only that session", async () => {
+    const s = await serve({ tasks: { get: async (id) => makeTask({ id, instruction: 10n as unknown as string }) } });
+    const answer = await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ task_id: "t-0" }) });
+    expect(answer.status).toBe(500);
+    expect(await answer.json()).toEqual({ detail: { code: "INTERNAL", message: "internal error" } });
+    const ws = (await open(s.ws)) as WebSocket;
+    ws.send(JSON.stringify({ type: "reset", data: { task_id: "t-0" } }));
+    expect((await closed(ws, 5_000))?.code).toBe(1006);
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    expect(logged.splice(0).map((line) => line.split("\n")[0])).toEqual([
+      expect.stringMatching(/^openenv server: POST \/reset: TypeError: Do not know how to serialize a BigInt/),
+      expect.stringMatching(/^openenv server: a session's message: TypeError: Do not know how to serialize a BigInt/),
+    ]);
+  });
+
   it("a reset without task_id on a server with no tasks to draw from is UNKNOWN_TASK, saying why; a task's id still works", async () => {
     const s = await serve({ resetTasks: undefined });
     const answer = await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ seed: 4 }) });

@@ -37,8 +37,9 @@ class RouteError extends Error {
 
 const json = (res: ServerResponse, status: number, body: unknown, close = false) => {
   if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", ...(close ? { connection: "close" } : {}) });
-  res.end(JSON.stringify(body));
+  res.end(text);
 };
 
 /** An error answer: `{detail: {code, message}}` at the code's status (the connection closed after a body that was not read whole). */
