@@ -15,7 +15,7 @@ type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
 export function createSqsWorker<T extends Envelope["type"]>(
   queue: string,
   type: T,
-  process: (body: Body<T>, id: string) => Promise<unknown>,
+  process: (body: Body<T>, id: string, envelope: Extract<Envelope, { type: T }>) => Promise<unknown>,
   opts: {
     log?: (line: string) => void;
     /** Called (best effort) when a record fails on its last receive before the DLQ. */
@@ -31,15 +31,21 @@ export function createSqsWorker<T extends Envelope["type"]>(
     const started = performance.now();
     const event = SqsEvent.parse(raw);
     const batchItemFailures: { itemIdentifier: string }[] = [];
-    const bills: { payer?: Payer; used: CostUsage }[] = [];
+    const bills: { payer?: Payer; used: CostUsage; ms: number }[] = [];
     // Records run concurrently, each idempotent on its envelope id; copies of one envelope in the
     // same batch share a single run (so a duplicate never calls a voter or a policy twice).
     const runs = new Map<string, Promise<unknown>>();
     const run = (envelope: Envelope) => {
-      if (!metering) return process(envelope.body as Body<T>, envelope.id);
-      const used: CostUsage = {};
-      bills.push({ ...(envelope.payer ? { payer: envelope.payer } : {}), used });
-      return metering.consumption.within(used, () => process(envelope.body as Body<T>, envelope.id));
+      const typed = envelope as Extract<Envelope, { type: T }>;
+      if (!metering) return process(typed.body as Body<T>, typed.id, typed);
+      const bill = { ...(envelope.payer ? { payer: envelope.payer } : {}), used: {} as CostUsage, ms: 0 };
+      bills.push(bill);
+      const started = performance.now();
+      return metering.consumption
+        .within(bill.used, () => process(typed.body as Body<T>, typed.id, typed))
+        .finally(() => {
+          bill.ms = performance.now() - started;
+        });
     };
     await Promise.all(
       event.Records.map(async (record) => {
@@ -60,7 +66,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
         }
       }),
     );
-    await bill?.(bills.length ? bills : [{ used: {} }], performance.now() - started);
+    await bill?.(bills.length ? bills : [{ used: {}, ms: 0 }], performance.now() - started);
     return { batchItemFailures };
   };
 }

@@ -1,6 +1,6 @@
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { storage } from "./storage";
-import { API_MEMORY, API_TIMEOUT, LAMBDA_RUNTIME, WORKERS } from "./workers";
+import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "./workers";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
@@ -25,15 +25,19 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const dispatchQueue = queue("Dispatch", WORKERS.dispatch);
   const coordinatorQueue = queue("Coordinator", WORKERS.coordinator);
 
-  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[]) =>
+  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[], maximumConcurrency?: number) =>
     q.subscribe(
       { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link: [...link, t.Usage, t.UsageDays] },
-      { batch: { size: w.batch, partialResponses: true } },
+      {
+        batch: { size: w.batch, partialResponses: true },
+        ...(maximumConcurrency ? { transform: { eventSourceMapping: (args) => void (args.scalingConfig = { maximumConcurrency }) } } : {}),
+      },
     );
 
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, ...policy]);
+  // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, ...policy], DISPATCH_CONCURRENCY);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,

@@ -16,6 +16,14 @@ export const WORKERS = {
 } as const;
 
 /**
+ * The most `dispatch` invocations at once (batches of `WORKERS.dispatch.batch`): the deployed event
+ * source's maximum concurrency, and the local stack's. Above any one key's share of running caller
+ * rollouts (`CALLER_ROLLOUT_FAIRNESS.perKeyRunning` in core), so a key whose endpoint never answers
+ * leaves workers free for every other key.
+ */
+export const DISPATCH_CONCURRENCY = 64;
+
+/**
  * A coordinator invocation starts no new (arm, seed) unit after this long; it saves what it
  * finished and re-queues the run, so one unit must fit in the rest of the 15-minute timeout.
  */

@@ -46,6 +46,7 @@ export interface HostileRequest {
  */
 export async function startHostilePolicy(script: (policy: string, req: HostileRequest, nth: number) => HostileSample, version = 0) {
   const requests: HostileRequest[] = [];
+  const held: { res: ServerResponse; headers: IncomingMessage["headers"]; policy: string }[] = [];
   const repliedAt = new Map<string, number>();
   const counts = new Map<string, number>();
   const timers = new Set<NodeJS.Timeout>();
@@ -71,7 +72,9 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
     requests.push(record);
     const nth = counts.get(policy) ?? 0;
     counts.set(policy, nth + 1);
-    answer(res, script(policy, record, nth), (at) => repliedAt.set(policy, at), timers, req.headers);
+    const reply = script(policy, record, nth);
+    if ("hang" in reply) held.push({ res, headers: req.headers, policy });
+    else answer(res, reply, (at) => repliedAt.set(policy, at), timers, req.headers);
   });
   server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -80,6 +83,12 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
     requests,
     repliedAt,
     samples: (policy: string) => requests.filter((r) => r.policy === policy && r.path.endsWith("/sample")).length,
+    /** Requests held unanswered now (`hang`), by policy. */
+    hanging: (policy: string) => held.filter((h) => h.policy === policy && !h.res.writableEnded && !h.res.destroyed).length,
+    /** Answers every request held so far with `reply`. */
+    release: (reply: Exclude<HostileSample, { hang: true }>) => {
+      for (const h of held.splice(0)) if (!h.res.destroyed) answer(h.res, reply, (at) => repliedAt.set(h.policy, at), timers, h.headers);
+    },
     close: () =>
       new Promise<void>((r) => {
         for (const t of timers) clearInterval(t);
@@ -89,8 +98,13 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
   };
 }
 
-function answer(res: ServerResponse, reply: HostileSample, replied: (at: number) => void, timers: Set<NodeJS.Timeout>, headers: IncomingMessage["headers"]): void {
-  if ("hang" in reply) return;
+function answer(
+  res: ServerResponse,
+  reply: Exclude<HostileSample, { hang: true }>,
+  replied: (at: number) => void,
+  timers: Set<NodeJS.Timeout>,
+  headers: IncomingMessage["headers"],
+): void {
   if ("endless" in reply) {
     res.writeHead(200, { "content-type": "application/json" });
     res.write('{"policy_version":0,"prompt_ids":[');
@@ -106,7 +120,9 @@ function answer(res: ServerResponse, reply: HostileSample, replied: (at: number)
     return;
   }
   if ("echoHeaders" in reply) {
-    res.writeHead(reply.echoHeaders, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: "BAD_REQUEST", message: `headers received: ${JSON.stringify(headers)}` } }));
+    res
+      .writeHead(reply.echoHeaders, { "content-type": "application/json" })
+      .end(JSON.stringify({ error: { code: "BAD_REQUEST", message: `headers received: ${JSON.stringify(headers)}` } }));
   } else if ("raw" in reply) res.writeHead(reply.status, { "content-type": "application/json" }).end(reply.raw);
   else res.writeHead(reply.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(reply.json));
   replied(Date.now());

@@ -1,10 +1,17 @@
 import {
+  MAX_DEFERRALS,
+  deferDelaySeconds,
+  hash32,
   runRequestedRollout,
   slotFailure,
   type CallerPolicies,
+  type Clock,
+  type EnvelopeOf,
+  type MessageQueue,
   type PolicyEndpoints,
   type PoolStore,
   type RescueJobStore,
+  type RescueSlots,
   type RolloutStore,
   type TaskSource,
   type UsageMeter,
@@ -12,9 +19,19 @@ import {
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 
+/** How the dispatch worker shares itself between keys: each key's running caller rollouts, and the queue a rollout past its key's share waits on. */
+export interface DispatchFairness {
+  running: RescueSlots;
+  clock: Clock;
+  /** The dispatch queue itself: a deferred message is sent to it again, delayed. */
+  requeue: MessageQueue;
+}
+
 /**
  * The `dispatch` worker: runs one requested rollout with the policy the message names and
- * stores it once per (job, index); redeliveries are no-ops.
+ * stores it once per (job, index); redeliveries are no-ops. With `fairness`, a key's caller
+ * rollouts past its share of running places (`CALLER_ROLLOUT_FAIRNESS`) are sent again with a
+ * growing delay instead of holding a worker, and after `MAX_DEFERRALS` waits their slot fails.
  *
  * @example
  * const handler = createDispatchHandler({ pools, tasks, rollouts, policies: singlePolicyEndpoint(runRollout) });
@@ -30,6 +47,7 @@ export function createDispatchHandler(deps: {
   jobs?: RescueJobStore;
   /** Where a caller rescue's policy tokens and environment time are metered to its key. */
   meter?: UsageMeter;
+  fairness?: DispatchFairness;
   /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */
   maxReceives?: number;
   log?: (line: string) => void;
@@ -38,8 +56,33 @@ export function createDispatchHandler(deps: {
   const jobs = deps.jobs;
   const lastTry =
     jobs && deps.maxReceives
-      ? { maxReceives: deps.maxReceives, giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) => jobs.recordFailure(body.jobId, body.index, slotFailure(err)) }
+      ? {
+          maxReceives: deps.maxReceives,
+          giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) => jobs.recordFailure(body.jobId, body.index, slotFailure(err)),
+        }
       : undefined;
   const log = deps.log ?? ((line: string) => console.warn(line));
-  return createSqsWorker("dispatch", "rollout.requested", (body) => runRequestedRollout(body, { ...deps, log }), { log, lastTry, metering: deps.metering });
+  const fairness = deps.fairness;
+  const running = fairness ? { slots: fairness.running, clock: fairness.clock } : undefined;
+  return createSqsWorker(
+    "dispatch",
+    "rollout.requested",
+    async (body, _id, envelope) => {
+      const result = await runRequestedRollout(body, { ...deps, log, ...(running ? { running } : {}) });
+      if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, jobs);
+      return result;
+    },
+    { log, lastTry, metering: deps.metering },
+  );
+}
+
+/** Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT). */
+async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: MessageQueue, jobs: RescueJobStore | undefined): Promise<void> {
+  const deferrals = (envelope.deferrals ?? 0) + 1;
+  if (deferrals > MAX_DEFERRALS) {
+    const reason = `waited ${MAX_DEFERRALS} times for one of its key's running places`;
+    await jobs?.recordFailure(envelope.body.jobId, envelope.body.index, { code: "CONCURRENCY_LIMIT", reason });
+    return;
+  }
+  await requeue.send([{ ...envelope, deferrals }], { delaySeconds: deferDelaySeconds(deferrals - 1, hash32(`${envelope.id}#${deferrals}`) / 2 ** 32) });
 }

@@ -1,5 +1,16 @@
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { CachedPoolStore, CallerPolicyRunners, DynamoPolicyEndpointStore, DynamoPoolStore, DynamoRescueJobStore, DynamoRolloutStore, DynamoUsageMeter } from "@harness-s/adapters";
+import {
+  CachedPoolStore,
+  CallerPolicyRunners,
+  DynamoRescueSlots,
+  FullSlotsMemo,
+  SqsQueue,
+  DynamoPolicyEndpointStore,
+  DynamoPoolStore,
+  DynamoRescueJobStore,
+  DynamoRolloutStore,
+  DynamoUsageMeter,
+} from "@harness-s/adapters";
 import { WORKERS } from "../../stacks/workers.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
@@ -11,7 +22,9 @@ import { createDispatchHandler } from "./handler.ts";
 // the policy endpoint (PolicyEndpointUrl). Without one, a rollout fails with NOT_CONFIGURED and
 // its message ends in the DLQ (nothing lost).
 const config = awsConfigFromResources();
-const { doc, metering } = lambdaClients(config);
+const { doc, sqs, metering } = lambdaClients(config);
+// Its own queue is linked to it: a key past its share of running caller rollouts waits on it, delayed.
+const requeue = config.queues.dispatch ? new SqsQueue(sqs, config.queues.dispatch) : undefined;
 const endpoint = config.policyEndpointUrl;
 export const handler = createDispatchHandler({
   metering,
@@ -20,6 +33,7 @@ export const handler = createDispatchHandler({
   jobs: new DynamoRescueJobStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   maxReceives: WORKERS.dispatch.retry,
+  ...(requeue ? { fairness: { running: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
   tasks: embeddedTaskSource(),
   // A caller's rescue samples its own registered endpoint, reached only at public addresses.
   callers: new CallerPolicyRunners({

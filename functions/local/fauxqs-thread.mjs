@@ -1,9 +1,12 @@
 // The SQS emulator on a thread of its own (see fauxqs-thread.ts): every queue request of the
-// local stack's workers is answered here, not on the event loop of the process's API.
+// local stack's workers is answered here, not on the event loop of the process's API. Its
+// standard queues deliver as SQS fair queues do (fair-queues.ts).
 import { parentPort } from "node:worker_threads";
-import { startFauxqs } from "fauxqs";
+import { register } from "tsx/esm/api";
 
-const server = await startFauxqs({ port: 0, host: "127.0.0.1", logger: false });
+register();
+const { startFairFauxqs } = await import("./fair-queues.ts");
+const server = await startFairFauxqs();
 parentPort.on("message", async (m) => {
   if (m !== "stop") return;
   await server.stop();

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { startFauxqs } from "fauxqs";
 import { PriceList, Prices, statisticalVoters, systemClock } from "@harness-s/core";
 import {
   CallerPolicyRunners,
@@ -20,6 +19,7 @@ import {
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
 import { API_MEMORY, WORKERS, memoryGb } from "../../stacks/workers.ts";
 import { OVERHEAD_KEY } from "../worker-metering.ts";
+import { startFairFauxqs } from "./fair-queues.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
 import { connect, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
@@ -69,7 +69,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   const [dynamo, fauxqs] = await Promise.all([
     shared ? { endpoint: shared, stop: async () => {} } : startDynamoDbLocal(),
     // With the workers on a thread of their own, the queue server gets one too: their traffic stays off the API's thread.
-    opts.sqsEndpoint ? { port: 0, stop: async () => {} } : opts.workersOn ? startFauxqsThread() : startFauxqs({ port: 0, host: "127.0.0.1", logger: false }),
+    opts.sqsEndpoint ? { port: 0, stop: async () => {} } : opts.workersOn ? startFauxqsThread() : startFairFauxqs(),
   ]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
   const sqsEndpoint = opts.sqsEndpoint ?? `http://127.0.0.1:${fauxqs.port}`;

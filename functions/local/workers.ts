@@ -8,7 +8,9 @@ import {
   SqsQueue,
   dynamoStores,
   localCredentials,
-  pollOnce,
+  DynamoRescueSlots,
+  FullSlotsMemo,
+  pollElastic,
   type CallerPoliciesDeps,
   type PanelRouting,
   type TableNames,
@@ -17,7 +19,7 @@ import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
-import { WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../stacks/workers.ts";
 import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
 
 export type WorkerName = keyof typeof WORKERS;
@@ -54,7 +56,7 @@ export interface LocalWorkerOptions {
   panel?: PanelRouting;
   /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
   prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: WorkerQueues }) => Promise<ExperimentDeps>;
-  /** Concurrent pollers of the dispatch queue (Lambda's concurrency, locally). */
+  /** The most dispatch invocations at once (Lambda's concurrency, locally; default `DISPATCH_CONCURRENCY`). */
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
@@ -76,7 +78,7 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
   const stores = dynamoStores(doc, wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS });
   const queue = (name: WorkerName) => ({ ...wiring.queues[name], queue: new SqsQueue(sqs, wiring.queues[name].url) });
   const queues: WorkerQueues = { profile: queue("profile"), dispatch: queue("dispatch"), vote: queue("vote"), coordinator: queue("coordinator") };
-  return { ddb, sqs, stores, queues, consumption };
+  return { ddb, doc, sqs, stores, queues, consumption };
 }
 
 /**
@@ -86,26 +88,21 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
  */
 export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
   const log = opts.log ?? (() => undefined);
-  const { ddb, sqs, stores, queues, consumption } = connect(wiring);
+  const { ddb, doc, sqs, stores, queues, consumption } = connect(wiring);
   const metering = (name: WorkerName): WorkerMetering => ({ consumption, meter: stores.meter, memoryGb: memoryGb(WORKERS[name].memory), log });
   let running = true;
   const pollers: Promise<void>[] = [];
-  const startWorker = async (name: WorkerName, handler: Parameters<typeof pollOnce>[2]) => {
+  // Each queue as Lambda's event source drives it: batches handed over as they arrive, up to the
+  // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
+  const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
     const url = wiring.queues[name].url;
     const attributes = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }))).Attributes!;
     const arn = attributes.QueueArn!;
     const hold = { visibilitySeconds: Number(attributes.VisibilityTimeout), forMs: seconds(WORKERS[name].timeout) * 1000 };
-    pollers.push(
-      (async () => {
-        while (running) {
-          try {
-            await pollOnce(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1, hold });
-          } catch (err) {
-            if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
-          }
-        }
-      })(),
-    );
+    const onError = (err: unknown) => {
+      if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
+    };
+    pollers.push(pollElastic(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1, hold, maxInvocations, running: () => running, onError }));
   };
   const stop = async () => {
     running = false;
@@ -129,11 +126,12 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,
       policies: opts.policies,
+      fairness: { running: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
       maxReceives: WORKERS.dispatch.retry,
       log,
       metering: metering("dispatch"),
     });
-    for (let i = 0; i < (opts.dispatchConcurrency ?? 4); i++) await startWorker("dispatch", dispatch);
+    await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
     await startWorker("vote", createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log, metering: metering("vote") }));
     const prepare = opts.prepareExperiment;
     await startWorker(

@@ -74,7 +74,13 @@ beforeAll(async () => {
   key = await addKey(stack.deps, "k-hostile", ["rescues"]);
   api = await startApi(stack.deps);
   for (const name of [...Object.keys(POLICY_CASES), "well-behaved"]) {
-    const res = await call("POST", "/v1/policy-endpoints", { id: endpointId(name), kind: "protocol-v2", url: policy.url, policy: name, secretHeader: { name: "authorization", value: SECRET } });
+    const res = await call("POST", "/v1/policy-endpoints", {
+      id: endpointId(name),
+      kind: "protocol-v2",
+      url: policy.url,
+      policy: name,
+      secretHeader: { name: "authorization", value: SECRET },
+    });
     expect(res.status, await res.clone().text()).toBe(201);
   }
 }, 180_000);

@@ -34,8 +34,30 @@ describe("a worker meters each message to its payer", () => {
     expect(k1.lambdaGbSeconds).toBeGreaterThan(0);
     const overhead = await meter.get(OVERHEAD_KEY);
     expect(overhead).toMatchObject({ llmTokens: 100, dynamoWriteUnits: 1, sqsRequests: 3 });
-    // Two of the three records' equal shares of the invocation's GB-seconds
-    expect(k1.lambdaGbSeconds / (k1.lambdaGbSeconds + overhead.lambdaGbSeconds)).toBeCloseTo(2 / 3, 6);
+    // Two of the three records' shares of the invocation's GB-seconds (each ran about as long)
+    expect(k1.lambdaGbSeconds / (k1.lambdaGbSeconds + overhead.lambdaGbSeconds)).toBeGreaterThan(0.4);
     expect(await meter.get("nobody")).toEqual(zeroUsage);
+  });
+
+  it("bills the invocation's GB-seconds in proportion to each record's own time: a key that held the batch pays for it, not the key beside it", async () => {
+    // Prepare: one key's ballot waits 300 ms (its voter is slow), the other's 1 ms, in one batch.
+    const consumption = new ConsumptionMeter();
+    const meter = new MemoryUsageMeter(new ManualClock(Date.parse("2026-12-03T10:00:00Z")));
+    const voter: Voter = {
+      id: "llm",
+      vote: async (req: BallotRequest) => {
+        await new Promise((r) => setTimeout(r, req.task.id === "slow" ? 300 : 1));
+        return { voterId: "llm", ranking: req.candidates.map((c) => c.id) };
+      },
+    };
+    const handler = createVoteHandler({ voters: [voter], ballots: new MemoryBallotStore(), metering: { consumption, meter, memoryGb: 1 } });
+    const slow = ballot("b-slow", "llm", { keyId: "k-slow" });
+    (slow.body as { task: { id: string } }).task.id = "slow";
+    // Act
+    await handler(makeSqsEvent([slow, ballot("b-fast", "llm", { keyId: "k-fast" })]));
+    // Assess: the slow key pays nearly all of the ~0.3 GB-s (an equal split would give each half).
+    const [slowKey, fastKey] = [await meter.get("k-slow"), await meter.get("k-fast")];
+    expect(slowKey.lambdaGbSeconds).toBeGreaterThan(0.25);
+    expect(fastKey.lambdaGbSeconds / slowKey.lambdaGbSeconds).toBeLessThan(0.1);
   });
 });

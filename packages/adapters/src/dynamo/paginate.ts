@@ -20,7 +20,7 @@ export async function allItems(
   let start: Record<string, unknown> | undefined;
   do {
     const out = await aws(what, () => page(start));
-    items.push(...(out.Items ?? []));
+    for (const item of out.Items ?? []) items.push(item);
     if (items.length > max) throw new ValidationError(what, [`more than ${max} items: ask for less (a shorter period)`]);
     start = out.LastEvaluatedKey;
   } while (start);

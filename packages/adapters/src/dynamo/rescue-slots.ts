@@ -9,14 +9,16 @@ type Holds = Record<string, { slots: number; until: number }>;
 const HOLD_ATTEMPTS = 8;
 
 /**
- * Each key's rescue holds on its item of the Usage table (`rescueHolds`, a map of rescue id to
+ * Each key's holds on its item of the Usage table (by default `rescueHolds`: a map of rescue id to
  * slots and expiry, written under a version so two holds never both take the last slots; expired
- * holds are dropped on each write).
+ * holds are dropped on each write). Another `attribute` keeps another kind of hold apart (the
+ * dispatch worker's running caller rollouts: `runningHolds`).
  */
 export class DynamoRescueSlots implements RescueSlots {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
+    private readonly attribute: "rescueHolds" | "runningHolds" = "rescueHolds",
   ) {}
 
   async hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean> {
@@ -42,9 +44,15 @@ export class DynamoRescueSlots implements RescueSlots {
       .reduce((n, h) => n + h.slots, 0);
   }
 
+  private get names() {
+    return { "#h": this.attribute, "#v": `${this.attribute}Version` };
+  }
+
   private async read(keyId: string): Promise<{ holds: Holds; version: number }> {
-    const out = await aws("read rescue holds", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
-    return { holds: (out.Item?.rescueHolds as Holds | undefined) ?? {}, version: Number(out.Item?.rescueHoldsVersion ?? 0) };
+    const out = await aws(`read ${this.attribute}`, () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true, ProjectionExpression: "#h, #v", ExpressionAttributeNames: this.names })),
+    );
+    return { holds: (out.Item?.[this.attribute] as Holds | undefined) ?? {}, version: Number(out.Item?.[`${this.attribute}Version`] ?? 0) };
   }
 
   /** Writes `change(holds)` if no other write came between; undefined from `change`: nothing to write (false). */
@@ -59,8 +67,9 @@ export class DynamoRescueSlots implements RescueSlots {
             new UpdateCommand({
               TableName: this.tables.Usage,
               Key: { keyId },
-              UpdateExpression: "SET rescueHolds = :h, rescueHoldsVersion = :next",
-              ConditionExpression: "attribute_not_exists(rescueHoldsVersion) OR rescueHoldsVersion = :v",
+              UpdateExpression: "SET #h = :h, #v = :next",
+              ConditionExpression: "attribute_not_exists(#v) OR #v = :v",
+              ExpressionAttributeNames: this.names,
               ExpressionAttributeValues: { ":h": next, ":next": version + 1, ":v": version },
             }),
           ),
@@ -70,6 +79,6 @@ export class DynamoRescueSlots implements RescueSlots {
         if (!(err instanceof ConflictError)) throw err;
       }
     }
-    throw new ConflictError(`the rescue holds of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`);
+    throw new ConflictError(`the ${this.attribute} of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`);
   }
 }

@@ -1,4 +1,4 @@
-import type { ApiKeyRecord, ApiKeyStore, Clock, HarnessPool, PoolStore } from "@harness-s/core";
+import type { ApiKeyRecord, ApiKeyStore, Clock, HarnessPool, PoolStore, RescueSlots } from "@harness-s/core";
 
 /** How long a cached entry is served, and by which clock; no TTL: kept for the life of the process. */
 export interface CacheOptions {
@@ -104,5 +104,48 @@ export class CachedKeyStore implements ApiKeyStore {
 
   findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
     return this.cache.get(hash, () => this.inner.findByHash(hash));
+  }
+}
+
+/** How long a key found with every running place taken is answered "full" without asking the store again. */
+export const FULL_MEMO_MS = 500;
+
+/**
+ * A key's places (`RescueSlots`) where a key just found full is answered full again for
+ * {@link FULL_MEMO_MS} without a store read: a key's waiting rollouts come back in waves (a
+ * hundred at once), and each costs a deferral, not a read. A place this process frees forgets the
+ * memo at once; one freed elsewhere is seen within the memo's time (a rollout waits one more turn).
+ *
+ * @example
+ * const running = new FullSlotsMemo(new DynamoRescueSlots(doc, tables, "runningHolds"), systemClock);
+ */
+export class FullSlotsMemo implements RescueSlots {
+  private readonly fullUntil = new Map<string, number>();
+
+  constructor(
+    private readonly inner: RescueSlots,
+    private readonly clock: Clock,
+    private readonly maxKeys = 1_024,
+  ) {}
+
+  async hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean> {
+    if ((this.fullUntil.get(keyId) ?? 0) > this.clock.now()) return false;
+    const held = await this.inner.hold(keyId, id, slots, limit, now, until);
+    if (held) this.fullUntil.delete(keyId);
+    else {
+      this.fullUntil.delete(keyId);
+      this.fullUntil.set(keyId, this.clock.now() + FULL_MEMO_MS);
+      if (this.fullUntil.size > this.maxKeys) this.fullUntil.delete(this.fullUntil.keys().next().value!);
+    }
+    return held;
+  }
+
+  async release(keyId: string, id: string): Promise<void> {
+    this.fullUntil.delete(keyId);
+    await this.inner.release(keyId, id);
+  }
+
+  held(keyId: string, now: number): Promise<number> {
+    return this.inner.held(keyId, now);
   }
 }

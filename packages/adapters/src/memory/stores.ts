@@ -192,8 +192,12 @@ export class MemoryUsageMeter implements UsageMeter {
 export class MemoryQueue implements MessageQueue {
   private readonly pending: Envelope[] = [];
 
+  /** Delays asked for with each send, in order (memory delivers nothing by itself: `take` is the worker). */
+  readonly delays: number[] = [];
+
   /** Validates like the SQS adapter: one invalid envelope refuses the whole call. */
-  async send(messages: Envelope[]): Promise<void> {
+  async send(messages: Envelope[], opts: { delaySeconds?: number } = {}): Promise<void> {
+    if (opts.delaySeconds !== undefined) this.delays.push(opts.delaySeconds);
     const parsed = messages.map((m) => EnvelopeSchema.safeParse(m));
     const bad = parsed.find((p) => !p.success);
     if (bad && !bad.success) throw new ValidationError("queue message", formatIssues(bad.error.issues));

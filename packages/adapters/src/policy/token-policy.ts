@@ -215,7 +215,11 @@ export class TokenPolicy implements Policy {
 }
 
 /** An episode id's readable prefix: the policy's id as protocol v2 spells ids (a caller's policy may be named with any characters, at any length). */
-const episodePrefix = (policyId: string) => policyId.replace(/[^A-Za-z0-9_:@+=-]/g, "-").slice(0, 64).replace(/^[^A-Za-z0-9]/, "p");
+const episodePrefix = (policyId: string) =>
+  policyId
+    .replace(/[^A-Za-z0-9_:@+=-]/g, "-")
+    .slice(0, 64)
+    .replace(/^[^A-Za-z0-9]/, "p");
 
 /**
  * A sample as the rollout may keep it: at the version it asked for (a pinned rescue never mixes

@@ -1,4 +1,4 @@
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SqsBatchResponse, SqsEvent } from "./event.ts";
 
 /**
@@ -11,17 +11,65 @@ import type { SqsBatchResponse, SqsEvent } from "./event.ts";
  * delivered twice; a local queue with a visibility shorter than a handler's run (tests that want
  * fast retries) keeps that guarantee this way, and a handler that outlives the timeout is let go.
  */
-export async function pollOnce(
+export async function pollOnce(sqs: SQSClient, queue: { url: string; arn: string }, handler: Handler, opts: PollOptions): Promise<{ received: number; failed: number }> {
+  const messages = await receive(sqs, queue.url, opts);
+  if (messages.length === 0) return { received: 0, failed: 0 };
+  return invoke(sqs, queue, messages, handler, opts.hold);
+}
+
+export interface PollOptions {
+  batchSize: number;
+  waitSeconds?: number;
+  hold?: { visibilitySeconds: number; forMs: number };
+}
+
+type Handler = (event: SqsEvent) => Promise<SqsBatchResponse>;
+
+/**
+ * Lambda's SQS event source as it scales out: one receive at a time while fewer than
+ * `maxInvocations` batches are being handled, each batch handed to `handler` as it arrives without
+ * waiting for the ones before it, until `running()` is false; then it waits for the batches in
+ * hand. A batch whose handler is slow (a caller's endpoint that never answers) holds one
+ * invocation, not the queue.
+ *
+ * @example
+ * await pollElastic(sqs, { url, arn }, handler, { batchSize: 10, waitSeconds: 1, maxInvocations: 64, running: () => !stopped });
+ */
+export async function pollElastic(
   sqs: SQSClient,
   queue: { url: string; arn: string },
-  handler: (event: SqsEvent) => Promise<SqsBatchResponse>,
-  opts: { batchSize: number; waitSeconds?: number; hold?: { visibilitySeconds: number; forMs: number } },
-): Promise<{ received: number; failed: number }> {
+  handler: Handler,
+  opts: PollOptions & { maxInvocations: number; running: () => boolean; onError?: (err: unknown) => void },
+): Promise<void> {
+  const inHand = new Set<Promise<unknown>>();
+  while (opts.running()) {
+    if (inHand.size >= opts.maxInvocations) {
+      await Promise.race(inHand);
+      continue;
+    }
+    try {
+      const messages = await receive(sqs, queue.url, opts);
+      if (messages.length === 0) continue;
+      const batch: Promise<unknown> = invoke(sqs, queue, messages, handler, opts.hold)
+        .catch((err: unknown) => opts.onError?.(err))
+        .finally(() => inHand.delete(batch));
+      inHand.add(batch);
+    } catch (err) {
+      opts.onError?.(err);
+    }
+  }
+  await Promise.all(inHand);
+}
+
+async function receive(sqs: SQSClient, url: string, opts: PollOptions) {
   const out = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: opts.batchSize, WaitTimeSeconds: opts.waitSeconds ?? 0, MessageSystemAttributeNames: ["All"] }),
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: opts.batchSize, WaitTimeSeconds: opts.waitSeconds ?? 0, MessageSystemAttributeNames: ["All"] }),
   );
-  const messages = out.Messages ?? [];
-  if (messages.length === 0) return { received: 0, failed: 0 };
+  return out.Messages ?? [];
+}
+
+/** One invocation: the batch as a real SQS event, what succeeded deleted, reported failures left to reappear. */
+async function invoke(sqs: SQSClient, queue: { url: string; arn: string }, messages: Message[], handler: Handler, hold: PollOptions["hold"]) {
   const event: SqsEvent = {
     Records: messages.map((m) => ({
       messageId: m.MessageId!,
@@ -36,7 +84,7 @@ export async function pollOnce(
     })),
   };
   let failedIds: Set<string>;
-  const release = opts.hold ? holdInvisible(sqs, queue.url, messages, opts.hold) : () => undefined;
+  const release = hold ? holdInvisible(sqs, queue.url, messages, hold) : () => undefined;
   try {
     const response = await handler(event);
     failedIds = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));

@@ -2,10 +2,15 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand,
 import { Envelope, PartialSendError, StoreUnavailableError, ValidationError, formatIssues, type MessageQueue } from "@harness-s/core";
 import { aws } from "../errors.ts";
 
+/** The most SQS lets a message wait before it is first seen (`DelaySeconds`). */
+export const SQS_MAX_DELAY_SECONDS = 900;
+
 /**
- * Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). A failure after
- * some batches went out is a {@link PartialSendError} naming the envelope ids that were and were
- * not queued; a failure before any went out is the queue's own error.
+ * Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). A message with
+ * a payer goes with its key as `MessageGroupId`: on a standard queue that makes it an SQS fair
+ * queue, where a key with a backlog (many messages in flight) does not hold back another key's
+ * messages. A failure after some batches went out is a {@link PartialSendError} naming the
+ * envelope ids that were and were not queued; a failure before any went out is the queue's own error.
  */
 export class SqsQueue implements MessageQueue {
   constructor(
@@ -13,7 +18,8 @@ export class SqsQueue implements MessageQueue {
     readonly url: string,
   ) {}
 
-  async send(messages: Envelope[]): Promise<void> {
+  async send(messages: Envelope[], opts: { delaySeconds?: number } = {}): Promise<void> {
+    const delay = opts.delaySeconds === undefined ? {} : { DelaySeconds: Math.max(0, Math.min(SQS_MAX_DELAY_SECONDS, Math.round(opts.delaySeconds))) };
     for (const m of messages) {
       const parsed = Envelope.safeParse(m);
       if (!parsed.success) throw new ValidationError("queue message", formatIssues(parsed.error.issues));
@@ -25,7 +31,9 @@ export class SqsQueue implements MessageQueue {
       let failed: Set<number>;
       try {
         const out = await aws("send messages", () =>
-          this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m) })) })),
+          this.sqs.send(
+            new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m), ...delay, ...tenantOf(m) })) }),
+          ),
         );
         failed = new Set((out.Failed ?? []).map((f) => Number(f.Id)));
         if (failed.size > 0) {
@@ -49,6 +57,9 @@ export class SqsQueue implements MessageQueue {
     return { visible: Number(out.Attributes?.ApproximateNumberOfMessages ?? 0), inFlight: Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0) };
   }
 }
+
+/** The message's tenant for a fair queue: the key that pays for it (none: SQS counts it as a tenant of its own). */
+const tenantOf = (m: Envelope) => (m.payer ? { MessageGroupId: m.payer.keyId } : {});
 
 /** Creates a queue and its dead-letter queue with a redrive policy; returns both URLs. */
 export async function createQueueWithDlq(sqs: SQSClient, name: string, opts: { maxReceiveCount: number; visibilityTimeoutSeconds: number }) {

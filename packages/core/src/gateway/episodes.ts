@@ -106,7 +106,7 @@ export class GatewayEpisodes {
       return undefined;
     }
     const seen = (e: StoredEpisode) => e.steps.reduce((n, s) => n + s.messages.length, 0);
-    const longest = Math.max(...matching.map(seen));
+    const longest = matching.reduce((m, e) => Math.max(m, seen(e)), 0);
     const best = matching.filter((e) => seen(e) === longest);
     if (best.length > 1)
       throw new ConflictError(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Datum } from "../service/policy-protocol-v2.ts";
 import type { RecordedTurn } from "./upstream.ts";
+import { appendAll } from "../util/append.ts";
 
 /** A gateway episode as it comes back: the harness that ran it, each model turn, and the trainable datums. */
 export const GatewayTrajectory = z.object({
@@ -97,9 +98,21 @@ export function episodeDatums(episodeId: string, turns: readonly RecordedTurn[],
       segments.push(current);
       delta = promptIds;
     }
-    current.ids.push(...delta, ...completionIds);
-    current.mask.push(...delta.map(() => 0 as const), ...completionIds.map(() => 1 as const));
-    current.lp.push(...delta.map(() => 0), ...logprobs);
+    appendAll(appendAll(current.ids, delta), completionIds);
+    appendAll(
+      appendAll(
+        current.mask,
+        delta.map(() => 0 as const),
+      ),
+      completionIds.map(() => 1 as const),
+    );
+    appendAll(
+      appendAll(
+        current.lp,
+        delta.map(() => 0),
+      ),
+      logprobs,
+    );
     previousId = turn.id;
   });
   const datums = segments

@@ -70,7 +70,16 @@ export type ExperimentRequestedBody = z.infer<typeof ExperimentRequestedBody>;
 export const Payer = z.object({ keyId: z.string().min(1).max(200), jobId: z.string().min(1).max(400).optional() }).strict();
 export type Payer = z.infer<typeof Payer>;
 
-const head = (idMax: number) => ({ v: z.literal(1), id: z.string().min(1).max(idMax), payer: Payer.optional() });
+/** How often one message may be put back to wait its turn (a key at its cap of rollouts running) before it is failed. */
+export const MAX_DEFERRALS = 1_000;
+
+const head = (idMax: number) => ({
+  v: z.literal(1),
+  id: z.string().min(1).max(idMax),
+  payer: Payer.optional(),
+  /** Times a worker put this message back to wait its turn (see `CALLER_ROLLOUT_FAIRNESS`). */
+  deferrals: z.number().int().min(1).max(MAX_DEFERRALS).optional(),
+});
 
 export const Envelope = z.discriminatedUnion("type", [
   z.object({ ...head(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseOrThrow } from "../errors.ts";
+import { appendAll } from "../util/append.ts";
 
 /**
  * Protocol v2 of the policy endpoint (docs/design.md §5): token in, token out. The worker owns the
@@ -274,19 +275,22 @@ export function datumFromTurns(
   const ids: number[] = [];
   const mask: (0 | 1)[] = [];
   const behaviour: number[] = [];
-  // Element by element: a spread of a long array into push() overflows the call stack (~130k ids in Node).
   for (const t of turns) {
-    for (const id of t.promptIds) {
-      ids.push(id);
-      mask.push(0);
-      behaviour.push(0);
-    }
-    const bit = t.trained ? 1 : 0;
-    for (let i = 0; i < t.completionIds.length; i++) {
-      ids.push(t.completionIds[i]!);
-      mask.push(bit);
-      behaviour.push(t.logprobs[i]!);
-    }
+    appendAll(ids, t.promptIds);
+    appendAll(
+      mask,
+      t.promptIds.map(() => 0 as const),
+    );
+    appendAll(
+      behaviour,
+      t.promptIds.map(() => 0),
+    );
+    appendAll(ids, t.completionIds);
+    appendAll(
+      mask,
+      t.completionIds.map(() => (t.trained ? 1 : 0) as 0 | 1),
+    );
+    appendAll(behaviour, t.logprobs);
   }
   return parseOrThrow(Datum, { sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage }, `the token row of ${sampleId}`);
 }

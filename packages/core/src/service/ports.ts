@@ -12,9 +12,13 @@ import type { Task } from "../task.ts";
 /** The longest reason a failed slot keeps (an endpoint's or environment's text is cut there). */
 export const SLOT_REASON_CHARS = 500;
 
-/** A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. */
+/**
+ * A producer's view of a queue: validated envelopes in, at-least-once delivery to a worker. A
+ * message with a payer carries its key as the tenant (SQS fair queues: one key's backlog does not
+ * hold back another key's messages); `delaySeconds` keeps the messages invisible that long first.
+ */
 export interface MessageQueue {
-  send(messages: Envelope[]): Promise<void>;
+  send(messages: Envelope[], opts?: { delaySeconds?: number }): Promise<void>;
 }
 
 /** Pools are immutable: `put` refuses a different pool under an existing id. */

@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { HarnessSError, NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
+import { ConflictError, HarnessSError, NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
 import { CallerRescue, callerTaskOf, type CallerPolicies, type CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
 import { Id, Name } from "../names.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
+import type { Clock } from "../util/clock.ts";
 import { envelope, type Envelope, type RolloutRequestedBody } from "./messages.ts";
 import {
   SLOT_REASON_CHARS,
@@ -163,7 +164,46 @@ type DispatchDeps = {
   meter?: UsageMeter;
   /** Hears of each slot failed at once (its code and reason, secrets already masked). */
   log?: (line: string) => void;
+  /** Each key's caller rollouts running now, held against {@link CALLER_ROLLOUT_FAIRNESS}; without it, none is held back. */
+  running?: { slots: RescueSlots; clock: Clock };
 };
+
+/**
+ * What one key's caller rollouts may hold of the dispatch workers: at most `perKeyRunning` run at
+ * once, so a key whose endpoint never answers holds no more than that and other keys' rollouts
+ * find workers free; a rollout past it is put back to wait its turn ("deferred": sent again with
+ * a delay of about `deferSeconds.first`, twice as long each time up to `deferSeconds.max`, each
+ * spread by ±50% so a key's waiting rollouts do not all come back at once). A running rollout's
+ * hold lapses after `holdMs` (the dispatch function's 5-minute timeout and a margin) when its end
+ * is never seen.
+ */
+export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 2, max: 60 } } as const;
+
+/**
+ * How long a message waits after its `deferrals`-th deferral (0 for the first), in whole seconds
+ * as SQS takes them: the doubling delay, spread by `spread` in [0, 1) (a hash of the message: the
+ * same message waits the same, different ones apart).
+ *
+ * @example
+ * deferDelaySeconds(0, 0.5); // 2
+ */
+export function deferDelaySeconds(deferrals: number, spread: number): number {
+  const { first, max } = CALLER_ROLLOUT_FAIRNESS.deferSeconds;
+  return Math.max(1, Math.round(Math.min(max, first * 2 ** Math.min(deferrals, 16)) * (0.5 + spread)));
+}
+
+/** Holds one of the key's running places for this slot; undefined when they are all taken (or contended: the slot waits, never fails). */
+async function holdRunning(body: RolloutRequestedBody, keyId: string, running: DispatchDeps["running"]): Promise<{ release: () => Promise<void> } | undefined> {
+  if (!running) return { release: async () => undefined };
+  const id = `${body.jobId}:${body.index}`;
+  const now = running.clock.now();
+  const { perKeyRunning, holdMs } = CALLER_ROLLOUT_FAIRNESS;
+  const held = await running.slots.hold(keyId, id, 1, perKeyRunning, now, now + holdMs).catch((err: unknown) => {
+    if (err instanceof ConflictError) return false;
+    throw err;
+  });
+  return held ? { release: () => running.slots.release(keyId, id) } : undefined;
+}
 
 /**
  * The dispatch use-case: one rollout, stored once per (job, index) even under redelivery; none for
@@ -172,15 +212,36 @@ type DispatchDeps = {
  * does not hold, anything but this service's own passing failures: {@link slotFailure}) is
  * recorded failed at once with its code ("failed"), never left to the queue's redeliveries.
  */
-export async function runRequestedRollout(body: RolloutRequestedBody, deps: DispatchDeps): Promise<"stored" | "duplicate" | "cancelled" | "over-budget" | "failed"> {
-  if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
-  const job = body.rescueJob || body.caller ? await deps.jobs?.get(body.jobId) : undefined;
-  if (job?.cancelledAt !== undefined) return "cancelled";
-  if (!body.caller) {
-    const { task, harness } = await rolloutInputs(body, deps);
-    return deps.rollouts.put(body.jobId, body.index, await deps.policies.runner(body.policyId, body.policyVersion)(task, harness, body.seed));
+export async function runRequestedRollout(body: RolloutRequestedBody, deps: DispatchDeps): Promise<"stored" | "duplicate" | "cancelled" | "over-budget" | "failed" | "deferred"> {
+  if (!body.caller) return runOwnRollout(body, deps);
+  // A key's running places are asked first: a rollout that waits its turn costs no other read (a
+  // cancelled rescue's slot is dropped when it gets a place).
+  const lease = await holdRunning(body, body.caller.keyId, deps.running);
+  if (!lease) return "deferred";
+  try {
+    return await runHeldCallerRollout(body, body.caller, deps);
+  } finally {
+    await lease.release().catch(() => undefined);
   }
-  const caller = body.caller;
+}
+
+/** A rollout at this service's own policy (an experiment's, or a rescue of the service's own). */
+async function runOwnRollout(body: RolloutRequestedBody, deps: DispatchDeps): Promise<"stored" | "duplicate" | "cancelled"> {
+  if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
+  if (body.rescueJob && (await deps.jobs?.get(body.jobId))?.cancelledAt !== undefined) return "cancelled";
+  const { task, harness } = await rolloutInputs(body, deps);
+  return deps.rollouts.put(body.jobId, body.index, await deps.policies.runner(body.policyId, body.policyVersion)(task, harness, body.seed));
+}
+
+/** A caller rescue's slot holding one of its key's running places: run, or failed at once with its code. */
+async function runHeldCallerRollout(
+  body: RolloutRequestedBody,
+  caller: CallerRollout,
+  deps: DispatchDeps,
+): Promise<"stored" | "duplicate" | "cancelled" | "over-budget" | "failed"> {
+  if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
+  const job = await deps.jobs?.get(body.jobId);
+  if (job?.cancelledAt !== undefined) return "cancelled";
   const exhausted = budgetExhausted(caller.budget, job);
   if (exhausted) {
     await deps.jobs!.recordFailure(body.jobId, body.index, exhausted);
