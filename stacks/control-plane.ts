@@ -30,7 +30,15 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link: [...link, t.Usage, t.UsageDays] },
       {
         batch: { size: w.batch, partialResponses: true },
-        ...(maximumConcurrency ? { transform: { eventSourceMapping: (args) => void (args.scalingConfig = { maximumConcurrency }) } } : {}),
+        ...(maximumConcurrency
+          ? {
+              transform: {
+                eventSourceMapping: (args) => {
+                  args.scalingConfig = { maximumConcurrency };
+                },
+              },
+            }
+          : {}),
       },
     );
 
