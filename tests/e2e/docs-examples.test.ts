@@ -259,6 +259,8 @@ class Shell {
   constructor() {
     this.bash = spawn("bash", [], { cwd: ROOT, detached: true, stdio: "pipe" });
     this.groups.add(this.bash.pid!);
+    // A write after bash ended is reported by send(), not as an unhandled EPIPE.
+    this.bash.stdin.on("error", () => undefined);
     this.bash.stdout.on("data", (d: Buffer) => (this.out += d.toString()));
     this.bash.stderr.on("data", (d: Buffer) => (this.err += d.toString()));
   }
@@ -340,6 +342,7 @@ async function runChain(chain: readonly Block[]): Promise<void> {
     failure = err;
   }
   const survivors = await shell.close();
+  if (failure instanceof Error && survivors.length > 0) failure.message += `\nand these outlived it: ${survivors.join(", ")}`;
   if (failure) throw failure;
   expect(survivors, "processes that outlived the example").toEqual([]);
 }
