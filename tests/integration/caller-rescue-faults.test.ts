@@ -14,7 +14,7 @@ import { startCallerRescueStack } from "../caller-stack.ts";
 
 // Issue 31, acceptance 5: faults in a caller's rescue. The caller's environment server (a real
 // `harness-s env-serve` process) killed mid-rescue fails only the slots it had not served, each
-// with its reason, and leaves another rescue on another server untouched; the caller's policy
+// at once with its code and reason, and leaves another rescue on another server untouched; the caller's policy
 // endpoint answering 500 or 503 (a reply lost after the worker sampled, or no sample at all) is
 // retried within a bound and each slot still runs exactly once.
 const TOKEN = "fault-test-token";
@@ -201,7 +201,11 @@ describe("faults in a caller's rescue", () => {
       expect(endA.completed).toBeGreaterThanOrEqual(before.completed);
       expect(endA.completed).toBeLessThan(a.body.expected);
       expect(endA.completed + endA.failed.length).toBe(a.body.expected);
-      for (const f of endA.failed) expect(f.reason).toMatch(/ECONNREFUSED|closed the session|environment/i);
+      // Each failed at once, with the environment's code (never left to the queue's redeliveries).
+      for (const f of endA.failed) {
+        expect(f.code).toBe("ENVIRONMENT_FAILED");
+        expect(f.reason).toMatch(/ECONNREFUSED|ECONNRESET|closed the session|environment/i);
+      }
       // Every token sampled was metered to the key and held against its rescue, by the rollouts
       // that failed as by the others (the scripted policy appends 2 ids and samples 2 a turn), and
       // the time in the environments. A slot given up while an attempt of it still ran (its message

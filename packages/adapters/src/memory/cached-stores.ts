@@ -121,6 +121,8 @@ export const FULL_MEMO_MS = 500;
  */
 export class FullSlotsMemo implements RescueSlots {
   private readonly fullUntil = new Map<string, number>();
+  /** A key's hold in flight: the ones that arrive meanwhile learn "full" from it instead of each reading the store. */
+  private readonly asking = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly inner: RescueSlots,
@@ -130,7 +132,13 @@ export class FullSlotsMemo implements RescueSlots {
 
   async hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean> {
     if ((this.fullUntil.get(keyId) ?? 0) > this.clock.now()) return false;
-    const held = await this.inner.hold(keyId, id, slots, limit, now, until);
+    const before = this.asking.get(keyId);
+    if (before && !(await before.catch(() => true))) return false;
+    const asked = this.inner.hold(keyId, id, slots, limit, now, until);
+    this.asking.set(keyId, asked);
+    const held = await asked.finally(() => {
+      if (this.asking.get(keyId) === asked) this.asking.delete(keyId);
+    });
     if (held) this.fullUntil.delete(keyId);
     else {
       this.fullUntil.delete(keyId);

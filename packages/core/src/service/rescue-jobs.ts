@@ -177,7 +177,7 @@ type DispatchDeps = {
  * hold lapses after `holdMs` (the dispatch function's 5-minute timeout and a margin) when its end
  * is never seen.
  */
-export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 2, max: 60 } } as const;
+export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 5, max: 60 } } as const;
 
 /**
  * How long a message waits after its `deferrals`-th deferral (0 for the first), in whole seconds
@@ -185,7 +185,7 @@ export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, 
  * same message waits the same, different ones apart).
  *
  * @example
- * deferDelaySeconds(0, 0.5); // 2
+ * deferDelaySeconds(0, 0.5); // 5
  */
 export function deferDelaySeconds(deferrals: number, spread: number): number {
   const { first, max } = CALLER_ROLLOUT_FAIRNESS.deferSeconds;

@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { ManualClock, type RescueSlots } from "@harness-s/core";
+import { FULL_MEMO_MS, FullSlotsMemo, MemoryRescueSlots } from "@harness-s/adapters";
+
+// Issue 52, item 4: a key at its cap of running rollouts has its waiting rollouts come back in
+// waves; each is deferred again without a store read while the key was just found full, and the
+// ones that arrive while a read is in flight learn its answer instead of each reading.
+function counted(inner: RescueSlots) {
+  const calls = { hold: 0 };
+  const slots: RescueSlots = {
+    hold: async (...args) => {
+      calls.hold++;
+      await new Promise((r) => setTimeout(r, 5));
+      return inner.hold(...args);
+    },
+    release: (k, id) => inner.release(k, id),
+    held: (k, now) => inner.held(k, now),
+  };
+  return { slots, calls };
+}
+
+describe("a key's running places, a full key remembered", () => {
+  it("answers a wave of holds on a full key with one store read, and frees a place at once on release", async () => {
+    const clock = new ManualClock(1_000);
+    const { slots, calls } = counted(new MemoryRescueSlots());
+    const memo = new FullSlotsMemo(slots, clock);
+    const hold = (id: string) => memo.hold("k", id, 1, 2, clock.now(), clock.now() + 60_000);
+    expect([await hold("a"), await hold("b")]).toEqual([true, true]);
+    calls.hold = 0;
+    const wave = await Promise.all(Array.from({ length: 50 }, (_, i) => hold(`w${i}`)));
+    expect(wave.every((h) => !h)).toBe(true);
+    expect(calls.hold).toBe(1);
+    // Within the memo's time: no read at all.
+    expect(await hold("x")).toBe(false);
+    expect(calls.hold).toBe(1);
+    // A place freed here is seen at once.
+    await memo.release("k", "a");
+    expect(await hold("y")).toBe(true);
+    expect(calls.hold).toBe(2);
+    // Full again; after the memo's time the store is asked again.
+    expect(await hold("z")).toBe(false);
+    clock.advance(FULL_MEMO_MS + 1);
+    expect(await hold("z")).toBe(false);
+    expect(calls.hold).toBe(4);
+    // Another key is not held back by this one's memo.
+    expect(await memo.hold("other", "o", 1, 2, clock.now(), clock.now() + 60_000)).toBe(true);
+  });
+});
