@@ -40,11 +40,12 @@ export interface HostileRequest {
 /**
  * A protocol-v2 policy endpoint on loopback whose policies each misbehave as `script` says for
  * their samples (keyed by the policy id in the path: one server, one behaviour per registered
- * endpoint). Its policies' state (`GET`) is well-formed at `version`, so registration succeeds.
+ * endpoint). Its policies' state (`GET`) is well-formed at `version` (stating `vocabSize` when
+ * given), so registration succeeds.
  * Every request is recorded with when it arrived, and `repliedAt` when each policy's last
  * answer left (the moment a reply "decided" a slot).
  */
-export async function startHostilePolicy(script: (policy: string, req: HostileRequest, nth: number) => HostileSample, version = 0) {
+export async function startHostilePolicy(script: (policy: string, req: HostileRequest, nth: number) => HostileSample, version = 0, vocabSize?: number) {
   const requests: HostileRequest[] = [];
   const held: { res: ServerResponse; headers: IncomingMessage["headers"]; policy: string }[] = [];
   const repliedAt = new Map<string, number>();
@@ -66,7 +67,8 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(out));
       repliedAt.set(policy, Date.now());
     };
-    if (req.method === "GET") return json(200, { policy_id: policy, version, tokenizer: { name: "hostile", eos_ids: [0] }, capabilities: { sample: true } });
+    const tokenizer = { name: "hostile", eos_ids: [0], ...(vocabSize ? { vocab_size: vocabSize } : {}) };
+    if (req.method === "GET") return json(200, { policy_id: policy, version, tokenizer, capabilities: { sample: true } });
     if (req.method === "DELETE") return json(200, { closed: true });
     const record: HostileRequest = { policy, path: url.pathname, body, headers: req.headers, at: Date.now() };
     requests.push(record);

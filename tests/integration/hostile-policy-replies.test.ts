@@ -17,6 +17,8 @@ import { startHostileOpenEnv, type HostileEnvReply } from "../hostile-openenv.ts
 // it, and the trajectories of the failed rescue answer 200 with no rows (never a 500).
 const SECRET = "Bearer hostile-secret-7f3a9c1e5b";
 const ENV_SECRET = "env-secret-2b8d4f6a0c";
+/** The vocabulary the hostile endpoint states: an id at or past it is no token of its. */
+const VOCAB = 50_000;
 const setup = embeddedSetup(defaultEmbeddedSettings);
 let inst: SeedInstance;
 let stack: LocalStack;
@@ -49,6 +51,7 @@ const POLICY_CASES: Record<string, { reply: (body: Record<string, unknown>) => H
   // Variants of our own, one per class.
   "infinite-logprob": { reply: () => ({ raw: JSON.stringify(goodSample()).replace("[-0.5,-0.5]", "[-1e999,-0.5]"), status: 200 }), code: "POLICY_REPLY_INVALID" },
   "fractional-ids": { reply: () => ({ json: goodSample({ ids: [3.5, 4] }) }), code: "POLICY_REPLY_INVALID" },
+  "ids-past-vocabulary": { reply: () => ({ json: goodSample({ ids: [3, VOCAB] }) }), code: "POLICY_REPLY_INVALID" },
   "410-gone": { reply: () => ({ json: { error: { code: "GONE", message: "no such policy" } }, status: 410 }), code: "POLICY_ENDPOINT_FAILED" },
   "version-minus-one": { reply: () => ({ json: goodSample({ version: 0 }) }), code: "STALE_POLICY_VERSION", weightVersion: 1 },
   "echoes-secret-500": { reply: () => ({ echoHeaders: 500 }), code: "POLICY_ENDPOINT_FAILED" },
@@ -66,7 +69,7 @@ const ENV_CASES: Record<string, { reply: HostileEnvReply; code: string }> = {
 beforeAll(async () => {
   inst = await setup.instance(1);
   [policy, envServer, hostileEnv] = await Promise.all([
-    startHostilePolicy((name, req) => POLICY_CASES[name]?.reply(req.body) ?? { json: goodSample() }),
+    startHostilePolicy((name, req) => POLICY_CASES[name]?.reply(req.body) ?? { json: goodSample() }, 0, VOCAB),
     builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
     startHostileOpenEnv((name) => ENV_CASES[name]?.reply ?? {}),
   ]);

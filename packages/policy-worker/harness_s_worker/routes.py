@@ -38,7 +38,7 @@ class Served:
         return {
             "policy_id": p.id,
             "version": p.version,
-            "tokenizer": {"name": self.model_name, "eos_ids": sorted(policies.eos_ids)},
+            "tokenizer": {"name": self.model_name, "eos_ids": sorted(policies.eos_ids), "vocab_size": policies.adapted.vocab_size()},
             "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
             "open_episodes": len(p.episodes),
             "capabilities": {"sample": True, "score": True, "updates": policies.trainable, "kl": policies.trainable, "checkpoints": policies.trainable},

@@ -93,6 +93,9 @@ def test_a_two_turn_episode_through_the_worker_holds_exactly_the_ids_it_returned
         assert second["prompt_ids"][: len(forced)] == forced
         state = c.get("/v2/policies/p").json()
         assert state["tokenizer"]["eos_ids"] == sorted(policies.eos_ids) and "prefix_stable" in state["template"]
+        # Every id the worker answers is below the vocabulary it states (a caller checks replies against it).
+        vocab = state["tokenizer"]["vocab_size"]
+        assert vocab == policies.adapted.vocab_size() and max(held) < vocab
 
 
 def test_each_parser_keeps_the_argument_text_as_generated():
