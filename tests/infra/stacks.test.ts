@@ -4,7 +4,8 @@ import { tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
-import { API_MEMORY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core";
+import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../stacks/workers.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 
 interface Resource {
@@ -105,6 +106,16 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable", "UsageDaysTable", "UsageTable"]);
     expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);
+    // Dispatch sends a rollout past its key's running places back to its own queue, and to no other.
+    expect(grants("DispatchQueueSubscriber", "sqs:SendMessage")).toEqual(["DispatchQueueQueue"]);
+  });
+
+  it("runs dispatch at most DISPATCH_CONCURRENCY invocations at once, above any one key's share of running rollouts; the other workers unbounded", () => {
+    const mappings = ofType("aws:lambda/eventSourceMapping:EventSourceMapping");
+    const dispatch = mappings.find((m) => m.inputs.eventSourceArn.endsWith(":DispatchQueueQueue"))!;
+    expect(dispatch.inputs.scalingConfig).toEqual({ maximumConcurrency: DISPATCH_CONCURRENCY });
+    expect(DISPATCH_CONCURRENCY).toBeGreaterThan(CALLER_ROLLOUT_FAIRNESS.perKeyRunning);
+    expect(mappings.filter((m) => m.inputs.scalingConfig !== undefined)).toHaveLength(1);
   });
 
   it("exposes the API through a Function URL whose app serves every route of the OpenAPI document", () => {
