@@ -4,17 +4,12 @@ import {
   hash32,
   runRequestedRollout,
   slotFailure,
-  type CallerPolicies,
   type Clock,
+  type DispatchDeps,
   type EnvelopeOf,
   type MessageQueue,
-  type PolicyEndpoints,
-  type PoolStore,
   type RescueJobStore,
   type RescueSlots,
-  type RolloutStore,
-  type TaskSource,
-  type UsageMeter,
 } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
@@ -36,23 +31,15 @@ export interface DispatchFairness {
  * @example
  * const handler = createDispatchHandler({ pools, tasks, rollouts, policies: singlePolicyEndpoint(runRollout) });
  */
-export function createDispatchHandler(deps: {
-  pools: PoolStore;
-  tasks: TaskSource;
-  rollouts: RolloutStore;
-  policies: PolicyEndpoints;
-  /** Rescues with the caller's own policy and environment; without it their rollouts fail with NOT_CONFIGURED. */
-  callers?: CallerPolicies;
-  /** With `jobs`, a rollout that fails on its last receive is recorded on its rescue, which then ends `failed`; a cancelled rescue's slots are skipped, and a caller rescue's budget is held. */
-  jobs?: RescueJobStore;
-  /** Where a caller rescue's policy tokens and environment time are metered to its key. */
-  meter?: UsageMeter;
-  fairness?: DispatchFairness;
-  /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount). */
-  maxReceives?: number;
-  log?: (line: string) => void;
-  metering?: WorkerMetering;
-}) {
+export function createDispatchHandler(
+  deps: Omit<DispatchDeps, "log" | "running"> & {
+    fairness?: DispatchFairness;
+    /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount); with `jobs`, a slot given up on then is recorded on its rescue. */
+    maxReceives?: number;
+    log?: (line: string) => void;
+    metering?: WorkerMetering;
+  },
+) {
   const jobs = deps.jobs;
   const lastTry =
     jobs && deps.maxReceives

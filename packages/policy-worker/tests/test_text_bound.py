@@ -65,28 +65,28 @@ def code(res):
     return res.status_code, res.json()["error"]["code"]
 
 
+def sampled_with_peak(client, body):
+    """A sample request's CPU seconds, the peak of Python's traced memory while it ran, and its answer."""
+    tracemalloc.start()
+    try:
+        cpu, res = cpu_of(lambda: post(client, "/v2/policies/p/sample", body))
+        return cpu, tracemalloc.get_traced_memory()[1], res
+    finally:
+        tracemalloc.stop()
+
+
 def test_an_8_mb_message_is_refused_for_about_a_normal_turns_cpu_and_memory(client):
     client.put("/v2/policies/p", json=SPEC)
     unit = normal_cpu(client)
     huge = json.dumps({"episode_id": "big", "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}], "sampling": {"max_tokens": 16}}).encode()
     # Past the text any context of this model can hold, as JSON: refused by its length before it is read whole.
-    tracemalloc.start()
-    try:
-        cpu, res = cpu_of(lambda: post(client, "/v2/policies/p/sample", huge))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    cpu, peak, res = sampled_with_peak(client, huge)
     assert cpu < 3 * unit + 0.05, (cpu, unit)
     assert peak < len(huge) // 4, peak  # at d06641f: the ids of 6.7M tokens, many times the input
     assert code(res) == (413, "PAYLOAD_TOO_LARGE"), res.text[:200]
     # Variant: a body the route reads (1 MB) whose text is past the context: 400 by its bytes, never tokenised.
     medium = json.dumps({"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}).encode()
-    tracemalloc.start()
-    try:
-        cpu, res = cpu_of(lambda: post(client, "/v2/policies/p/sample", medium))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    cpu, peak, res = sampled_with_peak(client, medium)
     assert cpu < 3 * unit + 0.05, (cpu, unit)
     assert peak < 8 * len(medium), (peak, len(medium))  # the body, its text and their parse; no ids
     assert code(res) == (400, "CONTEXT_TOO_LONG"), res.text[:200]

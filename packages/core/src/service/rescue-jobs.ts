@@ -154,19 +154,23 @@ async function pinnedCaller(req: CallerRescue, keyId: string | undefined, caller
   return { ...req, keyId, weightVersion };
 }
 
-type DispatchDeps = {
+/** What the dispatch use-case runs a rollout with. */
+export interface DispatchDeps {
   pools: PoolStore;
   tasks: TaskSource;
   rollouts: RolloutStore;
   policies: PolicyEndpoints;
+  /** Rescues with the caller's own policy and environment; without it their rollouts fail with NOT_CONFIGURED. */
   callers?: CallerPolicies;
+  /** A cancelled rescue's slots are skipped, a caller rescue's budget is held, and a slot that cannot succeed is recorded failed. */
   jobs?: RescueJobStore;
+  /** Where a caller rescue's policy tokens, its wait on the policy and its environment time are metered to its key. */
   meter?: UsageMeter;
   /** Hears of each slot failed at once (its code and reason, secrets already masked). */
   log?: (line: string) => void;
   /** Each key's caller rollouts running now, held against {@link CALLER_ROLLOUT_FAIRNESS}; without it, none is held back. */
   running?: { slots: RescueSlots; clock: Clock };
-};
+}
 
 /**
  * What one key's caller rollouts may hold of the dispatch workers: at most `perKeyRunning` run at
