@@ -121,6 +121,24 @@ describe("harness-s serve", () => {
   const expecting = (path: string, length: number) =>
     `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`;
 
+  it("lets a caller's rescue name the built-in embedded environment: its endpoint is looked up (404 for one never registered), never a 501 (issue 52, item 13)", async () => {
+    const rescue = (environment: unknown) =>
+      fetch(`${url}/v1/rescues`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer test-key" },
+        body: JSON.stringify({
+          poolId: "embedded",
+          harnesses: ["h0"],
+          caller: { endpoint: "not-registered", environment, task: { id: "app-train-plain-0", family: "app", tools: [{ name: "submit", submit: true }] } },
+        }),
+      });
+    const builtin = await rescue({ kind: "builtin", id: "embedded" });
+    expect([builtin.status, (await builtin.json()).error.code]).toEqual([404, "NOT_FOUND"]);
+    // Variant: a built-in environment this service does not have is refused by the schema.
+    const unknown = await rescue({ kind: "builtin", id: "appworld" });
+    expect([unknown.status, (await unknown.json()).error.code]).toEqual([400, "VALIDATION_FAILED"]);
+  });
+
   it("refuses a declared body over its route's limit before it is sent (Expect: 100-continue), whatever the gateway's limit (issue 30, item 9)", async () => {
     const route = await rawExchange(expecting("/v1/route", 4_000_000));
     expect(route.first).toBe("HTTP/1.1 413 Payload Too Large");
