@@ -63,9 +63,13 @@ export function createDispatchHandler(
   );
 }
 
-/** Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT). */
+/** Every this many waits, a waiting rollout reads its rescue: one cancelled meanwhile stops waiting (and costing its key requests). */
+export const CANCEL_CHECK_EVERY = 4;
+
+/** Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT), one of a cancelled rescue is dropped. */
 async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: MessageQueue, jobs: RescueJobStore | undefined): Promise<void> {
   const deferrals = (envelope.deferrals ?? 0) + 1;
+  if (deferrals % CANCEL_CHECK_EVERY === 0 && (await jobs?.get(envelope.body.jobId))?.cancelledAt !== undefined) return;
   if (deferrals > MAX_DEFERRALS) {
     const reason = `waited ${MAX_DEFERRALS} times for one of its key's running places`;
     await jobs?.recordFailure(envelope.body.jobId, envelope.body.index, { code: "CONCURRENCY_LIMIT", reason });
