@@ -23,6 +23,11 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const refusal = Object.entries(REFUSALS).find(([id]) => req.url?.includes(`/policies/${id}/`))?.[1];
     req.resume();
+    if (req.url?.includes("/policies/echo-at-the-cut/")) {
+      // The secret straddles the point an error's text is cut at (200 characters of a text body).
+      res.writeHead(400, { "content-type": "text/plain" }).end(`${"x".repeat(185)}${req.headers.authorization} …`);
+      return;
+    }
     if (req.url?.includes("/policies/hostile/")) {
       res.writeHead(200, { "content-type": "application/json" }).end(turn(1e12));
       return;
@@ -72,5 +77,12 @@ describe("TokenPolicyClient against a worker on loopback", () => {
     expect(seconds).toEqual([0.0125, 0.0125]);
     await expect(client.sample("hostile", sample(3))).rejects.toThrow(/device_ms/);
     expect(seconds).toHaveLength(2);
+  });
+
+  it("masks its secret in an echoed error before cutting the text to size: not even the secret's first characters remain (issue 52, item 8)", async () => {
+    const client = new TokenPolicyClient(url, { clock: systemClock, token: "tok_a1b2c3d4e5f6g7h8" });
+    const err = (await client.sample("echo-at-the-cut", sample(4)).catch((e: unknown) => e)) as Error;
+    expect(err.message).toContain("HTTP 400");
+    expect(err.message).not.toMatch(/tok_a1/);
   });
 });

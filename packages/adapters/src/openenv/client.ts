@@ -46,14 +46,17 @@ class OpenEnvConnection {
   private constructor(private readonly ws: WebSocket) {
     ws.on("message", (data) => {
       const next = this.waiting.shift();
-      let parsed: OpenEnvServerMessage;
+      // What went wrong, never the message's own text (a parser's excerpt of it could carry a secret cut short).
+      let value: unknown;
       try {
-        parsed = OpenEnvServerMessage.parse(JSON.parse(data.toString()));
-      } catch (err) {
-        next?.reject(new Error(`the environment server sent a message outside the protocol (${(err as Error).message.slice(0, 200)})`));
+        value = JSON.parse(data.toString());
+      } catch {
+        next?.reject(new Error("the environment server sent a message that is not JSON"));
         return;
       }
-      next?.resolve(parsed);
+      const parsed = OpenEnvServerMessage.safeParse(value);
+      if (parsed.success) next?.resolve(parsed.data);
+      else next?.reject(new Error(`the environment server sent a message outside the protocol (${formatIssues(parsed.error.issues).slice(0, 3).join("; ")})`));
     });
     const fail = (err: Error) => {
       this.ended ??= err;
@@ -118,7 +121,7 @@ function environmentFailure(scrub: (text: string) => string) {
   return (err: unknown): never => {
     if (err instanceof HarnessSError) throw scrubError(err, scrub);
     const message = err instanceof Error ? err.message : String(err);
-    throw new EnvironmentError(scrub(message.slice(0, 2_000)), { cause: scrubError(err, scrub) });
+    throw new EnvironmentError(scrub(message).slice(0, 2_000), { cause: scrubError(err, scrub) });
   };
 }
 

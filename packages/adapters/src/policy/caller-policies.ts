@@ -16,7 +16,6 @@ import {
 } from "@harness-s/core";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
-import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 import { TokenPolicy } from "./token-policy.ts";
 import { TokenPolicyClient } from "./token-policy-client.ts";
 import { timedEnvironment } from "./timed-environment.ts";
@@ -116,16 +115,12 @@ export class CallerPolicyRunners implements CallerPolicies {
   async runner(caller: CallerRollout, onSpend?: (spend: RolloutSpend) => void) {
     const record = await this.endpoint(caller.keyId, caller.endpoint);
     const environment = this.environment(caller);
-    // Whatever a run throws reaches a log line and the rescue's status: never with either secret in it.
-    const scrub = secretScrubber([record.secretHeader?.value, caller.environment.kind === "openenv" ? caller.environment.secretHeader?.value : undefined]);
     // A client, a policy and a clock on the environment of each episode's own: what it spent is its own.
     return async (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => {
       const client = this.client(record);
       const timing = { ms: 0 };
       try {
         return await runEpisode(task, harness, seed, { env: timedEnvironment(environment, timing, this.deps.clock), policy: this.policy(caller, record, client) });
-      } catch (err) {
-        throw scrubError(err, scrub);
       } finally {
         onSpend?.({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms, environmentMs: timing.ms });
       }

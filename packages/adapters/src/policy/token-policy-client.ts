@@ -227,9 +227,10 @@ export class TokenPolicyClient {
       await this.opts.clock.sleep(100 * 2 ** attempt);
     }
     const text = await res.text();
-    if (!res.ok) refused(method, path, res.status, text);
+    // An answer's text is cut to size only once the secrets are masked in it (never half a secret left at the cut).
+    if (!res.ok) refused(method, path, res.status, this.scrub(text));
     const json = safeJson(text);
-    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${text.slice(0, 120)})`);
+    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${this.scrub(text).slice(0, 120)})`);
     const parsed = schema.safeParse(json);
     if (!parsed.success) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not protocol v2's: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`);
     return parsed.data;
