@@ -40,11 +40,11 @@ export function createSqsWorker<T extends Envelope["type"]>(
       if (!metering) return process(typed.body as Body<T>, typed.id, typed);
       const bill = { ...(envelope.payer ? { payer: envelope.payer } : {}), used: {} as CostUsage, ms: 0 };
       bills.push(bill);
-      const started = performance.now();
+      const began = performance.now();
       return metering.consumption
         .within(bill.used, () => process(typed.body as Body<T>, typed.id, typed))
         .finally(() => {
-          bill.ms = performance.now() - started;
+          bill.ms = performance.now() - began;
         });
     };
     await Promise.all(

@@ -4,23 +4,19 @@ import {
   hash32,
   runRequestedRollout,
   slotFailure,
-  type Clock,
   type DispatchDeps,
   type EnvelopeOf,
   type MessageQueue,
   type RescueJobStore,
-  type RescueSlots,
 } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 
-/** How the dispatch worker shares itself between keys: each key's running caller rollouts, and the queue a rollout past its key's share waits on. */
-export interface DispatchFairness {
-  running: RescueSlots;
-  clock: Clock;
+/** How the dispatch worker shares itself between keys: each key's running caller rollouts (`slots`), and the queue a rollout past its key's share waits on. */
+export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
   /** The dispatch queue itself: a deferred message is sent to it again, delayed. */
   requeue: MessageQueue;
-}
+};
 
 /**
  * The `dispatch` worker: runs one requested rollout with the policy the message names and
@@ -50,12 +46,11 @@ export function createDispatchHandler(
       : undefined;
   const log = deps.log ?? ((line: string) => console.warn(line));
   const fairness = deps.fairness;
-  const running = fairness ? { slots: fairness.running, clock: fairness.clock } : undefined;
   return createSqsWorker(
     "dispatch",
     "rollout.requested",
     async (body, _id, envelope) => {
-      const result = await runRequestedRollout(body, { ...deps, log, ...(running ? { running } : {}) });
+      const result = await runRequestedRollout(body, { ...deps, log, ...(fairness ? { running: fairness } : {}) });
       if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, jobs);
       return result;
     },

@@ -33,7 +33,7 @@ export const handler = createDispatchHandler({
   jobs: new DynamoRescueJobStore(doc, config.tables),
   meter: new DynamoUsageMeter(doc, config.tables),
   maxReceives: WORKERS.dispatch.retry,
-  ...(requeue ? { fairness: { running: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
+  ...(requeue ? { fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
   tasks: embeddedTaskSource(),
   // A caller's rescue samples its own registered endpoint, reached only at public addresses.
   callers: new CallerPolicyRunners({

@@ -126,7 +126,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,
       policies: opts.policies,
-      fairness: { running: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
+      fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
       maxReceives: WORKERS.dispatch.retry,
       log,
       metering: metering("dispatch"),

@@ -50,7 +50,7 @@ async function setup() {
     policies: { runner: () => Promise.reject(new Error("unused")) } as never,
     callers,
     jobs,
-    fairness: { running, clock, requeue },
+    fairness: { slots: running, clock, requeue },
     log: () => undefined,
   });
   return { handler, jobs, requeue, running, clock };

@@ -47,7 +47,11 @@ export const rescueRoutes = {
     summary: "Status, rewards and per-rollout outcomes of a rescue",
     description: `With \`wait\` (seconds, ≤ ${RESCUE_WAIT.maxSeconds}), answers once more than \`seen\` slots have finished (stored or given up on), the rescue is no longer running, or the wait is over: progress slot by slot without a polling loop.`,
     parameters: [pathId(), ...queryParams(RescueWaitQuery)],
-    responses: { 200: jsonOf("status (failed: every slot is stored or in the DLQ, and some are in the DLQ)", RescueStatus), ...notFound("rescue"), ...errors },
+    responses: {
+      200: jsonOf("status (failed: every slot is stored or given up on, and some were given up on: each with its code and reason)", RescueStatus),
+      ...notFound("rescue"),
+      ...errors,
+    },
   }),
   cancel: createRoute({
     method: "post",

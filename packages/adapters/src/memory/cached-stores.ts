@@ -139,9 +139,8 @@ export class FullSlotsMemo implements RescueSlots {
     const held = await asked.finally(() => {
       if (this.asking.get(keyId) === asked) this.asking.delete(keyId);
     });
-    if (held) this.fullUntil.delete(keyId);
-    else {
-      this.fullUntil.delete(keyId);
+    this.fullUntil.delete(keyId);
+    if (!held) {
       this.fullUntil.set(keyId, this.clock.now() + FULL_MEMO_MS);
       if (this.fullUntil.size > this.maxKeys) this.fullUntil.delete(this.fullUntil.keys().next().value!);
     }

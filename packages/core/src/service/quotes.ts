@@ -112,14 +112,14 @@ export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: 
 export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
 
 /**
- * The rollouts a run does before its budget's rollout cap stops it (every rollout counts): the
- * stretches before the cap whole, then the first part of the one it falls in, that stretch's
- * extra rollouts pro rata (an arm's rescues come with its training steps).
+ * The rollouts a run does before a rollout cap stops it (every rollout counts): the stretches
+ * before the cap whole, then the first part of the one it falls in, that stretch's extra rollouts
+ * pro rata (an arm's rescues come with its training steps).
  */
-export function rolloutsWithinCap(plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } {
-  let left = plan.budget?.rollouts ?? Number.POSITIVE_INFINITY;
+function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): { rollouts: number; extra: number } {
+  let left = cap;
   const done: Stretch[] = [];
-  for (const x of plannedStretches(plan, basis)) {
+  for (const x of stretches) {
     if (left <= 0) break;
     const part = Math.min(1, left / x.rollouts);
     done.push({ rollouts: x.rollouts * part, extra: x.extra * part });
@@ -191,9 +191,10 @@ function rescueCaps(rollouts: number, budget: NonNullable<RescueRequest["caller"
  */
 export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
   if ("experiment" in req) {
-    const run = rolloutsWithinCap(req.experiment, basis);
+    const stretches = plannedStretches(req.experiment, basis);
+    const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
     const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
-    return Quote.parse({ ...q, caps: experimentCaps(q, plannedRollouts(req.experiment, basis), req.experiment.budget) });
+    return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
   }
   const rollouts = (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
   const caps = rescueCaps(rollouts, req.rescue.caller?.budget);

@@ -218,8 +218,8 @@ async function holdRunning(body: RolloutRequestedBody, keyId: string, running: D
  */
 export async function runRequestedRollout(body: RolloutRequestedBody, deps: DispatchDeps): Promise<"stored" | "duplicate" | "cancelled" | "over-budget" | "failed" | "deferred"> {
   if (!body.caller) return runOwnRollout(body, deps);
-  // A key's running places are asked first: a rollout that waits its turn costs no other read (a
-  // cancelled rescue's slot is dropped when it gets a place).
+  // A key's running places are asked first: a rollout that waits its turn costs no other read (its
+  // worker checks now and then whether its rescue was cancelled meanwhile).
   const lease = await holdRunning(body, body.caller.keyId, deps.running);
   if (!lease) return "deferred";
   try {

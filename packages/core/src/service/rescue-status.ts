@@ -6,8 +6,8 @@ import { visibleTo, type RescueJobStore, type RescueSlots, type RolloutStore } f
 export const RescueStatus = z.object({
   job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
   /**
-   * failed: every slot is stored or given up on, and at least one was given up on (its message is
-   * in the DLQ); cancelled: its key cancelled it before every slot was stored (slots running then
+   * failed: every slot is stored or given up on, and at least one was given up on (failed at once
+   * with its code, or its message in the DLQ); cancelled: its key cancelled it before every slot was stored (slots running then
    * may still be stored).
    */
   status: z.enum(["running", "done", "failed", "cancelled"]),
