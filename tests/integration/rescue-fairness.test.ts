@@ -75,7 +75,8 @@ async function bOnce(): Promise<number> {
   return performance.now() - started;
 }
 
-const SAMPLES = 7;
+/** B's timings in each group (alone before A, beside A, alone after): medians of this many, steadier under a loaded machine. */
+const SAMPLES = 11;
 /** Rescues of B before it is timed: DynamoDB Local's JIT and the API's first reads (B's time falls from ~200 to ~70 ms over them). */
 const WARM = 15;
 const times = async (n: number) => {
