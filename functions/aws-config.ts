@@ -1,6 +1,6 @@
 import { Resource } from "sst";
 import { z } from "zod";
-import { PriceList } from "@harness-s/core";
+import { PriceList } from "@harness-s/core/billing";
 import { tableSpecs, type TableNames } from "@harness-s/adapters";
 import { GatewayConfig } from "./api/gateway-config.ts";
 

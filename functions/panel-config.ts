@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ValidationError, VoterPanel, formatIssues, statisticalVoters, systemClock } from "@harness-s/core";
+import { ValidationError, formatIssues, systemClock } from "@harness-s/core";
+import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
 import { votersFromPanel, type PanelRouting } from "@harness-s/adapters";
 
 /** The `VoterKeys` secret: API keys by the names a panel's voters give as `apiKeySecret`. */

@@ -1,4 +1,5 @@
-import { systemClock, type PolicyEndpoints } from "@harness-s/core";
+import { systemClock } from "@harness-s/core";
+import type { PolicyEndpoints } from "@harness-s/core/rescue";
 import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 

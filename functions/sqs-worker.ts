@@ -1,4 +1,5 @@
-import { Envelope, type CostUsage, type Payer } from "@harness-s/core";
+import { Envelope, type Payer } from "@harness-s/core/messaging";
+import type { CostUsage } from "@harness-s/core/billing";
 import { invocationBiller, type WorkerMetering } from "./worker-metering.ts";
 import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters";
 

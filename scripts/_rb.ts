@@ -1,4 +1,4 @@
-import { newApiKey } from "@harness-s/core";
+import { newApiKey } from "@harness-s/core/access";
 import { createApp } from "../functions/api/app.ts";
 import { memoryApiDeps } from "../functions/api/local.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";

@@ -8,6 +8,7 @@ import { basename, join } from "node:path";
 
 const TS_ENTRIES = [
   "packages/core/src/index.ts",
+  "packages/core/src/*/index.ts",
   "packages/adapters/src/index.ts",
   "packages/envs/src/index.ts",
   "packages/dbbench/src/index.ts",

@@ -2,7 +2,8 @@
 // and one failing trajectory. Usage: node --import tsx scripts/diagnose.ts [seed] [grpo|grpo-budget|harness-s]
 // (TRAIN='{"steps":10}' overrides the training config; EXTRA sets grpo-budget's extra rollouts;
 // PROTOCOL=validation diagnoses on the validation protocol, whose "heldout" is the held-back pair.)
-import { ArmConfig, TrainConfig, createRng, runEpisode, trainArm, type HarnessSpec, type Task } from "@harness-s/core";
+import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core/training";
+import { createRng, runEpisode, type HarnessSpec, type Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const seed = Number(process.argv[2] ?? 1);

@@ -3,7 +3,7 @@
 // it at two commits to compare them (both under tsx, as the CLI runs), and check with
 // `experiment --quick` that the summaries are byte-identical.
 // Run: node --import tsx scripts/embedded-bench.ts [repeats, default 3]
-import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EXPERIMENT_PRESETS } from "../packages/cli/src/declared/experiment-presets.ts";
 

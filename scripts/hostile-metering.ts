@@ -4,7 +4,10 @@
 // "Spent" is what the endpoint's replies reported in full; a reply cut off or never finished
 // reported nothing, so what the provider bills for it is unknown here (said so in the table).
 // Run: node --import tsx scripts/hostile-metering.ts
-import { GatewayEpisodes, VoterPanel, createPool, statisticalVoters, type Usage } from "@harness-s/core";
+import { GatewayEpisodes } from "@harness-s/core/gateway";
+import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
+import { createPool } from "@harness-s/core";
+import type { Usage } from "@harness-s/core/billing";
 import { votersFromPanel, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { gatewaySettings } from "../functions/api/gateway-setup.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../tests/api-factory.ts";

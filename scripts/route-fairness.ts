@@ -3,7 +3,7 @@
 // HTTP against `harness-s serve` as a user starts it (its own process: DynamoDB Local, fauxqs,
 // the workers' thread that trains and rolls out off the API's event loop).
 // Run: node --import tsx scripts/route-fairness.ts [seconds per phase, default 30]
-import { EXPERIMENT_LIMITS } from "@harness-s/core";
+import { EXPERIMENT_LIMITS } from "@harness-s/core/experiment";
 import { routeLatency, startServe, type LatencyPhase } from "./serve-process.ts";
 
 const seconds = Number(process.argv[2] ?? 30);

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { percentile, newApiKey, type Scope } from "@harness-s/core";
+import { percentile } from "@harness-s/core/metrics";
+import { newApiKey, type Scope } from "@harness-s/core/access";
 import { DynamoApiKeyStore, localCredentials, tableNames } from "@harness-s/adapters";
 
 /** A `harness-s serve` process on a free port, its admin key, and a way to add more keys to its tables. */

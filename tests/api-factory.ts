@@ -1,4 +1,6 @@
-import { newApiKey, type HarnessPool, type ProfileSet, type Scope } from "@harness-s/core";
+import { newApiKey, type Scope } from "@harness-s/core/access";
+import type { HarnessPool } from "@harness-s/core";
+import type { ProfileSet } from "@harness-s/core/profile";
 import { bodyLimitOf, createApp } from "../functions/api/app.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listen, memoryApiDeps } from "../functions/api/local.ts";

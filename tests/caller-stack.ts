@@ -1,4 +1,6 @@
-import { NotConfiguredError, singlePolicyEndpoint, type SeedInstance } from "@harness-s/core";
+import { NotConfiguredError } from "@harness-s/core";
+import { singlePolicyEndpoint } from "@harness-s/core/rescue";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { startLocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
 import { seedPool } from "./api-factory.ts";
 

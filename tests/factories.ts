@@ -1,22 +1,8 @@
-import {
-  createRng,
-  emptyProfile,
-  parseHarnessSpec,
-  runEpisode,
-  type ExperimentDeps,
-  type Policy,
-  type SeedInstance,
-  type TrainDeps,
-  type HarnessSpec,
-  type ArmSeedResult,
-  type ExperimentSummary,
-  type HarnessSpecInput,
-  type Profile,
-  type Rollout,
-  type Envelope,
-  type Task,
-  type HarnessPool,
-} from "@harness-s/core";
+import { createRng, parseHarnessSpec, runEpisode, type Policy, type HarnessSpec, type HarnessSpecInput, type Rollout, type Task, type HarnessPool } from "@harness-s/core";
+import { emptyProfile, type Profile } from "@harness-s/core/profile";
+import type { ExperimentDeps, SeedInstance, ArmSeedResult, ExperimentSummary } from "@harness-s/core/experiment";
+import type { TrainDeps } from "@harness-s/core/training";
+import type { Envelope } from "@harness-s/core/messaging";
 
 /** A valid task; override what the test is about. */
 export function makeTask(over: Partial<Task> = {}): Task {

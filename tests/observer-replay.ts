@@ -1,4 +1,5 @@
-import { Mailbox, RelayEnvironment, type AgentInput, type ObserverFactory, type RelayOut, type Rollout, type Task } from "@harness-s/core";
+import { Mailbox, RelayEnvironment, type AgentInput, type ObserverFactory, type RelayOut } from "@harness-s/core/gateway";
+import type { Rollout, Task } from "@harness-s/core";
 
 type Seen = { event: string; facts: string[] };
 

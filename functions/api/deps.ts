@@ -1,26 +1,13 @@
-import type {
-  ApiKeyStore,
-  Clock,
-  ExperimentStore,
-  ExperimentStepStore,
-  GatewayDeps,
-  Prices,
-  PriceList,
-  CallerPolicies,
-  DecisionStore,
-  EndpointProber,
-  PolicyEndpointStore,
-  MessageQueue,
-  PoolStore,
-  ProfileStore,
-  RescueJobStore,
-  RescueSlots,
-  RolloutStore,
-  TaskSource,
-  RouteTaskDeps,
-  UsageMeter,
-  Voter,
-} from "@harness-s/core";
+import type { ApiKeyStore } from "@harness-s/core/access";
+import type { Clock, PoolStore, RolloutStore, TaskSource } from "@harness-s/core";
+import type { ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
+import type { GatewayDeps } from "@harness-s/core/gateway";
+import type { Prices, PriceList, UsageMeter } from "@harness-s/core/billing";
+import type { CallerPolicies, EndpointProber, PolicyEndpointStore, RescueJobStore, RescueSlots } from "@harness-s/core/rescue";
+import type { DecisionStore, RouteTaskDeps } from "@harness-s/core/routing";
+import type { MessageQueue } from "@harness-s/core/messaging";
+import type { ProfileStore } from "@harness-s/core/profile";
+import type { Voter } from "@harness-s/core/voting";
 import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./request-limits.ts";
 

@@ -2,7 +2,8 @@ import { Readable } from "node:stream";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ApiKeyRecord, CostUsage, Usage } from "@harness-s/core";
+import type { ApiKeyRecord } from "@harness-s/core/access";
+import type { CostUsage, Usage } from "@harness-s/core/billing";
 
 /** The API's Hono environment: what a request carries between middleware and handlers. */
 export type ApiEnv = {
@@ -14,21 +15,9 @@ export type ApiEnv = {
   };
 };
 import type { z } from "zod";
-import {
-  BackloggedMeter,
-  type CoreErrorCode,
-  HarnessSError,
-  Id,
-  PartialSendError,
-  PayloadTooLargeError,
-  UpstreamRejectedError,
-  ValidationError,
-  authorize,
-  formatIssues,
-  mergeUsage,
-  requestUsage,
-  type Scope,
-} from "@harness-s/core";
+import { BackloggedMeter, mergeUsage } from "@harness-s/core/billing";
+import { type CoreErrorCode, HarnessSError, Id, PartialSendError, PayloadTooLargeError, UpstreamRejectedError, ValidationError, formatIssues } from "@harness-s/core";
+import { authorize, requestUsage, type Scope } from "@harness-s/core/access";
 import type { ApiDeps } from "./deps.ts";
 import type { AdaptersErrorCode } from "@harness-s/adapters";
 import type { DbbenchErrorCode } from "@harness-s/dbbench";

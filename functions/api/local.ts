@@ -1,6 +1,8 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { serve, type ServerType } from "@hono/node-server";
-import { Prices, statisticalVoters, systemClock } from "@harness-s/core";
+import { Prices } from "@harness-s/core/billing";
+import { statisticalVoters } from "@harness-s/core/voting";
+import { systemClock } from "@harness-s/core";
 import {
   MemoryApiKeyStore,
   MemoryDecisionStore,

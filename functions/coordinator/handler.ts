@@ -1,4 +1,4 @@
-import { runExperimentJob, type CoordinatorDeps } from "@harness-s/core";
+import { runExperimentJob, type CoordinatorDeps } from "@harness-s/core/experiment";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 

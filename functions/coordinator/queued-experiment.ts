@@ -1,16 +1,7 @@
-import {
-  queuedRolloutRunner,
-  queuedVoter,
-  systemClock,
-  type BallotStore,
-  type Clock,
-  type ExperimentDeps,
-  type ExperimentRecord,
-  type MessageQueue,
-  type Policy,
-  type PoolStore,
-  type RolloutStore,
-} from "@harness-s/core";
+import { queuedRolloutRunner, type ExperimentDeps, type ExperimentRecord } from "@harness-s/core/experiment";
+import { queuedVoter, type BallotStore } from "@harness-s/core/voting";
+import { systemClock, type Clock, type Policy, type PoolStore, type RolloutStore } from "@harness-s/core";
+import type { MessageQueue } from "@harness-s/core/messaging";
 
 export interface QueuedExperimentWiring {
   pools: PoolStore;

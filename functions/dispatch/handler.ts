@@ -1,14 +1,6 @@
-import {
-  MAX_DEFERRALS,
-  deferDelaySeconds,
-  hash32,
-  runRequestedRollout,
-  slotFailure,
-  type DispatchDeps,
-  type EnvelopeOf,
-  type MessageQueue,
-  type RescueJobStore,
-} from "@harness-s/core";
+import { MAX_DEFERRALS, type EnvelopeOf, type MessageQueue } from "@harness-s/core/messaging";
+import { deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type RescueJobStore } from "@harness-s/core/rescue";
+import { hash32 } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 

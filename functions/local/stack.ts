@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { PriceList, Prices, statisticalVoters, systemClock } from "@harness-s/core";
+import { PriceList, Prices } from "@harness-s/core/billing";
+import { statisticalVoters } from "@harness-s/core/voting";
+import { systemClock } from "@harness-s/core";
 import {
   CallerPolicyRunners,
   ConsumptionMeter,

@@ -1,5 +1,8 @@
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
-import { statisticalVoters, systemClock, type ExperimentDeps, type ExperimentRecord, type PolicyEndpoints, type TaskSource, type Voter } from "@harness-s/core";
+import { statisticalVoters, type Voter } from "@harness-s/core/voting";
+import { systemClock, type TaskSource } from "@harness-s/core";
+import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
+import type { PolicyEndpoints } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   ConsumptionMeter,

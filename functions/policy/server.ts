@@ -1,5 +1,6 @@
 import { Hono } from "hono";
-import { ActRequest, NotFoundError, StalePolicyVersionError, UpdateRequest, createRng, formatIssues, ValidationError, type Policy } from "@harness-s/core";
+import { ActRequest, UpdateRequest } from "@harness-s/core/protocol";
+import { NotFoundError, StalePolicyVersionError, createRng, formatIssues, ValidationError, type Policy } from "@harness-s/core";
 import { errorResponse } from "../api/http.ts";
 
 /**

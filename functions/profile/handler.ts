@@ -1,4 +1,4 @@
-import { applyEvidence, type ProfileLedger } from "@harness-s/core";
+import { applyEvidence, type ProfileLedger } from "@harness-s/core/profile";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 

@@ -1,4 +1,6 @@
-import { castBallot, spendUsage, type BallotStore, type Voter, type VoterSpend } from "@harness-s/core";
+import { castBallot, type BallotStore, type Voter } from "@harness-s/core/voting";
+import { spendUsage } from "@harness-s/core/billing";
+import type { VoterSpend } from "@harness-s/core";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 

@@ -1,4 +1,4 @@
-import { statisticalVoters } from "@harness-s/core";
+import { statisticalVoters } from "@harness-s/core/voting";
 import { DynamoBallotStore, OpenAiVoter, REPLY_BYTES, boundedOpenAi } from "@harness-s/adapters";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ENDPOINTS_PER_KEY, type PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core";
+import { ENDPOINTS_PER_KEY, type PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/rescue";
 
 const record = (keyId: string, id: string, url = `http://policy.example.com/${id}`): PolicyEndpointRecord => ({
   keyId,

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { EpisodeMeta, EpisodeStep, GatewayEpisodeStore } from "@harness-s/core";
+import type { EpisodeMeta, EpisodeStep, GatewayEpisodeStore } from "@harness-s/core/gateway";
 
 export function episodeMeta(over: Partial<EpisodeMeta> = {}): EpisodeMeta {
   return {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError, type Envelope, type MessageQueue } from "@harness-s/core";
+import { ValidationError } from "@harness-s/core";
+import type { Envelope, MessageQueue } from "@harness-s/core/messaging";
 import { makeSpec } from "../factories.ts";
 
 export interface QueueUnderTest {

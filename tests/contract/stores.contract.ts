@@ -1,31 +1,12 @@
 import { describe, expect, it } from "vitest";
-import {
-  ManualClock,
-  zeroUsage,
-  type Clock,
-  ConflictError,
-  createPool,
-  emptyProfile,
-  newApiKey,
-  type ApiKeyStore,
-  type DecisionStore,
-  type PoolStore,
-  type ProfileLedger,
-  type ProfileStore,
-  createRng,
-  type Rollout,
-  type RolloutStore,
-  type RescueJobStore,
-  type RoutingDecision,
-  type UsageMeter,
-  type BallotStore,
-  type ExperimentRecord,
-  type ExperimentStore,
-  type ExperimentStepStore,
-  type PolicyEndpointRecord,
-  type PolicyEndpointStore,
-  type RescueSlots,
-} from "@harness-s/core";
+import { ManualClock, type Clock, ConflictError, createPool, type PoolStore, createRng, type Rollout, type RolloutStore } from "@harness-s/core";
+import { zeroUsage, type UsageMeter } from "@harness-s/core/billing";
+import { emptyProfile, type ProfileLedger, type ProfileStore } from "@harness-s/core/profile";
+import { newApiKey, type ApiKeyStore } from "@harness-s/core/access";
+import type { DecisionStore } from "@harness-s/core/routing";
+import type { RescueJobStore, PolicyEndpointRecord, PolicyEndpointStore, RescueSlots } from "@harness-s/core/rescue";
+import type { RoutingDecision, BallotStore } from "@harness-s/core/voting";
+import type { ExperimentRecord, ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
 import { makeSpec } from "../factories.ts";
 
 export interface Stores {

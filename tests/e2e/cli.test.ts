@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { ExperimentSummary } from "@harness-s/core";
+import { ExperimentSummary } from "@harness-s/core/experiment";
 import { runCli } from "../../packages/cli/src/program.ts";
 
 const run = promisify(execFile);

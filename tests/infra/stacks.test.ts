@@ -4,7 +4,7 @@ import { tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
-import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core";
+import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
 import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../stacks/workers.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Scope } from "@harness-s/core";
+import { Scope } from "@harness-s/core/access";
 import { gatewaySettings } from "../../functions/api/gateway-setup.ts";
 import { apiRouter, errorResponse } from "../../functions/api/http.ts";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";

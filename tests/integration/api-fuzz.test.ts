@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import fc from "fast-check";
 import OpenAI from "openai";
-import { GatewayEpisodes, genericObserver, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import { GatewayEpisodes, genericObserver } from "@harness-s/core/gateway";
+import { runEpisode, type Task } from "@harness-s/core";
+import { singlePolicyEndpoint } from "@harness-s/core/rescue";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { startScriptedOpenAi } from "../scripted-openai.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, ExperimentRequest, armNames, registerArm, runExperimentToEnd } from "@harness-s/core";
+import { ExperimentConfig, ExperimentRequest, armNames, registerArm, runExperimentToEnd } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { ExperimentFlags } from "../../packages/cli/src/declared/experiment.ts";
 

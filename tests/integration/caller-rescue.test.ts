@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { systemClock, type SeedInstance } from "@harness-s/core";
+import { systemClock } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicyClient, startOpenEnvServer } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";

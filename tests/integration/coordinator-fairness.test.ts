@@ -1,5 +1,6 @@
 import { describe, expect, it, inject } from "vitest";
-import { ExperimentRequest, cancelExperiment, startExperiment, systemClock } from "@harness-s/core";
+import { ExperimentRequest, cancelExperiment, startExperiment } from "@harness-s/core/experiment";
+import { systemClock } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 

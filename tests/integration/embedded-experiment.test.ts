@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, TrainConfig, runExperimentToEnd } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 // Whole embedded experiments (every arm trained and evaluated): integration, not unit.

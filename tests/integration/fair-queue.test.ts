@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
-import { Envelope, envelope } from "@harness-s/core";
+import { Envelope, envelope } from "@harness-s/core/messaging";
 import { SqsQueue, createQueueWithDlq, localCredentials } from "@harness-s/adapters";
 import { NOISY_TENANT, fairOrder, startFairFauxqs } from "../../functions/local/fair-queues.ts";
 import { countingProxy } from "../counting-proxy.ts";

@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { GatewayEpisodes, createPool, runEpisode, type HarnessSpec } from "@harness-s/core";
+import { GatewayEpisodes } from "@harness-s/core/gateway";
+import { createPool, runEpisode, type HarnessSpec } from "@harness-s/core";
 import { OpenAiToolPolicy, OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import {
   BUNDLED_DATA_DIR,

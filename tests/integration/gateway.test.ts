@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { GatewayEpisodes, createPool, genericObserver } from "@harness-s/core";
+import { GatewayEpisodes, genericObserver } from "@harness-s/core/gateway";
+import { createPool } from "@harness-s/core";
 import { OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

@@ -1,6 +1,8 @@
 import { MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayEpisodes, createPool, zeroUsage } from "@harness-s/core";
+import { GatewayEpisodes } from "@harness-s/core/gateway";
+import { createPool } from "@harness-s/core";
+import { zeroUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { gatewaySettings } from "../../functions/api/gateway-setup.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

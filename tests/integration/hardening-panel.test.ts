@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VoterPanel, createPool, statisticalVoters } from "@harness-s/core";
+import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
+import { createPool } from "@harness-s/core";
 import { votersFromPanel } from "@harness-s/adapters";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

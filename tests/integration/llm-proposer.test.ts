@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EvolutionConfig, createRng, evolvePool, type FailureEvidence, type ProposalInput, type Rollout, type Task } from "@harness-s/core";
+import { EvolutionConfig, evolvePool, type FailureEvidence, type ProposalInput } from "@harness-s/core/evolution";
+import { createRng, type Rollout, type Task } from "@harness-s/core";
 import { OpenAiProposer } from "@harness-s/adapters";
 import { BUNDLED_DATA_DIR, dbbenchH0, dbbenchLeakIndex, isMutation, loadSplit, type DbBenchRow } from "@harness-s/dbbench";
 import { makeRollout, makeTask } from "../factories.ts";

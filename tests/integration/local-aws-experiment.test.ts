@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
-import { ExperimentConfig, TrainConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import type { LocalStack } from "@harness-s/functions/local/stack";

@@ -1,5 +1,7 @@
 import { describe, expect, it, inject } from "vitest";
-import { ExperimentConfig, ExperimentRequest, TrainConfig, runExperimentToEnd, startExperiment, systemClock } from "@harness-s/core";
+import { ExperimentConfig, ExperimentRequest, runExperimentToEnd, startExperiment } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
+import { systemClock } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 

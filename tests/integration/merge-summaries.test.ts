@@ -2,7 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, TrainConfig, mergeSummaries, runExperimentToEnd } from "@harness-s/core";
+import { ExperimentConfig, mergeSummaries, runExperimentToEnd } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { reportCommand } from "../../packages/cli/src/commands/report.ts";
 

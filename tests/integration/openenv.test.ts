@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
-import { createRng, runEpisode, type Environment, type Policy, type SeedInstance } from "@harness-s/core";
+import { createRng, runEpisode, type Environment, type Policy } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StalePolicyVersionError, createRng, envelope, runEpisode, type SeedInstance } from "@harness-s/core";
+import { StalePolicyVersionError, createRng, runEpisode } from "@harness-s/core";
+import { envelope } from "@harness-s/core/messaging";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { makeSqsRecord } from "../factories.ts";
 import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";
 import { LogLinearPolicy } from "@harness-s/policy";

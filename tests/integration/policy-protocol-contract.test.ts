@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CORE_ERROR_CODES, CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core";
+import { CORE_ERROR_CODES } from "@harness-s/core";
+import { CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core/protocol";
 import { WORKER_ERROR_CODES } from "@harness-s/adapters";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 

@@ -4,40 +4,27 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core/training";
 import {
-  ArmConfig,
   ConflictError,
-  ExperimentConfig,
-  ExperimentSummary,
   StalePolicyVersionError,
-  TrainConfig,
   createPool,
   createRng,
-  datumFromTurns,
-  groupAdvantages,
   parseHarnessSpec,
   type HarnessSpec,
   runEpisode,
-  runExperiment,
-  statisticalVoters,
   systemClock,
-  trainArm,
   type Environment,
-  type ExperimentDeps,
-  type SeedBaseline,
-  type UnitCheckpoint,
   type Policy,
-  type SampleResponseV2,
   type Task,
-  VoterPanel,
-  givenPool,
-  GatewayEpisodes,
-  GatewayTrajectory,
-  envelope,
-  genericObserver,
-  route,
-  routerOptions,
 } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, runExperiment, type ExperimentDeps, type SeedBaseline, type UnitCheckpoint } from "@harness-s/core/experiment";
+import { datumFromTurns, type SampleResponseV2 } from "@harness-s/core/protocol";
+import { groupAdvantages } from "@harness-s/core/grpo";
+import { statisticalVoters, VoterPanel, route, routerOptions } from "@harness-s/core/voting";
+import { givenPool } from "@harness-s/core/evolution";
+import { GatewayEpisodes, GatewayTrajectory, genericObserver } from "@harness-s/core/gateway";
+import { envelope } from "@harness-s/core/messaging";
 import {
   INVALID_TOOL_CALL,
   MemoryPoolStore,

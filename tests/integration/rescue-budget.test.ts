@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CallerPolicies, runEpisode, type SeedInstance } from "@harness-s/core";
+import type { CallerPolicies } from "@harness-s/core/rescue";
+import { runEpisode } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";

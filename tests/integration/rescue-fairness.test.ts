@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, RESCUE_SLOTS, type SeedInstance } from "@harness-s/core";
+import { CALLER_ROLLOUT_FAIRNESS, RESCUE_SLOTS } from "@harness-s/core/rescue";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";
 import { DISPATCH_CONCURRENCY } from "../../stacks/workers.ts";

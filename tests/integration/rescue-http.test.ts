@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Envelope, NotConfiguredError, RESCUE_SLOTS, runEpisode, singlePolicyEndpoint, type SeedInstance, type Task } from "@harness-s/core";
+import type { Envelope } from "@harness-s/core/messaging";
+import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
+import { RESCUE_SLOTS, singlePolicyEndpoint } from "@harness-s/core/rescue";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";

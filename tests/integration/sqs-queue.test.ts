@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
-import { Envelope } from "@harness-s/core";
+import { Envelope } from "@harness-s/core/messaging";
 import { SqsQueue, createQueueWithDlq, localCredentials } from "@harness-s/adapters";
 import { queueContract } from "../contract/queue.contract.ts";
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock, newApiKey } from "@harness-s/core";
+import { ManualClock } from "@harness-s/core";
+import { newApiKey } from "@harness-s/core/access";
 import { type MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 

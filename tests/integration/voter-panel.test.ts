@@ -1,18 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import {
-  ExperimentConfig,
-  QuorumError,
-  TrainConfig,
-  VoterPanel,
-  createPool,
-  createRng,
-  route,
-  routerOptions,
-  runExperimentToEnd,
-  statisticalVoters,
-  systemClock,
-  type HarnessSpec,
-} from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core/experiment";
+import { QuorumError, createPool, createRng, systemClock, type HarnessSpec } from "@harness-s/core";
+import { TrainConfig } from "@harness-s/core/training";
+import { VoterPanel, route, routerOptions, statisticalVoters } from "@harness-s/core/voting";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws } from "../../packages/cli/src/runtime/local-aws.ts";
 import { votersFromPanel } from "@harness-s/adapters";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { groupAdvantages, hasSignal, ppoClipStepLoss } from "@harness-s/core";
+import { groupAdvantages, hasSignal, ppoClipStepLoss } from "@harness-s/core/grpo";
 
 describe("groupAdvantages", () => {
   it("matches verl's sample-std GRPO advantage for [1,0,0,0]", () => {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { InvalidBallotError, ManualClock, createPool, newApiKey, type ApiKeyRecord, type ApiKeyStore, type Usage, type UsageMeter, type Voter } from "@harness-s/core";
+import { InvalidBallotError, ManualClock, createPool } from "@harness-s/core";
+import { newApiKey, type ApiKeyRecord, type ApiKeyStore } from "@harness-s/core/access";
+import type { Usage, UsageMeter } from "@harness-s/core/billing";
+import type { Voter } from "@harness-s/core/voting";
 import { CachedKeyStore, CachedPoolStore, MemoryApiKeyStore, MemoryPoolStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";

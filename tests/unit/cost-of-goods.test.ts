@@ -1,27 +1,25 @@
 import { describe, expect, it } from "vitest";
+import { BudgetExceededError } from "@harness-s/core";
 import {
-  BudgetExceededError,
   DEFAULT_QUOTE_BASIS,
-  ExperimentConfig,
   PriceList,
   Prices,
   QUOTE_BASIS_KEY,
   QUOTE_RESCUE_KEYS,
-  TrainConfig,
   UsagePeriod,
   basisFrom,
   costOfGoods,
   ensureWithinBudget,
-  inProcessRunners,
   measuredBasis,
   plannedRollouts,
   quote,
   renderUsage,
   rescueRolloutsOf,
-  runExperimentToEnd,
   usageByDay,
   zeroUsage,
-} from "@harness-s/core";
+} from "@harness-s/core/billing";
+import { ExperimentConfig, inProcessRunners, runExperimentToEnd } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
 import { ConsumptionMeter, MemoryUsageMeter, capacityUnits, sqsRequests } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, RouteRequest, createPool, routeTask, statisticalVoters, type BallotRequest, type Voter } from "@harness-s/core";
+import { ManualClock, createPool } from "@harness-s/core";
+import { RouteRequest, routeTask } from "@harness-s/core/routing";
+import { statisticalVoters, type BallotRequest, type Voter } from "@harness-s/core/voting";
 import { MemoryDecisionCache, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
 import { makeProfile, makeSpec } from "../factories.ts";
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, MAX_DEFERRALS, ManualClock, envelope, type CallerPolicies, type EnvelopeOf, type RolloutRequestedBody } from "@harness-s/core";
+import { CALLER_ROLLOUT_FAIRNESS, type CallerPolicies } from "@harness-s/core/rescue";
+import { MAX_DEFERRALS, envelope, type EnvelopeOf, type RolloutRequestedBody } from "@harness-s/core/messaging";
+import { ManualClock } from "@harness-s/core";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
 import { CANCEL_CHECK_EVERY, createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsEvent } from "../factories.ts";

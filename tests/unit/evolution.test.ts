@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EvolutionConfig, createRng, evolvePool, mutationProposer, runEpisode, selectByCoverage, type CandidateRecord } from "@harness-s/core";
+import { EvolutionConfig, evolvePool, mutationProposer, selectByCoverage, type CandidateRecord } from "@harness-s/core/evolution";
+import { createRng, runEpisode } from "@harness-s/core";
 import { EmbeddedEnvironment, buildSuite, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName } from "@harness-s/envs";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { makeSpec } from "../factories.ts";

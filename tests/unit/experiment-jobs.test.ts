@@ -1,20 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import {
-  ExperimentRequest,
-  LocalPolicyEndpoints,
-  inProcessRunners,
-  ManualClock,
-  QUOTE_BASIS_KEY,
-  StalePolicyVersionError,
-  queuedRolloutRunner,
-  runExperimentJob,
-  startExperiment,
-  systemClock,
-  memoryLogger,
-  type Envelope,
-  type ExperimentStepStore,
-  type Policy,
-} from "@harness-s/core";
+import { ExperimentRequest, inProcessRunners, queuedRolloutRunner, runExperimentJob, startExperiment, type ExperimentStepStore } from "@harness-s/core/experiment";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { ManualClock, StalePolicyVersionError, systemClock, memoryLogger, type Policy } from "@harness-s/core";
+import { QUOTE_BASIS_KEY } from "@harness-s/core/billing";
+import type { Envelope } from "@harness-s/core/messaging";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "@harness-s/envs";
 import { makeSpec } from "../factories.ts";

@@ -1,16 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryGatewayEpisodeStore } from "@harness-s/adapters";
-import {
-  ConflictError,
-  EpisodeClosedError,
-  GatewayEpisodes,
-  UpstreamError,
-  genericObserver,
-  type ChatMsg,
-  type GatewayEpisodeInit,
-  type UpstreamChat,
-  type UpstreamTurn,
-} from "@harness-s/core";
+import { ConflictError, EpisodeClosedError, UpstreamError } from "@harness-s/core";
+import { GatewayEpisodes, genericObserver, type ChatMsg, type GatewayEpisodeInit, type UpstreamChat, type UpstreamTurn } from "@harness-s/core/gateway";
 import { makeSpec, makeTask } from "../factories.ts";
 
 // A scripted model: `look` until a tool output says "found", then `submit`; every prompt it was asked is kept.

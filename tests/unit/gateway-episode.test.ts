@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConflictError, GatewayEpisode, episodeDatums, genericObserver, type RecordedTurn, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { GatewayEpisode, episodeDatums, genericObserver, type RecordedTurn, type UpstreamChat, type UpstreamTurn } from "@harness-s/core/gateway";
 import { makeSpec, makeTask } from "../factories.ts";
 
 const reply = (name: string): UpstreamTurn => ({ completion: { id: "c" }, reply: { content: null, toolCalls: [{ name, arguments: "{}" }] } });

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, TrainConfig, extraRolloutsOf, hasSignal, inProcessRunners, rescueGroup, runExperiment, type ArmSeedResult, type RolloutRunner } from "@harness-s/core";
+import { ExperimentConfig, extraRolloutsOf, inProcessRunners, runExperiment, type ArmSeedResult } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
+import { hasSignal } from "@harness-s/core/grpo";
+import { rescueGroup } from "@harness-s/core/rescue";
+import type { RolloutRunner } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeArmSeed, makeRollout, makeSpec, makeTask } from "../factories.ts";
 

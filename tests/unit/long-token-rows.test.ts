@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { datumFromTurns, episodeDatums, type RecordedTurn } from "@harness-s/core";
+import { datumFromTurns } from "@harness-s/core/protocol";
+import { episodeDatums, type RecordedTurn } from "@harness-s/core/gateway";
 
 // Issue 52, item 6: a caller's arrays are never spread into a call. A million prompt ids in one
 // turn overflowed the call stack (`ids.push(...t.promptIds)`: ~130k arguments in Node), and a

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { avgAtK, passAtK, scoreTasks } from "@harness-s/core";
+import { avgAtK, passAtK, scoreTasks } from "@harness-s/core/metrics";
 
 /** Exact Pass@k by enumerating every k-subset of the n samples. */
 function bruteForce(n: number, c: number, k: number): number {

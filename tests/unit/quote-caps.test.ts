@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { BudgetExceededError } from "@harness-s/core";
 import {
-  BudgetExceededError,
   PriceList,
   Prices,
   QUOTE_BASIS_KEY,
@@ -12,7 +12,7 @@ import {
   rescueRolloutsOf,
   zeroUsage,
   type Usage,
-} from "@harness-s/core";
+} from "@harness-s/core/billing";
 import { MemoryUsageMeter } from "@harness-s/adapters";
 
 // Issue 52: the arithmetic behind the bill, on a case small enough to count by hand, and item 16:

@@ -11,7 +11,7 @@ import {
   quote,
   zeroUsage,
   type Usage,
-} from "@harness-s/core";
+} from "@harness-s/core/billing";
 import { MemoryUsageMeter } from "@harness-s/adapters";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };

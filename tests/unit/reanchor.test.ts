@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-  addEvidence,
-  auditDecision,
-  blendProfiles,
-  createPool,
-  createRng,
-  emptyProfile,
-  hash32,
-  reanchor,
-  shuffled,
-  type HarnessSpec,
-  type ProfileSet,
-  type RoutingDecision,
-  type Task,
-} from "@harness-s/core";
+import { addEvidence, blendProfiles, emptyProfile, reanchor, type ProfileSet } from "@harness-s/core/profile";
+import { auditDecision } from "@harness-s/core/training";
+import { createPool, createRng, hash32, shuffled, type HarnessSpec, type Task } from "@harness-s/core";
+import type { RoutingDecision } from "@harness-s/core/voting";
 import { makeProfile, makeRollout, makeSpec, makeTask } from "../factories.ts";
 
 const siblings = ["sib-a", "sib-b", "sib-c"].map((id) => makeSpec({ id, provenance: { direction: "contract" } }));

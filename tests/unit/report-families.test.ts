@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentSummary } from "@harness-s/core";
+import { ExperimentSummary } from "@harness-s/core/experiment";
 import { byFamily, pairedByGroup, renderFamilies } from "../../packages/cli/src/report/families.ts";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 

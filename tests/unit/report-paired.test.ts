@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pairedSummary } from "@harness-s/core";
+import { pairedSummary } from "@harness-s/core/metrics";
 import { renderReport } from "../../packages/cli/src/report/markdown.ts";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 

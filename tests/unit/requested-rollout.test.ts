@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryPoolStore, MemoryRolloutStore } from "@harness-s/adapters";
-import { createPool, runRequestedRollout, singlePolicyEndpoint, type RescueJobStore } from "@harness-s/core";
+import { createPool } from "@harness-s/core";
+import { runRequestedRollout, singlePolicyEndpoint, type RescueJobStore } from "@harness-s/core/rescue";
 import { makeRollout, makeSpec, makeTask } from "../factories.ts";
 
 describe("a requested rollout at the dispatch worker", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { failureSummary, isAllFail, rescueGroup, splitRollouts, type HarnessSpec, type Task } from "@harness-s/core";
+import { failureSummary, isAllFail, rescueGroup, splitRollouts } from "@harness-s/core/rescue";
+import type { HarnessSpec, Task } from "@harness-s/core";
 import { makeRollout, makeSpec, makeTask } from "../factories.ts";
 
 const sibA = makeSpec({ id: "sib-a", provenance: { direction: "contract" } });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BudgetExceededError, ExperimentConfig, inProcessRunners, runExperiment } from "@harness-s/core";
+import { BudgetExceededError } from "@harness-s/core";
+import { ExperimentConfig, inProcessRunners, runExperiment } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);

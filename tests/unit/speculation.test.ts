@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, TrainConfig, rankByScore, speculativeRunner, trainArm, type HarnessSpec, type RolloutRunner, type Task, type Voter } from "@harness-s/core";
+import { ArmConfig, TrainConfig, speculativeRunner, trainArm } from "@harness-s/core/training";
+import { rankByScore, type Voter } from "@harness-s/core/voting";
+import type { HarnessSpec, RolloutRunner, Task } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeRollout, makeSpec, makeTask, makeTrainDeps } from "../factories.ts";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createRng, systemClock, type Rollout, type SampleResponseV2, type TrajectoryStep } from "@harness-s/core";
+import { createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
+import type { SampleResponseV2 } from "@harness-s/core/protocol";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
 import { embeddedToolSchemas } from "@harness-s/envs";
 

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { DEFAULT_TOP_K, MAX_TOP_K, RescueRequest, RouteRequest, TrainConfig, routerOptions, TrainOverrides } from "@harness-s/core";
+import { DEFAULT_TOP_K, MAX_TOP_K, routerOptions } from "@harness-s/core/voting";
+import { RescueRequest } from "@harness-s/core/rescue";
+import { RouteRequest } from "@harness-s/core/routing";
+import { TrainConfig } from "@harness-s/core/training";
+import { TrainOverrides } from "@harness-s/core/experiment";
 
 // Every place a `k` is taken derives it from one TopK: the same bounds and the same default.
 const carriers: [string, (k: number | undefined) => z.ZodSafeParseResult<{ k: number }>][] = [

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, ConflictError, TrainConfig, Trainer, TrainerState, trainArm, withoutDecisions, type Policy } from "@harness-s/core";
+import { ArmConfig, TrainConfig, Trainer, TrainerState, trainArm, withoutDecisions } from "@harness-s/core/training";
+import { ConflictError, type Policy } from "@harness-s/core";
 import type { LogLinearPolicy } from "@harness-s/policy";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeTrainDeps } from "../factories.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core";
+import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeTrainDeps } from "../factories.ts";
 

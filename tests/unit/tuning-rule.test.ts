@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ExperimentSummary } from "@harness-s/core";
+import type { ExperimentSummary } from "@harness-s/core/experiment";
 import { TuningRule, decide, renderTuning, tuningRows } from "../../packages/cli/src/tuning/rule.ts";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderUsage, zeroUsage, type UsageRow } from "@harness-s/core";
+import { renderUsage, zeroUsage, type UsageRow } from "@harness-s/core/billing";
 
 // Issue 52 item 17: the usage export's CSV must not carry a formula into a spreadsheet (OWASP's
 // CSV injection guidance): a text cell that starts with = + - @, a tab or a carriage return is

@@ -1,18 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  ManualClock,
-  QuorumError,
-  aggregate,
-  createRng,
-  route,
-  routerOptions,
-  specAffinity,
-  allStatisticalVoters,
-  failureTagVoter,
-  type Ballot,
-  type BallotRequest,
-  type Voter,
-} from "@harness-s/core";
+import { ManualClock, QuorumError, createRng } from "@harness-s/core";
+import { aggregate, route, routerOptions, specAffinity, allStatisticalVoters, failureTagVoter, type Ballot, type BallotRequest, type Voter } from "@harness-s/core/voting";
 import { makeProfile, makeSpec } from "../factories.ts";
 
 const candidates = ["sib-a", "sib-b", "sib-c"].map((id) => makeSpec({ id, provenance: { direction: "recovery" } }));

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, createPool, zeroUsage, type Ballot, type BallotRequest, type Envelope, type Voter, type VoteContext } from "@harness-s/core";
+import { ManualClock, createPool } from "@harness-s/core";
+import { zeroUsage } from "@harness-s/core/billing";
+import type { Ballot, BallotRequest, Voter, VoteContext } from "@harness-s/core/voting";
+import type { Envelope } from "@harness-s/core/messaging";
 import { ConsumptionMeter, MemoryBallotStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { createVoteHandler } from "../../functions/vote/handler.ts";
 import { OVERHEAD_KEY } from "../../functions/worker-metering.ts";

@@ -1,6 +1,7 @@
 import { type OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { PriceList, UsageExportQuery, UsagePeriod, UsageRequestQuery, authenticate, renderUsage, usageByDay } from "@harness-s/core";
+import { PriceList, UsageExportQuery, UsagePeriod, UsageRequestQuery, renderUsage, usageByDay } from "@harness-s/core/billing";
+import { authenticate } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { parseQuery, type ApiEnv } from "../http.ts";
 import { errors, jsonOf, queryParams } from "../openapi-parts.ts";

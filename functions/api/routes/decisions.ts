@@ -1,5 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { NotFoundError, RoutingDecision, visibleTo } from "@harness-s/core";
+import { NotFoundError } from "@harness-s/core";
+import { RoutingDecision } from "@harness-s/core/voting";
+import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, idParam, requireScope } from "../http.ts";
 import { errors, jsonOf, notFound, pathId } from "../openapi-parts.ts";

@@ -1,19 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import {
-  ArmName,
-  EXPERIMENT_LIMITS,
-  ExperimentRecord,
-  ExperimentRequest,
-  ExperimentStep,
-  NotFoundError,
-  CostOfGoods,
-  Quote,
-  cancelExperiment,
-  experimentStatus,
-  startExperiment,
-  visibleTo,
-} from "@harness-s/core";
+import { ArmName, EXPERIMENT_LIMITS, ExperimentRecord, ExperimentRequest, ExperimentStep, cancelExperiment, experimentStatus, startExperiment } from "@harness-s/core/experiment";
+import { NotFoundError } from "@harness-s/core";
+import { CostOfGoods, Quote } from "@harness-s/core/billing";
+import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, idParam, parseBody, parseQuery, requireScope } from "../http.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { forcedSubmitReply, type RelayOut } from "@harness-s/core";
+import { forcedSubmitReply, type RelayOut } from "@harness-s/core/gateway";
 
 type Completion = Record<string, unknown> & { choices?: { index?: number; message?: Record<string, unknown>; finish_reason?: string }[] };
 

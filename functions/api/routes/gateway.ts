@@ -1,19 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
-import {
-  GATEWAY_LIMITS,
-  GatewayChatRequest,
-  GatewayRequestMeta,
-  GatewayTrajectory,
-  NotConfiguredError,
-  NotFoundError,
-  ValidationError,
-  ballotUsage,
-  formatIssues,
-  gatewayChat,
-  spendUsage,
-} from "@harness-s/core";
+import { GATEWAY_LIMITS, GatewayChatRequest, GatewayRequestMeta, GatewayTrajectory, gatewayChat } from "@harness-s/core/gateway";
+import { NotConfiguredError, NotFoundError, ValidationError, formatIssues } from "@harness-s/core";
+import { ballotUsage } from "@harness-s/core/routing";
+import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps, GatewaySettings } from "../deps.ts";
 import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";

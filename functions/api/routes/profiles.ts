@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { EvidenceReport, Profile, reportEvidence } from "@harness-s/core";
+import { EvidenceReport } from "@harness-s/core/messaging";
+import { Profile, reportEvidence } from "@harness-s/core/profile";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, errors, jsonBody, jsonOf, notFound, queryId } from "../openapi-parts.ts";

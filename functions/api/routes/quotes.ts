@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { Quote, QuoteRequest, authenticate, quoteRequest } from "@harness-s/core";
+import { Quote, QuoteRequest, quoteRequest } from "@harness-s/core/billing";
+import { authenticate } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, errors, jsonBody, jsonOf } from "../openapi-parts.ts";

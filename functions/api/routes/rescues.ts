@@ -9,11 +9,10 @@ import {
   TrajectoryPage,
   TrajectoryQuery,
   rescueTrajectories,
-  spendUsage,
   startRescue,
   waitForRescue,
-  ensureAffordable,
-} from "@harness-s/core";
+} from "@harness-s/core/rescue";
+import { spendUsage, ensureAffordable } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, addUsage, idParam, parseBody, parseQuery, requireScope } from "../http.ts";

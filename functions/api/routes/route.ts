@@ -1,5 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { RouteRequest, RoutingDecision, ballotUsage, routeTask, spendUsage } from "@harness-s/core";
+import { RouteRequest, ballotUsage, routeTask } from "@harness-s/core/routing";
+import { RoutingDecision } from "@harness-s/core/voting";
+import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, addUsage, parseBody, requireScope } from "../http.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";

@@ -1,6 +1,7 @@
 import { rename, stat, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { ArmSeedResult, SeedBaseline, UnitCheckpoint, ValidationError, differingKeys } from "@harness-s/core";
+import { ArmSeedResult, SeedBaseline, UnitCheckpoint } from "@harness-s/core/experiment";
+import { ValidationError, differingKeys } from "@harness-s/core";
 import { readJsonFile } from "./json-file.ts";
 
 /** What a local experiment run has finished so far, written beside its results as it goes. */

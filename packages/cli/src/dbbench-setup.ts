@@ -1,4 +1,7 @@
-import { createPool, givenPool, statisticalVoters, HarnessPool, type ExperimentDeps, type Protocol, type SeedInstance } from "@harness-s/core";
+import { createPool, HarnessPool, type Protocol } from "@harness-s/core";
+import { givenPool } from "@harness-s/core/evolution";
+import { statisticalVoters } from "@harness-s/core/voting";
+import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
 import { BUNDLED_DATA_DIR, DBBENCH_SYSTEM, DbBenchEnvironment, dbbenchH0, dbbenchSiblings, dbbenchTaskSets, dbbenchTools, type SqlEngine } from "@harness-s/dbbench";
 import { readJsonFile } from "./json-file.ts";
 import type { TokenRendering } from "./worker-setup.ts";

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { HarnessSError, TrainConfig, formatIssues } from "@harness-s/core";
+import { HarnessSError, formatIssues } from "@harness-s/core";
+import { TrainConfig } from "@harness-s/core/training";
 import { parseSeedList } from "./seeds.ts";
 
 /**

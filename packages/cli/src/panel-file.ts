@@ -1,4 +1,5 @@
-import { ValidationError, VoterPanel, statisticalVoters, systemClock } from "@harness-s/core";
+import { ValidationError, systemClock } from "@harness-s/core";
+import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
 import { votersFromPanel, type PanelRouting } from "@harness-s/adapters";
 import { readJsonFile } from "./json-file.ts";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ChatTemperature } from "@harness-s/core";
+import { ChatTemperature } from "@harness-s/core/gateway";
 import { flag } from "./declare.ts";
 import { int, num, url } from "./flags.ts";
 import type { RemoteEnvOptions } from "./remote-envs-setup.ts";

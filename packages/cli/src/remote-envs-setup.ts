@@ -1,4 +1,8 @@
-import { createPool, givenPool, statisticalVoters, type ExperimentDeps, type SeedInstance, type ToolBinding } from "@harness-s/core";
+import { createPool } from "@harness-s/core";
+import { givenPool } from "@harness-s/core/evolution";
+import { statisticalVoters } from "@harness-s/core/voting";
+import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
+import type { ToolBinding } from "@harness-s/core/gateway";
 import { systemClock } from "@harness-s/core";
 import {
   APPWORLD_FIXTURE_TASKS,

@@ -1,4 +1,4 @@
-import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import { arm, paired, signed } from "./report/stats.ts";
 

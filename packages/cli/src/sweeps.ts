@@ -2,7 +2,9 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { ExperimentConfig, ValidationError, mean, pairedSummary, runExperimentToEnd, type ArmSeedResult, type SeedInstance } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd, type ArmSeedResult, type SeedInstance } from "@harness-s/core/experiment";
+import { ValidationError } from "@harness-s/core";
+import { mean, pairedSummary } from "@harness-s/core/metrics";
 import { embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import { readJsonFile } from "./json-file.ts";
 

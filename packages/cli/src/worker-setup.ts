@@ -1,7 +1,9 @@
-import { createRng, hash32, reanchor, runEpisode, systemClock, type Environment, type ExperimentDeps, type SeedInstance } from "@harness-s/core";
+import { createRng, hash32, runEpisode, systemClock, type Environment } from "@harness-s/core";
+import { reanchor } from "@harness-s/core/profile";
+import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicy, TokenPolicyClient, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
-import type { ProfileSet } from "@harness-s/core";
+import type { ProfileSet } from "@harness-s/core/profile";
 
 export interface WorkerPolicyOptions {
   url: string;

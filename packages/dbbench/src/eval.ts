@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { mean, runEpisode, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
+import { mean } from "@harness-s/core/metrics";
+import { runEpisode, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
 import { MUTATION_TYPES, rowTask, type DbBenchRow } from "./data.ts";
 import { DbBenchEnvironment } from "./environment.ts";
 import type { SqlEngine } from "./engines/engine.ts";

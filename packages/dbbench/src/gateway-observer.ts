@@ -1,4 +1,4 @@
-import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core";
+import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core/gateway";
 import { MUTATION_TYPES, isMutation, type DbBenchRow } from "./data.ts";
 import { errorClass } from "./engines/engine.ts";
 import { answerFacts, firstArg, schemaPreview } from "./environment.ts";

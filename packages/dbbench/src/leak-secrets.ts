@@ -1,4 +1,4 @@
-import { LeakIndex } from "@harness-s/core";
+import { LeakIndex } from "@harness-s/core/evolution";
 import { isMutation, type DbBenchRow } from "./data.ts";
 
 const GENERIC = new Set(["none", "null", "true", "false", "nan", "yes", "no"]);

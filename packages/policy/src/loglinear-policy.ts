@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { StalePolicyVersionError, ppoClipStepLoss, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
+import { StalePolicyVersionError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
+import { ppoClipStepLoss } from "@harness-s/core/grpo";
 import { Adam } from "./adam.ts";
 import { featureLogits, featuresOf, indexWeights, setIndexed, type WeightIndex } from "./weight-index.ts";
 

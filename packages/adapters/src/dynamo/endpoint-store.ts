@@ -1,5 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { PolicyEndpointRecord, StoreUnavailableError, type PolicyEndpointStore } from "@harness-s/core";
+import { PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/rescue";
+import { StoreUnavailableError } from "@harness-s/core";
 import { aws, translateAwsError } from "../errors.ts";
 import { allItems } from "./paginate.ts";
 import type { TableNames } from "./tables.ts";

@@ -1,7 +1,9 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { Ballot, ConflictError, ExperimentRecord, ExperimentStep, selectSteps, type BallotStore, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core";
+import { Ballot, type BallotStore } from "@harness-s/core/voting";
+import { ConflictError } from "@harness-s/core";
+import { ExperimentRecord, ExperimentStep, selectSteps, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core/experiment";
 import { aws } from "../errors.ts";
 import type { TableNames } from "./table-specs.ts";
 

@@ -1,6 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ConflictError, EpisodeMeta, EpisodeStep, PayloadTooLargeError, type GatewayEpisodeStore, type StoredEpisode } from "@harness-s/core";
+import { ConflictError, PayloadTooLargeError } from "@harness-s/core";
+import { EpisodeMeta, EpisodeStep, type GatewayEpisodeStore, type StoredEpisode } from "@harness-s/core/gateway";
 import { aws, translateAwsError } from "../errors.ts";
 import { allItems } from "./paginate.ts";
 import { CHUNK_BYTES } from "./rollout-store.ts";

@@ -1,6 +1,7 @@
 import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ConflictError, emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core/profile";
 import { aws, translateAwsError } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 

@@ -1,5 +1,6 @@
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ConflictError, type RescueSlots } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import type { RescueSlots } from "@harness-s/core/rescue";
 import { aws } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 

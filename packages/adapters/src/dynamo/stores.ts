@@ -1,30 +1,11 @@
 import { allItems } from "./paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import {
-  ApiKeyRecord,
-  ConflictError,
-  HarnessPool,
-  parseOrThrow,
-  RescueJob,
-  SlotFailure,
-  RoutingDecision,
-  USAGE_LIMITS,
-  byKeyAndDay,
-  dayOf,
-  jobUsageKey,
-  systemClock,
-  zeroUsage,
-  type Clock,
-  type UsageDay,
-  type UsageQuery,
-  type RolloutSpend,
-  type RescueJobStore,
-  type ApiKeyStore,
-  type DecisionStore,
-  type PoolStore,
-  type Usage,
-  type UsageMeter,
-} from "@harness-s/core";
+import { ApiKeyRecord, type ApiKeyStore } from "@harness-s/core/access";
+import { ConflictError, HarnessPool, parseOrThrow, systemClock, type Clock, type PoolStore } from "@harness-s/core";
+import { RescueJob, SlotFailure, type RolloutSpend, type RescueJobStore } from "@harness-s/core/rescue";
+import { RoutingDecision } from "@harness-s/core/voting";
+import { USAGE_LIMITS, byKeyAndDay, dayOf, jobUsageKey, zeroUsage, type UsageDay, type UsageQuery, type Usage, type UsageMeter } from "@harness-s/core/billing";
+import type { DecisionStore } from "@harness-s/core/routing";
 import { aws } from "../errors.ts";
 import type { TableNames } from "./tables.ts";
 

@@ -1,20 +1,10 @@
 import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import {
-  NotConfiguredError,
-  choiceFromReply,
-  offeredTools,
-  renderChat,
-  type ActionChoice,
-  type Policy,
-  type PolicyObservation,
-  type Rng,
-  type ToolBinding,
-  type UpdateResult,
-} from "@harness-s/core";
+import { NotConfiguredError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateResult } from "@harness-s/core";
+import { choiceFromReply, offeredTools, renderChat, type ToolBinding } from "@harness-s/core/gateway";
 
-export type { ToolBinding } from "@harness-s/core";
-export { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "@harness-s/core";
+export type { ToolBinding } from "@harness-s/core/gateway";
+export { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "@harness-s/core/gateway";
 
 export interface OpenAiPolicyOptions {
   model: string;

@@ -1,16 +1,7 @@
 import type OpenAI from "openai";
 import { z } from "zod";
-import {
-  DIRECTION_PARTS,
-  HarnessPatch,
-  checkProposal,
-  describeHooks,
-  type HarnessSpec,
-  type LeakIndex,
-  type ProposalInput,
-  type Proposer,
-  type RefusalReason,
-} from "@harness-s/core";
+import { DIRECTION_PARTS, HarnessPatch, checkProposal, type LeakIndex, type ProposalInput, type Proposer, type RefusalReason } from "@harness-s/core/evolution";
+import { describeHooks, type HarnessSpec } from "@harness-s/core";
 import { extractJson } from "./openai-voter.ts";
 
 /** What an LLM proposer did: calls made of its budget, edits accepted, each refusal by reason (with the last few reasons in words). */

@@ -1,7 +1,9 @@
 import type OpenAI from "openai";
 import { APIError } from "openai";
 import { z } from "zod";
-import { UpstreamError, UpstreamRejectedError, formatIssues, reportedUsage, type UpstreamChat, type UpstreamTurn } from "@harness-s/core";
+import { UpstreamError, UpstreamRejectedError, formatIssues } from "@harness-s/core";
+import { reportedUsage } from "@harness-s/core/billing";
+import type { UpstreamChat, UpstreamTurn } from "@harness-s/core/gateway";
 
 /**
  * The fields of a chat completion this project reads from an OpenAI-compatible endpoint (the

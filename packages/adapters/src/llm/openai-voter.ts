@@ -1,20 +1,9 @@
 import { APIConnectionTimeoutError, type OpenAI } from "openai";
 import { z } from "zod";
-import {
-  InvalidBallotError,
-  VoterTimeoutError,
-  formatIssues,
-  reportedUsage,
-  countsAt,
-  describeHooks,
-  profileOf,
-  smoothedRate,
-  type Ballot,
-  type BallotRequest,
-  type HarnessSpec,
-  type VoteContext,
-  type Voter,
-} from "@harness-s/core";
+import { InvalidBallotError, VoterTimeoutError, formatIssues, describeHooks, type HarnessSpec } from "@harness-s/core";
+import { reportedUsage } from "@harness-s/core/billing";
+import { countsAt, profileOf, smoothedRate } from "@harness-s/core/profile";
+import type { Ballot, BallotRequest, VoteContext, Voter } from "@harness-s/core/voting";
 
 /** The parts of a chat completion a voter reads (its usage is read by `reportedUsage`). */
 const Answered = z.looseObject({

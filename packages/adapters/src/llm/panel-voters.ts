@@ -1,4 +1,5 @@
-import { ValidationError, panelQuorum, panelWeights, type PanelSettings, type Voter, type VoterPanel } from "@harness-s/core";
+import { ValidationError } from "@harness-s/core";
+import { panelQuorum, panelWeights, type PanelSettings, type Voter, type VoterPanel } from "@harness-s/core/voting";
 import { REPLY_BYTES, boundedOpenAi } from "./bounded-fetch.ts";
 import { OpenAiVoter } from "./openai-voter.ts";
 

@@ -1,4 +1,6 @@
-import type { ApiKeyRecord, ApiKeyStore, Clock, HarnessPool, PoolStore, RescueSlots } from "@harness-s/core";
+import type { ApiKeyRecord, ApiKeyStore } from "@harness-s/core/access";
+import type { Clock, HarnessPool, PoolStore } from "@harness-s/core";
+import type { RescueSlots } from "@harness-s/core/rescue";
 
 /** How long a cached entry is served, and by which clock; no TTL: kept for the life of the process. */
 export interface CacheOptions {

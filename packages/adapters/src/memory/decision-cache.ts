@@ -1,4 +1,6 @@
-import { ScopedLru, type Clock, type DecisionCache, type RoutingDecision } from "@harness-s/core";
+import { ScopedLru, type Clock } from "@harness-s/core";
+import type { DecisionCache } from "@harness-s/core/routing";
+import type { RoutingDecision } from "@harness-s/core/voting";
 
 /** The decision cache's bounds: entries in all, per asking key, and how long each is served. */
 export const DECISION_CACHE_LIMITS = { maxEntries: 10_000, maxPerKey: 1_000, ttlMs: 60_000 };

@@ -1,4 +1,5 @@
-import { ScopedLru, type EpisodeMeta, type EpisodeStep, type GatewayEpisodeStore, type StoredEpisode } from "@harness-s/core";
+import { ScopedLru } from "@harness-s/core";
+import type { EpisodeMeta, EpisodeStep, GatewayEpisodeStore, StoredEpisode } from "@harness-s/core/gateway";
 
 /** The in-memory store's bounds: episodes per key and in all (one key's cap never evicts another's episodes). */
 export interface MemoryEpisodeLimits {

@@ -1,48 +1,12 @@
-import {
-  ConflictError,
-  HarnessPool,
-  parseOrThrow,
-  Envelope as EnvelopeSchema,
-  ValidationError,
-  formatIssues,
-  emptyProfile,
-  zeroUsage,
-  USAGE_LIMITS,
-  byKeyAndDay,
-  dayOf,
-  jobUsageKey,
-  systemClock,
-  type Clock,
-  type UsageDay,
-  type UsageQuery,
-  type RescueSlots,
-  type RolloutSpend,
-  type Envelope,
-  type MessageQueue,
-  type ProfileLedger,
-  SlotFailure,
-  type RescueJob,
-  type RescueJobStore,
-  type Rollout,
-  type RolloutStore,
-  type ApiKeyRecord,
-  type ApiKeyStore,
-  type DecisionStore,
-  type PoolStore,
-  type Profile,
-  type ProfileSet,
-  type ProfileStore,
-  type RoutingDecision,
-  type Usage,
-  type UsageMeter,
-  type Ballot,
-  type BallotStore,
-  type ExperimentRecord,
-  type ExperimentStore,
-  selectSteps,
-  type ExperimentStep,
-  type ExperimentStepStore,
-} from "@harness-s/core";
+import { ConflictError, HarnessPool, parseOrThrow, ValidationError, formatIssues, systemClock, type Clock, type Rollout, type RolloutStore, type PoolStore } from "@harness-s/core";
+import { Envelope as EnvelopeSchema, type Envelope, type MessageQueue } from "@harness-s/core/messaging";
+import { emptyProfile, type ProfileLedger, type Profile, type ProfileSet, type ProfileStore } from "@harness-s/core/profile";
+import { zeroUsage, USAGE_LIMITS, byKeyAndDay, dayOf, jobUsageKey, type UsageDay, type UsageQuery, type Usage, type UsageMeter } from "@harness-s/core/billing";
+import { type RescueSlots, type RolloutSpend, SlotFailure, type RescueJob, type RescueJobStore } from "@harness-s/core/rescue";
+import type { ApiKeyRecord, ApiKeyStore } from "@harness-s/core/access";
+import type { DecisionStore } from "@harness-s/core/routing";
+import type { RoutingDecision, Ballot, BallotStore } from "@harness-s/core/voting";
+import { type ExperimentRecord, type ExperimentStore, selectSteps, type ExperimentStep, type ExperimentStepStore } from "@harness-s/core/experiment";
 
 /** A deep copy frozen all the way down: stored once, shared on every read, mutation throws. */
 function frozenCopy<T>(value: T): T {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { CostUsage } from "@harness-s/core";
+import type { CostUsage } from "@harness-s/core/billing";
 
 /** SQS bills each 64 KB chunk of a request's payload as one request. */
 export const SQS_CHUNK_BYTES = 64 * 1024;

@@ -1,4 +1,6 @@
-import { PolicyStateV2, type Clock, type EndpointProbe, type EndpointProber, type RegisterPolicyEndpoint } from "@harness-s/core";
+import { PolicyStateV2 } from "@harness-s/core/protocol";
+import type { Clock } from "@harness-s/core";
+import type { EndpointProbe, EndpointProber, RegisterPolicyEndpoint } from "@harness-s/core/rescue";
 import { EndpointProbeError } from "../errors.ts";
 import { ChatCompletionRead } from "../llm/openai-upstream.ts";
 import { outboundFetch, type OutboundPolicy } from "./outbound.ts";

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, fetch as undiciFetch } from "undici";
-import { canonicalCallerUrl } from "@harness-s/core";
+import { canonicalCallerUrl } from "@harness-s/core/outbound";
 import { UrlNotAllowedError } from "../errors.ts";
 import { boundedFetch } from "../llm/bounded-fetch.ts";
 import { forbiddenRange } from "./address-ranges.ts";

@@ -1,18 +1,6 @@
 import WebSocket from "ws";
-import {
-  UNKNOWN_TOOL_PREFIX,
-  failedCallEvent,
-  HarnessSError,
-  formatIssues,
-  genericObserver,
-  type EnvOutcome,
-  type EnvSession,
-  type EnvStep,
-  type Environment,
-  type EventObserver,
-  type Rng,
-  type Task,
-} from "@harness-s/core";
+import { UNKNOWN_TOOL_PREFIX, failedCallEvent, genericObserver, type EventObserver } from "@harness-s/core/gateway";
+import { HarnessSError, formatIssues, type EnvOutcome, type EnvSession, type EnvStep, type Environment, type Rng, type Task } from "@harness-s/core";
 import { EnvironmentError } from "../errors.ts";
 import { checkOutboundUrl, guardedLookup, type OutboundPolicy } from "../net/outbound.ts";
 import { scrubError, secretScrubber } from "../policy/scrub-secrets.ts";

@@ -1,19 +1,15 @@
+import { NotConfiguredError, runEpisode, type Clock, type Environment, type Rollout } from "@harness-s/core";
 import {
-  NotConfiguredError,
   actionOf,
   ownEndpoint,
-  runEpisode,
   type CallerEnvironment,
   type CallerPolicies,
   type CallerRollout,
   type RolloutSpend,
-  type Clock,
-  type Datum,
-  type Environment,
   type PolicyEndpointRecord,
   type PolicyEndpointStore,
-  type Rollout,
-} from "@harness-s/core";
+} from "@harness-s/core/rescue";
+import type { Datum } from "@harness-s/core/protocol";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
 import { TokenPolicy } from "./token-policy.ts";

@@ -1,21 +1,19 @@
 import { PolicyEndpointError } from "../errors.ts";
+import { ActResponse, PolicyState, UpdateResponse } from "@harness-s/core/protocol";
 import {
-  ActResponse,
-  PolicyState,
   StalePolicyVersionError,
-  UpdateResponse,
   runEpisode,
   type ActionChoice,
   type Environment,
   type Policy,
-  type PolicyEndpoints,
   type PolicyObservation,
   type Rng,
   type RolloutRunner,
-  type UnitPolicies,
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
+import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import type { UnitPolicies } from "@harness-s/core/experiment";
 import { z } from "zod";
 
 const DeletedResponse = z.object({ deleted: z.boolean() });

@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { NotFoundError, runEpisode, type Environment, type PolicyEndpoints, type RolloutRunner, type UnitPolicies } from "@harness-s/core";
+import { NotFoundError, runEpisode, type Environment, type RolloutRunner } from "@harness-s/core";
+import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import type { UnitPolicies } from "@harness-s/core/experiment";
 import { PolicyEndpointError } from "../errors.ts";
 import { TokenPolicy, type TokenPolicyOptions } from "./token-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";

@@ -1,10 +1,7 @@
 import { z } from "zod";
+import { ConflictError, formatIssues, parseOrThrow, NotFoundError, StalePolicyVersionError, type Clock } from "@harness-s/core";
 import {
-  ConflictError,
   CreatePolicyV2,
-  formatIssues,
-  parseOrThrow,
-  NotFoundError,
   PolicyStateV2,
   RenderRequestV2,
   RenderResponseV2,
@@ -14,12 +11,10 @@ import {
   SampleResponseV2,
   ScoreRequestV2,
   ScoreResponseV2,
-  StalePolicyVersionError,
   UpdateAccepted,
   UpdateJobV2,
   UpdateRequestV2,
-  type Clock,
-} from "@harness-s/core";
+} from "@harness-s/core/protocol";
 import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError, UrlNotAllowedError, WORKER_ERROR_CODES } from "../errors.ts";
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 

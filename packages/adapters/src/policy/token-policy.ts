@@ -1,19 +1,15 @@
 import { randomBytes } from "node:crypto";
 import {
   StalePolicyVersionError,
-  datumFromTurns,
-  TRAINING_SAMPLING,
   type ActionChoice,
-  type Datum,
   type Policy,
   type PolicyObservation,
   type Rng,
-  type SampleResponseV2,
   type TrajectoryStep,
-  type ToolSchema,
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
+import { datumFromTurns, TRAINING_SAMPLING, type Datum, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";

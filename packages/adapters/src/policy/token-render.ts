@@ -1,4 +1,5 @@
-import { withNotes, type ChatMessage, type PolicyObservation } from "@harness-s/core";
+import { withNotes, type PolicyObservation } from "@harness-s/core";
+import type { ChatMessage } from "@harness-s/core/protocol";
 
 /** What a text agent's observation looks like in H0's context (see `PolicyObservation.base`). */
 export function underBase(obs: PolicyObservation): PolicyObservation {

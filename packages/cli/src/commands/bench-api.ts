@@ -1,7 +1,9 @@
 import autocannon from "autocannon";
 import { Hono } from "hono";
 import { z } from "zod";
-import { RouteRequest, newApiKey, routeTask, type SeedInstance } from "@harness-s/core";
+import { RouteRequest, routeTask } from "@harness-s/core/routing";
+import { newApiKey } from "@harness-s/core/access";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
 import { createApp } from "@harness-s/functions/api/app";
 import { listen, memoryApiDeps } from "@harness-s/functions/api/local";

@@ -1,4 +1,5 @@
-import { percentile, runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
+import { percentile } from "@harness-s/core/metrics";
+import { runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
 import { BUNDLED_DATA_DIR, DbBenchEnvironment, SqliteEngine, dbbenchH0, isMutation, loadSplit, mapLimit, rowTask, type DbBenchRow, type SqlEngine } from "@harness-s/dbbench";
 
 import { openEngine } from "./dbbench.ts";

@@ -1,6 +1,9 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { LocalPolicyEndpoints, newApiKey, systemClock, type Environment, type SeedInstance } from "@harness-s/core";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { newApiKey } from "@harness-s/core/access";
+import { systemClock, type Environment } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import { dynamoStores, localCredentials } from "@harness-s/adapters";
 import { createApp } from "@harness-s/functions/api/app";
 import { withApiCaches } from "@harness-s/functions/api/deps";

@@ -1,4 +1,6 @@
-import { LocalPolicyEndpoints, queuedRolloutRunner, runEpisode, systemClock, type Environment, type Policy, type RolloutRunner, type SeedInstance } from "@harness-s/core";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { queuedRolloutRunner, type SeedInstance } from "@harness-s/core/experiment";
+import { runEpisode, systemClock, type Environment, type Policy, type RolloutRunner } from "@harness-s/core";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 
 async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: number, batch: number) {

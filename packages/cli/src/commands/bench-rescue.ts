@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { startOpenEnvServer } from "@harness-s/adapters";
-import { CallerRescue, NotConfiguredError, callerTaskOf, hashSecret, singlePolicyEndpoint, type SeedInstance } from "@harness-s/core";
+import { CallerRescue, callerTaskOf, singlePolicyEndpoint } from "@harness-s/core/rescue";
+import { NotConfiguredError } from "@harness-s/core";
+import { hashSecret } from "@harness-s/core/access";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import type { embeddedSetup } from "@harness-s/envs";
 import { listen } from "@harness-s/functions/api/local";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";

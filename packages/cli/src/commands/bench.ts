@@ -1,4 +1,6 @@
-import { createRng, percentile, route, routerOptions, runEpisode, statisticalVoters, failureTagVoter, type Policy, type Task } from "@harness-s/core";
+import { createRng, runEpisode, type Policy, type Task } from "@harness-s/core";
+import { percentile } from "@harness-s/core/metrics";
+import { route, routerOptions, statisticalVoters, failureTagVoter } from "@harness-s/core/voting";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { benchApi } from "./bench-api.ts";
 import { benchMetering } from "./bench-metering.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ChatTemperature } from "@harness-s/core";
+import { ChatTemperature } from "@harness-s/core/gateway";
 import { Split, dbbenchHarnesses } from "@harness-s/dbbench";
 import { int, num, url } from "../flags.ts";
 

@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { evaluateTasks, runEpisode, type Rollout, type Task } from "@harness-s/core";
+import { evaluateTasks } from "@harness-s/core/training";
+import { runEpisode, type Rollout, type Task } from "@harness-s/core";
 import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
 import { UsageError } from "../flags.ts";
 import { prepareOutDir } from "../out-dir.ts";

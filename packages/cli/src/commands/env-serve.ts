@@ -2,7 +2,8 @@ import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapte
 import { BUNDLED_DATA_DIR, DbBenchEnvironment, dbbenchTools, loadSplit, readSplits, rowTask } from "@harness-s/dbbench";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedToolSchemas } from "@harness-s/envs";
 import { writeFile } from "node:fs/promises";
-import type { CallerTask, Environment, Task } from "@harness-s/core";
+import type { CallerTask } from "@harness-s/core/rescue";
+import type { Environment, Task } from "@harness-s/core";
 import { UsageError } from "../flags.ts";
 import { remoteEnvOf } from "../remote-env-flags.ts";
 import { openRemoteEnv } from "../remote-envs-setup.ts";

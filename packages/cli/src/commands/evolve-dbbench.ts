@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { EvolutionConfig, createPool, createRng, evolvePool, parseOrThrow, runEpisode, type EvolutionResult } from "@harness-s/core";
+import { EvolutionConfig, evolvePool, type EvolutionResult } from "@harness-s/core/evolution";
+import { createPool, createRng, parseOrThrow, runEpisode } from "@harness-s/core";
 import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
 import {
   BUNDLED_DATA_DIR,

@@ -1,6 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, TrainConfig, ValidationError, evalSet, parseOrThrow, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core";
+import { ExperimentConfig, ExperimentSummary, evalSet, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
+import { ValidationError, parseOrThrow } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
 import type { PanelRouting } from "@harness-s/adapters";
 import { prepareOutDir } from "../out-dir.ts";

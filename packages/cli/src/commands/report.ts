@@ -1,7 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { join } from "node:path";
-import { ExperimentSummary, ValidationError, mergeSummaries } from "@harness-s/core";
+import { ExperimentSummary, mergeSummaries } from "@harness-s/core/experiment";
+import { ValidationError } from "@harness-s/core";
 import { prepareOutDir } from "../out-dir.ts";
 import { readJsonFile } from "../json-file.ts";
 import { renderReport } from "../report/markdown.ts";

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import type { z } from "zod";
-import { createPool, hashSecret } from "@harness-s/core";
+import { createPool } from "@harness-s/core";
+import { hashSecret } from "@harness-s/core/access";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";

@@ -1,6 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExperimentConfig, TrainConfig, ValidationError, parseOrThrow, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core";
+import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core/experiment";
+import { TrainConfig } from "@harness-s/core/training";
+import { ValidationError, parseOrThrow } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";

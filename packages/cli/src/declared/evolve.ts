@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EvolutionConfig } from "@harness-s/core";
+import { EvolutionConfig } from "@harness-s/core/evolution";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { declareCommand, flag } from "../declare.ts";
 import { int, num, probability } from "../flags.ts";

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ArmList, EvolutionConfig, armNames } from "@harness-s/core";
+import { ArmList, armNames } from "@harness-s/core/experiment";
+import { EvolutionConfig } from "@harness-s/core/evolution";
 import { defaultEmbeddedSettings } from "@harness-s/envs";
 import { declareCommand, flag } from "../declare.ts";
 import { int, jsonFlag, num, probability, seeds, TrainOverrides, url } from "../flags.ts";

@@ -1,4 +1,6 @@
-import { mean, type ExperimentSummary, type SeedBaseline, type Task } from "@harness-s/core";
+import { mean } from "@harness-s/core/metrics";
+import type { ExperimentSummary, SeedBaseline } from "@harness-s/core/experiment";
+import type { Task } from "@harness-s/core";
 import { overallCatAccuracy } from "@harness-s/dbbench";
 
 type Scores = Record<string, { avgAt3: number }>;

@@ -1,4 +1,5 @@
-import { mean, sampleStd, type ArmSeedResult, type ArmSummary, type ExperimentSummary } from "@harness-s/core";
+import { mean, sampleStd } from "@harness-s/core/metrics";
+import type { ArmSeedResult, ArmSummary, ExperimentSummary } from "@harness-s/core/experiment";
 import { arm, pairedBy, pts, signed } from "./stats.ts";
 
 /** Where a breakdown's held-out scores live in a per-(arm, seed) result. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { PoolHarm, mean } from "@harness-s/core";
+import { PoolHarm } from "@harness-s/core/evolution";
+import { mean } from "@harness-s/core/metrics";
 import { pts } from "./stats.ts";
 
 /** What `pools.json` keeps per seed: the frozen pool and each sibling's side effects on dev. */

@@ -1,4 +1,5 @@
-import { mean, type ExperimentSummary } from "@harness-s/core";
+import { mean } from "@harness-s/core/metrics";
+import type { ExperimentSummary } from "@harness-s/core/experiment";
 import { acceptanceChecks, arm, meanStd, paired, protocolNote, pts, signed, type Metric } from "./stats.ts";
 import type { SweepResult } from "../sweep.ts";
 import { renderFamilies } from "./families.ts";

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { ExperimentSummary } from "@harness-s/core";
+import type { ExperimentSummary } from "@harness-s/core/experiment";
 import type { SweepResult } from "../sweep.ts";
 import { lineChart, panels, renderPng } from "./plots.ts";
 import { pairedSweepPlot } from "./paired-sweeps.ts";

@@ -1,4 +1,4 @@
-import { mean } from "@harness-s/core";
+import { mean } from "@harness-s/core/metrics";
 import type { TopLevelSpec } from "vega-lite";
 import { pointDiff, type PairedSweep, type PairedSweepPoint } from "../sweeps.ts";
 import { panels } from "./plots.ts";

@@ -1,4 +1,5 @@
-import { mean, pairedSummary, sampleStd, type ArmSummary, type ExperimentSummary } from "@harness-s/core";
+import { mean, pairedSummary, sampleStd } from "@harness-s/core/metrics";
+import type { ArmSummary, ExperimentSummary } from "@harness-s/core/experiment";
 
 export type Metric = "train.avgAt3" | "heldout.avgAt3" | "train.passAt3" | "heldout.passAt3";
 

@@ -2,18 +2,15 @@ import { queuedExperimentDeps } from "@harness-s/functions/coordinator/queued-ex
 import {
   ExperimentPlan,
   TERMINAL_STATES,
-  LocalPolicyEndpoints,
   startExperiment,
-  systemClock,
-  ValidationError,
   type ExperimentConfig,
   type ExperimentDeps,
   type ExperimentRecord,
   type ExperimentSummary,
-  type Policy,
-  type Protocol,
   type UnitPolicies,
-} from "@harness-s/core";
+} from "@harness-s/core/experiment";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { systemClock, ValidationError, type Policy, type Protocol } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
 import { startLocalStack, type LocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
 

@@ -1,4 +1,6 @@
-import { LocalPolicyEndpoints, type Task, type VoterPanel } from "@harness-s/core";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import type { Task } from "@harness-s/core";
+import type { VoterPanel } from "@harness-s/core/voting";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { runWorkersThread } from "@harness-s/functions/local/workers-thread";
 import { panelRouting } from "../panel-file.ts";

@@ -1,5 +1,8 @@
 import { z } from "zod";
-import { evaluateTasks, evenlySpaced, hash32, mean, pearson, runEpisode, type Environment, type ExperimentDeps, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+import { evaluateTasks } from "@harness-s/core/training";
+import { evenlySpaced, hash32, runEpisode, type Environment, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+import { mean, pearson } from "@harness-s/core/metrics";
+import type { ExperimentDeps } from "@harness-s/core/experiment";
 
 export const PolicyAtStart = z.object({
   h0: z.object({ train: z.number(), heldout: z.number() }),

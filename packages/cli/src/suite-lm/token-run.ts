@@ -1,5 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
-import { ValidationError, type ExperimentConfig, type ExperimentDeps, type ProfileSet } from "@harness-s/core";
+import { ValidationError } from "@harness-s/core";
+import type { ExperimentConfig, ExperimentDeps } from "@harness-s/core/experiment";
+import type { ProfileSet } from "@harness-s/core/profile";
 import type { WorkerDeps, WorkerPolicyOptions } from "../worker-setup.ts";
 import { z } from "zod";
 import { readJsonFile } from "../json-file.ts";

@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { createRng, hash32, runEpisode, type ChatMessage, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task, type ToolSchema } from "@harness-s/core";
+import { createRng, hash32, runEpisode, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task } from "@harness-s/core";
+import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
 import { firstMessages, nextMessage } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
-import type { ExperimentDeps } from "@harness-s/core";
+import type { ExperimentDeps } from "@harness-s/core/experiment";
 import type { WarmStartOptions } from "./recipe.ts";
 
 export { WarmStartOptions } from "./recipe.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ArmSummary, ExperimentSummary } from "@harness-s/core";
+import type { ArmSummary, ExperimentSummary } from "@harness-s/core/experiment";
 import { pairedBy, pts, signed } from "../report/stats.ts";
 
 /** Whose validation score a tuning round maximises: harness-s's own, or a baseline's. */

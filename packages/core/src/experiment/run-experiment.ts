@@ -1,4 +1,4 @@
-import { rank1Picker } from "../inference/rank1.ts";
+import { rank1Picker } from "../routing/rank1.ts";
 import type { Environment } from "../ports.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
 import { BudgetExceededError } from "../errors.ts";

@@ -1,4 +1,4 @@
-import { rank1Picker } from "../inference/rank1.ts";
+import { rank1Picker } from "../routing/rank1.ts";
 import { mean } from "../metrics/stats.ts";
 import { rescueUtility } from "../profile/profile.ts";
 import type { Task } from "../task.ts";

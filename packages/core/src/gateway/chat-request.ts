@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Id, Name } from "../names.ts";
-import { MAX_TOKENS_PER_CALL } from "../service/metering.ts";
+import { MAX_TOKENS_PER_CALL } from "../billing/metering.ts";
 import type { ChatMsg } from "./chat-format.ts";
 
 const Text = z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() })), z.null()]);

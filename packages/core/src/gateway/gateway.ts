@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
 import type { EpisodeMeta } from "./episode-record.ts";
-import { type RouteRequest, routeTask, type RouteTaskDeps } from "../service/route-task.ts";
+import { type RouteRequest, routeTask, type RouteTaskDeps } from "../routing/route-task.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import type { RoutingDecision } from "../voting/router.ts";

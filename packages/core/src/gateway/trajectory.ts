@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Datum } from "../service/policy-protocol-v2.ts";
+import { Datum } from "../protocol/v2.ts";
 import type { RecordedTurn } from "./upstream.ts";
 import { appendAll } from "../util/append.ts";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_TOKENS_PER_CALL } from "../service/metering.ts";
+import { MAX_TOKENS_PER_CALL } from "../billing/metering.ts";
 import type { ChatMsg, offeredTools } from "./chat-format.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
+import { RESCUE_MODES, type RescueModeName } from "../rescue/modes.ts";
 
 /** The registered rescue modes (see {@link RESCUE_MODES}). */
 export const RescueMode = z.enum(Object.keys(RESCUE_MODES) as [RescueModeName, ...RescueModeName[]]);

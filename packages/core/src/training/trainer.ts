@@ -12,7 +12,7 @@ import type { PanelSettings } from "../voting/panel.ts";
 import type { ArmConfig } from "./arm-config.ts";
 import type { TrainConfig } from "./config.ts";
 import { evaluateTasks } from "./evaluate.ts";
-import { RESCUE_MODES, type GroupResolution, type RescueContext } from "./rescue-modes.ts";
+import { RESCUE_MODES, type GroupResolution, type RescueContext } from "../rescue/modes.ts";
 import { speculativeRunner, type SpeculativeRunner } from "./speculation.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
 import { applyStateChange, nullForNaN, withTotal, type StepRecord, type TrainResult, type TrainerState } from "./train-state.ts";

@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@harness-s/core";
+import type { ToolBinding } from "@harness-s/core/gateway";
 
 /** What a text agent is told on AppWorld (its ReAct setting, in our words). */
 export const APPWORLD_SYSTEM = [

@@ -1,4 +1,4 @@
-import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core";
+import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core/gateway";
 import { executionEvent } from "./environment.ts";
 import { EpisodeSignals } from "./episode-signals.ts";
 

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import type { SeedInstance } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
 import type { EmbeddedSettings } from "./setup.ts";
 
 type Reply = { id: number; instance: SeedInstance } | { id: number; error: string };

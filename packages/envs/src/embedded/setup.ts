@@ -1,15 +1,7 @@
-import {
-  createRng,
-  evolvePool,
-  EvolutionConfig,
-  mutationProposer,
-  runEpisode,
-  statisticalVoters,
-  type ExperimentDeps,
-  type Policy,
-  type Protocol,
-  type SeedInstance,
-} from "@harness-s/core";
+import { createRng, runEpisode, type Policy, type Protocol } from "@harness-s/core";
+import { evolvePool, EvolutionConfig, mutationProposer } from "@harness-s/core/evolution";
+import { statisticalVoters } from "@harness-s/core/voting";
+import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
 import { EmbeddedEnvironment } from "./environment.ts";
 import { embeddedH0, embeddedVocabulary } from "./h0.ts";
 import { embeddedPolicyPrior } from "./prior.ts";

@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@harness-s/core";
+import type { ToolBinding } from "@harness-s/core/gateway";
 
 /** What a text agent is told on SWE-Gym (a SWE-agent-like setting, in our words). */
 export const SWE_SYSTEM = [

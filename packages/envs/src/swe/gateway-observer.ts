@@ -1,4 +1,4 @@
-import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core";
+import { failedCallEvent, type EventObserver, type ObserverFactory } from "@harness-s/core/gateway";
 import { SweSignals, runsTests } from "./signals.ts";
 
 const STATE_FACTS = ["reproduced", "edited", "tests:ran-after-edit"];

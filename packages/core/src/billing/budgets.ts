@@ -1,0 +1,44 @@
+import { BudgetExceededError } from "../errors.ts";
+import { chargeUsd, type PriceList, type Prices } from "./cost-of-goods.ts";
+import type { UsageMeter } from "./usage.ts";
+import type { Quote } from "./quote-schema.ts";
+import { measuredBasis, quote, type Quotable } from "./quotes.ts";
+
+/** What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price list. */
+export interface QuotingDeps {
+  meter: Pick<UsageMeter, "get">;
+  tariff: Prices;
+  priceList: PriceList;
+}
+
+/**
+ * `POST /v1/quotes`: the estimate for a request, on this deployment's measured usage per rollout
+ * when it has finished jobs, else on the defaults (the quote says which).
+ *
+ * @example
+ * const q = await quoteRequest({ rescue: RescueRequest.parse({ poolId: "p", taskId: "t", failureTags: ["x"] }) }, deps);
+ */
+export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Quote> {
+  return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList });
+}
+
+/**
+ * Refuses (402, before any work) a request whose quoted charge is above the job's own USD budget
+ * or above what is left of its key's (the key's budget less its charge so far at the tariff).
+ */
+export async function ensureWithinBudget(q: Quote, key: { id: string; budgetUsd?: number }, jobBudgetUsd: number | undefined, deps: QuotingDeps): Promise<void> {
+  if (jobBudgetUsd !== undefined && q.chargeUsd > jobBudgetUsd)
+    throw new BudgetExceededError(`quoted ${q.chargeUsd.toFixed(4)} USD (${q.rollouts} rollouts), above this request's budget of ${jobBudgetUsd} USD`);
+  if (key.budgetUsd === undefined) return;
+  const left = key.budgetUsd - chargeUsd(await deps.meter.get(key.id), deps.tariff);
+  if (q.chargeUsd > left)
+    throw new BudgetExceededError(
+      `quoted ${q.chargeUsd.toFixed(4)} USD (${q.rollouts} rollouts), above the ${Math.max(0, left).toFixed(4)} USD left of this key's budget of ${key.budgetUsd} USD`,
+    );
+}
+
+/** Quotes `req` and refuses it (402) above a budget ({@link ensureWithinBudget}); a key without a budget is not quoted (no reads). */
+export async function ensureAffordable(req: Quotable, key: { id: string; budgetUsd?: number }, deps: QuotingDeps): Promise<void> {
+  if (key.budgetUsd === undefined) return;
+  await ensureWithinBudget(await quoteRequest(req, deps), key, undefined, deps);
+}

@@ -1,0 +1,202 @@
+import { z } from "zod";
+import { armDefinition, runOrder } from "../experiment/arms.ts";
+import { TrainConfig } from "../training/config.ts";
+import { chargeUsd, costOfGoods, type PriceList, type Prices } from "./cost-of-goods.ts";
+import { ExperimentRequest, type ExperimentPlan } from "../experiment/records.ts";
+import type { Usage, UsageMeter } from "./usage.ts";
+import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
+import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
+import { RescueRequest } from "../rescue/jobs.ts";
+
+/**
+ * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
+ * 1,024 MB per function, 2026-12-03): rescue share and evaluation sets from in-process runs of
+ * seed 5; usage per rollout from one queued run (2 arms, 2,187 rollouts: tests/integration/cost-of-goods.test.ts
+ * printed it while it evaluated every task; read units again on 2026-12-04, once an experiment's rollouts stopped reading the rescue-job
+ * table: 5,710 → 3,553 units; write units again on 2026-12-05, once a rollout of one chunk is one
+ * conditional put instead of a transaction: 1,686 → 934 units for a run of 738 rollouts, 1.3 per
+ * rollout). A deployment's own finished runs replace `perRollout`, `perExtraRollout` and the rescue share ({@link basisFrom}).
+ */
+export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
+  source: "defaults",
+  jobs: 0,
+  rescueShare: 0.45,
+  evalTasks: { train: 93, heldout: 81 },
+  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 1.6, dynamoWriteUnits: 1.3, sqsRequests: 0.33, gpuSeconds: 0 },
+};
+
+/** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */
+export const QUOTE_BASIS_KEY = "#quote-basis";
+/**
+ * Where finished jobs' arms that rescue (or resample) count, as `rollouts`, their training
+ * rollouts and the rescue, resample and re-anchor rollouts beyond them: the measured rescue share.
+ */
+export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
+/** The meter rows that count again what payers were already metered for: nobody's to pay. */
+const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS), ...Object.values(QUOTE_FIT_KEYS)]);
+export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId);
+
+/** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
+export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {
+  const rescuing = results.filter((r) => armDefinition(r.arm).rescue !== "none").map((r) => r.result.rolloutBreakdown);
+  return {
+    training: rescuing.reduce((n, b) => n + b.train, 0),
+    extra: rescuing.reduce((n, b) => n + b.rescue + b.resample + b.reanchor, 0),
+  };
+}
+
+/**
+ * The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none
+ * finished; the rescue share is measured too once a finished job had an arm that rescues, and the
+ * extra rollouts of such arms get their own usage per rollout once two jobs with different mixes
+ * of the two kinds finished ({@link solveFit}; until then both rates are the average).
+ */
+export function basisFrom(summed: Usage | undefined, rescue?: { training: number; extra: number }, fit?: QuoteFit): QuoteBasis {
+  if (!summed || summed.requests === 0 || summed.rollouts === 0) return DEFAULT_QUOTE_BASIS;
+  const average = Object.fromEntries(QUOTED_FIELDS.map((f) => [f, summed[f] / summed.rollouts]));
+  const rescueShare = rescue && rescue.training > 0 ? rescue.extra / rescue.training : DEFAULT_QUOTE_BASIS.rescueShare;
+  const rates = solveFit(fit, average) ?? { perRollout: average, perExtraRollout: average };
+  return { ...DEFAULT_QUOTE_BASIS, source: "measured", jobs: summed.requests, rescueShare, ...rates };
+}
+
+/** This deployment's basis, from its meter's quote rows ({@link basisFrom}). */
+export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<QuoteBasis> {
+  const [summed, training, extra, fit] = await Promise.all([meter.get(QUOTE_BASIS_KEY), meter.get(QUOTE_RESCUE_KEYS.training), meter.get(QUOTE_RESCUE_KEYS.extra), readFit(meter)]);
+  return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts }, fit);
+}
+
+/** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
+export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
+export type QuoteRequest = z.infer<typeof QuoteRequest>;
+type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget">;
+/** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
+export type Quotable = QuoteRequest | { experiment: Plan };
+
+/** A stretch of a run's rollouts, and how many of them are an arm's extra (rescue, resample, re-anchor) rollouts. */
+interface Stretch {
+  rollouts: number;
+  extra: number;
+}
+
+/**
+ * The rollouts an experiment will run, in the order it runs them: per seed, the initial
+ * evaluation (H0 on both splits and Rank-1 held-out), then each arm (the budget source first,
+ * `runOrder`): its training (steps × batch × group, plus the rescue share for an arm that
+ * rescues: its `extra` rollouts), its learning-curve points (before training and every
+ * `curveEvery` steps, Avg@3 on `curveTasks`) and its final evaluation; each evaluation covers at
+ * most `evalTasks` tasks per split.
+ */
+export function plannedStretches(plan: Plan, basis: QuoteBasis): Stretch[] {
+  const t = TrainConfig.parse(plan.train);
+  const cap = plan.evalTasks ?? Number.POSITIVE_INFINITY;
+  const [train, heldout] = [Math.min(basis.evalTasks.train, cap), Math.min(basis.evalTasks.heldout, cap)];
+  const s = plan.evalSamples;
+  const training = t.steps * t.batchSize * t.groupSize;
+  const arm = (name: string): Stretch => {
+    const def = armDefinition(name);
+    const extra = def.rescue === "none" ? 0 : training * basis.rescueShare;
+    const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
+    return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra };
+  };
+  const arms = runOrder(plan.arms).map(arm);
+  return plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0 }, ...arms]);
+}
+
+const total = (stretches: readonly Stretch[]) => ({
+  rollouts: Math.round(stretches.reduce((n, x) => n + x.rollouts, 0)),
+  extra: Math.round(stretches.reduce((n, x) => n + x.extra, 0)),
+});
+
+/** Every rollout an experiment's plan runs to its end ({@link plannedStretches}), no cap applied. */
+export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } => total(plannedStretches(plan, basis));
+export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
+
+/**
+ * The rollouts a run does before a rollout cap stops it (every rollout counts): the stretches
+ * before the cap whole, then the first part of the one it falls in, that stretch's extra rollouts
+ * pro rata (an arm's rescues come with its training steps).
+ */
+function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): { rollouts: number; extra: number } {
+  let left = cap;
+  const done: Stretch[] = [];
+  for (const x of stretches) {
+    if (left <= 0) break;
+    const part = Math.min(1, left / x.rollouts);
+    done.push({ rollouts: x.rollouts * part, extra: x.extra * part });
+    left -= x.rollouts;
+  }
+  return total(done);
+}
+
+/**
+ * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
+ * rollouts, at the basis's usage per rollout of each kind, with cost of goods and the charge.
+ */
+export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, extra = 0): Quote {
+  const perExtra = basis.perExtraRollout ?? basis.perRollout;
+  const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra)]);
+  const usage = Object.fromEntries([...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra]));
+  return Quote.parse({
+    rollouts,
+    usage: { ...usage, rollouts },
+    costOfGoods: costOfGoods(usage, prices.priceList),
+    chargeUsd: chargeUsd({ ...usage, rollouts }, prices.tariff),
+    basis,
+  });
+}
+
+/**
+ * What an experiment's budget does to its quote: a rollout cap below the plan stops the run there
+ * (the quote is for the rollouts up to it); a USD cap below the quoted charge refuses the run
+ * (402, before any work), and otherwise stops it should its charge reach the cap.
+ */
+export function experimentCaps(q: Quote, plannedRollouts: number, budget: Plan["budget"]): QuoteCaps {
+  const stops = budget !== undefined && plannedRollouts > budget.rollouts;
+  const refused = budget?.usd !== undefined && q.chargeUsd > budget.usd;
+  const notes = [
+    stops
+      ? `the plan runs ${plannedRollouts} rollouts and its budget stops it at ${budget.rollouts}: quoted for those ${budget.rollouts}`
+      : `the plan runs ${plannedRollouts} rollouts, within its budget${budget ? `'s cap of ${budget.rollouts}` : " (none set)"}: quoted to its end`,
+    ...(budget?.usd === undefined
+      ? []
+      : [
+          refused
+            ? `the quoted charge of ${q.chargeUsd} USD is above its budget's ${budget.usd} USD: it is refused (402) before any work`
+            : `its budget's ${budget.usd} USD stops it should its charge reach that`,
+        ]),
+  ];
+  return {
+    plannedRollouts,
+    ...(budget ? { rollouts: budget.rollouts } : {}),
+    ...(budget?.usd !== undefined ? { usd: budget.usd } : {}),
+    binding: [...(stops ? ["rollouts" as const] : []), ...(refused ? ["usd" as const] : [])],
+    note: notes.join("; "),
+  };
+}
+
+/** A caller rescue's own budget (tokens, environment time) may stop its slots before all of them ran: the quote is its most. */
+function rescueCaps(rollouts: number, budget: NonNullable<RescueRequest["caller"]>["budget"]): QuoteCaps | undefined {
+  if (!budget) return undefined;
+  const limits = [budget.policyTokens && `${budget.policyTokens} policy tokens`, budget.environmentSeconds && `${budget.environmentSeconds} s in the environment`].filter(Boolean);
+  return {
+    plannedRollouts: rollouts,
+    binding: [],
+    note: `at most ${rollouts} rollouts: its budget (${limits.join(", ")}) stops its slots once spent, which this quote does not price`,
+  };
+}
+
+/**
+ * What a quote request would cost: an experiment's rollouts up to its budget's rollout cap (and
+ * what its caps do, `caps`), or a rescue's k × rollouts per harness.
+ */
+export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
+  if ("experiment" in req) {
+    const stretches = plannedStretches(req.experiment, basis);
+    const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
+    const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
+    return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
+  }
+  const rollouts = (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
+  const caps = rescueCaps(rollouts, req.rescue.caller?.budget);
+  return caps ? Quote.parse({ ...quoteRollouts(rollouts, basis, prices), caps }) : quoteRollouts(rollouts, basis, prices);
+}

@@ -1,0 +1,8 @@
+export * from "./summary.ts";
+export * from "./run-experiment.ts";
+export * from "./unit-policies.ts";
+export * from "./merge.ts";
+export * from "./records.ts";
+export * from "./jobs.ts";
+export * from "./queued-runner.ts";
+export { evalSet } from "./unit.ts";

@@ -1,0 +1,2 @@
+export * from "./advantage.ts";
+export * from "./objective.ts";

@@ -1,0 +1,8 @@
+import type { HarnessPool } from "./pool.ts";
+
+/** Pools are immutable: `put` refuses a different pool under an existing id. */
+export interface PoolStore {
+  put(pool: HarnessPool): Promise<void>;
+  get(id: string): Promise<HarnessPool | undefined>;
+  list(): Promise<{ id: string; version: string; siblings: number }[]>;
+}

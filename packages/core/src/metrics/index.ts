@@ -1,0 +1,2 @@
+export * from "./pass-at-k.ts";
+export * from "./stats.ts";

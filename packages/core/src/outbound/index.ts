@@ -1,0 +1,1 @@
+export * from "./caller-url.ts";

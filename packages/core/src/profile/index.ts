@@ -1,0 +1,5 @@
+export * from "./profile.ts";
+export * from "./reanchor.ts";
+export * from "./repair.ts";
+export * from "./store.ts";
+export * from "./evidence.ts";

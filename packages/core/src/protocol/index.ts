@@ -1,0 +1,2 @@
+export * from "./v1.ts";
+export * from "./v2.ts";

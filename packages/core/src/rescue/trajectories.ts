@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { NotFoundError, ValidationError } from "../errors.ts";
+import { SUBMIT } from "../rollout/episode-hooks.ts";
+import type { Rollout } from "../rollout/types.ts";
+import type { CallerPolicies } from "./caller-rescue.ts";
+import { visibleTo } from "../access/keys.ts";
+import type { RescueJobStore } from "./job-record.ts";
+import type { RolloutStore } from "../rollout/store.ts";
+
+/**
+ * One rescued rollout as a trainer takes it: the first prompt's ids, then every later id (the
+ * model's completions, and between them the environment's and the harness's text), with the
+ * behaviour log-probability of each completion id (0 elsewhere) and the loss mask (1 exactly on
+ * the ids the policy sampled: tool outputs and every harness insertion are 0).
+ */
+export const RescueTrajectory = z.object({
+  index: z.number().int(),
+  harness_id: z.string(),
+  decision_id: z.string(),
+  weight_version: z.number().int(),
+  reward: z.number(),
+  success: z.boolean(),
+  finish_reason: z.enum(["submitted", "budget-exhausted"]),
+  failure_tags: z.array(z.string()),
+  prompt_ids: z.array(z.number().int()),
+  completion_ids: z.array(z.number().int()),
+  logprobs: z.array(z.number()),
+  loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
+  /** "sampled": as the policy saw them; "base": re-rendered under H0's prompt and re-scored at the endpoint. */
+  context: z.enum(["sampled", "base"]),
+});
+export type RescueTrajectory = z.infer<typeof RescueTrajectory>;
+
+export const TrajectoryQuery = z.object({
+  context: z.enum(["sampled", "base"]).default("sampled"),
+  /** The first rollout index of the page. */
+  cursor: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(64).default(16),
+});
+export type TrajectoryQuery = z.infer<typeof TrajectoryQuery>;
+
+export const TrajectoryPage = z.object({ trajectories: z.array(RescueTrajectory), next: z.number().int().nullable() });
+export type TrajectoryPage = z.infer<typeof TrajectoryPage>;
+
+const finishOf = (r: Rollout) => (r.steps.at(-1)?.action === SUBMIT ? ("submitted" as const) : ("budget-exhausted" as const));
+
+/**
+ * A page of a caller rescue's stored rollouts as token rows (see {@link RescueTrajectory}), in
+ * index order; only the key that started it may read them. A rescue that sampled this service's
+ * own policy has no token rows (400).
+ *
+ * @example
+ * const page = await rescueTrajectories("rsc_1", TrajectoryQuery.parse({}), deps, key);
+ */
+export async function rescueTrajectories(
+  id: string,
+  query: TrajectoryQuery,
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; callers?: CallerPolicies },
+  key: { id: string; scopes: readonly string[] },
+): Promise<TrajectoryPage> {
+  const job = await deps.jobs.get(id);
+  if (!job || !visibleTo(job.keyId, key)) throw new NotFoundError("rescue", id);
+  if (!job.caller || !deps.callers)
+    throw new ValidationError("rescue", ["trajectories are token-level: this rescue sampled the service's own policy, not a policy endpoint of yours"]);
+  const stored = (await deps.rollouts.list(id)).sort((a, b) => a.index - b.index).filter((r) => r.index >= query.cursor);
+  const page = stored.slice(0, query.limit);
+  const datums = await deps.callers.datums(
+    job.caller,
+    page.map((p) => p.rollout),
+    query.context,
+  );
+  const byId = new Map(datums.map((d) => [d.sample_id, d]));
+  const trajectories = page.flatMap(({ index, rollout }, i) => {
+    const d = byId.get(`${rollout.id}#${i}`);
+    if (!d) return [];
+    // The prompt is everything before the first sampled id (under H0's context, as the replay rendered it).
+    const firstSampled = d.loss_mask.indexOf(1);
+    const prompt = d.ids.slice(0, firstSampled < 0 ? d.ids.length : firstSampled);
+    return [
+      {
+        index,
+        harness_id: rollout.harnessId,
+        decision_id: job.decisionId,
+        weight_version: rollout.policyVersion,
+        reward: rollout.reward,
+        success: rollout.success,
+        finish_reason: finishOf(rollout),
+        failure_tags: rollout.failureTags,
+        prompt_ids: prompt,
+        completion_ids: d.ids.slice(prompt.length),
+        logprobs: d.behaviour_logprobs.slice(prompt.length),
+        loss_mask: d.loss_mask.slice(prompt.length),
+        context: query.context,
+      },
+    ];
+  });
+  const after = stored[page.length];
+  return { trajectories, next: after ? after.index : null };
+}
