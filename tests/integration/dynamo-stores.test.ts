@@ -74,7 +74,7 @@ describe("DynamoRolloutStore chunking", () => {
     const { gzipSync } = await import("node:zlib");
     const { QueryCommand } = await import("@aws-sdk/lib-dynamodb");
     const { CHUNK_BYTES } = await import("@harness-s/adapters");
-    const { bigRollout } = await import("../contract/stores.contract.ts");
+    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("chunks-");
     await createTables(client, names);
     const big = bigRollout(4000, 9);
@@ -88,7 +88,7 @@ describe("DynamoRolloutStore chunking", () => {
   it("stores a rollout of one chunk for one write unit (a transaction bills twice), and its duplicate for one", async () => {
     // Prepare
     const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
-    const { bigRollout } = await import("../contract/stores.contract.ts");
+    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("one-chunk-");
     await createTables(client, names);
     const consumption = new ConsumptionMeter();

@@ -3,7 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoPolicyEndpointStore, MemoryPolicyEndpointStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
 import { ENDPOINTS_PER_KEY, type PolicyEndpointStore } from "@harness-s/core/rescue";
-import { endpointStoreContract } from "../contract/endpoint-store.contract.ts";
+import { endpointStoreContract } from "../contract/endpoints.contract.ts";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 
 // Issue 52, item 9: the 100-endpoint limit per key held under concurrency (it was a list, then a

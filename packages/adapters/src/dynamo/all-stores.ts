@@ -1,12 +1,18 @@
-import { DynamoGatewayEpisodeStore } from "./gateway-episode-store.ts";
-import { DynamoPolicyEndpointStore } from "./endpoint-store.ts";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock } from "@harness-s/core";
-import { DynamoBallotStore, DynamoExperimentStepStore, DynamoExperimentStore } from "./experiment-stores.ts";
-import { DynamoProfileStore } from "./profile-store.ts";
-import { DynamoRescueSlots } from "./rescue-slots.ts";
-import { DynamoRolloutStore } from "./rollout-store.ts";
-import { DynamoApiKeyStore, DynamoDecisionStore, DynamoPoolStore, DynamoRescueJobStore, DynamoUsageMeter } from "./stores.ts";
+import { DynamoApiKeyStore } from "../stores/api-keys/dynamo.ts";
+import { DynamoBallotStore } from "../stores/ballots/dynamo.ts";
+import { DynamoDecisionStore } from "../stores/decisions/dynamo.ts";
+import { DynamoPolicyEndpointStore } from "../stores/endpoints/dynamo.ts";
+import { DynamoExperimentStepStore } from "../stores/experiment-steps/dynamo.ts";
+import { DynamoExperimentStore } from "../stores/experiments/dynamo.ts";
+import { DynamoGatewayEpisodeStore } from "../stores/gateway-episodes/dynamo.ts";
+import { DynamoPoolStore } from "../stores/pools/dynamo.ts";
+import { DynamoProfileStore } from "../stores/profiles/dynamo.ts";
+import { DynamoRescueJobStore } from "../stores/rescue-jobs/dynamo.ts";
+import { DynamoRescueSlots } from "../stores/rescue-slots/dynamo.ts";
+import { DynamoRolloutStore } from "../stores/rollouts/dynamo.ts";
+import { DynamoUsageMeter } from "../stores/usage-meter/dynamo.ts";
 import type { TableNames } from "./table-specs.ts";
 
 /**

@@ -50,3 +50,32 @@ export function endpointStoreContract(name: string, fresh: () => Promise<PolicyE
     });
   });
 }
+
+/** What every PolicyEndpointStore must do with its records: each key's apart, replaced on put, deleted once. `fresh` returns an empty store. */
+export function endpointRecordsContract(name: string, fresh: () => Promise<{ endpoints: PolicyEndpointStore }>): void {
+  describe(`PolicyEndpointStore records contract: ${name}`, () => {
+    it("policy endpoints: each key's apart; replaced on put, deleted once", async () => {
+      const s = await fresh();
+      const rec = (keyId: string, id: string, url: string): PolicyEndpointRecord => ({
+        keyId,
+        id,
+        kind: "protocol-v2",
+        url,
+        policy: "p1",
+        secretHeader: { name: "x-api-key", value: "s3cret" },
+        createdAt: 1,
+        probe: { weightVersion: 2, checkedAt: 1 },
+      });
+      await s.endpoints.put(rec("k1", "e1", "http://a"), 100);
+      await s.endpoints.put(rec("k1", "e1", "http://b"), 100);
+      await s.endpoints.put(rec("k2", "e1", "http://c"), 100);
+      expect(await s.endpoints.get("k1", "e1")).toEqual(rec("k1", "e1", "http://b"));
+      expect((await s.endpoints.list("k1")).map((e) => e.url)).toEqual(["http://b"]);
+      expect((await s.endpoints.list("k2")).map((e) => e.url)).toEqual(["http://c"]);
+      expect(await s.endpoints.delete("k1", "e1")).toBe(true);
+      expect(await s.endpoints.delete("k1", "e1")).toBe(false);
+      expect(await s.endpoints.get("k2", "e1")).toBeDefined();
+      expect(await s.endpoints.get("k1", "e1")).toBeUndefined();
+    });
+  });
+}

@@ -1,9 +1,9 @@
-import { allItems } from "./paginate.ts";
+import { allItems } from "../../dynamo/paginate.ts";
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
 import { emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core/profile";
-import { aws, translateAwsError } from "../errors.ts";
-import type { TableNames } from "./tables.ts";
+import { aws, translateAwsError } from "../../errors.ts";
+import type { TableNames } from "../../dynamo/tables.ts";
 
 /** Message ids one transaction claims at most (DynamoDB allows 100 items; one is the profile). */
 const MAX_CLAIMS = 99;

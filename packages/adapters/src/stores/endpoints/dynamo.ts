@@ -1,9 +1,9 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/rescue";
 import { StoreUnavailableError } from "@harness-s/core";
-import { aws, translateAwsError } from "../errors.ts";
-import { allItems } from "./paginate.ts";
-import type { TableNames } from "./tables.ts";
+import { aws, translateAwsError } from "../../errors.ts";
+import { allItems } from "../../dynamo/paginate.ts";
+import type { TableNames } from "../../dynamo/tables.ts";
 
 /** The key's counter item: an id no registration has (ids start with a letter or digit). */
 const COUNTER_ID = "#count";

@@ -1,8 +1,8 @@
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
 import type { RescueSlots } from "@harness-s/core/rescue";
-import { aws } from "../errors.ts";
-import type { TableNames } from "./tables.ts";
+import { aws } from "../../errors.ts";
+import type { TableNames } from "../../dynamo/tables.ts";
 
 type Holds = Record<string, { slots: number; until: number }>;
 

@@ -1,9 +1,9 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { allItems } from "./paginate.ts";
+import { allItems } from "../../dynamo/paginate.ts";
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, type RolloutStore } from "@harness-s/core";
-import { aws, translateAwsError } from "../errors.ts";
-import type { TableNames } from "./table-specs.ts";
+import { aws, translateAwsError } from "../../errors.ts";
+import type { TableNames } from "../../dynamo/table-specs.ts";
 
 /** Bytes of compressed payload per item: well below DynamoDB's 400 KB item limit. */
 export const CHUNK_BYTES = 300 * 1024;

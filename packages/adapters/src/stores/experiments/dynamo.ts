@@ -1,43 +1,9 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { allItems } from "./paginate.ts";
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { Ballot, type BallotStore } from "@harness-s/core/voting";
+import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
-import { ExperimentRecord, ExperimentStep, selectSteps, type ExperimentStepStore, type ExperimentStore } from "@harness-s/core/experiment";
-import { aws } from "../errors.ts";
-import type { TableNames } from "./table-specs.ts";
-
-/** Ballots keyed (ballotKey, voterId); a conditional put makes the first ballot win. */
-export class DynamoBallotStore implements BallotStore {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tables: TableNames,
-    private readonly ttlSeconds = 7 * 24 * 3600,
-  ) {}
-
-  async put(ballotKey: string, ballot: Ballot): Promise<"stored" | "duplicate"> {
-    try {
-      await aws("put ballot", () =>
-        this.doc.send(
-          new PutCommand({
-            TableName: this.tables.Ballots,
-            Item: { ballotKey, voterId: ballot.voterId, body: JSON.stringify(Ballot.parse(ballot)), expiresAt: Math.floor(Date.now() / 1000) + this.ttlSeconds },
-            ConditionExpression: "attribute_not_exists(voterId)",
-          }),
-        ),
-      );
-      return "stored";
-    } catch (err) {
-      if (err instanceof ConflictError) return "duplicate";
-      throw err;
-    }
-  }
-
-  async get(ballotKey: string, voterId: string): Promise<Ballot | undefined> {
-    const out = await aws("get ballot", () => this.doc.send(new GetCommand({ TableName: this.tables.Ballots, Key: { ballotKey, voterId }, ConsistentRead: true })));
-    return out.Item ? Ballot.parse(JSON.parse(out.Item.body as string)) : undefined;
-  }
-}
+import { ExperimentRecord, type ExperimentStore } from "@harness-s/core/experiment";
+import { aws } from "../../errors.ts";
+import type { TableNames } from "../../dynamo/table-specs.ts";
 
 /**
  * Experiment records: `status` and `leaseUntil` are plain attributes so the coordinator's claim
@@ -145,54 +111,5 @@ export class DynamoExperimentStore implements ExperimentStore {
       this.doc.send(new GetCommand({ TableName: this.tables.Experiments, Key: { id }, ConsistentRead: true, ProjectionExpression: "cancelRequested" })),
     );
     return out.Item?.cancelRequested === true;
-  }
-}
-
-/** Sort-key prefix of a seed's steps, or of one arm's within it: `000001#` / `000001#grpo#`. */
-function stepKeyPrefix(seed: number, arm?: string): string {
-  return `${String(seed).padStart(6, "0")}#${arm === undefined ? "" : `${arm}#`}`;
-}
-
-/** Step records under their run, sorted by seed, arm and step; the first write of a step wins. */
-export class DynamoExperimentStepStore implements ExperimentStepStore {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tables: TableNames,
-  ) {}
-
-  async put(step: ExperimentStep): Promise<void> {
-    const parsed = ExperimentStep.parse(step);
-    const key = `${stepKeyPrefix(parsed.seed, parsed.arm)}${String(parsed.step).padStart(6, "0")}`;
-    try {
-      await aws("put experiment step", () =>
-        this.doc.send(
-          new PutCommand({
-            TableName: this.tables.ExperimentSteps,
-            Item: { experimentId: parsed.experimentId, key, body: JSON.stringify(parsed) },
-            ConditionExpression: "attribute_not_exists(#k)",
-            ExpressionAttributeNames: { "#k": "key" },
-          }),
-        ),
-      );
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-    }
-  }
-
-  async list(experimentId: string, filter: { arm?: string; seed?: number } = {}): Promise<ExperimentStep[]> {
-    const prefix = filter.seed === undefined ? undefined : stepKeyPrefix(filter.seed, filter.arm);
-    const items = await allItems("list experiment steps", (start) =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.tables.ExperimentSteps,
-          KeyConditionExpression: prefix ? "experimentId = :e AND begins_with(#k, :p)" : "experimentId = :e",
-          ...(prefix ? { ExpressionAttributeNames: { "#k": "key" } } : {}),
-          ExpressionAttributeValues: { ":e": experimentId, ...(prefix ? { ":p": prefix } : {}) },
-          ExclusiveStartKey: start,
-        }),
-      ),
-    );
-    const out = items.map((item) => ExperimentStep.parse(JSON.parse(item.body as string)));
-    return selectSteps(out, filter);
   }
 }

@@ -2,10 +2,10 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError, PayloadTooLargeError } from "@harness-s/core";
 import { EpisodeMeta, EpisodeStep, type GatewayEpisodeStore, type StoredEpisode } from "@harness-s/core/gateway";
-import { aws, translateAwsError } from "../errors.ts";
-import { allItems } from "./paginate.ts";
-import { CHUNK_BYTES } from "./rollout-store.ts";
-import type { TableNames } from "./table-specs.ts";
+import { aws, translateAwsError } from "../../errors.ts";
+import { allItems } from "../../dynamo/paginate.ts";
+import { CHUNK_BYTES } from "../rollouts/dynamo.ts";
+import type { TableNames } from "../../dynamo/table-specs.ts";
 
 /** A transaction holds at most 100 items and 4 MB: a step or an opening takes at most this many chunks. */
 const MAX_CHUNKS = 12;

@@ -1,0 +1,61 @@
+import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { ConflictError } from "@harness-s/core";
+import { RescueJob, SlotFailure, type RolloutSpend, type RescueJobStore } from "@harness-s/core/rescue";
+import { aws } from "../../errors.ts";
+import type { TableNames } from "../../dynamo/tables.ts";
+
+export class DynamoRescueJobStore implements RescueJobStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tables: TableNames,
+  ) {}
+
+  async create(job: RescueJob): Promise<void> {
+    await aws("create rescue", () =>
+      this.doc.send(new PutCommand({ TableName: this.tables.RescueJobs, Item: RescueJob.parse(job), ConditionExpression: "attribute_not_exists(id)" })),
+    );
+  }
+
+  async get(id: string): Promise<RescueJob | undefined> {
+    const out = await aws("get rescue", () => this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id }, ConsistentRead: true })));
+    return out.Item ? RescueJob.parse(out.Item) : undefined;
+  }
+
+  async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
+    await this.updateIfExists("record rescue failure", id, "SET failures = list_append(if_not_exists(failures, :none), :f)", {
+      ":none": [],
+      ":f": [{ index, ...SlotFailure.parse(failure) }],
+    });
+  }
+
+  async cancel(id: string, at: number): Promise<void> {
+    await this.updateIfExists("cancel rescue", id, "SET cancelledAt = if_not_exists(cancelledAt, :at)", { ":at": at });
+  }
+
+  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+    await this.updateIfExists("add rescue spend", id, "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms", {
+      ":t": spend.policyTokens,
+      ":p": spend.policyMs,
+      ":ms": spend.environmentMs,
+    });
+  }
+
+  /** One UpdateItem on an existing job; an unknown job is left alone (no item is created). */
+  private async updateIfExists(what: string, id: string, update: string, values: Record<string, unknown>): Promise<void> {
+    try {
+      await aws(what, () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tables.RescueJobs,
+            Key: { id },
+            UpdateExpression: update,
+            ConditionExpression: "attribute_exists(id)",
+            ExpressionAttributeValues: values,
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
+}

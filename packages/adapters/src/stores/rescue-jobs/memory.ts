@@ -1,0 +1,40 @@
+import { ConflictError } from "@harness-s/core";
+import { type RolloutSpend, SlotFailure, type RescueJob, type RescueJobStore } from "@harness-s/core/rescue";
+import { frozenCopy } from "../frozen-copy.ts";
+
+export class MemoryRescueJobStore implements RescueJobStore {
+  private readonly jobs = new Map<string, RescueJob>();
+
+  async create(job: RescueJob): Promise<void> {
+    if (this.jobs.has(job.id)) throw new ConflictError(`rescue ${job.id} exists`);
+    this.jobs.set(job.id, frozenCopy(job));
+  }
+
+  async get(id: string): Promise<RescueJob | undefined> {
+    return this.jobs.get(id);
+  }
+
+  async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, ...SlotFailure.parse(failure) }] }));
+  }
+
+  async cancel(id: string, at: number): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job && job.cancelledAt === undefined) this.jobs.set(id, frozenCopy({ ...job, cancelledAt: at }));
+  }
+
+  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+    const job = this.jobs.get(id);
+    if (job)
+      this.jobs.set(
+        id,
+        frozenCopy({
+          ...job,
+          spentPolicyTokens: (job.spentPolicyTokens ?? 0) + spend.policyTokens,
+          spentPolicyMs: (job.spentPolicyMs ?? 0) + spend.policyMs,
+          spentEnvironmentMs: (job.spentEnvironmentMs ?? 0) + spend.environmentMs,
+        }),
+      );
+  }
+}

@@ -1,0 +1,21 @@
+import { describe, expect, it } from "vitest";
+import { ConflictError, createPool, type PoolStore } from "@harness-s/core";
+import { makeSpec } from "../factories.ts";
+
+/** What every PoolStore must do; `fresh` returns an empty store. */
+export function poolStoreContract(name: string, fresh: () => Promise<{ pools: PoolStore }>): void {
+  describe(`PoolStore contract: ${name}`, () => {
+    it("pools: round-trips, is idempotent for the same content, immutable for different content", async () => {
+      const s = await fresh();
+      const pool = createPool("p1", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]);
+      await s.pools.put(pool);
+      await s.pools.put(pool);
+      expect(await s.pools.get("p1")).toEqual(pool);
+      const other = createPool("p1", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recovery" } })]);
+      await expect(s.pools.put(other)).rejects.toBeInstanceOf(ConflictError);
+      expect(await s.pools.get("missing")).toBeUndefined();
+      await s.pools.put(createPool("p0", makeSpec(), [makeSpec({ id: "sib-c", provenance: { direction: "recon" } })]));
+      expect((await s.pools.list()).map((p) => p.id)).toEqual(["p0", "p1"]);
+    });
+  });
+}

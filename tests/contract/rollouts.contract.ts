@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { createRng, type Rollout, type RolloutStore } from "@harness-s/core";
+
+/** A rollout whose trajectory is `steps` long, filled with poorly compressible text. */
+export function bigRollout(steps: number, seed = 1): Rollout {
+  const rng = createRng(seed);
+  const noise = () => Array.from({ length: 300 }, () => rng.int(16).toString(16)).join("");
+  return {
+    id: `big-${seed}`,
+    taskId: "t",
+    family: "app",
+    harnessId: "sib",
+    policyVersion: 1,
+    seed,
+    reward: 1,
+    success: true,
+    failureTags: [],
+    events: ["start"],
+    behaviours: {},
+    steps: Array.from({ length: steps }, () => ({
+      observation: { family: "app", tools: ["submit"], event: noise(), facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 1 },
+      action: "submit",
+      logProb: -0.5,
+      forced: false,
+      intercepted: false,
+      result: "ok",
+    })),
+  };
+}
+
+/** What every RolloutStore must do; `fresh` returns an empty store. */
+export function rolloutStoreContract(name: string, fresh: () => Promise<{ rollouts: RolloutStore }>): void {
+  describe(`RolloutStore contract: ${name}`, () => {
+    it("rollouts: round-trip in index order, the first write of a key wins, multi-megabyte trajectories survive", async () => {
+      const s = await fresh();
+      const small = bigRollout(2, 2);
+      expect(await s.rollouts.put("job", 1, small)).toBe("stored");
+      expect(await s.rollouts.put("job", 1, { ...small, reward: 0, success: false })).toBe("duplicate");
+      const big = bigRollout(4000, 3);
+      expect(JSON.stringify(big).length).toBeGreaterThan(1_000_000);
+      expect(await s.rollouts.put("job", 0, big)).toBe("stored");
+      const listed = await s.rollouts.list("job");
+      expect(listed.map((r) => r.index)).toEqual([0, 1]);
+      expect(listed[0]!.rollout).toEqual(big);
+      expect(listed[1]!.rollout.success).toBe(true);
+      expect(await s.rollouts.list("other")).toEqual([]);
+      expect(await s.rollouts.has("job", 0)).toBe(true);
+      expect(await s.rollouts.has("job", 2)).toBe(false);
+      expect(await s.rollouts.get("job", 0)).toEqual(big);
+      expect(await s.rollouts.get("job", 2)).toBeUndefined();
+    }, 60_000);
+  });
+}
