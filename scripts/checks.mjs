@@ -14,7 +14,7 @@ const killGroup = (pid, signal) => {
   }
 };
 
-const ALL = ["lint", "check:lengths", "check:cycles", "typecheck", "typecheck:infra", "lint:worker"];
+const ALL = ["lint", "check:lengths", "check:cycles", "check:imports", "typecheck", "typecheck:infra", "lint:worker"];
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 const unknown = wanted.filter((c) => !ALL.includes(c));
 if (unknown.length) {

@@ -1,6 +1,6 @@
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { storage } from "./storage";
-import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "./workers";
+import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "../infra/settings";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with

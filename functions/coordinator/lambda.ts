@@ -20,7 +20,7 @@ import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";
 import { panelFromSecrets } from "../panel-config.ts";
-import { COORDINATOR_SLICE_MS } from "../../stacks/workers.ts";
+import { COORDINATOR_SLICE_MS } from "../../infra/settings.ts";
 import { createCoordinatorHandler } from "./handler.ts";
 import { queuedExperimentDeps } from "./queued-experiment.ts";
 

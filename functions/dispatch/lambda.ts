@@ -11,7 +11,7 @@ import {
   DynamoRolloutStore,
   DynamoUsageMeter,
 } from "@harness-s/adapters";
-import { WORKERS } from "../../stacks/workers.ts";
+import { WORKERS } from "../../infra/settings.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";

@@ -19,7 +19,7 @@ import {
   type TableNames,
 } from "@harness-s/adapters";
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
-import { API_MEMORY, WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { API_MEMORY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { OVERHEAD_KEY } from "../worker-metering.ts";
 import { startFairFauxqs } from "./fair-queues.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
@@ -63,7 +63,7 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
  * DynamoDB Local and fauxqs on free loopback ports, the tables and queues (with DLQs) created
  * from the same definitions the stacks use, and the workers' pollers ({@link startLocalWorkers})
  * with the visibility timeouts and receives before the DLQ of the deployed queues
- * (`stacks/workers.ts`), here or on a thread of their own (`workersOn`).
+ * (`infra/settings.ts`), here or on a thread of their own (`workersOn`).
  */
 export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
   const log = opts.log ?? (() => undefined);

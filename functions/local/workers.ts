@@ -22,7 +22,7 @@ import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
-import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
 
 export type WorkerName = keyof typeof WORKERS;
@@ -86,7 +86,7 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
 
 /**
  * Pollers that invoke the `profile`, `dispatch`, `vote` and `coordinator` Lambda handlers with
- * real SQS event shapes, with the batch sizes of the deployed queues (`stacks/workers.ts`), until
+ * real SQS event shapes, with the batch sizes of the deployed queues (`infra/settings.ts`), until
  * stopped. In the stack's own thread, or on a thread of their own (`startLocalStack`'s `workersOn`).
  */
 export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {

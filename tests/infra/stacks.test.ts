@@ -5,7 +5,7 @@ import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
-import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../stacks/workers.ts";
+import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 
 interface Resource {
@@ -139,7 +139,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(one("aws:lambda/functionUrl:FunctionUrl", "ApiUrl").inputs.invokeMode).toBe("RESPONSE_STREAM");
     const api = ofType("aws:lambda/function:Function").find((f) => f.name.startsWith("Api"))!;
     expect(api.inputs.timeout).toBe(180);
-    // Each function's memory as stacks/workers.ts declares it: the cost-of-goods meter bills GB-seconds with the same figure.
+    // Each function's memory as infra/settings.ts declares it: the cost-of-goods meter bills GB-seconds with the same figure.
     expect(api.inputs.memorySize).toBe(memoryGb(API_MEMORY) * 1024);
     for (const f of ofType("aws:lambda/function:Function").filter((g) => !g.name.startsWith("Api"))) expect(f.inputs.memorySize).toBe(memoryGb(WORKERS.dispatch.memory) * 1024);
     const table = one("aws:dynamodb/table:Table", "GatewayEpisodesTable").inputs;

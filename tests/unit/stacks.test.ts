@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { tableSpecs } from "@harness-s/adapters";
 
-const stacks = readFileSync("stacks/control-plane.ts", "utf8") + readFileSync("stacks/workers.ts", "utf8");
+const stacks = readFileSync("stacks/control-plane.ts", "utf8") + readFileSync("infra/settings.ts", "utf8");
 
 describe("stacks (static checks; the SST typecheck and tests/infra run in npm test)", () => {
   it("every handler a stack references exists and exports `handler`", () => {

@@ -1,4 +1,6 @@
-// Dependency-free (no `sst` global) so that tests can import it.
+// The functions' deployed settings, read by the stacks that deploy them (stacks/) and at run time
+// by the handlers and the local stack (functions/). Dependency-free: no `sst` global, no package
+// import, so that the Lambda bundles, the SST config and the tests all import it as it is.
 /** The Lambda runtime the project is tested on (SST 4.17 would default to nodejs24.x). */
 export const LAMBDA_RUNTIME = "nodejs22.x" as const;
 
