@@ -38,7 +38,7 @@ export * from "./dynamo/all-stores.ts";
 export * from "./local/dynamodb-local.ts";
 export * from "./local/children.ts";
 export * from "./sqs/event.ts";
-export * from "./sqs/queue.ts";
+export * from "./stores/queue/sqs.ts";
 export * from "./sqs/poller.ts";
 export * from "./llm/bounded-fetch.ts";
 export * from "./net/address-ranges.ts";
