@@ -11,13 +11,13 @@ export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
 };
 
 /**
- * The `dispatch` worker: runs one requested rollout with the policy the message names and
- * stores it once per (job, index); redeliveries are no-ops. With `fairness`, a key's caller
+ * The `dispatch` worker: runs one requested rollout at the source the message names (`runners`
+ * resolves it) and stores it once per (job, index); redeliveries are no-ops. With `fairness`, a key's caller
  * rollouts past its share of running places (`CALLER_ROLLOUT_FAIRNESS`) are sent again with a
  * growing delay instead of holding a worker, and after `MAX_DEFERRALS` waits their slot fails.
  *
  * @example
- * const handler = createDispatchHandler({ pools, tasks, rollouts, policies: singlePolicyEndpoint(runRollout) });
+ * const handler = createDispatchHandler({ pools, tasks, rollouts, runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }) });
  */
 export function createDispatchHandler(
   deps: Omit<DispatchDeps, "log" | "running"> & {

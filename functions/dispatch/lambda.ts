@@ -1,4 +1,5 @@
 import { NotConfiguredError, systemClock } from "@harness-s/core";
+import { rolloutRunners } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   CallerPolicyRunners,
@@ -35,18 +36,20 @@ export const handler = createDispatchHandler({
   maxReceives: WORKERS.dispatch.retry,
   ...(requeue ? { fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
   tasks: embeddedTaskSource(),
-  // A caller's rescue samples its own registered endpoint, reached only at public addresses.
-  callers: new CallerPolicyRunners({
-    endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
-    outbound: { allowLoopback: false },
-    clock: systemClock,
-    builtin: builtinEnvironments(),
-  }),
-  policies: endpoint
-    ? dispatchEndpoints(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }))
-    : {
-        runner: () => {
-          throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");
+  runners: rolloutRunners({
+    service: endpoint
+      ? dispatchEndpoints(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }))
+      : {
+          runner: async () => {
+            throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");
+          },
         },
-      },
+    // A caller's rescue samples its own registered endpoint, reached only at public addresses.
+    caller: new CallerPolicyRunners({
+      endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
+      outbound: { allowLoopback: false },
+      clock: systemClock,
+      builtin: builtinEnvironments(),
+    }),
+  }),
 });

@@ -2,7 +2,7 @@ import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { statisticalVoters, type Voter } from "@harness-s/core/voting";
 import { systemClock, type TaskSource } from "@harness-s/core";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
-import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   ConsumptionMeter,
@@ -125,10 +125,9 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     });
     const dispatch = createDispatchHandler({
       ...stores,
-      callers,
+      runners: rolloutRunners({ service: opts.policies, caller: callers }),
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,
-      policies: opts.policies,
       fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
       maxReceives: WORKERS.dispatch.retry,
       log,

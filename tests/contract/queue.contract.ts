@@ -20,7 +20,12 @@ const examples = (n: number): Envelope[] =>
           body: { poolId: "p", harnessId: "h", family: "app", success: i % 3 === 0, rescueOf: ["x"], taskTags: [], turns: i, policyVersion: 2, behaviours: { verify: true } },
         };
       case 1:
-        return { v: 1, id: `ro-${i}`, type: "rollout.requested", body: { jobId: "j", index: i, poolId: "p", harnessId: "h", taskId: "t", seed: -i, policyId: "default" } };
+        return {
+          v: 1,
+          id: `ro-${i}`,
+          type: "rollout.requested",
+          body: { jobId: "j", index: i, poolId: "p", harnessId: "h", taskId: "t", seed: -i, source: { kind: "service", policyId: "default" } },
+        };
       case 2:
         return {
           v: 1,

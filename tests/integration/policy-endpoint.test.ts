@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StalePolicyVersionError, createRng, runEpisode } from "@harness-s/core";
 import { envelope } from "@harness-s/core/messaging";
+import { rolloutRunners } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { makeSqsRecord } from "../factories.ts";
 import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";
@@ -81,7 +82,7 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
       pools,
       rollouts,
       tasks: { get: async () => undefined },
-      policies: new HttpPolicyEndpoints(server.url, setup.env),
+      runners: rolloutRunners({ service: new HttpPolicyEndpoints(server.url, setup.env) }),
       log: () => undefined,
     });
     const task = inst.train[3]!;
@@ -96,8 +97,7 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
           harnessId: sibling.id,
           taskId: task.id,
           seed: index,
-          policyId: "run1/grpo/2",
-          policyVersion,
+          source: { kind: "service", policyId: "run1/grpo/2", version: policyVersion },
           task,
         }),
       );

@@ -25,6 +25,7 @@ import { statisticalVoters, VoterPanel, route, routerOptions } from "@harness-s/
 import { givenPool } from "@harness-s/core/evolution";
 import { GatewayEpisodes, GatewayTrajectory, genericObserver } from "@harness-s/core/gateway";
 import { envelope } from "@harness-s/core/messaging";
+import { rolloutRunners } from "@harness-s/core/rescue";
 import {
   INVALID_TOOL_CALL,
   MemoryPoolStore,
@@ -385,7 +386,13 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
     const pools = new MemoryPoolStore();
     await pools.put(inst.evolution.pool);
     const rollouts = new MemoryRolloutStore();
-    const handler = createDispatchHandler({ pools, rollouts, tasks: { get: async () => undefined }, policies: dispatchEndpoints(worker.url, TOKEN), log: () => undefined });
+    const handler = createDispatchHandler({
+      pools,
+      rollouts,
+      tasks: { get: async () => undefined },
+      runners: rolloutRunners({ service: dispatchEndpoints(worker.url, TOKEN) }),
+      log: () => undefined,
+    });
     const task = inst.train[0]!;
     const record = (index: number, policyVersion: number) =>
       makeSqsRecord(
@@ -397,8 +404,7 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
           harnessId: inst.evolution.pool.base.id,
           taskId: task.id,
           seed: index,
-          policyId: id,
-          policyVersion,
+          source: { kind: "service", policyId: id, version: policyVersion },
           task,
         }),
       );

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallerPolicies } from "@harness-s/core/rescue";
+import { rolloutRunners, type CallerPolicies } from "@harness-s/core/rescue";
 import { runEpisode } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";
@@ -75,7 +75,7 @@ describe("a caller rescue's spend and budget", () => {
     const id = await start({ policyTokens: 250 });
     const sent = (deps.dispatch as MemoryQueue).take();
     expect(sent).toHaveLength(6);
-    const handler = createDispatchHandler({ ...deps, jobs: deps.jobs, meter: deps.meter, policies: { runner: () => Promise.reject(new Error("unused")) } as never });
+    const handler = createDispatchHandler({ ...deps, jobs: deps.jobs, meter: deps.meter, runners: rolloutRunners({ caller: deps.callers! }) });
     ran = 0;
     for (const message of sent) expect(await handler(makeSqsEvent([message]))).toEqual({ batchItemFailures: [] });
     // 0, 100, 200 spent when the first three started (each under 250); 300 after: the rest never ran.
@@ -97,7 +97,7 @@ describe("a caller rescue's spend and budget", () => {
       ...deps,
       jobs: deps.jobs,
       meter: deps.meter,
-      policies: { runner: () => Promise.reject(new Error("unused")) } as never,
+      runners: rolloutRunners({ caller: deps.callers! }),
       log: () => undefined,
     });
     failNext = true;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Envelope } from "@harness-s/core/messaging";
 import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
-import { RESCUE_SLOTS, singlePolicyEndpoint } from "@harness-s/core/rescue";
+import { RESCUE_SLOTS, rolloutRunners, singlePolicyEndpoint } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
@@ -44,7 +44,12 @@ describe("elastic rescue over HTTP", () => {
     const running = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
     expect(running).toMatchObject({ status: "running", completed: 0 });
 
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
+    const handler = createDispatchHandler({
+      pools: deps.pools,
+      tasks: deps.tasks,
+      rollouts: deps.rollouts,
+      runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
+    });
     expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
     expect(await handler(makeSqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
 
@@ -92,7 +97,13 @@ describe("elastic rescue over HTTP", () => {
       ran++;
       return runRollout(t, h, s);
     };
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, jobs: deps.jobs, policies: singlePolicyEndpoint(counting) });
+    const handler = createDispatchHandler({
+      pools: deps.pools,
+      tasks: deps.tasks,
+      rollouts: deps.rollouts,
+      jobs: deps.jobs,
+      runners: rolloutRunners({ service: singlePolicyEndpoint(counting) }),
+    });
     expect(await handler(makeSqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
     const other = await addKey(deps, "k-other-cancel", ["rescues"]);
     const cancel = (secret: string) => fetch(`${api.url}/v1/rescues/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${secret}` } });
@@ -112,7 +123,12 @@ describe("elastic rescue over HTTP", () => {
     const task = inst.train[1]!;
     const { id } = await (await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 2 })).json();
     const sent = (deps.dispatch as MemoryQueue).take();
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
+    const handler = createDispatchHandler({
+      pools: deps.pools,
+      tasks: deps.tasks,
+      rollouts: deps.rollouts,
+      runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
+    });
     const read = (query: string) => fetch(`${api.url}/v1/rescues/${id}?${query}`, { headers: { authorization: `Bearer ${key}` } });
     const t0 = performance.now();
     const idle = await (await read("wait=0.6&seen=0")).json();
@@ -140,7 +156,12 @@ describe("elastic rescue over HTTP", () => {
     // Another key's slots are its own.
     expect((await post({ ...full, harnesses: [base], rolloutsPerHarness: 1 })).status).toBe(202);
     const sent = (deps.dispatch as MemoryQueue).take().filter((e) => (e.body as { jobId: string }).jobId === id);
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout) });
+    const handler = createDispatchHandler({
+      pools: deps.pools,
+      tasks: deps.tasks,
+      rollouts: deps.rollouts,
+      runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
+    });
     expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
     const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${slotKey}` } })).json();
     expect(done.status).toBe("done");
@@ -148,7 +169,13 @@ describe("elastic rescue over HTTP", () => {
   });
 
   it("a dispatch message for another queue's type is reported as a failure, not dropped", async () => {
-    const handler = createDispatchHandler({ pools: deps.pools, tasks: deps.tasks, rollouts: deps.rollouts, policies: singlePolicyEndpoint(runRollout), log: () => undefined });
+    const handler = createDispatchHandler({
+      pools: deps.pools,
+      tasks: deps.tasks,
+      rollouts: deps.rollouts,
+      runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
+      log: () => undefined,
+    });
     const wrong: Envelope = {
       v: 1,
       id: "e",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, type CallerPolicies } from "@harness-s/core/rescue";
-import { MAX_DEFERRALS, envelope, type EnvelopeOf, type RolloutRequestedBody } from "@harness-s/core/messaging";
+import { CALLER_ROLLOUT_FAIRNESS, rolloutRunners, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/rescue";
+import { MAX_DEFERRALS, envelope, type EnvelopeOf } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
 import { CANCEL_CHECK_EVERY, createDispatchHandler } from "../../functions/dispatch/handler.ts";
@@ -25,9 +25,8 @@ const body = (index: number): RolloutRequestedBody => ({
   harnessId: "h0",
   taskId: "t1",
   seed: 1,
-  policyId: "default",
+  source: { kind: "caller", ...caller },
   rescueJob: true,
-  caller,
 });
 
 async function setup() {
@@ -49,8 +48,7 @@ async function setup() {
     pools: { get: async () => undefined, put: async () => undefined, list: async () => [] },
     tasks: { get: async () => undefined },
     rollouts: new MemoryRolloutStore(),
-    policies: { runner: () => Promise.reject(new Error("unused")) } as never,
-    callers,
+    runners: rolloutRunners({ caller: callers }),
     jobs,
     fairness: { slots: running, clock, requeue },
     log: () => undefined,

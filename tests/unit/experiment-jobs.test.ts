@@ -99,19 +99,19 @@ describe("queued rollouts", () => {
     endpoints.register("p", setup.createPolicy(3));
     for (const m of sent) {
       if (m.type !== "rollout.requested") throw new Error("unexpected message");
-      expect(m.body.policyVersion).toBe(4);
-      const r = await endpoints.runner("p")(m.body.task!, makeSpec(), m.body.seed);
+      expect(m.body.source).toEqual({ kind: "service", policyId: "p", version: 4 });
+      const r = await (await endpoints.runner({ kind: "service", policyId: "p" }))(m.body.task!, makeSpec(), m.body.seed);
       await rollouts.put("j", m.body.index, r);
     }
     const [a, b] = await Promise.all(pending);
     expect([a!.seed, b!.seed]).toEqual([1, 2]);
   });
 
-  it("the endpoint refuses a rollout for another policy version (the worker retries it)", () => {
+  it("the endpoint refuses a rollout for another policy version (the worker retries it)", async () => {
     const endpoints = new LocalPolicyEndpoints(setup.env);
     endpoints.register("p", setup.createPolicy(3));
-    expect(() => endpoints.runner("p", 7)).toThrow(StalePolicyVersionError);
-    expect(() => endpoints.runner("missing")).toThrow(/not found/);
+    await expect(endpoints.runner({ kind: "service", policyId: "p", version: 7 })).rejects.toThrow(StalePolicyVersionError);
+    await expect(endpoints.runner({ kind: "service", policyId: "missing" })).rejects.toThrow(/not found/);
   });
 });
 

@@ -1,10 +1,11 @@
-import { NotConfiguredError, runEpisode, type Clock, type Environment, type Rollout } from "@harness-s/core";
+import { NotConfiguredError, runEpisode, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
   type CallerEnvironment,
   type CallerPolicies,
   type CallerRollout,
+  type CallerSource,
   type RolloutSpend,
   type PolicyEndpointRecord,
   type PolicyEndpointStore,
@@ -108,7 +109,7 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
-  async runner(caller: CallerRollout, onSpend?: (spend: RolloutSpend) => void) {
+  async runner(caller: CallerSource, onSpend?: (spend: RolloutSpend) => void): Promise<RolloutRunner> {
     const record = await this.endpoint(caller.keyId, caller.endpoint);
     const environment = this.environment(caller);
     // A client, a policy and a clock on the environment of each episode's own: what it spent is its own.

@@ -12,7 +12,7 @@ import {
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
-import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/rescue";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { z } from "zod";
 
@@ -129,7 +129,7 @@ export class HttpPolicyEndpoints implements PolicyEndpoints {
     private readonly env: Environment,
   ) {}
 
-  runner(policyId: string, version?: number): RolloutRunner {
+  async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = new RemotePolicy(this.baseUrl, policyId, version);
     return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
   }

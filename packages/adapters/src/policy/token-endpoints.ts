@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { NotFoundError, runEpisode, type Environment, type RolloutRunner } from "@harness-s/core";
-import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/rescue";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { PolicyEndpointError } from "../errors.ts";
 import { TokenPolicy, type TokenPolicyOptions } from "./token-policy.ts";
@@ -47,7 +47,7 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
     private readonly shared: SharedTokenPolicyOptions,
   ) {}
 
-  runner(policyId: string, version?: number): RolloutRunner {
+  async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = new TokenPolicy(this.client, {
       ...this.shared,
       policyId: workerPolicyId(policyId),
@@ -118,8 +118,8 @@ export class AutoPolicyEndpoints implements PolicyEndpoints {
     private readonly token?: string,
   ) {}
 
-  runner(policyId: string, version?: number): RolloutRunner {
+  async runner(source: ServiceSource): Promise<RolloutRunner> {
     this.chosen ??= policyProtocol(this.baseUrl, this.token).then((p) => (p === 2 ? this.make.v2() : this.make.v1()));
-    return async (task, harness, seed) => (await this.chosen!).runner(policyId, version)(task, harness, seed);
+    return (await this.chosen).runner(source);
   }
 }

@@ -61,7 +61,7 @@ export async function benchRescue(instance: SeedInstance, setup: ReturnType<type
       }
     };
     const parsed = CallerRescue.parse(caller);
-    const runner = await stack.deps.callers!.runner({ ...parsed, keyId: "bench", weightVersion: 0 });
+    const runner = await stack.deps.callers!.runner({ kind: "caller", ...parsed, keyId: "bench", weightVersion: 0 });
     const inProcess = async (inFlight: number) => {
       const rollouts = await Promise.all(Array.from({ length: inFlight }, (_, i) => runner(callerTaskOf(parsed.task), base, i)));
       return rollouts.length;

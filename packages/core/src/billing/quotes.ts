@@ -6,7 +6,7 @@ import { ExperimentRequest, type ExperimentPlan } from "../experiment/records.ts
 import type { Usage, UsageMeter } from "./usage.ts";
 import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
 import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
-import { RescueRequest } from "../rescue/jobs.ts";
+import { RescueRequest, rescueRollouts } from "../rescue/rescue-request.ts";
 
 /**
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
@@ -196,7 +196,7 @@ export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices
     const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
     return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
   }
-  const rollouts = (req.rescue.harnesses?.length ?? req.rescue.k) * req.rescue.rolloutsPerHarness;
+  const rollouts = rescueRollouts(req.rescue);
   const caps = rescueCaps(rollouts, req.rescue.caller?.budget);
   return caps ? Quote.parse({ ...quoteRollouts(rollouts, basis, prices), caps }) : quoteRollouts(rollouts, basis, prices);
 }

@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { CallerRollout } from "../rescue/caller-rescue.ts";
+import { RolloutRequestedBody } from "../rescue/rollout-request.ts";
 import { Profile } from "../profile/profile.ts";
-import { Task } from "../task.ts";
 import { HarnessSpec } from "../harness/spec.ts";
 import { Id, Name, nameRecord } from "../names.ts";
 import { TopK } from "../voting/top-k.ts";
@@ -23,27 +22,6 @@ export const ProfileEvidenceBody = z.object({
   behaviours: nameRecord(z.boolean(), 50).default({}),
 });
 export type ProfileEvidenceBody = z.infer<typeof ProfileEvidenceBody>;
-
-/** One rollout of an elastic rescue: job, slot, harness, task and seed. */
-export const RolloutRequestedBody = z.object({
-  jobId: z.string().min(1),
-  index: z.number().int().min(0),
-  poolId: z.string().min(1),
-  harnessId: z.string().min(1),
-  taskId: z.string().min(1),
-  seed: z.number().int(),
-  /** Which policy at the endpoint samples the rollout (one per experiment arm); "default" serves the API. */
-  policyId: z.string().min(1).max(200).default("default"),
-  /** The policy version the requester saw; a worker holding another version refuses (retry). */
-  policyVersion: z.number().int().min(0).optional(),
-  /** The task itself, when the requester has it (experiments); otherwise the worker looks `taskId` up. */
-  task: Task.optional(),
-  /** A rescue with the caller's own policy and environment: its endpoint, pinned weight version, environment and task. */
-  caller: CallerRollout.optional(),
-  /** Part of a rescue job (`POST /v1/rescues`): the worker reads the job first (a cancelled one's slots are skipped, a caller's budget held); an experiment's rollouts skip that read. */
-  rescueJob: z.literal(true).optional(),
-});
-export type RolloutRequestedBody = z.infer<typeof RolloutRequestedBody>;
 
 /** One voter's ballot for one routing request; the vote worker stores it under (ballot key, voter). */
 export const BallotRequestedBody = z.object({

@@ -1,11 +1,8 @@
 import { z } from "zod";
 import { SUBMIT } from "../rollout/episode-hooks.ts";
-import type { Rollout } from "../rollout/types.ts";
-import type { RolloutRunner } from "../ports.ts";
 import { Id, Name } from "../names.ts";
 import type { Task } from "../task.ts";
 import { CallerUrl, SecretHeader } from "../outbound/caller-url.ts";
-import type { Datum } from "../protocol/v2.ts";
 
 /**
  * Where a caller's rescue runs its episodes: an OpenEnv-protocol server of the caller's (its
@@ -69,24 +66,9 @@ export interface RolloutSpend {
   environmentMs: number;
 }
 
-/** What each of a caller rescue's rollout messages carries (and its job records): the rescue pinned to one weight version. */
+/** A caller's rescue pinned to one weight version: what its job records, and its rollout messages' source ({@link CallerSource}). */
 export const CallerRollout = CallerRescue.extend({ keyId: z.string().min(1), weightVersion: z.number().int().min(0) });
 export type CallerRollout = z.infer<typeof CallerRollout>;
-
-/**
- * The caller's policies as rescues use them: a runner for one rescue's rollouts (its endpoint,
- * pinned at the rescue's weight version, in its environment), the token rows of stored rollouts
- * (as sampled, or re-rendered under H0 and re-scored at the endpoint), an endpoint's version now,
- * and the check of an environment before a rescue starts.
- */
-export interface CallerPolicies {
-  /** A rollout runner; `onSpend` hears what each rollout spent once it ends, failed or not. */
-  runner(caller: CallerRollout, onSpend?: (spend: RolloutSpend) => void): Promise<RolloutRunner>;
-  datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]>;
-  currentVersion(keyId: string, endpoint: string): Promise<number>;
-  /** Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here) before any rollout is sent. */
-  checkEnvironment(environment: CallerEnvironment): Promise<void>;
-}
 
 /** The core Task a caller's task runs as (its reset arguments as `reset:<key>` params). */
 export function callerTaskOf(task: CallerTask): Task {
@@ -101,6 +83,9 @@ export function callerTaskOf(task: CallerTask): Task {
     params: Object.fromEntries(Object.entries(task.reset).map(([k, v]) => [`reset:${k}`, v])),
   };
 }
+
+/** The task as the episode runs it where the caller's environment serves it (OpenEnv); a built-in environment's is this service's task of that id. */
+export const ownTaskOf = (caller: CallerRescue): Task | undefined => (caller.environment.kind === "openenv" ? callerTaskOf(caller.task) : undefined);
 
 /** The episode runner's action for a caller's tool (the committing one is `submit`). */
 export const actionOf = (tool: CallerTool): string => (tool.submit ? SUBMIT : tool.name);

@@ -1,15 +1,8 @@
 import { z } from "zod";
-import type { RolloutRunner } from "../ports.ts";
 import { CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
 
 /** The longest reason a failed slot keeps (an endpoint's or environment's text is cut there). */
 export const SLOT_REASON_CHARS = 500;
-
-/** Where the dispatch worker gets the policy that samples a rollout (the GPU endpoint in the cloud). */
-export interface PolicyEndpoints {
-  /** A runner for `policyId`; refuses (throws) when the endpoint holds another `version`. */
-  runner(policyId: string, version?: number): RolloutRunner;
-}
 
 /** Why a slot will never be stored: a stable code (an error code of this service's) and what happened, bounded. */
 export const SlotFailure = z.object({ code: z.string().min(1).max(64).default("ROLLOUT_FAILED"), reason: z.string().max(SLOT_REASON_CHARS) });

@@ -1,7 +1,7 @@
 import { NotFoundError, policyVersionMismatch } from "../errors.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { runEpisode } from "../rollout/run-episode.ts";
-import type { PolicyEndpoints } from "./job-record.ts";
+import type { PolicyEndpoints, ServiceSource } from "./rollout-source.ts";
 
 /**
  * Policies served in this process (the embedded CPU policy), by id: what the GPU endpoint is in
@@ -29,7 +29,7 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
     this.policies.delete(policyId);
   }
 
-  runner(policyId: string, version?: number): RolloutRunner {
+  async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = this.policies.get(policyId);
     if (!policy) throw new NotFoundError("policy", policyId);
     if (version !== undefined && policy.version() !== version) throw policyVersionMismatch(policyId, version, policy.version());
@@ -39,5 +39,5 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
 
 /** One runner behind every policy id (the API's rescues against the served default policy). */
 export function singlePolicyEndpoint(runRollout: RolloutRunner): PolicyEndpoints {
-  return { runner: () => runRollout };
+  return { runner: async () => runRollout };
 }

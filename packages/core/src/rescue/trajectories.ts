@@ -2,7 +2,7 @@ import { z } from "zod";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import { SUBMIT } from "../rollout/episode-hooks.ts";
 import type { Rollout } from "../rollout/types.ts";
-import type { CallerPolicies } from "./caller-rescue.ts";
+import type { CallerPolicies } from "./rollout-source.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { RescueJobStore } from "./job-record.ts";
 import type { RolloutStore } from "../rollout/store.ts";
