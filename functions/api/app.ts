@@ -1,8 +1,10 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { NotFoundError } from "@harness-s/core";
 import type { ApiDeps } from "./deps.ts";
-import { apiRouter, errorResponse, limitUrl, meterRequest, type ApiEnv } from "./http.ts";
-import { documentConfig, registerSecurity } from "./openapi-parts.ts";
+import { apiRouter, errorResponse, type ApiEnv } from "./http.ts";
+import { meterRequest } from "./middleware/metering.ts";
+import { limitUrl } from "./middleware/url.ts";
+import { documentOf } from "./openapi.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
@@ -16,9 +18,10 @@ import { routeApp } from "./routes/route.ts";
 
 /**
  * The router API: each resource's routes, handlers and response schemas live in `routes/<resource>.ts`
- * (handlers only authorise, parse, call one use-case and map the result); this mounts them, with
- * the URL limit, compute metering and the one error mapping (`errorResponse`, a path or method
- * no route has included).
+ * (each router checks its scope as middleware, a route's body is read by middleware, its
+ * parameters by its validators; handlers only call one use-case and map the result); this mounts
+ * them, with the URL limit, metering and the one error mapping (`errorResponse`, a path or method
+ * no route has included) as the app's own middleware and error handler.
  *
  * @example
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
@@ -27,7 +30,8 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
   const app = apiRouter();
   app.use(limitUrl());
   app.use(meterRequest(deps));
-  mountAccount(app, deps, () => app.getOpenAPI31Document(documentConfig(servers)) as never)
+  const routes = () => app.openAPIRegistry.definitions.flatMap((d) => (d.type === "route" ? [d.route] : []));
+  mountAccount(app, deps, () => documentOf(routes(), servers) as never)
     .route("/v1/route", routeApp(deps))
     .route("/v1/pools", poolsApp(deps))
     .route("/v1/profiles", profilesApp(deps))
@@ -39,7 +43,6 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/gateway", gatewayApp(deps))
     .onError(errorResponse)
     .notFound((c) => errorResponse(new NotFoundError("route", `${c.req.method} ${c.req.path}`), c));
-  registerSecurity(app);
   return app;
 }
 

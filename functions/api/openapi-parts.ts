@@ -1,14 +1,16 @@
 import type { ZodMediaTypeObject } from "@asteasolutions/zod-to-openapi";
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import type { Env } from "hono";
 import { z } from "zod";
 import { Id } from "@harness-s/core";
 
 /*
- * What every resource's routes share in the OpenAPI document: how bodies and responses are
- * documented, the error answers, the document's top-level fields. Bodies are documented with the
- * zod types' JSON Schema but parsed by the handlers' own `parseBody` (size, depth and streaming
- * limits), so no validator is attached to a route.
+ * What every resource's routes share in the OpenAPI document: how bodies, parameters and responses
+ * are documented, the error answers, the document's top-level fields. Bodies are documented with
+ * the zod types' JSON Schema but read by the `readBody` middleware (size, depth and streaming
+ * limits), so no validator is attached to a body; query and path parameters are declared as zod
+ * types (`request.query`, `request.params`), parsed by their validators and documented by
+ * {@link documented} with the same JSON Schema.
  */
 
 /** A request body documented by its zod type's JSON Schema (a plain schema object: no validator is attached). */
@@ -49,22 +51,32 @@ const jsonSchemaOf = (schema: z.ZodType): JsonSchema => {
   const { $schema: _, ...json } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema;
   return json;
 };
-/** The query parameters of a zod object type, each with its constraints (the handler parses the query with the same type). */
-export function queryParams(schema: z.ZodType): Parameter[] {
+/** The parameters of a zod object type, each with its constraints (its validator parses them with the same type). */
+function parametersOf(schema: z.ZodType, where: Parameter["in"]): Parameter[] {
   const { properties = {}, required = [] } = jsonSchemaOf(schema);
   return Object.entries(properties).map(([name, { description, ...s }]) => ({
     name,
-    in: "query",
-    required: required.includes(name),
+    in: where,
+    required: where === "path" || required.includes(name),
     ...(description ? { description } : {}),
     schema: s as ParamSchema,
   }));
 }
-const ID_SCHEMA = jsonSchemaOf(Id) as ParamSchema;
-/** A path parameter that is an {@link Id} (`idParam` parses it). */
-export const pathId = (name = "id"): Parameter => ({ name, in: "path", required: true, schema: ID_SCHEMA });
-/** A required query parameter that is an {@link Id} (`idParam` parses it). */
-export const queryId = (name: string, description: string): Parameter => ({ name, in: "query", required: true, description, schema: ID_SCHEMA });
+
+/** A route's `{id}`: an {@link Id}. */
+export const IdPath = z.object({ id: Id });
+
+/**
+ * A route as the document shows it: its path and query parameters (the zod types its validators
+ * parse) documented with their JSON Schema, as bodies are, rather than the generator's own
+ * rendering (which would widen a coerced number to `null` and drop a calendar day's pattern).
+ */
+export function documented<R extends RouteConfig>(route: R): RouteConfig {
+  const { params, query, ...request } = route.request ?? {};
+  if (!params && !query) return route;
+  const parameters = [...(params ? parametersOf(params, "path") : []), ...(query ? parametersOf(query, "query") : [])];
+  return { ...route, request, parameters };
+}
 export const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
 /** What a request that is quoted first answers when the quote is above a budget. */
 export const overBudget = { 402: error("the request's quote is above its own USD budget or what is left of the key's (nothing was started)") };

@@ -1,6 +1,6 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import { mergePath } from "hono/utils/url";
-import { documentConfig, registerSecurity } from "./openapi-parts.ts";
+import { documentConfig, documented, registerSecurity } from "./openapi-parts.ts";
 import { ROUTES } from "./routes/index.ts";
 
 /**
@@ -11,10 +11,16 @@ import { ROUTES } from "./routes/index.ts";
  * const doc = openApiDocument([{ url: "https://api.example.com" }]);
  */
 export function openApiDocument(servers?: { url: string; description?: string }[]) {
+  const routes = Object.entries(ROUTES).flatMap(([prefix, group]) =>
+    Object.values(group).map((route): RouteConfig => ({ ...route, path: prefix ? mergePath(prefix, route.path) : route.path })),
+  );
+  return documentOf(routes, servers);
+}
+
+/** The document of `routes` (full paths), each {@link documented}: what the app serves of its own registered routes. */
+export function documentOf(routes: readonly RouteConfig[], servers?: { url: string; description?: string }[]) {
   const app = new OpenAPIHono();
-  for (const [prefix, routes] of Object.entries(ROUTES)) {
-    for (const route of Object.values(routes)) app.openAPIRegistry.registerPath({ ...route, path: prefix ? mergePath(prefix, route.path) : route.path });
-  }
+  for (const route of routes) app.openAPIRegistry.registerPath(documented(route));
   registerSecurity(app);
   return app.getOpenAPI31Document(documentConfig(servers));
 }

@@ -159,7 +159,7 @@ describe("a path or method no route has", () => {
   });
 });
 
-describe("a route that attaches zod validators (none does today) answers their failures in the same envelope", () => {
+describe("the zod validators a route declares (query and path parameters; a zod body, which no route of the API declares) answer their failures in the same envelope", () => {
   const app = apiRouter()
     .openapi(
       createRoute({

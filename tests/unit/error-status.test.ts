@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { CORE_ERROR_CODES, ExperimentCancelledError, HarnessSError, RolloutTimeoutError, StalePolicyVersionError, ValidationError, policyVersionMismatch } from "@harness-s/core";
 import { ADAPTERS_ERROR_CODES, PolicyEndpointError } from "@harness-s/adapters";
 import { DBBENCH_ERROR_CODES, SqlServerError } from "@harness-s/dbbench";
-import { ERROR_STATUS, errorResponse, statusOf } from "../../functions/api/http.ts";
-import { TRANSPORT_ERROR_CODES } from "../../functions/api/errors.ts";
+import { errorResponse } from "../../functions/api/http.ts";
+import { ERROR_STATUS, TRANSPORT_ERROR_CODES, statusOf } from "../../functions/api/errors.ts";
 
 /** An app whose one route throws `err`, answered by the API's one error mapping. */
 const answer = async (err: unknown) => {

@@ -1,10 +1,10 @@
 import { type OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { PriceList, UsageExportQuery, UsagePeriod, UsageRequestQuery, renderUsage, usageByDay } from "@harness-s/core/billing";
-import { authenticate } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
-import { parseQuery, type ApiEnv } from "../http.ts";
-import { errors, jsonOf, queryParams } from "../openapi-parts.ts";
+import { type ApiEnv, withMiddleware } from "../http.ts";
+import { authenticated } from "../middleware/scope.ts";
+import { errors, jsonOf } from "../openapi-parts.ts";
 
 const Usage = z.object({
   keyId: z.string(),
@@ -15,6 +15,18 @@ const Usage = z.object({
   /** With `from` and `to`: the key's usage by UTC day, each day's cost of goods and charge apart. */
   days: z.array(z.object({ keyId: z.string(), day: z.string(), usage: z.record(z.string(), z.number()), costOfGoodsUsd: z.number(), chargeUsd: z.number() })).optional(),
 });
+/**
+ * `GET /v1/usage`'s query, documented as {@link UsageRequestQuery} (each parameter optional): nothing
+ * (the key's totals), or a whole {@link UsagePeriod} (by day), checked as one.
+ */
+const UsageQuery = z.pipe(
+  z.transform((query: Record<string, unknown>, ctx) => {
+    const period = Object.keys(query).length > 0 ? UsagePeriod.safeParse(query) : undefined;
+    for (const issue of period?.error?.issues ?? []) ctx.issues.push({ code: "custom", message: issue.message, path: issue.path, input: query });
+    return query;
+  }),
+  UsageRequestQuery.extend({ granularity: z.literal("day").default("day") }),
+);
 const Health = z.object({ ok: z.literal(true) });
 const OpenApiDocument = z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) });
 
@@ -28,7 +40,7 @@ export const accountRoutes = {
     summary:
       "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute, cost of goods), quota and budget; with from and to, by UTC day; reading it is not metered",
     description: "Without parameters: the totals. With `from` and `to` (and only then any other): by UTC day.",
-    parameters: queryParams(UsageRequestQuery),
+    request: { query: UsageQuery },
     responses: { 200: jsonOf("usage", Usage), 400: errors[400], 401: errors[401], 403: errors[403], 503: errors[503] },
   }),
   usageExport: createRoute({
@@ -37,7 +49,7 @@ export const accountRoutes = {
     operationId: "exportUsage",
     tags: ["account"],
     summary: "Usage by key and UTC day for invoicing: JSON lines or CSV (admin keys: keyId=* for every key); reading it is not metered",
-    parameters: queryParams(UsageExportQuery),
+    request: { query: UsageExportQuery },
     responses: {
       200: { description: "one row per key and day", content: { "application/x-ndjson": { schema: z.string() }, "text/csv": { schema: z.string() } } },
       400: errors[400],
@@ -73,10 +85,9 @@ export const accountRoutes = {
 export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: () => z.infer<typeof OpenApiDocument>) {
   return app
     .openapi(accountRoutes.health, (c) => c.json({ ok: true as const }, 200))
-    .openapi(accountRoutes.usage, async (c) => {
-      const key = await authenticate(c.req.header("authorization"), deps.keys);
-      const query = c.req.query();
-      const days = Object.keys(query).length > 0 ? await usageByDay(parseQuery(UsagePeriod, query), key, pricing(deps)) : undefined;
+    .openapi(withMiddleware(accountRoutes.usage, authenticated(deps)), async (c) => {
+      const [key, { from, to, ...rest }] = [c.var.key, c.req.valid("query")];
+      const days = from !== undefined && to !== undefined ? await usageByDay({ from, to, ...rest }, key, pricing(deps)) : undefined;
       const totals = {
         keyId: key.id,
         usage: await deps.meter.get(key.id),
@@ -86,10 +97,9 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
       };
       return c.json({ ...totals, ...(days ? { days } : {}) }, 200);
     })
-    .openapi(accountRoutes.usageExport, async (c) => {
-      const key = await authenticate(c.req.header("authorization"), deps.keys);
-      const { format, ...period } = parseQuery(UsageExportQuery, c.req.query());
-      const rows = await usageByDay(period, key, pricing(deps));
+    .openapi(withMiddleware(accountRoutes.usageExport, authenticated(deps)), async (c) => {
+      const { format, ...period } = c.req.valid("query");
+      const rows = await usageByDay(period, c.var.key, pricing(deps));
       return c.body(renderUsage(rows, format), 200, { "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson" }) as never;
     })
     .openapi(accountRoutes.openapi, (c) => c.json(document(), 200));

@@ -1,10 +1,11 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { NotFoundError } from "@harness-s/core";
 import { RoutingDecision } from "@harness-s/core/voting";
 import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, idParam, requireScope } from "../http.ts";
-import { errors, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { apiRouter } from "../http.ts";
+import { requireScope } from "../middleware/scope.ts";
+import { IdPath, errors, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/decisions`: recorded routing decisions. */
 export const decisionRoutes = {
@@ -14,16 +15,15 @@ export const decisionRoutes = {
     operationId: "getDecision",
     tags: ["router"],
     summary: "A recorded routing decision (only the key that asked may read it)",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("the decision", RoutingDecision), ...notFound("decision"), ...errors },
   }),
 };
 
 export const decisionsApp = (deps: ApiDeps) =>
-  apiRouter().openapi(decisionRoutes.get, async (c) => {
-    const key = await requireScope(c, "route", deps);
-    const id = idParam(c, "id");
+  $(apiRouter().use(requireScope(deps, "route"))).openapi(decisionRoutes.get, async (c) => {
+    const { id } = c.req.valid("param");
     const d = await deps.decisions.get(id);
-    if (!d || !visibleTo(d.keyId, key)) throw new NotFoundError("decision", id);
+    if (!d || !visibleTo(d.keyId, c.var.key)) throw new NotFoundError("decision", id);
     return c.json(d, 200);
   });

@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { ArmName, EXPERIMENT_LIMITS, ExperimentRecord, ExperimentRequest, ExperimentStep, cancelExperiment, experimentStatus, startExperiment } from "@harness-s/core/experiment";
 import { NotFoundError } from "@harness-s/core";
@@ -6,8 +6,10 @@ import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
-import { apiRouter, idParam, parseBody, parseQuery, requireScope } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget, pathId, queryParams } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { requireScope } from "../middleware/scope.ts";
+import { IdPath, bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
 
 const record = ExperimentRecord.shape;
 /** What `experimentStatus` answers: state, progress, usage and cost so far. */
@@ -48,7 +50,7 @@ export const experimentRoutes = {
     operationId: "getExperiment",
     tags: ["experiments"],
     summary: "Status, progress, usage and cost so far (stopped = budget cap reached)",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("status", ExperimentStatus), ...forThisKey, ...errors },
   }),
   cancel: createRoute({
@@ -57,7 +59,7 @@ export const experimentRoutes = {
     operationId: "cancelExperiment",
     tags: ["experiments"],
     summary: "Cancel a run: a queued one ends at once, a running one after its current step; finished units are kept",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("status after the request", ExperimentStatus), ...forThisKey, ...errors },
   }),
   steps: createRoute({
@@ -66,7 +68,7 @@ export const experimentRoutes = {
     operationId: "listExperimentSteps",
     tags: ["experiments"],
     summary: "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
-    parameters: [pathId(), ...queryParams(StepsQuery)],
+    request: { params: IdPath, query: StepsQuery },
     responses: { 200: jsonOf("steps", ExperimentSteps), ...forThisKey, ...errors },
   }),
   metrics: createRoute({
@@ -75,7 +77,7 @@ export const experimentRoutes = {
     operationId: "getExperimentMetrics",
     tags: ["experiments"],
     summary: "Per (arm, seed) results so far, and the summary once done",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("metrics", ExperimentMetrics), ...forThisKey, ...errors },
   }),
 };
@@ -87,31 +89,25 @@ export const experimentsApp = (deps: ApiDeps) => {
     if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError("experiment", id);
     return found;
   };
-  return apiRouter()
-    .openapi(experimentRoutes.start, async (c) => {
-      const key = await requireScope(c, "experiments", deps);
-      const req = await parseBody(c, ExperimentRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+  return $(apiRouter().use(requireScope(deps, "experiments")))
+    .openapi(withMiddleware(experimentRoutes.start, readBody(deps, ExperimentRequest)), async (c) => {
+      const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
       const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
       const started = await startExperiment(req, key.id, { ...deps, slots, quoting, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(started, deps.prices), 202);
     })
     .openapi(experimentRoutes.get, async (c) => {
-      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      const found = await own(c.req.valid("param").id, c.var.key);
       return c.json(experimentStatus(found, deps.prices, { usage: await deps.meter.job(found.id), priceList: pricing(deps).priceList }), 200);
     })
-    .openapi(experimentRoutes.cancel, async (c) => {
-      const key = await requireScope(c, "experiments", deps);
-      return c.json(experimentStatus(await cancelExperiment(idParam(c, "id"), key, deps), deps.prices), 200);
-    })
+    .openapi(experimentRoutes.cancel, async (c) => c.json(experimentStatus(await cancelExperiment(c.req.valid("param").id, c.var.key, deps), deps.prices), 200))
     .openapi(experimentRoutes.steps, async (c) => {
-      const key = await requireScope(c, "experiments", deps);
-      const [id, filter] = [idParam(c, "id"), parseQuery(StepsQuery, c.req.query())]; // what was asked, checked before anything is looked up
-      const found = await own(id, key);
-      return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, filter) }, 200);
+      const found = await own(c.req.valid("param").id, c.var.key);
+      return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, c.req.valid("query")) }, 200);
     })
     .openapi(experimentRoutes.metrics, async (c) => {
-      const found = await own(idParam(c, "id"), await requireScope(c, "experiments", deps));
+      const found = await own(c.req.valid("param").id, c.var.key);
       return c.json({ id: found.id, status: found.status, results: found.results, summary: found.summary ?? null }, 200);
     });
 };

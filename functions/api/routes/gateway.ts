@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import { GATEWAY_LIMITS, GatewayChatRequest, GatewayRequestMeta, GatewayTrajectory, gatewayChat } from "@harness-s/core/gateway";
@@ -6,8 +6,11 @@ import { NotConfiguredError, NotFoundError, ValidationError, formatIssues } from
 import { ballotUsage } from "@harness-s/core/routing";
 import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps, GatewaySettings } from "../deps.ts";
-import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { addUsage } from "../middleware/metering.ts";
+import { requireScope } from "../middleware/scope.ts";
+import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 import { completionFor, sseOf } from "./gateway-replies.ts";
 
 export const GATEWAY_HEADERS = { episode: "x-harness-s-episode", taskId: "x-harness-s-task-id", family: "x-harness-s-task-family", tags: "x-harness-s-task-tags" } as const;
@@ -48,7 +51,7 @@ export const gatewayRoutes = {
     operationId: "getGatewayEpisode",
     tags: ["gateway"],
     summary: "A gateway episode as a trainable trajectory: its harness, each model turn, protocol v2 datums (harness insertions masked out)",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("the trajectory", GatewayTrajectory), ...notFound("gateway episode"), ...errors, 501: error("no gateway here") },
   }),
   reward: createRoute({
@@ -57,8 +60,7 @@ export const gatewayRoutes = {
     operationId: "reportGatewayReward",
     tags: ["gateway"],
     summary: "Report how the agent's episode scored (the datums' advantage until you centre it over a group)",
-    parameters: [pathId()],
-    request: { body: jsonBody(Reward) },
+    request: { params: IdPath, body: jsonBody(Reward) },
     responses: { 200: jsonOf("the trajectory with its reward", GatewayTrajectory), ...notFound("gateway episode"), ...errors, 501: error("no gateway here"), ...bodyErrors },
   }),
 };
@@ -93,29 +95,31 @@ const found = <T>(value: T | undefined, id: string): T => {
 };
 
 export const gatewayApp = (deps: ApiDeps) =>
-  apiRouter()
-    .openapi(gatewayRoutes.chat, async (c) => {
-      const key = await requireScope(c, "gateway", deps);
-      const gw = gatewayOf(deps);
-      const body = await parseBody(c, GatewayChatRequest, gatewayBodyBytes(gw), deps.bodyTimeouts);
-      const { out, spent, episode, decision } = await gatewayChat(body, metaOf(c), key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
-      addUsage(c, { gatewayTurns: spent.turns, gatewayTokens: spent.tokens, ...(decision ? ballotUsage(decision) : {}) });
-      if (out.kind === "upstream-error") throw out.error;
-      c.header("x-harness-s-harness", episode.harnessId);
-      c.header("x-harness-s-decision", episode.decisionId);
-      c.header("x-harness-s-episode", episode.id);
-      const completion = completionFor(out, body.model, gw.submitTool);
-      if (body.stream) return sseOf(c, completion, body.stream_options?.include_usage === true) as never;
-      return c.json(completion, 200);
-    })
+  $(apiRouter().use(requireScope(deps, "gateway")))
+    // A conversation is read under the gateway's own limit, and only where there is a gateway (a 501 first).
+    .openapi(
+      withMiddleware(
+        gatewayRoutes.chat,
+        readBody(deps, GatewayChatRequest, () => gatewayBodyBytes(gatewayOf(deps))),
+      ),
+      async (c) => {
+        const [body, gw] = [c.var.body, gatewayOf(deps)];
+        const { out, spent, episode, decision } = await gatewayChat(body, metaOf(c), c.var.key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
+        addUsage(c, { gatewayTurns: spent.turns, gatewayTokens: spent.tokens, ...(decision ? ballotUsage(decision) : {}) });
+        if (out.kind === "upstream-error") throw out.error;
+        c.header("x-harness-s-harness", episode.harnessId);
+        c.header("x-harness-s-decision", episode.decisionId);
+        c.header("x-harness-s-episode", episode.id);
+        const completion = completionFor(out, body.model, gw.submitTool);
+        if (body.stream) return sseOf(c, completion, body.stream_options?.include_usage === true) as never;
+        return c.json(completion, 200);
+      },
+    )
     .openapi(gatewayRoutes.episode, async (c) => {
-      const key = await requireScope(c, "gateway", deps);
-      const id = idParam(c, "id");
-      return c.json(found(await gatewayOf(deps).episodes.trajectory(key.id, id, deps.clock.now()), id), 200);
+      const { id } = c.req.valid("param");
+      return c.json(found(await gatewayOf(deps).episodes.trajectory(c.var.key.id, id, deps.clock.now()), id), 200);
     })
-    .openapi(gatewayRoutes.reward, async (c) => {
-      const key = await requireScope(c, "gateway", deps);
-      const id = idParam(c, "id");
-      const { reward } = await parseBody(c, Reward, deps.maxBodyBytes, deps.bodyTimeouts);
-      return c.json(found(await gatewayOf(deps).episodes.setReward(key.id, id, reward, deps.clock.now()), id), 200);
+    .openapi(withMiddleware(gatewayRoutes.reward, readBody(deps, Reward)), async (c) => {
+      const { id } = c.req.valid("param");
+      return c.json(found(await gatewayOf(deps).episodes.setReward(c.var.key.id, id, c.var.body.reward, deps.clock.now()), id), 200);
     });

@@ -1,9 +1,11 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core/rescue";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, idParam, parseBody, requireScope } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { requireScope } from "../middleware/scope.ts";
+import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/policy-endpoints`: the policies a key's rescues sample from (its own endpoints, probed when registered). */
 export const policyEndpointRoutes = {
@@ -40,7 +42,7 @@ export const policyEndpointRoutes = {
     operationId: "getPolicyEndpoint",
     tags: ["rescues"],
     summary: "One registered policy endpoint of the key",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("the registration", PolicyEndpointView), ...notFound("policy endpoint"), ...errors },
   }),
   remove: createRoute({
@@ -49,30 +51,21 @@ export const policyEndpointRoutes = {
     operationId: "deletePolicyEndpoint",
     tags: ["rescues"],
     summary: "Delete a registered policy endpoint (its secret with it)",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("deleted", z.object({ deleted: z.string() })), ...notFound("policy endpoint"), ...errors },
   }),
 };
 
 export const policyEndpointsApp = (deps: ApiDeps) =>
-  apiRouter()
-    .openapi(policyEndpointRoutes.register, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      const body = await parseBody(c, RegisterPolicyEndpoint, deps.maxBodyBytes, deps.bodyTimeouts);
-      return c.json(await registerPolicyEndpoint(body, key.id, deps), 201);
-    })
-    .openapi(policyEndpointRoutes.list, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      return c.json({ endpoints: (await deps.endpoints.list(key.id)).map(endpointView) }, 200);
-    })
-    .openapi(policyEndpointRoutes.get, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      return c.json(endpointView(await ownEndpoint(key.id, idParam(c, "id"), deps.endpoints)), 200);
-    })
+  $(apiRouter().use(requireScope(deps, "rescues")))
+    .openapi(withMiddleware(policyEndpointRoutes.register, readBody(deps, RegisterPolicyEndpoint)), async (c) =>
+      c.json(await registerPolicyEndpoint(c.var.body, c.var.key.id, deps), 201),
+    )
+    .openapi(policyEndpointRoutes.list, async (c) => c.json({ endpoints: (await deps.endpoints.list(c.var.key.id)).map(endpointView) }, 200))
+    .openapi(policyEndpointRoutes.get, async (c) => c.json(endpointView(await ownEndpoint(c.var.key.id, c.req.valid("param").id, deps.endpoints)), 200))
     .openapi(policyEndpointRoutes.remove, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      const id = idParam(c, "id");
-      await ownEndpoint(key.id, id, deps.endpoints);
-      await deps.endpoints.delete(key.id, id);
+      const [keyId, { id }] = [c.var.key.id, c.req.valid("param")];
+      await ownEndpoint(keyId, id, deps.endpoints);
+      await deps.endpoints.delete(keyId, id);
       return c.json({ deleted: id }, 200);
     });

@@ -1,9 +1,11 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HarnessPool, NotFoundError, parsePool } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, idParam, parseBody, requireScope } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { readOrWrite, requireScope } from "../middleware/scope.ts";
+import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 const PoolCreated = z.object({ id: z.string(), version: z.string() });
 const PoolList = z.object({ pools: z.array(z.object({ id: z.string(), version: z.string(), siblings: z.number().int() })) });
@@ -33,26 +35,21 @@ export const poolRoutes = {
     operationId: "getPool",
     tags: ["pools"],
     summary: "Get a pool",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("the pool", HarnessPool), ...notFound("pool"), ...errors },
   }),
 };
 
 export const poolsApp = (deps: ApiDeps) =>
-  apiRouter()
-    .openapi(poolRoutes.create, async (c) => {
-      await requireScope(c, "pools:write", deps);
-      const pool = parsePool(await parseBody(c, HarnessPool, deps.maxBodyBytes, deps.bodyTimeouts));
+  $(apiRouter().use(requireScope(deps, readOrWrite("pools:read", "pools:write"))))
+    .openapi(withMiddleware(poolRoutes.create, readBody(deps, HarnessPool)), async (c) => {
+      const pool = parsePool(c.var.body);
       await deps.pools.put(pool);
       return c.json({ id: pool.id, version: pool.version }, 201);
     })
-    .openapi(poolRoutes.list, async (c) => {
-      await requireScope(c, "pools:read", deps);
-      return c.json({ pools: await deps.pools.list() }, 200);
-    })
+    .openapi(poolRoutes.list, async (c) => c.json({ pools: await deps.pools.list() }, 200))
     .openapi(poolRoutes.get, async (c) => {
-      await requireScope(c, "pools:read", deps);
-      const id = idParam(c, "id");
+      const { id } = c.req.valid("param");
       const pool = await deps.pools.get(id);
       if (!pool) throw new NotFoundError("pool", id);
       return c.json(pool, 200);

@@ -1,12 +1,17 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
+import { Id } from "@harness-s/core";
 import { EvidenceReport } from "@harness-s/core/messaging";
 import { Profile, reportEvidence } from "@harness-s/core/profile";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, addUsage, idParam, parseBody, requireScope } from "../http.ts";
-import { bodyErrors, errors, jsonBody, jsonOf, notFound, queryId } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { addUsage } from "../middleware/metering.ts";
+import { readOrWrite, requireScope } from "../middleware/scope.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 const EvidenceQueued = z.object({ queued: z.number().int() });
+const ProfilesQuery = z.object({ poolId: Id.meta({ description: "the pool whose harnesses' profiles to list" }) });
 const PoolProfiles = z.object({ poolId: z.string(), profiles: z.record(z.string(), Profile) });
 
 /** `/v1/profiles`: harness behaviour profiles and the evidence that updates them. */
@@ -26,21 +31,19 @@ export const profileRoutes = {
     operationId: "listProfiles",
     tags: ["profiles"],
     summary: "Behaviour profiles of a pool's harnesses",
-    parameters: [queryId("poolId", "the pool whose harnesses' profiles to list")],
+    request: { query: ProfilesQuery },
     responses: { 200: jsonOf("profiles by harness id", PoolProfiles), ...errors },
   }),
 };
 
 export const profilesApp = (deps: ApiDeps) =>
-  apiRouter()
-    .openapi(profileRoutes.evidence, async (c) => {
-      const key = await requireScope(c, "profiles:write", deps);
-      const queued = await reportEvidence(await parseBody(c, EvidenceReport, deps.maxBodyBytes, deps.bodyTimeouts), deps, { keyId: key.id });
+  $(apiRouter().use(requireScope(deps, readOrWrite("profiles:read", "profiles:write"))))
+    .openapi(withMiddleware(profileRoutes.evidence, readBody(deps, EvidenceReport)), async (c) => {
+      const queued = await reportEvidence(c.var.body, deps, { keyId: c.var.key.id });
       addUsage(c, { rollouts: queued.queued });
       return c.json(queued, 202);
     })
     .openapi(profileRoutes.list, async (c) => {
-      await requireScope(c, "profiles:read", deps);
-      const poolId = idParam(c, "poolId", c.req.query("poolId"));
+      const { poolId } = c.req.valid("query");
       return c.json({ poolId, profiles: await deps.profiles.get(poolId) }, 200);
     });

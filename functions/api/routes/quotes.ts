@@ -1,8 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { Quote, QuoteRequest, quoteRequest } from "@harness-s/core/billing";
-import { authenticate } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, parseBody, requireScope } from "../http.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { authenticated, requireScope } from "../middleware/scope.ts";
 import { bodyErrors, errors, jsonBody, jsonOf } from "../openapi-parts.ts";
 import { pricing } from "./account.ts";
 
@@ -20,10 +22,10 @@ export const quoteRoutes = {
   }),
 };
 
+/** A quote needs the scope of what it quotes, which only its body says: a 401 comes before the body is read, a 403 after. */
+const scopeOfQuote = (c: Context) => ("experiment" in (c.get("body") as QuoteRequest) ? "experiments" : "rescues");
+
 export const quotesApp = (deps: ApiDeps) =>
-  apiRouter().openapi(quoteRoutes.create, async (c) => {
-    await authenticate(c.req.header("authorization"), deps.keys); // a 401 before the body is read
-    const req = await parseBody(c, QuoteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
-    await requireScope(c, "experiment" in req ? "experiments" : "rescues", deps);
-    return c.json(await quoteRequest(req, pricing(deps)), 200);
-  });
+  apiRouter().openapi(withMiddleware(quoteRoutes.create, authenticated(deps), readBody(deps, QuoteRequest), requireScope(deps, scopeOfQuote)), async (c) =>
+    c.json(await quoteRequest(c.var.body, pricing(deps)), 200),
+  );

@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
   RESCUE_WAIT,
@@ -15,8 +15,11 @@ import {
 import { spendUsage, ensureAffordable } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
-import { apiRouter, addUsage, idParam, parseBody, parseQuery, requireScope } from "../http.ts";
-import { bodyErrors, error, errors, jsonBody, jsonOf, notFound, pathId, overBudget, queryParams } from "../openapi-parts.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { addUsage } from "../middleware/metering.ts";
+import { requireScope } from "../middleware/scope.ts";
+import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
 
 const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
 
@@ -45,7 +48,7 @@ export const rescueRoutes = {
     tags: ["rescues"],
     summary: "Status, rewards and per-rollout outcomes of a rescue",
     description: `With \`wait\` (seconds, ≤ ${RESCUE_WAIT.maxSeconds}), answers once more than \`seen\` slots have finished (stored or given up on), the rescue is no longer running, or the wait is over: progress slot by slot without a polling loop.`,
-    parameters: [pathId(), ...queryParams(RescueWaitQuery)],
+    request: { params: IdPath, query: RescueWaitQuery },
     responses: {
       200: jsonOf("status (failed: every slot is stored or given up on, and some were given up on: each with its code and reason)", RescueStatus),
       ...notFound("rescue"),
@@ -58,7 +61,7 @@ export const rescueRoutes = {
     operationId: "cancelRescue",
     tags: ["rescues"],
     summary: "Cancel a rescue: slots not started are never run, slots running finish and are kept",
-    parameters: [pathId()],
+    request: { params: IdPath },
     responses: { 200: jsonOf("its status after the cancel", RescueStatus), ...notFound("rescue"), ...errors },
   }),
   trajectories: createRoute({
@@ -70,32 +73,20 @@ export const rescueRoutes = {
       "A caller rescue's rollouts as token rows: prompt_ids, completion_ids, logprobs and loss_mask aligned (0 on environment text and every harness insertion), reward, harness, decision, weight_version",
     description:
       "Paginated by rollout index (`cursor`, `limit` ≤ 64; `next` is the cursor of the next page, null at the end). `context=base` re-renders each rescued completion under H0's prompt (no harness text) and re-scores it at your endpoint.",
-    parameters: [pathId(), ...queryParams(TrajectoryQuery)],
+    request: { params: IdPath, query: TrajectoryQuery },
     responses: { 200: jsonOf("a page of token rows", TrajectoryPage), ...notFound("rescue"), ...errors },
   }),
 };
 
 export const rescuesApp = (deps: ApiDeps) =>
-  apiRouter()
-    .openapi(rescueRoutes.start, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      const body = await parseBody(c, RescueRequest, deps.maxBodyBytes, deps.bodyTimeouts);
+  $(apiRouter().use(requireScope(deps, "rescues")))
+    .openapi(withMiddleware(rescueRoutes.start, readBody(deps, RescueRequest)), async (c) => {
+      const [body, key] = [c.var.body, c.var.key];
       await ensureAffordable({ rescue: body }, key, pricing(deps));
       const job = await startRescue(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
       addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })
-    .openapi(rescueRoutes.get, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      const query = parseQuery(RescueWaitQuery, c.req.query());
-      return c.json(await waitForRescue(idParam(c, "id"), query, deps, key), 200);
-    })
-    .openapi(rescueRoutes.cancel, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      return c.json(await cancelRescue(idParam(c, "id"), deps, key), 200);
-    })
-    .openapi(rescueRoutes.trajectories, async (c) => {
-      const key = await requireScope(c, "rescues", deps);
-      const query = parseQuery(TrajectoryQuery, c.req.query());
-      return c.json(await rescueTrajectories(idParam(c, "id"), query, deps, key), 200);
-    });
+    .openapi(rescueRoutes.get, async (c) => c.json(await waitForRescue(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200))
+    .openapi(rescueRoutes.cancel, async (c) => c.json(await cancelRescue(c.req.valid("param").id, deps, c.var.key), 200))
+    .openapi(rescueRoutes.trajectories, async (c) => c.json(await rescueTrajectories(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200));

@@ -1,9 +1,12 @@
-import { createRoute } from "@hono/zod-openapi";
+import { $, createRoute } from "@hono/zod-openapi";
 import { RouteRequest, ballotUsage, routeTask } from "@harness-s/core/routing";
 import { RoutingDecision } from "@harness-s/core/voting";
 import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
-import { apiRouter, addUsage, parseBody, requireScope } from "../http.ts";
+import { apiRouter, withMiddleware } from "../http.ts";
+import { readBody } from "../middleware/body.ts";
+import { addUsage } from "../middleware/metering.ts";
+import { requireScope } from "../middleware/scope.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 /** `/v1/route`: rank a pool's harnesses for a task. */
@@ -26,10 +29,8 @@ export const routeRoutes = {
 };
 
 export const routeApp = (deps: ApiDeps) =>
-  apiRouter().openapi(routeRoutes.route, async (c) => {
-    const key = await requireScope(c, "route", deps);
-    const body = await parseBody(c, RouteRequest, deps.maxBodyBytes, deps.bodyTimeouts);
-    const decision = await routeTask(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
+  $(apiRouter().use(requireScope(deps, "route"))).openapi(withMiddleware(routeRoutes.route, readBody(deps, RouteRequest)), async (c) => {
+    const decision = await routeTask(c.var.body, deps, c.var.key.id, (spent) => addUsage(c, spendUsage(spent)));
     addUsage(c, ballotUsage(decision));
     return c.json(decision, 200);
   });

@@ -1,0 +1,43 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { matchedRoutes } from "hono/route";
+import { METHOD_NAME_ALL } from "hono/router";
+import { type ApiKeyRecord, type Scope, authenticate, authorize } from "@harness-s/core/access";
+import type { ApiDeps } from "../deps.ts";
+
+/** What a handler finds once its request's key is known: `c.var.key`. */
+export type KeyEnv = { Variables: { key: ApiKeyRecord; meteredKey?: ApiKeyRecord } };
+
+/**
+ * A router's scope check (`router.use(requireScope(deps, "rescues"))`), before any body is read
+ * or any work is done: 401 without a known key, 403 without the scope, 429 past the key's request
+ * quota. The key is then `c.var.key`, and the request is metered to it when it ends, failed or not
+ * (`meterRequest`). `scope` may depend on the request (a read or a write; what a quote's body asks).
+ * A request no route of the router answers (an unknown path or method) passes on, unchecked and
+ * unmetered, to the app's 404.
+ */
+export function requireScope(deps: Pick<ApiDeps, "keys" | "meter">, scope: Scope | ((c: Context) => Scope)): MiddlewareHandler<KeyEnv> {
+  return async (c, next) => {
+    if (!answered(c)) return next();
+    const key = await authorize(c.req.header("authorization"), typeof scope === "function" ? scope(c) : scope, deps);
+    c.set("key", key);
+    c.set("meteredKey", key);
+    await next();
+  };
+}
+
+/** Whether a route, not only middleware, matched the request. */
+const answered = (c: Context) => matchedRoutes(c).some((r) => r.method !== METHOD_NAME_ALL);
+
+/** A resource's reads (GET, and HEAD) need `read`, its writes `write`. */
+export const readOrWrite =
+  (read: Scope, write: Scope) =>
+  (c: Context): Scope =>
+    c.req.method === "GET" || c.req.method === "HEAD" ? read : write;
+
+/** A known key, whatever its scopes, and not metered: reading one's own usage, or a quote before its body says what it quotes. */
+export function authenticated(deps: Pick<ApiDeps, "keys">): MiddlewareHandler<KeyEnv> {
+  return async (c, next) => {
+    c.set("key", await authenticate(c.req.header("authorization"), deps.keys));
+    await next();
+  };
+}
