@@ -1,8 +1,8 @@
 import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver, type GatewayEpisodeStore } from "@harness-s/core/gateway";
 import { MemoryGatewayEpisodeStore, OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
-import { BUNDLED_DATA_DIR, dbbenchObserver, loadSplit, parseArgumentsPy } from "@harness-s/dbbench";
-import { appworldObserver, sweObserver } from "@harness-s/envs";
-import { GatewayConfig } from "./gateway-config.ts";
+import type { GatewayReading } from "@harness-s/envs";
+import { familyFor } from "../families.ts";
+import { GENERIC_GATEWAY_ENV, GatewayConfig } from "./gateway-config.ts";
 import type { GatewaySettings } from "./deps.ts";
 
 export { GatewayConfig };
@@ -17,10 +17,10 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 /**
  * The Rank-1 gateway's settings for `serve`: the upstream client, the episodes in `store` (closed
- * after 30 idle minutes), and the environment's reading of tool outputs (AppWorld's `execute`
- * and SWE-Gym's tools as this project's environments name their events). `dbbench` knows every
- * bundled row by id (send it as `x-harness-s-task-id` for the schema preview and the answer
- * check), AgentBench's commit tool and its Python-style arguments.
+ * after 30 idle minutes), and the environment's reading of tool outputs: generic, or the named
+ * benchmark family's (its observer, committing tool and default task family; e.g. `dbbench` knows
+ * every bundled row by id: send it as `x-harness-s-task-id` for the schema preview and the answer
+ * check).
  *
  * @example
  * const gateway = await gatewaySettings({ upstream: "http://127.0.0.1:8000/v1", pool: "dbbench", env: "dbbench" });
@@ -37,15 +37,11 @@ export async function gatewaySettings(options: GatewayOptions): Promise<GatewayS
   const upstream = new OpenAiUpstream(client, { ...(opts.model ? { model: opts.model } : {}), ...(opts.returnTokenIds ? { returnTokenIds: true } : {}) });
   const episodes = new GatewayEpisodes(opts.store ?? new MemoryGatewayEpisodeStore());
   const common = { upstream, episodes, poolId: opts.pool, maxBodyBytes: GATEWAY_LIMITS.maxBodyBytes };
-  if (opts.env === "generic") return { ...common, observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
-  if (opts.env === "appworld") return { ...common, observerFor: appworldObserver, submitTool: "complete_task", defaultFamily: "appworld" };
-  if (opts.env === "swe-gym") return { ...common, observerFor: sweObserver({ testsBlocked: false }), submitTool: "submit", defaultFamily: "swe" };
-  const rows = [...(await loadSplit(BUNDLED_DATA_DIR, "dev")), ...(await loadSplit(BUNDLED_DATA_DIR, "standard"))];
-  return {
-    ...common,
-    observerFor: dbbenchObserver(new Map(rows.map((r) => [r.id, r]))),
-    submitTool: "commit_final_answer",
-    defaultFamily: "dbbench",
-    parseArguments: parseArgumentsPy,
-  };
+  return { ...common, ...(await gatewayReading(opts.env ?? GENERIC_GATEWAY_ENV)) };
+}
+
+/** How the gateway reads tool outputs on `env`: generic (an output starting with "error" failed), or a family's reading. */
+async function gatewayReading(env: string): Promise<GatewayReading> {
+  if (env === GENERIC_GATEWAY_ENV) return { observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
+  return familyFor(env, "gateway").gateway!();
 }

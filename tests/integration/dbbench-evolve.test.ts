@@ -2,8 +2,7 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, MysqlEngine, isMutation, loadSplit, readSplits, rowPrompt, type DbBenchRow, type SqlEngine } from "@harness-s/dbbench";
-import { dbbenchEvolve } from "../../packages/cli/src/commands/evolve-dbbench.ts";
+import { BUNDLED_DATA_DIR, MysqlEngine, isMutation, loadSplit, readSplits, rowPrompt, dbbenchEvolve, type DbBenchRow, type SqlEngine } from "@harness-s/dbbench";
 import { startScriptedOpenAi, type ChatRequest, type ScriptedReply } from "../scripted-openai.ts";
 
 let engine: MysqlEngine;

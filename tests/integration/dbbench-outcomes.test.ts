@@ -60,7 +60,7 @@ describe("DBBench rollouts say why they failed and how the agent worked (SQLite)
 
 describe("bench --env dbbench", () => {
   it("prints setup and teardown per rollout against an empty database's create and drop, and rollouts/s at concurrency 1, 4, 8, on SQLite (sandboxes reused, and a process per rollout) and MariaDB", async () => {
-    const { benchDbbench } = await import("../../packages/cli/src/commands/bench-dbbench.ts");
+    const { benchDbbench } = await import("@harness-s/dbbench");
     const out = (await benchDbbench({ rows: 4 })).join("\n"); // few rows: the table's shape is under test, not the figures
     for (const engine of ["sqlite", "mysql"])
       expect(out).toMatch(new RegExp(`${engine} +setup [\\d.]+ ms, teardown [\\d.]+ ms per rollout .*empty database create\\+drop [\\d.]+ ms; ratio [\\d.]+×`));

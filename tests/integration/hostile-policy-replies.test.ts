@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { startOpenEnvServer } from "@harness-s/adapters";
-import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";
-import { builtinOpenEnv, embeddedCallerTask } from "../../packages/cli/src/commands/env-serve.ts";
+import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
 import { goodSample, startHostilePolicy, type HostileSample } from "../hostile-policy.ts";

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CALLER_ROLLOUT_FAIRNESS, RESCUE_SLOTS } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
+import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";
 import { DISPATCH_CONCURRENCY } from "../../infra/settings.ts";
-import { embeddedCallerTask } from "../../packages/cli/src/commands/env-serve.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
 import { goodSample, startHostilePolicy, type HostileSample } from "../hostile-policy.ts";

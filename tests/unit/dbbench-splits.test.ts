@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, SqliteEngine, dbbenchTaskSets, drawSplits, loadSplit, readSplits } from "@harness-s/dbbench";
-import { dbbenchExperimentBase, dbbenchPool } from "../../packages/cli/src/dbbench-setup.ts";
+import { BUNDLED_DATA_DIR, SqliteEngine, dbbenchExperimentBase, dbbenchPool, dbbenchTaskSets, drawSplits, loadSplit, readSplits } from "@harness-s/dbbench";
 
 describe("DBBench's fixed splits (data/splits.json)", () => {
   it("are what the rule draws from the bundled rows, written with the rule", async () => {

@@ -2,7 +2,7 @@ import { rename, stat, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { ArmSeedResult, SeedBaseline, UnitCheckpoint } from "@harness-s/core/experiment";
 import { ValidationError, differingKeys } from "@harness-s/core";
-import { readJsonFile } from "./json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 
 /** What a local experiment run has finished so far, written beside its results as it goes. */
 export const Checkpoint = z.object({

@@ -5,7 +5,7 @@ import { parseFlags } from "./flags.ts";
 /**
  * A command as data: its name (`"suite-lm build"` for a subcommand), a summary, its positional
  * arguments, one zod schema of its flags and what it runs. Each flag's description and
- * placeholder sit on its field ({@link flag}), its default and bounds in the field's schema; the
+ * placeholder sit on its field (`flag`), its default and bounds in the field's schema; the
  * program builds commander's options from them, so a flag is declared in one place.
  */
 export interface CommandDeclaration<S extends z.ZodObject = z.ZodObject> {
@@ -20,21 +20,16 @@ export interface CommandDeclaration<S extends z.ZodObject = z.ZodObject> {
 /** Declares a command (the identity, typed: `run` sees the schema's parsed flags). */
 export const declareCommand = <S extends z.ZodObject>(declaration: CommandDeclaration<S>): CommandDeclaration<S> => declaration;
 
-/** What {@link flag} records on a field: the help line, the value's placeholder, and `--no-<name>` for a flag that defaults on. */
+/** What `flag` records on a field: the help line, the value's placeholder, `--no-<name>` for a flag that defaults on, the values help lists. */
 interface FlagMeta {
   description: string;
   arg?: string;
   negate?: boolean;
+  choices?: readonly string[];
 }
 
-/**
- * A flag's field: `schema` with its help and placeholder (`"<n>"`, `"[kinds]"`; null for a switch).
- *
- * @example
- * jobs: flag(int(1, 64).default(2), "<n>", "experiment processes at once")
- */
-export const flag = <S extends z.ZodType>(schema: S, arg: string | null, description: string, extra: { negate?: boolean } = {}): S =>
-  schema.meta({ description, ...(arg ? { arg } : {}), ...extra });
+/** A flag's field (declared beside the benchmark families', which add flags to commands). */
+export { flag } from "@harness-s/envs";
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -54,6 +49,7 @@ export function optionOf(key: string, field: z.ZodType): Option {
   if (!isSwitch && !meta.arg) throw new Error(`flag ${key}: a value flag needs a placeholder`);
   const option = new Option(`--${meta.negate ? "no-" : ""}${kebab(key)}${isSwitch ? "" : ` ${meta.arg}`}`, meta.description);
   if (inner instanceof z.ZodEnum) option.choices(inner.options.map(String));
+  else if (meta.choices) option.choices([...meta.choices]);
   const fallback = defaultOf(field);
   if (fallback !== undefined && !meta.negate) option.default(fallback);
   if (!isSwitch && fallback === undefined && !field.safeParse(undefined).success) option.makeOptionMandatory();

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { HarnessSError, formatIssues } from "@harness-s/core";
 import { TrainConfig } from "@harness-s/core/training";
+import { int, num, url } from "@harness-s/envs";
 import { parseSeedList } from "./seeds.ts";
 
 /**
@@ -15,24 +16,9 @@ export class UsageError extends HarnessSError<"USAGE"> {
   }
 }
 
-const numeric = (text: string) => (typeof text === "string" && text.trim() !== "" ? Number(text) : Number.NaN);
-/** A number flag: the text must be a finite number (commander hands over strings; defaults may be numbers). */
-export const num = (check: (n: z.ZodNumber) => z.ZodNumber = (n) => n) =>
-  z
-    .union([z.number(), z.string()])
-    .transform((v, ctx) => {
-      const n = typeof v === "number" ? v : numeric(v);
-      if (!Number.isFinite(n)) {
-        ctx.addIssue({ code: "custom", message: `not a number: ${JSON.stringify(v)}` });
-        return z.NEVER;
-      }
-      return n;
-    })
-    .pipe(check(z.number()));
-export const int = (min: number, max = Number.MAX_SAFE_INTEGER) => num((n) => n.int().min(min).max(max));
+export { int, num, url };
 export const port = int(0, 65535);
 export const probability = num((n) => n.min(0).max(1));
-export const url = z.url({ error: (i) => `not a URL: ${JSON.stringify(i.input)}` });
 export const seeds = z.string().transform((v, ctx) => {
   try {
     return parseSeedList(v);

@@ -1,7 +1,7 @@
 import { ValidationError, systemClock } from "@harness-s/core";
 import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
 import { votersFromPanel, type PanelRouting } from "@harness-s/adapters";
-import { readJsonFile } from "./json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 
 /** A voter panel file, parsed (a missing file is a usage error). */
 export async function readPanelDocument(path: string): Promise<VoterPanel> {

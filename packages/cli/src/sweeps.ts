@@ -6,7 +6,7 @@ import { ExperimentConfig, runExperimentToEnd, type ArmSeedResult, type SeedInst
 import { ValidationError } from "@harness-s/core";
 import { mean, pairedSummary } from "@harness-s/core/metrics";
 import { embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
-import { readJsonFile } from "./json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 
 /**
  * Paired sweeps of one arm against another (the router against random Top-k; re-anchoring

@@ -1,8 +1,8 @@
-import { createRng, hash32, runEpisode, systemClock, type Environment } from "@harness-s/core";
+import { createRng, hash32, runEpisode, systemClock } from "@harness-s/core";
 import { reanchor } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicy, TokenPolicyClient, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
-import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
+import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { embeddedRendering, type FamilyRendering } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core/profile";
 
 export interface WorkerPolicyOptions {
@@ -33,16 +33,7 @@ export interface WorkerPolicyOptions {
 export type WorkerDeps = Omit<ExperimentDeps, "onProgress"> & { sampled: TokenPolicyClient["sampled"] };
 
 /** How an environment is shown to a token policy: its system text, tools and the environment the episode runs in. */
-export interface TokenRendering {
-  system: string;
-  toolSchemas: SharedTokenPolicyOptions["toolSchemas"];
-  toolNames?: Readonly<Record<string, string>>;
-  /** The environment as a text agent sees it (the embedded suite's own is wrapped in `TextEnvironment`). */
-  env: (base: Environment) => Environment;
-}
-
-/** The embedded suite's rendering: its agent system text, tools as JSON schemas, events and facts as text. */
-export const embeddedRendering: TokenRendering = { system: EMBEDDED_AGENT_SYSTEM, toolSchemas: embeddedToolSchemas, env: (base) => new TextEnvironment(base) };
+export type TokenRendering = FamilyRendering;
 
 /**
  * The embedded setup with its policies at a protocol-v2 worker: the suite's text rendering
@@ -71,7 +62,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
   };
   let n = 0;
   const env = rendering.env(base.env);
-  const createPolicy = (seed: number) => new TokenPolicy(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
+  const createPolicy = (seed: number) => new TokenTrainer(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
   const measured = new Map<number, Promise<SeedInstance>>();
   const withTokenProfiles = async (seed: number): Promise<SeedInstance> => {
     const inst = await base.instance(seed);

@@ -19,3 +19,8 @@ export * from "./gateway-observer.ts";
 export * from "./splits.ts";
 export * from "./leak-secrets.ts";
 export * from "./engines/limited.ts";
+export * from "./engines/open.ts";
+export * from "./experiment.ts";
+export * from "./evolve.ts";
+export * from "./bench.ts";
+export * from "./report-section.ts";

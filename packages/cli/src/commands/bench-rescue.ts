@@ -4,11 +4,11 @@ import { CallerRescue, callerTaskOf, singlePolicyEndpoint } from "@harness-s/cor
 import { NotConfiguredError } from "@harness-s/core";
 import { hashSecret } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import type { embeddedSetup } from "@harness-s/envs";
+import { embeddedCallerTask, type embeddedSetup } from "@harness-s/envs";
 import { listen } from "@harness-s/functions/api/local";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { startLocalStack } from "@harness-s/functions/local/stack";
-import { builtinOpenEnv, embeddedCallerTask } from "./env-serve.ts";
+import { builtinOpenEnv } from "./env-serve.ts";
 import { startScriptedPolicy } from "./scripted-policy.ts";
 
 /** Rollouts in flight at once, as the bench measures them. */

@@ -33,26 +33,3 @@ export const EvalOptions = EngineOptions.extend({
   timeoutSeconds: num((n) => n.positive()).default(120),
   logprobs: z.boolean().default(true),
 });
-
-/** `evolve --env dbbench`'s options: an LLM proposer, the policy at an OpenAI-compatible endpoint, budgets. */
-export const DbEvolveOptions = z.strictObject({
-  out: z.string().min(1),
-  proposerUrl: z.string().url(),
-  proposerModel: z.string().min(1),
-  policyUrl: z.string().url(),
-  policyModel: z.string().min(1).default("policy"),
-  engine: z.enum(["mysql", "sqlite"]).default("mysql"),
-  mysqlUrl: z.string().url().default("mysql://root@127.0.0.1:3306"),
-  /** LLM calls the proposer may make, and rollouts evolution may spend, in all. */
-  maxCalls: int(1).default(40),
-  maxRollouts: int(1).default(3_000),
-  rounds: int(1).default(2),
-  candidates: int(1).default(3),
-  trials: int(1).default(2),
-  screen: int(1).default(12),
-  poolSize: int(1).default(6),
-  seed: int(0).default(1),
-  /** The first N dev rows only (smoke runs). */
-  devTasks: int(2).optional(),
-});
-export type DbEvolveOptions = z.input<typeof DbEvolveOptions>;

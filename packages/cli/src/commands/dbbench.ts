@@ -2,29 +2,10 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
-import {
-  DBBENCH_SYSTEM,
-  MysqlEngine,
-  SqliteEngine,
-  dbbenchHarnesses,
-  dbbenchTools,
-  evalAgent,
-  loadSplit,
-  parseArgumentsPy,
-  renderDbEvalReport,
-  verifyGold,
-  type SqlEngine,
-} from "@harness-s/dbbench";
-import { EvalOptions, VerifyOptions, type EngineOptions } from "./dbbench-options.ts";
+import { DBBENCH_SYSTEM, openEngine, dbbenchHarnesses, dbbenchTools, evalAgent, loadSplit, parseArgumentsPy, renderDbEvalReport, verifyGold } from "@harness-s/dbbench";
+import { EvalOptions, VerifyOptions } from "./dbbench-options.ts";
 import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
-
-/** The SQL engine a command runs on: MariaDB/MySQL at `mysqlUrl`, or embedded SQLite. */
-export async function openEngine(o: Pick<EngineOptions, "engine" | "mysqlUrl">): Promise<SqlEngine> {
-  if (o.engine === "sqlite") return new SqliteEngine();
-  const url = new URL(o.mysqlUrl);
-  return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
-}
 
 /** `harness-s dbbench verify`: replays the gold through the full environment and evaluator. */
 export async function dbbenchVerifyCommand(input: Record<string, unknown>): Promise<void> {

@@ -6,17 +6,18 @@ import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
 import { UsageError } from "../flags.ts";
 import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
-import { EnvEvalOptions, remoteEnvOf } from "../remote-env-flags.ts";
-import { openRemoteEnv } from "../remote-envs-setup.ts";
+import { EnvEvalOptions } from "../eval-options.ts";
+import { cliIo } from "../family-io.ts";
+import { familyFor } from "../families.ts";
 import { timestamped } from "../declared/shared.ts";
 
 /** One task's attempts as the summary lists them. */
 type TaskResult = { id: string; successes: number; attempts: number; rewards: number[]; failureTags: string[]; errors: string[] };
 
 /**
- * `harness-s eval --env appworld|swe-gym`: the agent at `baseUrl` runs every task of the split
- * `attempts` times under one harness (at the given servers, or local fixture servers started and
- * stopped here). Writes summary.json (Pass@3, Avg@3, behaviour rates such as SWE-Gym's
+ * `harness-s eval --env <family>` (appworld, swe-gym, or any family registered for eval): the agent
+ * at `baseUrl` runs every task of the split `attempts` times under one harness, offered the
+ * family's tools (at the given servers, or local fixture servers started and stopped here). Writes summary.json (Pass@3, Avg@3, behaviour rates such as SWE-Gym's
  * assertion fallback, per-task results) and report.md. An attempt the model endpoint fails is a
  * failure with its error recorded; the run goes on, and the count is returned.
  *
@@ -27,9 +28,10 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
   const parsed = EnvEvalOptions.parse(input);
   const o = { ...parsed, out: parsed.out ?? timestamped(`results/eval-${parsed.env}-`), apiKey: parsed.apiKey ?? "not-needed" };
   await prepareOutDir(o.out);
-  const remote = await openRemoteEnv(remoteEnvOf(o.env, o)!, log);
+  const family = familyFor(o.env, "eval");
+  const opened = await family.open({ command: "eval", options: o, protocol: "test", io: cliIo(log) });
   try {
-    const sets = await remote.base.instance(0);
+    const sets = await opened.base.instance(0);
     const { pool } = sets.evolution;
     const harness = [pool.base, ...pool.siblings].find((h) => h.id === (o.harness ?? pool.base.id));
     if (!harness) throw new UsageError(`--harness: no ${o.env} harness ${o.harness} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`);
@@ -38,8 +40,8 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
     let tokens = 0;
     const policy = new OpenAiToolPolicy(client, {
       model: o.model,
-      system: remote.rendering.system,
-      tools: remote.tools,
+      system: family.system,
+      tools: family.tools ?? [],
       temperature: o.temperature,
       onUsage: (u) => (tokens += u.promptTokens + u.completionTokens),
     });
@@ -51,7 +53,7 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
       o.attempts,
       0,
       async (task, h, seed) => {
-        const done = await runEpisode(task, h, seed, { env: remote.base.env, policy }).then(
+        const done = await runEpisode(task, h, seed, { env: opened.base.env, policy }).then(
           (rollout) => ({ rollout }),
           (err: unknown) => ({ rollout: erroredRollout(task, h.id, seed), error: err instanceof Error ? err.message : String(err) }),
         );
@@ -75,7 +77,7 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
     log(`summary.json and report.md in ${o.out}`);
     return { attempts: rollouts.length, errored };
   } finally {
-    await remote.stop();
+    await opened.stop();
   }
 }
 

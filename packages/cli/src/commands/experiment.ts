@@ -3,7 +3,7 @@ import { basename, join } from "node:path";
 import { ExperimentConfig, ExperimentSummary, evalSet, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { ValidationError, parseOrThrow } from "@harness-s/core";
-import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
+import { defaultEmbeddedSettings, type EmbeddedSettings } from "@harness-s/envs";
 import type { PanelRouting } from "@harness-s/adapters";
 import { prepareOutDir } from "../out-dir.ts";
 import { readPanelFile } from "../panel-file.ts";
@@ -13,12 +13,10 @@ import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
-import { embeddedRendering, workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
-import { dbbenchExperimentBase, dbbenchPool, dbbenchRendering } from "../dbbench-setup.ts";
-import { openRemoteEnv, type RemoteEnvOptions } from "../remote-envs-setup.ts";
-import { dbbenchReportSection } from "../report/dbbench-section.ts";
-import { openEngine } from "./dbbench.ts";
-import { limitSessions } from "@harness-s/dbbench";
+import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "../worker-setup.ts";
+import { renderingOf, type OpenRequest } from "@harness-s/envs";
+import { familyFor } from "../families.ts";
+import { cliIo } from "../family-io.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
 import { startTableSection } from "../suite-lm/compare.ts";
 import { sameModel, savedProfiles, startTableOnce, stepPace } from "../suite-lm/token-run.ts";
@@ -67,10 +65,10 @@ export interface ExperimentOptions {
   profileBudget?: number;
   /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
   voters?: string;
-  /** Train on DBBench instead of the embedded suite (with a worker's policy): its engine and the pool to route between. */
-  dbbench?: { engine: "mysql" | "sqlite"; mysqlUrl: string; pool?: string; concurrency: number };
-  /** Train on AppWorld or SWE-Gym (with a worker's policy), at the servers given or at local fixture servers started for the run. */
-  remote?: RemoteEnvOptions;
+  /** The benchmark family to train on (a registered one: embedded, dbbench, appworld, swe-gym, …). */
+  env: string;
+  /** The command's flags, where the family reads its own (DBBench's engine and pool, AppWorld's servers, …). */
+  familyOptions?: Readonly<Record<string, unknown>>;
 }
 
 /** The run's config: the preset's (`--quick`: fewer steps and evaluation samples) under the explicit settings. */
@@ -111,34 +109,35 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   }
 }
 
+/** The suite settings of the run (the embedded suite reads them; they key its checkpoint whatever the family). */
+function suiteOf(opts: ExperimentOptions, protocol: ExperimentConfig["protocol"]) {
+  return {
+    cueRate: opts.cueRate,
+    cueStrength: opts.cueStrength,
+    fixedSuite: opts.fixedSuite,
+    protocol,
+    ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}),
+    ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
+    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+  };
+}
+
 /**
- * Runs the experiment in process or on the local stack, with the embedded policy or a worker's
- * (`experimentCommand` starts that worker first when asked).
+ * Runs the experiment in process or on the local stack on the family of `opts.env`, with the
+ * family's own policy or a worker's (`experimentCommand` starts that worker first when asked).
  */
 async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false, panel?: PanelRouting): Promise<ExperimentSummary> {
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
   process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
-  const suite = {
-    cueRate: opts.cueRate,
-    cueStrength: opts.cueStrength,
-    fixedSuite: opts.fixedSuite,
-    protocol: config.protocol,
-    ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}),
-    ...(opts.cueHalfLife ? { cueHalfLife: opts.cueHalfLife } : {}),
-    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
-  };
-  const runKey = {
-    config,
-    suite,
-    ...(opts.dbbench ? { dbbench: { engine: opts.dbbench.engine, pool: opts.dbbench.pool ?? null } } : {}),
-    ...(opts.remote ? { remote: opts.remote } : {}),
-  };
+  const family = familyFor(opts.env, "experiment");
+  const suite = suiteOf(opts, config.protocol);
+  const request = { command: "experiment", options: opts.familyOptions ?? {} } as const;
+  const runKey = { config, suite, ...family.runKey?.(request) };
   const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false) : undefined;
   if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
-  const total = config.seeds.length * config.arms.length * config.train.steps;
-  const bar = createProgress(total, "training");
+  const bar = createProgress(config.seeds.length * config.arms.length * config.train.steps, "training");
   let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
   if (checkpoint?.state.units.length) done += checkpoint.state.units.reduce((n, u) => n + u.state.step, 0);
   if (done)
@@ -146,31 +145,28 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
       `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
     );
   if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
-  const embedded = embeddedSetup({ ...defaultEmbeddedSettings, ...suite }, (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`));
-  const engine = opts.dbbench ? limitSessions(await openEngine(opts.dbbench), opts.dbbench.concurrency) : undefined;
-  const remote = opts.remote ? await openRemoteEnv(opts.remote, (line) => process.stderr.write(`${line}\n`)) : undefined;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const open: OpenRequest = {
+    ...request,
+    protocol: config.protocol,
+    suite,
+    onEvolution: (seed, d, t) => bar.update(done, `seed ${seed}: evolving its sibling pool (${d}/${t})`),
+    io: cliIo(log),
+  };
+  const opened = await family.open(open);
   try {
-    const source = engine ? await dbbenchExperimentBase(engine, config.protocol, await dbbenchPool(opts.dbbench!.pool)) : (remote?.base ?? embedded);
+    const source = opened.base;
     const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
-      ? workerPolicySetup(
-          source,
-          { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } },
-          engine ? dbbenchRendering : (remote?.rendering ?? embeddedRendering),
-        )
+      ? workerPolicySetup(source, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } }, renderingOf(family))
       : source;
     // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
     const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
-    const startRows = compareAtStart ? await startTableOnce(join(runDir, "start-table.json"), embedded, deps, config) : undefined;
+    // The start table compares the family's own policy with the worker's at step 0.
+    const startRows = compareAtStart && family.policy === "own" ? await startTableOnce(join(runDir, "start-table.json"), source, deps, config) : undefined;
     const pace = stepPace(deps.sampled);
     const summary =
       opts.runtime === "local-aws"
-        ? await runExperimentLocalAws(
-            config,
-            deps,
-            (d, label) => bar.update(d, label),
-            (line) => process.stderr.write(`${line}\n`),
-            panel ? { panel } : {},
-          )
+        ? await runExperimentLocalAws(config, deps, (d, label) => bar.update(d, label), log, panel ? { panel } : {})
         : await runExperimentToEnd(config, {
             ...deps,
             onProgress: (e) => bar.update(++done, `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}${pace()}`),
@@ -184,14 +180,13 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     ExperimentSummary.parse(summary);
     const { sweep, pairedSweeps } = await runSweeps(opts.sweeps, runDir, config, { ...defaultEmbeddedSettings, ...suite });
     await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-    const dbSection = engine ? dbbenchReportSection(summary, checkpoint!.state.baselines, evalSet(config, (await deps.instance(config.seeds[0]!)).heldout)) : "";
-    await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + dbSection);
+    const section = opened.reportSection ? opened.reportSection(summary, checkpoint!.state.baselines, evalSet(config, (await deps.instance(config.seeds[0]!)).heldout)) : "";
+    await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + section);
     await writePlots(runDir, summary, sweep, pairedSweeps);
     printTable(summary, (Date.now() - started) / 1000, runDir);
     return summary;
   } finally {
-    await engine?.shutdown();
-    await remote?.stop();
+    await opened.stop();
   }
 }
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ExperimentSummary, mergeSummaries } from "@harness-s/core/experiment";
 import { ValidationError } from "@harness-s/core";
 import { prepareOutDir } from "../out-dir.ts";
-import { readJsonFile } from "../json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { PoolsFile } from "../report/harm.ts";

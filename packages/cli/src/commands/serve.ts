@@ -1,18 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import type { z } from "zod";
-import { createPool } from "@harness-s/core";
+import { createPool, type PoolStore } from "@harness-s/core";
+import type { SeedInstance } from "@harness-s/core/experiment";
+import type { ProfileStore } from "@harness-s/core/profile";
 import { hashSecret } from "@harness-s/core/access";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
-import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
-import { ServeOptions } from "../declared/serve-options.ts";
+import { SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
+import { familyFor } from "../families.ts";
 
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
@@ -22,7 +24,8 @@ const STOP_GRACE_MS = 20_000;
 
 /**
  * Runs the router API locally against the real protocol stand-ins (DynamoDB Local, fauxqs) with
- * the embedded suite's evolved pool registered as "embedded". Stops everything on SIGINT/SIGTERM.
+ * the embedded suite's evolved pool registered as "embedded", and each family's that declares a
+ * pool to serve under the family's name. Stops everything on SIGINT/SIGTERM.
  */
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
@@ -77,11 +80,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
   try {
-    const { evolution } = instance;
-    const pool = createPool("embedded", evolution.pool.base, evolution.pool.siblings, evolution.pool.notes);
-    await stack.deps.pools.put(pool);
-    for (const p of Object.values(evolution.initialProfiles)) await stack.deps.profiles.put(pool.id, p);
-    await stack.deps.pools.put(createPool("dbbench", dbbenchH0, dbbenchSiblings, { note: "DBBench siblings; no profiles until evidence is reported" }));
+    const { pool, others } = await registerPools(stack.deps, instance.evolution);
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
@@ -90,7 +89,9 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
       throw err.code === "EADDRINUSE" || err.code === "EACCES" ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`) : err;
     });
     const url = server.url;
-    console.log(`harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "embedded" v${pool.version} and "dbbench")`);
+    console.log(
+      `harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "${SERVED_SUITE}" v${pool.version}${others.map((id) => ` and "${id}"`).join("")})`,
+    );
     if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
     if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
     console.log(
@@ -101,6 +102,16 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     await stack.stop();
     throw err;
   }
+}
+
+/** Registers the suite's evolved pool with its initial profiles, and each family's pool to serve; returns the suite's and the others' ids. */
+async function registerPools(deps: { pools: PoolStore; profiles: ProfileStore }, evolution: SeedInstance["evolution"]) {
+  const pool = createPool(SERVED_SUITE, evolution.pool.base, evolution.pool.siblings, evolution.pool.notes);
+  await deps.pools.put(pool);
+  for (const p of Object.values(evolution.initialProfiles)) await deps.profiles.put(pool.id, p);
+  const others = servedPools().filter((id) => id !== SERVED_SUITE);
+  for (const name of others) await deps.pools.put(familyFor(name).servePool!());
+  return { pool, others };
 }
 
 /** Whether `host:port` can be listened on now. */

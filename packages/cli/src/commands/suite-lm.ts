@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import { ValidationError } from "@harness-s/core";
-import { readJsonFile } from "../json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { prepareOutDir } from "../out-dir.ts";
 import { startPolicyWorker } from "../policy-worker.ts";

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { ArmList, armNames } from "@harness-s/core/experiment";
 import { EvolutionConfig } from "@harness-s/core/evolution";
-import { defaultEmbeddedSettings } from "@harness-s/envs";
+import { defaultEmbeddedSettings, familyFlags } from "@harness-s/envs";
 import { declareCommand, flag } from "../declare.ts";
+import { envFlagOr, familyNames, familySummaries, registeredFamily } from "../families.ts";
 import { int, jsonFlag, num, probability, seeds, TrainOverrides, url } from "../flags.ts";
-import { remoteEnvFlags, remoteEnvOf } from "../remote-env-flags.ts";
 import { SuiteLmRecipe } from "../suite-lm/recipe.ts";
 import { EXPERIMENT_PRESETS } from "./experiment-presets.ts";
 import { SWEEPS, timestamped } from "./shared.ts";
@@ -75,20 +75,23 @@ export const ExperimentFlags = z
       "<file>",
       "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum) the router arms decide with; default the statistical voters",
     ),
-    env: flag(
-      z.enum(["embedded", "dbbench", "appworld", "swe-gym"]).default("embedded"),
-      "<env>",
-      "the environment: the embedded suite; dbbench (the fixed splits, AgentBench's accuracies in the report); appworld or swe-gym (at local fixture servers unless their URLs are given); all but embedded need --policy worker",
+    env: envFlagOr(
+      "experiment",
+      "embedded",
+      `the environment: ${familySummaries("experiment")}; ${familyNames("experiment")
+        .filter((n) => registeredFamily(n)?.policy === "worker")
+        .join(", ")} need --policy worker`,
     ),
-    engine: flag(z.enum(["mysql", "sqlite"]).default("mysql"), "<e>", "with --env dbbench: the SQL engine"),
-    mysqlUrl: flag(url.default("mysql://root@127.0.0.1:3306"), "<url>", "with --env dbbench: the MySQL/MariaDB server"),
-    pool: flag(z.string().min(1).optional(), "<file>", "with --env dbbench: a pool written by `evolve --env dbbench` (default the hand-written siblings)"),
-    dbConcurrency: flag(int(1, 256).default(8), "<n>", "with --env dbbench: rollout databases open at once"),
-    ...remoteEnvFlags(4),
+    ...familyFlags("experiment"),
   })
   .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
-  .refine((o) => o.env === "embedded" || o.policy === "worker", { path: ["env"], message: "--env dbbench, appworld and swe-gym train a language model: they need --policy worker" })
-  .refine((o) => o.env === "embedded" || (o.runtime === "in-process" && !o.sweep), { path: ["env"], message: "--env dbbench, appworld and swe-gym run in process, without sweeps" })
+  .superRefine((o, ctx) => {
+    const family = registeredFamily(o.env);
+    if (family?.policy === "worker" && o.policy !== "worker")
+      ctx.addIssue({ code: "custom", path: ["env"], message: `--env ${o.env} trains a language model: it needs --policy worker` });
+    if (family && !family.sweepsAndLocalAws && (o.runtime !== "in-process" || o.sweep))
+      ctx.addIssue({ code: "custom", path: ["env"], message: `--env ${o.env} runs in process, without sweeps` });
+  })
   .refine((o) => !o.resume || o.out, { path: ["resume"], message: "--resume needs --out DIR (the run to continue)" });
 export type ExperimentFlags = z.infer<typeof ExperimentFlags>;
 
@@ -150,7 +153,6 @@ function experimentOptions(o: ExperimentFlags) {
     startWorker,
     seeds: o.seeds ?? [...(o.quick ? EXPERIMENT_PRESETS.quick : EXPERIMENT_PRESETS.full).seeds],
     sweeps: o.sweep ?? [],
-    ...(o.env === "dbbench" ? { dbbench: { engine: o.engine, mysqlUrl: o.mysqlUrl, pool: o.pool, concurrency: o.dbConcurrency } } : {}),
-    remote: remoteEnvOf(o.env, o),
+    familyOptions: o,
   };
 }

@@ -1,14 +1,24 @@
 import { z } from "zod";
 import { OPENENV_SERVER_DEFAULTS } from "@harness-s/adapters/openenv/server-limits";
-import { GATEWAY_ENVS } from "@harness-s/functions/api/gateway-config";
+import { familyFlags } from "@harness-s/envs";
+import { GatewayEnv, gatewayEnvs } from "@harness-s/functions/api/gateway-config";
 import { flag } from "../declare.ts";
+import { envFlag, familyFor, familyNames, familySummaries } from "../families.ts";
 import { int, num, port } from "../flags.ts";
-import { remoteEnvFlags } from "../remote-env-flags.ts";
 
 // The serving commands' flags, apart from their declarations: the commands import them too.
 
-/** The pools `serve` registers at start (more can be added over the API; the gateway routes between one of these). */
-export const SERVED_POOLS = ["embedded", "dbbench"] as const;
+/** The suite whose evolved pool `serve` registers (with its profiles) and whose tasks its workers run. */
+export const SERVED_SUITE = "embedded";
+
+/**
+ * The pools `serve` registers at start: the suite's, and each family's that declares one (more can
+ * be added over the API; the gateway routes between one of these).
+ */
+export const servedPools = (): string[] => [SERVED_SUITE, ...familyNames().filter((n) => familyFor(n).servePool)];
+const ServedPool = z.string().superRefine((id, ctx) => {
+  if (!servedPools().includes(id)) ctx.addIssue({ code: "custom", message: `one of the pools serve registers: ${servedPools().join(", ")}` });
+});
 
 /** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
 export const ServeOptions = z.strictObject({
@@ -23,15 +33,12 @@ export const ServeOptions = z.strictObject({
     "serve the Rank-1 harness gateway at /v1/gateway/chat/completions in front of this OpenAI-compatible model endpoint (key: HARNESS_S_GATEWAY_UPSTREAM_KEY)",
   ),
   gatewayModel: flag(z.string().min(1).optional(), "<name>", "the model name sent upstream (default: the agent's)"),
-  gatewayPool: flag(
-    z.enum(SERVED_POOLS, { error: `one of the pools serve registers: ${SERVED_POOLS.join(", ")}` }).default("embedded"),
-    "<id>",
-    "the pool the gateway routes between",
-  ),
+  gatewayPool: flag(ServedPool.default(SERVED_SUITE), "<id>", "the pool the gateway routes between", { choices: servedPools() }),
   gatewayEnv: flag(
-    z.enum(GATEWAY_ENVS).default("generic"),
+    GatewayEnv.default("generic"),
     "<env>",
-    "how the gateway reads tool outputs: generic, dbbench, appworld (execute's output) or swe-gym (run, read, edit, write)",
+    `how the gateway reads tool outputs: generic (an output starting with "error" failed), or a family's reading: ${familyNames("gateway").join(", ")}`,
+    { choices: gatewayEnvs() },
   ),
   allowLoopbackEndpoints: flag(z.boolean().default(false), null, "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused"),
 });
@@ -53,11 +60,9 @@ export type FixturesServeOptions = z.infer<typeof FixturesServeOptions>;
 
 /** `env-serve`'s options. */
 export const EnvServeOptions = z.strictObject({
-  env: flag(z.enum(["embedded", "dbbench", "appworld", "swe-gym"]), "<env>", "the environment (appworld and swe-gym at local fixture servers unless their URLs are given)"),
+  env: envFlag("env-serve", `the environment: ${familySummaries("env-serve")}`),
   port: flag(port.default(8000), "<n>", "port to listen on (0 picks a free one)"),
   host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind"),
-  engine: flag(z.enum(["mysql", "sqlite"]).default("sqlite"), "<e>", "with --env dbbench: the SQL engine"),
-  mysqlUrl: flag(z.url().default("mysql://root@127.0.0.1:3306"), "<url>", "with --env dbbench and --engine mysql: the MySQL/MariaDB server"),
   tasksOut: flag(z.string().min(1).optional(), "<file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset"),
   sessionIdleSeconds: flag(
     num((n) => n.positive().max(86_400)).default(OPENENV_SERVER_DEFAULTS.sessionIdleSeconds),
@@ -70,6 +75,6 @@ export const EnvServeOptions = z.strictObject({
     "<n>",
     "WebSocket sessions one remote address may hold at once (a further one is refused with 429)",
   ),
-  ...remoteEnvFlags(2),
+  ...familyFlags("env-serve"),
 });
 export type EnvServeOptions = z.infer<typeof EnvServeOptions>;

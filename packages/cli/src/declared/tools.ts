@@ -2,11 +2,12 @@ import { existsSync } from "node:fs";
 import { z } from "zod";
 import { declareCommand, flag } from "../declare.ts";
 import { int, num, port, UsageError } from "../flags.ts";
-import { EnvEvalOptions } from "../remote-env-flags.ts";
+import { EnvEvalOptions } from "../eval-options.ts";
+import { FamilyName, familyFor, familyNames } from "../families.ts";
 
 export const envEval = declareCommand({
   name: "eval",
-  summary: "Evaluate an OpenAI-compatible agent on AppWorld or SWE-Gym under one harness (Pass@3, Avg@3, behaviours); write summary.json and report.md",
+  summary: `Evaluate an OpenAI-compatible agent on ${familyNames("eval").join(" or ")} under one harness (Pass@3, Avg@3, behaviours); write summary.json and report.md`,
   flags: EnvEvalOptions,
   run: async (o) => {
     const { attempts, errored } = await (await import("../commands/env-eval.ts")).envEvalCommand({ ...o, apiKey: o.apiKey ?? process.env.OPENAI_API_KEY });
@@ -17,6 +18,10 @@ export const envEval = declareCommand({
   },
 });
 
+/** The suite the service's own figures (`bench` without a family's benchmark) run on. */
+const SERVICE_SUITE = "embedded";
+const BenchEnv = z.union([z.literal(SERVICE_SUITE), FamilyName("bench")]);
+
 export const bench = declareCommand({
   name: "bench",
   summary: "Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run",
@@ -24,14 +29,16 @@ export const bench = declareCommand({
     seconds: flag(num((n) => n.positive()).default(2), "<s>", "measuring time per figure"),
     worker: flag(z.boolean().default(false), null, "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)"),
     env: flag(
-      z.enum(["embedded", "dbbench"]).default("embedded"),
+      BenchEnv.default(SERVICE_SUITE),
       "<env>",
-      "embedded (the suite, the router, the API, the queues) or dbbench (the DBBench environment's cost per rollout on SQLite and MariaDB)",
+      `${SERVICE_SUITE} (the suite, the router, the API, the queues), or a family's own environment benchmark: ${familyNames("bench").join(", ")} (e.g. DBBench's cost per rollout on SQLite and MariaDB)`,
+      { choices: [SERVICE_SUITE, ...familyNames("bench")] },
     ),
     mysqlUrl: flag(z.url().default("mysql://root@127.0.0.1:3306"), "<url>", "with --env dbbench: the MariaDB/MySQL server"),
   }),
   run: async (o) => {
-    if (o.env === "dbbench") for (const line of await (await import("../commands/bench-dbbench.ts")).benchDbbench({ mysqlUrl: o.mysqlUrl })) console.log(line);
+    const own = o.env === SERVICE_SUITE ? undefined : familyFor(o.env, "bench").bench;
+    if (own) for (const line of await own(o)) console.log(line);
     else await (await import("../commands/bench.ts")).benchCommand({ seconds: o.seconds, worker: o.worker });
   },
 });

@@ -4,7 +4,7 @@ import type { ExperimentConfig, ExperimentDeps } from "@harness-s/core/experimen
 import type { ProfileSet } from "@harness-s/core/profile";
 import type { WorkerDeps, WorkerPolicyOptions } from "../worker-setup.ts";
 import { z } from "zod";
-import { readJsonFile } from "../json-file.ts";
+import { readJsonFile } from "@harness-s/envs";
 import { StartRow, startTable } from "./compare.ts";
 
 // What an experiment with its policy at a worker keeps beside its checkpoint, and its progress line.

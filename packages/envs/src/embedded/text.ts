@@ -1,4 +1,5 @@
 import type { EnvSession, EnvStep, Environment, Rng, Task } from "@harness-s/core";
+import type { FamilyRendering } from "../registry.ts";
 
 /** The embedded suite's tools as the JSON schemas an LLM sees (no arguments; `submit` ends the task). */
 /** The system message of a text agent on the embedded suite (the CLI's and the cloud's token policies). */
@@ -10,6 +11,9 @@ export function embeddedToolSchemas(tools: readonly string[]) {
     function: { name, description: name === "submit" ? "submit your work and end the task" : `run the ${name} tool`, parameters: { type: "object", properties: {} } },
   }));
 }
+
+/** The suite as a token policy sees it: the agent system text, its tools as JSON schemas, events and facts as text. */
+export const embeddedRendering: FamilyRendering = { system: EMBEDDED_AGENT_SYSTEM, toolSchemas: embeddedToolSchemas, env: (base) => new TextEnvironment(base) };
 
 /** One environment answer as text: the event, then the facts known so far. */
 export function renderStep(step: Pick<EnvStep, "event" | "facts">): string {

@@ -1,7 +1,7 @@
 import { mean } from "@harness-s/core/metrics";
 import type { ExperimentSummary, SeedBaseline } from "@harness-s/core/experiment";
 import type { Task } from "@harness-s/core";
-import { overallCatAccuracy } from "@harness-s/dbbench";
+import { overallCatAccuracy } from "./eval.ts";
 
 type Scores = Record<string, { avgAt3: number }>;
 

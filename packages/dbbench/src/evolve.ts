@@ -1,27 +1,41 @@
 import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
+import { z } from "zod";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "@harness-s/core/evolution";
 import { createPool, createRng, parseOrThrow, runEpisode } from "@harness-s/core";
 import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
-import {
-  BUNDLED_DATA_DIR,
-  DBBENCH_SYSTEM,
-  DbBenchEnvironment,
-  dbbenchH0,
-  dbbenchLeakIndex,
-  dbbenchSiblings,
-  dbbenchTaskSets,
-  dbbenchTools,
-  parseArgumentsPy,
-  type SqlEngine,
-} from "@harness-s/dbbench";
-import { prepareOutDir } from "../out-dir.ts";
-import { createProgress } from "../progress.ts";
-import { openEngine } from "./dbbench.ts";
+import { int, plainIo, type FamilyIo } from "@harness-s/envs";
+import { DBBENCH_SYSTEM, dbbenchTools, parseArgumentsPy } from "./agent.ts";
+import { BUNDLED_DATA_DIR } from "./data.ts";
+import type { SqlEngine } from "./engines/engine.ts";
+import { openEngine } from "./engines/open.ts";
+import { DbBenchEnvironment } from "./environment.ts";
+import { dbbenchH0, dbbenchSiblings } from "./harnesses.ts";
+import { dbbenchLeakIndex } from "./leak-secrets.ts";
+import { dbbenchTaskSets } from "./splits.ts";
 
-import { DbEvolveOptions } from "./dbbench-options.ts";
-
-export { DbEvolveOptions };
+/** `evolve --env dbbench`'s options: an LLM proposer, the policy at an OpenAI-compatible endpoint, budgets. */
+export const DbEvolveOptions = z.strictObject({
+  out: z.string().min(1),
+  proposerUrl: z.string().url(),
+  proposerModel: z.string().min(1),
+  policyUrl: z.string().url(),
+  policyModel: z.string().min(1).default("policy"),
+  engine: z.enum(["mysql", "sqlite"]).default("mysql"),
+  mysqlUrl: z.string().url().default("mysql://root@127.0.0.1:3306"),
+  /** LLM calls the proposer may make, and rollouts evolution may spend, in all. */
+  maxCalls: int(1).default(40),
+  maxRollouts: int(1).default(3_000),
+  rounds: int(1).default(2),
+  candidates: int(1).default(3),
+  trials: int(1).default(2),
+  screen: int(1).default(12),
+  poolSize: int(1).default(6),
+  seed: int(0).default(1),
+  /** The first N dev rows only (smoke runs). */
+  devTasks: int(2).optional(),
+});
+export type DbEvolveOptions = z.input<typeof DbEvolveOptions>;
 
 /** What `evolve --env dbbench` writes beside the pool: the budget and how it was spent, the proposer's report, each candidate. */
 export interface DbEvolutionReport {
@@ -58,9 +72,13 @@ const PROPOSER_EVENTS = [
  * @example
  * await dbbenchEvolve({ out: "results/dbbench-pool.json", proposerUrl, proposerModel: "qwen2.5-72b", policyUrl });
  */
-export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: SqlEngine; log?: (line: string) => void } = {}): Promise<DbEvolutionReport> {
+export async function dbbenchEvolve(
+  input: DbEvolveOptions,
+  deps: { engine?: SqlEngine } & Partial<Pick<FamilyIo, "log" | "progress" | "prepareOutDir">> = {},
+): Promise<DbEvolutionReport> {
   const o = parseOrThrow(DbEvolveOptions, input, "evolve --env dbbench options");
   const log = deps.log ?? ((line: string) => console.log(line));
+  const { progress, prepareOutDir } = { ...plainIo, ...deps };
   const sets = await dbbenchTaskSets(BUNDLED_DATA_DIR, "test");
   const devTasks = sets.dev.slice(0, o.devTasks ?? sets.dev.length);
   const devRows = sets.rows.filter((r) => devTasks.some((t) => t.id === r.id));
@@ -91,7 +109,7 @@ export async function dbbenchEvolve(input: DbEvolveOptions, deps: { engine?: Sql
   log(
     `budget: ${o.maxCalls} proposer calls (${o.proposerModel}), ${o.maxRollouts} rollouts; H0's own measurement takes ${devTasks.length * o.trials} (${devTasks.length} dev rows × ${o.trials})`,
   );
-  const bar = createProgress(config.directions.length * config.rounds, "evolving DBBench's H0");
+  const bar = progress(config.directions.length * config.rounds, "evolving DBBench's H0");
   let result: EvolutionResult;
   try {
     result = await evolvePool(config, {

@@ -1,8 +1,12 @@
 import { percentile } from "@harness-s/core/metrics";
 import { runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
-import { BUNDLED_DATA_DIR, DbBenchEnvironment, SqliteEngine, dbbenchH0, isMutation, loadSplit, mapLimit, rowTask, type DbBenchRow, type SqlEngine } from "@harness-s/dbbench";
-
-import { openEngine } from "./dbbench.ts";
+import { BUNDLED_DATA_DIR, isMutation, loadSplit, rowTask, type DbBenchRow } from "./data.ts";
+import type { SqlEngine } from "./engines/engine.ts";
+import { openEngine } from "./engines/open.ts";
+import { SqliteEngine } from "./engines/sqlite.ts";
+import { DbBenchEnvironment } from "./environment.ts";
+import { dbbenchH0 } from "./harnesses.ts";
+import { mapLimit } from "./verify.ts";
 
 /** The gold, played as tool calls (a mutation's SQL, then the commit): the environment's own cost, no model. */
 function goldPolicy(row: DbBenchRow): Policy {
