@@ -1,15 +1,16 @@
 import { systemClock } from "@harness-s/core";
 import type { PolicyEndpoints } from "@harness-s/core/rescue";
-import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedSamplingOptions, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 
-/** The settings of the run's token policies at a protocol-v2 endpoint (the embedded suite's text rendering). */
+/** How the dispatch worker samples a run's token policies at a protocol-v2 endpoint (the embedded suite's text rendering). */
+export const sharedTokenSampling: SharedSamplingOptions = { system: EMBEDDED_AGENT_SYSTEM, toolSchemas: embeddedToolSchemas, maxTokens: 256 };
+
+/** The settings the coordinator creates and trains a run's token policies with: its sampling, an adapter and a rate. */
 export const sharedTokenPolicy: SharedTokenPolicyOptions = {
+  ...sharedTokenSampling,
   baseModel: "endpoint",
   lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj"] },
-  system: EMBEDDED_AGENT_SYSTEM,
-  toolSchemas: embeddedToolSchemas,
-  maxTokens: 256,
   learningRate: 1e-5,
 };
 
@@ -25,7 +26,7 @@ export function dispatchEndpoints(url: string, token?: string, onDeviceSeconds?:
   const env = new EmbeddedEnvironment();
   return new AutoPolicyEndpoints(
     url,
-    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token, onDeviceSeconds), new TextEnvironment(env), sharedTokenPolicy) },
+    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token, onDeviceSeconds), new TextEnvironment(env), sharedTokenSampling) },
     token,
   );
 }

@@ -8,7 +8,7 @@ import {
   DynamoUsageMeter,
   RemotePolicy,
   SqsQueue,
-  TokenPolicy,
+  TokenTrainer,
   policyProtocol,
   remoteUnitPolicies,
   tokenUnitPolicies,
@@ -58,7 +58,7 @@ export const handler = createCoordinatorHandler({
       ? {
           ...embedded,
           env: new TextEnvironment(embedded.env),
-          createPolicy: (seed: number) => new TokenPolicy(client, { ...sharedTokenPolicy, policyId: workerPolicyId(idOf()), seed }),
+          createPolicy: (seed: number) => new TokenTrainer(client, { ...sharedTokenPolicy, policyId: workerPolicyId(idOf()), seed }),
         }
       : { ...embedded, createPolicy: () => new RemotePolicy(endpoint, idOf()) };
     const deps = await queuedExperimentDeps(setup, {
@@ -67,7 +67,7 @@ export const handler = createCoordinatorHandler({
       rollouts: new DynamoRolloutStore(doc, config.tables),
       dispatch: new SqsQueue(sqs, config.queues.dispatch),
       vote: new SqsQueue(sqs, config.queues.vote),
-      endpointId: (_id, policy) => (policy as RemotePolicy | TokenPolicy).id,
+      endpointId: (_id, policy) => (policy as RemotePolicy | TokenTrainer).id,
     })(record);
     // Unit policies stay at the endpoint, so a unit can continue in the next invocation.
     const unitId = (unit: string) => `${record.id}/${unit}/attempt-${record.attempts}`;

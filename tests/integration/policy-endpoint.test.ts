@@ -42,8 +42,12 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     expect(again.version()).toBe(1);
     await expect(
       again.update({ baseVersion: 0, samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } }),
-    ).rejects.toBeInstanceOf(StalePolicyVersionError);
-    await expect(new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1))).rejects.toBeInstanceOf(StalePolicyVersionError);
+    ).rejects.toMatchObject({ constructor: StalePolicyVersionError, held: 1, wanted: 0 });
+    await expect(new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1))).rejects.toMatchObject({
+      constructor: StalePolicyVersionError,
+      held: 1,
+      wanted: 0,
+    });
   });
 
   it("unit policies: a fresh one per attempt, re-attached later at its current version, never created by attaching", async () => {

@@ -32,7 +32,7 @@ import {
   OpenAiUpstream,
   MemoryRolloutStore,
   NO_TOOL_CALL,
-  TokenPolicy,
+  TokenTrainer,
   TokenPolicyClient,
   policyProtocol,
   seedOfUnit,
@@ -187,11 +187,11 @@ describe("learning through TS GRPO → worker updates (toy task: a target token 
   }, 600_000);
 });
 
-describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's text rendering", () => {
+describe("TokenTrainer: the Policy port over protocol v2, on the embedded suite's text rendering", () => {
   const env = new TextEnvironment(new EmbeddedEnvironment());
   const task = buildSuite({ seed: 1, cueRate: 0.2, protocol: "test" }).train[0]!;
   const policy = () =>
-    new TokenPolicy(client, {
+    new TokenTrainer(client, {
       policyId: `tp-${Math.random().toString(36).slice(2, 8)}`,
       baseModel: "tiny",
       lora: LORA,
@@ -221,11 +221,7 @@ describe("TokenPolicy: the Policy port over protocol v2, on the embedded suite's
     }
     expect(rollout.steps.at(-1)).toMatchObject({ forced: true, action: "submit" });
     expect(rollout.steps.at(-1)!.tokens).toBeUndefined();
-    const [d] = await p.datums({
-      baseVersion: 0,
-      samples: [{ rollout, advantage: 1 }],
-      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
-    });
+    const [d] = await p.datums({ samples: [{ rollout, advantage: 1 }], settings: { rescueContext: "as-generated", maskIntercepted: true } });
     expect(d!.ids).toEqual(sampled.flatMap((s) => [...s.tokens!.promptIds, ...s.tokens!.completionIds]));
     const trained = sampled.filter((s) => !s.intercepted).reduce((n, s) => n + s.tokens!.completionIds.length, 0);
     expect(d!.loss_mask.reduce<number>((a, b) => a + b, 0)).toBe(trained);
@@ -315,9 +311,9 @@ const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({
 }));
 const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
 const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
-describe("learning through the full TS trainer (trainArm → TokenPolicy → worker)", () => {
+describe("learning through the full TS trainer (trainArm → TokenTrainer → worker)", () => {
   const tokenPolicy = (id: string, seed: number) =>
-    new TokenPolicy(client, {
+    new TokenTrainer(client, {
       policyId: id,
       baseModel: "tiny",
       lora: { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },

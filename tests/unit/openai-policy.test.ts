@@ -66,6 +66,6 @@ describe("OpenAiToolPolicy (the evaluation policy)", () => {
     const { client } = scripted({ content: "" });
     expect(new OpenAiToolPolicy(client, { model: "run1-grpo-1@v7", system: "s", tools }).version()).toBe(7);
     expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).version()).toBe(0);
-    await expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).update()).rejects.toThrow(/TokenPolicy/);
+    await expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).update()).rejects.toThrow(/TokenTrainer/);
   });
 });

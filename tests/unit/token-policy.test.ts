@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
+import { StalePolicyVersionError, createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
 import type { SampleResponseV2 } from "@harness-s/core/protocol";
-import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicy, TokenPolicyClient } from "@harness-s/adapters";
+import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicyClient, TokenSampler, TokenTrainer } from "@harness-s/adapters";
 import { embeddedToolSchemas } from "@harness-s/envs";
 
-const policy = new TokenPolicy(new TokenPolicyClient("http://127.0.0.1:1", { clock: systemClock }), {
+const policy = new TokenTrainer(new TokenPolicyClient("http://127.0.0.1:1", { clock: systemClock }), {
   policyId: "unit",
   baseModel: "tiny",
   lora: { rank: 4, alpha: 8, targets: ["q_proj"] },
@@ -45,7 +45,7 @@ const replaying = () => {
 };
 const settings = (maskIntercepted: boolean) => ({ learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated" as const, maskIntercepted });
 
-describe("TokenPolicy datums", () => {
+describe("TokenTrainer datums", () => {
   const steps = [
     step({ tokens: { promptIds: [1, 2, 3], completionIds: [10, 11], logprobs: [-0.5, -0.6], version: 0 } }),
     step({ intercepted: true, result: "blocked:list", tokens: { promptIds: [4], completionIds: [12, 13, 14], logprobs: [-1, -1, -1], version: 0 } }),
@@ -54,7 +54,7 @@ describe("TokenPolicy datums", () => {
 
   it("trains on the sampled ids only: prompts and tool results 0, intercepted turns 0 when masked, forced turns absent", async () => {
     // Act
-    const [d] = await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 0.5 }], settings: settings(true) });
+    const [d] = await policy.datums({ samples: [{ rollout: rollout(steps), advantage: 0.5 }], settings: settings(true) });
     // Assess
     expect(d!.ids).toEqual([1, 2, 3, 10, 11, 4, 12, 13, 14]);
     expect(d!.loss_mask).toEqual([0, 0, 0, 1, 1, 0, 0, 0, 0]);
@@ -63,15 +63,15 @@ describe("TokenPolicy datums", () => {
   });
 
   it("keeps intercepted turns in the loss when masking is off, and leaves out a sample with nothing sampled", async () => {
-    const [d] = await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout(steps), advantage: 1 }], settings: settings(false) });
+    const [d] = await policy.datums({ samples: [{ rollout: rollout(steps), advantage: 1 }], settings: settings(false) });
     expect(d!.loss_mask).toEqual([0, 0, 0, 1, 1, 0, 1, 1, 1]);
-    expect(await policy.datums({ baseVersion: 0, samples: [{ rollout: rollout([steps[2]!]), advantage: 1 }], settings: settings(true) })).toEqual([]);
+    expect(await policy.datums({ samples: [{ rollout: rollout([steps[2]!]), advantage: 1 }], settings: settings(true) })).toEqual([]);
   });
 
   it("replays a rescue in H0's context under rescueContext \"base\": H0's messages, the same completions, the worker's ids and log-probabilities", async () => {
     // Prepare: a rescued rollout (a sibling's note and system text) and one H0 saw the same way
     const { client, replays } = replaying();
-    const p = new TokenPolicy(client, { ...options, policyId: "b" });
+    const p = new TokenTrainer(client, { ...options, policyId: "b" });
     const text = {
       ...observation,
       instruction: "task\n\nsibling system text",
@@ -83,8 +83,8 @@ describe("TokenPolicy datums", () => {
     const plain = steps.map((st) => ({ ...st, observation: { ...text, instruction: "task", notes: [] } }));
     const base = { ...settings(true), rescueContext: "base" as const };
     // Act
-    const [d] = await p.datums({ baseVersion: 0, samples: [{ rollout: rollout(rescued), advantage: 1 }], settings: base });
-    const [same] = await p.datums({ baseVersion: 0, samples: [{ rollout: rollout(plain), advantage: 1 }], settings: base });
+    const [d] = await p.datums({ samples: [{ rollout: rollout(rescued), advantage: 1 }], settings: base });
+    const [same] = await p.datums({ samples: [{ rollout: rollout(plain), advantage: 1 }], settings: base });
     // Assess: one replay, for the rescued rollout only, with H0's messages and the sampled ids
     expect(replays).toHaveLength(1);
     expect(replays[0]).toMatchObject({
@@ -103,7 +103,7 @@ describe("TokenPolicy datums", () => {
   it("with constrained tool calls, a datum names the tools its turns were constrained to and its replay asks for the same constraint", async () => {
     // Prepare
     const { client, replays } = replaying();
-    const constrained = new TokenPolicy(client, { ...options, policyId: "c", constrainToolCalls: true });
+    const constrained = new TokenTrainer(client, { ...options, policyId: "c", constrainToolCalls: true });
     const text = { ...observation, instruction: "task\n\nsibling", text: "Result: start", notes: ["note"], base: { instruction: "task", text: "Result: start", notes: [] } };
     const batch = (rescueContext: "base" | "as-generated") => ({
       baseVersion: 0,
@@ -112,7 +112,7 @@ describe("TokenPolicy datums", () => {
     });
     // Act
     const [d] = await constrained.datums(batch("base"));
-    const [free] = await new TokenPolicy(client, { ...options, policyId: "c" }).datums(batch("as-generated"));
+    const [free] = await new TokenTrainer(client, { ...options, policyId: "c" }).datums(batch("as-generated"));
     // Assess
     expect(d!.constraint).toEqual({ tools: embeddedToolSchemas(["list", "submit"]) });
     expect(replays[0]).toMatchObject({ constrain_tool_calls: true });
@@ -120,7 +120,7 @@ describe("TokenPolicy datums", () => {
   });
 });
 
-describe("TokenPolicy turns", () => {
+describe("TokenTrainer turns", () => {
   /** A worker stand-in that answers every sample with `completion` and records the requests. */
   const scripted = (completion: Partial<SampleResponseV2["completion"]>, extra: { constrainToolCalls?: boolean } = {}) => {
     const requests: Record<string, unknown>[] = [];
@@ -133,7 +133,7 @@ describe("TokenPolicy turns", () => {
     } as unknown as TokenPolicyClient;
     return {
       requests,
-      policy: new TokenPolicy(client, { ...options, policyId: "p", ...extra }),
+      policy: new TokenTrainer(client, { ...options, policyId: "p", ...extra }),
     };
   };
   const obs = { ...observation, text: "Result: start", notes: ["look at the docs"], hints: ["list"] };
@@ -178,5 +178,50 @@ describe("TokenPolicy turns", () => {
     await p.act(obs, rng);
     expect(requests[0]).toMatchObject({ constrain_tool_calls: true, tools: embeddedToolSchemas(obs.tools) });
     expect(requests[1]).not.toHaveProperty("constrain_tool_calls");
+  });
+});
+
+describe("a stale version at the worker (issue 53, item 3)", () => {
+  /** A client whose worker answers every request with `status` and `body`. */
+  const answering = (status: number, body: unknown) =>
+    new TokenPolicyClient("http://worker.invalid", {
+      clock: systemClock,
+      retries: 0,
+      fetch: (async () => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })) as typeof fetch,
+    });
+  const sampleRequest = { episode_id: "e", version: { exact: 7 }, messages: [{ role: "user" as const, content: "hi" }] };
+
+  it("the client reads the worker's 409 into the versions held and wanted", async () => {
+    const stale = { error: { code: "STALE_POLICY_VERSION", message: "policy p is at version 3, not 7", held_version: 3, wanted_version: 7 } };
+    await expect(answering(409, stale).sample("p", sampleRequest)).rejects.toMatchObject({
+      constructor: StalePolicyVersionError,
+      code: "STALE_POLICY_VERSION",
+      held: 3,
+      wanted: 7,
+      message: expect.stringContaining("policy p is at version 3, not 7"),
+    });
+  });
+
+  it("a 409 that states no versions (another server) leaves them unknown, never made up", async () => {
+    const err = await answering(409, { error: { code: "STALE_POLICY_VERSION", message: "stale" } })
+      .sample("p", sampleRequest)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StalePolicyVersionError);
+    expect([(err as StalePolicyVersionError).held, (err as StalePolicyVersionError).wanted]).toEqual([undefined, undefined]);
+    await expect(answering(409, { error: { code: "CONFLICT", message: "exists" } }).state("p")).rejects.toMatchObject({ code: "CONFLICT" });
+  });
+
+  it("a sampler, given only what sampling needs, samples at its pinned version and names both when the answer is at another", async () => {
+    const requests: Record<string, unknown>[] = [];
+    const client = {
+      state: async () => ({ policy_id: "mine", version: 8, tokenizer: { name: "t", eos_ids: [2] }, capabilities: {} }),
+      sample: async (_id: string, req: Record<string, unknown>) => {
+        requests.push(req);
+        return { policy_version: 8, prompt_ids: [1], completion: { ids: [5], logprobs: [-1], text: "", content: "", finish_reason: "stop" as const } };
+      },
+    } as unknown as TokenPolicyClient;
+    const sampler = new TokenSampler(client, { policyId: "mine", expectVersion: 7, system: "s", toolSchemas: embeddedToolSchemas });
+    await expect(sampler.act(observation, createRng(1))).rejects.toMatchObject({ constructor: StalePolicyVersionError, held: 8, wanted: 7 });
+    expect(requests[0]).toMatchObject({ version: { exact: 7 } });
   });
 });

@@ -101,12 +101,17 @@ export interface VoterSpend {
 
 /**
  * A request was made against a policy version the policy is no longer (or not yet) at: an
- * update on a stale base, or a rollout asked for another version. The wire code of both policy
- * protocols.
+ * update on a stale base, or a rollout asked for another version. `held` is the version the
+ * policy is at, `wanted` the one the request was for; an endpoint's refusal that did not state
+ * them leaves them undefined. The wire code of both policy protocols.
  */
 export class StalePolicyVersionError extends CoreError {
-  constructor(expected: number, actual: number, detail?: string) {
-    super("STALE_POLICY_VERSION", detail ?? `update based on policy version ${actual}, current is ${expected}`);
+  constructor(
+    readonly held: number | undefined,
+    readonly wanted: number | undefined,
+    detail?: string,
+  ) {
+    super("STALE_POLICY_VERSION", detail ?? `update based on policy version ${wanted}, current is ${held}`);
   }
 }
 

@@ -4,8 +4,16 @@ UPDATE_IN_PROGRESS 409, PAYLOAD_TOO_LARGE 413, CAPACITY_EXCEEDED 429, SAMPLE_TIM
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class WorkerError(Exception):
-    def __init__(self, status: int, code: str, message: str):
+    def __init__(self, status: int, code: str, message: str, **extra: Any):
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+
+def stale_version(held: int, wanted: int, message: str) -> WorkerError:
+    """409 STALE_POLICY_VERSION stating both versions: the one the policy holds and the one the
+    request wanted (for a `{"min": n}` version, n)."""
+    return WorkerError(409, "STALE_POLICY_VERSION", message, held_version=held, wanted_version=wanted)

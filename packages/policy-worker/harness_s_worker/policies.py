@@ -24,7 +24,7 @@ from .checkpoints import apply_checkpoint, read_checkpoint, save_checkpoint
 from .constrained import Grammars, allowed_rows
 from .engine import Engine
 from .episodes import Episode, Episodes
-from .errors import WorkerError
+from .errors import WorkerError, stale_version
 from .limits import Limits
 from .ppo import Allowed
 from .replay import Turns
@@ -148,9 +148,9 @@ class Policies:
         if want is None:
             return
         if want.exact is not None and want.exact != p.version:
-            raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, not {want.exact}")
+            raise stale_version(p.version, want.exact, f"policy {p.id} is at version {p.version}, not {want.exact}")
         if want.min is not None and p.version < want.min:
-            raise WorkerError(409, "STALE_POLICY_VERSION", f"policy {p.id} is at version {p.version}, below {want.min}")
+            raise stale_version(p.version, want.min, f"policy {p.id} is at version {p.version}, below {want.min}")
 
     def score(self, pid: str, version: Version | None, sequences: list[list[int]], allowed: list[Allowed | None] | None = None) -> list[list[float]]:
         from .ppo import batch_logprobs, micro_batches

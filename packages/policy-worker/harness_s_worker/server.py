@@ -107,7 +107,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
 
     @app.exception_handler(WorkerError)
     async def worker_error(_req: Request, err: WorkerError) -> JSONResponse:
-        return error(err.status, err.code, err.message)
+        return error(err.status, err.code, err.message, **err.extra)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_req: Request, err: RequestValidationError) -> JSONResponse:

@@ -18,7 +18,7 @@ import torch
 
 from . import ppo
 from .constrained import allowed_rows
-from .errors import WorkerError
+from .errors import WorkerError, stale_version
 from .policies import Policies, Policy
 from .schemas import UpdateRequest
 
@@ -79,7 +79,7 @@ class Updates:
             if self.stopping:
                 raise WorkerError(503, "STOPPING", "the worker is stopping: send the update to the worker that replaces it")
             if body.base_version != p.version:
-                raise WorkerError(409, "STALE_POLICY_VERSION", f"update based on version {body.base_version}, policy {pid} is at {p.version}")
+                raise stale_version(p.version, body.base_version, f"update based on version {body.base_version}, policy {pid} is at {p.version}")
             if p.busy:
                 raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
             self._forget_finished()

@@ -385,3 +385,15 @@ def test_a_training_sample_away_from_temperature_1_is_refused(client):
     client.put("/v2/policies/p1", json=SPEC)
     r = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": 0.7}})
     assert r.status_code == 400 and "purpose" in r.json()["error"]["message"]
+
+
+def test_a_stale_version_409_states_the_version_held_and_the_one_wanted(client):
+    client.put("/v2/policies/p1", json=SPEC)
+    hi = [{"role": "user", "content": "hi"}]
+    sample = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "version": {"exact": 3}, "messages": hi})
+    below = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "version": {"min": 2}, "messages": hi})
+    s = client.post("/v2/policies/p1/sample", json={"episode_id": "f", "messages": hi, "sampling": {"max_tokens": 4, "seed": 1}}).json()
+    update = client.post("/v2/policies/p1/updates", json={"base_version": 5, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}}, headers={"Idempotency-Key": "k"})
+    for res, wanted in [(sample, 3), (below, 2), (update, 5)]:
+        assert res.status_code == 409
+        assert {k: res.json()["error"][k] for k in ["code", "held_version", "wanted_version"]} == {"code": "STALE_POLICY_VERSION", "held_version": 0, "wanted_version": wanted}

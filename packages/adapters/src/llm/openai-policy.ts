@@ -27,7 +27,7 @@ export interface OpenAiPolicyOptions {
  * `unknown:<name>` or `no-tool-call` action — a failed round, never a crash. The next prompt
  * replays what the model wrote: its text beside the call and the argument text as generated. It
  * samples at temperature 1 unless told otherwise (a group's rollouts differ); it only samples, so
- * `update` refuses (train with `TokenPolicy` against a policy worker), and its version is the
+ * `update` refuses (train with `TokenTrainer` against a policy worker), and its version is the
  * `@v<n>` of a worker model name.
  *
  * @example
@@ -46,7 +46,7 @@ export class OpenAiToolPolicy implements Policy {
   }
 
   update(): Promise<UpdateResult> {
-    return Promise.reject(new NotConfiguredError("this policy only samples from an OpenAI-compatible server; to train, use TokenPolicy against a protocol-v2 policy worker"));
+    return Promise.reject(new NotConfiguredError("this policy only samples from an OpenAI-compatible server; to train, use TokenTrainer against a protocol-v2 policy worker"));
   }
 
   /** The chat messages for an observation (exported for tests and logs). */

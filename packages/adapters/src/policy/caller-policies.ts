@@ -13,7 +13,7 @@ import {
 import type { Datum } from "@harness-s/core/protocol";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
-import { TokenPolicy } from "./token-policy.ts";
+import { TokenSampler } from "./token-sampler.ts";
 import { TokenPolicyClient } from "./token-policy-client.ts";
 import { timedEnvironment } from "./timed-environment.ts";
 
@@ -35,7 +35,8 @@ const headerOf = (secret: { name: string; value: string } | undefined) => (secre
  * pinned weight version, so a trainer that moved on gets a clear 409 instead of mixed versions),
  * through the outbound guard with its secret header, in its OpenEnv environment or a built-in one.
  * Token rows come back as the policy sampled them or, under H0's context, replayed and re-scored
- * at the endpoint (protocol v2's replay).
+ * at the endpoint at the rescue's weight version (protocol v2's replay; a trainer that moved on
+ * gets its worker's 409, both versions named). Only sampling: nothing here trains.
  *
  * @example
  * const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: false }, clock: systemClock });
@@ -67,17 +68,13 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
-  private policy(caller: CallerRollout, record: PolicyEndpointRecord, client = this.client(record)): TokenPolicy {
+  private policy(caller: CallerRollout, record: PolicyEndpointRecord, client = this.client(record)): TokenSampler {
     const tools = caller.task.tools;
     const byAction = new Map(tools.map((t) => [actionOf(t), t]));
     const submit = tools.find((t) => t.submit)!;
-    return new TokenPolicy(client, {
+    return new TokenSampler(client, {
       policyId: record.policy,
-      attached: true,
       expectVersion: caller.weightVersion,
-      baseModel: "",
-      lora: { rank: 1, alpha: 1, targets: [] },
-      seed: 0,
       system: caller.system,
       maxTokens: caller.maxTokens,
       toolSchemas: (actions) =>
@@ -126,16 +123,9 @@ export class CallerPolicyRunners implements CallerPolicies {
 
   async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]> {
     const policy = this.policy(caller, await this.endpoint(caller.keyId, caller.endpoint));
-    const settings = {
-      learningRate: 1,
-      clipEpsilon: 0.2,
-      klCoef: 0,
-      epochs: 1,
-      maskIntercepted: true,
-      rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const),
-    };
+    const settings = { maskIntercepted: true, rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const) };
     if (context === "base") await policy.ensure();
-    return policy.datums({ baseVersion: caller.weightVersion, samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings });
+    return policy.datums({ samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings });
   }
 
   async checkEnvironment(environment: CallerEnvironment): Promise<void> {

@@ -17,6 +17,16 @@ import type { UnitPolicies } from "@harness-s/core/experiment";
 import { z } from "zod";
 
 const DeletedResponse = z.object({ deleted: z.boolean() });
+/** A v1 endpoint's 409 on a version (the service's own error body): the version its policy holds and the one asked for. */
+const StaleVersions = z.object({ error: z.object({ message: z.string(), heldVersion: z.number().int().min(0), wantedVersion: z.number().int().min(0) }) });
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 async function call<S extends z.ZodType>(base: string, method: string, path: string, schema: S, body?: unknown, timeoutMs = 30_000): Promise<z.infer<S>> {
   let res: Response;
@@ -32,8 +42,8 @@ async function call<S extends z.ZodType>(base: string, method: string, path: str
   }
   const text = await res.text();
   if (res.status === 409) {
-    const m = /current is (\d+)/.exec(text);
-    throw new StalePolicyVersionError(Number(m?.[1] ?? -1), -1);
+    const stated = StaleVersions.safeParse(safeJson(text)).data?.error;
+    throw new StalePolicyVersionError(stated?.heldVersion, stated?.wantedVersion, `${method} ${path}: ${stated?.message ?? text.slice(0, 200)}`);
   }
   if (!res.ok) throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`, undefined, res.status);
   let json: unknown;

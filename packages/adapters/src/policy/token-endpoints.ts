@@ -3,11 +3,14 @@ import { NotFoundError, runEpisode, type Environment, type RolloutRunner } from 
 import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/rescue";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { PolicyEndpointError } from "../errors.ts";
-import { TokenPolicy, type TokenPolicyOptions } from "./token-policy.ts";
+import { TokenSampler, type TokenSamplerOptions } from "./token-sampler.ts";
+import { TokenTrainer, type TokenTrainerOptions } from "./token-trainer.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
 
-/** The policy settings every policy of a run shares (everything but its id and seed). */
-export type SharedTokenPolicyOptions = Omit<TokenPolicyOptions, "policyId" | "seed" | "expectVersion" | "attached" | "initFrom">;
+/** The settings every policy of a run shares (everything but its id and seed). */
+export type SharedTokenPolicyOptions = Omit<TokenTrainerOptions, "policyId" | "seed" | "expectVersion" | "attached" | "initFrom">;
+/** The settings every rollout sampled at a run's policies shares: how turns are rendered. */
+export type SharedSamplingOptions = Omit<TokenSamplerOptions, "policyId" | "expectVersion">;
 
 /** A run's policy id as a worker id: characters outside the worker's set (such as '/') become '.'. */
 export function workerPolicyId(id: string): string {
@@ -44,17 +47,11 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
   constructor(
     private readonly client: TokenPolicyClient,
     private readonly env: Environment,
-    private readonly shared: SharedTokenPolicyOptions,
+    private readonly shared: SharedSamplingOptions,
   ) {}
 
   async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
-    const policy = new TokenPolicy(this.client, {
-      ...this.shared,
-      policyId: workerPolicyId(policyId),
-      seed: 0,
-      attached: true,
-      ...(version === undefined ? {} : { expectVersion: version }),
-    });
+    const policy = new TokenSampler(this.client, { ...this.shared, policyId: workerPolicyId(policyId), ...(version === undefined ? {} : { expectVersion: version }) });
     return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
   }
 }
@@ -78,13 +75,13 @@ export function tokenUnitPolicies(
 ): UnitPolicies {
   return {
     create: async (unit) => {
-      const policy = new TokenPolicy(client, { ...shared, policyId: workerPolicyId(idFor(unit)), seed: seedOf(unit) });
+      const policy = new TokenTrainer(client, { ...shared, policyId: workerPolicyId(idFor(unit)), seed: seedOf(unit) });
       await policy.ensure();
       return { id: policy.id, policy };
     },
     attach: async (id, seed, version) => {
       const policyId = workerPolicyId(id);
-      const policy = new TokenPolicy(client, { ...shared, policyId, seed: 0, attached: true });
+      const policy = new TokenTrainer(client, { ...shared, policyId, seed: 0, attached: true });
       try {
         await policy.ensure();
         return policy;
@@ -92,7 +89,7 @@ export function tokenUnitPolicies(
         if (!(err instanceof NotFoundError)) throw err;
       }
       if (version === undefined) return undefined;
-      const restored = new TokenPolicy(client, { ...shared, policyId, seed, initFrom: `${policyId}/v${version}` });
+      const restored = new TokenTrainer(client, { ...shared, policyId, seed, initFrom: `${policyId}/v${version}` });
       try {
         await restored.ensure();
         return restored;

@@ -19,6 +19,8 @@ import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError,
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+/** What a worker's 409 on a version states beside its code: the version its policy holds and the one the request wanted (the reference worker states both). */
+const StaleVersions = z.object({ error: z.object({ held_version: z.number().int().min(0), wanted_version: z.number().int().min(0) }) });
 const Checkpoint = z.object({ version: z.number().int(), checkpoint: z.string() });
 
 /** At most `limit` calls run at once; the rest wait their turn, in order. */
@@ -71,8 +73,9 @@ const TRANSIENT = new Set([500, 502, 503, 504]);
 /**
  * A client of a protocol-v2 policy worker (`harness-s policy-worker`, or any server speaking
  * docs/design.md §5). Every request and answer is validated with the core schemas; the worker's
- * errors become domain errors (409 on a version → {@link StalePolicyVersionError}, 409 on a
- * create → {@link ConflictError}, 404 → {@link NotFoundError}).
+ * errors become domain errors (409 on a version → {@link StalePolicyVersionError} with the
+ * versions the worker states, held and wanted; 409 on a create → {@link ConflictError}, 404 →
+ * {@link NotFoundError}).
  *
  * @example
  * const worker = new TokenPolicyClient("http://127.0.0.1:8765", { token, clock: systemClock });
@@ -247,7 +250,10 @@ function refused(method: string, path: string, status: number, text: string): ne
   const code = detail.success ? detail.data.error.code : undefined;
   if (code !== undefined && Object.hasOwn(WORKER_ERROR_CODES, code))
     throw new PolicyWorkerRefusedError(WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES], `${method} ${path}: ${message}`, status);
-  if (status === 409 && code === "STALE_POLICY_VERSION") throw new StalePolicyVersionError(-1, -1, message);
+  if (status === 409 && code === "STALE_POLICY_VERSION") {
+    const stated = StaleVersions.safeParse(safeJson(text)).data?.error;
+    throw new StalePolicyVersionError(stated?.held_version, stated?.wanted_version, message);
+  }
   if (status === 409) throw new ConflictError(`${method} ${path}: ${message}`);
   if (status === 404) throw new NotFoundError("policy resource", path);
   throw new PolicyEndpointError(`${method} ${path}: HTTP ${status} ${message}`, undefined, status);

@@ -38,7 +38,7 @@ interface Recording {
 
 /**
  * Wraps a policy so that each episode it acts in is kept as a conversation, rendered as
- * `TokenPolicy` renders it (the same first messages and appended tool results).
+ * `TokenSampler` renders it (the same first messages and appended tool results).
  */
 function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recording | undefined } {
   const open = new WeakMap<Rng, Recording>();

@@ -22,7 +22,7 @@ export { SUBMIT } from "./episode-hooks.ts";
  * @example
  * const rollout = await runEpisode(task, pool.base, 17, { env, policy });
  */
-export async function runEpisode(task: Task, harness: HarnessSpec, seed: number, deps: { env: Environment; policy: Policy }): Promise<Rollout> {
+export async function runEpisode(task: Task, harness: HarnessSpec, seed: number, deps: { env: Environment; policy: Omit<Policy, "update"> }): Promise<Rollout> {
   const rng = createRng(seed);
   const policyRng = rng.fork("policy");
   const tools = deps.env.tools(task);
@@ -35,7 +35,7 @@ export async function runEpisode(task: Task, harness: HarnessSpec, seed: number,
   }
 }
 
-async function drive(task: Task, harness: HarnessSpec, seed: number, session: EnvSession, tools: string[], policy: Policy, policyRng: Rng): Promise<Rollout> {
+async function drive(task: Task, harness: HarnessSpec, seed: number, session: EnvSession, tools: string[], policy: Omit<Policy, "update">, policyRng: Rng): Promise<Rollout> {
   const policyVersion = policy.version();
   // Text environments (an LLM agent) also get the tool output, the harness's notes and the dialogue so far.
   const textual = session.initial.text !== undefined;

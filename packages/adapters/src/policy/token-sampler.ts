@@ -6,38 +6,33 @@ import {
   type PolicyObservation,
   type Rng,
   type TrajectoryStep,
-  type UpdateBatch,
-  type UpdateResult,
+  type UpdateSample,
+  type UpdateSettings,
 } from "@harness-s/core";
-import { datumFromTurns, TRAINING_SAMPLING, type Datum, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
+import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
 import { firstMessages, nextMessage, turnText, underBase } from "./token-render.ts";
 
-export interface TokenPolicyOptions {
-  /** The policy's id at the worker (created on first use, idempotently). */
+/** What sampling at a policy needs: its id, how a task's turns are rendered, and the version to sample. */
+export interface TokenSamplerOptions {
+  /** The policy's id at the worker. */
   policyId: string;
-  baseModel: string;
-  lora: { rank: number; alpha: number; targets: string[] };
-  seed: number;
   system: string;
   /** The tools of a task's environment as JSON schemas (the function name is the action, unless `toolNames` renames it). */
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
   /** The function name the model sees for an action, where they differ (DBBench's `submit` is `commit_final_answer`). */
   toolNames?: Readonly<Record<string, string>>;
   maxTokens?: number;
-  /** AdamW learning rate for the adapter (default 3e-3, where the suite LM learned without collapsing; the trainer's own `learningRate` is the embedded policy's). */
-  learningRate?: number;
-  /** Sample only at this version (a dispatch worker's rollout asked for it); the worker answers 409 otherwise. */
+  /** Sample (and replay) only at this version (a dispatch worker's rollout, a caller's pinned rescue); the worker answers 409 otherwise. */
   expectVersion?: number;
-  /** The policy exists at the worker already: never create it (a dispatch worker, a re-attached unit). */
-  attached?: boolean;
-  /** Create it from this checkpoint (`<policy>/v<n>`, as `TokenPolicyClient.checkpoint` names it). */
-  initFrom?: string;
   /** Each turn is exactly one call of an offered tool, its arguments fitting the tool's schema (sampled and trained under that constraint). */
   constrainToolCalls?: boolean;
 }
+
+/** How stored rollouts become datums: which turns train, and in whose context they are scored. */
+export type DatumSettings = Pick<UpdateSettings, "maskIntercepted" | "rescueContext">;
 
 interface Episode {
   id: string;
@@ -47,24 +42,26 @@ interface Episode {
 }
 
 /**
- * The {@link Policy} port over protocol v2: a policy at a token-level worker (the reference
- * Python worker, a GPU endpoint). Each episode keeps its token prefix at the worker; an episode
- * is known by the per-episode `Rng` the episode runner passes on every turn, so no id has to
- * travel through the runner. A turn appends the tool output (with the harness's notes and
- * hints) as a message, samples at the published version (temperature 1, top_p 1), and maps the
- * parsed tool call to an action; a call the worker could not parse, an unknown tool or no call
- * at all is a failed round (`invalid`, `unknown:<name>`, `no-tool-call`). The step keeps its
- * ids and log-probabilities; `update` trains on exactly those ids (mask 1 on sampled tokens,
- * 0 on prompts, tool results, notes, forced and — with `maskIntercepted` — intercepted turns).
+ * Sampling at a policy over protocol v2 (the reference Python worker, a GPU endpoint, a caller's
+ * endpoint): the policy exists there already and is never created, trained or changed here. Each
+ * episode keeps its token prefix at the worker; an episode is known by the per-episode `Rng` the
+ * episode runner passes on every turn, so no id has to travel through the runner. A turn appends
+ * the tool output (with the harness's notes and hints) as a message, samples at the version
+ * (temperature 1, top_p 1), and maps the parsed tool call to an action; a call the worker could
+ * not parse, an unknown tool or no call at all is a failed round (`invalid`, `unknown:<name>`,
+ * `no-tool-call`). The step keeps its ids and log-probabilities; {@link datums} turns stored
+ * rollouts into token rows (mask 1 on sampled tokens, 0 on prompts, tool results, notes, forced
+ * and — with `maskIntercepted` — intercepted turns). {@link TokenTrainer} adds creating and
+ * training the policy.
  *
  * @example
- * const policy = new TokenPolicy(client, { policyId: "run1-grpo-1", baseModel: "tiny", lora, seed: 1, system, toolSchemas });
+ * const sampler = new TokenSampler(client, { policyId: "my-policy", expectVersion: 7, system, toolSchemas });
  */
-export class TokenPolicy implements Policy {
-  private current = 0;
+export class TokenSampler implements Omit<Policy, "update"> {
+  protected current = 0;
   /** The vocabulary the worker states (`tokenizer.vocab_size`): every id it answers is below it. */
   private vocabSize?: number;
-  private created?: Promise<void>;
+  private opened?: Promise<void>;
   private readonly episodes = new WeakMap<Rng, Episode>();
   private counter = 0;
   /**
@@ -75,8 +72,8 @@ export class TokenPolicy implements Policy {
   private readonly tag = randomBytes(4).toString("hex");
 
   constructor(
-    private readonly client: TokenPolicyClient,
-    private readonly opts: TokenPolicyOptions,
+    protected readonly client: TokenPolicyClient,
+    private readonly opts: TokenSamplerOptions,
   ) {}
 
   /** The policy's id at the worker. */
@@ -88,27 +85,18 @@ export class TokenPolicy implements Policy {
     return this.opts.expectVersion ?? this.current;
   }
 
-  /** Creates the policy at the worker (once), or reads the version of an attached one. */
+  /** Reads the policy's state at the worker (once): its version and vocabulary. */
   ensure(): Promise<void> {
-    this.created ??= (
-      this.opts.attached
-        ? this.client.state(this.opts.policyId)
-        : this.client.create(this.opts.policyId, {
-            base_model: this.opts.baseModel,
-            lora: this.opts.lora,
-            seed: this.opts.seed,
-            ...(this.opts.initFrom ? { init_from: this.opts.initFrom } : {}),
-          })
-    ).then((s) => {
+    this.opened ??= this.open().then((s) => {
       this.current = s.version;
       this.vocabSize = s.tokenizer.vocab_size;
     });
-    return this.created;
+    return this.opened;
   }
 
-  /** Frees the policy at the worker. */
-  async release(): Promise<void> {
-    if (this.created) await this.client.remove(this.opts.policyId);
+  /** The policy's state at the worker: read, or (a trainer's) created. */
+  protected open(): Promise<PolicyStateV2> {
+    return this.client.state(this.opts.policyId);
   }
 
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
@@ -154,18 +142,18 @@ export class TokenPolicy implements Policy {
   }
 
   /**
-   * The datums of one batch: per rollout, its turns' ids in order; samples without sampled tokens
-   * are left out. Under `rescueContext: "base"` a rollout whose turns read differently in H0's
-   * context (a rescue under a sibling) is replayed there: the worker rebuilds its prompts from H0's
-   * messages and scores the same completions at the current version, which become the behaviour
-   * log-probabilities (the ratio starts at 1, as for an on-policy sample in that context).
+   * The datums of some samples: per rollout, its turns' ids in order; samples without sampled
+   * tokens are left out. Under `rescueContext: "base"` a rollout whose turns read differently in
+   * H0's context (a rescue under a sibling) is replayed there at {@link version}: the worker
+   * rebuilds its prompts from H0's messages and scores the same completions, which become the
+   * behaviour log-probabilities (the ratio starts at 1, as for an on-policy sample in that context).
    */
-  async datums(batch: UpdateBatch): Promise<Datum[]> {
+  async datums(batch: { samples: readonly UpdateSample[]; settings: DatumSettings }): Promise<Datum[]> {
     const datums = await Promise.all(batch.samples.map((sample, i) => this.datum(sample, i, batch.settings)));
     return datums.filter((d) => d !== undefined);
   }
 
-  private async datum(sample: UpdateBatch["samples"][number], i: number, settings: UpdateBatch["settings"]): Promise<Datum | undefined> {
+  private async datum(sample: UpdateSample, i: number, settings: DatumSettings): Promise<Datum | undefined> {
     const steps = sample.rollout.steps.filter((step) => step.tokens);
     const trained = steps.map((step) => !step.forced && !(settings.maskIntercepted && step.intercepted));
     if (!steps.some((step, j) => trained[j] && step.tokens!.completionIds.length > 0)) return undefined;
@@ -184,7 +172,7 @@ export class TokenPolicy implements Policy {
   private replayInBase(steps: readonly TrajectoryStep[]) {
     const base = steps.map((step) => underBase(step.observation));
     return this.client.replay(this.opts.policyId, {
-      version: { exact: this.current },
+      version: { exact: this.version() },
       messages: firstMessages(this.opts.system, base[0]!),
       tools: this.opts.toolSchemas(base[0]!.tools),
       turns: steps.map((step, j) => ({
@@ -193,20 +181,6 @@ export class TokenPolicy implements Policy {
       })),
       constrain_tool_calls: this.opts.constrainToolCalls ?? false,
     });
-  }
-
-  async update(batch: UpdateBatch): Promise<UpdateResult> {
-    await this.ensure();
-    const datums = await this.datums(batch);
-    if (datums.length === 0) return { version: this.current, metrics: { loss: 0, clippedFraction: 0, kl: 0, steps: 0 } };
-    const job = await this.client.update(this.opts.policyId, `${this.opts.policyId}:from-v${batch.baseVersion}`, {
-      base_version: batch.baseVersion,
-      datums,
-      loss: { clip_low: batch.settings.clipEpsilon, clip_high: batch.settings.clipEpsilon, kl_coef: batch.settings.klCoef },
-      optim: { lr: this.opts.learningRate ?? 3e-3, epochs: batch.settings.epochs },
-    });
-    this.current = job.version!;
-    return { version: this.current, metrics: { loss: job.metrics!.loss, clippedFraction: job.metrics!.clip_fraction, kl: job.metrics!.kl, steps: datums.length } };
   }
 }
 
@@ -223,7 +197,7 @@ const episodePrefix = (policyId: string) =>
  */
 function checkedSample(s: SampleResponseV2, version: number, vocabSize: number | undefined): SampleResponseV2 {
   if (s.policy_version !== version)
-    throw new StalePolicyVersionError(version, s.policy_version, `the endpoint answered at policy version ${s.policy_version}; the rollout asked for ${version}`);
+    throw new StalePolicyVersionError(s.policy_version, version, `the endpoint answered at policy version ${s.policy_version}; the rollout asked for ${version}`);
   if (vocabSize !== undefined) {
     const outside = [s.prompt_ids, s.completion.ids].find((ids) => ids.some((id) => id >= vocabSize));
     if (outside) throw new PolicyReplyInvalidError(`the endpoint answered ids past its vocabulary of ${vocabSize} (${outside.find((id) => id >= vocabSize)})`);
