@@ -104,6 +104,10 @@ export const dbbench = registerFamily({
   gateway: dbbenchGateway,
   servePool: () => createPool("dbbench", dbbenchH0, dbbenchSiblings, { note: "DBBench siblings; no profiles until evidence is reported" }),
   // The command's flags that DBBench's evolution reads (`--out`, `--seed`, `--pool-size` and its own).
-  evolve: { flags: evolveFlags, run: (options, io) => dbbenchEvolve(Object.fromEntries(Object.entries(options).filter(([k]) => k in db)) as DbEvolveOptions, io) },
+  evolve: {
+    summary: "dbbench (an LLM proposer; the policy at --policy-url; dev rows only)",
+    flags: evolveFlags,
+    run: (options, io) => dbbenchEvolve(Object.fromEntries(Object.entries(options).filter(([k]) => k in db)) as DbEvolveOptions, io),
+  },
   bench: (options) => benchDbbench({ mysqlUrl: options.mysqlUrl as string | undefined }),
 });

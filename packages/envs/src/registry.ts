@@ -123,8 +123,8 @@ export interface BenchmarkFamily {
   gateway?: () => Promise<GatewayReading>;
   /** The pool `serve` registers at start under the family's name. */
   servePool?: () => HarnessPool;
-  /** The family's own `evolve` (its flags join the command's; `run` gets them all). */
-  evolve?: { flags: z.ZodRawShape; run: (options: Readonly<Record<string, unknown>>, io: FamilyIo) => Promise<unknown> };
+  /** The family's own `evolve` (how help names it; its flags join the command's; `run` gets them all). */
+  evolve?: { summary: string; flags: z.ZodRawShape; run: (options: Readonly<Record<string, unknown>>, io: FamilyIo) => Promise<unknown> };
   /** The family's own `bench`: the lines it prints. */
   bench?: (options: Readonly<Record<string, unknown>>) => Promise<string[]>;
 }

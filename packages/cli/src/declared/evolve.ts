@@ -26,7 +26,13 @@ const EvolveFlags = z
     sideEffects: flag(probability.optional(), "<p>", "how often a sibling's edit misleads outside its area (see experiment)"),
     poolSize: flag(int(1, 64).optional(), "<n>", `siblings to keep (default ${EvolutionConfig.parse({}).poolSize}; DBBench 6)`),
     protocol: flag(z.enum(["test", "validation"]).default("test"), "<p>", "test, or validation (the dev split without the held-back pair)"),
-    env: envFlagOr("evolve", "embedded", "embedded, or dbbench (an LLM proposer; the policy at --policy-url; dev rows only)"),
+    env: envFlagOr(
+      "evolve",
+      "embedded",
+      familyNames("evolve")
+        .map((name) => familyFor(name).evolve!.summary)
+        .join(", or "),
+    ),
     ...familyEvolveFlags(),
   })
   .superRefine((o, ctx) => {

@@ -39,5 +39,5 @@ export const embedded = registerFamily({
   siblings: [],
   open: async (req) => ({ base: setupOf(req), stop: async () => undefined }),
   serve: serveEmbedded,
-  evolve: { flags: {}, run: evolveEmbedded },
+  evolve: { summary: "embedded (on the suite instance of --seed)", flags: {}, run: evolveEmbedded },
 });
