@@ -19,7 +19,11 @@ const bodyRoutes = Object.entries(openApiDocument().paths as Record<string, Reco
 /** A body that never arrives, and says whether anyone tried to read it. */
 function stalledBody() {
   const seen = { read: false };
-  const body = new ReadableStream<Uint8Array>({ pull: () => ((seen.read = true), new Promise<void>(() => undefined)) }, { highWaterMark: 0 });
+  const pull = () => {
+    seen.read = true;
+    return new Promise<void>(() => undefined);
+  };
+  const body = new ReadableStream<Uint8Array>({ pull }, { highWaterMark: 0 });
   return { body, seen };
 }
 
