@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { z } from "zod";
-import { ValidationError, createPool, type Environment, type HarnessPool, type HarnessSpec, type Protocol, type Task, type TaskSource } from "@harness-s/core";
+import { ValidationError, createPool, parseOrThrow, type Environment, type HarnessPool, type HarnessSpec, type Protocol, type Task, type TaskSource } from "@harness-s/core";
 import type { ExperimentDeps, ExperimentSummary, SeedBaseline, SeedInstance } from "@harness-s/core/experiment";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ObserverFactory, ToolBinding } from "@harness-s/core/gateway";
@@ -186,7 +186,7 @@ export function familyFlags(command: FamilyCommand): z.ZodRawShape {
 
 /** A family's own flags as `req` gives them (defaults filled in for a caller that gives fewer). */
 export function familyOptions<S extends z.ZodRawShape>(shape: S, req: Pick<OpenRequest, "options">): z.infer<z.ZodObject<S>> {
-  return z.object(shape).parse(req.options) as z.infer<z.ZodObject<S>>;
+  return parseOrThrow(z.object(shape), req.options, "the family's options") as z.infer<z.ZodObject<S>>;
 }
 
 /** A family's token rendering: its own, or its system text and tools (names where they differ from the action). */
