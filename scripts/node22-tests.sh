@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_OPTIONS="${NODE_OPTIONS:-} --max-semi-space-size=32"
-exec bash scripts/node22.sh node node_modules/vitest/vitest.mjs run --project unit --project integration tests/unit/ \
+exec bash scripts/node22.sh node node_modules/vitest/vitest.mjs run --project unit --project unit-isolated --project integration tests/unit/ \
   tests/integration/gateway.test.ts \
   tests/integration/profile-worker.test.ts \
   tests/integration/rescue-http.test.ts \

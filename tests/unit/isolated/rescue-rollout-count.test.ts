@@ -4,14 +4,14 @@ import { PriceList, Prices, DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/b
 import { statisticalVoters } from "@harness-s/core/voting";
 import { RescueRequest, startRescue, type CallerPolicies } from "@harness-s/core/rescue";
 import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters";
-import { makeSpec, makeTask } from "../factories.ts";
+import { makeSpec, makeTask } from "../../factories.ts";
 
 // Issue 53, item 2: a rescue's rollout count has one definition, `rescueRollouts`. The quote
 // counts with it before routing, the job records and sends as many once routed. Below it is
 // redefined once (`redefined`) and quote, job and messages all follow.
 const redefined = vi.hoisted(() => ({ count: undefined as undefined | ((harnesses: number, perHarness: number) => number) }));
-vi.mock("../../packages/core/src/rescue/rescue-request.ts", async (original) => {
-  const real = await original<typeof import("../../packages/core/src/rescue/rescue-request.ts")>();
+vi.mock("../../../packages/core/src/rescue/rescue-request.ts", async (original) => {
+  const real = await original<typeof import("../../../packages/core/src/rescue/rescue-request.ts")>();
   return {
     ...real,
     rescueRollouts: (req: Parameters<typeof real.rescueRollouts>[0]) =>
