@@ -23,9 +23,9 @@ describe("harness-s experiment --env appworld and --env swe-gym --policy worker 
     await ensureWorkerVenv();
     const worker = await startPolicyWorker({ model: "tiny" });
     try {
-      for (const [env, sibling] of [
-        ["appworld", "appworld-relogin"],
-        ["swe-gym", "swe-blocked-tests-note"],
+      for (const [env, sibling, servers] of [
+        ["appworld", "appworld-relogin", /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/],
+        ["swe-gym", "swe-blocked-tests-note", /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/],
       ] as const) {
         const out = await mkdtemp(join(tmpdir(), `hs-${env}-`));
         const { stderr } = await run("node", [...cli, ...args(env, worker.url, out)], { timeout: 500_000 });
@@ -37,11 +37,7 @@ describe("harness-s experiment --env appworld and --env swe-gym --policy worker 
         expect(await readFile(join(out, "report.md"), "utf8")).toMatch(/harness-s/);
         const pools = JSON.parse(await readFile(join(out, "pools.json"), "utf8"));
         expect(pools["1"].siblings.map((s: { id: string }) => s.id)).toContain(sibling);
-        expect(stderr).toMatch(
-          env === "appworld"
-            ? /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/
-            : /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/,
-        );
+        expect(stderr).toMatch(servers);
       }
     } finally {
       await worker.stop();
