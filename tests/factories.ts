@@ -3,6 +3,7 @@ import { emptyProfile, type Profile } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance, ArmSeedResult, ExperimentSummary } from "@harness-s/core/experiment";
 import type { TrainDeps } from "@harness-s/core/training";
 import type { Envelope } from "@harness-s/core/messaging";
+import type { CallerPolicies } from "@harness-s/core/rescue";
 
 /** A valid task; override what the test is about. */
 export function makeTask(over: Partial<Task> = {}): Task {
@@ -132,5 +133,15 @@ export function ballotEnvelope(pool: HarnessPool, key: string, voterId: string, 
       k: 1,
     },
     ...(payer ? { payer } : {}),
+  };
+}
+
+/** Caller policies for a rescue that is started but never run: the endpoint holds `version`. */
+export function idleCallerPolicies(version: number): CallerPolicies {
+  return {
+    runner: () => Promise.reject(new Error("nothing runs here")),
+    datums: async () => [],
+    currentVersion: async () => version,
+    checkEnvironment: async () => undefined,
   };
 }

@@ -2,22 +2,17 @@ import { describe, expect, it } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
 import { Envelope, envelope } from "@harness-s/core/messaging";
 import { queuedRolloutRunner } from "@harness-s/core/experiment";
-import { RescueRequest, startRescue, type CallerPolicies } from "@harness-s/core/rescue";
+import { RescueRequest, startRescue } from "@harness-s/core/rescue";
 import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
 import { statisticalVoters } from "@harness-s/core/voting";
-import { makeSpec, makeTask } from "../factories.ts";
+import { idleCallerPolicies, makeSpec, makeTask } from "../factories.ts";
 
 // Issue 53, item 2: a rollout message names where it samples once (`source`): a caller's weight
 // version, endpoint, environment and task travel once, beside no policy id or version of the
 // service's; a body of the shape before `source` is read into it, or refused where its two
 // versions disagree.
 const task = makeTask({ id: "t1" });
-const callers: CallerPolicies = {
-  runner: () => Promise.reject(new Error("nothing runs here")),
-  datums: async () => [],
-  currentVersion: async () => 7,
-  checkEnvironment: async () => undefined,
-};
+const callers = idleCallerPolicies(7);
 const callerRescue = {
   endpoint: "mine",
   environment: { kind: "openenv", url: "https://env.example.com/" },

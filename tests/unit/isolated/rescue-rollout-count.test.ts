@@ -2,9 +2,9 @@ import { describe, expect, it, vi } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
 import { PriceList, Prices, DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
-import { RescueRequest, startRescue, type CallerPolicies } from "@harness-s/core/rescue";
+import { RescueRequest, startRescue } from "@harness-s/core/rescue";
 import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters";
-import { makeSpec, makeTask } from "../../factories.ts";
+import { idleCallerPolicies, makeSpec, makeTask } from "../../factories.ts";
 
 // Issue 53, item 2: a rescue's rollout count has one definition, `rescueRollouts`. The quote
 // counts with it before routing, the job records and sends as many once routed. Below it is
@@ -23,12 +23,7 @@ const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };
 const directions = ["contract", "recon", "pre-action", "recovery", "loop-breaking", "verification"] as const;
 const siblings = directions.map((direction, i) => makeSpec({ id: `sib-${i}`, provenance: { direction } }));
 const task = makeTask({ id: "t1" });
-const callers: CallerPolicies = {
-  runner: () => Promise.reject(new Error("nothing runs here")),
-  datums: async () => [],
-  currentVersion: async () => 3,
-  checkEnvironment: async () => undefined,
-};
+const callers = idleCallerPolicies(3);
 const callerRescue = {
   endpoint: "mine",
   environment: { kind: "builtin", id: "embedded" },
