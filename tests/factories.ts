@@ -143,5 +143,6 @@ export function idleCallerPolicies(version: number): CallerPolicies {
     datums: async () => [],
     currentVersion: async () => version,
     checkEnvironment: async () => undefined,
+    checkEndpoint: async () => undefined,
   };
 }

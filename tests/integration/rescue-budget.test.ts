@@ -24,6 +24,7 @@ beforeAll(async () => {
   const policy = setup.createPolicy(1);
   const callers: CallerPolicies = {
     checkEnvironment: async () => undefined,
+    checkEndpoint: async () => undefined,
     currentVersion: async () => 0,
     datums: async () => [],
     runner: async (_caller, onSpend) => async (task, harness, seed) => {

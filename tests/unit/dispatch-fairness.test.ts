@@ -40,6 +40,7 @@ async function setup() {
     await running.hold("k-a", `rsc_1:${100 + i}`, 1, CALLER_ROLLOUT_FAIRNESS.perKeyRunning, clock.now(), clock.now() + 60_000);
   const callers: CallerPolicies = {
     checkEnvironment: async () => undefined,
+    checkEndpoint: async () => undefined,
     currentVersion: async () => 0,
     datums: async () => [],
     runner: () => Promise.reject(new Error("must not run")),

@@ -12,6 +12,8 @@ export const ADAPTERS_ERROR_CODES = [
   "URL_NOT_ALLOWED",
   "ENDPOINT_PROBE_FAILED",
   "ENDPOINT_NO_TOKEN_IDS",
+  "ENDPOINT_NOT_TOKEN_EXACT",
+  "SERVED_MODEL_MISMATCH",
   "POLICY_REPLY_INVALID",
   "ENVIRONMENT_FAILED",
 ] as const;
@@ -95,6 +97,29 @@ export class UrlNotAllowedError extends HarnessSError<AdaptersErrorCode> {
 export class EndpointProbeError extends HarnessSError<AdaptersErrorCode> {
   constructor(detail: string, code: "ENDPOINT_PROBE_FAILED" | "ENDPOINT_NO_TOKEN_IDS" = "ENDPOINT_PROBE_FAILED") {
     super(code, detail);
+  }
+}
+
+/**
+ * A vLLM, SGLang or OpenAI-compatible server offers none of its kind's token-exact modes (tokens
+ * in through its `/tokenize` and an id-prompt sampler, or messages in with prompt and completion
+ * ids): what each mode's probe got is in the message. Ids re-tokenised from text would not be the
+ * ones sampled, so such a server is not registered.
+ */
+export class EndpointNotTokenExactError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string) {
+    super("ENDPOINT_NOT_TOKEN_EXACT", detail);
+  }
+}
+
+/**
+ * A reply came from another model than the one the rescue pinned (`servedModel`, the name that
+ * carries its weight version), or the server no longer serves that name (404): the slot fails, so
+ * a rescue's rows never mix versions.
+ */
+export class ServedModelMismatchError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string) {
+    super("SERVED_MODEL_MISMATCH", detail);
   }
 }
 

@@ -1,20 +1,27 @@
-import { NotConfiguredError, runEpisode, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
+import { NotConfiguredError, runEpisode, ValidationError, type Clock, type Environment, type Policy, type Rollout, type RolloutRunner } from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
+  pinProblems,
+  statesVersions,
   type CallerEnvironment,
   type CallerPolicies,
+  type CallerRescue,
   type CallerRollout,
   type CallerSource,
+  type PolicyEndpointKind,
+  type RolloutRows,
   type RolloutSpend,
   type PolicyEndpointRecord,
   type PolicyEndpointStore,
 } from "@harness-s/core/rescue";
-import type { Datum } from "@harness-s/core/protocol";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
 import { TokenSampler } from "./token-sampler.ts";
 import { TokenPolicyClient } from "./token-policy-client.ts";
+import { ServedClient } from "./served-client.ts";
+import { CHAT_PATHS } from "./served-modes.ts";
+import { ServedSampler } from "./served-sampler.ts";
 import { timedEnvironment } from "./timed-environment.ts";
 
 export interface CallerPoliciesDeps {
@@ -29,61 +36,119 @@ export interface CallerPoliciesDeps {
 
 const headerOf = (secret: { name: string; value: string } | undefined) => (secret ? { [secret.name]: secret.value } : undefined);
 
+/** How one rescue's episodes read a caller's task: its system message, its tools as the model sees them, their names and the longest turn. */
+function rendering(caller: CallerRollout) {
+  const tools = caller.task.tools;
+  const byAction = new Map(tools.map((t) => [actionOf(t), t]));
+  const submit = tools.find((t) => t.submit)!;
+  return {
+    system: caller.system,
+    maxTokens: caller.maxTokens,
+    toolSchemas: (actions: readonly string[]) =>
+      actions.flatMap((a) => {
+        const t = byAction.get(a);
+        return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
+      }),
+    toolNames: { submit: submit.name },
+  };
+}
+
+/** A policy of one rescue at its endpoint, and what it has spent there. */
+interface CallerSampler {
+  policy: Omit<Policy, "update">;
+  spent(): { policyTokens: number; policyMs: number };
+  rows(rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]>;
+}
+
+/** What sampling an endpoint needs of the service: its guarded fetch, its clock and its wait for one answer. */
+interface Transport {
+  fetch: typeof fetch;
+  clock: Clock;
+  timeoutMs: number;
+}
+
+/** How rescues sample each family of endpoint: a sampler of one rescue's episodes, and the version the endpoint holds now. */
+interface KindSampling {
+  sampler(record: PolicyEndpointRecord, caller: CallerRollout, transport: Transport): CallerSampler;
+  currentVersion(record: PolicyEndpointRecord, transport: Transport): Promise<number>;
+}
+
+const clientOf = (record: PolicyEndpointRecord, { fetch, clock, timeoutMs }: Transport) => {
+  const headers = headerOf(record.secretHeader);
+  return new TokenPolicyClient(record.url.replace(/\/+$/, ""), { clock, fetch, timeoutMs, ...(headers ? { headers } : {}) });
+};
+
+const settingsOf = (context: "sampled" | "base") => ({ maskIntercepted: true, rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const) });
+
+/**
+ * Protocol v2: the endpoint's policy, attached (never created or updated here) at the rescue's
+ * pinned version, so a trainer that moved on gets a clear 409; rows as sampled or, under H0's
+ * context, replayed and re-scored there at that version (protocol v2's replay).
+ */
+const PROTOCOL_V2: KindSampling = {
+  sampler(record, caller, transport) {
+    const client = clientOf(record, transport);
+    const policy = new TokenSampler(client, { policyId: record.policy, expectVersion: caller.weightVersion, ...rendering(caller) });
+    return {
+      policy,
+      spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
+      rows: async (rollouts, context) => {
+        if (context === "base") await policy.ensure();
+        const one = (rollout: Rollout) => policy.datums({ samples: [{ rollout, advantage: rollout.reward }], settings: settingsOf(context) });
+        return (await Promise.all(rollouts.map(one))).map((datums) => (datums.length ? { datums, segmented: false } : undefined));
+      },
+    };
+  },
+  currentVersion: async (record, transport) => (await clientOf(record, transport).state(record.policy)).version,
+};
+
+/**
+ * vLLM, SGLang and OpenAI-compatible servers: no version in their replies, so the rescue's served
+ * model pins it; sampled in the token mode the registration's probe found (a record from before
+ * modes were recorded: chat completions).
+ */
+const SERVED: KindSampling = {
+  sampler(record, caller, { fetch, clock, timeoutMs }) {
+    const headers = headerOf(record.secretHeader);
+    const client = new ServedClient(record.url.replace(/\/+$/, ""), { clock, fetch, timeoutMs, ...(headers ? { headers } : {}) });
+    const target = { client, model: caller.servedModel ?? record.policy, baseModel: record.policy, chatPath: CHAT_PATHS[record.kind] };
+    const policy = new ServedSampler({ target, mode: record.probe.mode ?? "chat-token-ids", weightVersion: caller.weightVersion, ...rendering(caller) });
+    return {
+      policy,
+      spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
+      rows: (rollouts, context) => policy.datums({ samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings: settingsOf(context) }),
+    };
+  },
+  currentVersion: async (record) => {
+    throw new ValidationError("rescue", [`weightVersion: ${record.kind} endpoints state no version; name it, with its servedModel`]);
+  },
+};
+
+/** Each kind's sampling. */
+const SAMPLING: Readonly<Record<PolicyEndpointKind, KindSampling>> = { "protocol-v2": PROTOCOL_V2, vllm: SERVED, sglang: SERVED, "openai-chat": SERVED };
+
 /**
  * Rescues with the caller's own policy and environment: each rescue's rollouts sample its
- * registered protocol-v2 endpoint (never created or updated here: attached, at the rescue's
- * pinned weight version, so a trainer that moved on gets a clear 409 instead of mixed versions),
- * through the outbound guard with its secret header, in its OpenEnv environment or a built-in one.
- * Token rows come back as the policy sampled them or, under H0's context, replayed and re-scored
- * at the endpoint at the rescue's weight version (protocol v2's replay; a trainer that moved on
- * gets its worker's 409, both versions named). Only sampling: nothing here trains.
+ * registered endpoint as its kind is sampled (protocol v2 at its pinned version; vLLM, SGLang or
+ * OpenAI-compatible at the served model that carries the pinned version, in the token mode found
+ * when it was registered), through the outbound guard with its secret header, in its OpenEnv
+ * environment or a built-in one. Token rows come back as the policy sampled them or, under H0's
+ * context, re-scored there (protocol v2's replay). Only sampling: nothing here trains.
  *
  * @example
  * const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: false }, clock: systemClock });
  */
 export class CallerPolicyRunners implements CallerPolicies {
   /** One guarded connection pool for every caller endpoint (not one per rollout). */
-  private readonly fetch: typeof fetch;
+  private readonly transport: Transport;
 
   constructor(private readonly deps: CallerPoliciesDeps) {
-    this.fetch = outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs });
+    const timeoutMs = deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs;
+    this.transport = { fetch: outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: timeoutMs }), clock: deps.clock, timeoutMs };
   }
 
-  private async endpoint(keyId: string, id: string): Promise<PolicyEndpointRecord> {
-    const record = await ownEndpoint(keyId, id, this.deps.endpoints);
-    if (record.kind !== "protocol-v2")
-      throw new NotConfiguredError(
-        "rescue rollouts sample protocol-v2 endpoints (their ids and log-probabilities, and replay under H0); register the policy's worker, or use the gateway with an OpenAI-compatible one",
-      );
-    return record;
-  }
-
-  private client(record: PolicyEndpointRecord): TokenPolicyClient {
-    const headers = headerOf(record.secretHeader);
-    return new TokenPolicyClient(record.url.replace(/\/+$/, ""), {
-      clock: this.deps.clock,
-      fetch: this.fetch,
-      timeoutMs: this.deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs,
-      ...(headers ? { headers } : {}),
-    });
-  }
-
-  private policy(caller: CallerRollout, record: PolicyEndpointRecord, client = this.client(record)): TokenSampler {
-    const tools = caller.task.tools;
-    const byAction = new Map(tools.map((t) => [actionOf(t), t]));
-    const submit = tools.find((t) => t.submit)!;
-    return new TokenSampler(client, {
-      policyId: record.policy,
-      expectVersion: caller.weightVersion,
-      system: caller.system,
-      maxTokens: caller.maxTokens,
-      toolSchemas: (actions) =>
-        actions.flatMap((a) => {
-          const t = byAction.get(a);
-          return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
-        }),
-      toolNames: { submit: submit.name },
-    });
+  private sampler(caller: CallerRollout, record: PolicyEndpointRecord): CallerSampler {
+    return SAMPLING[record.kind].sampler(record, caller, this.transport);
   }
 
   private builtin(id: "embedded"): Environment {
@@ -107,25 +172,33 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   async runner(caller: CallerSource, onSpend?: (spend: RolloutSpend) => void): Promise<RolloutRunner> {
-    const record = await this.endpoint(caller.keyId, caller.endpoint);
+    const record = await ownEndpoint(caller.keyId, caller.endpoint, this.deps.endpoints);
     const environment = this.environment(caller);
-    // A client, a policy and a clock on the environment of each episode's own: what it spent is its own.
+    // A sampler and a clock on the environment of each episode's own: what it spent is its own.
     return async (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => {
-      const client = this.client(record);
+      const sampler = this.sampler(caller, record);
       const timing = { ms: 0 };
       try {
-        return await runEpisode(task, harness, seed, { env: timedEnvironment(environment, timing, this.deps.clock), policy: this.policy(caller, record, client) });
+        return await runEpisode(task, harness, seed, { env: timedEnvironment(environment, timing, this.deps.clock), policy: sampler.policy });
       } finally {
-        onSpend?.({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms, environmentMs: timing.ms });
+        onSpend?.({ ...sampler.spent(), environmentMs: timing.ms });
       }
     };
   }
 
-  async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]> {
-    const policy = this.policy(caller, await this.endpoint(caller.keyId, caller.endpoint));
-    const settings = { maskIntercepted: true, rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const) };
-    if (context === "base") await policy.ensure();
-    return policy.datums({ samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings });
+  async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]> {
+    const record = await ownEndpoint(caller.keyId, caller.endpoint, this.deps.endpoints);
+    return this.sampler(caller, record).rows(rollouts, context);
+  }
+
+  async checkEndpoint(keyId: string, rescue: CallerRescue): Promise<void> {
+    const record = await ownEndpoint(keyId, rescue.endpoint, this.deps.endpoints);
+    const problems = pinProblems(statesVersions(record.kind), rescue);
+    if (problems.length)
+      throw new ValidationError(
+        "rescue",
+        problems.map((p) => `caller.${p}`),
+      );
   }
 
   async checkEnvironment(environment: CallerEnvironment): Promise<void> {
@@ -134,7 +207,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   async currentVersion(keyId: string, id: string): Promise<number> {
-    const record = await this.endpoint(keyId, id);
-    return (await this.client(record).state(record.policy)).version;
+    const record = await ownEndpoint(keyId, id, this.deps.endpoints);
+    return SAMPLING[record.kind].currentVersion(record, this.transport);
   }
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConflictError, formatIssues, parseOrThrow, NotFoundError, StalePolicyVersionError, type Clock } from "@harness-s/core";
+import { ConflictError, formatIssues, parseOrThrow, NotFoundError, StalePolicyVersionError } from "@harness-s/core";
 import {
   CreatePolicyV2,
   PolicyStateV2,
@@ -15,8 +15,9 @@ import {
   UpdateJobV2,
   UpdateRequestV2,
 } from "@harness-s/core/protocol";
-import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError, UrlNotAllowedError, WORKER_ERROR_CODES } from "../errors.ts";
+import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError, WORKER_ERROR_CODES } from "../errors.ts";
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
+import { safeJson, sendJson, type JsonTransportOptions } from "./json-transport.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 /** What a worker's 409 on a version states beside its code: the version its policy holds and the one the request wanted (the reference worker states both). */
@@ -42,9 +43,7 @@ class Gate {
   }
 }
 
-export interface TokenPolicyClientOptions {
-  token?: string;
-  clock: Clock;
+export interface TokenPolicyClientOptions extends JsonTransportOptions {
   /** Per-request timeout; a request waiting its turn at the client (see `maxInFlight`) is not yet timed. */
   timeoutMs?: number;
   pollMs?: number;
@@ -55,10 +54,6 @@ export interface TokenPolicyClientOptions {
   maxInFlight?: number;
   /** Hears of the device time each sample and update reported (the cost-of-goods meter's GPU seconds). */
   onDeviceSeconds?: (seconds: number) => void;
-  /** Headers sent with every request (a caller's secret header). */
-  headers?: Record<string, string>;
-  /** The fetch that connects (a caller's endpoint: `outboundFetch`, guarded and bounded); default the global one. */
-  fetch?: typeof fetch;
   /**
    * How often a request that is safe to repeat (a read, a keyed sample, a keyed update) is sent
    * again after a dropped connection, a timeout or a 500/502/503/504 (default 3), waiting 100 ms,
@@ -66,9 +61,6 @@ export interface TokenPolicyClientOptions {
    */
   retries?: number;
 }
-
-/** Answers that say nothing about the request itself: the same request may succeed next time. */
-const TRANSIENT = new Set([500, 502, 503, 504]);
 
 /**
  * A client of a protocol-v2 policy worker (`harness-s policy-worker`, or any server speaking
@@ -192,56 +184,16 @@ export class TokenPolicyClient {
 
   private async exchange<S extends z.ZodType>(method: string, path: string, schema: S, body: unknown, headers: Record<string, string>): Promise<z.infer<S>> {
     const repeatable = method !== "POST" || "idempotency-key" in headers || !path.endsWith("/sample");
-    const retries = repeatable ? (this.opts.retries ?? 3) : 0;
-    const timeoutMs = this.opts.timeoutMs ?? 120_000;
-    let res: Response;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        res = await (this.opts.fetch ?? fetch)(`${this.baseUrl}${path}`, {
-          method,
-          headers: {
-            ...(body === undefined ? {} : { "content-type": "application/json" }),
-            ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
-            ...this.opts.headers,
-            ...headers,
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-      } catch (err) {
-        if (err instanceof UrlNotAllowedError) throw err;
-        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        const detail = `${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`;
-        // A deadline passed is an answer: the endpoint did not give one in time, and will not be asked again.
-        if (timedOut(err)) throw new PolicyEndpointError(`${method} ${path}: no answer within ${timeoutMs} ms`, { cause: err });
-        if (attempt < retries) {
-          await this.opts.clock.sleep(100 * 2 ** attempt);
-          continue;
-        }
-        throw new PolicyEndpointError(detail, { cause: err });
-      }
-      if (!retryable(res) || attempt >= retries) break;
-      await res.body?.cancel().catch(() => undefined);
-      await this.opts.clock.sleep(100 * 2 ** attempt);
-    }
-    const text = await res.text();
+    const res = await sendJson(this.opts, this.baseUrl, path, method, body, headers, repeatable);
     // An answer's text is cut to size only once the secrets are masked in it (never half a secret left at the cut).
-    if (!res.ok) refused(method, path, res.status, this.scrub(text));
-    const json = safeJson(text);
-    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${this.scrub(text).slice(0, 120)})`);
+    if (!res.ok) refused(method, path, res.status, this.scrub(res.text));
+    const json = safeJson(res.text);
+    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`);
     const parsed = schema.safeParse(json);
     if (!parsed.success) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not protocol v2's: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`);
     return parsed.data;
   }
 }
-
-/** An answer that says nothing about the request itself (the same request may succeed next time), unless it says not to retry. */
-const retryable = (res: Response) => TRANSIENT.has(res.status) && res.headers.get("x-should-retry") !== "false";
-
-const timedOut = (err: unknown) => {
-  const e = err as { name?: string; message?: string };
-  return e.name === "TimeoutError" || (e.name === "AbortError" && /timed out/.test(e.message ?? ""));
-};
 
 /** The worker's refusal as the domain error it stands for. */
 function refused(method: string, path: string, status: number, text: string): never {
@@ -257,12 +209,4 @@ function refused(method: string, path: string, status: number, text: string): ne
   if (status === 409) throw new ConflictError(`${method} ${path}: ${message}`);
   if (status === 404) throw new NotFoundError("policy resource", path);
   throw new PolicyEndpointError(`${method} ${path}: HTTP ${status} ${message}`, undefined, status);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

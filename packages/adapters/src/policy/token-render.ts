@@ -26,3 +26,9 @@ export function firstMessages(system: string, obs: PolicyObservation): ChatMessa
 export function nextMessage(obs: PolicyObservation, calledTool: boolean): ChatMessage {
   return calledTool ? { role: "tool", content: turnText(obs) } : { role: "user", content: turnText(obs) };
 }
+
+/** What a text agent reads at a turn, as one string (two renderings are the same turn when equal). */
+const reads = (obs: PolicyObservation): string => `${obs.instruction ?? ""}\u0000${turnText(obs)}`;
+
+/** Whether a turn reads otherwise in H0's context (a rescue under a sibling's notes): its rows under H0 must be re-scored there. */
+export const readsDifferentlyUnderBase = (obs: PolicyObservation): boolean => reads(underBase(obs)) !== reads(obs);

@@ -11,9 +11,10 @@ import {
 } from "@harness-s/core";
 import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
-import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
+import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
-import { firstMessages, nextMessage, turnText, underBase } from "./token-render.ts";
+import { firstMessages, nextMessage, readsDifferentlyUnderBase, underBase } from "./token-render.ts";
+import { choiceOf } from "./tool-choice.ts";
 
 /** What sampling at a policy needs: its id, how a task's turns are rendered, and the version to sample. */
 export interface TokenSamplerOptions {
@@ -129,16 +130,9 @@ export class TokenSampler implements Omit<Policy, "update"> {
   private choice(s: SampleResponseV2, tools: readonly string[]): ActionChoice {
     const tokens = { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, version: s.policy_version };
     const logProb = s.completion.logprobs.reduce((a, b) => a + b, 0);
-    if (s.completion.parse_error) return { action: INVALID_TOOL_CALL, args: { raw: s.completion.text, error: s.completion.parse_error }, logProb, tokens };
-    const call = s.completion.tool_calls?.[0];
-    if (!call) return { action: NO_TOOL_CALL, args: { content: s.completion.content }, logProb, tokens };
-    const action = Object.entries(this.opts.toolNames ?? {}).find(([, name]) => name === call.function.name)?.[0] ?? call.function.name;
-    if (!tools.includes(action)) return { action: `${UNKNOWN_TOOL_PREFIX}${call.function.name}`, args: { raw: call.function.arguments }, logProb, tokens };
-    try {
-      return { action, args: JSON.parse(call.function.arguments || "{}") as Record<string, unknown>, logProb, tokens };
-    } catch (err) {
-      return { action: INVALID_TOOL_CALL, args: { raw: call.function.arguments, error: (err as Error).message }, logProb, tokens };
-    }
+    const { text, content, tool_calls, parse_error } = s.completion;
+    const toolCalls = tool_calls?.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
+    return choiceOf({ text, content, ...(toolCalls ? { toolCalls } : {}), ...(parse_error ? { parseError: parse_error } : {}) }, tools, this.opts.toolNames ?? {}, logProb, tokens);
   }
 
   /**
@@ -157,7 +151,7 @@ export class TokenSampler implements Omit<Policy, "update"> {
     const steps = sample.rollout.steps.filter((step) => step.tokens);
     const trained = steps.map((step) => !step.forced && !(settings.maskIntercepted && step.intercepted));
     if (!steps.some((step, j) => trained[j] && step.tokens!.completionIds.length > 0)) return undefined;
-    const rescued = settings.rescueContext === "base" && steps.some((step) => reads(underBase(step.observation)) !== reads(step.observation));
+    const rescued = settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation));
     const replayed = rescued ? await this.replayInBase(steps) : undefined;
     const turns = steps.map((step, j) => ({
       promptIds: replayed?.[j]?.prompt_ids ?? step.tokens!.promptIds,
@@ -203,9 +197,4 @@ function checkedSample(s: SampleResponseV2, version: number, vocabSize: number |
     if (outside) throw new PolicyReplyInvalidError(`the endpoint answered ids past its vocabulary of ${vocabSize} (${outside.find((id) => id >= vocabSize)})`);
   }
   return s;
-}
-
-/** What a text agent reads at a turn, as one string (two renderings are the same turn when equal). */
-function reads(obs: PolicyObservation): string {
-  return `${obs.instruction ?? ""}\u0000${turnText(obs)}`;
 }

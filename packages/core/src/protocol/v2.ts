@@ -72,19 +72,19 @@ export const ToolSchema = z.object({
 export type ToolSchema = z.infer<typeof ToolSchema>;
 
 /** A token id, and a mask entry (1: this token counts). */
-const TokenId = z.number().int().min(0);
+export const TokenId = z.number().int().min(0);
 const MaskBit = z.union([z.literal(0), z.literal(1)]);
 
 /** How far above 0 a log-probability may read (float error in a worker's log-softmax); anything higher is not a log-probability. */
 export const LOGPROB_SLACK = 1e-3;
-const LogProb = z.number().max(LOGPROB_SLACK, "a log-probability is at most 0");
+export const LogProb = z.number().max(LOGPROB_SLACK, "a log-probability is at most 0");
 
 /**
  * The most ids one turn of an answer may carry (its prompt, or its completion): twice a 128k
  * context. A reply with more is refused as it arrives, before anything is stored.
  */
 export const MAX_TURN_IDS = 1 << 18;
-const TurnIds = z.array(TokenId).max(MAX_TURN_IDS, `at most ${MAX_TURN_IDS} ids in one turn`);
+export const TurnIds = z.array(TokenId).max(MAX_TURN_IDS, `at most ${MAX_TURN_IDS} ids in one turn`);
 
 export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
 

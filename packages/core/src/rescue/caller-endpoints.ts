@@ -1,15 +1,42 @@
 import { z } from "zod";
-import { ConflictError, NotFoundError } from "../errors.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { Id } from "../names.ts";
 import { CallerUrl, MAX_CALLER_URL_CHARS, SecretHeader } from "../outbound/caller-url.ts";
 
 /**
  * A policy a caller serves and a rescue samples from: protocol v2 (this project's worker, or any
- * server speaking docs/design.md §5; `policy` is the policy's id there) or OpenAI-compatible chat
- * completions that return token ids and log-probabilities (`policy` is the model name).
+ * server speaking docs/design.md §5; `policy` is the policy's id there), a vLLM or SGLang server
+ * (`url` its root, `policy` the model name the probe asks for), or any OpenAI-compatible chat
+ * completions that return token ids and log-probabilities (`url` its `/v1` base, `policy` the model name).
  */
-export const PolicyEndpointKind = z.enum(["protocol-v2", "openai-chat"]);
+export const PolicyEndpointKind = z.enum(["protocol-v2", "openai-chat", "vllm", "sglang"]);
 export type PolicyEndpointKind = z.infer<typeof PolicyEndpointKind>;
+
+/**
+ * How a rescue samples an endpoint whose replies name no weight version, token-exactly. Tokens in:
+ * the endpoint's own `/tokenize` renders each new message (the delta between two renders) and the
+ * episode's ids are sent back as they are, to `/v1/completions` with an id prompt
+ * (`completions-ids`), `/inference/v1/generate` (`inference-generate`) or SGLang's `/generate`
+ * (`sglang-generate`). Messages in (`chat-token-ids`): the whole conversation each turn to chat
+ * completions that report the prompt's and the completion's ids, each turn checked to extend the
+ * ids before it.
+ */
+export const TokenMode = z.enum(["completions-ids", "inference-generate", "sglang-generate", "chat-token-ids"]);
+export type TokenMode = z.infer<typeof TokenMode>;
+
+/**
+ * The token modes each kind offers, in the order a registration's probe tries them (tokens in
+ * first); protocol v2 speaks its own protocol and states its versions.
+ */
+export const KIND_MODES: Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>> = {
+  "protocol-v2": [],
+  vllm: ["completions-ids", "inference-generate", "chat-token-ids"],
+  sglang: ["sglang-generate", "chat-token-ids"],
+  "openai-chat": ["chat-token-ids"],
+};
+
+/** Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the served model's name. */
+export const statesVersions = (kind: PolicyEndpointKind): boolean => KIND_MODES[kind].length === 0;
 
 export const RegisterPolicyEndpoint = z.strictObject({
   id: Id,
@@ -17,11 +44,17 @@ export const RegisterPolicyEndpoint = z.strictObject({
   url: CallerUrl,
   policy: z.string().min(1).max(200),
   secretHeader: SecretHeader.optional(),
+  /** The token mode to use (one of the kind's): the probe checks that one only. Default: the first of the kind's the server offers. */
+  mode: TokenMode.optional(),
 });
 export type RegisterPolicyEndpoint = z.infer<typeof RegisterPolicyEndpoint>;
 
-/** What a registration's probe found: the weights' version the endpoint reports (null when it reports none). */
-export const EndpointProbe = z.object({ weightVersion: z.number().int().min(0).nullable(), checkedAt: z.number() });
+/**
+ * What a registration's probe found: the weights' version the endpoint reports (null when it
+ * reports none) and, for a kind without versions, the token mode rescues sample it by (a record
+ * from before modes were recorded samples by chat completions).
+ */
+export const EndpointProbe = z.object({ weightVersion: z.number().int().min(0).nullable(), checkedAt: z.number(), mode: TokenMode.optional() });
 export type EndpointProbe = z.infer<typeof EndpointProbe>;
 
 /**
@@ -57,8 +90,9 @@ export interface PolicyEndpointStore {
 
 /**
  * Checks an endpoint before it is registered, through the outbound guard: protocol v2 answers its
- * policy's state, an OpenAI-compatible one a one-token completion with token ids and
- * log-probabilities. Throws a domain error naming what was wrong (a refused URL, no ids, no answer).
+ * policy's state; any other kind one token sampled in a token mode of its kind (the one asked for,
+ * or the first the server offers), which the probe records. Throws a domain error naming what was
+ * wrong (a refused URL, no ids, no token mode, no answer).
  */
 export interface EndpointProber {
   probe(endpoint: RegisterPolicyEndpoint): Promise<EndpointProbe>;
@@ -86,6 +120,8 @@ export async function registerPolicyEndpoint(
   deps: { endpoints: PolicyEndpointStore; prober: EndpointProber; clock: { now(): number } },
 ): Promise<PolicyEndpointView> {
   // A cheap early answer for a full key (no probe sent); the store's write is what holds the limit.
+  if (req.mode !== undefined && !KIND_MODES[req.kind].includes(req.mode))
+    throw new ValidationError("policy endpoint", [`mode: ${req.kind} endpoints are sampled by ${KIND_MODES[req.kind].join(", ") || "protocol v2 itself"}, not ${req.mode}`]);
   const existing = await deps.endpoints.list(keyId);
   if (existing.length >= ENDPOINTS_PER_KEY && !existing.some((e) => e.id === req.id)) throw new EndpointLimitError(ENDPOINTS_PER_KEY);
   const probe = await deps.prober.probe(req);

@@ -51,6 +51,13 @@ export const CallerRescue = z.strictObject({
   /** The weights to sample (the trainer's step); default: the endpoint's version when the rescue starts. Never mixed within a rescue. */
   weightVersion: z.number().int().min(0).optional(),
   /**
+   * The model name that serves `weightVersion` at an endpoint whose replies state no version
+   * (vllm, sglang, openai-chat: required there, with `weightVersion`): the LoRA adapter or the
+   * `--served-model-name` of that step, as the server names it in its replies. Every reply must
+   * name it; a slot answered by another fails with SERVED_MODEL_MISMATCH.
+   */
+  servedModel: z.string().min(1).max(200).optional(),
+  /**
    * What the rescue may spend: no slot starts once its rollouts have sampled `policyTokens` at the
    * policy or spent `environmentSeconds` in the environment (slots running then finish; the
    * others fail with BUDGET_EXHAUSTED as their reason).
@@ -69,6 +76,23 @@ export interface RolloutSpend {
 /** A caller's rescue pinned to one weight version: what its job records, and its rollout messages' source ({@link CallerSource}). */
 export const CallerRollout = CallerRescue.extend({ keyId: z.string().min(1), weightVersion: z.number().int().min(0) });
 export type CallerRollout = z.infer<typeof CallerRollout>;
+
+/**
+ * What a rescue must name to sample an endpoint of this kind at one version: where replies state
+ * no version, the version and the served model that carries it; where they do, no served model.
+ *
+ * @example
+ * pinProblems(false, { weightVersion: 3 }); // ["servedModel: …"]
+ */
+export function pinProblems(statesVersions: boolean, rescue: Pick<CallerRescue, "weightVersion" | "servedModel">): string[] {
+  if (statesVersions) return rescue.servedModel === undefined ? [] : ["servedModel: this endpoint states its versions itself (protocol v2); name weightVersion only"];
+  return [
+    ...(rescue.weightVersion === undefined ? ["weightVersion: this endpoint's replies state no version; name the version the rescue samples"] : []),
+    ...(rescue.servedModel === undefined
+      ? ["servedModel: this endpoint's replies state no version; name the model (LoRA adapter or served model name) that serves weightVersion"]
+      : []),
+  ];
+}
 
 /** The core Task a caller's task runs as (its reset arguments as `reset:<key>` params). */
 export function callerTaskOf(task: CallerTask): Task {

@@ -105,9 +105,10 @@ async function namedHarnesses(poolId: string, names: readonly string[], deps: Pi
   return { id: `run_${deps.newId()}`, chosen: [...names] };
 }
 
-/** A caller rescue pinned to one weight version: the one asked for, or the endpoint's now. */
+/** A caller rescue pinned to one weight version: the one asked for, or the endpoint's now (an endpoint that states none needs it named, with its served model). */
 async function pinnedCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): Promise<CallerRollout> {
   if (!callers || keyId === undefined) throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
+  await callers.checkEndpoint(keyId, req);
   await callers.checkEnvironment(req.environment);
   const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
   return { ...req, keyId, weightVersion };

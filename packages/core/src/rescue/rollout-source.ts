@@ -3,7 +3,7 @@ import { NotConfiguredError } from "../errors.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Datum } from "../protocol/v2.ts";
-import { CallerRollout, type CallerEnvironment, type RolloutSpend } from "./caller-rescue.ts";
+import { CallerRollout, type CallerEnvironment, type CallerRescue, type RolloutSpend } from "./caller-rescue.ts";
 
 /** This service's own policy at its endpoint, by id (one per experiment arm; "default" serves the API), at the version the requester saw. */
 export const ServiceSource = z.strictObject({
@@ -38,14 +38,27 @@ export interface SourceRunner<S extends RolloutSource = RolloutSource> {
 export type PolicyEndpoints = SourceRunner<ServiceSource>;
 
 /**
+ * A stored rollout's token rows: one datum, or — where a turn's prompt did not extend the ids
+ * before it (a chat template that rewrites earlier turns) — one per segment, each with its own
+ * prompt (`segmented`). A rollout that trained no token has none.
+ */
+export interface RolloutRows {
+  datums: Datum[];
+  segmented: boolean;
+}
+
+/**
  * The caller's policies as rescues use them: a runner for one rescue's rollouts (its endpoint,
  * pinned at the rescue's weight version, in its environment), the token rows of stored rollouts
  * (as sampled, or re-rendered under H0 and re-scored at the endpoint), an endpoint's version now,
- * and the check of an environment before a rescue starts.
+ * and the checks of an endpoint and an environment before a rescue starts.
  */
 export interface CallerPolicies extends SourceRunner<CallerSource> {
-  datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<Datum[]>;
+  /** One entry per rollout, in order (undefined: no token of it trained). */
+  datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]>;
   currentVersion(keyId: string, endpoint: string): Promise<number>;
+  /** Refuses a rescue its endpoint cannot sample as asked (see `pinProblems`: a version and served model where replies state no version) before any rollout is sent. */
+  checkEndpoint(keyId: string, rescue: CallerRescue): Promise<void>;
   /** Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here) before any rollout is sent. */
   checkEnvironment(environment: CallerEnvironment): Promise<void>;
 }

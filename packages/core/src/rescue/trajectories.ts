@@ -11,7 +11,10 @@ import type { RolloutStore } from "../rollout/store.ts";
  * One rescued rollout as a trainer takes it: the first prompt's ids, then every later id (the
  * model's completions, and between them the environment's and the harness's text), with the
  * behaviour log-probability of each completion id (0 elsewhere) and the loss mask (1 exactly on
- * the ids the policy sampled: tool outputs and every harness insertion are 0).
+ * the ids the policy sampled: tool outputs and every harness insertion are 0). A rollout whose
+ * turns did not each extend the ids before them (a chat template that rewrites earlier turns, at
+ * an endpoint sampled messages in) comes as several rows of the same index, in order, each with
+ * its own prompt: `segmented`.
  */
 export const RescueTrajectory = z.object({
   index: z.number().int(),
@@ -28,6 +31,8 @@ export const RescueTrajectory = z.object({
   loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
   /** "sampled": as the policy saw them; "base": re-rendered under H0's prompt and re-scored at the endpoint. */
   context: z.enum(["sampled", "base"]),
+  /** One of several rows of this rollout, each exact on its own (never one row with a wrong mask). */
+  segmented: z.boolean(),
 });
 export type RescueTrajectory = z.infer<typeof RescueTrajectory>;
 
@@ -64,20 +69,17 @@ export async function rescueTrajectories(
     throw new ValidationError("rescue", ["trajectories are token-level: this rescue sampled the service's own policy, not a policy endpoint of yours"]);
   const stored = (await deps.rollouts.list(id)).sort((a, b) => a.index - b.index).filter((r) => r.index >= query.cursor);
   const page = stored.slice(0, query.limit);
-  const datums = await deps.callers.datums(
+  const rows = await deps.callers.datums(
     job.caller,
     page.map((p) => p.rollout),
     query.context,
   );
-  const byId = new Map(datums.map((d) => [d.sample_id, d]));
-  const trajectories = page.flatMap(({ index, rollout }, i) => {
-    const d = byId.get(`${rollout.id}#${i}`);
-    if (!d) return [];
-    // The prompt is everything before the first sampled id (under H0's context, as the replay rendered it).
-    const firstSampled = d.loss_mask.indexOf(1);
-    const prompt = d.ids.slice(0, firstSampled < 0 ? d.ids.length : firstSampled);
-    return [
-      {
+  const trajectories = page.flatMap(({ index, rollout }, i) =>
+    (rows[i]?.datums ?? []).map((d) => {
+      // The prompt is everything before the first sampled id (under H0's context, as the replay rendered it).
+      const firstSampled = d.loss_mask.indexOf(1);
+      const prompt = d.ids.slice(0, firstSampled < 0 ? d.ids.length : firstSampled);
+      return {
         index,
         harness_id: rollout.harnessId,
         decision_id: job.decisionId,
@@ -91,9 +93,10 @@ export async function rescueTrajectories(
         logprobs: d.behaviour_logprobs.slice(prompt.length),
         loss_mask: d.loss_mask.slice(prompt.length),
         context: query.context,
-      },
-    ];
-  });
+        segmented: rows[i]!.segmented,
+      };
+    }),
+  );
   const after = stored[page.length];
   return { trajectories, next: after ? after.index : null };
 }

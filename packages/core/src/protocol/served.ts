@@ -1,0 +1,108 @@
+import { z } from "zod";
+import { LogProb, MAX_TURN_IDS, TurnIds } from "./v2.ts";
+
+/**
+ * What this service reads from the inference servers rescues sample token-exactly (see
+ * `TokenMode`), as their projects' source defines the fields; every id a token id, every
+ * log-probability at most 0, no turn longer than {@link MAX_TURN_IDS}. Unknown fields pass.
+ *
+ * - vLLM (vllm-project/vllm): `/tokenize` and `/detokenize`
+ *   (vllm@343bacafc7bf4f973a105e8e7d99fa7de61f7e18 vllm/entrypoints/serve/tokenize/protocol.py),
+ *   `/v1/completions` (vllm@002032ee2b18e1f7bd924ec47b62504ba3866063
+ *   vllm/entrypoints/openai/completion/protocol.py: `CompletionResponseChoice.token_ids`,
+ *   `prompt_token_ids`, `logprobs.token_logprobs`), `/inference/v1/generate`
+ *   (vllm@06408932946d17ad6453126aca82ea96c4509605 vllm/entrypoints/serve/disagg/protocol.py:
+ *   `GenerateResponse.choices[].token_ids`, `logprobs.content[].logprob`; no model, no text), and
+ *   chat completions with `return_token_ids` (top-level `prompt_token_ids`, `choices[].token_ids`).
+ * - SGLang (sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44): `/generate` with
+ *   `input_ids` (python/sglang/srt/managers/io_struct.py `GenerateReqInput`) answers `output_ids`
+ *   and `meta_info.output_token_logprobs` as `[logprob, token_id, text or null]`
+ *   (python/sglang/srt/managers/tokenizer_manager.py `detokenize_logprob_tokens`).
+ */
+const LogProbs = z.array(LogProb).max(MAX_TURN_IDS);
+
+/** `POST /tokenize` (vLLM): the ids the server's chat template renders. */
+export const TokenizeReply = z.looseObject({ tokens: TurnIds, count: z.number().int().min(0).optional() });
+
+/** `POST /detokenize` (vLLM): the text of some ids. */
+export const DetokenizeReply = z.looseObject({ prompt: z.string() });
+
+/** The assistant message of a chat completion (its tool calls, where the server parsed them). */
+const ChatMessageRead = z.looseObject({
+  content: z.string().nullable().optional(),
+  tool_calls: z
+    .array(z.looseObject({ id: z.string().optional(), type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string() }) }))
+    .nullable()
+    .optional(),
+});
+
+/** `POST /v1/chat/completions` with `return_token_ids` and `logprobs` (vLLM; SGLang since it returns ids). */
+export const ChatTokenReply = z.looseObject({
+  model: z.string().optional(),
+  prompt_token_ids: TurnIds.nullable().optional(),
+  choices: z
+    .array(
+      z.looseObject({
+        message: ChatMessageRead,
+        token_ids: TurnIds.nullable().optional(),
+        logprobs: z
+          .looseObject({
+            content: z
+              .array(z.looseObject({ logprob: LogProb }))
+              .max(MAX_TURN_IDS)
+              .nullable()
+              .optional(),
+          })
+          .nullable()
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+});
+export type ChatTokenReply = z.infer<typeof ChatTokenReply>;
+
+/** `POST /v1/completions` with a prompt of ids, `return_token_ids` and `logprobs` (vLLM). */
+export const CompletionIdsReply = z.looseObject({
+  model: z.string().optional(),
+  choices: z
+    .array(
+      z.looseObject({
+        text: z.string(),
+        token_ids: TurnIds.nullable().optional(),
+        prompt_token_ids: TurnIds.nullable().optional(),
+        logprobs: z.looseObject({ token_logprobs: LogProbs }).nullable().optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+});
+
+/** `POST /inference/v1/generate` (vLLM): tokens in, tokens out; the reply names no model and carries no text. */
+export const GenerateTokensReply = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        token_ids: TurnIds.nullable().optional(),
+        logprobs: z
+          .looseObject({ content: z.array(z.looseObject({ logprob: LogProb })).max(MAX_TURN_IDS) })
+          .nullable()
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+});
+
+/** `POST /generate` with `input_ids` and `return_logprob` (SGLang): the reply names no model. */
+export const SglangGenerateReply = z.looseObject({
+  text: z.string(),
+  output_ids: TurnIds,
+  meta_info: z.looseObject({
+    output_token_logprobs: z.array(z.tuple([LogProb, z.number().int().min(0)]).rest(z.unknown())).max(MAX_TURN_IDS),
+    finish_reason: z
+      .union([z.looseObject({ type: z.string() }), z.string()])
+      .nullable()
+      .optional(),
+  }),
+});
