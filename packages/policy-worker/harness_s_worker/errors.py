@@ -17,3 +17,12 @@ def stale_version(held: int, wanted: int, message: str) -> WorkerError:
     """409 STALE_POLICY_VERSION stating both versions: the one the policy holds and the one the
     request wanted (for a `{"min": n}` version, n)."""
     return WorkerError(409, "STALE_POLICY_VERSION", message, held_version=held, wanted_version=wanted)
+
+
+class WireError(Exception):
+    """An error answered in another server's shape (vLLM's, SGLang's): the body as that server
+    writes it, for the routes that speak its wire format."""
+
+    def __init__(self, status: int, body: dict[str, Any]):
+        super().__init__(str(body))
+        self.status, self.body = status, body

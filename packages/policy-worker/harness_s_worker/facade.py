@@ -1,9 +1,19 @@
-"""The OpenAI-compatible `/v1/chat/completions` façade over the same episodes as protocol v2.
+"""The OpenAI-compatible `/v1/chat/completions` façade over the same episodes as protocol v2, in
+vLLM's reply shape (`vllm_wire.py` names the vLLM source read): the reply's `model` is the name
+requested (`names.py`), `prompt_token_ids` the whole prompt the completion was sampled after, each
+choice's `token_ids` the ids sampled, and `logprobs.content[i]` `token` / `logprob` / `bytes` /
+`top_logprobs` (`token_id:<id>` with `return_tokens_as_token_ids`).
 
-A conversation that continues one this façade answered (its messages start with an earlier
-request's messages and the assistant message returned for it) continues that episode: the new
-messages are appended by the delta rule, so the model sees the very ids a training episode
-would hold, not a fresh render of the whole conversation. Anything else starts a new episode."""
+How a prompt is built (`--chat-prompts`):
+- `episode` (the default): a conversation that continues one this façade answered (its messages
+  start with an earlier request's messages and the assistant message returned for it) continues
+  that episode: the new messages are appended by the delta rule, so the model sees the very ids a
+  training episode would hold, not a fresh render of the whole conversation. Anything else starts a
+  new episode.
+- `render`: every request's messages are rendered whole by the chat template (tool-call arguments
+  and tools as vLLM hands them to it), as vLLM does: with a template that is not append-only, or a
+  completion whose text tokenises back to other ids, a later prompt does not extend the earlier
+  prompt and completion, as with a real vLLM server."""
 
 from __future__ import annotations
 
@@ -16,10 +26,11 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .policies import Policies
-from .errors import WorkerError
+    from .policies import Policies, Policy
+from .names import resolve
 from .sampling import SamplingRule
 from .schemas import ChatRequest, SampleRequest, Sampling, Version
+from .vllm_wire import chat_logprobs, template_messages, template_tools
 
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
 
@@ -39,57 +50,84 @@ def conversation_keys(pid: str, version: int, messages: list[dict[str, Any]]) ->
 
 
 class Facade:
-    def __init__(self, policies: Policies) -> None:
+    def __init__(self, policies: Policies, render: bool = False) -> None:
         self.policies = policies
+        #: `--chat-prompts render`: every request rendered whole, its episode closed after its turn.
+        self.render = render
         self.known: OrderedDict[str, str] = OrderedDict()
         self.lock = threading.Lock()  # `known`: requests and responses run on the thread pool
 
-    def request(self, body: ChatRequest) -> tuple[str, SampleRequest, list[dict[str, Any]]]:
-        """(policy id, the sample request, the messages as sent) for a chat body."""
-        pid, pinned, v = body.model.partition("@v")
-        if pinned and not v.isdigit():
-            raise WorkerError(400, "VALIDATION_FAILED", f"model: {body.model!r} is <policy> or <policy>@v<version number>")
-        p = self.policies.get(pid)
-        version = int(v) if pinned else p.version
+    def request(self, body: ChatRequest) -> tuple[str, SampleRequest, list[int]]:
+        """(policy id, the sample request, the ids the episode it continues holds) for a chat body."""
+        served, p = resolve(self.policies, body.model)
+        pid, pinned = served.policy_id, served.version is not None
+        version = p.version if served.version is None else served.version
         purpose = "train" if SamplingRule(body.temperature, body.top_p).exact else "eval"
-        sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.max_tokens or 64, seed=body.seed, purpose=purpose)
+        sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.completion_tokens(), seed=body.seed, purpose=purpose)
         messages = body.messages
         # Measured before anything else reads them (a first turn's bound: what the messages continue is not known yet).
         self.policies.bound.check("messages and tools", [messages, body.tools], self.policies.adapted.max_context() - sampling.max_tokens)
+        episode = f"chat-{uuid.uuid4().hex[:12]}"
+        if self.render:
+            return pid, SampleRequest(episode_id=episode, version=Version(exact=version), messages=template_messages(messages), tools=template_tools(body.tools), sampling=sampling), []
         keys = conversation_keys(pid, version, messages)
         for cut in range(len(messages) - 1, 0, -1):
             if messages[cut - 1].get("role") != "assistant":
                 continue
             with self.lock:
-                episode = self.known.get(keys[cut])
-            if episode is not None and episode in p.episodes:
-                return pid, SampleRequest(episode_id=episode, version=Version(exact=version), append=messages[cut:], sampling=sampling), messages
-        episode = f"chat-{uuid.uuid4().hex[:12]}"
-        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if pinned else None, messages=messages, tools=body.tools, sampling=sampling), messages
+                known = self.known.get(keys[cut])
+            held = self.held(p, known)
+            if known is not None and held is not None:
+                return pid, SampleRequest(episode_id=known, version=Version(exact=version), append=messages[cut:], sampling=sampling), held
+        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if pinned else None, messages=messages, tools=body.tools, sampling=sampling), []
 
-    def response(self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], out: dict[str, Any], logprobs: bool) -> dict[str, Any]:
-        comp = out["completion"]
-        message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
-        if comp.get("tool_calls"):
-            message["tool_calls"] = comp["tool_calls"]
-        key = conversation_keys(pid, out["policy_version"], [*messages, message])[-1]
+    def held(self, p: Policy, episode_id: str | None) -> list[int] | None:
+        """The ids an open episode holds (None: no such episode)."""
+        with self.policies.lock:
+            episode = p.episodes.get(episode_id) if episode_id is not None else None
+            return list(episode.ids) if episode is not None else None
+
+    def remember(self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], version: int, message: dict[str, Any]) -> None:
+        """Keys the conversation's episode by its messages and the reply (render mode closes it instead)."""
+        if self.render:
+            self.policies.episodes.close_episode(pid, req.episode_id)
+            return
+        key = conversation_keys(pid, version, [*messages, message])[-1]
         with self.lock:
             self.known[key] = req.episode_id
             while len(self.known) > KEPT:
                 self.known.popitem(last=False)
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "tool_calls" if comp.get("tool_calls") else comp["finish_reason"], "token_ids": comp["ids"]}
+
+    def response(self, pid: str, req: SampleRequest, body: ChatRequest, held: list[int], out: dict[str, Any]) -> dict[str, Any]:
+        """vLLM's `ChatCompletionResponse` for one sampled turn (`model`: the name requested)."""
+        comp = out["completion"]
+        calls = comp.get("tool_calls") or []
+        message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
+        if calls:
+            message["tool_calls"] = calls
+        self.remember(pid, req, body.messages, out["policy_version"], message)
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {**message, "refusal": None, "annotations": None, "audio": None, "function_call": None, "tool_calls": calls, "reasoning": None},
+            "logprobs": chat_logprobs(self.policies.tokenizer.decode, comp["ids"], comp["logprobs"], body.return_tokens_as_token_ids) if body.logprobs else None,
+            "finish_reason": "tool_calls" if calls else comp["finish_reason"],
+            "stop_reason": None,
+            "token_ids": comp["ids"],
+        }
         if comp.get("parse_error"):
             choice["parse_error"] = comp["parse_error"]
-        if logprobs:
-            decode = self.policies.tokenizer.decode
-            choice["logprobs"] = {"content": [{"token": decode([t]), "logprob": lp} for t, lp in zip(comp["ids"], comp["logprobs"], strict=True)]}
-        prompt = out["prompt_ids"]
+        # The whole prompt the completion followed: an episode's ids so far and the ids this turn added.
+        prompt = held + out["prompt_ids"]
         return {
             "id": req.episode_id,
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": f"{pid}@v{out['policy_version']}",
+            "model": body.model,
             "choices": [choice],
+            "service_tier": None,
+            "system_fingerprint": None,
+            "usage": {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(comp["ids"]), "completion_tokens": len(comp["ids"]), "prompt_tokens_details": None},
+            "prompt_logprobs": None,
             "prompt_token_ids": prompt,
-            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(comp["ids"]), "total_tokens": len(prompt) + len(comp["ids"])},
+            "kv_transfer_params": None,
         }

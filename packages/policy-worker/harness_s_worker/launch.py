@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .heap import keep_freed_memory
 from .limits import Limits
+from .names import CHAT_PROMPTS
 from .toolcalls import PARSERS
 
 
@@ -63,6 +64,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--kv-cache-mb", type=int, default=Limits.cache_mb, help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)")
     ap.add_argument("--sample-timeout-s", type=float, default=Limits.sample_timeout_s, help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)")
     ap.add_argument("--tool-parser", choices=PARSERS, default=None, help="the tool-call format the model writes (default: read from its chat template)")
+    ap.add_argument("--chat-template", type=Path, default=None, help="a Jinja chat template file used instead of the model's own (as vLLM's and SGLang's --chat-template)")
+    ap.add_argument(
+        "--chat-prompts",
+        choices=CHAT_PROMPTS,
+        default="episode",
+        help="how /v1/chat/completions builds a prompt: 'episode' continues the episode a conversation came from (the ids training holds); 'render' renders every request's messages whole, as vLLM and SGLang do",
+    )
     ap.add_argument(
         "--threads", type=int, default=None, help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)"
     )
@@ -109,6 +117,8 @@ def checked_serve(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None
         ap.error(f"--port {args.port}: a port is 0-65535")
     if args.model != "tiny" and not Path(args.model).is_dir():
         ap.error(f"--model {args.model}: no such folder (a Hugging Face model directory, or tiny)")
+    if args.chat_template is not None and not args.chat_template.is_file():
+        ap.error(f"--chat-template {args.chat_template}: no such file")
     if args.port and not port_free(args.host, args.port):
         ap.error(f"--port {args.port}: {args.host}:{args.port} is in use by another process")
     if not args.release_freed_memory:

@@ -15,9 +15,11 @@ from fastapi.responses import JSONResponse
 
 from .errors import WorkerError
 from .facade import Facade
+from .names import NotServed
 from .policies import Policies, Policy
 from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
 from .updates import Updates
+from .vllm_wire import not_found
 
 
 @dataclass
@@ -158,10 +160,19 @@ def sampling_routes(served: Served) -> APIRouter:
 
     @router.post("/v1/chat/completions")
     async def chat(body: ChatRequest) -> dict[str, Any]:
-        # Off the event loop: measuring and keying a conversation reads all of it.
-        pid, req, messages = await run_in_threadpool(served.facade.request, body)
-        out = await served.sample_turn(pid, req)
-        return await run_in_threadpool(served.facade.response, pid, req, messages, out, body.logprobs)
+        """vLLM's chat completions (`facade.py`); a model name the worker does not serve, or no
+        longer holds when the turn starts, is vLLM's 404, other errors keep the worker's shape."""
+        try:
+            # Off the event loop: measuring and keying a conversation reads all of it.
+            pid, req, held = await run_in_threadpool(served.facade.request, body)
+            out = await served.sample_turn(pid, req)
+        except NotServed as err:
+            raise not_found(err.name) from None
+        except WorkerError as err:
+            if err.status == 404 or (err.code == "STALE_POLICY_VERSION" and "@v" in body.model):
+                raise not_found(body.model) from None
+            raise
+        return await run_in_threadpool(served.facade.response, pid, req, body, held, out)
 
     return router
 

@@ -151,14 +151,26 @@ class UpdateRequest(Strict):
 
 
 class ChatRequest(BaseModel):
-    """OpenAI's chat-completions body; fields this façade does not use are ignored, as OpenAI does."""
+    """OpenAI's chat-completions body with vLLM's token fields (`vllm_wire.py` names the source
+    read); fields this façade does not use are ignored, as OpenAI does and as vLLM does (it logs them)."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
     model: str
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     max_tokens: int | None = Field(None, ge=1, le=4096)
+    # vLLM's preferred spelling; used when set.
+    max_completion_tokens: int | None = Field(None, ge=1, le=4096)
     temperature: float = Field(1.0, ge=0, le=5)
     top_p: float = Field(1.0, gt=0, le=1)
     seed: int | None = Field(None, ge=0)
     logprobs: bool = False
+    # Only 0 is served: each entry's `top_logprobs` is empty, as vLLM's is at 0.
+    top_logprobs: int | None = Field(0, ge=0, le=0)
+    # The reply always carries `prompt_token_ids` and each choice's `token_ids` (vLLM only with this set).
+    return_token_ids: bool | None = None
+    # Logprob tokens spelled `token_id:<id>`.
+    return_tokens_as_token_ids: bool | None = None
+
+    def completion_tokens(self) -> int:
+        return self.max_completion_tokens or self.max_tokens or 64

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .checkpoints import restore_policies
-from .errors import WorkerError
+from .errors import WireError, WorkerError
 from .facade import Facade
 from .limits import Limits
 from .policies import Policies
@@ -31,6 +31,7 @@ from .textbound import TextBound
 from .threads import set_threads
 from .tiny import build_tiny, load_model
 from .updates import Updates
+from .wire_routes import sglang_routes, vllm_routes
 
 
 def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
@@ -73,7 +74,7 @@ class BodyLimit:
 
 #: Routes whose body is a conversation (its text, and at most a context of token ids): their
 #: limit follows from the model's context as well as `--max-body-mb`.
-TEXT_ROUTES = re.compile(r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions)$")
+TEXT_ROUTES = re.compile(r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions|v1/completions|tokenize|inference/v1/generate|generate)$")
 ID_JSON_BYTES = 12  # a token id and its separator in JSON, at most ("4294967295, ")
 
 
@@ -91,7 +92,7 @@ def log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20, drain_s: float = DRAIN_S) -> FastAPI:
+def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20, drain_s: float = DRAIN_S, chat_prompts: str = "episode") -> FastAPI:
     updates = Updates(policies)
 
     @asynccontextmanager
@@ -109,6 +110,10 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     async def worker_error(_req: Request, err: WorkerError) -> JSONResponse:
         return error(err.status, err.code, err.message, **err.extra)
 
+    @app.exception_handler(WireError)
+    async def wire_error(_req: Request, err: WireError) -> JSONResponse:
+        return JSONResponse(err.body, status_code=err.status)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_req: Request, err: RequestValidationError) -> JSONResponse:
         issues = [f"{'.'.join(str(p) for p in e['loc'][1:]) or '(root)'}: {e['msg']}" for e in err.errors()]
@@ -120,13 +125,14 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
             return error(401, "UNAUTHENTICATED", "a valid bearer token is required")
         return await call_next(request)
 
-    served = Served(policies, updates, Facade(policies), model_name)
-    for router in (health_routes(served), policy_routes(served), sampling_routes(served), update_routes(served)):
+    served = Served(policies, updates, Facade(policies, render=chat_prompts == "render"), model_name)
+    for router in (health_routes(served), policy_routes(served), sampling_routes(served), update_routes(served), vllm_routes(served), sglang_routes(served)):
         app.include_router(router)
     return app
 
 
-def build(model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None) -> tuple[Policies, str]:
+def build(model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None, chat_template: str | None = None) -> tuple[Policies, str]:
+    """The policies over `model` ('tiny' or a model folder); `chat_template` replaces the model's own."""
     base: torch.nn.Module
     if model == "tiny":
         tiny, tokenizer = build_tiny(0)
@@ -134,6 +140,8 @@ def build(model: str, state_dir: Path, device: str, limits: Limits | None = None
         base.to(device)
     else:
         base, tokenizer = load_model(model, device)
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
     base.eval()
     state_dir.mkdir(parents=True, exist_ok=True)
     name = "tiny" if model == "tiny" else Path(model).name
@@ -149,7 +157,8 @@ def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
     try:
-        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser)
+        template = args.chat_template.read_text() if args.chat_template else None
+        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser, template)
     except (OSError, ValueError) as err:  # not a model folder, weights or a tokenizer missing or unreadable
         ap.error(f"--model {args.model}: cannot be loaded ({type(err).__name__}: {err})")
 
@@ -157,4 +166,4 @@ def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()
-    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20, chat_prompts=args.chat_prompts), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)

@@ -150,7 +150,7 @@ def test_chat_completions_facade_returns_token_ids_and_logprobs(client):
     assert body["model"] == "p1@v0" and len(choice["token_ids"]) == body["usage"]["completion_tokens"] >= 1
     assert len(choice["logprobs"]["content"]) == len(choice["token_ids"])
     assert body["prompt_token_ids"] == client.post("/v2/policies/p1/render", json={"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "add_generation_prompt": True}).json()["ids"]
-    assert client.post("/v1/chat/completions", json={"model": "p1@v3", "messages": [{"role": "user", "content": "hi"}]}).status_code == 409
+    assert client.post("/v1/chat/completions", json={"model": "p1@v3", "messages": [{"role": "user", "content": "hi"}]}).status_code == 404
     assert client.post("/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]}).status_code == 404
 
 

@@ -1,0 +1,285 @@
+"""vLLM's OpenAI-server wire format, as much of it as a caller's rescue samples through, each field
+spelled and shaped as vLLM's own source defines it. Read at vllm-project/vllm:
+- `vllm/entrypoints/openai/chat_completion/protocol.py` and `completion/protocol.py` @ d5dba2d7b0ab9b98096560c69db7126b54b14d79
+  (requests; `ChatCompletionResponse`, `ChatCompletionLogProbsContent`, `CompletionResponse`, `CompletionLogProbs`);
+- `vllm/entrypoints/openai/chat_completion/serving.py` @ 5e918640d7b65820db5beaa98c2a99925bff7c17 and
+  `completion/serving.py` @ cc139d8ea6ff4db984778a3e77e95e1d1c7f1362 (how the replies are filled);
+- `vllm/entrypoints/openai/engine/protocol.py` @ 040a2cc2a6295ea9c313d86526ff90a103eacb3e (`OpenAIBaseModel`:
+  `extra="allow"`, unknown fields logged and ignored; `ErrorResponse`, `UsageInfo`);
+- `vllm/entrypoints/serve/utils/error_response.py` @ 1c6ebf2c6b4f0604b68a07980ab01791671ba52c and
+  `openai/models/serving.py` @ 00153c8b7948077ebdfc5bfa14e403da41aaea6d (the unknown-model 404);
+- `vllm/entrypoints/serve/tokenize/protocol.py` @ 343bacafc7bf4f973a105e8e7d99fa7de61f7e18, `tokenize/serving.py`
+  @ cf34c18c302ae4b2702d03afe903f5ccf71e2599 and `tokenize/api_router.py` @ 045d7575500e01e0f4a7ff84e039a9f7f7dc3bd0;
+- `vllm/entrypoints/serve/disagg/protocol.py` @ 06408932946d17ad6453126aca82ea96c4509605, `disagg/serving.py`
+  @ 0001948bc76939369ca855c90b36d81256477e85 and `disagg/api_router.py` @ 063e5a89d54d5e17ded57593252c998889f9eb40
+  (`/inference/v1/generate`, PR 24261);
+- `vllm/entrypoints/chat_utils.py` `_postprocess_messages` (tool-call arguments given to the template as objects).
+
+What is not served is refused (400), never silently ignored: a sampling parameter away from its
+neutral value (penalties, top-k, min-p, stop lists, logit bias, beam search, …), `n` > 1,
+streaming, `echo`, and top log-probabilities beyond the sampled token's (`logprobs` / `top_logprobs`
+above 0): the worker samples the model's own distribution under temperature and top-p only, and
+reports the sampled token's log-probability under that distribution (at temperature 1 and top_p 1,
+vLLM's default raw log-probabilities)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import WireError, WorkerError
+from .tokens import TokenTurn
+
+TokenId = Annotated[int, Field(ge=0)]
+ANY = object()  # a neutral-table entry: any value is served (it changes only text, never the sample)
+LOGPROB_FLOOR = -9999.0  # vLLM clamps every reported log-probability at it (`max(logprob, -9999.0)`)
+
+#: Request fields vLLM knows and the façade serves only at their neutral values.
+NEUTRAL: dict[str, tuple[Any, ...]] = {
+    "n": (1, None),
+    "stream": (False, None),
+    "echo": (False, None),
+    "best_of": (1, None),
+    "use_beam_search": (False, None),
+    "frequency_penalty": (0, None),
+    "presence_penalty": (0, None),
+    "repetition_penalty": (1, None),
+    "top_k": (0, -1, None),
+    "min_p": (0, None),
+    "min_tokens": (0, None),
+    "stop": (None, [], ""),
+    "stop_token_ids": (None, []),
+    "bad_words": (None, []),
+    "ignore_eos": (False, None),
+    "logit_bias": (None, {}),
+    "allowed_token_ids": (None,),
+    "prompt_logprobs": (None,),
+    "suffix": (None,),
+    "response_format": (None,),
+    "structured_outputs": (None,),
+    "logits_processors": (None,),
+    "truncate_prompt_tokens": (None,),
+    "stream_options": (None,),
+    "prompt_embeds": (None,),
+    "include_stop_str_in_output": (ANY,),
+    "spaces_between_special_tokens": (ANY,),
+    "detokenize": (ANY,),
+    "output_kind": (ANY,),
+    "skip_clone": (ANY,),
+}
+
+
+class VllmModel(BaseModel):
+    # vLLM's OpenAIBaseModel: extra="allow" (an unknown field is accepted, logged and ignored).
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+
+class CompletionRequest(VllmModel):
+    model: str | None = None
+    prompt: list[TokenId] | list[list[TokenId]] | str | list[str] | None = None
+    max_tokens: int | None = Field(16, ge=1)
+    temperature: float | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    seed: int | None = None
+    logprobs: int | None = Field(None, ge=0)
+    return_token_ids: bool | None = None
+    return_tokens_as_token_ids: bool | None = None
+    add_special_tokens: bool = True
+    skip_special_tokens: bool = True
+
+
+class TokenizeRequest(VllmModel):
+    """`TokenizeChatRequest` (with `messages`) or `TokenizeCompletionRequest` (with `prompt`)."""
+
+    model: str | None = None
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
+    add_special_tokens: bool | None = None  # True for a prompt, False for messages (vLLM's defaults)
+    return_token_strs: bool | None = False
+    chat_template: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+
+
+class GenerateRequest(BaseModel):
+    # vLLM's GenerateRequest is a plain pydantic BaseModel: an unknown field is ignored.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    request_id: str | None = None
+    token_ids: list[TokenId]
+    features: Any = None
+    sampling_params: dict[str, Any]
+    model: str | None = None
+    stream: bool | None = False
+
+
+class GenerateSampling(BaseModel):
+    # vLLM's SamplingParams (a msgspec Struct): the fields served; the rest go through `NEUTRAL`.
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    seed: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    logprobs: int | None = Field(None, ge=0)
+
+
+def vllm_error(status: int, message: str, param: str | None = None) -> WireError:
+    """vLLM's `ErrorResponse`: `{"error": {"message", "type", "param", "code"}}`."""
+    kinds = {400: "BadRequestError", 404: "NotFoundError", 501: "NotImplementedError"}
+    kind = kinds.get(status) or ("InternalServerError" if status >= 500 else HTTPStatus(status).phrase.replace(" ", "") + "Error")
+    return WireError(status, {"error": {"message": message, "type": kind, "param": param, "code": status}})
+
+
+def not_found(name: str) -> WireError:
+    """vLLM's answer for a model it does not serve (`OpenAIModelRegistry.check_model`)."""
+    return vllm_error(404, f"The model `{name}` does not exist.", "model")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parsed(model: type[M], body: Any) -> M:
+    """The body as `model`, or vLLM's 400 naming each invalid field."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as err:
+        issues = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors())
+        raise vllm_error(400, issues) from None
+
+
+def check_neutral(values: Mapping[str, Any], where: str = "", known: frozenset[str] = frozenset()) -> None:
+    """400 for a known field away from its neutral value; with `known`, also for any other field
+    not in it (a parameter struct that refuses unknown keys)."""
+    for key, value in values.items():
+        allowed = NEUTRAL.get(key)
+        if allowed is None:
+            if known and key not in known:
+                raise WorkerError(400, "VALIDATION_FAILED", f"{where}{key}: not a sampling parameter")
+            continue
+        if ANY not in allowed and value not in allowed:
+            raise WorkerError(400, "VALIDATION_FAILED", f"{where}{key}: {value!r} is not served here (the worker samples under temperature and top_p only; served: {allowed!r})")
+
+
+def check_top(n: int | None, field: str) -> None:
+    if n:
+        raise WorkerError(400, "VALIDATION_FAILED", f"{field}: only the sampled token's log-probability is served (0); top alternatives are not computed")
+
+
+def token_text(decode: Any, token: int, as_id: bool | None) -> str:
+    return f"token_id:{token}" if as_id else str(decode([token]))
+
+
+def chat_logprobs(decode: Any, ids: list[int], logprobs: list[float], as_id: bool | None) -> dict[str, Any]:
+    """`ChatCompletionLogProbs` with `top_logprobs` 0: one entry per sampled token."""
+    content = []
+    for t, lp in zip(ids, logprobs, strict=True):
+        decoded = str(decode([t]))
+        content.append({"token": token_text(decode, t, as_id), "logprob": max(lp, LOGPROB_FLOOR), "bytes": list(decoded.encode("utf-8", errors="replace")), "top_logprobs": []})
+    return {"content": content}
+
+
+def completion_logprobs(decode: Any, ids: list[int], logprobs: list[float], as_id: bool | None) -> dict[str, Any]:
+    """`CompletionLogProbs` with `logprobs` 0: each position's top entry is the sampled token."""
+    tokens = [token_text(decode, t, as_id) for t in ids]
+    values = [max(lp, LOGPROB_FLOOR) for lp in logprobs]
+    offsets = [sum(len(s) for s in tokens[:i]) for i in range(len(tokens))]
+    return {"text_offset": offsets, "token_logprobs": values, "tokens": tokens, "top_logprobs": [{s: v} for s, v in zip(tokens, values, strict=True)]}
+
+
+def generate_logprobs(ids: list[int], logprobs: list[float]) -> dict[str, Any]:
+    """`/inference/v1/generate`'s logprobs (`ServingTokens._create_tokens_logprobs`): tokens always
+    spelled `token_id:<id>`, and with `logprobs` 0 one top entry, the sampled token itself."""
+    content = []
+    for t, lp in zip(ids, logprobs, strict=True):
+        value = max(lp, LOGPROB_FLOOR)
+        content.append({"token": f"token_id:{t}", "logprob": value, "bytes": None, "top_logprobs": [{"token": f"token_id:{t}", "logprob": value, "bytes": None}]})
+    return {"content": content}
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens, "completion_tokens": completion_tokens, "prompt_tokens_details": None}
+
+
+def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn], decode: Any) -> dict[str, Any]:
+    """`CompletionResponse` as vLLM dumps it (every field, unset ones null)."""
+    choices = []
+    for i, turn in enumerate(turns):
+        ids = turn.ids
+        choices.append(
+            {
+                "index": i,
+                "text": decode(ids, skip_special_tokens=req.skip_special_tokens),
+                "logprobs": completion_logprobs(decode, ids, turn.logprobs, req.return_tokens_as_token_ids) if req.logprobs is not None else None,
+                "finish_reason": turn.finish,
+                "stop_reason": None,  # vLLM: None when the completion ended at an end-of-sequence id or its length
+                "token_ids": ids if req.return_token_ids else None,
+                "prompt_logprobs": None,
+                "prompt_token_ids": turn.prompt if req.return_token_ids else None,
+            }
+        )
+    prompt_tokens, completion_tokens = sum(len(t.prompt) for t in turns), sum(len(t.ids) for t in turns)
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": choices,
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage(prompt_tokens, completion_tokens),
+        "kv_transfer_params": None,
+    }
+
+
+def generate_response(turn: TokenTurn, want_logprobs: bool) -> dict[str, Any]:
+    """`GenerateResponse` as vLLM dumps it. Its serving code passes `id`, `model`, `usage` and
+    `created` too, but the pydantic model declares none of them and ignores them, and passes the
+    request id as `id`, so the reply's `request_id` is the model's default, a fresh uuid."""
+    choice = {"index": 0, "logprobs": generate_logprobs(turn.ids, turn.logprobs) if want_logprobs else None, "finish_reason": turn.finish, "token_ids": turn.ids}
+    return {"request_id": uuid.uuid4().hex, "choices": [choice], "prompt_logprobs": None, "kv_transfer_params": None}
+
+
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as vLLM hands them to a chat template (`_postprocess_messages`): an assistant
+    message's tool-call arguments parsed from their JSON text into objects (empty: `{}`), an empty
+    `tool_calls` list dropped."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if m.get("role") == "assistant" and isinstance(calls, list):
+            m = {k: v for k, v in m.items() if k != "tool_calls"}
+            if calls:
+                m["tool_calls"] = [with_parsed_arguments(c) for c in calls]
+        out.append(m)
+    return out
+
+
+def with_parsed_arguments(call: Any) -> Any:
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return call
+    arguments = call["function"].get("arguments")
+    try:
+        value = (json.loads(arguments) if isinstance(arguments, str) else arguments) if arguments else {}
+    except json.JSONDecodeError as err:
+        raise WorkerError(400, "VALIDATION_FAILED", f"messages: tool-call arguments are not JSON ({err})") from err
+    return {**call, "function": {**call["function"], "arguments": value}}
+
+
+def template_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Tools as vLLM hands them to a template (`ChatCompletionToolsParam.model_dump()`): `type`,
+    then `function` with `name`, `description` and `parameters` (null when absent) first."""
+    if tools is None:
+        return None
+    out = []
+    for t in tools:
+        f = t.get("function") or {}
+        function = {"name": f.get("name"), "description": f.get("description"), "parameters": f.get("parameters"), **{k: v for k, v in f.items() if k not in ("name", "description", "parameters")}}
+        out.append({"type": t.get("type", "function"), "function": function, **{k: v for k, v in t.items() if k not in ("type", "function")}})
+    return out
