@@ -14,9 +14,11 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import torch
+
 from .engine import Request
 from .errors import WorkerError
-from .sampling import SamplingRule
+from .sampling import SamplingRule, distribution
 
 if TYPE_CHECKING:
     from .names import ServedName
@@ -32,6 +34,8 @@ class TokenTurn:
     finish: str
     version: int
     seconds: float
+    #: Each completion position's most likely ids and their log-probabilities (`alternatives`), when asked for.
+    top: list[list[tuple[int, float]]] | None = None
 
 
 def check_prompt(policies: Policies, prompt: list[int], max_tokens: int, field: str) -> None:
@@ -74,3 +78,28 @@ async def sample_ids(policies: Policies, served: ServedName, p: Policy, prompt: 
     finally:
         policies.engine.forget_key(key)  # no episode continues from it
     return TokenTurn(list(prompt), ids, logprobs, finish, version[0], time.perf_counter() - started)
+
+
+#: The most alternatives a request may ask for at each position (vLLM's default `max_logprobs`).
+MAX_ALTERNATIVES = 20
+
+
+def alternatives(policies: Policies, p: Policy, turn: TokenTurn, rule: SamplingRule, n: int) -> list[list[tuple[int, float]]]:
+    """Each completion position's `n` most likely ids under the distribution the turn was sampled
+    from, with their log-probabilities: one forward pass over the prompt and completion at the
+    version sampled (the engine reports only the sampled id's; a version published meanwhile is a
+    404 NOT_FOUND, never alternatives from other weights)."""
+    if n > MAX_ALTERNATIVES:
+        raise WorkerError(400, "VALIDATION_FAILED", f"Requested sample logprobs of {n}, which is greater than max allowed: {MAX_ALTERNATIVES}")
+    ids = turn.prompt + turn.ids
+    adapted = policies.adapted
+    with adapted.lock, torch.no_grad():  # a publish or a delete holds it: the version cannot move under the pass
+        if policies.policies.get(p.id) is not p or p.version != turn.version:
+            raise WorkerError(404, "NOT_FOUND", f"policy {p.id!r} is no longer at version {turn.version}")
+        adapted.activate(p.adapter)
+        logits = adapted(input_ids=torch.tensor([ids], device=next(adapted.parameters()).device)).logits[0, len(turn.prompt) - 1 : len(ids) - 1].float()
+    out = []
+    for row in logits:
+        values, index = torch.topk(distribution(row, rule), min(n, row.shape[-1]))
+        out.append(list(zip(index.tolist(), values.tolist(), strict=True)))
+    return out

@@ -17,10 +17,11 @@ spelled and shaped as vLLM's own source defines it. Read at vllm-project/vllm:
 
 What is not served is refused (400), never silently ignored: a sampling parameter away from its
 neutral value (penalties, top-k, min-p, stop lists, logit bias, beam search, …), `n` > 1,
-streaming, `echo`, and top log-probabilities beyond the sampled token's (`logprobs` / `top_logprobs`
-above 0): the worker samples the model's own distribution under temperature and top-p only, and
-reports the sampled token's log-probability under that distribution (at temperature 1 and top_p 1,
-vLLM's default raw log-probabilities)."""
+streaming, `echo`, and chat `top_logprobs` above 0. The worker samples the model's own distribution
+under temperature and top-p only and reports log-probabilities under that distribution (at
+temperature 1 and top_p 1, vLLM's default raw log-probabilities); the top alternatives of
+`/v1/completions` and `/inference/v1/generate` (`logprobs` N > 0) come from one more forward pass at
+the version sampled (`tokens.alternatives`)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,11 @@ class TokenizeRequest(VllmModel):
     chat_template_kwargs: dict[str, Any] | None = None
 
 
+class DetokenizeRequest(VllmModel):
+    model: str | None = None
+    tokens: list[TokenId]
+
+
 class GenerateRequest(BaseModel):
     # vLLM's GenerateRequest is a plain pydantic BaseModel: an unknown field is ignored.
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
@@ -167,11 +173,6 @@ def check_neutral(values: Mapping[str, Any], where: str = "", known: frozenset[s
             raise WorkerError(400, "VALIDATION_FAILED", f"{where}{key}: {value!r} is not served here (the worker samples under temperature and top_p only; served: {allowed!r})")
 
 
-def check_top(n: int | None, field: str) -> None:
-    if n:
-        raise WorkerError(400, "VALIDATION_FAILED", f"{field}: only the sampled token's log-probability is served (0); top alternatives are not computed")
-
-
 def token_text(decode: Any, token: int, as_id: bool | None) -> str:
     return f"token_id:{token}" if as_id else str(decode([token]))
 
@@ -185,21 +186,33 @@ def chat_logprobs(decode: Any, ids: list[int], logprobs: list[float], as_id: boo
     return {"content": content}
 
 
-def completion_logprobs(decode: Any, ids: list[int], logprobs: list[float], as_id: bool | None) -> dict[str, Any]:
-    """`CompletionLogProbs` with `logprobs` 0: each position's top entry is the sampled token."""
-    tokens = [token_text(decode, t, as_id) for t in ids]
-    values = [max(lp, LOGPROB_FLOOR) for lp in logprobs]
+def entries(sampled: int, logprob: float, top: list[tuple[int, float]] | None) -> list[tuple[int, float]]:
+    """One position's log-probabilities as vLLM orders them: the sampled id first, then the most
+    likely others (the sampled id once)."""
+    return [(sampled, logprob), *[(t, v) for t, v in top or [] if t != sampled]]
+
+
+def completion_logprobs(decode: Any, turn: TokenTurn, n: int, as_id: bool | None) -> dict[str, Any]:
+    """`CompletionLogProbs`: each position's `top_logprobs` holds the sampled token and the `n` most
+    likely (`num_output_top_logprobs >= i`: up to n + 1 entries)."""
+    tokens = [token_text(decode, t, as_id) for t in turn.ids]
+    values = [max(lp, LOGPROB_FLOOR) for lp in turn.logprobs]
     offsets = [sum(len(s) for s in tokens[:i]) for i in range(len(tokens))]
-    return {"text_offset": offsets, "token_logprobs": values, "tokens": tokens, "top_logprobs": [{s: v} for s, v in zip(tokens, values, strict=True)]}
+    top = []
+    for i, (t, lp) in enumerate(zip(turn.ids, turn.logprobs, strict=True)):
+        step = entries(t, lp, turn.top[i] if turn.top else None)
+        top.append({token_text(decode, u, as_id): max(v, LOGPROB_FLOOR) for k, (u, v) in enumerate(step) if n >= k})
+    return {"text_offset": offsets, "token_logprobs": values, "tokens": tokens, "top_logprobs": top}
 
 
-def generate_logprobs(ids: list[int], logprobs: list[float]) -> dict[str, Any]:
+def generate_logprobs(turn: TokenTurn, n: int) -> dict[str, Any]:
     """`/inference/v1/generate`'s logprobs (`ServingTokens._create_tokens_logprobs`): tokens always
-    spelled `token_id:<id>`, and with `logprobs` 0 one top entry, the sampled token itself."""
+    spelled `token_id:<id>`; `top_logprobs` the first max(n, 1) of the sampled token and the most likely."""
     content = []
-    for t, lp in zip(ids, logprobs, strict=True):
-        value = max(lp, LOGPROB_FLOOR)
-        content.append({"token": f"token_id:{t}", "logprob": value, "bytes": None, "top_logprobs": [{"token": f"token_id:{t}", "logprob": value, "bytes": None}]})
+    for i, (t, lp) in enumerate(zip(turn.ids, turn.logprobs, strict=True)):
+        step = entries(t, lp, turn.top[i] if turn.top else None)[: max(n, 1)]
+        top = [{"token": f"token_id:{u}", "logprob": max(v, LOGPROB_FLOOR), "bytes": None} for u, v in step]
+        content.append({"token": f"token_id:{t}", "logprob": max(lp, LOGPROB_FLOOR), "bytes": None, "top_logprobs": top})
     return {"content": content}
 
 
@@ -216,7 +229,7 @@ def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn
             {
                 "index": i,
                 "text": decode(ids, skip_special_tokens=req.skip_special_tokens),
-                "logprobs": completion_logprobs(decode, ids, turn.logprobs, req.return_tokens_as_token_ids) if req.logprobs is not None else None,
+                "logprobs": completion_logprobs(decode, turn, req.logprobs, req.return_tokens_as_token_ids) if req.logprobs is not None else None,
                 "finish_reason": turn.finish,
                 "stop_reason": None,  # vLLM: None when the completion ended at an end-of-sequence id or its length
                 "token_ids": ids if req.return_token_ids else None,
@@ -238,11 +251,11 @@ def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn
     }
 
 
-def generate_response(turn: TokenTurn, want_logprobs: bool) -> dict[str, Any]:
+def generate_response(turn: TokenTurn, logprobs: int | None) -> dict[str, Any]:
     """`GenerateResponse` as vLLM dumps it. Its serving code passes `id`, `model`, `usage` and
     `created` too, but the pydantic model declares none of them and ignores them, and passes the
     request id as `id`, so the reply's `request_id` is the model's default, a fresh uuid."""
-    choice = {"index": 0, "logprobs": generate_logprobs(turn.ids, turn.logprobs) if want_logprobs else None, "finish_reason": turn.finish, "token_ids": turn.ids}
+    choice = {"index": 0, "logprobs": generate_logprobs(turn, logprobs) if logprobs is not None else None, "finish_reason": turn.finish, "token_ids": turn.ids}
     return {"request_id": uuid.uuid4().hex, "choices": [choice], "prompt_logprobs": None, "kv_transfer_params": None}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import APIRouter
@@ -18,7 +19,7 @@ from . import vllm_wire as vl
 from .errors import WireError, WorkerError
 from .names import NotServed, ServedName, resolve
 from .sampling import SamplingRule
-from .tokens import TokenTurn, check_prompt, sample_ids
+from .tokens import TokenTurn, alternatives, check_prompt, sample_ids
 
 if TYPE_CHECKING:
     from .policies import Policies
@@ -64,7 +65,6 @@ async def completions(policies: Policies, body: Any) -> dict[str, Any]:
     """vLLM's `/v1/completions` over token-id (or text) prompts: one choice per prompt."""
     req = vl.parsed(vl.CompletionRequest, body)
     vl.check_neutral(req.model_extra or {})
-    vl.check_top(req.logprobs, "logprobs")
     served, p = served_as(policies, req.model)
     prompts = await run_in_threadpool(prompts_of, policies, req)
     max_tokens = req.max_tokens or policies.adapted.max_context() - max(len(x) for x in prompts)
@@ -72,7 +72,15 @@ async def completions(policies: Policies, body: Any) -> dict[str, Any]:
         check_prompt(policies, prompt, max_tokens, f"prompt.{i}" if len(prompts) > 1 else "prompt")
     rule = SamplingRule(1.0 if req.temperature is None else req.temperature, 1.0 if req.top_p is None else req.top_p)
     turns = await asyncio.gather(*(sample_ids(policies, served, p, prompt, rule, max_tokens, req.seed) for prompt in prompts))
-    return await run_in_threadpool(vl.completion_response, served.name, req, list(turns), policies.tokenizer.decode)
+    turns = [await with_alternatives(policies, p, t, rule, req.logprobs) for t in turns]
+    return await run_in_threadpool(vl.completion_response, served.name, req, turns, policies.tokenizer.decode)
+
+
+async def with_alternatives(policies: Policies, p: Any, turn: TokenTurn, rule: SamplingRule, n: int | None) -> TokenTurn:
+    """The turn with each position's `n` most likely ids, where a request asks for them (`logprobs` > 0)."""
+    if not n:
+        return turn
+    return replace(turn, top=await run_in_threadpool(alternatives, policies, p, turn, rule, n))
 
 
 def tokenize(policies: Policies, body: Any) -> dict[str, Any]:
@@ -102,14 +110,25 @@ async def generate_tokens(policies: Policies, body: Any) -> dict[str, Any]:
     req = vl.parsed(vl.GenerateRequest, body)
     sampling = vl.parsed(vl.GenerateSampling, req.sampling_params)
     vl.check_neutral(sampling.model_extra or {}, "sampling_params.", frozenset(vl.NEUTRAL))
-    vl.check_top(sampling.logprobs, "sampling_params.logprobs")
     if req.stream or req.features is not None:
         raise WorkerError(400, "VALIDATION_FAILED", "stream and features are not served here")
     served, p = served_as(policies, req.model)
     max_tokens = sampling.max_tokens or policies.adapted.max_context() - len(req.token_ids)
     check_prompt(policies, req.token_ids, max_tokens, "token_ids")
-    turn = await sample_ids(policies, served, p, req.token_ids, SamplingRule(sampling.temperature, sampling.top_p), max_tokens, sampling.seed)
-    return vl.generate_response(turn, sampling.logprobs is not None)
+    rule = SamplingRule(sampling.temperature, sampling.top_p)
+    turn = await sample_ids(policies, served, p, req.token_ids, rule, max_tokens, sampling.seed)
+    return vl.generate_response(await with_alternatives(policies, p, turn, rule, sampling.logprobs), sampling.logprobs)
+
+
+def detokenize(policies: Policies, body: Any) -> dict[str, Any]:
+    """vLLM's `/detokenize`: the text of some ids, special tokens kept (a tokenizer's plain decode)."""
+    req = vl.parsed(vl.DetokenizeRequest, body)
+    if req.model is not None:
+        resolve(policies, req.model)
+    vocab = policies.adapted.vocab_size()
+    if any(t >= vocab for t in req.tokens):
+        raise WorkerError(400, "VALIDATION_FAILED", f"tokens: an id is outside the vocabulary (size {vocab})")
+    return {"prompt": policies.tokenizer.decode(req.tokens)}
 
 
 def vllm_routes(served: Served) -> APIRouter:
@@ -129,6 +148,10 @@ def vllm_routes(served: Served) -> APIRouter:
         # Off the event loop: rendering and tokenising read all of the text.
         return await in_vllm_shape(name_in(body), run_in_threadpool(tokenize, policies, body))
 
+    @router.post("/detokenize")
+    async def v1_detokenize(body: dict[str, Any]) -> dict[str, Any]:
+        return await in_vllm_shape(name_in(body), run_in_threadpool(detokenize, policies, body))
+
     @router.post("/inference/v1/generate")
     async def inference_generate(body: dict[str, Any]) -> dict[str, Any]:
         return await in_vllm_shape(name_in(body), generate_tokens(policies, body))
@@ -147,9 +170,7 @@ async def sglang_generate(policies: Policies, body: Any) -> Any:
     if len(raw) != len(prompts):
         raise WorkerError(400, "VALIDATION_FAILED", "sampling_params: one per prompt")
     samplings = [sg.sampling_of(r) for r in raw]
-    if req.lora_path is None:
-        raise WorkerError(404, "NOT_FOUND", "lora_path: this worker serves its policies as LoRA adapters, <policy> or <policy>@v<N>")
-    served, p = resolve(policies, req.lora_path)
+    served, p = resolve(policies, req.lora_path or only_policy(policies))
     rids = sg.request_ids(req, len(prompts))
     context = policies.adapted.max_context()
     for prompt, s in zip(prompts, samplings, strict=True):
@@ -160,6 +181,14 @@ async def sglang_generate(policies: Policies, body: Any) -> Any:
     skip = [s.model_extra.get("skip_special_tokens", True) is not False if s.model_extra else True for s in samplings]
     outs = [sg.generate_out(req, rid, turn, policies.tokenizer.decode, sk) for rid, turn, sk in zip(rids, turns, skip, strict=True)]
     return outs[0] if len(outs) == 1 and not isinstance(req.input_ids[0], list) else outs  # type: ignore[index]
+
+
+def only_policy(policies: Policies) -> str:
+    """Without `lora_path`, SGLang samples the one model it serves: here, the worker's one policy."""
+    held = list(policies.policies)
+    if len(held) != 1:
+        raise WorkerError(400, "VALIDATION_FAILED", f"lora_path: this worker holds {len(held)} policies, served as LoRA adapters <policy> or <policy>@v<N>; name one")
+    return held[0]
 
 
 def sglang_routes(served: Served) -> APIRouter:
@@ -178,8 +207,8 @@ def sglang_routes(served: Served) -> APIRouter:
         except NotServed as err:
             raise sg.not_loaded(err.name, loaded()) from None
         except WorkerError as err:
-            if err.status == 404:  # no adapter named, or the one named no longer held when its turn began
-                raise sg.not_loaded(body.get("lora_path"), loaded()) from None
+            if err.status == 404 and body.get("lora_path"):  # the adapter named is no longer held when its turn begins
+                raise sg.not_loaded(body["lora_path"], loaded()) from None
             raise sg.sglang_error(err.message, err.status) from None
 
     return router

@@ -105,9 +105,29 @@ def test_vllm_completions_sample_id_prompts_with_completions_style_logprobs(clie
     two = client.post("/v1/completions", json={**body, "prompt": [prompt, prompt[:3]]}).json()
     assert [c["index"] for c in two["choices"]] == [0, 1] and two["choices"][1]["prompt_token_ids"] == prompt[:3]
     # What is not served is refused, in vLLM's error shape.
-    for bad in ({"logprobs": 1}, {"n": 2}, {"stream": True}, {"frequency_penalty": 0.5}, {"stop": ["x"]}):
+    for bad in ({"logprobs": 21}, {"n": 2}, {"stream": True}, {"frequency_penalty": 0.5}, {"stop": ["x"]}):
         refused = client.post("/v1/completions", json={**body, **bad})
         assert refused.status_code == 400 and set(refused.json()["error"]) == {"message", "type", "param", "code"}, bad
+
+
+def test_vllm_logprobs_above_zero_add_the_most_likely_alternatives_at_the_version_sampled(client):
+    prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
+    body = {"model": "p1", "prompt": prompt, "max_tokens": 4, "seed": 9, "logprobs": 2, "return_token_ids": True}
+    choice = client.post("/v1/completions", json=body).json()["choices"][0]
+    lp = choice["logprobs"]
+    for token, value, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert list(top)[0] == token and top[token] == value and 2 <= len(top) <= 3
+    # An alternative's log-probability is the model's for that id at that position (re-scored in its place).
+    as_ids = client.post("/v1/completions", json={**body, "return_tokens_as_token_ids": True}).json()["choices"][0]["logprobs"]["top_logprobs"]
+    for i, top in enumerate(as_ids):
+        for key, value in list(top.items())[1:]:
+            alt = int(key.removeprefix("token_id:"))
+            assert abs(rescored(client, prompt + choice["token_ids"][:i], [alt])[0] - value) < 1e-4
+    generated = client.post("/inference/v1/generate", json={"model": "p1", "token_ids": prompt, "sampling_params": {"max_tokens": 4, "seed": 9, "logprobs": 2}}).json()
+    content = generated["choices"][0]["logprobs"]["content"]
+    assert generated["choices"][0]["token_ids"] == choice["token_ids"]
+    assert all(len(e["top_logprobs"]) == 2 and e["top_logprobs"][0]["token"] == e["token"] for e in content)
+    assert all(e["top_logprobs"][1]["logprob"] >= e2["logprob"] for e in content for e2 in e["top_logprobs"][1:])
 
 
 def test_vllm_tokenize_renders_messages_or_tokenises_a_prompt(client):
@@ -121,6 +141,8 @@ def test_vllm_tokenize_renders_messages_or_tokenises_a_prompt(client):
     assert body["tokens"][: bare["count"]] == bare["tokens"] and bare["count"] < body["count"] and bare["token_strs"] is None
     text = client.post("/tokenize", json={"prompt": "list the items"}).json()
     assert text["tokens"] == client.policies.tokenizer("list the items")["input_ids"]
+    assert client.post("/detokenize", json={"model": "p1", "tokens": body["tokens"]}).json() == {"prompt": client.policies.tokenizer.decode(body["tokens"])}
+    assert "<|im_start|>" in client.post("/detokenize", json={"tokens": body["tokens"]}).json()["prompt"]
     # An assistant's tool-call arguments reach the template as objects, as vLLM hands them over.
     call = {"id": "c1", "type": "function", "function": {"name": "submit", "arguments": '{"answer": "yes"}'}}
     turns = [*HI, {"role": "assistant", "content": "", "tool_calls": [call]}]
@@ -171,6 +193,11 @@ def test_sglang_generate_returns_output_ids_and_logprob_triples_that_rescore(cli
     assert client.post("/generate", json={**body, "sampling_params": {"max_new_tokens": 4, "bogus": 1}}).status_code == 400
     refused = client.post("/generate", json={**body, "lora_path": "p1@v2"})
     assert refused.status_code == 400 and refused.json()["error"]["message"].startswith("The following requested LoRA adapters are not loaded: p1@v2")
+    # Without lora_path, the one model served: the worker's one policy; with two, a name is needed.
+    unnamed = {k: v for k, v in body.items() if k != "lora_path"}
+    assert client.post("/generate", json=unnamed).json()["output_ids"] == r["output_ids"]
+    client.put("/v2/policies/p2", json=SPEC)
+    assert client.post("/generate", json=unnamed).status_code == 400
 
 
 def test_a_name_pins_the_version_and_a_version_the_worker_no_longer_holds_is_not_served(client):
