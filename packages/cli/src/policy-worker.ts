@@ -33,8 +33,14 @@ export interface WorkerOptions {
   host?: string;
   token?: string;
   stateDir?: string;
-  /** The worker's own limits and settings, passed on as its flags (`maxEpisodes` → `--max-episodes`). */
-  tuning?: Partial<Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser", string | number>>;
+  /**
+   * The worker's own limits and settings, passed on as its flags (`maxEpisodes` → `--max-episodes`;
+   * `chatTemplate`: a Jinja file used instead of the model's template; `chatPrompts`: `render` to
+   * render every chat request whole, as vLLM does, instead of continuing its episode).
+   */
+  tuning?: Partial<
+    Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts", string | number>
+  >;
   /** Longest wait for `GET /healthz` to answer 200. */
   readyTimeoutMs?: number;
 }
