@@ -1,0 +1,150 @@
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+
+// A stand-in inference server for tests: vLLM's /tokenize, /detokenize, /v1/completions,
+// /inference/v1/generate and /v1/chat/completions, and SGLang's /generate, over a toy model that
+// is exact by construction: one id per character (ChatML's markers one id each), and the
+// log-probability of an id after a prefix a fixed function of the two, so any returned
+// log-probability can be re-scored here (`score`). Its chat template can be made not
+// append-only (earlier assistant turns lose their <think> blocks, as Qwen3's does).
+
+const SPECIALS = ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"];
+const IM_END = 2;
+
+/** The toy tokenizer: each special marker one id (1…), any other character 100 + its code. */
+export function tokenize(text: string): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < text.length; ) {
+    const special = SPECIALS.findIndex((s) => text.startsWith(s, i));
+    if (special >= 0) {
+      ids.push(special + 1);
+      i += SPECIALS[special]!.length;
+    } else {
+      ids.push(100 + text.charCodeAt(i));
+      i++;
+    }
+  }
+  return ids;
+}
+
+export const detokenize = (ids: readonly number[]) => ids.map((id) => (id < 100 ? SPECIALS[id - 1]! : String.fromCharCode(id - 100))).join("");
+
+/** The toy model's log-probability of each id after the ids before it (the first: 0). */
+export function score(ids: readonly number[]): number[] {
+  let h = 7;
+  return ids.map((id, i) => {
+    const lp = i === 0 ? 0 : -((((h ^ Math.imul(id, 2654435761)) >>> 0) % 1000) + 1) / 400;
+    h = (Math.imul(h, 31) + id) >>> 0;
+    return lp;
+  });
+}
+
+interface Message {
+  role: string;
+  content?: string | null;
+  tool_calls?: { function: { name: string; arguments: string } }[];
+}
+
+/** ChatML; with `rewrites`, every assistant turn before the last user message loses its <think> block. */
+function render(messages: Message[], generationPrompt: boolean, rewrites: boolean): string {
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+  const body = messages.map((m, i) => {
+    let content = m.content ?? "";
+    if (rewrites && m.role === "assistant" && i < lastUser) content = content.replace(/<think>[\s\S]*?<\/think>/g, "");
+    const calls = (m.tool_calls ?? []).map((c) => `<tool_call>{"name": ${JSON.stringify(c.function.name)}, "arguments": ${c.function.arguments}}</tool_call>`).join("");
+    return `<|im_start|>${m.role}\n${content}${calls}<|im_end|>\n`;
+  });
+  return body.join("") + (generationPrompt ? "<|im_start|>assistant\n" : "");
+}
+
+export interface StubOptions {
+  /** The model names served; any other is answered 404 (as vLLM answers an unknown model). */
+  models: string[];
+  /** The completion's text of the nth sample (an end-of-turn id follows unless cut at max_tokens). */
+  script: (nth: number) => string;
+  /** The model name the nth reply names (default: the one asked for). */
+  answerAs?: (asked: string, nth: number) => string;
+  /** The chat template drops earlier <think> blocks (not append-only). */
+  rewrites?: boolean;
+  /** Routes this server does not offer (404). */
+  missing?: string[];
+  /** Chat completions answer text only (no ids), as a server without return_token_ids does. */
+  chatTextOnly?: boolean;
+  /** The nth request to a sampling route answers this status once instead (a fault). */
+  fault?: (nth: number) => number | undefined;
+}
+
+const SAMPLE_ROUTES = ["/v1/completions", "/inference/v1/generate", "/generate", "/v1/chat/completions"];
+
+/** Starts the stub on loopback; `requests` records every request, `samples` counts sampled turns. */
+export async function startServedStub(opts: StubOptions) {
+  const requests: { path: string; body: Record<string, unknown> }[] = [];
+  let samples = 0;
+  let sampleRequests = 0;
+  const sample = (prompt: number[], maxTokens: number) => {
+    const text = opts.script(samples++);
+    const all = [...tokenize(text), IM_END];
+    const ids = all.slice(0, maxTokens);
+    const lps = score([...prompt, ...ids]).slice(prompt.length);
+    return { ids, lps, text: detokenize(ids.filter((id) => id !== IM_END)), finish: ids.length < all.length ? "length" : "stop" };
+  };
+  const answer = (path: string, body: Record<string, unknown>, nth: number): [number, unknown] => {
+    const asked = String(body.model ?? body.lora_path ?? opts.models[0]);
+    if (!opts.models.includes(asked)) return [404, { error: { message: `The model \`${asked}\` does not exist.`, type: "NotFoundError", code: 404 } }];
+    const model = opts.answerAs?.(asked, nth) ?? asked;
+    if (path === "/tokenize") {
+      const tokens = tokenize(render(body.messages as Message[], body.add_generation_prompt !== false, opts.rewrites ?? false));
+      return [200, { tokens, count: tokens.length, max_model_len: 4096 }];
+    }
+    if (path === "/detokenize") return [200, { prompt: detokenize((body.tokens as number[]).filter((id) => id !== IM_END)) }];
+    if (path === "/v1/completions") {
+      const prompt = body.prompt as number[];
+      const s = sample(prompt, Number(body.max_tokens));
+      const logprobs = { token_logprobs: s.lps, tokens: s.ids.map(String), text_offset: [], top_logprobs: [] };
+      return [
+        200,
+        { id: "cmpl-1", object: "text_completion", model, choices: [{ index: 0, text: s.text, token_ids: s.ids, prompt_token_ids: prompt, logprobs, finish_reason: s.finish }] },
+      ];
+    }
+    if (path === "/inference/v1/generate") {
+      const params = body.sampling_params as { max_tokens: number };
+      const s = sample(body.token_ids as number[], params.max_tokens);
+      return [
+        200,
+        { request_id: "r", choices: [{ index: 0, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) }, finish_reason: s.finish }] },
+      ];
+    }
+    if (path === "/generate") {
+      const params = body.sampling_params as { max_new_tokens: number };
+      const s = sample(body.input_ids as number[], params.max_new_tokens);
+      return [
+        200,
+        { text: s.text, output_ids: s.ids, meta_info: { id: "g", finish_reason: { type: s.finish }, output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]) } },
+      ];
+    }
+    const prompt = tokenize(render(body.messages as Message[], true, opts.rewrites ?? false));
+    const s = sample(prompt, Number(body.max_tokens));
+    const choice = { index: 0, message: { role: "assistant", content: s.text }, finish_reason: s.finish };
+    if (opts.chatTextOnly) return [200, { model, choices: [choice] }];
+    return [200, { model, prompt_token_ids: prompt, choices: [{ ...choice, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) } }] }];
+  };
+  const server = createServer(async (req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>) : {};
+    requests.push({ path, body });
+    const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
+    const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
+    const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
+    const [status, out] = !known ? [404, { detail: "Not Found" }] : fault ? [fault, { error: { message: "scripted fault" } }] : answer(path, body, nth);
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(out));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    samples: () => samples,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
