@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
@@ -14,10 +15,17 @@ import { startCallerRescueStack } from "../caller-stack.ts";
 // caller's environment (OpenEnv protocol), the service the local stack (DynamoDB Local, fauxqs,
 // the dispatch worker). The rescue's token rows re-score at the caller's policy, and every
 // harness insertion sits at mask 0.
+// Issue 54, acceptance 1-2: the same rescue against the worker's vLLM and SGLang façade (its
+// chat route rendering every request whole, as vLLM does) in each token mode, the version pinned
+// by the served name `trainer-policy@v0`; and, with a chat template that is not append-only
+// (packages/policy-worker/tests/templates/thinking-chatml.jinja), messages in gives segmented
+// rows, each of which re-scores.
 const WORKER_TOKEN = "caller-secret-token";
+const THINKING_TEMPLATE = fileURLToPath(new URL("../../packages/policy-worker/tests/templates/thinking-chatml.jinja", import.meta.url));
 const setup = embeddedSetup(defaultEmbeddedSettings);
 let inst: SeedInstance;
 let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+let thinking: Awaited<ReturnType<typeof startPolicyWorker>>;
 let envServer: Awaited<ReturnType<typeof startOpenEnvServer>>;
 let stack: LocalStack;
 let api: Awaited<ReturnType<typeof startApi>>;
@@ -27,16 +35,18 @@ let other: string;
 beforeAll(async () => {
   inst = await setup.instance(1);
   await ensureWorkerVenv();
-  [worker, envServer] = await Promise.all([
-    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN }),
+  [worker, thinking, envServer] = await Promise.all([
+    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN, tuning: { chatPrompts: "render" } }),
+    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN, tuning: { chatPrompts: "render", chatTemplate: THINKING_TEMPLATE } }),
     builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
   ]);
   // The caller's own policy at its worker: a LoRA policy at version 0.
-  await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("trainer-policy", {
-    base_model: "tiny",
-    lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
-    seed: 3,
-  });
+  for (const at of [worker, thinking])
+    await new TokenPolicyClient(at.url, { token: WORKER_TOKEN, clock: systemClock }).create("trainer-policy", {
+      base_model: "tiny",
+      lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
+      seed: 3,
+    });
   stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst);
   secret = await addKey(stack.deps, "k-trainer", ["rescues"]);
   other = await addKey(stack.deps, "k-other", ["rescues"]);
@@ -47,69 +57,111 @@ afterAll(async () => {
   await stack?.stop();
   await envServer?.close();
   await worker?.stop();
+  await thinking?.stop();
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
   fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
 
+/** How each case registers the worker: its kind and token mode, and what its rescue names of the version. */
+const CASES = [
+  { name: "protocol v2", registration: { kind: "protocol-v2" }, pin: {} },
+  { name: "vLLM messages in", registration: { kind: "vllm", mode: "chat-token-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
+  { name: "vLLM tokens in", registration: { kind: "vllm", mode: "completions-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
+  { name: "SGLang generate", registration: { kind: "sglang", mode: "sglang-generate" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
+] as const;
+
+interface Row {
+  harness_id: string;
+  weight_version: number;
+  prompt_ids: number[];
+  completion_ids: number[];
+  logprobs: number[];
+  loss_mask: number[];
+  segmented: boolean;
+}
+
+/** Registers `at` as `id`, rescues a failed group there, and answers the rescue's start and its rows. */
+async function rescueAt(at: { url: string }, id: string, c: (typeof CASES)[number]) {
+  // Prepare: register the endpoint (its bearer token as the secret header).
+  const registered = await call(secret, "POST", "/v1/policy-endpoints", {
+    id,
+    url: at.url,
+    policy: "trainer-policy",
+    secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
+    ...c.registration,
+  });
+  expect(registered.status).toBe(201);
+  if ("mode" in c.registration) expect((await registered.json()).probe.mode).toBe(c.registration.mode);
+  const task = inst.train.find((t) => t.tags.length > 0)!;
+  // Act: rescue a failed group of that task.
+  const started = await call(secret, "POST", "/v1/rescues", {
+    poolId: inst.evolution.pool.id,
+    failureTags: ["incomplete-results"],
+    k: 2,
+    rolloutsPerHarness: 2,
+    caller: {
+      endpoint: id,
+      environment: { kind: "openenv", url: envServer.url },
+      task: embeddedCallerTask(setup.env, task),
+      system: "Solve the task with the tools.",
+      maxTokens: 24,
+      ...c.pin,
+    },
+  });
+  expect(started.status).toBe(202);
+  const { id: rescueId, chosen, expected } = await started.json();
+  expect(chosen).toHaveLength(2);
+  let status = { status: "running" };
+  for (let i = 0; i < 240 && status.status === "running"; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    status = await (await call(secret, "GET", `/v1/rescues/${rescueId}`)).json();
+  }
+  expect(status).toMatchObject({ status: "done", completed: expected });
+  const page = await (await call(secret, "GET", `/v1/rescues/${rescueId}/trajectories?limit=64`)).json();
+  expect(page.next).toBeNull();
+  return { rescueId, chosen, expected, rows: page.trajectories as Row[] };
+}
+
+/** Every id at mask 1 re-scores at the worker as returned (an inserted id at mask 1 would carry 0 there and a negative score: this fails); every other id carries 0. */
+async function expectRescored(at: { url: string }, rows: readonly Row[]): Promise<number> {
+  const scorer = new TokenPolicyClient(at.url, { token: WORKER_TOKEN, clock: systemClock });
+  let trained = 0;
+  for (const t of rows) {
+    expect(t.weight_version).toBe(0);
+    expect([t.completion_ids.length, t.logprobs.length]).toEqual([t.loss_mask.length, t.loss_mask.length]);
+    const ids = [...t.prompt_ids, ...t.completion_ids];
+    const [rescored] = await scorer.score("trainer-policy", { sequences: [{ ids }] });
+    const tail = rescored!.slice(t.prompt_ids.length);
+    t.loss_mask.forEach((m: number, j: number) => {
+      if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
+      else expect(t.logprobs[j]).toBe(0);
+    });
+    trained += t.loss_mask.filter((m: number) => m === 1).length;
+  }
+  return trained;
+}
+
 describe("a rescue with the caller's own policy and environment", () => {
-  it("samples the caller's policy in its environment under the routed siblings, and returns token rows that re-score there, insertions at mask 0", async () => {
-    // Prepare: register the endpoint (its bearer token as the secret header).
-    const registered = await call(secret, "POST", "/v1/policy-endpoints", {
-      id: "my-worker",
-      kind: "protocol-v2",
-      url: worker.url,
-      policy: "trainer-policy",
-      secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
-    });
-    expect(registered.status).toBe(201);
-    const task = inst.train.find((t) => t.tags.length > 0)!;
-    // Act: rescue a failed group of that task.
-    const started = await call(secret, "POST", "/v1/rescues", {
-      poolId: inst.evolution.pool.id,
-      failureTags: ["incomplete-results"],
-      k: 2,
-      rolloutsPerHarness: 2,
-      caller: {
-        endpoint: "my-worker",
-        environment: { kind: "openenv", url: envServer.url },
-        task: embeddedCallerTask(setup.env, task),
-        system: "Solve the task with the tools.",
-        maxTokens: 24,
-      },
-    });
-    expect(started.status).toBe(202);
-    const { id, chosen, expected } = await started.json();
-    expect(chosen).toHaveLength(2);
-    let status = { status: "running" };
-    for (let i = 0; i < 240 && status.status === "running"; i++) {
-      await new Promise((r) => setTimeout(r, 250));
-      status = await (await call(secret, "GET", `/v1/rescues/${id}`)).json();
-    }
-    expect(status).toMatchObject({ status: "done", completed: expected });
-    const page = await (await call(secret, "GET", `/v1/rescues/${id}/trajectories?limit=64`)).json();
-    // Assess: one row per rollout, at the pinned version, under the routed harnesses.
-    expect(page.next).toBeNull();
-    expect(page.trajectories).toHaveLength(expected);
-    expect(new Set(page.trajectories.map((t: { harness_id: string }) => t.harness_id))).toEqual(new Set(chosen));
-    const scorer = new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock });
-    let trained = 0;
-    for (const t of page.trajectories) {
-      expect(t.weight_version).toBe(0);
-      expect([t.completion_ids.length, t.logprobs.length]).toEqual([t.loss_mask.length, t.loss_mask.length]);
-      const ids = [...t.prompt_ids, ...t.completion_ids];
-      const [rescored] = await scorer.score("trainer-policy", { sequences: [{ ids }] });
-      const tail = rescored!.slice(t.prompt_ids.length);
-      // Every id at mask 1 was sampled: its re-scored log-probability is the one returned for it.
-      // (An inserted id at mask 1 would carry 0 there and a negative score: this fails.)
-      t.loss_mask.forEach((m: number, j: number) => {
-        if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
-        else expect(t.logprobs[j]).toBe(0);
-      });
-      trained += t.loss_mask.filter((m: number) => m === 1).length;
-    }
-    expect(trained).toBeGreaterThan(0);
-    // Another key reads none of it.
-    expect((await call(other, "GET", `/v1/rescues/${id}/trajectories`)).status).toBe(404);
+  for (const c of CASES)
+    it(`${c.name}: samples the caller's policy in its environment under the routed siblings, and returns token rows that re-score there, insertions at mask 0`, async () => {
+      const { rescueId, chosen, expected, rows } = await rescueAt(worker, `w-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : "v2"}`, c);
+      // Assess: at least one row per rollout, at the pinned version, under the routed harnesses.
+      if (c.registration.kind === "protocol-v2") expect(rows).toHaveLength(expected);
+      else expect(rows.length).toBeGreaterThanOrEqual(expected);
+      expect(new Set(rows.map((t) => t.harness_id))).toEqual(new Set(chosen));
+      expect(await expectRescored(worker, rows)).toBeGreaterThan(0);
+      // Tokens in never comes apart: the episode's ids go back as they are.
+      if (c.registration.kind === "protocol-v2" || c.name !== "vLLM messages in") expect(rows.every((t) => !t.segmented)).toBe(true);
+      // Another key reads none of it.
+      expect((await call(other, "GET", `/v1/rescues/${rescueId}/trajectories`)).status).toBe(404);
+    }, 180_000);
+
+  it("a chat template that is not append-only, messages in: the rollouts come back as segmented rows, each of which re-scores", async () => {
+    const { expected, rows } = await rescueAt(thinking, "thinking-chat", CASES[1]);
+    // Each row is what its completions were sampled after (without the prefix check this fails).
+    expect(await expectRescored(thinking, rows)).toBeGreaterThan(0);
+    expect(rows.length).toBeGreaterThan(expected);
+    expect(rows.some((t) => t.segmented)).toBe(true);
   }, 180_000);
 });

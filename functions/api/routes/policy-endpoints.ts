@@ -14,15 +14,15 @@ export const policyEndpointRoutes = {
     path: "/",
     operationId: "registerPolicyEndpoint",
     tags: ["rescues"],
-    summary: "Register (or replace) a policy endpoint of yours: protocol v2, or OpenAI-compatible chat completions returning token ids and log-probabilities",
+    summary: "Register (or replace) a policy endpoint of yours: protocol v2, a vLLM or SGLang server, or OpenAI-compatible chat completions returning token ids and log-probabilities",
     description:
-      "The URL is checked (http or https; no address in a loopback, private, link-local, CGNAT, multicast or unspecified range, in any spelling) and the endpoint probed before it is stored. The secret header is stored, never returned or logged.",
+      "The URL is checked (http or https; no address in a loopback, private, link-local, CGNAT, multicast or unspecified range, in any spelling) and the endpoint probed before it is stored: a vllm, sglang or openai-chat endpoint samples one token in the token mode asked for (`mode`), or in each of its kind's in order (tokens in first), and the mode found is recorded (`probe.mode`). The secret header is stored, never returned or logged.",
     request: { body: jsonBody(RegisterPolicyEndpoint) },
     responses: {
       201: jsonOf("the registration (the secret header by name only)", PolicyEndpointView),
       ...errors,
       400: error(
-        "VALIDATION_FAILED; URL_NOT_ALLOWED (the URL or what it resolves to is refused); ENDPOINT_PROBE_FAILED; ENDPOINT_NO_TOKEN_IDS (text only: ids re-tokenised from text would not match their log-probabilities)",
+        "VALIDATION_FAILED; URL_NOT_ALLOWED (the URL or what it resolves to is refused); ENDPOINT_PROBE_FAILED; ENDPOINT_NO_TOKEN_IDS (text only: ids re-tokenised from text would not match their log-probabilities); ENDPOINT_NOT_TOKEN_EXACT (a vllm or sglang server offering none of its kind's token modes, each mode's answer named)",
       ),
       409: error("CONFLICT: the key holds 100 endpoints, its limit"),
       ...bodyErrors,

@@ -1,7 +1,7 @@
 import { extendsIds, ChatTokenReply, CompletionIdsReply, DetokenizeReply, GenerateTokensReply, SglangGenerateReply, TokenizeReply } from "@harness-s/core/protocol";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
 import type { PolicyEndpointKind, TokenMode } from "@harness-s/core/rescue";
-import { PolicyReplyInvalidError } from "../errors.ts";
+import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
 import type { ServedClient } from "./served-client.ts";
 import { hermesToolCalls, type SampledCall } from "./tool-choice.ts";
 
@@ -121,7 +121,12 @@ const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_token
   return { completionIds: c.token_ids, logprobs, text, model: undefined };
 };
 
-/** SGLang's `/generate` with `input_ids` (a served model other than the registration's is its LoRA adapter, `lora_path`). */
+/**
+ * SGLang's `/generate` with `input_ids` (a served model other than the registration's is its LoRA
+ * adapter, `lora_path`). SGLang answers an adapter it has not loaded with a 400 naming it
+ * (sglang@5bf90e9dd2a3968df22212dc5f39ab46c55c4791 python/sglang/srt/lora/lora_registry.py: "The
+ * following requested LoRA adapters are not loaded"): that model is not served.
+ */
 const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { max_tokens, temperature, top_p }) => {
   const body = {
     input_ids: ids,
@@ -129,7 +134,13 @@ const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { m
     return_logprob: true,
     ...(model === baseModel ? {} : { lora_path: model }),
   };
-  const reply = await client.post("/generate", body, SglangGenerateReply, model);
+  const reply = await client.post("/generate", body, SglangGenerateReply, model).catch((err: unknown) => {
+    if (err instanceof PolicyEndpointError && err.status === 400 && /LoRA adapters are not loaded/.test(err.message))
+      throw new ServedModelMismatchError(
+        `POST /generate: the endpoint has no adapter ${JSON.stringify(model)} loaded (HTTP 400); it no longer holds that version, or the name is not the one it serves`,
+      );
+    throw err;
+  });
   const pairs = reply.meta_info.output_token_logprobs;
   if (pairs.length !== reply.output_ids.length || pairs.some(([, id], i) => id !== reply.output_ids[i]))
     throw new PolicyReplyInvalidError("POST /generate: meta_info.output_token_logprobs does not name output_ids one by one");
