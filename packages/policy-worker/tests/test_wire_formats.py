@@ -87,7 +87,7 @@ def test_vllm_chat_continues_a_conversation_its_prompt_ids_extending_the_earlier
 
 def test_vllm_completions_sample_id_prompts_with_completions_style_logprobs(client):
     prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
-    body = {"model": "p1", "prompt": prompt, "max_tokens": 8, "seed": 5, "logprobs": 0, "return_token_ids": True, "an_unknown_field": 1}
+    body = {"model": "p1", "prompt": prompt, "max_tokens": 8, "seed": 5, "logprobs": 0, "return_token_ids": True, "skip_special_tokens": False, "add_special_tokens": False, "an_unknown_field": 1}
     r = client.post("/v1/completions", json=body).json()
     assert set(r) == {"id", "object", "created", "model", "choices", "service_tier", "system_fingerprint", "usage", "kv_transfer_params"}
     assert r["object"] == "text_completion" and r["model"] == "p1" and r["id"].startswith("cmpl-")
@@ -153,7 +153,8 @@ def test_vllm_tokenize_renders_messages_or_tokenises_a_prompt(client):
 
 def test_vllm_generate_is_tokens_in_tokens_out(client):
     prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
-    body = {"model": "p1@v0", "token_ids": prompt, "request_id": "r1", "sampling_params": {"max_tokens": 8, "seed": 7, "logprobs": 0, "temperature": 1.0}}
+    sampling = {"max_tokens": 8, "seed": 7, "logprobs": 0, "temperature": 1.0, "top_p": 1.0, "skip_special_tokens": False}
+    body = {"model": "p1@v0", "token_ids": prompt, "request_id": "r1", "sampling_params": sampling}
     r = client.post("/inference/v1/generate", json=body).json()
     assert set(r) == {"request_id", "choices", "prompt_logprobs", "kv_transfer_params"}
     (choice,) = r["choices"]
@@ -173,7 +174,8 @@ def test_vllm_generate_is_tokens_in_tokens_out(client):
 
 def test_sglang_generate_returns_output_ids_and_logprob_triples_that_rescore(client):
     prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
-    body = {"input_ids": prompt, "lora_path": "p1@v0", "rid": "r9", "return_logprob": True, "sampling_params": {"max_new_tokens": 8, "temperature": 1.0, "top_p": 1.0, "sampling_seed": 4}}
+    sampling = {"max_new_tokens": 8, "temperature": 1.0, "top_p": 1.0, "sampling_seed": 4, "skip_special_tokens": False}
+    body = {"input_ids": prompt, "lora_path": "p1@v0", "rid": "r9", "return_logprob": True, "sampling_params": sampling}
     r = client.post("/generate", json=body).json()
     assert set(r) == {"text", "output_ids", "meta_info"}
     meta = r["meta_info"]
