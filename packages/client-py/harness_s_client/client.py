@@ -1,113 +1,213 @@
-"""The Harness-S service's HTTP API for a trainer: typed calls, each bounded in time, the ones that
-are safe to repeat (reads, and registering an endpoint: it replaces by id) repeated on a dropped
-connection or a 502/503/504; starting a rescue is sent once (a retry could start a second one)."""
+"""The Harness-S service's HTTP API for a trainer, synchronous (`HarnessS`; `AsyncHarnessS` in
+aio.py is the same over asyncio). Every call is bounded in time; the ones that are safe to repeat
+(reads, and writes that replace by id) are repeated on a dropped connection or a 502/503/504;
+starting a rescue or routing is sent once. Every failure is a `HarnessSError` with a code."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import httpx
 
-from .convert import Trajectory
-
-RETRYABLE = {502, 503, 504}
-
-
-class HarnessSError(Exception):
-    """The service refused or failed a call: its stable `code`, HTTP `status` and message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status, self.code, self.message = status, code, message
+from . import api
+from .api import Call
+from .convert import Trajectory, pair_rows
+from .errors import RESCUE_TIMEOUT, HarnessSConnectionError, HarnessSError, HarnessSTimeoutError, RescueFailedError, error_of
+from .types import CallerRescue, Context, EndpointKind, PolicyEndpoint, PoolSummary, Quote, RescueAccepted, RescueStatus, TokenMode, TrajectoryPage, TrajectoryRow, Usage
 
 
-class HarnessSClient:
+def _answer(call: Call, res: httpx.Response) -> Any:
+    if res.status_code >= 400:
+        try:
+            body = res.json()
+        except ValueError:
+            body = None
+        raise error_of(res.status_code, body, res.text)
+    return res.text if call.text else res.json()
+
+
+def _transport_error(call: Call, exc: httpx.TransportError) -> HarnessSError:
+    what = f"{call.method} {call.path}"
+    if isinstance(exc, httpx.TimeoutException):
+        return HarnessSTimeoutError(f"{what}: no answer in time ({exc.__class__.__name__})")
+    return HarnessSConnectionError(f"{what}: {exc.__class__.__name__}: {exc}")
+
+
+def rescue_finished(status: RescueStatus, fail_fast: bool) -> bool:
+    """Whether a wait is over: the rescue no longer runs, or (fail fast) a slot has failed, which
+    no retry of the service's will store (the rescue can no longer finish whole)."""
+    if fail_fast and status["failed"]:
+        raise RescueFailedError(cast(dict[str, Any], status))
+    if status["status"] == "failed":
+        raise RescueFailedError(cast(dict[str, Any], status))
+    return status["status"] != "running"
+
+
+def _headers(api_key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"}
+
+
+class HarnessS:
+    """The service's API (see the module's text). `transport` replaces httpx's (tests, recording)."""
+
     def __init__(self, base_url: str, api_key: str, timeout_s: float = 30.0, retries: int = 3, transport: httpx.BaseTransport | None = None) -> None:
-        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers={"authorization": f"Bearer {api_key}"}, timeout=timeout_s, transport=transport)
+        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport)
         self.retries = retries
+
+    def __enter__(self) -> HarnessS:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self.http.close()
 
-    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None, repeatable: bool = True, timeout_s: float | None = None) -> Any:
-        for attempt in range(self.retries + 1 if repeatable else 1):
+    def send(self, call: Call) -> Any:
+        """One call, repeated as `call.repeatable` allows; its JSON answer (or text)."""
+        for attempt in range(self.retries + 1 if call.repeatable else 1):
+            last = attempt == self.retries or not call.repeatable
             try:
-                res = self.http.request(method, path, json=body, params=params, timeout=timeout_s if timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
-            except httpx.TransportError:
-                if not repeatable or attempt == self.retries:
-                    raise
-                time.sleep(min(2.0, 0.1 * 2**attempt))
+                res = self.http.request(call.method, call.path, json=call.body, params=call.params, timeout=call.timeout_s if call.timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
+            except httpx.TransportError as exc:
+                if last:
+                    raise _transport_error(call, exc) from exc
+                time.sleep(api.retry_delay(attempt))
                 continue
-            if res.status_code in RETRYABLE and repeatable and attempt < self.retries:
-                time.sleep(min(2.0, 0.1 * 2**attempt))
+            if res.status_code in api.RETRYABLE_STATUSES and not last:
+                time.sleep(api.retry_delay(attempt))
                 continue
-            if res.status_code >= 400:
-                try:
-                    err = res.json()["error"]
-                    raise HarnessSError(res.status_code, str(err.get("code", "UNKNOWN")), str(err.get("message", "")))
-                except (ValueError, KeyError, TypeError):
-                    raise HarnessSError(res.status_code, "UNKNOWN", res.text[:200]) from None
-            return res.json()
+            return _answer(call, res)
         raise AssertionError("unreachable")
 
-    def register_policy_endpoint(self, id: str, kind: str, url: str, policy: str, secret_header: tuple[str, str] | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": id, "kind": kind, "url": url, "policy": policy}
-        if secret_header:
-            body["secretHeader"] = {"name": secret_header[0], "value": secret_header[1]}
-        result: dict[str, Any] = self._call("POST", "/v1/policy-endpoints", body)
-        return result
+    # --- policy endpoints
+    def register_policy_endpoint(self, id: str, kind: EndpointKind, url: str, policy: str, secret_header: tuple[str, str] | None = None, mode: TokenMode | None = None) -> PolicyEndpoint:
+        """Registers (or replaces) your policy endpoint; the service probes it first (protocol v2:
+        the policy must already exist at your worker, else 400 ENDPOINT_PROBE_FAILED)."""
+        return cast(PolicyEndpoint, self.send(api.register_policy_endpoint(id, kind, url, policy, secret_header, mode)))
 
-    def pool(self, pool_id: str) -> dict[str, Any]:
-        """A harness pool: its base harness H0 (`base`) and its siblings."""
-        result: dict[str, Any] = self._call("GET", f"/v1/pools/{pool_id}")
-        return result
+    def policy_endpoints(self) -> list[PolicyEndpoint]:
+        return cast(list[PolicyEndpoint], self.send(api.policy_endpoints())["endpoints"])
 
-    def start_rescue(self, pool_id: str, failure_tags: list[str], caller: dict[str, Any], k: int = 2, rollouts_per_harness: int = 2, harnesses: list[str] | None = None) -> dict[str, Any]:
-        """Routes an all-fail group of the caller's task to its Top-k siblings and starts their rollouts
-        (sent once); with `harnesses`, runs exactly those harnesses of the pool instead (no routing)."""
-        body: dict[str, Any] = {"poolId": pool_id, "failureTags": failure_tags, "k": k, "rolloutsPerHarness": rollouts_per_harness, "caller": caller}
-        if harnesses is not None:
-            body["harnesses"] = harnesses
-        result: dict[str, Any] = self._call("POST", "/v1/rescues", body, repeatable=False)
-        return result
+    def policy_endpoint(self, id: str) -> PolicyEndpoint:
+        return cast(PolicyEndpoint, self.send(api.policy_endpoint(id)))
 
-    def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> dict[str, Any]:
+    def delete_policy_endpoint(self, id: str) -> None:
+        self.send(api.delete_policy_endpoint(id))
+
+    # --- rescues
+    def start_rescue(
+        self,
+        pool_id: str,
+        failure_tags: list[str],
+        caller: CallerRescue | dict[str, Any] | None = None,
+        k: int = 2,
+        rollouts_per_harness: int = 2,
+        harnesses: list[str] | None = None,
+        task_id: str | None = None,
+    ) -> RescueAccepted:
+        """Routes an all-fail group to its Top-k siblings and starts their rollouts (sent once);
+        with `harnesses`, runs exactly those harnesses of the pool instead (no routing)."""
+        return cast(RescueAccepted, self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+
+    def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> RescueStatus:
         """A rescue's status; with `wait_s` (at most 20), once more than `seen` slots have finished
         or it is no longer running (the service holds the request: no polling loop here)."""
-        wait = min(wait_s, 20.0)
-        params = {"wait": wait, "seen": seen} if wait > 0 else None
-        result: dict[str, Any] = self._call("GET", f"/v1/rescues/{rescue_id}", params=params, timeout_s=wait + 30.0 if wait > 0 else None)
-        return result
+        return cast(RescueStatus, self.send(api.rescue(rescue_id, wait_s, seen)))
 
-    def wait(self, rescue_id: str, timeout_s: float = 600.0, on_progress: Any = None) -> dict[str, Any]:
-        """The rescue's status once it is no longer running (TimeoutError past `timeout_s`), following
-        it slot by slot; `on_progress(status)` hears of each slot that finishes."""
+    def wait(self, rescue_id: str, timeout_s: float = 600.0, on_progress: Callable[[RescueStatus], None] | None = None, fail_fast: bool = True) -> RescueStatus:
+        """The rescue's status once it is no longer running, following it slot by slot
+        (`on_progress(status)` per slot). Raises `RescueFailedError` with the service's code and
+        reason as soon as a slot has failed (`fail_fast`; else once the rescue has ended
+        failed), and `HarnessSTimeoutError` (RESCUE_TIMEOUT) past `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         seen = 0
         while True:
             left = deadline - time.monotonic()
-            status = self.rescue(rescue_id, wait_s=max(0.0, min(20.0, left)), seen=seen)
+            status = self.rescue(rescue_id, wait_s=max(0.0, min(api.MAX_WAIT_S, left)), seen=seen)
             finished = status["completed"] + len(status["failed"])
             if finished > seen and on_progress is not None:
                 on_progress(status)
             seen = finished
-            if status["status"] != "running":
+            if rescue_finished(status, fail_fast):
                 return status
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"rescue {rescue_id} still running after {timeout_s:g} s")
+                raise HarnessSTimeoutError(f"rescue {rescue_id} still running after {timeout_s:g} s", RESCUE_TIMEOUT)
 
-    def cancel(self, rescue_id: str) -> dict[str, Any]:
+    def cancel(self, rescue_id: str) -> RescueStatus:
         """Cancels a rescue: slots not started never run, running ones finish and are kept (safe to repeat)."""
-        result: dict[str, Any] = self._call("POST", f"/v1/rescues/{rescue_id}/cancel")
-        return result
+        return cast(RescueStatus, self.send(api.cancel_rescue(rescue_id)))
 
-    def trajectories(self, rescue_id: str, context: str = "sampled", page: int = 64) -> list[Trajectory]:
-        """Every token row of a caller rescue, page by page, in rollout order."""
-        rows: list[Trajectory] = []
+    def trajectory_rows(self, rescue_id: str, context: Context = "sampled", page: int = 64) -> list[TrajectoryRow]:
+        """Every token row of a caller rescue as sent, page by page, in rollout order."""
+        rows: list[TrajectoryRow] = []
         cursor: int | None = 0
         while cursor is not None:
-            got = self._call("GET", f"/v1/rescues/{rescue_id}/trajectories", params={"context": context, "cursor": cursor, "limit": page})
-            rows.extend(Trajectory.from_json(t) for t in got["trajectories"])
+            got = cast(TrajectoryPage, self.send(api.trajectories(rescue_id, context, cursor, page)))
+            rows.extend(got["trajectories"])
             cursor = got["next"]
         return rows
+
+    def trajectories(self, rescue_id: str, context: Context = "sampled", page: int = 64) -> list[Trajectory]:
+        """Every token row of a caller rescue. `context="base"`: H0's rendering, with the sampled
+        log-probabilities in `logprobs` and H0's re-scores in `base_logprobs` (both contexts read)."""
+        sampled = self.trajectory_rows(rescue_id, "sampled", page)
+        if context == "sampled":
+            return [Trajectory.from_json(r) for r in sampled]
+        return pair_rows(self.trajectory_rows(rescue_id, "base", page), sampled)
+
+    # --- routing, pools, profiles
+    def route(self, pool_id: str, task: dict[str, Any], failure_tags: list[str] | None = None, k: int | None = None, include_base: bool | None = None) -> dict[str, Any]:
+        """Ranks a pool's harnesses for a task (Top-k with failure tags, Rank-1 without): the decision."""
+        return cast(dict[str, Any], self.send(api.route(pool_id, task, failure_tags or [], k, include_base)))
+
+    def decision(self, id: str) -> dict[str, Any]:
+        return cast(dict[str, Any], self.send(api.decision(id)))
+
+    def pools(self) -> list[PoolSummary]:
+        return cast(list[PoolSummary], self.send(api.pools())["pools"])
+
+    def pool(self, pool_id: str) -> dict[str, Any]:
+        """A harness pool: its base harness H0 (`base`) and its siblings."""
+        return cast(dict[str, Any], self.send(api.pool(pool_id)))
+
+    def profiles(self, pool_id: str) -> dict[str, Any]:
+        """The behaviour profiles of a pool's harnesses, by harness id."""
+        return cast(dict[str, Any], self.send(api.profiles(pool_id))["profiles"])
+
+    def report_evidence(self, pool_id: str, outcomes: list[dict[str, Any]]) -> int:
+        """Outcomes your trainer observed (each with an `id`: applied once); how many were queued."""
+        return int(self.send(api.report_evidence(pool_id, outcomes))["queued"])
+
+    # --- cost
+    def quote_rescue(
+        self,
+        pool_id: str,
+        failure_tags: list[str],
+        caller: CallerRescue | dict[str, Any] | None = None,
+        k: int = 2,
+        rollouts_per_harness: int = 2,
+        harnesses: list[str] | None = None,
+        task_id: str | None = None,
+    ) -> Quote:
+        """What `start_rescue` with these arguments would cost, before it is asked for."""
+        return cast(Quote, self.send(api.quote_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+
+    def quote_experiment(self, experiment: dict[str, Any]) -> Quote:
+        return cast(Quote, self.send(api.quote_experiment(experiment)))
+
+    def usage(self, from_day: str | None = None, to_day: str | None = None) -> Usage:
+        """The key's metered usage, quota and budget; with both days (YYYY-MM-DD), by UTC day."""
+        return cast(Usage, self.send(api.usage(from_day, to_day)))
+
+    def usage_export(self, from_day: str, to_day: str, format: str = "jsonl") -> str:
+        return cast(str, self.send(api.usage_export(from_day, to_day, format)))
+
+    def health(self) -> bool:
+        return bool(self.send(api.health())["ok"])
+
+
+#: The name the client had before it was a package of its own.
+HarnessSClient = HarnessS

@@ -5,7 +5,15 @@ environment, scores the rows with the trainer's reward functions, and for each g
 row fails asks the service for a rescue under the routed siblings, at the same weights, and puts
 the rescued rows in the group's place when some of them succeed (else the failed group stays: it
 carries no advantage either way). Rows are handed to TRL as the service returned them: ids,
-log-probabilities and `env_mask` (0 on environment text and every harness insertion).
+log-probabilities and `env_mask` (0 on environment text and every harness insertion); with
+`context="base"`, the rows are H0's rendering with H0's re-scores beside the sampled
+log-probabilities (`base_logprobs`). A rescue the service fails (a slot with its code) is logged
+with that code and the group stays. The rescue metrics of each batch (groups kept / replaced /
+unrescued, rescues, rollouts, spend, harnesses chosen) go to the trainer's own log (`rescue/…`,
+beside TRL's metrics: W&B, TensorBoard, `trainer.state.log_history`).
+
+Serving the trainer's model in-process needs the policy worker's package (`harness_s_worker`,
+installed with `harness-s-policy-worker`); the rest of the client does not.
 
     func = rescue_rollout_func(client, pool_id="embedded", task_of=tasks.__getitem__,
                                environment={"kind": "openenv", "url": "http://127.0.0.1:8000"})
@@ -15,45 +23,43 @@ log-probabilities and `env_mask` (0 on environment text and every harness insert
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import secrets
-from collections import Counter
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from .client import HarnessSClient
-from .convert import Trajectory
+from .client import HarnessS
+from .convert import Trajectory, to_trl, trl_extras
+from .errors import HarnessSError
+from .groups import GroupOutcome, all_fail, failure_tags, log, rank_endpoint_id, rescue_metrics, rows_per_harness, spent_of
+from .types import Context
 
-#: Failure tag sent when the failed rows carry none (the router still ranks by the task).
-UNTAGGED = "no-success"
-
-
-@dataclass
-class GroupOutcome:
-    """What became of one group of one batch (`kept`: it did not all fail; `replaced`: the rescued
-    rows stand in its place; `unrescued`: the rescued rows failed too, or the rescue did not finish
-    whole (`reason`), and the group stays)."""
-
-    step: int
-    group: int
-    task_id: str
-    kind: Literal["kept", "replaced", "unrescued"]
-    base_run: str
-    rescue_id: str | None = None
-    rows: list[Trajectory] = field(default_factory=list)
-    #: Why a rescue did not finish whole (its group then stays), if it did not.
-    reason: str | None = None
+__all__ = ["GroupOutcome", "RescueRolloutFunc", "environment_reward", "rescue_rollout_func"]
 
 
 def environment_reward(completions: list[Any], env_reward: list[float], **_: Any) -> list[float]:
-    """A TRL reward function: the environment's own reward of each row (its submit step's)."""
+    """A TRL reward function: the environment's own reward of each row (its submit step's). Takes
+    every extra `to_trl` and `rescue_rollout_func` hand on (`TRL_EXTRAS`)."""
     return [float(r) for r in env_reward]
 
 
-def _failure_tags(rows: list[Trajectory]) -> list[str]:
-    counts = Counter(tag for r in rows for tag in r.failure_tags)
-    return [t for t, _ in counts.most_common(50)] or [UNTAGGED]
+def log_to_trainer(trainer: Any, metrics: dict[str, float]) -> None:
+    """Adds `metrics` to the trainer's own log: TRL averages its `_metrics` over each logging
+    interval into `trainer.log` (W&B, TensorBoard, `state.log_history`); a trainer without them is
+    logged to directly."""
+    store = getattr(trainer, "_metrics", None)
+    mode = "train" if getattr(trainer.model, "training", True) else "eval"
+    if isinstance(store, dict) and mode in store:
+        for key, value in metrics.items():
+            store[mode][key].append(value)
+    else:
+        trainer.log(metrics)
 
 
 class RescueRolloutFunc:
@@ -62,39 +68,48 @@ class RescueRolloutFunc:
 
     def __init__(
         self,
-        client: HarnessSClient,
+        client: HarnessS,
         pool_id: str,
         task_of: Callable[[Any], dict[str, Any]],
         environment: dict[str, Any],
         system: str = "",
         max_tokens: int = 256,
         k: int = 2,
-        endpoint_id: str = "trl-trainer",
+        endpoint_id: str | None = None,
         fail_at_or_below: float = 0.0,
         timeout_s: float = 600.0,
         budget: dict[str, float] | None = None,
+        context: Context = "sampled",
     ) -> None:
         self.client, self.pool_id, self.task_of, self.environment = client, pool_id, task_of, environment
-        self.system, self.max_tokens, self.k, self.endpoint_id = system, max_tokens, k, endpoint_id
+        self.system, self.max_tokens, self.k = system, max_tokens, k
+        #: Each data-parallel rank's own (`trl-trainer-r<rank>` under torch.distributed).
+        self.endpoint_id = endpoint_id or rank_endpoint_id("trl-trainer")
         self.fail_at_or_below, self.timeout_s = fail_at_or_below, timeout_s
         #: Each run's budget (`policyTokens`, `environmentSeconds`), as the service holds it.
         self.budget = budget
+        #: "sampled": rows as the policy saw them; "base": H0's rendering, H0's re-scores beside.
+        self.context: Context = context
         self.endpoint: Any = None
         self.base_harness: str | None = None
         self.siblings = 0
         self.outcomes: list[GroupOutcome] = []
 
     def close(self) -> None:
-        if self.endpoint is not None:
-            self.endpoint.close()
-            self.endpoint = None
+        """Stops the trainer's policy endpoint and removes its state folder."""
+        if self.endpoint is None:
+            return
+        self.endpoint.close()
+        state = getattr(getattr(self.endpoint, "policies", None), "state_dir", None)
+        if isinstance(state, Path) and state.parent == Path(tempfile.gettempdir()) and state.name.startswith("harness-s-live-"):
+            shutil.rmtree(state, ignore_errors=True)
+        self.endpoint = None
 
     def _serve(self, trainer: Any) -> int:
         """The trainer's model served at its global step (started and registered on first use)."""
         step = int(trainer.state.global_step)
         if self.endpoint is None:
-            from harness_s_worker.live import serve_live
-
+            serve_live = importlib.import_module("harness_s_worker.live").serve_live
             token = secrets.token_urlsafe(24)
             model = trainer.accelerator.unwrap_model(trainer.model)
             self.endpoint = serve_live(model, trainer.processing_class, policy_id="trainer", version=step, model_name=self.endpoint_id, token=token)
@@ -109,32 +124,45 @@ class RescueRolloutFunc:
         caller = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens, "weightVersion": step}
         return {**caller, "budget": self.budget} if self.budget else caller
 
-    def _run(self, started: list[dict[str, Any]], step: int) -> list[list[Trajectory] | str]:
-        """Each started run's rows in index order once it has finished (every row at `step`), or
-        why it did not finish whole (a slot failed: the environment went away, the budget ran out)."""
-        out: list[list[Trajectory] | str] = []
-        for s in started:
-            status = self.client.wait(s["id"], timeout_s=self.timeout_s)
-            if status["status"] != "done":
-                out.append(f"rescue {s['id']} ended {status['status']}: {status.get('failed')}")
-                continue
-            rows = self.client.trajectories(s["id"])
-            stale = [r.index for r in rows if r.weight_version != step]
-            if stale:
-                raise RuntimeError(f"rescue {s['id']}: rows {stale} were sampled at another weight version than step {step}")
-            out.append(rows)
-        return out
+    def _rows(self, rescue_id: str, step: int, context: Context) -> list[Trajectory]:
+        rows = self.client.trajectories(rescue_id, context)
+        stale = [r.index for r in rows if r.weight_version != step]
+        if stale:
+            raise RuntimeError(f"rescue {rescue_id}: rows {stale} were sampled at another weight version than step {step}")
+        return rows
+
+    def _base_group(self, started: Any, step: int) -> list[Trajectory]:
+        """A base run's rows (H0: the same in either context, so its re-scores are its log-probabilities)."""
+        self.client.wait(started["id"], timeout_s=self.timeout_s)
+        rows = self._rows(started["id"], step, "sampled")
+        return [replace(r, base_logprobs=r.logprobs) for r in rows] if self.context == "base" else rows
+
+    def _rescue(self, outcome: GroupOutcome, started: dict[str, Any], step: int, size: int) -> list[Trajectory] | None:
+        """The rescue's first `size` rows, or None when the service failed it (its code kept, logged, the rescue cancelled)."""
+        outcome.rescue_id, outcome.chosen = started["id"], list(started.get("chosen") or [])
+        try:
+            outcome.spent = spent_of(self.client.wait(started["id"], timeout_s=self.timeout_s))
+            return self._rows(started["id"], step, self.context)[:size]
+        except HarnessSError as err:
+            outcome.code, outcome.reason = err.code, f"rescue {started['id']}: {err.code}: {err.message}"
+            rescue = getattr(err, "rescue", None)
+            outcome.spent = spent_of(rescue) if isinstance(rescue, dict) else outcome.spent
+            try:
+                self.client.cancel(started["id"])
+            except HarnessSError:
+                pass
+            log.warning("group %d (task %s): %s; the group stays as it was", outcome.group, outcome.task_id, outcome.reason)
+            return None
 
     def _rewards(self, trainer: Any, prompts: list[Any], rows: list[Trajectory], rescued: bool) -> list[float]:
         """The trainer's reward functions over the rows, weighted as the trainer weighs them."""
-        import torch
-
+        torch = sys.modules.get("torch")
         decoded = trainer.processing_class.batch_decode([r.completion_ids for r in rows], skip_special_tokens=True)
         completions: list[Any] = [[{"role": "assistant", "content": c}] for c in decoded] if isinstance(prompts[0], list) else decoded
-        extra = _extra(rows, rescued)
+        extra = trl_extras(rows, rescued)
         total = [0.0] * len(rows)
         for func, weight in zip(trainer.reward_funcs, trainer.reward_weights.tolist(), strict=True):
-            if isinstance(func, torch.nn.Module):
+            if torch is not None and isinstance(func, torch.nn.Module):
                 raise TypeError("rescue_rollout_func scores groups with callable reward functions; a reward model is not supported")
             out = func(prompts=prompts, completions=completions, completion_ids=[r.completion_ids for r in rows], trainer_state=trainer.state, log_extra=_ignore, log_metric=_ignore, **extra)
             if inspect.iscoroutine(out):
@@ -142,8 +170,29 @@ class RescueRolloutFunc:
             total = [t + weight * (0.0 if v is None else float(v)) for t, v in zip(total, out, strict=True)]
         return total
 
-    def _all_fail(self, rewards: list[float]) -> bool:
-        return all(r <= self.fail_at_or_below for r in rewards)
+    def _generate(self, groups: list[list[Any]], trainer: Any, size: int) -> tuple[list[list[Trajectory]], list[GroupOutcome]]:
+        step = self._serve(trainer)
+        tasks = [self.task_of(g[0]) for g in groups]
+        harnesses = [str(self.base_harness)]
+        base = [self.client.start_rescue(self.pool_id, [], self._caller(t, step), rollouts_per_harness=size, harnesses=harnesses) for t in tasks]
+        chosen = [self._base_group(s, step) for s in base]  # no group to train on without them: a failure is raised
+        outcomes = [GroupOutcome(step, i, str(tasks[i]["id"]), "kept", base[i]["id"], rows=chosen[i]) for i in range(len(groups))]
+        failed = [i for i, rows in enumerate(chosen) if all_fail(self._rewards(trainer, groups[i], rows, False), self.fail_at_or_below)]
+        per = rows_per_harness(size, self.k, self.siblings)  # every routed sibling runs; the first `size` rows stand in
+        started: dict[int, dict[str, Any]] = {}
+        for i in failed:  # every rescue started before any is waited on: they run side by side
+            outcomes[i].kind = "unrescued"
+            try:
+                started[i] = dict(self.client.start_rescue(self.pool_id, failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per))
+            except HarnessSError as err:
+                outcomes[i].code, outcomes[i].reason = err.code, f"{err.code}: {err.message}"
+                log.warning("group %d (task %s): the rescue was refused: %s; the group stays as it was", i, tasks[i]["id"], outcomes[i].reason)
+        for i, run in started.items():
+            rows = self._rescue(outcomes[i], run, step, size)
+            if rows is not None and len(rows) == size and not all_fail(self._rewards(trainer, groups[i], rows, True), self.fail_at_or_below):
+                outcomes[i].kind = "replaced"
+                chosen[i] = outcomes[i].rows = rows
+        return chosen, outcomes
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         size = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
@@ -154,50 +203,13 @@ class RescueRolloutFunc:
         was_training = model.training
         model.eval()
         try:
-            step = self._serve(trainer)
-            tasks = [self.task_of(g[0]) for g in groups]
-            base = [self.client.start_rescue(self.pool_id, [], self._caller(t, step), rollouts_per_harness=size, harnesses=[str(self.base_harness)]) for t in tasks]
-            chosen: list[list[Trajectory]] = []
-            for run in self._run(base, step):
-                if isinstance(run, str):  # no group to train on: the trainer's batch cannot be filled
-                    raise RuntimeError(f"the base group's {run}")
-                chosen.append(run)
-            failed = [i for i, rows in enumerate(chosen) if self._all_fail(self._rewards(trainer, groups[i], rows, False))]
-            outcomes = {i: GroupOutcome(step, i, str(tasks[i]["id"]), "kept", base[i]["id"], rows=chosen[i]) for i in range(len(groups))}
-            per = -(-size // min(self.k, self.siblings))  # every routed sibling runs; the first `size` rows stand in
-            rescues = [self.client.start_rescue(self.pool_id, _failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per) for i in failed]
-            for i, started, run in zip(failed, rescues, self._run(rescues, step), strict=True):
-                outcomes[i].kind, outcomes[i].rescue_id = "unrescued", started["id"]
-                if isinstance(run, str):  # the failed group stays; why is kept with it
-                    outcomes[i].reason = run
-                    continue
-                rows = run[:size]
-                if not self._all_fail(self._rewards(trainer, groups[i], rows, True)):
-                    outcomes[i].kind = "replaced"
-                    chosen[i] = outcomes[i].rows = rows
+            chosen, outcomes = self._generate(groups, trainer, size)
         finally:
             model.train(was_training)
-        self.outcomes.extend(outcomes[i] for i in range(len(groups)))
-        rows = [r for i in range(len(groups)) for r in chosen[i]]
-        flags = [outcomes[i].kind == "replaced" for i in range(len(groups)) for _ in chosen[i]]
-        return {
-            "prompt_ids": [r.prompt_ids for r in rows],
-            "completion_ids": [r.completion_ids for r in rows],
-            "logprobs": [r.logprobs for r in rows],
-            "env_mask": [r.loss_mask for r in rows],
-            **_extra(rows, flags),
-        }
-
-
-def _extra(rows: list[Trajectory], rescued: bool | list[bool]) -> dict[str, list[Any]]:
-    """The row fields TRL hands on to the reward functions."""
-    flags = rescued if isinstance(rescued, list) else [rescued] * len(rows)
-    return {
-        "env_reward": [r.reward for r in rows],
-        "harness_id": [r.harness_id for r in rows],
-        "rescued": flags,
-        "weight_version": [r.weight_version for r in rows],
-    }
+        self.outcomes.extend(outcomes)
+        log_to_trainer(trainer, rescue_metrics(outcomes))
+        rows = [r for group in chosen for r in group]
+        return to_trl(rows, [o.kind == "replaced" for o, group in zip(outcomes, chosen, strict=True) for _ in group])
 
 
 def _ignore(*_: Any, **__: Any) -> None:
@@ -205,12 +217,14 @@ def _ignore(*_: Any, **__: Any) -> None:
 
 
 def rescue_rollout_func(
-    client: HarnessSClient,
+    client: HarnessS,
     pool_id: str,
     task_of: Callable[[Any], dict[str, Any]],
     environment: dict[str, Any],
     **options: Any,
 ) -> RescueRolloutFunc:
     """A TRL `rollout_func` with selective harness rescue; `task_of(prompt)` gives the prompt's task
-    as the service takes it (`id`, `family`, `tags`, `instruction`, `tools`, `reset`)."""
+    as the service takes it (`id`, `family`, `tags`, `instruction`, `tools`, `reset`). Options:
+    `system`, `max_tokens`, `k`, `endpoint_id` (default per rank), `fail_at_or_below`, `timeout_s`,
+    `budget`, `context` ("sampled" | "base")."""
     return RescueRolloutFunc(client, pool_id, task_of, environment, **options)

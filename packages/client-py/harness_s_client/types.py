@@ -1,0 +1,163 @@
+"""The service's JSON bodies as the client reads and sends them (functions/api/routes/*.ts and the
+zod schemas they name in packages/core): what a user's mypy sees. Fields a response may leave out
+are NotRequired; shapes the client hands on without reading are `dict[str, Any]`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+EndpointKind = Literal["protocol-v2", "openai-chat", "vllm", "sglang"]
+TokenMode = Literal["completions-ids", "inference-generate", "sglang-generate", "chat-token-ids"]
+Context = Literal["sampled", "base"]
+RescueState = Literal["running", "done", "failed", "cancelled"]
+
+
+class CallerTool(TypedDict):
+    name: str
+    description: NotRequired[str]
+    parameters: NotRequired[dict[str, Any]]
+    submit: NotRequired[bool]
+
+
+class CallerTask(TypedDict):
+    """The caller's task as data: what the router and the policy read, its tools (exactly one
+    `submit: true`), and its environment's reset arguments."""
+
+    id: str
+    family: str
+    tags: NotRequired[list[str]]
+    instruction: NotRequired[str]
+    tools: list[CallerTool]
+    reset: NotRequired[dict[str, str | int | float | bool]]
+
+
+class Budget(TypedDict, total=False):
+    policyTokens: int
+    environmentSeconds: float
+
+
+class CallerRescue(TypedDict):
+    """`caller` of a rescue: your endpoint (its registered id), your environment, your task."""
+
+    endpoint: str
+    environment: dict[str, Any]
+    task: CallerTask
+    system: NotRequired[str]
+    maxTokens: NotRequired[int]
+    weightVersion: NotRequired[int]
+    servedModel: NotRequired[str]
+    budget: NotRequired[Budget]
+
+
+class RescueAccepted(TypedDict):
+    id: str
+    chosen: list[str]
+    expected: int
+
+
+class RescueJob(TypedDict):
+    id: str
+    poolId: str
+    taskId: str
+    chosen: list[str]
+    expected: int
+
+
+class FailedSlot(TypedDict):
+    index: int
+    code: str
+    reason: str
+
+
+class RescueSpent(TypedDict):
+    policyTokens: int
+    policySeconds: float
+    environmentSeconds: float
+
+
+class RolloutOutcome(TypedDict):
+    index: int
+    harnessId: str
+    reward: float
+    success: bool
+    failureTags: list[str]
+    steps: int
+
+
+class RescueStatus(TypedDict):
+    job: RescueJob
+    status: RescueState
+    completed: int
+    failed: list[FailedSlot]
+    rescued: bool
+    spent: RescueSpent
+    rollouts: list[RolloutOutcome]
+
+
+class EndpointProbe(TypedDict):
+    weightVersion: int | None
+    checkedAt: float
+    mode: NotRequired[TokenMode]
+
+
+class PolicyEndpoint(TypedDict):
+    """A registration as the service shows it (the secret header by name only)."""
+
+    id: str
+    kind: EndpointKind
+    url: str
+    policy: str
+    createdAt: float
+    probe: EndpointProbe
+    mode: NotRequired[TokenMode]
+    secretHeader: NotRequired[dict[str, str]]
+
+
+class PoolSummary(TypedDict):
+    id: str
+    version: str
+    siblings: int
+
+
+class Usage(TypedDict):
+    keyId: str
+    usage: dict[str, float]
+    requestQuota: float | None
+    budgetUsd: float | None
+    activeExperiments: int
+    days: NotRequired[list[dict[str, Any]]]
+
+
+class Quote(TypedDict, total=False):
+    """What a rescue or an experiment would cost (`POST /v1/quotes`): rollouts, usage, cost of goods, charge, basis."""
+
+    rollouts: int
+    usage: dict[str, float]
+    costOfGoods: dict[str, Any]
+    chargeUsd: float
+    basis: Any
+    caps: dict[str, Any]
+
+
+class TrajectoryRow(TypedDict):
+    """One row of `GET /v1/rescues/{id}/trajectories` as sent."""
+
+    index: int
+    harness_id: str
+    decision_id: str
+    weight_version: int
+    reward: float
+    success: bool
+    finish_reason: Literal["submitted", "budget-exhausted"]
+    failure_tags: list[str]
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    loss_mask: list[int]
+    context: Context
+    segmented: NotRequired[bool]
+
+
+class TrajectoryPage(TypedDict):
+    trajectories: list[TrajectoryRow]
+    next: int | None
