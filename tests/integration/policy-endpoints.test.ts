@@ -40,6 +40,8 @@ const call = (secret: string, method: string, path: string, body?: unknown) =>
     headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
+/** Every kind of policy endpoint (the SSRF tests run over each). */
+const KINDS = ["protocol-v2", "vllm", "sglang", "openai-chat"] as const;
 const v2State = { policy_id: "p1", version: 7, tokenizer: { name: "tiny", eos_ids: [2] }, capabilities: { sample: true } };
 
 describe("policy endpoints", () => {
@@ -75,7 +77,7 @@ describe("policy endpoints", () => {
     expect((await broken.json()).error.code).toBe("ENDPOINT_PROBE_FAILED");
   });
 
-  it("refuses every private or loopback form at registration with URL_NOT_ALLOWED when loopback is not allowed, reaching no listener", async () => {
+  it("refuses every private or loopback form at registration with URL_NOT_ALLOWED when loopback is not allowed, reaching no listener, for every kind", async () => {
     const strict = memoryApiDeps();
     const k = await addKey(strict, "k-s", ["rescues"]);
     const strictApi = await startApi(strict);
@@ -91,22 +93,23 @@ describe("policy endpoints", () => {
         "http://10.1.2.3",
         "http://[fd00::1]",
         "file:///etc/passwd",
-      ]) {
-        const res = await fetch(`${strictApi.url}/v1/policy-endpoints`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
-          body: JSON.stringify({ id: "x", kind: "protocol-v2", url, policy: "p1" }),
-        });
-        expect(res.status, url).toBe(400);
-        expect((await res.json()).error.code, url).toBe("URL_NOT_ALLOWED");
-      }
+      ])
+        for (const kind of KINDS) {
+          const res = await fetch(`${strictApi.url}/v1/policy-endpoints`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
+            body: JSON.stringify({ id: "x", kind, url, policy: "p1" }),
+          });
+          expect(res.status, `${kind} ${url}`).toBe(400);
+          expect((await res.json()).error.code, `${kind} ${url}`).toBe("URL_NOT_ALLOWED");
+        }
       expect(seen.length).toBe(before);
     } finally {
       await strictApi.close();
     }
   });
 
-  it("refuses at use, with URL_NOT_ALLOWED, an endpoint whose name resolves to a private address after registration, and an environment that does; nothing reaches a listener there", async () => {
+  it("refuses at use, with URL_NOT_ALLOWED, an endpoint of every kind whose name resolves to a private address after registration, and an environment that does; nothing reaches a listener there", async () => {
     // The name pointed elsewhere when it was registered (the probe stands in for that answer);
     // now it resolves to loopback, where this test listens.
     const endpoints = new MemoryPolicyEndpointStore();
@@ -124,17 +127,22 @@ describe("policy endpoints", () => {
     const post = (path: string, body: unknown) =>
       fetch(`${useApi.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json" }, body: JSON.stringify(body) });
     try {
-      expect((await post("/v1/policy-endpoints", { id: "moved", kind: "protocol-v2", url: `http://policy.example.test:${port}`, policy: "p1" })).status).toBe(201);
-      const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
-      const rescue = (environment: unknown) => post("/v1/rescues", { poolId: "embedded", failureTags: ["x"], caller: { endpoint: "moved", environment, task } });
-      for (const environment of [
-        { kind: "builtin", id: "embedded" }, // the environment is fine: the endpoint is refused
-        { kind: "openenv", url: `http://envs.example.test:${port}` },
-        { kind: "openenv", url: `http://127.0.0.1:${port}` },
-        { kind: "openenv", url: `http://0x7f000001:${port}` },
-      ]) {
-        const res = await rescue(environment);
-        expect([res.status, (await res.json()).error.code], JSON.stringify(environment)).toEqual([400, "URL_NOT_ALLOWED"]);
+      for (const kind of KINDS) {
+        const id = `moved-${kind}`;
+        expect((await post("/v1/policy-endpoints", { id, kind, url: `http://policy.example.test:${port}`, policy: "p1" })).status).toBe(201);
+        const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
+        // A kind whose replies state no version is pinned by the rescue (and so asks the endpoint nothing when it starts).
+        const pin = kind === "protocol-v2" ? {} : { weightVersion: 0, servedModel: "p1@v0" };
+        const rescue = (environment: unknown) => post("/v1/rescues", { poolId: "embedded", failureTags: ["x"], caller: { endpoint: id, environment, task, ...pin } });
+        for (const environment of [
+          { kind: "builtin", id: "embedded" }, // the environment is fine: the endpoint is refused
+          { kind: "openenv", url: `http://envs.example.test:${port}` },
+          { kind: "openenv", url: `http://127.0.0.1:${port}` },
+          { kind: "openenv", url: `http://0x7f000001:${port}` },
+        ]) {
+          const res = await rescue(environment);
+          expect([res.status, (await res.json()).error.code], `${kind} ${JSON.stringify(environment)}`).toEqual([400, "URL_NOT_ALLOWED"]);
+        }
       }
       expect(seen.length).toBe(before);
     } finally {

@@ -199,6 +199,8 @@ export class CallerPolicyRunners implements CallerPolicies {
         "rescue",
         problems.map((p) => `caller.${p}`),
       );
+    // A name that resolves to a refused address now (it moved since it was registered) is refused before any rollout.
+    await checkOutboundUrl(record.url, this.deps.outbound);
   }
 
   async checkEnvironment(environment: CallerEnvironment): Promise<void> {

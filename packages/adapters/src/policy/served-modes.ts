@@ -125,12 +125,13 @@ const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_token
  * SGLang's `/generate` with `input_ids` (a served model other than the registration's is its LoRA
  * adapter, `lora_path`). SGLang answers an adapter it has not loaded with a 400 naming it
  * (sglang@5bf90e9dd2a3968df22212dc5f39ab46c55c4791 python/sglang/srt/lora/lora_registry.py: "The
- * following requested LoRA adapters are not loaded"): that model is not served.
+ * following requested LoRA adapters are not loaded"): that model is not served. The turn's seed is
+ * `sampling_params.sampling_seed` (io_struct.py's `SamplingParamsIPC` at sglang@001067ff).
  */
-const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { max_tokens, temperature, top_p }) => {
+const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { max_tokens, temperature, top_p, seed }) => {
   const body = {
     input_ids: ids,
-    sampling_params: { max_new_tokens: max_tokens, temperature, top_p, skip_special_tokens: false },
+    sampling_params: { max_new_tokens: max_tokens, temperature, top_p, skip_special_tokens: false, ...(seed === undefined ? {} : { sampling_seed: seed }) },
     return_logprob: true,
     ...(model === baseModel ? {} : { lora_path: model }),
   };
