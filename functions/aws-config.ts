@@ -1,7 +1,8 @@
 import { Resource } from "sst";
 import { z } from "zod";
 import { PriceList } from "@harness-s/core/billing";
-import { tableSpecs, type TableNames } from "@harness-s/adapters";
+import { EndpointCidrs } from "@harness-s/core/outbound";
+import { tableSpecs, type OutboundPolicy, type TableNames } from "@harness-s/adapters";
 import { GatewayConfig } from "./api/gateway-config.ts";
 
 const QUEUES = { profile: "ProfileQueue", dispatch: "DispatchQueue", vote: "VoteQueue", coordinator: "CoordinatorQueue" } as const;
@@ -28,6 +29,12 @@ export const AwsConfig = z.object({
   memoryGb: z.number().positive(),
   /** What the deployment pays its providers (the `PriceList` secret, JSON; absent: the defaults). */
   priceList: PriceList.default(PriceList.parse({})),
+  /**
+   * Private blocks callers' endpoints and environments may be in (the `EndpointCidrs` secret, a
+   * JSON array of CIDRs; absent: none, every private address refused). Instance metadata,
+   * loopback, unspecified, multicast and broadcast addresses stay refused whatever it holds.
+   */
+  endpointCidrs: EndpointCidrs.default([]),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
@@ -41,7 +48,7 @@ export function awsConfigFromResources(): AwsConfig {
     const value = linked(name)?.value;
     return value && value !== "unset" ? value : undefined;
   };
-  return AwsConfig.parse({
+  const parsed = AwsConfig.safeParse({
     tables: Object.fromEntries(tableSpecs.map((t) => [t.name, linked(t.name)?.name ?? `unlinked-${t.name}`])),
     queues: Object.fromEntries(Object.entries(QUEUES).map(([k, name]) => [k, linked(name)?.url])),
     // The secret, when set, overrides the managed GPU endpoint's URL (an endpoint run elsewhere).
@@ -52,8 +59,12 @@ export function awsConfigFromResources(): AwsConfig {
     voterKeys: secret("VoterKeys"),
     gateway: jsonSecret("GatewayConfig", secret("GatewayConfig")),
     priceList: jsonSecret("PriceList", secret("PriceList")),
+    endpointCidrs: jsonSecret("EndpointCidrs", secret("EndpointCidrs")),
     memoryGb: Number(process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024) / 1024,
-  }) as AwsConfig;
+  });
+  // Each problem on a line with where it is (`→ at endpointCidrs[0]`): the cold start's log says what to fix.
+  if (!parsed.success) throw new Error(`the function's configuration is not valid:\n${z.prettifyError(parsed.error)}`);
+  return parsed.data as AwsConfig;
 }
 
 /** A secret holding JSON, parsed (zod checks its shape); one that is not JSON fails the cold start with its name. */
@@ -65,3 +76,10 @@ function jsonSecret(name: string, value: string | undefined): unknown {
     throw new Error(`the ${name} secret is not JSON: ${(err as Error).message}`);
   }
 }
+
+/**
+ * What a deployed function's outbound guard lets callers' endpoints and environments reach:
+ * public addresses and the operator's `EndpointCidrs`; never loopback (a Lambda's runtime API
+ * listens there).
+ */
+export const deployedOutbound = (config: Pick<AwsConfig, "endpointCidrs">): OutboundPolicy => ({ allowLoopback: false, allowCidrs: config.endpointCidrs });

@@ -11,7 +11,7 @@ import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS 
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
-  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList } = secrets();
+  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -45,7 +45,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, ...policy], DISPATCH_CONCURRENCY);
+  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], DISPATCH_CONCURRENCY);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,
@@ -60,7 +60,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     ...panel,
   ]);
 
-  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, ...panel]);
+  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, endpointCidrs, ...panel]);
 
   return {
     api: api.url,
@@ -86,6 +86,8 @@ function secrets() {
     gatewayConfig: new sst.Secret("GatewayConfig", "unset"),
     /** What the deployment pays per unit (JSON: PriceList in packages/core); unset: the public on-demand defaults. */
     priceList: new sst.Secret("PriceList", "unset"),
+    /** Private blocks callers' endpoints and environments may be in (a JSON array of CIDRs); unset: none. Instance metadata stays refused. */
+    endpointCidrs: new sst.Secret("EndpointCidrs", "unset"),
   };
 }
 

@@ -7,7 +7,7 @@ import { Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import { CallerPolicyRunners, DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
-import type { AwsConfig } from "../aws-config.ts";
+import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { withApiCaches, type ApiDeps } from "./deps.ts";
@@ -41,9 +41,8 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     tasks: embeddedTaskSource(),
     voters: panel?.voters ?? statisticalVoters,
     ...(panel ? { panel, decisionCache: new MemoryDecisionCache(clock, DECISION_CACHE_LIMITS) } : {}),
-    // A deployed API reaches only public endpoints: loopback is never allowed here.
-    prober: new HttpEndpointProber({ allowLoopback: false }, clock),
-    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: { allowLoopback: false }, clock, builtin: builtinEnvironments() }),
+    prober: new HttpEndpointProber(deployedOutbound(config), clock),
+    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock, builtin: builtinEnvironments() }),
     prices: Prices.parse({}),
     priceList: config.priceList,
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),

@@ -14,7 +14,7 @@ import {
 } from "@harness-s/adapters";
 import { WORKERS } from "../../infra/settings.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
-import { awsConfigFromResources } from "../aws-config.ts";
+import { awsConfigFromResources, deployedOutbound } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { createDispatchHandler } from "./handler.ts";
@@ -44,10 +44,10 @@ export const handler = createDispatchHandler({
             throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");
           },
         },
-    // A caller's rescue samples its own registered endpoint, reached only at public addresses.
+    // A caller's rescue samples its own registered endpoint, at public addresses or the operator's EndpointCidrs.
     caller: new CallerPolicyRunners({
       endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
-      outbound: { allowLoopback: false },
+      outbound: deployedOutbound(config),
       clock: systemClock,
       builtin: builtinEnvironments(),
     }),

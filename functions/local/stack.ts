@@ -24,7 +24,7 @@ import { OVERHEAD_KEY } from "../worker-metering.ts";
 import { startFairFauxqs } from "./fair-queues.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
-import { connect, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
+import { connect, localOutbound, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
 
 export { LOCAL_COORDINATOR_SLICE_MS, type Stores, type WorkerName } from "./workers.ts";
 
@@ -113,11 +113,11 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       evidence: queues.profile.queue,
       dispatch: queues.dispatch.queue,
       coordinator: queues.coordinator.queue,
-      prober: new HttpEndpointProber({ allowLoopback: opts.allowLoopbackEndpoints ?? false }, systemClock),
+      prober: new HttpEndpointProber(localOutbound(opts), systemClock),
       // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are named here too.
       callers: new CallerPolicyRunners({
         endpoints: stores.endpoints,
-        outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false },
+        outbound: localOutbound(opts),
         clock: systemClock,
         ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
       }),

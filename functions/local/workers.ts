@@ -1,6 +1,7 @@
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { statisticalVoters, type Voter } from "@harness-s/core/voting";
 import { systemClock, type TaskSource } from "@harness-s/core";
+import type { EndpointCidrs } from "@harness-s/core/outbound";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
 import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/rescue";
 import {
@@ -15,6 +16,7 @@ import {
   FullSlotsMemo,
   pollElastic,
   type CallerPoliciesDeps,
+  type OutboundPolicy,
   type PanelRouting,
   type TableNames,
 } from "@harness-s/adapters";
@@ -63,12 +65,20 @@ export interface LocalWorkerOptions {
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
-  /** Let callers' endpoints and environments on loopback through the outbound guard (`serve --allow-loopback-endpoints`); nothing else private ever is. */
+  /** Let callers' endpoints and environments on loopback through the outbound guard (`serve --allow-loopback-endpoints`); only this opens loopback. */
   allowLoopbackEndpoints?: boolean;
+  /** Private blocks callers' endpoints and environments may be in (`serve --allow-endpoint-cidr`); instance metadata stays refused. */
+  allowEndpointCidrs?: EndpointCidrs;
   /** This service's own environments a caller's rescue may name. */
   builtinEnvironments?: CallerPoliciesDeps["builtin"];
   log?: (line: string) => void;
 }
+
+/** The outbound guard's policy for callers' endpoints and environments, from the stack's options. */
+export const localOutbound = (opts: Pick<LocalWorkerOptions, "allowLoopbackEndpoints" | "allowEndpointCidrs">): OutboundPolicy => ({
+  allowLoopback: opts.allowLoopbackEndpoints ?? false,
+  allowCidrs: opts.allowEndpointCidrs ?? [],
+});
 
 /** The stores and queues of a wiring, on clients of their own that report what they consume to `consumption`. */
 export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter()) {
@@ -119,7 +129,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log, metering: metering("profile") }));
     const callers = new CallerPolicyRunners({
       endpoints: stores.endpoints,
-      outbound: { allowLoopback: opts.allowLoopbackEndpoints ?? false },
+      outbound: localOutbound(opts),
       clock: systemClock,
       ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
     });

@@ -131,7 +131,15 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       ofType("sst:sst:Secret")
         .map((s) => s.name)
         .sort(),
-    ).toEqual(["GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PriceList", "VoterKeys", "VoterPanel"]);
+    ).toEqual(["EndpointCidrs", "GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PriceList", "VoterKeys", "VoterPanel"]);
+  });
+
+  it("links the endpoint allowlist (EndpointCidrs) to every function that reaches a caller's endpoint or environment: the API and dispatch, and to no other", () => {
+    const linked = Object.entries(links)
+      .filter(([, l]) => "EndpointCidrs" in l)
+      .map(([handler]) => handler)
+      .sort();
+    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.dispatch.handler].sort());
   });
 
   it("streams the API's Function URL (the gateway's server-sent events), keeps gateway episodes in a table with TTL, and links that table and the gateway's config to the API only", () => {

@@ -11,7 +11,7 @@ link("DispatchQueue", { url: "https://sqs.example/dispatch" });
 link("PolicyEndpointToken", { value: "worker-token" });
 link("PolicyEndpointUrl", { value: "unset" });
 link("PolicyGpuEndpoint", { url: "http://policy-balancer.example" });
-const { awsConfigFromResources } = await import("../../functions/aws-config.ts");
+const { awsConfigFromResources, deployedOutbound } = await import("../../functions/aws-config.ts");
 
 describe("a Lambda's configuration from its SST links", () => {
   it("takes the managed GPU endpoint's URL, reads unlinked tables and secrets as absent instead of throwing", () => {
@@ -27,5 +27,19 @@ describe("a Lambda's configuration from its SST links", () => {
   it("lets the PolicyEndpointUrl secret, once set, override the managed endpoint", () => {
     (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!.PolicyEndpointUrl = { value: "https://elsewhere.example" };
     expect(awsConfigFromResources().policyEndpointUrl).toBe("https://elsewhere.example");
+  });
+
+  it("reads the EndpointCidrs secret (a JSON array of CIDRs) into the outbound guard's allowlist; a bad one fails the cold start naming it (issue 55, item 6)", () => {
+    const raw = (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!;
+    expect(deployedOutbound(awsConfigFromResources())).toEqual({ allowLoopback: false, allowCidrs: [] });
+    raw.EndpointCidrs = { value: '["10.0.0.0/8", "FD00:0::/8"]' };
+    expect(deployedOutbound(awsConfigFromResources())).toEqual({ allowLoopback: false, allowCidrs: ["10.0.0.0/8", "fd00::/8"] });
+    raw.EndpointCidrs = { value: '["10.1.0.0/8"]' };
+    expect(() => awsConfigFromResources()).toThrow(/"10\.1\.0\.0\/8": bits are set past the \/8 prefix: write 10\.0\.0\.0\/8\n.*at endpointCidrs\[0\]/);
+    raw.EndpointCidrs = { value: "10.0.0.0/8" };
+    expect(() => awsConfigFromResources()).toThrow(/the EndpointCidrs secret is not JSON/);
+    raw.EndpointCidrs = { value: JSON.stringify(Array.from({ length: 65 }, (_, i) => `10.${i}.0.0/16`)) };
+    expect(() => awsConfigFromResources()).toThrow(/at most 64 CIDRs\n.*at endpointCidrs/);
+    delete raw.EndpointCidrs;
   });
 });

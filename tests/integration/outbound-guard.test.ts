@@ -203,3 +203,63 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
     expect(v4.hits).toBe(hits);
   });
 });
+
+// Issue 55, item 6: an operator's allowlist of CIDRs opens private blocks (a cluster's network);
+// instance metadata, loopback, unspecified, multicast and broadcast addresses are never opened,
+// in any form, whatever it holds. Non-loopback addresses are checked on the classifier, the URL
+// check and the lookup hook only (a lookup answers 127.0.0.1 first): nothing connects to them.
+describe("the operator's endpoint allowlist (issue 55, item 6)", () => {
+  const METADATA = ["169.254.169.254", "fd00:ec2::254", "169.254.170.2", "169.254.170.23", "fd00:ec2::23", "100.100.100.200", "192.0.0.192", "169.254.0.23"];
+  const METADATA_FORMS = ["::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "2606:4700::5efe:169.254.169.254", "::ffff:100.100.100.200"];
+  const EVERYTHING = ["0.0.0.0/0", "::/0"];
+  const open = (addresses: string[], allowCidrs: string[], allowLoopback = false) => addresses.filter((a) => forbiddenRange(a, { allowLoopback, allowCidrs }) === undefined);
+
+  it("opens the blocks it holds and only those; an IPv6 form carrying an IPv4 address when that address is open", () => {
+    expect(open(["10.1.2.3", "10.255.255.255"], ["10.0.0.0/8"])).toEqual(["10.1.2.3", "10.255.255.255"]);
+    expect(open(["172.16.0.1", "192.168.1.1", "100.64.0.1", "fd12::1", "11.0.0.1"], ["10.0.0.0/8"])).toEqual(["11.0.0.1"]);
+    expect(open(["fd12:3456::1", "fd00:1::1", "fe80::1"], ["fd12::/16"])).toEqual(["fd12:3456::1"]);
+    expect(open(["::ffff:10.1.2.3", "64:ff9b::a01:203", "::ffff:192.168.0.1"], ["10.0.0.0/8"])).toEqual(["::ffff:10.1.2.3", "64:ff9b::a01:203"]);
+    expect(forbiddenRange("192.168.0.1", { allowCidrs: ["10.0.0.0/8"] })).toBe("private");
+  });
+
+  it("never opens instance metadata, in any form, under 169.254.0.0/16, fd00::/8 or everything", () => {
+    for (const allowCidrs of [["169.254.0.0/16", "fd00::/8", "100.64.0.0/10", "192.0.0.0/24"], EVERYTHING, [...EVERYTHING, "169.254.169.254/32", "fd00:ec2::254/128"]]) {
+      expect(open([...METADATA, ...METADATA_FORMS], allowCidrs, true), allowCidrs.join()).toEqual([]);
+      // Their neighbours are opened.
+      expect(open(["169.254.169.253", "169.254.1.1", "fd00:ec2::255"], allowCidrs)).toEqual(
+        allowCidrs.includes("fd00::/8") || allowCidrs.includes("::/0") ? ["169.254.169.253", "169.254.1.1", "fd00:ec2::255"] : ["169.254.169.253", "169.254.1.1"],
+      );
+    }
+    expect(forbiddenRange("169.254.169.254", { allowCidrs: EVERYTHING })).toBe("instance metadata: never allowed");
+    expect(forbiddenRange("::ffff:169.254.169.254", { allowCidrs: EVERYTHING })).toBe("IPv4-mapped form of 169.254.169.254 (instance metadata: never allowed)");
+  });
+
+  it("never opens loopback (its own switch), unspecified, multicast or broadcast; the allowlist changes nothing for the rest", () => {
+    const never = ["127.0.0.1", "::1", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "0.0.0.0", "0.1.2.3", "::", "224.0.0.1", "ff02::1", "255.255.255.255"];
+    expect(open(never, EVERYTHING)).toEqual([]);
+    expect(open(never, EVERYTHING, true)).toEqual(["127.0.0.1", "::1"]);
+    expect(forbiddenRange("127.0.0.1", { allowCidrs: ["127.0.0.0/8"] })).toBe("loopback");
+    expect([forbiddenRange("93.184.216.34", { allowCidrs: ["10.0.0.0/8"] }), forbiddenRange("2606:4700::1111", { allowCidrs: [] })]).toEqual([undefined, undefined]);
+  });
+
+  it("checks URLs and every connection with it: a name answering 10.x passes under 10.0.0.0/8, one answering metadata never; no listener is reached", async () => {
+    const hits = v4.hits;
+    const policy = (answer: string[], allowCidrs: string[]) => ({ allowLoopback: true, allowCidrs, resolve: async () => answer });
+    await expect(checkOutboundUrl("http://cluster.test:8000/v1", policy(["10.1.2.3"], ["10.0.0.0/8"]))).resolves.toBeInstanceOf(URL);
+    await expect(checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false, allowCidrs: ["10.0.0.0/8"] })).resolves.toBeInstanceOf(URL);
+    await expect(checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false })).rejects.toThrow(/10\.1\.2\.3 \(private\)/);
+    await expect(checkOutboundUrl("http://[fd00:ec2::254]/", { allowLoopback: false, allowCidrs: ["::/0"] })).rejects.toThrow(/instance metadata: never allowed/);
+    for (const url of ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:a9fe:a9fe]/", "http://0xa9fea9fe/", "http://100.100.100.200/"]) {
+      await expect(checkOutboundUrl(url, { allowLoopback: true, allowCidrs: [...EVERYTHING, "169.254.0.0/16"] }), url).rejects.toBeInstanceOf(UrlNotAllowedError);
+    }
+    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"])), "cluster.test")).toBeNull();
+    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], [])), "cluster.test")).toBeInstanceOf(UrlNotAllowedError);
+    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "169.254.169.254"], EVERYTHING)), "cluster.test")).toBeInstanceOf(UrlNotAllowedError);
+    // Through fetch: a name answering loopback and 10.x reaches the loopback listener only when 10.0.0.0/8 is allowed.
+    const reached = await outboundFetch(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"]))(`http://cluster.test:${v4.port}/`);
+    expect(await reached.text()).toBe("reached");
+    const metadata = await outboundFetch(policy(["127.0.0.1", "169.254.169.254"], ["169.254.0.0/16"]))(`http://cluster.test:${v4.port}/`).catch((e: Error) => e);
+    expect(String((metadata as Error & { cause?: unknown }).cause ?? metadata)).toMatch(/169\.254\.169\.254 \(instance metadata: never allowed\)/);
+    expect(v4.hits).toBe(hits + 1);
+  });
+});

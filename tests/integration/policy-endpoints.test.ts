@@ -296,3 +296,53 @@ describe("registration refuses what the guard or the HTTP client would change (i
     await call(keyA, "DELETE", "/canon");
   });
 });
+
+// Issue 55, item 6, over HTTP: the operator's allowlist (`serve --allow-endpoint-cidr`, the
+// deployment's EndpointCidrs) lets an endpoint on a cluster's 10.x network register; an instance
+// metadata address never does. A stub resolver answers 127.0.0.1 first, then the address: the
+// guard judges both, the probe connects to this test's loopback listener, never to the address.
+describe("registration with an endpoint allowlist (issue 55, item 6)", () => {
+  const answers: Record<string, string[]> = {
+    "cluster.test": ["127.0.0.1", "10.1.2.3"],
+    "meta.test": ["127.0.0.1", "169.254.169.254"],
+    "meta6.test": ["127.0.0.1", "fd00:ec2::254"],
+  };
+  const withCidrs = async (allowCidrs: string[], run: (register: (host: string) => Promise<{ status: number; code: string; message: string }>) => Promise<void>) => {
+    const deps = memoryApiDeps({ prober: new HttpEndpointProber({ allowLoopback: true, allowCidrs, resolve: async (host) => answers[host] ?? [] }, systemClock) });
+    const k = await addKey(deps, "k-cidr", ["rescues"]);
+    const cidrApi = await startApi(deps);
+    const port = new URL(fakeUrl).port;
+    try {
+      await run(async (host) => {
+        const res = await fetch(`${cidrApi.url}/v1/policy-endpoints`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
+          body: JSON.stringify({ id: host.split(".")[0], kind: "protocol-v2", policy: "p1", url: `http://${host}:${port}` }),
+        });
+        const body = await res.json();
+        return { status: res.status, code: body.error?.code ?? "ok", message: String(body.error?.message ?? "") };
+      });
+    } finally {
+      await cidrApi.close();
+    }
+  };
+
+  it("registers a 10.x endpoint allowed by CIDR; refuses it without; never registers 169.254.169.254 or fd00:ec2::254, even under 169.254.0.0/16 and everything", async () => {
+    reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
+    const before = seen.length;
+    await withCidrs(["10.0.0.0/8"], async (register) => {
+      expect(await register("cluster.test")).toEqual({ status: 201, code: "ok", message: "" });
+      expect(await register("meta.test")).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED" });
+    });
+    await withCidrs([], async (register) => {
+      expect(await register("cluster.test")).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED", message: expect.stringContaining("10.1.2.3 (private)") });
+    });
+    await withCidrs(["10.0.0.0/8", "169.254.0.0/16", "fd00::/8", "0.0.0.0/0", "::/0"], async (register) => {
+      for (const host of ["meta.test", "meta6.test"])
+        expect(await register(host), host).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED", message: expect.stringContaining("(instance metadata: never allowed)") });
+      expect((await register("cluster.test")).status).toBe(201);
+    });
+    // Only the two registrations that passed probed the listener.
+    expect(seen.length).toBe(before + 2);
+  });
+});

@@ -50,8 +50,10 @@ export function optionOf(key: string, field: z.ZodType): Option {
   const option = new Option(`--${meta.negate ? "no-" : ""}${kebab(key)}${isSwitch ? "" : ` ${meta.arg}`}`, meta.description);
   if (inner instanceof z.ZodEnum) option.choices(inner.options.map(String));
   else if (meta.choices) option.choices([...meta.choices]);
+  // An array field is a repeatable flag: each use adds one value.
+  if (inner instanceof z.ZodArray) option.argParser((value: string, earlier: string[] | undefined) => [...(earlier ?? []), value]);
   const fallback = defaultOf(field);
-  if (fallback !== undefined && !meta.negate) option.default(fallback);
+  if (fallback !== undefined && !meta.negate && !(inner instanceof z.ZodArray)) option.default(fallback);
   if (!isSwitch && fallback === undefined && !field.safeParse(undefined).success) option.makeOptionMandatory();
   return option;
 }

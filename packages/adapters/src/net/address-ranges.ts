@@ -1,4 +1,4 @@
-import { isIP } from "node:net";
+import { type AddressBlock, type EndpointCidr, cidrBlock, ipBytes as parse, inPrefix as inRange } from "@harness-s/core/outbound";
 
 /**
  * The IANA special-purpose address registries (IPv4 and IPv6), as ranges an endpoint a caller
@@ -63,36 +63,45 @@ const EMBEDDINGS: readonly { form: string; matches: (b: Uint8Array) => boolean; 
   { form: "ISATAP", matches: (b) => (b[8]! & 0xfd) === 0 && b[9] === 0 && b[10] === 0x5e && b[11] === 0xfe, ipv4: (b) => b.subarray(12) },
 ];
 
-/** The bytes of an IP address (4 for IPv4, 16 for IPv6, a zone id dropped), or undefined for anything else. */
-function parse(address: string): Uint8Array | undefined {
-  const text = address.split("%")[0]!;
-  const family = isIP(text);
-  if (family === 4) return Uint8Array.from(text.split(".").map(Number));
-  if (family !== 6) return undefined;
-  const dotted = text.match(/^(.*:)(\d+\.\d+\.\d+\.\d+)$/);
-  const v4 = dotted && parse(dotted[2]!)!;
-  const hex = dotted && v4 ? `${dotted[1]}${((v4[0]! << 8) | v4[1]!).toString(16)}:${((v4[2]! << 8) | v4[3]!).toString(16)}` : text;
-  const [head, tail] = hex.includes("::") ? hex.split("::") : [hex, undefined];
-  const h = head ? head.split(":") : [];
-  const t = tail ? tail.split(":") : [];
-  const groups = [...h, ...Array<string>(tail === undefined ? 0 : 8 - h.length - t.length).fill("0"), ...t].map((g) => Number.parseInt(g, 16));
-  return Uint8Array.from(groups.flatMap((g) => [g >> 8, g & 255]));
-}
-
-function inRange(address: Uint8Array, network: Uint8Array, bits: number): boolean {
-  if (address.length !== network.length) return false;
-  for (let bit = 0; bit < bits; bit += 8) {
-    const mask = bits - bit >= 8 ? 0xff : (0xff << (8 - (bits - bit))) & 0xff;
-    if ((address[bit >> 3]! & mask) !== (network[bit >> 3]! & mask)) return false;
-  }
-  return true;
-}
-
 const compiled = (table: readonly [string, number, string][]) => table.map(([net, bits, why]) => ({ net: parse(net)!, bits, why }));
 const RANGES = [...compiled(IPV4), ...compiled(IPV6)];
 const LOOPBACK = { v4: parse("127.0.0.0")!, v6: parse("::1")! };
 
+/**
+ * Addresses no endpoint allowlist opens: the cloud instance metadata and credential services
+ * (AWS IMDS over IPv4 and IPv6, which GCP, Azure, Oracle, OpenStack and DigitalOcean share at
+ * 169.254.169.254; the ECS task and EKS Pod Identity credential endpoints; Alibaba's, Oracle's
+ * legacy and Tencent's metadata), loopback (its own switch: `allowLoopback`), and what is no host
+ * (unspecified, multicast, broadcast). An IPv6 form that carries one of these IPv4 addresses is
+ * never opened either.
+ */
+const NEVER_OPENED = compiled([
+  ["169.254.169.254", 32, "instance metadata"],
+  ["fd00:ec2::254", 128, "instance metadata"],
+  ["169.254.170.2", 32, "ECS task metadata and credentials"],
+  ["169.254.170.23", 32, "EKS Pod Identity credentials"],
+  ["fd00:ec2::23", 128, "EKS Pod Identity credentials"],
+  ["100.100.100.200", 32, "instance metadata (Alibaba Cloud)"],
+  ["192.0.0.192", 32, "instance metadata (Oracle Cloud, legacy)"],
+  ["169.254.0.23", 32, "instance metadata (Tencent Cloud)"],
+  ["127.0.0.0", 8, "loopback"],
+  ["::1", 128, "loopback"],
+  ["0.0.0.0", 8, "this network (unspecified)"],
+  ["::", 128, "unspecified"],
+  ["224.0.0.0", 4, "multicast"],
+  ["ff00::", 8, "multicast"],
+  ["255.255.255.255", 32, "broadcast"],
+]);
+
 const rangeOf = (b: Uint8Array) => RANGES.find((r) => inRange(b, r.net, r.bits))?.why;
+
+/** What an address's bytes are refused as (its never-opened class, else its range unless an allowed block holds it), or undefined. */
+function refusal(b: Uint8Array, allowed: readonly AddressBlock[]): string | undefined {
+  const never = NEVER_OPENED.find((r) => inRange(b, r.net, r.bits))?.why;
+  if (never) return never === "loopback" || !allowed.length ? (rangeOf(b) ?? never) : `${never}: never allowed`;
+  const why = rangeOf(b);
+  return why && !allowed.some((a) => inRange(b, a.network, a.bits)) ? why : undefined;
+}
 
 /** Whether `address` is loopback as the OS connects it: 127.0.0.0/8 or exactly ::1 (no other spelling). */
 export function isLoopback(address: string): boolean {
@@ -100,26 +109,38 @@ export function isLoopback(address: string): boolean {
   return b !== undefined && (inRange(b, LOOPBACK.v4, 8) || inRange(b, LOOPBACK.v6, 128));
 }
 
+/** Which addresses `forbiddenRange` lets through beyond public ones. */
+export interface RangeAllowance {
+  /** Exactly 127.0.0.0/8 and ::1 (a laptop, the tests): an IPv6 form that embeds 127.x.y.z stays refused. */
+  allowLoopback?: boolean;
+  /** The operator's allowlist (`EndpointCidrs`): blocks opened, bar the never-opened addresses. */
+  allowCidrs?: readonly EndpointCidr[];
+}
+
 /**
  * Why a resolved address may not be connected to (its range, or the IPv4 address it embeds and
- * that address's range), or undefined when it may. `allowLoopback` lets exactly 127.0.0.0/8 and
- * ::1 through (a laptop, the tests): an IPv6 form that embeds 127.x.y.z stays refused.
+ * that address's range), or undefined when it may. `allowCidrs` opens the addresses in them (an
+ * IPv6 form that carries an IPv4 address, when both are open), never an instance metadata,
+ * loopback, unspecified, multicast or broadcast address in any form.
  *
  * @example
  * forbiddenRange("169.254.169.254"); // "link-local (the instance metadata address among them)"
+ * forbiddenRange("169.254.169.254", { allowCidrs: ["0.0.0.0/0"] }); // "instance metadata: never allowed"
+ * forbiddenRange("10.1.2.3", { allowCidrs: ["10.0.0.0/8"] }); // undefined
  * forbiddenRange("64:ff9b::7f00:1", { allowLoopback: true }); // "NAT64 form of 127.0.0.1 (loopback)"
  */
-export function forbiddenRange(address: string, opts: { allowLoopback?: boolean } = {}): string | undefined {
+export function forbiddenRange(address: string, opts: RangeAllowance = {}): string | undefined {
   const b = parse(address);
   if (!b) return "not an IP address";
   if (isLoopback(address)) return opts.allowLoopback ? undefined : "loopback";
+  const allowed = (opts.allowCidrs ?? []).map(cidrBlock);
   if (b.length === 16) {
     for (const { form, matches, ipv4 } of EMBEDDINGS) {
       if (!matches(b)) continue;
       const v4 = ipv4(b);
-      const why = rangeOf(v4);
+      const why = refusal(v4, allowed);
       if (why) return `${form} form of ${v4.join(".")} (${why})`;
     }
   }
-  return rangeOf(b);
+  return refusal(b, allowed);
 }

@@ -1,15 +1,21 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, fetch as undiciFetch } from "undici";
-import { canonicalCallerUrl } from "@harness-s/core/outbound";
+import { canonicalCallerUrl, type EndpointCidr } from "@harness-s/core/outbound";
 import { UrlNotAllowedError } from "../errors.ts";
 import { boundedFetch } from "../llm/bounded-fetch.ts";
 import { forbiddenRange } from "./address-ranges.ts";
 
 /** What outbound connections to caller-named endpoints may reach. */
 export interface OutboundPolicy {
-  /** Let loopback through (`serve --allow-loopback-endpoints`: a laptop, the tests); nothing else private ever is. */
+  /** Let loopback through (`serve --allow-loopback-endpoints`: a laptop, the tests); only this switch opens it. */
   allowLoopback: boolean;
+  /**
+   * The operator's allowlist (`serve --allow-endpoint-cidr`, the deployment's `EndpointCidrs`
+   * secret): private blocks callers' endpoints and environments may be in. Instance metadata,
+   * loopback, unspecified, multicast and broadcast addresses stay refused whatever it holds.
+   */
+  allowCidrs?: readonly EndpointCidr[];
   /** How names resolve (default: the system resolver, every address); tests give their own. */
   resolve?: (hostname: string) => Promise<string[]>;
 }
@@ -53,7 +59,7 @@ async function allowedAddresses(host: string, policy: OutboundPolicy, shown: str
   }
   if (addresses.length === 0) throw new UrlNotAllowedError(shown, "its host resolves to no address");
   for (const address of addresses) {
-    const why = forbiddenRange(address, { allowLoopback: policy.allowLoopback });
+    const why = forbiddenRange(address, policy);
     if (why) throw new UrlNotAllowedError(shown, `its host resolves to ${address} (${why})`);
   }
   return addresses;

@@ -42,12 +42,18 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
-  const workersData: ServeWorkersData = { tasks, allowLoopbackEndpoints: opts.allowLoopbackEndpoints, ...(panelDocument ? { panel: panelDocument } : {}) };
+  const workersData: ServeWorkersData = {
+    tasks,
+    allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
+    allowEndpointCidrs: opts.allowEndpointCidr,
+    ...(panelDocument ? { panel: panelDocument } : {}),
+  };
   const stack = await startLocalStack({
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
     workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
     allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
+    allowEndpointCidrs: opts.allowEndpointCidr,
     // The same built-in environments as the workers' thread, so the API lets a rescue name them.
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
     log: (line) => process.stderr.write(`${line}\n`),

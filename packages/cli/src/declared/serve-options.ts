@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EndpointCidrs, MAX_ENDPOINT_CIDRS } from "@harness-s/core/outbound";
 import { OPENENV_SERVER_DEFAULTS } from "@harness-s/adapters/openenv/server-limits";
 import { familyFlags } from "@harness-s/envs";
 import { GatewayEnv, gatewayEnvs } from "@harness-s/functions/api/gateway-config";
@@ -41,6 +42,11 @@ export const ServeOptions = z.strictObject({
     { choices: gatewayEnvs() },
   ),
   allowLoopbackEndpoints: flag(z.boolean().default(false), null, "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused"),
+  allowEndpointCidr: flag(
+    EndpointCidrs.default([]),
+    "<cidr>",
+    `let callers' policy endpoints and environments be in this private block (repeatable, at most ${MAX_ENDPOINT_CIDRS}; e.g. 10.0.0.0/8, fd00::/8); instance metadata addresses stay refused, loopback has its own flag`,
+  ),
 });
 export type ServeOptions = z.infer<typeof ServeOptions>;
 

@@ -12,6 +12,8 @@ export interface ServeWorkersData {
   panel?: VoterPanel;
   /** `--allow-loopback-endpoints`: callers' endpoints and environments may be on loopback. */
   allowLoopbackEndpoints: boolean;
+  /** `--allow-endpoint-cidr`: private blocks callers' endpoints and environments may be in. */
+  allowEndpointCidrs: string[];
 }
 
 // The thread's body: the workers `serve` runs (rescue rollouts on the embedded policy, the vote
@@ -31,6 +33,7 @@ await runWorkersThread(async (raw) => {
     ...(data.panel ? { panel: panelRouting(data.panel) } : {}),
     prepareExperiment: localQueuedExperiment(setupFor, policies),
     allowLoopbackEndpoints: data.allowLoopbackEndpoints,
+    allowEndpointCidrs: data.allowEndpointCidrs,
     // A caller's rescue may name the embedded suite as its environment (its tasks by id, as text).
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
   };

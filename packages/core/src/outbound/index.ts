@@ -1,1 +1,3 @@
 export * from "./caller-url.ts";
+export * from "./ip.ts";
+export * from "./cidr.ts";
