@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { hash32, systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
@@ -26,19 +26,49 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let secret: string;
 const children: ChildProcess[] = [];
 
+/** How the fault proxy reads a kind's requests: which are samples, what makes a repeat the same request, and which opens an episode. */
+interface Wire {
+  isSample: (path: string) => boolean;
+  key: (headers: IncomingHttpHeaders, body: string) => string | undefined;
+  opensEpisode: (path: string, body: Record<string, unknown>) => boolean;
+}
+
+const SERVED_SAMPLES = new Set(["/v1/chat/completions", "/v1/completions", "/inference/v1/generate", "/generate"]);
+/** An episode's first turn: its whole conversation (the system message, as the rescue sends it, and the task's first message), rendered or sent. */
+const firstConversation = (body: Record<string, unknown>) => {
+  const messages = body.messages as { role: string; content: string }[] | undefined;
+  return messages?.length === 2 && messages[0]!.role === "system" && messages[0]!.content === "";
+};
+const WIRES: Record<"protocol-v2" | "served", Wire> = {
+  // Protocol v2: a sample's repeat carries its idempotency key; an episode opens with `messages`.
+  "protocol-v2": {
+    isSample: (path) => path.endsWith("/sample"),
+    key: (headers) => headers["idempotency-key"] as string | undefined,
+    opensEpisode: (path, body) => path.endsWith("/sample") && body.messages !== undefined,
+  },
+  // vLLM and SGLang: a repeat is the same body (each turn's seed makes it unique); an episode opens
+  // with its first conversation, sent to chat completions or rendered by /tokenize.
+  served: {
+    isSample: (path) => SERVED_SAMPLES.has(path),
+    key: (_headers, body) => body,
+    opensEpisode: (path, body) => (path === "/v1/chat/completions" || (path === "/tokenize" && body.add_generation_prompt === true)) && firstConversation(body),
+  },
+};
+
 /** A proxy in front of the worker that fails the sample requests `plan` names, by their order. */
-function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">) {
-  const samples: { episode: string; key: string | undefined; first: boolean; fault?: string }[] = [];
+function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">, wire: Wire = WIRES["protocol-v2"]) {
+  const samples: { key: string | undefined; fault?: string }[] = [];
+  const episodes: string[] = [];
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
-    const isSample = req.url?.endsWith("/sample") ?? false;
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const isSample = wire.isSample(path);
     const fault = isSample ? plan.get(samples.length) : undefined;
-    if (isSample) {
-      const parsed = JSON.parse(body.toString());
-      samples.push({ episode: parsed.episode_id, key: req.headers["idempotency-key"] as string | undefined, first: parsed.messages !== undefined, ...(fault ? { fault } : {}) });
-    }
+    const parsed = body.length ? (JSON.parse(body.toString()) as Record<string, unknown>) : {};
+    if (isSample) samples.push({ key: wire.key(req.headers, body.toString()), ...(fault ? { fault } : {}) });
+    if (!fault && wire.opensEpisode(path, parsed)) episodes.push(String(parsed.episode_id ?? episodes.length));
     if (fault === "refused") return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"code":"OVERLOADED","message":"try again"}}');
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
     const upstream = await fetch(`${target}${req.url}`, { method: req.method!, headers, ...(body.length ? { body } : {}) });
@@ -46,7 +76,7 @@ function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">)
     if (fault === "lost-reply") return void res.writeHead(500, { "content-type": "text/plain" }).end("upstream connection reset");
     res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" }).end(text);
   });
-  return { server, samples };
+  return { server, samples, episodes };
 }
 
 async function envServe(): Promise<{ url: string; proc: ChildProcess }> {
@@ -63,7 +93,8 @@ async function envServe(): Promise<{ url: string; proc: ChildProcess }> {
 beforeAll(async () => {
   inst = await setup.instance(1);
   await ensureWorkerVenv();
-  worker = await startPolicyWorker({ model: "tiny", token: TOKEN });
+  // The chat route renders every request whole, as vLLM does.
+  worker = await startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { chatPrompts: "render" } });
   await new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock }).create("caller-policy", {
     base_model: "tiny",
     lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
@@ -89,18 +120,26 @@ const call = async (method: string, path: string, body?: unknown) => {
   return { status: res.status, body: await res.json() };
 };
 
-async function register(id: string, url: string) {
+/** How each case registers the worker, and what its rescues name of the version. */
+const KINDS = [
+  { name: "protocol v2", registration: { kind: "protocol-v2" }, pin: {}, wire: WIRES["protocol-v2"] },
+  { name: "vLLM messages in", registration: { kind: "vllm", mode: "chat-token-ids" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
+  { name: "vLLM tokens in", registration: { kind: "vllm", mode: "completions-ids" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
+  { name: "SGLang generate", registration: { kind: "sglang", mode: "sglang-generate" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
+] as const;
+
+async function register(id: string, url: string, registration: (typeof KINDS)[number]["registration"] = { kind: "protocol-v2" }) {
   const res = await call("POST", "/v1/policy-endpoints", {
     id,
-    kind: "protocol-v2",
     url,
     policy: "caller-policy",
     secretHeader: { name: "authorization", value: `Bearer ${TOKEN}` },
+    ...registration,
   });
   expect(res.status).toBe(201);
 }
 
-function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number) {
+function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number, pin: (typeof KINDS)[number]["pin"] = {}) {
   const task = inst.train.find((t) => t.tags.length > 0)!;
   return {
     poolId: inst.evolution.pool.id,
@@ -112,6 +151,7 @@ function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number
       environment: { kind: "openenv", url: envUrl },
       task: embeddedCallerTask(setup.env, task),
       maxTokens: 16,
+      ...pin,
     },
   };
 }
@@ -126,44 +166,47 @@ async function settle(id: string, pollMs = 100, tries = 1200) {
 }
 
 describe("faults in a caller's rescue", () => {
-  it("a policy endpoint answering 500 or 503 is retried within a bound: each slot runs once, a lost reply is answered again, never sampled twice", async () => {
-    const { url: envUrl } = await envServe();
-    const plan = new Map<number, "lost-reply" | "refused">([
-      [1, "lost-reply"],
-      [2, "refused"],
-      [6, "lost-reply"],
-      [9, "refused"],
-    ]);
-    const proxy = faultProxy(worker.url, plan);
-    await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", () => r()));
-    try {
-      await register("flaky", `http://127.0.0.1:${(proxy.server.address() as { port: number }).port}`);
-      const started = await call("POST", "/v1/rescues", rescueBody("flaky", envUrl, 2));
-      expect(started.status).toBe(202);
-      const status = await settle(started.body.id);
-      expect(status).toMatchObject({ status: "done", completed: started.body.expected, failed: [] });
-      // Every planned fault happened, and each was followed by the same request (same key) again.
-      const faulted = proxy.samples.filter((s) => s.fault);
-      expect(faulted).toHaveLength(plan.size);
-      for (const f of faulted) expect(proxy.samples.filter((s) => s.key === f.key && !s.fault)).toHaveLength(1);
-      // Each slot ran once: one episode per rollout was ever opened (a rerun slot opens another).
-      const episodes = new Set(proxy.samples.filter((s) => s.first).map((s) => s.episode));
-      expect(episodes.size).toBe(started.body.expected);
-      expect(proxy.samples.every((s) => s.key !== undefined)).toBe(true);
-      // The rows are the turns the worker recorded: each re-scores there as returned.
-      const page = (await call("GET", `/v1/rescues/${started.body.id}/trajectories?limit=64`)).body;
-      const scorer = new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock });
-      for (const t of page.trajectories) {
-        const [rescored] = await scorer.score("caller-policy", { sequences: [{ ids: [...t.prompt_ids, ...t.completion_ids] }] });
-        const tail = rescored!.slice(t.prompt_ids.length);
-        t.loss_mask.forEach((m: number, j: number) => {
-          if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
-        });
+  for (const c of KINDS)
+    it(`${c.name}: a policy endpoint answering 500 or 503 is retried within a bound: each slot runs once, a lost reply is answered again${c.wire === WIRES.served ? " (sampled afresh: only the answered sample is kept)" : ", never sampled twice"}`, async () => {
+      const { url: envUrl } = await envServe();
+      const plan = new Map<number, "lost-reply" | "refused">([
+        [1, "lost-reply"],
+        [2, "refused"],
+        [6, "lost-reply"],
+        [9, "refused"],
+      ]);
+      const proxy = faultProxy(worker.url, plan, c.wire);
+      await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", () => r()));
+      try {
+        const id = `flaky-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : "v2"}`;
+        await register(id, `http://127.0.0.1:${(proxy.server.address() as { port: number }).port}`, c.registration);
+        const started = await call("POST", "/v1/rescues", rescueBody(id, envUrl, 2, c.pin));
+        expect(started.status).toBe(202);
+        const status = await settle(started.body.id);
+        expect(status).toMatchObject({ status: "done", completed: started.body.expected, failed: [] });
+        // Every planned fault happened, and each was followed by the same request (same key) again.
+        const faulted = proxy.samples.filter((s) => s.fault);
+        expect(faulted).toHaveLength(plan.size);
+        for (const f of faulted) expect(proxy.samples.filter((s) => s.key === f.key && !s.fault)).toHaveLength(1);
+        // Each slot ran once: one episode per rollout was ever opened (a rerun slot opens another).
+        expect(new Set(proxy.episodes).size).toBe(started.body.expected);
+        expect(proxy.episodes).toHaveLength(started.body.expected);
+        expect(proxy.samples.every((s) => s.key !== undefined)).toBe(true);
+        // The rows are the turns the worker sampled: each re-scores there as returned.
+        const page = (await call("GET", `/v1/rescues/${started.body.id}/trajectories?limit=64`)).body;
+        expect(page.trajectories.length).toBeGreaterThanOrEqual(started.body.expected);
+        const scorer = new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock });
+        for (const t of page.trajectories) {
+          const [rescored] = await scorer.score("caller-policy", { sequences: [{ ids: [...t.prompt_ids, ...t.completion_ids] }] });
+          const tail = rescored!.slice(t.prompt_ids.length);
+          t.loss_mask.forEach((m: number, j: number) => {
+            if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
+          });
+        }
+      } finally {
+        proxy.server.close();
       }
-    } finally {
-      proxy.server.close();
-    }
-  }, 300_000);
+    }, 300_000);
 
   it("an environment server killed mid-rescue fails only the slots it had not served, each with its reason; a rescue on another server is untouched", async () => {
     const [doomed, healthy] = await Promise.all([envServe(), envServe()]);
