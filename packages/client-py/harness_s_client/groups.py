@@ -73,6 +73,8 @@ class GroupOutcome:
     #: The harnesses the rescue ran (routed), and what it spent.
     chosen: list[str] = field(default_factory=list)
     spent: dict[str, float] = field(default_factory=dict)
+    #: Rows the rescue returned (the group takes the first as many as it has).
+    rollouts: int = 0
 
 
 def rescue_metrics(outcomes: Sequence[GroupOutcome], prefix: str = "rescue/") -> dict[str, float]:
@@ -87,7 +89,7 @@ def rescue_metrics(outcomes: Sequence[GroupOutcome], prefix: str = "rescue/") ->
         f"{prefix}groups_unrescued": float(kinds["unrescued"]),
         f"{prefix}groups_failed": float(sum(1 for o in outcomes if o.code is not None)),
         f"{prefix}rescues": float(len(rescued)),
-        f"{prefix}rollouts": float(sum(len(o.rows) for o in rescued if o.kind != "kept")),
+        f"{prefix}rollouts": float(sum(o.rollouts for o in rescued)),
         f"{prefix}policy_tokens": float(sum(o.spent.get("policyTokens", 0.0) for o in rescued)),
         f"{prefix}policy_seconds": float(sum(o.spent.get("policySeconds", 0.0) for o in rescued)),
         f"{prefix}environment_seconds": float(sum(o.spent.get("environmentSeconds", 0.0) for o in rescued)),
@@ -154,9 +156,10 @@ class AsyncGroupRescuer:
             outcome.rescue_id, outcome.chosen = started["id"], list(started["chosen"])
             status = await self.client.wait(started["id"], timeout_s=s.timeout_s)
             outcome.spent = spent_of(status)
-            rows = (await self.client.trajectories(started["id"], s.context))[:size]
+            every = await self.client.trajectories(started["id"], s.context)
         except HarnessSError as err:
             return await self._failed(outcome, err)
+        outcome.rollouts, rows = len(every), every[:size]
         outcome.rows = rows
         if len(rows) == size and not all_fail([r.reward for r in rows], s.fail_at_or_below):
             outcome.kind = "replaced"

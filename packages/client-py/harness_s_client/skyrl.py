@@ -70,6 +70,7 @@ class RescueGenerator:
             log.warning("RescueGenerator: step-wise trajectories are handed on unrescued")
             return output  # type: ignore[return-value]
         uids = _uids(output, input_batch)
+        output["trajectory_ids"] = output["trajectory_ids"] or list(input_batch["trajectory_ids"])
         groups: dict[str, list[int]] = {}
         for i, uid in enumerate(uids):
             groups.setdefault(uid, []).append(i)

@@ -142,7 +142,9 @@ class RescueRolloutFunc:
         outcome.rescue_id, outcome.chosen = started["id"], list(started.get("chosen") or [])
         try:
             outcome.spent = spent_of(self.client.wait(started["id"], timeout_s=self.timeout_s))
-            return self._rows(started["id"], step, self.context)[:size]
+            rows = self._rows(started["id"], step, self.context)
+            outcome.rollouts = len(rows)
+            return rows[:size]
         except HarnessSError as err:
             outcome.code, outcome.reason = err.code, f"rescue {started['id']}: {err.code}: {err.message}"
             rescue = getattr(err, "rescue", None)
