@@ -13,8 +13,8 @@ exec 9>"packages/policy-worker/.venv-lock"
 flock 9
 PY="$VENV/bin/python"
 STAMP="$VENV/.harness-s-stamp"
-MODULES="torch transformers peft regex fastapi uvicorn pytest httpx trl harness_s_worker"
-want=$(sha256sum packages/policy-worker/pyproject.toml | cut -d' ' -f1)
+MODULES="torch transformers peft regex fastapi uvicorn pytest httpx trl harness_s_worker harness_s_client"
+want=$(cat packages/policy-worker/pyproject.toml packages/client-py/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ -x "$PY" ] && [ -x "$VENV/bin/ruff" ] && [ -x "$VENV/bin/mypy" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] \
   && "$PY" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))" $MODULES 2>/dev/null; then
   echo "$PY"; exit 0
@@ -33,7 +33,9 @@ fi
 # sympy, pandas), 25 s of CPU of the install's 37. The venv caches the bytecode of what is imported
 # instead, on first import, even where PYTHONDONTWRITEBYTECODE is set (it is on some CI images):
 # without the cache every process would compile torch and transformers again (8.7 s against 3.8 s).
-"$VENV/bin/pip" install -q --no-compile --disable-pip-version-check "${args[@]}" -e "packages/policy-worker[test]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
+# The worker depends on harness-s-client, installed from its folder in the same command (pip takes
+# the local project for the requirement; no index holds it).
+"$VENV/bin/pip" install -q --no-compile --disable-pip-version-check "${args[@]}" -e packages/client-py -e "packages/policy-worker[test]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
 echo "import sys; sys.dont_write_bytecode = False" > "$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/harness_s_bytecode.pth"
 "$PY" -c "import sys, importlib; [importlib.import_module(m) for m in sys.argv[1:]]" $MODULES >&2
 echo "$want" > "$STAMP"

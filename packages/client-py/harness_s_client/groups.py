@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .aio import AsyncHarnessS
@@ -135,10 +135,11 @@ class RescueSettings:
 class AsyncGroupRescuer:
     """One all-fail group's rescue over the async client: start it (routed by the failed rows'
     tags), follow it, read its rows, and say what became of the group. A rescue the service fails
-    (a slot with a code) or that runs past its time is cancelled and logged, and the group stays."""
+    (a slot with a code) or that runs past its time is cancelled and logged, and the group stays.
+    `score(rows)` re-scores the rescued rows with your own reward (default: the environment's)."""
 
-    def __init__(self, client: AsyncHarnessS, settings: RescueSettings) -> None:
-        self.client, self.settings = client, settings
+    def __init__(self, client: AsyncHarnessS, settings: RescueSettings, score: Callable[[list[Trajectory]], Sequence[float]] | None = None) -> None:
+        self.client, self.settings, self.score = client, settings, score
         self.siblings: int | None = None
 
     async def _siblings(self) -> int:
@@ -160,6 +161,8 @@ class AsyncGroupRescuer:
         except HarnessSError as err:
             return await self._failed(outcome, err)
         outcome.rollouts, rows = len(every), every[:size]
+        if self.score is not None:
+            rows = [replace(r, reward=float(v)) for r, v in zip(rows, self.score(rows), strict=True)]
         outcome.rows = rows
         if len(rows) == size and not all_fail([r.reward for r in rows], s.fail_at_or_below):
             outcome.kind = "replaced"

@@ -15,7 +15,7 @@ its rows' places when some of them succeed: the same count per group (one row pe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .aio import AsyncHarnessS
@@ -46,7 +46,8 @@ class RescueGenerator:
     """SkyRL's `GeneratorInterface` around yours (see the module's text). `task_of(env_extras,
     prompt)` gives a row's task as the service takes it; `weight_version(step)` and
     `served_model(step)` pin the rescue to the weights your inference engine serves at that step
-    (required for vLLM and SGLang endpoints; protocol v2 states its own)."""
+    (required for vLLM and SGLang endpoints; protocol v2 states its own); `score(rows)` gives the
+    rescued rows your reward (default: the environment's)."""
 
     def __init__(
         self,
@@ -56,9 +57,10 @@ class RescueGenerator:
         task_of: Callable[[Any, Any], CallerTask | dict[str, Any]],
         weight_version: Callable[[int], int | None] | None = None,
         served_model: Callable[[int], str | None] | None = None,
+        score: Callable[[list[Trajectory]], Sequence[float]] | None = None,
     ) -> None:
         self.generator, self.settings, self.task_of = generator, settings, task_of
-        self.rescuer = AsyncGroupRescuer(client, settings)
+        self.rescuer = AsyncGroupRescuer(client, settings, score)
         self.weight_version, self.served_model = weight_version, served_model
         self.outcomes: list[GroupOutcome] = []
 

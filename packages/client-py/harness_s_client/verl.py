@@ -75,10 +75,11 @@ def _tags(group: VerlGroup) -> list[str]:
 
 class VerlGroupRescue:
     """The group filter (see the module's text). `output_cls` builds each rescued row (default:
-    verl's `AgentLoopOutput` where installed, else the fields as a dict)."""
+    verl's `AgentLoopOutput` where installed, else the fields as a dict); `score(rows)` gives the
+    rescued rows your reward (default: the environment's, as the service returned it)."""
 
-    def __init__(self, client: AsyncHarnessS, settings: RescueSettings, output_cls: Callable[..., Any] | None = None) -> None:
-        self.rescuer = AsyncGroupRescuer(client, settings)
+    def __init__(self, client: AsyncHarnessS, settings: RescueSettings, output_cls: Callable[..., Any] | None = None, score: Callable[[list[Trajectory]], Sequence[float]] | None = None) -> None:
+        self.rescuer = AsyncGroupRescuer(client, settings, score)
         self.settings = settings
         self.output_cls = output_cls if output_cls is not None else verl_output_class()
         self.outcomes: list[GroupOutcome] = []
