@@ -1,92 +1,117 @@
-import { randomUUID } from "node:crypto";
-import { startOpenEnvServer } from "@harness-s/adapters";
-import { CallerRescue, callerTaskOf, singlePolicyEndpoint } from "@harness-s/core/rescue";
-import { NotConfiguredError } from "@harness-s/core";
-import { hashSecret } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { embeddedCallerTask, type embeddedSetup } from "@harness-s/envs";
-import { listen } from "@harness-s/functions/api/local";
-import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
-import { startLocalStack } from "@harness-s/functions/local/stack";
-import { builtinOpenEnv } from "./env-serve.ts";
-import { startScriptedPolicy } from "./scripted-policy.ts";
+import type { embeddedSetup } from "@harness-s/envs";
+import { cpuWindow, type CpuCounters } from "./cpu-split.ts";
+import { startRescueBench } from "./bench-rescue-stack.ts";
 
 /** Rollouts in flight at once, as the bench measures them. */
 export const RESCUE_CONCURRENCY = [1, 8, 32] as const;
+/** The scripted policy's wait per turn (ms): none (the service's overhead alone), and a model's realistic latency. */
+export const RESCUE_TURN_MS = [0, 50] as const;
+
+/** One measured (latency, concurrency): rollouts/s both ways, and the CPU each cost per rollout, by process. */
+export interface RescueBenchRow {
+  turnMs: number;
+  inFlight: number;
+  service: number;
+  inProcess: number;
+  /**
+   * CPU ms per rollout through the service: the API's thread (the rest of this process: the API,
+   * and the bench's client, policy and environment servers), the workers' thread, DynamoDB
+   * Local's JVM, fauxqs's thread; undefined where /proc cannot be read.
+   */
+  cpuMsPerRollout: { api?: number; workers?: number; dynamoDbLocal?: number; fauxqs?: number };
+  /** CPU ms per rollout in process (this process: the runner, the policy and the environment). */
+  inProcessCpuMs?: number;
+  /** Cores busy during the service's window: these four together, and the whole machine (other processes too). */
+  coresBusy: { ours?: number; machine?: number };
+}
 
 /**
- * Caller-rescue rollouts/s at 1, 8 and 32 in flight, through the service (POST /v1/rescues over
- * HTTP → the dispatch queue on fauxqs → the dispatch pollers → DynamoDB Local → GET until done),
- * next to the same rollouts run in process with the same runner (the same scripted protocol-v2
- * policy, the same OpenEnv server: a tool call, then submit). No model: what it measures is the
- * service around the model.
+ * Caller-rescue rollouts/s at 1, 8 and 32 in flight, for a scripted policy that answers at once and
+ * one that takes 50 ms a turn, through the service (POST /v1/rescues over HTTP → the dispatch queue
+ * on fauxqs → the dispatch pollers on the workers' thread → DynamoDB Local → GET until done), next
+ * to the same rollouts run in process with the same runner (the same scripted protocol-v2 policy,
+ * the same OpenEnv server: a tool call, then submit), with the CPU each cost, process by process.
  */
-export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number): Promise<string[]> {
-  const task = instance.train.find((t) => t.tags.length > 0)!;
-  const callerTask = embeddedCallerTask(setup.env, task);
-  const tools = callerTask.tools;
-  const probe = tools.find((t) => !t.submit)!.name;
-  const policy = await startScriptedPolicy((_, turn) => ({ tool: turn === 0 ? probe : "submit" }));
-  const env = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));
-  const noOwnPolicy = singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("the bench samples the caller's policy only")));
-  const stack = await startLocalStack({ tasks: { get: async () => undefined }, allowLoopbackEndpoints: true, policies: noOwnPolicy });
-  const api = await listen(createApp(stack.deps).fetch, 0, "127.0.0.1", { bodyLimit: bodyLimitOf(stack.deps) });
+export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[] = RESCUE_TURN_MS): Promise<string[]> {
+  return formatRescueBench(await measureRescue(instance, setup, seconds, turnMs));
+}
+
+/** The rows of {@link benchRescue}: each latency, each concurrency, measured in one run. */
+export async function measureRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[]): Promise<RescueBenchRow[]> {
+  const bench = await startRescueBench(instance, setup, turnMs);
   try {
-    await stack.stores.pools.put(instance.evolution.pool);
-    const secret = `bench-${randomUUID()}`;
-    await stack.deps.keys.put({ id: "bench", hash: hashSecret(secret), scopes: ["rescues"] });
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${api.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-      });
-      if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);
-      return res.json();
-    };
-    await call("POST", "/v1/policy-endpoints", { id: "scripted", kind: "protocol-v2", url: policy.url, policy: "scripted" });
-    const caller = {
-      endpoint: "scripted",
-      environment: { kind: "openenv", url: env.url },
-      task: { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction, tools },
-      maxTokens: 16,
-    };
-    const base = instance.evolution.pool.base;
-    const viaService = async (inFlight: number) => {
-      const started = await call("POST", "/v1/rescues", { poolId: instance.evolution.pool.id, harnesses: [base.id], rolloutsPerHarness: inFlight, caller });
-      for (;;) {
-        const status = await call("GET", `/v1/rescues/${started.id}`);
-        if (status.status !== "running") return status.completed as number;
-        await new Promise((r) => setTimeout(r, 10));
+    // DynamoDB Local's JIT and the clients' connections warm before anything is timed.
+    for (let i = 0; i < 3; i++) await bench.viaService(turnMs[0]!, 8);
+    const rows: RescueBenchRow[] = [];
+    for (const ms of turnMs) {
+      const runner = await bench.runner(ms);
+      for (const n of RESCUE_CONCURRENCY) {
+        const service = await measured(bench.cpu, () => rate((k) => bench.viaService(ms, k), n, seconds));
+        const local = await measured(bench.cpu, () => rate((k) => bench.inProcess(runner, k), n, seconds));
+        rows.push(rowOf(ms, n, service, local));
       }
-    };
-    const parsed = CallerRescue.parse(caller);
-    const runner = await stack.deps.callers!.runner({ kind: "caller", ...parsed, keyId: "bench", weightVersion: 0 });
-    const inProcess = async (inFlight: number) => {
-      const rollouts = await Promise.all(Array.from({ length: inFlight }, (_, i) => runner(callerTaskOf(parsed.task), base, i)));
-      return rollouts.length;
-    };
-    const rate = async (round: (n: number) => Promise<number>, inFlight: number) => {
-      const t0 = performance.now();
-      let done = 0;
-      while (performance.now() - t0 < seconds * 1000) done += await round(inFlight);
-      return done / ((performance.now() - t0) / 1000);
-    };
-    // Rates to 3 decimals: the ratio printed beside them then follows from the printed rates to
-    // 0.002 even at a few rollouts/s (to 1 decimal, 4.7 / 9.8 read 0.480 against a ratio of 0.485).
-    const lines = ["rescue rollouts/s          (caller's protocol-v2 policy, scripted; OpenEnv server; through the service vs in process)"];
-    for (const n of RESCUE_CONCURRENCY) {
-      const service = await rate(viaService, n);
-      const local = await rate(inProcess, n);
-      lines.push(
-        `  ${String(n).padStart(2)} in flight  ${service.toFixed(3).padStart(10)}   in process ${local.toFixed(3).padStart(10)}   service/in-process ${(service / local).toFixed(3)}`,
-      );
     }
-    return lines;
+    return rows;
   } finally {
-    await api.close();
-    await stack.stop();
-    await env.close();
-    await policy.close();
+    await bench.close();
   }
+}
+
+type Rate = { perSecond: number; rollouts: number; seconds: number };
+type Measured = Rate & { cpu: Record<string, number | undefined> };
+
+async function measured(counters: CpuCounters, run: () => Promise<Rate>): Promise<Measured> {
+  const window = cpuWindow(counters);
+  const r = await run();
+  return { ...r, cpu: window() };
+}
+
+/** `a` less each of `b`, or plus each of `b` (`sign` 1); undefined if any is. */
+const combine = (sign: 1 | -1, a: number | undefined, ...b: (number | undefined)[]) =>
+  b.reduce<number | undefined>((x, y) => (x === undefined || y === undefined ? undefined : x + sign * y), a);
+
+function rowOf(turnMs: number, inFlight: number, service: Measured, local: Measured): RescueBenchRow {
+  const { process, workers, dynamoDbLocal, fauxqs, machine } = service.cpu;
+  const perRollout = (s: number | undefined, m: Measured = service) => (s === undefined ? undefined : (s * 1000) / m.rollouts);
+  const ours = combine(1, process, dynamoDbLocal);
+  const busy = (s: number | undefined) => (s === undefined ? undefined : s / service.seconds);
+  return {
+    turnMs,
+    inFlight,
+    service: service.perSecond,
+    inProcess: local.perSecond,
+    cpuMsPerRollout: { api: perRollout(combine(-1, process, workers, fauxqs)), workers: perRollout(workers), dynamoDbLocal: perRollout(dynamoDbLocal), fauxqs: perRollout(fauxqs) },
+    inProcessCpuMs: perRollout(local.cpu.process, local),
+    coresBusy: { ours: busy(ours), machine: busy(machine) },
+  };
+}
+
+/** Rounds of `inFlight` rollouts at once, back to back, for `seconds`: rollouts/s. */
+async function rate(round: (n: number) => Promise<number>, inFlight: number, seconds: number): Promise<Rate> {
+  const t0 = performance.now();
+  let rollouts = 0;
+  while (performance.now() - t0 < seconds * 1000) rollouts += await round(inFlight);
+  const elapsed = (performance.now() - t0) / 1000;
+  return { perSecond: rollouts / elapsed, rollouts, seconds: elapsed };
+}
+
+/**
+ * The bench's header and one line per row. Rates to 3 decimals: the ratio printed beside them
+ * then follows from the printed rates to 0.002 even at a few rollouts/s.
+ */
+export function formatRescueBench(rows: readonly RescueBenchRow[]): string[] {
+  const f = (x: number | undefined, digits = 1) => (x === undefined ? "n/a" : x.toFixed(digits));
+  return [
+    "rescue rollouts/s          (caller's protocol-v2 policy, scripted; OpenEnv server; through the service vs in process; CPU ms per rollout through",
+    "                            the service: the API's thread (with the bench's client, policy and environment) + the workers' thread / DynamoDB Local / fauxqs)",
+    ...rows.map((r) => {
+      const c = r.cpuMsPerRollout;
+      return (
+        `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
+        `   service/in-process ${(r.service / r.inProcess).toFixed(3)}   CPU ms/rollout ${f(c.api)} + ${f(c.workers)} / ${f(c.dynamoDbLocal)} / ${f(c.fauxqs)} (in process ${f(r.inProcessCpuMs)})` +
+        `   cores busy ${f(r.coresBusy.ours, 2)} (machine ${f(r.coresBusy.machine, 2)})`
+      );
+    }),
+  ];
 }

@@ -5,6 +5,8 @@ import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
 type Holds = Record<string, { slots: number; until: number }>;
+/** A change to a key's holds: the holds to write, or undefined for none. */
+type Change = (holds: Holds) => Holds | undefined;
 
 /** Attempts at a hold's read-modify-write before giving up under contention (each retry rereads). */
 const HOLD_ATTEMPTS = 8;
@@ -16,6 +18,9 @@ const HOLD_ATTEMPTS = 8;
  * dispatch worker's running caller rollouts: `runningHolds`).
  */
 export class DynamoRescueSlots implements RescueSlots {
+  /** Each key's changes waiting for its next write (the key is present while a write of it is in flight). */
+  private readonly waiting = new Map<string, { change: Change; resolve: (changed: boolean) => void; reject: (err: unknown) => void }[]>();
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
@@ -56,12 +61,46 @@ export class DynamoRescueSlots implements RescueSlots {
     return { holds: (out.Item?.[this.attribute] as Holds | undefined) ?? {}, version: Number(out.Item?.[`${this.attribute}Version`] ?? 0) };
   }
 
-  /** Writes `change(holds)` if no other write came between; undefined from `change`: nothing to write (false). */
-  private async update(keyId: string, change: (holds: Holds) => Holds | undefined): Promise<boolean> {
+  /**
+   * Writes `change(holds)` if no other write came between; undefined from `change`: nothing to
+   * write (false). A key's changes asked for while its write is in flight go together in the next
+   * one (applied in the order asked, each against the holds the ones before it left), so holds and
+   * releases of one process never race each other for the item.
+   */
+  private update(keyId: string, change: Change): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const queued = this.waiting.get(keyId);
+      if (queued) return void queued.push({ change, resolve, reject });
+      this.waiting.set(keyId, [{ change, resolve, reject }]);
+      void this.drain(keyId);
+    });
+  }
+
+  /** Writes the key's waiting changes, a group at a time, until none wait. */
+  private async drain(keyId: string): Promise<void> {
+    for (let group = this.waiting.get(keyId); group?.length; group = this.waiting.get(keyId)) {
+      this.waiting.set(keyId, []);
+      try {
+        const results = await this.writeGroup(keyId, group);
+        for (const [i, p] of group.entries()) p.resolve(results[i]!);
+      } catch (err) {
+        for (const p of group) p.reject(err);
+      }
+    }
+    this.waiting.delete(keyId);
+  }
+
+  /** One read-modify-write of the key's holds with every change of `group`: what each changed (under contention, reread and applied again). */
+  private async writeGroup(keyId: string, group: readonly { change: Change }[]): Promise<boolean[]> {
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
       const { holds, version } = await this.read(keyId);
-      const next = change(holds);
-      if (!next) return false;
+      let next = holds;
+      const results = group.map(({ change }) => {
+        const changed = change(next);
+        if (changed) next = changed;
+        return changed !== undefined;
+      });
+      if (!results.some(Boolean)) return results;
       try {
         await aws("write rescue holds", () =>
           this.doc.send(
@@ -75,7 +114,7 @@ export class DynamoRescueSlots implements RescueSlots {
             }),
           ),
         );
-        return true;
+        return results;
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
       }
