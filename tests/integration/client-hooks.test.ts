@@ -62,6 +62,7 @@ describe("the client's verl and SkyRL hooks against the local service", () => {
       maxBuffer: 16 << 20,
     });
     const got = JSON.parse(stdout);
+    console.log(`client hooks: verl ${JSON.stringify(got.verl.metrics)}; stale: ${JSON.stringify(got.stale)}`);
     // Two groups each; every group all failed, so each was rescued and (some rows winning) replaced, one row per input.
     expect(got.verl.kinds).toEqual(["replaced", "replaced"]);
     expect(got.verl.rows).toEqual([2, 2]);

@@ -76,7 +76,7 @@ async def hooks(args: argparse.Namespace, tasks: list[dict[str, Any]], settings:
         "skyrl": {
             "kinds": [o.kind for o in skyrl.outcomes],
             "rows": len(out["response_ids"]),
-            "rescued_rows": sum(1 for m in out["env_metrics"] or [] if m and m.get("rescued")),
+            "rescued_rows": sum(1 for r in out["response_ids"] if r != [5]),
             "metrics": out["rollout_metrics"],
         },
     }

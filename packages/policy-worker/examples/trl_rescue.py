@@ -12,8 +12,10 @@ its place. Runs on CPU with the tiny model (or `--model <a Hugging Face folder>`
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from collections import Counter
 from typing import Any
@@ -21,10 +23,10 @@ from typing import Any
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.13
 
 from datasets import Dataset
+from harness_s_client import HarnessS
+from harness_s_client.trl import RescueRolloutFunc, environment_reward, rescue_rollout_func
 from trl import GRPOConfig, GRPOTrainer
 
-from harness_s_client import HarnessSClient
-from harness_s_client.trl import RescueRolloutFunc, environment_reward, rescue_rollout_func
 from harness_s_worker.tiny import build_tiny, load_model
 
 
@@ -40,24 +42,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=2, help="optimiser steps")
     ap.add_argument("--generations", type=int, default=2, help="rollouts per task (GRPO's group)")
     ap.add_argument("--max-tokens", type=int, default=16, help="tokens per model turn")
-    ap.add_argument("--out", default=None, help="the trainer's output folder (default: a temporary one)")
+    ap.add_argument("--out", default=None, help="the trainer's output folder (default: a temporary one, removed at exit)")
+    ap.add_argument("--context", default="sampled", choices=["sampled", "base"], help="the rescued rows' context: as sampled, or H0's with its re-scores beside")
     return ap.parse_args(argv)
 
 
-def build(args: argparse.Namespace, trainer_cls: type[GRPOTrainer] = GRPOTrainer, reward_funcs: list[Any] | None = None, client: HarnessSClient | None = None) -> tuple[GRPOTrainer, RescueRolloutFunc]:
+def build(args: argparse.Namespace, trainer_cls: type[GRPOTrainer] = GRPOTrainer, reward_funcs: list[Any] | None = None, client: HarnessS | None = None) -> tuple[GRPOTrainer, RescueRolloutFunc]:
     with open(args.tasks) as f:
         tasks = {t["id"]: t for t in json.load(f)["tasks"][: args.task_count]}
     model, tokenizer = build_tiny(0) if args.model == "tiny" else load_model(args.model, "cpu")
     func = rescue_rollout_func(
-        client or HarnessSClient(args.service, args.api_key),
+        client or HarnessS(args.service, args.api_key),
         pool_id=args.pool,
         task_of=lambda prompt: tasks[prompt],  # each prompt is a task id
         environment={"kind": "openenv", "url": args.env_url},
         system="Solve the task with the tools; call submit when done.",
         max_tokens=args.max_tokens,
+        context=args.context,
     )
+    out = args.out
+    if out is None:
+        out = tempfile.mkdtemp(prefix="trl-rescue-")
+        atexit.register(shutil.rmtree, out, True)
     config = GRPOConfig(
-        output_dir=args.out or tempfile.mkdtemp(prefix="trl-rescue-"),
+        output_dir=out,
         per_device_train_batch_size=args.generations * 2,
         num_generations=args.generations,
         max_steps=args.steps,
@@ -88,6 +96,9 @@ def main(argv: list[str] | None = None) -> None:
         func.close()
     kinds = Counter(o.kind for o in func.outcomes)
     print(f"groups: {len(func.outcomes)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); steps: {trainer.state.global_step}")
+    for o in func.outcomes:
+        if o.code:  # the service's own code for a rescue that did not finish whole: the group stayed
+            print(f"step {o.step} group {o.group}: {o.code}: {o.reason}")
 
 
 if __name__ == "__main__":

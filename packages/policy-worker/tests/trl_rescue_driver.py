@@ -21,7 +21,7 @@ assert spec and spec.loader
 example = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(example)
 
-from harness_s_client import HarnessSClient  # noqa: E402
+from harness_s_client import HarnessS  # noqa: E402
 
 
 class Recorder(httpx.BaseTransport):
@@ -62,13 +62,36 @@ def rescued_rows_win(completions: list[Any], rescued: list[bool], env_reward: li
     return [r + (1.0 if resc and i % 2 == 0 else 0.0) for i, (resc, r) in enumerate(zip(rescued, env_reward))]
 
 
+def eos_report(trainer: Any, rows: list[dict[str, Any]], max_tokens: int) -> dict[str, int]:
+    """How the rescued rows end (TRL's mask_truncated_completions masks a row whose last id is no
+    EOS): on an EOS id; on an EOS sampled last but ids after it at mask 0; cut at the turn's token
+    limit (its last sampled run `max_tokens` long: truncated, rightly masked); or stopped short of
+    the limit without an EOS (one lost on the way)."""
+    configured = getattr(trainer.model.generation_config, "eos_token_id", None)
+    eos = ({trainer.processing_class.eos_token_id} | set(configured if isinstance(configured, list) else [configured])) - {None}
+    out = {"ends_with_eos": 0, "eos_then_more": 0, "cut_at_limit": 0, "eos_dropped": 0}
+    for w in rows:
+        mask, ids = w["loss_mask"], w["completion_ids"]
+        sampled = "".join(map(str, mask)).rstrip("0")
+        last_run, last_sampled = len(sampled) - len(sampled.rstrip("1")), len(sampled) - 1
+        if ids and ids[-1] in eos:
+            out["ends_with_eos"] += 1
+        elif last_sampled >= 0 and ids[last_sampled] in eos:
+            out["eos_then_more"] += 1
+        elif last_run >= max_tokens:
+            out["cut_at_limit"] += 1
+        else:
+            out["eos_dropped"] += 1
+    return out
+
+
 def main() -> None:
     argv = sys.argv[1:]
     at = argv.index("--report")
     report_path, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
     args = example.parse_args(argv)
     recorder = Recorder()
-    client = HarnessSClient(args.service, args.api_key, transport=recorder)
+    client = HarnessS(args.service, args.api_key, transport=recorder)
     trainer, func = example.build(args, trainer_cls=RecordingTrainer, reward_funcs=[rescued_rows_win], client=client)
     torch.manual_seed(0)
     torch.set_num_threads(1)  # the tiny model: more threads only spin beside the rest of the test suite
@@ -89,6 +112,9 @@ def main() -> None:
         "insertions_at_mask_1": sum(1 for w in wanted for m, lp in zip(w["loss_mask"], w["logprobs"]) if m == 1 and lp == 0.0),
         "weight_versions": sorted({(o.step, r.weight_version) for o in func.outcomes for r in o.rows}),
         "harnesses": sorted({r.harness_id for o in replaced for r in o.rows}),
+        # What the trainer's own logger received (TRL's log history: W&B and TensorBoard get the same).
+        "logged": [{k: v for k, v in entry.items() if k.startswith("rescue/")} for entry in trainer.state.log_history if any(k.startswith("rescue/") for k in entry)],
+        "eos": eos_report(trainer, wanted, args.max_tokens),
     }
     Path(report_path).write_text(json.dumps(report, indent=1))
     print(json.dumps(report))
