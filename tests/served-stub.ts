@@ -72,6 +72,8 @@ export interface StubOptions {
   chatTextOnly?: boolean;
   /** The nth request to a sampling route answers this status once instead (a fault). */
   fault?: (nth: number) => number | undefined;
+  /** How long a sampling request waits before it is answered, by its episode (the body of the episode's first request). */
+  delayMs?: (episode: string) => number;
 }
 
 const SAMPLE_ROUTES = ["/v1/completions", "/inference/v1/generate", "/generate", "/v1/chat/completions"];
@@ -81,12 +83,29 @@ export async function startServedStub(opts: StubOptions) {
   const requests: { path: string; body: Record<string, unknown> }[] = [];
   let samples = 0;
   let sampleRequests = 0;
-  const sample = (prompt: number[], maxTokens: number) => {
+  // What a rescue should meter: each sample's prompt ids beyond the longest sequence answered before
+  // that it extends (its episode's ids so far), and its completion ids.
+  const answered: { ids: number[]; episode: string }[] = [];
+  let metered = 0;
+  /** The longest sequence answered before that `prompt` extends: its episode's ids so far. */
+  const episodeOf = (prompt: readonly number[]) =>
+    answered.filter((a) => a.ids.length <= prompt.length && a.ids.every((id, i) => prompt[i] === id)).sort((x, y) => y.ids.length - x.ids.length)[0];
+  const sample = (prompt: number[], maxTokens: number, body: string) => {
     const text = opts.script(samples++);
     const all = [...tokenize(text), IM_END];
     const ids = all.slice(0, maxTokens);
     const lps = score([...prompt, ...ids]).slice(prompt.length);
+    const known = episodeOf(prompt);
+    metered += prompt.length - (known?.ids.length ?? 0) + ids.length;
+    answered.push({ ids: [...prompt, ...ids], episode: known?.episode ?? body });
     return { ids, lps, text: detokenize(ids.filter((id) => id !== IM_END)), finish: ids.length < all.length ? "length" : "stop" };
+  };
+  /** The prompt ids a sampling request samples after. */
+  const promptOf = (path: string, body: Record<string, unknown>): number[] => {
+    if (path === "/v1/completions") return body.prompt as number[];
+    if (path === "/inference/v1/generate") return body.token_ids as number[];
+    if (path === "/generate") return body.input_ids as number[];
+    return tokenize(render(body.messages as Message[], true, opts.rewrites ?? false));
   };
   const answer = (path: string, body: Record<string, unknown>, nth: number): [number, unknown] => {
     const asked = String(body.model ?? body.lora_path ?? opts.models[0]);
@@ -99,7 +118,7 @@ export async function startServedStub(opts: StubOptions) {
     if (path === "/detokenize") return [200, { prompt: detokenize((body.tokens as number[]).filter((id) => id !== IM_END)) }];
     if (path === "/v1/completions") {
       const prompt = body.prompt as number[];
-      const s = sample(prompt, Number(body.max_tokens));
+      const s = sample(prompt, Number(body.max_tokens), JSON.stringify(body));
       const logprobs = { token_logprobs: s.lps, tokens: s.ids.map(String), text_offset: [], top_logprobs: [] };
       return [
         200,
@@ -108,7 +127,7 @@ export async function startServedStub(opts: StubOptions) {
     }
     if (path === "/inference/v1/generate") {
       const params = body.sampling_params as { max_tokens: number };
-      const s = sample(body.token_ids as number[], params.max_tokens);
+      const s = sample(body.token_ids as number[], params.max_tokens, JSON.stringify(body));
       return [
         200,
         { request_id: "r", choices: [{ index: 0, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) }, finish_reason: s.finish }] },
@@ -116,14 +135,14 @@ export async function startServedStub(opts: StubOptions) {
     }
     if (path === "/generate") {
       const params = body.sampling_params as { max_new_tokens: number };
-      const s = sample(body.input_ids as number[], params.max_new_tokens);
+      const s = sample(body.input_ids as number[], params.max_new_tokens, JSON.stringify(body));
       return [
         200,
         { text: s.text, output_ids: s.ids, meta_info: { id: "g", finish_reason: { type: s.finish }, output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]) } },
       ];
     }
     const prompt = tokenize(render(body.messages as Message[], true, opts.rewrites ?? false));
-    const s = sample(prompt, Number(body.max_tokens));
+    const s = sample(prompt, Number(body.max_tokens), JSON.stringify(body));
     const choice = { index: 0, message: { role: "assistant", content: s.text }, finish_reason: s.finish };
     if (opts.chatTextOnly) return [200, { model, choices: [choice] }];
     return [200, { model, prompt_token_ids: prompt, choices: [{ ...choice, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) } }] }];
@@ -137,6 +156,8 @@ export async function startServedStub(opts: StubOptions) {
     const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
     const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
     const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
+    const delay = nth >= 0 && opts.delayMs ? opts.delayMs(episodeOf(promptOf(path, body))?.episode ?? JSON.stringify(body)) : 0;
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     const [status, out] = !known ? [404, { detail: "Not Found" }] : fault ? [fault, { error: { message: "scripted fault" } }] : answer(path, body, nth);
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(out));
   });
@@ -145,6 +166,8 @@ export async function startServedStub(opts: StubOptions) {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     samples: () => samples,
+    /** The tokens a rescue sampling here should have metered so far (see `answered`). */
+    metered: () => metered,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

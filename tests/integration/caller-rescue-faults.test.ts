@@ -11,6 +11,7 @@ import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-po
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
+import { startServedStub } from "../served-stub.ts";
 
 // Issue 31, acceptance 5: faults in a caller's rescue. The caller's environment server (a real
 // `harness-s env-serve` process) killed mid-rescue fails only the slots it had not served, each
@@ -139,7 +140,7 @@ async function register(id: string, url: string, registration: (typeof KINDS)[nu
   expect(res.status).toBe(201);
 }
 
-function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number, pin: (typeof KINDS)[number]["pin"] = {}) {
+function rescueBody(endpoint: string, envUrl: string, rolloutsPerHarness: number, pin: Record<string, unknown> = {}) {
   const task = inst.train.find((t) => t.tags.length > 0)!;
   return {
     poolId: inst.evolution.pool.id,
@@ -208,72 +209,117 @@ describe("faults in a caller's rescue", () => {
       }
     }, 300_000);
 
-  it("an environment server killed mid-rescue fails only the slots it had not served, each with its reason; a rescue on another server is untouched", async () => {
-    const [doomed, healthy] = await Promise.all([envServe(), envServe()]);
-    // A policy that calls a tool every turn (the tiny model's calls are unreadable, answered
-    // without the server): each episode steps at its environment server until its turns run out.
-    const task = inst.train.find((t) => t.tags.length > 0)!;
-    const tool = setup.env.tools(task).find((a) => a !== "submit")!;
-    // Episodes think for 20-160 ms a turn (by their id), so they are at different steps when the server dies.
-    const scripted = await startScriptedPolicy(
-      () => ({ tool }),
-      (episode) => 20 + (hash32(episode) % 8) * 20,
-    );
-    const usageBefore = await stack.deps.meter.get("k-faults");
-    try {
-      await register("scripted", scripted.url);
-      const a = await call("POST", "/v1/rescues", rescueBody("scripted", doomed.url, 16));
-      const b = await call("POST", "/v1/rescues", rescueBody("scripted", healthy.url, 4));
-      expect([a.status, b.status]).toEqual([202, 202]);
-      let before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
-      for (let i = 0; i < 3000 && before.completed === 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
+  /** The policy each case samples: v2's scripted policy, or the stand-in vLLM/SGLang server, each calling `tool` every turn and thinking for 20-160 ms a turn. */
+  const METERED = [
+    {
+      name: "protocol v2",
+      start: async (tool: string) => {
+        // Episodes think for 20-160 ms a turn (by their id), so they are at different steps when the server dies.
+        const scripted = await startScriptedPolicy(
+          () => ({ tool }),
+          (episode) => 20 + (hash32(episode) % 8) * 20,
+        );
+        // The scripted policy appends 2 ids and samples 2 a turn.
+        return { url: scripted.url, registration: { kind: "protocol-v2" } as const, pin: {}, sampled: () => 4 * scripted.samples(), close: scripted.close };
+      },
+    },
+    ...(
+      [
+        { kind: "vllm", mode: "completions-ids" },
+        { kind: "sglang", mode: "sglang-generate" },
+        { kind: "openai-chat", mode: "chat-token-ids" },
+      ] as const
+    ).map((registration) => ({
+      name: `${registration.kind} ${registration.mode}`,
+      start: async (tool: string) => {
+        // Each turn a tool call; episodes think for 20-160 ms a turn (by their first request), so they are at different steps when the server dies.
+        const stub = await startServedStub({
+          models: ["scripted", "scripted@v0"],
+          script: () => `<tool_call>{"name": "${tool}", "arguments": {}}</tool_call>`,
+          delayMs: (episode) => 20 + (hash32(episode) % 8) * 20,
+        });
+        const url = registration.kind === "openai-chat" ? `${stub.url}/v1` : stub.url;
+        // The stand-in counts what a rescue should meter (each turn's new prompt ids and its completion), from after the registration's probe.
+        let probed = 0;
+        return {
+          url,
+          registration,
+          // A turn long enough for the stand-in's tool call (one id a character).
+          pin: { weightVersion: 0, servedModel: "scripted@v0", maxTokens: 96 },
+          sampled: () => stub.metered() - probed,
+          close: stub.close,
+          probed: () => (probed = stub.metered()),
+        };
+      },
+    })),
+  ];
+
+  for (const c of METERED)
+    it(`${c.name}: an environment server killed mid-rescue fails only the slots it had not served, each with its reason; a rescue on another server is untouched; every token sampled is metered`, async () => {
+      const [doomed, healthy] = await Promise.all([envServe(), envServe()]);
+      // A policy that calls a tool every turn: each episode steps at its environment server until its turns run out.
+      const task = inst.train.find((t) => t.tags.length > 0)!;
+      const tool = setup.env.tools(task).find((a) => a !== "submit")!;
+      const policy = await c.start(tool);
+      const usageBefore = await stack.deps.meter.get("k-faults");
+      try {
+        const id = `scripted-${c.name.replace(/\W+/g, "-")}`;
+        const res = await call("POST", "/v1/policy-endpoints", { id, url: policy.url, policy: "scripted", ...policy.registration });
+        expect(res.status).toBe(201);
+        if ("probed" in policy) policy.probed();
+        const a = await call("POST", "/v1/rescues", rescueBody(id, doomed.url, 16, policy.pin));
+        const b = await call("POST", "/v1/rescues", rescueBody(id, healthy.url, 4, policy.pin));
+        expect([a.status, b.status]).toEqual([202, 202]);
+        let before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
+        for (let i = 0; i < 3000 && before.completed === 0; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
+        }
+        const exited = once(doomed.proc, "exit");
+        doomed.proc.kill("SIGKILL");
+        await exited;
+        expect(before.completed).toBeGreaterThan(0);
+        expect(before.completed).toBeLessThan(a.body.expected);
+        const [endA, endB] = await Promise.all([settle(a.body.id), settle(b.body.id)]);
+        // B: every slot done on its own server, each episode stepping there.
+        expect(endB).toMatchObject({ status: "done", completed: b.body.expected, failed: [] });
+        expect(endB.rollouts.every((r: { steps: number }) => r.steps > 1)).toBe(true);
+        // A: what was served is kept; every other slot failed, with the environment's reason.
+        expect(endA.status).toBe("failed");
+        expect(endA.completed).toBeGreaterThanOrEqual(before.completed);
+        expect(endA.completed).toBeLessThan(a.body.expected);
+        expect(endA.completed + endA.failed.length).toBe(a.body.expected);
+        // Each failed at once, with the environment's code (never left to the queue's redeliveries).
+        for (const f of endA.failed) {
+          expect(f.code).toBe("ENVIRONMENT_FAILED");
+          expect(f.reason).toMatch(/ECONNREFUSED|ECONNRESET|closed the session|environment/i);
+        }
+        // Every token sampled was metered to the key and held against its rescue, by the rollouts
+        // that failed as by the others, and the time in the environments. A slot given up while an
+        // attempt of it still ran (its message redelivered past the receive limit) adds that
+        // attempt's spend when it ends, after the rescue turned terminal: so the figures are
+        // compared once nothing more arrives (a lost spend never does).
+        const figures = async () => {
+          const [usage, a2, b2] = await Promise.all([stack.deps.meter.get("k-faults"), call("GET", `/v1/rescues/${a.body.id}`), call("GET", `/v1/rescues/${b.body.id}`)]);
+          return { sampled: policy.sampled(), metered: usage.policyTokens - usageBefore.policyTokens, held: a2.body.spent.policyTokens + b2.body.spent.policyTokens, usage };
+        };
+        await vi
+          .waitUntil(
+            async () => {
+              const f = await figures();
+              return f.metered === f.sampled && f.held === f.sampled;
+            },
+            { timeout: 30_000, interval: 200 },
+          )
+          .catch(() => undefined);
+        const end = await figures();
+        expect(end.sampled).toBeGreaterThan(0);
+        expect(end.metered).toBe(end.sampled);
+        expect(end.usage.environmentMs).toBeGreaterThan(usageBefore.environmentMs);
+        expect(end.held).toBe(end.sampled);
+        expect(endA.spent.policyTokens + endB.spent.policyTokens).toBeLessThanOrEqual(end.sampled);
+      } finally {
+        await policy.close();
       }
-      const exited = once(doomed.proc, "exit");
-      doomed.proc.kill("SIGKILL");
-      await exited;
-      expect(before.completed).toBeGreaterThan(0);
-      expect(before.completed).toBeLessThan(a.body.expected);
-      const [endA, endB] = await Promise.all([settle(a.body.id), settle(b.body.id)]);
-      // B: every slot done on its own server, each episode stepping there.
-      expect(endB).toMatchObject({ status: "done", completed: b.body.expected, failed: [] });
-      expect(endB.rollouts.every((r: { steps: number }) => r.steps > 1)).toBe(true);
-      // A: what was served is kept; every other slot failed, with the environment's reason.
-      expect(endA.status).toBe("failed");
-      expect(endA.completed).toBeGreaterThanOrEqual(before.completed);
-      expect(endA.completed).toBeLessThan(a.body.expected);
-      expect(endA.completed + endA.failed.length).toBe(a.body.expected);
-      // Each failed at once, with the environment's code (never left to the queue's redeliveries).
-      for (const f of endA.failed) {
-        expect(f.code).toBe("ENVIRONMENT_FAILED");
-        expect(f.reason).toMatch(/ECONNREFUSED|ECONNRESET|closed the session|environment/i);
-      }
-      // Every token sampled was metered to the key and held against its rescue, by the rollouts
-      // that failed as by the others (the scripted policy appends 2 ids and samples 2 a turn), and
-      // the time in the environments. A slot given up while an attempt of it still ran (its message
-      // redelivered past the receive limit) adds that attempt's spend when it ends, after the rescue
-      // turned terminal: so the figures are compared once nothing more arrives (a lost spend never does).
-      const figures = async () => {
-        const [usage, a2, b2] = await Promise.all([stack.deps.meter.get("k-faults"), call("GET", `/v1/rescues/${a.body.id}`), call("GET", `/v1/rescues/${b.body.id}`)]);
-        return { sampled: 4 * scripted.samples(), metered: usage.policyTokens - usageBefore.policyTokens, held: a2.body.spent.policyTokens + b2.body.spent.policyTokens, usage };
-      };
-      await vi
-        .waitUntil(
-          async () => {
-            const f = await figures();
-            return f.metered === f.sampled && f.held === f.sampled;
-          },
-          { timeout: 30_000, interval: 200 },
-        )
-        .catch(() => undefined);
-      const end = await figures();
-      expect(end.metered).toBe(end.sampled);
-      expect(end.usage.environmentMs).toBeGreaterThan(usageBefore.environmentMs);
-      expect(end.held).toBe(end.sampled);
-      expect(endA.spent.policyTokens + endB.spent.policyTokens).toBeLessThanOrEqual(end.sampled);
-    } finally {
-      await scripted.close();
-    }
-  }, 300_000);
+    }, 300_000);
 });
