@@ -9,6 +9,7 @@ import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
+import { startServedStub } from "../served-stub.ts";
 
 // Issue 31, acceptance 1: elastic rescue for another trainer, end to end on loopback. The tiny
 // policy worker is the caller's policy (a policy the caller created there), env-serve the
@@ -81,18 +82,18 @@ interface Row {
   segmented: boolean;
 }
 
-/** Registers `at` as `id`, rescues a failed group there, and answers the rescue's start and its rows. */
-async function rescueAt(at: { url: string }, id: string, c: (typeof CASES)[number]) {
+/** Registers `url` as `id` (the model or policy `policy` there), rescues a failed group there pinned by `pin`, and answers the rescue's start and its end. */
+async function rescueSettled(url: string, id: string, registration: Record<string, unknown>, pin: Record<string, unknown>, policy = "trainer-policy") {
   // Prepare: register the endpoint (its bearer token as the secret header).
   const registered = await call(secret, "POST", "/v1/policy-endpoints", {
     id,
-    url: at.url,
-    policy: "trainer-policy",
+    url,
+    policy,
     secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
-    ...c.registration,
+    ...registration,
   });
   expect(registered.status).toBe(201);
-  if ("mode" in c.registration) expect((await registered.json()).probe.mode).toBe(c.registration.mode);
+  if ("mode" in registration) expect((await registered.json()).probe.mode).toBe(registration.mode);
   const task = inst.train.find((t) => t.tags.length > 0)!;
   // Act: rescue a failed group of that task.
   const started = await call(secret, "POST", "/v1/rescues", {
@@ -106,17 +107,23 @@ async function rescueAt(at: { url: string }, id: string, c: (typeof CASES)[numbe
       task: embeddedCallerTask(setup.env, task),
       system: "Solve the task with the tools.",
       maxTokens: 24,
-      ...c.pin,
+      ...pin,
     },
   });
   expect(started.status).toBe(202);
   const { id: rescueId, chosen, expected } = await started.json();
   expect(chosen).toHaveLength(2);
-  let status = { status: "running" };
+  let status = { status: "running" } as { status: string; completed: number; failed: { code: string; reason: string }[] };
   for (let i = 0; i < 240 && status.status === "running"; i++) {
     await new Promise((r) => setTimeout(r, 250));
     status = await (await call(secret, "GET", `/v1/rescues/${rescueId}`)).json();
   }
+  return { rescueId, chosen, expected, status };
+}
+
+/** A rescue of `c` at `at` that completes every slot, and its rows. */
+async function rescueAt(at: { url: string }, id: string, c: (typeof CASES)[number]) {
+  const { rescueId, chosen, expected, status } = await rescueSettled(at.url, id, c.registration, c.pin);
   expect(status).toMatchObject({ status: "done", completed: expected });
   const page = await (await call(secret, "GET", `/v1/rescues/${rescueId}/trajectories?limit=64`)).json();
   expect(page.next).toBeNull();
@@ -163,5 +170,48 @@ describe("a rescue with the caller's own policy and environment", () => {
     expect(await expectRescored(thinking, rows)).toBeGreaterThan(0);
     expect(rows.length).toBeGreaterThan(expected);
     expect(rows.some((t) => t.segmented)).toBe(true);
+  }, 180_000);
+});
+
+// Issue 54, acceptance 3: a weight version pinned by the name that serves it.
+describe("a rescue pinned by its served model", () => {
+  it("a version the worker does not hold: every slot fails SERVED_MODEL_MISMATCH at once (vLLM's 404, SGLang's 400 for an adapter not loaded)", async () => {
+    for (const c of CASES.filter((c) => c.registration.kind !== "protocol-v2")) {
+      const { expected, status } = await rescueSettled(worker.url, `v1-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : ""}`, c.registration, {
+        weightVersion: 1,
+        servedModel: "trainer-policy@v1",
+      });
+      expect(status, c.name).toMatchObject({ status: "failed", completed: 0 });
+      expect(status.failed).toHaveLength(expected);
+      for (const f of status.failed) expect(f.code, `${c.name}: ${f.reason}`).toBe("SERVED_MODEL_MISMATCH");
+    }
+  }, 180_000);
+
+  it("a server that answers as another model mid-rescue: each slot it answered so fails SERVED_MODEL_MISMATCH, every row kept is of the pinned version", async () => {
+    const tool = setup.env.tools(inst.train.find((t) => t.tags.length > 0)!).find((a) => a !== "submit")!;
+    const stub = await startServedStub({
+      models: ["base", "base@v3"],
+      script: () => `<tool_call>{"name": "${tool}", "arguments": {}}</tool_call>`,
+      // From its 12th sample on, the server answers as the next step's model (a trainer that moved the name on).
+      answerAs: (asked, nth) => (nth >= 12 ? "base@v4" : asked),
+    });
+    try {
+      const { rescueId, expected, status } = await rescueSettled(
+        stub.url,
+        "switching",
+        { kind: "vllm", mode: "completions-ids" },
+        { weightVersion: 3, servedModel: "base@v3", maxTokens: 96 },
+        "base",
+      );
+      expect(status.status).toBe("failed");
+      expect(status.failed.length).toBeGreaterThan(0);
+      expect(status.completed + status.failed.length).toBe(expected);
+      for (const f of status.failed) expect(f.code, f.reason).toBe("SERVED_MODEL_MISMATCH");
+      const page = await (await call(secret, "GET", `/v1/rescues/${rescueId}/trajectories?limit=64`)).json();
+      expect(page.trajectories.length).toBe(status.completed);
+      for (const t of page.trajectories) expect(t.weight_version).toBe(3);
+    } finally {
+      await stub.close();
+    }
   }, 180_000);
 });
