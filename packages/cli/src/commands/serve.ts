@@ -42,18 +42,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
-  const workersData: ServeWorkersData = {
-    tasks,
-    allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
-    allowEndpointCidrs: opts.allowEndpointCidr,
-    ...(panelDocument ? { panel: panelDocument } : {}),
-  };
+  const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
+  const workersData: ServeWorkersData = { tasks, ...outbound, ...(panelDocument ? { panel: panelDocument } : {}) };
   const stack = await startLocalStack({
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
     workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
-    allowLoopbackEndpoints: opts.allowLoopbackEndpoints,
-    allowEndpointCidrs: opts.allowEndpointCidr,
+    ...outbound,
     // The same built-in environments as the workers' thread, so the API lets a rescue name them.
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
     log: (line) => process.stderr.write(`${line}\n`),
