@@ -28,7 +28,8 @@ async function timeRollouts(tasks: readonly Task[], run: (t: Task, seed: number)
  * Measures, in one run: rollouts/s (embedded policy vs uniform baseline), router decisions/s with
  * latency percentiles (vote vs single voter), the router API over HTTP vs a bare Hono endpoint,
  * rollouts/s through the local queues and tables vs in process, and caller-rescue rollouts/s at
- * 1, 8 and 32 in flight through the service vs in process.
+ * 1, 8 and 32 in flight through the service vs in process, for a policy that answers at once and
+ * one that takes 50 ms a turn, with the CPU each process spent (`bench-rescue.ts`).
  */
 export async function benchCommand(opts: { seconds: number; worker?: boolean }): Promise<void> {
   const deps = embeddedSetup(defaultEmbeddedSettings);
