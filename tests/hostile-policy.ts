@@ -100,7 +100,7 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
   };
 }
 
-function answer(
+export function answer(
   res: ServerResponse,
   reply: Exclude<HostileSample, { hang: true }>,
   replied: (at: number) => void,
