@@ -14,7 +14,8 @@ export const policyEndpointRoutes = {
     path: "/",
     operationId: "registerPolicyEndpoint",
     tags: ["rescues"],
-    summary: "Register (or replace) a policy endpoint of yours: protocol v2, a vLLM or SGLang server, or OpenAI-compatible chat completions returning token ids and log-probabilities",
+    summary:
+      "Register (or replace) a policy endpoint of yours: protocol v2, a vLLM or SGLang server, or OpenAI-compatible chat completions returning token ids and log-probabilities",
     description:
       "The URL is checked (http or https; no address in a loopback, private, link-local, CGNAT, multicast or unspecified range, in any spelling) and the endpoint probed before it is stored: a vllm, sglang or openai-chat endpoint samples one token in the token mode asked for (`mode`), or in each of its kind's in order (tokens in first), and the mode found is recorded (`probe.mode`). The secret header is stored, never returned or logged.",
     request: { body: jsonBody(RegisterPolicyEndpoint) },
