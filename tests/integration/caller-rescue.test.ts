@@ -69,6 +69,7 @@ const CASES = [
   { name: "protocol v2", registration: { kind: "protocol-v2" }, pin: {} },
   { name: "vLLM messages in", registration: { kind: "vllm", mode: "chat-token-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
   { name: "vLLM tokens in", registration: { kind: "vllm", mode: "completions-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
+  { name: "vLLM tokens in, /inference/v1/generate", registration: { kind: "vllm", mode: "inference-generate" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
   { name: "SGLang generate", registration: { kind: "sglang", mode: "sglang-generate" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
 ] as const;
 
