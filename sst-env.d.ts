@@ -16,6 +16,7 @@ declare module "sst" {
     Experiments: { name: string; type: "sst.aws.Dynamo" };
     ExperimentSteps: { name: string; type: "sst.aws.Dynamo" };
     GatewayEpisodes: { name: string; type: "sst.aws.Dynamo" };
+    PoolEvolutions: { name: string; type: "sst.aws.Dynamo" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };
     VoteQueue: { url: string; type: "sst.aws.Queue" };
     DispatchQueue: { url: string; type: "sst.aws.Queue" };
@@ -25,6 +26,8 @@ declare module "sst" {
     LlmApiKey: { value: string; type: "sst.sst.Secret" };
     GatewayConfig: { value: string; type: "sst.sst.Secret" };
     PriceList: { value: string; type: "sst.sst.Secret" };
+    EndpointCidrs: { value: string; type: "sst.sst.Secret" };
+    PoolProposer: { value: string; type: "sst.sst.Secret" };
   }
 }
 export {};

@@ -4,6 +4,7 @@ import { PriceList } from "@harness-s/core/billing";
 import { EndpointCidrs } from "@harness-s/core/outbound";
 import { tableSpecs, type OutboundPolicy, type TableNames } from "@harness-s/adapters";
 import { GatewayConfig } from "./api/gateway-config.ts";
+import { PoolProposerConfig } from "./pool-proposer.ts";
 
 const QUEUES = { profile: "ProfileQueue", dispatch: "DispatchQueue", vote: "VoteQueue", coordinator: "CoordinatorQueue" } as const;
 
@@ -35,6 +36,8 @@ export const AwsConfig = z.object({
    * loopback, unspecified, multicast and broadcast addresses stay refused whatever it holds.
    */
   endpointCidrs: EndpointCidrs.default([]),
+  /** The LLM proposer of pool evolutions (the `PoolProposer` secret, JSON; its key `LlmApiKey`); absent: the template proposer. */
+  poolProposer: PoolProposerConfig.optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
@@ -60,6 +63,7 @@ export function awsConfigFromResources(): AwsConfig {
     gateway: jsonSecret("GatewayConfig", secret("GatewayConfig")),
     priceList: jsonSecret("PriceList", secret("PriceList")),
     endpointCidrs: jsonSecret("EndpointCidrs", secret("EndpointCidrs")),
+    poolProposer: jsonSecret("PoolProposer", secret("PoolProposer")),
     memoryGb: Number(process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024) / 1024,
   });
   // Each problem on a line with where it is (`→ at endpointCidrs[0]`): the cold start's log says what to fix.

@@ -15,7 +15,8 @@ type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
  */
 export function createSqsWorker<T extends Envelope["type"]>(
   queue: string,
-  type: T,
+  /** The type of message the queue carries, or the types (the coordinator's: experiments and pool evolutions). */
+  type: T | readonly T[],
   process: (body: Body<T>, id: string, envelope: Extract<Envelope, { type: T }>) => Promise<unknown>,
   opts: {
     log?: (line: string) => void;
@@ -27,6 +28,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
 ) {
   const log = opts.log ?? ((line: string) => console.warn(line));
   const { lastTry, metering } = opts;
+  const types: readonly string[] = Array.isArray(type) ? type : [type];
   const bill = metering ? invocationBiller(metering) : undefined;
   return async (raw: unknown): Promise<SqsBatchResponse> => {
     const started = performance.now();
@@ -53,7 +55,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
         let envelope: Envelope | undefined;
         try {
           envelope = Envelope.parse(JSON.parse(record.body));
-          if (envelope.type !== type) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
+          if (!types.includes(envelope.type)) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
           if (!runs.has(envelope.id)) runs.set(envelope.id, run(envelope));
           await runs.get(envelope.id);
         } catch (err) {
@@ -61,7 +63,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
           const receive = Number(record.attributes.ApproximateReceiveCount);
           log(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
-          if (lastTry && envelope?.type === type && receive >= lastTry.maxReceives) {
+          if (lastTry && envelope && types.includes(envelope.type) && receive >= lastTry.maxReceives) {
             await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch((e) => log(`${queue}: could not record giving up on ${envelope!.id}: ${String(e)}`));
           }
         }

@@ -11,7 +11,7 @@ import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS 
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
-  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs } = secrets();
+  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs, poolProposer } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -47,9 +47,15 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], DISPATCH_CONCURRENCY);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
+  // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
   subscribe(coordinatorQueue, WORKERS.coordinator, [
     t.Experiments,
     t.ExperimentSteps,
+    t.PoolEvolutions,
+    t.PolicyEndpoints,
+    t.Profiles,
+    endpointCidrs,
+    poolProposer,
     t.Pools,
     t.Rollouts,
     t.Ballots,
@@ -88,6 +94,8 @@ function secrets() {
     priceList: new sst.Secret("PriceList", "unset"),
     /** Private blocks callers' endpoints and environments may be in (a JSON array of CIDRs); unset: none. Instance metadata stays refused. */
     endpointCidrs: new sst.Secret("EndpointCidrs", "unset"),
+    /** The LLM proposer of pool evolutions (JSON: PoolProposerConfig in functions/pool-proposer.ts; its key LlmApiKey); unset: the template proposer. */
+    poolProposer: new sst.Secret("PoolProposer", "unset"),
   };
 }
 
@@ -118,6 +126,7 @@ function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
       t.Experiments,
       t.ExperimentSteps,
       t.GatewayEpisodes,
+      t.PoolEvolutions,
       ...extra,
     ],
   });

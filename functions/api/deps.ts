@@ -7,6 +7,7 @@ import type { CallerPolicies, EndpointProber, PolicyEndpointStore, RescueJobStor
 import type { DecisionStore, RouteTaskDeps } from "@harness-s/core/routing";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import type { ProfileStore } from "@harness-s/core/profile";
+import type { PoolEvolutionStore } from "@harness-s/core/pools";
 import type { Voter } from "@harness-s/core/voting";
 import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./request-limits.ts";
@@ -40,6 +41,8 @@ export interface ApiDeps {
   /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
   experiments: ExperimentStore;
   experimentSteps: ExperimentStepStore;
+  /** Pool evolutions for callers' environments (`POST /v1/pools` with `evolve`), run by the coordinator; none: 501. */
+  poolEvolutions?: PoolEvolutionStore;
   coordinator: MessageQueue;
   prices: Prices;
   /** What this deployment pays its providers (cost of goods, kept apart from `prices`, the tariff). */
@@ -47,8 +50,8 @@ export interface ApiDeps {
   /** What each request consumed of AWS (instrumented clients) and its function's memory: metered with the request. None: not measured. */
   consumption?: { meter: ConsumptionMeter; memoryGb: number };
   clock: Clock;
-  /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments). */
-  newId: (kind?: "dec" | "exp") => string;
+  /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments, `pev_…` for pool evolutions). */
+  newId: (kind?: "dec" | "exp" | "pev") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
   /** How long a body may stall, and take in all, before a 408 (default BODY_TIMEOUTS). */

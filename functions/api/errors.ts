@@ -72,6 +72,7 @@ export const ERROR_STATUS = {
   EPISODE_CLOSED: 410,
   UPSTREAM_FAILED: 502,
   UPSTREAM_REJECTED: 400,
+  EVOLUTION_FAILED: 422,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The status of a code; one no package declares (a bug) is a 500. */

@@ -1,5 +1,9 @@
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import {
+  CallerPolicyRunners,
+  DynamoPolicyEndpointStore,
+  DynamoPoolEvolutionStore,
+  DynamoProfileStore,
   DynamoBallotStore,
   DynamoExperimentStepStore,
   DynamoExperimentStore,
@@ -17,7 +21,8 @@ import {
 import { TextEnvironment } from "@harness-s/envs";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
-import { awsConfigFromResources } from "../aws-config.ts";
+import { awsConfigFromResources, deployedOutbound } from "../aws-config.ts";
+import { llmPoolProposer } from "../pool-proposer.ts";
 import { lambdaClients } from "../lambda-clients.ts";
 import { panelFromSecrets } from "../panel-config.ts";
 import { COORDINATOR_SLICE_MS } from "../../infra/settings.ts";
@@ -72,5 +77,13 @@ export const handler = createCoordinatorHandler({
     // Unit policies stay at the endpoint, so a unit can continue in the next invocation.
     const unitId = (unit: string) => `${record.id}/${unit}/attempt-${record.attempts}`;
     return { ...deps, policies: v2 ? tokenUnitPolicies(client, unitId, sharedTokenPolicy) : remoteUnitPolicies(endpoint, unitId) };
+  },
+  // Pool evolutions for callers' environments: every rollout at the caller's endpoint, in its environment (public addresses or EndpointCidrs).
+  poolEvolution: {
+    evolutions: new DynamoPoolEvolutionStore(doc, config.tables),
+    pools: new DynamoPoolStore(doc, config.tables),
+    profiles: new DynamoProfileStore(doc, config.tables),
+    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock: systemClock }),
+    ...(config.poolProposer ? { proposer: llmPoolProposer(config.poolProposer, config.llmApiKey) } : {}),
   },
 });

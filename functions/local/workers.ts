@@ -26,6 +26,7 @@ import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
 import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
+import { llmPoolProposer, type PoolProposerConfig } from "../pool-proposer.ts";
 
 export type WorkerName = keyof typeof WORKERS;
 
@@ -71,6 +72,8 @@ export interface LocalWorkerOptions {
   allowEndpointCidrs?: EndpointCidrs;
   /** This service's own environments a caller's rescue may name. */
   builtinEnvironments?: CallerPoliciesDeps["builtin"];
+  /** The LLM proposer of pool evolutions, with its key; none: the template proposer. */
+  poolProposer?: { config: PoolProposerConfig; apiKey?: string };
   log?: (line: string) => void;
 }
 
@@ -157,6 +160,13 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         continueOn: queues.coordinator.queue,
         metering: metering("coordinator"),
         prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
+        poolEvolution: {
+          evolutions: stores.poolEvolutions,
+          pools: stores.pools,
+          profiles: stores.profiles,
+          callers,
+          ...(opts.poolProposer ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) } : {}),
+        },
         log,
       }),
     );

@@ -17,5 +17,17 @@ export function poolStoreContract(name: string, fresh: () => Promise<{ pools: Po
       await s.pools.put(createPool("p0", makeSpec(), [makeSpec({ id: "sib-c", provenance: { direction: "recon" } })]));
       expect((await s.pools.list()).map((p) => p.id)).toEqual(["p0", "p1"]);
     });
+
+    it("pools: an evolved pool's owner round-trips and is listed; a pool without one lists none", async () => {
+      const s = await fresh();
+      const owned = { ...createPool("pev_1", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]), owner: "k-owner" };
+      await s.pools.put(owned);
+      await s.pools.put(createPool("shared", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]));
+      expect(await s.pools.get("pev_1")).toEqual(owned);
+      expect((await s.pools.list()).map((p) => [p.id, p.owner])).toEqual([
+        ["pev_1", "k-owner"],
+        ["shared", undefined],
+      ]);
+    });
   });
 }

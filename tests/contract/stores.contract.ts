@@ -6,6 +6,7 @@ import type { DecisionStore } from "@harness-s/core/routing";
 import type { RescueJobStore, PolicyEndpointStore, RescueSlots } from "@harness-s/core/rescue";
 import type { BallotStore } from "@harness-s/core/voting";
 import type { ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
+import type { PoolEvolutionStore } from "@harness-s/core/pools";
 import { apiKeyStoreContract } from "./api-keys.contract.ts";
 import { ballotStoreContract } from "./ballots.contract.ts";
 import { decisionStoreContract } from "./decisions.contract.ts";
@@ -13,6 +14,7 @@ import { endpointRecordsContract } from "./endpoints.contract.ts";
 import { experimentStepStoreContract } from "./experiment-steps.contract.ts";
 import { experimentStoreContract } from "./experiments.contract.ts";
 import { poolStoreContract } from "./pools.contract.ts";
+import { poolEvolutionStoreContract } from "./pool-evolutions.contract.ts";
 import { profileStoreContract } from "./profiles.contract.ts";
 import { rescueJobStoreContract } from "./rescue-jobs.contract.ts";
 import { rescueSlotsContract } from "./rescue-slots.contract.ts";
@@ -32,6 +34,7 @@ export interface Stores {
   experimentSteps: ExperimentStepStore;
   endpoints: PolicyEndpointStore;
   rescueSlots: RescueSlots;
+  poolEvolutions: PoolEvolutionStore;
 }
 
 /** Every port's contract over one set of stores (one file a port beside this one); `fresh` returns empty stores. */
@@ -48,4 +51,5 @@ export function storeContract(name: string, fresh: (clock?: Clock) => Promise<St
   apiKeyStoreContract(name, fresh);
   usageMeterContract(name, fresh);
   endpointRecordsContract(name, fresh);
+  poolEvolutionStoreContract(name, fresh);
 }

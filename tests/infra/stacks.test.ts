@@ -83,6 +83,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "ExperimentsTable",
       "GatewayEpisodesTable",
       "PolicyEndpointsTable",
+      "PoolEvolutionsTable",
       "PoolsTable",
       "ProcessedTable",
       "ProfilesTable",
@@ -91,6 +92,10 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "UsageDaysTable",
       "UsageTable",
     ]);
+    // The coordinator runs pool evolutions: their jobs, the caller's endpoint records, the pools and their profiles.
+    expect(grants("CoordinatorQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(
+      expect.arrayContaining(["PoolEvolutionsTable", "PolicyEndpointsTable", "PoolsTable", "ProfilesTable"]),
+    );
     expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
     // Every worker meters what each message cost to its payer: the usage tables, and nothing more than it uses besides.
     expect(grants("VoteQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["BallotsTable", "UsageDaysTable", "UsageTable"]);
@@ -131,15 +136,21 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       ofType("sst:sst:Secret")
         .map((s) => s.name)
         .sort(),
-    ).toEqual(["EndpointCidrs", "GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PriceList", "VoterKeys", "VoterPanel"]);
+    ).toEqual(["EndpointCidrs", "GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PoolProposer", "PriceList", "VoterKeys", "VoterPanel"]);
   });
 
-  it("links the endpoint allowlist (EndpointCidrs) to every function that reaches a caller's endpoint or environment: the API and dispatch, and to no other", () => {
+  it("links the endpoint allowlist (EndpointCidrs) to every function that reaches a caller's endpoint or environment: the API, dispatch and the coordinator (pool evolutions), and to no other", () => {
     const linked = Object.entries(links)
       .filter(([, l]) => "EndpointCidrs" in l)
       .map(([handler]) => handler)
       .sort();
-    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.dispatch.handler].sort());
+    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.dispatch.handler, WORKERS.coordinator.handler].sort());
+    // The pool evolutions' LLM proposer: the coordinator only.
+    expect(
+      Object.entries(links)
+        .filter(([, l]) => "PoolProposer" in l)
+        .map(([handler]) => handler),
+    ).toEqual([WORKERS.coordinator.handler]);
   });
 
   it("streams the API's Function URL (the gateway's server-sent events), keeps gateway episodes in a table with TTL, and links that table and the gateway's config to the API only", () => {

@@ -42,4 +42,14 @@ describe("a Lambda's configuration from its SST links", () => {
     expect(() => awsConfigFromResources()).toThrow(/at most 64 CIDRs\n.*at endpointCidrs/);
     delete raw.EndpointCidrs;
   });
+
+  it("reads the PoolProposer secret (the LLM proposer of pool evolutions) when set; unset, none (issue 55, item 4)", () => {
+    const raw = (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!;
+    expect(awsConfigFromResources().poolProposer).toBeUndefined();
+    raw.PoolProposer = { value: '{"baseUrl": "https://llm.example.com/v1", "model": "m"}' };
+    expect(awsConfigFromResources().poolProposer).toEqual({ baseUrl: "https://llm.example.com/v1", model: "m", maxCalls: 40 });
+    raw.PoolProposer = { value: '{"baseUrl": "ftp://llm.example.com", "model": "m"}' };
+    expect(() => awsConfigFromResources()).toThrow(/at poolProposer\.baseUrl/);
+    delete raw.PoolProposer;
+  });
 });

@@ -12,6 +12,7 @@ import {
   MemoryUsageMeter,
   MemoryRescueSlots,
   MemoryGatewayEpisodeStore,
+  MemoryPoolEvolutionStore,
 } from "@harness-s/adapters";
 import { storeContract } from "../contract/stores.contract.ts";
 import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
@@ -31,6 +32,7 @@ storeContract("in-memory", async (clock) => ({
   experimentSteps: new MemoryExperimentStepStore(),
   endpoints: new MemoryPolicyEndpointStore(),
   rescueSlots: new MemoryRescueSlots(),
+  poolEvolutions: new MemoryPoolEvolutionStore(),
 }));
 
 import { describe, expect, it } from "vitest";

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { METHOD_NAME_ALL } from "hono/router";
 import { type ApiKeyRecord, type Scope, authenticate, authorize } from "@harness-s/core/access";
+import { ForbiddenError } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 
 /** What a handler finds once its request's key is known: `c.var.key`. */
@@ -23,6 +24,27 @@ export function requireScope(deps: Pick<ApiDeps, "keys" | "meter">, scope: Scope
     c.set("meteredKey", key);
     await next();
   };
+}
+
+/**
+ * {@link requireScope} for a route whose body says which of `scopes` it needs (`POST /v1/pools`:
+ * a pool put as it is, or an evolution): the key must hold one of them before the body is read;
+ * the handler checks the one its body needs ({@link ensureScope}).
+ */
+export function requireAnyScope(deps: Pick<ApiDeps, "keys" | "meter">, scopes: readonly [Scope, ...Scope[]]): MiddlewareHandler<KeyEnv> {
+  return async (c, next) => {
+    if (!answered(c)) return next();
+    const known = await authenticate(c.req.header("authorization"), deps.keys);
+    const key = await authorize(c.req.header("authorization"), scopes.find((s) => known.scopes.includes(s)) ?? scopes[0], deps);
+    c.set("key", key);
+    c.set("meteredKey", key);
+    await next();
+  };
+}
+
+/** A 403 unless `key` holds `scope` (or is an admin key). */
+export function ensureScope(key: ApiKeyRecord, scope: Scope): void {
+  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
 }
 
 /** Whether a route, not only middleware, matched the request. */

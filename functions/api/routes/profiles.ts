@@ -3,6 +3,7 @@ import { z } from "zod";
 import { Id } from "@harness-s/core";
 import { EvidenceReport } from "@harness-s/core/messaging";
 import { Profile, reportEvidence } from "@harness-s/core/profile";
+import { poolVisibleTo, poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
@@ -39,11 +40,14 @@ export const profileRoutes = {
 export const profilesApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, readOrWrite("profiles:read", "profiles:write"))))
     .openapi(withMiddleware(profileRoutes.evidence, readBody(deps, EvidenceReport)), async (c) => {
-      const queued = await reportEvidence(c.var.body, deps, { keyId: c.var.key.id });
+      const queued = await reportEvidence(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, { keyId: c.var.key.id });
       addUsage(c, { rollouts: queued.queued });
       return c.json(queued, 202);
     })
     .openapi(profileRoutes.list, async (c) => {
       const { poolId } = c.req.valid("query");
-      return c.json({ poolId, profiles: await deps.profiles.get(poolId) }, 200);
+      // Another key's evolved pool has no profiles for this key (as though it did not exist).
+      const pool = await deps.pools.get(poolId);
+      const hidden = pool !== undefined && !poolVisibleTo(pool.owner, c.var.key);
+      return c.json({ poolId, profiles: hidden ? {} : await deps.profiles.get(poolId) }, 200);
     });

@@ -13,6 +13,7 @@ import {
   waitForRescue,
 } from "@harness-s/core/rescue";
 import { spendUsage, ensureAffordable } from "@harness-s/core/billing";
+import { poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
@@ -83,7 +84,8 @@ export const rescuesApp = (deps: ApiDeps) =>
     .openapi(withMiddleware(rescueRoutes.start, readBody(deps, RescueRequest)), async (c) => {
       const [body, key] = [c.var.body, c.var.key];
       await ensureAffordable({ rescue: body }, key, pricing(deps));
-      const job = await startRescue(body, deps, key.id, (spent) => addUsage(c, spendUsage(spent)));
+      // A key routes only in pools it may see: another key's evolved pool is a 404.
+      const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, (spent) => addUsage(c, spendUsage(spent)));
       addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
     })

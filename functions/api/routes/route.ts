@@ -1,5 +1,6 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { RouteRequest, ballotUsage, routeTask } from "@harness-s/core/routing";
+import { poolsVisibleTo } from "@harness-s/core/pools";
 import { RoutingDecision } from "@harness-s/core/voting";
 import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
@@ -30,7 +31,7 @@ export const routeRoutes = {
 
 export const routeApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, "route"))).openapi(withMiddleware(routeRoutes.route, readBody(deps, RouteRequest)), async (c) => {
-    const decision = await routeTask(c.var.body, deps, c.var.key.id, (spent) => addUsage(c, spendUsage(spent)));
+    const decision = await routeTask(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, c.var.key.id, (spent) => addUsage(c, spendUsage(spent)));
     addUsage(c, ballotUsage(decision));
     return c.json(decision, 200);
   });

@@ -19,6 +19,8 @@ export * from "./stores/gateway-episodes/dynamo.ts";
 export * from "./stores/pools/memory.ts";
 export * from "./stores/pools/dynamo.ts";
 export * from "./stores/pools/cached.ts";
+export * from "./stores/pool-evolutions/memory.ts";
+export * from "./stores/pool-evolutions/dynamo.ts";
 export * from "./stores/profiles/memory.ts";
 export * from "./stores/profiles/dynamo.ts";
 export * from "./stores/queue/memory.ts";

@@ -28,6 +28,8 @@ export const CORE_ERROR_CODES = [
   "EPISODE_CLOSED",
   "UPSTREAM_FAILED",
   "UPSTREAM_REJECTED",
+  /** A pool evolution ended without a pool (a job's failure code, never an HTTP answer's). */
+  "EVOLUTION_FAILED",
 ] as const;
 export type CoreErrorCode = (typeof CORE_ERROR_CODES)[number];
 
@@ -245,6 +247,13 @@ export class PartialSendError extends CoreError {
 export class RolloutTimeoutError extends CoreError {
   constructor(jobId: string, index: number, ms: number) {
     super("ROLLOUT_TIMEOUT", `rollout ${jobId}/${index} did not complete within ${ms} ms (is the dispatch worker running? check its DLQ)`);
+  }
+}
+
+/** A pool evolution found no sibling worth keeping, or its worker was lost on every attempt. */
+export class EvolutionFailedError extends CoreError {
+  constructor(message: string) {
+    super("EVOLUTION_FAILED", message);
   }
 }
 

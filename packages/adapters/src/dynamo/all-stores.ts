@@ -8,6 +8,7 @@ import { DynamoExperimentStepStore } from "../stores/experiment-steps/dynamo.ts"
 import { DynamoExperimentStore } from "../stores/experiments/dynamo.ts";
 import { DynamoGatewayEpisodeStore } from "../stores/gateway-episodes/dynamo.ts";
 import { DynamoPoolStore } from "../stores/pools/dynamo.ts";
+import { DynamoPoolEvolutionStore } from "../stores/pool-evolutions/dynamo.ts";
 import { DynamoProfileStore } from "../stores/profiles/dynamo.ts";
 import { DynamoRescueJobStore } from "../stores/rescue-jobs/dynamo.ts";
 import { DynamoRescueSlots } from "../stores/rescue-slots/dynamo.ts";
@@ -37,5 +38,6 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     endpoints: new DynamoPolicyEndpointStore(doc, tables),
     rescueSlots: new DynamoRescueSlots(doc, tables),
     gatewayEpisodes: new DynamoGatewayEpisodeStore(doc, tables),
+    poolEvolutions: new DynamoPoolEvolutionStore(doc, tables),
   };
 }

@@ -16,7 +16,8 @@ export interface TableSpec {
     | "ExperimentSteps"
     | "PolicyEndpoints"
     | "GatewayEpisodes"
-    | "UsageDays";
+    | "UsageDays"
+    | "PoolEvolutions";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -46,6 +47,8 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "PolicyEndpoints", partitionKey: "keyId", sortKey: "id" },
   /** Gateway episodes by key: sort key `ep#<id>#m` (meta), `…#i#<c>` (opening), `…#s#<n>#<c>` (steps), `open#<opening>#<t>#<id>` (index). */
   { name: "GatewayEpisodes", partitionKey: "keyId", sortKey: "sk", ttlAttribute: "expiresAt" },
+  /** Pool evolution jobs (`POST /v1/pools` with `evolve`): state and lease as attributes, the record gzip-compressed. */
+  { name: "PoolEvolutions", partitionKey: "id" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

@@ -7,6 +7,7 @@ import type { Usage, UsageMeter } from "./usage.ts";
 import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
 import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
 import { RescueRequest, rescueRollouts } from "../rescue/rescue-request.ts";
+import { PoolEvolveRequest, plannedEvolutionRollouts } from "../pools/evolve-request.ts";
 
 /**
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
@@ -65,8 +66,12 @@ export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<Quo
   return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts }, fit);
 }
 
-/** `POST /v1/quotes`: an experiment request or a rescue request, as they would be posted. */
-export const QuoteRequest = z.union([z.object({ experiment: ExperimentRequest }).strict(), z.object({ rescue: RescueRequest }).strict()]);
+/** `POST /v1/quotes`: an experiment request, a rescue request or a pool evolution (`evolve` of `POST /v1/pools`), as they would be posted. */
+export const QuoteRequest = z.union([
+  z.object({ experiment: ExperimentRequest }).strict(),
+  z.object({ rescue: RescueRequest }).strict(),
+  z.object({ pool: PoolEvolveRequest }).strict(),
+]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
 type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget">;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
@@ -186,6 +191,24 @@ function rescueCaps(rollouts: number, budget: NonNullable<RescueRequest["caller"
 }
 
 /**
+ * An evolution's rollouts are at most its plan (H0's measurement and every candidate's) within its
+ * cap; what it samples at the caller's policy and waits in the caller's environment is metered
+ * (`policyTokens`, `environmentMs`), not priced here.
+ */
+function evolutionCaps(req: PoolEvolveRequest, chargeUsd: number): QuoteCaps {
+  const e = req.evolution;
+  const refused = req.budget !== undefined && chargeUsd > req.budget.usd;
+  const full = req.devTasks.length * e.trials * (1 + e.directions.length * e.rounds * e.candidatesPerRound);
+  return {
+    plannedRollouts: full,
+    rollouts: e.maxRollouts,
+    ...(req.budget ? { usd: req.budget.usd } : {}),
+    binding: [...(full > e.maxRollouts ? ["rollouts" as const] : []), ...(refused ? ["usd" as const] : [])],
+    note: `at most ${Math.min(full, e.maxRollouts)} rollouts (${req.devTasks.length} dev tasks × ${e.trials} trials for H0 and each of up to ${e.directions.length * e.rounds * e.candidatesPerRound} candidates${full > e.maxRollouts ? `, stopped at the cap of ${e.maxRollouts}` : ""}); proposals refused or screened out cost none; tokens at your policy and time in your environment are metered, not priced here`,
+  };
+}
+
+/**
  * What a quote request would cost: an experiment's rollouts up to its budget's rollout cap (and
  * what its caps do, `caps`), or a rescue's k × rollouts per harness.
  */
@@ -195,6 +218,10 @@ export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices
     const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
     const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
     return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
+  }
+  if ("pool" in req) {
+    const q = quoteRollouts(plannedEvolutionRollouts(req.pool), basis, prices);
+    return Quote.parse({ ...q, caps: evolutionCaps(req.pool, q.chargeUsd) });
   }
   const rollouts = rescueRollouts(req.rescue);
   const caps = rescueCaps(rollouts, req.rescue.caller?.budget);

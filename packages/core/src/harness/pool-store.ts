@@ -4,5 +4,6 @@ import type { HarnessPool } from "./pool.ts";
 export interface PoolStore {
   put(pool: HarnessPool): Promise<void>;
   get(id: string): Promise<HarnessPool | undefined>;
-  list(): Promise<{ id: string; version: string; siblings: number }[]>;
+  /** Every pool's id, version, number of siblings and owner (none: every key's), by id. */
+  list(): Promise<{ id: string; version: string; siblings: number; owner?: string }[]>;
 }

@@ -18,6 +18,11 @@ export const HarnessPool = z.object({
   base: HarnessSpec,
   siblings: z.array(HarnessSpec).min(1),
   notes: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * The key whose pool this is (one evolved for its environment, `POST /v1/pools` with `evolve`):
+   * only that key (and admin keys) may see it or route in it. None: every key may.
+   */
+  owner: z.string().min(1).max(200).optional(),
 });
 export type HarnessPool = z.infer<typeof HarnessPool>;
 

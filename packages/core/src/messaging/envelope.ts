@@ -44,6 +44,10 @@ export type BallotRequestedBody = z.infer<typeof BallotRequestedBody>;
 export const ExperimentRequestedBody = z.object({ experimentId: z.string().min(1).max(200) });
 export type ExperimentRequestedBody = z.infer<typeof ExperimentRequestedBody>;
 
+/** Run one pool evolution (`POST /v1/pools` with `evolve`); the coordinator claims it, so a redelivery is a no-op. */
+export const PoolEvolveRequestedBody = z.object({ evolutionId: z.string().min(1).max(200) });
+export type PoolEvolveRequestedBody = z.infer<typeof PoolEvolveRequestedBody>;
+
 /** Who pays for what a message costs to process: the key, and the job it is part of. */
 export const Payer = z.object({ keyId: z.string().min(1).max(200), jobId: z.string().min(1).max(400).optional() }).strict();
 export type Payer = z.infer<typeof Payer>;
@@ -64,6 +68,7 @@ export const Envelope = z.discriminatedUnion("type", [
   z.object({ ...head(400), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
   z.object({ ...head(400), type: z.literal("ballot.requested"), body: BallotRequestedBody }),
   z.object({ ...head(200), type: z.literal("experiment.requested"), body: ExperimentRequestedBody }),
+  z.object({ ...head(200), type: z.literal("pool.evolve.requested"), body: PoolEvolveRequestedBody }),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 

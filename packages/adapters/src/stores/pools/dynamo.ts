@@ -21,7 +21,7 @@ export class DynamoPoolStore implements PoolStore {
         this.doc.send(
           new PutCommand({
             TableName: this.tables.Pools,
-            Item: { id: pool.id, version: pool.version, siblings: pool.siblings.length, body: JSON.stringify(pool) },
+            Item: { id: pool.id, version: pool.version, siblings: pool.siblings.length, ...(pool.owner ? { owner: pool.owner } : {}), body: JSON.stringify(pool) },
             ConditionExpression: "attribute_not_exists(id) OR version = :v",
             ExpressionAttributeValues: { ":v": pool.version },
           }),
@@ -41,8 +41,12 @@ export class DynamoPoolStore implements PoolStore {
   async list() {
     // A Scan stops at 1 MB a page: every page is read.
     const items = await allItems("list pools", (start) =>
-      this.doc.send(new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings", ExclusiveStartKey: start })),
+      this.doc.send(
+        new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings, #o", ExpressionAttributeNames: { "#o": "owner" }, ExclusiveStartKey: start }),
+      ),
     );
-    return items.map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings) })).sort((a, b) => (a.id < b.id ? -1 : 1));
+    return items
+      .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings), ...(i.owner ? { owner: String(i.owner) } : {}) }))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }

@@ -17,6 +17,8 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   async list() {
-    return [...this.pools.values()].map((p) => ({ id: p.id, version: p.version, siblings: p.siblings.length })).sort((a, b) => (a.id < b.id ? -1 : 1));
+    return [...this.pools.values()]
+      .map((p) => ({ id: p.id, version: p.version, siblings: p.siblings.length, ...(p.owner ? { owner: p.owner } : {}) }))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }

@@ -1,0 +1,5 @@
+export * from "./evolve-request.ts";
+export * from "./evolution-record.ts";
+export * from "./start-evolution.ts";
+export * from "./run-evolution.ts";
+export * from "./visibility.ts";
