@@ -58,6 +58,16 @@ describe("the OpenAPI document", () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it("declares the pool evolution (issue 55, item 4): POST /v1/pools takes a pool or {evolve}, answers 201 or 202, and its job is polled at /v1/pools/evolutions/{id}", () => {
+    const create = served.paths["/v1/pools"]!.post!;
+    const body = JSON.stringify(create.requestBody);
+    expect(body).toContain('"evolve"');
+    expect(body).toContain('"devTasks"');
+    expect(Object.keys(create.responses ?? {})).toEqual(expect.arrayContaining(["201", "202", "402"]));
+    expect(served.paths["/v1/pools/evolutions/{id}"]?.get?.operationId).toBe("getPoolEvolution");
+    expect(JSON.stringify(served.paths["/v1/quotes"]!.post!.requestBody)).toContain('"pool"');
+  });
+
   it("passes Redocly's recommended rules with no error and no warning", async () => {
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({ source: JSON.stringify(served), absoluteRef: `${api.url}/openapi.json`, config });
