@@ -59,13 +59,15 @@ describe("the OpenAPI document", () => {
   });
 
   it("declares the pool evolution (issue 55, item 4): POST /v1/pools takes a pool or {evolve}, answers 201 or 202, and its job is polled at /v1/pools/evolutions/{id}", () => {
-    const create = served.paths["/v1/pools"]!.post!;
+    type Operation = { operationId?: string; requestBody?: unknown; responses?: Record<string, unknown> };
+    const op = (path: string, method: string) => served.paths[path]?.[method] as Operation | undefined;
+    const create = op("/v1/pools", "post")!;
     const body = JSON.stringify(create.requestBody);
     expect(body).toContain('"evolve"');
     expect(body).toContain('"devTasks"');
     expect(Object.keys(create.responses ?? {})).toEqual(expect.arrayContaining(["201", "202", "402"]));
-    expect(served.paths["/v1/pools/evolutions/{id}"]?.get?.operationId).toBe("getPoolEvolution");
-    expect(JSON.stringify(served.paths["/v1/quotes"]!.post!.requestBody)).toContain('"pool"');
+    expect(op("/v1/pools/evolutions/{id}", "get")?.operationId).toBe("getPoolEvolution");
+    expect(JSON.stringify(op("/v1/quotes", "post")?.requestBody)).toContain('"pool"');
   });
 
   it("passes Redocly's recommended rules with no error and no warning", async () => {
