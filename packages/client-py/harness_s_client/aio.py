@@ -122,6 +122,12 @@ class AsyncHarnessS:
     async def pool(self, pool_id: str) -> dict[str, Any]:
         return cast(dict[str, Any], await self.send(api.pool(pool_id)))
 
+    async def evolve_pool(self, request: dict[str, Any]) -> dict[str, Any]:
+        return cast(dict[str, Any], await self.send(api.evolve_pool(request)))
+
+    async def pool_evolution(self, evolution_id: str) -> dict[str, Any]:
+        return cast(dict[str, Any], await self.send(api.pool_evolution(evolution_id)))
+
     async def profiles(self, pool_id: str) -> dict[str, Any]:
         return cast(dict[str, Any], (await self.send(api.profiles(pool_id)))["profiles"])
 

@@ -131,6 +131,14 @@ def pool(pool_id: str) -> Call:
     return Call("GET", f"/v1/pools/{_id(pool_id)}")
 
 
+def evolve_pool(request: dict[str, Any]) -> Call:
+    return Call("POST", "/v1/pools", {"evolve": request})
+
+
+def pool_evolution(evolution_id: str) -> Call:
+    return Call("GET", f"/v1/pools/evolutions/{_id(evolution_id)}")
+
+
 def profiles(pool_id: str) -> Call:
     return Call("GET", "/v1/profiles", params={"poolId": pool_id})
 

@@ -173,6 +173,14 @@ class HarnessS:
         """A harness pool: its base harness H0 (`base`) and its siblings."""
         return cast(dict[str, Any], self.send(api.pool(pool_id)))
 
+    def evolve_pool(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Starts evolving a pool for your environment (`POST /v1/pools` with `{"evolve": request}`); the job's record."""
+        return cast(dict[str, Any], self.send(api.evolve_pool(request)))
+
+    def pool_evolution(self, evolution_id: str) -> dict[str, Any]:
+        """A pool evolution's state (queued, running, done or failed) and, when done, its pool's id."""
+        return cast(dict[str, Any], self.send(api.pool_evolution(evolution_id)))
+
     def profiles(self, pool_id: str) -> dict[str, Any]:
         """The behaviour profiles of a pool's harnesses, by harness id."""
         return cast(dict[str, Any], self.send(api.profiles(pool_id))["profiles"])

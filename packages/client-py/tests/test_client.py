@@ -169,6 +169,10 @@ def test_every_resource_the_docs_name_is_one_call_each():
     c.delete_policy_endpoint("mine/1")
     assert raw[-1] == b"/v1/policy-endpoints/mine%2F1"  # an id is one path segment
     assert b'"rescue"' in next(body for m, p, body in sent if p == "/v1/quotes")
+    c.evolve_pool({"endpoint": "mine", "devTasks": []})
+    assert sent[-1][:2] == ("POST", "/v1/pools") and b'"evolve"' in sent[-1][2]
+    c.pool_evolution("ev/1")
+    assert raw[-1] == b"/v1/pools/evolutions/ev%2F1"
 
 
 def test_the_async_client_sends_the_same_calls():
