@@ -108,10 +108,18 @@ async function runCallerSlot(body: RequestOf<"caller">, deps: DispatchDeps): Pro
   }
 }
 
-/** A caller rescue's slot holding one of its key's running places: run, or failed at once with its code. */
+/**
+ * A caller rescue's slot holding one of its key's running places: run, or failed at once with its
+ * code. The slot's checks (stored already? cancelled? over budget?) and what it runs with (the
+ * pool's harness, the task, the endpoint) are read at once, not one after another; so are its
+ * rollout and its spend written.
+ */
 async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps): Promise<Outcome> {
-  if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
-  const job = await deps.jobs?.get(body.jobId);
+  const spent: RolloutSpend = { policyTokens: 0, policyMs: 0, environmentMs: 0 };
+  const prepared = prepareCallerRollout(body, deps, spent);
+  prepared.catch(() => undefined); // awaited below unless the checks end the slot first
+  const [duplicate, job] = await Promise.all([deps.rollouts.has(body.jobId, body.index), deps.jobs?.get(body.jobId)]);
+  if (duplicate) return "duplicate";
   if (job?.cancelledAt !== undefined) return "cancelled";
   const exhausted = budgetExhausted(body.source.budget, job);
   if (exhausted) {
@@ -120,15 +128,20 @@ async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDep
   }
   let rollout: Rollout;
   try {
-    rollout = await runCallerRollout(body, deps);
+    const { run, task, harness } = await prepared;
+    rollout = await run(task, harness, body.seed);
   } catch (err) {
     const failure = slotFailure(err);
-    if (REDELIVERED_CODES.has(failure.code) || !deps.jobs) throw err;
-    await deps.jobs.recordFailure(body.jobId, body.index, failure);
+    if (REDELIVERED_CODES.has(failure.code) || !deps.jobs) {
+      await recordSpend(body.source.keyId, body.jobId, spent, deps);
+      throw err;
+    }
+    await Promise.all([recordSpend(body.source.keyId, body.jobId, spent, deps), deps.jobs.recordFailure(body.jobId, body.index, failure)]);
     deps.log?.(`dispatch: rescue ${body.jobId} slot ${body.index} failed (${failure.code}): ${failure.reason}`);
     return "failed";
   }
-  return deps.rollouts.put(body.jobId, body.index, rollout);
+  const [outcome] = await Promise.all([deps.rollouts.put(body.jobId, body.index, rollout), recordSpend(body.source.keyId, body.jobId, spent, deps)]);
+  return outcome;
 }
 
 /** The pool's harness and the task: the one the message carries, else `own` (a caller's), else `taskId` looked up. */
@@ -140,20 +153,17 @@ async function rolloutInputs(body: RolloutRequestedBody, deps: Pick<DispatchDeps
   return { task, harness: harnessById(pool, body.harnessId) };
 }
 
-/** One rollout at the caller's policy in its environment; what it spent is metered to its key, failed or not. */
-async function runCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps): Promise<Rollout> {
-  const { task, harness } = await rolloutInputs(body, deps, ownTaskOf(body.source));
-  const spent: RolloutSpend = { policyTokens: 0, policyMs: 0, environmentMs: 0 };
-  const run = await deps.runners.runner(body.source, (s) => {
-    spent.policyTokens += s.policyTokens;
-    spent.policyMs += s.policyMs;
-    spent.environmentMs += s.environmentMs;
-  });
-  try {
-    return await run(task, harness, body.seed);
-  } finally {
-    await recordSpend(body.source.keyId, body.jobId, spent, deps);
-  }
+/** What one rollout at the caller's policy in its environment runs with; what it spends adds to `spent`, to be metered to its key failed or not. */
+async function prepareCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend) {
+  const [inputs, run] = await Promise.all([
+    rolloutInputs(body, deps, ownTaskOf(body.source)),
+    deps.runners.runner(body.source, (s) => {
+      spent.policyTokens += s.policyTokens;
+      spent.policyMs += s.policyMs;
+      spent.environmentMs += s.environmentMs;
+    }),
+  ]);
+  return { ...inputs, run };
 }
 
 /** Codes of failures that are this service's own and passing (a store, a queue): such a slot is left to the queue to deliver again. */

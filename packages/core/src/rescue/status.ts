@@ -32,9 +32,9 @@ export async function rescueStatus(
   deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
-  const job = await deps.jobs.get(id);
+  // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
+  const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.list(id)]);
   if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
-  const stored = await deps.rollouts.list(id);
   const rewards = stored.map((r) => r.rollout.reward);
   const storedAt = new Set(stored.map((r) => r.index));
   const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);

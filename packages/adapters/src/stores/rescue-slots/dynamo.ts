@@ -10,6 +10,8 @@ type Change = (holds: Holds) => Holds | undefined;
 
 /** Attempts at a hold's read-modify-write before giving up under contention (each retry rereads). */
 const HOLD_ATTEMPTS = 8;
+/** Keys whose last written holds a process remembers (the oldest written is forgotten first). */
+const REMEMBERED_KEYS = 1024;
 
 /**
  * Each key's holds on its item of the Usage table (by default `rescueHolds`: a map of rescue id to
@@ -18,6 +20,12 @@ const HOLD_ATTEMPTS = 8;
  * dispatch worker's running caller rollouts: `runningHolds`).
  */
 export class DynamoRescueSlots implements RescueSlots {
+  /**
+   * Each key's holds as this process last read or wrote them: a write tries them first instead of
+   * reading (one request, not two, while this process is the item's only writer), and rereads
+   * when another writer's change fails its version check.
+   */
+  private readonly known = new Map<string, { holds: Holds; version: number }>();
   /** Each key's changes waiting for its next write (the key is present while a write of it is in flight). */
   private readonly waiting = new Map<string, { change: Change; resolve: (changed: boolean) => void; reject: (err: unknown) => void }[]>();
 
@@ -90,17 +98,29 @@ export class DynamoRescueSlots implements RescueSlots {
     this.waiting.delete(keyId);
   }
 
+  private remember(keyId: string, state: { holds: Holds; version: number }) {
+    this.known.set(keyId, state);
+    if (this.known.size > REMEMBERED_KEYS) this.known.delete(this.known.keys().next().value!);
+  }
+
   /** One read-modify-write of the key's holds with every change of `group`: what each changed (under contention, reread and applied again). */
   private async writeGroup(keyId: string, group: readonly { change: Change }[]): Promise<boolean[]> {
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
-      const { holds, version } = await this.read(keyId);
+      const remembered = this.known.get(keyId);
+      this.known.delete(keyId);
+      const fromMemory = remembered !== undefined;
+      const { holds, version } = remembered ?? (await this.read(keyId));
       let next = holds;
       const results = group.map(({ change }) => {
         const changed = change(next);
         if (changed) next = changed;
         return changed !== undefined;
       });
-      if (!results.some(Boolean)) return results;
+      if (!results.some(Boolean)) {
+        // Nothing to write may rest on holds another writer has since changed: only what was just read is trusted.
+        if (!fromMemory) return results;
+        continue;
+      }
       try {
         await aws("write rescue holds", () =>
           this.doc.send(
@@ -114,6 +134,7 @@ export class DynamoRescueSlots implements RescueSlots {
             }),
           ),
         );
+        this.remember(keyId, { holds: next, version: version + 1 });
         return results;
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
