@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { NotFoundError } from "@harness-s/core";
+import { KeyRateLimiter } from "@harness-s/core/access";
 import type { ApiDeps } from "./deps.ts";
 import { apiRouter, errorResponse, type ApiEnv } from "./http.ts";
 import { meterRequest } from "./middleware/metering.ts";
@@ -10,6 +11,7 @@ import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
 import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
 import { policyEndpointsApp } from "./routes/policy-endpoints.ts";
+import { keysApp } from "./routes/keys.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
 import { quotesApp } from "./routes/quotes.ts";
@@ -26,7 +28,9 @@ import { routeApp } from "./routes/route.ts";
  * @example
  * serve({ fetch: createApp(deps).fetch, port: 18787 });
  */
-export function createApp(deps: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
+export function createApp(given: ApiDeps, servers?: { url: string; description?: string }[]): OpenAPIHono<ApiEnv> {
+  // Each instance of the app holds its keys' rate buckets.
+  const deps: ApiDeps = { ...given, rate: given.rate ?? new KeyRateLimiter(given.clock) };
   const app = apiRouter();
   app.use(limitUrl());
   app.use(meterRequest(deps));
@@ -41,6 +45,7 @@ export function createApp(deps: ApiDeps, servers?: { url: string; description?: 
     .route("/v1/experiments", experimentsApp(deps))
     .route("/v1/quotes", quotesApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
+    .route("/v1/keys", keysApp(deps))
     .onError(errorResponse)
     .notFound((c) => errorResponse(new NotFoundError("route", `${c.req.method} ${c.req.path}`), c));
   return app;

@@ -1,4 +1,4 @@
-import type { ApiKeyStore } from "@harness-s/core/access";
+import { type ApiKeyStore, KEY_CHANGE_SECONDS, type KeyEventLog, type KeyRateLimiter } from "@harness-s/core/access";
 import type { Clock, PoolStore, RolloutStore, TaskSource } from "@harness-s/core";
 import type { ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
 import type { GatewayDeps } from "@harness-s/core/gateway";
@@ -18,6 +18,10 @@ export interface ApiDeps {
   profiles: ProfileStore;
   decisions: DecisionStore;
   keys: ApiKeyStore;
+  /** Each key's operations (created, updated, rotated, revoked), for admins to read. */
+  keyEvents: KeyEventLog;
+  /** Each key's rate in this instance; none: createApp makes one (requests past a key's rate are a 429). */
+  rate?: KeyRateLimiter;
   meter: UsageMeter;
   /** Where reported outcomes go; the `profile` worker applies them. */
   evidence: MessageQueue;
@@ -51,7 +55,7 @@ export interface ApiDeps {
   consumption?: { meter: ConsumptionMeter; memoryGb: number };
   clock: Clock;
   /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments, `pev_…` for pool evolutions). */
-  newId: (kind?: "dec" | "exp" | "pev") => string;
+  newId: (kind?: "dec" | "exp" | "pev" | "key") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
   /** How long a body may stall, and take in all, before a 408 (default BODY_TIMEOUTS). */
@@ -69,7 +73,7 @@ export type GatewaySettings = Omit<GatewayDeps, keyof RouteTaskDeps> & {
 };
 
 /** How long the API serves a pool (immutable under its id) and an API key without reading the store again. */
-export const API_CACHE_TTL_MS = { pools: 5 * 60_000, keys: 30_000 };
+export const API_CACHE_TTL_MS = { pools: 5 * 60_000, keys: KEY_CHANGE_SECONDS * 1000 };
 
 /**
  * The API's pool and key stores behind read caches ({@link API_CACHE_TTL_MS}): an authorised

@@ -2,7 +2,7 @@ import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { validator } from "hono/validator";
-import { HarnessSError, PartialSendError, StalePolicyVersionError, UpstreamRejectedError, ValidationError, formatIssues } from "@harness-s/core";
+import { HarnessSError, PartialSendError, RateLimitedError, StalePolicyVersionError, UpstreamRejectedError, ValidationError, formatIssues } from "@harness-s/core";
 import type { ApiKeyRecord } from "@harness-s/core/access";
 import type { Usage } from "@harness-s/core/billing";
 import { UnsupportedMediaTypeError, statusOf } from "./errors.ts";
@@ -79,6 +79,7 @@ export function errorResponse(err: unknown, c: Context): Response {
     if (err instanceof ValidationError) body.issues = err.issues;
     if (err instanceof PartialSendError) Object.assign(body, { queued: err.queued, notQueued: err.notQueued, ...err.context });
     if (err instanceof StalePolicyVersionError) Object.assign(body, { heldVersion: err.held, wantedVersion: err.wanted });
+    if (err instanceof RateLimitedError) c.header("Retry-After", String(err.retryAfterSeconds));
     return c.json({ error: body }, status as 400);
   }
   console.error(err);

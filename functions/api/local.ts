@@ -18,6 +18,7 @@ import {
   MemoryRolloutStore,
   HttpEndpointProber,
   MemoryUsageMeter,
+  MemoryKeyEventLog,
 } from "@harness-s/adapters";
 import type { ApiDeps } from "./deps.ts";
 import { BODY_TIMEOUTS } from "./request-limits.ts";
@@ -30,6 +31,7 @@ export function memoryApiDeps(over: Partial<ApiDeps> = {}): ApiDeps {
     profiles: new MemoryProfileStore(),
     decisions: new MemoryDecisionStore(),
     keys: new MemoryApiKeyStore(),
+    keyEvents: new MemoryKeyEventLog(),
     meter: new MemoryUsageMeter(),
     evidence: new MemoryQueue(),
     jobs: new MemoryRescueJobStore(),

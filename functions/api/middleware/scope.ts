@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { METHOD_NAME_ALL } from "hono/router";
-import { type ApiKeyRecord, type Scope, authenticate, authorize } from "@harness-s/core/access";
+import { type ApiKeyRecord, type Scope, admit, authenticate, authorize } from "@harness-s/core/access";
 import { ForbiddenError } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 
@@ -16,7 +16,7 @@ export type KeyEnv = { Variables: { key: ApiKeyRecord; meteredKey?: ApiKeyRecord
  * A request no route of the router answers (an unknown path or method) passes on, unchecked and
  * unmetered, to the app's 404.
  */
-export function requireScope(deps: Pick<ApiDeps, "keys" | "meter">, scope: Scope | ((c: Context) => Scope)): MiddlewareHandler<KeyEnv> {
+export function requireScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scope: Scope | ((c: Context) => Scope)): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
     const key = await authorize(c.req.header("authorization"), typeof scope === "function" ? scope(c) : scope, deps);
@@ -31,10 +31,10 @@ export function requireScope(deps: Pick<ApiDeps, "keys" | "meter">, scope: Scope
  * a pool put as it is, or an evolution): the key must hold one of them before the body is read;
  * the handler checks the one its body needs ({@link ensureScope}).
  */
-export function requireAnyScope(deps: Pick<ApiDeps, "keys" | "meter">, scopes: readonly [Scope, ...Scope[]]): MiddlewareHandler<KeyEnv> {
+export function requireAnyScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scopes: readonly [Scope, ...Scope[]]): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
-    const known = await authenticate(c.req.header("authorization"), deps.keys);
+    const known = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
     const key = await authorize(c.req.header("authorization"), scopes.find((s) => known.scopes.includes(s)) ?? scopes[0], deps);
     c.set("key", key);
     c.set("meteredKey", key);
@@ -56,10 +56,27 @@ export const readOrWrite =
   (c: Context): Scope =>
     c.req.method === "GET" || c.req.method === "HEAD" ? read : write;
 
-/** A known key, whatever its scopes, and not metered: reading one's own usage, or a quote before its body says what it quotes. */
-export function authenticated(deps: Pick<ApiDeps, "keys">): MiddlewareHandler<KeyEnv> {
+/** A known key, whatever its scopes, and not metered: reading one's own usage, or a quote before its body says what it quotes. Its rate still holds. */
+export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
-    c.set("key", await authenticate(c.req.header("authorization"), deps.keys));
+    const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
+    deps.rate?.take(key);
+    c.set("key", key);
+    await next();
+  };
+}
+
+/**
+ * A known key, whatever its scopes, let in and metered like any request (`/v1/keys`: what each
+ * key may do there is the use-case's to say: an admin anything, another key itself).
+ */
+export function anyKey(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">): MiddlewareHandler<KeyEnv> {
+  return async (c, next) => {
+    if (!answered(c)) return next();
+    const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
+    await admit(key, deps);
+    c.set("key", key);
+    c.set("meteredKey", key);
     await next();
   };
 }

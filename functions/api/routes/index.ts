@@ -2,6 +2,7 @@ import { accountRoutes } from "./account.ts";
 import { decisionRoutes } from "./decisions.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { gatewayRoutes } from "./gateway.ts";
+import { keyRoutes } from "./keys.ts";
 import { policyEndpointRoutes } from "./policy-endpoints.ts";
 import { poolRoutes } from "./pools.ts";
 import { profileRoutes } from "./profiles.ts";
@@ -20,5 +21,6 @@ export const ROUTES = {
   "/v1/experiments": experimentRoutes,
   "/v1/quotes": quoteRoutes,
   "/v1/gateway": gatewayRoutes,
+  "/v1/keys": keyRoutes,
   "": accountRoutes,
 } as const;

@@ -3,6 +3,8 @@ export * from "./errors.ts";
 export * from "./stores/api-keys/memory.ts";
 export * from "./stores/api-keys/dynamo.ts";
 export * from "./stores/api-keys/cached.ts";
+export * from "./stores/key-events/memory.ts";
+export * from "./stores/key-events/dynamo.ts";
 export * from "./stores/ballots/memory.ts";
 export * from "./stores/ballots/dynamo.ts";
 export * from "./stores/decision-cache/memory.ts";

@@ -15,6 +15,7 @@ export const CORE_ERROR_CODES = [
   "UNAUTHENTICATED",
   "FORBIDDEN",
   "QUOTA_EXCEEDED",
+  "RATE_LIMITED",
   "CONFLICT",
   "STORE_UNAVAILABLE",
   "NOT_CONFIGURED",
@@ -171,10 +172,27 @@ export class ForbiddenError extends CoreError {
   }
 }
 
+/** A key asked to give itself a scope or a limit it does not hold. */
+export class SelfRaiseError extends CoreError {
+  constructor() {
+    super("FORBIDDEN", "a key cannot raise its own scopes or limits; ask another admin key");
+  }
+}
+
 /** The caller's key has used its quota. */
 export class QuotaExceededError extends CoreError {
   constructor(used: number, quota: number) {
     super("QUOTA_EXCEEDED", `request quota used up (${used} of ${quota})`);
+  }
+}
+
+/** The caller's key is past its rate (HTTP 429 with Retry-After). */
+export class RateLimitedError extends CoreError {
+  constructor(
+    readonly perSecond: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super("RATE_LIMITED", `this API key is limited to ${perSecond} requests per second; retry after ${retryAfterSeconds} s`);
   }
 }
 

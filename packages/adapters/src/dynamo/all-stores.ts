@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock } from "@harness-s/core";
 import { DynamoApiKeyStore } from "../stores/api-keys/dynamo.ts";
+import { DynamoKeyEventLog } from "../stores/key-events/dynamo.ts";
 import { DynamoBallotStore } from "../stores/ballots/dynamo.ts";
 import { DynamoDecisionStore } from "../stores/decisions/dynamo.ts";
 import { DynamoPolicyEndpointStore } from "../stores/endpoints/dynamo.ts";
@@ -29,6 +30,7 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     profiles: new DynamoProfileStore(doc, tables),
     decisions: new DynamoDecisionStore(doc, tables, opts.decisionTtlSeconds),
     keys: new DynamoApiKeyStore(doc, tables),
+    keyEvents: new DynamoKeyEventLog(doc, tables),
     meter: new DynamoUsageMeter(doc, tables, opts.clock),
     jobs: new DynamoRescueJobStore(doc, tables),
     rollouts: new DynamoRolloutStore(doc, tables),

@@ -7,6 +7,8 @@ export interface TableSpec {
     | "Profiles"
     | "Decisions"
     | "ApiKeys"
+    | "Keys"
+    | "KeyEvents"
     | "Usage"
     | "Processed"
     | "Rollouts"
@@ -27,7 +29,12 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Pools", partitionKey: "id" },
   { name: "Profiles", partitionKey: "poolId", sortKey: "harnessId" },
   { name: "Decisions", partitionKey: "id", ttlAttribute: "expiresAt" },
+  /** Each API key secret's hash, pointing at its key (`{ hash, id }`). */
   { name: "ApiKeys", partitionKey: "hash" },
+  /** API keys by id: settings, secrets' hashes, revocation, written under a version. */
+  { name: "Keys", partitionKey: "id" },
+  /** Each key's operations (created, updated, rotated, revoked): sort key `<ms>#<uuid>`. */
+  { name: "KeyEvents", partitionKey: "keyId", sortKey: "sk" },
   /** Usage totals per key, and per experiment under `job#<id>` (never an API key's id: `#` is not in one). */
   { name: "Usage", partitionKey: "keyId" },
   /** Usage per key and UTC day (sort key `YYYY-MM-DD`), written with the totals in one transaction. */

@@ -1,2 +1,5 @@
 export * from "./keys.ts";
 export * from "./auth.ts";
+export * from "./events.ts";
+export * from "./rate.ts";
+export * from "./lifecycle.ts";

@@ -1,14 +1,37 @@
-import type { ApiKeyRecord, ApiKeyStore } from "@harness-s/core/access";
+import { ConflictError } from "@harness-s/core";
+import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, presented } from "@harness-s/core/access";
 
 export class MemoryApiKeyStore implements ApiKeyStore {
-  private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly accounts = new Map<string, KeyAccount>();
+  private readonly idOfHash = new Map<string, string>();
 
   async put(key: ApiKeyRecord): Promise<void> {
-    this.byHash.set(key.hash, { ...key });
+    this.write(accountOf(key));
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const k = this.byHash.get(hash);
-    return k && { ...k };
+    const account = this.accounts.get(this.idOfHash.get(hash) ?? "");
+    const secret = account?.secrets.find((s) => s.hash === hash);
+    return account && secret ? presented(structuredClone(account), secret) : undefined;
+  }
+
+  async get(id: string): Promise<KeyAccount | undefined> {
+    const account = this.accounts.get(id);
+    return account && structuredClone(account);
+  }
+
+  async list(): Promise<KeyAccount[]> {
+    return [...this.accounts.values()].map((a) => structuredClone(a));
+  }
+
+  async save(account: KeyAccount, expected: number | undefined): Promise<void> {
+    const stored = this.accounts.get(account.id);
+    if (expected === undefined ? stored !== undefined : stored?.version !== expected) throw new ConflictError(`key ${account.id} changed meanwhile; read it again`);
+    this.write(KeyAccount.parse(account));
+  }
+
+  private write(account: KeyAccount) {
+    for (const s of account.secrets) this.idOfHash.set(s.hash, account.id);
+    this.accounts.set(account.id, structuredClone(account));
   }
 }
