@@ -1,7 +1,7 @@
 import type { Clock, PoolStore, RolloutStore } from "@harness-s/core";
 import type { UsageMeter } from "@harness-s/core/billing";
 import type { ProfileLedger, ProfileStore } from "@harness-s/core/profile";
-import type { ApiKeyStore } from "@harness-s/core/access";
+import type { ApiKeyStore, KeyEventLog } from "@harness-s/core/access";
 import type { DecisionStore } from "@harness-s/core/routing";
 import type { RescueJobStore, PolicyEndpointStore, RescueSlots } from "@harness-s/core/rescue";
 import type { BallotStore } from "@harness-s/core/voting";
@@ -26,6 +26,7 @@ export interface Stores {
   profiles: ProfileStore & ProfileLedger;
   decisions: DecisionStore;
   keys: ApiKeyStore;
+  keyEvents: KeyEventLog;
   meter: UsageMeter;
   rollouts: RolloutStore;
   jobs: RescueJobStore;

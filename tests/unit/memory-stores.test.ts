@@ -1,5 +1,6 @@
 import {
   MemoryApiKeyStore,
+  MemoryKeyEventLog,
   MemoryBallotStore,
   MemoryDecisionStore,
   MemoryExperimentStore,
@@ -24,6 +25,7 @@ storeContract("in-memory", async (clock) => ({
   profiles: new MemoryProfileStore(),
   decisions: new MemoryDecisionStore(),
   keys: new MemoryApiKeyStore(),
+  keyEvents: new MemoryKeyEventLog(),
   meter: new MemoryUsageMeter(clock),
   rollouts: new MemoryRolloutStore(),
   jobs: new MemoryRescueJobStore(),

@@ -33,7 +33,7 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "ApiKeys", partitionKey: "hash" },
   /** API keys by id: settings, secrets' hashes, revocation, written under a version. */
   { name: "Keys", partitionKey: "id" },
-  /** Each key's operations (created, updated, rotated, revoked): sort key `<ms>#<uuid>`. */
+  /** Each key's operations (created, updated, rotated, revoked): sort key the key's version each wrote (10 digits). */
   { name: "KeyEvents", partitionKey: "keyId", sortKey: "sk" },
   /** Usage totals per key, and per experiment under `job#<id>` (never an API key's id: `#` is not in one). */
   { name: "Usage", partitionKey: "keyId" },

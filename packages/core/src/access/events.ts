@@ -7,6 +7,8 @@ export type KeyAction = z.infer<typeof KeyAction>;
 export const KeyEvent = z.object({
   keyId: z.string().min(1),
   at: z.number().int().nonnegative(),
+  /** The key's version this operation wrote: its events are ordered by it (each written once). */
+  version: z.number().int().nonnegative(),
   action: KeyAction,
   /** The key that did it (undefined: the deployment or a local command). */
   by: z.string().optional(),
@@ -17,7 +19,7 @@ export type KeyEvent = z.infer<typeof KeyEvent>;
 /** Events shown per read, newest first. */
 export const KEY_EVENTS_PAGE = 100;
 
-/** Each key's operations, in the order they happened. */
+/** Each key's operations, in the order they happened (by the version each wrote). */
 export interface KeyEventLog {
   append(event: KeyEvent): Promise<void>;
   /** The key's newest `limit` events, newest first. */

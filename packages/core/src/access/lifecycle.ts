@@ -118,7 +118,7 @@ export async function createKey(body: CreateKeyRequest, actor: Actor, deps: KeyD
   const { secret, hash } = newSecret();
   const account: KeyAccount = { ...body, id: deps.newId("key"), secrets: [{ hash, createdAt: now }], createdAt: now, ...(actor ? { createdBy: actor.id } : {}), version: 0 };
   await deps.keys.save(account, undefined);
-  await record(deps, { keyId: account.id, action: "created", ...(actor ? { by: actor.id } : {}), changes: shown(body) });
+  await record(deps, { keyId: account.id, version: account.version, action: "created", ...(actor ? { by: actor.id } : {}), changes: shown(body) });
   return { key: keyView(account, now), secret };
 }
 
@@ -178,7 +178,7 @@ export async function updateKey(id: string, patch: UpdateKeyRequest, actor: Acto
   if (actor?.id === id && raises(before, next)) throw new SelfRaiseError();
   await keepAnAdmin(before, next.scopes.includes("admin") && (next.expiresAt === undefined || next.expiresAt > deps.clock.now()), deps);
   await deps.keys.save(next, before.version);
-  await record(deps, { keyId: id, action: "updated", ...(actor ? { by: actor.id } : {}), changes: shown(patch) });
+  await record(deps, { keyId: id, version: next.version, action: "updated", ...(actor ? { by: actor.id } : {}), changes: shown(patch) });
   return keyView(next, deps.clock.now());
 }
 
@@ -198,7 +198,7 @@ export async function rotateKey(id: string, body: RotateKeyRequest, actor: Actor
     .slice(-(KEY_LIMITS.maxSecrets - 1));
   const next: KeyAccount = { ...before, secrets: [...kept, { hash, createdAt: now }], version: before.version + 1 };
   await deps.keys.save(next, before.version);
-  await record(deps, { keyId: id, action: "rotated", ...(actor ? { by: actor.id } : {}), changes: { graceSeconds: body.graceSeconds } });
+  await record(deps, { keyId: id, version: next.version, action: "rotated", ...(actor ? { by: actor.id } : {}), changes: { graceSeconds: body.graceSeconds } });
   return { key: keyView(next, now), secret };
 }
 
@@ -211,7 +211,7 @@ export async function revokeKey(id: string, actor: Actor, deps: KeyDeps): Promis
   await keepAnAdmin(before, false, deps);
   const next: KeyAccount = { ...before, revokedAt: now, version: before.version + 1 };
   await deps.keys.save(next, before.version);
-  await record(deps, { keyId: id, action: "revoked", ...(actor ? { by: actor.id } : {}) });
+  await record(deps, { keyId: id, version: next.version, action: "revoked", ...(actor ? { by: actor.id } : {}) });
   return keyView(next, now);
 }
 
@@ -219,7 +219,7 @@ export async function revokeKey(id: string, actor: Actor, deps: KeyDeps): Promis
 export async function keyEvents(id: string, actor: Actor, deps: KeyDeps): Promise<KeyEventView[]> {
   requireAdmin(actor);
   await visibleKey(id, actor, deps);
-  return (await deps.events.list(id, KEY_EVENTS_PAGE)).map((e) => ({ ...e, at: iso(e.at)! }));
+  return (await deps.events.list(id, KEY_EVENTS_PAGE)).map(({ version: _v, ...e }) => ({ ...e, at: iso(e.at)! }));
 }
 
 /**
@@ -236,6 +236,6 @@ export async function bootstrapAdminKey(hash: string, deps: Pick<KeyDeps, "keys"
     if (err instanceof ConflictError) return "present";
     throw err;
   }
-  await deps.events.append({ keyId: id, at: now, action: "created", changes: { scopes: ["admin"] } });
+  await deps.events.append({ keyId: id, at: now, version: 0, action: "created", changes: { scopes: ["admin"] } });
   return "created";
 }

@@ -1,10 +1,9 @@
-import { randomUUID } from "node:crypto";
 import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { KeyEvent, type KeyEventLog } from "@harness-s/core/access";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
-/** Each key's events on `KeyEvents`: sort key `<ms, 15 digits>#<uuid>`, so a key's events read newest first. */
+/** Each key's events on `KeyEvents`: sort key the version each wrote (10 digits), so a key's events read newest first and a retried one is written once. */
 export class DynamoKeyEventLog implements KeyEventLog {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -12,7 +11,7 @@ export class DynamoKeyEventLog implements KeyEventLog {
   ) {}
 
   async append(event: KeyEvent): Promise<void> {
-    const item = { ...KeyEvent.parse(event), sk: `${String(event.at).padStart(15, "0")}#${randomUUID()}` };
+    const item = { ...KeyEvent.parse(event), sk: String(event.version).padStart(10, "0") };
     await aws("record key event", () => this.doc.send(new PutCommand({ TableName: this.tables.KeyEvents, Item: item })));
   }
 
