@@ -6,6 +6,8 @@ declare module "sst" {
     Profiles: { name: string; type: "sst.aws.Dynamo" };
     Decisions: { name: string; type: "sst.aws.Dynamo" };
     ApiKeys: { name: string; type: "sst.aws.Dynamo" };
+    Keys: { name: string; type: "sst.aws.Dynamo" };
+    KeyEvents: { name: string; type: "sst.aws.Dynamo" };
     Usage: { name: string; type: "sst.aws.Dynamo" };
     UsageDays: { name: string; type: "sst.aws.Dynamo" };
     Processed: { name: string; type: "sst.aws.Dynamo" };
@@ -28,6 +30,7 @@ declare module "sst" {
     PriceList: { value: string; type: "sst.sst.Secret" };
     EndpointCidrs: { value: string; type: "sst.sst.Secret" };
     PoolProposer: { value: string; type: "sst.sst.Secret" };
+    BootstrapAdminKeyHash: { value: string; type: "sst.sst.Secret" };
   }
 }
 export {};

@@ -38,6 +38,16 @@ export const AwsConfig = z.object({
   endpointCidrs: EndpointCidrs.default([]),
   /** The LLM proposer of pool evolutions (the `PoolProposer` secret, JSON; its key `LlmApiKey`); absent: the template proposer. */
   poolProposer: PoolProposerConfig.optional(),
+  /**
+   * The SHA-256 hex digest of the deployment's first admin secret (the `BootstrapAdminKeyHash`
+   * secret, linked to the API only); absent: no admin key is made (`adminKeyBootstrap`).
+   */
+  bootstrapAdminKeyHash: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[0-9a-f]{64}$/, "the BootstrapAdminKeyHash secret must be the SHA-256 hex digest of the admin secret: 64 hex characters (docs/operations.md, Deploying)")
+    .optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
 
@@ -64,6 +74,7 @@ export function awsConfigFromResources(): AwsConfig {
     priceList: jsonSecret("PriceList", secret("PriceList")),
     endpointCidrs: jsonSecret("EndpointCidrs", secret("EndpointCidrs")),
     poolProposer: jsonSecret("PoolProposer", secret("PoolProposer")),
+    bootstrapAdminKeyHash: secret("BootstrapAdminKeyHash"),
     memoryGb: Number(process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024) / 1024,
   });
   // Each problem on a line with where it is (`→ at endpointCidrs[0]`): the cold start's log says what to fix.

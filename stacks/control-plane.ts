@@ -11,7 +11,7 @@ import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS 
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
-  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs, poolProposer } = secrets();
+  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs, poolProposer, bootstrapAdminKeyHash } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -66,7 +66,8 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     ...panel,
   ]);
 
-  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, endpointCidrs, ...panel]);
+  // The first admin key's hash: the API only (the one function that authenticates keys).
+  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel]);
 
   return {
     api: api.url,
@@ -96,13 +97,16 @@ function secrets() {
     endpointCidrs: new sst.Secret("EndpointCidrs", "unset"),
     /** The LLM proposer of pool evolutions (JSON: PoolProposerConfig in functions/pool-proposer.ts; its key LlmApiKey); unset: the template proposer. */
     poolProposer: new sst.Secret("PoolProposer", "unset"),
+    /** The SHA-256 hex digest of the operator's first admin secret: the API makes that admin key once (docs/operations.md, Deploying); unset: none. */
+    bootstrapAdminKeyHash: new sst.Secret("BootstrapAdminKeyHash", "unset"),
   };
 }
 
 /**
- * The router API: every table but the ballots, the queues it sends to and `extra` linked. The
- * gateway's requests wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its
- * `stream: true` answers are server-sent events, so the Function URL streams.
+ * The router API: every table but the ballots (the keys' accounts, their secrets' hashes and
+ * their events among them), the queues it sends to and `extra` linked. The gateway's requests
+ * wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its `stream: true` answers
+ * are server-sent events, so the Function URL streams.
  */
 function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
   return new sst.aws.Function("Api", {
@@ -117,6 +121,8 @@ function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
       t.Profiles,
       t.Decisions,
       t.ApiKeys,
+      t.Keys,
+      t.KeyEvents,
       t.Usage,
       t.UsageDays,
       t.Processed,

@@ -3,6 +3,7 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { ConsumptionMeter } from "@harness-s/adapters";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
+import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
 import { Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { MessageQueue } from "@harness-s/core/messaging";
@@ -18,8 +19,9 @@ export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
 
 /**
  * The API Lambda's deps from its parsed config and injected SDK clients: DynamoDB stores behind
- * read caches, the queues it sends to, the voter panel when configured, and the Rank-1 gateway
- * when configured, its episodes in DynamoDB (any container continues any episode).
+ * read caches (the first admin key made first when its hash is configured), the queues it sends
+ * to, the voter panel when configured, and the Rank-1 gateway when configured, its episodes in
+ * DynamoDB (any container continues any episode).
  *
  * @example
  * const deps = await apiLambdaDeps(awsConfigFromResources(), { doc, sqs }, systemClock);
@@ -31,7 +33,7 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
   const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
   const queue = (url: string | undefined, name: string): MessageQueue =>
     url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
-  const stores = dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 });
+  const stores = await withAdminBootstrap(dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }), config.bootstrapAdminKeyHash, clock);
   const gateway = config.gateway ? await gatewaySettings({ ...config.gateway, store: stores.gatewayEpisodes }) : undefined;
   return {
     ...withApiCaches(stores, clock),
@@ -51,4 +53,47 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
     ...(gateway ? { gateway } : {}),
   };
+}
+
+/**
+ * The deployment's first admin key, from the `BootstrapAdminKeyHash` secret (`bootstrapAdminKey`):
+ * tried at cold start and, until it has succeeded, again before each key lookup, so the
+ * bootstrap secret works from the first request that presents it. A failure (DynamoDB throttled
+ * or unreachable) is logged, never thrown: the cold start and every request go on (a request
+ * presenting the bootstrap secret meanwhile is a 401). Once it succeeded this container asks no
+ * more; containers starting at once make the key once (its id is fixed, saved only if absent).
+ * No hash: the stores as they are.
+ */
+export async function withAdminBootstrap<S extends { keys: ApiKeyStore; keyEvents: KeyEventLog }>(
+  stores: S,
+  hash: string | undefined,
+  clock: Clock,
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<S> {
+  if (hash === undefined) return stores;
+  const { keys, keyEvents } = stores;
+  let attempt: Promise<void> | undefined;
+  // The bootstrap reads and writes the undecorated store (the decorated one waits on it).
+  const ensure = () =>
+    (attempt ??= bootstrapAdminKey(hash, { keys, events: keyEvents, clock }).then(
+      (outcome) => {
+        if (outcome === "created") log("made the deployment's first admin key (id bootstrap-admin) from the BootstrapAdminKeyHash secret");
+      },
+      (err: unknown) => {
+        attempt = undefined;
+        log(`the first admin key (BootstrapAdminKeyHash) could not be made yet; tried again before the next key lookup: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    ));
+  await ensure();
+  const bootstrapped: ApiKeyStore = {
+    put: (key) => keys.put(key),
+    findByHash: async (h) => {
+      await ensure();
+      return keys.findByHash(h);
+    },
+    get: (id) => keys.get(id),
+    list: () => keys.list(),
+    save: (account, expected) => keys.save(account, expected),
+  };
+  return { ...stores, keys: bootstrapped };
 }

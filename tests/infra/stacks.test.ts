@@ -82,6 +82,8 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "ExperimentStepsTable",
       "ExperimentsTable",
       "GatewayEpisodesTable",
+      "KeyEventsTable",
+      "KeysTable",
       "PolicyEndpointsTable",
       "PoolEvolutionsTable",
       "PoolsTable",
@@ -136,7 +138,18 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       ofType("sst:sst:Secret")
         .map((s) => s.name)
         .sort(),
-    ).toEqual(["EndpointCidrs", "GatewayConfig", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl", "PoolProposer", "PriceList", "VoterKeys", "VoterPanel"]);
+    ).toEqual([
+      "BootstrapAdminKeyHash",
+      "EndpointCidrs",
+      "GatewayConfig",
+      "LlmApiKey",
+      "PolicyEndpointToken",
+      "PolicyEndpointUrl",
+      "PoolProposer",
+      "PriceList",
+      "VoterKeys",
+      "VoterPanel",
+    ]);
   });
 
   it("links the endpoint allowlist (EndpointCidrs) to every function that reaches a caller's endpoint or environment: the API, dispatch and the coordinator (pool evolutions), and to no other", () => {
@@ -171,6 +184,24 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     const linked = Object.entries(links).filter(([, l]) => "GatewayConfig" in l && "GatewayEpisodes" in l);
     expect(linked.map(([handler]) => handler)).toEqual(["functions/api/lambda.handler"]);
     expect(Object.entries(links).filter(([, l]) => "GatewayEpisodes" in l)).toHaveLength(1);
+  });
+
+  it("links the first admin key's hash (BootstrapAdminKeyHash) and the keys' tables to the API, the one function that authenticates keys, and to no other (issue 56)", () => {
+    const linked = (name: string) =>
+      Object.entries(links)
+        .filter(([, l]) => name in l)
+        .map(([handler]) => handler);
+    for (const name of ["BootstrapAdminKeyHash", "Keys", "KeyEvents", "ApiKeys"]) expect(linked(name), name).toEqual(["functions/api/lambda.handler"]);
+    // Unset until the operator sets it: the API reads "unset" as no bootstrap.
+    expect(links["functions/api/lambda.handler"]!.BootstrapAdminKeyHash).toMatchObject({ value: "unset" });
+    const roles = ofType("aws:iam/role:Role")
+      .map((r) => r.name)
+      .filter((name) => /^(ApiRole|\w+QueueSubscriber\w*FunctionRole)$/.test(name));
+    for (const table of ["KeysTable", "KeyEventsTable", "ApiKeysTable"])
+      expect(
+        roles.filter((role) => grants(role, "dynamodb:PutItem").includes(table)),
+        table,
+      ).toEqual([expect.stringMatching(/^ApiRole/)]);
   });
 
   it("links the voter panel and its keys to every function that decides: the API, the vote worker and the coordinator, and to no other", () => {
