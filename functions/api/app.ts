@@ -1,11 +1,12 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { NotFoundError } from "@harness-s/core";
+import { NotFoundError, RateLimitedError } from "@harness-s/core";
 import { KeyRateLimiter } from "@harness-s/core/access";
 import type { ApiDeps } from "./deps.ts";
 import { apiRouter, errorResponse, type ApiEnv } from "./http.ts";
 import { meterRequest } from "./middleware/metering.ts";
 import { limitUrl } from "./middleware/url.ts";
 import { documentOf } from "./openapi.ts";
+import { RATE_LIMIT_HOLD_MS } from "./request-limits.ts";
 import { mountAccount } from "./routes/account.ts";
 import { decisionsApp } from "./routes/decisions.ts";
 import { experimentsApp } from "./routes/experiments.ts";
@@ -46,9 +47,17 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
     .route("/v1/quotes", quotesApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
     .route("/v1/keys", keysApp(deps))
-    .onError(errorResponse)
+    .onError(async (err, c) => errorResponse(await heldIfRateLimited(err), c))
     .notFound((c) => errorResponse(new NotFoundError("route", `${c.req.method} ${c.req.path}`), c));
   return app;
+}
+
+/** A request past its key's rate, answered after {@link RATE_LIMIT_HOLD_MS} at most (its Retry-After counted from then); any other error at once. */
+async function heldIfRateLimited(err: unknown): Promise<unknown> {
+  if (!(err instanceof RateLimitedError)) return err;
+  const hold = Math.min(err.waitMs, RATE_LIMIT_HOLD_MS);
+  await new Promise((resolve) => setTimeout(resolve, hold));
+  return new RateLimitedError(err.perSecond, err.waitMs - hold);
 }
 
 /**

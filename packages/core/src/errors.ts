@@ -186,13 +186,17 @@ export class QuotaExceededError extends CoreError {
   }
 }
 
-/** The caller's key is past its rate (HTTP 429 with Retry-After). */
+/** The caller's key is past its rate (HTTP 429 with Retry-After: the whole seconds until its next request is let in). */
 export class RateLimitedError extends CoreError {
+  readonly retryAfterSeconds: number;
   constructor(
     readonly perSecond: number,
-    readonly retryAfterSeconds: number,
+    /** How long until the key's next token (ms). */
+    readonly waitMs: number,
   ) {
+    const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
     super("RATE_LIMITED", `this API key is limited to ${perSecond} requests per second; retry after ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 

@@ -42,6 +42,6 @@ export class KeyRateLimiter {
     this.buckets.delete(key.id);
     this.buckets.set(key.id, bucket);
     if (this.buckets.size > RATE_LIMITER_KEYS) this.buckets.delete(this.buckets.keys().next().value!);
-    if (waitMs > 0) throw new RateLimitedError(key.rate.perSecond, Math.max(1, Math.ceil(waitMs / 1000)));
+    if (waitMs > 0) throw new RateLimitedError(key.rate.perSecond, waitMs);
   }
 }
