@@ -5,9 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 let proc: ChildProcess;
 let url = "";
 let dynamoEndpoint = "";
+/** Everything serve printed, stdout and stderr, from its start. */
+let logs = "";
 
 beforeAll(async () => {
   proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", "test-key"], { stdio: ["ignore", "pipe", "pipe"] });
+  for (const stream of [proc.stdout!, proc.stderr!]) stream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 90_000);
@@ -154,6 +157,45 @@ describe("harness-s serve", () => {
     expect(slow.closedAfterMs).toBeGreaterThan(9_000);
     expect(slow.closedAfterMs).toBeLessThan(15_000);
   }, 70_000);
+
+  it("issues a key whose secret appears in no log line of serve, no other response and no error (issue 56)", async () => {
+    const replies: string[] = [];
+    const call = async (method: string, path: string, key: string, body?: unknown) => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      replies.push(text);
+      return { status: res.status, body: JSON.parse(text) };
+    };
+    const created = await call("POST", "/v1/keys", "test-key", { label: "customer", scopes: ["route"] });
+    expect(created.status).toBe(201);
+    const secret = created.body.secret as string;
+    const id = created.body.key.id as string;
+    const rotated = await call("POST", `/v1/keys/${id}/rotate`, secret, { graceSeconds: 0 });
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.body.secret as string;
+    const made = replies.splice(0);
+    // Used, refused and failing in every way a request can: each answer and log line is searched.
+    expect((await call("POST", "/v1/route", fresh, { poolId: "embedded", task: { id: "app-1", family: "app", tags: ["app"] }, failureTags: ["x"], k: 2 })).status).toBe(200);
+    expect((await call("GET", "/v1/profiles?poolId=embedded", fresh)).status).toBe(403);
+    expect((await call("GET", "/v1/pools", secret)).status).toBe(401);
+    expect((await call("POST", "/v1/keys", fresh, { scopes: ["admin"] })).status).toBe(403);
+    expect((await call("POST", "/v1/keys", "test-key", { scopes: [fresh], label: secret.repeat(4) })).status).toBe(400);
+    expect((await call("PATCH", `/v1/keys/${id}`, "test-key", { rate: { perSecond: 1, burst: 1 } })).status).toBe(200);
+    expect((await call("GET", `/v1/keys/${id}`, fresh)).status).toBe(200);
+    expect((await call("GET", `/v1/keys/${id}/events`, "test-key")).status).toBe(200);
+    expect((await call("DELETE", `/v1/keys/${id}`, "test-key")).status).toBe(200);
+    expect((await call("GET", "/v1/keys", fresh)).status).toBe(401);
+    await new Promise((r) => setTimeout(r, 500)); // serve's last log lines
+    for (const s of [secret, fresh]) {
+      expect(made.filter((r) => r.includes(s))).toHaveLength(1);
+      expect(replies.filter((r) => r.includes(s))).toEqual([]);
+      expect(logs.includes(s)).toBe(false);
+    }
+  });
 
   it("stops the API and DynamoDB Local on SIGINT", async () => {
     const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
