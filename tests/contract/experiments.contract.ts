@@ -6,7 +6,7 @@ function experiment(id: string, over: Partial<ExperimentRecord> = {}): Experimen
   return {
     id,
     keyId: "k1",
-    request: { arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
+    request: { env: "embedded", arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
     status: "queued",
     createdAt: 1,
     updatedAt: 1,

@@ -7,3 +7,4 @@ export * from "./start.ts";
 export * from "./run.ts";
 export * from "./queued-runner.ts";
 export { evalSet } from "./unit.ts";
+export * from "./environment.ts";

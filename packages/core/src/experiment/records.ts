@@ -3,6 +3,8 @@ import { Prices, chargeUsd } from "../billing/cost-of-goods.ts";
 import { Quote } from "../billing/quote-schema.ts";
 
 import { ArmList } from "./arms.ts";
+import { ExperimentEnv } from "./environment.ts";
+import { Name } from "../names.ts";
 import { UnitCheckpoint } from "./unit-policies.ts";
 import { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
 import { Protocol } from "../task.ts";
@@ -15,6 +17,10 @@ import { MAX_TOP_K } from "../voting/top-k.ts";
  * rollout cap. Unbounded: the operator's own runs (the CLI's local-aws runtime) may be large.
  */
 export const ExperimentPlan = z.object({
+  /** Where it runs (default: the embedded suite). */
+  env: ExperimentEnv.default("embedded"),
+  /** The base model every arm trains its own adapter on: one the deployment serves (`GET /v1/models`); none: the family's own policy (the embedded suite's CPU policy). */
+  model: Name.optional(),
   arms: ArmList.default(["grpo", "grpo-budget", "harness-s"]),
   seeds: z.array(z.number().int().min(0)).min(1).default([1]),
   /** Overrides of the training config (validated against it). */
@@ -78,6 +84,8 @@ export const TrainOverrides = z
 /** `POST /v1/experiments`: an {@link ExperimentPlan} within {@link EXPERIMENT_LIMITS}, with a budget always set. */
 export const ExperimentRequest = z
   .object({
+    env: ExperimentEnv.default("embedded"),
+    model: Name.optional(),
     arms: ArmList.default(["grpo", "grpo-budget", "harness-s"]),
     seeds: z
       .array(z.number().int().min(0).max(1_000_000))

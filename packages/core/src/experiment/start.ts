@@ -1,4 +1,5 @@
-import { ConcurrencyLimitError, NotFoundError, parseOrThrow } from "../errors.ts";
+import { ConcurrencyLimitError, NotFoundError, ValidationError, parseOrThrow } from "../errors.ts";
+import { envName } from "./environment.ts";
 import { visibleTo } from "../access/keys.ts";
 import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "../billing/budgets.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
@@ -17,6 +18,30 @@ export interface StartExperimentDeps {
   newId: () => string;
   slots?: { meter: UsageMeter; limit: number };
   quoting?: QuotingDeps & { keyBudgetUsd?: number };
+  /** What this deployment runs experiments on: the families by name, whether a caller's own environment, and the base models it serves (default: the embedded suite with its own policy only). */
+  offers?: ExperimentOffers;
+}
+
+/** The environments and base models a deployment runs experiments on. */
+export interface ExperimentOffers {
+  envs: readonly string[];
+  callerEnvironments: boolean;
+  models: readonly string[];
+}
+
+export const EMBEDDED_ONLY: ExperimentOffers = { envs: ["embedded"], callerEnvironments: false, models: [] };
+
+/** A 400 naming what is offered when a request asks for an environment or a model this deployment does not run. */
+export function ensureOffered(req: Pick<ExperimentPlan, "env" | "model">, offers: ExperimentOffers = EMBEDDED_ONLY): void {
+  const env = envName(req.env);
+  if (typeof req.env === "string" ? !offers.envs.includes(env) : !offers.callerEnvironments)
+    throw new ValidationError("env", [
+      `this deployment runs experiments on ${[...offers.envs, ...(offers.callerEnvironments ? ["a caller's openenv server"] : [])].join(", ")}, not ${env}`,
+    ]);
+  if (req.model !== undefined && !offers.models.includes(req.model))
+    throw new ValidationError("model", [
+      offers.models.length ? `this deployment serves ${offers.models.join(", ")}, not ${req.model}` : `this deployment serves no base model (${req.model} asked): leave model out`,
+    ]);
 }
 
 /**
@@ -30,6 +55,7 @@ export interface StartExperimentDeps {
  * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
  */
 export async function startExperiment(req: ExperimentPlan, keyId: string, deps: StartExperimentDeps): Promise<ExperimentRecord> {
+  ensureOffered(req, deps.offers);
   const train = parseOrThrow(TrainConfig, req.train, "train");
   const quoted = deps.quoting ? await quoteRequest({ experiment: req }, deps.quoting) : undefined;
   if (quoted)
