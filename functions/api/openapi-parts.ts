@@ -3,6 +3,7 @@ import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import type { Env } from "hono";
 import { z } from "zod";
 import { Id } from "@harness-s/core";
+import { MAX_URL_CHARS, RATE_LIMIT_HOLD_MS } from "./request-limits.ts";
 
 /*
  * What every resource's routes share in the OpenAPI document: how bodies, parameters and responses
@@ -30,11 +31,22 @@ export const ErrorBody = z.object({ error: z.object({ code: z.string(), message:
 export const error = (description: string) => jsonOf(description, ErrorBody);
 export const errors = {
   400: error("malformed, oversized or invalid body or parameter (issues name each bad field)"),
-  401: error("missing or unknown API key"),
+  401: error("missing, unknown, revoked or expired API key, or a rotated-out secret past its grace"),
   403: error("the key lacks the scope"),
   413: error("body larger than the endpoint accepts"),
-  414: error("URL longer than 4096 characters"),
-  429: error("the key's quota is used up, or (experiments) it already has its limit of runs queued or running"),
+  414: error(`URL longer than ${MAX_URL_CHARS} characters`),
+  429: {
+    ...error(
+      `RATE_LIMITED: past the key's rate (requests per second, burst), answered after at most ${RATE_LIMIT_HOLD_MS} ms with a Retry-After header; ` +
+        "QUOTA_EXCEEDED: the key's request quota is used up; CONCURRENCY_LIMIT (experiments): the key already has its limit of runs queued or running",
+    ),
+    headers: {
+      "Retry-After": {
+        description: "RATE_LIMITED only: whole seconds (at least 1) until the key's next request can pass, counted from this answer",
+        schema: { type: "integer" as const, minimum: 1 },
+      },
+    },
+  },
   503: error("a backing store or queue is unavailable (retry); PARTIAL_SEND lists the messages that were and were not queued"),
 };
 /** What only an endpoint that reads a body answers. */
@@ -90,7 +102,7 @@ export function documentConfig(servers: { url: string; description?: string }[] 
     info: {
       title: "Harness-S router API",
       version: "1",
-      description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments.",
+      description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments, issue and revoke API keys.",
       license: { name: "MIT", identifier: "MIT" },
     },
     servers,
@@ -102,6 +114,7 @@ export function documentConfig(servers: { url: string; description?: string }[] 
       { name: "rescues", description: "Elastic rescue rollouts" },
       { name: "experiments", description: "Paired experiments run by the coordinator" },
       { name: "gateway", description: "The Rank-1 harness gateway: an OpenAI-compatible endpoint that routes each episode to a harness and applies it" },
+      { name: "keys", description: "API keys: issue with scopes and limits, rotate with a grace, revoke, and each key's events (admin keys; another key sees and rotates itself)" },
       { name: "account", description: "Usage, liveness, this document" },
     ],
   };

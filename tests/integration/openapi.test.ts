@@ -9,7 +9,7 @@ import { openApiDocument } from "../../functions/api/openapi.ts";
 import { memoryApiDeps, startApi } from "../api-factory.ts";
 
 let api: { url: string; close: () => Promise<void> };
-let served: Record<string, unknown> & { paths: Record<string, Record<string, { operationId?: string }>>; servers?: unknown[] };
+let served: Record<string, unknown> & { paths: Record<string, Record<string, { operationId?: string }>>; servers?: unknown[]; tags?: unknown[] };
 
 beforeAll(async () => {
   api = await startApi(memoryApiDeps());
@@ -70,8 +70,55 @@ describe("the OpenAPI document", () => {
     expect(JSON.stringify(op("/v1/quotes", "post")?.requestBody)).toContain('"pool"');
   });
 
-  it("passes Redocly's recommended rules with no error and no warning", async () => {
-    const config = await createConfig({ extends: ["recommended"] });
+  it("declares the API keys' routes (issue 56): each operation under the keys tag with the errors it answers, the secret shown once, the 429 with its Retry-After", () => {
+    type Schema = { description?: string; properties?: Record<string, Schema> };
+    type Response = { description: string; headers?: Record<string, { description?: string; schema?: { type?: string } }>; content?: { "application/json"?: { schema: Schema } } };
+    type Operation = { operationId?: string; tags?: string[]; responses: Record<string, Response> };
+    const op = (path: string, method: string) => served.paths[path]?.[method] as Operation | undefined;
+    // Each operation, the statuses it answers, and (list, get, rotate need no scope) whether a 403 can be one of them.
+    const expected: [path: string, method: string, operationId: string, statuses: string[], forbids: boolean][] = [
+      ["/v1/keys", "post", "createKey", ["201", "400", "401", "403", "415", "429"], true],
+      ["/v1/keys", "get", "listKeys", ["200", "401", "429"], false],
+      ["/v1/keys/{id}", "get", "getKey", ["200", "401", "404", "429"], false],
+      ["/v1/keys/{id}", "patch", "updateKey", ["200", "400", "401", "403", "404", "409", "429"], true],
+      ["/v1/keys/{id}", "delete", "revokeKey", ["200", "401", "403", "404", "409", "429"], true],
+      ["/v1/keys/{id}/rotate", "post", "rotateKey", ["200", "400", "401", "404", "409", "429"], false],
+      ["/v1/keys/{id}/events", "get", "listKeyEvents", ["200", "401", "403", "404", "429"], true],
+    ];
+    for (const [path, method, operationId, statuses, forbids] of expected) {
+      const operation = op(path, method);
+      expect(operation?.operationId, `${method} ${path}`).toBe(operationId);
+      expect(operation?.tags).toEqual(["keys"]);
+      expect(Object.keys(operation!.responses), operationId).toEqual(expect.arrayContaining(statuses));
+      expect("403" in operation!.responses, `${operationId} documents a 403`).toBe(forbids);
+    }
+    expect((served.tags as { name: string }[]).map((t) => t.name)).toContain("keys");
+
+    // The secret is in the replies of create and rotate alone, each saying it is shown this once.
+    const withSecret = { createKey: op("/v1/keys", "post")!.responses["201"]!, rotateKey: op("/v1/keys/{id}/rotate", "post")!.responses["200"]! };
+    for (const [operationId, reply] of Object.entries(withSecret)) {
+      expect(reply.description, operationId).toMatch(/shown this once/);
+      expect(reply.content?.["application/json"]?.schema.properties?.secret?.description, operationId).toMatch(/shown this once/);
+    }
+    for (const [path, method] of [
+      ["/v1/keys", "get"],
+      ["/v1/keys/{id}", "get"],
+      ["/v1/keys/{id}", "patch"],
+      ["/v1/keys/{id}", "delete"],
+      ["/v1/keys/{id}/events", "get"],
+    ] as const) {
+      expect(JSON.stringify(op(path, method)!.responses["200"]), `${method} ${path}`).not.toMatch(/"secret"/);
+    }
+
+    const limited = op("/v1/keys", "get")!.responses["429"]!;
+    expect(limited.description).toMatch(/RATE_LIMITED/);
+    expect(limited.description).toMatch(/QUOTA_EXCEEDED/);
+    expect(limited.headers?.["Retry-After"]?.schema?.type).toBe("integer");
+    expect(op("/v1/route", "post")!.responses["429"]).toEqual(limited);
+  });
+
+  it("passes Redocly's recommended rules, and every operation's tag is declared, with no error and no warning", async () => {
+    const config = await createConfig({ extends: ["recommended"], rules: { "operation-tag-defined": "error" } });
     const problems = await lintFromString({ source: JSON.stringify(served), absoluteRef: `${api.url}/openapi.json`, config });
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message}`)).toEqual([]);
   });

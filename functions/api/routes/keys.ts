@@ -2,6 +2,8 @@ import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
   CreateKeyRequest,
+  KEY_CHANGE_SECONDS,
+  KEY_LIMITS,
   KeyEventView,
   KeyView,
   RotateKeyRequest,
@@ -21,9 +23,15 @@ import { anyKey } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 const Created = z.object({ key: KeyView, secret: z.string().describe("the key's secret: shown this once, kept nowhere (only its hash is stored)") });
-const adminOnly = { 403: error("FORBIDDEN: only an admin key may do this, and no key may raise its own scopes or limits") };
-const lastAdmin = {
-  409: error("CONFLICT: the last admin key cannot be revoked or lose its admin scope; a revoked key cannot change; or the key changed meanwhile (read it again)"),
+const shownOnce = (what: string) => jsonOf(`${what}: the secret is shown this once, store it now`, Created);
+const adminOnly = { 403: error("FORBIDDEN: only an admin key may do this") };
+/** The shared errors but 403: listing, reading and rotating need no scope (a key that is not an admin acts on itself). */
+const { 403: _noScope, ...keyErrors } = errors;
+const seenBy = { 404: error("no such key; a key that is not an admin sees only itself, any other id is a 404") };
+const conflicts = {
+  update: error("CONFLICT: the key is revoked, the change would leave no working admin key, or the key changed meanwhile (read it again)"),
+  rotate: error("CONFLICT: the key is revoked, or it changed meanwhile (rotate again)"),
+  revoke: error("CONFLICT: it is the last working admin key (make another first), or it changed meanwhile; revoking a revoked key is a 200"),
 };
 
 /** `/v1/keys`: API keys an operator issues, limits, rotates and revokes; each operation recorded. */
@@ -35,7 +43,7 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: "Issue a key (admin): its label, scopes, request quota, USD budget, rate (requests per second, burst) and expiry; the secret is shown once",
     request: { body: jsonBody(CreateKeyRequest) },
-    responses: { 201: jsonOf("the key and its secret", Created), ...errors, ...adminOnly, ...bodyErrors },
+    responses: { 201: shownOnce("the key and its secret"), ...errors, ...adminOnly, ...bodyErrors },
   }),
   list: createRoute({
     method: "get",
@@ -43,7 +51,7 @@ export const keyRoutes = {
     operationId: "listKeys",
     tags: ["keys"],
     summary: "Every key (admin), or the calling key itself",
-    responses: { 200: jsonOf("the keys (no secret, no hash)", z.object({ keys: z.array(KeyView) })), ...errors },
+    responses: { 200: jsonOf("the keys (no secret, no hash)", z.object({ keys: z.array(KeyView) })), ...keyErrors },
   }),
   get: createRoute({
     method: "get",
@@ -52,7 +60,7 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: "One key (admin: any; another key: itself)",
     request: { params: IdPath },
-    responses: { 200: jsonOf("the key", KeyView), ...notFound("key"), ...errors },
+    responses: { 200: jsonOf("the key (no secret, no hash)", KeyView), ...seenBy, ...keyErrors },
   }),
   update: createRoute({
     method: "patch",
@@ -61,25 +69,32 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: "Change a key's label, scopes, quota, budget, rate or expiry (admin; null removes a limit); a key cannot raise its own",
     request: { params: IdPath, body: jsonBody(UpdateKeyRequest) },
-    responses: { 200: jsonOf("the key as changed", KeyView), ...notFound("key"), ...errors, ...adminOnly, ...lastAdmin, ...bodyErrors },
+    responses: {
+      200: jsonOf("the key as changed", KeyView),
+      ...notFound("key"),
+      ...errors,
+      403: error("FORBIDDEN: only an admin key may change a key, and no key may raise its own scopes or limits"),
+      409: conflicts.update,
+      ...bodyErrors,
+    },
   }),
   rotate: createRoute({
     method: "post",
     path: "/{id}/rotate",
     operationId: "rotateKey",
     tags: ["keys"],
-    summary: "A new secret for a key (admin: any; another key: itself); the old secrets keep working for graceSeconds (default 3600), then are a 401",
+    summary: `A new secret for a key (admin: any; another key: itself); the old secrets keep working for graceSeconds (default ${KEY_LIMITS.defaultGraceSeconds}), then are a 401`,
     request: { params: IdPath, body: jsonBody(RotateKeyRequest) },
-    responses: { 200: jsonOf("the key and its new secret", Created), ...notFound("key"), ...errors, ...lastAdmin, ...bodyErrors },
+    responses: { 200: shownOnce("the key and its new secret"), ...seenBy, ...keyErrors, 409: conflicts.rotate, ...bodyErrors },
   }),
   revoke: createRoute({
     method: "delete",
     path: "/{id}",
     operationId: "revokeKey",
     tags: ["keys"],
-    summary: "Revoke a key (admin): every request with it is a 401 from then on, on every API instance within KEY_CHANGE_SECONDS; its usage and records are kept",
+    summary: `Revoke a key (admin): every request with it is a 401 from then on, on every API instance within ${KEY_CHANGE_SECONDS} s; its usage and records are kept`,
     request: { params: IdPath },
-    responses: { 200: jsonOf("the key, revoked", KeyView), ...notFound("key"), ...errors, ...adminOnly, ...lastAdmin },
+    responses: { 200: jsonOf("the key, revoked", KeyView), ...notFound("key"), ...errors, ...adminOnly, 409: conflicts.revoke },
   }),
   events: createRoute({
     method: "get",
