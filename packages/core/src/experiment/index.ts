@@ -8,3 +8,4 @@ export * from "./run.ts";
 export * from "./queued-runner.ts";
 export { evalSet } from "./unit.ts";
 export * from "./environment.ts";
+export * from "./artifacts.ts";
