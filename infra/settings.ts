@@ -35,3 +35,12 @@ export const COORDINATOR_SLICE_MS = 9 * 60_000;
 export function memoryGb(memory: `${number} MB`): number {
   return Number(memory.split(" ")[0]) / 1024;
 }
+
+/**
+ * The base models the GPU endpoint serves, declared once: each from its folder on the instance
+ * (`folder`), with what the API lists of it (`GET /v1/models`: ServedModel in packages/core, whose
+ * defaults price a model that names no price). An experiment's `model` names one of them.
+ */
+export const SERVED_MODELS = [
+  { name: "qwen2.5-0.5b-instruct", folder: "/opt/harness-s/models/current", parameters: 494_032_768, contextTokens: 32_768, chatTemplate: "chatml" },
+] as const;

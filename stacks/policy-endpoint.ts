@@ -5,12 +5,13 @@
  * One instance, one task, by design: the worker keeps open episodes (their KV caches) and the
  * LoRA adapters of the run's policies in memory, so two replicas behind one balancer would each
  * see half of an episode. Checkpoints and the model folder live on the instance's disk (/models
- * mounted read-only, /state for checkpoints), so a restarted task continues from its checkpoints.
+ * (SERVED_MODELS in infra/settings.ts) mounted read-only, /state for checkpoints), so a restarted
+ * task continues from its checkpoints.
  *
  * The Lambdas get its URL and bearer token through `link`; the PolicyEndpointUrl secret, when set,
  * overrides the URL (an endpoint run elsewhere).
  */
-import { GPU_ENDPOINT } from "./policy-endpoint-settings";
+import { GPU_ENDPOINT, endpointModel } from "./policy-endpoint-settings";
 
 export function policyGpuEndpoint(token: sst.Secret) {
   const region = aws.getRegionOutput();
@@ -74,7 +75,7 @@ function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: aws.ec2.Sub
     blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: 200, volumeType: "gp3" } }],
     userData: cluster.name.apply((name) =>
       Buffer.from(
-        `#!/bin/bash\necho ECS_CLUSTER=${name} >> /etc/ecs/ecs.config\necho ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config\nmkdir -p ${GPU_ENDPOINT.modelDir} /opt/harness-s/state\n`,
+        `#!/bin/bash\necho ECS_CLUSTER=${name} >> /etc/ecs/ecs.config\necho ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config\nmkdir -p ${endpointModel().folder} /opt/harness-s/state\n`,
       ).toString("base64"),
     ),
   });
@@ -120,7 +121,7 @@ function workerTask(token: sst.Secret, region: Region) {
     networkMode: "bridge",
     executionRoleArn: executionRole.arn,
     volumes: [
-      { name: "models", hostPath: GPU_ENDPOINT.modelDir },
+      { name: "models", hostPath: endpointModel().folder },
       { name: "state", hostPath: "/opt/harness-s/state" },
     ],
     containerDefinitions: $jsonStringify([
@@ -132,10 +133,10 @@ function workerTask(token: sst.Secret, region: Region) {
         resourceRequirements: [{ type: "GPU", value: "1" }],
         portMappings: [{ containerPort: GPU_ENDPOINT.port, hostPort: GPU_ENDPOINT.port, protocol: "tcp" }],
         // The image's entrypoint binds 0.0.0.0:8700 and keeps checkpoints in /state (packages/policy-worker/Dockerfile).
-        command: ["--model", "/models", "--device", "cuda"],
+        command: ["--model", `/models/${endpointModel().name}`, "--device", "cuda"],
         secrets: [{ name: "HARNESS_S_WORKER_TOKEN", valueFrom: tokenSecret.arn }],
         mountPoints: [
-          { sourceVolume: "models", containerPath: "/models", readOnly: true },
+          { sourceVolume: "models", containerPath: `/models/${endpointModel().name}`, readOnly: true },
           { sourceVolume: "state", containerPath: "/state" },
         ],
         logConfiguration: { logDriver: "awslogs", options: { "awslogs-group": logs.name, "awslogs-region": region.name, "awslogs-stream-prefix": "worker" } },

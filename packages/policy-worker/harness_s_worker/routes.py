@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from .errors import WorkerError
 from .facade import Facade
+from .model_card import model_card
 from .names import NotServed
 from .policies import Policies, Policy
 from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
@@ -86,6 +87,7 @@ def health_routes(served: Served) -> APIRouter:
             "protocol": 2,
             "pid": os.getpid(),
             "model": served.model_name,
+            "base": model_card(policies.adapted.base, policies.tokenizer, policies.adapted.max_context()),
             "policies": len(policies.policies),
             "device": str(next(policies.adapted.base.parameters()).device),
             "sampler": {

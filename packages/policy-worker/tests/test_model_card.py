@@ -1,0 +1,20 @@
+from conftest import SPEC
+
+from harness_s_worker.model_card import template_family
+from harness_s_worker.tiny import CHAT_TEMPLATE
+
+
+def test_healthz_says_the_base_models_size_context_and_template_family_and_no_adapter_counts(client):
+    before = client.get("/healthz").json()["base"]
+    expected = sum(p.numel() for p in client.policies.adapted.base.parameters())
+    assert before == {"parameters": expected, "context": 4096, "chat_template": "chatml"}
+    assert client.put("/v2/policies/p1", json=SPEC).status_code == 201
+    assert client.get("/healthz").json()["base"] == before
+
+
+def test_template_families_by_their_markers():
+    assert template_family(CHAT_TEMPLATE) == "chatml"
+    assert template_family("<|start_header_id|>{{ role }}<|end_header_id|><|im_start|>") == "llama3"
+    assert template_family("[INST] {{ content }} [/INST]") == "mistral"
+    assert template_family("<start_of_turn>user") == "gemma"
+    assert template_family(None) == "other"
