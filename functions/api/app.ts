@@ -13,6 +13,7 @@ import { experimentsApp } from "./routes/experiments.ts";
 import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
 import { policyEndpointsApp } from "./routes/policy-endpoints.ts";
 import { keysApp } from "./routes/keys.ts";
+import { modelsApp } from "./routes/models.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
 import { quotesApp } from "./routes/quotes.ts";
@@ -44,6 +45,7 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
     .route("/v1/rescues", rescuesApp(deps))
     .route("/v1/policy-endpoints", policyEndpointsApp(deps))
     .route("/v1/experiments", experimentsApp(deps))
+    .route("/v1/models", modelsApp(deps))
     .route("/v1/quotes", quotesApp(deps))
     .route("/v1/gateway", gatewayApp(deps))
     .route("/v1/keys", keysApp(deps))

@@ -6,11 +6,14 @@ import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
 import { Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
+import { EMBEDDED_ONLY } from "@harness-s/core/experiment";
+import { ServedModels, servedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import { CallerPolicyRunners, DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
+import { SERVED_MODELS } from "../../infra/settings.ts";
 import { withApiCaches, type ApiDeps } from "./deps.ts";
 import { gatewaySettings } from "./gateway-setup.ts";
 
@@ -47,6 +50,8 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock, builtin: builtinEnvironments() }),
     prices: Prices.parse({}),
     priceList: config.priceList,
+    // The GPU endpoint's models (the stacks serve SERVED_MODELS); experiments on the embedded suite.
+    offers: servedOffers(ServedModels.parse(SERVED_MODELS), EMBEDDED_ONLY),
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),
     clock,
     newId: (kind = "dec") => `${kind}_${randomUUID()}`,

@@ -3,6 +3,7 @@ import { decisionRoutes } from "./decisions.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { gatewayRoutes } from "./gateway.ts";
 import { keyRoutes } from "./keys.ts";
+import { modelRoutes } from "./models.ts";
 import { policyEndpointRoutes } from "./policy-endpoints.ts";
 import { poolRoutes } from "./pools.ts";
 import { profileRoutes } from "./profiles.ts";
@@ -19,6 +20,7 @@ export const ROUTES = {
   "/v1/rescues": rescueRoutes,
   "/v1/policy-endpoints": policyEndpointRoutes,
   "/v1/experiments": experimentRoutes,
+  "/v1/models": modelRoutes,
   "/v1/quotes": quoteRoutes,
   "/v1/gateway": gatewayRoutes,
   "/v1/keys": keyRoutes,
