@@ -82,7 +82,7 @@ describe("the OpenAPI document", () => {
       ["/v1/keys/{id}", "get", "getKey", ["200", "401", "404", "429"], false],
       ["/v1/keys/{id}", "patch", "updateKey", ["200", "400", "401", "403", "404", "409", "429"], true],
       ["/v1/keys/{id}", "delete", "revokeKey", ["200", "401", "403", "404", "409", "429"], true],
-      ["/v1/keys/{id}/rotate", "post", "rotateKey", ["200", "400", "401", "404", "409", "429"], false],
+      ["/v1/keys/{id}/rotate", "post", "rotateKey", ["200", "400", "401", "403", "404", "409", "429"], true],
       ["/v1/keys/{id}/events", "get", "listKeyEvents", ["200", "401", "403", "404", "429"], true],
     ];
     for (const [path, method, operationId, statuses, forbids] of expected) {

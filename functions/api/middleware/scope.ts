@@ -67,6 +67,21 @@ export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): M
 }
 
 /**
+ * A route on one key (`/v1/keys/{id}/rotate`): the key itself, or a key with `scope`; checked,
+ * like {@link requireScope}, before any body is read, and then let in and metered.
+ */
+export function requireSelfOr(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scope: Scope): MiddlewareHandler<KeyEnv> {
+  return async (c, next) => {
+    const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
+    if (key.id !== c.req.param("id")) ensureScope(key, scope);
+    await admit(key, deps);
+    c.set("key", key);
+    c.set("meteredKey", key);
+    await next();
+  };
+}
+
+/**
  * A known key, whatever its scopes, let in and metered like any request (`/v1/keys`: what each
  * key may do there is the use-case's to say: an admin anything, another key itself).
  */

@@ -41,7 +41,7 @@ export const accountRoutes = {
       "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute, cost of goods), quota and budget; with from and to, by UTC day; reading it is not metered",
     description: "Without parameters: the totals. With `from` and `to` (and only then any other): by UTC day.",
     request: { query: UsageQuery },
-    responses: { 200: jsonOf("usage", Usage), 400: errors[400], 401: errors[401], 403: errors[403], 503: errors[503] },
+    responses: { 200: jsonOf("usage", Usage), 400: errors[400], 401: errors[401], 403: errors[403], 429: errors[429], 503: errors[503] },
   }),
   usageExport: createRoute({
     method: "get",
@@ -55,6 +55,7 @@ export const accountRoutes = {
       400: errors[400],
       401: errors[401],
       403: errors[403],
+      429: errors[429],
       503: errors[503],
     },
   }),

@@ -19,7 +19,7 @@ import {
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
-import { anyKey } from "../middleware/scope.ts";
+import { anyKey, requireScope, requireSelfOr } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
 const Created = z.object({ key: KeyView, secret: z.string().describe("the key's secret: shown this once, kept nowhere (only its hash is stored)") });
@@ -85,7 +85,14 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: `A new secret for a key (admin: any; another key: itself); the old secrets keep working for graceSeconds (default ${KEY_LIMITS.defaultGraceSeconds}), then are a 401`,
     request: { params: IdPath, body: jsonBody(RotateKeyRequest) },
-    responses: { 200: shownOnce("the key and its new secret"), ...seenBy, ...keyErrors, 409: conflicts.rotate, ...bodyErrors },
+    responses: {
+      200: shownOnce("the key and its new secret"),
+      404: error("no such key (an admin's rotation of an id no key has)"),
+      ...keyErrors,
+      403: error("FORBIDDEN: a key that is not an admin may rotate only itself (checked before the body is read)"),
+      409: conflicts.rotate,
+      ...bodyErrors,
+    },
   }),
   revoke: createRoute({
     method: "delete",
@@ -109,12 +116,18 @@ export const keyRoutes = {
 
 export const keysApp = (deps: ApiDeps) => {
   const keyDeps = { keys: deps.keys, events: deps.keyEvents, clock: deps.clock, newId: (kind: string) => deps.newId(kind as "key") };
-  return $(apiRouter().use(anyKey(deps)))
-    .openapi(withMiddleware(keyRoutes.create, readBody(deps, CreateKeyRequest)), async (c) => c.json(await createKey(c.var.body, c.var.key, keyDeps), 201))
-    .openapi(keyRoutes.list, async (c) => c.json({ keys: await listKeys(c.var.key, keyDeps) }, 200))
-    .openapi(keyRoutes.get, async (c) => c.json(await getKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
-    .openapi(withMiddleware(keyRoutes.update, readBody(deps, UpdateKeyRequest)), async (c) => c.json(await updateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200))
-    .openapi(withMiddleware(keyRoutes.rotate, readBody(deps, RotateKeyRequest)), async (c) => c.json(await rotateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200))
-    .openapi(keyRoutes.revoke, async (c) => c.json(await revokeKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
-    .openapi(keyRoutes.events, async (c) => c.json({ events: await keyEvents(c.req.valid("param").id, c.var.key, keyDeps) }, 200));
+  // Who may ask is checked before any body is read: an admin key for what only admins do, the key itself (or an admin) to rotate it.
+  const admin = requireScope(deps, "admin");
+  return $(apiRouter())
+    .openapi(withMiddleware(keyRoutes.create, admin, readBody(deps, CreateKeyRequest)), async (c) => c.json(await createKey(c.var.body, c.var.key, keyDeps), 201))
+    .openapi(withMiddleware(keyRoutes.list, anyKey(deps)), async (c) => c.json({ keys: await listKeys(c.var.key, keyDeps) }, 200))
+    .openapi(withMiddleware(keyRoutes.get, anyKey(deps)), async (c) => c.json(await getKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
+    .openapi(withMiddleware(keyRoutes.update, admin, readBody(deps, UpdateKeyRequest)), async (c) =>
+      c.json(await updateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200),
+    )
+    .openapi(withMiddleware(keyRoutes.rotate, requireSelfOr(deps, "admin"), readBody(deps, RotateKeyRequest)), async (c) =>
+      c.json(await rotateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200),
+    )
+    .openapi(withMiddleware(keyRoutes.revoke, admin), async (c) => c.json(await revokeKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
+    .openapi(withMiddleware(keyRoutes.events, admin), async (c) => c.json({ events: await keyEvents(c.req.valid("param").id, c.var.key, keyDeps) }, 200));
 };
