@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { acceptanceChecks } from "../../packages/cli/src/report/stats.ts";
+import { acceptanceChecks } from "@harness-s/adapters/report";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 
 /** harness-s at 0.9 on every seed; both baselines at 0.5 except on `lossSeeds`, where they reach 1.0. */

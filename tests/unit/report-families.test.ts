@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ExperimentSummary } from "@harness-s/core/experiment";
-import { byFamily, pairedByGroup, renderFamilies } from "../../packages/cli/src/report/families.ts";
+import { byFamily, pairedByGroup, renderFamilies } from "@harness-s/adapters/report";
 import { makeArmSeed, makeSummary } from "../factories.ts";
 
 describe("held-out breakdown by task family", () => {

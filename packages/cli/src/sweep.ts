@@ -1,6 +1,6 @@
 import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
-import { arm, paired, signed } from "./report/stats.ts";
+import { arm, paired, signed } from "@harness-s/adapters/report";
 
 export interface SweepPoint {
   axis: "cueRate" | "cueStrength";

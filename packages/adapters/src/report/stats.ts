@@ -37,6 +37,8 @@ export function meanStd(a: ArmSummary, metric: Metric): { mean: number; std: num
 
 export const pts = (x: number) => (100 * x).toFixed(1);
 export const signed = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
+/** A 95% interval in signed points, "—" when it is not finite (fewer than two seeds). */
+export const interval = ([lo, hi]: [number, number]) => (Number.isFinite(lo) ? `${signed(lo)} to ${signed(hi)}` : "—");
 
 export interface Check {
   name: string;

@@ -7,7 +7,7 @@ import { prepareOutDir } from "../out-dir.ts";
 import { readJsonFile } from "@harness-s/envs";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
-import { PoolsFile } from "../report/harm.ts";
+import { PoolsFile } from "@harness-s/adapters/report";
 import { mergeSweepParts } from "../sweeps.ts";
 import { StartRow, startTableSection } from "../suite-lm/compare.ts";
 

@@ -1,34 +1,15 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ExperimentSummary } from "@harness-s/core/experiment";
+import { acceptanceChecks, panels, protocolNote, pts, renderPng, summaryPlots } from "@harness-s/adapters/report";
 import type { SweepResult } from "../sweep.ts";
-import { lineChart, panels, renderPng } from "./plots.ts";
 import { pairedSweepPlot } from "./paired-sweeps.ts";
 import type { PairedSweep } from "../sweeps.ts";
-import { acceptanceChecks, protocolNote, pts } from "./stats.ts";
 
 /** curves.png, utilities.png and, with sweeps, sweep.png and sweep-<kind>.png in `dir`. */
 export async function writePlots(dir: string, s: ExperimentSummary, sweep?: SweepResult, pairedSweeps: readonly PairedSweep[] = []): Promise<void> {
   for (const p of pairedSweeps) await writeFile(join(dir, `sweep-${p.kind}.png`), await renderPng(pairedSweepPlot(p)));
-  const curves = s.arms.flatMap((a) => a.perSeed.flatMap((p) => p.curve.map((c) => ({ arm: a.name, seed: p.seed, step: c.step, avg: c.h0TrainAvgAt3 }))));
-  await writeFile(
-    join(dir, "curves.png"),
-    await renderPng(lineChart("H0 Avg@3 on train tasks over training (mean ± std over seeds)", curves, "step", "avg", "arm", "H0 Avg@3", true)),
-  );
-  const hs = s.arms.find((a) => a.name === "harness-s");
-  const utilRows = (hs?.perSeed ?? []).flatMap((p) =>
-    p.utilities.flatMap((u) =>
-      Object.entries(u.values)
-        .filter(([id, v]) => v !== null && p.siblingDirections[id])
-        .map(([id, v]) => ({ direction: p.siblingDirections[id], step: u.step, utility: v })),
-    ),
-  );
-  await writeFile(
-    join(dir, "utilities.png"),
-    await renderPng(
-      lineChart("Rescue utility by repair direction over harness-s training (mean over seeds' siblings)", utilRows, "step", "utility", "direction", "rescue success rate"),
-    ),
-  );
+  for (const p of await summaryPlots(s)) await writeFile(join(dir, p.name), p.png);
   if (sweep) {
     const rowsFor = (axis: string) =>
       sweep.points

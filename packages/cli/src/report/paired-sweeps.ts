@@ -1,10 +1,7 @@
 import { mean } from "@harness-s/core/metrics";
 import type { TopLevelSpec } from "vega-lite";
 import { pointDiff, type PairedSweep, type PairedSweepPoint } from "../sweeps.ts";
-import { panels } from "./plots.ts";
-import { pts, signed } from "./stats.ts";
-
-const interval = ([lo, hi]: [number, number]) => (Number.isFinite(lo) ? `${signed(lo)} to ${signed(hi)}` : "—");
+import { interval, panels, pts, signed } from "@harness-s/adapters/report";
 
 function diffCell(p: PairedSweepPoint, field: "train" | "heldout"): string {
   const d = pointDiff(p, field);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ArmSummary, ExperimentSummary } from "@harness-s/core/experiment";
-import { pairedBy, pts, signed } from "../report/stats.ts";
+import { pairedBy, pts, signed } from "@harness-s/adapters/report";
 
 /** Whose validation score a tuning round maximises: harness-s's own, or a baseline's. */
 export const TuningObjective = z.enum(["harness-s", "grpo-budget", "grpo"]);
