@@ -9,3 +9,4 @@ export * from "./queued-runner.ts";
 export { evalSet } from "./unit.ts";
 export * from "./environment.ts";
 export * from "./artifacts.ts";
+export * from "./report-artifacts.ts";
