@@ -14,7 +14,7 @@ export const GPU_ENDPOINT = {
 
 /**
  * The model the endpoint's worker serves, from the served models (infra/settings.ts): its folder on
- * the instance is mounted read-only at `/models/<name>`, the worker's name for it. One worker
+ * the instance is mounted read-only at `/models`, served under its name. One worker
  * process holds one base model and the endpoint runs one worker on its one GPU, so the list must
  * name exactly one model here.
  */

@@ -133,10 +133,10 @@ function workerTask(token: sst.Secret, region: Region) {
         resourceRequirements: [{ type: "GPU", value: "1" }],
         portMappings: [{ containerPort: GPU_ENDPOINT.port, hostPort: GPU_ENDPOINT.port, protocol: "tcp" }],
         // The image's entrypoint binds 0.0.0.0:8700 and keeps checkpoints in /state (packages/policy-worker/Dockerfile).
-        command: ["--model", `/models/${endpointModel().name}`, "--device", "cuda"],
+        command: ["--model", "/models", "--served-model-name", endpointModel().name, "--device", "cuda"],
         secrets: [{ name: "HARNESS_S_WORKER_TOKEN", valueFrom: tokenSecret.arn }],
         mountPoints: [
-          { sourceVolume: "models", containerPath: `/models/${endpointModel().name}`, readOnly: true },
+          { sourceVolume: "models", containerPath: "/models", readOnly: true },
           { sourceVolume: "state", containerPath: "/state" },
         ],
         logConfiguration: { logDriver: "awslogs", options: { "awslogs-group": logs.name, "awslogs-region": region.name, "awslogs-stream-prefix": "worker" } },

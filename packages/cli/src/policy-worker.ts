@@ -36,10 +36,11 @@ export interface WorkerOptions {
   /**
    * The worker's own limits and settings, passed on as its flags (`maxEpisodes` → `--max-episodes`;
    * `chatTemplate`: a Jinja file used instead of the model's template; `chatPrompts`: `render` to
-   * render every chat request whole, as vLLM does, instead of continuing its episode).
+   * render every chat request whole, as vLLM does, instead of continuing its episode;
+   * `servedModelName`: the name policies give the model, default the folder's).
    */
   tuning?: Partial<
-    Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts", string | number>
+    Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts" | "servedModelName", string | number>
   >;
   /** Longest wait for `GET /healthz` to answer 200. */
   readyTimeoutMs?: number;

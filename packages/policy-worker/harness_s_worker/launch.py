@@ -53,6 +53,11 @@ def watch_parent(parent: int, before_exit: Callable[[], None]) -> None:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="harness_s_worker", description="Harness-S reference policy worker (protocol v2)")
     ap.add_argument("--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)")
+    ap.add_argument(
+        "--served-model-name",
+        default=None,
+        help="the name the model is served under: policies name it as their base_model and /healthz reports it (default: the model folder's name, or tiny)",
+    )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--token", default=os.environ.get("HARNESS_S_WORKER_TOKEN"), help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)")

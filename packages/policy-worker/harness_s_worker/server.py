@@ -131,8 +131,10 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
     return app
 
 
-def build(model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None, chat_template: str | None = None) -> tuple[Policies, str]:
-    """The policies over `model` ('tiny' or a model folder); `chat_template` replaces the model's own."""
+def build(
+    model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None, chat_template: str | None = None, served_name: str | None = None
+) -> tuple[Policies, str]:
+    """The policies over `model` ('tiny' or a model folder), named `served_name` (default: the folder's name, or tiny); `chat_template` replaces the model's own."""
     base: torch.nn.Module
     if model == "tiny":
         tiny, tokenizer = build_tiny(0)
@@ -144,7 +146,7 @@ def build(model: str, state_dir: Path, device: str, limits: Limits | None = None
         tokenizer.chat_template = chat_template
     base.eval()
     state_dir.mkdir(parents=True, exist_ok=True)
-    name = "tiny" if model == "tiny" else Path(model).name
+    name = served_name or ("tiny" if model == "tiny" else Path(model).name)
     policies = Policies(base, tokenizer, state_dir, limits, model_name=name, tool_parser=tool_parser)
     restored = restore_policies(policies.state_dir, policies.create, log)
     if restored:
@@ -158,7 +160,7 @@ def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
     limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
     try:
         template = args.chat_template.read_text() if args.chat_template else None
-        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser, template)
+        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser, template, args.served_model_name)
     except (OSError, ValueError) as err:  # not a model folder, weights or a tokenizer missing or unreadable
         ap.error(f"--model {args.model}: cannot be loaded ({type(err).__name__}: {err})")
 

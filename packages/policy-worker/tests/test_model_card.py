@@ -18,3 +18,15 @@ def test_template_families_by_their_markers():
     assert template_family("[INST] {{ content }} [/INST]") == "mistral"
     assert template_family("<start_of_turn>user") == "gemma"
     assert template_family(None) == "other"
+
+
+def test_a_served_name_is_the_models_name_for_policies_and_healthz(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from harness_s_worker.server import build, create_app
+
+    policies, name = build("tiny", tmp_path, "cpu", served_name="a")
+    with TestClient(create_app(policies, model_name=name)) as c:
+        assert c.get("/healthz").json()["model"] == "a"
+        assert c.put("/v2/policies/p1", json={**SPEC, "base_model": "a"}).status_code == 201
+        assert c.put("/v2/policies/p2", json=SPEC).status_code == 400
