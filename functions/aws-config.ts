@@ -36,6 +36,8 @@ export const AwsConfig = z.object({
    * loopback, unspecified, multicast and broadcast addresses stay refused whatever it holds.
    */
   endpointCidrs: EndpointCidrs.default([]),
+  /** The bucket of experiments' reports and plots: the coordinator's `Reports` (write), the API's `ReportsRead` (read); absent: none kept. */
+  reportBucket: z.string().min(1).optional(),
   /** The LLM proposer of pool evolutions (the `PoolProposer` secret, JSON; its key `LlmApiKey`); absent: the template proposer. */
   poolProposer: PoolProposerConfig.optional(),
   /**
@@ -74,6 +76,7 @@ export function awsConfigFromResources(): AwsConfig {
     priceList: jsonSecret("PriceList", secret("PriceList")),
     endpointCidrs: jsonSecret("EndpointCidrs", secret("EndpointCidrs")),
     poolProposer: jsonSecret("PoolProposer", secret("PoolProposer")),
+    reportBucket: linked("Reports")?.name ?? linked("ReportsRead")?.name,
     bootstrapAdminKeyHash: secret("BootstrapAdminKeyHash"),
     memoryGb: Number(process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024) / 1024,
   });

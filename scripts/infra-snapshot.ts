@@ -43,7 +43,8 @@ async function main() {
           format: "esm",
           outfile: join(dir, "index.mjs"),
           logLevel: "silent",
-          external: ["@aws-sdk/*"],
+          // What the function installs beside its bundle (a native addon) stays out of it, as `sst deploy` does.
+          external: ["@aws-sdk/*", ...Object.keys((params[0].properties as { install?: Record<string, string> } | undefined)?.install ?? {})],
         });
         builds.push(handler);
         reply({ handler: `index.${handler.slice(handler.lastIndexOf(".") + 1)}`, out: dir, errors: [], sourcemaps: [] });

@@ -1,4 +1,5 @@
 import { policyGpuEndpoint } from "./policy-endpoint";
+import { reportStorage } from "./reports";
 import { storage } from "./storage";
 import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "../infra/settings";
 
@@ -7,10 +8,12 @@ import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS 
  * partial batch responses; the router API as a Function URL; the secrets for the policy
  * endpoint and LLM voters, given to the functions that use them through `link`; and, unless
  * `gpuEndpoint` is false, the managed GPU endpoint that serves the policy (stacks/policy-endpoint.ts),
- * linked to dispatch and the coordinator.
+ * linked to dispatch and the coordinator; the bucket of experiments' reports (stacks/reports.ts),
+ * written by the coordinator and read by the API.
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
+  const reports = reportStorage();
   const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs, poolProposer, bootstrapAdminKeyHash } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
@@ -25,9 +28,17 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const dispatchQueue = queue("Dispatch", WORKERS.dispatch);
   const coordinatorQueue = queue("Coordinator", WORKERS.coordinator);
 
-  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[], maximumConcurrency?: number) =>
+  /** `install`: packages put beside the bundle instead of in it (native addons). */
+  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[], maximumConcurrency?: number, install?: string[]) =>
     q.subscribe(
-      { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link: [...link, t.Usage, t.UsageDays] },
+      {
+        handler: w.handler,
+        runtime: LAMBDA_RUNTIME,
+        timeout: w.timeout,
+        memory: w.memory,
+        link: [...link, t.Usage, t.UsageDays],
+        ...(install ? { nodejs: { install } } : {}),
+      },
       {
         batch: { size: w.batch, partialResponses: true },
         ...(maximumConcurrency
@@ -48,26 +59,35 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], DISPATCH_CONCURRENCY);
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
-  subscribe(coordinatorQueue, WORKERS.coordinator, [
-    t.Experiments,
-    t.ExperimentSteps,
-    t.PoolEvolutions,
-    t.PolicyEndpoints,
-    t.Profiles,
-    endpointCidrs,
-    poolProposer,
-    t.Pools,
-    t.Rollouts,
-    t.Ballots,
-    dispatchQueue,
-    voteQueue,
+  // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
+  subscribe(
     coordinatorQueue,
-    ...policy,
-    ...panel,
-  ]);
+    WORKERS.coordinator,
+    [
+      t.Experiments,
+      t.ExperimentSteps,
+      t.PoolEvolutions,
+      t.PolicyEndpoints,
+      t.Profiles,
+      endpointCidrs,
+      poolProposer,
+      t.Pools,
+      t.Rollouts,
+      t.Ballots,
+      dispatchQueue,
+      voteQueue,
+      coordinatorQueue,
+      reports.bucket,
+      ...policy,
+      ...panel,
+    ],
+    undefined,
+    ["@resvg/resvg-js"],
+  );
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
-  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel]);
+  // Reports: the API reads them (ReportsRead), the coordinator above writes them.
+  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, reports.read, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel]);
 
   return {
     api: api.url,

@@ -1,3 +1,4 @@
+import { S3Client } from "@aws-sdk/client-s3";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import {
   CallerPolicyRunners,
@@ -11,6 +12,7 @@ import {
   DynamoRolloutStore,
   DynamoUsageMeter,
   RemotePolicy,
+  S3ExperimentArtifacts,
   SqsQueue,
   TokenTrainer,
   policyProtocol,
@@ -18,6 +20,7 @@ import {
   tokenUnitPolicies,
   workerPolicyId,
 } from "@harness-s/adapters";
+import { renderExperimentReport } from "@harness-s/adapters/report";
 import { TextEnvironment } from "@harness-s/envs";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
@@ -50,6 +53,8 @@ export const handler = createCoordinatorHandler({
   clock: systemClock,
   metering,
   leaseMs: 16 * 60_000,
+  // A finished run's report and plots go to the Reports bucket (the API reads them there).
+  ...(config.reportBucket ? { reports: { artifacts: new S3ExperimentArtifacts(new S3Client({}), config.reportBucket), render: renderExperimentReport } } : {}),
   ...(config.queues.coordinator ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) } : {}),
   prepare: async (record) => {
     if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");

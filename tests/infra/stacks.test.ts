@@ -212,6 +212,41 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.coordinator.handler, WORKERS.vote.handler].sort());
   });
 
+  it("keeps experiments' reports in one private bucket: the coordinator linked to write it, the API to read it only, no other function to either (issue 57)", () => {
+    // Prepare: the bucket, blocked from public access, no CORS (nothing in a browser reads it directly).
+    const bucket = one("aws:s3/bucket:Bucket", "ReportsBucket");
+    const block = one("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "ReportsPublicAccessBlock").inputs;
+    expect([block.blockPublicAcls, block.blockPublicPolicy, block.ignorePublicAcls, block.restrictPublicBuckets]).toEqual([true, true, true, true]);
+    expect(ofType("aws:s3/bucketCorsConfiguration:BucketCorsConfiguration").filter((c) => c.name.startsWith("Reports"))).toEqual([]);
+    // Assess: what each handler is given (the bucket's name under Reports to write, ReportsRead to read).
+    const linked = (name: string) =>
+      Object.entries(links)
+        .filter(([, l]) => name in l)
+        .map(([handler]) => handler);
+    expect(linked("Reports")).toEqual([WORKERS.coordinator.handler]);
+    expect(linked("ReportsRead")).toEqual(["functions/api/lambda.handler"]);
+    expect(links[WORKERS.coordinator.handler]!.Reports).toMatchObject({ name: bucket.inputs.bucket });
+    expect(links["functions/api/lambda.handler"]!.ReportsRead).toMatchObject({ name: bucket.inputs.bucket });
+    // And what IAM grants: objects written by the coordinator only; read and listed by it and the API; nothing for the others.
+    const s3Grants = (action: string) =>
+      ofType("aws:iam/role:Role")
+        .map((r) => r.name)
+        .filter((role) => /^(ApiRole|\w+QueueSubscriber\w*FunctionRole)$/.test(role))
+        .filter((role) => grants(role, action).includes("ReportsBucket"))
+        .map((role) => role.replace(/QueueSubscriber\w*FunctionRole$/, ""))
+        .sort();
+    expect(s3Grants("s3:PutObject")).toEqual(["Coordinator"]);
+    expect(s3Grants("s3:DeleteObject")).toEqual(["Coordinator"]);
+    expect(s3Grants("s3:GetObject")).toEqual(["ApiRole", "Coordinator"]);
+    expect(s3Grants("s3:ListBucket")).toEqual(["ApiRole", "Coordinator"]);
+    expect(policyOf("ApiRole").filter((st) => st.actions.some((a) => a.startsWith("s3:")))).toEqual([
+      expect.objectContaining({ actions: ["s3:GetObject", "s3:ListBucket"], resources: [expect.stringMatching(/:ReportsBucket$/), expect.stringMatching(/:ReportsBucket\/\*$/)] }),
+    ]);
+    // The coordinator renders the plots with resvg, a native addon: installed beside its bundle
+    // (else esbuild cannot bundle the handler and "bundles every handler" above fails).
+    expect(builds).toContain(WORKERS.coordinator.handler);
+  });
+
   it("runs the policy worker as one ECS task on one GPU instance, behind a balancer that checks /healthz", () => {
     // The instance: the ECS GPU AMI, one instance (min = max = 1), joined to the cluster with GPU support.
     const launch = one("aws:ec2/launchTemplate:LaunchTemplate", "PolicyLaunchTemplate").inputs;
