@@ -3,6 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { PriceList, Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
+import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
 import {
   CallerPolicyRunners,
@@ -57,6 +58,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * and roll out off the event loop of a process that also serves the API (`harness-s serve`).
    */
   workersOn?: WorkersThreadSpec;
+  /** What experiments may run on (the environments and models this stack's workers run); none: the embedded suite with its own policy. */
+  offers?: ServedOffers;
 }
 
 /**
@@ -132,6 +135,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
+      ...(opts.offers ? { offers: opts.offers } : {}),
     };
     return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };
   } catch (err) {

@@ -1,7 +1,18 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { ArmName, EXPERIMENT_LIMITS, ExperimentRecord, ExperimentRequest, ExperimentStep, cancelExperiment, experimentStatus, startExperiment } from "@harness-s/core/experiment";
-import { NotFoundError } from "@harness-s/core";
+import {
+  ArmName,
+  EXPERIMENT_LIMITS,
+  ExperimentRecord,
+  ExperimentRequest,
+  ExperimentStep,
+  cancelExperiment,
+  ensureOffered,
+  experimentStatus,
+  startExperiment,
+  type ExperimentOffers,
+} from "@harness-s/core/experiment";
+import { NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
@@ -33,6 +44,22 @@ const ExperimentMetrics = z.object({ id: z.string(), status: record.status, resu
 const StepsQuery = z.object({ arm: ArmName.optional(), seed: z.coerce.number().int().min(0).optional() });
 const forThisKey = notFound("experiment for this key");
 
+/**
+ * A caller's environment checked before anything is recorded or metered: offered here, its URL
+ * through the outbound guard (the check a rescue's environment gets), its tasks' committing tools
+ * under one name, and the pool it names the key's own.
+ */
+async function checkCallerEnv(req: ExperimentRequest, key: { id: string }, deps: ApiDeps, offers: ExperimentOffers | undefined): Promise<void> {
+  const env = req.env;
+  if (typeof env === "string") return;
+  ensureOffered(req, offers);
+  if (!deps.callers) throw new NotConfiguredError("experiments on a caller's environment are not deployed here");
+  await deps.callers.checkEnvironment({ kind: "openenv", url: env.url, ...(env.secretHeader ? { secretHeader: env.secretHeader } : {}) });
+  const submits = new Set(env.tasks.map((t) => t.tools.find((tool) => tool.submit)!.name));
+  if (submits.size > 1) throw new ValidationError("env.tasks", [`every task's committing tool must have one name; these have ${[...submits].join(", ")}`]);
+  if (env.poolId !== undefined && (await deps.pools.get(env.poolId))?.owner !== key.id) throw new NotFoundError("pool", env.poolId);
+}
+
 /** `/v1/experiments`: paired experiments run by the coordinator. */
 export const experimentRoutes = {
   start: createRoute({
@@ -41,8 +68,16 @@ export const experimentRoutes = {
     operationId: "startExperiment",
     tags: ["experiments"],
     summary: "Start a paired experiment (arms × seeds) with a rollout budget cap; the coordinator runs it",
+    description:
+      "`env` is where it runs: `embedded` (the default), a benchmark family this deployment runs (`dbbench`, `appworld`, `swe-gym`), or the caller's own OpenEnv server `{kind: \"openenv\", url, secretHeader?, tasks, poolId?}` with its tasks as data in the train, dev and held-out splits (each split at least one task). A caller's URL goes through the outbound guard before anything is recorded (URL_NOT_ALLOWED, 400); `poolId` names a pool the key evolved (`POST /v1/pools`; another key's is a 404), else one is evolved first on the dev split. An environment or model this deployment does not offer is a 400 naming what it runs; nothing is recorded or metered for a refused request.",
     request: { body: jsonBody(ExperimentRequest) },
-    responses: { 202: jsonOf("accepted: id, status, progress, cost so far", ExperimentStatus), ...overBudget, ...errors, ...bodyErrors },
+    responses: {
+      202: jsonOf("accepted: id, status, progress, cost so far", ExperimentStatus),
+      ...overBudget,
+      ...notFound("pool of this key (a caller's environment's poolId)"),
+      ...errors,
+      ...bodyErrors,
+    },
   }),
   get: createRoute({
     method: "get",
@@ -94,6 +129,7 @@ export const experimentsApp = (deps: ApiDeps) => {
       const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
       const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
+      await checkCallerEnv(req, key, deps, deps.offers);
       const started = await startExperiment(req, key.id, { ...deps, slots, quoting, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(started, deps.prices), 202);
     })

@@ -5,6 +5,7 @@ import { createPool, type PoolStore } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { ProfileStore } from "@harness-s/core/profile";
 import { hashSecret } from "@harness-s/core/access";
+import { servedOffers } from "@harness-s/core/models";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
@@ -15,6 +16,7 @@ import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
 import { SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
 import { familyFor } from "../families.ts";
+import { SERVE_EXPERIMENT_FAMILIES, experimentOffers } from "../runtime/experiment-setups.ts";
 
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
@@ -43,12 +45,15 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
   const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
-  const workersData: ServeWorkersData = { tasks, ...outbound, ...(panelDocument ? { panel: panelDocument } : {}) };
+  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model is served at a policy worker (`models`; none yet).
+  const experiments = { families: SERVE_EXPERIMENT_FAMILIES };
+  const workersData: ServeWorkersData = { tasks, ...outbound, experiments, ...(panelDocument ? { panel: panelDocument } : {}) };
   const stack = await startLocalStack({
     ...(panel ? { panel } : {}),
     tasks: { get: async (id) => byId.get(id) },
     workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
     ...outbound,
+    offers: servedOffers([], experimentOffers(experiments)),
     // The same built-in environments as the workers' thread, so the API lets a rescue name them.
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
     log: (line) => process.stderr.write(`${line}\n`),

@@ -9,26 +9,73 @@ import {
   type ExperimentSummary,
   type UnitPolicies,
 } from "@harness-s/core/experiment";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
-import { systemClock, ValidationError, type Policy, type Protocol } from "@harness-s/core";
+import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/rescue";
+import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
-import { startLocalStack, type LocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local/stack";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 
 /**
- * The local stack's coordinator wiring: each run gets the setup of its request's protocol, and
- * policies are registered with the in-process endpoint.
+ * How the coordinator finds a run's setup: by its protocol alone (the embedded suite, as before),
+ * or from the whole record (its environment, model and protocol: {@link ExperimentSetups}).
  */
-export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: LocalPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
+export type SetupsOfRuns = SetupForProtocol | { forRun: (record: ExperimentRecord, stores: Stores) => Promise<Setup> };
+
+/**
+ * The policies a local stack's dispatch samples, each in the environment of the run that
+ * registered it (the served default's, `env`, for one registered without).
+ */
+export class RunPolicyEndpoints implements PolicyEndpoints {
+  private readonly fallback: LocalPolicyEndpoints;
+  private readonly where = new Map<string, LocalPolicyEndpoints>();
+
+  constructor(env: Environment) {
+    this.fallback = new LocalPolicyEndpoints(env);
+  }
+
+  register(policyId: string, policy: Policy, env?: Environment): void {
+    const at = env ? new LocalPolicyEndpoints(env) : this.fallback;
+    at.register(policyId, policy);
+    this.where.set(policyId, at);
+  }
+
+  get(policyId: string): Policy | undefined {
+    return this.where.get(policyId)?.get(policyId);
+  }
+
+  release(policyId: string): void {
+    this.where.get(policyId)?.release(policyId);
+    this.where.delete(policyId);
+  }
+
+  runner(source: ServiceSource): Promise<RolloutRunner> {
+    const at = this.where.get(source.policyId);
+    if (!at) throw new NotFoundError("policy", source.policyId);
+    return at.runner(source);
+  }
+}
+
+/** A policy kept at a worker (a token policy) is freed there when its unit ends; an in-process one has nothing to free. */
+const freeAtWorker = async (policy: Policy | undefined) => (policy as { release?: () => Promise<void> } | undefined)?.release?.();
+
+/**
+ * The local stack's coordinator wiring: each run gets its setup (its protocol's, or its record's:
+ * environment, model and protocol), and policies are registered with the in-process endpoint in
+ * the run's environment.
+ */
+export function localQueuedExperiment(setups: SetupsOfRuns, endpoints: LocalPolicyEndpoints | RunPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
+  // A run of another environment must be sampled in it: only RunPolicyEndpoints keeps an environment per policy.
+  if (typeof setups !== "function" && !(endpoints instanceof RunPolicyEndpoints)) throw new Error("runs set up from their records need RunPolicyEndpoints");
   return async (record, { stores, queues }) => {
-    const setup = setupFor(record.request.protocol);
+    const setup = typeof setups === "function" ? setups(record.request.protocol) : await setups.forRun(record, stores);
+    const register = (id: string, policy: Policy) => (endpoints instanceof RunPolicyEndpoints ? endpoints.register(id, policy, setup.env) : endpoints.register(id, policy));
     const unitIds = new WeakMap<Policy, string>();
     const policies: UnitPolicies = {
       create: async (unit, seed) => {
         const id = `${record.id}/${unit}/attempt-${record.attempts}`;
         const policy = setup.createPolicy(seed);
-        endpoints.register(id, policy);
+        register(id, policy);
         unitIds.set(policy, id);
         return { id, policy };
       },
@@ -37,7 +84,11 @@ export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: Loc
         if (policy) unitIds.set(policy, id);
         return policy;
       },
-      release: async (id) => endpoints.release(id),
+      release: async (id) => {
+        const policy = endpoints.get(id);
+        endpoints.release(id);
+        await freeAtWorker(policy);
+      },
     };
     const deps = await queuedExperimentDeps(setup, {
       ...stores,
@@ -46,7 +97,7 @@ export function localQueuedExperiment(setupFor: SetupForProtocol, endpoints: Loc
       endpointId: (id, policy) => {
         const held = unitIds.get(policy);
         if (held) return held;
-        endpoints.register(id, policy);
+        register(id, policy);
         return id;
       },
     })(record);
