@@ -14,6 +14,7 @@ import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInst
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
+import { startServedModelWorkers, stoppedTogether } from "../runtime/served-model-workers.ts";
 import { SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
 import { familyFor } from "../families.ts";
 import { SERVE_EXPERIMENT_FAMILIES, experimentOffers } from "../runtime/experiment-setups.ts";
@@ -35,29 +36,36 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   if (opts.port !== 0 && !(await portFree(opts.host, opts.port))) throw new UsageError(`--port ${opts.port}: ${opts.host}:${opts.port} is in use by another process`);
   const panelDocument = opts.voters ? await readPanelDocument(opts.voters) : undefined;
   const panel = panelDocument ? panelRouting(panelDocument) : undefined;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  // One policy worker per served model, started beside the evolution (each loads torch and its model); a folder a worker refuses stops serve here.
+  const modelWorkers = opts.models ? startServedModelWorkers(opts.models, log) : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setup = embeddedSetups(defaultEmbeddedSettings, offThreadInstances())("test");
   const instance = await setup.instance(1);
   const tasks = [...instance.train, ...instance.dev, ...instance.heldout];
   const byId = new Map(tasks.map((t) => [t.id, t]));
+  const served = await modelWorkers;
   process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
   const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
-  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model is served at a policy worker (`models`; none yet).
-  const experiments = { families: SERVE_EXPERIMENT_FAMILIES };
+  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model is served at a policy worker (`--models`).
+  const experiments = { families: SERVE_EXPERIMENT_FAMILIES, ...(served ? { models: served.workers } : {}) };
   const workersData: ServeWorkersData = { tasks, ...outbound, experiments, ...(panelDocument ? { panel: panelDocument } : {}) };
-  const stack = await startLocalStack({
-    ...(panel ? { panel } : {}),
-    tasks: { get: async (id) => byId.get(id) },
-    workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
-    ...outbound,
-    offers: servedOffers([], experimentOffers(experiments)),
-    // The same built-in environments as the workers' thread, so the API lets a rescue name them.
-    builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
+  const stack = await stoppedTogether(
+    startLocalStack({
+      ...(panel ? { panel } : {}),
+      tasks: { get: async (id) => byId.get(id) },
+      workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
+      ...outbound,
+      offers: servedOffers(served?.models ?? [], experimentOffers(experiments)),
+      // The same built-in environments as the workers' thread, so the API lets a rescue name them.
+      builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
+      log: (line) => process.stderr.write(`${line}\n`),
+    }),
+    served,
+  );
   const gateway = opts.gatewayUpstream
     ? await gatewaySettings({
         upstream: opts.gatewayUpstream,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EndpointCidrs, MAX_ENDPOINT_CIDRS } from "@harness-s/core/outbound";
+import { Name } from "@harness-s/core";
 import { OPENENV_SERVER_DEFAULTS } from "@harness-s/adapters/openenv/server-limits";
 import { familyFlags } from "@harness-s/envs";
 import { GatewayEnv, gatewayEnvs } from "@harness-s/functions/api/gateway-config";
@@ -21,6 +22,28 @@ const ServedPool = z.string().superRefine((id, ctx) => {
   if (!servedPools().includes(id)) ctx.addIssue({ code: "custom", message: `one of the pools serve registers: ${servedPools().join(", ")}` });
 });
 
+/** `name=DIR,…` as its parts (a part without `=` has no folder: the schema says so). */
+const modelFolderParts = (text: string) =>
+  text
+    .split(",")
+    .filter((part) => part.trim() !== "")
+    .map((part) => {
+      const at = part.indexOf("=");
+      return at < 0 ? { name: part.trim(), dir: "" } : { name: part.slice(0, at).trim(), dir: part.slice(at + 1).trim() };
+    });
+
+/**
+ * `--models name=DIR,…`: the base models serve runs, each from its Hugging Face folder (or `tiny`,
+ * the worker's test model), each name once; the command line's text, or the parsed list again.
+ */
+export const ModelFolders = z.preprocess(
+  (given) => (typeof given === "string" ? modelFolderParts(given) : given),
+  z
+    .array(z.object({ name: Name, dir: z.string().min(1, "name=DIR: a model folder after its name") }))
+    .min(1, "name=DIR, one or more, comma-separated")
+    .refine((models) => new Set(models.map((m) => m.name)).size === models.length, "each model name once"),
+);
+
 /** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
 export const ServeOptions = z.strictObject({
   port: flag(port.default(18787), "<n>", "port to listen on (0 picks a free one)"),
@@ -40,6 +63,11 @@ export const ServeOptions = z.strictObject({
     "<env>",
     `how the gateway reads tool outputs: generic (an output starting with "error" failed), or a family's reading: ${familyNames("gateway").join(", ")}`,
     { choices: gatewayEnvs() },
+  ),
+  models: flag(
+    ModelFolders.optional(),
+    "<name=dir,…>",
+    "base models experiments may train LoRA adapters on, each from its folder (one policy worker each, stopped with serve; GET /v1/models lists them)",
   ),
   allowLoopbackEndpoints: flag(z.boolean().default(false), null, "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused"),
   allowEndpointCidr: flag(

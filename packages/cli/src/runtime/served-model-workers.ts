@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { ValidationError } from "@harness-s/core";
 import { ServedModel } from "@harness-s/core/models";
 import { startPolicyWorker } from "../policy-worker.ts";
-import type { WorkerPolicyOptions } from "../worker-setup.ts";
 
 /** A served model's worker: the model's name (the worker serves it under that name: its policies' `base_model`) and where the worker listens. */
 export interface ServedModelWorker {
-  model: string;
+  name: string;
   url: string;
   token?: string;
 }
@@ -40,7 +38,7 @@ export async function startServedModelWorkers(folders: readonly { name: string; 
     const card = WorkerCard.parse(await res.json());
     log(`model ${name}: ${dir} at the policy worker on ${worker.url} (${card.base.parameters} parameters, context ${card.base.context}, ${card.base.chat_template} template)`);
     const model = ServedModel.parse({ name, parameters: card.base.parameters, contextTokens: card.base.context, chatTemplate: card.base.chat_template });
-    return { model, worker: { model: name, url: worker.url, token } satisfies ServedModelWorker };
+    return { model, worker: { name, url: worker.url, token } satisfies ServedModelWorker };
   };
   // Every start is awaited, failed or not, so that none is left running when one fails.
   const settled = await Promise.allSettled(folders.map(serve));
@@ -53,12 +51,18 @@ export async function startServedModelWorkers(folders: readonly { name: string; 
   return { models: served.map((s) => s.model), workers: served.map((s) => s.worker), stop };
 }
 
-/**
- * The worker options a run on `model` trains its policies with: that model's worker. A model no
- * worker serves is a 400 naming the served ones.
- */
-export function workerOptionsFor(workers: readonly ServedModelWorker[], model: string): Pick<WorkerPolicyOptions, "url" | "token" | "model"> {
-  const at = workers.find((w) => w.model === model);
-  if (!at) throw new ValidationError("model", [`this stack serves ${workers.map((w) => w.model).join(", ") || "no model"}, not ${model}`]);
-  return { url: at.url, ...(at.token ? { token: at.token } : {}), model: at.model };
+/** `starting` (a stack) with `workers` stopped after it stops; when it fails to start, `workers` are stopped before the error is thrown. */
+export async function stoppedTogether<S extends { stop: () => Promise<void> }>(starting: Promise<S>, workers?: { stop: () => Promise<void> }): Promise<S> {
+  if (!workers) return starting;
+  const started = await starting.catch(async (err: unknown) => {
+    await workers.stop();
+    throw err;
+  });
+  return {
+    ...started,
+    stop: async () => {
+      await started.stop();
+      await workers.stop();
+    },
+  };
 }
