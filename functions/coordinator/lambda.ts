@@ -1,5 +1,6 @@
 import { S3Client } from "@aws-sdk/client-s3";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
+import { envName } from "@harness-s/core/experiment";
 import {
   CallerPolicyRunners,
   DynamoPolicyEndpointStore,
@@ -58,6 +59,8 @@ export const handler = createCoordinatorHandler({
   ...(config.queues.coordinator ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) } : {}),
   prepare: async (record) => {
     if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
+    // The API offers this deployment's experiments on the embedded suite only; any other run is refused here too, never run on the suite.
+    if (record.request.env !== "embedded") throw new NotConfiguredError(`this deployment runs experiments on the embedded suite only, not ${envName(record.request.env)}`);
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
     let n = 0;
     const v2 = (await policyProtocol(endpoint, config.policyEndpointToken)) === 2;

@@ -275,4 +275,18 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect((await stack.stores.meter.job(id)).rollouts).toBe(8);
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
   }, 600_000);
+
+  it("runs AppWorld at a fixture server started for the run to done with per-arm results; the server is stopped when the run ends", async () => {
+    const started = await call(runner, "POST", "/v1/experiments", { ...tiny, env: "appworld" });
+    expect(started.status).toBe(202);
+    const { id } = await started.json();
+    const { status, metrics } = await runToEnd(id);
+    expect(status.error).toBeNull();
+    expect(status.status).toBe("done");
+    expect(metrics.summary.arms.map((a: { name: string }) => a.name)).toEqual(["grpo", "harness-s"]);
+    const server = logged.map((l) => l.match(/appworld: 1 local AppWorld-protocol servers at (http:\/\/[\d.:]+)/)?.[1]).find(Boolean)!;
+    expect(server).toBeDefined();
+    await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
+    await expect(fetch(server, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+  }, 600_000);
 });
