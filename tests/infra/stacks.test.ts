@@ -7,6 +7,7 @@ import { openApiDocument } from "../../functions/api/openapi.ts";
 import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
 import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
+import { SERVED_MODELS } from "../../infra/settings.ts";
 
 interface Resource {
   type: string;
@@ -275,6 +276,15 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     const instanceGroup = one("aws:ec2/securityGroup:SecurityGroup", "PolicyInstanceGroup").inputs;
     expect(instanceGroup.ingress).toEqual([expect.objectContaining({ fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: ["PolicyBalancerGroup-id"] })]);
     expect(instanceGroup.ingress[0].cidrBlocks ?? []).toEqual([]);
+  });
+
+  it("serves the declared model from its folder on the instance, under its name (issue 57, item 2)", () => {
+    const [model] = SERVED_MODELS;
+    expect(Buffer.from(one("aws:ec2/launchTemplate:LaunchTemplate", "PolicyLaunchTemplate").inputs.userData, "base64").toString()).toContain(`mkdir -p ${model.folder} `);
+    const task = one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs;
+    expect(task.volumes).toContainEqual({ name: "models", hostPath: model.folder });
+    const [container] = JSON.parse(task.containerDefinitions);
+    expect(container.command).toEqual(["--model", "/models", "--served-model-name", model.name, "--device", "cuda"]);
   });
 
   it("lets the task read only its token secret, and links the endpoint's URL to dispatch and the coordinator only", () => {
