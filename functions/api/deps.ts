@@ -1,6 +1,6 @@
 import { type ApiKeyStore, KEY_CHANGE_SECONDS, type KeyEventLog, type KeyRateLimiter } from "@harness-s/core/access";
 import type { Clock, PoolStore, RolloutStore, TaskSource } from "@harness-s/core";
-import type { ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
+import type { ExperimentArtifacts, ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
 import type { ServedOffers } from "@harness-s/core/models";
 import type { GatewayDeps } from "@harness-s/core/gateway";
 import type { Prices, PriceList, UsageMeter } from "@harness-s/core/billing";
@@ -46,6 +46,8 @@ export interface ApiDeps {
   /** Experiments: records, the coordinator queue that runs them, the prices their cost is shown in. */
   experiments: ExperimentStore;
   experimentSteps: ExperimentStepStore;
+  /** Finished runs' reports and plots, as the coordinator stored them; none: their routes answer 501. */
+  artifacts?: ExperimentArtifacts;
   /** What experiments may run on: the environments, and the base models the policy endpoint serves (`GET /v1/models`; an experiment's `model`); none: the embedded suite with its own policy. */
   offers?: ServedOffers;
   /** Pool evolutions for callers' environments (`POST /v1/pools` with `evolve`), run by the coordinator; none: 501. */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import { S3Client } from "@aws-sdk/client-s3";
 import type { ConsumptionMeter } from "@harness-s/adapters";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
@@ -9,7 +10,16 @@ import { statisticalVoters } from "@harness-s/core/voting";
 import { EMBEDDED_ONLY } from "@harness-s/core/experiment";
 import { ServedModels, servedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
-import { CallerPolicyRunners, DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, HttpEndpointProber, MemoryDecisionCache, SqsQueue, dynamoStores } from "@harness-s/adapters";
+import {
+  CallerPolicyRunners,
+  DECISION_CACHE_LIMITS,
+  DynamoPolicyEndpointStore,
+  HttpEndpointProber,
+  MemoryDecisionCache,
+  S3ExperimentArtifacts,
+  SqsQueue,
+  dynamoStores,
+} from "@harness-s/adapters";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
@@ -56,6 +66,8 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     clock,
     newId: (kind = "dec") => `${kind}_${randomUUID()}`,
     maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
+    // Finished runs' reports and plots, read from the bucket the coordinator writes (ReportsRead).
+    ...(config.reportBucket ? { artifacts: new S3ExperimentArtifacts(new S3Client({}), config.reportBucket) } : {}),
     ...(gateway ? { gateway } : {}),
   };
 }

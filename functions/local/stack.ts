@@ -1,4 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { PriceList, Prices } from "@harness-s/core/billing";
@@ -10,6 +13,7 @@ import {
   ConsumptionMeter,
   instrumentSqs,
   DECISION_CACHE_LIMITS,
+  FolderExperimentArtifacts,
   HttpEndpointProber,
   MemoryDecisionCache,
   createQueueWithDlq,
@@ -58,6 +62,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * and roll out off the event loop of a process that also serves the API (`harness-s serve`).
    */
   workersOn?: WorkersThreadSpec;
+  /** Where finished runs' reports and plots are kept (`<dir>/<experiment id>/`); default a folder of the stack's own under the OS temp dir, removed at stop. */
+  artifactsDir?: string;
   /** What experiments may run on (the environments and models this stack's workers run); none: the embedded suite with its own policy. */
   offers?: ServedOffers;
 }
@@ -84,6 +90,9 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   instrumentSqs(sqs, consumption);
   let workers: { stop: () => Promise<void> } | undefined;
   let clients: ReturnType<typeof connect> | undefined;
+  // The stack's own reports folder lives as long as its tables (DynamoDB Local keeps them in memory).
+  const ownArtifacts = opts.artifactsDir ? undefined : await mkdtemp(join(tmpdir(), "harness-s-reports-"));
+  const artifactsDir = opts.artifactsDir ?? ownArtifacts!;
   const stop = async () => {
     await workers?.stop();
     const loose = consumption.takeUnattributed();
@@ -94,6 +103,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     sqs.destroy();
     await fauxqs.stop();
     await dynamo.stop();
+    if (ownArtifacts) await rm(ownArtifacts, { recursive: true, force: true });
   };
   try {
     const names = tableNames(shared ? `local-${randomUUID().slice(0, 8)}-` : "local-");
@@ -105,6 +115,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       sqsEndpoint,
       tables: names,
       queues: { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") },
+      artifactsDir,
     };
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
@@ -135,6 +146,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
+      artifacts: new FolderExperimentArtifacts(artifactsDir),
       ...(opts.offers ? { offers: opts.offers } : {}),
     };
     return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };

@@ -13,6 +13,7 @@ import {
   dynamoStores,
   localCredentials,
   DynamoRescueSlots,
+  FolderExperimentArtifacts,
   FullSlotsMemo,
   pollElastic,
   type CallerPoliciesDeps,
@@ -20,6 +21,7 @@ import {
   type PanelRouting,
   type TableNames,
 } from "@harness-s/adapters";
+import { renderExperimentReport } from "@harness-s/adapters/report";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
@@ -49,6 +51,8 @@ export interface LocalWiring {
   sqsEndpoint: string;
   tables: TableNames;
   queues: Record<WorkerName, { url: string; dlqUrl: string }>;
+  /** The folder finished runs' reports and plots are kept in (`<dir>/<experiment id>/`); none: no reports. */
+  artifactsDir?: string;
 }
 
 /** What the workers run with (the parts that are code, not data). */
@@ -167,6 +171,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
           callers,
           ...(opts.poolProposer ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) } : {}),
         },
+        ...(wiring.artifactsDir ? { reports: { artifacts: new FolderExperimentArtifacts(wiring.artifactsDir), render: renderExperimentReport } } : {}),
         log,
       }),
     );

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { NotFoundError, ValidationError } from "@harness-s/core";
+import { NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
 import {
   ArtifactNotFoundError,
   ExperimentConfig,
@@ -125,5 +125,6 @@ describe("experimentArtifact and experimentPlots", () => {
     expect((await experimentPlots("exp_1", owner, deps)).plots).toEqual(["curves.png", "utilities.png"]);
     expect((await experimentPlots("exp_2", owner, deps)).plots).toEqual([]);
     await expect(experimentArtifact("exp_1", "../report.md", owner, deps)).rejects.toBeInstanceOf(ValidationError);
+    await expect(experimentArtifact("exp_1", "report.md", owner, { experiments })).rejects.toBeInstanceOf(NotConfiguredError);
   });
 });

@@ -13,6 +13,7 @@ import {
   type ExperimentOffers,
 } from "@harness-s/core/experiment";
 import { NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
+import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
@@ -20,7 +21,7 @@ import { pricing } from "./account.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
 import { requireScope } from "../middleware/scope.ts";
-import { IdPath, bodyErrors, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
+import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
 
 const record = ExperimentRecord.shape;
 /** What `experimentStatus` answers: state, progress, usage and cost so far. */
@@ -43,6 +44,21 @@ const ExperimentSteps = z.object({ id: z.string(), steps: z.array(ExperimentStep
 const ExperimentMetrics = z.object({ id: z.string(), status: record.status, results: record.results, summary: record.summary.unwrap().nullable() });
 const StepsQuery = z.object({ arm: ArmName.optional(), seed: z.coerce.number().int().min(0).optional() });
 const forThisKey = notFound("experiment for this key");
+const ExperimentPlots = z.object({
+  id: z.string(),
+  status: record.status,
+  plots: z.array(z.object({ file: PlotFile, url: z.string().describe("the plot's path on this API") })),
+});
+/** A plot's file name, as the listing gives it. */
+const PlotPath = z.object({ id: IdPath.shape.id, file: PlotFile.describe("a plot's file name, as GET …/plots lists it") });
+const PngBody = z.string().meta({ format: "binary" });
+const notDeployed = { 501: error("NOT_CONFIGURED: this deployment keeps no experiment reports") };
+/** What reading a run's report or plot answers besides the file. */
+const artifactErrors = (what: "report" | "plot") => ({
+  404: error(`NOT_FOUND: no such experiment for this key, or the run has no ${what} (the message says why: still running, or ended without one)`),
+  ...errors,
+  ...notDeployed,
+});
 
 /**
  * A caller's environment checked before anything is recorded or metered: offered here, its URL
@@ -115,6 +131,38 @@ export const experimentRoutes = {
     request: { params: IdPath },
     responses: { 200: jsonOf("metrics", ExperimentMetrics), ...forThisKey, ...errors },
   }),
+  report: createRoute({
+    method: "get",
+    path: "/{id}/report",
+    operationId: "getExperimentReport",
+    tags: ["experiments"],
+    summary: "The run's markdown report: arms with their spread over seeds, the paired comparison, acceptance figures, ablations",
+    description:
+      "Made by the CLI's code (`harness-s experiment`'s report.md, without its sweeps) when the run ends done, or stopped at its budget cap with finished (arm, seed) units (a note under the title says what its figures cover). A 404 says why a run has none.",
+    request: { params: IdPath },
+    responses: {
+      200: { description: "the report (its plots are linked by file name: GET …/plots/{file})", content: { "text/markdown": { schema: z.string() } } },
+      ...artifactErrors("report"),
+    },
+  }),
+  plots: createRoute({
+    method: "get",
+    path: "/{id}/plots",
+    operationId: "listExperimentPlots",
+    tags: ["experiments"],
+    summary: "The file names of the run's plots (none until it ends with a report), each with its URL",
+    request: { params: IdPath },
+    responses: { 200: jsonOf("plots", ExperimentPlots), ...forThisKey, ...errors, ...notDeployed },
+  }),
+  plot: createRoute({
+    method: "get",
+    path: "/{id}/plots/{file}",
+    operationId: "getExperimentPlot",
+    tags: ["experiments"],
+    summary: "One of the run's plots as PNG (`curves.png`: H0 Avg@3 over training per arm; `utilities.png`: rescue utility by repair direction)",
+    request: { params: PlotPath },
+    responses: { 200: { description: "the plot", content: { "image/png": { schema: PngBody } } }, ...artifactErrors("plot") },
+  }),
 };
 
 export const experimentsApp = (deps: ApiDeps) => {
@@ -145,5 +193,18 @@ export const experimentsApp = (deps: ApiDeps) => {
     .openapi(experimentRoutes.metrics, async (c) => {
       const found = await own(c.req.valid("param").id, c.var.key);
       return c.json({ id: found.id, status: found.status, results: found.results, summary: found.summary ?? null }, 200);
+    })
+    .openapi(experimentRoutes.report, async (c) => {
+      const report = await experimentArtifact(c.req.valid("param").id, "report.md", c.var.key, deps);
+      return c.body(new Uint8Array(report.bytes), 200, { "content-type": report.contentType }) as never;
+    })
+    .openapi(experimentRoutes.plots, async (c) => {
+      const { record: found, plots } = await experimentPlots(c.req.valid("param").id, c.var.key, deps);
+      return c.json({ id: found.id, status: found.status, plots: plots.map((file) => ({ file, url: `/v1/experiments/${found.id}/plots/${file}` })) }, 200);
+    })
+    .openapi(experimentRoutes.plot, async (c) => {
+      const { id, file } = c.req.valid("param");
+      const plot = await experimentArtifact(id, file, c.var.key, deps);
+      return c.body(new Uint8Array(plot.bytes), 200, { "content-type": plot.contentType }) as never;
     });
 };

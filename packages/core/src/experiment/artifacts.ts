@@ -21,6 +21,12 @@ export const ArtifactName = z
   .regex(/^[a-z0-9][a-z0-9-]*\.(md|png)$/, "an artifact name is lower-case letters, digits and - with .md or .png");
 export type ArtifactName = z.infer<typeof ArtifactName>;
 
+/** A plot's file name: an {@link ArtifactName} ending in `.png`. */
+export const PlotFile = z
+  .string()
+  .max(64)
+  .regex(/^[a-z0-9][a-z0-9-]*\.png$/, "a plot's file name is lower-case letters, digits and - with .png");
+
 /** The media type of each kind of artifact, by extension. */
 export const ARTIFACT_TYPES = { md: "text/markdown; charset=utf-8", png: "image/png" } as const;
 export const ArtifactContentType = z.enum([ARTIFACT_TYPES.md, ARTIFACT_TYPES.png]);

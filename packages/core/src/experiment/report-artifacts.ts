@@ -1,4 +1,4 @@
-import { NotFoundError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError } from "../errors.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { PoolHarm } from "../evolution/evolve.ts";
 import type { HarnessPool } from "../harness/pool.ts";
@@ -79,7 +79,13 @@ export async function publishExperimentReport(record: ExperimentRecord, instance
 
 export interface ArtifactReadDeps {
   experiments: ExperimentStore;
-  artifacts: ExperimentArtifacts;
+  /** None: this deployment keeps no reports (NOT_CONFIGURED). */
+  artifacts?: ExperimentArtifacts;
+}
+
+function artifactsOf(deps: ArtifactReadDeps): ExperimentArtifacts {
+  if (!deps.artifacts) throw new NotConfiguredError("this deployment keeps no experiment reports (no artifact store is configured)");
+  return deps.artifacts;
 }
 
 /** The run if `key` may read it (its own, or any for an admin); another key's run is not found. */
@@ -102,7 +108,7 @@ function missingBecause(record: ExperimentRecord, name: ArtifactName): string {
  */
 export async function experimentArtifact(id: string, name: ArtifactName, key: { id: string; scopes: readonly string[] }, deps: ArtifactReadDeps): Promise<ExperimentArtifact> {
   const record = await visibleRun(id, key, deps);
-  const found = await deps.artifacts.get(record.id, name);
+  const found = await artifactsOf(deps).get(record.id, name);
   if (!found) throw new ArtifactNotFoundError(missingBecause(record, name));
   return found;
 }
@@ -114,6 +120,6 @@ export async function experimentPlots(
   deps: ArtifactReadDeps,
 ): Promise<{ record: ExperimentRecord; plots: ArtifactName[] }> {
   const record = await visibleRun(id, key, deps);
-  const plots = (await deps.artifacts.list(record.id)).filter((n) => n.endsWith(".png"));
+  const plots = (await artifactsOf(deps).list(record.id)).filter((n) => n.endsWith(".png"));
   return { record, plots };
 }
