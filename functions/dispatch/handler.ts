@@ -1,7 +1,8 @@
 import { MAX_DEFERRALS, type EnvelopeOf, type MessageQueue } from "@harness-s/core/messaging";
 import { deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type RescueJobStore } from "@harness-s/core/rescue";
 import { hash32 } from "@harness-s/core";
-import { createSqsWorker } from "../sqs-worker.ts";
+import type { EventLogger } from "@harness-s/core/observability";
+import { createSqsWorker, type RecordNote, type WorkerLog } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 
 /** How the dispatch worker shares itself between keys: each key's running caller rollouts (`slots`), and the queue a rollout past its key's share waits on. */
@@ -15,6 +16,8 @@ export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
  * resolves it) and stores it once per (job, index); redeliveries are no-ops. With `fairness`, a key's caller
  * rollouts past its share of running places (`CALLER_ROLLOUT_FAIRNESS`) are sent again with a
  * growing delay instead of holding a worker, and after `MAX_DEFERRALS` waits their slot fails.
+ * Each record's event names its slot, its outcome and, for a slot failed at once, its code and
+ * reason (and the rescue's slots when its job was read); a plain `log` hears of such a slot as text.
  *
  * @example
  * const handler = createDispatchHandler({ pools, tasks, rollouts, runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }) });
@@ -24,7 +27,8 @@ export function createDispatchHandler(
     fairness?: DispatchFairness;
     /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount); with `jobs`, a slot given up on then is recorded on its rescue. */
     maxReceives?: number;
-    log?: (line: string) => void;
+    log?: WorkerLog;
+    logger?: EventLogger;
     metering?: WorkerMetering;
   },
 ) {
@@ -36,18 +40,39 @@ export function createDispatchHandler(
           giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) => jobs.recordFailure(body.jobId, body.index, slotFailure(err)),
         }
       : undefined;
-  const log = deps.log ?? ((line: string) => console.warn(line));
+  // With events, a slot failed at once is told in its record's event; a plain line sink hears of it as before.
+  const text = deps.logger || deps.log?.events ? undefined : deps.log;
   const fairness = deps.fairness;
   return createSqsWorker(
     "dispatch",
     "rollout.requested",
-    async (body, _id, envelope) => {
-      const result = await runRequestedRollout(body, { ...deps, log, ...(fairness ? { running: fairness } : {}) });
-      if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, jobs);
+    async (body, _id, envelope, note) => {
+      note({ slot: body.index });
+      const noted = jobs && notingSlots(jobs, note);
+      const result = await runRequestedRollout(body, { ...deps, jobs: noted, ...(text ? { log: text } : {}), ...(fairness ? { running: fairness } : {}) });
+      if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, noted);
       return result;
     },
-    { log, lastTry, metering: deps.metering },
+    { ...(deps.log ? { log: deps.log } : {}), ...(deps.logger ? { logger: deps.logger } : {}), lastTry, metering: deps.metering },
   );
+}
+
+/** The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and reason when it is recorded, noted on its event. */
+function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {
+  return {
+    create: (job) => jobs.create(job),
+    get: async (id) => {
+      const job = await jobs.get(id);
+      if (job) note({ rescueSlots: job.expected });
+      return job;
+    },
+    recordFailure: (id, index, failure) => {
+      note({ errorCode: failure.code, reason: failure.reason });
+      return jobs.recordFailure(id, index, failure);
+    },
+    cancel: (id, at) => jobs.cancel(id, at),
+    addSpend: (id, spend) => jobs.addSpend(id, spend),
+  };
 }
 
 /** Every this many waits, a waiting rollout reads its rescue: one cancelled meanwhile stops waiting (and costing its key requests). */

@@ -4,6 +4,7 @@ import { Profile } from "../profile/profile.ts";
 import { HarnessSpec } from "../harness/spec.ts";
 import { Id, Name, nameRecord } from "../names.ts";
 import { TopK } from "../voting/top-k.ts";
+import { CorrelationId, currentCorrelationId } from "../observability/correlation.ts";
 
 /**
  * Every queue message is an envelope with a schema version, a type and an id that makes
@@ -61,6 +62,8 @@ const head = (idMax: number) => ({
   payer: Payer.optional(),
   /** Times a worker put this message back to wait its turn (see `CALLER_ROLLOUT_FAIRNESS`). */
   deferrals: z.number().int().min(1).max(MAX_DEFERRALS).optional(),
+  /** The request this message was sent on behalf of (its API log line's id); absent on messages sent before it existed. */
+  correlationId: CorrelationId.optional(),
 });
 
 export const Envelope = z.discriminatedUnion("type", [
@@ -77,13 +80,15 @@ export type EnvelopeOf<T extends EnvelopeType> = Extract<Envelope, { type: T }>;
 
 /**
  * The one way to make a queue message: the current schema version, its type, its idempotency id,
- * and who pays for processing it (the workers meter what it cost to that key and job).
+ * who pays for processing it (the workers meter what it cost to that key and job), and the
+ * correlation id of the work it is made in (`withCorrelationId`: an API request, a worker's record).
  *
  * @example
  * await queue.send([envelope("experiment.requested", `experiment:${id}`, { experimentId: id })]);
  */
 export function envelope<T extends EnvelopeType>(type: T, id: string, body: EnvelopeOf<T>["body"], payer?: Payer): EnvelopeOf<T> {
-  return { v: 1, id, type, body, ...(payer ? { payer } : {}) } as EnvelopeOf<T>;
+  const correlationId = currentCorrelationId();
+  return { v: 1, id, type, body, ...(payer ? { payer } : {}), ...(correlationId ? { correlationId } : {}) } as EnvelopeOf<T>;
 }
 
 /** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */

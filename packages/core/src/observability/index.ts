@@ -1,0 +1,3 @@
+export * from "./correlation.ts";
+export * from "./events.ts";
+export * from "./prometheus.ts";
