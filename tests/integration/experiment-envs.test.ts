@@ -13,6 +13,7 @@ import type { CallerTask } from "@harness-s/core/rescue";
 import { TokenPolicyClient, localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { ExperimentFlags, experiment } from "../../packages/cli/src/declared/experiment.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
@@ -46,6 +47,8 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let runner: string;
 let other: string;
 const logged: string[] = [];
+/** The service's DBBench summary, for the CLI's run of the same configuration. */
+let dbbenchSummary: unknown;
 
 /** `harness-s env-serve --env embedded` in a process of its own; its training tasks as a caller posts them. */
 async function startEnvServe(): Promise<typeof envServe> {
@@ -205,6 +208,10 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(status).toMatchObject({ status: "done", request: { env: "dbbench" } });
     expect(metrics.results.map((r: { arm: string }) => r.arm).sort()).toEqual(["grpo", "harness-s"]);
     expect(metrics.summary.arms.map((a: { name: string }) => a.name)).toEqual(["grpo", "harness-s"]);
+    // harness-s rescued the group the tiny model failed with DBBench's siblings.
+    expect(metrics.summary.arms[1].perSeed[0].rescue).toMatchObject({ triggered: 1, groups: 1 });
+    expect(metrics.summary.arms[1].perSeed[0].rolloutBreakdown.rescue).toBeGreaterThan(0);
+    dbbenchSummary = metrics.summary;
     // The run's pool is DBBench's, stored with the run.
     expect((await stack.stores.pools.get(`${id}/pool/1`))?.siblings.map((s) => s.id)).toContain("dbbench-answer-gate");
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
@@ -288,5 +295,28 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(server).toBeDefined();
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
     await expect(fetch(server, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+  }, 600_000);
+
+  it("the same DBBench configuration through the CLI (in process, the same worker and model, no profile measurement) gives the service's summary", async () => {
+    expect(dbbenchSummary).toBeDefined();
+    const out = await mkdtemp(join(tmpdir(), "hs-exp-cli-"));
+    const flags = ExperimentFlags.parse({
+      env: "dbbench",
+      engine: "sqlite",
+      policy: "worker",
+      policyUrl: worker.url,
+      policyToken: WORKER_TOKEN,
+      policyModel: "tiny",
+      seeds: "1",
+      arms: "grpo,harness-s",
+      steps: "1",
+      train: JSON.stringify({ batchSize: 1, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 0 }),
+      evalTasks: "1",
+      evalSamples: "3",
+      profileBudget: "0",
+      out,
+    });
+    await experiment.run(flags, []);
+    expect(JSON.parse(await readFile(join(out, "summary.json"), "utf8"))).toEqual(dbbenchSummary);
   }, 600_000);
 });
