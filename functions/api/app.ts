@@ -4,6 +4,7 @@ import { KeyRateLimiter } from "@harness-s/core/access";
 import type { ApiDeps } from "./deps.ts";
 import { apiRouter, errorResponse, type ApiEnv } from "./http.ts";
 import { meterRequest } from "./middleware/metering.ts";
+import { observeRequests } from "./middleware/request-log.ts";
 import { limitUrl } from "./middleware/url.ts";
 import { documentOf } from "./openapi.ts";
 import { RATE_LIMIT_HOLD_MS } from "./request-limits.ts";
@@ -13,6 +14,7 @@ import { experimentsApp } from "./routes/experiments.ts";
 import { gatewayApp, gatewayBodyBytes } from "./routes/gateway.ts";
 import { policyEndpointsApp } from "./routes/policy-endpoints.ts";
 import { keysApp } from "./routes/keys.ts";
+import { metricsApp } from "./routes/metrics.ts";
 import { modelsApp } from "./routes/models.ts";
 import { poolsApp } from "./routes/pools.ts";
 import { profilesApp } from "./routes/profiles.ts";
@@ -34,8 +36,10 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   // Each instance of the app holds its keys' rate buckets.
   const deps: ApiDeps = { ...given, rate: given.rate ?? new KeyRateLimiter(given.clock) };
   const app = apiRouter();
+  app.use(observeRequests(deps));
   app.use(limitUrl());
   app.use(meterRequest(deps));
+  if (deps.observability?.metrics) app.route("/metrics", metricsApp(deps, deps.observability.metrics));
   const routes = () => app.openAPIRegistry.definitions.flatMap((d) => (d.type === "route" ? [d.route] : []));
   mountAccount(app, deps, () => documentOf(routes(), servers) as never)
     .route("/v1/route", routeApp(deps))

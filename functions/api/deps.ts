@@ -10,6 +10,7 @@ import type { MessageQueue } from "@harness-s/core/messaging";
 import type { ProfileStore } from "@harness-s/core/profile";
 import type { PoolEvolutionStore } from "@harness-s/core/pools";
 import type { Voter } from "@harness-s/core/voting";
+import type { EventLogger, MetricsSource } from "@harness-s/core/observability";
 import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./request-limits.ts";
 
@@ -67,6 +68,8 @@ export interface ApiDeps {
   bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
+  /** Where each request's `http.request` event goes when it ends, and what `GET /metrics` serves to admin keys (serve); none: no events, no `/metrics`. */
+  observability?: { events?: EventLogger; metrics?: MetricsSource };
   /** The Rank-1 harness gateway (`serve --gateway-upstream`; the API Lambda with its GatewayConfig secret); none: its routes answer 501. */
   gateway?: GatewaySettings;
 }
