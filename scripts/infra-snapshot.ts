@@ -72,6 +72,7 @@ async function main() {
             name: args.inputs.name ?? args.name,
             functionUrl: `https://mock-url/${args.name}`,
             dnsName: `${args.name}.mock.elb.amazonaws.com`,
+            arnSuffix: `mock/${args.name}/0123456789abcdef`, // a load balancer's or target group's, as CloudWatch's dimensions name them
             repositoryUrl: `123456789012.dkr.ecr.us-east-1.amazonaws.com/${args.name.toLowerCase()}`,
           },
         };

@@ -1,3 +1,4 @@
+import { observability } from "./observability";
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { reportStorage } from "./reports";
 import { storage } from "./storage";
@@ -53,14 +54,19 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       },
     );
 
-  subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
-  subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
+  const profileWorker = subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
+  const voteWorker = subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
-  subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], DISPATCH_CONCURRENCY);
+  const dispatchWorker = subscribe(
+    dispatchQueue,
+    WORKERS.dispatch,
+    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy],
+    DISPATCH_CONCURRENCY,
+  );
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
   // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
-  subscribe(
+  const coordinatorWorker = subscribe(
     coordinatorQueue,
     WORKERS.coordinator,
     [
@@ -88,6 +94,18 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   // The first admin key's hash: the API only (the one function that authenticates keys).
   // Reports: the API reads them (ReportsRead), the coordinator above writes them.
   const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, reports.read, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel]);
+
+  // Alarms (to the AlarmEmail secret's address) and a dashboard over all of the above: stacks/observability.ts.
+  observability({
+    workers: {
+      profile: { queue: profileQueue, subscriber: profileWorker },
+      vote: { queue: voteQueue, subscriber: voteWorker },
+      dispatch: { queue: dispatchQueue, subscriber: dispatchWorker },
+      coordinator: { queue: coordinatorQueue, subscriber: coordinatorWorker },
+    },
+    api,
+    ...(gpu ? { gpu: gpu.health } : {}),
+  });
 
   return {
     api: api.url,

@@ -18,9 +18,11 @@ export function policyGpuEndpoint(token: sst.Secret) {
   const net = network(region);
   const { cluster, capacity } = gpuInstances(net.instanceGroup, net.subnets);
   const { task, repository } = workerTask(token, region);
-  const balancer = balancedService(net, cluster, capacity, task);
+  const { balancer, target } = balancedService(net, cluster, capacity, task);
   const endpoint = new sst.Linkable("PolicyGpuEndpoint", { properties: { url: $interpolate`http://${balancer.dnsName}` } });
-  return { endpoint, repository: repository.repositoryUrl };
+  // What CloudWatch names the balancer's health check metrics by (stacks/observability.ts alarms on them).
+  const health = { loadBalancer: balancer.arnSuffix, targetGroup: target.arnSuffix };
+  return { endpoint, repository: repository.repositoryUrl, health };
 }
 
 type Region = ReturnType<typeof aws.getRegionOutput>;
@@ -176,5 +178,5 @@ function balancedService(net: ReturnType<typeof network>, cluster: aws.ecs.Clust
     healthCheckGracePeriodSeconds: 600,
   });
 
-  return balancer;
+  return { balancer, target };
 }

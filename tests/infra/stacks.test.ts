@@ -7,6 +7,7 @@ import { openApiDocument } from "../../functions/api/openapi.ts";
 import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
 import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
+import { ALARM_EVALUATION_PERIODS, ALARM_PERIOD_SECONDS, DASHBOARD_WIDGETS, alarmEmailAddress, oldestMessageSeconds } from "../../stacks/observability-settings.ts";
 import { SERVED_MODELS } from "../../infra/settings.ts";
 
 interface Resource {
@@ -21,9 +22,15 @@ let links: Record<string, Record<string, Record<string, unknown>>>;
 
 // sst.config.ts run with SST's own components under Pulumi mocks, offline (scripts/infra-snapshot.ts).
 // SST's platform is installed first when missing (this file run alone on a fresh clone).
+// The AlarmEmail secret set as `npx sst secret set` would (SST reads SST_SECRET_<name>): the alarms' topic subscribes it.
+const ALARM_EMAIL = "ops@example.com";
 beforeAll(() => {
   execFileSync("node", ["scripts/sst-install-offline.mjs"], { stdio: "inherit" });
-  const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, SST_SECRET_AlarmEmail: ALARM_EMAIL },
+  });
   ({ resources, builds, links } = JSON.parse(out));
 }, 300_000);
 
@@ -140,6 +147,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
         .map((s) => s.name)
         .sort(),
     ).toEqual([
+      "AlarmEmail",
       "BootstrapAdminKeyHash",
       "EndpointCidrs",
       "GatewayConfig",
@@ -298,5 +306,153 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(links[WORKERS.dispatch.handler]!.PolicyGpuEndpoint!.url).toBe("http://PolicyBalancer.mock.elb.amazonaws.com");
     // The hand-set secrets stay linked beside it, as the override for an endpoint run elsewhere.
     expect(Object.keys(links[WORKERS.dispatch.handler]!)).toEqual(expect.arrayContaining(["PolicyEndpointUrl", "PolicyEndpointToken"]));
+  });
+});
+
+describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
+  const topicArn = "arn:aws:mock:us-east-1:123456789012:Alarms";
+  const alarm = (name: string) => one("aws:cloudwatch/metricAlarm:MetricAlarm", name).inputs;
+  const title = (worker: string) => worker[0]!.toUpperCase() + worker.slice(1);
+  const lambda = (name: string) => ofType("aws:lambda/function:Function").find((f) => f.name.startsWith(name === "Api" ? "ApiFunction" : `${name}QueueSubscriber`))!.inputs;
+  /** Each alarm fires into the topic and says so again when it clears. */
+  const notifies = { period: ALARM_PERIOD_SECONDS, alarmActions: [topicArn], okActions: [topicArn] };
+
+  it("alarms on each DLQ's depth (the queue its redrive policy names): any message", () => {
+    for (const worker of Object.keys(WORKERS)) {
+      const queue = one("aws:sqs/queue:Queue", `${title(worker)}QueueQueue`).inputs;
+      const dlq = String(JSON.parse(queue.redrivePolicy).deadLetterTargetArn).split(":").pop()!;
+      expect(dlq).toBe(`${title(worker)}DlqQueue`); // the mock's ARNs end with the logical name, AWS's with the queue's
+      expect(alarm(`${title(worker)}DlqDepthAlarm`), worker).toMatchObject({
+        namespace: "AWS/SQS",
+        metricName: "ApproximateNumberOfMessagesVisible",
+        dimensions: { QueueName: dlq },
+        statistic: "Maximum",
+        comparisonOperator: "GreaterThanThreshold",
+        threshold: 0,
+        evaluationPeriods: ALARM_EVALUATION_PERIODS.deadLetters,
+        treatMissingData: "notBreaching",
+        ...notifies,
+      });
+    }
+  });
+
+  it("alarms on each queue's oldest message past every retry: (retry + 1) visibility timeouts", () => {
+    expect(Object.fromEntries(Object.entries(WORKERS).map(([worker, w]) => [worker, oldestMessageSeconds(w)]))).toEqual({
+      profile: 120,
+      vote: 240,
+      dispatch: 1440,
+      coordinator: 2880,
+    });
+    for (const [worker, w] of Object.entries(WORKERS)) {
+      const queue = one("aws:sqs/queue:Queue", `${title(worker)}QueueQueue`).inputs;
+      expect(alarm(`${title(worker)}QueueAgeAlarm`), worker).toMatchObject({
+        namespace: "AWS/SQS",
+        metricName: "ApproximateAgeOfOldestMessage",
+        dimensions: { QueueName: queue.name },
+        statistic: "Maximum",
+        comparisonOperator: "GreaterThanThreshold",
+        threshold: (w.retry + 1) * queue.visibilityTimeoutSeconds,
+        evaluationPeriods: ALARM_EVALUATION_PERIODS.oldestMessage,
+        ...notifies,
+      });
+    }
+  });
+
+  it("alarms on each function's errors and throttles: any", () => {
+    const functions = ["Api", ...Object.keys(WORKERS).map(title)];
+    expect(functions).toHaveLength(ofType("aws:lambda/function:Function").length);
+    for (const name of functions)
+      for (const metric of ["Errors", "Throttles"])
+        expect(alarm(`${name}${metric}Alarm`), `${name} ${metric}`).toMatchObject({
+          namespace: "AWS/Lambda",
+          metricName: metric,
+          dimensions: { FunctionName: lambda(name).name },
+          statistic: "Sum",
+          comparisonOperator: "GreaterThanThreshold",
+          threshold: 0,
+          evaluationPeriods: ALARM_EVALUATION_PERIODS.functionFaults,
+          treatMissingData: "notBreaching",
+          ...notifies,
+        });
+  });
+
+  it("alarms when the GPU endpoint's balancer has no healthy target (its /healthz check) for ten minutes, missing data too", () => {
+    expect(alarm("PolicyEndpointHealthAlarm")).toMatchObject({
+      namespace: "AWS/ApplicationELB",
+      metricName: "HealthyHostCount",
+      dimensions: { TargetGroup: "mock/PolicyTargets/0123456789abcdef", LoadBalancer: "mock/PolicyBalancer/0123456789abcdef" },
+      statistic: "Minimum",
+      comparisonOperator: "LessThanThreshold",
+      threshold: 1,
+      evaluationPeriods: 10,
+      treatMissingData: "breaching",
+      ...notifies,
+    });
+    expect(ALARM_EVALUATION_PERIODS.gpuHealth * ALARM_PERIOD_SECONDS).toBe(600);
+  });
+
+  it("has no other alarm, and every one notifies the Alarms topic, which emails the AlarmEmail secret's address", () => {
+    const alarms = ofType("aws:cloudwatch/metricAlarm:MetricAlarm");
+    expect(alarms).toHaveLength(Object.keys(WORKERS).length * 2 + (Object.keys(WORKERS).length + 1) * 2 + 1);
+    for (const a of alarms) expect(a.inputs, a.name).toMatchObject(notifies);
+    expect(ofType("aws:sns/topic:Topic").map((t) => t.name)).toEqual(["Alarms"]);
+    expect(ofType("aws:sns/topicSubscription:TopicSubscription").map((s) => s.inputs)).toEqual([{ topic: topicArn, protocol: "email", endpoint: ALARM_EMAIL }]);
+    // The address is configuration: unset (the secret's placeholder) or blank is no subscription, a non-address is refused.
+    expect(alarmEmailAddress("unset")).toBeUndefined();
+    expect(alarmEmailAddress("  ")).toBeUndefined();
+    expect(alarmEmailAddress(` ${ALARM_EMAIL}\n`)).toBe(ALARM_EMAIL);
+    expect(() => alarmEmailAddress("ops at example")).toThrow(/not an email address/);
+  });
+
+  it("counts rollouts, rescue outcomes and spend from the functions' structured log lines (metric filters)", () => {
+    const filters = ofType("aws:cloudwatch/logMetricFilter:LogMetricFilter");
+    const logGroup = (name: string) => lambda(name).loggingConfig.logGroup;
+    expect(one("aws:cloudwatch/logMetricFilter:LogMetricFilter", "RolloutsMetricFilter").inputs).toMatchObject({
+      logGroupName: logGroup("Dispatch"),
+      pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.outcome = * }',
+      metricTransformation: { namespace: "Harness-S/test", name: "Rollouts", value: "1" },
+    });
+    expect(one("aws:cloudwatch/logMetricFilter:LogMetricFilter", "RescueOutcomesMetricFilter").inputs).toMatchObject({
+      logGroupName: logGroup("Dispatch"),
+      pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = * && $.outcome = * }',
+      metricTransformation: { namespace: "Harness-S/test", name: "RescueOutcomes", value: "1", dimensions: { Outcome: "$.outcome" } },
+    });
+    const spend = filters.filter((f) => f.inputs.metricTransformation.name === "CostOfGoodsUsd");
+    expect(spend.map((f) => f.inputs.logGroupName).sort()).toEqual(["Api", ...Object.keys(WORKERS).map(title)].map(logGroup).sort());
+    for (const f of spend) expect(f.inputs).toMatchObject({ pattern: "{ $.costOfGoodsUsd > 0 }", metricTransformation: { value: "$.costOfGoodsUsd" } });
+    expect(filters).toHaveLength(2 + spend.length);
+  });
+
+  it("draws one dashboard: route latency, rollouts/s, rescue outcomes, spend, the queues, the functions' faults and every alarm", () => {
+    const dashboard = one("aws:cloudwatch/dashboard:Dashboard", "Dashboard").inputs;
+    expect(dashboard.dashboardName).toBe("harness-s-test");
+    // biome-ignore lint/suspicious/noExplicitAny: the dashboard body is CloudWatch's JSON
+    const widgets = JSON.parse(dashboard.dashboardBody).widgets as { type: string; properties: Record<string, any> }[];
+    const widget = (t: string) => {
+      const found = widgets.filter((w) => w.properties.title === t);
+      expect(found, t).toHaveLength(1);
+      return found[0]!.properties;
+    };
+    expect(widgets.map((w) => w.properties.title).sort()).toEqual(Object.values(DASHBOARD_WIDGETS).sort());
+    const api = lambda("Api").name;
+    expect(widget(DASHBOARD_WIDGETS.routeLatency).metrics).toEqual([
+      ["AWS/Lambda", "Duration", "FunctionName", api, { stat: "p50", label: "p50" }],
+      ["AWS/Lambda", "Duration", "FunctionName", api, { stat: "p99", label: "p99" }],
+    ]);
+    expect(widget(DASHBOARD_WIDGETS.rollouts).metrics).toEqual([
+      [{ id: "perSecond", expression: "rollouts / PERIOD(rollouts)", label: "rollouts/s" }],
+      ["Harness-S/test", "Rollouts", { id: "rollouts", stat: "Sum", visible: false }],
+    ]);
+    expect(widget(DASHBOARD_WIDGETS.rescueOutcomes).metrics[0][0].expression).toBe(`SEARCH('{"Harness-S/test",Outcome} MetricName="RescueOutcomes"', 'Sum', 300)`);
+    expect(widget(DASHBOARD_WIDGETS.spend).metrics.map((m: unknown[]) => m.slice(0, 2))).toEqual([
+      ["Harness-S/test", "CostOfGoodsUsd"],
+      ["AWS/Billing", "EstimatedCharges"],
+    ]);
+    const queueNames = Object.keys(WORKERS).map((w) => one("aws:sqs/queue:Queue", `${title(w)}QueueQueue`).inputs.name);
+    expect(widget(DASHBOARD_WIDGETS.queues).metrics.map((m: string[]) => m[3])).toEqual(queueNames);
+    expect(widget(DASHBOARD_WIDGETS.deadLetters).metrics.map((m: string[]) => m[3])).toEqual(Object.keys(WORKERS).map((w) => `${title(w)}DlqQueue`));
+    expect(widget(DASHBOARD_WIDGETS.faults).metrics).toHaveLength(2 * ofType("aws:lambda/function:Function").length);
+    const alarmArns = ofType("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => `arn:aws:mock:us-east-1:123456789012:${a.name}`);
+    expect([...widget(DASHBOARD_WIDGETS.alarms).alarms].sort()).toEqual(alarmArns.sort());
   });
 });
