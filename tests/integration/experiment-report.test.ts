@@ -7,6 +7,7 @@ import type { LocalStack } from "@harness-s/functions/local/stack";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { renderReport } from "../../packages/cli/src/report/markdown.ts";
 import { writePlots } from "../../packages/cli/src/report/output.ts";
+import { openApiDocument } from "../../functions/api/openapi.ts";
 import { addKey, startApi } from "../api-factory.ts";
 
 // A finished run's report and plots over the HTTP API on the local stack (DynamoDB Local, fauxqs,
@@ -38,7 +39,11 @@ afterAll(async () => {
 
 const get = (path: string, secret = owner) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
 const start = async (body: unknown) => {
-  const res = await fetch(`${api.url}/v1/experiments`, { method: "POST", headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${api.url}/v1/experiments`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(202);
   return ((await res.json()) as { id: string }).id;
 };
@@ -93,13 +98,33 @@ describe("GET /v1/experiments/{id}/report and …/plots on the local stack", () 
     const id = await start({ seeds: [3], arms: ["grpo"], train, budget: { rollouts: 5 } });
     const early = await get(`/v1/experiments/${id}/report`);
     expect(early.status).toBe(404);
-    expect(((await early.json()) as { error: { message: string } }).error.message).toMatch(/is (queued|running): its report and plots are made when it ends|ended stopped with no report/);
+    expect(((await early.json()) as { error: { message: string } }).error.message).toMatch(
+      /is (queued|running): its report and plots are made when it ends|ended stopped with no report/,
+    );
     expect((await waitForExperiment(stack, id)).status).toBe("stopped");
     const res = await get(`/v1/experiments/${id}/report`);
     expect(res.status).toBe(404);
-    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining("ended stopped with no report") });
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "NOT_FOUND",
+      message: expect.stringContaining("ended stopped with no report"),
+    });
     expect(((await (await get(`/v1/experiments/${id}/plots`)).json()) as { plots: unknown[] }).plots).toEqual([]);
     for (const file of ["report.md", "..%2Freport.png", ".hidden.png", "CURVES.png"]) expect((await get(`/v1/experiments/${id}/plots/${file}`)).status, file).toBe(400);
     expect((await get(`/v1/experiments/${id}/plots/sweep.png`)).status).toBe(404);
   }, 120_000);
+});
+
+it("the OpenAPI document declares the three routes with their media types and errors (issue 57)", () => {
+  type Operation = { operationId: string; parameters?: { name: string; schema: { pattern?: string } }[]; responses: Record<string, { content?: Record<string, unknown> }> };
+  const paths = openApiDocument().paths as Record<string, { get?: Operation }>;
+  const op = (path: string) => paths[`/v1/experiments${path}`]?.get;
+  expect(op("/{id}/report")).toMatchObject({ operationId: "getExperimentReport", responses: { 200: { content: { "text/markdown": expect.anything() } } } });
+  expect(op("/{id}/plots")).toMatchObject({ operationId: "listExperimentPlots", responses: { 200: { content: { "application/json": expect.anything() } } } });
+  expect(op("/{id}/plots/{file}")).toMatchObject({
+    operationId: "getExperimentPlot",
+    responses: { 200: { content: { "image/png": { schema: { type: "string", format: "binary" } } } } },
+  });
+  expect(op("/{id}/plots/{file}")!.parameters!.find((p) => p.name === "file")!.schema.pattern).toBe("^[a-z0-9][a-z0-9-]*\\.png$");
+  for (const path of ["/{id}/report", "/{id}/plots", "/{id}/plots/{file}"])
+    expect(Object.keys(op(path)!.responses), path).toEqual(expect.arrayContaining(["200", "401", "403", "404", "501"]));
 });
