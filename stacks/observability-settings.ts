@@ -47,10 +47,10 @@ export const LOG_METRICS = {
   namespace: "Harness-S",
   /** Every rollout the dispatch worker handled, whatever its outcome. */
   rollouts: { metric: "Rollouts", pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.outcome = * }' },
-  /** A rescue's rollouts by outcome (`Outcome` dimension): the dispatch lines that name their rescue job. */
+  /** A rescue's rollouts by outcome (`Outcome` dimension): the dispatch lines whose payer's job is a rescue (`rsc_…`, packages/core/src/rescue/jobs.ts), not an experiment. */
   rescueOutcomes: {
     metric: "RescueOutcomes",
-    pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = * && $.outcome = * }',
+    pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = "rsc_*" && $.outcome = * }',
     dimensions: { Outcome: "$.outcome" },
   },
   /** What the deployment paid for an event (`costOfGoodsUsd`, priced as the usage meter prices it), from every function's lines. */

@@ -414,7 +414,7 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
     });
     expect(one("aws:cloudwatch/logMetricFilter:LogMetricFilter", "RescueOutcomesMetricFilter").inputs).toMatchObject({
       logGroupName: logGroup("Dispatch"),
-      pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = * && $.outcome = * }',
+      pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = "rsc_*" && $.outcome = * }',
       metricTransformation: { namespace: "Harness-S/test", name: "RescueOutcomes", value: "1", dimensions: { Outcome: "$.outcome" } },
     });
     const spend = filters.filter((f) => f.inputs.metricTransformation.name === "CostOfGoodsUsd");
