@@ -8,6 +8,7 @@ import { PriceList, Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
+import { teeLogger, type EventLogger } from "@harness-s/core/observability";
 import {
   CallerPolicyRunners,
   ConsumptionMeter,
@@ -27,6 +28,7 @@ import { withApiCaches, type ApiDeps } from "../api/deps.ts";
 import { API_MEMORY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { OVERHEAD_KEY } from "../worker-metering.ts";
 import { startFairFauxqs } from "./fair-queues.ts";
+import { ServeMetrics } from "./metrics.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
 import { connect, localOutbound, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
@@ -66,6 +68,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
   artifactsDir?: string;
   /** What experiments may run on (the environments and models this stack's workers run); none: the embedded suite with its own policy. */
   offers?: ServedOffers;
+  /** Serve `GET /metrics` (admin keys) from this stack's events and queues (`harness-s serve`). */
+  metrics?: boolean;
 }
 
 /**
@@ -119,8 +123,9 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     };
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
-    if (opts.workersOn) workers = await startWorkersThread(opts.workersOn, wiring, log);
-    else if (opts.policies) workers = await startLocalWorkers(wiring, { ...opts, policies: opts.policies });
+    const { events, metrics } = observability(opts, sqs, wiring);
+    if (opts.workersOn) workers = await startWorkersThread(opts.workersOn, wiring, log, events);
+    else if (opts.policies) workers = await startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
     else throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
@@ -148,10 +153,26 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       maxBodyBytes: 256 * 1024,
       artifacts: new FolderExperimentArtifacts(artifactsDir),
       ...(opts.offers ? { offers: opts.offers } : {}),
+      ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),
     };
     return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * Where a stack's events go: `logger` (without one, the workers' failed records are text lines to
+ * `log`, as before); with `metrics`, also into the metrics `/metrics` serves (each queue and its
+ * DLQ's depth read at each scrape).
+ */
+function observability(opts: Pick<LocalStackOptions, "logger" | "metrics">, sqs: SQSClient, wiring: LocalWiring) {
+  const queues = Object.entries(wiring.queues).flatMap(([name, q]) => [
+    { name, url: q.url },
+    { name: `${name}-dlq`, url: q.dlqUrl },
+  ]);
+  const metrics = opts.metrics ? new ServeMetrics(sqs, queues) : undefined;
+  const events: EventLogger | undefined = opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
+  return { events, metrics };
 }

@@ -1,4 +1,5 @@
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import type { EventLogger, LogEvent } from "@harness-s/core/observability";
 import { startLocalWorkers, type LocalWiring, type LocalWorkerOptions } from "./workers.ts";
 
 /**
@@ -15,21 +16,23 @@ export interface WorkersThreadSpec {
 /** How long the workers may take to stop (a poll in flight, a training step) before the thread is terminated. */
 const STOP_GRACE_MS = 5_000;
 
-type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string };
+type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string } | { kind: "event"; fields: LogEvent };
 
 /**
  * Starts the workers' thread and resolves once its pollers run. A thread that ends without being
  * asked to is started again a second later (what it was running is redelivered by its queues).
+ * With `events`, the thread's workers' events reach it here (to be written and counted on this thread).
  */
-export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalWiring, log: (line: string) => void): Promise<{ stop: () => Promise<void> }> {
+export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalWiring, log: (line: string) => void, events?: EventLogger): Promise<{ stop: () => Promise<void> }> {
   let stopping = false;
   let current: Worker;
   const launch = () =>
     new Promise<Worker>((resolve, reject) => {
-      const w = new Worker(spec.module, { workerData: { wiring, data: spec.data } });
+      const w = new Worker(spec.module, { workerData: { wiring, data: spec.data, events: events !== undefined } });
       let ready = false;
       w.on("message", (m: FromThread) => {
         if (m.kind === "log") log(m.line);
+        else if (m.kind === "event") events?.event(m.fields);
         else if (m.kind === "ready") {
           ready = true;
           resolve(w);
@@ -74,10 +77,15 @@ export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalW
 export async function runWorkersThread(build: (data: unknown) => Promise<LocalWorkerOptions>): Promise<void> {
   if (isMainThread || !parentPort) throw new Error("runWorkersThread runs in a worker thread");
   const port = parentPort;
-  const { wiring, data } = workerData as { wiring: LocalWiring; data: unknown };
+  const { wiring, data, events } = workerData as { wiring: LocalWiring; data: unknown; events: boolean };
+  const post = (m: FromThread) => port.postMessage(m);
   try {
     const opts = await build(data);
-    const workers = await startLocalWorkers(wiring, { ...opts, log: (line) => port.postMessage({ kind: "log", line } satisfies FromThread) });
+    const workers = await startLocalWorkers(wiring, {
+      ...opts,
+      log: (line) => post({ kind: "log", line }),
+      ...(events ? { logger: { event: (fields) => post({ kind: "event", fields }) } } : {}),
+    });
     port.on("message", async (m) => {
       if (m !== "stop") return;
       await workers.stop();

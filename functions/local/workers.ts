@@ -27,7 +27,9 @@ import { createDispatchHandler } from "../dispatch/handler.ts";
 import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
 import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../infra/settings.ts";
+import type { EventLogger } from "@harness-s/core/observability";
 import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
+import { workerLog } from "../sqs-worker.ts";
 import { llmPoolProposer, type PoolProposerConfig } from "../pool-proposer.ts";
 
 export type WorkerName = keyof typeof WORKERS;
@@ -79,6 +81,8 @@ export interface LocalWorkerOptions {
   /** The LLM proposer of pool evolutions, with its key; none: the template proposer. */
   poolProposer?: { config: PoolProposerConfig; apiKey?: string };
   log?: (line: string) => void;
+  /** Where each worker's events go (one `queue.record` per record; a handler's or poller's note as `worker.note`); none: failed records as text to `log`. */
+  logger?: EventLogger;
 }
 
 /** The outbound guard's policy for callers' endpoints and environments, from the stack's options. */
@@ -107,7 +111,10 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
  * stopped. In the stack's own thread, or on a thread of their own (`startLocalStack`'s `workersOn`).
  */
 export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
-  const log = opts.log ?? (() => undefined);
+  const plain = opts.log ?? (() => undefined);
+  // Each worker's own line sink: its events to the logger when there is one.
+  const logOf = (name: WorkerName | "metering") => (opts.logger ? workerLog(opts.logger, name) : plain);
+  const log = logOf("metering");
   const { ddb, doc, sqs, stores, queues, consumption } = connect(wiring);
   const metering = (name: WorkerName): WorkerMetering => ({ consumption, meter: stores.meter, memoryGb: memoryGb(WORKERS[name].memory), log });
   let running = true;
@@ -120,7 +127,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     const arn = attributes.QueueArn!;
     const hold = { visibilitySeconds: Number(attributes.VisibilityTimeout), forMs: seconds(WORKERS[name].timeout) * 1000 };
     const onError = (err: unknown) => {
-      if (running) log(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
+      if (running) logOf(name)(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
     };
     pollers.push(pollElastic(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1, hold, maxInvocations, running: () => running, onError }));
   };
@@ -133,7 +140,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     sqs.destroy();
   };
   try {
-    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log, metering: metering("profile") }));
+    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }));
     const callers = new CallerPolicyRunners({
       endpoints: stores.endpoints,
       outbound: localOutbound(opts),
@@ -147,11 +154,14 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
       tasks: opts.tasks,
       fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
       maxReceives: WORKERS.dispatch.retry,
-      log,
+      log: logOf("dispatch"),
       metering: metering("dispatch"),
     });
     await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
-    await startWorker("vote", createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log, metering: metering("vote") }));
+    await startWorker(
+      "vote",
+      createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log: logOf("vote"), metering: metering("vote") }),
+    );
     const prepare = opts.prepareExperiment;
     await startWorker(
       "coordinator",
@@ -172,7 +182,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
           ...(opts.poolProposer ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) } : {}),
         },
         ...(wiring.artifactsDir ? { reports: { artifacts: new FolderExperimentArtifacts(wiring.artifactsDir), render: renderExperimentReport } } : {}),
-        log,
+        log: logOf("coordinator"),
       }),
     );
   } catch (err) {

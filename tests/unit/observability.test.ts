@@ -205,7 +205,7 @@ describe("a worker's record", () => {
       jobs,
       logger: { event: (e) => void events.push(e) },
     });
-    const body = { jobId: "rsc_1", index: 1, poolId: "p", harnessId: "h0", taskId: "t1", seed: 1, source: { kind: "caller" as const, ...caller }, rescueJob: true };
+    const body = { jobId: "rsc_1", index: 1, poolId: "p", harnessId: "h0", taskId: "t1", seed: 1, source: { kind: "caller" as const, ...caller }, rescueJob: true as const };
     const message = { ...envelope("rollout.requested", "rsc_1:1", body, { keyId: "k-a", jobId: "rsc_1" }), correlationId: "corr-12345678" };
     expect(await handler(makeSqsEvent([message]))).toEqual({ batchItemFailures: [] });
     expect((await jobs.get("rsc_1"))!.failures?.[0]).toMatchObject({ index: 1 });

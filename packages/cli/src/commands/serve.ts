@@ -6,6 +6,7 @@ import type { SeedInstance } from "@harness-s/core/experiment";
 import type { ProfileStore } from "@harness-s/core/profile";
 import { hashSecret } from "@harness-s/core/access";
 import { servedOffers } from "@harness-s/core/models";
+import { jsonLinesLogger } from "@harness-s/core/observability";
 import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
@@ -63,6 +64,9 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
       // The same built-in environments as the workers' thread, so the API lets a rescue name them.
       builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
       log: (line) => process.stderr.write(`${line}\n`),
+      // One JSON line per request and per queue record on stderr, and GET /metrics for admin keys.
+      logger: jsonLinesLogger({ out: (line) => process.stderr.write(`${line}\n`) }),
+      metrics: true,
     }),
     served,
   );
