@@ -20,49 +20,20 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
 
-  const queue = (name: string, w: (typeof WORKERS)[keyof typeof WORKERS]) => {
-    const dlq = new sst.aws.Queue(`${name}Dlq`);
-    return new sst.aws.Queue(`${name}Queue`, { dlq: { queue: dlq.arn, retry: w.retry }, visibilityTimeout: w.visibility });
-  };
-  const profileQueue = queue("Profile", WORKERS.profile);
-  const voteQueue = queue("Vote", WORKERS.vote);
-  const dispatchQueue = queue("Dispatch", WORKERS.dispatch);
-  const coordinatorQueue = queue("Coordinator", WORKERS.coordinator);
+  const profileQueue = workerQueue("Profile", WORKERS.profile);
+  const voteQueue = workerQueue("Vote", WORKERS.vote);
+  const dispatchQueue = workerQueue("Dispatch", WORKERS.dispatch);
+  const coordinatorQueue = workerQueue("Coordinator", WORKERS.coordinator);
 
-  /** `install`: packages put beside the bundle instead of in it (native addons). */
-  const subscribe = (q: sst.aws.Queue, w: (typeof WORKERS)[keyof typeof WORKERS], link: unknown[], maximumConcurrency?: number, install?: string[]) =>
-    q.subscribe(
-      {
-        handler: w.handler,
-        runtime: LAMBDA_RUNTIME,
-        timeout: w.timeout,
-        memory: w.memory,
-        link: [...link, t.Usage, t.UsageDays],
-        ...(install ? { nodejs: { install } } : {}),
-      },
-      {
-        batch: { size: w.batch, partialResponses: true },
-        ...(maximumConcurrency
-          ? {
-              transform: {
-                eventSourceMapping: (args) => {
-                  args.scalingConfig = { maximumConcurrency };
-                },
-              },
-            }
-          : {}),
-      },
-    );
+  // Every worker meters what each message cost to its payer: the usage tables.
+  const subscribe = (q: sst.aws.Queue, w: Worker, link: unknown[], opts: SubscribeOptions = {}) => subscribeWorker(q, w, [...link, t.Usage, t.UsageDays], opts);
 
   const profileWorker = subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   const voteWorker = subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
-  const dispatchWorker = subscribe(
-    dispatchQueue,
-    WORKERS.dispatch,
-    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy],
-    DISPATCH_CONCURRENCY,
-  );
+  const dispatchWorker = subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], {
+    maximumConcurrency: DISPATCH_CONCURRENCY,
+  });
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
   // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
@@ -87,8 +58,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       ...policy,
       ...panel,
     ],
-    undefined,
-    ["@resvg/resvg-js"],
+    { install: ["@resvg/resvg-js"] },
   );
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
@@ -115,6 +85,36 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     voteQueue: voteQueue.url,
     coordinatorQueue: coordinatorQueue.url,
   };
+}
+
+type Worker = (typeof WORKERS)[keyof typeof WORKERS];
+
+/** A worker's queue, with a DLQ that takes a message after the worker's retries. */
+function workerQueue(name: string, w: Worker) {
+  const dlq = new sst.aws.Queue(`${name}Dlq`);
+  return new sst.aws.Queue(`${name}Queue`, { dlq: { queue: dlq.arn, retry: w.retry }, visibilityTimeout: w.visibility });
+}
+
+/** `maximumConcurrency`: the most invocations at once; `install`: packages put beside the bundle instead of in it (native addons). */
+type SubscribeOptions = { maximumConcurrency?: number; install?: string[] };
+
+/** A worker's function on its queue, with partial batch responses. */
+function subscribeWorker(q: sst.aws.Queue, w: Worker, link: unknown[], { maximumConcurrency, install }: SubscribeOptions) {
+  return q.subscribe(
+    { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link, ...(install ? { nodejs: { install } } : {}) },
+    {
+      batch: { size: w.batch, partialResponses: true },
+      ...(maximumConcurrency
+        ? {
+            transform: {
+              eventSourceMapping: (args) => {
+                args.scalingConfig = { maximumConcurrency };
+              },
+            },
+          }
+        : {}),
+    },
+  );
 }
 
 /** The secrets a deployment sets (`npx sst secret set …`); each stays "unset" until then. */

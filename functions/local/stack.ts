@@ -94,9 +94,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   instrumentSqs(sqs, consumption);
   let workers: { stop: () => Promise<void> } | undefined;
   let clients: ReturnType<typeof connect> | undefined;
-  // The stack's own reports folder lives as long as its tables (DynamoDB Local keeps them in memory).
-  const ownArtifacts = opts.artifactsDir ? undefined : await mkdtemp(join(tmpdir(), "harness-s-reports-"));
-  const artifactsDir = opts.artifactsDir ?? ownArtifacts!;
+  const reports = await reportsFolder(opts.artifactsDir);
   const stop = async () => {
     await workers?.stop();
     const loose = consumption.takeUnattributed();
@@ -107,7 +105,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     sqs.destroy();
     await fauxqs.stop();
     await dynamo.stop();
-    if (ownArtifacts) await rm(ownArtifacts, { recursive: true, force: true });
+    await reports.remove();
   };
   try {
     const names = tableNames(shared ? `local-${randomUUID().slice(0, 8)}-` : "local-");
@@ -119,7 +117,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       sqsEndpoint,
       tables: names,
       queues: { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") },
-      artifactsDir,
+      artifactsDir: reports.dir,
     };
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
@@ -151,7 +149,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
       maxBodyBytes: 256 * 1024,
-      artifacts: new FolderExperimentArtifacts(artifactsDir),
+      artifacts: new FolderExperimentArtifacts(reports.dir),
       ...(opts.offers ? { offers: opts.offers } : {}),
       ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),
     };
@@ -175,4 +173,11 @@ function observability(opts: Pick<LocalStackOptions, "logger" | "metrics">, sqs:
   const metrics = opts.metrics ? new ServeMetrics(sqs, queues) : undefined;
   const events: EventLogger | undefined = opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
   return { events, metrics };
+}
+
+/** Where a stack keeps finished runs' reports: `given`, or a folder of its own under the OS temp dir that `remove` deletes (it lives as long as the stack's tables: DynamoDB Local keeps them in memory). */
+async function reportsFolder(given: string | undefined): Promise<{ dir: string; remove: () => Promise<void> }> {
+  if (given) return { dir: given, remove: async () => {} };
+  const dir = await mkdtemp(join(tmpdir(), "harness-s-reports-"));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
