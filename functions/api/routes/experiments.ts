@@ -141,7 +141,11 @@ export const experimentRoutes = {
       "Made by the CLI's code (`harness-s experiment`'s report.md, without its sweeps) when the run ends done, or stopped at its budget cap with finished (arm, seed) units (a note under the title says what its figures cover). A 404 says why a run has none.",
     request: { params: IdPath },
     responses: {
-      200: { description: "the report (its plots are linked by file name: GET …/plots/{file})", content: { "text/markdown": { schema: z.string() } } },
+      200: {
+        description:
+          "the report; it links its plots by file name (curves.png, utilities.png) as the CLI writes them beside it: save them from GET …/plots/{file} into the same folder",
+        content: { "text/markdown": { schema: z.string() } },
+      },
       ...artifactErrors("report"),
     },
   }),
