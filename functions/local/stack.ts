@@ -122,9 +122,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
     const { events, metrics } = observability(opts, sqs, wiring);
-    if (opts.workersOn) workers = await startWorkersThread(opts.workersOn, wiring, log, events);
-    else if (opts.policies) workers = await startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
-    else throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
+    workers = await startWorkers(opts, wiring, log, events);
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,
@@ -158,6 +156,13 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     await stop();
     throw err;
   }
+}
+
+/** The stack's workers: here with `policies`, or on a thread of their own (`workersOn`); their events to `events`. */
+async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (line: string) => void, events: EventLogger | undefined) {
+  if (opts.workersOn) return startWorkersThread(opts.workersOn, wiring, log, events);
+  if (opts.policies) return startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
+  throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
 }
 
 /**

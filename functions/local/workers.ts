@@ -105,15 +105,19 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
   return { ddb, doc, sqs, stores, queues, consumption };
 }
 
+/** Each worker's own line sink: its events to `logger` when there is one, else `log` as it is. */
+const lineSinks =
+  ({ logger, log = () => undefined }: Pick<LocalWorkerOptions, "logger" | "log">) =>
+  (name: WorkerName | "metering") =>
+    logger ? workerLog(logger, name) : log;
+
 /**
  * Pollers that invoke the `profile`, `dispatch`, `vote` and `coordinator` Lambda handlers with
  * real SQS event shapes, with the batch sizes of the deployed queues (`infra/settings.ts`), until
  * stopped. In the stack's own thread, or on a thread of their own (`startLocalStack`'s `workersOn`).
  */
 export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
-  const plain = opts.log ?? (() => undefined);
-  // Each worker's own line sink: its events to the logger when there is one.
-  const logOf = (name: WorkerName | "metering") => (opts.logger ? workerLog(opts.logger, name) : plain);
+  const logOf = lineSinks(opts);
   const log = logOf("metering");
   const { ddb, doc, sqs, stores, queues, consumption } = connect(wiring);
   const metering = (name: WorkerName): WorkerMetering => ({ consumption, meter: stores.meter, memoryGb: memoryGb(WORKERS[name].memory), log });

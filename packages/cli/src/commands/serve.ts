@@ -23,6 +23,9 @@ import { SERVE_EXPERIMENT_FAMILIES, experimentOffers } from "../runtime/experime
 /** The entry of serve's workers' thread. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
 
+/** One JSON line per request and per queue record on stderr, and GET /metrics for admin keys. */
+const OBSERVED = { logger: jsonLinesLogger({ out: (line) => process.stderr.write(`${line}\n`) }), metrics: true };
+
 /** How long a stop may take before serve exits anyway. */
 const STOP_GRACE_MS = 20_000;
 
@@ -64,9 +67,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
       // The same built-in environments as the workers' thread, so the API lets a rescue name them.
       builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
       log: (line) => process.stderr.write(`${line}\n`),
-      // One JSON line per request and per queue record on stderr, and GET /metrics for admin keys.
-      logger: jsonLinesLogger({ out: (line) => process.stderr.write(`${line}\n`) }),
-      metrics: true,
+      ...OBSERVED,
     }),
     served,
   );
