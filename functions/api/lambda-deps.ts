@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { jsonLinesLogger } from "@harness-s/core/observability";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { S3Client } from "@aws-sdk/client-s3";
@@ -65,6 +66,8 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),
     clock,
     newId: (kind = "dec") => `${kind}_${randomUUID()}`,
+    // One JSON line per request (correlation id, key id, route, status, ms, code) to the function's log.
+    observability: { events: jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) }) },
     maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
     // Finished runs' reports and plots, read from the bucket the coordinator writes (ReportsRead).
     ...(config.reportBucket ? { artifacts: new S3ExperimentArtifacts(new S3Client({}), config.reportBucket) } : {}),

@@ -107,20 +107,31 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) }).catch((err: NodeJS.ErrnoException) => {
       throw err.code === "EADDRINUSE" || err.code === "EACCES" ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`) : err;
     });
-    const url = server.url;
-    console.log(
-      `harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "${SERVED_SUITE}" v${pool.version}${others.map((id) => ` and "${id}"`).join("")})`,
-    );
-    if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
-    if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
-    console.log(
-      `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,
-    );
-    console.log("Ctrl-C stops everything started here.");
+    printServing(server.url, { ...stack, pools: [String(pool.version), others] }, opts, secret, gateway !== undefined);
   } catch (err) {
     await stack.stop();
     throw err;
   }
+}
+
+/** What serve prints once it listens: where, its admin key (when it made one), the gateway, a first request to try. */
+function printServing(
+  url: string,
+  stack: { dynamoEndpoint: string; sqsEndpoint: string; pools: [string, readonly string[]] },
+  opts: ServeOptions,
+  secret: string,
+  gateway: boolean,
+) {
+  const [version, others] = stack.pools;
+  console.log(
+    `harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "${SERVED_SUITE}" v${version}${others.map((id) => ` and "${id}"`).join("")})`,
+  );
+  if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
+  if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
+  console.log(
+    `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,
+  );
+  console.log("Ctrl-C stops everything started here.");
 }
 
 /** Registers the suite's evolved pool with its initial profiles, and each family's pool to serve; returns the suite's and the others' ids. */
