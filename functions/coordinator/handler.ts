@@ -4,7 +4,9 @@ import {
   type CoordinatorDeps,
   type ExperimentArtifacts,
   type ExperimentDeps,
+  type ExperimentRecord,
   type ExperimentReportRenderer,
+  type ExperimentStore,
 } from "@harness-s/core/experiment";
 import { NotConfiguredError } from "@harness-s/core";
 import { runPoolEvolution, type PoolEvolutionWorkerDeps } from "@harness-s/core/pools";
@@ -49,13 +51,31 @@ export interface CoordinatorReports {
   render: ExperimentReportRenderer;
 }
 
-/** One attempt at a run; if it ended with something to report, its report stored from the seeds' instances it ran on. */
+/**
+ * One attempt at a run. With `reports`, the run's last save as done or stopped is preceded by
+ * storing its report from the seeds' instances it ran on: a run reads as ended only once its
+ * report is there (or making it failed, and was logged).
+ */
 async function runAndReport(id: string, deps: CoordinatorDeps & { reports?: CoordinatorReports; log?: (line: string) => void }) {
+  const reports = deps.reports;
+  if (!reports) return runExperimentJob(id, deps);
   let prepared: ExperimentDeps | undefined;
-  const ended = await runExperimentJob(id, { ...deps, prepare: async (record) => (prepared = await deps.prepare(record)) });
-  if (deps.reports && ended !== "duplicate" && prepared) {
-    const logger = deps.logger ?? (deps.log ? { warn: deps.log } : undefined);
-    await publishExperimentReport(ended, prepared.instance, { ...deps.reports, ...(logger ? { logger } : {}) });
-  }
-  return ended;
+  const logger = deps.logger ?? (deps.log ? { warn: deps.log } : undefined);
+  const publish = (record: ExperimentRecord) => (prepared ? publishExperimentReport(record, prepared.instance, { ...reports, ...(logger ? { logger } : {}) }) : Promise.resolve());
+  return runExperimentJob(id, { ...deps, experiments: reportFirst(deps.experiments, publish), prepare: async (record) => (prepared = await deps.prepare(record)) });
+}
+
+/** `store` whose save of a run as done or stopped runs `publish` first. */
+function reportFirst(store: ExperimentStore, publish: (record: ExperimentRecord) => Promise<unknown>): ExperimentStore {
+  return {
+    create: (record) => store.create(record),
+    get: (id) => store.get(id),
+    claim: (id, now, leaseUntil) => store.claim(id, now, leaseUntil),
+    save: async (record) => {
+      if (record.status === "done" || record.status === "stopped") await publish(record);
+      return store.save(record);
+    },
+    requestCancel: (id, now) => store.requestCancel(id, now),
+    cancelRequested: (id) => store.cancelRequested(id),
+  };
 }
