@@ -40,7 +40,10 @@ export interface WorkerOptions {
    * `servedModelName`: the name policies give the model, default the folder's).
    */
   tuning?: Partial<
-    Record<"device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts" | "servedModelName", string | number>
+    Record<
+      "device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts" | "servedModelName",
+      string | number
+    >
   >;
   /** Longest wait for `GET /healthz` to answer 200. */
   readyTimeoutMs?: number;
