@@ -154,6 +154,7 @@ describe("harness-s CLI", () => {
     const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
     const dbbench = commandsOf((await inProcess(["dbbench", "--help"])).stdout);
     const suiteLm = commandsOf((await inProcess(["suite-lm", "--help"])).stdout);
+    const keys = commandsOf((await inProcess(["keys", "--help"])).stdout);
     // Act and assess
     expect(top).toEqual([
       "experiment",
@@ -163,6 +164,7 @@ describe("harness-s CLI", () => {
       "suite-lm",
       "evolve",
       "serve",
+      "keys",
       "fixtures-serve",
       "eval",
       "env-serve",
@@ -173,6 +175,7 @@ describe("harness-s CLI", () => {
     ]);
     expect(dbbench).toEqual(["verify", "eval"]);
     expect(suiteLm).toEqual(["build", "compare"]);
+    expect(keys).toEqual(["create", "list", "show", "update", "rotate", "revoke", "events"]);
     const commands = [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])];
     for (const cmd of commands) {
       const help = await inProcess([...cmd, "--help"]);

@@ -88,17 +88,25 @@ function startFlood(connections: number): { stop: () => Promise<Record<string, n
 describe("a key flooding past its rate, beside another key", () => {
   it("is refused (429) past its rate while the other key's p99 stays within 2x of its p99 alone", async () => {
     await routeLatencies(20); // warm
-    const alone = await routeLatencies(150);
-    const floodStarted = performance.now();
-    const running = startFlood(8);
-    await new Promise((r) => setTimeout(r, 500));
-    const beside = await routeLatencies(150);
-    const counts = await running.stop();
-    const floodSeconds = (performance.now() - floodStarted) / 1000;
+    // Alone and beside the flood in turns, a slice of each at a time: a load that comes and goes on
+    // the machine (other test files) weighs on both alike.
+    const alone: number[] = [];
+    const beside: number[] = [];
+    const counts: Record<string, number> = {};
+    let floodSeconds = 0;
+    for (let slice = 0; slice < 3; slice++) {
+      alone.push(...(await routeLatencies(60)));
+      const floodStarted = performance.now();
+      const running = startFlood(8);
+      await new Promise((r) => setTimeout(r, 500));
+      beside.push(...(await routeLatencies(60)));
+      for (const [status, n] of Object.entries(await running.stop())) counts[status] = (counts[status] ?? 0) + n;
+      floodSeconds += (performance.now() - floodStarted) / 1000;
+    }
     const [limited, served] = [counts["429"] ?? 0, counts["200"] ?? 0];
     console.log(`p99 alone ${p99(alone).toFixed(1)} ms, beside the flood ${p99(beside).toFixed(1)} ms; the flood's answers ${JSON.stringify(counts)}`);
     // Served at its rate (5 a second, a burst of 5), the rest refused, each refusal held up to RATE_LIMIT_HOLD_MS.
-    expect(served).toBeLessThanOrEqual(5 * floodSeconds + 5);
+    expect(served).toBeLessThanOrEqual(5 * floodSeconds + 3 * 5);
     expect(limited).toBeGreaterThan(2 * served);
     // Held, each connection gets a few answers a second (its wait for the next token, up to 1 s); unheld, ~100.
     expect((limited + served) / (8 * floodSeconds)).toBeLessThan(20);

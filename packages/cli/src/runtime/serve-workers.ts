@@ -16,7 +16,7 @@ export interface ServeWorkersData {
   /** `--allow-endpoint-cidr`: private blocks callers' endpoints and environments may be in. */
   allowEndpointCidrs: string[];
   /** The families experiments may run on (each with the options it opens with), and the base models language-model policies train on at their workers. */
-  experiments: { families: Readonly<Record<string, Readonly<Record<string, unknown>>>>; models?: readonly ModelAtWorker[] };
+  experiments?: { families: Readonly<Record<string, Readonly<Record<string, unknown>>>>; models?: readonly ModelAtWorker[] };
 }
 
 // The thread's body: the workers `serve` runs (rescue rollouts on the embedded policy, the vote
@@ -33,8 +33,8 @@ await runWorkersThread(async (raw) => {
   // A run on another environment opens it through the registry (once per run, stopped when the run ends); the embedded suite's as before.
   const experiments = new ExperimentSetups({
     embedded: setupFor,
-    families: data.experiments.families,
-    ...(data.experiments.models ? { models: data.experiments.models } : {}),
+    families: data.experiments?.families ?? {},
+    ...(data.experiments?.models ? { models: data.experiments.models } : {}),
     outbound: { allowLoopback: data.allowLoopbackEndpoints, allowCidrs: data.allowEndpointCidrs },
     io: cliIo((line) => process.stderr.write(`${line}\n`)),
   });
