@@ -71,14 +71,9 @@ export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): M
  * like {@link requireScope}, before any body is read, and then let in and metered.
  */
 export function requireSelfOr(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scope: Scope): MiddlewareHandler<KeyEnv> {
-  return async (c, next) => {
-    const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
+  return admitted(deps, (key, c) => {
     if (key.id !== c.req.param("id")) ensureScope(key, scope);
-    await admit(key, deps);
-    c.set("key", key);
-    c.set("meteredKey", key);
-    await next();
-  };
+  });
 }
 
 /**
@@ -86,9 +81,15 @@ export function requireSelfOr(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "
  * key may do there is the use-case's to say: an admin anything, another key itself).
  */
 export function anyKey(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">): MiddlewareHandler<KeyEnv> {
+  return admitted(deps, () => undefined);
+}
+
+/** A known key that passes `check` (a 403 otherwise), let in (its rate and quota) and metered; before any body is read. */
+function admitted(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, check: (key: ApiKeyRecord, c: Context) => void): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
     const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
+    check(key, c);
     await admit(key, deps);
     c.set("key", key);
     c.set("meteredKey", key);

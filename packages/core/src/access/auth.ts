@@ -14,8 +14,14 @@ export function hashSecret(secret: string): string {
  * the OS's cryptographic randomness on purpose, never from the seeded Rng used by algorithms.
  */
 export function newApiKey(id: string, scopes: Scope[], requestQuota?: number): { secret: string; record: ApiKeyRecord } {
+  const { secret, hash } = newSecret();
+  return { secret, record: { id, hash, scopes, requestQuota } };
+}
+
+/** A new random secret (from the OS's cryptographic randomness, never the seeded Rng) and its hash. */
+export function newSecret(): { secret: string; hash: string } {
   const secret = `hs_${randomBytes(24).toString("base64url")}`;
-  return { secret, record: { id, hash: hashSecret(secret), scopes, requestQuota } };
+  return { secret, hash: hashSecret(secret) };
 }
 
 /** Whether a presented key works at `now`: not revoked, not expired, its secret not retired. */

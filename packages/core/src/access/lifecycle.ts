@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ConflictError, ForbiddenError, NotFoundError, SelfRaiseError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
-import { hashSecret } from "./auth.ts";
+import { newSecret } from "./auth.ts";
 import type { KeyEvent, KeyEventLog } from "./events.ts";
 import { KEY_EVENTS_PAGE } from "./events.ts";
 import { type ApiKeyRecord, type ApiKeyStore, type KeyAccount, KEY_LIMITS, KeyRate, KeySettings, Scope } from "./keys.ts";
@@ -94,12 +93,6 @@ const isAdmin = (actor: Actor) => actor === undefined || actor.scopes.includes("
 
 function requireAdmin(actor: Actor): void {
   if (!isAdmin(actor)) throw new ForbiddenError("admin");
-}
-
-/** A new random secret (from the OS's cryptographic randomness, never the seeded Rng) and its hash. */
-export function newSecret(): { secret: string; hash: string } {
-  const secret = `hs_${randomBytes(24).toString("base64url")}`;
-  return { secret, hash: hashSecret(secret) };
 }
 
 async function record(deps: KeyDeps, event: Omit<KeyEvent, "at">): Promise<void> {
