@@ -70,8 +70,8 @@ describe("a request's correlation id and its log line", () => {
     const noRoute = await call(`/v1/nothing/${keys.writer}`, keys.writer);
     for (const res of [forbidden, unknownKey, noRoute]) expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
     expect(lines.map((l) => JSON.parse(l))).toEqual([
-      // A key refused its scope is not named (the scope check sets the key only once it is let in).
-      expect.objectContaining({ route: "/v1/rescues/:id", status: 403, errorCode: "FORBIDDEN" }),
+      // A key refused its scope is named by its id (the error carries it; the answer does not).
+      expect.objectContaining({ keyId: "writer", route: "/v1/rescues/:id", status: 403, errorCode: "FORBIDDEN" }),
       expect.objectContaining({ route: "/v1/models", status: 401, errorCode: "UNAUTHENTICATED" }),
       expect.objectContaining({ route: "unmatched", status: 404, errorCode: "NOT_FOUND" }),
     ]);

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { METHOD_NAME_ALL } from "hono/router";
+import { ForbiddenError } from "@harness-s/core";
 import { correlationIdOf, withCorrelationId } from "@harness-s/core/observability";
 import type { ApiDeps } from "../deps.ts";
 import type { ApiEnv } from "../http.ts";
@@ -33,7 +34,7 @@ async function errorCodeOf(res: Response): Promise<string | undefined> {
  * Every request runs under a correlation id (a valid `traceparent`'s trace id or `x-request-id`,
  * else a fresh one): every queue message it sends carries it, and its response names it in
  * `x-request-id`. When it ends, failed or not, one `http.request` event says who (key id, never
- * the secret), what (method, route pattern), and how (status, ms, the error code answered).
+ * the secret; a key refused its scope is named too), what (method, route pattern), and how (status, ms, the error code answered).
  */
 export function observeRequests(deps: Pick<ApiDeps, "observability">): MiddlewareHandler<ApiEnv> {
   const events = deps.observability?.events;
@@ -50,7 +51,7 @@ export function observeRequests(deps: Pick<ApiDeps, "observability">): Middlewar
           event: "http.request",
           level: status >= 500 ? "error" : "info",
           correlationId,
-          keyId: c.get("key")?.id,
+          keyId: c.get("key")?.id ?? (c.error instanceof ForbiddenError ? c.error.keyId : undefined),
           method: METHODS.has(c.req.method) ? c.req.method : "OTHER",
           route: routeOf(c),
           status,

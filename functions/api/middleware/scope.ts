@@ -44,7 +44,7 @@ export function requireAnyScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" |
 
 /** A 403 unless `key` holds `scope` (or is an admin key). */
 export function ensureScope(key: ApiKeyRecord, scope: Scope): void {
-  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
+  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope, key.id);
 }
 
 /** Whether a route, not only middleware, matched the request. */

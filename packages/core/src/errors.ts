@@ -165,9 +165,12 @@ export class UnauthenticatedError extends CoreError {
   }
 }
 
-/** The caller's key does not carry the scope an operation needs. */
+/** The caller's key does not carry the scope an operation needs; `keyId` (never answered) names it on the request's log line. */
 export class ForbiddenError extends CoreError {
-  constructor(scope: string) {
+  constructor(
+    scope: string,
+    readonly keyId?: string,
+  ) {
     super("FORBIDDEN", `this API key lacks the scope ${scope}`);
   }
 }

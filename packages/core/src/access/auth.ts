@@ -55,7 +55,7 @@ export async function authenticate(authorization: string | undefined, keys: ApiK
  */
 export async function authorize(authorization: string | undefined, scope: Scope, deps: AdmitDeps): Promise<ApiKeyRecord> {
   const key = await authenticate(authorization, deps.keys, deps.clock);
-  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope);
+  if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope, key.id);
   await admit(key, deps);
   return key;
 }
