@@ -1,16 +1,20 @@
 import { DynamoUsageMeter, meteredAwsClients } from "@harness-s/adapters";
+import { spendTellingMeter } from "@harness-s/core/billing";
 import type { AwsConfig } from "./aws-config.ts";
+import { stdioEvents } from "./sqs-worker.ts";
 import type { WorkerMetering } from "./worker-metering.ts";
 
 /**
  * A function's SDK clients, instrumented so that what each request or message consumes is
- * metered (DynamoDB capacity, SQS requests), and the metering its handler is given.
+ * metered (DynamoDB capacity, SQS requests), the metering its handler is given, and its usage
+ * meter, which tells each write's cost of goods on the function's log (the dashboard's spend).
  *
  * @example
- * const { doc, sqs, metering } = lambdaClients(awsConfigFromResources());
+ * const { doc, sqs, metering, meter } = lambdaClients(awsConfigFromResources());
  */
 export function lambdaClients(config: AwsConfig) {
   const { doc, sqs, consumption } = meteredAwsClients(config.tables);
-  const metering: WorkerMetering = { consumption, meter: new DynamoUsageMeter(doc, config.tables), memoryGb: config.memoryGb };
-  return { doc, sqs, metering };
+  const meter = spendTellingMeter(new DynamoUsageMeter(doc, config.tables), stdioEvents, config.priceList);
+  const metering: WorkerMetering = { consumption, meter, memoryGb: config.memoryGb };
+  return { doc, sqs, metering, meter };
 }

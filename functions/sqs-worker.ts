@@ -23,7 +23,7 @@ export function workerLog(events: EventLogger, name: string): WorkerLog {
 }
 
 /** Where a Lambda worker writes without a logger of its composition root's: JSON lines, failures on stderr. */
-const stdioEvents = jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) });
+export const stdioEvents = jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) });
 
 /** What a record ended as: the use-case's outcome when it names one ("stored", "duplicate", a run's status), else "ok". */
 function outcomeOf(result: unknown): string {

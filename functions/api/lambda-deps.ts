@@ -6,7 +6,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import type { ConsumptionMeter } from "@harness-s/adapters";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
-import { Prices } from "@harness-s/core/billing";
+import { Prices, spendTellingMeter } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { EMBEDDED_ONLY } from "@harness-s/core/experiment";
 import { ServedModels, servedOffers } from "@harness-s/core/models";
@@ -48,9 +48,12 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
   const queue = (url: string | undefined, name: string): MessageQueue =>
     url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
   const stores = await withAdminBootstrap(dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }), config.bootstrapAdminKeyHash, clock);
+  const events = jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) });
   const gateway = config.gateway ? await gatewaySettings({ ...config.gateway, store: stores.gatewayEpisodes }) : undefined;
   return {
     ...withApiCaches(stores, clock),
+    // Each meter write's cost of goods on the log too (the dashboard's spend).
+    meter: spendTellingMeter(stores.meter, events, config.priceList),
     evidence: queue(config.queues.profile, "profile"),
     dispatch: queue(config.queues.dispatch, "dispatch"),
     coordinator: queue(config.queues.coordinator, "coordinator"),
@@ -67,7 +70,7 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     clock,
     newId: (kind = "dec") => `${kind}_${randomUUID()}`,
     // One JSON line per request (correlation id, key id, route, status, ms, code) to the function's log.
-    observability: { events: jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) }) },
+    observability: { events },
     maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
     // Finished runs' reports and plots, read from the bucket the coordinator writes (ReportsRead).
     ...(config.reportBucket ? { artifacts: new S3ExperimentArtifacts(new S3Client({}), config.reportBucket) } : {}),

@@ -11,7 +11,6 @@ import {
   DynamoExperimentStore,
   DynamoPoolStore,
   DynamoRolloutStore,
-  DynamoUsageMeter,
   RemotePolicy,
   S3ExperimentArtifacts,
   SqsQueue,
@@ -41,7 +40,7 @@ import { queuedExperimentDeps } from "./queued-experiment.ts";
 // endpoint that speaks protocol v2 (the reference policy worker) gets token policies on the
 // suite's text rendering; a v1 endpoint (policy-serve) the embedded policy's protocol.
 const config = awsConfigFromResources();
-const { doc, sqs, metering } = lambdaClients(config);
+const { doc, sqs, metering, meter } = lambdaClients(config);
 const endpoint = config.policyEndpointUrl;
 const localFor = embeddedSetups(defaultEmbeddedSettings);
 // With a VoterPanel secret, experiments' router arms ask its voters (through the vote queue) with its weights, quorum and deadline.
@@ -50,7 +49,7 @@ const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKey
 export const handler = createCoordinatorHandler({
   experiments: new DynamoExperimentStore(doc, config.tables),
   steps: new DynamoExperimentStepStore(doc, config.tables),
-  meter: new DynamoUsageMeter(doc, config.tables),
+  meter,
   clock: systemClock,
   metering,
   leaseMs: 16 * 60_000,
@@ -64,7 +63,7 @@ export const handler = createCoordinatorHandler({
     if (!config.queues.dispatch || !config.queues.vote) throw new NotConfiguredError("the coordinator needs the dispatch and vote queues linked");
     let n = 0;
     const v2 = (await policyProtocol(endpoint, config.policyEndpointToken)) === 2;
-    const client = tokenClient(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }));
+    const client = tokenClient(endpoint, config.policyEndpointToken, (used) => metering.consumption.record(used));
     const embedded = { ...localFor(record.request.protocol), ...(panel ? { voters: panel.voters, panel } : {}) };
     const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
     const setup = v2

@@ -10,7 +10,6 @@ import {
   DynamoPoolStore,
   DynamoRescueJobStore,
   DynamoRolloutStore,
-  DynamoUsageMeter,
 } from "@harness-s/adapters";
 import { WORKERS } from "../../infra/settings.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
@@ -23,7 +22,7 @@ import { createDispatchHandler } from "./handler.ts";
 // the policy endpoint (PolicyEndpointUrl). Without one, a rollout fails with NOT_CONFIGURED and
 // its message ends in the DLQ (nothing lost).
 const config = awsConfigFromResources();
-const { doc, sqs, metering } = lambdaClients(config);
+const { doc, sqs, metering, meter } = lambdaClients(config);
 // Its own queue is linked to it: a key past its share of running caller rollouts waits on it, delayed.
 const requeue = config.queues.dispatch ? new SqsQueue(sqs, config.queues.dispatch) : undefined;
 const endpoint = config.policyEndpointUrl;
@@ -32,13 +31,13 @@ export const handler = createDispatchHandler({
   pools: new CachedPoolStore(new DynamoPoolStore(doc, config.tables)),
   rollouts: new DynamoRolloutStore(doc, config.tables),
   jobs: new DynamoRescueJobStore(doc, config.tables),
-  meter: new DynamoUsageMeter(doc, config.tables),
+  meter,
   maxReceives: WORKERS.dispatch.retry,
   ...(requeue ? { fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
   tasks: embeddedTaskSource(),
   runners: rolloutRunners({
     service: endpoint
-      ? dispatchEndpoints(endpoint, config.policyEndpointToken, (s) => metering.consumption.record({ gpuSeconds: s }))
+      ? dispatchEndpoints(endpoint, config.policyEndpointToken, (used) => metering.consumption.record(used))
       : {
           runner: async () => {
             throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");

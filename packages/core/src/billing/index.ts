@@ -6,3 +6,4 @@ export * from "./quote-schema.ts";
 export * from "./quotes.ts";
 export * from "./budgets.ts";
 export * from "./usage-report.ts";
+export * from "./spend-events.ts";
