@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ArmList, armNames } from "@harness-s/core/experiment";
+import { ArmList, armNames, defaultArmNames } from "@harness-s/core/experiment";
 import { EvolutionConfig } from "@harness-s/core/evolution";
 import { defaultEmbeddedSettings, familyFlags } from "@harness-s/envs";
 import { declareCommand, flag } from "../declare.ts";
@@ -30,7 +30,9 @@ export const ExperimentFlags = z
         .pipe(ArmList)
         .optional(),
       "<list>",
-      `arms to run, comma-separated (default: all of ${armNames().join(", ")})`,
+      `arms to run, comma-separated (default: ${defaultArmNames().join(", ")}; also: ${armNames()
+        .filter((a) => !defaultArmNames().includes(a))
+        .join(", ")})`,
     ),
     out: flag(z.string().min(1).optional(), "<dir>", "output folder (default results/<timestamp>)"),
     quick: flag(z.boolean().default(false), null, "a smoke run: 3 seeds, 10 steps, fewer evaluation samples"),

@@ -23,6 +23,8 @@ export const ArmDefinition = z.object({
   budget: z.enum(["own", "budget-source", "budget-matched"]).default("own"),
   /** Evaluate Rank-1 (the router's pick per held-out task) after training, and record sibling utilities from step 0. */
   rank1: z.boolean().default(false),
+  /** Run when an experiment names no arms (arms added for one study are named where they run). */
+  byDefault: z.boolean().default(true),
 });
 export type ArmDefinition = z.infer<typeof ArmDefinition>;
 export type ArmDefinitionInput = z.input<typeof ArmDefinition>;
@@ -48,6 +50,9 @@ export function registerArm(input: ArmDefinitionInput): ArmDefinition {
 /** Every registered arm's name, in registration order. */
 export const armNames = (): string[] => [...registry.keys()];
 
+/** The arms an experiment runs when it names none (see `byDefault`), in registration order. */
+export const defaultArmNames = (): string[] => [...registry.values()].filter((a) => a.byDefault).map((a) => a.name);
+
 /** A registered arm; an unknown name is a {@link ValidationError} listing the known ones. */
 export function armDefinition(name: string): ArmDefinition {
   const def = registry.get(name);
@@ -58,7 +63,10 @@ export function armDefinition(name: string): ArmDefinition {
 /** An arm's name, checked against the registry when parsed. */
 export const ArmName = ARM_NAME.superRefine((name, ctx) => {
   if (!registry.has(name)) ctx.addIssue({ code: "custom", message: `unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})` });
-}).meta({ description: "a registered arm: grpo, grpo-budget, harness-s, harness-s-random, harness-s-noreanchor, harness-s-single-voter, or one an operator registered" });
+}).meta({
+  description:
+    "a registered arm: grpo, grpo-budget, harness-s, harness-s-random, harness-s-noreanchor, harness-s-single-voter, harness-s-adaptive, harness-s-base-corrected, or one an operator registered",
+});
 
 /**
  * A run's arms: registered, each once, and a budget-matched arm only beside the budget source
@@ -110,3 +118,4 @@ registerArm({ name: "harness-s", rescue: "router", reanchor: true, budget: "budg
 registerArm({ name: "harness-s-random", rescue: "random", rank1: true });
 registerArm({ name: "harness-s-noreanchor", rescue: "router", rank1: true });
 registerArm({ name: "harness-s-single-voter", rescue: "router", reanchor: true, voters: "single", rank1: true });
+registerArm({ name: "harness-s-adaptive", rescue: "adaptive", reanchor: true, budget: "budget-matched", rank1: true, byDefault: false });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ArmList, armNames } from "./arms.ts";
+import { ArmList, defaultArmNames } from "./arms.ts";
 import type { EvolutionResult } from "../evolution/evolve.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { Protocol, type Task } from "../task.ts";
@@ -12,8 +12,8 @@ import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
 
 export const ExperimentConfig = z.object({
   seeds: z.array(z.number().int()).min(1).default([1, 2, 3, 4, 5]),
-  /** Registered arms (see `registerArm`); default every one. */
-  arms: ArmList.default(() => armNames()),
+  /** Registered arms (see `registerArm`); default every one registered `byDefault`. */
+  arms: ArmList.default(() => defaultArmNames()),
   train: TrainConfig.default(TrainConfig.parse({})),
   evalSamples: z.number().int().min(3).default(6),
   singleVoter: z.string().default("failure-tag-evidence"),

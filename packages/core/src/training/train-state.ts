@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { Profile, addEvidence } from "../profile/profile.ts";
+import { Counts, Profile, addEvidence } from "../profile/profile.ts";
+import { AdaptiveChoice } from "../rescue/adaptive.ts";
 import { RoutingDecision } from "../voting/router.ts";
 import { AuditRecord } from "./audit.ts";
 import type { Rollout } from "../rollout/types.ts";
@@ -17,7 +18,17 @@ export const StepRecord = z.object({
   step: z.number().int().min(1),
   policyVersion: z.number().int(),
   rollouts: RolloutCounts,
-  groups: z.array(z.object({ taskId: z.string(), meanReward: z.number(), allFail: z.boolean(), outcome: GroupOutcome, chosen: z.array(z.string()).optional() })),
+  groups: z.array(
+    z.object({
+      taskId: z.string(),
+      meanReward: z.number(),
+      allFail: z.boolean(),
+      outcome: GroupOutcome,
+      chosen: z.array(z.string()).optional(),
+      /** The adaptive mode's choice for this all-fail group and the estimates behind it. */
+      adaptive: AdaptiveChoice.optional(),
+    }),
+  ),
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 
@@ -60,6 +71,8 @@ export const TrainerState = z.object({
   decisionsOmitted: z.number().int().min(0).default(0),
   profiles: z.record(z.string(), Profile),
   chosenCounts: z.record(z.string(), z.number().int()),
+  /** What the adaptive mode's H0 resamples found in this run (its H0 option's evidence). */
+  adaptiveResamples: Counts.default({ attempts: 0, successes: 0 }),
 });
 export type TrainerState = z.infer<typeof TrainerState>;
 
@@ -108,6 +121,8 @@ export interface StateChange {
   decision?: RoutingDecision;
   audit?: AuditRecord;
   diagnosticRollouts?: number;
+  /** H0 resample rollouts the adaptive mode ran, and how many succeeded. */
+  adaptiveResamples?: Counts;
 }
 
 /**
@@ -127,6 +142,10 @@ export function applyStateChange(state: TrainerState, resolved: { chosen?: reado
   state.rescue.triggered += change.rescue?.triggered ?? 0;
   state.rescue.replaced += change.rescue?.replaced ?? 0;
   state.rescue.dropped += change.rescue?.dropped ?? 0;
+  if (change.adaptiveResamples) {
+    const { attempts, successes } = state.adaptiveResamples;
+    state.adaptiveResamples = { attempts: attempts + change.adaptiveResamples.attempts, successes: successes + change.adaptiveResamples.successes };
+  }
   const { rollouts = [], rescueOf = [], taskTags = [] } = change.evidence ?? {};
   for (const r of rollouts) state.profiles[r.harnessId] = addEvidence(state.profiles[r.harnessId]!, r, { rescueOf, taskTags });
 }

@@ -87,6 +87,7 @@ export class Trainer {
       decisionsOmitted: 0,
       profiles: structuredClone(deps.initialProfiles),
       chosenCounts: {},
+      adaptiveResamples: { attempts: 0, successes: 0 },
     };
     const trainer = new Trainer(arm, config, deps, state);
     await trainer.curvePoint(0);
@@ -118,7 +119,14 @@ export class Trainer {
       const meanReward = group.reduce((s, r) => s + r.reward, 0) / group.length;
       const resolved = await this.resolveGroup(task, group, step, ahead?.run ?? this.deps.runRollout);
       if (resolved.rollouts) used.push(resolved.rollouts);
-      records.push({ taskId: task.id, meanReward, allFail: resolved.outcome !== "used", outcome: resolved.outcome, ...(resolved.chosen ? { chosen: resolved.chosen } : {}) });
+      records.push({
+        taskId: task.id,
+        meanReward,
+        allFail: resolved.outcome !== "used",
+        outcome: resolved.outcome,
+        ...(resolved.chosen ? { chosen: resolved.chosen } : {}),
+        ...(resolved.adaptive ? { adaptive: resolved.adaptive } : {}),
+      });
     }
     await ahead?.settle();
     await this.update(used);
@@ -160,7 +168,7 @@ export class Trainer {
     group: Rollout[],
     step: number,
     runRollout: RolloutRunner,
-  ): Promise<GroupResolution | { outcome: "used"; rollouts: Rollout[]; chosen?: undefined }> {
+  ): Promise<GroupResolution | { outcome: "used"; rollouts: Rollout[]; chosen?: undefined; adaptive?: undefined }> {
     this.s.rescue.groups++;
     if (!isAllFail(group)) return { outcome: "used", rollouts: group };
     this.s.rescue.allFailGroups++;
@@ -216,11 +224,15 @@ export class Trainer {
   private async maybeReanchor(step: number): Promise<void> {
     const { config } = this;
     if (!RESCUE_MODES[this.arm.rescue].usesProfiles || !this.arm.reanchor || step % config.reanchorEvery !== 0 || config.reanchorBudget <= 0) return;
+    // A budget-matched arm re-anchors out of its extra budget, as the budget source's re-anchoring counted in it.
+    const matched = this.arm.extraBudget !== undefined;
+    const budget = matched ? Math.min(config.reanchorBudget, this.s.extraLeft) : config.reanchorBudget;
+    if (budget <= 0) return;
     const re = await reanchor({
       probeTasks: this.deps.probeTasks,
       pool: this.deps.pool,
       profiles: this.s.profiles,
-      budget: config.reanchorBudget,
+      budget,
       keep: config.reanchorKeep,
       policyVersion: this.deps.policy.version(),
       step,
@@ -231,6 +243,7 @@ export class Trainer {
     this.s.profiles = re.profiles;
     this.s.probePriority = re.failing;
     this.s.counts.reanchor += re.spent;
+    if (matched) this.s.extraLeft = Math.max(0, this.s.extraLeft - re.spent);
     this.s.utilities.push({ step, values: nullForNaN(re.utilities) });
   }
 
