@@ -100,6 +100,21 @@ describe("TokenTrainer datums", () => {
     expect(same!.ids).toEqual([1, 2, 3, 10, 11, 4, 12, 13, 14]);
   });
 
+  it("under the truncated-is correction, weights each replayed token by exp(H0-context − sampled log-probability), at most 2; none leaves the row unweighted", async () => {
+    // Prepare: the rescued rollout above (sampled log-probabilities −0.5, −0.6 | −1, −1, −1; replayed −0.1, −0.2 | −0.3 × 3)
+    const { client } = replaying();
+    const p = new TokenTrainer(client, { ...options, policyId: "w" });
+    const text = { ...observation, instruction: "task\n\nsib", text: "Result: start", notes: ["n"], base: { instruction: "task", text: "Result: start", notes: [] } };
+    const samples = [{ rollout: rollout(steps.map((st) => ({ ...st, observation: text }))), advantage: 1 }];
+    // Act
+    const [d] = await p.datums({ samples, settings: { ...settings(true), rescueContext: "base", rescueCorrection: "truncated-is" } });
+    const [none] = await p.datums({ samples, settings: { ...settings(true), rescueContext: "base", rescueCorrection: "none" } });
+    // Assess: e^0.4 on the first turn's tokens, e^0.7 ≈ 2.01 truncated to 2 on the second's, 1 on prompt ids
+    const w = Math.exp(0.4);
+    expect(d!.token_weights!.map((x) => Number(x.toFixed(12)))).toEqual([1, 1, w, w, 1, 2, 2, 2].map((x) => Number(x.toFixed(12))));
+    expect(none!.token_weights).toBeUndefined();
+  });
+
   it("with constrained tool calls, a datum names the tools its turns were constrained to and its replay asks for the same constraint", async () => {
     // Prepare
     const { client, replays } = replaying();

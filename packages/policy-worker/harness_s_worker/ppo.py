@@ -90,8 +90,9 @@ class Loss:
     normaliser: float | None = None
 
 
-def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float, loss: Loss) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-token clipped surrogate (to minimise), clip indicator and k3 KL, on masked tokens."""
+def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float | torch.Tensor, loss: Loss) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-token clipped surrogate (to minimise), clip indicator and k3 KL, on masked tokens; the
+    advantage is one number, or one per token (a row's token weights applied)."""
     ratio = torch.exp(torch.clamp(new - old, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT))
     unclipped = ratio * advantage
     clipped = torch.clamp(ratio, 1 - loss.clip_low, 1 + loss.clip_high) * advantage

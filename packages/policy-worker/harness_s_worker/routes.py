@@ -188,6 +188,8 @@ def update_routes(served: Served) -> APIRouter:
         for i, d in enumerate(body.datums):
             if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
+            if d.token_weights is not None and len(d.token_weights) != len(d.ids):
+                raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.token_weights: one weight per token")
             if d.loss_mask[0] != 0:
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
             served.check_ids(f"datums.{i}.ids", d.ids)

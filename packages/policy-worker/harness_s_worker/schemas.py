@@ -121,6 +121,9 @@ class Datum(Strict):
     # clamped in the loss, so an extreme but finite value cannot overflow it.
     behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
     advantage: float = Field(ge=-1e4, le=1e4)
+    # Per-token weights on the advantage (a row re-scored in H0's context, importance-corrected and
+    # truncated by the service); None: all 1.
+    token_weights: list[Annotated[float, Field(ge=0, le=1e4)]] | None = None
     constraint: Constraint | None = None
 
 

@@ -139,7 +139,8 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     ids = [torch.tensor(d.ids, device=dev) for d in datums]
     masks = [torch.tensor(d.loss_mask, dtype=torch.float32, device=dev) for d in datums]
     olds = [torch.tensor(d.behaviour_logprobs, dtype=torch.float32, device=dev) for d in datums]
-    advantages = [float(d.advantage) for d in datums]
+    # A row with token weights trains each token on its weighted advantage (the surrogate is linear in it).
+    advantages: list[float | torch.Tensor] = [float(d.advantage) if d.token_weights is None else float(d.advantage) * torch.tensor(d.token_weights, dtype=torch.float32, device=dev) for d in datums]
     # Turns sampled under the tool-call constraint are scored under it: the same renormalised distribution.
     allowed = [allowed_rows(policies.grammars.grammar(d.constraint.tools), d.ids, list(d.loss_mask)) if d.constraint else None for d in datums]
     weights = ppo.datum_weights(masks, loss_cfg)
@@ -178,7 +179,7 @@ def micro_batch(
     masks: list[torch.Tensor],
     olds: list[torch.Tensor],
     refs: list[torch.Tensor | None],
-    advantages: list[float],
+    advantages: list[float | torch.Tensor],
     weights: list[float],
     loss_cfg: ppo.Loss,
     checkpointing: bool,

@@ -27,6 +27,14 @@ def test_surrogate_clips_the_ratio_and_masks_environment_tokens():
     assert low_clip.tolist() == [1.0, 0.0, 0.0]
 
 
+def test_token_weights_scale_each_tokens_advantage():
+    # Issue 59 item 3: a row re-scored in H0's context carries per-token weights (0.5, 2) on its advantage.
+    surr, clip, _ = ppo.datum_terms(NEW, OLD, None, MASK, 2.0 * torch.tensor([0.5, 2.0, 1.0]), ppo.Loss(clip_low=0.2, clip_high=0.2))
+    # Token 0: clipped 1.2 × (2 × 0.5); token 1: ratio 1 × (2 × 2); token 2: masked.
+    assert surr.tolist() == pytest.approx([-1.2, -4.0, 0.0])
+    assert clip.tolist() == [1.0, 0.0, 0.0]
+
+
 def test_the_k3_kl_term_is_the_estimate_of_kl_to_the_reference_and_a_cost():
     _, _, kl = ppo.datum_terms(NEW, OLD, REF, MASK, 1.0, ppo.Loss(kl_coef=0.5))
     k3 = [math.exp(0.2) - 0.2 - 1, math.exp(-0.2) + 0.2 - 1, 0.0]  # e^(ref-new) - (ref-new) - 1

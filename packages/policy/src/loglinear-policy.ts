@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { StalePolicyVersionError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
 import { ppoClipStepLoss } from "@harness-s/core/grpo";
+import { CONTEXT_CORRECTIONS } from "@harness-s/core/training";
 import { Adam } from "./adam.ts";
 import { featureLogits, featuresOf, indexWeights, setIndexed, type WeightIndex } from "./weight-index.ts";
 
@@ -94,14 +95,17 @@ export class LogLinearPolicy implements Policy {
   async update(batch: UpdateBatch): Promise<UpdateResult> {
     if (batch.baseVersion !== this.currentVersion) throw new StalePolicyVersionError(this.currentVersion, batch.baseVersion);
     const s = batch.settings;
+    const base = s.rescueContext === "base";
+    const correction = CONTEXT_CORRECTIONS[base ? (s.rescueCorrection ?? "none") : "none"];
     const steps = batch.samples.flatMap((sample) =>
       sample.rollout.steps
         .filter((st) => !st.forced && !(s.maskIntercepted && st.intercepted))
-        .map((st) => ({
-          step: st,
-          advantage: sample.advantage,
-          hints: s.rescueContext === "base" ? st.observation.baseHints : st.observation.hints,
-        })),
+        .map((st) => {
+          const hints = base ? st.observation.baseHints : st.observation.hints;
+          // A rebasing correction: the H0-context log-probability at the weights that sampled (this update's start) is the behaviour one.
+          const behaviourLogProb = correction.rebase ? Math.log(this.probabilities(st.observation, hints)[st.observation.tools.indexOf(st.action)]!) : st.logProb;
+          return { step: st, advantage: sample.advantage * correction.weight(behaviourLogProb, st.logProb), hints, behaviourLogProb };
+        }),
     );
     let loss = 0;
     let clipped = 0;
@@ -111,14 +115,14 @@ export class LogLinearPolicy implements Policy {
       loss = 0;
       clipped = 0;
       kl = 0;
-      for (const { step, advantage, hints } of steps) {
+      for (const { step, advantage, hints, behaviourLogProb } of steps) {
         const obs = step.observation;
         const probs = this.probabilities(obs, hints);
         const a = obs.tools.indexOf(step.action);
         const refProbs = s.klCoef > 0 ? this.scored(obs, hints, this.referenceIndex) : undefined;
         const l = ppoClipStepLoss({
           logProb: Math.log(probs[a]!),
-          behaviourLogProb: step.logProb,
+          behaviourLogProb,
           referenceLogProb: refProbs ? Math.log(refProbs[a]!) : undefined,
           advantage,
           clipEpsilon: s.clipEpsilon,

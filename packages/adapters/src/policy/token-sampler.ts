@@ -9,6 +9,7 @@ import {
   type UpdateSample,
   type UpdateSettings,
 } from "@harness-s/core";
+import { contextWeights } from "@harness-s/core/training";
 import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
@@ -33,7 +34,7 @@ export interface TokenSamplerOptions {
 }
 
 /** How stored rollouts become datums: which turns train, and in whose context they are scored. */
-export type DatumSettings = Pick<UpdateSettings, "maskIntercepted" | "rescueContext">;
+export type DatumSettings = Pick<UpdateSettings, "maskIntercepted" | "rescueContext" | "rescueCorrection">;
 
 interface Episode {
   id: string;
@@ -153,11 +154,14 @@ export class TokenSampler implements Omit<Policy, "update"> {
     if (!steps.some((step, j) => trained[j] && step.tokens!.completionIds.length > 0)) return undefined;
     const rescued = settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation));
     const replayed = rescued ? await this.replayInBase(steps) : undefined;
+    // Under a correction, each replayed token's advantage is weighted by its H0-context over sampled-context probability (truncated).
+    const correction = replayed ? settings.rescueCorrection : undefined;
     const turns = steps.map((step, j) => ({
       promptIds: replayed?.[j]?.prompt_ids ?? step.tokens!.promptIds,
       completionIds: step.tokens!.completionIds,
       logprobs: replayed?.[j]?.logprobs ?? step.tokens!.logprobs,
       trained: trained[j]!,
+      ...(correction ? { weights: contextWeights(correction, replayed![j]!.logprobs, step.tokens!.logprobs) } : {}),
     }));
     const datum = datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage);
     return this.opts.constrainToolCalls ? { ...datum, constraint: { tools: this.opts.toolSchemas(steps[0]!.observation.tools) } } : datum;

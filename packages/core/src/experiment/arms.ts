@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.ts";
-import { ArmConfig, RescueMode } from "../training/arm-config.ts";
+import { ArmConfig, ArmUpdate, RescueMode } from "../training/arm-config.ts";
 
 /**
  * What one experiment arm is: how its trainer treats an all-fail group, and what the experiment
@@ -25,6 +25,8 @@ export const ArmDefinition = z.object({
   rank1: z.boolean().default(false),
   /** Run when an experiment names no arms (arms added for one study are named where they run). */
   byDefault: z.boolean().default(true),
+  /** Update settings the arm sets over the experiment's training config (e.g. rescued rows in H0's context, corrected). */
+  update: ArmUpdate.default({}),
 });
 export type ArmDefinition = z.infer<typeof ArmDefinition>;
 export type ArmDefinitionInput = z.input<typeof ArmDefinition>;
@@ -104,6 +106,7 @@ export function armConfig(name: string, extra: number, singleVoter: string): Arm
     name,
     rescue: def.rescue,
     reanchor: def.reanchor,
+    update: def.update,
     ...(def.budget === "budget-matched" ? { extraBudget: extra } : {}),
     ...(def.voters === "single" ? { voters: [singleVoter] } : {}),
   });
@@ -119,3 +122,11 @@ registerArm({ name: "harness-s-random", rescue: "random", rank1: true });
 registerArm({ name: "harness-s-noreanchor", rescue: "router", rank1: true });
 registerArm({ name: "harness-s-single-voter", rescue: "router", reanchor: true, voters: "single", rank1: true });
 registerArm({ name: "harness-s-adaptive", rescue: "adaptive", reanchor: true, budget: "budget-matched", rank1: true, byDefault: false });
+registerArm({
+  name: "harness-s-base-corrected",
+  rescue: "router",
+  reanchor: true,
+  rank1: true,
+  byDefault: false,
+  update: { rescueContext: "base", rescueCorrection: "truncated-is" },
+});

@@ -1,3 +1,4 @@
+import { CONTEXT_WEIGHT_BOUND } from "../training/context-correction.ts";
 import { z } from "zod";
 import { parseOrThrow } from "../errors.ts";
 import { appendAll } from "../util/append.ts";
@@ -188,6 +189,11 @@ export const Datum = z
     /** Log-probabilities (≤ 0; a sliver above it for float error). */
     behaviour_logprobs: z.array(LogProb),
     advantage: z.number().min(-1e4).max(1e4),
+    /**
+     * Per-token weights on the advantage (the importance correction of a row re-scored in H0's
+     * context, `CONTEXT_CORRECTIONS`), one per id, each in [0, CONTEXT_WEIGHT_BOUND]; absent: all 1.
+     */
+    token_weights: z.array(z.number().min(0).max(CONTEXT_WEIGHT_BOUND)).optional(),
     /** The tools its turns were sampled constrained to: the trainer scores the same constrained distribution. */
     constraint: z
       .object({ tools: z.array(ToolSchema).min(1).max(256) })
@@ -195,7 +201,8 @@ export const Datum = z
       .optional(),
   })
   .refine((d) => d.ids.length === d.loss_mask.length && d.ids.length === d.behaviour_logprobs.length, "ids, loss_mask and behaviour_logprobs have one entry per token")
-  .refine((d) => d.loss_mask[0] === 0, "the first token is never trained on");
+  .refine((d) => d.loss_mask[0] === 0, "the first token is never trained on")
+  .refine((d) => d.token_weights === undefined || d.token_weights.length === d.ids.length, "token_weights has one entry per token");
 export type Datum = z.infer<typeof Datum>;
 
 export const UpdateRequestV2 = z
@@ -261,7 +268,8 @@ export type UpdateJobV2 = z.infer<typeof UpdateJobV2>;
 /**
  * The datum for one sampled turn sequence: the episode's ids as the worker gave them (prompt ids
  * and completion ids of every turn, in order), mask 1 exactly on completion ids of turns that
- * count (`trained`), behaviour log-probabilities from the sampler. No text is tokenised here.
+ * count (`trained`), behaviour log-probabilities from the sampler, and per-token advantage weights
+ * where a turn has some other than 1 (`token_weights`). No text is tokenised here.
  *
  * @example
  * const d = datumFromTurns("s1", "g1", turns, 0.8);
@@ -269,13 +277,16 @@ export type UpdateJobV2 = z.infer<typeof UpdateJobV2>;
 export function datumFromTurns(
   sampleId: string,
   groupId: string,
-  turns: readonly { promptIds: readonly number[]; completionIds: readonly number[]; logprobs: readonly number[]; trained: boolean }[],
+  turns: readonly { promptIds: readonly number[]; completionIds: readonly number[]; logprobs: readonly number[]; trained: boolean; weights?: readonly number[] }[],
   advantage: number,
 ): Datum {
   const ids: number[] = [];
   const mask: (0 | 1)[] = [];
   const behaviour: number[] = [];
+  const weighted = turns.some((t) => t.weights?.some((w) => w !== 1));
+  const weights: number[] = [];
   for (const t of turns) {
+    if (weighted) appendAll(weights, [...t.promptIds.map(() => 1), ...t.completionIds.map((_, i) => t.weights?.[i] ?? 1)]);
     appendAll(ids, t.promptIds);
     appendAll(
       mask,
@@ -292,5 +303,9 @@ export function datumFromTurns(
     );
     appendAll(behaviour, t.logprobs);
   }
-  return parseOrThrow(Datum, { sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage }, `the token row of ${sampleId}`);
+  return parseOrThrow(
+    Datum,
+    { sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage, ...(weighted ? { token_weights: weights } : {}) },
+    `the token row of ${sampleId}`,
+  );
 }

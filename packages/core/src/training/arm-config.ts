@@ -1,5 +1,10 @@
 import { z } from "zod";
 import { RESCUE_MODES, type RescueModeName } from "../rescue/modes.ts";
+import { UpdateSettings } from "./config.ts";
+
+/** What an arm changes of the training config's update settings (an arm that trains rescued rows in H0's context, corrected). */
+export const ArmUpdate = UpdateSettings.pick({ rescueContext: true, rescueCorrection: true }).partial();
+export type ArmUpdate = z.infer<typeof ArmUpdate>;
 
 /** The registered rescue modes (see {@link RESCUE_MODES}). */
 export const RescueMode = z.enum(Object.keys(RESCUE_MODES) as [RescueModeName, ...RescueModeName[]]);
@@ -14,5 +19,7 @@ export const ArmConfig = z.object({
   reanchor: z.boolean().default(true),
   /** Voter ids to use; empty means every configured voter. */
   voters: z.array(z.string()).default([]),
+  /** Update settings this arm sets over the training config's. */
+  update: ArmUpdate.default({}),
 });
 export type ArmConfig = z.infer<typeof ArmConfig>;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AggregatorName } from "../voting/aggregate.ts";
 import { DEFAULT_TOP_K, TopK } from "../voting/top-k.ts";
+import { ContextCorrection } from "./context-correction.ts";
 
 /**
  * What a policy update is told besides its samples: declared once here, picked from the training
@@ -13,6 +14,8 @@ export const UpdateSettings = z.object({
   epochs: z.number().int().min(1),
   /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
   rescueContext: z.enum(["as-generated", "base"]),
+  /** Under `rescueContext: "base"`, the importance correction for the change of context (see `CONTEXT_CORRECTIONS`); absent: none. */
+  rescueCorrection: ContextCorrection.optional(),
   /** Leave steps the harness intercepted (blocked, gated) out of the loss, like forced ones. */
   maskIntercepted: z.boolean(),
 });
@@ -40,6 +43,7 @@ export const TrainConfig = z.object({
   klCoef: update.klCoef.default(0),
   epochs: update.epochs.default(2),
   rescueContext: update.rescueContext.default("as-generated"),
+  rescueCorrection: ContextCorrection.default("none"),
   maskIntercepted: update.maskIntercepted.default(true),
   /** Evaluate H0 Avg@3 on an evenly spaced train subset every this many steps (0 = never) for the curves. */
   curveEvery: z.number().int().min(0).default(10),

@@ -6,3 +6,4 @@ export * from "./speculation.ts";
 export * from "./arm-config.ts";
 export * from "./samples.ts";
 export * from "./train-state.ts";
+export * from "./context-correction.ts";

@@ -218,7 +218,8 @@ export class Trainer {
 
   private async update(used: readonly Rollout[][]): Promise<void> {
     const samples = buildSamples(used, this.config);
-    if (samples.length > 0) await this.deps.policy.update({ baseVersion: this.deps.policy.version(), samples, settings: updateSettings(this.config) });
+    const settings = updateSettings({ ...this.config, ...this.arm.update });
+    if (samples.length > 0) await this.deps.policy.update({ baseVersion: this.deps.policy.version(), samples, settings });
   }
 
   private async maybeReanchor(step: number): Promise<void> {
