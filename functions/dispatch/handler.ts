@@ -4,6 +4,7 @@ import { hash32 } from "@harness-s/core";
 import type { EventLogger } from "@harness-s/core/observability";
 import { createSqsWorker, type RecordNote, type WorkerLog } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
+import { batchedDispatchStores } from "./batching.ts";
 
 /** How the dispatch worker shares itself between keys: each key's running caller rollouts (`slots`), and the queue a rollout past its key's share waits on. */
 export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
@@ -18,12 +19,13 @@ export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
  * growing delay instead of holding a worker, and after `MAX_DEFERRALS` waits their slot fails.
  * Each record's event names its slot, its outcome and, for a slot failed at once, its code and
  * reason (and the rescue's slots when its job was read); a plain `log` hears of such a slot as text.
+ * The slots of one batch share their rescue's reads and writes ({@link batchedDispatchStores}).
  *
  * @example
  * const handler = createDispatchHandler({ pools, tasks, rollouts, runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }) });
  */
 export function createDispatchHandler(
-  deps: Omit<DispatchDeps, "log" | "running"> & {
+  given: Omit<DispatchDeps, "log" | "running"> & {
     fairness?: DispatchFairness;
     /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount); with `jobs`, a slot given up on then is recorded on its rescue. */
     maxReceives?: number;
@@ -32,6 +34,8 @@ export function createDispatchHandler(
     metering?: WorkerMetering;
   },
 ) {
+  // A batch's slots share their rescue's reads and writes (see batchedDispatchStores).
+  const deps = batchedDispatchStores(given);
   const jobs = deps.jobs;
   const lastTry =
     jobs && deps.maxReceives

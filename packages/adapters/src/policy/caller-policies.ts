@@ -1,4 +1,4 @@
-import { NotConfiguredError, runEpisode, ValidationError, type Clock, type Environment, type Policy, type Rollout, type RolloutRunner } from "@harness-s/core";
+import { NotConfiguredError, runEpisode, singleFlight, ValidationError, type Clock, type Environment, type Policy, type Rollout, type RolloutRunner } from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
@@ -142,6 +142,12 @@ export class CallerPolicyRunners implements CallerPolicies {
   /** One guarded connection pool for every caller endpoint (not one per rollout). */
   private readonly transport: Transport;
 
+  /** A rescue's slots starting together share one read of its endpoint's record. */
+  private readonly endpointOf = singleFlight(
+    (keyId: string, id: string) => ownEndpoint(keyId, id, this.deps.endpoints),
+    (keyId, id) => `${keyId}\n${id}`,
+  );
+
   constructor(private readonly deps: CallerPoliciesDeps) {
     const timeoutMs = deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs;
     this.transport = { fetch: outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: timeoutMs }), clock: deps.clock, timeoutMs };
@@ -172,7 +178,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   async runner(caller: CallerSource, onSpend?: (spend: RolloutSpend) => void): Promise<RolloutRunner> {
-    const record = await ownEndpoint(caller.keyId, caller.endpoint, this.deps.endpoints);
+    const record = await this.endpointOf(caller.keyId, caller.endpoint);
     const environment = this.environment(caller);
     // A sampler and a clock on the environment of each episode's own: what it spent is its own.
     return async (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => {

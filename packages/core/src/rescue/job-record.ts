@@ -49,9 +49,20 @@ export interface RescueJobStore {
  * is seen) or until its hold expires (a hold never outlives the longest a rescue's slots can take,
  * so one that is never released stops counting by itself).
  */
+/** One hold of {@link RescueSlots.hold}'s arguments after the key. */
+export interface HoldRequest {
+  id: string;
+  slots: number;
+  limit: number;
+  now: number;
+  until: number;
+}
+
 export interface RescueSlots {
   /** Holds `slots` of the key's `limit` for rescue `id` until `until`, counting only holds unexpired at `now`; false when they would pass the limit. */
   hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean>;
+  /** Several holds of one key at once, answered in order as {@link hold} would answer them one after another (a store may write them together). */
+  holdMany?(keyId: string, holds: readonly HoldRequest[]): Promise<boolean[]>;
   /** Lets rescue `id`'s hold go (a no-op when it holds none). */
   release(keyId: string, id: string): Promise<void>;
   /** Slots the key's unexpired holds take at `now`. */

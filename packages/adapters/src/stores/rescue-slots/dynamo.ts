@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
-import type { RescueSlots } from "@harness-s/core/rescue";
+import type { HoldRequest, RescueSlots } from "@harness-s/core/rescue";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
@@ -43,6 +43,11 @@ export class DynamoRescueSlots implements RescueSlots {
     });
   }
 
+  /** Holds asked together: one write (see {@link update}). */
+  holdMany(keyId: string, holds: readonly HoldRequest[]): Promise<boolean[]> {
+    return Promise.all(holds.map((h) => this.hold(keyId, h.id, h.slots, h.limit, h.now, h.until)));
+  }
+
   async release(keyId: string, id: string): Promise<void> {
     await this.update(keyId, (holds) => {
       if (!(id in holds)) return undefined;
@@ -71,8 +76,8 @@ export class DynamoRescueSlots implements RescueSlots {
 
   /**
    * Writes `change(holds)` if no other write came between; undefined from `change`: nothing to
-   * write (false). A key's changes asked for while its write is in flight go together in the next
-   * one (applied in the order asked, each against the holds the ones before it left), so holds and
+   * write (false). A key's changes asked for in the same turn go together in one write, and those
+   * asked for while its write is in flight go together in the next one (applied in the order asked, each against the holds the ones before it left), so holds and
    * releases of one process never race each other for the item.
    */
   private update(keyId: string, change: Change): Promise<boolean> {
@@ -80,7 +85,8 @@ export class DynamoRescueSlots implements RescueSlots {
       const queued = this.waiting.get(keyId);
       if (queued) return void queued.push({ change, resolve, reject });
       this.waiting.set(keyId, [{ change, resolve, reject }]);
-      void this.drain(keyId);
+      // After this turn of the event loop: the holds a batch of slots asks for together go in one write.
+      setImmediate(() => void this.drain(keyId));
     });
   }
 
