@@ -1,6 +1,7 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import {
+  AdaptiveChoice,
   RESCUE_WAIT,
   RescueRequest,
   RescueStatus,
@@ -22,7 +23,15 @@ import { addUsage } from "../middleware/metering.ts";
 import { requireScope } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
 
-const RescueAccepted = z.object({ id: z.string(), chosen: z.array(z.string()), expected: z.number().int() });
+const RescueAccepted = z.object({
+  id: z.string(),
+  chosen: z.array(z.string()),
+  expected: z.number().int(),
+  /** With mode "adaptive": the option taken (siblings, resample under H0) and the estimates behind it. */
+  adaptive: AdaptiveChoice.optional(),
+});
+/** An adaptive rescue that chose to spend nothing: no rescue was started. */
+const RescueAdvised = z.object({ chosen: z.array(z.string()).max(0), expected: z.literal(0), adaptive: AdaptiveChoice });
 
 /** `/v1/rescues`: elastic rescue rollouts. */
 export const rescueRoutes = {
@@ -34,7 +43,8 @@ export const rescueRoutes = {
     summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers",
     request: { body: jsonBody(RescueRequest) },
     responses: {
-      202: jsonOf("accepted: id, chosen harnesses, expected rollouts", RescueAccepted),
+      202: jsonOf("accepted: id, chosen harnesses, expected rollouts (with mode adaptive: the option taken and its estimates)", RescueAccepted),
+      200: jsonOf("mode adaptive chose to spend nothing on this group: no rescue was started (the option and its estimates say why)", RescueAdvised),
       ...notFound("pool or task"),
       ...overBudget,
       501: error("this deployment has no dispatch worker"),
@@ -87,7 +97,8 @@ export const rescuesApp = (deps: ApiDeps) =>
       // A key routes only in pools it may see: another key's evolved pool is a 404.
       const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, (spent) => addUsage(c, spendUsage(spent)));
       addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
-      return c.json({ id: job.id, chosen: job.chosen, expected: job.expected }, 202);
+      if (job.adaptive && job.expected === 0) return c.json({ chosen: [], expected: 0 as const, adaptive: job.adaptive }, 200);
+      return c.json({ id: job.id, chosen: job.chosen, expected: job.expected, ...(job.adaptive ? { adaptive: job.adaptive } : {}) }, 202);
     })
     .openapi(rescueRoutes.get, async (c) => c.json(await waitForRescue(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200))
     .openapi(rescueRoutes.cancel, async (c) => c.json(await cancelRescue(c.req.valid("param").id, deps, c.var.key), 200))

@@ -1,6 +1,7 @@
 export * from "./rescue.ts";
 export * from "./modes.ts";
 export * from "./adaptive.ts";
+export * from "./caller-adaptive.ts";
 export * from "./job-record.ts";
 export * from "./caller-endpoints.ts";
 export * from "./caller-rescue.ts";

@@ -9,6 +9,8 @@ import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { TaskSource } from "../task-source.ts";
 import { type RouteRequest, routeTask, type RouteTaskDeps } from "../routing/route-task.ts";
+import { adviseCallerRescue } from "./caller-adaptive.ts";
+import type { AdaptiveChoice } from "./adaptive.ts";
 
 /** A key's rescue rollouts in flight at most, and how long a rescue holds its slots when its end is never seen. */
 export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
@@ -17,7 +19,9 @@ export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
  * Starts an elastic rescue: routes the failed task to its Top-k siblings, holds its rollouts among
  * the key's rescue slots in flight (`RESCUE_SLOTS`: 429 past them), records the job, and fans out
  * k × rolloutsPerHarness rollout requests to the dispatch queue. `onSpend` hears of the
- * routing's voter tokens as they are spent.
+ * routing's voter tokens as they are spent. With `mode: "adaptive"` the same rollouts go where the
+ * adaptive choice puts them (returned as `adaptive`); when it chooses nothing, nothing is recorded
+ * or sent and the answer has `expected` 0.
  *
  * @example
  * const job = await startRescue(RescueRequest.parse({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"] }), deps);
@@ -27,7 +31,7 @@ export async function startRescue(
   deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies; rescueSlots?: RescueSlots },
   keyId?: string,
   onSpend?: Parameters<typeof routeTask>[3],
-): Promise<RescueJob> {
+): Promise<RescueJob & { adaptive?: AdaptiveChoice }> {
   const caller = req.caller ? await pinnedCaller(req.caller, keyId, deps.callers) : undefined;
   const taskId = req.taskId ?? req.caller!.task.id;
   const task = (caller && ownTaskOf(caller)) ?? (await deps.tasks.get(taskId));
@@ -46,18 +50,22 @@ export async function startRescue(
         keyId,
         onSpend,
       );
+  const expected = rescueRollouts({ ...req, harnesses: decision.chosen });
+  const advice = req.mode === "adaptive" ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps) : undefined;
+  const slots = advice?.slots ?? Array.from({ length: expected }, (_, i) => decision.chosen[Math.floor((i * decision.chosen.length) / expected)]!);
   const job: RescueJob = {
     id: `rsc_${decision.id}`,
     poolId: req.poolId,
     taskId: task.id,
     decisionId: decision.id,
-    chosen: decision.chosen,
+    chosen: [...new Set(slots)],
     rolloutsPerHarness: req.rolloutsPerHarness,
-    expected: rescueRollouts({ ...req, harnesses: decision.chosen }),
+    expected: slots.length,
     createdAt: deps.clock.now(),
     ...(keyId === undefined ? {} : { keyId }),
     ...(caller ? { caller } : {}),
   };
+  if (advice && slots.length === 0) return { ...job, adaptive: advice.adaptive };
   if (deps.rescueSlots && keyId !== undefined) {
     const now = deps.clock.now();
     if (!(await deps.rescueSlots.hold(keyId, job.id, job.expected, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs)))
@@ -65,7 +73,7 @@ export async function startRescue(
   }
   await deps.jobs.create(job);
   const source = caller ? ({ kind: "caller", ...caller } as const) : ({ kind: "service", policyId: "default" } as const);
-  // Each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses).
+  // Routed, each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses); adaptive, as allocated.
   const messages: Envelope[] = Array.from({ length: job.expected }, (_, index) =>
     envelope(
       "rollout.requested",
@@ -74,7 +82,7 @@ export async function startRescue(
         jobId: job.id,
         index,
         poolId: req.poolId,
-        harnessId: decision.chosen[Math.floor((index * decision.chosen.length) / job.expected)]!,
+        harnessId: slots[index]!,
         taskId: task.id,
         seed: hash32(`${job.id}:${index}`),
         source,
@@ -88,7 +96,7 @@ export async function startRescue(
   } catch (err) {
     throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
   }
-  return job;
+  return advice ? { ...job, adaptive: advice.adaptive } : job;
 }
 
 /** The harnesses a request names, checked against its pool, under a decision id of their own (no vote). */

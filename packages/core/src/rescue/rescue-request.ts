@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CallerRescue } from "./caller-rescue.ts";
+import { ResampleEvidence } from "./caller-adaptive.ts";
 import { Id, Name } from "../names.ts";
 import { DEFAULT_TOP_K, MAX_TOP_K, TopK } from "../voting/top-k.ts";
 
@@ -20,8 +21,17 @@ export const RescueRequest = z
      * group); `k` is then ignored and no vote is cast.
      */
     harnesses: z.array(Id).min(1).max(MAX_TOP_K).optional(),
+    /**
+     * "router" (or absent): run the router's Top-k. "adaptive": after routing, spend the same rollouts where
+     * more successes are expected (the Top-k, split by the choice; H0 again; or nothing, then no
+     * rescue starts), by Thompson draws from each option's posterior; the answer says which and why.
+     */
+    mode: z.enum(["router", "adaptive"]).optional(),
+    /** With mode "adaptive": what your own H0 resamples of all-fail groups found so far (the H0 option's evidence). */
+    resampleEvidence: ResampleEvidence.optional(),
   })
   .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" })
+  .refine((r) => r.mode !== "adaptive" || r.harnesses === undefined, { path: ["mode"], message: "an adaptive rescue routes: name no harnesses" })
   .refine((r) => r.failureTags.length > 0 || r.harnesses !== undefined, {
     path: ["failureTags"],
     message: "a rescue is routed by the failed group's failure tags: give at least one (or name the harnesses to run)",
