@@ -2,7 +2,7 @@ import { observability } from "./observability";
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { reportStorage } from "./reports";
 import { storage } from "./storage";
-import { API_MEMORY, API_TIMEOUT, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "../infra/settings";
+import { API_MEMORY, API_TIMEOUT, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "../infra/settings";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
@@ -144,7 +144,7 @@ function secrets() {
  * The router API: every table but the ballots (the keys' accounts, their secrets' hashes and
  * their events among them), the queues it sends to and `extra` linked. The gateway's requests
  * wait for a model completion (GATEWAY_LIMITS.leaseMs bounds one); its `stream: true` answers
- * are server-sent events, so the Function URL streams.
+ * are server-sent events, so the Function URL streams. It serves the web console (/console) too.
  */
 function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
   return new sst.aws.Function("Api", {
@@ -154,6 +154,8 @@ function apiFunction(t: ReturnType<typeof storage>, extra: unknown[]) {
     memory: API_MEMORY,
     url: true,
     streaming: true,
+    // The web console (/console) is served by this function from its own copy of the built files.
+    copyFiles: [{ from: CONSOLE_BUNDLE.from, to: CONSOLE_BUNDLE.to }],
     link: [
       t.Pools,
       t.Profiles,

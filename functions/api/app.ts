@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { NotFoundError, RateLimitedError } from "@harness-s/core";
 import { KeyRateLimiter } from "@harness-s/core/access";
+import { consoleApp } from "./console.ts";
 import type { ApiDeps } from "./deps.ts";
 import { apiRouter, errorResponse, type ApiEnv } from "./http.ts";
 import { meterRequest } from "./middleware/metering.ts";
@@ -39,6 +40,7 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   app.use(observeRequests(deps));
   app.use(limitUrl());
   app.use(meterRequest(deps));
+  if (deps.console) app.route("/", consoleApp(deps.console));
   if (deps.observability?.metrics) app.route("/metrics", metricsApp(deps, deps.observability.metrics));
   const routes = () => app.openAPIRegistry.definitions.flatMap((d) => (d.type === "route" ? [d.route] : []));
   mountAccount(app, deps, () => documentOf(routes(), servers) as never)

@@ -13,6 +13,7 @@ import type { Voter } from "@harness-s/core/voting";
 import type { EventLogger, MetricsSource } from "@harness-s/core/observability";
 import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
 import type { BodyTimeouts } from "./request-limits.ts";
+import type { ConsoleAssets } from "./console.ts";
 
 /** What the API needs; the composition root (serve, Lambda) injects real or in-memory adapters. */
 export interface ApiDeps {
@@ -72,6 +73,8 @@ export interface ApiDeps {
   observability?: { events?: EventLogger; metrics?: MetricsSource };
   /** The Rank-1 harness gateway (`serve --gateway-upstream`; the API Lambda with its GatewayConfig secret); none: its routes answer 501. */
   gateway?: GatewaySettings;
+  /** The web console's built files, served at `/console` (serve, the API Lambda); none: no console. */
+  console?: ConsoleAssets;
 }
 
 /** What the gateway adds to the API's deps: the model endpoint, the live episodes, what it routes and how it reads tool outputs. */

@@ -11,6 +11,7 @@ import { gatewaySettings } from "@harness-s/functions/api/gateway-setup";
 import { panelRouting, readPanelDocument } from "../panel-file.ts";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen } from "@harness-s/functions/api/local";
+import { CONSOLE_DIST, loadConsoleAssets } from "@harness-s/functions/api/console";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 import { UsageError } from "../flags.ts";
@@ -103,7 +104,8 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     const secret = opts.apiKey ?? `hs_${randomUUID().replace(/-/g, "")}`;
     await stack.deps.keys.put({ id: "local", hash: hashSecret(secret), scopes: ["admin"] });
 
-    const deps = { ...stack.deps, ...(gateway ? { gateway } : {}) };
+    const assets = loadConsoleAssets(CONSOLE_DIST);
+    const deps = { ...stack.deps, ...(gateway ? { gateway } : {}), ...(assets ? { console: assets } : {}) };
     server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) }).catch((err: NodeJS.ErrnoException) => {
       throw err.code === "EADDRINUSE" || err.code === "EACCES" ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`) : err;
     });
@@ -127,6 +129,7 @@ function printServing(
     `harness-s API listening on ${url} (DynamoDB Local at ${stack.dynamoEndpoint}; SQS at ${stack.sqsEndpoint}; pools "${SERVED_SUITE}" v${version}${others.map((id) => ` and "${id}"`).join("")})`,
   );
   if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
+  console.log(`web console: ${url}/console/ (sign in with a key; \`npm run build:console\` if it answers 404)`);
   if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
   console.log(
     `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,

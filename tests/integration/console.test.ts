@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import type { SeedInstance } from "@harness-s/core/experiment";
+import { jsonLinesLogger } from "@harness-s/core/observability";
+import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
+import { type LocalStack, startLocalStack } from "@harness-s/functions/local/stack";
+import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
+import { addKey, seedPool, startApi } from "../api-factory.ts";
+import { type Captured, builtConsole, lastingStorage, launchChromium, openTab, signIn } from "../console-browser.ts";
+import { goodSample, startHostilePolicy } from "../hostile-policy.ts";
+
+// Issue 58, item 1's acceptance: the web console (/console, served by the API) driven in the
+// machine's Chromium through Playwright against the local stack (DynamoDB Local, fauxqs, the
+// coordinator and dispatch workers): sign in with a key; start an embedded experiment from the
+// form after its quote and watch it end, with its curves, report and plots; follow a caller
+// rescue's slots (its policy a scripted endpoint on loopback); read a pool's diffs; an admin
+// issues a key, and that key sees none of the first key's runs. Every request the tabs sent, every
+// console line and every API log line is searched for the secrets; what outlives a tab
+// (localStorage, cookies, IndexedDB) must hold nothing. Each page's screenshot goes to docs/console.
+const setup = embeddedSetup(defaultEmbeddedSettings);
+const SHOTS = new URL("../../docs/console/", import.meta.url).pathname;
+let inst: SeedInstance;
+let stack: LocalStack;
+let api: Awaited<ReturnType<typeof startApi>>;
+let policy: Awaited<ReturnType<typeof startHostilePolicy>>;
+let browser: Browser;
+const secrets: Record<string, string> = {};
+const apiLines: string[] = [];
+const captured: Captured = { requests: [], consoleLines: [] };
+const tabs: { context: BrowserContext; page: Page }[] = [];
+let experimentId = "";
+
+beforeAll(async () => {
+  const assets = builtConsole();
+  inst = await setup.instance(1);
+  policy = await startHostilePolicy(() => ({ json: goodSample() }));
+  const byId = new Map(inst.train.map((t) => [t.id, t]));
+  const endpoints = new LocalPolicyEndpoints(setup.env);
+  stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
+    tasks: { get: async (id) => byId.get(id) },
+    policies: endpoints,
+    prepareExperiment: localQueuedExperiment(() => setup, endpoints),
+    builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
+    allowLoopbackEndpoints: true,
+    logger: jsonLinesLogger({ out: (l) => apiLines.push(l) }),
+  });
+  await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
+  api = await startApi({ ...stack.deps, console: assets });
+  secrets.customer = await addKey(stack.deps, "k-customer", ["experiments", "rescues", "route", "pools:read", "profiles:read"]);
+  secrets.admin = await addKey(stack.deps, "k-admin", ["admin"]);
+  const registered = await fetch(`${api.url}/v1/policy-endpoints`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${secrets.customer}`, "content-type": "application/json" },
+    body: JSON.stringify({ id: "mine", kind: "protocol-v2", url: policy.url, policy: "scripted" }),
+  });
+  expect(registered.status, await registered.clone().text()).toBe(201);
+  browser = await launchChromium();
+}, 180_000);
+afterAll(async () => {
+  await browser?.close();
+  await api?.close();
+  await stack?.stop();
+  await policy?.close();
+}, 60_000);
+
+const tab = async () => {
+  const t = await openTab(browser, captured);
+  tabs.push(t);
+  return t.page;
+};
+const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png` });
+
+describe("the console at /console", () => {
+  it("serves its page and files with a strict content security policy; unknown names are 404s", async () => {
+    const res = await fetch(`${api.url}/console/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(await res.text()).toContain('<script type="module" src="/console/app.js">');
+    expect((await fetch(`${api.url}/console/app.js`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await fetch(`${api.url}/console/nope.js`)).status).toBe(404);
+    expect((await fetch(`${api.url}/console/..%2Fpackage.json`)).status).toBe(404);
+  });
+
+  it("a customer signs in, starts an experiment after its quote, watches it end, and reads its curves, comparison, report and plots", async () => {
+    const page = await tab();
+    await signIn(page, api.url, secrets.customer!, "k-customer");
+    await page.click("text=Get a quote");
+    await page.getByTestId("quote").waitFor();
+    expect(await page.getByTestId("quote").innerText()).toMatch(/Quote: \d+ rollouts, charge \$\d/);
+    await page.click("text=Start experiment");
+    await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 120_000 });
+    experimentId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
+    expect(experimentId).toMatch(/^exp_/);
+    await page.getByTestId("report").waitFor();
+    expect(await page.getByTestId("report").innerText()).toContain("Paired differences (H0 Avg@3)");
+    await page.locator("img[data-file='curves.png']").waitFor();
+    const plotsDrawn = await page.$$eval(".plots img", (imgs) => imgs.map((i) => (i as HTMLImageElement).naturalWidth > 0 && (i as HTMLImageElement).src.startsWith("blob:")));
+    expect(plotsDrawn).toEqual([true, true]);
+    expect(await page.locator(".chart canvas").count()).toBeGreaterThanOrEqual(2);
+    expect(await page.locator("[data-testid=arms] tbody tr").count()).toBe(2);
+    await shot(page, "experiment");
+    await page.goto(`${api.url}/console/#/experiments`);
+    await page.locator(`a[href='#/experiments/${experimentId}']`).waitFor();
+    await shot(page, "experiments");
+  }, 180_000);
+
+  it("follows a caller rescue's slots as they finish, its chosen harnesses and its trajectories' outcomes", async () => {
+    const page = await tab();
+    await signIn(page, api.url, secrets.customer!, "k-customer");
+    const body = {
+      poolId: inst.evolution.pool.id,
+      failureTags: ["incomplete-results"],
+      k: 2,
+      rolloutsPerHarness: 2,
+      caller: { endpoint: "mine", environment: { kind: "builtin", id: "embedded" }, task: embeddedCallerTask(setup.env, inst.train[0]!), maxTokens: 8 },
+    };
+    await page.goto(`${api.url}/console/#/rescues`);
+    await page.fill("textarea[name=rescue-request]", JSON.stringify(body));
+    await page.click("text=Start rescue");
+    await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId("finished").innerText()).toBe("4");
+    expect((await page.getByTestId("chosen").innerText()).split(", ")).toHaveLength(2);
+    expect(await page.locator("[data-testid=slots] tbody tr").count()).toBe(4);
+    await page.locator("[data-testid=trajectories] tbody tr").first().waitFor();
+    expect(await page.locator("[data-testid=trajectories] tbody tr").count()).toBe(4);
+    await shot(page, "rescue");
+  }, 90_000);
+
+  it("reads a pool's siblings as diffs of H0 with their directions; routes a task and reads its ballots; usage by day with the CSV export", async () => {
+    const page = await tab();
+    await signIn(page, api.url, secrets.customer!, "k-customer");
+    const pool = inst.evolution.pool;
+    await page.goto(`${api.url}/console/#/pools/${pool.id}`);
+    await page.getByTestId(`diff-${pool.siblings[0]!.id}`).waitFor();
+    expect(await page.locator("pre.diff").count()).toBe(pool.siblings.length);
+    expect(await page.locator("pre.diff .add").count()).toBeGreaterThan(0);
+    expect(await page.getByTestId("direction").allInnerTexts()).toEqual(pool.siblings.map((s) => s.provenance.direction));
+    await shot(page, "pool");
+    const task = inst.train.find((t) => t.tags.length > 0)!;
+    await page.goto(`${api.url}/console/#/decisions`);
+    await page.fill(
+      "textarea[name=route-request]",
+      JSON.stringify({ poolId: pool.id, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: ["incomplete-results"], k: 2 }),
+    );
+    await page.click("button:text('Route')");
+    await page.getByTestId("chosen").waitFor();
+    expect((await page.getByTestId("chosen").innerText()).split(", ")).toHaveLength(2);
+    await shot(page, "decision");
+    await page.goto(`${api.url}/console/#/usage`);
+    await page.click("text=Export CSV");
+    await page.getByTestId("csv").waitFor();
+    expect(await page.getByTestId("csv").innerText()).toMatch(/usage\.csv \([1-9]\d* rows\)/);
+    await shot(page, "usage");
+  }, 60_000);
+
+  it("an admin issues a key; that key sees no run of the customer's, nor the keys page", async () => {
+    const admin = await tab();
+    await signIn(admin, api.url, secrets.admin!, "k-admin");
+    await admin.goto(`${api.url}/console/#/keys`);
+    await admin.fill("input[name=label]", "new customer");
+    await admin.click("text=Create key");
+    secrets.issued = await admin.getByTestId("secret").innerText();
+    expect(secrets.issued).toMatch(/\S{20,}/);
+    const issuedId = (await admin.getByTestId("created").locator("b").first().innerText()).trim();
+    await admin.click("button:text('Hide')");
+    await admin.locator("[data-testid=keys] tbody tr", { hasText: issuedId }).waitFor();
+    await shot(admin, "keys");
+    const plain = await tab();
+    await signIn(plain, api.url, secrets.issued, issuedId);
+    expect(await plain.locator("nav a").allInnerTexts()).not.toContain("Keys");
+    await plain.goto(`${api.url}/console/#/experiments`);
+    await plain.fill("input[name=open-experiment]", experimentId);
+    await plain.click("button:text('Open')");
+    await plain.getByRole("alert").filter({ hasText: "NOT_FOUND" }).waitFor();
+    expect(await plain.getByTestId("status").count()).toBe(0);
+    await plain.goto(`${api.url}/console/#/experiments`);
+    await plain.locator("tbody tr", { hasText: experimentId }).filter({ hasText: "NOT_FOUND" }).waitFor();
+    await shot(plain, "other-key");
+  }, 60_000);
+
+  it("no secret in any request URL, console line or API log line; nothing lasting in any tab's storage", async () => {
+    expect(captured.requests.length).toBeGreaterThan(20);
+    const apiCalls = captured.requests.filter((r) => new URL(r.url).pathname.startsWith("/v1/"));
+    expect(apiCalls.every((r) => /^Bearer \S+$/.test(r.headers.authorization ?? ""))).toBe(true);
+    for (const [who, secret] of Object.entries(secrets)) {
+      expect(
+        captured.requests.filter((r) => r.url.includes(secret)).map((r) => r.url),
+        who,
+      ).toEqual([]);
+      expect(
+        captured.consoleLines.filter((l) => l.includes(secret)),
+        who,
+      ).toEqual([]);
+      expect(
+        apiLines.filter((l) => l.includes(secret)),
+        who,
+      ).toEqual([]);
+    }
+    expect(apiLines.some((l) => l.includes('"route":"/v1/experiments"'))).toBe(true);
+    for (const { context, page } of tabs) {
+      const lasting = await lastingStorage(context, page);
+      expect(lasting).toEqual({ localStorage: [], cookie: "", indexedDb: [], cookies: [] });
+    }
+  });
+});
