@@ -14,19 +14,22 @@ export const sharedTokenPolicy: SharedTokenPolicyOptions = {
   learningRate: 1e-5,
 };
 
-/** A client of this deployment's policy endpoint; `onDeviceSeconds` meters the GPU time it reports (the cost of goods). */
-export const tokenClient = (url: string, token?: string, onDeviceSeconds?: (s: number) => void) =>
-  new TokenPolicyClient(url, { token, clock: systemClock, ...(onDeviceSeconds ? { onDeviceSeconds } : {}) });
+/** What the policy endpoint's client reports to the cost-of-goods meter: the GPU time it was told of, and the tokens it sampled and trained. */
+export type EndpointMeter = (used: { gpuSeconds?: number; sampledTokens?: number; trainedTokens?: number }) => void;
+
+/** A client of this deployment's policy endpoint; `meter` hears the GPU time it reports (the cost of goods) and the tokens sampled and trained (what quotes rest on). */
+export const tokenClient = (url: string, token?: string, meter?: EndpointMeter) =>
+  new TokenPolicyClient(url, { token, clock: systemClock, ...(meter ? { onDeviceSeconds: (s: number) => meter({ gpuSeconds: s }), onTokens: meter } : {}) });
 
 /**
  * The dispatch worker's endpoints: protocol v2 when the endpoint says it speaks it (the reference
  * worker), else v1 (the embedded `policy-serve`); decided on the first rollout.
  */
-export function dispatchEndpoints(url: string, token?: string, onDeviceSeconds?: (s: number) => void): PolicyEndpoints {
+export function dispatchEndpoints(url: string, token?: string, meter?: EndpointMeter): PolicyEndpoints {
   const env = new EmbeddedEnvironment();
   return new AutoPolicyEndpoints(
     url,
-    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token, onDeviceSeconds), new TextEnvironment(env), sharedTokenSampling) },
+    { v1: () => new HttpPolicyEndpoints(url, env), v2: () => new TokenPolicyEndpoints(tokenClient(url, token, meter), new TextEnvironment(env), sharedTokenSampling) },
     token,
   );
 }

@@ -61,7 +61,8 @@ async function runAndReport(id: string, deps: CoordinatorDeps & { reports?: Coor
   if (!reports) return runExperimentJob(id, deps);
   let prepared: ExperimentDeps | undefined;
   const logger = deps.logger ?? (deps.log ? { warn: deps.log } : undefined);
-  const publish = (record: ExperimentRecord) => (prepared ? publishExperimentReport(record, prepared.instance, { ...reports, ...(logger ? { logger } : {}) }) : Promise.resolve());
+  const publish = (record: ExperimentRecord) =>
+    prepared ? publishExperimentReport(record, prepared.instance, { ...reports, ...(logger ? { logger } : {}) }, prepared.reportSection) : Promise.resolve();
   return runExperimentJob(id, { ...deps, experiments: reportFirst(deps.experiments, publish), prepare: async (record) => (prepared = await deps.prepare(record)) });
 }
 

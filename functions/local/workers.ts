@@ -67,7 +67,7 @@ export interface LocalWorkerOptions {
   /** A voter panel: its voters run in the vote worker. */
   panel?: PanelRouting;
   /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
-  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: WorkerQueues }) => Promise<ExperimentDeps>;
+  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: WorkerQueues; consumption: ConsumptionMeter }) => Promise<ExperimentDeps>;
   /** The most dispatch invocations at once (Lambda's concurrency, locally; default `DISPATCH_CONCURRENCY`). */
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
@@ -177,7 +177,8 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
         continueOn: queues.coordinator.queue,
         metering: metering("coordinator"),
-        prepare: (record) => (prepare ? prepare(record, { stores, queues }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)"))),
+        prepare: (record) =>
+          prepare ? prepare(record, { stores, queues, consumption }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)")),
         poolEvolution: {
           evolutions: stores.poolEvolutions,
           pools: stores.pools,

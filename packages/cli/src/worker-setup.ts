@@ -5,6 +5,9 @@ import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, type Sh
 import { embeddedRendering, type FamilyRendering } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core/profile";
 
+/** Where a run's policy worker reports what it spent (GPU seconds, tokens sampled and trained): the stack's cost-of-goods meter. */
+export type UsageReport = (used: { gpuSeconds?: number; sampledTokens?: number; trainedTokens?: number }) => void;
+
 export interface WorkerPolicyOptions {
   url: string;
   token?: string;
@@ -15,6 +18,8 @@ export interface WorkerPolicyOptions {
   /** Sample (and train) each turn as exactly one call of an offered tool (the worker's constrained sampler). */
   constrainToolCalls?: boolean;
   lora?: { rank: number; alpha: number; targets: string[] };
+  /** Hears what the worker reports (GPU seconds) and the tokens sampled and trained: the stack's cost-of-goods meter, in the scope of the record that spent them. */
+  onUsage?: UsageReport;
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
   /**
@@ -48,7 +53,13 @@ export type TokenRendering = FamilyRendering;
  * const deps = workerPolicySetup(embeddedSetup(settings), { url: "http://127.0.0.1:8765", model: "tiny" });
  */
 export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions, rendering: TokenRendering = embeddedRendering): WorkerDeps {
-  const client = new TokenPolicyClient(opts.url, { token: opts.token, clock: systemClock, maxInFlight: opts.maxInFlight });
+  const meter = opts.onUsage;
+  const client = new TokenPolicyClient(opts.url, {
+    token: opts.token,
+    clock: systemClock,
+    maxInFlight: opts.maxInFlight,
+    ...(meter ? { onDeviceSeconds: (s: number) => meter({ gpuSeconds: s }), onTokens: meter } : {}),
+  });
   const run = `run${Date.now().toString(36)}`;
   const shared: SharedTokenPolicyOptions = {
     baseModel: opts.model,

@@ -54,6 +54,8 @@ export interface TokenPolicyClientOptions extends JsonTransportOptions {
   maxInFlight?: number;
   /** Hears of the device time each sample and update reported (the cost-of-goods meter's GPU seconds). */
   onDeviceSeconds?: (seconds: number) => void;
+  /** Hears of the tokens each sample processed (its appended prompt and its completion) and each finished update trained on (its sequences × epochs): what an experiment is quoted on. */
+  onTokens?: (tokens: { sampledTokens?: number; trainedTokens?: number }) => void;
   /**
    * How often a request that is safe to repeat (a read, a keyed sample, a keyed update) is sent
    * again after a dropped connection, a timeout or a 500/502/503/504 (default 3), waiting 100 ms,
@@ -119,6 +121,7 @@ export class TokenPolicyClient {
     this.sampled.promptTokens += s.prompt_ids.length;
     this.sampled.completionTokens += s.completion.ids.length;
     if (s.usage) this.opts.onDeviceSeconds?.(s.usage.device_ms / 1000);
+    this.opts.onTokens?.({ sampledTokens: s.prompt_ids.length + s.completion.ids.length });
     return s;
   }
 
@@ -165,6 +168,7 @@ export class TokenPolicyClient {
       const job = await this.job(update_id, 5);
       if (job.status === "done") {
         if (job.metrics?.device_ms !== undefined) this.opts.onDeviceSeconds?.(job.metrics.device_ms / 1000);
+        this.opts.onTokens?.({ trainedTokens: req.datums.reduce((n, d) => n + d.ids.length, 0) * (req.optim?.epochs ?? 1) });
         return job;
       }
       if (job.status === "failed") throw new PolicyEndpointError(`update ${update_id} of ${id} failed: ${job.error ?? "no reason given"}`);

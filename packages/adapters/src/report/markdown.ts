@@ -9,6 +9,8 @@ export interface ReportExtras {
   pools?: PoolsFile;
   /** A line under the title (a run stopped before its end: what its figures cover). */
   note?: string;
+  /** What the title names: the run's environment (default the embedded suite) and the model it trained, if any. */
+  title?: { env: string; model?: string };
 }
 
 const ABLATION_QUESTION: Record<string, string> = {
@@ -68,7 +70,7 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
  */
 export function reportLines(s: ExperimentSummary, extras: ReportExtras = {}): string[] {
   const out: string[] = [];
-  out.push("# Harness-S embedded experiment", "");
+  out.push(`# Harness-S ${extras.title?.env ?? "embedded"} experiment${extras.title?.model ? `, model ${extras.title.model}` : ""}`, "");
   if (extras.note) out.push(`> ${extras.note}`, "");
   const note = protocolNote(s);
   if (note) out.push(`> **${note}**`, "");

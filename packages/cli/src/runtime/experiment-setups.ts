@@ -5,7 +5,7 @@ import type { OutboundPolicy } from "@harness-s/adapters";
 import { embeddedRendering, plainIo, renderingOf, type FamilyIo, type FamilyRendering, type SetupForProtocol } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import type { Stores } from "@harness-s/functions/local/stack";
-import { workerPolicySetup } from "../worker-setup.ts";
+import { workerPolicySetup, type UsageReport } from "../worker-setup.ts";
 import { callerEnvSetup } from "./caller-env-setup.ts";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
@@ -94,12 +94,13 @@ export class ExperimentSetups {
 
   constructor(private readonly opts: ExperimentSetupsOptions) {}
 
-  forRun = async (record: ExperimentRecord, stores: Stores): Promise<Setup> => {
+  /** `meter` hears what the run's policy worker spent (GPU seconds, tokens sampled and trained), in the scope of the record that spent it. */
+  forRun = async (record: ExperimentRecord, stores: Stores, meter?: UsageReport): Promise<Setup> => {
     const req = record.request;
     if (req.env === "embedded" && req.model === undefined) return this.opts.embedded(req.protocol);
     let run = this.opened.get(record.id);
     if (!run) {
-      run = this.open(record, stores);
+      run = this.open(record, stores, meter);
       this.opened.set(record.id, run);
       this.watch(stores);
       run.catch(() => this.opened.delete(record.id));
@@ -121,25 +122,27 @@ export class ExperimentSetups {
     return [...this.opened.keys()];
   }
 
-  private async open(record: ExperimentRecord, stores: Stores): Promise<OpenedRun> {
+  private async open(record: ExperimentRecord, stores: Stores, meter?: UsageReport): Promise<OpenedRun> {
     const env = record.request.env;
     if (typeof env !== "string") {
       const opened = await callerEnvSetup(env, record, {
         outbound: this.opts.outbound,
         pools: stores.pools,
         profiles: stores.profiles,
-        withPolicy: (base, rendering) => this.withWorker(base, rendering, record),
+        withPolicy: (base, rendering) => this.withWorker(base, rendering, record, meter),
       });
       return { setup: opened.base, stop: opened.stop };
     }
-    if (env === "embedded") return { setup: this.withWorker(this.opts.embedded(record.request.protocol), embeddedRendering, record), stop: async () => undefined };
+    if (env === "embedded") return { setup: this.withWorker(this.opts.embedded(record.request.protocol), embeddedRendering, record, meter), stop: async () => undefined };
     const options = this.opts.families?.[env];
     if (!options) throw new ValidationError("env", [`this stack runs no experiments on ${env}`]);
     const family = familyFor(env, "experiment");
     const opened = await family.open({ command: "experiment", options, protocol: record.request.protocol, io: this.opts.io ?? plainIo });
     try {
       const trained = family.policy === "worker" || record.request.model !== undefined;
-      return { setup: trained ? this.withWorker(opened.base, renderingOf(family), record) : opened.base, stop: opened.stop };
+      // The family's own report section (DBBench's) ends the run's report, as the CLI's.
+      const base = opened.reportSection ? { ...opened.base, reportSection: opened.reportSection } : opened.base;
+      return { setup: trained ? this.withWorker(base, renderingOf(family), record, meter) : base, stop: opened.stop };
     } catch (err) {
       await opened.stop();
       throw err;
@@ -147,13 +150,17 @@ export class ExperimentSetups {
   }
 
   /** The setup with its policies at a worker: the run's model (default the first served) on the environment's token rendering. */
-  private withWorker(base: Setup, rendering: FamilyRendering, record: ExperimentRecord): Setup {
+  private withWorker(base: Setup, rendering: FamilyRendering, record: ExperimentRecord, meter?: UsageReport): Setup {
     const served = this.opts.models ?? [];
     if (!served.length) throw new NotConfiguredError("this stack trains no language model (it runs no policy worker)");
     const asked = record.request.model;
     const model = asked === undefined ? served[0]! : served.find((m) => m.name === asked);
     if (!model) throw new ValidationError("model", [`this stack serves ${served.map((m) => m.name).join(", ")}, not ${asked}`]);
-    return workerPolicySetup(withStartingProfiles(base), { url: model.url, ...(model.token ? { token: model.token } : {}), model: model.name }, rendering);
+    return workerPolicySetup(
+      withStartingProfiles(base),
+      { url: model.url, ...(model.token ? { token: model.token } : {}), model: model.name, ...(meter ? { onUsage: meter } : {}) },
+      rendering,
+    );
   }
 
   /** Reads the runs holding an environment every `watchMs`; one that has ended gets it stopped. */

@@ -12,6 +12,7 @@ import {
 import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/rescue";
 import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
+import type { UsageReport } from "../worker-setup.ts";
 import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local/stack";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
@@ -20,7 +21,7 @@ type Setup = Omit<ExperimentDeps, "onProgress">;
  * How the coordinator finds a run's setup: by its protocol alone (the embedded suite, as before),
  * or from the whole record (its environment, model and protocol: {@link ExperimentSetups}).
  */
-export type SetupsOfRuns = SetupForProtocol | { forRun: (record: ExperimentRecord, stores: Stores) => Promise<Setup> };
+export type SetupsOfRuns = SetupForProtocol | { forRun: (record: ExperimentRecord, stores: Stores, meter?: UsageReport) => Promise<Setup> };
 
 /**
  * The policies a local stack's dispatch samples, each in the environment of the run that
@@ -67,8 +68,8 @@ const freeAtWorker = async (policy: Policy | undefined) => (policy as { release?
 export function localQueuedExperiment(setups: SetupsOfRuns, endpoints: LocalPolicyEndpoints | RunPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
   // A run of another environment must be sampled in it: only RunPolicyEndpoints keeps an environment per policy.
   if (typeof setups !== "function" && !(endpoints instanceof RunPolicyEndpoints)) throw new Error("runs set up from their records need RunPolicyEndpoints");
-  return async (record, { stores, queues }) => {
-    const setup = typeof setups === "function" ? setups(record.request.protocol) : await setups.forRun(record, stores);
+  return async (record, { stores, queues, consumption }) => {
+    const setup = typeof setups === "function" ? setups(record.request.protocol) : await setups.forRun(record, stores, (used) => consumption.record(used));
     const register = (id: string, policy: Policy) => (endpoints instanceof RunPolicyEndpoints ? endpoints.register(id, policy, setup.env) : endpoints.register(id, policy));
     const unitIds = new WeakMap<Policy, string>();
     const policies: UnitPolicies = {

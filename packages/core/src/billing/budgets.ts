@@ -3,6 +3,7 @@ import { chargeUsd, type PriceList, type Prices } from "./cost-of-goods.ts";
 import type { UsageMeter } from "./usage.ts";
 import type { Quote } from "./quote-schema.ts";
 import { measuredBasis, quote, type Quotable } from "./quotes.ts";
+import { configurationBasis } from "./quote-config.ts";
 
 /** What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price list. */
 export interface QuotingDeps {
@@ -13,13 +14,15 @@ export interface QuotingDeps {
 
 /**
  * `POST /v1/quotes`: the estimate for a request, on this deployment's measured usage per rollout
- * when it has finished jobs, else on the defaults (the quote says which).
+ * when it has finished jobs, else on the defaults (the quote says which); an experiment's on its
+ * configuration's (environment and model: tokens per rollout, GPU seconds per token) likewise.
  *
  * @example
  * const q = await quoteRequest({ rescue: RescueRequest.parse({ poolId: "p", taskId: "t", failureTags: ["x"] }) }, deps);
  */
 export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Quote> {
-  return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList });
+  const config = "experiment" in req ? await configurationBasis(deps.meter, { env: req.experiment.env ?? "embedded", model: req.experiment.model }) : undefined;
+  return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList }, config);
 }
 
 /**

@@ -74,6 +74,8 @@ export const COST_FIELDS = [
   "gpuSeconds",
   "llmTokens",
   "llmCostUsd",
+  "sampledTokens",
+  "trainedTokens",
 ] as const satisfies readonly (keyof Usage)[];
 export type CostUsage = Partial<Pick<Usage, (typeof COST_FIELDS)[number]>>;
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CostOfGoods } from "./cost-of-goods.ts";
+import { QuoteConfiguration } from "./quote-config.ts";
 
 /** What a quote's usage per rollout rests on: this deployment's finished jobs, or the defaults. */
 export const QuoteBasis = z.object({
@@ -18,6 +19,12 @@ export const QuoteBasis = z.object({
    * Absent in quotes recorded before it was measured.
    */
   perExtraRollout: z.record(z.string(), z.number().min(0)).optional(),
+  /**
+   * An experiment's environment and model: its tokens per rollout and the model's GPU seconds per
+   * token (usage's `sampledTokens`, `trainedTokens` and `gpuSeconds` are priced on them), measured on
+   * this deployment's finished runs of it once it has some. Absent in rescue and pool quotes and in quotes recorded before.
+   */
+  configuration: QuoteConfiguration.optional(),
 });
 export type QuoteBasis = z.infer<typeof QuoteBasis>;
 
@@ -42,7 +49,10 @@ export type QuoteCaps = z.infer<typeof QuoteCaps>;
 export const Quote = z.object({
   rollouts: z.number().int().min(0),
   /** Estimated usage: compute time, GB-seconds, DynamoDB units, SQS requests, GPU seconds. */
-  usage: z.record(z.string(), z.number()),
+  usage: z.record(z.string(), z.number()).meta({
+    description:
+      "estimated usage by field: rollouts, computeMs, lambdaGbSeconds, dynamoReadUnits, dynamoWriteUnits, sqsRequests, gpuSeconds, and for an experiment sampledTokens and trainedTokens (the tokens its environment's episodes sample and train at the model)",
+  }),
   costOfGoods: CostOfGoods,
   /** What the key would be charged at the tariff. */
   chargeUsd: z.number().min(0),

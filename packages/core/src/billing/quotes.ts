@@ -8,6 +8,7 @@ import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from 
 import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
 import { RescueRequest, rescueRollouts } from "../rescue/rescue-request.ts";
 import { PoolEvolveRequest, plannedEvolutionRollouts } from "../pools/evolve-request.ts";
+import type { ConfigurationBasis, QuoteConfiguration } from "./quote-config.ts";
 
 /**
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
@@ -35,7 +36,7 @@ export const QUOTE_BASIS_KEY = "#quote-basis";
 export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
 /** The meter rows that count again what payers were already metered for: nobody's to pay. */
 const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS), ...Object.values(QUOTE_FIT_KEYS)]);
-export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId);
+export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId) || keyId.startsWith("#quote-");
 
 /** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
 export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {
@@ -45,6 +46,10 @@ export function rescueRolloutsOf(results: readonly { arm: string; result: { roll
     extra: rescuing.reduce((n, b) => n + b.rescue + b.resample + b.reanchor, 0),
   };
 }
+
+/** Every arm's training rollouts in a job's results. */
+export const trainingRolloutsOf = (results: readonly { result: { rolloutBreakdown: { train: number } } }[]): number =>
+  results.reduce((n, r) => n + r.result.rolloutBreakdown.train, 0);
 
 /**
  * The basis from the summed usage of finished jobs (`requests` = jobs), or the defaults when none
@@ -73,7 +78,7 @@ export const QuoteRequest = z.union([
   z.object({ pool: PoolEvolveRequest }).strict(),
 ]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
-type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget">;
+type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget"> & Partial<Pick<ExperimentPlan, "env" | "model">>;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
 export type Quotable = QuoteRequest | { experiment: Plan };
 
@@ -81,6 +86,8 @@ export type Quotable = QuoteRequest | { experiment: Plan };
 interface Stretch {
   rollouts: number;
   extra: number;
+  /** How many of them are training rollouts (steps × batch × group of an arm). */
+  training: number;
 }
 
 /**
@@ -101,19 +108,20 @@ export function plannedStretches(plan: Plan, basis: QuoteBasis): Stretch[] {
     const def = armDefinition(name);
     const extra = def.rescue === "none" ? 0 : training * basis.rescueShare;
     const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
-    return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra };
+    return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra, training };
   };
   const arms = runOrder(plan.arms).map(arm);
-  return plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0 }, ...arms]);
+  return plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0, training: 0 }, ...arms]);
 }
 
 const total = (stretches: readonly Stretch[]) => ({
   rollouts: Math.round(stretches.reduce((n, x) => n + x.rollouts, 0)),
   extra: Math.round(stretches.reduce((n, x) => n + x.extra, 0)),
+  training: Math.round(stretches.reduce((n, x) => n + x.training, 0)),
 });
 
 /** Every rollout an experiment's plan runs to its end ({@link plannedStretches}), no cap applied. */
-export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number } => total(plannedStretches(plan, basis));
+export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number; training: number } => total(plannedStretches(plan, basis));
 export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
 
 /**
@@ -121,13 +129,13 @@ export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => planne
  * before the cap whole, then the first part of the one it falls in, that stretch's extra rollouts
  * pro rata (an arm's rescues come with its training steps).
  */
-function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): { rollouts: number; extra: number } {
+function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): { rollouts: number; extra: number; training: number } {
   let left = cap;
   const done: Stretch[] = [];
   for (const x of stretches) {
     if (left <= 0) break;
     const part = Math.min(1, left / x.rollouts);
-    done.push({ rollouts: x.rollouts * part, extra: x.extra * part });
+    done.push({ rollouts: x.rollouts * part, extra: x.extra * part, training: x.training * part });
     left -= x.rollouts;
   }
   return total(done);
@@ -137,10 +145,10 @@ function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_
  * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
  * rollouts, at the basis's usage per rollout of each kind, with cost of goods and the charge.
  */
-export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, extra = 0): Quote {
+export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, extra = 0, priced: Record<string, number> = {}): Quote {
   const perExtra = basis.perExtraRollout ?? basis.perRollout;
   const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra)]);
-  const usage = Object.fromEntries([...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra]));
+  const usage = { ...Object.fromEntries([...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra])), ...priced };
   return Quote.parse({
     rollouts,
     usage: { ...usage, rollouts },
@@ -209,16 +217,40 @@ function evolutionCaps(req: PoolEvolveRequest, chargeUsd: number): QuoteCaps {
 }
 
 /**
- * What a quote request would cost: an experiment's rollouts up to its budget's rollout cap (and
- * what its caps do, `caps`), or a rescue's k × rollouts per harness.
+ * The basis of an experiment's configuration (its environment and model): its evaluation sets,
+ * and once one of its runs finished here its rescue share and usage per rollout (else the deployment's).
  */
-export function quote(req: Quotable, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }): Quote {
+export function withConfiguration(basis: QuoteBasis, config: ConfigurationBasis): QuoteBasis {
+  return {
+    ...basis,
+    evalTasks: config.evalTasks,
+    ...(config.rescueShare !== undefined ? { rescueShare: config.rescueShare } : {}),
+    ...(config.perRollout ? { perRollout: config.perRollout, perExtraRollout: config.perRollout } : {}),
+    configuration: config.configuration,
+  };
+}
+
+/** Tokens a run's rollouts sample and its training rollouts train on, at its configuration's rates, and the model's GPU seconds for them. */
+export function configuredTokens(run: { rollouts: number; training: number }, c: QuoteConfiguration): Record<string, number> {
+  const sampledTokens = Math.round(run.rollouts * c.sampledTokensPerRollout);
+  const trainedTokens = Math.round(run.training * c.trainedTokensPerTrainingRollout);
+  return { sampledTokens, trainedTokens, gpuSeconds: (sampledTokens + trainedTokens) * c.gpuSecondsPerToken };
+}
+
+/**
+ * What a quote request would cost: an experiment's rollouts up to its budget's rollout cap (and
+ * what its caps do, `caps`), with `config` its environment's and model's tokens and GPU seconds;
+ * or a rescue's k × rollouts per harness.
+ */
+export function quote(req: Quotable, measured: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, config?: ConfigurationBasis): Quote {
   if ("experiment" in req) {
+    const basis = config ? withConfiguration(measured, config) : measured;
     const stretches = plannedStretches(req.experiment, basis);
     const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
-    const q = quoteRollouts(run.rollouts, basis, prices, run.extra);
+    const q = quoteRollouts(run.rollouts, basis, prices, run.extra, config ? configuredTokens(run, config.configuration) : {});
     return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
   }
+  const basis = measured;
   if ("pool" in req) {
     const q = quoteRollouts(plannedEvolutionRollouts(req.pool), basis, prices);
     return Quote.parse({ ...q, caps: evolutionCaps(req.pool, q.chargeUsd) });

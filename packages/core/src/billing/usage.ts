@@ -21,6 +21,9 @@ export const Usage = z.object({
   dynamoWriteUnits: z.number().min(0),
   sqsRequests: z.number().int().min(0),
   gpuSeconds: z.number().min(0),
+  /** Tokens this deployment's own policy endpoint sampled (each turn's appended prompt and its completion) and trained on (each update's sequences × epochs) for experiments. */
+  sampledTokens: z.number().int().min(0).default(0).meta({ description: "tokens this deployment's policy endpoint sampled for experiments" }),
+  trainedTokens: z.number().int().min(0).default(0).meta({ description: "tokens this deployment's policy endpoint trained on for experiments" }),
 });
 export type Usage = z.infer<typeof Usage>;
 
@@ -41,6 +44,8 @@ export const zeroUsage: Usage = {
   dynamoWriteUnits: 0,
   sqsRequests: 0,
   gpuSeconds: 0,
+  sampledTokens: 0,
+  trainedTokens: 0,
 };
 
 /** One key's usage on one UTC day (`YYYY-MM-DD`): what `GET /v1/usage` lists and the export writes. */

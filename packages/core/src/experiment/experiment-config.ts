@@ -7,7 +7,7 @@ import { TrainConfig } from "../training/config.ts";
 import type { StepRecord } from "../training/train-state.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
-import type { ArmSeedResult, SeedBaseline } from "./summary.ts";
+import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.ts";
 import type { UnitCheckpoint, UnitPolicies } from "./unit-policies.ts";
 
 export const ExperimentConfig = z.object({
@@ -52,6 +52,8 @@ export interface ExperimentDeps {
    * the local-aws and cloud runtimes. `policyId` is `initial/<seed>` or `<arm>/<seed>`.
    */
   runnerFor?: (policyId: string, policy: Policy, seed: number) => RolloutRunner;
+  /** A section the run's report ends with (a family's own: DBBench's AgentBench accuracies), from its summary, baselines and evaluated held-out tasks. */
+  reportSection?: (summary: ExperimentSummary, baselines: readonly SeedBaseline[], evaluated: readonly Task[]) => string;
   /** Start each step's rescues at once (see `TrainDeps.speculate`): for a batching policy endpoint with voters that cost nothing. */
   speculateRescues?: boolean;
   /** Called when one arm of one seed is trained and evaluated (partial results survive a stop). */

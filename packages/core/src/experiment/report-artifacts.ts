@@ -5,7 +5,9 @@ import type { HarnessPool } from "../harness/pool.ts";
 import { TrainConfig } from "../training/config.ts";
 import { consoleLogger, type Logger } from "../util/logger.ts";
 import { ArtifactNotFoundError, REPORT_ARTIFACT, contentTypeOf, type ArtifactName, type ExperimentArtifact, type ExperimentArtifacts } from "./artifacts.ts";
-import { ExperimentConfig, type SeedInstance } from "./experiment-config.ts";
+import { ExperimentConfig, type ExperimentDeps, type SeedInstance } from "./experiment-config.ts";
+import { envName } from "./environment.ts";
+import { evalSet } from "./unit.ts";
 import { TERMINAL_STATES, type ExperimentRecord, type ExperimentStore } from "./records.ts";
 import { summarise } from "./summarise.ts";
 import type { ArmSeedResult, ExperimentSummary } from "./summary.ts";
@@ -19,6 +21,24 @@ export interface ReportInput {
   pools?: SeedPools;
   /** A line shown under the title (a stopped run's: its figures cover the units it finished). */
   note?: string;
+  /** What the title names: the run's environment and the model it trained (none: the environment's own policy). */
+  title?: { env: string; model?: string };
+  /** The family's own section the report ends with (DBBench's), as the CLI's report ends with it. */
+  section?: string;
+}
+
+/** The report's title, and its family's section from the seeds' evaluated held-out tasks (the first seed's, as the CLI's). */
+async function titledInput(
+  record: ExperimentRecord,
+  input: ReportInput,
+  instance: (seed: number) => Promise<SeedInstance>,
+  section?: ExperimentDeps["reportSection"],
+): Promise<ReportInput> {
+  const title = { env: envName(record.request.env), ...(record.request.model !== undefined ? { model: record.request.model } : {}) };
+  if (!section) return { ...input, title };
+  const config = ExperimentConfig.parse({ ...record.request, train: TrainConfig.parse(record.request.train) });
+  const evaluated = evalSet(config, (await instance(input.summary.seeds[0]!)).heldout);
+  return { ...input, title, section: section(input.summary, record.baselines, evaluated) };
 }
 
 /** Renders a run's report and plots (the CLI's code: `@harness-s/adapters/report`). */
@@ -64,11 +84,16 @@ export async function reportInputOf(record: ExperimentRecord, instance: (seed: n
  * run's results are kept whatever happens here (a failure is logged, and the report route then
  * answers 404 saying the run has no report).
  */
-export async function publishExperimentReport(record: ExperimentRecord, instance: (seed: number) => Promise<SeedInstance>, deps: PublishReportDeps): Promise<ArtifactName[]> {
+export async function publishExperimentReport(
+  record: ExperimentRecord,
+  instance: (seed: number) => Promise<SeedInstance>,
+  deps: PublishReportDeps,
+  section?: ExperimentDeps["reportSection"],
+): Promise<ArtifactName[]> {
   try {
     const input = await reportInputOf(record, instance);
     if (!input) return [];
-    const files = await deps.render(input);
+    const files = await deps.render(await titledInput(record, input, instance, section));
     for (const f of files) await deps.artifacts.put(record.id, f.name, f.bytes, contentTypeOf(f.name));
     return files.map((f) => f.name);
   } catch (err) {

@@ -2,7 +2,8 @@ import { BudgetExceededError, NotFoundError } from "../errors.ts";
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
 import { mergeUsage } from "../billing/metering.ts";
 import { addJobToFit } from "../billing/quote-fit.ts";
-import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, rescueRolloutsOf } from "../billing/quotes.ts";
+import { addJobToConfiguration } from "../billing/quote-config.ts";
+import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, rescueRolloutsOf, trainingRolloutsOf } from "../billing/quotes.ts";
 import { zeroUsage, type UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
@@ -205,6 +206,7 @@ async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMeter, unbi
   await meter.add(QUOTE_BASIS_KEY, { ...used, requests: 1 });
   const rescue = rescueRolloutsOf(record.results);
   await addJobToFit(meter, used, rescue.extra);
+  await addJobToConfiguration(meter, record.request, used, { training: trainingRolloutsOf(record.results), rescueTraining: rescue.training, rescueExtra: rescue.extra });
   if (rescue.training > 0)
     await Promise.all([meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }), meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra })]);
 }

@@ -1,0 +1,135 @@
+import { z } from "zod";
+import { envName, type ExperimentEnv } from "../experiment/environment.ts";
+import { QUOTED_FIELDS } from "./quote-fit.ts";
+import type { Usage, UsageMeter } from "./usage.ts";
+
+/**
+ * What a quote of one configuration (an environment and a model) rests on: tasks per evaluation,
+ * the rescue share, usage per rollout (measured on this configuration's finished runs, else the
+ * deployment's), tokens per rollout and the model's GPU seconds per token.
+ */
+export const QuoteConfiguration = z
+  .object({
+    env: z.string().meta({ description: "the environment quoted: a family's name, or openenv for a caller's server" }),
+    model: z.string().meta({ description: "the model asked for; default: the deployment's first served model (the embedded suite: its own policy)" }),
+    source: z.enum(["measured", "defaults"]).meta({ description: "measured on this configuration's finished runs here, or the environment's declared defaults" }),
+    jobs: z.number().int().min(0).meta({ description: "finished runs of this configuration the figures rest on" }),
+    sampledTokensPerRollout: z.number().min(0).meta({ description: "tokens the policy endpoint samples per rollout (appended prompt and completion of each turn)" }),
+    trainedTokensPerTrainingRollout: z.number().min(0).meta({ description: "tokens trained on per training rollout (its sequences × epochs)" }),
+    gpuSecondsPerToken: z.number().min(0).meta({ description: "the model's GPU seconds per token sampled or trained" }),
+    gpuSource: z.enum(["measured", "defaults"]).meta({ description: "measured on the model's finished runs here (any environment), or the default" }),
+  })
+  .meta({ description: "What an experiment's quote rests on for its environment and model: tokens per rollout and the model's GPU seconds per token" });
+export type QuoteConfiguration = z.infer<typeof QuoteConfiguration>;
+
+/** An environment's figures before any run of it finished here: tasks per evaluation split, and its episodes' tokens at a language model. */
+interface EnvDefaults {
+  evalTasks: { train: number; heldout: number };
+  /** A run naming no model runs the environment's own in-process policy (the embedded suite's): no tokens at the endpoint. */
+  ownPolicyByDefault?: boolean;
+  sampledTokensPerRollout: number;
+  trainedTokensPerTrainingRollout: number;
+}
+
+/**
+ * The declared figures per environment (a registry; a name not in it gets `openenv`'s): estimates
+ * a deployment's first finished run of a configuration replaces. Tasks per split: the embedded
+ * suite's evaluation sets, rough sizes for the others (a request's `evalTasks` caps them). Tokens
+ * per rollout: a language-model family's episodes are longer than the embedded suite's (with the
+ * tiny worker model, 24 tokens a turn at most, a one-step run of two arms measured about 2,150
+ * tokens sampled and trained per rollout on DBBench and 1,700 on AppWorld's fixtures; a real model's
+ * episodes differ).
+ */
+export const ENV_QUOTE_DEFAULTS: Readonly<Record<string, EnvDefaults>> = {
+  embedded: { evalTasks: { train: 93, heldout: 81 }, ownPolicyByDefault: true, sampledTokensPerRollout: 450, trainedTokensPerTrainingRollout: 450 },
+  dbbench: { evalTasks: { train: 200, heldout: 100 }, sampledTokensPerRollout: 1_400, trainedTokensPerTrainingRollout: 1_400 },
+  appworld: { evalTasks: { train: 20, heldout: 10 }, sampledTokensPerRollout: 2_500, trainedTokensPerTrainingRollout: 2_500 },
+  "swe-gym": { evalTasks: { train: 10, heldout: 5 }, sampledTokensPerRollout: 3_000, trainedTokensPerTrainingRollout: 3_000 },
+  openenv: { evalTasks: { train: 50, heldout: 50 }, sampledTokensPerRollout: 1_000, trainedTokensPerTrainingRollout: 1_000 },
+};
+/** GPU seconds per token sampled or trained before a model's first finished run (one A10G-class device, batched). */
+export const DEFAULT_GPU_SECONDS_PER_TOKEN = 5e-5;
+
+/** The model a request names, or `default` (the deployment's first served model, or a family's own policy). */
+export const quotedModel = (model: string | undefined): string => model ?? "default";
+
+/** Where a configuration's and a model's finished runs are summed (`#quote` keys are nobody's to pay). */
+export const quoteConfigKeys = (env: string, model: string) => {
+  const c = `${env}|${model}`;
+  return {
+    /** The runs' usage, `requests` counting them. */
+    usage: `#quote-config#${c}`,
+    /** Their training rollouts (every arm's), as `rollouts`. */
+    training: `#quote-config-training#${c}`,
+    /** Their rescuing arms' training rollouts and extra (rescue, resample, re-anchor) rollouts, as `rollouts`. */
+    rescueTraining: `#quote-config-rescue-training#${c}`,
+    rescueExtra: `#quote-config-rescue-extra#${c}`,
+    /** The model's GPU seconds and tokens, over every environment. */
+    model: `#quote-model#${model}`,
+  };
+};
+
+/** What a finished run adds to its configuration's rows: its usage, training rollouts and rescue rollouts. */
+export async function addJobToConfiguration(
+  meter: Pick<UsageMeter, "add">,
+  plan: { env: ExperimentEnv; model?: string | undefined },
+  used: Usage,
+  rollouts: { training: number; rescueTraining: number; rescueExtra: number },
+): Promise<void> {
+  const keys = quoteConfigKeys(envName(plan.env), quotedModel(plan.model));
+  await Promise.all([
+    meter.add(keys.usage, { ...used, requests: 1 }),
+    meter.add(keys.training, { rollouts: rollouts.training }),
+    meter.add(keys.rescueTraining, { rollouts: rollouts.rescueTraining }),
+    meter.add(keys.rescueExtra, { rollouts: rollouts.rescueExtra }),
+    meter.add(keys.model, { gpuSeconds: used.gpuSeconds, sampledTokens: used.sampledTokens, trainedTokens: used.trainedTokens, requests: 1 }),
+  ]);
+}
+
+/** A configuration's basis as its rows give it: `perRollout` (and the rescue share) only once one of its runs finished. */
+export interface ConfigurationBasis {
+  configuration: QuoteConfiguration;
+  evalTasks: { train: number; heldout: number };
+  perRollout?: Record<string, number>;
+  rescueShare?: number;
+}
+
+/** Tasks per evaluation split: a caller's, counted from its posted tasks; a family's, as declared. */
+function evalTasksOf(env: ExperimentEnv, defaults: EnvDefaults): { train: number; heldout: number } {
+  if (typeof env === "string") return defaults.evalTasks;
+  return { train: env.tasks.filter((t) => t.split === "train").length, heldout: env.tasks.filter((t) => t.split === "held-out").length };
+}
+
+/** This deployment's basis for quoting `plan`'s configuration ({@link ConfigurationBasis}). */
+export async function configurationBasis(meter: Pick<UsageMeter, "get">, plan: { env: ExperimentEnv; model?: string | undefined }): Promise<ConfigurationBasis> {
+  const env = envName(plan.env);
+  const model = quotedModel(plan.model);
+  const keys = quoteConfigKeys(env, model);
+  const [used, training, rescueTraining, rescueExtra, byModel] = await Promise.all(
+    [keys.usage, keys.training, keys.rescueTraining, keys.rescueExtra, keys.model].map((k) => meter.get(k)),
+  );
+  const defaults = ENV_QUOTE_DEFAULTS[env] ?? ENV_QUOTE_DEFAULTS.openenv!;
+  const modelTokens = byModel!.sampledTokens + byModel!.trainedTokens;
+  const gpuMeasured = byModel!.requests > 0 && modelTokens > 0;
+  const gpu = { gpuSecondsPerToken: gpuMeasured ? byModel!.gpuSeconds / modelTokens : DEFAULT_GPU_SECONDS_PER_TOKEN, gpuSource: gpuMeasured ? "measured" : "defaults" } as const;
+  const evalTasks = evalTasksOf(plan.env, defaults);
+  if (!used || used.requests === 0 || used.rollouts === 0) {
+    const configuration = { env, model, source: "defaults" as const, jobs: 0, ...gpu };
+    const own = defaults.ownPolicyByDefault === true && plan.model === undefined;
+    const tokens = own
+      ? { sampledTokensPerRollout: 0, trainedTokensPerTrainingRollout: 0 }
+      : { sampledTokensPerRollout: defaults.sampledTokensPerRollout, trainedTokensPerTrainingRollout: defaults.trainedTokensPerTrainingRollout };
+    return { evalTasks, configuration: { ...configuration, ...tokens } };
+  }
+  const perRollout = Object.fromEntries(QUOTED_FIELDS.map((f) => [f, used[f] / used.rollouts]));
+  const configuration = {
+    env,
+    model,
+    source: "measured" as const,
+    jobs: used.requests,
+    sampledTokensPerRollout: used.sampledTokens / used.rollouts,
+    trainedTokensPerTrainingRollout: training!.rollouts > 0 ? used.trainedTokens / training!.rollouts : 0,
+    ...gpu,
+  };
+  return { evalTasks, configuration, perRollout, ...(rescueTraining!.rollouts > 0 ? { rescueShare: rescueExtra!.rollouts / rescueTraining!.rollouts } : {}) };
+}
