@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
-import { API_MEMORY, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
+import { API_MEMORY, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 import { ALARM_EVALUATION_PERIODS, ALARM_PERIOD_SECONDS, DASHBOARD_WIDGETS, alarmEmailAddress, oldestMessageSeconds } from "../../stacks/observability-settings.ts";
 import { SERVED_MODELS } from "../../infra/settings.ts";
@@ -26,6 +27,8 @@ let links: Record<string, Record<string, Record<string, unknown>>>;
 const ALARM_EMAIL = "ops@example.com";
 beforeAll(() => {
   execFileSync("node", ["scripts/sst-install-offline.mjs"], { stdio: "inherit" });
+  // The API function copies the built console (copyFiles: console/dist must be there, as `npm ci` leaves it).
+  execFileSync("node", ["scripts/build-console.mjs"], { stdio: "ignore" });
   const out = execFileSync("node", ["--import", "tsx", "scripts/infra-snapshot.ts"], {
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
@@ -193,6 +196,14 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     const linked = Object.entries(links).filter(([, l]) => "GatewayConfig" in l && "GatewayEpisodes" in l);
     expect(linked.map(([handler]) => handler)).toEqual(["functions/api/lambda.handler"]);
     expect(Object.entries(links).filter(([, l]) => "GatewayEpisodes" in l)).toHaveLength(1);
+  });
+
+  it("copies the built web console into the API function's package beside its handler (CONSOLE_BUNDLE), which serves it at /console (issue 58)", () => {
+    // The archive SST zipped for the function (its bundle and its copyFiles): the console's files under the folder the handler reads.
+    const zip = readFileSync(".sst/artifacts/Api/code.zip");
+    for (const file of ["index.mjs", "index.html", "app.js", "app.css"].map((f) => (f === "index.mjs" ? f : `${CONSOLE_BUNDLE.to}/${f}`)))
+      expect(zip.includes(Buffer.from(file)), file).toBe(true);
+    expect(CONSOLE_BUNDLE.from).toBe("console/dist");
   });
 
   it("links the first admin key's hash (BootstrapAdminKeyHash) and the keys' tables to the API, the one function that authenticates keys, and to no other (issue 56)", () => {
