@@ -70,6 +70,14 @@ describe("the OpenAPI document", () => {
     expect(JSON.stringify(op("/v1/quotes", "post")?.requestBody)).toContain('"pool"');
   });
 
+  it("documents a quote's environment and model (issue 57, item 3): the basis's configuration with its tokens per rollout and GPU seconds per token, the tokens in its usage", () => {
+    const create = served.paths["/v1/quotes"]?.post as { responses?: Record<string, unknown> } | undefined;
+    const answer = JSON.stringify(create?.responses?.["200"] ?? {});
+    for (const field of ["configuration", "sampledTokensPerRollout", "trainedTokensPerTrainingRollout", "gpuSecondsPerToken", "gpuSource"]) expect(answer).toContain(`"${field}"`);
+    expect(answer).toContain("the model's GPU seconds per token sampled or trained");
+    for (const field of ["sampledTokens", "trainedTokens", "gpuSeconds"]) expect(answer).toContain(field);
+  });
+
   it("declares the API keys' routes (issue 56): each operation under the keys tag with the errors it answers, the secret shown once, the 429 with its Retry-After", () => {
     type Schema = { description?: string; properties?: Record<string, Schema> };
     type Response = { description: string; headers?: Record<string, { description?: string; schema?: { type?: string } }>; content?: { "application/json"?: { schema: Schema } } };
