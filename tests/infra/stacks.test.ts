@@ -306,6 +306,46 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(container.command).toEqual(["--model", "/models", "--served-model-name", model.name, "--device", "cuda"]);
   });
 
+  it("links each function to exactly what it uses (issue 57, item 5): the report bucket to the coordinator (write) and the API (ReportsRead), the GPU endpoint to dispatch and the coordinator; none of the others", () => {
+    const shared = ["Usage", "UsageDays"];
+    const expected: Record<string, string[]> = {
+      "functions/api/lambda.handler": [
+        ...["ApiKeys", "BootstrapAdminKeyHash", "CoordinatorQueue", "Decisions", "DispatchQueue", "EndpointCidrs", "ExperimentSteps", "Experiments", "GatewayConfig"],
+        ...["GatewayEpisodes", "KeyEvents", "Keys", "LlmApiKey", "PolicyEndpoints", "PoolEvolutions", "Pools", "PriceList", "Processed", "ProfileQueue", "Profiles"],
+        ...["ReportsRead", "RescueJobs", "Rollouts", "VoterKeys", "VoterPanel", ...shared],
+      ],
+      [WORKERS.profile.handler]: ["Processed", "Profiles", ...shared],
+      [WORKERS.vote.handler]: ["Ballots", "LlmApiKey", "VoterKeys", "VoterPanel", ...shared],
+      [WORKERS.dispatch.handler]: [
+        ...["DispatchQueue", "EndpointCidrs", "PolicyEndpointToken", "PolicyEndpointUrl", "PolicyEndpoints", "PolicyGpuEndpoint", "Pools", "RescueJobs", "Rollouts"],
+        ...shared,
+      ],
+      [WORKERS.coordinator.handler]: [
+        ...["Ballots", "CoordinatorQueue", "DispatchQueue", "EndpointCidrs", "ExperimentSteps", "Experiments", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"],
+        ...[
+          "PolicyEndpoints",
+          "PolicyGpuEndpoint",
+          "PoolEvolutions",
+          "PoolProposer",
+          "Pools",
+          "Profiles",
+          "Reports",
+          "Rollouts",
+          "VoteQueue",
+          "VoterKeys",
+          "VoterPanel",
+          ...shared,
+        ],
+      ],
+    };
+    expect(Object.fromEntries(Object.entries(links).map(([handler, l]) => [handler, Object.keys(l).sort()]))).toEqual(
+      Object.fromEntries(Object.entries(expected).map(([handler, names]) => [handler, [...names].sort()])),
+    );
+    // The models the API lists are the ones the endpoint serves: one, under the name its worker is started with.
+    const [container] = JSON.parse(one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs.containerDefinitions);
+    expect(SERVED_MODELS.map((m) => m.name)).toEqual([container.command[container.command.indexOf("--served-model-name") + 1]]);
+  });
+
   it("lets the task read only its token secret, and links the endpoint's URL to dispatch and the coordinator only", () => {
     const statements = one("aws:iam/role:Role", "PolicyTaskExecutionRole").inputs.inlinePolicies.flatMap((p: { policy: string }) => JSON.parse(p.policy).Statement);
     expect(statements).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [expect.stringMatching(/:PolicyWorkerToken$/)] }]);
