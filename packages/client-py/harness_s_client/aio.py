@@ -71,8 +71,10 @@ class AsyncHarnessS:
         rollouts_per_harness: int = 2,
         harnesses: list[str] | None = None,
         task_id: str | None = None,
+        mode: str | None = None,
+        resample_evidence: dict[str, int] | None = None,
     ) -> RescueAccepted:
-        return cast(RescueAccepted, await self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+        return cast(RescueAccepted, await self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id, mode, resample_evidence))))
 
     async def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> RescueStatus:
         return cast(RescueStatus, await self.send(api.rescue(rescue_id, wait_s, seen)))

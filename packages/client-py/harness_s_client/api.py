@@ -62,9 +62,21 @@ def delete_policy_endpoint(id: str) -> Call:
 
 
 def rescue_body(
-    pool_id: str, failure_tags: list[str], caller: CallerRescue | dict[str, Any] | None, k: int, rollouts_per_harness: int, harnesses: list[str] | None, task_id: str | None
+    pool_id: str,
+    failure_tags: list[str],
+    caller: CallerRescue | dict[str, Any] | None,
+    k: int,
+    rollouts_per_harness: int,
+    harnesses: list[str] | None,
+    task_id: str | None,
+    mode: str | None = None,
+    resample_evidence: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"poolId": pool_id, "failureTags": failure_tags, "k": k, "rolloutsPerHarness": rollouts_per_harness}
+    if mode is not None:
+        body["mode"] = mode
+    if resample_evidence is not None:
+        body["resampleEvidence"] = resample_evidence
     if caller is not None:
         body["caller"] = caller
     if harnesses is not None:

@@ -107,10 +107,15 @@ class HarnessS:
         rollouts_per_harness: int = 2,
         harnesses: list[str] | None = None,
         task_id: str | None = None,
+        mode: str | None = None,
+        resample_evidence: dict[str, int] | None = None,
     ) -> RescueAccepted:
         """Routes an all-fail group to its Top-k siblings and starts their rollouts (sent once);
-        with `harnesses`, runs exactly those harnesses of the pool instead (no routing)."""
-        return cast(RescueAccepted, self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+        with `harnesses`, runs exactly those harnesses of the pool instead (no routing). With
+        `mode="adaptive"` the same rollouts go under the Top-k, under H0 again, or nowhere (then
+        `expected` is 0 and no rescue starts), as the answer's `adaptive` says; `resample_evidence`
+        (`attempts`, `successes`) is what your own H0 resamples found, the H0 option's evidence."""
+        return cast(RescueAccepted, self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id, mode, resample_evidence))))
 
     def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> RescueStatus:
         """A rescue's status; with `wait_s` (at most 20), once more than `seen` slots have finished

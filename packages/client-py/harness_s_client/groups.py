@@ -75,6 +75,9 @@ class GroupOutcome:
     spent: dict[str, float] = field(default_factory=dict)
     #: Rows the rescue returned (the group takes the first as many as it has).
     rollouts: int = 0
+    #: With mode "adaptive": the option taken ("siblings", "resample", "none") and the service's estimates.
+    option: str | None = None
+    adaptive: dict[str, Any] | None = None
 
 
 def rescue_metrics(outcomes: Sequence[GroupOutcome], prefix: str = "rescue/") -> dict[str, float]:
@@ -96,6 +99,8 @@ def rescue_metrics(outcomes: Sequence[GroupOutcome], prefix: str = "rescue/") ->
     }
     for harness, n in sorted(Counter(h for o in rescued for h in o.chosen).items()):
         out[f"{prefix}chosen/{harness}"] = float(n)
+    for option, n in sorted(Counter(o.option for o in outcomes if o.option is not None).items()):
+        out[f"{prefix}option/{option}"] = float(n)
     return out
 
 
@@ -120,6 +125,8 @@ class RescueSettings:
     timeout_s: float = 600.0
     budget: dict[str, float] | None = None
     context: Context = "sampled"
+    #: "router": the Top-k; "adaptive": the service chooses siblings, H0 again or nothing per group.
+    mode: Literal["router", "adaptive"] = "router"
 
     def caller(self, task: CallerTask | dict[str, Any], weight_version: int | None = None, served_model: str | None = None) -> CallerRescue:
         caller: dict[str, Any] = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens}
@@ -141,6 +148,8 @@ class AsyncGroupRescuer:
     def __init__(self, client: AsyncHarnessS, settings: RescueSettings, score: Callable[[list[Trajectory]], Sequence[float]] | None = None) -> None:
         self.client, self.settings, self.score = client, settings, score
         self.siblings: int | None = None
+        #: Under mode "adaptive": what the H0 resamples it ran found (sent as the H0 option's evidence).
+        self.resamples = {"attempts": 0, "successes": 0}
 
     async def _siblings(self) -> int:
         if self.siblings is None:
@@ -153,7 +162,13 @@ class AsyncGroupRescuer:
         outcome.kind = "unrescued"
         try:
             per = rows_per_harness(size, s.k, await self._siblings())
-            started = await self.client.start_rescue(s.pool_id, tags or [UNTAGGED], s.caller(task, weight_version, served_model), k=s.k, rollouts_per_harness=per)
+            extra: dict[str, Any] = {"mode": s.mode, "resample_evidence": dict(self.resamples)} if s.mode == "adaptive" else {}
+            started = await self.client.start_rescue(s.pool_id, tags or [UNTAGGED], s.caller(task, weight_version, served_model), k=s.k, rollouts_per_harness=per, **extra)
+            outcome.adaptive = started.get("adaptive")
+            outcome.option = outcome.adaptive["option"] if outcome.adaptive else None
+            if "id" not in started:  # adaptive chose to spend nothing: the group stays
+                outcome.reason = "adaptive: no option expected a success"
+                return outcome
             outcome.rescue_id, outcome.chosen = started["id"], list(started["chosen"])
             status = await self.client.wait(started["id"], timeout_s=s.timeout_s)
             outcome.spent = spent_of(status)
@@ -164,6 +179,9 @@ class AsyncGroupRescuer:
         if self.score is not None:
             rows = [replace(r, reward=float(v)) for r, v in zip(rows, self.score(rows), strict=True)]
         outcome.rows = rows
+        if outcome.option == "resample":
+            self.resamples["attempts"] += len(rows)
+            self.resamples["successes"] += sum(1 for r in rows if r.reward > s.fail_at_or_below)
         if len(rows) == size and not all_fail([r.reward for r in rows], s.fail_at_or_below):
             outcome.kind = "replaced"
         return outcome

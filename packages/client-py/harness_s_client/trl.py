@@ -80,6 +80,7 @@ class RescueRolloutFunc:
         timeout_s: float = 600.0,
         budget: dict[str, float] | None = None,
         context: Context = "sampled",
+        mode: str = "router",
     ) -> None:
         self.client, self.pool_id, self.task_of, self.environment = client, pool_id, task_of, environment
         self.system, self.max_tokens, self.k = system, max_tokens, k
@@ -90,6 +91,9 @@ class RescueRolloutFunc:
         self.budget = budget
         #: "sampled": rows as the policy saw them; "base": H0's rendering, H0's re-scores beside.
         self.context: Context = context
+        #: "router": the Top-k; "adaptive": the service chooses siblings, H0 again or nothing per group.
+        self.mode = mode
+        self.resamples = {"attempts": 0, "successes": 0}
         self.endpoint: Any = None
         self.base_harness: str | None = None
         self.siblings = 0
@@ -139,6 +143,11 @@ class RescueRolloutFunc:
 
     def _rescue(self, outcome: GroupOutcome, started: dict[str, Any], step: int, size: int) -> list[Trajectory] | None:
         """The rescue's first `size` rows, or None when the service failed it (its code kept, logged, the rescue cancelled)."""
+        outcome.adaptive = started.get("adaptive")
+        outcome.option = outcome.adaptive["option"] if outcome.adaptive else None
+        if "id" not in started:  # adaptive chose to spend nothing: the group stays
+            outcome.reason = "adaptive: no option expected a success"
+            return None
         outcome.rescue_id, outcome.chosen = started["id"], list(started.get("chosen") or [])
         try:
             outcome.spent = spent_of(self.client.wait(started["id"], timeout_s=self.timeout_s))
@@ -185,13 +194,18 @@ class RescueRolloutFunc:
         for i in failed:  # every rescue started before any is waited on: they run side by side
             outcomes[i].kind = "unrescued"
             try:
-                started[i] = dict(self.client.start_rescue(self.pool_id, failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per))
+                extra: dict[str, Any] = {"mode": self.mode, "resample_evidence": dict(self.resamples)} if self.mode == "adaptive" else {}
+                started[i] = dict(self.client.start_rescue(self.pool_id, failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per, **extra))
             except HarnessSError as err:
                 outcomes[i].code, outcomes[i].reason = err.code, f"{err.code}: {err.message}"
                 log.warning("group %d (task %s): the rescue was refused: %s; the group stays as it was", i, tasks[i]["id"], outcomes[i].reason)
         for i, run in started.items():
             rows = self._rescue(outcomes[i], run, step, size)
-            if rows is not None and len(rows) == size and not all_fail(self._rewards(trainer, groups[i], rows, True), self.fail_at_or_below):
+            rewards = self._rewards(trainer, groups[i], rows, True) if rows else []
+            if outcomes[i].option == "resample":
+                self.resamples["attempts"] += len(rewards)
+                self.resamples["successes"] += sum(1 for r in rewards if r > self.fail_at_or_below)
+            if rows is not None and len(rows) == size and not all_fail(rewards, self.fail_at_or_below):
                 outcomes[i].kind = "replaced"
                 chosen[i] = outcomes[i].rows = rows
         return chosen, outcomes
@@ -228,5 +242,6 @@ def rescue_rollout_func(
     """A TRL `rollout_func` with selective harness rescue; `task_of(prompt)` gives the prompt's task
     as the service takes it (`id`, `family`, `tags`, `instruction`, `tools`, `reset`). Options:
     `system`, `max_tokens`, `k`, `endpoint_id` (default per rank), `fail_at_or_below`, `timeout_s`,
-    `budget`, `context` ("sampled" | "base")."""
+    `budget`, `context` ("sampled" | "base"), `mode` ("router" | "adaptive": the service spends each
+    rescue's rollouts under the Top-k, under H0 again, or not at all; see `GroupOutcome.option`)."""
     return RescueRolloutFunc(client, pool_id, task_of, environment, **options)

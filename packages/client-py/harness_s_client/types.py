@@ -50,9 +50,12 @@ class CallerRescue(TypedDict):
 
 
 class RescueAccepted(TypedDict):
-    id: str
+    #: Absent when mode "adaptive" chose to spend nothing (`expected` 0: no rescue was started).
+    id: NotRequired[str]
     chosen: list[str]
     expected: int
+    #: With mode "adaptive": `option` ("siblings" | "resample" | "none"), `reason`, per-option `estimates`, `allocation`, `spend`.
+    adaptive: NotRequired[dict[str, Any]]
 
 
 class RescueJob(TypedDict):

@@ -197,3 +197,31 @@ def test_the_async_client_sends_the_same_calls():
 
     asyncio.run(run())
     assert calls == ["POST /v1/rescues", "GET /v1/rescues/rsc_1", "GET /v1/rescues/rsc_1/trajectories", "GET /v1/rescues/rsc_1/trajectories"]
+
+
+def test_an_adaptive_rescue_passes_its_mode_and_evidence_and_a_choice_of_nothing_starts_nothing():
+    # Issue 59 item 2: the verl/SkyRL rescuer asks in mode "adaptive" with what its resamples found;
+    # an answer without an id (expected 0) leaves the group as it was, its option recorded.
+    from harness_s_client.groups import AsyncGroupRescuer, GroupOutcome, RescueSettings, rescue_metrics
+
+    bodies: list[dict] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path.startswith("/v1/pools/"):
+            return httpx.Response(200, json={"siblings": [{"id": "a"}, {"id": "b"}]})
+        assert req.method == "POST" and req.url.path == "/v1/rescues"
+        bodies.append(__import__("json").loads(req.content))
+        return httpx.Response(200, json={"chosen": [], "expected": 0, "adaptive": {"option": "none", "reason": "below-floor", "estimates": [], "allocation": {}, "spend": 0}})
+
+    async def go() -> GroupOutcome:
+        settings = RescueSettings(pool_id="p", environment={"kind": "builtin", "id": "embedded"}, endpoint_id="e", mode="adaptive")
+        async with AsyncHarnessS("http://service", "key", transport=httpx.MockTransport(handler)) as client:
+            rescuer = AsyncGroupRescuer(client, settings)
+            rescuer.resamples = {"attempts": 8, "successes": 3}
+            return await rescuer.rescue(GroupOutcome(1, 0, "t", "kept"), {"id": "t"}, ["x"], 4)
+
+    outcome = asyncio.run(go())
+    assert bodies[0]["mode"] == "adaptive"
+    assert bodies[0]["resampleEvidence"] == {"attempts": 8, "successes": 3}
+    assert (outcome.kind, outcome.option, outcome.rescue_id) == ("unrescued", "none", None)
+    assert rescue_metrics([outcome])["rescue/option/none"] == 1.0
