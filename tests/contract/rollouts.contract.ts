@@ -48,6 +48,12 @@ export function rolloutStoreContract(name: string, fresh: () => Promise<{ rollou
       expect(await s.rollouts.has("job", 2)).toBe(false);
       expect(await s.rollouts.get("job", 0)).toEqual(big);
       expect(await s.rollouts.get("job", 2)).toBeUndefined();
+      // A status read's summaries: what the listed rollouts show, in index order, the first write's (a chunked rollout's too).
+      expect(await s.rollouts.summaries("job")).toEqual([
+        { index: 0, harnessId: "sib", reward: 1, success: true, failureTags: [], steps: 4000 },
+        { index: 1, harnessId: "sib", reward: 1, success: true, failureTags: [], steps: 2 },
+      ]);
+      expect(await s.rollouts.summaries("other")).toEqual([]);
     }, 60_000);
   });
 }

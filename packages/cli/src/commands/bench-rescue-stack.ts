@@ -17,8 +17,8 @@ import { startScriptedPolicy } from "./scripted-policy.ts";
 /** The entry of `serve`'s workers' thread (its data: `ServeWorkersData`): the bench runs the workers as serve does. */
 const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
 
-/** How often the bench's client reads a rescue's status while it runs. */
-const STATUS_POLL_MS = 10;
+/** How long one status read of the bench's client waits for the rescue's end (`?wait=`, the API's long poll, as a trainer follows a rescue). */
+const STATUS_WAIT_SECONDS = 20;
 
 /**
  * The rescue bench's parts: a scripted protocol-v2 policy per latency (each registered as the
@@ -79,9 +79,9 @@ export async function startRescueBench(instance: SeedInstance, setup: ReturnType
       viaService: async (ms: number, inFlight: number) => {
         const started = await call("POST", "/v1/rescues", { poolId: pool.id, harnesses: [pool.base.id], rolloutsPerHarness: inFlight, caller: caller(ms) });
         for (;;) {
-          const status = await call("GET", `/v1/rescues/${started.id}`);
+          // Answered when every slot has finished (more than n - 1 seen), or at the wait's end.
+          const status = await call("GET", `/v1/rescues/${started.id}?wait=${STATUS_WAIT_SECONDS}&seen=${inFlight - 1}`);
           if (status.status !== "running") return status.completed as number;
-          await new Promise((r) => setTimeout(r, STATUS_POLL_MS));
         }
       },
       /** The same rescue's runner, in this process. */

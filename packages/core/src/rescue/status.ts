@@ -24,7 +24,7 @@ export const RescueStatus = z.object({
 export type RescueStatus = z.infer<typeof RescueStatus>;
 
 /**
- * Status of a rescue, derived from the stored rollouts (no counters to drift). With `key`, a
+ * Status of a rescue, derived from the stored rollouts' summaries (no counters to drift). With `key`, a
  * rescue another key started is "not found" (see {@link visibleTo}).
  */
 export async function rescueStatus(
@@ -33,9 +33,9 @@ export async function rescueStatus(
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
-  const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.list(id)]);
+  const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
   if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
-  const rewards = stored.map((r) => r.rollout.reward);
+  const rewards = stored.map((r) => r.reward);
   const storedAt = new Set(stored.map((r) => r.index));
   const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
   const status = stored.length >= job.expected ? "done" : job.cancelledAt !== undefined ? "cancelled" : stored.length + failed.length >= job.expected ? "failed" : "running";
@@ -48,19 +48,16 @@ export async function rescueStatus(
     failed,
     rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
     spent: { policyTokens: job.spentPolicyTokens ?? 0, policySeconds: (job.spentPolicyMs ?? 0) / 1000, environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000 },
-    rollouts: stored.map(({ index, rollout }) => ({
-      index,
-      harnessId: rollout.harnessId,
-      reward: rollout.reward,
-      success: rollout.success,
-      failureTags: rollout.failureTags,
-      steps: rollout.steps.length,
-    })),
+    rollouts: stored.map(({ index, harnessId, reward, success, failureTags, steps }) => ({ index, harnessId, reward, success, failureTags, steps })),
   };
 }
 
-/** The longest a status read may wait for progress (`?wait=`), and how often it looks. */
-export const RESCUE_WAIT = { maxSeconds: 20, pollMs: 200 } as const;
+/**
+ * The longest a status read may wait for progress (`?wait=`), and how often it looks: each look is
+ * two small reads (the rescue's item and its rollouts' summaries, no trajectories), so it looks
+ * often enough that a rescue of a few hundred ms is answered within a few tens of ms of its end.
+ */
+export const RESCUE_WAIT = { maxSeconds: 20, pollMs: 25 } as const;
 
 /** A status read's query: wait up to `wait` seconds until more than `seen` slots have finished. */
 export const RescueWaitQuery = z.object({

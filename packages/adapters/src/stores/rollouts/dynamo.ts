@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { allItems } from "../../dynamo/paginate.ts";
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { Rollout, type RolloutStore } from "@harness-s/core";
+import { Rollout, summaryOf, type RolloutStore, type RolloutSummary } from "@harness-s/core";
 import { aws, translateAwsError } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/table-specs.ts";
 
@@ -30,9 +30,19 @@ export class DynamoRolloutStore implements RolloutStore {
     const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
     const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
     if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
+    // The first chunk carries the rollout's summary: a status read lists summaries without the trajectories.
+    const summary = summaryOf(index, rollout);
     const items = Array.from({ length: count }, (_, chunk) => ({
       TableName: this.tables.Rollouts,
-      Item: { jobId, part: partKey(index, chunk), index, chunk, chunks: count, data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES) },
+      Item: {
+        jobId,
+        part: partKey(index, chunk),
+        index,
+        chunk,
+        chunks: count,
+        data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES),
+        ...(chunk === 0 ? { summary } : {}),
+      },
       ConditionExpression: "attribute_not_exists(part)",
     }));
     try {
@@ -100,5 +110,31 @@ export class DynamoRolloutStore implements RolloutStore {
       .filter(([, p]) => p.data.filter(Boolean).length === p.chunks)
       .sort((a, b) => a[0] - b[0])
       .map(([index, p]) => ({ index, rollout: decode(p.data) }));
+  }
+
+  /** The first chunks' summaries, without their data (a rollout stored before summaries were kept is read whole). */
+  async summaries(jobId: string): Promise<RolloutSummary[]> {
+    const items = await allItems("list rollout summaries", (start) =>
+      this.doc.send(
+        new QueryCommand({
+          TableName: this.tables.Rollouts,
+          KeyConditionExpression: "jobId = :j",
+          ProjectionExpression: "#i, #c, #s",
+          ExpressionAttributeNames: { "#i": "index", "#c": "chunk", "#s": "summary" },
+          ExpressionAttributeValues: { ":j": jobId },
+          ExclusiveStartKey: start,
+        }),
+      ),
+    );
+    const firsts = items.filter((item) => Number(item.chunk) === 0).sort((a, b) => Number(a.index) - Number(b.index));
+    const out: RolloutSummary[] = [];
+    for (const item of firsts) {
+      const index = Number(item.index);
+      const kept = item.summary as RolloutSummary | undefined;
+      const whole = kept ? undefined : await this.get(jobId, index);
+      if (kept) out.push({ ...kept, index });
+      else if (whole) out.push(summaryOf(index, whole));
+    }
+    return out;
   }
 }

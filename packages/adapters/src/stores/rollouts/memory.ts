@@ -1,4 +1,4 @@
-import type { Rollout, RolloutStore } from "@harness-s/core";
+import { summaryOf, type Rollout, type RolloutStore, type RolloutSummary } from "@harness-s/core";
 import { frozenCopy } from "../frozen-copy.ts";
 
 export class MemoryRolloutStore implements RolloutStore {
@@ -27,5 +27,9 @@ export class MemoryRolloutStore implements RolloutStore {
 
   async list(jobId: string) {
     return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
+  }
+
+  async summaries(jobId: string): Promise<RolloutSummary[]> {
+    return (await this.list(jobId)).map(({ index, rollout }) => summaryOf(index, rollout));
   }
 }
