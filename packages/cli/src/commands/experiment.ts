@@ -144,7 +144,7 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     process.stderr.write(
       `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
     );
-  if (opts.worker && opts.runtime !== "in-process") throw new ValidationError("--policy worker", ["runs in process only for now (the cloud workers speak protocol v1)"]);
+  // With --policy worker on the local stack, the coordinator registers each unit's token policy in process and dispatch samples it at the worker, as serve's runs do.
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const open: OpenRequest = {
     ...request,
