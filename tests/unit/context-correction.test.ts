@@ -66,7 +66,14 @@ describe("the harness-s-base-corrected arm", () => {
     const deps = makeTrainDeps(setup, await setup.instance(1), setup.createPolicy(1), 1);
     const inner = deps.policy;
     const seen: UpdateSettings[] = [];
-    deps.policy = { version: () => inner.version(), act: (o, r) => inner.act(o, r), update: (b) => (seen.push(b.settings), inner.update(b)) };
+    deps.policy = {
+      version: () => inner.version(),
+      act: (o, r) => inner.act(o, r),
+      update: (b) => {
+        seen.push(b.settings);
+        return inner.update(b);
+      },
+    };
     // Act
     await trainArm(arm, TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0 }), deps);
     // Assess
