@@ -78,5 +78,6 @@ function reportFirst(store: ExperimentStore, publish: (record: ExperimentRecord)
     },
     requestCancel: (id, now) => store.requestCancel(id, now),
     cancelRequested: (id) => store.cancelRequested(id),
+    listByKey: (keyId, page) => store.listByKey(keyId, page),
   };
 }

@@ -40,6 +40,7 @@ export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?:
     recordFailure: (id, index, failure) => jobs.recordFailure(id, index, failure),
     cancel: (id, at) => jobs.cancel(id, at),
     addSpend: coalescedAdds((id, spend: RolloutSpend) => jobs.addSpend(id, spend), sumSpend),
+    listByKey: (keyId, page) => jobs.listByKey(keyId, page),
   };
   const plainAdd = meter && coalescedAdds((keyId, usage: Partial<Usage>) => meter.add(keyId, usage), mergeUsage);
   // Only plain adds go together; one naming a job is written as asked. Its other methods are the meter's own.

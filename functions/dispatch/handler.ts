@@ -76,6 +76,7 @@ function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {
     },
     cancel: (id, at) => jobs.cancel(id, at),
     addSpend: (id, spend) => jobs.addSpend(id, spend),
+    listByKey: (keyId, page) => jobs.listByKey(keyId, page),
   };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConflictError } from "@harness-s/core";
 import type { ExperimentRecord, ExperimentStore } from "@harness-s/core/experiment";
+import { expectListsByKey } from "./list-by-key.contract.ts";
 
 function experiment(id: string, over: Partial<ExperimentRecord> = {}): ExperimentRecord {
   return {
@@ -37,6 +38,30 @@ export function experimentStoreContract(name: string, fresh: () => Promise<{ exp
       expect(await s.experiments.get("e1")).toMatchObject({ status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } });
       expect(await s.experiments.claim("missing", 1, 2)).toBeUndefined();
       expect(await s.experiments.get("missing")).toBeUndefined();
+    });
+
+    it("experiments: each key lists its own runs only, newest first, a page at a time", async () => {
+      const s = await fresh();
+      const mine = [
+        { id: "e-a", createdAt: 1_700_000_000_100 },
+        { id: "e-b", createdAt: 1_700_000_000_300 },
+        { id: "e-c", createdAt: 1_700_000_000_300 },
+        { id: "e-d", createdAt: 1_700_000_000_200 },
+        { id: "e-e", createdAt: 5 },
+      ];
+      const theirs = [
+        { id: "e-x", createdAt: 1_700_000_000_250 },
+        { id: "e-y", createdAt: 1_700_000_000_400 },
+      ];
+      for (const r of mine) await s.experiments.create(experiment(r.id, { createdAt: r.createdAt }));
+      for (const r of theirs) await s.experiments.create(experiment(r.id, { keyId: "k2", createdAt: r.createdAt }));
+      await s.experiments.save(experiment("e-b", { createdAt: 1_700_000_000_300, status: "done", progress: { done: 20, total: 20, label: "done" } }));
+      await expectListsByKey((k, p) => s.experiments.listByKey(k, p), mine, theirs);
+      const first = await s.experiments.listByKey("k1", { limit: 2 });
+      expect(first.items.map((r) => [r.id, r.status, r.keyId])).toEqual([
+        ["e-c", "queued", "k1"],
+        ["e-b", "done", "k1"],
+      ]);
     });
   });
 }

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { tableSpecs } from "@harness-s/adapters";
+import { BY_KEY_INDEX, tableKeys, tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
@@ -59,9 +59,25 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       const t = one("aws:dynamodb/table:Table", `${spec.name}Table`).inputs;
       expect(t.hashKey).toBe(spec.partitionKey);
       expect(t.rangeKey).toBe(spec.sortKey);
-      expect(t.globalSecondaryIndexes).toEqual([]);
+      // Each index as the local runtime creates it (createTables: tableKeys), every attribute projected.
+      expect(t.globalSecondaryIndexes).toEqual(
+        (spec.indexes ?? []).map((i) => expect.objectContaining({ name: i.name, hashKey: i.partitionKey, rangeKey: i.sortKey, projectionType: "ALL" })),
+      );
+      expect([...t.attributes].map((a: { name: string; type: string }) => `${a.name}:${a.type}`).sort()).toEqual(
+        tableKeys(spec)
+          .AttributeDefinitions.map((a) => `${a.AttributeName}:${a.AttributeType}`)
+          .sort(),
+      );
       expect(t.ttl?.attributeName).toBe(spec.ttlAttribute);
     }
+  });
+
+  it("lists a key's experiments and rescues through the byKey index (keyId, listAt) on both tables", () => {
+    for (const name of ["Experiments", "RescueJobs"]) {
+      const t = one("aws:dynamodb/table:Table", `${name}Table`).inputs;
+      expect(t.globalSecondaryIndexes, name).toEqual([expect.objectContaining({ name: "byKey", hashKey: "keyId", rangeKey: "listAt", projectionType: "ALL" })]);
+    }
+    expect(BY_KEY_INDEX).toEqual({ name: "byKey", partitionKey: "keyId", sortKey: "listAt" });
   });
 
   it("gives each worker a queue with a DLQ redrive, a visibility timeout above the function's, and a partial-batch subscription", () => {

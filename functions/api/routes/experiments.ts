@@ -5,14 +5,16 @@ import {
   EXPERIMENT_LIMITS,
   ExperimentRecord,
   ExperimentRequest,
+  ExperimentList,
   ExperimentStep,
   cancelExperiment,
+  listExperiments,
   ensureOffered,
   experimentStatus,
   startExperiment,
   type ExperimentOffers,
 } from "@harness-s/core/experiment";
-import { NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
+import { KEY_PAGE, KeyPageQuery, NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
@@ -78,6 +80,16 @@ async function checkCallerEnv(req: ExperimentRequest, key: { id: string }, deps:
 
 /** `/v1/experiments`: paired experiments run by the coordinator. */
 export const experimentRoutes = {
+  list: createRoute({
+    method: "get",
+    path: "/",
+    operationId: "listExperiments",
+    tags: ["experiments"],
+    summary: "The calling key's own runs, newest first, a page at a time: id, status, env, arm and seed counts, progress",
+    description: `\`limit\` ≤ ${KEY_PAGE.maxLimit} (default ${KEY_PAGE.defaultLimit}); \`next\` is the cursor of the next page (pass it as \`cursor\`), null at the end. A key lists only the runs it started (an admin key too); a cursor from another key's or another list is a 400.`,
+    request: { query: KeyPageQuery },
+    responses: { 200: jsonOf("a page of the key's runs", ExperimentList), ...errors },
+  }),
   start: createRoute({
     method: "post",
     path: "/",
@@ -177,6 +189,7 @@ export const experimentsApp = (deps: ApiDeps) => {
     return found;
   };
   return $(apiRouter().use(requireScope(deps, "experiments")))
+    .openapi(experimentRoutes.list, async (c) => c.json(await listExperiments(c.var.key.id, c.req.valid("query"), deps), 200))
     .openapi(withMiddleware(experimentRoutes.start, readBody(deps, ExperimentRequest)), async (c) => {
       const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };

@@ -3,10 +3,12 @@ import { z } from "zod";
 import {
   AdaptiveChoice,
   RESCUE_WAIT,
+  RescueList,
   RescueRequest,
   RescueStatus,
   RescueWaitQuery,
   cancelRescue,
+  listRescues,
   TrajectoryPage,
   TrajectoryQuery,
   rescueTrajectories,
@@ -14,6 +16,7 @@ import {
   waitForRescue,
 } from "@harness-s/core/rescue";
 import { spendUsage, ensureAffordable } from "@harness-s/core/billing";
+import { KEY_PAGE, KeyPageQuery } from "@harness-s/core";
 import { poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
@@ -35,6 +38,16 @@ const RescueAdvised = z.object({ chosen: z.array(z.string()).max(0), expected: z
 
 /** `/v1/rescues`: elastic rescue rollouts. */
 export const rescueRoutes = {
+  list: createRoute({
+    method: "get",
+    path: "/",
+    operationId: "listRescues",
+    tags: ["rescues"],
+    summary: "The calling key's own rescues, newest first, a page at a time: id, status, pool, task, harness and slot counts",
+    description: `\`limit\` ≤ ${KEY_PAGE.maxLimit} (default ${KEY_PAGE.defaultLimit}); \`next\` is the cursor of the next page (pass it as \`cursor\`), null at the end. A key lists only the rescues it started (an admin key too); a cursor from another key's or another list is a 400.`,
+    request: { query: KeyPageQuery },
+    responses: { 200: jsonOf("a page of the key's rescues", RescueList), ...errors },
+  }),
   start: createRoute({
     method: "post",
     path: "/",
@@ -91,6 +104,7 @@ export const rescueRoutes = {
 
 export const rescuesApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, "rescues")))
+    .openapi(rescueRoutes.list, async (c) => c.json(await listRescues(c.var.key.id, c.req.valid("query"), deps), 200))
     .openapi(withMiddleware(rescueRoutes.start, readBody(deps, RescueRequest)), async (c) => {
       const [body, key] = [c.var.body, c.var.key];
       await ensureAffordable({ rescue: body }, key, pricing(deps));

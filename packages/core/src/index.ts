@@ -6,6 +6,7 @@ export * from "./util/compare.ts";
 export * from "./util/evenly-spaced.ts";
 export * from "./util/scoped-lru.ts";
 export * from "./util/coalesce.ts";
+export * from "./util/key-page.ts";
 export * from "./names.ts";
 export * from "./task.ts";
 export * from "./task-source.ts";

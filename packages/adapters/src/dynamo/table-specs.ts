@@ -23,7 +23,22 @@ export interface TableSpec {
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
+  /** Global secondary indexes (every attribute projected), string keys. */
+  indexes?: readonly IndexSpec[];
 }
+
+/** A global secondary index of a table: the stacks and the local runtime create it from this. */
+export interface IndexSpec {
+  name: string;
+  partitionKey: string;
+  sortKey: string;
+}
+
+/**
+ * A key's runs newest first: partition `keyId`, sort key `listAt` (`listPosition(createdAt, id)`
+ * of @harness-s/core). An item without `keyId` is in no key's list (the index is sparse).
+ */
+export const BY_KEY_INDEX = { name: "byKey", partitionKey: "keyId", sortKey: "listAt" } as const satisfies IndexSpec;
 
 export const tableSpecs: readonly TableSpec[] = [
   { name: "Pools", partitionKey: "id" },
@@ -43,11 +58,12 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "Processed", partitionKey: "id", ttlAttribute: "expiresAt" },
   /** Rollouts by job; sort key `<index>#<chunk>` (gzip, chunked below the 400 KB item limit). */
   { name: "Rollouts", partitionKey: "jobId", sortKey: "part" },
-  { name: "RescueJobs", partitionKey: "id" },
+  /** Rescue jobs; each key's newest first through {@link BY_KEY_INDEX}. */
+  { name: "RescueJobs", partitionKey: "id", indexes: [BY_KEY_INDEX] },
   /** One voter's ballot per routing decision (cast by the vote worker); expire with the decisions. */
   { name: "Ballots", partitionKey: "ballotKey", sortKey: "voterId", ttlAttribute: "expiresAt" },
-  /** Experiment runs: state and lease as attributes, the rest of the record gzip-compressed. */
-  { name: "Experiments", partitionKey: "id" },
+  /** Experiment runs: state and lease as attributes, the rest of the record gzip-compressed; each key's newest first through {@link BY_KEY_INDEX}. */
+  { name: "Experiments", partitionKey: "id", indexes: [BY_KEY_INDEX] },
   /** One item per training step of a run: sort key `<seed>#<arm>#<step>`, the groups inside. */
   { name: "ExperimentSteps", partitionKey: "experimentId", sortKey: "key" },
   /** The policy endpoints each key registered (its secret header inside; never returned). */

@@ -10,3 +10,4 @@ export { evalSet } from "./unit.ts";
 export * from "./environment.ts";
 export * from "./artifacts.ts";
 export * from "./report-artifacts.ts";
+export * from "./list.ts";

@@ -11,6 +11,7 @@ import { Protocol } from "../task.ts";
 import { TrainConfig } from "../training/config.ts";
 import { StepRecord } from "../training/train-state.ts";
 import { MAX_TOP_K } from "../voting/top-k.ts";
+import type { KeyPage, KeyPageRequest } from "../util/key-page.ts";
 
 /**
  * What a run does: arms, seeds, training overrides, evaluation samples, protocol and an optional
@@ -156,6 +157,8 @@ export interface ExperimentStore {
   requestCancel(id: string, now: number): Promise<ExperimentRecord | undefined>;
   /** Whether a cancellation was requested (one small read; the coordinator asks after each step). */
   cancelRequested(id: string): Promise<boolean>;
+  /** Key `keyId`'s runs, newest first (`listPosition` order), a page at a time: never another key's. */
+  listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<ExperimentRecord>>;
 }
 
 /** One training step of one (arm, seed) of a run, with what happened to each group. */

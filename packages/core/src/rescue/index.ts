@@ -14,3 +14,4 @@ export * from "./status.ts";
 export * from "./spend.ts";
 export * from "./policy-endpoints.ts";
 export * from "./dispatch.ts";
+export * from "./list.ts";

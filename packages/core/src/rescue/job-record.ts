@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
+import type { KeyPage, KeyPageRequest } from "../util/key-page.ts";
 
 /** The longest reason a failed slot keeps (an endpoint's or environment's text is cut there). */
 export const SLOT_REASON_CHARS = 500;
@@ -42,6 +43,8 @@ export interface RescueJobStore {
   cancel(id: string, at: number): Promise<void>;
   /** Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job. */
   addSpend(id: string, spend: RolloutSpend): Promise<void>;
+  /** The rescues key `keyId` started, newest first (`listPosition` order), a page at a time: never another key's. */
+  listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<RescueJob>>;
 }
 
 /**

@@ -1,9 +1,11 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { type KeyPage, type KeyPageRequest, listPosition } from "@harness-s/core";
 import { ConflictError } from "@harness-s/core";
 import { ExperimentRecord, type ExperimentStore } from "@harness-s/core/experiment";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/table-specs.ts";
+import { queryByKey } from "../../dynamo/by-key.ts";
 
 /**
  * Experiment records: `status` and `leaseUntil` are plain attributes so the coordinator's claim
@@ -17,7 +19,15 @@ export class DynamoExperimentStore implements ExperimentStore {
 
   private item(record: ExperimentRecord) {
     const parsed = ExperimentRecord.parse(record);
-    return { id: parsed.id, status: parsed.status, leaseUntil: parsed.leaseUntil ?? 0, body: gzipSync(Buffer.from(JSON.stringify(parsed))) };
+    return {
+      id: parsed.id,
+      status: parsed.status,
+      leaseUntil: parsed.leaseUntil ?? 0,
+      // The key's list (BY_KEY_INDEX): set once here, never changed by a save.
+      keyId: parsed.keyId,
+      listAt: listPosition(parsed.createdAt, parsed.id),
+      body: gzipSync(Buffer.from(JSON.stringify(parsed))),
+    };
   }
 
   async create(record: ExperimentRecord): Promise<void> {
@@ -33,14 +43,13 @@ export class DynamoExperimentStore implements ExperimentStore {
 
   async get(id: string): Promise<ExperimentRecord | undefined> {
     const out = await aws("get experiment", () => this.doc.send(new GetCommand({ TableName: this.tables.Experiments, Key: { id }, ConsistentRead: true })));
-    if (!out.Item) return undefined;
-    const record = ExperimentRecord.parse(JSON.parse(gunzipSync(Buffer.from(out.Item.body as Uint8Array)).toString()));
-    return {
-      ...record,
-      status: ExperimentRecord.shape.status.parse(out.Item.status),
-      leaseUntil: Number(out.Item.leaseUntil) || undefined,
-      ...(out.Item.cancelRequested === true ? { cancelRequested: true } : {}),
-    };
+    return out.Item ? recordOf(out.Item) : undefined;
+  }
+
+  /** The key's runs through BY_KEY_INDEX (eventually consistent: a run just started may show a moment later). */
+  async listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<ExperimentRecord>> {
+    const found = await queryByKey(this.doc, this.tables.Experiments, "list experiments", keyId, page);
+    return { ...found, items: found.items.map(recordOf) };
   }
 
   async claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined> {
@@ -112,4 +121,15 @@ export class DynamoExperimentStore implements ExperimentStore {
     );
     return out.Item?.cancelRequested === true;
   }
+}
+
+/** A stored item's record: the compressed body with the attributes written apart (state, lease, cancellation). */
+function recordOf(item: Record<string, unknown>): ExperimentRecord {
+  const record = ExperimentRecord.parse(JSON.parse(gunzipSync(Buffer.from(item.body as Uint8Array)).toString()));
+  return {
+    ...record,
+    status: ExperimentRecord.shape.status.parse(item.status),
+    leaseUntil: Number(item.leaseUntil) || undefined,
+    ...(item.cancelRequested === true ? { cancelRequested: true } : {}),
+  };
 }

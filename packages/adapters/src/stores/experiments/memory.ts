@@ -1,4 +1,4 @@
-import { ConflictError } from "@harness-s/core";
+import { ConflictError, type KeyPage, type KeyPageRequest, pageOfKey } from "@harness-s/core";
 import type { ExperimentRecord, ExperimentStore } from "@harness-s/core/experiment";
 import { frozenCopy } from "../frozen-copy.ts";
 
@@ -41,5 +41,13 @@ export class MemoryExperimentStore implements ExperimentStore {
 
   async cancelRequested(id: string): Promise<boolean> {
     return this.cancels.has(id);
+  }
+
+  async listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<ExperimentRecord>> {
+    const mine = pageOfKey(
+      [...this.runs.values()].filter((r) => r.keyId === keyId),
+      page,
+    );
+    return { ...mine, items: await Promise.all(mine.items.map(async (r) => (await this.get(r.id))!)) };
   }
 }

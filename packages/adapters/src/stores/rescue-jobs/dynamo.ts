@@ -1,8 +1,9 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ConflictError } from "@harness-s/core";
+import { ConflictError, type KeyPage, type KeyPageRequest, listPosition } from "@harness-s/core";
 import { RescueJob, SlotFailure, type RolloutSpend, type RescueJobStore } from "@harness-s/core/rescue";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
+import { queryByKey } from "../../dynamo/by-key.ts";
 
 export class DynamoRescueJobStore implements RescueJobStore {
   constructor(
@@ -12,8 +13,14 @@ export class DynamoRescueJobStore implements RescueJobStore {
 
   async create(job: RescueJob): Promise<void> {
     await aws("create rescue", () =>
-      this.doc.send(new PutCommand({ TableName: this.tables.RescueJobs, Item: RescueJob.parse(job), ConditionExpression: "attribute_not_exists(id)" })),
+      this.doc.send(new PutCommand({ TableName: this.tables.RescueJobs, Item: itemOf(RescueJob.parse(job)), ConditionExpression: "attribute_not_exists(id)" })),
     );
+  }
+
+  /** The key's rescues through BY_KEY_INDEX (eventually consistent: one just started may show a moment later). */
+  async listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<RescueJob>> {
+    const found = await queryByKey(this.doc, this.tables.RescueJobs, "list rescues", keyId, page);
+    return { ...found, items: found.items.map((item) => RescueJob.parse(item)) };
   }
 
   async get(id: string): Promise<RescueJob | undefined> {
@@ -59,3 +66,6 @@ export class DynamoRescueJobStore implements RescueJobStore {
     }
   }
 }
+
+/** The job as stored: with its place in its key's list (BY_KEY_INDEX) when a key started it (`listAt` is dropped on read). */
+const itemOf = (job: RescueJob) => (job.keyId === undefined ? job : { ...job, listAt: listPosition(job.createdAt, job.id) });

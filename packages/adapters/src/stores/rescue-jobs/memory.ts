@@ -1,4 +1,4 @@
-import { ConflictError } from "@harness-s/core";
+import { ConflictError, type KeyPage, type KeyPageRequest, pageOfKey } from "@harness-s/core";
 import { type RolloutSpend, SlotFailure, type RescueJob, type RescueJobStore } from "@harness-s/core/rescue";
 import { frozenCopy } from "../frozen-copy.ts";
 
@@ -36,5 +36,12 @@ export class MemoryRescueJobStore implements RescueJobStore {
           spentEnvironmentMs: (job.spentEnvironmentMs ?? 0) + spend.environmentMs,
         }),
       );
+  }
+
+  async listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<RescueJob>> {
+    return pageOfKey(
+      [...this.jobs.values()].filter((j) => j.keyId === keyId),
+      page,
+    );
   }
 }
