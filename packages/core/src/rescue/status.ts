@@ -2,8 +2,8 @@ import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { visibleTo } from "../access/keys.ts";
-import type { RescueJobStore, RescueSlots } from "./job-record.ts";
-import type { RolloutStore } from "../rollout/store.ts";
+import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
+import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
 
 export const RescueStatus = z.object({
   job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
@@ -34,6 +34,17 @@ export async function rescueStatus(
 ): Promise<RescueStatus> {
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
   const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
+  return statusOf(id, job, stored, deps, key);
+}
+
+/** A rescue's status from its record and its stored rollouts' summaries, as read. */
+async function statusOf(
+  id: string,
+  job: RescueJob | undefined,
+  stored: readonly RolloutSummary[],
+  deps: { rescueSlots?: RescueSlots },
+  key?: { id: string; scopes: readonly string[] },
+): Promise<RescueStatus> {
   if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
   const rewards = stored.map((r) => r.reward);
   const storedAt = new Set(stored.map((r) => r.index));
@@ -53,11 +64,12 @@ export async function rescueStatus(
 }
 
 /**
- * The longest a status read may wait for progress (`?wait=`), and how often it looks: each look is
- * two small reads (the rescue's item and its rollouts' summaries, no trajectories), so it looks
- * often enough that a rescue of a few hundred ms is answered within a few tens of ms of its end.
+ * The longest a status read may wait for progress (`?wait=`), how often it looks, and every how
+ * many looks it reads the rescue's record too: a look is one small read (its rollouts' summaries,
+ * no trajectories), so it looks often enough that a rescue of a few hundred ms is answered within
+ * a few tens of ms of its end; a failed slot or a cancel (on the record) is seen within 200 ms.
  */
-export const RESCUE_WAIT = { maxSeconds: 20, pollMs: 25 } as const;
+export const RESCUE_WAIT = { maxSeconds: 20, pollMs: 25, recordEvery: 8 } as const;
 
 /** A status read's query: wait up to `wait` seconds until more than `seen` slots have finished. */
 export const RescueWaitQuery = z.object({
@@ -81,10 +93,16 @@ export async function waitForRescue(
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   const until = deps.clock.now() + Math.min(opts.wait, RESCUE_WAIT.maxSeconds) * 1000;
-  for (;;) {
-    const status = await rescueStatus(id, deps, key);
+  let status = await rescueStatus(id, deps, key);
+  for (let look = 1; ; look++) {
     if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
     await deps.clock.sleep(RESCUE_WAIT.pollMs);
+    // Most looks read the summaries alone (one request); the rescue's record too when one more is stored, and every few looks (a failed slot, a cancel).
+    if (look % RESCUE_WAIT.recordEvery === 0) status = await rescueStatus(id, deps, key);
+    else {
+      const stored = await deps.rollouts.summaries(id);
+      if (stored.length > status.completed) status = await statusOf(id, await deps.jobs.get(id), stored, deps, key);
+    }
   }
 }
 
