@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { CONSOLE_DIST, loadConsoleAssets, type ConsoleAssets } from "../functions/api/console.ts";
@@ -7,6 +8,20 @@ import { CONSOLE_DIST, loadConsoleAssets, type ConsoleAssets } from "../function
 export const CHROMIUM = "/usr/bin/chromium";
 /** Headless, and quiet: no GPU, no QUIC, no first-run, background or update traffic of the browser's own. */
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+/**
+ * Where the console test's screenshots go: docs/console (committed, shown by docs/operations.md) only
+ * when HARNESS_S_SCREENSHOTS=docs asks, else results/console (git-ignored), so a plain run leaves the
+ * working tree clean.
+ */
+export const SCREENSHOTS = { variable: "HARNESS_S_SCREENSHOTS", docs: "docs/console/", artifacts: "results/console/" } as const;
+
+/** The folder (absolute, made if missing) this run's screenshots go to, per {@link SCREENSHOTS}. */
+export function screenshotsDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = fileURLToPath(new URL(`../${env[SCREENSHOTS.variable] === "docs" ? SCREENSHOTS.docs : SCREENSHOTS.artifacts}`, import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
 
 /** Builds the console (scripts/build-console.mjs, ~0.2 s) and reads its files as the API serves them. */
 export function builtConsole(): ConsoleAssets {

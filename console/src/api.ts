@@ -48,7 +48,7 @@ export const getText = async (path: string, accept = "text/plain"): Promise<stri
 /** A binary answer (a plot) as a blob: URL of this tab (the caller revokes it). */
 export const getBlobUrl = async (path: string): Promise<string> => URL.createObjectURL(await (await call(path, { accept: "image/png" })).blob());
 
-/** Ids this tab started or opened, by kind (the API lists no experiments or rescues by key): kept in sessionStorage with the key. */
+/** Ids this tab opened, by kind, where the API lists none by key (decisions): kept in sessionStorage with the key. */
 export const opened = {
   list: (kind: string): string[] => JSON.parse(sessionStorage.getItem(`harness-s.${kind}`) ?? "[]") as string[],
   add(kind: string, id: string) {

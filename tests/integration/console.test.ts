@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { KEY_PAGE, encodeCursor, listPosition } from "@harness-s/core";
 import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { jsonLinesLogger } from "@harness-s/core/observability";
@@ -7,7 +8,7 @@ import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedS
 import { type LocalStack, startLocalStack } from "@harness-s/functions/local/stack";
 import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
-import { type Captured, builtConsole, lastingStorage, launchChromium, openTab, signIn } from "../console-browser.ts";
+import { type Captured, builtConsole, lastingStorage, launchChromium, openTab, screenshotsDir, signIn } from "../console-browser.ts";
 import { goodSample, startHostilePolicy } from "../hostile-policy.ts";
 
 // Issue 58, item 1's acceptance: the web console (/console, served by the API) driven in the
@@ -17,9 +18,10 @@ import { goodSample, startHostilePolicy } from "../hostile-policy.ts";
 // rescue's slots (its policy a scripted endpoint on loopback); read a pool's diffs; an admin
 // issues a key, and that key sees none of the first key's runs. Every request the tabs sent, every
 // console line and every API log line is searched for the secrets; what outlives a tab
-// (localStorage, cookies, IndexedDB) must hold nothing. Each page's screenshot goes to docs/console.
+// (localStorage, cookies, IndexedDB) must hold nothing. Each page's screenshot goes to results/console
+// (git-ignored), or to docs/console with HARNESS_S_SCREENSHOTS=docs (tests/console-browser.ts: SCREENSHOTS).
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const SHOTS = new URL("../../docs/console/", import.meta.url).pathname;
+const SHOTS = screenshotsDir();
 let inst: SeedInstance;
 let stack: LocalStack;
 let api: Awaited<ReturnType<typeof startApi>>;
@@ -30,6 +32,12 @@ const apiLines: string[] = [];
 const captured: Captured = { requests: [], consoleLines: [] };
 const tabs: { context: BrowserContext; page: Page }[] = [];
 let experimentId = "";
+let rescueId = "";
+/** A list route's page as `secret`'s key reads it over the API. */
+const listed = async (path: string, secret: string) => {
+  const res = await fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+  return { status: res.status, body: (await res.json()) as { items: { id: string }[]; next: string | null; error?: { code: string } } };
+};
 
 beforeAll(async () => {
   const assets = builtConsole();
@@ -103,7 +111,8 @@ describe("the console at /console", () => {
     expect(await page.locator("[data-testid=arms] tbody tr").count()).toBe(2);
     await shot(page, "experiment");
     await page.goto(`${api.url}/console/#/experiments`);
-    await page.locator(`a[href='#/experiments/${experimentId}']`).waitFor();
+    await page.locator(`[data-testid=experiment-list] a[href='#/experiments/${experimentId}']`).waitFor();
+    expect(await page.locator("[data-testid=experiment-list] tbody tr", { hasText: experimentId }).innerText()).toMatch(/done\s+embedded\s+2 × 1/);
     await shot(page, "experiments");
   }, 180_000);
 
@@ -127,6 +136,11 @@ describe("the console at /console", () => {
     await page.locator("[data-testid=trajectories] tbody tr").first().waitFor();
     expect(await page.locator("[data-testid=trajectories] tbody tr").count()).toBe(4);
     await shot(page, "rescue");
+    rescueId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
+    expect(rescueId).toMatch(/^rsc_/);
+    await page.goto(`${api.url}/console/#/rescues`);
+    await page.locator("[data-testid=rescue-list] tbody tr", { hasText: rescueId }).filter({ hasText: "done" }).waitFor();
+    await shot(page, "rescues");
   }, 90_000);
 
   it("reads a pool's siblings as diffs of H0 with their directions; routes a task and reads its ballots; usage by day with the CSV export", async () => {
@@ -161,6 +175,7 @@ describe("the console at /console", () => {
     await signIn(admin, api.url, secrets.admin!, "k-admin");
     await admin.goto(`${api.url}/console/#/keys`);
     await admin.fill("input[name=label]", "new customer");
+    await admin.check("input[name=scope-rescues]");
     await admin.click("text=Create key");
     secrets.issued = await admin.getByTestId("secret").innerText();
     expect(secrets.issued).toMatch(/\S{20,}/);
@@ -176,10 +191,44 @@ describe("the console at /console", () => {
     await plain.click("button:text('Open')");
     await plain.getByRole("alert").filter({ hasText: "NOT_FOUND" }).waitFor();
     expect(await plain.getByTestId("status").count()).toBe(0);
-    await plain.goto(`${api.url}/console/#/experiments`);
-    await plain.locator("tbody tr", { hasText: experimentId }).filter({ hasText: "NOT_FOUND" }).waitFor();
-    await shot(plain, "other-key");
+    // Its lists (GET /v1/experiments, /v1/rescues) hold none of the customer's runs; nor do the admin's.
+    for (const [who, page] of [
+      ["issued", plain],
+      ["admin", admin],
+    ] as const) {
+      await page.goto(`${api.url}/console/#/experiments`);
+      await page.getByTestId("experiment-list-empty").waitFor();
+      expect(await page.locator("[data-testid=experiment-list] tbody tr").count(), who).toBe(0);
+      if (who === "issued") await shot(page, "other-key");
+      await page.goto(`${api.url}/console/#/rescues`);
+      await page.getByTestId("rescue-list-empty").waitFor();
+      expect(await page.locator("[data-testid=rescue-list] tbody tr").count(), who).toBe(0);
+    }
   }, 60_000);
+
+  it("over the API, each key's lists hold its own runs only; a cursor never crosses keys; limit is bounded", async () => {
+    for (const [path, id] of [
+      ["/v1/experiments", experimentId],
+      ["/v1/rescues", rescueId],
+    ] as const) {
+      const mine = await listed(`${path}?limit=1`, secrets.customer!);
+      expect(mine.status).toBe(200);
+      expect(mine.body.items.map((i) => i.id)).toEqual([id]);
+      for (const who of ["admin", "issued"] as const) {
+        const theirs = await listed(path, secrets[who]!);
+        expect(theirs.status, who).toBe(200);
+        expect(theirs.body.items, `${who} lists ${path}`).toEqual([]);
+      }
+      // A cursor is bound to its key and list: another key's, or another list's, is a 400.
+      const cursor = encodeCursor(path === "/v1/experiments" ? "experiments" : "rescues", "k-customer", listPosition(Date.now() + 60_000, "zz"));
+      expect((await listed(`${path}?cursor=${cursor}`, secrets.customer!)).body.items.map((i) => i.id)).toEqual([id]);
+      expect((await listed(`${path}?cursor=${cursor}`, secrets.issued!)).status).toBe(400);
+      expect((await listed(`${path}?cursor=not-a-cursor`, secrets.customer!)).status).toBe(400);
+      expect((await listed(`${path}?limit=${KEY_PAGE.maxLimit + 1}`, secrets.customer!)).status).toBe(400);
+    }
+    const other = encodeCursor("rescues", "k-customer", listPosition(Date.now(), "zz"));
+    expect((await listed(`/v1/experiments?cursor=${other}`, secrets.customer!)).status).toBe(400);
+  });
 
   it("no secret in any request URL, console line or API log line; nothing lasting in any tab's storage", async () => {
     expect(captured.requests.length).toBeGreaterThan(20);

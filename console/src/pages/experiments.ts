@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
-import { getJson, opened, postJson, describeError } from "../api.ts";
-import { ErrorLine, fmt, html, useLoaded } from "../ui.ts";
+import { postJson, describeError } from "../api.ts";
+import { KeyList } from "../key-list.ts";
+import { ErrorLine, fmt, html } from "../ui.ts";
 import { go } from "../route.ts";
 import { ExperimentDetail } from "./experiment-detail.ts";
 
@@ -86,44 +87,40 @@ function StartForm(props: { onStarted: (id: string) => void }) {
   </section>`;
 }
 
-interface Status {
+/** One run in the key's list (`GET /v1/experiments`). */
+interface Item {
   id: string;
   status: string;
-  progress: { done: number; total: number; label: string };
-  cost: { usd: number; rollouts: number };
+  createdAt: number;
+  env: string;
+  arms: number;
+  seeds: number;
+  progress: { done: number; total: number };
 }
 
-function ListRow(props: { id: string }) {
-  const s = useLoaded(() => getJson<Status>(`/v1/experiments/${encodeURIComponent(props.id)}`), [props.id]);
-  return html`<tr>
-    <td><a href=${`#/experiments/${props.id}`}>${props.id}</a></td>
-    <td>${s.value?.status ?? s.error ?? "…"}</td>
-    <td>${s.value ? `${s.value.progress.done}/${s.value.progress.total}` : ""}</td>
-    <td>${s.value ? `$${fmt(s.value.cost.usd, 4)}` : ""}</td>
-  </tr>`;
-}
+const row = (r: Item) => html`<tr key=${r.id}>
+  <td><a href=${`#/experiments/${r.id}`}>${r.id}</a></td>
+  <td>${r.status}</td>
+  <td>${r.env}</td>
+  <td>${r.arms} × ${r.seeds}</td>
+  <td>${r.progress.done}/${r.progress.total}</td>
+  <td>${new Date(r.createdAt).toISOString().replace("T", " ").slice(0, 19)}</td>
+</tr>`;
 
-/** `#/experiments[/id]`: the runs this tab started or opened, the form that starts one after its quote, and one run. */
+/** `#/experiments[/id]`: the key's runs (newest first, from the API), the form that starts one after its quote, and one run. */
 export function ExperimentsPage(props: { id?: string }) {
   const [openId, setOpenId] = useState("");
   if (props.id) return html`<${ExperimentDetail} id=${props.id} />`;
-  const ids = opened.list("experiments");
-  const started = (id: string) => {
-    opened.add("experiments", id);
-    go(`/experiments/${id}`);
-  };
+  const open = (id: string) => go(`/experiments/${id}`);
   return html`<div>
-    <${StartForm} onStarted=${started} />
+    <${StartForm} onStarted=${open} />
     <section>
-      <h2>Experiments in this tab</h2>
-      <p class="muted">The runs this tab started or opened (the API shows a key only its own runs).</p>
-      <table>
-        <thead><tr><th>id</th><th>status</th><th>progress</th><th>cost</th></tr></thead>
-        <tbody>${ids.map((id) => html`<${ListRow} key=${id} id=${id} />`)}</tbody>
-      </table>
+      <h2>Experiments of this key</h2>
+      <p class="muted">The runs this key started, newest first (the API lists a key only its own runs).</p>
+      <${KeyList} path="/v1/experiments" name="experiment-list" head=${["id", "status", "env", "arms × seeds", "progress", "started (UTC)"]} row=${row} empty="No experiments yet." />
       <p>
         <input name="open-experiment" placeholder="exp_…" value=${openId} onInput=${(e: Event) => setOpenId((e.target as HTMLInputElement).value.trim())} />
-        <button class="plain" onClick=${() => openId && started(openId)}>Open</button>
+        <button class="plain" onClick=${() => openId && open(openId)}>Open</button>
       </p>
     </section>
   </div>`;

@@ -1,5 +1,6 @@
 import { useRef, useState } from "preact/hooks";
-import { describeError, getJson, opened, postJson } from "../api.ts";
+import { describeError, getJson, postJson } from "../api.ts";
+import { KeyList } from "../key-list.ts";
 import { go } from "../route.ts";
 import { ErrorLine, fmt, html, useLoaded } from "../ui.ts";
 
@@ -31,7 +32,6 @@ function StartRescue() {
     setError(undefined);
     try {
       const started = await postJson<{ id: string }>("/v1/rescues", JSON.parse(body));
-      opened.add("rescues", started.id);
       go(`/rescues/${started.id}`);
     } catch (err) {
       setError(describeError(err));
@@ -98,19 +98,39 @@ function RescueDetail(props: { id: string }) {
   </div>`;
 }
 
-/** `#/rescues[/id]`: the rescues this tab started or opened, a form to start one, and one rescue. */
+/** One rescue in the key's list (`GET /v1/rescues`). */
+interface Item {
+  id: string;
+  status: string;
+  createdAt: number;
+  poolId: string;
+  taskId: string;
+  chosen: number;
+  expected: number;
+  completed: number;
+  failed: number;
+}
+
+const row = (r: Item) => html`<tr key=${r.id}>
+  <td><a href=${`#/rescues/${r.id}`}>${r.id}</a></td>
+  <td>${r.status}</td>
+  <td>${r.poolId}</td>
+  <td>${r.taskId}</td>
+  <td>${r.chosen}</td>
+  <td>${r.completed + r.failed}/${r.expected}${r.failed ? ` (${r.failed} given up)` : ""}</td>
+  <td>${new Date(r.createdAt).toISOString().replace("T", " ").slice(0, 19)}</td>
+</tr>`;
+
+/** `#/rescues[/id]`: the key's rescues (newest first, from the API), a form to start one, and one rescue. */
 export function RescuesPage(props: { id?: string }) {
   const [openId, setOpenId] = useState("");
   if (props.id) return html`<${RescueDetail} id=${props.id} />`;
-  const open = (id: string) => {
-    opened.add("rescues", id);
-    go(`/rescues/${id}`);
-  };
+  const open = (id: string) => go(`/rescues/${id}`);
   return html`<div>
     <${StartRescue} />
     <section>
-      <h2>Rescues in this tab</h2>
-      <ul>${opened.list("rescues").map((id) => html`<li><a href=${`#/rescues/${id}`}>${id}</a></li>`)}</ul>
+      <h2>Rescues of this key</h2>
+      <${KeyList} path="/v1/rescues" name="rescue-list" head=${["id", "status", "pool", "task", "harnesses", "slots finished", "started (UTC)"]} row=${row} empty="No rescues yet." />
       <input name="open-rescue" placeholder="rescue id" value=${openId} onInput=${(e: Event) => setOpenId((e.target as HTMLInputElement).value.trim())} />
       <button class="plain" onClick=${() => openId && open(openId)}>Open</button>
     </section>
