@@ -27,6 +27,7 @@ export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?:
   const batchedRollouts: RolloutStore = {
     put: (jobId, index, rollout) => rollouts.put(jobId, index, rollout),
     list: (jobId) => rollouts.list(jobId),
+    summaries: (jobId) => rollouts.summaries(jobId),
     has,
     get: (jobId, index) => rollouts.get(jobId, index),
     getMany: (jobId, indexes) => rollouts.getMany(jobId, indexes),
