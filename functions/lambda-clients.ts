@@ -11,9 +11,11 @@ import type { WorkerMetering } from "./worker-metering.ts";
  *
  * @example
  * const { doc, sqs, metering, meter } = lambdaClients(awsConfigFromResources());
+ * // A test's: the same clients at DynamoDB Local.
+ * lambdaClients(config, { dynamo: { endpoint, region: "us-east-1", credentials: localCredentials } });
  */
-export function lambdaClients(config: AwsConfig) {
-  const { doc, sqs, consumption } = meteredAwsClients(config.tables);
+export function lambdaClients(config: AwsConfig, sdk: Parameters<typeof meteredAwsClients>[1] = {}) {
+  const { doc, sqs, consumption } = meteredAwsClients(config.tables, sdk);
   const meter = spendTellingMeter(new DynamoUsageMeter(doc, config.tables), stdioEvents, config.priceList);
   const metering: WorkerMetering = { consumption, meter, memoryGb: config.memoryGb };
   return { doc, sqs, metering, meter };

@@ -9,7 +9,7 @@ import { API_MEMORY, API_TIMEOUT, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_R
  * partial batch responses; the router API as a Function URL; the secrets for the policy
  * endpoint and LLM voters, given to the functions that use them through `link`; and, unless
  * `gpuEndpoint` is false, the managed GPU endpoint that serves the policy (stacks/policy-endpoint.ts),
- * linked to dispatch and the coordinator; the bucket of experiments' reports (stacks/reports.ts),
+ * linked to dispatch and the coordinator (its URL, never its token, to the API too); the bucket of experiments' reports (stacks/reports.ts),
  * written by the coordinator and read by the API.
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
@@ -63,7 +63,9 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
   // Reports: the API reads them (ReportsRead), the coordinator above writes them.
-  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, reports.read, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel]);
+  // The policy endpoint's URL (never its token): the API offers experiments on callers' environments only where one is configured.
+  const policyUrl = gpu ? [policyEndpoint, gpu.endpoint] : [policyEndpoint];
+  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, reports.read, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel, ...policyUrl]);
 
   // Alarms (to the AlarmEmail secret's address) and a dashboard over all of the above: stacks/observability.ts.
   observability({

@@ -8,8 +8,7 @@ import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
 import { Prices, spendTellingMeter } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
-import { EMBEDDED_ONLY } from "@harness-s/core/experiment";
-import { ServedModels, servedOffers } from "@harness-s/core/models";
+import { ServedModels, servedOffers, type ServedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import {
   CallerPolicyRunners,
@@ -30,6 +29,17 @@ import { gatewaySettings } from "./gateway-setup.ts";
 
 /** The most a request body may hold at the API Lambda (the gateway's conversations: GATEWAY_LIMITS). */
 export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * What the deployment runs experiments on (`GET /v1/models`, `POST /v1/experiments`): the policy
+ * endpoint's models (the stacks serve SERVED_MODELS); the embedded suite; a caller's own OpenEnv
+ * server once a policy endpoint is configured (its episodes run in the coordinator, its policies at
+ * the endpoint). The built-in language-model families are not offered: the deployment runs none of
+ * their environment servers (the coordinator refuses them too, NOT_CONFIGURED).
+ */
+export function deployedOffers(config: Pick<AwsConfig, "policyEndpointUrl">): ServedOffers {
+  return servedOffers(ServedModels.parse(SERVED_MODELS), { envs: ["embedded"], callerEnvironments: config.policyEndpointUrl !== undefined });
+}
 
 /**
  * The API Lambda's deps from its parsed config and injected SDK clients: DynamoDB stores behind
@@ -64,8 +74,7 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock, builtin: builtinEnvironments() }),
     prices: Prices.parse({}),
     priceList: config.priceList,
-    // The GPU endpoint's models (the stacks serve SERVED_MODELS); experiments on the embedded suite.
-    offers: servedOffers(ServedModels.parse(SERVED_MODELS), EMBEDDED_ONLY),
+    offers: deployedOffers(config),
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),
     clock,
     newId: (kind = "dec") => `${kind}_${randomUUID()}`,

@@ -7,8 +7,10 @@ export interface QueuedExperimentWiring {
   pools: PoolStore;
   ballots: BallotStore;
   rollouts: RolloutStore;
-  dispatch: MessageQueue;
-  vote: MessageQueue;
+  /** Where rollouts go (the dispatch worker); absent: every rollout runs in the coordinator (an environment the dispatch worker does not have: a caller's). */
+  dispatch?: MessageQueue;
+  /** Where ballots go (the vote worker); absent: the setup's voters vote in the coordinator. */
+  vote?: MessageQueue;
   clock?: Clock;
   /** Makes `policy` reachable at the policy endpoint and returns its id there. */
   endpointId: (policyId: string, policy: Policy) => string;
@@ -17,7 +19,8 @@ export interface QueuedExperimentWiring {
 /**
  * How the coordinator runs an experiment through the queues: each seed's frozen pool is stored
  * in the Pools table, every rollout is a `rollout.requested` message to `dispatch` (sampled at
- * the policy endpoint), every ballot a `ballot.requested` message to `vote`.
+ * the policy endpoint), every ballot a `ballot.requested` message to `vote`; without `dispatch`
+ * (or `vote`) the rollouts (or ballots) run in the coordinator's own process.
  */
 export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, wiring: QueuedExperimentWiring): (record: ExperimentRecord) => Promise<ExperimentDeps> {
   const clock = wiring.clock ?? systemClock;
@@ -30,7 +33,10 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
       await wiring.pools.put({ ...inst.evolution.pool, id });
       poolIds.set(seed, id);
     }
-    const voters = setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: wiring.vote, ballots: wiring.ballots, clock, payer }));
+    const vote = wiring.vote;
+    const voters = vote ? setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: vote, ballots: wiring.ballots, clock, payer })) : setup.voters;
+    const dispatch = wiring.dispatch;
+    if (!dispatch) return { ...setup, voters };
     return {
       ...setup,
       voters,
@@ -43,7 +49,7 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
           policyId: id,
           poolId: poolIds.get(seed)!,
           policyVersion: () => policy.version(),
-          dispatch: wiring.dispatch,
+          dispatch,
           rollouts: wiring.rollouts,
           clock,
           payer,

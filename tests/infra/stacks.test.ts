@@ -322,12 +322,13 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(container.command).toEqual(["--model", "/models", "--served-model-name", model.name, "--device", "cuda"]);
   });
 
-  it("links each function to exactly what it uses (issue 57, item 5): the report bucket to the coordinator (write) and the API (ReportsRead), the GPU endpoint to dispatch and the coordinator; none of the others", () => {
+  it("links each function to exactly what it uses (issue 57, item 5): the report bucket to the coordinator (write) and the API (ReportsRead), the GPU endpoint to dispatch and the coordinator (and its URL, never its token, to the API); none of the others", () => {
     const shared = ["Usage", "UsageDays"];
     const expected: Record<string, string[]> = {
       "functions/api/lambda.handler": [
         ...["ApiKeys", "BootstrapAdminKeyHash", "CoordinatorQueue", "Decisions", "DispatchQueue", "EndpointCidrs", "ExperimentSteps", "Experiments", "GatewayConfig"],
-        ...["GatewayEpisodes", "KeyEvents", "Keys", "LlmApiKey", "PolicyEndpoints", "PoolEvolutions", "Pools", "PriceList", "Processed", "ProfileQueue", "Profiles"],
+        ...["GatewayEpisodes", "KeyEvents", "Keys", "LlmApiKey", "PolicyEndpointUrl", "PolicyEndpoints", "PolicyGpuEndpoint", "PoolEvolutions", "Pools", "PriceList"],
+        ...["Processed", "ProfileQueue", "Profiles"],
         ...["ReportsRead", "RescueJobs", "Rollouts", "VoterKeys", "VoterPanel", ...shared],
       ],
       [WORKERS.profile.handler]: ["Processed", "Profiles", ...shared],
@@ -362,15 +363,22 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(SERVED_MODELS.map((m) => m.name)).toEqual([container.command[container.command.indexOf("--served-model-name") + 1]]);
   });
 
-  it("lets the task read only its token secret, and links the endpoint's URL to dispatch and the coordinator only", () => {
+  it("lets the task read only its token secret, links the endpoint's URL to dispatch, the coordinator and the API (which offers callers' environments where one is configured), and its token to dispatch and the coordinator only", () => {
     const statements = one("aws:iam/role:Role", "PolicyTaskExecutionRole").inputs.inlinePolicies.flatMap((p: { policy: string }) => JSON.parse(p.policy).Statement);
     expect(statements).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [expect.stringMatching(/:PolicyWorkerToken$/)] }]);
     const linked = Object.entries(links)
       .filter(([, l]) => "PolicyGpuEndpoint" in l)
       .map(([handler]) => handler)
       .sort();
-    expect(linked).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
+    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
     expect(links[WORKERS.dispatch.handler]!.PolicyGpuEndpoint!.url).toBe("http://PolicyBalancer.mock.elb.amazonaws.com");
+    // The API calls nothing at the endpoint: it has no token to.
+    expect(
+      Object.entries(links)
+        .filter(([, l]) => "PolicyEndpointToken" in l)
+        .map(([handler]) => handler)
+        .sort(),
+    ).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
     // The hand-set secrets stay linked beside it, as the override for an endpoint run elsewhere.
     expect(Object.keys(links[WORKERS.dispatch.handler]!)).toEqual(expect.arrayContaining(["PolicyEndpointUrl", "PolicyEndpointToken"]));
   });

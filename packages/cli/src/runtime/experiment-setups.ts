@@ -1,21 +1,14 @@
-import { NotConfiguredError, ValidationError } from "@harness-s/core";
+import { ValidationError } from "@harness-s/core";
 import { TERMINAL_STATES, type ExperimentDeps, type ExperimentOffers, type ExperimentRecord } from "@harness-s/core/experiment";
-import { emptyProfile } from "@harness-s/core/profile";
 import type { OutboundPolicy } from "@harness-s/adapters";
 import { embeddedRendering, plainIo, renderingOf, type FamilyIo, type FamilyRendering, type SetupForProtocol } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import type { Stores } from "@harness-s/functions/local/stack";
-import { workerPolicySetup, type UsageReport } from "../worker-setup.ts";
-import { callerEnvSetup } from "./caller-env-setup.ts";
+import type { UsageReport } from "@harness-s/functions/experiment-setup/worker-setup";
+import { callerEnvSetup } from "@harness-s/functions/experiment-setup/caller-env-setup";
+import { trainedAtWorker, type ModelAtWorker } from "@harness-s/functions/experiment-setup/trained-setup";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
-
-/** A base model a stack trains at a policy worker: its name, and the worker serving it (URL and bearer token). */
-export interface ModelAtWorker {
-  name: string;
-  url: string;
-  token?: string;
-}
 
 /** What a stack runs experiments on besides the embedded suite: the families it opens (with the options each opens with), and its policy worker. */
 export interface ExperimentSetupsOptions {
@@ -55,22 +48,6 @@ export function experimentOffers(opts: Pick<ExperimentSetupsOptions, "families" 
   const models = (opts.models ?? []).map((m) => m.name);
   const trainable = Object.keys(opts.families ?? {}).filter((name) => models.length > 0 || familyFor(name, "experiment").policy === "own");
   return { envs: ["embedded", ...trainable.filter((n) => n !== "embedded")], callerEnvironments: models.length > 0, models };
-}
-
-/**
- * The setup with a profile for every harness of each seed's pool from the start: a hand-written
- * pool's (none measured) start empty and fill with the run's training evidence, as the CLI's with
- * `--profile-budget 0`.
- */
-function withStartingProfiles(base: Setup): Setup {
-  const instance = async (seed: number) => {
-    const inst = await base.instance(seed);
-    const { pool, initialProfiles } = inst.evolution;
-    const missing = [pool.base, ...pool.siblings].filter((h) => !initialProfiles[h.id]);
-    if (!missing.length) return inst;
-    return { ...inst, evolution: { ...inst.evolution, initialProfiles: { ...initialProfiles, ...Object.fromEntries(missing.map((h) => [h.id, emptyProfile(h.id, 0)])) } } };
-  };
-  return { ...base, instance };
 }
 
 interface OpenedRun {
@@ -151,16 +128,7 @@ export class ExperimentSetups {
 
   /** The setup with its policies at a worker: the run's model (default the first served) on the environment's token rendering. */
   private withWorker(base: Setup, rendering: FamilyRendering, record: ExperimentRecord, meter?: UsageReport): Setup {
-    const served = this.opts.models ?? [];
-    if (!served.length) throw new NotConfiguredError("this stack trains no language model (it runs no policy worker)");
-    const asked = record.request.model;
-    const model = asked === undefined ? served[0]! : served.find((m) => m.name === asked);
-    if (!model) throw new ValidationError("model", [`this stack serves ${served.map((m) => m.name).join(", ")}, not ${asked}`]);
-    return workerPolicySetup(
-      withStartingProfiles(base),
-      { url: model.url, ...(model.token ? { token: model.token } : {}), model: model.name, ...(meter ? { onUsage: meter } : {}) },
-      rendering,
-    );
+    return trainedAtWorker(base, rendering, record, { served: this.opts.models ?? [], ...(meter ? { meter } : {}) });
   }
 
   /** Reads the runs holding an environment every `watchMs`; one that has ended gets it stopped. */

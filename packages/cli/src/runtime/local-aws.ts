@@ -12,7 +12,7 @@ import {
 import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/rescue";
 import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
-import type { UsageReport } from "../worker-setup.ts";
+import type { UsageReport } from "@harness-s/functions/experiment-setup/worker-setup";
 import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local/stack";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;

@@ -4,7 +4,8 @@ import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInst
 import { runWorkersThread } from "@harness-s/functions/local/workers-thread";
 import { panelRouting } from "../panel-file.ts";
 import { cliIo } from "../family-io.ts";
-import { ExperimentSetups, type ModelAtWorker } from "./experiment-setups.ts";
+import type { ModelAtWorker } from "@harness-s/functions/experiment-setup/trained-setup";
+import { ExperimentSetups } from "./experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "./local-aws.ts";
 
 /** What `serve` hands its workers' thread: the tasks rescues may name, and the voter panel it parsed. */

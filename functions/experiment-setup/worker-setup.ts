@@ -1,7 +1,7 @@
 import { createRng, hash32, runEpisode, systemClock } from "@harness-s/core";
 import { reanchor } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, workerPolicyId, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { embeddedRendering, type FamilyRendering } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core/profile";
 
@@ -22,6 +22,8 @@ export interface WorkerPolicyOptions {
   onUsage?: UsageReport;
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
+  /** What the policies' ids at the worker start with (default: one of this setup's own); a deployed run names its record and attempt, so a later invocation's ids never meet an earlier one's. */
+  run?: string;
   /**
    * Re-measure each seed's initial profiles with the token policy (a fresh, untrained one) on the
    * dev tasks instead of keeping evolution's (measured with the embedded policy). `saved` and
@@ -60,7 +62,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
     maxInFlight: opts.maxInFlight,
     ...(meter ? { onDeviceSeconds: (s: number) => meter({ gpuSeconds: s }), onTokens: meter } : {}),
   });
-  const run = `run${Date.now().toString(36)}`;
+  const run = workerPolicyId(opts.run ?? `run${Date.now().toString(36)}`);
   const shared: SharedTokenPolicyOptions = {
     baseModel: opts.model,
     lora: opts.lora ?? { rank: 8, alpha: 16, targets: ["q_proj", "v_proj", "o_proj", "down_proj", "lm_head"] },
