@@ -15,6 +15,7 @@ import {
   DynamoRolloutStore,
   S3ExperimentArtifacts,
   SqsQueue,
+  type OutboundPolicy,
 } from "@harness-s/adapters";
 import { renderExperimentReport } from "@harness-s/adapters/report";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
@@ -42,12 +43,18 @@ export interface CoordinatorClients {
  * continues in the next (COORDINATOR_SLICE_MS), mid-unit if need be: the unit's policy stays at
  * the endpoint and its trainer state in the record. Without an endpoint a run is marked failed
  * with NOT_CONFIGURED (its record says why). Pool evolutions for callers' environments run here too.
+ * `outbound` is where callers' servers may be reached: the deployment's guard (public addresses and
+ * EndpointCidrs, never loopback); a test on one machine opens loopback instead.
  *
  * @example
  * const config = awsConfigFromResources();
  * export const handler = createCoordinatorHandler(deployedCoordinatorDeps(config, lambdaClients(config)));
  */
-export function deployedCoordinatorDeps(config: AwsConfig, clients: CoordinatorClients): Parameters<typeof createCoordinatorHandler>[0] {
+export function deployedCoordinatorDeps(
+  config: AwsConfig,
+  clients: CoordinatorClients,
+  outbound: OutboundPolicy = deployedOutbound(config),
+): Parameters<typeof createCoordinatorHandler>[0] {
   const { doc, sqs, metering, meter } = clients;
   const endpoint = config.policyEndpointUrl;
   const stores = {
@@ -65,7 +72,7 @@ export function deployedCoordinatorDeps(config: AwsConfig, clients: CoordinatorC
       ...(config.queues.dispatch ? { dispatch: new SqsQueue(sqs, config.queues.dispatch) } : {}),
       ...(config.queues.vote ? { vote: new SqsQueue(sqs, config.queues.vote) } : {}),
     },
-    outbound: deployedOutbound(config),
+    outbound,
     ...(panel ? { panel } : {}),
     meter: (used) => metering.consumption.record(used),
   });
@@ -89,7 +96,7 @@ export function deployedCoordinatorDeps(config: AwsConfig, clients: CoordinatorC
       evolutions: new DynamoPoolEvolutionStore(doc, config.tables),
       pools: stores.pools,
       profiles: stores.profiles,
-      callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock: systemClock }),
+      callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound, clock: systemClock }),
       ...(config.poolProposer ? { proposer: llmPoolProposer(config.poolProposer, config.llmApiKey) } : {}),
     },
   };

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { mkdtemp, readFile } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -22,9 +22,9 @@ import { makeSqsRecord } from "../factories.ts";
 
 // Issue 57: the DEPLOYED coordinator (its composition root's deps, `deployedCoordinatorDeps`,
 // given DynamoDB Local's clients as the Lambda is given AWS's) runs a caller's own OpenEnv server:
-// `env-serve` in a process of its own on this machine's non-loopback address (the deployed
-// outbound guard refuses loopback whatever EndpointCidrs holds, so the address is allowed the way
-// an operator allows a private block: EndpointCidrs), its tasks posted as data, the policy the
+// `env-serve` in a process of its own on loopback (tests connect to loopback only: the deployed
+// guard, which never opens loopback, is given way to loopback here; its refusals and EndpointCidrs
+// are tested on the classifier), its tasks posted as data, the policy the
 // tiny worker serving the stacks' SERVED_MODELS name (as the GPU endpoint's worker does). A run
 // on a built-in family is refused: at POST by the API Lambda's offers, at the coordinator with
 // NOT_CONFIGURED, nothing metered. Kept tiny: one seed, two arms, one step of one group of two.
@@ -37,10 +37,7 @@ const tiny = {
   evalTasks: 1,
   evalSamples: 3,
 };
-/** This machine's first non-loopback IPv4 address: what env-serve binds, and EndpointCidrs allows. */
-const address = Object.values(networkInterfaces())
-  .flat()
-  .find((i) => i && i.family === "IPv4" && !i.internal)?.address;
+const address = "127.0.0.1";
 
 let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
 let envServe: { url: string; proc: ChildProcess; tasks: CallerTask[] };
@@ -99,17 +96,16 @@ async function countingProxy(target: string, host: string): Promise<typeof count
 }
 
 beforeAll(async () => {
-  if (!address) return;
   await ensureWorkerVenv();
   [worker, envServe] = await Promise.all([startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { servedModelName: MODEL } }), startEnvServe(address)]);
   counted = await countingProxy(envServe.url, address);
   const tables = tableNames(`dc${Date.now().toString(36)}-`);
   const sdk = { endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials };
   await createTables(new DynamoDBClient(sdk), tables);
-  // As the coordinator's linked resources give it: the tables, no queues (a run fits one invocation), the endpoint and its token, EndpointCidrs.
-  config = AwsConfig.parse({ tables, queues: {}, policyEndpointUrl: worker.url, policyEndpointToken: TOKEN, memoryGb: 1, endpointCidrs: [`${address}/32`] }) as AwsConfig;
+  // As the coordinator's linked resources give it: the tables, no queues (a run fits one invocation), the endpoint and its token; the guard opened to loopback (see above).
+  config = AwsConfig.parse({ tables, queues: {}, policyEndpointUrl: worker.url, policyEndpointToken: TOKEN, memoryGb: 1 }) as AwsConfig;
   clients = lambdaClients(config, { dynamo: sdk });
-  handler = createCoordinatorHandler(deployedCoordinatorDeps(config, clients));
+  handler = createCoordinatorHandler(deployedCoordinatorDeps(config, clients, { allowLoopback: true, allowCidrs: [] }));
 }, 600_000);
 afterAll(async () => {
   counted?.server.close();
@@ -148,7 +144,7 @@ async function runUnoffered(body: unknown, keyId: string) {
   return { answer, record: (await experiments.get(id))! };
 }
 
-describe.skipIf(!address)("the deployed coordinator (issue 57): a caller's own environment at the GPU endpoint's model; the built-in families refused", () => {
+describe("the deployed coordinator (issue 57): a caller's own environment at the GPU endpoint's model; the built-in families refused", () => {
   it("runs the caller's OpenEnv server (tasks posted as data, the key's pool) to done with per-arm results, every rollout a session through the deployed guard", async () => {
     // The key's own pool (as POST /v1/pools stores one): H0 and one sibling with more turns.
     const h0 = parseHarnessSpec({ id: "h0", budget: { maxTurns: 3 }, provenance: { direction: "base", proposer: "caller" } });
@@ -191,5 +187,18 @@ describe.skipIf(!address)("the deployed coordinator (issue 57): a caller's own e
     // Without a policy endpoint, the API Lambda offers no caller's environment either.
     expect(deployedOffers({}).callerEnvironments).toBe(false);
     expect(deployedOffers(config)).toMatchObject({ envs: ["embedded"], callerEnvironments: true, models: [MODEL] });
+  }, 120_000);
+
+  it("with the deployment's own guard (no loopback, whatever EndpointCidrs holds) the same caller's run never reaches the server", async () => {
+    const guarded = createCoordinatorHandler(deployedCoordinatorDeps(config, clients));
+    const tasks = ["train", "train", "dev", "held-out"].map((split, i) => ({ ...envServe.tasks[i]!, split }));
+    const id = `exp_k-guarded_${Date.now().toString(36)}`;
+    const experiments = new DynamoExperimentStore(clients.doc, config.tables);
+    const plan = ExperimentPlan.parse({ ...tiny, env: { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" }, model: MODEL });
+    await startExperiment(plan, "k-runner", { experiments, coordinator: { send: async () => undefined }, clock: systemClock, newId: () => id, offers: deployedOffers(config) });
+    const before = counted.sessions;
+    await guarded({ Records: [makeSqsRecord(id, envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId: "k-runner", jobId: id }))] });
+    expect((await experiments.get(id))!).toMatchObject({ status: "failed", error: expect.stringMatching(/URL_NOT_ALLOWED|not allowed|loopback/i) });
+    expect(counted.sessions).toBe(before);
   }, 120_000);
 });
