@@ -142,7 +142,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   /** One guarded connection pool for every caller endpoint (not one per rollout). */
   private readonly transport: Transport;
 
-  /** A rescue's slots starting together share one read of its endpoint's record. */
+  /** A rescue's slots starting together share one read of its endpoint's record; so do a rescue start's check and version. */
   private readonly endpointOf = singleFlight(
     (keyId: string, id: string) => ownEndpoint(keyId, id, this.deps.endpoints),
     (keyId, id) => `${keyId}\n${id}`,
@@ -198,7 +198,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   async checkEndpoint(keyId: string, rescue: CallerRescue): Promise<void> {
-    const record = await ownEndpoint(keyId, rescue.endpoint, this.deps.endpoints);
+    const record = await this.endpointOf(keyId, rescue.endpoint);
     const problems = pinProblems(statesVersions(record.kind), rescue);
     if (problems.length)
       throw new ValidationError(
@@ -215,7 +215,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   async currentVersion(keyId: string, id: string): Promise<number> {
-    const record = await ownEndpoint(keyId, id, this.deps.endpoints);
+    const record = await this.endpointOf(keyId, id);
     return SAMPLING[record.kind].currentVersion(record, this.transport);
   }
 }

@@ -1,5 +1,8 @@
 import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
-import { ownTaskOf, type CallerRescue, type CallerRollout } from "./caller-rescue.ts";
+import { ownTaskOf, type CallerRescue } from "./caller-rescue.ts";
+import type { Task } from "../task.ts";
+import type { Clock } from "../util/clock.ts";
+import { inOrder } from "../util/in-order.ts";
 import { rescueRollouts, type RescueRequest } from "./rescue-request.ts";
 import type { CallerPolicies } from "./rollout-source.ts";
 import { harnessIds } from "../harness/pool.ts";
@@ -23,6 +26,11 @@ export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
  * adaptive choice puts them (returned as `adaptive`); when it chooses nothing, nothing is recorded
  * or sent and the answer has `expected` 0.
  *
+ * What does not depend on another is asked at once (a caller's endpoint is read once; its version
+ * asked while the rest goes on; the slots held meanwhile, and let go if the version cannot be
+ * had), errors answered in the order of the steps (the caller's checks, its version, the task,
+ * the routing, the slots). A vote waits for the caller's checks: a refused rescue spends nothing.
+ *
  * @example
  * const job = await startRescue(RescueRequest.parse({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"] }), deps);
  */
@@ -32,29 +40,28 @@ export async function startRescue(
   keyId?: string,
   onSpend?: Parameters<typeof routeTask>[3],
 ): Promise<RescueJob & { adaptive?: AdaptiveChoice }> {
-  const caller = req.caller ? await pinnedCaller(req.caller, keyId, deps.callers) : undefined;
-  const taskId = req.taskId ?? req.caller!.task.id;
-  const task = (caller && ownTaskOf(caller)) ?? (await deps.tasks.get(taskId));
-  if (!task) throw new NotFoundError("task", taskId);
-  const decision = req.harnesses
-    ? await namedHarnesses(req.poolId, req.harnesses, deps)
-    : await routeTask(
-        {
-          poolId: req.poolId,
-          task: { id: task.id, family: task.family, tags: [...task.tags] },
-          failureTags: req.failureTags,
-          failedEvents: req.failedEvents,
-          k: req.k,
-        } satisfies RouteRequest,
-        deps,
-        keyId,
-        onSpend,
-      );
+  const pin = req.caller ? pinCaller(req.caller, keyId, deps.callers) : undefined;
+  // Named harnesses are a pool read (no vote, nothing spent): asked with the checks, answered after them.
+  const named = req.harnesses ? namedHarnesses(req.poolId, req.harnesses, deps) : undefined;
+  named?.catch(() => undefined);
+  // A later step's error waits for the version: the version's own error is answered first, as in a sequence.
+  const versionFirst = async (err: unknown): Promise<never> => {
+    await pin?.version;
+    throw err;
+  };
+  const [, task] = await inOrder([pin?.checked ?? Promise.resolve(), rescueTask(req, deps)]).catch(async (err) => {
+    await pin?.checked;
+    return versionFirst(err);
+  });
+  const decision = await (named ?? decide(req, task, deps, keyId, onSpend)).catch(versionFirst);
   const expected = rescueRollouts({ ...req, harnesses: decision.chosen });
-  const advice = req.mode === "adaptive" ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps) : undefined;
+  const advice = req.mode === "adaptive" ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps).catch(versionFirst) : undefined;
   const slots = advice?.slots ?? Array.from({ length: expected }, (_, i) => decision.chosen[Math.floor((i * decision.chosen.length) / expected)]!);
+  const id = `rsc_${decision.id}`;
+  const weightVersion = advice && slots.length === 0 ? await pin?.version : await holdWhilePinned(id, slots.length, pin?.version, deps, keyId);
+  const caller = req.caller && weightVersion !== undefined ? { ...req.caller, keyId: keyId!, weightVersion } : undefined;
   const job: RescueJob = {
-    id: `rsc_${decision.id}`,
+    id,
     poolId: req.poolId,
     taskId: task.id,
     decisionId: decision.id,
@@ -66,37 +73,63 @@ export async function startRescue(
     ...(caller ? { caller } : {}),
   };
   if (advice && slots.length === 0) return { ...job, adaptive: advice.adaptive };
-  if (deps.rescueSlots && keyId !== undefined) {
-    const now = deps.clock.now();
-    if (!(await deps.rescueSlots.hold(keyId, job.id, job.expected, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs)))
-      throw new RescueSlotsError(RESCUE_SLOTS.perKey, job.expected);
-  }
   await deps.jobs.create(job);
-  const source = caller ? ({ kind: "caller", ...caller } as const) : ({ kind: "service", policyId: "default" } as const);
-  // Routed, each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses); adaptive, as allocated.
-  const messages: Envelope[] = Array.from({ length: job.expected }, (_, index) =>
+  await deps.dispatch.send(rolloutMessages(job, slots, task.id, keyId)).catch((err: unknown) => {
+    throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
+  });
+  return advice ? { ...job, adaptive: advice.adaptive } : job;
+}
+
+/** The task a rescue runs: the caller's own (its environment serves it), else this service's of that id. */
+async function rescueTask(req: RescueRequest, deps: { tasks: TaskSource }): Promise<Task> {
+  const taskId = req.taskId ?? req.caller!.task.id;
+  const task = (req.caller && ownTaskOf(req.caller)) ?? (await deps.tasks.get(taskId));
+  if (!task) throw new NotFoundError("task", taskId);
+  return task;
+}
+
+/** The routing's Top-k harnesses for a rescue's task. */
+function decide(
+  req: RescueRequest,
+  task: Task,
+  deps: RouteTaskDeps,
+  keyId: string | undefined,
+  onSpend: Parameters<typeof routeTask>[3],
+): Promise<{ id: string; chosen: string[] }> {
+  const route = { poolId: req.poolId, task: { id: task.id, family: task.family, tags: [...task.tags] }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k };
+  return routeTask(route satisfies RouteRequest, deps, keyId, onSpend);
+}
+
+/**
+ * Holds a rescue's `slots` among its key's (`RESCUE_SLOTS`) while its caller's version is asked;
+ * the version (undefined: not a caller rescue). A version that cannot be had lets the hold go and
+ * is answered before a full key's 429.
+ */
+async function holdWhilePinned(id: string, slots: number, version: Promise<number> | undefined, deps: { rescueSlots?: RescueSlots; clock: Clock }, keyId: string | undefined) {
+  const now = deps.clock.now();
+  const store = keyId === undefined ? undefined : deps.rescueSlots;
+  const hold = store ? store.hold(keyId!, id, slots, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs) : Promise.resolve(true);
+  const [held, pinned] = await Promise.allSettled([hold, version]);
+  if (pinned.status === "rejected") {
+    if (held.status === "fulfilled" && held.value) await store?.release(keyId!, id).catch(() => undefined);
+    throw pinned.reason;
+  }
+  if (held.status === "rejected") throw held.reason;
+  if (!held.value) throw new RescueSlotsError(RESCUE_SLOTS.perKey, slots);
+  return pinned.value;
+}
+
+/** Routed, each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses); adaptive, as allocated. */
+function rolloutMessages(job: RescueJob, slots: readonly string[], taskId: string, keyId: string | undefined): Envelope[] {
+  const source = job.caller ? ({ kind: "caller", ...job.caller } as const) : ({ kind: "service", policyId: "default" } as const);
+  return Array.from({ length: job.expected }, (_, index) =>
     envelope(
       "rollout.requested",
       `${job.id}:${index}`,
-      {
-        jobId: job.id,
-        index,
-        poolId: req.poolId,
-        harnessId: slots[index]!,
-        taskId: task.id,
-        seed: hash32(`${job.id}:${index}`),
-        source,
-        rescueJob: true,
-      },
+      { jobId: job.id, index, poolId: job.poolId, harnessId: slots[index]!, taskId, seed: hash32(`${job.id}:${index}`), source, rescueJob: true },
       keyId !== undefined ? { keyId, jobId: job.id } : undefined,
     ),
   );
-  try {
-    await deps.dispatch.send(messages);
-  } catch (err) {
-    throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
-  }
-  return advice ? { ...job, adaptive: advice.adaptive } : job;
 }
 
 /** The harnesses a request names, checked against its pool, under a decision id of their own (no vote). */
@@ -113,11 +146,20 @@ async function namedHarnesses(poolId: string, names: readonly string[], deps: Pi
   return { id: `run_${deps.newId()}`, chosen: [...names] };
 }
 
-/** A caller rescue pinned to one weight version: the one asked for, or the endpoint's now (an endpoint that states none needs it named, with its served model). */
-async function pinnedCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): Promise<CallerRollout> {
-  if (!callers || keyId === undefined) throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
-  await callers.checkEndpoint(keyId, req);
-  await callers.checkEnvironment(req.environment);
-  const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
-  return { ...req, keyId, weightVersion };
+/**
+ * A caller rescue's checks and the weight version it is pinned to (the one asked for, or the
+ * endpoint's now; an endpoint that states none needs it named, with its served model), asked at
+ * once: the endpoint's record is read once for both (the runners share a read in flight).
+ */
+function pinCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): { checked: Promise<void>; version: Promise<number> } {
+  if (!callers || keyId === undefined) {
+    const refused = Promise.reject(new NotConfiguredError("rescues with the caller's own policy are not deployed here"));
+    refused.catch(() => undefined);
+    return { checked: refused, version: refused };
+  }
+  const version = req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
+  version.catch(() => undefined); // answered in its turn
+  const checked = inOrder([callers.checkEndpoint(keyId, req), callers.checkEnvironment(req.environment)]).then(() => undefined);
+  checked.catch(() => undefined);
+  return { checked, version };
 }
