@@ -1,8 +1,15 @@
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { z } from "zod";
 import { MetricRegistry, type EventLogger, type LogEvent, type MetricsSource } from "@harness-s/core/observability";
 
 /** Rescues whose slots are followed at once (the oldest is forgotten past it: a rescue never seen to end). */
 export const RESCUE_TALLY_LIMIT = 10_000;
+
+/** How long a scrape waits for a policy worker's `/healthz` (a worker that does not answer reads as down). */
+export const WORKER_HEALTH_TIMEOUT_MS = 2_000;
+
+/** What a scrape reads of a policy worker's `/healthz`: every token its sampler drew since it started. */
+const WorkerHealth = z.object({ sampler: z.object({ tokens: z.number().int().nonnegative() }) });
 
 /** A queue's depth in each of its states, as GetQueueAttributes names them. */
 const DEPTH_ATTRIBUTES = {
@@ -34,8 +41,8 @@ function bounded(entries: Set<string> | Map<string, unknown>): void {
 
 /**
  * Serve's metrics, folded from the same events the JSON lines carry (the API's `http.request`, the
- * workers' `queue.record`), and the queues' depths read from the queue server at each scrape.
- * The policy worker's tokens/s is not here: its `/healthz` counts decode steps, not tokens.
+ * workers' `queue.record`), and at each scrape the queues' depths read from the queue server and
+ * each served model's policy worker's tokens sampled from its `/healthz` (their rate is its tokens/s).
  */
 export class ServeMetrics implements EventLogger, MetricsSource {
   private readonly registry = new MetricRegistry();
@@ -49,6 +56,12 @@ export class ServeMetrics implements EventLogger, MetricsSource {
     "Rescues whose every slot the dispatch worker saw end, by outcome (done: all stored; failed: one failed or over budget; cancelled)",
     ["outcome"],
   );
+  private readonly tokens = this.registry.counter("harness_s_policy_tokens_sampled_total", "Tokens each served model's policy worker sampled (rate(): its tokens/s)", ["model"]);
+  private readonly workerUp = this.registry.gauge("harness_s_policy_worker_up", "Whether each served model's policy worker answered its /healthz at this scrape (1) or not (0)", [
+    "model",
+  ]);
+  /** Each worker's token count at the last scrape (the counter moves by what it drew since; a restarted worker counts from zero again). */
+  private readonly tokensSeen = new Map<string, number>();
   private readonly depth = this.registry.gauge("harness_s_queue_messages", "Messages on each queue and its DLQ now, by state (visible, in_flight, delayed)", ["queue", "state"]);
   /** Each followed rescue's slots (once its job was read) and how each of its slots ended so far. */
   private readonly rescues = new Map<string, { slots?: number; ended: Map<number, string> }>();
@@ -58,6 +71,7 @@ export class ServeMetrics implements EventLogger, MetricsSource {
   constructor(
     private readonly sqs: SQSClient,
     private readonly queues: readonly { name: string; url: string }[],
+    private readonly workers: readonly { name: string; url: string }[] = [],
   ) {}
 
   event(e: LogEvent): void {
@@ -106,8 +120,25 @@ export class ServeMetrics implements EventLogger, MetricsSource {
     );
   }
 
+  /** Each policy worker's tokens sampled since the last scrape, and whether it answered. */
+  private async readWorkers(): Promise<void> {
+    await Promise.all(
+      this.workers.map(async ({ name, url }) => {
+        const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(WORKER_HEALTH_TIMEOUT_MS) })
+          .then(async (res) => (res.ok ? WorkerHealth.safeParse(await res.json()) : undefined))
+          .catch(() => undefined);
+        this.workerUp.set({ model: name }, health?.success ? 1 : 0);
+        if (!health?.success) return;
+        const now = health.data.sampler.tokens;
+        const before = this.tokensSeen.get(name) ?? 0;
+        this.tokens.inc({ model: name }, now >= before ? now - before : now);
+        this.tokensSeen.set(name, now);
+      }),
+    );
+  }
+
   async exposition(): Promise<string> {
-    await this.readDepths();
+    await Promise.all([this.readDepths(), this.readWorkers()]);
     return this.registry.exposition();
   }
 }

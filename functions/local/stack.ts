@@ -8,6 +8,7 @@ import { PriceList, Prices } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
+import { LocalRescueProgress } from "@harness-s/core/rescue";
 import { teeLogger, type EventLogger } from "@harness-s/core/observability";
 import {
   CallerPolicyRunners,
@@ -70,6 +71,8 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
   offers?: ServedOffers;
   /** Serve `GET /metrics` (admin keys) from this stack's events and queues (`harness-s serve`). */
   metrics?: boolean;
+  /** The served models' policy workers, whose tokens sampled `/metrics` reads at each scrape. */
+  policyWorkers?: readonly { name: string; url: string }[];
 }
 
 /**
@@ -122,11 +125,14 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
     const { events, metrics } = observability(opts, sqs, wiring);
-    workers = await startWorkers(opts, wiring, log, events);
+    // The workers tell the API's waiting status reads each rollout they store (here or across threads).
+    const progress = new LocalRescueProgress();
+    workers = await startWorkers({ ...opts, onRolloutStored: (jobId) => progress.stored(jobId) }, wiring, log, events);
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,
       dispatch: queues.dispatch.queue,
+      progress,
       coordinator: queues.coordinator.queue,
       prober: new HttpEndpointProber(localOutbound(opts), systemClock),
       // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are named here too.
@@ -160,7 +166,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 
 /** The stack's workers: here with `policies`, or on a thread of their own (`workersOn`); their events to `events`. */
 async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (line: string) => void, events: EventLogger | undefined) {
-  if (opts.workersOn) return startWorkersThread(opts.workersOn, wiring, log, events);
+  if (opts.workersOn) return startWorkersThread(opts.workersOn, wiring, log, events, opts.onRolloutStored);
   if (opts.policies) return startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
   throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
 }
@@ -170,12 +176,12 @@ async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (
  * `log`, as before); with `metrics`, also into the metrics `/metrics` serves (each queue and its
  * DLQ's depth read at each scrape).
  */
-function observability(opts: Pick<LocalStackOptions, "logger" | "metrics">, sqs: SQSClient, wiring: LocalWiring) {
+function observability(opts: Pick<LocalStackOptions, "logger" | "metrics" | "policyWorkers">, sqs: SQSClient, wiring: LocalWiring) {
   const queues = Object.entries(wiring.queues).flatMap(([name, q]) => [
     { name, url: q.url },
     { name: `${name}-dlq`, url: q.dlqUrl },
   ]);
-  const metrics = opts.metrics ? new ServeMetrics(sqs, queues) : undefined;
+  const metrics = opts.metrics ? new ServeMetrics(sqs, queues, opts.policyWorkers) : undefined;
   const events: EventLogger | undefined = opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
   return { events, metrics };
 }

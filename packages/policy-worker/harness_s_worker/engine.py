@@ -190,6 +190,7 @@ class Engine:
         self.barriers: dict[str, list[tuple[Callable[[], Any], Future[Any]]]] = {}
         self.cond = threading.Condition()
         self.steps = self.prefills = self.prefilled_rows = 0
+        self.tokens_sampled = 0  # every token drawn, a cancelled row's too (/healthz: the worker's tokens/s)
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self.thread.start()
 
@@ -325,6 +326,7 @@ class Engine:
         tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)  # draw reads the tokens back: the device has finished
         share = (time.perf_counter() - started) / len(reqs)
         rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]], device_s=share) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
+        self.tokens_sampled += len(rows)
         self._merge(adapter, rows, layers, mask)
 
     def _prefill_shapes(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[torch.Tensor, Layers, torch.Tensor]:
@@ -406,6 +408,7 @@ class Engine:
                 batch["cache"] = running_cache(batch["layers"])
             out = self.model(input_ids=ids, attention_mask=None if bool(attention.all()) else attention, past_key_values=batch["cache"], position_ids=positions, use_cache=True)
         self.steps += 1
+        self.tokens_sampled += len(rows)
         batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
         logits = constrain(out.logits[:, -1].float(), [(r.req.constraint, r.out_ids) for r in rows])
         tokens, logprobs = draw(logits, [r.req.rule for r in rows], [r.generator for r in rows])

@@ -92,6 +92,7 @@ def health_routes(served: Served) -> APIRouter:
             "device": str(next(policies.adapted.base.parameters()).device),
             "sampler": {
                 "steps": policies.engine.steps,
+                "tokens": policies.engine.tokens_sampled,
                 "prefills": policies.engine.prefills,
                 "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions},
             },

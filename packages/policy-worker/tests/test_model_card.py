@@ -30,3 +30,15 @@ def test_a_served_name_is_the_models_name_for_policies_and_healthz(tmp_path):
         assert c.get("/healthz").json()["model"] == "a"
         assert c.put("/v2/policies/p1", json={**SPEC, "base_model": "a"}).status_code == 201
         assert c.put("/v2/policies/p2", json=SPEC).status_code == 400
+
+
+def test_healthz_counts_every_token_sampled(client):
+    """`sampler.tokens` is what the stack's /metrics turns into the worker's tokens/s."""
+    assert client.get("/healthz").json()["sampler"]["tokens"] == 0
+    assert client.put("/v2/policies/p1", json=SPEC).status_code == 201
+    drawn = 0
+    for seed in (3, 4):
+        body = {"episode_id": f"e{seed}", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": seed}}
+        drawn += len(client.post("/v2/policies/p1/sample", json=body).json()["completion"]["ids"])
+    assert drawn > 0
+    assert client.get("/healthz").json()["sampler"]["tokens"] == drawn

@@ -69,6 +69,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
       builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
       log: (line) => process.stderr.write(`${line}\n`),
       ...OBSERVED,
+      ...(served ? { policyWorkers: served.workers } : {}),
     }),
     served,
   );
