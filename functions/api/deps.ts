@@ -4,7 +4,7 @@ import type { ExperimentArtifacts, ExperimentStore, ExperimentStepStore } from "
 import type { ServedOffers } from "@harness-s/core/models";
 import type { GatewayDeps } from "@harness-s/core/gateway";
 import type { Prices, PriceList, UsageMeter } from "@harness-s/core/billing";
-import type { CallerPolicies, EndpointProber, PolicyEndpointStore, RescueJobStore, RescueSlots } from "@harness-s/core/rescue";
+import type { CallerPolicies, EndpointProber, PolicyEndpointStore, RescueJobStore, RescueProgress, RescueSlots } from "@harness-s/core/rescue";
 import type { DecisionStore, RouteTaskDeps } from "@harness-s/core/routing";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import type { ProfileStore } from "@harness-s/core/profile";
@@ -37,6 +37,8 @@ export interface ApiDeps {
   prober: EndpointProber;
   /** Rescues with a caller's own policy and environment (their pinned version, their token rows); none: such a rescue is 501. */
   callers?: CallerPolicies;
+  /** Where a waiting status read hears that a rescue's rollout was stored (serve: the workers' thread tells it); none: it looks (`RESCUE_WAIT`). */
+  progress?: RescueProgress;
   /** Each key's rescue rollouts in flight (`RESCUE_SLOTS`); none: unlimited. */
   rescueSlots?: RescueSlots;
   tasks: TaskSource;

@@ -16,14 +16,21 @@ export interface WorkersThreadSpec {
 /** How long the workers may take to stop (a poll in flight, a training step) before the thread is terminated. */
 const STOP_GRACE_MS = 5_000;
 
-type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string } | { kind: "event"; fields: LogEvent };
+type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string } | { kind: "event"; fields: LogEvent } | { kind: "stored"; jobId: string };
 
 /**
  * Starts the workers' thread and resolves once its pollers run. A thread that ends without being
  * asked to is started again a second later (what it was running is redelivered by its queues).
- * With `events`, the thread's workers' events reach it here (to be written and counted on this thread).
+ * With `events`, the thread's workers' events reach it here (to be written and counted on this thread);
+ * `onStored` hears each rollout its dispatch worker stores, by its job.
  */
-export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalWiring, log: (line: string) => void, events?: EventLogger): Promise<{ stop: () => Promise<void> }> {
+export async function startWorkersThread(
+  spec: WorkersThreadSpec,
+  wiring: LocalWiring,
+  log: (line: string) => void,
+  events?: EventLogger,
+  onStored?: (jobId: string) => void,
+): Promise<{ stop: () => Promise<void> }> {
   let stopping = false;
   let current: Worker;
   const launch = () =>
@@ -31,7 +38,8 @@ export async function startWorkersThread(spec: WorkersThreadSpec, wiring: LocalW
       const w = new Worker(spec.module, { workerData: { wiring, data: spec.data, events: events !== undefined } });
       let ready = false;
       w.on("message", (m: FromThread) => {
-        if (m.kind === "log") log(m.line);
+        if (m.kind === "stored") onStored?.(m.jobId);
+        else if (m.kind === "log") log(m.line);
         else if (m.kind === "event") events?.event(m.fields);
         else if (m.kind === "ready") {
           ready = true;
@@ -84,6 +92,7 @@ export async function runWorkersThread(build: (data: unknown) => Promise<LocalWo
     const workers = await startLocalWorkers(wiring, {
       ...opts,
       log: (line) => post({ kind: "log", line }),
+      onRolloutStored: (jobId) => post({ kind: "stored", jobId }),
       ...(events ? { logger: { event: (fields) => post({ kind: "event", fields }) } } : {}),
     });
     port.on("message", async (m) => {

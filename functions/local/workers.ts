@@ -3,7 +3,7 @@ import { statisticalVoters, type Voter } from "@harness-s/core/voting";
 import { systemClock, type TaskSource } from "@harness-s/core";
 import type { EndpointCidrs } from "@harness-s/core/outbound";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
-import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/rescue";
+import { rolloutRunners, tellingStores, type PolicyEndpoints } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   ConsumptionMeter,
@@ -81,6 +81,8 @@ export interface LocalWorkerOptions {
   /** The LLM proposer of pool evolutions, with its key; none: the template proposer. */
   poolProposer?: { config: PoolProposerConfig; apiKey?: string };
   log?: (line: string) => void;
+  /** Hears each rollout the dispatch worker stores, by its job (serve: a status read waiting on that rescue looks at once). */
+  onRolloutStored?: (jobId: string) => void;
   /** Where each worker's events go (one `queue.record` per record; a handler's or poller's note as `worker.note`); none: failed records as text to `log`. */
   logger?: EventLogger;
 }
@@ -153,6 +155,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     });
     const dispatch = createDispatchHandler({
       ...stores,
+      rollouts: opts.onRolloutStored ? tellingStores(stores.rollouts, opts.onRolloutStored) : stores.rollouts,
       runners: rolloutRunners({ service: opts.policies, caller: callers }),
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,

@@ -15,3 +15,4 @@ export * from "./spend.ts";
 export * from "./policy-endpoints.ts";
 export * from "./dispatch.ts";
 export * from "./list.ts";
+export * from "./progress.ts";

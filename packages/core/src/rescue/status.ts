@@ -4,6 +4,7 @@ import type { Clock } from "../util/clock.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
 import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
+import { unheardProgress, type RescueProgress } from "./progress.ts";
 
 export const RescueStatus = z.object({
   job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
@@ -64,12 +65,22 @@ async function statusOf(
 }
 
 /**
- * The longest a status read may wait for progress (`?wait=`), how often it looks, and every how
- * many looks it reads the rescue's record too: a look is one small read (its rollouts' summaries,
- * no trajectories), so it looks often enough that a rescue of a few hundred ms is answered within
- * a few tens of ms of its end; a failed slot or a cancel (on the record) is seen within 200 ms.
+ * The longest a status read may wait for progress (`?wait=`), and how it looks for it: its looks
+ * start `looks.firstMs` apart and grow `looks.growth` times each look up to `looks.maxMs` apart
+ * (back to `firstMs` when a look or a wake finds something changed), so a rescue of a few hundred
+ * ms is answered within a few tens of ms of its end while a 20 s wait costs about a hundred looks;
+ * a look reads the rollouts' summaries (one small read), and the rescue's record too when one more
+ * is stored or `recordMs` have passed since it was last read (a failed slot or a cancel seen within
+ * about that). Where a {@link RescueProgress} hears the dispatch workers store a rollout (serve), a
+ * waiting read looks at once.
  */
-export const RESCUE_WAIT = { maxSeconds: 20, pollMs: 25, recordEvery: 8 } as const;
+export const RESCUE_WAIT = { maxSeconds: 20, looks: { firstMs: 25, growth: 1.5, maxMs: 200 }, recordMs: 200 } as const;
+
+/** How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not. */
+export function nextLookMs(lastMs: number, changed: boolean): number {
+  const { firstMs, growth, maxMs } = RESCUE_WAIT.looks;
+  return changed || lastMs === 0 ? firstMs : Math.min(maxMs, lastMs * growth);
+}
 
 /** A status read's query: wait up to `wait` seconds until more than `seen` slots have finished. */
 export const RescueWaitQuery = z.object({
@@ -81,7 +92,8 @@ export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 /**
  * A rescue's status once it has moved past `seen` slots finished (stored or given up on), or it
  * is no longer running, or `wait` seconds have passed: a trainer follows a rescue slot by slot
- * without polling in a loop of its own.
+ * without polling in a loop of its own. Looks as {@link RESCUE_WAIT} says; `progress` wakes it
+ * when a rollout of the rescue is stored (none: looking alone).
  *
  * @example
  * const next = await waitForRescue("rsc_1", { seen: 3, wait: 10 }, deps, key);
@@ -89,20 +101,37 @@ export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 export async function waitForRescue(
   id: string,
   opts: { seen: number; wait: number },
-  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots },
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots; progress?: RescueProgress },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   const until = deps.clock.now() + Math.min(opts.wait, RESCUE_WAIT.maxSeconds) * 1000;
-  let status = await rescueStatus(id, deps, key);
-  for (let look = 1; ; look++) {
-    if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
-    await deps.clock.sleep(RESCUE_WAIT.pollMs);
-    // Most looks read the summaries alone (one request); the rescue's record too when one more is stored, and every few looks (a failed slot, a cancel).
-    if (look % RESCUE_WAIT.recordEvery === 0) status = await rescueStatus(id, deps, key);
-    else {
-      const stored = await deps.rollouts.summaries(id);
-      if (stored.length > status.completed) status = await statusOf(id, await deps.jobs.get(id), stored, deps, key);
+  // Watched before the first read: a rollout stored while a look is in flight still wakes the next wait.
+  let woken = new AbortController();
+  const unwatch = (deps.progress ?? unheardProgress).watch(id, () => woken.abort());
+  try {
+    let status = await rescueStatus(id, deps, key);
+    let recordAt = deps.clock.now();
+    for (let waitMs = nextLookMs(0, false); ; ) {
+      if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
+      await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
+      const wake = woken.signal.aborted;
+      if (wake) woken = new AbortController();
+      const before = status;
+      // Most looks read the summaries alone (one request); the record too when one more is stored, or when it was last read `recordMs` ago.
+      if (deps.clock.now() - recordAt >= RESCUE_WAIT.recordMs) {
+        status = await rescueStatus(id, deps, key);
+        recordAt = deps.clock.now();
+      } else {
+        const stored = await deps.rollouts.summaries(id);
+        if (stored.length > status.completed) {
+          status = await statusOf(id, await deps.jobs.get(id), stored, deps, key);
+          recordAt = deps.clock.now();
+        }
+      }
+      waitMs = nextLookMs(waitMs, wake || status.completed !== before.completed || status.failed.length !== before.failed.length);
     }
+  } finally {
+    unwatch();
   }
 }
 

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { systemClock, type Clock } from "@harness-s/core";
+import { LocalRescueProgress, RESCUE_WAIT, tellingStores, waitForRescue, type RescueJob } from "@harness-s/core/rescue";
+import { MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { makeRollout } from "../factories.ts";
+
+// Issue 54 (bench): a status read's long poll backs off (RESCUE_WAIT.looks) so a long wait costs
+// about a hundred looks, sees a change within its first bound, and where the dispatch workers
+// share its process (serve) is woken by the rollout's store instead of looking.
+const job: RescueJob = { id: "rsc_1", poolId: "p", taskId: "t", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 3, expected: 3, createdAt: 0 };
+
+/** A clock whose sleeps pass at once in virtual time (an aborted one passes none). */
+function virtualClock(): Clock {
+  let time = 0;
+  return {
+    now: () => time,
+    sleep: async (ms, signal) => {
+      if (!signal?.aborted) time += ms;
+    },
+  };
+}
+
+/** Stores whose rollouts appear at the virtual times given, counting each read. */
+async function timedStores(clock: Clock, storedAt: readonly number[]) {
+  const jobs = new MemoryRescueJobStore();
+  await jobs.create(job);
+  const reads = { summaries: 0, jobs: 0 };
+  const memory = new MemoryRolloutStore();
+  const rollouts = {
+    ...memory,
+    summaries: async (id: string) => {
+      reads.summaries++;
+      return storedAt.flatMap((at, index) => (clock.now() >= at ? [{ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }] : []));
+    },
+  } as unknown as MemoryRolloutStore;
+  const countedJobs = Object.assign(Object.create(jobs), { get: (id: string) => (reads.jobs++, jobs.get(id)) }) as MemoryRescueJobStore;
+  return { deps: { jobs: countedJobs, rollouts, clock }, reads };
+}
+
+describe("a rescue status read's long poll", () => {
+  it("backs off: a 20 s wait with nothing stored costs about a hundred looks, not 800", async () => {
+    const clock = virtualClock();
+    const { deps, reads } = await timedStores(clock, [Infinity]);
+    const status = await waitForRescue("rsc_1", { seen: 0, wait: 20 }, deps);
+    expect(status.status).toBe("running");
+    expect(clock.now()).toBe(20_000);
+    const looks = reads.summaries;
+    expect(looks).toBeLessThanOrEqual(20_000 / RESCUE_WAIT.looks.maxMs + 10);
+    // Each look one small read, and the record every `recordMs`: about what a look every 200 ms of two reads cost before 5a2c2c1.
+    expect(reads.summaries + reads.jobs).toBeLessThanOrEqual(2 * (20_000 / RESCUE_WAIT.looks.maxMs) + 20);
+  });
+
+  it("sees a rollout within its first bound, and looks fast again after a change", async () => {
+    const clock = virtualClock();
+    const first = await timedStores(clock, [10, Infinity, Infinity]);
+    await waitForRescue("rsc_1", { seen: 0, wait: 20 }, first.deps);
+    expect(clock.now()).toBeLessThanOrEqual(RESCUE_WAIT.looks.firstMs);
+    // After 5 s of waiting the looks are maxMs apart; the first of two seen resets them, so the second is seen within firstMs of its store.
+    const late = virtualClock();
+    const seenAt: number[] = [];
+    const lateStores = await timedStores(late, [5_000, Infinity, Infinity]);
+    const summaries = lateStores.deps.rollouts.summaries.bind(lateStores.deps.rollouts);
+    let second = Infinity;
+    lateStores.deps.rollouts.summaries = async (id: string) => {
+      const out = await summaries(id);
+      if (out.length === 1 && second === Infinity) {
+        second = late.now() + 10;
+        seenAt.push(late.now());
+      }
+      return late.now() >= second ? [...out, { index: 1, harnessId: "h0", reward: 1, success: true, failureTags: [], steps: 1 }] : out;
+    };
+    const status = await waitForRescue("rsc_1", { seen: 1, wait: 20 }, lateStores.deps);
+    expect(status.completed).toBe(2);
+    expect(seenAt[0]).toBeLessThanOrEqual(5_000 + RESCUE_WAIT.looks.maxMs);
+    expect(late.now() - second).toBeLessThanOrEqual(RESCUE_WAIT.looks.firstMs);
+  });
+
+  it("is woken by the store where the workers share its process: answered within a few ms, not at its next look", async () => {
+    const progress = new LocalRescueProgress();
+    const jobs = new MemoryRescueJobStore();
+    await jobs.create(job);
+    const rollouts = new MemoryRolloutStore();
+    const told = tellingStores(rollouts, (id) => progress.stored(id));
+    const deps = { jobs, rollouts, clock: systemClock, progress };
+    const lags: number[] = [];
+    for (const index of [0, 1, 2]) {
+      const answered = waitForRescue("rsc_1", { seen: index, wait: 5 }, deps).then(() => performance.now());
+      await new Promise((r) => setTimeout(r, 400)); // the looks are 126 to 200 ms apart by now
+      const storedAt = performance.now();
+      await told.put("rsc_1", index, makeRollout({ harnessId: "h0" }));
+      lags.push((await answered) - storedAt);
+    }
+    expect(Math.max(...lags)).toBeLessThan(25);
+  });
+});
