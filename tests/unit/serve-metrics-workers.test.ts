@@ -7,7 +7,9 @@ import { ServeMetrics } from "../../functions/local/metrics.ts";
 // Issue 58, item 4: serve's /metrics carries each served model's policy worker's tokens sampled
 // (read from its /healthz at each scrape; their rate is the worker's tokens/s) and whether it answered.
 const servers: Server[] = [];
-afterEach(() => servers.splice(0).forEach((s) => s.close()));
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close();
+});
 
 /** A stand-in worker's /healthz on loopback answering what `reply()` gives at each read. */
 async function worker(reply: () => unknown): Promise<string> {

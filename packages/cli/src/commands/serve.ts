@@ -65,8 +65,7 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
       workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
       ...outbound,
       offers: servedOffers(served?.models ?? [], experimentOffers(experiments)),
-      // The same built-in environments as the workers' thread, so the API lets a rescue name them.
-      builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
+      builtinEnvironments: { embedded: new TextEnvironment(setup.env) }, // as the workers' thread's: the API lets a rescue name them
       log: (line) => process.stderr.write(`${line}\n`),
       ...OBSERVED,
       ...(served ? { policyWorkers: served.workers } : {}),
