@@ -154,6 +154,24 @@ async function runToEnd(id: string, key = runner) {
   return { status, metrics };
 }
 
+/** A done run's report (the paired comparison) and every plot it lists, read over the API as its key. */
+async function expectReportAndPlots(id: string) {
+  await expect.poll(async () => (await call(runner, "GET", `/v1/experiments/${id}/report`)).status, { timeout: 10_000 }).toBe(200);
+  const report = await (await call(runner, "GET", `/v1/experiments/${id}/report`)).text();
+  expect(report).toMatch(/^# Harness-S .*experiment/);
+  const { plots } = (await (await call(runner, "GET", `/v1/experiments/${id}/plots`)).json()) as { plots: { file: string }[] };
+  expect(plots.length).toBeGreaterThan(0);
+  for (const { file } of plots) {
+    const png = await call(runner, "GET", `/v1/experiments/${id}/plots/${file}`);
+    expect([png.status, png.headers.get("content-type")]).toEqual([200, "image/png"]);
+    expect(
+      Buffer.from(await png.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe("PNG");
+  }
+}
+
 /** The experiment records a key has in the table (the API lists none: read it directly). */
 async function recordsOf(keyId: string): Promise<unknown[]> {
   const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.dynamoEndpoint, region: "us-east-1", credentials: localCredentials }));
@@ -212,6 +230,7 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(metrics.summary.arms[1].perSeed[0].rescue).toMatchObject({ triggered: 1, groups: 1 });
     expect(metrics.summary.arms[1].perSeed[0].rolloutBreakdown.rescue).toBeGreaterThan(0);
     dbbenchSummary = metrics.summary;
+    await expectReportAndPlots(id);
     // The run's pool is DBBench's, stored with the run.
     expect((await stack.stores.pools.get(`${id}/pool/1`))?.siblings.map((s) => s.id)).toContain("dbbench-answer-gate");
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
@@ -261,6 +280,7 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     // Every rollout was an episode on the caller's server (one session each).
     expect(status.cost.rollouts).toBeGreaterThan(0);
     expect(counted.sessions - sessionsBefore).toBe(status.cost.rollouts);
+    await expectReportAndPlots(id);
     const pool = await stack.stores.pools.get(`${id}/pool/1`);
     expect(pool).toMatchObject({ base: { id: "h0" }, owner: "k-runner" });
     expect(pool?.siblings.map((s) => s.id)).toEqual(evolution.pool ? (await stack.stores.pools.get(job.id))!.siblings.map((s) => s.id) : []);
@@ -291,6 +311,7 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(status.error).toBeNull();
     expect(status.status).toBe("done");
     expect(metrics.summary.arms.map((a: { name: string }) => a.name)).toEqual(["grpo", "harness-s"]);
+    await expectReportAndPlots(id);
     const server = logged.map((l) => l.match(/appworld: 1 local AppWorld-protocol servers at (http:\/\/[\d.:]+)/)?.[1]).find(Boolean)!;
     expect(server).toBeDefined();
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
