@@ -124,9 +124,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     };
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
-    const { events, metrics } = observability(opts, sqs, wiring);
-    // The workers tell the API's waiting status reads each rollout they store (here or across threads).
-    const progress = new LocalRescueProgress();
+    const { events, metrics, progress } = observability(opts, sqs, wiring);
     workers = await startWorkers({ ...opts, onRolloutStored: (jobId) => progress.stored(jobId) }, wiring, log, events);
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
@@ -174,7 +172,7 @@ async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (
 /**
  * Where a stack's events go: `logger` (without one, the workers' failed records are text lines to
  * `log`, as before); with `metrics`, also into the metrics `/metrics` serves (each queue and its
- * DLQ's depth read at each scrape).
+ * DLQ's depth read at each scrape); and the rescues' progress the workers tell the API of.
  */
 function observability(opts: Pick<LocalStackOptions, "logger" | "metrics" | "policyWorkers">, sqs: SQSClient, wiring: LocalWiring) {
   const queues = Object.entries(wiring.queues).flatMap(([name, q]) => [
@@ -183,7 +181,8 @@ function observability(opts: Pick<LocalStackOptions, "logger" | "metrics" | "pol
   ]);
   const metrics = opts.metrics ? new ServeMetrics(sqs, queues, opts.policyWorkers) : undefined;
   const events: EventLogger | undefined = opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
-  return { events, metrics };
+  // The workers tell the API's waiting status reads each rollout they store (here or across threads): a `?wait` answers at once.
+  return { events, metrics, progress: new LocalRescueProgress() };
 }
 
 /** Where a stack keeps finished runs' reports: `given`, or a folder of its own under the OS temp dir that `remove` deletes (it lives as long as the stack's tables: DynamoDB Local keeps them in memory). */

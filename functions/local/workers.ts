@@ -107,6 +107,15 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
   return { ddb, doc, sqs, stores, queues, consumption };
 }
 
+/** The callers' policies the workers sample rescues and pool evolutions at. */
+const localCallers = (stores: Stores, opts: LocalWorkerOptions) =>
+  new CallerPolicyRunners({
+    endpoints: stores.endpoints,
+    outbound: localOutbound(opts),
+    clock: systemClock,
+    ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
+  });
+
 /** Each worker's own line sink: its events to `logger` when there is one, else `log` as it is. */
 const lineSinks =
   ({ logger, log = () => undefined }: Pick<LocalWorkerOptions, "logger" | "log">) =>
@@ -147,12 +156,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
   };
   try {
     await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }));
-    const callers = new CallerPolicyRunners({
-      endpoints: stores.endpoints,
-      outbound: localOutbound(opts),
-      clock: systemClock,
-      ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
-    });
+    const callers = localCallers(stores, opts);
     const dispatch = createDispatchHandler({
       ...stores,
       rollouts: opts.onRolloutStored ? tellingStores(stores.rollouts, opts.onRolloutStored) : stores.rollouts,
