@@ -122,8 +122,9 @@ class Datum(Strict):
     behaviour_logprobs: list[Annotated[float, Field(le=1e-3)]]
     advantage: float = Field(ge=-1e4, le=1e4)
     # Per-token weights on the advantage (a row re-scored in H0's context, importance-corrected and
-    # truncated by the service); None: all 1.
-    token_weights: list[Annotated[float, Field(ge=0, le=1e4)]] | None = None
+    # truncated by the service at CONTEXT_WEIGHT_BOUND = 2, core's training/context-correction.ts);
+    # None: all 1.
+    token_weights: list[Annotated[float, Field(ge=0, le=2)]] | None = None
     constraint: Constraint | None = None
 
 
