@@ -146,3 +146,14 @@ export function idleCallerPolicies(version: number): CallerPolicies {
     checkEndpoint: async () => undefined,
   };
 }
+
+/** A caller rescue slot's source for dispatch tests: key k-a's endpoint "mine" at version 0, on the built-in embedded environment, one committing tool. */
+export const callerSlotSource = {
+  keyId: "k-a",
+  endpoint: "mine",
+  weightVersion: 0,
+  environment: { kind: "builtin" as const, id: "embedded" as const },
+  task: { id: "t1", family: "app", tags: [], instruction: "", tools: [{ name: "submit", description: "", parameters: {}, submit: true }], reset: {} },
+  system: "",
+  maxTokens: 8,
+};

@@ -4,21 +4,13 @@ import { envelope } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
-import { makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
+import { callerSlotSource, makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
 
 // Issue 54 (the rescue bench at 50 ms a turn): the slots of one SQS batch of one rescue share
 // their store requests: one read of the rescue, one "stored already?" for all, their running
 // places held in one call, their spend added to the rescue and metered to the key in one write
 // each; every slot's rollout is still stored on its own and every spend is metered.
-const caller = {
-  keyId: "k-a",
-  endpoint: "mine",
-  weightVersion: 0,
-  environment: { kind: "builtin" as const, id: "embedded" as const },
-  task: { id: "t1", family: "app", tags: [], instruction: "", tools: [{ name: "submit", description: "", parameters: {}, submit: true }], reset: {} },
-  system: "",
-  maxTokens: 8,
-};
+const caller = callerSlotSource;
 const body = (index: number): RolloutRequestedBody => ({
   jobId: "rsc_1",
   index,

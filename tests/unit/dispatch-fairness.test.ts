@@ -4,20 +4,12 @@ import { MAX_DEFERRALS, envelope, type EnvelopeOf } from "@harness-s/core/messag
 import { ManualClock } from "@harness-s/core";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
 import { CANCEL_CHECK_EVERY, createDispatchHandler } from "../../functions/dispatch/handler.ts";
-import { makeSqsEvent } from "../factories.ts";
+import { callerSlotSource, makeSqsEvent } from "../factories.ts";
 
 // Issue 52, item 4: a caller rollout past its key's running places waits its turn on the queue
 // (sent again, delayed, its deferral counted), a waiting one of a cancelled rescue is dropped at
 // the next check, and one that waited MAX_DEFERRALS times fails its slot with its code.
-const caller = {
-  keyId: "k-a",
-  endpoint: "mine",
-  weightVersion: 0,
-  environment: { kind: "builtin" as const, id: "embedded" as const },
-  task: { id: "t1", family: "app", tags: [], instruction: "", tools: [{ name: "submit", description: "", parameters: {}, submit: true }], reset: {} },
-  system: "",
-  maxTokens: 8,
-};
+const caller = callerSlotSource;
 const body = (index: number): RolloutRequestedBody => ({
   jobId: "rsc_1",
   index,
