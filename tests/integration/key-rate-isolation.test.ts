@@ -85,31 +85,46 @@ function startFlood(connections: number): { stop: () => Promise<Record<string, n
   };
 }
 
+/** One round: alone and beside the flood in turns, a slice of each at a time, so a load that comes and goes on the machine (other test files) weighs on both alike. */
+async function measureRound(counts: Record<string, number>): Promise<{ alone: number; beside: number; floodSeconds: number }> {
+  const alone: number[] = [];
+  const beside: number[] = [];
+  let floodSeconds = 0;
+  for (let slice = 0; slice < 3; slice++) {
+    alone.push(...(await routeLatencies(40)));
+    const floodStarted = performance.now();
+    const running = startFlood(8);
+    await new Promise((r) => setTimeout(r, 500));
+    beside.push(...(await routeLatencies(40)));
+    for (const [status, n] of Object.entries(await running.stop())) counts[status] = (counts[status] ?? 0) + n;
+    floodSeconds += (performance.now() - floodStarted) / 1000;
+  }
+  return { alone: p99(alone), beside: p99(beside), floodSeconds };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 describe("a key flooding past its rate, beside another key", () => {
   it("is refused (429) past its rate while the other key's p99 stays within 2x of its p99 alone", async () => {
     await routeLatencies(20); // warm
-    // Alone and beside the flood in turns, a slice of each at a time: a load that comes and goes on
-    // the machine (other test files) weighs on both alike.
-    const alone: number[] = [];
-    const beside: number[] = [];
+    // Three rounds, and the median of their p99 ratios: a p99 of 120 requests is their second
+    // slowest, which one pause of this 2-core machine's other work can double (CI saw 2.002x once,
+    // where four runs of one round had given 0.8-1.6x); a flood that slows the other key slows it in
+    // every round.
     const counts: Record<string, number> = {};
-    let floodSeconds = 0;
-    for (let slice = 0; slice < 3; slice++) {
-      alone.push(...(await routeLatencies(60)));
-      const floodStarted = performance.now();
-      const running = startFlood(8);
-      await new Promise((r) => setTimeout(r, 500));
-      beside.push(...(await routeLatencies(60)));
-      for (const [status, n] of Object.entries(await running.stop())) counts[status] = (counts[status] ?? 0) + n;
-      floodSeconds += (performance.now() - floodStarted) / 1000;
-    }
+    const rounds = [];
+    for (let round = 0; round < 3; round++) rounds.push(await measureRound(counts));
+    const floodSeconds = rounds.reduce((sum, r) => sum + r.floodSeconds, 0);
     const [limited, served] = [counts["429"] ?? 0, counts["200"] ?? 0];
-    console.log(`p99 alone ${p99(alone).toFixed(1)} ms, beside the flood ${p99(beside).toFixed(1)} ms; the flood's answers ${JSON.stringify(counts)}`);
-    // Served at its rate (5 a second, a burst of 5), the rest refused, each refusal held up to RATE_LIMIT_HOLD_MS.
-    expect(served).toBeLessThanOrEqual(5 * floodSeconds + 3 * 5);
+    const ratios = rounds.map((r) => r.beside / r.alone);
+    console.log(
+      `p99 alone / beside the flood (ms), per round: ${rounds.map((r) => `${r.alone.toFixed(1)} / ${r.beside.toFixed(1)}`).join(", ")}; median ratio ${median(ratios).toFixed(2)}; the flood's answers ${JSON.stringify(counts)}`,
+    );
+    // Served at its rate (5 a second, a burst of 5 each time it starts), the rest refused, each refusal held up to RATE_LIMIT_HOLD_MS.
+    expect(served).toBeLessThanOrEqual(5 * floodSeconds + 9 * 5);
     expect(limited).toBeGreaterThan(2 * served);
     // Held, each connection gets a few answers a second (its wait for the next token, up to 1 s); unheld, ~100.
     expect((limited + served) / (8 * floodSeconds)).toBeLessThan(20);
-    expect(p99(beside)).toBeLessThan(2 * p99(alone));
-  }, 120_000);
+    expect(median(ratios)).toBeLessThan(2);
+  }, 180_000);
 });
