@@ -18,7 +18,7 @@ import { rolloutRunners, type CallerPolicies } from "@harness-s/core/rescue";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
 import { createSqsWorker } from "../../functions/sqs-worker.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
-import { makeSqsEvent } from "../factories.ts";
+import { callerSlotSource, makeSqsEvent } from "../factories.ts";
 
 // Issue 58, items 2 and 4: the correlation id (minted or taken from a valid header, carried by
 // every envelope made on its behalf), the JSON lines (one line, secrets masked, bounded), and the
@@ -179,15 +179,7 @@ describe("a worker's record", () => {
 
   it("of a caller slot failed at once names its code, its reason, its rescue's slots and its correlation id", async () => {
     const jobs = new MemoryRescueJobStore();
-    const caller = {
-      keyId: "k-a",
-      endpoint: "mine",
-      weightVersion: 0,
-      environment: { kind: "builtin" as const, id: "embedded" as const },
-      task: { id: "t1", family: "app", tags: [], instruction: "", tools: [{ name: "submit", description: "", parameters: {}, submit: true }], reset: {} },
-      system: "",
-      maxTokens: 8,
-    };
+    const caller = callerSlotSource;
     await jobs.create({ id: "rsc_1", poolId: "p", taskId: "t1", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 2, expected: 2, createdAt: 0, keyId: "k-a", caller });
     const callers: CallerPolicies = {
       checkEnvironment: async () => undefined,
