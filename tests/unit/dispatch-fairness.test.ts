@@ -21,6 +21,15 @@ const body = (index: number): RolloutRequestedBody => ({
   rescueJob: true,
 });
 
+/** A caller's policies none of these slots may run at. */
+const callersFailing: CallerPolicies = {
+  checkEnvironment: async () => undefined,
+  checkEndpoint: async () => undefined,
+  currentVersion: async () => 0,
+  datums: async () => [],
+  runner: () => Promise.reject(new Error("must not run")),
+};
+
 async function setup() {
   const clock = new ManualClock(1_000);
   const running = new MemoryRescueSlots();
@@ -30,18 +39,11 @@ async function setup() {
   // Every one of the key's running places is taken by other slots.
   for (let i = 0; i < CALLER_ROLLOUT_FAIRNESS.perKeyRunning; i++)
     await running.hold("k-a", `rsc_1:${100 + i}`, 1, CALLER_ROLLOUT_FAIRNESS.perKeyRunning, clock.now(), clock.now() + 60_000);
-  const callers: CallerPolicies = {
-    checkEnvironment: async () => undefined,
-    checkEndpoint: async () => undefined,
-    currentVersion: async () => 0,
-    datums: async () => [],
-    runner: () => Promise.reject(new Error("must not run")),
-  };
   const handler = createDispatchHandler({
     pools: { get: async () => undefined, put: async () => undefined, list: async () => [] },
     tasks: { get: async () => undefined },
     rollouts: new MemoryRolloutStore(),
-    runners: rolloutRunners({ caller: callers }),
+    runners: rolloutRunners({ caller: callersFailing }),
     jobs,
     fairness: { slots: running, clock, requeue },
     log: () => undefined,
@@ -86,5 +88,61 @@ describe("a caller rollout past its key's running places", () => {
     await handler(makeSqsEvent([message(3, 2)]));
     expect(requeue.take()).toHaveLength(0);
     expect((await jobs.get("rsc_1"))!.failures?.[0]).toMatchObject({ index: 3, code: "NOT_FOUND" });
+  });
+});
+
+describe("a caller slot's reads", () => {
+  /** The fairness set-up, with its key's holds let through only when `open()` is called, and the slot's reads counted. */
+  async function gated() {
+    const base = await setup();
+    let open = () => undefined as void;
+    const opened = new Promise<void>((r) => (open = r));
+    const reads: string[] = [];
+    const rollouts = new MemoryRolloutStore();
+    const handler = createDispatchHandler({
+      pools: { get: async () => (reads.push("pool"), undefined), put: async () => undefined, list: async () => [] },
+      tasks: { get: async () => undefined },
+      rollouts: Object.assign(Object.create(rollouts) as MemoryRolloutStore, {
+        has: (j: string, i: number) => (reads.push("has"), rollouts.has(j, i)),
+        getMany: (j: string, i: number[]) => (reads.push("has"), rollouts.getMany(j, i)),
+      }),
+      runners: rolloutRunners({ caller: { ...callersFailing, runner: () => (reads.push("endpoint"), Promise.reject(new Error("no endpoint"))) } }),
+      jobs: Object.assign(Object.create(base.jobs) as MemoryRescueJobStore, { get: (id: string) => (reads.push("job"), base.jobs.get(id)) }),
+      fairness: {
+        slots: Object.assign(Object.create(base.running) as MemoryRescueSlots, {
+          hold: async (...a: Parameters<MemoryRescueSlots["hold"]>) => (await opened, base.running.hold(...a)),
+        }),
+        clock: base.clock,
+        requeue: base.requeue,
+      },
+      log: () => undefined,
+    });
+    return { ...base, handler, reads, open };
+  }
+
+  it("go out beside its hold, before the hold is answered", async () => {
+    const { handler, reads, open, running, jobs } = await gated();
+    await running.release("k-a", "rsc_1:100");
+    const done = handler(makeSqsEvent([message(4)]));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(reads.sort()).toEqual(["endpoint", "has", "job", "pool"]);
+    open();
+    await done;
+    expect((await jobs.get("rsc_1"))!.failures?.[0]).toMatchObject({ index: 4 });
+  });
+
+  it("wait for its hold once a worker has met its key at the limit, so a slot that waits its turn reads nothing", async () => {
+    const { handler, reads, open, requeue, clock } = await gated();
+    open();
+    await handler(makeSqsEvent([message(5)]));
+    expect(requeue.take()).toHaveLength(1);
+    reads.length = 0;
+    await handler(makeSqsEvent([message(6)]));
+    expect(requeue.take()).toHaveLength(1);
+    expect(reads).toEqual([]);
+    // Past `holdFirstMs` its reads go beside its hold again.
+    clock.advance(CALLER_ROLLOUT_FAIRNESS.holdFirstMs);
+    await handler(makeSqsEvent([message(7)]));
+    expect(reads.length).toBeGreaterThan(0);
   });
 });

@@ -37,9 +37,10 @@ export interface DispatchDeps {
  * a delay of about `deferSeconds.first`, twice as long each time up to `deferSeconds.max`, each
  * spread by ±50% so a key's waiting rollouts do not all come back at once). A running rollout's
  * hold lapses after `holdMs` (the dispatch function's 5-minute timeout and a margin) when its end
- * is never seen.
+ * is never seen. A slot's reads go out beside its hold, except for `holdFirstMs` after a worker
+ * found its key at the limit: then its slots read only once held (one that waits costs no read).
  */
-export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 5, max: 60 } } as const;
+export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 5, max: 60 }, holdFirstMs: 10_000 } as const;
 
 /**
  * How long a message waits after its `deferrals`-th deferral (0 for the first), in whole seconds
@@ -64,7 +65,25 @@ async function holdRunning(body: RolloutRequestedBody, keyId: string, running: D
     if (err instanceof ConflictError) return false;
     throw err;
   });
+  if (!held) limitSeen(running).set(keyId, running.clock.now());
   return held ? { release: () => running.slots.release(keyId, id) } : undefined;
+}
+
+/** When this worker last found each key at its limit, per `running` (bounded: entries past `holdFirstMs` are dropped as it grows). */
+const LIMIT_SEEN = new WeakMap<NonNullable<DispatchDeps["running"]>, Map<string, number>>();
+const LIMIT_SEEN_KEYS = 1024;
+
+function limitSeen(running: NonNullable<DispatchDeps["running"]>): Map<string, number> {
+  const seen = LIMIT_SEEN.get(running) ?? new Map<string, number>();
+  LIMIT_SEEN.set(running, seen);
+  if (seen.size >= LIMIT_SEEN_KEYS) for (const [key, at] of seen) if (running.clock.now() - at >= CALLER_ROLLOUT_FAIRNESS.holdFirstMs) seen.delete(key);
+  return seen;
+}
+
+/** Whether this key's slots read only once held: its limit was met here within `holdFirstMs`. */
+function holdsFirst(keyId: string, running: DispatchDeps["running"]): boolean {
+  const at = running && LIMIT_SEEN.get(running)?.get(keyId);
+  return at !== undefined && running!.clock.now() - at < CALLER_ROLLOUT_FAIRNESS.holdFirstMs;
 }
 
 type Outcome = "stored" | "duplicate" | "cancelled" | "over-budget" | "failed" | "deferred";
@@ -97,28 +116,38 @@ async function runServiceSlot(body: RequestOf<"service">, deps: DispatchDeps): P
 
 /** A caller rescue's slot: it waits its turn among its key's running places, then runs there. */
 async function runCallerSlot(body: RequestOf<"caller">, deps: DispatchDeps): Promise<Outcome> {
-  // A key's running places are asked first: a rollout that waits its turn costs no other read (its
-  // worker checks now and then whether its rescue was cancelled meanwhile).
+  const spent: RolloutSpend = { policyTokens: 0, policyMs: 0, environmentMs: 0 };
+  // Its reads go beside its hold (a round trip less before its run), unless its key was met at its
+  // limit here lately: then it holds first, so a rollout that waits its turn costs no other read.
+  const early = holdsFirst(body.source.keyId, deps.running) ? undefined : startSlotReads(body, deps, spent);
   const lease = await holdRunning(body, body.source.keyId, deps.running);
   if (!lease) return "deferred";
   try {
-    return await runHeldCallerRollout(body, deps);
+    return await runHeldCallerRollout(body, deps, spent, early ?? startSlotReads(body, deps, spent));
   } finally {
     await lease.release().catch(() => undefined);
   }
 }
 
+/** What a caller slot reads before it runs: stored already? its rescue's record; what it runs with (the pool's harness, the task, the endpoint). */
+function startSlotReads(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend) {
+  const reads = {
+    duplicate: deps.rollouts.has(body.jobId, body.index),
+    job: deps.jobs ? deps.jobs.get(body.jobId) : Promise.resolve(undefined),
+    prepared: prepareCallerRollout(body, deps, spent),
+  };
+  // Each is awaited below unless the slot ends first (deferred, a duplicate, cancelled).
+  for (const read of Object.values(reads)) (read as Promise<unknown>).catch(() => undefined);
+  return reads;
+}
+
 /**
  * A caller rescue's slot holding one of its key's running places: run, or failed at once with its
- * code. The slot's checks (stored already? cancelled? over budget?) and what it runs with (the
- * pool's harness, the task, the endpoint) are read at once, not one after another; so are its
- * rollout and its spend written.
+ * code. The slot's checks (stored already? cancelled? over budget?) and what it runs with are
+ * read at once, not one after another (`reads`); so are its rollout and its spend written.
  */
-async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps): Promise<Outcome> {
-  const spent: RolloutSpend = { policyTokens: 0, policyMs: 0, environmentMs: 0 };
-  const prepared = prepareCallerRollout(body, deps, spent);
-  prepared.catch(() => undefined); // awaited below unless the checks end the slot first
-  const [duplicate, job] = await Promise.all([deps.rollouts.has(body.jobId, body.index), deps.jobs?.get(body.jobId)]);
+async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend, reads: ReturnType<typeof startSlotReads>): Promise<Outcome> {
+  const [duplicate, job] = await Promise.all([reads.duplicate, reads.job]);
   if (duplicate) return "duplicate";
   if (job?.cancelledAt !== undefined) return "cancelled";
   const exhausted = budgetExhausted(body.source.budget, job);
@@ -128,7 +157,7 @@ async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDep
   }
   let rollout: Rollout;
   try {
-    const { run, task, harness } = await prepared;
+    const { run, task, harness } = await reads.prepared;
     rollout = await run(task, harness, body.seed);
   } catch (err) {
     const failure = slotFailure(err);
