@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { systemClock, type Clock } from "@harness-s/core";
 import { LocalRescueProgress, RESCUE_WAIT, tellingStores, waitForRescue, type RescueJob } from "@harness-s/core/rescue";
-import { MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
 import { makeRollout } from "../factories.ts";
 
 // Issue 54 (bench): a status read's long poll backs off (RESCUE_WAIT.looks) so a long wait costs
@@ -91,5 +91,30 @@ describe("a rescue status read's long poll", () => {
       lags.push((await answered) - storedAt);
     }
     expect(Math.max(...lags)).toBeLessThan(25);
+  });
+
+  it("gives a finished rescue's slots back to its key beside its record's read, not after it", async () => {
+    const clock = virtualClock();
+    const jobs = new MemoryRescueJobStore();
+    await jobs.create({ ...job, keyId: "k-a" });
+    const order: string[] = [];
+    const summaries = [0, 1, 2].map((index) => ({ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }));
+    let looks = 0;
+    const rollouts = { summaries: async () => (++looks > 1 ? summaries : []) } as unknown as MemoryRolloutStore;
+    let recordReads = 0;
+    const gatedJobs = Object.assign(Object.create(jobs), {
+      // The first read answers at once; the one after the last slot is stored waits until the slots are given back.
+      get: async (id: string) => {
+        if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
+        order.push("record");
+        return jobs.get(id);
+      },
+    }) as MemoryRescueJobStore;
+    const rescueSlots = new MemoryRescueSlots();
+    const release = rescueSlots.release.bind(rescueSlots);
+    rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
+    const status = await waitForRescue("rsc_1", { seen: 0, wait: 5 }, { jobs: gatedJobs, rollouts, clock, rescueSlots });
+    expect(status.status).toBe("done");
+    expect(order).toEqual(["record", "release", "record"]);
   });
 });

@@ -33,9 +33,18 @@ export async function rescueStatus(
   deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
+  return (await readStatus(id, deps, key)).status;
+}
+
+/** A rescue's status, with the key that started it (what a waiting read releases its slots for). */
+async function readStatus(
+  id: string,
+  deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
+  key?: { id: string; scopes: readonly string[] },
+): Promise<{ status: RescueStatus; keyId: string | undefined }> {
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
   const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
-  return statusOf(id, job, stored, deps, key);
+  return { status: await statusOf(id, job, stored, deps, key), keyId: job?.keyId };
 }
 
 /** A rescue's status from its record and its stored rollouts' summaries, as read. */
@@ -45,6 +54,7 @@ async function statusOf(
   stored: readonly RolloutSummary[],
   deps: { rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
+  released?: Promise<void>,
 ): Promise<RescueStatus> {
   if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
   const rewards = stored.map((r) => r.reward);
@@ -52,7 +62,7 @@ async function statusOf(
   const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
   const status = stored.length >= job.expected ? "done" : job.cancelledAt !== undefined ? "cancelled" : stored.length + failed.length >= job.expected ? "failed" : "running";
   // Its end seen: its slots go back to its key (else its hold expires by itself).
-  if (status !== "running" && job.keyId !== undefined) await deps.rescueSlots?.release(job.keyId, job.id);
+  if (status !== "running" && job.keyId !== undefined) await (released ?? deps.rescueSlots?.release(job.keyId, job.id));
   return {
     job: { id: job.id, poolId: job.poolId, taskId: job.taskId, chosen: job.chosen, expected: job.expected },
     status,
@@ -109,7 +119,7 @@ export async function waitForRescue(
   let woken = new AbortController();
   const unwatch = (deps.progress ?? unheardProgress).watch(id, () => woken.abort());
   try {
-    let status = await rescueStatus(id, deps, key);
+    let { status, keyId } = await readStatus(id, deps, key);
     let recordAt = deps.clock.now();
     for (let waitMs = nextLookMs(0, false); ; ) {
       if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
@@ -119,12 +129,15 @@ export async function waitForRescue(
       const before = status;
       // Most looks read the summaries alone (one request); the record too when one more is stored, or when it was last read `recordMs` ago.
       if (deps.clock.now() - recordAt >= RESCUE_WAIT.recordMs) {
-        status = await rescueStatus(id, deps, key);
+        ({ status, keyId } = await readStatus(id, deps, key));
         recordAt = deps.clock.now();
       } else {
         const stored = await deps.rollouts.summaries(id);
         if (stored.length > status.completed) {
-          status = await statusOf(id, await deps.jobs.get(id), stored, deps, key);
+          // Every slot stored: it is done whatever its record says, so its slots go back beside the record's read.
+          const released = stored.length >= status.job.expected && keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
+          released?.catch(() => undefined); // awaited by statusOf
+          status = await statusOf(id, await deps.jobs.get(id), stored, deps, key, released);
           recordAt = deps.clock.now();
         }
       }
