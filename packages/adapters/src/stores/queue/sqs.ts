@@ -10,8 +10,9 @@ export const SQS_MAX_DELAY_SECONDS = 900;
  * Sends validated envelopes to one SQS queue (batches of up to 10, as SQS allows). A message with
  * a payer goes with its key as `MessageGroupId`: on a standard queue that makes it an SQS fair
  * queue, where a key with a backlog (many messages in flight) does not hold back another key's
- * messages. A failure after some batches went out is a {@link PartialSendError} naming the
- * envelope ids that were and were not queued; a failure before any went out is the queue's own error.
+ * messages. The batches go out at once; when some went out and others failed (or SQS refused some
+ * of their entries) it is a {@link PartialSendError} naming the envelope ids that were and were
+ * not queued; when none went out, the queue's own error.
  */
 export class SqsQueue implements MessageQueue {
   constructor(
@@ -25,30 +26,36 @@ export class SqsQueue implements MessageQueue {
       const parsed = Envelope.safeParse(m);
       if (!parsed.success) throw new ValidationError("queue message", formatIssues(parsed.error.issues));
     }
-    const queued: string[] = [];
-    for (let i = 0; i < messages.length; i += 10) {
-      const batch = messages.slice(i, i + 10);
-      const rest = messages.slice(i + 10).map((m) => m.id);
-      let failed: Set<number>;
-      try {
-        const out = await aws("send messages", () =>
-          this.sqs.send(
-            new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m), ...delay, ...tenantOf(m) })) }),
-          ),
-        );
-        failed = new Set((out.Failed ?? []).map((f) => Number(f.Id)));
-        if (failed.size > 0) {
-          const cause = new StoreUnavailableError(`SQS refused ${failed.size} of ${batch.length} messages: ${(out.Failed ?? []).map((f) => f.Message).join("; ")}`);
-          for (const [j, m] of batch.entries()) if (!failed.has(j)) queued.push(m.id);
-          throw new PartialSendError(queued, [...batch.filter((_, j) => failed.has(j)).map((m) => m.id), ...rest], { cause });
-        }
-      } catch (err) {
-        if (err instanceof PartialSendError) throw err;
-        if (queued.length === 0) throw err;
-        throw new PartialSendError(queued, [...batch.map((m) => m.id), ...rest], { cause: err });
-      }
-      queued.push(...batch.map((m) => m.id));
-    }
+    const batches = Array.from({ length: Math.ceil(messages.length / 10) }, (_, i) => messages.slice(i * 10, i * 10 + 10));
+    // The batches go out together: a rescue of 32 rollouts waits one round trip to SQS, not four.
+    const sent = await Promise.allSettled(batches.map((batch) => this.sendBatch(batch, delay)));
+    const queued = batches.flatMap((batch, i) => {
+      const out = sent[i]!;
+      return out.status === "fulfilled" ? batch.filter((_, j) => !out.value.has(j)).map((m) => m.id) : [];
+    });
+    if (queued.length === messages.length) return;
+    const firstFailure = sent.find((out) => out.status === "rejected");
+    const refused = sent.flatMap((out, i) =>
+      out.status === "fulfilled" && out.value.size ? [`SQS refused ${out.value.size} of ${batches[i]!.length} messages: ${[...out.value.values()].join("; ")}`] : [],
+    );
+    if (queued.length === 0 && firstFailure) throw firstFailure.reason;
+    const cause = firstFailure?.reason ?? new StoreUnavailableError(refused.join("; "));
+    const done = new Set(queued);
+    throw new PartialSendError(
+      queued,
+      messages.filter((m) => !done.has(m.id)).map((m) => m.id),
+      { cause },
+    );
+  }
+
+  /** One SendMessageBatch; the positions in `batch` SQS refused, with why (each entry's `Id` is its position). */
+  private async sendBatch(batch: Envelope[], delay: { DelaySeconds?: number }): Promise<Map<number, string>> {
+    const out = await aws("send messages", () =>
+      this.sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: this.url, Entries: batch.map((m, j) => ({ Id: String(j), MessageBody: JSON.stringify(m), ...delay, ...tenantOf(m) })) }),
+      ),
+    );
+    return new Map((out.Failed ?? []).map((f) => [Number(f.Id), f.Message ?? f.Code ?? "refused"]));
   }
 
   async approximateCount(): Promise<{ visible: number; inFlight: number }> {
