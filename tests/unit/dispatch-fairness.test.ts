@@ -30,7 +30,10 @@ const callersFailing: CallerPolicies = {
   runner: () => Promise.reject(new Error("must not run")),
 };
 
-async function setup() {
+type DispatchHandlerDeps = Parameters<typeof createDispatchHandler>[0];
+
+/** A key at its limit of running places, one rescue of 8 recorded; `adapt` may wrap the handler's deps. */
+async function setup(adapt: (deps: DispatchHandlerDeps) => DispatchHandlerDeps = (deps) => deps) {
   const clock = new ManualClock(1_000);
   const running = new MemoryRescueSlots();
   const jobs = new MemoryRescueJobStore();
@@ -39,15 +42,17 @@ async function setup() {
   // Every one of the key's running places is taken by other slots.
   for (let i = 0; i < CALLER_ROLLOUT_FAIRNESS.perKeyRunning; i++)
     await running.hold("k-a", `rsc_1:${100 + i}`, 1, CALLER_ROLLOUT_FAIRNESS.perKeyRunning, clock.now(), clock.now() + 60_000);
-  const handler = createDispatchHandler({
-    pools: { get: async () => undefined, put: async () => undefined, list: async () => [] },
-    tasks: { get: async () => undefined },
-    rollouts: new MemoryRolloutStore(),
-    runners: rolloutRunners({ caller: callersFailing }),
-    jobs,
-    fairness: { slots: running, clock, requeue },
-    log: () => undefined,
-  });
+  const handler = createDispatchHandler(
+    adapt({
+      pools: { get: async () => undefined, put: async () => undefined, list: async () => [] },
+      tasks: { get: async () => undefined },
+      rollouts: new MemoryRolloutStore(),
+      runners: rolloutRunners({ caller: callersFailing }),
+      jobs,
+      fairness: { slots: running, clock, requeue },
+      log: () => undefined,
+    }),
+  );
   return { handler, jobs, requeue, running, clock };
 }
 
@@ -94,30 +99,33 @@ describe("a caller rollout past its key's running places", () => {
 describe("a caller slot's reads", () => {
   /** The fairness set-up, with its key's holds let through only when `open()` is called, and the slot's reads counted. */
   async function gated() {
-    const base = await setup();
     let open = () => undefined as void;
     const opened = new Promise<void>((r) => (open = r));
     const reads: string[] = [];
-    const rollouts = new MemoryRolloutStore();
-    const handler = createDispatchHandler({
-      pools: { get: async () => (reads.push("pool"), undefined), put: async () => undefined, list: async () => [] },
-      tasks: { get: async () => undefined },
-      rollouts: Object.assign(Object.create(rollouts) as MemoryRolloutStore, {
-        has: (j: string, i: number) => (reads.push("has"), rollouts.has(j, i)),
-        getMany: (j: string, i: number[]) => (reads.push("has"), rollouts.getMany(j, i)),
-      }),
+    const counted = <T extends object>(store: T, methods: Record<string, string>) =>
+      Object.assign(
+        Object.create(store) as T,
+        Object.fromEntries(
+          Object.entries(methods).map(([method, read]) => [
+            method,
+            (...a: unknown[]) => (reads.push(read), (store as Record<string, (...a: unknown[]) => unknown>)[method]!(...a)),
+          ]),
+        ),
+      );
+    const base = await setup((deps) => ({
+      ...deps,
+      pools: counted(deps.pools, { get: "pool" }),
+      rollouts: counted(deps.rollouts, { has: "has", getMany: "has" }),
       runners: rolloutRunners({ caller: { ...callersFailing, runner: () => (reads.push("endpoint"), Promise.reject(new Error("no endpoint"))) } }),
-      jobs: Object.assign(Object.create(base.jobs) as MemoryRescueJobStore, { get: (id: string) => (reads.push("job"), base.jobs.get(id)) }),
+      jobs: counted(deps.jobs!, { get: "job" }),
       fairness: {
-        slots: Object.assign(Object.create(base.running) as MemoryRescueSlots, {
-          hold: async (...a: Parameters<MemoryRescueSlots["hold"]>) => (await opened, base.running.hold(...a)),
+        ...deps.fairness!,
+        slots: Object.assign(Object.create(deps.fairness!.slots) as MemoryRescueSlots, {
+          hold: async (...a: Parameters<MemoryRescueSlots["hold"]>) => (await opened, deps.fairness!.slots.hold(...a)),
         }),
-        clock: base.clock,
-        requeue: base.requeue,
       },
-      log: () => undefined,
-    });
-    return { ...base, handler, reads, open };
+    }));
+    return { ...base, reads, open };
   }
 
   it("go out beside its hold, before the hold is answered", async () => {
