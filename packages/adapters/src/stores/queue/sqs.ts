@@ -29,23 +29,19 @@ export class SqsQueue implements MessageQueue {
     const batches = Array.from({ length: Math.ceil(messages.length / 10) }, (_, i) => messages.slice(i * 10, i * 10 + 10));
     // The batches go out together: a rescue of 32 rollouts waits one round trip to SQS, not four.
     const sent = await Promise.allSettled(batches.map((batch) => this.sendBatch(batch, delay)));
-    const queued = batches.flatMap((batch, i) => {
+    const queued: string[] = [];
+    const notQueued: string[] = [];
+    for (const [i, batch] of batches.entries()) {
       const out = sent[i]!;
-      return out.status === "fulfilled" ? batch.filter((_, j) => !out.value.has(j)).map((m) => m.id) : [];
-    });
-    if (queued.length === messages.length) return;
+      for (const [j, m] of batch.entries()) (out.status === "fulfilled" && !out.value.has(j) ? queued : notQueued).push(m.id);
+    }
+    if (notQueued.length === 0) return;
     const firstFailure = sent.find((out) => out.status === "rejected");
+    if (queued.length === 0 && firstFailure) throw firstFailure.reason;
     const refused = sent.flatMap((out, i) =>
       out.status === "fulfilled" && out.value.size ? [`SQS refused ${out.value.size} of ${batches[i]!.length} messages: ${[...out.value.values()].join("; ")}`] : [],
     );
-    if (queued.length === 0 && firstFailure) throw firstFailure.reason;
-    const cause = firstFailure?.reason ?? new StoreUnavailableError(refused.join("; "));
-    const done = new Set(queued);
-    throw new PartialSendError(
-      queued,
-      messages.filter((m) => !done.has(m.id)).map((m) => m.id),
-      { cause },
-    );
+    throw new PartialSendError(queued, notQueued, { cause: firstFailure?.reason ?? new StoreUnavailableError(refused.join("; ")) });
   }
 
   /** One SendMessageBatch; the positions in `batch` SQS refused, with why (each entry's `Id` is its position). */
