@@ -37,6 +37,28 @@ describe("the coordinator use-case", () => {
     expect(coordinator.take().map((m: Envelope) => m.type)).toEqual(["experiment.requested"]);
   }, 60_000);
 
+  it("a finished run's usage and its place in the quotes' basis are metered before it is saved done", async () => {
+    // Prepare: a store that notes, at the save that ends the run, what the meter already holds.
+    const clock = systemClock;
+    const meter = new MemoryUsageMeter();
+    const experiments = new MemoryExperimentStore();
+    const atEnd: { job: number; basis: number }[] = [];
+    const save = experiments.save.bind(experiments);
+    experiments.save = async (record) => {
+      if (record.status === "done") atEnd.push({ job: (await meter.job(record.id)).rollouts, basis: (await meter.get(QUOTE_BASIS_KEY)).requests });
+      return save(record);
+    };
+    await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock, newId: () => "e-order" });
+    // Act
+    await runExperimentJob("e-order", { experiments, clock, meter, prepare: async () => setup });
+    // Assess: a reader that sees it done sees its rollouts metered and a quote resting on it; its compute time is the one metered.
+    const stored = (await experiments.get("e-order"))!;
+    expect(stored.usage.rollouts).toBeGreaterThan(0);
+    expect(atEnd).toEqual([{ job: stored.usage.rollouts, basis: 1 }]);
+    expect(stored.usage.computeMs).toBeGreaterThan(0);
+    expect((await meter.job("e-order")).computeMs).toBe(stored.usage.computeMs);
+  }, 60_000);
+
   it("a run whose setup fails is marked failed with the reason, and is not retried forever", async () => {
     const experiments = new MemoryExperimentStore();
     await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e2" });

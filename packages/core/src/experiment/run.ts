@@ -108,6 +108,8 @@ class ExperimentRun {
   private cancelled: boolean;
   private cancelCheck: Promise<void> | undefined;
   private persisted: Promise<void> = Promise.resolve();
+  /** When the attempt's usage was metered: the record's compute time stops there too. */
+  private endedAt: number | undefined;
 
   constructor(
     claimed: ExperimentRecord,
@@ -124,19 +126,38 @@ class ExperimentRun {
 
   async execute(): Promise<ExperimentRecord> {
     const { record, deps } = this;
+    /** The run's last write; none when it goes on later (re-queued). */
+    let ending: Partial<ExperimentRecord> | undefined;
     try {
       // A run cancelled while it waited in the queue ends without preparing anything.
       const outcome: ExperimentOutcome = this.cancelled ? { kind: "stopped", reason: CANCELLED, remaining: 0 } : await this.attempt();
-      if (outcome.kind === "done") await this.end({ status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } });
-      else if (outcome.kind === "stopped") await this.persisted.catch(() => undefined).then(() => this.end(stoppedBy(outcome.reason, record)));
-      else await continueLater(record, outcome.remaining, this.save, this.persisted, deps.continueOn!);
+      if (outcome.kind === "done") ending = { status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } };
+      else if (outcome.kind === "stopped") ending = await this.persisted.catch(() => undefined).then(() => stoppedBy(outcome.reason, record));
+      else {
+        this.endedAt = deps.clock.now();
+        await continueLater(record, outcome.remaining, this.save, this.persisted, deps.continueOn!);
+      }
     } catch (err) {
       await this.persisted.catch(() => undefined);
-      await this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) });
+      ending = { status: "failed", error: err instanceof Error ? err.message : String(err) };
     }
-    await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - this.rolloutsBefore, computeMs: record.usage.computeMs - this.computeBefore }, { jobId: record.id });
-    if (record.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter, deps.unbilled?.() ?? {}).catch(logFailure(this.logger, `quote basis after ${record.id}`));
+    // Its usage is metered, and a done run joins the quotes' basis, before its end is written: a
+    // reader that sees it ended sees what it used, and a quote asked then rests on it.
+    await this.meterAttempt();
+    if (!ending) return record;
+    if (ending.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter, deps.unbilled?.() ?? {}).catch(logFailure(this.logger, `quote basis after ${record.id}`));
+    const last = ending;
+    await this.end(last).catch((err: unknown) =>
+      last.status === "failed" ? Promise.reject(err) : this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) }),
+    );
     return record;
+  }
+
+  /** What this attempt used (its rollouts, and its compute time to `endedAt`, now if unset), metered to its key and the run. */
+  private async meterAttempt(): Promise<void> {
+    const { record, deps } = this;
+    this.endedAt ??= deps.clock.now();
+    await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - this.rolloutsBefore, computeMs: this.endedAt - this.started }, { jobId: record.id });
   }
 
   /** Asks the store after each step whether the run was cancelled (one read in flight at a time). */
@@ -153,7 +174,10 @@ class ExperimentRun {
   /** Applies `patch` now and writes the whole record after every earlier write (no stale overwrite). */
   private readonly save = (patch: Partial<ExperimentRecord>): Promise<void> => {
     const { record, deps } = this;
-    Object.assign(record, patch, { updatedAt: deps.clock.now(), usage: { rollouts: record.usage.rollouts, computeMs: this.computeBefore + deps.clock.now() - this.started } });
+    Object.assign(record, patch, {
+      updatedAt: deps.clock.now(),
+      usage: { rollouts: record.usage.rollouts, computeMs: this.computeBefore + (this.endedAt ?? deps.clock.now()) - this.started },
+    });
     record.leaseUntil = record.status === "running" ? deps.clock.now() + this.leaseMs : undefined;
     const snapshot = ExperimentRecord.parse(record);
     this.persisted = this.persisted.catch(() => undefined).then(() => deps.experiments.save(snapshot));
