@@ -125,7 +125,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
     const { events, metrics, progress } = observability(opts, sqs, wiring);
-    workers = await startWorkers({ ...opts, onRolloutStored: (jobId) => progress.stored(jobId) }, wiring, log, events);
+    workers = await startWorkers({ ...opts, onRolloutStored: (jobId, index) => progress.stored(jobId, index) }, wiring, log, events);
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,

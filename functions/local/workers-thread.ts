@@ -16,20 +16,25 @@ export interface WorkersThreadSpec {
 /** How long the workers may take to stop (a poll in flight, a training step) before the thread is terminated. */
 const STOP_GRACE_MS = 5_000;
 
-type FromThread = { kind: "ready" } | { kind: "error"; message: string } | { kind: "log"; line: string } | { kind: "event"; fields: LogEvent } | { kind: "stored"; jobId: string };
+type FromThread =
+  | { kind: "ready" }
+  | { kind: "error"; message: string }
+  | { kind: "log"; line: string }
+  | { kind: "event"; fields: LogEvent }
+  | { kind: "stored"; jobId: string; index: number };
 
 /**
  * Starts the workers' thread and resolves once its pollers run. A thread that ends without being
  * asked to is started again a second later (what it was running is redelivered by its queues).
  * With `events`, the thread's workers' events reach it here (to be written and counted on this thread);
- * `onStored` hears each rollout its dispatch worker stores, by its job.
+ * `onStored` hears each rollout its dispatch worker stores, by its job and slot.
  */
 export async function startWorkersThread(
   spec: WorkersThreadSpec,
   wiring: LocalWiring,
   log: (line: string) => void,
   events?: EventLogger,
-  onStored?: (jobId: string) => void,
+  onStored?: (jobId: string, index: number) => void,
 ): Promise<{ stop: () => Promise<void> }> {
   let stopping = false;
   let current: Worker;
@@ -38,7 +43,7 @@ export async function startWorkersThread(
       const w = new Worker(spec.module, { workerData: { wiring, data: spec.data, events: events !== undefined } });
       let ready = false;
       w.on("message", (m: FromThread) => {
-        if (m.kind === "stored") onStored?.(m.jobId);
+        if (m.kind === "stored") onStored?.(m.jobId, m.index);
         else if (m.kind === "log") log(m.line);
         else if (m.kind === "event") events?.event(m.fields);
         else if (m.kind === "ready") {
@@ -92,7 +97,7 @@ export async function runWorkersThread(build: (data: unknown) => Promise<LocalWo
     const workers = await startLocalWorkers(wiring, {
       ...opts,
       log: (line) => post({ kind: "log", line }),
-      onRolloutStored: (jobId) => post({ kind: "stored", jobId }),
+      onRolloutStored: (jobId, index) => post({ kind: "stored", jobId, index }),
       ...(events ? { logger: { event: (fields) => post({ kind: "event", fields }) } } : {}),
     });
     port.on("message", async (m) => {

@@ -19,6 +19,7 @@ import {
   type CallerPoliciesDeps,
   type OutboundPolicy,
   type PanelRouting,
+  type RolloutWrites,
   type TableNames,
 } from "@harness-s/adapters";
 import { renderExperimentReport } from "@harness-s/adapters/report";
@@ -46,6 +47,12 @@ export type WorkerQueues = Record<WorkerName, { url: string; dlqUrl: string; que
 export const LOCAL_COORDINATOR_SLICE_MS = 10_000;
 /** Decisions' time to live in a local stack's table. */
 export const LOCAL_DECISION_TTL_SECONDS = 7 * 24 * 3600;
+/**
+ * How a local stack writes rollouts: a rescue's that end together in one request (its store,
+ * DynamoDB Local, shares the machine, where requests are the cost); the cloud's write each on
+ * its own, the fewest write units (`ROLLOUT_WRITES`).
+ */
+export const LOCAL_ROLLOUT_WRITES: RolloutWrites = "grouped";
 
 /** Where a local stack's workers find its tables and queues: plain data, so another thread can be handed it. */
 export interface LocalWiring {
@@ -81,8 +88,8 @@ export interface LocalWorkerOptions {
   /** The LLM proposer of pool evolutions, with its key; none: the template proposer. */
   poolProposer?: { config: PoolProposerConfig; apiKey?: string };
   log?: (line: string) => void;
-  /** Hears each rollout the dispatch worker stores, by its job (serve: a status read waiting on that rescue looks at once). */
-  onRolloutStored?: (jobId: string) => void;
+  /** Hears each rollout the dispatch worker stores, by its job and slot (serve: a status read waiting on that rescue looks when told). */
+  onRolloutStored?: (jobId: string, index: number) => void;
   /** Where each worker's events go (one `queue.record` per record; a handler's or poller's note as `worker.note`); none: failed records as text to `log`. */
   logger?: EventLogger;
 }
@@ -101,7 +108,7 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
     { dynamo: { ...local, endpoint: wiring.dynamoEndpoint }, sqs: { ...local, endpoint: wiring.sqsEndpoint } },
     consumption,
   );
-  const stores = dynamoStores(doc, wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS });
+  const stores = dynamoStores(doc, wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS, rolloutWrites: LOCAL_ROLLOUT_WRITES });
   const queue = (name: WorkerName) => ({ ...wiring.queues[name], queue: new SqsQueue(sqs, wiring.queues[name].url) });
   const queues: WorkerQueues = { profile: queue("profile"), dispatch: queue("dispatch"), vote: queue("vote"), coordinator: queue("coordinator") };
   return { ddb, doc, sqs, stores, queues, consumption };

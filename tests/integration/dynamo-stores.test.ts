@@ -5,6 +5,7 @@ import { StoreUnavailableError, createPool } from "@harness-s/core";
 import { DynamoGatewayEpisodeStore, DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
 import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 import { storeContract } from "../contract/stores.contract.ts";
+import { rolloutStoreContract } from "../contract/rollouts.contract.ts";
 import { makeSpec } from "../factories.ts";
 
 let client: DynamoDBClient;
@@ -23,6 +24,12 @@ storeContract("DynamoDB Local", async (clock) => {
   const names = tableNames(`t${++run}-`);
   await createTables(client, names);
   return dynamoStores(doc, names, { decisionTtlSeconds: 3600, ...(clock ? { clock } : {}) });
+});
+
+rolloutStoreContract("DynamoDB Local, a rescue's rollouts written together", async () => {
+  const names = tableNames(`r${++run}-`);
+  await createTables(client, names);
+  return { rollouts: new DynamoRolloutStore(doc, names, "grouped") };
 });
 
 gatewayEpisodeStoreContract("DynamoDB Local", async () => {
@@ -103,5 +110,27 @@ describe("DynamoRolloutStore chunking", () => {
     // Assess
     expect([stored, again]).toEqual(["stored", "duplicate"]);
     expect(used.map((u) => u.dynamoWriteUnits)).toEqual([1, 1]);
+  }, 60_000);
+
+  it("grouped: a rescue's rollouts that end together go in one request; one stored already costs one request more", async () => {
+    // Prepare
+    const { bigRollout } = await import("../contract/rollouts.contract.ts");
+    const names = tableNames("grouped-");
+    await createTables(client, names);
+    const counted = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+    let requests = 0;
+    counted.middlewareStack.add((next) => (args) => (requests++, next(args)), { step: "initialize" });
+    const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(counted), names, "grouped");
+    // Act
+    const first = await Promise.all(Array.from({ length: 10 }, (_, i) => store.put("job", i, bigRollout(3, i))));
+    const firstRequests = requests;
+    const second = await Promise.all([10, 11, 4].map((i) => store.put("job", i, bigRollout(3, i))));
+    counted.destroy();
+    // Assess
+    expect(first).toEqual(Array(10).fill("stored"));
+    expect(firstRequests).toBe(1);
+    expect(second).toEqual(["stored", "stored", "duplicate"]);
+    expect(requests - firstRequests).toBe(2);
+    expect((await store.list("job")).map((r) => r.index)).toEqual(Array.from({ length: 12 }, (_, i) => i));
   }, 60_000);
 });

@@ -6,7 +6,8 @@ import { makeRollout } from "../factories.ts";
 
 // Issue 54 (bench): a status read's long poll backs off (RESCUE_WAIT.looks) so a long wait costs
 // about a hundred looks, sees a change within its first bound, and where the dispatch workers
-// share its process (serve) is woken by the rollout's store instead of looking.
+// share its process (serve) is woken by the rollout's store instead of looking, and looks only
+// once what it was told answers its `seen`.
 const job: RescueJob = { id: "rsc_1", poolId: "p", taskId: "t", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 3, expected: 3, createdAt: 0 };
 
 /** A clock whose sleeps pass at once in virtual time (an aborted one passes none). */
@@ -80,7 +81,7 @@ describe("a rescue status read's long poll", () => {
     const jobs = new MemoryRescueJobStore();
     await jobs.create(job);
     const rollouts = new MemoryRolloutStore();
-    const told = tellingStores(rollouts, (id) => progress.stored(id));
+    const told = tellingStores(rollouts, (id, index) => progress.stored(id, index));
     const deps = { jobs, rollouts, clock: systemClock, progress };
     const lags: number[] = [];
     for (const index of [0, 1, 2]) {
@@ -115,6 +116,58 @@ describe("a rescue status read's long poll", () => {
     rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
     const status = await waitForRescue("rsc_1", { seen: 0, wait: 5 }, { jobs: gatedJobs, rollouts, clock, rescueSlots });
     expect(status.status).toBe("done");
+    expect(order).toEqual(["record", "release", "record"]);
+  });
+
+  it("told each store (serve), looks once what it was told answers `seen`: two looks for a rescue of 8, not one per store", async () => {
+    const progress = new LocalRescueProgress();
+    const jobs = new MemoryRescueJobStore();
+    await jobs.create({ ...job, expected: 8, rolloutsPerHarness: 8, keyId: "k-a" });
+    const memory = new MemoryRolloutStore();
+    const reads = { summaries: 0, jobs: 0 };
+    const rollouts = Object.assign(Object.create(memory), { summaries: (id: string) => (reads.summaries++, memory.summaries(id)) }) as MemoryRolloutStore;
+    const countedJobs = Object.assign(Object.create(jobs), { get: (id: string) => (reads.jobs++, jobs.get(id)) }) as MemoryRescueJobStore;
+    const told = tellingStores(memory, (id, index) => progress.stored(id, index));
+    const answered = waitForRescue("rsc_1", { seen: 7, wait: 5 }, { jobs: countedJobs, rollouts, clock: systemClock, progress, rescueSlots: new MemoryRescueSlots() }).then(
+      (s) => ({ s, at: performance.now() }),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    let lastStoredAt = 0;
+    for (const index of [0, 1, 2, 3, 4, 5, 6, 7]) {
+      await new Promise((r) => setTimeout(r, 5)); // all well inside one heardLooksMs
+      await told.put("rsc_1", index, makeRollout({ harnessId: "h0" }));
+      lastStoredAt = performance.now();
+    }
+    const { s, at } = await answered;
+    expect(s.status).toBe("done");
+    expect(s.completed).toBe(8);
+    expect(at - lastStoredAt).toBeLessThan(25);
+    expect(reads).toEqual({ summaries: 2, jobs: 2 });
+  });
+
+  it("told every slot stored, gives the slots back beside the record's and summaries' reads", async () => {
+    const progress = new LocalRescueProgress();
+    const jobs = new MemoryRescueJobStore();
+    await jobs.create({ ...job, keyId: "k-a" });
+    const memory = new MemoryRolloutStore();
+    const order: string[] = [];
+    let recordReads = 0;
+    const gatedJobs = Object.assign(Object.create(jobs), {
+      // The read after the last store waits (a bounded while) for the slots to be given back.
+      get: async (id: string) => {
+        if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
+        order.push("record");
+        return jobs.get(id);
+      },
+    }) as MemoryRescueJobStore;
+    const rescueSlots = new MemoryRescueSlots();
+    const release = rescueSlots.release.bind(rescueSlots);
+    rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
+    const told = tellingStores(memory, (id, index) => progress.stored(id, index));
+    const answered = waitForRescue("rsc_1", { seen: 2, wait: 5 }, { jobs: gatedJobs, rollouts: memory, clock: systemClock, progress, rescueSlots });
+    await new Promise((r) => setTimeout(r, 20));
+    for (const index of [0, 1, 2]) await told.put("rsc_1", index, makeRollout({ harnessId: "h0" }));
+    expect((await answered).status).toBe("done");
     expect(order).toEqual(["record", "release", "record"]);
   });
 });

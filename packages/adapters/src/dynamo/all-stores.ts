@@ -13,18 +13,19 @@ import { DynamoPoolEvolutionStore } from "../stores/pool-evolutions/dynamo.ts";
 import { DynamoProfileStore } from "../stores/profiles/dynamo.ts";
 import { DynamoRescueJobStore } from "../stores/rescue-jobs/dynamo.ts";
 import { DynamoRescueSlots } from "../stores/rescue-slots/dynamo.ts";
-import { DynamoRolloutStore } from "../stores/rollouts/dynamo.ts";
+import { DynamoRolloutStore, type RolloutWrites } from "../stores/rollouts/dynamo.ts";
 import { DynamoUsageMeter } from "../stores/usage-meter/dynamo.ts";
 import type { TableNames } from "./table-specs.ts";
 
 /**
  * Every DynamoDB store over one set of tables, as the composition roots (Lambda, local stack)
- * wire them.
+ * wire them; `rolloutWrites`: how rollouts are written (each on its own, the default; or a
+ * rescue's grouped: {@link ROLLOUT_WRITES}).
  *
  * @example
  * const stores = dynamoStores(DynamoDBDocumentClient.from(client), tableNames("local-"), { decisionTtlSeconds: 7 * 24 * 3600 });
  */
-export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number; clock?: Clock } = {}) {
+export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number; clock?: Clock; rolloutWrites?: RolloutWrites } = {}) {
   return {
     pools: new DynamoPoolStore(doc, tables),
     profiles: new DynamoProfileStore(doc, tables),
@@ -33,7 +34,7 @@ export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, op
     keyEvents: new DynamoKeyEventLog(doc, tables),
     meter: new DynamoUsageMeter(doc, tables, opts.clock),
     jobs: new DynamoRescueJobStore(doc, tables),
-    rollouts: new DynamoRolloutStore(doc, tables),
+    rollouts: new DynamoRolloutStore(doc, tables, opts.rolloutWrites),
     ballots: new DynamoBallotStore(doc, tables, opts.decisionTtlSeconds),
     experiments: new DynamoExperimentStore(doc, tables),
     experimentSteps: new DynamoExperimentStepStore(doc, tables),

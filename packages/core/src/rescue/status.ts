@@ -36,15 +36,22 @@ export async function rescueStatus(
   return (await readStatus(id, deps, key)).status;
 }
 
-/** A rescue's status, with the key that started it (what a waiting read releases its slots for). */
+/**
+ * A rescue's status, with the key that started it (what a waiting read releases its slots for).
+ * With `releaseFor` (a waiting read told that every slot is stored), that key's slots are given
+ * back beside the reads.
+ */
 async function readStatus(
   id: string,
   deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
+  releaseFor?: string,
 ): Promise<{ status: RescueStatus; keyId: string | undefined }> {
+  const released = releaseFor !== undefined ? deps.rescueSlots?.release(releaseFor, id) : undefined;
+  released?.catch(() => undefined); // awaited by statusOf
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
   const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
-  return { status: await statusOf(id, job, stored, deps, key), keyId: job?.keyId };
+  return { status: await statusOf(id, job, stored, deps, key, released), keyId: job?.keyId };
 }
 
 /** A rescue's status from its record and its stored rollouts' summaries, as read. */
@@ -81,10 +88,11 @@ async function statusOf(
  * ms is answered within a few tens of ms of its end while a 20 s wait costs about a hundred looks;
  * a look reads the rollouts' summaries (one small read), and the rescue's record too when one more
  * is stored or `recordMs` have passed since it was last read (a failed slot or a cancel seen within
- * about that). Where a {@link RescueProgress} hears the dispatch workers store a rollout (serve), a
- * waiting read looks at once.
+ * about that). Where a {@link RescueProgress} hears the dispatch workers store each rollout
+ * (serve), a waiting read looks when what it was told answers its `seen`, and otherwise every
+ * `heardLooksMs` (a failed slot, a cancel, a rollout stored by another process's workers).
  */
-export const RESCUE_WAIT = { maxSeconds: 20, looks: { firstMs: 25, growth: 1.5, maxMs: 200 }, recordMs: 200 } as const;
+export const RESCUE_WAIT = { maxSeconds: 20, looks: { firstMs: 25, growth: 1.5, maxMs: 200 }, recordMs: 200, heardLooksMs: 200 } as const;
 
 /** How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not. */
 export function nextLookMs(lastMs: number, changed: boolean): number {
@@ -99,53 +107,71 @@ export const RescueWaitQuery = z.object({
 });
 export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 
+type WaitDeps = { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots; progress?: RescueProgress };
+type Key = { id: string; scopes: readonly string[] };
+
 /**
  * A rescue's status once it has moved past `seen` slots finished (stored or given up on), or it
  * is no longer running, or `wait` seconds have passed: a trainer follows a rescue slot by slot
- * without polling in a loop of its own. Looks as {@link RESCUE_WAIT} says; `progress` wakes it
- * when a rollout of the rescue is stored (none: looking alone).
+ * without polling in a loop of its own. Looks as {@link RESCUE_WAIT} says; where `progress` hears
+ * each rollout stored, it looks once what it was told answers `seen` (every slot told stored: the
+ * record, the summaries and the slots given back all at once), not at each store.
  *
  * @example
  * const next = await waitForRescue("rsc_1", { seen: 3, wait: 10 }, deps, key);
  */
-export async function waitForRescue(
-  id: string,
-  opts: { seen: number; wait: number },
-  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots; progress?: RescueProgress },
-  key?: { id: string; scopes: readonly string[] },
-): Promise<RescueStatus> {
+export async function waitForRescue(id: string, opts: { seen: number; wait: number }, deps: WaitDeps, key?: Key): Promise<RescueStatus> {
   const until = deps.clock.now() + Math.min(opts.wait, RESCUE_WAIT.maxSeconds) * 1000;
-  // Watched before the first read: a rollout stored while a look is in flight still wakes the next wait.
+  const progress = deps.progress ?? unheardProgress;
+  // Watched before the first read: a rollout stored while a look is in flight is still told. Told
+  // slots and the ones a look saw together are what is known stored (a slot in both counts once).
+  const told = new Set<number>();
+  let status: RescueStatus | undefined;
+  const knownStored = () => new Set([...told, ...(status?.rollouts ?? []).map((r) => r.index)]).size;
+  const answered = () => status !== undefined && knownStored() + status.failed.length > opts.seen;
   let woken = new AbortController();
-  const unwatch = (deps.progress ?? unheardProgress).watch(id, () => woken.abort());
+  const unwatch = progress.watch(id, (index) => {
+    told.add(index);
+    if (answered()) woken.abort();
+  });
   try {
-    let { status, keyId } = await readStatus(id, deps, key);
+    let keyId: string | undefined;
+    ({ status, keyId } = await readStatus(id, deps, key));
     let recordAt = deps.clock.now();
-    for (let waitMs = nextLookMs(0, false); ; ) {
+    for (let waitMs = progress.hears ? RESCUE_WAIT.heardLooksMs : nextLookMs(0, false); ; ) {
       if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
-      await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
-      const wake = woken.signal.aborted;
-      if (wake) woken = new AbortController();
+      if (!answered()) await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
+      const wake = woken.signal.aborted || answered();
+      if (woken.signal.aborted) woken = new AbortController();
       const before = status;
-      // Most looks read the summaries alone (one request); the record too when one more is stored, or when it was last read `recordMs` ago.
-      if (deps.clock.now() - recordAt >= RESCUE_WAIT.recordMs) {
+      if (wake && progress.hears) {
+        // Told that enough moved: the record and summaries at once (and, every slot told stored, its slots given back beside them).
+        const everySlot = knownStored() >= status.job.expected;
+        ({ status, keyId } = await readStatus(id, deps, key, everySlot ? keyId : undefined));
+        recordAt = deps.clock.now();
+      } else if (deps.clock.now() - recordAt >= RESCUE_WAIT.recordMs) {
         ({ status, keyId } = await readStatus(id, deps, key));
         recordAt = deps.clock.now();
       } else {
-        const stored = await deps.rollouts.summaries(id);
-        if (stored.length > status.completed) {
-          // Every slot stored: it is done whatever its record says, so its slots go back beside the record's read.
-          const released = stored.length >= status.job.expected && keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
-          released?.catch(() => undefined); // awaited by statusOf
-          status = await statusOf(id, await deps.jobs.get(id), stored, deps, key, released);
-          recordAt = deps.clock.now();
-        }
+        const looked = await lookAtSummaries(id, status, keyId, deps, key);
+        if (looked) ({ status, recordAt } = { status: looked, recordAt: deps.clock.now() });
       }
-      waitMs = nextLookMs(waitMs, wake || status.completed !== before.completed || status.failed.length !== before.failed.length);
+      const changed = wake || status.completed !== before.completed || status.failed.length !== before.failed.length;
+      waitMs = progress.hears ? RESCUE_WAIT.heardLooksMs : nextLookMs(waitMs, changed);
     }
   } finally {
     unwatch();
   }
+}
+
+/** A look at the summaries alone (one request); when more are stored, the status with the record read again (undefined: nothing new). */
+async function lookAtSummaries(id: string, status: RescueStatus, keyId: string | undefined, deps: WaitDeps, key?: Key): Promise<RescueStatus | undefined> {
+  const stored = await deps.rollouts.summaries(id);
+  if (stored.length <= status.completed) return undefined;
+  // Every slot stored: it is done whatever its record says, so its slots go back beside the record's read.
+  const released = stored.length >= status.job.expected && keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
+  released?.catch(() => undefined); // awaited by statusOf
+  return statusOf(id, await deps.jobs.get(id), stored, deps, key, released);
 }
 
 /**

@@ -1,19 +1,15 @@
-import { gunzipSync, gzipSync } from "node:zlib";
+import { gunzipSync } from "node:zlib";
 import { allItems } from "../../dynamo/paginate.ts";
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, QueryCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, summaryOf, type RolloutStore, type RolloutSummary } from "@harness-s/core";
-import { aws, translateAwsError } from "../../errors.ts";
+import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/table-specs.ts";
+import { ROLLOUT_WRITES, partKey, type RolloutWrites } from "./dynamo-writes.ts";
 
-/** Bytes of compressed payload per item: well below DynamoDB's 400 KB item limit. */
-export const CHUNK_BYTES = 300 * 1024;
-const partKey = (index: number, chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
+export { CHUNK_BYTES, ROLLOUT_WRITES, type RolloutWrites } from "./dynamo-writes.ts";
 
 /** A rollout from its gzip-compressed chunks, in order. */
 const decode = (chunks: Buffer[]) => Rollout.parse(JSON.parse(gunzipSync(Buffer.concat(chunks)).toString()));
-
-/** One transaction writes at most 100 items, so a rollout may take up to this many chunks. */
-const MAX_CHUNKS = 100;
 
 /**
  * Rollouts with their trajectories, gzip-compressed and split into chunks of CHUNK_BYTES; all
@@ -21,40 +17,19 @@ const MAX_CHUNKS = 100;
  * redelivered write is a no-op and a reader never sees half a rollout.
  */
 export class DynamoRolloutStore implements RolloutStore {
+  private readonly write: ReturnType<(typeof ROLLOUT_WRITES)[RolloutWrites]>;
+
+  /** `writes`: each rollout put as it ends, or a rescue's grouped ({@link ROLLOUT_WRITES}). */
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
-  ) {}
+    writes: RolloutWrites = "each",
+  ) {
+    this.write = ROLLOUT_WRITES[writes](doc, tables.Rollouts);
+  }
 
-  async put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate"> {
-    const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
-    const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
-    if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
-    // The first chunk carries the rollout's summary: a status read lists summaries without the trajectories.
-    const summary = summaryOf(index, rollout);
-    const items = Array.from({ length: count }, (_, chunk) => ({
-      TableName: this.tables.Rollouts,
-      Item: {
-        jobId,
-        part: partKey(index, chunk),
-        index,
-        chunk,
-        chunks: count,
-        data: zipped.subarray(chunk * CHUNK_BYTES, (chunk + 1) * CHUNK_BYTES),
-        ...(chunk === 0 ? { summary } : {}),
-      },
-      ConditionExpression: "attribute_not_exists(part)",
-    }));
-    try {
-      // One chunk is one conditional put: a transaction would bill its write units twice.
-      if (count === 1) await this.doc.send(new PutCommand(items[0]!));
-      else await this.doc.send(new TransactWriteCommand({ TransactItems: items.map((Put) => ({ Put })) }));
-      return "stored";
-    } catch (err) {
-      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-      if ((err as Error)?.name === "ConditionalCheckFailedException" || reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return "duplicate";
-      throw translateAwsError(err, "store rollout");
-    }
+  put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate"> {
+    return this.write(jobId, { index, rollout });
   }
 
   async has(jobId: string, index: number): Promise<boolean> {
