@@ -47,10 +47,31 @@ export async function countingProxy(target: string): Promise<{ url: string; exch
   };
 }
 
+/** A wire attribute value's bytes as DynamoDB counts them at least (a number 1; binary decoded from base64). */
+function wireBytes(v: Record<string, unknown>): number {
+  const [type, inner] = Object.entries(v)[0] ?? [];
+  if (type === "S") return Buffer.byteLength(String(inner));
+  if (type === "B") return Buffer.from(String(inner), "base64").length;
+  if (type === "M") return wireItemBytes(inner as Record<string, Record<string, unknown>>);
+  if (type === "L") return (inner as Record<string, unknown>[]).reduce((n, e) => n + wireBytes(e), 0);
+  if (type === "SS") return (inner as string[]).reduce((n, e) => n + Buffer.byteLength(e), 0);
+  if (type === "BS") return (inner as string[]).reduce((n, e) => n + Buffer.from(e, "base64").length, 0);
+  if (type === "NS") return (inner as string[]).length;
+  return 1;
+}
+const wireItemBytes = (item: Record<string, Record<string, unknown>>): number => Object.entries(item).reduce((n, [name, v]) => n + Buffer.byteLength(name) + wireBytes(v), 0);
+
+/** A transaction's least write units in the cloud, from its wire request: twice each item's (a put's by its size, 1 KB a unit; any other 1). */
+function transactionFloor(req: { TransactItems?: Record<string, { Item?: Record<string, Record<string, unknown>> }>[] }): number {
+  return (req.TransactItems ?? []).reduce((n, op) => n + 2 * (op.Put?.Item ? Math.max(1, Math.ceil(wireItemBytes(op.Put.Item) / 1024)) : 1), 0);
+}
+
 /**
  * DynamoDB capacity units in the responses that passed, read units and write units apart, by the
- * service's own rule for what the SDK does not report: a failed conditional write is one write
- * unit. Requests that touch only `exclude` tables are left out.
+ * service's own rules for what the reply does not say: a failed conditional write is one write
+ * unit (a transaction cancelled by a condition, one an item), and a transaction at least what
+ * the cloud bills (DynamoDB Local reports one item's). Requests that touch only `exclude` tables
+ * are left out.
  */
 export function dynamoCapacity(exchanges: readonly Exchange[], exclude: readonly string[]): { read: number; write: number } {
   const reads = new Set(["GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"]);
@@ -67,7 +88,9 @@ export function dynamoCapacity(exchanges: readonly Exchange[], exclude: readonly
     const res = JSON.parse(x.response || "{}") as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[]; __type?: string };
     const entries = Array.isArray(res.ConsumedCapacity) ? res.ConsumedCapacity : res.ConsumedCapacity ? [res.ConsumedCapacity] : [];
     let units = entries.reduce((n, e) => n + (e.CapacityUnits ?? 0), 0);
+    if (op === "TransactWriteItems" && x.status === 200) units = Math.max(units, transactionFloor(req as Parameters<typeof transactionFloor>[0]));
     if (x.status === 400 && res.__type?.endsWith("ConditionalCheckFailedException")) units = 1;
+    if (x.status === 400 && res.__type?.endsWith("TransactionCanceledException") && /ConditionalCheckFailed/.test(x.response)) units = req.TransactItems?.length ?? 1;
     if (reads.has(op)) out.read += units;
     else out.write += units;
   }

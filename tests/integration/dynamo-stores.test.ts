@@ -133,4 +133,25 @@ describe("DynamoRolloutStore chunking", () => {
     expect(requests - firstRequests).toBe(2);
     expect((await store.list("job")).map((r) => r.index)).toEqual(Array.from({ length: 12 }, (_, i) => i));
   }, 60_000);
+
+  it("grouped: metered at the cloud's price of a transaction, twice each rollout's units (DynamoDB Local reports one item's for all)", async () => {
+    // Prepare
+    const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
+    const { bigRollout } = await import("../contract/rollouts.contract.ts");
+    const names = tableNames("grouped-units-");
+    await createTables(client, names);
+    const consumption = new ConsumptionMeter();
+    const metered = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+    instrumentDynamo(metered, consumption);
+    const used = { each: {}, grouped: {} } as Record<"each" | "grouped", { dynamoWriteUnits?: number }>;
+    // Act
+    for (const writes of ["each", "grouped"] as const) {
+      const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(metered), names, writes);
+      await consumption.within(used[writes], () => Promise.all(Array.from({ length: 10 }, (_, i) => store.put(writes, i, bigRollout(40, i)))));
+    }
+    metered.destroy();
+    // Assess: each rollout is several KB, so one item's units would be far short.
+    expect(used.each.dynamoWriteUnits).toBeGreaterThan(30);
+    expect(used.grouped.dynamoWriteUnits).toBe(2 * used.each.dynamoWriteUnits!);
+  }, 60_000);
 });

@@ -21,11 +21,46 @@ export function capacityUnits(consumed: unknown): number {
   return entries.reduce((n: number, e: { CapacityUnits?: number }) => n + (Number.isFinite(e?.CapacityUnits) ? e.CapacityUnits! : 0), 0);
 }
 
+const ATTRIBUTE_TYPES = new Set(["S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"]);
+
+/**
+ * Bytes of a value, at least as DynamoDB counts them: a document client's native value (a string,
+ * bytes, a number as 1 byte, the least it can be, a list or map by its parts) or the wire's typed
+ * one (`{ S: … }`); a map's or list's own overhead is left out, so this never counts more.
+ */
+function valueBytes(v: unknown): number {
+  if (typeof v === "string") return Buffer.byteLength(v);
+  if (v instanceof Uint8Array) return v.byteLength;
+  if (Array.isArray(v) || v instanceof Set) return [...v].reduce((n: number, e) => n + valueBytes(e), 0);
+  if (typeof v !== "object" || v === null) return 1;
+  const entries = Object.entries(v);
+  const [type, inner] = entries[0] ?? [];
+  // A typed value's tag is not part of its size (a native map of one such key is then counted a byte or two short: still at least).
+  if (entries.length === 1 && ATTRIBUTE_TYPES.has(type!)) return type === "M" ? itemBytes(inner as Record<string, unknown>) : type === "N" ? 1 : valueBytes(inner);
+  return itemBytes(v as Record<string, unknown>);
+}
+
+/** An item's size, at least as DynamoDB counts it: its attributes' names and values. */
+const itemBytes = (item: Record<string, unknown>): number => Object.entries(item).reduce((n, [name, v]) => n + Buffer.byteLength(name) + valueBytes(v), 0);
+
+/**
+ * The least write units a transaction is billed in the cloud: twice each item's (a put's by its
+ * size, 1 KB a unit; any other item at least one). DynamoDB Local reports one item's units for a
+ * whole transaction, so a local stack meters this when it is more than the reply says.
+ */
+export function transactionWriteUnits(input: Input): number {
+  return (input.TransactItems ?? []).reduce((n, op) => {
+    const put = (op as { Put?: { Item?: Record<string, unknown> } }).Put;
+    return n + 2 * (put?.Item ? Math.max(1, Math.ceil(itemBytes(put.Item) / 1024)) : 1);
+  }, 0);
+}
+
 /**
  * Every read and write of `client` asks for its consumed capacity (`ReturnConsumedCapacity:
- * TOTAL`) and reports what the SDK returns; a conditional write that fails is reported as one
- * write unit (DynamoDB bills it; the error carries no count). Calls that touch only `exclude`
- * (the usage tables: metering's own writes) are left alone.
+ * TOTAL`) and reports what the SDK returns (a transaction at least {@link transactionWriteUnits});
+ * a conditional write that fails is reported as one write unit a write (DynamoDB bills it; the
+ * error carries no count). Calls that touch only `exclude` (the usage tables: metering's own
+ * writes) are left alone.
  *
  * @example
  * instrumentDynamo(new DynamoDBClient({}), consumption, [tables.Usage, tables.UsageDays]);
@@ -41,14 +76,23 @@ export function instrumentDynamo(client: DynamoDBClient, meter: ConsumptionMeter
       try {
         const out = await next(args);
         const units = capacityUnits((out.output as { ConsumedCapacity?: unknown }).ConsumedCapacity);
-        meter.record(read ? { dynamoReadUnits: units } : { dynamoWriteUnits: units });
+        const floor = name === "TransactWriteItemsCommand" ? transactionWriteUnits(input) : 0;
+        meter.record(read ? { dynamoReadUnits: units } : { dynamoWriteUnits: Math.max(units, floor) });
         return out;
       } catch (err) {
-        if (!read && (err as Error)?.name === "ConditionalCheckFailedException") meter.record({ dynamoWriteUnits: 1 });
+        if (!read && conditionFailed(err)) meter.record({ dynamoWriteUnits: input.TransactItems?.length ?? 1 });
         throw err;
       }
     },
     { step: "initialize", name: "harnessSConsumedCapacity", override: true },
+  );
+}
+
+/** A write refused on its condition: a conditional write, or a transaction cancelled by one of its items' conditions. */
+function conditionFailed(err: unknown): boolean {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] } | undefined;
+  return (
+    e?.name === "ConditionalCheckFailedException" || (e?.name === "TransactionCanceledException" && (e.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed"))
   );
 }
 
