@@ -134,6 +134,17 @@ describe("DynamoRolloutStore chunking", () => {
     expect((await store.list("job")).map((r) => r.index)).toEqual(Array.from({ length: 12 }, (_, i) => i));
   }, 60_000);
 
+  it("grouped: a rollout that cannot be written fails alone; the rest of its group are stored", async () => {
+    const { bigRollout } = await import("../contract/rollouts.contract.ts");
+    const names = tableNames("grouped-alone-");
+    await createTables(client, names);
+    const store = new DynamoRolloutStore(doc, names, "grouped");
+    const invalid = { ...bigRollout(2, 40), reward: "high" } as unknown as ReturnType<typeof bigRollout>;
+    const outcomes = await Promise.allSettled([0, 1, 2].map((i) => store.put("job", i, i === 1 ? invalid : bigRollout(2, i))));
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((await store.list("job")).map((r) => r.index)).toEqual([0, 2]);
+  }, 60_000);
+
   it("grouped: metered at the cloud's price of a transaction, twice each rollout's units (DynamoDB Local reports one item's for all)", async () => {
     // Prepare
     const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
