@@ -10,52 +10,50 @@ import { batchedDispatchStores } from "../../functions/dispatch/batching.ts";
 const spend = { policyTokens: 1, policyMs: 1, environmentMs: 1 };
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** A store call that records `units` each time it is called and holds the first call until released. */
+function firstHeld(consumption: ConsumptionMeter, units: CostUsage) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let calls = 0;
+  return {
+    calls: () => calls,
+    release: () => release(),
+    call: async () => {
+      consumption.record(units);
+      if (++calls === 1) await gate;
+    },
+  };
+}
+
+/** `ask(i)` by two slots, each in its own metering scope, the second while the first's call is held: what each was metered, and their answers. */
+async function twoSlots<T>(consumption: ConsumptionMeter, held: { release: () => void }, ask: (slot: number) => Promise<T>) {
+  const used: CostUsage[] = [{}, {}];
+  const first = consumption.within(used[0]!, () => ask(0));
+  await tick();
+  const second = consumption.within(used[1]!, () => ask(1));
+  await tick();
+  held.release();
+  return { used, answers: await Promise.all([first, second]) };
+}
+
 describe("the dispatch worker's shared store requests", () => {
   it("meter a later group's spend write to a slot of that group, not to the first group's", async () => {
     const consumption = new ConsumptionMeter();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let writes = 0;
-    const jobs = Object.assign(new MemoryRescueJobStore(), {
-      addSpend: async () => {
-        consumption.record({ dynamoWriteUnits: 1 });
-        if (++writes === 1) await gate;
-      },
-    });
+    const held = firstHeld(consumption, { dynamoWriteUnits: 1 });
+    const jobs = Object.assign(new MemoryRescueJobStore(), { addSpend: held.call });
     const stores = batchedDispatchStores({ rollouts: new MemoryRolloutStore(), jobs });
-    const a: CostUsage = {};
-    const b: CostUsage = {};
-    const first = consumption.within(a, () => stores.jobs!.addSpend("rsc_1", spend));
-    await tick();
-    const second = consumption.within(b, () => stores.jobs!.addSpend("rsc_1", spend));
-    await tick();
-    release();
-    await Promise.all([first, second]);
-    expect(writes).toBe(2);
-    expect([a.dynamoWriteUnits, b.dynamoWriteUnits]).toEqual([1, 1]);
+    const { used } = await twoSlots(consumption, held, () => stores.jobs!.addSpend("rsc_1", spend));
+    expect(held.calls()).toBe(2);
+    expect(used.map((u) => u.dynamoWriteUnits)).toEqual([1, 1]);
   });
 
   it("meter a later group's 'stored already?' read to a slot of that group", async () => {
     const consumption = new ConsumptionMeter();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let reads = 0;
-    const rollouts = Object.assign(new MemoryRolloutStore(), {
-      getMany: async () => {
-        consumption.record({ dynamoReadUnits: 1 });
-        if (++reads === 1) await gate;
-        return new Map();
-      },
-    });
+    const held = firstHeld(consumption, { dynamoReadUnits: 1 });
+    const rollouts = Object.assign(new MemoryRolloutStore(), { getMany: async () => (await held.call(), new Map()) });
     const stores = batchedDispatchStores({ rollouts });
-    const a: CostUsage = {};
-    const b: CostUsage = {};
-    const first = consumption.within(a, () => stores.rollouts.has("rsc_1", 0));
-    await tick();
-    const second = consumption.within(b, () => stores.rollouts.has("rsc_1", 1));
-    await tick();
-    release();
-    expect(await Promise.all([first, second])).toEqual([false, false]);
-    expect([a.dynamoReadUnits, b.dynamoReadUnits]).toEqual([1, 1]);
+    const { used, answers } = await twoSlots(consumption, held, (slot) => stores.rollouts.has("rsc_1", slot));
+    expect(answers).toEqual([false, false]);
+    expect(used.map((u) => u.dynamoReadUnits)).toEqual([1, 1]);
   });
 });

@@ -38,6 +38,27 @@ async function timedStores(clock: Clock, storedAt: readonly number[]) {
   return { deps: { jobs: countedJobs, rollouts, clock }, reads };
 }
 
+/**
+ * The order of a waiting read's record reads and its release of the rescue's slots: the first
+ * record read answers at once; a later one waits (a bounded while) until the slots are given back,
+ * so a release started beside that read comes before it, and one started after it comes last.
+ */
+function releaseOrder(jobs: MemoryRescueJobStore) {
+  const order: string[] = [];
+  let recordReads = 0;
+  const gatedJobs = Object.assign(Object.create(jobs), {
+    get: async (id: string) => {
+      if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
+      order.push("record");
+      return jobs.get(id);
+    },
+  }) as MemoryRescueJobStore;
+  const rescueSlots = new MemoryRescueSlots();
+  const release = rescueSlots.release.bind(rescueSlots);
+  rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
+  return { order, gatedJobs, rescueSlots };
+}
+
 describe("a rescue status read's long poll", () => {
   it("backs off: a 20 s wait with nothing stored costs about a hundred looks, not 800", async () => {
     const clock = virtualClock();
@@ -98,22 +119,10 @@ describe("a rescue status read's long poll", () => {
     const clock = virtualClock();
     const jobs = new MemoryRescueJobStore();
     await jobs.create({ ...job, keyId: "k-a" });
-    const order: string[] = [];
     const summaries = [0, 1, 2].map((index) => ({ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }));
     let looks = 0;
     const rollouts = { summaries: async () => (++looks > 1 ? summaries : []) } as unknown as MemoryRolloutStore;
-    let recordReads = 0;
-    const gatedJobs = Object.assign(Object.create(jobs), {
-      // The first read answers at once; the one after the last slot is stored waits until the slots are given back.
-      get: async (id: string) => {
-        if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
-        order.push("record");
-        return jobs.get(id);
-      },
-    }) as MemoryRescueJobStore;
-    const rescueSlots = new MemoryRescueSlots();
-    const release = rescueSlots.release.bind(rescueSlots);
-    rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
+    const { order, gatedJobs, rescueSlots } = releaseOrder(jobs);
     const status = await waitForRescue("rsc_1", { seen: 0, wait: 5 }, { jobs: gatedJobs, rollouts, clock, rescueSlots });
     expect(status.status).toBe("done");
     expect(order).toEqual(["record", "release", "record"]);
@@ -150,19 +159,7 @@ describe("a rescue status read's long poll", () => {
     const jobs = new MemoryRescueJobStore();
     await jobs.create({ ...job, keyId: "k-a" });
     const memory = new MemoryRolloutStore();
-    const order: string[] = [];
-    let recordReads = 0;
-    const gatedJobs = Object.assign(Object.create(jobs), {
-      // The read after the last store waits (a bounded while) for the slots to be given back.
-      get: async (id: string) => {
-        if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
-        order.push("record");
-        return jobs.get(id);
-      },
-    }) as MemoryRescueJobStore;
-    const rescueSlots = new MemoryRescueSlots();
-    const release = rescueSlots.release.bind(rescueSlots);
-    rescueSlots.release = async (keyId: string, id: string) => (order.push("release"), release(keyId, id));
+    const { order, gatedJobs, rescueSlots } = releaseOrder(jobs);
     const told = tellingStores(memory, (id, index) => progress.stored(id, index));
     const answered = waitForRescue("rsc_1", { seen: 2, wait: 5 }, { jobs: gatedJobs, rollouts: memory, clock: systemClock, progress, rescueSlots });
     await new Promise((r) => setTimeout(r, 20));

@@ -47,11 +47,17 @@ async function readStatus(
   key?: { id: string; scopes: readonly string[] },
   releaseFor?: string,
 ): Promise<{ status: RescueStatus; keyId: string | undefined }> {
-  const released = releaseFor !== undefined ? deps.rescueSlots?.release(releaseFor, id) : undefined;
-  released?.catch(() => undefined); // awaited by statusOf
+  const released = releaseBeside(id, releaseFor, deps);
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
   const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
   return { status: await statusOf(id, job, stored, deps, key, released), keyId: job?.keyId };
+}
+
+/** Gives a finished rescue's slots back to `keyId` (none: nothing), started now and awaited by {@link statusOf}, beside the reads that show it finished. */
+function releaseBeside(id: string, keyId: string | undefined, deps: { rescueSlots?: RescueSlots }): Promise<void> | undefined {
+  const released = keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
+  released?.catch(() => undefined);
+  return released;
 }
 
 /** A rescue's status from its record and its stored rollouts' summaries, as read. */
@@ -94,8 +100,9 @@ async function statusOf(
  */
 export const RESCUE_WAIT = { maxSeconds: 20, looks: { firstMs: 25, growth: 1.5, maxMs: 200 }, recordMs: 200, heardLooksMs: 200 } as const;
 
-/** How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not. */
-export function nextLookMs(lastMs: number, changed: boolean): number {
+/** How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not; told of each store (`hears`), `heardLooksMs`. */
+export function nextLookMs(lastMs: number, changed: boolean, hears = false): number {
+  if (hears) return RESCUE_WAIT.heardLooksMs;
   const { firstMs, growth, maxMs } = RESCUE_WAIT.looks;
   return changed || lastMs === 0 ? firstMs : Math.min(maxMs, lastMs * growth);
 }
@@ -138,7 +145,7 @@ export async function waitForRescue(id: string, opts: { seen: number; wait: numb
     let keyId: string | undefined;
     ({ status, keyId } = await readStatus(id, deps, key));
     let recordAt = deps.clock.now();
-    for (let waitMs = progress.hears ? RESCUE_WAIT.heardLooksMs : nextLookMs(0, false); ; ) {
+    for (let waitMs = nextLookMs(0, false, progress.hears); ; ) {
       if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
       if (!answered()) await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
       const wake = woken.signal.aborted || answered();
@@ -157,7 +164,7 @@ export async function waitForRescue(id: string, opts: { seen: number; wait: numb
         if (looked) ({ status, recordAt } = { status: looked, recordAt: deps.clock.now() });
       }
       const changed = wake || status.completed !== before.completed || status.failed.length !== before.failed.length;
-      waitMs = progress.hears ? RESCUE_WAIT.heardLooksMs : nextLookMs(waitMs, changed);
+      waitMs = nextLookMs(waitMs, changed, progress.hears);
     }
   } finally {
     unwatch();
@@ -169,8 +176,7 @@ async function lookAtSummaries(id: string, status: RescueStatus, keyId: string |
   const stored = await deps.rollouts.summaries(id);
   if (stored.length <= status.completed) return undefined;
   // Every slot stored: it is done whatever its record says, so its slots go back beside the record's read.
-  const released = stored.length >= status.job.expected && keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
-  released?.catch(() => undefined); // awaited by statusOf
+  const released = releaseBeside(id, stored.length >= status.job.expected ? keyId : undefined, deps);
   return statusOf(id, await deps.jobs.get(id), stored, deps, key, released);
 }
 

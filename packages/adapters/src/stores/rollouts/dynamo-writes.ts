@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { gzipSync } from "node:zlib";
 import { PutCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Rollout, batchedLookups, summaryOf } from "@harness-s/core";
@@ -99,8 +98,6 @@ function groupsOf(rollouts: readonly Encoded[]): Encoded[][] {
 }
 
 type Entry = { index: number; rollout: Rollout };
-/** A rollout asked to be written, and the async context it was asked in (what it consumes is metered in it). */
-type Asked = Entry & { context: <R>(fn: () => R) => R };
 type Writer = (jobId: string, entry: Entry) => Promise<Outcome>;
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 
@@ -114,10 +111,10 @@ async function settle(rollouts: readonly Encoded[], out: Map<number, Outcome | E
 }
 
 /** One rescue's rollouts written together: multi-chunk ones in their own transactions, the rest grouped; a slot asked twice is written once (the second a duplicate). */
-async function writeTogether(doc: DynamoDBDocumentClient, table: string, jobId: string, entries: readonly Asked[]): Promise<Map<Asked, Outcome | Error>> {
+async function writeTogether(doc: DynamoDBDocumentClient, table: string, jobId: string, entries: readonly Entry[]): Promise<Map<Entry, Outcome | Error>> {
   const outcomes = new Map<number, Outcome | Error>();
   const encoded: Encoded[] = [];
-  const first = new Map<number, Asked>();
+  const first = new Map<number, Entry>();
   for (const e of entries) {
     if (first.has(e.index)) continue;
     first.set(e.index, e);
@@ -149,13 +146,10 @@ export const ROLLOUT_WRITES = {
     async (jobId, { index, rollout }) =>
       putRollout(doc, encodeRollout(table, jobId, index, rollout)),
   grouped: (doc: DynamoDBDocumentClient, table: string): Writer => {
-    // A group is written in the context of its first asker (waiting for it, so still open): what it consumes is metered to a slot of the group, never to one that has ended.
-    const together = batchedLookups(
-      (jobId: string, entries: Asked[]) => entries[0]!.context(() => writeTogether(doc, table, jobId, entries)),
-      new Error("not written") as Outcome | Error,
-    );
+    // batchedLookups runs each group in its first asker's async context: what it consumes is metered to a slot of that group.
+    const together = batchedLookups((jobId: string, entries: Entry[]) => writeTogether(doc, table, jobId, entries), new Error("not written") as Outcome | Error);
     return async (jobId, entry) => {
-      const outcome = await together(jobId, { ...entry, context: AsyncLocalStorage.snapshot() });
+      const outcome = await together(jobId, entry);
       if (outcome instanceof Error) throw outcome;
       return outcome;
     };
