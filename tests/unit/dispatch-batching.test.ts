@@ -36,8 +36,19 @@ function counted<T extends object>(target: T, calls: Record<string, number>): T 
   });
 }
 
+/** Resolves once `n` callers wait on it, all in one turn: the batch's runs end together, as a batch's slots do when their turns are alike. */
+function barrier(n: number): () => Promise<void> {
+  const waiting: (() => void)[] = [];
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (waiting.length === n) for (const r of waiting.splice(0)) r();
+    });
+}
+
 async function setup() {
   const clock = new ManualClock(1_000);
+  const allStarted = barrier(8);
   const calls = { jobs: {}, rollouts: {}, meter: {}, slots: {}, runner: {} } as Record<"jobs" | "rollouts" | "meter" | "slots" | "runner", Record<string, number>>;
   const jobs = new MemoryRescueJobStore();
   await jobs.create({ id: "rsc_1", poolId: "p", taskId: "t1", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 8, expected: 8, createdAt: 0, keyId: "k-a", caller });
@@ -62,7 +73,7 @@ async function setup() {
     runner: async (_source, onSpend) => {
       calls.runner.runner = (calls.runner.runner ?? 0) + 1;
       return async (_task, harness, seed) => {
-        await new Promise((r) => setTimeout(r, 5));
+        await allStarted();
         onSpend?.({ policyTokens: 10 + seed, policyMs: 50, environmentMs: 2 });
         return makeRollout({ harnessId: harness.id, reward: seed });
       };

@@ -10,7 +10,7 @@ import type { PoolStore } from "../harness/pool-store.ts";
 import type { RolloutStore } from "../rollout/store.ts";
 import type { TaskSource } from "../task-source.ts";
 import type { UsageMeter } from "../billing/usage.ts";
-import { budgetExhausted, recordSpend } from "./spend.ts";
+import { budgetExhausted, recordSpend, recordSpendThen } from "./spend.ts";
 import type { Rollout } from "../rollout/types.ts";
 
 /** What the dispatch use-case runs a rollout with. */
@@ -144,7 +144,8 @@ function startSlotReads(body: RequestOf<"caller">, deps: DispatchDeps, spent: Ro
 /**
  * A caller rescue's slot holding one of its key's running places: run, or failed at once with its
  * code. The slot's checks (stored already? cancelled? over budget?) and what it runs with are
- * read at once, not one after another (`reads`); so are its rollout and its spend written.
+ * read at once, not one after another (`reads`). Its spend is held against its rescue before its
+ * rollout is stored or its failure recorded, so a status that shows the slot finished counts it.
  */
 async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend, reads: ReturnType<typeof startSlotReads>): Promise<Outcome> {
   const [duplicate, job] = await Promise.all([reads.duplicate, reads.job]);
@@ -165,12 +166,12 @@ async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDep
       await recordSpend(body.source.keyId, body.jobId, spent, deps);
       throw err;
     }
-    await Promise.all([recordSpend(body.source.keyId, body.jobId, spent, deps), deps.jobs.recordFailure(body.jobId, body.index, failure)]);
+    const jobs = deps.jobs;
+    await recordSpendThen(body.source.keyId, body.jobId, spent, deps, () => jobs.recordFailure(body.jobId, body.index, failure));
     deps.log?.(`dispatch: rescue ${body.jobId} slot ${body.index} failed (${failure.code}): ${failure.reason}`);
     return "failed";
   }
-  const [outcome] = await Promise.all([deps.rollouts.put(body.jobId, body.index, rollout), recordSpend(body.source.keyId, body.jobId, spent, deps)]);
-  return outcome;
+  return recordSpendThen(body.source.keyId, body.jobId, spent, deps, () => deps.rollouts.put(body.jobId, body.index, rollout));
 }
 
 /** The pool's harness and the task: the one the message carries, else `own` (a caller's), else `taskId` looked up. */

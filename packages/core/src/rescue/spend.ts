@@ -22,7 +22,27 @@ export function budgetExhausted(budget: CallerRescue["budget"], job: RescueJob |
 
 /** Meters what one rollout of a caller rescue spent to its key and holds it against its rescue, failed or not. */
 export async function recordSpend(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: RescueJobStore }): Promise<void> {
-  if (spend.policyTokens === 0 && spend.policyMs === 0 && spend.environmentMs === 0) return;
+  await recordSpendThen(keyId, jobId, spend, deps, async () => undefined);
+}
+
+/**
+ * {@link recordSpend}, and then `finish` (what shows the slot finished: its rollout stored, its
+ * failure recorded) once the spend is held against its rescue: a status that shows the slot
+ * finished shows what it spent. The key's meter is written beside.
+ */
+export async function recordSpendThen<T>(
+  keyId: string,
+  jobId: string,
+  spend: RolloutSpend,
+  deps: { meter?: UsageMeter; jobs?: RescueJobStore },
+  finish: () => Promise<T>,
+): Promise<T> {
+  if (spend.policyTokens === 0 && spend.policyMs === 0 && spend.environmentMs === 0) return finish();
   const usage = { policyTokens: spend.policyTokens, policyMs: spend.policyMs, environmentMs: spend.environmentMs };
-  await Promise.all([deps.meter?.add(keyId, usage), deps.jobs?.addSpend(jobId, spend)]);
+  const held = async () => {
+    await deps.jobs?.addSpend(jobId, spend);
+    return finish();
+  };
+  const [finished] = await Promise.all([held(), deps.meter?.add(keyId, usage)]);
+  return finished;
 }
