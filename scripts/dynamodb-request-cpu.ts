@@ -2,7 +2,7 @@
 // (the AWS SDK's serialising, signing and parsing, and the socket) and DynamoDB Local's JVM, per
 // request, for a put, a conditional put, a get, an update, a two-item transaction (a meter's
 // write), a transaction of 8 conditional puts (grouped rollouts) and a query; 200 of each, after a
-// first round that warms the JVM.
+// first round that warms the JVM; and each request's time, one after another on an otherwise idle loop.
 // Run: node --import tsx scripts/dynamodb-request-cpu.ts [requests per kind, default 200]
 import { execSync } from "node:child_process";
 import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, TransactWriteItemsCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
@@ -49,10 +49,11 @@ try {
   };
   for (const round of [0, 1]) {
     for (const [kind, make] of Object.entries(KINDS)) {
-      const [n0, j0] = [node(), processCpuSeconds(java) ?? 0];
+      const [n0, j0, t0] = [node(), processCpuSeconds(java) ?? 0, performance.now() / 1000];
       for (let i = 0; i < n; i++) await db.send(make((round + 1) * 100_000 + i) as never);
       const per = (s: number) => ((s * 1000) / n).toFixed(2);
-      if (round === 1) console.log(`${kind.padEnd(26)} Node ${per(node() - n0)} ms, DynamoDB Local ${per((processCpuSeconds(java) ?? 0) - j0)} ms a request`);
+      const cpu = `Node ${per(node() - n0)} ms, DynamoDB Local ${per((processCpuSeconds(java) ?? 0) - j0)} ms`;
+      if (round === 1) console.log(`${kind.padEnd(26)} ${cpu} of CPU a request; ${per(performance.now() / 1000 - t0)} ms a request, one after another`);
     }
   }
 } finally {

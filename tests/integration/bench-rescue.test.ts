@@ -15,7 +15,8 @@ describe("harness-s bench: caller-rescue throughput", () => {
     const lines = await benchRescue(await setup.instance(1), setup, 0.2);
     expect(lines[0]).toMatch(/^rescue rollouts\/s/);
     expect(lines[1]).toMatch(/the API's thread .* \+ the workers' thread \/ DynamoDB Local \/ fauxqs/);
-    const rows = lines.slice(2).map((l) => ROW.exec(l));
+    expect(lines.at(-1)).toMatch(/^ {2}warmed [\d.]+ s first: \d+ windows each way at 32 in flight, the service's last [\d.]+ rollouts\/s \(/);
+    const rows = lines.slice(2, -1).map((l) => ROW.exec(l));
     expect(rows.every(Boolean), lines.join("\n")).toBe(true);
     expect(rows.map((r) => [Number(r![1]), Number(r![2])])).toEqual(RESCUE_TURN_MS.flatMap((ms) => RESCUE_CONCURRENCY.map((n) => [ms, n])));
     for (const r of rows) {

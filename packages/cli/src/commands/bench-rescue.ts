@@ -34,15 +34,38 @@ export interface RescueBenchRow {
  * the same OpenEnv server: a tool call, then submit), with the CPU each cost, process by process.
  */
 export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[] = RESCUE_TURN_MS): Promise<string[]> {
-  return formatRescueBench(await measureRescue(instance, setup, seconds, turnMs));
+  const { rows, warmed } = await measureRescue(instance, setup, seconds, turnMs);
+  return [...formatRescueBench(rows), formatWarmup(warmed)];
 }
 
-/** The rows of {@link benchRescue}: each latency, each concurrency, measured in one run. */
-export async function measureRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[]): Promise<RescueBenchRow[]> {
+/**
+ * How both ways are warmed before anything is timed, as a served process long since started is:
+ * windows of the figure's seconds each way at `inFlight` and the fastest latency, until the
+ * service's rate in a window rises by no more than `settled` over the window before (at least
+ * `minWindows`, at most `maxWindows`). Node's and DynamoDB Local's JITs take tens of seconds to
+ * settle: measured after 3 rescues, the service's rate at 0 ms a turn, 32 in flight, was 134/s,
+ * and 166–179/s once warm.
+ */
+export const RESCUE_WARMUP = { inFlight: 32, settled: 0.03, minWindows: 4, maxWindows: 20 } as const;
+
+/** What the warm-up took: its windows, its seconds, the service's rate in its last window, and whether that rate had settled. */
+export interface RescueWarmup {
+  windows: number;
+  seconds: number;
+  rate: number;
+  settled: boolean;
+}
+
+/** The rows of {@link benchRescue}: each latency, each concurrency, measured in one run once warm. */
+export async function measureRescue(
+  instance: SeedInstance,
+  setup: ReturnType<typeof embeddedSetup>,
+  seconds: number,
+  turnMs: readonly number[],
+): Promise<{ rows: RescueBenchRow[]; warmed: RescueWarmup }> {
   const bench = await startRescueBench(instance, setup, turnMs);
   try {
-    // DynamoDB Local's JIT and the clients' connections warm before anything is timed.
-    for (let i = 0; i < 3; i++) await bench.viaService(turnMs[0]!, 8);
+    const warmed = await warmUp(bench, Math.min(...turnMs), seconds);
     const rows: RescueBenchRow[] = [];
     for (const ms of turnMs) {
       const runner = await bench.runner(ms);
@@ -57,9 +80,24 @@ export async function measureRescue(instance: SeedInstance, setup: ReturnType<ty
         rows.push(rowOf(ms, n, service, local));
       }
     }
-    return rows;
+    return { rows, warmed };
   } finally {
     await bench.close();
+  }
+}
+
+/** {@link RESCUE_WARMUP}: both ways in turns, a window each, until the service's rate has settled. */
+async function warmUp(bench: Awaited<ReturnType<typeof startRescueBench>>, turnMs: number, seconds: number): Promise<RescueWarmup> {
+  const { inFlight, settled, minWindows, maxWindows } = RESCUE_WARMUP;
+  const runner = await bench.runner(turnMs);
+  const t0 = performance.now();
+  for (let windows = 1, last = 0; ; windows++) {
+    const service = await rounds((k) => bench.viaService(turnMs, k), inFlight, seconds);
+    await rounds((k) => bench.inProcess(runner, k), inFlight, seconds);
+    const rate = service.rollouts / service.seconds;
+    const steady = windows >= minWindows && rate <= last * (1 + settled);
+    if (steady || windows >= maxWindows) return { windows, seconds: (performance.now() - t0) / 1000, rate, settled: steady };
+    last = rate;
   }
 }
 
@@ -129,4 +167,11 @@ export function formatRescueBench(rows: readonly RescueBenchRow[]): string[] {
       );
     }),
   ];
+}
+
+/** The bench's last line: how long it warmed before its rows were measured. */
+export function formatWarmup(w: RescueWarmup): string {
+  const { inFlight, settled } = RESCUE_WARMUP;
+  const why = w.settled ? `risen by at most ${settled * 100}% over the window before` : "still rising: the rows may read low";
+  return `  warmed ${w.seconds.toFixed(1)} s first: ${w.windows} windows each way at ${inFlight} in flight, the service's last ${w.rate.toFixed(1)} rollouts/s (${why})`;
 }
