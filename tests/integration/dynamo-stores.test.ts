@@ -2,18 +2,39 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { StoreUnavailableError, createPool } from "@harness-s/core";
-import { DynamoGatewayEpisodeStore, DynamoPoolStore, DynamoRolloutStore, createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
+import {
+  ConsumptionMeter,
+  DynamoGatewayEpisodeStore,
+  DynamoPoolStore,
+  DynamoRolloutStore,
+  createTables,
+  dynamoStores,
+  instrumentDynamo,
+  localCredentials,
+  tableNames,
+} from "@harness-s/adapters";
 import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 import { storeContract } from "../contract/stores.contract.ts";
-import { rolloutStoreContract } from "../contract/rollouts.contract.ts";
+import { bigRollout, rolloutStoreContract } from "../contract/rollouts.contract.ts";
 import { makeSpec } from "../factories.ts";
 
 let client: DynamoDBClient;
 let doc: DynamoDBDocumentClient;
 let run = 0;
 
+/** A client of the suite's DynamoDB Local (a test that instruments one destroys it). */
+const localClient = () => new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+
+/** A client whose requests' consumed units are counted in `consumption`. */
+function meteredClient() {
+  const consumption = new ConsumptionMeter();
+  const metered = localClient();
+  instrumentDynamo(metered, consumption);
+  return { consumption, metered };
+}
+
 beforeAll(async () => {
-  client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+  client = localClient();
   doc = DynamoDBDocumentClient.from(client);
 }, 60_000);
 afterAll(async () => {
@@ -81,7 +102,6 @@ describe("DynamoRolloutStore chunking", () => {
     const { gzipSync } = await import("node:zlib");
     const { QueryCommand } = await import("@aws-sdk/lib-dynamodb");
     const { CHUNK_BYTES } = await import("@harness-s/adapters");
-    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("chunks-");
     await createTables(client, names);
     const big = bigRollout(4000, 9);
@@ -94,13 +114,9 @@ describe("DynamoRolloutStore chunking", () => {
 
   it("stores a rollout of one chunk for one write unit (a transaction bills twice), and its duplicate for one", async () => {
     // Prepare
-    const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
-    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("one-chunk-");
     await createTables(client, names);
-    const consumption = new ConsumptionMeter();
-    const metered = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
-    instrumentDynamo(metered, consumption);
+    const { consumption, metered } = meteredClient();
     const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(metered), names);
     const used = [{}, {}] as { dynamoWriteUnits?: number }[];
     // Act
@@ -114,12 +130,17 @@ describe("DynamoRolloutStore chunking", () => {
 
   it("grouped: a rescue's rollouts that end together go in one request; one stored already costs one request more", async () => {
     // Prepare
-    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("grouped-");
     await createTables(client, names);
-    const counted = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+    const counted = localClient();
     let requests = 0;
-    counted.middlewareStack.add((next) => (args) => (requests++, next(args)), { step: "initialize" });
+    counted.middlewareStack.add(
+      (next) => (args) => {
+        requests++;
+        return next(args);
+      },
+      { step: "initialize" },
+    );
     const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(counted), names, "grouped");
     // Act
     const first = await Promise.all(Array.from({ length: 10 }, (_, i) => store.put("job", i, bigRollout(3, i))));
@@ -135,7 +156,6 @@ describe("DynamoRolloutStore chunking", () => {
   }, 60_000);
 
   it("grouped: a rollout that cannot be written fails alone; the rest of its group are stored", async () => {
-    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("grouped-alone-");
     await createTables(client, names);
     const store = new DynamoRolloutStore(doc, names, "grouped");
@@ -147,13 +167,9 @@ describe("DynamoRolloutStore chunking", () => {
 
   it("grouped: metered at the cloud's price of a transaction, twice each rollout's units (DynamoDB Local reports one item's for all)", async () => {
     // Prepare
-    const { ConsumptionMeter, instrumentDynamo } = await import("@harness-s/adapters");
-    const { bigRollout } = await import("../contract/rollouts.contract.ts");
     const names = tableNames("grouped-units-");
     await createTables(client, names);
-    const consumption = new ConsumptionMeter();
-    const metered = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
-    instrumentDynamo(metered, consumption);
+    const { consumption, metered } = meteredClient();
     const used = { each: {}, grouped: {} } as Record<"each" | "grouped", { dynamoWriteUnits?: number }>;
     // Act
     for (const writes of ["each", "grouped"] as const) {

@@ -4,7 +4,7 @@ import { envelope } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
-import { callerSlotSource, makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
+import { callerSlotSource, idleCallerPolicies, makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
 
 // Issue 54 (the rescue bench at 50 ms a turn): the slots of one SQS batch of one rescue share
 // their store requests: one read of the rescue, one "stored already?" for all, their running
@@ -66,10 +66,7 @@ async function setup() {
     held: (k, now) => inner.held(k, now),
   };
   const callers: CallerPolicies = {
-    checkEnvironment: async () => undefined,
-    checkEndpoint: async () => undefined,
-    currentVersion: async () => 0,
-    datums: async () => [],
+    ...idleCallerPolicies(0),
     runner: async (_source, onSpend) => {
       calls.runner.runner = (calls.runner.runner ?? 0) + 1;
       return async (_task, harness, seed) => {

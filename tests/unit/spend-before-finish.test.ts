@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { rolloutRunners, runRequestedRollout, type CallerPolicies, type RescueJob, type RolloutRequestedBody } from "@harness-s/core/rescue";
-import { callerSlotSource, makeRollout, makeTask } from "../factories.ts";
+import { callerSlotSource, idleCallerPolicies, makeRollout, makeTask } from "../factories.ts";
 
 // A status that shows a caller slot finished (its rollout stored, or its failure recorded) shows
 // what that slot spent: the spend is held against its rescue first. CI once saw a rescue "done"
@@ -51,10 +51,7 @@ async function setup(run: () => Promise<ReturnType<typeof makeRollout>>) {
     },
   });
   const callers: CallerPolicies = {
-    checkEnvironment: async () => undefined,
-    checkEndpoint: async () => undefined,
-    currentVersion: async () => 0,
-    datums: async () => [],
+    ...idleCallerPolicies(0),
     runner: async (_source, onSpend) => async () => {
       onSpend?.({ policyTokens: 42, policyMs: 5, environmentMs: 2 });
       return run();
