@@ -1,8 +1,8 @@
 // Where a caller rescue's time goes through the service (issue 54): the bench's stack (as
-// `harness-s bench` lays it out), a few warm rescues, then one rescue of N rollouts at 50 ms a turn
+// `harness-s bench` lays it out), warm rescues (10 unless told), then one rescue of N rollouts at 50 ms a turn
 // traced request by request in every thread (the API's and the policy's and environment's servers
 // on thread 0, the dispatch workers on theirs, fauxqs on its own), printed relative to the start.
-// Run: HTTP_TRACE_FILE=/tmp/trace.tsv node --import tsx --import ./scripts/http-trace-hook.mjs scripts/rescue-trace.ts [N, default 8]
+// Run: HTTP_TRACE_FILE=/tmp/trace.tsv node --import tsx --import ./scripts/http-trace-hook.mjs scripts/rescue-trace.ts [N, default 8] [warm-up rescues, default 10]
 import { readFileSync, writeFileSync } from "node:fs";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startRescueBench } from "../packages/cli/src/commands/bench-rescue-stack.ts";
@@ -13,7 +13,8 @@ const inFlight = Number(process.argv[2] ?? 8);
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const bench = await startRescueBench(await setup.instance(1), setup, [50]);
 try {
-  for (let i = 0; i < 10; i++) await bench.viaService(50, inFlight);
+  const warmUps = Number(process.argv[3] ?? 10);
+  for (let i = 0; i < warmUps; i++) await bench.viaService(50, inFlight);
   writeFileSync(file, "");
   const start = performance.timeOrigin + performance.now();
   await bench.viaService(50, inFlight);

@@ -2,6 +2,8 @@ import type { SeedInstance } from "@harness-s/core/experiment";
 import type { embeddedSetup } from "@harness-s/envs";
 import { cpuWindow, type CpuCounters } from "./cpu-split.ts";
 import { startRescueBench } from "./bench-rescue-stack.ts";
+import { startMemoryRescueBench } from "./bench-rescue-memory.ts";
+import type { RescueBench } from "./bench-rescue-parts.ts";
 
 /** Rollouts in flight at once, as the bench measures them. */
 export const RESCUE_CONCURRENCY = [1, 8, 32] as const;
@@ -17,9 +19,9 @@ export interface RescueBenchRow {
   /**
    * CPU ms per rollout through the service: the API's thread (the rest of this process: the API,
    * and the bench's client, policy and environment servers), the workers' thread, DynamoDB
-   * Local's JVM, fauxqs's thread; undefined where /proc cannot be read.
+   * Local's JVM, fauxqs's thread; and `all`, this process's (every thread); undefined where /proc cannot be read.
    */
-  cpuMsPerRollout: { api?: number; workers?: number; dynamoDbLocal?: number; fauxqs?: number };
+  cpuMsPerRollout: { api?: number; workers?: number; dynamoDbLocal?: number; fauxqs?: number; all?: number };
   /** CPU ms per rollout in process (this process: the runner, the policy and the environment). */
   inProcessCpuMs?: number;
   /** Cores busy during the service's window: these four together, and the whole machine (other processes too). */
@@ -31,11 +33,15 @@ export interface RescueBenchRow {
  * one that takes 50 ms a turn, through the service (POST /v1/rescues over HTTP → the dispatch queue
  * on fauxqs → the dispatch pollers on the workers' thread → DynamoDB Local → GET until done), next
  * to the same rollouts run in process with the same runner (the same scripted protocol-v2 policy,
- * the same OpenEnv server: a tool call, then submit), with the CPU each cost, process by process.
+ * the same OpenEnv server: a tool call, then submit), with the CPU each cost, process by process;
+ * then the same rows for the same service on in-memory stores and an in-memory queue
+ * ({@link startMemoryRescueBench}): what the service's own code costs, and so what the local
+ * stack's store and queue requests cost beyond it.
  */
 export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[] = RESCUE_TURN_MS): Promise<string[]> {
-  const { rows, warmed } = await measureRescue(instance, setup, seconds, turnMs);
-  return [...formatRescueBench(rows), formatWarmup(warmed)];
+  const stack = await measureRescue(await startRescueBench(instance, setup, turnMs), seconds, turnMs);
+  const memory = await measureRescue(await startMemoryRescueBench(instance, setup, turnMs), seconds, turnMs);
+  return [...formatRescueBench(stack.rows), formatWarmup(stack.warmed), ...formatMemoryRows(memory.rows), formatWarmup(memory.warmed), ...formatBound(stack.rows, memory.rows)];
 }
 
 /**
@@ -56,14 +62,8 @@ export interface RescueWarmup {
   settled: boolean;
 }
 
-/** The rows of {@link benchRescue}: each latency, each concurrency, measured in one run once warm. */
-export async function measureRescue(
-  instance: SeedInstance,
-  setup: ReturnType<typeof embeddedSetup>,
-  seconds: number,
-  turnMs: readonly number[],
-): Promise<{ rows: RescueBenchRow[]; warmed: RescueWarmup }> {
-  const bench = await startRescueBench(instance, setup, turnMs);
+/** The rows of {@link benchRescue} at one service: each latency, each concurrency, measured in one run once warm; the bench is closed after. */
+export async function measureRescue(bench: RescueBench, seconds: number, turnMs: readonly number[]): Promise<{ rows: RescueBenchRow[]; warmed: RescueWarmup }> {
   try {
     const warmed = await warmUp(bench, Math.min(...turnMs), seconds);
     const rows: RescueBenchRow[] = [];
@@ -87,7 +87,7 @@ export async function measureRescue(
 }
 
 /** {@link RESCUE_WARMUP}: both ways in turns, a window each, until the service's rate has settled. */
-async function warmUp(bench: Awaited<ReturnType<typeof startRescueBench>>, turnMs: number, seconds: number): Promise<RescueWarmup> {
+async function warmUp(bench: RescueBench, turnMs: number, seconds: number): Promise<RescueWarmup> {
   const { inFlight, settled, minWindows, maxWindows } = RESCUE_WARMUP;
   const runner = await bench.runner(turnMs);
   const t0 = performance.now();
@@ -134,7 +134,13 @@ function rowOf(turnMs: number, inFlight: number, service: Measured, local: Measu
     inFlight,
     service: service.rollouts / service.seconds,
     inProcess: local.rollouts / local.seconds,
-    cpuMsPerRollout: { api: perRollout(combine(-1, process, workers, fauxqs)), workers: perRollout(workers), dynamoDbLocal: perRollout(dynamoDbLocal), fauxqs: perRollout(fauxqs) },
+    cpuMsPerRollout: {
+      api: perRollout(combine(-1, process, workers, fauxqs)),
+      workers: perRollout(workers),
+      dynamoDbLocal: perRollout(dynamoDbLocal),
+      fauxqs: perRollout(fauxqs),
+      all: perRollout(process),
+    },
     inProcessCpuMs: perRollout(local.cpu.process, local),
     coresBusy: { ours: busy(ours), machine: busy(machine) },
   };
@@ -174,4 +180,27 @@ export function formatWarmup(w: RescueWarmup): string {
   const { inFlight, settled } = RESCUE_WARMUP;
   const why = w.settled ? `risen by at most ${settled * 100}% over the window before` : "still rising: the rows may read low";
   return `  warmed ${w.seconds.toFixed(1)} s first: ${w.windows} windows each way at ${inFlight} in flight, the service's last ${w.rate.toFixed(1)} rollouts/s (${why})`;
+}
+
+/** The rows of the same service on in-memory stores and queue: its rate, in process's, their ratio, and this process's CPU per rollout each way. */
+export function formatMemoryRows(rows: readonly RescueBenchRow[]): string[] {
+  const f = (x: number | undefined) => (x === undefined ? "n/a" : x.toFixed(1));
+  return [
+    "  the same service on in-memory stores and an in-memory queue, in this one thread (no DynamoDB Local, fauxqs or AWS SDK: what its own code costs;",
+    "  CPU ms per rollout of this process)",
+    ...rows.map(
+      (r) =>
+        `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
+        `   service/in-process ${(r.service / r.inProcess).toFixed(3)}   CPU ms/rollout ${f(r.cpuMsPerRollout.all)} (in process ${f(r.inProcessCpuMs)})`,
+    ),
+  ];
+}
+
+/** One line per latency: the ratio at each concurrency over the local stack and over in-memory stores, side by side. */
+export function formatBound(stack: readonly RescueBenchRow[], memory: readonly RescueBenchRow[]): string[] {
+  const ratio = (r: RescueBenchRow | undefined) => (r ? (r.service / r.inProcess).toFixed(3) : "n/a");
+  return [...new Set(stack.map((r) => r.turnMs))].map((ms) => {
+    const at = (rows: readonly RescueBenchRow[]) => RESCUE_CONCURRENCY.map((n) => ratio(rows.find((r) => r.turnMs === ms && r.inFlight === n))).join(" | ");
+    return `  ${String(ms).padStart(3)} ms a turn, ${RESCUE_CONCURRENCY.join(" | ")} in flight: service/in-process ${at(stack)} over DynamoDB Local and fauxqs, ${at(memory)} over in-memory stores`;
+  });
 }
