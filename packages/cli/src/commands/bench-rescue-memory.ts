@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { CallerPolicyRunners, HttpEndpointProber, MemoryQueue, MemoryRescueSlots } from "@harness-s/adapters";
+import { CallerPolicyRunners, HttpEndpointProber, MemoryPolicyEndpointStore, MemoryQueue, MemoryRescueSlots } from "@harness-s/adapters";
 import { systemClock } from "@harness-s/core";
 import { hashSecret } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
@@ -11,7 +11,7 @@ import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
 import { createDispatchHandler } from "@harness-s/functions/dispatch/handler";
 import { WORKERS } from "../../../../infra/settings.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
-import { machineBusySeconds } from "./cpu-split.ts";
+import { machineBusySeconds, ownCpuSeconds } from "./cpu-split.ts";
 
 /**
  * The rescue bench's service on in-memory stores and an in-memory queue, in this one thread: the
@@ -26,9 +26,9 @@ export function startMemoryRescueBench(instance: SeedInstance, setup: ReturnType
     const outbound = { allowLoopback: true, allowCidrs: [] };
     const progress = new LocalRescueProgress();
     const dispatch = new EventSourceQueue();
-    const deps = memoryApiDeps({ prober: new HttpEndpointProber(outbound, systemClock), progress, dispatch, maxBodyBytes: 256 * 1024 });
-    const callers = new CallerPolicyRunners({ endpoints: deps.endpoints, outbound, clock: systemClock });
-    deps.callers = callers;
+    const endpoints = new MemoryPolicyEndpointStore();
+    const callers = new CallerPolicyRunners({ endpoints, outbound, clock: systemClock });
+    const deps = memoryApiDeps({ prober: new HttpEndpointProber(outbound, systemClock), endpoints, callers, progress, dispatch, maxBodyBytes: 256 * 1024 });
     dispatch.handler = createDispatchHandler({
       pools: deps.pools,
       tasks: deps.tasks,
@@ -45,12 +45,8 @@ export function startMemoryRescueBench(instance: SeedInstance, setup: ReturnType
     await deps.pools.put(instance.evolution.pool);
     const secret = `bench-${randomUUID()}`;
     await deps.keys.put({ id: "bench", hash: hashSecret(secret), scopes: ["rescues"] });
-    const self = () => {
-      const { user, system } = process.cpuUsage();
-      return (user + system) / 1e6;
-    };
     const parts = await benchRescueParts(instance, setup, benchClient(api.url, secret), policies, envUrl, callers);
-    return { ...parts, cpu: { process: self, machine: machineBusySeconds } };
+    return { ...parts, cpu: { process: ownCpuSeconds, machine: machineBusySeconds } };
   });
 }
 

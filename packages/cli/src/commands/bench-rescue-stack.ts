@@ -7,7 +7,7 @@ import { listen } from "@harness-s/functions/api/local";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { startFauxqsThread } from "@harness-s/functions/local/fauxqs-thread";
 import { startLocalStack } from "@harness-s/functions/local/stack";
-import { childPids, machineBusySeconds, processCpuSeconds, threadIds, threadsCpuSeconds, type CpuCounters } from "./cpu-split.ts";
+import { childPids, machineBusySeconds, ownCpuSeconds, processCpuSeconds, threadIds, threadsCpuSeconds, type CpuCounters } from "./cpu-split.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
 
 /** The entry of `serve`'s workers' thread (its data: `ServeWorkersData`): the bench runs the workers as serve does. */
@@ -55,13 +55,9 @@ async function startCountedFauxqs(): Promise<{ fauxqs: { url: string; stop: () =
   const before = threadIds();
   const thread = await startFauxqsThread();
   const tids = new Set([...threadIds()].filter((t) => !before.has(t)));
-  const self = () => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1e6;
-  };
   const fauxqs = () => threadsCpuSeconds(tids);
   return {
     fauxqs: { url: `http://127.0.0.1:${thread.port}`, stop: thread.stop },
-    cpu: { process: self, fauxqs, machine: machineBusySeconds },
+    cpu: { process: ownCpuSeconds, fauxqs, machine: machineBusySeconds },
   };
 }

@@ -160,15 +160,14 @@ async function rounds(round: (n: number) => Promise<number>, inFlight: number, s
  * then follows from the printed rates to 0.002 even at a few rollouts/s.
  */
 export function formatRescueBench(rows: readonly RescueBenchRow[]): string[] {
-  const f = (x: number | undefined, digits = 1) => (x === undefined ? "n/a" : x.toFixed(digits));
+  const f = cpuFigure;
   return [
     "rescue rollouts/s          (caller's protocol-v2 policy, scripted; OpenEnv server; through the service vs in process; CPU ms per rollout through",
     "                            the service: the API's thread (with the bench's client, policy and environment) + the workers' thread / DynamoDB Local / fauxqs)",
     ...rows.map((r) => {
       const c = r.cpuMsPerRollout;
       return (
-        `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
-        `   service/in-process ${(r.service / r.inProcess).toFixed(3)}   CPU ms/rollout ${f(c.api)} + ${f(c.workers)} / ${f(c.dynamoDbLocal)} / ${f(c.fauxqs)} (in process ${f(r.inProcessCpuMs)})` +
+        `${rowHead(r)}   CPU ms/rollout ${f(c.api)} + ${f(c.workers)} / ${f(c.dynamoDbLocal)} / ${f(c.fauxqs)} (in process ${f(r.inProcessCpuMs)})` +
         `   cores busy ${f(r.coresBusy.ours, 2)} (machine ${f(r.coresBusy.machine, 2)})`
       );
     }),
@@ -184,16 +183,21 @@ export function formatWarmup(w: RescueWarmup): string {
 
 /** The rows of the same service on in-memory stores and queue: its rate, in process's, their ratio, and this process's CPU per rollout each way. */
 export function formatMemoryRows(rows: readonly RescueBenchRow[]): string[] {
-  const f = (x: number | undefined) => (x === undefined ? "n/a" : x.toFixed(1));
   return [
     "  the same service on in-memory stores and an in-memory queue, in this one thread (no DynamoDB Local, fauxqs or AWS SDK: what its own code costs;",
     "  CPU ms per rollout of this process)",
-    ...rows.map(
-      (r) =>
-        `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
-        `   service/in-process ${(r.service / r.inProcess).toFixed(3)}   CPU ms/rollout ${f(r.cpuMsPerRollout.all)} (in process ${f(r.inProcessCpuMs)})`,
-    ),
+    ...rows.map((r) => `${rowHead(r)}   CPU ms/rollout ${cpuFigure(r.cpuMsPerRollout.all)} (in process ${cpuFigure(r.inProcessCpuMs)})`),
   ];
+}
+
+/** A row's latency, concurrency, both rates and their ratio, as both blocks print them. */
+const rowHead = (r: RescueBenchRow) =>
+  `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
+  `   service/in-process ${(r.service / r.inProcess).toFixed(3)}`;
+
+/** A CPU figure (or cores busy) to `digits` decimals; "n/a" where it could not be read. */
+function cpuFigure(x: number | undefined, digits = 1): string {
+  return x === undefined ? "n/a" : x.toFixed(digits);
 }
 
 /** One line per latency: the ratio at each concurrency over the local stack and over in-memory stores, side by side. */

@@ -20,6 +20,12 @@ export function processCpuSeconds(pid: number): number | undefined {
   return statSeconds(`/proc/${pid}/stat`);
 }
 
+/** CPU seconds this process (every thread) has used so far, user and system. */
+export function ownCpuSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+}
+
 /** The ids of this process's threads now (empty where there is no /proc). */
 export function threadIds(): Set<number> {
   try {
