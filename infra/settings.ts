@@ -8,6 +8,8 @@ export const LAMBDA_RUNTIME = "nodejs22.x" as const;
 export const API_TIMEOUT = "180 seconds" as const;
 /** The API function's memory (Lambda bills its duration × this: the cost of goods meters it so). */
 export const API_MEMORY = "1024 MB" as const;
+/** The most a request body may hold at the API (the gateway's conversations: GATEWAY_LIMITS), deployed and local alike. */
+export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
 /** The web console's built files (`npm run build:console`), copied into the API function beside its handler: the function URL serves them at /console. */
 export const CONSOLE_BUNDLE = { from: "console/dist", to: "console" } as const;
 

@@ -23,12 +23,9 @@ import {
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";
-import { SERVED_MODELS } from "../../infra/settings.ts";
+import { API_LAMBDA_MAX_BODY_BYTES, SERVED_MODELS } from "../../infra/settings.ts";
 import { withApiCaches, type ApiDeps } from "./deps.ts";
 import { gatewaySettings } from "./gateway-setup.ts";
-
-/** The most a request body may hold at the API Lambda (the gateway's conversations: GATEWAY_LIMITS). */
-export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
 
 /**
  * What the deployment runs experiments on (`GET /v1/models`, `POST /v1/experiments`): the policy

@@ -26,7 +26,7 @@ import {
   type TableNames,
 } from "@harness-s/adapters";
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
-import { API_MEMORY, WORKERS, memoryGb } from "../../infra/settings.ts";
+import { API_LAMBDA_MAX_BODY_BYTES, API_MEMORY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { OVERHEAD_KEY } from "../worker-metering.ts";
 import { startFairFauxqs } from "./fair-queues.ts";
 import { ServeMetrics } from "./metrics.ts";
@@ -150,7 +150,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
-      maxBodyBytes: 256 * 1024,
+      maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
       artifacts: new FolderExperimentArtifacts(reports.dir),
       ...(opts.offers ? { offers: opts.offers } : {}),
       ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),

@@ -9,7 +9,7 @@ import type { embeddedSetup } from "@harness-s/envs";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
 import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
 import { createDispatchHandler } from "@harness-s/functions/dispatch/handler";
-import { WORKERS } from "../../../../infra/settings.ts";
+import { API_LAMBDA_MAX_BODY_BYTES, WORKERS } from "../../../../infra/settings.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
 import { machineBusySeconds, ownCpuSeconds } from "./cpu-split.ts";
 
@@ -28,7 +28,7 @@ export function startMemoryRescueBench(instance: SeedInstance, setup: ReturnType
     const dispatch = new EventSourceQueue();
     const endpoints = new MemoryPolicyEndpointStore();
     const callers = new CallerPolicyRunners({ endpoints, outbound, clock: systemClock });
-    const deps = memoryApiDeps({ prober: new HttpEndpointProber(outbound, systemClock), endpoints, callers, progress, dispatch, maxBodyBytes: 256 * 1024 });
+    const deps = memoryApiDeps({ prober: new HttpEndpointProber(outbound, systemClock), endpoints, callers, progress, dispatch, maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES });
     dispatch.handler = createDispatchHandler({
       pools: deps.pools,
       tasks: deps.tasks,

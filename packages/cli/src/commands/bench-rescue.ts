@@ -193,7 +193,10 @@ export function formatMemoryRows(rows: readonly RescueBenchRow[]): string[] {
 /** A row's latency, concurrency, both rates and their ratio, as both blocks print them. */
 const rowHead = (r: RescueBenchRow) =>
   `  ${String(r.turnMs).padStart(3)} ms a turn ${String(r.inFlight).padStart(2)} in flight  ${r.service.toFixed(3).padStart(10)}   in process ${r.inProcess.toFixed(3).padStart(10)}` +
-  `   service/in-process ${(r.service / r.inProcess).toFixed(3)}`;
+  `   service/in-process ${serviceRatio(r)}`;
+
+/** A row's rate through the service over its rate in process, as printed. */
+const serviceRatio = (r: RescueBenchRow) => (r.service / r.inProcess).toFixed(3);
 
 /** A CPU figure (or cores busy) to `digits` decimals; "n/a" where it could not be read. */
 function cpuFigure(x: number | undefined, digits = 1): string {
@@ -202,7 +205,7 @@ function cpuFigure(x: number | undefined, digits = 1): string {
 
 /** One line per latency: the ratio at each concurrency over the local stack and over in-memory stores, side by side. */
 export function formatBound(stack: readonly RescueBenchRow[], memory: readonly RescueBenchRow[]): string[] {
-  const ratio = (r: RescueBenchRow | undefined) => (r ? (r.service / r.inProcess).toFixed(3) : "n/a");
+  const ratio = (r: RescueBenchRow | undefined) => (r ? serviceRatio(r) : "n/a");
   return [...new Set(stack.map((r) => r.turnMs))].map((ms) => {
     const at = (rows: readonly RescueBenchRow[]) => RESCUE_CONCURRENCY.map((n) => ratio(rows.find((r) => r.turnMs === ms && r.inFlight === n))).join(" | ");
     return `  ${String(ms).padStart(3)} ms a turn, ${RESCUE_CONCURRENCY.join(" | ")} in flight: service/in-process ${at(stack)} over DynamoDB Local and fauxqs, ${at(memory)} over in-memory stores`;
