@@ -18,7 +18,7 @@ export interface QueuedExperimentWiring {
 
 /**
  * How the coordinator runs an experiment through the queues: each seed's frozen pool is stored
- * in the Pools table, every rollout is a `rollout.requested` message to `dispatch` (sampled at
+ * in the Pools table as the run's key's own, every rollout is a `rollout.requested` message to `dispatch` (sampled at
  * the policy endpoint), every ballot a `ballot.requested` message to `vote`; without `dispatch`
  * (or `vote`) the rollouts (or ballots) run in the coordinator's own process.
  */
@@ -30,7 +30,8 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
     for (const seed of record.request.seeds) {
       const inst = await setup.instance(seed);
       const id = `${record.id}/pool/${seed}`;
-      await wiring.pools.put({ ...inst.evolution.pool, id });
+      // The run's key owns what its run evolves: another key neither lists nor routes in it.
+      await wiring.pools.put({ ...inst.evolution.pool, id, owner: record.keyId });
       poolIds.set(seed, id);
     }
     const vote = wiring.vote;

@@ -29,5 +29,22 @@ export function poolStoreContract(name: string, fresh: () => Promise<{ pools: Po
         ["shared", undefined],
       ]);
     });
+
+    it("pools: the same pool put again under another owner (or none) is a CONFLICT: a key can neither take a pool nor hide a shared one", async () => {
+      const s = await fresh();
+      const shared = createPool("shared", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
+      const owned = { ...createPool("mine", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]), owner: "k-owner" };
+      await s.pools.put(shared);
+      await s.pools.put(owned);
+      await s.pools.put(owned);
+      await expect(s.pools.put({ ...shared, owner: "k-thief" })).rejects.toBeInstanceOf(ConflictError);
+      await expect(s.pools.put({ ...owned, owner: "k-thief" })).rejects.toBeInstanceOf(ConflictError);
+      const { owner: _o, ...unowned } = owned;
+      await expect(s.pools.put(unowned)).rejects.toBeInstanceOf(ConflictError);
+      expect((await s.pools.list()).map((p) => [p.id, p.owner])).toEqual([
+        ["mine", "k-owner"],
+        ["shared", undefined],
+      ]);
+    });
   });
 }

@@ -78,6 +78,14 @@ describe("experiments over the API on the local stack", () => {
     expect(bad.status).toBe(400);
     expect((await bad.json()).error.issues).toEqual([expect.stringMatching(/^seed: /)]);
     expect((await (await call(`/v1/experiments/${id}/steps?seed=3&arm=harness-s`)).json()).steps.length).toBe(steps.length);
+    // Issue 67 item 0: the pool the run evolved is its key's: another key neither lists nor reads it (404, as the run itself)
+    const stranger = await addKey(stack.deps, "stranger", ["pools:read"]);
+    const mine = await addKey(stack.deps, "researcher-pools", ["pools:read"]);
+    const listed = async (secret: string) => ((await (await call("/v1/pools", undefined, secret)).json()).pools as { id: string }[]).map((p) => p.id);
+    expect(await listed(stranger)).not.toContain(`${id}/pool/3`);
+    expect((await call(`/v1/pools/${id}/pool/3`, undefined, stranger)).status).toBe(404);
+    expect((await stack.stores.pools.get(`${id}/pool/3`))?.owner).toBe("researcher");
+    expect(await listed(mine)).not.toContain(`${id}/pool/3`);
   }, 120_000);
 
   it("a run of another protocol than the stack was built for fails with the reason instead of running on the wrong tasks", async () => {

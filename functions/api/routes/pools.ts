@@ -1,6 +1,6 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { HarnessPool, NotConfiguredError, NotFoundError, ValidationError, parsePool } from "@harness-s/core";
+import { HarnessPool, NotConfiguredError, NotFoundError, ValidationError, MINTED_ID_KINDS, mintedKindOf, parsePool } from "@harness-s/core";
 import { visibleTo } from "@harness-s/core/access";
 import { POOL_EVOLUTION_LIMITS, PoolEvolutionStatus, PoolEvolveRequest, poolEvolutionStatus, poolsVisibleTo, startPoolEvolution } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
@@ -26,6 +26,19 @@ const PoolBodyReader = z.unknown().transform((value, ctx): PoolBody => {
 });
 const evolving = (body: PoolBody): body is z.infer<typeof EvolveBody> => "evolve" in body;
 
+/**
+ * A pool a key registers as it is: its own (an admin's is every key's unless it names an owner),
+ * under an id the service does not mint (a `pev_…` id would squat an evolution's pool).
+ */
+function registeredPool(body: HarnessPool, key: { id: string; scopes: readonly string[] }): HarnessPool {
+  const admin = key.scopes.includes("admin");
+  if (body.owner !== undefined && !admin) throw new ValidationError("pool", ["owner: only an admin key names a pool's owner (a pool a key registers is its own)"]);
+  const minted = mintedKindOf(body.id);
+  if (minted) throw new ValidationError("pool", [`id: ids beginning "${minted}_" are the service's own (it mints them); choose another`]);
+  const pool = parsePool(body);
+  return admin ? pool : { ...pool, owner: key.id };
+}
+
 /** `/v1/pools`: immutable, content-versioned harness pools, and pools evolved for a caller's environment. */
 export const poolRoutes = {
   create: createRoute({
@@ -34,7 +47,7 @@ export const poolRoutes = {
     operationId: "createPool",
     tags: ["pools"],
     summary: "Register an immutable harness pool (scope pools:write), or evolve one for your environment ({evolve: …}, scope rescues)",
-    description: `With \`evolve\`, a sibling pool is evolved from your H0 (your system text and each dev task's tools) on your dev tasks (2 to ${POOL_EVOLUTION_LIMITS.devTasks}) in your OpenEnv environment, each rollout sampled at your registered policy endpoint at one weight version, as a job: 202 with its id, then \`GET /v1/pools/evolutions/{id}\` (queued, running, done or failed). It is quoted first (402 above \`budget.usd\` or your key's budget) and metered per rollout; the pool is stored under the job's id, yours only, frozen, and rescues name it as \`poolId\`.`,
+    description: `With \`evolve\`, a sibling pool is evolved from your H0 (your system text and each dev task's tools) on your dev tasks (2 to ${POOL_EVOLUTION_LIMITS.devTasks}) in your OpenEnv environment, each rollout sampled at your registered policy endpoint at one weight version, as a job: 202 with its id, then \`GET /v1/pools/evolutions/{id}\` (queued, running, done or failed). It is quoted first (402 above \`budget.usd\` or your key's budget) and metered per rollout; the pool is stored under the job's id, yours only, frozen, and rescues name it as \`poolId\`. A pool registered as it is (scope pools:write) is the registering key's own, seen and routed in by it alone; an admin key's is shared by every key unless it names an \`owner\`. Ids the service mints (\`${MINTED_ID_KINDS.map((k) => `${k}_`).join("\`, \`")}\`…) are refused.`,
     request: { body: jsonBody(PoolBody) },
     responses: {
       201: jsonOf("registered: id and content version", PoolCreated),
@@ -52,7 +65,7 @@ export const poolRoutes = {
     path: "/",
     operationId: "listPools",
     tags: ["pools"],
-    summary: "List the pools this key may route in: every key's, and its own evolved ones",
+    summary: "List the pools this key may route in: the deployment's shared ones, and its own (registered, evolved, or evolved by its experiments)",
     responses: { 200: jsonOf("pools: id, version, number of siblings, owner (an evolved pool's key)", PoolList), ...errors },
   }),
   get: createRoute({
@@ -88,9 +101,7 @@ export const poolsApp = (deps: ApiDeps) =>
         const started = await startPoolEvolution(body.evolve, key.id, { ...deps, evolutions, quoting, newId: () => deps.newId("pev") });
         return c.json(poolEvolutionStatus(started, deps.prices), 202);
       }
-      if (body.owner !== undefined && !key.scopes.includes("admin"))
-        throw new ValidationError("pool", ["owner: only an admin key names a pool's owner (an evolved pool is its key's)"]);
-      const pool = parsePool(body);
+      const pool = registeredPool(body, key);
       await deps.pools.put(pool);
       return c.json({ id: pool.id, version: pool.version }, 201);
     })

@@ -28,3 +28,13 @@ export function nameRecord<V extends z.ZodType>(value: V, max: number) {
     })
     .pipe(z.record(Name, value).refine((r) => Object.keys(r).length <= max, { message: `at most ${max} keys` }));
 }
+
+/**
+ * The kinds of id the service mints (`<kind>_…`: routing decisions, experiments, pool evolutions,
+ * keys, rescues). A caller may not name its own record with one: a pool registered as `pev_…`
+ * would squat the pool an evolution of that id stores.
+ */
+export const MINTED_ID_KINDS = ["dec", "exp", "pev", "key", "rsc"] as const;
+
+/** The kind of minted id `id` is spelled as, if any (`pev_1/x` → `pev`). */
+export const mintedKindOf = (id: string): (typeof MINTED_ID_KINDS)[number] | undefined => MINTED_ID_KINDS.find((k) => id.startsWith(`${k}_`));

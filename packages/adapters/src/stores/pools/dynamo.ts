@@ -22,13 +22,15 @@ export class DynamoPoolStore implements PoolStore {
           new PutCommand({
             TableName: this.tables.Pools,
             Item: { id: pool.id, version: pool.version, siblings: pool.siblings.length, ...(pool.owner ? { owner: pool.owner } : {}), body: JSON.stringify(pool) },
-            ConditionExpression: "attribute_not_exists(id) OR version = :v",
-            ExpressionAttributeValues: { ":v": pool.version },
+            // Immutable with its owner: the same pool put again under another owner would take it from its key (or hide a shared one).
+            ConditionExpression: `attribute_not_exists(id) OR (version = :v AND ${pool.owner ? "#o = :o" : "attribute_not_exists(#o)"})`,
+            ExpressionAttributeNames: { "#o": "owner" },
+            ExpressionAttributeValues: { ":v": pool.version, ...(pool.owner ? { ":o": pool.owner } : {}) },
           }),
         ),
       );
     } catch (err) {
-      if (err instanceof ConflictError) throw new ConflictError(`pool ${pool.id} already exists with another version; pools are immutable`);
+      if (err instanceof ConflictError) throw new ConflictError(`pool ${pool.id} already exists with another version or owner; pools are immutable`);
       throw err;
     }
   }

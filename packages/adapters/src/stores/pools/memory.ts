@@ -8,7 +8,9 @@ export class MemoryPoolStore implements PoolStore {
   async put(pool: HarnessPool): Promise<void> {
     parseOrThrow(HarnessPool, pool, "pool"); // as the DynamoDB store: a pool it could not read back is refused
     const existing = this.pools.get(pool.id);
-    if (existing && existing.version !== pool.version) throw new ConflictError(`pool ${pool.id} already exists with version ${existing.version}; pools are immutable`);
+    // Immutable with its owner: the same pool put again under another owner would take it from its key (or hide a shared one from every other key).
+    if (existing && (existing.version !== pool.version || existing.owner !== pool.owner))
+      throw new ConflictError(`pool ${pool.id} already exists with another version or owner; pools are immutable`);
     this.pools.set(pool.id, frozenCopy(pool));
   }
 
