@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConflictError } from "@harness-s/core";
+import { ConflictError, LastAdminError } from "@harness-s/core";
 import { type ApiKeyStore, type KeyAccount, type KeyEventLog, hashSecret, newApiKey } from "@harness-s/core/access";
 
 const account = (id: string, over: Partial<KeyAccount> = {}): KeyAccount => ({
@@ -48,6 +48,32 @@ export function apiKeyStoreContract(name: string, fresh: () => Promise<{ keys: A
       await s.keys.save(account("three"), undefined);
       expect((await s.keys.findByHash(a.secrets[0]!.hash))?.id).toBe("one");
       expect((await s.keys.list()).map((k) => k.id).sort()).toEqual(["one", "three"]);
+    });
+
+    it("api keys: a write refused (a duplicate id) leaves no secret behind: another key may then hold that secret", async () => {
+      const s = await fresh();
+      await s.keys.save(account("taken"), undefined);
+      const secret = { hash: hashSecret("fresh-secret"), createdAt: 3 };
+      await expect(s.keys.save(account("taken", { secrets: [secret] }), undefined)).rejects.toBeInstanceOf(ConflictError);
+      await s.keys.save(account("other", { secrets: [secret] }), undefined);
+      expect((await s.keys.findByHash(secret.hash))?.id).toBe("other");
+    });
+
+    it("api keys: the last admin key without an expiry cannot be revoked, expire or lose its scope, even by writes at once", async () => {
+      const s = await fresh();
+      const admin = (id: string) => account(id, { scopes: ["admin"] });
+      await s.keys.save(admin("a1"), undefined);
+      await s.keys.save(account("r1"), undefined);
+      await s.keys.save({ ...account("r1"), revokedAt: 5, version: 1 }, 0); // a key that anchors nothing goes freely
+      for (const change of [{ revokedAt: 9 }, { expiresAt: 99 }, { scopes: ["route" as const] }])
+        await expect(s.keys.save({ ...admin("a1"), ...change, version: 1 }, 0)).rejects.toBeInstanceOf(LastAdminError);
+      await s.keys.save(admin("a2"), undefined);
+      await s.keys.save(admin("a3"), undefined);
+      // Three anchors, each revoked by its own writer at once: at most two go.
+      const revokes = await Promise.allSettled(["a1", "a2", "a3"].map((id) => s.keys.save({ ...admin(id), revokedAt: 9, version: 1 }, 0)));
+      expect(revokes.filter((r) => r.status === "fulfilled")).toHaveLength(2);
+      expect(revokes.find((r) => r.status === "rejected")).toMatchObject({ reason: expect.any(LastAdminError) });
+      expect((await s.keys.list()).filter((k) => k.scopes.includes("admin") && k.revokedAt === undefined)).toHaveLength(1);
     });
 
     it("key events: a key's own, newest first by version, at most the limit, each version once", async () => {

@@ -101,15 +101,26 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
     }
   });
 
-  it(`revoked on one instance: a 401 on both within KEY_CHANGE_SECONDS (${KEY_CHANGE_SECONDS} s), its usage kept`, async () => {
+  it(`revoked on one instance: a 401 on both within the documented 5 s (KEY_CHANGE_SECONDS = ${KEY_CHANGE_SECONDS}), its usage kept`, async () => {
     const { key, secret } = await create({ scopes: ["pools:read"] });
     for (const on of [0, 1]) expect((await call("GET", "/v1/pools", secret, undefined, on)).status).toBe(200);
     expect((await call("DELETE", `/v1/keys/${key.id}`, ADMIN)).body.status).toBe("revoked");
     expect((await call("GET", "/v1/pools", secret, undefined, 0)).status).toBe(401);
-    clock.advance(KEY_CHANGE_SECONDS * 1000);
+    // The bound the docs state (README, operations.md), written as a figure: the constant changed is seen here.
+    clock.advance(5_000);
     expect((await call("GET", "/v1/pools", secret, undefined, 1)).status).toBe(401);
     const usage = await call("GET", `/v1/usage?from=2026-12-06&to=2026-12-31&keyId=${key.id}`, ADMIN);
     expect(usage.body.days[0].usage.requests).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a rotated-out secret works until exactly its retiresAt, and is a 401 from that millisecond on", async () => {
+    const { key, secret: old } = await create({ scopes: ["pools:read"] });
+    const rotated = await call("POST", `/v1/keys/${key.id}/rotate`, old, { graceSeconds: 30 });
+    const retiresAt = Date.parse(rotated.body.key.secrets.find((s: { retiresAt?: string }) => s.retiresAt).retiresAt);
+    clock.advance(retiresAt - 1 - clock.now());
+    expect((await call("GET", "/v1/pools", old, undefined, 1)).status).toBe(200);
+    clock.advance(1);
+    for (const on of [0, 1]) expect((await call("GET", "/v1/pools", old, undefined, on)).status).toBe(401);
   });
 
   it("expires at its expiry (401 after), on both instances", async () => {
@@ -159,4 +170,41 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
     expect(secretsSeen).toHaveLength(2);
     expect(bodies.join("\n")).not.toContain(ADMIN);
   });
+  // Last: it revokes root (the round's admins hold the deployment from then on).
+  it("20 races of mutual revokes and expiries among 2 to 4 admins, on two instances at once: an admin key without an expiry always works", async () => {
+    let starter = { id: "root", secret: ADMIN };
+    const outcomes: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      const n = 2 + (round % 3);
+      const admins: { id: string; secret: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const made = await call("POST", "/v1/keys", starter.secret, { scopes: ["admin"], label: `race ${round}.${i}` });
+        expect(made.status).toBe(201);
+        admins.push({ id: made.body.key.id as string, secret: made.body.secret as string });
+      }
+      // The round's starter goes, so that only the round's admins hold the deployment.
+      expect((await call("DELETE", `/v1/keys/${starter.id}`, admins[0]!.secret)).status).toBe(200);
+      const later = new Date(clock.now() + 3_600_000).toISOString();
+      const races = admins.flatMap((a, i) => [
+        call("DELETE", `/v1/keys/${admins[(i + 1) % n]!.id}`, a.secret, undefined, i % 2),
+        call("PATCH", `/v1/keys/${a.id}`, a.secret, { expiresAt: later }, (i + 1) % 2),
+      ]);
+      outcomes.push(...(await Promise.all(races)).map((r) => r.status));
+      clock.advance(5_000); // every instance's cache has let go of the keys as they were
+      // A working admin key without an expiry: it answers for itself, active, admin, and never expires.
+      const alive = [];
+      for (const a of admins) {
+        const self = await call("GET", `/v1/keys/${a.id}`, a.secret, undefined, round % 2);
+        if (self.status === 200 && self.body.status === "active" && self.body.expiresAt === undefined && self.body.scopes.includes("admin")) alive.push(a);
+      }
+      expect(alive.length, `round ${round}: ${n} admins, answers ${outcomes.slice(-2 * n).join(",")}`).toBeGreaterThanOrEqual(1);
+      starter = alive[0]!;
+    }
+    // Both answers happened: writes that won (200) and writes the rule refused (409); a key revoked
+    // meanwhile is a 401 where its revoke was seen.
+    expect(outcomes).toContain(200);
+    expect(outcomes).toContain(409);
+    expect(outcomes.every((s) => [200, 401, 409].includes(s))).toBe(true);
+    clock.advance(5_000);
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
-import { PayloadTooLargeError, ValidationError, formatIssues } from "@harness-s/core";
+import { PayloadTooLargeError, STORABLE_NUMBER, ValidationError, formatIssues, storable } from "@harness-s/core";
 import type { ApiDeps } from "../deps.ts";
 import { UnsupportedMediaTypeError } from "../errors.ts";
 import { BODY_TIMEOUTS, type BodyTimeouts, MAX_JSON_DEPTH } from "../request-limits.ts";
@@ -17,8 +17,8 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?ut
  * as application/json (UTF-8), 413 past `maxBytes` (the API's `maxBodyBytes` unless the route has
  * its own; declared or counted as it arrives: an oversized body is never held whole), 408 when it
  * stalls or is slow ({@link BODY_TIMEOUTS}); then parsed, refused when nested deeper than
- * {@link MAX_JSON_DEPTH} or holding a `__proto__` key, and validated with `schema`; every failure
- * is a 400 naming the bad fields.
+ * {@link MAX_JSON_DEPTH}, holding a `__proto__` key or a number no store can hold
+ * ({@link STORABLE_NUMBER}), and validated with `schema`; every failure is a 400 naming the bad fields.
  */
 export function readBody<S extends z.ZodType>(
   deps: Pick<ApiDeps, "maxBodyBytes" | "bodyTimeouts">,
@@ -51,14 +51,17 @@ async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: n
 }
 
 /**
- * What no body may hold, whatever its schema: nesting deeper than `max`, or an own `__proto__`
- * key (JSON.parse makes one; a schema's record would drop it silently). Iterative, so a hostile
+ * What no body may hold, whatever its schema: nesting deeper than `max`, an own `__proto__`
+ * key (JSON.parse makes one; a schema's record would drop it silently), or a number no store can
+ * hold (1e16, 1e-320: DynamoDB's range and the SDK's exact integers). Iterative, so a hostile
  * body cannot overflow the stack.
  */
 function shapeIssue(value: unknown, max: number): string | undefined {
   const stack: [unknown, number, string][] = [[value, 0, "(root)"]];
   while (stack.length > 0) {
     const [v, d, path] = stack.pop()!;
+    if (typeof v === "number" && !storable(v))
+      return `${path}: ${v} is outside the numbers this service stores (0, or ${STORABLE_NUMBER.minMagnitude} to ${STORABLE_NUMBER.maxMagnitude} in magnitude)`;
     if (v === null || typeof v !== "object") continue;
     if (d >= max) return `(root): nested deeper than ${max} levels`;
     if (!Array.isArray(v) && Object.hasOwn(v, "__proto__")) return `${path === "(root)" ? "" : `${path}.`}__proto__: not an allowed key`;

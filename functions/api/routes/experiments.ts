@@ -14,7 +14,7 @@ import {
   startExperiment,
   type ExperimentOffers,
 } from "@harness-s/core/experiment";
-import { KEY_PAGE, KeyPageQuery, NotConfiguredError, NotFoundError, ValidationError } from "@harness-s/core";
+import { KEY_PAGE, KeyPageQuery, NotConfiguredError, NotFoundError, ValidationError, queryInteger } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
@@ -44,7 +44,7 @@ const ExperimentStatus = z.object({
 });
 const ExperimentSteps = z.object({ id: z.string(), steps: z.array(ExperimentStep) });
 const ExperimentMetrics = z.object({ id: z.string(), status: record.status, results: record.results, summary: record.summary.unwrap().nullable() });
-const StepsQuery = z.object({ arm: ArmName.optional(), seed: z.coerce.number().int().min(0).optional() });
+const StepsQuery = z.object({ arm: ArmName.optional(), seed: queryInteger(0, Number.MAX_SAFE_INTEGER).optional() });
 const forThisKey = notFound("experiment for this key");
 const ExperimentPlots = z.object({
   id: z.string(),

@@ -182,6 +182,16 @@ export class SelfRaiseError extends CoreError {
   }
 }
 
+/**
+ * A key asked to make, change or take the secret of a key with a scope or a limit beyond its own
+ * (a limited admin making an unlimited one, which could then lift the first one's limits).
+ */
+export class BeyondOwnLimitsError extends CoreError {
+  constructor(what: string) {
+    super("FORBIDDEN", `a key ${what} only within its own scopes and limits (quota, budget, rate, expiry); ask an admin key with more`);
+  }
+}
+
 /** The caller's key has used its quota. */
 export class QuotaExceededError extends CoreError {
   constructor(used: number, quota: number) {
@@ -207,6 +217,17 @@ export class RateLimitedError extends CoreError {
 export class ConflictError extends CoreError {
   constructor(detail: string) {
     super("CONFLICT", detail);
+  }
+}
+
+/**
+ * A key change would leave the deployment without a working admin key that never expires (the
+ * last such key revoked, expiring, or losing its admin scope), written as one atomic rule by the
+ * key store, so concurrent changes cannot pass it together.
+ */
+export class LastAdminError extends ConflictError {
+  constructor(readonly keyId: string) {
+    super(`key ${keyId} is the last working admin key without an expiry: make another admin key without an expiry first`);
   }
 }
 

@@ -7,6 +7,8 @@ export * from "./util/evenly-spaced.ts";
 export * from "./util/scoped-lru.ts";
 export * from "./util/coalesce.ts";
 export * from "./util/key-page.ts";
+export * from "./util/storable.ts";
+export * from "./util/printable.ts";
 export * from "./names.ts";
 export * from "./task.ts";
 export * from "./task-source.ts";

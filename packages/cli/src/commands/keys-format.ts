@@ -1,7 +1,9 @@
+import { printable } from "@harness-s/core";
 import type { KeyEventView, KeyView } from "@harness-s/core/access";
 
-/** Columns padded to their widest cell, two spaces apart. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+/** Columns padded to their widest cell, two spaces apart; every cell {@link printable}. */
+export function table(header: readonly string[], cells: readonly (readonly string[])[]): string[] {
+  const rows = cells.map((r) => r.map(printable));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   return [header, ...rows].map((r) =>
     r
@@ -36,7 +38,7 @@ export function keyLines(k: KeyView, done?: string): string[] {
     ["secrets", secrets(k)],
   ];
   return [
-    `${done ? `${done} ` : ""}key ${k.id} (${k.status})`,
+    printable(`${done ? `${done} ` : ""}key ${k.id} (${k.status})`),
     ...table(["", ""], rows)
       .slice(1)
       .map((line) => `  ${line}`),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { hasUnshowable } from "../util/printable.ts";
 
 /**
  * Whether `key` may read a record owned by `ownerKeyId`: its owner, or an admin key; a record with
@@ -23,29 +24,57 @@ export const KEY_LIMITS = {
   defaultGraceSeconds: 3600,
   /** Secrets one key holds at once (its current one and those in their grace). */
   maxSecrets: 8,
+  /** The slowest rate a key may be given: one request in 1,000 s (a Retry-After is never longer). */
+  minPerSecond: 0.001,
+  /** A key's request quota and USD budget: at most this many requests, from a micro-dollar to a billion dollars. */
+  maxRequestQuota: 1_000_000_000_000,
+  minBudgetUsd: 0.000_001,
+  maxBudgetUsd: 1_000_000_000,
 } as const;
+
+/** A key's label: shown in lists and terminals, so printable text only. */
+export const KeyLabel = z
+  .string()
+  .max(KEY_LIMITS.labelChars)
+  .refine((s) => !hasUnshowable(s), "label: control characters and bidirectional overrides are not allowed (they rewrite what a terminal shows)");
+
+/** A key's scopes: each at most once. */
+export const KeyScopes = z
+  .array(Scope)
+  .min(1)
+  .max(Scope.options.length)
+  .refine((s) => new Set(s).size === s.length, "scopes: each scope at most once");
 
 /** A key's rate: `perSecond` requests a second on average, up to `burst` at once (a token bucket). */
 export const KeyRate = z.object({
-  perSecond: z.number().positive().max(KEY_LIMITS.maxPerSecond),
+  perSecond: z.number().min(KEY_LIMITS.minPerSecond).max(KEY_LIMITS.maxPerSecond),
   burst: z.number().int().min(1).max(KEY_LIMITS.maxBurst),
 });
 export type KeyRate = z.infer<typeof KeyRate>;
 
 /** What an operator sets on a key: everything but its identity, secrets and history. */
 export const KeySettings = z.object({
-  label: z.string().max(KEY_LIMITS.labelChars).optional(),
-  scopes: z.array(Scope).min(1),
+  label: KeyLabel.optional(),
+  scopes: KeyScopes,
   /** Requests allowed in total (pay-per-use quota); undefined = unlimited. */
-  requestQuota: z.number().int().positive().optional(),
+  requestQuota: z.number().int().positive().max(KEY_LIMITS.maxRequestQuota).optional(),
   /** What the key may spend in total, in USD at the tariff; a request quoted above what is left is a 402 before any work. */
-  budgetUsd: z.number().positive().optional(),
+  budgetUsd: z.number().min(KEY_LIMITS.minBudgetUsd).max(KEY_LIMITS.maxBudgetUsd).optional(),
   /** Requests past this rate are a 429 with Retry-After; undefined = no rate limit. */
   rate: KeyRate.optional(),
   /** When the key stops working (ms since the epoch); undefined = never. */
   expiresAt: z.number().int().nonnegative().optional(),
 });
 export type KeySettings = z.infer<typeof KeySettings>;
+
+/** Settings as a store holds them: read as they were written, before labels, scopes and limits were held to today's bounds ({@link KeyLabel}, {@link KeyScopes}, {@link KEY_LIMITS}). */
+const StoredKeySettings = KeySettings.extend({
+  label: z.string().max(KEY_LIMITS.labelChars).optional(),
+  scopes: z.array(Scope).min(1),
+  requestQuota: z.number().int().positive().optional(),
+  budgetUsd: z.number().positive().optional(),
+  rate: z.object({ perSecond: z.number().positive(), burst: z.number().int().min(1) }).optional(),
+});
 
 /** One secret of a key, by its hash: the current one has no `retiresAt`; a rotated-out one works until then. */
 export const KeySecret = z.object({
@@ -56,7 +85,7 @@ export const KeySecret = z.object({
 export type KeySecret = z.infer<typeof KeySecret>;
 
 /** A key as stored: its settings, its secrets (hashes only), when and by whom it was made, and whether it is revoked. */
-export const KeyAccount = KeySettings.extend({
+export const KeyAccount = StoredKeySettings.extend({
   id: z.string().min(1).max(64),
   secrets: z.array(KeySecret).min(1).max(KEY_LIMITS.maxSecrets),
   createdAt: z.number().int().nonnegative(),
@@ -73,7 +102,7 @@ export type KeyAccount = z.infer<typeof KeyAccount>;
  * A key as a request presents it: its settings, the hash of the secret it was presented with, and
  * what may stop that secret working (the key revoked or expired, the secret retired).
  */
-export const ApiKeyRecord = KeySettings.extend({
+export const ApiKeyRecord = StoredKeySettings.extend({
   id: z.string().min(1),
   /** SHA-256 of the secret, hex; the secret itself is never stored. */
   hash: z.string().regex(/^[0-9a-f]{64}$/),
@@ -96,8 +125,18 @@ export function accountOf(key: ApiKeyRecord, now = 0): KeyAccount {
 }
 
 /**
+ * Whether a key keeps the deployment open: an admin key, not revoked, with no expiry. A deployment
+ * that has one always keeps one ({@link ApiKeyStore.save}): no revoke, expiry or loss of scope,
+ * however many run at once, leaves it locked out.
+ */
+export const anchorsAdmin = (account: Pick<KeyAccount, "scopes" | "revokedAt" | "expiresAt">): boolean =>
+  account.scopes.includes("admin") && account.revokedAt === undefined && account.expiresAt === undefined;
+
+/**
  * Where keys live: each key's account by its id, and each secret's hash pointing at its key. A
- * hash no account lists (rotated out and forgotten, or replaced) finds nothing.
+ * hash no account lists (rotated out and forgotten, or replaced) finds nothing. The store keeps,
+ * in the same atomic write as each account, which keys anchor the deployment ({@link anchorsAdmin}):
+ * a write that would take the last anchor away is refused with a `LastAdminError`.
  */
 export interface ApiKeyStore {
   /** Creates or replaces a key from one record: its only secret that record's hash. */
@@ -108,8 +147,10 @@ export interface ApiKeyStore {
   /** Every key (an operator's list: bounded by how many keys a deployment issues). */
   list(): Promise<KeyAccount[]>;
   /**
-   * Writes `account` if the stored one is still at `expected` (undefined: none stored yet),
-   * with its version one past; a new secret's hash is indexed first. A CONFLICT otherwise.
+   * Writes `account` if the stored one is still at `expected` (undefined: none stored yet), with
+   * its secrets' hashes indexed, in one atomic write: a CONFLICT otherwise (nothing written), a
+   * `LastAdminError` when `account` stops anchoring the deployment ({@link anchorsAdmin}) and no
+   * other key anchors it.
    */
   save(account: KeyAccount, expected: number | undefined): Promise<void>;
 }

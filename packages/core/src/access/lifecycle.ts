@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConflictError, ForbiddenError, NotFoundError, SelfRaiseError } from "../errors.ts";
+import { BeyondOwnLimitsError, ConflictError, ForbiddenError, NotFoundError, SelfRaiseError, ValidationError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { newSecret } from "./auth.ts";
 import type { KeyEvent, KeyEventLog } from "./events.ts";
@@ -22,10 +22,10 @@ export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
 /** `PATCH /v1/keys/{id}`: the settings to change; `null` removes an optional one (no quota, no budget, no rate, no expiry, no label). */
 export const UpdateKeyRequest = z
   .object({
-    label: z.string().max(KEY_LIMITS.labelChars).nullable(),
-    scopes: z.array(Scope).min(1),
-    requestQuota: z.number().int().positive().nullable(),
-    budgetUsd: z.number().positive().nullable(),
+    label: KeySettings.shape.label.unwrap().nullable(),
+    scopes: KeySettings.shape.scopes,
+    requestQuota: KeySettings.shape.requestQuota.unwrap().nullable(),
+    budgetUsd: KeySettings.shape.budgetUsd.unwrap().nullable(),
     rate: KeyRate.nullable(),
     expiresAt: isoTime.nullable(),
   })
@@ -86,8 +86,8 @@ export interface KeyDeps {
   newId: (kind: string) => string;
 }
 
-/** The key acting: its id and scopes (an operator's local command acts as no key: `undefined`). */
-type Actor = Pick<ApiKeyRecord, "id" | "scopes"> | undefined;
+/** The key acting: its id, scopes and limits (an operator's local command acts as no key: `undefined`, unlimited). */
+type Actor = Pick<ApiKeyRecord, "id" | "scopes" | "requestQuota" | "budgetUsd" | "rate" | "expiresAt"> | undefined;
 
 const isAdmin = (actor: Actor) => actor === undefined || actor.scopes.includes("admin");
 
@@ -104,10 +104,23 @@ function shown(settings: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, k === "expiresAt" && typeof v === "number" ? iso(v) : v]));
 }
 
-/** Makes a key (admin keys only): its id and its secret, shown this once; only the secret's hash is kept. */
+/** A 403 when `next` holds a scope or a limit beyond the actor's own (a local command is unlimited). */
+function ensureWithinActor(actor: Actor, next: KeySettings, what: string): void {
+  if (actor && raises(actor, next)) throw new BeyondOwnLimitsError(what);
+}
+
+/** A key's expiry must lie ahead: a key is never made, nor changed into, one already expired (revoke it instead). */
+function ensureAhead(expiresAt: number | null | undefined, now: number): void {
+  if (typeof expiresAt === "number" && expiresAt <= now)
+    throw new ValidationError("key", [`expiresAt: ${new Date(expiresAt).toISOString()} is not in the future (to stop a key now, revoke it)`]);
+}
+
+/** Makes a key (admin keys only, within their own scopes and limits): its id and its secret, shown this once; only the secret's hash is kept. */
 export async function createKey(body: CreateKeyRequest, actor: Actor, deps: KeyDeps): Promise<{ key: KeyView; secret: string }> {
   requireAdmin(actor);
   const now = deps.clock.now();
+  ensureAhead(body.expiresAt, now);
+  ensureWithinActor(actor, body, "makes keys");
   const { secret, hash } = newSecret();
   const account: KeyAccount = { ...body, id: deps.newId("key"), secrets: [{ hash, createdAt: now }], createdAt: now, ...(actor ? { createdBy: actor.id } : {}), version: 0 };
   await deps.keys.save(account, undefined);
@@ -141,18 +154,6 @@ export function raises(before: KeySettings, next: KeySettings): boolean {
   return scopes || rate || more(before.requestQuota, next.requestQuota) || more(before.budgetUsd, next.budgetUsd) || more(before.expiresAt, next.expiresAt);
 }
 
-/** Whether another working admin key than `id` remains. */
-async function anotherAdmin(id: string, deps: KeyDeps): Promise<boolean> {
-  const now = deps.clock.now();
-  return (await deps.keys.list()).some((a) => a.id !== id && a.scopes.includes("admin") && a.revokedAt === undefined && (a.expiresAt === undefined || now < a.expiresAt));
-}
-
-/** A working admin key may stop being one only while another remains (a deployment is never locked out). */
-async function keepAnAdmin(before: KeyAccount, stillAdmin: boolean, deps: KeyDeps): Promise<void> {
-  if (before.scopes.includes("admin") && before.revokedAt === undefined && !stillAdmin && !(await anotherAdmin(before.id, deps)))
-    throw new ConflictError(`key ${before.id} is the last admin key: make another admin key first`);
-}
-
 function applied(before: KeyAccount, patch: UpdateKeyRequest): KeyAccount {
   const next: Record<string, unknown> = { ...before };
   for (const [k, v] of Object.entries(patch)) {
@@ -162,14 +163,19 @@ function applied(before: KeyAccount, patch: UpdateKeyRequest): KeyAccount {
   return { ...(next as KeyAccount), version: before.version + 1 };
 }
 
-/** Changes a key's settings (admin keys only; none raises its own, and the last admin key keeps its scope). */
+/**
+ * Changes a key's settings (admin keys only, within their own scopes and limits; none raises its
+ * own). The last admin key without an expiry keeps its scope and gets none (the store's rule:
+ * a `LastAdminError`, 409).
+ */
 export async function updateKey(id: string, patch: UpdateKeyRequest, actor: Actor, deps: KeyDeps): Promise<KeyView> {
   requireAdmin(actor);
+  ensureAhead(patch.expiresAt, deps.clock.now());
   const before = await visibleKey(id, actor, deps);
   if (before.revokedAt !== undefined) throw new ConflictError(`key ${id} is revoked`);
   const next = applied(before, patch);
   if (actor?.id === id && raises(before, next)) throw new SelfRaiseError();
-  await keepAnAdmin(before, next.scopes.includes("admin") && (next.expiresAt === undefined || next.expiresAt > deps.clock.now()), deps);
+  ensureWithinActor(actor, next, "changes keys");
   await deps.keys.save(next, before.version);
   await record(deps, { keyId: id, version: next.version, action: "updated", ...(actor ? { by: actor.id } : {}), changes: shown(patch) });
   return keyView(next, deps.clock.now());
@@ -182,6 +188,8 @@ export async function updateKey(id: string, patch: UpdateKeyRequest, actor: Acto
 export async function rotateKey(id: string, body: RotateKeyRequest, actor: Actor, deps: KeyDeps): Promise<{ key: KeyView; secret: string }> {
   const before = await visibleKey(id, actor, deps);
   if (before.revokedAt !== undefined) throw new ConflictError(`key ${id} is revoked`);
+  // The new secret goes to the actor: taking one for a key with more than its own would be taking that key.
+  if (actor?.id !== id) ensureWithinActor(actor, before, "takes the secrets of keys");
   const now = deps.clock.now();
   const retireAt = now + body.graceSeconds * 1000;
   const { secret, hash } = newSecret();
@@ -195,13 +203,15 @@ export async function rotateKey(id: string, body: RotateKeyRequest, actor: Actor
   return { key: keyView(next, now), secret };
 }
 
-/** Revokes a key (admin keys only): every secret of it is a 401 from then on; its usage and records stay. The last admin key is kept. */
+/**
+ * Revokes a key (admin keys only): every secret of it is a 401 from then on; its usage and records
+ * stay. The last admin key without an expiry is kept (the store's rule, atomic under concurrent revokes).
+ */
 export async function revokeKey(id: string, actor: Actor, deps: KeyDeps): Promise<KeyView> {
   requireAdmin(actor);
   const before = await visibleKey(id, actor, deps);
   const now = deps.clock.now();
   if (before.revokedAt !== undefined) return keyView(before, now);
-  await keepAnAdmin(before, false, deps);
   const next: KeyAccount = { ...before, revokedAt: now, version: before.version + 1 };
   await deps.keys.save(next, before.version);
   await record(deps, { keyId: id, version: next.version, action: "revoked", ...(actor ? { by: actor.id } : {}) });

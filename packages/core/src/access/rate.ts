@@ -1,6 +1,6 @@
 import { RateLimitedError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
-import type { KeyRate } from "./keys.ts";
+import { KEY_LIMITS, type KeyRate } from "./keys.ts";
 
 /** A token bucket: `tokens` left at `at` (ms). */
 export interface Bucket {
@@ -22,6 +22,9 @@ export function takeToken(bucket: Bucket | undefined, now: number, rate: KeyRate
   return { bucket: { tokens, at: now }, waitMs: ((1 - tokens) / rate.perSecond) * 1000 };
 }
 
+/** The longest a request is told to wait: the gap between two requests at the slowest rate a key may be given. */
+const MAX_WAIT_MS = 1000 / KEY_LIMITS.minPerSecond;
+
 /** Keys whose buckets one limiter keeps (the least recently used goes first; a forgotten key starts full again). */
 export const RATE_LIMITER_KEYS = 10_000;
 
@@ -42,6 +45,7 @@ export class KeyRateLimiter {
     this.buckets.delete(key.id);
     this.buckets.set(key.id, bucket);
     if (this.buckets.size > RATE_LIMITER_KEYS) this.buckets.delete(this.buckets.keys().next().value!);
-    if (waitMs > 0) throw new RateLimitedError(key.rate.perSecond, waitMs);
+    // A wait is never longer than the slowest rate a key may be given leaves between two requests (a key stored before that bound included).
+    if (waitMs > 0) throw new RateLimitedError(key.rate.perSecond, Math.min(waitMs, MAX_WAIT_MS));
   }
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
+import { queryDecimal, queryInteger } from "../util/storable.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
 import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
@@ -109,8 +110,8 @@ export function nextLookMs(lastMs: number, changed: boolean, hears = false): num
 
 /** A status read's query: wait up to `wait` seconds until more than `seen` slots have finished. */
 export const RescueWaitQuery = z.object({
-  wait: z.coerce.number().min(0).max(RESCUE_WAIT.maxSeconds).default(0),
-  seen: z.coerce.number().int().min(0).default(0),
+  wait: queryDecimal(0, RESCUE_WAIT.maxSeconds).default(0),
+  seen: queryInteger(0, Number.MAX_SAFE_INTEGER).default(0),
 });
 export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 

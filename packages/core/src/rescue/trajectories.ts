@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import { SUBMIT } from "../rollout/episode-hooks.ts";
+import { queryInteger } from "../util/storable.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { CallerPolicies } from "./rollout-source.ts";
 import { visibleTo } from "../access/keys.ts";
@@ -36,11 +37,14 @@ export const RescueTrajectory = z.object({
 });
 export type RescueTrajectory = z.infer<typeof RescueTrajectory>;
 
+/** A page of a rescue's trajectories: rows when the caller names none, and at most. */
+export const TRAJECTORY_PAGE = { defaultLimit: 16, maxLimit: 64, maxCursor: Number.MAX_SAFE_INTEGER } as const;
+
 export const TrajectoryQuery = z.object({
   context: z.enum(["sampled", "base"]).default("sampled"),
   /** The first rollout index of the page. */
-  cursor: z.coerce.number().int().min(0).default(0),
-  limit: z.coerce.number().int().min(1).max(64).default(16),
+  cursor: queryInteger(0, TRAJECTORY_PAGE.maxCursor).default(0),
+  limit: queryInteger(1, TRAJECTORY_PAGE.maxLimit).default(TRAJECTORY_PAGE.defaultLimit),
 });
 export type TrajectoryQuery = z.infer<typeof TrajectoryQuery>;
 

@@ -1,13 +1,14 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.ts";
 import { hash32 } from "./rng.ts";
+import { queryInteger } from "./storable.ts";
 
 /** A list of a key's own runs: items per page when the caller names none, and at most. */
 export const KEY_PAGE = { defaultLimit: 20, maxLimit: 50, cursorChars: 200 } as const;
 
 /** `?limit=&cursor=` of a key's list (`cursor`: the `next` of the page before, opaque). */
 export const KeyPageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(KEY_PAGE.maxLimit).default(KEY_PAGE.defaultLimit),
+  limit: queryInteger(1, KEY_PAGE.maxLimit).default(KEY_PAGE.defaultLimit),
   cursor: z.string().min(1).max(KEY_PAGE.cursorChars).optional(),
 });
 export type KeyPageQuery = z.infer<typeof KeyPageQuery>;

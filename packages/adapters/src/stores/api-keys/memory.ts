@@ -1,9 +1,11 @@
-import { ConflictError } from "@harness-s/core";
-import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, presented } from "@harness-s/core/access";
+import { ConflictError, LastAdminError } from "@harness-s/core";
+import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, anchorsAdmin, presented } from "@harness-s/core/access";
 
 export class MemoryApiKeyStore implements ApiKeyStore {
   private readonly accounts = new Map<string, KeyAccount>();
   private readonly idOfHash = new Map<string, string>();
+  /** The keys that anchor the deployment (admin, working, no expiry): never emptied by a write once one exists. */
+  private readonly anchors = new Set<string>();
 
   async put(key: ApiKeyRecord): Promise<void> {
     this.write(accountOf(key));
@@ -31,8 +33,13 @@ export class MemoryApiKeyStore implements ApiKeyStore {
     this.write(KeyAccount.parse(account));
   }
 
+  /** Checks and writes in one synchronous step (no await between them), as the DynamoDB store's one transaction. */
   private write(account: KeyAccount) {
+    const anchors = anchorsAdmin(account);
+    if (!anchors && this.anchors.has(account.id) && this.anchors.size === 1) throw new LastAdminError(account.id);
     for (const s of account.secrets) this.idOfHash.set(s.hash, account.id);
     this.accounts.set(account.id, structuredClone(account));
+    if (anchors) this.anchors.add(account.id);
+    else this.anchors.delete(account.id);
   }
 }
