@@ -55,13 +55,19 @@ export function createSqsWorker<T extends Envelope["type"]>(
     logger?: EventLogger;
     /** Called (best effort) when a record fails on its last receive before the DLQ. */
     lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, err: unknown) => Promise<void> };
+    /**
+     * Called (best effort) with the parsed JSON of a record that is not a valid envelope: it can
+     * never succeed, so what it was for is told at once (a rescue's slot failed with its code),
+     * while the record itself goes on to the DLQ.
+     */
+    malformed?: (json: unknown, err: unknown) => Promise<void>;
     /** Meters what each record cost to its payer (one write per payer per invocation). */
     metering?: WorkerMetering;
   } = {},
 ) {
   const events = opts.logger ?? opts.log?.events ?? (opts.log ? undefined : stdioEvents);
   const text = events ? undefined : opts.log;
-  const { lastTry, metering } = opts;
+  const { lastTry, metering, malformed } = opts;
   const types: readonly string[] = Array.isArray(type) ? type : [type];
   const bill = metering ? invocationBiller(metering) : undefined;
   return async (raw: unknown): Promise<SqsBatchResponse> => {
@@ -93,8 +99,10 @@ export function createSqsWorker<T extends Envelope["type"]>(
         const receive = Number(record.attributes.ApproximateReceiveCount);
         const line: LogEvent = { event: "queue.record", function: queue, messageId: record.messageId, receive };
         let envelope: Envelope | undefined;
+        let json: unknown;
         try {
-          envelope = Envelope.parse(JSON.parse(record.body));
+          json = JSON.parse(record.body);
+          envelope = Envelope.parse(json);
           Object.assign(line, { type: envelope.type, envelopeId: envelope.id, keyId: envelope.payer?.keyId, jobId: envelope.payer?.jobId });
           if (!types.includes(envelope.type)) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
           if (!runs.has(envelope.id)) runs.set(envelope.id, run(envelope));
@@ -107,6 +115,11 @@ export function createSqsWorker<T extends Envelope["type"]>(
           Object.assign(line, { level: "warn", outcome: "error", errorCode: errorCodeOf(err), reason }, envelope ? runs.get(envelope.id)?.notes : {});
           text?.(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
+          if (!envelope && json !== undefined && malformed)
+            await malformed(json, err).catch((e) => {
+              line.giveUpError = String(e);
+              text?.(`${queue}: could not record malformed message ${record.messageId}: ${String(e)}`);
+            });
           if (lastTry && envelope && types.includes(envelope.type) && receive >= lastTry.maxReceives) {
             Object.assign(line, { level: "error", gaveUp: true });
             await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch((e) => {

@@ -1,6 +1,7 @@
 import { MAX_DEFERRALS, type EnvelopeOf, type MessageQueue } from "@harness-s/core/messaging";
-import { deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type RescueJobStore } from "@harness-s/core/rescue";
-import { hash32 } from "@harness-s/core";
+import { SLOT_REASON_CHARS, deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type RescueJobStore } from "@harness-s/core/rescue";
+import { z } from "zod";
+import { formatIssues, hash32 } from "@harness-s/core";
 import type { EventLogger } from "@harness-s/core/observability";
 import { createSqsWorker, type RecordNote, type WorkerLog } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
@@ -57,9 +58,24 @@ export function createDispatchHandler(
       if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, noted);
       return result;
     },
-    { ...(deps.log ? { log: deps.log } : {}), ...(deps.logger ? { logger: deps.logger } : {}), lastTry, metering: deps.metering },
+    { ...(deps.log ? { log: deps.log } : {}), ...(deps.logger ? { logger: deps.logger } : {}), lastTry, metering: deps.metering, ...(jobs ? { malformed: failItsSlot(jobs) } : {}) },
   );
 }
+
+/** What a malformed `rollout.requested` still tells: its rescue and slot, when those parts are readable. */
+const SlotOfMalformed = z.object({ type: z.literal("rollout.requested"), body: z.object({ jobId: z.string().min(1).max(400), index: z.number().int().min(0).max(1_000_000) }) });
+
+/**
+ * A `rollout.requested` that is not a valid message can never run: its slot is failed at once
+ * (VALIDATION_FAILED, with what was wrong), so its rescue ends instead of waiting out its hold;
+ * the message itself goes on to the DLQ.
+ */
+const failItsSlot = (jobs: RescueJobStore) => async (json: unknown, err: unknown) => {
+  const slot = SlotOfMalformed.safeParse(json);
+  if (!slot.success) return;
+  const what = err instanceof z.ZodError ? formatIssues(err.issues).slice(0, 5).join("; ") : String(err);
+  await jobs.recordFailure(slot.data.body.jobId, slot.data.body.index, { code: "VALIDATION_FAILED", reason: `the rollout's message is malformed: ${what}`.slice(0, SLOT_REASON_CHARS) });
+};
 
 /** The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and reason when it is recorded, noted on its event. */
 function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {

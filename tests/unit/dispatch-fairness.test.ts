@@ -154,3 +154,14 @@ describe("a caller slot's reads", () => {
     expect(reads.length).toBeGreaterThan(0);
   });
 });
+
+describe("a malformed rollout.requested (issue 67 item 14)", () => {
+  it("fails its slot at once with VALIDATION_FAILED, so its rescue ends, and still goes on to the DLQ", async () => {
+    const { handler, jobs } = await setup();
+    const bad = { ...message(3), body: { ...body(3), seed: "not a seed" } };
+    const event = makeSqsEvent([bad as never]);
+    expect((await handler(event)).batchItemFailures).toHaveLength(1);
+    const job = await jobs.get("rsc_1");
+    expect(job?.failures).toEqual([expect.objectContaining({ index: 3, code: "VALIDATION_FAILED", reason: expect.stringContaining("seed") })]);
+  });
+});
