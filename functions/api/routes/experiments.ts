@@ -9,12 +9,10 @@ import {
   ExperimentStep,
   cancelExperiment,
   listExperiments,
-  ensureOffered,
   experimentStatus,
   startExperiment,
-  type ExperimentOffers,
 } from "@harness-s/core/experiment";
-import { KEY_PAGE, KeyPageQuery, NotConfiguredError, NotFoundError, ValidationError, queryInteger } from "@harness-s/core";
+import { KEY_PAGE, KeyPageQuery, NotFoundError, queryInteger } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { visibleTo } from "@harness-s/core/access";
@@ -61,22 +59,6 @@ const artifactErrors = (what: "report" | "plot") => ({
   ...errors,
   ...notDeployed,
 });
-
-/**
- * A caller's environment checked before anything is recorded or metered: offered here, its URL
- * through the outbound guard (the check a rescue's environment gets), its tasks' committing tools
- * under one name, and the pool it names the key's own.
- */
-async function checkCallerEnv(req: ExperimentRequest, key: { id: string }, deps: ApiDeps, offers: ExperimentOffers | undefined): Promise<void> {
-  const env = req.env;
-  if (typeof env === "string") return;
-  ensureOffered(req, offers);
-  if (!deps.callers) throw new NotConfiguredError("experiments on a caller's environment are not deployed here");
-  await deps.callers.checkEnvironment({ kind: "openenv", url: env.url, ...(env.secretHeader ? { secretHeader: env.secretHeader } : {}) });
-  const submits = new Set(env.tasks.map((t) => t.tools.find((tool) => tool.submit)!.name));
-  if (submits.size > 1) throw new ValidationError("env.tasks", [`every task's committing tool must have one name; these have ${[...submits].join(", ")}`]);
-  if (env.poolId !== undefined && (await deps.pools.get(env.poolId))?.owner !== key.id) throw new NotFoundError("pool", env.poolId);
-}
 
 /** `/v1/experiments`: paired experiments run by the coordinator. */
 export const experimentRoutes = {
@@ -194,7 +176,6 @@ export const experimentsApp = (deps: ApiDeps) => {
       const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
       const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
-      await checkCallerEnv(req, key, deps, deps.offers);
       const started = await startExperiment(req, key.id, { ...deps, slots, quoting, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(started, deps.prices), 202);
     })

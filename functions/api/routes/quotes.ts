@@ -1,11 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { Quote, QuoteRequest, quoteRequest } from "@harness-s/core/billing";
+import { Quote, QuoteRequest, quoteAdmitted } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
 import { authenticated, requireScope } from "../middleware/scope.ts";
-import { bodyErrors, errors, jsonBody, jsonOf } from "../openapi-parts.ts";
+import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 import { pricing } from "./account.ts";
 
 /** `/v1/quotes`: what an experiment or a rescue would cost, before it is asked for. */
@@ -18,7 +18,9 @@ export const quoteRoutes = {
     summary:
       "Estimate an experiment ({experiment: …}) or a rescue ({rescue: …}): rollouts, usage, cost of goods, charge, and the basis (this deployment's measured usage per rollout, or the defaults)",
     request: { body: jsonBody(QuoteRequest) },
-    responses: { 200: jsonOf("the quote", Quote), ...errors, ...bodyErrors },
+    description:
+      "The request is checked as its own start checks it before it is priced: an environment or model this deployment does not offer, a URL the outbound guard refuses, another key's pool or endpoint is the same 400 or 404 the request itself would get.",
+    responses: { 200: jsonOf("the quote", Quote), ...notFound("pool, task or policy endpoint of this key"), ...errors, ...bodyErrors },
   }),
 };
 
@@ -27,5 +29,5 @@ const scopeOfQuote = (c: Context) => ("experiment" in (c.get("body") as QuoteReq
 
 export const quotesApp = (deps: ApiDeps) =>
   apiRouter().openapi(withMiddleware(quoteRoutes.create, authenticated(deps), readBody(deps, QuoteRequest), requireScope(deps, scopeOfQuote)), async (c) =>
-    c.json(await quoteRequest(c.var.body, pricing(deps)), 200),
+    c.json(await quoteAdmitted(c.var.body, c.var.key, { ...deps, ...pricing(deps), newId: () => deps.newId("dec") }), 200),
   );

@@ -8,3 +8,4 @@ export * from "./quotes.ts";
 export * from "./budgets.ts";
 export * from "./usage-report.ts";
 export * from "./spend-events.ts";
+export * from "./admitted-quote.ts";

@@ -11,3 +11,4 @@ export * from "./environment.ts";
 export * from "./artifacts.ts";
 export * from "./report-artifacts.ts";
 export * from "./list.ts";
+export * from "./admit.ts";

@@ -1,5 +1,5 @@
-import { ConcurrencyLimitError, NotFoundError, ValidationError, parseOrThrow } from "../errors.ts";
-import { envName } from "./environment.ts";
+import { ConcurrencyLimitError, NotFoundError } from "../errors.ts";
+import { admitExperiment, type AdmitExperimentDeps, type ExperimentOffers } from "./admit.ts";
 import { visibleTo } from "../access/keys.ts";
 import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "../billing/budgets.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
@@ -11,7 +11,7 @@ import type { Clock } from "../util/clock.ts";
 import { type ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStore } from "./records.ts";
 
 /** What starting an experiment needs; with `quoting`, the run is quoted first and refused (402) above a budget. */
-export interface StartExperimentDeps {
+export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers"> {
   experiments: ExperimentStore;
   coordinator: MessageQueue;
   clock: Clock;
@@ -22,30 +22,9 @@ export interface StartExperimentDeps {
   offers?: ExperimentOffers;
 }
 
-/** The environments and base models a deployment runs experiments on. */
-export interface ExperimentOffers {
-  envs: readonly string[];
-  callerEnvironments: boolean;
-  models: readonly string[];
-}
-
-export const EMBEDDED_ONLY: ExperimentOffers = { envs: ["embedded"], callerEnvironments: false, models: [] };
-
-/** A 400 naming what is offered when a request asks for an environment or a model this deployment does not run. */
-export function ensureOffered(req: Pick<ExperimentPlan, "env" | "model">, offers: ExperimentOffers = EMBEDDED_ONLY): void {
-  const env = envName(req.env);
-  if (typeof req.env === "string" ? !offers.envs.includes(env) : !offers.callerEnvironments)
-    throw new ValidationError("env", [
-      `this deployment runs experiments on ${[...offers.envs, ...(offers.callerEnvironments ? ["a caller's openenv server"] : [])].join(", ")}, not ${env}`,
-    ]);
-  if (req.model !== undefined && !offers.models.includes(req.model))
-    throw new ValidationError("model", [
-      offers.models.length ? `this deployment serves ${offers.models.join(", ")}, not ${req.model}` : `this deployment serves no base model (${req.model} asked): leave model out`,
-    ]);
-}
-
 /**
- * Validates and records an experiment, then asks the coordinator to run it. With `quoting`, it is
+ * Admits ({@link admitExperiment}: the checks a quote of it passes too) and records an experiment,
+ * then asks the coordinator to run it. With `quoting`, it is
  * quoted first: a quote above the run's or the key's USD budget is a {@link BudgetExceededError}
  * (402) and nothing is recorded; the quote and the tariff are kept in the record. With `slots`,
  * the key must hold one of its `limit` experiment slots first ({@link ConcurrencyLimitError} when
@@ -55,8 +34,8 @@ export function ensureOffered(req: Pick<ExperimentPlan, "env" | "model">, offers
  * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
  */
 export async function startExperiment(req: ExperimentPlan, keyId: string, deps: StartExperimentDeps): Promise<ExperimentRecord> {
-  ensureOffered(req, deps.offers);
-  const train = parseOrThrow(TrainConfig, req.train, "train");
+  await admitExperiment(req, keyId, deps);
+  const train = TrainConfig.parse(req.train);
   const quoted = deps.quoting ? await quoteRequest({ experiment: req }, deps.quoting) : undefined;
   if (quoted)
     await ensureWithinBudget(quoted, { id: keyId, ...(deps.quoting?.keyBudgetUsd !== undefined ? { budgetUsd: deps.quoting.keyBudgetUsd } : {}) }, req.budget?.usd, deps.quoting!);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Name } from "../names.ts";
-import type { ExperimentOffers } from "../experiment/start.ts";
+import type { ExperimentOffers } from "../experiment/admit.ts";
 
 /** What a served model costs a caller when its declaration names no price, per million tokens. */
 export const MODEL_PRICE_DEFAULTS = { sampledUsd: 0.2, trainedUsd: 0.6 } as const;

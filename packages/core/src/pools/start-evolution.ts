@@ -32,6 +32,20 @@ export function callerRescueOf(req: PoolEvolveRequest, task: PoolEvolveRequest["
 }
 
 /**
+ * Every check an evolution request must pass before anything is recorded, metered or quoted, the
+ * same for `POST /v1/pools` and `POST /v1/quotes`: the deployment evolves pools with callers'
+ * policies, the key's endpoint (its own, sampled as pinned) and its environment (through the
+ * outbound guard). Answers the callers' policies it was checked with.
+ */
+export async function admitEvolution(req: PoolEvolveRequest, keyId: string, deps: { callers?: CallerPolicies }): Promise<CallerPolicies> {
+  const callers = deps.callers;
+  if (!callers) throw new NotConfiguredError("pool evolution with the caller's own policy is not deployed here");
+  await callers.checkEndpoint(keyId, callerRescueOf(req, req.devTasks[0]!));
+  await callers.checkEnvironment(req.environment);
+  return callers;
+}
+
+/**
  * `POST /v1/pools` with `evolve`: checks the key's endpoint (its own, sampled as pinned) and
  * environment (through the outbound guard) before anything is recorded, pins the weight version
  * (the endpoint's now, or the one asked for), quotes the job (refused with 402 above the
@@ -41,10 +55,7 @@ export function callerRescueOf(req: PoolEvolveRequest, task: PoolEvolveRequest["
  * const job = await startPoolEvolution(PoolEvolveRequest.parse(body), key.id, deps);
  */
 export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, deps: StartEvolutionDeps): Promise<PoolEvolutionRecord> {
-  const callers = deps.callers;
-  if (!callers) throw new NotConfiguredError("pool evolution with the caller's own policy is not deployed here");
-  await callers.checkEndpoint(keyId, callerRescueOf(req, req.devTasks[0]!));
-  await callers.checkEnvironment(req.environment);
+  const callers = await admitEvolution(req, keyId, deps);
   const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
   const quoted = deps.quoting ? await quoteRequest({ pool: req }, deps.quoting) : undefined;
   if (quoted) {

@@ -80,6 +80,19 @@ export async function startRescue(
   return advice ? { ...job, adaptive: advice.adaptive } : job;
 }
 
+/**
+ * Every check a rescue request must pass before anything is held, recorded, voted or quoted, the
+ * same rules {@link startRescue} applies (there with the version asked beside them): a caller
+ * rescue's endpoint (the key's own) and environment (through the outbound guard), its task, and
+ * its pool (one this key may see) with the harnesses it names.
+ */
+export async function admitRescue(req: RescueRequest, keyId: string, deps: Pick<RouteTaskDeps, "pools" | "newId"> & { tasks: TaskSource; callers?: CallerPolicies }): Promise<void> {
+  if (req.caller) await callerChecks(req.caller, keyId, deps.callers);
+  await rescueTask(req, deps);
+  if (req.harnesses) await namedHarnesses(req.poolId, req.harnesses, deps);
+  else if (!(await deps.pools.get(req.poolId))) throw new NotFoundError("pool", req.poolId);
+}
+
 /** The task a rescue runs: the caller's own (its environment serves it), else this service's of that id. */
 async function rescueTask(req: RescueRequest, deps: { tasks: TaskSource }): Promise<Task> {
   const taskId = req.taskId ?? req.caller!.task.id;
@@ -152,14 +165,15 @@ async function namedHarnesses(poolId: string, names: readonly string[], deps: Pi
  * once: the endpoint's record is read once for both (the runners share a read in flight).
  */
 function pinCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): { checked: Promise<void>; version: Promise<number> } {
-  if (!callers || keyId === undefined) {
-    const refused = Promise.reject(new NotConfiguredError("rescues with the caller's own policy are not deployed here"));
-    refused.catch(() => undefined);
-    return { checked: refused, version: refused };
-  }
-  const version = req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
-  version.catch(() => undefined); // answered in its turn
-  const checked = inOrder([callers.checkEndpoint(keyId, req), callers.checkEnvironment(req.environment)]).then(() => undefined);
-  checked.catch(() => undefined);
+  const checked = callerChecks(req, keyId, callers);
+  checked.catch(() => undefined); // answered in its turn
+  const version = !callers || keyId === undefined ? checked.then(() => 0) : req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
+  version.catch(() => undefined);
   return { checked, version };
+}
+
+/** A caller rescue's checks: the deployment runs callers' policies, the endpoint is the key's own, the environment passes the outbound guard. */
+async function callerChecks(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): Promise<void> {
+  if (!callers || keyId === undefined) throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
+  await inOrder([callers.checkEndpoint(keyId, req), callers.checkEnvironment(req.environment)]);
 }
