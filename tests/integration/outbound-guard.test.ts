@@ -139,7 +139,7 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
     }
     expect(forbiddenRange("64:ff9b::7f00:1", { allowLoopback: true })).toBe("NAT64 form of 127.0.0.1 (loopback)");
     expect(forbiddenRange("::ffff:0:7f00:1")).toBe("IPv4-translated (SIIT) form of 127.0.0.1 (loopback)");
-    expect(forbiddenRange("64:ff9b:1::7f00:1")).toBe("local-use NAT64");
+    expect(forbiddenRange("64:ff9b:1::7f00:1")).toBe("local-use NAT64 form of 127.0.0.1 (loopback)");
     // Loopback is 127.0.0.0/8 and ::1, in those spellings only.
     const loopback = ["127.0.0.1", "127.255.0.9", "::1", "0:0:0:0:0:0:0:1"];
     expect(allowed(loopback, true)).toEqual(loopback);
@@ -225,9 +225,9 @@ describe("the operator's endpoint allowlist (issue 55, item 6)", () => {
   it("never opens instance metadata, in any form, under 169.254.0.0/16, fd00::/8 or everything", () => {
     for (const allowCidrs of [["169.254.0.0/16", "fd00::/8", "100.64.0.0/10", "192.0.0.0/24"], EVERYTHING, [...EVERYTHING, "169.254.169.254/32", "fd00:ec2::254/128"]]) {
       expect(open([...METADATA, ...METADATA_FORMS], allowCidrs, true), allowCidrs.join()).toEqual([]);
-      // Their neighbours are opened.
-      expect(open(["169.254.169.253", "169.254.1.1", "fd00:ec2::255"], allowCidrs)).toEqual(
-        allowCidrs.includes("fd00::/8") || allowCidrs.includes("::/0") ? ["169.254.169.253", "169.254.1.1", "fd00:ec2::255"] : ["169.254.169.253", "169.254.1.1"],
+      // The cloud's other host services beside them never are (issue 67 item 11); a link-local or ULA address elsewhere is.
+      expect(open(["169.254.169.253", "169.254.1.1", "fd00:ec2::255", "fd12::1"], allowCidrs)).toEqual(
+        allowCidrs.includes("fd00::/8") || allowCidrs.includes("::/0") ? ["169.254.1.1", "fd12::1"] : ["169.254.1.1"],
       );
     }
     expect(forbiddenRange("169.254.169.254", { allowCidrs: EVERYTHING })).toBe("instance metadata: never allowed");

@@ -47,20 +47,51 @@ const IPV6: readonly [string, number, string][] = [
 ];
 
 /**
- * The IPv6 forms that carry an IPv4 address, and where: an address of any of them is refused when
- * the IPv4 it carries is in a range above (loopback included: the only IPv6 loopback is ::1).
- * Mapped, NAT64 and 6to4 reach that IPv4 address; the others are refused whole anyway, or (ISATAP)
- * tunnel to it from a prefix of their own.
+ * Where RFC 6052 puts the IPv4 address in an IPv4-embedded IPv6 address, by the translator's
+ * prefix length: its bytes, skipping byte 8 (bits 64 to 71, the "u" octet that is always zero).
  */
-const EMBEDDINGS: readonly { form: string; matches: (b: Uint8Array) => boolean; ipv4: (b: Uint8Array) => Uint8Array }[] = [
-  { form: "IPv4-mapped", matches: (b) => inRange(b, parse("::ffff:0:0")!, 96), ipv4: (b) => b.subarray(12) },
-  { form: "IPv4-translated (SIIT)", matches: (b) => inRange(b, parse("::ffff:0:0:0")!, 96), ipv4: (b) => b.subarray(12) },
-  { form: "IPv4-compatible", matches: (b) => inRange(b, parse("::")!, 96) && !inRange(b, parse("::")!, 127), ipv4: (b) => b.subarray(12) },
-  { form: "NAT64", matches: (b) => inRange(b, parse("64:ff9b::")!, 96), ipv4: (b) => b.subarray(12) },
-  { form: "6to4", matches: (b) => inRange(b, parse("2002::")!, 16), ipv4: (b) => b.subarray(2, 6) },
-  { form: "Teredo (client)", matches: (b) => inRange(b, parse("2001::")!, 32), ipv4: (b) => b.subarray(12).map((x) => x ^ 0xff) },
+const RFC6052_LAYOUTS: Readonly<Record<number, readonly number[]>> = {
+  32: [4, 5, 6, 7],
+  40: [5, 6, 7, 9],
+  48: [6, 7, 9, 10],
+  56: [7, 9, 10, 11],
+  64: [9, 10, 11, 12],
+  96: [12, 13, 14, 15],
+};
+const at = (b: Uint8Array, bytes: readonly number[]) => Uint8Array.from(bytes.map((i) => b[i]!));
+
+/**
+ * The IPv4 addresses `b` may carry under each of RFC 6052's layouts in `lengths`: a layout shorter
+ * than /96 counts only where its "u" octet and the suffix after the IPv4 bytes are zero, as the
+ * RFC writes them (so a /96 address is not read again as a /48 one), and a reading in 0.0.0.0/8
+ * (the zeros another layout leaves) only when no layout reads anything else: that one is refused.
+ */
+function carried(b: Uint8Array, lengths: readonly number[]): Uint8Array[] {
+  const readings = lengths
+    .filter((len) => len === 96 || (b[8] === 0 && b.subarray(RFC6052_LAYOUTS[len]!.at(-1)! + 1).every((x) => x === 0)))
+    .map((len) => at(b, RFC6052_LAYOUTS[len]!));
+  const hosts = readings.filter((v4) => v4[0] !== 0);
+  return hosts.length ? hosts : readings;
+}
+
+/**
+ * The IPv6 forms that carry an IPv4 address, and where: an address of any of them is refused when
+ * any IPv4 it may carry is in a range above (loopback included: the only IPv6 loopback is ::1),
+ * whatever the operator's allowlist opens. Mapped, NAT64 and 6to4 reach that IPv4 address; the
+ * others are refused whole anyway, or (ISATAP) tunnel to it from a prefix of their own. A
+ * local-use NAT64 prefix (64:ff9b:1::/48, RFC 8215) may be cut at any length RFC 6052 allows
+ * inside it (/48 to /96), so each place it could carry an IPv4 address is read.
+ */
+const EMBEDDINGS: readonly { form: string; matches: (b: Uint8Array) => boolean; ipv4: (b: Uint8Array) => Uint8Array[] }[] = [
+  { form: "IPv4-mapped", matches: (b) => inRange(b, parse("::ffff:0:0")!, 96), ipv4: (b) => [b.subarray(12)] },
+  { form: "IPv4-translated (SIIT)", matches: (b) => inRange(b, parse("::ffff:0:0:0")!, 96), ipv4: (b) => [b.subarray(12)] },
+  { form: "IPv4-compatible", matches: (b) => inRange(b, parse("::")!, 96) && !inRange(b, parse("::")!, 127), ipv4: (b) => [b.subarray(12)] },
+  { form: "NAT64", matches: (b) => inRange(b, parse("64:ff9b::")!, 96), ipv4: (b) => [b.subarray(12)] },
+  { form: "local-use NAT64", matches: (b) => inRange(b, parse("64:ff9b:1::")!, 48), ipv4: (b) => carried(b, [48, 56, 64, 96]) },
+  { form: "6to4", matches: (b) => inRange(b, parse("2002::")!, 16), ipv4: (b) => [b.subarray(2, 6)] },
+  { form: "Teredo (client)", matches: (b) => inRange(b, parse("2001::")!, 32), ipv4: (b) => [b.subarray(12).map((x) => x ^ 0xff)] },
   // An ISATAP interface id (::0:5efe:a.b.c.d or ::200:5efe:a.b.c.d) under any prefix.
-  { form: "ISATAP", matches: (b) => (b[8]! & 0xfd) === 0 && b[9] === 0 && b[10] === 0x5e && b[11] === 0xfe, ipv4: (b) => b.subarray(12) },
+  { form: "ISATAP", matches: (b) => (b[8]! & 0xfd) === 0 && b[9] === 0 && b[10] === 0x5e && b[11] === 0xfe, ipv4: (b) => [b.subarray(12)] },
 ];
 
 const compiled = (table: readonly [string, number, string][]) => table.map(([net, bits, why]) => ({ net: parse(net)!, bits, why }));
@@ -68,19 +99,21 @@ const RANGES = [...compiled(IPV4), ...compiled(IPV6)];
 const LOOPBACK = { v4: parse("127.0.0.0")!, v6: parse("::1")! };
 
 /**
- * Addresses no endpoint allowlist opens: the cloud instance metadata and credential services
- * (AWS IMDS over IPv4 and IPv6, which GCP, Azure, Oracle, OpenStack and DigitalOcean share at
- * 169.254.169.254; the ECS task and EKS Pod Identity credential endpoints; Alibaba's, Oracle's
- * legacy and Tencent's metadata), loopback (its own switch: `allowLoopback`), and what is no host
- * (unspecified, multicast, broadcast). An IPv6 form that carries one of these IPv4 addresses is
- * never opened either.
+ * Addresses no endpoint allowlist opens: every cloud's host services — instance metadata and the
+ * services beside it (169.254.169.0/24: the metadata address GCP, Azure, Oracle, OpenStack,
+ * DigitalOcean and Hetzner share with AWS, and AWS's DNS, time and licensing; AWS's IPv6 host
+ * services fd00:ec2::/32; the ECS and EKS credential endpoints in 169.254.170.0/24; Azure's host
+ * (WireServer) 168.63.129.16; Alibaba's, Oracle's legacy and Tencent's metadata), loopback (its own
+ * switch: `allowLoopback`), and what is no host (unspecified, multicast, broadcast). An IPv6 form
+ * that carries one of these IPv4 addresses is never opened either.
  */
 const NEVER_OPENED = compiled([
   ["169.254.169.254", 32, "instance metadata"],
   ["fd00:ec2::254", 128, "instance metadata"],
-  ["169.254.170.2", 32, "ECS task metadata and credentials"],
-  ["169.254.170.23", 32, "EKS Pod Identity credentials"],
-  ["fd00:ec2::23", 128, "EKS Pod Identity credentials"],
+  ["169.254.169.0", 24, "cloud host services (metadata, DNS, time, licensing)"],
+  ["fd00:ec2::", 32, "cloud host services (AWS, IPv6)"],
+  ["169.254.170.0", 24, "container credential services (ECS, EKS Pod Identity)"],
+  ["168.63.129.16", 32, "cloud host (Azure WireServer)"],
   ["100.100.100.200", 32, "instance metadata (Alibaba Cloud)"],
   ["192.0.0.192", 32, "instance metadata (Oracle Cloud, legacy)"],
   ["169.254.0.23", 32, "instance metadata (Tencent Cloud)"],
@@ -137,9 +170,10 @@ export function forbiddenRange(address: string, opts: RangeAllowance = {}): stri
   if (b.length === 16) {
     for (const { form, matches, ipv4 } of EMBEDDINGS) {
       if (!matches(b)) continue;
-      const v4 = ipv4(b);
-      const why = refusal(v4, allowed);
-      if (why) return `${form} form of ${v4.join(".")} (${why})`;
+      for (const v4 of ipv4(b)) {
+        const why = refusal(v4, allowed);
+        if (why) return `${form} form of ${v4.join(".")} (${why})`;
+      }
     }
   }
   return refusal(b, allowed);
