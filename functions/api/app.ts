@@ -1,4 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { NotFoundError, RateLimitedError } from "@harness-s/core";
 import { KeyRateLimiter } from "@harness-s/core/access";
 import { consoleApp } from "./console.ts";
@@ -37,6 +38,7 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   // Each instance of the app holds its keys' rate buckets.
   const deps: ApiDeps = { ...given, rate: given.rate ?? new KeyRateLimiter(given.clock) };
   const app = apiRouter();
+  app.use(noSniff());
   app.use(observeRequests(deps));
   app.use(limitUrl());
   app.use(meterRequest(deps));
@@ -58,6 +60,14 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
     .onError(async (err, c) => errorResponse(await heldIfRateLimited(err), c))
     .notFound((c) => errorResponse(new NotFoundError("route", `${c.req.method} ${c.req.path}`), c));
   return app;
+}
+
+/** Every answer says its content type is the one to use (`X-Content-Type-Options: nosniff`): a JSON error is never read as a page or a script. */
+function noSniff(): MiddlewareHandler {
+  return async (c, next) => {
+    await next();
+    c.res.headers.set("x-content-type-options", "nosniff");
+  };
 }
 
 /** A request past its key's rate, answered after {@link RATE_LIMIT_HOLD_MS} at most (its Retry-After counted from then); any other error at once. */

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
-import { marked } from "marked";
 import { getBlobUrl, getJson, getText } from "../api.ts";
+import { renderReport } from "../markdown.ts";
 import { ErrorLine, LineChart, fmt, html, useLoaded } from "../ui.ts";
 
 const TERMINAL = ["done", "stopped", "failed", "cancelled"];
@@ -90,9 +90,6 @@ function Curves(props: { id: string; ended: boolean }) {
   </section>`;
 }
 
-/** The report's markdown as HTML; raw HTML in it is shown as text, never run. */
-const renderMarkdown = (md: string) => marked.parse(md.replace(/</g, "&lt;"), { async: false }) as string;
-
 function Report(props: { id: string }) {
   const report = useLoaded(() => getText(`/v1/experiments/${props.id}/report`, "text/markdown"), [props.id]);
   const [plots, setPlots] = useState<{ file: string; src: string }[]>([]);
@@ -112,7 +109,7 @@ function Report(props: { id: string }) {
   return html`<section>
     <h2>Report</h2>
     <div class="plots">${plots.map((p) => html`<img alt=${p.file} data-file=${p.file} src=${p.src} />`)}</div>
-    ${report.value !== undefined ? html`<div class="report" data-testid="report" dangerouslySetInnerHTML=${{ __html: renderMarkdown(report.value) }}></div>` : null}
+    ${report.value !== undefined ? html`<div class="report" data-testid="report" dangerouslySetInnerHTML=${{ __html: renderReport(report.value, Object.fromEntries(plots.map((p) => [p.file, p.src]))) }}></div>` : null}
     <${ErrorLine} error=${report.error} />
   </section>`;
 }
