@@ -34,6 +34,22 @@ function outcomeOf(result: unknown): string {
 
 const errorCodeOf = (err: unknown) => (err instanceof HarnessSError ? err.code : "UNHANDLED");
 
+/** What an SQS worker may be given beside its queue, its message types and its processing. */
+export interface SqsWorkerOptions<T extends Envelope["type"]> {
+  log?: WorkerLog;
+  logger?: EventLogger;
+  /** Called (best effort) when a record fails on its last receive before the DLQ. */
+  lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, err: unknown) => Promise<void> };
+  /**
+   * Called (best effort) with the parsed JSON of a record that is not a valid envelope: it can
+   * never succeed, so what it was for is told at once (a rescue's slot failed with its code),
+   * while the record itself goes on to the DLQ.
+   */
+  malformed?: (json: unknown, err: unknown) => Promise<void>;
+  /** Meters what each record cost to its payer (one write per payer per invocation). */
+  metering?: WorkerMetering;
+}
+
 /**
  * One SQS worker: each record (concurrently) is parsed (JSON, then the versioned envelope) and must carry
  * `type`; `process` runs once per record, under the envelope's correlation id (a message it sends
@@ -50,20 +66,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
   /** The type of message the queue carries, or the types (the coordinator's: experiments and pool evolutions). */
   type: T | readonly T[],
   process: (body: Body<T>, id: string, envelope: Extract<Envelope, { type: T }>, note: RecordNote) => Promise<unknown>,
-  opts: {
-    log?: WorkerLog;
-    logger?: EventLogger;
-    /** Called (best effort) when a record fails on its last receive before the DLQ. */
-    lastTry?: { maxReceives: number; giveUp: (body: Body<T>, id: string, err: unknown) => Promise<void> };
-    /**
-     * Called (best effort) with the parsed JSON of a record that is not a valid envelope: it can
-     * never succeed, so what it was for is told at once (a rescue's slot failed with its code),
-     * while the record itself goes on to the DLQ.
-     */
-    malformed?: (json: unknown, err: unknown) => Promise<void>;
-    /** Meters what each record cost to its payer (one write per payer per invocation). */
-    metering?: WorkerMetering;
-  } = {},
+  opts: SqsWorkerOptions<T> = {},
 ) {
   const events = opts.logger ?? opts.log?.events ?? (opts.log ? undefined : stdioEvents);
   const text = events ? undefined : opts.log;
@@ -115,17 +118,14 @@ export function createSqsWorker<T extends Envelope["type"]>(
           Object.assign(line, { level: "warn", outcome: "error", errorCode: errorCodeOf(err), reason }, envelope ? runs.get(envelope.id)?.notes : {});
           text?.(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
-          if (!envelope && json !== undefined && malformed)
-            await malformed(json, err).catch((e) => {
-              line.giveUpError = String(e);
-              text?.(`${queue}: could not record malformed message ${record.messageId}: ${String(e)}`);
-            });
+          const told = (what: string) => (e: unknown) => {
+            line.giveUpError = String(e);
+            text?.(`${queue}: could not record ${what}: ${String(e)}`);
+          };
+          if (!envelope && json !== undefined) await malformed?.(json, err).catch(told(`malformed message ${record.messageId}`));
           if (lastTry && envelope && types.includes(envelope.type) && receive >= lastTry.maxReceives) {
             Object.assign(line, { level: "error", gaveUp: true });
-            await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch((e) => {
-              line.giveUpError = String(e);
-              text?.(`${queue}: could not record giving up on ${envelope!.id}: ${String(e)}`);
-            });
+            await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch(told(`giving up on ${envelope.id}`));
           }
         } finally {
           line.ms = Math.round(performance.now() - began);

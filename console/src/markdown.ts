@@ -5,10 +5,13 @@ const LINK_SCHEMES = ["http", "https", "mailto"];
 
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
+/** What a browser drops from a URL before it reads its scheme: spaces, tabs, newlines and other control characters. */
+const IGNORED_IN_URLS = new RegExp("[\\u0000-\\u0020\\u007f-\\u009f]", "g");
+
 /** `href` as a browser reads it: character references decoded, and the tabs, newlines and controls it ignores taken out. */
 function asBrowserReads(href: string): string {
   const decoded = href.replace(/&#(x[0-9a-f]+|\d+);?/gi, (_, n: string) => String.fromCodePoint(n[0]!.toLowerCase() === "x" ? Number.parseInt(n.slice(1), 16) : Number(n)));
-  return decoded.replace(/[\u0000-\u0020\u007f-\u009f]/g, "");
+  return decoded.replace(IGNORED_IN_URLS, "");
 }
 
 /** A link target that is safe to follow: relative (no scheme), or one of {@link LINK_SCHEMES}; undefined otherwise. */

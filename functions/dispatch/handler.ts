@@ -58,7 +58,13 @@ export function createDispatchHandler(
       if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, noted);
       return result;
     },
-    { ...(deps.log ? { log: deps.log } : {}), ...(deps.logger ? { logger: deps.logger } : {}), lastTry, metering: deps.metering, ...(jobs ? { malformed: failItsSlot(jobs) } : {}) },
+    {
+      ...(deps.log ? { log: deps.log } : {}),
+      ...(deps.logger ? { logger: deps.logger } : {}),
+      lastTry,
+      metering: deps.metering,
+      ...(jobs ? { malformed: failItsSlot(jobs) } : {}),
+    },
   );
 }
 
@@ -74,7 +80,10 @@ const failItsSlot = (jobs: RescueJobStore) => async (json: unknown, err: unknown
   const slot = SlotOfMalformed.safeParse(json);
   if (!slot.success) return;
   const what = err instanceof z.ZodError ? formatIssues(err.issues).slice(0, 5).join("; ") : String(err);
-  await jobs.recordFailure(slot.data.body.jobId, slot.data.body.index, { code: "VALIDATION_FAILED", reason: `the rollout's message is malformed: ${what}`.slice(0, SLOT_REASON_CHARS) });
+  await jobs.recordFailure(slot.data.body.jobId, slot.data.body.index, {
+    code: "VALIDATION_FAILED",
+    reason: `the rollout's message is malformed: ${what}`.slice(0, SLOT_REASON_CHARS),
+  });
 };
 
 /** The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and reason when it is recorded, noted on its event. */

@@ -27,7 +27,10 @@ const BODIES: [string, Record<string, unknown>][] = [
   ["a mapped IPv6 loopback", { env: callerEnv("http://[::ffff:127.0.0.1]/") }],
   ["a private address", { env: callerEnv("http://10.0.0.7/") }],
   ["another key's pool", { env: callerEnv("http://93.184.216.34/", { poolId: "theirs" }) }],
-  ["two committing tool names", { env: callerEnv("http://93.184.216.34/", { tasks: [task("a", "train"), { ...task("b", "dev"), tools: [{ name: "done", submit: true }] }, task("c", "held-out")] }) }],
+  [
+    "two committing tool names",
+    { env: callerEnv("http://93.184.216.34/", { tasks: [task("a", "train"), { ...task("b", "dev"), tools: [{ name: "done", submit: true }] }, task("c", "held-out")] }) },
+  ],
 ];
 
 async function setup() {

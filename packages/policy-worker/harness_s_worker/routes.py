@@ -18,7 +18,7 @@ from .facade import Facade
 from .model_card import model_card
 from .names import NotServed
 from .policies import Policies, Policy
-from .schemas import ID, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
+from .schemas import ID, SCORE_CONTEXTS, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
 from .updates import Updates
 from .vllm_wire import not_found
 
@@ -129,10 +129,18 @@ def policy_routes(served: Served) -> APIRouter:
 
     @router.post("/score")
     def score(pid: str, body: ScoreRequest) -> dict[str, Any]:
+        context = policies.adapted.max_context()
         for i, sq in enumerate(body.sequences):
             served.check_ids(f"sequences.{i}.ids", sq.ids)
             if sq.mask is not None and len(sq.mask) != len(sq.ids):
                 raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
+            if len(sq.ids) > context:
+                raise WorkerError(400, "CONTEXT_TOO_LONG", f"sequences.{i} holds {len(sq.ids)} tokens, past the model's context of {context}")
+        total = sum(len(sq.ids) for sq in body.sequences)
+        if total > SCORE_CONTEXTS * context:
+            raise WorkerError(
+                400, "VALIDATION_FAILED", f"the sequences hold {total} tokens in all, past the {SCORE_CONTEXTS * context} one score request takes ({SCORE_CONTEXTS} contexts): split them"
+            )
         return {"logprobs": policies.score(pid, body.version, [s.ids for s in body.sequences])}
 
     @router.post("/replay")

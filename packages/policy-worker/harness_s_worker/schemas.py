@@ -147,9 +147,16 @@ class Optim(Strict):
     gradient_checkpointing: bool = False
 
 
+#: The most datums one update trains on.
+MAX_DATUMS = 4096
+#: The most tokens one `/score` request scores, in contexts of the model: a page of rescued
+#: trajectories or a training batch's reference pass fits; more is split into several requests.
+SCORE_CONTEXTS = 64
+
+
 class UpdateRequest(Strict):
     base_version: int = Field(ge=0)
-    datums: list[Datum] = Field(min_length=1, max_length=4096)
+    datums: list[Datum] = Field(min_length=1, max_length=MAX_DATUMS)
     loss: LossSpec = LossSpec()
     optim: Optim
 

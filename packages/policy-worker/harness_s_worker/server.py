@@ -27,6 +27,7 @@ from .facade import Facade
 from .limits import Limits
 from .policies import Policies
 from .routes import Served, health_routes, policy_routes, sampling_routes, update_routes
+from .schemas import MAX_DATUMS, SCORE_CONTEXTS
 from .textbound import TextBound
 from .threads import set_threads
 from .tiny import build_tiny, load_model
@@ -75,14 +76,42 @@ class BodyLimit:
 #: Routes whose body is a conversation (its text, and at most a context of token ids): their
 #: limit follows from the model's context as well as `--max-body-mb`.
 TEXT_ROUTES = re.compile(r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions|v1/completions|tokenize|inference/v1/generate|generate)$")
+SCORE_ROUTE = re.compile(r"^/v2/policies/[^/]+/score$")
+UPDATE_ROUTE = re.compile(r"^/v2/policies/[^/]+/updates$")
 ID_JSON_BYTES = 12  # a token id and its separator in JSON, at most ("4294967295, ")
+MASK_JSON_BYTES = 3  # a 0/1 mask entry and its separator ("1, ")
+FLOAT_JSON_BYTES = 26  # a float and its separator, at most ("-1.2345678901234567e-300, ")
+OTHER_BYTES = 1 << 20  # what any route's body holds beside its ids and text
 
 
 def text_body_bytes(bound: TextBound) -> int:
     """The most a text route's body can need: the most text the context can hold, as JSON (an
     escape such as \\u001f is at most 6 bytes for each byte of text), a context of ids, and 1 MiB
     for everything else. A body past it cannot be a turn that fits, so it is never read whole."""
-    return 6 * bound.limit(bound.context) + ID_JSON_BYTES * bound.context + (1 << 20)
+    return 6 * bound.limit(bound.context) + ID_JSON_BYTES * bound.context + OTHER_BYTES
+
+
+def score_body_bytes(context: int) -> int:
+    """The most a `/score` body can need: {@link SCORE_CONTEXTS} contexts of ids, each with its mask."""
+    return SCORE_CONTEXTS * context * (ID_JSON_BYTES + MASK_JSON_BYTES) + OTHER_BYTES
+
+
+def update_body_bytes(context: int, datums: int) -> int:
+    """The most an update's body can need: `datums` sequences of a context each, every token with
+    its id, loss mask, behaviour log-probability and weight."""
+    return datums * context * (ID_JSON_BYTES + MASK_JSON_BYTES + 2 * FLOAT_JSON_BYTES) + OTHER_BYTES
+
+
+def route_limits(bound: TextBound, context: int, max_body_bytes: int) -> Callable[[str], int]:
+    """Each route's largest body: what a conversation, a score or an update can use at this
+    model's context, any other route 1 MiB; never more than `--max-body-mb`."""
+    text, score, update = text_body_bytes(bound), score_body_bytes(context), update_body_bytes(context, MAX_DATUMS)
+
+    def limit_of(path: str) -> int:
+        own = text if TEXT_ROUTES.match(path) else score if SCORE_ROUTE.match(path) else update if UPDATE_ROUTE.match(path) else OTHER_BYTES
+        return min(max_body_bytes, own)
+
+    return limit_of
 
 
 DRAIN_S = 30.0  # how long a stopping worker waits for its accepted updates
@@ -102,8 +131,7 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         await run_in_threadpool(updates.drain, drain_s, log)
 
     app = FastAPI(title="Harness-S policy worker", version="2", lifespan=lifespan)
-    text_bytes = min(max_body_bytes, text_body_bytes(policies.bound))
-    app.add_middleware(BodyLimit, limit_of=lambda path: text_bytes if TEXT_ROUTES.match(path) else max_body_bytes)
+    app.add_middleware(BodyLimit, limit_of=route_limits(policies.bound, policies.adapted.max_context(), max_body_bytes))
     app.state.updates = updates
 
     @app.exception_handler(WorkerError)

@@ -161,3 +161,26 @@ def test_a_usage_error_is_said_before_torch_is_imported(tmp_path):
         for argv in (["--model", str(tmp_path / "nope")], ["--port", str(port)]):
             out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
             assert out.stdout.split() == ["2", "False"], (argv, out.stdout, out.stderr)
+
+
+def test_each_route_takes_only_the_body_it_can_use_and_score_refuses_a_sequence_past_the_context(client):
+    """Issue 67 item 12: a non-text route's body is bounded by what the route can use at this
+    model's context (a 59 MB score held the event loop 8-11 s); /score checks each sequence
+    against the context as /replay does."""
+    from harness_s_worker.schemas import SCORE_CONTEXTS
+    from harness_s_worker.server import OTHER_BYTES, score_body_bytes
+
+    assert client.put("/v2/policies/p1", json=SPEC).status_code == 201
+    context = client.policies.adapted.max_context()
+    too_big = score_body_bytes(context) + 1
+    refused = client.post("/v2/policies/p1/score", content=b" " * too_big, headers={"content-type": "application/json"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")
+    assert too_big < 64 << 20  # well under the old 64 MiB
+    put = client.put("/v2/policies/p2", content=b" " * (OTHER_BYTES + 1), headers={"content-type": "application/json"})
+    assert put.status_code == 413
+    long = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1] * (context + 1)}]})
+    assert (long.status_code, long.json()["error"]["code"]) == (400, "CONTEXT_TOO_LONG")
+    many = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1] * context}] * (SCORE_CONTEXTS + 1)})
+    assert (many.status_code, many.json()["error"]["code"]) in {(400, "VALIDATION_FAILED"), (413, "PAYLOAD_TOO_LARGE")}
+    ok = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1, 2, 3]}]})
+    assert ok.status_code == 200

@@ -19,7 +19,11 @@ const ADMISSIONS: { [K in keyof UnionKeys]: (req: UnionKeys[K], key: Key, deps: 
   rescue: (req, key, deps) => admitRescue(req, key.id, { ...deps, pools: poolsVisibleTo(deps.pools, key) }),
   pool: (req, key, deps) => admitEvolution(req, key.id, deps),
 };
-type UnionKeys = { experiment: Extract<QuoteRequest, { experiment: unknown }>["experiment"]; rescue: Extract<QuoteRequest, { rescue: unknown }>["rescue"]; pool: Extract<QuoteRequest, { pool: unknown }>["pool"] };
+type UnionKeys = {
+  experiment: Extract<QuoteRequest, { experiment: unknown }>["experiment"];
+  rescue: Extract<QuoteRequest, { rescue: unknown }>["rescue"];
+  pool: Extract<QuoteRequest, { pool: unknown }>["pool"];
+};
 
 /**
  * `POST /v1/quotes`: the request is admitted as its own start would admit it (an environment or

@@ -86,7 +86,11 @@ export async function startRescue(
  * rescue's endpoint (the key's own) and environment (through the outbound guard), its task, and
  * its pool (one this key may see) with the harnesses it names.
  */
-export async function admitRescue(req: RescueRequest, keyId: string, deps: Pick<RouteTaskDeps, "pools" | "newId"> & { tasks: TaskSource; callers?: CallerPolicies }): Promise<void> {
+export async function admitRescue(
+  req: RescueRequest,
+  keyId: string,
+  deps: Pick<RouteTaskDeps, "pools" | "newId"> & { tasks: TaskSource; callers?: CallerPolicies },
+): Promise<void> {
   if (req.caller) await callerChecks(req.caller, keyId, deps.callers);
   await rescueTask(req, deps);
   if (req.harnesses) await namedHarnesses(req.poolId, req.harnesses, deps);
@@ -167,7 +171,8 @@ async function namedHarnesses(poolId: string, names: readonly string[], deps: Pi
 function pinCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): { checked: Promise<void>; version: Promise<number> } {
   const checked = callerChecks(req, keyId, callers);
   checked.catch(() => undefined); // answered in its turn
-  const version = !callers || keyId === undefined ? checked.then(() => 0) : req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
+  const version =
+    !callers || keyId === undefined ? checked.then(() => 0) : req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
   version.catch(() => undefined);
   return { checked, version };
 }

@@ -126,7 +126,8 @@ export class DynamoApiKeyStore implements ApiKeyStore {
 /** How often a key's write is tried when other writers' transactions cancel it (TransactionConflict). */
 const KEY_WRITE_ATTEMPTS = 6;
 
-const reasonsOf = (err: unknown) => ((err as { name?: string }).name === "TransactionCanceledException" ? (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons : undefined);
+const reasonsOf = (err: unknown) =>
+  (err as { name?: string }).name === "TransactionCanceledException" ? (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons : undefined;
 
 /** Whether a transaction was cancelled only because another one held an item, not by any condition. */
 const conflicted = (err: unknown) => {
@@ -135,7 +136,11 @@ const conflicted = (err: unknown) => {
 };
 
 const versionCondition = (expected: number | undefined | "any") =>
-  expected === "any" ? {} : expected === undefined ? { ConditionExpression: "attribute_not_exists(id)" } : { ConditionExpression: "version = :v", ExpressionAttributeValues: { ":v": expected } };
+  expected === "any"
+    ? {}
+    : expected === undefined
+      ? { ConditionExpression: "attribute_not_exists(id)" }
+      : { ConditionExpression: "version = :v", ExpressionAttributeValues: { ":v": expected } };
 
 /** Which part of a key's transaction refused it: the account's version, a secret another key holds, or the last anchor. */
 function refusal(err: unknown, account: KeyAccount, items: number): Error {
