@@ -31,8 +31,11 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const profileWorker = subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   const voteWorker = subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
+  // The functions that call the GPU endpoint run in its VPC's private subnets (its balancer is internal).
+  const clients = gpu ? { vpc: gpu.clients } : {};
   const dispatchWorker = subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], {
     maximumConcurrency: DISPATCH_CONCURRENCY,
+    ...clients,
   });
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
   // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
@@ -58,7 +61,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       ...policy,
       ...panel,
     ],
-    { install: ["@resvg/resvg-js"] },
+    { install: ["@resvg/resvg-js"], ...clients },
   );
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
@@ -97,13 +100,13 @@ function workerQueue(name: string, w: Worker) {
   return new sst.aws.Queue(`${name}Queue`, { dlq: { queue: dlq.arn, retry: w.retry }, visibilityTimeout: w.visibility });
 }
 
-/** `maximumConcurrency`: the most invocations at once; `install`: packages put beside the bundle instead of in it (native addons). */
-type SubscribeOptions = { maximumConcurrency?: number; install?: string[] };
+/** `maximumConcurrency`: the most invocations at once; `install`: packages put beside the bundle instead of in it (native addons); `vpc`: the private subnets and group it runs in. */
+type SubscribeOptions = { maximumConcurrency?: number; install?: string[]; vpc?: ReturnType<typeof policyGpuEndpoint>["clients"] };
 
 /** A worker's function on its queue, with partial batch responses. */
-function subscribeWorker(q: sst.aws.Queue, w: Worker, link: unknown[], { maximumConcurrency, install }: SubscribeOptions) {
+function subscribeWorker(q: sst.aws.Queue, w: Worker, link: unknown[], { maximumConcurrency, install, vpc }: SubscribeOptions) {
   return q.subscribe(
-    { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link, ...(install ? { nodejs: { install } } : {}) },
+    { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link, ...(install ? { nodejs: { install } } : {}), ...(vpc ? { vpc } : {}) },
     {
       batch: { size: w.batch, partialResponses: true },
       ...(maximumConcurrency

@@ -13,6 +13,13 @@ export const GPU_ENDPOINT = {
 } as const;
 
 /**
+ * The endpoint's network: its two zones (the balancer needs two) and the NAT the private subnets
+ * reach out through. SST's "ec2" NAT (a t4g.nano instance a zone, about $6 a month in all) instead
+ * of "managed" (a NAT gateway a zone, about $65 a month).
+ */
+export const POLICY_NETWORK = { zones: ["a", "b"], nat: "ec2" } as const;
+
+/**
  * The model the endpoint's worker serves, from the served models (infra/settings.ts): its folder on
  * the instance is mounted read-only at `/models`, served under its name. One worker
  * process holds one base model and the endpoint runs one worker on its one GPU, so the list must

@@ -8,59 +8,64 @@
  * (SERVED_MODELS in infra/settings.ts) mounted read-only, /state for checkpoints), so a restarted
  * task continues from its checkpoints.
  *
+ * **Private, never on the internet.** The worker carries the bearer token, callers' prompts,
+ * trajectories and update batches, so its path never leaves the VPC: the balancer is internal, in
+ * the VPC's private subnets, and takes HTTP only from the `PolicyClients` security group; the
+ * functions that call it (dispatch, the coordinator) run in those private subnets with that group,
+ * reaching the internet (callers' endpoints and environments, LLM voters) through the VPC's NAT
+ * and DynamoDB through a gateway endpoint. Nothing in front of the worker listens on a public address.
+ *
  * The Lambdas get its URL and bearer token through `link`; the PolicyEndpointUrl secret, when set,
  * overrides the URL (an endpoint run elsewhere).
  */
-import { GPU_ENDPOINT, endpointModel } from "./policy-endpoint-settings";
+import { GPU_ENDPOINT, POLICY_NETWORK, endpointModel } from "./policy-endpoint-settings";
 
 export function policyGpuEndpoint(token: sst.Secret) {
   const region = aws.getRegionOutput();
   const net = network(region);
-  const { cluster, capacity } = gpuInstances(net.instanceGroup, net.subnets);
+  const { cluster, capacity } = gpuInstances(net.instanceGroup, net.vpc.privateSubnets);
   const { task, repository } = workerTask(token, region);
   const { balancer, target } = balancedService(net, cluster, capacity, task);
   const endpoint = new sst.Linkable("PolicyGpuEndpoint", { properties: { url: $interpolate`http://${balancer.dnsName}` } });
   // What CloudWatch names the balancer's health check metrics by (stacks/observability.ts alarms on them).
   const health = { loadBalancer: balancer.arnSuffix, targetGroup: target.arnSuffix };
-  return { endpoint, repository: repository.repositoryUrl, health };
+  // Where a function that calls the endpoint runs: the private subnets, in the group the balancer takes.
+  const clients = { privateSubnets: net.vpc.privateSubnets, securityGroups: [net.clientGroup.id] };
+  return { endpoint, repository: repository.repositoryUrl, health, clients };
 }
 
 type Region = ReturnType<typeof aws.getRegionOutput>;
 
 function network(region: Region) {
-  const tag = (name: string) => ({ Name: `harness-s-${name}` });
-  // Network: a small VPC with two public subnets (the load balancer needs two zones).
-  const vpc = new aws.ec2.Vpc("PolicyVpc", { cidrBlock: "10.42.0.0/16", enableDnsHostnames: true, tags: tag("policy") });
-  const gateway = new aws.ec2.InternetGateway("PolicyGateway", { vpcId: vpc.id });
-  const routes = new aws.ec2.RouteTable("PolicyRoutes", { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: gateway.id }] });
-  const subnets = ["a", "b"].map((zone, i) => {
-    const subnet = new aws.ec2.Subnet(`PolicySubnet${zone.toUpperCase()}`, {
-      vpcId: vpc.id,
-      cidrBlock: `10.42.${i}.0/24`,
-      availabilityZone: region.name.apply((r) => `${r}${zone}`),
-      mapPublicIpOnLaunch: true,
-    });
-    new aws.ec2.RouteTableAssociation(`PolicyRoutes${zone.toUpperCase()}`, { subnetId: subnet.id, routeTableId: routes.id });
-    return subnet;
+  // SST's VPC: a public and a private subnet in each of two zones (the balancer needs two), NAT for
+  // the private subnets' way out (the instance pulls its image, the functions reach callers).
+  const vpc = new sst.aws.Vpc("PolicyVpc", { az: region.name.apply((r) => POLICY_NETWORK.zones.map((z) => `${r}${z}`)), nat: POLICY_NETWORK.nat });
+  // DynamoDB from the private subnets without the NAT: a gateway endpoint (no charge) on their routes.
+  new aws.ec2.VpcEndpoint("PolicyDynamoEndpoint", {
+    vpcId: vpc.id,
+    serviceName: $interpolate`com.amazonaws.${region.name}.dynamodb`,
+    vpcEndpointType: "Gateway",
+    routeTableIds: vpc.nodes.privateRouteTables.apply((tables) => tables.map((t) => t.id)),
   });
-
-  // The balancer takes HTTP from anywhere (every request but /healthz carries the bearer token);
-  // the instance takes the worker's port from the balancer only.
+  const anywhere = [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }];
+  // The functions that call the endpoint: nothing comes in, anything goes out (through the NAT).
+  const clientGroup = new aws.ec2.SecurityGroup("PolicyClients", { vpcId: vpc.id, egress: anywhere });
+  // The balancer takes HTTP from those functions only; the instance takes the worker's port from the balancer only.
   const balancerGroup = new aws.ec2.SecurityGroup("PolicyBalancerGroup", {
     vpcId: vpc.id,
-    ingress: [{ protocol: "tcp", fromPort: 80, toPort: 80, cidrBlocks: ["0.0.0.0/0"] }],
-    egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }],
+    ingress: [{ protocol: "tcp", fromPort: 80, toPort: 80, securityGroups: [clientGroup.id] }],
+    egress: anywhere,
   });
   const instanceGroup = new aws.ec2.SecurityGroup("PolicyInstanceGroup", {
     vpcId: vpc.id,
     ingress: [{ protocol: "tcp", fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: [balancerGroup.id] }],
-    egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }],
+    egress: anywhere,
   });
 
-  return { vpc, subnets, balancerGroup, instanceGroup };
+  return { vpc, balancerGroup, instanceGroup, clientGroup };
 }
 
-function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: aws.ec2.Subnet[]) {
+function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: sst.aws.Vpc["privateSubnets"]) {
   // The instance: ECS agent joined to the cluster, with the managed policy ECS container instances need.
   const cluster = new aws.ecs.Cluster("PolicyCluster");
   const instanceRole = new aws.iam.Role("PolicyInstanceRole", {
@@ -85,7 +90,7 @@ function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: aws.ec2.Sub
     minSize: 1,
     maxSize: 1,
     desiredCapacity: 1,
-    vpcZoneIdentifiers: subnets.map((s) => s.id),
+    vpcZoneIdentifiers: subnets,
     launchTemplate: { id: launch.id, version: "$Latest" },
     tags: [{ key: "AmazonECSManaged", value: "true", propagateAtLaunch: true }],
   });
@@ -150,12 +155,14 @@ function workerTask(token: sst.Secret, region: Region) {
 }
 
 function balancedService(net: ReturnType<typeof network>, cluster: aws.ecs.Cluster, capacity: aws.ecs.CapacityProvider, task: aws.ecs.TaskDefinition) {
-  const { vpc, subnets, balancerGroup } = net;
-  // The balancer: a long idle timeout (an update's long poll waits up to 30 s), health on /healthz.
+  const { vpc, balancerGroup } = net;
+  // The balancer: internal (private subnets, no public address), a long idle timeout (an update's
+  // long poll waits up to 30 s), health on /healthz.
   const balancer = new aws.lb.LoadBalancer("PolicyBalancer", {
     loadBalancerType: "application",
+    internal: true,
     securityGroups: [balancerGroup.id],
-    subnets: subnets.map((s) => s.id),
+    subnets: vpc.privateSubnets,
     idleTimeout: 120,
   });
   const target = new aws.lb.TargetGroup("PolicyTargets", {
