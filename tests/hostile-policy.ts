@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 
 /** What the hostile protocol-v2 endpoint answers to one sample request. */
 export type HostileSample =
-  | { json: unknown; status?: number }
+  | { json: unknown; status?: number; /** Answered after this long (a slow model). */ delayMs?: number }
   | { raw: string; status: number }
   /** Never answers (the connection stays open until the client gives up). */
   | { hang: true }
@@ -75,8 +75,9 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
     const nth = counts.get(policy) ?? 0;
     counts.set(policy, nth + 1);
     const reply = script(policy, record, nth);
-    if ("hang" in reply) held.push({ res, headers: req.headers, policy });
-    else answer(res, reply, (at) => repliedAt.set(policy, at), timers, req.headers);
+    if ("hang" in reply) return held.push({ res, headers: req.headers, policy });
+    if ("delayMs" in reply && reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    answer(res, reply, (at) => repliedAt.set(policy, at), timers, req.headers);
   });
   server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));

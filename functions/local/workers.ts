@@ -45,6 +45,12 @@ export type WorkerQueues = Record<WorkerName, { url: string; dlqUrl: string; que
 
 /** How long a local coordinator attempt runs before it re-queues its run (the Lambda's is COORDINATOR_SLICE_MS). */
 export const LOCAL_COORDINATOR_SLICE_MS = 10_000;
+/**
+ * Coordinator invocations at once on a local stack: a pool evolution holds one from its start to
+ * its end (a key at most `POOL_EVOLUTION_LIMITS.activePerKey`), an experiment one slice at a time,
+ * so another key's run always finds a place. Deployed, Lambda runs as many as the queue holds.
+ */
+export const LOCAL_COORDINATOR_CONCURRENCY = 4;
 /** Decisions' time to live in a local stack's table. */
 export const LOCAL_DECISION_TTL_SECONDS = 7 * 24 * 3600;
 /**
@@ -203,6 +209,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         ...(wiring.artifactsDir ? { reports: { artifacts: new FolderExperimentArtifacts(wiring.artifactsDir), render: renderExperimentReport } } : {}),
         log: logOf("coordinator"),
       }),
+      LOCAL_COORDINATOR_CONCURRENCY,
     );
   } catch (err) {
     await stop();

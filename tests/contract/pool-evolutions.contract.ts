@@ -41,5 +41,24 @@ export function poolEvolutionStoreContract(name: string, fresh: () => Promise<{ 
       expect(await s.claim("missing", 1, 2)).toBeUndefined();
       expect(await s.get("missing")).toBeUndefined();
     });
+
+    it("pool evolutions: a cancel ends a queued job at once (never claimed after), marks a running one (kept through the worker's saves), leaves an ended one", async () => {
+      const s = (await fresh()).poolEvolutions;
+      await s.create(job("q"));
+      expect(await s.requestCancel("q", 50)).toMatchObject({ status: "cancelled", updatedAt: 50 });
+      expect(await s.claim("q", 60, 100)).toBeUndefined();
+      await s.create(job("r"));
+      const running = (await s.claim("r", 10, 1_000))!;
+      expect(await s.cancelRequested("r")).toBe(false);
+      expect(await s.requestCancel("r", 20)).toMatchObject({ status: "running", cancelRequested: true });
+      await s.save({ ...running, progress: { done: 1, total: 10, label: "round 1 of 10" } });
+      expect(await s.cancelRequested("r")).toBe(true);
+      expect(await s.get("r")).toMatchObject({ cancelRequested: true, progress: { done: 1 } });
+      await s.create(job("d"));
+      await s.save(job("d", { status: "done" }));
+      expect(await s.requestCancel("d", 30)).toMatchObject({ status: "done" });
+      expect(await s.cancelRequested("d")).toBe(false);
+      expect(await s.requestCancel("missing", 1)).toBeUndefined();
+    });
   });
 }

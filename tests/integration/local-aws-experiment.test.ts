@@ -83,7 +83,9 @@ describe("experiments over the API on the local stack", () => {
     const mine = await addKey(stack.deps, "researcher-pools", ["pools:read"]);
     const listed = async (secret: string) => ((await (await call("/v1/pools", undefined, secret)).json()).pools as { id: string }[]).map((p) => p.id);
     expect(await listed(stranger)).not.toContain(`${id}/pool/3`);
-    expect((await call(`/v1/pools/${id}/pool/3`, undefined, stranger)).status).toBe(404);
+    const poolPath = `/v1/pools/${encodeURIComponent(`${id}/pool/3`)}`;
+    const refused = await call(poolPath, undefined, stranger);
+    expect([refused.status, (await refused.json()).error.message]).toEqual([404, `pool "${id}/pool/3" not found`]);
     expect((await stack.stores.pools.get(`${id}/pool/3`))?.owner).toBe("researcher");
     expect(await listed(mine)).not.toContain(`${id}/pool/3`);
   }, 120_000);

@@ -2,7 +2,7 @@ import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HarnessPool, NotConfiguredError, NotFoundError, ValidationError, MINTED_ID_KINDS, mintedKindOf, parsePool } from "@harness-s/core";
 import { visibleTo } from "@harness-s/core/access";
-import { POOL_EVOLUTION_LIMITS, PoolEvolutionStatus, PoolEvolveRequest, poolEvolutionStatus, poolsVisibleTo, startPoolEvolution } from "@harness-s/core/pools";
+import { POOL_EVOLUTION_LIMITS, PoolEvolutionStatus, PoolEvolveRequest, cancelPoolEvolution, poolEvolutionStatus, poolsVisibleTo, startPoolEvolution } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
@@ -47,7 +47,7 @@ export const poolRoutes = {
     operationId: "createPool",
     tags: ["pools"],
     summary: "Register an immutable harness pool (scope pools:write), or evolve one for your environment ({evolve: …}, scope rescues)",
-    description: `With \`evolve\`, a sibling pool is evolved from your H0 (your system text and each dev task's tools) on your dev tasks (2 to ${POOL_EVOLUTION_LIMITS.devTasks}) in your OpenEnv environment, each rollout sampled at your registered policy endpoint at one weight version, as a job: 202 with its id, then \`GET /v1/pools/evolutions/{id}\` (queued, running, done or failed). It is quoted first (402 above \`budget.usd\` or your key's budget) and metered per rollout; the pool is stored under the job's id, yours only, frozen, and rescues name it as \`poolId\`. A pool registered as it is (scope pools:write) is the registering key's own, seen and routed in by it alone; an admin key's is shared by every key unless it names an \`owner\`. Ids the service mints (\`${MINTED_ID_KINDS.map((k) => `${k}_`).join("`, `")}\`…) are refused.`,
+    description: `With \`evolve\`, a sibling pool is evolved from your H0 (your system text and each dev task's tools) on your dev tasks (2 to ${POOL_EVOLUTION_LIMITS.devTasks}) in your OpenEnv environment, each rollout sampled at your registered policy endpoint at one weight version, as a job: 202 with its id, then \`GET /v1/pools/evolutions/{id}\` (queued, running, done, failed or cancelled; \`POST /v1/pools/evolutions/{id}/cancel\` stops it within seconds, metered as it spends). It is quoted first (402 above \`budget.usd\` or your key's budget) and metered per rollout; the pool is stored under the job's id, yours only, frozen, and rescues name it as \`poolId\`. A pool registered as it is (scope pools:write) is the registering key's own, seen and routed in by it alone; an admin key's is shared by every key unless it names an \`owner\`. Ids the service mints (\`${MINTED_ID_KINDS.map((k) => `${k}_`).join("`, `")}\`…) are refused.`,
     request: { body: jsonBody(PoolBody) },
     responses: {
       201: jsonOf("registered: id and content version", PoolCreated),
@@ -67,6 +67,15 @@ export const poolRoutes = {
     tags: ["pools"],
     summary: "List the pools this key may route in: the deployment's shared ones, and its own (registered, evolved, or evolved by its experiments)",
     responses: { 200: jsonOf("pools: id, version, number of siblings, owner (an evolved pool's key)", PoolList), ...errors },
+  }),
+  cancelEvolution: createRoute({
+    method: "post",
+    path: "/evolutions/{id}/cancel",
+    operationId: "cancelPoolEvolution",
+    tags: ["pools"],
+    summary: "Cancel a pool evolution: a queued one ends at once, a running one within seconds (what it spent is metered); an ended one is left as it is",
+    request: { params: IdPath },
+    responses: { 200: jsonOf("status after the request (cancelled, or running with the cancel asked)", PoolEvolutionStatus), ...notFound("pool evolution for this key"), ...errors },
   }),
   get: createRoute({
     method: "get",
@@ -98,7 +107,7 @@ export const poolsApp = (deps: ApiDeps) =>
         const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
         const evolutions = deps.poolEvolutions;
         if (!evolutions) throw new NotConfiguredError("this deployment evolves no pools (no pool evolution store)");
-        const started = await startPoolEvolution(body.evolve, key.id, { ...deps, evolutions, quoting, newId: () => deps.newId("pev") });
+        const started = await startPoolEvolution(body.evolve, key.id, { ...deps, evolutions, quoting, slots: deps.meter, newId: () => deps.newId("pev") });
         return c.json(poolEvolutionStatus(started, deps.prices), 202);
       }
       const pool = registeredPool(body, key);
@@ -112,6 +121,12 @@ export const poolsApp = (deps: ApiDeps) =>
       if (!found || !visibleTo(found.keyId, c.var.key)) throw new NotFoundError("pool evolution", id);
       const pool = found.pool ? await deps.pools.get(found.pool.id) : undefined;
       return c.json(poolEvolutionStatus(found, deps.prices, pool), 200);
+    })
+    .openapi(withMiddleware(poolRoutes.cancelEvolution, requireScope(deps, "rescues")), async (c) => {
+      const evolutions = deps.poolEvolutions;
+      if (!evolutions) throw new NotFoundError("pool evolution", c.req.valid("param").id);
+      const after = await cancelPoolEvolution(c.req.valid("param").id, c.var.key, { evolutions, clock: deps.clock, slots: deps.meter });
+      return c.json(poolEvolutionStatus(after, deps.prices), 200);
     })
     .openapi(withMiddleware(poolRoutes.get, requireScope(deps, "pools:read")), async (c) => {
       const { id } = c.req.valid("param");

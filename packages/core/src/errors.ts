@@ -254,8 +254,11 @@ export class PayloadTooLargeError extends CoreError {
 
 /** The key already has as many experiments queued or running as it may (HTTP 429). */
 export class ConcurrencyLimitError extends CoreError {
-  constructor(readonly limit: number) {
-    super("CONCURRENCY_LIMIT", `this key already has ${limit} experiments queued or running; wait for one to end or cancel one`);
+  constructor(
+    readonly limit: number,
+    what = "experiments",
+  ) {
+    super("CONCURRENCY_LIMIT", `this key already has ${limit} ${what} queued or running; wait for one to end or cancel one`);
   }
 }
 

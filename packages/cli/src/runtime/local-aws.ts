@@ -114,7 +114,7 @@ export async function startExperimentStack(
   setup: Setup,
   protocol: Protocol,
   log?: (line: string) => void,
-  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "sqsEndpoint" | "panel"> = {},
+  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "sqsEndpoint" | "panel" | "allowLoopbackEndpoints"> = {},
 ): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const setupFor: SetupForProtocol = (asked) => {

@@ -4,7 +4,7 @@ import { Quote } from "../billing/quote-schema.ts";
 import { HarnessPool } from "../harness/pool.ts";
 import { PoolEvolveRequest } from "./evolve-request.ts";
 
-export const PoolEvolutionState = z.enum(["queued", "running", "done", "failed"]);
+export const PoolEvolutionState = z.enum(["queued", "running", "done", "failed", "cancelled"]);
 export type PoolEvolutionState = z.infer<typeof PoolEvolutionState>;
 
 /** What an evolution spent: rollouts, tokens sampled at the caller's policy and the time waited on it, time in the caller's environment, the worker's own time. */
@@ -51,8 +51,13 @@ export const PoolEvolutionRecord = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   quote: Quote.optional(),
   tariff: Prices.optional(),
+  /** Its key asked it to stop (`POST …/cancel` while it ran): it stops within seconds, keeping what it measured billed. */
+  cancelRequested: z.boolean().optional(),
 });
 export type PoolEvolutionRecord = z.infer<typeof PoolEvolutionRecord>;
+
+/** The states an evolution ends in: nothing changes it after. */
+export const EVOLUTION_ENDS: readonly PoolEvolutionState[] = ["done", "failed", "cancelled"];
 
 /** Pool evolution jobs. `claim` is the coordinator's conditional take-over. */
 export interface PoolEvolutionStore {
@@ -61,7 +66,15 @@ export interface PoolEvolutionStore {
   get(id: string): Promise<PoolEvolutionRecord | undefined>;
   /** Marks the job `running` until `leaseUntil` if it is queued or its lease expired; else undefined. */
   claim(id: string, now: number, leaseUntil: number): Promise<PoolEvolutionRecord | undefined>;
+  /** Writes the record; never clears a cancel asked meanwhile (`cancelRequested` is the API's to set). */
   save(record: PoolEvolutionRecord): Promise<void>;
+  /**
+   * Its key's cancel: a queued job ends `cancelled` at once; a running one is marked to stop
+   * (`cancelRequested`); an ended one is left as it is. The job as it is after, or undefined.
+   */
+  requestCancel(id: string, now: number): Promise<PoolEvolutionRecord | undefined>;
+  /** Whether its key asked the job to stop (one small read; the running worker asks every few seconds). */
+  cancelRequested(id: string): Promise<boolean>;
 }
 
 /**

@@ -18,7 +18,16 @@ export const POOL_EVOLUTION_LIMITS = {
   defaultMaxRollouts: 500,
   /** Attempts before a job fails: a worker lost mid-run starts it again from H0's measurement. */
   attempts: 3,
+  /**
+   * Evolutions one key may have queued or running at once (a 429 CONCURRENCY_LIMIT past it): one
+   * holds a coordinator invocation from its start to its end, so a key holds at most this many of
+   * `COORDINATOR_CONCURRENCY`, and other keys' experiments and evolutions keep their places.
+   */
+  activePerKey: 2,
 } as const;
+
+/** Where a key's evolutions in flight are counted (the meter's slots; `#` is never in a key's id). */
+export const evolutionSlotKey = (keyId: string): string => `#evolving:${keyId}`;
 const L = POOL_EVOLUTION_LIMITS;
 
 const unique = <T>(items: readonly T[]) => new Set(items).size === items.length;

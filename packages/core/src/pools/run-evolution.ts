@@ -12,10 +12,10 @@ import type { ProfileStore } from "../profile/store.ts";
 import { actionOf, callerTaskOf, type RolloutSpend } from "../rescue/caller-rescue.ts";
 import type { CallerPolicies } from "../rescue/rollout-source.ts";
 import type { Clock } from "../util/clock.ts";
-import { consoleLogger, type Logger } from "../util/logger.ts";
+import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
 import { createRng, hash32 } from "../util/rng.ts";
-import { type EvolutionUsage, PoolEvolutionRecord, type PoolEvolutionStore } from "./evolution-record.ts";
-import { POOL_EVOLUTION_LIMITS, type PoolEvolveRequest } from "./evolve-request.ts";
+import { EVOLUTION_ENDS, type EvolutionUsage, PoolEvolutionRecord, type PoolEvolutionStore } from "./evolution-record.ts";
+import { POOL_EVOLUTION_LIMITS, evolutionSlotKey, plannedEvolutionRollouts, type PoolEvolveRequest } from "./evolve-request.ts";
 import { callerRescueOf } from "./start-evolution.ts";
 
 /** What a proposer for a caller's environment is shown: its tools as documented, what no edit may quote, the events its observations may carry. */
@@ -59,23 +59,24 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
     return "duplicate";
   }
   const record: PoolEvolutionRecord = { ...claimed, usage: { ...claimed.usage }, attempts: claimed.attempts + 1, error: undefined };
-  const before = { ...record.usage };
   const started = deps.clock.now();
+  const metered = new SliceMeter(record, deps);
   let persisted: Promise<void> = Promise.resolve();
-  // Each write after every earlier one (progress is saved as rounds end): no stale overwrite.
+  // Each write after every earlier one (progress is saved as it moves): no stale overwrite.
   const save = (patch: Partial<PoolEvolutionRecord>): Promise<void> => {
     const now = deps.clock.now();
     Object.assign(record, patch, { updatedAt: now });
-    record.usage.computeMs = before.computeMs + (now - started);
+    record.usage.computeMs = claimed.usage.computeMs + (now - started);
     record.leaseUntil = record.status === "running" ? now + leaseMs : undefined;
     const snapshot = PoolEvolutionRecord.parse(record);
     persisted = persisted.catch(() => undefined).then(() => deps.evolutions.save(snapshot));
     return persisted;
   };
+  const watch = new EvolutionWatch(record, deps, save, metered);
   try {
     if (record.attempts > POOL_EVOLUTION_LIMITS.attempts) throw new EvolutionFailedError(`gave up after ${POOL_EVOLUTION_LIMITS.attempts} attempts (a worker lost each)`);
-    await save({ progress: { ...record.progress, label: `attempt ${record.attempts}: measuring H0` } });
-    const { result, proposer } = await evolveFor(record, deps, (done, total) => void save({ progress: { done, total, label: `round ${done} of ${total}` } }));
+    await save({ progress: { ...record.progress, label: `attempt ${record.attempts}: measuring H0 on ${record.request.devTasks.length} dev tasks` } });
+    const { result, proposer } = await evolveFor(record, deps, watch).finally(() => watch.stop());
     const pool = await storePool(record, result, proposer, deps);
     const outcome = {
       proposer,
@@ -86,16 +87,103 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
     };
     await save({ status: "done", pool: { id: pool.id, version: pool.version, siblings: pool.siblings.length }, outcome, progress: { ...record.progress, label: "done" } });
   } catch (err) {
-    const error = { code: err instanceof HarnessSError ? err.code : "EVOLUTION_FAILED", message: (err instanceof Error ? err.message : String(err)).slice(0, 2_000) };
     await persisted.catch(() => undefined);
-    await save({ status: "failed", error, progress: { ...record.progress, label: "failed" } });
+    if (watch.cancelled) await save({ status: "cancelled", progress: { ...record.progress, label: `cancelled by its key after ${record.usage.rollouts} rollouts` } });
+    else {
+      const error = { code: err instanceof HarnessSError ? err.code : "EVOLUTION_FAILED", message: (err instanceof Error ? err.message : String(err)).slice(0, 2_000) };
+      await save({ status: "failed", error, progress: { ...record.progress, label: "failed" } });
+    }
+  } finally {
+    watch.stop();
   }
-  await meterAttempt(record, before, deps);
+  await metered.rest();
+  if (EVOLUTION_ENDS.includes(record.status)) await deps.meter?.releaseSlot(evolutionSlotKey(record.keyId)).catch(logFailure(deps.logger ?? consoleLogger, `releasing ${record.keyId}'s evolution slot`));
   return record;
 }
 
-/** Runs evolution for the job: H0, the dev tasks as the caller's environment serves them, each rollout at the caller's endpoint. */
-async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerDeps, onProgress: (done: number, total: number) => void) {
+/** How often a running evolution asks whether its key cancelled it, and saves its progress and meters what it spent since. */
+export const EVOLUTION_SLICE_MS = 2_000;
+
+/** Thrown into a running evolution's next rollout once its key cancelled it. */
+class EvolutionCancelled extends Error {}
+
+/**
+ * A running evolution's clock: every {@link EVOLUTION_SLICE_MS} it asks whether its key cancelled
+ * it (then the next rollout stops it), saves its progress (what it is measuring, rollouts so far)
+ * and meters what it spent since the last slice.
+ */
+class EvolutionWatch {
+  cancelled: boolean;
+  phase = "measuring H0";
+  private stopped = false;
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly record: PoolEvolutionRecord,
+    private readonly deps: PoolEvolutionWorkerDeps,
+    private readonly save: (patch: Partial<PoolEvolutionRecord>) => Promise<void>,
+    private readonly metered: SliceMeter,
+  ) {
+    this.cancelled = record.cancelRequested === true;
+    this.timer = setInterval(() => void this.tick(), EVOLUTION_SLICE_MS);
+    this.timer.unref?.();
+  }
+
+  /** Refuses a rollout once cancelled: the evolution ends there. */
+  check(): void {
+    if (this.cancelled) throw new EvolutionCancelled(`evolution ${this.record.id} cancelled by its key`);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const log = logFailure(this.deps.logger ?? consoleLogger, `evolution ${this.record.id}`);
+    if (await this.deps.evolutions.cancelRequested(this.record.id).catch(log)) this.cancelled = true;
+    const planned = plannedEvolutionRollouts(this.record.request);
+    if (this.stopped) return; // ended while the cancel was asked: its last save stands
+    await this.save({ progress: { ...this.record.progress, label: `${this.phase}: ${this.record.usage.rollouts} of at most ${planned} rollouts` } }).catch(log);
+    await this.metered.slice();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+}
+
+/** What an evolution spent, metered to its key and job as it goes (each slice's new part), and the rest at its end. */
+class SliceMeter {
+  private metered: EvolutionUsage;
+  private inFlight: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly record: PoolEvolutionRecord,
+    private readonly deps: PoolEvolutionWorkerDeps,
+  ) {
+    this.metered = { ...record.usage };
+  }
+
+  /** Meters what was spent since the last slice (one write in flight at a time). */
+  slice(): Promise<void> {
+    this.inFlight = this.inFlight.then(() => this.meterNew());
+    return this.inFlight;
+  }
+
+  /** Meters what is left at the attempt's end, after any slice in flight. */
+  rest(): Promise<void> {
+    return this.slice();
+  }
+
+  private async meterNew(): Promise<void> {
+    const now = { ...this.record.usage };
+    const used = Object.fromEntries(Object.entries(now).map(([k, v]) => [k, v - this.metered[k as keyof EvolutionUsage]]));
+    if (Object.values(used).every((v) => v === 0)) return;
+    this.metered = now;
+    await this.deps.meter?.add(this.record.keyId, used, { jobId: this.record.id }).catch(logFailure(this.deps.logger ?? consoleLogger, `metering pool evolution ${this.record.id}`));
+  }
+}
+
+/** Runs evolution for the job: H0, the dev tasks as the caller's environment serves them, each rollout at the caller's endpoint (none once cancelled). */
+async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerDeps, watch: EvolutionWatch) {
   const req = record.request;
   const spend = (s: RolloutSpend) => {
     record.usage.policyTokens += s.policyTokens;
@@ -117,13 +205,17 @@ async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerD
     }),
     devTasks: req.devTasks.map(callerTaskOf),
     runRollout: async (task, spec, seed) => {
+      watch.check();
       record.usage.rollouts++;
       return runners.get(task.id)!(task, spec, seed);
     },
     proposer,
     vocabulary: (family) => ({ tools: familyTools(req, family), facts: [], roles: {} }),
     rng: createRng(hash32(record.id)),
-    onProgress,
+    onProgress: (done, total) => {
+      watch.phase = `round ${done + 1} of ${total} (${done} done)`;
+      record.progress = { done, total, label: `${watch.phase}: ${record.usage.rollouts} rollouts` };
+    },
   });
   return { result, proposer: proposer.id };
 }
@@ -155,17 +247,4 @@ async function storePool(record: PoolEvolutionRecord, result: EvolutionResult, p
   await deps.pools.put(pool);
   for (const profile of Object.values(result.initialProfiles)) await deps.profiles.put(pool.id, profile);
   return pool;
-}
-
-/** Bills the key and the job for what this attempt used. */
-async function meterAttempt(record: PoolEvolutionRecord, before: EvolutionUsage, deps: PoolEvolutionWorkerDeps): Promise<void> {
-  const u = record.usage;
-  const used = {
-    rollouts: u.rollouts - before.rollouts,
-    policyTokens: u.policyTokens - before.policyTokens,
-    policyMs: u.policyMs - before.policyMs,
-    environmentMs: u.environmentMs - before.environmentMs,
-    computeMs: u.computeMs - before.computeMs,
-  };
-  await deps.meter?.add(record.keyId, used, { jobId: record.id }).catch((err) => (deps.logger ?? consoleLogger).warn(`metering pool evolution ${record.id}: ${String(err)}`));
 }

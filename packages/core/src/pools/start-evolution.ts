@@ -1,12 +1,14 @@
-import { NotConfiguredError } from "../errors.ts";
+import { ConcurrencyLimitError, NotConfiguredError, NotFoundError } from "../errors.ts";
+import { visibleTo } from "../access/keys.ts";
+import type { UsageMeter } from "../billing/usage.ts";
 import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "../billing/budgets.ts";
 import { envelope } from "../messaging/envelope.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { CallerRescue } from "../rescue/caller-rescue.ts";
 import type { CallerPolicies } from "../rescue/rollout-source.ts";
 import type { Clock } from "../util/clock.ts";
-import { type PoolEvolutionRecord, type PoolEvolutionStore, zeroEvolutionUsage } from "./evolution-record.ts";
-import { plannedEvolutionRollouts, type PoolEvolveRequest } from "./evolve-request.ts";
+import { EVOLUTION_ENDS, type PoolEvolutionRecord, type PoolEvolutionStore, zeroEvolutionUsage } from "./evolution-record.ts";
+import { POOL_EVOLUTION_LIMITS, evolutionSlotKey, plannedEvolutionRollouts, type PoolEvolveRequest } from "./evolve-request.ts";
 
 /** What asking for an evolution needs; with `quoting`, it is quoted first and refused (402) above a budget. */
 export interface StartEvolutionDeps {
@@ -16,6 +18,8 @@ export interface StartEvolutionDeps {
   clock: Clock;
   newId: () => string;
   quoting?: QuotingDeps & { keyBudgetUsd?: number };
+  /** Each key's evolutions in flight (`POOL_EVOLUTION_LIMITS.activePerKey`): a 429 past them; none: unlimited. */
+  slots?: Pick<UsageMeter, "acquireSlot" | "releaseSlot">;
 }
 
 /** One dev task's rollouts as a caller rescue would run them: the request's endpoint, environment, system text and pin. */
@@ -76,7 +80,33 @@ export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, 
     usage: zeroEvolutionUsage,
     ...(quoted ? { quote: quoted, tariff: deps.quoting!.tariff } : {}),
   };
-  await deps.evolutions.create(record);
-  await deps.coordinator.send([envelope("pool.evolve.requested", `pool-evolution:${record.id}`, { evolutionId: record.id }, { keyId, jobId: record.id })]);
+  const slots = deps.slots;
+  if (slots && !(await slots.acquireSlot(evolutionSlotKey(keyId), POOL_EVOLUTION_LIMITS.activePerKey))) throw new ConcurrencyLimitError(POOL_EVOLUTION_LIMITS.activePerKey, "pool evolutions");
+  try {
+    await deps.evolutions.create(record);
+    await deps.coordinator.send([envelope("pool.evolve.requested", `pool-evolution:${record.id}`, { evolutionId: record.id }, { keyId, jobId: record.id })]);
+  } catch (err) {
+    await slots?.releaseSlot(evolutionSlotKey(keyId));
+    throw err;
+  }
   return record;
+}
+
+/**
+ * `POST /v1/pools/evolutions/{id}/cancel`: a queued job ends `cancelled` at once (its key's slot
+ * given back); a running one stops within `EVOLUTION_SLICE_MS` and a rollout (what it spent is
+ * metered); an ended one is left as it is. Another key's job is "not found".
+ */
+export async function cancelPoolEvolution(
+  id: string,
+  key: { id: string; scopes: readonly string[] },
+  deps: { evolutions: PoolEvolutionStore; clock: Clock; slots?: Pick<UsageMeter, "releaseSlot"> },
+): Promise<PoolEvolutionRecord> {
+  const before = await deps.evolutions.get(id);
+  if (!before || !visibleTo(before.keyId, key)) throw new NotFoundError("pool evolution", id);
+  if (EVOLUTION_ENDS.includes(before.status)) return before;
+  const after = await deps.evolutions.requestCancel(id, deps.clock.now());
+  if (!after) throw new NotFoundError("pool evolution", id);
+  if (before.status === "queued" && after.status === "cancelled") await deps.slots?.releaseSlot(evolutionSlotKey(after.keyId));
+  return after;
 }

@@ -24,6 +24,19 @@ export class MemoryPoolEvolutionStore implements PoolEvolutionStore {
   }
 
   async save(record: PoolEvolutionRecord): Promise<void> {
-    this.jobs.set(record.id, frozenCopy(record));
+    const asked = this.jobs.get(record.id)?.cancelRequested;
+    this.jobs.set(record.id, frozenCopy({ ...record, ...(asked ? { cancelRequested: true } : {}) }));
+  }
+
+  async requestCancel(id: string, now: number): Promise<PoolEvolutionRecord | undefined> {
+    const found = this.jobs.get(id);
+    if (!found) return undefined;
+    if (found.status === "queued") this.jobs.set(id, frozenCopy({ ...structuredClone(found), status: "cancelled", updatedAt: now, progress: { ...found.progress, label: "cancelled" } }));
+    else if (found.status === "running") this.jobs.set(id, frozenCopy({ ...structuredClone(found), cancelRequested: true }));
+    return this.get(id);
+  }
+
+  async cancelRequested(id: string): Promise<boolean> {
+    return this.jobs.get(id)?.cancelRequested === true;
   }
 }
