@@ -35,7 +35,7 @@ export function renderReport(md: string, images: Readonly<Record<string, string>
       },
       image(token: Tokens.Image) {
         const src = Object.hasOwn(images, token.href) ? images[token.href] : undefined;
-        return src === undefined ? escapeAttr(token.text) : `<img src="${escapeAttr(src)}" alt="${escapeAttr(token.text)}" data-file="${escapeAttr(token.href)}" />`;
+        return src === undefined ? escapeAttr(token.text) : `<img src="${escapeAttr(src)}" alt="${escapeAttr(token.text)}" data-report-image="${escapeAttr(token.href)}" />`;
       },
     },
   });

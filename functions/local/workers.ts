@@ -85,6 +85,8 @@ export interface LocalWorkerOptions {
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
+  /** Coordinator invocations at once (default `LOCAL_COORDINATOR_CONCURRENCY`). */
+  coordinatorConcurrency?: number;
   /** Let callers' endpoints and environments on loopback through the outbound guard (`serve --allow-loopback-endpoints`); only this opens loopback. */
   allowLoopbackEndpoints?: boolean;
   /** Private blocks callers' endpoints and environments may be in (`serve --allow-endpoint-cidr`); instance metadata stays refused. */
@@ -209,7 +211,7 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         ...(wiring.artifactsDir ? { reports: { artifacts: new FolderExperimentArtifacts(wiring.artifactsDir), render: renderExperimentReport } } : {}),
         log: logOf("coordinator"),
       }),
-      LOCAL_COORDINATOR_CONCURRENCY,
+      opts.coordinatorConcurrency ?? LOCAL_COORDINATOR_CONCURRENCY,
     );
   } catch (err) {
     await stop();

@@ -10,7 +10,7 @@ import { createPool, parseHarnessSpec, systemClock } from "@harness-s/core";
 import { envelope, type Envelope } from "@harness-s/core/messaging";
 import { ExperimentPlan, startExperiment } from "@harness-s/core/experiment";
 import type { CallerTask } from "@harness-s/core/rescue";
-import { DynamoExperimentStore, DynamoPoolStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
+import { CallerPolicyRunners, DynamoExperimentStore, DynamoPolicyEndpointStore, DynamoPoolStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
 import { AwsConfig } from "../../functions/aws-config.ts";
 import { lambdaClients } from "../../functions/lambda-clients.ts";
 import { createCoordinatorHandler } from "../../functions/coordinator/handler.ts";
@@ -113,10 +113,17 @@ afterAll(async () => {
   await worker?.stop();
 }, 60_000);
 
-/** `POST /v1/experiments` as the API Lambda takes it (its offers), then the coordinator's delivery of the run. */
+/** What the API checks a run against before it records it: its callers' policies (the outbound guard, open to loopback here as this file's coordinator is) and the pools. */
+const admission = () => ({
+  callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(clients.doc, config.tables), outbound: { allowLoopback: true }, clock: systemClock }),
+  pools: new DynamoPoolStore(clients.doc, config.tables),
+});
+
+/** `POST /v1/experiments` as the API Lambda takes it (its offers and admission), then the coordinator's delivery of the run. */
 async function postAndRun(body: unknown, keyId: string) {
   const experiments = new DynamoExperimentStore(clients.doc, config.tables);
   const record = await startExperiment(ExperimentPlan.parse(body), keyId, {
+    ...admission(),
     experiments,
     coordinator: { send: async (messages) => void queued.push(...messages) },
     clock: systemClock,
@@ -134,6 +141,7 @@ async function runUnoffered(body: unknown, keyId: string) {
   const experiments = new DynamoExperimentStore(clients.doc, config.tables);
   const plan = ExperimentPlan.parse(body);
   await startExperiment(plan, keyId, {
+    ...admission(),
     experiments,
     coordinator: { send: async () => undefined },
     clock: systemClock,
@@ -195,7 +203,7 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
     const id = `exp_k-guarded_${Date.now().toString(36)}`;
     const experiments = new DynamoExperimentStore(clients.doc, config.tables);
     const plan = ExperimentPlan.parse({ ...tiny, env: { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" }, model: MODEL });
-    await startExperiment(plan, "k-runner", { experiments, coordinator: { send: async () => undefined }, clock: systemClock, newId: () => id, offers: deployedOffers(config) });
+    await startExperiment(plan, "k-runner", { ...admission(), experiments, coordinator: { send: async () => undefined }, clock: systemClock, newId: () => id, offers: deployedOffers(config) });
     const before = counted.sessions;
     await guarded({ Records: [makeSqsRecord(id, envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId: "k-runner", jobId: id }))] });
     expect((await experiments.get(id))!).toMatchObject({ status: "failed", error: expect.stringMatching(/URL_NOT_ALLOWED|not allowed|loopback/i) });

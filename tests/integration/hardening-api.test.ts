@@ -39,6 +39,8 @@ beforeAll(async () => {
     policies: singlePolicyEndpoint(run),
     visibilitySeconds: { profile: 1, dispatch: 1 },
     prepareExperiment: () => gate.then(() => Promise.reject(new Error("this stack runs no experiments"))),
+    // One run at a time: the second waits queued behind the first (held at its gate), as the test needs.
+    coordinatorConcurrency: 1,
   });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
   const all = ["route", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write"] as const;

@@ -33,7 +33,7 @@ describe("the console's report markdown", () => {
     const html = renderReport("![curves](curves.png) ![x](https://evil/pixel.png) ![y](data:image/png;base64,AAAA) <img src=x onerror=alert(1)>", {
       "curves.png": "blob:http://127.0.0.1/abc",
     });
-    expect(html).toContain('<img src="blob:http://127.0.0.1/abc" alt="curves" data-file="curves.png" />');
+    expect(html).toContain('<img src="blob:http://127.0.0.1/abc" alt="curves" data-report-image="curves.png" />');
     expect(html).not.toContain("evil");
     expect(html).not.toContain("data:image");
     expect(html).not.toMatch(/<img src="x"/);
