@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 
 /** What the hostile protocol-v2 endpoint answers to one sample request. */
 export type HostileSample =
-  | { json: unknown; status?: number; /** Answered after this long (a slow model). */ delayMs?: number }
+  | { json: unknown; status?: number /** Answered after this long (a slow model). */; delayMs?: number }
   | { raw: string; status: number }
   /** Never answers (the connection stays open until the client gives up). */
   | { hang: true }

@@ -316,20 +316,28 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   it("keeps the GPU endpoint off the internet: no public plain-HTTP listener, the functions that carry its token inside the VPC (issue 67 item 15)", () => {
     const balancers = ofType("aws:lb/loadBalancer:LoadBalancer");
     const groups = new Map(ofType("aws:ec2/securityGroup:SecurityGroup").map((g) => [`${g.name}-id`, g.inputs]));
-    const privateSubnets = ofType("aws:ec2/subnet:Subnet").filter((s) => /Private/.test(s.name)).map((s) => `${s.name}-id`);
+    const privateSubnets = ofType("aws:ec2/subnet:Subnet")
+      .filter((s) => /Private/.test(s.name))
+      .map((s) => `${s.name}-id`);
     expect(privateSubnets.length).toBeGreaterThanOrEqual(2);
     // Every listener that speaks plain HTTP sits on an internal balancer, in private subnets, open to no CIDR.
     for (const listener of ofType("aws:lb/listener:Listener").filter((l) => l.inputs.protocol === "HTTP")) {
       const balancer = balancers.find((b) => listener.inputs.loadBalancerArn.endsWith(`:${b.name}`))!;
       expect(balancer.inputs.internal, `${balancer.name} is internal`).toBe(true);
-      expect(balancer.inputs.subnets.every((s: string) => privateSubnets.includes(s)), `${balancer.name} in private subnets`).toBe(true);
-      for (const id of balancer.inputs.securityGroups) for (const rule of groups.get(id)?.ingress ?? []) expect([...(rule.cidrBlocks ?? []), ...(rule.ipv6CidrBlocks ?? [])]).toEqual([]);
+      expect(
+        balancer.inputs.subnets.every((s: string) => privateSubnets.includes(s)),
+        `${balancer.name} in private subnets`,
+      ).toBe(true);
+      for (const id of balancer.inputs.securityGroups)
+        for (const rule of groups.get(id)?.ingress ?? []) expect([...(rule.cidrBlocks ?? []), ...(rule.ipv6CidrBlocks ?? [])]).toEqual([]);
     }
     // The instance has no public address either: its subnets are the private ones.
     expect(one("aws:autoscaling/group:Group", "PolicyInstances").inputs.vpcZoneIdentifiers.every((s: string) => privateSubnets.includes(s))).toBe(true);
     // Every function given the endpoint's token runs in the private subnets, in the one group the balancer takes.
     const balancerGroup = one("aws:ec2/securityGroup:SecurityGroup", "PolicyBalancerGroup").inputs;
-    const carriers = Object.entries(links).filter(([, linked]) => "PolicyEndpointToken" in linked).map(([handler]) => handler);
+    const carriers = Object.entries(links)
+      .filter(([, linked]) => "PolicyEndpointToken" in linked)
+      .map(([handler]) => handler);
     expect(carriers.sort()).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
     for (const fn of ofType("aws:lambda/function:Function").filter((f) => carriers.some((h) => f.name.startsWith(h === WORKERS.dispatch.handler ? "Dispatch" : "Coordinator")))) {
       expect(fn.inputs.vpcConfig?.subnetIds, fn.name).toEqual(privateSubnets.filter((s) => /PolicyVpc/.test(s)));

@@ -59,13 +59,24 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
     const api = await startApi(stack.deps);
     const [a, b] = [await addKey(stack.deps, "key-evolver", ["rescues"]), await addKey(stack.deps, "key-runner", ["experiments"])];
     const call = async (key: string, method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      const res = await fetch(`${api.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
       return { status: res.status, body: await res.json() };
     };
     try {
       const inst = await setup.instance(2);
       expect((await call(a, "POST", "/v1/policy-endpoints", { id: "mine", kind: "protocol-v2", url: policy.url, policy: "p" })).status).toBe(201);
-      const largest = { directions: Direction.options.filter((d) => d !== "base").slice(0, L.directions), rounds: L.rounds, candidatesPerRound: L.candidatesPerRound, trials: L.trials, poolSize: L.poolSize, maxRollouts: L.maxRollouts };
+      const largest = {
+        directions: Direction.options.filter((d) => d !== "base").slice(0, L.directions),
+        rounds: L.rounds,
+        candidatesPerRound: L.candidatesPerRound,
+        trials: L.trials,
+        poolSize: L.poolSize,
+        maxRollouts: L.maxRollouts,
+      };
       const evolve = {
         endpoint: "mine",
         environment: { kind: "openenv", url: env.url },
@@ -80,7 +91,13 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
       // Its first rollouts are running when the other key asks for a small run.
       const t0 = Date.now();
       while ((await stack.stores.poolEvolutions.get(evolution))!.usage.rollouts < 20 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 200));
-      const run = await call(b, "POST", "/v1/experiments", { seeds: [2], arms: ["grpo"], train: { steps: 1, batchSize: 4, curveEvery: 0, auditEvery: 0 }, evalTasks: 4, budget: { rollouts: 200 } });
+      const run = await call(b, "POST", "/v1/experiments", {
+        seeds: [2],
+        arms: ["grpo"],
+        train: { steps: 1, batchSize: 4, curveEvery: 0, auditEvery: 0 },
+        evalTasks: 4,
+        budget: { rollouts: 200 },
+      });
       expect(run.status).toBe(202);
       const asked = Date.now();
       let startedAfterMs: number | undefined;
@@ -103,7 +120,9 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
       const cancelledAfterMs = Date.now() - cancelAsked;
       await waitForExperiment(stack, run.body.id);
       const finalBilled = (await stack.stores.meter.job(evolution)).rollouts;
-      console.log(`evolution beside a run: the run started ${startedAfterMs} ms after it was asked; billed ${billed} of the job's ${during.usage.rollouts} rollouts then; cancelled after ${cancelledAfterMs} ms at ${ended.usage.rollouts} rollouts, ${finalBilled} billed`);
+      console.log(
+        `evolution beside a run: the run started ${startedAfterMs} ms after it was asked; billed ${billed} of the job's ${during.usage.rollouts} rollouts then; cancelled after ${cancelledAfterMs} ms at ${ended.usage.rollouts} rollouts, ${finalBilled} billed`,
+      );
       expect(startedAfterMs).toBeDefined();
       expect(startedAfterMs!).toBeLessThan(60_000);
       expect(during.usage.rollouts).toBeGreaterThan(0);

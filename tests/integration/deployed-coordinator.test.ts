@@ -203,7 +203,14 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
     const id = `exp_k-guarded_${Date.now().toString(36)}`;
     const experiments = new DynamoExperimentStore(clients.doc, config.tables);
     const plan = ExperimentPlan.parse({ ...tiny, env: { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" }, model: MODEL });
-    await startExperiment(plan, "k-runner", { ...admission(), experiments, coordinator: { send: async () => undefined }, clock: systemClock, newId: () => id, offers: deployedOffers(config) });
+    await startExperiment(plan, "k-runner", {
+      ...admission(),
+      experiments,
+      coordinator: { send: async () => undefined },
+      clock: systemClock,
+      newId: () => id,
+      offers: deployedOffers(config),
+    });
     const before = counted.sessions;
     await guarded({ Records: [makeSqsRecord(id, envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId: "k-runner", jobId: id }))] });
     expect((await experiments.get(id))!).toMatchObject({ status: "failed", error: expect.stringMatching(/URL_NOT_ALLOWED|not allowed|loopback/i) });

@@ -75,7 +75,11 @@ export const poolRoutes = {
     tags: ["pools"],
     summary: "Cancel a pool evolution: a queued one ends at once, a running one within seconds (what it spent is metered); an ended one is left as it is",
     request: { params: IdPath },
-    responses: { 200: jsonOf("status after the request (cancelled, or running with the cancel asked)", PoolEvolutionStatus), ...notFound("pool evolution for this key"), ...errors },
+    responses: {
+      200: jsonOf("status after the request (cancelled, or running with the cancel asked)", PoolEvolutionStatus),
+      ...notFound("pool evolution for this key"),
+      ...errors,
+    },
   }),
   get: createRoute({
     method: "get",

@@ -97,7 +97,8 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
     watch.stop();
   }
   await metered.rest();
-  if (EVOLUTION_ENDS.includes(record.status)) await deps.meter?.releaseSlot(evolutionSlotKey(record.keyId)).catch(logFailure(deps.logger ?? consoleLogger, `releasing ${record.keyId}'s evolution slot`));
+  if (EVOLUTION_ENDS.includes(record.status))
+    await deps.meter?.releaseSlot(evolutionSlotKey(record.keyId)).catch(logFailure(deps.logger ?? consoleLogger, `releasing ${record.keyId}'s evolution slot`));
   return record;
 }
 
@@ -178,7 +179,9 @@ class SliceMeter {
     const used = Object.fromEntries(Object.entries(now).map(([k, v]) => [k, v - this.metered[k as keyof EvolutionUsage]]));
     if (Object.values(used).every((v) => v === 0)) return;
     this.metered = now;
-    await this.deps.meter?.add(this.record.keyId, used, { jobId: this.record.id }).catch(logFailure(this.deps.logger ?? consoleLogger, `metering pool evolution ${this.record.id}`));
+    await this.deps.meter
+      ?.add(this.record.keyId, used, { jobId: this.record.id })
+      .catch(logFailure(this.deps.logger ?? consoleLogger, `metering pool evolution ${this.record.id}`));
   }
 }
 

@@ -81,7 +81,8 @@ export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, 
     ...(quoted ? { quote: quoted, tariff: deps.quoting!.tariff } : {}),
   };
   const slots = deps.slots;
-  if (slots && !(await slots.acquireSlot(evolutionSlotKey(keyId), POOL_EVOLUTION_LIMITS.activePerKey))) throw new ConcurrencyLimitError(POOL_EVOLUTION_LIMITS.activePerKey, "pool evolutions");
+  if (slots && !(await slots.acquireSlot(evolutionSlotKey(keyId), POOL_EVOLUTION_LIMITS.activePerKey)))
+    throw new ConcurrencyLimitError(POOL_EVOLUTION_LIMITS.activePerKey, "pool evolutions");
   try {
     await deps.evolutions.create(record);
     await deps.coordinator.send([envelope("pool.evolve.requested", `pool-evolution:${record.id}`, { evolutionId: record.id }, { keyId, jobId: record.id })]);

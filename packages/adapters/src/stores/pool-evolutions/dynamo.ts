@@ -39,7 +39,10 @@ export class DynamoPoolEvolutionStore implements PoolEvolutionStore {
     const record = PoolEvolutionRecord.parse(JSON.parse(gunzipSync(Buffer.from(out.Item.body as Uint8Array)).toString()));
     const status = PoolEvolutionRecord.shape.status.parse(out.Item.status);
     // A queued job cancelled by its key: its status and time are the item's (its body is as it was queued).
-    const cancelled = status === "cancelled" && record.status === "queued" ? { updatedAt: Number(out.Item.cancelledAt) || record.updatedAt, progress: { ...record.progress, label: "cancelled" } } : {};
+    const cancelled =
+      status === "cancelled" && record.status === "queued"
+        ? { updatedAt: Number(out.Item.cancelledAt) || record.updatedAt, progress: { ...record.progress, label: "cancelled" } }
+        : {};
     return { ...record, ...cancelled, status, leaseUntil: Number(out.Item.leaseUntil) || undefined, ...(out.Item.cancelRequested === true ? { cancelRequested: true } : {}) };
   }
 

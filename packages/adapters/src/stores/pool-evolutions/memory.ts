@@ -31,7 +31,8 @@ export class MemoryPoolEvolutionStore implements PoolEvolutionStore {
   async requestCancel(id: string, now: number): Promise<PoolEvolutionRecord | undefined> {
     const found = this.jobs.get(id);
     if (!found) return undefined;
-    if (found.status === "queued") this.jobs.set(id, frozenCopy({ ...structuredClone(found), status: "cancelled", updatedAt: now, progress: { ...found.progress, label: "cancelled" } }));
+    if (found.status === "queued")
+      this.jobs.set(id, frozenCopy({ ...structuredClone(found), status: "cancelled", updatedAt: now, progress: { ...found.progress, label: "cancelled" } }));
     else if (found.status === "running") this.jobs.set(id, frozenCopy({ ...structuredClone(found), cancelRequested: true }));
     return this.get(id);
   }
