@@ -6,6 +6,7 @@ const LINK_SCHEMES = ["http", "https", "mailto"];
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** What a browser drops from a URL before it reads its scheme: spaces, tabs, newlines and other control characters. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the control characters a browser drops from a URL
 const IGNORED_IN_URLS = /[\u0000-\u0020\u007f-\u009f]/g;
 
 /** `href` as a browser reads it: character references decoded, and the tabs, newlines and controls it ignores taken out. */
