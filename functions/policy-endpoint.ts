@@ -1,5 +1,5 @@
 import { systemClock } from "@harness-s/core";
-import type { PolicyEndpoints } from "@harness-s/core/rescue";
+import type { PolicyEndpoints } from "@harness-s/core/dispatch";
 import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedSamplingOptions, type SharedTokenPolicyOptions } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 

@@ -3,7 +3,7 @@ import { emptyProfile, type Profile } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance, ArmSeedResult, ExperimentSummary } from "@harness-s/core/experiment";
 import type { TrainDeps } from "@harness-s/core/training";
 import type { Envelope } from "@harness-s/core/messaging";
-import type { CallerPolicies } from "@harness-s/core/rescue";
+import type { CallerPolicies } from "@harness-s/core/dispatch";
 
 /** A valid task; override what the test is about. */
 export function makeTask(over: Partial<Task> = {}): Task {

@@ -4,7 +4,9 @@ import type { ExperimentArtifacts, ExperimentStore, ExperimentStepStore } from "
 import type { ServedOffers } from "@harness-s/core/models";
 import type { GatewayDeps } from "@harness-s/core/gateway";
 import type { Prices, PriceList, UsageMeter } from "@harness-s/core/billing";
-import type { CallerPolicies, EndpointProber, PolicyEndpointStore, RescueJobStore, RescueProgress, RescueSlots } from "@harness-s/core/rescue";
+import type { CallerPolicies, RescueSlots } from "@harness-s/core/dispatch";
+import type { EndpointProber, PolicyEndpointStore } from "@harness-s/core/callers";
+import type { RescueJobStore, RescueProgress } from "@harness-s/core/rescue";
 import type { DecisionStore, RouteTaskDeps } from "@harness-s/core/routing";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import type { ProfileStore } from "@harness-s/core/profile";

@@ -1,5 +1,6 @@
 import { batchedLookups, coalescedAdds, singleFlight } from "@harness-s/core";
-import type { RescueJobStore, RolloutSpend } from "@harness-s/core/rescue";
+import type { SlotJobs } from "@harness-s/core/dispatch";
+import type { RolloutSpend } from "@harness-s/core/callers";
 import { mergeUsage, type Usage, type UsageMeter } from "@harness-s/core/billing";
 import type { RolloutStore } from "@harness-s/core";
 
@@ -21,7 +22,7 @@ const sumSpend = (a: RolloutSpend, b: RolloutSpend): RolloutSpend => ({
  * slot's async context), never to one whose invocation has already been billed (slots of one
  * rescue in different invocations).
  */
-export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?: RescueJobStore; meter?: UsageMeter }>(deps: D): D {
+export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?: SlotJobs; meter?: UsageMeter }>(deps: D): D {
   const { rollouts, jobs, meter } = deps;
   const has = batchedLookups(async (jobId: string, indexes: number[]) => {
     const found = await rollouts.getMany(jobId, indexes);
@@ -35,16 +36,13 @@ export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?:
     get: (jobId, index) => rollouts.get(jobId, index),
     getMany: (jobId, indexes) => rollouts.getMany(jobId, indexes),
   };
-  const batchedJobs: RescueJobStore | undefined = jobs && {
-    create: (job) => jobs.create(job),
+  const batchedJobs: SlotJobs | undefined = jobs && {
     get: singleFlight(
       (id: string) => jobs.get(id),
       (id) => id,
     ),
     recordFailure: (id, index, failure) => jobs.recordFailure(id, index, failure),
-    cancel: (id, at) => jobs.cancel(id, at),
     addSpend: coalescedAdds((id, spend: RolloutSpend) => jobs.addSpend(id, spend), sumSpend),
-    listByKey: (keyId, page) => jobs.listByKey(keyId, page),
   };
   const plainAdd = meter && coalescedAdds((keyId, usage: Partial<Usage>) => meter.add(keyId, usage), mergeUsage);
   // Only plain adds go together; one naming a job is written as asked. Its other methods are the meter's own.

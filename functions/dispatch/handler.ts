@@ -1,5 +1,5 @@
 import { MAX_DEFERRALS, type EnvelopeOf, type MessageQueue } from "@harness-s/core/messaging";
-import { SLOT_REASON_CHARS, deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type RescueJobStore } from "@harness-s/core/rescue";
+import { SLOT_REASON_CHARS, deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type SlotJobs } from "@harness-s/core/dispatch";
 import { z } from "zod";
 import { formatIssues, hash32 } from "@harness-s/core";
 import type { EventLogger } from "@harness-s/core/observability";
@@ -76,7 +76,7 @@ const SlotOfMalformed = z.object({ type: z.literal("rollout.requested"), body: z
  * (VALIDATION_FAILED, with what was wrong), so its rescue ends instead of waiting out its hold;
  * the message itself goes on to the DLQ.
  */
-const failItsSlot = (jobs: RescueJobStore) => async (json: unknown, err: unknown) => {
+const failItsSlot = (jobs: SlotJobs) => async (json: unknown, err: unknown) => {
   const slot = SlotOfMalformed.safeParse(json);
   if (!slot.success) return;
   const what = err instanceof z.ZodError ? formatIssues(err.issues).slice(0, 5).join("; ") : String(err);
@@ -87,9 +87,8 @@ const failItsSlot = (jobs: RescueJobStore) => async (json: unknown, err: unknown
 };
 
 /** The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and reason when it is recorded, noted on its event. */
-function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {
+function notingSlots(jobs: SlotJobs, note: RecordNote): SlotJobs {
   return {
-    create: (job) => jobs.create(job),
     get: async (id) => {
       const job = await jobs.get(id);
       if (job) note({ rescueSlots: job.expected });
@@ -99,9 +98,7 @@ function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {
       note({ errorCode: failure.code, reason: failure.reason });
       return jobs.recordFailure(id, index, failure);
     },
-    cancel: (id, at) => jobs.cancel(id, at),
     addSpend: (id, spend) => jobs.addSpend(id, spend),
-    listByKey: (keyId, page) => jobs.listByKey(keyId, page),
   };
 }
 
@@ -109,7 +106,7 @@ function notingSlots(jobs: RescueJobStore, note: RecordNote): RescueJobStore {
 export const CANCEL_CHECK_EVERY = 4;
 
 /** Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT), one of a cancelled rescue is dropped. */
-async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: MessageQueue, jobs: RescueJobStore | undefined): Promise<void> {
+async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: MessageQueue, jobs: SlotJobs | undefined): Promise<void> {
   const deferrals = (envelope.deferrals ?? 0) + 1;
   if (deferrals % CANCEL_CHECK_EVERY === 0 && (await jobs?.get(envelope.body.jobId))?.cancelledAt !== undefined) return;
   if (deferrals > MAX_DEFERRALS) {

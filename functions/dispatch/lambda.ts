@@ -1,5 +1,5 @@
 import { NotConfiguredError, systemClock } from "@harness-s/core";
-import { rolloutRunners } from "@harness-s/core/rescue";
+import { rolloutRunners } from "@harness-s/core/dispatch";
 import {
   CachedPoolStore,
   CallerPolicyRunners,

@@ -16,7 +16,7 @@ import { EvolutionConfig, evolvePool, givenPool, mutationProposer, type Evolutio
 import type { CallerExperimentEnv, CallerExperimentTask, ExperimentDeps, ExperimentRecord, TaskSplit } from "@harness-s/core/experiment";
 import { PoolEvolveRequest, PoolEvolveSettings } from "@harness-s/core/pools";
 import type { ProfileStore } from "@harness-s/core/profile";
-import { actionOf, callerTaskOf } from "@harness-s/core/rescue";
+import { actionOf, callerTaskOf } from "@harness-s/core/callers";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { OpenEnvEnvironment, type OutboundPolicy } from "@harness-s/adapters";
 import type { FamilyRendering, OpenedFamily } from "@harness-s/envs";

@@ -3,7 +3,8 @@ import { statisticalVoters, type Voter } from "@harness-s/core/voting";
 import { systemClock, type TaskSource } from "@harness-s/core";
 import type { EndpointCidrs } from "@harness-s/core/outbound";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
-import { rolloutRunners, tellingStores, type PolicyEndpoints } from "@harness-s/core/rescue";
+import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/dispatch";
+import { tellingStores } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   ConsumptionMeter,

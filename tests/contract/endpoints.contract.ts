@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ENDPOINTS_PER_KEY, type PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/rescue";
+import { ENDPOINTS_PER_KEY, type PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/callers";
 
 const record = (keyId: string, id: string, url = `http://policy.example.com/${id}`): PolicyEndpointRecord => ({
   keyId,

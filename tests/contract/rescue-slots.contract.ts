@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { RescueSlots } from "@harness-s/core/rescue";
+import type { RescueSlots } from "@harness-s/core/dispatch";
 
 /** What every RescueSlots must do; `fresh` returns an empty store. */
 export function rescueSlotsContract(name: string, fresh: () => Promise<{ rescueSlots: RescueSlots }>): void {

@@ -5,7 +5,7 @@ import { BY_KEY_INDEX, tableKeys, tableSpecs } from "@harness-s/adapters";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
-import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/rescue";
+import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/dispatch";
 import { API_MEMORY, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
 import { ALARM_EVALUATION_PERIODS, ALARM_PERIOD_SECONDS, DASHBOARD_WIDGETS, alarmEmailAddress, oldestMessageSeconds } from "../../stacks/observability-settings.ts";

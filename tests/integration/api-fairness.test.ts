@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
 import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import OpenAI from "openai";
 import { GatewayEpisodes, genericObserver } from "@harness-s/core/gateway";
 import { runEpisode, type Task } from "@harness-s/core";
-import { singlePolicyEndpoint } from "@harness-s/core/rescue";
+import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { startScriptedOpenAi } from "../scripted-openai.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { rolloutRunners } from "@harness-s/core/rescue";
+import { rolloutRunners } from "@harness-s/core/dispatch";
 import { CallerPolicyRunners, HttpEndpointProber, type MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup, TextEnvironment } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";

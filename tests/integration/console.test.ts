@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { KEY_PAGE, encodeCursor, listPosition } from "@harness-s/core";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { jsonLinesLogger } from "@harness-s/core/observability";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";

@@ -9,7 +9,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createPool, parseHarnessSpec, systemClock } from "@harness-s/core";
 import { envelope, type Envelope } from "@harness-s/core/messaging";
 import { ExperimentPlan, startExperiment } from "@harness-s/core/experiment";
-import type { CallerTask } from "@harness-s/core/rescue";
+import type { CallerTask } from "@harness-s/core/callers";
 import { CallerPolicyRunners, DynamoExperimentStore, DynamoPolicyEndpointStore, DynamoPoolStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
 import { AwsConfig } from "../../functions/aws-config.ts";
 import { lambdaClients } from "../../functions/lambda-clients.ts";

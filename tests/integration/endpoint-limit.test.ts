@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoPolicyEndpointStore, MemoryPolicyEndpointStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
-import { ENDPOINTS_PER_KEY, type PolicyEndpointStore } from "@harness-s/core/rescue";
+import { ENDPOINTS_PER_KEY, type PolicyEndpointStore } from "@harness-s/core/callers";
 import { endpointStoreContract } from "../contract/endpoints.contract.ts";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 

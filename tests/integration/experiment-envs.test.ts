@@ -9,7 +9,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { systemClock } from "@harness-s/core";
 import { ServedModel, servedOffers } from "@harness-s/core/models";
-import type { CallerTask } from "@harness-s/core/rescue";
+import type { CallerTask } from "@harness-s/core/callers";
 import { TokenPolicyClient, localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";

@@ -4,7 +4,7 @@ import { PutCommand, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
-import { singlePolicyEndpoint } from "@harness-s/core/rescue";
+import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";

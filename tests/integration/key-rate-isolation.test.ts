@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { newApiKey } from "@harness-s/core/access";
 import { percentile } from "@harness-s/core/metrics";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
 import { seedPool, startApi } from "../api-factory.ts";
 

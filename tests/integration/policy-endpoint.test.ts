@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StalePolicyVersionError, createRng, runEpisode } from "@harness-s/core";
 import { envelope } from "@harness-s/core/messaging";
-import { rolloutRunners } from "@harness-s/core/rescue";
+import { rolloutRunners } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { makeSqsRecord } from "../factories.ts";
 import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpointError, RemotePolicy, remoteUnitPolicies } from "@harness-s/adapters";

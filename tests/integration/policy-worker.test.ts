@@ -25,7 +25,7 @@ import { statisticalVoters, VoterPanel, route, routerOptions } from "@harness-s/
 import { givenPool } from "@harness-s/core/evolution";
 import { GatewayEpisodes, GatewayTrajectory, genericObserver } from "@harness-s/core/gateway";
 import { envelope } from "@harness-s/core/messaging";
-import { rolloutRunners } from "@harness-s/core/rescue";
+import { rolloutRunners } from "@harness-s/core/dispatch";
 import {
   INVALID_TOOL_CALL,
   MemoryPoolStore,

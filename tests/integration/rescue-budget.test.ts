@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rolloutRunners, type CallerPolicies } from "@harness-s/core/rescue";
+import { rolloutRunners, type CallerPolicies } from "@harness-s/core/dispatch";
 import { runEpisode } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, RESCUE_SLOTS } from "@harness-s/core/rescue";
+import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/dispatch";
+import { RESCUE_SLOTS } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local/stack";

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Envelope } from "@harness-s/core/messaging";
 import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
-import { RESCUE_SLOTS, rolloutRunners, singlePolicyEndpoint } from "@harness-s/core/rescue";
+import { RESCUE_SLOTS } from "@harness-s/core/rescue";
+import { rolloutRunners, singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { MemoryQueue } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";

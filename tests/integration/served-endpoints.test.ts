@@ -1,7 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { systemClock, type Rollout } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { CallerSource, RegisterPolicyEndpoint, registerPolicyEndpoint, type RolloutRows } from "@harness-s/core/rescue";
+import { CallerSource, type RolloutRows } from "@harness-s/core/dispatch";
+import { RegisterPolicyEndpoint, registerPolicyEndpoint } from "@harness-s/core/callers";
 import { CallerPolicyRunners, HttpEndpointProber, MemoryPolicyEndpointStore, turnText } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
 import { builtinEnvironments } from "../../functions/embedded-tasks.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRng } from "@harness-s/core";
-import { ADAPTIVE, H0_OPTION, betaDraw, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveInput, type OptionPosterior } from "@harness-s/core/rescue";
+import { ADAPTIVE, H0_OPTION, betaDraw, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveInput, type OptionPosterior } from "@harness-s/core/training";
 import { ArmConfig, TrainConfig, trainArm, type StepRecord } from "@harness-s/core/training";
 import { armConfig, ExperimentConfig } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { rolloutRunners, type CallerPolicies, type RescueSlots, type RolloutRequestedBody } from "@harness-s/core/rescue";
+import { rolloutRunners, type CallerPolicies, type RescueSlots, type RolloutRequestedBody } from "@harness-s/core/dispatch";
 import { envelope } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";

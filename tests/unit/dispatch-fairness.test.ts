@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, rolloutRunners, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/rescue";
+import { CALLER_ROLLOUT_FAIRNESS, rolloutRunners, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
 import { MAX_DEFERRALS, envelope, type EnvelopeOf } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";

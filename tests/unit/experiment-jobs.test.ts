@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { ExperimentRequest, inProcessRunners, queuedRolloutRunner, runExperimentJob, startExperiment, type ExperimentStepStore } from "@harness-s/core/experiment";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { ManualClock, StalePolicyVersionError, systemClock, memoryLogger, type Policy } from "@harness-s/core";
 import { QUOTE_BASIS_KEY } from "@harness-s/core/billing";
 import type { Envelope } from "@harness-s/core/messaging";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "@harness-s/core";
-import type { RescueSlots } from "@harness-s/core/rescue";
+import type { RescueSlots } from "@harness-s/core/dispatch";
 import { FULL_MEMO_MS, FullSlotsMemo, MemoryRescueSlots } from "@harness-s/adapters";
 
 // Issue 52, item 4: a key at its cap of running rollouts has its waiting rollouts come back in

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ExperimentConfig, extraRolloutsOf, inProcessRunners, runExperiment, type ArmSeedResult } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { hasSignal } from "@harness-s/core/grpo";
-import { rescueGroup } from "@harness-s/core/rescue";
+import { rescueGroup } from "@harness-s/core/training";
 import type { RolloutRunner } from "@harness-s/core";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeArmSeed, makeRollout, makeSpec, makeTask } from "../factories.ts";

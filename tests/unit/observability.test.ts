@@ -14,7 +14,7 @@ import {
   type LogEvent,
 } from "@harness-s/core/observability";
 import { UpstreamRejectedError } from "@harness-s/core";
-import { rolloutRunners, type CallerPolicies } from "@harness-s/core/rescue";
+import { rolloutRunners, type CallerPolicies } from "@harness-s/core/dispatch";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
 import { createSqsWorker } from "../../functions/sqs-worker.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";

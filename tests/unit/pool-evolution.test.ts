@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { StalePolicyVersionError, systemClock, type HarnessSpec, type Task } from "@harness-s/core";
 import { Prices, PriceList, quoteRequest } from "@harness-s/core/billing";
 import { mutationProposer } from "@harness-s/core/evolution";
-import type { CallerPolicies, CallerSource, RolloutSpend } from "@harness-s/core/rescue";
+import type { CallerPolicies, CallerSource } from "@harness-s/core/dispatch";
+import type { RolloutSpend } from "@harness-s/core/callers";
 import {
   PoolEvolveRequest,
   plannedEvolutionRollouts,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MemoryPoolStore, MemoryRolloutStore } from "@harness-s/adapters";
 import { createPool } from "@harness-s/core";
-import { rolloutRunners, runRequestedRollout, singlePolicyEndpoint, type RescueJobStore } from "@harness-s/core/rescue";
+import { rolloutRunners, runRequestedRollout, singlePolicyEndpoint } from "@harness-s/core/dispatch";
+import type { RescueJobStore } from "@harness-s/core/rescue";
 import { makeRollout, makeSpec, makeTask } from "../factories.ts";
 
 describe("a requested rollout at the dispatch worker", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failureSummary, isAllFail, rescueGroup, splitRollouts } from "@harness-s/core/rescue";
+import { failureSummary, isAllFail, rescueGroup, splitRollouts } from "@harness-s/core/training";
 import type { HarnessSpec, Task } from "@harness-s/core";
 import { makeRollout, makeSpec, makeTask } from "../factories.ts";
 

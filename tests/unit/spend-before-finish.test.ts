@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
-import { rolloutRunners, runRequestedRollout, type CallerPolicies, type RescueJob, type RolloutRequestedBody } from "@harness-s/core/rescue";
+import { rolloutRunners, runRequestedRollout, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
+import type { RescueJob } from "@harness-s/core/rescue";
 import { callerSlotSource, idleCallerPolicies, makeRollout, makeTask } from "../factories.ts";
 
 // A status that shows a caller slot finished (its rollout stored, or its failure recorded) shows

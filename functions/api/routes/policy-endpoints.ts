@@ -1,6 +1,6 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core/rescue";
+import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core/callers";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";

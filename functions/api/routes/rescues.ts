@@ -1,7 +1,7 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
+import { AdaptiveChoice } from "@harness-s/core/training";
 import {
-  AdaptiveChoice,
   RESCUE_WAIT,
   RescueList,
   RescueRequest,

@@ -5,7 +5,7 @@ import type { ExperimentDeps, ExperimentSummary, SeedBaseline, SeedInstance } fr
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ObserverFactory, ToolBinding } from "@harness-s/core/gateway";
 import type { ToolSchema } from "@harness-s/core/protocol";
-import type { CallerTask } from "@harness-s/core/rescue";
+import type { CallerTask } from "@harness-s/core/callers";
 import type { EmbeddedSettings } from "./embedded/setup.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { Clock } from "@harness-s/core";
 import { PolicyStateV2 } from "@harness-s/core/protocol";
-import { KIND_MODES, type EndpointProbe, type EndpointProber, type RegisterPolicyEndpoint, type TokenMode } from "@harness-s/core/rescue";
+import { KIND_MODES, type EndpointProbe, type EndpointProber, type RegisterPolicyEndpoint, type TokenMode } from "@harness-s/core/callers";
 import { EndpointNotTokenExactError, EndpointProbeError, PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
 import { ServedClient } from "../policy/served-client.ts";
 import { CHAT_PATHS, MissingIdsError, TOKEN_MODES } from "../policy/served-modes.ts";

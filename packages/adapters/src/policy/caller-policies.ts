@@ -5,16 +5,14 @@ import {
   pinProblems,
   statesVersions,
   type CallerEnvironment,
-  type CallerPolicies,
   type CallerRescue,
   type CallerRollout,
-  type CallerSource,
   type PolicyEndpointKind,
-  type RolloutRows,
   type RolloutSpend,
   type PolicyEndpointRecord,
   type PolicyEndpointStore,
-} from "@harness-s/core/rescue";
+} from "@harness-s/core/callers";
+import type { CallerPolicies, CallerSource, RolloutRows } from "@harness-s/core/dispatch";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
 import { TokenSampler } from "./token-sampler.ts";

@@ -12,7 +12,7 @@ import {
   type UpdateBatch,
   type UpdateResult,
 } from "@harness-s/core";
-import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/rescue";
+import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/dispatch";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { z } from "zod";
 

@@ -1,6 +1,6 @@
 import { extendsIds, ChatTokenReply, CompletionIdsReply, DetokenizeReply, GenerateTokensReply, SglangGenerateReply, TokenizeReply } from "@harness-s/core/protocol";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
-import type { PolicyEndpointKind, TokenMode } from "@harness-s/core/rescue";
+import type { PolicyEndpointKind, TokenMode } from "@harness-s/core/callers";
 import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
 import type { ServedClient } from "./served-client.ts";
 import { hermesToolCalls, type SampledCall } from "./tool-choice.ts";

@@ -1,6 +1,7 @@
 import { NotConfiguredError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateSample } from "@harness-s/core";
 import { extendsIds, segmentedDatums, TRAINING_SAMPLING, type ToolSchema } from "@harness-s/core/protocol";
-import type { RolloutRows, TokenMode } from "@harness-s/core/rescue";
+import type { RolloutRows } from "@harness-s/core/dispatch";
+import type { TokenMode } from "@harness-s/core/callers";
 import { ServedModelMismatchError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
 import { TOKEN_MODES, type ServedEpisode, type ServedTarget } from "./served-modes.ts";

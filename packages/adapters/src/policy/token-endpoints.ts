@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { NotFoundError, runEpisode, type Environment, type RolloutRunner } from "@harness-s/core";
-import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/rescue";
+import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/dispatch";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { PolicyEndpointError } from "../errors.ts";
 import { TokenSampler, type TokenSamplerOptions } from "./token-sampler.ts";

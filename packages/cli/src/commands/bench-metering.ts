@@ -1,6 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { newApiKey } from "@harness-s/core/access";
 import { systemClock, type Environment } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";

@@ -1,4 +1,4 @@
-import { LocalPolicyEndpoints } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { queuedRolloutRunner, type SeedInstance } from "@harness-s/core/experiment";
 import { runEpisode, systemClock, type Environment, type Policy, type RolloutRunner } from "@harness-s/core";
 import { startLocalStack } from "@harness-s/functions/local/stack";

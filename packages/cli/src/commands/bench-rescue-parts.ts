@@ -1,4 +1,5 @@
-import { CallerRescue, callerTaskOf, type CallerPolicies } from "@harness-s/core/rescue";
+import { CallerRescue, callerTaskOf } from "@harness-s/core/callers";
+import type { CallerPolicies } from "@harness-s/core/dispatch";
 import type { RolloutRunner } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { startOpenEnvServer } from "@harness-s/adapters";

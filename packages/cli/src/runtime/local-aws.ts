@@ -9,7 +9,7 @@ import {
   type ExperimentSummary,
   type UnitPolicies,
 } from "@harness-s/core/experiment";
-import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/rescue";
+import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/dispatch";
 import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
 import type { UsageReport } from "@harness-s/functions/experiment-setup/worker-setup";

@@ -2,7 +2,7 @@ import { admitExperiment, type AdmitExperimentDeps } from "../experiment/admit.t
 import { admitEvolution } from "../pools/start-evolution.ts";
 import { poolsVisibleTo } from "../pools/visibility.ts";
 import { admitRescue } from "../rescue/jobs.ts";
-import type { CallerPolicies } from "../rescue/rollout-source.ts";
+import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import type { TaskSource } from "../task-source.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
 import { quoteRequest, type QuotingDeps } from "./budgets.ts";

@@ -1,5 +1,5 @@
 import { addEvidence, emptyProfile, type ProfileSet } from "../profile/profile.ts";
-import { failureSummary } from "../rescue/rescue.ts";
+import { failureSummary } from "../training/rescue.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { Task } from "../task.ts";

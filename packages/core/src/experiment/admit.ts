@@ -1,6 +1,6 @@
 import { NotConfiguredError, NotFoundError, ValidationError, parseOrThrow } from "../errors.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
-import type { CallerPolicies } from "../rescue/rollout-source.ts";
+import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { ExperimentPlan } from "./records.ts";
 import { envName } from "./environment.ts";

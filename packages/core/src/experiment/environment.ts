@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Id, Name } from "../names.ts";
 import { CallerUrl, SecretHeader } from "../outbound/caller-url.ts";
-import { CallerTask } from "../rescue/caller-rescue.ts";
+import { CallerTask } from "../callers/caller-rescue.ts";
 
 /** The splits a caller's tasks are posted in: train (GRPO), dev (the pool's evolution and profiles), held-out (the headline evaluation). */
 export const TaskSplit = z.enum(["train", "dev", "held-out"]);

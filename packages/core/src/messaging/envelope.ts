@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RolloutRequestedBody } from "../rescue/rollout-request.ts";
+import { RolloutRequestedBody } from "../dispatch/rollout-request.ts";
 import { Profile } from "../profile/profile.ts";
 import { HarnessSpec } from "../harness/spec.ts";
 import { Id, Name, nameRecord } from "../names.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Direction } from "../harness/spec.ts";
 import { Name } from "../names.ts";
-import { CallerRescue, CallerTask } from "../rescue/caller-rescue.ts";
+import { CallerRescue, CallerTask } from "../callers/caller-rescue.ts";
 import { CallerUrl, SecretHeader } from "../outbound/caller-url.ts";
 
 /** What one key may ask of an evolution through the API: each bound is a 400 naming the field when passed. */

@@ -1,13 +1,7 @@
 import { z } from "zod";
-import { CallerRollout, type RolloutSpend } from "./caller-rescue.ts";
+import { CallerRollout } from "../callers/caller-rescue.ts";
+import { SlotFailure, type SlotJobs } from "../dispatch/slots.ts";
 import type { KeyPage, KeyPageRequest } from "../util/key-page.ts";
-
-/** The longest reason a failed slot keeps (an endpoint's or environment's text is cut there). */
-export const SLOT_REASON_CHARS = 500;
-
-/** Why a slot will never be stored: a stable code (an error code of this service's) and what happened, bounded. */
-export const SlotFailure = z.object({ code: z.string().min(1).max(64).default("ROLLOUT_FAILED"), reason: z.string().max(SLOT_REASON_CHARS) });
-export type SlotFailure = z.input<typeof SlotFailure>;
 
 export const RescueJob = z.object({
   id: z.string().min(1),
@@ -34,40 +28,12 @@ export const RescueJob = z.object({
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
-export interface RescueJobStore {
+/** Rescue jobs: what dispatch needs of a rescue (its slots' failures and spend, its cancel) and the job service's own. */
+export interface RescueJobStore extends SlotJobs {
   create(job: RescueJob): Promise<void>;
   get(id: string): Promise<RescueJob | undefined>;
-  /** Records that slot `index` of job `id` will never be stored, and why; a no-op for an unknown job. */
-  recordFailure(id: string, index: number, failure: SlotFailure): Promise<void>;
   /** Marks job `id` cancelled at `at` (the first cancel's time stays); a no-op for an unknown job. */
   cancel(id: string, at: number): Promise<void>;
-  /** Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job. */
-  addSpend(id: string, spend: RolloutSpend): Promise<void>;
   /** The rescues key `keyId` started, newest first (`listPosition` order), a page at a time: never another key's. */
   listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<RescueJob>>;
-}
-
-/**
- * Each key's rescue slots in flight: a rescue holds its slots until it ends (released when its end
- * is seen) or until its hold expires (a hold never outlives the longest a rescue's slots can take,
- * so one that is never released stops counting by itself).
- */
-/** One hold of {@link RescueSlots.hold}'s arguments after the key. */
-export interface HoldRequest {
-  id: string;
-  slots: number;
-  limit: number;
-  now: number;
-  until: number;
-}
-
-export interface RescueSlots {
-  /** Holds `slots` of the key's `limit` for rescue `id` until `until`, counting only holds unexpired at `now`; false when they would pass the limit. */
-  hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean>;
-  /** Several holds of one key at once, answered in order as {@link hold} would answer them one after another (a store may write them together). */
-  holdMany?(keyId: string, holds: readonly HoldRequest[]): Promise<boolean[]>;
-  /** Lets rescue `id`'s hold go (a no-op when it holds none). */
-  release(keyId: string, id: string): Promise<void>;
-  /** Slots the key's unexpired holds take at `now`. */
-  held(keyId: string, now: number): Promise<number>;
 }

@@ -1,19 +1,20 @@
 import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
-import { ownTaskOf, type CallerRescue } from "./caller-rescue.ts";
+import { ownTaskOf, type CallerRescue } from "../callers/caller-rescue.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
 import { inOrder } from "../util/in-order.ts";
 import { rescueRollouts, type RescueRequest } from "./rescue-request.ts";
-import type { CallerPolicies } from "./rollout-source.ts";
+import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import { harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope } from "../messaging/envelope.ts";
-import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
+import type { RescueJob, RescueJobStore } from "./job-record.ts";
+import type { RescueSlots } from "../dispatch/slots.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { TaskSource } from "../task-source.ts";
 import { type RouteRequest, routeTask, type RouteTaskDeps } from "../routing/route-task.ts";
-import { adviseCallerRescue } from "./caller-adaptive.ts";
-import type { AdaptiveChoice } from "./adaptive.ts";
+import { adviseCallerRescue } from "../callers/caller-adaptive.ts";
+import type { AdaptiveChoice } from "../training/adaptive.ts";
 
 /** A key's rescue rollouts in flight at most, and how long a rescue holds its slots when its end is never seen. */
 export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { CallerRescue } from "./caller-rescue.ts";
-import { ResampleEvidence } from "./caller-adaptive.ts";
+import { CallerRescue } from "../callers/caller-rescue.ts";
+import { ResampleEvidence } from "../callers/caller-adaptive.ts";
 import { Id, Name } from "../names.ts";
 import { DEFAULT_TOP_K, MAX_TOP_K, TopK } from "../voting/top-k.ts";
 

@@ -3,7 +3,8 @@ import { NotFoundError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { queryDecimal, queryInteger } from "../util/storable.ts";
 import { visibleTo } from "../access/keys.ts";
-import type { RescueJob, RescueJobStore, RescueSlots } from "./job-record.ts";
+import type { RescueJob, RescueJobStore } from "./job-record.ts";
+import type { RescueSlots } from "../dispatch/slots.ts";
 import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
 import { unheardProgress, type RescueProgress } from "./progress.ts";
 

@@ -3,7 +3,7 @@ import { NotFoundError, ValidationError } from "../errors.ts";
 import { SUBMIT } from "../rollout/episode-hooks.ts";
 import { queryInteger } from "../util/storable.ts";
 import type { Rollout } from "../rollout/types.ts";
-import type { CallerPolicies } from "./rollout-source.ts";
+import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { RescueJobStore } from "./job-record.ts";
 import type { RolloutStore } from "../rollout/store.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RESCUE_MODES, type RescueModeName } from "../rescue/modes.ts";
+import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
 import { UpdateSettings } from "./config.ts";
 
 /** What an arm changes of the training config's update settings (an arm that trains rescued rows in H0's context, corrected). */

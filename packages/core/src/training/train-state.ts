@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Counts, Profile, addEvidence } from "../profile/profile.ts";
-import { AdaptiveChoice } from "../rescue/adaptive.ts";
+import { AdaptiveChoice } from "./adaptive.ts";
 import { RoutingDecision } from "../voting/router.ts";
 import { AuditRecord } from "./audit.ts";
 import type { Rollout } from "../rollout/types.ts";

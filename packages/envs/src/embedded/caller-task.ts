@@ -1,5 +1,5 @@
 import type { Environment, Task } from "@harness-s/core";
-import type { CallerTask } from "@harness-s/core/rescue";
+import type { CallerTask } from "@harness-s/core/callers";
 import { embeddedToolSchemas } from "./text.ts";
 
 /** An embedded task as a caller's rescue carries it: its text, tags and tools (`submit` the committing one). */

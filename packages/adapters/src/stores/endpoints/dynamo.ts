@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/rescue";
+import { PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/callers";
 import { StoreUnavailableError } from "@harness-s/core";
 import { aws, translateAwsError } from "../../errors.ts";
 import { allItems } from "../../dynamo/paginate.ts";

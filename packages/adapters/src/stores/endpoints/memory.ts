@@ -1,4 +1,4 @@
-import type { PolicyEndpointRecord, PolicyEndpointStore } from "@harness-s/core/rescue";
+import type { PolicyEndpointRecord, PolicyEndpointStore } from "@harness-s/core/callers";
 
 /** Registered policy endpoints in memory, per key; a put checks the limit and writes in one step (no await between). */
 export class MemoryPolicyEndpointStore implements PolicyEndpointStore {

@@ -1,6 +1,8 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError, type KeyPage, type KeyPageRequest, listPosition } from "@harness-s/core";
-import { RescueJob, SlotFailure, type RolloutSpend, type RescueJobStore } from "@harness-s/core/rescue";
+import { RescueJob, type RescueJobStore } from "@harness-s/core/rescue";
+import { SlotFailure } from "@harness-s/core/dispatch";
+import type { RolloutSpend } from "@harness-s/core/callers";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 import { queryByKey } from "../../dynamo/by-key.ts";

@@ -1,5 +1,7 @@
 import { ConflictError, type KeyPage, type KeyPageRequest, pageOfKey } from "@harness-s/core";
-import { type RolloutSpend, SlotFailure, type RescueJob, type RescueJobStore } from "@harness-s/core/rescue";
+import type { RolloutSpend } from "@harness-s/core/callers";
+import { SlotFailure } from "@harness-s/core/dispatch";
+import type { RescueJob, RescueJobStore } from "@harness-s/core/rescue";
 import { frozenCopy } from "../frozen-copy.ts";
 
 export class MemoryRescueJobStore implements RescueJobStore {

@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
-import type { HoldRequest, RescueSlots } from "@harness-s/core/rescue";
+import type { HoldRequest, RescueSlots } from "@harness-s/core/dispatch";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 

@@ -1,5 +1,5 @@
 import type { Clock } from "@harness-s/core";
-import type { HoldRequest, RescueSlots } from "@harness-s/core/rescue";
+import type { HoldRequest, RescueSlots } from "@harness-s/core/dispatch";
 
 /** How long a key found with every running place taken is answered "full" without asking the store again. */
 export const FULL_MEMO_MS = 500;

@@ -1,4 +1,4 @@
-import type { RescueSlots } from "@harness-s/core/rescue";
+import type { RescueSlots } from "@harness-s/core/dispatch";
 
 export class MemoryRescueSlots implements RescueSlots {
   private readonly holds = new Map<string, Map<string, { slots: number; until: number }>>();

@@ -4,7 +4,7 @@ import type { PoolStore } from "../harness/pool-store.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { ProfileStore } from "../profile/store.ts";
 import { createRng, hash32 } from "../util/rng.ts";
-import { H0_OPTION, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveChoice } from "./adaptive.ts";
+import { H0_OPTION, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveChoice } from "../training/adaptive.ts";
 
 /** The most resample rollouts a caller may report as its H0 option's evidence. */
 const MAX_REPORTED = 1_000_000;

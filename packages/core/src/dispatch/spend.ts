@@ -1,5 +1,5 @@
-import type { CallerRescue, RolloutSpend } from "./caller-rescue.ts";
-import type { RescueJob, RescueJobStore, SlotFailure } from "./job-record.ts";
+import type { CallerRescue, RolloutSpend } from "../callers/caller-rescue.ts";
+import type { SlotFailure, SlotJob, SlotJobs } from "./slots.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 
 /**
@@ -9,7 +9,7 @@ import type { UsageMeter } from "../billing/usage.ts";
  * @example
  * budgetExhausted({ policyTokens: 1000 }, job); // { code: "BUDGET_EXCEEDED", reason: "… 1024 policy tokens of a budget of 1000" }
  */
-export function budgetExhausted(budget: CallerRescue["budget"], job: RescueJob | undefined): SlotFailure | undefined {
+export function budgetExhausted(budget: CallerRescue["budget"], job: SlotJob | undefined): SlotFailure | undefined {
   if (!budget || !job) return undefined;
   const tokens = job.spentPolicyTokens ?? 0;
   if (budget.policyTokens !== undefined && tokens >= budget.policyTokens)
@@ -21,7 +21,7 @@ export function budgetExhausted(budget: CallerRescue["budget"], job: RescueJob |
 }
 
 /** Meters what one rollout of a caller rescue spent to its key and holds it against its rescue, failed or not. */
-export async function recordSpend(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: RescueJobStore }): Promise<void> {
+export async function recordSpend(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: SlotJobs }): Promise<void> {
   await recordSpendThen(keyId, jobId, spend, deps, async () => undefined);
 }
 
@@ -30,13 +30,7 @@ export async function recordSpend(keyId: string, jobId: string, spend: RolloutSp
  * failure recorded) once the spend is held against its rescue: a status that shows the slot
  * finished shows what it spent. The key's meter is written beside.
  */
-export async function recordSpendThen<T>(
-  keyId: string,
-  jobId: string,
-  spend: RolloutSpend,
-  deps: { meter?: UsageMeter; jobs?: RescueJobStore },
-  finish: () => Promise<T>,
-): Promise<T> {
+export async function recordSpendThen<T>(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: SlotJobs }, finish: () => Promise<T>): Promise<T> {
   if (spend.policyTokens === 0 && spend.policyMs === 0 && spend.environmentMs === 0) return finish();
   const usage = { policyTokens: spend.policyTokens, policyMs: spend.policyMs, environmentMs: spend.environmentMs };
   const held = async () => {

@@ -11,11 +11,11 @@ import { sample, type Rng } from "../util/rng.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
 import { route, routerOptions } from "../voting/router.ts";
-import { auditDecision } from "../training/audit.ts";
-import type { TrainConfig } from "../training/config.ts";
-import type { GroupOutcome, StateChange, TrainerState } from "../training/train-state.ts";
+import { auditDecision } from "./audit.ts";
+import type { TrainConfig } from "./config.ts";
+import type { GroupOutcome, StateChange, TrainerState } from "./train-state.ts";
 
-export type { StateChange } from "../training/train-state.ts";
+export type { StateChange } from "./train-state.ts";
 
 /** An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried, and what it changed. */
 export interface GroupResolution {

@@ -1,11 +1,11 @@
 import { ConflictError, HarnessSError, NotFoundError } from "../errors.ts";
-import { ownTaskOf, type RolloutSpend } from "./caller-rescue.ts";
+import { ownTaskOf, type RolloutSpend } from "../callers/caller-rescue.ts";
 import type { SourceKind, SourceOf, SourceRunner } from "./rollout-source.ts";
 import type { RolloutRequestedBody } from "./rollout-request.ts";
 import { harnessById } from "../harness/pool.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
-import { SLOT_REASON_CHARS, type RescueJobStore, type RescueSlots } from "./job-record.ts";
+import { SLOT_REASON_CHARS, type RescueSlots, type SlotJobs } from "./slots.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
 import type { RolloutStore } from "../rollout/store.ts";
 import type { TaskSource } from "../task-source.ts";
@@ -21,7 +21,7 @@ export interface DispatchDeps {
   /** The runner of each rollout's source; a kind it has no runner for fails with NOT_CONFIGURED. */
   runners: SourceRunner;
   /** A cancelled rescue's slots are skipped, a caller rescue's budget is held, and a slot that cannot succeed is recorded failed. */
-  jobs?: RescueJobStore;
+  jobs?: SlotJobs;
   /** Where a caller rescue's policy tokens, its wait on the policy and its environment time are metered to its key. */
   meter?: UsageMeter;
   /** Hears of each slot failed at once (its code and reason, secrets already masked). */

@@ -3,7 +3,7 @@ import { NotConfiguredError } from "../errors.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Datum } from "../protocol/v2.ts";
-import { CallerRollout, type CallerEnvironment, type CallerRescue, type RolloutSpend } from "./caller-rescue.ts";
+import { CallerRollout, type CallerEnvironment, type CallerRescue, type RolloutSpend } from "../callers/caller-rescue.ts";
 
 /** This service's own policy at its endpoint, by id (one per experiment arm; "default" serves the API), at the version the requester saw. */
 export const ServiceSource = z.strictObject({

@@ -1,0 +1,3 @@
+export * from "./caller-rescue.ts";
+export * from "./caller-endpoints.ts";
+export * from "./caller-adaptive.ts";
