@@ -63,11 +63,49 @@ function circles(graph) {
   return [...found];
 }
 
+/**
+ * Core's contexts as one graph: each folder of packages/core/src is a context (the kernel's folders
+ * harness/, rollout/ and util/ and its root files are one, the kernel), an edge each relative import
+ * from one context into another. A circle there is a loop between contexts even when no two files
+ * import each other.
+ */
+const CORE = "packages/core/src";
+const KERNEL = new Set(["harness", "rollout", "util"]);
+function contextGraph() {
+  const contextOf = (rel) => {
+    const head = rel.includes("/") ? rel.split("/")[0] : "(kernel)";
+    return KERNEL.has(head) ? "(kernel)" : head;
+  };
+  const graph = new Map();
+  const walk = (dir) => {
+    for (const entry of readdirSync(join(CORE, dir), { withFileTypes: true })) {
+      const rel = dir ? `${dir}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) walk(rel);
+      else if (entry.name.endsWith(".ts")) {
+        const from = contextOf(rel);
+        if (!graph.has(from)) graph.set(from, new Set());
+        for (const [, spec] of readFileSync(join(CORE, rel), "utf8").matchAll(/from\s+"(\.[^"]+)"/g)) {
+          const target = join(dir, spec).replace(/\\/g, "/");
+          const to = contextOf(target);
+          if (to !== from) graph.get(from).add(to);
+        }
+      }
+    }
+  };
+  walk("");
+  return new Map([...graph].map(([k, v]) => [k, [...v]]));
+}
+
+for (const c of circles(contextGraph())) {
+  console.log(`${CORE} contexts: ${c}`);
+  failed = true;
+}
+
 for (const dir of PY_PACKAGES) {
   for (const c of circles(pythonGraph(dir))) {
     console.log(`${dir}: ${c}`);
     failed = true;
   }
 }
-console.log(failed ? "cycles: circular imports found" : `cycles: none in ${TS_ENTRIES.length} TypeScript entry globs and ${PY_PACKAGES.length} Python packages`);
+console.log(failed ? "cycles: circular imports found" : `cycles: none in ${TS_ENTRIES.length} TypeScript entry globs, core's contexts and ${PY_PACKAGES.length} Python packages`);
 process.exit(failed ? 1 : 0);

@@ -10,6 +10,7 @@ import {
 } from "@harness-s/core/experiment";
 import { NotConfiguredError } from "@harness-s/core";
 import { runPoolEvolution, type PoolEvolutionWorkerDeps } from "@harness-s/core/pools";
+import { quoteBasisOn } from "@harness-s/core/quoting";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 
@@ -33,11 +34,13 @@ export function createCoordinatorHandler(
   },
 ) {
   const unbilled = () => deps.metering?.consumption.current() ?? {};
+  // A run that ends done joins the meter's measured basis for quotes (quoting is above experiments: handed in here).
+  const quoteBasis = deps.quoteBasis ?? (deps.meter ? quoteBasisOn(deps.meter) : undefined);
   return createSqsWorker(
     "coordinator",
     ["experiment.requested", "pool.evolve.requested"],
     (_body, _id, envelope) => {
-      if (envelope.type === "experiment.requested") return runAndReport(envelope.body.experimentId, { unbilled, ...deps });
+      if (envelope.type === "experiment.requested") return runAndReport(envelope.body.experimentId, { unbilled, ...deps, ...(quoteBasis ? { quoteBasis } : {}) });
       if (!deps.poolEvolution) throw new NotConfiguredError("this coordinator evolves no pools (no caller policies wired)");
       return runPoolEvolution(envelope.body.evolutionId, { ...deps.poolEvolution, clock: deps.clock, ...(deps.meter ? { meter: deps.meter } : {}) });
     },

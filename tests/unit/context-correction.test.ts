@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PolicyObservation, UpdateSettings } from "@harness-s/core";
-import { CONTEXT_WEIGHT_BOUND, contextWeights, TrainConfig, trainArm, updateSettings } from "@harness-s/core/training";
+import { CONTEXT_WEIGHT_BOUND, contextWeights } from "@harness-s/core";
+import { TrainConfig, trainArm, updateSettings } from "@harness-s/core/training";
 import { armConfig, ExperimentConfig } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { LogLinearPolicy } from "@harness-s/policy";

@@ -2,22 +2,16 @@ import { describe, expect, it } from "vitest";
 import { BudgetExceededError } from "@harness-s/core";
 import {
   DEFAULT_QUOTE_BASIS,
-  PriceList,
-  Prices,
   QUOTE_BASIS_KEY,
   QUOTE_RESCUE_KEYS,
-  UsagePeriod,
   basisFrom,
-  costOfGoods,
   ensureWithinBudget,
   measuredBasis,
   plannedRollouts,
   quote,
-  renderUsage,
   rescueRolloutsOf,
-  usageByDay,
-  zeroUsage,
-} from "@harness-s/core/billing";
+} from "@harness-s/core/quoting";
+import { PriceList, Prices, UsagePeriod, costOfGoods, renderUsage, usageByDay, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentConfig, inProcessRunners, runExperimentToEnd } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { ConsumptionMeter, MemoryUsageMeter, capacityUnits, sqsRequests } from "@harness-s/adapters";

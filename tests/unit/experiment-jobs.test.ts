@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { ExperimentRequest, inProcessRunners, queuedRolloutRunner, runExperimentJob, startExperiment, type ExperimentStepStore } from "@harness-s/core/experiment";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { ManualClock, StalePolicyVersionError, systemClock, memoryLogger, type Policy } from "@harness-s/core";
-import { QUOTE_BASIS_KEY } from "@harness-s/core/billing";
+import { QUOTE_BASIS_KEY, quoteBasisOn } from "@harness-s/core/quoting";
 import type { Envelope } from "@harness-s/core/messaging";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "@harness-s/envs";
@@ -21,7 +21,7 @@ describe("the coordinator use-case", () => {
     const rec = await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator, clock, newId: () => "e1" });
     await experiments.claim(rec.id, clock.now(), clock.now() + 60_000); // a worker claims it and dies
     // What the coordinator's invocation has not billed when the run ends joins the quote basis
-    const deps = { experiments, clock, meter, leaseMs: 60_000, prepare: async () => setup, unbilled: () => ({ sqsRequests: 7 }) };
+    const deps = { experiments, clock, meter, leaseMs: 60_000, prepare: async () => setup, unbilled: () => ({ sqsRequests: 7 }), quoteBasis: quoteBasisOn(meter) };
     // Act + Assess
     expect(await runExperimentJob("e1", deps)).toBe("duplicate");
     clock.advance(60_001);
@@ -50,7 +50,7 @@ describe("the coordinator use-case", () => {
     };
     await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock, newId: () => "e-order" });
     // Act
-    await runExperimentJob("e-order", { experiments, clock, meter, prepare: async () => setup });
+    await runExperimentJob("e-order", { experiments, clock, meter, prepare: async () => setup, quoteBasis: quoteBasisOn(meter) });
     // Assess: a reader that sees it done sees its rollouts metered and a quote resting on it; its compute time is the one metered.
     const stored = (await experiments.get("e-order"))!;
     expect(stored.usage.rollouts).toBeGreaterThan(0);

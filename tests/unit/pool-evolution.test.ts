@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { StalePolicyVersionError, systemClock, type HarnessSpec, type Task } from "@harness-s/core";
-import { Prices, PriceList, quoteRequest } from "@harness-s/core/billing";
+import { Prices, PriceList } from "@harness-s/core/billing";
+import { budgetedPricer, quoteRequest } from "@harness-s/core/quoting";
 import { mutationProposer } from "@harness-s/core/evolution";
 import type { CallerPolicies, CallerSource } from "@harness-s/core/dispatch";
 import type { RolloutSpend } from "@harness-s/core/callers";
@@ -58,8 +59,8 @@ async function started(callers: CallerPolicies, req = request()) {
   const evolutions = new MemoryPoolEvolutionStore();
   const coordinator = new MemoryQueue();
   const meter = new MemoryUsageMeter();
-  const quoting = { meter, tariff: Prices.parse({}), priceList: PriceList.parse({}) };
-  const record = await startPoolEvolution(req, "k-owner", { evolutions, coordinator, callers, clock: systemClock, newId: () => "pev_1", quoting });
+  const price = (r: typeof req) => budgetedPricer({ meter, tariff: Prices.parse({}), priceList: PriceList.parse({}) }, { id: "k-owner" })({ pool: r }, r.budget?.usd);
+  const record = await startPoolEvolution(req, "k-owner", { evolutions, coordinator, callers, clock: systemClock, newId: () => "pev_1", price });
   return { evolutions, coordinator, meter, record, pools: new MemoryPoolStore(), profiles: new MemoryProfileStore() };
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidBallotError, ManualClock, VoterTimeoutError } from "@harness-s/core";
 import { castBallot, queuedVoter, type BallotRequest, type Voter } from "@harness-s/core/voting";
-import type { BallotRequestedBody } from "@harness-s/core/messaging";
+import type { BallotRequestedBody } from "@harness-s/core/voting";
 import { MemoryBallotStore, MemoryQueue } from "@harness-s/adapters";
 import { makeSpec } from "../factories.ts";
 

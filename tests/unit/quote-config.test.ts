@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_GPU_SECONDS_PER_TOKEN,
-  ENV_QUOTE_DEFAULTS,
-  PriceList,
-  Prices,
-  addJobToConfiguration,
-  configurationBasis,
-  isQuoteBasisKey,
-  quote,
-  quoteConfigKeys,
-  DEFAULT_QUOTE_BASIS,
-  zeroUsage,
-} from "@harness-s/core/billing";
+import { DEFAULT_GPU_SECONDS_PER_TOKEN, ENV_QUOTE_DEFAULTS, addJobToConfiguration, configurationBasis, quote, quoteConfigKeys, DEFAULT_QUOTE_BASIS } from "@harness-s/core/quoting";
+import { PriceList, Prices, isQuoteBasisKey, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentRequest } from "@harness-s/core/experiment";
 import { MemoryUsageMeter } from "@harness-s/adapters";
 

@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  PriceList,
-  Prices,
-  QUOTE_BASIS_KEY,
-  QUOTE_FIT_KEYS,
-  addJobToFit,
-  isQuoteBasisKey,
-  measuredBasis,
-  plannedRolloutKinds,
-  quote,
-  zeroUsage,
-  type Usage,
-} from "@harness-s/core/billing";
+import { PriceList, Prices, isQuoteBasisKey, zeroUsage, type Usage } from "@harness-s/core/billing";
+import { QUOTE_BASIS_KEY, QUOTE_FIT_KEYS, addJobToFit, measuredBasis, plannedRolloutKinds, quote } from "@harness-s/core/quoting";
 import { MemoryUsageMeter } from "@harness-s/adapters";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };

@@ -6,6 +6,7 @@ import {
   ExperimentRecord,
   ExperimentRequest,
   ExperimentList,
+  type ExperimentPlan,
   ExperimentStep,
   cancelExperiment,
   listExperiments,
@@ -15,6 +16,7 @@ import {
 import { KEY_PAGE, KeyPageQuery, NotFoundError, queryInteger } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
+import { budgetedPricer } from "@harness-s/core/quoting";
 import { visibleTo } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
@@ -175,8 +177,9 @@ export const experimentsApp = (deps: ApiDeps) => {
     .openapi(withMiddleware(experimentRoutes.start, readBody(deps, ExperimentRequest)), async (c) => {
       const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
-      const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
-      const started = await startExperiment(req, key.id, { ...deps, slots, quoting, newId: () => deps.newId("exp") });
+      const priced = budgetedPricer(pricing(deps), key);
+      const price = (plan: ExperimentPlan) => priced({ experiment: plan }, plan.budget?.usd);
+      const started = await startExperiment(req, key.id, { ...deps, slots, price, newId: () => deps.newId("exp") });
       return c.json(experimentStatus(started, deps.prices), 202);
     })
     .openapi(experimentRoutes.get, async (c) => {

@@ -2,6 +2,7 @@ import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HarnessPool, NotConfiguredError, NotFoundError, ValidationError, MINTED_ID_KINDS, mintedKindOf, parsePool } from "@harness-s/core";
 import { visibleTo } from "@harness-s/core/access";
+import { budgetedPricer } from "@harness-s/core/quoting";
 import { POOL_EVOLUTION_LIMITS, PoolEvolutionStatus, PoolEvolveRequest, cancelPoolEvolution, poolEvolutionStatus, poolsVisibleTo, startPoolEvolution } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
@@ -108,10 +109,11 @@ export const poolsApp = (deps: ApiDeps) =>
       const [body, key] = [c.var.body, c.var.key];
       ensureScope(key, evolving(body) ? "rescues" : "pools:write");
       if (evolving(body)) {
-        const quoting = { ...pricing(deps), ...(key.budgetUsd !== undefined ? { keyBudgetUsd: key.budgetUsd } : {}) };
+        const priced = budgetedPricer(pricing(deps), key);
+        const price = (req: PoolEvolveRequest) => priced({ pool: req }, req.budget?.usd);
         const evolutions = deps.poolEvolutions;
         if (!evolutions) throw new NotConfiguredError("this deployment evolves no pools (no pool evolution store)");
-        const started = await startPoolEvolution(body.evolve, key.id, { ...deps, evolutions, quoting, slots: deps.meter, newId: () => deps.newId("pev") });
+        const started = await startPoolEvolution(body.evolve, key.id, { ...deps, evolutions, price, slots: deps.meter, newId: () => deps.newId("pev") });
         return c.json(poolEvolutionStatus(started, deps.prices), 202);
       }
       const pool = registeredPool(body, key);

@@ -1,7 +1,7 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { Id } from "@harness-s/core";
-import { EvidenceReport } from "@harness-s/core/messaging";
+import { EvidenceReport } from "@harness-s/core/profile";
 import { Profile, reportEvidence } from "@harness-s/core/profile";
 import { poolVisibleTo, poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";

@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { Quote, QuoteRequest, quoteAdmitted } from "@harness-s/core/billing";
+import { Quote } from "@harness-s/core/billing";
+import { QuoteRequest, quoteAdmitted } from "@harness-s/core/quoting";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";

@@ -15,7 +15,8 @@ import {
   startRescue,
   waitForRescue,
 } from "@harness-s/core/rescue";
-import { spendUsage, ensureAffordable } from "@harness-s/core/billing";
+import { spendUsage } from "@harness-s/core/billing";
+import { ensureAffordable } from "@harness-s/core/quoting";
 import { KEY_PAGE, KeyPageQuery } from "@harness-s/core";
 import { poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";

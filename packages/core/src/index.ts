@@ -19,3 +19,5 @@ export * from "./harness/pool-store.ts";
 export * from "./rollout/types.ts";
 export * from "./rollout/run-episode.ts";
 export * from "./rollout/store.ts";
+export * from "./rollout/update-settings.ts";
+export * from "./rollout/context-correction.ts";

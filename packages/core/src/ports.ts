@@ -1,4 +1,4 @@
-import type { UpdateSettings } from "./training/config.ts";
+import type { UpdateSettings } from "./rollout/update-settings.ts";
 import type { HarnessSpec } from "./harness/spec.ts";
 import type { PolicyObservation, Rollout, StepTokens } from "./rollout/types.ts";
 import type { Task } from "./task.ts";
@@ -60,8 +60,6 @@ export interface UpdateSample {
   rollout: Rollout;
   advantage: number;
 }
-
-export type { UpdateSettings } from "./training/config.ts";
 
 export interface UpdateBatch {
   baseVersion: number;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { StalePolicyVersionError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
 import { ppoClipStepLoss } from "@harness-s/core/grpo";
-import { CONTEXT_CORRECTIONS } from "@harness-s/core/training";
+import { CONTEXT_CORRECTIONS } from "@harness-s/core";
 import { Adam } from "./adam.ts";
 import { featureLogits, featuresOf, indexWeights, setIndexed, type WeightIndex } from "./weight-index.ts";
 

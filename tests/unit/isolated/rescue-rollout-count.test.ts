@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
-import { PriceList, Prices, DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/billing";
+import { PriceList, Prices } from "@harness-s/core/billing";
+import { DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/quoting";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { RescueRequest, startRescue } from "@harness-s/core/rescue";
 import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters";

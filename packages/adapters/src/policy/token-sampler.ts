@@ -9,7 +9,7 @@ import {
   type UpdateSample,
   type UpdateSettings,
 } from "@harness-s/core";
-import { contextWeights } from "@harness-s/core/training";
+import { contextWeights } from "@harness-s/core";
 import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";

@@ -1,6 +1,24 @@
 import { z } from "zod";
 import { CostOfGoods } from "./cost-of-goods.ts";
-import { QuoteConfiguration } from "./quote-config.ts";
+
+/**
+ * What a quote of one configuration (an environment and a model) rests on: tasks per evaluation,
+ * the rescue share, usage per rollout (measured on this configuration's finished runs, else the
+ * deployment's), tokens per rollout and the model's GPU seconds per token.
+ */
+export const QuoteConfiguration = z
+  .object({
+    env: z.string().meta({ description: "the environment quoted: a family's name, or openenv for a caller's server" }),
+    model: z.string().meta({ description: "the model asked for; default: the deployment's first served model (the embedded suite: its own policy)" }),
+    source: z.enum(["measured", "defaults"]).meta({ description: "measured on this configuration's finished runs here, or the environment's declared defaults" }),
+    jobs: z.number().int().min(0).meta({ description: "finished runs of this configuration the figures rest on" }),
+    sampledTokensPerRollout: z.number().min(0).meta({ description: "tokens the policy endpoint samples per rollout (appended prompt and completion of each turn)" }),
+    trainedTokensPerTrainingRollout: z.number().min(0).meta({ description: "tokens trained on per training rollout (its sequences × epochs)" }),
+    gpuSecondsPerToken: z.number().min(0).meta({ description: "the model's GPU seconds per token sampled or trained" }),
+    gpuSource: z.enum(["measured", "defaults"]).meta({ description: "measured on the model's finished runs here (any environment), or the default" }),
+  })
+  .meta({ description: "What an experiment's quote rests on for its environment and model: tokens per rollout and the model's GPU seconds per token" });
+export type QuoteConfiguration = z.infer<typeof QuoteConfiguration>;
 
 /** What a quote's usage per rollout rests on: this deployment's finished jobs, or the defaults. */
 export const QuoteBasis = z.object({

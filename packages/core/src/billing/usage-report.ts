@@ -1,7 +1,6 @@
 import { ForbiddenError } from "../errors.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices, type UsagePeriod } from "./cost-of-goods.ts";
-import { isQuoteBasisKey } from "./quotes.ts";
-import { zeroUsage, type Usage, type UsageDay, type UsageMeter } from "./usage.ts";
+import { isQuoteBasisKey, zeroUsage, type Usage, type UsageDay, type UsageMeter } from "./usage.ts";
 
 /** One row of a usage report: a key's day, its usage, what it cost this deployment and what it is charged. */
 export interface UsageRow extends UsageDay {

@@ -79,3 +79,7 @@ export interface UsageMeter {
   /** Slots the key holds now (experiments queued or running). */
   slotsHeld(keyId: string): Promise<number>;
 }
+
+/** The meter rows quotes keep (their measured basis: `#quote-…`): they count again what payers were already metered for, so they are nobody's to pay. */
+export const QUOTE_ROW_PREFIX = "#quote-";
+export const isQuoteBasisKey = (keyId: string): boolean => keyId.startsWith(QUOTE_ROW_PREFIX);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Task } from "../task.ts";
 import { RolloutSource } from "./rollout-source.ts";
+import { registerMessage } from "../messaging/envelope.ts";
 
 /** One rollout of an elastic rescue or an experiment: job, slot, harness, task, seed and where it samples. */
 export const RolloutRequest = z.strictObject({
@@ -37,3 +38,10 @@ function fromPreSourceShape(raw: unknown): unknown {
 /** The `rollout.requested` message's body, as sent (see {@link RolloutRequest}); a pre-source body is read into it. */
 export const RolloutRequestedBody = z.preprocess(fromPreSourceShape, RolloutRequest);
 export type RolloutRequestedBody = z.infer<typeof RolloutRequest>;
+
+declare module "../messaging/envelope.ts" {
+  interface MessageBodies {
+    "rollout.requested": RolloutRequestedBody;
+  }
+}
+registerMessage("rollout.requested", RolloutRequestedBody, 400);

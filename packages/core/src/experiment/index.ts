@@ -12,3 +12,4 @@ export * from "./artifacts.ts";
 export * from "./report-artifacts.ts";
 export * from "./list.ts";
 export * from "./admit.ts";
+export * from "./messages.ts";

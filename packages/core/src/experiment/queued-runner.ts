@@ -5,6 +5,7 @@ import type { Rollout } from "../rollout/types.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
 import { envelope, type Envelope, type Payer } from "../messaging/envelope.ts";
+import "../dispatch/rollout-request.ts"; // registers rollout.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { RolloutStore } from "../rollout/store.ts";
 

@@ -1,11 +1,8 @@
 import { BudgetExceededError, NotFoundError } from "../errors.ts";
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
-import { mergeUsage } from "../billing/metering.ts";
-import { addJobToFit } from "../billing/quote-fit.ts";
-import { addJobToConfiguration } from "../billing/quote-config.ts";
-import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, rescueRolloutsOf, trainingRolloutsOf } from "../billing/quotes.ts";
-import { zeroUsage, type UsageMeter } from "../billing/usage.ts";
+import type { UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
+import "./messages.ts"; // registers experiment.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
@@ -39,6 +36,11 @@ export interface CoordinatorDeps {
    * its invocation ends, after the run finished): counted in the quote basis with the job's usage.
    */
   unbilled?: () => CostUsage;
+  /**
+   * Where a run that ended done joins this deployment's measured basis for quotes (quoting's
+   * `addToQuoteBasis`), before its end is saved; none: quotes keep their basis.
+   */
+  quoteBasis?: (record: ExperimentRecord, unbilled: CostUsage) => Promise<void>;
 }
 
 /**
@@ -145,7 +147,7 @@ class ExperimentRun {
     // reader that sees it ended sees what it used, and a quote asked then rests on it.
     await this.meterAttempt();
     if (!ending) return record;
-    if (ending.status === "done" && deps.meter) await addToQuoteBasis(record, deps.meter, deps.unbilled?.() ?? {}).catch(logFailure(this.logger, `quote basis after ${record.id}`));
+    if (ending.status === "done") await deps.quoteBasis?.(record, deps.unbilled?.() ?? {}).catch(logFailure(this.logger, `quote basis after ${record.id}`));
     const last = ending;
     await this.end(last).catch((err: unknown) =>
       last.status === "failed" ? Promise.reject(err) : this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) }),
@@ -219,20 +221,6 @@ class ExperimentRun {
       onArmSeed: (arm, result) => this.save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
   }
-}
-
-/**
- * A finished run's actual usage (with what its last attempt has not billed yet) and rescue
- * rollouts join this deployment's measured basis for quotes (`requests` counts the jobs).
- */
-async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMeter, unbilled: CostUsage): Promise<void> {
-  const used = { ...zeroUsage, ...mergeUsage(await meter.job(record.id), unbilled) };
-  await meter.add(QUOTE_BASIS_KEY, { ...used, requests: 1 });
-  const rescue = rescueRolloutsOf(record.results);
-  await addJobToFit(meter, used, rescue.extra);
-  await addJobToConfiguration(meter, record.request, used, { training: trainingRolloutsOf(record.results), rescueTraining: rescue.training, rescueExtra: rescue.extra });
-  if (rescue.training > 0)
-    await Promise.all([meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }), meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra })]);
 }
 
 /** A paused attempt: the record saved as queued with what is left, then the run re-queued. */

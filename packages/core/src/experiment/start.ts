@@ -1,30 +1,35 @@
 import { ConcurrencyLimitError, NotFoundError } from "../errors.ts";
 import { admitExperiment, type AdmitExperimentDeps, type ExperimentOffers } from "./admit.ts";
 import { visibleTo } from "../access/keys.ts";
-import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "../billing/budgets.ts";
+import type { Quote } from "../billing/quote-schema.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
+import "./messages.ts"; // registers experiment.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import { type ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStore } from "./records.ts";
 
-/** What starting an experiment needs; with `quoting`, the run is quoted first and refused (402) above a budget. */
+/** What starting an experiment needs; with `price`, the run is quoted first and refused (402) above a budget. */
 export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers"> {
   experiments: ExperimentStore;
   coordinator: MessageQueue;
   clock: Clock;
   newId: () => string;
   slots?: { meter: UsageMeter; limit: number };
-  quoting?: QuotingDeps & { keyBudgetUsd?: number };
+  /**
+   * Prices the run (quoting's `budgetedPricer`: its quote, refused with a 402 above the run's or
+   * its key's USD budget) and answers the quote with the tariff it was priced at; none: unpriced.
+   */
+  price?: (req: ExperimentPlan) => Promise<{ quote: Quote; tariff: Prices }>;
   /** What this deployment runs experiments on: the families by name, whether a caller's own environment, and the base models it serves (default: the embedded suite with its own policy only). */
   offers?: ExperimentOffers;
 }
 
 /**
  * Admits ({@link admitExperiment}: the checks a quote of it passes too) and records an experiment,
- * then asks the coordinator to run it. With `quoting`, it is
+ * then asks the coordinator to run it. With `price`, it is
  * quoted first: a quote above the run's or the key's USD budget is a {@link BudgetExceededError}
  * (402) and nothing is recorded; the quote and the tariff are kept in the record. With `slots`,
  * the key must hold one of its `limit` experiment slots first ({@link ConcurrencyLimitError} when
@@ -36,10 +41,7 @@ export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers">
 export async function startExperiment(req: ExperimentPlan, keyId: string, deps: StartExperimentDeps): Promise<ExperimentRecord> {
   await admitExperiment(req, keyId, deps);
   const train = TrainConfig.parse(req.train);
-  const quoted = deps.quoting ? await quoteRequest({ experiment: req }, deps.quoting) : undefined;
-  if (quoted)
-    await ensureWithinBudget(quoted, { id: keyId, ...(deps.quoting?.keyBudgetUsd !== undefined ? { budgetUsd: deps.quoting.keyBudgetUsd } : {}) }, req.budget?.usd, deps.quoting!);
-  const priced = quoted ? { quote: quoted, tariff: deps.quoting!.tariff } : {};
+  const priced = deps.price ? await deps.price(req) : {};
   if (deps.slots && !(await deps.slots.meter.acquireSlot(keyId, deps.slots.limit))) throw new ConcurrencyLimitError(deps.slots.limit);
   try {
     return await recordAndQueue(req, train.steps, keyId, deps, priced);

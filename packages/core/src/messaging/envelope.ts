@@ -1,53 +1,15 @@
 import { z } from "zod";
-import { RolloutRequestedBody } from "../dispatch/rollout-request.ts";
-import { Profile } from "../profile/profile.ts";
-import { HarnessSpec } from "../harness/spec.ts";
-import { Id, Name, nameRecord } from "../names.ts";
-import { TopK } from "../voting/top-k.ts";
 import { CorrelationId, currentCorrelationId } from "../observability/correlation.ts";
 
 /**
  * Every queue message is an envelope with a schema version, a type and an id that makes
- * processing idempotent (a redelivered message has the same id).
+ * processing idempotent (a redelivered message has the same id). Messaging knows no message of
+ * its own: the context that owns a message declares its body here by type (a declaration merged
+ * into {@link MessageBodies}) and registers its schema ({@link registerMessage}) beside it, so
+ * contexts send messages without messaging depending on any of them.
  */
-export const ProfileEvidenceBody = z.object({
-  poolId: Id,
-  harnessId: Id,
-  family: Name,
-  success: z.boolean(),
-  /** Failure tags of the H0 group this rollout tried to rescue (empty for plain evidence). */
-  rescueOf: z.array(Name).max(50).default([]),
-  taskTags: z.array(Name).max(50).default([]),
-  turns: z.number().int().min(0).max(10_000),
-  policyVersion: z.number().int().min(0),
-  behaviours: nameRecord(z.boolean(), 50).default({}),
-});
-export type ProfileEvidenceBody = z.infer<typeof ProfileEvidenceBody>;
-
-/** One voter's ballot for one routing request; the vote worker stores it under (ballot key, voter). */
-export const BallotRequestedBody = z.object({
-  /** Content-addressed: the same request always has the same key, so a ballot is cast once. */
-  ballotKey: z.string().min(1).max(300),
-  decisionId: z.string().min(1).max(300),
-  voterId: z.string().min(1),
-  task: z.object({ id: z.string(), family: z.string(), tags: z.array(z.string()), instruction: z.string().optional() }),
-  failureTags: z.array(z.string()),
-  failedEvents: z.array(z.string()),
-  /** The candidate harnesses themselves (pools differ per run and seed; specs are small). */
-  candidates: z.array(HarnessSpec).min(1),
-  /** The profiles the router saw (they change as a run re-anchors, so they travel with the request). */
-  profiles: z.record(z.string(), Profile),
-  k: TopK,
-});
-export type BallotRequestedBody = z.infer<typeof BallotRequestedBody>;
-
-/** Run (or resume) one experiment; the coordinator claims it, so a redelivery is a no-op. */
-export const ExperimentRequestedBody = z.object({ experimentId: z.string().min(1).max(200) });
-export type ExperimentRequestedBody = z.infer<typeof ExperimentRequestedBody>;
-
-/** Run one pool evolution (`POST /v1/pools` with `evolve`); the coordinator claims it, so a redelivery is a no-op. */
-export const PoolEvolveRequestedBody = z.object({ evolutionId: z.string().min(1).max(200) });
-export type PoolEvolveRequestedBody = z.infer<typeof PoolEvolveRequestedBody>;
+// biome-ignore lint/suspicious/noEmptyInterface: every context that owns a message adds its body to it (declaration merging)
+export interface MessageBodies {}
 
 /** Who pays for what a message costs to process: the key, and the job it is part of. */
 export const Payer = z.object({ keyId: z.string().min(1).max(200), jobId: z.string().min(1).max(400).optional() }).strict();
@@ -66,17 +28,52 @@ const head = (idMax: number) => ({
   correlationId: CorrelationId.optional(),
 });
 
-export const Envelope = z.discriminatedUnion("type", [
-  z.object({ ...head(200), type: z.literal("profile.evidence"), body: ProfileEvidenceBody }),
-  z.object({ ...head(400), type: z.literal("rollout.requested"), body: RolloutRequestedBody }),
-  z.object({ ...head(400), type: z.literal("ballot.requested"), body: BallotRequestedBody }),
-  z.object({ ...head(200), type: z.literal("experiment.requested"), body: ExperimentRequestedBody }),
-  z.object({ ...head(200), type: z.literal("pool.evolve.requested"), body: PoolEvolveRequestedBody }),
-]);
-export type Envelope = z.infer<typeof Envelope>;
+export type EnvelopeType = keyof MessageBodies & string;
+/** One message of type `T`: the head every message has, and that type's body. */
+export type EnvelopeOf<T extends EnvelopeType> = {
+  v: 1;
+  id: string;
+  type: T;
+  body: MessageBodies[T];
+  payer?: Payer | undefined;
+  deferrals?: number | undefined;
+  correlationId?: string | undefined;
+};
+export type Envelope = { [T in EnvelopeType]: EnvelopeOf<T> }[EnvelopeType];
 
-export type EnvelopeType = Envelope["type"];
-export type EnvelopeOf<T extends EnvelopeType> = Extract<Envelope, { type: T }>;
+const SCHEMAS = new Map<string, z.ZodType>();
+
+/**
+ * Registers message type `type`: its body's schema and the longest id its messages take. Called
+ * once, where the body is declared (its context's module), so any process that can make or
+ * handle such a message can read one.
+ */
+export function registerMessage<T extends EnvelopeType>(type: T, body: z.ZodType<MessageBodies[T], unknown>, idMax: number): void {
+  SCHEMAS.set(type, z.object({ ...head(idMax), type: z.literal(type), body }));
+}
+
+/**
+ * The envelope of every registered message, read by its `type`: an unknown type is refused
+ * naming those this process reads; a known one by its head and its body's schema.
+ */
+export const Envelope = {
+  safeParse(input: unknown): { success: true; data: Envelope; error?: undefined } | { success: false; data?: undefined; error: z.ZodError } {
+    const type = input !== null && typeof input === "object" ? (input as { type?: unknown }).type : undefined;
+    const schema = typeof type === "string" ? SCHEMAS.get(type) : undefined;
+    if (!schema)
+      return {
+        success: false,
+        error: new z.ZodError([{ code: "custom", path: ["type"], input: type, message: `not a message type this worker reads (${[...SCHEMAS.keys()].sort().join(", ")})` }]),
+      };
+    const parsed = schema.safeParse(input);
+    return parsed.success ? { success: true, data: parsed.data as Envelope } : { success: false, error: parsed.error };
+  },
+  parse(input: unknown): Envelope {
+    const parsed = Envelope.safeParse(input);
+    if (!parsed.success) throw parsed.error;
+    return parsed.data;
+  },
+};
 
 /**
  * The one way to make a queue message: the current schema version, its type, its idempotency id,
@@ -89,21 +86,4 @@ export type EnvelopeOf<T extends EnvelopeType> = Extract<Envelope, { type: T }>;
 export function envelope<T extends EnvelopeType>(type: T, id: string, body: EnvelopeOf<T>["body"], payer?: Payer): EnvelopeOf<T> {
   const correlationId = currentCorrelationId();
   return { v: 1, id, type, body, ...(payer ? { payer } : {}), ...(correlationId ? { correlationId } : {}) } as EnvelopeOf<T>;
-}
-
-/** `POST /v1/profiles/evidence`: outcomes an external trainer observed, each with its own id. */
-export const EvidenceReport = z
-  .object({
-    poolId: Id,
-    outcomes: z
-      .array(ProfileEvidenceBody.omit({ poolId: true }).extend({ id: Id }).strict())
-      .min(1)
-      .max(500),
-  })
-  .strict();
-export type EvidenceReport = z.infer<typeof EvidenceReport>;
-
-/** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
-export function evidenceEnvelopes(report: EvidenceReport, payer?: Payer): Envelope[] {
-  return report.outcomes.map(({ id, ...o }) => envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }, payer));
 }

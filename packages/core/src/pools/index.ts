@@ -3,3 +3,4 @@ export * from "./evolution-record.ts";
 export * from "./start-evolution.ts";
 export * from "./run-evolution.ts";
 export * from "./visibility.ts";
+export * from "./messages.ts";

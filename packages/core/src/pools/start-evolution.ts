@@ -1,8 +1,10 @@
 import { ConcurrencyLimitError, NotConfiguredError, NotFoundError } from "../errors.ts";
 import { visibleTo } from "../access/keys.ts";
 import type { UsageMeter } from "../billing/usage.ts";
-import { ensureWithinBudget, quoteRequest, type QuotingDeps } from "../billing/budgets.ts";
+import type { Quote } from "../billing/quote-schema.ts";
+import type { Prices } from "../billing/cost-of-goods.ts";
 import { envelope } from "../messaging/envelope.ts";
+import "./messages.ts"; // registers pool.evolve.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { CallerRescue } from "../callers/caller-rescue.ts";
 import type { CallerPolicies } from "../dispatch/rollout-source.ts";
@@ -17,7 +19,8 @@ export interface StartEvolutionDeps {
   callers?: CallerPolicies;
   clock: Clock;
   newId: () => string;
-  quoting?: QuotingDeps & { keyBudgetUsd?: number };
+  /** Prices the evolution (quoting's `budgetedPricer`: refused with a 402 above its or its key's USD budget); none: unpriced. */
+  price?: (req: PoolEvolveRequest) => Promise<{ quote: Quote; tariff: Prices }>;
   /** Each key's evolutions in flight (`POOL_EVOLUTION_LIMITS.activePerKey`): a 429 past them; none: unlimited. */
   slots?: Pick<UsageMeter, "acquireSlot" | "releaseSlot">;
 }
@@ -61,11 +64,7 @@ export async function admitEvolution(req: PoolEvolveRequest, keyId: string, deps
 export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, deps: StartEvolutionDeps): Promise<PoolEvolutionRecord> {
   const callers = await admitEvolution(req, keyId, deps);
   const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
-  const quoted = deps.quoting ? await quoteRequest({ pool: req }, deps.quoting) : undefined;
-  if (quoted) {
-    const key = { id: keyId, ...(deps.quoting?.keyBudgetUsd === undefined ? {} : { budgetUsd: deps.quoting.keyBudgetUsd }) };
-    await ensureWithinBudget(quoted, key, req.budget?.usd, deps.quoting!);
-  }
+  const priced = deps.price ? await deps.price(req) : undefined;
   const now = deps.clock.now();
   const record: PoolEvolutionRecord = {
     id: deps.newId(),
@@ -78,7 +77,7 @@ export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, 
     attempts: 0,
     progress: { done: 0, total: req.evolution.directions.length * req.evolution.rounds, label: `queued: at most ${plannedEvolutionRollouts(req)} rollouts` },
     usage: zeroEvolutionUsage,
-    ...(quoted ? { quote: quoted, tariff: deps.quoting!.tariff } : {}),
+    ...(priced ? { quote: priced.quote, tariff: priced.tariff } : {}),
   };
   const slots = deps.slots;
   if (slots && !(await slots.acquireSlot(evolutionSlotKey(keyId), POOL_EVOLUTION_LIMITS.activePerKey)))

@@ -1,7 +1,8 @@
 import { addOutcome, type Profile } from "./profile.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import { harnessIds } from "../harness/pool.ts";
-import { evidenceEnvelopes, type EvidenceReport, type Payer, type ProfileEvidenceBody } from "../messaging/envelope.ts";
+import type { Payer } from "../messaging/envelope.ts";
+import { evidenceEnvelopes, type EvidenceReport, type ProfileEvidenceBody } from "./evidence-messages.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
 

@@ -3,3 +3,4 @@ export * from "./reanchor.ts";
 export * from "./repair.ts";
 export * from "./store.ts";
 export * from "./evidence.ts";
+export * from "./evidence-messages.ts";

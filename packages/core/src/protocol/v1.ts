@@ -1,4 +1,4 @@
-import { UpdateSettings } from "../training/config.ts";
+import { UpdateSettings } from "../rollout/update-settings.ts";
 import { z } from "zod";
 import { PolicyObservation, Rollout } from "../rollout/types.ts";
 

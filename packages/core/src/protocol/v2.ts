@@ -1,4 +1,4 @@
-import { CONTEXT_WEIGHT_BOUND } from "../training/context-correction.ts";
+import { CONTEXT_WEIGHT_BOUND } from "../rollout/context-correction.ts";
 import { z } from "zod";
 import { parseOrThrow } from "../errors.ts";
 import { appendAll } from "../util/append.ts";

@@ -8,6 +8,7 @@ import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import { harnessIds } from "../harness/pool.ts";
 import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope } from "../messaging/envelope.ts";
+import "../dispatch/rollout-request.ts"; // registers rollout.requested
 import type { RescueJob, RescueJobStore } from "./job-record.ts";
 import type { RescueSlots } from "../dispatch/slots.ts";
 import type { MessageQueue } from "../messaging/queue.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
-import { UpdateSettings } from "./config.ts";
+import { UpdateSettings } from "../rollout/update-settings.ts";
 
 /** What an arm changes of the training config's update settings (an arm that trains rescued rows in H0's context, corrected). */
 export const ArmUpdate = UpdateSettings.pick({ rescueContext: true, rescueCorrection: true }).partial();

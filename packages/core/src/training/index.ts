@@ -6,7 +6,6 @@ export * from "./speculation.ts";
 export * from "./arm-config.ts";
 export * from "./samples.ts";
 export * from "./train-state.ts";
-export * from "./context-correction.ts";
 export * from "./rescue.ts";
 export * from "./rescue-modes.ts";
 export * from "./adaptive.ts";

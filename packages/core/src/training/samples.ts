@@ -1,7 +1,8 @@
 import { defaultAdvantageOptions, groupAdvantages } from "../grpo/advantage.ts";
 import type { UpdateSample } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
-import { UpdateSettings, type TrainConfig } from "./config.ts";
+import type { TrainConfig } from "./config.ts";
+import { UpdateSettings } from "../rollout/update-settings.ts";
 
 /**
  * The update's samples: each group's rollouts with their group-relative advantages (see

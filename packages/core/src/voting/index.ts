@@ -6,3 +6,4 @@ export * from "./top-k.ts";
 export * from "./panel.ts";
 export * from "./store.ts";
 export * from "./queued-voter.ts";
+export * from "./ballot-request.ts";

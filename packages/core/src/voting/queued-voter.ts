@@ -3,7 +3,9 @@ import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Ballot, BallotRequest, VoteContext, Voter } from "./ballot.ts";
-import { envelope, type BallotRequestedBody, type Payer } from "../messaging/envelope.ts";
+import { envelope, type Payer } from "../messaging/envelope.ts";
+import type { BallotRequestedBody } from "./ballot-request.ts";
+import "./ballot-request.ts"; // registers ballot.requested
 import type { BallotStore } from "./store.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 

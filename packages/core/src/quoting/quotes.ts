@@ -1,14 +1,14 @@
 import { z } from "zod";
 import { armDefinition, runOrder } from "../experiment/arms.ts";
 import { TrainConfig } from "../training/config.ts";
-import { chargeUsd, costOfGoods, type PriceList, type Prices } from "./cost-of-goods.ts";
+import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
 import { ExperimentRequest, type ExperimentPlan } from "../experiment/records.ts";
-import type { Usage, UsageMeter } from "./usage.ts";
-import { QUOTE_FIT_KEYS, QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
-import { Quote, type QuoteBasis, type QuoteCaps } from "./quote-schema.ts";
+import type { Usage, UsageMeter } from "../billing/usage.ts";
+import { QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
+import { Quote, type QuoteBasis, type QuoteCaps, type QuoteConfiguration } from "../billing/quote-schema.ts";
 import { RescueRequest, rescueRollouts } from "../rescue/rescue-request.ts";
 import { PoolEvolveRequest, plannedEvolutionRollouts } from "../pools/evolve-request.ts";
-import type { ConfigurationBasis, QuoteConfiguration } from "./quote-config.ts";
+import type { ConfigurationBasis } from "./quote-config.ts";
 
 /**
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
@@ -34,9 +34,6 @@ export const QUOTE_BASIS_KEY = "#quote-basis";
  * rollouts and the rescue, resample and re-anchor rollouts beyond them: the measured rescue share.
  */
 export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
-/** The meter rows that count again what payers were already metered for: nobody's to pay. */
-const QUOTE_KEYS: ReadonlySet<string> = new Set([QUOTE_BASIS_KEY, ...Object.values(QUOTE_RESCUE_KEYS), ...Object.values(QUOTE_FIT_KEYS)]);
-export const isQuoteBasisKey = (keyId: string): boolean => QUOTE_KEYS.has(keyId) || keyId.startsWith("#quote-");
 
 /** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
 export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {

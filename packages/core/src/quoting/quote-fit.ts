@@ -1,5 +1,5 @@
-import { COST_FIELDS } from "./cost-of-goods.ts";
-import type { Usage, UsageMeter } from "./usage.ts";
+import { COST_FIELDS } from "../billing/cost-of-goods.ts";
+import type { Usage, UsageMeter } from "../billing/usage.ts";
 
 /** The usage fields a quote prices: compute time and each cost-of-goods field. */
 export const QUOTED_FIELDS = ["computeMs", ...COST_FIELDS] as const;

@@ -1,7 +1,7 @@
 import { BudgetExceededError } from "../errors.ts";
-import { chargeUsd, type PriceList, type Prices } from "./cost-of-goods.ts";
-import type { UsageMeter } from "./usage.ts";
-import type { Quote } from "./quote-schema.ts";
+import { chargeUsd, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
+import type { UsageMeter } from "../billing/usage.ts";
+import type { Quote } from "../billing/quote-schema.ts";
 import { measuredBasis, quote, type Quotable } from "./quotes.ts";
 import { configurationBasis } from "./quote-config.ts";
 
@@ -44,4 +44,20 @@ export async function ensureWithinBudget(q: Quote, key: { id: string; budgetUsd?
 export async function ensureAffordable(req: Quotable, key: { id: string; budgetUsd?: number }, deps: QuotingDeps): Promise<void> {
   if (key.budgetUsd === undefined) return;
   await ensureWithinBudget(await quoteRequest(req, deps), key, undefined, deps);
+}
+
+/**
+ * A request's price as a product's start use-case asks for it: quoted, refused (402) above the
+ * job's own USD budget or what is left of the key's, and answered with the tariff it was priced at.
+ * Products take it as a function, so quoting stays above them.
+ *
+ * @example
+ * await startExperiment(req, key.id, { ...deps, price: (plan) => price({ experiment: plan }, plan.budget?.usd) });
+ */
+export function budgetedPricer(deps: QuotingDeps, key: { id: string; budgetUsd?: number }) {
+  return async (req: Quotable, jobBudgetUsd: number | undefined): Promise<{ quote: Quote; tariff: Prices }> => {
+    const quoted = await quoteRequest(req, deps);
+    await ensureWithinBudget(quoted, key, jobBudgetUsd, deps);
+    return { quote: quoted, tariff: deps.tariff };
+  };
 }

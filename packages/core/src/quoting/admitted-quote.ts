@@ -6,7 +6,7 @@ import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import type { TaskSource } from "../task-source.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
 import { quoteRequest, type QuotingDeps } from "./budgets.ts";
-import type { Quote } from "./quote-schema.ts";
+import type { Quote } from "../billing/quote-schema.ts";
 import type { QuoteRequest } from "./quotes.ts";
 
 /** What a quote's admission reads: the deployment's offers, callers' policies, pools and tasks. */
