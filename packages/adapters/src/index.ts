@@ -70,5 +70,6 @@ export * from "./openenv/client.ts";
 export * from "./openenv/server.ts";
 export * from "./net/endpoint-prober.ts";
 export * from "./policy/caller-policies.ts";
+export * from "./policy/kinds/index.ts";
 export * from "./metering/consumption.ts";
 export * from "./metering/aws-clients.ts";

@@ -1,29 +1,7 @@
 import type { Clock } from "@harness-s/core";
-import { PolicyStateV2 } from "@harness-s/core/protocol";
-import { KIND_MODES, type EndpointProbe, type EndpointProber, type RegisterPolicyEndpoint, type TokenMode } from "@harness-s/core/callers";
-import { EndpointNotTokenExactError, EndpointProbeError, PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
-import { ServedClient } from "../policy/served-client.ts";
-import { CHAT_PATHS, MissingIdsError, TOKEN_MODES } from "../policy/served-modes.ts";
+import type { EndpointProbe, EndpointProber, RegisterPolicyEndpoint } from "@harness-s/core/callers";
+import { ENDPOINT_KIND_ADAPTERS } from "../policy/kinds/index.ts";
 import { outboundFetch, type OutboundPolicy } from "./outbound.ts";
-
-/** `<name>@v<n>`, as the policy worker's façade names the version it answered at. */
-const versionOf = (model: string | undefined): number | null => {
-  const m = model?.match(/@v(\d+)$/);
-  return m ? Number(m[1]) : null;
-};
-
-/** Why a mode's probe failed, in the prober's words (an endpoint's own error text is not relayed). */
-function reason(err: unknown, model: string): EndpointProbeError {
-  if (err instanceof EndpointProbeError) return err;
-  if (err instanceof MissingIdsError) return new EndpointProbeError(err.message, "ENDPOINT_NO_TOKEN_IDS");
-  const request = (err as Error).message.split(":")[0];
-  if (err instanceof PolicyEndpointError)
-    return new EndpointProbeError(err.status === undefined ? `the endpoint did not answer (${request})` : `the endpoint answered HTTP ${err.status} to ${request}`);
-  if (err instanceof ServedModelMismatchError) return new EndpointProbeError(`the endpoint answered HTTP 404 to ${request}: it serves no model ${JSON.stringify(model)}`);
-  if (err instanceof PolicyReplyInvalidError)
-    return new EndpointProbeError((err.message.includes("is not JSON") ? `${request}: the endpoint's answer is not JSON` : err.message).slice(0, 500));
-  throw err;
-}
 
 /**
  * Probes a caller's endpoint through the outbound guard before it is registered. A protocol-v2
@@ -49,63 +27,11 @@ export class HttpEndpointProber implements EndpointProber {
     this.fetch = outboundFetch(outbound, limits);
   }
 
-  private client(endpoint: RegisterPolicyEndpoint): ServedClient {
-    const headers = endpoint.secretHeader ? { [endpoint.secretHeader.name]: endpoint.secretHeader.value } : undefined;
-    return new ServedClient(endpoint.url.replace(/\/+$/, ""), {
-      clock: this.clock,
-      fetch: this.fetch,
-      timeoutMs: this.limits.deadlineMs,
-      retries: 0,
-      ...(headers ? { headers } : {}),
-    });
-  }
-
+  /**
+   * Probes `endpoint` as its kind's adapter does (`ENDPOINT_KIND_ADAPTERS`), through the outbound
+   * guard, within the probe's limits (a body of 1 MiB, 15 s).
+   */
   async probe(endpoint: RegisterPolicyEndpoint): Promise<EndpointProbe> {
-    if (endpoint.kind === "protocol-v2") return this.protocolV2(endpoint);
-    const modes = endpoint.mode ? [endpoint.mode] : KIND_MODES[endpoint.kind];
-    const failed: [TokenMode, EndpointProbeError][] = [];
-    for (const mode of modes) {
-      try {
-        return await this.sampleOne(endpoint, mode);
-      } catch (err) {
-        if ((err as { code?: string }).code === "URL_NOT_ALLOWED") throw err;
-        failed.push([mode, reason(err, endpoint.policy)]);
-      }
-    }
-    if (failed.length === 1) throw failed[0]![1];
-    throw new EndpointNotTokenExactError(
-      `the ${endpoint.kind} server offers no token-exact mode: ${failed.map(([mode, err]) => `${mode}: ${err.message}`).join("; ")} (tokens in needs /tokenize with messages; messages in needs prompt_token_ids, token_ids and logprobs)`,
-    );
-  }
-
-  /** One token sampled in `mode`, as a rescue's first turn samples it. */
-  private async sampleOne(endpoint: RegisterPolicyEndpoint, mode: TokenMode): Promise<EndpointProbe> {
-    const target = { client: this.client(endpoint), model: endpoint.policy, baseModel: endpoint.policy, chatPath: CHAT_PATHS[endpoint.kind] };
-    const turn = await TOKEN_MODES[mode](target, []).turn([{ role: "user", content: "ping" }], { temperature: 1, top_p: 1, max_tokens: 1 });
-    if (!turn.completionIds.length) throw new EndpointProbeError(`${mode}: the endpoint sampled no token`, "ENDPOINT_NO_TOKEN_IDS");
-    return { weightVersion: versionOf(turn.model), checkedAt: this.clock.now(), mode };
-  }
-
-  private async protocolV2(endpoint: RegisterPolicyEndpoint): Promise<EndpointProbe> {
-    const headers = endpoint.secretHeader ? { [endpoint.secretHeader.name]: endpoint.secretHeader.value } : {};
-    const path = `/v2/policies/${encodeURIComponent(endpoint.policy)}`;
-    let res: Response;
-    try {
-      res = await this.fetch(`${endpoint.url.replace(/\/+$/, "")}${path}`, { method: "GET", headers });
-    } catch (err) {
-      // A refused URL keeps its own code (URL_NOT_ALLOWED); anything else is the endpoint not answering.
-      if ((err as { code?: string }).code === "URL_NOT_ALLOWED") throw err;
-      throw new EndpointProbeError(`the endpoint did not answer (${(err as Error).name})`);
-    }
-    if (!res.ok) throw new EndpointProbeError(`the endpoint answered HTTP ${res.status} to GET ${path}`);
-    let json: unknown;
-    try {
-      json = await res.json();
-    } catch {
-      throw new EndpointProbeError(`the endpoint's answer to ${path} is not JSON`);
-    }
-    const state = PolicyStateV2.safeParse(json);
-    if (!state.success) throw new EndpointProbeError("the endpoint's policy state is not protocol v2's");
-    return { weightVersion: state.data.version, checkedAt: this.clock.now() };
+    return ENDPOINT_KIND_ADAPTERS[endpoint.kind].probe(endpoint, { fetch: this.fetch, clock: this.clock, timeoutMs: this.limits.deadlineMs });
   }
 }

@@ -1,4 +1,4 @@
-import { NotConfiguredError, runEpisode, singleFlight, ValidationError, type Clock, type Environment, type Policy, type Rollout, type RolloutRunner } from "@harness-s/core";
+import { NotConfiguredError, runEpisode, singleFlight, ValidationError, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
@@ -7,7 +7,6 @@ import {
   type CallerEnvironment,
   type CallerRescue,
   type CallerRollout,
-  type PolicyEndpointKind,
   type RolloutSpend,
   type PolicyEndpointRecord,
   type PolicyEndpointStore,
@@ -15,11 +14,7 @@ import {
 import type { CallerPolicies, CallerSource, RolloutRows } from "@harness-s/core/dispatch";
 import { OpenEnvEnvironment } from "../openenv/client.ts";
 import { checkOutboundUrl, outboundFetch, OUTBOUND_LIMITS, type OutboundPolicy } from "../net/outbound.ts";
-import { TokenSampler } from "./token-sampler.ts";
-import { TokenPolicyClient } from "./token-policy-client.ts";
-import { ServedClient } from "./served-client.ts";
-import { CHAT_PATHS } from "./served-modes.ts";
-import { ServedSampler } from "./served-sampler.ts";
+import { ENDPOINT_KIND_ADAPTERS, type CallerSampler, type Transport } from "./kinds/index.ts";
 import { timedEnvironment } from "./timed-environment.ts";
 
 export interface CallerPoliciesDeps {
@@ -33,97 +28,6 @@ export interface CallerPoliciesDeps {
 }
 
 const headerOf = (secret: { name: string; value: string } | undefined) => (secret ? { [secret.name]: secret.value } : undefined);
-
-/** How one rescue's episodes read a caller's task: its system message, its tools as the model sees them, their names and the longest turn. */
-function rendering(caller: CallerRollout) {
-  const tools = caller.task.tools;
-  const byAction = new Map(tools.map((t) => [actionOf(t), t]));
-  const submit = tools.find((t) => t.submit)!;
-  return {
-    system: caller.system,
-    maxTokens: caller.maxTokens,
-    toolSchemas: (actions: readonly string[]) =>
-      actions.flatMap((a) => {
-        const t = byAction.get(a);
-        return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
-      }),
-    toolNames: { submit: submit.name },
-  };
-}
-
-/** A policy of one rescue at its endpoint, and what it has spent there. */
-interface CallerSampler {
-  policy: Omit<Policy, "update">;
-  spent(): { policyTokens: number; policyMs: number };
-  rows(rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]>;
-}
-
-/** What sampling an endpoint needs of the service: its guarded fetch, its clock and its wait for one answer. */
-interface Transport {
-  fetch: typeof fetch;
-  clock: Clock;
-  timeoutMs: number;
-}
-
-/** How rescues sample each family of endpoint: a sampler of one rescue's episodes, and the version the endpoint holds now. */
-interface KindSampling {
-  sampler(record: PolicyEndpointRecord, caller: CallerRollout, transport: Transport): CallerSampler;
-  currentVersion(record: PolicyEndpointRecord, transport: Transport): Promise<number>;
-}
-
-const clientOf = (record: PolicyEndpointRecord, { fetch, clock, timeoutMs }: Transport) => {
-  const headers = headerOf(record.secretHeader);
-  return new TokenPolicyClient(record.url.replace(/\/+$/, ""), { clock, fetch, timeoutMs, ...(headers ? { headers } : {}) });
-};
-
-const settingsOf = (context: "sampled" | "base") => ({ maskIntercepted: true, rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const) });
-
-/**
- * Protocol v2: the endpoint's policy, attached (never created or updated here) at the rescue's
- * pinned version, so a trainer that moved on gets a clear 409; rows as sampled or, under H0's
- * context, replayed and re-scored there at that version (protocol v2's replay).
- */
-const PROTOCOL_V2: KindSampling = {
-  sampler(record, caller, transport) {
-    const client = clientOf(record, transport);
-    const policy = new TokenSampler(client, { policyId: record.policy, expectVersion: caller.weightVersion, ...rendering(caller) });
-    return {
-      policy,
-      spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
-      rows: async (rollouts, context) => {
-        if (context === "base") await policy.ensure();
-        const one = (rollout: Rollout) => policy.datums({ samples: [{ rollout, advantage: rollout.reward }], settings: settingsOf(context) });
-        return (await Promise.all(rollouts.map(one))).map((datums) => (datums.length ? { datums, segmented: false } : undefined));
-      },
-    };
-  },
-  currentVersion: async (record, transport) => (await clientOf(record, transport).state(record.policy)).version,
-};
-
-/**
- * vLLM, SGLang and OpenAI-compatible servers: no version in their replies, so the rescue's served
- * model pins it; sampled in the token mode the registration's probe found (a record from before
- * modes were recorded: chat completions).
- */
-const SERVED: KindSampling = {
-  sampler(record, caller, { fetch, clock, timeoutMs }) {
-    const headers = headerOf(record.secretHeader);
-    const client = new ServedClient(record.url.replace(/\/+$/, ""), { clock, fetch, timeoutMs, ...(headers ? { headers } : {}) });
-    const target = { client, model: caller.servedModel ?? record.policy, baseModel: record.policy, chatPath: CHAT_PATHS[record.kind] };
-    const policy = new ServedSampler({ target, mode: record.probe.mode ?? "chat-token-ids", weightVersion: caller.weightVersion, ...rendering(caller) });
-    return {
-      policy,
-      spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
-      rows: (rollouts, context) => policy.datums({ samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings: settingsOf(context) }),
-    };
-  },
-  currentVersion: async (record) => {
-    throw new ValidationError("rescue", [`weightVersion: ${record.kind} endpoints state no version; name it, with its servedModel`]);
-  },
-};
-
-/** Each kind's sampling. */
-const SAMPLING: Readonly<Record<PolicyEndpointKind, KindSampling>> = { "protocol-v2": PROTOCOL_V2, vllm: SERVED, sglang: SERVED, "openai-chat": SERVED };
 
 /**
  * Rescues with the caller's own policy and environment: each rescue's rollouts sample its
@@ -152,7 +56,7 @@ export class CallerPolicyRunners implements CallerPolicies {
   }
 
   private sampler(caller: CallerRollout, record: PolicyEndpointRecord): CallerSampler {
-    return SAMPLING[record.kind].sampler(record, caller, this.transport);
+    return ENDPOINT_KIND_ADAPTERS[record.kind].sampler(record, caller, this.transport);
   }
 
   private builtin(id: "embedded"): Environment {
@@ -214,6 +118,6 @@ export class CallerPolicyRunners implements CallerPolicies {
 
   async currentVersion(keyId: string, id: string): Promise<number> {
     const record = await this.endpointOf(keyId, id);
-    return SAMPLING[record.kind].currentVersion(record, this.transport);
+    return ENDPOINT_KIND_ADAPTERS[record.kind].currentVersion(record, this.transport);
   }
 }

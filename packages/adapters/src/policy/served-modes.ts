@@ -1,6 +1,6 @@
 import { extendsIds, ChatTokenReply, CompletionIdsReply, DetokenizeReply, GenerateTokensReply, SglangGenerateReply, TokenizeReply } from "@harness-s/core/protocol";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
-import type { PolicyEndpointKind, TokenMode } from "@harness-s/core/callers";
+import type { TokenMode } from "@harness-s/core/callers";
 import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
 import type { ServedClient } from "./served-client.ts";
 import { hermesToolCalls, type SampledCall } from "./tool-choice.ts";
@@ -40,14 +40,6 @@ export interface ServedEpisode {
 
 /** A reply that carries no ids or no log-probabilities: the turn cannot be trained token-exactly. */
 export class MissingIdsError extends PolicyReplyInvalidError {}
-
-/** The chat completions path of each kind (an `openai-chat` URL is the `/v1` base; a vLLM or SGLang URL the server's root). */
-export const CHAT_PATHS: Readonly<Record<PolicyEndpointKind, string>> = {
-  "protocol-v2": "/v1/chat/completions",
-  vllm: "/v1/chat/completions",
-  sglang: "/v1/chat/completions",
-  "openai-chat": "/chat/completions",
-};
 
 /** One log-probability per completion id, or the reply is refused. */
 function sameLength(path: string, ids: readonly number[], logprobs: readonly number[]): void {

@@ -2,41 +2,7 @@ import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { Id } from "../names.ts";
 import { CallerUrl, MAX_CALLER_URL_CHARS, SecretHeader } from "../outbound/caller-url.ts";
-
-/**
- * A policy a caller serves and a rescue samples from: protocol v2 (this project's worker, or any
- * server speaking docs/design.md §5; `policy` is the policy's id there), a vLLM or SGLang server
- * (`url` its root, `policy` the model name the probe asks for), or any OpenAI-compatible chat
- * completions that return token ids and log-probabilities (`url` its `/v1` base, `policy` the model name).
- */
-export const PolicyEndpointKind = z.enum(["protocol-v2", "openai-chat", "vllm", "sglang"]);
-export type PolicyEndpointKind = z.infer<typeof PolicyEndpointKind>;
-
-/**
- * How a rescue samples an endpoint whose replies name no weight version, token-exactly. Tokens in:
- * the endpoint's own `/tokenize` renders each new message (the delta between two renders) and the
- * episode's ids are sent back as they are, to `/v1/completions` with an id prompt
- * (`completions-ids`), `/inference/v1/generate` (`inference-generate`) or SGLang's `/generate`
- * (`sglang-generate`). Messages in (`chat-token-ids`): the whole conversation each turn to chat
- * completions that report the prompt's and the completion's ids, each turn checked to extend the
- * ids before it.
- */
-export const TokenMode = z.enum(["completions-ids", "inference-generate", "sglang-generate", "chat-token-ids"]);
-export type TokenMode = z.infer<typeof TokenMode>;
-
-/**
- * The token modes each kind offers, in the order a registration's probe tries them (tokens in
- * first); protocol v2 speaks its own protocol and states its versions.
- */
-export const KIND_MODES: Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>> = {
-  "protocol-v2": [],
-  vllm: ["completions-ids", "inference-generate", "chat-token-ids"],
-  sglang: ["sglang-generate", "chat-token-ids"],
-  "openai-chat": ["chat-token-ids"],
-};
-
-/** Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the served model's name. */
-export const statesVersions = (kind: PolicyEndpointKind): boolean => KIND_MODES[kind].length === 0;
+import { KIND_MODES, PolicyEndpointKind, TokenMode } from "./endpoint-kinds.ts";
 
 export const RegisterPolicyEndpoint = z.strictObject({
   id: Id,
