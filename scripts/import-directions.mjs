@@ -30,6 +30,31 @@ for (const file of files) {
     for (const rule of rules) if (rule.forbid.test(target)) wrong.push(`${file} imports ${fileName}: ${rule.why}`);
   }
 }
+/**
+ * Calls with one home: the function may be called from that file only (in the code that runs; the
+ * tests call it freely), so the concern it carries has one place.
+ */
+const CALL_HOMES = [
+  {
+    name: "runEpisode",
+    home: "packages/core/src/rollout/episode-runner.ts",
+    why: "an episode is run by core's episodeRunner (rolloutsIn) only: ports hand back a policy and an environment",
+  },
+];
+for (const file of files.filter((f) => /^(functions|packages\/[^/]+\/src)\//.test(f))) {
+  const lines = readFileSync(file, "utf8").split("\n");
+  for (const { name, home, why } of CALL_HOMES) {
+    if (file === home) continue;
+    lines.forEach((line, i) => {
+      const call = new RegExp(`(?<!function )\\b${name}\\(`);
+      if (!/^\s*(\*|\/\/)/.test(line) && call.test(line)) wrong.push(`${file}:${i + 1} calls ${name}: ${why}`);
+    });
+  }
+}
 for (const w of wrong) console.log(w);
-console.log(wrong.length ? `imports: ${wrong.length} against the direction` : `imports: none against the direction in ${RULES.length} rules`);
+console.log(
+  wrong.length
+    ? `imports: ${wrong.length} against the direction or outside a call's home`
+    : `imports: none against the direction in ${RULES.length} rules; ${CALL_HOMES.length} calls in their homes`,
+);
 process.exit(wrong.length ? 1 : 0);

@@ -7,7 +7,7 @@ import {
   createRng,
   hash32,
   parseHarnessSpec,
-  runEpisode,
+  rolloutsIn,
   type Environment,
   type PoolStore,
   type Task,
@@ -122,7 +122,7 @@ async function evolvedPool(record: ExperimentRecord, sets: ReturnType<typeof tas
         vocabulary: (family) => ({ tools: tools(family), facts: [], roles: {} }),
         runRollout: (task, spec, seed) => {
           record.usage.rollouts++;
-          return runEpisode(task, spec, seed, { env: setup.env, policy });
+          return rolloutsIn(setup.env, policy)(task, spec, seed);
         },
       },
     );

@@ -1,4 +1,4 @@
-import { createRng, hash32, runEpisode, systemClock } from "@harness-s/core";
+import { createRng, hash32, rolloutsIn, systemClock } from "@harness-s/core";
 import { reanchor } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, workerPolicyId, type SharedTokenPolicyOptions } from "@harness-s/adapters";
@@ -95,7 +95,7 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
       policyVersion: 0,
       step: 0,
       rng: createRng(hash32("token-profiles", seed)),
-      runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy }),
+      runRollout: rolloutsIn(env, policy),
     });
     await policy.release();
     return probe.profiles;

@@ -18,6 +18,7 @@ export * from "./harness/pool.ts";
 export * from "./harness/pool-store.ts";
 export * from "./rollout/types.ts";
 export * from "./rollout/run-episode.ts";
+export * from "./rollout/episode-runner.ts";
 export * from "./rollout/store.ts";
 export * from "./rollout/update-settings.ts";
 export * from "./rollout/context-correction.ts";

@@ -1,5 +1,5 @@
 import { percentile } from "@harness-s/core/metrics";
-import { runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
+import { rolloutsIn, type ActionChoice, type Policy } from "@harness-s/core";
 import { BUNDLED_DATA_DIR, isMutation, loadSplit, rowTask, type DbBenchRow } from "./data.ts";
 import type { SqlEngine } from "./engines/engine.ts";
 import { openEngine } from "./engines/open.ts";
@@ -50,7 +50,7 @@ async function benchEngine(engine: SqlEngine, rows: readonly DbBenchRow[], level
   const env = new DbBenchEnvironment(rows, engine);
   for (const c of levels) {
     const t0 = performance.now();
-    const done = await mapLimit(rows, c, (row) => runEpisode(rowTask(row), dbbenchH0, 1, { env, policy: goldPolicy(row) }));
+    const done = await mapLimit(rows, c, (row) => rolloutsIn(env, goldPolicy(row))(rowTask(row), dbbenchH0, 1));
     const s = (performance.now() - t0) / 1000;
     const solved = done.filter((r) => r.success).length;
     lines.push(`${"".padEnd(7)} concurrency ${String(c).padStart(2)}: ${(done.length / s).toFixed(1).padStart(6)} rollouts/s (${solved}/${done.length} gold rollouts solved)`);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { mean } from "@harness-s/core/metrics";
-import { runEpisode, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
+import { rolloutsIn, type HarnessSpec, type Policy, type Rollout } from "@harness-s/core";
 import { MUTATION_TYPES, rowTask, type DbBenchRow } from "./data.ts";
 import { DbBenchEnvironment } from "./environment.ts";
 import type { SqlEngine } from "./engines/engine.ts";
@@ -57,7 +57,7 @@ export async function evalAgent(
     let rollout: Rollout | undefined;
     let error: string | null = null;
     try {
-      rollout = await runEpisode(rowTask(row), harness, opts.seed ?? 0, { env, policy: policyFor(row) });
+      rollout = await rolloutsIn(env, policyFor(row))(rowTask(row), harness, opts.seed ?? 0);
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
     }

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "@harness-s/core/evolution";
-import { createPool, createRng, parseOrThrow, runEpisode } from "@harness-s/core";
+import { createPool, createRng, parseOrThrow, rolloutsIn } from "@harness-s/core";
 import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
 import { int, plainIo, type FamilyIo } from "@harness-s/envs";
 import { DBBENCH_SYSTEM, dbbenchTools, parseArgumentsPy } from "./agent.ts";
@@ -115,7 +115,7 @@ export async function dbbenchEvolve(
     result = await evolvePool(config, {
       base: dbbenchH0,
       devTasks,
-      runRollout: (task, spec, seed) => runEpisode(task, spec, seed, { env, policy }),
+      runRollout: rolloutsIn(env, policy),
       proposer,
       vocabulary: () => ({ tools: dbbenchTools.map((t) => t.action), facts: ["queried", "queried-empty", "mutated", "schema-inspected"], roles: {} }),
       rng: createRng(o.seed),

@@ -1,4 +1,4 @@
-import { runEpisode, type ActionChoice, type Policy, type Rollout } from "@harness-s/core";
+import { rolloutsIn, type ActionChoice, type Policy, type Rollout } from "@harness-s/core";
 import { isMutation, rowTask, type DbBenchRow, type Split } from "./data.ts";
 import { DbBenchEnvironment } from "./environment.ts";
 import type { SqlEngine } from "./engines/engine.ts";
@@ -55,7 +55,7 @@ export async function verifyGold(
   const env = new DbBenchEnvironment(rows, engine);
   let done = 0;
   const results = await mapLimit(rows, opts.concurrency ?? 8, async (row) => {
-    const rollout: Rollout = await runEpisode(rowTask(row), dbbenchH0, 0, { env, policy: goldPolicy(row) });
+    const rollout: Rollout = await rolloutsIn(env, goldPolicy(row))(rowTask(row), dbbenchH0, 0);
     opts.onRow?.(++done);
     return { row, rollout };
   });

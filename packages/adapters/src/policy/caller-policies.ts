@@ -1,4 +1,4 @@
-import { NotConfiguredError, runEpisode, singleFlight, ValidationError, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
+import { NotConfiguredError, episodeRunner, singleFlight, ValidationError, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
@@ -83,15 +83,15 @@ export class CallerPolicyRunners implements CallerPolicies {
     const record = await this.endpointOf(caller.keyId, caller.endpoint);
     const environment = this.environment(caller);
     // A sampler and a clock on the environment of each episode's own: what it spent is its own.
-    return async (task: Parameters<typeof runEpisode>[0], harness: Parameters<typeof runEpisode>[1], seed: number) => {
+    return episodeRunner(() => {
       const sampler = this.sampler(caller, record);
       const timing = { ms: 0 };
-      try {
-        return await runEpisode(task, harness, seed, { env: timedEnvironment(environment, timing, this.deps.clock), policy: sampler.policy });
-      } finally {
-        onSpend?.({ ...sampler.spent(), environmentMs: timing.ms });
-      }
-    };
+      return {
+        env: timedEnvironment(environment, timing, this.deps.clock),
+        policy: sampler.policy,
+        ended: () => onSpend?.({ ...sampler.spent(), environmentMs: timing.ms }),
+      };
+    });
   }
 
   async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]> {

@@ -2,7 +2,7 @@ import { PolicyEndpointError } from "../errors.ts";
 import { ActResponse, PolicyState, UpdateResponse } from "@harness-s/core/protocol";
 import {
   StalePolicyVersionError,
-  runEpisode,
+  rolloutsIn,
   type ActionChoice,
   type Environment,
   type Policy,
@@ -141,7 +141,7 @@ export class HttpPolicyEndpoints implements PolicyEndpoints {
 
   async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = new RemotePolicy(this.baseUrl, policyId, version);
-    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+    return rolloutsIn(this.env, policy);
   }
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { NotFoundError, runEpisode, type Environment, type RolloutRunner } from "@harness-s/core";
+import { NotFoundError, rolloutsIn, type Environment, type RolloutRunner } from "@harness-s/core";
 import type { PolicyEndpoints, ServiceSource } from "@harness-s/core/dispatch";
 import type { UnitPolicies } from "@harness-s/core/experiment";
 import { PolicyEndpointError } from "../errors.ts";
@@ -52,7 +52,7 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
 
   async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = new TokenSampler(this.client, { ...this.shared, policyId: workerPolicyId(policyId), ...(version === undefined ? {} : { expectVersion: version }) });
-    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+    return rolloutsIn(this.env, policy);
   }
 }
 

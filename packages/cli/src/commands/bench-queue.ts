@@ -1,6 +1,6 @@
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { queuedRolloutRunner, type SeedInstance } from "@harness-s/core/experiment";
-import { runEpisode, systemClock, type Environment, type Policy, type RolloutRunner } from "@harness-s/core";
+import { rolloutsIn, systemClock, type Environment, type Policy, type RolloutRunner } from "@harness-s/core";
 import { startLocalStack } from "@harness-s/functions/local/stack";
 
 async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: number, batch: number) {
@@ -21,7 +21,7 @@ async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: n
  */
 export async function benchQueue(instance: SeedInstance, env: Environment, policy: Policy, seconds: number): Promise<string[]> {
   const batch = 64;
-  const inProcess = await throughput((t, h, s) => runEpisode(t, h, s, { env, policy }), instance, seconds, batch);
+  const inProcess = await throughput(rolloutsIn(env, policy), instance, seconds, batch);
   const policies = new LocalPolicyEndpoints(env);
   policies.register("bench", policy);
   const stack = await startLocalStack({ tasks: { get: async () => undefined }, policies });

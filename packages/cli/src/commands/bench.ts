@@ -1,4 +1,4 @@
-import { createRng, runEpisode, type Policy, type Task } from "@harness-s/core";
+import { createRng, rolloutsIn, type Policy, type Task } from "@harness-s/core";
 import { percentile } from "@harness-s/core/metrics";
 import { route, routerOptions, statisticalVoters, failureTagVoter } from "@harness-s/core/voting";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
@@ -38,8 +38,8 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
   const policy = deps.createPolicy(0);
   const tasks = train.slice(0, 60);
   const base = evolution.pool.base;
-  const rps = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy }), opts.seconds);
-  const rpsUniform = await timeRollouts(tasks, (t, s) => runEpisode(t, base, s, { env: deps.env, policy: uniformPolicy }), opts.seconds);
+  const rps = await timeRollouts(tasks, (t, s) => rolloutsIn(deps.env, policy)(t, base, s), opts.seconds);
+  const rpsUniform = await timeRollouts(tasks, (t, s) => rolloutsIn(deps.env, uniformPolicy)(t, base, s), opts.seconds);
   console.log(`embedded rollouts/s        ${rps.toFixed(0).padStart(8)}   (uniform-policy baseline ${rpsUniform.toFixed(0)}/s, ratio ${(rps / rpsUniform).toFixed(2)})`);
 
   const decide = async (voters: typeof statisticalVoters) => {

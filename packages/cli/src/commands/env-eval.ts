@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { evaluateTasks } from "@harness-s/core/training";
-import { runEpisode, type Rollout, type Task } from "@harness-s/core";
+import { rolloutsIn, type Rollout, type Task } from "@harness-s/core";
 import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
 import { UsageError } from "../flags.ts";
 import { prepareOutDir } from "../out-dir.ts";
@@ -53,7 +53,7 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
       o.attempts,
       0,
       async (task, h, seed) => {
-        const done = await runEpisode(task, h, seed, { env: opened.base.env, policy }).then(
+        const done = await rolloutsIn(opened.base.env, policy)(task, h, seed).then(
           (rollout) => ({ rollout }),
           (err: unknown) => ({ rollout: erroredRollout(task, h.id, seed), error: err instanceof Error ? err.message : String(err) }),
         );

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { evaluateTasks } from "@harness-s/core/training";
-import { evenlySpaced, hash32, runEpisode, type Environment, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+import { evenlySpaced, hash32, rolloutsIn, type Environment, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
 import { mean, pearson } from "@harness-s/core/metrics";
 import type { ExperimentDeps } from "@harness-s/core/experiment";
 
@@ -29,7 +29,7 @@ async function atStart(
   samples: number,
   seed: number,
 ): Promise<PolicyAtStart> {
-  const run = (t: Task, h: HarnessSpec, s: number) => runEpisode(t, h, s, { env, policy });
+  const run = rolloutsIn(env, policy);
   const base = hash32("start", seed);
   const h0Train = (await evaluateTasks(train, () => pool.base, samples, base, run)).avgAt3;
   const h0Held = (await evaluateTasks(heldout, () => pool.base, samples, base, run)).avgAt3;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { createRng, hash32, runEpisode, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task } from "@harness-s/core";
+import { createRng, hash32, rolloutsIn, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task } from "@harness-s/core";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
 import { firstMessages, nextMessage } from "@harness-s/adapters";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
@@ -76,15 +76,12 @@ export async function warmStartConversations(setup: Pick<ExperimentDeps, "env" |
     const run = async (task: Task, harness: HarnessSpec, k: number) => {
       const seed = hash32(`warm:${suiteSeed}:${task.id}:${harness.id}:${k}`, opts.seed);
       let rec: Recording | undefined;
-      const rollout = await runEpisode(task, harness, seed, {
-        env,
-        policy: {
-          ...policy,
-          endEpisode: async (episodeRng) => {
-            rec = take(episodeRng);
-          },
+      const rollout = await rolloutsIn(env, {
+        ...policy,
+        endEpisode: async (episodeRng) => {
+          rec = take(episodeRng);
         },
-      });
+      })(task, harness, seed);
       if (!rec) return;
       out.push({
         task: { id: task.id, split: task.split, family: task.family, requirements: task.requirements },

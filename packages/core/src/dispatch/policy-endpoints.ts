@@ -1,6 +1,6 @@
 import { NotFoundError, policyVersionMismatch } from "../errors.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
-import { runEpisode } from "../rollout/run-episode.ts";
+import { rolloutsIn } from "../rollout/episode-runner.ts";
 import type { PolicyEndpoints, ServiceSource } from "./rollout-source.ts";
 
 /**
@@ -33,7 +33,7 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
     const policy = this.policies.get(policyId);
     if (!policy) throw new NotFoundError("policy", policyId);
     if (version !== undefined && policy.version() !== version) throw policyVersionMismatch(policyId, version, policy.version());
-    return (task, harness, seed) => runEpisode(task, harness, seed, { env: this.env, policy });
+    return rolloutsIn(this.env, policy);
   }
 }
 

@@ -1,6 +1,6 @@
 import { rank1Picker } from "../routing/rank1.ts";
 import type { Environment } from "../ports.ts";
-import { runEpisode } from "../rollout/run-episode.ts";
+import { rolloutsIn } from "../rollout/episode-runner.ts";
 import { BudgetExceededError } from "../errors.ts";
 import { evaluateTasks } from "../training/evaluate.ts";
 import { createRng, hash32, type Rng } from "../util/rng.ts";
@@ -15,7 +15,7 @@ export * from "./arms.ts";
 
 /** The default {@link ExperimentDeps.runnerFor}: every rollout runs here, with the policy itself. */
 export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["runnerFor"]> {
-  return (_policyId, policy) => (t, h, s) => runEpisode(t, h, s, { env, policy });
+  return (_policyId, policy) => rolloutsIn(env, policy);
 }
 
 /** (arm, seed) units neither finished in this attempt nor carried over from an earlier one. */

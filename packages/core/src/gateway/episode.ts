@@ -1,6 +1,6 @@
 import { ConflictError, EpisodeClosedError } from "../errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
-import { runEpisode } from "../rollout/run-episode.ts";
+import { rolloutsIn } from "../rollout/episode-runner.ts";
 import type { Task } from "../task.ts";
 import { forcedSubmitReply, type ChatMsg, type ToolBinding } from "./chat-format.ts";
 import { matchConversation, messageFingerprint, replyFingerprint, type ConversationMatch } from "./conversation.ts";
@@ -58,7 +58,7 @@ export class GatewayEpisode {
       ...(init.parseArguments ? { parseArguments: init.parseArguments } : {}),
     });
     const env = new RelayEnvironment(this.id, [...new Set(init.tools.map((t) => t.action))], this.channel, init.observer, () => this.policy.takeReply());
-    runEpisode(init.task, init.harness, init.seed, { env, policy: this.policy }).then(
+    rolloutsIn(env, this.policy)(init.task, init.harness, init.seed).then(
       () => {
         if (this.status === "running") this.status = "ended";
       },

@@ -1,4 +1,4 @@
-import { createRng, runEpisode, type Policy, type Protocol } from "@harness-s/core";
+import { createRng, rolloutsIn, type Policy, type Protocol } from "@harness-s/core";
 import { evolvePool, EvolutionConfig, mutationProposer } from "@harness-s/core/evolution";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
@@ -64,7 +64,7 @@ export function embeddedSetup(
       devTasks: suite.dev,
       proposer: mutationProposer,
       rng: createRng(suiteSeed),
-      runRollout: (t, h, s) => runEpisode(t, h, s, { env, policy: initial }),
+      runRollout: rolloutsIn(env, initial),
       vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
       onProgress: (done, total) => onEvolution?.(suiteSeed, done, total),
     });
