@@ -40,6 +40,11 @@ const CALL_HOMES = [
     home: "packages/core/src/rollout/episode-runner.ts",
     why: "an episode is run by core's episodeRunner (rolloutsIn) only: ports hand back a policy and an environment",
   },
+  {
+    name: "addUsage",
+    home: "functions/api/middleware/metering.ts",
+    why: "a request's usage is what its use-case reports to its sink (usageOf): no handler computes usage",
+  },
 ];
 for (const file of files.filter((f) => /^(functions|packages\/[^/]+\/src)\//.test(f))) {
   const lines = readFileSync(file, "utf8").split("\n");

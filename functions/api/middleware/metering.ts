@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { requestUsage } from "@harness-s/core/access";
-import { BackloggedMeter, type CostUsage, type Usage, mergeUsage } from "@harness-s/core/billing";
+import { BackloggedMeter, type CostUsage, type Usage, type UsageSink, mergeUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import type { ApiEnv } from "../http.ts";
 
@@ -11,6 +11,12 @@ export const METER_RETRY_MS = 100;
 export function addUsage(c: Context, used: Partial<Usage>): void {
   c.set("used", mergeUsage((c as Context<ApiEnv>).get("used"), used));
 }
+
+/** The request's usage sink: what the use-case reports it used, metered to the request's key when the request ends. */
+export const usageOf =
+  (c: Context): UsageSink =>
+  (used) =>
+    addUsage(c, used);
 
 /**
  * Meters each authorised request in one write when it ends, failed or not: the request (unless a

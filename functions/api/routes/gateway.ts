@@ -3,12 +3,10 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { GATEWAY_LIMITS, GatewayChatRequest, GatewayRequestMeta, GatewayTrajectory, gatewayChat } from "@harness-s/core/gateway";
 import { NotConfiguredError, NotFoundError, ValidationError, formatIssues } from "@harness-s/core";
-import { ballotUsage } from "@harness-s/core/routing";
-import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps, GatewaySettings } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
-import { addUsage } from "../middleware/metering.ts";
+import { usageOf } from "../middleware/metering.ts";
 import { requireScope } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 import { completionFor, sseOf } from "./gateway-replies.ts";
@@ -104,8 +102,7 @@ export const gatewayApp = (deps: ApiDeps) =>
       ),
       async (c) => {
         const [body, gw] = [c.var.body, gatewayOf(deps)];
-        const { out, spent, episode, decision } = await gatewayChat(body, metaOf(c), c.var.key.id, gw, (spent) => addUsage(c, spendUsage(spent)));
-        addUsage(c, { gatewayTurns: spent.turns, gatewayTokens: spent.tokens, ...(decision ? ballotUsage(decision) : {}) });
+        const { out, episode } = await gatewayChat(body, metaOf(c), c.var.key.id, gw, usageOf(c));
         if (out.kind === "upstream-error") throw out.error;
         c.header("x-harness-s-harness", episode.harnessId);
         c.header("x-harness-s-decision", episode.decisionId);

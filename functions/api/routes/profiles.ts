@@ -7,7 +7,7 @@ import { poolVisibleTo, poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
-import { addUsage } from "../middleware/metering.ts";
+import { usageOf } from "../middleware/metering.ts";
 import { readOrWrite, requireScope } from "../middleware/scope.ts";
 import { bodyErrors, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
@@ -40,8 +40,7 @@ export const profileRoutes = {
 export const profilesApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, readOrWrite("profiles:read", "profiles:write"))))
     .openapi(withMiddleware(profileRoutes.evidence, readBody(deps, EvidenceReport)), async (c) => {
-      const queued = await reportEvidence(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, { keyId: c.var.key.id });
-      addUsage(c, { rollouts: queued.queued });
+      const queued = await reportEvidence(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, { keyId: c.var.key.id }, usageOf(c));
       return c.json(queued, 202);
     })
     .openapi(profileRoutes.list, async (c) => {

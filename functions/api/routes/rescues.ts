@@ -15,7 +15,6 @@ import {
   startRescue,
   waitForRescue,
 } from "@harness-s/core/rescue";
-import { spendUsage } from "@harness-s/core/billing";
 import { ensureAffordable } from "@harness-s/core/quoting";
 import { KEY_PAGE, KeyPageQuery } from "@harness-s/core";
 import { poolsVisibleTo } from "@harness-s/core/pools";
@@ -23,7 +22,7 @@ import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
-import { addUsage } from "../middleware/metering.ts";
+import { usageOf } from "../middleware/metering.ts";
 import { requireScope } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound, overBudget } from "../openapi-parts.ts";
 
@@ -110,8 +109,7 @@ export const rescuesApp = (deps: ApiDeps) =>
       const [body, key] = [c.var.body, c.var.key];
       await ensureAffordable({ rescue: body }, key, pricing(deps));
       // A key routes only in pools it may see: another key's evolved pool is a 404.
-      const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, (spent) => addUsage(c, spendUsage(spent)));
-      addUsage(c, { rollouts: job.expected, ballots: body.harnesses ? 0 : deps.voters.length });
+      const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, usageOf(c));
       if (job.adaptive && job.expected === 0) return c.json({ chosen: [], expected: 0 as const, adaptive: job.adaptive }, 200);
       return c.json({ id: job.id, chosen: job.chosen, expected: job.expected, ...(job.adaptive ? { adaptive: job.adaptive } : {}) }, 202);
     })

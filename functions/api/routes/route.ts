@@ -1,12 +1,11 @@
 import { $, createRoute } from "@hono/zod-openapi";
-import { RouteRequest, ballotUsage, routeTask } from "@harness-s/core/routing";
+import { RouteRequest, routeTask } from "@harness-s/core/routing";
 import { poolsVisibleTo } from "@harness-s/core/pools";
 import { RoutingDecision } from "@harness-s/core/voting";
-import { spendUsage } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
-import { addUsage } from "../middleware/metering.ts";
+import { usageOf } from "../middleware/metering.ts";
 import { requireScope } from "../middleware/scope.ts";
 import { bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
@@ -31,7 +30,6 @@ export const routeRoutes = {
 
 export const routeApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, "route"))).openapi(withMiddleware(routeRoutes.route, readBody(deps, RouteRequest)), async (c) => {
-    const decision = await routeTask(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, c.var.key.id, (spent) => addUsage(c, spendUsage(spent)));
-    addUsage(c, ballotUsage(decision));
+    const decision = await routeTask(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, c.var.key.id, usageOf(c));
     return c.json(decision, 200);
   });

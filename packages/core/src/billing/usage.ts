@@ -80,6 +80,13 @@ export interface UsageMeter {
   slotsHeld(keyId: string): Promise<number>;
 }
 
+/**
+ * Where a use-case reports what it used as it uses it (ballots, rollouts, LLM tokens and cost,
+ * gateway turns): the API meters it to the request's key when the request ends, so no handler
+ * computes usage of its own.
+ */
+export type UsageSink = (used: Partial<Usage>) => void;
+
 /** The meter rows quotes keep (their measured basis: `#quote-…`): they count again what payers were already metered for, so they are nobody's to pay. */
 export const QUOTE_ROW_PREFIX = "#quote-";
 export const isQuoteBasisKey = (keyId: string): boolean => keyId.startsWith(QUOTE_ROW_PREFIX);

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { UsageSink } from "../billing/usage.ts";
 import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
 import type { EpisodeMeta } from "./episode-record.ts";
 import { type RouteRequest, routeTask, type RouteTaskDeps } from "../routing/route-task.ts";
@@ -38,13 +39,14 @@ export interface GatewayDeps extends RouteTaskDeps {
  * @example
  * const { out, episode } = await gatewayChat(GatewayChatRequest.parse(body), GatewayRequestMeta.parse({ family: "dbbench" }), "k1", deps);
  */
-export async function gatewayChat(
-  req: GatewayChatRequest,
-  meta: GatewayRequestMeta,
-  keyId: string,
-  deps: GatewayDeps,
-  onSpend?: Parameters<typeof routeTask>[3],
-): Promise<GatewayAnswer> {
+export async function gatewayChat(req: GatewayChatRequest, meta: GatewayRequestMeta, keyId: string, deps: GatewayDeps, used?: UsageSink): Promise<GatewayAnswer> {
+  const answer = await chat(req, meta, keyId, deps, used);
+  // What the endpoint spent on this turn; the routing's ballots and voter tokens were told as spent.
+  used?.({ gatewayTurns: answer.spent.turns, gatewayTokens: answer.spent.tokens });
+  return answer;
+}
+
+async function chat(req: GatewayChatRequest, meta: GatewayRequestMeta, keyId: string, deps: GatewayDeps, used: UsageSink | undefined): Promise<GatewayAnswer> {
   const messages = req.messages.map(toChat);
   const firstUser = messages.findIndex((m) => m.role === "user");
   if (firstUser < 0) throw new ValidationError("request body", ["messages: a conversation starts with a user message (the task)"]);
@@ -62,7 +64,7 @@ export async function gatewayChat(
     throw new EpisodeClosedError(meta.episode ?? "(unnamed)", "the gateway holds no episode for this conversation (it ended long ago or expired): start the conversation again");
   if (status === "running") throw new ConflictError(`gateway episode ${found!.meta.id} is running another conversation: name a new episode for this one`);
   const id = meta.episode ?? `gw_${opening.slice(0, 16)}${createHash("sha256").update(deps.newId()).digest("hex").slice(0, 16)}`;
-  return startEpisode(req, messages, firstUser, { id, opening }, meta, keyId, deps, onSpend);
+  return startEpisode(req, messages, firstUser, { id, opening }, meta, keyId, deps, used);
 }
 
 /** What a gateway request was answered with, the episode it moved, what the endpoint spent, and the routing decision of a new episode. */
@@ -93,7 +95,7 @@ async function startEpisode(
   meta: GatewayRequestMeta,
   keyId: string,
   deps: GatewayDeps,
-  onSpend: Parameters<typeof routeTask>[3],
+  used: UsageSink | undefined,
 ): Promise<GatewayAnswer> {
   if (firstUser !== messages.length - 1) throw new ValidationError("request body", ["messages: a new conversation ends with its first user message (the task)"]);
   const tools: ToolBinding[] = (req.tools ?? []).map((t) => ({ ...t.function, action: t.function.name === deps.submitTool ? "submit" : t.function.name }));
@@ -102,7 +104,7 @@ async function startEpisode(
     { poolId: deps.poolId, task: { id: task.id, family: task.family, tags: [...task.tags] }, failureTags: [], failedEvents: [], k: 1, includeBase: true } satisfies RouteRequest,
     deps,
     keyId,
-    onSpend,
+    used,
   );
   const pool = await deps.pools.get(deps.poolId);
   if (!pool) throw new NotFoundError("pool", deps.poolId);

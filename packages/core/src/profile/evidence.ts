@@ -1,4 +1,5 @@
 import { addOutcome, type Profile } from "./profile.ts";
+import type { UsageSink } from "../billing/usage.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import { harnessIds } from "../harness/pool.ts";
 import type { Payer } from "../messaging/envelope.ts";
@@ -28,12 +29,19 @@ export function applyEvidence(messageId: string, body: ProfileEvidenceBody, ledg
  * @example
  * const { queued } = await reportEvidence(report, { pools, evidence: profileQueue });
  */
-export async function reportEvidence(report: EvidenceReport, deps: { pools: Pick<PoolStore, "get">; evidence: MessageQueue }, payer?: Payer): Promise<{ queued: number }> {
+export async function reportEvidence(
+  report: EvidenceReport,
+  deps: { pools: Pick<PoolStore, "get">; evidence: MessageQueue },
+  payer?: Payer,
+  used?: UsageSink,
+): Promise<{ queued: number }> {
   const pool = await deps.pools.get(report.poolId);
   if (!pool) throw new NotFoundError("pool", report.poolId);
   const known = new Set(harnessIds(pool));
   const unknown = report.outcomes.flatMap((o, i) => (known.has(o.harnessId) ? [] : [`outcomes.${i}.harnessId: pool ${pool.id} has no harness ${JSON.stringify(o.harnessId)}`]));
   if (unknown.length) throw new ValidationError("request body", unknown);
   await deps.evidence.send(evidenceEnvelopes(report, payer));
+  // Each outcome reported is metered as one rollout the caller ran.
+  used?.({ rollouts: report.outcomes.length });
   return { queued: report.outcomes.length };
 }

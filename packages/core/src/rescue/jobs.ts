@@ -1,4 +1,5 @@
 import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
+import type { UsageSink } from "../billing/usage.ts";
 import { ownTaskOf, type CallerRescue } from "../callers/caller-rescue.ts";
 import type { Task } from "../task.ts";
 import type { Clock } from "../util/clock.ts";
@@ -23,8 +24,8 @@ export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
 /**
  * Starts an elastic rescue: routes the failed task to its Top-k siblings, holds its rollouts among
  * the key's rescue slots in flight (`RESCUE_SLOTS`: 429 past them), records the job, and fans out
- * k × rolloutsPerHarness rollout requests to the dispatch queue. `onSpend` hears of the
- * routing's voter tokens as they are spent. With `mode: "adaptive"` the same rollouts go where the
+ * k × rolloutsPerHarness rollout requests to the dispatch queue. `used` hears of the
+ * routing's voter tokens as they are spent, its ballots, and the rollouts it sends. With `mode: "adaptive"` the same rollouts go where the
  * adaptive choice puts them (returned as `adaptive`); when it chooses nothing, nothing is recorded
  * or sent and the answer has `expected` 0.
  *
@@ -40,7 +41,7 @@ export async function startRescue(
   req: RescueRequest,
   deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies; rescueSlots?: RescueSlots },
   keyId?: string,
-  onSpend?: Parameters<typeof routeTask>[3],
+  used?: UsageSink,
 ): Promise<RescueJob & { adaptive?: AdaptiveChoice }> {
   const pin = req.caller ? pinCaller(req.caller, keyId, deps.callers) : undefined;
   // Named harnesses are a pool read (no vote, nothing spent): asked with the checks, answered after them.
@@ -55,7 +56,7 @@ export async function startRescue(
     await pin?.checked;
     return versionFirst(err);
   });
-  const decision = await (named ?? decide(req, task, deps, keyId, onSpend)).catch(versionFirst);
+  const decision = await (named ?? decide(req, task, deps, keyId, used)).catch(versionFirst);
   const expected = rescueRollouts({ ...req, harnesses: decision.chosen });
   const advice = req.mode === "adaptive" ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps).catch(versionFirst) : undefined;
   const slots = advice?.slots ?? Array.from({ length: expected }, (_, i) => decision.chosen[Math.floor((i * decision.chosen.length) / expected)]!);
@@ -79,6 +80,7 @@ export async function startRescue(
   await deps.dispatch.send(rolloutMessages(job, slots, task.id, keyId)).catch((err: unknown) => {
     throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
   });
+  used?.({ rollouts: job.expected });
   return advice ? { ...job, adaptive: advice.adaptive } : job;
 }
 
@@ -108,15 +110,9 @@ async function rescueTask(req: RescueRequest, deps: { tasks: TaskSource }): Prom
 }
 
 /** The routing's Top-k harnesses for a rescue's task. */
-function decide(
-  req: RescueRequest,
-  task: Task,
-  deps: RouteTaskDeps,
-  keyId: string | undefined,
-  onSpend: Parameters<typeof routeTask>[3],
-): Promise<{ id: string; chosen: string[] }> {
+function decide(req: RescueRequest, task: Task, deps: RouteTaskDeps, keyId: string | undefined, used: UsageSink | undefined): Promise<{ id: string; chosen: string[] }> {
   const route = { poolId: req.poolId, task: { id: task.id, family: task.family, tags: [...task.tags] }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k };
-  return routeTask(route satisfies RouteRequest, deps, keyId, onSpend);
+  return routeTask(route satisfies RouteRequest, deps, keyId, used);
 }
 
 /**

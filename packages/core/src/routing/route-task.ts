@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { spendUsage } from "../billing/metering.ts";
+import type { UsageSink } from "../billing/usage.ts";
 import { NotFoundError } from "../errors.ts";
 import { Id, Name } from "../names.ts";
 import { createRng, hash32 } from "../util/rng.ts";
@@ -60,13 +62,15 @@ function baseOptions(deps: RouteTaskDeps): RouterOptions {
 
 /**
  * The router use-case behind `POST /v1/route`: loads the pool and its profiles, votes, records
- * the decision (with the asking key's id, its owner) and returns it. `onSpend` hears of every
- * voter call's tokens as they are spent, whether the decision is then made or not.
+ * the decision (with the asking key's id, its owner) and returns it. `used` hears of every voter
+ * call's tokens and cost as they are spent (whether the decision is then made or not), and of the
+ * decision's ballots once it is made ({@link ballotUsage}).
  *
  * @example
  * const d = await routeTask(RouteRequest.parse({ poolId: "embedded", task: { id: "t1", family: "app" }, failureTags: ["unauthorized"] }), deps);
  */
-export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string, onSpend?: RouterDeps["onSpend"]): Promise<RoutingDecision> {
+export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string, used?: UsageSink): Promise<RoutingDecision> {
+  const onSpend: RouterDeps["onSpend"] | undefined = used && ((spent) => used(spendUsage(spent)));
   const pool = await deps.pools.get(req.poolId);
   if (!pool) throw new NotFoundError("pool", req.poolId);
   const includeBase = req.includeBase ?? req.failureTags.length === 0;
@@ -102,6 +106,7 @@ export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: 
   const { keyId: _owner, ...shared } = routed;
   const decision: RoutingDecision = keyId === undefined ? shared : { ...shared, keyId };
   await deps.decisions.put(decision);
+  used?.(ballotUsage(decision));
   return decision;
 }
 
