@@ -1,7 +1,6 @@
 import { $, createRoute } from "@hono/zod-openapi";
-import { NotFoundError } from "@harness-s/core";
 import { RoutingDecision } from "@harness-s/core/voting";
-import { visibleTo } from "@harness-s/core/access";
+import { ownedBy } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter } from "../http.ts";
 import { requireScope } from "../middleware/scope.ts";
@@ -23,7 +22,5 @@ export const decisionRoutes = {
 export const decisionsApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, "route"))).openapi(decisionRoutes.get, async (c) => {
     const { id } = c.req.valid("param");
-    const d = await deps.decisions.get(id);
-    if (!d || !visibleTo(d.keyId, c.var.key)) throw new NotFoundError("decision", id);
-    return c.json(d, 200);
+    return c.json(await ownedBy(deps.decisions, c.var.key, "decision").get(id), 200);
   });

@@ -13,11 +13,11 @@ import {
   experimentStatus,
   startExperiment,
 } from "@harness-s/core/experiment";
-import { KEY_PAGE, KeyPageQuery, NotFoundError, queryInteger } from "@harness-s/core";
+import { KEY_PAGE, KeyPageQuery, queryInteger } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
 import { CostOfGoods, Quote } from "@harness-s/core/billing";
 import { budgetedPricer } from "@harness-s/core/quoting";
-import { visibleTo } from "@harness-s/core/access";
+import { ownedBy } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
 import { pricing } from "./account.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
@@ -167,11 +167,7 @@ export const experimentRoutes = {
 
 export const experimentsApp = (deps: ApiDeps) => {
   /** An experiment is visible to the key that started it (and to admin keys) only. */
-  const own = async (id: string, key: { id: string; scopes: string[] }) => {
-    const found = await deps.experiments.get(id);
-    if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError("experiment", id);
-    return found;
-  };
+  const own = (id: string, key: { id: string; scopes: string[] }) => ownedBy(deps.experiments, key, "experiment").get(id);
   return $(apiRouter().use(requireScope(deps, "experiments")))
     .openapi(experimentRoutes.list, async (c) => c.json(await listExperiments(c.var.key.id, c.req.valid("query"), deps), 200))
     .openapi(withMiddleware(experimentRoutes.start, readBody(deps, ExperimentRequest)), async (c) => {

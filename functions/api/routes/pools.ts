@@ -1,7 +1,7 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HarnessPool, NotConfiguredError, NotFoundError, ValidationError, MINTED_ID_KINDS, mintedKindOf, parsePool } from "@harness-s/core";
-import { visibleTo } from "@harness-s/core/access";
+import { ownedBy } from "@harness-s/core/access";
 import { budgetedPricer } from "@harness-s/core/quoting";
 import { POOL_EVOLUTION_LIMITS, PoolEvolutionStatus, PoolEvolveRequest, cancelPoolEvolution, poolEvolutionStatus, poolsVisibleTo, startPoolEvolution } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
@@ -123,8 +123,8 @@ export const poolsApp = (deps: ApiDeps) =>
     .openapi(withMiddleware(poolRoutes.list, requireScope(deps, "pools:read")), async (c) => c.json({ pools: await poolsVisibleTo(deps.pools, c.var.key).list() }, 200))
     .openapi(withMiddleware(poolRoutes.evolution, requireScope(deps, "rescues")), async (c) => {
       const { id } = c.req.valid("param");
-      const found = await deps.poolEvolutions?.get(id);
-      if (!found || !visibleTo(found.keyId, c.var.key)) throw new NotFoundError("pool evolution", id);
+      if (!deps.poolEvolutions) throw new NotFoundError("pool evolution", id);
+      const found = await ownedBy(deps.poolEvolutions, c.var.key, "pool evolution").get(id);
       const pool = found.pool ? await deps.pools.get(found.pool.id) : undefined;
       return c.json(poolEvolutionStatus(found, deps.prices, pool), 200);
     })

@@ -7,6 +7,7 @@ export * from "./util/evenly-spaced.ts";
 export * from "./util/scoped-lru.ts";
 export * from "./util/coalesce.ts";
 export * from "./util/key-page.ts";
+export * from "./util/leased-job.ts";
 export * from "./util/storable.ts";
 export * from "./util/printable.ts";
 export * from "./names.ts";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NotFoundError } from "../errors.ts";
 import { hasUnshowable } from "../util/printable.ts";
 
 /**
@@ -7,6 +8,28 @@ import { hasUnshowable } from "../util/printable.ts";
  */
 export function visibleTo(ownerKeyId: string | undefined, key: { id: string; scopes: readonly string[] }): boolean {
   return key.scopes.includes("admin") || (ownerKeyId !== undefined && ownerKeyId === key.id);
+}
+
+/**
+ * A store of records a key owns (`keyId`), as `key` sees it: a record it may not read
+ * ({@link visibleTo}) is not found, exactly as one that does not exist. The one place "owned by
+ * this key, else 404" is decided.
+ *
+ * @example
+ * const run = await ownedBy(deps.experiments, key, "experiment").get(id); // NotFoundError for another key's
+ */
+export function ownedBy<R extends { keyId?: string | undefined }>(
+  store: { get(id: string): Promise<R | undefined> },
+  key: { id: string; scopes: readonly string[] },
+  what: string,
+) {
+  return {
+    get: async (id: string): Promise<R> => {
+      const found = await store.get(id);
+      if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError(what, id);
+      return found;
+    },
+  };
 }
 
 export const Scope = z.enum(["route", "gateway", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { LeasedJobStore } from "../util/leased-job.ts";
 import { Prices, chargeUsd } from "../billing/cost-of-goods.ts";
 import { Quote } from "../billing/quote-schema.ts";
 
@@ -142,21 +143,8 @@ export const ExperimentRecord = z.object({
 export type ExperimentRecord = z.infer<typeof ExperimentRecord>;
 
 /** Experiments and their progress. `claim` is the coordinator's conditional take-over. */
-export interface ExperimentStore {
-  create(record: ExperimentRecord): Promise<void>;
-  get(id: string): Promise<ExperimentRecord | undefined>;
-  /** Marks the run `running` until `leaseUntil` if it is queued or its lease expired; else undefined. */
-  claim(id: string, now: number, leaseUntil: number): Promise<ExperimentRecord | undefined>;
-  /** Writes the record; never clears a cancellation requested meanwhile. */
-  save(record: ExperimentRecord): Promise<void>;
-  /**
-   * Cancels the run: a queued run becomes `cancelled` at once; a running one gets
-   * `cancelRequested` (the coordinator stops it); an ended one is left as it is. Returns the
-   * record after, or undefined when there is none.
-   */
-  requestCancel(id: string, now: number): Promise<ExperimentRecord | undefined>;
-  /** Whether a cancellation was requested (one small read; the coordinator asks after each step). */
-  cancelRequested(id: string): Promise<boolean>;
+/** Experiment runs: leased jobs the coordinator claims (see {@link LeasedJobStore}), listed by key. */
+export interface ExperimentStore extends LeasedJobStore<ExperimentRecord> {
   /** Key `keyId`'s runs, newest first (`listPosition` order), a page at a time: never another key's. */
   listByKey(keyId: string, page: KeyPageRequest): Promise<KeyPage<ExperimentRecord>>;
 }

@@ -1,5 +1,5 @@
-import { NotConfiguredError, NotFoundError } from "../errors.ts";
-import { visibleTo } from "../access/keys.ts";
+import { NotConfiguredError } from "../errors.ts";
+import { ownedBy } from "../access/keys.ts";
 import type { PoolHarm } from "../evolution/evolve.ts";
 import type { HarnessPool } from "../harness/pool.ts";
 import { TrainConfig } from "../training/config.ts";
@@ -115,9 +115,7 @@ function artifactsOf(deps: ArtifactReadDeps): ExperimentArtifacts {
 
 /** The run if `key` may read it (its own, or any for an admin); another key's run is not found. */
 async function visibleRun(id: string, key: { id: string; scopes: readonly string[] }, deps: Pick<ArtifactReadDeps, "experiments">): Promise<ExperimentRecord> {
-  const found = await deps.experiments.get(id);
-  if (!found || !visibleTo(found.keyId, key)) throw new NotFoundError("experiment", id);
-  return found;
+  return ownedBy(deps.experiments, key, "experiment").get(id);
 }
 
 /** Why a visible run has no such artifact, in words a caller can act on. */

@@ -1,4 +1,5 @@
-import { BudgetExceededError, NotFoundError } from "../errors.ts";
+import { BudgetExceededError } from "../errors.ts";
+import { claimJob, LeaseWriter } from "../util/leased-job.ts";
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
@@ -92,12 +93,8 @@ const CANCELLED: StopReason = { kind: "cancelled", detail: "cancelled by its key
  */
 export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promise<ExperimentRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 120_000;
-  const claimed = await deps.experiments.claim(id, deps.clock.now(), deps.clock.now() + leaseMs);
-  if (!claimed) {
-    if (!(await deps.experiments.get(id))) throw new NotFoundError("experiment", id);
-    return "duplicate";
-  }
-  return new ExperimentRun(claimed, leaseMs, deps).execute();
+  const claimed = await claimJob(deps.experiments, id, "experiment", deps.clock, leaseMs);
+  return claimed === "duplicate" ? claimed : new ExperimentRun(claimed, leaseMs, deps).execute();
 }
 
 /** One claimed attempt at a run: its record, the writes in flight, and whether its key cancelled it. */
@@ -109,13 +106,13 @@ class ExperimentRun {
   private readonly rolloutsBefore: number;
   private cancelled: boolean;
   private cancelCheck: Promise<void> | undefined;
-  private persisted: Promise<void> = Promise.resolve();
+  private readonly writer: LeaseWriter<ExperimentRecord>;
   /** When the attempt's usage was metered: the record's compute time stops there too. */
   private endedAt: number | undefined;
 
   constructor(
     claimed: ExperimentRecord,
-    private readonly leaseMs: number,
+    leaseMs: number,
     private readonly deps: CoordinatorDeps,
   ) {
     this.record = { ...claimed, attempts: claimed.attempts + 1, stopReason: undefined, error: undefined };
@@ -124,6 +121,11 @@ class ExperimentRun {
     this.started = deps.clock.now();
     this.computeBefore = this.record.usage.computeMs;
     this.rolloutsBefore = this.record.usage.rollouts;
+    // Each write carries the compute time so far (to `endedAt` once the attempt's usage was metered).
+    const stamp = (record: ExperimentRecord, now: number) => {
+      record.usage = { rollouts: record.usage.rollouts, computeMs: this.computeBefore + (this.endedAt ?? now) - this.started };
+    };
+    this.writer = new LeaseWriter(this.record, { store: deps.experiments, clock: deps.clock, leaseMs, snapshot: (r) => ExperimentRecord.parse(r), stamp });
   }
 
   async execute(): Promise<ExperimentRecord> {
@@ -134,13 +136,13 @@ class ExperimentRun {
       // A run cancelled while it waited in the queue ends without preparing anything.
       const outcome: ExperimentOutcome = this.cancelled ? { kind: "stopped", reason: CANCELLED, remaining: 0 } : await this.attempt();
       if (outcome.kind === "done") ending = { status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } };
-      else if (outcome.kind === "stopped") ending = await this.persisted.catch(() => undefined).then(() => stoppedBy(outcome.reason, record));
+      else if (outcome.kind === "stopped") ending = await this.writer.settled().then(() => stoppedBy(outcome.reason, record));
       else {
         this.endedAt = deps.clock.now();
-        await continueLater(record, outcome.remaining, this.save, this.persisted, deps.continueOn!);
+        await continueLater(record, outcome.remaining, this.save, this.writer.settled(), deps.continueOn!);
       }
     } catch (err) {
-      await this.persisted.catch(() => undefined);
+      await this.writer.settled();
       ending = { status: "failed", error: err instanceof Error ? err.message : String(err) };
     }
     // Its usage is metered, and a done run joins the quotes' basis, before its end is written: a
@@ -174,17 +176,7 @@ class ExperimentRun {
   }
 
   /** Applies `patch` now and writes the whole record after every earlier write (no stale overwrite). */
-  private readonly save = (patch: Partial<ExperimentRecord>): Promise<void> => {
-    const { record, deps } = this;
-    Object.assign(record, patch, {
-      updatedAt: deps.clock.now(),
-      usage: { rollouts: record.usage.rollouts, computeMs: this.computeBefore + (this.endedAt ?? deps.clock.now()) - this.started },
-    });
-    record.leaseUntil = record.status === "running" ? deps.clock.now() + this.leaseMs : undefined;
-    const snapshot = ExperimentRecord.parse(record);
-    this.persisted = this.persisted.catch(() => undefined).then(() => deps.experiments.save(snapshot));
-    return this.persisted;
-  };
+  private readonly save = (patch: Partial<ExperimentRecord>): Promise<void> => this.writer.save(patch);
 
   /** The run's last write; its key's experiment slot is given back first (a crash in between frees the slot early, never leaks it). */
   private async end(patch: Partial<ExperimentRecord>): Promise<void> {

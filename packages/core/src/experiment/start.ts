@@ -1,6 +1,6 @@
 import { ConcurrencyLimitError, NotFoundError } from "../errors.ts";
 import { admitExperiment, type AdmitExperimentDeps, type ExperimentOffers } from "./admit.ts";
-import { visibleTo } from "../access/keys.ts";
+import { ownedBy } from "../access/keys.ts";
 import type { Quote } from "../billing/quote-schema.ts";
 import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
@@ -89,8 +89,7 @@ export async function cancelExperiment(
   key: { id: string; scopes: readonly string[] },
   deps: { experiments: ExperimentStore; clock: Clock; meter?: UsageMeter },
 ): Promise<ExperimentRecord> {
-  const before = await deps.experiments.get(id);
-  if (!before || !visibleTo(before.keyId, key)) throw new NotFoundError("experiment", id);
+  const before = await ownedBy(deps.experiments, key, "experiment").get(id);
   if (TERMINAL_STATES.includes(before.status)) return before;
   const after = await deps.experiments.requestCancel(id, deps.clock.now());
   if (!after) throw new NotFoundError("experiment", id);

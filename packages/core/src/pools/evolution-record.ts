@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { LeasedJobStore } from "../util/leased-job.ts";
 import { Prices, chargeUsd } from "../billing/cost-of-goods.ts";
 import { Quote } from "../billing/quote-schema.ts";
 import { HarnessPool } from "../harness/pool.ts";
@@ -59,23 +60,8 @@ export type PoolEvolutionRecord = z.infer<typeof PoolEvolutionRecord>;
 /** The states an evolution ends in: nothing changes it after. */
 export const EVOLUTION_ENDS: readonly PoolEvolutionState[] = ["done", "failed", "cancelled"];
 
-/** Pool evolution jobs. `claim` is the coordinator's conditional take-over. */
-export interface PoolEvolutionStore {
-  /** Refuses (ConflictError) an id that exists. */
-  create(record: PoolEvolutionRecord): Promise<void>;
-  get(id: string): Promise<PoolEvolutionRecord | undefined>;
-  /** Marks the job `running` until `leaseUntil` if it is queued or its lease expired; else undefined. */
-  claim(id: string, now: number, leaseUntil: number): Promise<PoolEvolutionRecord | undefined>;
-  /** Writes the record; never clears a cancel asked meanwhile (`cancelRequested` is the API's to set). */
-  save(record: PoolEvolutionRecord): Promise<void>;
-  /**
-   * Its key's cancel: a queued job ends `cancelled` at once; a running one is marked to stop
-   * (`cancelRequested`); an ended one is left as it is. The job as it is after, or undefined.
-   */
-  requestCancel(id: string, now: number): Promise<PoolEvolutionRecord | undefined>;
-  /** Whether its key asked the job to stop (one small read; the running worker asks every few seconds). */
-  cancelRequested(id: string): Promise<boolean>;
-}
+/** Pool evolution jobs: leased jobs the coordinator claims (see {@link LeasedJobStore}). */
+export type PoolEvolutionStore = LeasedJobStore<PoolEvolutionRecord>;
 
 /**
  * What `GET /v1/pools/evolutions/{id}` answers: state, progress, usage and charge so far, the

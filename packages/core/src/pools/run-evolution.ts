@@ -1,4 +1,5 @@
-import { EvolutionFailedError, HarnessSError, NotFoundError } from "../errors.ts";
+import { EvolutionFailedError, HarnessSError } from "../errors.ts";
+import { claimJob, LeaseWriter } from "../util/leased-job.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "../evolution/evolve.ts";
 import { mutationProposer } from "../evolution/mutation-proposer.ts";
@@ -53,25 +54,22 @@ const CALLER_EVENTS = ["start", "tool:ok", "error:tool", "error:*", "error:tool-
  */
 export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps): Promise<PoolEvolutionRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 16 * 60_000;
-  const claimed = await deps.evolutions.claim(id, deps.clock.now(), deps.clock.now() + leaseMs);
-  if (!claimed) {
-    if (!(await deps.evolutions.get(id))) throw new NotFoundError("pool evolution", id);
-    return "duplicate";
-  }
+  const claimed = await claimJob(deps.evolutions, id, "pool evolution", deps.clock, leaseMs);
+  if (claimed === "duplicate") return claimed;
   const record: PoolEvolutionRecord = { ...claimed, usage: { ...claimed.usage }, attempts: claimed.attempts + 1, error: undefined };
   const started = deps.clock.now();
   const metered = new SliceMeter(record, deps);
-  let persisted: Promise<void> = Promise.resolve();
-  // Each write after every earlier one (progress is saved as it moves): no stale overwrite.
-  const save = (patch: Partial<PoolEvolutionRecord>): Promise<void> => {
-    const now = deps.clock.now();
-    Object.assign(record, patch, { updatedAt: now });
-    record.usage.computeMs = claimed.usage.computeMs + (now - started);
-    record.leaseUntil = record.status === "running" ? now + leaseMs : undefined;
-    const snapshot = PoolEvolutionRecord.parse(record);
-    persisted = persisted.catch(() => undefined).then(() => deps.evolutions.save(snapshot));
-    return persisted;
-  };
+  // Each write after every earlier one (progress is saved as it moves), carrying the compute time so far.
+  const writer = new LeaseWriter(record, {
+    store: deps.evolutions,
+    clock: deps.clock,
+    leaseMs,
+    snapshot: (r) => PoolEvolutionRecord.parse(r),
+    stamp: (r, now) => {
+      r.usage.computeMs = claimed.usage.computeMs + (now - started);
+    },
+  });
+  const save = writer.save;
   const watch = new EvolutionWatch(record, deps, save, metered);
   try {
     if (record.attempts > POOL_EVOLUTION_LIMITS.attempts) throw new EvolutionFailedError(`gave up after ${POOL_EVOLUTION_LIMITS.attempts} attempts (a worker lost each)`);
@@ -87,7 +85,7 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
     };
     await save({ status: "done", pool: { id: pool.id, version: pool.version, siblings: pool.siblings.length }, outcome, progress: { ...record.progress, label: "done" } });
   } catch (err) {
-    await persisted.catch(() => undefined);
+    await writer.settled();
     if (watch.cancelled) await save({ status: "cancelled", progress: { ...record.progress, label: `cancelled by its key after ${record.usage.rollouts} rollouts` } });
     else {
       const error = { code: err instanceof HarnessSError ? err.code : "EVOLUTION_FAILED", message: (err instanceof Error ? err.message : String(err)).slice(0, 2_000) };

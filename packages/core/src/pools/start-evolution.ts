@@ -1,5 +1,5 @@
 import { ConcurrencyLimitError, NotConfiguredError, NotFoundError } from "../errors.ts";
-import { visibleTo } from "../access/keys.ts";
+import { ownedBy } from "../access/keys.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import type { Quote } from "../billing/quote-schema.ts";
 import type { Prices } from "../billing/cost-of-goods.ts";
@@ -102,8 +102,7 @@ export async function cancelPoolEvolution(
   key: { id: string; scopes: readonly string[] },
   deps: { evolutions: PoolEvolutionStore; clock: Clock; slots?: Pick<UsageMeter, "releaseSlot"> },
 ): Promise<PoolEvolutionRecord> {
-  const before = await deps.evolutions.get(id);
-  if (!before || !visibleTo(before.keyId, key)) throw new NotFoundError("pool evolution", id);
+  const before = await ownedBy(deps.evolutions, key, "pool evolution").get(id);
   if (EVOLUTION_ENDS.includes(before.status)) return before;
   const after = await deps.evolutions.requestCancel(id, deps.clock.now());
   if (!after) throw new NotFoundError("pool evolution", id);

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { NotFoundError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { queryDecimal, queryInteger } from "../util/storable.ts";
-import { visibleTo } from "../access/keys.ts";
+import { ownedBy } from "../access/keys.ts";
 import type { RescueJob, RescueJobStore } from "./job-record.ts";
 import type { RescueSlots } from "../dispatch/slots.ts";
 import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
@@ -71,7 +71,9 @@ async function statusOf(
   key?: { id: string; scopes: readonly string[] },
   released?: Promise<void>,
 ): Promise<RescueStatus> {
-  if (!job || (key && !visibleTo(job.keyId, key))) throw new NotFoundError("rescue", id);
+  // The job as read beside its rollouts' summaries, seen as `key` may see it (the one ownership rule).
+  if (!job) throw new NotFoundError("rescue", id);
+  if (key) await ownedBy({ get: async () => job }, key, "rescue").get(id);
   const rewards = stored.map((r) => r.reward);
   const storedAt = new Set(stored.map((r) => r.index));
   const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { NotFoundError, ValidationError } from "../errors.ts";
+import { ValidationError } from "../errors.ts";
 import { SUBMIT } from "../rollout/episode-hooks.ts";
 import { queryInteger } from "../util/storable.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { CallerPolicies } from "../dispatch/rollout-source.ts";
-import { visibleTo } from "../access/keys.ts";
+import { ownedBy } from "../access/keys.ts";
 import type { RescueJobStore } from "./job-record.ts";
 import type { RolloutStore } from "../rollout/store.ts";
 
@@ -67,8 +67,7 @@ export async function rescueTrajectories(
   deps: { jobs: RescueJobStore; rollouts: RolloutStore; callers?: CallerPolicies },
   key: { id: string; scopes: readonly string[] },
 ): Promise<TrajectoryPage> {
-  const job = await deps.jobs.get(id);
-  if (!job || !visibleTo(job.keyId, key)) throw new NotFoundError("rescue", id);
+  const job = await ownedBy(deps.jobs, key, "rescue").get(id);
   if (!job.caller || !deps.callers)
     throw new ValidationError("rescue", ["trajectories are token-level: this rescue sampled the service's own policy, not a policy endpoint of yours"]);
   const stored = (await deps.rollouts.list(id)).sort((a, b) => a.index - b.index).filter((r) => r.index >= query.cursor);
