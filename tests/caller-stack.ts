@@ -1,7 +1,7 @@
 import { NotConfiguredError } from "@harness-s/core";
 import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { startLocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStackOptions } from "@harness-s/functions/local";
 import { seedPool } from "./api-factory.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 

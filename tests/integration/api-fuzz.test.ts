@@ -9,7 +9,7 @@ import { OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
 import { startScriptedOpenAi } from "../scripted-openai.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 
 // Property: whatever a caller sends to any route of the OpenAPI document (generated bodies, path

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { ExperimentRequest, startExperiment } from "@harness-s/core/experiment";
 import { NotConfiguredError, createPool, systemClock } from "@harness-s/core";
 import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
-import { startLocalStack, type LocalStack, type LocalStackOptions } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack, type LocalStackOptions } from "@harness-s/functions/local";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
 import { blockingPrepare } from "../fixtures/blocking-prepare.ts";

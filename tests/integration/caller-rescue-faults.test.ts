@@ -6,7 +6,7 @@ import { hash32, systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicyClient } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";

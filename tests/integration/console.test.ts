@@ -5,7 +5,7 @@ import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { jsonLinesLogger } from "@harness-s/core/observability";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
-import { type LocalStack, startLocalStack } from "@harness-s/functions/local/stack";
+import { type LocalStack, startLocalStack } from "@harness-s/functions/local";
 import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 import { type Captured, builtConsole, lastingStorage, launchChromium, openTab, screenshotsDir, signIn } from "../console-browser.ts";

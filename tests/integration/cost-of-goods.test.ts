@@ -8,7 +8,7 @@ import { dayOf, isQuoteBasisKey, type Usage } from "@harness-s/core/billing";
 import { newApiKey } from "@harness-s/core/access";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { addKey, startApi } from "../api-factory.ts";
 import { countingProxy, dynamoCapacity, sqsBilled } from "../counting-proxy.ts";
 

@@ -12,7 +12,7 @@ import { ServedModel, servedOffers } from "@harness-s/core/models";
 import type { CallerTask } from "@harness-s/core/callers";
 import { TokenPolicyClient, localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { ExperimentFlags, experiment } from "../../packages/cli/src/declared/experiment.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";

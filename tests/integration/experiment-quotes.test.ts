@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ServedModel, servedOffers } from "@harness-s/core/models";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { renderReport } from "../../packages/cli/src/report/markdown.ts";
 import { writePlots } from "../../packages/cli/src/report/output.ts";

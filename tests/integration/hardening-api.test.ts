@@ -8,7 +8,7 @@ import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { localCredentials } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
 
 // Hostile and careless callers against the API on real stand-ins (DynamoDB Local, fauxqs), each

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { startOpenEnvServer } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";

@@ -4,7 +4,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ManualClock } from "@harness-s/core";
 import { KEY_CHANGE_SECONDS, hashSecret } from "@harness-s/core/access";
 import { createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
-import { withApiCaches } from "@harness-s/functions/api/deps";
+import { withApiCaches } from "@harness-s/functions/api";
 import { memoryApiDeps, startApi } from "../api-factory.ts";
 
 // Issue 56: a key's whole life over real HTTP, on two API instances (each with its own key cache

@@ -4,7 +4,7 @@ import { newApiKey } from "@harness-s/core/access";
 import { percentile } from "@harness-s/core/metrics";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
-import { startLocalStack, type LocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { seedPool, startApi } from "../api-factory.ts";
 
 // Issue 56, item 3: one key flooding past its rate never slows another key's requests. The flood

@@ -3,7 +3,7 @@ import { ExperimentConfig, runExperimentToEnd, type ExperimentSummary } from "@h
 import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws, startExperimentStack, waitForExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { addKey, startApi } from "../api-factory.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);

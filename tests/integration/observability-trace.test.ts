@@ -3,7 +3,7 @@ import parsePrometheus, { type ParsedFamily } from "parse-prometheus-text-format
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { jsonLinesLogger } from "@harness-s/core/observability";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
 import { startHostilePolicy } from "../hostile-policy.ts";

@@ -8,7 +8,7 @@ import { HttpPolicyEndpoints, MemoryPoolStore, MemoryRolloutStore, PolicyEndpoin
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { createPolicyServer } from "@harness-s/functions/policy/server";
+import { createPolicyServer } from "@harness-s/functions/policy";
 import { listen } from "../../functions/api/local.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 

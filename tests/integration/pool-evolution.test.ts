@@ -3,7 +3,7 @@ import { systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicyClient, startOpenEnvServer } from "@harness-s/adapters";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";

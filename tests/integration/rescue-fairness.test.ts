@@ -3,7 +3,7 @@ import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/dispatch";
 import { RESCUE_SLOTS } from "@harness-s/core/rescue";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
-import type { LocalStack } from "@harness-s/functions/local/stack";
+import type { LocalStack } from "@harness-s/functions/local";
 import { DISPATCH_CONCURRENCY } from "../../infra/settings.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";

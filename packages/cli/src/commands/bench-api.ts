@@ -5,8 +5,8 @@ import { RouteRequest, routeTask } from "@harness-s/core/routing";
 import { newApiKey } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
-import { createApp } from "@harness-s/functions/api/app";
-import { listen, memoryApiDeps } from "@harness-s/functions/api/local";
+import { createApp } from "@harness-s/functions/api";
+import { listen, memoryApiDeps } from "@harness-s/functions/api";
 
 export type Load = { rps: number; p50: number; p99: number; errors: number };
 

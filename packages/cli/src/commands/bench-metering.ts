@@ -5,10 +5,10 @@ import { newApiKey } from "@harness-s/core/access";
 import { systemClock, type Environment } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { dynamoStores, localCredentials } from "@harness-s/adapters";
-import { createApp } from "@harness-s/functions/api/app";
-import { withApiCaches } from "@harness-s/functions/api/deps";
-import { listen } from "@harness-s/functions/api/local";
-import { startLocalStack } from "@harness-s/functions/local/stack";
+import { createApp } from "@harness-s/functions/api";
+import { withApiCaches } from "@harness-s/functions/api";
+import { listen } from "@harness-s/functions/api";
+import { startLocalStack } from "@harness-s/functions/local";
 import { load, median, type Load } from "./bench-api.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { queuedRolloutRunner, type SeedInstance } from "@harness-s/core/experiment";
 import { rolloutsIn, systemClock, type Environment, type Policy, type RolloutRunner } from "@harness-s/core";
-import { startLocalStack } from "@harness-s/functions/local/stack";
+import { startLocalStack } from "@harness-s/functions/local";
 
 async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: number, batch: number) {
   const tasks = instance.train;

@@ -3,10 +3,10 @@ import { stat } from "node:fs/promises";
 import { hashSecret } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import type { embeddedSetup } from "@harness-s/envs";
-import { listen } from "@harness-s/functions/api/local";
-import { bodyLimitOf, createApp } from "@harness-s/functions/api/app";
-import { startFauxqsThread } from "@harness-s/functions/local/fauxqs-thread";
-import { startLocalStack } from "@harness-s/functions/local/stack";
+import { listen } from "@harness-s/functions/api";
+import { bodyLimitOf, createApp } from "@harness-s/functions/api";
+import { startFauxqsThread } from "@harness-s/functions/local";
+import { startLocalStack } from "@harness-s/functions/local";
 import { childPids, machineBusySeconds, ownCpuSeconds, processCpuSeconds, threadIds, threadsCpuSeconds, type CpuCounters } from "./cpu-split.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
 

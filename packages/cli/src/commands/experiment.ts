@@ -13,7 +13,7 @@ import { runExperimentLocalAws } from "../runtime/local-aws.ts";
 import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
-import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "@harness-s/functions/experiment-setup/worker-setup";
+import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "@harness-s/functions/experiment-setup";
 import { renderingOf, type OpenRequest } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import { cliIo } from "../family-io.ts";

@@ -1,7 +1,7 @@
 import { LogLinearPolicy } from "@harness-s/policy";
 import { embeddedPolicyPrior } from "@harness-s/envs";
-import { listen } from "@harness-s/functions/api/local";
-import { createPolicyServer } from "@harness-s/functions/policy/server";
+import { listen } from "@harness-s/functions/api";
+import { createPolicyServer } from "@harness-s/functions/policy";
 
 /** `harness-s policy-serve`: the embedded CPU policy behind the policy endpoint's HTTP protocol. */
 export async function policyServeCommand(opts: { port: number; host: string; cueStrength: number }): Promise<void> {

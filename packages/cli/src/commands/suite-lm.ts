@@ -8,7 +8,7 @@ import { prepareOutDir } from "../out-dir.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
 import { renderStartGates, renderStartTable, startGates, startTable } from "../suite-lm/compare.ts";
 import { ensureSuiteLm, type SuiteLmBuild, type SuiteLmRecipe } from "../suite-lm/suite-lm.ts";
-import { workerPolicySetup } from "@harness-s/functions/experiment-setup/worker-setup";
+import { workerPolicySetup } from "@harness-s/functions/experiment-setup";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 

@@ -3,10 +3,10 @@ import { TERMINAL_STATES, type ExperimentDeps, type ExperimentOffers, type Exper
 import type { OutboundPolicy } from "@harness-s/adapters";
 import { embeddedRendering, plainIo, renderingOf, type FamilyIo, type FamilyRendering, type SetupForProtocol } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
-import type { Stores } from "@harness-s/functions/local/stack";
-import type { UsageReport } from "@harness-s/functions/experiment-setup/worker-setup";
-import { callerEnvSetup } from "@harness-s/functions/experiment-setup/caller-env-setup";
-import { trainedAtWorker, type ModelAtWorker } from "@harness-s/functions/experiment-setup/trained-setup";
+import type { Stores } from "@harness-s/functions/local";
+import type { UsageReport } from "@harness-s/functions/experiment-setup";
+import { callerEnvSetup } from "@harness-s/functions/experiment-setup";
+import { trainedAtWorker, type ModelAtWorker } from "@harness-s/functions/experiment-setup";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 

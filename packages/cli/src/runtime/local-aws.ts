@@ -1,4 +1,4 @@
-import { queuedExperimentDeps } from "@harness-s/functions/coordinator/queued-experiment";
+import { queuedExperimentDeps } from "@harness-s/functions/experiment-setup";
 import {
   ExperimentPlan,
   TERMINAL_STATES,
@@ -12,8 +12,8 @@ import {
 import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/dispatch";
 import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
-import type { UsageReport } from "@harness-s/functions/experiment-setup/worker-setup";
-import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local/stack";
+import type { UsageReport } from "@harness-s/functions/experiment-setup";
+import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 

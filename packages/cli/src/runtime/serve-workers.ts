@@ -1,10 +1,10 @@
 import type { Task } from "@harness-s/core";
 import type { VoterPanel } from "@harness-s/core/voting";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
-import { runWorkersThread } from "@harness-s/functions/local/workers-thread";
+import { runWorkersThread } from "@harness-s/functions/local";
 import { panelRouting } from "../panel-file.ts";
 import { cliIo } from "../family-io.ts";
-import type { ModelAtWorker } from "@harness-s/functions/experiment-setup/trained-setup";
+import type { ModelAtWorker } from "@harness-s/functions/experiment-setup";
 import { ExperimentSetups } from "./experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "./local-aws.ts";
 

@@ -2,7 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { ValidationError } from "@harness-s/core";
 import type { ExperimentConfig, ExperimentDeps } from "@harness-s/core/experiment";
 import type { ProfileSet } from "@harness-s/core/profile";
-import type { WorkerDeps, WorkerPolicyOptions } from "@harness-s/functions/experiment-setup/worker-setup";
+import type { WorkerDeps, WorkerPolicyOptions } from "@harness-s/functions/experiment-setup";
 import { z } from "zod";
 import { readJsonFile } from "@harness-s/envs";
 import { StartRow, startTable } from "./compare.ts";

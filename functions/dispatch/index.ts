@@ -1,0 +1,2 @@
+// The dispatch worker's handler, by name (the rescue bench runs it in process).
+export { createDispatchHandler } from "./handler.ts";

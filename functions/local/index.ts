@@ -1,0 +1,4 @@
+// The local stack (DynamoDB Local, fauxqs, the workers' pollers) as the CLI and the tests start it, by name.
+export { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "./stack.ts";
+export { runWorkersThread } from "./workers-thread.ts";
+export { startFauxqsThread } from "./fauxqs-thread.ts";
