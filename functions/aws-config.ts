@@ -2,7 +2,8 @@ import { Resource } from "sst";
 import { z } from "zod";
 import { PriceList } from "@harness-s/core/billing";
 import { EndpointCidrs } from "@harness-s/core/outbound";
-import { tableSpecs, type OutboundPolicy, type TableNames } from "@harness-s/adapters";
+import { tableSpecs, type TableNames } from "@harness-s/adapters/dynamo";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
 import { GatewayConfig } from "./api/gateway-config.ts";
 import { PoolProposerConfig } from "./pool-proposer.ts";
 

@@ -1,4 +1,5 @@
-import { DynamoUsageMeter, meteredAwsClients } from "@harness-s/adapters";
+import { DynamoUsageMeter } from "@harness-s/adapters/stores";
+import { meteredAwsClients } from "@harness-s/adapters/metering";
 import { spendTellingMeter } from "@harness-s/core/billing";
 import type { AwsConfig } from "./aws-config.ts";
 import { stdioEvents } from "./sqs-worker.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ValidationError, formatIssues, systemClock } from "@harness-s/core";
 import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
-import { votersFromPanel, type PanelRouting } from "@harness-s/adapters";
+import { votersFromPanel, type PanelRouting } from "@harness-s/adapters/llm";
 
 /** The `VoterKeys` secret: API keys by the names a panel's voters give as `apiKeySecret`. */
 export const VoterKeys = z.record(z.string().min(1), z.string().min(1));

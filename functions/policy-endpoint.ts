@@ -1,6 +1,13 @@
 import { systemClock } from "@harness-s/core";
 import type { PolicyEndpoints } from "@harness-s/core/dispatch";
-import { AutoPolicyEndpoints, HttpPolicyEndpoints, TokenPolicyClient, TokenPolicyEndpoints, type SharedSamplingOptions, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import {
+  AutoPolicyEndpoints,
+  HttpPolicyEndpoints,
+  TokenPolicyClient,
+  TokenPolicyEndpoints,
+  type SharedSamplingOptions,
+  type SharedTokenPolicyOptions,
+} from "@harness-s/adapters/policy";
 import { EMBEDDED_AGENT_SYSTEM, EmbeddedEnvironment, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 
 /** How the dispatch worker samples a run's token policies at a protocol-v2 endpoint (the embedded suite's text rendering). */

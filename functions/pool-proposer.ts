@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { PoolEvolutionWorkerDeps } from "@harness-s/core/pools";
-import { OpenAiProposer, boundedOpenAi } from "@harness-s/adapters";
+import { OpenAiProposer, boundedOpenAi } from "@harness-s/adapters/llm";
 
 /**
  * The LLM proposer pool evolutions use where a deployment configures one (the `PoolProposer`

@@ -3,7 +3,7 @@ import type { CostUsage } from "@harness-s/core/billing";
 import { HarnessSError } from "@harness-s/core";
 import { type EventLogger, type LogEvent, currentCorrelationId, jsonLinesLogger, mintCorrelationId, withCorrelationId } from "@harness-s/core/observability";
 import { invocationBiller, type WorkerMetering } from "./worker-metering.ts";
-import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters";
+import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters/sqs";
 
 type Body<T extends Envelope["type"]> = Extract<Envelope, { type: T }>["body"];
 

@@ -1,6 +1,6 @@
 import { BackloggedMeter, mergeUsage, type CostUsage, type UsageMeter } from "@harness-s/core/billing";
 import type { Payer } from "@harness-s/core/messaging";
-import type { ConsumptionMeter } from "@harness-s/adapters";
+import type { ConsumptionMeter } from "@harness-s/adapters/metering";
 
 /** Whose usage a message without a payer, and a poller's own calls, are metered to: the deployment's overhead (`#` is never in a key's id). */
 export const OVERHEAD_KEY = "#deployment";

@@ -10,6 +10,7 @@ const TS_ENTRIES = [
   "packages/core/src/index.ts",
   "packages/core/src/*/index.ts",
   "packages/adapters/src/index.ts",
+  "packages/adapters/src/*/index.ts",
   "packages/envs/src/index.ts",
   "packages/dbbench/src/index.ts",
   "packages/policy/src/index.ts",

@@ -6,7 +6,7 @@
 // Run: node --import tsx scripts/dynamodb-request-cpu.ts [requests per kind, default 200]
 import { execSync } from "node:child_process";
 import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, TransactWriteItemsCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { localCredentials, startDynamoDbLocal } from "@harness-s/adapters";
+import { localCredentials, startDynamoDbLocal } from "@harness-s/adapters/local";
 import { processCpuSeconds } from "../packages/cli/src/commands/cpu-split.ts";
 
 const n = Number(process.argv[2] ?? 200);

@@ -3,7 +3,9 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { percentile } from "@harness-s/core/metrics";
 import { newApiKey, type Scope } from "@harness-s/core/access";
-import { DynamoApiKeyStore, localCredentials, tableNames } from "@harness-s/adapters";
+import { DynamoApiKeyStore } from "@harness-s/adapters/stores";
+import { localCredentials } from "@harness-s/adapters/local";
+import { tableNames } from "@harness-s/adapters/dynamo";
 
 /** A `harness-s serve` process on a free port, its admin key, and a way to add more keys to its tables. */
 export interface ServeProcess {

@@ -3,7 +3,8 @@ import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { createTables, dynamoStores, localCredentials, tableNames, tableSpecs } from "@harness-s/adapters";
+import { createTables, dynamoStores, tableNames, tableSpecs } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
 import { roundRobin } from "./lambda-url.ts";
 
 /** The API Lambda as deployed, on loopback: its processes, their stores, and one URL that alternates between them. */

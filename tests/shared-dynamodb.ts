@@ -1,5 +1,5 @@
 import type { TestProject } from "vitest/node";
-import { startDynamoDbLocal } from "@harness-s/adapters";
+import { startDynamoDbLocal } from "@harness-s/adapters/local";
 
 // One DynamoDB Local (one JVM) for every integration test file: each file makes its own tables
 // under a prefix of its own in it (local stacks with a random one), instead of starting a JVM.

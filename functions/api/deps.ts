@@ -13,7 +13,8 @@ import type { ProfileStore } from "@harness-s/core/profile";
 import type { PoolEvolutionStore } from "@harness-s/core/pools";
 import type { Voter } from "@harness-s/core/voting";
 import type { EventLogger, MetricsSource } from "@harness-s/core/observability";
-import { CachedKeyStore, CachedPoolStore, type ConsumptionMeter } from "@harness-s/adapters";
+import { CachedKeyStore, CachedPoolStore } from "@harness-s/adapters/stores";
+import type { ConsumptionMeter } from "@harness-s/adapters/metering";
 import type { BodyTimeouts } from "./request-limits.ts";
 import type { ConsoleAssets } from "./console.ts";
 

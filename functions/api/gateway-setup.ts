@@ -1,5 +1,6 @@
 import { GATEWAY_LIMITS, GatewayEpisodes, genericObserver, type GatewayEpisodeStore } from "@harness-s/core/gateway";
-import { MemoryGatewayEpisodeStore, OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters";
+import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
+import { OpenAiUpstream, boundedOpenAi } from "@harness-s/adapters/llm";
 import type { GatewayReading } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import { GENERIC_GATEWAY_ENV, GatewayConfig } from "./gateway-config.ts";

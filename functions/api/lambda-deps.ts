@@ -3,23 +3,17 @@ import { jsonLinesLogger } from "@harness-s/core/observability";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { S3Client } from "@aws-sdk/client-s3";
-import type { ConsumptionMeter } from "@harness-s/adapters";
+import type { ConsumptionMeter } from "@harness-s/adapters/metering";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
 import { Prices, spendTellingMeter } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { ServedModels, servedOffers, type ServedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
-import {
-  CallerPolicyRunners,
-  DECISION_CACHE_LIMITS,
-  DynamoPolicyEndpointStore,
-  HttpEndpointProber,
-  MemoryDecisionCache,
-  S3ExperimentArtifacts,
-  SqsQueue,
-  dynamoStores,
-} from "@harness-s/adapters";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
+import { DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, MemoryDecisionCache, S3ExperimentArtifacts, SqsQueue } from "@harness-s/adapters/stores";
+import { HttpEndpointProber } from "@harness-s/adapters/net";
+import { dynamoStores } from "@harness-s/adapters/dynamo";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { builtinEnvironments, embeddedTaskSource } from "../embedded-tasks.ts";
 import { panelFromSecrets } from "../panel-config.ts";

@@ -1,6 +1,6 @@
 import { streamHandle } from "hono/aws-lambda";
 import { systemClock } from "@harness-s/core";
-import { meteredAwsClients } from "@harness-s/adapters";
+import { meteredAwsClients } from "@harness-s/adapters/metering";
 import { join } from "node:path";
 import { CONSOLE_BUNDLE } from "../../infra/settings.ts";
 import { awsConfigFromResources } from "../aws-config.ts";

@@ -16,10 +16,10 @@ import {
   MemoryRescueSlots,
   MemoryPolicyEndpointStore,
   MemoryRolloutStore,
-  HttpEndpointProber,
   MemoryUsageMeter,
   MemoryKeyEventLog,
-} from "@harness-s/adapters";
+} from "@harness-s/adapters/stores";
+import { HttpEndpointProber } from "@harness-s/adapters/net";
 import type { ApiDeps } from "./deps.ts";
 import { BODY_TIMEOUTS } from "./request-limits.ts";
 

@@ -3,7 +3,9 @@ import { envName, type CallerExperimentEnv, type ExperimentDeps, type Experiment
 import type { ProfileStore } from "@harness-s/core/profile";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import type { BallotStore } from "@harness-s/core/voting";
-import { RemotePolicy, TokenTrainer, policyProtocol, remoteUnitPolicies, tokenUnitPolicies, workerPolicyId, type OutboundPolicy, type PanelRouting } from "@harness-s/adapters";
+import { RemotePolicy, TokenTrainer, policyProtocol, remoteUnitPolicies, tokenUnitPolicies, workerPolicyId } from "@harness-s/adapters/policy";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
+import type { PanelRouting } from "@harness-s/adapters/llm";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { callerEnvSetup } from "../experiment-setup/caller-env-setup.ts";
 import { modelOfRun, trainedAtWorker, type ModelAtWorker } from "../experiment-setup/trained-setup.ts";

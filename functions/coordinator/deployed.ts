@@ -3,8 +3,8 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { NotConfiguredError, systemClock } from "@harness-s/core";
 import type { UsageMeter } from "@harness-s/core/billing";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import {
-  CallerPolicyRunners,
   DynamoBallotStore,
   DynamoExperimentStepStore,
   DynamoExperimentStore,
@@ -15,8 +15,8 @@ import {
   DynamoRolloutStore,
   S3ExperimentArtifacts,
   SqsQueue,
-  type OutboundPolicy,
-} from "@harness-s/adapters";
+} from "@harness-s/adapters/stores";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
 import { renderExperimentReport } from "@harness-s/adapters/report";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
 import { panelFromSecrets } from "../panel-config.ts";

@@ -2,7 +2,6 @@ import { NotConfiguredError, systemClock } from "@harness-s/core";
 import { rolloutRunners } from "@harness-s/core/dispatch";
 import {
   CachedPoolStore,
-  CallerPolicyRunners,
   DynamoRescueSlots,
   FullSlotsMemo,
   SqsQueue,
@@ -10,7 +9,8 @@ import {
   DynamoPoolStore,
   DynamoRescueJobStore,
   DynamoRolloutStore,
-} from "@harness-s/adapters";
+} from "@harness-s/adapters/stores";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import { WORKERS } from "../../infra/settings.ts";
 import { dispatchEndpoints } from "../policy-endpoint.ts";
 import { awsConfigFromResources, deployedOutbound } from "../aws-config.ts";

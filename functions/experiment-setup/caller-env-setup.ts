@@ -18,7 +18,8 @@ import { PoolEvolveRequest, PoolEvolveSettings } from "@harness-s/core/pools";
 import type { ProfileStore } from "@harness-s/core/profile";
 import { actionOf, callerTaskOf } from "@harness-s/core/callers";
 import { statisticalVoters } from "@harness-s/core/voting";
-import { OpenEnvEnvironment, type OutboundPolicy } from "@harness-s/adapters";
+import { OpenEnvEnvironment } from "@harness-s/adapters/openenv";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
 import type { FamilyRendering, OpenedFamily } from "@harness-s/envs";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;

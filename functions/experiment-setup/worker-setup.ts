@@ -1,7 +1,7 @@
 import { createRng, hash32, rolloutsIn, systemClock } from "@harness-s/core";
 import { reanchor } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, workerPolicyId, type SharedTokenPolicyOptions } from "@harness-s/adapters";
+import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, workerPolicyId, type SharedTokenPolicyOptions } from "@harness-s/adapters/policy";
 import { embeddedRendering, type FamilyRendering } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core/profile";
 

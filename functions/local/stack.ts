@@ -10,21 +10,12 @@ import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
 import { LocalRescueProgress } from "@harness-s/core/rescue";
 import { teeLogger, type EventLogger } from "@harness-s/core/observability";
-import {
-  CallerPolicyRunners,
-  ConsumptionMeter,
-  instrumentSqs,
-  DECISION_CACHE_LIMITS,
-  FolderExperimentArtifacts,
-  HttpEndpointProber,
-  MemoryDecisionCache,
-  createQueueWithDlq,
-  createTables,
-  localCredentials,
-  startDynamoDbLocal,
-  tableNames,
-  type TableNames,
-} from "@harness-s/adapters";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
+import { ConsumptionMeter, instrumentSqs } from "@harness-s/adapters/metering";
+import { DECISION_CACHE_LIMITS, FolderExperimentArtifacts, MemoryDecisionCache, createQueueWithDlq } from "@harness-s/adapters/stores";
+import { HttpEndpointProber } from "@harness-s/adapters/net";
+import { createTables, tableNames, type TableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials, startDynamoDbLocal } from "@harness-s/adapters/local";
 import { withApiCaches, type ApiDeps } from "../api/deps.ts";
 import { API_LAMBDA_MAX_BODY_BYTES, API_MEMORY, WORKERS, memoryGb } from "../../infra/settings.ts";
 import { OVERHEAD_KEY } from "../worker-metering.ts";

@@ -5,24 +5,14 @@ import type { EndpointCidrs } from "@harness-s/core/outbound";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
 import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/dispatch";
 import { tellingStores } from "@harness-s/core/rescue";
-import {
-  CachedPoolStore,
-  ConsumptionMeter,
-  meteredAwsClients,
-  CallerPolicyRunners,
-  SqsQueue,
-  dynamoStores,
-  localCredentials,
-  DynamoRescueSlots,
-  FolderExperimentArtifacts,
-  FullSlotsMemo,
-  pollElastic,
-  type CallerPoliciesDeps,
-  type OutboundPolicy,
-  type PanelRouting,
-  type RolloutWrites,
-  type TableNames,
-} from "@harness-s/adapters";
+import { CachedPoolStore, SqsQueue, DynamoRescueSlots, FolderExperimentArtifacts, FullSlotsMemo, type RolloutWrites } from "@harness-s/adapters/stores";
+import { ConsumptionMeter, meteredAwsClients } from "@harness-s/adapters/metering";
+import { CallerPolicyRunners, type CallerPoliciesDeps } from "@harness-s/adapters/policy";
+import { dynamoStores, type TableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
+import { pollElastic } from "@harness-s/adapters/sqs";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
+import type { PanelRouting } from "@harness-s/adapters/llm";
 import { renderExperimentReport } from "@harness-s/adapters/report";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";

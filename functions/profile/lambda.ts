@@ -1,4 +1,4 @@
-import { DynamoProfileStore } from "@harness-s/adapters";
+import { DynamoProfileStore } from "@harness-s/adapters/stores";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";
 import { createProfileHandler } from "./handler.ts";

@@ -1,5 +1,6 @@
 import { statisticalVoters } from "@harness-s/core/voting";
-import { DynamoBallotStore, OpenAiVoter, REPLY_BYTES, boundedOpenAi } from "@harness-s/adapters";
+import { DynamoBallotStore } from "@harness-s/adapters/stores";
+import { OpenAiVoter, REPLY_BYTES, boundedOpenAi } from "@harness-s/adapters/llm";
 import { awsConfigFromResources } from "../aws-config.ts";
 import { lambdaClients } from "../lambda-clients.ts";
 import { panelFromSecrets } from "../panel-config.ts";

@@ -6,7 +6,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
-import { localCredentials, tableNames } from "@harness-s/adapters";
+import { localCredentials } from "@harness-s/adapters/local";
+import { tableNames } from "@harness-s/adapters/dynamo";
 import { MODEL_PRICE_DEFAULTS } from "@harness-s/core/models";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 

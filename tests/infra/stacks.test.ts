@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BY_KEY_INDEX, tableKeys, tableSpecs } from "@harness-s/adapters";
+import { BY_KEY_INDEX, tableKeys, tableSpecs } from "@harness-s/adapters/dynamo";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MemoryQueue } from "@harness-s/adapters";
+import type { MemoryQueue } from "@harness-s/adapters/stores";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

@@ -121,7 +121,7 @@ describe("pools, profiles and the OpenAPI document", () => {
   });
 
   it("queues reported outcomes as idempotent envelopes, after validating them", async () => {
-    const { MemoryQueue } = await import("@harness-s/adapters");
+    const { MemoryQueue } = await import("@harness-s/adapters/stores");
     const writer = await addKey(deps, "k-writer", ["profiles:write"]);
     const outcome = { id: "o-1", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 5, policyVersion: 2 };
     const res = await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, writer);

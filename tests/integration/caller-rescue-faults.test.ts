@@ -4,7 +4,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { hash32, systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicyClient } from "@harness-s/adapters";
+import { TokenPolicyClient } from "@harness-s/adapters/policy";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
 import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";

@@ -44,7 +44,7 @@ describe("the coordinator on the local stack (DynamoDB Local, fauxqs), default s
 
 describe("a pool evolution beside another key's experiment (issue 67 item 9)", () => {
   it("at the largest allowed budget, it does not hold the other key's run queued, is metered as it spends, and stops within 10 s of its cancel", async () => {
-    const { startOpenEnvServer } = await import("@harness-s/adapters");
+    const { startOpenEnvServer } = await import("@harness-s/adapters/openenv");
     const { builtinOpenEnv } = await import("../../packages/cli/src/commands/env-serve.ts");
     const { embeddedCallerTask } = await import("@harness-s/envs");
     const { goodSample, startHostilePolicy } = await import("../hostile-policy.ts");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
-import { OpenAiToolPolicy } from "@harness-s/adapters";
+import { OpenAiToolPolicy } from "@harness-s/adapters/llm";
 import {
   BUNDLED_DATA_DIR,
   DBBENCH_SYSTEM,

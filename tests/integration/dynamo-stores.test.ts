@@ -2,17 +2,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { StoreUnavailableError, createPool } from "@harness-s/core";
-import {
-  ConsumptionMeter,
-  DynamoGatewayEpisodeStore,
-  DynamoPoolStore,
-  DynamoRolloutStore,
-  createTables,
-  dynamoStores,
-  instrumentDynamo,
-  localCredentials,
-  tableNames,
-} from "@harness-s/adapters";
+import { ConsumptionMeter, instrumentDynamo } from "@harness-s/adapters/metering";
+import { DynamoGatewayEpisodeStore, DynamoPoolStore, DynamoRolloutStore } from "@harness-s/adapters/stores";
+import { createTables, dynamoStores, tableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
 import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 import { storeContract } from "../contract/stores.contract.ts";
 import { bigRollout, rolloutStoreContract } from "../contract/rollouts.contract.ts";
@@ -101,7 +94,7 @@ describe("DynamoRolloutStore chunking", () => {
   it("splits a rollout whose compressed size exceeds one item into several items", async () => {
     const { gzipSync } = await import("node:zlib");
     const { QueryCommand } = await import("@aws-sdk/lib-dynamodb");
-    const { CHUNK_BYTES } = await import("@harness-s/adapters");
+    const { CHUNK_BYTES } = await import("@harness-s/adapters/stores");
     const names = tableNames("chunks-");
     await createTables(client, names);
     const big = bigRollout(4000, 9);

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { DynamoPolicyEndpointStore, MemoryPolicyEndpointStore, createTables, localCredentials, tableNames } from "@harness-s/adapters";
+import { DynamoPolicyEndpointStore, MemoryPolicyEndpointStore } from "@harness-s/adapters/stores";
+import { createTables, tableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
 import { ENDPOINTS_PER_KEY, type PolicyEndpointStore } from "@harness-s/core/callers";
 import { endpointStoreContract } from "../contract/endpoints.contract.ts";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";

@@ -4,7 +4,8 @@ import { startFauxqs, type FauxqsServer } from "fauxqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { StoreUnavailableError } from "@harness-s/core";
 import { ARTIFACT_TYPES } from "@harness-s/core/experiment";
-import { S3ExperimentArtifacts, localCredentials } from "@harness-s/adapters";
+import { S3ExperimentArtifacts } from "@harness-s/adapters/stores";
+import { localCredentials } from "@harness-s/adapters/local";
 import { experimentArtifactsContract } from "../contract/experiment-artifacts.contract.ts";
 
 // The S3 adapter against fauxqs's S3 (the real wire protocol on loopback, path-style addressing).

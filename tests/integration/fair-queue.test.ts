@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { Envelope, envelope } from "@harness-s/core/messaging";
-import { SqsQueue, createQueueWithDlq, localCredentials } from "@harness-s/adapters";
+import { SqsQueue, createQueueWithDlq } from "@harness-s/adapters/stores";
+import { localCredentials } from "@harness-s/adapters/local";
 import { NOISY_TENANT, fairOrder, startFairFauxqs } from "../../functions/local/fair-queues.ts";
 import { countingProxy } from "../counting-proxy.ts";
 

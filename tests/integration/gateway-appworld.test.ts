@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, runEpisode, systemClock } from "@harness-s/core";
-import { OpenAiToolPolicy } from "@harness-s/adapters";
+import { OpenAiToolPolicy } from "@harness-s/adapters/llm";
 import {
   APPWORLD_FIXTURE_TASKS,
   APPWORLD_SYSTEM,

@@ -2,7 +2,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayEpisodes } from "@harness-s/core/gateway";
 import { createPool, runEpisode, type HarnessSpec } from "@harness-s/core";
-import { OpenAiToolPolicy, OpenAiUpstream, MemoryGatewayEpisodeStore } from "@harness-s/adapters";
+import { OpenAiToolPolicy, OpenAiUpstream } from "@harness-s/adapters/llm";
+import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
 import {
   BUNDLED_DATA_DIR,
   DBBENCH_SYSTEM,

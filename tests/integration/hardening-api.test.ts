@@ -6,7 +6,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
 import { singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { localCredentials } from "@harness-s/adapters";
+import { localCredentials } from "@harness-s/adapters/local";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { addKey, seedPool, startApi } from "../api-factory.ts";

@@ -1,4 +1,4 @@
-import { MemoryGatewayEpisodeStore } from "@harness-s/adapters";
+import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayEpisodes } from "@harness-s/core/gateway";
 import { createPool } from "@harness-s/core";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
 import { createPool } from "@harness-s/core";
-import { votersFromPanel } from "@harness-s/adapters";
+import { votersFromPanel } from "@harness-s/adapters/llm";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { startOpenEnvServer } from "@harness-s/adapters";
+import { startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";

@@ -3,7 +3,8 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { ManualClock } from "@harness-s/core";
 import { KEY_CHANGE_SECONDS, hashSecret } from "@harness-s/core/access";
-import { createTables, dynamoStores, localCredentials, tableNames } from "@harness-s/adapters";
+import { createTables, dynamoStores, tableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
 import { withApiCaches } from "@harness-s/functions/api";
 import { memoryApiDeps, startApi } from "../api-factory.ts";
 

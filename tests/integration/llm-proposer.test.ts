@@ -2,7 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvolutionConfig, evolvePool, type FailureEvidence, type ProposalInput } from "@harness-s/core/evolution";
 import { createRng, type Rollout, type Task } from "@harness-s/core";
-import { OpenAiProposer } from "@harness-s/adapters";
+import { OpenAiProposer } from "@harness-s/adapters/llm";
 import { BUNDLED_DATA_DIR, dbbenchH0, dbbenchLeakIndex, isMutation, loadSplit, type DbBenchRow } from "@harness-s/dbbench";
 import { makeRollout, makeTask } from "../factories.ts";
 import { startScriptedOpenAi, type ScriptedReply } from "../scripted-openai.ts";

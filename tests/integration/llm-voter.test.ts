@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import OpenAI from "openai";
 import { QuorumError, createRng, type HarnessSpec } from "@harness-s/core";
 import { route, routerOptions, statisticalVoters } from "@harness-s/core/voting";
-import { OpenAiVoter } from "@harness-s/adapters";
+import { OpenAiVoter } from "@harness-s/adapters/llm";
 import { listen } from "../../functions/api/local.ts";
 import { makeSpec } from "../factories.ts";
 

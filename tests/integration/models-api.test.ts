@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MemoryQueue } from "@harness-s/adapters";
+import { MemoryQueue } from "@harness-s/adapters/stores";
 import { EMBEDDED_ONLY } from "@harness-s/core/experiment";
 import { ServedModels, servedOffers } from "@harness-s/core/models";
 import { openApiDocument } from "../../functions/api/openapi.ts";

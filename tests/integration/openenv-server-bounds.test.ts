@@ -3,7 +3,7 @@ import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Environment } from "@harness-s/core";
-import { IDLE_CLOSE, startOpenEnvServer, taskIdOfSeed, type OpenEnvServerOptions } from "@harness-s/adapters";
+import { IDLE_CLOSE, startOpenEnvServer, taskIdOfSeed, type OpenEnvServerOptions } from "@harness-s/adapters/openenv";
 import { makeTask } from "../factories.ts";
 
 // Issue 52, items 1 and 2, in process with short bounds: sessions expire when idle, one address

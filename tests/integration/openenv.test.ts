@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
 import { createRng, runEpisode, type Environment, type Policy } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters";
+import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { makeSpec, makeTask } from "../factories.ts";

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UrlNotAllowedError, checkOutboundUrl, forbiddenRange, guardedLookup, outboundFetch } from "@harness-s/adapters";
+import { UrlNotAllowedError } from "@harness-s/adapters";
+import { checkOutboundUrl, forbiddenRange, guardedLookup, outboundFetch } from "@harness-s/adapters/net";
 
 // Issue 31, item 2: a URL a caller names is refused when it points at this host or its network,
 // in any spelling, at registration and at every connection; nothing reaches a listener there.

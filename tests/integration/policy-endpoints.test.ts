@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CallerPolicyRunners, HttpEndpointProber, MemoryPolicyEndpointStore } from "@harness-s/adapters";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
+import { HttpEndpointProber } from "@harness-s/adapters/net";
+import { MemoryPolicyEndpointStore } from "@harness-s/adapters/stores";
 import { systemClock, type Environment } from "@harness-s/core";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 

@@ -26,20 +26,9 @@ import { givenPool } from "@harness-s/core/evolution";
 import { GatewayEpisodes, GatewayTrajectory, genericObserver } from "@harness-s/core/gateway";
 import { envelope } from "@harness-s/core/messaging";
 import { rolloutRunners } from "@harness-s/core/dispatch";
-import {
-  INVALID_TOOL_CALL,
-  MemoryPoolStore,
-  OpenAiUpstream,
-  MemoryRolloutStore,
-  NO_TOOL_CALL,
-  TokenTrainer,
-  TokenPolicyClient,
-  policyProtocol,
-  seedOfUnit,
-  tokenUnitPolicies,
-  votersFromPanel,
-  MemoryGatewayEpisodeStore,
-} from "@harness-s/adapters";
+import { INVALID_TOOL_CALL, OpenAiUpstream, NO_TOOL_CALL, votersFromPanel } from "@harness-s/adapters/llm";
+import { MemoryPoolStore, MemoryRolloutStore, MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
+import { TokenTrainer, TokenPolicyClient, policyProtocol, seedOfUnit, tokenUnitPolicies } from "@harness-s/adapters/policy";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsRecord } from "../factories.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";

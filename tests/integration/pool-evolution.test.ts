@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { systemClock } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicyClient, startOpenEnvServer } from "@harness-s/adapters";
+import { TokenPolicyClient } from "@harness-s/adapters/policy";
+import { startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEpisode } from "@harness-s/core";
-import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters";
+import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { APPWORLD_FIXTURE_TASKS, FIXTURES_DIR, SWE_FIXTURE_INSTANCES, appworldH0, appworldTaskSets, filesOfPatch, readSweInstances, sweH0, sweTaskSets } from "@harness-s/envs";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { scriptedCalls } from "../scripted-tool-policy.ts";

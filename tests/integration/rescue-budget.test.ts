@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rolloutRunners, type CallerPolicies } from "@harness-s/core/dispatch";
 import { runEpisode } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import type { MemoryQueue } from "@harness-s/adapters";
+import type { MemoryQueue } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

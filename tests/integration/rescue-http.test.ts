@@ -4,7 +4,7 @@ import { NotConfiguredError, runEpisode, type Task } from "@harness-s/core";
 import { RESCUE_SLOTS } from "@harness-s/core/rescue";
 import { rolloutRunners, singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import type { MemoryQueue } from "@harness-s/adapters";
+import type { MemoryQueue } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { DynamoRescueSlots, createTables, localCredentials, tableNames } from "@harness-s/adapters";
+import { DynamoRescueSlots } from "@harness-s/adapters/stores";
+import { createTables, tableNames } from "@harness-s/adapters/dynamo";
+import { localCredentials } from "@harness-s/adapters/local";
 
 let client: DynamoDBClient;
 let doc: DynamoDBDocumentClient;

@@ -2,7 +2,8 @@ import { createServer, request, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs, type FauxqsServer } from "fauxqs";
-import { ConsumptionMeter, instrumentSqs, localCredentials } from "@harness-s/adapters";
+import { ConsumptionMeter, instrumentSqs } from "@harness-s/adapters/metering";
+import { localCredentials } from "@harness-s/adapters/local";
 
 /** A loopback proxy to the queue server that resets the connection of the requests it is told to drop, before any answer. */
 async function droppingProxy(target: string) {

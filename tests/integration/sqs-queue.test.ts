@@ -2,7 +2,8 @@ import { afterAll, beforeAll } from "vitest";
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { startFauxqs } from "fauxqs";
 import { Envelope } from "@harness-s/core/messaging";
-import { SqsQueue, createQueueWithDlq, localCredentials } from "@harness-s/adapters";
+import { SqsQueue, createQueueWithDlq } from "@harness-s/adapters/stores";
+import { localCredentials } from "@harness-s/adapters/local";
 import { queueContract } from "../contract/queue.contract.ts";
 
 let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;

@@ -1,7 +1,8 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "@harness-s/core";
-import { PolicyWorkerRefusedError, TokenPolicyClient } from "@harness-s/adapters";
+import { PolicyWorkerRefusedError } from "@harness-s/adapters";
+import { TokenPolicyClient } from "@harness-s/adapters/policy";
 
 // A stand-in worker on loopback: answers each sample after 20 ms and counts how many it holds at
 // once; a few paths answer with the worker's own refusals.

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startOpenEnvServer } from "@harness-s/adapters";
+import { startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@harness-s/core";
 import { newApiKey } from "@harness-s/core/access";
-import { type MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { type MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 
 describe("usage by period, its export and quotes over HTTP", () => {

@@ -5,7 +5,7 @@ import { TrainConfig } from "@harness-s/core/training";
 import { VoterPanel, route, routerOptions, statisticalVoters } from "@harness-s/core/voting";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { runExperimentLocalAws } from "../../packages/cli/src/runtime/local-aws.ts";
-import { votersFromPanel } from "@harness-s/adapters";
+import { votersFromPanel } from "@harness-s/adapters/llm";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { makeSpec } from "../factories.ts";
 import { startScriptedOpenAi } from "../scripted-openai.ts";

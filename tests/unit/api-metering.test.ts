@@ -3,7 +3,7 @@ import { InvalidBallotError, ManualClock, createPool } from "@harness-s/core";
 import { newApiKey, type ApiKeyRecord, type ApiKeyStore } from "@harness-s/core/access";
 import type { Usage, UsageMeter } from "@harness-s/core/billing";
 import type { Voter } from "@harness-s/core/voting";
-import { CachedKeyStore, CachedPoolStore, MemoryApiKeyStore, MemoryPoolStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { CachedKeyStore, CachedPoolStore, MemoryApiKeyStore, MemoryPoolStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { makeSpec } from "../factories.ts";

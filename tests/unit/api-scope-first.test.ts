@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { newApiKey, type Scope } from "@harness-s/core/access";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";

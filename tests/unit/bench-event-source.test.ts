@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ValidationError } from "@harness-s/core";
 import type { Envelope } from "@harness-s/core/messaging";
-import type { SqsEvent } from "@harness-s/adapters";
+import type { SqsEvent } from "@harness-s/adapters/sqs";
 import { EventSourceQueue } from "../../packages/cli/src/commands/bench-rescue-memory.ts";
 import { WORKERS } from "../../infra/settings.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryApiKeyStore, MemoryKeyEventLog } from "@harness-s/adapters";
+import { MemoryApiKeyStore, MemoryKeyEventLog } from "@harness-s/adapters/stores";
 import { ManualClock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyAccount, hashSecret, newApiKey } from "@harness-s/core/access";
 import { awsConfigFromResources } from "../../functions/aws-config.ts";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { systemClock } from "@harness-s/core";
 import { ExperimentPlan, type ExperimentRecord, type ExperimentReportRenderer } from "@harness-s/core/experiment";
 import { envelope } from "@harness-s/core/messaging";
-import { MemoryExperimentArtifacts, MemoryExperimentStore } from "@harness-s/adapters";
+import { MemoryExperimentArtifacts, MemoryExperimentStore } from "@harness-s/adapters/stores";
 import { renderExperimentReport } from "@harness-s/adapters/report";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { createCoordinatorHandler } from "../../functions/coordinator/handler.ts";

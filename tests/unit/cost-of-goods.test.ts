@@ -14,7 +14,8 @@ import {
 import { PriceList, Prices, UsagePeriod, costOfGoods, renderUsage, usageByDay, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentConfig, inProcessRunners, runExperimentToEnd } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
-import { ConsumptionMeter, MemoryUsageMeter, capacityUnits, sqsRequests } from "@harness-s/adapters";
+import { ConsumptionMeter, capacityUnits, sqsRequests } from "@harness-s/adapters/metering";
+import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };

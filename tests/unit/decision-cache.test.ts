@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock, createPool } from "@harness-s/core";
 import { RouteRequest, routeTask } from "@harness-s/core/routing";
 import { statisticalVoters, type BallotRequest, type Voter } from "@harness-s/core/voting";
-import { MemoryDecisionCache, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
+import { MemoryDecisionCache, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters/stores";
 import { makeProfile, makeSpec } from "../factories.ts";
 
 /** A voter that counts how often it is asked (an LLM voter's tokens, in a real panel). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConsumptionMeter, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { ConsumptionMeter } from "@harness-s/adapters/metering";
+import { MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import type { CostUsage } from "@harness-s/core/billing";
 import { batchedDispatchStores } from "../../functions/dispatch/batching.ts";
 

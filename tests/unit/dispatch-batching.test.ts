@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { rolloutRunners, type CallerPolicies, type RescueSlots, type RolloutRequestedBody } from "@harness-s/core/dispatch";
 import { envelope } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
-import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { callerSlotSource, idleCallerPolicies, makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { CALLER_ROLLOUT_FAIRNESS, rolloutRunners, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
 import { MAX_DEFERRALS, envelope, type EnvelopeOf } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
-import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { CANCEL_CHECK_EVERY, createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { callerSlotSource, makeSqsEvent } from "../factories.ts";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ENDPOINT_KINDS, TokenMode } from "@harness-s/core/callers";
-import { ENDPOINT_KIND_ADAPTERS } from "@harness-s/adapters";
+import { ENDPOINT_KIND_ADAPTERS } from "@harness-s/adapters/policy";
 
 // Issue 68 item 2: an endpoint kind is declared once (core's ENDPOINT_KINDS: its token modes and
 // chat path) and behaves in one file (its adapter: sampler, version, probe); the Python client's

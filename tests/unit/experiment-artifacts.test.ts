@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { ARTIFACT_TYPES } from "@harness-s/core/experiment";
-import { FolderExperimentArtifacts, MemoryExperimentArtifacts } from "@harness-s/adapters";
+import { FolderExperimentArtifacts, MemoryExperimentArtifacts } from "@harness-s/adapters/stores";
 import { experimentArtifactsContract } from "../contract/experiment-artifacts.contract.ts";
 
 const roots: string[] = [];

@@ -4,7 +4,7 @@ import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { ManualClock, StalePolicyVersionError, systemClock, memoryLogger, type Policy } from "@harness-s/core";
 import { QUOTE_BASIS_KEY, quoteBasisOn } from "@harness-s/core/quoting";
 import type { Envelope } from "@harness-s/core/messaging";
-import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "@harness-s/envs";
 import { makeSpec } from "../factories.ts";
 

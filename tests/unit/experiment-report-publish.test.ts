@@ -15,7 +15,7 @@ import {
   type SeedBaseline,
 } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
-import { MemoryExperimentArtifacts, MemoryExperimentStore } from "@harness-s/adapters";
+import { MemoryExperimentArtifacts, MemoryExperimentStore } from "@harness-s/adapters/stores";
 import { renderExperimentReport, renderReport } from "@harness-s/adapters/report";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 

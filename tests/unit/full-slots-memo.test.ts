@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "@harness-s/core";
 import type { RescueSlots } from "@harness-s/core/dispatch";
-import { FULL_MEMO_MS, FullSlotsMemo, MemoryRescueSlots } from "@harness-s/adapters";
+import { FULL_MEMO_MS, FullSlotsMemo, MemoryRescueSlots } from "@harness-s/adapters/stores";
 
 // Issue 52, item 4: a key at its cap of running rollouts has its waiting rollouts come back in
 // waves; each is deferred again without a store read while the key was just found full, and the

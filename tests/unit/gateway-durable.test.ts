@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryGatewayEpisodeStore } from "@harness-s/adapters";
+import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
 import { ConflictError, EpisodeClosedError, UpstreamError } from "@harness-s/core";
 import { GatewayEpisodes, genericObserver, type ChatMsg, type GatewayEpisodeInit, type UpstreamChat, type UpstreamTurn } from "@harness-s/core/gateway";
 import { makeSpec, makeTask } from "../factories.ts";

@@ -1,4 +1,4 @@
-import { MemoryQueue } from "@harness-s/adapters";
+import { MemoryQueue } from "@harness-s/adapters/stores";
 import { queueContract } from "../contract/queue.contract.ts";
 
 queueContract("in-memory", async () => {

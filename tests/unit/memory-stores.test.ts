@@ -14,7 +14,7 @@ import {
   MemoryRescueSlots,
   MemoryGatewayEpisodeStore,
   MemoryPoolEvolutionStore,
-} from "@harness-s/adapters";
+} from "@harness-s/adapters/stores";
 import { storeContract } from "../contract/stores.contract.ts";
 import { gatewayEpisodeStoreContract } from "../contract/gateway-episodes.contract.ts";
 

@@ -15,7 +15,7 @@ import {
 } from "@harness-s/core/observability";
 import { UpstreamRejectedError } from "@harness-s/core";
 import { rolloutRunners, type CallerPolicies } from "@harness-s/core/dispatch";
-import { MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { createSqsWorker } from "../../functions/sqs-worker.ts";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { callerSlotSource, makeSqsEvent } from "../factories.ts";

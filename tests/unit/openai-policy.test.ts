@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { createRng, type PolicyObservation } from "@harness-s/core";
-import { OpenAiToolPolicy } from "@harness-s/adapters";
+import { OpenAiToolPolicy } from "@harness-s/adapters/llm";
 
 const tools = [{ name: "execute_sql", action: "execute_sql", description: "run SQL", parameters: { type: "object", properties: { query: { type: "string" } } } }];
 /** An OpenAI client stand-in answering every completion with `message`, recording each request. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { forbiddenRange } from "@harness-s/adapters";
+import { forbiddenRange } from "@harness-s/adapters/net";
 
 // Issue 67 item 11: no allowlist opens any cloud's host or metadata address, and every translated
 // IPv6 form is read for the IPv4 address it carries, allowlisted or not. Pure: no address here is

@@ -14,7 +14,7 @@ import {
   type CallerProposerContext,
   type PoolEvolutionRecord,
 } from "@harness-s/core/pools";
-import { MemoryPoolEvolutionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryPoolEvolutionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { makeRollout } from "../factories.ts";
 
 // Issue 55, item 4: a pool evolved for a caller's environment, as a job. Here the caller's

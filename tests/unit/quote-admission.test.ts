@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
 import { makeSpec } from "../factories.ts";
 import { newApiKey } from "@harness-s/core/access";
-import { CallerPolicyRunners, MemoryPolicyEndpointStore } from "@harness-s/adapters";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
+import { MemoryPolicyEndpointStore } from "@harness-s/adapters/stores";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 

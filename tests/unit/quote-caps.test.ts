@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BudgetExceededError } from "@harness-s/core";
 import { PriceList, Prices, zeroUsage, type Usage } from "@harness-s/core/billing";
 import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, addJobToFit, ensureWithinBudget, measuredBasis, quote, rescueRolloutsOf } from "@harness-s/core/quoting";
-import { MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 
 // Issue 52: the arithmetic behind the bill, on a case small enough to count by hand, and item 16:
 // a quote prices what the run will do, its budget's caps applied.

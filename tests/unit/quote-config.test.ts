@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_GPU_SECONDS_PER_TOKEN, ENV_QUOTE_DEFAULTS, addJobToConfiguration, configurationBasis, quote, quoteConfigKeys, DEFAULT_QUOTE_BASIS } from "@harness-s/core/quoting";
 import { PriceList, Prices, isQuoteBasisKey, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentRequest } from "@harness-s/core/experiment";
-import { MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 
 // Issue 57, item 3: a quote prices an experiment's environment and model. Arithmetic by hand:
 // one seed, arms grpo and harness-s, one step of a group of two (4 training rollouts), one task per

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PriceList, Prices, isQuoteBasisKey, zeroUsage, type Usage } from "@harness-s/core/billing";
 import { QUOTE_BASIS_KEY, QUOTE_FIT_KEYS, addJobToFit, measuredBasis, plannedRolloutKinds, quote } from "@harness-s/core/quoting";
-import { MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };
 /** A finished job as the coordinator adds it: to the summed basis and to the fit. */

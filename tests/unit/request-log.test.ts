@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryQueue } from "@harness-s/adapters";
+import { MemoryQueue } from "@harness-s/adapters/stores";
 import { createPool } from "@harness-s/core";
 import { newApiKey, type Scope } from "@harness-s/core/access";
 import { MetricRegistry, PROMETHEUS_CONTENT_TYPE, jsonLinesLogger } from "@harness-s/core/observability";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryPoolStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryPoolStore, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { createPool } from "@harness-s/core";
 import { rolloutRunners, runRequestedRollout, singlePolicyEndpoint } from "@harness-s/core/dispatch";
 import type { RescueJobStore } from "@harness-s/core/rescue";

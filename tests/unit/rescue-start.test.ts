@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
 import { RESCUE_SLOTS, RescueRequest, startRescue } from "@harness-s/core/rescue";
 import type { CallerPolicies } from "@harness-s/core/dispatch";
-import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots } from "@harness-s/adapters";
+import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots } from "@harness-s/adapters/stores";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { StalePolicyVersionError } from "@harness-s/core";
 import { idleCallerPolicies, makeSpec } from "../factories.ts";

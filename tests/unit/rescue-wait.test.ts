@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { systemClock, type Clock } from "@harness-s/core";
 import { LocalRescueProgress, RESCUE_WAIT, tellingStores, waitForRescue, type RescueJob } from "@harness-s/core/rescue";
-import { MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { makeRollout } from "../factories.ts";
 
 // Issue 54 (bench): a status read's long poll backs off (RESCUE_WAIT.looks) so a long wait costs

@@ -3,7 +3,7 @@ import { createPool, systemClock } from "@harness-s/core";
 import { Envelope, envelope } from "@harness-s/core/messaging";
 import { queuedRolloutRunner } from "@harness-s/core/experiment";
 import { RescueRequest, startRescue } from "@harness-s/core/rescue";
-import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters";
+import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { idleCallerPolicies, makeSpec, makeTask } from "../factories.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { ROLLOUT_WRITES } from "@harness-s/adapters";
+import { ROLLOUT_WRITES } from "@harness-s/adapters/stores";
 import { bigRollout } from "../contract/rollouts.contract.ts";
 
 // Issue 54 (bench): `grouped` rollout writes. DynamoDB refuses a transaction that names one item

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { rolloutRunners, runRequestedRollout, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
 import type { RescueJob } from "@harness-s/core/rescue";
 import { callerSlotSource, idleCallerPolicies, makeRollout, makeTask } from "../factories.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryUsageMeter } from "@harness-s/adapters";
+import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 import { PriceList, costOfGoods, spendTellingMeter } from "@harness-s/core/billing";
 import { jsonLinesLogger } from "@harness-s/core/observability";
 

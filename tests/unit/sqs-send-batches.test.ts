@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SQSClient, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import { PartialSendError } from "@harness-s/core";
 import { envelope } from "@harness-s/core/messaging";
-import { SqsQueue } from "@harness-s/adapters";
+import { SqsQueue } from "@harness-s/adapters/stores";
 import { callerSlotSource } from "../factories.ts";
 
 // Issue 54 (bench): a rescue's rollout messages go to SQS in batches of 10 sent at once, so a

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { tableSpecs } from "@harness-s/adapters";
+import { tableSpecs } from "@harness-s/adapters/dynamo";
 
 const stacks = readFileSync("stacks/control-plane.ts", "utf8") + readFileSync("infra/settings.ts", "utf8");
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { StalePolicyVersionError, createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
 import type { SampleResponseV2 } from "@harness-s/core/protocol";
-import { INVALID_TOOL_CALL, NO_TOOL_CALL, TokenPolicyClient, TokenSampler, TokenTrainer } from "@harness-s/adapters";
+import { INVALID_TOOL_CALL, NO_TOOL_CALL } from "@harness-s/adapters/llm";
+import { TokenPolicyClient, TokenSampler, TokenTrainer } from "@harness-s/adapters/policy";
 import { embeddedToolSchemas } from "@harness-s/envs";
 
 const policy = new TokenTrainer(new TokenPolicyClient("http://127.0.0.1:1", { clock: systemClock }), {

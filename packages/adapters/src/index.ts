@@ -1,75 +1,16 @@
-export * from "./errors.ts";
-// Stores by port: each port's adapters side by side (memory, DynamoDB, a caching decorator).
-export * from "./stores/api-keys/memory.ts";
-export * from "./stores/api-keys/dynamo.ts";
-export * from "./stores/api-keys/cached.ts";
-export * from "./stores/key-events/memory.ts";
-export * from "./stores/key-events/dynamo.ts";
-export * from "./stores/ballots/memory.ts";
-export * from "./stores/ballots/dynamo.ts";
-export * from "./stores/decision-cache/memory.ts";
-export * from "./stores/decisions/memory.ts";
-export * from "./stores/decisions/dynamo.ts";
-export * from "./stores/endpoints/memory.ts";
-export * from "./stores/endpoints/dynamo.ts";
-export * from "./stores/experiments/memory.ts";
-export * from "./stores/experiments/dynamo.ts";
-export * from "./stores/experiment-steps/memory.ts";
-export * from "./stores/experiment-steps/dynamo.ts";
-export * from "./stores/experiment-artifacts/memory.ts";
-export * from "./stores/experiment-artifacts/folder.ts";
-export * from "./stores/experiment-artifacts/s3.ts";
-export * from "./stores/gateway-episodes/memory.ts";
-export * from "./stores/gateway-episodes/dynamo.ts";
-export * from "./stores/pools/memory.ts";
-export * from "./stores/pools/dynamo.ts";
-export * from "./stores/pools/cached.ts";
-export * from "./stores/pool-evolutions/memory.ts";
-export * from "./stores/pool-evolutions/dynamo.ts";
-export * from "./stores/profiles/memory.ts";
-export * from "./stores/profiles/dynamo.ts";
-export * from "./stores/queue/memory.ts";
-export * from "./stores/rescue-jobs/memory.ts";
-export * from "./stores/rescue-jobs/dynamo.ts";
-export * from "./stores/rescue-slots/memory.ts";
-export * from "./stores/rescue-slots/dynamo.ts";
-export * from "./stores/rescue-slots/full-memo.ts";
-export * from "./stores/rollouts/memory.ts";
-export * from "./stores/rollouts/dynamo.ts";
-export * from "./stores/usage-meter/memory.ts";
-export * from "./stores/usage-meter/dynamo.ts";
-export type { CacheOptions } from "./stores/read-cache.ts";
-// DynamoDB plumbing: the tables and their specs, every store over one set of tables.
-export * from "./dynamo/tables.ts";
-export * from "./dynamo/all-stores.ts";
-export * from "./local/dynamodb-local.ts";
-export * from "./local/children.ts";
-export * from "./sqs/event.ts";
-export * from "./stores/queue/sqs.ts";
-export * from "./sqs/poller.ts";
-export * from "./llm/bounded-fetch.ts";
-export * from "./net/address-ranges.ts";
-export * from "./net/outbound.ts";
-export * from "./llm/openai-voter.ts";
-export * from "./llm/openai-upstream.ts";
-export * from "./llm/openai-proposer.ts";
-export * from "./llm/panel-voters.ts";
-export * from "./llm/openai-policy.ts";
-export * from "./policy/http-policy.ts";
-export * from "./policy/token-policy-client.ts";
-export * from "./policy/token-sampler.ts";
-export * from "./policy/token-trainer.ts";
-export * from "./policy/token-render.ts";
-export * from "./policy/token-endpoints.ts";
-export * from "./policy/served-client.ts";
-export * from "./policy/served-modes.ts";
-export * from "./policy/served-sampler.ts";
-export * from "./policy/tool-choice.ts";
-export * from "./openenv/protocol.ts";
-export * from "./openenv/client.ts";
-export * from "./openenv/server.ts";
-export * from "./net/endpoint-prober.ts";
-export * from "./policy/caller-policies.ts";
-export * from "./policy/kinds/index.ts";
-export * from "./metering/consumption.ts";
-export * from "./metering/aws-clients.ts";
+// The adapters' own errors (their codes) and the translation of AWS's.
+export {
+  translateAwsError,
+  aws,
+  ADAPTERS_ERROR_CODES,
+  type AdaptersErrorCode,
+  WORKER_ERROR_CODES,
+  PolicyWorkerRefusedError,
+  PolicyEndpointError,
+  PolicyReplyInvalidError,
+  EnvironmentError,
+  UrlNotAllowedError,
+  EndpointProbeError,
+  EndpointNotTokenExactError,
+  ServedModelMismatchError,
+} from "./errors.ts";

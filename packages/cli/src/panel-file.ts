@@ -1,6 +1,6 @@
 import { ValidationError, systemClock } from "@harness-s/core";
 import { VoterPanel, statisticalVoters } from "@harness-s/core/voting";
-import { votersFromPanel, type PanelRouting } from "@harness-s/adapters";
+import { votersFromPanel, type PanelRouting } from "@harness-s/adapters/llm";
 import { readJsonFile } from "@harness-s/envs";
 
 /** A voter panel file, parsed (a missing file is a usage error). */

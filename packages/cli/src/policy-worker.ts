@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort, ownChild } from "@harness-s/adapters";
+import { freePort, ownChild } from "@harness-s/adapters/local";
 import { UsageError } from "./flags.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));

@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@harness-s/adapters";
+import type { ToolBinding } from "@harness-s/adapters/llm";
 import { PyFloatLiteral, parseJsonPy } from "./json-py.ts";
 import { pyFloat } from "./python.ts";
 

@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "@harness-s/core/evolution";
 import { createPool, createRng, parseOrThrow, rolloutsIn } from "@harness-s/core";
-import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters";
+import { OpenAiProposer, OpenAiToolPolicy, boundedOpenAi, type ProposerReport } from "@harness-s/adapters/llm";
 import { int, plainIo, type FamilyIo } from "@harness-s/envs";
 import { DBBENCH_SYSTEM, dbbenchTools, parseArgumentsPy } from "./agent.ts";
 import { BUNDLED_DATA_DIR } from "./data.ts";

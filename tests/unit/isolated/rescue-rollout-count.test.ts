@@ -4,7 +4,7 @@ import { PriceList, Prices } from "@harness-s/core/billing";
 import { DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/quoting";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { RescueRequest, startRescue } from "@harness-s/core/rescue";
-import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters";
+import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters/stores";
 import { idleCallerPolicies, makeSpec, makeTask } from "../../factories.ts";
 
 // Issue 53, item 2: a rescue's rollout count has one definition, `rescueRollouts`. The quote

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { RouteRequest, routeTask } from "@harness-s/core/routing";
 import { newApiKey } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters";
+import { MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters/stores";
 import { createApp } from "@harness-s/functions/api";
 import { listen, memoryApiDeps } from "@harness-s/functions/api";
 

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { CallerPolicyRunners, HttpEndpointProber, MemoryPolicyEndpointStore, MemoryQueue, MemoryRescueSlots } from "@harness-s/adapters";
+import { CallerPolicyRunners } from "@harness-s/adapters/policy";
+import { HttpEndpointProber } from "@harness-s/adapters/net";
+import { MemoryPolicyEndpointStore, MemoryQueue, MemoryRescueSlots } from "@harness-s/adapters/stores";
 import { systemClock } from "@harness-s/core";
 import { hashSecret } from "@harness-s/core/access";
 import type { SeedInstance } from "@harness-s/core/experiment";

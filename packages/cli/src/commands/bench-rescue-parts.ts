@@ -2,7 +2,7 @@ import { CallerRescue, callerTaskOf } from "@harness-s/core/callers";
 import type { CallerPolicies } from "@harness-s/core/dispatch";
 import type { RolloutRunner } from "@harness-s/core";
 import type { SeedInstance } from "@harness-s/core/experiment";
-import { startOpenEnvServer } from "@harness-s/adapters";
+import { startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { embeddedCallerTask, type embeddedSetup } from "@harness-s/envs";
 import { builtinOpenEnv } from "./env-serve.ts";
 import type { CpuCounters } from "./cpu-split.ts";

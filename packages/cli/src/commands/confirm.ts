@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { ownChild } from "@harness-s/adapters";
+import { ownChild } from "@harness-s/adapters/local";
 import { prepareOutDir } from "../out-dir.ts";
 import { declaredBlock, recordAttempt, splitSeeds } from "../confirmation.ts";
 import { reportCommand } from "./report.ts";

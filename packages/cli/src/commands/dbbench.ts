@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseOrThrow } from "@harness-s/core";
-import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
+import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters/llm";
 import { DBBENCH_SYSTEM, openEngine, dbbenchHarnesses, dbbenchTools, evalAgent, loadSplit, parseArgumentsPy, renderDbEvalReport, verifyGold } from "@harness-s/dbbench";
 import { EvalOptions, VerifyOptions } from "./dbbench-options.ts";
 import { prepareOutDir } from "../out-dir.ts";

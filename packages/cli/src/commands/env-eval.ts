@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { evaluateTasks } from "@harness-s/core/training";
 import { rolloutsIn, type Rollout, type Task } from "@harness-s/core";
-import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters";
+import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters/llm";
 import { UsageError } from "../flags.ts";
 import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";

@@ -1,4 +1,4 @@
-import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters";
+import { startOpenEnvServer, type OpenEnvServerOptions } from "@harness-s/adapters/openenv";
 import { servedFrom, type ServedFamily } from "@harness-s/envs";
 import { writeFile } from "node:fs/promises";
 import { UsageError } from "../flags.ts";

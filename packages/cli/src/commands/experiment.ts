@@ -4,7 +4,7 @@ import { ExperimentConfig, ExperimentSummary, evalSet, runExperimentToEnd, type 
 import { TrainConfig } from "@harness-s/core/training";
 import { ValidationError, parseOrThrow } from "@harness-s/core";
 import { defaultEmbeddedSettings, type EmbeddedSettings } from "@harness-s/envs";
-import type { PanelRouting } from "@harness-s/adapters";
+import type { PanelRouting } from "@harness-s/adapters/llm";
 import { prepareOutDir } from "../out-dir.ts";
 import { readPanelFile } from "../panel-file.ts";
 import { openCheckpoint } from "../checkpoint.ts";

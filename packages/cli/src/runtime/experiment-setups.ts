@@ -1,6 +1,6 @@
 import { ValidationError } from "@harness-s/core";
 import { TERMINAL_STATES, type ExperimentDeps, type ExperimentOffers, type ExperimentRecord } from "@harness-s/core/experiment";
-import type { OutboundPolicy } from "@harness-s/adapters";
+import type { OutboundPolicy } from "@harness-s/adapters/net";
 import { embeddedRendering, plainIo, renderingOf, type FamilyIo, type FamilyRendering, type SetupForProtocol } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import type { Stores } from "@harness-s/functions/local";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { createRng, hash32, rolloutsIn, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task } from "@harness-s/core";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
-import { firstMessages, nextMessage } from "@harness-s/adapters";
+import { firstMessages, nextMessage } from "@harness-s/adapters/policy";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
 import type { ExperimentDeps } from "@harness-s/core/experiment";
 import type { WarmStartOptions } from "./recipe.ts";
