@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { NotFoundError, RateLimitedError } from "@harness-s/core";
+import { NotFoundError } from "@harness-s/core";
+import { RateLimitedError } from "@harness-s/core/access";
 import { KeyRateLimiter } from "@harness-s/core/access";
 import { consoleApp } from "./console.ts";
 import type { ApiDeps } from "./deps.ts";

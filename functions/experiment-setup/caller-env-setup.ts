@@ -1,6 +1,5 @@
 import {
   BudgetExceededError,
-  EvolutionFailedError,
   NotFoundError,
   ValidationError,
   createPool,
@@ -12,6 +11,7 @@ import {
   type PoolStore,
   type Task,
 } from "@harness-s/core";
+import { EvolutionFailedError } from "@harness-s/core/pools";
 import { EvolutionConfig, evolvePool, givenPool, mutationProposer, type EvolutionResult } from "@harness-s/core/evolution";
 import type { CallerExperimentEnv, CallerExperimentTask, ExperimentDeps, ExperimentRecord, TaskSplit } from "@harness-s/core/experiment";
 import { PoolEvolveRequest, PoolEvolveSettings } from "@harness-s/core/pools";

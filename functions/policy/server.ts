@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { ActRequest, UpdateRequest } from "@harness-s/core/protocol";
-import { NotFoundError, StalePolicyVersionError, createRng, formatIssues, ValidationError, type Policy } from "@harness-s/core";
+import { NotFoundError, createRng, formatIssues, ValidationError, type Policy } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import { errorResponse } from "../api/http.ts";
 
 /**

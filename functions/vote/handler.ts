@@ -1,6 +1,6 @@
 import { castBallot, type BallotStore, type Voter } from "@harness-s/core/voting";
 import { spendUsage } from "@harness-s/core/billing";
-import type { VoterSpend } from "@harness-s/core";
+import type { VoterSpend } from "@harness-s/core/billing";
 import { createSqsWorker } from "../sqs-worker.ts";
 import type { WorkerMetering } from "../worker-metering.ts";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConflictError, LastAdminError } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { LastAdminError } from "@harness-s/core/access";
 import { type ApiKeyStore, type KeyAccount, type KeyEventLog, hashSecret, newApiKey } from "@harness-s/core/access";
 
 const account = (id: string, over: Partial<KeyAccount> = {}): KeyAccount => ({

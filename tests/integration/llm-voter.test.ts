@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import OpenAI from "openai";
-import { QuorumError, createRng, type HarnessSpec } from "@harness-s/core";
+import { QuorumError } from "@harness-s/core/voting";
+import { createRng, type HarnessSpec } from "@harness-s/core";
 import { route, routerOptions, statisticalVoters } from "@harness-s/core/voting";
 import { OpenAiVoter } from "@harness-s/adapters/llm";
 import { listen } from "../../functions/api/local.ts";

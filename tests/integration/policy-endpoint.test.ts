@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StalePolicyVersionError, createRng, runEpisode } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import { createRng, runEpisode } from "@harness-s/core";
 import { envelope } from "@harness-s/core/messaging";
 import { rolloutRunners } from "@harness-s/core/dispatch";
 import type { SeedInstance } from "@harness-s/core/experiment";

@@ -5,19 +5,8 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core/training";
-import {
-  ConflictError,
-  StalePolicyVersionError,
-  createPool,
-  createRng,
-  parseHarnessSpec,
-  type HarnessSpec,
-  runEpisode,
-  systemClock,
-  type Environment,
-  type Policy,
-  type Task,
-} from "@harness-s/core";
+import { ConflictError, createPool, createRng, parseHarnessSpec, type HarnessSpec, runEpisode, systemClock, type Environment, type Policy, type Task } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import { ExperimentConfig, ExperimentSummary, runExperiment, type ExperimentDeps, type SeedBaseline, type UnitCheckpoint } from "@harness-s/core/experiment";
 import { datumFromTurns, type SampleResponseV2 } from "@harness-s/core/protocol";
 import { groupAdvantages } from "@harness-s/core/grpo";

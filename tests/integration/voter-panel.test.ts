@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core/experiment";
-import { QuorumError, createPool, createRng, systemClock, type HarnessSpec } from "@harness-s/core";
+import { QuorumError } from "@harness-s/core/voting";
+import { createPool, createRng, systemClock, type HarnessSpec } from "@harness-s/core";
 import { TrainConfig } from "@harness-s/core/training";
 import { VoterPanel, route, routerOptions, statisticalVoters } from "@harness-s/core/voting";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";

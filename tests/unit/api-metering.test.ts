@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { InvalidBallotError, ManualClock, createPool } from "@harness-s/core";
+import { InvalidBallotError } from "@harness-s/core/voting";
+import { ManualClock, createPool } from "@harness-s/core";
 import { newApiKey, type ApiKeyRecord, type ApiKeyStore } from "@harness-s/core/access";
 import type { Usage, UsageMeter } from "@harness-s/core/billing";
 import type { Voter } from "@harness-s/core/voting";

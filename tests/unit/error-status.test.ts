@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { CORE_ERROR_CODES, ExperimentCancelledError, HarnessSError, RolloutTimeoutError, StalePolicyVersionError, ValidationError, policyVersionMismatch } from "@harness-s/core";
+import { CORE_ERROR_CODES, HarnessSError, ValidationError } from "@harness-s/core";
+import { ExperimentCancelledError, RolloutTimeoutError } from "@harness-s/core/experiment";
+import { StalePolicyVersionError, policyVersionMismatch } from "@harness-s/core/dispatch";
 import { ADAPTERS_ERROR_CODES, PolicyEndpointError } from "@harness-s/adapters";
 import { DBBENCH_ERROR_CODES, SqlServerError } from "@harness-s/dbbench";
 import { errorResponse } from "../../functions/api/http.ts";

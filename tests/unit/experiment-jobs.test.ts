@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { ExperimentRequest, inProcessRunners, queuedRolloutRunner, runExperimentJob, startExperiment, type ExperimentStepStore } from "@harness-s/core/experiment";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
-import { ManualClock, StalePolicyVersionError, systemClock, memoryLogger, type Policy } from "@harness-s/core";
+import { ManualClock, systemClock, memoryLogger, type Policy } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import { QUOTE_BASIS_KEY, quoteBasisOn } from "@harness-s/core/quoting";
 import type { Envelope } from "@harness-s/core/messaging";
 import { MemoryExperimentStore, MemoryQueue, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";

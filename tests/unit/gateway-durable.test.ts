@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
-import { ConflictError, EpisodeClosedError, UpstreamError } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { EpisodeClosedError, UpstreamError } from "@harness-s/core/gateway";
 import { GatewayEpisodes, genericObserver, type ChatMsg, type GatewayEpisodeInit, type UpstreamChat, type UpstreamTurn } from "@harness-s/core/gateway";
 import { makeSpec, makeTask } from "../factories.ts";
 

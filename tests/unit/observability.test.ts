@@ -13,7 +13,7 @@ import {
   withCorrelationId,
   type LogEvent,
 } from "@harness-s/core/observability";
-import { UpstreamRejectedError } from "@harness-s/core";
+import { UpstreamRejectedError } from "@harness-s/core/gateway";
 import { rolloutRunners, type CallerPolicies } from "@harness-s/core/dispatch";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRolloutStore } from "@harness-s/adapters/stores";
 import { createSqsWorker } from "../../functions/sqs-worker.ts";

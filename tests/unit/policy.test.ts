@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { StalePolicyVersionError, createRng, type PolicyObservation, type UpdateSettings } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import { createRng, type PolicyObservation, type UpdateSettings } from "@harness-s/core";
 import { LogLinearPolicy, featuresOf } from "@harness-s/policy";
 import { makeRollout } from "../factories.ts";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { StalePolicyVersionError, systemClock, type HarnessSpec, type Task } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import { systemClock, type HarnessSpec, type Task } from "@harness-s/core";
 import { Prices, PriceList } from "@harness-s/core/billing";
 import { budgetedPricer, quoteRequest } from "@harness-s/core/quoting";
 import { mutationProposer } from "@harness-s/core/evolution";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { InvalidBallotError, ManualClock, VoterTimeoutError } from "@harness-s/core";
+import { InvalidBallotError, VoterTimeoutError } from "@harness-s/core/voting";
+import { ManualClock } from "@harness-s/core";
 import { castBallot, queuedVoter, type BallotRequest, type Voter } from "@harness-s/core/voting";
 import type { BallotRequestedBody } from "@harness-s/core/voting";
 import { MemoryBallotStore, MemoryQueue } from "@harness-s/adapters/stores";

@@ -4,7 +4,7 @@ import { RESCUE_SLOTS, RescueRequest, startRescue } from "@harness-s/core/rescue
 import type { CallerPolicies } from "@harness-s/core/dispatch";
 import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots } from "@harness-s/adapters/stores";
 import { statisticalVoters } from "@harness-s/core/voting";
-import { StalePolicyVersionError } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import { idleCallerPolicies, makeSpec } from "../factories.ts";
 
 // Issue 54 (bench): a caller rescue's start asks its endpoint's version while it holds its slots

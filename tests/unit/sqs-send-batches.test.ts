@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SQSClient, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
-import { PartialSendError } from "@harness-s/core";
+import { PartialSendError } from "@harness-s/core/messaging";
 import { envelope } from "@harness-s/core/messaging";
 import { SqsQueue } from "@harness-s/adapters/stores";
 import { callerSlotSource } from "../factories.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { StalePolicyVersionError, createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import { createRng, systemClock, type Rollout, type TrajectoryStep } from "@harness-s/core";
 import type { SampleResponseV2 } from "@harness-s/core/protocol";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL } from "@harness-s/adapters/llm";
 import { TokenPolicyClient, TokenSampler, TokenTrainer } from "@harness-s/adapters/policy";

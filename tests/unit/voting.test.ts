@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, QuorumError, createRng } from "@harness-s/core";
+import { ManualClock, createRng } from "@harness-s/core";
+import { QuorumError } from "@harness-s/core/voting";
 import { aggregate, route, routerOptions, specAffinity, allStatisticalVoters, failureTagVoter, type Ballot, type BallotRequest, type Voter } from "@harness-s/core/voting";
 import { makeProfile, makeSpec } from "../factories.ts";
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { StalePolicyVersionError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateBatch, type UpdateResult } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import type { ActionChoice, Policy, PolicyObservation, Rng, UpdateBatch, UpdateResult } from "@harness-s/core";
 import { ppoClipStepLoss } from "@harness-s/core/grpo";
 import { CONTEXT_CORRECTIONS } from "@harness-s/core";
 import { Adam } from "./adam.ts";

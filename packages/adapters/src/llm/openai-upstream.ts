@@ -1,7 +1,8 @@
 import type OpenAI from "openai";
 import { APIError } from "openai";
 import { z } from "zod";
-import { UpstreamError, UpstreamRejectedError, formatIssues } from "@harness-s/core";
+import { UpstreamError, UpstreamRejectedError } from "@harness-s/core/gateway";
+import { formatIssues } from "@harness-s/core";
 import { reportedUsage } from "@harness-s/core/billing";
 import type { UpstreamChat, UpstreamTurn } from "@harness-s/core/gateway";
 

@@ -1,6 +1,7 @@
 import { APIConnectionTimeoutError, type OpenAI } from "openai";
 import { z } from "zod";
-import { InvalidBallotError, VoterTimeoutError, formatIssues, describeHooks, type HarnessSpec } from "@harness-s/core";
+import { InvalidBallotError, VoterTimeoutError } from "@harness-s/core/voting";
+import { formatIssues, describeHooks, type HarnessSpec } from "@harness-s/core";
 import { reportedUsage } from "@harness-s/core/billing";
 import { countsAt, profileOf, smoothedRate } from "@harness-s/core/profile";
 import type { Ballot, BallotRequest, VoteContext, Voter } from "@harness-s/core/voting";

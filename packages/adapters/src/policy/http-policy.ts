@@ -1,7 +1,7 @@
 import { PolicyEndpointError } from "../errors.ts";
 import { ActResponse, PolicyState, UpdateResponse } from "@harness-s/core/protocol";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import {
-  StalePolicyVersionError,
   rolloutsIn,
   type ActionChoice,
   type Environment,

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ConflictError, formatIssues, parseOrThrow, NotFoundError, StalePolicyVersionError } from "@harness-s/core";
+import { ConflictError, formatIssues, parseOrThrow, NotFoundError } from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import {
   CreatePolicyV2,
   PolicyStateV2,

@@ -1,14 +1,6 @@
 import { randomBytes } from "node:crypto";
-import {
-  StalePolicyVersionError,
-  type ActionChoice,
-  type Policy,
-  type PolicyObservation,
-  type Rng,
-  type TrajectoryStep,
-  type UpdateSample,
-  type UpdateSettings,
-} from "@harness-s/core";
+import { StalePolicyVersionError } from "@harness-s/core/dispatch";
+import type { ActionChoice, Policy, PolicyObservation, Rng, TrajectoryStep, UpdateSample, UpdateSettings } from "@harness-s/core";
 import { contextWeights } from "@harness-s/core";
 import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";

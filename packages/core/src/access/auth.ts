@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { ForbiddenError, QuotaExceededError, UnauthenticatedError } from "../errors.ts";
+import { ForbiddenError } from "../errors.ts";
+import { QuotaExceededError, UnauthenticatedError } from "./errors.ts";
 import type { ApiKeyRecord, ApiKeyStore, Scope } from "./keys.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 import { type Clock, systemClock } from "../util/clock.ts";

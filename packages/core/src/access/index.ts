@@ -3,3 +3,4 @@ export * from "./auth.ts";
 export * from "./events.ts";
 export * from "./rate.ts";
 export * from "./lifecycle.ts";
+export * from "./errors.ts";

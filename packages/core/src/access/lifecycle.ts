@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { BeyondOwnLimitsError, ConflictError, ForbiddenError, NotFoundError, SelfRaiseError, ValidationError } from "../errors.ts";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors.ts";
+import { BeyondOwnLimitsError, SelfRaiseError } from "./errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { newSecret } from "./auth.ts";
 import type { KeyEvent, KeyEventLog } from "./events.ts";

@@ -1,4 +1,4 @@
-import { RateLimitedError } from "../errors.ts";
+import { RateLimitedError } from "./errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { KEY_LIMITS, type KeyRate } from "./keys.ts";
 

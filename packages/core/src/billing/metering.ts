@@ -1,4 +1,3 @@
-import type { VoterSpend } from "../errors.ts";
 import { zeroUsage, type Usage, type UsageMeter } from "./usage.ts";
 
 /**
@@ -118,4 +117,10 @@ export class BackloggedMeter {
       await this.add(keyId, {}, jobId ? { jobId } : {}).catch(() => undefined);
     }
   }
+}
+
+/** Tokens an LLM voter used, and their price when one is configured. */
+export interface VoterSpend {
+  usage: { promptTokens: number; completionTokens: number };
+  costUsd?: number;
 }

@@ -4,3 +4,4 @@ export * from "./slots.ts";
 export * from "./spend.ts";
 export * from "./policy-endpoints.ts";
 export * from "./dispatch.ts";
+export * from "./errors.ts";

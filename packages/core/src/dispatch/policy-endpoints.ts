@@ -1,4 +1,5 @@
-import { NotFoundError, policyVersionMismatch } from "../errors.ts";
+import { NotFoundError } from "../errors.ts";
+import { policyVersionMismatch } from "./errors.ts";
 import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import { rolloutsIn } from "../rollout/episode-runner.ts";
 import type { PolicyEndpoints, ServiceSource } from "./rollout-source.ts";

@@ -13,3 +13,4 @@ export * from "./report-artifacts.ts";
 export * from "./list.ts";
 export * from "./admit.ts";
 export * from "./messages.ts";
+export * from "./errors.ts";

@@ -1,4 +1,4 @@
-import { RolloutTimeoutError } from "../errors.ts";
+import { RolloutTimeoutError } from "./errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";

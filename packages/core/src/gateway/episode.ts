@@ -1,4 +1,5 @@
-import { ConflictError, EpisodeClosedError } from "../errors.ts";
+import { ConflictError } from "../errors.ts";
+import { EpisodeClosedError } from "./errors.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import { rolloutsIn } from "../rollout/episode-runner.ts";
 import type { Task } from "../task.ts";

@@ -1,4 +1,5 @@
-import { ConflictError, EpisodeClosedError } from "../errors.ts";
+import { ConflictError } from "../errors.ts";
+import { EpisodeClosedError } from "./errors.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import type { Task } from "../task.ts";
 import { ScopedLru } from "../util/scoped-lru.ts";

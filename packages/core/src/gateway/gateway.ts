@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { UsageSink } from "../billing/usage.ts";
-import { ConflictError, EpisodeClosedError, NotFoundError, ValidationError } from "../errors.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
+import { EpisodeClosedError } from "./errors.ts";
 import type { EpisodeMeta } from "./episode-record.ts";
 import { type RouteRequest, routeTask, type RouteTaskDeps } from "../routing/route-task.ts";
 import { harnessById, harnessIds } from "../harness/pool.ts";

@@ -9,3 +9,4 @@ export * from "./replay.ts";
 export * from "./episodes.ts";
 export * from "./chat-request.ts";
 export * from "./gateway.ts";
+export * from "./errors.ts";

@@ -1,4 +1,4 @@
-import { EpisodeClosedError } from "../errors.ts";
+import { EpisodeClosedError } from "./errors.ts";
 import type { EnvOutcome, EnvSession, EnvStep, Environment } from "../ports.ts";
 import type { Task } from "../task.ts";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX, type ChatMsg } from "./chat-format.ts";

@@ -1,4 +1,4 @@
-import { EpisodeClosedError } from "../errors.ts";
+import { EpisodeClosedError } from "./errors.ts";
 import type { EpisodeStep, StoredEpisode, StoredOut } from "./episode-record.ts";
 import { GatewayEpisode, type GatewayEpisodeInit } from "./episode.ts";
 import { replyFingerprint } from "./conversation.ts";

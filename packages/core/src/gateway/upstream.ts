@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { NotConfiguredError, UpstreamError, UpstreamRejectedError } from "../errors.ts";
+import { NotConfiguredError } from "../errors.ts";
+import { UpstreamError, UpstreamRejectedError } from "./errors.ts";
 import type { ActionChoice, Policy, UpdateResult } from "../ports.ts";
 import type { PolicyObservation } from "../rollout/types.ts";
 import { choiceFromReply, offeredTools, renderChat, type ChatMsg, type ToolBinding } from "./chat-format.ts";

@@ -1,2 +1,3 @@
 export * from "./envelope.ts";
 export * from "./queue.ts";
+export * from "./errors.ts";

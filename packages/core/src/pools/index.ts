@@ -4,3 +4,4 @@ export * from "./start-evolution.ts";
 export * from "./run-evolution.ts";
 export * from "./visibility.ts";
 export * from "./messages.ts";
+export * from "./errors.ts";

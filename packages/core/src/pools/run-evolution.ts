@@ -1,4 +1,5 @@
-import { EvolutionFailedError, HarnessSError } from "../errors.ts";
+import { HarnessSError } from "../errors.ts";
+import { EvolutionFailedError } from "./errors.ts";
 import { claimJob, LeaseWriter } from "../util/leased-job.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "../evolution/evolve.ts";

@@ -5,3 +5,4 @@ export * from "./jobs.ts";
 export * from "./status.ts";
 export * from "./list.ts";
 export * from "./progress.ts";
+export * from "./errors.ts";

@@ -1,4 +1,6 @@
-import { NotConfiguredError, NotFoundError, PartialSendError, RescueSlotsError, ValidationError } from "../errors.ts";
+import { NotConfiguredError, NotFoundError, ValidationError } from "../errors.ts";
+import { PartialSendError } from "../messaging/errors.ts";
+import { RescueSlotsError } from "./errors.ts";
 import type { UsageSink } from "../billing/usage.ts";
 import { ownTaskOf, type CallerRescue } from "../callers/caller-rescue.ts";
 import type { Task } from "../task.ts";

@@ -1,6 +1,6 @@
 /* Invariants: see ./README.md. */
 import { z } from "zod";
-import type { VoterSpend } from "../errors.ts";
+import type { VoterSpend } from "../billing/metering.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import type { ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";

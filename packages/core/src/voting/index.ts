@@ -7,3 +7,4 @@ export * from "./panel.ts";
 export * from "./store.ts";
 export * from "./queued-voter.ts";
 export * from "./ballot-request.ts";
+export * from "./errors.ts";

@@ -1,4 +1,6 @@
-import { InvalidBallotError, NotFoundError, VoterTimeoutError, type VoterSpend } from "../errors.ts";
+import { NotFoundError } from "../errors.ts";
+import { InvalidBallotError, VoterTimeoutError } from "./errors.ts";
+import type { VoterSpend } from "../billing/metering.ts";
 import { contentVersion } from "../harness/pool.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { Clock } from "../util/clock.ts";

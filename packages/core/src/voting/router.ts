@@ -1,6 +1,7 @@
 /* Invariants: see ./README.md. */
 import { z } from "zod";
-import { InvalidBallotError, QuorumError, VoterTimeoutError, type VoterSpend } from "../errors.ts";
+import { InvalidBallotError, QuorumError, VoterTimeoutError } from "./errors.ts";
+import type { VoterSpend } from "../billing/metering.ts";
 import type { HarnessSpec } from "../harness/spec.ts";
 import { profileOf, type ProfileSet } from "../profile/profile.ts";
 import type { TaskView } from "../task.ts";

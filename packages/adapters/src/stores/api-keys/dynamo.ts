@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, anchorsAdmin, presented } from "@harness-s/core/access";
-import { ConflictError, LastAdminError } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { LastAdminError } from "@harness-s/core/access";
 import { aws, translateAwsError } from "../../errors.ts";
 import { allItems } from "../../dynamo/paginate.ts";
 import type { TableNames } from "../../dynamo/tables.ts";

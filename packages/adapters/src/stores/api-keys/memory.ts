@@ -1,4 +1,5 @@
-import { ConflictError, LastAdminError } from "@harness-s/core";
+import { ConflictError } from "@harness-s/core";
+import { LastAdminError } from "@harness-s/core/access";
 import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, anchorsAdmin, presented } from "@harness-s/core/access";
 
 export class MemoryApiKeyStore implements ApiKeyStore {

@@ -1,6 +1,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { Envelope, type MessageQueue } from "@harness-s/core/messaging";
-import { PartialSendError, StoreUnavailableError, ValidationError, formatIssues } from "@harness-s/core";
+import { PartialSendError } from "@harness-s/core/messaging";
+import { StoreUnavailableError, ValidationError, formatIssues } from "@harness-s/core";
 import { aws } from "../../errors.ts";
 
 /** The most SQS lets a message wait before it is first seen (`DelaySeconds`). */
