@@ -21,7 +21,10 @@ export default defineConfig({
     isolate: false,
     testTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: "unit", include: ["tests/unit/**/*.test.ts"], exclude: ["tests/unit/isolated/**"] } },
+      {
+        extends: true,
+        test: { name: "unit", include: ["tests/unit/**/*.test.ts"], exclude: ["tests/unit/isolated/**"] },
+      },
       // Files that replace a module (vi.mock) get a module graph of their own: in the shared graph
       // a file run earlier may have loaded the real module already.
       { extends: true, test: { name: "unit-isolated", include: ["tests/unit/isolated/**/*.test.ts"], isolate: true } },
@@ -36,7 +39,13 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "integration-alone", include: ALONE, globalSetup: ["tests/shared-dynamodb.ts"], sequence: { groupOrder: 1 }, maxWorkers: 1 },
+        test: {
+          name: "integration-alone",
+          include: ALONE,
+          globalSetup: ["tests/shared-dynamodb.ts"],
+          sequence: { groupOrder: 1 },
+          maxWorkers: 1,
+        },
       },
     ],
   },

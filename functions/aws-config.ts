@@ -7,11 +7,21 @@ import type { OutboundPolicy } from "@harness-s/adapters/net";
 import { GatewayConfig } from "./api/gateway-config.ts";
 import { PoolProposerConfig } from "./pool-proposer.ts";
 
-const QUEUES = { profile: "ProfileQueue", dispatch: "DispatchQueue", vote: "VoteQueue", coordinator: "CoordinatorQueue" } as const;
+const QUEUES = {
+  profile: "ProfileQueue",
+  dispatch: "DispatchQueue",
+  vote: "VoteQueue",
+  coordinator: "CoordinatorQueue",
+} as const;
 
 /** Table and queue names from SST's linked resources, parsed once at cold start. */
 export const AwsConfig = z.object({
-  tables: z.object(Object.fromEntries(tableSpecs.map((t) => [t.name, z.string().min(1)])) as Record<TableNames extends Record<infer K, string> ? K : never, z.ZodString>),
+  tables: z.object(
+    Object.fromEntries(tableSpecs.map((t) => [t.name, z.string().min(1)])) as Record<
+      TableNames extends Record<infer K, string> ? K : never,
+      z.ZodString
+    >,
+  ),
   queues: z.object({
     profile: z.string().url().optional(),
     dispatch: z.string().url().optional(),
@@ -27,7 +37,10 @@ export const AwsConfig = z.object({
   voterKeys: z.string().min(1).optional(),
   /** The Rank-1 gateway (the `GatewayConfig` secret, JSON); absent: its routes answer 501. */
   gateway: GatewayConfig.optional(),
-  /** The function's configured memory in GB (the runtime's AWS_LAMBDA_FUNCTION_MEMORY_SIZE): its GB-seconds are metered with it. */
+  /**
+   * The function's configured memory in GB (the runtime's AWS_LAMBDA_FUNCTION_MEMORY_SIZE): its GB-seconds are metered
+   * with it.
+   */
   memoryGb: z.number().positive(),
   /** What the deployment pays its providers (the `PriceList` secret, JSON; absent: the defaults). */
   priceList: PriceList.default(PriceList.parse({})),
@@ -37,9 +50,15 @@ export const AwsConfig = z.object({
    * loopback, unspecified, multicast and broadcast addresses stay refused whatever it holds.
    */
   endpointCidrs: EndpointCidrs.default([]),
-  /** The bucket of experiments' reports and plots: the coordinator's `Reports` (write), the API's `ReportsRead` (read); absent: none kept. */
+  /**
+   * The bucket of experiments' reports and plots: the coordinator's `Reports` (write), the API's `ReportsRead` (read);
+   * absent: none kept.
+   */
   reportBucket: z.string().min(1).optional(),
-  /** The LLM proposer of pool evolutions (the `PoolProposer` secret, JSON; its key `LlmApiKey`); absent: the template proposer. */
+  /**
+   * The LLM proposer of pool evolutions (the `PoolProposer` secret, JSON; its key `LlmApiKey`); absent: the template
+   * proposer.
+   */
   poolProposer: PoolProposerConfig.optional(),
   /**
    * The SHA-256 hex digest of the deployment's first admin secret (the `BootstrapAdminKeyHash`
@@ -49,7 +68,10 @@ export const AwsConfig = z.object({
     .string()
     .trim()
     .toLowerCase()
-    .regex(/^[0-9a-f]{64}$/, "the BootstrapAdminKeyHash secret must be the SHA-256 hex digest of the admin secret: 64 hex characters (docs/operations.md, Deploying)")
+    .regex(
+      /^[0-9a-f]{64}$/,
+      "the BootstrapAdminKeyHash secret must be the SHA-256 hex digest of the admin secret: 64 hex characters (docs/operations.md, Deploying)",
+    )
     .optional(),
 });
 export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
@@ -59,7 +81,10 @@ export type AwsConfig = z.infer<typeof AwsConfig> & { tables: TableNames };
  * SST's `Resource` throws on a name the function is not linked to, so each name is asked with `in` first.
  */
 export function awsConfigFromResources(): AwsConfig {
-  const linked = (name: string) => (name in Resource ? (Resource as unknown as Record<string, { name?: string; url?: string; value?: string }>)[name] : undefined);
+  const linked = (name: string) =>
+    name in Resource
+      ? (Resource as unknown as Record<string, { name?: string; url?: string; value?: string }>)[name]
+      : undefined;
   const secret = (name: string) => {
     const value = linked(name)?.value;
     return value && value !== "unset" ? value : undefined;
@@ -101,4 +126,7 @@ function jsonSecret(name: string, value: string | undefined): unknown {
  * public addresses and the operator's `EndpointCidrs`; never loopback (a Lambda's runtime API
  * listens there).
  */
-export const deployedOutbound = (config: Pick<AwsConfig, "endpointCidrs">): OutboundPolicy => ({ allowLoopback: false, allowCidrs: config.endpointCidrs });
+export const deployedOutbound = (config: Pick<AwsConfig, "endpointCidrs">): OutboundPolicy => ({
+  allowLoopback: false,
+  allowCidrs: config.endpointCidrs,
+});

@@ -8,7 +8,10 @@ export function embeddedTaskSource(seed = 1): TaskSource {
   return { get: async (id) => byId.get(id) };
 }
 
-/** This service's own environments a caller's rescue may name (`{"kind": "builtin", "id": "embedded"}`): the embedded suite as text. */
+/**
+ * This service's own environments a caller's rescue may name (`{"kind": "builtin", "id": "embedded"}`): the embedded
+ * suite as text.
+ */
 export function builtinEnvironments(): { embedded: TextEnvironment } {
   return { embedded: new TextEnvironment(embeddedSetup(defaultEmbeddedSettings).env) };
 }

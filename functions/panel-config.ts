@@ -17,7 +17,11 @@ export const VoterKeys = z.record(z.string().min(1), z.string().min(1));
  * // sst secret set VoterPanel "$(cat panel.json)"; sst secret set VoterKeys '{"OPENAI_KEY":"sk-…"}'
  * const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys });
  */
-export function panelFromSecrets(secrets: { panel?: string; keys?: string; llmApiKey?: string }): PanelRouting | undefined {
+export function panelFromSecrets(secrets: {
+  panel?: string;
+  keys?: string;
+  llmApiKey?: string;
+}): PanelRouting | undefined {
   if (secrets.panel === undefined) return undefined;
   const panel = VoterPanel.safeParse(parseJson(secrets.panel, "VoterPanel secret"));
   if (!panel.success) throw new ValidationError("VoterPanel secret", formatIssues(panel.error.issues));

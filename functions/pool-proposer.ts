@@ -21,13 +21,19 @@ export type PoolProposerConfig = z.infer<typeof PoolProposerConfig>;
  * @example
  * const proposer = llmPoolProposer({ baseUrl: "https://api.openai.com/v1", model: "gpt-4o-mini", maxCalls: 40 }, key);
  */
-export function llmPoolProposer(config: PoolProposerConfig, apiKey: string | undefined): NonNullable<PoolEvolutionWorkerDeps["proposer"]> {
+export function llmPoolProposer(
+  config: PoolProposerConfig,
+  apiKey: string | undefined,
+): NonNullable<PoolEvolutionWorkerDeps["proposer"]> {
   return (context) =>
-    new OpenAiProposer(boundedOpenAi({ baseURL: config.baseUrl, apiKey: apiKey ?? "none", maxRetries: 1, timeoutMs: 120_000 }), {
-      model: config.model,
-      maxCalls: config.maxCalls,
-      leaks: context.leaks,
-      tools: context.tools,
-      events: [...context.events],
-    });
+    new OpenAiProposer(
+      boundedOpenAi({ baseURL: config.baseUrl, apiKey: apiKey ?? "none", maxRetries: 1, timeoutMs: 120_000 }),
+      {
+        model: config.model,
+        maxCalls: config.maxCalls,
+        leaks: context.leaks,
+        tools: context.tools,
+        events: [...context.events],
+      },
+    );
 }

@@ -1,7 +1,14 @@
 import { Envelope, type Payer } from "@harness-s/core/messaging";
 import type { CostUsage } from "@harness-s/core/billing";
 import { HarnessSError } from "@harness-s/core";
-import { type EventLogger, type LogEvent, currentCorrelationId, jsonLinesLogger, mintCorrelationId, withCorrelationId } from "@harness-s/core/observability";
+import {
+  type EventLogger,
+  type LogEvent,
+  currentCorrelationId,
+  jsonLinesLogger,
+  mintCorrelationId,
+  withCorrelationId,
+} from "@harness-s/core/observability";
 import { invocationBiller, type WorkerMetering } from "./worker-metering.ts";
 import { SqsEvent, type SqsBatchResponse } from "@harness-s/adapters/sqs";
 
@@ -19,16 +26,32 @@ export type WorkerLog = ((line: string) => void) & { events?: EventLogger };
 
 /** A {@link WorkerLog} of `events` for the worker `name`. */
 export function workerLog(events: EventLogger, name: string): WorkerLog {
-  return Object.assign((line: string) => events.event({ event: "worker.note", level: "warn", correlationId: currentCorrelationId(), function: name, message: line }), { events });
+  return Object.assign(
+    (line: string) =>
+      events.event({
+        event: "worker.note",
+        level: "warn",
+        correlationId: currentCorrelationId(),
+        function: name,
+        message: line,
+      }),
+    { events },
+  );
 }
 
 /** Where a Lambda worker writes without a logger of its composition root's: JSON lines, failures on stderr. */
-export const stdioEvents = jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) });
+export const stdioEvents = jsonLinesLogger({
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+});
 
-/** What a record ended as: the use-case's outcome when it names one ("stored", "duplicate", a run's status), else "ok". */
+/**
+ * What a record ended as: the use-case's outcome when it names one ("stored", "duplicate", a run's status), else "ok".
+ */
 function outcomeOf(result: unknown): string {
   if (typeof result === "string") return result;
-  if (result && typeof result === "object" && "status" in result && typeof result.status === "string") return result.status;
+  if (result && typeof result === "object" && "status" in result && typeof result.status === "string")
+    return result.status;
   return "ok";
 }
 
@@ -86,7 +109,8 @@ export function createSqsWorker<T extends Envelope["type"]>(
       const correlationId = envelope.correlationId ?? mintCorrelationId();
       const notes: Omit<LogEvent, "event"> = {};
       const note: RecordNote = (fields) => Object.assign(notes, fields);
-      const processed = () => withCorrelationId(correlationId, () => process(typed.body as Body<T>, typed.id, typed, note));
+      const processed = () =>
+        withCorrelationId(correlationId, () => process(typed.body as Body<T>, typed.id, typed, note));
       if (!metering) return { done: processed(), notes, correlationId };
       const bill = { ...(envelope.payer ? { payer: envelope.payer } : {}), used: {} as CostUsage, ms: 0 };
       bills.push(bill);
@@ -106,8 +130,14 @@ export function createSqsWorker<T extends Envelope["type"]>(
         try {
           json = JSON.parse(record.body);
           envelope = Envelope.parse(json);
-          Object.assign(line, { type: envelope.type, envelopeId: envelope.id, keyId: envelope.payer?.keyId, jobId: envelope.payer?.jobId });
-          if (!types.includes(envelope.type)) throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
+          Object.assign(line, {
+            type: envelope.type,
+            envelopeId: envelope.id,
+            keyId: envelope.payer?.keyId,
+            jobId: envelope.payer?.jobId,
+          });
+          if (!types.includes(envelope.type))
+            throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
           if (!runs.has(envelope.id)) runs.set(envelope.id, run(envelope));
           const { done, notes, correlationId } = runs.get(envelope.id)!;
           line.correlationId = correlationId;
@@ -115,14 +145,19 @@ export function createSqsWorker<T extends Envelope["type"]>(
           Object.assign(line, { outcome: outcomeOf(result) }, notes);
         } catch (err) {
           const reason = err instanceof Error ? err.message : String(err);
-          Object.assign(line, { level: "warn", outcome: "error", errorCode: errorCodeOf(err), reason }, envelope ? runs.get(envelope.id)?.notes : {});
+          Object.assign(
+            line,
+            { level: "warn", outcome: "error", errorCode: errorCodeOf(err), reason },
+            envelope ? runs.get(envelope.id)?.notes : {},
+          );
           text?.(`${queue}: message ${record.messageId} failed (receive ${receive}): ${reason}`);
           batchItemFailures.push({ itemIdentifier: record.messageId });
           const told = (what: string) => (e: unknown) => {
             line.giveUpError = String(e);
             text?.(`${queue}: could not record ${what}: ${String(e)}`);
           };
-          if (!envelope && json !== undefined) await malformed?.(json, err).catch(told(`malformed message ${record.messageId}`));
+          if (!envelope && json !== undefined)
+            await malformed?.(json, err).catch(told(`malformed message ${record.messageId}`));
           if (lastTry && envelope && types.includes(envelope.type) && receive >= lastTry.maxReceives) {
             Object.assign(line, { level: "error", gaveUp: true });
             await lastTry.giveUp(envelope.body as Body<T>, envelope.id, err).catch(told(`giving up on ${envelope.id}`));

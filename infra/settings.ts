@@ -4,21 +4,56 @@
 /** The Lambda runtime the project is tested on (SST 4.17 would default to nodejs24.x). */
 export const LAMBDA_RUNTIME = "nodejs22.x" as const;
 
-/** The API function's timeout: above the gateway's wait for one completion (UPSTREAM_TIMEOUT_MS, 120 s) and its lease. */
+/**
+ * The API function's timeout: above the gateway's wait for one completion (UPSTREAM_TIMEOUT_MS, 120 s) and its lease.
+ */
 export const API_TIMEOUT = "180 seconds" as const;
 /** The API function's memory (Lambda bills its duration × this: the cost of goods meters it so). */
 export const API_MEMORY = "1024 MB" as const;
-/** The most a request body may hold at the API (the gateway's conversations: GATEWAY_LIMITS), deployed and local alike. */
+/**
+ * The most a request body may hold at the API (the gateway's conversations: GATEWAY_LIMITS), deployed and local alike.
+ */
 export const API_LAMBDA_MAX_BODY_BYTES = 256 * 1024;
-/** The web console's built files (`npm run build:console`), copied into the API function beside its handler: the function URL serves them at /console. */
+/**
+ * The web console's built files (`npm run build:console`), copied into the API function beside its handler: the
+ * function URL serves them at /console.
+ */
 export const CONSOLE_BUNDLE = { from: "console/dist", to: "console" } as const;
 
 /** Per worker: how long one message may take, its memory, the queue's batch size and receives before the DLQ. */
 export const WORKERS = {
-  profile: { handler: "functions/profile/lambda.handler", memory: "1024 MB", timeout: "20 seconds", visibility: "30 seconds", batch: 10, retry: 3 },
-  vote: { handler: "functions/vote/lambda.handler", memory: "1024 MB", timeout: "30 seconds", visibility: "60 seconds", batch: 5, retry: 3 },
-  dispatch: { handler: "functions/dispatch/lambda.handler", memory: "1024 MB", timeout: "5 minutes", visibility: "6 minutes", batch: 10, retry: 3 },
-  coordinator: { handler: "functions/coordinator/lambda.handler", memory: "1024 MB", timeout: "15 minutes", visibility: "16 minutes", batch: 1, retry: 2 },
+  profile: {
+    handler: "functions/profile/lambda.handler",
+    memory: "1024 MB",
+    timeout: "20 seconds",
+    visibility: "30 seconds",
+    batch: 10,
+    retry: 3,
+  },
+  vote: {
+    handler: "functions/vote/lambda.handler",
+    memory: "1024 MB",
+    timeout: "30 seconds",
+    visibility: "60 seconds",
+    batch: 5,
+    retry: 3,
+  },
+  dispatch: {
+    handler: "functions/dispatch/lambda.handler",
+    memory: "1024 MB",
+    timeout: "5 minutes",
+    visibility: "6 minutes",
+    batch: 10,
+    retry: 3,
+  },
+  coordinator: {
+    handler: "functions/coordinator/lambda.handler",
+    memory: "1024 MB",
+    timeout: "15 minutes",
+    visibility: "16 minutes",
+    batch: 1,
+    retry: 2,
+  },
 } as const;
 
 /**
@@ -46,5 +81,11 @@ export function memoryGb(memory: `${number} MB`): number {
  * defaults price a model that names no price). An experiment's `model` names one of them.
  */
 export const SERVED_MODELS = [
-  { name: "qwen2.5-0.5b-instruct", folder: "/opt/harness-s/models/current", parameters: 494_032_768, contextTokens: 32_768, chatTemplate: "chatml" },
+  {
+    name: "qwen2.5-0.5b-instruct",
+    folder: "/opt/harness-s/models/current",
+    parameters: 494_032_768,
+    contextTokens: 32_768,
+    chatTemplate: "chatml",
+  },
 ] as const;

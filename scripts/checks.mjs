@@ -47,5 +47,7 @@ const run = (name) =>
   });
 
 const results = await Promise.all(wanted.map(run));
-console.log(`checks: ${results.filter(Boolean).length} of ${results.length} passed in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+console.log(
+  `checks: ${results.filter(Boolean).length} of ${results.length} passed in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+);
 process.exit(results.every(Boolean) ? 0 : 1);

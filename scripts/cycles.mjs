@@ -19,11 +19,20 @@ const TS_ENTRIES = [
   "stacks/*.ts",
   "sst.config.ts",
 ];
-const PY_PACKAGES = ["packages/policy-worker/harness_s_worker", "packages/envs/fixtures/common", "packages/envs/fixtures/appworld", "packages/envs/fixtures/swe"];
+const PY_PACKAGES = [
+  "packages/policy-worker/harness_s_worker",
+  "packages/envs/fixtures/common",
+  "packages/envs/fixtures/appworld",
+  "packages/envs/fixtures/swe",
+];
 
 let failed = false;
 try {
-  execFileSync("npx", ["dpdm", "--no-warning", "--no-tree", "--no-progress", "--exit-code", "circular:1", ...TS_ENTRIES], { stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync(
+    "npx",
+    ["dpdm", "--no-warning", "--no-tree", "--no-progress", "--exit-code", "circular:1", ...TS_ENTRIES],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
 } catch (err) {
   process.stdout.write(String(err.stdout ?? ""));
   failed = true;
@@ -108,5 +117,9 @@ for (const dir of PY_PACKAGES) {
     failed = true;
   }
 }
-console.log(failed ? "cycles: circular imports found" : `cycles: none in ${TS_ENTRIES.length} TypeScript entry globs, core's contexts and ${PY_PACKAGES.length} Python packages`);
+console.log(
+  failed
+    ? "cycles: circular imports found"
+    : `cycles: none in ${TS_ENTRIES.length} TypeScript entry globs, core's contexts and ${PY_PACKAGES.length} Python packages`,
+);
 process.exit(failed ? 1 : 0);

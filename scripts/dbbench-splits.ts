@@ -6,4 +6,6 @@ import { BUNDLED_DATA_DIR, drawSplits, loadSplit } from "@harness-s/dbbench";
 const splits = drawSplits(await loadSplit(BUNDLED_DATA_DIR, "standard"), await loadSplit(BUNDLED_DATA_DIR, "dev"));
 const lines = Object.entries(splits).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)}`);
 await writeFile(join(BUNDLED_DATA_DIR, "splits.json"), `{\n${lines.join(",\n")}\n}\n`);
-console.log(`train ${splits.train.length} (validation ${splits.validation.length}), held-out ${splits.heldout.length}, dev ${splits.dev.length}`);
+console.log(
+  `train ${splits.train.length} (validation ${splits.validation.length}), held-out ${splits.heldout.length}, dev ${splits.dev.length}`,
+);

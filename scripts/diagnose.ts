@@ -8,7 +8,10 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const seed = Number(process.argv[2] ?? 1);
 const armName = process.argv[3] ?? "harness-s";
-const setup = embeddedSetup({ ...defaultEmbeddedSettings, protocol: process.env.PROTOCOL === "validation" ? "validation" : "test" });
+const setup = embeddedSetup({
+  ...defaultEmbeddedSettings,
+  protocol: process.env.PROTOCOL === "validation" ? "validation" : "test",
+});
 const inst = await setup.instance(seed);
 const policy = setup.createPolicy(seed);
 const runRollout = (t: Task, h: HarnessSpec, s: number) => runEpisode(t, h, s, { env: setup.env, policy });

@@ -5,7 +5,15 @@
 // first round that warms the JVM; and each request's time, one after another on an otherwise idle loop.
 // Run: node --import tsx scripts/dynamodb-request-cpu.ts [requests per kind, default 200]
 import { execSync } from "node:child_process";
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, TransactWriteItemsCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { localCredentials, startDynamoDbLocal } from "@harness-s/adapters/local";
 import { processCpuSeconds } from "../packages/cli/src/commands/cpu-split.ts";
 
@@ -14,18 +22,37 @@ const local = await startDynamoDbLocal();
 const db = new DynamoDBClient({ endpoint: local.endpoint, region: "us-east-1", credentials: localCredentials });
 const key = (k: string, s: string) => ({ k: { S: k }, s: { S: s } });
 const item = (k: string, s: string) => ({ ...key(k, s), v: { S: "x".repeat(500) } });
-const add = (k: string) => ({ TableName: "cpu", Key: key(k, "x"), UpdateExpression: "ADD n :one", ExpressionAttributeValues: { ":one": { N: "1" } } });
+const add = (k: string) => ({
+  TableName: "cpu",
+  Key: key(k, "x"),
+  UpdateExpression: "ADD n :one",
+  ExpressionAttributeValues: { ":one": { N: "1" } },
+});
 const KINDS: Record<string, (i: number) => unknown> = {
   put: (i) => new PutItemCommand({ TableName: "cpu", Item: item(`k${i % 50}`, `s${i}`) }),
-  "conditional put": (i) => new PutItemCommand({ TableName: "cpu", Item: item(`c${i % 50}`, `s${i}`), ConditionExpression: "attribute_not_exists(s)" }),
+  "conditional put": (i) =>
+    new PutItemCommand({
+      TableName: "cpu",
+      Item: item(`c${i % 50}`, `s${i}`),
+      ConditionExpression: "attribute_not_exists(s)",
+    }),
   get: (i) => new GetItemCommand({ TableName: "cpu", Key: key(`k${i % 50}`, `s${i}`) }),
   update: (i) => new UpdateItemCommand(add(`u${i % 5}`)),
-  "transaction of 2 updates": (i) => new TransactWriteItemsCommand({ TransactItems: [0, 1].map((j) => ({ Update: add(`t${(i + j) % 5}`) })) }),
+  "transaction of 2 updates": (i) =>
+    new TransactWriteItemsCommand({ TransactItems: [0, 1].map((j) => ({ Update: add(`t${(i + j) % 5}`) })) }),
   "transaction of 8 puts": (i) =>
     new TransactWriteItemsCommand({
-      TransactItems: Array.from({ length: 8 }, (_, j) => ({ Put: { TableName: "cpu", Item: item(`p${i}`, `s${j}`), ConditionExpression: "attribute_not_exists(s)" } })),
+      TransactItems: Array.from({ length: 8 }, (_, j) => ({
+        Put: { TableName: "cpu", Item: item(`p${i}`, `s${j}`), ConditionExpression: "attribute_not_exists(s)" },
+      })),
     }),
-  query: (i) => new QueryCommand({ TableName: "cpu", KeyConditionExpression: "k = :k", ExpressionAttributeValues: { ":k": { S: `k${i % 50}` } }, ProjectionExpression: "s" }),
+  query: (i) =>
+    new QueryCommand({
+      TableName: "cpu",
+      KeyConditionExpression: "k = :k",
+      ExpressionAttributeValues: { ":k": { S: `k${i % 50}` } },
+      ProjectionExpression: "s",
+    }),
 };
 try {
   await db.send(
@@ -53,7 +80,10 @@ try {
       for (let i = 0; i < n; i++) await db.send(make((round + 1) * 100_000 + i) as never);
       const per = (s: number) => ((s * 1000) / n).toFixed(2);
       const cpu = `Node ${per(node() - n0)} ms, DynamoDB Local ${per((processCpuSeconds(java) ?? 0) - j0)} ms`;
-      if (round === 1) console.log(`${kind.padEnd(26)} ${cpu} of CPU a request; ${per(performance.now() / 1000 - t0)} ms a request, one after another`);
+      if (round === 1)
+        console.log(
+          `${kind.padEnd(26)} ${cpu} of CPU a request; ${per(performance.now() / 1000 - t0)} ms a request, one after another`,
+        );
     }
   }
 } finally {

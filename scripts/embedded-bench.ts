@@ -20,8 +20,15 @@ const config = ExperimentConfig.parse({ seeds: [1], evalSamples: quick.evalSampl
 const best = { evolution: Number.POSITIVE_INFINITY, experiment: Number.POSITIVE_INFINITY };
 for (let i = 0; i < repeats; i++) {
   const setup = embeddedSetup(defaultEmbeddedSettings);
-  best.evolution = Math.min(best.evolution, await cpuMs(() => Promise.all([1, 2, 3, 4].map((seed) => setup.instance(seed)))));
+  best.evolution = Math.min(
+    best.evolution,
+    await cpuMs(() => Promise.all([1, 2, 3, 4].map((seed) => setup.instance(seed)))),
+  );
   best.experiment = Math.min(best.experiment, await cpuMs(() => runExperimentToEnd(config, setup)));
-  console.log(`repeat ${i + 1}/${repeats}: evolution ${best.evolution.toFixed(0)} ms, quick config on seed 1 ${best.experiment.toFixed(0)} ms (best so far)`);
+  console.log(
+    `repeat ${i + 1}/${repeats}: evolution ${best.evolution.toFixed(0)} ms, quick config on seed 1 ${best.experiment.toFixed(0)} ms (best so far)`,
+  );
 }
-console.log(`| evolving seeds 1–4 | ${best.evolution.toFixed(0)} ms CPU |\n| the --quick config on seed 1 (pool already evolved) | ${best.experiment.toFixed(0)} ms CPU |`);
+console.log(
+  `| evolving seeds 1–4 | ${best.evolution.toFixed(0)} ms CPU |\n| the --quick config on seed 1 (pool already evolved) | ${best.experiment.toFixed(0)} ms CPU |`,
+);

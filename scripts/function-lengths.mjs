@@ -1,6 +1,8 @@
 // The function-length check (`npm run check:lengths`, one of npm test's static checks): no
-// function or method of the product's TypeScript (every package's src/, functions/, stacks/, infra/,
-// sst.config.ts) or Python (the policy worker, the fixture servers) is longer than the limit.
+// function or method of the project's TypeScript and JavaScript (every package's src/, functions/,
+// stacks/, infra/, scripts/, console/, sst.config.ts) or Python (the policy worker, the client,
+// the fixture servers, scripts/) is longer than the limit. The tests are left out: a test is as
+// long as what it checks.
 //
 //   node scripts/function-lengths.mjs [limit]   (default 80 lines)
 import { execFileSync, execSync } from "node:child_process";
@@ -11,19 +13,29 @@ const limit = Number(process.argv[2] ?? 80);
 /** Known and named: reported, not failed, until the work that removes it lands. Anything else over the limit fails. */
 const KNOWN = new Map();
 const tracked = (pattern) => execSync(`git ls-files '${pattern}'`, { encoding: "utf8" }).split("\n").filter(Boolean);
-const tsFiles = tracked("*.ts").filter((f) => /^(packages\/[^/]+\/src\/|functions\/|stacks\/|infra\/|sst\.config\.ts$)/.test(f) && !f.endsWith(".d.ts"));
-const pyFiles = tracked("*.py").filter((f) => /^packages\/(policy-worker\/(harness_s_worker|harness_s_client)\/|envs\/fixtures\/)/.test(f));
+const tsFiles = [...tracked("*.ts"), ...tracked("*.mts"), ...tracked("*.mjs")].filter(
+  (f) => /^(packages\/[^/]+\/src\/|functions\/|stacks\/|infra\/|scripts\/|console\/src\/|sst\.config\.ts$)/.test(f) && !f.endsWith(".d.ts"),
+);
+const pyFiles = tracked("*.py").filter((f) =>
+  /^(packages\/(policy-worker\/harness_s_worker|policy-worker\/examples|client-py\/harness_s_client|envs\/fixtures)\/|scripts\/)/.test(f),
+);
 
 const over = [];
 const known = [];
 for (const f of tsFiles) {
   const src = ts.createSourceFile(f, readFileSync(f, "utf8"), ts.ScriptTarget.Latest, true);
   const visit = (n) => {
-    if (ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n)) {
+    if (
+      ts.isFunctionDeclaration(n) ||
+      ts.isMethodDeclaration(n) ||
+      ts.isArrowFunction(n) ||
+      ts.isFunctionExpression(n)
+    ) {
       const a = src.getLineAndCharacterOfPosition(n.getStart()).line;
       const b = src.getLineAndCharacterOfPosition(n.getEnd()).line;
       const name = n.name?.getText() ?? "(anonymous)";
-      if (b - a + 1 > limit) (KNOWN.has(`${f} ${name}`) ? known : over).push(`${f}:${a + 1} ${b - a + 1} lines ${name}`);
+      if (b - a + 1 > limit)
+        (KNOWN.has(`${f} ${name}`) ? known : over).push(`${f}:${a + 1} ${b - a + 1} lines ${name}`);
     }
     ts.forEachChild(n, visit);
   };

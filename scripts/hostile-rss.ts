@@ -13,7 +13,10 @@ const seconds = Number(process.argv[2] ?? 60);
 const rssMb = (pid: number) => Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)![1]) / 1024;
 
 // Both hostile endpoints in a child: their own memory is not the API's.
-const hostile = fork(new URL("./hostile-endpoints.ts", import.meta.url), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+const hostile = fork(new URL("./hostile-endpoints.ts", import.meta.url), [], {
+  execArgv: ["--import", "tsx"],
+  stdio: ["ignore", "inherit", "inherit", "ipc"],
+});
 const url = await new Promise<string>((resolve) => hostile.once("message", (m) => resolve(String(m))));
 const panel = join(tmpdir(), `hs-hostile-panel-${process.pid}.json`);
 writeFileSync(
@@ -47,7 +50,12 @@ try {
           : await fetch(`${serve.url}/v1/route`, {
               method: "POST",
               headers: auth,
-              body: JSON.stringify({ poolId: "embedded", task: { id: `t${i}`, family: "app" }, failureTags: ["incomplete-results"], k: 2 }),
+              body: JSON.stringify({
+                poolId: "embedded",
+                task: { id: `t${i}`, family: "app" },
+                failureTags: ["incomplete-results"],
+                k: 2,
+              }),
             });
       await res.arrayBuffer();
       count(counts[kind], res.status);
@@ -57,8 +65,12 @@ try {
   clearInterval(sampler);
   const after = rssMb(serve.proc.pid!);
   const show = (m: Map<number, number>) => [...m].map(([s, n]) => `${n} × ${s}`).join(", ");
-  console.log(`${seconds} s of an endless upstream and an endless voter body: gateway ${show(counts.gateway)}; route ${show(counts.route)}`);
-  console.log(`API RSS: ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB during, ${after.toFixed(0)} MB after (peak − before ${(peak - before).toFixed(0)} MB)`);
+  console.log(
+    `${seconds} s of an endless upstream and an endless voter body: gateway ${show(counts.gateway)}; route ${show(counts.route)}`,
+  );
+  console.log(
+    `API RSS: ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB during, ${after.toFixed(0)} MB after (peak − before ${(peak - before).toFixed(0)} MB)`,
+  );
 } finally {
   await serve.stop();
   hostile.kill();

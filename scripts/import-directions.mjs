@@ -14,7 +14,11 @@ const RULES = [
     forbid: /^(stacks\/|sst\.config)/,
     why: "runtime code imports infra/settings.ts, never the stacks",
   },
-  { from: /^infra\//, forbid: /./, why: "infra/ is dependency-free (the Lambda bundles, the SST config and the tests import it as it is)" },
+  {
+    from: /^infra\//,
+    forbid: /./,
+    why: "infra/ is dependency-free (the Lambda bundles, the SST config and the tests import it as it is)",
+  },
 ];
 
 const files = execSync("git ls-files --cached --others --exclude-standard '*.ts' '*.mts' '*.mjs'", { encoding: "utf8" })

@@ -17,7 +17,8 @@ const builds: string[] = [];
 const links: Record<string, Record<string, Record<string, unknown>>> = {};
 
 async function main() {
-  if (!existsSync(join(platform, "config.d.ts"))) throw new Error("no .sst/platform: run `npm run typecheck:infra` first");
+  if (!existsSync(join(platform, "config.d.ts")))
+    throw new Error("no .sst/platform: run `npm run typecheck:infra` first");
   const esbuild = await load("node_modules/esbuild/lib/main.js");
   const out = mkdtempSync(join(tmpdir(), "hs-infra-"));
   // The CLI's build RPC: bundle each handler with esbuild, as `sst deploy` would (a wrong path fails).
@@ -28,7 +29,12 @@ async function main() {
       const { method, params } = JSON.parse(body) as { method: string; params: [Record<string, unknown>] };
       const reply = (result: unknown, error: string | null = null) => res.end(JSON.stringify({ id: 0, result, error }));
       if (method === "Provider.Aws.Bootstrap")
-        return reply({ asset: "mock-assets-bucket", assetEcrRegistryId: "123456789012", assetEcrUrl: "mock.ecr", state: "mock-state-bucket" });
+        return reply({
+          asset: "mock-assets-bucket",
+          assetEcrRegistryId: "123456789012",
+          assetEcrUrl: "mock.ecr",
+          state: "mock-state-bucket",
+        });
       if (method !== "Runtime.Build") return reply(null, `rpc: can't find method ${method}`);
       const handler = String(params[0].handler);
       links[handler] = (params[0].links ?? {}) as Record<string, Record<string, unknown>>;
@@ -44,10 +50,18 @@ async function main() {
           outfile: join(dir, "index.mjs"),
           logLevel: "silent",
           // What the function installs beside its bundle (a native addon) stays out of it, as `sst deploy` does.
-          external: ["@aws-sdk/*", ...Object.keys((params[0].properties as { install?: Record<string, string> } | undefined)?.install ?? {})],
+          external: [
+            "@aws-sdk/*",
+            ...Object.keys((params[0].properties as { install?: Record<string, string> } | undefined)?.install ?? {}),
+          ],
         });
         builds.push(handler);
-        reply({ handler: `index.${handler.slice(handler.lastIndexOf(".") + 1)}`, out: dir, errors: [], sourcemaps: [] });
+        reply({
+          handler: `index.${handler.slice(handler.lastIndexOf(".") + 1)}`,
+          out: dir,
+          errors: [],
+          sourcemaps: [],
+        });
       } catch (err) {
         reply({ handler: "", out: dir, errors: [String((err as Error).message)], sourcemaps: [] });
       }
@@ -79,10 +93,14 @@ async function main() {
       },
       call: (args: { token: string; inputs: Record<string, unknown> }) => {
         if (args.token.endsWith("getRegion")) return { name: "us-east-1", region: "us-east-1", id: "us-east-1" };
-        if (args.token.endsWith("getCallerIdentity")) return { accountId: "123456789012", arn: "arn:aws:iam::123456789012:user/mock", userId: "mock" };
+        if (args.token.endsWith("getCallerIdentity"))
+          return { accountId: "123456789012", arn: "arn:aws:iam::123456789012:user/mock", userId: "mock" };
         if (args.token.endsWith("getPartition")) return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
         if (args.token.endsWith("getPolicyDocument"))
-          return { json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }), statements: args.inputs.statements };
+          return {
+            json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }),
+            statements: args.inputs.statements,
+          };
         return args.inputs;
       },
     },
@@ -91,14 +109,22 @@ async function main() {
     false,
   );
   const g = globalThis as Record<string, unknown>;
-  g.$app = { name: "harness-s", stage: "test", removal: "remove", protect: false, providers: { aws: { region: "us-east-1" } } };
+  g.$app = {
+    name: "harness-s",
+    stage: "test",
+    removal: "remove",
+    protect: false,
+    providers: { aws: { region: "us-east-1" } },
+  };
   g.$cli = { paths: { root, work: join(root, ".sst"), platform }, state: { version: {} }, command: "deploy" };
   g.$dev = false;
   process.env.SST_SECRETS = JSON.stringify({});
   Object.assign(g, await load("src/shim/run.js"));
   g.sst = await load("src/components/index.ts");
   g.aws = await load("node_modules/@pulumi/aws/index.js"); // the provider namespace sst.config.ts sees as a global
-  const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as { run: () => Promise<Record<string, unknown>> };
+  const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as {
+    run: () => Promise<Record<string, unknown>>;
+  };
   const { run } = await load("src/auto/run.ts");
   // The stack's outputs can resolve before every resource is registered: disconnect() waits for
   // Pulumi's queue of registrations to drain, and a function is registered only after its build
@@ -106,7 +132,9 @@ async function main() {
   // keep-alive socket SST's client is about to reuse); the process exits instead.
   const outputs = await pulumi.runtime.runInPulumiStack(() => run(config.run));
   await pulumi.runtime.disconnect();
-  await new Promise<void>((r) => process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }), () => r()));
+  await new Promise<void>((r) =>
+    process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }), () => r()),
+  );
   process.exit(0);
 }
 

@@ -2,7 +2,8 @@
 // (Avg@3 on train and held-out, in points), with the same pairedSummary report.md uses; and each
 // arm's rollouts ÷ grpo's. report.md pairs only the default arms against their baselines; this
 // prints any pair (block C5's and C6's adaptive rows in docs/results.md).
-// Run: node --import tsx scripts/paired-arms.ts confirmation/C6/summary.json harness-s-adaptive:grpo-budget harness-s-adaptive:harness-s
+// Run: node --import tsx scripts/paired-arms.ts confirmation/C6/summary.json harness-s-adaptive:grpo-budget
+// harness-s-adaptive:harness-s
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { pairedSummary } from "@harness-s/core/metrics";
@@ -35,7 +36,8 @@ const points = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(100 * x).toFixe
 const grpo = summary.arms.find((a) => a.name === "grpo");
 for (const a of summary.arms) {
   const rescues = a.perSeed.map((s) => s.rescue ?? {});
-  const per = (k: "triggered" | "replaced") => (rescues.reduce((t, r) => t + (r[k] ?? 0), 0) / rescues.length).toFixed(1);
+  const per = (k: "triggered" | "replaced") =>
+    (rescues.reduce((t, r) => t + (r[k] ?? 0), 0) / rescues.length).toFixed(1);
   console.log(
     `${a.name.padEnd(26)} rollouts ${Math.round(a.rollouts)}${grpo ? ` (${(a.rollouts / grpo.rollouts).toFixed(2)}× grpo)` : ""}; rescues triggered ${per("triggered")}, replaced ${per("replaced")} per seed`,
   );

@@ -11,7 +11,10 @@ const serve = await startServe();
 try {
   const runner = await serve.addKey("runner", ["experiments"]);
   const router = await serve.addKey("router", ["route"]);
-  const row = (label: string, p: LatencyPhase) => console.log(`| ${label} | ${p.requests} | ${p.p50.toFixed(1)} ms | ${p.p99.toFixed(1)} ms | ${p.max.toFixed(0)} ms |`);
+  const row = (label: string, p: LatencyPhase) =>
+    console.log(
+      `| ${label} | ${p.requests} | ${p.p50.toFixed(1)} ms | ${p.p99.toFixed(1)} ms | ${p.max.toFixed(0)} ms |`,
+    );
   console.log(`serve with its workers on their own thread; ${seconds} s per phase\n`);
   console.log("| phase | requests | p50 | p99 | max |\n|---|---|---|---|---|");
   await routeLatency(serve, router, 2); // warm-up
@@ -33,13 +36,24 @@ try {
   if (queued.status !== 202) throw new Error(`the experiment was not queued: ${queued.status} ${await queued.text()}`);
   const { id } = (await queued.json()) as { id: string };
   const busy = await routeLatency(serve, router, seconds);
-  row(`another key's experiment (${seeds.length} new seeds, ${request.arms.join(" + ")}, steps ${train.steps}, batch ${train.batchSize}, group ${train.groupSize})`, busy);
-  const status = (await (await fetch(`${serve.url}/v1/experiments/${id}`, { headers: { authorization: `Bearer ${runner}` } })).json()) as {
+  row(
+    `another key's experiment (${seeds.length} new seeds, ${request.arms.join(" + ")}, steps ${train.steps}, batch ${train.batchSize}, group ${train.groupSize})`,
+    busy,
+  );
+  const status = (await (
+    await fetch(`${serve.url}/v1/experiments/${id}`, { headers: { authorization: `Bearer ${runner}` } })
+  ).json()) as {
     status: string;
     progress: { done: number };
   };
-  console.log(`\nthe run was ${status.status} (${status.progress.done} units done) when measured; p99 busy / idle = ${(busy.p99 / idle.p99).toFixed(2)}`);
-  await fetch(`${serve.url}/v1/experiments/${id}/cancel`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${runner}` }, body: "{}" });
+  console.log(
+    `\nthe run was ${status.status} (${status.progress.done} units done) when measured; p99 busy / idle = ${(busy.p99 / idle.p99).toFixed(2)}`,
+  );
+  await fetch(`${serve.url}/v1/experiments/${id}/cancel`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${runner}` },
+    body: "{}",
+  });
 } finally {
   await serve.stop();
 }

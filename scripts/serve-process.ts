@@ -23,7 +23,11 @@ export interface ServeProcess {
  */
 export async function startServe(args: string[] = []): Promise<ServeProcess> {
   const adminKey = "fairness-admin-key";
-  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", adminKey, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(
+    "node",
+    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", adminKey, ...args],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   const { url, dynamoEndpoint } = await new Promise<{ url: string; dynamoEndpoint: string }>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 120_000);
@@ -40,7 +44,9 @@ export async function startServe(args: string[] = []): Promise<ServeProcess> {
     proc.once("exit", (code) => reject(new Error(`serve exited early with ${code}:\n${out}`)));
   });
   const keys = new DynamoApiKeyStore(
-    DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials })),
+    DynamoDBDocumentClient.from(
+      new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials }),
+    ),
     tableNames("local-"),
   );
   return {
@@ -72,11 +78,20 @@ export interface LatencyPhase {
 
 /** `POST /v1/route` of one key, one request at a time (20 ms apart) for `seconds`: its latencies. */
 export async function routeLatency(serve: ServeProcess, secret: string, seconds: number): Promise<LatencyPhase> {
-  const body = JSON.stringify({ poolId: "embedded", task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 });
+  const body = JSON.stringify({
+    poolId: "embedded",
+    task: { id: "t1", family: "app", tags: ["app", "bulk"] },
+    failureTags: ["incomplete-results"],
+    k: 2,
+  });
   const ms: number[] = [];
   for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
     const t = performance.now();
-    const res = await fetch(`${serve.url}/v1/route`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body });
+    const res = await fetch(`${serve.url}/v1/route`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+      body,
+    });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`/v1/route answered ${res.status}`);
     ms.push(performance.now() - t);

@@ -38,7 +38,10 @@ async function measure(engine: SqlEngine, statements: string[]) {
     const r = await db.execute(sql);
     const ms = performance.now() - started;
     clearInterval(sampler);
-    const kind = r.kind === "error" ? `error: ${r.text.slice(0, 70)}` : `${r.kind}, ${r.rowCount} rows read, ${r.text.length} chars shown`;
+    const kind =
+      r.kind === "error"
+        ? `error: ${r.text.slice(0, 70)}`
+        : `${r.kind}, ${r.rowCount} rows read, ${r.text.length} chars shown`;
     console.log(
       `| ${engine.name} | \`${sql.length > 90 ? `${sql.slice(0, 87)}…` : sql}\` | ${ms.toFixed(0)} ms | +${((peak - base) / 1e6).toFixed(1)} MB (${(peak / 1e6).toFixed(0)} MB) | ${engine.name === "sqlite" ? `${(childPeak / 1e6).toFixed(0)} MB` : "—"} | ${kind} |`,
     );
@@ -46,8 +49,11 @@ async function measure(engine: SqlEngine, statements: string[]) {
   }
 }
 
-console.log("| engine | statement | time | rollout process RSS: growth (peak) | sandbox RSS peak | result |\n|---|---|---|---|---|---|");
-const rows = (n: number, v: string) => `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) SELECT ${v} FROM c`;
+console.log(
+  "| engine | statement | time | rollout process RSS: growth (peak) | sandbox RSS peak | result |\n|---|---|---|---|---|---|",
+);
+const rows = (n: number, v: string) =>
+  `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) SELECT ${v} FROM c`;
 const sqlite = new SqliteEngine();
 await measure(sqlite, [
   rows(10_000, "printf('%.*c', 20000, 'x')"),

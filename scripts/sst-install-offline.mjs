@@ -9,7 +9,9 @@ const PLATFORM = ".sst/platform/config.d.ts";
 const LOCK = ".sst-install.lock";
 
 if (!existsSync(PLATFORM)) {
-  const r = process.argv.includes("--locked") ? install() : spawnSync("flock", [LOCK, process.execPath, ...process.argv.slice(1), "--locked"], { stdio: "inherit" });
+  const r = process.argv.includes("--locked")
+    ? install()
+    : spawnSync("flock", [LOCK, process.execPath, ...process.argv.slice(1), "--locked"], { stdio: "inherit" });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 

@@ -41,7 +41,11 @@ def main() -> None:
 
         def update(datum, key):
             body = json.dumps({"base_version": 0, "datums": [datum], "optim": {"lr": 1e-3}}, allow_nan=True)
-            return http.post("/v2/policies/p/updates", content=body, headers={"Idempotency-Key": key, "content-type": "application/json"})
+            return http.post(
+                "/v2/policies/p/updates",
+                content=body,
+                headers={"Idempotency-Key": key, "content-type": "application/json"},
+            )
 
         def many_episodes():
             last = None
@@ -53,39 +57,77 @@ def main() -> None:
 
         def concurrent_update():
             http.put("/v2/policies/q", json=SPEC)
-            slow = {**good, "ids": good["ids"] * 40, "loss_mask": good["loss_mask"] * 40, "behaviour_logprobs": good["behaviour_logprobs"] * 40}
+            slow = {
+                **good,
+                "ids": good["ids"] * 40,
+                "loss_mask": good["loss_mask"] * 40,
+                "behaviour_logprobs": good["behaviour_logprobs"] * 40,
+            }
             slow["loss_mask"][0] = 0
             body = {"base_version": 0, "datums": [slow] * 64, "optim": {"lr": 1e-3, "epochs": 8}}
-            threading.Thread(target=lambda: http.post("/v2/policies/q/updates", json=body, headers={"Idempotency-Key": "a"}), daemon=True).start()
+            threading.Thread(
+                target=lambda: http.post("/v2/policies/q/updates", json=body, headers={"Idempotency-Key": "a"}),
+                daemon=True,
+            ).start()
             time.sleep(0.3)
             return http.post("/v2/policies/q/updates", json=body, headers={"Idempotency-Key": "b"})
 
         cases = {
             "NaN advantage": lambda: update({**good, "advantage": math.nan}, "nan"),
-            "-Infinity behaviour log-probability": lambda: update({**good, "behaviour_logprobs": [-math.inf] + good["behaviour_logprobs"][1:]}, "inf"),
-            "behaviour log-probability -1e4 (finite: accepted, ratio clamped)": lambda: update({**good, "behaviour_logprobs": good["behaviour_logprobs"][:-1] + [-1e4]}, "big"),
+            "-Infinity behaviour log-probability": lambda: update(
+                {**good, "behaviour_logprobs": [-math.inf] + good["behaviour_logprobs"][1:]}, "inf"
+            ),
+            "behaviour log-probability -1e4 (finite: accepted, ratio clamped)": lambda: update(
+                {**good, "behaviour_logprobs": good["behaviour_logprobs"][:-1] + [-1e4]}, "big"
+            ),
             "mask value 2": lambda: update({**good, "loss_mask": [0] + [2] * (len(ids) - 1)}, "mask"),
             "token id = vocabulary size": lambda: update({**good, "ids": ids[:-1] + [10**6]}, "vocab"),
             "lengths disagree": lambda: update({**good, "loss_mask": good["loss_mask"][:-1]}, "len"),
-            "1 MB prompt (past the context)": lambda: http.post("/v2/policies/p/sample", json={"episode_id": "big", "messages": [{"role": "user", "content": "word " * 200_000}]}),
-            "100 MB body": lambda: http.post("/v2/policies/p/sample", content=b"x" * (100 << 20), headers={"content-type": "application/json"}),
+            "1 MB prompt (past the context)": lambda: http.post(
+                "/v2/policies/p/sample",
+                json={"episode_id": "big", "messages": [{"role": "user", "content": "word " * 200_000}]},
+            ),
+            "100 MB body": lambda: http.post(
+                "/v2/policies/p/sample", content=b"x" * (100 << 20), headers={"content-type": "application/json"}
+            ),
             "4,200 open episodes (cap 4,096)": many_episodes,
             "base_model not served": lambda: http.put("/v2/policies/x", json={**SPEC, "base_model": "Qwen2.5-7B"}),
-            "wrong temperature for a training sample": lambda: http.post("/v2/policies/p/sample", json={"episode_id": "t", "messages": FIRST["messages"], "sampling": {"temperature": 0.7}}),
-            "init_from outside the state folder": lambda: http.put("/v2/policies/y", json={**SPEC, "init_from": "../../etc"}),
+            "wrong temperature for a training sample": lambda: http.post(
+                "/v2/policies/p/sample",
+                json={"episode_id": "t", "messages": FIRST["messages"], "sampling": {"temperature": 0.7}},
+            ),
+            "init_from outside the state folder": lambda: http.put(
+                "/v2/policies/y", json={**SPEC, "init_from": "../../etc"}
+            ),
             "unknown policy": lambda: http.post("/v2/policies/nope/sample", json={"episode_id": "e", **FIRST}),
-            "stale version": lambda: http.post("/v2/policies/p/sample", json={"episode_id": "v", **FIRST, "version": {"exact": 7}}),
+            "stale version": lambda: http.post(
+                "/v2/policies/p/sample", json={"episode_id": "v", **FIRST, "version": {"exact": 7}}
+            ),
             "a second update while one runs": concurrent_update,
-            "messages on an open episode": lambda: (http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}), http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}))[
-                1
-            ],
+            "messages on an open episode": lambda: (
+                http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}),
+                http.post("/v2/policies/q/sample", json={"episode_id": "open", **FIRST}),
+            )[1],
         }
         for name, case in cases.items():
             r = case()
-            code = r.json().get("error", {}).get("code", "-") if r.headers.get("content-type", "").startswith("application/json") else "-"
+            code = (
+                r.json().get("error", {}).get("code", "-")
+                if r.headers.get("content-type", "").startswith("application/json")
+                else "-"
+            )
             t0 = time.perf_counter()
             alive = http.get("/healthz").status_code
-            rows.append((name, r.status_code, code, alive, round((time.perf_counter() - t0) * 1000, 1), round(rss_mb(worker.pid), 1)))
+            rows.append(
+                (
+                    name,
+                    r.status_code,
+                    code,
+                    alive,
+                    round((time.perf_counter() - t0) * 1000, 1),
+                    round(rss_mb(worker.pid), 1),
+                )
+            )
     finally:
         worker.terminate()
         worker.wait(30)

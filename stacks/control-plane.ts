@@ -2,20 +2,39 @@ import { observability } from "./observability";
 import { policyGpuEndpoint } from "./policy-endpoint";
 import { reportStorage } from "./reports";
 import { storage } from "./storage";
-import { API_MEMORY, API_TIMEOUT, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS } from "../infra/settings";
+import {
+  API_MEMORY,
+  API_TIMEOUT,
+  CONSOLE_BUNDLE,
+  DISPATCH_CONCURRENCY,
+  LAMBDA_RUNTIME,
+  WORKERS,
+} from "../infra/settings";
 
 /**
  * The serverless control plane: tables; one queue per worker, each with a DLQ, subscribed with
  * partial batch responses; the router API as a Function URL; the secrets for the policy
  * endpoint and LLM voters, given to the functions that use them through `link`; and, unless
  * `gpuEndpoint` is false, the managed GPU endpoint that serves the policy (stacks/policy-endpoint.ts),
- * linked to dispatch and the coordinator (its URL, never its token, to the API too); the bucket of experiments' reports (stacks/reports.ts),
+ * linked to dispatch and the coordinator (its URL, never its token, to the API too); the bucket of experiments' reports
+ * (stacks/reports.ts),
  * written by the coordinator and read by the API.
  */
 export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoint: true }) {
   const t = storage();
   const reports = reportStorage();
-  const { policyEndpoint, policyToken, llmApiKey, voterPanel, voterKeys, gatewayConfig, priceList, endpointCidrs, poolProposer, bootstrapAdminKeyHash } = secrets();
+  const {
+    policyEndpoint,
+    policyToken,
+    llmApiKey,
+    voterPanel,
+    voterKeys,
+    gatewayConfig,
+    priceList,
+    endpointCidrs,
+    poolProposer,
+    bootstrapAdminKeyHash,
+  } = secrets();
   const panel = [llmApiKey, voterPanel, voterKeys];
   const gpu = opts.gpuEndpoint ? policyGpuEndpoint(policyToken) : undefined;
   const policy = gpu ? [policyEndpoint, policyToken, gpu.endpoint] : [policyEndpoint, policyToken];
@@ -26,19 +45,26 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const coordinatorQueue = workerQueue("Coordinator", WORKERS.coordinator);
 
   // Every worker meters what each message cost to its payer: the usage tables.
-  const subscribe = (q: sst.aws.Queue, w: Worker, link: unknown[], opts: SubscribeOptions = {}) => subscribeWorker(q, w, [...link, t.Usage, t.UsageDays], opts);
+  const subscribe = (q: sst.aws.Queue, w: Worker, link: unknown[], opts: SubscribeOptions = {}) =>
+    subscribeWorker(q, w, [...link, t.Usage, t.UsageDays], opts);
 
   const profileWorker = subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
   const voteWorker = subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
   // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
   // The functions that call the GPU endpoint run in its VPC's private subnets (its balancer is internal).
   const clients = gpu ? { vpc: gpu.clients } : {};
-  const dispatchWorker = subscribe(dispatchQueue, WORKERS.dispatch, [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy], {
-    maximumConcurrency: DISPATCH_CONCURRENCY,
-    ...clients,
-  });
+  const dispatchWorker = subscribe(
+    dispatchQueue,
+    WORKERS.dispatch,
+    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy],
+    {
+      maximumConcurrency: DISPATCH_CONCURRENCY,
+      ...clients,
+    },
+  );
   // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
-  // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the LLM proposer.
+  // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the
+  // LLM proposer.
   // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
   const coordinatorWorker = subscribe(
     coordinatorQueue,
@@ -66,9 +92,21 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
   // Reports: the API reads them (ReportsRead), the coordinator above writes them.
-  // The policy endpoint's URL (never its token): the API offers experiments on callers' environments only where one is configured.
+  // The policy endpoint's URL (never its token): the API offers experiments on callers' environments only where one is
+  // configured.
   const policyUrl = gpu ? [policyEndpoint, gpu.endpoint] : [policyEndpoint];
-  const api = apiFunction(t, [profileQueue, dispatchQueue, coordinatorQueue, reports.read, gatewayConfig, priceList, endpointCidrs, bootstrapAdminKeyHash, ...panel, ...policyUrl]);
+  const api = apiFunction(t, [
+    profileQueue,
+    dispatchQueue,
+    coordinatorQueue,
+    reports.read,
+    gatewayConfig,
+    priceList,
+    endpointCidrs,
+    bootstrapAdminKeyHash,
+    ...panel,
+    ...policyUrl,
+  ]);
 
   // Alarms (to the AlarmEmail secret's address) and a dashboard over all of the above: stacks/observability.ts.
   observability({
@@ -97,16 +135,39 @@ type Worker = (typeof WORKERS)[keyof typeof WORKERS];
 /** A worker's queue, with a DLQ that takes a message after the worker's retries. */
 function workerQueue(name: string, w: Worker) {
   const dlq = new sst.aws.Queue(`${name}Dlq`);
-  return new sst.aws.Queue(`${name}Queue`, { dlq: { queue: dlq.arn, retry: w.retry }, visibilityTimeout: w.visibility });
+  return new sst.aws.Queue(`${name}Queue`, {
+    dlq: { queue: dlq.arn, retry: w.retry },
+    visibilityTimeout: w.visibility,
+  });
 }
 
-/** `maximumConcurrency`: the most invocations at once; `install`: packages put beside the bundle instead of in it (native addons); `vpc`: the private subnets and group it runs in. */
-type SubscribeOptions = { maximumConcurrency?: number; install?: string[]; vpc?: ReturnType<typeof policyGpuEndpoint>["clients"] };
+/**
+ * `maximumConcurrency`: the most invocations at once; `install`: packages put beside the bundle instead of in it
+ * (native addons); `vpc`: the private subnets and group it runs in.
+ */
+type SubscribeOptions = {
+  maximumConcurrency?: number;
+  install?: string[];
+  vpc?: ReturnType<typeof policyGpuEndpoint>["clients"];
+};
 
 /** A worker's function on its queue, with partial batch responses. */
-function subscribeWorker(q: sst.aws.Queue, w: Worker, link: unknown[], { maximumConcurrency, install, vpc }: SubscribeOptions) {
+function subscribeWorker(
+  q: sst.aws.Queue,
+  w: Worker,
+  link: unknown[],
+  { maximumConcurrency, install, vpc }: SubscribeOptions,
+) {
   return q.subscribe(
-    { handler: w.handler, runtime: LAMBDA_RUNTIME, timeout: w.timeout, memory: w.memory, link, ...(install ? { nodejs: { install } } : {}), ...(vpc ? { vpc } : {}) },
+    {
+      handler: w.handler,
+      runtime: LAMBDA_RUNTIME,
+      timeout: w.timeout,
+      memory: w.memory,
+      link,
+      ...(install ? { nodejs: { install } } : {}),
+      ...(vpc ? { vpc } : {}),
+    },
     {
       batch: { size: w.batch, partialResponses: true },
       ...(maximumConcurrency
@@ -136,11 +197,20 @@ function secrets() {
     gatewayConfig: new sst.Secret("GatewayConfig", "unset"),
     /** What the deployment pays per unit (JSON: PriceList in packages/core); unset: the public on-demand defaults. */
     priceList: new sst.Secret("PriceList", "unset"),
-    /** Private blocks callers' endpoints and environments may be in (a JSON array of CIDRs); unset: none. Instance metadata stays refused. */
+    /**
+     * Private blocks callers' endpoints and environments may be in (a JSON array of CIDRs); unset: none. Instance
+     * metadata stays refused.
+     */
     endpointCidrs: new sst.Secret("EndpointCidrs", "unset"),
-    /** The LLM proposer of pool evolutions (JSON: PoolProposerConfig in functions/pool-proposer.ts; its key LlmApiKey); unset: the template proposer. */
+    /**
+     * The LLM proposer of pool evolutions (JSON: PoolProposerConfig in functions/pool-proposer.ts; its key LlmApiKey);
+     * unset: the template proposer.
+     */
     poolProposer: new sst.Secret("PoolProposer", "unset"),
-    /** The SHA-256 hex digest of the operator's first admin secret: the API makes that admin key once (docs/operations.md, Deploying); unset: none. */
+    /**
+     * The SHA-256 hex digest of the operator's first admin secret: the API makes that admin key once
+     * (docs/operations.md, Deploying); unset: none.
+     */
     bootstrapAdminKeyHash: new sst.Secret("BootstrapAdminKeyHash", "unset"),
   };
 }

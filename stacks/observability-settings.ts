@@ -13,9 +13,15 @@ export const ALARM_EVALUATION_PERIODS = {
   deadLetters: 1,
   /** Its threshold already allows every retry (oldestMessageSeconds). */
   oldestMessage: 1,
-  /** A worker reports a message's failure as a batch item failure, not an error: Lambda's Errors are crashes and timeouts. */
+  /**
+   * A worker reports a message's failure as a batch item failure, not an error: Lambda's Errors are crashes and
+   * timeouts.
+   */
   functionFaults: 1,
-  /** Ten minutes unhealthy: a replaced task loads its model for a few minutes first (and the balancer needs 5 failed checks, 30 s apart). */
+  /**
+   * Ten minutes unhealthy: a replaced task loads its model for a few minutes first (and the balancer needs 5 failed
+   * checks, 30 s apart).
+   */
   gpuHealth: 10,
 } as const;
 
@@ -47,13 +53,19 @@ export const LOG_METRICS = {
   namespace: "Harness-S",
   /** Every rollout the dispatch worker handled, whatever its outcome. */
   rollouts: { metric: "Rollouts", pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.outcome = * }' },
-  /** A rescue's rollouts by outcome (`Outcome` dimension): the dispatch lines whose payer's job is a rescue (`rsc_…`, packages/core/src/rescue/jobs.ts), not an experiment. */
+  /**
+   * A rescue's rollouts by outcome (`Outcome` dimension): the dispatch lines whose payer's job is a rescue (`rsc_…`,
+   * packages/core/src/rescue/jobs.ts), not an experiment.
+   */
   rescueOutcomes: {
     metric: "RescueOutcomes",
     pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = "rsc_*" && $.outcome = * }',
     dimensions: { Outcome: "$.outcome" },
   },
-  /** What the deployment paid for an event (`costOfGoodsUsd`, priced as the usage meter prices it), from every function's lines. */
+  /**
+   * What the deployment paid for an event (`costOfGoodsUsd`, priced as the usage meter prices it), from every
+   * function's lines.
+   */
   spend: { metric: "CostOfGoodsUsd", pattern: "{ $.costOfGoodsUsd > 0 }", value: "$.costOfGoodsUsd" },
 } as const;
 

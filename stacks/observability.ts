@@ -6,7 +6,14 @@
  * last three from metric filters on the functions' structured log lines (LOG_METRICS).
  */
 import { WORKERS } from "../infra/settings";
-import { ALARM_EVALUATION_PERIODS, ALARM_PERIOD_SECONDS, DASHBOARD_WIDGETS, LOG_METRICS, alarmEmailAddress, oldestMessageSeconds } from "./observability-settings";
+import {
+  ALARM_EVALUATION_PERIODS,
+  ALARM_PERIOD_SECONDS,
+  DASHBOARD_WIDGETS,
+  LOG_METRICS,
+  alarmEmailAddress,
+  oldestMessageSeconds,
+} from "./observability-settings";
 
 type WorkerName = keyof typeof WORKERS;
 type Lambda = { name: $util.Output<string>; logGroup: $util.Output<string> };
@@ -15,7 +22,9 @@ export interface Observed {
   /** Each worker's queue (its DLQ is the one its redrive policy names) and its subscription. */
   workers: Record<WorkerName, { queue: sst.aws.Queue; subscriber: ReturnType<sst.aws.Queue["subscribe"]> }>;
   api: sst.aws.Function;
-  /** The GPU endpoint's balancer and target group, by ARN suffix (CloudWatch's dimensions); absent without the endpoint. */
+  /**
+   * The GPU endpoint's balancer and target group, by ARN suffix (CloudWatch's dimensions); absent without the endpoint.
+   */
   gpu?: { loadBalancer: $util.Input<string>; targetGroup: $util.Input<string> };
 }
 
@@ -24,9 +33,18 @@ export function observability(observed: Observed) {
   const namespace = `${LOG_METRICS.namespace}/${$app.stage}`;
   const lambdas = {
     Api: lambdaOf(observed.api),
-    ...Object.fromEntries(Object.entries(observed.workers).map(([worker, w]) => [title(worker), lambdaOf(w.subscriber.apply((s) => s.nodes.function))])),
+    ...Object.fromEntries(
+      Object.entries(observed.workers).map(([worker, w]) => [
+        title(worker),
+        lambdaOf(w.subscriber.apply((s) => s.nodes.function)),
+      ]),
+    ),
   } as Record<string, Lambda>;
-  const queues = Object.entries(observed.workers).map(([worker, w]) => ({ worker: worker as WorkerName, name: title(worker), ...queueNames(w.queue) }));
+  const queues = Object.entries(observed.workers).map(([worker, w]) => ({
+    worker: worker as WorkerName,
+    name: title(worker),
+    ...queueNames(w.queue),
+  }));
 
   const alarm = alarmOn(topic);
   const alarms = [
@@ -71,9 +89,11 @@ export function observability(observed: Observed) {
     ),
     ...(observed.gpu
       ? [
-          // The balancer's own health check of the worker's /healthz: no healthy target is an endpoint that answers nothing.
+          // The balancer's own health check of the worker's /healthz: no healthy target is an endpoint that answers
+          // nothing.
           alarm("PolicyEndpointHealthAlarm", {
-            description: "The GPU endpoint has no healthy target (its /healthz check fails or its task is not running): rollouts on the deployment's policy fail.",
+            description:
+              "The GPU endpoint has no healthy target (its /healthz check fails or its task is not running): rollouts on the deployment's policy fail.",
             namespace: "AWS/ApplicationELB",
             metric: "HealthyHostCount",
             dimensions: { TargetGroup: observed.gpu.targetGroup, LoadBalancer: observed.gpu.loadBalancer },
@@ -95,13 +115,21 @@ export function observability(observed: Observed) {
   return { topic, alarms, dashboard };
 }
 
-/** The topic every alarm notifies, with an email subscription to the AlarmEmail secret's address when it is set (`npx sst secret set AlarmEmail …`). */
+/**
+ * The topic every alarm notifies, with an email subscription to the AlarmEmail secret's address when it is set (`npx
+ * sst secret set AlarmEmail …`).
+ */
 function alarmTopic() {
   const topic = new aws.sns.Topic("Alarms");
   const email = new sst.Secret("AlarmEmail", "unset");
   email.value.apply((value) => {
     const address = alarmEmailAddress(value);
-    if (address) new aws.sns.TopicSubscription("AlarmEmailSubscription", { topic: topic.arn, protocol: "email", endpoint: address });
+    if (address)
+      new aws.sns.TopicSubscription("AlarmEmailSubscription", {
+        topic: topic.arn,
+        protocol: "email",
+        endpoint: address,
+      });
   });
   return topic;
 }
@@ -164,7 +192,12 @@ function logMetrics(namespace: string, lambdas: Record<string, Lambda>) {
 
 type QueueRow = { name: string; queue: $util.Output<string>; dlq: $util.Output<string> };
 
-function widgets(namespace: string, lambdas: Record<string, Lambda>, queues: QueueRow[], alarms: aws.cloudwatch.MetricAlarm[]) {
+function widgets(
+  namespace: string,
+  lambdas: Record<string, Lambda>,
+  queues: QueueRow[],
+  alarms: aws.cloudwatch.MetricAlarm[],
+) {
   const region = aws.getRegionOutput().name;
   const api = lambdas.Api!.name;
   const graph = (title: string, metrics: unknown[], extra: Record<string, unknown> = {}) => ({
@@ -183,46 +216,86 @@ function widgets(namespace: string, lambdas: Record<string, Lambda>, queues: Que
       [namespace, LOG_METRICS.rollouts.metric, { id: "rollouts", stat: "Sum", visible: false }],
     ]),
     graph(DASHBOARD_WIDGETS.rescueOutcomes, [
-      [{ id: "outcomes", expression: `SEARCH('{"${namespace}",Outcome} MetricName="${LOG_METRICS.rescueOutcomes.metric}"', 'Sum', ${ALARM_PERIOD_SECONDS * 5})` }],
+      [
+        {
+          id: "outcomes",
+          expression: `SEARCH('{"${namespace}",Outcome} MetricName="${LOG_METRICS.rescueOutcomes.metric}"', 'Sum', ${ALARM_PERIOD_SECONDS * 5})`,
+        },
+      ],
     ]),
     graph(
       DASHBOARD_WIDGETS.spend,
       [
         [namespace, LOG_METRICS.spend.metric, { stat: "Sum", label: "cost of goods (logged)" }],
         // Billing metrics live in us-east-1 only, and only once the account's billing alerts are on.
-        ["AWS/Billing", "EstimatedCharges", "Currency", "USD", { stat: "Maximum", region: "us-east-1", label: "AWS estimated charges (account, month to date)" }],
+        [
+          "AWS/Billing",
+          "EstimatedCharges",
+          "Currency",
+          "USD",
+          { stat: "Maximum", region: "us-east-1", label: "AWS estimated charges (account, month to date)" },
+        ],
       ],
       { period: 3600 },
     ),
     graph(
       DASHBOARD_WIDGETS.queues,
-      queues.map((q) => ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", q.queue, { stat: "Maximum", label: q.name }]),
+      queues.map((q) => [
+        "AWS/SQS",
+        "ApproximateAgeOfOldestMessage",
+        "QueueName",
+        q.queue,
+        { stat: "Maximum", label: q.name },
+      ]),
     ),
     graph(
       DASHBOARD_WIDGETS.deadLetters,
-      queues.map((q) => ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", q.dlq, { stat: "Maximum", label: `${q.name} DLQ` }]),
+      queues.map((q) => [
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+        "QueueName",
+        q.dlq,
+        { stat: "Maximum", label: `${q.name} DLQ` },
+      ]),
     ),
     graph(
       DASHBOARD_WIDGETS.faults,
       Object.entries(lambdas).flatMap(([name, fn]) =>
-        (["Errors", "Throttles"] as const).map((metric) => ["AWS/Lambda", metric, "FunctionName", fn.name, { stat: "Sum", label: `${name} ${metric.toLowerCase()}` }]),
+        (["Errors", "Throttles"] as const).map((metric) => [
+          "AWS/Lambda",
+          metric,
+          "FunctionName",
+          fn.name,
+          { stat: "Sum", label: `${name} ${metric.toLowerCase()}` },
+        ]),
       ),
     ),
-    { type: "alarm", width: 24, height: 4, properties: { title: DASHBOARD_WIDGETS.alarms, alarms: alarms.map((a) => a.arn) } },
+    {
+      type: "alarm",
+      width: 24,
+      height: 4,
+      properties: { title: DASHBOARD_WIDGETS.alarms, alarms: alarms.map((a) => a.arn) },
+    },
   ];
 }
 
 /** A queue's name and its DLQ's, the one its redrive policy sends to (an SQS ARN ends with the queue's name). */
 function queueNames(queue: sst.aws.Queue) {
   const q = queue.nodes.queue;
-  return { queue: q.name, dlq: q.redrivePolicy.apply((policy) => String(JSON.parse(policy).deadLetterTargetArn).split(":").pop()!) };
+  return {
+    queue: q.name,
+    dlq: q.redrivePolicy.apply((policy) => String(JSON.parse(policy).deadLetterTargetArn).split(":").pop()!),
+  };
 }
 
 /** A function's Lambda name and the log group SST made for it (the Lambda's logging config names it). */
 function lambdaOf(fn: sst.aws.Function | $util.Output<sst.aws.Function>): Lambda {
   const f = $util.output(fn) as $util.Output<sst.aws.Function>;
   // Neither is a secret, though a function whose links hold secrets is made inside an apply over them.
-  return { name: $util.unsecret(f.apply((x) => x.name)), logGroup: $util.unsecret(f.apply((x) => x.nodes.function.loggingConfig.logGroup)) };
+  return {
+    name: $util.unsecret(f.apply((x) => x.name)),
+    logGroup: $util.unsecret(f.apply((x) => x.nodes.function.loggingConfig.logGroup)),
+  };
 }
 
 const title = (worker: string) => worker[0]!.toUpperCase() + worker.slice(1);

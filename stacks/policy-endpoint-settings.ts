@@ -27,6 +27,8 @@ export const POLICY_NETWORK = { zones: ["a", "b"], nat: "ec2" } as const;
  */
 export function endpointModel(models: readonly (typeof SERVED_MODELS)[number][] = SERVED_MODELS) {
   if (models.length !== 1)
-    throw new Error(`SERVED_MODELS names ${models.length} models; the GPU endpoint runs one worker, one base model (${models.map((m) => m.name).join(", ") || "none"})`);
+    throw new Error(
+      `SERVED_MODELS names ${models.length} models; the GPU endpoint runs one worker, one base model (${models.map((m) => m.name).join(", ") || "none"})`,
+    );
   return models[0]!;
 }

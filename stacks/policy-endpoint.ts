@@ -26,7 +26,9 @@ export function policyGpuEndpoint(token: sst.Secret) {
   const { cluster, capacity } = gpuInstances(net.instanceGroup, net.vpc.privateSubnets);
   const { task, repository } = workerTask(token, region);
   const { balancer, target } = balancedService(net, cluster, capacity, task);
-  const endpoint = new sst.Linkable("PolicyGpuEndpoint", { properties: { url: $interpolate`http://${balancer.dnsName}` } });
+  const endpoint = new sst.Linkable("PolicyGpuEndpoint", {
+    properties: { url: $interpolate`http://${balancer.dnsName}` },
+  });
   // What CloudWatch names the balancer's health check metrics by (stacks/observability.ts alarms on them).
   const health = { loadBalancer: balancer.arnSuffix, targetGroup: target.arnSuffix };
   // Where a function that calls the endpoint runs: the private subnets, in the group the balancer takes.
@@ -39,7 +41,10 @@ type Region = ReturnType<typeof aws.getRegionOutput>;
 function network(region: Region) {
   // SST's VPC: a public and a private subnet in each of two zones (the balancer needs two), NAT for
   // the private subnets' way out (the instance pulls its image, the functions reach callers).
-  const vpc = new sst.aws.Vpc("PolicyVpc", { az: region.name.apply((r) => POLICY_NETWORK.zones.map((z) => `${r}${z}`)), nat: POLICY_NETWORK.nat });
+  const vpc = new sst.aws.Vpc("PolicyVpc", {
+    az: region.name.apply((r) => POLICY_NETWORK.zones.map((z) => `${r}${z}`)),
+    nat: POLICY_NETWORK.nat,
+  });
   // DynamoDB from the private subnets without the NAT: a gateway endpoint (no charge) on their routes.
   new aws.ec2.VpcEndpoint("PolicyDynamoEndpoint", {
     vpcId: vpc.id,
@@ -58,7 +63,9 @@ function network(region: Region) {
   });
   const instanceGroup = new aws.ec2.SecurityGroup("PolicyInstanceGroup", {
     vpcId: vpc.id,
-    ingress: [{ protocol: "tcp", fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: [balancerGroup.id] }],
+    ingress: [
+      { protocol: "tcp", fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: [balancerGroup.id] },
+    ],
     egress: anywhere,
   });
 
@@ -69,7 +76,10 @@ function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: sst.aws.Vpc
   // The instance: ECS agent joined to the cluster, with the managed policy ECS container instances need.
   const cluster = new aws.ecs.Cluster("PolicyCluster");
   const instanceRole = new aws.iam.Role("PolicyInstanceRole", {
-    assumeRolePolicy: JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }] }),
+    assumeRolePolicy: JSON.stringify({
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }],
+    }),
     managedPolicyArns: ["arn:aws:iam::aws:policy/service-role/AmazonEC2ContainerServiceforEC2Role"],
   });
   const profile = new aws.iam.InstanceProfile("PolicyInstanceProfile", { role: instanceRole.name });
@@ -94,7 +104,9 @@ function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: sst.aws.Vpc
     launchTemplate: { id: launch.id, version: "$Latest" },
     tags: [{ key: "AmazonECSManaged", value: "true", propagateAtLaunch: true }],
   });
-  const capacity = new aws.ecs.CapacityProvider("PolicyCapacity", { autoScalingGroupProvider: { autoScalingGroupArn: group.arn, managedScaling: { status: "DISABLED" } } });
+  const capacity = new aws.ecs.CapacityProvider("PolicyCapacity", {
+    autoScalingGroupProvider: { autoScalingGroupArn: group.arn, managedScaling: { status: "DISABLED" } },
+  });
   new aws.ecs.ClusterCapacityProviders("PolicyClusterCapacity", {
     clusterName: cluster.name,
     capacityProviders: [capacity.name],
@@ -106,17 +118,29 @@ function gpuInstances(instanceGroup: aws.ec2.SecurityGroup, subnets: sst.aws.Vpc
 
 function workerTask(token: sst.Secret, region: Region) {
   // The task: the worker's image with one GPU; its token from Secrets Manager, never in the task definition.
-  const repository = new aws.ecr.Repository("PolicyWorkerImage", { imageScanningConfiguration: { scanOnPush: true }, forceDelete: true });
+  const repository = new aws.ecr.Repository("PolicyWorkerImage", {
+    imageScanningConfiguration: { scanOnPush: true },
+    forceDelete: true,
+  });
   const tokenSecret = new aws.secretsmanager.Secret("PolicyWorkerToken");
-  new aws.secretsmanager.SecretVersion("PolicyWorkerTokenValue", { secretId: tokenSecret.id, secretString: token.value });
+  new aws.secretsmanager.SecretVersion("PolicyWorkerTokenValue", {
+    secretId: tokenSecret.id,
+    secretString: token.value,
+  });
   const executionRole = new aws.iam.Role("PolicyTaskExecutionRole", {
-    assumeRolePolicy: JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: "ecs-tasks.amazonaws.com" }, Action: "sts:AssumeRole" }] }),
+    assumeRolePolicy: JSON.stringify({
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: { Service: "ecs-tasks.amazonaws.com" }, Action: "sts:AssumeRole" }],
+    }),
     managedPolicyArns: ["arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"],
     inlinePolicies: [
       {
         name: "read-worker-token",
         policy: tokenSecret.arn.apply((arn) =>
-          JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn] }] }),
+          JSON.stringify({
+            Version: "2012-10-17",
+            Statement: [{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn] }],
+          }),
         ),
       },
     ],
@@ -139,14 +163,18 @@ function workerTask(token: sst.Secret, region: Region) {
         memoryReservation: GPU_ENDPOINT.containerMemoryMiB,
         resourceRequirements: [{ type: "GPU", value: "1" }],
         portMappings: [{ containerPort: GPU_ENDPOINT.port, hostPort: GPU_ENDPOINT.port, protocol: "tcp" }],
-        // The image's entrypoint binds 0.0.0.0:8700 and keeps checkpoints in /state (packages/policy-worker/Dockerfile).
+        // The image's entrypoint binds 0.0.0.0:8700 and keeps checkpoints in /state
+        // (packages/policy-worker/Dockerfile).
         command: ["--model", "/models", "--served-model-name", endpointModel().name, "--device", "cuda"],
         secrets: [{ name: "HARNESS_S_WORKER_TOKEN", valueFrom: tokenSecret.arn }],
         mountPoints: [
           { sourceVolume: "models", containerPath: "/models", readOnly: true },
           { sourceVolume: "state", containerPath: "/state" },
         ],
-        logConfiguration: { logDriver: "awslogs", options: { "awslogs-group": logs.name, "awslogs-region": region.name, "awslogs-stream-prefix": "worker" } },
+        logConfiguration: {
+          logDriver: "awslogs",
+          options: { "awslogs-group": logs.name, "awslogs-region": region.name, "awslogs-stream-prefix": "worker" },
+        },
       },
     ]),
   });
@@ -154,7 +182,12 @@ function workerTask(token: sst.Secret, region: Region) {
   return { task, repository };
 }
 
-function balancedService(net: ReturnType<typeof network>, cluster: aws.ecs.Cluster, capacity: aws.ecs.CapacityProvider, task: aws.ecs.TaskDefinition) {
+function balancedService(
+  net: ReturnType<typeof network>,
+  cluster: aws.ecs.Cluster,
+  capacity: aws.ecs.CapacityProvider,
+  task: aws.ecs.TaskDefinition,
+) {
   const { vpc, balancerGroup } = net;
   // The balancer: internal (private subnets, no public address), a long idle timeout (an update's
   // long poll waits up to 30 s), health on /healthz.
@@ -170,9 +203,20 @@ function balancedService(net: ReturnType<typeof network>, cluster: aws.ecs.Clust
     port: GPU_ENDPOINT.port,
     protocol: "HTTP",
     targetType: "instance",
-    healthCheck: { path: GPU_ENDPOINT.healthPath, matcher: "200", interval: 30, healthyThreshold: 2, unhealthyThreshold: 5 },
+    healthCheck: {
+      path: GPU_ENDPOINT.healthPath,
+      matcher: "200",
+      interval: 30,
+      healthyThreshold: 2,
+      unhealthyThreshold: 5,
+    },
   });
-  new aws.lb.Listener("PolicyListener", { loadBalancerArn: balancer.arn, port: 80, protocol: "HTTP", defaultActions: [{ type: "forward", targetGroupArn: target.arn }] });
+  new aws.lb.Listener("PolicyListener", {
+    loadBalancerArn: balancer.arn,
+    port: 80,
+    protocol: "HTTP",
+    defaultActions: [{ type: "forward", targetGroupArn: target.arn }],
+  });
   new aws.ecs.Service("PolicyWorkerService", {
     cluster: cluster.arn,
     taskDefinition: task.arn,

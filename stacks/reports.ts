@@ -7,7 +7,12 @@ export function reportStorage() {
   const bucket = new sst.aws.Bucket("Reports", { cors: false });
   const read = new sst.Linkable("ReportsRead", {
     properties: { name: bucket.name },
-    include: [sst.aws.permission({ actions: ["s3:GetObject", "s3:ListBucket"], resources: [bucket.arn, $interpolate`${bucket.arn}/*`] })],
+    include: [
+      sst.aws.permission({
+        actions: ["s3:GetObject", "s3:ListBucket"],
+        resources: [bucket.arn, $interpolate`${bucket.arn}/*`],
+      }),
+    ],
   });
   return { bucket, read };
 }

@@ -7,11 +7,22 @@ export function storage() {
       spec.name,
       new sst.aws.Dynamo(spec.name, {
         fields: Object.fromEntries(
-          [spec.partitionKey, spec.sortKey, ...(spec.indexes ?? []).flatMap((i) => [i.partitionKey, i.sortKey])].filter((f) => f !== undefined).map((f) => [f, "string" as const]),
+          [spec.partitionKey, spec.sortKey, ...(spec.indexes ?? []).flatMap((i) => [i.partitionKey, i.sortKey])]
+            .filter((f) => f !== undefined)
+            .map((f) => [f, "string" as const]),
         ),
-        primaryIndex: spec.sortKey ? { hashKey: spec.partitionKey, rangeKey: spec.sortKey } : { hashKey: spec.partitionKey },
+        primaryIndex: spec.sortKey
+          ? { hashKey: spec.partitionKey, rangeKey: spec.sortKey }
+          : { hashKey: spec.partitionKey },
         ...(spec.indexes
-          ? { globalIndexes: Object.fromEntries(spec.indexes.map((i) => [i.name, { hashKey: i.partitionKey, rangeKey: i.sortKey, projection: "all" as const }])) }
+          ? {
+              globalIndexes: Object.fromEntries(
+                spec.indexes.map((i) => [
+                  i.name,
+                  { hashKey: i.partitionKey, rangeKey: i.sortKey, projection: "all" as const },
+                ]),
+              ),
+            }
           : {}),
         ...(spec.ttlAttribute ? { ttl: spec.ttlAttribute } : {}),
       }),

@@ -8,7 +8,11 @@ import { seedPool } from "./api-factory.ts";
  * The local stack as callers' rescues use it (their own policy and environment on loopback, none
  * of the service's own), with `instance`'s evolved pool and its profiles.
  */
-export async function startCallerRescueStack(dynamoEndpoint: string, instance: SeedInstance, over: Partial<LocalStackOptions> = {}) {
+export async function startCallerRescueStack(
+  dynamoEndpoint: string,
+  instance: SeedInstance,
+  over: Partial<LocalStackOptions> = {},
+) {
   const stack = await startLocalStack({
     dynamoEndpoint,
     tasks: { get: async () => undefined },

@@ -7,25 +7,42 @@ import { CONSOLE_DIST, loadConsoleAssets, type ConsoleAssets } from "../function
 /** Debian's Chromium (scripts/ensure-chromium.sh installs it; Playwright downloads no browser of its own). */
 export const CHROMIUM = "/usr/bin/chromium";
 /** Headless, and quiet: no GPU, no QUIC, no first-run, background or update traffic of the browser's own. */
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /**
  * Where the console test's screenshots go: docs/console (committed, shown by docs/operations.md) only
  * when HARNESS_S_SCREENSHOTS=docs asks, else results/console (git-ignored), so a plain run leaves the
  * working tree clean.
  */
-export const SCREENSHOTS = { variable: "HARNESS_S_SCREENSHOTS", docs: "docs/console/", artifacts: "results/console/" } as const;
+export const SCREENSHOTS = {
+  variable: "HARNESS_S_SCREENSHOTS",
+  docs: "docs/console/",
+  artifacts: "results/console/",
+} as const;
 
 /** The folder (absolute, made if missing) this run's screenshots go to, per {@link SCREENSHOTS}. */
 export function screenshotsDir(env: NodeJS.ProcessEnv = process.env): string {
-  const dir = fileURLToPath(new URL(`../${env[SCREENSHOTS.variable] === "docs" ? SCREENSHOTS.docs : SCREENSHOTS.artifacts}`, import.meta.url));
+  const dir = fileURLToPath(
+    new URL(`../${env[SCREENSHOTS.variable] === "docs" ? SCREENSHOTS.docs : SCREENSHOTS.artifacts}`, import.meta.url),
+  );
   mkdirSync(dir, { recursive: true });
   return dir;
 }
 
 /** Builds the console (scripts/build-console.mjs, ~0.2 s) and reads its files as the API serves them. */
 export function builtConsole(): ConsoleAssets {
-  execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build-console.mjs", import.meta.url))], { stdio: "pipe" });
+  execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build-console.mjs", import.meta.url))], {
+    stdio: "pipe",
+  });
   const assets = loadConsoleAssets(CONSOLE_DIST);
   if (!assets) throw new Error(`no console built in ${CONSOLE_DIST}`);
   return assets;
@@ -35,7 +52,8 @@ export function builtConsole(): ConsoleAssets {
  * The machine's Chromium under Playwright; `launch` gives each run a fresh temporary profile
  * (user-data-dir) of its own, and each context is a fresh, incognito-like profile within it.
  */
-export const launchChromium = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+export const launchChromium = (): Promise<Browser> =>
+  chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 
 /** What a tab did that a test reads back: every request's URL and method, and every console line. */
 export interface Captured {
@@ -53,7 +71,10 @@ export async function openTab(browser: Browser, captured: Captured): Promise<{ c
   return { context, page };
 }
 
-/** What outlives the tab in its context: localStorage, cookies, IndexedDB's databases (sessionStorage does not: it is read apart). */
+/**
+ * What outlives the tab in its context: localStorage, cookies, IndexedDB's databases (sessionStorage does not: it is
+ * read apart).
+ */
 export async function lastingStorage(context: BrowserContext, page: Page) {
   const inPage = await page.evaluate(async () => ({
     localStorage: Object.entries(localStorage),

@@ -1,4 +1,14 @@
-import { createRng, parseHarnessSpec, runEpisode, type Policy, type HarnessSpec, type HarnessSpecInput, type Rollout, type Task, type HarnessPool } from "@harness-s/core";
+import {
+  createRng,
+  parseHarnessSpec,
+  runEpisode,
+  type Policy,
+  type HarnessSpec,
+  type HarnessSpecInput,
+  type Rollout,
+  type Task,
+  type HarnessPool,
+} from "@harness-s/core";
 import { emptyProfile, type Profile } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance, ArmSeedResult, ExperimentSummary } from "@harness-s/core/experiment";
 import type { TrainDeps } from "@harness-s/core/training";
@@ -47,7 +57,11 @@ export function makeProfile(harnessId: string, over: Partial<Profile> = {}): Pro
 }
 
 /** A per-(arm, seed) result with the given H0 held-out Avg@3 per family; other fields minimal. */
-export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number>, heldoutByCombination: Record<string, number> = {}): ArmSeedResult {
+export function makeArmSeed(
+  seed: number,
+  heldoutByFamily: Record<string, number>,
+  heldoutByCombination: Record<string, number> = {},
+): ArmSeedResult {
   const score = (avg: number) => ({ passAt3: avg, avgAt3: avg });
   const values = Object.values(heldoutByFamily);
   const avg = values.reduce((s, v) => s + v, 0) / Math.max(1, values.length);
@@ -56,7 +70,10 @@ export function makeArmSeed(seed: number, heldoutByFamily: Record<string, number
     rollouts: 100,
     rolloutBreakdown: { train: 100, rescue: 0, resample: 0, reanchor: 0 },
     h0: { train: score(avg), heldout: score(avg) },
-    byFamily: { train: {}, heldout: Object.fromEntries(Object.entries(heldoutByFamily).map(([f, v]) => [f, score(v)])) },
+    byFamily: {
+      train: {},
+      heldout: Object.fromEntries(Object.entries(heldoutByFamily).map(([f, v]) => [f, score(v)])),
+    },
     byCombination: { heldout: Object.fromEntries(Object.entries(heldoutByCombination).map(([c, v]) => [c, score(v)])) },
     behaviours: {},
     rescue: { triggered: 0, replaced: 0, dropped: 0, allFailGroups: 0, groups: 0 },
@@ -77,13 +94,23 @@ export function makeSummary(arms: Record<string, ArmSeedResult[]>): ExperimentSu
     poolVersions: {},
     initial: { train: score, heldout: score, rank1: { heldout: score }, behaviours: {} },
     initialPerSeed: [],
-    arms: Object.entries(arms).map(([name, perSeed]) => ({ name, rollouts: 100, h0: { train: score, heldout: score }, perSeed })),
+    arms: Object.entries(arms).map(([name, perSeed]) => ({
+      name,
+      rollouts: 100,
+      h0: { train: score, heldout: score },
+      perSeed,
+    })),
     suite: { locality: 0, complementarity: 1, nonstationarity: 0, details: {} },
   };
 }
 
 /** trainArm's dependencies for one embedded instance, with rollouts run in process by `policy`. */
-export function makeTrainDeps(setup: Pick<ExperimentDeps, "env" | "voters">, instance: SeedInstance, policy: Policy, seed: number): TrainDeps {
+export function makeTrainDeps(
+  setup: Pick<ExperimentDeps, "env" | "voters">,
+  instance: SeedInstance,
+  policy: Policy,
+  seed: number,
+): TrainDeps {
   return {
     policy,
     runRollout: (t, h, s) => runEpisode(t, h, s, { env: setup.env, policy }),
@@ -113,7 +140,9 @@ export function makeSqsRecord(messageId: string, message: Envelope, receive = 1)
 }
 
 /** The SQS event of the dispatch queue delivering `envelopes` (records m0, m1, …). */
-export const makeSqsEvent = (envelopes: Envelope[], receive = 1) => ({ Records: envelopes.map((e, i) => makeSqsRecord(`m${i}`, e, receive)) });
+export const makeSqsEvent = (envelopes: Envelope[], receive = 1) => ({
+  Records: envelopes.map((e, i) => makeSqsRecord(`m${i}`, e, receive)),
+});
 
 /** A `ballot.requested` message for `voterId` on a pool's siblings (key `key`), with its payer when given. */
 export function ballotEnvelope(pool: HarnessPool, key: string, voterId: string, payer?: Envelope["payer"]): Envelope {
@@ -147,13 +176,23 @@ export function idleCallerPolicies(version: number): CallerPolicies {
   };
 }
 
-/** A caller rescue slot's source for dispatch tests: key k-a's endpoint "mine" at version 0, on the built-in embedded environment, one committing tool. */
+/**
+ * A caller rescue slot's source for dispatch tests: key k-a's endpoint "mine" at version 0, on the built-in embedded
+ * environment, one committing tool.
+ */
 export const callerSlotSource = {
   keyId: "k-a",
   endpoint: "mine",
   weightVersion: 0,
   environment: { kind: "builtin" as const, id: "embedded" as const },
-  task: { id: "t1", family: "app", tags: [], instruction: "", tools: [{ name: "submit", description: "", parameters: {}, submit: true }], reset: {} },
+  task: {
+    id: "t1",
+    family: "app",
+    tags: [],
+    instruction: "",
+    tools: [{ name: "submit", description: "", parameters: {}, submit: true }],
+    reset: {},
+  },
   system: "",
   maxTokens: 8,
 };

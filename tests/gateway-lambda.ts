@@ -24,7 +24,11 @@ const PROCESS_START_MS = 60_000;
  * SST links it: table names and the `GatewayConfig` secret) over fresh tables of a DynamoDB Local,
  * each served as a streaming Function URL; `url` hands request i to process i mod 2.
  */
-export async function startLambdaGateway(dynamoEndpoint: string, gateway: Record<string, unknown>, processes = 2): Promise<LambdaGateway> {
+export async function startLambdaGateway(
+  dynamoEndpoint: string,
+  gateway: Record<string, unknown>,
+  processes = 2,
+): Promise<LambdaGateway> {
   const client = new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials });
   const names = tableNames(`lambda-${randomUUID().slice(0, 8)}-`);
   await createTables(client, names);
@@ -41,7 +45,10 @@ export async function startLambdaGateway(dynamoEndpoint: string, gateway: Record
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   const start = async (i: number) => {
-    const child = spawn("node", ["--import", "tsx", "tests/fixtures/lambda-function-url.ts"], { env, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn("node", ["--import", "tsx", "tests/fixtures/lambda-function-url.ts"], {
+      env,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     children[i] = child;
     const line = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("the Lambda process did not start")), PROCESS_START_MS);

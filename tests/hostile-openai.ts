@@ -17,9 +17,17 @@ export interface Sent {
 }
 
 /** A completion with one choice: content or one tool call, and the usage it reports. */
-export function completion(opts: { content?: string | null; call?: { name: string; arguments: string }; usage?: unknown }) {
+export function completion(opts: {
+  content?: string | null;
+  call?: { name: string; arguments: string };
+  usage?: unknown;
+}) {
   const message = opts.call
-    ? { role: "assistant", content: null, tool_calls: [{ id: `call_${opts.call.name}`, type: "function", function: opts.call }] }
+    ? {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: `call_${opts.call.name}`, type: "function", function: opts.call }],
+      }
     : { role: "assistant", content: opts.content ?? null };
   return {
     id: "chatcmpl-h",

@@ -2,7 +2,10 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 
-/** How one hostile environment answers: an oversized first observation, a raw grading answer, or its session's headers echoed in an error. */
+/**
+ * How one hostile environment answers: an oversized first observation, a raw grading answer, or its session's headers
+ * echoed in an error.
+ */
 export interface HostileEnvReply {
   resetText?: string;
   submitRaw?: string;
@@ -30,12 +33,33 @@ export async function startHostileOpenEnv(script: (name: string) => HostileEnvRe
           repliedAt.set(name, Date.now());
         };
         if (message.type === "reset") {
-          if (reply.resetEchoHeaders) return send(JSON.stringify({ type: "error", data: { message: `headers: ${JSON.stringify(req.headers)}`, code: "BAD" } }));
-          return send(JSON.stringify({ type: "observation", data: { observation: { text: reply.resetText ?? "ready" }, reward: null, done: false } }));
+          if (reply.resetEchoHeaders)
+            return send(
+              JSON.stringify({
+                type: "error",
+                data: { message: `headers: ${JSON.stringify(req.headers)}`, code: "BAD" },
+              }),
+            );
+          return send(
+            JSON.stringify({
+              type: "observation",
+              data: { observation: { text: reply.resetText ?? "ready" }, reward: null, done: false },
+            }),
+          );
         }
-        if (message.type === "step" && message.data?.tool_name === "submit" && reply.submitRaw) return send(reply.submitRaw);
+        if (message.type === "step" && message.data?.tool_name === "submit" && reply.submitRaw)
+          return send(reply.submitRaw);
         if (message.type === "step")
-          return send(JSON.stringify({ type: "observation", data: { observation: { text: "ok", success: false }, reward: 0, done: message.data?.tool_name === "submit" } }));
+          return send(
+            JSON.stringify({
+              type: "observation",
+              data: {
+                observation: { text: "ok", success: false },
+                reward: 0,
+                done: message.data?.tool_name === "submit",
+              },
+            }),
+          );
       });
     });
   });

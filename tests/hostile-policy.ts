@@ -13,7 +13,9 @@ export type HostileSample =
   | { echoHeaders: number };
 
 /** A sample as a well-behaved worker answers it: one call of `tool`, ids and log-probabilities of equal length. */
-export function goodSample(opts: { tool?: string; version?: number; promptIds?: number[]; ids?: number[]; logprobs?: number[] } = {}) {
+export function goodSample(
+  opts: { tool?: string; version?: number; promptIds?: number[]; ids?: number[]; logprobs?: number[] } = {},
+) {
   const ids = opts.ids ?? [3, 4];
   return {
     policy_version: opts.version ?? 0,
@@ -45,7 +47,11 @@ export interface HostileRequest {
  * Every request is recorded with when it arrived, and `repliedAt` when each policy's last
  * answer left (the moment a reply "decided" a slot).
  */
-export async function startHostilePolicy(script: (policy: string, req: HostileRequest, nth: number) => HostileSample, version = 0, vocabSize?: number) {
+export async function startHostilePolicy(
+  script: (policy: string, req: HostileRequest, nth: number) => HostileSample,
+  version = 0,
+  vocabSize?: number,
+) {
   const requests: HostileRequest[] = [];
   const held: { res: ServerResponse; headers: IncomingMessage["headers"]; policy: string }[] = [];
   const repliedAt = new Map<string, number>();
@@ -68,7 +74,8 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
       repliedAt.set(policy, Date.now());
     };
     const tokenizer = { name: "hostile", eos_ids: [0], ...(vocabSize ? { vocab_size: vocabSize } : {}) };
-    if (req.method === "GET") return json(200, { policy_id: policy, version, tokenizer, capabilities: { sample: true } });
+    if (req.method === "GET")
+      return json(200, { policy_id: policy, version, tokenizer, capabilities: { sample: true } });
     if (req.method === "DELETE") return json(200, { closed: true });
     const record: HostileRequest = { policy, path: url.pathname, body, headers: req.headers, at: Date.now() };
     requests.push(record);
@@ -87,10 +94,12 @@ export async function startHostilePolicy(script: (policy: string, req: HostileRe
     repliedAt,
     samples: (policy: string) => requests.filter((r) => r.policy === policy && r.path.endsWith("/sample")).length,
     /** Requests held unanswered now (`hang`), by policy. */
-    hanging: (policy: string) => held.filter((h) => h.policy === policy && !h.res.writableEnded && !h.res.destroyed).length,
+    hanging: (policy: string) =>
+      held.filter((h) => h.policy === policy && !h.res.writableEnded && !h.res.destroyed).length,
     /** Answers every request held so far with `reply`. */
     release: (reply: Exclude<HostileSample, { hang: true }>) => {
-      for (const h of held.splice(0)) if (!h.res.destroyed) answer(h.res, reply, (at) => repliedAt.set(h.policy, at), timers, h.headers);
+      for (const h of held.splice(0))
+        if (!h.res.destroyed) answer(h.res, reply, (at) => repliedAt.set(h.policy, at), timers, h.headers);
     },
     close: () =>
       new Promise<void>((r) => {

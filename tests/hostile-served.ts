@@ -22,7 +22,11 @@ export const SERVED_REPLY: Record<ServedRoute, (p: ServedParts) => unknown> = {
     choices: [
       {
         index: 0,
-        message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "submit", arguments: "{}" } }] },
+        message: {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "submit", arguments: "{}" } }],
+        },
         token_ids: p.ids,
         logprobs: { content: p.logprobs.map((logprob) => ({ token: "x", logprob })) },
         finish_reason: "tool_calls",
@@ -31,16 +35,32 @@ export const SERVED_REPLY: Record<ServedRoute, (p: ServedParts) => unknown> = {
   }),
   "/v1/completions": (p) => ({
     model: p.model,
-    choices: [{ index: 0, text: SUBMIT, token_ids: p.ids, prompt_token_ids: p.promptIds, logprobs: { token_logprobs: p.logprobs }, finish_reason: "stop" }],
+    choices: [
+      {
+        index: 0,
+        text: SUBMIT,
+        token_ids: p.ids,
+        prompt_token_ids: p.promptIds,
+        logprobs: { token_logprobs: p.logprobs },
+        finish_reason: "stop",
+      },
+    ],
   }),
   "/generate": (p) => ({
     text: SUBMIT,
     output_ids: p.ids,
-    meta_info: { id: "g", finish_reason: { type: "stop" }, output_token_logprobs: p.logprobs.map((lp, i) => [lp, p.ids[i], null]) },
+    meta_info: {
+      id: "g",
+      finish_reason: { type: "stop" },
+      output_token_logprobs: p.logprobs.map((lp, i) => [lp, p.ids[i], null]),
+    },
   }),
 };
 
-/** What the hostile served endpoint answers a sampling request: parts to shape, or one of the hostile policy's replies (raw text, a status, an endless body, echoed headers). */
+/**
+ * What the hostile served endpoint answers a sampling request: parts to shape, or one of the hostile policy's replies
+ * (raw text, a status, an endless body, echoed headers).
+ */
 export type HostileServed = { parts: Partial<ServedParts> } | Exclude<HostileSample, { hang: true }>;
 
 /**
@@ -63,7 +83,8 @@ export async function startHostileServed(script: (name: string, route: ServedRou
     if (path === "/tokenize") return json({ tokens: [1, 2], count: 2, max_model_len: 4096 });
     const good: ServedParts = { promptIds: [1, 2], ids: [3, 4], logprobs: [-0.5, -0.5], model: asked };
     const route = path as ServedRoute;
-    if (!(route in SERVED_REPLY)) return void res.writeHead(404, { "content-type": "application/json" }).end('{"detail":"Not Found"}');
+    if (!(route in SERVED_REPLY))
+      return void res.writeHead(404, { "content-type": "application/json" }).end('{"detail":"Not Found"}');
     const reply = pinned === undefined ? { parts: {} } : script(name!, route);
     if ("parts" in reply) {
       json(SERVED_REPLY[route]({ ...good, ...reply.parts }));

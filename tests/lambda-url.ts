@@ -13,7 +13,10 @@ const DELIMITER = Buffer.alloc(8);
 
 type StreamingHandler = (event: unknown, responseStream: Writable, context: unknown) => Promise<void>;
 
-/** The runtime's `awslambda` global (only what `hono/aws-lambda`'s streamHandle uses), installed once before a handler is made. */
+/**
+ * The runtime's `awslambda` global (only what `hono/aws-lambda`'s streamHandle uses), installed once before a handler
+ * is made.
+ */
 export function installLambdaStreamingRuntime(): void {
   const g = globalThis as { awslambda?: unknown };
   if (g.awslambda) return;
@@ -37,8 +40,15 @@ function responseStreamTo(res: ServerResponse): Writable {
       head = Buffer.concat([head, Buffer.from(chunk)]);
       const at = head.indexOf(DELIMITER);
       if (at < 0) return done();
-      const prelude = JSON.parse(head.subarray(0, at).toString()) as { statusCode?: number; headers?: Record<string, string>; cookies?: string[] };
-      res.writeHead(prelude.statusCode ?? 200, { ...prelude.headers, ...(prelude.cookies?.length ? { "set-cookie": prelude.cookies } : {}) });
+      const prelude = JSON.parse(head.subarray(0, at).toString()) as {
+        statusCode?: number;
+        headers?: Record<string, string>;
+        cookies?: string[];
+      };
+      res.writeHead(prelude.statusCode ?? 200, {
+        ...prelude.headers,
+        ...(prelude.cookies?.length ? { "set-cookie": prelude.cookies } : {}),
+      });
       const rest = head.subarray(at + DELIMITER.length);
       head = undefined;
       if (rest.length) res.write(rest);
@@ -62,7 +72,8 @@ async function eventOf(req: IncomingMessage, host: string): Promise<unknown> {
   const body = await bodyOf(req);
   const url = new URL(req.url ?? "/", "http://x");
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(",") : v;
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(",") : v;
   return {
     version: "2.0",
     routeKey: "$default",
@@ -72,7 +83,13 @@ async function eventOf(req: IncomingMessage, host: string): Promise<unknown> {
     requestContext: {
       accountId: "anonymous",
       domainName: host,
-      http: { method: req.method ?? "GET", path: url.pathname, protocol: "HTTP/1.1", sourceIp: req.socket.remoteAddress ?? "127.0.0.1", userAgent: headers["user-agent"] ?? "" },
+      http: {
+        method: req.method ?? "GET",
+        path: url.pathname,
+        protocol: "HTTP/1.1",
+        sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
+        userAgent: headers["user-agent"] ?? "",
+      },
       requestId: randomUUID(),
       routeKey: "$default",
       stage: "$default",
@@ -107,7 +124,9 @@ export async function serveFunctionUrl(handler: unknown): Promise<{ url: string;
   const run = handler as StreamingHandler;
   const server = createServer(async (req, res) => {
     try {
-      await run(await eventOf(req, req.headers.host ?? "localhost"), responseStreamTo(res), { awsRequestId: randomUUID() });
+      await run(await eventOf(req, req.headers.host ?? "localhost"), responseStreamTo(res), {
+        awsRequestId: randomUUID(),
+      });
     } catch (err) {
       if (!res.headersSent) res.writeHead(502);
       res.end(String(err));
@@ -116,15 +135,26 @@ export async function serveFunctionUrl(handler: unknown): Promise<{ url: string;
   return onLoopback(server);
 }
 
-/** One URL in front of several: request i goes to target i mod n (turns of one episode alternate between handler instances). */
-export async function roundRobin(targets: () => readonly string[]): Promise<{ url: string; close: () => Promise<void> }> {
+/**
+ * One URL in front of several: request i goes to target i mod n (turns of one episode alternate between handler
+ * instances).
+ */
+export async function roundRobin(
+  targets: () => readonly string[],
+): Promise<{ url: string; close: () => Promise<void> }> {
   let next = 0;
   const server = createServer(async (req, res) => {
     const list = targets();
     const target = list[next++ % list.length]!;
     const body = await bodyOf(req);
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length")) as Record<string, string>;
-    const answer = await fetch(`${target}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length"),
+    ) as Record<string, string>;
+    const answer = await fetch(`${target}${req.url}`, {
+      method: req.method ?? "GET",
+      headers,
+      ...(body.length ? { body: new Uint8Array(body) } : {}),
+    });
     res.writeHead(answer.status, Object.fromEntries(answer.headers));
     if (answer.body) for await (const chunk of answer.body) res.write(chunk);
     res.end();

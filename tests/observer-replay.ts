@@ -1,4 +1,10 @@
-import { Mailbox, RelayEnvironment, type AgentInput, type ObserverFactory, type RelayOut } from "@harness-s/core/gateway";
+import {
+  Mailbox,
+  RelayEnvironment,
+  type AgentInput,
+  type ObserverFactory,
+  type RelayOut,
+} from "@harness-s/core/gateway";
 import type { Rollout, Task } from "@harness-s/core";
 
 type Seen = { event: string; facts: string[] };
@@ -11,7 +17,13 @@ type Seen = { event: string; facts: string[] };
 export async function readThroughGateway(rollout: Rollout, task: Task, observer: ObserverFactory): Promise<Seen[]> {
   const channel = { toAgent: new Mailbox<RelayOut>(), fromAgent: new Mailbox<AgentInput>() };
   const steps = toolSteps(rollout);
-  const env = new RelayEnvironment("replay", [...new Set(steps.map((s) => s.action))], channel, observer(task), () => undefined);
+  const env = new RelayEnvironment(
+    "replay",
+    [...new Set(steps.map((s) => s.action))],
+    channel,
+    observer(task),
+    () => undefined,
+  );
   const session = await env.start();
   const seen: Seen[] = [];
   for (const step of steps) {
@@ -30,4 +42,5 @@ export function environmentSaid(rollout: Rollout): Seen[] {
   });
 }
 
-const toolSteps = (rollout: Rollout) => rollout.steps.filter((s) => s.action !== "submit" && !s.intercepted && s.resultText !== undefined);
+const toolSteps = (rollout: Rollout) =>
+  rollout.steps.filter((s) => s.action !== "submit" && !s.intercepted && s.resultText !== undefined);

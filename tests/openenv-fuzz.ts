@@ -10,12 +10,31 @@ import { OP, closeFrame, frame, openRaw, textFrame } from "./raw-websocket.ts";
 
 const MIB = 1 << 20;
 
-/** Bodies a reset may be sent: bad JSON, JSON of every type, bytes that are not UTF-8, deep nesting, bad argument types, and bodies over the bound. */
+/**
+ * Bodies a reset may be sent: bad JSON, JSON of every type, bytes that are not UTF-8, deep nesting, bad argument types,
+ * and bodies over the bound.
+ */
 const body = fc.oneof(
   {
     weight: 3,
     arbitrary: fc
-      .constantFrom("{oops", "", "{", "}", "nul", "[", '{"seed":', "\u0000", '{"task_id":"a"', "{}", "[]", "null", "1e999", '"x"', '{"__proto__":{"polluted":true},"seed":1}')
+      .constantFrom(
+        "{oops",
+        "",
+        "{",
+        "}",
+        "nul",
+        "[",
+        '{"seed":',
+        "\u0000",
+        '{"task_id":"a"',
+        "{}",
+        "[]",
+        "null",
+        "1e999",
+        '"x"',
+        '{"__proto__":{"polluted":true},"seed":1}',
+      )
       .map((s) => Buffer.from(s)),
   },
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => Buffer.from(JSON.stringify(v) ?? "null")) },
@@ -26,15 +45,32 @@ const body = fc.oneof(
       .record(
         {
           task_id: fc.oneof(fc.string({ maxLength: 300 }), fc.integer(), fc.constant(null), fc.constant({})),
-          seed: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null), fc.constant(2 ** 63), fc.constant(-1)),
+          seed: fc.oneof(
+            fc.integer(),
+            fc.double(),
+            fc.string(),
+            fc.constant(null),
+            fc.constant(2 ** 63),
+            fc.constant(-1),
+          ),
           episode_id: fc.oneof(fc.string({ maxLength: 300 }), fc.integer(), fc.constant(null)),
         },
         { requiredKeys: [] },
       )
       .map((o) => Buffer.from(JSON.stringify(o))),
   },
-  { weight: 1, arbitrary: fc.integer({ min: 100, max: 100_000 }).map((d) => Buffer.from(`${"[".repeat(d)}${"]".repeat(d)}`)) },
-  { weight: 1, arbitrary: fc.constantFrom(Buffer.alloc(MIB + 1, "a"), Buffer.from("€".repeat(400_000)), Buffer.from(`{"seed":1,"x":"${"y".repeat(MIB)}"}`)) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 100, max: 100_000 }).map((d) => Buffer.from(`${"[".repeat(d)}${"]".repeat(d)}`)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      Buffer.alloc(MIB + 1, "a"),
+      Buffer.from("€".repeat(400_000)),
+      Buffer.from(`{"seed":1,"x":"${"y".repeat(MIB)}"}`),
+    ),
+  },
 );
 
 export const httpCase = fc.record({
@@ -42,27 +78,44 @@ export const httpCase = fc.record({
     { weight: 4, arbitrary: fc.constantFrom<[string, string]>(["POST", "/reset"], ["POST", "/reset?seed=1"]) },
     {
       weight: 1,
-      arbitrary: fc.tuple(fc.constantFrom("GET", "POST", "PUT", "DELETE", "OPTIONS"), fc.constantFrom("/step", "/health", "/schema", "/state", "/nope", "//reset", "/%zz", "*")),
+      arbitrary: fc.tuple(
+        fc.constantFrom("GET", "POST", "PUT", "DELETE", "OPTIONS"),
+        fc.constantFrom("/step", "/health", "/schema", "/state", "/nope", "//reset", "/%zz", "*"),
+      ),
     },
   ),
   body,
-  /** How the body's length is told: exactly, chunked, too short (the rest read as a next request), too long (the client then drops). */
+  /**
+   * How the body's length is told: exactly, chunked, too short (the rest read as a next request), too long (the client
+   * then drops).
+   */
   declare: fc.constantFrom("exact", "exact", "chunked", "short", "long"),
   writes: fc.integer({ min: 1, max: 3 }),
 });
 export type HttpCase = typeof httpCase extends fc.Arbitrary<infer T> ? T : never;
 
-/** Sends one HTTP case on a raw socket; resolves with the first status the server answered (undefined: none before the connection ended). */
+/**
+ * Sends one HTTP case on a raw socket; resolves with the first status the server answered (undefined: none before the
+ * connection ended).
+ */
 export async function runHttpCase(port: number, c: HttpCase): Promise<number | undefined> {
   const socket = connect(port, "127.0.0.1");
   socket.on("error", () => undefined);
   let reply = "";
   socket.on("data", (d: Buffer) => (reply += d.toString("latin1")));
   const ended = new Promise<void>((resolve) => socket.on("close", () => resolve()));
-  const length = { exact: c.body.length, chunked: undefined, short: Math.floor(c.body.length / 2), long: c.body.length + 10 }[c.declare];
+  const length = {
+    exact: c.body.length,
+    chunked: undefined,
+    short: Math.floor(c.body.length / 2),
+    long: c.body.length + 10,
+  }[c.declare];
   const [method, path] = c.target;
   const head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\n${length === undefined ? "transfer-encoding: chunked" : `content-length: ${length}`}\r\n\r\n`;
-  const payload = length === undefined ? Buffer.concat([Buffer.from(`${c.body.length.toString(16)}\r\n`), c.body, Buffer.from("\r\n0\r\n\r\n")]) : c.body;
+  const payload =
+    length === undefined
+      ? Buffer.concat([Buffer.from(`${c.body.length.toString(16)}\r\n`), c.body, Buffer.from("\r\n0\r\n\r\n")])
+      : c.body;
   const all = Buffer.concat([Buffer.from(head), payload]);
   const step = Math.ceil(all.length / c.writes);
   for (let i = 0; i < all.length && !socket.destroyed; i += step) {
@@ -83,7 +136,10 @@ export async function runHttpCase(port: number, c: HttpCase): Promise<number | u
 const message = fc.oneof(
   fc.record({
     type: fc.constant("reset"),
-    data: fc.record({ seed: fc.oneof(fc.integer(), fc.double(), fc.string()), task_id: fc.oneof(fc.string(), fc.constant("nope")) }, { requiredKeys: [] }),
+    data: fc.record(
+      { seed: fc.oneof(fc.integer(), fc.double(), fc.string()), task_id: fc.oneof(fc.string(), fc.constant("nope")) },
+      { requiredKeys: [] },
+    ),
   }),
   fc.constant({ type: "reset" }),
   fc.record({
@@ -109,12 +165,34 @@ const notUtf8 = fc.uint8Array({ minLength: 1, maxLength: 16 }).filter((b) => !is
 const move: fc.Arbitrary<Move> = fc.oneof(
   {
     weight: 12,
-    arbitrary: message.map((m) => ({ frames: [textFrame(JSON.stringify(m))], answers: m.type === "close" ? 0 : 1, ends: m.type === "close" ? ("close" as const) : undefined })),
+    arbitrary: message.map((m) => ({
+      frames: [textFrame(JSON.stringify(m))],
+      answers: m.type === "close" ? 0 : 1,
+      ends: m.type === "close" ? ("close" as const) : undefined,
+    })),
   },
-  { weight: 2, arbitrary: fc.oneof(fc.string(), fc.constantFrom("{oops", "", "[", "nul")).map((s) => ({ frames: [textFrame(s)], answers: 1 })) },
-  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => ({ frames: [textFrame(JSON.stringify(v) ?? "null")], answers: 1 })) },
-  { weight: 1, arbitrary: notUtf8.map((b) => ({ frames: [frame(OP.text, Buffer.from(b))], answers: 0, ends: "fatal" as const })) },
-  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => ({ frames: [frame(OP.binary, Buffer.from(b))], answers: 1 })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .oneof(fc.string(), fc.constantFrom("{oops", "", "[", "nul"))
+      .map((s) => ({ frames: [textFrame(s)], answers: 1 })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .jsonValue({ maxDepth: 3 })
+      .map((v) => ({ frames: [textFrame(JSON.stringify(v) ?? "null")], answers: 1 })),
+  },
+  {
+    weight: 1,
+    arbitrary: notUtf8.map((b) => ({ frames: [frame(OP.text, Buffer.from(b))], answers: 0, ends: "fatal" as const })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .uint8Array({ maxLength: 64 })
+      .map((b) => ({ frames: [frame(OP.binary, Buffer.from(b))], answers: 1 })),
+  },
   {
     weight: 2,
     arbitrary: fc.tuple(message, fc.integer({ min: 2, max: 6 })).map(([m, k]) => {
@@ -129,18 +207,59 @@ const move: fc.Arbitrary<Move> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.continuation, "{}")], answers: 0, ends: "fatal" as const }) },
-  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 125 }).map((b) => ({ frames: [frame(OP.ping, Buffer.from(b))], answers: 0 })) },
+  {
+    weight: 1,
+    arbitrary: fc.uint8Array({ maxLength: 125 }).map((b) => ({ frames: [frame(OP.ping, Buffer.from(b))], answers: 0 })),
+  },
   { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.pong, "x")], answers: 0 }) },
-  { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.ping, Buffer.alloc(200))], answers: 0, ends: "fatal" as const }) },
-  { weight: 1, arbitrary: fc.integer({ min: MIB + 1, max: 2 ** 40 }).map((n) => ({ frames: [frame(OP.text, "", { declaredLength: n })], answers: 0, ends: "fatal" as const })) },
-  { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.text, '{"type":"state"}', { mask: false })], answers: 0, ends: "fatal" as const }) },
-  { weight: 1, arbitrary: fc.constantFrom(3, 7, 0xb).map((op) => ({ frames: [frame(op, "x")], answers: 0, ends: "fatal" as const })) },
-  { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.text, "{}", { rsv: 4 })], answers: 0, ends: "fatal" as const }) },
-  { weight: 1, arbitrary: fc.constantFrom(1000, 1005, 999, 5000, 1004).map((code) => ({ frames: [closeFrame(code, "bye")], answers: 0, ends: "close" as const })) },
-  { weight: 1, arbitrary: fc.constant({ frames: [frame(OP.text, "x".repeat(10), { declaredLength: 100 })], answers: 0, ends: "truncated" as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.constant({ frames: [frame(OP.ping, Buffer.alloc(200))], answers: 0, ends: "fatal" as const }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: MIB + 1, max: 2 ** 40 })
+      .map((n) => ({ frames: [frame(OP.text, "", { declaredLength: n })], answers: 0, ends: "fatal" as const })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant({
+      frames: [frame(OP.text, '{"type":"state"}', { mask: false })],
+      answers: 0,
+      ends: "fatal" as const,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(3, 7, 0xb)
+      .map((op) => ({ frames: [frame(op, "x")], answers: 0, ends: "fatal" as const })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant({ frames: [frame(OP.text, "{}", { rsv: 4 })], answers: 0, ends: "fatal" as const }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(1000, 1005, 999, 5000, 1004)
+      .map((code) => ({ frames: [closeFrame(code, "bye")], answers: 0, ends: "close" as const })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant({
+      frames: [frame(OP.text, "x".repeat(10), { declaredLength: 100 })],
+      answers: 0,
+      ends: "truncated" as const,
+    }),
+  },
 );
 
-export const wsCase = fc.record({ moves: fc.array(move, { minLength: 1, maxLength: 6 }), writes: fc.integer({ min: 1, max: 3 }) });
+export const wsCase = fc.record({
+  moves: fc.array(move, { minLength: 1, maxLength: 6 }),
+  writes: fc.integer({ min: 1, max: 3 }),
+});
 export type WsCase = typeof wsCase extends fc.Arbitrary<infer T> ? T : never;
 
 /** How one session ended: its last answer came, the server closed it (with its code), or neither within the bound. */

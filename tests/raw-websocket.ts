@@ -8,7 +8,11 @@ import { connect, type Socket } from "node:net";
 export const OP = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 
 /** One frame as a client sends it (masked unless told otherwise); `declaredLength` may lie about the payload. */
-export function frame(opcode: number, payload: Buffer | string, o: { fin?: boolean; mask?: boolean; rsv?: number; declaredLength?: number } = {}): Buffer {
+export function frame(
+  opcode: number,
+  payload: Buffer | string,
+  o: { fin?: boolean; mask?: boolean; rsv?: number; declaredLength?: number } = {},
+): Buffer {
   const body = Buffer.from(payload);
   const length = o.declaredLength ?? body.length;
   const masked = o.mask ?? true;
@@ -83,7 +87,10 @@ export async function openRaw(port: number, path = "/ws"): Promise<RawSession> {
       buffer = buffer.subarray(offset + length);
       if (opcode === OP.text) session.texts.push(payload.toString("utf8"));
       if (opcode === OP.close && !session.close) {
-        session.close = { code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005, reason: payload.subarray(2).toString("utf8") };
+        session.close = {
+          code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005,
+          reason: payload.subarray(2).toString("utf8"),
+        };
         if (socket.writable) socket.end(frame(OP.close, payload.subarray(0, 2)));
       }
     }

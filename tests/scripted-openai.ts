@@ -2,7 +2,12 @@ import { createServer } from "node:http";
 
 export interface ChatRequest {
   model: string;
-  messages: { role: string; content?: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+  messages: {
+    role: string;
+    content?: string | null;
+    tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+    tool_call_id?: string;
+  }[];
   tools?: { function: { name: string } }[];
   seed?: number;
   logprobs?: boolean;
@@ -30,12 +35,18 @@ export async function startScriptedOpenAi(script: (req: ChatRequest) => Scripted
       requests.push(parsed);
       const reply = await script(parsed);
       if ("status" in reply) {
-        res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "scripted failure" } }));
+        res
+          .writeHead(reply.status, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { message: "scripted failure" } }));
         return;
       }
       const message =
         "call" in reply
-          ? { role: "assistant", content: null, tool_calls: [{ id: `call_${++n}`, type: "function", function: reply.call }] }
+          ? {
+              role: "assistant",
+              content: null,
+              tool_calls: [{ id: `call_${++n}`, type: "function", function: reply.call }],
+            }
           : { role: "assistant", content: reply.content };
       res.writeHead(200, { "content-type": "application/json" }).end(
         JSON.stringify({
@@ -48,7 +59,9 @@ export async function startScriptedOpenAi(script: (req: ChatRequest) => Scripted
               index: 0,
               finish_reason: "call" in reply ? "tool_calls" : "stop",
               message,
-              logprobs: parsed.logprobs ? { content: [{ token: "x", logprob: -0.25, bytes: [120], top_logprobs: [] }] } : null,
+              logprobs: parsed.logprobs
+                ? { content: [{ token: "x", logprob: -0.25, bytes: [120], top_logprobs: [] }] }
+                : null,
             },
           ],
           usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
@@ -62,5 +75,9 @@ export async function startScriptedOpenAi(script: (req: ChatRequest) => Scripted
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}/v1`, requests, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }

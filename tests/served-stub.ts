@@ -27,7 +27,8 @@ export function tokenize(text: string): number[] {
   return ids;
 }
 
-export const detokenize = (ids: readonly number[]) => ids.map((id) => (id < 100 ? SPECIALS[id - 1]! : String.fromCharCode(id - 100))).join("");
+export const detokenize = (ids: readonly number[]) =>
+  ids.map((id) => (id < 100 ? SPECIALS[id - 1]! : String.fromCharCode(id - 100))).join("");
 
 /** The toy model's log-probability of each id after the ids before it (the first: 0). */
 export function score(ids: readonly number[]): number[] {
@@ -51,7 +52,12 @@ function render(messages: Message[], generationPrompt: boolean, rewrites: boolea
   const body = messages.map((m, i) => {
     let content = m.content ?? "";
     if (rewrites && m.role === "assistant" && i < lastUser) content = content.replace(/<think>[\s\S]*?<\/think>/g, "");
-    const calls = (m.tool_calls ?? []).map((c) => `<tool_call>{"name": ${JSON.stringify(c.function.name)}, "arguments": ${c.function.arguments}}</tool_call>`).join("");
+    const calls = (m.tool_calls ?? [])
+      .map(
+        (c) =>
+          `<tool_call>{"name": ${JSON.stringify(c.function.name)}, "arguments": ${c.function.arguments}}</tool_call>`,
+      )
+      .join("");
     return `<|im_start|>${m.role}\n${content}${calls}<|im_end|>\n`;
   });
   return body.join("") + (generationPrompt ? "<|im_start|>assistant\n" : "");
@@ -72,7 +78,9 @@ export interface StubOptions {
   chatTextOnly?: boolean;
   /** The nth request to a sampling route answers this status once instead (a fault). */
   fault?: (nth: number) => number | undefined;
-  /** How long a sampling request waits before it is answered, by its episode (the body of the episode's first request). */
+  /**
+   * How long a sampling request waits before it is answered, by its episode (the body of the episode's first request).
+   */
   delayMs?: (episode: string) => number;
 }
 
@@ -89,7 +97,9 @@ export async function startServedStub(opts: StubOptions) {
   let metered = 0;
   /** The longest sequence answered before that `prompt` extends: its episode's ids so far. */
   const episodeOf = (prompt: readonly number[]) =>
-    answered.filter((a) => a.ids.length <= prompt.length && a.ids.every((id, i) => prompt[i] === id)).sort((x, y) => y.ids.length - x.ids.length)[0];
+    answered
+      .filter((a) => a.ids.length <= prompt.length && a.ids.every((id, i) => prompt[i] === id))
+      .sort((x, y) => y.ids.length - x.ids.length)[0];
   const sample = (prompt: number[], maxTokens: number, body: string) => {
     const text = opts.script(samples++);
     const all = [...tokenize(text), IM_END];
@@ -98,7 +108,12 @@ export async function startServedStub(opts: StubOptions) {
     const known = episodeOf(prompt);
     metered += prompt.length - (known?.ids.length ?? 0) + ids.length;
     answered.push({ ids: [...prompt, ...ids], episode: known?.episode ?? body });
-    return { ids, lps, text: detokenize(ids.filter((id) => id !== IM_END)), finish: ids.length < all.length ? "length" : "stop" };
+    return {
+      ids,
+      lps,
+      text: detokenize(ids.filter((id) => id !== IM_END)),
+      finish: ids.length < all.length ? "length" : "stop",
+    };
   };
   /** The prompt ids a sampling request samples after. */
   const promptOf = (path: string, body: Record<string, unknown>): number[] => {
@@ -109,20 +124,31 @@ export async function startServedStub(opts: StubOptions) {
   };
   const answer = (path: string, body: Record<string, unknown>, nth: number): [number, unknown] => {
     const asked = String(body.model ?? body.lora_path ?? opts.models[0]);
-    if (!opts.models.includes(asked)) return [404, { error: { message: `The model \`${asked}\` does not exist.`, type: "NotFoundError", code: 404 } }];
+    if (!opts.models.includes(asked))
+      return [404, { error: { message: `The model \`${asked}\` does not exist.`, type: "NotFoundError", code: 404 } }];
     const model = opts.answerAs?.(asked, nth) ?? asked;
     if (path === "/tokenize") {
-      const tokens = tokenize(render(body.messages as Message[], body.add_generation_prompt !== false, opts.rewrites ?? false));
+      const tokens = tokenize(
+        render(body.messages as Message[], body.add_generation_prompt !== false, opts.rewrites ?? false),
+      );
       return [200, { tokens, count: tokens.length, max_model_len: 4096 }];
     }
-    if (path === "/detokenize") return [200, { prompt: detokenize((body.tokens as number[]).filter((id) => id !== IM_END)) }];
+    if (path === "/detokenize")
+      return [200, { prompt: detokenize((body.tokens as number[]).filter((id) => id !== IM_END)) }];
     if (path === "/v1/completions") {
       const prompt = body.prompt as number[];
       const s = sample(prompt, Number(body.max_tokens), JSON.stringify(body));
       const logprobs = { token_logprobs: s.lps, tokens: s.ids.map(String), text_offset: [], top_logprobs: [] };
       return [
         200,
-        { id: "cmpl-1", object: "text_completion", model, choices: [{ index: 0, text: s.text, token_ids: s.ids, prompt_token_ids: prompt, logprobs, finish_reason: s.finish }] },
+        {
+          id: "cmpl-1",
+          object: "text_completion",
+          model,
+          choices: [
+            { index: 0, text: s.text, token_ids: s.ids, prompt_token_ids: prompt, logprobs, finish_reason: s.finish },
+          ],
+        },
       ];
     }
     if (path === "/inference/v1/generate") {
@@ -130,7 +156,17 @@ export async function startServedStub(opts: StubOptions) {
       const s = sample(body.token_ids as number[], params.max_tokens, JSON.stringify(body));
       return [
         200,
-        { request_id: "r", choices: [{ index: 0, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) }, finish_reason: s.finish }] },
+        {
+          request_id: "r",
+          choices: [
+            {
+              index: 0,
+              token_ids: s.ids,
+              logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) },
+              finish_reason: s.finish,
+            },
+          ],
+        },
       ];
     }
     if (path === "/generate") {
@@ -138,14 +174,31 @@ export async function startServedStub(opts: StubOptions) {
       const s = sample(body.input_ids as number[], params.max_new_tokens, JSON.stringify(body));
       return [
         200,
-        { text: s.text, output_ids: s.ids, meta_info: { id: "g", finish_reason: { type: s.finish }, output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]) } },
+        {
+          text: s.text,
+          output_ids: s.ids,
+          meta_info: {
+            id: "g",
+            finish_reason: { type: s.finish },
+            output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]),
+          },
+        },
       ];
     }
     const prompt = tokenize(render(body.messages as Message[], true, opts.rewrites ?? false));
     const s = sample(prompt, Number(body.max_tokens), JSON.stringify(body));
     const choice = { index: 0, message: { role: "assistant", content: s.text }, finish_reason: s.finish };
     if (opts.chatTextOnly) return [200, { model, choices: [choice] }];
-    return [200, { model, prompt_token_ids: prompt, choices: [{ ...choice, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) } }] }];
+    return [
+      200,
+      {
+        model,
+        prompt_token_ids: prompt,
+        choices: [
+          { ...choice, token_ids: s.ids, logprobs: { content: s.lps.map((logprob) => ({ token: "x", logprob })) } },
+        ],
+      },
+    ];
   };
   const server = createServer(async (req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
@@ -156,9 +209,14 @@ export async function startServedStub(opts: StubOptions) {
     const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
     const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
     const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
-    const delay = nth >= 0 && opts.delayMs ? opts.delayMs(episodeOf(promptOf(path, body))?.episode ?? JSON.stringify(body)) : 0;
+    const delay =
+      nth >= 0 && opts.delayMs ? opts.delayMs(episodeOf(promptOf(path, body))?.episode ?? JSON.stringify(body)) : 0;
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-    const [status, out] = !known ? [404, { detail: "Not Found" }] : fault ? [fault, { error: { message: "scripted fault" } }] : answer(path, body, nth);
+    const [status, out] = !known
+      ? [404, { detail: "Not Found" }]
+      : fault
+        ? [fault, { error: { message: "scripted fault" } }]
+        : answer(path, body, nth);
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(out));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));

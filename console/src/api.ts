@@ -37,16 +37,23 @@ async function call(path: string, init: { method?: string; body?: unknown; accep
   });
   if (res.ok) return res;
   const envelope = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
-  throw new ApiError(res.status, envelope.error?.code ?? `HTTP_${res.status}`, envelope.error?.message ?? res.statusText);
+  throw new ApiError(
+    res.status,
+    envelope.error?.code ?? `HTTP_${res.status}`,
+    envelope.error?.message ?? res.statusText,
+  );
 }
 
 /** A JSON answer. */
 export const getJson = async <T>(path: string): Promise<T> => (await call(path)).json() as Promise<T>;
-export const postJson = async <T>(path: string, body: unknown): Promise<T> => (await call(path, { method: "POST", body })).json() as Promise<T>;
+export const postJson = async <T>(path: string, body: unknown): Promise<T> =>
+  (await call(path, { method: "POST", body })).json() as Promise<T>;
 /** A text answer (the report's markdown, the CSV export). */
-export const getText = async (path: string, accept = "text/plain"): Promise<string> => (await call(path, { accept })).text();
+export const getText = async (path: string, accept = "text/plain"): Promise<string> =>
+  (await call(path, { accept })).text();
 /** A binary answer (a plot) as a blob: URL of this tab (the caller revokes it). */
-export const getBlobUrl = async (path: string): Promise<string> => URL.createObjectURL(await (await call(path, { accept: "image/png" })).blob());
+export const getBlobUrl = async (path: string): Promise<string> =>
+  URL.createObjectURL(await (await call(path, { accept: "image/png" })).blob());
 
 /** Ids this tab opened, by kind, where the API lists none by key (decisions): kept in sessionStorage with the key. */
 export const opened = {
@@ -58,4 +65,5 @@ export const opened = {
 };
 
 /** An error as a line for the page. */
-export const describeError = (err: unknown): string => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+export const describeError = (err: unknown): string =>
+  err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);

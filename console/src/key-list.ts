@@ -14,10 +14,21 @@ const PAGE_SIZE = 20;
  * The key's own runs from `path`, newest first, a page at a time ("More" follows the API's cursor):
  * the API lists a key only what it started, so no other key's run can reach the page.
  */
-export function KeyList<T>(props: { path: string; name: string; head: string[]; row: (item: T) => unknown; empty: string }) {
+export function KeyList<T>(props: {
+  path: string;
+  name: string;
+  head: string[];
+  row: (item: T) => unknown;
+  empty: string;
+}) {
   const [cursors, setCursors] = useState<string[]>([]);
   const pages = useLoaded(
-    () => Promise.all([undefined, ...cursors].map((c) => getJson<Page<T>>(`${props.path}?limit=${PAGE_SIZE}${c ? `&cursor=${encodeURIComponent(c)}` : ""}`))),
+    () =>
+      Promise.all(
+        [undefined, ...cursors].map((c) =>
+          getJson<Page<T>>(`${props.path}?limit=${PAGE_SIZE}${c ? `&cursor=${encodeURIComponent(c)}` : ""}`),
+        ),
+      ),
     [props.path, cursors.length],
   );
   const items = (pages.value ?? []).flatMap((p) => p.items);

@@ -27,7 +27,10 @@ const PAGES: Record<string, { title: string; page: Page; admin?: boolean }> = {
   keys: { title: "Keys", page: KeysPage, admin: true },
 };
 
-/** Who the tab's key is: its id (`GET /v1/usage` names it), then its scopes (`GET /v1/keys/{id}`: any key may read itself). */
+/**
+ * Who the tab's key is: its id (`GET /v1/usage` names it), then its scopes (`GET /v1/keys/{id}`: any key may read
+ * itself).
+ */
 async function whoAmI(): Promise<Me> {
   const { keyId } = await getJson<{ keyId: string }>("/v1/usage");
   return getJson<Me>(`/v1/keys/${encodeURIComponent(keyId)}`);

@@ -15,7 +15,11 @@ export interface Loaded<T> {
 }
 
 /** Reads `load()` when `deps` change, and again every `everyMs` while `again(value)` holds. */
-export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], poll?: { everyMs: number; again: (v: T) => boolean }): Loaded<T> {
+export function useLoaded<T>(
+  load: () => Promise<T>,
+  deps: unknown[],
+  poll?: { everyMs: number; again: (v: T) => boolean },
+): Loaded<T> {
   const [state, setState] = useState<{ value?: T; error?: string }>({});
   const [tick, setTick] = useState(0);
   useEffect(() => {
@@ -38,7 +42,13 @@ export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], poll?: { e
 }
 
 /** A line chart of series over a shared x axis (uPlot: small, fast, canvas). */
-export function LineChart(props: { title: string; x: number[]; series: { label: string; values: (number | null)[] }[]; xLabel: string; bars?: boolean }) {
+export function LineChart(props: {
+  title: string;
+  x: number[];
+  series: { label: string; values: (number | null)[] }[];
+  xLabel: string;
+  bars?: boolean;
+}) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!ref.current || props.x.length === 0) return;
@@ -72,7 +82,14 @@ export function LineChart(props: { title: string; x: number[]; series: { label: 
 
 /** A JSON-ish value as a short table cell. */
 export const fmt = (v: unknown, digits = 3): string =>
-  typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(digits)) : v === undefined || v === null ? "–" : String(v);
+  typeof v === "number"
+    ? Number.isInteger(v)
+      ? String(v)
+      : v.toFixed(digits)
+    : v === undefined || v === null
+      ? "–"
+      : String(v);
 
 /** An error line, when there is one. */
-export const ErrorLine = (props: { error: string | undefined }) => (props.error ? html`<p class="error" role="alert">${props.error}</p>` : null);
+export const ErrorLine = (props: { error: string | undefined }) =>
+  props.error ? html`<p class="error" role="alert">${props.error}</p>` : null;

@@ -63,7 +63,10 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   return app;
 }
 
-/** Every answer says its content type is the one to use (`X-Content-Type-Options: nosniff`): a JSON error is never read as a page or a script. */
+/**
+ * Every answer says its content type is the one to use (`X-Content-Type-Options: nosniff`): a JSON error is never read
+ * as a page or a script.
+ */
 function noSniff(): MiddlewareHandler {
   return async (c, next) => {
     await next();
@@ -71,7 +74,10 @@ function noSniff(): MiddlewareHandler {
   };
 }
 
-/** A request past its key's rate, answered after {@link RATE_LIMIT_HOLD_MS} at most (its Retry-After counted from then); any other error at once. */
+/**
+ * A request past its key's rate, answered after {@link RATE_LIMIT_HOLD_MS} at most (its Retry-After counted from then);
+ * any other error at once.
+ */
 async function heldIfRateLimited(err: unknown): Promise<unknown> {
   if (!(err instanceof RateLimitedError)) return err;
   const hold = Math.min(err.waitMs, RATE_LIMIT_HOLD_MS);

@@ -3,7 +3,10 @@ import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 
-/** The console's built files (console/dist, made by `npm run build:console`), by their path under `/console/`, read once. */
+/**
+ * The console's built files (console/dist, made by `npm run build:console`), by their path under `/console/`, read
+ * once.
+ */
 export type ConsoleAssets = ReadonlyMap<string, { body: Uint8Array; contentType: string }>;
 
 /** Where `npm run build:console` writes the console in this checkout (serve reads it from here). */
@@ -47,9 +50,14 @@ export function loadConsoleAssets(dir: string): ConsoleAssets | undefined {
     return undefined;
   }
   if (!names.includes("index.html")) return undefined;
-  const files = new Map(names.slice(0, CONSOLE_ASSET_LIMITS.maxFiles).map((n) => [n, { body: new Uint8Array(readFileSync(join(dir, n))), contentType: MEDIA_TYPES[extname(n)]! }]));
+  const files = new Map(
+    names
+      .slice(0, CONSOLE_ASSET_LIMITS.maxFiles)
+      .map((n) => [n, { body: new Uint8Array(readFileSync(join(dir, n))), contentType: MEDIA_TYPES[extname(n)]! }]),
+  );
   const bytes = [...files.values()].reduce((sum, f) => sum + f.body.byteLength, 0);
-  if (bytes > CONSOLE_ASSET_LIMITS.maxBytes) throw new Error(`the console's files hold ${bytes} bytes, more than ${CONSOLE_ASSET_LIMITS.maxBytes}`);
+  if (bytes > CONSOLE_ASSET_LIMITS.maxBytes)
+    throw new Error(`the console's files hold ${bytes} bytes, more than ${CONSOLE_ASSET_LIMITS.maxBytes}`);
   return files;
 }
 
@@ -68,7 +76,9 @@ const consoleHeaders = (): MiddlewareHandler => async (c, next) => {
 export function consoleApp(assets: ConsoleAssets): Hono {
   const serve = (c: Context, name: string) => {
     const found = assets.get(name);
-    return found ? c.body(found.body as Uint8Array<ArrayBuffer>, 200, { "content-type": found.contentType }) : c.text("not found", 404);
+    return found
+      ? c.body(found.body as Uint8Array<ArrayBuffer>, 200, { "content-type": found.contentType })
+      : c.text("not found", 404);
   };
   return new Hono()
     .use("/console/*", consoleHeaders())

@@ -35,12 +35,20 @@ export interface ApiDeps {
   jobs: RescueJobStore;
   dispatch: MessageQueue;
   rollouts: RolloutStore;
-  /** The policy endpoints keys registered for their rescues, and how a new one is probed (through the outbound guard). */
+  /**
+   * The policy endpoints keys registered for their rescues, and how a new one is probed (through the outbound guard).
+   */
   endpoints: PolicyEndpointStore;
   prober: EndpointProber;
-  /** Rescues with a caller's own policy and environment (their pinned version, their token rows); none: such a rescue is 501. */
+  /**
+   * Rescues with a caller's own policy and environment (their pinned version, their token rows); none: such a rescue is
+   * 501.
+   */
   callers?: CallerPolicies;
-  /** Where a waiting status read hears that a rescue's rollout was stored (serve: the workers' thread tells it); none: it looks (`RESCUE_WAIT`). */
+  /**
+   * Where a waiting status read hears that a rescue's rollout was stored (serve: the workers' thread tells it); none:
+   * it looks (`RESCUE_WAIT`).
+   */
   progress?: RescueProgress;
   /** Each key's rescue rollouts in flight (`RESCUE_SLOTS`); none: unlimited. */
   rescueSlots?: RescueSlots;
@@ -55,7 +63,10 @@ export interface ApiDeps {
   experimentSteps: ExperimentStepStore;
   /** Finished runs' reports and plots, as the coordinator stored them; none: their routes answer 501. */
   artifacts?: ExperimentArtifacts;
-  /** What experiments may run on: the environments, and the base models the policy endpoint serves (`GET /v1/models`; an experiment's `model`); none: the embedded suite with its own policy. */
+  /**
+   * What experiments may run on: the environments, and the base models the policy endpoint serves (`GET /v1/models`; an
+   * experiment's `model`); none: the embedded suite with its own policy.
+   */
   offers?: ServedOffers;
   /** Pool evolutions for callers' environments (`POST /v1/pools` with `evolve`), run by the coordinator; none: 501. */
   poolEvolutions?: PoolEvolutionStore;
@@ -63,10 +74,15 @@ export interface ApiDeps {
   prices: Prices;
   /** What this deployment pays its providers (cost of goods, kept apart from `prices`, the tariff). */
   priceList?: PriceList;
-  /** What each request consumed of AWS (instrumented clients) and its function's memory: metered with the request. None: not measured. */
+  /**
+   * What each request consumed of AWS (instrumented clients) and its function's memory: metered with the request. None:
+   * not measured.
+   */
   consumption?: { meter: ConsumptionMeter; memoryGb: number };
   clock: Clock;
-  /** A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments, `pev_…` for pool evolutions). */
+  /**
+   * A fresh id with the kind as prefix (`dec_…` for decisions, `exp_…` for experiments, `pev_…` for pool evolutions).
+   */
   newId: (kind?: "dec" | "exp" | "pev" | "key") => string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
@@ -74,17 +90,28 @@ export interface ApiDeps {
   bodyTimeouts?: BodyTimeouts;
   /** Experiments one key may have queued or running (default EXPERIMENT_LIMITS.activePerKey). */
   experimentsPerKey?: number;
-  /** Where each request's `http.request` event goes when it ends, and what `GET /metrics` serves to admin keys (serve); none: no events, no `/metrics`. */
+  /**
+   * Where each request's `http.request` event goes when it ends, and what `GET /metrics` serves to admin keys (serve);
+   * none: no events, no `/metrics`.
+   */
   observability?: { events?: EventLogger; metrics?: MetricsSource };
-  /** The Rank-1 harness gateway (`serve --gateway-upstream`; the API Lambda with its GatewayConfig secret); none: its routes answer 501. */
+  /**
+   * The Rank-1 harness gateway (`serve --gateway-upstream`; the API Lambda with its GatewayConfig secret); none: its
+   * routes answer 501.
+   */
   gateway?: GatewaySettings;
   /** The web console's built files, served at `/console` (serve, the API Lambda); none: no console. */
   console?: ConsoleAssets;
 }
 
-/** What the gateway adds to the API's deps: the model endpoint, the live episodes, what it routes and how it reads tool outputs. */
+/**
+ * What the gateway adds to the API's deps: the model endpoint, the live episodes, what it routes and how it reads tool
+ * outputs.
+ */
 export type GatewaySettings = Omit<GatewayDeps, keyof RouteTaskDeps> & {
-  /** Largest conversation accepted, in bytes (default GATEWAY_LIMITS.maxBodyBytes: conversations grow with every turn). */
+  /**
+   * Largest conversation accepted, in bytes (default GATEWAY_LIMITS.maxBodyBytes: conversations grow with every turn).
+   */
   maxBodyBytes?: number;
 };
 

@@ -11,7 +11,10 @@ class TransportError extends HarnessSError<TransportErrorCode> {}
 /** A body sent with a content type the endpoint does not read (HTTP 415); JSON endpoints read application/json only. */
 export class UnsupportedMediaTypeError extends TransportError {
   constructor(readonly got: string | undefined) {
-    super("UNSUPPORTED_MEDIA_TYPE", `this endpoint reads application/json bodies; got ${got ? JSON.stringify(got) : "no content-type"}`);
+    super(
+      "UNSUPPORTED_MEDIA_TYPE",
+      `this endpoint reads application/json bodies; got ${got ? JSON.stringify(got) : "no content-type"}`,
+    );
   }
 }
 

@@ -9,7 +9,10 @@ import type { GatewaySettings } from "./deps.ts";
 export { GatewayConfig };
 
 export type GatewayOptions = GatewayConfig & {
-  /** Where episodes live between requests (serve: DynamoDB Local; the API Lambda: DynamoDB; default: this process's memory). */
+  /**
+   * Where episodes live between requests (serve: DynamoDB Local; the API Lambda: DynamoDB; default: this process's
+   * memory).
+   */
   store?: GatewayEpisodeStore;
 };
 
@@ -35,14 +38,20 @@ export async function gatewaySettings(options: GatewayOptions): Promise<GatewayS
     timeoutMs: opts.timeoutMs ?? UPSTREAM_TIMEOUT_MS,
     maxRetries: 1,
   });
-  const upstream = new OpenAiUpstream(client, { ...(opts.model ? { model: opts.model } : {}), ...(opts.returnTokenIds ? { returnTokenIds: true } : {}) });
+  const upstream = new OpenAiUpstream(client, {
+    ...(opts.model ? { model: opts.model } : {}),
+    ...(opts.returnTokenIds ? { returnTokenIds: true } : {}),
+  });
   const episodes = new GatewayEpisodes(opts.store ?? new MemoryGatewayEpisodeStore());
   const common = { upstream, episodes, poolId: opts.pool, maxBodyBytes: GATEWAY_LIMITS.maxBodyBytes };
   return { ...common, ...(await gatewayReading(opts.env ?? GENERIC_GATEWAY_ENV)) };
 }
 
-/** How the gateway reads tool outputs on `env`: generic (an output starting with "error" failed), or a family's reading. */
+/**
+ * How the gateway reads tool outputs on `env`: generic (an output starting with "error" failed), or a family's reading.
+ */
 async function gatewayReading(env: string): Promise<GatewayReading> {
-  if (env === GENERIC_GATEWAY_ENV) return { observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
+  if (env === GENERIC_GATEWAY_ENV)
+    return { observerFor: genericObserver, submitTool: "submit", defaultFamily: "default" };
   return familyFor(env, "gateway").gateway!();
 }

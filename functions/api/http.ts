@@ -34,14 +34,24 @@ export type ApiEnv = {
  * the validator's own `{ success: false, error: ZodError }`. A path parameter's error names it
  * (`parameter id`), a query's the query.
  */
-export function validationHook(result: { success: boolean; target: string; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
+export function validationHook(result: {
+  success: boolean;
+  target: string;
+  error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] };
+}): void {
   if (result.success) return;
   const issues = result.error?.issues ?? [];
-  const what = result.target === "param" ? `parameter ${[...new Set(issues.map((i) => String(i.path[0])))].join(", ")}` : result.target;
+  const what =
+    result.target === "param"
+      ? `parameter ${[...new Set(issues.map((i) => String(i.path[0])))].join(", ")}`
+      : result.target;
   throw new ValidationError(what, formatIssues(issues));
 }
 
-/** A router of the API: its validators' failures go through {@link validationHook} (the app and every resource's routes are made here). */
+/**
+ * A router of the API: its validators' failures go through {@link validationHook} (the app and every resource's routes
+ * are made here).
+ */
 export const apiRouter = () => new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
 
 /**
@@ -49,7 +59,10 @@ export const apiRouter = () => new OpenAPIHono<ApiEnv>({ defaultHook: validation
  * that depends on the body); the handler's context carries what each one sets. Its path
  * parameters are checked before them (a bad id is a 400 before a body is read).
  */
-export function withMiddleware<R extends RouteConfig, const M extends MiddlewareHandler[]>(route: R, ...middleware: M): R & { middleware: M } {
+export function withMiddleware<R extends RouteConfig, const M extends MiddlewareHandler[]>(
+  route: R,
+  ...middleware: M
+): R & { middleware: M } {
   const params = route.request?.params;
   const checkParams = validator("param", (value) => {
     const parsed = params!.safeParse(value);
@@ -74,15 +87,23 @@ const HTTP_EXCEPTIONS: Partial<Record<number, (err: HTTPException, c: Context) =
  * a generic message: no backend exception name reaches the caller.
  */
 export function errorResponse(err: unknown, c: Context): Response {
-  if (err instanceof HTTPException && HTTP_EXCEPTIONS[err.status]) return errorResponse(HTTP_EXCEPTIONS[err.status]!(err, c), c);
+  if (err instanceof HTTPException && HTTP_EXCEPTIONS[err.status])
+    return errorResponse(HTTP_EXCEPTIONS[err.status]!(err, c), c);
   if (err instanceof HarnessSError) {
     const status = statusOf(err.code);
     if (status >= 500 || err instanceof UpstreamRejectedError) console.error(err);
-    const message = err.code === "STORE_UNAVAILABLE" ? "a backing store is unavailable; retry later" : status === 500 ? "internal error" : err.message;
+    const message =
+      err.code === "STORE_UNAVAILABLE"
+        ? "a backing store is unavailable; retry later"
+        : status === 500
+          ? "internal error"
+          : err.message;
     const body: Record<string, unknown> = { code: status === 500 ? "INTERNAL" : err.code, message };
     if (err instanceof ValidationError) body.issues = err.issues;
-    if (err instanceof PartialSendError) Object.assign(body, { queued: err.queued, notQueued: err.notQueued, ...err.context });
-    if (err instanceof StalePolicyVersionError) Object.assign(body, { heldVersion: err.held, wantedVersion: err.wanted });
+    if (err instanceof PartialSendError)
+      Object.assign(body, { queued: err.queued, notQueued: err.notQueued, ...err.context });
+    if (err instanceof StalePolicyVersionError)
+      Object.assign(body, { heldVersion: err.held, wantedVersion: err.wanted });
     if (err instanceof RateLimitedError) c.header("Retry-After", String(err.retryAfterSeconds));
     return c.json({ error: body }, status as 400);
   }

@@ -11,7 +11,13 @@ import { statisticalVoters } from "@harness-s/core/voting";
 import { ServedModels, servedOffers, type ServedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
-import { DECISION_CACHE_LIMITS, DynamoPolicyEndpointStore, MemoryDecisionCache, S3ExperimentArtifacts, SqsQueue } from "@harness-s/adapters/stores";
+import {
+  DECISION_CACHE_LIMITS,
+  DynamoPolicyEndpointStore,
+  MemoryDecisionCache,
+  S3ExperimentArtifacts,
+  SqsQueue,
+} from "@harness-s/adapters/stores";
 import { HttpEndpointProber } from "@harness-s/adapters/net";
 import { dynamoStores } from "@harness-s/adapters/dynamo";
 import { deployedOutbound, type AwsConfig } from "../aws-config.ts";
@@ -29,7 +35,10 @@ import { gatewaySettings } from "./gateway-setup.ts";
  * their environment servers (the coordinator refuses them too, NOT_CONFIGURED).
  */
 export function deployedOffers(config: Pick<AwsConfig, "policyEndpointUrl">): ServedOffers {
-  return servedOffers(ServedModels.parse(SERVED_MODELS), { envs: ["embedded"], callerEnvironments: config.policyEndpointUrl !== undefined });
+  return servedOffers(ServedModels.parse(SERVED_MODELS), {
+    envs: ["embedded"],
+    callerEnvironments: config.policyEndpointUrl !== undefined,
+  });
 }
 
 /**
@@ -41,16 +50,31 @@ export function deployedOffers(config: Pick<AwsConfig, "policyEndpointUrl">): Se
  * @example
  * const deps = await apiLambdaDeps(awsConfigFromResources(), { doc, sqs }, systemClock);
  */
-export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBDocumentClient; sqs: SQSClient; consumption?: ConsumptionMeter }, clock: Clock): Promise<ApiDeps> {
+export async function apiLambdaDeps(
+  config: AwsConfig,
+  clients: { doc: DynamoDBDocumentClient; sqs: SQSClient; consumption?: ConsumptionMeter },
+  clock: Clock,
+): Promise<ApiDeps> {
   const { doc, sqs } = clients;
   // With a VoterPanel secret, /v1/route and rescues decide with the panel in this function; the
   // decision cache lives as long as the warm container.
   const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
   const queue = (url: string | undefined, name: string): MessageQueue =>
-    url ? new SqsQueue(sqs, url) : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
-  const stores = await withAdminBootstrap(dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }), config.bootstrapAdminKeyHash, clock);
-  const events = jsonLinesLogger({ out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) });
-  const gateway = config.gateway ? await gatewaySettings({ ...config.gateway, store: stores.gatewayEpisodes }) : undefined;
+    url
+      ? new SqsQueue(sqs, url)
+      : { send: () => Promise.reject(new NotConfiguredError(`the ${name} queue is not linked to this function`)) };
+  const stores = await withAdminBootstrap(
+    dynamoStores(doc, config.tables, { decisionTtlSeconds: 30 * 24 * 3600 }),
+    config.bootstrapAdminKeyHash,
+    clock,
+  );
+  const events = jsonLinesLogger({
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+  });
+  const gateway = config.gateway
+    ? await gatewaySettings({ ...config.gateway, store: stores.gatewayEpisodes })
+    : undefined;
   return {
     ...withApiCaches(stores, clock),
     // Each meter write's cost of goods on the log too (the dashboard's spend).
@@ -62,7 +86,12 @@ export async function apiLambdaDeps(config: AwsConfig, clients: { doc: DynamoDBD
     voters: panel?.voters ?? statisticalVoters,
     ...(panel ? { panel, decisionCache: new MemoryDecisionCache(clock, DECISION_CACHE_LIMITS) } : {}),
     prober: new HttpEndpointProber(deployedOutbound(config), clock),
-    callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound: deployedOutbound(config), clock, builtin: builtinEnvironments() }),
+    callers: new CallerPolicyRunners({
+      endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
+      outbound: deployedOutbound(config),
+      clock,
+      builtin: builtinEnvironments(),
+    }),
     prices: Prices.parse({}),
     priceList: config.priceList,
     offers: deployedOffers(config),
@@ -100,11 +129,14 @@ export async function withAdminBootstrap<S extends { keys: ApiKeyStore; keyEvent
   const ensure = () =>
     (attempt ??= bootstrapAdminKey(hash, { keys, events: keyEvents, clock }).then(
       (outcome) => {
-        if (outcome === "created") log("made the deployment's first admin key (id bootstrap-admin) from the BootstrapAdminKeyHash secret");
+        if (outcome === "created")
+          log("made the deployment's first admin key (id bootstrap-admin) from the BootstrapAdminKeyHash secret");
       },
       (err: unknown) => {
         attempt = undefined;
-        log(`the first admin key (BootstrapAdminKeyHash) could not be made yet; tried again before the next key lookup: ${err instanceof Error ? err.message : String(err)}`);
+        log(
+          `the first admin key (BootstrapAdminKeyHash) could not be made yet; tried again before the next key lookup: ${err instanceof Error ? err.message : String(err)}`,
+        );
       },
     ));
   await ensure();

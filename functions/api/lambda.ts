@@ -14,8 +14,12 @@ import { apiLambdaDeps } from "./lambda-deps.ts";
 // Its Function URL streams (RESPONSE_STREAM): the gateway's `stream: true` answers are server-sent
 // events as they are written; every other answer goes through the same stream whole.
 const config = awsConfigFromResources();
-// The web console's files, copied beside the handler by the stack (CONSOLE_BUNDLE), read once; none copied: no /console.
+// The web console's files, copied beside the handler by the stack (CONSOLE_BUNDLE), read once; none copied: no
+// /console.
 const consoleAssets = loadConsoleAssets(join(process.env.LAMBDA_TASK_ROOT ?? process.cwd(), CONSOLE_BUNDLE.to));
-const deps = { ...(await apiLambdaDeps(config, meteredAwsClients(config.tables), systemClock)), ...(consoleAssets ? { console: consoleAssets } : {}) };
+const deps = {
+  ...(await apiLambdaDeps(config, meteredAwsClients(config.tables), systemClock)),
+  ...(consoleAssets ? { console: consoleAssets } : {}),
+};
 
 export const handler = streamHandle(createApp(deps));

@@ -73,10 +73,18 @@ export async function listen(
 ): Promise<{ url: string; close: () => Promise<void> }> {
   // A port in use (EADDRINUSE) or not ours to bind (EACCES) rejects here, for the caller to clean up and say so.
   const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch, port, hostname, serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 } }, () => {
-      s.off("error", reject);
-      resolve(s);
-    });
+    const s = serve(
+      {
+        fetch,
+        port,
+        hostname,
+        serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
+      },
+      () => {
+        s.off("error", reject);
+        resolve(s);
+      },
+    );
     s.once("error", reject);
   });
   const http = server as Server;
@@ -89,11 +97,14 @@ export async function listen(
   http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers["content-length"] ?? Number.NaN);
     const limit = opts.bodyLimit?.(new URL(req.url ?? "/", "http://x").pathname);
-    if (limit !== undefined && declared > limit) return refuse(res, 413, "PAYLOAD_TOO_LARGE", `request body exceeds ${limit} bytes`);
+    if (limit !== undefined && declared > limit)
+      return refuse(res, 413, "PAYLOAD_TOO_LARGE", `request body exceeds ${limit} bytes`);
     res.writeContinue();
     http.emit("request", req, res);
   });
-  http.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => refuse(res, 417, "EXPECTATION_FAILED", "only Expect: 100-continue is understood"));
+  http.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) =>
+    refuse(res, 417, "EXPECTATION_FAILED", "only Expect: 100-continue is understood"),
+  );
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;
   return { url: `http://${hostname}:${actual}`, close: () => new Promise((r) => server.close(() => r())) };

@@ -17,17 +17,29 @@ import { MAX_URL_CHARS, RATE_LIMIT_HOLD_MS } from "./request-limits.ts";
 /** A request body documented by its zod type's JSON Schema (a plain schema object: no validator is attached). */
 export const jsonBody = (schema: z.ZodType) => ({
   required: true,
-  content: { "application/json": { schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as ZodMediaTypeObject["schema"] } },
+  content: {
+    "application/json": {
+      schema: z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as ZodMediaTypeObject["schema"],
+    },
+  },
 });
 const AnyObject = z.looseObject({});
 /** A JSON response of a zod type (typed handlers are checked against it); any object when none is given. */
-export function jsonOf(description: string): { description: string; content: { "application/json": { schema: typeof AnyObject } } };
-export function jsonOf<S extends z.ZodType>(description: string, schema: S): { description: string; content: { "application/json": { schema: S } } };
+export function jsonOf(description: string): {
+  description: string;
+  content: { "application/json": { schema: typeof AnyObject } };
+};
+export function jsonOf<S extends z.ZodType>(
+  description: string,
+  schema: S,
+): { description: string; content: { "application/json": { schema: S } } };
 export function jsonOf(description: string, schema: z.ZodType = AnyObject) {
   return { description, content: { "application/json": { schema } } };
 }
 
-export const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), issues: z.array(z.string()).optional() }) });
+export const ErrorBody = z.object({
+  error: z.object({ code: z.string(), message: z.string(), issues: z.array(z.string()).optional() }),
+});
 export const error = (description: string) => jsonOf(description, ErrorBody);
 export const errors = {
   400: error("malformed, oversized or invalid body or parameter (issues name each bad field)"),
@@ -42,19 +54,27 @@ export const errors = {
     ),
     headers: {
       "Retry-After": {
-        description: "RATE_LIMITED only: whole seconds (at least 1) until the key's next request can pass, counted from this answer",
+        description:
+          "RATE_LIMITED only: whole seconds (at least 1) until the key's next request can pass, counted from this answer",
         schema: { type: "integer" as const, minimum: 1 },
       },
     },
   },
-  503: error("a backing store or queue is unavailable (retry); PARTIAL_SEND lists the messages that were and were not queued"),
+  503: error(
+    "a backing store or queue is unavailable (retry); PARTIAL_SEND lists the messages that were and were not queued",
+  ),
 };
 /** What only an endpoint that reads a body answers. */
 export const bodyErrors = {
   408: error("the body stalled (5 s without a byte) or took longer than 15 s in all"),
   415: error("the body was not sent as application/json (UTF-8)"),
 };
-type JsonSchema = { description?: string; properties?: Record<string, JsonSchema>; required?: string[]; [k: string]: unknown };
+type JsonSchema = {
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  [k: string]: unknown;
+};
 /** A parameter's schema as every OpenAPI version's types take it (the rest of its keywords ride along). */
 type ParamSchema = { type?: "string" | "number" | "integer" | "boolean" };
 type Parameter = { name: string; in: "query" | "path"; required: boolean; description?: string; schema: ParamSchema };
@@ -91,7 +111,9 @@ export function documented<R extends RouteConfig>(route: R): RouteConfig {
 }
 export const notFound = (what: string) => ({ 404: error(`no such ${what}`) });
 /** What a request that is quoted first answers when the quote is above a budget. */
-export const overBudget = { 402: error("the request's quote is above its own USD budget or what is left of the key's (nothing was started)") };
+export const overBudget = {
+  402: error("the request's quote is above its own USD budget or what is left of the key's (nothing was started)"),
+};
 
 export const DEFAULT_SERVERS = [{ url: "http://127.0.0.1:18787", description: "harness-s serve (local stand-ins)" }];
 
@@ -102,7 +124,8 @@ export function documentConfig(servers: { url: string; description?: string }[] 
     info: {
       title: "Harness-S router API",
       version: "1",
-      description: "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments, issue and revoke API keys.",
+      description:
+        "Route tasks to sibling harnesses, manage pools and profiles, run elastic rescues and paired experiments, issue and revoke API keys.",
       license: { name: "MIT", identifier: "MIT" },
     },
     servers,
@@ -113,8 +136,16 @@ export function documentConfig(servers: { url: string; description?: string }[] 
       { name: "profiles", description: "Harness behaviour profiles and the evidence that updates them" },
       { name: "rescues", description: "Elastic rescue rollouts" },
       { name: "experiments", description: "Paired experiments run by the coordinator" },
-      { name: "gateway", description: "The Rank-1 harness gateway: an OpenAI-compatible endpoint that routes each episode to a harness and applies it" },
-      { name: "keys", description: "API keys: issue with scopes and limits, rotate with a grace, revoke, and each key's events (admin keys; another key sees and rotates itself)" },
+      {
+        name: "gateway",
+        description:
+          "The Rank-1 harness gateway: an OpenAI-compatible endpoint that routes each episode to a harness and applies it",
+      },
+      {
+        name: "keys",
+        description:
+          "API keys: issue with scopes and limits, rotate with a grace, revoke, and each key's events (admin keys; another key sees and rotates itself)",
+      },
       { name: "account", description: "Usage, liveness, this document" },
     ],
   };

@@ -12,7 +12,9 @@ import { ROUTES } from "./routes/index.ts";
  */
 export function openApiDocument(servers?: { url: string; description?: string }[]) {
   const routes = Object.entries(ROUTES).flatMap(([prefix, group]) =>
-    Object.values(group).map((route): RouteConfig => ({ ...route, path: prefix ? mergePath(prefix, route.path) : route.path })),
+    Object.values(group).map(
+      (route): RouteConfig => ({ ...route, path: prefix ? mergePath(prefix, route.path) : route.path }),
+    ),
   );
   return documentOf(routes, servers);
 }

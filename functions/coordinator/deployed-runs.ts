@@ -1,9 +1,21 @@
 import { NotConfiguredError, type PoolStore, type RolloutStore } from "@harness-s/core";
-import { envName, type CallerExperimentEnv, type ExperimentDeps, type ExperimentRecord } from "@harness-s/core/experiment";
+import {
+  envName,
+  type CallerExperimentEnv,
+  type ExperimentDeps,
+  type ExperimentRecord,
+} from "@harness-s/core/experiment";
 import type { ProfileStore } from "@harness-s/core/profile";
 import type { MessageQueue } from "@harness-s/core/messaging";
 import type { BallotStore } from "@harness-s/core/voting";
-import { RemotePolicy, TokenTrainer, policyProtocol, remoteUnitPolicies, tokenUnitPolicies, workerPolicyId } from "@harness-s/adapters/policy";
+import {
+  RemotePolicy,
+  TokenTrainer,
+  policyProtocol,
+  remoteUnitPolicies,
+  tokenUnitPolicies,
+  workerPolicyId,
+} from "@harness-s/adapters/policy";
 import type { OutboundPolicy } from "@harness-s/adapters/net";
 import type { PanelRouting } from "@harness-s/adapters/llm";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
@@ -13,7 +25,10 @@ import type { UsageReport } from "../experiment-setup/worker-setup.ts";
 import { sharedTokenPolicy, tokenClient } from "../policy-endpoint.ts";
 import { queuedExperimentDeps } from "./queued-experiment.ts";
 
-/** What a deployed run is set up with: the policy endpoint (serving `served`), the stores, the queues, the outbound guard, the panel and the GPU meter. */
+/**
+ * What a deployed run is set up with: the policy endpoint (serving `served`), the stores, the queues, the outbound
+ * guard, the panel and the GPU meter.
+ */
 export interface DeployedRunContext {
   /** The models the policy endpoint serves, each at it (the stacks' SERVED_MODELS). */
   served: readonly ModelAtWorker[];
@@ -39,19 +54,34 @@ const embeddedRun: DeployedRun = async (record, ctx) => {
   const v2 = (await policyProtocol(at.url, at.token)) === 2;
   const client = tokenClient(at.url, at.token, ctx.meter);
   const shared = { ...sharedTokenPolicy, baseModel: at.name };
-  const embedded = { ...embeddedSetups(defaultEmbeddedSettings)(record.request.protocol), ...(ctx.panel ? { voters: ctx.panel.voters, panel: ctx.panel } : {}) };
+  const embedded = {
+    ...embeddedSetups(defaultEmbeddedSettings)(record.request.protocol),
+    ...(ctx.panel ? { voters: ctx.panel.voters, panel: ctx.panel } : {}),
+  };
   let n = 0;
   const idOf = () => `${record.id}/attempt-${record.attempts}/p${++n}`;
   const setup = v2
-    ? { ...embedded, env: new TextEnvironment(embedded.env), createPolicy: (seed: number) => new TokenTrainer(client, { ...shared, policyId: workerPolicyId(idOf()), seed }) }
+    ? {
+        ...embedded,
+        env: new TextEnvironment(embedded.env),
+        createPolicy: (seed: number) => new TokenTrainer(client, { ...shared, policyId: workerPolicyId(idOf()), seed }),
+      }
     : { ...embedded, createPolicy: () => new RemotePolicy(at.url, idOf()) };
-  const deps = await queuedExperimentDeps(setup, { ...ctx.stores, dispatch, vote, endpointId: (_id, policy) => (policy as RemotePolicy | TokenTrainer).id })(record);
+  const deps = await queuedExperimentDeps(setup, {
+    ...ctx.stores,
+    dispatch,
+    vote,
+    endpointId: (_id, policy) => (policy as RemotePolicy | TokenTrainer).id,
+  })(record);
   // Unit policies stay at the endpoint, so a unit can continue in the next invocation.
   const unitId = (unit: string) => `${record.id}/${unit}/attempt-${record.attempts}`;
   return { ...deps, policies: v2 ? tokenUnitPolicies(client, unitId, shared) : remoteUnitPolicies(at.url, unitId) };
 };
 
-/** Where a pool evolved first for a run is kept (the id the caller-environment setup gives it), so a later invocation of the run trains on the same one. */
+/**
+ * Where a pool evolved first for a run is kept (the id the caller-environment setup gives it), so a later invocation of
+ * the run trains on the same one.
+ */
 const evolvedPoolId = (record: ExperimentRecord) => `${record.id}/pool`;
 
 /**
@@ -69,7 +99,12 @@ const callerRun: DeployedRun = async (record, ctx) => {
     outbound: ctx.outbound,
     pools: ctx.stores.pools,
     profiles: ctx.stores.profiles,
-    withPolicy: (base, rendering) => trainedAtWorker(base, rendering, record, { served: ctx.served, meter: ctx.meter, run: `${record.id}-a${record.attempts}` }),
+    withPolicy: (base, rendering) =>
+      trainedAtWorker(base, rendering, record, {
+        served: ctx.served,
+        meter: ctx.meter,
+        run: `${record.id}-a${record.attempts}`,
+      }),
   });
   if (!env.poolId && !evolvedBefore) {
     const { pool, initialProfiles } = (await opened.base.instance(record.request.seeds[0]!)).evolution;
@@ -82,7 +117,10 @@ const callerRun: DeployedRun = async (record, ctx) => {
 /** What the deployment runs experiments on, by the run's environment's name. */
 const DEPLOYED_RUNS: Readonly<Record<string, DeployedRun>> = { embedded: embeddedRun, openenv: callerRun };
 
-/** What each built-in family would need that the deployment does not run (the local stack, `harness-s serve`, runs them). */
+/**
+ * What each built-in family would need that the deployment does not run (the local stack, `harness-s serve`, runs
+ * them).
+ */
 const MISSING_SERVERS: Readonly<Record<string, string>> = {
   dbbench: "a database for its tasks (MySQL, or SQLite with its task data packaged into the coordinator)",
   appworld: "AppWorld's environment server",

@@ -63,10 +63,15 @@ export function deployedCoordinatorDeps(
     rollouts: new DynamoRolloutStore(doc, config.tables),
     profiles: new DynamoProfileStore(doc, config.tables),
   };
-  // With a VoterPanel secret, experiments' router arms on the suite ask its voters (through the vote queue) with its weights, quorum and deadline.
+  // With a VoterPanel secret, experiments' router arms on the suite ask its voters (through the vote queue) with its
+  // weights, quorum and deadline.
   const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
   const ctx = (url: string): DeployedRunContext => ({
-    served: SERVED_MODELS.map((m) => ({ name: m.name, url, ...(config.policyEndpointToken ? { token: config.policyEndpointToken } : {}) })),
+    served: SERVED_MODELS.map((m) => ({
+      name: m.name,
+      url,
+      ...(config.policyEndpointToken ? { token: config.policyEndpointToken } : {}),
+    })),
     stores,
     queues: {
       ...(config.queues.dispatch ? { dispatch: new SqsQueue(sqs, config.queues.dispatch) } : {}),
@@ -84,19 +89,34 @@ export function deployedCoordinatorDeps(
     metering,
     leaseMs: 16 * 60_000,
     // A finished run's report and plots go to the Reports bucket (the API reads them there).
-    ...(config.reportBucket ? { reports: { artifacts: new S3ExperimentArtifacts(clients.s3 ?? new S3Client({}), config.reportBucket), render: renderExperimentReport } } : {}),
-    ...(config.queues.coordinator ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) } : {}),
+    ...(config.reportBucket
+      ? {
+          reports: {
+            artifacts: new S3ExperimentArtifacts(clients.s3 ?? new S3Client({}), config.reportBucket),
+            render: renderExperimentReport,
+          },
+        }
+      : {}),
+    ...(config.queues.coordinator
+      ? { sliceMs: COORDINATOR_SLICE_MS, continueOn: new SqsQueue(sqs, config.queues.coordinator) }
+      : {}),
     prepare: async (record) => {
       const run = deployedRun(record);
-      if (!endpoint) throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
+      if (!endpoint)
+        throw new NotConfiguredError("cloud experiments need the policy endpoint: set the PolicyEndpointUrl secret");
       return run(record, ctx(endpoint));
     },
-    // Pool evolutions for callers' environments: every rollout at the caller's endpoint, in its environment (public addresses or EndpointCidrs).
+    // Pool evolutions for callers' environments: every rollout at the caller's endpoint, in its environment (public
+    // addresses or EndpointCidrs).
     poolEvolution: {
       evolutions: new DynamoPoolEvolutionStore(doc, config.tables),
       pools: stores.pools,
       profiles: stores.profiles,
-      callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(doc, config.tables), outbound, clock: systemClock }),
+      callers: new CallerPolicyRunners({
+        endpoints: new DynamoPolicyEndpointStore(doc, config.tables),
+        outbound,
+        clock: systemClock,
+      }),
       ...(config.poolProposer ? { proposer: llmPoolProposer(config.poolProposer, config.llmApiKey) } : {}),
     },
   };

@@ -40,9 +40,15 @@ export function createCoordinatorHandler(
     "coordinator",
     ["experiment.requested", "pool.evolve.requested"],
     (_body, _id, envelope) => {
-      if (envelope.type === "experiment.requested") return runAndReport(envelope.body.experimentId, { unbilled, ...deps, ...(quoteBasis ? { quoteBasis } : {}) });
-      if (!deps.poolEvolution) throw new NotConfiguredError("this coordinator evolves no pools (no caller policies wired)");
-      return runPoolEvolution(envelope.body.evolutionId, { ...deps.poolEvolution, clock: deps.clock, ...(deps.meter ? { meter: deps.meter } : {}) });
+      if (envelope.type === "experiment.requested")
+        return runAndReport(envelope.body.experimentId, { unbilled, ...deps, ...(quoteBasis ? { quoteBasis } : {}) });
+      if (!deps.poolEvolution)
+        throw new NotConfiguredError("this coordinator evolves no pools (no caller policies wired)");
+      return runPoolEvolution(envelope.body.evolutionId, {
+        ...deps.poolEvolution,
+        clock: deps.clock,
+        ...(deps.meter ? { meter: deps.meter } : {}),
+      });
     },
     { log: deps.log, metering: deps.metering },
   );
@@ -59,14 +65,28 @@ export interface CoordinatorReports {
  * storing its report from the seeds' instances it ran on: a run reads as ended only once its
  * report is there (or making it failed, and was logged).
  */
-async function runAndReport(id: string, deps: CoordinatorDeps & { reports?: CoordinatorReports; log?: (line: string) => void }) {
+async function runAndReport(
+  id: string,
+  deps: CoordinatorDeps & { reports?: CoordinatorReports; log?: (line: string) => void },
+) {
   const reports = deps.reports;
   if (!reports) return runExperimentJob(id, deps);
   let prepared: ExperimentDeps | undefined;
   const logger = deps.logger ?? (deps.log ? { warn: deps.log } : undefined);
   const publish = (record: ExperimentRecord) =>
-    prepared ? publishExperimentReport(record, prepared.instance, { ...reports, ...(logger ? { logger } : {}) }, prepared.reportSection) : Promise.resolve();
-  return runExperimentJob(id, { ...deps, experiments: reportFirst(deps.experiments, publish), prepare: async (record) => (prepared = await deps.prepare(record)) });
+    prepared
+      ? publishExperimentReport(
+          record,
+          prepared.instance,
+          { ...reports, ...(logger ? { logger } : {}) },
+          prepared.reportSection,
+        )
+      : Promise.resolve();
+  return runExperimentJob(id, {
+    ...deps,
+    experiments: reportFirst(deps.experiments, publish),
+    prepare: async (record) => (prepared = await deps.prepare(record)),
+  });
 }
 
 /** `store` whose save of a run as done or stopped runs `publish` first. */

@@ -7,7 +7,10 @@ export interface QueuedExperimentWiring {
   pools: PoolStore;
   ballots: BallotStore;
   rollouts: RolloutStore;
-  /** Where rollouts go (the dispatch worker); absent: every rollout runs in the coordinator (an environment the dispatch worker does not have: a caller's). */
+  /**
+   * Where rollouts go (the dispatch worker); absent: every rollout runs in the coordinator (an environment the dispatch
+   * worker does not have: a caller's).
+   */
   dispatch?: MessageQueue;
   /** Where ballots go (the vote worker); absent: the setup's voters vote in the coordinator. */
   vote?: MessageQueue;
@@ -22,7 +25,10 @@ export interface QueuedExperimentWiring {
  * the policy endpoint), every ballot a `ballot.requested` message to `vote`; without `dispatch`
  * (or `vote`) the rollouts (or ballots) run in the coordinator's own process.
  */
-export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, wiring: QueuedExperimentWiring): (record: ExperimentRecord) => Promise<ExperimentDeps> {
+export function queuedExperimentDeps(
+  setup: Omit<ExperimentDeps, "onProgress">,
+  wiring: QueuedExperimentWiring,
+): (record: ExperimentRecord) => Promise<ExperimentDeps> {
   const clock = wiring.clock ?? systemClock;
   return async (record) => {
     const payer = { keyId: record.keyId, jobId: record.id };
@@ -35,7 +41,11 @@ export function queuedExperimentDeps(setup: Omit<ExperimentDeps, "onProgress">, 
       poolIds.set(seed, id);
     }
     const vote = wiring.vote;
-    const voters = vote ? setup.voters.map((v) => queuedVoter(v.id, { namespace: record.id, queue: vote, ballots: wiring.ballots, clock, payer })) : setup.voters;
+    const voters = vote
+      ? setup.voters.map((v) =>
+          queuedVoter(v.id, { namespace: record.id, queue: vote, ballots: wiring.ballots, clock, payer }),
+        )
+      : setup.voters;
     const dispatch = wiring.dispatch;
     if (!dispatch) return { ...setup, voters };
     return {

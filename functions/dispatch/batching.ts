@@ -22,7 +22,9 @@ const sumSpend = (a: RolloutSpend, b: RolloutSpend): RolloutSpend => ({
  * slot's async context), never to one whose invocation has already been billed (slots of one
  * rescue in different invocations).
  */
-export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?: SlotJobs; meter?: UsageMeter }>(deps: D): D {
+export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?: SlotJobs; meter?: UsageMeter }>(
+  deps: D,
+): D {
   const { rollouts, jobs, meter } = deps;
   const has = batchedLookups(async (jobId: string, indexes: number[]) => {
     const found = await rollouts.getMany(jobId, indexes);
@@ -49,7 +51,13 @@ export function batchedDispatchStores<D extends { rollouts: RolloutStore; jobs?:
   const batchedMeter: UsageMeter | undefined =
     meter &&
     Object.assign(Object.create(meter) as UsageMeter, {
-      add: (keyId: string, usage: Partial<Usage>, opts?: { jobId?: string }) => (opts?.jobId === undefined ? plainAdd!(keyId, usage) : meter.add(keyId, usage, opts)),
+      add: (keyId: string, usage: Partial<Usage>, opts?: { jobId?: string }) =>
+        opts?.jobId === undefined ? plainAdd!(keyId, usage) : meter.add(keyId, usage, opts),
     });
-  return { ...deps, rollouts: batchedRollouts, ...(batchedJobs ? { jobs: batchedJobs } : {}), ...(batchedMeter ? { meter: batchedMeter } : {}) };
+  return {
+    ...deps,
+    rollouts: batchedRollouts,
+    ...(batchedJobs ? { jobs: batchedJobs } : {}),
+    ...(batchedMeter ? { meter: batchedMeter } : {}),
+  };
 }

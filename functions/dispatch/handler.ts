@@ -1,5 +1,12 @@
 import { MAX_DEFERRALS, type EnvelopeOf, type MessageQueue } from "@harness-s/core/messaging";
-import { SLOT_REASON_CHARS, deferDelaySeconds, runRequestedRollout, slotFailure, type DispatchDeps, type SlotJobs } from "@harness-s/core/dispatch";
+import {
+  SLOT_REASON_CHARS,
+  deferDelaySeconds,
+  runRequestedRollout,
+  slotFailure,
+  type DispatchDeps,
+  type SlotJobs,
+} from "@harness-s/core/dispatch";
 import { z } from "zod";
 import { formatIssues, hash32 } from "@harness-s/core";
 import type { EventLogger } from "@harness-s/core/observability";
@@ -7,7 +14,10 @@ import { createSqsWorker, type RecordNote, type WorkerLog } from "../sqs-worker.
 import type { WorkerMetering } from "../worker-metering.ts";
 import { batchedDispatchStores } from "./batching.ts";
 
-/** How the dispatch worker shares itself between keys: each key's running caller rollouts (`slots`), and the queue a rollout past its key's share waits on. */
+/**
+ * How the dispatch worker shares itself between keys: each key's running caller rollouts (`slots`), and the queue a
+ * rollout past its key's share waits on.
+ */
 export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
   /** The dispatch queue itself: a deferred message is sent to it again, delayed. */
   requeue: MessageQueue;
@@ -28,7 +38,10 @@ export type DispatchFairness = NonNullable<DispatchDeps["running"]> & {
 export function createDispatchHandler(
   given: Omit<DispatchDeps, "log" | "running"> & {
     fairness?: DispatchFairness;
-    /** Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount); with `jobs`, a slot given up on then is recorded on its rescue. */
+    /**
+     * Receives before SQS moves a message to the DLQ (the queue's maxReceiveCount); with `jobs`, a slot given up on
+     * then is recorded on its rescue.
+     */
     maxReceives?: number;
     log?: WorkerLog;
     logger?: EventLogger;
@@ -42,7 +55,8 @@ export function createDispatchHandler(
     jobs && deps.maxReceives
       ? {
           maxReceives: deps.maxReceives,
-          giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) => jobs.recordFailure(body.jobId, body.index, slotFailure(err)),
+          giveUp: (body: { jobId: string; index: number }, _id: string, err: unknown) =>
+            jobs.recordFailure(body.jobId, body.index, slotFailure(err)),
         }
       : undefined;
   // With events, a slot failed at once is told in its record's event; a plain line sink hears of it as before.
@@ -54,7 +68,12 @@ export function createDispatchHandler(
     async (body, _id, envelope, note) => {
       note({ slot: body.index });
       const noted = jobs && notingSlots(jobs, note);
-      const result = await runRequestedRollout(body, { ...deps, jobs: noted, ...(text ? { log: text } : {}), ...(fairness ? { running: fairness } : {}) });
+      const result = await runRequestedRollout(body, {
+        ...deps,
+        jobs: noted,
+        ...(text ? { log: text } : {}),
+        ...(fairness ? { running: fairness } : {}),
+      });
       if (result === "deferred" && fairness) await waitItsTurn(envelope, fairness.requeue, noted);
       return result;
     },
@@ -69,7 +88,10 @@ export function createDispatchHandler(
 }
 
 /** What a malformed `rollout.requested` still tells: its rescue and slot, when those parts are readable. */
-const SlotOfMalformed = z.object({ type: z.literal("rollout.requested"), body: z.object({ jobId: z.string().min(1).max(400), index: z.number().int().min(0).max(1_000_000) }) });
+const SlotOfMalformed = z.object({
+  type: z.literal("rollout.requested"),
+  body: z.object({ jobId: z.string().min(1).max(400), index: z.number().int().min(0).max(1_000_000) }),
+});
 
 /**
  * A `rollout.requested` that is not a valid message can never run: its slot is failed at once
@@ -86,7 +108,10 @@ const failItsSlot = (jobs: SlotJobs) => async (json: unknown, err: unknown) => {
   });
 };
 
-/** The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and reason when it is recorded, noted on its event. */
+/**
+ * The rescue jobs as one record sees them: the rescue's slots when its job is read, and a slot's failure code and
+ * reason when it is recorded, noted on its event.
+ */
 function notingSlots(jobs: SlotJobs, note: RecordNote): SlotJobs {
   return {
     get: async (id) => {
@@ -102,11 +127,21 @@ function notingSlots(jobs: SlotJobs, note: RecordNote): SlotJobs {
   };
 }
 
-/** Every this many waits, a waiting rollout reads its rescue: one cancelled meanwhile stops waiting (and costing its key requests). */
+/**
+ * Every this many waits, a waiting rollout reads its rescue: one cancelled meanwhile stops waiting (and costing its key
+ * requests).
+ */
 export const CANCEL_CHECK_EVERY = 4;
 
-/** Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT), one of a cancelled rescue is dropped. */
-async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: MessageQueue, jobs: SlotJobs | undefined): Promise<void> {
+/**
+ * Sends a deferred rollout again, later; one deferred too often fails its slot (CONCURRENCY_LIMIT), one of a cancelled
+ * rescue is dropped.
+ */
+async function waitItsTurn(
+  envelope: EnvelopeOf<"rollout.requested">,
+  requeue: MessageQueue,
+  jobs: SlotJobs | undefined,
+): Promise<void> {
   const deferrals = (envelope.deferrals ?? 0) + 1;
   if (deferrals % CANCEL_CHECK_EVERY === 0 && (await jobs?.get(envelope.body.jobId))?.cancelledAt !== undefined) return;
   if (deferrals > MAX_DEFERRALS) {
@@ -114,5 +149,7 @@ async function waitItsTurn(envelope: EnvelopeOf<"rollout.requested">, requeue: M
     await jobs?.recordFailure(envelope.body.jobId, envelope.body.index, { code: "CONCURRENCY_LIMIT", reason });
     return;
   }
-  await requeue.send([{ ...envelope, deferrals }], { delaySeconds: deferDelaySeconds(deferrals - 1, hash32(`${envelope.id}#${deferrals}`) / 2 ** 32) });
+  await requeue.send([{ ...envelope, deferrals }], {
+    delaySeconds: deferDelaySeconds(deferrals - 1, hash32(`${envelope.id}#${deferrals}`) / 2 ** 32),
+  });
 }

@@ -33,14 +33,24 @@ export const handler = createDispatchHandler({
   jobs: new DynamoRescueJobStore(doc, config.tables),
   meter,
   maxReceives: WORKERS.dispatch.retry,
-  ...(requeue ? { fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock), clock: systemClock, requeue } } : {}),
+  ...(requeue
+    ? {
+        fairness: {
+          slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock),
+          clock: systemClock,
+          requeue,
+        },
+      }
+    : {}),
   tasks: embeddedTaskSource(),
   runners: rolloutRunners({
     service: endpoint
       ? dispatchEndpoints(endpoint, config.policyEndpointToken, (used) => metering.consumption.record(used))
       : {
           runner: async () => {
-            throw new NotConfiguredError("set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)");
+            throw new NotConfiguredError(
+              "set the PolicyEndpointUrl secret to the policy endpoint (e.g. `harness-s policy-serve`)",
+            );
           },
         },
     // A caller's rescue samples its own registered endpoint, at public addresses or the operator's EndpointCidrs.

@@ -12,8 +12,20 @@ import {
   type Task,
 } from "@harness-s/core";
 import { EvolutionFailedError } from "@harness-s/core/pools";
-import { EvolutionConfig, evolvePool, givenPool, mutationProposer, type EvolutionResult } from "@harness-s/core/evolution";
-import type { CallerExperimentEnv, CallerExperimentTask, ExperimentDeps, ExperimentRecord, TaskSplit } from "@harness-s/core/experiment";
+import {
+  EvolutionConfig,
+  evolvePool,
+  givenPool,
+  mutationProposer,
+  type EvolutionResult,
+} from "@harness-s/core/evolution";
+import type {
+  CallerExperimentEnv,
+  CallerExperimentTask,
+  ExperimentDeps,
+  ExperimentRecord,
+  TaskSplit,
+} from "@harness-s/core/experiment";
 import { PoolEvolveRequest, PoolEvolveSettings } from "@harness-s/core/pools";
 import type { ProfileStore } from "@harness-s/core/profile";
 import { actionOf, callerTaskOf } from "@harness-s/core/callers";
@@ -24,28 +36,42 @@ import type { FamilyRendering, OpenedFamily } from "@harness-s/envs";
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 
-/** What a caller's environment is run with: the outbound guard, the stores its pool is read from, and how its policies are made (at the stack's worker). */
+/**
+ * What a caller's environment is run with: the outbound guard, the stores its pool is read from, and how its policies
+ * are made (at the stack's worker).
+ */
 export interface CallerEnvDeps {
   outbound: OutboundPolicy;
   pools: Pick<PoolStore, "get">;
   profiles: Pick<ProfileStore, "get">;
-  /** The setup with a language model's policies on the caller's tools (the worker's; a caller's environment has no policy of its own). */
+  /**
+   * The setup with a language model's policies on the caller's tools (the worker's; a caller's environment has no
+   * policy of its own).
+   */
   withPolicy: (base: Setup, rendering: FamilyRendering) => Setup;
 }
 
 /** The system message a caller's episodes start with (the request carries tasks, not a system text). */
-export const CALLER_EXPERIMENT_SYSTEM = "Solve the task with the tools offered; call the tool that commits your answer once you have it.";
+export const CALLER_EXPERIMENT_SYSTEM =
+  "Solve the task with the tools offered; call the tool that commits your answer once you have it.";
 
 /** H0's turn budget on a caller's environment: a pool evolution's default (`POST /v1/pools`). */
 const CALLER_H0_TURNS = PoolEvolveRequest.shape.maxTurns.parse(undefined);
 
 /** Where each split of the request goes in a run's task sets. */
-const SLOT: Readonly<Record<TaskSplit, "train" | "dev" | "heldout">> = { train: "train", dev: "dev", "held-out": "heldout" };
+const SLOT: Readonly<Record<TaskSplit, "train" | "dev" | "heldout">> = {
+  train: "train",
+  dev: "dev",
+  "held-out": "heldout",
+};
 
 /** The one name the tasks' committing tools share (a token policy is shown one). */
 export function submitToolName(tasks: readonly CallerExperimentTask[]): string {
   const names = [...new Set(tasks.map((t) => t.tools.find((tool) => tool.submit)!.name))];
-  if (names.length !== 1) throw new ValidationError("env.tasks", [`every task's committing tool must have one name; these have ${names.join(", ")}`]);
+  if (names.length !== 1)
+    throw new ValidationError("env.tasks", [
+      `every task's committing tool must have one name; these have ${names.join(", ")}`,
+    ]);
   return names[0]!;
 }
 
@@ -56,13 +82,22 @@ function taskSets(tasks: readonly CallerExperimentTask[]) {
   return sets;
 }
 
-/** Each task's episodes on the caller's server, with its own tools (through the outbound guard, the secret header sent when a session opens). */
+/**
+ * Each task's episodes on the caller's server, with its own tools (through the outbound guard, the secret header sent
+ * when a session opens).
+ */
 function callerEnvironment(env: CallerExperimentEnv, outbound: OutboundPolicy): Environment {
   const headers = env.secretHeader ? { [env.secretHeader.name]: env.secretHeader.value } : undefined;
   const byId = new Map(
     env.tasks.map((t) => [
       t.id,
-      new OpenEnvEnvironment({ url: env.url, outbound, tools: t.tools.map(actionOf), submit: t.tools.find((tool) => tool.submit)!.name, ...(headers ? { headers } : {}) }),
+      new OpenEnvEnvironment({
+        url: env.url,
+        outbound,
+        tools: t.tools.map(actionOf),
+        submit: t.tools.find((tool) => tool.submit)!.name,
+        ...(headers ? { headers } : {}),
+      }),
     ]),
   );
   const of = (task: Task) => {
@@ -73,7 +108,9 @@ function callerEnvironment(env: CallerExperimentEnv, outbound: OutboundPolicy): 
   return { tools: (task) => of(task).tools(task), start: (task, rng) => of(task).start(task, rng) };
 }
 
-/** How a token policy is shown the caller's tools: each as the tasks declare it, the committing one under its own name. */
+/**
+ * How a token policy is shown the caller's tools: each as the tasks declare it, the committing one under its own name.
+ */
 function callerRendering(tasks: readonly CallerExperimentTask[]): FamilyRendering {
   const byAction = new Map(tasks.flatMap((t) => t.tools.map((tool) => [actionOf(tool), tool] as const)).reverse());
   return {
@@ -81,15 +118,29 @@ function callerRendering(tasks: readonly CallerExperimentTask[]): FamilyRenderin
     toolSchemas: (offered) =>
       offered.flatMap((a) => {
         const t = byAction.get(a);
-        return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
+        return t
+          ? [
+              {
+                type: "function" as const,
+                function: { name: t.name, description: t.description, parameters: t.parameters },
+              },
+            ]
+          : [];
       }),
     toolNames: { submit: submitToolName(tasks) },
     env: (base) => base,
   };
 }
 
-/** The pool the request names: the key's own (another key's, or one of nobody's, is not found), with the profiles its evolution measured. */
-async function namedPool(poolId: string, keyId: string, deps: Pick<CallerEnvDeps, "pools" | "profiles">): Promise<EvolutionResult> {
+/**
+ * The pool the request names: the key's own (another key's, or one of nobody's, is not found), with the profiles its
+ * evolution measured.
+ */
+async function namedPool(
+  poolId: string,
+  keyId: string,
+  deps: Pick<CallerEnvDeps, "pools" | "profiles">,
+): Promise<EvolutionResult> {
   const pool = await deps.pools.get(poolId);
   if (!pool || pool.owner !== keyId) throw new NotFoundError("pool", poolId);
   return { ...givenPool(pool), initialProfiles: await deps.profiles.get(poolId) };
@@ -100,16 +151,28 @@ async function namedPool(poolId: string, keyId: string, deps: Pick<CallerEnvDeps
  * the template proposer, the default search), each rollout a fresh policy of the run's model in
  * the caller's environment; its rollouts are the run's (billed, and within its rollout cap).
  */
-async function evolvedPool(record: ExperimentRecord, sets: ReturnType<typeof taskSets>, tasks: readonly CallerExperimentTask[], setup: Setup): Promise<EvolutionResult> {
+async function evolvedPool(
+  record: ExperimentRecord,
+  sets: ReturnType<typeof taskSets>,
+  tasks: readonly CallerExperimentTask[],
+  setup: Setup,
+): Promise<EvolutionResult> {
   const settings = PoolEvolveSettings.parse({});
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   const left = Math.min(settings.maxRollouts, cap - record.usage.rollouts);
-  if (left < sets.dev.length * settings.trials) throw new BudgetExceededError(`budget cap of ${cap} rollouts leaves too few to evolve a pool on the dev split`);
+  if (left < sets.dev.length * settings.trials)
+    throw new BudgetExceededError(`budget cap of ${cap} rollouts leaves too few to evolve a pool on the dev split`);
   const policy = setup.createPolicy(0);
-  const tools = (family: string) => [...new Set(tasks.filter((t) => t.split === "dev" && t.family === family).flatMap((t) => t.tools.map(actionOf)))];
+  const tools = (family: string) => [
+    ...new Set(tasks.filter((t) => t.split === "dev" && t.family === family).flatMap((t) => t.tools.map(actionOf))),
+  ];
   try {
     const result = await evolvePool(
-      EvolutionConfig.parse({ ...settings, maxRollouts: left, maxPerDirection: Math.max(1, Math.ceil(settings.poolSize / settings.directions.length)) }),
+      EvolutionConfig.parse({
+        ...settings,
+        maxRollouts: left,
+        maxPerDirection: Math.max(1, Math.ceil(settings.poolSize / settings.directions.length)),
+      }),
       {
         base: parseHarnessSpec({
           id: "h0",
@@ -131,7 +194,13 @@ async function evolvedPool(record: ExperimentRecord, sets: ReturnType<typeof tas
       throw new EvolutionFailedError(
         `no sibling repaired a dev task H0 fails (${result.h0Failures.length} of ${sets.dev.length} failing, ${result.candidates.length} candidates kept): post more dev tasks, or name a pool evolved with POST /v1/pools`,
       );
-    return { ...result, pool: { ...createPool(`${record.id}/pool`, result.pool.base, result.pool.siblings, result.pool.notes), owner: record.keyId } };
+    return {
+      ...result,
+      pool: {
+        ...createPool(`${record.id}/pool`, result.pool.base, result.pool.siblings, result.pool.notes),
+        owner: record.keyId,
+      },
+    };
   } finally {
     await (policy as { release?: () => Promise<void> }).release?.();
   }
@@ -144,7 +213,11 @@ async function evolvedPool(record: ExperimentRecord, sets: ReturnType<typeof tas
  * the key evolved on its dev split) or one evolved first on that split, frozen for every seed
  * (stored with the run under `<run>/pool/<seed>` by the coordinator).
  */
-export async function callerEnvSetup(env: CallerExperimentEnv, record: ExperimentRecord, deps: CallerEnvDeps): Promise<OpenedFamily> {
+export async function callerEnvSetup(
+  env: CallerExperimentEnv,
+  record: ExperimentRecord,
+  deps: CallerEnvDeps,
+): Promise<OpenedFamily> {
   const sets = taskSets(env.tasks);
   const base: Setup = {
     env: callerEnvironment(env, deps.outbound),
@@ -155,7 +228,9 @@ export async function callerEnvSetup(env: CallerExperimentEnv, record: Experimen
     instance: async () => ({ ...sets, evolution: await evolution }),
   };
   const setup = deps.withPolicy(base, callerRendering(env.tasks));
-  const evolution: Promise<EvolutionResult> = env.poolId ? namedPool(env.poolId, record.keyId, deps) : evolvedPool(record, sets, env.tasks, setup);
+  const evolution: Promise<EvolutionResult> = env.poolId
+    ? namedPool(env.poolId, record.keyId, deps)
+    : evolvedPool(record, sets, env.tasks, setup);
   // Awaited here: a pool that is not the key's, or an evolution that kept nothing, fails the run before any training.
   await evolution;
   return { base: setup, stop: async () => undefined };

@@ -24,16 +24,29 @@ export function withStartingProfiles(base: Setup): Setup {
     const { pool, initialProfiles } = inst.evolution;
     const missing = [pool.base, ...pool.siblings].filter((h) => !initialProfiles[h.id]);
     if (!missing.length) return inst;
-    return { ...inst, evolution: { ...inst.evolution, initialProfiles: { ...initialProfiles, ...Object.fromEntries(missing.map((h) => [h.id, emptyProfile(h.id, 0)])) } } };
+    return {
+      ...inst,
+      evolution: {
+        ...inst.evolution,
+        initialProfiles: {
+          ...initialProfiles,
+          ...Object.fromEntries(missing.map((h) => [h.id, emptyProfile(h.id, 0)])),
+        },
+      },
+    };
   };
   return { ...base, instance };
 }
 
-/** The run's model among the served ones (default: the first); none served is NOT_CONFIGURED, another model a 400 naming the served ones. */
+/**
+ * The run's model among the served ones (default: the first); none served is NOT_CONFIGURED, another model a 400 naming
+ * the served ones.
+ */
 export function modelOfRun(served: readonly ModelAtWorker[], asked: string | undefined): ModelAtWorker {
   if (!served.length) throw new NotConfiguredError("this stack trains no language model (it runs no policy worker)");
   const model = asked === undefined ? served[0]! : served.find((m) => m.name === asked);
-  if (!model) throw new ValidationError("model", [`this stack serves ${served.map((m) => m.name).join(", ")}, not ${asked}`]);
+  if (!model)
+    throw new ValidationError("model", [`this stack serves ${served.map((m) => m.name).join(", ")}, not ${asked}`]);
   return model;
 }
 
@@ -54,7 +67,13 @@ export function trainedAtWorker(
   const model = modelOfRun(opts.served, record.request.model);
   return workerPolicySetup(
     withStartingProfiles(base),
-    { url: model.url, ...(model.token ? { token: model.token } : {}), model: model.name, ...(opts.meter ? { onUsage: opts.meter } : {}), ...(opts.run ? { run: opts.run } : {}) },
+    {
+      url: model.url,
+      ...(model.token ? { token: model.token } : {}),
+      model: model.name,
+      ...(opts.meter ? { onUsage: opts.meter } : {}),
+      ...(opts.run ? { run: opts.run } : {}),
+    },
     rendering,
   );
 }

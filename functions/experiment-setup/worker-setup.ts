@@ -1,11 +1,21 @@
 import { createRng, hash32, rolloutsIn, systemClock } from "@harness-s/core";
 import { reanchor } from "@harness-s/core/profile";
 import type { ExperimentDeps, SeedInstance } from "@harness-s/core/experiment";
-import { TokenPolicyClient, TokenTrainer, seedOfUnit, tokenUnitPolicies, workerPolicyId, type SharedTokenPolicyOptions } from "@harness-s/adapters/policy";
+import {
+  TokenPolicyClient,
+  TokenTrainer,
+  seedOfUnit,
+  tokenUnitPolicies,
+  workerPolicyId,
+  type SharedTokenPolicyOptions,
+} from "@harness-s/adapters/policy";
 import { embeddedRendering, type FamilyRendering } from "@harness-s/envs";
 import type { ProfileSet } from "@harness-s/core/profile";
 
-/** Where a run's policy worker reports what it spent (GPU seconds, tokens sampled and trained): the stack's cost-of-goods meter. */
+/**
+ * Where a run's policy worker reports what it spent (GPU seconds, tokens sampled and trained): the stack's
+ * cost-of-goods meter.
+ */
 export type UsageReport = (used: { gpuSeconds?: number; sampledTokens?: number; trainedTokens?: number }) => void;
 
 export interface WorkerPolicyOptions {
@@ -18,11 +28,17 @@ export interface WorkerPolicyOptions {
   /** Sample (and train) each turn as exactly one call of an offered tool (the worker's constrained sampler). */
   constrainToolCalls?: boolean;
   lora?: { rank: number; alpha: number; targets: string[] };
-  /** Hears what the worker reports (GPU seconds) and the tokens sampled and trained: the stack's cost-of-goods meter, in the scope of the record that spent them. */
+  /**
+   * Hears what the worker reports (GPU seconds) and the tokens sampled and trained: the stack's cost-of-goods meter, in
+   * the scope of the record that spent them.
+   */
   onUsage?: UsageReport;
   /** Samples in flight at the worker at once (the client holds the rest back). */
   maxInFlight?: number;
-  /** What the policies' ids at the worker start with (default: one of this setup's own); a deployed run names its record and attempt, so a later invocation's ids never meet an earlier one's. */
+  /**
+   * What the policies' ids at the worker start with (default: one of this setup's own); a deployed run names its record
+   * and attempt, so a later invocation's ids never meet an earlier one's.
+   */
   run?: string;
   /**
    * Re-measure each seed's initial profiles with the token policy (a fresh, untrained one) on the
@@ -32,7 +48,10 @@ export interface WorkerPolicyOptions {
   profiles?: {
     saved: (seed: number) => Promise<ProfileSet | undefined>;
     save: (seed: number, profiles: ProfileSet) => Promise<void>;
-    /** Rollouts the measurement may spend per seed (default: every dev task under H0, and every sibling where H0 failed). */
+    /**
+     * Rollouts the measurement may spend per seed (default: every dev task under H0, and every sibling where H0
+     * failed).
+     */
     budget?: number;
   };
 }
@@ -54,7 +73,11 @@ export type TokenRendering = FamilyRendering;
  * @example
  * const deps = workerPolicySetup(embeddedSetup(settings), { url: "http://127.0.0.1:8765", model: "tiny" });
  */
-export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts: WorkerPolicyOptions, rendering: TokenRendering = embeddedRendering): WorkerDeps {
+export function workerPolicySetup(
+  base: Omit<ExperimentDeps, "onProgress">,
+  opts: WorkerPolicyOptions,
+  rendering: TokenRendering = embeddedRendering,
+): WorkerDeps {
   const meter = opts.onUsage;
   const client = new TokenPolicyClient(opts.url, {
     token: opts.token,
@@ -75,7 +98,8 @@ export function workerPolicySetup(base: Omit<ExperimentDeps, "onProgress">, opts
   };
   let n = 0;
   const env = rendering.env(base.env);
-  const createPolicy = (seed: number) => new TokenTrainer(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
+  const createPolicy = (seed: number) =>
+    new TokenTrainer(client, { ...shared, policyId: `${run}-${++n}-s${seed}`, seed });
   const measured = new Map<number, Promise<SeedInstance>>();
   const withTokenProfiles = async (seed: number): Promise<SeedInstance> => {
     const inst = await base.instance(seed);

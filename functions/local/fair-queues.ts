@@ -41,7 +41,11 @@ export function tenantOf(message: HeldMessage): string {
  * @example
  * fairOrder(queue.messages, inFlightByTenant(queue.inflightMessages), 10);
  */
-export function fairOrder<M extends HeldMessage>(ready: readonly M[], inFlight: ReadonlyMap<string, number>, count: number): M[] {
+export function fairOrder<M extends HeldMessage>(
+  ready: readonly M[],
+  inFlight: ReadonlyMap<string, number>,
+  count: number,
+): M[] {
   const total = [...inFlight.values()].reduce((a, b) => a + b, 0);
   const noisy = (t: string) => {
     const n = inFlight.get(t) ?? 0;
@@ -55,7 +59,9 @@ export function fairOrder<M extends HeldMessage>(ready: readonly M[], inFlight: 
   for (const m of ready) if (picked.has(m)) load.set(tenantOf(m), (load.get(tenantOf(m)) ?? 0) + 1);
   while (picked.size < Math.min(count, ready.length)) {
     let next: M | undefined;
-    for (const m of ready) if (!picked.has(m) && (next === undefined || (load.get(tenantOf(m)) ?? 0) < (load.get(tenantOf(next)) ?? 0))) next = m;
+    for (const m of ready)
+      if (!picked.has(m) && (next === undefined || (load.get(tenantOf(m)) ?? 0) < (load.get(tenantOf(next)) ?? 0)))
+        next = m;
     if (!next) break;
     picked.add(next);
     load.set(tenantOf(next), (load.get(tenantOf(next)) ?? 0) + 1);

@@ -24,7 +24,9 @@ function rescueOutcome(slots: Iterable<string>): "done" | "failed" | "cancelled"
   return seen.has("cancelled") ? "cancelled" : seen.has("failed") || seen.has("over-budget") ? "failed" : "done";
 }
 
-/** A slot's end as a rescue counts it (a duplicate: stored by an earlier delivery); undefined while it may still run. */
+/**
+ * A slot's end as a rescue counts it (a duplicate: stored by an earlier delivery); undefined while it may still run.
+ */
 function slotEnd(e: LogEvent): string | undefined {
   if (e.outcome === "duplicate" || e.outcome === "stored") return "stored";
   if (e.outcome === "failed" || e.outcome === "over-budget" || e.outcome === "cancelled") return e.outcome;
@@ -46,23 +48,54 @@ function bounded(entries: Set<string> | Map<string, unknown>): void {
  */
 export class ServeMetrics implements EventLogger, MetricsSource {
   private readonly registry = new MetricRegistry();
-  private readonly requests = this.registry.counter("harness_s_http_requests_total", "API requests answered, by route pattern, method and status", ["route", "method", "status"]);
-  private readonly latency = this.registry.histogram("harness_s_http_request_duration_seconds", "API request latency in seconds, by route pattern", ["route"]);
-  private readonly records = this.registry.counter("harness_s_queue_records_total", "Queue messages a worker processed, by function and outcome", ["function", "outcome"]);
-  private readonly rollouts = this.registry.counter("harness_s_rollouts_stored_total", "Rollouts the dispatch worker stored (rescues' and experiments')");
-  private readonly rescuesStarted = this.registry.counter("harness_s_rescues_started_total", "Rescues started (POST /v1/rescues answered 202)");
+  private readonly requests = this.registry.counter(
+    "harness_s_http_requests_total",
+    "API requests answered, by route pattern, method and status",
+    ["route", "method", "status"],
+  );
+  private readonly latency = this.registry.histogram(
+    "harness_s_http_request_duration_seconds",
+    "API request latency in seconds, by route pattern",
+    ["route"],
+  );
+  private readonly records = this.registry.counter(
+    "harness_s_queue_records_total",
+    "Queue messages a worker processed, by function and outcome",
+    ["function", "outcome"],
+  );
+  private readonly rollouts = this.registry.counter(
+    "harness_s_rollouts_stored_total",
+    "Rollouts the dispatch worker stored (rescues' and experiments')",
+  );
+  private readonly rescuesStarted = this.registry.counter(
+    "harness_s_rescues_started_total",
+    "Rescues started (POST /v1/rescues answered 202)",
+  );
   private readonly rescuesFinished = this.registry.counter(
     "harness_s_rescues_finished_total",
     "Rescues whose every slot the dispatch worker saw end, by outcome (done: all stored; failed: one failed or over budget; cancelled)",
     ["outcome"],
   );
-  private readonly tokens = this.registry.counter("harness_s_policy_tokens_sampled_total", "Tokens each served model's policy worker sampled (rate(): its tokens/s)", ["model"]);
-  private readonly workerUp = this.registry.gauge("harness_s_policy_worker_up", "Whether each served model's policy worker answered its /healthz at this scrape (1) or not (0)", [
-    "model",
-  ]);
-  /** Each worker's token count at the last scrape (the counter moves by what it drew since; a restarted worker counts from zero again). */
+  private readonly tokens = this.registry.counter(
+    "harness_s_policy_tokens_sampled_total",
+    "Tokens each served model's policy worker sampled (rate(): its tokens/s)",
+    ["model"],
+  );
+  private readonly workerUp = this.registry.gauge(
+    "harness_s_policy_worker_up",
+    "Whether each served model's policy worker answered its /healthz at this scrape (1) or not (0)",
+    ["model"],
+  );
+  /**
+   * Each worker's token count at the last scrape (the counter moves by what it drew since; a restarted worker counts
+   * from zero again).
+   */
   private readonly tokensSeen = new Map<string, number>();
-  private readonly depth = this.registry.gauge("harness_s_queue_messages", "Messages on each queue and its DLQ now, by state (visible, in_flight, delayed)", ["queue", "state"]);
+  private readonly depth = this.registry.gauge(
+    "harness_s_queue_messages",
+    "Messages on each queue and its DLQ now, by state (visible, in_flight, delayed)",
+    ["queue", "state"],
+  );
   /** Each followed rescue's slots (once its job was read) and how each of its slots ended so far. */
   private readonly rescues = new Map<string, { slots?: number; ended: Map<number, string> }>();
   /** Rescues counted finished (a redelivered slot of one is not counted again), the oldest forgotten past the limit. */
@@ -113,9 +146,12 @@ export class ServeMetrics implements EventLogger, MetricsSource {
   private async readDepths(): Promise<void> {
     await Promise.all(
       this.queues.map(async ({ name, url }) => {
-        const read = await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: Object.values(DEPTH_ATTRIBUTES) })).catch(() => undefined);
+        const read = await this.sqs
+          .send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: Object.values(DEPTH_ATTRIBUTES) }))
+          .catch(() => undefined);
         if (!read?.Attributes) return;
-        for (const [state, attribute] of Object.entries(DEPTH_ATTRIBUTES)) this.depth.set({ queue: name, state }, Number(read.Attributes[attribute] ?? 0));
+        for (const [state, attribute] of Object.entries(DEPTH_ATTRIBUTES))
+          this.depth.set({ queue: name, state }, Number(read.Attributes[attribute] ?? 0));
       }),
     );
   }

@@ -12,7 +12,12 @@ import { LocalRescueProgress } from "@harness-s/core/rescue";
 import { teeLogger, type EventLogger } from "@harness-s/core/observability";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import { ConsumptionMeter, instrumentSqs } from "@harness-s/adapters/metering";
-import { DECISION_CACHE_LIMITS, FolderExperimentArtifacts, MemoryDecisionCache, createQueueWithDlq } from "@harness-s/adapters/stores";
+import {
+  DECISION_CACHE_LIMITS,
+  FolderExperimentArtifacts,
+  MemoryDecisionCache,
+  createQueueWithDlq,
+} from "@harness-s/adapters/stores";
 import { HttpEndpointProber } from "@harness-s/adapters/net";
 import { createTables, tableNames, type TableNames } from "@harness-s/adapters/dynamo";
 import { localCredentials, startDynamoDbLocal } from "@harness-s/adapters/local";
@@ -23,7 +28,17 @@ import { startFairFauxqs } from "./fair-queues.ts";
 import { ServeMetrics } from "./metrics.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
-import { connect, localOutbound, seconds, startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type Stores, type WorkerName, type WorkerQueues } from "./workers.ts";
+import {
+  connect,
+  localOutbound,
+  seconds,
+  startLocalWorkers,
+  type LocalWiring,
+  type LocalWorkerOptions,
+  type Stores,
+  type WorkerName,
+  type WorkerQueues,
+} from "./workers.ts";
 
 export { LOCAL_COORDINATOR_SLICE_MS, type Stores, type WorkerName } from "./workers.ts";
 
@@ -46,7 +61,10 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * under a prefix of its own instead of starting a JVM, and leaves the server running on stop.
    */
   dynamoEndpoint?: string;
-  /** An SQS endpoint already running (a test's own, behind a counter): the stack creates its queues there and leaves it running on stop. */
+  /**
+   * An SQS endpoint already running (a test's own, behind a counter): the stack creates its queues there and leaves it
+   * running on stop.
+   */
   sqsEndpoint?: string;
   /** Shorter visibility timeouts than the deployed ones (tests that wait for retries and the DLQ). */
   visibilitySeconds?: Partial<Record<WorkerName, number>>;
@@ -56,9 +74,15 @@ export interface LocalStackOptions extends Omit<LocalWorkerOptions, "policies"> 
    * and roll out off the event loop of a process that also serves the API (`harness-s serve`).
    */
   workersOn?: WorkersThreadSpec;
-  /** Where finished runs' reports and plots are kept (`<dir>/<experiment id>/`); default a folder of the stack's own under the OS temp dir, removed at stop. */
+  /**
+   * Where finished runs' reports and plots are kept (`<dir>/<experiment id>/`); default a folder of the stack's own
+   * under the OS temp dir, removed at stop.
+   */
   artifactsDir?: string;
-  /** What experiments may run on (the environments and models this stack's workers run); none: the embedded suite with its own policy. */
+  /**
+   * What experiments may run on (the environments and models this stack's workers run); none: the embedded suite with
+   * its own policy.
+   */
   offers?: ServedOffers;
   /** Serve `GET /metrics` (admin keys) from this stack's events and queues (`harness-s serve`). */
   metrics?: boolean;
@@ -77,7 +101,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   const shared = opts.dynamoEndpoint;
   const [dynamo, fauxqs] = await Promise.all([
     shared ? { endpoint: shared, stop: async () => {} } : startDynamoDbLocal(),
-    // With the workers on a thread of their own, the queue server gets one too: their traffic stays off the API's thread.
+    // With the workers on a thread of their own, the queue server gets one too: their traffic stays off the API's
+    // thread.
     opts.sqsEndpoint ? { port: 0, stop: async () => {} } : opts.workersOn ? startFauxqsThread() : startFairFauxqs(),
   ]);
   const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: localCredentials });
@@ -92,7 +117,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   const stop = async () => {
     await workers?.stop();
     const loose = consumption.takeUnattributed();
-    if (clients && Object.keys(loose).length) await clients.stores.meter.add(OVERHEAD_KEY, loose).catch((err) => log(`metering at stop: ${String(err)}`));
+    if (clients && Object.keys(loose).length)
+      await clients.stores.meter.add(OVERHEAD_KEY, loose).catch((err) => log(`metering at stop: ${String(err)}`));
     clients?.ddb.destroy();
     clients?.sqs.destroy();
     ddb.destroy();
@@ -105,18 +131,31 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const names = tableNames(shared ? `local-${randomUUID().slice(0, 8)}-` : "local-");
     await createTables(ddb, names);
     const make = (name: WorkerName) =>
-      createQueueWithDlq(sqs, name, { maxReceiveCount: WORKERS[name].retry, visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility) });
+      createQueueWithDlq(sqs, name, {
+        maxReceiveCount: WORKERS[name].retry,
+        visibilityTimeoutSeconds: opts.visibilitySeconds?.[name] ?? seconds(WORKERS[name].visibility),
+      });
     const wiring: LocalWiring = {
       dynamoEndpoint: dynamo.endpoint,
       sqsEndpoint,
       tables: names,
-      queues: { profile: await make("profile"), dispatch: await make("dispatch"), vote: await make("vote"), coordinator: await make("coordinator") },
+      queues: {
+        profile: await make("profile"),
+        dispatch: await make("dispatch"),
+        vote: await make("vote"),
+        coordinator: await make("coordinator"),
+      },
       artifactsDir: reports.dir,
     };
     clients = connect(wiring, consumption);
     const { stores, queues } = clients;
     const { events, metrics, progress } = observability(opts, sqs, wiring);
-    workers = await startWorkers({ ...opts, onRolloutStored: (jobId, index) => progress.stored(jobId, index) }, wiring, log, events);
+    workers = await startWorkers(
+      { ...opts, onRolloutStored: (jobId, index) => progress.stored(jobId, index) },
+      wiring,
+      log,
+      events,
+    );
     const deps: ApiDeps = {
       ...withApiCaches(stores, systemClock),
       evidence: queues.profile.queue,
@@ -124,7 +163,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       progress,
       coordinator: queues.coordinator.queue,
       prober: new HttpEndpointProber(localOutbound(opts), systemClock),
-      // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are named here too.
+      // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are
+      // named here too.
       callers: new CallerPolicyRunners({
         endpoints: stores.endpoints,
         outbound: localOutbound(opts),
@@ -137,7 +177,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       tasks: opts.tasks,
       voters: opts.panel?.voters ?? statisticalVoters,
       ...(opts.panel ? { panel: opts.panel } : {}),
-      // A panel's LLM voters cost tokens: identical requests of a key within a pool and profile version are served again for a minute.
+      // A panel's LLM voters cost tokens: identical requests of a key within a pool and profile version are served
+      // again for a minute.
       ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
       clock: systemClock,
       newId: (kind = "dec") => `${kind}_${randomUUID()}`,
@@ -154,9 +195,15 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 }
 
 /** The stack's workers: here with `policies`, or on a thread of their own (`workersOn`); their events to `events`. */
-async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (line: string) => void, events: EventLogger | undefined) {
+async function startWorkers(
+  opts: LocalStackOptions,
+  wiring: LocalWiring,
+  log: (line: string) => void,
+  events: EventLogger | undefined,
+) {
   if (opts.workersOn) return startWorkersThread(opts.workersOn, wiring, log, events, opts.onRolloutStored);
-  if (opts.policies) return startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
+  if (opts.policies)
+    return startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });
   throw new Error("a local stack runs its workers here with `policies`, or on a thread of their own with `workersOn`");
 }
 
@@ -165,18 +212,27 @@ async function startWorkers(opts: LocalStackOptions, wiring: LocalWiring, log: (
  * `log`, as before); with `metrics`, also into the metrics `/metrics` serves (each queue and its
  * DLQ's depth read at each scrape); and the rescues' progress the workers tell the API of.
  */
-function observability(opts: Pick<LocalStackOptions, "logger" | "metrics" | "policyWorkers">, sqs: SQSClient, wiring: LocalWiring) {
+function observability(
+  opts: Pick<LocalStackOptions, "logger" | "metrics" | "policyWorkers">,
+  sqs: SQSClient,
+  wiring: LocalWiring,
+) {
   const queues = Object.entries(wiring.queues).flatMap(([name, q]) => [
     { name, url: q.url },
     { name: `${name}-dlq`, url: q.dlqUrl },
   ]);
   const metrics = opts.metrics ? new ServeMetrics(sqs, queues, opts.policyWorkers) : undefined;
-  const events: EventLogger | undefined = opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
-  // The workers tell the API's waiting status reads each rollout they store (here or across threads): a `?wait` answers at once.
+  const events: EventLogger | undefined =
+    opts.logger && metrics ? teeLogger(opts.logger, metrics) : (opts.logger ?? metrics);
+  // The workers tell the API's waiting status reads each rollout they store (here or across threads): a `?wait` answers
+  // at once.
   return { events, metrics, progress: new LocalRescueProgress() };
 }
 
-/** Where a stack keeps finished runs' reports: `given`, or a folder of its own under the OS temp dir that `remove` deletes (it lives as long as the stack's tables: DynamoDB Local keeps them in memory). */
+/**
+ * Where a stack keeps finished runs' reports: `given`, or a folder of its own under the OS temp dir that `remove`
+ * deletes (it lives as long as the stack's tables: DynamoDB Local keeps them in memory).
+ */
 async function reportsFolder(given: string | undefined): Promise<{ dir: string; remove: () => Promise<void> }> {
   if (given) return { dir: given, remove: async () => {} };
   const dir = await mkdtemp(join(tmpdir(), "harness-s-reports-"));

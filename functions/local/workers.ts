@@ -5,7 +5,14 @@ import type { EndpointCidrs } from "@harness-s/core/outbound";
 import type { ExperimentDeps, ExperimentRecord } from "@harness-s/core/experiment";
 import { rolloutRunners, type PolicyEndpoints } from "@harness-s/core/dispatch";
 import { tellingStores } from "@harness-s/core/rescue";
-import { CachedPoolStore, SqsQueue, DynamoRescueSlots, FolderExperimentArtifacts, FullSlotsMemo, type RolloutWrites } from "@harness-s/adapters/stores";
+import {
+  CachedPoolStore,
+  SqsQueue,
+  DynamoRescueSlots,
+  FolderExperimentArtifacts,
+  FullSlotsMemo,
+  type RolloutWrites,
+} from "@harness-s/adapters/stores";
 import { ConsumptionMeter, meteredAwsClients } from "@harness-s/adapters/metering";
 import { CallerPolicyRunners, type CallerPoliciesDeps } from "@harness-s/adapters/policy";
 import { dynamoStores, type TableNames } from "@harness-s/adapters/dynamo";
@@ -71,30 +78,47 @@ export interface LocalWorkerOptions {
   /** A voter panel: its voters run in the vote worker. */
   panel?: PanelRouting;
   /** How the coordinator builds a run's dependencies; without it, experiments fail with a clear error. */
-  prepareExperiment?: (record: ExperimentRecord, stack: { stores: Stores; queues: WorkerQueues; consumption: ConsumptionMeter }) => Promise<ExperimentDeps>;
+  prepareExperiment?: (
+    record: ExperimentRecord,
+    stack: { stores: Stores; queues: WorkerQueues; consumption: ConsumptionMeter },
+  ) => Promise<ExperimentDeps>;
   /** The most dispatch invocations at once (Lambda's concurrency, locally; default `DISPATCH_CONCURRENCY`). */
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
   /** Coordinator invocations at once (default `LOCAL_COORDINATOR_CONCURRENCY`). */
   coordinatorConcurrency?: number;
-  /** Let callers' endpoints and environments on loopback through the outbound guard (`serve --allow-loopback-endpoints`); only this opens loopback. */
+  /**
+   * Let callers' endpoints and environments on loopback through the outbound guard (`serve
+   * --allow-loopback-endpoints`); only this opens loopback.
+   */
   allowLoopbackEndpoints?: boolean;
-  /** Private blocks callers' endpoints and environments may be in (`serve --allow-endpoint-cidr`); instance metadata stays refused. */
+  /**
+   * Private blocks callers' endpoints and environments may be in (`serve --allow-endpoint-cidr`); instance metadata
+   * stays refused.
+   */
   allowEndpointCidrs?: EndpointCidrs;
   /** This service's own environments a caller's rescue may name. */
   builtinEnvironments?: CallerPoliciesDeps["builtin"];
   /** The LLM proposer of pool evolutions, with its key; none: the template proposer. */
   poolProposer?: { config: PoolProposerConfig; apiKey?: string };
   log?: (line: string) => void;
-  /** Hears each rollout the dispatch worker stores, by its job and slot (serve: a status read waiting on that rescue looks when told). */
+  /**
+   * Hears each rollout the dispatch worker stores, by its job and slot (serve: a status read waiting on that rescue
+   * looks when told).
+   */
   onRolloutStored?: (jobId: string, index: number) => void;
-  /** Where each worker's events go (one `queue.record` per record; a handler's or poller's note as `worker.note`); none: failed records as text to `log`. */
+  /**
+   * Where each worker's events go (one `queue.record` per record; a handler's or poller's note as `worker.note`); none:
+   * failed records as text to `log`.
+   */
   logger?: EventLogger;
 }
 
 /** The outbound guard's policy for callers' endpoints and environments, from the stack's options. */
-export const localOutbound = (opts: Pick<LocalWorkerOptions, "allowLoopbackEndpoints" | "allowEndpointCidrs">): OutboundPolicy => ({
+export const localOutbound = (
+  opts: Pick<LocalWorkerOptions, "allowLoopbackEndpoints" | "allowEndpointCidrs">,
+): OutboundPolicy => ({
   allowLoopback: opts.allowLoopbackEndpoints ?? false,
   allowCidrs: opts.allowEndpointCidrs ?? [],
 });
@@ -107,9 +131,17 @@ export function connect(wiring: LocalWiring, consumption = new ConsumptionMeter(
     { dynamo: { ...local, endpoint: wiring.dynamoEndpoint }, sqs: { ...local, endpoint: wiring.sqsEndpoint } },
     consumption,
   );
-  const stores = dynamoStores(doc, wiring.tables, { decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS, rolloutWrites: LOCAL_ROLLOUT_WRITES });
+  const stores = dynamoStores(doc, wiring.tables, {
+    decisionTtlSeconds: LOCAL_DECISION_TTL_SECONDS,
+    rolloutWrites: LOCAL_ROLLOUT_WRITES,
+  });
   const queue = (name: WorkerName) => ({ ...wiring.queues[name], queue: new SqsQueue(sqs, wiring.queues[name].url) });
-  const queues: WorkerQueues = { profile: queue("profile"), dispatch: queue("dispatch"), vote: queue("vote"), coordinator: queue("coordinator") };
+  const queues: WorkerQueues = {
+    profile: queue("profile"),
+    dispatch: queue("dispatch"),
+    vote: queue("vote"),
+    coordinator: queue("coordinator"),
+  };
   return { ddb, doc, sqs, stores, queues, consumption };
 }
 
@@ -133,24 +165,48 @@ const lineSinks =
  * real SQS event shapes, with the batch sizes of the deployed queues (`infra/settings.ts`), until
  * stopped. In the stack's own thread, or on a thread of their own (`startLocalStack`'s `workersOn`).
  */
-export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOptions): Promise<{ stop: () => Promise<void> }> {
+export async function startLocalWorkers(
+  wiring: LocalWiring,
+  opts: LocalWorkerOptions,
+): Promise<{ stop: () => Promise<void> }> {
   const logOf = lineSinks(opts);
   const log = logOf("metering");
   const { ddb, doc, sqs, stores, queues, consumption } = connect(wiring);
-  const metering = (name: WorkerName): WorkerMetering => ({ consumption, meter: stores.meter, memoryGb: memoryGb(WORKERS[name].memory), log });
+  const metering = (name: WorkerName): WorkerMetering => ({
+    consumption,
+    meter: stores.meter,
+    memoryGb: memoryGb(WORKERS[name].memory),
+    log,
+  });
   let running = true;
   const pollers: Promise<void>[] = [];
   // Each queue as Lambda's event source drives it: batches handed over as they arrive, up to the
   // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
     const url = wiring.queues[name].url;
-    const attributes = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }))).Attributes!;
+    const attributes = (
+      await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }),
+      )
+    ).Attributes!;
     const arn = attributes.QueueArn!;
-    const hold = { visibilitySeconds: Number(attributes.VisibilityTimeout), forMs: seconds(WORKERS[name].timeout) * 1000 };
+    const hold = {
+      visibilitySeconds: Number(attributes.VisibilityTimeout),
+      forMs: seconds(WORKERS[name].timeout) * 1000,
+    };
     const onError = (err: unknown) => {
       if (running) logOf(name)(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
     };
-    pollers.push(pollElastic(sqs, { url, arn }, handler, { batchSize: WORKERS[name].batch, waitSeconds: 1, hold, maxInvocations, running: () => running, onError }));
+    pollers.push(
+      pollElastic(sqs, { url, arn }, handler, {
+        batchSize: WORKERS[name].batch,
+        waitSeconds: 1,
+        hold,
+        maxInvocations,
+        running: () => running,
+        onError,
+      }),
+    );
   };
   const stop = async () => {
     running = false;
@@ -161,7 +217,10 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     sqs.destroy();
   };
   try {
-    await startWorker("profile", createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }));
+    await startWorker(
+      "profile",
+      createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }),
+    );
     const callers = localCallers(stores, opts);
     const dispatch = createDispatchHandler({
       ...stores,
@@ -169,7 +228,11 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
       runners: rolloutRunners({ service: opts.policies, caller: callers }),
       pools: new CachedPoolStore(stores.pools),
       tasks: opts.tasks,
-      fairness: { slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock), clock: systemClock, requeue: queues.dispatch.queue },
+      fairness: {
+        slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock),
+        clock: systemClock,
+        requeue: queues.dispatch.queue,
+      },
       maxReceives: WORKERS.dispatch.retry,
       log: logOf("dispatch"),
       metering: metering("dispatch"),
@@ -177,7 +240,12 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
     await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
     await startWorker(
       "vote",
-      createVoteHandler({ voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters, ballots: stores.ballots, log: logOf("vote"), metering: metering("vote") }),
+      createVoteHandler({
+        voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters,
+        ballots: stores.ballots,
+        log: logOf("vote"),
+        metering: metering("vote"),
+      }),
     );
     const prepare = opts.prepareExperiment;
     await startWorker(
@@ -191,15 +259,26 @@ export async function startLocalWorkers(wiring: LocalWiring, opts: LocalWorkerOp
         continueOn: queues.coordinator.queue,
         metering: metering("coordinator"),
         prepare: (record) =>
-          prepare ? prepare(record, { stores, queues, consumption }) : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)")),
+          prepare
+            ? prepare(record, { stores, queues, consumption })
+            : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)")),
         poolEvolution: {
           evolutions: stores.poolEvolutions,
           pools: stores.pools,
           profiles: stores.profiles,
           callers,
-          ...(opts.poolProposer ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) } : {}),
+          ...(opts.poolProposer
+            ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) }
+            : {}),
         },
-        ...(wiring.artifactsDir ? { reports: { artifacts: new FolderExperimentArtifacts(wiring.artifactsDir), render: renderExperimentReport } } : {}),
+        ...(wiring.artifactsDir
+          ? {
+              reports: {
+                artifacts: new FolderExperimentArtifacts(wiring.artifactsDir),
+                render: renderExperimentReport,
+              },
+            }
+          : {}),
         log: logOf("coordinator"),
       }),
       opts.coordinatorConcurrency ?? LOCAL_COORDINATOR_CONCURRENCY,

@@ -22,7 +22,11 @@ export function createPolicyServer(create: (policyId: string) => Policy): Hono {
     return p;
   };
   const body = async <T>(
-    schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+    schema: {
+      safeParse(
+        x: unknown,
+      ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+    },
     json: Promise<unknown>,
     what: string,
   ): Promise<T> => {
@@ -43,14 +47,23 @@ export function createPolicyServer(create: (policyId: string) => Policy): Hono {
       const p = find(c.req.param("id"));
       const req = await body(ActRequest, c.req.json(), "act request");
       if (req.version !== undefined && req.version !== p.version())
-        throw new StalePolicyVersionError(p.version(), req.version, `asked for ${req.version}, current is ${p.version()}`);
+        throw new StalePolicyVersionError(
+          p.version(),
+          req.version,
+          `asked for ${req.version}, current is ${p.version()}`,
+        );
       const choice = await p.act(req.observation, createRng(req.seed));
       return c.json({ ...choice, version: p.version() });
     })
     .post("/v1/policies/:id/update", async (c) => {
       const p = find(c.req.param("id"));
       const req = await body(UpdateRequest, c.req.json(), "update request");
-      if (req.baseVersion !== p.version()) throw new StalePolicyVersionError(p.version(), req.baseVersion, `update based on ${req.baseVersion}, current is ${p.version()}`);
+      if (req.baseVersion !== p.version())
+        throw new StalePolicyVersionError(
+          p.version(),
+          req.baseVersion,
+          `update based on ${req.baseVersion}, current is ${p.version()}`,
+        );
       return c.json(await p.update(req));
     })
     .onError(errorResponse);

@@ -9,6 +9,13 @@ import type { WorkerMetering } from "../worker-metering.ts";
  * @example
  * export const handler = createProfileHandler({ ledger: new DynamoProfileStore(doc, tables) });
  */
-export function createProfileHandler(deps: { ledger: ProfileLedger; log?: (line: string) => void; metering?: WorkerMetering }) {
-  return createSqsWorker("profile", "profile.evidence", (body, id) => applyEvidence(id, body, deps.ledger), { log: deps.log, metering: deps.metering });
+export function createProfileHandler(deps: {
+  ledger: ProfileLedger;
+  log?: (line: string) => void;
+  metering?: WorkerMetering;
+}) {
+  return createSqsWorker("profile", "profile.evidence", (body, id) => applyEvidence(id, body, deps.ledger), {
+    log: deps.log,
+    metering: deps.metering,
+  });
 }

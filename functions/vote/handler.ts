@@ -11,8 +11,16 @@ import type { WorkerMetering } from "../worker-metering.ts";
  * @example
  * const handler = createVoteHandler({ voters: [...statisticalVoters, llmVoter], ballots });
  */
-export function createVoteHandler(deps: { voters: readonly Voter[]; ballots: BallotStore; log?: (line: string) => void; metering?: WorkerMetering }) {
+export function createVoteHandler(deps: {
+  voters: readonly Voter[];
+  ballots: BallotStore;
+  log?: (line: string) => void;
+  metering?: WorkerMetering;
+}) {
   // A voter's tokens are metered in the record's scope, so they land on its payer with the rest.
   const onSpend = (s: VoterSpend) => deps.metering?.consumption.record(spendUsage(s));
-  return createSqsWorker("vote", "ballot.requested", (body) => castBallot(body, { ...deps, onSpend }), { log: deps.log, metering: deps.metering });
+  return createSqsWorker("vote", "ballot.requested", (body) => castBallot(body, { ...deps, onSpend }), {
+    log: deps.log,
+    metering: deps.metering,
+  });
 }

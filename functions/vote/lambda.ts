@@ -14,10 +14,19 @@ const { doc, metering } = lambdaClients(config);
 const panel = panelFromSecrets({ panel: config.voterPanel, keys: config.voterKeys, llmApiKey: config.llmApiKey });
 const single = config.llmApiKey
   ? [
-      new OpenAiVoter(boundedOpenAi({ apiKey: config.llmApiKey, baseURL: process.env.LLM_BASE_URL, timeoutMs: 20_000, maxRetries: 1, maxReplyBytes: REPLY_BYTES.ballot }), {
-        id: "llm",
-        model: process.env.LLM_MODEL ?? "gpt-4o-mini",
-      }),
+      new OpenAiVoter(
+        boundedOpenAi({
+          apiKey: config.llmApiKey,
+          baseURL: process.env.LLM_BASE_URL,
+          timeoutMs: 20_000,
+          maxRetries: 1,
+          maxReplyBytes: REPLY_BYTES.ballot,
+        }),
+        {
+          id: "llm",
+          model: process.env.LLM_MODEL ?? "gpt-4o-mini",
+        },
+      ),
     ]
   : [];
 export const handler = createVoteHandler({

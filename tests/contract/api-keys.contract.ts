@@ -13,7 +13,10 @@ const account = (id: string, over: Partial<KeyAccount> = {}): KeyAccount => ({
 });
 
 /** What every ApiKeyStore and KeyEventLog must do; `fresh` returns empty stores. */
-export function apiKeyStoreContract(name: string, fresh: () => Promise<{ keys: ApiKeyStore; keyEvents: KeyEventLog }>): void {
+export function apiKeyStoreContract(
+  name: string,
+  fresh: () => Promise<{ keys: ApiKeyStore; keyEvents: KeyEventLog }>,
+): void {
   describe(`ApiKeyStore contract: ${name}`, () => {
     it("api keys: found by the hash of the secret only", async () => {
       const s = await fresh();
@@ -45,7 +48,9 @@ export function apiKeyStoreContract(name: string, fresh: () => Promise<{ keys: A
       const s = await fresh();
       const a = account("one");
       await s.keys.save(a, undefined);
-      await expect(s.keys.save(account("two", { secrets: a.secrets }), undefined)).rejects.toBeInstanceOf(ConflictError);
+      await expect(s.keys.save(account("two", { secrets: a.secrets }), undefined)).rejects.toBeInstanceOf(
+        ConflictError,
+      );
       await s.keys.save(account("three"), undefined);
       expect((await s.keys.findByHash(a.secrets[0]!.hash))?.id).toBe("one");
       expect((await s.keys.list()).map((k) => k.id).sort()).toEqual(["one", "three"]);
@@ -55,7 +60,9 @@ export function apiKeyStoreContract(name: string, fresh: () => Promise<{ keys: A
       const s = await fresh();
       await s.keys.save(account("taken"), undefined);
       const secret = { hash: hashSecret("fresh-secret"), createdAt: 3 };
-      await expect(s.keys.save(account("taken", { secrets: [secret] }), undefined)).rejects.toBeInstanceOf(ConflictError);
+      await expect(s.keys.save(account("taken", { secrets: [secret] }), undefined)).rejects.toBeInstanceOf(
+        ConflictError,
+      );
       await s.keys.save(account("other", { secrets: [secret] }), undefined);
       expect((await s.keys.findByHash(secret.hash))?.id).toBe("other");
     });
@@ -71,16 +78,28 @@ export function apiKeyStoreContract(name: string, fresh: () => Promise<{ keys: A
       await s.keys.save(admin("a2"), undefined);
       await s.keys.save(admin("a3"), undefined);
       // Three anchors, each revoked by its own writer at once: at most two go.
-      const revokes = await Promise.allSettled(["a1", "a2", "a3"].map((id) => s.keys.save({ ...admin(id), revokedAt: 9, version: 1 }, 0)));
+      const revokes = await Promise.allSettled(
+        ["a1", "a2", "a3"].map((id) => s.keys.save({ ...admin(id), revokedAt: 9, version: 1 }, 0)),
+      );
       expect(revokes.filter((r) => r.status === "fulfilled")).toHaveLength(2);
       expect(revokes.find((r) => r.status === "rejected")).toMatchObject({ reason: expect.any(LastAdminError) });
-      expect((await s.keys.list()).filter((k) => k.scopes.includes("admin") && k.revokedAt === undefined)).toHaveLength(1);
+      expect((await s.keys.list()).filter((k) => k.scopes.includes("admin") && k.revokedAt === undefined)).toHaveLength(
+        1,
+      );
     });
 
     it("key events: a key's own, newest first by version, at most the limit, each version once", async () => {
       const s = await fresh();
       // Written at one time: their order is the versions they wrote; one written again is one event.
-      for (let i = 0; i < 5; i++) await s.keyEvents.append({ keyId: "e", at: 100, version: i, action: i === 0 ? "created" : "updated", by: "admin", changes: { n: i } });
+      for (let i = 0; i < 5; i++)
+        await s.keyEvents.append({
+          keyId: "e",
+          at: 100,
+          version: i,
+          action: i === 0 ? "created" : "updated",
+          by: "admin",
+          changes: { n: i },
+        });
       await s.keyEvents.append({ keyId: "e", at: 100, version: 4, action: "updated", by: "admin", changes: { n: 4 } });
       await s.keyEvents.append({ keyId: "other", at: 1, version: 0, action: "created" });
       const events = await s.keyEvents.list("e", 3);

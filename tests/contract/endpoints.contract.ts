@@ -10,7 +10,8 @@ const record = (keyId: string, id: string, url = `http://policy.example.com/${id
   createdAt: 1,
   probe: { weightVersion: 0, checkedAt: 1 },
 });
-const tally = (outcomes: string[]) => Object.fromEntries([...new Set(outcomes)].sort().map((o) => [o, outcomes.filter((x) => x === o).length]));
+const tally = (outcomes: string[]) =>
+  Object.fromEntries([...new Set(outcomes)].sort().map((o) => [o, outcomes.filter((x) => x === o).length]));
 
 /**
  * Issue 52, item 9: a store holds the per-key limit itself, under concurrency (the register path
@@ -20,7 +21,9 @@ export function endpointStoreContract(name: string, fresh: () => Promise<PolicyE
   describe(`PolicyEndpointStore contract: ${name}`, () => {
     it("150 concurrent puts of new ids store exactly the limit (100), the rest refused as full; another key is apart", async () => {
       const s = await fresh();
-      const outcomes = await Promise.all(Array.from({ length: 150 }, (_, i) => s.put(record("k1", `e${i}`), ENDPOINTS_PER_KEY)));
+      const outcomes = await Promise.all(
+        Array.from({ length: 150 }, (_, i) => s.put(record("k1", `e${i}`), ENDPOINTS_PER_KEY)),
+      );
       expect(tally(outcomes)).toEqual({ created: 100, full: 50 });
       expect((await s.list("k1")).length).toBe(100);
       expect(await s.put(record("k2", "e0"), ENDPOINTS_PER_KEY)).toBe("created");
@@ -38,10 +41,17 @@ export function endpointStoreContract(name: string, fresh: () => Promise<PolicyE
       expect((await s.list("k1")).map((r) => r.id).sort()).toEqual(["e0", "e1", "e2"]);
       // Two concurrent deletes of one id free one place; two concurrent new ids then race for it.
       expect((await Promise.all([s.delete("k1", "e1"), s.delete("k1", "e1")])).sort()).toEqual([false, true]);
-      expect(tally(await Promise.all([s.put(record("k1", "x"), 3), s.put(record("k1", "y"), 3)]))).toEqual({ created: 1, full: 1 });
+      expect(tally(await Promise.all([s.put(record("k1", "x"), 3), s.put(record("k1", "y"), 3)]))).toEqual({
+        created: 1,
+        full: 1,
+      });
       expect((await s.list("k1")).length).toBe(3);
       // Deletes and puts interleaved: the count never passes the limit and stays the records' count.
-      await Promise.all([s.delete("k1", "e0"), s.delete("k1", "e2"), ...Array.from({ length: 6 }, (_, i) => s.put(record("k1", `z${i}`), 3))]);
+      await Promise.all([
+        s.delete("k1", "e0"),
+        s.delete("k1", "e2"),
+        ...Array.from({ length: 6 }, (_, i) => s.put(record("k1", `z${i}`), 3)),
+      ]);
       const held = (await s.list("k1")).length;
       expect(held).toBeLessThanOrEqual(3);
       const fill = [];
@@ -51,7 +61,10 @@ export function endpointStoreContract(name: string, fresh: () => Promise<PolicyE
   });
 }
 
-/** What every PolicyEndpointStore must do with its records: each key's apart, replaced on put, deleted once. `fresh` returns an empty store. */
+/**
+ * What every PolicyEndpointStore must do with its records: each key's apart, replaced on put, deleted once. `fresh`
+ * returns an empty store.
+ */
 export function endpointRecordsContract(name: string, fresh: () => Promise<{ endpoints: PolicyEndpointStore }>): void {
   describe(`PolicyEndpointStore records contract: ${name}`, () => {
     it("policy endpoints: each key's apart; replaced on put, deleted once", async () => {

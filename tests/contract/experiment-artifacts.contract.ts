@@ -4,7 +4,8 @@ import { ARTIFACT_TYPES, MAX_ARTIFACT_BYTES, type ExperimentArtifacts } from "@h
 
 const text = (s: string) => new TextEncoder().encode(s);
 /** The PNG signature and a few bytes past it, every byte value among them. */
-const png = () => new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array.from({ length: 256 }, (_, i) => i)]);
+const png = () =>
+  new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array.from({ length: 256 }, (_, i) => i)]);
 
 /** What every ExperimentArtifacts adapter must do; `fresh` returns an empty store. */
 export function experimentArtifactsContract(name: string, fresh: () => Promise<ExperimentArtifacts>): void {
@@ -16,8 +17,16 @@ export function experimentArtifactsContract(name: string, fresh: () => Promise<E
       await s.put("exp_a", "curves.png", png(), ARTIFACT_TYPES.png);
       await s.put("exp_b", "report.md", text("# other run"), ARTIFACT_TYPES.md);
       await s.put("exp_a", "report.md", text("# two ✓"), ARTIFACT_TYPES.md);
-      expect(await s.get("exp_a", "report.md")).toEqual({ name: "report.md", contentType: ARTIFACT_TYPES.md, bytes: text("# two ✓") });
-      expect(await s.get("exp_a", "curves.png")).toEqual({ name: "curves.png", contentType: ARTIFACT_TYPES.png, bytes: png() });
+      expect(await s.get("exp_a", "report.md")).toEqual({
+        name: "report.md",
+        contentType: ARTIFACT_TYPES.md,
+        bytes: text("# two ✓"),
+      });
+      expect(await s.get("exp_a", "curves.png")).toEqual({
+        name: "curves.png",
+        contentType: ARTIFACT_TYPES.png,
+        bytes: png(),
+      });
       expect(new TextDecoder().decode((await s.get("exp_b", "report.md"))!.bytes)).toBe("# other run");
       expect(await s.list("exp_a")).toEqual(["curves.png", "report.md", "utilities.png"]);
       expect(await s.list("exp_b")).toEqual(["report.md"]);
@@ -35,7 +44,18 @@ export function experimentArtifactsContract(name: string, fresh: () => Promise<E
 
     it("refuses ids and names that could leave the run's folder, other extensions, a type that is not the name's, and oversized files, writing nothing", async () => {
       const s = await fresh();
-      const badNames = ["../report.md", "a/b.png", "..", ".hidden.md", "report.MD", "report.txt", "report", "", "%2e%2e.md", `${"x".repeat(70)}.md`];
+      const badNames = [
+        "../report.md",
+        "a/b.png",
+        "..",
+        ".hidden.md",
+        "report.MD",
+        "report.txt",
+        "report",
+        "",
+        "%2e%2e.md",
+        `${"x".repeat(70)}.md`,
+      ];
       for (const n of badNames) {
         await expect(s.put("exp_d", n, text("x"), ARTIFACT_TYPES.md), n).rejects.toBeInstanceOf(ValidationError);
         await expect(s.get("exp_d", n), n).rejects.toBeInstanceOf(ValidationError);
@@ -46,7 +66,9 @@ export function experimentArtifactsContract(name: string, fresh: () => Promise<E
         await expect(s.list(id), id).rejects.toBeInstanceOf(ValidationError);
       }
       await expect(s.put("exp_d", "curves.png", text("x"), ARTIFACT_TYPES.md)).rejects.toBeInstanceOf(ValidationError);
-      await expect(s.put("exp_d", "report.md", new Uint8Array(MAX_ARTIFACT_BYTES + 1), ARTIFACT_TYPES.md)).rejects.toBeInstanceOf(ValidationError);
+      await expect(
+        s.put("exp_d", "report.md", new Uint8Array(MAX_ARTIFACT_BYTES + 1), ARTIFACT_TYPES.md),
+      ).rejects.toBeInstanceOf(ValidationError);
       expect(await s.list("exp_d")).toEqual([]);
     });
 

@@ -7,7 +7,15 @@ function experiment(id: string, over: Partial<ExperimentRecord> = {}): Experimen
   return {
     id,
     keyId: "k1",
-    request: { env: "embedded", arms: ["grpo"], seeds: [1], train: {}, evalSamples: 3, protocol: "test", budget: { rollouts: 10 } },
+    request: {
+      env: "embedded",
+      arms: ["grpo"],
+      seeds: [1],
+      train: {},
+      evalSamples: 3,
+      protocol: "test",
+      budget: { rollouts: 10 },
+    },
     status: "queued",
     createdAt: 1,
     updatedAt: 1,
@@ -33,9 +41,15 @@ export function experimentStoreContract(name: string, fresh: () => Promise<{ exp
       expect(claims.find(Boolean)!.status).toBe("running");
       expect(await s.experiments.claim("e1", 150, 250)).toBeUndefined();
       expect((await s.experiments.claim("e1", 201, 300))!.leaseUntil).toBe(300);
-      await s.experiments.save(experiment("e1", { status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } }));
+      await s.experiments.save(
+        experiment("e1", { status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } }),
+      );
       expect(await s.experiments.claim("e1", 10_000, 20_000)).toBeUndefined();
-      expect(await s.experiments.get("e1")).toMatchObject({ status: "done", attempts: 2, usage: { rollouts: 10, computeMs: 5 } });
+      expect(await s.experiments.get("e1")).toMatchObject({
+        status: "done",
+        attempts: 2,
+        usage: { rollouts: 10, computeMs: 5 },
+      });
       expect(await s.experiments.claim("missing", 1, 2)).toBeUndefined();
       expect(await s.experiments.get("missing")).toBeUndefined();
     });
@@ -55,7 +69,13 @@ export function experimentStoreContract(name: string, fresh: () => Promise<{ exp
       ];
       for (const r of mine) await s.experiments.create(experiment(r.id, { createdAt: r.createdAt }));
       for (const r of theirs) await s.experiments.create(experiment(r.id, { keyId: "k2", createdAt: r.createdAt }));
-      await s.experiments.save(experiment("e-b", { createdAt: 1_700_000_000_300, status: "done", progress: { done: 20, total: 20, label: "done" } }));
+      await s.experiments.save(
+        experiment("e-b", {
+          createdAt: 1_700_000_000_300,
+          status: "done",
+          progress: { done: 20, total: 20, label: "done" },
+        }),
+      );
       await expectListsByKey((k, p) => s.experiments.listByKey(k, p), mine, theirs);
       const first = await s.experiments.listByKey("k1", { limit: 2 });
       expect(first.items.map((r) => [r.id, r.status, r.keyId])).toEqual([

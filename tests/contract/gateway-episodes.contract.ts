@@ -29,9 +29,21 @@ export function episodeMeta(over: Partial<EpisodeMeta> = {}): EpisodeMeta {
 export function episodeStep(n: number, over: Partial<EpisodeStep> = {}): EpisodeStep {
   return {
     n,
-    messages: [{ role: n === 0 ? "user" : "tool", content: `message ${n}`, ...(n === 0 ? {} : { tool_call_id: `c${n}` }) }],
-    turns: [{ turn: { completion: { id: `c${n}` }, reply: { content: null, toolCalls: [{ name: "look", arguments: "{}" }] } }, action: "look", harnessNotes: [], prompt: `p${n}` }],
-    out: { kind: "reply", turn: { completion: { id: `c${n}` }, reply: { content: null, toolCalls: [{ name: "look", arguments: "{}" }] } } },
+    messages: [
+      { role: n === 0 ? "user" : "tool", content: `message ${n}`, ...(n === 0 ? {} : { tool_call_id: `c${n}` }) },
+    ],
+    turns: [
+      {
+        turn: { completion: { id: `c${n}` }, reply: { content: null, toolCalls: [{ name: "look", arguments: "{}" }] } },
+        action: "look",
+        harnessNotes: [],
+        prompt: `p${n}`,
+      },
+    ],
+    out: {
+      kind: "reply",
+      turn: { completion: { id: `c${n}` }, reply: { content: null, toolCalls: [{ name: "look", arguments: "{}" }] } },
+    },
     at: 1_000 + n,
     ...over,
   };
@@ -73,7 +85,9 @@ export function gatewayEpisodeStoreContract(name: string, fresh: () => Promise<G
     it("keeps a step larger than one item (a long tool output) whole", async () => {
       const store = await fresh();
       await store.create(episodeMeta(), episodeStep(0));
-      const big = episodeStep(1, { messages: [{ role: "tool", content: randomBytes(450_000).toString("base64"), tool_call_id: "c1" }] });
+      const big = episodeStep(1, {
+        messages: [{ role: "tool", content: randomBytes(450_000).toString("base64"), tool_call_id: "c1" }],
+      });
       expect(await store.append("k1", "ep-1", big, moved)).toBe(true);
       expect((await store.load("k1", "ep-1"))?.steps[1]).toEqual(big);
     });
@@ -94,7 +108,8 @@ export function gatewayEpisodeStoreContract(name: string, fresh: () => Promise<G
 
     it("finds a key's episodes by their opening, newest first, and never another key's", async () => {
       const store = await fresh();
-      for (const [i, keyId] of ["k1", "k1", "k2", "k1"].entries()) await store.create(episodeMeta({ keyId, id: `ep-${i}`, startedAt: 1_000 + i }), episodeStep(0));
+      for (const [i, keyId] of ["k1", "k1", "k2", "k1"].entries())
+        await store.create(episodeMeta({ keyId, id: `ep-${i}`, startedAt: 1_000 + i }), episodeStep(0));
       await store.create(episodeMeta({ id: "ep-other", opening: "open-b" }), episodeStep(0));
       expect((await store.withOpening("k1", "open-a", 10)).map((e) => e.meta.id)).toEqual(["ep-3", "ep-1", "ep-0"]);
       expect((await store.withOpening("k1", "open-a", 2)).map((e) => e.meta.id)).toEqual(["ep-3", "ep-1"]);

@@ -2,7 +2,11 @@ import { expect } from "vitest";
 import type { KeyPage, KeyPageRequest } from "@harness-s/core";
 
 /** Every page of key `keyId`'s list, `limit` at a time, following each `next` (at most 20 pages). */
-export async function allPages<T extends { id: string }>(list: (keyId: string, page: KeyPageRequest) => Promise<KeyPage<T>>, keyId: string, limit: number) {
+export async function allPages<T extends { id: string }>(
+  list: (keyId: string, page: KeyPageRequest) => Promise<KeyPage<T>>,
+  keyId: string,
+  limit: number,
+) {
   const pages: string[][] = [];
   let after: string | undefined;
   do {
@@ -25,9 +29,12 @@ export async function expectListsByKey<T extends { id: string }>(
   theirs: readonly { id: string }[],
 ): Promise<void> {
   const newestFirst = [...mine].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((r) => r.id);
-  for (const limit of [1, 2, mine.length, mine.length + 1]) expect((await allPages(list, "k1", limit)).flat(), `limit ${limit}`).toEqual(newestFirst);
+  for (const limit of [1, 2, mine.length, mine.length + 1])
+    expect((await allPages(list, "k1", limit)).flat(), `limit ${limit}`).toEqual(newestFirst);
   const paged = await allPages(list, "k1", 2);
-  expect(paged.map((p) => p.length)).toEqual([2, 2, ...(mine.length % 2 ? [1] : [])].slice(0, Math.ceil(mine.length / 2)));
+  expect(paged.map((p) => p.length)).toEqual(
+    [2, 2, ...(mine.length % 2 ? [1] : [])].slice(0, Math.ceil(mine.length / 2)),
+  );
   expect((await list("k1", { limit: mine.length })).next).toBeUndefined();
   expect((await allPages(list, "k2", 10)).flat().sort()).toEqual(theirs.map((r) => r.id).sort());
   expect(await list("k-none", { limit: 5 })).toEqual({ items: [] });

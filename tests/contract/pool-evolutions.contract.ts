@@ -1,15 +1,30 @@
 import { describe, expect, it } from "vitest";
 import { ConflictError } from "@harness-s/core";
-import { PoolEvolveRequest, zeroEvolutionUsage, type PoolEvolutionRecord, type PoolEvolutionStore } from "@harness-s/core/pools";
+import {
+  PoolEvolveRequest,
+  zeroEvolutionUsage,
+  type PoolEvolutionRecord,
+  type PoolEvolutionStore,
+} from "@harness-s/core/pools";
 
 const tool = (name: string, submit = false) => ({ name, description: "x".repeat(2_000), submit });
-/** A job whose request is as large as a request may be in dev tasks (50, each with its tools): the store keeps it whole. */
+/**
+ * A job whose request is as large as a request may be in dev tasks (50, each with its tools): the store keeps it whole.
+ */
 function job(id: string, over: Partial<PoolEvolutionRecord> = {}): PoolEvolutionRecord {
-  const devTasks = Array.from({ length: 50 }, (_, i) => ({ id: `t${i}`, family: "app", tools: [tool("search"), tool("read"), tool("submit", true)] }));
+  const devTasks = Array.from({ length: 50 }, (_, i) => ({
+    id: `t${i}`,
+    family: "app",
+    tools: [tool("search"), tool("read"), tool("submit", true)],
+  }));
   return {
     id,
     keyId: "k1",
-    request: PoolEvolveRequest.parse({ endpoint: "ep", environment: { kind: "openenv", url: "https://envs.example.com/" }, devTasks }),
+    request: PoolEvolveRequest.parse({
+      endpoint: "ep",
+      environment: { kind: "openenv", url: "https://envs.example.com/" },
+      devTasks,
+    }),
     weightVersion: 3,
     status: "queued",
     createdAt: 1,
@@ -22,7 +37,10 @@ function job(id: string, over: Partial<PoolEvolutionRecord> = {}): PoolEvolution
 }
 
 /** What every PoolEvolutionStore must do; `fresh` returns an empty store. */
-export function poolEvolutionStoreContract(name: string, fresh: () => Promise<{ poolEvolutions: PoolEvolutionStore }>): void {
+export function poolEvolutionStoreContract(
+  name: string,
+  fresh: () => Promise<{ poolEvolutions: PoolEvolutionStore }>,
+): void {
   describe(`PoolEvolutionStore contract: ${name}`, () => {
     it("pool evolutions: created once, whole; claimed by one coordinator at a time; re-claimable after the lease; a finished job never", async () => {
       const s = (await fresh()).poolEvolutions;
@@ -35,9 +53,21 @@ export function poolEvolutionStoreContract(name: string, fresh: () => Promise<{ 
       expect(await s.claim("e1", 150, 250)).toBeUndefined();
       expect((await s.claim("e1", 201, 300))!.leaseUntil).toBe(300);
       const pool = { id: "e1", version: "v", siblings: 2 };
-      await s.save(job("e1", { status: "done", attempts: 2, pool, usage: { ...zeroEvolutionUsage, rollouts: 40, policyTokens: 900 } }));
+      await s.save(
+        job("e1", {
+          status: "done",
+          attempts: 2,
+          pool,
+          usage: { ...zeroEvolutionUsage, rollouts: 40, policyTokens: 900 },
+        }),
+      );
       expect(await s.claim("e1", 10_000, 20_000)).toBeUndefined();
-      expect(await s.get("e1")).toMatchObject({ status: "done", attempts: 2, pool, usage: { rollouts: 40, policyTokens: 900 } });
+      expect(await s.get("e1")).toMatchObject({
+        status: "done",
+        attempts: 2,
+        pool,
+        usage: { rollouts: 40, policyTokens: 900 },
+      });
       expect(await s.claim("missing", 1, 2)).toBeUndefined();
       expect(await s.get("missing")).toBeUndefined();
     });

@@ -20,9 +20,14 @@ export function poolStoreContract(name: string, fresh: () => Promise<{ pools: Po
 
     it("pools: an evolved pool's owner round-trips and is listed; a pool without one lists none", async () => {
       const s = await fresh();
-      const owned = { ...createPool("pev_1", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]), owner: "k-owner" };
+      const owned = {
+        ...createPool("pev_1", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]),
+        owner: "k-owner",
+      };
       await s.pools.put(owned);
-      await s.pools.put(createPool("shared", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]));
+      await s.pools.put(
+        createPool("shared", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]),
+      );
       expect(await s.pools.get("pev_1")).toEqual(owned);
       expect((await s.pools.list()).map((p) => [p.id, p.owner])).toEqual([
         ["pev_1", "k-owner"],
@@ -33,7 +38,10 @@ export function poolStoreContract(name: string, fresh: () => Promise<{ pools: Po
     it("pools: the same pool put again under another owner (or none) is a CONFLICT: a key can neither take a pool nor hide a shared one", async () => {
       const s = await fresh();
       const shared = createPool("shared", makeSpec(), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
-      const owned = { ...createPool("mine", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]), owner: "k-owner" };
+      const owned = {
+        ...createPool("mine", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]),
+        owner: "k-owner",
+      };
       await s.pools.put(shared);
       await s.pools.put(owned);
       await s.pools.put(owned);

@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import { emptyProfile, type ProfileLedger, type ProfileStore } from "@harness-s/core/profile";
 
 /** What every ProfileStore (and its ledger) must do; `fresh` returns an empty store. */
-export function profileStoreContract(name: string, fresh: () => Promise<{ profiles: ProfileStore & ProfileLedger }>): void {
+export function profileStoreContract(
+  name: string,
+  fresh: () => Promise<{ profiles: ProfileStore & ProfileLedger }>,
+): void {
   describe(`ProfileStore contract: ${name}`, () => {
     it("profiles: one per harness per pool, replaced on put", async () => {
       const s = await fresh();
@@ -19,7 +22,10 @@ export function profileStoreContract(name: string, fresh: () => Promise<{ profil
 
     it("ledger: applies each message id once, and loses no update under concurrent writers", async () => {
       const s = await fresh();
-      const bump = (p: Parameters<Parameters<ProfileLedger["applyOnce"]>[3]>[0]) => ({ ...p, byFamily: { app: { attempts: (p.byFamily.app?.attempts ?? 0) + 1, successes: 0 } } });
+      const bump = (p: Parameters<Parameters<ProfileLedger["applyOnce"]>[3]>[0]) => ({
+        ...p,
+        byFamily: { app: { attempts: (p.byFamily.app?.attempts ?? 0) + 1, successes: 0 } },
+      });
       expect(await s.profiles.applyOnce("m1", "p", "h", bump)).toBe("applied");
       expect(await s.profiles.applyOnce("m1", "p", "h", bump)).toBe("duplicate");
       await Promise.all(Array.from({ length: 6 }, (_, i) => s.profiles.applyOnce(`c${i}`, "p", "h", bump)));

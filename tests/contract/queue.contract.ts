@@ -17,14 +17,32 @@ const examples = (n: number): Envelope[] =>
           v: 1,
           id: `ev-${i}`,
           type: "profile.evidence",
-          body: { poolId: "p", harnessId: "h", family: "app", success: i % 3 === 0, rescueOf: ["x"], taskTags: [], turns: i, policyVersion: 2, behaviours: { verify: true } },
+          body: {
+            poolId: "p",
+            harnessId: "h",
+            family: "app",
+            success: i % 3 === 0,
+            rescueOf: ["x"],
+            taskTags: [],
+            turns: i,
+            policyVersion: 2,
+            behaviours: { verify: true },
+          },
         };
       case 1:
         return {
           v: 1,
           id: `ro-${i}`,
           type: "rollout.requested",
-          body: { jobId: "j", index: i, poolId: "p", harnessId: "h", taskId: "t", seed: -i, source: { kind: "service", policyId: "default" } },
+          body: {
+            jobId: "j",
+            index: i,
+            poolId: "p",
+            harnessId: "h",
+            taskId: "t",
+            seed: -i,
+            source: { kind: "service", policyId: "default" },
+          },
         };
       case 2:
         return {
@@ -61,7 +79,12 @@ export function queueContract(name: string, fresh: () => Promise<QueueUnderTest>
 
     it("refuses an invalid envelope with the bad field named, and sends nothing of that call", async () => {
       const q = await fresh();
-      const bad = { v: 1, id: "bad", type: "rollout.requested", body: { jobId: "j", index: -1 } } as unknown as Envelope;
+      const bad = {
+        v: 1,
+        id: "bad",
+        type: "rollout.requested",
+        body: { jobId: "j", index: -1 },
+      } as unknown as Envelope;
       const err = await q.queue.send([examples(1)[0]!, bad]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ValidationError);
       expect((err as ValidationError).issues.join(" ")).toMatch(/index/);

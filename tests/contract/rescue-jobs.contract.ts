@@ -8,7 +8,16 @@ export function rescueJobStoreContract(name: string, fresh: () => Promise<{ jobs
   describe(`RescueJobStore contract: ${name}`, () => {
     it("rescue jobs: created once, read back", async () => {
       const s = await fresh();
-      const job = { id: "rsc_1", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a", "b"], rolloutsPerHarness: 2, expected: 4, createdAt: 1 };
+      const job = {
+        id: "rsc_1",
+        poolId: "p",
+        taskId: "t",
+        decisionId: "d",
+        chosen: ["a", "b"],
+        rolloutsPerHarness: 2,
+        expected: 4,
+        createdAt: 1,
+      };
       await s.jobs.create(job);
       expect(await s.jobs.get("rsc_1")).toEqual(job);
       await expect(s.jobs.create(job)).rejects.toBeInstanceOf(ConflictError);
@@ -17,7 +26,16 @@ export function rescueJobStoreContract(name: string, fresh: () => Promise<{ jobs
 
     it("rescue jobs: a cancel keeps its first time, and cancelling an unknown job changes nothing", async () => {
       const s = await fresh();
-      await s.jobs.create({ id: "rsc_c", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a"], rolloutsPerHarness: 1, expected: 1, createdAt: 1 });
+      await s.jobs.create({
+        id: "rsc_c",
+        poolId: "p",
+        taskId: "t",
+        decisionId: "d",
+        chosen: ["a"],
+        rolloutsPerHarness: 1,
+        expected: 1,
+        createdAt: 1,
+      });
       await s.jobs.cancel("rsc_c", 50);
       await s.jobs.cancel("rsc_c", 90);
       expect((await s.jobs.get("rsc_c"))!.cancelledAt).toBe(50);
@@ -27,9 +45,26 @@ export function rescueJobStoreContract(name: string, fresh: () => Promise<{ jobs
 
     it("rescue jobs: spend adds up across concurrent slots, and an unknown job's is dropped", async () => {
       const s = await fresh();
-      await s.jobs.create({ id: "rsc_s", poolId: "p", taskId: "t", decisionId: "d", chosen: ["a"], rolloutsPerHarness: 8, expected: 8, createdAt: 1 });
-      await Promise.all(Array.from({ length: 8 }, (_, i) => s.jobs.addSpend("rsc_s", { policyTokens: 10 + i, policyMs: 1.5, environmentMs: 2.5 })));
-      expect(await s.jobs.get("rsc_s")).toMatchObject({ spentPolicyTokens: 108, spentPolicyMs: 12, spentEnvironmentMs: 20 });
+      await s.jobs.create({
+        id: "rsc_s",
+        poolId: "p",
+        taskId: "t",
+        decisionId: "d",
+        chosen: ["a"],
+        rolloutsPerHarness: 8,
+        expected: 8,
+        createdAt: 1,
+      });
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          s.jobs.addSpend("rsc_s", { policyTokens: 10 + i, policyMs: 1.5, environmentMs: 2.5 }),
+        ),
+      );
+      expect(await s.jobs.get("rsc_s")).toMatchObject({
+        spentPolicyTokens: 108,
+        spentPolicyMs: 12,
+        spentEnvironmentMs: 20,
+      });
       await s.jobs.addSpend("rsc_none", { policyTokens: 1, policyMs: 1, environmentMs: 1 });
       expect(await s.jobs.get("rsc_none")).toBeUndefined();
     });
@@ -59,7 +94,9 @@ export function rescueJobStoreContract(name: string, fresh: () => Promise<{ jobs
       await s.jobs.create(job("rsc_nokey", 1_700_000_000_500));
       await s.jobs.cancel("rsc_c", 9);
       await expectListsByKey((k, p) => s.jobs.listByKey(k, p), mine, theirs);
-      expect((await s.jobs.listByKey("k1", { limit: 1 })).items).toEqual([{ ...job("rsc_c", 1_700_000_000_300, "k1"), cancelledAt: 9 }]);
+      expect((await s.jobs.listByKey("k1", { limit: 1 })).items).toEqual([
+        { ...job("rsc_c", 1_700_000_000_300, "k1"), cancelledAt: 9 },
+      ]);
     });
   });
 }

@@ -16,7 +16,9 @@ export function rescueSlotsContract(name: string, fresh: () => Promise<{ rescueS
       // r2's hold expires at 500: at 600 it no longer counts.
       expect(await s.rescueSlots.hold("k1", "r3", 100, 100, 600, 2_000)).toBe(true);
       expect(await s.rescueSlots.held("k1", 600)).toBe(100);
-      const taken = await Promise.all(Array.from({ length: 6 }, (_, i) => s.rescueSlots.hold("k3", `c${i}`, 30, 100, 0, 1_000)));
+      const taken = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => s.rescueSlots.hold("k3", `c${i}`, 30, 100, 0, 1_000)),
+      );
       expect(taken.filter(Boolean)).toHaveLength(3);
       expect(await s.rescueSlots.held("k3", 0)).toBe(90);
     });

@@ -18,7 +18,17 @@ export function bigRollout(steps: number, seed = 1): Rollout {
     events: ["start"],
     behaviours: {},
     steps: Array.from({ length: steps }, () => ({
-      observation: { family: "app", tools: ["submit"], event: noise(), facts: [], taskTags: [], hints: [], baseHints: [], failedActions: [], turnsLeft: 1 },
+      observation: {
+        family: "app",
+        tools: ["submit"],
+        event: noise(),
+        facts: [],
+        taskTags: [],
+        hints: [],
+        baseHints: [],
+        failedActions: [],
+        turnsLeft: 1,
+      },
       action: "submit",
       logProb: -0.5,
       forced: false,
@@ -48,7 +58,8 @@ export function rolloutStoreContract(name: string, fresh: () => Promise<{ rollou
       expect(await s.rollouts.has("job", 2)).toBe(false);
       expect(await s.rollouts.get("job", 0)).toEqual(big);
       expect(await s.rollouts.get("job", 2)).toBeUndefined();
-      // A status read's summaries: what the listed rollouts show, in index order, the first write's (a chunked rollout's too).
+      // A status read's summaries: what the listed rollouts show, in index order, the first write's (a chunked
+      // rollout's too).
       expect(await s.rollouts.summaries("job")).toEqual([
         { index: 0, harnessId: "sib", reward: 1, success: true, failureTags: [], steps: 4000 },
         { index: 1, harnessId: "sib", reward: 1, success: true, failureTags: [], steps: 2 },
@@ -59,7 +70,10 @@ export function rolloutStoreContract(name: string, fresh: () => Promise<{ rollou
     it("rollouts put at once: each stored once; one stored already and a slot asked twice are duplicates", async () => {
       const s = await fresh();
       expect(await s.rollouts.put("burst", 3, bigRollout(2, 30))).toBe("stored");
-      const shown = await Promise.all([...[0, 1, 2, 3, 4, 5].map((i) => s.rollouts.put("burst", i, bigRollout(2, i))), s.rollouts.put("burst", 5, bigRollout(2, 50))]);
+      const shown = await Promise.all([
+        ...[0, 1, 2, 3, 4, 5].map((i) => s.rollouts.put("burst", i, bigRollout(2, i))),
+        s.rollouts.put("burst", 5, bigRollout(2, 50)),
+      ]);
       expect(shown.slice(0, 4)).toEqual(["stored", "stored", "stored", "duplicate"]);
       expect(shown.slice(4, 7).sort()).toEqual(["duplicate", "stored", "stored"]);
       const listed = await s.rollouts.list("burst");

@@ -10,7 +10,8 @@ const run = promisify(execFile);
 const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
 const quick = ["experiment", "--quick", "--seeds", "1,2"];
 const summaryOf = async (dir: string) => JSON.parse(await readFile(join(dir, "summary.json"), "utf8"));
-const checkpointOf = async (dir: string) => Checkpoint.parse(JSON.parse(await readFile(join(dir, "checkpoint.json"), "utf8")));
+const checkpointOf = async (dir: string) =>
+  Checkpoint.parse(JSON.parse(await readFile(join(dir, "checkpoint.json"), "utf8")));
 
 describe("harness-s experiment --resume", () => {
   it("a run killed part-way continues from its checkpoint and ends with the uninterrupted run's summary", async () => {
@@ -19,7 +20,10 @@ describe("harness-s experiment --resume", () => {
     await run("node", [...cli, ...quick, "--out", reference], { timeout: 120_000 });
     const out = await mkdtemp(join(tmpdir(), "hs-killed-"));
     const child = spawn("node", [...cli, ...quick, "--out", out], { stdio: "ignore" });
-    await vi.waitUntil(async () => ((await checkpointOf(out).catch(() => undefined))?.results.length ?? 0) >= 2, { timeout: 120_000, interval: 100 });
+    await vi.waitUntil(async () => ((await checkpointOf(out).catch(() => undefined))?.results.length ?? 0) >= 2, {
+      timeout: 120_000,
+      interval: 100,
+    });
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     const finishedBefore = (await checkpointOf(out)).results.length;
@@ -34,14 +38,26 @@ describe("harness-s experiment --resume", () => {
 
   it("refuses to overwrite a checkpoint, to resume another configuration, or a damaged checkpoint", async () => {
     const out = await mkdtemp(join(tmpdir(), "hs-cp-"));
-    await writeFile(join(out, "checkpoint.json"), JSON.stringify({ v: 1, run: { config: { seeds: [9] } }, baselines: [], results: [] }));
+    await writeFile(
+      join(out, "checkpoint.json"),
+      JSON.stringify({ v: 1, run: { config: { seeds: [9] } }, baselines: [], results: [] }),
+    );
     await expect(run("node", [...cli, ...quick, "--out", out])).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/holds an earlier run's checkpoint: pass --resume/),
     });
-    await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/written for another config/) });
+    await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/written for another config/),
+    });
     await writeFile(join(out, "checkpoint.json"), "{not json");
-    await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/not JSON/) });
-    await expect(run("node", [...cli, ...quick, "--resume"])).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/--resume needs --out/) });
+    await expect(run("node", [...cli, ...quick, "--out", out, "--resume"])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/not JSON/),
+    });
+    await expect(run("node", [...cli, ...quick, "--resume"])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--resume needs --out/),
+    });
   }, 120_000);
 });

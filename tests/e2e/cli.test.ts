@@ -19,7 +19,10 @@ const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
 async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await runCli(["node", "harness-s", ...args], { writeOut: (t) => (stdout += t), writeErr: (t) => (stderr += t) });
+  const code = await runCli(["node", "harness-s", ...args], {
+    writeOut: (t) => (stdout += t),
+    writeErr: (t) => (stderr += t),
+  });
   return { code, stdout, stderr };
 }
 
@@ -33,7 +36,14 @@ describe("harness-s CLI", () => {
     expect(Object.keys(summary.poolVersions)).toEqual(["1", "2", "3"]);
     const pools = JSON.parse(await readFile(join(out, "pools.json"), "utf8"));
     expect(Object.keys(pools)).toEqual(["1", "2", "3"]);
-    expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
+    expect(summary.arms.map((a) => a.name)).toEqual([
+      "grpo",
+      "grpo-budget",
+      "harness-s",
+      "harness-s-random",
+      "harness-s-noreanchor",
+      "harness-s-single-voter",
+    ]);
     const report = await readFile(join(out, "report.md"), "utf8");
     expect(report).toContain("## Acceptance figures");
     expect(report).toContain("Locality");
@@ -48,7 +58,11 @@ describe("harness-s CLI", () => {
     // Prepare
     const out = await mkdtemp(join(tmpdir(), "hs-val-"));
     // Act
-    const { stdout } = await run("node", [...cli, "experiment", "--protocol", "validation", "--seeds", "1", "--steps", "2", "--out", out], { timeout: 120_000 });
+    const { stdout } = await run(
+      "node",
+      [...cli, "experiment", "--protocol", "validation", "--seeds", "1", "--steps", "2", "--out", out],
+      { timeout: 120_000 },
+    );
     // Assess
     expect(stdout.split("\n")[0]).toMatch(/^VALIDATION protocol/);
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
@@ -64,7 +78,11 @@ describe("harness-s CLI", () => {
     // Prepare
     const out = await mkdtemp(join(tmpdir(), "hs-tune-"));
     // Act
-    const { stdout } = await run("node", [...cli, "tune", "--seeds", "1,2", "--train", '{"steps":2}', "--candidates", '{"k=1":{"k":1}}', "--out", out], { timeout: 120_000 });
+    const { stdout } = await run(
+      "node",
+      [...cli, "tune", "--seeds", "1,2", "--train", '{"steps":2}', "--candidates", '{"k=1":{"k":1}}', "--out", out],
+      { timeout: 120_000 },
+    );
     // Assess
     const result = JSON.parse(await readFile(join(out, "tune.json"), "utf8"));
     expect(result.rows.map((r: { name: string }) => r.name)).toEqual(["default", "k=1"]);
@@ -82,7 +100,9 @@ describe("harness-s CLI", () => {
     });
     expect(await inProcess(["tune", "--objective", "random", "--out", out])).toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/--objective <arm>' argument 'random' is invalid\. Allowed choices are harness-s, grpo-budget, grpo/),
+      stderr: expect.stringMatching(
+        /--objective <arm>' argument 'random' is invalid\. Allowed choices are harness-s, grpo-budget, grpo/,
+      ),
     });
   });
 
@@ -91,7 +111,9 @@ describe("harness-s CLI", () => {
       code: 2,
       stderr: expect.stringMatching(/seeds must be comma-separated non-negative integers/),
     });
-    expect(await inProcess(["experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}'])).toMatchObject({
+    expect(
+      await inProcess(["experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}']),
+    ).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--train[\s\S]*batchSize/),
     });
@@ -127,18 +149,36 @@ describe("harness-s CLI", () => {
       expect(result.code, args.join(" ")).toBe(2);
       expect(result.stderr, args.join(" ")).toMatch(message);
       expect(result.stderr, args.join(" ")).not.toMatch(/\n\s+at /);
-      expect(result.stdout + result.stderr, args.join(" ")).not.toMatch(/harness-s experiment: \d+ seeds|creating the policy worker/);
+      expect(result.stdout + result.stderr, args.join(" ")).not.toMatch(
+        /harness-s experiment: \d+ seeds|creating the policy worker/,
+      );
     }
   }, 120_000);
 
   it("reads --a=b as --a b (--quick --seeds=7 runs seed 7), and exits 1 when every row of a DBBench eval errored", async () => {
     const out = await mkdtemp(join(tmpdir(), "hs-q7-"));
-    await run("node", [...cli, "experiment", "--quick", "--seeds=7", "--steps=1", "--eval-tasks", "1", "--out", out], { timeout: 120_000 });
+    await run("node", [...cli, "experiment", "--quick", "--seeds=7", "--steps=1", "--eval-tasks", "1", "--out", out], {
+      timeout: 120_000,
+    });
     expect(JSON.parse(await readFile(join(out, "summary.json"), "utf8")).seeds).toEqual([7]);
     const dbOut = await mkdtemp(join(tmpdir(), "hs-db-"));
     const unreachable = await run(
       "node",
-      [...cli, "dbbench", "eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "x", "--limit", "2", "--engine", "sqlite", "--out", dbOut],
+      [
+        ...cli,
+        "dbbench",
+        "eval",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "x",
+        "--limit",
+        "2",
+        "--engine",
+        "sqlite",
+        "--out",
+        dbOut,
+      ],
       {
         timeout: 120_000,
       },
@@ -150,7 +190,10 @@ describe("harness-s CLI", () => {
 
   it("prints help for every command the top-level help lists, and for every dbbench and suite-lm subcommand", async () => {
     // Prepare: the commands as the CLI itself lists them
-    const commandsOf = (help: string) => [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
+    const commandsOf = (help: string) =>
+      [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)]
+        .map((m) => m[1]!)
+        .filter((c) => c !== "help");
     const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
     const dbbench = commandsOf((await inProcess(["dbbench", "--help"])).stdout);
     const suiteLm = commandsOf((await inProcess(["suite-lm", "--help"])).stdout);
@@ -176,7 +219,11 @@ describe("harness-s CLI", () => {
     expect(dbbench).toEqual(["verify", "eval"]);
     expect(suiteLm).toEqual(["build", "compare"]);
     expect(keys).toEqual(["create", "list", "show", "update", "rotate", "revoke", "events"]);
-    const commands = [...top.map((c) => [c]), ...dbbench.map((c) => ["dbbench", c]), ...suiteLm.map((c) => ["suite-lm", c])];
+    const commands = [
+      ...top.map((c) => [c]),
+      ...dbbench.map((c) => ["dbbench", c]),
+      ...suiteLm.map((c) => ["suite-lm", c]),
+    ];
     for (const cmd of commands) {
       const help = await inProcess([...cmd, "--help"]);
       expect(help.code, cmd.join(" ")).toBe(0);
@@ -186,7 +233,10 @@ describe("harness-s CLI", () => {
 
   it("the README's command table and docs/commands.md list exactly the commands the program has", async () => {
     // Prepare: the program's commands, subcommands by their parent's name
-    const commandsOf = (help: string) => [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
+    const commandsOf = (help: string) =>
+      [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)]
+        .map((m) => m[1]!)
+        .filter((c) => c !== "help");
     const top = commandsOf((await inProcess(["--help"])).stdout);
     const program = new Set<string>();
     for (const c of top) {
@@ -194,7 +244,8 @@ describe("harness-s CLI", () => {
       for (const name of subs.length ? subs.map((s) => `${c} ${s}`) : [c]) program.add(name);
     }
     // Act: the first cell of each table row, each backticked command in it, up to its first flag or argument
-    const section = (text: string) => (text.includes("\n## The command line\n") ? text.split("\n## The command line\n")[1]!.split("\n## ")[0]! : text);
+    const section = (text: string) =>
+      text.includes("\n## The command line\n") ? text.split("\n## The command line\n")[1]!.split("\n## ")[0]! : text;
     const tabled = async (file: string) =>
       new Set(
         [...section(await readFile(file, "utf8")).matchAll(/^\| (`.+?) \|/gm)].flatMap((row) =>
@@ -221,7 +272,10 @@ describe("harness-s CLI", () => {
       expect(Date.now() - started, out).toBeLessThan(5_000);
     }
     // Variant: another command's output folder, the same check.
-    expect(await inProcess(["report", dir, "--out", "/proc/hs_out_y"])).toMatchObject({ code: 2, stderr: expect.stringMatching(/--out \/proc\/hs_out_y: cannot create/) });
+    expect(await inProcess(["report", dir, "--out", "/proc/hs_out_y"])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--out \/proc\/hs_out_y: cannot create/),
+    });
   });
 
   it("serve and policy-worker refuse what they cannot honour with exit 2 and one line, never a stack trace (issue 30, items 13, 15)", async () => {
@@ -258,7 +312,8 @@ describe("harness-s CLI", () => {
     const proc = spawn("node", [...cli, "serve", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
     proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-    const children = async () => (await run("ps", ["-o", "pid=,args=", "--ppid", String(proc.pid)]).catch(() => ({ stdout: "" }))).stdout;
+    const children = async () =>
+      (await run("ps", ["-o", "pid=,args=", "--ppid", String(proc.pid)]).catch(() => ({ stdout: "" }))).stdout;
     let java: string[] = [];
     for (let i = 0; i < 600 && java.length === 0; i++) {
       await new Promise((r) => setTimeout(r, 100));

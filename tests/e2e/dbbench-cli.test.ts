@@ -12,7 +12,9 @@ const cli = ["--import", "tsx", "packages/cli/src/main.ts", "dbbench"];
 
 describe("harness-s dbbench", () => {
   it("verify --json prints the gold replay figures (MariaDB, dev)", async () => {
-    const { stdout } = await run("node", [...cli, "verify", "--engine", "mysql", "--split", "dev", "--json"], { timeout: 60_000 });
+    const { stdout } = await run("node", [...cli, "verify", "--engine", "mysql", "--split", "dev", "--json"], {
+      timeout: 60_000,
+    });
     expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
       engine: "mysql",
       split: "dev",
@@ -28,8 +30,11 @@ describe("harness-s dbbench", () => {
       const user = String(req.messages.find((m) => m.role === "user")!.content);
       const row = dev.find((r) => user.includes(rowPrompt(r)))!;
       const turn = req.messages.filter((m) => m.role === "assistant").length;
-      if (isMutation(row) && turn === 0) return { call: { name: "execute_sql", arguments: JSON.stringify({ query: row.label[0] }) } };
-      return { call: { name: "commit_final_answer", arguments: JSON.stringify({ answers: isMutation(row) ? [] : row.label }) } };
+      if (isMutation(row) && turn === 0)
+        return { call: { name: "execute_sql", arguments: JSON.stringify({ query: row.label[0] }) } };
+      return {
+        call: { name: "commit_final_answer", arguments: JSON.stringify({ answers: isMutation(row) ? [] : row.label }) },
+      };
     });
     try {
       const out = await mkdtemp(join(tmpdir(), "hs-db-"));
@@ -57,13 +62,30 @@ describe("harness-s dbbench", () => {
       );
       expect(stdout).toContain("overall_cat_accuracy 100.0%");
       const summary = JSON.parse(await readFile(join(out, "summary.json"), "utf8"));
-      expect(summary).toMatchObject({ harness: "dbbench-schema-preview", rows: 10, accuracy: 1, erroredRows: 0, tokens: expect.any(Number) });
+      expect(summary).toMatchObject({
+        harness: "dbbench-schema-preview",
+        rows: 10,
+        accuracy: 1,
+        erroredRows: 0,
+        tokens: expect.any(Number),
+      });
       expect(await readFile(join(out, "report.md"), "utf8")).toContain("overall_cat_accuracy");
-      const bad = await run("node", [...cli, "eval", "--base-url", server.url, "--model", "m", "--harness", "nope", "--out", out]).catch(
-        (e: { code: number; stderr: string }) => e,
-      );
+      const bad = await run("node", [
+        ...cli,
+        "eval",
+        "--base-url",
+        server.url,
+        "--model",
+        "m",
+        "--harness",
+        "nope",
+        "--out",
+        out,
+      ]).catch((e: { code: number; stderr: string }) => e);
       expect((bad as { code: number }).code).toBe(2);
-      expect((bad as { stderr: string }).stderr).toMatch(/--harness <id>' argument 'nope' is invalid\. Allowed choices are dbbench-h0, /);
+      expect((bad as { stderr: string }).stderr).toMatch(
+        /--harness <id>' argument 'nope' is invalid\. Allowed choices are dbbench-h0, /,
+      );
     } finally {
       await server.close();
     }

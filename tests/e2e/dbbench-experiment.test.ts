@@ -17,11 +17,38 @@ const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
 const args = (engine: string, pool: string, worker: string) => [
   "experiment",
   ...["--pool", pool, "--policy-url", worker],
-  ...["--env", "dbbench", "--engine", engine, "--policy", "worker", "--policy-model", "tiny", "--policy-max-tokens", "6"],
-  ...["--seeds", "1", "--arms", "grpo,harness-s", "--steps", "1", "--train", '{"batchSize":2,"groupSize":2}', "--eval-tasks", "1", "--eval-samples", "3", "--profile-budget", "2"],
+  ...[
+    "--env",
+    "dbbench",
+    "--engine",
+    engine,
+    "--policy",
+    "worker",
+    "--policy-model",
+    "tiny",
+    "--policy-max-tokens",
+    "6",
+  ],
+  ...[
+    "--seeds",
+    "1",
+    "--arms",
+    "grpo,harness-s",
+    "--steps",
+    "1",
+    "--train",
+    '{"batchSize":2,"groupSize":2}',
+    "--eval-tasks",
+    "1",
+    "--eval-samples",
+    "3",
+    "--profile-budget",
+    "2",
+  ],
 ];
 const summaryOf = async (dir: string) => JSON.parse(await readFile(join(dir, "summary.json"), "utf8"));
-const checkpointOf = async (dir: string) => Checkpoint.parse(JSON.parse(await readFile(join(dir, "checkpoint.json"), "utf8")));
+const checkpointOf = async (dir: string) =>
+  Checkpoint.parse(JSON.parse(await readFile(join(dir, "checkpoint.json"), "utf8")));
 
 describe("harness-s experiment --env dbbench --policy worker (tiny model)", () => {
   it("runs end to end on SQLite and on MariaDB, writing summary.json and a report with AgentBench's accuracies; a run killed part-way and resumed gives the same summary", async () => {
@@ -33,7 +60,12 @@ describe("harness-s experiment --env dbbench --policy worker (tiny model)", () =
       const short = (h: HarnessSpec) => parseHarnessSpec({ ...h, budget: { maxTurns: 3 } });
       const keep = ["dbbench-answer-gate", "dbbench-explained-errors", "dbbench-normalisation-hints"];
       const pool = join(await mkdtemp(join(tmpdir(), "hs-db-pool-")), "pool.json");
-      await writeFile(pool, JSON.stringify(createPool("dbbench-smoke", short(dbbenchH0), dbbenchSiblings.filter((s) => keep.includes(s.id)).map(short))));
+      await writeFile(
+        pool,
+        JSON.stringify(
+          createPool("dbbench-smoke", short(dbbenchH0), dbbenchSiblings.filter((s) => keep.includes(s.id)).map(short)),
+        ),
+      );
       // Act: SQLite, MariaDB, and MariaDB killed after its first (arm, seed) and resumed.
       const sqlite = await mkdtemp(join(tmpdir(), "hs-db-sqlite-"));
       await run("node", [...cli, ...args("sqlite", pool, worker.url), "--out", sqlite], { timeout: 400_000 });
@@ -41,10 +73,15 @@ describe("harness-s experiment --env dbbench --policy worker (tiny model)", () =
       await run("node", [...cli, ...args("mysql", pool, worker.url), "--out", mysql], { timeout: 400_000 });
       const killed = await mkdtemp(join(tmpdir(), "hs-db-killed-"));
       const child = spawn("node", [...cli, ...args("mysql", pool, worker.url), "--out", killed], { stdio: "ignore" });
-      await vi.waitUntil(async () => ((await checkpointOf(killed).catch(() => undefined))?.results.length ?? 0) >= 1, { timeout: 400_000, interval: 200 });
+      await vi.waitUntil(async () => ((await checkpointOf(killed).catch(() => undefined))?.results.length ?? 0) >= 1, {
+        timeout: 400_000,
+        interval: 200,
+      });
       child.kill("SIGKILL");
       await new Promise((r) => child.once("exit", r));
-      const { stderr } = await run("node", [...cli, ...args("mysql", pool, worker.url), "--out", killed, "--resume"], { timeout: 400_000 });
+      const { stderr } = await run("node", [...cli, ...args("mysql", pool, worker.url), "--out", killed, "--resume"], {
+        timeout: 400_000,
+      });
       // Assess
       for (const dir of [sqlite, mysql]) {
         const summary = await summaryOf(dir);
@@ -56,7 +93,8 @@ describe("harness-s experiment --env dbbench --policy worker (tiny model)", () =
         const pools = JSON.parse(await readFile(join(dir, "pools.json"), "utf8"));
         expect(pools["1"].siblings.map((s: { id: string }) => s.id)).toContain("dbbench-answer-gate");
       }
-      // Every part ran: harness-s rescued with siblings (the tiny model fails every group), and the policies were updated.
+      // Every part ran: harness-s rescued with siblings (the tiny model fails every group), and the policies were
+      // updated.
       const harness = (await summaryOf(mysql)).arms.find((a: { name: string }) => a.name === "harness-s").perSeed[0];
       expect(harness.rescue.triggered).toBeGreaterThan(0);
       expect(harness.rolloutBreakdown.rescue).toBeGreaterThan(0);

@@ -86,7 +86,13 @@ function shellBlocks(file: string, markdown: string): Block[] {
     const closing = new RegExp(`^ {0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`);
     let end = i + 1;
     while (end < lines.length && !closing.test(lines[end]!)) end++;
-    if (SHELL_LANGUAGES.has(open[2]!.toLowerCase())) blocks.push({ file, line: i + 1, text: lines.slice(i + 1, end).join("\n"), declaration: declarationBefore(lines, i) });
+    if (SHELL_LANGUAGES.has(open[2]!.toLowerCase()))
+      blocks.push({
+        file,
+        line: i + 1,
+        text: lines.slice(i + 1, end).join("\n"),
+        declaration: declarationBefore(lines, i),
+      });
     i = end;
   }
   return blocks;
@@ -104,15 +110,21 @@ function declarationBefore(lines: readonly string[], fence: number): string | un
 
 /** What a declaration says, or why it is not one. */
 function declared(declaration: string | undefined): Declared | { problem: string } {
-  if (declaration === undefined) return { problem: "no <!-- example: runs --> or <!-- example: not run here: <reason> --> just before it" };
+  if (declaration === undefined)
+    return { problem: "no <!-- example: runs --> or <!-- example: not run here: <reason> --> just before it" };
   if (declaration === "runs") return { kind: "runs" };
   if (declaration === "runs, continuing the block above") return { kind: "continues" };
   const notRun = /^not run here:(.*)$/.exec(declaration);
-  if (notRun) return notRun[1]!.trim() ? { kind: "not-run", reason: notRun[1]!.trim() } : { problem: '"not run here" without a reason' };
+  if (notRun)
+    return notRun[1]!.trim()
+      ? { kind: "not-run", reason: notRun[1]!.trim() }
+      : { problem: '"not run here" without a reason' };
   return { problem: `unknown declaration "${declaration}"` };
 }
 
-/** The text without its comments, and whether a quote is still open at its end (enough of bash's quoting for the docs). */
+/**
+ * The text without its comments, and whether a quote is still open at its end (enough of bash's quoting for the docs).
+ */
 function scan(text: string): { code: string; open: boolean } {
   let code = "";
   let quote: string | undefined;
@@ -146,7 +158,8 @@ function commandsOf(text: string): Command[] {
       const expectation = /^\s*#\s*→(.*)$/.exec(line);
       if (expectation) {
         const last = commands.at(-1);
-        if (!last || last.expect !== undefined) throw new Error(`line ${n + 1}: "# →" follows no command, or a command that has one already`);
+        if (!last || last.expect !== undefined)
+          throw new Error(`line ${n + 1}: "# →" follows no command, or a command that has one already`);
         last.expect = expectation[1]!.trim();
         continue;
       }
@@ -158,7 +171,12 @@ function commandsOf(text: string): Command[] {
     const trimmed = code.trimEnd();
     if (open || trimmed.endsWith("\\")) continue;
     const background = /(^|[^&])&$/.test(trimmed);
-    commands.push({ text: pending.join("\n"), code: background ? trimmed.slice(0, -1) : trimmed, background, line: start });
+    commands.push({
+      text: pending.join("\n"),
+      code: background ? trimmed.slice(0, -1) : trimmed,
+      background,
+      line: start,
+    });
     pending = [];
   }
   if (pending.length > 0) throw new Error(`line ${start + 1}: a command never ends (an open quote or a last "\\")`);
@@ -195,13 +213,18 @@ function problemsOf(blocks: readonly Block[]): string[] {
   for (const [i, b] of blocks.entries()) {
     const d = declared(b.declaration);
     const before = blocks[i - 1];
-    const runnable = (x: Block | undefined) => x !== undefined && x.file === b.file && ["runs", "continues"].includes((declared(x.declaration) as { kind?: string }).kind ?? "");
+    const runnable = (x: Block | undefined) =>
+      x !== undefined &&
+      x.file === b.file &&
+      ["runs", "continues"].includes((declared(x.declaration) as { kind?: string }).kind ?? "");
     if ("problem" in d) problems.push(`${b.file}:${b.line}: ${d.problem}`);
-    else if (d.kind === "continues" && !runnable(before)) problems.push(`${b.file}:${b.line}: continues no runnable block`);
+    else if (d.kind === "continues" && !runnable(before))
+      problems.push(`${b.file}:${b.line}: continues no runnable block`);
     if (!("problem" in d) && d.kind !== "not-run") {
       try {
         for (const c of commandsOf(b.text))
-          if (c.background && !/--port\s+\d+/.test(c.code)) problems.push(`${b.file}:${b.line + c.line + 1}: a background command names no --port N`);
+          if (c.background && !/--port\s+\d+/.test(c.code))
+            problems.push(`${b.file}:${b.line + c.line + 1}: a background command names no --port N`);
       } catch (err) {
         problems.push(`${b.file}:${b.line}: ${(err as Error).message}`);
       }
@@ -230,7 +253,8 @@ function members(groups: ReadonlySet<number>): string[] {
       continue;
     }
     const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (state !== "Z" && groups.has(Number(pgrp))) found.push(`${pid} ${stat.slice(stat.indexOf("("), stat.lastIndexOf(")") + 1)}`);
+    if (state !== "Z" && groups.has(Number(pgrp)))
+      found.push(`${pid} ${stat.slice(stat.indexOf("("), stat.lastIndexOf(")") + 1)}`);
   }
   return found;
 }
@@ -281,20 +305,30 @@ class Shell {
   }
 
   async run(cmd: Command): Promise<{ rc: number; stdout: string; stderr: string }> {
-    const { n, value } = await this.send((i) => `{\n${cmd.text}\n} </dev/null >'${this.dir}/${i}.out' 2>'${this.dir}/${i}.err'\necho "${MARK} ${i} $?"\n`, COMMAND_MS);
+    const { n, value } = await this.send(
+      (i) => `{\n${cmd.text}\n} </dev/null >'${this.dir}/${i}.out' 2>'${this.dir}/${i}.err'\necho "${MARK} ${i} $?"\n`,
+      COMMAND_MS,
+    );
     const read = (ext: string) => readFileSync(join(this.dir, `${n}.${ext}`), "utf8");
     return { rc: value, stdout: read("out"), stderr: read("err") };
   }
 
   /** Starts a background service in a process group of its own and waits for its port. */
   async start(cmd: Command, port: number): Promise<void> {
-    const { n, value: pgid } = await this.send((i) => `set -m\n{\n${cmd.code}\n} </dev/null >'${this.dir}/${i}.log' 2>&1 &\necho "${MARK} ${i} $!"\nset +m\n`, 10_000);
+    const { n, value: pgid } = await this.send(
+      (i) => `set -m\n{\n${cmd.code}\n} </dev/null >'${this.dir}/${i}.log' 2>&1 &\necho "${MARK} ${i} $!"\nset +m\n`,
+      10_000,
+    );
     this.groups.add(pgid);
     const until = Date.now() + SERVICE_START_MS;
     while (!(await accepts(port))) {
       const log = () => tail(readFileSync(join(this.dir, `${n}.log`), "utf8"));
-      if (members(new Set([pgid])).length === 0) throw new Error(`\`${cmd.code.trim()}\` ended before listening on ${port}:\n${log()}`);
-      if (Date.now() > until) throw new Error(`\`${cmd.code.trim()}\` not listening on ${port} after ${SERVICE_START_MS / 1000} s:\n${log()}`);
+      if (members(new Set([pgid])).length === 0)
+        throw new Error(`\`${cmd.code.trim()}\` ended before listening on ${port}:\n${log()}`);
+      if (Date.now() > until)
+        throw new Error(
+          `\`${cmd.code.trim()}\` not listening on ${port} after ${SERVICE_START_MS / 1000} s:\n${log()}`,
+        );
       await sleep(250);
     }
   }
@@ -303,7 +337,8 @@ class Shell {
   async close(): Promise<string[]> {
     const services = [...this.groups].filter((g) => g !== this.bash.pid);
     for (const g of services) signalGroup(g, "SIGTERM");
-    for (const until = Date.now() + STOP_GRACE_MS; members(new Set(services)).length > 0 && Date.now() < until; ) await sleep(200);
+    for (const until = Date.now() + STOP_GRACE_MS; members(new Set(services)).length > 0 && Date.now() < until; )
+      await sleep(200);
     for (const g of this.groups) signalGroup(g, "SIGKILL");
     for (const until = Date.now() + 5_000; members(this.groups).length > 0 && Date.now() < until; ) await sleep(100);
     rmSync(this.dir, { recursive: true, force: true });
@@ -332,17 +367,22 @@ async function runChain(chain: readonly Block[]): Promise<void> {
   let failure: unknown;
   try {
     const ports = new Map<string, number>();
-    for (const b of chain) for (const [, p] of b.text.matchAll(/--port\s+(\d+)/g)) if (!ports.has(p!)) ports.set(p!, await freePort());
+    for (const b of chain)
+      for (const [, p] of b.text.matchAll(/--port\s+(\d+)/g)) if (!ports.has(p!)) ports.set(p!, await freePort());
     const swap = ports.size > 0 ? new RegExp(`\\b(${[...ports.keys()].join("|")})\\b`, "g") : undefined;
     for (const b of chain) {
-      const text = (swap ? b.text.replace(swap, (p) => String(ports.get(p))) : b.text).replaceAll("/tmp/", `${shell.dir}/`);
+      const text = (swap ? b.text.replace(swap, (p) => String(ports.get(p))) : b.text).replaceAll(
+        "/tmp/",
+        `${shell.dir}/`,
+      );
       for (const cmd of commandsOf(text)) await runCommand(shell, cmd, `${b.file}:${b.line + cmd.line + 1}`);
     }
   } catch (err) {
     failure = err;
   }
   const survivors = await shell.close();
-  if (failure instanceof Error && survivors.length > 0) failure.message += `\nand these outlived it: ${survivors.join(", ")}`;
+  if (failure instanceof Error && survivors.length > 0)
+    failure.message += `\nand these outlived it: ${survivors.join(", ")}`;
   if (failure) throw failure;
   expect(survivors, "processes that outlived the example").toEqual([]);
 }
@@ -352,7 +392,8 @@ async function runCommand(shell: Shell, cmd: Command, where: string): Promise<vo
   const { rc, stdout, stderr } = await shell.run(cmd);
   const shown = `${where}: \`${cmd.text}\`\nexited ${rc}; stdout:\n${tail(stdout)}\nstderr:\n${tail(stderr)}`;
   if (rc !== 0) throw new Error(shown);
-  if (cmd.expect !== undefined && !expectationPattern(cmd.expect).test(stdout.trimStart())) throw new Error(`${shown}\nexpected: # → ${cmd.expect}`);
+  if (cmd.expect !== undefined && !expectationPattern(cmd.expect).test(stdout.trimStart()))
+    throw new Error(`${shown}\nexpected: # → ${cmd.expect}`);
 }
 
 const blocks = DOCS.flatMap((f) => shellBlocks(f, readFileSync(join(ROOT, f), "utf8")));
@@ -372,19 +413,45 @@ describe("the rules the docs' examples are held to", () => {
   const doc = (declaration: string, body: string) => `text\n${declaration}\n\`\`\`bash\n${body}\n\`\`\`\n`;
 
   it("a block without a declaration, or not run without a reason, is a problem; other fences are not examples", () => {
-    const undeclared = shellBlocks("x.md", "text\n\n```sh\necho hi\n```\n```\nnot shell\n```\n```ts\nconst x = 1;\n```\n");
+    const undeclared = shellBlocks(
+      "x.md",
+      "text\n\n```sh\necho hi\n```\n```\nnot shell\n```\n```ts\nconst x = 1;\n```\n",
+    );
     expect(undeclared).toHaveLength(1);
-    expect(problemsOf(undeclared)).toEqual(["x.md:3: no <!-- example: runs --> or <!-- example: not run here: <reason> --> just before it"]);
-    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: not run here: -->", "echo hi")))).toEqual(['x.md:3: "not run here" without a reason']);
-    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: maybe -->", "echo hi")))).toEqual(['x.md:3: unknown declaration "maybe"']);
-    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: runs -->", "sleep 1 &")))).toEqual(["x.md:4: a background command names no --port N"]);
-    expect(problemsOf(shellBlocks("x.md", doc("<!-- example:\n  not run here: needs AWS credentials -->", "npx sst deploy")))).toEqual([]);
-    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: runs, continuing the block above -->", "echo hi")))).toEqual(["x.md:3: continues no runnable block"]);
+    expect(problemsOf(undeclared)).toEqual([
+      "x.md:3: no <!-- example: runs --> or <!-- example: not run here: <reason> --> just before it",
+    ]);
+    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: not run here: -->", "echo hi")))).toEqual([
+      'x.md:3: "not run here" without a reason',
+    ]);
+    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: maybe -->", "echo hi")))).toEqual([
+      'x.md:3: unknown declaration "maybe"',
+    ]);
+    expect(problemsOf(shellBlocks("x.md", doc("<!-- example: runs -->", "sleep 1 &")))).toEqual([
+      "x.md:4: a background command names no --port N",
+    ]);
+    expect(
+      problemsOf(
+        shellBlocks("x.md", doc("<!-- example:\n  not run here: needs AWS credentials -->", "npx sst deploy")),
+      ),
+    ).toEqual([]);
+    expect(
+      problemsOf(shellBlocks("x.md", doc("<!-- example: runs, continuing the block above -->", "echo hi"))),
+    ).toEqual(["x.md:3: continues no runnable block"]);
   });
 
   it("splits commands at line ends outside quotes and continuations, and reads background lines and expectations", () => {
     const cmds = commandsOf(
-      ["# a comment", "srv --port 1 &   # a service, 'quoted'", 'curl -s -d \'{"a":', "   1}' \\", "  x   # it's", '# → {"a":…} 200', "", "a && b"].join("\n"),
+      [
+        "# a comment",
+        "srv --port 1 &   # a service, 'quoted'",
+        'curl -s -d \'{"a":',
+        "   1}' \\",
+        "  x   # it's",
+        '# → {"a":…} 200',
+        "",
+        "a && b",
+      ].join("\n"),
     );
     expect(cmds.map((c) => [c.background, c.code.trim(), c.expect])).toEqual([
       [true, "srv --port 1", undefined],

@@ -14,7 +14,22 @@ const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
 const args = (env: string, worker: string, out: string) => [
   "experiment",
   ...["--env", env, "--policy", "worker", "--policy-url", worker, "--policy-model", "tiny", "--policy-max-tokens", "6"],
-  ...["--seeds", "1", "--arms", "grpo,harness-s", "--steps", "1", "--train", '{"batchSize":2,"groupSize":2}', "--eval-tasks", "1", "--eval-samples", "3", "--profile-budget", "2"],
+  ...[
+    "--seeds",
+    "1",
+    "--arms",
+    "grpo,harness-s",
+    "--steps",
+    "1",
+    "--train",
+    '{"batchSize":2,"groupSize":2}',
+    "--eval-tasks",
+    "1",
+    "--eval-samples",
+    "3",
+    "--profile-budget",
+    "2",
+  ],
   ...["--out", out],
 ];
 
@@ -24,7 +39,11 @@ describe("harness-s experiment --env appworld and --env swe-gym --policy worker 
     const worker = await startPolicyWorker({ model: "tiny" });
     try {
       for (const [env, sibling, servers] of [
-        ["appworld", "appworld-relogin", /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/],
+        [
+          "appworld",
+          "appworld-relogin",
+          /4 local AppWorld-protocol servers at (http:\/\/127\.0\.0\.1:\d+(, )?){4} \(fixture tasks, bwrap\)/,
+        ],
         ["swe-gym", "swe-blocked-tests-note", /local SWE-ReX-protocol server \(fixture repositories, bwrap\)/],
       ] as const) {
         const out = await mkdtemp(join(tmpdir(), `hs-${env}-`));

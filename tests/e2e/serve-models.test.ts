@@ -39,7 +39,11 @@ beforeAll(async () => {
     { env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } },
   );
   const models = `a=${join(folders, "one")},b=${join(folders, "two")}`;
-  proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", KEY, "--models", models], { stdio: ["ignore", "pipe", "pipe"] });
+  proc = spawn(
+    "node",
+    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", KEY, "--models", models],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   for (const stream of [proc.stdout!, proc.stderr!]) stream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${logs}`)), 240_000);
@@ -53,7 +57,8 @@ beforeAll(async () => {
     });
     proc.once("exit", (code) => reject(new Error(`serve exited early with ${code}:\n${logs}`)));
   });
-  for (const m of logs.matchAll(/model (\w+): \S+ at the policy worker on (http:\/\/[\d.:]+)/g)) workerUrls[m[1]!] = m[2]!;
+  for (const m of logs.matchAll(/model (\w+): \S+ at the policy worker on (http:\/\/[\d.:]+)/g))
+    workerUrls[m[1]!] = m[2]!;
 }, 300_000);
 
 afterAll(async () => {
@@ -62,9 +67,18 @@ afterAll(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown) =>
-  fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 /** A worker's own report of itself (no token needed): its process id and how many sampling steps it ran. */
-const healthOf = async (model: string) => (await (await fetch(`${workerUrls[model]}/healthz`)).json()) as { pid: number; model: string; sampler: { steps: number } };
+const healthOf = async (model: string) =>
+  (await (await fetch(`${workerUrls[model]}/healthz`)).json()) as {
+    pid: number;
+    model: string;
+    sampler: { steps: number };
+  };
 const tiny = {
   seeds: [1],
   arms: ["grpo", "harness-s"],
@@ -74,7 +88,9 @@ const tiny = {
 };
 
 async function experimentRecords(): Promise<unknown[]> {
-  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials }));
+  const doc = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ endpoint: dynamoEndpoint, region: "us-east-1", credentials: localCredentials }),
+  );
   try {
     return (await doc.send(new ScanCommand({ TableName: tableNames("local-").Experiments }))).Items ?? [];
   } finally {

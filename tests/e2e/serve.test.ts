@@ -9,7 +9,11 @@ let dynamoEndpoint = "";
 let logs = "";
 
 beforeAll(async () => {
-  proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", "test-key"], { stdio: ["ignore", "pipe", "pipe"] });
+  proc = spawn(
+    "node",
+    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", "test-key"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   for (const stream of [proc.stdout!, proc.stderr!]) stream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
     let out = "";
@@ -41,13 +45,29 @@ const route = (body: unknown, key?: string) =>
 
 describe("harness-s serve", () => {
   it("routes an embedded task with the key, 401 without, 400 naming the bad field", async () => {
-    const ok = await route({ poolId: "embedded", task: { id: "app-1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 }, "test-key");
+    const ok = await route(
+      {
+        poolId: "embedded",
+        task: { id: "app-1", family: "app", tags: ["app", "bulk"] },
+        failureTags: ["incomplete-results"],
+        k: 2,
+      },
+      "test-key",
+    );
     expect(ok.status).toBe(200);
     const d = await ok.json();
     expect(d.chosen).toHaveLength(2);
     expect(d.ballots).toHaveLength(3);
     expect((await route({ poolId: "embedded", task: { id: "t", family: "app" } })).status).toBe(401);
-    const db = await route({ poolId: "dbbench", task: { id: "dev-3", family: "dbbench", tags: ["UPDATE"] }, failureTags: ["sql-error", "wrong-table-state"], k: 2 }, "test-key");
+    const db = await route(
+      {
+        poolId: "dbbench",
+        task: { id: "dev-3", family: "dbbench", tags: ["UPDATE"] },
+        failureTags: ["sql-error", "wrong-table-state"],
+        k: 2,
+      },
+      "test-key",
+    );
     expect(db.status).toBe(200);
     expect((await db.json()).chosen.every((id: string) => id.startsWith("dbbench-"))).toBe(true);
     const bad = await route({ poolId: "embedded", task: { id: "t" } }, "test-key");
@@ -56,7 +76,12 @@ describe("harness-s serve", () => {
   });
 
   it("applies reported outcomes through SQS, the poller and the profile worker", async () => {
-    const profiles = async () => (await (await fetch(`${url}/v1/profiles?poolId=embedded`, { headers: { authorization: "Bearer test-key" } })).json()).profiles;
+    const profiles = async () =>
+      (
+        await (
+          await fetch(`${url}/v1/profiles?poolId=embedded`, { headers: { authorization: "Bearer test-key" } })
+        ).json()
+      ).profiles;
     const before = (await profiles()).h0.byFamily.app?.attempts ?? 0;
     const outcome = { harnessId: "h0", family: "app", success: true, turns: 3, policyVersion: 1 };
     const res = await fetch(`${url}/v1/profiles/evidence`, {
@@ -85,7 +110,13 @@ describe("harness-s serve", () => {
     const res = await fetch(`${url}/v1/rescues`, {
       method: "POST",
       headers: auth,
-      body: JSON.stringify({ poolId: "embedded", taskId: "app-train-pages-0", failureTags: ["incomplete-results"], k: 2, rolloutsPerHarness: 2 }),
+      body: JSON.stringify({
+        poolId: "embedded",
+        taskId: "app-train-pages-0",
+        failureTags: ["incomplete-results"],
+        k: 2,
+        rolloutsPerHarness: 2,
+      }),
     });
     expect(res.status).toBe(202);
     const { id } = await res.json();
@@ -116,9 +147,12 @@ describe("harness-s serve", () => {
       });
       socket.on("connect", () => {
         socket.write(head);
-        for (const [i, line] of (trickle ?? []).entries()) timers.push(setTimeout(() => socket.writable && socket.write(line), (i + 1) * 2_000));
+        for (const [i, line] of (trickle ?? []).entries())
+          timers.push(setTimeout(() => socket.writable && socket.write(line), (i + 1) * 2_000));
         // A socket still open after 60 s is a failure, not a hang of the suite.
-        timers.push(setTimeout(() => reject(new Error(`still open after 60 s (first answer: ${first || "none"})`)), 60_000));
+        timers.push(
+          setTimeout(() => reject(new Error(`still open after 60 s (first answer: ${first || "none"})`)), 60_000),
+        );
       });
     });
   const expecting = (path: string, length: number) =>
@@ -132,7 +166,11 @@ describe("harness-s serve", () => {
         body: JSON.stringify({
           poolId: "embedded",
           harnesses: ["h0"],
-          caller: { endpoint: "not-registered", environment, task: { id: "app-train-plain-0", family: "app", tools: [{ name: "submit", submit: true }] } },
+          caller: {
+            endpoint: "not-registered",
+            environment,
+            task: { id: "app-train-plain-0", family: "app", tools: [{ name: "submit", submit: true }] },
+          },
         }),
       });
     const builtin = await rescue({ kind: "builtin", id: "embedded" });
@@ -163,7 +201,10 @@ describe("harness-s serve", () => {
     const call = async (method: string, path: string, key: string, body?: unknown) => {
       const res = await fetch(`${url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await res.text();
@@ -179,7 +220,16 @@ describe("harness-s serve", () => {
     const fresh = rotated.body.secret as string;
     const made = replies.splice(0);
     // Used, refused and failing in every way a request can: each answer and log line is searched.
-    expect((await call("POST", "/v1/route", fresh, { poolId: "embedded", task: { id: "app-1", family: "app", tags: ["app"] }, failureTags: ["x"], k: 2 })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/v1/route", fresh, {
+          poolId: "embedded",
+          task: { id: "app-1", family: "app", tags: ["app"] },
+          failureTags: ["x"],
+          k: 2,
+        })
+      ).status,
+    ).toBe(200);
     expect((await call("GET", "/v1/profiles?poolId=embedded", fresh)).status).toBe(403);
     expect((await call("GET", "/v1/pools", secret)).status).toBe(401);
     expect((await call("POST", "/v1/keys", fresh, { scopes: ["admin"] })).status).toBe(403);

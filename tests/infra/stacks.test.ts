@@ -6,9 +6,22 @@ import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { openApiDocument } from "../../functions/api/openapi.ts";
 import { CALLER_ROLLOUT_FAIRNESS } from "@harness-s/core/dispatch";
-import { API_MEMORY, CONSOLE_BUNDLE, DISPATCH_CONCURRENCY, LAMBDA_RUNTIME, WORKERS, memoryGb } from "../../infra/settings.ts";
+import {
+  API_MEMORY,
+  CONSOLE_BUNDLE,
+  DISPATCH_CONCURRENCY,
+  LAMBDA_RUNTIME,
+  WORKERS,
+  memoryGb,
+} from "../../infra/settings.ts";
 import { GPU_ENDPOINT } from "../../stacks/policy-endpoint-settings.ts";
-import { ALARM_EVALUATION_PERIODS, ALARM_PERIOD_SECONDS, DASHBOARD_WIDGETS, alarmEmailAddress, oldestMessageSeconds } from "../../stacks/observability-settings.ts";
+import {
+  ALARM_EVALUATION_PERIODS,
+  ALARM_PERIOD_SECONDS,
+  DASHBOARD_WIDGETS,
+  alarmEmailAddress,
+  oldestMessageSeconds,
+} from "../../stacks/observability-settings.ts";
 import { SERVED_MODELS } from "../../infra/settings.ts";
 
 interface Resource {
@@ -23,7 +36,8 @@ let links: Record<string, Record<string, Record<string, unknown>>>;
 
 // sst.config.ts run with SST's own components under Pulumi mocks, offline (scripts/infra-snapshot.ts).
 // SST's platform is installed first when missing (this file run alone on a fresh clone).
-// The AlarmEmail secret set as `npx sst secret set` would (SST reads SST_SECRET_<name>): the alarms' topic subscribes it.
+// The AlarmEmail secret set as `npx sst secret set` would (SST reads SST_SECRET_<name>): the alarms' topic subscribes
+// it.
 const ALARM_EMAIL = "ops@example.com";
 beforeAll(() => {
   execFileSync("node", ["scripts/sst-install-offline.mjs"], { stdio: "inherit" });
@@ -61,7 +75,14 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       expect(t.rangeKey).toBe(spec.sortKey);
       // Each index as the local runtime creates it (createTables: tableKeys), every attribute projected.
       expect(t.globalSecondaryIndexes).toEqual(
-        (spec.indexes ?? []).map((i) => expect.objectContaining({ name: i.name, hashKey: i.partitionKey, rangeKey: i.sortKey, projectionType: "ALL" })),
+        (spec.indexes ?? []).map((i) =>
+          expect.objectContaining({
+            name: i.name,
+            hashKey: i.partitionKey,
+            rangeKey: i.sortKey,
+            projectionType: "ALL",
+          }),
+        ),
       );
       expect([...t.attributes].map((a: { name: string; type: string }) => `${a.name}:${a.type}`).sort()).toEqual(
         tableKeys(spec)
@@ -75,7 +96,9 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
   it("lists a key's experiments and rescues through the byKey index (keyId, listAt) on both tables", () => {
     for (const name of ["Experiments", "RescueJobs"]) {
       const t = one("aws:dynamodb/table:Table", `${name}Table`).inputs;
-      expect(t.globalSecondaryIndexes, name).toEqual([expect.objectContaining({ name: "byKey", hashKey: "keyId", rangeKey: "listAt", projectionType: "ALL" })]);
+      expect(t.globalSecondaryIndexes, name).toEqual([
+        expect.objectContaining({ name: "byKey", hashKey: "keyId", rangeKey: "listAt", projectionType: "ALL" }),
+      ]);
     }
     expect(BY_KEY_INDEX).toEqual({ name: "byKey", partitionKey: "keyId", sortKey: "listAt" });
   });
@@ -86,8 +109,13 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       const name = worker[0]!.toUpperCase() + worker.slice(1);
       const queue = one("aws:sqs/queue:Queue", `${name}QueueQueue`).inputs;
       const redrive = JSON.parse(queue.redrivePolicy);
-      expect(redrive).toEqual({ deadLetterTargetArn: expect.stringMatching(new RegExp(`:${name}DlqQueue$`)), maxReceiveCount: w.retry });
-      const mapping = ofType("aws:lambda/eventSourceMapping:EventSourceMapping").find((m) => m.inputs.eventSourceArn.endsWith(`:${name}QueueQueue`))!;
+      expect(redrive).toEqual({
+        deadLetterTargetArn: expect.stringMatching(new RegExp(`:${name}DlqQueue$`)),
+        maxReceiveCount: w.retry,
+      });
+      const mapping = ofType("aws:lambda/eventSourceMapping:EventSourceMapping").find((m) =>
+        m.inputs.eventSourceArn.endsWith(`:${name}QueueQueue`),
+      )!;
       expect(mapping.inputs.batchSize).toBe(w.batch);
       expect(mapping.inputs.functionResponseTypes).toEqual(["ReportBatchItemFailures"]);
       const fn = functions.find((f) => f.name.startsWith(`${name}QueueSubscriber`))!;
@@ -99,7 +127,9 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     const functions = ofType("aws:lambda/function:Function");
     expect(functions).toHaveLength(5);
     for (const f of functions) expect(f.inputs.runtime).toBe(LAMBDA_RUNTIME);
-    expect([...builds].sort()).toEqual(["functions/api/lambda.handler", ...Object.values(WORKERS).map((w) => w.handler)].sort());
+    expect([...builds].sort()).toEqual(
+      ["functions/api/lambda.handler", ...Object.values(WORKERS).map((w) => w.handler)].sort(),
+    );
   });
 
   it("grants through `link` exactly the tables and queues each function uses", () => {
@@ -125,9 +155,17 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(grants("CoordinatorQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(
       expect.arrayContaining(["PoolEvolutionsTable", "PolicyEndpointsTable", "PoolsTable", "ProfilesTable"]),
     );
-    expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "ProfileQueueQueue"]);
+    expect(grants("ApiRole", "sqs:SendMessage").sort()).toEqual([
+      "CoordinatorQueueQueue",
+      "DispatchQueueQueue",
+      "ProfileQueueQueue",
+    ]);
     // Every worker meters what each message cost to its payer: the usage tables, and nothing more than it uses besides.
-    expect(grants("VoteQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["BallotsTable", "UsageDaysTable", "UsageTable"]);
+    expect(grants("VoteQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
+      "BallotsTable",
+      "UsageDaysTable",
+      "UsageTable",
+    ]);
     // Dispatch reads the caller's registered endpoint for a rescue's rollouts, and meters their spend to the key.
     expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
       "PolicyEndpointsTable",
@@ -137,8 +175,17 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "UsageDaysTable",
       "UsageTable",
     ]);
-    expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual(["ProcessedTable", "ProfilesTable", "UsageDaysTable", "UsageTable"]);
-    expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual(["CoordinatorQueueQueue", "DispatchQueueQueue", "VoteQueueQueue"]);
+    expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
+      "ProcessedTable",
+      "ProfilesTable",
+      "UsageDaysTable",
+      "UsageTable",
+    ]);
+    expect(grants("CoordinatorQueueSubscriber", "sqs:SendMessage").sort()).toEqual([
+      "CoordinatorQueueQueue",
+      "DispatchQueueQueue",
+      "VoteQueueQueue",
+    ]);
     expect(grants("ProfileQueueSubscriber", "sqs:ReceiveMessage")).toEqual(["ProfileQueueQueue"]);
     // Dispatch sends a rollout past its key's running places back to its own queue, and to no other.
     expect(grants("DispatchQueueSubscriber", "sqs:SendMessage")).toEqual(["DispatchQueueQueue"]);
@@ -154,8 +201,12 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
 
   it("exposes the API through a Function URL whose app serves every route of the OpenAPI document", () => {
     expect(one("aws:lambda/functionUrl:FunctionUrl", "ApiUrl").inputs.authorizationType).toBe("NONE"); // bearer keys are checked by the app
-    const served = new Set(createApp(memoryApiDeps()).routes.map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`));
-    const documented = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m} ${path}`));
+    const served = new Set(
+      createApp(memoryApiDeps()).routes.map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
+    );
+    const documented = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, ops]) =>
+      Object.keys(ops as object).map((m) => `${m} ${path}`),
+    );
     expect(documented.length).toBeGreaterThan(10);
     for (const route of documented) expect(served, route).toContain(route);
   });
@@ -185,7 +236,9 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       .filter(([, l]) => "EndpointCidrs" in l)
       .map(([handler]) => handler)
       .sort();
-    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.dispatch.handler, WORKERS.coordinator.handler].sort());
+    expect(linked).toEqual(
+      ["functions/api/lambda.handler", WORKERS.dispatch.handler, WORKERS.coordinator.handler].sort(),
+    );
     // The pool evolutions' LLM proposer: the coordinator only.
     expect(
       Object.entries(links)
@@ -199,25 +252,32 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(one("aws:lambda/functionUrl:FunctionUrl", "ApiUrl").inputs.invokeMode).toBe("RESPONSE_STREAM");
     const api = ofType("aws:lambda/function:Function").find((f) => f.name.startsWith("Api"))!;
     expect(api.inputs.timeout).toBe(180);
-    // Each function's memory as infra/settings.ts declares it: the cost-of-goods meter bills GB-seconds with the same figure.
+    // Each function's memory as infra/settings.ts declares it: the cost-of-goods meter bills GB-seconds with the same
+    // figure.
     expect(api.inputs.memorySize).toBe(memoryGb(API_MEMORY) * 1024);
-    for (const f of ofType("aws:lambda/function:Function").filter((g) => !g.name.startsWith("Api"))) expect(f.inputs.memorySize).toBe(memoryGb(WORKERS.dispatch.memory) * 1024);
+    for (const f of ofType("aws:lambda/function:Function").filter((g) => !g.name.startsWith("Api")))
+      expect(f.inputs.memorySize).toBe(memoryGb(WORKERS.dispatch.memory) * 1024);
     const table = one("aws:dynamodb/table:Table", "GatewayEpisodesTable").inputs;
     expect(table.ttl).toMatchObject({ attributeName: "expiresAt", enabled: true });
     const roles = ofType("aws:iam/role:Role")
       .map((r) => r.name)
       .filter((name) => /^(ApiRole|\w+QueueSubscriber\w*FunctionRole)$/.test(name));
     expect(roles).toHaveLength(5);
-    expect(roles.filter((role) => grants(role, "dynamodb:Query").includes("GatewayEpisodesTable"))).toEqual([expect.stringMatching(/^ApiRole/)]);
+    expect(roles.filter((role) => grants(role, "dynamodb:Query").includes("GatewayEpisodesTable"))).toEqual([
+      expect.stringMatching(/^ApiRole/),
+    ]);
     const linked = Object.entries(links).filter(([, l]) => "GatewayConfig" in l && "GatewayEpisodes" in l);
     expect(linked.map(([handler]) => handler)).toEqual(["functions/api/lambda.handler"]);
     expect(Object.entries(links).filter(([, l]) => "GatewayEpisodes" in l)).toHaveLength(1);
   });
 
   it("copies the built web console into the API function's package beside its handler (CONSOLE_BUNDLE), which serves it at /console (issue 58)", () => {
-    // The archive SST zipped for the function (its bundle and its copyFiles): the console's files under the folder the handler reads.
+    // The archive SST zipped for the function (its bundle and its copyFiles): the console's files under the folder the
+    // handler reads.
     const zip = readFileSync(".sst/artifacts/Api/code.zip");
-    for (const file of ["index.mjs", "index.html", "app.js", "app.css"].map((f) => (f === "index.mjs" ? f : `${CONSOLE_BUNDLE.to}/${f}`)))
+    for (const file of ["index.mjs", "index.html", "app.js", "app.css"].map((f) =>
+      f === "index.mjs" ? f : `${CONSOLE_BUNDLE.to}/${f}`,
+    ))
       expect(zip.includes(Buffer.from(file)), file).toBe(true);
     expect(CONSOLE_BUNDLE.from).toBe("console/dist");
   });
@@ -227,7 +287,8 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       Object.entries(links)
         .filter(([, l]) => name in l)
         .map(([handler]) => handler);
-    for (const name of ["BootstrapAdminKeyHash", "Keys", "KeyEvents", "ApiKeys"]) expect(linked(name), name).toEqual(["functions/api/lambda.handler"]);
+    for (const name of ["BootstrapAdminKeyHash", "Keys", "KeyEvents", "ApiKeys"])
+      expect(linked(name), name).toEqual(["functions/api/lambda.handler"]);
     // Unset until the operator sets it: the API reads "unset" as no bootstrap.
     expect(links["functions/api/lambda.handler"]!.BootstrapAdminKeyHash).toMatchObject({ value: "unset" });
     const roles = ofType("aws:iam/role:Role")
@@ -252,8 +313,15 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     // Prepare: the bucket, blocked from public access, no CORS (nothing in a browser reads it directly).
     const bucket = one("aws:s3/bucket:Bucket", "ReportsBucket");
     const block = one("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "ReportsPublicAccessBlock").inputs;
-    expect([block.blockPublicAcls, block.blockPublicPolicy, block.ignorePublicAcls, block.restrictPublicBuckets]).toEqual([true, true, true, true]);
-    expect(ofType("aws:s3/bucketCorsConfiguration:BucketCorsConfiguration").filter((c) => c.name.startsWith("Reports"))).toEqual([]);
+    expect([
+      block.blockPublicAcls,
+      block.blockPublicPolicy,
+      block.ignorePublicAcls,
+      block.restrictPublicBuckets,
+    ]).toEqual([true, true, true, true]);
+    expect(
+      ofType("aws:s3/bucketCorsConfiguration:BucketCorsConfiguration").filter((c) => c.name.startsWith("Reports")),
+    ).toEqual([]);
     // Assess: what each handler is given (the bucket's name under Reports to write, ReportsRead to read).
     const linked = (name: string) =>
       Object.entries(links)
@@ -263,7 +331,8 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(linked("ReportsRead")).toEqual(["functions/api/lambda.handler"]);
     expect(links[WORKERS.coordinator.handler]!.Reports).toMatchObject({ name: bucket.inputs.bucket });
     expect(links["functions/api/lambda.handler"]!.ReportsRead).toMatchObject({ name: bucket.inputs.bucket });
-    // And what IAM grants: objects written by the coordinator only; read and listed by it and the API; nothing for the others.
+    // And what IAM grants: objects written by the coordinator only; read and listed by it and the API; nothing for the
+    // others.
     const s3Grants = (action: string) =>
       ofType("aws:iam/role:Role")
         .map((r) => r.name)
@@ -276,7 +345,10 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(s3Grants("s3:GetObject")).toEqual(["ApiRole", "Coordinator"]);
     expect(s3Grants("s3:ListBucket")).toEqual(["ApiRole", "Coordinator"]);
     expect(policyOf("ApiRole").filter((st) => st.actions.some((a) => a.startsWith("s3:")))).toEqual([
-      expect.objectContaining({ actions: ["s3:GetObject", "s3:ListBucket"], resources: [expect.stringMatching(/:ReportsBucket$/), expect.stringMatching(/:ReportsBucket\/\*$/)] }),
+      expect.objectContaining({
+        actions: ["s3:GetObject", "s3:ListBucket"],
+        resources: [expect.stringMatching(/:ReportsBucket$/), expect.stringMatching(/:ReportsBucket\/\*$/)],
+      }),
     ]);
     // The coordinator renders the plots with resvg, a native addon: installed beside its bundle
     // (else esbuild cannot bundle the handler and "bundles every handler" above fails).
@@ -296,20 +368,33 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(container.resourceRequirements).toEqual([{ type: "GPU", value: "1" }]);
     expect(container.portMappings[0].containerPort).toBe(GPU_ENDPOINT.port);
     expect(container.image).toMatch(/dkr\.ecr\..*policyworkerimage:latest$/);
-    expect(container.secrets).toEqual([{ name: "HARNESS_S_WORKER_TOKEN", valueFrom: expect.stringMatching(/:PolicyWorkerToken$/) }]);
+    expect(container.secrets).toEqual([
+      { name: "HARNESS_S_WORKER_TOKEN", valueFrom: expect.stringMatching(/:PolicyWorkerToken$/) },
+    ]);
     expect(JSON.stringify(container.command) + JSON.stringify(container.environment ?? [])).not.toMatch(/token/i);
     expect(container.mountPoints).toContainEqual({ sourceVolume: "models", containerPath: "/models", readOnly: true });
     // One task, never two at once (open episodes and adapters live in the worker's memory).
     const service = one("aws:ecs/service:Service", "PolicyWorkerService").inputs;
-    expect([service.desiredCount, service.deploymentMaximumPercent, service.deploymentMinimumHealthyPercent]).toEqual([1, 100, 0]);
+    expect([service.desiredCount, service.deploymentMaximumPercent, service.deploymentMinimumHealthyPercent]).toEqual([
+      1, 100, 0,
+    ]);
     // The balancer forwards to the worker's port and checks its unauthenticated health route.
     const target = one("aws:lb/targetGroup:TargetGroup", "PolicyTargets").inputs;
     expect(target.port).toBe(GPU_ENDPOINT.port);
     expect(target.healthCheck.path).toBe("/healthz");
-    expect(one("aws:lb/listener:Listener", "PolicyListener").inputs.defaultActions[0]).toMatchObject({ type: "forward", targetGroupArn: expect.stringMatching(/:PolicyTargets$/) });
+    expect(one("aws:lb/listener:Listener", "PolicyListener").inputs.defaultActions[0]).toMatchObject({
+      type: "forward",
+      targetGroupArn: expect.stringMatching(/:PolicyTargets$/),
+    });
     // The instance takes the worker's port from the balancer only.
     const instanceGroup = one("aws:ec2/securityGroup:SecurityGroup", "PolicyInstanceGroup").inputs;
-    expect(instanceGroup.ingress).toEqual([expect.objectContaining({ fromPort: GPU_ENDPOINT.port, toPort: GPU_ENDPOINT.port, securityGroups: ["PolicyBalancerGroup-id"] })]);
+    expect(instanceGroup.ingress).toEqual([
+      expect.objectContaining({
+        fromPort: GPU_ENDPOINT.port,
+        toPort: GPU_ENDPOINT.port,
+        securityGroups: ["PolicyBalancerGroup-id"],
+      }),
+    ]);
     expect(instanceGroup.ingress[0].cidrBlocks ?? []).toEqual([]);
   });
 
@@ -329,27 +414,44 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
         `${balancer.name} in private subnets`,
       ).toBe(true);
       for (const id of balancer.inputs.securityGroups)
-        for (const rule of groups.get(id)?.ingress ?? []) expect([...(rule.cidrBlocks ?? []), ...(rule.ipv6CidrBlocks ?? [])]).toEqual([]);
+        for (const rule of groups.get(id)?.ingress ?? [])
+          expect([...(rule.cidrBlocks ?? []), ...(rule.ipv6CidrBlocks ?? [])]).toEqual([]);
     }
     // The instance has no public address either: its subnets are the private ones.
-    expect(one("aws:autoscaling/group:Group", "PolicyInstances").inputs.vpcZoneIdentifiers.every((s: string) => privateSubnets.includes(s))).toBe(true);
+    expect(
+      one("aws:autoscaling/group:Group", "PolicyInstances").inputs.vpcZoneIdentifiers.every((s: string) =>
+        privateSubnets.includes(s),
+      ),
+    ).toBe(true);
     // Every function given the endpoint's token runs in the private subnets, in the one group the balancer takes.
     const balancerGroup = one("aws:ec2/securityGroup:SecurityGroup", "PolicyBalancerGroup").inputs;
     const carriers = Object.entries(links)
       .filter(([, linked]) => "PolicyEndpointToken" in linked)
       .map(([handler]) => handler);
     expect(carriers.sort()).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
-    for (const fn of ofType("aws:lambda/function:Function").filter((f) => carriers.some((h) => f.name.startsWith(h === WORKERS.dispatch.handler ? "Dispatch" : "Coordinator")))) {
+    for (const fn of ofType("aws:lambda/function:Function").filter((f) =>
+      carriers.some((h) => f.name.startsWith(h === WORKERS.dispatch.handler ? "Dispatch" : "Coordinator")),
+    )) {
       expect(fn.inputs.vpcConfig?.subnetIds, fn.name).toEqual(privateSubnets.filter((s) => /PolicyVpc/.test(s)));
-      expect(balancerGroup.ingress.flatMap((r: { securityGroups?: string[] }) => r.securityGroups ?? [])).toEqual(fn.inputs.vpcConfig.securityGroupIds);
+      expect(balancerGroup.ingress.flatMap((r: { securityGroups?: string[] }) => r.securityGroups ?? [])).toEqual(
+        fn.inputs.vpcConfig.securityGroupIds,
+      );
     }
     // DynamoDB from the private subnets without the NAT.
-    expect(one("aws:ec2/vpcEndpoint:VpcEndpoint", "PolicyDynamoEndpoint").inputs).toMatchObject({ vpcEndpointType: "Gateway", serviceName: "com.amazonaws.us-east-1.dynamodb" });
+    expect(one("aws:ec2/vpcEndpoint:VpcEndpoint", "PolicyDynamoEndpoint").inputs).toMatchObject({
+      vpcEndpointType: "Gateway",
+      serviceName: "com.amazonaws.us-east-1.dynamodb",
+    });
   });
 
   it("serves the declared model from its folder on the instance, under its name (issue 57, item 2)", () => {
     const [model] = SERVED_MODELS;
-    expect(Buffer.from(one("aws:ec2/launchTemplate:LaunchTemplate", "PolicyLaunchTemplate").inputs.userData, "base64").toString()).toContain(`mkdir -p ${model.folder} `);
+    expect(
+      Buffer.from(
+        one("aws:ec2/launchTemplate:LaunchTemplate", "PolicyLaunchTemplate").inputs.userData,
+        "base64",
+      ).toString(),
+    ).toContain(`mkdir -p ${model.folder} `);
     const task = one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs;
     expect(task.volumes).toContainEqual({ name: "models", hostPath: model.folder });
     const [container] = JSON.parse(task.containerDefinitions);
@@ -360,19 +462,60 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     const shared = ["Usage", "UsageDays"];
     const expected: Record<string, string[]> = {
       "functions/api/lambda.handler": [
-        ...["ApiKeys", "BootstrapAdminKeyHash", "CoordinatorQueue", "Decisions", "DispatchQueue", "EndpointCidrs", "ExperimentSteps", "Experiments", "GatewayConfig"],
-        ...["GatewayEpisodes", "KeyEvents", "Keys", "LlmApiKey", "PolicyEndpointUrl", "PolicyEndpoints", "PolicyGpuEndpoint", "PoolEvolutions", "Pools", "PriceList"],
+        ...[
+          "ApiKeys",
+          "BootstrapAdminKeyHash",
+          "CoordinatorQueue",
+          "Decisions",
+          "DispatchQueue",
+          "EndpointCidrs",
+          "ExperimentSteps",
+          "Experiments",
+          "GatewayConfig",
+        ],
+        ...[
+          "GatewayEpisodes",
+          "KeyEvents",
+          "Keys",
+          "LlmApiKey",
+          "PolicyEndpointUrl",
+          "PolicyEndpoints",
+          "PolicyGpuEndpoint",
+          "PoolEvolutions",
+          "Pools",
+          "PriceList",
+        ],
         ...["Processed", "ProfileQueue", "Profiles"],
         ...["ReportsRead", "RescueJobs", "Rollouts", "VoterKeys", "VoterPanel", ...shared],
       ],
       [WORKERS.profile.handler]: ["Processed", "Profiles", ...shared],
       [WORKERS.vote.handler]: ["Ballots", "LlmApiKey", "VoterKeys", "VoterPanel", ...shared],
       [WORKERS.dispatch.handler]: [
-        ...["DispatchQueue", "EndpointCidrs", "PolicyEndpointToken", "PolicyEndpointUrl", "PolicyEndpoints", "PolicyGpuEndpoint", "Pools", "RescueJobs", "Rollouts"],
+        ...[
+          "DispatchQueue",
+          "EndpointCidrs",
+          "PolicyEndpointToken",
+          "PolicyEndpointUrl",
+          "PolicyEndpoints",
+          "PolicyGpuEndpoint",
+          "Pools",
+          "RescueJobs",
+          "Rollouts",
+        ],
         ...shared,
       ],
       [WORKERS.coordinator.handler]: [
-        ...["Ballots", "CoordinatorQueue", "DispatchQueue", "EndpointCidrs", "ExperimentSteps", "Experiments", "LlmApiKey", "PolicyEndpointToken", "PolicyEndpointUrl"],
+        ...[
+          "Ballots",
+          "CoordinatorQueue",
+          "DispatchQueue",
+          "EndpointCidrs",
+          "ExperimentSteps",
+          "Experiments",
+          "LlmApiKey",
+          "PolicyEndpointToken",
+          "PolicyEndpointUrl",
+        ],
         ...[
           "PolicyEndpoints",
           "PolicyGpuEndpoint",
@@ -393,19 +536,35 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       Object.fromEntries(Object.entries(expected).map(([handler, names]) => [handler, [...names].sort()])),
     );
     // The models the API lists are the ones the endpoint serves: one, under the name its worker is started with.
-    const [container] = JSON.parse(one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs.containerDefinitions);
-    expect(SERVED_MODELS.map((m) => m.name)).toEqual([container.command[container.command.indexOf("--served-model-name") + 1]]);
+    const [container] = JSON.parse(
+      one("aws:ecs/taskDefinition:TaskDefinition", "PolicyWorkerTask").inputs.containerDefinitions,
+    );
+    expect(SERVED_MODELS.map((m) => m.name)).toEqual([
+      container.command[container.command.indexOf("--served-model-name") + 1],
+    ]);
   });
 
   it("lets the task read only its token secret, links the endpoint's URL to dispatch, the coordinator and the API (which offers callers' environments where one is configured), and its token to dispatch and the coordinator only", () => {
-    const statements = one("aws:iam/role:Role", "PolicyTaskExecutionRole").inputs.inlinePolicies.flatMap((p: { policy: string }) => JSON.parse(p.policy).Statement);
-    expect(statements).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [expect.stringMatching(/:PolicyWorkerToken$/)] }]);
+    const statements = one("aws:iam/role:Role", "PolicyTaskExecutionRole").inputs.inlinePolicies.flatMap(
+      (p: { policy: string }) => JSON.parse(p.policy).Statement,
+    );
+    expect(statements).toEqual([
+      {
+        Effect: "Allow",
+        Action: ["secretsmanager:GetSecretValue"],
+        Resource: [expect.stringMatching(/:PolicyWorkerToken$/)],
+      },
+    ]);
     const linked = Object.entries(links)
       .filter(([, l]) => "PolicyGpuEndpoint" in l)
       .map(([handler]) => handler)
       .sort();
-    expect(linked).toEqual(["functions/api/lambda.handler", WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
-    expect(links[WORKERS.dispatch.handler]!.PolicyGpuEndpoint!.url).toBe("http://PolicyBalancer.mock.elb.amazonaws.com");
+    expect(linked).toEqual(
+      ["functions/api/lambda.handler", WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort(),
+    );
+    expect(links[WORKERS.dispatch.handler]!.PolicyGpuEndpoint!.url).toBe(
+      "http://PolicyBalancer.mock.elb.amazonaws.com",
+    );
     // The API calls nothing at the endpoint: it has no token to.
     expect(
       Object.entries(links)
@@ -414,7 +573,9 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
         .sort(),
     ).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
     // The hand-set secrets stay linked beside it, as the override for an endpoint run elsewhere.
-    expect(Object.keys(links[WORKERS.dispatch.handler]!)).toEqual(expect.arrayContaining(["PolicyEndpointUrl", "PolicyEndpointToken"]));
+    expect(Object.keys(links[WORKERS.dispatch.handler]!)).toEqual(
+      expect.arrayContaining(["PolicyEndpointUrl", "PolicyEndpointToken"]),
+    );
   });
 });
 
@@ -422,7 +583,10 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
   const topicArn = "arn:aws:mock:us-east-1:123456789012:Alarms";
   const alarm = (name: string) => one("aws:cloudwatch/metricAlarm:MetricAlarm", name).inputs;
   const title = (worker: string) => worker[0]!.toUpperCase() + worker.slice(1);
-  const lambda = (name: string) => ofType("aws:lambda/function:Function").find((f) => f.name.startsWith(name === "Api" ? "ApiFunction" : `${name}QueueSubscriber`))!.inputs;
+  const lambda = (name: string) =>
+    ofType("aws:lambda/function:Function").find((f) =>
+      f.name.startsWith(name === "Api" ? "ApiFunction" : `${name}QueueSubscriber`),
+    )!.inputs;
   /** Each alarm fires into the topic and says so again when it clears. */
   const notifies = { period: ALARM_PERIOD_SECONDS, alarmActions: [topicArn], okActions: [topicArn] };
 
@@ -446,12 +610,14 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
   });
 
   it("alarms on each queue's oldest message past every retry: (retry + 1) visibility timeouts", () => {
-    expect(Object.fromEntries(Object.entries(WORKERS).map(([worker, w]) => [worker, oldestMessageSeconds(w)]))).toEqual({
-      profile: 120,
-      vote: 240,
-      dispatch: 1440,
-      coordinator: 2880,
-    });
+    expect(Object.fromEntries(Object.entries(WORKERS).map(([worker, w]) => [worker, oldestMessageSeconds(w)]))).toEqual(
+      {
+        profile: 120,
+        vote: 240,
+        dispatch: 1440,
+        coordinator: 2880,
+      },
+    );
     for (const [worker, w] of Object.entries(WORKERS)) {
       const queue = one("aws:sqs/queue:Queue", `${title(worker)}QueueQueue`).inputs;
       expect(alarm(`${title(worker)}QueueAgeAlarm`), worker).toMatchObject({
@@ -489,7 +655,10 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
     expect(alarm("PolicyEndpointHealthAlarm")).toMatchObject({
       namespace: "AWS/ApplicationELB",
       metricName: "HealthyHostCount",
-      dimensions: { TargetGroup: "mock/PolicyTargets/0123456789abcdef", LoadBalancer: "mock/PolicyBalancer/0123456789abcdef" },
+      dimensions: {
+        TargetGroup: "mock/PolicyTargets/0123456789abcdef",
+        LoadBalancer: "mock/PolicyBalancer/0123456789abcdef",
+      },
       statistic: "Minimum",
       comparisonOperator: "LessThanThreshold",
       threshold: 1,
@@ -505,8 +674,11 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
     expect(alarms).toHaveLength(Object.keys(WORKERS).length * 2 + (Object.keys(WORKERS).length + 1) * 2 + 1);
     for (const a of alarms) expect(a.inputs, a.name).toMatchObject(notifies);
     expect(ofType("aws:sns/topic:Topic").map((t) => t.name)).toEqual(["Alarms"]);
-    expect(ofType("aws:sns/topicSubscription:TopicSubscription").map((s) => s.inputs)).toEqual([{ topic: topicArn, protocol: "email", endpoint: ALARM_EMAIL }]);
-    // The address is configuration: unset (the secret's placeholder) or blank is no subscription, a non-address is refused.
+    expect(ofType("aws:sns/topicSubscription:TopicSubscription").map((s) => s.inputs)).toEqual([
+      { topic: topicArn, protocol: "email", endpoint: ALARM_EMAIL },
+    ]);
+    // The address is configuration: unset (the secret's placeholder) or blank is no subscription, a non-address is
+    // refused.
     expect(alarmEmailAddress("unset")).toBeUndefined();
     expect(alarmEmailAddress("  ")).toBeUndefined();
     expect(alarmEmailAddress(` ${ALARM_EMAIL}\n`)).toBe(ALARM_EMAIL);
@@ -524,11 +696,22 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
     expect(one("aws:cloudwatch/logMetricFilter:LogMetricFilter", "RescueOutcomesMetricFilter").inputs).toMatchObject({
       logGroupName: logGroup("Dispatch"),
       pattern: '{ $.event = "queue.record" && $.function = "dispatch" && $.jobId = "rsc_*" && $.outcome = * }',
-      metricTransformation: { namespace: "Harness-S/test", name: "RescueOutcomes", value: "1", dimensions: { Outcome: "$.outcome" } },
+      metricTransformation: {
+        namespace: "Harness-S/test",
+        name: "RescueOutcomes",
+        value: "1",
+        dimensions: { Outcome: "$.outcome" },
+      },
     });
     const spend = filters.filter((f) => f.inputs.metricTransformation.name === "CostOfGoodsUsd");
-    expect(spend.map((f) => f.inputs.logGroupName).sort()).toEqual(["Api", ...Object.keys(WORKERS).map(title)].map(logGroup).sort());
-    for (const f of spend) expect(f.inputs).toMatchObject({ pattern: "{ $.costOfGoodsUsd > 0 }", metricTransformation: { value: "$.costOfGoodsUsd" } });
+    expect(spend.map((f) => f.inputs.logGroupName).sort()).toEqual(
+      ["Api", ...Object.keys(WORKERS).map(title)].map(logGroup).sort(),
+    );
+    for (const f of spend)
+      expect(f.inputs).toMatchObject({
+        pattern: "{ $.costOfGoodsUsd > 0 }",
+        metricTransformation: { value: "$.costOfGoodsUsd" },
+      });
     expect(filters).toHaveLength(2 + spend.length);
   });
 
@@ -552,16 +735,22 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
       [{ id: "perSecond", expression: "rollouts / PERIOD(rollouts)", label: "rollouts/s" }],
       ["Harness-S/test", "Rollouts", { id: "rollouts", stat: "Sum", visible: false }],
     ]);
-    expect(widget(DASHBOARD_WIDGETS.rescueOutcomes).metrics[0][0].expression).toBe(`SEARCH('{"Harness-S/test",Outcome} MetricName="RescueOutcomes"', 'Sum', 300)`);
+    expect(widget(DASHBOARD_WIDGETS.rescueOutcomes).metrics[0][0].expression).toBe(
+      `SEARCH('{"Harness-S/test",Outcome} MetricName="RescueOutcomes"', 'Sum', 300)`,
+    );
     expect(widget(DASHBOARD_WIDGETS.spend).metrics.map((m: unknown[]) => m.slice(0, 2))).toEqual([
       ["Harness-S/test", "CostOfGoodsUsd"],
       ["AWS/Billing", "EstimatedCharges"],
     ]);
     const queueNames = Object.keys(WORKERS).map((w) => one("aws:sqs/queue:Queue", `${title(w)}QueueQueue`).inputs.name);
     expect(widget(DASHBOARD_WIDGETS.queues).metrics.map((m: string[]) => m[3])).toEqual(queueNames);
-    expect(widget(DASHBOARD_WIDGETS.deadLetters).metrics.map((m: string[]) => m[3])).toEqual(Object.keys(WORKERS).map((w) => `${title(w)}DlqQueue`));
+    expect(widget(DASHBOARD_WIDGETS.deadLetters).metrics.map((m: string[]) => m[3])).toEqual(
+      Object.keys(WORKERS).map((w) => `${title(w)}DlqQueue`),
+    );
     expect(widget(DASHBOARD_WIDGETS.faults).metrics).toHaveLength(2 * ofType("aws:lambda/function:Function").length);
-    const alarmArns = ofType("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => `arn:aws:mock:us-east-1:123456789012:${a.name}`);
+    const alarmArns = ofType("aws:cloudwatch/metricAlarm:MetricAlarm").map(
+      (a) => `arn:aws:mock:us-east-1:123456789012:${a.name}`,
+    );
     expect([...widget(DASHBOARD_WIDGETS.alarms).alarms].sort()).toEqual(alarmArns.sort());
   });
 });

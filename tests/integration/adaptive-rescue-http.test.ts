@@ -21,7 +21,11 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 const post = (body: unknown) =>
-  fetch(`${api.url}/v1/rescues`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+  fetch(`${api.url}/v1/rescues`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
 
 describe("a caller's rescue in mode adaptive (issue 59 item 2)", () => {
   const ask = (over: Record<string, unknown>) => ({
@@ -46,7 +50,9 @@ describe("a caller's rescue in mode adaptive (issue 59 item 2)", () => {
     expect(body.adaptive.estimates.map((e: { id: string }) => e.id)).toHaveLength(3);
     expect(body.adaptive.estimates.at(-1)).toMatchObject({ id: "h0", alpha: 20, beta: 2, cost: 6 });
     const sent = (deps.dispatch as MemoryQueue).take();
-    expect(sent.map((m) => (m.body as { harnessId: string }).harnessId)).toEqual(Array(6).fill(inst.evolution.pool.base.id));
+    expect(sent.map((m) => (m.body as { harnessId: string }).harnessId)).toEqual(
+      Array(6).fill(inst.evolution.pool.base.id),
+    );
   });
 
   it("rescues under the routed siblings, split as allocated, when the caller's resamples found nothing", async () => {
@@ -57,7 +63,9 @@ describe("a caller's rescue in mode adaptive (issue 59 item 2)", () => {
     const sent = (deps.dispatch as MemoryQueue).take();
     expect(sent).toHaveLength(6);
     const counts: Record<string, number> = {};
-    for (const m of sent) counts[(m.body as { harnessId: string }).harnessId] = (counts[(m.body as { harnessId: string }).harnessId] ?? 0) + 1;
+    for (const m of sent)
+      counts[(m.body as { harnessId: string }).harnessId] =
+        (counts[(m.body as { harnessId: string }).harnessId] ?? 0) + 1;
     expect(counts).toEqual(body.adaptive.allocation);
     expect(Object.keys(counts).sort()).toEqual([...body.chosen].sort());
   });

@@ -34,7 +34,10 @@ interface Operation {
 }
 type Document = { paths: Record<string, Record<string, Operation>> };
 
-/** One value that breaks each constraint a parameter's schema declares (a path parameter cannot be empty: it would be another route). */
+/**
+ * One value that breaks each constraint a parameter's schema declares (a path parameter cannot be empty: it would be
+ * another route).
+ */
 function invalidValues(p: Parameter): string[] {
   const s = p.schema ?? {};
   const bad: string[] = [];
@@ -72,7 +75,12 @@ let secret: string;
 
 beforeAll(async () => {
   // A gateway whose upstream is never asked (each request here is refused before it): its chat route reads a body then.
-  const gateway = await gatewaySettings({ upstream: "http://127.0.0.1:9/v1", pool: "gw", env: "generic", timeoutMs: 1_000 });
+  const gateway = await gatewaySettings({
+    upstream: "http://127.0.0.1:9/v1",
+    pool: "gw",
+    env: "generic",
+    timeoutMs: 1_000,
+  });
   const deps = memoryApiDeps({ gateway });
   secret = await addKey(deps, "everything", [...Scope.options]);
   api = await startApi(deps);
@@ -81,11 +89,23 @@ beforeAll(async () => {
 afterAll(() => api?.close());
 
 const operations = () =>
-  Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op, params: op.parameters ?? [] })));
+  Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({
+      path,
+      method: method.toUpperCase(),
+      op,
+      params: op.parameters ?? [],
+    })),
+  );
 
 /** The URL of `path` with each parameter's value (`values` by name; the rest valid, optional query ones left out). */
 function urlOf(path: string, params: readonly Parameter[], values: Record<string, string>): string {
-  const url = new URL(api.url + path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(values[name] ?? validValue({ name, in: "path" }))));
+  const url = new URL(
+    api.url +
+      path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+        encodeURIComponent(values[name] ?? validValue({ name, in: "path" })),
+      ),
+  );
   for (const p of params.filter((q) => q.in === "query")) {
     const value = values[p.name] ?? (p.required ? validValue(p) : undefined);
     if (value !== undefined) url.searchParams.set(p.name, value);
@@ -93,7 +113,10 @@ function urlOf(path: string, params: readonly Parameter[], values: Record<string
   return url.toString();
 }
 
-/** What is wrong with an answer that should be the API's envelope, a 400 VALIDATION_FAILED naming `name`: undefined when nothing. */
+/**
+ * What is wrong with an answer that should be the API's envelope, a 400 VALIDATION_FAILED naming `name`: undefined when
+ * nothing.
+ */
 async function envelopeProblem(res: Response, name?: string): Promise<string | undefined> {
   const text = await res.text();
   let body: { error?: { code?: unknown; message?: unknown; issues?: unknown } } | null = null;
@@ -103,17 +126,32 @@ async function envelopeProblem(res: Response, name?: string): Promise<string | u
     // not JSON: not the envelope
   }
   const e = body?.error;
-  const shaped = body !== null && Object.keys(body).join() === "error" && e?.code === "VALIDATION_FAILED" && typeof e.message === "string";
+  const shaped =
+    body !== null &&
+    Object.keys(body).join() === "error" &&
+    e?.code === "VALIDATION_FAILED" &&
+    typeof e.message === "string";
   const named = name === undefined || `${e?.message} ${JSON.stringify(e?.issues ?? [])}`.includes(name);
   return res.status === 400 && shaped && named ? undefined : `${res.status} ${text.slice(0, 160)}`;
 }
 
 const send = (method: string, url: string, body?: string) =>
-  fetch(url, { method, headers: { authorization: `Bearer ${secret}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) }, body });
+  fetch(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${secret}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    body,
+  });
 
 describe("every route of the served OpenAPI document answers bad input with the one error envelope", () => {
   it("declares, for every query and path parameter, a constraint a value can break", () => {
-    const loose = operations().flatMap(({ op, params }) => params.filter((p) => p.in !== "header" && invalidValues(p).length === 0).map((p) => `${op.operationId} ${p.name}`));
+    const loose = operations().flatMap(({ op, params }) =>
+      params
+        .filter((p) => p.in !== "header" && invalidValues(p).length === 0)
+        .map((p) => `${op.operationId} ${p.name}`),
+    );
     expect(loose).toEqual([]);
     expect(operations().flatMap((o) => o.params).length).toBeGreaterThanOrEqual(20);
   });
@@ -124,7 +162,10 @@ describe("every route of the served OpenAPI document answers bad input with the 
     for (const { path, method, op, params } of operations()) {
       for (const p of params.filter((q) => q.in === "query" || q.in === "path")) {
         for (const bad of invalidValues(p)) {
-          const problem = await envelopeProblem(await send(method, urlOf(path, params, { [p.name]: bad }), op.requestBody ? "{}" : undefined), p.name);
+          const problem = await envelopeProblem(
+            await send(method, urlOf(path, params, { [p.name]: bad }), op.requestBody ? "{}" : undefined),
+            p.name,
+          );
           if (problem) problems.push(`${method} ${path} ${p.name}=${JSON.stringify(bad.slice(0, 20))}: ${problem}`);
           cases++;
         }
@@ -175,14 +216,22 @@ describe("the zod validators a route declares (query and path parameters; a zod 
       (c) => c.json({ ok: true }, 200),
     )
     .onError(errorResponse);
-  const post = (path: string, body: string, type = "application/json") => app.request(path, { method: "POST", headers: { "content-type": type }, body });
+  const post = (path: string, body: string, type = "application/json") =>
+    app.request(path, { method: "POST", headers: { "content-type": type }, body });
 
   it.each([
     ["a bad path parameter", "/things/x?mode=a", '{"n":1}', undefined, 400, "id"],
     ["a bad query parameter", "/things/1?mode=c", '{"n":1}', undefined, 400, "mode"],
     ["a body of the wrong shape", "/things/1?mode=a", '{"n":"1"}', undefined, 400, "n"],
     ["a body that is not JSON (hono's own refusal)", "/things/1?mode=a", "{oops", undefined, 400, "JSON"],
-    ["a body of another media type (hono's own refusal)", "/things/1?mode=a", "n=1", "text/plain", 415, "application/json"],
+    [
+      "a body of another media type (hono's own refusal)",
+      "/things/1?mode=a",
+      "n=1",
+      "text/plain",
+      415,
+      "application/json",
+    ],
   ])("%s", async (_what, path, body, type, status, named) => {
     const res = await post(path, body, type);
     const answer = await res.json();

@@ -25,7 +25,8 @@ beforeAll(async () => {
     tasks: { get: async () => undefined },
     policies: endpoints,
     // The run's set-up is what is measured; the run itself then ends (failed), so nothing outlives the test.
-    prepareExperiment: (record, parts) => prepare(record, parts).then(() => Promise.reject(new Error("this stack only sets experiments up"))),
+    prepareExperiment: (record, parts) =>
+      prepare(record, parts).then(() => Promise.reject(new Error("this stack only sets experiments up"))),
   });
   const inst = await setup.instance(1);
   poolId = inst.evolution.pool.id;
@@ -40,24 +41,38 @@ afterAll(async () => {
   await stack?.stop();
 }, 60_000);
 
-const get = (path: string, secret: string) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+const get = (path: string, secret: string) =>
+  fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
 const post = (path: string, body: unknown, secret: string) =>
-  fetch(`${api.url}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body: JSON.stringify(body) });
+  fetch(`${api.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+    body: JSON.stringify(body),
+  });
 
 describe("no caller stalls another", () => {
   it("answers another key's route requests promptly while an experiment sets up seeds never seen", async () => {
     const route = async () => {
       const started = performance.now();
-      const res = await post("/v1/route", { poolId, task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 }, router);
+      const res = await post(
+        "/v1/route",
+        { poolId, task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 },
+        router,
+      );
       expect(res.status).toBe(200);
       return performance.now() - started;
     };
     await route();
-    const queued = await post("/v1/experiments", { seeds: [311], arms: ["grpo"], train: { steps: 1, batchSize: 2 }, budget: { rollouts: 2000 } }, runner);
+    const queued = await post(
+      "/v1/experiments",
+      { seeds: [311], arms: ["grpo"], train: { steps: 1, batchSize: 2 }, budget: { rollouts: 2000 } },
+      runner,
+    );
     expect(queued.status).toBe(202);
     const { id } = await queued.json();
     const latencies: number[] = [];
-    const setUp = async () => ["failed", "done", "cancelled"].includes((await (await get(`/v1/experiments/${id}`, runner)).json()).status);
+    const setUp = async () =>
+      ["failed", "done", "cancelled"].includes((await (await get(`/v1/experiments/${id}`, runner)).json()).status);
     for (const deadline = Date.now() + 40_000; Date.now() < deadline && !(await setUp()); ) {
       latencies.push(await route());
       await new Promise((r) => setTimeout(r, 50));

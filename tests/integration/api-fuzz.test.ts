@@ -31,7 +31,8 @@ beforeAll(async () => {
   inst = await setup.instance(1);
   const byId = new Map([...inst.train, ...inst.heldout].map((t) => [t.id, t]));
   const policy = setup.createPolicy(1);
-  const run = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) => runEpisode(t, h, s, { env: setup.env, policy });
+  const run = (t: Task, h: Parameters<typeof runEpisode>[1], s: number) =>
+    runEpisode(t, h, s, { env: setup.env, policy });
   stack = await startLocalStack({
     dynamoEndpoint: inject("dynamoEndpoint"),
     tasks: { get: async (id) => byId.get(id) },
@@ -44,7 +45,9 @@ beforeAll(async () => {
   model = await startScriptedOpenAi(() => ({ content: "ok" }));
   const gateway = {
     upstream: new OpenAiUpstream(new OpenAI({ baseURL: model.url, apiKey: "none", maxRetries: 0 })),
-    episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 1_000, maxEpisodesPerKey: 1_000 }), { idleMs: 60_000 }),
+    episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 1_000, maxEpisodesPerKey: 1_000 }), {
+      idleMs: 60_000,
+    }),
     poolId: inst.evolution.pool.id,
     observerFor: genericObserver,
     submitTool: "submit",
@@ -61,12 +64,32 @@ afterAll(async () => {
 
 /** A valid body per operation, which the generators then break in one place or replace. */
 const examples = (): Record<string, unknown> => ({
-  "POST /v1/route": { poolId: inst.evolution.pool.id, task: { id: "t", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 2 },
+  "POST /v1/route": {
+    poolId: inst.evolution.pool.id,
+    task: { id: "t", family: "app", tags: ["app"] },
+    failureTags: ["incomplete-results"],
+    k: 2,
+  },
   "POST /v1/pools": { ...inst.evolution.pool, id: "fuzz-pool" },
-  "POST /v1/rescues": { poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 1 },
+  "POST /v1/rescues": {
+    poolId: inst.evolution.pool.id,
+    taskId: inst.train[0]!.id,
+    failureTags: ["incomplete-results"],
+    k: 1,
+    rolloutsPerHarness: 1,
+  },
   "POST /v1/profiles/evidence": {
     poolId: inst.evolution.pool.id,
-    outcomes: [{ id: "o", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 2, policyVersion: 0 }],
+    outcomes: [
+      {
+        id: "o",
+        harnessId: inst.evolution.pool.siblings[0]!.id,
+        family: "app",
+        success: true,
+        turns: 2,
+        policyVersion: 0,
+      },
+    ],
   },
   "POST /v1/experiments": { seeds: [1], arms: ["grpo"], train: { steps: 1, batchSize: 2 }, budget: { rollouts: 10 } },
   "POST /v1/gateway/chat/completions": {
@@ -83,11 +106,24 @@ const examples = (): Record<string, unknown> => ({
 const text = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 20 }),
-  fc.constantFrom("constructor", "__proto__", "toString", "../../etc", "%00", "a".repeat(3000), "", " ", "embedded-evolved", "dec_x"),
+  fc.constantFrom(
+    "constructor",
+    "__proto__",
+    "toString",
+    "../../etc",
+    "%00",
+    "a".repeat(3000),
+    "",
+    " ",
+    "embedded-evolved",
+    "dec_x",
+  ),
 );
 const json = fc.jsonValue({ maxDepth: 5 });
 const mutate = (example: unknown) =>
-  fc.tuple(fc.constantFrom(...paths(example)), fc.oneof(json, text, fc.constant(undefined))).map(([path, value]) => setAt(structuredClone(example), path, value));
+  fc
+    .tuple(fc.constantFrom(...paths(example)), fc.oneof(json, text, fc.constant(undefined)))
+    .map(([path, value]) => setAt(structuredClone(example), path, value));
 const body = (example: unknown | undefined) =>
   fc.oneof(
     json.map((v) => JSON.stringify(v)),
@@ -116,7 +152,9 @@ function setAt(root: unknown, path: string[], value: unknown): unknown {
   return root;
 }
 
-const operations = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, ops]) => Object.keys(ops as object).map((method) => ({ path, method: method.toUpperCase() })));
+const operations = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, ops]) =>
+  Object.keys(ops as object).map((method) => ({ path, method: method.toUpperCase() })),
+);
 
 describe("API fuzz from the OpenAPI document", () => {
   it("covers every operation of the document", () => {
@@ -136,11 +174,18 @@ describe("API fuzz from the OpenAPI document", () => {
       await fc.assert(
         fc.asyncProperty(request, async (r) => {
           let i = 0;
-          const url = new URL(`${api.url}${path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? "x"))}`);
+          const url = new URL(
+            `${api.url}${path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? "x"))}`,
+          );
           for (const [k, v] of Object.entries(r.query)) url.searchParams.set(k, v);
           const headers: Record<string, string> = { "content-type": "application/json" };
           if (r.auth !== "none") headers.authorization = `Bearer ${r.auth === "admin" ? key : "hs_bogus"}`;
-          const res = await fetch(url, { method, headers, body: method === "GET" ? undefined : r.body, signal: AbortSignal.timeout(10_000) });
+          const res = await fetch(url, {
+            method,
+            headers,
+            body: method === "GET" ? undefined : r.body,
+            signal: AbortSignal.timeout(10_000),
+          });
           const answer = await res.text();
           counts.requests++;
           counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1;

@@ -16,7 +16,8 @@ const post = (path: string, body: unknown, secret?: string, raw?: string) =>
     headers: { "content-type": "application/json", ...(secret ? { authorization: `Bearer ${secret}` } : {}) },
     body: raw ?? JSON.stringify(body),
   });
-const get = (path: string, secret?: string) => fetch(`${api.url}${path}`, { headers: secret ? { authorization: `Bearer ${secret}` } : {} });
+const get = (path: string, secret?: string) =>
+  fetch(`${api.url}${path}`, { headers: secret ? { authorization: `Bearer ${secret}` } : {} });
 
 beforeAll(async () => {
   inst = await embeddedSetup(defaultEmbeddedSettings).instance(1);
@@ -32,21 +33,35 @@ describe("POST /v1/route over HTTP", () => {
     const task = inst.train.find((t) => t.requirements.includes("pages"))!;
     const res = await post(
       "/v1/route",
-      { poolId: inst.evolution.pool.id, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2 },
+      {
+        poolId: inst.evolution.pool.id,
+        task: { id: task.id, family: task.family, tags: task.tags },
+        failureTags: ["incomplete-results"],
+        failedEvents: ["page:more"],
+        k: 2,
+      },
       key,
     );
     expect(res.status).toBe(200);
     const d = await res.json();
     expect(d.chosen).toHaveLength(2);
     expect(d.ranked).toHaveLength(inst.evolution.pool.siblings.length);
-    expect(d.ballots.map((b: { voterId: string }) => b.voterId)).toEqual(["failure-tag-evidence", "task-tag-evidence", "spec-affinity"]);
+    expect(d.ballots.map((b: { voterId: string }) => b.voterId)).toEqual([
+      "failure-tag-evidence",
+      "task-tag-evidence",
+      "spec-affinity",
+    ]);
     expect(d.poolVersion).toBe(inst.evolution.pool.version);
     const again = await get(`/v1/decisions/${d.id}`, key);
     expect((await again.json()).chosen).toEqual(d.chosen);
   });
 
   it("includes H0 for Rank-1 requests without failure tags", async () => {
-    const res = await post("/v1/route", { poolId: inst.evolution.pool.id, task: { id: "x", family: "db", tags: ["db"] }, k: 1 }, key);
+    const res = await post(
+      "/v1/route",
+      { poolId: inst.evolution.pool.id, task: { id: "x", family: "db", tags: ["db"] }, k: 1 },
+      key,
+    );
     const d = await res.json();
     expect(d.ranked.map((r: { harnessId: string }) => r.harnessId)).toContain("h0");
   });
@@ -74,9 +89,16 @@ describe("POST /v1/route over HTTP", () => {
     const malformed = await post("/v1/route", undefined, key, "{not json");
     expect(malformed.status).toBe(400);
     expect((await malformed.json()).error.issues).toEqual(["(root): not valid JSON"]);
-    const big = await post("/v1/route", { poolId: "p", task: { id: "t", family: "app", instruction: "x".repeat(70_000) } }, key);
+    const big = await post(
+      "/v1/route",
+      { poolId: "p", task: { id: "t", family: "app", instruction: "x".repeat(70_000) } },
+      key,
+    );
     expect(big.status).toBe(413);
-    expect((await big.json()).error).toMatchObject({ code: "PAYLOAD_TOO_LARGE", message: "request body exceeds 65536 bytes" });
+    expect((await big.json()).error).toMatchObject({
+      code: "PAYLOAD_TOO_LARGE",
+      message: "request body exceeds 65536 bytes",
+    });
   });
 
   it("answers 404 for an unknown pool", async () => {
@@ -86,7 +108,11 @@ describe("POST /v1/route over HTTP", () => {
 
   it("meters requests, ballots and compute time per key and answers 429 past the quota", async () => {
     const metered = await addKey(deps, "k-quota", ["route"], 2);
-    const body = { poolId: inst.evolution.pool.id, task: { id: "t", family: "app", tags: ["app"] }, failureTags: ["unauthorized"] };
+    const body = {
+      poolId: inst.evolution.pool.id,
+      task: { id: "t", family: "app", tags: ["app"] },
+      failureTags: ["unauthorized"],
+    };
     expect((await post("/v1/route", body, metered)).status).toBe(200);
     expect((await post("/v1/route", body, metered)).status).toBe(200);
     const third = await post("/v1/route", body, metered);
@@ -100,7 +126,9 @@ describe("POST /v1/route over HTTP", () => {
 });
 
 describe("pools, profiles and the OpenAPI document", () => {
-  const pool: HarnessPool = createPool("tiny", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]);
+  const pool: HarnessPool = createPool("tiny", makeSpec(), [
+    makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }),
+  ]);
 
   it("creates a pool idempotently, refuses a different one under the same id, and lists it", async () => {
     expect((await post("/v1/pools", pool, key)).status).toBe(201);
@@ -123,17 +151,32 @@ describe("pools, profiles and the OpenAPI document", () => {
   it("queues reported outcomes as idempotent envelopes, after validating them", async () => {
     const { MemoryQueue } = await import("@harness-s/adapters/stores");
     const writer = await addKey(deps, "k-writer", ["profiles:write"]);
-    const outcome = { id: "o-1", harnessId: inst.evolution.pool.siblings[0]!.id, family: "app", success: true, turns: 5, policyVersion: 2 };
+    const outcome = {
+      id: "o-1",
+      harnessId: inst.evolution.pool.siblings[0]!.id,
+      family: "app",
+      success: true,
+      turns: 5,
+      policyVersion: 2,
+    };
     const res = await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, writer);
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ queued: 1 });
     const sent = (deps.evidence as InstanceType<typeof MemoryQueue>).take();
-    expect(sent).toEqual([expect.objectContaining({ v: 1, type: "profile.evidence", id: `${inst.evolution.pool.id}:o-1` })]);
+    expect(sent).toEqual([
+      expect.objectContaining({ v: 1, type: "profile.evidence", id: `${inst.evolution.pool.id}:o-1` }),
+    ]);
     expect((await post("/v1/profiles/evidence", { poolId: "nope", outcomes: [outcome] }, writer)).status).toBe(404);
-    const bad = await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [{ ...outcome, turns: -1 }] }, writer);
+    const bad = await post(
+      "/v1/profiles/evidence",
+      { poolId: inst.evolution.pool.id, outcomes: [{ ...outcome, turns: -1 }] },
+      writer,
+    );
     expect(bad.status).toBe(400);
     expect((await bad.json()).error.issues[0]).toMatch(/^outcomes\.0\.turns:/);
-    expect((await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, key)).status).toBe(403);
+    expect(
+      (await post("/v1/profiles/evidence", { poolId: inst.evolution.pool.id, outcomes: [outcome] }, key)).status,
+    ).toBe(403);
   });
 
   it("serves profiles of a pool", async () => {

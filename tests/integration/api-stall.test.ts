@@ -21,9 +21,19 @@ afterAll(async () => Promise.all(stacks.map((s) => s.stop())), 60_000);
  * stack, so a request's own latency would hide a block that began between two of them).
  */
 async function worstRouteWhileBusy(opts: Pick<LocalStackOptions, "workersOn" | "policies" | "prepareExperiment">) {
-  const stack = await startLocalStack({ dynamoEndpoint: inject("dynamoEndpoint"), tasks: { get: async () => undefined }, ...opts });
+  const stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
+    tasks: { get: async () => undefined },
+    ...opts,
+  });
   stacks.push(stack);
-  await seedPool(stack.deps, createPool("p", makeSpec({ id: "h0", provenance: { direction: "base" } }), [makeSpec({ id: "s", provenance: { direction: "recovery" } })]), {});
+  await seedPool(
+    stack.deps,
+    createPool("p", makeSpec({ id: "h0", provenance: { direction: "base" } }), [
+      makeSpec({ id: "s", provenance: { direction: "recovery" } }),
+    ]),
+    {},
+  );
   const secret = await addKey(stack.deps, "k-route", ["route"]);
   const api = await startApi(stack.deps);
   try {
@@ -65,7 +75,9 @@ describe("an experiment's work and the API's event loop (item 10)", () => {
       policies: singlePolicyEndpoint(() => Promise.reject(new NotConfiguredError("no rollouts here"))),
       prepareExperiment: blockingPrepare(BLOCK_MS),
     });
-    const offThread = await worstRouteWhileBusy({ workersOn: { module: new URL("../fixtures/blocking-workers.mjs", import.meta.url), data: { blockMs: BLOCK_MS } } });
+    const offThread = await worstRouteWhileBusy({
+      workersOn: { module: new URL("../fixtures/blocking-workers.mjs", import.meta.url), data: { blockMs: BLOCK_MS } },
+    });
     expect(inProcess).toBeGreaterThan(BLOCK_MS / 2);
     expect(offThread).toBeLessThan(1_000);
   }, 90_000);

@@ -1,7 +1,13 @@
 import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRng, systemClock, type Task } from "@harness-s/core";
-import { AppWorldClient, AppWorldEnvironment, AppWorldServerPool, EnvironmentServerError, EnvironmentServersBusyError } from "@harness-s/envs";
+import {
+  AppWorldClient,
+  AppWorldEnvironment,
+  AppWorldServerPool,
+  EnvironmentServerError,
+  EnvironmentServersBusyError,
+} from "@harness-s/envs";
 
 /**
  * A stand-in speaking AppWorld's environment-server protocol: one live task per process (a second
@@ -15,7 +21,8 @@ function stubServer() {
     req.on("data", (b) => (raw += b));
     req.on("end", () => {
       const body = JSON.parse(raw || "{}") as { task_id?: string; code?: string };
-      const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
+      const send = (status: number, json: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
       switch (req.url) {
         case "/initialize":
           if (state.live) return send(409, { detail: `task ${state.live} is live` });
@@ -27,13 +34,24 @@ function stubServer() {
           state.codes.push(body.code ?? "");
           if (body.code?.includes("die")) return req.socket.destroy();
           if (body.code?.includes("garble")) return send(200, { output: 42 });
-          if (body.code?.includes("apis.spotify")) return send(200, { output: "Execution failed. Response status code is 401:\n{'message': 'You are either not authorized'}" });
-          if (body.code?.includes("1/0")) return send(200, { output: "Traceback (most recent call last):\nZeroDivisionError: division by zero" });
+          if (body.code?.includes("apis.spotify"))
+            return send(200, {
+              output: "Execution failed. Response status code is 401:\n{'message': 'You are either not authorized'}",
+            });
+          if (body.code?.includes("1/0"))
+            return send(200, { output: "Traceback (most recent call last):\nZeroDivisionError: division by zero" });
           return setTimeout(() => send(200, { output: `ran ${body.code}` }), 5);
         case "/evaluate": {
           // The fixture's one test: the task was marked complete (any task, until it is closed).
           const done = state.codes.length === 0 || state.codes.some((c) => c.includes("complete_task"));
-          return send(200, { output: { success: done, passes: done ? [{ test: "completed" }] : [], failures: done ? [] : [{ test: "completed" }], num_tests: 1 } });
+          return send(200, {
+            output: {
+              success: done,
+              passes: done ? [{ test: "completed" }] : [],
+              failures: done ? [] : [{ test: "completed" }],
+              num_tests: 1,
+            },
+          });
         }
         case "/close":
           state.closes++;
@@ -70,16 +88,24 @@ describe("AppWorld's environment server protocol: the client and its pool of ser
       ),
     );
     expect(results.map((r) => r.instruction)).toEqual(Array.from({ length: 6 }, (_, i) => `do task-${i}`));
-    expect(results.every((r) => r.out === "ran apis.supervisor.complete_task()" && r.evaluation.success && r.evaluation.num_tests === 1)).toBe(true);
+    expect(
+      results.every(
+        (r) => r.out === "ran apis.supervisor.complete_task()" && r.evaluation.success && r.evaluation.num_tests === 1,
+      ),
+    ).toBe(true);
     expect(stubs.reduce((n, s) => n + s.state.closes, 0)).toBe(6); // a second initialize on a live server would have been a 409
     expect(pool.busy).toBe(0);
   });
 
   it("a crashed episode and a server that drops the connection release the server; the code is never run twice", async () => {
     const pool = new AppWorldServerPool([urls[0]!], systemClock);
-    await expect(pool.withServer("t-crash", "exp", async () => Promise.reject(new Error("the policy crashed")))).rejects.toThrow("the policy crashed");
+    await expect(
+      pool.withServer("t-crash", "exp", async () => Promise.reject(new Error("the policy crashed"))),
+    ).rejects.toThrow("the policy crashed");
     const before = stubs[0]!.state.executes;
-    const died = await pool.withServer("t-die", "exp", (server) => server.execute("t-die", "die()")).catch((e: unknown) => e);
+    const died = await pool
+      .withServer("t-die", "exp", (server) => server.execute("t-die", "die()"))
+      .catch((e: unknown) => e);
     expect(died).toBeInstanceOf(EnvironmentServerError);
     expect((died as EnvironmentServerError).code).toBe("ENVIRONMENT_SERVER_FAILED");
     expect(stubs[0]!.state.executes - before).toBe(1); // not retried: it may have run
@@ -94,7 +120,9 @@ describe("AppWorld's environment server protocol: the client and its pool of ser
     let release: () => void = () => undefined;
     const holding = pool.withServer("t-hold", "exp", () => new Promise<void>((r) => (release = r)));
     await new Promise((r) => setTimeout(r, 20));
-    await expect(pool.withServer("t-wait", "exp", async () => "never")).rejects.toBeInstanceOf(EnvironmentServersBusyError);
+    await expect(pool.withServer("t-wait", "exp", async () => "never")).rejects.toBeInstanceOf(
+      EnvironmentServersBusyError,
+    );
     release();
     await holding;
     expect(pool.busy).toBe(0);
@@ -123,7 +151,14 @@ describe("AppWorld's environment server protocol: the client and its pool of ser
     expect(await broken.finish("budget-exhausted")).toEqual({
       reward: 0,
       success: false,
-      failureTags: ["unauthorized", "login-missing", "pagination-unread", "execution-error", "not-completed", "tests-failed"],
+      failureTags: [
+        "unauthorized",
+        "login-missing",
+        "pagination-unread",
+        "execution-error",
+        "not-completed",
+        "tests-failed",
+      ],
       behaviours: { "docs-first": false, paginated: false, "verified-before-complete": false },
     });
     await broken.close!();

@@ -38,19 +38,45 @@ const GOLD: Record<string, { codes: string[]; answer?: unknown }> = {
       `${ALL("todo.show_tasks")}\nprint([t for t in items if t["list"] == "groceries"])`,
     ],
   },
-  todo_add_plumber: { codes: [LOGIN("todo"), 'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")', `${ALL("todo.show_tasks")}\nprint(items[-1])`] },
-  wallet_alice_total: { codes: [LOGIN("wallet"), `${ALL("wallet.show_transactions")}\nprint(sum(t["amount"] for t in items if t["sender"] == "Alice"))`], answer: 60.75 },
-  todo_open_work: { codes: [LOGIN("todo"), `${ALL("todo.show_tasks")}\nprint(sum(1 for t in items if t["list"] == "work" and not t["done"]))`], answer: 4 },
+  todo_add_plumber: {
+    codes: [
+      LOGIN("todo"),
+      'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")',
+      `${ALL("todo.show_tasks")}\nprint(items[-1])`,
+    ],
+  },
+  wallet_alice_total: {
+    codes: [
+      LOGIN("wallet"),
+      `${ALL("wallet.show_transactions")}\nprint(sum(t["amount"] for t in items if t["sender"] == "Alice"))`,
+    ],
+    answer: 60.75,
+  },
+  todo_open_work: {
+    codes: [
+      LOGIN("todo"),
+      `${ALL("todo.show_tasks")}\nprint(sum(1 for t in items if t["list"] == "work" and not t["done"]))`,
+    ],
+    answer: 4,
+  },
 };
 
 describe("AppWorld through its own protocol, against the local AppWorld-protocol server (bubblewrap-confined)", () => {
   let servers: FixtureServer[] = [];
   const tasks = appworldTaskSets(APPWORLD_FIXTURE_TASKS);
   const all = [...tasks.train, ...tasks.dev, ...tasks.heldout];
-  const stats = async (url: string) => (await (await fetch(`${url}/stats`)).json()) as { initialized: number; executes: number; closed: number; live: string | null };
+  const stats = async (url: string) =>
+    (await (await fetch(`${url}/stats`)).json()) as {
+      initialized: number;
+      executes: number;
+      closed: number;
+      live: string | null;
+    };
 
   beforeAll(async () => {
-    servers = await Promise.all([0, 1].map(() => startFixtureServer("appworld/server.py", { extraArgs: ["--execute-seconds", "3"] })));
+    servers = await Promise.all(
+      [0, 1].map(() => startFixtureServer("appworld/server.py", { extraArgs: ["--execute-seconds", "3"] })),
+    );
   }, 60_000);
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
@@ -68,11 +94,21 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     );
     // Act
     const rollouts = await Promise.all(
-      all.flatMap((task) => [appworldH0, ...appworldSiblings].map((h, i) => runEpisode(task, h, i, { env, policy: scripted(GOLD[task.id]!.codes, GOLD[task.id]!.answer) }))),
+      all.flatMap((task) =>
+        [appworldH0, ...appworldSiblings].map((h, i) =>
+          runEpisode(task, h, i, { env, policy: scripted(GOLD[task.id]!.codes, GOLD[task.id]!.answer) }),
+        ),
+      ),
     );
     // Assess
     expect(all.map((t) => t.id).sort()).toEqual(Object.keys(GOLD).sort());
-    for (const r of rollouts) expect({ id: r.id, success: r.success, reward: r.reward, tags: r.failureTags }).toEqual({ id: r.id, success: true, reward: 1, tags: [] });
+    for (const r of rollouts)
+      expect({ id: r.id, success: r.success, reward: r.reward, tags: r.failureTags }).toEqual({
+        id: r.id,
+        success: true,
+        reward: 1,
+        tags: [],
+      });
     expect(rollouts.find((r) => r.taskId === "todo_groceries" && r.harnessId === "appworld-h0")!.behaviours).toEqual({
       "docs-first": true,
       paginated: true,
@@ -80,14 +116,19 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     });
     // The api-docs sibling's preview came from the task's own docs app
     const docs = rollouts.find((r) => r.harnessId === "appworld-api-docs")!;
-    expect(docs.steps[0]!.observation.text).toMatch(/Apps \(apis\.api_docs\.show_app_descriptions\(\)\):\n\[\{'name': 'todo'/);
+    expect(docs.steps[0]!.observation.text).toMatch(
+      /Apps \(apis\.api_docs\.show_app_descriptions\(\)\):\n\[\{'name': 'todo'/,
+    );
   }, 120_000);
 
   it("broken policies fail with the failure tags of what they got wrong", async () => {
     const env = new AppWorldEnvironment(new AppWorldServerPool([servers[0]!.url], systemClock), "broken");
     const task = (id: string) => all.find((t) => t.id === id)!;
     // No login: the app answers 401
-    const noLogin = await runEpisode(task("todo_groceries"), appworldH0, 1, { env, policy: scripted(["print(apis.todo.show_tasks())"]) });
+    const noLogin = await runEpisode(task("todo_groceries"), appworldH0, 1, {
+      env,
+      policy: scripted(["print(apis.todo.show_tasks())"]),
+    });
     // Logged in, but only the first page: the groceries on later pages stay open
     const firstPage = await runEpisode(task("todo_groceries"), appworldH0, 2, {
       env,
@@ -97,10 +138,15 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
       ]),
     });
     // A wrong answer after an execution error, under the verification sibling (no change, so its gate stays open)
-    const wrong = await runEpisode(task("wallet_alice_total"), appworldSiblings.find((h) => h.id === "appworld-verify-before-complete")!, 3, {
-      env,
-      policy: scripted([LOGIN("wallet"), "1/0"], 12.5),
-    });
+    const wrong = await runEpisode(
+      task("wallet_alice_total"),
+      appworldSiblings.find((h) => h.id === "appworld-verify-before-complete")!,
+      3,
+      {
+        env,
+        policy: scripted([LOGIN("wallet"), "1/0"], 12.5),
+      },
+    );
     expect([noLogin, firstPage, wrong].map((r) => ({ success: r.success, tags: r.failureTags }))).toEqual([
       { success: false, tags: ["unauthorized", "login-missing", "pagination-unread", "tests-failed"] },
       { success: false, tags: ["pagination-unread", "tests-failed"] },
@@ -110,9 +156,15 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     // The task's code runs within a memory limit (1 GB of address space) and cannot reach the network
     const limits = await runEpisode(task("todo_open_work"), appworldH0, 4, {
       env,
-      policy: scripted(["x = bytearray(2 * 1024**3)", "import socket\nsocket.create_connection(('127.0.0.1', 3306), timeout=2)"]),
+      policy: scripted([
+        "x = bytearray(2 * 1024**3)",
+        "import socket\nsocket.create_connection(('127.0.0.1', 3306), timeout=2)",
+      ]),
     });
-    expect(limits.steps.slice(0, 2).map((s) => s.result)).toEqual(["exec:error:MemoryError", "exec:error:ConnectionRefusedError"]);
+    expect(limits.steps.slice(0, 2).map((s) => s.result)).toEqual([
+      "exec:error:MemoryError",
+      "exec:error:ConnectionRefusedError",
+    ]);
     expect(firstPage.reward).toBeCloseTo(2 / 3); // completed, nothing else changed, the groceries not all done
   }, 60_000);
 
@@ -123,10 +175,14 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     const episodes = [
       { id: "todo_groceries", codes: GOLD.todo_groceries!.codes },
       { id: "todo_groceries", codes: ["print(apis.todo.show_tasks())"] },
-      { id: "todo_add_plumber", codes: [LOGIN("todo"), 'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")', "1/0"] },
+      {
+        id: "todo_add_plumber",
+        codes: [LOGIN("todo"), 'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")', "1/0"],
+      },
     ];
     const rollouts = [];
-    for (const [i, e] of episodes.entries()) rollouts.push(await runEpisode(task(e.id), appworldH0, i, { env, policy: scripted(e.codes) }));
+    for (const [i, e] of episodes.entries())
+      rollouts.push(await runEpisode(task(e.id), appworldH0, i, { env, policy: scripted(e.codes) }));
     // Act
     const read = await Promise.all(rollouts.map((r) => readThroughGateway(r, task(r.taskId), appworldObserver)));
     // Assess
@@ -142,10 +198,15 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     const verify = appworldSiblings.find((h) => h.id === "appworld-verify-before-complete")!;
     const task = all.find((t) => t.id === "todo_add_plumber")!;
     const noted = await runEpisode(task, relogin, 1, { env, policy: scripted(["apis.todo.show_tasks()"]) });
-    expect(noted.steps[1]!.observation.notes!.join("\n")).toMatch(/answered 401: get the password with apis\.supervisor\.show_account_passwords/);
+    expect(noted.steps[1]!.observation.notes!.join("\n")).toMatch(
+      /answered 401: get the password with apis\.supervisor\.show_account_passwords/,
+    );
     const unverified = await runEpisode(task, verify, 2, {
       env,
-      policy: scripted([LOGIN("todo"), 'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")']),
+      policy: scripted([
+        LOGIN("todo"),
+        'apis.todo.add_task(access_token=token, title="Call the plumber", list="home")',
+      ]),
     });
     expect(unverified.steps.map((s) => s.result)).toContain("gate:state:verified");
   }, 60_000);
@@ -178,7 +239,11 @@ describe("AppWorld through its own protocol, against the local AppWorld-protocol
     await slow.close("todo_open_work");
     await restarted.stop();
     // Assess
-    expect({ success: died.success, tags: died.failureTags, last: died.events.at(-2) }).toEqual({ success: false, tags: ["server-failed"], last: SERVER_FAILED_EVENT });
+    expect({ success: died.success, tags: died.failureTags, last: died.events.at(-2) }).toEqual({
+      success: false,
+      tags: ["server-failed"],
+      last: SERVER_FAILED_EVENT,
+    });
     expect(died.steps.at(-1)!.resultText).toMatch(/\/execute at http:\/\/127\.0\.0\.1:\d+ failed/);
     expect(pool.busy).toBe(0);
     expect(after.success).toBe(true);

@@ -1,10 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, ExperimentRequest, armNames, registerArm, runExperimentToEnd } from "@harness-s/core/experiment";
+import {
+  ExperimentConfig,
+  ExperimentRequest,
+  armNames,
+  registerArm,
+  runExperimentToEnd,
+} from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { ExperimentFlags } from "../../packages/cli/src/declared/experiment.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const small = { seeds: [11], train: { steps: 4, batchSize: 8, curveEvery: 0, reanchorEvery: 2, reanchorBudget: 8 }, evalSamples: 3, evalTasks: 6 };
+const small = {
+  seeds: [11],
+  train: { steps: 4, batchSize: 8, curveEvery: 0, reanchorEvery: 2, reanchorBudget: 8 },
+  evalSamples: 3,
+  evalTasks: 6,
+};
 
 describe("experiment arms as a registry", () => {
   it("a seventh arm registered here runs through the experiment, the CLI flags and the API with nothing else touched", async () => {
@@ -12,7 +23,10 @@ describe("experiment arms as a registry", () => {
     registerArm({ name: "router-no-rank1", rescue: "router", reanchor: true });
 
     // Act
-    const summary = await runExperimentToEnd(ExperimentConfig.parse({ ...small, arms: ["grpo", "harness-s", "router-no-rank1"] }), setup);
+    const summary = await runExperimentToEnd(
+      ExperimentConfig.parse({ ...small, arms: ["grpo", "harness-s", "router-no-rank1"] }),
+      setup,
+    );
     const flags = ExperimentFlags.shape.arms.safeParse("grpo,router-no-rank1");
     const request = ExperimentRequest.safeParse({ arms: ["router-no-rank1"], seeds: [1], budget: { rollouts: 1_000 } });
 
@@ -33,17 +47,26 @@ describe("experiment arms as a registry", () => {
   it("an unknown arm's error lists the known ones; a budget-matched arm needs its source; a name is registered once", () => {
     const unknown = ExperimentConfig.safeParse({ arms: ["grpo", "nope"] });
     expect(unknown.success).toBe(false);
-    expect(unknown.error!.issues[0]!.message).toMatch(/unknown arm "nope" \(known arms: grpo, grpo-budget, harness-s, harness-s-random/);
+    expect(unknown.error!.issues[0]!.message).toMatch(
+      /unknown arm "nope" \(known arms: grpo, grpo-budget, harness-s, harness-s-random/,
+    );
 
     const alone = ExperimentConfig.safeParse({ arms: ["grpo-budget"] });
-    expect(alone.error!.issues[0]!.message).toMatch(/grpo-budget gets harness-s's extra rollouts: run it with harness-s/);
+    expect(alone.error!.issues[0]!.message).toMatch(
+      /grpo-budget gets harness-s's extra rollouts: run it with harness-s/,
+    );
 
     expect(() => registerArm({ name: "grpo", rescue: "none" })).toThrow(/already registered/);
-    expect(() => registerArm({ name: "second-source", rescue: "router", budget: "budget-source" })).toThrow(/only one arm can be the budget source/);
+    expect(() => registerArm({ name: "second-source", rescue: "router", budget: "budget-source" })).toThrow(
+      /only one arm can be the budget source/,
+    );
   });
 
   it("grpo-budget gets exactly the rescue and re-anchoring rollouts harness-s spent on the seed", async () => {
-    const summary = await runExperimentToEnd(ExperimentConfig.parse({ ...small, arms: ["grpo-budget", "grpo", "harness-s"] }), setup);
+    const summary = await runExperimentToEnd(
+      ExperimentConfig.parse({ ...small, arms: ["grpo-budget", "grpo", "harness-s"] }),
+      setup,
+    );
     const hs = summary.arms.find((a) => a.name === "harness-s")!.perSeed[0]!;
     const gb = summary.arms.find((a) => a.name === "grpo-budget")!.perSeed[0]!;
     const grpo = summary.arms.find((a) => a.name === "grpo")!.perSeed[0]!;

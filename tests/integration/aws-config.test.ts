@@ -25,7 +25,9 @@ describe("a Lambda's configuration from its SST links", () => {
   });
 
   it("lets the PolicyEndpointUrl secret, once set, override the managed endpoint", () => {
-    (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!.PolicyEndpointUrl = { value: "https://elsewhere.example" };
+    (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!.PolicyEndpointUrl = {
+      value: "https://elsewhere.example",
+    };
     expect(awsConfigFromResources().policyEndpointUrl).toBe("https://elsewhere.example");
   });
 
@@ -33,9 +35,14 @@ describe("a Lambda's configuration from its SST links", () => {
     const raw = (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!;
     expect(deployedOutbound(awsConfigFromResources())).toEqual({ allowLoopback: false, allowCidrs: [] });
     raw.EndpointCidrs = { value: '["10.0.0.0/8", "FD00:0::/8"]' };
-    expect(deployedOutbound(awsConfigFromResources())).toEqual({ allowLoopback: false, allowCidrs: ["10.0.0.0/8", "fd00::/8"] });
+    expect(deployedOutbound(awsConfigFromResources())).toEqual({
+      allowLoopback: false,
+      allowCidrs: ["10.0.0.0/8", "fd00::/8"],
+    });
     raw.EndpointCidrs = { value: '["10.1.0.0/8"]' };
-    expect(() => awsConfigFromResources()).toThrow(/"10\.1\.0\.0\/8": bits are set past the \/8 prefix: write 10\.0\.0\.0\/8\n.*at endpointCidrs\[0\]/);
+    expect(() => awsConfigFromResources()).toThrow(
+      /"10\.1\.0\.0\/8": bits are set past the \/8 prefix: write 10\.0\.0\.0\/8\n.*at endpointCidrs\[0\]/,
+    );
     raw.EndpointCidrs = { value: "10.0.0.0/8" };
     expect(() => awsConfigFromResources()).toThrow(/the EndpointCidrs secret is not JSON/);
     raw.EndpointCidrs = { value: JSON.stringify(Array.from({ length: 65 }, (_, i) => `10.${i}.0.0/16`)) };
@@ -47,7 +54,11 @@ describe("a Lambda's configuration from its SST links", () => {
     const raw = (globalThis as { __SST_RESOURCE_RAW__?: Record<string, unknown> }).__SST_RESOURCE_RAW__!;
     expect(awsConfigFromResources().poolProposer).toBeUndefined();
     raw.PoolProposer = { value: '{"baseUrl": "https://llm.example.com/v1", "model": "m"}' };
-    expect(awsConfigFromResources().poolProposer).toEqual({ baseUrl: "https://llm.example.com/v1", model: "m", maxCalls: 40 });
+    expect(awsConfigFromResources().poolProposer).toEqual({
+      baseUrl: "https://llm.example.com/v1",
+      model: "m",
+      maxCalls: 40,
+    });
     raw.PoolProposer = { value: '{"baseUrl": "ftp://llm.example.com", "model": "m"}' };
     expect(() => awsConfigFromResources()).toThrow(/at poolProposer\.baseUrl/);
     delete raw.PoolProposer;

@@ -4,7 +4,8 @@ import { RESCUE_CONCURRENCY, RESCUE_TURN_MS, benchRescue } from "../../packages/
 
 const ROW_MEMORY =
   /^\s+(\d+) ms a turn\s+(\d+) in flight\s+([\d.]+)\s+in process\s+([\d.]+)\s+service\/in-process ([\d.]+)\s+CPU ms\/rollout ([\d.]+|n\/a) \(in process ([\d.]+|n\/a)\)$/;
-const WARMED = /^ {2}warmed [\d.]+ s first: \d+ windows each way at 32 in flight, the service's last [\d.]+ rollouts\/s \(/;
+const WARMED =
+  /^ {2}warmed [\d.]+ s first: \d+ windows each way at 32 in flight, the service's last [\d.]+ rollouts\/s \(/;
 const ROW =
   /^\s+(\d+) ms a turn\s+(\d+) in flight\s+([\d.]+)\s+in process\s+([\d.]+)\s+service\/in-process ([\d.]+)\s+CPU ms\/rollout ([\d.]+|n\/a) \+ ([\d.]+|n\/a) \/ ([\d.]+|n\/a) \/ ([\d.]+|n\/a) \(in process ([\d.]+|n\/a)\)\s+cores busy ([\d.]+|n\/a) \(machine ([\d.]+|n\/a)\)$/;
 
@@ -31,7 +32,8 @@ describe("harness-s bench: caller-rescue throughput", () => {
       expect(Number(r![4])).toBeGreaterThan(0);
       expect(Number(r![5])).toBeCloseTo(Number(r![3]) / Number(r![4]), 2);
       // Linux (CI and here): each process's CPU is read from /proc, and the service's window cost some.
-      if (process.platform === "linux") for (const i of [6, 7, 8, 9, 10, 11, 12]) expect(r![i], lines.join("\n")).not.toBe("n/a");
+      if (process.platform === "linux")
+        for (const i of [6, 7, 8, 9, 10, 11, 12]) expect(r![i], lines.join("\n")).not.toBe("n/a");
     }
     // The same service on in-memory stores and queue: the same cells, each measured both ways.
     expect(lines[stackEnd + 1]).toMatch(/^ {2}the same service on in-memory stores and an in-memory queue/);

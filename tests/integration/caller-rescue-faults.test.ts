@@ -27,7 +27,10 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let secret: string;
 const children: ChildProcess[] = [];
 
-/** How the fault proxy reads a kind's requests: which are samples, what makes a repeat the same request, and which opens an episode. */
+/**
+ * How the fault proxy reads a kind's requests: which are samples, what makes a repeat the same request, and which opens
+ * an episode.
+ */
 interface Wire {
   isSample: (path: string) => boolean;
   key: (headers: IncomingHttpHeaders, body: string) => string | undefined;
@@ -35,7 +38,10 @@ interface Wire {
 }
 
 const SERVED_SAMPLES = new Set(["/v1/chat/completions", "/v1/completions", "/inference/v1/generate", "/generate"]);
-/** An episode's first turn: its whole conversation (the system message, as the rescue sends it, and the task's first message), rendered or sent. */
+/**
+ * An episode's first turn: its whole conversation (the system message, as the rescue sends it, and the task's first
+ * message), rendered or sent.
+ */
 const firstConversation = (body: Record<string, unknown>) => {
   const messages = body.messages as { role: string; content: string }[] | undefined;
   return messages?.length === 2 && messages[0]!.role === "system" && messages[0]!.content === "";
@@ -52,7 +58,9 @@ const WIRES: Record<"protocol-v2" | "served", Wire> = {
   served: {
     isSample: (path) => SERVED_SAMPLES.has(path),
     key: (_headers, body) => body,
-    opensEpisode: (path, body) => (path === "/v1/chat/completions" || (path === "/tokenize" && body.add_generation_prompt === true)) && firstConversation(body),
+    opensEpisode: (path, body) =>
+      (path === "/v1/chat/completions" || (path === "/tokenize" && body.add_generation_prompt === true)) &&
+      firstConversation(body),
   },
 };
 
@@ -70,18 +78,34 @@ function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">,
     const parsed = body.length ? (JSON.parse(body.toString()) as Record<string, unknown>) : {};
     if (isSample) samples.push({ key: wire.key(req.headers, body.toString()), ...(fault ? { fault } : {}) });
     if (!fault && wire.opensEpisode(path, parsed)) episodes.push(String(parsed.episode_id ?? episodes.length));
-    if (fault === "refused") return void res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"code":"OVERLOADED","message":"try again"}}');
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
-    const upstream = await fetch(`${target}${req.url}`, { method: req.method!, headers, ...(body.length ? { body } : {}) });
+    if (fault === "refused")
+      return void res
+        .writeHead(503, { "content-type": "application/json" })
+        .end('{"error":{"code":"OVERLOADED","message":"try again"}}');
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k)),
+    ) as Record<string, string>;
+    const upstream = await fetch(`${target}${req.url}`, {
+      method: req.method!,
+      headers,
+      ...(body.length ? { body } : {}),
+    });
     const text = await upstream.text();
-    if (fault === "lost-reply") return void res.writeHead(500, { "content-type": "text/plain" }).end("upstream connection reset");
-    res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" }).end(text);
+    if (fault === "lost-reply")
+      return void res.writeHead(500, { "content-type": "text/plain" }).end("upstream connection reset");
+    res
+      .writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" })
+      .end(text);
   });
   return { server, samples, episodes };
 }
 
 async function envServe(): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(
+    "node",
+    ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   children.push(proc);
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -124,12 +148,31 @@ const call = async (method: string, path: string, body?: unknown) => {
 /** How each case registers the worker, and what its rescues name of the version. */
 const KINDS = [
   { name: "protocol v2", registration: { kind: "protocol-v2" }, pin: {}, wire: WIRES["protocol-v2"] },
-  { name: "vLLM messages in", registration: { kind: "vllm", mode: "chat-token-ids" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
-  { name: "vLLM tokens in", registration: { kind: "vllm", mode: "completions-ids" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
-  { name: "SGLang generate", registration: { kind: "sglang", mode: "sglang-generate" }, pin: { weightVersion: 0, servedModel: "caller-policy@v0" }, wire: WIRES.served },
+  {
+    name: "vLLM messages in",
+    registration: { kind: "vllm", mode: "chat-token-ids" },
+    pin: { weightVersion: 0, servedModel: "caller-policy@v0" },
+    wire: WIRES.served,
+  },
+  {
+    name: "vLLM tokens in",
+    registration: { kind: "vllm", mode: "completions-ids" },
+    pin: { weightVersion: 0, servedModel: "caller-policy@v0" },
+    wire: WIRES.served,
+  },
+  {
+    name: "SGLang generate",
+    registration: { kind: "sglang", mode: "sglang-generate" },
+    pin: { weightVersion: 0, servedModel: "caller-policy@v0" },
+    wire: WIRES.served,
+  },
 ] as const;
 
-async function register(id: string, url: string, registration: (typeof KINDS)[number]["registration"] = { kind: "protocol-v2" }) {
+async function register(
+  id: string,
+  url: string,
+  registration: (typeof KINDS)[number]["registration"] = { kind: "protocol-v2" },
+) {
   const res = await call("POST", "/v1/policy-endpoints", {
     id,
     url,
@@ -198,7 +241,9 @@ describe("faults in a caller's rescue", () => {
         expect(page.trajectories.length).toBeGreaterThanOrEqual(started.body.expected);
         const scorer = new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock });
         for (const t of page.trajectories) {
-          const [rescored] = await scorer.score("caller-policy", { sequences: [{ ids: [...t.prompt_ids, ...t.completion_ids] }] });
+          const [rescored] = await scorer.score("caller-policy", {
+            sequences: [{ ids: [...t.prompt_ids, ...t.completion_ids] }],
+          });
           const tail = rescored!.slice(t.prompt_ids.length);
           t.loss_mask.forEach((m: number, j: number) => {
             if (m === 1) expect(Math.abs(tail[j]! - t.logprobs[j]!)).toBeLessThan(1e-4);
@@ -209,7 +254,10 @@ describe("faults in a caller's rescue", () => {
       }
     }, 300_000);
 
-  /** The policy each case samples: v2's scripted policy, or the stand-in vLLM/SGLang server, each calling `tool` every turn and thinking for 20-160 ms a turn. */
+  /**
+   * The policy each case samples: v2's scripted policy, or the stand-in vLLM/SGLang server, each calling `tool` every
+   * turn and thinking for 20-160 ms a turn.
+   */
   const METERED = [
     {
       name: "protocol v2",
@@ -220,7 +268,13 @@ describe("faults in a caller's rescue", () => {
           (episode) => 20 + (hash32(episode) % 8) * 20,
         );
         // The scripted policy appends 2 ids and samples 2 a turn.
-        return { url: scripted.url, registration: { kind: "protocol-v2" } as const, pin: {}, sampled: () => 4 * scripted.samples(), close: scripted.close };
+        return {
+          url: scripted.url,
+          registration: { kind: "protocol-v2" } as const,
+          pin: {},
+          sampled: () => 4 * scripted.samples(),
+          close: scripted.close,
+        };
       },
     },
     ...(
@@ -232,14 +286,16 @@ describe("faults in a caller's rescue", () => {
     ).map((registration) => ({
       name: `${registration.kind} ${registration.mode}`,
       start: async (tool: string) => {
-        // Each turn a tool call; episodes think for 20-160 ms a turn (by their first request), so they are at different steps when the server dies.
+        // Each turn a tool call; episodes think for 20-160 ms a turn (by their first request), so they are at different
+        // steps when the server dies.
         const stub = await startServedStub({
           models: ["scripted", "scripted@v0"],
           script: () => `<tool_call>{"name": "${tool}", "arguments": {}}</tool_call>`,
           delayMs: (episode) => 20 + (hash32(episode) % 8) * 20,
         });
         const url = registration.kind === "openai-chat" ? `${stub.url}/v1` : stub.url;
-        // The stand-in counts what a rescue should meter (each turn's new prompt ids and its completion), from after the registration's probe.
+        // The stand-in counts what a rescue should meter (each turn's new prompt ids and its completion), from after
+        // the registration's probe.
         let probed = 0;
         return {
           url,
@@ -264,7 +320,12 @@ describe("faults in a caller's rescue", () => {
       const usageBefore = await stack.deps.meter.get("k-faults");
       try {
         const id = `scripted-${c.name.replace(/\W+/g, "-")}`;
-        const res = await call("POST", "/v1/policy-endpoints", { id, url: policy.url, policy: "scripted", ...policy.registration });
+        const res = await call("POST", "/v1/policy-endpoints", {
+          id,
+          url: policy.url,
+          policy: "scripted",
+          ...policy.registration,
+        });
         expect(res.status).toBe(201);
         if ("probed" in policy) policy.probed();
         const a = await call("POST", "/v1/rescues", rescueBody(id, doomed.url, 16, policy.pin));
@@ -300,8 +361,17 @@ describe("faults in a caller's rescue", () => {
         // attempt's spend when it ends, after the rescue turned terminal: so the figures are
         // compared once nothing more arrives (a lost spend never does).
         const figures = async () => {
-          const [usage, a2, b2] = await Promise.all([stack.deps.meter.get("k-faults"), call("GET", `/v1/rescues/${a.body.id}`), call("GET", `/v1/rescues/${b.body.id}`)]);
-          return { sampled: policy.sampled(), metered: usage.policyTokens - usageBefore.policyTokens, held: a2.body.spent.policyTokens + b2.body.spent.policyTokens, usage };
+          const [usage, a2, b2] = await Promise.all([
+            stack.deps.meter.get("k-faults"),
+            call("GET", `/v1/rescues/${a.body.id}`),
+            call("GET", `/v1/rescues/${b.body.id}`),
+          ]);
+          return {
+            sampled: policy.sampled(),
+            metered: usage.policyTokens - usageBefore.policyTokens,
+            held: a2.body.spent.policyTokens + b2.body.spent.policyTokens,
+            usage,
+          };
         };
         await vi
           .waitUntil(

@@ -23,7 +23,9 @@ import { startServedStub } from "../served-stub.ts";
 // (packages/policy-worker/tests/templates/thinking-chatml.jinja), messages in gives segmented
 // rows, each of which re-scores.
 const WORKER_TOKEN = "caller-secret-token";
-const THINKING_TEMPLATE = fileURLToPath(new URL("../../packages/policy-worker/tests/templates/thinking-chatml.jinja", import.meta.url));
+const THINKING_TEMPLATE = fileURLToPath(
+  new URL("../../packages/policy-worker/tests/templates/thinking-chatml.jinja", import.meta.url),
+);
 const setup = embeddedSetup(defaultEmbeddedSettings);
 let inst: SeedInstance;
 let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
@@ -39,8 +41,14 @@ beforeAll(async () => {
   await ensureWorkerVenv();
   [worker, thinking, envServer] = await Promise.all([
     startPolicyWorker({ model: "tiny", token: WORKER_TOKEN, tuning: { chatPrompts: "render" } }),
-    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN, tuning: { chatPrompts: "render", chatTemplate: THINKING_TEMPLATE } }),
-    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
+    startPolicyWorker({
+      model: "tiny",
+      token: WORKER_TOKEN,
+      tuning: { chatPrompts: "render", chatTemplate: THINKING_TEMPLATE },
+    }),
+    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) =>
+      startOpenEnvServer(o),
+    ),
   ]);
   // The caller's own policy at its worker: a LoRA policy at version 0.
   for (const at of [worker, thinking])
@@ -63,15 +71,35 @@ afterAll(async () => {
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** How each case registers the worker: its kind and token mode, and what its rescue names of the version. */
 const CASES = [
   { name: "protocol v2", registration: { kind: "protocol-v2" }, pin: {} },
-  { name: "vLLM messages in", registration: { kind: "vllm", mode: "chat-token-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
-  { name: "vLLM tokens in", registration: { kind: "vllm", mode: "completions-ids" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
-  { name: "vLLM tokens in, /inference/v1/generate", registration: { kind: "vllm", mode: "inference-generate" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
-  { name: "SGLang generate", registration: { kind: "sglang", mode: "sglang-generate" }, pin: { weightVersion: 0, servedModel: "trainer-policy@v0" } },
+  {
+    name: "vLLM messages in",
+    registration: { kind: "vllm", mode: "chat-token-ids" },
+    pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
+  },
+  {
+    name: "vLLM tokens in",
+    registration: { kind: "vllm", mode: "completions-ids" },
+    pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
+  },
+  {
+    name: "vLLM tokens in, /inference/v1/generate",
+    registration: { kind: "vllm", mode: "inference-generate" },
+    pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
+  },
+  {
+    name: "SGLang generate",
+    registration: { kind: "sglang", mode: "sglang-generate" },
+    pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
+  },
 ] as const;
 
 interface Row {
@@ -84,8 +112,17 @@ interface Row {
   segmented: boolean;
 }
 
-/** Registers `url` as `id` (the model or policy `policy` there), rescues a failed group there pinned by `pin`, and answers the rescue's start and its end. */
-async function rescueSettled(url: string, id: string, registration: Record<string, unknown>, pin: Record<string, unknown>, policy = "trainer-policy") {
+/**
+ * Registers `url` as `id` (the model or policy `policy` there), rescues a failed group there pinned by `pin`, and
+ * answers the rescue's start and its end.
+ */
+async function rescueSettled(
+  url: string,
+  id: string,
+  registration: Record<string, unknown>,
+  pin: Record<string, unknown>,
+  policy = "trainer-policy",
+) {
   // Prepare: register the endpoint (its bearer token as the secret header).
   const registered = await call(secret, "POST", "/v1/policy-endpoints", {
     id,
@@ -115,7 +152,11 @@ async function rescueSettled(url: string, id: string, registration: Record<strin
   expect(started.status).toBe(202);
   const { id: rescueId, chosen, expected } = await started.json();
   expect(chosen).toHaveLength(2);
-  let status = { status: "running" } as { status: string; completed: number; failed: { code: string; reason: string }[] };
+  let status = { status: "running" } as {
+    status: string;
+    completed: number;
+    failed: { code: string; reason: string }[];
+  };
   for (let i = 0; i < 240 && status.status === "running"; i++) {
     await new Promise((r) => setTimeout(r, 250));
     status = await (await call(secret, "GET", `/v1/rescues/${rescueId}`)).json();
@@ -132,7 +173,10 @@ async function rescueAt(at: { url: string }, id: string, c: (typeof CASES)[numbe
   return { rescueId, chosen, expected, rows: page.trajectories as Row[] };
 }
 
-/** Every id at mask 1 re-scores at the worker as returned (an inserted id at mask 1 would carry 0 there and a negative score: this fails); every other id carries 0. */
+/**
+ * Every id at mask 1 re-scores at the worker as returned (an inserted id at mask 1 would carry 0 there and a negative
+ * score: this fails); every other id carries 0.
+ */
 async function expectRescored(at: { url: string }, rows: readonly Row[]): Promise<number> {
   const scorer = new TokenPolicyClient(at.url, { token: WORKER_TOKEN, clock: systemClock });
   let trained = 0;
@@ -154,14 +198,19 @@ async function expectRescored(at: { url: string }, rows: readonly Row[]): Promis
 describe("a rescue with the caller's own policy and environment", () => {
   for (const c of CASES)
     it(`${c.name}: samples the caller's policy in its environment under the routed siblings, and returns token rows that re-score there, insertions at mask 0`, async () => {
-      const { rescueId, chosen, expected, rows } = await rescueAt(worker, `w-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : "v2"}`, c);
+      const { rescueId, chosen, expected, rows } = await rescueAt(
+        worker,
+        `w-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : "v2"}`,
+        c,
+      );
       // Assess: at least one row per rollout, at the pinned version, under the routed harnesses.
       if (c.registration.kind === "protocol-v2") expect(rows).toHaveLength(expected);
       else expect(rows.length).toBeGreaterThanOrEqual(expected);
       expect(new Set(rows.map((t) => t.harness_id))).toEqual(new Set(chosen));
       expect(await expectRescored(worker, rows)).toBeGreaterThan(0);
       // Tokens in never comes apart: the episode's ids go back as they are.
-      if (c.registration.kind === "protocol-v2" || c.name !== "vLLM messages in") expect(rows.every((t) => !t.segmented)).toBe(true);
+      if (c.registration.kind === "protocol-v2" || c.name !== "vLLM messages in")
+        expect(rows.every((t) => !t.segmented)).toBe(true);
       // Another key reads none of it.
       expect((await call(other, "GET", `/v1/rescues/${rescueId}/trajectories`)).status).toBe(404);
     }, 180_000);
@@ -179,10 +228,15 @@ describe("a rescue with the caller's own policy and environment", () => {
 describe("a rescue pinned by its served model", () => {
   it("a version the worker does not hold: every slot fails SERVED_MODEL_MISMATCH at once (vLLM's 404, SGLang's 400 for an adapter not loaded)", async () => {
     for (const c of CASES.filter((c) => c.registration.kind !== "protocol-v2")) {
-      const { expected, status } = await rescueSettled(worker.url, `v1-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : ""}`, c.registration, {
-        weightVersion: 1,
-        servedModel: "trainer-policy@v1",
-      });
+      const { expected, status } = await rescueSettled(
+        worker.url,
+        `v1-${c.registration.kind}-${"mode" in c.registration ? c.registration.mode : ""}`,
+        c.registration,
+        {
+          weightVersion: 1,
+          servedModel: "trainer-policy@v1",
+        },
+      );
       expect(status, c.name).toMatchObject({ status: "failed", completed: 0 });
       expect(status.failed).toHaveLength(expected);
       for (const f of status.failed) expect(f.code, `${c.name}: ${f.reason}`).toBe("SERVED_MODEL_MISMATCH");

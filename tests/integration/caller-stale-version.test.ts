@@ -28,12 +28,25 @@ beforeAll(async () => {
   policy = await startHostilePolicy(
     (_name, req) =>
       req.path.endsWith("/replay")
-        ? { status: 409, json: { error: { code: "STALE_POLICY_VERSION", message: "policy mine is at version 1, not 0", held_version: 1, wanted_version: 0 } } }
+        ? {
+            status: 409,
+            json: {
+              error: {
+                code: "STALE_POLICY_VERSION",
+                message: "policy mine is at version 1, not 0",
+                held_version: 1,
+                wanted_version: 0,
+              },
+            },
+          }
         : { json: goodSample({ version: (req.body.version as { exact: number }).exact }) },
     1,
   );
   const byId = new Map(inst.train.map((t) => [t.id, t]));
-  deps = memoryApiDeps({ tasks: { get: async (id) => byId.get(id) }, prober: new HttpEndpointProber({ allowLoopback: true }, systemClock) });
+  deps = memoryApiDeps({
+    tasks: { get: async (id) => byId.get(id) },
+    prober: new HttpEndpointProber({ allowLoopback: true }, systemClock),
+  });
   deps.callers = new CallerPolicyRunners({
     endpoints: deps.endpoints,
     outbound: { allowLoopback: true },
@@ -50,34 +63,61 @@ afterAll(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 describe("a caller rescue whose trainer moved past its weight version", () => {
   it("re-scoring its rows in H0's context answers 409 STALE_POLICY_VERSION naming the version held and the one wanted", async () => {
     // Prepare: the endpoint, and a rescue of every sibling at version 0, its slots run
-    expect((await call("POST", "/v1/policy-endpoints", { id: "mine", kind: "protocol-v2", url: policy.url, policy: "mine" })).status).toBe(201);
+    expect(
+      (await call("POST", "/v1/policy-endpoints", { id: "mine", kind: "protocol-v2", url: policy.url, policy: "mine" }))
+        .status,
+    ).toBe(201);
     const task = inst.train[0]!;
     const siblings = inst.evolution.pool.siblings.map((s) => s.id);
     const started = await call("POST", "/v1/rescues", {
       poolId: inst.evolution.pool.id,
       harnesses: siblings,
       rolloutsPerHarness: 1,
-      caller: { endpoint: "mine", environment: { kind: "builtin", id: "embedded" }, task: embeddedCallerTask(setup.env, task), maxTokens: 8, weightVersion: 0 },
+      caller: {
+        endpoint: "mine",
+        environment: { kind: "builtin", id: "embedded" },
+        task: embeddedCallerTask(setup.env, task),
+        maxTokens: 8,
+        weightVersion: 0,
+      },
     });
     expect(started.status, await started.clone().text()).toBe(202);
     const { id } = await started.json();
-    const handler = createDispatchHandler({ ...deps, runners: rolloutRunners({ caller: deps.callers! }), log: () => undefined });
+    const handler = createDispatchHandler({
+      ...deps,
+      runners: rolloutRunners({ caller: deps.callers! }),
+      log: () => undefined,
+    });
     expect(await handler(makeSqsEvent((deps.dispatch as MemoryQueue).take()))).toEqual({ batchItemFailures: [] });
-    expect(await (await call("GET", `/v1/rescues/${id}`)).json()).toMatchObject({ status: "done", completed: siblings.length });
+    expect(await (await call("GET", `/v1/rescues/${id}`)).json()).toMatchObject({
+      status: "done",
+      completed: siblings.length,
+    });
     // Act
     const sampled = await call("GET", `/v1/rescues/${id}/trajectories?context=sampled`);
     const base = await call("GET", `/v1/rescues/${id}/trajectories?context=base`);
     // Assess: the rows as sampled are there; re-scored at version 0, the worker's 409 names both versions
     expect(sampled.status).toBe(200);
-    expect(policy.requests.filter((r) => r.path.endsWith("/replay")).map((r) => r.body.version)).toContainEqual({ exact: 0 });
+    expect(policy.requests.filter((r) => r.path.endsWith("/replay")).map((r) => r.body.version)).toContainEqual({
+      exact: 0,
+    });
     expect([base.status, (await base.json()).error]).toEqual([
       409,
-      { code: "STALE_POLICY_VERSION", message: expect.stringContaining("policy mine is at version 1, not 0"), heldVersion: 1, wantedVersion: 0 },
+      {
+        code: "STALE_POLICY_VERSION",
+        message: expect.stringContaining("policy mine is at version 1, not 0"),
+        heldVersion: 1,
+        wantedVersion: 0,
+      },
     ]);
   }, 60_000);
 });

@@ -13,11 +13,18 @@ interface Ran {
   stderr: string;
 }
 
-/** `harness-s keys …` as a child process (as an operator runs it), with `env` added to an environment that holds no admin key. */
+/**
+ * `harness-s keys …` as a child process (as an operator runs it), with `env` added to an environment that holds no
+ * admin key.
+ */
 function keys(args: string[], env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) =>
-    execFile("node", ["--import", "tsx", "packages/cli/src/main.ts", "keys", ...args], { timeout: 60_000, env: { ...inheritedEnv, ...env } }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      "node",
+      ["--import", "tsx", "packages/cli/src/main.ts", "keys", ...args],
+      { timeout: 60_000, env: { ...inheritedEnv, ...env } },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
@@ -27,7 +34,8 @@ const secretIn = (stdout: string) => /^secret \(shown once[^)]*\): (hs_\S+)$/m.e
 describe("harness-s keys (issue 56) against the API over HTTP", () => {
   let api: { url: string; close: () => Promise<void> };
   const asAdmin = () => ["--url", api.url, "--admin-key", ADMIN_SECRET];
-  const status = async (id: string, secret: string) => (await fetch(`${api.url}/v1/keys/${id}`, { headers: { authorization: `Bearer ${secret}` } })).status;
+  const status = async (id: string, secret: string) =>
+    (await fetch(`${api.url}/v1/keys/${id}`, { headers: { authorization: `Bearer ${secret}` } })).status;
 
   beforeAll(async () => {
     const deps = memoryApiDeps();
@@ -58,7 +66,9 @@ describe("harness-s keys (issue 56) against the API over HTTP", () => {
     const firstSecret = secretIn(created.stdout);
     expect(id).toBeDefined();
     expect(firstSecret).toMatch(/^hs_/);
-    expect(created.stdout).toMatch(/scopes\s+route,pools:read\n.*quota\s+100 requests\n.*budget\s+\$5\n.*rate\s+2\/s, burst 4\n.*expires\s+2030-01-01T00:00:00\.000Z/);
+    expect(created.stdout).toMatch(
+      /scopes\s+route,pools:read\n.*quota\s+100 requests\n.*budget\s+\$5\n.*rate\s+2\/s, burst 4\n.*expires\s+2030-01-01T00:00:00\.000Z/,
+    );
     expect(created.stdout).not.toContain(ADMIN_SECRET);
     expect(await status(id!, firstSecret!)).toBe(200);
 
@@ -75,7 +85,18 @@ describe("harness-s keys (issue 56) against the API over HTTP", () => {
     expect(shown.stdout).toMatch(/secrets\s+1 working/);
     expect(secretIn(shown.stdout)).toBeUndefined();
 
-    const updated = await keys(["update", id!, ...asAdmin(), "--quota", "none", "--rate", "3:9", "--label", "ci runner 2", "--json"]);
+    const updated = await keys([
+      "update",
+      id!,
+      ...asAdmin(),
+      "--quota",
+      "none",
+      "--rate",
+      "3:9",
+      "--label",
+      "ci runner 2",
+      "--json",
+    ]);
     expect(updated.code).toBe(0);
     const afterUpdate = KeyView.parse(JSON.parse(updated.stdout));
     expect(afterUpdate).toMatchObject({ id, label: "ci runner 2", budgetUsd: 5, rate: { perSecond: 3, burst: 9 } });
@@ -97,12 +118,22 @@ describe("harness-s keys (issue 56) against the API over HTTP", () => {
     const events = await keys(["events", id!, ...asAdmin()]);
     expect(events.code).toBe(0);
     expect(events.stdout.split("\n")[0]).toMatch(/^AT\s+ACTION\s+BY\s+CHANGES$/);
-    expect(events.stdout.split("\n").map((line) => line.split(/\s+/)[1])).toEqual(["ACTION", "revoked", "rotated", "updated", "created", undefined]);
-    expect(events.stdout).toMatch(/updated\s+admin\s+\{"label":"ci runner 2","requestQuota":null,"rate":\{"perSecond":3,"burst":9\}\}/);
+    expect(events.stdout.split("\n").map((line) => line.split(/\s+/)[1])).toEqual([
+      "ACTION",
+      "revoked",
+      "rotated",
+      "updated",
+      "created",
+      undefined,
+    ]);
+    expect(events.stdout).toMatch(
+      /updated\s+admin\s+\{"label":"ci runner 2","requestQuota":null,"rate":\{"perSecond":3,"burst":9\}\}/,
+    );
     const eventsJson = await keys(["events", id!, ...asAdmin(), "--json"]);
     const parsed = (JSON.parse(eventsJson.stdout) as { events: unknown[] }).events.map((e) => KeyEventView.parse(e));
     expect(parsed.map((e) => e.action)).toEqual(["revoked", "rotated", "updated", "created"]);
-    for (const out of [events.stdout, eventsJson.stdout]) for (const secret of [firstSecret!, secondSecret!, ADMIN_SECRET]) expect(out).not.toContain(secret);
+    for (const out of [events.stdout, eventsJson.stdout])
+      for (const secret of [firstSecret!, secondSecret!, ADMIN_SECRET]) expect(out).not.toContain(secret);
   }, 240_000);
 
   it("a refused request exits 1 with the API's code and message and never the secret sent; no key is a usage error; a silent API is a timeout", async () => {
@@ -125,7 +156,9 @@ describe("harness-s keys (issue 56) against the API over HTTP", () => {
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toMatch(/error \[USAGE\]: no key to act with: give --admin-key or set \$HARNESS_S_ADMIN_KEY/);
     expect(timedOut.code).toBe(1);
-    expect(timedOut.stderr).toMatch(/^error \[TIMEOUT\]: GET http:\/\/127\.0\.0\.1:\d+\/v1\/keys: no reply within 1 s$/m);
+    expect(timedOut.stderr).toMatch(
+      /^error \[TIMEOUT\]: GET http:\/\/127\.0\.0\.1:\d+\/v1\/keys: no reply within 1 s$/m,
+    );
     expect(Date.now() - started).toBeLessThan(50_000);
     for (const ran of [badKey, timedOut]) expect(ran.stdout + ran.stderr).not.toContain(wrong);
     for (const ran of [badKey, noKey, missing, timedOut]) expect(ran.stdout).toBe("");

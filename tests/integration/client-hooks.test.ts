@@ -38,9 +38,16 @@ let python: string;
 beforeAll(async () => {
   inst = await embeddedSetup(defaultEmbeddedSettings).instance(1);
   const parts = await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" });
-  [worker, envServer, python] = await Promise.all([startPolicyWorker({ model: "tiny", token: WORKER_TOKEN }), startOpenEnvServer(parts), clientVenv()]);
+  [worker, envServer, python] = await Promise.all([
+    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN }),
+    startOpenEnvServer(parts),
+    clientVenv(),
+  ]);
   // The caller's policy is created at its worker first: the service never creates one.
-  await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("hooks-policy", { base_model: "tiny", seed: 5 });
+  await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("hooks-policy", {
+    base_model: "tiny",
+    seed: 5,
+  });
   tasksFile = join(await mkdtemp(join(tmpdir(), "client-hooks-")), "tasks.json");
   await writeFile(tasksFile, JSON.stringify({ env: "embedded", tasks: parts.trainTasks!() }));
   stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst);
@@ -56,12 +63,29 @@ afterAll(async () => {
 
 describe("the client's verl and SkyRL hooks against the local service", () => {
   it("replace all-fail groups with rescued rows the declared types accept, and a stale version fails fast with the service's code", async () => {
-    const args = ["--service", api.url, "--api-key", secret, "--env-url", envServer.url, "--tasks", tasksFile, "--worker-url", worker.url, "--worker-token", WORKER_TOKEN];
-    const { stdout } = await promisify(execFile)(python, ["tests/drive_hooks.py", ...args, "--policy", "hooks-policy", "--pool", inst.evolution.pool.id], {
-      cwd: client,
-      timeout: 500_000,
-      maxBuffer: 16 << 20,
-    });
+    const args = [
+      "--service",
+      api.url,
+      "--api-key",
+      secret,
+      "--env-url",
+      envServer.url,
+      "--tasks",
+      tasksFile,
+      "--worker-url",
+      worker.url,
+      "--worker-token",
+      WORKER_TOKEN,
+    ];
+    const { stdout } = await promisify(execFile)(
+      python,
+      ["tests/drive_hooks.py", ...args, "--policy", "hooks-policy", "--pool", inst.evolution.pool.id],
+      {
+        cwd: client,
+        timeout: 500_000,
+        maxBuffer: 16 << 20,
+      },
+    );
     const got = JSON.parse(stdout);
     console.log(`client hooks: verl ${JSON.stringify(got.verl.metrics)}; stale: ${JSON.stringify(got.stale)}`);
     // Two groups each; every group all failed, so each was rescued and (some rows winning) replaced, one row per input.

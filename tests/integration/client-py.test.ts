@@ -19,15 +19,36 @@ describe("harness-s-client, installed alone", () => {
     const python = await clientVenv();
     const bare = (await readFile(`${client}.venv/.bare-install.txt`, "utf8")).trim().split("\n");
     const names = bare.map((line) => line.split("==")[0]!.toLowerCase()).sort();
-    expect(names).toEqual(expect.arrayContaining(["harness-s-client", "httpx", "httpcore", "h11", "anyio", "idna", "certifi"]));
+    expect(names).toEqual(
+      expect.arrayContaining(["harness-s-client", "httpx", "httpcore", "h11", "anyio", "idna", "certifi"]),
+    );
     // Nothing beyond httpx's own tree (typing_extensions and sniffio are anyio's, by version).
     expect(
-      names.filter((n) => !["harness-s-client", "httpx", "httpcore", "h11", "anyio", "idna", "certifi", "sniffio", "typing-extensions", "typing_extensions"].includes(n)),
+      names.filter(
+        (n) =>
+          ![
+            "harness-s-client",
+            "httpx",
+            "httpcore",
+            "h11",
+            "anyio",
+            "idna",
+            "certifi",
+            "sniffio",
+            "typing-extensions",
+            "typing_extensions",
+          ].includes(n),
+      ),
     ).toEqual([]);
-    expect(await readFile(`${client}.venv/.bare-import.txt`, "utf8")).toMatch(/site-packages\/harness_s_client\/__init__\.py/);
+    expect(await readFile(`${client}.venv/.bare-import.txt`, "utf8")).toMatch(
+      /site-packages\/harness_s_client\/__init__\.py/,
+    );
     const torch = await run(python, ["-c", "import importlib.util as u; print(u.find_spec('torch') is None)"]);
     expect(torch.stdout.trim()).toBe("True");
-    const { stdout } = await run(python, ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings"], { cwd: client, timeout: 300_000 });
+    const { stdout } = await run(python, ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings"], {
+      cwd: client,
+      timeout: 300_000,
+    });
     expect(stdout).toMatch(/(\d+) passed/);
     expect(stdout).not.toMatch(/failed|error/i);
   }, 600_000);

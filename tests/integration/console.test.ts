@@ -8,7 +8,15 @@ import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedS
 import { type LocalStack, startLocalStack } from "@harness-s/functions/local";
 import { localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, seedPool, startApi } from "../api-factory.ts";
-import { type Captured, builtConsole, lastingStorage, launchChromium, openTab, screenshotsDir, signIn } from "../console-browser.ts";
+import {
+  type Captured,
+  builtConsole,
+  lastingStorage,
+  launchChromium,
+  openTab,
+  screenshotsDir,
+  signIn,
+} from "../console-browser.ts";
 import { goodSample, startHostilePolicy } from "../hostile-policy.ts";
 
 // Issue 58, item 1's acceptance: the web console (/console, served by the API) driven in the
@@ -36,7 +44,10 @@ let rescueId = "";
 /** A list route's page as `secret`'s key reads it over the API. */
 const listed = async (path: string, secret: string) => {
   const res = await fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
-  return { status: res.status, body: (await res.json()) as { items: { id: string }[]; next: string | null; error?: { code: string } } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { items: { id: string }[]; next: string | null; error?: { code: string } },
+  };
 };
 
 beforeAll(async () => {
@@ -56,7 +67,13 @@ beforeAll(async () => {
   });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
   api = await startApi({ ...stack.deps, console: assets });
-  secrets.customer = await addKey(stack.deps, "k-customer", ["experiments", "rescues", "route", "pools:read", "profiles:read"]);
+  secrets.customer = await addKey(stack.deps, "k-customer", [
+    "experiments",
+    "rescues",
+    "route",
+    "pools:read",
+    "profiles:read",
+  ]);
   secrets.admin = await addKey(stack.deps, "k-admin", ["admin"]);
   const registered = await fetch(`${api.url}/v1/policy-endpoints`, {
     method: "POST",
@@ -87,7 +104,9 @@ describe("the console at /console", () => {
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
     expect(await res.text()).toContain('<script type="module" src="/console/app.js">');
-    expect((await fetch(`${api.url}/console/app.js`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await fetch(`${api.url}/console/app.js`)).headers.get("content-type")).toBe(
+      "text/javascript; charset=utf-8",
+    );
     expect((await fetch(`${api.url}/console/nope.js`)).status).toBe(404);
     expect((await fetch(`${api.url}/console/..%2Fpackage.json`)).status).toBe(404);
   });
@@ -105,14 +124,18 @@ describe("the console at /console", () => {
     await page.getByTestId("report").waitFor();
     expect(await page.getByTestId("report").innerText()).toContain("Paired differences (H0 Avg@3)");
     await page.locator("img[data-file='curves.png']").waitFor();
-    const plotsDrawn = await page.$$eval(".plots img", (imgs) => imgs.map((i) => (i as HTMLImageElement).naturalWidth > 0 && (i as HTMLImageElement).src.startsWith("blob:")));
+    const plotsDrawn = await page.$$eval(".plots img", (imgs) =>
+      imgs.map((i) => (i as HTMLImageElement).naturalWidth > 0 && (i as HTMLImageElement).src.startsWith("blob:")),
+    );
     expect(plotsDrawn).toEqual([true, true]);
     expect(await page.locator(".chart canvas").count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator("[data-testid=arms] tbody tr").count()).toBe(2);
     await shot(page, "experiment");
     await page.goto(`${api.url}/console/#/experiments`);
     await page.locator(`[data-testid=experiment-list] a[href='#/experiments/${experimentId}']`).waitFor();
-    expect(await page.locator("[data-testid=experiment-list] tbody tr", { hasText: experimentId }).innerText()).toMatch(/done\s+embedded\s+2 × 1/);
+    expect(await page.locator("[data-testid=experiment-list] tbody tr", { hasText: experimentId }).innerText()).toMatch(
+      /done\s+embedded\s+2 × 1/,
+    );
     await shot(page, "experiments");
   }, 180_000);
 
@@ -124,7 +147,12 @@ describe("the console at /console", () => {
       failureTags: ["incomplete-results"],
       k: 2,
       rolloutsPerHarness: 2,
-      caller: { endpoint: "mine", environment: { kind: "builtin", id: "embedded" }, task: embeddedCallerTask(setup.env, inst.train[0]!), maxTokens: 8 },
+      caller: {
+        endpoint: "mine",
+        environment: { kind: "builtin", id: "embedded" },
+        task: embeddedCallerTask(setup.env, inst.train[0]!),
+        maxTokens: 8,
+      },
     };
     await page.goto(`${api.url}/console/#/rescues`);
     await page.fill("textarea[name=rescue-request]", JSON.stringify(body));
@@ -139,7 +167,10 @@ describe("the console at /console", () => {
     rescueId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
     expect(rescueId).toMatch(/^rsc_/);
     await page.goto(`${api.url}/console/#/rescues`);
-    await page.locator("[data-testid=rescue-list] tbody tr", { hasText: rescueId }).filter({ hasText: "done" }).waitFor();
+    await page
+      .locator("[data-testid=rescue-list] tbody tr", { hasText: rescueId })
+      .filter({ hasText: "done" })
+      .waitFor();
     await shot(page, "rescues");
   }, 90_000);
 
@@ -151,13 +182,20 @@ describe("the console at /console", () => {
     await page.getByTestId(`diff-${pool.siblings[0]!.id}`).waitFor();
     expect(await page.locator("pre.diff").count()).toBe(pool.siblings.length);
     expect(await page.locator("pre.diff .add").count()).toBeGreaterThan(0);
-    expect(await page.getByTestId("direction").allInnerTexts()).toEqual(pool.siblings.map((s) => s.provenance.direction));
+    expect(await page.getByTestId("direction").allInnerTexts()).toEqual(
+      pool.siblings.map((s) => s.provenance.direction),
+    );
     await shot(page, "pool");
     const task = inst.train.find((t) => t.tags.length > 0)!;
     await page.goto(`${api.url}/console/#/decisions`);
     await page.fill(
       "textarea[name=route-request]",
-      JSON.stringify({ poolId: pool.id, task: { id: task.id, family: task.family, tags: task.tags }, failureTags: ["incomplete-results"], k: 2 }),
+      JSON.stringify({
+        poolId: pool.id,
+        task: { id: task.id, family: task.family, tags: task.tags },
+        failureTags: ["incomplete-results"],
+        k: 2,
+      }),
     );
     await page.click("button:text('Route')");
     await page.getByTestId("chosen").waitFor();
@@ -220,7 +258,11 @@ describe("the console at /console", () => {
         expect(theirs.body.items, `${who} lists ${path}`).toEqual([]);
       }
       // A cursor is bound to its key and list: another key's, or another list's, is a 400.
-      const cursor = encodeCursor(path === "/v1/experiments" ? "experiments" : "rescues", "k-customer", listPosition(Date.now() + 60_000, "zz"));
+      const cursor = encodeCursor(
+        path === "/v1/experiments" ? "experiments" : "rescues",
+        "k-customer",
+        listPosition(Date.now() + 60_000, "zz"),
+      );
       expect((await listed(`${path}?cursor=${cursor}`, secrets.customer!)).body.items.map((i) => i.id)).toEqual([id]);
       expect((await listed(`${path}?cursor=${cursor}`, secrets.issued!)).status).toBe(400);
       expect((await listed(`${path}?cursor=not-a-cursor`, secrets.customer!)).status).toBe(400);

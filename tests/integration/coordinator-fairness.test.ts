@@ -13,13 +13,22 @@ describe("the coordinator on the local stack (DynamoDB Local, fauxqs), default s
     // Prepare
     const stack = await startExperimentStack(setup, "test", undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
     const start = (id: string, key: string, steps: number) =>
-      startExperiment(ExperimentRequest.parse({ seeds: [2], arms: ["grpo"], train: { steps, batchSize: 8, curveEvery: 0, auditEvery: 0 }, evalTasks: 4 }), key, {
-        experiments: stack.stores.experiments,
-        coordinator: stack.queues.coordinator.queue,
-        clock: systemClock,
-        newId: () => id,
-        slots: { meter: stack.stores.meter, limit: 2 },
-      });
+      startExperiment(
+        ExperimentRequest.parse({
+          seeds: [2],
+          arms: ["grpo"],
+          train: { steps, batchSize: 8, curveEvery: 0, auditEvery: 0 },
+          evalTasks: 4,
+        }),
+        key,
+        {
+          experiments: stack.stores.experiments,
+          coordinator: stack.queues.coordinator.queue,
+          clock: systemClock,
+          newId: () => id,
+          slots: { meter: stack.stores.meter, limit: 2 },
+        },
+      );
     try {
       // Act
       await start("exp_long", "key-a", 200);
@@ -27,7 +36,11 @@ describe("the coordinator on the local stack (DynamoDB Local, fauxqs), default s
       await start("exp_short", "key-b", 1);
       const short = await waitForExperiment(stack, "exp_short");
       const longWhileShortEnded = await stack.stores.experiments.get("exp_long");
-      await cancelExperiment("exp_long", { id: "key-a", scopes: ["experiments"] }, { experiments: stack.stores.experiments, clock: systemClock, meter: stack.stores.meter });
+      await cancelExperiment(
+        "exp_long",
+        { id: "key-a", scopes: ["experiments"] },
+        { experiments: stack.stores.experiments, clock: systemClock, meter: stack.stores.meter },
+      );
       const long = await waitForExperiment(stack, "exp_long");
       // Assess
       expect(short.status).toBe("done");
@@ -51,13 +64,22 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
     const { POOL_EVOLUTION_LIMITS: L, EVOLUTION_SLICE_MS } = await import("@harness-s/core/pools");
     const { Direction } = await import("@harness-s/core");
     const { addKey, startApi } = await import("../api-factory.ts");
-    // The caller's policy answers every turn with a submit after 50 ms (its 5,000 rollouts take minutes, as a real model's would);
+    // The caller's policy answers every turn with a submit after 50 ms (its 5,000 rollouts take minutes, as a real
+    // model's would);
     // its environment is the embedded suite over OpenEnv.
     const policy = await startHostilePolicy(() => ({ json: goodSample(), delayMs: 50 }));
-    const env = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));
-    const stack = await startExperimentStack(setup, "test", undefined, { dynamoEndpoint: inject("dynamoEndpoint"), allowLoopbackEndpoints: true });
+    const env = await startOpenEnvServer(
+      await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }),
+    );
+    const stack = await startExperimentStack(setup, "test", undefined, {
+      dynamoEndpoint: inject("dynamoEndpoint"),
+      allowLoopbackEndpoints: true,
+    });
     const api = await startApi(stack.deps);
-    const [a, b] = [await addKey(stack.deps, "key-evolver", ["rescues"]), await addKey(stack.deps, "key-runner", ["experiments"])];
+    const [a, b] = [
+      await addKey(stack.deps, "key-evolver", ["rescues"]),
+      await addKey(stack.deps, "key-runner", ["experiments"]),
+    ];
     const call = async (key: string, method: string, path: string, body?: unknown) => {
       const res = await fetch(`${api.url}${path}`, {
         method,
@@ -68,7 +90,16 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
     };
     try {
       const inst = await setup.instance(2);
-      expect((await call(a, "POST", "/v1/policy-endpoints", { id: "mine", kind: "protocol-v2", url: policy.url, policy: "p" })).status).toBe(201);
+      expect(
+        (
+          await call(a, "POST", "/v1/policy-endpoints", {
+            id: "mine",
+            kind: "protocol-v2",
+            url: policy.url,
+            policy: "p",
+          })
+        ).status,
+      ).toBe(201);
       const largest = {
         directions: Direction.options.filter((d) => d !== "base").slice(0, L.directions),
         rounds: L.rounds,
@@ -90,7 +121,8 @@ describe("a pool evolution beside another key's experiment (issue 67 item 9)", (
       const evolution = started.body.id as string;
       // Its first rollouts are running when the other key asks for a small run.
       const t0 = Date.now();
-      while ((await stack.stores.poolEvolutions.get(evolution))!.usage.rollouts < 20 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 200));
+      while ((await stack.stores.poolEvolutions.get(evolution))!.usage.rollouts < 20 && Date.now() - t0 < 60_000)
+        await new Promise((r) => setTimeout(r, 200));
       const run = await call(b, "POST", "/v1/experiments", {
         seeds: [2],
         arms: ["grpo"],

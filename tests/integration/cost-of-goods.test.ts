@@ -16,11 +16,23 @@ import { countingProxy, dynamoCapacity, sqsBilled } from "../counting-proxy.ts";
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const small = { curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
 /** The run that gives this deployment its measured basis, then the three the quotes are checked on. */
-const first = { seeds: [3], arms: ["grpo", "harness-s"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3, evalTasks: 24 };
+const first = {
+  seeds: [3],
+  arms: ["grpo", "harness-s"],
+  train: { steps: 2, batchSize: 4, ...small },
+  evalSamples: 3,
+  evalTasks: 24,
+};
 const configs = [
   { seeds: [4], arms: ["grpo"], train: { steps: 3, batchSize: 8, ...small }, evalSamples: 3, evalTasks: 24 },
   { seeds: [5], arms: ["harness-s"], train: { steps: 2, batchSize: 8, ...small }, evalSamples: 4, evalTasks: 24 },
-  { seeds: [6], arms: ["harness-s", "grpo-budget"], train: { steps: 2, batchSize: 4, ...small }, evalSamples: 3, evalTasks: 24 },
+  {
+    seeds: [6],
+    arms: ["harness-s", "grpo-budget"],
+    train: { steps: 2, batchSize: 4, ...small },
+    evalSamples: 3,
+    evalTasks: 24,
+  },
 ];
 const within = (quoted: number, actual: number) => Math.abs(quoted - actual) / actual;
 const rates = (r: Record<string, number> = {}) => `${r.dynamoWriteUnits?.toFixed(2)}/${r.sqsRequests?.toFixed(2)}`;
@@ -37,7 +49,10 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
     fauxqs = await startFauxqs({ port: 0, host: "127.0.0.1", logger: false });
     sqsProxy = await countingProxy(`http://127.0.0.1:${fauxqs.port}`);
     dynamoProxy = await countingProxy(inject("dynamoEndpoint"));
-    stack = await startExperimentStack(setup, "test", (line) => line.includes("metering") && console.log(line), { dynamoEndpoint: dynamoProxy.url, sqsEndpoint: sqsProxy.url });
+    stack = await startExperimentStack(setup, "test", (line) => line.includes("metering") && console.log(line), {
+      dynamoEndpoint: dynamoProxy.url,
+      sqsEndpoint: sqsProxy.url,
+    });
     api = await startApi(stack.deps);
     key = await addKey(stack.deps, "buyer", ["experiments", "rescues"]);
   }, 120_000);
@@ -88,8 +103,12 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
       const errors = {
         rollouts: within(quote.rollouts, actual.usage.rollouts),
         costOfGoods: within(quote.costOfGoods.totalUsd, actual.costOfGoods.totalUsd),
-        // What does not scale with this machine's load: DynamoDB, SQS, GPU and voters (Lambda GB-seconds are wall time).
-        unitsCost: within(quote.costOfGoods.totalUsd - quote.costOfGoods.lambdaUsd, actual.costOfGoods.totalUsd - actual.costOfGoods.lambdaUsd),
+        // What does not scale with this machine's load: DynamoDB, SQS, GPU and voters (Lambda GB-seconds are wall
+        // time).
+        unitsCost: within(
+          quote.costOfGoods.totalUsd - quote.costOfGoods.lambdaUsd,
+          actual.costOfGoods.totalUsd - actual.costOfGoods.lambdaUsd,
+        ),
         charge: within(quote.chargeUsd, actual.chargeUsd),
       };
       console.log(
@@ -97,7 +116,8 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
       );
       expect(errors.rollouts).toBeLessThan(0.2);
       // The whole cost of goods came within 5–8% on a quiet machine; with the rest of the suite running
-      // beside it the runs' GB-seconds grow with the wait (one run 30% over), so the assertion is on the load-free part.
+      // beside it the runs' GB-seconds grow with the wait (one run 30% over), so the assertion is on the load-free
+      // part.
       expect(errors.unitsCost).toBeLessThan(0.2);
     }
     expect((await stack.stores.meter.get(QUOTE_BASIS_KEY)).requests).toBe(1 + configs.length);
@@ -119,9 +139,15 @@ describe("cost of goods through the local stack (DynamoDB Local and fauxqs behin
     // Act
     const today = dayOf(Date.now());
     await stack.stop(); // the pollers stop and bill what is left; the meters' tables stay readable
-    const client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+    const client = new DynamoDBClient({
+      endpoint: inject("dynamoEndpoint"),
+      region: "us-east-1",
+      credentials: localCredentials,
+    });
     // The quote basis sums finished jobs' usage again: it is not a payer
-    const rows = (await new DynamoUsageMeter(DynamoDBDocumentClient.from(client), stack.tables).byDay({ from: today, to: today })).filter((r) => !isQuoteBasisKey(r.keyId));
+    const rows = (
+      await new DynamoUsageMeter(DynamoDBDocumentClient.from(client), stack.tables).byDay({ from: today, to: today })
+    ).filter((r) => !isQuoteBasisKey(r.keyId));
     client.destroy();
     // Assess
     const sum = (f: keyof Usage) => rows.reduce((n, r) => n + r.usage[f], 0);

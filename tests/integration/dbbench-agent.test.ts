@@ -85,7 +85,9 @@ describe("an OpenAI-compatible agent on DBBench (scripted local server, MariaDB)
     try {
       const a = await evalAgent(rows, engine, dbbenchH0, () => policyFor(always.url), { concurrency: 4 });
       expect(a.accuracy).toBe(0);
-      expect(a.results.every((r) => r.rounds === 15 && r.failedRounds === 15 && r.failureTags.includes("rounds-exhausted"))).toBe(true);
+      expect(
+        a.results.every((r) => r.rounds === 15 && r.failedRounds === 15 && r.failureTags.includes("rounds-exhausted")),
+      ).toBe(true);
       const toolMessages = always.requests
         .at(-1)!
         .messages.filter((m) => m.role !== "system")
@@ -137,7 +139,8 @@ describe("each DBBench sibling changes what the agent sees, as its spec says", (
   }, 30_000);
 
   it("explained errors: a syntax error is followed by an explanation (H0 shows the bare error)", async () => {
-    const script = (req: ChatRequest) => (calls(req) === 0 ? call("execute_sql", { query: "SELEC broken" }) : gold(req, 1));
+    const script = (req: ChatRequest) =>
+      calls(req) === 0 ? call("execute_sql", { query: "SELEC broken" }) : gold(req, 1);
     const h0 = await seen(select(), dbbenchH0.id, script);
     const sib = await seen(select(), "dbbench-explained-errors", script);
     expect(h0.requests[1]!.messages.at(-1)!.content).toMatch(/^1064 \(42000\): You have an error in your SQL syntax/);
@@ -147,7 +150,8 @@ describe("each DBBench sibling changes what the agent sees, as its spec says", (
 
   it("answer gate: an answer that is SQL is refused once with a hint, then a proper answer is accepted", async () => {
     const row = select();
-    const script = (req: ChatRequest) => (calls(req) === 0 ? call("commit_final_answer", { answers: ["SELECT x FROM t"] }) : gold(req, 1));
+    const script = (req: ChatRequest) =>
+      calls(req) === 0 ? call("commit_final_answer", { answers: ["SELECT x FROM t"] }) : gold(req, 1);
     const h0 = await seen(row, dbbenchH0.id, script);
     const sib = await seen(row, "dbbench-answer-gate", script);
     expect(h0.requests).toHaveLength(1);
@@ -169,7 +173,9 @@ describe("each DBBench sibling changes what the agent sees, as its spec says", (
     const script = () => call("execute_sql", { query: "SELECT 1" });
     const sib = await seen(select(), "dbbench-budget-monitor", script);
     const h0 = await seen(select(), dbbenchH0.id, script);
-    const warned = sib.requests.map((r) => String(r.messages.at(-1)!.content).includes("rounds left: commit your final answer"));
+    const warned = sib.requests.map((r) =>
+      String(r.messages.at(-1)!.content).includes("rounds left: commit your final answer"),
+    );
     expect(warned).toEqual([...Array(12).fill(false), true, true, true]);
     expect(h0.requests.some((r) => JSON.stringify(r.messages).includes("rounds left"))).toBe(false);
   }, 30_000);

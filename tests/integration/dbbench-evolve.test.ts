@@ -2,7 +2,17 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, MysqlEngine, isMutation, loadSplit, readSplits, rowPrompt, dbbenchEvolve, type DbBenchRow, type SqlEngine } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  MysqlEngine,
+  isMutation,
+  loadSplit,
+  readSplits,
+  rowPrompt,
+  dbbenchEvolve,
+  type DbBenchRow,
+  type SqlEngine,
+} from "@harness-s/dbbench";
 import { startScriptedOpenAi, type ChatRequest, type ScriptedReply } from "../scripted-openai.ts";
 
 let engine: MysqlEngine;
@@ -14,7 +24,10 @@ beforeAll(async () => {
 afterAll(async () => engine?.shutdown());
 
 const call = (name: string, args: unknown): ScriptedReply => ({ call: { name, arguments: JSON.stringify(args) } });
-/** A policy that plays the gold only when its instruction says "Commit the values exactly as read"; otherwise a wrong answer. */
+/**
+ * A policy that plays the gold only when its instruction says "Commit the values exactly as read"; otherwise a wrong
+ * answer.
+ */
 function policy(req: ChatRequest): ScriptedReply {
   const user = String(req.messages.find((m) => m.role === "user")!.content);
   const row = dev.find((r) => user.includes(rowPrompt(r)))!;
@@ -53,11 +66,24 @@ describe("evolve --env dbbench: an LLM proposer (scripted, loopback), dev rows o
     try {
       // Act
       const report = await dbbenchEvolve(
-        { out, proposerUrl: proposer.url, proposerModel: "scripted-proposer", policyUrl: model.url, maxCalls: 3, rounds: 1, candidates: 1, trials: 1, devTasks: 6, screen: 3 },
+        {
+          out,
+          proposerUrl: proposer.url,
+          proposerModel: "scripted-proposer",
+          policyUrl: model.url,
+          maxCalls: 3,
+          rounds: 1,
+          candidates: 1,
+          trials: 1,
+          devTasks: 6,
+          screen: 3,
+        },
         { engine: spy, log: (l) => lines.push(l) },
       );
       // Assess: the budget was printed first and honoured; the garbage was refused and counted.
-      expect(lines[0]).toMatch(/^budget: 3 proposer calls \(scripted-proposer\), 3000 rollouts; H0's own measurement takes 6/);
+      expect(lines[0]).toMatch(
+        /^budget: 3 proposer calls \(scripted-proposer\), 3000 rollouts; H0's own measurement takes 6/,
+      );
       expect(report.proposer).toMatchObject({ calls: 3, accepted: 1, refused: { "invalid-json": 2 } });
       expect(report.stopped).toBe("proposer budget spent");
       const pool = JSON.parse(await readFile(out, "utf8"));

@@ -2,7 +2,18 @@ import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import mysql from "mysql2/promise";
 import { runEpisode, type Policy } from "@harness-s/core";
-import { BUNDLED_DATA_DIR, DbBenchEnvironment, MysqlEngine, SqliteEngine, dbbenchH0, goldPolicy, loadSplit, rowTask, verifyGold, type DbBenchRow } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  DbBenchEnvironment,
+  MysqlEngine,
+  SqliteEngine,
+  dbbenchH0,
+  goldPolicy,
+  loadSplit,
+  rowTask,
+  verifyGold,
+  type DbBenchRow,
+} from "@harness-s/dbbench";
 
 let engine: MysqlEngine;
 let standard: DbBenchRow[];
@@ -47,7 +58,8 @@ describe("DBBench gold replay through the full environment (MariaDB)", () => {
 describe("rollout isolation on the MariaDB server", () => {
   const row = () => dev.find((r) => r.type[0] === "UPDATE")!;
 
-  // Users besides the rollouts' own (every test engine's prefix starts with "hs"): other files open and close rollouts on the server meanwhile.
+  // Users besides the rollouts' own (every test engine's prefix starts with "hs"): other files open and close rollouts
+  // on the server meanwhile.
   const OTHER_USERS = "SELECT COUNT(*) AS c FROM mysql.user WHERE user NOT LIKE 'hs%'";
   it("a rollout cannot drop the mysql database, read another rollout's database, write files or change server settings; nothing outside changes", async () => {
     // Prepare
@@ -61,7 +73,9 @@ describe("rollout isolation on the MariaDB server", () => {
     const attempts = {
       dropMysql: await a.execute("DROP DATABASE mysql"),
       readOther: await a.execute(`SELECT * FROM \`${otherDb}\`.\`${table}\``),
-      updateOther: await a.execute(`UPDATE \`${otherDb}\`.\`${table}\` SET \`${row().table[0]!.table_info.columns[0]!.name}\` = 'x'`),
+      updateOther: await a.execute(
+        `UPDATE \`${otherDb}\`.\`${table}\` SET \`${row().table[0]!.table_info.columns[0]!.name}\` = 'x'`,
+      ),
       outfile: await a.execute(`SELECT * FROM \`${table}\` INTO OUTFILE '${outfile}'`),
       loadFile: await a.execute("SELECT LOAD_FILE('/etc/passwd')"),
       setGlobal: await a.execute("SET GLOBAL max_connections = 1"),
@@ -88,7 +102,9 @@ describe("rollout isolation on the MariaDB server", () => {
     try {
       const t = `\`${row().table[0]!.table_name}\``;
       const c = `\`${row().table[0]!.table_info.columns[0]!.name}\``;
-      const r = await db.execute(`SELECT COUNT(*) FROM ${t} a, ${t} b, ${t} c, ${t} d, ${t} e, ${t} f WHERE MD5(CONCAT(a.${c}, b.${c}, c.${c}, d.${c}, e.${c}, f.${c})) = 'x'`);
+      const r = await db.execute(
+        `SELECT COUNT(*) FROM ${t} a, ${t} b, ${t} c, ${t} d, ${t} e, ${t} f WHERE MD5(CONCAT(a.${c}, b.${c}, c.${c}, d.${c}, e.${c}, f.${c})) = 'x'`,
+      );
       expect(r.kind, r.text).toBe("error");
       expect(r.errorClass).toBe("timeout");
       expect((await db.execute("SELECT 1")).text).toBe("[(1,)]");
@@ -100,7 +116,11 @@ describe("rollout isolation on the MariaDB server", () => {
   it("300 rollouts, 8 at a time, some crashing mid-episode: no database or user is left on the server", async () => {
     // Prepare
     const env = new DbBenchEnvironment(dev, engine);
-    const crashing: Policy = { version: () => 0, act: async () => Promise.reject(new Error("policy crashed")), update: async () => Promise.reject(new Error("no")) };
+    const crashing: Policy = {
+      version: () => 0,
+      act: async () => Promise.reject(new Error("policy crashed")),
+      update: async () => Promise.reject(new Error("no")),
+    };
     let next = 0;
     let crashes = 0;
     let successes = 0;
@@ -109,7 +129,8 @@ describe("rollout isolation on the MariaDB server", () => {
       Array.from({ length: 8 }, async () => {
         for (let i = next++; i < 300; i = next++) {
           const r = dev[i % dev.length]!;
-          if (i % 10 === 0) await runEpisode(rowTask(r), dbbenchH0, i, { env, policy: crashing }).catch(() => crashes++);
+          if (i % 10 === 0)
+            await runEpisode(rowTask(r), dbbenchH0, i, { env, policy: crashing }).catch(() => crashes++);
           else if ((await runEpisode(rowTask(r), dbbenchH0, i, { env, policy: goldPolicy(r) })).success) successes++;
         }
       }),

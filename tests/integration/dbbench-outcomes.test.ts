@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseHarnessSpec, runEpisode, type ActionChoice, type Policy } from "@harness-s/core";
-import { BUNDLED_DATA_DIR, DbBenchEnvironment, SqliteEngine, isMutation, loadSplit, rowTask, type DbBenchRow } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  DbBenchEnvironment,
+  SqliteEngine,
+  isMutation,
+  loadSplit,
+  rowTask,
+  type DbBenchRow,
+} from "@harness-s/dbbench";
 
 let engine: SqliteEngine;
 let rows: DbBenchRow[];
@@ -36,11 +44,9 @@ describe("DBBench rollouts say why they failed and how the agent worked (SQLite)
     expect((await outcome(select, [commit([])])).tags).toEqual(["empty-answer"]);
     expect((await outcome(select, [commit(["SELECT 1"])])).tags).toEqual(["answer-shape"]);
     expect((await outcome(select, [commit(["surely-not-the-answer"])])).tags).toEqual(["wrong-answer"]);
-    expect((await outcome(select, [sql("SELEC nothing"), sql(`SELECT nope FROM \`${table}\``), sql("SELEC again")])).tags).toEqual([
-      "rounds-exhausted",
-      "sql-error:syntax",
-      "sql-error:unknown-column",
-    ]);
+    expect(
+      (await outcome(select, [sql("SELEC nothing"), sql(`SELECT nope FROM \`${table}\``), sql("SELEC again")])).tags,
+    ).toEqual(["rounds-exhausted", "sql-error:syntax", "sql-error:unknown-column"]);
     expect((await outcome(insert, [commit([])])).tags).toEqual(["mutation-not-applied"]);
   });
 
@@ -53,7 +59,11 @@ describe("DBBench rollouts say why they failed and how the agent worked (SQLite)
     const hasty = await outcome(select, [commit(select.label)]);
     expect(hasty.behaviours).toMatchObject({ "verified-before-answer": false, "queried-before-commit": false });
     const insert = rows.find((r) => r.type[0] === "INSERT")!;
-    const checked = await outcome(insert, [sql(insert.label[0]!), sql(`SELECT COUNT(*) FROM \`${insert.table[0]!.table_name}\``), commit([])]);
+    const checked = await outcome(insert, [
+      sql(insert.label[0]!),
+      sql(`SELECT COUNT(*) FROM \`${insert.table[0]!.table_name}\``),
+      commit([]),
+    ]);
     expect(checked.behaviours).toMatchObject({ "verified-before-answer": true });
   });
 });
@@ -63,7 +73,11 @@ describe("bench --env dbbench", () => {
     const { benchDbbench } = await import("@harness-s/dbbench");
     const out = (await benchDbbench({ rows: 4 })).join("\n"); // few rows: the table's shape is under test, not the figures
     for (const engine of ["sqlite", "mysql"])
-      expect(out).toMatch(new RegExp(`${engine} +setup [\\d.]+ ms, teardown [\\d.]+ ms per rollout .*empty database create\\+drop [\\d.]+ ms; ratio [\\d.]+×`));
+      expect(out).toMatch(
+        new RegExp(
+          `${engine} +setup [\\d.]+ ms, teardown [\\d.]+ ms per rollout .*empty database create\\+drop [\\d.]+ ms; ratio [\\d.]+×`,
+        ),
+      );
     expect(out).toMatch(/sqlite: sandbox processes reused\n.*\n(.*\n){3}sqlite: a sandbox process per rollout\n/);
     expect(out.match(/concurrency +[148]: +[\d.]+ rollouts\/s \(4\/4 gold rollouts solved\)/g)).toHaveLength(9);
   }, 120_000);

@@ -53,9 +53,26 @@ const queued: Envelope[] = [];
 
 async function startEnvServe(host: string): Promise<typeof envServe> {
   const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--host", host, "--port", "0", "--tasks-out", tasksOut], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = spawn(
+    "node",
+    [
+      "--import",
+      "tsx",
+      "packages/cli/src/main.ts",
+      "env-serve",
+      "--env",
+      "embedded",
+      "--host",
+      host,
+      "--port",
+      "0",
+      "--tasks-out",
+      tasksOut,
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
@@ -100,13 +117,23 @@ async function countingProxy(target: string, host: string): Promise<typeof count
 
 beforeAll(async () => {
   await ensureWorkerVenv();
-  [worker, envServe] = await Promise.all([startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { servedModelName: MODEL } }), startEnvServe(address)]);
+  [worker, envServe] = await Promise.all([
+    startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { servedModelName: MODEL } }),
+    startEnvServe(address),
+  ]);
   counted = await countingProxy(envServe.url, address);
   const tables = tableNames(`dc${Date.now().toString(36)}-`);
   const sdk = { endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials };
   await createTables(new DynamoDBClient(sdk), tables);
-  // As the coordinator's linked resources give it: the tables, no queues (a run fits one invocation), the endpoint and its token; the guard opened to loopback (see above).
-  config = AwsConfig.parse({ tables, queues: {}, policyEndpointUrl: worker.url, policyEndpointToken: TOKEN, memoryGb: 1 }) as AwsConfig;
+  // As the coordinator's linked resources give it: the tables, no queues (a run fits one invocation), the endpoint and
+  // its token; the guard opened to loopback (see above).
+  config = AwsConfig.parse({
+    tables,
+    queues: {},
+    policyEndpointUrl: worker.url,
+    policyEndpointToken: TOKEN,
+    memoryGb: 1,
+  }) as AwsConfig;
   clients = lambdaClients(config, { dynamo: sdk });
   handler = createCoordinatorHandler(deployedCoordinatorDeps(config, clients, { allowLoopback: true, allowCidrs: [] }));
 }, 600_000);
@@ -116,13 +143,23 @@ afterAll(async () => {
   await worker?.stop();
 }, 60_000);
 
-/** What the API checks a run against before it records it: its callers' policies (the outbound guard, open to loopback here as this file's coordinator is) and the pools. */
+/**
+ * What the API checks a run against before it records it: its callers' policies (the outbound guard, open to loopback
+ * here as this file's coordinator is) and the pools.
+ */
 const admission = () => ({
-  callers: new CallerPolicyRunners({ endpoints: new DynamoPolicyEndpointStore(clients.doc, config.tables), outbound: { allowLoopback: true }, clock: systemClock }),
+  callers: new CallerPolicyRunners({
+    endpoints: new DynamoPolicyEndpointStore(clients.doc, config.tables),
+    outbound: { allowLoopback: true },
+    clock: systemClock,
+  }),
   pools: new DynamoPoolStore(clients.doc, config.tables),
 });
 
-/** `POST /v1/experiments` as the API Lambda takes it (its offers and admission), then the coordinator's delivery of the run. */
+/**
+ * `POST /v1/experiments` as the API Lambda takes it (its offers and admission), then the coordinator's delivery of the
+ * run.
+ */
 async function postAndRun(body: unknown, keyId: string) {
   const experiments = new DynamoExperimentStore(clients.doc, config.tables);
   const record = await startExperiment(ExperimentPlan.parse(body), keyId, {
@@ -138,7 +175,10 @@ async function postAndRun(body: unknown, keyId: string) {
   return { answer, record: (await experiments.get(record.id))! };
 }
 
-/** Bypasses the offers (a run recorded by an API that offered more, or a replayed message): what the coordinator itself does with it. */
+/**
+ * Bypasses the offers (a run recorded by an API that offered more, or a replayed message): what the coordinator itself
+ * does with it.
+ */
 async function runUnoffered(body: unknown, keyId: string) {
   const id = `exp_${keyId}_${Date.now().toString(36)}`;
   const experiments = new DynamoExperimentStore(clients.doc, config.tables);
@@ -151,16 +191,34 @@ async function runUnoffered(body: unknown, keyId: string) {
     newId: () => id,
     offers: { envs: ["embedded", "dbbench"], callerEnvironments: true, models: [MODEL] },
   });
-  const answer = await handler({ Records: [makeSqsRecord(id, envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId, jobId: id }))] });
+  const answer = await handler({
+    Records: [
+      makeSqsRecord(
+        id,
+        envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId, jobId: id }),
+      ),
+    ],
+  });
   return { answer, record: (await experiments.get(id))! };
 }
 
 describe("the deployed coordinator (issue 57): a caller's own environment at the GPU endpoint's model; the built-in families refused", () => {
   it("runs the caller's OpenEnv server (tasks posted as data, the key's pool) to done with per-arm results, every rollout a session through the deployed guard", async () => {
     // The key's own pool (as POST /v1/pools stores one): H0 and one sibling with more turns.
-    const h0 = parseHarnessSpec({ id: "h0", budget: { maxTurns: 3 }, provenance: { direction: "base", proposer: "caller" } });
-    const more = parseHarnessSpec({ id: "h0-budget", budget: { maxTurns: 5 }, provenance: { direction: "budget", proposer: "caller" } });
-    await new DynamoPoolStore(clients.doc, config.tables).put({ ...createPool("pool_k-runner", h0, [more]), owner: "k-runner" });
+    const h0 = parseHarnessSpec({
+      id: "h0",
+      budget: { maxTurns: 3 },
+      provenance: { direction: "base", proposer: "caller" },
+    });
+    const more = parseHarnessSpec({
+      id: "h0-budget",
+      budget: { maxTurns: 5 },
+      provenance: { direction: "budget", proposer: "caller" },
+    });
+    await new DynamoPoolStore(clients.doc, config.tables).put({
+      ...createPool("pool_k-runner", h0, [more]),
+      owner: "k-runner",
+    });
     const tasks = ["train", "train", "dev", "held-out"].map((split, i) => ({ ...envServe.tasks[i]!, split }));
     const env = { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" };
     // Act
@@ -176,11 +234,17 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
     expect(counted.sessions).toBe(record.usage.rollouts);
     const used = await clients.meter.job(record.id);
     expect(used.rollouts).toBe(record.usage.rollouts);
-    // Its policies sampled at the endpoint's worker: the tokens metered to the run (the tiny model's groups all fail alike: nothing to train on).
+    // Its policies sampled at the endpoint's worker: the tokens metered to the run (the tiny model's groups all fail
+    // alike: nothing to train on).
     expect(used.sampledTokens).toBeGreaterThan(0);
-    console.log(`deployed caller-env run: ${record.usage.rollouts} rollouts, ${counted.sessions} sessions, ${used.sampledTokens} tokens sampled, ${used.trainedTokens} trained`);
+    console.log(
+      `deployed caller-env run: ${record.usage.rollouts} rollouts, ${counted.sessions} sessions, ${used.sampledTokens} tokens sampled, ${used.trainedTokens} trained`,
+    );
     // The run's pool is the key's, stored with the run.
-    expect(await new DynamoPoolStore(clients.doc, config.tables).get(`${record.id}/pool/1`)).toMatchObject({ base: { id: "h0" }, siblings: [{ id: "h0-budget" }] });
+    expect(await new DynamoPoolStore(clients.doc, config.tables).get(`${record.id}/pool/1`)).toMatchObject({
+      base: { id: "h0" },
+      siblings: [{ id: "h0-budget" }],
+    });
   }, 600_000);
 
   it("refuses a built-in family: a 400 at POST (the API Lambda's offers name what runs), NOT_CONFIGURED at the coordinator naming what is missing; nothing metered", async () => {
@@ -190,11 +254,22 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
     });
     const { answer, record } = await runUnoffered({ ...tiny, env: "dbbench" }, "k-other");
     expect(answer).toEqual({ batchItemFailures: [] });
-    expect(record).toMatchObject({ status: "failed", error: expect.stringMatching(/not dbbench: it would need a database for its tasks .* harness-s serve/) });
+    expect(record).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/not dbbench: it would need a database for its tasks .* harness-s serve/),
+    });
     expect(record.usage.rollouts).toBe(0);
-    // No rollout, ballot, policy token or GPU second (only the coordinator's own calls marking it failed, as for any run).
+    // No rollout, ballot, policy token or GPU second (only the coordinator's own calls marking it failed, as for any
+    // run).
     for (const used of [await clients.meter.job(record.id), await clients.meter.get("k-other")])
-      expect(used).toMatchObject({ rollouts: 0, ballots: 0, policyTokens: 0, sampledTokens: 0, trainedTokens: 0, gpuSeconds: 0 });
+      expect(used).toMatchObject({
+        rollouts: 0,
+        ballots: 0,
+        policyTokens: 0,
+        sampledTokens: 0,
+        trainedTokens: 0,
+        gpuSeconds: 0,
+      });
     // Without a policy endpoint, the API Lambda offers no caller's environment either.
     expect(deployedOffers({}).callerEnvironments).toBe(false);
     expect(deployedOffers(config)).toMatchObject({ envs: ["embedded"], callerEnvironments: true, models: [MODEL] });
@@ -205,7 +280,11 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
     const tasks = ["train", "train", "dev", "held-out"].map((split, i) => ({ ...envServe.tasks[i]!, split }));
     const id = `exp_k-guarded_${Date.now().toString(36)}`;
     const experiments = new DynamoExperimentStore(clients.doc, config.tables);
-    const plan = ExperimentPlan.parse({ ...tiny, env: { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" }, model: MODEL });
+    const plan = ExperimentPlan.parse({
+      ...tiny,
+      env: { kind: "openenv", url: counted.url, tasks, poolId: "pool_k-runner" },
+      model: MODEL,
+    });
     await startExperiment(plan, "k-runner", {
       ...admission(),
       experiments,
@@ -215,8 +294,18 @@ describe("the deployed coordinator (issue 57): a caller's own environment at the
       offers: deployedOffers(config),
     });
     const before = counted.sessions;
-    await guarded({ Records: [makeSqsRecord(id, envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId: "k-runner", jobId: id }))] });
-    expect((await experiments.get(id))!).toMatchObject({ status: "failed", error: expect.stringMatching(/URL_NOT_ALLOWED|not allowed|loopback/i) });
+    await guarded({
+      Records: [
+        makeSqsRecord(
+          id,
+          envelope("experiment.requested", `experiment:${id}`, { experimentId: id }, { keyId: "k-runner", jobId: id }),
+        ),
+      ],
+    });
+    expect((await experiments.get(id))!).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/URL_NOT_ALLOWED|not allowed|loopback/i),
+    });
     expect(counted.sessions).toBe(before);
   }, 120_000);
 });

@@ -16,7 +16,8 @@ let doc: DynamoDBDocumentClient;
 let run = 0;
 
 /** A client of the suite's DynamoDB Local (a test that instruments one destroys it). */
-const localClient = () => new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+const localClient = () =>
+  new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
 
 /** A client whose requests' consumed units are counted in `consumption`. */
 function meteredClient() {
@@ -56,9 +57,9 @@ describe("DynamoDB adapters", () => {
   it("translate SDK failures into domain errors", async () => {
     const missing = new DynamoPoolStore(doc, tableNames("no-such-prefix-"));
     await expect(missing.get("x")).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })]))).rejects.toThrow(
-      /put pool failed \(ResourceNotFoundException\)/,
-    );
+    await expect(
+      missing.put(createPool("x", makeSpec(), [makeSpec({ id: "s", provenance: { direction: "recon" } })])),
+    ).rejects.toThrow(/put pool failed \(ResourceNotFoundException\)/);
   });
 
   it("lists every pool even when the Scan needs more than one page (DynamoDB reads 1 MB a page)", async () => {
@@ -67,7 +68,11 @@ describe("DynamoDB adapters", () => {
     await createTables(client, names);
     const pools = new DynamoPoolStore(doc, names);
     const big = (i: number, j: number) =>
-      makeSpec({ id: `s${j}`, instruction: { systemAppend: "x".repeat(4000), toolNotes: {}, cues: [] }, provenance: { direction: "recon", hypothesis: `${i}` } });
+      makeSpec({
+        id: `s${j}`,
+        instruction: { systemAppend: "x".repeat(4000), toolNotes: {}, cues: [] },
+        provenance: { direction: "recon", hypothesis: `${i}` },
+      });
     for (let i = 0; i < 14; i++)
       await pools.put(
         createPool(
@@ -101,7 +106,13 @@ describe("DynamoRolloutStore chunking", () => {
     const compressed = gzipSync(Buffer.from(JSON.stringify(big))).length;
     expect(compressed).toBeGreaterThan(CHUNK_BYTES);
     await new DynamoRolloutStore(doc, names).put("job", 0, big);
-    const items = await doc.send(new QueryCommand({ TableName: names.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": "job" } }));
+    const items = await doc.send(
+      new QueryCommand({
+        TableName: names.Rollouts,
+        KeyConditionExpression: "jobId = :j",
+        ExpressionAttributeValues: { ":j": "job" },
+      }),
+    );
     expect(items.Items).toHaveLength(Math.ceil(compressed / CHUNK_BYTES));
   }, 60_000);
 
@@ -153,7 +164,9 @@ describe("DynamoRolloutStore chunking", () => {
     await createTables(client, names);
     const store = new DynamoRolloutStore(doc, names, "grouped");
     const invalid = { ...bigRollout(2, 40), reward: "high" } as unknown as ReturnType<typeof bigRollout>;
-    const outcomes = await Promise.allSettled([0, 1, 2].map((i) => store.put("job", i, i === 1 ? invalid : bigRollout(2, i))));
+    const outcomes = await Promise.allSettled(
+      [0, 1, 2].map((i) => store.put("job", i, i === 1 ? invalid : bigRollout(2, i))),
+    );
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect((await store.list("job")).map((r) => r.index)).toEqual([0, 2]);
   }, 60_000);
@@ -167,7 +180,9 @@ describe("DynamoRolloutStore chunking", () => {
     // Act
     for (const writes of ["each", "grouped"] as const) {
       const store = new DynamoRolloutStore(DynamoDBDocumentClient.from(metered), names, writes);
-      await consumption.within(used[writes], () => Promise.all(Array.from({ length: 10 }, (_, i) => store.put(writes, i, bigRollout(40, i)))));
+      await consumption.within(used[writes], () =>
+        Promise.all(Array.from({ length: 10 }, (_, i) => store.put(writes, i, bigRollout(40, i)))),
+      );
     }
     metered.destroy();
     // Assess: each rollout is several KB, so one item's units would be far short.

@@ -5,10 +5,22 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 // Whole embedded experiments (every arm trained and evaluated): integration, not unit.
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const small = TrainConfig.parse({ steps: 4, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20 });
+const small = TrainConfig.parse({
+  steps: 4,
+  batchSize: 8,
+  curveEvery: 2,
+  curveTasks: 6,
+  reanchorEvery: 2,
+  reanchorBudget: 20,
+});
 
 describe("runExperiment", () => {
-  const config = ExperimentConfig.parse({ seeds: [3], train: small, evalSamples: 3, arms: ["grpo", "grpo-budget", "harness-s"] });
+  const config = ExperimentConfig.parse({
+    seeds: [3],
+    train: small,
+    evalSamples: 3,
+    arms: ["grpo", "grpo-budget", "harness-s"],
+  });
 
   it("gives grpo-budget exactly the extra rollouts harness-s spent", async () => {
     const s = await runExperimentToEnd(config, setup);

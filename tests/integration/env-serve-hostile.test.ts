@@ -23,12 +23,23 @@ let trainIds: string[];
 
 beforeAll(async () => {
   const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const args = ["env-serve", "--env", "embedded", "--port", "0", "--session-idle-seconds", String(IDLE_SECONDS), "--tasks-out", tasksOut];
+  const args = [
+    "env-serve",
+    "--env",
+    "embedded",
+    "--port",
+    "0",
+    "--session-idle-seconds",
+    String(IDLE_SECONDS),
+    "--tasks-out",
+    tasksOut,
+  ];
   proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  for (let i = 0; i < 1_200 && !/on (http:\/\/\S+):/.test(out) && proc.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 1_200 && !/on (http:\/\/\S+):/.test(out) && proc.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 100));
   base = /on (http:\/\/\S+):/.exec(out)?.[1] ?? "";
   if (!base) throw new Error(`env-serve did not start: ${out}\n${stderr}`);
   port = Number(new URL(base).port);
@@ -63,7 +74,10 @@ const postReset = (body: string | Buffer) =>
   });
 
 /** A WebSocket session with the `ws` client: each message answered in order. */
-async function session(): Promise<{ ask: (m: unknown) => Promise<{ type: string; data: Record<string, unknown> }>; ws: WebSocket }> {
+async function session(): Promise<{
+  ask: (m: unknown) => Promise<{ type: string; data: Record<string, unknown> }>;
+  ws: WebSocket;
+}> {
   const ws = new WebSocket(`${base.replace(/^http/, "ws")}/ws`);
   await once(ws, "open");
   const answers: { type: string; data: Record<string, unknown> }[] = [];
@@ -87,7 +101,10 @@ async function normalEpisode(): Promise<void> {
   const { ask, ws } = await session();
   try {
     const first = await ask({ type: "reset", data: { task_id: trainIds[0], seed: 1 } });
-    expect(first).toMatchObject({ type: "observation", data: { done: false, observation: { task: { id: trainIds[0] } } } });
+    expect(first).toMatchObject({
+      type: "observation",
+      data: { done: false, observation: { task: { id: trainIds[0] } } },
+    });
     const tools = await ask({ type: "step", data: { type: "list_tools" } });
     expect((tools.data.observation as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain("submit");
     const end = await ask({ type: "step", data: { type: "call_tool", tool_name: "submit", arguments: {} } });
@@ -110,7 +127,9 @@ describe("env-serve: nothing one client sends ends the process (item 1)", () => 
     const dropped = connect(port, "127.0.0.1");
     dropped.on("error", () => undefined);
     await once(dropped, "connect");
-    dropped.write('POST /reset HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"se');
+    dropped.write(
+      'POST /reset HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"se',
+    );
     await new Promise((r) => setTimeout(r, 100));
     dropped.destroy();
     await new Promise((r) => setTimeout(r, 200));
@@ -149,12 +168,15 @@ describe("env-serve: nothing one client sends ends the process (item 1)", () => 
       socket.destroy();
       return reply.split("\r\n")[0] ?? "";
     };
-    const upgrade = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+    const upgrade =
+      "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
     expect(await raw(`GET http://[ HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`)).toMatch(/^HTTP\/1\.1 4\d\d /);
     await expectAlive();
     expect(await raw(`GET /ws/../x HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`)).toMatch(/^HTTP\/1\.1 404 /);
     expect(await raw("\u0000\u0001GARBAGE\r\n\r\n")).toMatch(/^HTTP\/1\.1 400 |^$/);
-    expect(await raw(`GET /health HTTP/1.1\r\nHost: x\r\nx-big: ${"a".repeat(65_536)}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 431 |^$/);
+    expect(await raw(`GET /health HTTP/1.1\r\nHost: x\r\nx-big: ${"a".repeat(65_536)}\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 431 |^$/,
+    );
     await expectAlive();
   });
 
@@ -169,8 +191,10 @@ describe("env-serve: nothing one client sends ends the process (item 1)", () => 
       const status = await runHttpCase(port, c);
       count(statuses, status === undefined ? "none" : String(status));
       if (c.declare === "exact" || c.declare === "chunked") {
-        if (c.body.length <= 1 << 20) expect(status, `${c.target.join(" ")} ${c.body.subarray(0, 80).toString()}`).toBeDefined();
-        if (status !== undefined) expect(status, `${c.target.join(" ")} ${c.body.subarray(0, 80).toString()}`).toBeLessThan(500);
+        if (c.body.length <= 1 << 20)
+          expect(status, `${c.target.join(" ")} ${c.body.subarray(0, 80).toString()}`).toBeDefined();
+        if (status !== undefined)
+          expect(status, `${c.target.join(" ")} ${c.body.subarray(0, 80).toString()}`).toBeLessThan(500);
       }
       expect(proc.exitCode, `http case ${i}: ${stderr.slice(-2_000)}`).toBeNull();
       if (i % 50 === 0) await expectAlive();
@@ -182,18 +206,25 @@ describe("env-serve: nothing one client sends ends the process (item 1)", () => 
     }
     // Storms: 200 resets pipelined on one session, 40 sessions resetting at once, 100 HTTP resets at once
     const storm = await openRaw(port);
-    storm.socket.write(Buffer.concat(Array.from({ length: 200 }, (_, i) => textFrame(JSON.stringify({ type: "reset", data: { seed: i } })))));
+    storm.socket.write(
+      Buffer.concat(
+        Array.from({ length: 200 }, (_, i) => textFrame(JSON.stringify({ type: "reset", data: { seed: i } }))),
+      ),
+    );
     await storm.waitFor(200, 30_000);
     expect(storm.texts.filter((t) => JSON.parse(t).type === "observation")).toHaveLength(200);
     storm.socket.destroy();
     await Promise.all(
       Array.from({ length: 40 }, async (_, s) => {
         const { ask, ws } = await session();
-        for (let i = 0; i < 5; i++) expect((await ask({ type: "reset", data: { seed: s * 5 + i } })).type).toBe("observation");
+        for (let i = 0; i < 5; i++)
+          expect((await ask({ type: "reset", data: { seed: s * 5 + i } })).type).toBe("observation");
         ws.terminate();
       }),
     );
-    const resets = await Promise.all(Array.from({ length: 100 }, (_, i) => postReset(JSON.stringify({ seed: i })).then((r) => r.status)));
+    const resets = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => postReset(JSON.stringify({ seed: i })).then((r) => r.status)),
+    );
     expect(new Set(resets)).toEqual(new Set([200]));
     await expectAlive();
     await normalEpisode();
@@ -238,18 +269,28 @@ describe("env-serve: reset as an OpenEnv client calls it (item 3)", () => {
     expect(trainIds).toContain(taskOf(await ask({ type: "reset" })));
     expect(trainIds).toContain(taskOf(await ask({ type: "reset", data: {} })));
     expect(taskOf(await ask({ type: "reset", data: { task_id: trainIds[3], seed: 7 } }))).toBe(trainIds[3]);
-    expect(await ask({ type: "reset", data: { task_id: "nope", seed: 7 } })).toMatchObject({ type: "error", data: { code: "UNKNOWN_TASK" } });
-    expect(await ask({ type: "reset", data: { seed: "7" } })).toMatchObject({ type: "error", data: { code: "INVALID_MESSAGE", message: expect.stringMatching(/seed/) } });
+    expect(await ask({ type: "reset", data: { task_id: "nope", seed: 7 } })).toMatchObject({
+      type: "error",
+      data: { code: "UNKNOWN_TASK" },
+    });
+    expect(await ask({ type: "reset", data: { seed: "7" } })).toMatchObject({
+      type: "error",
+      data: { code: "INVALID_MESSAGE", message: expect.stringMatching(/seed/) },
+    });
     ws.close();
     // Over HTTP the same: a seed alone, and no body at all
     const http = await postReset(JSON.stringify({ seed: 7 }));
     expect(http.status).toBe(200);
-    expect(((await http.json()) as { observation: { task: { id: string } } }).observation.task.id).toBe(trainIds[7 % n]);
+    expect(((await http.json()) as { observation: { task: { id: string } } }).observation.task.id).toBe(
+      trainIds[7 % n],
+    );
     expect((await fetch(`${base}/reset`, { method: "POST" })).status).toBe(200);
   });
 
   it("GET /schema says which arguments reset takes: task_id, seed and episode_id, none required", async () => {
-    const schema = (await (await fetch(`${base}/schema`)).json()) as { reset: { type: string; properties: Record<string, { anyOf: { type: string }[] }>; required?: string[] } };
+    const schema = (await (await fetch(`${base}/schema`)).json()) as {
+      reset: { type: string; properties: Record<string, { anyOf: { type: string }[] }>; required?: string[] };
+    };
     expect(schema.reset.type).toBe("object");
     expect(Object.keys(schema.reset.properties).sort()).toEqual(["episode_id", "seed", "task_id"]);
     expect(schema.reset.properties.seed!.anyOf.map((s) => s.type)).toEqual(["integer", "null"]);

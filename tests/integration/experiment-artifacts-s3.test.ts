@@ -13,7 +13,12 @@ let fauxqs: FauxqsServer;
 let s3: S3Client;
 beforeAll(async () => {
   fauxqs = await startFauxqs({ port: 0, host: "127.0.0.1", logger: false });
-  s3 = new S3Client({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: "us-east-1", credentials: localCredentials, forcePathStyle: true });
+  s3 = new S3Client({
+    endpoint: `http://127.0.0.1:${fauxqs.port}`,
+    region: "us-east-1",
+    credentials: localCredentials,
+    forcePathStyle: true,
+  });
 });
 afterAll(async () => {
   s3?.destroy();
@@ -28,13 +33,18 @@ async function freshBucket(): Promise<string> {
 }
 
 experimentArtifactsContract("S3 (fauxqs)", async () => new S3ExperimentArtifacts(s3, await freshBucket()));
-experimentArtifactsContract("S3 (fauxqs) under a prefix", async () => new S3ExperimentArtifacts(s3, await freshBucket(), "reports/"));
+experimentArtifactsContract(
+  "S3 (fauxqs) under a prefix",
+  async () => new S3ExperimentArtifacts(s3, await freshBucket(), "reports/"),
+);
 
 it("keeps the content type on the object, and a bucket that is not there is STORE_UNAVAILABLE", async () => {
   const store = new S3ExperimentArtifacts(s3, await freshBucket());
   await store.put("exp_t", "curves.png", new Uint8Array([0x89, 0x50, 0x4e, 0x47]), ARTIFACT_TYPES.png);
   expect((await store.get("exp_t", "curves.png"))?.contentType).toBe("image/png");
   const missing = new S3ExperimentArtifacts(s3, "no-such-bucket");
-  await expect(missing.put("exp_t", "report.md", new Uint8Array([1]), ARTIFACT_TYPES.md)).rejects.toBeInstanceOf(StoreUnavailableError);
+  await expect(missing.put("exp_t", "report.md", new Uint8Array([1]), ARTIFACT_TYPES.md)).rejects.toBeInstanceOf(
+    StoreUnavailableError,
+  );
   await expect(missing.list("exp_t")).rejects.toBeInstanceOf(StoreUnavailableError);
 });

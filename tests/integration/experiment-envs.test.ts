@@ -54,9 +54,24 @@ let dbbenchSummary: unknown;
 /** `harness-s env-serve --env embedded` in a process of its own; its training tasks as a caller posts them. */
 async function startEnvServe(): Promise<typeof envServe> {
   const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0", "--tasks-out", tasksOut], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = spawn(
+    "node",
+    [
+      "--import",
+      "tsx",
+      "packages/cli/src/main.ts",
+      "env-serve",
+      "--env",
+      "embedded",
+      "--port",
+      "0",
+      "--tasks-out",
+      tasksOut,
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
@@ -142,7 +157,11 @@ afterAll(async () => {
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** Polls the run until it ends; its status, then its metrics. */
 async function runToEnd(id: string, key = runner) {
@@ -157,10 +176,14 @@ async function runToEnd(id: string, key = runner) {
 
 /** A done run's report (the paired comparison) and every plot it lists, read over the API as its key. */
 async function expectReportAndPlots(id: string) {
-  await expect.poll(async () => (await call(runner, "GET", `/v1/experiments/${id}/report`)).status, { timeout: 10_000 }).toBe(200);
+  await expect
+    .poll(async () => (await call(runner, "GET", `/v1/experiments/${id}/report`)).status, { timeout: 10_000 })
+    .toBe(200);
   const report = await (await call(runner, "GET", `/v1/experiments/${id}/report`)).text();
   expect(report).toMatch(/^# Harness-S .*experiment/);
-  const { plots } = (await (await call(runner, "GET", `/v1/experiments/${id}/plots`)).json()) as { plots: { file: string }[] };
+  const { plots } = (await (await call(runner, "GET", `/v1/experiments/${id}/plots`)).json()) as {
+    plots: { file: string }[];
+  };
   expect(plots.length).toBeGreaterThan(0);
   for (const { file } of plots) {
     const png = await call(runner, "GET", `/v1/experiments/${id}/plots/${file}`);
@@ -175,7 +198,9 @@ async function expectReportAndPlots(id: string) {
 
 /** The experiment records a key has in the table (the API lists none: read it directly). */
 async function recordsOf(keyId: string): Promise<unknown[]> {
-  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.dynamoEndpoint, region: "us-east-1", credentials: localCredentials }));
+  const doc = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ endpoint: stack.dynamoEndpoint, region: "us-east-1", credentials: localCredentials }),
+  );
   try {
     const scanned = await doc.send(new ScanCommand({ TableName: stack.tables.Experiments }));
     return (scanned.Items ?? []).filter((i) => i.keyId === keyId);
@@ -185,7 +210,8 @@ async function recordsOf(keyId: string): Promise<unknown[]> {
 }
 
 /** The caller's tasks as posted: env-serve's tasks by id, each in a split. */
-const callerTasks = (splits: readonly ("train" | "dev" | "held-out")[]) => splits.map((split, i) => ({ ...envServe.tasks[i]!, split }));
+const callerTasks = (splits: readonly ("train" | "dev" | "held-out")[]) =>
+  splits.map((split, i) => ({ ...envServe.tasks[i]!, split }));
 
 describe("an experiment's environment through the local stack (issue 57, item 1)", () => {
   it("refuses an environment not offered, a URL in a refused range and a task list without a held-out split: 400s with their codes, nothing recorded or metered", async () => {
@@ -195,20 +221,31 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
       ...tiny,
       env: { kind: "openenv", url: "http://10.0.0.1:8000", tasks: callerTasks(["train", "dev", "held-out"]) },
     });
-    const noHeldOut = await call(other, "POST", "/v1/experiments", { ...tiny, env: { kind: "openenv", url: envServe.url, tasks: callerTasks(["train", "dev", "dev"]) } });
+    const noHeldOut = await call(other, "POST", "/v1/experiments", {
+      ...tiny,
+      env: { kind: "openenv", url: envServe.url, tasks: callerTasks(["train", "dev", "dev"]) },
+    });
     const notServed = await call(other, "POST", "/v1/experiments", { ...tiny, env: "dbbench", model: "llama-70b" });
-    const answers = await Promise.all([notOffered, refusedUrl, noHeldOut, notServed].map(async (r) => ({ status: r.status, error: (await r.json()).error })));
+    const answers = await Promise.all(
+      [notOffered, refusedUrl, noHeldOut, notServed].map(async (r) => ({
+        status: r.status,
+        error: (await r.json()).error,
+      })),
+    );
     expect(answers.map((a) => [a.status, a.error.code])).toEqual([
       [400, "VALIDATION_FAILED"],
       [400, "URL_NOT_ALLOWED"],
       [400, "VALIDATION_FAILED"],
       [400, "VALIDATION_FAILED"],
     ]);
-    expect(JSON.stringify(answers[0]!.error)).toMatch(/runs experiments on embedded, dbbench, appworld, a caller's openenv server, not swe-gym/);
+    expect(JSON.stringify(answers[0]!.error)).toMatch(
+      /runs experiments on embedded, dbbench, appworld, a caller's openenv server, not swe-gym/,
+    );
     expect(answers[1]!.error.message).toMatch(/10\.0\.0\.1.*private/);
     expect(JSON.stringify(answers[2]!.error)).toMatch(/no task in the held-out split/);
     expect(JSON.stringify(answers[3]!.error)).toMatch(/serves tiny, not llama-70b/);
-    // Nothing recorded, no slot taken, nothing metered but the four requests themselves (each its count and its own compute).
+    // Nothing recorded, no slot taken, nothing metered but the four requests themselves (each its count and its own
+    // compute).
     expect(await recordsOf("k-other")).toEqual([]);
     expect(await stack.stores.meter.slotsHeld("k-other")).toBe(0);
     const after = await (await call(other, "GET", "/v1/usage")).json();
@@ -238,13 +275,20 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
   }, 600_000);
 
   it("runs on the caller's own OpenEnv server (tasks posted as data) with a pool the key evolved, to done with per-arm results; another key's pool is a 404", async () => {
-    // The key's pool, evolved on its dev tasks at its endpoint (the same worker, a policy of its own) with a margin the tiny model can meet.
+    // The key's pool, evolved on its dev tasks at its endpoint (the same worker, a policy of its own) with a margin the
+    // tiny model can meet.
     await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("trainer-policy", {
       base_model: "tiny",
       lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
       seed: 3,
     });
-    const endpoint = { id: "mine", kind: "protocol-v2", url: worker.url, policy: "trainer-policy", secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` } };
+    const endpoint = {
+      id: "mine",
+      kind: "protocol-v2",
+      url: worker.url,
+      policy: "trainer-policy",
+      secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
+    };
     expect((await call(runner, "POST", "/v1/policy-endpoints", endpoint)).status).toBe(201);
     const tasks = callerTasks(["train", "train", "dev", "dev", "held-out"]);
     const devTasks = tasks.filter((t) => t.split === "dev").map(({ split: _split, ...t }) => t);
@@ -284,7 +328,9 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     await expectReportAndPlots(id);
     const pool = await stack.stores.pools.get(`${id}/pool/1`);
     expect(pool).toMatchObject({ base: { id: "h0" }, owner: "k-runner" });
-    expect(pool?.siblings.map((s) => s.id)).toEqual(evolution.pool ? (await stack.stores.pools.get(job.id))!.siblings.map((s) => s.id) : []);
+    expect(pool?.siblings.map((s) => s.id)).toEqual(
+      evolution.pool ? (await stack.stores.pools.get(job.id))!.siblings.map((s) => s.id) : [],
+    );
     expect(await recordsOf("k-other")).toEqual([]);
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
   }, 600_000);
@@ -297,7 +343,10 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(started.status).toBe(202);
     const { id } = await started.json();
     const { status } = await runToEnd(id);
-    expect(status).toMatchObject({ status: "failed", error: expect.stringMatching(/no sibling repaired a dev task H0 fails/) });
+    expect(status).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/no sibling repaired a dev task H0 fails/),
+    });
     expect(status.cost.rollouts).toBe(8);
     expect(counted.sessions - sessionsBefore).toBe(8);
     expect((await stack.stores.meter.job(id)).rollouts).toBe(8);
@@ -313,7 +362,9 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
     expect(status.status).toBe("done");
     expect(metrics.summary.arms.map((a: { name: string }) => a.name)).toEqual(["grpo", "harness-s"]);
     await expectReportAndPlots(id);
-    const server = logged.map((l) => l.match(/appworld: 1 local AppWorld-protocol servers at (http:\/\/[\d.:]+)/)?.[1]).find(Boolean)!;
+    const server = logged
+      .map((l) => l.match(/appworld: 1 local AppWorld-protocol servers at (http:\/\/[\d.:]+)/)?.[1])
+      .find(Boolean)!;
     expect(server).toBeDefined();
     await expect.poll(() => setups.openRuns(), { timeout: 5_000 }).toEqual([]);
     await expect(fetch(server, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();

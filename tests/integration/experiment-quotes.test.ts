@@ -17,7 +17,8 @@ import { addKey, startApi } from "../api-factory.ts";
 // quote set beside the metered actual (rollouts, tokens sampled and trained, charge in USD): each
 // within 20%. The quote never sees the run it predicts.
 const TOKEN = "experiment-quotes-token";
-const served = (name: string) => ServedModel.parse({ name, parameters: 1_000, contextTokens: 2_048, chatTemplate: "chatml" });
+const served = (name: string) =>
+  ServedModel.parse({ name, parameters: 1_000, contextTokens: 2_048, chatTemplate: "chatml" });
 const families = { dbbench: { engine: "sqlite" }, appworld: { appworldServers: 1 } };
 const plan = {
   arms: ["grpo", "harness-s"],
@@ -42,7 +43,12 @@ const CONFIGURATIONS = [
     title: "# Harness-S dbbench experiment, model a\n",
     section: "## DBBench: AgentBench's accuracies under H0",
   },
-  { name: "AppWorld (fixture server), model b", request: { env: "appworld", model: "b" }, title: "# Harness-S appworld experiment, model b\n", section: undefined },
+  {
+    name: "AppWorld (fixture server), model b",
+    request: { env: "appworld", model: "b" },
+    title: "# Harness-S appworld experiment, model b\n",
+    section: undefined,
+  },
 ] as const;
 const WITHIN = 0.2;
 
@@ -54,7 +60,9 @@ let key: string;
 
 beforeAll(async () => {
   await ensureWorkerVenv();
-  workers = await Promise.all(["a", "b"].map((name) => startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { servedModelName: name } })));
+  workers = await Promise.all(
+    ["a", "b"].map((name) => startPolicyWorker({ model: "tiny", token: TOKEN, tuning: { servedModelName: name } })),
+  );
   const embedded = embeddedSetups(defaultEmbeddedSettings);
   const models = workers.map((w, i) => ({ name: ["a", "b"][i]!, url: w.url, token: TOKEN }));
   setups = new ExperimentSetups({
@@ -62,7 +70,12 @@ beforeAll(async () => {
     families,
     models,
     outbound: { allowLoopback: true },
-    io: { log: () => undefined, python: async () => "python3", progress: () => ({ update: () => undefined, stop: () => undefined }), prepareOutDir: async () => undefined },
+    io: {
+      log: () => undefined,
+      python: async () => "python3",
+      progress: () => ({ update: () => undefined, stop: () => undefined }),
+      prepareOutDir: async () => undefined,
+    },
     watchMs: 200,
   });
   const endpoints = new RunPolicyEndpoints(embedded("test").env);
@@ -85,7 +98,11 @@ afterAll(async () => {
 
 const call = async (method: string, path: string, body?: unknown) =>
   (
-    await fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) })
+    await fetch(`${api.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    })
   ).json();
 
 interface Status {
@@ -116,7 +133,12 @@ describe("quotes by environment and model (issue 57, item 3)", () => {
       expect(calibration.status).toBe("done");
       const request = { ...plan, ...config.request, seeds: [2] };
       const quoted = await call("POST", "/v1/quotes", { experiment: request });
-      expect(quoted.basis.configuration).toMatchObject({ env: request.env, model: "model" in request ? request.model : "default", source: "measured", jobs: 1 });
+      expect(quoted.basis.configuration).toMatchObject({
+        env: request.env,
+        model: "model" in request ? request.model : "default",
+        source: "measured",
+        jobs: 1,
+      });
       const actual = await run(request);
       expect(actual.error).toBeNull();
       expect(actual.status).toBe("done");
@@ -133,7 +155,9 @@ describe("quotes by environment and model (issue 57, item 3)", () => {
       expect(off(figures.chargeUsd[0]!, figures.chargeUsd[1]!)).toBeLessThanOrEqual(WITHIN);
       // A language model's run samples and trains tokens at its worker; the embedded suite's own policy none.
       expect(figures.tokens[1]! > 0).toBe("model" in config.request);
-      const report = await (await fetch(`${api.url}/v1/experiments/${actual.id}/report`, { headers: { authorization: `Bearer ${key}` } })).text();
+      const report = await (
+        await fetch(`${api.url}/v1/experiments/${actual.id}/report`, { headers: { authorization: `Bearer ${key}` } })
+      ).text();
       expect(report.startsWith(config.title)).toBe(true);
       if (config.section) expect(report).toContain(config.section);
       else expect(report).not.toContain("## DBBench");

@@ -14,7 +14,15 @@ import { addKey, startApi } from "../api-factory.ts";
 // the coordinator storing them in the stack's reports folder), against what the CLI's code makes
 // of the same summary and pools.
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const train = { steps: 1, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
+const train = {
+  steps: 1,
+  batchSize: 4,
+  curveEvery: 1,
+  curveTasks: 4,
+  auditEvery: 2,
+  reanchorEvery: 1,
+  reanchorBudget: 6,
+};
 const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
 let stack: LocalStack;
@@ -37,7 +45,8 @@ afterAll(async () => {
   rmSync(cliDir, { recursive: true, force: true });
 });
 
-const get = (path: string, secret = owner) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+const get = (path: string, secret = owner) =>
+  fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
 const start = async (body: unknown) => {
   const res = await fetch(`${api.url}/v1/experiments`, {
     method: "POST",
@@ -51,7 +60,13 @@ const start = async (body: unknown) => {
 describe("GET /v1/experiments/{id}/report and …/plots on the local stack", () => {
   it("a done run's report (the paired comparison with its spread) and plots, equal to what the CLI's code makes of its summary; another key gets 404", async () => {
     // Prepare: a tiny embedded run, one seed, one training step.
-    const id = await start({ seeds: [3], arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, evalTasks: 6 });
+    const id = await start({
+      seeds: [3],
+      arms: ["grpo", "grpo-budget", "harness-s"],
+      train,
+      evalSamples: 3,
+      evalTasks: 6,
+    });
     const ended = await waitForExperiment(stack, id);
     expect(ended.status).toBe("done");
     // Act
@@ -85,10 +100,17 @@ describe("GET /v1/experiments/{id}/report and …/plots on the local stack", () 
       expect(Buffer.from(bytes).equals(readFileSync(join(cliDir, plots[i]!.file)))).toBe(true);
     }
     // Another key: the run does not exist for it, its report and plots neither; an admin reads them.
-    for (const path of [`/v1/experiments/${id}/report`, `/v1/experiments/${id}/plots`, `/v1/experiments/${id}/plots/curves.png`]) {
+    for (const path of [
+      `/v1/experiments/${id}/report`,
+      `/v1/experiments/${id}/plots`,
+      `/v1/experiments/${id}/plots/curves.png`,
+    ]) {
       const res = await get(path, other);
       expect(res.status, path).toBe(404);
-      expect(((await res.json()) as { error: { code: string; message: string } }).error).toEqual({ code: "NOT_FOUND", message: `experiment "${id}" not found` });
+      expect(((await res.json()) as { error: { code: string; message: string } }).error).toEqual({
+        code: "NOT_FOUND",
+        message: `experiment "${id}" not found`,
+      });
     }
     expect((await get(`/v1/experiments/${id}/report`, admin)).status).toBe(200);
   }, 180_000);
@@ -109,22 +131,35 @@ describe("GET /v1/experiments/{id}/report and …/plots on the local stack", () 
       message: expect.stringContaining("ended stopped with no report"),
     });
     expect(((await (await get(`/v1/experiments/${id}/plots`)).json()) as { plots: unknown[] }).plots).toEqual([]);
-    for (const file of ["report.md", "..%2Freport.png", ".hidden.png", "CURVES.png"]) expect((await get(`/v1/experiments/${id}/plots/${file}`)).status, file).toBe(400);
+    for (const file of ["report.md", "..%2Freport.png", ".hidden.png", "CURVES.png"])
+      expect((await get(`/v1/experiments/${id}/plots/${file}`)).status, file).toBe(400);
     expect((await get(`/v1/experiments/${id}/plots/sweep.png`)).status).toBe(404);
   }, 120_000);
 });
 
 it("the OpenAPI document declares the three routes with their media types and errors (issue 57)", () => {
-  type Operation = { operationId: string; parameters?: { name: string; schema: { pattern?: string } }[]; responses: Record<string, { content?: Record<string, unknown> }> };
+  type Operation = {
+    operationId: string;
+    parameters?: { name: string; schema: { pattern?: string } }[];
+    responses: Record<string, { content?: Record<string, unknown> }>;
+  };
   const paths = openApiDocument().paths as Record<string, { get?: Operation }>;
   const op = (path: string) => paths[`/v1/experiments${path}`]?.get;
-  expect(op("/{id}/report")).toMatchObject({ operationId: "getExperimentReport", responses: { 200: { content: { "text/markdown": expect.anything() } } } });
-  expect(op("/{id}/plots")).toMatchObject({ operationId: "listExperimentPlots", responses: { 200: { content: { "application/json": expect.anything() } } } });
+  expect(op("/{id}/report")).toMatchObject({
+    operationId: "getExperimentReport",
+    responses: { 200: { content: { "text/markdown": expect.anything() } } },
+  });
+  expect(op("/{id}/plots")).toMatchObject({
+    operationId: "listExperimentPlots",
+    responses: { 200: { content: { "application/json": expect.anything() } } },
+  });
   expect(op("/{id}/plots/{file}")).toMatchObject({
     operationId: "getExperimentPlot",
     responses: { 200: { content: { "image/png": { schema: { type: "string", format: "binary" } } } } },
   });
-  expect(op("/{id}/plots/{file}")!.parameters!.find((p) => p.name === "file")!.schema.pattern).toBe("^[a-z0-9][a-z0-9-]*\\.png$");
+  expect(op("/{id}/plots/{file}")!.parameters!.find((p) => p.name === "file")!.schema.pattern).toBe(
+    "^[a-z0-9][a-z0-9-]*\\.png$",
+  );
   for (const path of ["/{id}/report", "/{id}/plots", "/{id}/plots/{file}"])
     expect(Object.keys(op(path)!.responses), path).toEqual(expect.arrayContaining(["200", "401", "403", "404", "501"]));
 });

@@ -31,7 +31,17 @@ const message = (key: string | undefined, i: number) =>
   envelope(
     "profile.evidence",
     `${key ?? "none"}-${i}-${++n}`,
-    { poolId: "p", harnessId: "h", family: "f", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} },
+    {
+      poolId: "p",
+      harnessId: "h",
+      family: "f",
+      success: true,
+      rescueOf: [],
+      taskTags: [],
+      turns: 1,
+      policyVersion: 0,
+      behaviours: {},
+    },
     key ? { keyId: key } : undefined,
   );
 
@@ -44,7 +54,13 @@ async function fresh() {
 async function take(url: string, count: number): Promise<(string | undefined)[]> {
   const keys: (string | undefined)[] = [];
   while (keys.length < count) {
-    const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: Math.min(10, count - keys.length), WaitTimeSeconds: 1 }));
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: Math.min(10, count - keys.length),
+        WaitTimeSeconds: 1,
+      }),
+    );
     if (!out.Messages?.length) break;
     for (const m of out.Messages) keys.push(Envelope.parse(JSON.parse(m.Body!)).payer?.keyId);
   }
@@ -81,15 +97,32 @@ describe("the local dispatch queue delivers as an SQS fair queue", () => {
 });
 
 describe("fair order (pure)", () => {
-  const held = (key: string | undefined, id: string) => ({ messageId: id, body: JSON.stringify(key ? { payer: { keyId: key } } : {}) });
+  const held = (key: string | undefined, id: string) => ({
+    messageId: id,
+    body: JSON.stringify(key ? { payer: { keyId: key } } : {}),
+  });
   it("puts quiet tenants first in arrival order, then noisy ones by fewest in flight", () => {
-    const ready = [held("a", "1"), held("b", "2"), held("a", "3"), held("c", "4"), held(undefined, "5"), held("b", "6")];
+    const ready = [
+      held("a", "1"),
+      held("b", "2"),
+      held("a", "3"),
+      held("c", "4"),
+      held(undefined, "5"),
+      held("b", "6"),
+    ];
     const inFlight = new Map([
       ["key:a", 40],
       ["key:b", 31],
     ]);
     expect(fairOrder(ready, inFlight, 10).map((m) => m.messageId)).toEqual(["4", "5", "2", "6", "1", "3"]);
     expect(fairOrder(ready, inFlight, 2).map((m) => m.messageId)).toEqual(["4", "5", "1", "2", "3", "6"]);
-    expect(fairOrder(ready, new Map([["key:a", 29]]), 10).map((m) => m.messageId)).toEqual(["1", "2", "3", "4", "5", "6"]);
+    expect(fairOrder(ready, new Map([["key:a", 29]]), 10).map((m) => m.messageId)).toEqual([
+      "1",
+      "2",
+      "3",
+      "4",
+      "5",
+      "6",
+    ]);
   });
 });

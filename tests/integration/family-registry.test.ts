@@ -35,7 +35,8 @@ class ToyEnvironment implements Environment {
       initial: { event: "start", facts: [], done: false, text: task.instruction },
       act: async () => ({ event: "noop", facts: [], done: false, text: "nothing happens" }),
       finish: async (reason, args) => {
-        const success = reason === "submitted" && (task.tags.includes("easy") || String(args?.answer) === String(task.params.answer));
+        const success =
+          reason === "submitted" && (task.tags.includes("easy") || String(args?.answer) === String(task.params.answer));
         return { success, reward: success ? 1 : 0, failureTags: success ? [] : ["wrong-answer"], behaviours: {} };
       },
     };
@@ -51,7 +52,14 @@ const hint = parseHarnessSpec({
 });
 const tasks = (split: "train" | "dev" | "heldout", n: number) =>
   Array.from({ length: n }, (_, i) =>
-    Task.parse({ id: `toy-${split}-${i}`, family: "toy", split, instruction: "What is six times seven?", tags: [i % 2 ? "easy" : "hard"], params: { answer: "42" } }),
+    Task.parse({
+      id: `toy-${split}-${i}`,
+      family: "toy",
+      split,
+      instruction: "What is six times seven?",
+      tags: [i % 2 ? "easy" : "hard"],
+      params: { answer: "42" },
+    }),
   );
 const sets = { train: tasks("train", 6), dev: tasks("dev", 4), heldout: tasks("heldout", 4) };
 
@@ -76,10 +84,14 @@ const toy = registerFamily({
       env: new ToyEnvironment(),
       createPolicy: () => new LogLinearPolicy(),
       voters: statisticalVoters,
-      // The trainer keeps profile evidence from step 0: a family training its own policy starts each harness's (here empty).
+      // The trainer keeps profile evidence from step 0: a family training its own policy starts each harness's (here
+      // empty).
       instance: async () => ({
         ...sets,
-        evolution: { ...givenPool(familyPool(toy, "the toy's pool")), initialProfiles: { [h0.id]: emptyProfile(h0.id, 0), [hint.id]: emptyProfile(hint.id, 0) } },
+        evolution: {
+          ...givenPool(familyPool(toy, "the toy's pool")),
+          initialProfiles: { [h0.id]: emptyProfile(h0.id, 0), [hint.id]: emptyProfile(hint.id, 0) },
+        },
       }),
     },
     stop: async () => undefined,
@@ -93,13 +105,16 @@ describe("benchmark families as a registry", () => {
     // Prepare
     const out = await mkdtemp(join(tmpdir(), "hs-toy-"));
     const model = await startScriptedOpenAi(answer42);
-    const deps = memoryApiDeps({ gateway: await gatewaySettings({ upstream: model.url, pool: "toy", env: "toy", timeoutMs: 10_000 }) });
+    const deps = memoryApiDeps({
+      gateway: await gatewaySettings({ upstream: model.url, pool: "toy", env: "toy", timeoutMs: 10_000 }),
+    });
     await seedPool(deps, familyPool(toy, "the toy's pool"), {});
     const api = await startApi(deps);
     const secret = await addKey(deps, "agent", ["gateway"]);
     const served = await startEnvServe(EnvServeOptions.parse({ env: "toy", port: 0 }), () => undefined);
     try {
-      // Act: the experiment as the CLI runs it (its flags parsed), eval, an OpenEnv episode, an agent through the gateway
+      // Act: the experiment as the CLI runs it (its flags parsed), eval, an OpenEnv episode, an agent through the
+      // gateway
       const flags = ExperimentFlags.parse({
         env: "toy",
         seeds: "1",
@@ -112,16 +127,37 @@ describe("benchmark families as a registry", () => {
       await experiment.run(flags, []);
       const summary = JSON.parse(await readFile(join(out, "experiment", "summary.json"), "utf8"));
       const pools = JSON.parse(await readFile(join(out, "experiment", "pools.json"), "utf8"));
-      const evaluated = await envEvalCommand(EnvEvalOptions.parse({ env: "toy", baseUrl: model.url, model: "scripted", out: join(out, "eval") }), () => undefined);
+      const evaluated = await envEvalCommand(
+        EnvEvalOptions.parse({ env: "toy", baseUrl: model.url, model: "scripted", out: join(out, "eval") }),
+        () => undefined,
+      );
       const evalSummary = JSON.parse(await readFile(join(out, "eval", "summary.json"), "utf8"));
-      const remote = new OpenEnvEnvironment({ url: served.url, outbound: { allowLoopback: true }, tools: ["submit"], submit: "submit" });
-      const overOpenEnv = await runEpisode(sets.heldout[0]!, h0, 1, { env: remote, policy: scriptedCalls([], { answer: "42" }) });
-      const wrongOverOpenEnv = await runEpisode(sets.heldout[0]!, h0, 2, { env: remote, policy: scriptedCalls([], { answer: "41" }) });
+      const remote = new OpenEnvEnvironment({
+        url: served.url,
+        outbound: { allowLoopback: true },
+        tools: ["submit"],
+        submit: "submit",
+      });
+      const overOpenEnv = await runEpisode(sets.heldout[0]!, h0, 1, {
+        env: remote,
+        policy: scriptedCalls([], { answer: "42" }),
+      });
+      const wrongOverOpenEnv = await runEpisode(sets.heldout[0]!, h0, 2, {
+        env: remote,
+        policy: scriptedCalls([], { answer: "41" }),
+      });
       const headers = { "x-harness-s-episode": "toy-1", "x-harness-s-task-id": sets.dev[0]!.id };
-      const client = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: headers });
+      const client = new OpenAI({
+        baseURL: `${api.url}/v1/gateway`,
+        apiKey: secret,
+        maxRetries: 0,
+        defaultHeaders: headers,
+      });
       const agent = new OpenAiToolPolicy(client, { model: "scripted", system: toy.system, tools: [...toy.tools!] });
       const viaGateway = await runEpisode(sets.dev[0]!, h0, 1, { env: new ToyEnvironment(), policy: agent });
-      const episode = await (await fetch(`${api.url}/v1/gateway/episodes/toy-1`, { headers: { authorization: `Bearer ${secret}` } })).json();
+      const episode = await (
+        await fetch(`${api.url}/v1/gateway/episodes/toy-1`, { headers: { authorization: `Bearer ${secret}` } })
+      ).json();
 
       // Assess
       expect(familyNames()).toEqual(["embedded", "dbbench", "appworld", "swe-gym", "toy"]);
@@ -145,13 +181,25 @@ describe("benchmark families as a registry", () => {
 
   it("an unknown family's error lists the known ones; a name is registered once; a family's flags are its own", () => {
     const unknown = ExperimentFlags.safeParse({ env: "nope" });
-    expect(unknown.error!.issues[0]!.message).toMatch(/unknown environment "nope" \(experiment: embedded, dbbench, appworld, swe-gym/);
-    expect(EnvEvalOptions.safeParse({ env: "dbbench", baseUrl: "http://127.0.0.1:1/v1", model: "m" }).error!.issues[0]!.message).toMatch(/dbbench has no eval/);
-    expect(GatewayConfig.safeParse({ upstream: "http://127.0.0.1:1/v1", pool: "p", env: "embedded" }).error!.issues[0]!.message).toMatch(/unknown gateway environment "embedded"/);
+    expect(unknown.error!.issues[0]!.message).toMatch(
+      /unknown environment "nope" \(experiment: embedded, dbbench, appworld, swe-gym/,
+    );
+    expect(
+      EnvEvalOptions.safeParse({ env: "dbbench", baseUrl: "http://127.0.0.1:1/v1", model: "m" }).error!.issues[0]!
+        .message,
+    ).toMatch(/dbbench has no eval/);
+    expect(
+      GatewayConfig.safeParse({ upstream: "http://127.0.0.1:1/v1", pool: "p", env: "embedded" }).error!.issues[0]!
+        .message,
+    ).toMatch(/unknown gateway environment "embedded"/);
     expect(() => familyFor("nope")).toThrow(/unknown environment "nope"/);
     expect(() => registerFamily({ ...toy })).toThrow(/already registered/);
-    expect(() => registerFamily({ ...toy, name: "toy-2", flags: () => ({ appworldServers: familyFor("appworld").flags!("eval").appworldServers! }) })).toThrow(
-      /eval already has the flags appworldServers/,
-    );
+    expect(() =>
+      registerFamily({
+        ...toy,
+        name: "toy-2",
+        flags: () => ({ appworldServers: familyFor("appworld").flags!("eval").appworldServers! }),
+      }),
+    ).toThrow(/eval already has the flags appworldServers/);
   });
 });

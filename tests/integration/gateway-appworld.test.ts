@@ -49,7 +49,9 @@ describe("an AppWorld agent through the gateway (env appworld, the local AppWorl
   it("routes to the verification sibling, whose gate holds complete_task after a change until a read follows it", async () => {
     // Prepare: a pool where Rank-1 picks the verification sibling for AppWorld tasks
     const model = await startScriptedOpenAi(script);
-    const deps = memoryApiDeps({ gateway: await gatewaySettings({ upstream: model.url, pool: "aw", env: "appworld", timeoutMs: 10_000 }) });
+    const deps = memoryApiDeps({
+      gateway: await gatewaySettings({ upstream: model.url, pool: "aw", env: "appworld", timeoutMs: 10_000 }),
+    });
     const api = await startApi(deps);
     await seedPool(deps, createPool("aw", appworldH0, [verify]), {
       [appworldH0.id]: makeProfile(appworldH0.id, { byFamily: { appworld: { attempts: 20, successes: 6 } } }),
@@ -62,15 +64,26 @@ describe("an AppWorld agent through the gateway (env appworld, the local AppWorl
     try {
       // Act: the agent runs plain H0 against the gateway
       const headers = { "x-harness-s-episode": "aw-1", "x-harness-s-task-id": task.id };
-      const client = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: headers });
+      const client = new OpenAI({
+        baseURL: `${api.url}/v1/gateway`,
+        apiKey: secret,
+        maxRetries: 0,
+        defaultHeaders: headers,
+      });
       const policy = new OpenAiToolPolicy(client, { model: "scripted", system: APPWORLD_SYSTEM, tools: appworldTools });
       const rollout = await runEpisode(task, appworldH0, 1, { env, policy });
-      const episode = await (await fetch(`${api.url}/v1/gateway/episodes/aw-1`, { headers: { authorization: `Bearer ${secret}` } })).json();
-      // Assess: routed to the sibling; its gate answered the first complete_task; the agent ran the read-back and succeeded
+      const episode = await (
+        await fetch(`${api.url}/v1/gateway/episodes/aw-1`, { headers: { authorization: `Bearer ${secret}` } })
+      ).json();
+      // Assess: routed to the sibling; its gate answered the first complete_task; the agent ran the read-back and
+      // succeeded
       expect(episode.harnessId).toBe(verify.id);
       const sent = model.requests.map((r) => r.messages.flatMap((m) => m.tool_calls ?? []).length);
       expect(sent).toEqual([0, 1, 2, 3, 4]);
-      expect(model.requests[3]!.messages.at(-1)).toMatchObject({ role: "tool", content: expect.stringMatching(/state:verified[\s\S]*\[harness\] Read back what you changed/) });
+      expect(model.requests[3]!.messages.at(-1)).toMatchObject({
+        role: "tool",
+        content: expect.stringMatching(/state:verified[\s\S]*\[harness\] Read back what you changed/),
+      });
       expect(rollout.steps.map((s) => s.action)).toEqual(["execute", "execute", "execute", "submit"]);
       expect(rollout.success).toBe(true);
     } finally {

@@ -34,7 +34,11 @@ const gate = dbbenchSiblings.find((s) => s.id === "dbbench-answer-gate")!;
 beforeAll(async () => {
   engine = await MysqlEngine.start();
   const dev = await loadSplit(BUNDLED_DATA_DIR, "dev");
-  rows = [...dev.filter((r) => !isMutation(r)).slice(0, 6), ...dev.filter((r) => r.type[0] === "INSERT").slice(0, 2), ...dev.filter((r) => r.type[0] === "UPDATE").slice(0, 2)];
+  rows = [
+    ...dev.filter((r) => !isMutation(r)).slice(0, 6),
+    ...dev.filter((r) => r.type[0] === "INSERT").slice(0, 2),
+    ...dev.filter((r) => r.type[0] === "UPDATE").slice(0, 2),
+  ];
 }, 60_000);
 afterAll(async () => {
   await engine?.shutdown();
@@ -53,12 +57,21 @@ const call = (name: string, args: unknown): ScriptedReply => ({ call: { name, ar
 function script(req: ChatRequest): ScriptedReply {
   const row = rowOf(req);
   const turns = req.messages.filter((m) => m.role === "assistant").length;
-  if (isMutation(row)) return turns < row.label.length ? call("execute_sql", { query: row.label[turns] }) : call("commit_final_answer", { answers: [] });
+  if (isMutation(row))
+    return turns < row.label.length
+      ? call("execute_sql", { query: row.label[turns] })
+      : call("commit_final_answer", { answers: [] });
   const refused = req.messages.some((m) => m.role === "tool" && String(m.content).includes("was not accepted"));
   return call("commit_final_answer", { answers: refused ? row.label : ["SELECT 1"] });
 }
 
-const toolPolicy = (client: OpenAI) => new OpenAiToolPolicy(client, { model: "scripted", system: DBBENCH_SYSTEM, tools: dbbenchTools, parseArguments: parseArgumentsPy });
+const toolPolicy = (client: OpenAI) =>
+  new OpenAiToolPolicy(client, {
+    model: "scripted",
+    system: DBBENCH_SYSTEM,
+    tools: dbbenchTools,
+    parseArguments: parseArgumentsPy,
+  });
 
 type Served = { url: string; deps: Pick<ApiDeps, "keys" | "pools" | "profiles">; close: () => Promise<void> };
 const setups: [string, (model: string) => Promise<Served>][] = [
@@ -68,7 +81,9 @@ const setups: [string, (model: string) => Promise<Served>][] = [
       const deps = memoryApiDeps({
         gateway: {
           upstream: new OpenAiUpstream(new OpenAI({ baseURL: model, apiKey: "none", maxRetries: 0 })),
-          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 100, maxEpisodesPerKey: 100 }), { idleMs: 60_000 }),
+          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 100, maxEpisodesPerKey: 100 }), {
+            idleMs: 60_000,
+          }),
           poolId: "db",
           observerFor: dbbenchObserver(new Map(rows.map((r) => [r.id, r]))),
           submitTool: "commit_final_answer",
@@ -83,7 +98,12 @@ const setups: [string, (model: string) => Promise<Served>][] = [
   [
     "in the API Lambda over DynamoDB Local, turns alternating between two processes",
     async (model) => {
-      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), { upstream: model, pool: "db", env: "dbbench", timeoutMs: 10_000 });
+      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), {
+        upstream: model,
+        pool: "db",
+        env: "dbbench",
+        timeoutMs: 10_000,
+      });
       return { url: lambda.url, deps: lambda.stores, close: lambda.close };
     },
   ],
@@ -93,10 +113,14 @@ describe.each(setups)("a DBBench episode through the gateway %s (MariaDB, a scri
   it("scores as `dbbench eval` does with the harness the gateway routed to, and the model sees the same messages", async () => {
     // Prepare: a pool where Rank-1 picks the answer gate for questions and H0 for INSERT/UPDATE rows.
     const model = await startScriptedOpenAi(script);
-    const favour = (byType: Record<string, number>) => Object.fromEntries(Object.entries(byType).map(([t, s]) => [`dbbench/${t}`, { attempts: 20, successes: s }]));
+    const favour = (byType: Record<string, number>) =>
+      Object.fromEntries(Object.entries(byType).map(([t, s]) => [`dbbench/${t}`, { attempts: 20, successes: s }]));
     const profiles = {
       "dbbench-h0": makeProfile("dbbench-h0", { byTaskTag: favour({ INSERT: 20, UPDATE: 20 }) }),
-      "dbbench-answer-gate": makeProfile("dbbench-answer-gate", { byFamily: { dbbench: { attempts: 20, successes: 18 } }, byTaskTag: favour({ INSERT: 0, UPDATE: 0 }) }),
+      "dbbench-answer-gate": makeProfile("dbbench-answer-gate", {
+        byFamily: { dbbench: { attempts: 20, successes: 18 } },
+        byTaskTag: favour({ INSERT: 0, UPDATE: 0 }),
+      }),
     };
     const api = await setup(model.url);
     const deps = api.deps as ApiDeps;
@@ -108,12 +132,27 @@ describe.each(setups)("a DBBench episode through the gateway %s (MariaDB, a scri
       const viaGateway = new Map<string, { success: boolean; harness: string; requests: ChatRequest[] }>();
       for (const row of rows) {
         const before = model.requests.length;
-        const headers = { "x-harness-s-episode": `gw-${row.id}`, "x-harness-s-task-id": row.id, "x-harness-s-task-tags": row.type[0]! };
-        const client = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: headers });
+        const headers = {
+          "x-harness-s-episode": `gw-${row.id}`,
+          "x-harness-s-task-id": row.id,
+          "x-harness-s-task-tags": row.type[0]!,
+        };
+        const client = new OpenAI({
+          baseURL: `${api.url}/v1/gateway`,
+          apiKey: secret,
+          maxRetries: 0,
+          defaultHeaders: headers,
+        });
         const rollout = await runEpisode(rowTask(row), dbbenchH0, 1, { env, policy: toolPolicy(client) });
         viaGateway.set(row.id, {
           success: rollout.success,
-          harness: (await (await fetch(`${api.url}/v1/gateway/episodes/gw-${row.id}`, { headers: { authorization: `Bearer ${secret}` } })).json()).harnessId,
+          harness: (
+            await (
+              await fetch(`${api.url}/v1/gateway/episodes/gw-${row.id}`, {
+                headers: { authorization: `Bearer ${secret}` },
+              })
+            ).json()
+          ).harnessId,
           requests: model.requests.slice(before),
         });
       }
@@ -140,7 +179,9 @@ describe.each(setups)("a DBBench episode through the gateway %s (MariaDB, a scri
       const refused = viaGateway.get(rows[0]!.id)!.requests[1]!.messages.at(-1)!;
       expect(refused).toMatchObject({
         role: "tool",
-        content: expect.stringMatching(/^The answer was not accepted \(answer:well-formed\).*\n\[harness\] Commit only the answer values/s),
+        content: expect.stringMatching(
+          /^The answer was not accepted \(answer:well-formed\).*\n\[harness\] Commit only the answer values/s,
+        ),
       });
     } finally {
       await api.close();

@@ -23,7 +23,8 @@ const script = async (req: ChatRequest): Promise<ScriptedReply> => {
     return { status: 500 };
   }
   const last = req.messages.at(-1)!;
-  if (last.role === "user" || String(last.content).startsWith("Error")) return { call: { name: "lookup", arguments: '{"q":"x"}' } };
+  if (last.role === "user" || String(last.content).startsWith("Error"))
+    return { call: { name: "lookup", arguments: '{"q":"x"}' } };
   return { call: { name: "submit", arguments: '{"answer":"42"}' } };
 };
 
@@ -37,15 +38,34 @@ const sibling = makeSpec({
 // Profiles that make Rank-1 pick H0 for family alpha and the sibling for family beta.
 const profiles = {
   h0: makeProfile("h0", { byFamily: { alpha: { attempts: 10, successes: 9 }, beta: { attempts: 10, successes: 1 } } }),
-  "sib-notes": makeProfile("sib-notes", { byFamily: { alpha: { attempts: 10, successes: 1 }, beta: { attempts: 10, successes: 9 } } }),
+  "sib-notes": makeProfile("sib-notes", {
+    byFamily: { alpha: { attempts: 10, successes: 1 }, beta: { attempts: 10, successes: 9 } },
+  }),
 };
 const tools = [
-  { type: "function" as const, function: { name: "lookup", description: "Look something up", parameters: { type: "object", properties: { q: { type: "string" } } } } },
-  { type: "function" as const, function: { name: "submit", description: "Commit the answer", parameters: { type: "object", properties: { answer: { type: "string" } } } } },
+  {
+    type: "function" as const,
+    function: {
+      name: "lookup",
+      description: "Look something up",
+      parameters: { type: "object", properties: { q: { type: "string" } } },
+    },
+  },
+  {
+    type: "function" as const,
+    function: {
+      name: "submit",
+      description: "Commit the answer",
+      parameters: { type: "object", properties: { answer: { type: "string" } } },
+    },
+  },
 ];
 
 type Stores = Pick<ApiDeps, "keys" | "pools" | "profiles" | "meter">;
-/** Where the gateway runs: its URL, the stores behind it, and (deployed) a way to restart one of its processes between two turns. */
+/**
+ * Where the gateway runs: its URL, the stores behind it, and (deployed) a way to restart one of its processes between
+ * two turns.
+ */
 interface Setup {
   url: string;
   deps: Stores;
@@ -68,7 +88,9 @@ const setups: [string, () => Promise<Setup>][] = [
       const deps = memoryApiDeps({
         gateway: {
           upstream: new OpenAiUpstream(new OpenAI({ baseURL: upstream.url, apiKey: "none", maxRetries: 0 })),
-          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 100, maxEpisodesPerKey: 100 }), { idleMs: 60_000 }),
+          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 100, maxEpisodesPerKey: 100 }), {
+            idleMs: 60_000,
+          }),
           poolId: "gw",
           observerFor: genericObserver,
           submitTool: "submit",
@@ -82,7 +104,12 @@ const setups: [string, () => Promise<Setup>][] = [
   [
     "in the API Lambda over DynamoDB Local: turns alternate between two processes, and one is restarted between two turns",
     async () => {
-      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), { upstream: upstream.url, pool: "gw", env: "generic", timeoutMs: 10_000 });
+      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), {
+        upstream: upstream.url,
+        pool: "gw",
+        env: "generic",
+        timeoutMs: 10_000,
+      });
       return { url: lambda.url, deps: lambda.stores, restart: () => lambda.restart(0), close: lambda.close };
     },
   ],
@@ -108,10 +135,15 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
   type Msg = OpenAI.Chat.ChatCompletionMessageParam;
   /** One agent turn: ask the gateway, append the reply and the tool's output (as the agent's own loop would). */
   async function turn(messages: Msg[], family: string, toolOutput?: string) {
-    const { data, response } = await agent.chat.completions.create({ model: "scripted", messages, tools }, { headers: { "x-harness-s-task-family": family } }).withResponse();
-    const reply = data.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { tool_calls?: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[] };
+    const { data, response } = await agent.chat.completions
+      .create({ model: "scripted", messages, tools }, { headers: { "x-harness-s-task-family": family } })
+      .withResponse();
+    const reply = data.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & {
+      tool_calls?: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+    };
     messages.push({ role: "assistant", content: reply.content, tool_calls: reply.tool_calls } as Msg);
-    if (toolOutput !== undefined) messages.push({ role: "tool", tool_call_id: reply.tool_calls![0]!.id, content: toolOutput });
+    if (toolOutput !== undefined)
+      messages.push({ role: "tool", tool_call_id: reply.tool_calls![0]!.id, content: toolOutput });
     return { reply, headers: response.headers };
   }
 
@@ -136,20 +168,32 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
       // Assess: headers name the harness and the decision; the decision is recorded.
       expect(a1.headers.get("x-harness-s-harness")).toBe("h0");
       expect(b1.headers.get("x-harness-s-harness")).toBe("sib-notes");
-      const decision = await (await fetch(`${api.url}/v1/decisions/${b1.headers.get("x-harness-s-decision")}`, { headers: { authorization: `Bearer ${secret}` } })).json();
+      const decision = await (
+        await fetch(`${api.url}/v1/decisions/${b1.headers.get("x-harness-s-decision")}`, {
+          headers: { authorization: `Bearer ${secret}` },
+        })
+      ).json();
       expect(decision.chosen).toEqual(["sib-notes"]);
       // Under H0 the model sees exactly the agent's conversation.
       expect(seen[0]!.messages).toEqual([
         { role: "system", content: "AGENT SYSTEM" },
         { role: "user", content: "task A" },
       ]);
-      expect(seen[0]!.tools!.map((t) => (t.function as { description?: string }).description)).toEqual(["Look something up", "Commit the answer"]);
+      expect(seen[0]!.tools!.map((t) => (t.function as { description?: string }).description)).toEqual([
+        "Look something up",
+        "Commit the answer",
+      ]);
       expect(seen[1]!.messages.at(-1)).toMatchObject({ role: "tool", content: "Error: nothing there" });
       expect(a2.reply.tool_calls![0]!.function.name).toBe("lookup");
       // Under the sibling: its system text in the instruction, its tool note, its trigger's note on the error.
       expect(seen[2]!.messages[1]).toEqual({ role: "user", content: "task B\n\nSIBLING SYSTEM TEXT" });
-      expect((seen[2]!.tools![0]!.function as { description?: string }).description).toBe("Look something up\nLOOKUP NOTE");
-      expect(seen[3]!.messages.at(-1)).toMatchObject({ role: "tool", content: "Error: nothing there\n[harness] NOTE AFTER ERROR" });
+      expect((seen[2]!.tools![0]!.function as { description?: string }).description).toBe(
+        "Look something up\nLOOKUP NOTE",
+      );
+      expect(seen[3]!.messages.at(-1)).toMatchObject({
+        role: "tool",
+        content: "Error: nothing there\n[harness] NOTE AFTER ERROR",
+      });
       expect(b2.reply.tool_calls![0]!.function.name).toBe("lookup");
     });
 
@@ -160,9 +204,13 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
       failNext = 1;
       const before = upstream.requests.length;
       // Act: the next turn, streamed.
-      const stream = await agent.chat.completions.create({ model: "scripted", messages, tools, stream: true }, { headers: { "x-harness-s-task-family": "alpha" } });
+      const stream = await agent.chat.completions.create(
+        { model: "scripted", messages, tools, stream: true },
+        { headers: { "x-harness-s-task-family": "alpha" } },
+      );
       const calls: string[] = [];
-      for await (const chunk of stream) for (const c of chunk.choices[0]?.delta.tool_calls ?? []) if (c.function?.name) calls.push(c.function.name);
+      for await (const chunk of stream)
+        for (const c of chunk.choices[0]?.delta.tool_calls ?? []) if (c.function?.name) calls.push(c.function.name);
       // Assess: the 502 was retried by the SDK; the endpoint saw the same turn twice; the reply streamed whole.
       expect(calls).toEqual(["submit"]);
       expect(upstream.requests.length - before).toBe(2);
@@ -176,7 +224,11 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
       const before = upstream.requests.length;
       slowNext = 1;
       // Act: the agent's request sent twice at once (a retry racing the original; deployed: to two processes).
-      const ask = () => agent.chat.completions.create({ model: "scripted", messages, tools }, { headers: { "x-harness-s-task-family": "alpha" } });
+      const ask = () =>
+        agent.chat.completions.create(
+          { model: "scripted", messages, tools },
+          { headers: { "x-harness-s-task-family": "alpha" } },
+        );
       const [first, second] = await Promise.all([ask(), ask()]);
       // Assess
       expect(second.choices[0]!.message).toEqual(first.choices[0]!.message);
@@ -189,15 +241,30 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
       const headers = { "x-harness-s-task-family": "beta", "x-harness-s-episode": "ep-d" };
       for (const out of ["Error: no", "ok"]) {
         const r = await agent.chat.completions.create({ model: "scripted", messages, tools }, { headers });
-        messages.push({ role: "assistant", content: null, tool_calls: r.choices[0]!.message.tool_calls } as Msg, { role: "tool", tool_call_id: "x", content: out });
+        messages.push({ role: "assistant", content: null, tool_calls: r.choices[0]!.message.tool_calls } as Msg, {
+          role: "tool",
+          tool_call_id: "x",
+          content: out,
+        });
       }
       await agent.chat.completions.create({ model: "scripted", messages, tools }, { headers });
       // Act
-      const get = (path: string, init?: RequestInit) => fetch(`${api.url}${path}`, { ...init, headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" } });
+      const get = (path: string, init?: RequestInit) =>
+        fetch(`${api.url}${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        });
       const trajectory = await (await get("/v1/gateway/episodes/ep-d")).json();
-      const rewarded = await (await get("/v1/gateway/episodes/ep-d/reward", { method: "POST", body: JSON.stringify({ reward: 1 }) })).json();
+      const rewarded = await (
+        await get("/v1/gateway/episodes/ep-d/reward", { method: "POST", body: JSON.stringify({ reward: 1 }) })
+      ).json();
       // Assess
-      expect(trajectory).toMatchObject({ episodeId: "ep-d", harnessId: "sib-notes", systemText: "SIBLING SYSTEM TEXT", reward: null });
+      expect(trajectory).toMatchObject({
+        episodeId: "ep-d",
+        harnessId: "sib-notes",
+        systemText: "SIBLING SYSTEM TEXT",
+        reward: null,
+      });
       expect(trajectory.turns.map((t: { action: string }) => t.action)).toEqual(["lookup", "lookup", "submit"]);
       expect(trajectory.turns[1].harnessNotes).toEqual(["NOTE AFTER ERROR"]);
       expect(trajectory.datums).toEqual([]);
@@ -226,7 +293,9 @@ describe.each(setups)("the Rank-1 harness gateway %s", (_name, setup) => {
       });
       expect(orphan.status).toBe(410);
       expect((await orphan.json()).error.code).toBe("EPISODE_CLOSED");
-      const badTag = await post({ model: "m", messages: [{ role: "user", content: "y" }] }, secret, { "x-harness-s-task-tags": "ok,not a name!" });
+      const badTag = await post({ model: "m", messages: [{ role: "user", content: "y" }] }, secret, {
+        "x-harness-s-task-tags": "ok,not a name!",
+      });
       expect(badTag.status).toBe(400);
     });
   });

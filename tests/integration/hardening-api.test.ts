@@ -22,7 +22,10 @@ let failRollouts = false;
 /** Experiments on this stack wait here (a long run, as far as the API can tell) until the test ends. */
 let openGate: () => void = () => undefined;
 const gate = new Promise<void>((resolve) => (openGate = resolve));
-const doc = () => DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: stack.dynamoEndpoint, region: "us-east-1", credentials: localCredentials }));
+const doc = () =>
+  DynamoDBDocumentClient.from(
+    new DynamoDBClient({ endpoint: stack.dynamoEndpoint, region: "us-east-1", credentials: localCredentials }),
+  );
 
 beforeAll(async () => {
   const setup = embeddedSetup(defaultEmbeddedSettings);
@@ -43,7 +46,15 @@ beforeAll(async () => {
     coordinatorConcurrency: 1,
   });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
-  const all = ["route", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write"] as const;
+  const all = [
+    "route",
+    "rescues",
+    "experiments",
+    "pools:read",
+    "pools:write",
+    "profiles:read",
+    "profiles:write",
+  ] as const;
   key = await addKey(stack.deps, "k-a", [...all]);
   other = await addKey(stack.deps, "k-b", [...all]);
   api = await startApi(stack.deps);
@@ -56,7 +67,11 @@ afterAll(async () => {
 
 const headers = (secret: string) => ({ "content-type": "application/json", authorization: `Bearer ${secret}` });
 const post = (path: string, body: unknown, secret = key) =>
-  fetch(`${api.url}${path}`, { method: "POST", headers: headers(secret), body: typeof body === "string" ? body : JSON.stringify(body) });
+  fetch(`${api.url}${path}`, {
+    method: "POST",
+    headers: headers(secret),
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 const get = (path: string, secret = key) => fetch(`${api.url}${path}`, { headers: headers(secret) });
 const until = async <T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> => {
   const deadline = Date.now() + ms;
@@ -69,9 +84,24 @@ const until = async <T>(probe: () => Promise<T | undefined>, ms = 20_000): Promi
 };
 const poolId = () => inst.evolution.pool.id;
 const sibling = () => inst.evolution.pool.siblings[0]!.id;
-const outcome = (id: string, extra: Record<string, unknown> = {}) => ({ id, harnessId: sibling(), family: "app", success: true, turns: 3, policyVersion: 0, ...extra });
-const route = () => post("/v1/route", { poolId: poolId(), task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 });
-const storedProfile = async (harnessId: string) => (await doc().send(new GetCommand({ TableName: stack.tables.Profiles, Key: { poolId: poolId(), harnessId } }))).Item;
+const outcome = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  harnessId: sibling(),
+  family: "app",
+  success: true,
+  turns: 3,
+  policyVersion: 0,
+  ...extra,
+});
+const route = () =>
+  post("/v1/route", {
+    poolId: poolId(),
+    task: { id: "t1", family: "app", tags: ["app", "bulk"] },
+    failureTags: ["incomplete-results"],
+    k: 2,
+  });
+const storedProfile = async (harnessId: string) =>
+  (await doc().send(new GetCommand({ TableName: stack.tables.Profiles, Key: { poolId: poolId(), harnessId } }))).Item;
 
 describe("1. evidence cannot poison a pool", () => {
   it("counts a family called constructor and a behaviour called toString as plain names; profiles and routing keep answering", async () => {
@@ -89,7 +119,15 @@ describe("1. evidence cannot poison a pool", () => {
     expect(counted.behaviours.toString).toEqual({ attempts: 1, successes: 1 });
     expect((await get(`/v1/profiles?poolId=${poolId()}`)).status).toBe(200);
     expect((await route()).status).toBe(200);
-    expect((await post("/v1/route", { poolId: poolId(), task: { id: "t2", family: "constructor", tags: ["toString"] }, failureTags: ["valueOf"] })).status).toBe(200);
+    expect(
+      (
+        await post("/v1/route", {
+          poolId: poolId(),
+          task: { id: "t2", family: "constructor", tags: ["toString"] },
+          failureTags: ["valueOf"],
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it("refuses names that are not names (__proto__, empty, over-long, odd characters) and harnesses the pool does not have", async () => {
@@ -106,7 +144,10 @@ describe("1. evidence cannot poison a pool", () => {
       const res = await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("bad", bad)] });
       expect(res.status, JSON.stringify(bad)).toBe(400);
     }
-    const nested = await post("/v1/route", '{"poolId":"p","task":{"id":"t","family":"app","__proto__":{"tags":["x"]}}}');
+    const nested = await post(
+      "/v1/route",
+      '{"poolId":"p","task":{"id":"t","family":"app","__proto__":{"tags":["x"]}}}',
+    );
     expect(nested.status).toBe(400);
     expect((await nested.json()).error.issues[0]).toMatch(/task\.__proto__/);
   });
@@ -114,14 +155,27 @@ describe("1. evidence cannot poison a pool", () => {
   it("keeps a profile bounded: thousands of distinct tags fold into one counted key, and later evidence is still applied", async () => {
     const h = inst.evolution.pool.siblings[1]!.id;
     const outcomes = Array.from({ length: 100 }, (_, i) =>
-      outcome(`many-${i}`, { harnessId: h, taskTags: Array.from({ length: 50 }, (_, j) => `tag-${i}-${j}`), rescueOf: Array.from({ length: 50 }, (_, j) => `f-${i}-${j}`) }),
+      outcome(`many-${i}`, {
+        harnessId: h,
+        taskTags: Array.from({ length: 50 }, (_, j) => `tag-${i}-${j}`),
+        rescueOf: Array.from({ length: 50 }, (_, j) => `f-${i}-${j}`),
+      }),
     );
     expect((await post("/v1/profiles/evidence", { poolId: poolId(), outcomes })).status).toBe(202);
-    expect((await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("after-many", { harnessId: h, family: "late" })] })).status).toBe(202);
+    expect(
+      (
+        await post("/v1/profiles/evidence", {
+          poolId: poolId(),
+          outcomes: [outcome("after-many", { harnessId: h, family: "late" })],
+        })
+      ).status,
+    ).toBe(202);
     const p = await until(async () => {
       const item = await storedProfile(h);
       const parsed = item && JSON.parse(item.body as string);
-      return parsed?.byFamily?.late && parsed.turns.attempts >= 101 ? { parsed, bytes: (item!.body as string).length } : undefined;
+      return parsed?.byFamily?.late && parsed.turns.attempts >= 101
+        ? { parsed, bytes: (item!.body as string).length }
+        : undefined;
     }, 60_000);
     expect(Object.keys(p.parsed.byTaskTag).length).toBeLessThanOrEqual(129);
     expect(p.parsed.byTaskTag["~other"].attempts).toBeGreaterThan(4000);
@@ -141,12 +195,20 @@ describe("1. evidence cannot poison a pool", () => {
       behaviours: { toString: { attempts: null, successes: 0 } },
       turns: { attempts: 2, successes: 6 },
     };
-    await doc().send(new PutCommand({ TableName: stack.tables.Profiles, Item: { poolId: poolId(), harnessId: h, policyVersion: 0, rev: 1, body: JSON.stringify(bad) } }));
+    await doc().send(
+      new PutCommand({
+        TableName: stack.tables.Profiles,
+        Item: { poolId: poolId(), harnessId: h, policyVersion: 0, rev: 1, body: JSON.stringify(bad) },
+      }),
+    );
     const profiles = await get(`/v1/profiles?poolId=${poolId()}`);
     expect(profiles.status).toBe(200);
     expect((await profiles.json()).profiles[h].byFamily).toEqual({ app: { attempts: 2, successes: 1 } });
     expect((await route()).status).toBe(200);
-    expect((await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("repair-1", { harnessId: h })] })).status).toBe(202);
+    expect(
+      (await post("/v1/profiles/evidence", { poolId: poolId(), outcomes: [outcome("repair-1", { harnessId: h })] }))
+        .status,
+    ).toBe(202);
     const fixed = await until(async () => {
       const item = await storedProfile(h);
       const p = item && JSON.parse(item.body as string);
@@ -226,7 +288,9 @@ describe("8. bodies: slow, short, expected, of the wrong type (issue 18)", () =>
     expect(huge.status).toBe(413);
     expect(huge.raw).not.toMatch(/100 Continue/);
     const body = JSON.stringify({ poolId: poolId(), task: { id: "t1", family: "app" } });
-    const small = await rawRequest(strict.url, headOf(Buffer.byteLength(body), ["expect: 100-continue"]), [{ afterMs: 100, data: body }]);
+    const small = await rawRequest(strict.url, headOf(Buffer.byteLength(body), ["expect: 100-continue"]), [
+      { afterMs: 100, data: body },
+    ]);
     expect(small.raw).toMatch(/^HTTP\/1\.1 100 Continue/);
     expect(small.status).toBe(200);
     const odd = await rawRequest(strict.url, headOf(2, ["expect: something-else"]), [{ afterMs: 0, data: "{}" }]);
@@ -236,7 +300,11 @@ describe("8. bodies: slow, short, expected, of the wrong type (issue 18)", () =>
   it("reads JSON endpoints' bodies only when they are sent as JSON (415 otherwise)", async () => {
     const body = JSON.stringify({ poolId: poolId(), task: { id: "t1", family: "app" } });
     const send = (type?: string) =>
-      fetch(`${api.url}/v1/route`, { method: "POST", headers: { authorization: `Bearer ${key}`, ...(type ? { "content-type": type } : {}) }, body }).then(async (r) => ({
+      fetch(`${api.url}/v1/route`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, ...(type ? { "content-type": type } : {}) },
+        body,
+      }).then(async (r) => ({
         status: r.status,
         code: (await r.json()).error?.code,
       }));
@@ -244,7 +312,13 @@ describe("8. bodies: slow, short, expected, of the wrong type (issue 18)", () =>
     expect(await send("application/x-www-form-urlencoded")).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
     expect(await send("application/json; charset=latin1")).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
     expect(
-      (await rawRequest(api.url, ["POST /v1/route HTTP/1.1", "host: x", `authorization: Bearer ${key}`, `content-length: ${body.length}`], [{ afterMs: 0, data: body }])).status,
+      (
+        await rawRequest(
+          api.url,
+          ["POST /v1/route HTTP/1.1", "host: x", `authorization: Bearer ${key}`, `content-length: ${body.length}`],
+          [{ afterMs: 0, data: body }],
+        )
+      ).status,
     ).toBe(415);
     expect((await send("application/json; charset=utf-8")).status).toBe(200);
     expect((await send("Application/JSON")).status).toBe(200);
@@ -273,7 +347,9 @@ describe("2. experiments are bounded, budgeted, limited per key and cancellable"
     const small = { seeds: [1], arms: ["grpo"], train: { steps: 1, batchSize: 2 } };
     const first = await (await post("/v1/experiments", small, other)).json();
     expect(first.budget).toEqual({ rollouts: 100_000 });
-    await until(async () => ((await (await get(`/v1/experiments/${first.id}`, other)).json()).status === "running" ? true : undefined));
+    await until(async () =>
+      (await (await get(`/v1/experiments/${first.id}`, other)).json()).status === "running" ? true : undefined,
+    );
     const second = await post("/v1/experiments", small, other);
     expect(second.status).toBe(202);
     const third = await post("/v1/experiments", small, other);
@@ -292,7 +368,9 @@ describe("2. experiments are bounded, budgeted, limited per key and cancellable"
 describe("6. quota and ownership", () => {
   it("lets exactly the quota through under 30 concurrent requests", async () => {
     const limited = await addKey(stack.deps, "k-quota", ["pools:read"], 5);
-    const statuses = await Promise.all(Array.from({ length: 30 }, () => get("/v1/pools", limited).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, () => get("/v1/pools", limited).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(25);
   });
@@ -302,7 +380,15 @@ describe("6. quota and ownership", () => {
     expect((await get(`/v1/decisions/${decision.id}`)).status).toBe(200);
     expect((await get(`/v1/decisions/${decision.id}`, other)).status).toBe(404);
     const task = inst.train[0]!;
-    const rescue = await (await post("/v1/rescues", { poolId: poolId(), taskId: task.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 1 })).json();
+    const rescue = await (
+      await post("/v1/rescues", {
+        poolId: poolId(),
+        taskId: task.id,
+        failureTags: ["incomplete-results"],
+        k: 1,
+        rolloutsPerHarness: 1,
+      })
+    ).json();
     expect((await get(`/v1/rescues/${rescue.id}`)).status).toBe(200);
     expect((await get(`/v1/rescues/${rescue.id}`, other)).status).toBe(404);
   });
@@ -325,7 +411,10 @@ describe("7. statuses a client can act on", () => {
     const nested = await post("/v1/pools", `{"id":"p","version":"v","base":{},"siblings":[],"notes":{"x":${deep}}}`);
     expect(nested.status).toBe(400);
     expect((await nested.json()).error.issues[0]).toMatch(/nested deeper/);
-    const big = await post("/v1/route", { poolId: "p", task: { id: "t", family: "app", instruction: "x".repeat(300_000) } });
+    const big = await post("/v1/route", {
+      poolId: "p",
+      task: { id: "t", family: "app", instruction: "x".repeat(300_000) },
+    });
     expect(big.status).toBe(413);
     expect((await get(`/v1/pools/${"q".repeat(5000)}`)).status).toBe(414);
   });
@@ -334,7 +423,15 @@ describe("7. statuses a client can act on", () => {
     failRollouts = true;
     try {
       const task = inst.train[1]!;
-      const rescue = await (await post("/v1/rescues", { poolId: poolId(), taskId: task.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 2 })).json();
+      const rescue = await (
+        await post("/v1/rescues", {
+          poolId: poolId(),
+          taskId: task.id,
+          failureTags: ["incomplete-results"],
+          k: 1,
+          rolloutsPerHarness: 2,
+        })
+      ).json();
       const status = await until(async () => {
         const s = await (await get(`/v1/rescues/${rescue.id}`)).json();
         return s.status === "running" ? undefined : s;
@@ -357,7 +454,12 @@ describe("7. statuses a client can act on", () => {
         else controller.close();
       },
     });
-    const chunked = await fetch(`${api.url}/v1/route`, { method: "POST", headers: headers(key), body: stream, duplex: "half" } as RequestInit).catch((err: Error) => err);
+    const chunked = await fetch(`${api.url}/v1/route`, {
+      method: "POST",
+      headers: headers(key),
+      body: stream,
+      duplex: "half",
+    } as RequestInit).catch((err: Error) => err);
     if (!(chunked instanceof Error)) expect(chunked.status).toBe(413);
     // 128 MB offered: the server stopped reading long before the end (a few chunks past 256 KiB).
     expect(sent).toBeLessThan(2000);

@@ -12,7 +12,9 @@ import { completion, startHostileOpenAi, type HostileReply } from "../hostile-op
 // Issue 30, the gateway as a hostile caller and a hostile model endpoint see it: episodes and
 // keys (items 1–4) and a misbehaving upstream (5–8), against the gateway as `serve` builds it
 // (gatewaySettings: the bounded client, the limits) over real HTTP.
-let behave: (body: Record<string, unknown>) => HostileReply = () => ({ json: completion({ call: { name: "lookup", arguments: "{}" } }) });
+let behave: (body: Record<string, unknown>) => HostileReply = () => ({
+  json: completion({ call: { name: "lookup", arguments: "{}" } }),
+});
 let upstream: Awaited<ReturnType<typeof startHostileOpenAi>>;
 let api: Awaited<ReturnType<typeof startApi>>;
 let deps: ApiDeps;
@@ -28,7 +30,14 @@ beforeAll(async () => {
   upstream = await startHostileOpenAi((body) => behave(body));
   const gateway = await gatewaySettings({ upstream: upstream.url, pool: "gw", env: "generic", timeoutMs: 1_500 });
   // Small caps, so a test can fill them: 4 open episodes per key, 10 in all.
-  deps = memoryApiDeps({ gateway: { ...gateway, episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 4 }), { idleMs: 60_000 }) } });
+  deps = memoryApiDeps({
+    gateway: {
+      ...gateway,
+      episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 4 }), {
+        idleMs: 60_000,
+      }),
+    },
+  });
   const h0 = makeSpec({ id: "h0", provenance: { direction: "base" } });
   await seedPool(deps, createPool("gw", h0, [makeSpec({ id: "sib", provenance: { direction: "recovery" } })]), {
     h0: makeProfile("h0", { byFamily: { default: { attempts: 10, successes: 9 } } }),
@@ -43,17 +52,27 @@ afterAll(async () => {
 });
 
 type Msg = { role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string };
-const chat = (secret: string, messages: Msg[], headers: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
+const chat = (
+  secret: string,
+  messages: Msg[],
+  headers: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+) =>
   fetch(`${api.url}/v1/gateway/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${secret}`, ...headers },
     body: JSON.stringify({ model: "m", messages, tools, ...extra }),
   });
-const episodeOf = (secret: string, id: string) => fetch(`${api.url}/v1/gateway/episodes/${id}`, { headers: { authorization: `Bearer ${secret}` } });
+const episodeOf = (secret: string, id: string) =>
+  fetch(`${api.url}/v1/gateway/episodes/${id}`, { headers: { authorization: `Bearer ${secret}` } });
 /** The agent's next messages: our reply echoed as its assistant message, then a tool output. */
 const next = async (messages: Msg[], res: Response, output: string): Promise<Msg[]> => {
   const reply = (await res.json()).choices[0].message;
-  return [...messages, { role: "assistant", content: reply.content, tool_calls: reply.tool_calls }, { role: "tool", tool_call_id: "call_lookup", content: output }];
+  return [
+    ...messages,
+    { role: "assistant", content: reply.content, tool_calls: reply.tool_calls },
+    { role: "tool", tool_call_id: "call_lookup", content: output },
+  ];
 };
 
 describe("gateway episodes belong to the key that opened them", () => {
@@ -79,7 +98,8 @@ describe("gateway episodes belong to the key that opened them", () => {
     const mine = [{ role: "user", content: "A's long task" }];
     const started = await chat(keyA, mine, { "x-harness-s-episode": "a-long" });
     const turns = await next(mine, started, "fine");
-    for (let i = 0; i < 25; i++) expect((await chat(keyB, [{ role: "user", content: `B task ${i}` }])).status).toBe(200);
+    for (let i = 0; i < 25; i++)
+      expect((await chat(keyB, [{ role: "user", content: `B task ${i}` }])).status).toBe(200);
     expect((await episodeOf(keyA, "a-long")).status).toBe(200);
     expect((await chat(keyA, turns, { "x-harness-s-episode": "a-long" })).status).toBe(200);
     // Variant: the total cap reached by two other keys together still takes from the largest holder.
@@ -107,7 +127,9 @@ describe("a request extends its episode's conversation exactly, or is refused (i
     const t1 = await next(opening, first, "one");
     const t2 = await next(opening, second, "two");
     expect((await chat(keyA, t1)).status).toBe(409);
-    expect((await chat(keyA, t2, { "x-harness-s-episode": second.headers.get("x-harness-s-episode")! })).status).toBe(200);
+    expect((await chat(keyA, t2, { "x-harness-s-episode": second.headers.get("x-harness-s-episode")! })).status).toBe(
+      200,
+    );
   });
 
   it("a history shortened or edited after turn 2 is a 409, and its text never reaches the model as an empty tool output", async () => {
@@ -122,11 +144,19 @@ describe("a request extends its episode's conversation exactly, or is refused (i
     const shortened = [...t2.slice(0, 2), { role: "user", content: "NEW QUESTION" }];
     expect((await chat(keyA, shortened, h)).status).toBe(409);
     const edited = t3.map((m, i) => (i === 2 ? { ...m, content: "out 1 (edited)" } : m));
-    expect((await chat(keyA, [...edited, ...(await next([], await chat(keyA, t3, h), "x")).slice(-2)], h)).status).toBe(409);
+    expect((await chat(keyA, [...edited, ...(await next([], await chat(keyA, t3, h), "x")).slice(-2)], h)).status).toBe(
+      409,
+    );
     // Variant: an echo of a reply the gateway never gave.
-    const forged = [...t3.slice(0, -2), { role: "assistant", content: "I decided myself", tool_calls: [] }, { role: "tool", content: "y", tool_call_id: "c" }];
+    const forged = [
+      ...t3.slice(0, -2),
+      { role: "assistant", content: "I decided myself", tool_calls: [] },
+      { role: "tool", content: "y", tool_call_id: "c" },
+    ];
     expect((await chat(keyA, forged, h)).status).toBe(409);
-    expect(upstream.requests.slice(before).every((r) => (r.messages as Msg[]).every((m) => m.content !== ""))).toBe(true);
+    expect(upstream.requests.slice(before).every((r) => (r.messages as Msg[]).every((m) => m.content !== ""))).toBe(
+      true,
+    );
   });
 });
 
@@ -135,14 +165,18 @@ describe("the gateway's body limit (item 4, and item 9 on its path)", () => {
     const res = await chat(keyA, [{ role: "user", content: `big ${"x".repeat(260_000)}` }]);
     expect(res.status).toBe(200);
     // Variant: a conversation grown to 3 MB over many turns is still read; past the gateway's own limit is a 413.
-    const long = [{ role: "user", content: "long" }, ...Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? "tool" : "assistant", content: "z".repeat(100_000) }))];
+    const long = [
+      { role: "user", content: "long" },
+      ...Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? "tool" : "assistant", content: "z".repeat(100_000) })),
+    ];
     expect((await chat(keyA, long)).status).not.toBe(413);
     expect((await chat(keyA, [{ role: "user", content: "y".repeat(4_300_000) }])).status).toBe(413);
   });
 });
 
 describe("a misbehaving model endpoint (items 5–8)", () => {
-  const fresh = (name: string) => chat(keyA, [{ role: "user", content: `task ${name}` }], { "x-harness-s-episode": name });
+  const fresh = (name: string) =>
+    chat(keyA, [{ role: "user", content: `task ${name}` }], { "x-harness-s-episode": name });
 
   it("a reply trickled after its headers is given up at the deadline (a 502), and the episode is free again (item 5)", async () => {
     behave = () => ({ trickle: { chunk: " ", everyMs: 200 } });
@@ -171,7 +205,10 @@ describe("a misbehaving model endpoint (items 5–8)", () => {
   });
 
   it("the endpoint's error text never reaches the agent: a stable code and a generic message (item 7)", async () => {
-    behave = () => ({ json: { error: { message: "Incorrect API key provided: Bearer none (org org-secret-123)" } }, status: 401 });
+    behave = () => ({
+      json: { error: { message: "Incorrect API key provided: Bearer none (org org-secret-123)" } },
+      status: 401,
+    });
     const res = await fresh("secret");
     const text = await res.text();
     expect(res.status).toBe(502);
@@ -190,23 +227,45 @@ describe("a misbehaving model endpoint (items 5–8)", () => {
     expect(bad.status).toBe(400);
     expect(upstream.requests.length).toBe(before);
     behave = () => ({ json: { error: { message: "Unsupported value: 'logit_bias' does not support…" } }, status: 400 });
-    const refused = await chat(keyA, [{ role: "user", content: "bad param" }], { "x-harness-s-episode": "refused" }, { logit_bias: { "1": 100 } });
+    const refused = await chat(
+      keyA,
+      [{ role: "user", content: "bad param" }],
+      { "x-harness-s-episode": "refused" },
+      { logit_bias: { "1": 100 } },
+    );
     expect(refused.status).toBe(400);
     expect((await refused.json()).error.code).toBe("UPSTREAM_REJECTED");
   });
 
   it("absurd usage counts are bounded and the request is metered, every turn the endpoint answered (item 8)", async () => {
     const keyM = await addKey(deps, "k-meter", ["gateway"]);
-    behave = () => ({ json: completion({ call: { name: "lookup", arguments: "{}" }, usage: { prompt_tokens: 2 ** 53 - 1, completion_tokens: 5 } }) });
+    behave = () => ({
+      json: completion({
+        call: { name: "lookup", arguments: "{}" },
+        usage: { prompt_tokens: 2 ** 53 - 1, completion_tokens: 5 },
+      }),
+    });
     const res = await chat(keyM, [{ role: "user", content: "usage" }]);
     expect(res.status).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
     const used = await deps.meter.get("k-meter");
     expect(used).toMatchObject({ requests: 1, gatewayTurns: 1, gatewayTokens: 2_000_005 });
     // Variant: a negative and a textual count are not counts (metered as 0, the turn still answered).
-    behave = () => ({ json: completion({ call: { name: "lookup", arguments: "{}" }, usage: { prompt_tokens: -7, completion_tokens: "9" } }) });
+    behave = () => ({
+      json: completion({
+        call: { name: "lookup", arguments: "{}" },
+        usage: { prompt_tokens: -7, completion_tokens: "9" },
+      }),
+    });
     expect((await chat(keyM, [{ role: "user", content: "usage 2" }])).status).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
-    expect(await deps.meter.get("k-meter")).toEqual({ ...zeroUsage, requests: 2, ballots: 6, gatewayTurns: 2, gatewayTokens: 2_000_005, computeMs: expect.any(Number) });
+    expect(await deps.meter.get("k-meter")).toEqual({
+      ...zeroUsage,
+      requests: 2,
+      ballots: 6,
+      gatewayTurns: 2,
+      gatewayTokens: 2_000_005,
+      computeMs: expect.any(Number),
+    });
   });
 });

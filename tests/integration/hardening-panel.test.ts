@@ -14,8 +14,13 @@ const servers: Record<string, Hostile> = {};
 /** Each server's next answers, in order; the last one repeats. */
 const plans: Record<string, HostileReply[]> = {};
 const answer = (name: string) => () => (plans[name]!.length > 1 ? plans[name]!.shift()! : plans[name]![0]!);
-const ballot = (ranking: unknown, usage = { prompt_tokens: 100, completion_tokens: 50 }): HostileReply => ({ json: completion({ content: JSON.stringify({ ranking }), usage }) });
-const candidates = [makeSpec({ id: "sib-a", provenance: { direction: "contract" } }), makeSpec({ id: "sib-b", provenance: { direction: "recovery" } })];
+const ballot = (ranking: unknown, usage = { prompt_tokens: 100, completion_tokens: 50 }): HostileReply => ({
+  json: completion({ content: JSON.stringify({ ranking }), usage }),
+});
+const candidates = [
+  makeSpec({ id: "sib-a", provenance: { direction: "contract" } }),
+  makeSpec({ id: "sib-b", provenance: { direction: "recovery" } }),
+];
 
 beforeAll(async () => {
   for (const name of ["one", "two"]) servers[name] = await startHostileOpenAi(answer(name));
@@ -25,7 +30,14 @@ afterAll(async () => Promise.all(Object.values(servers).map((s) => s.close())));
 /** The API deciding with two LLM voters (each its own hostile server) and a quorum of 2, no fallback. */
 async function serveWith(opts: { quorum?: number; timeoutMs?: number } = {}) {
   const panel = VoterPanel.parse({
-    voters: ["one", "two"].map((id) => ({ kind: "llm", id, baseURL: servers[id]!.url, model: "m", timeoutMs: opts.timeoutMs ?? 1_000, price: { input: 1e-6, output: 2e-6 } })),
+    voters: ["one", "two"].map((id) => ({
+      kind: "llm",
+      id,
+      baseURL: servers[id]!.url,
+      model: "m",
+      timeoutMs: opts.timeoutMs ?? 1_000,
+      price: { input: 1e-6, output: 2e-6 },
+    })),
     quorum: opts.quorum ?? 2,
   });
   const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
@@ -42,7 +54,8 @@ async function serveWith(opts: { quorum?: number; timeoutMs?: number } = {}) {
   return { deps, route, close: () => api.close() };
 }
 /** What the hostile servers reported as spent since `from` (their usage bodies, as the voters got them). */
-const reportedSince = (from: Record<string, number>) => Object.entries(servers).reduce((sum, [name, s]) => sum + s.requests.slice(from[name]).length * 150, 0);
+const reportedSince = (from: Record<string, number>) =>
+  Object.entries(servers).reduce((sum, [name, s]) => sum + s.requests.slice(from[name]).length * 150, 0);
 const marks = () => Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, s.requests.length]));
 
 describe("what a key is metered for when its panel's voters misbehave (item 8)", () => {
@@ -60,12 +73,20 @@ describe("what a key is metered for when its panel's voters misbehave (item 8)",
     expect((await res.json()).error.code).toBe("QUORUM_NOT_MET");
     const spent = reportedSince(from);
     expect(spent).toBe(4 * 150);
-    expect(await api.deps.meter.get("k")).toMatchObject({ requests: 1, ballots: 0, llmTokens: spent, llmCostUsd: expect.closeTo(4 * (100e-6 + 100e-6), 9) });
+    expect(await api.deps.meter.get("k")).toMatchObject({
+      requests: 1,
+      ballots: 0,
+      llmTokens: spent,
+      llmCostUsd: expect.closeTo(4 * (100e-6 + 100e-6), 9),
+    });
   });
 
   it("a voter whose first answer was unusable and whose retry timed out is metered for the first", async () => {
     plans.one = [ballot(["sib-a", "sib-b"])];
-    plans.two = [{ json: completion({ content: "no JSON here", usage: { prompt_tokens: 100, completion_tokens: 50 } }) }, { trickle: { chunk: " ", everyMs: 100 } }];
+    plans.two = [
+      { json: completion({ content: "no JSON here", usage: { prompt_tokens: 100, completion_tokens: 50 } }) },
+      { trickle: { chunk: " ", everyMs: 100 } },
+    ];
     const api = await serveWith({ quorum: 1 });
     const res = await api.route();
     await api.close();

@@ -35,34 +35,65 @@ const staleUnlessZero = (body: Record<string, unknown>): HostileSample =>
     : { status: 409, json: { error: { code: "STALE_POLICY_VERSION", message: "policy hostile is at version 0" } } };
 
 /** Each hostile policy: its sample answer, and the code its slot must fail with. */
-const POLICY_CASES: Record<string, { reply: (body: Record<string, unknown>) => HostileSample; code: string; weightVersion?: number }> = {
+const POLICY_CASES: Record<
+  string,
+  { reply: (body: Record<string, unknown>) => HostileSample; code: string; weightVersion?: number }
+> = {
   "ids-2^53": { reply: () => ({ json: goodSample({ promptIds: [2 ** 53] }) }), code: "POLICY_REPLY_INVALID" },
-  "nan-logprobs": { reply: () => ({ raw: JSON.stringify(goodSample()).replace("[-0.5,-0.5]", "[NaN,-0.5]"), status: 200 }), code: "POLICY_REPLY_INVALID" },
-  "lengths-differ": { reply: () => ({ json: goodSample({ ids: [3, 4], logprobs: [-0.5] }) }), code: "POLICY_REPLY_INVALID" },
+  "nan-logprobs": {
+    reply: () => ({ raw: JSON.stringify(goodSample()).replace("[-0.5,-0.5]", "[NaN,-0.5]"), status: 200 }),
+    code: "POLICY_REPLY_INVALID",
+  },
+  "lengths-differ": {
+    reply: () => ({ json: goodSample({ ids: [3, 4], logprobs: [-0.5] }) }),
+    code: "POLICY_REPLY_INVALID",
+  },
   "invalid-json": { reply: () => ({ raw: "{oops", status: 200 }), code: "POLICY_REPLY_INVALID" },
   "endless-body": { reply: () => ({ endless: true }), code: "POLICY_ENDPOINT_FAILED" },
   "500-forever": { reply: () => ({ raw: "upstream connection reset", status: 500 }), code: "POLICY_ENDPOINT_FAILED" },
   "weight-version-not-held": { reply: staleUnlessZero, code: "STALE_POLICY_VERSION", weightVersion: 7 },
   "negative-ids": { reply: () => ({ json: goodSample({ ids: [-1, -5, 7] }) }), code: "POLICY_REPLY_INVALID" },
-  "positive-logprobs": { reply: () => ({ json: goodSample({ logprobs: [5.0, 1e308] }) }), code: "POLICY_REPLY_INVALID" },
-  "million-prompt-ids": { reply: () => ({ json: goodSample({ promptIds: Array(1_000_000).fill(5) }) }), code: "POLICY_REPLY_INVALID" },
+  "positive-logprobs": {
+    reply: () => ({ json: goodSample({ logprobs: [5.0, 1e308] }) }),
+    code: "POLICY_REPLY_INVALID",
+  },
+  "million-prompt-ids": {
+    reply: () => ({ json: goodSample({ promptIds: Array(1_000_000).fill(5) }) }),
+    code: "POLICY_REPLY_INVALID",
+  },
   "version-plus-one": { reply: () => ({ json: goodSample({ version: 1 }) }), code: "STALE_POLICY_VERSION" },
   "echoes-secret-400": { reply: () => ({ echoHeaders: 400 }), code: "POLICY_ENDPOINT_FAILED" },
   // Variants of our own, one per class.
-  "infinite-logprob": { reply: () => ({ raw: JSON.stringify(goodSample()).replace("[-0.5,-0.5]", "[-1e999,-0.5]"), status: 200 }), code: "POLICY_REPLY_INVALID" },
+  "infinite-logprob": {
+    reply: () => ({ raw: JSON.stringify(goodSample()).replace("[-0.5,-0.5]", "[-1e999,-0.5]"), status: 200 }),
+    code: "POLICY_REPLY_INVALID",
+  },
   "fractional-ids": { reply: () => ({ json: goodSample({ ids: [3.5, 4] }) }), code: "POLICY_REPLY_INVALID" },
   "ids-past-vocabulary": { reply: () => ({ json: goodSample({ ids: [3, VOCAB] }) }), code: "POLICY_REPLY_INVALID" },
-  "410-gone": { reply: () => ({ json: { error: { code: "GONE", message: "no such policy" } }, status: 410 }), code: "POLICY_ENDPOINT_FAILED" },
-  "version-minus-one": { reply: () => ({ json: goodSample({ version: 0 }) }), code: "STALE_POLICY_VERSION", weightVersion: 1 },
+  "410-gone": {
+    reply: () => ({ json: { error: { code: "GONE", message: "no such policy" } }, status: 410 }),
+    code: "POLICY_ENDPOINT_FAILED",
+  },
+  "version-minus-one": {
+    reply: () => ({ json: goodSample({ version: 0 }) }),
+    code: "STALE_POLICY_VERSION",
+    weightVersion: 1,
+  },
   "echoes-secret-500": { reply: () => ({ echoHeaders: 500 }), code: "POLICY_ENDPOINT_FAILED" },
 };
 
 /** Each hostile environment (the policy is well-behaved), and the code its slot must fail with. */
 const ENV_CASES: Record<string, { reply: HostileEnvReply; code: string }> = {
   "observation-over-4MiB": { reply: { resetText: "x".repeat(5 << 20) }, code: "ENVIRONMENT_FAILED" },
-  "reward-1e999": { reply: { submitRaw: '{"type":"observation","data":{"observation":{"text":"graded"},"reward":1e999,"done":true}}' }, code: "ENVIRONMENT_FAILED" },
+  "reward-1e999": {
+    reply: { submitRaw: '{"type":"observation","data":{"observation":{"text":"graded"},"reward":1e999,"done":true}}' },
+    code: "ENVIRONMENT_FAILED",
+  },
   // Variants: a reward that is not a number, an error that echoes the session's secret header.
-  "reward-string": { reply: { submitRaw: '{"type":"observation","data":{"observation":{"text":"graded"},"reward":"1","done":true}}' }, code: "ENVIRONMENT_FAILED" },
+  "reward-string": {
+    reply: { submitRaw: '{"type":"observation","data":{"observation":{"text":"graded"},"reward":"1","done":true}}' },
+    code: "ENVIRONMENT_FAILED",
+  },
   "error-echoes-secret": { reply: { resetEchoHeaders: true }, code: "ENVIRONMENT_FAILED" },
 };
 
@@ -70,7 +101,9 @@ beforeAll(async () => {
   inst = await setup.instance(1);
   [policy, envServer, hostileEnv] = await Promise.all([
     startHostilePolicy((name, req) => POLICY_CASES[name]?.reply(req.body) ?? { json: goodSample() }, 0, VOCAB),
-    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
+    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) =>
+      startOpenEnvServer(o),
+    ),
     startHostileOpenEnv((name) => ENV_CASES[name]?.reply ?? {}),
   ]);
   stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst, { log: (line) => logs.push(line) });
@@ -95,7 +128,11 @@ afterAll(async () => {
 
 const endpointId = (name: string) => `ep-${name.replace(/[^A-Za-z0-9-]/g, "-")}`;
 const call = (method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** One slot's rescue on `endpoint` in `environment`; what it ended as, and when the long poll saw it. */
 async function rescueOnce(endpoint: string, environment: unknown, weightVersion?: number) {
@@ -104,12 +141,19 @@ async function rescueOnce(endpoint: string, environment: unknown, weightVersion?
     poolId: inst.evolution.pool.id,
     harnesses: [inst.evolution.pool.base.id],
     rolloutsPerHarness: 1,
-    caller: { endpoint, environment, task: embeddedCallerTask(setup.env, task), maxTokens: 16, ...(weightVersion === undefined ? {} : { weightVersion }) },
+    caller: {
+      endpoint,
+      environment,
+      task: embeddedCallerTask(setup.env, task),
+      maxTokens: 16,
+      ...(weightVersion === undefined ? {} : { weightVersion }),
+    },
   });
   expect(res.status, await res.clone().text()).toBe(202);
   const { id } = await res.json();
   let status = await (await call("GET", `/v1/rescues/${id}`)).json();
-  for (let i = 0; i < 3 && status.status === "running"; i++) status = await (await call("GET", `/v1/rescues/${id}?wait=20&seen=0`)).json();
+  for (let i = 0; i < 3 && status.status === "running"; i++)
+    status = await (await call("GET", `/v1/rescues/${id}?wait=20&seen=0`)).json();
   const seenAt = Date.now();
   const trajectories = await call("GET", `/v1/rescues/${id}/trajectories`);
   return { id, status, seenAt, trajectories: { status: trajectories.status, body: await trajectories.json() } };
@@ -143,7 +187,11 @@ describe("a caller's policy endpoint that answers what can never succeed", () =>
 describe("a caller's environment that answers what can never succeed", () => {
   for (const [name, c] of Object.entries(ENV_CASES))
     it(`${name}: the slot fails at once with ${c.code}`, async () => {
-      const environment = { kind: "openenv", url: `${hostileEnv.url}/${name}`, secretHeader: { name: "x-env-key", value: ENV_SECRET } };
+      const environment = {
+        kind: "openenv",
+        url: `${hostileEnv.url}/${name}`,
+        secretHeader: { name: "x-env-key", value: ENV_SECRET },
+      };
       const out = await rescueOnce(endpointId("well-behaved"), environment);
       const afterMs = out.seenAt - (hostileEnv.repliedAt.get(name) ?? out.seenAt);
       row(name, out, afterMs);
@@ -154,6 +202,10 @@ describe("a caller's environment that answers what can never succeed", () => {
     }, 90_000);
 
   it("prints the table of what each hostile reply got", () => {
-    console.log(["| hostile reply | rescue | seen after the deciding reply | trajectories |", "|---|---|---|---|", ...table].join("\n"));
+    console.log(
+      ["| hostile reply | rescue | seen after the deciding reply | trajectories |", "|---|---|---|---|", ...table].join(
+        "\n",
+      ),
+    );
   });
 });

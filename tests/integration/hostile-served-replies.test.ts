@@ -29,30 +29,55 @@ const logs: string[] = [];
 const CASES: Record<string, { reply: (route: ServedRoute) => HostileServed; code: string; routes?: ServedRoute[] }> = {
   "ids-2^53": { reply: () => ({ parts: { ids: [2 ** 53], logprobs: [-0.5] } }), code: "POLICY_REPLY_INVALID" },
   "nan-logprobs": {
-    reply: (route) => ({ raw: JSON.stringify(SERVED_REPLY[route]({ promptIds: [1, 2], ids: [3, 4], logprobs: [-0.25, -0.5], model: "x" })).replace("-0.25", "NaN"), status: 200 }),
+    reply: (route) => ({
+      raw: JSON.stringify(
+        SERVED_REPLY[route]({ promptIds: [1, 2], ids: [3, 4], logprobs: [-0.25, -0.5], model: "x" }),
+      ).replace("-0.25", "NaN"),
+      status: 200,
+    }),
     code: "POLICY_REPLY_INVALID",
   },
   "lengths-differ": { reply: () => ({ parts: { ids: [3, 4], logprobs: [-0.5] } }), code: "POLICY_REPLY_INVALID" },
   "invalid-json": { reply: () => ({ raw: "{oops", status: 200 }), code: "POLICY_REPLY_INVALID" },
   "endless-body": { reply: () => ({ endless: true }), code: "POLICY_ENDPOINT_FAILED" },
   "500-forever": { reply: () => ({ raw: "upstream connection reset", status: 500 }), code: "POLICY_ENDPOINT_FAILED" },
-  "negative-ids": { reply: () => ({ parts: { ids: [-1, -5, 7], logprobs: [-1, -1, -1] } }), code: "POLICY_REPLY_INVALID" },
+  "negative-ids": {
+    reply: () => ({ parts: { ids: [-1, -5, 7], logprobs: [-1, -1, -1] } }),
+    code: "POLICY_REPLY_INVALID",
+  },
   "positive-logprobs": { reply: () => ({ parts: { logprobs: [5.0, 1e308] } }), code: "POLICY_REPLY_INVALID" },
   "fractional-ids": { reply: () => ({ parts: { ids: [3.5, 4] } }), code: "POLICY_REPLY_INVALID" },
   // More ids in one turn than any context (2^18), in a reply under the 16 MiB a reply may carry.
-  "300k-ids": { reply: () => ({ parts: { ids: Array(300_000).fill(5), logprobs: Array(300_000).fill(-0.5) } }), code: "POLICY_REPLY_INVALID" },
+  "300k-ids": {
+    reply: () => ({ parts: { ids: Array(300_000).fill(5), logprobs: Array(300_000).fill(-0.5) } }),
+    code: "POLICY_REPLY_INVALID",
+  },
   "echoes-secret-400": { reply: () => ({ echoHeaders: 400 }), code: "POLICY_ENDPOINT_FAILED" },
   "echoes-secret-500": { reply: () => ({ echoHeaders: 500 }), code: "POLICY_ENDPOINT_FAILED" },
-  "no-ids": { reply: () => ({ parts: { ids: null as unknown as unknown[] } }), code: "POLICY_REPLY_INVALID", routes: ["/v1/chat/completions", "/v1/completions"] },
+  "no-ids": {
+    reply: () => ({ parts: { ids: null as unknown as unknown[] } }),
+    code: "POLICY_REPLY_INVALID",
+    routes: ["/v1/chat/completions", "/v1/completions"],
+  },
   // vLLM's and OpenAI's replies name the model that answered; SGLang's name none.
-  "another-model": { reply: () => ({ parts: { model: "another@v9" } }), code: "SERVED_MODEL_MISMATCH", routes: ["/v1/chat/completions", "/v1/completions"] },
+  "another-model": {
+    reply: () => ({ parts: { model: "another@v9" } }),
+    code: "SERVED_MODEL_MISMATCH",
+    routes: ["/v1/chat/completions", "/v1/completions"],
+  },
   "model-not-served": {
-    reply: () => ({ json: { error: { message: "The model does not exist.", type: "NotFoundError", code: 404 } }, status: 404 }),
+    reply: () => ({
+      json: { error: { message: "The model does not exist.", type: "NotFoundError", code: 404 } },
+      status: 404,
+    }),
     code: "SERVED_MODEL_MISMATCH",
     routes: ["/v1/chat/completions", "/v1/completions"],
   },
   "adapter-not-loaded": {
-    reply: () => ({ json: { error: { message: "The following requested LoRA adapters are not loaded: x" } }, status: 400 }),
+    reply: () => ({
+      json: { error: { message: "The following requested LoRA adapters are not loaded: x" } },
+      status: 400,
+    }),
     code: "SERVED_MODEL_MISMATCH",
     routes: ["/generate"],
   },
@@ -67,13 +92,19 @@ const KINDS = [
 
 const endpointId = (kind: string, name: string) => `ep-${kind}-${name.replace(/[^A-Za-z0-9-]/g, "-")}`;
 const call = (method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 beforeAll(async () => {
   inst = await setup.instance(1);
   [served, envServer] = await Promise.all([
     startHostileServed((name, route) => CASES[name]?.reply(route) ?? { parts: {} }),
-    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
+    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) =>
+      startOpenEnvServer(o),
+    ),
   ]);
   stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst, { log: (line) => logs.push(line) });
   key = await addKey(stack.deps, "k-hostile-served", ["rescues"]);
@@ -81,7 +112,14 @@ beforeAll(async () => {
   for (const { kind, mode } of KINDS)
     for (const name of Object.keys(CASES)) {
       const url = kind === "openai-chat" ? `${served.url}/v1` : served.url;
-      const res = await call("POST", "/v1/policy-endpoints", { id: endpointId(kind, name), kind, mode, url, policy: name, secretHeader: { name: "authorization", value: SECRET } });
+      const res = await call("POST", "/v1/policy-endpoints", {
+        id: endpointId(kind, name),
+        kind,
+        mode,
+        url,
+        policy: name,
+        secretHeader: { name: "authorization", value: SECRET },
+      });
       expect(res.status, await res.clone().text()).toBe(201);
     }
 }, 180_000);
@@ -109,7 +147,8 @@ async function rescueOnce(endpoint: string, name: string) {
   expect(res.status, await res.clone().text()).toBe(202);
   const { id } = await res.json();
   let status = await (await call("GET", `/v1/rescues/${id}`)).json();
-  for (let i = 0; i < 3 && status.status === "running"; i++) status = await (await call("GET", `/v1/rescues/${id}?wait=20&seen=0`)).json();
+  for (let i = 0; i < 3 && status.status === "running"; i++)
+    status = await (await call("GET", `/v1/rescues/${id}?wait=20&seen=0`)).json();
   const seenAt = Date.now();
   const trajectories = await call("GET", `/v1/rescues/${id}/trajectories`);
   return { status, seenAt, trajectories: { status: trajectories.status, body: await trajectories.json() } };

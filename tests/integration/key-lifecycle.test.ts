@@ -17,7 +17,11 @@ const ADMIN = "hs_admin-secret-of-the-lifecycle-test";
 const bodies: string[] = [];
 
 beforeAll(async () => {
-  client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+  client = new DynamoDBClient({
+    endpoint: inject("dynamoEndpoint"),
+    region: "us-east-1",
+    credentials: localCredentials,
+  });
   const names = tableNames("keylife-");
   await createTables(client, names);
   const stores = dynamoStores(DynamoDBDocumentClient.from(client), names, { clock });
@@ -25,7 +29,17 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const cached = withApiCaches({ keys: stores.keys, pools: stores.pools }, clock);
     let n = 0;
-    apis.push(await startApi(memoryApiDeps({ keys: cached.keys, keyEvents: stores.keyEvents, meter: stores.meter, clock, newId: (kind = "dec") => `${kind}_${i}_${++n}` })));
+    apis.push(
+      await startApi(
+        memoryApiDeps({
+          keys: cached.keys,
+          keyEvents: stores.keyEvents,
+          meter: stores.meter,
+          clock,
+          newId: (kind = "dec") => `${kind}_${i}_${++n}`,
+        }),
+      ),
+    );
   }
 }, 60_000);
 afterAll(async () => {
@@ -36,7 +50,10 @@ afterAll(async () => {
 async function call(method: string, path: string, secret: string, body?: unknown, on = 0) {
   const res = await fetch(`${apis[on]!.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${secret}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
@@ -56,7 +73,13 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
     expect((await call("GET", "/v1/pools", secret)).status).toBe(200);
     expect((await call("POST", "/v1/rescues", secret, {})).status).toBe(403);
     const shown = await call("GET", `/v1/keys/${key.id}`, secret, undefined, 1);
-    expect(shown.body).toMatchObject({ id: key.id, label: "acme", scopes: ["pools:read"], status: "active", createdBy: "root" });
+    expect(shown.body).toMatchObject({
+      id: key.id,
+      label: "acme",
+      scopes: ["pools:read"],
+      status: "active",
+      createdBy: "root",
+    });
     expect(JSON.stringify(shown.body)).not.toContain(hashSecret(secret));
     expect((await call("GET", "/v1/keys", secret)).body.keys.map((k: { id: string }) => k.id)).toEqual([key.id]);
     expect((await call("GET", "/v1/keys/root", secret)).status).toBe(404);
@@ -125,7 +148,10 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
   });
 
   it("expires at its expiry (401 after), on both instances", async () => {
-    const { secret } = await create({ scopes: ["pools:read"], expiresAt: new Date(clock.now() + 10_000).toISOString() });
+    const { secret } = await create({
+      scopes: ["pools:read"],
+      expiresAt: new Date(clock.now() + 10_000).toISOString(),
+    });
     expect((await call("GET", "/v1/pools", secret, undefined, 1)).status).toBe(200);
     clock.advance(10_000);
     for (const on of [0, 1]) expect((await call("GET", "/v1/pools", secret, undefined, on)).status).toBe(401);
@@ -142,7 +168,9 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
     const raised = await call("PATCH", `/v1/keys/${limited.key.id}`, limited.secret, { requestQuota: null });
     expect([raised.status, raised.body.error.code]).toEqual([403, "FORBIDDEN"]);
     expect((await call("PATCH", `/v1/keys/${limited.key.id}`, limited.secret, { requestQuota: 40 })).status).toBe(200);
-    expect((await call("PATCH", `/v1/keys/${key.id}`, ADMIN, { requestQuota: 1000, label: "raised by root" })).body).toMatchObject({ requestQuota: 1000, label: "raised by root" });
+    expect(
+      (await call("PATCH", `/v1/keys/${key.id}`, ADMIN, { requestQuota: 1000, label: "raised by root" })).body,
+    ).toMatchObject({ requestQuota: 1000, label: "raised by root" });
   });
 
   it("keeps the last admin key: it cannot be revoked nor lose its scope (409)", async () => {
@@ -196,9 +224,18 @@ describe("an API key's life over HTTP and DynamoDB Local, on two API instances",
       const alive = [];
       for (const a of admins) {
         const self = await call("GET", `/v1/keys/${a.id}`, a.secret, undefined, round % 2);
-        if (self.status === 200 && self.body.status === "active" && self.body.expiresAt === undefined && self.body.scopes.includes("admin")) alive.push(a);
+        if (
+          self.status === 200 &&
+          self.body.status === "active" &&
+          self.body.expiresAt === undefined &&
+          self.body.scopes.includes("admin")
+        )
+          alive.push(a);
       }
-      expect(alive.length, `round ${round}: ${n} admins, answers ${outcomes.slice(-2 * n).join(",")}`).toBeGreaterThanOrEqual(1);
+      expect(
+        alive.length,
+        `round ${round}: ${n} admins, answers ${outcomes.slice(-2 * n).join(",")}`,
+      ).toBeGreaterThanOrEqual(1);
       starter = alive[0]!;
     }
     // Both answers happened: writes that won (200) and writes the rule refused (409); a key revoked

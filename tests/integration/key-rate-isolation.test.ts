@@ -22,7 +22,11 @@ let flood: ChildProcess | undefined;
 
 beforeAll(async () => {
   const setup = embeddedSetup(defaultEmbeddedSettings);
-  stack = await startLocalStack({ dynamoEndpoint: inject("dynamoEndpoint"), tasks: { get: async () => undefined }, policies: new LocalPolicyEndpoints(setup.env) });
+  stack = await startLocalStack({
+    dynamoEndpoint: inject("dynamoEndpoint"),
+    tasks: { get: async () => undefined },
+    policies: new LocalPolicyEndpoints(setup.env),
+  });
   const inst = await setup.instance(1);
   poolId = inst.evolution.pool.id;
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
@@ -39,13 +43,23 @@ afterAll(async () => {
   await stack?.stop();
 }, 60_000);
 
-const routeBody = () => JSON.stringify({ poolId, task: { id: "t1", family: "app", tags: ["app", "bulk"] }, failureTags: ["incomplete-results"], k: 2 });
+const routeBody = () =>
+  JSON.stringify({
+    poolId,
+    task: { id: "t1", family: "app", tags: ["app", "bulk"] },
+    failureTags: ["incomplete-results"],
+    k: 2,
+  });
 
 async function routeLatencies(n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const started = performance.now();
-    const res = await fetch(`${api.url}/v1/route`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${calm}` }, body: routeBody() });
+    const res = await fetch(`${api.url}/v1/route`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${calm}` },
+      body: routeBody(),
+    });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     out.push(performance.now() - started);
@@ -55,7 +69,10 @@ async function routeLatencies(n: number): Promise<number[]> {
 
 const p99 = (xs: readonly number[]) => percentile(xs, 99);
 
-/** A process sending the flooding key's requests, `connections` at a time, back to back; it counts each status and prints them when told to stop. */
+/**
+ * A process sending the flooding key's requests, `connections` at a time, back to back; it counts each status and
+ * prints them when told to stop.
+ */
 function startFlood(connections: number): { stop: () => Promise<Record<string, number>> } {
   const script = `
     const http = require("node:http");
@@ -75,7 +92,9 @@ function startFlood(connections: number): { stop: () => Promise<Record<string, n
     const one = async () => { while (running) await post(); };
     Promise.all(Array.from({ length: ${connections} }, one)).then(() => { process.send(counts); process.disconnect(); });
   `;
-  flood = spawn(process.execPath, ["-e", script, api.url, flooder, routeBody()], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  flood = spawn(process.execPath, ["-e", script, api.url, flooder, routeBody()], {
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
   const child = flood;
   return {
     stop: () =>
@@ -86,8 +105,13 @@ function startFlood(connections: number): { stop: () => Promise<Record<string, n
   };
 }
 
-/** One round: alone and beside the flood in turns, a slice of each at a time, so a load that comes and goes on the machine (other test files) weighs on both alike. */
-async function measureRound(counts: Record<string, number>): Promise<{ alone: number; beside: number; floodSeconds: number }> {
+/**
+ * One round: alone and beside the flood in turns, a slice of each at a time, so a load that comes and goes on the
+ * machine (other test files) weighs on both alike.
+ */
+async function measureRound(
+  counts: Record<string, number>,
+): Promise<{ alone: number; beside: number; floodSeconds: number }> {
   const alone: number[] = [];
   const beside: number[] = [];
   let floodSeconds = 0;
@@ -122,7 +146,8 @@ describe("a key flooding past its rate, beside another key", () => {
     console.log(
       `p99 alone / beside the flood (ms), per round: ${rounds.map((r) => `${r.alone.toFixed(1)} / ${r.beside.toFixed(1)}`).join(", ")}; median ratio ${medianRatio.toFixed(2)}; the flood's answers ${JSON.stringify(counts)}`,
     );
-    // Served at its rate (5 a second, a burst of 5 each time it starts), the rest refused, each refusal held up to RATE_LIMIT_HOLD_MS.
+    // Served at its rate (5 a second, a burst of 5 each time it starts), the rest refused, each refusal held up to
+    // RATE_LIMIT_HOLD_MS.
     expect(served).toBeLessThanOrEqual(5 * floodSeconds + 9 * 5);
     expect(limited).toBeGreaterThan(2 * served);
     // Held, each connection gets a few answers a second (its wait for the next token, up to 1 s); unheld, ~100.

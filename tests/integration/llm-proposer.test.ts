@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvolutionConfig, evolvePool, type FailureEvidence, type ProposalInput } from "@harness-s/core/evolution";
 import { createRng, type Rollout, type Task } from "@harness-s/core";
 import { OpenAiProposer } from "@harness-s/adapters/llm";
-import { BUNDLED_DATA_DIR, dbbenchH0, dbbenchLeakIndex, isMutation, loadSplit, type DbBenchRow } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  dbbenchH0,
+  dbbenchLeakIndex,
+  isMutation,
+  loadSplit,
+  type DbBenchRow,
+} from "@harness-s/dbbench";
 import { makeRollout, makeTask } from "../factories.ts";
 import { startScriptedOpenAi, type ScriptedReply } from "../scripted-openai.ts";
 
@@ -18,7 +25,12 @@ afterAll(() => server?.close());
 
 const json = (v: unknown): ScriptedReply => ({ content: JSON.stringify(v) });
 const evidence = (ids: string[]): FailureEvidence[] =>
-  ids.map((taskId) => ({ taskId, family: "dbbench", failureTags: ["sql-error:syntax"], excerpt: ['execute_sql {"query":"SELEC …"} → sql:error:syntax: 1064 (42000) …'] }));
+  ids.map((taskId) => ({
+    taskId,
+    family: "dbbench",
+    failureTags: ["sql-error:syntax"],
+    excerpt: ['execute_sql {"query":"SELEC …"} → sql:error:syntax: 1064 (42000) …'],
+  }));
 const proposerWith = (maxCalls: number) =>
   new OpenAiProposer(new OpenAI({ baseURL: server.url, apiKey: "none", maxRetries: 0 }), {
     model: "scripted",
@@ -63,8 +75,14 @@ describe("the LLM proposer (a scripted OpenAI-compatible server on loopback)", (
     const select = dev.find((r) => !isMutation(r) && String(r.label[0]).length >= 4)!;
     answers = [
       { content: "I would add a note about quoting." },
-      json({ ...goodPatch, patch: { postObservation: [{ on: "sql:error:syntax", hint: "execute_sql", maxFires: 0 }] } }),
-      json({ ...goodPatch, patch: { instruction: { systemAppend: `When unsure, the answer is ${select.label[0]}.` } } }),
+      json({
+        ...goodPatch,
+        patch: { postObservation: [{ on: "sql:error:syntax", hint: "execute_sql", maxFires: 0 }] },
+      }),
+      json({
+        ...goodPatch,
+        patch: { instruction: { systemAppend: `When unsure, the answer is ${select.label[0]}.` } },
+      }),
       json({ ...goodPatch, patch: { budget: { maxTurns: 30 } } }),
       json({ ...goodPatch, evidence: ["dev-1"] }),
       json({ ...goodPatch, evidence: ["dev-1", "dev-99"] }),
@@ -72,9 +90,19 @@ describe("the LLM proposer (a scripted OpenAI-compatible server on loopback)", (
     const proposer = proposerWith(10);
     const specs = await proposer.propose(input({ count: 6 }));
     expect(specs).toEqual([]);
-    expect(proposer.report.refused).toEqual({ "invalid-json": 1, schema: 1, leak: 1, "outside-direction": 1, evidence: 2 });
-    expect(proposer.report.lastRefusals.find((r) => r.reason === "leak")!.detail).toMatch(new RegExp(`of task ${select.id}`));
-    expect(proposer.report.lastRefusals.find((r) => r.reason === "outside-direction")!.detail).toMatch(/recovery edit may change postObservation, instruction, not budget/);
+    expect(proposer.report.refused).toEqual({
+      "invalid-json": 1,
+      schema: 1,
+      leak: 1,
+      "outside-direction": 1,
+      evidence: 2,
+    });
+    expect(proposer.report.lastRefusals.find((r) => r.reason === "leak")!.detail).toMatch(
+      new RegExp(`of task ${select.id}`),
+    );
+    expect(proposer.report.lastRefusals.find((r) => r.reason === "outside-direction")!.detail).toMatch(
+      /recovery edit may change postObservation, instruction, not budget/,
+    );
   });
 
   it("stops evolution cleanly when its call budget is spent, and evolution stops when its rollout budget would be passed", async () => {
@@ -88,7 +116,13 @@ describe("the LLM proposer (a scripted OpenAI-compatible server on loopback)", (
         success: spec.postObservation.length > 0,
         failureTags: spec.postObservation.length ? [] : ["wrong-answer"],
       });
-    const config = EvolutionConfig.parse({ directions: ["recovery", "contract"], rounds: 3, candidatesPerRound: 2, trials: 1, minRepairs: 2 });
+    const config = EvolutionConfig.parse({
+      directions: ["recovery", "contract"],
+      rounds: 3,
+      candidatesPerRound: 2,
+      trials: 1,
+      minRepairs: 2,
+    });
     const deps = (proposer: OpenAiProposer) => ({
       base: dbbenchH0,
       devTasks: tasks,
@@ -105,21 +139,37 @@ describe("the LLM proposer (a scripted OpenAI-compatible server on loopback)", (
     expect(result.stopped).toBe("proposer budget spent");
     expect(proposer.report.calls).toBe(3);
     expect(result.pool.siblings).toHaveLength(1);
-    expect(result.pool.siblings[0]!.provenance).toMatchObject({ direction: "recovery", motivatingTasks: ["dev-1", "dev-2", "dev-3", "dev-4"], proposer: "llm:scripted" });
+    expect(result.pool.siblings[0]!.provenance).toMatchObject({
+      direction: "recovery",
+      motivatingTasks: ["dev-1", "dev-2", "dev-3", "dev-4"],
+      proposer: "llm:scripted",
+    });
     // A rollout budget of H0's measurement and one candidate: the second candidate is never measured.
     answers = [json(goodPatch), json(goodPatch)];
     const capped = await evolvePool({ ...config, maxRollouts: 8 }, deps(proposerWith(10)));
     expect(capped.stopped).toBe("rollout budget spent");
     expect(capped.rolloutsSpent).toBe(8);
-    await expect(evolvePool({ ...config, maxRollouts: 3 }, deps(proposerWith(1)))).rejects.toThrow(/cannot pay for H0's own measurement/);
+    await expect(evolvePool({ ...config, maxRollouts: 3 }, deps(proposerWith(1)))).rejects.toThrow(
+      /cannot pay for H0's own measurement/,
+    );
   });
 
   it("screens a candidate on a minibatch of the parent's failures first (GEPA-style): one that repairs none there costs the minibatch only", async () => {
     const tasks: Task[] = [1, 2, 3, 4].map((i) => makeTask({ id: `dev-${i}`, family: "dbbench" }));
     const runRollout = async (task: Task, spec: typeof dbbenchH0): Promise<Rollout> =>
       makeRollout({ taskId: task.id, family: "dbbench", harnessId: spec.id, success: spec.postObservation.length > 0 });
-    const config = EvolutionConfig.parse({ directions: ["recovery"], rounds: 1, candidatesPerRound: 2, trials: 1, minRepairs: 2, screenTasks: 2 });
-    answers = [json({ ...goodPatch, patch: { instruction: { systemAppend: "Quote names with backticks." } } }), json(goodPatch)];
+    const config = EvolutionConfig.parse({
+      directions: ["recovery"],
+      rounds: 1,
+      candidatesPerRound: 2,
+      trials: 1,
+      minRepairs: 2,
+      screenTasks: 2,
+    });
+    answers = [
+      json({ ...goodPatch, patch: { instruction: { systemAppend: "Quote names with backticks." } } }),
+      json(goodPatch),
+    ];
     const result = await evolvePool(config, {
       base: dbbenchH0,
       devTasks: tasks,

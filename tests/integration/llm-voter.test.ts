@@ -13,9 +13,21 @@ const received: { model: string; user: string }[] = [];
 let server: { url: string; close: () => Promise<void> };
 
 const candidates: HarnessSpec[] = [
-  makeSpec({ id: "sib-pages", postObservation: [{ on: "page:more", hint: "next_page" }], provenance: { direction: "contract" } }),
-  makeSpec({ id: "sib-auth", postObservation: [{ on: "error:401", hint: "login" }], provenance: { direction: "recovery" } }),
-  makeSpec({ id: "sib-budget", budget: { maxTurns: 8, warnAt: 2, forceSubmitAt: 1 }, provenance: { direction: "budget" } }),
+  makeSpec({
+    id: "sib-pages",
+    postObservation: [{ on: "page:more", hint: "next_page" }],
+    provenance: { direction: "contract" },
+  }),
+  makeSpec({
+    id: "sib-auth",
+    postObservation: [{ on: "error:401", hint: "login" }],
+    provenance: { direction: "recovery" },
+  }),
+  makeSpec({
+    id: "sib-budget",
+    budget: { maxTurns: 8, warnAt: 2, forceSubmitAt: 1 },
+    provenance: { direction: "budget" },
+  }),
 ];
 
 beforeAll(async () => {
@@ -33,7 +45,9 @@ beforeAll(async () => {
       });
     switch (body.model) {
       case "good":
-        return answer(JSON.stringify({ ranking: ["sib-pages", "sib-budget", "sib-auth"], rationale: "pages remained" }));
+        return answer(
+          JSON.stringify({ ranking: ["sib-pages", "sib-budget", "sib-auth"], rationale: "pages remained" }),
+        );
       case "prose":
         return answer("I think sib-pages is best.");
       case "unknown-ids":
@@ -51,7 +65,11 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const voter = (model: string) => new OpenAiVoter(new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "test", maxRetries: 0, timeout: 1000 }), { id: `llm-${model}`, model });
+const voter = (model: string) =>
+  new OpenAiVoter(new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "test", maxRetries: 0, timeout: 1000 }), {
+    id: `llm-${model}`,
+    model,
+  });
 const input = {
   decisionId: "d",
   task: { id: "app-7", family: "app", tags: ["app", "bulk"] },
@@ -86,7 +104,10 @@ describe("OpenAI-compatible LLM voter", () => {
   });
 
   it("times out a slow model and survives a server error", async () => {
-    const d = await route(input, routerOptions({ k: 1, quorum: 1 }), { voters: [voter("slow"), voter("broken"), voter("good")], rng: createRng(1) });
+    const d = await route(input, routerOptions({ k: 1, quorum: 1 }), {
+      voters: [voter("slow"), voter("broken"), voter("good")],
+      rng: createRng(1),
+    });
     const reasons = d.failures.map((f) => `${f.voterId}: ${f.reason}`).join("\n");
     expect(reasons).toMatch(/llm-slow: voter llm-slow did not answer within 1000 ms/);
     expect(d.failures.find((f) => f.voterId === "llm-slow")?.kind).toBe("timeout");
@@ -95,6 +116,11 @@ describe("OpenAI-compatible LLM voter", () => {
   });
 
   it("raises QuorumError when too few LLM voters answer", async () => {
-    await expect(route(input, routerOptions({ k: 1 }), { voters: [voter("prose"), voter("broken"), voter("good")], rng: createRng(1) })).rejects.toBeInstanceOf(QuorumError);
+    await expect(
+      route(input, routerOptions({ k: 1 }), {
+        voters: [voter("prose"), voter("broken"), voter("good")],
+        rng: createRng(1),
+      }),
+    ).rejects.toBeInstanceOf(QuorumError);
   });
 });

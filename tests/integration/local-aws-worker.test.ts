@@ -28,13 +28,19 @@ const config = ExperimentConfig.parse({
   evalTasks: 1,
   evalSamples: 3,
 });
-/** The CLI's setup with --policy worker (no profile measurement: --profile-budget 0 leaves a hand-written pool's as evolved). */
-const atWorker = () => workerPolicySetup(embeddedSetups(defaultEmbeddedSettings)("test"), { url: worker.url, token: TOKEN, model: "tiny" });
+/**
+ * The CLI's setup with --policy worker (no profile measurement: --profile-budget 0 leaves a hand-written pool's as
+ * evolved).
+ */
+const atWorker = () =>
+  workerPolicySetup(embeddedSetups(defaultEmbeddedSettings)("test"), { url: worker.url, token: TOKEN, model: "tiny" });
 
 describe("experiment --runtime local-aws --policy worker (issue 57, item 6)", () => {
   it("runs the worker's policies through the queues and handlers, and its summary is the in-process run's", async () => {
     const queued = atWorker();
-    const viaQueues = await runExperimentLocalAws(config, queued, () => undefined, undefined, { dynamoEndpoint: inject("dynamoEndpoint") });
+    const viaQueues = await runExperimentLocalAws(config, queued, () => undefined, undefined, {
+      dynamoEndpoint: inject("dynamoEndpoint"),
+    });
     // Its policies sampled at the worker (every rollout's turns through the dispatch handler).
     expect(queued.sampled.turns).toBeGreaterThan(0);
     const inProcess = await runExperimentToEnd(config, atWorker());

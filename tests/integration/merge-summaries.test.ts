@@ -8,9 +8,23 @@ import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { reportCommand } from "../../packages/cli/src/commands/report.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 1, curveTasks: 4, reanchorEvery: 1, reanchorBudget: 6 });
+const train = TrainConfig.parse({
+  steps: 2,
+  batchSize: 4,
+  curveEvery: 1,
+  curveTasks: 4,
+  reanchorEvery: 1,
+  reanchorBudget: 6,
+});
 const configFor = (seeds: number[], over: Partial<ExperimentConfig> = {}) =>
-  ExperimentConfig.parse({ seeds, arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, evalTasks: 8, ...over });
+  ExperimentConfig.parse({
+    seeds,
+    arms: ["grpo", "grpo-budget", "harness-s"],
+    train,
+    evalSamples: 3,
+    evalTasks: 8,
+    ...over,
+  });
 
 describe("merging runs on disjoint seeds", () => {
   it("gives the summary of one run on all the seeds", async () => {
@@ -58,8 +72,12 @@ describe("report over token-level runs", () => {
     // Act
     await reportCommand(dirs, out);
     // Assess
-    expect(JSON.parse(await readFile(join(out, "start-table.json"), "utf8")).map((r: { seed: number }) => r.seed)).toEqual([3, 4]);
-    expect(await readFile(join(out, "report.md"), "utf8")).toMatch(/## Before training[\s\S]*\| 3 \| 50\.0% \/ 25\.0%[\s\S]*\| 4 \|/);
+    expect(
+      JSON.parse(await readFile(join(out, "start-table.json"), "utf8")).map((r: { seed: number }) => r.seed),
+    ).toEqual([3, 4]);
+    expect(await readFile(join(out, "report.md"), "utf8")).toMatch(
+      /## Before training[\s\S]*\| 3 \| 50\.0% \/ 25\.0%[\s\S]*\| 4 \|/,
+    );
     await rm(join(dirs[0]!, "start-table.json"));
     const without = await mkdtemp(join(tmpdir(), "hs-report-out-"));
     await reportCommand(dirs, without);

@@ -7,7 +7,14 @@ import { addKey, memoryApiDeps, startApi } from "../api-factory.ts";
 
 const models = ServedModels.parse([
   { name: "a", parameters: 101_632, contextTokens: 4096, chatTemplate: "chatml" },
-  { name: "b", parameters: 7_615_616_512, contextTokens: 32_768, chatTemplate: "llama3", pricePerMillionSampledUsd: 1.5, pricePerMillionTrainedUsd: 4 },
+  {
+    name: "b",
+    parameters: 7_615_616_512,
+    contextTokens: 32_768,
+    chatTemplate: "llama3",
+    pricePerMillionSampledUsd: 1.5,
+    pricePerMillionTrainedUsd: 4,
+  },
 ]);
 const coordinator = new MemoryQueue();
 const deps = memoryApiDeps({ offers: servedOffers(models, EMBEDDED_ONLY), coordinator });
@@ -35,7 +42,11 @@ describe("GET /v1/models", () => {
   });
 
   it("is documented with its answers and errors", () => {
-    const op = (openApiDocument() as unknown as { paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>> }).paths["/v1/models"]!.get!;
+    const op = (
+      openApiDocument() as unknown as {
+        paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>>;
+      }
+    ).paths["/v1/models"]!.get!;
     expect(op.operationId).toBe("listModels");
     expect(Object.keys(op.responses).sort()).toEqual(["200", "401", "414", "429", "503"]);
   });
@@ -43,7 +54,11 @@ describe("GET /v1/models", () => {
 
 describe("an experiment's model", () => {
   const start = (body: unknown) =>
-    fetch(`${api.url}/v1/experiments`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${experimenter}` }, body: JSON.stringify(body) });
+    fetch(`${api.url}/v1/experiments`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${experimenter}` },
+      body: JSON.stringify(body),
+    });
 
   it("naming a model not served is a 400 naming the served ones, nothing recorded or queued; a served one is taken", async () => {
     const refused = await start({ model: "c", seeds: [1], budget: { rollouts: 100 } });

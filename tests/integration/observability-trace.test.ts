@@ -53,21 +53,35 @@ afterAll(async () => {
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${keys[key]}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${keys[key]}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** A rescue of SLOTS slots at the failing endpoint, followed until it is no longer running. */
-async function failedRescue(): Promise<{ id: string; correlationId: string; status: { status: string; failed: { index: number; code: string }[] } }> {
+async function failedRescue(): Promise<{
+  id: string;
+  correlationId: string;
+  status: { status: string; failed: { index: number; code: string }[] };
+}> {
   const res = await call("caller", "POST", "/v1/rescues", {
     poolId: inst.evolution.pool.id,
     harnesses: [inst.evolution.pool.base.id],
     rolloutsPerHarness: SLOTS,
-    caller: { endpoint: "mine", environment: { kind: "builtin", id: "embedded" }, task: embeddedCallerTask(setup.env, inst.train[0]!), maxTokens: 8 },
+    caller: {
+      endpoint: "mine",
+      environment: { kind: "builtin", id: "embedded" },
+      task: embeddedCallerTask(setup.env, inst.train[0]!),
+      maxTokens: 8,
+    },
   });
   expect(res.status, await res.clone().text()).toBe(202);
   const correlationId = res.headers.get("x-request-id")!;
   const { id } = (await res.json()) as { id: string };
   let status = await (await call("caller", "GET", `/v1/rescues/${id}`)).json();
-  for (let i = 0; i < 6 && status.status === "running"; i++) status = await (await call("caller", "GET", `/v1/rescues/${id}?wait=20&seen=${status.failed.length}`)).json();
+  for (let i = 0; i < 6 && status.status === "running"; i++)
+    status = await (await call("caller", "GET", `/v1/rescues/${id}?wait=20&seen=${status.failed.length}`)).json();
   return { id, correlationId, status };
 }
 
@@ -87,7 +101,8 @@ function sampleValue(families: Map<string, ParsedFamily>, name: string, labels: 
 }
 
 /** A labelled histogram's `_count` (the parser folds labelled histograms' series: read from the text). */
-const countOf = (text: string, name: string, route: string) => Number(new RegExp(`^${name}_count\\{route="${route}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+const countOf = (text: string, name: string, route: string) =>
+  Number(new RegExp(`^${name}_count\\{route="${route}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
 
 const events = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 
@@ -97,7 +112,9 @@ describe("a failed rollout, traced", () => {
     expect(status).toMatchObject({ status: "failed", failed: [{ index: 0 }, { index: 1 }] });
     expect(correlationId).toMatch(/^[0-9a-f]{32}$/);
     const request = events().filter((e) => e.event === "http.request" && e.correlationId === correlationId);
-    expect(request).toEqual([expect.objectContaining({ keyId: "k-caller", method: "POST", route: "/v1/rescues", status: 202 })]);
+    expect(request).toEqual([
+      expect.objectContaining({ keyId: "k-caller", method: "POST", route: "/v1/rescues", status: 202 }),
+    ]);
     const slots = events().filter((e) => e.event === "queue.record" && e.function === "dispatch" && e.jobId === id);
     expect(slots).toHaveLength(SLOTS);
     for (const slot of slots)
@@ -135,17 +152,25 @@ describe("GET /metrics under the local stack", () => {
   it("parses as Prometheus text, and its counters move with a failed rescue's traffic", async () => {
     const before = await scrape();
     for (const queue of ["dispatch", "dispatch-dlq", "profile", "vote", "coordinator", "coordinator-dlq"])
-      expect(before.families.get("harness_s_queue_messages")?.metrics.some((m) => m.labels?.queue === queue && m.labels.state === "visible")).toBe(true);
+      expect(
+        before.families
+          .get("harness_s_queue_messages")
+          ?.metrics.some((m) => m.labels?.queue === queue && m.labels.state === "visible"),
+      ).toBe(true);
     await failedRescue();
     const after = await scrape();
-    const moved = (name: string, labels: Record<string, string> = {}) => sampleValue(after.families, name, labels) - sampleValue(before.families, name, labels);
+    const moved = (name: string, labels: Record<string, string> = {}) =>
+      sampleValue(after.families, name, labels) - sampleValue(before.families, name, labels);
     expect(moved("harness_s_http_requests_total", { route: "/v1/rescues", method: "POST", status: "202" })).toBe(1);
     expect(moved("harness_s_http_requests_total", { route: "/metrics", method: "GET", status: "200" })).toBe(1);
     expect(moved("harness_s_rescues_started_total")).toBe(1);
     expect(moved("harness_s_queue_records_total", { function: "dispatch", outcome: "failed" })).toBe(SLOTS);
     expect(moved("harness_s_rescues_finished_total", { outcome: "failed" })).toBe(1);
     expect(moved("harness_s_rollouts_stored_total")).toBe(0);
-    expect(countOf(after.text, "harness_s_http_request_duration_seconds", "/v1/rescues") - countOf(before.text, "harness_s_http_request_duration_seconds", "/v1/rescues")).toBe(1);
+    expect(
+      countOf(after.text, "harness_s_http_request_duration_seconds", "/v1/rescues") -
+        countOf(before.text, "harness_s_http_request_duration_seconds", "/v1/rescues"),
+    ).toBe(1);
     expect(sampleValue(after.families, "harness_s_queue_messages", { queue: "dispatch", state: "visible" })).toBe(0);
   }, 120_000);
 });

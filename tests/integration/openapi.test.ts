@@ -9,7 +9,11 @@ import { openApiDocument } from "../../functions/api/openapi.ts";
 import { memoryApiDeps, startApi } from "../api-factory.ts";
 
 let api: { url: string; close: () => Promise<void> };
-let served: Record<string, unknown> & { paths: Record<string, Record<string, { operationId?: string }>>; servers?: unknown[]; tags?: unknown[] };
+let served: Record<string, unknown> & {
+  paths: Record<string, Record<string, { operationId?: string }>>;
+  servers?: unknown[];
+  tags?: unknown[];
+};
 
 beforeAll(async () => {
   api = await startApi(memoryApiDeps());
@@ -73,14 +77,25 @@ describe("the OpenAPI document", () => {
   it("documents a quote's environment and model (issue 57, item 3): the basis's configuration with its tokens per rollout and GPU seconds per token, the tokens in its usage", () => {
     const create = served.paths["/v1/quotes"]?.post as { responses?: Record<string, unknown> } | undefined;
     const answer = JSON.stringify(create?.responses?.["200"] ?? {});
-    for (const field of ["configuration", "sampledTokensPerRollout", "trainedTokensPerTrainingRollout", "gpuSecondsPerToken", "gpuSource"]) expect(answer).toContain(`"${field}"`);
+    for (const field of [
+      "configuration",
+      "sampledTokensPerRollout",
+      "trainedTokensPerTrainingRollout",
+      "gpuSecondsPerToken",
+      "gpuSource",
+    ])
+      expect(answer).toContain(`"${field}"`);
     expect(answer).toContain("the model's GPU seconds per token sampled or trained");
     for (const field of ["sampledTokens", "trainedTokens", "gpuSeconds"]) expect(answer).toContain(field);
   });
 
   it("declares the API keys' routes (issue 56): each operation under the keys tag with the errors it answers, the secret shown once, the 429 with its Retry-After", () => {
     type Schema = { description?: string; properties?: Record<string, Schema> };
-    type Response = { description: string; headers?: Record<string, { description?: string; schema?: { type?: string } }>; content?: { "application/json"?: { schema: Schema } } };
+    type Response = {
+      description: string;
+      headers?: Record<string, { description?: string; schema?: { type?: string } }>;
+      content?: { "application/json"?: { schema: Schema } };
+    };
     type Operation = { operationId?: string; tags?: string[]; responses: Record<string, Response> };
     const op = (path: string, method: string) => served.paths[path]?.[method] as Operation | undefined;
     // Each operation, the statuses it answers, and (list, get, rotate need no scope) whether a 403 can be one of them.
@@ -103,10 +118,15 @@ describe("the OpenAPI document", () => {
     expect((served.tags as { name: string }[]).map((t) => t.name)).toContain("keys");
 
     // The secret is in the replies of create and rotate alone, each saying it is shown this once.
-    const withSecret = { createKey: op("/v1/keys", "post")!.responses["201"]!, rotateKey: op("/v1/keys/{id}/rotate", "post")!.responses["200"]! };
+    const withSecret = {
+      createKey: op("/v1/keys", "post")!.responses["201"]!,
+      rotateKey: op("/v1/keys/{id}/rotate", "post")!.responses["200"]!,
+    };
     for (const [operationId, reply] of Object.entries(withSecret)) {
       expect(reply.description, operationId).toMatch(/shown this once/);
-      expect(reply.content?.["application/json"]?.schema.properties?.secret?.description, operationId).toMatch(/shown this once/);
+      expect(reply.content?.["application/json"]?.schema.properties?.secret?.description, operationId).toMatch(
+        /shown this once/,
+      );
     }
     for (const [path, method] of [
       ["/v1/keys", "get"],
@@ -127,12 +147,22 @@ describe("the OpenAPI document", () => {
 
   it("passes Redocly's recommended rules, and every operation's tag is declared, with no error and no warning", async () => {
     const config = await createConfig({ extends: ["recommended"], rules: { "operation-tag-defined": "error" } });
-    const problems = await lintFromString({ source: JSON.stringify(served), absoluteRef: `${api.url}/openapi.json`, config });
+    const problems = await lintFromString({
+      source: JSON.stringify(served),
+      absoluteRef: `${api.url}/openapi.json`,
+      config,
+    });
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message}`)).toEqual([]);
   });
 
   it("generates client types (openapi-typescript) that typecheck a correct call and reject a wrong one", async () => {
-    expect(await typecheckClient(client(`{ poolId: "embedded", task: { id: "t1", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 2 }`))).toEqual([]);
+    expect(
+      await typecheckClient(
+        client(
+          `{ poolId: "embedded", task: { id: "t1", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 2 }`,
+        ),
+      ),
+    ).toEqual([]);
     const wrong = await typecheckClient(client(`{ poolId: "embedded", k: 2 }`));
     expect(wrong.join("\n")).toMatch(/task/);
   }, 60_000);

@@ -166,13 +166,26 @@ describe("the OpenEnv server's bounds", () => {
     const s = await serve({ resetTasks: undefined });
     const answer = await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ seed: 4 }) });
     expect(answer.status).toBe(400);
-    expect(await answer.json()).toEqual({ detail: { code: "UNKNOWN_TASK", message: expect.stringMatching(/needs a task_id/) } });
-    expect((await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ task_id: "t-9" }) })).status).toBe(200);
+    expect(await answer.json()).toEqual({
+      detail: { code: "UNKNOWN_TASK", message: expect.stringMatching(/needs a task_id/) },
+    });
+    expect((await fetch(`${s.url}/reset`, { method: "POST", body: JSON.stringify({ task_id: "t-9" }) })).status).toBe(
+      200,
+    );
   });
 
   it("taskIdOfSeed: seed mod n in the listed order, negative seeds wrapping, none without tasks", () => {
     const ids = ["a", "b", "c"];
-    expect([0, 1, 2, 3, 7, -1, -3, 2 ** 53 - 1].map((seed) => taskIdOfSeed(ids, seed))).toEqual(["a", "b", "c", "a", "b", "c", "a", "b"]);
+    expect([0, 1, 2, 3, 7, -1, -3, 2 ** 53 - 1].map((seed) => taskIdOfSeed(ids, seed))).toEqual([
+      "a",
+      "b",
+      "c",
+      "a",
+      "b",
+      "c",
+      "a",
+      "b",
+    ]);
     expect(taskIdOfSeed([], 1)).toBeUndefined();
   });
 });

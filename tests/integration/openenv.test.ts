@@ -17,7 +17,9 @@ let served: Awaited<ReturnType<typeof startOpenEnvServer>>;
 
 beforeAll(async () => {
   inst = await setup.instance(1);
-  served = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));
+  served = await startOpenEnvServer(
+    await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }),
+  );
 }, 120_000); // evolving the embedded pool (here and in builtinOpenEnv) is CPU work: on a loaded machine well past the default 10 s
 afterAll(() => served?.close());
 
@@ -29,7 +31,12 @@ const reseeded = (inner: Environment): Environment => ({
 
 describe("the OpenEnv client", () => {
   it("runs the embedded suite through env-serve exactly as in process: the same actions, events and rewards", async () => {
-    const env = new OpenEnvEnvironment({ url: served.url, outbound, tools: setup.env.tools(inst.train[0]!), submit: "submit" });
+    const env = new OpenEnvEnvironment({
+      url: served.url,
+      outbound,
+      tools: setup.env.tools(inst.train[0]!),
+      submit: "submit",
+    });
     const local = reseeded(new TextEnvironment(setup.env));
     const tasks = inst.train.slice(0, 6);
     for (const [i, task] of tasks.entries()) {
@@ -39,7 +46,12 @@ describe("the OpenEnv client", () => {
         policy: setup.createPolicy(1),
       });
       const here = await runEpisode(task, harness, 100 + i, { env: local, policy: setup.createPolicy(1) });
-      expect({ actions: remote.steps.map((s) => s.action), events: remote.events, reward: remote.reward, tags: remote.failureTags }).toEqual({
+      expect({
+        actions: remote.steps.map((s) => s.action),
+        events: remote.events,
+        reward: remote.reward,
+        tags: remote.failureTags,
+      }).toEqual({
         actions: here.steps.map((s) => s.action),
         events: here.events,
         reward: here.reward,
@@ -57,14 +69,17 @@ describe("the OpenEnv client", () => {
       let count = 0;
       ws.on("message", (raw) => {
         const m = JSON.parse(raw.toString());
-        const answer = (observation: object, reward: number | null, done: boolean) => ws.send(JSON.stringify({ type: "observation", data: { observation, reward, done } }));
+        const answer = (observation: object, reward: number | null, done: boolean) =>
+          ws.send(JSON.stringify({ type: "observation", data: { observation, reward, done } }));
         if (m.type === "reset") {
-          if (m.data.task_id !== "count-3") return ws.send(JSON.stringify({ type: "error", data: { message: "no such task", code: "UNKNOWN_TASK" } }));
+          if (m.data.task_id !== "count-3")
+            return ws.send(JSON.stringify({ type: "error", data: { message: "no such task", code: "UNKNOWN_TASK" } }));
           count = 0;
           return answer({ prompt: "count to three" }, null, false);
         }
         if (m.type === "step" && m.data.tool_name === "inc") return answer({ result: `count=${++count}` }, null, false);
-        if (m.type === "step" && m.data.tool_name === "finish") return answer({ result: "done" }, count === 3 ? 1 : 0, true);
+        if (m.type === "step" && m.data.tool_name === "finish")
+          return answer({ result: "done" }, count === 3 ? 1 : 0, true);
         ws.send(JSON.stringify({ type: "error", data: { message: "unknown" } }));
       });
     });
@@ -85,14 +100,21 @@ describe("the OpenEnv client", () => {
       expect([good.reward, good.success, bad.reward, bad.success]).toEqual([1, true, 0, false]);
       expect(good.steps.map((s) => s.action)).toEqual(["inc", "inc", "inc", "submit"]);
       expect(good.events).toContain("tool:ok");
-      await expect(runEpisode(makeTask({ id: "nope", family: "count" }), makeSpec(), 1, { env, policy: counting(1) })).rejects.toThrow(/no such task/);
+      await expect(
+        runEpisode(makeTask({ id: "nope", family: "count" }), makeSpec(), 1, { env, policy: counting(1) }),
+      ).rejects.toThrow(/no such task/);
     } finally {
       await new Promise((r) => wss.close(r));
     }
   });
 
   it("refuses a server on loopback unless loopback is allowed, before connecting", async () => {
-    const env = new OpenEnvEnvironment({ url: served.url, outbound: { allowLoopback: false }, tools: ["submit"], submit: "submit" });
+    const env = new OpenEnvEnvironment({
+      url: served.url,
+      outbound: { allowLoopback: false },
+      tools: ["submit"],
+      submit: "submit",
+    });
     await expect(env.start(inst.train[0]!, createRng(1))).rejects.toThrow(/loopback/);
   });
 });

@@ -8,7 +8,11 @@ import { checkOutboundUrl, forbiddenRange, guardedLookup, outboundFetch } from "
 const listeners: { server: Server; hits: number; port: number }[] = [];
 const listen = (host: string) =>
   new Promise<(typeof listeners)[number]>((resolve) => {
-    const entry = { server: createServer((req, res) => res.end(req.url === "/redirect" ? "" : "reached")), hits: 0, port: 0 };
+    const entry = {
+      server: createServer((req, res) => res.end(req.url === "/redirect" ? "" : "reached")),
+      hits: 0,
+      port: 0,
+    };
     entry.server.on("request", () => entry.hits++);
     entry.server.listen(0, host, () => {
       entry.port = (entry.server.address() as { port: number }).port;
@@ -69,7 +73,10 @@ describe("outbound requests to caller-named endpoints", () => {
   it("checks every connection again: a name that resolved to a public address, then to loopback (DNS rebinding), is refused and never reached", async () => {
     // Public at registration and when the request is checked; loopback by the time the socket connects.
     let lookups = 0;
-    const rebinding = { allowLoopback: false, resolve: async () => (lookups++ < 2 ? ["93.184.216.34"] : ["127.0.0.1"]) };
+    const rebinding = {
+      allowLoopback: false,
+      resolve: async () => (lookups++ < 2 ? ["93.184.216.34"] : ["127.0.0.1"]),
+    };
     await expect(checkOutboundUrl(`http://rebind.test:${v4.port}/`, rebinding)).resolves.toBeInstanceOf(URL);
     const err = await outboundFetch(rebinding)(`http://rebind.test:${v4.port}/`).catch((e: Error) => e);
     expect(String((err as Error & { cause?: unknown }).cause ?? err)).toMatch(/127\.0\.0\.1 \(loopback\)/);
@@ -128,14 +135,18 @@ const LOOPBACK_EMBEDDED = [
   "::ffff:0:127.0.0.1",
 ];
 const PUBLIC_EMBEDDED = ["::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "2606:4700::200:5efe:8.8.8.8"];
-const lookupOnce = (lookup: ReturnType<typeof guardedLookup>, host: string) => new Promise<Error | null>((resolve) => lookup(host, { all: true }, (err) => resolve(err)));
+const lookupOnce = (lookup: ReturnType<typeof guardedLookup>, host: string) =>
+  new Promise<Error | null>((resolve) => lookup(host, { all: true }, (err) => resolve(err)));
 
 describe("the IPv6 special-purpose registry and loopback exactly (issue 52, items 10-11)", () => {
-  const allowed = (addresses: string[], allowLoopback: boolean) => addresses.filter((a) => forbiddenRange(a, { allowLoopback }) === undefined);
+  const allowed = (addresses: string[], allowLoopback: boolean) =>
+    addresses.filter((a) => forbiddenRange(a, { allowLoopback }) === undefined);
 
   it("classifies every block and every embedded-IPv4 form by the address it carries, loopback allowed or not", () => {
     for (const allowLoopback of [false, true]) {
-      expect(allowed([...PRIVATE_V6, ...LOOPBACK_EMBEDDED], allowLoopback), `allowLoopback ${allowLoopback}`).toEqual([]);
+      expect(allowed([...PRIVATE_V6, ...LOOPBACK_EMBEDDED], allowLoopback), `allowLoopback ${allowLoopback}`).toEqual(
+        [],
+      );
       expect(allowed(PUBLIC_EMBEDDED, allowLoopback)).toEqual(PUBLIC_EMBEDDED);
     }
     expect(forbiddenRange("64:ff9b::7f00:1", { allowLoopback: true })).toBe("NAT64 form of 127.0.0.1 (loopback)");
@@ -145,7 +156,17 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
     const loopback = ["127.0.0.1", "127.255.0.9", "::1", "0:0:0:0:0:0:0:1"];
     expect(allowed(loopback, true)).toEqual(loopback);
     // The IPv4 registry: each block refused, loopback allowed or not; a neighbour of each is public.
-    const v4Blocks = ["0.1.2.3", "10.9.9.9", "100.127.0.1", "169.254.169.254", "172.31.0.1", "192.0.0.170", "192.0.2.1", "192.88.99.1", "192.168.9.9"];
+    const v4Blocks = [
+      "0.1.2.3",
+      "10.9.9.9",
+      "100.127.0.1",
+      "169.254.169.254",
+      "172.31.0.1",
+      "192.0.0.170",
+      "192.0.2.1",
+      "192.88.99.1",
+      "192.168.9.9",
+    ];
     v4Blocks.push("198.19.0.1", "198.51.100.7", "203.0.113.9", "239.1.1.1", "250.0.0.1", "255.255.255.255");
     expect(allowed(v4Blocks, true)).toEqual([]);
     const neighbours = ["100.128.0.1", "172.32.0.1", "192.0.3.1", "198.20.0.1", "223.255.255.255", "11.0.0.1"];
@@ -173,7 +194,13 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
       "http://[3fff::1]/",
     ];
     const passed = async (allowLoopback: boolean) =>
-      (await Promise.all(spellings.map(async (url) => ((await checkOutboundUrl(url, { allowLoopback }).catch((e: Error) => e)) instanceof URL ? url : null)))).filter(Boolean);
+      (
+        await Promise.all(
+          spellings.map(async (url) =>
+            (await checkOutboundUrl(url, { allowLoopback }).catch((e: Error) => e)) instanceof URL ? url : null,
+          ),
+        )
+      ).filter(Boolean);
     expect(await passed(false)).toEqual([]);
     expect(await passed(true)).toEqual([]);
     await expect(checkOutboundUrl("http://[::1]/", { allowLoopback: true })).resolves.toBeInstanceOf(URL);
@@ -187,20 +214,38 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
       if ((await lookupOnce(lookup, "policy.example.test")) === null) letThrough.push(address);
     }
     expect(letThrough).toEqual([]);
-    expect(await lookupOnce(guardedLookup({ allowLoopback: true, resolve: async () => ["127.0.0.1", "::1"] }), "policy.example.test")).toBeNull();
+    expect(
+      await lookupOnce(
+        guardedLookup({ allowLoopback: true, resolve: async () => ["127.0.0.1", "::1"] }),
+        "policy.example.test",
+      ),
+    ).toBeNull();
     // Through fetch: the name answers loopback when the URL is checked, then loopback and an
     // embedded form of it when the socket connects. Refused there; the listener gets nothing.
     const reasons: string[] = [];
     for (const address of ["64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:7f00:1"]) {
       let lookups = 0;
-      const policy = { allowLoopback: true, resolve: async () => (lookups++ === 0 ? ["127.0.0.1"] : ["127.0.0.1", address]) };
+      const policy = {
+        allowLoopback: true,
+        resolve: async () => (lookups++ === 0 ? ["127.0.0.1"] : ["127.0.0.1", address]),
+      };
       const err = await outboundFetch(policy)(`http://policy.example.test:${v4.port}/`).then(
         () => new Error("reached"),
         (e: Error) => e,
       );
-      reasons.push(String((err as Error & { cause?: unknown }).cause ?? err).includes(`resolves to ${address}`) ? address : `${address}: ${err.message}`);
+      reasons.push(
+        String((err as Error & { cause?: unknown }).cause ?? err).includes(`resolves to ${address}`)
+          ? address
+          : `${address}: ${err.message}`,
+      );
     }
-    expect(reasons).toEqual(["64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:7f00:1"]);
+    expect(reasons).toEqual([
+      "64:ff9b::7f00:1",
+      "2002:7f00:1::",
+      "::127.0.0.1",
+      "64:ff9b:1::7f00:1",
+      "::ffff:0:7f00:1",
+    ]);
     expect(v4.hits).toBe(hits);
   });
 });
@@ -210,57 +255,131 @@ describe("the IPv6 special-purpose registry and loopback exactly (issue 52, item
 // in any form, whatever it holds. Non-loopback addresses are checked on the classifier, the URL
 // check and the lookup hook only (a lookup answers 127.0.0.1 first): nothing connects to them.
 describe("the operator's endpoint allowlist (issue 55, item 6)", () => {
-  const METADATA = ["169.254.169.254", "fd00:ec2::254", "169.254.170.2", "169.254.170.23", "fd00:ec2::23", "100.100.100.200", "192.0.0.192", "169.254.0.23"];
-  const METADATA_FORMS = ["::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "2606:4700::5efe:169.254.169.254", "::ffff:100.100.100.200"];
+  const METADATA = [
+    "169.254.169.254",
+    "fd00:ec2::254",
+    "169.254.170.2",
+    "169.254.170.23",
+    "fd00:ec2::23",
+    "100.100.100.200",
+    "192.0.0.192",
+    "169.254.0.23",
+  ];
+  const METADATA_FORMS = [
+    "::ffff:169.254.169.254",
+    "64:ff9b::a9fe:a9fe",
+    "2002:a9fe:a9fe::1",
+    "2606:4700::5efe:169.254.169.254",
+    "::ffff:100.100.100.200",
+  ];
   const EVERYTHING = ["0.0.0.0/0", "::/0"];
-  const open = (addresses: string[], allowCidrs: string[], allowLoopback = false) => addresses.filter((a) => forbiddenRange(a, { allowLoopback, allowCidrs }) === undefined);
+  const open = (addresses: string[], allowCidrs: string[], allowLoopback = false) =>
+    addresses.filter((a) => forbiddenRange(a, { allowLoopback, allowCidrs }) === undefined);
 
   it("opens the blocks it holds and only those; an IPv6 form carrying an IPv4 address when that address is open", () => {
     expect(open(["10.1.2.3", "10.255.255.255"], ["10.0.0.0/8"])).toEqual(["10.1.2.3", "10.255.255.255"]);
-    expect(open(["172.16.0.1", "192.168.1.1", "100.64.0.1", "fd12::1", "11.0.0.1"], ["10.0.0.0/8"])).toEqual(["11.0.0.1"]);
+    expect(open(["172.16.0.1", "192.168.1.1", "100.64.0.1", "fd12::1", "11.0.0.1"], ["10.0.0.0/8"])).toEqual([
+      "11.0.0.1",
+    ]);
     expect(open(["fd12:3456::1", "fd00:1::1", "fe80::1"], ["fd12::/16"])).toEqual(["fd12:3456::1"]);
-    expect(open(["::ffff:10.1.2.3", "64:ff9b::a01:203", "::ffff:192.168.0.1"], ["10.0.0.0/8"])).toEqual(["::ffff:10.1.2.3", "64:ff9b::a01:203"]);
+    expect(open(["::ffff:10.1.2.3", "64:ff9b::a01:203", "::ffff:192.168.0.1"], ["10.0.0.0/8"])).toEqual([
+      "::ffff:10.1.2.3",
+      "64:ff9b::a01:203",
+    ]);
     expect(forbiddenRange("192.168.0.1", { allowCidrs: ["10.0.0.0/8"] })).toBe("private");
   });
 
   it("never opens instance metadata, in any form, under 169.254.0.0/16, fd00::/8 or everything", () => {
-    for (const allowCidrs of [["169.254.0.0/16", "fd00::/8", "100.64.0.0/10", "192.0.0.0/24"], EVERYTHING, [...EVERYTHING, "169.254.169.254/32", "fd00:ec2::254/128"]]) {
+    for (const allowCidrs of [
+      ["169.254.0.0/16", "fd00::/8", "100.64.0.0/10", "192.0.0.0/24"],
+      EVERYTHING,
+      [...EVERYTHING, "169.254.169.254/32", "fd00:ec2::254/128"],
+    ]) {
       expect(open([...METADATA, ...METADATA_FORMS], allowCidrs, true), allowCidrs.join()).toEqual([]);
-      // The cloud's other host services beside them never are (issue 67 item 11); a link-local or ULA address elsewhere is.
+      // The cloud's other host services beside them never are (issue 67 item 11); a link-local or ULA address elsewhere
+      // is.
       expect(open(["169.254.169.253", "169.254.1.1", "fd00:ec2::255", "fd12::1"], allowCidrs)).toEqual(
         allowCidrs.includes("fd00::/8") || allowCidrs.includes("::/0") ? ["169.254.1.1", "fd12::1"] : ["169.254.1.1"],
       );
     }
     expect(forbiddenRange("169.254.169.254", { allowCidrs: EVERYTHING })).toBe("instance metadata: never allowed");
-    expect(forbiddenRange("::ffff:169.254.169.254", { allowCidrs: EVERYTHING })).toBe("IPv4-mapped form of 169.254.169.254 (instance metadata: never allowed)");
+    expect(forbiddenRange("::ffff:169.254.169.254", { allowCidrs: EVERYTHING })).toBe(
+      "IPv4-mapped form of 169.254.169.254 (instance metadata: never allowed)",
+    );
   });
 
   it("never opens loopback (its own switch), unspecified, multicast or broadcast; the allowlist changes nothing for the rest", () => {
-    const never = ["127.0.0.1", "::1", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "0.0.0.0", "0.1.2.3", "::", "224.0.0.1", "ff02::1", "255.255.255.255"];
+    const never = [
+      "127.0.0.1",
+      "::1",
+      "::ffff:127.0.0.1",
+      "64:ff9b::7f00:1",
+      "0.0.0.0",
+      "0.1.2.3",
+      "::",
+      "224.0.0.1",
+      "ff02::1",
+      "255.255.255.255",
+    ];
     expect(open(never, EVERYTHING)).toEqual([]);
     expect(open(never, EVERYTHING, true)).toEqual(["127.0.0.1", "::1"]);
     expect(forbiddenRange("127.0.0.1", { allowCidrs: ["127.0.0.0/8"] })).toBe("loopback");
-    expect([forbiddenRange("93.184.216.34", { allowCidrs: ["10.0.0.0/8"] }), forbiddenRange("2606:4700::1111", { allowCidrs: [] })]).toEqual([undefined, undefined]);
+    expect([
+      forbiddenRange("93.184.216.34", { allowCidrs: ["10.0.0.0/8"] }),
+      forbiddenRange("2606:4700::1111", { allowCidrs: [] }),
+    ]).toEqual([undefined, undefined]);
   });
 
   it("checks URLs and every connection with it: a name answering 10.x passes under 10.0.0.0/8, one answering metadata never; no listener is reached", async () => {
     const hits = v4.hits;
-    const policy = (answer: string[], allowCidrs: string[]) => ({ allowLoopback: true, allowCidrs, resolve: async () => answer });
-    await expect(checkOutboundUrl("http://cluster.test:8000/v1", policy(["10.1.2.3"], ["10.0.0.0/8"]))).resolves.toBeInstanceOf(URL);
-    await expect(checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false, allowCidrs: ["10.0.0.0/8"] })).resolves.toBeInstanceOf(URL);
-    await expect(checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false })).rejects.toThrow(/10\.1\.2\.3 \(private\)/);
-    await expect(checkOutboundUrl("http://[fd00:ec2::254]/", { allowLoopback: false, allowCidrs: ["::/0"] })).rejects.toThrow(/instance metadata: never allowed/);
-    for (const url of ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:a9fe:a9fe]/", "http://0xa9fea9fe/", "http://100.100.100.200/"]) {
-      await expect(checkOutboundUrl(url, { allowLoopback: true, allowCidrs: [...EVERYTHING, "169.254.0.0/16"] }), url).rejects.toBeInstanceOf(UrlNotAllowedError);
+    const policy = (answer: string[], allowCidrs: string[]) => ({
+      allowLoopback: true,
+      allowCidrs,
+      resolve: async () => answer,
+    });
+    await expect(
+      checkOutboundUrl("http://cluster.test:8000/v1", policy(["10.1.2.3"], ["10.0.0.0/8"])),
+    ).resolves.toBeInstanceOf(URL);
+    await expect(
+      checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false, allowCidrs: ["10.0.0.0/8"] }),
+    ).resolves.toBeInstanceOf(URL);
+    await expect(checkOutboundUrl("http://10.1.2.3:8000/v1", { allowLoopback: false })).rejects.toThrow(
+      /10\.1\.2\.3 \(private\)/,
+    );
+    await expect(
+      checkOutboundUrl("http://[fd00:ec2::254]/", { allowLoopback: false, allowCidrs: ["::/0"] }),
+    ).rejects.toThrow(/instance metadata: never allowed/);
+    for (const url of [
+      "http://169.254.169.254/latest/meta-data/",
+      "http://[::ffff:a9fe:a9fe]/",
+      "http://0xa9fea9fe/",
+      "http://100.100.100.200/",
+    ]) {
+      await expect(
+        checkOutboundUrl(url, { allowLoopback: true, allowCidrs: [...EVERYTHING, "169.254.0.0/16"] }),
+        url,
+      ).rejects.toBeInstanceOf(UrlNotAllowedError);
     }
-    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"])), "cluster.test")).toBeNull();
-    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], [])), "cluster.test")).toBeInstanceOf(UrlNotAllowedError);
-    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "169.254.169.254"], EVERYTHING)), "cluster.test")).toBeInstanceOf(UrlNotAllowedError);
+    expect(
+      await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"])), "cluster.test"),
+    ).toBeNull();
+    expect(await lookupOnce(guardedLookup(policy(["127.0.0.1", "10.1.2.3"], [])), "cluster.test")).toBeInstanceOf(
+      UrlNotAllowedError,
+    );
+    expect(
+      await lookupOnce(guardedLookup(policy(["127.0.0.1", "169.254.169.254"], EVERYTHING)), "cluster.test"),
+    ).toBeInstanceOf(UrlNotAllowedError);
     // Through fetch: a name answering loopback and 10.x reaches the loopback listener only when 10.0.0.0/8 is allowed.
-    const reached = await outboundFetch(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"]))(`http://cluster.test:${v4.port}/`);
+    const reached = await outboundFetch(policy(["127.0.0.1", "10.1.2.3"], ["10.0.0.0/8"]))(
+      `http://cluster.test:${v4.port}/`,
+    );
     expect(await reached.text()).toBe("reached");
-    const metadata = await outboundFetch(policy(["127.0.0.1", "169.254.169.254"], ["169.254.0.0/16"]))(`http://cluster.test:${v4.port}/`).catch((e: Error) => e);
-    expect(String((metadata as Error & { cause?: unknown }).cause ?? metadata)).toMatch(/169\.254\.169\.254 \(instance metadata: never allowed\)/);
+    const metadata = await outboundFetch(policy(["127.0.0.1", "169.254.169.254"], ["169.254.0.0/16"]))(
+      `http://cluster.test:${v4.port}/`,
+    ).catch((e: Error) => e);
+    expect(String((metadata as Error & { cause?: unknown }).cause ?? metadata)).toMatch(
+      /169\.254\.169\.254 \(instance metadata: never allowed\)/,
+    );
     expect(v4.hits).toBe(hits + 1);
   });
 });

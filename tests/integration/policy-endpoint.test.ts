@@ -21,7 +21,9 @@ let server: { url: string; close: () => Promise<void> };
 
 beforeAll(async () => {
   inst = await setup.instance(2);
-  server = await listen(createPolicyServer(() => new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: 5 })).fetch);
+  server = await listen(
+    createPolicyServer(() => new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: 5 })).fetch,
+  );
 }, 60_000);
 afterAll(async () => server?.close());
 
@@ -34,7 +36,14 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     const result = await policy.update({
       baseVersion: 0,
       samples: [{ rollout, advantage: 1 }],
-      settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+      settings: {
+        learningRate: 0.25,
+        clipEpsilon: 0.2,
+        klCoef: 0,
+        epochs: 1,
+        rescueContext: "as-generated",
+        maskIntercepted: true,
+      },
     });
     const again = new RemotePolicy(server.url, "run1/grpo/2");
     await again.ensure();
@@ -44,9 +53,22 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     expect(policy.version()).toBe(1);
     expect(again.version()).toBe(1);
     await expect(
-      again.update({ baseVersion: 0, samples: [], settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true } }),
+      again.update({
+        baseVersion: 0,
+        samples: [],
+        settings: {
+          learningRate: 0.1,
+          clipEpsilon: 0.2,
+          klCoef: 0,
+          epochs: 1,
+          rescueContext: "as-generated",
+          maskIntercepted: true,
+        },
+      }),
     ).rejects.toMatchObject({ constructor: StalePolicyVersionError, held: 1, wanted: 0 });
-    await expect(new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1))).rejects.toMatchObject({
+    await expect(
+      new RemotePolicy(server.url, "run1/grpo/2", 0).act(rollout.steps[0]!.observation, createRng(1)),
+    ).rejects.toMatchObject({
       constructor: StalePolicyVersionError,
       held: 1,
       wanted: 0,
@@ -61,7 +83,14 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
     await policy.update({
       baseVersion: 0,
       samples: [{ rollout, advantage: 1 }],
-      settings: { learningRate: 0.25, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+      settings: {
+        learningRate: 0.25,
+        clipEpsilon: 0.2,
+        klCoef: 0,
+        epochs: 1,
+        rescueContext: "as-generated",
+        maskIntercepted: true,
+      },
     });
     // Act
     const attached = await policies.attach(id, 2);
@@ -77,7 +106,9 @@ describe("the policy endpoint over HTTP (harness-s policy-serve)", () => {
   });
 
   it("an unreachable endpoint is a clear error, not a hang", async () => {
-    await expect(new RemotePolicy("http://127.0.0.1:9", "p").act(inst.train[0] as never, createRng(1))).rejects.toBeInstanceOf(PolicyEndpointError);
+    await expect(
+      new RemotePolicy("http://127.0.0.1:9", "p").act(inst.train[0] as never, createRng(1)),
+    ).rejects.toBeInstanceOf(PolicyEndpointError);
   });
 
   it("the dispatch worker runs a requested rollout by sampling at the endpoint, at the version asked for", async () => {

@@ -22,7 +22,9 @@ beforeAll(async () => {
     seen.push({ path: req.url ?? "", auth: req.headers["x-api-key"] as string | undefined });
     let body = "";
     req.on("data", (c) => (body += c));
-    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply(req.url ?? ""))));
+    req.on("end", () =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply(req.url ?? ""))),
+    );
   });
   await new Promise<void>((r) => fake.listen(0, "127.0.0.1", () => r()));
   fakeUrl = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
@@ -44,18 +46,34 @@ const call = (secret: string, method: string, path: string, body?: unknown) =>
   });
 /** Every kind of policy endpoint (the SSRF tests run over each). */
 const KINDS = ["protocol-v2", "vllm", "sglang", "openai-chat"] as const;
-const v2State = { policy_id: "p1", version: 7, tokenizer: { name: "tiny", eos_ids: [2] }, capabilities: { sample: true } };
+const v2State = {
+  policy_id: "p1",
+  version: 7,
+  tokenizer: { name: "tiny", eos_ids: [2] },
+  capabilities: { sample: true },
+};
 
 describe("policy endpoints", () => {
   it("registers a protocol-v2 endpoint after probing its policy, sends the secret header, and never returns it", async () => {
     reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
-    const res = await call(keyA, "POST", "", { id: "mine", kind: "protocol-v2", url: fakeUrl, policy: "p1", secretHeader: { name: "x-api-key", value: SECRET } });
+    const res = await call(keyA, "POST", "", {
+      id: "mine",
+      kind: "protocol-v2",
+      url: fakeUrl,
+      policy: "p1",
+      secretHeader: { name: "x-api-key", value: SECRET },
+    });
     const text = await res.text();
     expect(res.status).toBe(201);
-    expect(JSON.parse(text)).toMatchObject({ id: "mine", probe: { weightVersion: 7 }, secretHeader: { name: "x-api-key" } });
+    expect(JSON.parse(text)).toMatchObject({
+      id: "mine",
+      probe: { weightVersion: 7 },
+      secretHeader: { name: "x-api-key" },
+    });
     expect(text).not.toContain(SECRET);
     expect(seen.at(-1)).toEqual({ path: "/v2/policies/p1", auth: SECRET });
-    for (const read of [await call(keyA, "GET", ""), await call(keyA, "GET", "/mine")]) expect(await read.text()).not.toContain(SECRET);
+    for (const read of [await call(keyA, "GET", ""), await call(keyA, "GET", "/mine")])
+      expect(await read.text()).not.toContain(SECRET);
     // Another key sees nothing of it.
     expect((await call(keyB, "GET", "/mine")).status).toBe(404);
     expect(await (await call(keyB, "GET", "")).json()).toEqual({ endpoints: [] });
@@ -65,11 +83,23 @@ describe("policy endpoints", () => {
   });
 
   it("refuses an OpenAI-compatible endpoint that returns no token ids (ENDPOINT_NO_TOKEN_IDS), and takes one that does, at the version its model names", async () => {
-    reply = () => ({ model: "p1", choices: [{ message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }] });
-    const textOnly = await call(keyA, "POST", "", { id: "chat", kind: "openai-chat", url: `${fakeUrl}/v1`, policy: "p1" });
+    reply = () => ({
+      model: "p1",
+      choices: [{ message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }],
+    });
+    const textOnly = await call(keyA, "POST", "", {
+      id: "chat",
+      kind: "openai-chat",
+      url: `${fakeUrl}/v1`,
+      policy: "p1",
+    });
     expect(textOnly.status).toBe(400);
     expect((await textOnly.json()).error.code).toBe("ENDPOINT_NO_TOKEN_IDS");
-    reply = () => ({ model: "p1@v3", prompt_token_ids: [1, 2], choices: [{ token_ids: [5], message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }] });
+    reply = () => ({
+      model: "p1@v3",
+      prompt_token_ids: [1, 2],
+      choices: [{ token_ids: [5], message: { content: "x" }, logprobs: { content: [{ logprob: -0.1 }] } }],
+    });
     const ok = await call(keyA, "POST", "", { id: "chat", kind: "openai-chat", url: `${fakeUrl}/v1`, policy: "p1" });
     expect(ok.status).toBe(201);
     expect((await ok.json()).probe.weightVersion).toBe(3);
@@ -121,21 +151,39 @@ describe("policy endpoints", () => {
       endpoints,
       prober: { probe: async () => ({ weightVersion: 0, checkedAt: Date.now() }) },
       // A built-in environment this test never steps (the rescue is refused before any rollout).
-      callers: new CallerPolicyRunners({ endpoints, outbound, clock: systemClock, builtin: { embedded: {} as Environment } }),
+      callers: new CallerPolicyRunners({
+        endpoints,
+        outbound,
+        clock: systemClock,
+        builtin: { embedded: {} as Environment },
+      }),
     });
     const k = await addKey(deps, "k-use", ["rescues"]);
     const useApi = await startApi(deps);
     const before = seen.length;
     const post = (path: string, body: unknown) =>
-      fetch(`${useApi.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      fetch(`${useApi.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     try {
       for (const kind of KINDS) {
         const id = `moved-${kind}`;
-        expect((await post("/v1/policy-endpoints", { id, kind, url: `http://policy.example.test:${port}`, policy: "p1" })).status).toBe(201);
+        expect(
+          (await post("/v1/policy-endpoints", { id, kind, url: `http://policy.example.test:${port}`, policy: "p1" }))
+            .status,
+        ).toBe(201);
         const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
-        // A kind whose replies state no version is pinned by the rescue (and so asks the endpoint nothing when it starts).
+        // A kind whose replies state no version is pinned by the rescue (and so asks the endpoint nothing when it
+        // starts).
         const pin = kind === "protocol-v2" ? {} : { weightVersion: 0, servedModel: "p1@v0" };
-        const rescue = (environment: unknown) => post("/v1/rescues", { poolId: "embedded", failureTags: ["x"], caller: { endpoint: id, environment, task, ...pin } });
+        const rescue = (environment: unknown) =>
+          post("/v1/rescues", {
+            poolId: "embedded",
+            failureTags: ["x"],
+            caller: { endpoint: id, environment, task, ...pin },
+          });
         for (const environment of [
           { kind: "builtin", id: "embedded" }, // the environment is fine: the endpoint is refused
           { kind: "openenv", url: `http://envs.example.test:${port}` },
@@ -143,7 +191,10 @@ describe("policy endpoints", () => {
           { kind: "openenv", url: `http://0x7f000001:${port}` },
         ]) {
           const res = await rescue(environment);
-          expect([res.status, (await res.json()).error.code], `${kind} ${JSON.stringify(environment)}`).toEqual([400, "URL_NOT_ALLOWED"]);
+          expect([res.status, (await res.json()).error.code], `${kind} ${JSON.stringify(environment)}`).toEqual([
+            400,
+            "URL_NOT_ALLOWED",
+          ]);
         }
       }
       expect(seen.length).toBe(before);
@@ -166,7 +217,12 @@ describe("registration refuses what the guard or the HTTP client would change (i
     });
   const answer = async (res: Response) => {
     const body = await res.json();
-    return { status: res.status, code: body.error?.code ?? "ok", message: String(body.error?.message ?? ""), url: body.url as string | undefined };
+    return {
+      status: res.status,
+      code: body.error?.code ?? "ok",
+      message: String(body.error?.message ?? ""),
+      url: body.url as string | undefined,
+    };
   };
 
   it("an IPv6 form that embeds 127.x or sits in a private block is refused, URL_NOT_ALLOWED, with loopback allowed; the listener gets nothing", async () => {
@@ -183,7 +239,12 @@ describe("registration refuses what the guard or the HTTP client would change (i
       "3fff::1",
     ];
     for (const [i, address] of embedded.entries()) answers[`e${i}.test`] = ["127.0.0.1", address];
-    const deps = memoryApiDeps({ prober: new HttpEndpointProber({ allowLoopback: true, resolve: async (host) => answers[host] ?? [] }, systemClock) });
+    const deps = memoryApiDeps({
+      prober: new HttpEndpointProber(
+        { allowLoopback: true, resolve: async (host) => answers[host] ?? [] },
+        systemClock,
+      ),
+    });
     const k = await addKey(deps, "k-v6", ["rescues"]);
     const v6Api = await startApi(deps);
     reply = (path) => (path === "/v2/policies/p1" ? v2State : {});
@@ -191,7 +252,9 @@ describe("registration refuses what the guard or the HTTP client would change (i
     try {
       const got = [];
       for (const [i, address] of embedded.entries()) {
-        const { status, code, message } = await answer(await register(v6Api.url, k, { url: `http://e${i}.test:${port}` }));
+        const { status, code, message } = await answer(
+          await register(v6Api.url, k, { url: `http://e${i}.test:${port}` }),
+        );
         got.push([address, status, code, message.includes(`resolves to ${address}`)]);
       }
       expect(got).toEqual(embedded.map((address) => [address, 400, "URL_NOT_ALLOWED", true]));
@@ -225,14 +288,22 @@ describe("registration refuses what the guard or the HTTP client would change (i
       const got = await answer(await register(api.url, keyA, { url: fakeUrl, secretHeader }));
       return [JSON.stringify(secretHeader), got.status, got.code, got.message.includes(named)];
     };
-    const byName = await Promise.all(names.map((name) => refusedAs({ name, value: "1" }, `secretHeader.name: "${name.toLowerCase()}"`)));
+    const byName = await Promise.all(
+      names.map((name) => refusedAs({ name, value: "1" }, `secretHeader.name: "${name.toLowerCase()}"`)),
+    );
     expect(byName).toEqual(names.map((name) => [JSON.stringify({ name, value: "1" }), 400, "VALIDATION_FAILED", true]));
     const notTokens = ["x key", "x:y", "x\r\ny", "", "ключ"];
     const byToken = await Promise.all(notTokens.map((name) => refusedAs({ name, value: "1" }, "secretHeader.name")));
-    expect(byToken).toEqual(notTokens.map((name) => [JSON.stringify({ name, value: "1" }), 400, "VALIDATION_FAILED", true]));
+    expect(byToken).toEqual(
+      notTokens.map((name) => [JSON.stringify({ name, value: "1" }), 400, "VALIDATION_FAILED", true]),
+    );
     const values = ["t0k\r\nx-injected: 1", "t0k\nx", "t0k\rx", "t0k\0", " t0k", "t0k\t", "t0k\u0085", "tök"];
-    const byValue = await Promise.all(values.map((value) => refusedAs({ name: "x-api-key", value }, "secretHeader.value")));
-    expect(byValue).toEqual(values.map((value) => [JSON.stringify({ name: "x-api-key", value }), 400, "VALIDATION_FAILED", true]));
+    const byValue = await Promise.all(
+      values.map((value) => refusedAs({ name: "x-api-key", value }, "secretHeader.value")),
+    );
+    expect(byValue).toEqual(
+      values.map((value) => [JSON.stringify({ name: "x-api-key", value }), 400, "VALIDATION_FAILED", true]),
+    );
     // An environment's secret header is the same schema.
     const task = { id: "t1", family: "app", tools: [{ name: "submit", submit: true }] };
     const rescue = await fetch(`${api.url}/v1/rescues`, {
@@ -241,7 +312,11 @@ describe("registration refuses what the guard or the HTTP client would change (i
       body: JSON.stringify({
         poolId: "embedded",
         failureTags: ["x"],
-        caller: { endpoint: "mine", environment: { kind: "openenv", url: fakeUrl, secretHeader: { name: "upgrade", value: "h2c" } }, task },
+        caller: {
+          endpoint: "mine",
+          environment: { kind: "openenv", url: fakeUrl, secretHeader: { name: "upgrade", value: "h2c" } },
+          task,
+        },
       }),
     });
     const got = await answer(rescue);
@@ -291,10 +366,18 @@ describe("registration refuses what the guard or the HTTP client would change (i
     const rescue = await fetch(`${api.url}/v1/rescues`, {
       method: "POST",
       headers: { authorization: `Bearer ${keyA}`, "content-type": "application/json" },
-      body: JSON.stringify({ poolId: "embedded", failureTags: ["x"], caller: { endpoint: "canon", environment: { kind: "openenv", url: ` ${fakeUrl}` }, task } }),
+      body: JSON.stringify({
+        poolId: "embedded",
+        failureTags: ["x"],
+        caller: { endpoint: "canon", environment: { kind: "openenv", url: ` ${fakeUrl}` }, task },
+      }),
     });
     const envGot = await answer(rescue);
-    expect([envGot.status, envGot.code, envGot.message.includes("url: not accepted")], envGot.message).toEqual([400, "VALIDATION_FAILED", true]);
+    expect([envGot.status, envGot.code, envGot.message.includes("url: not accepted")], envGot.message).toEqual([
+      400,
+      "VALIDATION_FAILED",
+      true,
+    ]);
     await call(keyA, "DELETE", "/canon");
   });
 });
@@ -309,8 +392,16 @@ describe("registration with an endpoint allowlist (issue 55, item 6)", () => {
     "meta.test": ["127.0.0.1", "169.254.169.254"],
     "meta6.test": ["127.0.0.1", "fd00:ec2::254"],
   };
-  const withCidrs = async (allowCidrs: string[], run: (register: (host: string) => Promise<{ status: number; code: string; message: string }>) => Promise<void>) => {
-    const deps = memoryApiDeps({ prober: new HttpEndpointProber({ allowLoopback: true, allowCidrs, resolve: async (host) => answers[host] ?? [] }, systemClock) });
+  const withCidrs = async (
+    allowCidrs: string[],
+    run: (register: (host: string) => Promise<{ status: number; code: string; message: string }>) => Promise<void>,
+  ) => {
+    const deps = memoryApiDeps({
+      prober: new HttpEndpointProber(
+        { allowLoopback: true, allowCidrs, resolve: async (host) => answers[host] ?? [] },
+        systemClock,
+      ),
+    });
     const k = await addKey(deps, "k-cidr", ["rescues"]);
     const cidrApi = await startApi(deps);
     const port = new URL(fakeUrl).port;
@@ -319,7 +410,12 @@ describe("registration with an endpoint allowlist (issue 55, item 6)", () => {
         const res = await fetch(`${cidrApi.url}/v1/policy-endpoints`, {
           method: "POST",
           headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
-          body: JSON.stringify({ id: host.split(".")[0], kind: "protocol-v2", policy: "p1", url: `http://${host}:${port}` }),
+          body: JSON.stringify({
+            id: host.split(".")[0],
+            kind: "protocol-v2",
+            policy: "p1",
+            url: `http://${host}:${port}`,
+          }),
         });
         const body = await res.json();
         return { status: res.status, code: body.error?.code ?? "ok", message: String(body.error?.message ?? "") };
@@ -337,11 +433,19 @@ describe("registration with an endpoint allowlist (issue 55, item 6)", () => {
       expect(await register("meta.test")).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED" });
     });
     await withCidrs([], async (register) => {
-      expect(await register("cluster.test")).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED", message: expect.stringContaining("10.1.2.3 (private)") });
+      expect(await register("cluster.test")).toMatchObject({
+        status: 400,
+        code: "URL_NOT_ALLOWED",
+        message: expect.stringContaining("10.1.2.3 (private)"),
+      });
     });
     await withCidrs(["10.0.0.0/8", "169.254.0.0/16", "fd00::/8", "0.0.0.0/0", "::/0"], async (register) => {
       for (const host of ["meta.test", "meta6.test"])
-        expect(await register(host), host).toMatchObject({ status: 400, code: "URL_NOT_ALLOWED", message: expect.stringContaining("(instance metadata: never allowed)") });
+        expect(await register(host), host).toMatchObject({
+          status: 400,
+          code: "URL_NOT_ALLOWED",
+          message: expect.stringContaining("(instance metadata: never allowed)"),
+        });
       expect((await register("cluster.test")).status).toBe(201);
     });
     // Only the two registrations that passed probed the listener.

@@ -6,7 +6,14 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CORE_ERROR_CODES } from "@harness-s/core";
-import { CreatePolicyV2, RenderRequestV2, ReplayRequestV2, SampleRequestV2, ScoreRequestV2, UpdateRequestV2 } from "@harness-s/core/protocol";
+import {
+  CreatePolicyV2,
+  RenderRequestV2,
+  ReplayRequestV2,
+  SampleRequestV2,
+  ScoreRequestV2,
+  UpdateRequestV2,
+} from "@harness-s/core/protocol";
 import { WORKER_ERROR_CODES } from "@harness-s/adapters";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 
@@ -34,13 +41,15 @@ print(json.dumps({n: getattr(schemas, n).model_json_schema() for n in ${JSON.str
 /** The object schema behind refs, nullable unions and arrays, or undefined for a leaf. */
 function objectOf(schema: Schema | undefined, root: Schema): Schema | undefined {
   if (!schema) return undefined;
-  if (typeof schema.$ref === "string") return objectOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root);
+  if (typeof schema.$ref === "string")
+    return objectOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root);
   const options = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
   if (options) {
     const objects = options.map((o) => objectOf(o, root)).filter((o) => o !== undefined);
     return objects.length === 1 ? objects[0] : undefined; // a union of several object shapes (VersionWanted) is compared as a leaf
   }
-  if (schema.type === "array" && !Array.isArray(schema.items)) return objectOf(schema.items as Schema | undefined, root);
+  if (schema.type === "array" && !Array.isArray(schema.items))
+    return objectOf(schema.items as Schema | undefined, root);
   return schema.type === "object" && schema.properties ? schema : undefined;
 }
 
@@ -70,22 +79,26 @@ const BOUND_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"
  */
 function boundsOf(schema: Schema | undefined, root: Schema, prefix = ""): Record<string, unknown> {
   if (!schema) return {};
-  if (typeof schema.$ref === "string") return boundsOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root, prefix);
+  if (typeof schema.$ref === "string")
+    return boundsOf((root.$defs as Record<string, Schema>)[schema.$ref.split("/").pop()!], root, prefix);
   const options = ((schema.anyOf ?? schema.oneOf) as Schema[] | undefined)?.filter((o) => o.type !== "null");
   if (options?.length === 1) return boundsOf(options[0], root, prefix);
-  if (options?.length && options.every((o) => o.const !== undefined)) return { [`${prefix}enum`]: options.map((o) => o.const) };
+  if (options?.length && options.every((o) => o.const !== undefined))
+    return { [`${prefix}enum`]: options.map((o) => o.const) };
   const out: Record<string, unknown> = {};
   for (const key of BOUND_KEYS) {
     const value = schema[key];
     if (value !== undefined && Math.abs(Number(value)) !== Number.MAX_SAFE_INTEGER) out[`${prefix}${key}`] = value;
   }
-  if (schema.type === "array" && schema.items && !Array.isArray(schema.items)) Object.assign(out, boundsOf(schema.items as Schema, root, `${prefix}items.`));
+  if (schema.type === "array" && schema.items && !Array.isArray(schema.items))
+    Object.assign(out, boundsOf(schema.items as Schema, root, `${prefix}items.`));
   return out;
 }
 
 /**
  * Every difference between two request schemas, as `path: what` lines: fields on one side only,
- * defaults, required-ness, bounds (minimum, maximum, enum values), recursively where both sides declare an object. A field the worker
+ * defaults, required-ness, bounds (minimum, maximum, enum values), recursively where both sides declare an object. A
+ * field the worker
  * takes as a free-form dict (chat messages, tools) is compared as a leaf.
  */
 function protocolDifferences(ts: Schema, py: Schema, tsRoot: Schema, pyRoot: Schema, path: string): string[] {
@@ -99,13 +112,18 @@ function protocolDifferences(ts: Schema, py: Schema, tsRoot: Schema, pyRoot: Sch
   for (const key of Object.keys(tsProps).filter((k) => k in pyProps)) {
     const [a, b] = [tsProps[key]!, pyProps[key]!];
     const [da, db] = [withoutNulls(filledDefault(a, tsRoot)), withoutNulls(filledDefault(b, pyRoot))];
-    if (JSON.stringify(da) !== JSON.stringify(db)) out.push(`${path}.${key}: default ${JSON.stringify(da)} in TypeScript, ${JSON.stringify(db)} in the worker`);
+    if (JSON.stringify(da) !== JSON.stringify(db))
+      out.push(`${path}.${key}: default ${JSON.stringify(da)} in TypeScript, ${JSON.stringify(db)} in the worker`);
     if (tsRequired.has(key) !== pyRequired.has(key))
-      out.push(`${path}.${key}: ${tsRequired.has(key) ? "required" : "optional"} in TypeScript, ${pyRequired.has(key) ? "required" : "optional"} in the worker`);
+      out.push(
+        `${path}.${key}: ${tsRequired.has(key) ? "required" : "optional"} in TypeScript, ${pyRequired.has(key) ? "required" : "optional"} in the worker`,
+      );
     const [ba, bb] = [boundsOf(a, tsRoot), boundsOf(b, pyRoot)];
     for (const bound of new Set([...Object.keys(ba), ...Object.keys(bb)]))
       if (JSON.stringify(ba[bound]) !== JSON.stringify(bb[bound]))
-        out.push(`${path}.${key}: ${bound} ${JSON.stringify(ba[bound] ?? null)} in TypeScript, ${JSON.stringify(bb[bound] ?? null)} in the worker`);
+        out.push(
+          `${path}.${key}: ${bound} ${JSON.stringify(ba[bound] ?? null)} in TypeScript, ${JSON.stringify(bb[bound] ?? null)} in the worker`,
+        );
     const [oa, ob] = [objectOf(a, tsRoot), objectOf(b, pyRoot)];
     if (oa && ob) out.push(...protocolDifferences(oa, ob, tsRoot, pyRoot, `${path}.${key}`));
   }
@@ -142,7 +160,9 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
       })
       .strict();
     const extraField = z.object({ ...base, note: z.string().optional() }).strict();
-    const requiredEpochs = z.object({ ...base, optim: base.optim.extend({ epochs: z.number().int().min(1).max(16) }).strict() }).strict();
+    const requiredEpochs = z
+      .object({ ...base, optim: base.optim.extend({ epochs: z.number().int().min(1).max(16) }).strict() })
+      .strict();
     const changedBounds = z
       .object({
         ...base,
@@ -155,7 +175,9 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
       })
       .strict();
     // Act
-    const diffs = [changedDefault, extraField, requiredEpochs, changedBounds].map((s) => protocolDifferences(tsSchema(s), py, tsSchema(s), py, "UpdateRequest"));
+    const diffs = [changedDefault, extraField, requiredEpochs, changedBounds].map((s) =>
+      protocolDifferences(tsSchema(s), py, tsSchema(s), py, "UpdateRequest"),
+    );
     // Assess
     expect(diffs[0]).toContain("UpdateRequest.loss.clip_low: default 0.3 in TypeScript, 0.2 in the worker");
     expect(diffs[1]).toEqual(["UpdateRequest.note: only in TypeScript"]);
@@ -170,12 +192,19 @@ describe("protocol v2: the TypeScript types and the worker's models agree", () =
   });
 
   it("every error code the worker answers is in the TypeScript vocabulary (core's codes, or the worker's own mapped to a domain code)", async () => {
-    // Prepare: the codes the worker raises, read from its source (WorkerError(status, "CODE", …) and error(status, "CODE", …)).
+    // Prepare: the codes the worker raises, read from its source (WorkerError(status, "CODE", …) and error(status,
+    // "CODE", …)).
     const dir = fileURLToPath(new URL("../../packages/policy-worker/harness_s_worker/", import.meta.url));
-    const sources = await Promise.all((await readdir(dir)).filter((f) => f.endsWith(".py")).map((f) => readFile(join(dir, f), "utf8")));
-    const raised = new Set(sources.flatMap((src) => [...src.matchAll(/(?:WorkerError|error)\(\s*\d{3},\s*"([A-Z_]+)"/g)].map((m) => m[1]!)));
+    const sources = await Promise.all(
+      (await readdir(dir)).filter((f) => f.endsWith(".py")).map((f) => readFile(join(dir, f), "utf8")),
+    );
+    const raised = new Set(
+      sources.flatMap((src) => [...src.matchAll(/(?:WorkerError|error)\(\s*\d{3},\s*"([A-Z_]+)"/g)].map((m) => m[1]!)),
+    );
     // Act
-    const unknown = [...raised].filter((code) => !(code in WORKER_ERROR_CODES) && !(CORE_ERROR_CODES as readonly string[]).includes(code));
+    const unknown = [...raised].filter(
+      (code) => !(code in WORKER_ERROR_CODES) && !(CORE_ERROR_CODES as readonly string[]).includes(code),
+    );
     // Assess
     expect(raised.size).toBeGreaterThanOrEqual(9);
     expect(raised).toContain("UPDATE_IN_PROGRESS");

@@ -10,7 +10,11 @@ describe("the worker's own test suite", () => {
   it("passes (pytest, in the worker's venv)", async () => {
     const python = await ensureWorkerVenv();
     const cwd = fileURLToPath(new URL("../../packages/policy-worker/", import.meta.url));
-    const { stdout } = await promisify(execFile)(python, ["-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider"], { cwd });
+    const { stdout } = await promisify(execFile)(
+      python,
+      ["-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider"],
+      { cwd },
+    );
     expect(stdout).toMatch(/(\d+) passed/);
     expect(stdout).not.toMatch(/failed|error/i);
   }, 600_000);

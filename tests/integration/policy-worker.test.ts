@@ -5,9 +5,27 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArmConfig, TrainConfig, trainArm } from "@harness-s/core/training";
-import { ConflictError, createPool, createRng, parseHarnessSpec, type HarnessSpec, runEpisode, systemClock, type Environment, type Policy, type Task } from "@harness-s/core";
+import {
+  ConflictError,
+  createPool,
+  createRng,
+  parseHarnessSpec,
+  type HarnessSpec,
+  runEpisode,
+  systemClock,
+  type Environment,
+  type Policy,
+  type Task,
+} from "@harness-s/core";
 import { StalePolicyVersionError } from "@harness-s/core/dispatch";
-import { ExperimentConfig, ExperimentSummary, runExperiment, type ExperimentDeps, type SeedBaseline, type UnitCheckpoint } from "@harness-s/core/experiment";
+import {
+  ExperimentConfig,
+  ExperimentSummary,
+  runExperiment,
+  type ExperimentDeps,
+  type SeedBaseline,
+  type UnitCheckpoint,
+} from "@harness-s/core/experiment";
 import { datumFromTurns, type SampleResponseV2 } from "@harness-s/core/protocol";
 import { groupAdvantages } from "@harness-s/core/grpo";
 import { statisticalVoters, VoterPanel, route, routerOptions } from "@harness-s/core/voting";
@@ -17,7 +35,13 @@ import { envelope } from "@harness-s/core/messaging";
 import { rolloutRunners } from "@harness-s/core/dispatch";
 import { INVALID_TOOL_CALL, OpenAiUpstream, NO_TOOL_CALL, votersFromPanel } from "@harness-s/adapters/llm";
 import { MemoryPoolStore, MemoryRolloutStore, MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
-import { TokenTrainer, TokenPolicyClient, policyProtocol, seedOfUnit, tokenUnitPolicies } from "@harness-s/adapters/policy";
+import {
+  TokenTrainer,
+  TokenPolicyClient,
+  policyProtocol,
+  seedOfUnit,
+  tokenUnitPolicies,
+} from "@harness-s/adapters/policy";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { makeSqsRecord } from "../factories.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
@@ -51,25 +75,43 @@ const first = (episode: string, seed: number, maxTokens = 8) => ({
   sampling: { temperature: 1, top_p: 1, max_tokens: maxTokens, seed },
 });
 const datum = (s: SampleResponseV2, advantage: number, id = "s") =>
-  datumFromTurns(id, "g", [{ promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true }], advantage);
+  datumFromTurns(
+    id,
+    "g",
+    [{ promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true }],
+    advantage,
+  );
 
 describe("protocol v2 from TypeScript, against the worker on loopback", () => {
   it("creates idempotently, samples with per-token log-probabilities, renders, scores, updates, versions and deletes", async () => {
     const created = await client.create("p-basic", { base_model: "tiny", lora: LORA });
     expect(created.version).toBe(0);
     expect((await client.create("p-basic", { base_model: "tiny", lora: LORA })).version).toBe(0);
-    await expect(client.create("p-basic", { base_model: "tiny", lora: { ...LORA, rank: 4 } })).rejects.toBeInstanceOf(ConflictError);
+    await expect(client.create("p-basic", { base_model: "tiny", lora: { ...LORA, rank: 4 } })).rejects.toBeInstanceOf(
+      ConflictError,
+    );
     const s = await client.sample("p-basic", first("e1", 1));
     expect(s.completion.ids.length).toBe(s.completion.logprobs.length);
     expect(s.policy_version).toBe(0);
-    expect(await client.render("p-basic", { messages: [{ role: "user", content: "say yes" }], add_generation_prompt: true })).toEqual(s.prompt_ids);
-    const next = await client.sample("p-basic", { episode_id: "e1", append: [{ role: "tool", content: "ok" }], sampling: { temperature: 1, top_p: 1, max_tokens: 4, seed: 2 } });
+    expect(
+      await client.render("p-basic", { messages: [{ role: "user", content: "say yes" }], add_generation_prompt: true }),
+    ).toEqual(s.prompt_ids);
+    const next = await client.sample("p-basic", {
+      episode_id: "e1",
+      append: [{ role: "tool", content: "ok" }],
+      sampling: { temperature: 1, top_p: 1, max_tokens: 4, seed: 2 },
+    });
     const d = datumFromTurns(
       "s1",
       "g1",
       [
         { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, trained: true },
-        { promptIds: next.prompt_ids, completionIds: next.completion.ids, logprobs: next.completion.logprobs, trained: true },
+        {
+          promptIds: next.prompt_ids,
+          completionIds: next.completion.ids,
+          logprobs: next.completion.logprobs,
+          trained: true,
+        },
       ],
       1,
     );
@@ -99,7 +141,9 @@ describe("protocol v2 from TypeScript, against the worker on loopback", () => {
     expect(b.created).toBe(false);
     await client.update("p-retry", "key-1", body);
     await expect(client.submitUpdate("p-retry", "key-2", body)).rejects.toBeInstanceOf(StalePolicyVersionError);
-    await expect(client.sample("p-retry", { ...first("old", 1), version: { exact: 0 } })).rejects.toBeInstanceOf(StalePolicyVersionError);
+    await expect(client.sample("p-retry", { ...first("old", 1), version: { exact: 0 } })).rejects.toBeInstanceOf(
+      StalePolicyVersionError,
+    );
     expect((await client.sample("p-retry", { ...first("new", 1), version: { exact: 1 } })).policy_version).toBe(1);
   }, 60_000);
 
@@ -137,12 +181,22 @@ describe("learning through TS GRPO → worker updates (toy task: a target token 
     for (let step = 0; step < steps; step++) {
       const version = (await client.state(pid)).version;
       const group = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => client.sample(pid, { ...first(`${pid}-${step}-${i}`, runSeed * 1_000_000 + step * 100 + i, 4), version: { exact: version } })),
+        Array.from({ length: 16 }, (_, i) =>
+          client.sample(pid, {
+            ...first(`${pid}-${step}-${i}`, runSeed * 1_000_000 + step * 100 + i, 4),
+            version: { exact: version },
+          }),
+        ),
       );
       const advantages = groupAdvantages(group.map(reward));
       if (advantages.every((a) => a === 0)) continue;
       const datums = group.map((s, i) => datum(s, sign * advantages[i]!, `s${i}`));
-      await client.update(pid, `${pid}-step-${step}`, { base_version: version, datums, loss: { clip_high: 0.28 }, optim: { lr: 5e-2, epochs: 2 } });
+      await client.update(pid, `${pid}-step-${step}`, {
+        base_version: version,
+        datums,
+        loss: { clip_high: 0.28 },
+        optim: { lr: 5e-2, epochs: 2 },
+      });
     }
   };
 
@@ -155,7 +209,12 @@ describe("learning through TS GRPO → worker updates (toy task: a target token 
       const before = await successRate(`up-${seed}`, evalSeeds);
       await train(`up-${seed}`, 1, 8, seed);
       await train(`down-${seed}`, -1, 8, seed);
-      rows.push({ seed, before, trained: await successRate(`up-${seed}`, evalSeeds), flipped: await successRate(`down-${seed}`, evalSeeds) });
+      rows.push({
+        seed,
+        before,
+        trained: await successRate(`up-${seed}`, evalSeeds),
+        flipped: await successRate(`down-${seed}`, evalSeeds),
+      });
     }
     console.log(`toy GRPO through the worker (success rate on 48 fixed samples): ${JSON.stringify(rows)}`);
     for (const r of rows) {
@@ -195,18 +254,30 @@ describe("TokenTrainer: the Policy port over protocol v2, on the embedded suite'
     expect(sampled.length).toBeGreaterThan(0);
     for (const s of sampled) {
       expect(s.tokens).toBeDefined();
-      expect([INVALID_TOOL_CALL, NO_TOOL_CALL, ...env.tools(task)].includes(s.action) || s.action.startsWith("unknown:")).toBe(true);
+      expect(
+        [INVALID_TOOL_CALL, NO_TOOL_CALL, ...env.tools(task)].includes(s.action) || s.action.startsWith("unknown:"),
+      ).toBe(true);
     }
     expect(rollout.steps.at(-1)).toMatchObject({ forced: true, action: "submit" });
     expect(rollout.steps.at(-1)!.tokens).toBeUndefined();
-    const [d] = await p.datums({ samples: [{ rollout, advantage: 1 }], settings: { rescueContext: "as-generated", maskIntercepted: true } });
+    const [d] = await p.datums({
+      samples: [{ rollout, advantage: 1 }],
+      settings: { rescueContext: "as-generated", maskIntercepted: true },
+    });
     expect(d!.ids).toEqual(sampled.flatMap((s) => [...s.tokens!.promptIds, ...s.tokens!.completionIds]));
     const trained = sampled.filter((s) => !s.intercepted).reduce((n, s) => n + s.tokens!.completionIds.length, 0);
     expect(d!.loss_mask.reduce<number>((a, b) => a + b, 0)).toBe(trained);
     const result = await p.update({
       baseVersion: 0,
       samples: [{ rollout, advantage: 1 }],
-      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+      settings: {
+        learningRate: 0.1,
+        clipEpsilon: 0.2,
+        klCoef: 0,
+        epochs: 1,
+        rescueContext: "as-generated",
+        maskIntercepted: true,
+      },
     });
     expect(result.version).toBe(1);
     expect(p.version()).toBe(1);
@@ -217,7 +288,14 @@ describe("TokenTrainer: the Policy port over protocol v2, on the embedded suite'
 
   it("harness-s experiment --policy worker runs every arm for 1 step on 1 seed (re-anchoring included) and writes the usual report", async () => {
     const out = await mkdtemp(join(tmpdir(), "hs-worker-"));
-    const train = JSON.stringify({ batchSize: 2, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 2, reanchorEvery: 1 });
+    const train = JSON.stringify({
+      batchSize: 2,
+      groupSize: 2,
+      curveEvery: 0,
+      auditEvery: 0,
+      reanchorBudget: 2,
+      reanchorEvery: 1,
+    });
     await promisify(execFile)(
       "node",
       [
@@ -250,12 +328,22 @@ describe("TokenTrainer: the Policy port over protocol v2, on the embedded suite'
       { timeout: 600_000, maxBuffer: 16 << 20 },
     );
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
-    expect(summary.arms.map((a) => a.name)).toEqual(["grpo", "grpo-budget", "harness-s", "harness-s-random", "harness-s-noreanchor", "harness-s-single-voter"]);
+    expect(summary.arms.map((a) => a.name)).toEqual([
+      "grpo",
+      "grpo-budget",
+      "harness-s",
+      "harness-s-random",
+      "harness-s-noreanchor",
+      "harness-s-single-voter",
+    ]);
     expect(summary.arms.every((a) => a.perSeed[0]!.rollouts > 0)).toBe(true);
     expect(summary.arms.find((a) => a.name === "harness-s")!.perSeed[0]!.rolloutBreakdown.reanchor).toBeGreaterThan(0);
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("## Acceptance figures");
     // the pool's initial profiles were measured with the token policy, within the budget of 3 rollouts
-    const profiles = JSON.parse(await readFile(join(out, "token-profiles.json"), "utf8")) as Record<string, Record<string, { turns: { attempts: number } }>>;
+    const profiles = JSON.parse(await readFile(join(out, "token-profiles.json"), "utf8")) as Record<
+      string,
+      Record<string, { turns: { attempts: number } }>
+    >;
     const spent = Object.values(profiles["1"]!).reduce((n, p) => n + p.turns.attempts, 0);
     expect(spent).toBeGreaterThan(0);
     expect(spent).toBeLessThanOrEqual(3);
@@ -273,7 +361,12 @@ const digitEnv: Environment = {
         said = /\d/.test(String(args?.content ?? ""));
         return { event: said ? "digit" : "no-digit", facts: [], done: true, text: "" };
       },
-      finish: async () => ({ reward: said ? 1 : 0, success: said, failureTags: said ? [] : ["no-digit"], behaviours: {} }),
+      finish: async () => ({
+        reward: said ? 1 : 0,
+        success: said,
+        failureTags: said ? [] : ["no-digit"],
+        behaviours: {},
+      }),
     };
   },
 };
@@ -288,7 +381,9 @@ const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({
   params: {},
 }));
 const h0 = parseHarnessSpec({ id: "toy-h0", budget: { maxTurns: 1 }, provenance: { direction: "base" } });
-const pool = createPool("toy", h0, [parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } })]);
+const pool = createPool("toy", h0, [
+  parseHarnessSpec({ id: "toy-sib", budget: { maxTurns: 1 }, provenance: { direction: "recovery", parent: "toy-h0" } }),
+]);
 describe("learning through the full TS trainer (trainArm → TokenTrainer → worker)", () => {
   const tokenPolicy = (id: string, seed: number) =>
     new TokenTrainer(client, {
@@ -308,13 +403,25 @@ describe("learning through the full TS trainer (trainArm → TokenTrainer → wo
   });
   const rate = async (p: Policy, seed: number) => {
     let hits = 0;
-    for (let i = 0; i < 48; i++) hits += (await runEpisode(tasks[i % tasks.length]!, h0, 90_000 + seed * 1000 + i, { env: digitEnv, policy: p })).success ? 1 : 0;
+    for (let i = 0; i < 48; i++)
+      hits += (await runEpisode(tasks[i % tasks.length]!, h0, 90_000 + seed * 1000 + i, { env: digitEnv, policy: p }))
+        .success
+        ? 1
+        : 0;
     return hits / 48;
   };
   const train = (p: Policy, seed: number) =>
     trainArm(
       ArmConfig.parse({ name: "grpo", rescue: "none" }),
-      TrainConfig.parse({ steps: 6, batchSize: 4, groupSize: 8, curveEvery: 0, auditEvery: 0, reanchorBudget: 0, epochs: 2 }),
+      TrainConfig.parse({
+        steps: 6,
+        batchSize: 4,
+        groupSize: 8,
+        curveEvery: 0,
+        auditEvery: 0,
+        reanchorBudget: 0,
+        epochs: 2,
+      }),
       {
         policy: p,
         runRollout: (t, h, s) => runEpisode(t, h, s, { env: digitEnv, policy: p }),
@@ -335,7 +442,13 @@ describe("learning through the full TS trainer (trainArm → TokenTrainer → wo
       const before = await rate(up, seed);
       await train(up, seed);
       await train(flipped(down), seed);
-      rows.push({ seed, before, trained: await rate(up, seed), flipped: await rate(down, seed), updates: up.version() });
+      rows.push({
+        seed,
+        before,
+        trained: await rate(up, seed),
+        flipped: await rate(down, seed),
+        updates: up.version(),
+      });
     }
     console.log(`trainArm through the worker (digit task, success on 48 fixed episodes): ${JSON.stringify(rows)}`);
     for (const r of rows) {
@@ -388,13 +501,22 @@ describe("the cloud path over protocol v2 (dispatch worker and coordinator's uni
     await policy.update({
       baseVersion: 0,
       samples: [{ rollout: stored!, advantage: 1 }],
-      settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+      settings: {
+        learningRate: 0.1,
+        clipEpsilon: 0.2,
+        klCoef: 0,
+        epochs: 1,
+        rescueContext: "as-generated",
+        maskIntercepted: true,
+      },
     });
     const second = await handler({ Records: [record(1, 0), record(2, 1)] });
     // Assess
     expect(id).toBe("exp_v2.grpo.1.attempt-1");
     expect(first.batchItemFailures).toEqual([]);
-    expect(stored!.steps.filter((s) => !s.forced).every((s) => s.tokens?.version === 0 && s.tokens.completionIds.length > 0)).toBe(true);
+    expect(
+      stored!.steps.filter((s) => !s.forced).every((s) => s.tokens?.version === 0 && s.tokens.completionIds.length > 0),
+    ).toBe(true);
     expect(policy.version()).toBe(1);
     expect(second.batchItemFailures).toEqual([{ itemIdentifier: "m1" }]);
     expect((await rollouts.get("j", 2))!.steps.find((s) => s.tokens)!.tokens!.version).toBe(1);
@@ -418,7 +540,14 @@ describe("a unit whose worker process is killed mid-run", () => {
     evalTasks: 2,
     train: TrainConfig.parse({ steps: 4, batchSize: 4, groupSize: 4, curveEvery: 0, auditEvery: 0, reanchorBudget: 0 }),
   });
-  const shared = { baseModel: "tiny", lora: LORA, system: "Answer.", toolSchemas: () => [], maxTokens: 4, learningRate: 5e-2 };
+  const shared = {
+    baseModel: "tiny",
+    lora: LORA,
+    system: "Answer.",
+    toolSchemas: () => [],
+    maxTokens: 4,
+    learningRate: 5e-2,
+  };
   const instance = async () => ({
     train: tasks,
     dev: tasks,
@@ -460,7 +589,11 @@ describe("a unit whose worker process is killed mid-run", () => {
     expect(killed.steps.map((s) => s.state.step)).toEqual([1, 2]);
     const second = await startPolicyWorker({ model: "tiny", token: TOKEN, stateDir });
     try {
-      const resumed = await run(second.url, { baselines: killed.baselines, results: [], units: [killed.steps.at(-1)!] });
+      const resumed = await run(second.url, {
+        baselines: killed.baselines,
+        results: [],
+        units: [killed.steps.at(-1)!],
+      });
       expect(resumed.outcome).toMatchObject({ kind: "done" });
       expect(resumed.steps.map((s) => s.state.step)).toEqual([3, 4]); // continued, not started over
       const whole = await run(second.url);
@@ -484,7 +617,10 @@ describe("a unit whose worker process is killed mid-run", () => {
 describe("bench --worker", () => {
   it("prints sampling at 1, 8 and 32 episodes against batched generate, and updates against a direct loop", async () => {
     const out = (await benchWorker(0.1, "tiny", { maxTokens: 16, updateDatums: 8 })).join("\n"); // sizes kept small: the output's shape is under test
-    for (const n of ["1", "8", "32"]) expect(out).toMatch(new RegExp(`worker sample tokens/s, +${n} episodes +\\d+ over HTTP vs \\d+/s batched generate`));
+    for (const n of ["1", "8", "32"])
+      expect(out).toMatch(
+        new RegExp(`worker sample tokens/s, +${n} episodes +\\d+ over HTTP vs \\d+/s batched generate`),
+      );
     expect(out).toMatch(/worker sample tokens\/s at 32 episodes over 1: \d+\.\d+×/);
     expect(out).toMatch(/worker update tokens\/s +\d+ over HTTP vs \d+\/s driven directly/);
   }, 600_000);
@@ -495,18 +631,34 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
     // Prepare: a policy the façade serves, and a panel of it beside two statistical voters (quorum 2).
     await client.create("voter", { base_model: "tiny", lora: LORA });
     const siblings = ["contract", "recovery", "budget"].map((direction) =>
-      parseHarnessSpec({ id: `sib-${direction}`, budget: { maxTurns: 8 }, provenance: { direction }, postObservation: [{ on: "page:more", hint: "next_page" }] }),
+      parseHarnessSpec({
+        id: `sib-${direction}`,
+        budget: { maxTurns: 8 },
+        provenance: { direction },
+        postObservation: [{ on: "page:more", hint: "next_page" }],
+      }),
     );
     const [first, second] = statisticalVoters;
     const panel = VoterPanel.parse({
       voters: [
-        { kind: "llm", id: "tiny", baseURL: `${worker.url}/v1`, model: "voter", apiKeySecret: "WORKER_TOKEN", maxTokens: 24, timeoutMs: 60_000 },
+        {
+          kind: "llm",
+          id: "tiny",
+          baseURL: `${worker.url}/v1`,
+          model: "voter",
+          apiKeySecret: "WORKER_TOKEN",
+          maxTokens: 24,
+          timeoutMs: 60_000,
+        },
         { kind: "statistical", id: first!.id },
         { kind: "statistical", id: second!.id },
       ],
       quorum: 2,
     });
-    const routing = votersFromPanel(panel, { apiKey: (name) => (name === "WORKER_TOKEN" ? TOKEN : undefined), statistical: statisticalVoters });
+    const routing = votersFromPanel(panel, {
+      apiKey: (name) => (name === "WORKER_TOKEN" ? TOKEN : undefined),
+      statistical: statisticalVoters,
+    });
     const input = {
       decisionId: "d-tiny",
       task: { id: "app-1", family: "app", tags: ["app"] },
@@ -516,11 +668,15 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
       poolVersion: "v",
     };
     // Act
-    const decision = await route(input, routerOptions({ k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }), {
-      voters: routing.voters,
-      rng: createRng(1),
-      clock: systemClock,
-    });
+    const decision = await route(
+      input,
+      routerOptions({ k: 1, ...routing.options, voterTimeoutMs: routing.timeoutMs }),
+      {
+        voters: routing.voters,
+        rng: createRng(1),
+        clock: systemClock,
+      },
+    );
     // Assess
     expect(decision.failures.map((f) => f.voterId)).toEqual(["tiny"]);
     expect(["malformed", "error"]).toContain(decision.failures[0]!.kind);
@@ -529,8 +685,16 @@ describe("the voter panel against the worker's OpenAI façade (real output of th
   }, 120_000);
 });
 
-/** Where the gateway runs: in this process (memory), or two processes of the API Lambda over DynamoDB Local with one restarted between turns. */
-type GatewayPlace = { url: string; stores: Pick<ApiDeps, "pools" | "profiles" | "keys">; restart?: () => Promise<void>; close: () => Promise<void> };
+/**
+ * Where the gateway runs: in this process (memory), or two processes of the API Lambda over DynamoDB Local with one
+ * restarted between turns.
+ */
+type GatewayPlace = {
+  url: string;
+  stores: Pick<ApiDeps, "pools" | "profiles" | "keys">;
+  restart?: () => Promise<void>;
+  close: () => Promise<void>;
+};
 const gatewayPlaces: [string, (harness: HarnessSpec) => Promise<GatewayPlace>][] = [
   [
     "in one process",
@@ -538,7 +702,9 @@ const gatewayPlaces: [string, (harness: HarnessSpec) => Promise<GatewayPlace>][]
       const deps = memoryApiDeps({
         gateway: {
           upstream: new OpenAiUpstream(new OpenAI({ baseURL: `${worker.url}/v1`, apiKey: TOKEN, maxRetries: 0 })),
-          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 10 }), { idleMs: 60_000 }),
+          episodes: new GatewayEpisodes(new MemoryGatewayEpisodeStore({ maxEpisodes: 10, maxEpisodesPerKey: 10 }), {
+            idleMs: 60_000,
+          }),
           poolId: "gw",
           observerFor: genericObserver,
           submitTool: "submit",
@@ -552,76 +718,119 @@ const gatewayPlaces: [string, (harness: HarnessSpec) => Promise<GatewayPlace>][]
   [
     "in the API Lambda (two processes over DynamoDB Local, one restarted between turns)",
     async () => {
-      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), { upstream: `${worker.url}/v1`, apiKey: TOKEN, pool: "gw", env: "generic" });
+      const lambda = await startLambdaGateway(inject("dynamoEndpoint"), {
+        upstream: `${worker.url}/v1`,
+        apiKey: TOKEN,
+        pool: "gw",
+        env: "generic",
+      });
       return { url: lambda.url, stores: lambda.stores, restart: () => lambda.restart(0), close: lambda.close };
     },
   ],
 ];
 
-describe.each(gatewayPlaces)("the Rank-1 gateway in front of the worker's OpenAI façade (the tiny model), %s", (_where, place) => {
-  it("records the episode as one datum whose ids re-score at the worker to the recorded log-probabilities, the harness's insertions at mask 0", async () => {
-    // Prepare: a policy the façade serves; a pool whose harness adds a system text and a note after every failed call.
-    await client.create("gw-tiny", { base_model: "tiny", lora: LORA }).catch(() => undefined); // the first place made it already
-    const NOTE = "Call exactly one tool ZQXJV now.";
-    const harness = parseHarnessSpec({
-      id: "gw-notes",
-      instruction: { systemAppend: "Harness: use the tools." },
-      postObservation: [{ on: "error:*", hint: "lookup", text: NOTE, maxFires: 5 }],
-      budget: { maxTurns: 6 },
-      provenance: { direction: "base" },
-    });
-    const api = await place(harness);
-    const twin = parseHarnessSpec({ ...harness, id: "gw-notes-2", provenance: { direction: "recovery", parent: "gw-notes" } }); // a pool has a sibling; either one adds the note
-    await seedPool(api.stores as ApiDeps, createPool("gw", harness, [twin]), {});
-    const secret = await addKey(api.stores as ApiDeps, "agent", ["gateway"]);
-    const agent = new OpenAI({ baseURL: `${api.url}/v1/gateway`, apiKey: secret, maxRetries: 0, defaultHeaders: { "x-harness-s-episode": "ep-tiny" } });
-    const tools = [{ type: "function" as const, function: { name: "lookup", description: "Look up", parameters: { type: "object", properties: {} } } }];
-    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
-      { role: "system", content: "Answer with a tool call." },
-      { role: "user", content: "Find it." },
-    ];
-    try {
-      // Act: three turns of an agent that answers every reply (a call: its output is an error; none: it asks again).
-      for (let t = 0; t < 3; t++) {
-        if (t === 2) await api.restart?.();
-        const reply = (await agent.chat.completions.create({ model: "gw-tiny", messages, tools, temperature: 1, top_p: 1, max_tokens: 12, seed: t })).choices[0]!.message;
-        const call = reply.tool_calls?.[0];
-        messages.push({ role: "assistant", content: reply.content, ...(call ? { tool_calls: [call] } : {}) } as OpenAI.Chat.ChatCompletionMessageParam);
-        messages.push(
-          call ? { role: "tool", tool_call_id: call.id, content: "Error: nothing" } : { role: "user", content: "Internal error: No tool calls found despite finish reason." },
+describe.each(gatewayPlaces)(
+  "the Rank-1 gateway in front of the worker's OpenAI façade (the tiny model), %s",
+  (_where, place) => {
+    it("records the episode as one datum whose ids re-score at the worker to the recorded log-probabilities, the harness's insertions at mask 0", async () => {
+      // Prepare: a policy the façade serves; a pool whose harness adds a system text and a note after every failed
+      // call.
+      await client.create("gw-tiny", { base_model: "tiny", lora: LORA }).catch(() => undefined); // the first place made it already
+      const NOTE = "Call exactly one tool ZQXJV now.";
+      const harness = parseHarnessSpec({
+        id: "gw-notes",
+        instruction: { systemAppend: "Harness: use the tools." },
+        postObservation: [{ on: "error:*", hint: "lookup", text: NOTE, maxFires: 5 }],
+        budget: { maxTurns: 6 },
+        provenance: { direction: "base" },
+      });
+      const api = await place(harness);
+      const twin = parseHarnessSpec({
+        ...harness,
+        id: "gw-notes-2",
+        provenance: { direction: "recovery", parent: "gw-notes" },
+      }); // a pool has a sibling; either one adds the note
+      await seedPool(api.stores as ApiDeps, createPool("gw", harness, [twin]), {});
+      const secret = await addKey(api.stores as ApiDeps, "agent", ["gateway"]);
+      const agent = new OpenAI({
+        baseURL: `${api.url}/v1/gateway`,
+        apiKey: secret,
+        maxRetries: 0,
+        defaultHeaders: { "x-harness-s-episode": "ep-tiny" },
+      });
+      const tools = [
+        {
+          type: "function" as const,
+          function: { name: "lookup", description: "Look up", parameters: { type: "object", properties: {} } },
+        },
+      ];
+      const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+        { role: "system", content: "Answer with a tool call." },
+        { role: "user", content: "Find it." },
+      ];
+      try {
+        // Act: three turns of an agent that answers every reply (a call: its output is an error; none: it asks again).
+        for (let t = 0; t < 3; t++) {
+          if (t === 2) await api.restart?.();
+          const reply = (
+            await agent.chat.completions.create({
+              model: "gw-tiny",
+              messages,
+              tools,
+              temperature: 1,
+              top_p: 1,
+              max_tokens: 12,
+              seed: t,
+            })
+          ).choices[0]!.message;
+          const call = reply.tool_calls?.[0];
+          messages.push({
+            role: "assistant",
+            content: reply.content,
+            ...(call ? { tool_calls: [call] } : {}),
+          } as OpenAI.Chat.ChatCompletionMessageParam);
+          messages.push(
+            call
+              ? { role: "tool", tool_call_id: call.id, content: "Error: nothing" }
+              : { role: "user", content: "Internal error: No tool calls found despite finish reason." },
+          );
+        }
+        const trajectory = GatewayTrajectory.parse(
+          await (
+            await fetch(`${api.url}/v1/gateway/episodes/ep-tiny`, { headers: { authorization: `Bearer ${secret}` } })
+          ).json(),
         );
+        // Assess: one datum (the worker continued one episode), mask 1 on exactly the three completions.
+        expect(trajectory.turns).toHaveLength(3);
+        expect(trajectory.turns[1]!.harnessNotes).toEqual([NOTE]);
+        expect(trajectory.datums).toHaveLength(1);
+        const d = trajectory.datums[0]!;
+        const completions = trajectory.turns.map((t) => t.tokens!.completion);
+        const runs = d.loss_mask
+          .join("")
+          .split(/0+/)
+          .filter(Boolean)
+          .map((r) => r.length);
+        expect(runs).toEqual(completions);
+        // The ids re-score at the worker to the recorded behaviour log-probabilities.
+        const [scored] = await client.score("gw-tiny", { sequences: [{ ids: d.ids }] });
+        const gaps = d.loss_mask.flatMap((m, i) => (m === 1 ? [Math.abs(scored![i]! - d.behaviour_logprobs[i]!)] : []));
+        expect(gaps).toHaveLength(completions.reduce((a, b) => a + b, 0));
+        expect(Math.max(...gaps)).toBeLessThan(1e-4);
+        // The harness's note is in the sequence (its word's ids), and only at mask 0.
+        const plain = await client.render("gw-tiny", { messages: [{ role: "user", content: "a" }] });
+        const marked = await client.render("gw-tiny", { messages: [{ role: "user", content: "a ZQXJV" }] });
+        let prefix = 0;
+        while (plain[prefix] === marked[prefix]) prefix++;
+        let suffix = 0;
+        while (suffix < plain.length - prefix && plain.at(-1 - suffix) === marked.at(-1 - suffix)) suffix++;
+        const word = marked.slice(prefix, marked.length - suffix); // the ids of " ZQXJV" (a pre-token of its own)
+        const at = d.ids.findIndex((_, i) => word.length > 0 && word.every((id, j) => d.ids[i + j] === id));
+        expect(at).toBeGreaterThan(0);
+        expect(d.loss_mask.slice(at, at + word.length).every((m) => m === 0)).toBe(true);
+      } finally {
+        await api.close();
       }
-      const trajectory = GatewayTrajectory.parse(await (await fetch(`${api.url}/v1/gateway/episodes/ep-tiny`, { headers: { authorization: `Bearer ${secret}` } })).json());
-      // Assess: one datum (the worker continued one episode), mask 1 on exactly the three completions.
-      expect(trajectory.turns).toHaveLength(3);
-      expect(trajectory.turns[1]!.harnessNotes).toEqual([NOTE]);
-      expect(trajectory.datums).toHaveLength(1);
-      const d = trajectory.datums[0]!;
-      const completions = trajectory.turns.map((t) => t.tokens!.completion);
-      const runs = d.loss_mask
-        .join("")
-        .split(/0+/)
-        .filter(Boolean)
-        .map((r) => r.length);
-      expect(runs).toEqual(completions);
-      // The ids re-score at the worker to the recorded behaviour log-probabilities.
-      const [scored] = await client.score("gw-tiny", { sequences: [{ ids: d.ids }] });
-      const gaps = d.loss_mask.flatMap((m, i) => (m === 1 ? [Math.abs(scored![i]! - d.behaviour_logprobs[i]!)] : []));
-      expect(gaps).toHaveLength(completions.reduce((a, b) => a + b, 0));
-      expect(Math.max(...gaps)).toBeLessThan(1e-4);
-      // The harness's note is in the sequence (its word's ids), and only at mask 0.
-      const plain = await client.render("gw-tiny", { messages: [{ role: "user", content: "a" }] });
-      const marked = await client.render("gw-tiny", { messages: [{ role: "user", content: "a ZQXJV" }] });
-      let prefix = 0;
-      while (plain[prefix] === marked[prefix]) prefix++;
-      let suffix = 0;
-      while (suffix < plain.length - prefix && plain.at(-1 - suffix) === marked.at(-1 - suffix)) suffix++;
-      const word = marked.slice(prefix, marked.length - suffix); // the ids of " ZQXJV" (a pre-token of its own)
-      const at = d.ids.findIndex((_, i) => word.length > 0 && word.every((id, j) => d.ids[i + j] === id));
-      expect(at).toBeGreaterThan(0);
-      expect(d.loss_mask.slice(at, at + word.length).every((m) => m === 0)).toBe(true);
-    } finally {
-      await api.close();
-    }
-  }, 180_000);
-});
+    }, 180_000);
+  },
+);

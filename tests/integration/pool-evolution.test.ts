@@ -35,7 +35,9 @@ beforeAll(async () => {
   await ensureWorkerVenv();
   [worker, envServer] = await Promise.all([
     startPolicyWorker({ model: "tiny", token: WORKER_TOKEN, tuning: { chatPrompts: "render" } }),
-    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) => startOpenEnvServer(o)),
+    builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }).then((o) =>
+      startOpenEnvServer(o),
+    ),
   ]);
   await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("trainer-policy", {
     base_model: "tiny",
@@ -56,12 +58,23 @@ afterAll(async () => {
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** The worker's policy registered as a key's endpoint (its bearer token as the secret header). */
-const endpointOf = (url: string) => ({ kind: "protocol-v2", url, policy: "trainer-policy", secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` } });
+const endpointOf = (url: string) => ({
+  kind: "protocol-v2",
+  url,
+  policy: "trainer-policy",
+  secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
+});
 
-/** The evolution as the caller asks for it: its dev tasks as env-serve serves them, its H0's system text, its endpoint. */
+/**
+ * The evolution as the caller asks for it: its dev tasks as env-serve serves them, its H0's system text, its endpoint.
+ */
 const evolveRequest = () => ({
   name: "my-env",
   endpoint: "mine",
@@ -70,7 +83,14 @@ const evolveRequest = () => ({
   devTasks: inst.dev.slice(0, 3).map((t) => embeddedCallerTask(setup.env, t)),
   maxTokens: 24,
   maxTurns: 3,
-  evolution: { directions: ["budget", "loop-breaking"], rounds: 1, candidatesPerRound: 2, trials: 1, poolSize: 2, repairMargin: 0 },
+  evolution: {
+    directions: ["budget", "loop-breaking"],
+    rounds: 1,
+    candidatesPerRound: 2,
+    trials: 1,
+    poolSize: 2,
+    repairMargin: 0,
+  },
 });
 
 describe("a pool evolved for the caller's environment (issue 55, item 4)", () => {
@@ -84,7 +104,12 @@ describe("a pool evolved for the caller's environment (issue 55, item 4)", () =>
     const accepted = await call(trainer, "POST", "/v1/pools", { evolve: evolveRequest() });
     expect(accepted.status).toBe(202);
     const job = await accepted.json();
-    expect(job).toMatchObject({ id: expect.stringMatching(/^pev_/), status: "queued", weightVersion: 0, quote: { rollouts: 15 } });
+    expect(job).toMatchObject({
+      id: expect.stringMatching(/^pev_/),
+      status: "queued",
+      weightVersion: 0,
+      quote: { rollouts: 15 },
+    });
     let status = job;
     const seen = new Set<string>([job.status]);
     for (let i = 0; i < 600 && !["done", "failed"].includes(status.status); i++) {
@@ -94,7 +119,12 @@ describe("a pool evolved for the caller's environment (issue 55, item 4)", () =>
     }
     // Assess: done, the pool stored under the job's id with its siblings and its owner.
     expect(status.error).toBeNull();
-    expect(status).toMatchObject({ status: "done", attempts: 1, outcome: { proposer: "embedded-mutation" }, pool: { id: job.id, owner: "k-trainer" } });
+    expect(status).toMatchObject({
+      status: "done",
+      attempts: 1,
+      outcome: { proposer: "embedded-mutation" },
+      pool: { id: job.id, owner: "k-trainer" },
+    });
     expect([...seen]).toContain("done");
     const pool = status.pool;
     expect(pool.siblings.length).toBeGreaterThanOrEqual(1);
@@ -134,21 +164,39 @@ describe("a pool evolved for the caller's environment (issue 55, item 4)", () =>
     // Another key sees neither the job nor the pool, and cannot route in it.
     expect((await call(other, "GET", `/v1/pools/evolutions/${job.id}`)).status).toBe(404);
     expect((await call(other, "GET", `/v1/pools/${job.id}`)).status).toBe(404);
-    expect((await (await call(other, "GET", "/v1/pools")).json()).pools.map((p: { id: string }) => p.id)).not.toContain(job.id);
+    expect((await (await call(other, "GET", "/v1/pools")).json()).pools.map((p: { id: string }) => p.id)).not.toContain(
+      job.id,
+    );
     // Even with an endpoint of its own registered under the same name: the pool is not there for it.
-    expect((await call(other, "POST", "/v1/policy-endpoints", { ...endpointOf(worker.url), id: "mine" })).status).toBe(201);
+    expect((await call(other, "POST", "/v1/policy-endpoints", { ...endpointOf(worker.url), id: "mine" })).status).toBe(
+      201,
+    );
     const refused = await (await rescue(other)).json();
     expect(refused.error).toMatchObject({ code: "NOT_FOUND", message: `pool "${job.id}" not found` });
   }, 300_000);
 
   it("checks before anything is queued: the scope its body needs, the fields, the key's own endpoint", async () => {
     const forbidden = await call(poolsOnly, "POST", "/v1/pools", { evolve: evolveRequest() });
-    expect([forbidden.status, (await forbidden.json()).error.message]).toEqual([403, "this API key lacks the scope rescues"]);
-    const bad = await (await call(trainer, "POST", "/v1/pools", { evolve: { ...evolveRequest(), devTasks: [], evolution: { rounds: 9 } } })).json();
+    expect([forbidden.status, (await forbidden.json()).error.message]).toEqual([
+      403,
+      "this API key lacks the scope rescues",
+    ]);
+    const bad = await (
+      await call(trainer, "POST", "/v1/pools", {
+        evolve: { ...evolveRequest(), devTasks: [], evolution: { rounds: 9 } },
+      })
+    ).json();
     expect(bad.error.code).toBe("VALIDATION_FAILED");
-    expect(bad.error.issues).toEqual(expect.arrayContaining([expect.stringMatching(/^evolve\.devTasks: /), expect.stringMatching(/^evolve\.evolution\.rounds: /)]));
+    expect(bad.error.issues).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^evolve\.devTasks: /),
+        expect.stringMatching(/^evolve\.evolution\.rounds: /),
+      ]),
+    );
     // An endpoint name this key never registered.
-    const notMine = await call(other, "POST", "/v1/pools", { evolve: { ...evolveRequest(), endpoint: "never-registered" } });
+    const notMine = await call(other, "POST", "/v1/pools", {
+      evolve: { ...evolveRequest(), endpoint: "never-registered" },
+    });
     expect([notMine.status, (await notMine.json()).error.code]).toEqual([404, "NOT_FOUND"]);
   }, 60_000);
 });

@@ -26,7 +26,11 @@ const OUTCOMES = 2_000;
 beforeAll(async () => {
   fauxqs = await startFauxqs({ port: 0, logger: false });
   ddb = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
-  sqs = new SQSClient({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: "us-east-1", credentials: localCredentials });
+  sqs = new SQSClient({
+    endpoint: `http://127.0.0.1:${fauxqs.port}`,
+    region: "us-east-1",
+    credentials: localCredentials,
+  });
   const names = tableNames("worker-");
   await createTables(ddb, names);
   store = new DynamoProfileStore(DynamoDBDocumentClient.from(ddb), names);
@@ -42,12 +46,23 @@ const evidence = (id: string, harnessId: string, success = true): Envelope => ({
   v: 1,
   id,
   type: "profile.evidence",
-  body: { poolId: "pool", harnessId, family: "app", success, rescueOf: ["unauthorized"], taskTags: ["app"], turns: 4, policyVersion: 3, behaviours: {} },
+  body: {
+    poolId: "pool",
+    harnessId,
+    family: "app",
+    success,
+    rescueOf: ["unauthorized"],
+    taskTags: ["app"],
+    turns: 4,
+    policyVersion: 3,
+    behaviours: {},
+  },
 });
 
 async function freshQueue(maxReceiveCount = 3) {
   const q = await createQueueWithDlq(sqs, `profile-${++n}`, { maxReceiveCount, visibilityTimeoutSeconds: 1 });
-  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ["QueueArn"] })))
+    .Attributes!.QueueArn!;
   return { ...q, arn, queue: new SqsQueue(sqs, q.url) };
 }
 
@@ -59,7 +74,9 @@ async function drain(q: { url: string; arn: string }, handler: Parameters<typeof
 }
 
 async function dlqCount(dlqUrl: string): Promise<number> {
-  const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+  const out = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+  );
   return out.Messages?.length ?? 0;
 }
 
@@ -139,7 +156,9 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
     const containers = Array.from({ length: 4 }, () => new DynamoProfileStore(DynamoDBDocumentClient.from(ddb), names));
     const failures: string[] = [];
     const batches = Array.from({ length: OUTCOMES / 10 }, (_, b) => ({
-      Records: Array.from({ length: 10 }, (_, r) => makeSqsRecord(`hot-${b}-${r}`, evidence(`hot-${b}-${r}`, "sib-hot", r % 2 === 0))),
+      Records: Array.from({ length: 10 }, (_, r) =>
+        makeSqsRecord(`hot-${b}-${r}`, evidence(`hot-${b}-${r}`, "sib-hot", r % 2 === 0)),
+      ),
     }));
     let taken = 0;
     const started = performance.now();
@@ -150,14 +169,23 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
           const batch = batches[taken++]!;
           const failed = (await handler(batch)).batchItemFailures.map((f) => f.itemIdentifier);
           if (failed.length === 0) continue;
-          const again = { Records: batch.Records.filter((r) => failed.includes(r.messageId)).map((r) => ({ ...r, attributes: { ApproximateReceiveCount: "2" } })) };
+          const again = {
+            Records: batch.Records.filter((r) => failed.includes(r.messageId)).map((r) => ({
+              ...r,
+              attributes: { ApproximateReceiveCount: "2" },
+            })),
+          };
           failures.push(...(await handler(again)).batchItemFailures.map((f) => `failed twice ${f.itemIdentifier}`));
         }
       }),
     );
     const seconds = (performance.now() - started) / 1000;
     const stats = containers.reduce(
-      (t, c) => ({ transactions: t.transactions + c.stats.transactions, commits: t.commits + c.stats.commits, conflicts: t.conflicts + c.stats.conflicts }),
+      (t, c) => ({
+        transactions: t.transactions + c.stats.transactions,
+        commits: t.commits + c.stats.commits,
+        conflicts: t.conflicts + c.stats.conflicts,
+      }),
       { transactions: 0, commits: 0, conflicts: 0 },
     );
     console.log(
@@ -188,7 +216,8 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
     const loser = new DynamoProfileStore(contested, names, () => {}, 300);
     // Act
     const outcome = loser.applyOnce("moving-1", "pool", "sib-moving", (p) => p).catch((err: unknown) => err);
-    // Assess: a ConflictError naming the budget after several tries; the id is left unclaimed, so a redelivery can apply it.
+    // Assess: a ConflictError naming the budget after several tries; the id is left unclaimed, so a redelivery can
+    // apply it.
     const err = await outcome;
     expect(err).toBeInstanceOf(ConflictError);
     expect(String(err)).toMatch(/kept changing under concurrent writers for 300 ms/);
@@ -199,12 +228,17 @@ describe("profile worker over SQS (fauxqs) and DynamoDB Local", () => {
 
   it("refuses to send an invalid envelope", async () => {
     const q = await freshQueue();
-    await expect(q.queue.send([{ ...evidence("bad", "x"), body: { poolId: "" } } as unknown as Envelope])).rejects.toThrow(/queue message is invalid/);
+    await expect(
+      q.queue.send([{ ...evidence("bad", "x"), body: { poolId: "" } } as unknown as Envelope]),
+    ).rejects.toThrow(/queue message is invalid/);
   });
 });
 
 describe("vote worker over SQS (fauxqs) and DynamoDB Local", () => {
-  const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }), makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
+  const pool = createPool("p", makeSpec(), [
+    makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }),
+    makeSpec({ id: "sib-b", provenance: { direction: "recon" } }),
+  ]);
   const request = (key: string, voterId: string) => ballotEnvelope(pool, key, voterId);
   const countingVoter = (id: string, calls: { n: number }, fail = false): Voter => ({
     id,
@@ -233,7 +267,11 @@ describe("vote worker over SQS (fauxqs) and DynamoDB Local", () => {
     const q = await freshQueue(2);
     const ok = { n: 0 };
     const down = { n: 0 };
-    const handler = createVoteHandler({ voters: [countingVoter("ok", ok), countingVoter("down", down, true)], ballots, log: () => undefined });
+    const handler = createVoteHandler({
+      voters: [countingVoter("ok", ok), countingVoter("down", down, true)],
+      ballots,
+      log: () => undefined,
+    });
     await q.queue.send([request("k2", "ok"), request("k2", "down"), request("k2", "unknown-voter")]);
     await drain(q, handler, 6);
     expect(ok.n).toBe(1);

@@ -3,7 +3,17 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEpisode } from "@harness-s/core";
 import { OpenEnvEnvironment, startOpenEnvServer } from "@harness-s/adapters/openenv";
-import { APPWORLD_FIXTURE_TASKS, FIXTURES_DIR, SWE_FIXTURE_INSTANCES, appworldH0, appworldTaskSets, filesOfPatch, readSweInstances, sweH0, sweTaskSets } from "@harness-s/envs";
+import {
+  APPWORLD_FIXTURE_TASKS,
+  FIXTURES_DIR,
+  SWE_FIXTURE_INSTANCES,
+  appworldH0,
+  appworldTaskSets,
+  filesOfPatch,
+  readSweInstances,
+  sweH0,
+  sweTaskSets,
+} from "@harness-s/envs";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { scriptedCalls } from "../scripted-tool-policy.ts";
 
@@ -12,7 +22,10 @@ import { scriptedCalls } from "../scripted-tool-policy.ts";
 const outbound = { allowLoopback: true };
 const scripted = (calls: readonly [string, Record<string, unknown>][]) => scriptedCalls(calls);
 const serveBuiltin = async (env: "appworld" | "swe-gym", log?: (line: string) => void) => {
-  const parts = await builtinOpenEnv({ env, engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1", appworldServers: 1 }, log);
+  const parts = await builtinOpenEnv(
+    { env, engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1", appworldServers: 1 },
+    log,
+  );
   const served = await startOpenEnvServer(parts);
   return {
     url: served.url,
@@ -30,7 +43,9 @@ const answers = async (url: string) =>
 describe("env-serve --env appworld|swe-gym over the OpenEnv protocol", () => {
   it("AppWorld: a gold episode succeeds and one without login fails with AppWorld's tags; shutdown stops the fixture server it started", async () => {
     const fixtures: string[] = [];
-    const served = await serveBuiltin("appworld", (line) => fixtures.push(...[...line.matchAll(/http:\/\/127\.0\.0\.1:\d+/g)].map((m) => m[0])));
+    const served = await serveBuiltin("appworld", (line) =>
+      fixtures.push(...[...line.matchAll(/http:\/\/127\.0\.0\.1:\d+/g)].map((m) => m[0])),
+    );
     expect(fixtures).toHaveLength(1);
     expect(await answers(fixtures[0]!)).toBe(true);
     try {
@@ -47,7 +62,10 @@ describe("env-serve --env appworld|swe-gym over the OpenEnv protocol", () => {
           ["execute", { code: "print(apis.todo.show_tasks(access_token=token, page_index=0))" }],
         ]),
       });
-      const noLogin = await runEpisode(task, appworldH0, 2, { env, policy: scripted([["execute", { code: "print(apis.todo.show_tasks())" }]]) });
+      const noLogin = await runEpisode(task, appworldH0, 2, {
+        env,
+        policy: scripted([["execute", { code: "print(apis.todo.show_tasks())" }]]),
+      });
       expect([gold.success, gold.reward, noLogin.success]).toEqual([true, 1, false]);
       expect(noLogin.events).toContain("app:unauthorized");
       expect(noLogin.failureTags).toEqual(expect.arrayContaining(["unauthorized", "login-missing"]));
@@ -60,13 +78,21 @@ describe("env-serve --env appworld|swe-gym over the OpenEnv protocol", () => {
   it("SWE-Gym: the gold edit resolves the instance; an episode that changes nothing is not resolved", async () => {
     const served = await serveBuiltin("swe-gym");
     try {
-      const env = new OpenEnvEnvironment({ url: served.url, outbound, tools: ["run", "read", "edit", "write", "submit"], submit: "submit" });
+      const env = new OpenEnvEnvironment({
+        url: served.url,
+        outbound,
+        tools: ["run", "read", "edit", "write", "submit"],
+        submit: "submit",
+      });
       const instances = await readSweInstances(SWE_FIXTURE_INSTANCES);
       const sets = sweTaskSets(instances);
       const instance = instances[0]!;
       const task = [...sets.train, ...sets.dev, ...sets.heldout].find((t) => t.id === instance.instance_id)!;
       const [file] = filesOfPatch(instance.patch);
-      const content = await readFile(join(FIXTURES_DIR, "swe", "repos", instance.repo.split("/")[1]!, "gold", file!), "utf8");
+      const content = await readFile(
+        join(FIXTURES_DIR, "swe", "repos", instance.repo.split("/")[1]!, "gold", file!),
+        "utf8",
+      );
       const gold = await runEpisode(task, sweH0, 1, { env, policy: scripted([["write", { path: file!, content }]]) });
       const nothing = await runEpisode(task, sweH0, 2, { env, policy: scripted([["run", { command: "ls" }]]) });
       expect([gold.success, nothing.success]).toEqual([true, false]);

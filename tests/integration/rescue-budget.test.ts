@@ -68,7 +68,8 @@ async function start(budget?: unknown) {
   return (await res.json()).id as string;
 }
 
-const status = async (id: string) => (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+const status = async (id: string) =>
+  (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
 
 describe("a caller rescue's spend and budget", () => {
   it("meters every rollout's policy tokens and environment time to the key, and starts no slot once the budget is spent", async () => {
@@ -76,18 +77,31 @@ describe("a caller rescue's spend and budget", () => {
     const id = await start({ policyTokens: 250 });
     const sent = (deps.dispatch as MemoryQueue).take();
     expect(sent).toHaveLength(6);
-    const handler = createDispatchHandler({ ...deps, jobs: deps.jobs, meter: deps.meter, runners: rolloutRunners({ caller: deps.callers! }) });
+    const handler = createDispatchHandler({
+      ...deps,
+      jobs: deps.jobs,
+      meter: deps.meter,
+      runners: rolloutRunners({ caller: deps.callers! }),
+    });
     ran = 0;
     for (const message of sent) expect(await handler(makeSqsEvent([message]))).toEqual({ batchItemFailures: [] });
     // 0, 100, 200 spent when the first three started (each under 250); 300 after: the rest never ran.
     expect(ran).toBe(3);
     const end = await status(id);
-    expect(end).toMatchObject({ status: "failed", completed: 3, spent: { policyTokens: 300, policySeconds: 0.06, environmentSeconds: 0.015 } });
+    expect(end).toMatchObject({
+      status: "failed",
+      completed: 3,
+      spent: { policyTokens: 300, policySeconds: 0.06, environmentSeconds: 0.015 },
+    });
     expect(end.failed.map((f: { code: string; reason: string }) => [f.code, f.reason])).toEqual(
       Array(3).fill(["BUDGET_EXCEEDED", "the rescue's rollouts sampled 300 policy tokens of a budget of 250"]),
     );
     const after = await deps.meter.get("k-budget");
-    expect([after.policyTokens - before.policyTokens, after.policyMs - before.policyMs, after.environmentMs - before.environmentMs]).toEqual([300, 60, 15]);
+    expect([
+      after.policyTokens - before.policyTokens,
+      after.policyMs - before.policyMs,
+      after.environmentMs - before.environmentMs,
+    ]).toEqual([300, 60, 15]);
   });
 
   it("meters a rollout that fails as well as one that succeeds, and fails its slot at once with its code (no redelivery)", async () => {
@@ -109,6 +123,10 @@ describe("a caller rescue's spend and budget", () => {
     }
     const after = await deps.meter.get("k-budget");
     expect(after.policyTokens - before.policyTokens).toBe(100);
-    expect((await status(id)).failed[0]).toEqual({ index: 0, code: "ROLLOUT_FAILED", reason: "the caller's environment went away" });
+    expect((await status(id)).failed[0]).toEqual({
+      index: 0,
+      code: "ROLLOUT_FAILED",
+      reason: "the caller's environment went away",
+    });
   });
 });

@@ -40,7 +40,12 @@ beforeAll(async () => {
     ["k-b", "answers"],
   ] as const) {
     keys[key] = await addKey(stack.deps, key, ["rescues"]);
-    const res = await call(key, "POST", "/v1/policy-endpoints", { id: "mine", kind: "protocol-v2", url: policy.url, policy: name });
+    const res = await call(key, "POST", "/v1/policy-endpoints", {
+      id: "mine",
+      kind: "protocol-v2",
+      url: policy.url,
+      policy: name,
+    });
     expect(res.status, await res.clone().text()).toBe(201);
   }
 }, 180_000);
@@ -53,14 +58,23 @@ afterAll(async () => {
 }, 120_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${api.url}${path}`, { method, headers: { authorization: `Bearer ${keys[key]}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${keys[key]}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 const rescue = async (key: string, rollouts: number) => {
   const res = await call(key, "POST", "/v1/rescues", {
     poolId: inst.evolution.pool.id,
     harnesses: [inst.evolution.pool.base.id],
     rolloutsPerHarness: rollouts,
-    caller: { endpoint: "mine", environment: { kind: "builtin", id: "embedded" }, task: embeddedCallerTask(setup.env, inst.train[0]!), maxTokens: 8 },
+    caller: {
+      endpoint: "mine",
+      environment: { kind: "builtin", id: "embedded" },
+      task: embeddedCallerTask(setup.env, inst.train[0]!),
+      maxTokens: 8,
+    },
   });
   expect(res.status, await res.clone().text()).toBe(202);
   return (await res.json()).id as string;
@@ -77,9 +91,15 @@ async function bOnce(): Promise<number> {
   return performance.now() - started;
 }
 
-/** B's timings in each group (alone before A, beside A, alone after): medians of this many, steadier under a loaded machine. */
+/**
+ * B's timings in each group (alone before A, beside A, alone after): medians of this many, steadier under a loaded
+ * machine.
+ */
 const SAMPLES = 11;
-/** Rescues of B before it is timed: DynamoDB Local's JIT and the API's first reads (B's time falls from ~200 to ~70 ms over them). */
+/**
+ * Rescues of B before it is timed: DynamoDB Local's JIT and the API's first reads (B's time falls from ~200 to ~70 ms
+ * over them).
+ */
 const WARM = 15;
 const times = async (n: number) => {
   const out: number[] = [];
@@ -98,22 +118,32 @@ async function waitEnded(id: string) {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const until = async (what: string, ok: () => boolean, ms = 60_000) => {
-  for (const t0 = Date.now(); !ok(); await new Promise((r) => setTimeout(r, 50))) if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+  for (const t0 = Date.now(); !ok(); await new Promise((r) => setTimeout(r, 50)))
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
 };
 
-/** Rounds of A's load, each timed against B alone just before and just after it: the median of the rounds' ratios is checked, so one window of a loaded machine (other test files at their heaviest) does not decide it. */
+/**
+ * Rounds of A's load, each timed against B alone just before and just after it: the median of the rounds' ratios is
+ * checked, so one window of a loaded machine (other test files at their heaviest) does not decide it.
+ */
 const ROUNDS = 3;
 
-/** One round: A takes its whole limit, B is timed beside it, A's endpoint fails and what A held is checked on A's meter. */
+/**
+ * One round: A takes its whole limit, B is timed beside it, A's endpoint fails and what A held is checked on A's meter.
+ */
 async function besideA(): Promise<{ beside: number[]; heldMs: number; metered: number }> {
   aAnswers = { hang: true };
   // A takes its whole limit: 8 rescues of 32 rollouts, every sample held unanswered.
   const aBefore = await stack.deps.meter.get("k-a");
   const aRescues: string[] = [];
   for (let i = 0; i < RESCUE_SLOTS.perKey / 32; i++) aRescues.push(await rescue("k-a", 32));
-  await until("A's share of running rollouts", () => policy.hanging("never-answers") >= CALLER_ROLLOUT_FAIRNESS.perKeyRunning);
+  await until(
+    "A's share of running rollouts",
+    () => policy.hanging("never-answers") >= CALLER_ROLLOUT_FAIRNESS.perKeyRunning,
+  );
   // A's first pass over the queue ends: every rollout past its share is waiting its turn (delayed, not visible).
-  for (let visible = -1; visible !== 0; await new Promise((r) => setTimeout(r, 50))) visible = (await stack.queues.dispatch.queue.approximateCount()).visible;
+  for (let visible = -1; visible !== 0; await new Promise((r) => setTimeout(r, 50)))
+    visible = (await stack.queues.dispatch.queue.approximateCount()).visible;
   const heldFrom = Date.now();
   const beside = await times(SAMPLES);
   // A never ran more than its share at once.
@@ -151,7 +181,9 @@ describe("one key's endpoint that never answers, beside another key", () => {
       );
       aloneBefore = aloneAfter;
     }
-    console.log(`B beside A / alone by round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${median(ratios).toFixed(2)}`);
+    console.log(
+      `B beside A / alone by round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${median(ratios).toFixed(2)}`,
+    );
     expect(median(ratios)).toBeLessThan(2);
   }, 300_000);
 });

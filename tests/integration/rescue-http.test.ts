@@ -30,19 +30,32 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 const post = (body: unknown, secret = key) =>
-  fetch(`${api.url}/v1/rescues`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, body: JSON.stringify(body) });
+  fetch(`${api.url}/v1/rescues`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+    body: JSON.stringify(body),
+  });
 
 describe("elastic rescue over HTTP", () => {
   it("accepts a rescue, fans out k × n rollouts, and reports them once each even under redelivery", async () => {
     const task = inst.train.find((t) => t.requirements.includes("pages"))!;
-    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], failedEvents: ["page:more"], k: 2, rolloutsPerHarness: 3 });
+    const res = await post({
+      poolId: inst.evolution.pool.id,
+      taskId: task.id,
+      failureTags: ["incomplete-results"],
+      failedEvents: ["page:more"],
+      k: 2,
+      rolloutsPerHarness: 3,
+    });
     expect(res.status).toBe(202);
     const { id, chosen, expected } = await res.json();
     expect(chosen).toHaveLength(2);
     expect(expected).toBe(6);
     const sent = (deps.dispatch as MemoryQueue).take();
     expect(sent).toHaveLength(6);
-    const running = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    const running = await (
+      await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
     expect(running).toMatchObject({ status: "running", completed: 0 });
 
     const handler = createDispatchHandler({
@@ -54,7 +67,9 @@ describe("elastic rescue over HTTP", () => {
     expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
     expect(await handler(makeSqsEvent(sent, 2))).toEqual({ batchItemFailures: [] });
 
-    const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    const done = await (
+      await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
     expect(done.status).toBe("done");
     expect(done.completed).toBe(6);
     expect(done.rollouts.map((r: { index: number }) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
@@ -64,7 +79,9 @@ describe("elastic rescue over HTTP", () => {
   it("answers 404 for an unknown task, 403 without the rescues scope, 400 without failure tags", async () => {
     expect((await post({ poolId: inst.evolution.pool.id, taskId: "nope", failureTags: ["x"] })).status).toBe(404);
     const other = await addKey(deps, "k-route", ["route"]);
-    expect((await post({ poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: ["x"] }, other)).status).toBe(403);
+    expect(
+      (await post({ poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: ["x"] }, other)).status,
+    ).toBe(403);
     const bad = await post({ poolId: inst.evolution.pool.id, taskId: inst.train[0]!.id, failureTags: [] });
     expect(bad.status).toBe(400);
     expect((await bad.json()).error.issues[0]).toMatch(/^failureTags:/);
@@ -74,7 +91,12 @@ describe("elastic rescue over HTTP", () => {
     const task = inst.train[0]!;
     const base = inst.evolution.pool.base.id;
     const before = await deps.meter.get("k");
-    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, harnesses: [base], rolloutsPerHarness: 3 });
+    const res = await post({
+      poolId: inst.evolution.pool.id,
+      taskId: task.id,
+      harnesses: [base],
+      rolloutsPerHarness: 3,
+    });
     expect(res.status).toBe(202);
     const { id, chosen, expected } = await res.json();
     expect([chosen, expected]).toEqual([[base], 3]);
@@ -83,14 +105,26 @@ describe("elastic rescue over HTTP", () => {
     expect(sent.map((e) => (e.body as { harnessId: string }).harnessId)).toEqual([base, base, base]);
     const after = await deps.meter.get("k");
     expect([after.ballots - before.ballots, after.rollouts - before.rollouts]).toEqual([0, 3]);
-    const unknown = await post({ poolId: inst.evolution.pool.id, taskId: task.id, harnesses: [base, "no-such-harness"] });
+    const unknown = await post({
+      poolId: inst.evolution.pool.id,
+      taskId: task.id,
+      harnesses: [base, "no-such-harness"],
+    });
     expect(unknown.status).toBe(400);
-    expect((await unknown.json()).error.issues).toEqual([`harnesses: no-such-harness is not a harness of pool ${inst.evolution.pool.id}`]);
+    expect((await unknown.json()).error.issues).toEqual([
+      `harnesses: no-such-harness is not a harness of pool ${inst.evolution.pool.id}`,
+    ]);
   });
 
   it("cancels: slots not started are never run, the ones run before stay; another key cannot cancel it", async () => {
     const task = inst.train[0]!;
-    const res = await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], k: 2, rolloutsPerHarness: 2 });
+    const res = await post({
+      poolId: inst.evolution.pool.id,
+      taskId: task.id,
+      failureTags: ["incomplete-results"],
+      k: 2,
+      rolloutsPerHarness: 2,
+    });
     const { id, expected } = await res.json();
     const sent = (deps.dispatch as MemoryQueue).take();
     let ran = 0;
@@ -107,7 +141,8 @@ describe("elastic rescue over HTTP", () => {
     });
     expect(await handler(makeSqsEvent(sent.slice(0, 1)))).toEqual({ batchItemFailures: [] });
     const other = await addKey(deps, "k-other-cancel", ["rescues"]);
-    const cancel = (secret: string) => fetch(`${api.url}/v1/rescues/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${secret}` } });
+    const cancel = (secret: string) =>
+      fetch(`${api.url}/v1/rescues/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${secret}` } });
     expect((await cancel(other)).status).toBe(404);
     const cancelled = await cancel(key);
     expect(cancelled.status).toBe(200);
@@ -115,14 +150,24 @@ describe("elastic rescue over HTTP", () => {
     // The rest are delivered after the cancel: acknowledged, never run.
     expect(await handler(makeSqsEvent(sent.slice(1)))).toEqual({ batchItemFailures: [] });
     expect(ran).toBe(1);
-    const after = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+    const after = await (
+      await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
     expect(after).toMatchObject({ status: "cancelled", completed: 1, failed: [] });
     expect(expected).toBe(4);
   });
 
   it("a status read with ?wait answers as soon as a slot finishes, and at the end of its wait when none does", async () => {
     const task = inst.train[1]!;
-    const { id } = await (await post({ poolId: inst.evolution.pool.id, taskId: task.id, failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 2 })).json();
+    const { id } = await (
+      await post({
+        poolId: inst.evolution.pool.id,
+        taskId: task.id,
+        failureTags: ["incomplete-results"],
+        k: 1,
+        rolloutsPerHarness: 2,
+      })
+    ).json();
     const sent = (deps.dispatch as MemoryQueue).take();
     const handler = createDispatchHandler({
       pools: deps.pools,
@@ -130,7 +175,8 @@ describe("elastic rescue over HTTP", () => {
       rollouts: deps.rollouts,
       runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
     });
-    const read = (query: string) => fetch(`${api.url}/v1/rescues/${id}?${query}`, { headers: { authorization: `Bearer ${key}` } });
+    const read = (query: string) =>
+      fetch(`${api.url}/v1/rescues/${id}?${query}`, { headers: { authorization: `Bearer ${key}` } });
     const t0 = performance.now();
     const idle = await (await read("wait=0.6&seen=0")).json();
     expect(performance.now() - t0).toBeGreaterThanOrEqual(550);
@@ -147,7 +193,12 @@ describe("elastic rescue over HTTP", () => {
     const slotKey = await addKey(deps, "k-slots", ["rescues"]);
     const base = inst.evolution.pool.base.id;
     const task = inst.train[2]!;
-    const full = { poolId: inst.evolution.pool.id, taskId: task.id, harnesses: Array(8).fill(base), rolloutsPerHarness: RESCUE_SLOTS.perKey / 8 };
+    const full = {
+      poolId: inst.evolution.pool.id,
+      taskId: task.id,
+      harnesses: Array(8).fill(base),
+      rolloutsPerHarness: RESCUE_SLOTS.perKey / 8,
+    };
     const first = await post(full, slotKey);
     expect(first.status).toBe(202);
     const { id } = await first.json();
@@ -164,7 +215,9 @@ describe("elastic rescue over HTTP", () => {
       runners: rolloutRunners({ service: singlePolicyEndpoint(runRollout) }),
     });
     expect(await handler(makeSqsEvent(sent))).toEqual({ batchItemFailures: [] });
-    const done = await (await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${slotKey}` } })).json();
+    const done = await (
+      await fetch(`${api.url}/v1/rescues/${id}`, { headers: { authorization: `Bearer ${slotKey}` } })
+    ).json();
     expect(done.status).toBe("done");
     expect((await post({ ...full, harnesses: [base], rolloutsPerHarness: 1 }, slotKey)).status).toBe(202);
   });
@@ -181,7 +234,17 @@ describe("elastic rescue over HTTP", () => {
       v: 1,
       id: "e",
       type: "profile.evidence",
-      body: { poolId: "p", harnessId: "h", family: "app", success: true, rescueOf: [], taskTags: [], turns: 1, policyVersion: 0, behaviours: {} },
+      body: {
+        poolId: "p",
+        harnessId: "h",
+        family: "app",
+        success: true,
+        rescueOf: [],
+        taskTags: [],
+        turns: 1,
+        policyVersion: 0,
+        behaviours: {},
+      },
     };
     expect(await handler(makeSqsEvent([wrong]))).toEqual({ batchItemFailures: [{ itemIdentifier: "m0" }] });
   });

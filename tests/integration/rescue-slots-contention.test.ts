@@ -9,7 +9,11 @@ let client: DynamoDBClient;
 let doc: DynamoDBDocumentClient;
 
 beforeAll(async () => {
-  client = new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: localCredentials });
+  client = new DynamoDBClient({
+    endpoint: inject("dynamoEndpoint"),
+    region: "us-east-1",
+    credentials: localCredentials,
+  });
   doc = DynamoDBDocumentClient.from(client);
 }, 60_000);
 afterAll(() => client?.destroy());

@@ -31,7 +31,11 @@ afterEach(async () => {
 const calls = (tool: string, turns: number) => (nth: number) =>
   `<think>step ${nth}</think><tool_call>{"name": "${nth + 1 >= turns ? "submit" : tool}", "arguments": {}}</tool_call>`;
 
-async function rescueOnce(stub: StubOptions, registration: { kind: "vllm" | "sglang" | "openai-chat"; mode?: RegisterPolicyEndpoint["mode"] }, servedModel = "base@v3") {
+async function rescueOnce(
+  stub: StubOptions,
+  registration: { kind: "vllm" | "sglang" | "openai-chat"; mode?: RegisterPolicyEndpoint["mode"] },
+  servedModel = "base@v3",
+) {
   const server = await startServedStub(stub);
   stubs.push(server);
   const endpoints = new MemoryPolicyEndpointStore();
@@ -39,7 +43,12 @@ async function rescueOnce(stub: StubOptions, registration: { kind: "vllm" | "sgl
   const url = registration.kind === "openai-chat" ? `${server.url}/v1` : server.url;
   const req = RegisterPolicyEndpoint.parse({ id: "e1", url, policy: "base", ...registration });
   const view = await registerPolicyEndpoint(req, "k1", { endpoints, prober, clock: systemClock });
-  const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: true }, clock: systemClock, builtin: environments });
+  const callers = new CallerPolicyRunners({
+    endpoints,
+    outbound: { allowLoopback: true },
+    clock: systemClock,
+    builtin: environments,
+  });
   const task = inst.train.find((t) => t.tags.length > 0)!;
   const caller = CallerSource.parse({
     kind: "caller",
@@ -61,7 +70,9 @@ async function rescueOnce(stub: StubOptions, registration: { kind: "vllm" | "sgl
   return { server, view, rollout, rows, spent };
 }
 
-/** Every id at mask 1 carries the toy model's log-probability there; every other id 0; each harness note sits at mask 0. */
+/**
+ * Every id at mask 1 carries the toy model's log-probability there; every other id 0; each harness note sits at mask 0.
+ */
 function expectExact(rows: RolloutRows, rollout: Rollout) {
   let trained = 0;
   for (const d of rows.datums) {
@@ -81,7 +92,11 @@ function expectExact(rows: RolloutRows, rollout: Rollout) {
   ).toBe(true);
   for (const text of inserted) {
     const ids = tokenize(text);
-    const hits = rows.datums.flatMap((d) => d.ids.flatMap((_, at) => (ids.every((id, k) => d.ids[at + k] === id) ? [d.loss_mask.slice(at, at + ids.length)] : [])));
+    const hits = rows.datums.flatMap((d) =>
+      d.ids.flatMap((_, at) =>
+        ids.every((id, k) => d.ids[at + k] === id) ? [d.loss_mask.slice(at, at + ids.length)] : [],
+      ),
+    );
     expect(hits.length, text).toBeGreaterThan(0);
     for (const mask of hits) expect(mask.every((m) => m === 0)).toBe(true);
   }
@@ -99,7 +114,10 @@ describe("a rescue's rollout at a served endpoint, in each token mode", () => {
   for (const { kind, mode } of MODES)
     it(`${kind} ${mode}: rows re-score exactly, insertions at mask 0, the version pinned by the served model`, async () => {
       const tool = setup.env.tools(inst.train.find((t) => t.tags.length > 0)!).find((a) => a !== "submit")!;
-      const { view, rollout, rows, server } = await rescueOnce({ models: ["base", "base@v3"], script: calls(tool, 3) }, { kind, mode });
+      const { view, rollout, rows, server } = await rescueOnce(
+        { models: ["base", "base@v3"], script: calls(tool, 3) },
+        { kind, mode },
+      );
       expect(view.probe.mode).toBe(mode);
       expect(rollout.policyVersion).toBe(3);
       expect(rollout.steps.filter((s) => s.tokens).length).toBeGreaterThan(1);
@@ -113,14 +131,28 @@ describe("a rescue's rollout at a served endpoint, in each token mode", () => {
 
   it("the probe prefers tokens in, and takes messages in where the server has no /tokenize", async () => {
     const script = () => "hi";
-    expect((await rescueOnce({ models: ["base", "base@v3"], script }, { kind: "vllm" })).view.probe.mode).toBe("completions-ids");
-    expect((await rescueOnce({ models: ["base", "base@v3"], script, missing: ["/tokenize"] }, { kind: "vllm" })).view.probe.mode).toBe("chat-token-ids");
-    expect((await rescueOnce({ models: ["base", "base@v3"], script, missing: ["/tokenize"] }, { kind: "sglang" })).view.probe.mode).toBe("chat-token-ids");
+    expect((await rescueOnce({ models: ["base", "base@v3"], script }, { kind: "vllm" })).view.probe.mode).toBe(
+      "completions-ids",
+    );
+    expect(
+      (await rescueOnce({ models: ["base", "base@v3"], script, missing: ["/tokenize"] }, { kind: "vllm" })).view.probe
+        .mode,
+    ).toBe("chat-token-ids");
+    expect(
+      (await rescueOnce({ models: ["base", "base@v3"], script, missing: ["/tokenize"] }, { kind: "sglang" })).view.probe
+        .mode,
+    ).toBe("chat-token-ids");
   });
 
   it("refuses a server that offers no token-exact mode (ENDPOINT_NOT_TOKEN_EXACT), naming each mode's answer", async () => {
-    const failed = rescueOnce({ models: ["base"], script: () => "hi", missing: ["/tokenize"], chatTextOnly: true }, { kind: "vllm" });
-    await expect(failed).rejects.toMatchObject({ code: "ENDPOINT_NOT_TOKEN_EXACT", message: expect.stringMatching(/completions-ids.*inference-generate.*chat-token-ids/) });
+    const failed = rescueOnce(
+      { models: ["base"], script: () => "hi", missing: ["/tokenize"], chatTextOnly: true },
+      { kind: "vllm" },
+    );
+    await expect(failed).rejects.toMatchObject({
+      code: "ENDPOINT_NOT_TOKEN_EXACT",
+      message: expect.stringMatching(/completions-ids.*inference-generate.*chat-token-ids/),
+    });
     const chatOnly = rescueOnce({ models: ["base"], script: () => "hi", chatTextOnly: true }, { kind: "openai-chat" });
     await expect(chatOnly).rejects.toMatchObject({ code: "ENDPOINT_NO_TOKEN_IDS" });
   });
@@ -129,9 +161,16 @@ describe("a rescue's rollout at a served endpoint, in each token mode", () => {
 describe("a template that is not append-only", () => {
   it("messages in: every turn's prompt that does not extend the ids before it starts another row; each row re-scores exactly", async () => {
     const tool = setup.env.tools(inst.train.find((t) => t.tags.length > 0)!).find((a) => a !== "submit")!;
-    // Plain content (no tool call) makes every later message a user message, so the template drops earlier <think> blocks.
-    const script = (nth: number) => (nth >= 3 ? `<tool_call>{"name": "submit", "arguments": {}}</tool_call>` : `<think>step ${nth}</think>not yet ${tool}`);
-    const { rollout, rows } = await rescueOnce({ models: ["base", "base@v3"], script, rewrites: true }, { kind: "vllm", mode: "chat-token-ids" });
+    // Plain content (no tool call) makes every later message a user message, so the template drops earlier <think>
+    // blocks.
+    const script = (nth: number) =>
+      nth >= 3
+        ? `<tool_call>{"name": "submit", "arguments": {}}</tool_call>`
+        : `<think>step ${nth}</think>not yet ${tool}`;
+    const { rollout, rows } = await rescueOnce(
+      { models: ["base", "base@v3"], script, rewrites: true },
+      { kind: "vllm", mode: "chat-token-ids" },
+    );
     // Each row's ids are what its completions were sampled after (without the prefix check this fails).
     expectExact(rows!, rollout);
     expect(rows?.segmented).toBe(true);
@@ -139,8 +178,12 @@ describe("a template that is not append-only", () => {
   });
 
   it("tokens in: the episode's ids are sent back as they are, so the rollout is one exact row", async () => {
-    const script = (nth: number) => (nth >= 3 ? `<tool_call>{"name": "submit", "arguments": {}}</tool_call>` : `<think>step ${nth}</think>not yet`);
-    const { rollout, rows } = await rescueOnce({ models: ["base", "base@v3"], script, rewrites: true }, { kind: "vllm", mode: "completions-ids" });
+    const script = (nth: number) =>
+      nth >= 3 ? `<tool_call>{"name": "submit", "arguments": {}}</tool_call>` : `<think>step ${nth}</think>not yet`;
+    const { rollout, rows } = await rescueOnce(
+      { models: ["base", "base@v3"], script, rewrites: true },
+      { kind: "vllm", mode: "completions-ids" },
+    );
     expect(rows?.segmented).toBe(false);
     expectExact(rows!, rollout);
   });
@@ -149,9 +192,22 @@ describe("a template that is not append-only", () => {
 describe("weight versions pinned by the served model", () => {
   for (const mode of ["completions-ids", "chat-token-ids"] as const)
     it(`${mode}: a reply naming another model fails the rollout with SERVED_MODEL_MISMATCH; a model not served is the same code`, async () => {
-      const switched = rescueOnce({ models: ["base", "base@v3"], script: () => "thinking", answerAs: (asked, nth) => (nth >= 2 ? "base@v4" : asked) }, { kind: "vllm", mode });
-      await expect(switched).rejects.toMatchObject({ code: "SERVED_MODEL_MISMATCH", message: expect.stringContaining("base@v4") });
+      const switched = rescueOnce(
+        {
+          models: ["base", "base@v3"],
+          script: () => "thinking",
+          answerAs: (asked, nth) => (nth >= 2 ? "base@v4" : asked),
+        },
+        { kind: "vllm", mode },
+      );
+      await expect(switched).rejects.toMatchObject({
+        code: "SERVED_MODEL_MISMATCH",
+        message: expect.stringContaining("base@v4"),
+      });
       const gone = rescueOnce({ models: ["base"], script: () => "thinking" }, { kind: "vllm", mode }, "base@v3");
-      await expect(gone).rejects.toMatchObject({ code: "SERVED_MODEL_MISMATCH", message: expect.stringContaining("HTTP 404") });
+      await expect(gone).rejects.toMatchObject({
+        code: "SERVED_MODEL_MISMATCH",
+        message: expect.stringContaining("HTTP 404"),
+      });
     });
 });

@@ -2,12 +2,26 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, MysqlEngine, SqliteEngine, loadSplit, type DbBenchRow, type SqlSession } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  MysqlEngine,
+  SqliteEngine,
+  loadSplit,
+  type DbBenchRow,
+  type SqlSession,
+} from "@harness-s/dbbench";
 
 // An agent inside a DBBench rollout trying to leave its database, lift its limits or exhaust
 // the host. "Succeeds" means the statement ran without an error; every one of these must fail.
 const files = ["x.db", "hs_escape.db", "/tmp/hs_escape_out.txt"];
-const comments = (sql: string) => [sql, `/* x */ ${sql}`, `--\n${sql}`, `  \n\t${sql.toLowerCase()}`, `/**/${sql.toUpperCase()}`, `-- a\n/* b */\n ${sql}`];
+const comments = (sql: string) => [
+  sql,
+  `/* x */ ${sql}`,
+  `--\n${sql}`,
+  `  \n\t${sql.toLowerCase()}`,
+  `/**/${sql.toUpperCase()}`,
+  `-- a\n/* b */\n ${sql}`,
+];
 const sqliteEscapes = [
   ...comments("ATTACH DATABASE 'x.db' AS a"),
   ...comments("ATTACH 'hs_escape.db' AS b"),
@@ -21,7 +35,9 @@ const sqliteEscapes = [
   "DETACH DATABASE main",
   "pragma\tjournal_mode=delete",
   // Issue 30, item 11: the temp schema by a quoted name (its storage is outside the database's cap).
-  ...['"temp"', "[temp]", "`temp`", '"TEMP"', "'temp'", '"tEmP"', "temp "].map((q, i) => `CREATE TABLE ${q}.t_${i} AS SELECT randomblob(1000) AS a`),
+  ...['"temp"', "[temp]", "`temp`", '"TEMP"', "'temp'", '"tEmP"', "temp "].map(
+    (q, i) => `CREATE TABLE ${q}.t_${i} AS SELECT randomblob(1000) AS a`,
+  ),
   'CREATE VIEW "temp".v2 AS SELECT 1',
   // Issue 30, item 12's class in SQLite: a quoted function name is the function.
   `SELECT "load_extension"('/tmp/hs_escape')`,
@@ -56,7 +72,10 @@ beforeAll(async () => {
   rows = await loadSplit(BUNDLED_DATA_DIR, "dev");
   cwdBefore = readdirSync(process.cwd());
 });
-const newFiles = () => [...readdirSync(process.cwd()).filter((f) => !cwdBefore.includes(f) || files.includes(f)), ...files.filter((f) => f.startsWith("/") && existsSync(f))];
+const newFiles = () => [
+  ...readdirSync(process.cwd()).filter((f) => !cwdBefore.includes(f) || files.includes(f)),
+  ...files.filter((f) => f.startsWith("/") && existsSync(f)),
+];
 const escapes = async (session: SqlSession, statements: string[]) => {
   const succeeded: string[] = [];
   for (const sql of statements) if ((await session.execute(sql)).kind !== "error") succeeded.push(sql);
@@ -80,7 +99,9 @@ describe("SQLite sandbox", () => {
     await db.execute("CREATE TABLE kept (a TEXT)");
     await db.execute("INSERT INTO kept VALUES ('still here')");
     const started = Date.now();
-    const endless = await db.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c");
+    const endless = await db.execute(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    );
     expect(endless).toMatchObject({ kind: "error", errorClass: "timeout" });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect((await db.execute("SELECT a FROM kept")).text).toBe("[('still here',)]");
@@ -114,7 +135,12 @@ describe("MySQL sandbox (MariaDB)", () => {
     // The row, size and statement caps are under test, not the clock: a statement limit far past
     // any run time here (the 1 s engine is for SLEEP above), so a loaded machine cannot turn a
     // cap into a timeout.
-    const roomy = await MysqlEngine.start({ prefix, statementSeconds: 60, maxRows: 500, maxDatabaseBytes: 4 * 1024 * 1024 });
+    const roomy = await MysqlEngine.start({
+      prefix,
+      statementSeconds: 60,
+      maxRows: 500,
+      maxDatabaseBytes: 4 * 1024 * 1024,
+    });
     const db = await roomy.open(rows[0]!);
     const t = `\`${rows[0]!.table[0]!.table_name}\``;
     try {
@@ -130,7 +156,9 @@ describe("MySQL sandbox (MariaDB)", () => {
       await db.close();
     }
     const small = await roomy.open(rows[0]!);
-    const grow = await small.execute(`CREATE TABLE big AS SELECT a.*, REPEAT('x', 2000) AS pad FROM ${t} a, ${t} b, ${t} c`);
+    const grow = await small.execute(
+      `CREATE TABLE big AS SELECT a.*, REPEAT('x', 2000) AS pad FROM ${t} a, ${t} b, ${t} c`,
+    );
     expect(grow.kind).toBe("error");
     expect(grow.text).toMatch(/database is (full|over its limit)/);
     if (grow.text.includes("over its limit")) {
@@ -150,7 +178,11 @@ describe("MySQL sandbox (MariaDB)", () => {
     await first.close();
     expect(await engine.leftovers()).toEqual({ databases: 0, users: 0 });
 
-    const child = spawn(process.execPath, ["--import", "tsx", join(process.cwd(), "tests/fixtures/mysql-engine-then-hang.ts"), prefix], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(process.cwd(), "tests/fixtures/mysql-engine-then-hang.ts"), prefix],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on("data", (d: Buffer) => (d.toString().includes("ready") ? resolve() : undefined));
       child.once("exit", (code) => reject(new Error(`fixture exited early (${code})`)));

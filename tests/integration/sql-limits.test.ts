@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import mysql from "mysql2/promise";
-import { BUNDLED_DATA_DIR, MysqlEngine, OTHER_ENGINES, SqliteEngine, loadSplit, type DbBenchRow, type SqlSession } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  MysqlEngine,
+  OTHER_ENGINES,
+  SqliteEngine,
+  loadSplit,
+  type DbBenchRow,
+  type SqlSession,
+} from "@harness-s/dbbench";
 
 // Issue 18's SQL classes, each with the example that broke main and a variant: one result must
 // never take down the rollout process, every byte an agent writes is counted, the guard reads
@@ -24,7 +32,8 @@ async function withPeakRss(db: SqlSession, sql: string) {
 }
 
 const SHOWN = /^\[\('x{797}\[TRUNCATED\]$/;
-const rowsOf = (n: number, value: string) => `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) SELECT ${value} FROM c`;
+const rowsOf = (n: number, value: string) =>
+  `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) SELECT ${value} FROM c`;
 
 describe("SQLite: a huge result, a huge database, a timeout", () => {
   // The size tests are about the size limits: their statement limit is far past any run time
@@ -49,7 +58,9 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
   it("fails a write past the database cap, and a value past the sandbox's memory, and keeps answering", async () => {
     const db = await engine.open(rows[0]!);
     await db.execute("CREATE TABLE b (x BLOB)");
-    const full = await db.execute("INSERT INTO b SELECT randomblob(100000000) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4)");
+    const full = await db.execute(
+      "INSERT INTO b SELECT randomblob(100000000) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4)",
+    );
     expect(full).toMatchObject({ kind: "error" });
     expect(full.text).toMatch(/full|too big|out of memory/);
     const transient = await db.execute("SELECT length(randomblob(400000000)), length(randomblob(400000000))");
@@ -64,7 +75,8 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     const db = await engine.open(rows[0]!);
     await db.execute("CREATE TABLE b (x BLOB)");
     let told = 0;
-    for (let i = 0; i < 24; i++) if ((await db.execute("INSERT INTO b VALUES (randomblob(1000000))")).kind === "ok") told++;
+    for (let i = 0; i < 24; i++)
+      if ((await db.execute("INSERT INTO b VALUES (randomblob(1000000))")).kind === "ok") told++;
     expect(told).toBeGreaterThan(10);
     expect(told).toBeLessThan(17);
     expect((await db.execute("SELECT count(*) FROM b")).text).toBe(`[(${told},)]`);
@@ -77,7 +89,8 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     const big = await roomy.open(rows[0]!);
     await big.execute("CREATE TABLE b (x BLOB)");
     let ok = 0;
-    for (let i = 0; i < 9; i++) if ((await big.execute("INSERT INTO b VALUES (randomblob(7000000))")).kind === "ok") ok++;
+    for (let i = 0; i < 9; i++)
+      if ((await big.execute("INSERT INTO b VALUES (randomblob(7000000))")).kind === "ok") ok++;
     expect((await big.execute("SELECT count(*) FROM b")).text).toBe(`[(${ok},)]`);
     await roomy.shutdown();
   }, 240_000);
@@ -89,7 +102,9 @@ describe("SQLite: a huge result, a huge database, a timeout", () => {
     const returned = await db.execute("INSERT INTO k VALUES ('kept') RETURNING a");
     expect(returned).toMatchObject({ kind: "rows", text: "[('kept',)]" });
     const drawn = (await db.execute("SELECT v FROM r")).text;
-    const endless = await db.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c");
+    const endless = await db.execute(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    );
     expect(endless.errorClass).toBe("timeout");
     expect((await db.execute("SELECT v FROM r")).text).toBe(drawn);
     expect((await db.execute("SELECT a FROM k")).text).toBe("[('kept',)]");
@@ -149,7 +164,9 @@ describe("MariaDB: a huge result, uncounted storage, the `--` reading", () => {
 
   it("knows every storage engine the server offers", async () => {
     const admin = await mysql.createConnection({ host: "127.0.0.1", user: "root" });
-    const [engines] = (await admin.query("SELECT ENGINE AS e FROM information_schema.ENGINES")) as unknown as [{ e: string }[]];
+    const [engines] = (await admin.query("SELECT ENGINE AS e FROM information_schema.ENGINES")) as unknown as [
+      { e: string }[],
+    ];
     await admin.end();
     expect(engines.map((r) => r.e.toUpperCase()).filter((e) => e !== "INNODB" && !OTHER_ENGINES.has(e))).toEqual([]);
   });

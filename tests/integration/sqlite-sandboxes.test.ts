@@ -54,7 +54,9 @@ describe("SQLite sandbox processes reused across rollouts", () => {
     await (await sqlite.open(rows[3]!)).close();
     const afterLimit = sqlite.sandboxes.started;
     const slow = await sqlite.open(rows[4]!);
-    const timedOut = await slow.execute("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c");
+    const timedOut = await slow.execute(
+      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c",
+    );
     const afterTimeout = sqlite.sandboxes.started;
     expect((await slow.execute("SELECT 1")).text).toBe("[(1,)]");
     await slow.close();

@@ -5,7 +5,10 @@ import { startFauxqs, type FauxqsServer } from "fauxqs";
 import { ConsumptionMeter, instrumentSqs } from "@harness-s/adapters/metering";
 import { localCredentials } from "@harness-s/adapters/local";
 
-/** A loopback proxy to the queue server that resets the connection of the requests it is told to drop, before any answer. */
+/**
+ * A loopback proxy to the queue server that resets the connection of the requests it is told to drop, before any
+ * answer.
+ */
 async function droppingProxy(target: string) {
   const to = new URL(target);
   const state = { drop: 0, answered: 0, dropped: 0 };
@@ -18,11 +21,14 @@ async function droppingProxy(target: string) {
         state.dropped++;
         return req.socket.destroy();
       }
-      const up = request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (reply) => {
-        state.answered++;
-        res.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(res);
-      });
+      const up = request(
+        { host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers },
+        (reply) => {
+          state.answered++;
+          res.writeHead(reply.statusCode ?? 502, reply.headers);
+          reply.pipe(res);
+        },
+      );
       up.end(Buffer.concat(body));
     });
   });
@@ -55,13 +61,20 @@ describe("SQS metering counts what reached the queue service", () => {
   it("bills a retried attempt whose connection reset before any answer as nothing, and each answered attempt (an error status too) as its chunks", async () => {
     // Prepare
     const meter = new ConsumptionMeter();
-    const sqs = new SQSClient({ endpoint: proxy.url, region: "us-east-1", credentials: localCredentials, maxAttempts: 3 });
+    const sqs = new SQSClient({
+      endpoint: proxy.url,
+      region: "us-east-1",
+      credentials: localCredentials,
+      maxAttempts: 3,
+    });
     instrumentSqs(sqs, meter);
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "metering-resets" }));
     // Act
     proxy.state.drop = 1;
     await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "x".repeat(70 * 1024) }));
-    const refused = await sqs.send(new SendMessageCommand({ QueueUrl: `${QueueUrl}-missing`, MessageBody: "y" })).catch((e: Error) => e);
+    const refused = await sqs
+      .send(new SendMessageCommand({ QueueUrl: `${QueueUrl}-missing`, MessageBody: "y" }))
+      .catch((e: Error) => e);
     sqs.destroy();
     // Assess
     expect(proxy.state.dropped).toBe(1);

@@ -25,11 +25,16 @@ describe("suite LM warm start", () => {
     const heldout = new Set(families.flatMap((f) => combosFor(f, "heldout").map((c) => `${f.name}:${c.join("+")}`)));
     const heldoutIds = new Set((await setup.instance(9001)).heldout.map((t) => t.id));
     // Act
-    const data = await warmStartConversations(setup, WarmStartOptions.parse({ suiteSeeds: [9001], h0Samples: 1, siblingSamples: 2 }));
+    const data = await warmStartConversations(
+      setup,
+      WarmStartOptions.parse({ suiteSeeds: [9001], h0Samples: 1, siblingSamples: 2 }),
+    );
     // Assess
     expect(data.length).toBeGreaterThan(300);
     expect(new Set(data.map((d) => d.task.split))).toEqual(new Set(["train", "dev"]));
-    expect(data.filter((d) => heldoutIds.has(d.task.id) || heldout.has(`${d.task.family}:${d.task.requirements.join("+")}`))).toEqual([]);
+    expect(
+      data.filter((d) => heldoutIds.has(d.task.id) || heldout.has(`${d.task.family}:${d.task.requirements.join("+")}`)),
+    ).toEqual([]);
     expect(new Set(data.map((d) => d.harnessId)).size).toBeGreaterThan(3);
     expect(data.some((d) => d.success) && data.some((d) => !d.success)).toBe(true);
   });

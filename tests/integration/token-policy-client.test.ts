@@ -18,7 +18,11 @@ const turn = (deviceMs?: number) =>
     ...(deviceMs === undefined ? {} : { usage: { device_ms: deviceMs } }),
   });
 const SAMPLE = turn(12.5);
-const REFUSALS: Record<string, [number, string]> = { busy: [409, "UPDATE_IN_PROGRESS"], full: [429, "CAPACITY_EXCEEDED"], late: [503, "SAMPLE_TIMEOUT"] };
+const REFUSALS: Record<string, [number, string]> = {
+  busy: [409, "UPDATE_IN_PROGRESS"],
+  full: [429, "CAPACITY_EXCEEDED"],
+  late: [503, "SAMPLE_TIMEOUT"],
+};
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -34,7 +38,9 @@ beforeAll(async () => {
       return;
     }
     if (refusal) {
-      res.writeHead(refusal[0], { "content-type": "application/json" }).end(JSON.stringify({ error: { code: refusal[1], message: "no" } }));
+      res
+        .writeHead(refusal[0], { "content-type": "application/json" })
+        .end(JSON.stringify({ error: { code: refusal[1], message: "no" } }));
       return;
     }
     holding++;
@@ -62,7 +68,9 @@ describe("TokenPolicyClient against a worker on loopback", () => {
 
   it("turns the worker's own refusals into domain errors with their codes", async () => {
     const client = new TokenPolicyClient(url, { clock: systemClock });
-    const codes = await Promise.all(Object.keys(REFUSALS).map((id) => client.sample(id, sample(0)).catch((err: unknown) => err)));
+    const codes = await Promise.all(
+      Object.keys(REFUSALS).map((id) => client.sample(id, sample(0)).catch((err: unknown) => err)),
+    );
     expect(codes.every((e) => e instanceof PolicyWorkerRefusedError)).toBe(true);
     expect(codes.map((e) => [(e as PolicyWorkerRefusedError).code, (e as PolicyWorkerRefusedError).status])).toEqual([
       ["POLICY_UPDATE_IN_PROGRESS", 409],

@@ -92,8 +92,11 @@ describe("TRL's GRPOTrainer with rescue_rollout_func", () => {
     // The rescue metrics reached the trainer's own logger (TRL's log history, which W&B and
     // TensorBoard are fed from): one entry per logged step, every group of it counted.
     expect(got.logged).toHaveLength(2);
-    for (const entry of got.logged) expect(entry["rescue/groups_kept"] + entry["rescue/groups_replaced"] + entry["rescue/groups_unrescued"]).toBe(2);
-    expect(got.logged.reduce((n: number, e: Record<string, number>) => n + (e["rescue/groups_replaced"] ?? 0), 0)).toBe(got.groups.replaced);
+    for (const entry of got.logged)
+      expect(entry["rescue/groups_kept"] + entry["rescue/groups_replaced"] + entry["rescue/groups_unrescued"]).toBe(2);
+    expect(got.logged.reduce((n: number, e: Record<string, number>) => n + (e["rescue/groups_replaced"] ?? 0), 0)).toBe(
+      got.groups.replaced,
+    );
     expect(got.logged.every((e: Record<string, number>) => (e["rescue/policy_tokens"] ?? 0) > 0)).toBe(true);
     // Rows end as the policy ended them: each on its EOS, or cut at the turn's token limit; none lost its EOS.
     console.log(`trl rescue: ${JSON.stringify(got.eos)}; logged ${JSON.stringify(got.logged)}`);

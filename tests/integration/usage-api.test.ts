@@ -22,7 +22,8 @@ describe("usage by period, its export and quotes over HTTP", () => {
   });
   afterAll(() => api?.close());
 
-  const get = (path: string, secret: string) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+  const get = (path: string, secret: string) =>
+    fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
 
   it("lists a key's own usage by UTC day, with cost of goods and charge apart; another key's needs admin", async () => {
     const mine = await (await get("/v1/usage?from=2026-11-01&to=2026-12-31&granularity=day", own)).json();
@@ -46,7 +47,11 @@ describe("usage by period, its export and quotes over HTTP", () => {
     const lines = (await csv.text()).trim().split("\n");
     expect(lines).toHaveLength(4);
     expect(lines[0]).toMatch(/^keyId,day,requests,/);
-    expect(lines.slice(1).map((l) => l.split(",").slice(0, 2).join(" "))).toEqual(['"alice" "2026-11-30"', '"alice" "2026-12-01"', '"bob" "2026-12-01"']);
+    expect(lines.slice(1).map((l) => l.split(",").slice(0, 2).join(" "))).toEqual([
+      '"alice" "2026-11-30"',
+      '"alice" "2026-12-01"',
+      '"bob" "2026-12-01"',
+    ]);
     const jsonl = await (await get("/v1/usage/export?from=2026-11-01&to=2026-12-31", own)).text();
     expect(
       jsonl
@@ -72,14 +77,22 @@ describe("usage by period, its export and quotes over HTTP", () => {
 
   it("quotes what the run will do: a run its budget stops at 1,000 rollouts is quoted for 1,000, and says so (issue 52, item 16)", async () => {
     const post = (body: unknown) =>
-      fetch(`${api.url}/v1/quotes`, { method: "POST", headers: { authorization: `Bearer ${own}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      fetch(`${api.url}/v1/quotes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${own}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     const experiment = { seeds: Array.from({ length: 20 }, (_, i) => i + 1), train: { steps: 200, batchSize: 256 } };
     const uncapped = await (await post({ experiment: { ...experiment, budget: { rollouts: 2_000_000 } } })).json();
     const q = await (await post({ experiment: { ...experiment, budget: { rollouts: 1000 } } })).json();
     expect(uncapped.rollouts).toBe(2_000_000); // the plan's ~16 million, stopped at the largest cap a request may name
     expect(q.rollouts).toBe(1000);
     expect(q.chargeUsd).toBeLessThan(uncapped.chargeUsd / 1000);
-    expect(q.caps).toMatchObject({ plannedRollouts: uncapped.caps.plannedRollouts, rollouts: 1000, binding: ["rollouts"] });
+    expect(q.caps).toMatchObject({
+      plannedRollouts: uncapped.caps.plannedRollouts,
+      rollouts: 1000,
+      binding: ["rollouts"],
+    });
     expect(q.caps.plannedRollouts).toBeGreaterThan(16_000_000);
     expect(q.caps.note).toMatch(/its budget stops it at 1000: quoted for those 1000/);
   });
@@ -88,24 +101,41 @@ describe("usage by period, its export and quotes over HTTP", () => {
     const refused = async (path: string) => {
       const res = await get(path, own);
       const body = await res.json();
-      expect({ path, status: res.status, keys: Object.keys(body), code: body.error?.code }).toEqual({ path, status: 400, keys: ["error"], code: "VALIDATION_FAILED" });
+      expect({ path, status: res.status, keys: Object.keys(body), code: body.error?.code }).toEqual({
+        path,
+        status: 400,
+        keys: ["error"],
+        code: "VALIDATION_FAILED",
+      });
       return body.error.issues as string[];
     };
     expect(await refused("/v1/usage?granularity=hour")).toContain('granularity: Invalid input: expected "day"');
-    expect(await refused("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml")).toEqual(['format: Invalid option: expected one of "jsonl"|"csv"']);
+    expect(await refused("/v1/usage/export?from=2026-11-01&to=2026-12-31&format=xml")).toEqual([
+      'format: Invalid option: expected one of "jsonl"|"csv"',
+    ]);
     // An invalid day is said to be one, and nothing else is said of it (not "at most 366 days", not "after to")
-    expect(await refused("/v1/usage?from=2026-13-45&to=2026-12-31")).toEqual(["from: not a calendar day (YYYY-MM-DD, UTC)"]);
-    expect(await refused("/v1/usage/export?from=2026-12-01&to=2026-02-30")).toEqual(["to: not a calendar day (YYYY-MM-DD, UTC)"]);
+    expect(await refused("/v1/usage?from=2026-13-45&to=2026-12-31")).toEqual([
+      "from: not a calendar day (YYYY-MM-DD, UTC)",
+    ]);
+    expect(await refused("/v1/usage/export?from=2026-12-01&to=2026-02-30")).toEqual([
+      "to: not a calendar day (YYYY-MM-DD, UTC)",
+    ]);
     expect(await refused("/v1/usage/export?from=2026-01-01&to=2027-01-02")).toEqual(["to: at most 366 days"]);
     // A period parameter without the period is refused, not ignored (the totals take no parameter)
-    expect(await refused("/v1/usage?keyId=bob")).toEqual(expect.arrayContaining([expect.stringMatching(/^from: /), expect.stringMatching(/^to: /)]));
+    expect(await refused("/v1/usage?keyId=bob")).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^from: /), expect.stringMatching(/^to: /)]),
+    );
     // A bad key is still a 401 first, whatever the query
     expect((await fetch(`${api.url}/v1/usage?granularity=hour`)).status).toBe(401);
   });
 
   it("quotes an experiment for a key with the scope, on the defaults here; a rescue needs the rescues scope", async () => {
     const post = (body: unknown, secret = own) =>
-      fetch(`${api.url}/v1/quotes`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      fetch(`${api.url}/v1/quotes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     const q = await post({ experiment: { seeds: [1, 2], arms: ["grpo"], train: { steps: 2, batchSize: 4 } } });
     expect(q.status).toBe(200);
     const body = await q.json();

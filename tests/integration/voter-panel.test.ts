@@ -22,12 +22,23 @@ const candidates: HarnessSpec[] = [
   makeSpec({
     id: "sib-pages",
     description: "follows pagination",
-    instruction: { systemAppend: "Always read every page before submitting.", toolNotes: { next_page: "call until page:last" } },
+    instruction: {
+      systemAppend: "Always read every page before submitting.",
+      toolNotes: { next_page: "call until page:last" },
+    },
     postObservation: [{ on: "page:more", hint: "next_page", text: "More pages remain." }],
     provenance: { direction: "contract", hypothesis: "failures stop at page 1" },
   }),
-  makeSpec({ id: "sib-auth", postObservation: [{ on: "error:401", hint: "login" }], provenance: { direction: "recovery" } }),
-  makeSpec({ id: "sib-budget", budget: { maxTurns: 8, warnAt: 2, forceSubmitAt: 1 }, provenance: { direction: "budget" } }),
+  makeSpec({
+    id: "sib-auth",
+    postObservation: [{ on: "error:401", hint: "login" }],
+    provenance: { direction: "recovery" },
+  }),
+  makeSpec({
+    id: "sib-budget",
+    budget: { maxTurns: 8, warnAt: 2, forceSubmitAt: 1 },
+    provenance: { direction: "budget" },
+  }),
 ];
 const input = {
   decisionId: "d-panel",
@@ -65,7 +76,10 @@ const panelOf = (over: Partial<VoterPanel> = {}) =>
     ],
     ...over,
   });
-/** An experiment's setup deciding with the good and the garbage voter (deterministic: the slow one would race the clock), quorum 1. */
+/**
+ * An experiment's setup deciding with the good and the garbage voter (deterministic: the slow one would race the
+ * clock), quorum 1.
+ */
 const panelExperiment = () => {
   const panel = VoterPanel.parse({
     voters: [
@@ -75,8 +89,19 @@ const panelExperiment = () => {
     quorum: 1,
   });
   const routing = votersFromPanel(panel, { apiKey: () => "unused", statistical: statisticalVoters });
-  const setup = { ...embeddedSetup(defaultEmbeddedSettings), voters: routing.voters, panel: { ...routing, clock: systemClock } };
-  const train = TrainConfig.parse({ steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0, reanchorEvery: 1, reanchorBudget: 4 });
+  const setup = {
+    ...embeddedSetup(defaultEmbeddedSettings),
+    voters: routing.voters,
+    panel: { ...routing, clock: systemClock },
+  };
+  const train = TrainConfig.parse({
+    steps: 2,
+    batchSize: 4,
+    curveEvery: 0,
+    auditEvery: 0,
+    reanchorEvery: 1,
+    reanchorBudget: 4,
+  });
   return { routing, setup, train };
 };
 
@@ -104,7 +129,10 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
       costUsd: expect.closeTo(20e-6, 12),
     });
     const failures = Object.fromEntries(decision.failures.map((f) => [f.voterId, f]));
-    expect(failures.garbage).toMatchObject({ kind: "malformed", reason: expect.stringMatching(/answer is not JSON.*after one retry/) });
+    expect(failures.garbage).toMatchObject({
+      kind: "malformed",
+      reason: expect.stringMatching(/answer is not JSON.*after one retry/),
+    });
     expect(failures.slow).toMatchObject({ kind: "timeout" });
     expect(garbage.requests).toHaveLength(2);
     expect(garbage.requests[1]!.messages.at(-1)!.content).toMatch(/could not be used/);
@@ -141,9 +169,15 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
       ],
     });
     expect(twice.error!.issues[0]!.message).toMatch(/a listed twice/);
-    expect(VoterPanel.safeParse({ voters: [{ kind: "statistical", id: "a" }], quorum: 2 }).error!.issues[0]!.message).toMatch(/quorum 2 is more than the 1 voters/);
-    const keyed = VoterPanel.parse({ voters: [{ kind: "llm", id: "x", baseURL: "http://127.0.0.1:9/v1", model: "m", apiKeySecret: "NO_SUCH_KEY" }] });
-    expect(() => votersFromPanel(keyed, { apiKey: () => undefined, statistical: statisticalVoters })).toThrow(/the secret NO_SUCH_KEY is not set/);
+    expect(
+      VoterPanel.safeParse({ voters: [{ kind: "statistical", id: "a" }], quorum: 2 }).error!.issues[0]!.message,
+    ).toMatch(/quorum 2 is more than the 1 voters/);
+    const keyed = VoterPanel.parse({
+      voters: [{ kind: "llm", id: "x", baseURL: "http://127.0.0.1:9/v1", model: "m", apiKeySecret: "NO_SUCH_KEY" }],
+    });
+    expect(() => votersFromPanel(keyed, { apiKey: () => undefined, statistical: statisticalVoters })).toThrow(
+      /the secret NO_SUCH_KEY is not set/,
+    );
   });
 
   it("decides /v1/route over HTTP by the panel, stores the ballots with the decision, and answers 503 QUORUM_NOT_MET below the quorum", async () => {
@@ -162,7 +196,12 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
         });
       return { api, call, deps };
     };
-    const body = { poolId: "p", task: { id: "app-7", family: "app", tags: ["app"] }, failureTags: ["incomplete-results"], k: 1 };
+    const body = {
+      poolId: "p",
+      task: { id: "app-7", family: "app", tags: ["app"] },
+      failureTags: ["incomplete-results"],
+      k: 1,
+    };
     // Act
     const quorate = await serveWith(panelOf({ quorum: 1 }));
     const res = await quorate.call("/v1/route", body);
@@ -186,7 +225,13 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
   it("an experiment's router arms decide with the panel in process: the good voter's ballots count, garbage abstains, the run completes", async () => {
     // Prepare: the good and the garbage voter, quorum 1.
     const { setup, train } = panelExperiment();
-    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3, evalTasks: 4 });
+    const config = ExperimentConfig.parse({
+      seeds: [3],
+      arms: ["grpo", "harness-s"],
+      train,
+      evalSamples: 3,
+      evalTasks: 4,
+    });
     const [goodBefore, garbageBefore] = [good.requests.length, garbage.requests.length];
     // Act
     const summary = await runExperimentToEnd(config, setup);
@@ -201,13 +246,22 @@ describe("a panel of LLM voters with a quorum (scripted OpenAI-compatible server
   it("the same experiment through the local stack's vote queue equals the in-process run: the garbage voter's abstention is stored by the vote worker, not waited out", async () => {
     // Prepare
     const { routing, setup, train } = panelExperiment();
-    const config = ExperimentConfig.parse({ seeds: [3], arms: ["grpo", "harness-s"], train, evalSamples: 3, evalTasks: 4 });
+    const config = ExperimentConfig.parse({
+      seeds: [3],
+      arms: ["grpo", "harness-s"],
+      train,
+      evalSamples: 3,
+      evalTasks: 4,
+    });
     // Act
     const asked = () => [good.requests.length, garbage.requests.length];
     const before = asked();
     const inProcess = await runExperimentToEnd(config, setup);
     const between = asked();
-    const viaQueues = await runExperimentLocalAws(config, setup, () => undefined, undefined, { dynamoEndpoint: inject("dynamoEndpoint"), panel: routing });
+    const viaQueues = await runExperimentLocalAws(config, setup, () => undefined, undefined, {
+      dynamoEndpoint: inject("dynamoEndpoint"),
+      panel: routing,
+    });
     const after = asked();
     // Assess: the same summary; through the vote worker each decision asked the garbage voter twice
     // (its answer and the retry), as in process: its abstention was an answer, not a redelivery.

@@ -1,13 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { createRng } from "@harness-s/core";
-import { ADAPTIVE, H0_OPTION, betaDraw, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveInput, type OptionPosterior } from "@harness-s/core/training";
+import {
+  ADAPTIVE,
+  H0_OPTION,
+  betaDraw,
+  cappedPosterior,
+  chooseAdaptive,
+  siblingEvidence,
+  type AdaptiveInput,
+  type OptionPosterior,
+} from "@harness-s/core/training";
 import { ArmConfig, TrainConfig, trainArm, type StepRecord } from "@harness-s/core/training";
 import { armConfig, ExperimentConfig } from "@harness-s/core/experiment";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { makeProfile, makeTrainDeps } from "../factories.ts";
 
 const beta = (id: string, alpha: number, b: number): OptionPosterior => ({ id, alpha, beta: b });
-const input = (siblings: OptionPosterior[], h0: [number, number], over: Partial<AdaptiveInput> = {}): AdaptiveInput => ({
+const input = (
+  siblings: OptionPosterior[],
+  h0: [number, number],
+  over: Partial<AdaptiveInput> = {},
+): AdaptiveInput => ({
   siblings,
   resample: beta(H0_OPTION, ...h0),
   cost: { siblings: 2, resample: 4 },
@@ -30,7 +43,14 @@ describe("chooseAdaptive on hand-made posteriors", () => {
     // Assess: siblings, both rollouts under sib-a, the estimates recorded per option
     expect(choice).toMatchObject({ option: "siblings", reason: "best-draw", allocation: { "sib-a": 2 }, spend: 2 });
     expect(choice.estimates.map((e) => e.id)).toEqual(["sib-a", "sib-b", H0_OPTION]);
-    expect(choice.estimates[0]).toMatchObject({ alpha: 15, beta: 5, mean: 0.75, cost: 2, expectedSuccesses: 1.5, affordable: true });
+    expect(choice.estimates[0]).toMatchObject({
+      alpha: 15,
+      beta: 5,
+      mean: 0.75,
+      cost: 2,
+      expectedSuccesses: 1.5,
+      affordable: true,
+    });
     expect(choice.estimates[2]).toMatchObject({ cost: 4, mean: 1 / 21 });
     expect(shares(inp).siblings).toBeGreaterThanOrEqual(198);
   });
@@ -49,12 +69,23 @@ describe("chooseAdaptive on hand-made posteriors", () => {
 
   it("spends nothing when every option's draw is below the floor, and only what the budget affords", () => {
     const hopeless = input([beta("sib-a", 1, 2000)], [1, 2000]);
-    expect(chooseAdaptive(hopeless, createRng(3))).toMatchObject({ option: "none", reason: "below-floor", allocation: {}, spend: 0 });
-    // Siblings are best but cost 2; with 1 rollout left nothing is affordable, with 3 only ... nothing either (H0 costs 4)
+    expect(chooseAdaptive(hopeless, createRng(3))).toMatchObject({
+      option: "none",
+      reason: "below-floor",
+      allocation: {},
+      spend: 0,
+    });
+    // Siblings are best but cost 2; with 1 rollout left nothing is affordable, with 3 only ... nothing either (H0 costs
+    // 4)
     const good = [beta("sib-a", 15, 5)];
-    expect(chooseAdaptive(input(good, [1, 20], { budgetLeft: 1 }), createRng(3))).toMatchObject({ option: "none", reason: "budget" });
+    expect(chooseAdaptive(input(good, [1, 20], { budgetLeft: 1 }), createRng(3))).toMatchObject({
+      option: "none",
+      reason: "budget",
+    });
     // With 4 left but siblings costing 6, H0 is the only affordable option and is taken
-    expect(chooseAdaptive(input(good, [2, 8], { budgetLeft: 4, cost: { siblings: 6, resample: 4 } }), createRng(3))).toMatchObject({ option: "resample" });
+    expect(
+      chooseAdaptive(input(good, [2, 8], { budgetLeft: 4, cost: { siblings: 6, resample: 4 } }), createRng(3)),
+    ).toMatchObject({ option: "resample" });
     // No siblings routed: only H0 is open
     expect(chooseAdaptive(input([], [5, 5]), createRng(3)).option).toBe("resample");
   });
@@ -67,9 +98,9 @@ describe("chooseAdaptive on hand-made posteriors", () => {
 
   it("splits a rescue's rollouts by probability matching: over uncertain siblings across them, over a sure best to it alone", () => {
     const split = (sibs: OptionPosterior[]) =>
-      Array.from({ length: 100 }, (_, seed) => chooseAdaptive(input(sibs, [1, 50], { cost: { siblings: 4, resample: 4 } }), createRng(seed))).filter(
-        (c) => c.option === "siblings",
-      );
+      Array.from({ length: 100 }, (_, seed) =>
+        chooseAdaptive(input(sibs, [1, 50], { cost: { siblings: 4, resample: 4 } }), createRng(seed)),
+      ).filter((c) => c.option === "siblings");
     const uncertain = split([beta("sib-a", 2, 2), beta("sib-b", 2, 2)]);
     expect(uncertain.some((c) => Object.keys(c.allocation).length === 2)).toBe(true);
     for (const c of uncertain) expect(Object.values(c.allocation).reduce((a, b) => a + b, 0)).toBe(4);
@@ -94,7 +125,11 @@ describe("the adaptive mode's posteriors", () => {
 
   it("reads a sibling's rescues of this family under the failure tags, else of the family, else all of them", () => {
     const p = makeProfile("s", {
-      byFailureTag: { "app/unauthorized": { attempts: 4, successes: 3 }, "app/timeout": { attempts: 2, successes: 0 }, "db/x": { attempts: 10, successes: 1 } },
+      byFailureTag: {
+        "app/unauthorized": { attempts: 4, successes: 3 },
+        "app/timeout": { attempts: 2, successes: 0 },
+        "db/x": { attempts: 10, successes: 1 },
+      },
     });
     expect(siblingEvidence(p, "app", ["unauthorized", "timeout"])).toEqual({ attempts: 6, successes: 3 });
     expect(siblingEvidence(p, "app", ["other"])).toEqual({ attempts: 6, successes: 3 });
@@ -114,18 +149,37 @@ const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(1);
 
 describe("the harness-s-adaptive arm", () => {
-  const small = TrainConfig.parse({ steps: 4, batchSize: 8, curveEvery: 0, reanchorEvery: 2, reanchorBudget: 12, auditEvery: 0, rescueRollouts: 2 });
+  const small = TrainConfig.parse({
+    steps: 4,
+    batchSize: 8,
+    curveEvery: 0,
+    reanchorEvery: 2,
+    reanchorBudget: 12,
+    auditEvery: 0,
+    rescueRollouts: 2,
+  });
 
   it("is registered budget-matched and off the default list", () => {
-    expect(armConfig("harness-s-adaptive", 30, "v")).toMatchObject({ rescue: "adaptive", reanchor: true, extraBudget: 30 });
+    expect(armConfig("harness-s-adaptive", 30, "v")).toMatchObject({
+      rescue: "adaptive",
+      reanchor: true,
+      extraBudget: 30,
+    });
     expect(ExperimentConfig.parse({}).arms).not.toContain("harness-s-adaptive");
   });
 
   it("spends at most its extra budget (rescues, resamples and re-anchoring together) and records every choice with its estimates", async () => {
     for (const extra of [0, 20, 60]) {
       const records: StepRecord[] = [];
-      const deps = { ...makeTrainDeps(setup, instance, setup.createPolicy(1), 1), onStep: (_s: number, r: StepRecord) => records.push(r) };
-      const r = await trainArm(ArmConfig.parse({ name: "harness-s-adaptive", rescue: "adaptive", extraBudget: extra }), small, deps);
+      const deps = {
+        ...makeTrainDeps(setup, instance, setup.createPolicy(1), 1),
+        onStep: (_s: number, r: StepRecord) => records.push(r),
+      };
+      const r = await trainArm(
+        ArmConfig.parse({ name: "harness-s-adaptive", rescue: "adaptive", extraBudget: extra }),
+        small,
+        deps,
+      );
       const extraSpent = r.rollouts.rescue + r.rollouts.resample + r.rollouts.reanchor;
       expect(extraSpent).toBeLessThanOrEqual(extra);
       const allFail = records.flatMap((rec) => rec.groups.filter((g) => g.allFail));

@@ -56,7 +56,8 @@ describe("ppoClipStepLoss", () => {
   });
 
   it("adds a k3 KL penalty whose gradient matches a finite difference", () => {
-    const at = (lp: number) => ppoClipStepLoss({ ...base, logProb: lp, referenceLogProb: Math.log(0.3), advantage: 0, klCoef: 0.5 });
+    const at = (lp: number) =>
+      ppoClipStepLoss({ ...base, logProb: lp, referenceLogProb: Math.log(0.3), advantage: 0, klCoef: 0.5 });
     const lp = Math.log(0.5);
     const h = 1e-6;
     const numeric = (at(lp + h).loss - at(lp - h).loss) / (2 * h);

@@ -4,7 +4,13 @@ import { ManualClock, createPool } from "@harness-s/core";
 import { newApiKey, type ApiKeyRecord, type ApiKeyStore } from "@harness-s/core/access";
 import type { Usage, UsageMeter } from "@harness-s/core/billing";
 import type { Voter } from "@harness-s/core/voting";
-import { CachedKeyStore, CachedPoolStore, MemoryApiKeyStore, MemoryPoolStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
+import {
+  CachedKeyStore,
+  CachedPoolStore,
+  MemoryApiKeyStore,
+  MemoryPoolStore,
+  MemoryUsageMeter,
+} from "@harness-s/adapters/stores";
 import { createApp } from "../../functions/api/app.ts";
 import { memoryApiDeps } from "../../functions/api/local.ts";
 import { makeSpec } from "../factories.ts";
@@ -22,15 +28,25 @@ class CountingMeter extends MemoryUsageMeter {
   }
 }
 
-const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }), makeSpec({ id: "sib-b", provenance: { direction: "contract" } })]);
+const pool = createPool("p", makeSpec(), [
+  makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }),
+  makeSpec({ id: "sib-b", provenance: { direction: "contract" } }),
+]);
 const llmVoter: Voter = {
   id: "llm-good",
-  vote: async () => ({ voterId: "llm-good", ranking: ["sib-b", "sib-a"], usage: { promptTokens: 100, completionTokens: 20 }, costUsd: 0.003 }),
+  vote: async () => ({
+    voterId: "llm-good",
+    ranking: ["sib-b", "sib-a"],
+    usage: { promptTokens: 100, completionTokens: 20 },
+    costUsd: 0.003,
+  }),
 };
 const garbageVoter: Voter = {
   id: "llm-garbage",
   vote: async () => {
-    throw new InvalidBallotError("llm-garbage", "not JSON (after one retry)", { spent: { usage: { promptTokens: 80, completionTokens: 40 }, costUsd: 0.001 } });
+    throw new InvalidBallotError("llm-garbage", "not JSON (after one retry)", {
+      spent: { usage: { promptTokens: 80, completionTokens: 40 }, costUsd: 0.001 },
+    });
   },
 };
 
@@ -87,7 +103,10 @@ describe("metering: one write per request", () => {
   });
 
   it("a voter that reports its tokens only with its ballot is metered for them, also when the ballot is refused (unknown ids) and the quorum missed", async () => {
-    const stray: Voter = { id: "stray", vote: async () => ({ voterId: "stray", ranking: ["nope"], usage: { promptTokens: 7, completionTokens: 3 } }) };
+    const stray: Voter = {
+      id: "stray",
+      vote: async () => ({ voterId: "stray", ranking: ["nope"], usage: { promptTokens: 7, completionTokens: 3 } }),
+    };
     const meter = new MemoryUsageMeter();
     const deps = memoryApiDeps({ meter, voters: [stray, garbageVoter], panel: { options: { quorum: 1 } } });
     await deps.pools.put(pool);

@@ -10,10 +10,15 @@ import { openApiDocument } from "../../functions/api/openapi.ts";
 // (a bad body) is metered, as before.
 
 type Operation = { operationId: string; requestBody?: unknown };
-const bodyRoutes = Object.entries(openApiDocument().paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) =>
-  Object.entries(ops)
-    .filter(([, op]) => op.requestBody)
-    .map(([method, op]) => ({ method: method.toUpperCase(), url: path.replace(/\{\w+\}/g, "x"), id: op.operationId })),
+const bodyRoutes = Object.entries(openApiDocument().paths as Record<string, Record<string, Operation>>).flatMap(
+  ([path, ops]) =>
+    Object.entries(ops)
+      .filter(([, op]) => op.requestBody)
+      .map(([method, op]) => ({
+        method: method.toUpperCase(),
+        url: path.replace(/\{\w+\}/g, "x"),
+        id: op.operationId,
+      })),
 );
 
 /** A body that never arrives, and says whether anyone tried to read it. */
@@ -42,7 +47,12 @@ async function setup() {
   }
   const app = createApp(deps);
   const send = (route: (typeof bodyRoutes)[number], secret: string, body: BodyInit) =>
-    app.request(route.url, { method: route.method, headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body, duplex: "half" } as RequestInit);
+    app.request(route.url, {
+      method: route.method,
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
   const queued = () => Object.values(queues).flatMap((q) => q.take());
   return { meter, keys, send, queued, deps };
 }
@@ -72,15 +82,23 @@ describe("the scope is checked as middleware, before the body", () => {
     const unknown = await send(quote, "hs_not-a-key", body);
     expect([unknown.status, seen.read]).toEqual([401, false]);
     const { keys, send: sendKnown } = await setup();
-    const refused = await sendKnown(quote, keys.none!, JSON.stringify({ rescue: { poolId: "p", taskId: "t", failureTags: ["x"] } }));
-    expect([refused.status, (await refused.json()).error.message]).toEqual([403, "this API key lacks the scope rescues"]);
+    const refused = await sendKnown(
+      quote,
+      keys.none!,
+      JSON.stringify({ rescue: { poolId: "p", taskId: "t", failureTags: ["x"] } }),
+    );
+    expect([refused.status, (await refused.json()).error.message]).toEqual([
+      403,
+      "this API key lacks the scope rescues",
+    ]);
     expect((await meter.get("none")).requests).toBe(0);
   });
 
   it("a request with the scope whose body is refused is still metered, once", async () => {
     const { meter, keys, send, queued } = await setup();
     const routes = bodyRoutes.filter((r) => r.id !== "quote");
-    for (const route of routes) expect((await send(route, keys.all!, "[]")).status, route.id).toBeGreaterThanOrEqual(400);
+    for (const route of routes)
+      expect((await send(route, keys.all!, "[]")).status, route.id).toBeGreaterThanOrEqual(400);
     expect((await meter.get("all")).requests).toBe(routes.length);
     expect(queued()).toEqual([]);
   });

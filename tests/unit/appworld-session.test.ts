@@ -19,7 +19,9 @@ function dyingPool() {
       throw new EnvironmentServerError("http://127.0.0.1:1", "/execute", "HTTP 500: the process of the task has died");
     },
   };
-  const pool = { lend: async () => ({ server, instruction: "Mark the groceries done.", release: async () => void seen.released++ }) } as unknown as AppWorldServerPool;
+  const pool = {
+    lend: async () => ({ server, instruction: "Mark the groceries done.", release: async () => void seen.released++ }),
+  } as unknown as AppWorldServerPool;
   return { pool, seen };
 }
 
@@ -36,7 +38,11 @@ describe("an AppWorld episode whose server dies", () => {
     const sets = appworldTaskSets(APPWORLD_FIXTURE_TASKS);
     const recon = appworldSiblings.find((h) => h.id === "appworld-api-docs")!;
     const rollout = await runEpisode(sets.train[0]!, recon, 1, { env, policy: executes });
-    expect({ success: rollout.success, tags: rollout.failureTags, steps: rollout.steps.length }).toEqual({ success: false, tags: ["server-failed"], steps: 1 });
+    expect({ success: rollout.success, tags: rollout.failureTags, steps: rollout.steps.length }).toEqual({
+      success: false,
+      tags: ["server-failed"],
+      steps: 1,
+    });
     expect(rollout.steps[0]!.result).toBe(SERVER_FAILED_EVENT);
     expect(rollout.steps[0]!.resultText).toMatch(/the process of the task has died/);
     expect(seen).toEqual({ executes: 1, released: 1 });

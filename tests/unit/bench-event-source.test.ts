@@ -33,7 +33,11 @@ describe("bench's in-memory event source", () => {
     const { queue, deliveries } = recordingQueue(new Set(["b"]));
     await queue.send([message("a"), message("b")]);
     await queue.drained();
-    expect(deliveries).toEqual([["a", 1], ["b", 1], ...Array.from({ length: WORKERS.dispatch.retry - 1 }, (_, i): [string, number] => ["b", i + 2])]);
+    expect(deliveries).toEqual([
+      ["a", 1],
+      ["b", 1],
+      ...Array.from({ length: WORKERS.dispatch.retry - 1 }, (_, i): [string, number] => ["b", i + 2]),
+    ]);
   });
 
   it("delivers a delayed send only after its delay", async () => {
@@ -48,7 +52,9 @@ describe("bench's in-memory event source", () => {
 
   it("refuses an invalid message, delivering none of its send", async () => {
     const { queue, deliveries } = recordingQueue();
-    await expect(queue.send([message("ok"), { ...message("bad"), type: "nope" } as unknown as Envelope])).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      queue.send([message("ok"), { ...message("bad"), type: "nope" } as unknown as Envelope]),
+    ).rejects.toBeInstanceOf(ValidationError);
     await queue.drained();
     expect(deliveries).toEqual([]);
   });

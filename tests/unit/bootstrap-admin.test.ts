@@ -38,7 +38,10 @@ function api(stores: { keys: ApiKeyStore; keyEvents: MemoryKeyEventLog }) {
   return (method: string, path: string, secret: string, body?: unknown) =>
     app.request(path, {
       method,
-      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${secret}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
 }
@@ -48,7 +51,13 @@ describe("the first admin key of a deployment (BootstrapAdminKeyHash)", () => {
     const logs: string[] = [];
     const raw = { keys: new MemoryApiKeyStore(), keyEvents: new MemoryKeyEventLog() };
     const stores = await withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l));
-    expect(await raw.keys.list()).toEqual([expect.objectContaining({ id: "bootstrap-admin", scopes: ["admin"], secrets: [{ hash: HASH, createdAt: clock.now() }] })]);
+    expect(await raw.keys.list()).toEqual([
+      expect.objectContaining({
+        id: "bootstrap-admin",
+        scopes: ["admin"],
+        secrets: [{ hash: HASH, createdAt: clock.now() }],
+      }),
+    ]);
     expect(logs).toEqual([expect.stringMatching(/made the deployment's first admin key \(id bootstrap-admin\)/)]);
     const call = api(stores);
     const created = await call("POST", "/v1/keys", SECRET, { label: "acme", scopes: ["route", "rescues"] });
@@ -57,7 +66,9 @@ describe("the first admin key of a deployment (BootstrapAdminKeyHash)", () => {
     expect((await call("GET", "/v1/keys", secret)).status).toBe(200);
     // The last admin key cannot be revoked; once another admin key exists, it can.
     expect((await call("DELETE", "/v1/keys/bootstrap-admin", SECRET)).status).toBe(409);
-    const second = (await (await call("POST", "/v1/keys", SECRET, { label: "ops", scopes: ["admin"] })).json()) as { secret: string };
+    const second = (await (await call("POST", "/v1/keys", SECRET, { label: "ops", scopes: ["admin"] })).json()) as {
+      secret: string;
+    };
     expect((await call("DELETE", "/v1/keys/bootstrap-admin", second.secret)).status).toBe(200);
     expect((await call("GET", "/v1/keys", SECRET)).status).toBe(401);
     // A later cold start with the same hash leaves the revoked key revoked.
@@ -69,10 +80,18 @@ describe("the first admin key of a deployment (BootstrapAdminKeyHash)", () => {
   it("is made once when two containers start at once over the same tables", async () => {
     const logs: string[] = [];
     const raw = { keys: new MemoryApiKeyStore(), keyEvents: new MemoryKeyEventLog() };
-    await Promise.all([withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l)), withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l))]);
+    await Promise.all([
+      withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l)),
+      withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l)),
+    ]);
     expect((await raw.keys.list()).map((a) => a.id)).toEqual(["bootstrap-admin"]);
     expect(await raw.keyEvents.list("bootstrap-admin", 10)).toEqual([
-      expect.objectContaining({ keyId: "bootstrap-admin", at: clock.now(), action: "created", changes: { scopes: ["admin"] } }),
+      expect.objectContaining({
+        keyId: "bootstrap-admin",
+        at: clock.now(),
+        action: "created",
+        changes: { scopes: ["admin"] },
+      }),
     ]);
     expect(logs).toHaveLength(1);
   });
@@ -83,7 +102,11 @@ describe("the first admin key of a deployment (BootstrapAdminKeyHash)", () => {
     const raw = { keys, keyEvents: new MemoryKeyEventLog() };
     const stores = await withAdminBootstrap(raw, HASH, clock, (l) => logs.push(l));
     expect(await keys.list()).toEqual([]);
-    expect(logs).toEqual([expect.stringMatching(/could not be made yet; tried again before the next key lookup: ProvisionedThroughputExceededException/)]);
+    expect(logs).toEqual([
+      expect.stringMatching(
+        /could not be made yet; tried again before the next key lookup: ProvisionedThroughputExceededException/,
+      ),
+    ]);
     // Two requests at once: one retry between them, then the bootstrap secret works.
     const call = api(stores);
     const answers = await Promise.all([call("GET", "/v1/keys", SECRET), call("GET", "/v1/keys", SECRET)]);
@@ -100,7 +123,9 @@ describe("the first admin key of a deployment (BootstrapAdminKeyHash)", () => {
   it("never fails a request while the store refuses it: other keys keep working, the bootstrap secret is a 401", async () => {
     const logs: string[] = [];
     const keys = new FlakyKeyStore(Number.POSITIVE_INFINITY);
-    const stores = await withAdminBootstrap({ keys, keyEvents: new MemoryKeyEventLog() }, HASH, clock, (l) => logs.push(l));
+    const stores = await withAdminBootstrap({ keys, keyEvents: new MemoryKeyEventLog() }, HASH, clock, (l) =>
+      logs.push(l),
+    );
     const { secret, record } = newApiKey("customer", ["route"]);
     await keys.put(record);
     const call = api(stores);

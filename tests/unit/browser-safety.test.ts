@@ -22,17 +22,24 @@ describe("the console's report markdown", () => {
     expect(html).toContain("the plot");
   });
 
-  it.each(["https://example.com/paper", "http://example.com/", "mailto:ops@example.com", "#results", "curves.png", "/v1/experiments/x/report"])(
-    "keeps the link target %s",
-    (href) => {
-      expect(renderReport(`[x](${href})`)).toContain(`href="${href}"`);
-    },
-  );
+  it.each([
+    "https://example.com/paper",
+    "http://example.com/",
+    "mailto:ops@example.com",
+    "#results",
+    "curves.png",
+    "/v1/experiments/x/report",
+  ])("keeps the link target %s", (href) => {
+    expect(renderReport(`[x](${href})`)).toContain(`href="${href}"`);
+  });
 
   it("shows an image only when it names one of the run's plots, from the object URL it was loaded into; raw HTML stays text", () => {
-    const html = renderReport("![curves](curves.png) ![x](https://evil/pixel.png) ![y](data:image/png;base64,AAAA) <img src=x onerror=alert(1)>", {
-      "curves.png": "blob:http://127.0.0.1/abc",
-    });
+    const html = renderReport(
+      "![curves](curves.png) ![x](https://evil/pixel.png) ![y](data:image/png;base64,AAAA) <img src=x onerror=alert(1)>",
+      {
+        "curves.png": "blob:http://127.0.0.1/abc",
+      },
+    );
     expect(html).toContain('<img src="blob:http://127.0.0.1/abc" alt="curves" data-report-image="curves.png" />');
     expect(html).not.toContain("evil");
     expect(html).not.toContain("data:image");

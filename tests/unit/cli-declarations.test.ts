@@ -6,7 +6,10 @@ import { int } from "../../packages/cli/src/flags.ts";
 import { buildProgram } from "../../packages/cli/src/program.ts";
 
 /** The program over `commands`, its output kept: help and errors as the user would read them. */
-async function runWith(commands: readonly CommandDeclaration[], args: string[]): Promise<{ out: string; error?: unknown }> {
+async function runWith(
+  commands: readonly CommandDeclaration[],
+  args: string[],
+): Promise<{ out: string; error?: unknown }> {
   let out = "";
   const program = buildProgram({ writeOut: (t) => (out += t), writeErr: (t) => (out += t) }, commands);
   try {
@@ -70,25 +73,50 @@ describe("commands as declarations", () => {
 
   it("every declared flag has a description and, unless a switch, a placeholder (the program refuses to build otherwise)", () => {
     expect(() => buildProgram(undefined, COMMANDS)).not.toThrow();
-    const bare = declareCommand({ name: "bare", summary: "x", flags: z.strictObject({ n: int(0) }), run: async () => {} });
+    const bare = declareCommand({
+      name: "bare",
+      summary: "x",
+      flags: z.strictObject({ n: int(0) }),
+      run: async () => {},
+    });
     expect(() => buildProgram(undefined, [bare])).toThrow(/flag n: no description/);
-    const noArg = declareCommand({ name: "noarg", summary: "x", flags: z.strictObject({ n: flag(int(0), null, "a number") }), run: async () => {} });
+    const noArg = declareCommand({
+      name: "noarg",
+      summary: "x",
+      flags: z.strictObject({ n: flag(int(0), null, "a number") }),
+      run: async () => {},
+    });
     expect(() => buildProgram(undefined, [noArg])).toThrow(/flag n: a value flag needs a placeholder/);
   });
 
   it("serve --allow-endpoint-cidr is repeatable, each CIDR canonical, a bad one a usage error naming it (issue 55, item 6)", async () => {
     const seen: unknown[] = [];
     const original = COMMANDS.find((c) => c.name === "serve")!;
-    const recording = declareCommand({ ...original, run: async (flags) => void seen.push((flags as { allowEndpointCidr: string[] }).allowEndpointCidr) });
+    const recording = declareCommand({
+      ...original,
+      run: async (flags) => void seen.push((flags as { allowEndpointCidr: string[] }).allowEndpointCidr),
+    });
     const commands = COMMANDS.map((c) => (c === original ? recording : c)) as CommandDeclaration[];
     await runWith(commands, ["serve"]);
     await runWith(commands, ["serve", "--allow-endpoint-cidr", "10.0.0.0/8", "--allow-endpoint-cidr", "FD00:0::/8"]);
-    const hostBits = await runWith(commands, ["serve", "--allow-endpoint-cidr", "10.0.0.0/8", "--allow-endpoint-cidr", "192.168.1.0/16"]);
+    const hostBits = await runWith(commands, [
+      "serve",
+      "--allow-endpoint-cidr",
+      "10.0.0.0/8",
+      "--allow-endpoint-cidr",
+      "192.168.1.0/16",
+    ]);
     const notCidr = await runWith(commands, ["serve", "--allow-endpoint-cidr", "10.0.0.0"]);
     const help = await runWith(commands, ["serve", "--help"]);
     expect(seen).toEqual([[], ["10.0.0.0/8", "fd00::/8"]]);
-    expect(String(hostBits.error)).toMatch(/--allow-endpoint-cidr .*"192\.168\.1\.0\/16": bits are set past the \/16 prefix: write 192\.168\.0\.0\/16/);
-    expect(String(notCidr.error)).toMatch(/--allow-endpoint-cidr .*not a CIDR: an address, a slash and a prefix length/);
-    expect(help.out.replace(/\s+/g, " ")).toMatch(/--allow-endpoint-cidr <cidr> let callers. policy endpoints and environments be in this private block \(repeatable/);
+    expect(String(hostBits.error)).toMatch(
+      /--allow-endpoint-cidr .*"192\.168\.1\.0\/16": bits are set past the \/16 prefix: write 192\.168\.0\.0\/16/,
+    );
+    expect(String(notCidr.error)).toMatch(
+      /--allow-endpoint-cidr .*not a CIDR: an address, a slash and a prefix length/,
+    );
+    expect(help.out.replace(/\s+/g, " ")).toMatch(
+      /--allow-endpoint-cidr <cidr> let callers. policy endpoints and environments be in this private block \(repeatable/,
+    );
   });
 });

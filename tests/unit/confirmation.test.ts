@@ -3,7 +3,13 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BLOCKS_FILE, declaredBlock, parseConfirmationFile, recordAttempt, splitSeeds } from "../../packages/cli/src/confirmation.ts";
+import {
+  BLOCKS_FILE,
+  declaredBlock,
+  parseConfirmationFile,
+  recordAttempt,
+  splitSeeds,
+} from "../../packages/cli/src/confirmation.ts";
 import { suiteLmBuildArgs } from "../../packages/cli/src/commands/confirm.ts";
 
 const block = (id: string, seeds: string) => ({ id, seeds, declared: "2026-12-01", purpose: "test", experiment: [] });
@@ -30,9 +36,15 @@ function repoWith(blocks: unknown[], commit: boolean): string {
 
 describe("confirmation blocks", () => {
   it("refuse a block that shares a seed with the development seeds or another block, or a repeated id", () => {
-    expect(() => parseConfirmationFile(file([block("C1", "20-40")]))).toThrow(/seed 20 is in the development seeds and in block C1/);
-    expect(() => parseConfirmationFile(file([block("C1", "100-110"), block("C2", "110-120")]))).toThrow(/seed 110 is in block C1 and in block C2/);
-    expect(() => parseConfirmationFile(file([block("C1", "100-101"), block("C1", "200-201")]))).toThrow(/declared twice/);
+    expect(() => parseConfirmationFile(file([block("C1", "20-40")]))).toThrow(
+      /seed 20 is in the development seeds and in block C1/,
+    );
+    expect(() => parseConfirmationFile(file([block("C1", "100-110"), block("C2", "110-120")]))).toThrow(
+      /seed 110 is in block C1 and in block C2/,
+    );
+    expect(() => parseConfirmationFile(file([block("C1", "100-101"), block("C1", "200-201")]))).toThrow(
+      /declared twice/,
+    );
     expect(parseConfirmationFile(file([block("C1", "100-139")])).blocks[0]!.seeds).toBe("100-139");
   });
 
@@ -94,22 +106,34 @@ describe("a confirmation block over several attempts", () => {
     writeFileSync(join(root, "code.ts"), "export {};\n");
     git("add", "-A");
     git("commit", "-qm", "a code change");
-    await expect(recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).rejects.toThrow(/the code has changed since \(code\.ts\)/);
+    await expect(recordAttempt(root, out, git("rev-parse", "HEAD"), new Date(), 1)).rejects.toThrow(
+      /the code has changed since \(code\.ts\)/,
+    );
   });
 });
 
 describe("a token-level block", () => {
   it("builds its suite LM once, where its parts will look for it, before they start", () => {
-    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model", "suite-lm", "--model-cache", "confirmation/C3/model", "--suite-lm-size=base"])).toEqual([
+    expect(
+      suiteLmBuildArgs([
+        "--policy",
+        "worker",
+        "--policy-model",
+        "suite-lm",
+        "--model-cache",
+        "confirmation/C3/model",
+        "--suite-lm-size=base",
+      ]),
+    ).toEqual(["suite-lm", "build", "--size", "base", "--cache-dir", "confirmation/C3/model"]);
+    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model=suite-lm"])).toEqual([
       "suite-lm",
       "build",
       "--size",
-      "base",
-      "--cache-dir",
-      "confirmation/C3/model",
+      "small",
     ]);
-    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model=suite-lm"])).toEqual(["suite-lm", "build", "--size", "small"]);
-    expect(suiteLmBuildArgs(["--policy", "worker", "--policy-model", "suite-lm", "--policy-url", "http://127.0.0.1:8765"])).toBeUndefined();
+    expect(
+      suiteLmBuildArgs(["--policy", "worker", "--policy-model", "suite-lm", "--policy-url", "http://127.0.0.1:8765"]),
+    ).toBeUndefined();
     expect(suiteLmBuildArgs(["--sweep", "router"])).toBeUndefined();
   });
 });

@@ -11,7 +11,11 @@ describe('the importance correction for rescueContext "base"', () => {
   it("weights each token by π(y | H0 context) / π(y | sampled context), truncated at CONTEXT_WEIGHT_BOUND (hand-computed)", () => {
     expect(CONTEXT_WEIGHT_BOUND).toBe(2);
     // 0.2 / 0.4 = 0.5; 0.3 / 0.3 = 1; 0.9 / 0.3 = 3 → truncated to 2
-    const w = contextWeights("truncated-is", [Math.log(0.2), Math.log(0.3), Math.log(0.9)], [Math.log(0.4), Math.log(0.3), Math.log(0.3)]);
+    const w = contextWeights(
+      "truncated-is",
+      [Math.log(0.2), Math.log(0.3), Math.log(0.9)],
+      [Math.log(0.4), Math.log(0.3), Math.log(0.3)],
+    );
     expect(w[0]).toBeCloseTo(0.5, 12);
     expect(w[1]).toBeCloseTo(1, 12);
     expect(w[2]).toBe(2);
@@ -20,7 +24,9 @@ describe('the importance correction for rescueContext "base"', () => {
 
   it("is a training setting, none unless chosen, and reaches the update's settings", () => {
     expect(updateSettings(TrainConfig.parse({})).rescueCorrection).toBe("none");
-    expect(updateSettings(TrainConfig.parse({ rescueContext: "base", rescueCorrection: "truncated-is" }))).toMatchObject({ rescueCorrection: "truncated-is" });
+    expect(
+      updateSettings(TrainConfig.parse({ rescueContext: "base", rescueCorrection: "truncated-is" })),
+    ).toMatchObject({ rescueCorrection: "truncated-is" });
     expect(() => TrainConfig.parse({ rescueCorrection: "other" })).toThrow();
   });
 
@@ -39,9 +45,28 @@ describe('the importance correction for rescueContext "base"', () => {
     const loss = async (hints: string[], rescueCorrection: UpdateSettings["rescueCorrection"]) => {
       const p = new LogLinearPolicy({ cueStrength: 2 });
       const o = obs(hints);
-      const step = { action: "next_page", logProb: Math.log(p.probabilities(o)[1]!), forced: false, intercepted: false, result: "x", observation: o };
-      const settings: UpdateSettings = { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "base", maskIntercepted: true, rescueCorrection };
-      const r = await p.update({ baseVersion: 0, samples: [{ rollout: makeRollout({ steps: [step] }), advantage: 1 }], settings });
+      const step = {
+        action: "next_page",
+        logProb: Math.log(p.probabilities(o)[1]!),
+        forced: false,
+        intercepted: false,
+        result: "x",
+        observation: o,
+      };
+      const settings: UpdateSettings = {
+        learningRate: 0.1,
+        clipEpsilon: 0.2,
+        klCoef: 0,
+        epochs: 1,
+        rescueContext: "base",
+        maskIntercepted: true,
+        rescueCorrection,
+      };
+      const r = await p.update({
+        baseVersion: 0,
+        samples: [{ rollout: makeRollout({ steps: [step] }), advantage: 1 }],
+        settings,
+      });
       return r.metrics.loss;
     };
 
@@ -61,7 +86,11 @@ describe("the harness-s-base-corrected arm", () => {
   it("is harness-s with rescued rows trained in H0's context under the truncated-is correction, named where it runs", async () => {
     // Prepare: the arm's trainer config, and a policy that records the settings of each update
     const arm = armConfig("harness-s-base-corrected", 0, "v");
-    expect(arm).toMatchObject({ rescue: "router", reanchor: true, update: { rescueContext: "base", rescueCorrection: "truncated-is" } });
+    expect(arm).toMatchObject({
+      rescue: "router",
+      reanchor: true,
+      update: { rescueContext: "base", rescueCorrection: "truncated-is" },
+    });
     expect(ExperimentConfig.parse({}).arms).not.toContain("harness-s-base-corrected");
     const setup = embeddedSetup(defaultEmbeddedSettings);
     const deps = makeTrainDeps(setup, await setup.instance(1), setup.createPolicy(1), 1);

@@ -9,7 +9,15 @@ import { createCoordinatorHandler } from "../../functions/coordinator/handler.ts
 import { makeSqsEvent } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const train = { steps: 1, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
+const train = {
+  steps: 1,
+  batchSize: 4,
+  curveEvery: 1,
+  curveTasks: 4,
+  auditEvery: 2,
+  reanchorEvery: 1,
+  reanchorBudget: 6,
+};
 
 function queued(id: string): ExperimentRecord {
   return {
@@ -62,7 +70,10 @@ describe("the coordinator with reports", () => {
     expect(out.batchItemFailures).toEqual([]);
     expect((await experiments.get("exp_c1"))!.status).toBe("done");
     expect(await artifacts.list("exp_c1")).toEqual(["curves.png", "report.md", "utilities.png"]);
-    expect(experiments.seen.at(-1)).toEqual({ status: "done", artifacts: ["curves.png", "report.md", "utilities.png"] });
+    expect(experiments.seen.at(-1)).toEqual({
+      status: "done",
+      artifacts: ["curves.png", "report.md", "utilities.png"],
+    });
   }, 60_000);
 
   it("a renderer that fails is logged; the run ends done with its results all the same", async () => {

@@ -85,7 +85,11 @@ describe("Python text forms (what AgentBench prints)", () => {
     expect(() => parseArgumentsPy("[1]")).toThrow(/not a JSON object/);
   });
   it("Python literals as eval reads them", () => {
-    expect(parsePyLiteral("[('a',), (1.5,), (None,)]")).toEqual([{ tuple: ["a"] }, { tuple: [{ float: 1.5 }] }, { tuple: [null] }]);
+    expect(parsePyLiteral("[('a',), (1.5,), (None,)]")).toEqual([
+      { tuple: ["a"] },
+      { tuple: [{ float: 1.5 }] },
+      { tuple: [null] },
+    ]);
     expect(parsePyLiteral("('x')")).toBe("x");
     expect(() => parsePyLiteral("[Decimal('1')]")).toThrow();
   });
@@ -108,15 +112,21 @@ describe("AgentBench's answer normalisation and comparison", () => {
     expect(compareResults(["NULL"], ["none"], "other")).toBe(true);
   });
   it("a mutation compares the table hash with answer_md5", () => {
-    expect(compareResults("b2b33cba2d11b8d9320695fa1d9828a6", "[('b2b33cba2d11b8d9320695fa1d9828a6',)]", "UPDATE")).toBe(true);
+    expect(
+      compareResults("b2b33cba2d11b8d9320695fa1d9828a6", "[('b2b33cba2d11b8d9320695fa1d9828a6',)]", "UPDATE"),
+    ).toBe(true);
     expect(compareResults("0000", "[('b2b33cba2d11b8d9320695fa1d9828a6',)]", "UPDATE")).toBe(false);
   });
 });
 
 describe("MySQL lexical syntax for the SQLite engine", () => {
   it("rewrites double-quoted strings, backslash escapes and digit-led identifiers; keeps the rest", () => {
-    expect(mysqlToSqlite(`INSERT INTO t VALUES ("Men's 50 km", 'a\\nb', 'it''s')`)).toBe(`INSERT INTO t VALUES ('Men''s 50 km', 'a\nb', 'it''s')`);
-    expect(mysqlToSqlite("INSERT INTO 1952_British_GP (x) VALUES (1e5, 22)")).toBe("INSERT INTO `1952_British_GP` (x) VALUES (1e5, 22)");
+    expect(mysqlToSqlite(`INSERT INTO t VALUES ("Men's 50 km", 'a\\nb', 'it''s')`)).toBe(
+      `INSERT INTO t VALUES ('Men''s 50 km', 'a\nb', 'it''s')`,
+    );
+    expect(mysqlToSqlite("INSERT INTO 1952_British_GP (x) VALUES (1e5, 22)")).toBe(
+      "INSERT INTO `1952_British_GP` (x) VALUES (1e5, 22)",
+    );
     expect(mysqlToSqlite('SELECT `a"b` FROM `t`')).toBe('SELECT `a"b` FROM `t`');
   });
 });

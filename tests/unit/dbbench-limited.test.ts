@@ -12,7 +12,12 @@ describe("limitSessions: DBBench rollouts at a bounded concurrency", () => {
       open: async () => {
         if (++opens === 3) throw new Error("server gone");
         most = Math.max(most, ++open);
-        return { engine: "sqlite", execute: async () => ({ text: "[]", kind: "rows", rowCount: 0 }), tablesHash: async () => "", close: async () => void open-- };
+        return {
+          engine: "sqlite",
+          execute: async () => ({ text: "[]", kind: "rows", rowCount: 0 }),
+          tablesHash: async () => "",
+          close: async () => void open--,
+        };
       },
       shutdown: async () => undefined,
       emptyDatabaseCycle: async () => undefined,

@@ -1,9 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { BUNDLED_DATA_DIR, SqliteEngine, dbbenchExperimentBase, dbbenchPool, dbbenchTaskSets, drawSplits, loadSplit, readSplits } from "@harness-s/dbbench";
+import {
+  BUNDLED_DATA_DIR,
+  SqliteEngine,
+  dbbenchExperimentBase,
+  dbbenchPool,
+  dbbenchTaskSets,
+  drawSplits,
+  loadSplit,
+  readSplits,
+} from "@harness-s/dbbench";
 
 describe("DBBench's fixed splits (data/splits.json)", () => {
   it("are what the rule draws from the bundled rows, written with the rule", async () => {
-    const [standard, dev] = await Promise.all([loadSplit(BUNDLED_DATA_DIR, "standard"), loadSplit(BUNDLED_DATA_DIR, "dev")]);
+    const [standard, dev] = await Promise.all([
+      loadSplit(BUNDLED_DATA_DIR, "standard"),
+      loadSplit(BUNDLED_DATA_DIR, "dev"),
+    ]);
     expect(await readSplits(BUNDLED_DATA_DIR)).toEqual(drawSplits(standard, dev));
   });
 

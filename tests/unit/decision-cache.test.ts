@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { ManualClock, createPool } from "@harness-s/core";
 import { RouteRequest, routeTask } from "@harness-s/core/routing";
 import { statisticalVoters, type BallotRequest, type Voter } from "@harness-s/core/voting";
-import { MemoryDecisionCache, MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore } from "@harness-s/adapters/stores";
+import {
+  MemoryDecisionCache,
+  MemoryDecisionStore,
+  MemoryPoolStore,
+  MemoryProfileStore,
+} from "@harness-s/adapters/stores";
 import { makeProfile, makeSpec } from "../factories.ts";
 
 /** A voter that counts how often it is asked (an LLM voter's tokens, in a real panel). */
@@ -31,10 +36,23 @@ async function setup() {
   const voter = countingVoter();
   let n = 0;
   const cache = new MemoryDecisionCache(clock, { maxEntries: 100, ttlMs: 60_000 });
-  const deps = { pools, profiles, decisions: new MemoryDecisionStore(), voters: [voter], clock, newId: () => `dec_${++n}`, decisionCache: cache };
+  const deps = {
+    pools,
+    profiles,
+    decisions: new MemoryDecisionStore(),
+    voters: [voter],
+    clock,
+    newId: () => `dec_${++n}`,
+    decisionCache: cache,
+  };
   return { deps, voter, clock, profiles, cache };
 }
-const request = RouteRequest.parse({ poolId: "p", task: { id: "t1", family: "app", tags: ["app"] }, failureTags: ["unauthorized"], k: 1 });
+const request = RouteRequest.parse({
+  poolId: "p",
+  task: { id: "t1", family: "app", tags: ["app"] },
+  failureTags: ["unauthorized"],
+  k: 1,
+});
 
 describe("the decision cache behind /v1/route", () => {
   it("serves the same key's identical request again without voting: a new decision of its own that names the one that voted", async () => {
@@ -45,7 +63,13 @@ describe("the decision cache behind /v1/route", () => {
     const again = await routeTask(request, deps, "key-a");
     // Assess
     expect(voter.asked).toBe(1);
-    expect(again).toMatchObject({ id: "dec_2", keyId: "key-a", cachedFrom: "dec_1", chosen: first.chosen, ballots: first.ballots });
+    expect(again).toMatchObject({
+      id: "dec_2",
+      keyId: "key-a",
+      cachedFrom: "dec_1",
+      chosen: first.chosen,
+      ballots: first.ballots,
+    });
     expect(await deps.decisions.get("dec_2")).toMatchObject({ keyId: "key-a", cachedFrom: "dec_1" });
   });
 

@@ -26,8 +26,15 @@ function firstHeld(consumption: ConsumptionMeter, units: CostUsage) {
   };
 }
 
-/** `ask(i)` by two slots, each in its own metering scope, the second while the first's call is held: what each was metered, and their answers. */
-async function twoSlots<T>(consumption: ConsumptionMeter, held: { release: () => void }, ask: (slot: number) => Promise<T>) {
+/**
+ * `ask(i)` by two slots, each in its own metering scope, the second while the first's call is held: what each was
+ * metered, and their answers.
+ */
+async function twoSlots<T>(
+  consumption: ConsumptionMeter,
+  held: { release: () => void },
+  ask: (slot: number) => Promise<T>,
+) {
   const used: CostUsage[] = [{}, {}];
   const first = consumption.within(used[0]!, () => ask(0));
   await tick();

@@ -1,8 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { rolloutRunners, type CallerPolicies, type RescueSlots, type RolloutRequestedBody } from "@harness-s/core/dispatch";
+import {
+  rolloutRunners,
+  type CallerPolicies,
+  type RescueSlots,
+  type RolloutRequestedBody,
+} from "@harness-s/core/dispatch";
 import { envelope } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
-import { FullSlotsMemo, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
+import {
+  FullSlotsMemo,
+  MemoryQueue,
+  MemoryRescueJobStore,
+  MemoryRescueSlots,
+  MemoryRolloutStore,
+  MemoryUsageMeter,
+} from "@harness-s/adapters/stores";
 import { createDispatchHandler } from "../../functions/dispatch/handler.ts";
 import { callerSlotSource, idleCallerPolicies, makeRollout, makeSqsEvent, makeTask } from "../factories.ts";
 
@@ -36,7 +48,10 @@ function counted<T extends object>(target: T, calls: Record<string, number>): T 
   });
 }
 
-/** Resolves once `n` callers wait on it, all in one turn: the batch's runs end together, as a batch's slots do when their turns are alike. */
+/**
+ * Resolves once `n` callers wait on it, all in one turn: the batch's runs end together, as a batch's slots do when
+ * their turns are alike.
+ */
 function barrier(n: number): () => Promise<void> {
   const waiting: (() => void)[] = [];
   return () =>
@@ -49,9 +64,23 @@ function barrier(n: number): () => Promise<void> {
 async function setup() {
   const clock = new ManualClock(1_000);
   const allStarted = barrier(8);
-  const calls = { jobs: {}, rollouts: {}, meter: {}, slots: {}, runner: {} } as Record<"jobs" | "rollouts" | "meter" | "slots" | "runner", Record<string, number>>;
+  const calls = { jobs: {}, rollouts: {}, meter: {}, slots: {}, runner: {} } as Record<
+    "jobs" | "rollouts" | "meter" | "slots" | "runner",
+    Record<string, number>
+  >;
   const jobs = new MemoryRescueJobStore();
-  await jobs.create({ id: "rsc_1", poolId: "p", taskId: "t1", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 8, expected: 8, createdAt: 0, keyId: "k-a", caller });
+  await jobs.create({
+    id: "rsc_1",
+    poolId: "p",
+    taskId: "t1",
+    decisionId: "d",
+    chosen: ["h0"],
+    rolloutsPerHarness: 8,
+    expected: 8,
+    createdAt: 0,
+    keyId: "k-a",
+    caller,
+  });
   const rollouts = new MemoryRolloutStore();
   const meter = new MemoryUsageMeter();
   const inner = new MemoryRescueSlots();
@@ -77,7 +106,11 @@ async function setup() {
     },
   };
   const handler = createDispatchHandler({
-    pools: { get: async () => ({ id: "p", base: { id: "h0" }, siblings: [] }) as never, put: async () => undefined, list: async () => [] },
+    pools: {
+      get: async () => ({ id: "p", base: { id: "h0" }, siblings: [] }) as never,
+      put: async () => undefined,
+      list: async () => [],
+    },
     tasks: { get: async () => makeTask({ id: "t1" }) },
     rollouts: counted(rollouts, calls.rollouts),
     runners: rolloutRunners({ caller: callers }),
@@ -92,7 +125,9 @@ async function setup() {
 describe("a batch of one rescue's caller slots", () => {
   it("costs one rescue read, one duplicate check, one hold and one spend write for the batch, stores every rollout and meters every spend", async () => {
     const { handler, calls, jobs, rollouts, meter, inner, clock } = await setup();
-    const messages = Array.from({ length: 8 }, (_, i) => envelope("rollout.requested", `rsc_1:${i}`, body(i), { keyId: "k-a", jobId: "rsc_1" }));
+    const messages = Array.from({ length: 8 }, (_, i) =>
+      envelope("rollout.requested", `rsc_1:${i}`, body(i), { keyId: "k-a", jobId: "rsc_1" }),
+    );
     expect(await handler(makeSqsEvent(messages))).toEqual({ batchItemFailures: [] });
     expect((await jobs.get("rsc_1"))?.failures).toBeUndefined();
     expect((await rollouts.list("rsc_1")).map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -112,7 +147,9 @@ describe("a batch of one rescue's caller slots", () => {
 
   it("a redelivered batch is all duplicates: nothing run, stored or metered again", async () => {
     const { handler, calls, meter } = await setup();
-    const messages = Array.from({ length: 8 }, (_, i) => envelope("rollout.requested", `rsc_1:${i}`, body(i), { keyId: "k-a", jobId: "rsc_1" }));
+    const messages = Array.from({ length: 8 }, (_, i) =>
+      envelope("rollout.requested", `rsc_1:${i}`, body(i), { keyId: "k-a", jobId: "rsc_1" }),
+    );
     await handler(makeSqsEvent(messages));
     const metered = (await meter.get("k-a")).policyTokens;
     await handler(makeSqsEvent(messages));

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { CALLER_ROLLOUT_FAIRNESS, rolloutRunners, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
+import {
+  CALLER_ROLLOUT_FAIRNESS,
+  rolloutRunners,
+  type CallerPolicies,
+  type RolloutRequestedBody,
+} from "@harness-s/core/dispatch";
 import { MAX_DEFERRALS, envelope, type EnvelopeOf } from "@harness-s/core/messaging";
 import { ManualClock } from "@harness-s/core";
 import { MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots, MemoryRolloutStore } from "@harness-s/adapters/stores";
@@ -38,10 +43,28 @@ async function setup(adapt: (deps: DispatchHandlerDeps) => DispatchHandlerDeps =
   const running = new MemoryRescueSlots();
   const jobs = new MemoryRescueJobStore();
   const requeue = new MemoryQueue();
-  await jobs.create({ id: "rsc_1", poolId: "p", taskId: "t1", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 8, expected: 8, createdAt: 0, keyId: "k-a", caller });
+  await jobs.create({
+    id: "rsc_1",
+    poolId: "p",
+    taskId: "t1",
+    decisionId: "d",
+    chosen: ["h0"],
+    rolloutsPerHarness: 8,
+    expected: 8,
+    createdAt: 0,
+    keyId: "k-a",
+    caller,
+  });
   // Every one of the key's running places is taken by other slots.
   for (let i = 0; i < CALLER_ROLLOUT_FAIRNESS.perKeyRunning; i++)
-    await running.hold("k-a", `rsc_1:${100 + i}`, 1, CALLER_ROLLOUT_FAIRNESS.perKeyRunning, clock.now(), clock.now() + 60_000);
+    await running.hold(
+      "k-a",
+      `rsc_1:${100 + i}`,
+      1,
+      CALLER_ROLLOUT_FAIRNESS.perKeyRunning,
+      clock.now(),
+      clock.now() + 60_000,
+    );
   const handler = createDispatchHandler(
     adapt({
       pools: { get: async () => undefined, put: async () => undefined, list: async () => [] },
@@ -84,7 +107,13 @@ describe("a caller rollout past its key's running places", () => {
     const { handler, requeue, jobs } = await setup();
     await handler(makeSqsEvent([message(2, MAX_DEFERRALS)]));
     expect(requeue.take()).toHaveLength(0);
-    expect((await jobs.get("rsc_1"))!.failures).toEqual([{ index: 2, code: "CONCURRENCY_LIMIT", reason: `waited ${MAX_DEFERRALS} times for one of its key's running places` }]);
+    expect((await jobs.get("rsc_1"))!.failures).toEqual([
+      {
+        index: 2,
+        code: "CONCURRENCY_LIMIT",
+        reason: `waited ${MAX_DEFERRALS} times for one of its key's running places`,
+      },
+    ]);
   });
 
   it("runs once a place is free (here: fails at once at the caller's runner, its code recorded)", async () => {
@@ -97,7 +126,9 @@ describe("a caller rollout past its key's running places", () => {
 });
 
 describe("a caller slot's reads", () => {
-  /** The fairness set-up, with its key's holds let through only when `open()` is called, and the slot's reads counted. */
+  /**
+   * The fairness set-up, with its key's holds let through only when `open()` is called, and the slot's reads counted.
+   */
   async function gated() {
     let open = () => undefined as void;
     const opened = new Promise<void>((r) => (open = r));
@@ -108,7 +139,9 @@ describe("a caller slot's reads", () => {
         Object.fromEntries(
           Object.entries(methods).map(([method, read]) => [
             method,
-            (...a: unknown[]) => (reads.push(read), (store as Record<string, (...a: unknown[]) => unknown>)[method]!(...a)),
+            (...a: unknown[]) => (
+              reads.push(read), (store as Record<string, (...a: unknown[]) => unknown>)[method]!(...a)
+            ),
           ]),
         ),
       );
@@ -116,7 +149,9 @@ describe("a caller slot's reads", () => {
       ...deps,
       pools: counted(deps.pools, { get: "pool" }),
       rollouts: counted(deps.rollouts, { has: "has", getMany: "has" }),
-      runners: rolloutRunners({ caller: { ...callersFailing, runner: () => (reads.push("endpoint"), Promise.reject(new Error("no endpoint"))) } }),
+      runners: rolloutRunners({
+        caller: { ...callersFailing, runner: () => (reads.push("endpoint"), Promise.reject(new Error("no endpoint"))) },
+      }),
       jobs: counted(deps.jobs!, { get: "job" }),
       fairness: {
         ...deps.fairness!,
@@ -162,6 +197,8 @@ describe("a malformed rollout.requested (issue 67 item 14)", () => {
     const event = makeSqsEvent([bad as never]);
     expect((await handler(event)).batchItemFailures).toHaveLength(1);
     const job = await jobs.get("rsc_1");
-    expect(job?.failures).toEqual([expect.objectContaining({ index: 3, code: "VALIDATION_FAILED", reason: expect.stringContaining("seed") })]);
+    expect(job?.failures).toEqual([
+      expect.objectContaining({ index: 3, code: "VALIDATION_FAILED", reason: expect.stringContaining("seed") }),
+    ]);
   });
 });

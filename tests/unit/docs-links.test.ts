@@ -43,7 +43,8 @@ describe("the README and docs/", () => {
     for (const page of PAGES)
       for (const link of linksOf(page)) {
         if (!existsSync(join(ROOT, link.file))) broken.push(`${page}: ${link.text} (no file ${link.file})`);
-        else if (link.anchor && link.file.endsWith(".md") && !anchorsOf(link.file).has(link.anchor)) broken.push(`${page}: ${link.text} (no heading #${link.anchor})`);
+        else if (link.anchor && link.file.endsWith(".md") && !anchorsOf(link.file).has(link.anchor))
+          broken.push(`${page}: ${link.text} (no heading #${link.anchor})`);
       }
     expect(broken).toEqual([]);
     expect(PAGES.flatMap(linksOf).length).toBeGreaterThan(10);
@@ -54,7 +55,9 @@ describe("the README and docs/", () => {
   });
 
   it("anchors are GitHub's", () => {
-    expect(slug("At token level: the suite LM, and block C3 (a null result)")).toBe("at-token-level-the-suite-lm-and-block-c3-a-null-result");
+    expect(slug("At token level: the suite LM, and block C3 (a null result)")).toBe(
+      "at-token-level-the-suite-lm-and-block-c3-a-null-result",
+    );
     expect(slug("Protocol v2 (token level)")).toBe("protocol-v2-token-level");
   });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { runEpisode, type Policy, type Task } from "@harness-s/core";
-import { EmbeddedEnvironment, buildSuite, combosFor, families, familyByName, misleadsParam, remedyOf } from "@harness-s/envs";
+import {
+  EmbeddedEnvironment,
+  buildSuite,
+  combosFor,
+  families,
+  familyByName,
+  misleadsParam,
+  remedyOf,
+} from "@harness-s/envs";
 import { makeSpec } from "../factories.ts";
 
 const env = new EmbeddedEnvironment();
@@ -12,7 +20,8 @@ const play = (actions: string[]): Policy => {
     update: async () => ({ version: 0, metrics: { loss: 0, clippedFraction: 0, kl: 0, steps: 0 } }),
   };
 };
-const run = (task: Task, actions: string[], maxTurns = 15) => runEpisode(task, makeSpec({ budget: { maxTurns } }), 1, { env, policy: play(actions) });
+const run = (task: Task, actions: string[], maxTurns = 15) =>
+  runEpisode(task, makeSpec({ budget: { maxTurns } }), 1, { env, policy: play(actions) });
 const task = (family: string, requirements: string[], pages = 1): Task => ({
   id: "t",
   family,
@@ -36,7 +45,9 @@ describe("embedded suite", () => {
     const key = (t: Task) => `${t.family}:${[...t.requirements].sort().join("+")}`;
     const seen = new Set([...s.train, ...s.dev].map(key));
     for (const t of s.heldout) expect(seen.has(key(t))).toBe(false);
-    for (const f of families) for (const r of f.requirements) expect(s.train.some((t) => t.family === f.name && t.requirements.includes(r))).toBe(true);
+    for (const f of families)
+      for (const r of f.requirements)
+        expect(s.train.some((t) => t.family === f.name && t.requirements.includes(r))).toBe(true);
   });
 
   it("validation protocol: holds the train pair a+b back for evaluation and builds no held-out combination", () => {
@@ -68,7 +79,11 @@ describe("embedded suite", () => {
     const cuable = all.train.filter((t) => t.requirements.some((r) => all.options.cuable.includes(r)));
     expect(cuable.every((t) => t.cues.length > 0)).toBe(true);
     expect([...all.dev, ...all.heldout].every((t) => t.cues.length === 0)).toBe(true);
-    expect(all.train.filter((t) => t.requirements.length > 0 && t.requirements.every((r) => !all.options.cuable.includes(r))).every((t) => t.cues.length === 0)).toBe(true);
+    expect(
+      all.train
+        .filter((t) => t.requirements.length > 0 && t.requirements.every((r) => !all.options.cuable.includes(r)))
+        .every((t) => t.cues.length === 0),
+    ).toBe(true);
   });
 
   it("app: auth, docs and pagination must all be satisfied", async () => {
@@ -76,7 +91,9 @@ describe("embedded suite", () => {
     expect((await run(t, ["login", "read_docs", "list_items", "next_page", "next_page", "submit"])).success).toBe(true);
     expect((await run(t, ["list_items", "submit"])).failureTags).toEqual(["unauthorized"]);
     expect((await run(t, ["login", "list_items", "submit"])).failureTags).toEqual(["bad-argument"]);
-    expect((await run(t, ["login", "read_docs", "list_items", "next_page", "submit"])).failureTags).toEqual(["incomplete-results"]);
+    expect((await run(t, ["login", "read_docs", "list_items", "next_page", "submit"])).failureTags).toEqual([
+      "incomplete-results",
+    ]);
   });
 
   it("repair: a tricky bug needs a failing check of the first edit; blocked tests need assertions", async () => {
@@ -88,16 +105,29 @@ describe("embedded suite", () => {
     const viaTests = await run(blocked, ["read_file", "edit_file", "run_tests", "edit_file", "submit"]);
     expect(viaTests.success).toBe(false);
     expect(viaTests.behaviours["assertion-fallback"]).toBe(false);
-    const viaAsserts = await run(blocked, ["read_file", "edit_file", "run_tests", "write_assertions", "edit_file", "write_assertions", "submit"]);
+    const viaAsserts = await run(blocked, [
+      "read_file",
+      "edit_file",
+      "run_tests",
+      "write_assertions",
+      "edit_file",
+      "write_assertions",
+      "submit",
+    ]);
     expect(viaAsserts.success).toBe(true);
     expect(viaAsserts.behaviours).toEqual({ "verify-before-submit": true, "assertion-fallback": true });
-    expect((await run(task("repair", ["locate"]), ["read_file", "search", "read_file", "edit_file", "submit"])).success).toBe(true);
+    expect(
+      (await run(task("repair", ["locate"]), ["read_file", "search", "read_file", "edit_file", "submit"])).success,
+    ).toBe(true);
   });
 
   it("db: schema, commit and normalisation", async () => {
     expect((await run(task("db", ["schema"]), ["query", "show_schema", "query", "submit"])).success).toBe(true);
     expect((await run(task("db", ["mutation"]), ["mutate", "submit"])).failureTags).toEqual(["uncommitted"]);
-    expect((await run(task("db", ["mutation", "format"]), ["mutate", "format_answer", "mutate", "commit", "submit"])).success).toBe(true);
+    expect(
+      (await run(task("db", ["mutation", "format"]), ["mutate", "format_answer", "mutate", "commit", "submit"]))
+        .success,
+    ).toBe(true);
     expect((await run(task("db", ["format"]), ["query", "submit"])).failureTags).toEqual(["wrong-format"]);
     expect((await run(task("db", []), ["mutate", "query", "submit"])).steps[0]!.result).toBe("error:read-only");
   });

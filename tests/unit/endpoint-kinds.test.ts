@@ -18,7 +18,8 @@ const literal = (name: string) => {
 describe("endpoint kinds", () => {
   it("each kind core declares has one adapter, and no adapter is of a kind core does not declare", () => {
     expect(Object.keys(ENDPOINT_KIND_ADAPTERS).sort()).toEqual(Object.keys(ENDPOINT_KINDS).sort());
-    for (const adapter of Object.values(ENDPOINT_KIND_ADAPTERS)) expect(Object.keys(adapter).sort()).toEqual(["currentVersion", "probe", "sampler"]);
+    for (const adapter of Object.values(ENDPOINT_KIND_ADAPTERS))
+      expect(Object.keys(adapter).sort()).toEqual(["currentVersion", "probe", "sampler"]);
   });
 
   it("the Python client names the same kinds and token modes, in the same order", () => {

@@ -1,7 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { EvolutionConfig, evolvePool, mutationProposer, selectByCoverage, type CandidateRecord } from "@harness-s/core/evolution";
+import {
+  EvolutionConfig,
+  evolvePool,
+  mutationProposer,
+  selectByCoverage,
+  type CandidateRecord,
+} from "@harness-s/core/evolution";
 import { createRng, runEpisode } from "@harness-s/core";
-import { EmbeddedEnvironment, buildSuite, embeddedH0, embeddedPolicyPrior, embeddedVocabulary, familyByName } from "@harness-s/envs";
+import {
+  EmbeddedEnvironment,
+  buildSuite,
+  embeddedH0,
+  embeddedPolicyPrior,
+  embeddedVocabulary,
+  familyByName,
+} from "@harness-s/envs";
 import { LogLinearPolicy } from "@harness-s/policy";
 import { makeSpec } from "../factories.ts";
 
@@ -21,7 +34,11 @@ describe("selectByCoverage", () => {
       candidate("c", "recovery", ["t9"]),
       candidate("d", "contract", ["t4"]),
     ];
-    const chosen = selectByCoverage(cands, ["t1", "t2", "t3", "t4", "t9"], EvolutionConfig.parse({ poolSize: 3, maxPerDirection: 2 }));
+    const chosen = selectByCoverage(
+      cands,
+      ["t1", "t2", "t3", "t4", "t9"],
+      EvolutionConfig.parse({ poolSize: 3, maxPerDirection: 2 }),
+    );
     expect(chosen.map((c) => c.spec.id)).toEqual(["a", "c", "d"]);
   });
 });
@@ -74,7 +91,8 @@ describe("evolvePool (embedded)", () => {
     const rates = (e: typeof plain) => e.pool.siblings.map((s) => e.harm.siblings[s.id]!.harmRate);
     for (const e of [plain, sided]) {
       expect(Object.keys(e.harm.siblings).sort()).toEqual(e.pool.siblings.map((s) => s.id).sort());
-      for (const h of Object.values(e.harm.siblings)) expect(h.harmRate).toBeCloseTo(h.broken.length / e.harm.h0Solved, 10);
+      for (const h of Object.values(e.harm.siblings))
+        expect(h.harmRate).toBeCloseTo(h.broken.length / e.harm.h0Solved, 10);
     }
     const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     expect(meanOf(rates(sided))).toBeGreaterThan(meanOf(rates(plain)) + 0.05);

@@ -1,5 +1,12 @@
 import { describe, expect, it, vi } from "vitest";
-import { ExperimentRequest, inProcessRunners, queuedRolloutRunner, runExperimentJob, startExperiment, type ExperimentStepStore } from "@harness-s/core/experiment";
+import {
+  ExperimentRequest,
+  inProcessRunners,
+  queuedRolloutRunner,
+  runExperimentJob,
+  startExperiment,
+  type ExperimentStepStore,
+} from "@harness-s/core/experiment";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
 import { ManualClock, systemClock, memoryLogger, type Policy } from "@harness-s/core";
 import { StalePolicyVersionError } from "@harness-s/core/dispatch";
@@ -10,7 +17,12 @@ import { defaultEmbeddedSettings, embeddedSetup, embeddedSetups } from "@harness
 import { makeSpec } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const tiny = { seeds: [3], arms: ["grpo"], train: { steps: 1, batchSize: 2, curveEvery: 0, auditEvery: 0 }, evalSamples: 3 };
+const tiny = {
+  seeds: [3],
+  arms: ["grpo"],
+  train: { steps: 1, batchSize: 2, curveEvery: 0, auditEvery: 0 },
+  evalSamples: 3,
+};
 
 describe("the coordinator use-case", () => {
   it("a crashed coordinator's run is taken over once its lease expires, not before", async () => {
@@ -19,10 +31,23 @@ describe("the coordinator use-case", () => {
     const experiments = new MemoryExperimentStore();
     const coordinator = new MemoryQueue();
     const meter = new MemoryUsageMeter();
-    const rec = await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator, clock, newId: () => "e1" });
+    const rec = await startExperiment(ExperimentRequest.parse(tiny), "k1", {
+      experiments,
+      coordinator,
+      clock,
+      newId: () => "e1",
+    });
     await experiments.claim(rec.id, clock.now(), clock.now() + 60_000); // a worker claims it and dies
     // What the coordinator's invocation has not billed when the run ends joins the quote basis
-    const deps = { experiments, clock, meter, leaseMs: 60_000, prepare: async () => setup, unbilled: () => ({ sqsRequests: 7 }), quoteBasis: quoteBasisOn(meter) };
+    const deps = {
+      experiments,
+      clock,
+      meter,
+      leaseMs: 60_000,
+      prepare: async () => setup,
+      unbilled: () => ({ sqsRequests: 7 }),
+      quoteBasis: quoteBasisOn(meter),
+    };
     // Act + Assess
     expect(await runExperimentJob("e1", deps)).toBe("duplicate");
     clock.advance(60_001);
@@ -34,7 +59,11 @@ describe("the coordinator use-case", () => {
     expect(stored.summary!.arms[0]!.name).toBe("grpo");
     expect(stored.usage.rollouts).toBeGreaterThan(0);
     expect((await meter.get("k1")).rollouts).toBe(stored.usage.rollouts);
-    expect(await meter.get(QUOTE_BASIS_KEY)).toMatchObject({ requests: 1, rollouts: stored.usage.rollouts, sqsRequests: 7 });
+    expect(await meter.get(QUOTE_BASIS_KEY)).toMatchObject({
+      requests: 1,
+      rollouts: stored.usage.rollouts,
+      sqsRequests: 7,
+    });
     expect(coordinator.take().map((m: Envelope) => m.type)).toEqual(["experiment.requested"]);
   }, 60_000);
 
@@ -46,13 +75,26 @@ describe("the coordinator use-case", () => {
     const atEnd: { job: number; basis: number }[] = [];
     const save = experiments.save.bind(experiments);
     experiments.save = async (record) => {
-      if (record.status === "done") atEnd.push({ job: (await meter.job(record.id)).rollouts, basis: (await meter.get(QUOTE_BASIS_KEY)).requests });
+      if (record.status === "done")
+        atEnd.push({ job: (await meter.job(record.id)).rollouts, basis: (await meter.get(QUOTE_BASIS_KEY)).requests });
       return save(record);
     };
-    await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock, newId: () => "e-order" });
+    await startExperiment(ExperimentRequest.parse(tiny), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock,
+      newId: () => "e-order",
+    });
     // Act
-    await runExperimentJob("e-order", { experiments, clock, meter, prepare: async () => setup, quoteBasis: quoteBasisOn(meter) });
-    // Assess: a reader that sees it done sees its rollouts metered and a quote resting on it; its compute time is the one metered.
+    await runExperimentJob("e-order", {
+      experiments,
+      clock,
+      meter,
+      prepare: async () => setup,
+      quoteBasis: quoteBasisOn(meter),
+    });
+    // Assess: a reader that sees it done sees its rollouts metered and a quote resting on it; its compute time is the
+    // one metered.
     const stored = (await experiments.get("e-order"))!;
     expect(stored.usage.rollouts).toBeGreaterThan(0);
     expect(atEnd).toEqual([{ job: stored.usage.rollouts, basis: 1 }]);
@@ -62,10 +104,21 @@ describe("the coordinator use-case", () => {
 
   it("a run whose setup fails is marked failed with the reason, and is not retried forever", async () => {
     const experiments = new MemoryExperimentStore();
-    await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e2" });
-    await runExperimentJob("e2", { experiments, clock: systemClock, prepare: () => Promise.reject(new Error("no policy endpoint")) });
+    await startExperiment(ExperimentRequest.parse(tiny), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock: systemClock,
+      newId: () => "e2",
+    });
+    await runExperimentJob("e2", {
+      experiments,
+      clock: systemClock,
+      prepare: () => Promise.reject(new Error("no policy endpoint")),
+    });
     expect(await experiments.get("e2")).toMatchObject({ status: "failed", error: "no policy endpoint" });
-    expect(await runExperimentJob("e2", { experiments, clock: systemClock, prepare: async () => setup })).toBe("duplicate");
+    expect(await runExperimentJob("e2", { experiments, clock: systemClock, prepare: async () => setup })).toBe(
+      "duplicate",
+    );
   });
 
   it("a validation-protocol request runs on the validation instances and its summary says so", async () => {
@@ -79,12 +132,20 @@ describe("the coordinator use-case", () => {
       newId: () => "e-val",
     });
     // Act
-    await runExperimentJob("e-val", { experiments, clock: systemClock, prepare: async (record) => setupFor(record.request.protocol) });
+    await runExperimentJob("e-val", {
+      experiments,
+      clock: systemClock,
+      prepare: async (record) => setupFor(record.request.protocol),
+    });
     // Assess
     const stored = (await experiments.get("e-val"))!;
     expect(stored.status).toBe("done");
     expect(stored.summary!.config.protocol).toBe("validation");
-    expect(Object.keys(stored.summary!.arms[0]!.perSeed[0]!.byCombination.heldout).sort()).toEqual(["app:docs+auth", "db:format+mutation", "repair:tricky+blocked"]);
+    expect(Object.keys(stored.summary!.arms[0]!.perSeed[0]!.byCombination.heldout).sort()).toEqual([
+      "app:docs+auth",
+      "db:format+mutation",
+      "repair:tricky+blocked",
+    ]);
     expect(setupFor("validation")).toBe(setupFor("validation"));
     expect(setupFor("test")).not.toBe(setupFor("validation"));
   });
@@ -93,8 +154,16 @@ describe("the coordinator use-case", () => {
     // Prepare: a step store that is down
     const experiments = new MemoryExperimentStore();
     const logger = memoryLogger();
-    const steps: ExperimentStepStore = { put: async () => Promise.reject(new Error("table is down")), list: async () => [] };
-    await startExperiment(ExperimentRequest.parse(tiny), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "e-log" });
+    const steps: ExperimentStepStore = {
+      put: async () => Promise.reject(new Error("table is down")),
+      list: async () => [],
+    };
+    await startExperiment(ExperimentRequest.parse(tiny), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock: systemClock,
+      newId: () => "e-log",
+    });
     // Act
     await runExperimentJob("e-log", { experiments, clock: systemClock, steps, logger, prepare: async () => setup });
     await new Promise((r) => setTimeout(r, 0));
@@ -104,7 +173,13 @@ describe("the coordinator use-case", () => {
   });
 
   it("an unknown experiment is an error (the message goes to the DLQ)", async () => {
-    await expect(runExperimentJob("nope", { experiments: new MemoryExperimentStore(), clock: systemClock, prepare: async () => setup })).rejects.toThrow(/not found/);
+    await expect(
+      runExperimentJob("nope", {
+        experiments: new MemoryExperimentStore(),
+        clock: systemClock,
+        prepare: async () => setup,
+      }),
+    ).rejects.toThrow(/not found/);
   });
 });
 
@@ -112,7 +187,16 @@ describe("queued rollouts", () => {
   it("calls made in one tick go out as one batch, each resolves with the stored rollout", async () => {
     const dispatch = new MemoryQueue();
     const rollouts = new MemoryRolloutStore();
-    const run = queuedRolloutRunner({ jobId: "j", policyId: "p", poolId: "pool", policyVersion: () => 4, dispatch, rollouts, clock: systemClock, pollMs: 1 });
+    const run = queuedRolloutRunner({
+      jobId: "j",
+      policyId: "p",
+      poolId: "pool",
+      policyVersion: () => 4,
+      dispatch,
+      rollouts,
+      clock: systemClock,
+      pollMs: 1,
+    });
     const task = (await setup.instance(3)).train[0]!;
     const pending = [run(task, makeSpec(), 1), run(task, makeSpec(), 2)];
     await new Promise((r) => setTimeout(r, 5));
@@ -123,7 +207,11 @@ describe("queued rollouts", () => {
     for (const m of sent) {
       if (m.type !== "rollout.requested") throw new Error("unexpected message");
       expect(m.body.source).toEqual({ kind: "service", policyId: "p", version: 4 });
-      const r = await (await endpoints.runner({ kind: "service", policyId: "p" }))(m.body.task!, makeSpec(), m.body.seed);
+      const r = await (await endpoints.runner({ kind: "service", policyId: "p" }))(
+        m.body.task!,
+        makeSpec(),
+        m.body.seed,
+      );
       await rollouts.put("j", m.body.index, r);
     }
     const [a, b] = await Promise.all(pending);
@@ -133,13 +221,20 @@ describe("queued rollouts", () => {
   it("the endpoint refuses a rollout for another policy version (the worker retries it)", async () => {
     const endpoints = new LocalPolicyEndpoints(setup.env);
     endpoints.register("p", setup.createPolicy(3));
-    await expect(endpoints.runner({ kind: "service", policyId: "p", version: 7 })).rejects.toThrow(StalePolicyVersionError);
+    await expect(endpoints.runner({ kind: "service", policyId: "p", version: 7 })).rejects.toThrow(
+      StalePolicyVersionError,
+    );
     await expect(endpoints.runner({ kind: "service", policyId: "missing" })).rejects.toThrow(/not found/);
   });
 });
 
 describe("long runs: time slices and resumption", () => {
-  const run2x2 = { seeds: [3, 4], arms: ["grpo", "harness-s"], train: { steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0 }, evalSamples: 3 };
+  const run2x2 = {
+    seeds: [3, 4],
+    arms: ["grpo", "harness-s"],
+    train: { steps: 2, batchSize: 4, curveEvery: 0, auditEvery: 0 },
+    evalSamples: 3,
+  };
   /** The embedded setup with every policy id the runners were asked for recorded in `ids`. */
   const recording = (ids: string[], hangOn?: string) => async () => ({
     ...setup,
@@ -152,7 +247,12 @@ describe("long runs: time slices and resumption", () => {
 
   async function oneLongAttempt() {
     const experiments = new MemoryExperimentStore();
-    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator: new MemoryQueue(), clock: systemClock, newId: () => "ref" });
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock: systemClock,
+      newId: () => "ref",
+    });
     await runExperimentJob("ref", { experiments, clock: systemClock, prepare: recording([]) });
     return (await experiments.get("ref"))!;
   }
@@ -163,9 +263,21 @@ describe("long runs: time slices and resumption", () => {
     const experiments = new MemoryExperimentStore();
     const coordinator = new MemoryQueue();
     const meter = new MemoryUsageMeter();
-    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator, clock: systemClock, newId: () => "e3" });
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", {
+      experiments,
+      coordinator,
+      clock: systemClock,
+      newId: () => "e3",
+    });
     const ids: string[] = [];
-    const deps = { experiments, clock: systemClock, meter, sliceMs: 0, continueOn: coordinator, prepare: recording(ids) };
+    const deps = {
+      experiments,
+      clock: systemClock,
+      meter,
+      sliceMs: 0,
+      continueOn: coordinator,
+      prepare: recording(ids),
+    };
     // Act: deliver each message the coordinator queue receives, as the worker would
     const labels: string[] = [];
     const envelopeIds: string[] = [];
@@ -178,7 +290,12 @@ describe("long runs: time slices and resumption", () => {
     const stored = (await experiments.get("e3"))!;
     expect(stored.status).toBe("done");
     expect(stored.attempts).toBe(4);
-    expect(labels).toEqual(["continuing: 3 (arm, seed) units left", "continuing: 2 (arm, seed) units left", "continuing: 1 (arm, seed) units left", "done"]);
+    expect(labels).toEqual([
+      "continuing: 3 (arm, seed) units left",
+      "continuing: 2 (arm, seed) units left",
+      "continuing: 1 (arm, seed) units left",
+      "done",
+    ]);
     expect(new Set(envelopeIds).size).toBe(4);
     expect(ids).toEqual(["initial/3", "harness-s/3", "grpo/3", "initial/4", "harness-s/4", "grpo/4"]);
     expect(stored.summary).toEqual(reference.summary);
@@ -203,12 +320,26 @@ describe("long runs: time slices and resumption", () => {
     return { held, policies };
   }
 
-  async function sliceEveryStep(id: string, onAttempt: (attempt: number, held: Map<string, Policy>) => void = () => undefined) {
+  async function sliceEveryStep(
+    id: string,
+    onAttempt: (attempt: number, held: Map<string, Policy>) => void = () => undefined,
+  ) {
     const experiments = new MemoryExperimentStore();
     const coordinator = new MemoryQueue();
-    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator, clock: systemClock, newId: () => id });
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", {
+      experiments,
+      coordinator,
+      clock: systemClock,
+      newId: () => id,
+    });
     const { held, policies } = endpointPolicies();
-    const deps = { experiments, clock: systemClock, sliceMs: 0, continueOn: coordinator, prepare: async () => ({ ...setup, policies }) };
+    const deps = {
+      experiments,
+      clock: systemClock,
+      sliceMs: 0,
+      continueOn: coordinator,
+      prepare: async () => ({ ...setup, policies }),
+    };
     const steps: number[] = [];
     const labels: string[] = [];
     const decisionsKept: number[] = [];
@@ -232,7 +363,10 @@ describe("long runs: time slices and resumption", () => {
     expect(stored.status).toBe("done");
     expect(stored.attempts).toBe(8);
     expect(steps).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
-    expect(labels.slice(0, 2)).toEqual(["continuing: 4 (arm, seed) units left, harness-s/3 paused after step 1", "continuing: 3 (arm, seed) units left"]);
+    expect(labels.slice(0, 2)).toEqual([
+      "continuing: 4 (arm, seed) units left, harness-s/3 paused after step 1",
+      "continuing: 3 (arm, seed) units left",
+    ]);
     expect(stored.units).toEqual([]);
     expect(decisionsKept.length).toBeGreaterThan(0);
     expect(decisionsKept.every((n) => n === 0)).toBe(true); // the record keeps no routing decisions, so it does not grow with them
@@ -260,7 +394,14 @@ describe("long runs: time slices and resumption", () => {
       void policy!.update({
         baseVersion: policy!.version(),
         samples: [],
-        settings: { learningRate: 0.1, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true },
+        settings: {
+          learningRate: 0.1,
+          clipEpsilon: 0.2,
+          klCoef: 0,
+          epochs: 1,
+          rescueContext: "as-generated",
+          maskIntercepted: true,
+        },
       });
     });
     expect(stored.status).toBe("done");
@@ -274,9 +415,17 @@ describe("long runs: time slices and resumption", () => {
     const reference = await oneLongAttempt();
     const clock = new ManualClock(1_000);
     const experiments = new MemoryExperimentStore();
-    await startExperiment(ExperimentRequest.parse(run2x2), "k1", { experiments, coordinator: new MemoryQueue(), clock, newId: () => "e4" });
+    await startExperiment(ExperimentRequest.parse(run2x2), "k1", {
+      experiments,
+      coordinator: new MemoryQueue(),
+      clock,
+      newId: () => "e4",
+    });
     void runExperimentJob("e4", { experiments, clock, leaseMs: 60_000, prepare: recording([], "grpo/3") });
-    await vi.waitUntil(async () => (await experiments.get("e4"))!.results.length === 1, { timeout: 60_000, interval: 20 });
+    await vi.waitUntil(async () => (await experiments.get("e4"))!.results.length === 1, {
+      timeout: 60_000,
+      interval: 20,
+    });
     // Act: the lease runs out and another worker takes the run over
     clock.advance(60_001);
     const ids: string[] = [];

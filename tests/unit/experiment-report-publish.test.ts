@@ -20,8 +20,22 @@ import { renderExperimentReport, renderReport } from "@harness-s/adapters/report
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const train = { steps: 1, batchSize: 4, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 };
-const request = ExperimentPlan.parse({ seeds: [3], arms: ["grpo", "grpo-budget", "harness-s"], train, evalSamples: 3, evalTasks: 6 });
+const train = {
+  steps: 1,
+  batchSize: 4,
+  curveEvery: 1,
+  curveTasks: 4,
+  auditEvery: 2,
+  reanchorEvery: 1,
+  reanchorBudget: 6,
+};
+const request = ExperimentPlan.parse({
+  seeds: [3],
+  arms: ["grpo", "grpo-budget", "harness-s"],
+  train,
+  evalSamples: 3,
+  evalTasks: 6,
+});
 const owner = { id: "k1", scopes: ["experiments"] };
 let done: ExperimentRecord;
 
@@ -34,7 +48,11 @@ beforeAll(async () => {
   const baselines: SeedBaseline[] = [];
   const results: { arm: string; result: ArmSeedResult }[] = [];
   const config = ExperimentConfig.parse({ ...request, train: TrainConfig.parse(train) });
-  const summary = await runExperimentToEnd(config, { ...setup, onSeedBaseline: (b) => void baselines.push(b), onArmSeed: (arm, result) => void results.push({ arm, result }) });
+  const summary = await runExperimentToEnd(config, {
+    ...setup,
+    onSeedBaseline: (b) => void baselines.push(b),
+    onArmSeed: (arm, result) => void results.push({ arm, result }),
+  });
   done = {
     id: "exp_1",
     keyId: "k1",
@@ -80,13 +98,26 @@ describe("publishExperimentReport", () => {
   it("a run stopped at its cap: the summary of the units it finished, with a note saying so; none finished, or failed or cancelled: nothing", async () => {
     const { render, inputs } = recording();
     const artifacts = new MemoryExperimentArtifacts();
-    const partial = recordOf("stopped", { stopReason: "budget cap of 200 rollouts reached", results: done.results.filter((r) => r.arm !== "grpo-budget") });
+    const partial = recordOf("stopped", {
+      stopReason: "budget cap of 200 rollouts reached",
+      results: done.results.filter((r) => r.arm !== "grpo-budget"),
+    });
     expect(await publishExperimentReport(partial, setup.instance, { artifacts, render })).toEqual(["report.md"]);
     expect(inputs[0]!.summary.arms.map((a) => a.name)).toEqual(["grpo", "harness-s"]);
     expect(inputs[0]!.summary.arms[0]!.perSeed).toEqual([done.results.find((r) => r.arm === "grpo")!.result]);
-    expect(inputs[0]!.note).toBe("Stopped before its end (budget cap of 200 rollouts reached): figures cover the 2 of 3 (arm, seed) units it finished.");
-    for (const r of [recordOf("stopped", { results: [] }), recordOf("failed"), recordOf("cancelled"), recordOf("running")]) {
-      expect(await publishExperimentReport({ ...r, id: `exp_${r.status}` }, setup.instance, { artifacts, render }), r.status).toEqual([]);
+    expect(inputs[0]!.note).toBe(
+      "Stopped before its end (budget cap of 200 rollouts reached): figures cover the 2 of 3 (arm, seed) units it finished.",
+    );
+    for (const r of [
+      recordOf("stopped", { results: [] }),
+      recordOf("failed"),
+      recordOf("cancelled"),
+      recordOf("running"),
+    ]) {
+      expect(
+        await publishExperimentReport({ ...r, id: `exp_${r.status}` }, setup.instance, { artifacts, render }),
+        r.status,
+      ).toEqual([]);
     }
     expect(inputs).toHaveLength(1);
   });
@@ -97,10 +128,24 @@ describe("publishExperimentReport", () => {
       throw new Error("resvg crashed");
     };
     const artifacts = new MemoryExperimentArtifacts();
-    expect(await publishExperimentReport(done, setup.instance, { artifacts, render: failing, logger: { warn: (m) => warnings.push(m) } })).toEqual([]);
+    expect(
+      await publishExperimentReport(done, setup.instance, {
+        artifacts,
+        render: failing,
+        logger: { warn: (m) => warnings.push(m) },
+      }),
+    ).toEqual([]);
     expect(warnings).toEqual(["the report of experiment exp_1 was not stored: resvg crashed"]);
-    const badName: ExperimentReportRenderer = async () => [{ name: "../x.md" as "report.md", bytes: new Uint8Array(1) }];
-    expect(await publishExperimentReport(done, setup.instance, { artifacts, render: badName, logger: { warn: (m) => warnings.push(m) } })).toEqual([]);
+    const badName: ExperimentReportRenderer = async () => [
+      { name: "../x.md" as "report.md", bytes: new Uint8Array(1) },
+    ];
+    expect(
+      await publishExperimentReport(done, setup.instance, {
+        artifacts,
+        render: badName,
+        logger: { warn: (m) => warnings.push(m) },
+      }),
+    ).toEqual([]);
     expect(warnings[1]).toContain("artifact name is invalid");
   });
 });
@@ -114,17 +159,31 @@ describe("experimentArtifact and experimentPlots", () => {
     await experiments.create(recordOf("failed", { id: "exp_3" }));
     await publishExperimentReport(done, setup.instance, { artifacts, render: renderExperimentReport });
     const deps = { experiments, artifacts };
-    expect((await experimentArtifact("exp_1", "report.md", owner, deps)).contentType).toBe("text/markdown; charset=utf-8");
-    expect((await experimentArtifact("exp_1", "curves.png", { id: "admin", scopes: ["admin"] }, deps)).name).toBe("curves.png");
-    await expect(experimentArtifact("exp_1", "report.md", { id: "k2", scopes: ["experiments"] }, deps)).rejects.toBeInstanceOf(NotFoundError);
-    await expect(experimentPlots("exp_1", { id: "k2", scopes: ["experiments"] }, deps)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await experimentArtifact("exp_1", "report.md", owner, deps)).contentType).toBe(
+      "text/markdown; charset=utf-8",
+    );
+    expect((await experimentArtifact("exp_1", "curves.png", { id: "admin", scopes: ["admin"] }, deps)).name).toBe(
+      "curves.png",
+    );
+    await expect(
+      experimentArtifact("exp_1", "report.md", { id: "k2", scopes: ["experiments"] }, deps),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    await expect(experimentPlots("exp_1", { id: "k2", scopes: ["experiments"] }, deps)).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
     await expect(experimentArtifact("exp_none", "report.md", owner, deps)).rejects.toBeInstanceOf(NotFoundError);
-    await expect(experimentArtifact("exp_2", "report.md", owner, deps)).rejects.toThrow(/"exp_2" is running: its report and plots are made when it ends/);
-    await expect(experimentArtifact("exp_3", "report.md", owner, deps)).rejects.toThrow(/"exp_3" ended failed with no report/);
+    await expect(experimentArtifact("exp_2", "report.md", owner, deps)).rejects.toThrow(
+      /"exp_2" is running: its report and plots are made when it ends/,
+    );
+    await expect(experimentArtifact("exp_3", "report.md", owner, deps)).rejects.toThrow(
+      /"exp_3" ended failed with no report/,
+    );
     await expect(experimentArtifact("exp_1", "sweep.png", owner, deps)).rejects.toBeInstanceOf(ArtifactNotFoundError);
     expect((await experimentPlots("exp_1", owner, deps)).plots).toEqual(["curves.png", "utilities.png"]);
     expect((await experimentPlots("exp_2", owner, deps)).plots).toEqual([]);
     await expect(experimentArtifact("exp_1", "../report.md", owner, deps)).rejects.toBeInstanceOf(ValidationError);
-    await expect(experimentArtifact("exp_1", "report.md", owner, { experiments })).rejects.toBeInstanceOf(NotConfiguredError);
+    await expect(experimentArtifact("exp_1", "report.md", owner, { experiments })).rejects.toBeInstanceOf(
+      NotConfiguredError,
+    );
   });
 });

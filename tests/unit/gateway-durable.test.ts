@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { MemoryGatewayEpisodeStore } from "@harness-s/adapters/stores";
 import { ConflictError } from "@harness-s/core";
 import { EpisodeClosedError, UpstreamError } from "@harness-s/core/gateway";
-import { GatewayEpisodes, genericObserver, type ChatMsg, type GatewayEpisodeInit, type UpstreamChat, type UpstreamTurn } from "@harness-s/core/gateway";
+import {
+  GatewayEpisodes,
+  genericObserver,
+  type ChatMsg,
+  type GatewayEpisodeInit,
+  type UpstreamChat,
+  type UpstreamTurn,
+} from "@harness-s/core/gateway";
 import { makeSpec, makeTask } from "../factories.ts";
 
 // A scripted model: `look` until a tool output says "found", then `submit`; every prompt it was asked is kept.
@@ -15,13 +22,21 @@ function scriptedModel(opts: { gate?: Promise<void>; failFirst?: number } = {}) 
       await opts.gate;
       if (failures-- > 0) throw new UpstreamError("scripted outage");
       const name = String(req.messages.at(-1)?.content ?? "").includes("found") ? "submit" : "look";
-      return { completion: { id: `c${prompts.length}` }, reply: { content: `turn ${prompts.length}`, toolCalls: [{ name, arguments: "{}" }] } };
+      return {
+        completion: { id: `c${prompts.length}` },
+        reply: { content: `turn ${prompts.length}`, toolCalls: [{ name, arguments: "{}" }] },
+      };
     },
   };
   return { upstream, prompts };
 }
 
-const harness = makeSpec({ id: "sib", budget: { maxTurns: 6 }, instruction: { systemAppend: "CHECK FIRST", toolNotes: {} }, provenance: { direction: "recovery" } });
+const harness = makeSpec({
+  id: "sib",
+  budget: { maxTurns: 6 },
+  instruction: { systemAppend: "CHECK FIRST", toolNotes: {} },
+  provenance: { direction: "recovery" },
+});
 const task = makeTask({ id: "t1", params: {} });
 const tools = [
   { name: "look", action: "look", description: "look", parameters: {} },
@@ -51,7 +66,11 @@ function extend(messages: ChatMsg[], reply: UpstreamTurn, output: string): ChatM
   const call = reply.reply.toolCalls[0]!;
   return [
     ...messages,
-    { role: "assistant", content: reply.reply.content, tool_calls: [{ id: `call${messages.length}`, type: "function", function: call }] },
+    {
+      role: "assistant",
+      content: reply.reply.content,
+      tool_calls: [{ id: `call${messages.length}`, type: "function", function: call }],
+    },
     { role: "tool", content: output, tool_call_id: `call${messages.length}` },
   ];
 }
@@ -69,7 +88,14 @@ describe("durable gateway episodes: any process continues any episode from the s
     let out = (await one.start(initFor(ref.upstream), { poolId: "p" }, conversation, {}, 0)).out;
     for (const output of ["nothing", "found it"]) {
       conversation = extend(conversation, replyOf(out), output);
-      out = (await one.advance((await one.load("k", "ep-1", 1))!, { messages: conversation, params: {}, now: 1, runtime: runtime(ref.upstream) })).out;
+      out = (
+        await one.advance((await one.load("k", "ep-1", 1))!, {
+          messages: conversation,
+          params: {},
+          now: 1,
+          runtime: runtime(ref.upstream),
+        })
+      ).out;
     }
     // Act: the same turns over one store, alternating between two processes, the third one new (a restart).
     const model = scriptedModel();
@@ -80,9 +106,17 @@ describe("durable gateway episodes: any process continues any episode from the s
     for (const [i, output] of ["nothing", "found it"].entries()) {
       const gw = processes[i + 1]!;
       conversation = extend(conversation, replyOf(out), output);
-      out = (await gw.advance((await gw.load("k", "ep-1", 1))!, { messages: conversation, params: {}, now: 1, runtime: runtime(model.upstream) })).out;
+      out = (
+        await gw.advance((await gw.load("k", "ep-1", 1))!, {
+          messages: conversation,
+          params: {},
+          now: 1,
+          runtime: runtime(model.upstream),
+        })
+      ).out;
     }
-    // Assert: the same prompts, one per turn (a rebuilt episode replays the recorded turns, asking nothing), and the episode ended on submit.
+    // Assert: the same prompts, one per turn (a rebuilt episode replays the recorded turns, asking nothing), and the
+    // episode ended on submit.
     expect(model.prompts).toEqual(ref.prompts);
     expect(model.prompts).toHaveLength(3);
     expect(replyOf(out).reply.toolCalls[0]!.name).toBe("submit");
@@ -112,7 +146,9 @@ describe("durable gateway episodes: any process continues any episode from the s
     expect(replyOf(first.out)).toEqual(replyOf(second.out));
     expect(model.prompts).toHaveLength(2);
     expect((await a.load("k", "ep-1", t))!.meta.steps).toBe(2);
-    await expect(b.advance(stored, { messages: other, params: {}, now: t, runtime: runtime(model.upstream) })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      b.advance(stored, { messages: other, params: {}, now: t, runtime: runtime(model.upstream) }),
+    ).rejects.toBeInstanceOf(ConflictError);
   });
 
   it("an upstream failure stores no step: the agent's retry is answered, and the failed call is still metered", async () => {
@@ -132,9 +168,14 @@ describe("durable gateway episodes: any process continues any episode from the s
     const gw = new GatewayEpisodes(new MemoryGatewayEpisodeStore(), { idleMs: 1_000 });
     const { out } = await gw.start(initFor(model.upstream), { poolId: "p" }, opening, {}, 0);
     const stored = (await gw.load("k", "ep-1", 5_000))!;
-    await expect(gw.advance(stored, { messages: extend(opening, replyOf(out), "x"), params: {}, now: 5_000, runtime: runtime(model.upstream) })).rejects.toBeInstanceOf(
-      EpisodeClosedError,
-    );
+    await expect(
+      gw.advance(stored, {
+        messages: extend(opening, replyOf(out), "x"),
+        params: {},
+        now: 5_000,
+        runtime: runtime(model.upstream),
+      }),
+    ).rejects.toBeInstanceOf(EpisodeClosedError);
     expect((await gw.trajectory("k", "ep-1", 5_001))!.status).toBe("closed");
     const expired = stored.meta.expiresAt + 1;
     expect(await gw.trajectory("k", "ep-1", expired)).toBeUndefined();

@@ -33,7 +33,9 @@ describe("parseHarnessSpec", () => {
   });
 
   it("refuses a forced submit before the warning (soft before hard)", () => {
-    expect(() => makeSpec({ budget: { maxTurns: 10, warnAt: 1, forceSubmitAt: 2 } })).toThrow(/forceSubmitAt must not exceed warnAt/);
+    expect(() => makeSpec({ budget: { maxTurns: 10, warnAt: 1, forceSubmitAt: 2 } })).toThrow(
+      /forceSubmitAt must not exceed warnAt/,
+    );
   });
 
   it("matches events exactly or by prefix", () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ExperimentConfig, extraRolloutsOf, inProcessRunners, runExperiment, type ArmSeedResult } from "@harness-s/core/experiment";
+import {
+  ExperimentConfig,
+  extraRolloutsOf,
+  inProcessRunners,
+  runExperiment,
+  type ArmSeedResult,
+} from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { hasSignal } from "@harness-s/core/grpo";
 import { rescueGroup } from "@harness-s/core/training";
@@ -30,7 +36,10 @@ describe("the budget-matched arm's extra rollouts", () => {
     // Prepare: harness-s already trained on seed 1 (an earlier attempt's result), 8 rescue and 4
     // re-anchor rollouts beyond training; grpo-budget then trains 1 step of 4 groups of 4, every
     // group all-fail, and resamples one group of 4 while 4 or more of its 12 are left: 3 times.
-    const source: ArmSeedResult = { ...makeArmSeed(1, {}), rolloutBreakdown: { train: 16, rescue: 8, resample: 0, reanchor: 4 } };
+    const source: ArmSeedResult = {
+      ...makeArmSeed(1, {}),
+      rolloutBreakdown: { train: 16, rescue: 8, resample: 0, reanchor: 4 },
+    };
     const config = ExperimentConfig.parse({
       seeds: [1],
       arms: ["harness-s", "grpo-budget"],
@@ -63,7 +72,10 @@ describe("what counts as a learning signal", () => {
   });
 
   it("drops a rescued group whose rollouts all succeeded (no variance to learn from), and keeps one with a failure in it", async () => {
-    const sibs = [makeSpec({ id: "sib-a", provenance: { direction: "contract" } }), makeSpec({ id: "sib-b", provenance: { direction: "recovery" } })];
+    const sibs = [
+      makeSpec({ id: "sib-a", provenance: { direction: "contract" } }),
+      makeSpec({ id: "sib-b", provenance: { direction: "recovery" } }),
+    ];
     const allSucceed = await rescueGroup(
       makeTask(),
       sibs,

@@ -20,7 +20,8 @@ describe("the instruction-following corpus", () => {
       const inst = await setup.instance(seed);
       for (const task of [...inst.train, ...inst.dev, ...inst.heldout]) secrets.add(task.instruction);
       for (const task of inst.heldout) if (task.tags.length > 2) secrets.add(task.tags.slice(1).join(", "));
-      for (const h of [inst.evolution.pool.base, ...inst.evolution.pool.siblings]) for (const t of harnessTexts(h)) secrets.add(t);
+      for (const h of [inst.evolution.pool.base, ...inst.evolution.pool.siblings])
+        for (const t of harnessTexts(h)) secrets.add(t);
     }
     for (const f of families) for (const cue of Object.values(f.cuesFor).flat()) secrets.add(cue.text);
     secrets.delete("");

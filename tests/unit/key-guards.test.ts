@@ -22,11 +22,19 @@ async function setup() {
   const call = async (secret: string, method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
-      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${secret}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
     });
     const json = (await res.json()) as Record<string, any>;
-    return { status: res.status, body: json, code: json.error?.code as string | undefined, retryAfter: res.headers.get("retry-after") };
+    return {
+      status: res.status,
+      body: json,
+      code: json.error?.code as string | undefined,
+      retryAfter: res.headers.get("retry-after"),
+    };
   };
   const create = async (settings: Record<string, unknown>, by = ROOT) => {
     const r = await call(by, "POST", "/v1/keys", settings);
@@ -45,7 +53,10 @@ describe("at least one working admin key without an expiry, always", () => {
     const a = await s.create({ scopes: ["admin"] });
     expect((await s.call(ROOT, "DELETE", "/v1/keys/root")).status).toBe(200);
     const b = await s.create({ scopes: ["admin"] }, a.secret);
-    const [ab, ba] = await Promise.all([s.call(a.secret, "DELETE", `/v1/keys/${b.id}`), s.call(b.secret, "DELETE", `/v1/keys/${a.id}`)]);
+    const [ab, ba] = await Promise.all([
+      s.call(a.secret, "DELETE", `/v1/keys/${b.id}`),
+      s.call(b.secret, "DELETE", `/v1/keys/${a.id}`),
+    ]);
     expect([ab.status, ba.status].sort()).toEqual([200, 409]);
     expect([ab.code, ba.code]).toContain("CONFLICT");
     expect((await s.works(a.secret)) || (await s.works(b.secret))).toBe(true);
@@ -53,8 +64,14 @@ describe("at least one working admin key without an expiry, always", () => {
 
   it("the last admin cannot give itself an expiry; an admin with one cannot revoke the last one without; neither can lose its scope", async () => {
     const s = await setup();
-    const own = await s.call(ROOT, "PATCH", "/v1/keys/root", { expiresAt: new Date(s.clock.now() + 5_000).toISOString() });
-    expect([own.status, own.code, own.body.error.message]).toEqual([409, "CONFLICT", expect.stringContaining("last working admin key without an expiry")]);
+    const own = await s.call(ROOT, "PATCH", "/v1/keys/root", {
+      expiresAt: new Date(s.clock.now() + 5_000).toISOString(),
+    });
+    expect([own.status, own.code, own.body.error.message]).toEqual([
+      409,
+      "CONFLICT",
+      expect.stringContaining("last working admin key without an expiry"),
+    ]);
     const b = await s.create({ scopes: ["admin"], expiresAt: inAnHour(s.clock) });
     expect((await s.call(b.secret, "DELETE", "/v1/keys/root")).status).toBe(409);
     expect((await s.call(ROOT, "PATCH", "/v1/keys/root", { scopes: ["route"] })).status).toBe(409);
@@ -70,11 +87,28 @@ describe("at least one working admin key without an expiry, always", () => {
 describe("a key makes, changes and takes the secrets of keys only within its own scopes and limits", () => {
   it("a limited admin cannot make an unlimited admin (which could lift its limits), nor unlimit, nor take the secret of a key with more", async () => {
     const s = await setup();
-    const limited = await s.create({ scopes: ["admin"], budgetUsd: 5, requestQuota: 1000, rate: { perSecond: 50, burst: 50 } });
+    const limited = await s.create({
+      scopes: ["admin"],
+      budgetUsd: 5,
+      requestQuota: 1000,
+      rate: { perSecond: 50, burst: 50 },
+    });
     const made = await s.call(limited.secret, "POST", "/v1/keys", { scopes: ["admin"] });
     expect([made.status, made.code]).toEqual([403, "FORBIDDEN"]);
-    expect((await s.call(limited.secret, "POST", "/v1/keys", { scopes: ["admin"], budgetUsd: 6, requestQuota: 1000, rate: { perSecond: 50, burst: 50 } })).status).toBe(403);
-    const within = await s.create({ scopes: ["route"], budgetUsd: 1, requestQuota: 10, rate: { perSecond: 5, burst: 5 } }, limited.secret);
+    expect(
+      (
+        await s.call(limited.secret, "POST", "/v1/keys", {
+          scopes: ["admin"],
+          budgetUsd: 6,
+          requestQuota: 1000,
+          rate: { perSecond: 50, burst: 50 },
+        })
+      ).status,
+    ).toBe(403);
+    const within = await s.create(
+      { scopes: ["route"], budgetUsd: 1, requestQuota: 10, rate: { perSecond: 5, burst: 5 } },
+      limited.secret,
+    );
     expect((await s.call(limited.secret, "PATCH", `/v1/keys/${within.id}`, { budgetUsd: null })).status).toBe(403);
     expect((await s.call(limited.secret, "PATCH", `/v1/keys/${within.id}`, { budgetUsd: 2 })).status).toBe(200);
     const unlimited = await s.create({ scopes: ["route"] });
@@ -134,7 +168,16 @@ describe("a key's settings are what a store can hold and a terminal can show", (
   });
 
   it("keys list shows a stored label's control and bidi characters as escapes, never raw", () => {
-    const lines = keyTable([{ id: "k1", label: "\u001b[2Jx\u202e\r\n", scopes: ["route"], status: "active", createdAt: "2026-12-07T00:00:00.000Z", secrets: [] }]);
+    const lines = keyTable([
+      {
+        id: "k1",
+        label: "\u001b[2Jx\u202e\r\n",
+        scopes: ["route"],
+        status: "active",
+        createdAt: "2026-12-07T00:00:00.000Z",
+        secrets: [],
+      },
+    ]);
     expect(hasUnshowable(lines.join(""))).toBe(false);
     expect(lines[1]).toContain("\\u001b[2Jx\\u202e\\u000d\\u000a");
   });

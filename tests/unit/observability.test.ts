@@ -34,7 +34,15 @@ describe("a request's correlation id", () => {
   });
 
   it("never takes a header that is not valid: it mints one instead", () => {
-    const hostile = ['abc"}\n{"level":"error","event":"forged"', "short", "x".repeat(129), "id with spaces", "ünïcode-12345678", "-starts-with-dash", "\u2028line-separator-id"];
+    const hostile = [
+      'abc"}\n{"level":"error","event":"forged"',
+      "short",
+      "x".repeat(129),
+      "id with spaces",
+      "ünïcode-12345678",
+      "-starts-with-dash",
+      "\u2028line-separator-id",
+    ];
     for (const requestId of hostile) {
       const id = correlationIdOf({ requestId });
       expect(id).not.toBe(requestId);
@@ -58,9 +66,22 @@ describe("a request's correlation id", () => {
 describe("the envelope's correlation id", () => {
   const body = { experimentId: "exp_1" };
   it("is optional: a message sent before it existed still parses, and one with it keeps it", () => {
-    expect(Envelope.parse({ v: 1, id: "experiment:exp_1", type: "experiment.requested", body })).not.toHaveProperty("correlationId");
-    expect(Envelope.parse({ v: 1, id: "experiment:exp_1", type: "experiment.requested", body, correlationId: TRACE }).correlationId).toBe(TRACE);
-    expect(Envelope.safeParse({ v: 1, id: "experiment:exp_1", type: "experiment.requested", body, correlationId: "bad id\n" }).success).toBe(false);
+    expect(Envelope.parse({ v: 1, id: "experiment:exp_1", type: "experiment.requested", body })).not.toHaveProperty(
+      "correlationId",
+    );
+    expect(
+      Envelope.parse({ v: 1, id: "experiment:exp_1", type: "experiment.requested", body, correlationId: TRACE })
+        .correlationId,
+    ).toBe(TRACE);
+    expect(
+      Envelope.safeParse({
+        v: 1,
+        id: "experiment:exp_1",
+        type: "experiment.requested",
+        body,
+        correlationId: "bad id\n",
+      }).success,
+    ).toBe(false);
   });
 
   it("is the id of the work the envelope is made in, each concurrent scope its own", async () => {
@@ -94,7 +115,14 @@ describe("a JSON log line", () => {
     );
     expect(line.split(/\r|\n|\u2028|\u2029/)).toHaveLength(1);
     const parsed = JSON.parse(line);
-    expect(parsed).toMatchObject({ at: "1970-01-01T00:00:00.000Z", level: "info", event: "http.request", correlationId: "corr-12345678", keyId: "k1", secret: "[redacted]" });
+    expect(parsed).toMatchObject({
+      at: "1970-01-01T00:00:00.000Z",
+      level: "info",
+      event: "http.request",
+      correlationId: "corr-12345678",
+      keyId: "k1",
+      secret: "[redacted]",
+    });
     expect(line).not.toContain("sk-live-123");
     expect(line).not.toContain("hs_AAAA");
     expect(parsed.reason).toContain("next\u2028line");
@@ -135,9 +163,16 @@ describe("the Prometheus text", () => {
     ]);
     expect(families[0]!.metrics[0]).toEqual({ labels: { route: '/a"b\\c\nd', status: "200" }, value: "3" });
     expect(families[1]!.metrics[0]).toEqual({ labels: { queue: "dispatch" }, value: "7" });
-    expect(families[2]!.metrics[0]).toEqual({ buckets: { "0.1": "1", "1": "2", "+Inf": "3" }, count: "3", sum: "5.55" });
-    // The parser folds a labelled histogram's series into one (it keeps only the buckets): its lines are read as they are.
-    expect(text).toContain('t_route_seconds_bucket{route="/r",le="0.1"} 0\nt_route_seconds_bucket{route="/r",le="1"} 1\nt_route_seconds_bucket{route="/r",le="+Inf"} 1\n');
+    expect(families[2]!.metrics[0]).toEqual({
+      buckets: { "0.1": "1", "1": "2", "+Inf": "3" },
+      count: "3",
+      sum: "5.55",
+    });
+    // The parser folds a labelled histogram's series into one (it keeps only the buckets): its lines are read as they
+    // are.
+    expect(text).toContain(
+      't_route_seconds_bucket{route="/r",le="0.1"} 0\nt_route_seconds_bucket{route="/r",le="1"} 1\nt_route_seconds_bucket{route="/r",le="+Inf"} 1\n',
+    );
     expect(text).toContain('t_route_seconds_count{route="/r"} 1\n');
   });
 });
@@ -155,7 +190,10 @@ describe("a worker's record", () => {
       },
       { logger: { event: (e) => void events.push(e) } },
     );
-    const carried = { ...envelope("experiment.requested", "e1", { experimentId: "exp_1" }, { keyId: "k1", jobId: "exp_1" }), correlationId: "corr-12345678" };
+    const carried = {
+      ...envelope("experiment.requested", "e1", { experimentId: "exp_1" }, { keyId: "k1", jobId: "exp_1" }),
+      correlationId: "corr-12345678",
+    };
     await handler(makeSqsEvent([carried, envelope("experiment.requested", "e2", { experimentId: "exp_2" })]));
     const sent = out.take();
     expect(sent.find((m) => m.id === "e1:next")?.correlationId).toBe("corr-12345678");
@@ -180,7 +218,18 @@ describe("a worker's record", () => {
   it("of a caller slot failed at once names its code, its reason, its rescue's slots and its correlation id", async () => {
     const jobs = new MemoryRescueJobStore();
     const caller = callerSlotSource;
-    await jobs.create({ id: "rsc_1", poolId: "p", taskId: "t1", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 2, expected: 2, createdAt: 0, keyId: "k-a", caller });
+    await jobs.create({
+      id: "rsc_1",
+      poolId: "p",
+      taskId: "t1",
+      decisionId: "d",
+      chosen: ["h0"],
+      rolloutsPerHarness: 2,
+      expected: 2,
+      createdAt: 0,
+      keyId: "k-a",
+      caller,
+    });
     const callers: CallerPolicies = {
       checkEnvironment: async () => undefined,
       checkEndpoint: async () => undefined,
@@ -190,15 +239,31 @@ describe("a worker's record", () => {
     };
     const events: LogEvent[] = [];
     const handler = createDispatchHandler({
-      pools: { get: async () => ({ id: "p", base: { id: "h0" } }) as never, put: async () => undefined, list: async () => [] },
+      pools: {
+        get: async () => ({ id: "p", base: { id: "h0" } }) as never,
+        put: async () => undefined,
+        list: async () => [],
+      },
       tasks: { get: async () => undefined },
       rollouts: new MemoryRolloutStore(),
       runners: rolloutRunners({ caller: callers }),
       jobs,
       logger: { event: (e) => void events.push(e) },
     });
-    const body = { jobId: "rsc_1", index: 1, poolId: "p", harnessId: "h0", taskId: "t1", seed: 1, source: { kind: "caller" as const, ...caller }, rescueJob: true as const };
-    const message = { ...envelope("rollout.requested", "rsc_1:1", body, { keyId: "k-a", jobId: "rsc_1" }), correlationId: "corr-12345678" };
+    const body = {
+      jobId: "rsc_1",
+      index: 1,
+      poolId: "p",
+      harnessId: "h0",
+      taskId: "t1",
+      seed: 1,
+      source: { kind: "caller" as const, ...caller },
+      rescueJob: true as const,
+    };
+    const message = {
+      ...envelope("rollout.requested", "rsc_1:1", body, { keyId: "k-a", jobId: "rsc_1" }),
+      correlationId: "corr-12345678",
+    };
     expect(await handler(makeSqsEvent([message]))).toEqual({ batchItemFailures: [] });
     expect((await jobs.get("rsc_1"))!.failures?.[0]).toMatchObject({ index: 1 });
     expect(events).toEqual([

@@ -3,7 +3,14 @@ import type OpenAI from "openai";
 import { createRng, type PolicyObservation } from "@harness-s/core";
 import { OpenAiToolPolicy } from "@harness-s/adapters/llm";
 
-const tools = [{ name: "execute_sql", action: "execute_sql", description: "run SQL", parameters: { type: "object", properties: { query: { type: "string" } } } }];
+const tools = [
+  {
+    name: "execute_sql",
+    action: "execute_sql",
+    description: "run SQL",
+    parameters: { type: "object", properties: { query: { type: "string" } } },
+  },
+];
 /** An OpenAI client stand-in answering every completion with `message`, recording each request. */
 const scripted = (message: Record<string, unknown>) => {
   const requests: Record<string, unknown>[] = [];
@@ -38,7 +45,10 @@ describe("OpenAiToolPolicy (the evaluation policy)", () => {
   it("replays what the model wrote: its text beside the call and the argument text exactly as generated", async () => {
     // Prepare: the model's first answer has text next to a call, with arguments spaced its own way
     const raw = '{ "query" :"SELECT  COUNT(*) FROM t" }';
-    const { client } = scripted({ content: "Let me count.", tool_calls: [{ id: "c1", type: "function", function: { name: "execute_sql", arguments: raw } }] });
+    const { client } = scripted({
+      content: "Let me count.",
+      tool_calls: [{ id: "c1", type: "function", function: { name: "execute_sql", arguments: raw } }],
+    });
     const policy = new OpenAiToolPolicy(client, { model: "m", system: "sys", tools });
     // Act
     const choice = await policy.act(obs, createRng(1));
@@ -51,8 +61,17 @@ describe("OpenAiToolPolicy (the evaluation policy)", () => {
       ],
     });
     // Assess
-    expect(choice).toMatchObject({ action: "execute_sql", args: { query: "SELECT  COUNT(*) FROM t" }, text: "Let me count.", rawArguments: raw });
-    expect(next[2]).toEqual({ role: "assistant", content: "Let me count.", tool_calls: [{ id: "call_1", type: "function", function: { name: "execute_sql", arguments: raw } }] });
+    expect(choice).toMatchObject({
+      action: "execute_sql",
+      args: { query: "SELECT  COUNT(*) FROM t" },
+      text: "Let me count.",
+      rawArguments: raw,
+    });
+    expect(next[2]).toEqual({
+      role: "assistant",
+      content: "Let me count.",
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "execute_sql", arguments: raw } }],
+    });
   });
 
   it("samples at temperature 1 unless told otherwise, so a group's rollouts can differ", async () => {
@@ -66,6 +85,8 @@ describe("OpenAiToolPolicy (the evaluation policy)", () => {
     const { client } = scripted({ content: "" });
     expect(new OpenAiToolPolicy(client, { model: "run1-grpo-1@v7", system: "s", tools }).version()).toBe(7);
     expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).version()).toBe(0);
-    await expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).update()).rejects.toThrow(/TokenTrainer/);
+    await expect(new OpenAiToolPolicy(client, { model: "gpt", system: "s", tools }).update()).rejects.toThrow(
+      /TokenTrainer/,
+    );
   });
 });

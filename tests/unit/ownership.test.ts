@@ -9,8 +9,18 @@ import { makeSpec, makeTask } from "../factories.ts";
 // 404 for it and does not see it listed. One row per record kind a request creates; each row
 // creates through the API as key A and reads as key B.
 
-const ALL: Scope[] = ["route", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write"];
-const sharedPool = createPool("shared", makeSpec({ id: "h0" }), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } })]);
+const ALL: Scope[] = [
+  "route",
+  "rescues",
+  "experiments",
+  "pools:read",
+  "pools:write",
+  "profiles:read",
+  "profiles:write",
+];
+const sharedPool = createPool("shared", makeSpec({ id: "h0" }), [
+  makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }),
+]);
 
 async function setup() {
   const task = makeTask({ id: "t1" });
@@ -30,7 +40,10 @@ async function setup() {
   const call = async (who: string, method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
-      headers: { authorization: `Bearer ${secrets[who]}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${secrets[who]}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -38,8 +51,15 @@ async function setup() {
   return { deps, call };
 }
 
-type Row = { kind: string; create: (s: Awaited<ReturnType<typeof setup>>) => Promise<string>; read: (id: string) => string; list?: string };
-const ownPool = createPool("acme-pool", makeSpec({ id: "h0" }), [makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
+type Row = {
+  kind: string;
+  create: (s: Awaited<ReturnType<typeof setup>>) => Promise<string>;
+  read: (id: string) => string;
+  list?: string;
+};
+const ownPool = createPool("acme-pool", makeSpec({ id: "h0" }), [
+  makeSpec({ id: "sib-b", provenance: { direction: "recon" } }),
+]);
 const ROWS: Row[] = [
   {
     kind: "a pool a key registers (pools:write)",
@@ -54,7 +74,12 @@ const ROWS: Row[] = [
   {
     kind: "a routing decision",
     create: async ({ call }) => {
-      const r = await call("a", "POST", "/v1/route", { poolId: "shared", task: { id: "t1", family: "app" }, failureTags: ["incomplete-results"], k: 1 });
+      const r = await call("a", "POST", "/v1/route", {
+        poolId: "shared",
+        task: { id: "t1", family: "app" },
+        failureTags: ["incomplete-results"],
+        k: 1,
+      });
       expect(r.status).toBe(200);
       return r.body.id as string;
     },
@@ -73,7 +98,13 @@ const ROWS: Row[] = [
   {
     kind: "a rescue",
     create: async ({ call }) => {
-      const r = await call("a", "POST", "/v1/rescues", { poolId: "shared", taskId: "t1", failureTags: ["incomplete-results"], k: 1, rolloutsPerHarness: 1 });
+      const r = await call("a", "POST", "/v1/rescues", {
+        poolId: "shared",
+        taskId: "t1",
+        failureTags: ["incomplete-results"],
+        k: 1,
+        rolloutsPerHarness: 1,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(202);
       return r.body.id as string;
     },

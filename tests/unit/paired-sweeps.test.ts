@@ -15,7 +15,13 @@ function sweepOf(seeds: number[], diffs: number[]): PairedSweep {
       {
         label: "pool 32, k 1, side effects 0",
         params: { poolSize: 32, k: 1, sideEffects: 0 },
-        perSeed: seeds.map((seed, i) => ({ seed, poolSize: 24, harm: 0.01, a: figures(0.8, 0.5 + diffs[i]!), b: figures(0.8, 0.5) })),
+        perSeed: seeds.map((seed, i) => ({
+          seed,
+          poolSize: 24,
+          harm: 0.01,
+          a: figures(0.8, 0.5 + diffs[i]!),
+          b: figures(0.8, 0.5),
+        })),
         nonstationarity: 0.4,
       },
     ],
@@ -33,8 +39,12 @@ describe("paired sweeps", () => {
   it("say plainly when no held-out interval excludes 0, and name the points where one does", () => {
     expect(sweepVerdict(sweepOf([1, 2, 3], [0.1, -0.1, 0.05]))).toMatch(/At no point does the held-out 95% interval/);
     const win = sweepOf([1, 2, 3, 4], [0.1, 0.12, 0.11, 0.09]);
-    expect(sweepVerdict(win)).toContain("harness-s beats harness-s-random on held-out (95% interval above 0) at: pool 32, k 1, side effects 0.");
-    expect(renderPairedSweep(win).join("\n")).toContain("| 0 | 32 (24.0) | 1 | 1.0 | +0.0 (+0.0 to +0.0; 0/4) | +10.5 (+8.4 to +12.6; 4/4) | 1000 / 1000 | 5.0 / 5.0 |");
+    expect(sweepVerdict(win)).toContain(
+      "harness-s beats harness-s-random on held-out (95% interval above 0) at: pool 32, k 1, side effects 0.",
+    );
+    expect(renderPairedSweep(win).join("\n")).toContain(
+      "| 0 | 32 (24.0) | 1 | 1.0 | +0.0 (+0.0 to +0.0; 0/4) | +10.5 (+8.4 to +12.6; 4/4) | 1000 / 1000 | 5.0 / 5.0 |",
+    );
   });
 
   it("grid: the router sweep crosses pool size, k and side effects; every point changes only its params", () => {

@@ -4,7 +4,14 @@ import { panelFromSecrets } from "../../functions/panel-config.ts";
 
 const panel = JSON.stringify({
   voters: [
-    { kind: "llm", id: "family-a", baseURL: "http://127.0.0.1:9/v1", model: "a-small", apiKeySecret: "KEY_A", weight: 2 },
+    {
+      kind: "llm",
+      id: "family-a",
+      baseURL: "http://127.0.0.1:9/v1",
+      model: "a-small",
+      apiKeySecret: "KEY_A",
+      weight: 2,
+    },
     { kind: "llm", id: "family-b", baseURL: "http://127.0.0.1:9/v1", model: "b-small", apiKeySecret: "LlmApiKey" },
     { kind: "statistical", id: "failure-tag-evidence" },
   ],
@@ -18,7 +25,10 @@ describe("the cloud's voter panel (VoterPanel and VoterKeys secrets)", () => {
     const routing = panelFromSecrets({ panel, keys: JSON.stringify({ KEY_A: "sk-a" }), llmApiKey: "sk-b" })!;
     // Assess
     expect(routing.voters.map((v) => v.id)).toEqual(["family-a", "family-b", "failure-tag-evidence"]);
-    expect(routing.options).toEqual({ weights: { "family-a": 2, "family-b": 1, "failure-tag-evidence": 1 }, quorum: 2 });
+    expect(routing.options).toEqual({
+      weights: { "family-a": 2, "family-b": 1, "failure-tag-evidence": 1 },
+      quorum: 2,
+    });
     expect(routing.fallback?.length).toBeGreaterThan(0);
   });
 
@@ -37,8 +47,12 @@ describe("the cloud's voter panel (VoterPanel and VoterKeys secrets)", () => {
       throw new Error("accepted");
     };
     expect(fails({ panel: "{voters" })).toMatch(/VoterPanel secret.*not valid JSON/s);
-    expect(fails({ panel: JSON.stringify({ voters: [{ kind: "llm", id: "x" }] }) })).toMatch(/VoterPanel secret.*voters\.0\.baseURL/s);
+    expect(fails({ panel: JSON.stringify({ voters: [{ kind: "llm", id: "x" }] }) })).toMatch(
+      /VoterPanel secret.*voters\.0\.baseURL/s,
+    );
     expect(fails({ panel, keys: JSON.stringify({ KEY_A: 7 }) })).toMatch(/VoterKeys secret.*KEY_A/s);
-    expect(fails({ panel, keys: JSON.stringify({ KEY_A: "sk-a" }) })).toMatch(/family-b: the secret LlmApiKey is not set/);
+    expect(fails({ panel, keys: JSON.stringify({ KEY_A: "sk-a" }) })).toMatch(
+      /family-b: the secret LlmApiKey is not set/,
+    );
   });
 });

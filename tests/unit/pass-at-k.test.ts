@@ -20,7 +20,9 @@ function bruteForce(n: number, c: number, k: number): number {
 
 describe("passAtK", () => {
   it("equals brute-force enumeration for every n ≤ 9, c ≤ n, k ≤ n", () => {
-    for (let n = 1; n <= 9; n++) for (let c = 0; c <= n; c++) for (let k = 1; k <= n; k++) expect(passAtK(n, c, k)).toBeCloseTo(bruteForce(n, c, k), 12);
+    for (let n = 1; n <= 9; n++)
+      for (let c = 0; c <= n; c++)
+        for (let k = 1; k <= n; k++) expect(passAtK(n, c, k)).toBeCloseTo(bruteForce(n, c, k), 12);
   });
 
   it("refuses k larger than n", () => {

@@ -15,11 +15,25 @@ const obs: PolicyObservation = {
   failedActions: [],
   turnsLeft: 5,
 };
-const settings: UpdateSettings = { learningRate: 0.2, clipEpsilon: 0.2, klCoef: 0, epochs: 2, rescueContext: "as-generated", maskIntercepted: true };
+const settings: UpdateSettings = {
+  learningRate: 0.2,
+  clipEpsilon: 0.2,
+  klCoef: 0,
+  epochs: 2,
+  rescueContext: "as-generated",
+  maskIntercepted: true,
+};
 
 function sampleWith(policy: LogLinearPolicy, action: string, o = obs) {
   const i = o.tools.indexOf(action);
-  return { action, logProb: Math.log(policy.probabilities(o)[i]!), forced: false, intercepted: false, result: "x", observation: o };
+  return {
+    action,
+    logProb: Math.log(policy.probabilities(o)[i]!),
+    forced: false,
+    intercepted: false,
+    result: "x",
+    observation: o,
+  };
 }
 
 describe("LogLinearPolicy", () => {
@@ -69,7 +83,8 @@ describe("LogLinearPolicy", () => {
     const p = new LogLinearPolicy({ cueStrength: 3 });
     const hintedObs = { ...obs, hints: ["submit"] };
     const good = makeRollout({ steps: [sampleWith(p, "submit", hintedObs)], success: true, reward: 1 });
-    for (let i = 0; i < 5; i++) await p.update({ baseVersion: i, samples: [{ rollout: good, advantage: 1 }], settings });
+    for (let i = 0; i < 5; i++)
+      await p.update({ baseVersion: i, samples: [{ rollout: good, advantage: 1 }], settings });
     const withHint = p.probabilities(hintedObs);
     const without = p.probabilities(obs);
     const ratio = (ps: number[]) => ps[2]! / ps[0]!;
@@ -81,11 +96,15 @@ describe("LogLinearPolicy", () => {
     const fading = new LogLinearPolicy({ cueStrength: 4, cueHalfLife: 2 });
     const good = makeRollout({ steps: [sampleWith(fading, "submit")], success: true, reward: 1 });
     // Act
-    for (let i = 0; i < 4; i++) await fading.update({ baseVersion: i, samples: [{ rollout: good, advantage: 1 }], settings });
+    for (let i = 0; i < 4; i++)
+      await fading.update({ baseVersion: i, samples: [{ rollout: good, advantage: 1 }], settings });
     // Assess: 4 updates = 2 half-lives, so the bonus is 4 / 4 = 1 logit
     const ratio = (ps: number[]) => ps[2]! / ps[0]!;
     expect(fading.hintBonus()).toBeCloseTo(1, 10);
-    expect(ratio(fading.probabilities({ ...obs, hints: ["submit"] })) / ratio(fading.probabilities(obs))).toBeCloseTo(Math.exp(1), 6);
+    expect(ratio(fading.probabilities({ ...obs, hints: ["submit"] })) / ratio(fading.probabilities(obs))).toBeCloseTo(
+      Math.exp(1),
+      6,
+    );
     expect(new LogLinearPolicy({ cueStrength: 4 }).hintBonus()).toBe(4);
   });
 
@@ -100,7 +119,11 @@ describe("LogLinearPolicy", () => {
     const r = await p.update({ baseVersion: 0, samples: [{ rollout: forced, advantage: 1 }], settings });
     expect(r.metrics.steps).toBe(0);
     expect(p.probabilities(obs)[0]).toBeCloseTo(1 / 3, 12);
-    const r2 = await p.update({ baseVersion: 1, samples: [{ rollout: forced, advantage: 1 }], settings: { ...settings, maskIntercepted: false } });
+    const r2 = await p.update({
+      baseVersion: 1,
+      samples: [{ rollout: forced, advantage: 1 }],
+      settings: { ...settings, maskIntercepted: false },
+    });
     expect(r2.metrics.steps).toBe(1);
   });
 

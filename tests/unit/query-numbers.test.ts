@@ -17,7 +17,11 @@ describe("a query's numbers", () => {
       return [res.status, JSON.stringify(await res.json())] as const;
     };
     for (const bad of ["0x10", "%205", "2e1", "5.0", "+5", "-1", "1e400"]) {
-      for (const path of [`/v1/experiments?limit=${bad}`, `/v1/rescues?limit=${bad}`, `/v1/rescues/rsc_x?seen=${bad}`]) {
+      for (const path of [
+        `/v1/experiments?limit=${bad}`,
+        `/v1/rescues?limit=${bad}`,
+        `/v1/rescues/rsc_x?seen=${bad}`,
+      ]) {
         const [status, body] = await get(path);
         expect([path, status, body]).toEqual([path, 400, expect.stringMatching(/(limit|seen): /)]);
       }

@@ -21,7 +21,9 @@ async function throughTheQueue(voter: Voter) {
   const queue = new MemoryQueue();
   const ballots = new MemoryBallotStore();
   const clock = new ManualClock(0);
-  const asked = queuedVoter(voter.id, { namespace: "exp", queue, ballots, clock, pollMs: 10, timeoutMs: 60_000 }).vote(request);
+  const asked = queuedVoter(voter.id, { namespace: "exp", queue, ballots, clock, pollMs: 10, timeoutMs: 60_000 }).vote(
+    request,
+  );
   await new Promise((r) => setTimeout(r, 0));
   const [message] = queue.take();
   const outcome = await castBallot(message!.body as BallotRequestedBody, { voters: [voter], ballots });
@@ -38,7 +40,10 @@ async function throughTheQueue(voter: Voter) {
 describe("an LLM voter's abstention through the vote queue", () => {
   it("the vote worker stores a malformed answer or a timeout as an abstention, and the waiting decision learns it at once", async () => {
     // Prepare
-    const malformed: Voter = { id: "garbage", vote: async () => Promise.reject(new InvalidBallotError("garbage", "answer is not JSON (after one retry)")) };
+    const malformed: Voter = {
+      id: "garbage",
+      vote: async () => Promise.reject(new InvalidBallotError("garbage", "answer is not JSON (after one retry)")),
+    };
     const late: Voter = { id: "slow", vote: async () => Promise.reject(new VoterTimeoutError("slow", 8_000)) };
     // Act
     const a = await throughTheQueue(malformed);
@@ -46,7 +51,9 @@ describe("an LLM voter's abstention through the vote queue", () => {
     // Assess
     expect(a.outcome).toBe("stored");
     expect(a.error).toBeInstanceOf(InvalidBallotError);
-    expect(String(a.error)).toMatch(/voter garbage returned an invalid ballot: answer is not JSON \(after one retry\)$/);
+    expect(String(a.error)).toMatch(
+      /voter garbage returned an invalid ballot: answer is not JSON \(after one retry\)$/,
+    );
     expect(b.error).toBeInstanceOf(VoterTimeoutError);
     expect(String(b.error)).toMatch(/within 8000 ms/);
   });
@@ -60,12 +67,17 @@ describe("an LLM voter's abstention through the vote queue", () => {
       .catch(() => undefined);
     await new Promise((r) => setTimeout(r, 0));
     const [message] = queue.take();
-    await expect(castBallot(message!.body as BallotRequestedBody, { voters: [broken], ballots })).rejects.toThrow("endpoint down");
+    await expect(castBallot(message!.body as BallotRequestedBody, { voters: [broken], ballots })).rejects.toThrow(
+      "endpoint down",
+    );
     expect(await ballots.get((message!.body as BallotRequestedBody).ballotKey, "broken")).toBeUndefined();
   });
 });
 
-/** A queued vote whose ballot the vote worker stores `answerAfterMs` after the request: the store reads the waiting voter made, and when it had the ballot. */
+/**
+ * A queued vote whose ballot the vote worker stores `answerAfterMs` after the request: the store reads the waiting
+ * voter made, and when it had the ballot.
+ */
 async function waitForBallot(answerAfterMs: number) {
   const queue = new MemoryQueue();
   const store = new MemoryBallotStore();

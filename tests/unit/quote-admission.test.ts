@@ -10,7 +10,13 @@ import { memoryApiDeps } from "../../functions/api/local.ts";
 // Issue 67 item 8: a quote is never a price for what the service would refuse to run. Each body
 // is posted as a run and as a quote of it: both answer the same status and code.
 
-const task = (id: string, split: string) => ({ id, split, family: "app", instruction: "do it", tools: [{ name: "submit", submit: true }] });
+const task = (id: string, split: string) => ({
+  id,
+  split,
+  family: "app",
+  instruction: "do it",
+  tools: [{ name: "submit", submit: true }],
+});
 const callerEnv = (url: string, over: Record<string, unknown> = {}) => ({
   kind: "openenv",
   url,
@@ -30,20 +36,39 @@ const BODIES: [string, Record<string, unknown>][] = [
   ["another key's pool", { env: callerEnv("http://93.184.216.34/", { poolId: "theirs" }) }],
   [
     "two committing tool names",
-    { env: callerEnv("http://93.184.216.34/", { tasks: [task("a", "train"), { ...task("b", "dev"), tools: [{ name: "done", submit: true }] }, task("c", "held-out")] }) },
+    {
+      env: callerEnv("http://93.184.216.34/", {
+        tasks: [
+          task("a", "train"),
+          { ...task("b", "dev"), tools: [{ name: "done", submit: true }] },
+          task("c", "held-out"),
+        ],
+      }),
+    },
   ],
 ];
 
 async function setup() {
   const endpoints = new MemoryPolicyEndpointStore();
-  const callers = new CallerPolicyRunners({ endpoints, outbound: { allowLoopback: false, resolve: async () => ["93.184.216.34"] }, clock: systemClock });
+  const callers = new CallerPolicyRunners({
+    endpoints,
+    outbound: { allowLoopback: false, resolve: async () => ["93.184.216.34"] },
+    clock: systemClock,
+  });
   const deps = memoryApiDeps({ callers, offers });
-  await deps.pools.put({ ...createPool("theirs", makeSpec({ id: "h0" }), [makeSpec({ id: "sib", provenance: { direction: "recovery" } })]), owner: "someone-else" });
+  await deps.pools.put({
+    ...createPool("theirs", makeSpec({ id: "h0" }), [makeSpec({ id: "sib", provenance: { direction: "recovery" } })]),
+    owner: "someone-else",
+  });
   const { secret, record } = newApiKey("k", ["experiments", "rescues"]);
   await deps.keys.put(record);
   const app = createApp(deps);
   const post = async (path: string, body: unknown) => {
-    const res = await app.request(path, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const res = await app.request(path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     const json = (await res.json()) as { error?: { code: string } };
     return [res.status, json.error?.code ?? "ok"];
   };
@@ -76,6 +101,8 @@ describe("a quote refuses what its run refuses", () => {
 
   it("an admitted request is quoted (200) as before", async () => {
     const { post } = await setup();
-    expect(await post("/v1/quotes", { experiment: { seeds: [1], arms: ["grpo"], budget: { rollouts: 100 } } })).toEqual([200, "ok"]);
+    expect(await post("/v1/quotes", { experiment: { seeds: [1], arms: ["grpo"], budget: { rollouts: 100 } } })).toEqual(
+      [200, "ok"],
+    );
   });
 });

@@ -1,14 +1,24 @@
 import { describe, expect, it } from "vitest";
 import { BudgetExceededError } from "@harness-s/core";
 import { PriceList, Prices, zeroUsage, type Usage } from "@harness-s/core/billing";
-import { QUOTE_BASIS_KEY, QUOTE_RESCUE_KEYS, addJobToFit, ensureWithinBudget, measuredBasis, quote, rescueRolloutsOf } from "@harness-s/core/quoting";
+import {
+  QUOTE_BASIS_KEY,
+  QUOTE_RESCUE_KEYS,
+  addJobToFit,
+  ensureWithinBudget,
+  measuredBasis,
+  quote,
+  rescueRolloutsOf,
+} from "@harness-s/core/quoting";
 import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 
 // Issue 52: the arithmetic behind the bill, on a case small enough to count by hand, and item 16:
 // a quote prices what the run will do, its budget's caps applied.
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };
-const breakdown = (train: number, rescue: number, resample: number, reanchor: number) => ({ rolloutBreakdown: { train, rescue, resample, reanchor } });
+const breakdown = (train: number, rescue: number, resample: number, reanchor: number) => ({
+  rolloutBreakdown: { train, rescue, resample, reanchor },
+});
 
 /**
  * The basis of two finished jobs: DynamoDB writes cost 2 per rollout and 6 per extra one (the fit
@@ -88,7 +98,11 @@ describe("a quote under its budget's caps (issue 52, item 16)", () => {
     const into = quote({ experiment: plan({ rollouts: 100 }) }, basis, prices);
     expect([into.rollouts, into.usage.dynamoWriteUnits]).toEqual([100, expect.closeTo(2 * 92 + 6 * 8, 6)]);
     // A cap the plan stays within does not bind
-    expect(quote({ experiment: plan({ rollouts: 184 }) }, basis, prices).caps).toMatchObject({ plannedRollouts: 184, rollouts: 184, binding: [] });
+    expect(quote({ experiment: plan({ rollouts: 184 }) }, basis, prices).caps).toMatchObject({
+      plannedRollouts: 184,
+      rollouts: 184,
+      binding: [],
+    });
   });
 
   it("says a USD cap below the quoted charge refuses the run, and a rollout cap that brings the charge under it lets it start", async () => {
@@ -96,9 +110,13 @@ describe("a quote under its budget's caps (issue 52, item 16)", () => {
     const over = quote({ experiment: plan({ rollouts: 1000, usd: 0.03 }) }, basis, prices); // 184 rollouts: 0.0368 USD
     expect(over.rollouts).toBe(184);
     expect(over.caps).toMatchObject({ usd: 0.03, binding: ["usd"] });
-    expect(over.caps!.note).toMatch(/the quoted charge of 0\.0368 USD is above its budget's 0\.03 USD: it is refused \(402\) before any work/);
+    expect(over.caps!.note).toMatch(
+      /the quoted charge of 0\.0368 USD is above its budget's 0\.03 USD: it is refused \(402\) before any work/,
+    );
     const meter = { get: async () => ({ ...zeroUsage }) };
-    await expect(ensureWithinBudget(over, { id: "k" }, 0.03, { meter, ...prices })).rejects.toBeInstanceOf(BudgetExceededError);
+    await expect(ensureWithinBudget(over, { id: "k" }, 0.03, { meter, ...prices })).rejects.toBeInstanceOf(
+      BudgetExceededError,
+    );
 
     const capped = quote({ experiment: plan({ rollouts: 33, usd: 0.03 }) }, basis, prices); // 0.0066 USD
     expect(capped.caps).toMatchObject({ rollouts: 33, usd: 0.03, binding: ["rollouts"] });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_GPU_SECONDS_PER_TOKEN, ENV_QUOTE_DEFAULTS, addJobToConfiguration, configurationBasis, quote, quoteConfigKeys, DEFAULT_QUOTE_BASIS } from "@harness-s/core/quoting";
+import {
+  DEFAULT_GPU_SECONDS_PER_TOKEN,
+  ENV_QUOTE_DEFAULTS,
+  addJobToConfiguration,
+  configurationBasis,
+  quote,
+  quoteConfigKeys,
+  DEFAULT_QUOTE_BASIS,
+} from "@harness-s/core/quoting";
 import { PriceList, Prices, isQuoteBasisKey, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentRequest } from "@harness-s/core/experiment";
 import { MemoryUsageMeter } from "@harness-s/adapters/stores";
@@ -31,24 +39,48 @@ describe("quotes by environment and model", () => {
       gpuSecondsPerToken: DEFAULT_GPU_SECONDS_PER_TOKEN,
     });
     expect(dbbench.configuration.sampledTokensPerRollout).toBe(ENV_QUOTE_DEFAULTS.dbbench!.sampledTokensPerRollout);
-    expect((await configurationBasis(meter, { env: "embedded" })).configuration).toMatchObject({ sampledTokensPerRollout: 0, trainedTokensPerTrainingRollout: 0 });
+    expect((await configurationBasis(meter, { env: "embedded" })).configuration).toMatchObject({
+      sampledTokensPerRollout: 0,
+      trainedTokensPerTrainingRollout: 0,
+    });
     const q = quote({ experiment: plan("dbbench", "a") }, DEFAULT_QUOTE_BASIS, prices, dbbench);
     const d = ENV_QUOTE_DEFAULTS.dbbench!;
     expect(q.usage.sampledTokens).toBe(q.rollouts * d.sampledTokensPerRollout);
     expect(q.usage.trainedTokens).toBe(4 * d.trainedTokensPerTrainingRollout);
-    expect(q.usage.gpuSeconds).toBeCloseTo((q.usage.sampledTokens! + q.usage.trainedTokens!) * DEFAULT_GPU_SECONDS_PER_TOKEN, 9);
+    expect(q.usage.gpuSeconds).toBeCloseTo(
+      (q.usage.sampledTokens! + q.usage.trainedTokens!) * DEFAULT_GPU_SECONDS_PER_TOKEN,
+      9,
+    );
   });
 
   it("a caller's environment is counted from its posted splits", async () => {
     const splits = ["train", "train", "dev", "held-out", "held-out", "held-out"];
-    const env = { kind: "openenv" as const, url: "https://env.example.com", tasks: splits.map((split, i) => ({ id: `t${i}`, split })) };
-    expect((await configurationBasis(new MemoryUsageMeter(), { env: env as never })).evalTasks).toEqual({ train: 2, heldout: 3 });
+    const env = {
+      kind: "openenv" as const,
+      url: "https://env.example.com",
+      tasks: splits.map((split, i) => ({ id: `t${i}`, split })),
+    };
+    expect((await configurationBasis(new MemoryUsageMeter(), { env: env as never })).evalTasks).toEqual({
+      train: 2,
+      heldout: 3,
+    });
   });
 
   it("after a finished run: its configuration's tokens per rollout, rescue share and usage per rollout, the model's GPU seconds per token; its rows are nobody's to pay", async () => {
     const meter = new MemoryUsageMeter();
-    const used = { ...zeroUsage, rollouts: 30, computeMs: 30_000, sampledTokens: 45_000, trainedTokens: 15_000, gpuSeconds: 12 };
-    await addJobToConfiguration(meter, { env: "dbbench", model: "a" }, used, { training: 4, rescueTraining: 2, rescueExtra: 4 });
+    const used = {
+      ...zeroUsage,
+      rollouts: 30,
+      computeMs: 30_000,
+      sampledTokens: 45_000,
+      trainedTokens: 15_000,
+      gpuSeconds: 12,
+    };
+    await addJobToConfiguration(meter, { env: "dbbench", model: "a" }, used, {
+      training: 4,
+      rescueTraining: 2,
+      rescueExtra: 4,
+    });
     const basis = await configurationBasis(meter, { env: "dbbench", model: "a" });
     expect(basis.configuration).toMatchObject({
       source: "measured",

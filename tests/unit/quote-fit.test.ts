@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { PriceList, Prices, isQuoteBasisKey, zeroUsage, type Usage } from "@harness-s/core/billing";
-import { QUOTE_BASIS_KEY, QUOTE_FIT_KEYS, addJobToFit, measuredBasis, plannedRolloutKinds, quote } from "@harness-s/core/quoting";
+import {
+  QUOTE_BASIS_KEY,
+  QUOTE_FIT_KEYS,
+  addJobToFit,
+  measuredBasis,
+  plannedRolloutKinds,
+  quote,
+} from "@harness-s/core/quoting";
 import { MemoryUsageMeter } from "@harness-s/adapters/stores";
 
 const prices = { tariff: Prices.parse({}), priceList: PriceList.parse({}) };
@@ -10,7 +17,13 @@ async function finish(meter: MemoryUsageMeter, used: Partial<Usage>, extra: numb
   await meter.add(QUOTE_BASIS_KEY, { ...job, requests: 1 });
   await addJobToFit(meter, job, extra);
 }
-const plan = { seeds: [1], arms: ["grpo", "harness-s"], train: { steps: 4, batchSize: 8 }, evalSamples: 2, evalTasks: 10 };
+const plan = {
+  seeds: [1],
+  arms: ["grpo", "harness-s"],
+  train: { steps: 4, batchSize: 8 },
+  evalSamples: 2,
+  evalTasks: 10,
+};
 
 describe("the quote basis's two kinds of rollouts", () => {
   it("fits the usage per rollout and per extra rollout of an arm that rescues from jobs of different mixes, and quotes each kind at its own", async () => {

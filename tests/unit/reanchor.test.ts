@@ -23,7 +23,17 @@ describe("reanchor", () => {
   it("never spends more than its budget and reports exactly what it spent", async () => {
     for (const budget of [0, 1, 3, 4, 9, 17, 40]) {
       const r = runner(() => false);
-      const out = await reanchor({ probeTasks: tasks, pool, profiles: {}, budget, keep: 0.5, policyVersion: 3, step: 5, rng: createRng(1), runRollout: r.run });
+      const out = await reanchor({
+        probeTasks: tasks,
+        pool,
+        profiles: {},
+        budget,
+        keep: 0.5,
+        policyVersion: 3,
+        step: 5,
+        rng: createRng(1),
+        runRollout: r.run,
+      });
       expect(out.spent).toBe(r.calls());
       expect(out.spent).toBeLessThanOrEqual(budget);
     }
@@ -31,17 +41,47 @@ describe("reanchor", () => {
 
   it("spends one rollout per task when H0 succeeds, and 1 + siblings when it fails", async () => {
     const ok = runner(() => true);
-    const a = await reanchor({ probeTasks: tasks, pool, profiles: {}, budget: 100, keep: 0.5, policyVersion: 1, step: 1, rng: createRng(1), runRollout: ok.run });
+    const a = await reanchor({
+      probeTasks: tasks,
+      pool,
+      profiles: {},
+      budget: 100,
+      keep: 0.5,
+      policyVersion: 1,
+      step: 1,
+      rng: createRng(1),
+      runRollout: ok.run,
+    });
     expect(a.spent).toBe(10);
     const bad = runner(() => false);
-    const b = await reanchor({ probeTasks: tasks, pool, profiles: {}, budget: 8, keep: 0.5, policyVersion: 1, step: 1, rng: createRng(1), runRollout: bad.run });
+    const b = await reanchor({
+      probeTasks: tasks,
+      pool,
+      profiles: {},
+      budget: 8,
+      keep: 0.5,
+      policyVersion: 1,
+      step: 1,
+      rng: createRng(1),
+      runRollout: bad.run,
+    });
     expect(b.spent).toBe(8);
     expect(b.probedTasks).toBe(2);
   });
 
   it("measures fresh rescue utility and stamps the profiles with the policy version", async () => {
     const r = runner(() => false);
-    const out = await reanchor({ probeTasks: tasks, pool, profiles: {}, budget: 40, keep: 0.5, policyVersion: 7, step: 10, rng: createRng(1), runRollout: r.run });
+    const out = await reanchor({
+      probeTasks: tasks,
+      pool,
+      profiles: {},
+      budget: 40,
+      keep: 0.5,
+      policyVersion: 7,
+      step: 10,
+      rng: createRng(1),
+      runRollout: r.run,
+    });
     expect(out.utilities["sib-b"]).toBe(1);
     expect(out.utilities["sib-a"]).toBe(0);
     expect(out.profiles["sib-b"]!.policyVersion).toBe(7);
@@ -54,7 +94,18 @@ describe("reanchor", () => {
       if (h.id === "h0") order.push(task.id);
       return makeRollout({ taskId: task.id, harnessId: h.id, success: true, reward: 1 });
     };
-    await reanchor({ probeTasks: tasks, pool, profiles: {}, budget: 3, keep: 0.5, policyVersion: 1, step: 1, rng: createRng(2), runRollout: run, priority: ["t7", "t3"] });
+    await reanchor({
+      probeTasks: tasks,
+      pool,
+      profiles: {},
+      budget: 3,
+      keep: 0.5,
+      policyVersion: 1,
+      step: 1,
+      rng: createRng(2),
+      runRollout: run,
+      priority: ["t7", "t3"],
+    });
     expect(order.slice(0, 2).sort()).toEqual(["t3", "t7"]);
   });
 });
@@ -62,7 +113,8 @@ describe("reanchor", () => {
 /** The oracle: the algorithm as it was, one probe task at a time (H0, then its siblings when it failed). */
 async function oneAtATime(input: Parameters<typeof reanchor>[0]) {
   const fresh: ProfileSet = {};
-  for (const h of [input.pool.base, ...input.pool.siblings]) fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
+  for (const h of [input.pool.base, ...input.pool.siblings])
+    fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
   let spent = 0;
   let probedTasks = 0;
   const failing: string[] = [];
@@ -83,7 +135,8 @@ async function oneAtATime(input: Parameters<typeof reanchor>[0]) {
     }
   }
   const profiles: ProfileSet = {};
-  for (const [id, p] of Object.entries(fresh)) profiles[id] = input.profiles[id] ? blendProfiles(input.profiles[id]!, p, input.keep) : p;
+  for (const [id, p] of Object.entries(fresh))
+    profiles[id] = input.profiles[id] ? blendProfiles(input.profiles[id]!, p, input.keep) : p;
   return { profiles, spent, probedTasks, failing };
 }
 
@@ -92,8 +145,16 @@ describe("reanchor, probes in flight together", () => {
     for (let pattern = 0; pattern < 42; pattern++) {
       const budget = [0, 1, 4, 5, 9, 13, 40][pattern % 7]!;
       const outcome = (task: Task, h: HarnessSpec, seed: number) => {
-        const success = h.id === "h0" ? hash32(task.id, pattern) % 3 === 0 : hash32(`${task.id}/${h.id}`, pattern) % 2 === 0;
-        return makeRollout({ taskId: task.id, harnessId: h.id, seed, success, reward: success ? 1 : 0, failureTags: success ? [] : [`app/x${seed % 2}`] });
+        const success =
+          h.id === "h0" ? hash32(task.id, pattern) % 3 === 0 : hash32(`${task.id}/${h.id}`, pattern) % 2 === 0;
+        return makeRollout({
+          taskId: task.id,
+          harnessId: h.id,
+          seed,
+          success,
+          reward: success ? 1 : 0,
+          failureTags: success ? [] : [`app/x${seed % 2}`],
+        });
       };
       const calls: string[] = [];
       let inFlight = 0;
@@ -112,10 +173,22 @@ describe("reanchor, probes in flight together", () => {
         sequentialCalls.push(`${task.id}/${h.id}/${seed}`);
         return outcome(task, h, seed);
       };
-      const input = { probeTasks: tasks, pool, profiles: { "sib-a": makeProfile("sib-a") }, budget, keep: 0.5, policyVersion: 2, step: 5 };
+      const input = {
+        probeTasks: tasks,
+        pool,
+        profiles: { "sib-a": makeProfile("sib-a") },
+        budget,
+        keep: 0.5,
+        policyVersion: 2,
+        step: 5,
+      };
       const got = await reanchor({ ...input, rng: createRng(pattern), runRollout: concurrent });
       const want = await oneAtATime({ ...input, rng: createRng(pattern), runRollout: sequential });
-      expect({ spent: got.spent, probed: got.probedTasks, failing: got.failing }).toEqual({ spent: want.spent, probed: want.probedTasks, failing: want.failing });
+      expect({ spent: got.spent, probed: got.probedTasks, failing: got.failing }).toEqual({
+        spent: want.spent,
+        probed: want.probedTasks,
+        failing: want.failing,
+      });
       expect([...calls].sort()).toEqual([...sequentialCalls].sort());
       expect(JSON.stringify(got.profiles)).toBe(JSON.stringify(want.profiles));
       if (budget >= 9) expect(most).toBeGreaterThan(1); // H0 probes of several tasks at once
@@ -125,7 +198,9 @@ describe("reanchor, probes in flight together", () => {
 
 describe("blendProfiles", () => {
   it("rescales old evidence only where fresh evidence exists", () => {
-    const old = makeProfile("s", { byFailureTag: { "app/x": { attempts: 10, successes: 10 }, "app/y": { attempts: 4, successes: 0 } } });
+    const old = makeProfile("s", {
+      byFailureTag: { "app/x": { attempts: 10, successes: 10 }, "app/y": { attempts: 4, successes: 0 } },
+    });
     const fresh = makeProfile("s", { policyVersion: 5, byFailureTag: { "app/x": { attempts: 2, successes: 0 } } });
     const b = blendProfiles(old, fresh, 0.25);
     expect(b.byFailureTag["app/x"]).toEqual({ attempts: 4.5, successes: 2.5 });

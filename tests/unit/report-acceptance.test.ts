@@ -4,12 +4,14 @@ import { makeArmSeed, makeSummary } from "../factories.ts";
 
 /** harness-s at 0.9 on every seed; both baselines at 0.5 except on `lossSeeds`, where they reach 1.0. */
 function summaryWithLosses(seeds: number, lossSeeds: number) {
-  const runs = (score: (seed: number) => number) => Array.from({ length: seeds }, (_, i) => makeArmSeed(i + 1, { app: score(i + 1) }));
+  const runs = (score: (seed: number) => number) =>
+    Array.from({ length: seeds }, (_, i) => makeArmSeed(i + 1, { app: score(i + 1) }));
   const baseline = (seed: number) => (seed <= lossSeeds ? 1 : 0.5);
   return makeSummary({ grpo: runs(baseline), "grpo-budget": runs(baseline), "harness-s": runs(() => 0.9) });
 }
 
-const heldoutVsBudget = (s: ReturnType<typeof summaryWithLosses>) => acceptanceChecks(s).find((c) => c.name === "harness-s − grpo-budget on H0 heldout.avgAt3")!;
+const heldoutVsBudget = (s: ReturnType<typeof summaryWithLosses>) =>
+  acceptanceChecks(s).find((c) => c.name === "harness-s − grpo-budget on H0 heldout.avgAt3")!;
 
 describe("acceptance figures", () => {
   it("asks for 4 of 5 seeds better, and the same 80% share when more seeds are run", () => {

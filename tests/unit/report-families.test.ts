@@ -5,8 +5,14 @@ import { makeArmSeed, makeSummary } from "../factories.ts";
 
 describe("held-out breakdown by task family", () => {
   const summary = makeSummary({
-    "grpo-budget": [makeArmSeed(1, { app: 0.5, db: 0.9 }, { "db:schema": 1 }), makeArmSeed(2, { app: 0.4, db: 0.2 }, { "db:schema": 0.5 })],
-    "harness-s": [makeArmSeed(1, { app: 0.7, db: 0.3 }, { "db:schema": 0 }), makeArmSeed(2, { app: 0.6, db: 0.8 }, { "db:schema": 1 })],
+    "grpo-budget": [
+      makeArmSeed(1, { app: 0.5, db: 0.9 }, { "db:schema": 1 }),
+      makeArmSeed(2, { app: 0.4, db: 0.2 }, { "db:schema": 0.5 }),
+    ],
+    "harness-s": [
+      makeArmSeed(1, { app: 0.7, db: 0.3 }, { "db:schema": 0 }),
+      makeArmSeed(2, { app: 0.6, db: 0.8 }, { "db:schema": 1 }),
+    ],
   });
 
   it("pairs the two arms seed by seed within one family", () => {

@@ -24,9 +24,15 @@ describe("report: paired differences", () => {
 
   it("the sweep table gives each held-out advantage its 95% interval", () => {
     const point = (diffs: number[]) => ({ ...pairedSummary(diffs), diffs });
-    const sweep = { points: [{ axis: "cueRate" as const, value: 0, train: point([0.2, 0.2, 0.2]), heldout: point([0.4, 0.5, 0.6]) }], note: "note", conclusion: "conclusion" };
+    const sweep = {
+      points: [{ axis: "cueRate" as const, value: 0, train: point([0.2, 0.2, 0.2]), heldout: point([0.4, 0.5, 0.6]) }],
+      note: "note",
+      conclusion: "conclusion",
+    };
     const report = renderReport(makeSummary({ "harness-s": [makeArmSeed(1, { app: 1 })] }), sweep);
-    expect(report).toContain("| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |");
+    expect(report).toContain(
+      "| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |",
+    );
     expect(report).toContain("| cueRate | 0 | +20.0 ± 0.0 | +50.0 ± 10.0 | +25.2 to +74.8 | 3/3 |");
   });
 });

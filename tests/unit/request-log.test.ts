@@ -17,8 +17,14 @@ const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 async function setup(over: Partial<ApiDeps> = {}) {
   const lines: string[] = [];
   const evidence = new MemoryQueue();
-  const deps = memoryApiDeps({ evidence, observability: { events: jsonLinesLogger({ out: (l) => lines.push(l) }) }, ...over });
-  await deps.pools.put(createPool("p1", makeSpec({ id: "h0" }), [makeSpec({ id: "h1", provenance: { direction: "recon" } })]));
+  const deps = memoryApiDeps({
+    evidence,
+    observability: { events: jsonLinesLogger({ out: (l) => lines.push(l) }) },
+    ...over,
+  });
+  await deps.pools.put(
+    createPool("p1", makeSpec({ id: "h0" }), [makeSpec({ id: "h1", provenance: { direction: "recon" } })]),
+  );
   const keys: Record<string, string> = {};
   for (const [id, scopes] of [
     ["writer", ["profiles:write"]],
@@ -30,11 +36,21 @@ async function setup(over: Partial<ApiDeps> = {}) {
   }
   const app = createApp(deps);
   const call = (path: string, secret?: string, init: RequestInit & { headers?: Record<string, string> } = {}) =>
-    app.request(path, { ...init, headers: { ...(secret ? { authorization: `Bearer ${secret}` } : {}), "content-type": "application/json", ...init.headers } });
+    app.request(path, {
+      ...init,
+      headers: {
+        ...(secret ? { authorization: `Bearer ${secret}` } : {}),
+        "content-type": "application/json",
+        ...init.headers,
+      },
+    });
   return { lines, evidence, keys, call };
 }
 
-const report = { poolId: "p1", outcomes: [{ id: "o-1", harnessId: "h1", family: "app", success: true, turns: 3, policyVersion: 0 }] };
+const report = {
+  poolId: "p1",
+  outcomes: [{ id: "o-1", harnessId: "h1", family: "app", success: true, turns: 3, policyVersion: 0 }],
+};
 
 describe("a request's correlation id and its log line", () => {
   it("is minted, answered in x-request-id, stamped on what it queues, and told in one line with the key id and route pattern", async () => {
@@ -45,14 +61,26 @@ describe("a request's correlation id and its log line", () => {
     expect(id).toMatch(/^[0-9a-f]{32}$/);
     expect(evidence.take().map((m) => m.correlationId)).toEqual([id]);
     expect(lines.map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ event: "http.request", level: "info", correlationId: id, keyId: "writer", method: "POST", route: "/v1/profiles/evidence", status: 202 }),
+      expect.objectContaining({
+        event: "http.request",
+        level: "info",
+        correlationId: id,
+        keyId: "writer",
+        method: "POST",
+        route: "/v1/profiles/evidence",
+        status: 202,
+      }),
     ]);
     expect(JSON.parse(lines[0]!).ms).toBeGreaterThanOrEqual(0);
   });
 
   it("is a valid traceparent's trace id or x-request-id; a hostile header is never echoed or logged", async () => {
     const { lines, keys, call } = await setup();
-    const traced = await call("/v1/profiles/evidence", keys.writer, { method: "POST", body: JSON.stringify(report), headers: { traceparent: `00-${TRACE}-00f067aa0ba902b7-01` } });
+    const traced = await call("/v1/profiles/evidence", keys.writer, {
+      method: "POST",
+      body: JSON.stringify(report),
+      headers: { traceparent: `00-${TRACE}-00f067aa0ba902b7-01` },
+    });
     expect(traced.headers.get("x-request-id")).toBe(TRACE);
     const named = await call("/v1/rescues/rsc_x", keys.writer, { headers: { "x-request-id": "client-req-0001" } });
     expect(named.headers.get("x-request-id")).toBe("client-req-0001");
@@ -60,7 +88,11 @@ describe("a request's correlation id and its log line", () => {
     const refused = await call("/v1/rescues/rsc_x", keys.writer, { headers: { "x-request-id": hostile } });
     expect(refused.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
     expect(lines.join("\n")).not.toContain("forged");
-    expect(lines.map((l) => JSON.parse(l).correlationId)).toEqual([TRACE, "client-req-0001", refused.headers.get("x-request-id")]);
+    expect(lines.map((l) => JSON.parse(l).correlationId)).toEqual([
+      TRACE,
+      "client-req-0001",
+      refused.headers.get("x-request-id"),
+    ]);
   });
 
   it("names the route's pattern and the error code answered; a refused or unknown request gets its id and line too; no secret is ever in a line", async () => {
@@ -68,7 +100,8 @@ describe("a request's correlation id and its log line", () => {
     const forbidden = await call("/v1/rescues/rsc_secret-path", keys.writer);
     const unknownKey = await call("/v1/models", "hs_notakeyatallbutlookslikeone123");
     const noRoute = await call(`/v1/nothing/${keys.writer}`, keys.writer);
-    for (const res of [forbidden, unknownKey, noRoute]) expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    for (const res of [forbidden, unknownKey, noRoute])
+      expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
     expect(lines.map((l) => JSON.parse(l))).toEqual([
       // A key refused its scope is named by its id (the error carries it; the answer does not).
       expect.objectContaining({ keyId: "writer", route: "/v1/rescues/:id", status: 403, errorCode: "FORBIDDEN" }),
@@ -76,7 +109,8 @@ describe("a request's correlation id and its log line", () => {
       expect.objectContaining({ route: "unmatched", status: 404, errorCode: "NOT_FOUND" }),
     ]);
     const all = lines.join("\n");
-    for (const secret of [...Object.values(keys), "hs_notakeyatallbutlookslikeone123", "rsc_secret-path"]) expect(all).not.toContain(secret);
+    for (const secret of [...Object.values(keys), "hs_notakeyatallbutlookslikeone123", "rsc_secret-path"])
+      expect(all).not.toContain(secret);
   });
 });
 
@@ -89,7 +123,9 @@ describe("GET /metrics", () => {
   it("is served to admin keys only, in the Prometheus text format", async () => {
     const registry = new MetricRegistry();
     registry.counter("t_total", "A count").inc();
-    const { keys, call } = await setup({ observability: { metrics: { exposition: async () => registry.exposition() } } });
+    const { keys, call } = await setup({
+      observability: { metrics: { exposition: async () => registry.exposition() } },
+    });
     expect((await call("/metrics")).status).toBe(401);
     expect((await call("/metrics", keys.writer)).status).toBe(403);
     const res = await call("/metrics", keys.admin);

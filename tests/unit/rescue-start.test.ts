@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { createPool, systemClock } from "@harness-s/core";
 import { RESCUE_SLOTS, RescueRequest, startRescue } from "@harness-s/core/rescue";
 import type { CallerPolicies } from "@harness-s/core/dispatch";
-import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore, MemoryRescueSlots } from "@harness-s/adapters/stores";
+import {
+  MemoryDecisionStore,
+  MemoryPoolStore,
+  MemoryProfileStore,
+  MemoryQueue,
+  MemoryRescueJobStore,
+  MemoryRescueSlots,
+} from "@harness-s/adapters/stores";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { StalePolicyVersionError } from "@harness-s/core/dispatch";
 import { idleCallerPolicies, makeSpec } from "../factories.ts";
@@ -17,7 +24,9 @@ const callerRescue = {
 
 async function stack(callers: CallerPolicies) {
   const pools = new MemoryPoolStore();
-  await pools.put(createPool("p", makeSpec({ id: "h0" }), [makeSpec({ id: "sib-a", provenance: { direction: "contract" } })]));
+  await pools.put(
+    createPool("p", makeSpec({ id: "h0" }), [makeSpec({ id: "sib-a", provenance: { direction: "contract" } })]),
+  );
   const deps = {
     pools,
     profiles: new MemoryProfileStore(),
@@ -31,11 +40,19 @@ async function stack(callers: CallerPolicies) {
     rescueSlots: new MemoryRescueSlots(),
     callers,
   };
-  const start = () => startRescue(RescueRequest.parse({ poolId: "p", harnesses: ["h0"], rolloutsPerHarness: 3, caller: callerRescue }), deps, "k1");
+  const start = () =>
+    startRescue(
+      RescueRequest.parse({ poolId: "p", harnesses: ["h0"], rolloutsPerHarness: 3, caller: callerRescue }),
+      deps,
+      "k1",
+    );
   return { deps, start };
 }
 
-/** Caller policies whose version answers when `answer` is called (with a version, or an error); `asked` once it is asked. */
+/**
+ * Caller policies whose version answers when `answer` is called (with a version, or an error); `asked` once it is
+ * asked.
+ */
 function gatedVersion() {
   let answer: (v: number | Error) => void = () => undefined;
   let askedNow: () => void = () => undefined;
@@ -59,7 +76,8 @@ describe("a caller rescue's start", () => {
     const { deps, start } = await stack(gated.callers);
     const started = start();
     await gated.asked;
-    for (let i = 0; i < 20 && (await deps.rescueSlots.held("k1", Date.now())) === 0; i++) await new Promise((r) => setTimeout(r, 1));
+    for (let i = 0; i < 20 && (await deps.rescueSlots.held("k1", Date.now())) === 0; i++)
+      await new Promise((r) => setTimeout(r, 1));
     expect(await deps.rescueSlots.held("k1", Date.now())).toBe(3); // held before the version came back
     gated.answer(7);
     const job = await started;
@@ -82,13 +100,27 @@ describe("a caller rescue's start", () => {
   it("answers the version's error before a full key's 429, as the steps in a row did", async () => {
     const gated = gatedVersion();
     const { deps, start } = await stack(gated.callers);
-    await deps.rescueSlots.hold("k1", "other", RESCUE_SLOTS.perKey, RESCUE_SLOTS.perKey, Date.now(), Date.now() + 60_000);
+    await deps.rescueSlots.hold(
+      "k1",
+      "other",
+      RESCUE_SLOTS.perKey,
+      RESCUE_SLOTS.perKey,
+      Date.now(),
+      Date.now() + 60_000,
+    );
     const started = start();
     await gated.asked;
     gated.answer(new StalePolicyVersionError(0, 7));
     await expect(started).rejects.toBeInstanceOf(StalePolicyVersionError);
     const full = await stack(idleCallerPolicies(7));
-    await full.deps.rescueSlots.hold("k1", "other", RESCUE_SLOTS.perKey, RESCUE_SLOTS.perKey, Date.now(), Date.now() + 60_000);
+    await full.deps.rescueSlots.hold(
+      "k1",
+      "other",
+      RESCUE_SLOTS.perKey,
+      RESCUE_SLOTS.perKey,
+      Date.now(),
+      Date.now() + 60_000,
+    );
     await expect(full.start()).rejects.toMatchObject({ code: "CONCURRENCY_LIMIT" });
   });
 });

@@ -8,7 +8,16 @@ import { makeRollout } from "../factories.ts";
 // about a hundred looks, sees a change within its first bound, and where the dispatch workers
 // share its process (serve) is woken by the rollout's store instead of looking, and looks only
 // once what it was told answers its `seen`.
-const job: RescueJob = { id: "rsc_1", poolId: "p", taskId: "t", decisionId: "d", chosen: ["h0"], rolloutsPerHarness: 3, expected: 3, createdAt: 0 };
+const job: RescueJob = {
+  id: "rsc_1",
+  poolId: "p",
+  taskId: "t",
+  decisionId: "d",
+  chosen: ["h0"],
+  rolloutsPerHarness: 3,
+  expected: 3,
+  createdAt: 0,
+};
 
 /** A clock whose sleeps pass at once in virtual time (an aborted one passes none). */
 function virtualClock(): Clock {
@@ -31,10 +40,14 @@ async function timedStores(clock: Clock, storedAt: readonly number[]) {
     ...memory,
     summaries: async (id: string) => {
       reads.summaries++;
-      return storedAt.flatMap((at, index) => (clock.now() >= at ? [{ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }] : []));
+      return storedAt.flatMap((at, index) =>
+        clock.now() >= at ? [{ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }] : [],
+      );
     },
   } as unknown as MemoryRolloutStore;
-  const countedJobs = Object.assign(Object.create(jobs), { get: (id: string) => (reads.jobs++, jobs.get(id)) }) as MemoryRescueJobStore;
+  const countedJobs = Object.assign(Object.create(jobs), {
+    get: (id: string) => (reads.jobs++, jobs.get(id)),
+  }) as MemoryRescueJobStore;
   return { deps: { jobs: countedJobs, rollouts, clock }, reads };
 }
 
@@ -48,7 +61,8 @@ function releaseOrder(jobs: MemoryRescueJobStore) {
   let recordReads = 0;
   const gatedJobs = Object.assign(Object.create(jobs), {
     get: async (id: string) => {
-      if (++recordReads > 1) for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
+      if (++recordReads > 1)
+        for (let i = 0; i < 50 && !order.includes("release"); i++) await new Promise((r) => setImmediate(r));
       order.push("record");
       return jobs.get(id);
     },
@@ -68,7 +82,8 @@ describe("a rescue status read's long poll", () => {
     expect(clock.now()).toBe(20_000);
     const looks = reads.summaries;
     expect(looks).toBeLessThanOrEqual(20_000 / RESCUE_WAIT.looks.maxMs + 10);
-    // Each look one small read, and the record every `recordMs`: about what a look every 200 ms of two reads cost before 5a2c2c1.
+    // Each look one small read, and the record every `recordMs`: about what a look every 200 ms of two reads cost
+    // before 5a2c2c1.
     expect(reads.summaries + reads.jobs).toBeLessThanOrEqual(2 * (20_000 / RESCUE_WAIT.looks.maxMs) + 20);
   });
 
@@ -77,7 +92,8 @@ describe("a rescue status read's long poll", () => {
     const first = await timedStores(clock, [10, Infinity, Infinity]);
     await waitForRescue("rsc_1", { seen: 0, wait: 20 }, first.deps);
     expect(clock.now()).toBeLessThanOrEqual(RESCUE_WAIT.looks.firstMs);
-    // After 5 s of waiting the looks are maxMs apart; the first of two seen resets them, so the second is seen within firstMs of its store.
+    // After 5 s of waiting the looks are maxMs apart; the first of two seen resets them, so the second is seen within
+    // firstMs of its store.
     const late = virtualClock();
     const seenAt: number[] = [];
     const lateStores = await timedStores(late, [5_000, Infinity, Infinity]);
@@ -89,7 +105,9 @@ describe("a rescue status read's long poll", () => {
         second = late.now() + 10;
         seenAt.push(late.now());
       }
-      return late.now() >= second ? [...out, { index: 1, harnessId: "h0", reward: 1, success: true, failureTags: [], steps: 1 }] : out;
+      return late.now() >= second
+        ? [...out, { index: 1, harnessId: "h0", reward: 1, success: true, failureTags: [], steps: 1 }]
+        : out;
     };
     const status = await waitForRescue("rsc_1", { seen: 1, wait: 20 }, lateStores.deps);
     expect(status.completed).toBe(2);
@@ -119,11 +137,22 @@ describe("a rescue status read's long poll", () => {
     const clock = virtualClock();
     const jobs = new MemoryRescueJobStore();
     await jobs.create({ ...job, keyId: "k-a" });
-    const summaries = [0, 1, 2].map((index) => ({ index, harnessId: "h0", reward: 0, success: false, failureTags: [], steps: 1 }));
+    const summaries = [0, 1, 2].map((index) => ({
+      index,
+      harnessId: "h0",
+      reward: 0,
+      success: false,
+      failureTags: [],
+      steps: 1,
+    }));
     let looks = 0;
     const rollouts = { summaries: async () => (++looks > 1 ? summaries : []) } as unknown as MemoryRolloutStore;
     const { order, gatedJobs, rescueSlots } = releaseOrder(jobs);
-    const status = await waitForRescue("rsc_1", { seen: 0, wait: 5 }, { jobs: gatedJobs, rollouts, clock, rescueSlots });
+    const status = await waitForRescue(
+      "rsc_1",
+      { seen: 0, wait: 5 },
+      { jobs: gatedJobs, rollouts, clock, rescueSlots },
+    );
     expect(status.status).toBe("done");
     expect(order).toEqual(["record", "release", "record"]);
   });
@@ -134,12 +163,18 @@ describe("a rescue status read's long poll", () => {
     await jobs.create({ ...job, expected: 8, rolloutsPerHarness: 8, keyId: "k-a" });
     const memory = new MemoryRolloutStore();
     const reads = { summaries: 0, jobs: 0 };
-    const rollouts = Object.assign(Object.create(memory), { summaries: (id: string) => (reads.summaries++, memory.summaries(id)) }) as MemoryRolloutStore;
-    const countedJobs = Object.assign(Object.create(jobs), { get: (id: string) => (reads.jobs++, jobs.get(id)) }) as MemoryRescueJobStore;
+    const rollouts = Object.assign(Object.create(memory), {
+      summaries: (id: string) => (reads.summaries++, memory.summaries(id)),
+    }) as MemoryRolloutStore;
+    const countedJobs = Object.assign(Object.create(jobs), {
+      get: (id: string) => (reads.jobs++, jobs.get(id)),
+    }) as MemoryRescueJobStore;
     const told = tellingStores(memory, (id, index) => progress.stored(id, index));
-    const answered = waitForRescue("rsc_1", { seen: 7, wait: 5 }, { jobs: countedJobs, rollouts, clock: systemClock, progress, rescueSlots: new MemoryRescueSlots() }).then(
-      (s) => ({ s, at: performance.now() }),
-    );
+    const answered = waitForRescue(
+      "rsc_1",
+      { seen: 7, wait: 5 },
+      { jobs: countedJobs, rollouts, clock: systemClock, progress, rescueSlots: new MemoryRescueSlots() },
+    ).then((s) => ({ s, at: performance.now() }));
     await new Promise((r) => setTimeout(r, 20));
     let lastStoredAt = 0;
     for (const index of [0, 1, 2, 3, 4, 5, 6, 7]) {
@@ -161,7 +196,11 @@ describe("a rescue status read's long poll", () => {
     const memory = new MemoryRolloutStore();
     const { order, gatedJobs, rescueSlots } = releaseOrder(jobs);
     const told = tellingStores(memory, (id, index) => progress.stored(id, index));
-    const answered = waitForRescue("rsc_1", { seen: 2, wait: 5 }, { jobs: gatedJobs, rollouts: memory, clock: systemClock, progress, rescueSlots });
+    const answered = waitForRescue(
+      "rsc_1",
+      { seen: 2, wait: 5 },
+      { jobs: gatedJobs, rollouts: memory, clock: systemClock, progress, rescueSlots },
+    );
     await new Promise((r) => setTimeout(r, 20));
     for (const index of [0, 1, 2]) await told.put("rsc_1", index, makeRollout({ harnessId: "h0" }));
     expect((await answered).status).toBe("done");

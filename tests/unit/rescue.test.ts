@@ -21,7 +21,10 @@ describe("rescue", () => {
   });
 
   it("summarises failure tags and events by frequency", () => {
-    const s = failureSummary([makeRollout({ failureTags: ["a", "b"], events: ["start", "e1"] }), makeRollout({ failureTags: ["b"], events: ["start", "e2", "e1"] })]);
+    const s = failureSummary([
+      makeRollout({ failureTags: ["a", "b"], events: ["start", "e1"] }),
+      makeRollout({ failureTags: ["b"], events: ["start", "e2", "e1"] }),
+    ]);
     expect(s.tags).toEqual(["b", "a"]);
     expect(s.events).toEqual(["e1", "e2"]);
   });

@@ -9,10 +9,15 @@ import { bigRollout } from "../contract/rollouts.contract.ts";
 function strictDoc() {
   const sent: string[][] = [];
   const doc = {
-    send: async (command: { input: { TransactItems?: { Put: { Item: { jobId: string; part: string } } }[]; Item?: { part: string } } }) => {
+    send: async (command: {
+      input: { TransactItems?: { Put: { Item: { jobId: string; part: string } } }[]; Item?: { part: string } };
+    }) => {
       const parts = command.input.TransactItems?.map((t) => t.Put.Item.part) ?? [command.input.Item!.part];
       sent.push(parts);
-      if (new Set(parts).size < parts.length) throw Object.assign(new Error("Transaction request cannot include multiple operations on one item"), { name: "ValidationException" });
+      if (new Set(parts).size < parts.length)
+        throw Object.assign(new Error("Transaction request cannot include multiple operations on one item"), {
+          name: "ValidationException",
+        });
       return {};
     },
   } as unknown as DynamoDBDocumentClient;

@@ -23,7 +23,10 @@ const paginated = makeTask({ requirements: ["pages"], params: { pages: 2 } });
 
 describe("runEpisode", () => {
   it("grades the gold path as a success and records steps, events and the policy version", async () => {
-    const r = await runEpisode(paginated, makeSpec(), 1, { env, policy: scripted(["list_items", "next_page", "submit"]) });
+    const r = await runEpisode(paginated, makeSpec(), 1, {
+      env,
+      policy: scripted(["list_items", "next_page", "submit"]),
+    });
     expect(r.success).toBe(true);
     expect(r.reward).toBe(1);
     expect(r.policyVersion).toBe(4);
@@ -39,7 +42,11 @@ describe("runEpisode", () => {
   });
 
   it("shows a trigger's hint after a matching event, no more often than maxFires", async () => {
-    const h = makeSpec({ id: "s", postObservation: [{ on: "page:*", hint: "next_page", maxFires: 1 }], provenance: { direction: "contract" } });
+    const h = makeSpec({
+      id: "s",
+      postObservation: [{ on: "page:*", hint: "next_page", maxFires: 1 }],
+      provenance: { direction: "contract" },
+    });
     const p = scripted(["list_items", "next_page", "next_page", "submit"]);
     await runEpisode(makeTask({ requirements: ["pages"], params: { pages: 3 } }), h, 1, { env, policy: p });
     expect(p.seen[1]!.event).toBe("page:more");
@@ -49,8 +56,16 @@ describe("runEpisode", () => {
   });
 
   it("keeps the task's own cues apart as the hints H0 would show", async () => {
-    const task = makeTask({ requirements: ["pages"], params: { pages: 2 }, cues: [{ on: "page:more", hint: "next_page", text: "", priority: 0, maxFires: 3 }] });
-    const h = makeSpec({ id: "s", postObservation: [{ on: "page:more", hint: "refresh" }], provenance: { direction: "contract" } });
+    const task = makeTask({
+      requirements: ["pages"],
+      params: { pages: 2 },
+      cues: [{ on: "page:more", hint: "next_page", text: "", priority: 0, maxFires: 3 }],
+    });
+    const h = makeSpec({
+      id: "s",
+      postObservation: [{ on: "page:more", hint: "refresh" }],
+      provenance: { direction: "contract" },
+    });
     const p = scripted(["list_items", "next_page", "submit"]);
     await runEpisode(task, h, 1, { env, policy: p });
     expect(p.seen[1]!.hints.sort()).toEqual(["next_page", "refresh"]);
@@ -58,7 +73,11 @@ describe("runEpisode", () => {
   });
 
   it("blocks a submit at the commit gate, spends the turn, hints, and marks the step intercepted", async () => {
-    const h = makeSpec({ id: "g", commitGate: { requires: ["listed"], hint: "list_items", maxBlocks: 1 }, provenance: { direction: "verification" } });
+    const h = makeSpec({
+      id: "g",
+      commitGate: { requires: ["listed"], hint: "list_items", maxBlocks: 1 },
+      provenance: { direction: "verification" },
+    });
     const p = scripted(["submit", "list_items", "submit"]);
     const r = await runEpisode(makeTask(), h, 1, { env, policy: p });
     expect(r.steps.map((s) => s.result)).toEqual(["gate:listed", "page:last", "submitted"]);
@@ -68,7 +87,11 @@ describe("runEpisode", () => {
   });
 
   it("lets a submit through once the gate has blocked maxBlocks times", async () => {
-    const h = makeSpec({ id: "g", commitGate: { requires: ["listed"], maxBlocks: 1 }, provenance: { direction: "verification" } });
+    const h = makeSpec({
+      id: "g",
+      commitGate: { requires: ["listed"], maxBlocks: 1 },
+      provenance: { direction: "verification" },
+    });
     const r = await runEpisode(makeTask(), h, 1, { env, policy: scripted(["submit", "submit"]) });
     expect(r.steps.map((s) => s.result)).toEqual(["gate:listed", "submitted"]);
   });
@@ -102,7 +125,11 @@ describe("runEpisode", () => {
   });
 
   it("warns, then forces a submit that is marked forced and carries no log-probability", async () => {
-    const h = makeSpec({ id: "b", budget: { maxTurns: 3, warnAt: 2, forceSubmitAt: 1 }, provenance: { direction: "budget" } });
+    const h = makeSpec({
+      id: "b",
+      budget: { maxTurns: 3, warnAt: 2, forceSubmitAt: 1 },
+      provenance: { direction: "budget" },
+    });
     const p = scripted(["list_items", "get_item", "get_item"]);
     const r = await runEpisode(makeTask(), h, 1, { env, policy: p });
     expect(p.seen[1]!.hints).toContain("submit");
@@ -111,14 +138,22 @@ describe("runEpisode", () => {
   });
 
   it("ends with budget-exhausted when the agent never submits", async () => {
-    const r = await runEpisode(makeTask(), makeSpec({ budget: { maxTurns: 2 } }), 1, { env, policy: scripted(["get_item"]) });
+    const r = await runEpisode(makeTask(), makeSpec({ budget: { maxTurns: 2 } }), 1, {
+      env,
+      policy: scripted(["get_item"]),
+    });
     expect(r.success).toBe(false);
     expect(r.failureTags).toContain("budget-exhausted");
     expect(r.events.at(-1)).toBe("budget:exhausted");
   });
 
   it("hints recon actions first, and loop-breaking triggers on repeats", async () => {
-    const h = makeSpec({ id: "r", recon: { first: ["read_docs"] }, postObservation: [{ on: "repeat:2", hint: "submit" }], provenance: { direction: "recon" } });
+    const h = makeSpec({
+      id: "r",
+      recon: { first: ["read_docs"] },
+      postObservation: [{ on: "repeat:2", hint: "submit" }],
+      provenance: { direction: "recon" },
+    });
     const p = scripted(["get_item", "get_item", "get_item", "submit"]);
     await runEpisode(makeTask(), h, 1, { env, policy: p });
     expect(p.seen[0]!.hints).toEqual(["read_docs"]);

@@ -4,7 +4,13 @@ import { ExperimentConfig, inProcessRunners, runExperiment } from "@harness-s/co
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
-const config = ExperimentConfig.parse({ seeds: [5], arms: ["grpo", "harness-s"], train: { steps: 3, batchSize: 4, curveEvery: 0 }, evalSamples: 3, evalTasks: 2 });
+const config = ExperimentConfig.parse({
+  seeds: [5],
+  arms: ["grpo", "harness-s"],
+  train: { steps: 3, batchSize: 4, curveEvery: 0 },
+  evalSamples: 3,
+  evalTasks: 2,
+});
 
 describe("how a run stops: returned outcomes, not exceptions", () => {
   it("a cancel seen after a training step ends the run with { kind: stopped, reason: cancelled } and what is left", async () => {
@@ -17,7 +23,11 @@ describe("how a run stops: returned outcomes, not exceptions", () => {
       shouldStop: () => (steps >= 2 ? { kind: "cancelled", detail: "cancelled by its key" } : undefined),
     });
     // Assess
-    expect(outcome).toEqual({ kind: "stopped", reason: { kind: "cancelled", detail: "cancelled by its key" }, remaining: 2 });
+    expect(outcome).toEqual({
+      kind: "stopped",
+      reason: { kind: "cancelled", detail: "cancelled by its key" },
+      remaining: 2,
+    });
     expect(steps).toBe(2);
   });
 
@@ -28,7 +38,8 @@ describe("how a run stops: returned outcomes, not exceptions", () => {
       ...setup,
       runnerFor: (id: string, policy: Parameters<ReturnType<typeof inProcessRunners>>[1], seed: number) => {
         const run = inProcessRunners(setup.env)(id, policy, seed);
-        return (t: Parameters<typeof run>[0], h: Parameters<typeof run>[1], s: number) => (used++ >= cap ? Promise.reject(refusal()) : run(t, h, s));
+        return (t: Parameters<typeof run>[0], h: Parameters<typeof run>[1], s: number) =>
+          used++ >= cap ? Promise.reject(refusal()) : run(t, h, s);
       },
     });
     // Act
@@ -42,7 +53,10 @@ describe("how a run stops: returned outcomes, not exceptions", () => {
       capped(40, () => new Error("endpoint down")),
     );
     // Assess
-    expect(outcome).toMatchObject({ kind: "stopped", reason: { kind: "budget", detail: "budget cap of 40 rollouts reached" } });
+    expect(outcome).toMatchObject({
+      kind: "stopped",
+      reason: { kind: "budget", detail: "budget cap of 40 rollouts reached" },
+    });
     await expect(failed).rejects.toThrow("endpoint down");
   });
 });

@@ -32,7 +32,9 @@ describe("masking a caller's secrets in text from outside", () => {
   });
 
   it("scrubs an error's message, stack and causes in place, keeping its class and code", () => {
-    const err = new PolicyEndpointError(`POST /sample: HTTP 400 headers ${SECRET}`, { cause: new Error(`echo ${SECRET}`) });
+    const err = new PolicyEndpointError(`POST /sample: HTTP 400 headers ${SECRET}`, {
+      cause: new Error(`echo ${SECRET}`),
+    });
     const out = scrubError(err, scrub);
     expect(out).toBe(err);
     expect(out.code).toBe("POLICY_ENDPOINT_FAILED");

@@ -13,7 +13,9 @@ afterEach(() => {
 
 /** A stand-in worker's /healthz on loopback answering what `reply()` gives at each read. */
 async function worker(reply: () => unknown): Promise<string> {
-  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply())));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply())),
+  );
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -22,9 +24,16 @@ async function worker(reply: () => unknown): Promise<string> {
 const noQueues = { send: async () => ({}) } as unknown as SQSClient;
 
 async function scrape(metrics: ServeMetrics) {
-  const families = parsePrometheusTextFormat(await metrics.exposition()) as { name: string; metrics: { value: string; labels?: Record<string, string> }[] }[];
-  const value = (name: string, model: string) => Number(families.find((f) => f.name === name)?.metrics.find((m) => m.labels?.model === model)?.value);
-  return { tokens: (model: string) => value("harness_s_policy_tokens_sampled_total", model), up: (model: string) => value("harness_s_policy_worker_up", model) };
+  const families = parsePrometheusTextFormat(await metrics.exposition()) as {
+    name: string;
+    metrics: { value: string; labels?: Record<string, string> }[];
+  }[];
+  const value = (name: string, model: string) =>
+    Number(families.find((f) => f.name === name)?.metrics.find((m) => m.labels?.model === model)?.value);
+  return {
+    tokens: (model: string) => value("harness_s_policy_tokens_sampled_total", model),
+    up: (model: string) => value("harness_s_policy_worker_up", model),
+  };
 }
 
 describe("serve's metrics: the policy workers' tokens sampled", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ModelFolders, ServeOptions } from "../../packages/cli/src/declared/serve-options.ts";
 
-const issues = (given: unknown) => ModelFolders.safeParse(given).error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+const issues = (given: unknown) =>
+  ModelFolders.safeParse(given).error?.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
 
 describe("serve --models name=DIR,…", () => {
   it("reads each model's name and folder, and reads its own result again (serve parses what the command line parsed)", () => {

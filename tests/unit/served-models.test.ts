@@ -14,7 +14,9 @@ describe("served models", () => {
     expect(Object.keys(models[0]!)).not.toContain("folder");
     expect(models[0]!.pricePerMillionSampledUsd).toBe(MODEL_PRICE_DEFAULTS.sampledUsd);
     expect(endpointModel().folder).toBe(SERVED_MODELS[0].folder);
-    expect(() => endpointModel([...SERVED_MODELS, { ...SERVED_MODELS[0], name: "other" }] as never)).toThrow(/one worker, one base model/);
+    expect(() => endpointModel([...SERVED_MODELS, { ...SERVED_MODELS[0], name: "other" }] as never)).toThrow(
+      /one worker, one base model/,
+    );
   });
 
   it("name each model once", () => {

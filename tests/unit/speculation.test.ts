@@ -7,7 +7,14 @@ import { makeRollout, makeSpec, makeTask, makeTrainDeps } from "../factories.ts"
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(1);
-const config = TrainConfig.parse({ steps: 4, batchSize: 12, curveEvery: 0, reanchorEvery: 2, reanchorBudget: 20, auditEvery: 2 });
+const config = TrainConfig.parse({
+  steps: 4,
+  batchSize: 12,
+  curveEvery: 0,
+  reanchorEvery: 2,
+  reanchorBudget: 20,
+  auditEvery: 2,
+});
 
 /** Counts the rollouts a runner starts and the most of them in flight at once outside the H0 groups. */
 function watched(run: RolloutRunner, h0Id: string) {
@@ -47,7 +54,12 @@ describe("speculativeRunner", () => {
       [t2, a, 1],
     ] as const)
       void ahead.prefetch(t, h, seed);
-    const got = [await ahead.run(t1, a, 2), await ahead.run(t2, b, 1), await ahead.run(t1, a, 2), await ahead.run(t2, a, 1)];
+    const got = [
+      await ahead.run(t1, a, 2),
+      await ahead.run(t2, b, 1),
+      await ahead.run(t1, a, 2),
+      await ahead.run(t2, a, 1),
+    ];
     // Assess
     expect(got.map((r) => `${r.taskId}/${r.harnessId}/${r.seed}`)).toEqual(["t1/a/2", "t2/b/1", "t1/a/2", "t2/a/1"]);
     expect(runs).toEqual(["t1/a/1", "t1/b/1", "t1/a/2", "t2/a/1", "t2/b/1", "t1/a/2"]);
@@ -83,7 +95,11 @@ describe("speculative rescues", () => {
     // Prepare: a voter that ranks the least-tried siblings first, so each rescue's evidence moves the next choice
     const leastTried: Voter = {
       id: "least-tried",
-      vote: async (req) => rankByScore("least-tried", Object.fromEntries(req.candidates.map((c) => [c.id, -(req.profiles[c.id]?.turns.attempts ?? 0)]))),
+      vote: async (req) =>
+        rankByScore(
+          "least-tried",
+          Object.fromEntries(req.candidates.map((c) => [c.id, -(req.profiles[c.id]?.turns.attempts ?? 0)])),
+        ),
     };
     const arm = ArmConfig.parse({ name: "harness-s", rescue: "router", reanchor: false });
     const noExploration = { ...config, exploration: 0, auditEvery: 0 };

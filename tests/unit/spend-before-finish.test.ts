@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { MemoryRescueJobStore, MemoryRolloutStore, MemoryUsageMeter } from "@harness-s/adapters/stores";
-import { rolloutRunners, runRequestedRollout, type CallerPolicies, type RolloutRequestedBody } from "@harness-s/core/dispatch";
+import {
+  rolloutRunners,
+  runRequestedRollout,
+  type CallerPolicies,
+  type RolloutRequestedBody,
+} from "@harness-s/core/dispatch";
 import type { RescueJob } from "@harness-s/core/rescue";
 import { callerSlotSource, idleCallerPolicies, makeRollout, makeTask } from "../factories.ts";
 
@@ -18,7 +23,9 @@ const body: RolloutRequestedBody = {
   rescueJob: true,
 };
 
-/** Caller slots whose rescue's spend is written slowly; `seen` is the rescue's record as each finishing write found it. */
+/**
+ * Caller slots whose rescue's spend is written slowly; `seen` is the rescue's record as each finishing write found it.
+ */
 async function setup(run: () => Promise<ReturnType<typeof makeRollout>>) {
   const slow = new MemoryRescueJobStore();
   await slow.create({
@@ -59,7 +66,11 @@ async function setup(run: () => Promise<ReturnType<typeof makeRollout>>) {
     },
   };
   const deps = {
-    pools: { get: async () => ({ id: "p", base: { id: "h0" }, siblings: [] }) as never, put: async () => undefined, list: async () => [] },
+    pools: {
+      get: async () => ({ id: "p", base: { id: "h0" }, siblings: [] }) as never,
+      put: async () => undefined,
+      list: async () => [],
+    },
     tasks: { get: async () => makeTask({ id: "t1" }) },
     rollouts,
     runners: rolloutRunners({ caller: callers }),

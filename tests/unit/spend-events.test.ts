@@ -19,7 +19,12 @@ describe("a meter that tells what each write cost", () => {
     await meter.add("k1", used, { jobId: "rsc_1" });
     expect((await inner.get("k1")).dynamoWriteUnits).toBe(4);
     expect(lines.map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ event: "usage.metered", keyId: "k1", jobId: "rsc_1", costOfGoodsUsd: costOfGoods(used, prices).totalUsd }),
+      expect.objectContaining({
+        event: "usage.metered",
+        keyId: "k1",
+        jobId: "rsc_1",
+        costOfGoodsUsd: costOfGoods(used, prices).totalUsd,
+      }),
     ]);
     expect(JSON.parse(lines[0]!).costOfGoodsUsd).toBeGreaterThan(0);
   });

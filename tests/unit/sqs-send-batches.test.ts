@@ -22,7 +22,10 @@ const messages = (n: number) =>
     }),
   );
 
-/** An SQS client that answers each batch after a tick, as `answer` says (by the batch's first entry's message index), counting batches in flight. */
+/**
+ * An SQS client that answers each batch after a tick, as `answer` says (by the batch's first entry's message index),
+ * counting batches in flight.
+ */
 function fakeSqs(answer: (first: number, size: number) => { Failed?: { Id: string; Message: string }[] } | Error) {
   const seen = { inFlight: 0, most: 0, batches: 0 };
   const sqs = {
@@ -51,7 +54,11 @@ describe("an SQS queue's send of many messages", () => {
 
   it("names what went out and what did not when one batch fails and another has an entry refused", async () => {
     const { queue } = fakeSqs((first) =>
-      first === 10 ? Object.assign(new Error("throttled"), { name: "ThrottlingException" }) : first === 20 ? { Failed: [{ Id: "3", Message: "too big" }] } : {},
+      first === 10
+        ? Object.assign(new Error("throttled"), { name: "ThrottlingException" })
+        : first === 20
+          ? { Failed: [{ Id: "3", Message: "too big" }] }
+          : {},
     );
     const err = await queue.send(messages(32)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PartialSendError);
@@ -62,14 +69,18 @@ describe("an SQS queue's send of many messages", () => {
   });
 
   it("names the refused entries when SQS took none of one batch's", async () => {
-    const { queue } = fakeSqs((_, size) => ({ Failed: Array.from({ length: size }, (_, j) => ({ Id: String(j), Message: "throttled" })) }));
+    const { queue } = fakeSqs((_, size) => ({
+      Failed: Array.from({ length: size }, (_, j) => ({ Id: String(j), Message: "throttled" })),
+    }));
     const err = (await queue.send(messages(3)).catch((e: unknown) => e)) as PartialSendError;
     expect(err).toMatchObject({ code: "PARTIAL_SEND", queued: [], notQueued: ids(0, 3) });
     expect(String((err.cause as Error).message)).toContain("SQS refused 3 of 3 messages: throttled");
   });
 
   it("answers the queue's own error when no batch went out", async () => {
-    const { queue } = fakeSqs(() => Object.assign(new Error("connect ECONNREFUSED"), { name: "Error", code: "ECONNREFUSED" }));
+    const { queue } = fakeSqs(() =>
+      Object.assign(new Error("connect ECONNREFUSED"), { name: "Error", code: "ECONNREFUSED" }),
+    );
     const err = await queue.send(messages(25)).catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(PartialSendError);
     expect(err).toBeInstanceOf(Error);

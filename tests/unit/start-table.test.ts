@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { renderStartGates, renderStartTable, startGates, type StartRow } from "../../packages/cli/src/suite-lm/compare.ts";
+import {
+  renderStartGates,
+  renderStartTable,
+  startGates,
+  type StartRow,
+} from "../../packages/cli/src/suite-lm/compare.ts";
 
 const row = (seed: number, embedded: number[], token: number[]): StartRow => ({
   seed,
@@ -14,7 +19,9 @@ describe("the before-training table", () => {
     const md = renderStartTable([row(1, [0.1, 0], [0.05, -0.02]), row(2, [0.2, 0.05], [0.1, 0])]);
     // Assess
     expect(md).toContain("| 1 | 40.0% / 30.0% | 5.0% / 0.0% | recovery +10.0 / +5.0; contract +0.0 / -2.0 |");
-    expect(md).toMatch(/\| mean \| 40\.0% \/ 30\.0% \| 5\.0% \/ 0\.0% \| mean \+8\.8 \/ \+3\.3; correlation over siblings 0\.9\d \|/);
+    expect(md).toMatch(
+      /\| mean \| 40\.0% \/ 30\.0% \| 5\.0% \/ 0\.0% \| mean \+8\.8 \/ \+3\.3; correlation over siblings 0\.9\d \|/,
+    );
   });
 
   it("gates a token model on its response to the siblings, the correlation of the responses and its H0 success, each against the embedded policy", () => {
@@ -30,6 +37,8 @@ describe("the before-training table", () => {
     expect(g.pass).toBe(true);
     expect(off.response.pass).toBe(false);
     expect(off.correlation.value).toBeLessThan(0.9);
-    expect(renderStartGates(g)).toContain("response 0.50× (≥ 0.5) pass; correlation 1.00 (≥ 0.6) pass; H0 train 0.75× (≥ 0.7) pass");
+    expect(renderStartGates(g)).toContain(
+      "response 0.50× (≥ 0.5) pass; correlation 1.00 (≥ 0.6) pass; H0 train 0.75× (≥ 0.7) pass",
+    );
   });
 });

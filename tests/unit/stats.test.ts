@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { jaccard, meanCi95, pairedSummary, percentile, ranks, sampleStd, signTestP, spearman, tQuantile975 } from "@harness-s/core/metrics";
+import {
+  jaccard,
+  meanCi95,
+  pairedSummary,
+  percentile,
+  ranks,
+  sampleStd,
+  signTestP,
+  spearman,
+  tQuantile975,
+} from "@harness-s/core/metrics";
 
 describe("stats", () => {
   it("ranks ties with their mean rank", () => {

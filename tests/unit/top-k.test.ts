@@ -8,10 +8,19 @@ import { TrainOverrides } from "@harness-s/core/experiment";
 
 // Every place a `k` is taken derives it from one TopK: the same bounds and the same default.
 const carriers: [string, (k: number | undefined) => z.ZodSafeParseResult<{ k: number }>][] = [
-  ["RouteRequest", (k) => RouteRequest.safeParse({ poolId: "p", task: { id: "t", family: "app" }, ...(k === undefined ? {} : { k }) })],
-  ["RescueRequest", (k) => RescueRequest.safeParse({ poolId: "p", taskId: "t", failureTags: ["x"], ...(k === undefined ? {} : { k }) })],
+  [
+    "RouteRequest",
+    (k) => RouteRequest.safeParse({ poolId: "p", task: { id: "t", family: "app" }, ...(k === undefined ? {} : { k }) }),
+  ],
+  [
+    "RescueRequest",
+    (k) => RescueRequest.safeParse({ poolId: "p", taskId: "t", failureTags: ["x"], ...(k === undefined ? {} : { k }) }),
+  ],
   ["TrainConfig", (k) => TrainConfig.safeParse(k === undefined ? {} : { k })],
-  ["the API's training overrides", (k) => TrainOverrides.safeParse(k === undefined ? { k: DEFAULT_TOP_K } : { k }) as never],
+  [
+    "the API's training overrides",
+    (k) => TrainOverrides.safeParse(k === undefined ? { k: DEFAULT_TOP_K } : { k }) as never,
+  ],
   [
     "router options",
     (k) => {
@@ -25,11 +34,14 @@ const carriers: [string, (k: number | undefined) => z.ZodSafeParseResult<{ k: nu
 ];
 
 describe("TopK: one bound and one default for every k", () => {
-  it.each(carriers)("%s takes 1..MAX_TOP_K, refuses 0 and MAX_TOP_K + 1, and defaults to DEFAULT_TOP_K", (_name, parse) => {
-    expect(parse(1).success).toBe(true);
-    expect(parse(MAX_TOP_K).success).toBe(true);
-    expect(parse(0).success).toBe(false);
-    expect(parse(MAX_TOP_K + 1).success).toBe(false);
-    expect(parse(undefined).data?.k).toBe(DEFAULT_TOP_K);
-  });
+  it.each(carriers)(
+    "%s takes 1..MAX_TOP_K, refuses 0 and MAX_TOP_K + 1, and defaults to DEFAULT_TOP_K",
+    (_name, parse) => {
+      expect(parse(1).success).toBe(true);
+      expect(parse(MAX_TOP_K).success).toBe(true);
+      expect(parse(0).success).toBe(false);
+      expect(parse(MAX_TOP_K + 1).success).toBe(false);
+      expect(parse(undefined).data?.k).toBe(DEFAULT_TOP_K);
+    },
+  );
 });

@@ -7,7 +7,15 @@ import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(2);
-const config = TrainConfig.parse({ steps: 5, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20, auditEvery: 2 });
+const config = TrainConfig.parse({
+  steps: 5,
+  batchSize: 8,
+  curveEvery: 2,
+  curveTasks: 6,
+  reanchorEvery: 2,
+  reanchorBudget: 20,
+  auditEvery: 2,
+});
 const harnessS = ArmConfig.parse({ name: "harness-s", rescue: "router" });
 
 const depsFor = (policy: Policy) => makeTrainDeps(setup, instance, policy, 2);
@@ -25,7 +33,9 @@ async function trainPausingEveryStep(policy: Policy, keep: (s: TrainerState) => 
   let calls = 0;
   for (;;) {
     calls++;
-    const trainer = state ? Trainer.resume(state, harnessS, config, depsFor(policy)) : await Trainer.start(harnessS, config, depsFor(policy));
+    const trainer = state
+      ? Trainer.resume(state, harnessS, config, depsFor(policy))
+      : await Trainer.start(harnessS, config, depsFor(policy));
     await trainer.step();
     state = keep(trainer.state());
     if (trainer.done) return { result: trainer.result(), calls, state };
@@ -75,7 +85,9 @@ describe("trainer checkpoints", () => {
     const state = stored(trainer.state());
     expect(state.step).toBe(1);
     expect(() => Trainer.resume(state, harnessS, config, depsFor(setup.createPolicy(2)))).toThrow(ConflictError);
-    expect(() => Trainer.resume({ ...state, arm: "grpo" }, harnessS, config, depsFor(setup.createPolicy(2)))).toThrow(ConflictError);
+    expect(() => Trainer.resume({ ...state, arm: "grpo" }, harnessS, config, depsFor(setup.createPolicy(2)))).toThrow(
+      ConflictError,
+    );
   });
 
   it("its live state is a TrainerState: the step count and done follow the steps, and the state parses", async () => {

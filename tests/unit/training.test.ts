@@ -5,7 +5,14 @@ import { makeTrainDeps } from "../factories.ts";
 
 const setup = embeddedSetup(defaultEmbeddedSettings);
 const instance = await setup.instance(1);
-const small = TrainConfig.parse({ steps: 4, batchSize: 8, curveEvery: 2, curveTasks: 6, reanchorEvery: 2, reanchorBudget: 20 });
+const small = TrainConfig.parse({
+  steps: 4,
+  batchSize: 8,
+  curveEvery: 2,
+  curveTasks: 6,
+  reanchorEvery: 2,
+  reanchorBudget: 20,
+});
 
 const deps = (seed: number) => makeTrainDeps(setup, instance, setup.createPolicy(seed), seed);
 
@@ -46,9 +53,15 @@ describe("trainArm", () => {
 
   it("grpo-budget resamples all-fail groups under H0 with exactly the extra rollouts it was given (whole groups, while all-fail groups last)", async () => {
     for (const extra of [0, 4, 10, 1000]) {
-      const r = await trainArm(ArmConfig.parse({ name: "grpo-budget", rescue: "resample-h0", extraBudget: extra, reanchor: false }), small, deps(2));
+      const r = await trainArm(
+        ArmConfig.parse({ name: "grpo-budget", rescue: "resample-h0", extraBudget: extra, reanchor: false }),
+        small,
+        deps(2),
+      );
       expect(r.rescue.allFailGroups).toBeGreaterThan(0);
-      expect(r.rollouts.resample).toBe(Math.min(Math.floor(extra / small.groupSize), r.rescue.allFailGroups) * small.groupSize);
+      expect(r.rollouts.resample).toBe(
+        Math.min(Math.floor(extra / small.groupSize), r.rescue.allFailGroups) * small.groupSize,
+      );
     }
   });
 
@@ -56,7 +69,10 @@ describe("trainArm", () => {
     for (const rescue of ["random", "router"] as const) {
       const d = deps(1);
       const records: { groups: { outcome: string; allFail: boolean; chosen?: string[] }[] }[] = [];
-      const r = await trainArm(ArmConfig.parse({ name: `harness-s-${rescue}`, rescue }), small, { ...d, onStep: (_s, rec) => records.push(rec) });
+      const r = await trainArm(ArmConfig.parse({ name: `harness-s-${rescue}`, rescue }), small, {
+        ...d,
+        onStep: (_s, rec) => records.push(rec),
+      });
       const rescued = records.flatMap((rec) => rec.groups.filter((g) => g.allFail));
       expect(rescued.length).toBe(r.rescue.triggered);
       expect(rescued.length).toBeGreaterThan(0);

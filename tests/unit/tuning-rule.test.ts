@@ -14,11 +14,18 @@ function run(hs: (seed: number) => number, opts: { train?: number; rollouts?: nu
     return opts.train === undefined ? r : { ...r, h0: { ...r.h0, train: { passAt3: opts.train, avgAt3: opts.train } } };
   });
   const s = makeSummary({ grpo: base, "grpo-budget": base, "harness-s": harness });
-  return { ...s, arms: s.arms.map((a) => (a.name === "harness-s" && opts.rollouts ? { ...a, rollouts: opts.rollouts } : a)) };
+  return {
+    ...s,
+    arms: s.arms.map((a) => (a.name === "harness-s" && opts.rollouts ? { ...a, rollouts: opts.rollouts } : a)),
+  };
 }
 
 const rowsFor = (candidates: Record<string, ExperimentSummary>) =>
-  tuningRows(new Map([["default", run(() => 0.6, { train: 0.9 })], ...Object.entries(candidates)]), Object.fromEntries(Object.keys(candidates).map((k) => [k, { k: 3 }])), rule);
+  tuningRows(
+    new Map([["default", run(() => 0.6, { train: 0.9 })], ...Object.entries(candidates)]),
+    Object.fromEntries(Object.keys(candidates).map((k) => [k, { k: 3 }])),
+    rule,
+  );
 
 describe("tuning rule", () => {
   it("adopts a candidate better by enough in enough seeds, the best of several", () => {

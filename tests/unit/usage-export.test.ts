@@ -41,7 +41,10 @@ describe("the usage export as CSV", () => {
   });
 
   it("keeps numbers numbers, a negative one included (a number is never a formula): unquoted, no quote before it", () => {
-    const [, line] = renderUsage([row({ usage: { ...zeroUsage, rollouts: -3, sqsRequests: 2 }, costOfGoodsUsd: -0.5, chargeUsd: 1e-7 })], "csv").split("\n");
+    const [, line] = renderUsage(
+      [row({ usage: { ...zeroUsage, rollouts: -3, sqsRequests: 2 }, costOfGoodsUsd: -0.5, chargeUsd: 1e-7 })],
+      "csv",
+    ).split("\n");
     const [header] = renderUsage([], "csv").split("\n");
     const named = Object.fromEntries(header!.split(",").map((h, i) => [h, cells(line!)[i]]));
     expect(named).toMatchObject({ rollouts: "-3", sqsRequests: "2", costOfGoodsUsd: "-0.5", chargeUsd: "1e-7" });

@@ -1,21 +1,45 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock, createRng } from "@harness-s/core";
 import { QuorumError } from "@harness-s/core/voting";
-import { aggregate, route, routerOptions, specAffinity, allStatisticalVoters, failureTagVoter, type Ballot, type BallotRequest, type Voter } from "@harness-s/core/voting";
+import {
+  aggregate,
+  route,
+  routerOptions,
+  specAffinity,
+  allStatisticalVoters,
+  failureTagVoter,
+  type Ballot,
+  type BallotRequest,
+  type Voter,
+} from "@harness-s/core/voting";
 import { makeProfile, makeSpec } from "../factories.ts";
 
 const candidates = ["sib-a", "sib-b", "sib-c"].map((id) => makeSpec({ id, provenance: { direction: "recovery" } }));
-const input = { decisionId: "d1", task: { id: "t", family: "app", tags: ["app"] }, candidates, profiles: {}, poolVersion: "v1" };
+const input = {
+  decisionId: "d1",
+  task: { id: "t", family: "app", tags: ["app"] },
+  candidates,
+  profiles: {},
+  poolVersion: "v1",
+};
 const fixed = (id: string, ranking: string[]): Voter => ({ id, vote: async () => ({ voterId: id, ranking }) });
 
 describe("aggregate", () => {
   it("Borda: a unanimous ranking wins in that order", () => {
     const ballots: Ballot[] = ["x", "y", "z"].map((v) => ({ voterId: v, ranking: ["sib-b", "sib-a", "sib-c"] }));
-    expect(aggregate(ballots, ["sib-a", "sib-b", "sib-c"], "borda").map((t) => t.harnessId)).toEqual(["sib-b", "sib-a", "sib-c"]);
+    expect(aggregate(ballots, ["sib-a", "sib-b", "sib-c"], "borda").map((t) => t.harnessId)).toEqual([
+      "sib-b",
+      "sib-a",
+      "sib-c",
+    ]);
   });
 
   it("shares points between tied scores and between candidates a ballot omits", () => {
-    const tally = aggregate([{ voterId: "v", ranking: ["sib-a", "sib-b"], scores: { "sib-a": 1, "sib-b": 1 } }], ["sib-a", "sib-b", "sib-c"], "borda");
+    const tally = aggregate(
+      [{ voterId: "v", ranking: ["sib-a", "sib-b"], scores: { "sib-a": 1, "sib-b": 1 } }],
+      ["sib-a", "sib-b", "sib-c"],
+      "borda",
+    );
     expect(tally.find((t) => t.harnessId === "sib-a")!.score).toBe(tally.find((t) => t.harnessId === "sib-b")!.score);
     expect(tally.find((t) => t.harnessId === "sib-c")!.score).toBe(0);
   });
@@ -64,11 +88,17 @@ describe("route", () => {
     const broken = (id: string): Voter => ({ id, vote: async () => Promise.reject(new Error("down")) });
     const voters = [fixed("v1", ["sib-a"]), broken("b1"), broken("b2")];
     await expect(route(input, routerOptions({ k: 1 }), { voters, rng: createRng(1) })).rejects.toThrow(QuorumError);
-    await expect(route(input, routerOptions({ k: 1, quorum: 1 }), { voters, rng: createRng(1) })).resolves.toMatchObject({ chosen: ["sib-a"] });
+    await expect(
+      route(input, routerOptions({ k: 1, quorum: 1 }), { voters, rng: createRng(1) }),
+    ).resolves.toMatchObject({ chosen: ["sib-a"] });
   });
 
   it("treats a ballot naming unknown or duplicate harnesses as a failed vote", async () => {
-    const voters = [fixed("v1", ["sib-a", "sib-b", "sib-c"]), fixed("liar", ["sib-z"]), fixed("dup", ["sib-a", "sib-a"])];
+    const voters = [
+      fixed("v1", ["sib-a", "sib-b", "sib-c"]),
+      fixed("liar", ["sib-z"]),
+      fixed("dup", ["sib-a", "sib-a"]),
+    ];
     const d = await route(input, routerOptions({ k: 1, quorum: 1 }), { voters, rng: createRng(1) });
     expect(d.failures.map((f) => f.voterId)).toEqual(["liar", "dup"]);
     expect(d.failures[0]!.reason).toMatch(/unknown harnesses sib-z/);
@@ -77,7 +107,11 @@ describe("route", () => {
   it("times out a slow voter on the injected clock", async () => {
     const clock = new ManualClock();
     const slow: Voter = { id: "slow", vote: () => new Promise(() => undefined) };
-    const pending = route(input, routerOptions({ k: 1, quorum: 1, voterTimeoutMs: 500 }), { voters: [fixed("v1", ["sib-b"]), slow], rng: createRng(1), clock });
+    const pending = route(input, routerOptions({ k: 1, quorum: 1, voterTimeoutMs: 500 }), {
+      voters: [fixed("v1", ["sib-b"]), slow],
+      rng: createRng(1),
+      clock,
+    });
     clock.advance(500);
     const d = await pending;
     expect(d.chosen).toEqual(["sib-b"]);
@@ -115,7 +149,11 @@ describe("statistical voters", () => {
   });
 
   it("spec affinity counts hooks on the failed group's events", () => {
-    const hooked = makeSpec({ id: "x", postObservation: [{ on: "page:more", hint: "next_page" }], provenance: { direction: "contract" } });
+    const hooked = makeSpec({
+      id: "x",
+      postObservation: [{ on: "page:more", hint: "next_page" }],
+      provenance: { direction: "contract" },
+    });
     expect(specAffinity(hooked, ["page:more"])).toBeGreaterThan(specAffinity(makeSpec(), ["page:more"]));
   });
 
@@ -136,10 +174,16 @@ describe("diverse Top-k", () => {
     ];
     const voters = [fixed("v", ["c1", "c2", "r1"])];
     const plain = await route({ ...input, candidates: mixed }, routerOptions({ k: 2 }), { voters, rng: createRng(1) });
-    const diverse = await route({ ...input, candidates: mixed }, routerOptions({ k: 2, diverse: true }), { voters, rng: createRng(1) });
+    const diverse = await route({ ...input, candidates: mixed }, routerOptions({ k: 2, diverse: true }), {
+      voters,
+      rng: createRng(1),
+    });
     expect(plain.chosen).toEqual(["c1", "c2"]);
     expect(diverse.chosen).toEqual(["c1", "r1"]);
-    const all = await route({ ...input, candidates: mixed }, routerOptions({ k: 3, diverse: true }), { voters, rng: createRng(1) });
+    const all = await route({ ...input, candidates: mixed }, routerOptions({ k: 3, diverse: true }), {
+      voters,
+      rng: createRng(1),
+    });
     expect(all.chosen).toEqual(["c1", "r1", "c2"]);
   });
 });

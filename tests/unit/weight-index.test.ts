@@ -16,7 +16,14 @@ const observation = (event: string, facts: string[], tags: string[] = ["regressi
   failedActions: [],
   turnsLeft: 4,
 });
-const settings: UpdateSettings = { learningRate: 0.3, clipEpsilon: 0.2, klCoef: 0, epochs: 1, rescueContext: "as-generated", maskIntercepted: true };
+const settings: UpdateSettings = {
+  learningRate: 0.3,
+  clipEpsilon: 0.2,
+  klCoef: 0,
+  epochs: 1,
+  rescueContext: "as-generated",
+  maskIntercepted: true,
+};
 
 /** The scoring as written before the dense rows: a softmax of Σ θ[feature|a], feature by feature in order. */
 function naiveProbabilities(weights: Record<string, number>, obs: PolicyObservation): number[] {
@@ -32,7 +39,14 @@ describe("the log-linear policy's weight index (names built once, rows laid out 
     const rng = createRng(11);
     const facts = ["located", "read", "edited", "verified"];
     const prior: Record<string, number> = {};
-    for (const f of ["repair|bias", "repair|ev:start", "repair|ev:edited", "repair|has:read", "repair|has:edited", "repair|tag:regression"])
+    for (const f of [
+      "repair|bias",
+      "repair|ev:start",
+      "repair|ev:edited",
+      "repair|has:read",
+      "repair|has:edited",
+      "repair|tag:regression",
+    ])
       for (const a of tools) if (rng.next() < 0.7) prior[`${f}|${a}`] = (rng.next() - 0.5) * 7.3;
     const policy = new LogLinearPolicy({ prior });
     for (let i = 0; i < 50; i++) {
@@ -46,10 +60,16 @@ describe("the log-linear policy's weight index (names built once, rows laid out 
 
   it("scores with the weights an update wrote, not a layout cached before it", async () => {
     const obs = observation("start", ["read"]);
-    const policy = new LogLinearPolicy({ prior: Object.fromEntries(featuresOf(obs).flatMap((f) => tools.map((a, j) => [`${f}|${a}`, j / 10]))) });
+    const policy = new LogLinearPolicy({
+      prior: Object.fromEntries(featuresOf(obs).flatMap((f) => tools.map((a, j) => [`${f}|${a}`, j / 10]))),
+    });
     const before = policy.probabilities(obs); // lays the rows out for these tools
     const choice = await policy.act(obs, createRng(3));
-    const rollout = makeRollout({ steps: [{ ...choice, forced: false, intercepted: false, result: "x", observation: obs }], success: true, reward: 1 });
+    const rollout = makeRollout({
+      steps: [{ ...choice, forced: false, intercepted: false, result: "x", observation: obs }],
+      success: true,
+      reward: 1,
+    });
     await policy.update({ baseVersion: 0, samples: [{ rollout, advantage: 1 }], settings });
     const after = policy.probabilities(obs);
     expect(after).not.toEqual(before);
@@ -60,6 +80,11 @@ describe("the log-linear policy's weight index (names built once, rows laid out 
     for (let i = 0; i < 100_500; i++) featuresOf(observation(`error:${i}`, []));
     expect(rememberedFeatureNames()).toBeGreaterThan(0);
     expect(rememberedFeatureNames()).toBeLessThanOrEqual(100_000);
-    expect(featuresOf(observation("error:7", ["read"], ["ci-offline"]))).toEqual(["repair|bias", "repair|ev:error:7", "repair|has:read", "repair|tag:ci-offline"]);
+    expect(featuresOf(observation("error:7", ["read"], ["ci-offline"]))).toEqual([
+      "repair|bias",
+      "repair|ev:error:7",
+      "repair|has:read",
+      "repair|tag:ci-offline",
+    ]);
   });
 });

@@ -9,7 +9,10 @@ import { createVoteHandler } from "../../functions/vote/handler.ts";
 import { OVERHEAD_KEY } from "../../functions/worker-metering.ts";
 import { ballotEnvelope, makeSpec, makeSqsEvent } from "../factories.ts";
 
-const pool = createPool("p", makeSpec(), [makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }), makeSpec({ id: "sib-b", provenance: { direction: "recon" } })]);
+const pool = createPool("p", makeSpec(), [
+  makeSpec({ id: "sib-a", provenance: { direction: "recovery" } }),
+  makeSpec({ id: "sib-b", provenance: { direction: "recon" } }),
+]);
 const ballot = (key: string, voterId: string, payer?: Envelope["payer"]) => ballotEnvelope(pool, key, voterId, payer);
 /** A voter that spends 100 tokens (0.01 USD) per ballot, and whose store call consumes one write unit. */
 const spendingVoter = (consumption: ConsumptionMeter): Voter => ({
@@ -27,10 +30,20 @@ describe("a worker meters each message to its payer", () => {
     // Prepare
     const consumption = new ConsumptionMeter();
     const meter = new MemoryUsageMeter(new ManualClock(Date.parse("2026-12-03T10:00:00Z")));
-    const handler = createVoteHandler({ voters: [spendingVoter(consumption)], ballots: new MemoryBallotStore(), metering: { consumption, meter, memoryGb: 2 } });
+    const handler = createVoteHandler({
+      voters: [spendingVoter(consumption)],
+      ballots: new MemoryBallotStore(),
+      metering: { consumption, meter, memoryGb: 2 },
+    });
     consumption.record({ sqsRequests: 3 }); // a poller's receives: no message's
     // Act
-    await handler(makeSqsEvent([ballot("b1", "llm", { keyId: "k1", jobId: "exp_1" }), ballot("b2", "llm", { keyId: "k1", jobId: "exp_1" }), ballot("b3", "llm")]));
+    await handler(
+      makeSqsEvent([
+        ballot("b1", "llm", { keyId: "k1", jobId: "exp_1" }),
+        ballot("b2", "llm", { keyId: "k1", jobId: "exp_1" }),
+        ballot("b3", "llm"),
+      ]),
+    );
     // Assess
     const k1 = await meter.get("k1");
     expect(k1).toMatchObject({ llmTokens: 200, llmCostUsd: 0.02, dynamoWriteUnits: 2 });
@@ -54,7 +67,11 @@ describe("a worker meters each message to its payer", () => {
         return { voterId: "llm", ranking: req.candidates.map((c) => c.id) };
       },
     };
-    const handler = createVoteHandler({ voters: [voter], ballots: new MemoryBallotStore(), metering: { consumption, meter, memoryGb: 1 } });
+    const handler = createVoteHandler({
+      voters: [voter],
+      ballots: new MemoryBallotStore(),
+      metering: { consumption, meter, memoryGb: 1 },
+    });
     const slow = ballot("b-slow", "llm", { keyId: "k-slow" });
     (slow.body as { task: { id: string } }).task.id = "slow";
     // Act

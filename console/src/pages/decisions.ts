@@ -37,9 +37,12 @@ function DecisionDetail(props: { id: string }) {
   </section>`;
 }
 
-const EXAMPLE = '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}';
+const EXAMPLE =
+  '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}';
 
-/** `#/decisions[/id]`: route a failed task (POST /v1/route) or open a recorded decision: its ballots and chosen Top-k. */
+/**
+ * `#/decisions[/id]`: route a failed task (POST /v1/route) or open a recorded decision: its ballots and chosen Top-k.
+ */
 export function DecisionsPage(props: { id?: string }) {
   const [body, setBody] = useState(EXAMPLE);
   const [openId, setOpenId] = useState("");

@@ -50,8 +50,14 @@ function byArm<T>(rows: T[], arm: (r: T) => string, x: (r: T) => number, y: (r: 
 }
 
 function Curves(props: { id: string; ended: boolean }) {
-  const steps = useLoaded(() => getJson<{ steps: Step[] }>(`/v1/experiments/${props.id}/steps`), [props.id, props.ended]);
-  const metrics = useLoaded(() => getJson<{ results: Result[] }>(`/v1/experiments/${props.id}/metrics`), [props.id, props.ended]);
+  const steps = useLoaded(
+    () => getJson<{ steps: Step[] }>(`/v1/experiments/${props.id}/steps`),
+    [props.id, props.ended],
+  );
+  const metrics = useLoaded(
+    () => getJson<{ results: Result[] }>(`/v1/experiments/${props.id}/metrics`),
+    [props.id, props.ended],
+  );
   const stepRows = steps.value?.steps ?? [];
   const reward = byArm(
     stepRows,
@@ -116,7 +122,10 @@ function Report(props: { id: string }) {
 
 /** `#/experiments/{id}`: its progress, polled until it ends; its curves; once ended, its report and plots. */
 export function ExperimentDetail(props: { id: string }) {
-  const status = useLoaded(() => getJson<Status>(`/v1/experiments/${encodeURIComponent(props.id)}`), [props.id], { everyMs: 1000, again: (s) => !TERMINAL.includes(s.status) });
+  const status = useLoaded(() => getJson<Status>(`/v1/experiments/${encodeURIComponent(props.id)}`), [props.id], {
+    everyMs: 1000,
+    again: (s) => !TERMINAL.includes(s.status),
+  });
   const s = status.value;
   const ended = s !== undefined && TERMINAL.includes(s.status);
   const pct = s && s.progress.total > 0 ? (100 * s.progress.done) / s.progress.total : 0;

@@ -22,7 +22,15 @@ interface Plan {
   evalTasks: number;
   budget: number;
 }
-const DEFAULT_PLAN: Plan = { arms: ["grpo", "harness-s"], seeds: "3", steps: 1, batchSize: 4, evalSamples: 3, evalTasks: 4, budget: 400 };
+const DEFAULT_PLAN: Plan = {
+  arms: ["grpo", "harness-s"],
+  seeds: "3",
+  steps: 1,
+  batchSize: 4,
+  evalSamples: 3,
+  evalTasks: 4,
+  budget: 400,
+};
 
 /** The experiment request the form's fields make (the embedded suite; the API checks every bound). */
 export function requestOf(p: Plan) {
@@ -33,7 +41,15 @@ export function requestOf(p: Plan) {
       .split(",")
       .map((s) => Number(s.trim()))
       .filter((n) => Number.isInteger(n)),
-    train: { steps: p.steps, batchSize: p.batchSize, curveEvery: 1, curveTasks: 4, auditEvery: 2, reanchorEvery: 1, reanchorBudget: 6 },
+    train: {
+      steps: p.steps,
+      batchSize: p.batchSize,
+      curveEvery: 1,
+      curveTasks: 4,
+      auditEvery: 2,
+      reanchorEvery: 1,
+      reanchorBudget: 6,
+    },
     evalSamples: p.evalSamples,
     evalTasks: p.evalTasks,
     budget: { rollouts: p.budget },
@@ -65,7 +81,8 @@ function StartForm(props: { onStarted: (id: string) => void }) {
       setError(describeError(err));
     }
   };
-  const toggle = (arm: string) => set({ arms: plan.arms.includes(arm) ? plan.arms.filter((a) => a !== arm) : [...plan.arms, arm] });
+  const toggle = (arm: string) =>
+    set({ arms: plan.arms.includes(arm) ? plan.arms.filter((a) => a !== arm) : [...plan.arms, arm] });
   return html`<section>
     <h2>Start an experiment (embedded suite)</h2>
     <div>${ARMS.map((a) => html`<label><input type="checkbox" name=${`arm-${a}`} checked=${plan.arms.includes(a)} onChange=${() => toggle(a)} /> ${a}</label>`)}</div>
@@ -107,7 +124,10 @@ const row = (r: Item) => html`<tr key=${r.id}>
   <td>${new Date(r.createdAt).toISOString().replace("T", " ").slice(0, 19)}</td>
 </tr>`;
 
-/** `#/experiments[/id]`: the key's runs (newest first, from the API), the form that starts one after its quote, and one run. */
+/**
+ * `#/experiments[/id]`: the key's runs (newest first, from the API), the form that starts one after its quote, and one
+ * run.
+ */
 export function ExperimentsPage(props: { id?: string }) {
   const [openId, setOpenId] = useState("");
   if (props.id) return html`<${ExperimentDetail} id=${props.id} />`;

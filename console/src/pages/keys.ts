@@ -12,9 +12,21 @@ interface KeyView {
   budgetUsd?: number;
   requestQuota?: number;
 }
-const SCOPES = ["route", "gateway", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"];
+const SCOPES = [
+  "route",
+  "gateway",
+  "rescues",
+  "experiments",
+  "pools:read",
+  "pools:write",
+  "profiles:read",
+  "profiles:write",
+  "admin",
+];
 
-/** `#/keys` (admin keys): every key, and a form that issues one; its secret is shown once on this page and kept nowhere. */
+/**
+ * `#/keys` (admin keys): every key, and a form that issues one; its secret is shown once on this page and kept nowhere.
+ */
 export function KeysPage() {
   const keys = useLoaded(() => getJson<{ keys: KeyView[] }>("/v1/keys"), []);
   const [label, setLabel] = useState("");
@@ -24,7 +36,10 @@ export function KeysPage() {
   const create = async () => {
     setError(undefined);
     try {
-      const made = await postJson<{ key: KeyView; secret: string }>("/v1/keys", { scopes, ...(label ? { label } : {}) });
+      const made = await postJson<{ key: KeyView; secret: string }>("/v1/keys", {
+        scopes,
+        ...(label ? { label } : {}),
+      });
       setCreated({ id: made.key.id, secret: made.secret });
       keys.reload();
     } catch (err) {

@@ -27,7 +27,10 @@ interface Profile {
   behaviours: Record<string, Counts>;
 }
 
-/** A spec's behaviour: everything but its name, its words about itself and its provenance (what a diff of two harnesses should show). */
+/**
+ * A spec's behaviour: everything but its name, its words about itself and its provenance (what a diff of two harnesses
+ * should show).
+ */
 function behaviourOf(spec: Spec): string {
   const { id: _id, version: _v, description: _d, provenance: _p, ...rest } = spec;
   return `${JSON.stringify(rest, null, 2)}\n`;
@@ -50,7 +53,8 @@ function Diff(props: { base: Spec; sibling: Spec }) {
   }</pre>`;
 }
 
-const rate = (c: Counts | undefined) => (c && c.attempts > 0 ? `${fmt(c.successes / c.attempts, 2)} of ${fmt(c.attempts, 1)}` : "–");
+const rate = (c: Counts | undefined) =>
+  c && c.attempts > 0 ? `${fmt(c.successes / c.attempts, 2)} of ${fmt(c.attempts, 1)}` : "–";
 
 function ProfileLine(props: { profile: Profile | undefined }) {
   const p = props.profile;
@@ -61,7 +65,10 @@ function ProfileLine(props: { profile: Profile | undefined }) {
 
 function PoolDetail(props: { id: string }) {
   const pool = useLoaded(() => getJson<Pool>(`/v1/pools/${encodeURIComponent(props.id)}`), [props.id]);
-  const profiles = useLoaded(() => getJson<{ profiles: Record<string, Profile> }>(`/v1/profiles?poolId=${encodeURIComponent(props.id)}`), [props.id]);
+  const profiles = useLoaded(
+    () => getJson<{ profiles: Record<string, Profile> }>(`/v1/profiles?poolId=${encodeURIComponent(props.id)}`),
+    [props.id],
+  );
   const p = pool.value;
   return html`<section>
     <h2>Pool ${props.id}</h2>
@@ -81,9 +88,15 @@ function PoolDetail(props: { id: string }) {
   </section>`;
 }
 
-/** `#/pools[/id]`: the pools this key may route in; one pool's siblings, each as its edit of H0, its direction and profile. */
+/**
+ * `#/pools[/id]`: the pools this key may route in; one pool's siblings, each as its edit of H0, its direction and
+ * profile.
+ */
 export function PoolsPage(props: { id?: string }) {
-  const list = useLoaded(() => getJson<{ pools: { id: string; version: string; siblings: number; owner?: string }[] }>("/v1/pools"), []);
+  const list = useLoaded(
+    () => getJson<{ pools: { id: string; version: string; siblings: number; owner?: string }[] }>("/v1/pools"),
+    [],
+  );
   return html`<div>
     <section>
       <h2>Pools</h2>

@@ -10,7 +10,14 @@ interface RescueStatus {
   completed: number;
   failed: { index: number; code: string; reason: string }[];
   rescued: boolean;
-  rollouts: { index: number; harnessId: string; reward: number; success: boolean; failureTags: string[]; steps: number }[];
+  rollouts: {
+    index: number;
+    harnessId: string;
+    reward: number;
+    success: boolean;
+    failureTags: string[];
+    steps: number;
+  }[];
 }
 interface Trajectory {
   index: number;
@@ -47,7 +54,10 @@ function StartRescue() {
 }
 
 function Trajectories(props: { id: string }) {
-  const page = useLoaded(() => getJson<{ trajectories: Trajectory[] }>(`/v1/rescues/${props.id}/trajectories?limit=64`), [props.id]);
+  const page = useLoaded(
+    () => getJson<{ trajectories: Trajectory[] }>(`/v1/rescues/${props.id}/trajectories?limit=64`),
+    [props.id],
+  );
   if (page.error) return html`<p class="muted">No token rows: ${page.error}</p>`;
   return html`<table data-testid="trajectories">
     <thead><tr><th>index</th><th>harness</th><th>reward</th><th>success</th><th>finish</th><th>failure tags</th><th>tokens</th><th>weights</th><th>decision</th></tr></thead>
@@ -63,12 +73,17 @@ function Trajectories(props: { id: string }) {
   </table>`;
 }
 
-/** `#/rescues/{id}`: its slots as they finish (long-polled: `?wait=&seen=`), its chosen harnesses, its trajectories' outcomes. */
+/**
+ * `#/rescues/{id}`: its slots as they finish (long-polled: `?wait=&seen=`), its chosen harnesses, its trajectories'
+ * outcomes.
+ */
 function RescueDetail(props: { id: string }) {
   const seen = useRef(0);
   const status = useLoaded(
     async () => {
-      const s = await getJson<RescueStatus>(`/v1/rescues/${encodeURIComponent(props.id)}${seen.current > 0 ? `?wait=10&seen=${seen.current}` : ""}`);
+      const s = await getJson<RescueStatus>(
+        `/v1/rescues/${encodeURIComponent(props.id)}${seen.current > 0 ? `?wait=10&seen=${seen.current}` : ""}`,
+      );
       seen.current = s.completed + s.failed.length;
       return s;
     },

@@ -13,7 +13,9 @@ interface Usage {
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-/** `#/usage`: this key's usage, and its cost of goods and charge by UTC day over a period (charts, and the CSV export). */
+/**
+ * `#/usage`: this key's usage, and its cost of goods and charge by UTC day over a period (charts, and the CSV export).
+ */
 export function UsagePage() {
   const [period, setPeriod] = useState({ from: isoDay(Date.now() - 13 * 86_400_000), to: isoDay(Date.now()) });
   const [csv, setCsv] = useState<{ href: string; rows: number } | undefined>();
@@ -25,7 +27,10 @@ export function UsagePage() {
     try {
       const text = await getText(`/v1/usage/export?${query}&format=csv`, "text/csv");
       if (csv) URL.revokeObjectURL(csv.href);
-      setCsv({ href: URL.createObjectURL(new Blob([text], { type: "text/csv" })), rows: Math.max(0, text.trim().split("\n").length - 1) });
+      setCsv({
+        href: URL.createObjectURL(new Blob([text], { type: "text/csv" })),
+        rows: Math.max(0, text.trim().split("\n").length - 1),
+      });
     } catch (err) {
       setError(describeError(err));
     }

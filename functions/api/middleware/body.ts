@@ -31,7 +31,12 @@ export function readBody<S extends z.ZodType>(
   };
 }
 
-async function parseBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, timeouts: BodyTimeouts = BODY_TIMEOUTS): Promise<z.infer<S>> {
+async function parseBody<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+  maxBytes: number,
+  timeouts: BodyTimeouts = BODY_TIMEOUTS,
+): Promise<z.infer<S>> {
   const type = c.req.header("content-type");
   if (!type || !JSON_TYPE.test(type)) throw new UnsupportedMediaTypeError(type);
   const declared = Number(c.req.header("content-length") ?? Number.NaN);
@@ -64,7 +69,8 @@ function shapeIssue(value: unknown, max: number): string | undefined {
       return `${path}: ${v} is outside the numbers this service stores (0, or ${STORABLE_NUMBER.minMagnitude} to ${STORABLE_NUMBER.maxMagnitude} in magnitude)`;
     if (v === null || typeof v !== "object") continue;
     if (d >= max) return `(root): nested deeper than ${max} levels`;
-    if (!Array.isArray(v) && Object.hasOwn(v, "__proto__")) return `${path === "(root)" ? "" : `${path}.`}__proto__: not an allowed key`;
+    if (!Array.isArray(v) && Object.hasOwn(v, "__proto__"))
+      return `${path === "(root)" ? "" : `${path}.`}__proto__: not an allowed key`;
     for (const [k, child] of Object.entries(v)) stack.push([child, d + 1, path === "(root)" ? k : `${path}.${k}`]);
   }
   return undefined;

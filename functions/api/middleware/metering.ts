@@ -38,7 +38,9 @@ export function meterRequest(deps: ApiDeps): MiddlewareHandler<ApiEnv> {
         const computeMs = performance.now() - started;
         const lambdaGbSeconds = deps.consumption ? (computeMs / 1000) * deps.consumption.memoryGb : 0;
         const usage = requestUsage(key, mergeUsage(c.get("used"), { ...consumed, computeMs, lambdaGbSeconds }));
-        await meter.add(key.id, usage).catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}).catch(() => undefined)));
+        await meter
+          .add(key.id, usage)
+          .catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}).catch(() => undefined)));
       }
     }
   };

@@ -10,7 +10,9 @@ import type { BodyTimeouts } from "../request-limits.ts";
  */
 export function readLimited(c: Context, maxBytes: number, timeouts: BodyTimeouts): Promise<string> {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  return incoming instanceof Readable ? readNodeLimited(incoming, maxBytes, timeouts) : readWebLimited(c.req.raw, maxBytes, timeouts);
+  return incoming instanceof Readable
+    ? readNodeLimited(incoming, maxBytes, timeouts)
+    : readWebLimited(c.req.raw, maxBytes, timeouts);
 }
 
 /**
@@ -34,9 +36,15 @@ function readNodeLimited(incoming: Readable, maxBytes: number, timeouts: BodyTim
     };
     const arm = () => {
       clearTimeout(idle);
-      idle = setTimeout(() => done(new RequestTimeoutError(`the request body stalled for ${timeouts.idleMs} ms`)), timeouts.idleMs);
+      idle = setTimeout(
+        () => done(new RequestTimeoutError(`the request body stalled for ${timeouts.idleMs} ms`)),
+        timeouts.idleMs,
+      );
     };
-    const deadline = setTimeout(() => done(new RequestTimeoutError(`the request body took longer than ${timeouts.deadlineMs} ms`)), timeouts.deadlineMs);
+    const deadline = setTimeout(
+      () => done(new RequestTimeoutError(`the request body took longer than ${timeouts.deadlineMs} ms`)),
+      timeouts.deadlineMs,
+    );
     const onData = (chunk: Buffer) => {
       total += chunk.byteLength;
       if (total > maxBytes) return done(new PayloadTooLargeError(maxBytes));
@@ -72,7 +80,11 @@ async function readWebLimited(req: Request, maxBytes: number, timeouts: BodyTime
     const next = await Promise.race([reader.read(), stalled]).finally(() => clearTimeout(timer));
     if (next === "stalled")
       return fail(
-        new RequestTimeoutError(wait < timeouts.idleMs ? `the request body took longer than ${timeouts.deadlineMs} ms` : `the request body stalled for ${timeouts.idleMs} ms`),
+        new RequestTimeoutError(
+          wait < timeouts.idleMs
+            ? `the request body took longer than ${timeouts.deadlineMs} ms`
+            : `the request body stalled for ${timeouts.idleMs} ms`,
+        ),
       );
     if (next.done) break;
     total += next.value.byteLength;

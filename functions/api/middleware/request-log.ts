@@ -11,7 +11,9 @@ export const REQUEST_ID_HEADER = "x-request-id";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-/** The pattern of the route that answered (`/v1/rescues/:id`), never the path as sent; `unmatched` when no route did. */
+/**
+ * The pattern of the route that answered (`/v1/rescues/:id`), never the path as sent; `unmatched` when no route did.
+ */
 export function routeOf(c: Context): string {
   return (
     matchedRoutes(c)
@@ -34,13 +36,17 @@ async function errorCodeOf(res: Response): Promise<string | undefined> {
  * Every request runs under a correlation id (a valid `traceparent`'s trace id or `x-request-id`,
  * else a fresh one): every queue message it sends carries it, and its response names it in
  * `x-request-id`. When it ends, failed or not, one `http.request` event says who (key id, never
- * the secret; a key refused its scope is named too), what (method, route pattern), and how (status, ms, the error code answered).
+ * the secret; a key refused its scope is named too), what (method, route pattern), and how (status, ms, the error code
+ * answered).
  */
 export function observeRequests(deps: Pick<ApiDeps, "observability">): MiddlewareHandler<ApiEnv> {
   const events = deps.observability?.events;
   return async (c, next) => {
     const began = performance.now();
-    const correlationId = correlationIdOf({ traceparent: c.req.header("traceparent"), requestId: c.req.header(REQUEST_ID_HEADER) });
+    const correlationId = correlationIdOf({
+      traceparent: c.req.header("traceparent"),
+      requestId: c.req.header(REQUEST_ID_HEADER),
+    });
     try {
       await withCorrelationId(correlationId, next);
     } finally {

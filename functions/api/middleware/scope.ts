@@ -16,7 +16,10 @@ export type KeyEnv = { Variables: { key: ApiKeyRecord; meteredKey?: ApiKeyRecord
  * A request no route of the router answers (an unknown path or method) passes on, unchecked and
  * unmetered, to the app's 404.
  */
-export function requireScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scope: Scope | ((c: Context) => Scope)): MiddlewareHandler<KeyEnv> {
+export function requireScope(
+  deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">,
+  scope: Scope | ((c: Context) => Scope),
+): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
     const key = await authorize(c.req.header("authorization"), typeof scope === "function" ? scope(c) : scope, deps);
@@ -31,11 +34,18 @@ export function requireScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "r
  * a pool put as it is, or an evolution): the key must hold one of them before the body is read;
  * the handler checks the one its body needs ({@link ensureScope}).
  */
-export function requireAnyScope(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scopes: readonly [Scope, ...Scope[]]): MiddlewareHandler<KeyEnv> {
+export function requireAnyScope(
+  deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">,
+  scopes: readonly [Scope, ...Scope[]],
+): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
     const known = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
-    const key = await authorize(c.req.header("authorization"), scopes.find((s) => known.scopes.includes(s)) ?? scopes[0], deps);
+    const key = await authorize(
+      c.req.header("authorization"),
+      scopes.find((s) => known.scopes.includes(s)) ?? scopes[0],
+      deps,
+    );
     c.set("key", key);
     c.set("meteredKey", key);
     await next();
@@ -56,7 +66,10 @@ export const readOrWrite =
   (c: Context): Scope =>
     c.req.method === "GET" || c.req.method === "HEAD" ? read : write;
 
-/** A known key, whatever its scopes, and not metered: reading one's own usage, or a quote before its body says what it quotes. Its rate still holds. */
+/**
+ * A known key, whatever its scopes, and not metered: reading one's own usage, or a quote before its body says what it
+ * quotes. Its rate still holds.
+ */
 export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
@@ -70,7 +83,10 @@ export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): M
  * A route on one key (`/v1/keys/{id}/rotate`): the key itself, or a key with `scope`; checked,
  * like {@link requireScope}, before any body is read, and then let in and metered.
  */
-export function requireSelfOr(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, scope: Scope): MiddlewareHandler<KeyEnv> {
+export function requireSelfOr(
+  deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">,
+  scope: Scope,
+): MiddlewareHandler<KeyEnv> {
   return admitted(deps, (key, c) => {
     if (key.id !== c.req.param("id")) ensureScope(key, scope);
   });
@@ -84,8 +100,13 @@ export function anyKey(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">)
   return admitted(deps, () => undefined);
 }
 
-/** A known key that passes `check` (a 403 otherwise), let in (its rate and quota) and metered; before any body is read. */
-function admitted(deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">, check: (key: ApiKeyRecord, c: Context) => void): MiddlewareHandler<KeyEnv> {
+/**
+ * A known key that passes `check` (a 403 otherwise), let in (its rate and quota) and metered; before any body is read.
+ */
+function admitted(
+  deps: Pick<ApiDeps, "keys" | "meter" | "clock" | "rate">,
+  check: (key: ApiKeyRecord, c: Context) => void,
+): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     if (!answered(c)) return next();
     const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);

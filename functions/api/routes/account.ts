@@ -1,6 +1,13 @@
 import { type OpenAPIHono, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { PriceList, UsageExportQuery, UsagePeriod, UsageRequestQuery, renderUsage, usageByDay } from "@harness-s/core/billing";
+import {
+  PriceList,
+  UsageExportQuery,
+  UsagePeriod,
+  UsageRequestQuery,
+  renderUsage,
+  usageByDay,
+} from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
 import { type ApiEnv, withMiddleware } from "../http.ts";
 import { authenticated } from "../middleware/scope.ts";
@@ -13,7 +20,17 @@ const Usage = z.object({
   budgetUsd: z.number().nullable(),
   activeExperiments: z.number().int(),
   /** With `from` and `to`: the key's usage by UTC day, each day's cost of goods and charge apart. */
-  days: z.array(z.object({ keyId: z.string(), day: z.string(), usage: z.record(z.string(), z.number()), costOfGoodsUsd: z.number(), chargeUsd: z.number() })).optional(),
+  days: z
+    .array(
+      z.object({
+        keyId: z.string(),
+        day: z.string(),
+        usage: z.record(z.string(), z.number()),
+        costOfGoodsUsd: z.number(),
+        chargeUsd: z.number(),
+      }),
+    )
+    .optional(),
 });
 /**
  * `GET /v1/usage`'s query, documented as {@link UsageRequestQuery} (each parameter optional): nothing
@@ -22,7 +39,8 @@ const Usage = z.object({
 const UsageQuery = z.pipe(
   z.transform((query: Record<string, unknown>, ctx) => {
     const period = Object.keys(query).length > 0 ? UsagePeriod.safeParse(query) : undefined;
-    for (const issue of period?.error?.issues ?? []) ctx.issues.push({ code: "custom", message: issue.message, path: issue.path, input: query });
+    for (const issue of period?.error?.issues ?? [])
+      ctx.issues.push({ code: "custom", message: issue.message, path: issue.path, input: query });
     return query;
   }),
   UsageRequestQuery.extend({ granularity: z.literal("day").default("day") }),
@@ -41,17 +59,28 @@ export const accountRoutes = {
       "This key's metered usage (requests, ballots, rollouts, LLM tokens, compute, cost of goods), quota and budget; with from and to, by UTC day; reading it is not metered",
     description: "Without parameters: the totals. With `from` and `to` (and only then any other): by UTC day.",
     request: { query: UsageQuery },
-    responses: { 200: jsonOf("usage", Usage), 400: errors[400], 401: errors[401], 403: errors[403], 429: errors[429], 503: errors[503] },
+    responses: {
+      200: jsonOf("usage", Usage),
+      400: errors[400],
+      401: errors[401],
+      403: errors[403],
+      429: errors[429],
+      503: errors[503],
+    },
   }),
   usageExport: createRoute({
     method: "get",
     path: "/v1/usage/export",
     operationId: "exportUsage",
     tags: ["account"],
-    summary: "Usage by key and UTC day for invoicing: JSON lines or CSV (admin keys: keyId=* for every key); reading it is not metered",
+    summary:
+      "Usage by key and UTC day for invoicing: JSON lines or CSV (admin keys: keyId=* for every key); reading it is not metered",
     request: { query: UsageExportQuery },
     responses: {
-      200: { description: "one row per key and day", content: { "application/x-ndjson": { schema: z.string() }, "text/csv": { schema: z.string() } } },
+      200: {
+        description: "one row per key and day",
+        content: { "application/x-ndjson": { schema: z.string() }, "text/csv": { schema: z.string() } },
+      },
       400: errors[400],
       401: errors[401],
       403: errors[403],
@@ -88,7 +117,10 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
     .openapi(accountRoutes.health, (c) => c.json({ ok: true as const }, 200))
     .openapi(withMiddleware(accountRoutes.usage, authenticated(deps)), async (c) => {
       const [key, { from, to, ...rest }] = [c.var.key, c.req.valid("query")];
-      const days = from !== undefined && to !== undefined ? await usageByDay({ from, to, ...rest }, key, pricing(deps)) : undefined;
+      const days =
+        from !== undefined && to !== undefined
+          ? await usageByDay({ from, to, ...rest }, key, pricing(deps))
+          : undefined;
       const totals = {
         keyId: key.id,
         usage: await deps.meter.get(key.id),
@@ -101,10 +133,16 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
     .openapi(withMiddleware(accountRoutes.usageExport, authenticated(deps)), async (c) => {
       const { format, ...period } = c.req.valid("query");
       const rows = await usageByDay(period, c.var.key, pricing(deps));
-      return c.body(renderUsage(rows, format), 200, { "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson" }) as never;
+      return c.body(renderUsage(rows, format), 200, {
+        "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson",
+      }) as never;
     })
     .openapi(accountRoutes.openapi, (c) => c.json(document(), 200));
 }
 
 /** The tariff and the price list the API reports cost with. */
-export const pricing = (deps: ApiDeps) => ({ meter: deps.meter, tariff: deps.prices, priceList: deps.priceList ?? PriceList.parse({}) });
+export const pricing = (deps: ApiDeps) => ({
+  meter: deps.meter,
+  tariff: deps.prices,
+  priceList: deps.priceList ?? PriceList.parse({}),
+});

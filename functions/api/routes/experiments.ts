@@ -36,14 +36,21 @@ const ExperimentStatus = z.object({
   cost: record.usage.extend({ usd: z.number() }),
   budget: z.object({ rollouts: z.number().int(), usd: z.number().optional() }).nullable(),
   quote: Quote.nullable(),
-  actual: z.object({ usage: z.record(z.string(), z.number()), costOfGoods: CostOfGoods, chargeUsd: z.number() }).nullable(),
+  actual: z
+    .object({ usage: z.record(z.string(), z.number()), costOfGoods: CostOfGoods, chargeUsd: z.number() })
+    .nullable(),
   stopReason: z.string().nullable(),
   error: z.string().nullable(),
   createdAt: z.number(),
   updatedAt: z.number(),
 });
 const ExperimentSteps = z.object({ id: z.string(), steps: z.array(ExperimentStep) });
-const ExperimentMetrics = z.object({ id: z.string(), status: record.status, results: record.results, summary: record.summary.unwrap().nullable() });
+const ExperimentMetrics = z.object({
+  id: z.string(),
+  status: record.status,
+  results: record.results,
+  summary: record.summary.unwrap().nullable(),
+});
 const StepsQuery = z.object({ arm: ArmName.optional(), seed: queryInteger(0, Number.MAX_SAFE_INTEGER).optional() });
 const forThisKey = notFound("experiment for this key");
 const ExperimentPlots = z.object({
@@ -52,12 +59,17 @@ const ExperimentPlots = z.object({
   plots: z.array(z.object({ file: PlotFile, url: z.string().describe("the plot's path on this API") })),
 });
 /** A plot's file name, as the listing gives it. */
-const PlotPath = z.object({ id: IdPath.shape.id, file: PlotFile.describe("a plot's file name, as GET …/plots lists it") });
+const PlotPath = z.object({
+  id: IdPath.shape.id,
+  file: PlotFile.describe("a plot's file name, as GET …/plots lists it"),
+});
 const PngBody = z.string().meta({ format: "binary" });
 const notDeployed = { 501: error("NOT_CONFIGURED: this deployment keeps no experiment reports") };
 /** What reading a run's report or plot answers besides the file. */
 const artifactErrors = (what: "report" | "plot") => ({
-  404: error(`NOT_FOUND: no such experiment for this key, or the run has no ${what} (the message says why: still running, or ended without one)`),
+  404: error(
+    `NOT_FOUND: no such experiment for this key, or the run has no ${what} (the message says why: still running, or ended without one)`,
+  ),
   ...errors,
   ...notDeployed,
 });
@@ -69,7 +81,8 @@ export const experimentRoutes = {
     path: "/",
     operationId: "listExperiments",
     tags: ["experiments"],
-    summary: "The calling key's own runs, newest first, a page at a time: id, status, env, arm and seed counts, progress",
+    summary:
+      "The calling key's own runs, newest first, a page at a time: id, status, env, arm and seed counts, progress",
     description: `\`limit\` ≤ ${KEY_PAGE.maxLimit} (default ${KEY_PAGE.defaultLimit}); \`next\` is the cursor of the next page (pass it as \`cursor\`), null at the end. A key lists only the runs it started (an admin key too); a cursor from another key's or another list is a 400.`,
     request: { query: KeyPageQuery },
     responses: { 200: jsonOf("a page of the key's runs", ExperimentList), ...errors },
@@ -114,7 +127,8 @@ export const experimentRoutes = {
     path: "/{id}/steps",
     operationId: "listExperimentSteps",
     tags: ["experiments"],
-    summary: "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
+    summary:
+      "Each training step of the run (optionally ?arm=&seed=): rollouts so far and every group's outcome with the harnesses chosen",
     request: { params: IdPath, query: StepsQuery },
     responses: { 200: jsonOf("steps", ExperimentSteps), ...forThisKey, ...errors },
   }),
@@ -132,7 +146,8 @@ export const experimentRoutes = {
     path: "/{id}/report",
     operationId: "getExperimentReport",
     tags: ["experiments"],
-    summary: "The run's markdown report: arms with their spread over seeds, the paired comparison, acceptance figures, ablations",
+    summary:
+      "The run's markdown report: arms with their spread over seeds, the paired comparison, acceptance figures, ablations",
     description:
       "Made by the CLI's code (`harness-s experiment`'s report.md, without its sweeps) when the run ends done, or stopped at its budget cap with finished (arm, seed) units (a note under the title says what its figures cover). A 404 says why a run has none.",
     request: { params: IdPath },
@@ -159,17 +174,24 @@ export const experimentRoutes = {
     path: "/{id}/plots/{file}",
     operationId: "getExperimentPlot",
     tags: ["experiments"],
-    summary: "One of the run's plots as PNG (`curves.png`: H0 Avg@3 over training per arm; `utilities.png`: rescue utility by repair direction)",
+    summary:
+      "One of the run's plots as PNG (`curves.png`: H0 Avg@3 over training per arm; `utilities.png`: rescue utility by repair direction)",
     request: { params: PlotPath },
-    responses: { 200: { description: "the plot", content: { "image/png": { schema: PngBody } } }, ...artifactErrors("plot") },
+    responses: {
+      200: { description: "the plot", content: { "image/png": { schema: PngBody } } },
+      ...artifactErrors("plot"),
+    },
   }),
 };
 
 export const experimentsApp = (deps: ApiDeps) => {
   /** An experiment is visible to the key that started it (and to admin keys) only. */
-  const own = (id: string, key: { id: string; scopes: string[] }) => ownedBy(deps.experiments, key, "experiment").get(id);
+  const own = (id: string, key: { id: string; scopes: string[] }) =>
+    ownedBy(deps.experiments, key, "experiment").get(id);
   return $(apiRouter().use(requireScope(deps, "experiments")))
-    .openapi(experimentRoutes.list, async (c) => c.json(await listExperiments(c.var.key.id, c.req.valid("query"), deps), 200))
+    .openapi(experimentRoutes.list, async (c) =>
+      c.json(await listExperiments(c.var.key.id, c.req.valid("query"), deps), 200),
+    )
     .openapi(withMiddleware(experimentRoutes.start, readBody(deps, ExperimentRequest)), async (c) => {
       const [req, key] = [c.var.body, c.var.key];
       const slots = { meter: deps.meter, limit: deps.experimentsPerKey ?? EXPERIMENT_LIMITS.activePerKey };
@@ -180,16 +202,27 @@ export const experimentsApp = (deps: ApiDeps) => {
     })
     .openapi(experimentRoutes.get, async (c) => {
       const found = await own(c.req.valid("param").id, c.var.key);
-      return c.json(experimentStatus(found, deps.prices, { usage: await deps.meter.job(found.id), priceList: pricing(deps).priceList }), 200);
+      return c.json(
+        experimentStatus(found, deps.prices, {
+          usage: await deps.meter.job(found.id),
+          priceList: pricing(deps).priceList,
+        }),
+        200,
+      );
     })
-    .openapi(experimentRoutes.cancel, async (c) => c.json(experimentStatus(await cancelExperiment(c.req.valid("param").id, c.var.key, deps), deps.prices), 200))
+    .openapi(experimentRoutes.cancel, async (c) =>
+      c.json(experimentStatus(await cancelExperiment(c.req.valid("param").id, c.var.key, deps), deps.prices), 200),
+    )
     .openapi(experimentRoutes.steps, async (c) => {
       const found = await own(c.req.valid("param").id, c.var.key);
       return c.json({ id: found.id, steps: await deps.experimentSteps.list(found.id, c.req.valid("query")) }, 200);
     })
     .openapi(experimentRoutes.metrics, async (c) => {
       const found = await own(c.req.valid("param").id, c.var.key);
-      return c.json({ id: found.id, status: found.status, results: found.results, summary: found.summary ?? null }, 200);
+      return c.json(
+        { id: found.id, status: found.status, results: found.results, summary: found.summary ?? null },
+        200,
+      );
     })
     .openapi(experimentRoutes.report, async (c) => {
       const report = await experimentArtifact(c.req.valid("param").id, "report.md", c.var.key, deps);
@@ -197,7 +230,14 @@ export const experimentsApp = (deps: ApiDeps) => {
     })
     .openapi(experimentRoutes.plots, async (c) => {
       const { record: found, plots } = await experimentPlots(c.req.valid("param").id, c.var.key, deps);
-      return c.json({ id: found.id, status: found.status, plots: plots.map((file) => ({ file, url: `/v1/experiments/${found.id}/plots/${file}` })) }, 200);
+      return c.json(
+        {
+          id: found.id,
+          status: found.status,
+          plots: plots.map((file) => ({ file, url: `/v1/experiments/${found.id}/plots/${file}` })),
+        },
+        200,
+      );
     })
     .openapi(experimentRoutes.plot, async (c) => {
       const { id, file } = c.req.valid("param");

@@ -1,7 +1,9 @@
 import type { Context } from "hono";
 import { forcedSubmitReply, type RelayOut } from "@harness-s/core/gateway";
 
-type Completion = Record<string, unknown> & { choices?: { index?: number; message?: Record<string, unknown>; finish_reason?: string }[] };
+type Completion = Record<string, unknown> & {
+  choices?: { index?: number; message?: Record<string, unknown>; finish_reason?: string }[];
+};
 
 const own = (model: string, message: Record<string, unknown>, finish: string): Completion => ({
   id: `chatcmpl-gw-${Date.now().toString(36)}`,
@@ -17,7 +19,11 @@ const own = (model: string, message: Record<string, unknown>, finish: string): C
  * forced, as a call of the agent's commit tool with no arguments; the end of the episode, as a
  * reply with no tool call that says why.
  */
-export function completionFor(out: Exclude<RelayOut, { kind: "upstream-error" }>, model: string, submitTool: string): Completion {
+export function completionFor(
+  out: Exclude<RelayOut, { kind: "upstream-error" }>,
+  model: string,
+  submitTool: string,
+): Completion {
   if (out.kind === "reply") return out.turn.completion as Completion;
   if (out.kind === "forced-submit") {
     const forced = forcedSubmitReply(submitTool);
@@ -35,11 +41,24 @@ export function completionFor(out: Exclude<RelayOut, { kind: "upstream-error" }>
 export function sseOf(c: Context, completion: Completion, includeUsage: boolean): Response {
   const choice = completion.choices?.[0] ?? {};
   const message = choice.message ?? {};
-  const base = { id: completion.id, object: "chat.completion.chunk", created: completion.created, model: completion.model };
-  const calls = (message.tool_calls as { id: string; type: string; function: { name: string; arguments: string } }[] | undefined) ?? [];
+  const base = {
+    id: completion.id,
+    object: "chat.completion.chunk",
+    created: completion.created,
+    model: completion.model,
+  };
+  const calls =
+    (message.tool_calls as { id: string; type: string; function: { name: string; arguments: string } }[] | undefined) ??
+    [];
   const chunks: unknown[] = [
-    { ...base, choices: [{ index: 0, delta: { role: "assistant", content: message.content ?? "" }, finish_reason: null }] },
-    ...calls.map((call, i) => ({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...call }] }, finish_reason: null }] })),
+    {
+      ...base,
+      choices: [{ index: 0, delta: { role: "assistant", content: message.content ?? "" }, finish_reason: null }],
+    },
+    ...calls.map((call, i) => ({
+      ...base,
+      choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...call }] }, finish_reason: null }],
+    })),
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: choice.finish_reason ?? "stop" }] },
     ...(includeUsage && completion.usage ? [{ ...base, choices: [], usage: completion.usage }] : []),
   ];

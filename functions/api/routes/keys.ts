@@ -22,16 +22,25 @@ import { readBody } from "../middleware/body.ts";
 import { anyKey, requireScope, requireSelfOr } from "../middleware/scope.ts";
 import { IdPath, bodyErrors, error, errors, jsonBody, jsonOf, notFound } from "../openapi-parts.ts";
 
-const Created = z.object({ key: KeyView, secret: z.string().describe("the key's secret: shown this once, kept nowhere (only its hash is stored)") });
+const Created = z.object({
+  key: KeyView,
+  secret: z.string().describe("the key's secret: shown this once, kept nowhere (only its hash is stored)"),
+});
 const shownOnce = (what: string) => jsonOf(`${what}: the secret is shown this once, store it now`, Created);
 const adminOnly = { 403: error("FORBIDDEN: only an admin key may do this") };
-/** The shared errors but 403: listing, reading and rotating need no scope (a key that is not an admin acts on itself). */
+/**
+ * The shared errors but 403: listing, reading and rotating need no scope (a key that is not an admin acts on itself).
+ */
 const { 403: _noScope, ...keyErrors } = errors;
 const seenBy = { 404: error("no such key; a key that is not an admin sees only itself, any other id is a 404") };
 const conflicts = {
-  update: error("CONFLICT: the key is revoked, the change would leave no working admin key, or the key changed meanwhile (read it again)"),
+  update: error(
+    "CONFLICT: the key is revoked, the change would leave no working admin key, or the key changed meanwhile (read it again)",
+  ),
   rotate: error("CONFLICT: the key is revoked, or it changed meanwhile (rotate again)"),
-  revoke: error("CONFLICT: it is the last working admin key (make another first), or it changed meanwhile; revoking a revoked key is a 200"),
+  revoke: error(
+    "CONFLICT: it is the last working admin key (make another first), or it changed meanwhile; revoking a revoked key is a 200",
+  ),
 };
 
 /** `/v1/keys`: API keys an operator issues, limits, rotates and revokes; each operation recorded. */
@@ -41,7 +50,8 @@ export const keyRoutes = {
     path: "/",
     operationId: "createKey",
     tags: ["keys"],
-    summary: "Issue a key (admin): its label, scopes, request quota, USD budget, rate (requests per second, burst) and expiry; the secret is shown once",
+    summary:
+      "Issue a key (admin): its label, scopes, request quota, USD budget, rate (requests per second, burst) and expiry; the secret is shown once",
     request: { body: jsonBody(CreateKeyRequest) },
     responses: { 201: shownOnce("the key and its secret"), ...errors, ...adminOnly, ...bodyErrors },
   }),
@@ -67,7 +77,8 @@ export const keyRoutes = {
     path: "/{id}",
     operationId: "updateKey",
     tags: ["keys"],
-    summary: "Change a key's label, scopes, quota, budget, rate or expiry (admin; null removes a limit); a key cannot raise its own",
+    summary:
+      "Change a key's label, scopes, quota, budget, rate or expiry (admin; null removes a limit); a key cannot raise its own",
     request: { params: IdPath, body: jsonBody(UpdateKeyRequest) },
     responses: {
       200: jsonOf("the key as changed", KeyView),
@@ -101,7 +112,13 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: `Revoke a key (admin): every request with it is a 401 from then on, on every API instance within ${KEY_CHANGE_SECONDS} s; its usage and records are kept`,
     request: { params: IdPath },
-    responses: { 200: jsonOf("the key, revoked", KeyView), ...notFound("key"), ...errors, ...adminOnly, 409: conflicts.revoke },
+    responses: {
+      200: jsonOf("the key, revoked", KeyView),
+      ...notFound("key"),
+      ...errors,
+      ...adminOnly,
+      409: conflicts.revoke,
+    },
   }),
   events: createRoute({
     method: "get",
@@ -110,24 +127,46 @@ export const keyRoutes = {
     tags: ["keys"],
     summary: "A key's operations, newest first (admin): who did what, when; never a secret",
     request: { params: IdPath },
-    responses: { 200: jsonOf("its events", z.object({ events: z.array(KeyEventView) })), ...notFound("key"), ...errors, ...adminOnly },
+    responses: {
+      200: jsonOf("its events", z.object({ events: z.array(KeyEventView) })),
+      ...notFound("key"),
+      ...errors,
+      ...adminOnly,
+    },
   }),
 };
 
 export const keysApp = (deps: ApiDeps) => {
-  const keyDeps = { keys: deps.keys, events: deps.keyEvents, clock: deps.clock, newId: (kind: string) => deps.newId(kind as "key") };
-  // Who may ask is checked before any body is read: an admin key for what only admins do, the key itself (or an admin) to rotate it.
+  const keyDeps = {
+    keys: deps.keys,
+    events: deps.keyEvents,
+    clock: deps.clock,
+    newId: (kind: string) => deps.newId(kind as "key"),
+  };
+  // Who may ask is checked before any body is read: an admin key for what only admins do, the key itself (or an admin)
+  // to rotate it.
   const admin = requireScope(deps, "admin");
   return $(apiRouter())
-    .openapi(withMiddleware(keyRoutes.create, admin, readBody(deps, CreateKeyRequest)), async (c) => c.json(await createKey(c.var.body, c.var.key, keyDeps), 201))
-    .openapi(withMiddleware(keyRoutes.list, anyKey(deps)), async (c) => c.json({ keys: await listKeys(c.var.key, keyDeps) }, 200))
-    .openapi(withMiddleware(keyRoutes.get, anyKey(deps)), async (c) => c.json(await getKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
+    .openapi(withMiddleware(keyRoutes.create, admin, readBody(deps, CreateKeyRequest)), async (c) =>
+      c.json(await createKey(c.var.body, c.var.key, keyDeps), 201),
+    )
+    .openapi(withMiddleware(keyRoutes.list, anyKey(deps)), async (c) =>
+      c.json({ keys: await listKeys(c.var.key, keyDeps) }, 200),
+    )
+    .openapi(withMiddleware(keyRoutes.get, anyKey(deps)), async (c) =>
+      c.json(await getKey(c.req.valid("param").id, c.var.key, keyDeps), 200),
+    )
     .openapi(withMiddleware(keyRoutes.update, admin, readBody(deps, UpdateKeyRequest)), async (c) =>
       c.json(await updateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200),
     )
-    .openapi(withMiddleware(keyRoutes.rotate, requireSelfOr(deps, "admin"), readBody(deps, RotateKeyRequest)), async (c) =>
-      c.json(await rotateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200),
+    .openapi(
+      withMiddleware(keyRoutes.rotate, requireSelfOr(deps, "admin"), readBody(deps, RotateKeyRequest)),
+      async (c) => c.json(await rotateKey(c.req.valid("param").id, c.var.body, c.var.key, keyDeps), 200),
     )
-    .openapi(withMiddleware(keyRoutes.revoke, admin), async (c) => c.json(await revokeKey(c.req.valid("param").id, c.var.key, keyDeps), 200))
-    .openapi(withMiddleware(keyRoutes.events, admin), async (c) => c.json({ events: await keyEvents(c.req.valid("param").id, c.var.key, keyDeps) }, 200));
+    .openapi(withMiddleware(keyRoutes.revoke, admin), async (c) =>
+      c.json(await revokeKey(c.req.valid("param").id, c.var.key, keyDeps), 200),
+    )
+    .openapi(withMiddleware(keyRoutes.events, admin), async (c) =>
+      c.json({ events: await keyEvents(c.req.valid("param").id, c.var.key, keyDeps) }, 200),
+    );
 };

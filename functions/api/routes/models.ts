@@ -28,4 +28,5 @@ export const modelRoutes = {
 };
 
 /** Any key may list them; the request is metered like any other. */
-export const modelsApp = (deps: ApiDeps) => $(apiRouter().use(anyKey(deps))).openapi(modelRoutes.list, (c) => c.json(listServedModels(deps.offers), 200));
+export const modelsApp = (deps: ApiDeps) =>
+  $(apiRouter().use(anyKey(deps))).openapi(modelRoutes.list, (c) => c.json(listServedModels(deps.offers), 200));

@@ -1,6 +1,12 @@
 import { $, createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { PolicyEndpointView, RegisterPolicyEndpoint, endpointView, ownEndpoint, registerPolicyEndpoint } from "@harness-s/core/callers";
+import {
+  PolicyEndpointView,
+  RegisterPolicyEndpoint,
+  endpointView,
+  ownEndpoint,
+  registerPolicyEndpoint,
+} from "@harness-s/core/callers";
 import type { ApiDeps } from "../deps.ts";
 import { apiRouter, withMiddleware } from "../http.ts";
 import { readBody } from "../middleware/body.ts";
@@ -62,8 +68,12 @@ export const policyEndpointsApp = (deps: ApiDeps) =>
     .openapi(withMiddleware(policyEndpointRoutes.register, readBody(deps, RegisterPolicyEndpoint)), async (c) =>
       c.json(await registerPolicyEndpoint(c.var.body, c.var.key.id, deps), 201),
     )
-    .openapi(policyEndpointRoutes.list, async (c) => c.json({ endpoints: (await deps.endpoints.list(c.var.key.id)).map(endpointView) }, 200))
-    .openapi(policyEndpointRoutes.get, async (c) => c.json(endpointView(await ownEndpoint(c.var.key.id, c.req.valid("param").id, deps.endpoints)), 200))
+    .openapi(policyEndpointRoutes.list, async (c) =>
+      c.json({ endpoints: (await deps.endpoints.list(c.var.key.id)).map(endpointView) }, 200),
+    )
+    .openapi(policyEndpointRoutes.get, async (c) =>
+      c.json(endpointView(await ownEndpoint(c.var.key.id, c.req.valid("param").id, deps.endpoints)), 200),
+    )
     .openapi(policyEndpointRoutes.remove, async (c) => {
       const [keyId, { id }] = [c.var.key.id, c.req.valid("param")];
       await ownEndpoint(keyId, id, deps.endpoints);

@@ -24,7 +24,12 @@ export const profileRoutes = {
     tags: ["profiles"],
     summary: "Report outcomes observed by an external trainer (queued, applied once per outcome id)",
     request: { body: jsonBody(EvidenceReport) },
-    responses: { 202: jsonOf("queued: how many outcomes", EvidenceQueued), ...notFound("pool"), ...errors, ...bodyErrors },
+    responses: {
+      202: jsonOf("queued: how many outcomes", EvidenceQueued),
+      ...notFound("pool"),
+      ...errors,
+      ...bodyErrors,
+    },
   }),
   list: createRoute({
     method: "get",
@@ -40,7 +45,12 @@ export const profileRoutes = {
 export const profilesApp = (deps: ApiDeps) =>
   $(apiRouter().use(requireScope(deps, readOrWrite("profiles:read", "profiles:write"))))
     .openapi(withMiddleware(profileRoutes.evidence, readBody(deps, EvidenceReport)), async (c) => {
-      const queued = await reportEvidence(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, { keyId: c.var.key.id }, usageOf(c));
+      const queued = await reportEvidence(
+        c.var.body,
+        { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) },
+        { keyId: c.var.key.id },
+        usageOf(c),
+      );
       return c.json(queued, 202);
     })
     .openapi(profileRoutes.list, async (c) => {

@@ -21,14 +21,32 @@ export const quoteRoutes = {
     request: { body: jsonBody(QuoteRequest) },
     description:
       "The request is checked as its own start checks it before it is priced: an environment or model this deployment does not offer, a URL the outbound guard refuses, another key's pool or endpoint is the same 400 or 404 the request itself would get.",
-    responses: { 200: jsonOf("the quote", Quote), ...notFound("pool, task or policy endpoint of this key"), ...errors, ...bodyErrors },
+    responses: {
+      200: jsonOf("the quote", Quote),
+      ...notFound("pool, task or policy endpoint of this key"),
+      ...errors,
+      ...bodyErrors,
+    },
   }),
 };
 
-/** A quote needs the scope of what it quotes, which only its body says: a 401 comes before the body is read, a 403 after. */
+/**
+ * A quote needs the scope of what it quotes, which only its body says: a 401 comes before the body is read, a 403
+ * after.
+ */
 const scopeOfQuote = (c: Context) => ("experiment" in (c.get("body") as QuoteRequest) ? "experiments" : "rescues");
 
 export const quotesApp = (deps: ApiDeps) =>
-  apiRouter().openapi(withMiddleware(quoteRoutes.create, authenticated(deps), readBody(deps, QuoteRequest), requireScope(deps, scopeOfQuote)), async (c) =>
-    c.json(await quoteAdmitted(c.var.body, c.var.key, { ...deps, ...pricing(deps), newId: () => deps.newId("dec") }), 200),
+  apiRouter().openapi(
+    withMiddleware(
+      quoteRoutes.create,
+      authenticated(deps),
+      readBody(deps, QuoteRequest),
+      requireScope(deps, scopeOfQuote),
+    ),
+    async (c) =>
+      c.json(
+        await quoteAdmitted(c.var.body, c.var.key, { ...deps, ...pricing(deps), newId: () => deps.newId("dec") }),
+        200,
+      ),
   );

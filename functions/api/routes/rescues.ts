@@ -34,7 +34,11 @@ const RescueAccepted = z.object({
   adaptive: AdaptiveChoice.optional(),
 });
 /** An adaptive rescue that chose to spend nothing: no rescue was started. */
-const RescueAdvised = z.object({ chosen: z.array(z.string()).max(0), expected: z.literal(0), adaptive: AdaptiveChoice });
+const RescueAdvised = z.object({
+  chosen: z.array(z.string()).max(0),
+  expected: z.literal(0),
+  adaptive: AdaptiveChoice,
+});
 
 /** `/v1/rescues`: elastic rescue rollouts. */
 export const rescueRoutes = {
@@ -43,7 +47,8 @@ export const rescueRoutes = {
     path: "/",
     operationId: "listRescues",
     tags: ["rescues"],
-    summary: "The calling key's own rescues, newest first, a page at a time: id, status, pool, task, harness and slot counts",
+    summary:
+      "The calling key's own rescues, newest first, a page at a time: id, status, pool, task, harness and slot counts",
     description: `\`limit\` ≤ ${KEY_PAGE.maxLimit} (default ${KEY_PAGE.defaultLimit}); \`next\` is the cursor of the next page (pass it as \`cursor\`), null at the end. A key lists only the rescues it started (an admin key too); a cursor from another key's or another list is a 400.`,
     request: { query: KeyPageQuery },
     responses: { 200: jsonOf("a page of the key's rescues", RescueList), ...errors },
@@ -56,8 +61,14 @@ export const rescueRoutes = {
     summary: "Start an elastic rescue: route the failed task, fan its rollouts out to the dispatch workers",
     request: { body: jsonBody(RescueRequest) },
     responses: {
-      202: jsonOf("accepted: id, chosen harnesses, expected rollouts (with mode adaptive: the option taken and its estimates)", RescueAccepted),
-      200: jsonOf("mode adaptive chose to spend nothing on this group: no rescue was started (the option and its estimates say why)", RescueAdvised),
+      202: jsonOf(
+        "accepted: id, chosen harnesses, expected rollouts (with mode adaptive: the option taken and its estimates)",
+        RescueAccepted,
+      ),
+      200: jsonOf(
+        "mode adaptive chose to spend nothing on this group: no rescue was started (the option and its estimates say why)",
+        RescueAdvised,
+      ),
       ...notFound("pool or task"),
       ...overBudget,
       501: error("this deployment has no dispatch worker"),
@@ -74,7 +85,10 @@ export const rescueRoutes = {
     description: `With \`wait\` (seconds, ≤ ${RESCUE_WAIT.maxSeconds}), answers once more than \`seen\` slots have finished (stored or given up on), the rescue is no longer running, or the wait is over: progress slot by slot without a polling loop.`,
     request: { params: IdPath, query: RescueWaitQuery },
     responses: {
-      200: jsonOf("status (failed: every slot is stored or given up on, and some were given up on: each with its code and reason)", RescueStatus),
+      200: jsonOf(
+        "status (failed: every slot is stored or given up on, and some were given up on: each with its code and reason)",
+        RescueStatus,
+      ),
       ...notFound("rescue"),
       ...errors,
     },
@@ -110,9 +124,19 @@ export const rescuesApp = (deps: ApiDeps) =>
       await ensureAffordable({ rescue: body }, key, pricing(deps));
       // A key routes only in pools it may see: another key's evolved pool is a 404.
       const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, usageOf(c));
-      if (job.adaptive && job.expected === 0) return c.json({ chosen: [], expected: 0 as const, adaptive: job.adaptive }, 200);
-      return c.json({ id: job.id, chosen: job.chosen, expected: job.expected, ...(job.adaptive ? { adaptive: job.adaptive } : {}) }, 202);
+      if (job.adaptive && job.expected === 0)
+        return c.json({ chosen: [], expected: 0 as const, adaptive: job.adaptive }, 200);
+      return c.json(
+        { id: job.id, chosen: job.chosen, expected: job.expected, ...(job.adaptive ? { adaptive: job.adaptive } : {}) },
+        202,
+      );
     })
-    .openapi(rescueRoutes.get, async (c) => c.json(await waitForRescue(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200))
-    .openapi(rescueRoutes.cancel, async (c) => c.json(await cancelRescue(c.req.valid("param").id, deps, c.var.key), 200))
-    .openapi(rescueRoutes.trajectories, async (c) => c.json(await rescueTrajectories(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200));
+    .openapi(rescueRoutes.get, async (c) =>
+      c.json(await waitForRescue(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200),
+    )
+    .openapi(rescueRoutes.cancel, async (c) =>
+      c.json(await cancelRescue(c.req.valid("param").id, deps, c.var.key), 200),
+    )
+    .openapi(rescueRoutes.trajectories, async (c) =>
+      c.json(await rescueTrajectories(c.req.valid("param").id, c.req.valid("query"), deps, c.var.key), 200),
+    );

@@ -19,17 +19,30 @@ export const routeRoutes = {
     summary: "Rank a pool's harnesses for a task (rescue Top-k, or Rank-1 without failure tags)",
     request: { body: jsonBody(RouteRequest) },
     responses: {
-      200: jsonOf("the decision: each answering voter's ballot (reason, tokens, cost) and each abstention by kind", RoutingDecision),
+      200: jsonOf(
+        "the decision: each answering voter's ballot (reason, tokens, cost) and each abstention by kind",
+        RoutingDecision,
+      ),
       ...notFound("pool"),
       ...errors,
-      503: error("QUORUM_NOT_MET: fewer voters answered than the panel's quorum (and it names no fallback); or a backing store is unavailable (retry)"),
+      503: error(
+        "QUORUM_NOT_MET: fewer voters answered than the panel's quorum (and it names no fallback); or a backing store is unavailable (retry)",
+      ),
       ...bodyErrors,
     },
   }),
 };
 
 export const routeApp = (deps: ApiDeps) =>
-  $(apiRouter().use(requireScope(deps, "route"))).openapi(withMiddleware(routeRoutes.route, readBody(deps, RouteRequest)), async (c) => {
-    const decision = await routeTask(c.var.body, { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) }, c.var.key.id, usageOf(c));
-    return c.json(decision, 200);
-  });
+  $(apiRouter().use(requireScope(deps, "route"))).openapi(
+    withMiddleware(routeRoutes.route, readBody(deps, RouteRequest)),
+    async (c) => {
+      const decision = await routeTask(
+        c.var.body,
+        { ...deps, pools: poolsVisibleTo(deps.pools, c.var.key) },
+        c.var.key.id,
+        usageOf(c),
+      );
+      return c.json(decision, 200);
+    },
+  );

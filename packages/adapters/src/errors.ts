@@ -72,7 +72,9 @@ export class PolicyReplyInvalidError extends HarnessSError<AdaptersErrorCode> {
   }
 }
 
-/** A caller's environment failed an episode: it closed, refused, timed out, or answered outside the OpenEnv protocol. */
+/**
+ * A caller's environment failed an episode: it closed, refused, timed out, or answered outside the OpenEnv protocol.
+ */
 export class EnvironmentError extends HarnessSError<AdaptersErrorCode> {
   constructor(detail: string, options?: { cause?: unknown }) {
     super("ENVIRONMENT_FAILED", detail, options);
@@ -93,7 +95,10 @@ export class UrlNotAllowedError extends HarnessSError<AdaptersErrorCode> {
   }
 }
 
-/** A caller's endpoint did not answer its registration's probe as its kind must (why is in the message; its own error text is not relayed). */
+/**
+ * A caller's endpoint did not answer its registration's probe as its kind must (why is in the message; its own error
+ * text is not relayed).
+ */
 export class EndpointProbeError extends HarnessSError<AdaptersErrorCode> {
   constructor(detail: string, code: "ENDPOINT_PROBE_FAILED" | "ENDPOINT_NO_TOKEN_IDS" = "ENDPOINT_PROBE_FAILED") {
     super(code, detail);

@@ -34,7 +34,10 @@ export async function loadCheckpoint(path: string, run: Record<string, unknown>)
   if (differs.length)
     throw new ValidationError(
       `checkpoint ${path}`,
-      differs.map((k) => `written for another ${k}: ${JSON.stringify(found.run[k])}, this run asks for ${JSON.stringify(expected[k])}`),
+      differs.map(
+        (k) =>
+          `written for another ${k}: ${JSON.stringify(found.run[k])}, this run asks for ${JSON.stringify(expected[k])}`,
+      ),
     );
   return found;
 }
@@ -45,7 +48,9 @@ export async function loadCheckpoint(path: string, run: Record<string, unknown>)
  */
 export async function openCheckpoint(path: string, run: Record<string, unknown>, resume: boolean) {
   if (!resume && (await stat(path).catch(() => undefined))) {
-    throw new ValidationError("--out", [`${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`]);
+    throw new ValidationError("--out", [
+      `${path} holds an earlier run's checkpoint: pass --resume to continue it, or choose another --out`,
+    ]);
   }
   const found = resume ? await loadCheckpoint(path, run) : undefined;
   return checkpointWriter(path, found ?? { v: 1, run: asJson(run), baselines: [], results: [], units: [] });

@@ -49,7 +49,8 @@ export function parseConfirmationFile(json: unknown): ConfirmationFile {
     "the development seeds",
   );
   for (const b of file.blocks) {
-    if (file.blocks.filter((x) => x.id === b.id).length > 1) throw new ValidationError(BLOCKS_FILE, [`block ${b.id} is declared twice`]);
+    if (file.blocks.filter((x) => x.id === b.id).length > 1)
+      throw new ValidationError(BLOCKS_FILE, [`block ${b.id} is declared twice`]);
     claim(parseSeedList(b.seeds), `block ${b.id}`);
   }
   return file;
@@ -84,24 +85,40 @@ export async function declaredBlock(root: string, id: string): Promise<DeclaredB
   const path = join(root, BLOCKS_FILE);
   const working = parseConfirmationFile(JSON.parse(await readFile(path, "utf8")));
   const block = working.blocks.find((b) => b.id === id);
-  if (!block) throw new ValidationError("confirm", [`no block ${id} in ${BLOCKS_FILE} (declared: ${working.blocks.map((b) => b.id).join(", ") || "none"})`]);
+  if (!block)
+    throw new ValidationError("confirm", [
+      `no block ${id} in ${BLOCKS_FILE} (declared: ${working.blocks.map((b) => b.id).join(", ") || "none"})`,
+    ]);
   const committed = parseConfirmationFile(JSON.parse(git(root, ["show", `HEAD:${BLOCKS_FILE}`])));
   const atHead = committed.blocks.find((b) => b.id === id);
   if (!atHead || JSON.stringify(atHead) !== JSON.stringify(block)) {
-    throw new ValidationError("confirm", [`block ${id} differs from (or is missing in) the committed ${BLOCKS_FILE}: commit the declaration before running it`]);
+    throw new ValidationError("confirm", [
+      `block ${id} differs from (or is missing in) the committed ${BLOCKS_FILE}: commit the declaration before running it`,
+    ]);
   }
   const dirty = git(root, ["status", "--porcelain", "--untracked-files=no"]);
-  if (dirty) throw new ValidationError("confirm", [`uncommitted changes to tracked files:\n${dirty}\ncommit them first, so the run's code is a commit`]);
+  if (dirty)
+    throw new ValidationError("confirm", [
+      `uncommitted changes to tracked files:\n${dirty}\ncommit them first, so the run's code is a commit`,
+    ]);
   const outDir = join(root, "confirmation", id);
   if (existsSync(join(outDir, "summary.json"))) {
-    throw new ValidationError("confirm", [`block ${id} has been run (${join("confirmation", id, "summary.json")} exists): each block is used once; declare a new one`]);
+    throw new ValidationError("confirm", [
+      `block ${id} has been run (${join("confirmation", id, "summary.json")} exists): each block is used once; declare a new one`,
+    ]);
   }
   const history = git(root, ["log", "--format=%H", "--reverse", "--", BLOCKS_FILE]).split("\n").filter(Boolean);
   const declarationCommit = history.find((c) => {
     const file = JSON.parse(git(root, ["show", `${c}:${BLOCKS_FILE}`])) as { blocks?: { id?: string }[] };
     return file.blocks?.some((b) => b.id === id);
   });
-  return { block, seeds: parseSeedList(block.seeds), declarationCommit: declarationCommit!, codeCommit: git(root, ["rev-parse", "HEAD"]), outDir };
+  return {
+    block,
+    seeds: parseSeedList(block.seeds),
+    declarationCommit: declarationCommit!,
+    codeCommit: git(root, ["rev-parse", "HEAD"]),
+    outDir,
+  };
 }
 
 /** Splits seeds into `parts` contiguous, near-equal runs (for parallel processes). */
@@ -117,7 +134,10 @@ export interface Attempt {
   processes: number;
 }
 
-/** What a block's figures cannot depend on: its own parts and results, the prose about them, and the tests and CI that `experiment` never runs. */
+/**
+ * What a block's figures cannot depend on: its own parts and results, the prose about them, and the tests and CI that
+ * `experiment` never runs.
+ */
 const NOT_CODE = ["confirmation/**", "docs/**", "**/*.md", "tests/**", ".ci/**"];
 
 /**
@@ -125,15 +145,25 @@ const NOT_CODE = ["confirmation/**", "docs/**", "**/*.md", "tests/**", ".ci/**"]
  * first attempt ran (a commit that only adds the block's own parts and figures, or changes
  * documentation, tests or CI, is the same code).
  */
-export async function recordAttempt(root: string, outDir: string, codeCommit: string, started: Date, processes: number): Promise<Attempt[]> {
+export async function recordAttempt(
+  root: string,
+  outDir: string,
+  codeCommit: string,
+  started: Date,
+  processes: number,
+): Promise<Attempt[]> {
   const file = join(outDir, "attempts.json");
   const earlier: Attempt[] = existsSync(file) ? JSON.parse(await readFile(file, "utf8")) : [];
   const first = earlier[0];
   if (first && first.codeCommit !== codeCommit) {
-    const changed = execFileSync("git", ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ...NOT_CODE.map((p) => `:(exclude,glob)${p}`)], {
-      cwd: root,
-      encoding: "utf8",
-    }).trim();
+    const changed = execFileSync(
+      "git",
+      ["diff", "--name-only", first.codeCommit, codeCommit, "--", ".", ...NOT_CODE.map((p) => `:(exclude,glob)${p}`)],
+      {
+        cwd: root,
+        encoding: "utf8",
+      },
+    ).trim();
     if (changed)
       throw new ValidationError("confirm", [
         `this block started on ${first.codeCommit.slice(0, 10)}; the code has changed since (${changed.split("\n").slice(0, 5).join(", ")}): continue it on that code, or declare a new block`,

@@ -13,14 +13,21 @@ export interface CommandDeclaration<S extends z.ZodObject = z.ZodObject> {
   readonly summary: string;
   readonly args?: readonly { readonly name: string; readonly description: string }[];
   readonly flags: S;
-  /** Runs with the parsed flags and the positional arguments (loading its implementation only now, so help answers at once). */
+  /**
+   * Runs with the parsed flags and the positional arguments (loading its implementation only now, so help answers at
+   * once).
+   */
   readonly run: (flags: z.infer<S>, args: string[]) => Promise<unknown>;
 }
 
 /** Declares a command (the identity, typed: `run` sees the schema's parsed flags). */
-export const declareCommand = <S extends z.ZodObject>(declaration: CommandDeclaration<S>): CommandDeclaration<S> => declaration;
+export const declareCommand = <S extends z.ZodObject>(declaration: CommandDeclaration<S>): CommandDeclaration<S> =>
+  declaration;
 
-/** What `flag` records on a field: the help line, the value's placeholder, `--no-<name>` for a flag that defaults on, the values help lists. */
+/**
+ * What `flag` records on a field: the help line, the value's placeholder, `--no-<name>` for a flag that defaults on,
+ * the values help lists.
+ */
 interface FlagMeta {
   description: string;
   arg?: string;
@@ -34,11 +41,15 @@ export { flag } from "@harness-s/envs";
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 const unwrapped = (schema: z.ZodType): z.ZodType =>
-  schema instanceof z.ZodOptional || schema instanceof z.ZodDefault || schema instanceof z.ZodPrefault ? unwrapped(schema.unwrap() as z.ZodType) : schema;
+  schema instanceof z.ZodOptional || schema instanceof z.ZodDefault || schema instanceof z.ZodPrefault
+    ? unwrapped(schema.unwrap() as z.ZodType)
+    : schema;
 
 /** The default a field shows in help (its `.default()` or `.prefault()`), if any. */
 const defaultOf = (schema: z.ZodType): unknown =>
-  schema instanceof z.ZodDefault || schema instanceof z.ZodPrefault ? (schema._zod.def as { defaultValue: unknown }).defaultValue : undefined;
+  schema instanceof z.ZodDefault || schema instanceof z.ZodPrefault
+    ? (schema._zod.def as { defaultValue: unknown }).defaultValue
+    : undefined;
 
 /** The commander option of one field of a declaration's schema. */
 export function optionOf(key: string, field: z.ZodType): Option {
@@ -47,11 +58,15 @@ export function optionOf(key: string, field: z.ZodType): Option {
   const inner = unwrapped(field);
   const isSwitch = inner instanceof z.ZodBoolean;
   if (!isSwitch && !meta.arg) throw new Error(`flag ${key}: a value flag needs a placeholder`);
-  const option = new Option(`--${meta.negate ? "no-" : ""}${kebab(key)}${isSwitch ? "" : ` ${meta.arg}`}`, meta.description);
+  const option = new Option(
+    `--${meta.negate ? "no-" : ""}${kebab(key)}${isSwitch ? "" : ` ${meta.arg}`}`,
+    meta.description,
+  );
   if (inner instanceof z.ZodEnum) option.choices(inner.options.map(String));
   else if (meta.choices) option.choices([...meta.choices]);
   // An array field is a repeatable flag: each use adds one value.
-  if (inner instanceof z.ZodArray) option.argParser((value: string, earlier: string[] | undefined) => [...(earlier ?? []), value]);
+  if (inner instanceof z.ZodArray)
+    option.argParser((value: string, earlier: string[] | undefined) => [...(earlier ?? []), value]);
   const fallback = defaultOf(field);
   if (fallback !== undefined && !meta.negate && !(inner instanceof z.ZodArray)) option.default(fallback);
   if (!isSwitch && fallback === undefined && !field.safeParse(undefined).success) option.makeOptionMandatory();
@@ -66,9 +81,12 @@ export function optionOf(key: string, field: z.ZodType): Option {
 export function addDeclared(parent: Command, declaration: CommandDeclaration): Command {
   const command = parent.command(declaration.name.split(" ").at(-1)!).description(declaration.summary);
   for (const a of declaration.args ?? []) command.argument(a.name, a.description);
-  for (const [key, field] of Object.entries(declaration.flags.shape)) command.addOption(optionOf(key, field as z.ZodType));
+  for (const [key, field] of Object.entries(declaration.flags.shape))
+    command.addOption(optionOf(key, field as z.ZodType));
   command.action(async (...params: unknown[]) => {
-    const given = Object.fromEntries(Object.entries(command.opts()).filter(([key]) => command.getOptionValueSource(key) !== "default"));
+    const given = Object.fromEntries(
+      Object.entries(command.opts()).filter(([key]) => command.getOptionValueSource(key) !== "default"),
+    );
     const flags = parseFlags(declaration.flags, given, declaration.name);
     const args = params.slice(0, declaration.args?.length ?? 0).flat() as string[];
     await declaration.run(flags, args);

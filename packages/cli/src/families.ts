@@ -12,10 +12,12 @@ export const familySummaries = (use: FamilyUse): string =>
     .join("; ");
 
 /** An `--env` flag: a registered family that supports `use`, checked when parsed (help lists those registered now). */
-export const envFlag = (use: FamilyUse, description: string) => flag(FamilyName(use), "<env>", description, { choices: familyNames(use) });
+export const envFlag = (use: FamilyUse, description: string) =>
+  flag(FamilyName(use), "<env>", description, { choices: familyNames(use) });
 
 /** An `--env` flag with a default. */
-export const envFlagOr = (use: FamilyUse, fallback: string, description: string) => flag(FamilyName(use).default(fallback), "<env>", description, { choices: familyNames(use) });
+export const envFlagOr = (use: FamilyUse, fallback: string, description: string) =>
+  flag(FamilyName(use).default(fallback), "<env>", description, { choices: familyNames(use) });
 
 /** The registered family of `name`, if any (a flag's own check reports an unknown one). */
 export const registeredFamily = (name: string) => (familyNames().includes(name) ? familyFor(name) : undefined);

@@ -40,7 +40,8 @@ export const jsonFlag = <S extends z.ZodType>(schema: S) =>
     }
     const checked = schema.safeParse(parsed);
     if (!checked.success) {
-      for (const issue of formatIssues(checked.error.issues)) ctx.addIssue({ code: "custom", message: issue.replace(/^\(root\): /, "") });
+      for (const issue of formatIssues(checked.error.issues))
+        ctx.addIssue({ code: "custom", message: issue.replace(/^\(root\): /, "") });
       return z.NEVER;
     }
     return checked.data;

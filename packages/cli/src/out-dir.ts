@@ -19,7 +19,9 @@ export async function prepareOutDir(dir: string, flag = "--out"): Promise<void> 
   let existing = target;
   for (;;) {
     const found = await stat(existing).catch((err) =>
-      codeOf(err) === "ENOENT" ? undefined : Promise.reject(new UsageError(`${flag} ${dir}: cannot read ${existing} (${codeOf(err)})`)),
+      codeOf(err) === "ENOENT"
+        ? undefined
+        : Promise.reject(new UsageError(`${flag} ${dir}: cannot read ${existing} (${codeOf(err)})`)),
     );
     if (found) {
       if (!found.isDirectory()) throw new UsageError(`${flag} ${dir}: ${existing} is a file, not a folder`);
@@ -30,7 +32,11 @@ export async function prepareOutDir(dir: string, flag = "--out"): Promise<void> 
     existing = dirname(existing);
   }
   for (const part of missing)
-    await mkdir(part).catch((err) => (codeOf(err) === "EEXIST" ? undefined : Promise.reject(new UsageError(`${flag} ${dir}: cannot create ${part} (${codeOf(err)})`))));
+    await mkdir(part).catch((err) =>
+      codeOf(err) === "EEXIST"
+        ? undefined
+        : Promise.reject(new UsageError(`${flag} ${dir}: cannot create ${part} (${codeOf(err)})`)),
+    );
   const probe = join(target, `.harness-s-write-check-${process.pid}`);
   try {
     await writeFile(probe, "");

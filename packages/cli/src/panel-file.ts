@@ -10,9 +10,14 @@ export async function readPanelDocument(path: string): Promise<VoterPanel> {
   return panel;
 }
 
-/** A panel's voters and settings, timed by the system clock (LLM voters' keys from the environment variables it names). */
+/**
+ * A panel's voters and settings, timed by the system clock (LLM voters' keys from the environment variables it names).
+ */
 export function panelRouting(panel: VoterPanel): PanelRouting {
-  return { ...votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters }), clock: systemClock };
+  return {
+    ...votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters }),
+    clock: systemClock,
+  };
 }
 
 /**

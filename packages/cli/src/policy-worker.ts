@@ -14,7 +14,10 @@ let checked: Promise<string> | undefined;
  * Checked once per process (the check itself takes seconds); a failed check is tried again next time.
  */
 export function ensureWorkerVenv(log: (line: string) => void = () => undefined): Promise<string> {
-  checked ??= promisify(execFile)("bash", [`${ROOT}scripts/policy-worker-venv.sh`], { cwd: ROOT, maxBuffer: 16 << 20 }).then(
+  checked ??= promisify(execFile)("bash", [`${ROOT}scripts/policy-worker-venv.sh`], {
+    cwd: ROOT,
+    maxBuffer: 16 << 20,
+  }).then(
     ({ stdout, stderr }) => {
       if (stderr.trim()) log(stderr.trim());
       return `${ROOT}${stdout.trim().split("\n").at(-1)}`;
@@ -41,7 +44,16 @@ export interface WorkerOptions {
    */
   tuning?: Partial<
     Record<
-      "device" | "maxPolicies" | "maxEpisodes" | "maxBodyMb" | "kvCacheMb" | "sampleTimeoutS" | "toolParser" | "chatTemplate" | "chatPrompts" | "servedModelName",
+      | "device"
+      | "maxPolicies"
+      | "maxEpisodes"
+      | "maxBodyMb"
+      | "kvCacheMb"
+      | "sampleTimeoutS"
+      | "toolParser"
+      | "chatTemplate"
+      | "chatPrompts"
+      | "servedModelName",
       string | number
     >
   >;
@@ -67,11 +79,28 @@ export async function startPolicyWorker(
   const python = await ensureWorkerVenv(log);
   const port = opts.port || (await freePort());
   const host = opts.host ?? "127.0.0.1";
-  const args = ["-m", "harness_s_worker.launch", "--model", opts.model, "--host", host, "--port", String(port), "--exit-with-parent"];
+  const args = [
+    "-m",
+    "harness_s_worker.launch",
+    "--model",
+    opts.model,
+    "--host",
+    host,
+    "--port",
+    String(port),
+    "--exit-with-parent",
+  ];
   if (opts.token) args.push("--token", opts.token);
   if (opts.stateDir) args.push("--state-dir", opts.stateDir);
-  for (const [name, value] of Object.entries(opts.tuning ?? {})) if (value !== undefined) args.push(`--${kebab(name)}`, String(value));
-  const proc = ownChild(spawn(python, args, { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TOKENIZERS_PARALLELISM: "false" } }));
+  for (const [name, value] of Object.entries(opts.tuning ?? {}))
+    if (value !== undefined) args.push(`--${kebab(name)}`, String(value));
+  const proc = ownChild(
+    spawn(python, args, {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, TOKENIZERS_PARALLELISM: "false" },
+    }),
+  );
   const url = `http://${host}:${port}`;
   const stop = async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
@@ -84,7 +113,8 @@ export async function startPolicyWorker(
   for (;;) {
     // Exit code 2: the worker refused its flags (its own message says which: a missing model folder, a port in use).
     if (proc.exitCode === 2) throw new UsageError("the policy worker refused to start (its message is above)");
-    if (proc.exitCode !== null) throw new Error(`the policy worker exited with code ${proc.exitCode} before it was ready`);
+    if (proc.exitCode !== null)
+      throw new Error(`the policy worker exited with code ${proc.exitCode} before it was ready`);
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
       // Only this worker counts as ready: another process answering on the port is not it.

@@ -17,7 +17,10 @@ const processOutput: CliOutput = { writeOut: (t) => process.stdout.write(t), wri
  * parsed values on it), from the commands' declarations. Commands load their implementation when
  * they run, so that help and flag errors answer at once.
  */
-export function buildProgram(output: OutputConfiguration = processOutput, commands: readonly CommandDeclaration[] = COMMANDS): Command {
+export function buildProgram(
+  output: OutputConfiguration = processOutput,
+  commands: readonly CommandDeclaration[] = COMMANDS,
+): Command {
   const program = new Command()
     .name("harness-s")
     .description("Selective harness rescue for GRPO agent training, and the harness router.")
@@ -27,7 +30,8 @@ export function buildProgram(output: OutputConfiguration = processOutput, comman
   const groups = new Map<string, Command>();
   for (const declaration of commands) {
     const group = declaration.name.includes(" ") ? declaration.name.split(" ")[0]! : undefined;
-    if (group && !groups.has(group)) groups.set(group, program.command(group).description(COMMAND_GROUPS[group] ?? group));
+    if (group && !groups.has(group))
+      groups.set(group, program.command(group).description(COMMAND_GROUPS[group] ?? group));
     addDeclared(group ? groups.get(group)! : program, declaration);
   }
   return program;

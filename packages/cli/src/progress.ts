@@ -9,7 +9,10 @@ export interface Progress {
 export function createProgress(total: number, title: string): Progress {
   if (process.stderr.isTTY) {
     const bar = new cliProgress.SingleBar(
-      { format: `${title} [{bar}] {percentage}% | {value}/{total} | {label} | eta {eta_formatted}`, stream: process.stderr },
+      {
+        format: `${title} [{bar}] {percentage}% | {value}/{total} | {label} | eta {eta_formatted}`,
+        stream: process.stderr,
+      },
       cliProgress.Presets.shades_classic,
     );
     bar.start(total, 0, { label: "" });

@@ -18,7 +18,10 @@ export function parseSeedList(value: string): number[] {
       if (to - from >= 1000) throw new Error(`seed range ${part} is longer than 1000 seeds`);
       for (let s = from; s <= to; s++) seeds.push(s);
     } else if (/^\d+$/.test(part)) seeds.push(Number(part));
-    else throw new Error(`seeds must be comma-separated non-negative integers or ranges, e.g. 1,2,3 or 1-5 (got ${JSON.stringify(part)})`);
+    else
+      throw new Error(
+        `seeds must be comma-separated non-negative integers or ranges, e.g. 1,2,3 or 1-5 (got ${JSON.stringify(part)})`,
+      );
   }
   const repeated = firstRepeated(seeds);
   if (repeated !== undefined) throw new Error(`seed ${repeated} is listed twice`);

@@ -23,7 +23,11 @@ export const SWEEP_CUE_STRENGTHS = [1, 2, 3, 4, 5, 6];
  * and as the policy's (fixed) cue-following strength changes. Every point re-evolves the pool
  * under its own setting, and grpo-budget gets the rollouts harness-s spent, seed by seed.
  */
-export async function runSweep(base: ExperimentConfig, embedded: EmbeddedSettings, onPoint: (label: string, index: number, total: number) => void): Promise<SweepResult> {
+export async function runSweep(
+  base: ExperimentConfig,
+  embedded: EmbeddedSettings,
+  onPoint: (label: string, index: number, total: number) => void,
+): Promise<SweepResult> {
   const settings: { axis: SweepPoint["axis"]; value: number; s: EmbeddedSettings }[] = [
     ...SWEEP_CUE_RATES.map((v) => ({ axis: "cueRate" as const, value: v, s: { ...embedded, cueRate: v } })),
     ...SWEEP_CUE_STRENGTHS.map((v) => ({ axis: "cueStrength" as const, value: v, s: { ...embedded, cueStrength: v } })),
@@ -32,7 +36,10 @@ export async function runSweep(base: ExperimentConfig, embedded: EmbeddedSetting
   for (const [i, setting] of settings.entries()) {
     onPoint(`${setting.axis}=${setting.value}`, i, settings.length);
     const deps = embeddedSetup(setting.s);
-    const summary: ExperimentSummary = await runExperimentToEnd(ExperimentConfig.parse({ ...base, arms: ["harness-s", "grpo-budget"] }), deps);
+    const summary: ExperimentSummary = await runExperimentToEnd(
+      ExperimentConfig.parse({ ...base, arms: ["harness-s", "grpo-budget"] }),
+      deps,
+    );
     const hs = arm(summary, "harness-s")!;
     const gb = arm(summary, "grpo-budget")!;
     const t = paired(hs, gb, "train.avgAt3");
@@ -41,7 +48,8 @@ export async function runSweep(base: ExperimentConfig, embedded: EmbeddedSetting
   }
   const weak = (p: SweepPoint["train"]) => p.mean < 0.05 || p.wins < Math.ceil(p.n / 2);
   const vanish = points.filter((p) => weak(p.train) || weak(p.heldout));
-  const describe = (p: SweepPoint) => `${p.axis}=${p.value} (train ${signed(p.train.mean)}, held-out ${signed(p.heldout.mean)})`;
+  const describe = (p: SweepPoint) =>
+    `${p.axis}=${p.value} (train ${signed(p.train.mean)}, held-out ${signed(p.heldout.mean)})`;
   return {
     points,
     note: `Each row: paired over seeds ${base.seeds.join(", ")}, harness-s against budget-matched GRPO. cueRate = share of the train tasks with a silent, cuable requirement (pages, commit, tricky fix) whose own instruction cues it under H0 (default ${defaultEmbeddedSettings.cueRate}); cueStrength = the policy's fixed logit bonus for any hinted action, the task's cues and the siblings' hints alike (default ${defaultEmbeddedSettings.cueStrength}).`,

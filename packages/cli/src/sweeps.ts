@@ -2,7 +2,12 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { ExperimentConfig, runExperimentToEnd, type ArmSeedResult, type SeedInstance } from "@harness-s/core/experiment";
+import {
+  ExperimentConfig,
+  runExperimentToEnd,
+  type ArmSeedResult,
+  type SeedInstance,
+} from "@harness-s/core/experiment";
 import { ValidationError } from "@harness-s/core";
 import { mean, pairedSummary } from "@harness-s/core/metrics";
 import { embeddedSetup, type EmbeddedSettings } from "@harness-s/envs";
@@ -16,8 +21,20 @@ import { readJsonFile } from "@harness-s/envs";
 export const SweepKind = z.enum(["router", "reanchor"]);
 export type SweepKind = z.infer<typeof SweepKind>;
 
-const ArmFigures = z.object({ train: z.number(), heldout: z.number(), rollouts: z.number(), triggered: z.number(), replaced: z.number() });
-const SeedFigures = z.object({ seed: z.number().int(), poolSize: z.number().int(), harm: z.number(), a: ArmFigures, b: ArmFigures });
+const ArmFigures = z.object({
+  train: z.number(),
+  heldout: z.number(),
+  rollouts: z.number(),
+  triggered: z.number(),
+  replaced: z.number(),
+});
+const SeedFigures = z.object({
+  seed: z.number().int(),
+  poolSize: z.number().int(),
+  harm: z.number(),
+  a: ArmFigures,
+  b: ArmFigures,
+});
 
 export const PairedSweepPoint = z.object({
   label: z.string(),
@@ -75,10 +92,17 @@ export function sweepPoints(kind: SweepKind): PointSpec[] {
   );
 }
 
-export const sweepArms = (kind: SweepKind): [string, string] => (kind === "router" ? ["harness-s", "harness-s-random"] : ["harness-s", "harness-s-noreanchor"]);
+export const sweepArms = (kind: SweepKind): [string, string] =>
+  kind === "router" ? ["harness-s", "harness-s-random"] : ["harness-s", "harness-s-noreanchor"];
 
 function figures(r: ArmSeedResult) {
-  return { train: r.h0.train.avgAt3, heldout: r.h0.heldout.avgAt3, rollouts: r.rollouts, triggered: r.rescue.triggered, replaced: r.rescue.replaced };
+  return {
+    train: r.h0.train.avgAt3,
+    heldout: r.h0.heldout.avgAt3,
+    rollouts: r.rollouts,
+    triggered: r.rescue.triggered,
+    replaced: r.rescue.replaced,
+  };
 }
 
 /**
@@ -100,7 +124,15 @@ export async function runPairedSweep(
     const settings = { ...embedded, ...spec.settings };
     const deps = embeddedSetup(settings);
     const shared = (seed: number) => {
-      const key = JSON.stringify([seed, settings.cueRate, settings.cueStrength, settings.protocol, settings.sideEffects ?? 0, settings.poolSize ?? 8, settings.fixedSuite]);
+      const key = JSON.stringify([
+        seed,
+        settings.cueRate,
+        settings.cueStrength,
+        settings.protocol,
+        settings.sideEffects ?? 0,
+        settings.poolSize ?? 8,
+        settings.fixedSuite,
+      ]);
       if (!instances.has(key)) instances.set(key, deps.instance(seed));
       return instances.get(key)!;
     };
@@ -133,7 +165,11 @@ export function mergeSweeps(parts: readonly PairedSweep[]): PairedSweep {
   const [first, ...rest] = parts;
   if (!first) throw new ValidationError("sweep", ["nothing to merge"]);
   for (const p of rest) {
-    if (p.kind !== first.kind || p.protocol !== first.protocol || JSON.stringify(p.points.map((x) => x.label)) !== JSON.stringify(first.points.map((x) => x.label))) {
+    if (
+      p.kind !== first.kind ||
+      p.protocol !== first.protocol ||
+      JSON.stringify(p.points.map((x) => x.label)) !== JSON.stringify(first.points.map((x) => x.label))
+    ) {
       throw new ValidationError("sweep", ["parts come from different sweeps"]);
     }
   }
@@ -142,7 +178,11 @@ export function mergeSweeps(parts: readonly PairedSweep[]): PairedSweep {
   const points = first.points.map((pt, i) => {
     const all = parts.map((p) => p.points[i]!);
     const n = all.reduce((s, x) => s + x.perSeed.length, 0);
-    return { ...pt, perSeed: all.flatMap((x) => x.perSeed), nonstationarity: all.reduce((s, x) => s + x.nonstationarity * x.perSeed.length, 0) / n };
+    return {
+      ...pt,
+      perSeed: all.flatMap((x) => x.perSeed),
+      nonstationarity: all.reduce((s, x) => s + x.nonstationarity * x.perSeed.length, 0) / n,
+    };
   });
   return { ...first, seeds, points };
 }
@@ -153,7 +193,11 @@ export const sweepFile = (kind: SweepKind) => `sweep-${kind}.json`;
  * Merges the parts' sweep files of each kind into `out` when every part has one; a kind only
  * some parts ran is left out (with a note), since its seeds would not be the summary's.
  */
-export async function mergeSweepParts(dirs: readonly string[], out: string, note: (line: string) => void = () => {}): Promise<PairedSweep[]> {
+export async function mergeSweepParts(
+  dirs: readonly string[],
+  out: string,
+  note: (line: string) => void = () => {},
+): Promise<PairedSweep[]> {
   const merged: PairedSweep[] = [];
   for (const kind of SweepKind.options) {
     const files = dirs.map((d) => join(d, sweepFile(kind)));

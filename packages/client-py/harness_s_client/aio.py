@@ -15,14 +15,36 @@ from .api import Call
 from .client import _answer, _headers, _transport_error, rescue_finished
 from .convert import Trajectory, pair_rows
 from .errors import RESCUE_TIMEOUT, HarnessSTimeoutError
-from .types import CallerRescue, Context, EndpointKind, PolicyEndpoint, PoolSummary, Quote, RescueAccepted, RescueStatus, TokenMode, TrajectoryPage, TrajectoryRow, Usage
+from .types import (
+    CallerRescue,
+    Context,
+    EndpointKind,
+    PolicyEndpoint,
+    PoolSummary,
+    Quote,
+    RescueAccepted,
+    RescueStatus,
+    TokenMode,
+    TrajectoryPage,
+    TrajectoryRow,
+    Usage,
+)
 
 
 class AsyncHarnessS:
     """The service's API over asyncio; see `HarnessS` for each call."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = 30.0, retries: int = 3, transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport)
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport
+        )
         self.retries = retries
 
     async def __aenter__(self) -> AsyncHarnessS:
@@ -38,7 +60,13 @@ class AsyncHarnessS:
         for attempt in range(self.retries + 1 if call.repeatable else 1):
             last = attempt == self.retries or not call.repeatable
             try:
-                res = await self.http.request(call.method, call.path, json=call.body, params=call.params, timeout=call.timeout_s if call.timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
+                res = await self.http.request(
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    params=call.params,
+                    timeout=call.timeout_s if call.timeout_s is not None else httpx.USE_CLIENT_DEFAULT,
+                )
             except httpx.TransportError as exc:
                 if last:
                     raise _transport_error(call, exc) from exc
@@ -50,8 +78,18 @@ class AsyncHarnessS:
             return _answer(call, res)
         raise AssertionError("unreachable")
 
-    async def register_policy_endpoint(self, id: str, kind: EndpointKind, url: str, policy: str, secret_header: tuple[str, str] | None = None, mode: TokenMode | None = None) -> PolicyEndpoint:
-        return cast(PolicyEndpoint, await self.send(api.register_policy_endpoint(id, kind, url, policy, secret_header, mode)))
+    async def register_policy_endpoint(
+        self,
+        id: str,
+        kind: EndpointKind,
+        url: str,
+        policy: str,
+        secret_header: tuple[str, str] | None = None,
+        mode: TokenMode | None = None,
+    ) -> PolicyEndpoint:
+        return cast(
+            PolicyEndpoint, await self.send(api.register_policy_endpoint(id, kind, url, policy, secret_header, mode))
+        )
 
     async def policy_endpoints(self) -> list[PolicyEndpoint]:
         return cast(list[PolicyEndpoint], (await self.send(api.policy_endpoints()))["endpoints"])
@@ -74,12 +112,35 @@ class AsyncHarnessS:
         mode: str | None = None,
         resample_evidence: dict[str, int] | None = None,
     ) -> RescueAccepted:
-        return cast(RescueAccepted, await self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id, mode, resample_evidence))))
+        return cast(
+            RescueAccepted,
+            await self.send(
+                api.start_rescue(
+                    api.rescue_body(
+                        pool_id,
+                        failure_tags,
+                        caller,
+                        k,
+                        rollouts_per_harness,
+                        harnesses,
+                        task_id,
+                        mode,
+                        resample_evidence,
+                    )
+                )
+            ),
+        )
 
     async def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> RescueStatus:
         return cast(RescueStatus, await self.send(api.rescue(rescue_id, wait_s, seen)))
 
-    async def wait(self, rescue_id: str, timeout_s: float = 600.0, on_progress: Callable[[RescueStatus], None] | None = None, fail_fast: bool = True) -> RescueStatus:
+    async def wait(
+        self,
+        rescue_id: str,
+        timeout_s: float = 600.0,
+        on_progress: Callable[[RescueStatus], None] | None = None,
+        fail_fast: bool = True,
+    ) -> RescueStatus:
         deadline = time.monotonic() + timeout_s
         seen = 0
         while True:
@@ -97,7 +158,9 @@ class AsyncHarnessS:
     async def cancel(self, rescue_id: str) -> RescueStatus:
         return cast(RescueStatus, await self.send(api.cancel_rescue(rescue_id)))
 
-    async def trajectory_rows(self, rescue_id: str, context: Context = "sampled", page: int = 64) -> list[TrajectoryRow]:
+    async def trajectory_rows(
+        self, rescue_id: str, context: Context = "sampled", page: int = 64
+    ) -> list[TrajectoryRow]:
         rows: list[TrajectoryRow] = []
         cursor: int | None = 0
         while cursor is not None:
@@ -112,7 +175,14 @@ class AsyncHarnessS:
             return [Trajectory.from_json(r) for r in sampled]
         return pair_rows(await self.trajectory_rows(rescue_id, "base", page), sampled)
 
-    async def route(self, pool_id: str, task: dict[str, Any], failure_tags: list[str] | None = None, k: int | None = None, include_base: bool | None = None) -> dict[str, Any]:
+    async def route(
+        self,
+        pool_id: str,
+        task: dict[str, Any],
+        failure_tags: list[str] | None = None,
+        k: int | None = None,
+        include_base: bool | None = None,
+    ) -> dict[str, Any]:
         return cast(dict[str, Any], await self.send(api.route(pool_id, task, failure_tags or [], k, include_base)))
 
     async def decision(self, id: str) -> dict[str, Any]:
@@ -146,7 +216,14 @@ class AsyncHarnessS:
         harnesses: list[str] | None = None,
         task_id: str | None = None,
     ) -> Quote:
-        return cast(Quote, await self.send(api.quote_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+        return cast(
+            Quote,
+            await self.send(
+                api.quote_rescue(
+                    api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id)
+                )
+            ),
+        )
 
     async def quote_experiment(self, experiment: dict[str, Any]) -> Quote:
         return cast(Quote, await self.send(api.quote_experiment(experiment)))

@@ -40,7 +40,14 @@ def _id(value: str) -> str:
     return quote(value, safe="")
 
 
-def register_policy_endpoint(id: str, kind: EndpointKind, url: str, policy: str, secret_header: tuple[str, str] | None = None, mode: TokenMode | None = None) -> Call:
+def register_policy_endpoint(
+    id: str,
+    kind: EndpointKind,
+    url: str,
+    policy: str,
+    secret_header: tuple[str, str] | None = None,
+    mode: TokenMode | None = None,
+) -> Call:
     body: dict[str, Any] = {"id": id, "kind": kind, "url": url, "policy": policy}
     if secret_header:
         body["secretHeader"] = {"name": secret_header[0], "value": secret_header[1]}
@@ -72,7 +79,12 @@ def rescue_body(
     mode: str | None = None,
     resample_evidence: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"poolId": pool_id, "failureTags": failure_tags, "k": k, "rolloutsPerHarness": rollouts_per_harness}
+    body: dict[str, Any] = {
+        "poolId": pool_id,
+        "failureTags": failure_tags,
+        "k": k,
+        "rolloutsPerHarness": rollouts_per_harness,
+    }
     if mode is not None:
         body["mode"] = mode
     if resample_evidence is not None:
@@ -101,10 +113,16 @@ def cancel_rescue(rescue_id: str) -> Call:
 
 
 def trajectories(rescue_id: str, context: Context, cursor: int, limit: int) -> Call:
-    return Call("GET", f"/v1/rescues/{_id(rescue_id)}/trajectories", params={"context": context, "cursor": cursor, "limit": limit})
+    return Call(
+        "GET",
+        f"/v1/rescues/{_id(rescue_id)}/trajectories",
+        params={"context": context, "cursor": cursor, "limit": limit},
+    )
 
 
-def route(pool_id: str, task: dict[str, Any], failure_tags: list[str], k: int | None, include_base: bool | None) -> Call:
+def route(
+    pool_id: str, task: dict[str, Any], failure_tags: list[str], k: int | None, include_base: bool | None
+) -> Call:
     body: dict[str, Any] = {"poolId": pool_id, "task": task, "failureTags": failure_tags}
     if k is not None:
         body["k"] = k

@@ -14,8 +14,28 @@ import httpx
 from . import api
 from .api import Call
 from .convert import Trajectory, pair_rows
-from .errors import RESCUE_TIMEOUT, HarnessSConnectionError, HarnessSError, HarnessSTimeoutError, RescueFailedError, error_of
-from .types import CallerRescue, Context, EndpointKind, PolicyEndpoint, PoolSummary, Quote, RescueAccepted, RescueStatus, TokenMode, TrajectoryPage, TrajectoryRow, Usage
+from .errors import (
+    RESCUE_TIMEOUT,
+    HarnessSConnectionError,
+    HarnessSError,
+    HarnessSTimeoutError,
+    RescueFailedError,
+    error_of,
+)
+from .types import (
+    CallerRescue,
+    Context,
+    EndpointKind,
+    PolicyEndpoint,
+    PoolSummary,
+    Quote,
+    RescueAccepted,
+    RescueStatus,
+    TokenMode,
+    TrajectoryPage,
+    TrajectoryRow,
+    Usage,
+)
 
 
 def _answer(call: Call, res: httpx.Response) -> Any:
@@ -52,8 +72,17 @@ def _headers(api_key: str) -> dict[str, str]:
 class HarnessS:
     """The service's API (see the module's text). `transport` replaces httpx's (tests, recording)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = 30.0, retries: int = 3, transport: httpx.BaseTransport | None = None) -> None:
-        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport)
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport
+        )
         self.retries = retries
 
     def __enter__(self) -> HarnessS:
@@ -70,7 +99,13 @@ class HarnessS:
         for attempt in range(self.retries + 1 if call.repeatable else 1):
             last = attempt == self.retries or not call.repeatable
             try:
-                res = self.http.request(call.method, call.path, json=call.body, params=call.params, timeout=call.timeout_s if call.timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
+                res = self.http.request(
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    params=call.params,
+                    timeout=call.timeout_s if call.timeout_s is not None else httpx.USE_CLIENT_DEFAULT,
+                )
             except httpx.TransportError as exc:
                 if last:
                     raise _transport_error(call, exc) from exc
@@ -83,7 +118,15 @@ class HarnessS:
         raise AssertionError("unreachable")
 
     # --- policy endpoints
-    def register_policy_endpoint(self, id: str, kind: EndpointKind, url: str, policy: str, secret_header: tuple[str, str] | None = None, mode: TokenMode | None = None) -> PolicyEndpoint:
+    def register_policy_endpoint(
+        self,
+        id: str,
+        kind: EndpointKind,
+        url: str,
+        policy: str,
+        secret_header: tuple[str, str] | None = None,
+        mode: TokenMode | None = None,
+    ) -> PolicyEndpoint:
         """Registers (or replaces) your policy endpoint; the service probes it first (protocol v2:
         the policy must already exist at your worker, else 400 ENDPOINT_PROBE_FAILED)."""
         return cast(PolicyEndpoint, self.send(api.register_policy_endpoint(id, kind, url, policy, secret_header, mode)))
@@ -115,14 +158,37 @@ class HarnessS:
         `mode="adaptive"` the same rollouts go under the Top-k, under H0 again, or nowhere (then
         `expected` is 0 and no rescue starts), as the answer's `adaptive` says; `resample_evidence`
         (`attempts`, `successes`) is what your own H0 resamples found, the H0 option's evidence."""
-        return cast(RescueAccepted, self.send(api.start_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id, mode, resample_evidence))))
+        return cast(
+            RescueAccepted,
+            self.send(
+                api.start_rescue(
+                    api.rescue_body(
+                        pool_id,
+                        failure_tags,
+                        caller,
+                        k,
+                        rollouts_per_harness,
+                        harnesses,
+                        task_id,
+                        mode,
+                        resample_evidence,
+                    )
+                )
+            ),
+        )
 
     def rescue(self, rescue_id: str, wait_s: float = 0.0, seen: int = 0) -> RescueStatus:
         """A rescue's status; with `wait_s` (at most 20), once more than `seen` slots have finished
         or it is no longer running (the service holds the request: no polling loop here)."""
         return cast(RescueStatus, self.send(api.rescue(rescue_id, wait_s, seen)))
 
-    def wait(self, rescue_id: str, timeout_s: float = 600.0, on_progress: Callable[[RescueStatus], None] | None = None, fail_fast: bool = True) -> RescueStatus:
+    def wait(
+        self,
+        rescue_id: str,
+        timeout_s: float = 600.0,
+        on_progress: Callable[[RescueStatus], None] | None = None,
+        fail_fast: bool = True,
+    ) -> RescueStatus:
         """The rescue's status once it is no longer running, following it slot by slot
         (`on_progress(status)` per slot). Raises `RescueFailedError` with the service's code and
         reason as soon as a slot has failed (`fail_fast`; else once the rescue has ended
@@ -164,7 +230,14 @@ class HarnessS:
         return pair_rows(self.trajectory_rows(rescue_id, "base", page), sampled)
 
     # --- routing, pools, profiles
-    def route(self, pool_id: str, task: dict[str, Any], failure_tags: list[str] | None = None, k: int | None = None, include_base: bool | None = None) -> dict[str, Any]:
+    def route(
+        self,
+        pool_id: str,
+        task: dict[str, Any],
+        failure_tags: list[str] | None = None,
+        k: int | None = None,
+        include_base: bool | None = None,
+    ) -> dict[str, Any]:
         """Ranks a pool's harnesses for a task (Top-k with failure tags, Rank-1 without): the decision."""
         return cast(dict[str, Any], self.send(api.route(pool_id, task, failure_tags or [], k, include_base)))
 
@@ -206,7 +279,14 @@ class HarnessS:
         task_id: str | None = None,
     ) -> Quote:
         """What `start_rescue` with these arguments would cost, before it is asked for."""
-        return cast(Quote, self.send(api.quote_rescue(api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id))))
+        return cast(
+            Quote,
+            self.send(
+                api.quote_rescue(
+                    api.rescue_body(pool_id, failure_tags, caller, k, rollouts_per_harness, harnesses, task_id)
+                )
+            ),
+        )
 
     def quote_experiment(self, experiment: dict[str, Any]) -> Quote:
         return cast(Quote, self.send(api.quote_experiment(experiment)))

@@ -45,7 +45,9 @@ class Trajectory:
     base_logprobs: list[float] | None = field(default=None)
 
     @classmethod
-    def from_json(cls, row: TrajectoryRow | dict[str, Any], sampled: TrajectoryRow | dict[str, Any] | None = None) -> Trajectory:
+    def from_json(
+        cls, row: TrajectoryRow | dict[str, Any], sampled: TrajectoryRow | dict[str, Any] | None = None
+    ) -> Trajectory:
         """A row as the service sent it. A `context="base"` row carries H0's re-scores in
         `logprobs`: give the same rollout's `sampled` row too, and the sampled log-probabilities
         are put at its mask-1 ids (the same ids in the same order), H0's beside them."""
@@ -55,7 +57,9 @@ class Trajectory:
         if t.context == "sampled":
             return t
         if sampled is None:
-            raise ValueError(f"trajectory {t.index}: a base row needs the sampled row of the same rollout for its sampled log-probabilities")
+            raise ValueError(
+                f"trajectory {t.index}: a base row needs the sampled row of the same rollout for its sampled log-probabilities"
+            )
         return _beside(t, cls.from_json(sampled))
 
 
@@ -78,7 +82,9 @@ def _beside(base: Trajectory, sampled: Trajectory) -> Trajectory:
     return replace(base, logprobs=logprobs, base_logprobs=base.logprobs)
 
 
-def pair_rows(base: Sequence[TrajectoryRow | dict[str, Any]], sampled: Sequence[TrajectoryRow | dict[str, Any]]) -> list[Trajectory]:
+def pair_rows(
+    base: Sequence[TrajectoryRow | dict[str, Any]], sampled: Sequence[TrajectoryRow | dict[str, Any]]
+) -> list[Trajectory]:
     """Base rows with their sampled rows (the same rollout index, segments in order)."""
     by_index: dict[int, list[TrajectoryRow | dict[str, Any]]] = {}
     for s in sampled:
@@ -242,10 +248,17 @@ def stop_reason(row: Trajectory) -> str:
 
 
 def skyrl_env_metrics(row: Trajectory, rescued: bool = True) -> dict[str, Any]:
-    return {"harness_id": row.harness_id, "weight_version": row.weight_version, "finish_reason": row.finish_reason, "rescued": rescued}
+    return {
+        "harness_id": row.harness_id,
+        "weight_version": row.weight_version,
+        "finish_reason": row.finish_reason,
+        "rescued": rescued,
+    }
 
 
-def to_skyrl(rows: Sequence[Trajectory], instance_id: str, metrics: dict[str, Any] | None = None, first_repetition: int = 0) -> SkyRLOutput:
+def to_skyrl(
+    rows: Sequence[Trajectory], instance_id: str, metrics: dict[str, Any] | None = None, first_repetition: int = 0
+) -> SkyRLOutput:
     """SkyRL's `GeneratorOutput` for one group's rows: one row per input as the trainer groups
     them, `trajectory_ids` the prompt's uid with each row's repetition."""
     return {

@@ -45,7 +45,12 @@ class RescueFailedError(HarnessSError):
 
     def __init__(self, rescue: dict[str, Any]) -> None:
         first = rescue["failed"][0]
-        super().__init__(0, str(first.get("code", UNKNOWN)), f"rescue {rescue['job']['id']} slot {first.get('index')}: {first.get('reason', '')}", {"failed": rescue["failed"]})
+        super().__init__(
+            0,
+            str(first.get("code", UNKNOWN)),
+            f"rescue {rescue['job']['id']} slot {first.get('index')}: {first.get('reason', '')}",
+            {"failed": rescue["failed"]},
+        )
         self.rescue = rescue
 
 

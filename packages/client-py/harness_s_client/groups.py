@@ -128,8 +128,16 @@ class RescueSettings:
     #: "router": the Top-k; "adaptive": the service chooses siblings, H0 again or nothing per group.
     mode: Literal["router", "adaptive"] = "router"
 
-    def caller(self, task: CallerTask | dict[str, Any], weight_version: int | None = None, served_model: str | None = None) -> CallerRescue:
-        caller: dict[str, Any] = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens}
+    def caller(
+        self, task: CallerTask | dict[str, Any], weight_version: int | None = None, served_model: str | None = None
+    ) -> CallerRescue:
+        caller: dict[str, Any] = {
+            "endpoint": self.endpoint_id,
+            "environment": self.environment,
+            "task": task,
+            "system": self.system,
+            "maxTokens": self.max_tokens,
+        }
         if weight_version is not None:
             caller["weightVersion"] = weight_version
         if served_model is not None:
@@ -145,7 +153,12 @@ class AsyncGroupRescuer:
     (a slot with a code) or that runs past its time is cancelled and logged, and the group stays.
     `score(rows)` re-scores the rescued rows with your own reward (default: the environment's)."""
 
-    def __init__(self, client: AsyncHarnessS, settings: RescueSettings, score: Callable[[list[Trajectory]], Sequence[float]] | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncHarnessS,
+        settings: RescueSettings,
+        score: Callable[[list[Trajectory]], Sequence[float]] | None = None,
+    ) -> None:
         self.client, self.settings, self.score = client, settings, score
         self.siblings: int | None = None
         #: Under mode "adaptive": what the H0 resamples it ran found (sent as the H0 option's evidence).
@@ -156,14 +169,31 @@ class AsyncGroupRescuer:
             self.siblings = len((await self.client.pool(self.settings.pool_id))["siblings"])
         return self.siblings
 
-    async def rescue(self, outcome: GroupOutcome, task: CallerTask | dict[str, Any], tags: list[str], size: int, weight_version: int | None = None, served_model: str | None = None) -> GroupOutcome:
+    async def rescue(
+        self,
+        outcome: GroupOutcome,
+        task: CallerTask | dict[str, Any],
+        tags: list[str],
+        size: int,
+        weight_version: int | None = None,
+        served_model: str | None = None,
+    ) -> GroupOutcome:
         """Fills `outcome` (an all-fail group's, kind `unrescued` until its rows succeed) and returns it."""
         s = self.settings
         outcome.kind = "unrescued"
         try:
             per = rows_per_harness(size, s.k, await self._siblings())
-            extra: dict[str, Any] = {"mode": s.mode, "resample_evidence": dict(self.resamples)} if s.mode == "adaptive" else {}
-            started = await self.client.start_rescue(s.pool_id, tags or [UNTAGGED], s.caller(task, weight_version, served_model), k=s.k, rollouts_per_harness=per, **extra)
+            extra: dict[str, Any] = (
+                {"mode": s.mode, "resample_evidence": dict(self.resamples)} if s.mode == "adaptive" else {}
+            )
+            started = await self.client.start_rescue(
+                s.pool_id,
+                tags or [UNTAGGED],
+                s.caller(task, weight_version, served_model),
+                k=s.k,
+                rollouts_per_harness=per,
+                **extra,
+            )
             outcome.adaptive = started.get("adaptive")
             outcome.option = outcome.adaptive["option"] if outcome.adaptive else None
             if "id" not in started:  # adaptive chose to spend nothing: the group stays
@@ -196,5 +226,11 @@ class AsyncGroupRescuer:
                 await self.client.cancel(outcome.rescue_id)
             except HarnessSError:
                 pass
-        log.warning("rescue of group %d (task %s) failed: %s %s; the group stays as it was", outcome.group, outcome.task_id, err.code, err.message)
+        log.warning(
+            "rescue of group %d (task %s) failed: %s %s; the group stays as it was",
+            outcome.group,
+            outcome.task_id,
+            err.code,
+            err.message,
+        )
         return outcome

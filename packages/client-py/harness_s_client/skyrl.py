@@ -38,7 +38,9 @@ def _reward(value: Any) -> float:
 def _uids(output: dict[str, Any], input_batch: Any) -> list[str]:
     ids = output.get("trajectory_ids") or input_batch.get("trajectory_ids")
     if not ids:
-        raise ValueError("RescueGenerator needs trajectory_ids (the prompt's uid per row) in the generator's input or output")
+        raise ValueError(
+            "RescueGenerator needs trajectory_ids (the prompt's uid per row) in the generator's input or output"
+        )
     return [str(t.instance_id) for t in ids]
 
 
@@ -100,7 +102,12 @@ class RescueGenerator:
 def _tags(output: dict[str, Any], rows: list[int]) -> list[str]:
     """The failed rows' tags where your generator reports them (`env_metrics[i]["failure_tags"]`), else untagged."""
     metrics = output["env_metrics"] or []
-    tags = [t for i in rows if i < len(metrics) and isinstance(metrics[i], dict) for t in metrics[i].get("failure_tags") or []]
+    tags = [
+        t
+        for i in rows
+        if i < len(metrics) and isinstance(metrics[i], dict)
+        for t in metrics[i].get("failure_tags") or []
+    ]
     return list(dict.fromkeys(tags))[:50] or [UNTAGGED]
 
 
@@ -112,7 +119,9 @@ def _splice(output: dict[str, Any], at: list[int], rows: list[Trajectory]) -> No
         output["response_ids"][i] = row.completion_ids
         output["loss_masks"][i] = row.loss_mask
         per_token = isinstance(output["rewards"][i], list)
-        output["rewards"][i] = [0.0] * (len(row.completion_ids) - 1) + [float(row.reward)] if per_token else float(row.reward)
+        output["rewards"][i] = (
+            [0.0] * (len(row.completion_ids) - 1) + [float(row.reward)] if per_token else float(row.reward)
+        )
         if output["stop_reasons"] is not None:
             output["stop_reasons"][i] = stop_reason(row)
         if output["rollout_logprobs"] is not None:

@@ -37,7 +37,16 @@ from typing import Any
 from .client import HarnessS
 from .convert import Trajectory, to_trl, trl_extras
 from .errors import HarnessSError
-from .groups import GroupOutcome, all_fail, failure_tags, log, rank_endpoint_id, rescue_metrics, rows_per_harness, spent_of
+from .groups import (
+    GroupOutcome,
+    all_fail,
+    failure_tags,
+    log,
+    rank_endpoint_id,
+    rescue_metrics,
+    rows_per_harness,
+    spent_of,
+)
 from .types import Context
 
 __all__ = ["GroupOutcome", "RescueRolloutFunc", "environment_reward", "rescue_rollout_func"]
@@ -105,7 +114,11 @@ class RescueRolloutFunc:
             return
         self.endpoint.close()
         state = getattr(getattr(self.endpoint, "policies", None), "state_dir", None)
-        if isinstance(state, Path) and state.parent == Path(tempfile.gettempdir()) and state.name.startswith("harness-s-live-"):
+        if (
+            isinstance(state, Path)
+            and state.parent == Path(tempfile.gettempdir())
+            and state.name.startswith("harness-s-live-")
+        ):
             shutil.rmtree(state, ignore_errors=True)
         self.endpoint = None
 
@@ -116,8 +129,21 @@ class RescueRolloutFunc:
             serve_live = importlib.import_module("harness_s_worker.live").serve_live
             token = secrets.token_urlsafe(24)
             model = trainer.accelerator.unwrap_model(trainer.model)
-            self.endpoint = serve_live(model, trainer.processing_class, policy_id="trainer", version=step, model_name=self.endpoint_id, token=token)
-            self.client.register_policy_endpoint(self.endpoint_id, "protocol-v2", self.endpoint.url, "trainer", secret_header=("authorization", f"Bearer {token}"))
+            self.endpoint = serve_live(
+                model,
+                trainer.processing_class,
+                policy_id="trainer",
+                version=step,
+                model_name=self.endpoint_id,
+                token=token,
+            )
+            self.client.register_policy_endpoint(
+                self.endpoint_id,
+                "protocol-v2",
+                self.endpoint.url,
+                "trainer",
+                secret_header=("authorization", f"Bearer {token}"),
+            )
             pool = self.client.pool(self.pool_id)
             self.base_harness, self.siblings = str(pool["base"]["id"]), len(pool["siblings"])
         else:
@@ -125,14 +151,23 @@ class RescueRolloutFunc:
         return step
 
     def _caller(self, task: dict[str, Any], step: int) -> dict[str, Any]:
-        caller = {"endpoint": self.endpoint_id, "environment": self.environment, "task": task, "system": self.system, "maxTokens": self.max_tokens, "weightVersion": step}
+        caller = {
+            "endpoint": self.endpoint_id,
+            "environment": self.environment,
+            "task": task,
+            "system": self.system,
+            "maxTokens": self.max_tokens,
+            "weightVersion": step,
+        }
         return {**caller, "budget": self.budget} if self.budget else caller
 
     def _rows(self, rescue_id: str, step: int, context: Context) -> list[Trajectory]:
         rows = self.client.trajectories(rescue_id, context)
         stale = [r.index for r in rows if r.weight_version != step]
         if stale:
-            raise RuntimeError(f"rescue {rescue_id}: rows {stale} were sampled at another weight version than step {step}")
+            raise RuntimeError(
+                f"rescue {rescue_id}: rows {stale} were sampled at another weight version than step {step}"
+            )
         return rows
 
     def _base_group(self, started: Any, step: int) -> list[Trajectory]:
@@ -162,43 +197,87 @@ class RescueRolloutFunc:
                 self.client.cancel(started["id"])
             except HarnessSError:
                 pass
-            log.warning("group %d (task %s): %s; the group stays as it was", outcome.group, outcome.task_id, outcome.reason)
+            log.warning(
+                "group %d (task %s): %s; the group stays as it was", outcome.group, outcome.task_id, outcome.reason
+            )
             return None
 
     def _rewards(self, trainer: Any, prompts: list[Any], rows: list[Trajectory], rescued: bool) -> list[float]:
         """The trainer's reward functions over the rows, weighted as the trainer weighs them."""
         torch = sys.modules.get("torch")
         decoded = trainer.processing_class.batch_decode([r.completion_ids for r in rows], skip_special_tokens=True)
-        completions: list[Any] = [[{"role": "assistant", "content": c}] for c in decoded] if isinstance(prompts[0], list) else decoded
+        completions: list[Any] = (
+            [[{"role": "assistant", "content": c}] for c in decoded] if isinstance(prompts[0], list) else decoded
+        )
         extra = trl_extras(rows, rescued)
         total = [0.0] * len(rows)
         for func, weight in zip(trainer.reward_funcs, trainer.reward_weights.tolist(), strict=True):
             if torch is not None and isinstance(func, torch.nn.Module):
-                raise TypeError("rescue_rollout_func scores groups with callable reward functions; a reward model is not supported")
-            out = func(prompts=prompts, completions=completions, completion_ids=[r.completion_ids for r in rows], trainer_state=trainer.state, log_extra=_ignore, log_metric=_ignore, **extra)
+                raise TypeError(
+                    "rescue_rollout_func scores groups with callable reward functions; a reward model is not supported"
+                )
+            out = func(
+                prompts=prompts,
+                completions=completions,
+                completion_ids=[r.completion_ids for r in rows],
+                trainer_state=trainer.state,
+                log_extra=_ignore,
+                log_metric=_ignore,
+                **extra,
+            )
             if inspect.iscoroutine(out):
                 out = asyncio.run(out)
             total = [t + weight * (0.0 if v is None else float(v)) for t, v in zip(total, out, strict=True)]
         return total
 
-    def _generate(self, groups: list[list[Any]], trainer: Any, size: int) -> tuple[list[list[Trajectory]], list[GroupOutcome]]:
+    def _generate(
+        self, groups: list[list[Any]], trainer: Any, size: int
+    ) -> tuple[list[list[Trajectory]], list[GroupOutcome]]:
         step = self._serve(trainer)
         tasks = [self.task_of(g[0]) for g in groups]
         harnesses = [str(self.base_harness)]
-        base = [self.client.start_rescue(self.pool_id, [], self._caller(t, step), rollouts_per_harness=size, harnesses=harnesses) for t in tasks]
+        base = [
+            self.client.start_rescue(
+                self.pool_id, [], self._caller(t, step), rollouts_per_harness=size, harnesses=harnesses
+            )
+            for t in tasks
+        ]
         chosen = [self._base_group(s, step) for s in base]  # no group to train on without them: a failure is raised
-        outcomes = [GroupOutcome(step, i, str(tasks[i]["id"]), "kept", base[i]["id"], rows=chosen[i]) for i in range(len(groups))]
-        failed = [i for i, rows in enumerate(chosen) if all_fail(self._rewards(trainer, groups[i], rows, False), self.fail_at_or_below)]
+        outcomes = [
+            GroupOutcome(step, i, str(tasks[i]["id"]), "kept", base[i]["id"], rows=chosen[i])
+            for i in range(len(groups))
+        ]
+        failed = [
+            i
+            for i, rows in enumerate(chosen)
+            if all_fail(self._rewards(trainer, groups[i], rows, False), self.fail_at_or_below)
+        ]
         per = rows_per_harness(size, self.k, self.siblings)  # every routed sibling runs; the first `size` rows stand in
         started: dict[int, dict[str, Any]] = {}
         for i in failed:  # every rescue started before any is waited on: they run side by side
             outcomes[i].kind = "unrescued"
             try:
-                extra: dict[str, Any] = {"mode": self.mode, "resample_evidence": dict(self.resamples)} if self.mode == "adaptive" else {}
-                started[i] = dict(self.client.start_rescue(self.pool_id, failure_tags(chosen[i]), self._caller(tasks[i], step), k=self.k, rollouts_per_harness=per, **extra))
+                extra: dict[str, Any] = (
+                    {"mode": self.mode, "resample_evidence": dict(self.resamples)} if self.mode == "adaptive" else {}
+                )
+                started[i] = dict(
+                    self.client.start_rescue(
+                        self.pool_id,
+                        failure_tags(chosen[i]),
+                        self._caller(tasks[i], step),
+                        k=self.k,
+                        rollouts_per_harness=per,
+                        **extra,
+                    )
+                )
             except HarnessSError as err:
                 outcomes[i].code, outcomes[i].reason = err.code, f"{err.code}: {err.message}"
-                log.warning("group %d (task %s): the rescue was refused: %s; the group stays as it was", i, tasks[i]["id"], outcomes[i].reason)
+                log.warning(
+                    "group %d (task %s): the rescue was refused: %s; the group stays as it was",
+                    i,
+                    tasks[i]["id"],
+                    outcomes[i].reason,
+                )
         for i, run in started.items():
             rows = self._rescue(outcomes[i], run, step, size)
             rewards = self._rewards(trainer, groups[i], rows, True) if rows else []

@@ -78,7 +78,13 @@ class VerlGroupRescue:
     verl's `AgentLoopOutput` where installed, else the fields as a dict); `score(rows)` gives the
     rescued rows your reward (default: the environment's, as the service returned it)."""
 
-    def __init__(self, client: AsyncHarnessS, settings: RescueSettings, output_cls: Callable[..., Any] | None = None, score: Callable[[list[Trajectory]], Sequence[float]] | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncHarnessS,
+        settings: RescueSettings,
+        output_cls: Callable[..., Any] | None = None,
+        score: Callable[[list[Trajectory]], Sequence[float]] | None = None,
+    ) -> None:
         self.rescuer = AsyncGroupRescuer(client, settings, score)
         self.settings = settings
         self.output_cls = output_cls if output_cls is not None else verl_output_class()
@@ -88,10 +94,22 @@ class VerlGroupRescue:
         fields = to_verl(row)
         return self.output_cls(**fields) if self.output_cls is not None else fields
 
-    async def __call__(self, groups: Sequence[VerlGroup], step: int, weight_version: int | None = None, served_model: str | None = None) -> VerlFiltered:
+    async def __call__(
+        self, groups: Sequence[VerlGroup], step: int, weight_version: int | None = None, served_model: str | None = None
+    ) -> VerlFiltered:
         outcomes = [GroupOutcome(step, i, str(g.task["id"]), "kept") for i, g in enumerate(groups)]
         failed = [i for i, g in enumerate(groups) if all_fail(_rewards(g), self.settings.fail_at_or_below)]
-        await asyncio.gather(*(self.rescuer.rescue(outcomes[i], groups[i].task, _tags(groups[i]), len(groups[i].outputs), weight_version, served_model) for i in failed))
-        outputs = [[self.output(r) for r in o.rows] if o.kind == "replaced" else list(g.outputs) for g, o in zip(groups, outcomes, strict=True)]
+        await asyncio.gather(
+            *(
+                self.rescuer.rescue(
+                    outcomes[i], groups[i].task, _tags(groups[i]), len(groups[i].outputs), weight_version, served_model
+                )
+                for i in failed
+            )
+        )
+        outputs = [
+            [self.output(r) for r in o.rows] if o.kind == "replaced" else list(g.outputs)
+            for g, o in zip(groups, outcomes, strict=True)
+        ]
         self.outcomes.extend(outcomes)
         return VerlFiltered(outputs, outcomes, rescue_metrics(outcomes))

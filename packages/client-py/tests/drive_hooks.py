@@ -31,7 +31,9 @@ def every_other_wins(rows: list[Any]) -> list[float]:
 
 
 def failed_output(ids: list[int]) -> AgentLoopOutput:
-    return AgentLoopOutput(prompt_ids=[1, 2], response_ids=ids, response_mask=[1] * len(ids), reward_score=0.0, num_turns=2, metrics={})
+    return AgentLoopOutput(
+        prompt_ids=[1, 2], response_ids=ids, response_mask=[1] * len(ids), reward_score=0.0, num_turns=2, metrics={}
+    )
 
 
 class AllFail:
@@ -53,16 +55,35 @@ class AllFail:
 async def hooks(args: argparse.Namespace, tasks: list[dict[str, Any]], settings: RescueSettings) -> dict[str, Any]:
     async with AsyncHarnessS(args.service, args.api_key) as client:
         verl = VerlGroupRescue(client, settings, score=every_other_wins)
-        groups = [VerlGroup(f"uid-{t['id']}", t, [failed_output([5]), failed_output([6])], failure_tags=["incomplete-results"]) for t in tasks]
+        groups = [
+            VerlGroup(
+                f"uid-{t['id']}", t, [failed_output([5]), failed_output([6])], failure_tags=["incomplete-results"]
+            )
+            for t in tasks
+        ]
         filtered = await verl(groups, step=0, weight_version=0)
         for g in filtered.outputs:
             for o in g:
                 AgentLoopOutput.model_validate(o.model_dump())  # verl's declared type, nothing dropped
         prompts = [t["id"] for t in tasks for _ in range(2)]
         ids = [TrajectoryID(f"uid-{p}", i % 2) for i, p in enumerate(prompts)]
-        batch = {"prompts": prompts, "env_classes": ["openenv"] * len(prompts), "env_extras": [{"task": p} for p in prompts], "sampling_params": None, "trajectory_ids": ids, "batch_metadata": None}
+        batch = {
+            "prompts": prompts,
+            "env_classes": ["openenv"] * len(prompts),
+            "env_extras": [{"task": p} for p in prompts],
+            "sampling_params": None,
+            "trajectory_ids": ids,
+            "batch_metadata": None,
+        }
         by_id = {t["id"]: t for t in tasks}
-        skyrl = RescueGenerator(AllFail(), client, settings, task_of=lambda extras, prompt: by_id[extras["task"]], weight_version=lambda step: 0, score=every_other_wins)
+        skyrl = RescueGenerator(
+            AllFail(),
+            client,
+            settings,
+            task_of=lambda extras, prompt: by_id[extras["task"]],
+            weight_version=lambda step: 0,
+            score=every_other_wins,
+        )
         out = await skyrl.generate(batch)
         check_generator_output(len(prompts), dict(out))
         assert out["trajectory_ids"] == ids
@@ -86,11 +107,23 @@ def stale(client: HarnessS, task: dict[str, Any], settings: RescueSettings) -> d
     """A rescue pinned to weights the worker does not hold (it is at 0): the service's code, how soon."""
     started = time.monotonic()
     try:
-        run = client.start_rescue(settings.pool_id, ["incomplete-results"], settings.caller(task, weight_version=5), k=1, rollouts_per_harness=1)
+        run = client.start_rescue(
+            settings.pool_id,
+            ["incomplete-results"],
+            settings.caller(task, weight_version=5),
+            k=1,
+            rollouts_per_harness=1,
+        )
         client.wait(run["id"], timeout_s=300)
         return {"code": None, "seconds": time.monotonic() - started}
     except HarnessSError as err:
-        return {"code": err.code, "status": err.status, "message": err.message, "type": type(err).__name__, "seconds": time.monotonic() - started}
+        return {
+            "code": err.code,
+            "status": err.status,
+            "message": err.message,
+            "type": type(err).__name__,
+            "seconds": time.monotonic() - started,
+        }
 
 
 def main() -> None:
@@ -102,8 +135,19 @@ def main() -> None:
     with pytest.MonkeyPatch.context() as mp:
         install_stand_ins(mp)
         with HarnessS(args.service, args.api_key) as client:
-            client.register_policy_endpoint("hooks", "protocol-v2", args.worker_url, args.policy, secret_header=("authorization", f"Bearer {args.worker_token}"))
-            settings = RescueSettings(pool_id=args.pool, environment={"kind": "openenv", "url": args.env_url}, endpoint_id="hooks", max_tokens=16)
+            client.register_policy_endpoint(
+                "hooks",
+                "protocol-v2",
+                args.worker_url,
+                args.policy,
+                secret_header=("authorization", f"Bearer {args.worker_token}"),
+            )
+            settings = RescueSettings(
+                pool_id=args.pool,
+                environment={"kind": "openenv", "url": args.env_url},
+                endpoint_id="hooks",
+                max_tokens=16,
+            )
             report = asyncio.run(hooks(args, tasks, settings))
             report["stale"] = stale(client, tasks[0], settings)
     json.dump(report, sys.stdout)

@@ -74,7 +74,18 @@ class GeneratorOutput(TypedDict):
 
 
 GENERATOR_OUTPUT = TypeAdapter(GeneratorOutput)
-PER_ROW = ("response_ids", "loss_masks", "rewards", "rollout_logprobs", "stop_reasons", "trajectory_ids", "rollout_expert_indices", "is_last_step", "pixel_values", "image_grid_thw")
+PER_ROW = (
+    "response_ids",
+    "loss_masks",
+    "rewards",
+    "rollout_logprobs",
+    "stop_reasons",
+    "trajectory_ids",
+    "rollout_expert_indices",
+    "is_last_step",
+    "pixel_values",
+    "image_grid_thw",
+)
 
 
 def check_generator_output(num_prompts: int, out: dict[str, Any]) -> None:
@@ -101,7 +112,10 @@ class _StandIn(types.ModuleType):
 def install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Puts the stand-ins where the converters' optional imports look (verl's and SkyRL's module paths)."""
     modules = {
-        "verl.experimental.agent_loop.agent_loop": {"AgentLoopOutput": AgentLoopOutput, "AgentLoopMetrics": AgentLoopMetrics},
+        "verl.experimental.agent_loop.agent_loop": {
+            "AgentLoopOutput": AgentLoopOutput,
+            "AgentLoopMetrics": AgentLoopMetrics,
+        },
         "skyrl.train.generators.base": {"TrajectoryID": TrajectoryID, "GeneratorOutput": GeneratorOutput},
     }
     for name, attrs in modules.items():

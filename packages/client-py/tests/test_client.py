@@ -8,7 +8,14 @@ import time
 import httpx
 import pytest
 
-from harness_s_client import AsyncHarnessS, HarnessS, HarnessSConnectionError, HarnessSError, HarnessSTimeoutError, RescueFailedError
+from harness_s_client import (
+    AsyncHarnessS,
+    HarnessS,
+    HarnessSConnectionError,
+    HarnessSError,
+    HarnessSTimeoutError,
+    RescueFailedError,
+)
 from harness_s_client.errors import CONNECTION_FAILED, RESCUE_TIMEOUT
 
 ROW = {
@@ -50,7 +57,9 @@ def test_reads_are_repeated_on_a_503_and_follow_pages_and_a_rescue_is_started_on
         if len([c for c in calls if "cursor=0" in c]) == 1 and "cursor=0" in calls[-1]:
             return httpx.Response(503, json={"error": {"code": "STORE_UNAVAILABLE", "message": "retry later"}})
         cursor = int(req.url.params["cursor"])
-        return httpx.Response(200, json={"trajectories": [{**ROW, "index": cursor}], "next": cursor + 1 if cursor < 2 else None})
+        return httpx.Response(
+            200, json={"trajectories": [{**ROW, "index": cursor}], "next": cursor + 1 if cursor < 2 else None}
+        )
 
     client = fake(handler)
     rows = client.trajectories("rsc_1")
@@ -66,11 +75,26 @@ def test_an_error_keeps_its_code_status_and_details_and_a_4xx_is_not_repeated():
 
     def handler(req: httpx.Request) -> httpx.Response:
         calls.append(req.url.path)
-        return httpx.Response(409, json={"error": {"code": "STALE_POLICY_VERSION", "message": "held 2, wanted 1", "heldVersion": 2, "wantedVersion": 1}})
+        return httpx.Response(
+            409,
+            json={
+                "error": {
+                    "code": "STALE_POLICY_VERSION",
+                    "message": "held 2, wanted 1",
+                    "heldVersion": 2,
+                    "wantedVersion": 1,
+                }
+            },
+        )
 
     with pytest.raises(HarnessSError) as err:
         fake(handler).register_policy_endpoint("e", "protocol-v2", "http://10.0.0.1", "p")
-    assert (err.value.status, err.value.code, err.value.message, len(calls)) == (409, "STALE_POLICY_VERSION", "held 2, wanted 1", 1)
+    assert (err.value.status, err.value.code, err.value.message, len(calls)) == (
+        409,
+        "STALE_POLICY_VERSION",
+        "held 2, wanted 1",
+        1,
+    )
     assert err.value.details == {"heldVersion": 2, "wantedVersion": 1}
 
 
@@ -83,7 +107,12 @@ def test_no_answer_is_a_connection_error_with_its_code_after_the_retries():
 
     with pytest.raises(HarnessSConnectionError) as err:
         fake(handler).pool("embedded")
-    assert err.value.code == CONNECTION_FAILED and err.value.status == 0 and len(calls) == 3 and isinstance(err.value, HarnessSError)
+    assert (
+        err.value.code == CONNECTION_FAILED
+        and err.value.status == 0
+        and len(calls) == 3
+        and isinstance(err.value, HarnessSError)
+    )
 
     def slow(req: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=req)
@@ -102,7 +131,9 @@ def test_wait_follows_a_rescue_slot_by_slot_with_long_polls_and_cancel_is_one_ca
             return httpx.Response(200, json={**STATUS, "status": "cancelled", "completed": 1, "failed": []})
         seen_params.append((req.url.params["wait"], req.url.params["seen"]))
         n = next(finished)
-        return httpx.Response(200, json={**STATUS, "status": "done" if n == 4 else "running", "completed": n, "failed": []})
+        return httpx.Response(
+            200, json={**STATUS, "status": "done" if n == 4 else "running", "completed": n, "failed": []}
+        )
 
     client = fake(handler)
     heard: list[int] = []
@@ -118,7 +149,17 @@ def test_wait_raises_the_services_code_at_the_first_failed_slot_not_a_timeout():
 
     def handler(req: httpx.Request) -> httpx.Response:
         reads.append(1)
-        failed = [{"index": 2, "code": "STALE_POLICY_VERSION", "reason": "the endpoint holds version 1; the rescue samples 0"}] if len(reads) > 1 else []
+        failed = (
+            [
+                {
+                    "index": 2,
+                    "code": "STALE_POLICY_VERSION",
+                    "reason": "the endpoint holds version 1; the rescue samples 0",
+                }
+            ]
+            if len(reads) > 1
+            else []
+        )
         return httpx.Response(200, json={**STATUS, "status": "running", "completed": 1, "failed": failed})
 
     started = time.monotonic()
@@ -128,7 +169,17 @@ def test_wait_raises_the_services_code_at_the_first_failed_slot_not_a_timeout():
     assert time.monotonic() - started < 5 and isinstance(err.value, HarnessSError)
     # Without fail_fast it follows the rescue to its end, and a failed end still raises the code.
     ends = iter(["running", "failed"])
-    failing = fake(lambda req: httpx.Response(200, json={**STATUS, "status": next(ends), "completed": 3, "failed": [{"index": 0, "code": "BUDGET_EXCEEDED", "reason": "spent"}]}))
+    failing = fake(
+        lambda req: httpx.Response(
+            200,
+            json={
+                **STATUS,
+                "status": next(ends),
+                "completed": 3,
+                "failed": [{"index": 0, "code": "BUDGET_EXCEEDED", "reason": "spent"}],
+            },
+        )
+    )
     with pytest.raises(RescueFailedError, match="BUDGET_EXCEEDED"):
         failing.wait("rsc_1", fail_fast=False)
 
@@ -148,7 +199,13 @@ def test_every_resource_the_docs_name_is_one_call_each():
         "/v1/profiles": {"poolId": "embedded", "profiles": {"h0": {}}},
         "/v1/profiles/evidence": {"queued": 2},
         "/v1/quotes": {"rollouts": 4, "usage": {}, "costOfGoods": {}, "chargeUsd": 0.01, "basis": {}},
-        "/v1/usage": {"keyId": "k", "usage": {"rollouts": 3}, "requestQuota": None, "budgetUsd": None, "activeExperiments": 0},
+        "/v1/usage": {
+            "keyId": "k",
+            "usage": {"rollouts": 3},
+            "requestQuota": None,
+            "budgetUsd": None,
+            "activeExperiments": 0,
+        },
         "/v1/route": {"id": "dec_1", "chosen": ["a"]},
         "/v1/policy-endpoints": {"endpoints": []},
         "/health": {"ok": True},
@@ -162,10 +219,21 @@ def test_every_resource_the_docs_name_is_one_call_each():
         return httpx.Response(200, json=answers.get(req.url.path, {}))
 
     c = fake(handler)
-    assert c.pools()[0]["siblings"] == 4 and "h0" in c.profiles("embedded") and c.report_evidence("embedded", [{"id": "o1"}, {"id": "o2"}]) == 2
-    assert c.quote_rescue("embedded", ["x"], k=2, rollouts_per_harness=2)["rollouts"] == 4 and c.quote_experiment({"arms": []})["chargeUsd"] == 0.01
+    assert (
+        c.pools()[0]["siblings"] == 4
+        and "h0" in c.profiles("embedded")
+        and c.report_evidence("embedded", [{"id": "o1"}, {"id": "o2"}]) == 2
+    )
+    assert (
+        c.quote_rescue("embedded", ["x"], k=2, rollouts_per_harness=2)["rollouts"] == 4
+        and c.quote_experiment({"arms": []})["chargeUsd"] == 0.01
+    )
     assert c.usage()["usage"] == {"rollouts": 3} and c.usage_export("2026-01-01", "2026-01-02").startswith('{"day"')
-    assert c.route("embedded", {"id": "t", "family": "app"}, ["no-commit"], k=2)["chosen"] == ["a"] and c.policy_endpoints() == [] and c.health()
+    assert (
+        c.route("embedded", {"id": "t", "family": "app"}, ["no-commit"], k=2)["chosen"] == ["a"]
+        and c.policy_endpoints() == []
+        and c.health()
+    )
     c.delete_policy_endpoint("mine/1")
     assert raw[-1] == b"/v1/policy-endpoints/mine%2F1"  # an id is one path segment
     assert b'"rescue"' in next(body for m, p, body in sent if p == "/v1/quotes")
@@ -196,7 +264,12 @@ def test_the_async_client_sends_the_same_calls():
         assert status["status"] == "done" and rows[0].completion_ids == ROW["completion_ids"]
 
     asyncio.run(run())
-    assert calls == ["POST /v1/rescues", "GET /v1/rescues/rsc_1", "GET /v1/rescues/rsc_1/trajectories", "GET /v1/rescues/rsc_1/trajectories"]
+    assert calls == [
+        "POST /v1/rescues",
+        "GET /v1/rescues/rsc_1",
+        "GET /v1/rescues/rsc_1/trajectories",
+        "GET /v1/rescues/rsc_1/trajectories",
+    ]
 
 
 def test_an_adaptive_rescue_passes_its_mode_and_evidence_and_a_choice_of_nothing_starts_nothing():
@@ -211,10 +284,19 @@ def test_an_adaptive_rescue_passes_its_mode_and_evidence_and_a_choice_of_nothing
             return httpx.Response(200, json={"siblings": [{"id": "a"}, {"id": "b"}]})
         assert req.method == "POST" and req.url.path == "/v1/rescues"
         bodies.append(__import__("json").loads(req.content))
-        return httpx.Response(200, json={"chosen": [], "expected": 0, "adaptive": {"option": "none", "reason": "below-floor", "estimates": [], "allocation": {}, "spend": 0}})
+        return httpx.Response(
+            200,
+            json={
+                "chosen": [],
+                "expected": 0,
+                "adaptive": {"option": "none", "reason": "below-floor", "estimates": [], "allocation": {}, "spend": 0},
+            },
+        )
 
     async def go() -> GroupOutcome:
-        settings = RescueSettings(pool_id="p", environment={"kind": "builtin", "id": "embedded"}, endpoint_id="e", mode="adaptive")
+        settings = RescueSettings(
+            pool_id="p", environment={"kind": "builtin", "id": "embedded"}, endpoint_id="e", mode="adaptive"
+        )
         async with AsyncHarnessS("http://service", "key", transport=httpx.MockTransport(handler)) as client:
             rescuer = AsyncGroupRescuer(client, settings)
             rescuer.resamples = {"attempts": 8, "successes": 3}

@@ -15,7 +15,11 @@ from harness_s_client import AsyncHarnessS, RescueSettings
 from harness_s_client.skyrl import RescueGenerator
 from harness_s_client.verl import VerlGroup, VerlGroupRescue
 
-STATUS = {"rescued": True, "rollouts": [], "spent": {"policyTokens": 30, "policySeconds": 0.2, "environmentSeconds": 0.1}}
+STATUS = {
+    "rescued": True,
+    "rollouts": [],
+    "spent": {"policyTokens": 30, "policySeconds": 0.2, "environmentSeconds": 0.1},
+}
 
 
 def row(index: int, reward: float, task: str) -> dict:
@@ -47,25 +51,42 @@ class Service:
     def __call__(self, req: httpx.Request) -> httpx.Response:
         path = req.url.path
         if path.startswith("/v1/pools/"):
-            return httpx.Response(200, json={"id": "pool", "base": {"id": "h0"}, "siblings": [{"id": "sib-1"}, {"id": "sib-2"}]})
+            return httpx.Response(
+                200, json={"id": "pool", "base": {"id": "h0"}, "siblings": [{"id": "sib-1"}, {"id": "sib-2"}]}
+            )
         if path == "/v1/rescues":
             body = json.loads(req.content)
             self.bodies.append(body)
-            return httpx.Response(202, json={"id": f"rsc_{body['caller']['task']['id']}", "chosen": ["sib-1", "sib-2"], "expected": 4})
+            return httpx.Response(
+                202, json={"id": f"rsc_{body['caller']['task']['id']}", "chosen": ["sib-1", "sib-2"], "expected": 4}
+            )
         task = path.split("/")[3].removeprefix("rsc_")
         if path.endswith("/cancel"):
             self.cancelled.append(task)
             return httpx.Response(200, json={})
         if path.endswith("/trajectories"):
-            return httpx.Response(200, json={"trajectories": [row(i, float(i == 1), task) for i in range(3)], "next": None})
+            return httpx.Response(
+                200, json={"trajectories": [row(i, float(i == 1), task) for i in range(3)], "next": None}
+            )
         job = {"id": f"rsc_{task}", "poolId": "pool", "taskId": task, "chosen": ["sib-1"], "expected": 4}
         if task == "c":
-            return httpx.Response(200, json={**STATUS, "job": job, "status": "running", "completed": 0, "failed": [{"index": 0, "code": "STALE_POLICY_VERSION", "reason": "held 8, wanted 7"}]})
+            return httpx.Response(
+                200,
+                json={
+                    **STATUS,
+                    "job": job,
+                    "status": "running",
+                    "completed": 0,
+                    "failed": [{"index": 0, "code": "STALE_POLICY_VERSION", "reason": "held 8, wanted 7"}],
+                },
+            )
         return httpx.Response(200, json={**STATUS, "job": job, "status": "done", "completed": 4, "failed": []})
 
 
 def settings() -> RescueSettings:
-    return RescueSettings(pool_id="pool", environment={"kind": "openenv", "url": "http://env"}, endpoint_id="trainer-r0")
+    return RescueSettings(
+        pool_id="pool", environment={"kind": "openenv", "url": "http://env"}, endpoint_id="trainer-r0"
+    )
 
 
 def task(t: str) -> dict:
@@ -73,7 +94,9 @@ def task(t: str) -> dict:
 
 
 def verl_output(reward: float, ids: list[int]) -> AgentLoopOutput:
-    return AgentLoopOutput(prompt_ids=[1], response_ids=ids, response_mask=[1] * len(ids), reward_score=reward, num_turns=2, metrics={})
+    return AgentLoopOutput(
+        prompt_ids=[1], response_ids=ids, response_mask=[1] * len(ids), reward_score=reward, num_turns=2, metrics={}
+    )
 
 
 def test_the_verl_group_filter_splices_rescued_rows_into_all_fail_groups(frameworks):
@@ -84,7 +107,9 @@ def test_the_verl_group_filter_splices_rescued_rows_into_all_fail_groups(framewo
             rescue = VerlGroupRescue(client, settings())
             groups = [
                 VerlGroup("uid-a", task("a"), [verl_output(1.0, [5]), verl_output(0.0, [6])]),
-                VerlGroup("uid-b", task("b"), [verl_output(0.0, [5]), verl_output(0.0, [6])], failure_tags=["no-commit"]),
+                VerlGroup(
+                    "uid-b", task("b"), [verl_output(0.0, [5]), verl_output(0.0, [6])], failure_tags=["no-commit"]
+                ),
                 VerlGroup("uid-c", task("c"), [verl_output(0.0, [5]), verl_output(0.0, [6])]),
             ]
             return groups, await rescue(groups, step=7, weight_version=7, served_model="step-7")
@@ -92,15 +117,31 @@ def test_the_verl_group_filter_splices_rescued_rows_into_all_fail_groups(framewo
     groups, got = asyncio.run(run())
     assert [o.kind for o in got.outcomes] == ["kept", "replaced", "unrescued"]
     assert got.outputs[0] == groups[0].outputs and got.outputs[2] == groups[2].outputs  # untouched, same objects
-    assert all(type(o) is AgentLoopOutput for g in got.outputs for o in g) and [len(g) for g in got.outputs] == [2, 2, 2]
+    assert all(type(o) is AgentLoopOutput for g in got.outputs for o in g) and [len(g) for g in got.outputs] == [
+        2,
+        2,
+        2,
+    ]
     b = got.outputs[1]
-    assert [o.response_ids for o in b] == [[30, 31, 2], [31, 31, 2]] and b[1].reward_score == 1.0 and b[0].extra_fields["harness_id"] == "sib-1"
+    assert (
+        [o.response_ids for o in b] == [[30, 31, 2], [31, 31, 2]]
+        and b[1].reward_score == 1.0
+        and b[0].extra_fields["harness_id"] == "sib-1"
+    )
     # The rescue names the step's weights and the rank's endpoint, routed by the group's tags; the 2 siblings run 1 row each.
     sent = service.bodies[0]
-    assert sent["caller"]["weightVersion"] == 7 and sent["caller"]["servedModel"] == "step-7" and sent["caller"]["endpoint"] == "trainer-r0"
+    assert (
+        sent["caller"]["weightVersion"] == 7
+        and sent["caller"]["servedModel"] == "step-7"
+        and sent["caller"]["endpoint"] == "trainer-r0"
+    )
     assert sent["failureTags"] == ["no-commit"] and sent["rolloutsPerHarness"] == 1 and len(service.bodies) == 2
     assert got.outcomes[2].code == "STALE_POLICY_VERSION" and service.cancelled == ["c"]
-    assert got.metrics["rescue/groups_replaced"] == 1.0 and got.metrics["rescue/groups_failed"] == 1.0 and got.metrics["rescue/policy_tokens"] == 60.0
+    assert (
+        got.metrics["rescue/groups_replaced"] == 1.0
+        and got.metrics["rescue/groups_failed"] == 1.0
+        and got.metrics["rescue/policy_tokens"] == 60.0
+    )
 
 
 class UserGenerator:
@@ -134,7 +175,13 @@ def test_the_skyrl_wrapper_gives_a_complete_generator_output_with_rescued_groups
 
     async def run():
         async with AsyncHarnessS("http://service", "key", transport=httpx.MockTransport(service)) as client:
-            gen = RescueGenerator(UserGenerator(), client, settings(), task_of=lambda extras, prompt: task(extras["task"]), weight_version=lambda step: step)
+            gen = RescueGenerator(
+                UserGenerator(),
+                client,
+                settings(),
+                task_of=lambda extras, prompt: task(extras["task"]),
+                weight_version=lambda step: step,
+            )
             return gen, await gen.generate(batch)
 
     gen, out = asyncio.run(run())
@@ -142,7 +189,15 @@ def test_the_skyrl_wrapper_gives_a_complete_generator_output_with_rescued_groups
     assert [o.kind for o in gen.outcomes] == ["kept", "replaced", "unrescued"]
     assert out["trajectory_ids"] == ids  # the prompt's uid and repetition, as the trainer groups them
     assert out["response_ids"] == [[5, 6], [5, 6], [30, 31, 2], [31, 31, 2], [5, 6], [5, 6]]
-    assert out["rewards"] == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0] and out["loss_masks"][2] == [1, 0, 1] and out["rollout_logprobs"][2] == [-0.3, 0.0, -0.1]
+    assert (
+        out["rewards"] == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+        and out["loss_masks"][2] == [1, 0, 1]
+        and out["rollout_logprobs"][2] == [-0.3, 0.0, -0.1]
+    )
     metrics = out["rollout_metrics"] or {}
-    assert metrics["generate/mean"] == 0.5 and metrics["rescue/groups_replaced"] == 1.0 and metrics["rescue/groups_unrescued"] == 1.0
+    assert (
+        metrics["generate/mean"] == 0.5
+        and metrics["rescue/groups_replaced"] == 1.0
+        and metrics["rescue/groups_unrescued"] == 1.0
+    )
     assert service.bodies[0]["caller"]["weightVersion"] == 7 and service.bodies[0]["failureTags"] == ["no-success"]

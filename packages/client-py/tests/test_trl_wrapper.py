@@ -15,7 +15,21 @@ from harness_s_client.trl import RescueRolloutFunc, environment_reward
 
 
 def row(index: int, harness: str, reward: float, ids: list[int]) -> Trajectory:
-    return Trajectory(index, harness, "d", 0, reward, reward > 0, "submitted", ["no-commit"], [1, 2], ids, [-0.5] * len(ids), [1] * len(ids), "sampled")
+    return Trajectory(
+        index,
+        harness,
+        "d",
+        0,
+        reward,
+        reward > 0,
+        "submitted",
+        ["no-commit"],
+        [1, 2],
+        ids,
+        [-0.5] * len(ids),
+        [1] * len(ids),
+        "sampled",
+    )
 
 
 class FakeClient:
@@ -29,13 +43,23 @@ class FakeClient:
     def start_rescue(self, pool_id, failure_tags, caller, k=2, rollouts_per_harness=2, harnesses=None):
         task = caller["task"]["id"]
         self.started.append((task, failure_tags, harnesses))
-        return {"id": f"{'base' if harnesses else 'rescue'}-{task}", "chosen": ["sib"] if not harnesses else harnesses, "expected": 2}
+        return {
+            "id": f"{'base' if harnesses else 'rescue'}-{task}",
+            "chosen": ["sib"] if not harnesses else harnesses,
+            "expected": 2,
+        }
 
     def wait(self, rescue_id, timeout_s=600.0):
         spent = {"policyTokens": 40, "policySeconds": 0.5, "environmentSeconds": 0.25}
         status = {"job": {"id": rescue_id}, "status": "done", "failed": [], "spent": spent}
         if rescue_id == "rescue-c":
-            raise RescueFailedError({**status, "status": "running", "failed": [{"index": 1, "code": "ENVIRONMENT_UNAVAILABLE", "reason": "connect ECONNREFUSED"}]})
+            raise RescueFailedError(
+                {
+                    **status,
+                    "status": "running",
+                    "failed": [{"index": 1, "code": "ENVIRONMENT_UNAVAILABLE", "reason": "connect ECONNREFUSED"}],
+                }
+            )
         return status
 
     def cancel(self, rescue_id):
@@ -75,7 +99,9 @@ def trainer(reward_funcs):
         model=Model(),
         accelerator=SimpleNamespace(unwrap_model=lambda m: m),
         state=SimpleNamespace(global_step=0),
-        processing_class=SimpleNamespace(batch_decode=lambda ids, skip_special_tokens: [" ".join(map(str, x)) for x in ids]),
+        processing_class=SimpleNamespace(
+            batch_decode=lambda ids, skip_special_tokens: [" ".join(map(str, x)) for x in ids]
+        ),
         reward_funcs=reward_funcs,
         reward_weights=Weights(len(reward_funcs)),
         _metrics={"train": defaultdict(list), "eval": defaultdict(list)},
@@ -84,7 +110,11 @@ def trainer(reward_funcs):
 
 def wrapper(client, **options):
     func = RescueRolloutFunc(client, "pool", lambda p: {"id": p}, {"kind": "builtin", "id": "embedded"}, **options)  # type: ignore[arg-type]
-    func.endpoint, func.base_harness, func.siblings = SimpleNamespace(advance=lambda step: None, close=lambda: None), "h0", 3
+    func.endpoint, func.base_harness, func.siblings = (
+        SimpleNamespace(advance=lambda step: None, close=lambda: None),
+        "h0",
+        3,
+    )
     return func
 
 
@@ -95,7 +125,11 @@ def test_kept_replaced_and_unrescued_groups_the_rows_handed_on_and_the_metrics_l
     out = func(["a", "a", "b", "b", "c", "c"], t)
     assert [o.kind for o in func.outcomes] == ["kept", "replaced", "unrescued"]
     # c's group stays, with the code and reason the service gave; its rescue is cancelled.
-    assert func.outcomes[2].code == "ENVIRONMENT_UNAVAILABLE" and "ECONNREFUSED" in (func.outcomes[2].reason or "") and client.cancelled == ["rescue-c"]
+    assert (
+        func.outcomes[2].code == "ENVIRONMENT_UNAVAILABLE"
+        and "ECONNREFUSED" in (func.outcomes[2].reason or "")
+        and client.cancelled == ["rescue-c"]
+    )
     # Base runs name H0; rescues route by the failed rows' tags; a's group was never rescued.
     assert [s for s in client.started if s[2]] == [("a", [], ["h0"]), ("b", [], ["h0"]), ("c", [], ["h0"])]
     assert [s[:2] for s in client.started if not s[2]] == [("b", ["no-commit"]), ("c", ["no-commit"])]
@@ -105,11 +139,26 @@ def test_kept_replaced_and_unrescued_groups_the_rows_handed_on_and_the_metrics_l
     assert out["rescued"] == [False, False, True, True, False, False] and out["harness_id"][2:4] == ["sib", "sib"]
     # One vocabulary: the keys past TRL's own are the reward helpers' extras, and they take them.
     assert tuple(k for k in out if k not in ("prompt_ids", "completion_ids", "logprobs", "env_mask")) == TRL_EXTRAS
-    assert environment_reward(completions=out["completion_ids"], **{k: out[k] for k in TRL_EXTRAS}) == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    assert environment_reward(completions=out["completion_ids"], **{k: out[k] for k in TRL_EXTRAS}) == [
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    ]
     assert t.model.training  # the trainer's mode is given back
     logged = dict(t._metrics["train"])
-    assert logged["rescue/groups_kept"] == [1.0] and logged["rescue/groups_replaced"] == [1.0] and logged["rescue/groups_unrescued"] == [1.0]
-    assert logged["rescue/groups_failed"] == [1.0] and logged["rescue/rescues"] == [2.0] and logged["rescue/rollouts"] == [3.0]
+    assert (
+        logged["rescue/groups_kept"] == [1.0]
+        and logged["rescue/groups_replaced"] == [1.0]
+        and logged["rescue/groups_unrescued"] == [1.0]
+    )
+    assert (
+        logged["rescue/groups_failed"] == [1.0]
+        and logged["rescue/rescues"] == [2.0]
+        and logged["rescue/rollouts"] == [3.0]
+    )
     assert logged["rescue/policy_tokens"] == [80.0] and logged["rescue/chosen/sib"] == [2.0]
 
 
@@ -117,7 +166,11 @@ def test_an_all_fail_rescue_leaves_the_group():
     client = FakeClient()
     func = wrapper(client)
     out = func(["b", "b"], trainer([lambda completions, **_: [0.0] * len(completions)]))
-    assert [o.kind for o in func.outcomes] == ["unrescued"] and out["completion_ids"] == [[10], [11]] and func.outcomes[0].code is None
+    assert (
+        [o.kind for o in func.outcomes] == ["unrescued"]
+        and out["completion_ids"] == [[10], [11]]
+        and func.outcomes[0].code is None
+    )
 
 
 def test_context_base_reads_h0s_rows_with_both_logprob_arrays():

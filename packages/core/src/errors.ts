@@ -24,7 +24,9 @@ export const CORE_ERROR_CODES = [
   "PARTIAL_SEND",
   "EXPERIMENT_CANCELLED",
   "ROLLOUT_TIMEOUT",
-  /** A rollout slot failed with an error that carries no code of its own (a failed slot's code, never an HTTP answer's). */
+  /**
+   * A rollout slot failed with an error that carries no code of its own (a failed slot's code, never an HTTP answer's).
+   */
   "ROLLOUT_FAILED",
   "EPISODE_CLOSED",
   "UPSTREAM_FAILED",
@@ -79,7 +81,9 @@ export const MAX_LISTED_ISSUES = 20;
 
 /** Formats zod issues as `path: message` lines, at most {@link MAX_LISTED_ISSUES} of them. */
 export function formatIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string[] {
-  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+  const listed = issues
+    .slice(0, MAX_LISTED_ISSUES)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
   return issues.length > MAX_LISTED_ISSUES ? [...listed, `… and ${issues.length - MAX_LISTED_ISSUES} more`] : listed;
 }
 
@@ -95,7 +99,10 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, wha
   return parsed.data;
 }
 
-/** The caller's key does not carry the scope an operation needs; `keyId` (never answered) names it on the request's log line. */
+/**
+ * The caller's key does not carry the scope an operation needs; `keyId` (never answered) names it on the request's log
+ * line.
+ */
 export class ForbiddenError extends CoreError {
   constructor(
     scope: string,
@@ -139,6 +146,9 @@ export class ConcurrencyLimitError extends CoreError {
     readonly limit: number,
     what = "experiments",
   ) {
-    super("CONCURRENCY_LIMIT", `this key already has ${limit} ${what} queued or running; wait for one to end or cancel one`);
+    super(
+      "CONCURRENCY_LIMIT",
+      `this key already has ${limit} ${what} queued or running; wait for one to end or cancel one`,
+    );
   }
 }

@@ -37,4 +37,5 @@ export function nameRecord<V extends z.ZodType>(value: V, max: number) {
 export const MINTED_ID_KINDS = ["dec", "exp", "pev", "key", "rsc"] as const;
 
 /** The kind of minted id `id` is spelled as, if any (`pev_1/x` → `pev`). */
-export const mintedKindOf = (id: string): (typeof MINTED_ID_KINDS)[number] | undefined => MINTED_ID_KINDS.find((k) => id.startsWith(`${k}_`));
+export const mintedKindOf = (id: string): (typeof MINTED_ID_KINDS)[number] | undefined =>
+  MINTED_ID_KINDS.find((k) => id.startsWith(`${k}_`));

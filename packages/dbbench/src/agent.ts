@@ -21,13 +21,23 @@ export const dbbenchTools: ToolBinding[] = [
     name: "execute_sql",
     action: "execute_sql",
     description: "Run one SQL statement on the MySQL database and return its raw output.",
-    parameters: { type: "object", properties: { query: { type: "string", description: "one SQL statement" } }, required: ["query"] },
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", description: "one SQL statement" } },
+      required: ["query"],
+    },
   },
   {
     name: "commit_final_answer",
     action: "submit",
     description: "Commit the final answer; the episode ends.",
-    parameters: { type: "object", properties: { answers: { type: "array", items: { type: ["string", "number"] }, description: "the answer values" } }, required: ["answers"] },
+    parameters: {
+      type: "object",
+      properties: {
+        answers: { type: "array", items: { type: ["string", "number"] }, description: "the answer values" },
+      },
+      required: ["answers"],
+    },
   },
 ];
 
@@ -42,6 +52,7 @@ export function parseArgumentsPy(raw: string): Record<string, unknown> {
           ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fix(x)]))
           : v;
   const parsed = fix(parseJsonPy(raw.trim() || "{}"));
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("arguments are not a JSON object");
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new Error("arguments are not a JSON object");
   return parsed as Record<string, unknown>;
 }

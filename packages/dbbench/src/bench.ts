@@ -31,7 +31,11 @@ async function timed<T>(fn: () => Promise<T>): Promise<number> {
 }
 
 /** One engine's figures: setup and teardown per rollout, the raw empty-database cycle, rollouts/s by concurrency. */
-async function benchEngine(engine: SqlEngine, rows: readonly DbBenchRow[], levels: readonly number[]): Promise<string[]> {
+async function benchEngine(
+  engine: SqlEngine,
+  rows: readonly DbBenchRow[],
+  levels: readonly number[],
+): Promise<string[]> {
   const setup: number[] = [];
   const teardown: number[] = [];
   for (const row of rows) {
@@ -53,7 +57,9 @@ async function benchEngine(engine: SqlEngine, rows: readonly DbBenchRow[], level
     const done = await mapLimit(rows, c, (row) => rolloutsIn(env, goldPolicy(row))(rowTask(row), dbbenchH0, 1));
     const s = (performance.now() - t0) / 1000;
     const solved = done.filter((r) => r.success).length;
-    lines.push(`${"".padEnd(7)} concurrency ${String(c).padStart(2)}: ${(done.length / s).toFixed(1).padStart(6)} rollouts/s (${solved}/${done.length} gold rollouts solved)`);
+    lines.push(
+      `${"".padEnd(7)} concurrency ${String(c).padStart(2)}: ${(done.length / s).toFixed(1).padStart(6)} rollouts/s (${solved}/${done.length} gold rollouts solved)`,
+    );
   }
   return lines;
 }

@@ -9,14 +9,26 @@ export const Split = z.enum(["standard", "dev"]);
 export type Split = z.infer<typeof Split>;
 
 export const MUTATION_TYPES = ["INSERT", "UPDATE", "DELETE"] as const;
-export const SELECT_TYPES = ["other", "counting", "comparison", "ranking", "aggregation-SUM", "aggregation-MIN", "aggregation-MAX", "aggregation-AVG"] as const;
+export const SELECT_TYPES = [
+  "other",
+  "counting",
+  "comparison",
+  "ranking",
+  "aggregation-SUM",
+  "aggregation-MIN",
+  "aggregation-MAX",
+  "aggregation-AVG",
+] as const;
 export const RowType = z.enum([...MUTATION_TYPES, ...SELECT_TYPES]);
 export type RowType = z.infer<typeof RowType>;
 
 const Cell = z.union([z.string(), z.number(), z.boolean(), z.null(), z.instanceof(PyFloatLiteral)]);
 export const DbTable = z.object({
   table_name: z.string().min(1),
-  table_info: z.object({ columns: z.array(z.object({ name: z.string(), type: z.string().optional() })).min(1), rows: z.array(z.array(Cell.transform(cellText))) }),
+  table_info: z.object({
+    columns: z.array(z.object({ name: z.string(), type: z.string().optional() })).min(1),
+    rows: z.array(z.array(Cell.transform(cellText))),
+  }),
 });
 export type DbTable = z.infer<typeof DbTable>;
 
@@ -40,7 +52,8 @@ export function cellText(v: z.infer<typeof Cell>): string {
   return String(v);
 }
 
-export const isMutation = (row: Pick<DbBenchRow, "type">) => (MUTATION_TYPES as readonly string[]).includes(row.type[0]!);
+export const isMutation = (row: Pick<DbBenchRow, "type">) =>
+  (MUTATION_TYPES as readonly string[]).includes(row.type[0]!);
 
 /**
  * Loads a split; every row is validated and gets a stable id (`<split>-<line index>`).
@@ -71,7 +84,16 @@ export function rowPrompt(row: DbBenchRow): string {
 /** A row as a core task (family "dbbench"); the row itself stays with the environment. */
 export function rowTask(row: DbBenchRow): Task {
   // The type is also the task's latent "combination", so an experiment's evaluation reports accuracy per type.
-  return { id: row.id, family: "dbbench", split: "train", instruction: rowPrompt(row), tags: [row.type[0]!], requirements: [row.type[0]!], cues: [], params: {} };
+  return {
+    id: row.id,
+    family: "dbbench",
+    split: "train",
+    instruction: rowPrompt(row),
+    tags: [row.type[0]!],
+    requirements: [row.type[0]!],
+    cues: [],
+    params: {},
+  };
 }
 
 /**

@@ -28,12 +28,18 @@ export function schemaPreview(row: DbBenchRow): string {
     .join("\n");
 }
 
-/** What the commit gate knows of a submit: `answer:well-formed` for a list of plain values (any answer to a mutation). */
+/**
+ * What the commit gate knows of a submit: `answer:well-formed` for a list of plain values (any answer to a mutation).
+ */
 export function answerFacts(args: Record<string, unknown>, mutation: boolean): string[] {
   if (mutation) return ["answer:well-formed"];
   const answer = firstArg(args);
   const items = Array.isArray(answer) ? answer : answer === undefined ? [] : [answer];
-  const ok = items.length > 0 && items.every((x) => (typeof x === "string" || typeof x === "number") && String(x).trim() !== "" && !looksLikeSql(String(x)));
+  const ok =
+    items.length > 0 &&
+    items.every(
+      (x) => (typeof x === "string" || typeof x === "number") && String(x).trim() !== "" && !looksLikeSql(String(x)),
+    );
   return ok ? ["answer:well-formed"] : [];
 }
 
@@ -112,7 +118,10 @@ class DbBenchSession implements EnvSession {
       this.facts.add("schema-inspected");
       if (first) this.schemaFirst = true;
     }
-    return this.step(r.kind === "ok" ? "sql:ok" : r.rowCount > 0 ? "sql:rows" : "sql:empty", r.text || "No response from database.");
+    return this.step(
+      r.kind === "ok" ? "sql:ok" : r.rowCount > 0 ? "sql:rows" : "sql:empty",
+      r.text || "No response from database.",
+    );
   }
 
   private step(event: string, text: string): EnvStep {
@@ -133,7 +142,9 @@ class DbBenchSession implements EnvSession {
     const mutation = isMutation(this.row);
     let success = false;
     if (reason === "submitted") {
-      success = mutation ? compareResults(await this.db.tablesHash(this.row.table), this.row.answer_md5 ?? "", type) : compareResults(firstArg(args) ?? null, this.row.label, type);
+      success = mutation
+        ? compareResults(await this.db.tablesHash(this.row.table), this.row.answer_md5 ?? "", type)
+        : compareResults(firstArg(args) ?? null, this.row.label, type);
     }
     const failureTags = success ? [] : this.failureTags(reason, mutation, args);
     this.finished = {
@@ -155,9 +166,17 @@ class DbBenchSession implements EnvSession {
    * Why a rollout failed, for profiles and the router: rounds exhausted, an empty or malformed
    * answer, a wrong one, a mutation never applied or applied wrongly, and each SQL error class hit.
    */
-  private failureTags(reason: "submitted" | "budget-exhausted", mutation: boolean, args?: Record<string, unknown>): string[] {
+  private failureTags(
+    reason: "submitted" | "budget-exhausted",
+    mutation: boolean,
+    args?: Record<string, unknown>,
+  ): string[] {
     const answer = firstArg(args);
-    const values = Array.isArray(answer) ? answer : answer === undefined || answer === null || answer === "" ? [] : [answer];
+    const values = Array.isArray(answer)
+      ? answer
+      : answer === undefined || answer === null || answer === ""
+        ? []
+        : [answer];
     const outcome =
       reason === "budget-exhausted"
         ? "rounds-exhausted"

@@ -108,7 +108,11 @@ export function overallCatAccuracy(byType: Readonly<Record<string, { correct: nu
     Object.entries(byType)
       .filter(([t]) => keep(t))
       .reduce((a, [, c]) => ({ correct: a.correct + c.correct, total: a.total + c.total }), { correct: 0, total: 0 });
-  const cats = [pooled((t) => !(MUTATION_TYPES as readonly string[]).includes(t)), pooled((t) => t === "INSERT"), pooled((t) => t === "UPDATE")].filter((c) => c.total > 0);
+  const cats = [
+    pooled((t) => !(MUTATION_TYPES as readonly string[]).includes(t)),
+    pooled((t) => t === "INSERT"),
+    pooled((t) => t === "UPDATE"),
+  ].filter((c) => c.total > 0);
   return cats.length ? mean(cats.map((c) => c.correct / c.total)) : 0;
 }
 

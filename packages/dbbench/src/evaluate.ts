@@ -57,7 +57,8 @@ function cleanMysqlResult(result: unknown): string[] | undefined {
     // fall through to the single-tuple form, as AgentBench does
   }
   const inner = result.replace(/^\[+|\]+$/g, "");
-  if ((inner.match(/\(/g) ?? []).length === 1 && inner.startsWith("(") && inner.endsWith(",)")) return [stripQuotes(inner.slice(1, -2))];
+  if ((inner.match(/\(/g) ?? []).length === 1 && inner.startsWith("(") && inner.endsWith(",)"))
+    return [stripQuotes(inner.slice(1, -2))];
   return undefined;
 }
 
@@ -71,7 +72,10 @@ export function cleanAnswer(answer: unknown): string[] {
     if (a.startsWith("[") && a.endsWith("]")) {
       try {
         const parsed = parsePyLiteral(a);
-        if (Array.isArray(parsed)) return parsed.map((item) => normalizeValue(stripQuotes(pyStrOf(isTuple(item) && item.tuple.length === 1 ? item.tuple[0] : item))));
+        if (Array.isArray(parsed))
+          return parsed.map((item) =>
+            normalizeValue(stripQuotes(pyStrOf(isTuple(item) && item.tuple.length === 1 ? item.tuple[0] : item))),
+          );
       } catch {
         const items: string[] = [];
         let current = "";
@@ -89,7 +93,10 @@ export function cleanAnswer(answer: unknown): string[] {
     }
     return [normalizeValue(stripQuotes(a))];
   }
-  if (Array.isArray(answer)) return answer.map((item) => normalizeValue(stripQuotes(pyStrOf(isTuple(item) && item.tuple.length === 1 ? item.tuple[0] : item))));
+  if (Array.isArray(answer))
+    return answer.map((item) =>
+      normalizeValue(stripQuotes(pyStrOf(isTuple(item) && item.tuple.length === 1 ? item.tuple[0] : item))),
+    );
   return [normalizeValue(stripQuotes(pyStrOf(answer)))];
 }
 
@@ -105,7 +112,8 @@ export function compareResults(answer: unknown, groundTruth: unknown, type: stri
   try {
     const a = cleanAnswer(answer);
     const g = cleanAnswer(groundTruth);
-    if (type === "INSERT" || type === "UPDATE" || type === "DELETE") return a.length === g.length && a.every((x, i) => x === g[i]);
+    if (type === "INSERT" || type === "UPDATE" || type === "DELETE")
+      return a.length === g.length && a.every((x, i) => x === g[i]);
     if (a.length === 1 && g.length === 1) {
       const [x, y] = [a[0]!, g[0]!];
       if (x === "0" && y === "0") return true;

@@ -37,7 +37,10 @@ export const DbEvolveOptions = z.strictObject({
 });
 export type DbEvolveOptions = z.input<typeof DbEvolveOptions>;
 
-/** What `evolve --env dbbench` writes beside the pool: the budget and how it was spent, the proposer's report, each candidate. */
+/**
+ * What `evolve --env dbbench` writes beside the pool: the budget and how it was spent, the proposer's report, each
+ * candidate.
+ */
 export interface DbEvolutionReport {
   budget: { maxCalls: number; maxRollouts: number };
   rolloutsSpent: number;
@@ -84,7 +87,8 @@ export async function dbbenchEvolve(
   const devRows = sets.rows.filter((r) => devTasks.some((t) => t.id === r.id));
   const engine = deps.engine ?? (await openEngine({ engine: o.engine, mysqlUrl: o.mysqlUrl }));
   const env = new DbBenchEnvironment(devRows, engine);
-  const client = (baseURL: string, key: string | undefined) => boundedOpenAi({ baseURL, apiKey: key ?? "none", maxRetries: 1, timeoutMs: 120_000 });
+  const client = (baseURL: string, key: string | undefined) =>
+    boundedOpenAi({ baseURL, apiKey: key ?? "none", maxRetries: 1, timeoutMs: 120_000 });
   const policy = new OpenAiToolPolicy(client(o.policyUrl, process.env.HARNESS_S_POLICY_KEY), {
     model: o.policyModel,
     system: DBBENCH_SYSTEM,
@@ -117,9 +121,14 @@ export async function dbbenchEvolve(
       devTasks,
       runRollout: rolloutsIn(env, policy),
       proposer,
-      vocabulary: () => ({ tools: dbbenchTools.map((t) => t.action), facts: ["queried", "queried-empty", "mutated", "schema-inspected"], roles: {} }),
+      vocabulary: () => ({
+        tools: dbbenchTools.map((t) => t.action),
+        facts: ["queried", "queried-empty", "mutated", "schema-inspected"],
+        roles: {},
+      }),
       rng: createRng(o.seed),
-      onProgress: (done, total) => bar.update(done, `${done}/${total} direction rounds; ${proposer.report.calls}/${o.maxCalls} calls`),
+      onProgress: (done, total) =>
+        bar.update(done, `${done}/${total} direction rounds; ${proposer.report.calls}/${o.maxCalls} calls`),
     });
   } finally {
     bar.stop();
@@ -132,7 +141,13 @@ export async function dbbenchEvolve(
     proposer: proposer.report,
     h0Failures: result.h0Failures,
     repairSets: result.repairSets,
-    candidates: result.candidates.map((c) => ({ id: c.spec.id, direction: c.spec.provenance.direction, repairs: c.repairs, breaks: c.breaks, kept: c.kept })),
+    candidates: result.candidates.map((c) => ({
+      id: c.spec.id,
+      direction: c.spec.provenance.direction,
+      repairs: c.repairs,
+      breaks: c.breaks,
+      kept: c.kept,
+    })),
     referencePool: dbbenchSiblings.map((s) => s.id),
   };
   await prepareOutDir(dirname(o.out));
@@ -143,9 +158,16 @@ export async function dbbenchEvolve(
     Object.entries(proposer.report.refused)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ") || "none";
-  log(`spent ${proposer.report.calls}/${o.maxCalls} calls and ${result.rolloutsSpent}/${o.maxRollouts} rollouts${result.stopped ? ` (stopped: ${result.stopped})` : ""}`);
-  log(`proposals accepted ${proposer.report.accepted}; refused: ${refused}; H0 fails ${result.h0Failures.length}/${devTasks.length} dev rows`);
-  for (const s of result.pool.siblings) log(`  ${s.id}: repairs ${result.repairSets[s.id]!.length} (${s.provenance.hypothesis})`);
-  log(`pool written to ${o.out} (the hand-written siblings stay the reference pool: ${report.referencePool.join(", ")})`);
+  log(
+    `spent ${proposer.report.calls}/${o.maxCalls} calls and ${result.rolloutsSpent}/${o.maxRollouts} rollouts${result.stopped ? ` (stopped: ${result.stopped})` : ""}`,
+  );
+  log(
+    `proposals accepted ${proposer.report.accepted}; refused: ${refused}; H0 fails ${result.h0Failures.length}/${devTasks.length} dev rows`,
+  );
+  for (const s of result.pool.siblings)
+    log(`  ${s.id}: repairs ${result.repairSets[s.id]!.length} (${s.provenance.hypothesis})`);
+  log(
+    `pool written to ${o.out} (the hand-written siblings stay the reference pool: ${report.referencePool.join(", ")})`,
+  );
   return report;
 }

@@ -9,7 +9,11 @@ import { dbbenchTaskSets } from "./splits.ts";
 
 /** The pool an experiment routes between: an evolved one from `evolve --env dbbench`, or the hand-written siblings. */
 export async function dbbenchPool(file?: string): Promise<HarnessPool> {
-  if (!file) return familyPool({ name: "dbbench", h0: dbbenchH0, siblings: dbbenchSiblings }, "hand-written DBBench siblings (the reference pool)");
+  if (!file)
+    return familyPool(
+      { name: "dbbench", h0: dbbenchH0, siblings: dbbenchSiblings },
+      "hand-written DBBench siblings (the reference pool)",
+    );
   const pool = await readJsonFile(file, HarnessPool);
   if (!pool) throw new Error(`no pool file ${file}`);
   return pool;
@@ -24,7 +28,11 @@ export async function dbbenchPool(file?: string): Promise<HarnessPool> {
  * @example
  * const base = await dbbenchExperimentBase(engine, "test", await dbbenchPool());
  */
-export async function dbbenchExperimentBase(engine: SqlEngine, protocol: Protocol, pool: HarnessPool): Promise<OpenedFamily["base"]> {
+export async function dbbenchExperimentBase(
+  engine: SqlEngine,
+  protocol: Protocol,
+  pool: HarnessPool,
+): Promise<OpenedFamily["base"]> {
   const sets = await dbbenchTaskSets(BUNDLED_DATA_DIR, protocol);
   return workerOnlyBase("DBBench", new DbBenchEnvironment(sets.rows, engine), sets, givenPool(pool));
 }

@@ -9,7 +9,12 @@ export const dbbenchH0: HarnessSpec = parseHarnessSpec({
 });
 
 const sibling = (id: string, direction: string, hypothesis: string, edit: Record<string, unknown>) =>
-  parseHarnessSpec({ id, budget: { maxTurns: 15 }, ...edit, provenance: { direction, parent: dbbenchH0.id, hypothesis } });
+  parseHarnessSpec({
+    id,
+    budget: { maxTurns: 15 },
+    ...edit,
+    provenance: { direction, parent: dbbenchH0.id, hypothesis },
+  });
 
 /**
  * DBBench siblings of H0, each one edit along one repair direction. Each changes what the agent
@@ -19,7 +24,12 @@ const sibling = (id: string, direction: string, hypothesis: string, edit: Record
  * to check a mutation before committing.
  */
 export const dbbenchSiblings: HarnessSpec[] = [
-  sibling("dbbench-schema-preview", "recon", "agents guess column names; show the table's columns and first rows up front", { recon: { preview: ["schema"] } }),
+  sibling(
+    "dbbench-schema-preview",
+    "recon",
+    "agents guess column names; show the table's columns and first rows up front",
+    { recon: { preview: ["schema"] } },
+  ),
   sibling("dbbench-explained-errors", "recovery", "agents repeat malformed SQL; explain each error class", {
     postObservation: [
       {
@@ -42,29 +52,60 @@ export const dbbenchSiblings: HarnessSpec[] = [
       },
     ],
   }),
-  sibling("dbbench-answer-gate", "contract", "agents commit SQL or prose as the answer; refuse an answer that is not a list of values", {
-    commitGate: { requires: ["answer:well-formed"], hint: "submit", maxBlocks: 1 },
-    postObservation: [
-      {
-        on: "gate:*",
-        hint: "submit",
-        text: 'Commit only the answer values as a list, e.g. {"answers": ["42"]} or {"answers": ["A", "B"]}: no SQL, no sentence, no empty list.',
-        maxFires: 2,
-      },
-    ],
-  }),
-  sibling("dbbench-normalisation-hints", "contract", "agents format values so they no longer match; state how answers are compared", {
-    instruction: {
-      systemAppend:
-        "How answers are compared: each value is compared as text after removing surrounding quotes, a trailing %, and thousands separators; numbers match within 0.01; several values match as a set, in any order. Commit the values exactly as the database returns them, one list item per value.",
+  sibling(
+    "dbbench-answer-gate",
+    "contract",
+    "agents commit SQL or prose as the answer; refuse an answer that is not a list of values",
+    {
+      commitGate: { requires: ["answer:well-formed"], hint: "submit", maxBlocks: 1 },
+      postObservation: [
+        {
+          on: "gate:*",
+          hint: "submit",
+          text: 'Commit only the answer values as a list, e.g. {"answers": ["42"]} or {"answers": ["A", "B"]}: no SQL, no sentence, no empty list.',
+          maxFires: 2,
+        },
+      ],
     },
-  }),
-  sibling("dbbench-budget-monitor", "budget", "agents run out of rounds without committing; warn before the last rounds", {
-    budget: { maxTurns: 15, warnAt: 3, warnText: "Only {left} rounds left: commit your final answer with commit_final_answer now." },
-  }),
-  sibling("dbbench-verify-mutation", "verification", "agents commit a mutation without checking it; suggest a SELECT after a successful change", {
-    postObservation: [{ on: "sql:ok", hint: "execute_sql", text: "The statement changed the table. Check the affected rows with a SELECT before you commit.", maxFires: 1 }],
-  }),
+  ),
+  sibling(
+    "dbbench-normalisation-hints",
+    "contract",
+    "agents format values so they no longer match; state how answers are compared",
+    {
+      instruction: {
+        systemAppend:
+          "How answers are compared: each value is compared as text after removing surrounding quotes, a trailing %, and thousands separators; numbers match within 0.01; several values match as a set, in any order. Commit the values exactly as the database returns them, one list item per value.",
+      },
+    },
+  ),
+  sibling(
+    "dbbench-budget-monitor",
+    "budget",
+    "agents run out of rounds without committing; warn before the last rounds",
+    {
+      budget: {
+        maxTurns: 15,
+        warnAt: 3,
+        warnText: "Only {left} rounds left: commit your final answer with commit_final_answer now.",
+      },
+    },
+  ),
+  sibling(
+    "dbbench-verify-mutation",
+    "verification",
+    "agents commit a mutation without checking it; suggest a SELECT after a successful change",
+    {
+      postObservation: [
+        {
+          on: "sql:ok",
+          hint: "execute_sql",
+          text: "The statement changed the table. Check the affected rows with a SELECT before you commit.",
+          maxFires: 1,
+        },
+      ],
+    },
+  ),
 ];
 
 export const dbbenchHarnesses = [dbbenchH0, ...dbbenchSiblings];

@@ -14,9 +14,11 @@ export function dbbenchLeakIndex(rows: readonly DbBenchRow[]): LeakIndex {
   return new LeakIndex(
     rows.map((r) => ({
       taskId: r.id,
-      secrets: [...r.label.map(String), ...(isMutation(r) ? r.label : []), ...r.table.flatMap((t) => t.table_info.rows.flat().map(String))].filter(
-        (v) => !GENERIC.has(v.trim().toLowerCase()),
-      ),
+      secrets: [
+        ...r.label.map(String),
+        ...(isMutation(r) ? r.label : []),
+        ...r.table.flatMap((t) => t.table_info.rows.flat().map(String)),
+      ].filter((v) => !GENERIC.has(v.trim().toLowerCase())),
     })),
   );
 }

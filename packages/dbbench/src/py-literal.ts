@@ -74,4 +74,5 @@ export function parsePyLiteral(text: string): PyLit {
   return out;
 }
 
-export const isTuple = (v: PyLit): v is { tuple: PyLit[] } => typeof v === "object" && v !== null && !Array.isArray(v) && "tuple" in v;
+export const isTuple = (v: PyLit): v is { tuple: PyLit[] } =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && "tuple" in v;

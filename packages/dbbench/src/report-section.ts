@@ -10,17 +10,25 @@ type Scores = Record<string, { avgAt3: number }>;
  * success over the evaluation's attempts) and `overall_cat_accuracy` (SELECT rows pooled, INSERT
  * and UPDATE: a third each), for the initial policy and for each arm after training, mean over seeds.
  */
-export function dbbenchAccuracies(byType: readonly Scores[], evaluated: readonly Task[]): { perType: Record<string, number>; overallCatAccuracy: number } {
+export function dbbenchAccuracies(
+  byType: readonly Scores[],
+  evaluated: readonly Task[],
+): { perType: Record<string, number>; overallCatAccuracy: number } {
   const counts = new Map<string, number>();
   for (const t of evaluated) counts.set(t.tags[0]!, (counts.get(t.tags[0]!) ?? 0) + 1);
   const perType: Record<string, number> = {};
-  for (const type of [...counts.keys()].sort()) perType[type] = mean(byType.map((s) => s[`dbbench:${type}`]?.avgAt3 ?? 0));
+  for (const type of [...counts.keys()].sort())
+    perType[type] = mean(byType.map((s) => s[`dbbench:${type}`]?.avgAt3 ?? 0));
   const asCounts = Object.fromEntries([...counts].map(([t, n]) => [t, { correct: perType[t]! * n, total: n }]));
   return { perType, overallCatAccuracy: overallCatAccuracy(asCounts) };
 }
 
 /** The report's DBBench section: per-type accuracy and overall_cat_accuracy before and after training. */
-export function dbbenchReportSection(summary: ExperimentSummary, baselines: readonly SeedBaseline[], evaluated: readonly Task[]): string {
+export function dbbenchReportSection(
+  summary: ExperimentSummary,
+  baselines: readonly SeedBaseline[],
+  evaluated: readonly Task[],
+): string {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   const rows: [string, ReturnType<typeof dbbenchAccuracies>][] = [
     [
@@ -50,7 +58,9 @@ export function dbbenchReportSection(summary: ExperimentSummary, baselines: read
     "",
     `| policy | overall_cat_accuracy | ${types.join(" | ")} |`,
     `|---|---|${types.map(() => "---").join("|")}|`,
-    ...rows.map(([name, r]) => `| ${name} | ${pct(r.overallCatAccuracy)} | ${types.map((t) => pct(r.perType[t]!)).join(" | ")} |`),
+    ...rows.map(
+      ([name, r]) => `| ${name} | ${pct(r.overallCatAccuracy)} | ${types.map((t) => pct(r.perType[t]!)).join(" | ")} |`,
+    ),
     "",
     ...(rows.every(([, r]) => r.overallCatAccuracy === 0)
       ? [

@@ -78,13 +78,23 @@ export interface DbTaskSets {
  * const { train, dev, heldout, rows } = await dbbenchTaskSets(BUNDLED_DATA_DIR, "test");
  */
 export async function dbbenchTaskSets(dir: string, protocol: Protocol): Promise<DbTaskSets> {
-  const [standard, dev, splits] = await Promise.all([loadSplit(dir, "standard"), loadSplit(dir, "dev"), readSplits(dir)]);
+  const [standard, dev, splits] = await Promise.all([
+    loadSplit(dir, "standard"),
+    loadSplit(dir, "dev"),
+    readSplits(dir),
+  ]);
   const byId = new Map(standard.map((r) => [r.id, r]));
-  const pick = (ids: readonly string[], split: Task["split"]) => ids.map((id) => ({ ...rowTask(byId.get(id)!), split }));
+  const pick = (ids: readonly string[], split: Task["split"]) =>
+    ids.map((id) => ({ ...rowTask(byId.get(id)!), split }));
   const validation = new Set(splits.validation);
   const train = protocol === "test" ? splits.train : splits.train.filter((id) => !validation.has(id));
   const evalIds = protocol === "test" ? splits.heldout : splits.validation;
   const heldout = pick(evalIds, "heldout");
   const rows = [...dev, ...[...train, ...evalIds].map((id) => byId.get(id)!)];
-  return { train: pick(train, "train"), dev: dev.map((r) => ({ ...rowTask(r), split: "dev" as const })), heldout, rows };
+  return {
+    train: pick(train, "train"),
+    dev: dev.map((r) => ({ ...rowTask(r), split: "dev" as const })),
+    heldout,
+    rows,
+  };
 }

@@ -10,7 +10,8 @@ export function goldPolicy(row: DbBenchRow): Policy {
     version: () => 0,
     async act(obs): Promise<ActionChoice> {
       const turn = (obs.history ?? []).filter((t) => t.role === "agent").length;
-      if (isMutation(row) && turn < row.label.length) return { action: "execute_sql", args: { query: row.label[turn] }, logProb: 0 };
+      if (isMutation(row) && turn < row.label.length)
+        return { action: "execute_sql", args: { query: row.label[turn] }, logProb: 0 };
       return { action: "submit", args: { answers: isMutation(row) ? [] : row.label }, logProb: 0 };
     },
     update: () => Promise.reject(new Error("the gold policy does not learn")),
@@ -18,7 +19,11 @@ export function goldPolicy(row: DbBenchRow): Policy {
 }
 
 /** Runs `fn` over `items` with at most `concurrency` at a time, keeping order. */
-export async function mapLimit<T, R>(items: readonly T[], concurrency: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T, i: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {

@@ -16,11 +16,16 @@ export class EnvironmentServerError extends EnvsError {
 /** Every server of a pool held by another episode for longer than the wait allows. */
 export class EnvironmentServersBusyError extends EnvsError {
   constructor(servers: number, waitedMs: number) {
-    super("ENVIRONMENT_SERVERS_BUSY", `all ${servers} environment servers stayed busy for ${waitedMs} ms (one live task per server: add servers or run fewer rollouts at once)`);
+    super(
+      "ENVIRONMENT_SERVERS_BUSY",
+      `all ${servers} environment servers stayed busy for ${waitedMs} ms (one live task per server: add servers or run fewer rollouts at once)`,
+    );
   }
 }
 
-/** The sandbox ran the request and raised (SWE-ReX's 511: a timeout, a path outside the checkout, a missing session). */
+/**
+ * The sandbox ran the request and raised (SWE-ReX's 511: a timeout, a path outside the checkout, a missing session).
+ */
 export class SandboxExceptionError extends EnvsError {
   constructor(
     readonly classPath: string,

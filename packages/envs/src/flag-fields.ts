@@ -27,5 +27,9 @@ export const url = z.url({ error: (i) => `not a URL: ${JSON.stringify(i.input)}`
  * @example
  * jobs: flag(int(1, 64).default(2), "<n>", "experiment processes at once")
  */
-export const flag = <S extends z.ZodType>(schema: S, arg: string | null, description: string, extra: { negate?: boolean; choices?: readonly string[] } = {}): S =>
-  schema.meta({ description, ...(arg ? { arg } : {}), ...extra });
+export const flag = <S extends z.ZodType>(
+  schema: S,
+  arg: string | null,
+  description: string,
+  extra: { negate?: boolean; choices?: readonly string[] } = {},
+): S => schema.meta({ description, ...(arg ? { arg } : {}), ...extra });

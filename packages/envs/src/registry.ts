@@ -1,6 +1,16 @@
 import { mkdir } from "node:fs/promises";
 import { z } from "zod";
-import { ValidationError, createPool, parseOrThrow, type Environment, type HarnessPool, type HarnessSpec, type Protocol, type Task, type TaskSource } from "@harness-s/core";
+import {
+  ValidationError,
+  createPool,
+  parseOrThrow,
+  type Environment,
+  type HarnessPool,
+  type HarnessSpec,
+  type Protocol,
+  type Task,
+  type TaskSource,
+} from "@harness-s/core";
 import type { ExperimentDeps, ExperimentSummary, SeedBaseline, SeedInstance } from "@harness-s/core/experiment";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ObserverFactory, ToolBinding } from "@harness-s/core/gateway";
@@ -18,7 +28,9 @@ import type { EmbeddedSettings } from "./embedded/setup.ts";
 /** The commands a family can run under: each adds the family's flags ({@link BenchmarkFamily.flags}). */
 export const FAMILY_COMMANDS = ["experiment", "eval", "env-serve"] as const;
 export type FamilyCommand = (typeof FAMILY_COMMANDS)[number];
-/** What a family can be asked for: a command, the gateway's reading of its tool outputs, its own evolution or benchmark. */
+/**
+ * What a family can be asked for: a command, the gateway's reading of its tool outputs, its own evolution or benchmark.
+ */
 export type FamilyUse = FamilyCommand | "gateway" | "evolve" | "bench";
 
 /** What the command running a family lends it. */
@@ -39,7 +51,9 @@ export const plainIo: FamilyIo = {
   prepareOutDir: async (dir) => void (await mkdir(dir, { recursive: true })),
 };
 
-/** How a family is shown to a token policy: its system text, tools as JSON schemas, the environment a text agent sees. */
+/**
+ * How a family is shown to a token policy: its system text, tools as JSON schemas, the environment a text agent sees.
+ */
 export interface FamilyRendering {
   system: string;
   toolSchemas: (offered: readonly string[]) => ToolSchema[];
@@ -67,7 +81,11 @@ export interface OpenedFamily {
   /** The environment, the seed instances (train, dev, held-out, the pool) and, for an own-policy family, its policy. */
   base: Omit<ExperimentDeps, "onProgress">;
   /** A section the experiment's report.md ends with (DBBench: AgentBench's accuracies). */
-  reportSection?: (summary: ExperimentSummary, baselines: readonly SeedBaseline[], evaluated: readonly Task[]) => string;
+  reportSection?: (
+    summary: ExperimentSummary,
+    baselines: readonly SeedBaseline[],
+    evaluated: readonly Task[],
+  ) => string;
   /** Stops what opening started (servers, database connections). */
   stop: () => Promise<void>;
 }
@@ -78,7 +96,9 @@ export interface ServedFamily {
   tasks: TaskSource;
   /** The tasks a reset without `task_id` draws from. */
   resetTasks: readonly string[];
-  describeTools: (actions: readonly string[]) => { name: string; description: string; input_schema: Record<string, unknown> }[];
+  describeTools: (
+    actions: readonly string[],
+  ) => { name: string; description: string; input_schema: Record<string, unknown> }[];
   /** The action that ends an episode. */
   submit: string;
   /** The training tasks as a caller's rescue carries them (`env-serve --tasks-out`). */
@@ -102,12 +122,21 @@ export interface BenchmarkFamily {
   /** How help lists it, e.g. `dbbench (the fixed splits, AgentBench's accuracies in the report)`. */
   summary: string;
   commands: readonly FamilyCommand[];
-  /** own: its base brings a policy trained in process (`--policy worker` optional); worker: it trains an LLM at a policy worker only. */
+  /**
+   * own: its base brings a policy trained in process (`--policy worker` optional); worker: it trains an LLM at a policy
+   * worker only.
+   */
   policy: "own" | "worker";
-  /** Its experiment may run the sweeps and the local-aws runtime (both run the embedded suite's settings through the Lambda handlers). */
+  /**
+   * Its experiment may run the sweeps and the local-aws runtime (both run the embedded suite's settings through the
+   * Lambda handlers).
+   */
   sweepsAndLocalAws?: boolean;
   system: string;
-  /** The tools an OpenAI-compatible agent is offered (`eval` needs them); the token rendering unless {@link rendering} is given. */
+  /**
+   * The tools an OpenAI-compatible agent is offered (`eval` needs them); the token rendering unless {@link rendering}
+   * is given.
+   */
   tools?: readonly ToolBinding[];
   rendering?: FamilyRendering;
   h0: HarnessSpec;
@@ -124,7 +153,11 @@ export interface BenchmarkFamily {
   /** The pool `serve` registers at start under the family's name. */
   servePool?: () => HarnessPool;
   /** The family's own `evolve` (how help names it; its flags join the command's; `run` gets them all). */
-  evolve?: { summary: string; flags: z.ZodRawShape; run: (options: Readonly<Record<string, unknown>>, io: FamilyIo) => Promise<unknown> };
+  evolve?: {
+    summary: string;
+    flags: z.ZodRawShape;
+    run: (options: Readonly<Record<string, unknown>>, io: FamilyIo) => Promise<unknown>;
+  };
   /** The family's own `bench`: the lines it prints. */
   bench?: (options: Readonly<Record<string, unknown>>) => Promise<string[]>;
 }
@@ -148,7 +181,8 @@ function supports(f: BenchmarkFamily, use?: FamilyUse): boolean {
 export function registerFamily(family: BenchmarkFamily): BenchmarkFamily {
   const problems = [...(NAME.safeParse(family.name).error?.issues.map((i) => i.message) ?? [])];
   if (registry.has(family.name)) problems.push("already registered");
-  if (family.commands.includes("eval") && !family.tools) problems.push("eval offers an agent the family's tools: declare them");
+  if (family.commands.includes("eval") && !family.tools)
+    problems.push("eval offers an agent the family's tools: declare them");
   for (const command of family.commands) {
     const taken = Object.keys(familyFlags(command));
     const clash = Object.keys(family.flags?.(command) ?? {}).filter((k) => taken.includes(k));
@@ -160,7 +194,8 @@ export function registerFamily(family: BenchmarkFamily): BenchmarkFamily {
 }
 
 /** The registered families' names in registration order; with `use`, those that support it. */
-export const familyNames = (use?: FamilyUse): string[] => [...registry.values()].filter((f) => supports(f, use)).map((f) => f.name);
+export const familyNames = (use?: FamilyUse): string[] =>
+  [...registry.values()].filter((f) => supports(f, use)).map((f) => f.name);
 
 const unknown = (name: string, use?: FamilyUse) =>
   `${registry.has(name) ? `${name} has no ${use}` : `unknown environment ${JSON.stringify(name)}`} (${use ? `${use}: ` : ""}${familyNames(use).join(", ")})`;
@@ -181,11 +216,17 @@ export const FamilyName = (use?: FamilyUse) =>
 
 /** The flags every family running under `command` adds, in registration order. */
 export function familyFlags(command: FamilyCommand): z.ZodRawShape {
-  return Object.assign({}, ...[...registry.values()].filter((f) => f.commands.includes(command)).map((f) => f.flags?.(command) ?? {}));
+  return Object.assign(
+    {},
+    ...[...registry.values()].filter((f) => f.commands.includes(command)).map((f) => f.flags?.(command) ?? {}),
+  );
 }
 
 /** A family's own flags as `req` gives them (defaults filled in for a caller that gives fewer). */
-export function familyOptions<S extends z.ZodRawShape>(shape: S, req: Pick<OpenRequest, "options">): z.infer<z.ZodObject<S>> {
+export function familyOptions<S extends z.ZodRawShape>(
+  shape: S,
+  req: Pick<OpenRequest, "options">,
+): z.infer<z.ZodObject<S>> {
   return parseOrThrow(z.object(shape), req.options, "the family's options") as z.infer<z.ZodObject<S>>;
 }
 
@@ -196,7 +237,12 @@ export function renderingOf(family: Pick<BenchmarkFamily, "system" | "tools" | "
   return {
     system: family.system,
     toolSchemas: (offered) =>
-      tools.filter((t) => offered.includes(t.action)).map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
+      tools
+        .filter((t) => offered.includes(t.action))
+        .map((t) => ({
+          type: "function" as const,
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        })),
     toolNames: Object.fromEntries(tools.filter((t) => t.name !== t.action).map((t) => [t.action, t.name])),
     env: (base) => base,
   };
@@ -219,7 +265,12 @@ export async function servedFrom(family: BenchmarkFamily, opened: OpenedFamily):
     env: opened.base.env,
     tasks: { get: async (id) => byId.get(id) },
     resetTasks: sets.train.map((t) => t.id),
-    describeTools: (actions) => actions.map((a) => ({ name: a, description: schemaOf(a)?.description ?? "", input_schema: schemaOf(a)?.parameters ?? {} })),
+    describeTools: (actions) =>
+      actions.map((a) => ({
+        name: a,
+        description: schemaOf(a)?.description ?? "",
+        input_schema: schemaOf(a)?.parameters ?? {},
+      })),
     submit: "submit",
     shutdown: opened.stop,
   };

@@ -35,19 +35,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--service", required=True, help="the Harness-S API (harness-s serve, or a deployment)")
     ap.add_argument("--api-key", required=True, help="a key with the rescues and pools:read scopes")
     ap.add_argument("--env-url", required=True, help="your environment: an OpenEnv-protocol server")
-    ap.add_argument("--tasks", required=True, help="the tasks as a rescue takes them (env-serve --tasks-out writes the embedded suite's)")
+    ap.add_argument(
+        "--tasks",
+        required=True,
+        help="the tasks as a rescue takes them (env-serve --tasks-out writes the embedded suite's)",
+    )
     ap.add_argument("--pool", default="embedded", help="the harness pool: H0 and its siblings")
     ap.add_argument("--model", default="tiny", help="a Hugging Face model folder, or tiny (built here, no download)")
     ap.add_argument("--task-count", type=int, default=4, help="tasks in the dataset")
     ap.add_argument("--steps", type=int, default=2, help="optimiser steps")
     ap.add_argument("--generations", type=int, default=2, help="rollouts per task (GRPO's group)")
     ap.add_argument("--max-tokens", type=int, default=16, help="tokens per model turn")
-    ap.add_argument("--out", default=None, help="the trainer's output folder (default: a temporary one, removed at exit)")
-    ap.add_argument("--context", default="sampled", choices=["sampled", "base"], help="the rescued rows' context: as sampled, or H0's with its re-scores beside")
+    ap.add_argument(
+        "--out", default=None, help="the trainer's output folder (default: a temporary one, removed at exit)"
+    )
+    ap.add_argument(
+        "--context",
+        default="sampled",
+        choices=["sampled", "base"],
+        help="the rescued rows' context: as sampled, or H0's with its re-scores beside",
+    )
     return ap.parse_args(argv)
 
 
-def build(args: argparse.Namespace, trainer_cls: type[GRPOTrainer] = GRPOTrainer, reward_funcs: list[Any] | None = None, client: HarnessS | None = None) -> tuple[GRPOTrainer, RescueRolloutFunc]:
+def build(
+    args: argparse.Namespace,
+    trainer_cls: type[GRPOTrainer] = GRPOTrainer,
+    reward_funcs: list[Any] | None = None,
+    client: HarnessS | None = None,
+) -> tuple[GRPOTrainer, RescueRolloutFunc]:
     with open(args.tasks) as f:
         tasks = {t["id"]: t for t in json.load(f)["tasks"][: args.task_count]}
     model, tokenizer = build_tiny(0) if args.model == "tiny" else load_model(args.model, "cpu")
@@ -95,7 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         func.close()
     kinds = Counter(o.kind for o in func.outcomes)
-    print(f"groups: {len(func.outcomes)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); steps: {trainer.state.global_step}")
+    print(
+        f"groups: {len(func.outcomes)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); steps: {trainer.state.global_step}"
+    )
     for o in func.outcomes:
         if o.code:  # the service's own code for a rescue that did not finish whole: the group stayed
             print(f"step {o.step} group {o.group}: {o.code}: {o.reason}")

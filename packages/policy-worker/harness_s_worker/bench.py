@@ -86,13 +86,22 @@ def direct_generate(policies: Policies, adapter: str, prompt: list[int], n: int,
     return sum(generated(row, policies.eos_ids) for row in out[:, len(prompt) :].tolist())
 
 
-def http_rounds(http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens: int, seconds: float, counter: dict[str, Any]) -> float:
+def http_rounds(
+    http: httpx.Client, pool: ThreadPoolExecutor, n: int, max_tokens: int, seconds: float, counter: dict[str, Any]
+) -> float:
     """Tokens/s of rounds of `n` episodes started together, each round waiting for all of them
     (a training step's rollouts; the same shape as one batched `generate`)."""
 
     def one(_: int) -> int:
         counter["i"] += 1
-        r = http.post("/v2/policies/http/sample", json={"episode_id": f"r{counter['i']}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": counter["i"]}})
+        r = http.post(
+            "/v2/policies/http/sample",
+            json={
+                "episode_id": f"r{counter['i']}",
+                "messages": MESSAGES,
+                "sampling": {"max_tokens": max_tokens, "seed": counter["i"]},
+            },
+        )
         r.raise_for_status()
         return len(r.json()["completion"]["ids"])
 
@@ -110,7 +119,14 @@ def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float
     def client(k: int) -> None:
         while time.perf_counter() < stop:
             counter["i"] += 1
-            r = http.post("/v2/policies/http/sample", json={"episode_id": f"h{counter['i']}-{k}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": counter["i"]}})
+            r = http.post(
+                "/v2/policies/http/sample",
+                json={
+                    "episode_id": f"h{counter['i']}-{k}",
+                    "messages": MESSAGES,
+                    "sampling": {"max_tokens": max_tokens, "seed": counter["i"]},
+                },
+            )
             r.raise_for_status()
             totals[k] += len(r.json()["completion"]["ids"])
 
@@ -120,9 +136,22 @@ def http_closed_loop(http: httpx.Client, n: int, max_tokens: int, seconds: float
     return sum(totals) / (time.perf_counter() - start)
 
 
-def start_worker(model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")) -> tuple[subprocess.Popen[bytes], httpx.Client]:
+def start_worker(
+    model: str, device: str, threads: int | None, flags: tuple[str, ...] = ("--max-episodes", "100000")
+) -> tuple[subprocess.Popen[bytes], httpx.Client]:
     port = free_port()
-    cmd = [sys.executable, "-m", "harness_s_worker.launch", "--model", model, "--port", str(port), "--device", device, *flags]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness_s_worker.launch",
+        "--model",
+        model,
+        "--port",
+        str(port),
+        "--device",
+        device,
+        *flags,
+    ]
     if threads:
         cmd += ["--threads", str(threads)]
     worker = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -142,7 +171,16 @@ def update_body(policies: Policies, n: int = 16, max_tokens: int = 32) -> tuple[
     prompt = policies.episodes.render(MESSAGES, None, True)
     datums = []
     for i in range(n):
-        s = policies.episodes.sample("direct", SampleRequest.model_validate({"episode_id": f"b{i}", "messages": MESSAGES, "sampling": {"max_tokens": max_tokens, "seed": 10_000 + i}}))
+        s = policies.episodes.sample(
+            "direct",
+            SampleRequest.model_validate(
+                {
+                    "episode_id": f"b{i}",
+                    "messages": MESSAGES,
+                    "sampling": {"max_tokens": max_tokens, "seed": 10_000 + i},
+                }
+            ),
+        )
         ids = s["completion"]["ids"]
         datums.append(
             {
@@ -154,7 +192,11 @@ def update_body(policies: Policies, n: int = 16, max_tokens: int = 32) -> tuple[
                 "advantage": 1.0 if i % 2 else -1.0,
             }
         )
-    body = {"datums": datums, "loss": {"clip_low": 0.2, "clip_high": 0.2, "agg": "token-mean", "kl_coef": 0.0}, "optim": {"lr": 1e-4, "epochs": 1}}
+    body = {
+        "datums": datums,
+        "loss": {"clip_low": 0.2, "clip_high": 0.2, "agg": "token-mean", "kl_coef": 0.0},
+        "optim": {"lr": 1e-4, "epochs": 1},
+    }
     return body, sum(len(d["ids"]) for d in datums)
 
 
@@ -194,7 +236,12 @@ def update_memory(policies: Policies, sizes: tuple[int, ...] = (8, 32, 128), len
         row = {}
         for label, budget in (("micro_batched", None), ("whole_batch", n * length)):
             optim = {"lr": 1e-6, "epochs": 1, **({"micro_batch_tokens": budget} if budget else {})}
-            body = {"base_version": p.version, "datums": datums, "loss": {"clip_low": 0.2, "clip_high": 0.2, "agg": "token-mean", "kl_coef": 0.0}, "optim": optim}
+            body = {
+                "base_version": p.version,
+                "datums": datums,
+                "loss": {"clip_low": 0.2, "clip_high": 0.2, "agg": "token-mean", "kl_coef": 0.0},
+                "optim": optim,
+            }
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
@@ -214,9 +261,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=None, help="as the server: 1 for a model under 20M parameters on CPU by default")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="as the server: 1 for a model under 20M parameters on CPU by default"
+    )
     ap.add_argument("--update-datums", type=int, default=64, help="datums in each timed update")
-    ap.add_argument("--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens")
+    ap.add_argument(
+        "--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens"
+    )
     args = ap.parse_args()
     state_dir = Path(tempfile.mkdtemp(prefix="harness-s-bench-"))
     atexit.register(shutil.rmtree, state_dir, ignore_errors=True)
@@ -263,7 +314,9 @@ def main() -> None:
 
         def http_update() -> int:
             v = http.get("/v2/policies/http").json()["version"]
-            uid = http.post("/v2/policies/http/updates", json={"base_version": v, **body}, headers={"Idempotency-Key": f"u{v}"}).json()["update_id"]
+            uid = http.post(
+                "/v2/policies/http/updates", json={"base_version": v, **body}, headers={"Idempotency-Key": f"u{v}"}
+            ).json()["update_id"]
             while http.get(f"/v2/updates/{uid}", params={"wait": 30}).json()["status"] not in ("done", "failed"):
                 pass
             return tokens
@@ -279,7 +332,11 @@ def main() -> None:
         "device": args.device,
         "max_tokens": args.max_tokens,
         "sample_tokens_per_s": sampling,
-        "update_tokens_per_s": {"direct": round(update_direct, 1), "http": round(update_http, 1), "http_over_direct": round(update_http / update_direct, 3)},
+        "update_tokens_per_s": {
+            "direct": round(update_direct, 1),
+            "http": round(update_http, 1),
+            "http_over_direct": round(update_http / update_direct, 3),
+        },
         "worker_sampler": health.get("sampler"),
     }
     if args.memory:

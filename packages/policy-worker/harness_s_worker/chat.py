@@ -40,19 +40,37 @@ class ChatFormat:
         self.tail_ids = self._encode(self.turn_tail)
         self.prefix_stable, self.stability_note = self._probe()
 
-    def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, generation_prompt: bool = False) -> str:
+    def _render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, generation_prompt: bool = False
+    ) -> str:
         try:
-            return str(self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=False))
+            return str(
+                self.tokenizer.apply_chat_template(
+                    messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=False
+                )
+            )
         except Exception as err:  # the template's own checks (role order, tool-call ids, …)
-            raise WorkerError(400, "VALIDATION_FAILED", f"messages: the model's chat template refused them: {err}") from err
+            raise WorkerError(
+                400, "VALIDATION_FAILED", f"messages: the model's chat template refused them: {err}"
+            ) from err
 
     def _encode(self, text: str) -> list[int]:
         if self.bound is not None:
             self.bound.check_rendered(text)
         # The ids alone: no attention mask or type ids, a list of as many again each.
-        return list(self.tokenizer(text, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]) if text else []
+        return (
+            list(
+                self.tokenizer(
+                    text, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False
+                )["input_ids"]
+            )
+            if text
+            else []
+        )
 
-    def whole(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
+    def whole(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool
+    ) -> list[int]:
         """The template's render of these messages, as ids (`/render`)."""
         return self._encode(self._render(messages, tools, generation_prompt))
 
@@ -85,7 +103,13 @@ class ChatFormat:
         return self.tail_ids
 
     def _turn_tail(self) -> str:
-        text = self._render([{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": PROBE_USER}, {"role": "assistant", "content": SENTINEL}])
+        text = self._render(
+            [
+                {"role": "system", "content": PROBE_SYSTEM},
+                {"role": "user", "content": PROBE_USER},
+                {"role": "assistant", "content": SENTINEL},
+            ]
+        )
         return text[text.rindex(SENTINEL) + len(SENTINEL) :] if SENTINEL in text else ""
 
     def _probe(self) -> tuple[bool, str]:
@@ -110,7 +134,10 @@ class ChatFormat:
             return False, f"the probe conversation could not be rendered: {err}"
         if text == whole:
             return True, "turn-by-turn renders concatenate to the whole conversation's render"
-        return False, "the template re-renders earlier turns when one is added; episodes use the delta rule (their ids are what was trained)"
+        return (
+            False,
+            "the template re-renders earlier turns when one is added; episodes use the delta rule (their ids are what was trained)",
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"prefix_stable": self.prefix_stable, "note": self.stability_note, "turn_tail": self.turn_tail}
@@ -132,7 +159,14 @@ def assistant_message(content: str, calls: list[dict[str, Any]] | None) -> dict[
     """The assistant turn as a template expects it (arguments as objects where they parse)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
-        message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": loads_or_text(c["function"]["arguments"])}} for c in calls]
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["function"]["name"], "arguments": loads_or_text(c["function"]["arguments"])},
+            }
+            for c in calls
+        ]
     return message
 
 

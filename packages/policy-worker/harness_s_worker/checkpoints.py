@@ -35,7 +35,15 @@ def save_checkpoint(p: CheckpointedPolicy, adapted: AdaptedModel, state_dir: Pat
     path.mkdir(parents=True, exist_ok=True)
     with adapted.lock:
         weights = {f"{i}": t.detach().cpu().clone() for i, t in enumerate(adapted.adapter_params(p.adapter))}
-        torch.save({"version": p.version, "spec": p.spec.model_dump(), "weights": weights, "optimizer": p.optim().state_dict()}, path / "state.pt")
+        torch.save(
+            {
+                "version": p.version,
+                "spec": p.spec.model_dump(),
+                "weights": weights,
+                "optimizer": p.optim().state_dict(),
+            },
+            path / "state.pt",
+        )
         # The adapter only: a LoRA on lm_head leaves the base layer as it was, and a restore needs the same base model.
         adapted.peft.save_pretrained(str(path), selected_adapters=[p.adapter], save_embedding_layers=False)
     forget_older(path.parent, p.version)
@@ -55,7 +63,11 @@ def read_checkpoint(state_dir: Path, ref: str) -> dict[str, Any]:
     root = (state_dir / "policies").resolve()
     path = (root / ref / "state.pt").resolve()
     if root not in path.parents or not path.is_file():
-        raise WorkerError(400, "VALIDATION_FAILED", f"init_from: no checkpoint {ref!r} in this worker's state folder (as POST …/checkpoints names it: <policy>/v<n>)")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            f"init_from: no checkpoint {ref!r} in this worker's state folder (as POST …/checkpoints names it: <policy>/v<n>)",
+        )
     return cast(dict[str, Any], torch.load(path, map_location="cpu", weights_only=True))
 
 
@@ -63,7 +75,9 @@ def apply_checkpoint(adapted: AdaptedModel, p: CheckpointedPolicy, saved: dict[s
     """Called with the model lock held, on a policy just created."""
     params = adapted.adapter_params(p.adapter)
     if len(saved["weights"]) != len(params) or saved["spec"].get("lora") != p.spec.lora.model_dump():
-        raise WorkerError(400, "VALIDATION_FAILED", "init_from: the checkpoint's adapter does not match this policy's lora settings")
+        raise WorkerError(
+            400, "VALIDATION_FAILED", "init_from: the checkpoint's adapter does not match this policy's lora settings"
+        )
     with torch.no_grad():
         for i, param in enumerate(params):
             param.copy_(saved["weights"][str(i)].to(param.device))
@@ -72,14 +86,18 @@ def apply_checkpoint(adapted: AdaptedModel, p: CheckpointedPolicy, saved: dict[s
     p.version = int(saved["version"])
 
 
-def restore_policies(state_dir: Path, create: Callable[[str, CreatePolicy], tuple[CheckpointedPolicy, bool]], log: Callable[[str], None]) -> list[str]:
+def restore_policies(
+    state_dir: Path, create: Callable[[str, CreatePolicy], tuple[CheckpointedPolicy, bool]], log: Callable[[str], None]
+) -> list[str]:
     """Re-creates every policy saved in the state folder at its newest checkpoint (a worker
     restarted on the same `--state-dir` holds them again; its spec as it was created, so the
     same `PUT` finds it). A checkpoint that cannot be restored is logged and left on disk."""
     root = state_dir / "policies"
     restored: list[str] = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        versions = sorted(int(v.name[1:]) for v in folder.glob("v*") if v.name[1:].isdigit() and (v / "state.pt").is_file())
+        versions = sorted(
+            int(v.name[1:]) for v in folder.glob("v*") if v.name[1:].isdigit() and (v / "state.pt").is_file()
+        )
         if not versions or not re.match(ID, folder.name):
             continue
         ref = f"{folder.name}/v{versions[-1]}"

@@ -54,7 +54,9 @@ def value(schema: Any, depth: int = 0) -> str:
     if kind == "array":
         item = value(schema.get("items"), depth + 1)
         return rf"\[{WS}(?:{item}(?:,{WS}{item}){{0,63}})?{WS}\]"
-    return {"string": STRING, "integer": INTEGER, "number": NUMBER, "boolean": "(?:true|false)", "null": "null"}.get(str(kind), SCALAR)
+    return {"string": STRING, "integer": INTEGER, "number": NUMBER, "boolean": "(?:true|false)", "null": "null"}.get(
+        str(kind), SCALAR
+    )
 
 
 def obj(schema: dict[str, Any], depth: int = 0) -> str:
@@ -70,7 +72,14 @@ def obj(schema: dict[str, Any], depth: int = 0) -> str:
         if i == len(keys):
             return ""
         key = keys[i]
-        pair = ("," + WS if emitted else "") + regex.escape(json.dumps(key, ensure_ascii=False)) + ":" + WS + value(props[key], depth) + seq(i + 1, True)
+        pair = (
+            ("," + WS if emitted else "")
+            + regex.escape(json.dumps(key, ensure_ascii=False))
+            + ":"
+            + WS
+            + value(props[key], depth)
+            + seq(i + 1, True)
+        )
         return pair if key in required else f"(?:{pair}|{seq(i + 1, emitted)})"
 
     return r"\{" + WS + seq(0, False) + WS + r"\}"
@@ -83,7 +92,9 @@ def call_pattern(tools: list[dict[str, Any]], parser: str) -> str:
     for t in tools:
         fn = t.get("function", t)
         name = regex.escape(json.dumps(str(fn.get("name")), ensure_ascii=False))
-        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {"type": "object", "properties": {}}
+        params = (
+            fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {"type": "object", "properties": {}}
+        )
         calls.append(r"\{" + WS + '"name":' + WS + name + "," + WS + f'"{args_key}":' + WS + obj(params) + WS + r"\}")
     one = "(?:" + "|".join(calls) + ")"
     if parser == "mistral":
@@ -121,7 +132,9 @@ class TokenTexts:
 class ToolGrammar:
     """The allowed next tokens of a constrained turn, by the completion's ids so far."""
 
-    def __init__(self, tools: list[dict[str, Any]], parser: str, texts: TokenTexts, eos_ids: frozenset[int], vocab: int) -> None:
+    def __init__(
+        self, tools: list[dict[str, Any]], parser: str, texts: TokenTexts, eos_ids: frozenset[int], vocab: int
+    ) -> None:
         self.pattern = regex.compile(call_pattern(tools, parser), regex.DOTALL)
         self.texts = texts
         self.eos = sorted(eos_ids)

@@ -93,7 +93,9 @@ class GrowingLayer(DynamicLayer):
         self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length] = keys, values
         self.keys, self.values = self.kbuf[:, :, : self.length], self.vbuf[:, :, : self.length]
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         end = self.length + key_states.shape[2]
         if end > self.kbuf.shape[2]:
             grow = max(end, 2 * self.kbuf.shape[2]) - self.kbuf.shape[2]
@@ -114,7 +116,10 @@ def running_cache(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCac
 
 
 def layers_of(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    return [(cast(torch.Tensor, layer.keys), cast(torch.Tensor, layer.values)) for layer in cast(list[DynamicLayer], cache.layers)]
+    return [
+        (cast(torch.Tensor, layer.keys), cast(torch.Tensor, layer.values))
+        for layer in cast(list[DynamicLayer], cache.layers)
+    ]
 
 
 def cache_from(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
@@ -181,7 +186,14 @@ class KvStore:
 class Engine:
     """The scheduler: `submit` a request, get a Future of (ids, logprobs, finish_reason, device_seconds)."""
 
-    def __init__(self, model: Any, model_lock: threading.Lock, set_adapter: Callable[[str], None], cache_bytes: int = 1 << 30, max_batch: int = 64) -> None:
+    def __init__(
+        self,
+        model: Any,
+        model_lock: threading.Lock,
+        set_adapter: Callable[[str], None],
+        cache_bytes: int = 1 << 30,
+        max_batch: int = 64,
+    ) -> None:
         self.model, self.model_lock, self.set_adapter = model, model_lock, set_adapter
         self.kv = KvStore(cache_bytes)
         self.max_batch = max_batch
@@ -243,7 +255,9 @@ class Engine:
                 if pause and len(adapters) == 1:
                     self.cond.wait(pause)
                     continue
-                room = 0 if adapter in self.barriers or not self._admit_now(running, queue) else self.max_batch - running
+                room = (
+                    0 if adapter in self.barriers or not self._admit_now(running, queue) else self.max_batch - running
+                )
                 joining, self.pending[adapter] = queue[:room], queue[room:]
             if not joining and adapter not in self.batches:
                 continue
@@ -323,13 +337,20 @@ class Engine:
             layers = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in layers]
         generators = [random.Random(r.seed if r.seed is not None else random.getrandbits(63)) for r in reqs]
         logits = constrain(logits, [(r.constraint, []) for r in reqs])
-        tokens, logprobs = draw(logits, [r.rule for r in reqs], generators)  # draw reads the tokens back: the device has finished
+        tokens, logprobs = draw(
+            logits, [r.rule for r in reqs], generators
+        )  # draw reads the tokens back: the device has finished
         share = (time.perf_counter() - started) / len(reqs)
-        rows = [Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]], device_s=share) for i, (r, g) in enumerate(zip(reqs, generators, strict=True))]
+        rows = [
+            Running(r, g, len(r.ids), tokens[i], [tokens[i]], [logprobs[i]], device_s=share)
+            for i, (r, g) in enumerate(zip(reqs, generators, strict=True))
+        ]
         self.tokens_sampled += len(rows)
         self._merge(adapter, rows, layers, mask)
 
-    def _prefill_shapes(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[torch.Tensor, Layers, torch.Tensor]:
+    def _prefill_shapes(
+        self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]
+    ) -> tuple[torch.Tensor, Layers, torch.Tensor]:
         """(last logits, layers, mask) of the rows, in their order. On CPU, past `PER_SHAPE_FROM`
         new ids, one forward pass per shape (cached and new length): a padded row sends attention
         down the masked path, five times the CPU of the causal kernel at 3,000 tokens
@@ -349,7 +370,11 @@ class Engine:
         layers, mask = stack_left_padded([(part[1], part[2]) for part in parts])
         order = [i for members in shapes.values() for i in members]
         back = torch.tensor(sorted(range(len(order)), key=order.__getitem__), device=mask.device)
-        return logits.index_select(0, back), [(k.index_select(0, back), v.index_select(0, back)) for k, v in layers], mask.index_select(0, back)
+        return (
+            logits.index_select(0, back),
+            [(k.index_select(0, back), v.index_select(0, back)) for k, v in layers],
+            mask.index_select(0, back),
+        )
 
     def _prefill(self, adapter: str, rows: list[tuple[Request, list[Any] | None, int]]) -> tuple[Any, torch.Tensor]:
         """One forward pass over each row's new ids after its cached prefix; (output, mask)."""
@@ -378,7 +403,13 @@ class Engine:
                 past.append((ks, vs))
         with self.model_lock, torch.no_grad():
             self.set_adapter(adapter)
-            out = self.model(input_ids=ids, attention_mask=None if bool(mask.all()) else mask, past_key_values=cache_from(past) if past else DynamicCache(), position_ids=positions, use_cache=True)
+            out = self.model(
+                input_ids=ids,
+                attention_mask=None if bool(mask.all()) else mask,
+                past_key_values=cache_from(past) if past else DynamicCache(),
+                position_ids=positions,
+                use_cache=True,
+            )
         self.prefills += 1
         self.prefilled_rows += len(rows)
         return out, mask
@@ -406,7 +437,13 @@ class Engine:
             self.set_adapter(adapter)
             if batch["cache"] is None:  # the batch's rows changed
                 batch["cache"] = running_cache(batch["layers"])
-            out = self.model(input_ids=ids, attention_mask=None if bool(attention.all()) else attention, past_key_values=batch["cache"], position_ids=positions, use_cache=True)
+            out = self.model(
+                input_ids=ids,
+                attention_mask=None if bool(attention.all()) else attention,
+                past_key_values=batch["cache"],
+                position_ids=positions,
+                use_cache=True,
+            )
         self.steps += 1
         self.tokens_sampled += len(rows)
         batch["layers"], batch["mask"] = layers_of(out.past_key_values), attention
@@ -433,7 +470,10 @@ class Engine:
                 keep.append(i)
                 continue
             cols = mask[i].nonzero().squeeze(1)
-            self._finish(row, [(k[i : i + 1].index_select(2, cols), v[i : i + 1].index_select(2, cols)) for k, v in batch["layers"]])
+            self._finish(
+                row,
+                [(k[i : i + 1].index_select(2, cols), v[i : i + 1].index_select(2, cols)) for k, v in batch["layers"]],
+            )
         if not keep:
             del self.batches[adapter]
             return
@@ -441,7 +481,10 @@ class Engine:
             index = torch.tensor(keep, device=mask.device)
             mask = mask.index_select(0, index)
             trim = int(mask.any(0).nonzero()[0])  # leading columns no row uses
-            batch["layers"] = [(k.index_select(0, index)[:, :, trim:], v.index_select(0, index)[:, :, trim:]) for k, v in batch["layers"]]
+            batch["layers"] = [
+                (k.index_select(0, index)[:, :, trim:], v.index_select(0, index)[:, :, trim:])
+                for k, v in batch["layers"]
+            ]
             batch["mask"] = mask[:, trim:]
             batch["rows"] = [rows[i] for i in keep]
             batch["cache"] = None
@@ -459,7 +502,9 @@ class Engine:
             row.req.future.set_result((row.out_ids, row.out_logprobs, finish, row.device_s))
 
 
-def constrain(logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch.Tensor] | None, list[int]]]) -> torch.Tensor:
+def constrain(
+    logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch.Tensor] | None, list[int]]]
+) -> torch.Tensor:
     """The logits with each constrained row's disallowed tokens at -inf: drawing from them (and
     the log-probability reported) is the model's distribution renormalised over the allowed ones."""
     if all(c is None for c, _ in rows):
@@ -474,7 +519,10 @@ def constrain(logits: torch.Tensor, rows: list[tuple[Callable[[list[int]], torch
 def stack_left_padded(parts: list[tuple[Layers, torch.Tensor]]) -> tuple[Layers, torch.Tensor]:
     """Batches of (layers, mask) as one: each left-padded to the widest, rows in the parts' order."""
     width = max(mask.shape[1] for _, mask in parts)
-    layers = [(left_padded([p[j][0] for p, _ in parts], width, 2), left_padded([p[j][1] for p, _ in parts], width, 2)) for j in range(len(parts[0][0]))]
+    layers = [
+        (left_padded([p[j][0] for p, _ in parts], width, 2), left_padded([p[j][1] for p, _ in parts], width, 2))
+        for j in range(len(parts[0][0]))
+    ]
     return layers, left_padded([mask for _, mask in parts], width, 1)
 
 

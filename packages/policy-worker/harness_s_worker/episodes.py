@@ -95,7 +95,9 @@ class Episodes:
         #: Text past what the context can hold is refused by its bytes, before it is rendered.
         self.bound = bound
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> list[int]:
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool
+    ) -> list[int]:
         self.bound.check("messages and tools", [messages, tools], self.max_context)
         return self.chat.whole(messages, tools, generation_prompt)
 
@@ -103,7 +105,11 @@ class Episodes:
         """The answer already given to the turn keyed `key` (its request repeated after a lost reply), if any."""
         with self.lock:
             episode = self.table.get(pid).episodes.get(episode_id)
-            return episode.answered[1] if episode is not None and episode.answered is not None and episode.answered[0] == key else None
+            return (
+                episode.answered[1]
+                if episode is not None and episode.answered is not None and episode.answered[0] == key
+                else None
+            )
 
     def prepare(self, pid: str, body: SampleRequest, key: str | None = None) -> tuple[Request, PendingTurn]:
         """Checks a sample request and builds its engine request (no model work). The lock is held
@@ -113,8 +119,12 @@ class Episodes:
         max_tokens = body.sampling.max_tokens
         if episode is not None:
             # An episode is replaced, never changed, when a turn is recorded: this one stays as read.
-            self.bound.check("append", body.append, self.max_context - len(episode.ids) - len(episode.forced) - max_tokens)
-            prompt = episode.forced + self.chat.delta(episode.assistant or {"role": "assistant", "content": ""}, body.append or [])
+            self.bound.check(
+                "append", body.append, self.max_context - len(episode.ids) - len(episode.forced) - max_tokens
+            )
+            prompt = episode.forced + self.chat.delta(
+                episode.assistant or {"role": "assistant", "content": ""}, body.append or []
+            )
             prefix, grammar = episode.ids + prompt, episode.grammar
         else:
             self.bound.check("messages and tools", [body.messages, body.tools], self.max_context - max_tokens)
@@ -122,7 +132,11 @@ class Episodes:
             prefix = prompt
             grammar = self.grammars.grammar(body.tools or []) if body.constrain_tool_calls else None
         if len(prefix) + max_tokens > self.max_context:
-            raise WorkerError(400, "CONTEXT_TOO_LONG", f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context}")
+            raise WorkerError(
+                400,
+                "CONTEXT_TOO_LONG",
+                f"the episode would hold {len(prefix)} + {max_tokens} tokens, past the model's context of {self.max_context}",
+            )
         context = PendingTurn(p, body.episode_id, prompt, prefix, p.version, body.version, key, grammar)
 
         def admit() -> None:  # on the scheduler thread, when the sequence starts
@@ -133,7 +147,17 @@ class Episodes:
                 context.version = p.version
 
         rule = SamplingRule(body.sampling.temperature, body.sampling.top_p)
-        request = Request(p.adapter, f"{pid}/{body.episode_id}", prefix, rule, max_tokens, self.eos_ids, body.sampling.seed, admit=admit, constraint=grammar.allowed if grammar else None)
+        request = Request(
+            p.adapter,
+            f"{pid}/{body.episode_id}",
+            prefix,
+            rule,
+            max_tokens,
+            self.eos_ids,
+            body.sampling.seed,
+            admit=admit,
+            constraint=grammar.allowed if grammar else None,
+        )
         return request, context
 
     def _turn_of(self, pid: str, body: SampleRequest) -> tuple[HeldPolicy, Episode | None]:
@@ -142,7 +166,10 @@ class Episodes:
         with self.lock:
             p = self.table.get(pid)
             self.table.check_version(p, body.version)
-            if body.sampling.purpose == "train" and not SamplingRule(body.sampling.temperature, body.sampling.top_p).exact:
+            if (
+                body.sampling.purpose == "train"
+                and not SamplingRule(body.sampling.temperature, body.sampling.top_p).exact
+            ):
                 raise WorkerError(
                     400,
                     "VALIDATION_FAILED",
@@ -151,16 +178,28 @@ class Episodes:
             episode_id = body.episode_id
             episode = p.episodes.get(episode_id)
             if episode is None and len(p.episodes) >= self.limits.episodes_per_policy:
-                raise WorkerError(429, "CAPACITY_EXCEEDED", f"policy {pid} has {self.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE")
+                raise WorkerError(
+                    429,
+                    "CAPACITY_EXCEEDED",
+                    f"policy {pid} has {self.limits.episodes_per_policy} open episodes, its limit; they close with the next update or DELETE",
+                )
         if episode is not None:
             if body.messages:
-                raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`")
+                raise WorkerError(
+                    400, "VALIDATION_FAILED", f"episode {episode_id} exists: send `append`, not `messages`"
+                )
             if body.constrain_tool_calls and episode.grammar is None:
-                raise WorkerError(400, "VALIDATION_FAILED", f"episode {episode_id} was not started with constrain_tool_calls: its turns are free text")
+                raise WorkerError(
+                    400,
+                    "VALIDATION_FAILED",
+                    f"episode {episode_id} was not started with constrain_tool_calls: its turns are free text",
+                )
         elif not body.messages:
             raise WorkerError(400, "VALIDATION_FAILED", "a new episode needs `messages`")
         elif body.constrain_tool_calls and not body.tools:
-            raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them")
+            raise WorkerError(
+                400, "VALIDATION_FAILED", "constrain_tool_calls needs `tools`: the calls are constrained to them"
+            )
         return p, episode
 
     def finish(self, context: PendingTurn, result: tuple[list[int], list[float], str, float]) -> dict[str, Any]:
@@ -170,12 +209,23 @@ class Episodes:
         ids, logprobs, finish, device_s = result
         turn = self.turns.after(ids)
         p = context.policy
-        completion = {"ids": ids, "logprobs": logprobs, "text": turn["text"], "finish_reason": finish, "content": turn["content"]}
+        completion = {
+            "ids": ids,
+            "logprobs": logprobs,
+            "text": turn["text"],
+            "finish_reason": finish,
+            "content": turn["content"],
+        }
         if turn["calls"] is not None:
             completion["tool_calls"] = turn["calls"]
         if turn["parse_error"] is not None:
             completion["parse_error"] = turn["parse_error"]
-        out = {"policy_version": context.version, "prompt_ids": context.prompt, "completion": completion, "usage": {"device_ms": round(device_s * 1000, 3)}}
+        out = {
+            "policy_version": context.version,
+            "prompt_ids": context.prompt,
+            "completion": completion,
+            "usage": {"device_ms": round(device_s * 1000, 3)},
+        }
         with self.lock:
             if p.version != context.version:  # an update published meanwhile closed the episode
                 return out
@@ -183,7 +233,13 @@ class Episodes:
                 recorded = self.answered(p.id, context.episode_id, context.key)
                 if recorded is not None:
                     return recorded
-            p.episodes[context.episode_id] = Episode(context.prefix + ids, turn["assistant"], turn["forced"], (context.key, out) if context.key else None, context.grammar)
+            p.episodes[context.episode_id] = Episode(
+                context.prefix + ids,
+                turn["assistant"],
+                turn["forced"],
+                (context.key, out) if context.key else None,
+                context.grammar,
+            )
         return out
 
     def sample(self, pid: str, body: SampleRequest) -> dict[str, Any]:

@@ -40,7 +40,10 @@ def conversation_keys(pid: str, version: int, messages: list[dict[str, Any]]) ->
     the one before, so every prefix of a long conversation is keyed in one pass over it."""
 
     def shape(m: dict[str, Any]) -> dict[str, Any]:
-        calls = [{"name": c.get("function", {}).get("name"), "arguments": c.get("function", {}).get("arguments")} for c in m.get("tool_calls") or []]
+        calls = [
+            {"name": c.get("function", {}).get("name"), "arguments": c.get("function", {}).get("arguments")}
+            for c in m.get("tool_calls") or []
+        ]
         return {"role": m.get("role"), "content": m.get("content") or "", "calls": calls}
 
     keys = [hashlib.sha256(json.dumps([pid, version]).encode()).hexdigest()]
@@ -63,13 +66,31 @@ class Facade:
         pid, pinned = served.policy_id, served.version is not None
         version = p.version if served.version is None else served.version
         purpose = "train" if SamplingRule(body.temperature, body.top_p).exact else "eval"
-        sampling = Sampling(temperature=body.temperature, top_p=body.top_p, max_tokens=body.completion_tokens(), seed=body.seed, purpose=purpose)
+        sampling = Sampling(
+            temperature=body.temperature,
+            top_p=body.top_p,
+            max_tokens=body.completion_tokens(),
+            seed=body.seed,
+            purpose=purpose,
+        )
         messages = body.messages
         # Measured before anything else reads them (a first turn's bound: what the messages continue is not known yet).
-        self.policies.bound.check("messages and tools", [messages, body.tools], self.policies.adapted.max_context() - sampling.max_tokens)
+        self.policies.bound.check(
+            "messages and tools", [messages, body.tools], self.policies.adapted.max_context() - sampling.max_tokens
+        )
         episode = f"chat-{uuid.uuid4().hex[:12]}"
         if self.render:
-            return pid, SampleRequest(episode_id=episode, version=Version(exact=version), messages=template_messages(messages), tools=template_tools(body.tools), sampling=sampling), []
+            return (
+                pid,
+                SampleRequest(
+                    episode_id=episode,
+                    version=Version(exact=version),
+                    messages=template_messages(messages),
+                    tools=template_tools(body.tools),
+                    sampling=sampling,
+                ),
+                [],
+            )
         keys = conversation_keys(pid, version, messages)
         for cut in range(len(messages) - 1, 0, -1):
             if messages[cut - 1].get("role") != "assistant":
@@ -78,8 +99,24 @@ class Facade:
                 known = self.known.get(keys[cut])
             held = self.held(p, known)
             if known is not None and held is not None:
-                return pid, SampleRequest(episode_id=known, version=Version(exact=version), append=messages[cut:], sampling=sampling), held
-        return pid, SampleRequest(episode_id=episode, version=Version(exact=version) if pinned else None, messages=messages, tools=body.tools, sampling=sampling), []
+                return (
+                    pid,
+                    SampleRequest(
+                        episode_id=known, version=Version(exact=version), append=messages[cut:], sampling=sampling
+                    ),
+                    held,
+                )
+        return (
+            pid,
+            SampleRequest(
+                episode_id=episode,
+                version=Version(exact=version) if pinned else None,
+                messages=messages,
+                tools=body.tools,
+                sampling=sampling,
+            ),
+            [],
+        )
 
     def held(self, p: Policy, episode_id: str | None) -> list[int] | None:
         """The ids an open episode holds (None: no such episode)."""
@@ -87,7 +124,9 @@ class Facade:
             episode = p.episodes.get(episode_id) if episode_id is not None else None
             return list(episode.ids) if episode is not None else None
 
-    def remember(self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], version: int, message: dict[str, Any]) -> None:
+    def remember(
+        self, pid: str, req: SampleRequest, messages: list[dict[str, Any]], version: int, message: dict[str, Any]
+    ) -> None:
         """Keys the conversation's episode by its messages and the reply (render mode closes it instead)."""
         if self.render:
             self.policies.episodes.close_episode(pid, req.episode_id)
@@ -98,7 +137,9 @@ class Facade:
             while len(self.known) > KEPT:
                 self.known.popitem(last=False)
 
-    def response(self, pid: str, req: SampleRequest, body: ChatRequest, held: list[int], out: dict[str, Any]) -> dict[str, Any]:
+    def response(
+        self, pid: str, req: SampleRequest, body: ChatRequest, held: list[int], out: dict[str, Any]
+    ) -> dict[str, Any]:
         """vLLM's `ChatCompletionResponse` for one sampled turn (`model`: the name requested)."""
         comp = out["completion"]
         calls = comp.get("tool_calls") or []
@@ -108,8 +149,20 @@ class Facade:
         self.remember(pid, req, body.messages, out["policy_version"], message)
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {**message, "refusal": None, "annotations": None, "audio": None, "function_call": None, "tool_calls": calls, "reasoning": None},
-            "logprobs": chat_logprobs(self.policies.tokenizer.decode, comp["ids"], comp["logprobs"], body.return_tokens_as_token_ids) if body.logprobs else None,
+            "message": {
+                **message,
+                "refusal": None,
+                "annotations": None,
+                "audio": None,
+                "function_call": None,
+                "tool_calls": calls,
+                "reasoning": None,
+            },
+            "logprobs": chat_logprobs(
+                self.policies.tokenizer.decode, comp["ids"], comp["logprobs"], body.return_tokens_as_token_ids
+            )
+            if body.logprobs
+            else None,
             "finish_reason": "tool_calls" if calls else comp["finish_reason"],
             "stop_reason": None,
             "token_ids": comp["ids"],
@@ -126,7 +179,12 @@ class Facade:
             "choices": [choice],
             "service_tier": None,
             "system_fingerprint": None,
-            "usage": {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(comp["ids"]), "completion_tokens": len(comp["ids"]), "prompt_tokens_details": None},
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "total_tokens": len(prompt) + len(comp["ids"]),
+                "completion_tokens": len(comp["ids"]),
+                "prompt_tokens_details": None,
+            },
             "prompt_logprobs": None,
             "prompt_token_ids": prompt,
             "kv_transfer_params": None,

@@ -52,7 +52,9 @@ def watch_parent(parent: int, before_exit: Callable[[], None]) -> None:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="harness_s_worker", description="Harness-S reference policy worker (protocol v2)")
-    ap.add_argument("--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)")
+    ap.add_argument(
+        "--model", default="tiny", help="a Hugging Face model directory, or 'tiny' (built offline for tests)"
+    )
     ap.add_argument(
         "--served-model-name",
         default=None,
@@ -60,16 +62,47 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--token", default=os.environ.get("HARNESS_S_WORKER_TOKEN"), help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)")
-    ap.add_argument("--state-dir", type=Path, default=None, help="where adapters and checkpoints live (default: a fresh temp folder, removed when the worker exits)")
+    ap.add_argument(
+        "--token",
+        default=os.environ.get("HARNESS_S_WORKER_TOKEN"),
+        help="bearer token every request but /healthz must carry (default $HARNESS_S_WORKER_TOKEN)",
+    )
+    ap.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where adapters and checkpoints live (default: a fresh temp folder, removed when the worker exits)",
+    )
     ap.add_argument("--device", default=None, help="cuda, cpu, … (default: cuda when torch sees one, else cpu)")
     ap.add_argument("--max-policies", type=int, default=Limits.policies, help="policies held at once (429 past it)")
-    ap.add_argument("--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)")
+    ap.add_argument(
+        "--max-episodes", type=int, default=Limits.episodes_per_policy, help="open episodes per policy (429 past it)"
+    )
     ap.add_argument("--max-body-mb", type=int, default=64, help="largest request body (413 past it)")
-    ap.add_argument("--kv-cache-mb", type=int, default=Limits.cache_mb, help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)")
-    ap.add_argument("--sample-timeout-s", type=float, default=Limits.sample_timeout_s, help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)")
-    ap.add_argument("--tool-parser", choices=PARSERS, default=None, help="the tool-call format the model writes (default: read from its chat template)")
-    ap.add_argument("--chat-template", type=Path, default=None, help="a Jinja chat template file used instead of the model's own (as vLLM's and SGLang's --chat-template)")
+    ap.add_argument(
+        "--kv-cache-mb",
+        type=int,
+        default=Limits.cache_mb,
+        help="memory for the open episodes' KV caches (least recently used evicted first, then re-pre-filled)",
+    )
+    ap.add_argument(
+        "--sample-timeout-s",
+        type=float,
+        default=Limits.sample_timeout_s,
+        help="longest a sample may wait and run (503 SAMPLE_TIMEOUT past it)",
+    )
+    ap.add_argument(
+        "--tool-parser",
+        choices=PARSERS,
+        default=None,
+        help="the tool-call format the model writes (default: read from its chat template)",
+    )
+    ap.add_argument(
+        "--chat-template",
+        type=Path,
+        default=None,
+        help="a Jinja chat template file used instead of the model's own (as vLLM's and SGLang's --chat-template)",
+    )
     ap.add_argument(
         "--chat-prompts",
         choices=CHAT_PROMPTS,
@@ -77,14 +110,21 @@ def parser() -> argparse.ArgumentParser:
         help="how /v1/chat/completions builds a prompt: 'episode' continues the episode a conversation came from (the ids training holds); 'render' renders every request's messages whole, as vLLM and SGLang do",
     )
     ap.add_argument(
-        "--threads", type=int, default=None, help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)"
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch (default: 1 for a model under 20M parameters on CPU, where more threads only add overhead; torch's own default otherwise)",
     )
     ap.add_argument(
         "--release-freed-memory",
         action="store_true",
         help="give large freed blocks back to the system at once, as the C library does by default (a smaller resident size; on CPU, more time faulting memory back in)",
     )
-    ap.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one dies (a CLI killed mid-run leaves no worker behind)")
+    ap.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="exit when the process that started this one dies (a CLI killed mid-run leaves no worker behind)",
+    )
     return ap
 
 

@@ -51,10 +51,23 @@ class LivePolicies(Policies):
 
     trainable = False
 
-    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, policy_id: str, version: int, model_name: str, limits: Limits | None = None, tool_parser: str | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        policy_id: str,
+        version: int,
+        model_name: str,
+        limits: Limits | None = None,
+        tool_parser: str | None = None,
+    ):
         state = Path(tempfile.mkdtemp(prefix="harness-s-live-"))
-        super().__init__(model, tokenizer, state, limits, model_name=model_name, tool_parser=tool_parser, adapted=LiveModel(model))
-        self.policies[policy_id] = Policy(policy_id, CreatePolicy(base_model=model_name), LIVE_ADAPTER, LIVE_ADAPTER, version=version)
+        super().__init__(
+            model, tokenizer, state, limits, model_name=model_name, tool_parser=tool_parser, adapted=LiveModel(model)
+        )
+        self.policies[policy_id] = Policy(
+            policy_id, CreatePolicy(base_model=model_name), LIVE_ADAPTER, LIVE_ADAPTER, version=version
+        )
         self.policy_id = policy_id
 
     def advance(self, version: int) -> None:
@@ -72,7 +85,9 @@ class LivePolicies(Policies):
 class LiveEndpoint:
     """A live policy's protocol-v2 server on a thread of this process (loopback, a port of its own)."""
 
-    def __init__(self, policies: LivePolicies, server: uvicorn.Server, thread: threading.Thread, port: int, token: str | None) -> None:
+    def __init__(
+        self, policies: LivePolicies, server: uvicorn.Server, thread: threading.Thread, port: int, token: str | None
+    ) -> None:
         self.policies, self.server, self.thread, self.token = policies, server, thread, token
         self.url = f"http://127.0.0.1:{port}"
         self.policy_id = policies.policy_id

@@ -23,4 +23,8 @@ def template_family(template: str | None) -> str:
 def model_card(base: Any, tokenizer: Any, context: int) -> dict[str, Any]:
     """The served model's parameters (the base model's own: its policies' LoRA weights, injected into it, are not counted), context in tokens and template family."""
     parameters = sum(p.numel() for name, p in base.named_parameters() if "lora_" not in name)
-    return {"parameters": parameters, "context": context, "chat_template": template_family(getattr(tokenizer, "chat_template", None))}
+    return {
+        "parameters": parameters,
+        "context": context,
+        "chat_template": template_family(getattr(tokenizer, "chat_template", None)),
+    }

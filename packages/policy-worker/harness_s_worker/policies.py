@@ -73,12 +73,30 @@ class Policies:
         self.chat = ChatFormat(tokenizer, self.eos_ids, self.bound)
         self.tool_parser = tool_parser or parser_for(getattr(tokenizer, "chat_template", None))
         self.turns = Turns(self.chat, tokenizer, self.tool_parser)
-        self.grammars = Grammars(tokenizer, self.tool_parser, self.eos_ids, int(getattr(getattr(model, "config", None), "vocab_size", 0) or len(tokenizer)))
+        self.grammars = Grammars(
+            tokenizer,
+            self.tool_parser,
+            self.eos_ids,
+            int(getattr(getattr(model, "config", None), "vocab_size", 0) or len(tokenizer)),
+        )
         self.state_dir = state_dir
         self.policies: dict[str, Policy] = {}
         self.lock = threading.RLock()  # the table above and each policy's fields
-        self.engine = Engine(self.adapted, self.adapted.lock, self.adapted.activate, cache_bytes=self.limits.cache_mb << 20)
-        self.episodes = Episodes(self, self.lock, self.engine, self.grammars, self.chat, self.turns, self.eos_ids, self.limits, self.adapted.max_context(), self.bound)
+        self.engine = Engine(
+            self.adapted, self.adapted.lock, self.adapted.activate, cache_bytes=self.limits.cache_mb << 20
+        )
+        self.episodes = Episodes(
+            self,
+            self.lock,
+            self.engine,
+            self.grammars,
+            self.chat,
+            self.turns,
+            self.eos_ids,
+            self.limits,
+            self.adapted.max_context(),
+            self.bound,
+        )
 
     def checkpoint(self, pid: str) -> dict[str, Any]:
         """Saves the policy's published adapter, optimizer state and version (see `checkpoints`)."""
@@ -98,17 +116,27 @@ class Policies:
 
         with self.lock:
             if spec.base_model != self.model_name:
-                raise WorkerError(400, "VALIDATION_FAILED", f"base_model: this worker serves {self.model_name!r}, not {spec.base_model!r}")
+                raise WorkerError(
+                    400,
+                    "VALIDATION_FAILED",
+                    f"base_model: this worker serves {self.model_name!r}, not {spec.base_model!r}",
+                )
             if pid in self.policies:
                 if self.policies[pid].spec != spec:
                     raise WorkerError(409, "CONFLICT", f"policy {pid!r} exists with another spec")
                 return self.policies[pid], False
             if len(self.policies) >= self.limits.policies:
-                raise WorkerError(429, "CAPACITY_EXCEEDED", f"this worker holds {self.limits.policies} policies, its limit; delete one first")
+                raise WorkerError(
+                    429,
+                    "CAPACITY_EXCEEDED",
+                    f"this worker holds {self.limits.policies} policies, its limit; delete one first",
+                )
             unmatched = self.adapted.unmatched_targets(spec.lora.targets)
             if unmatched:
                 raise WorkerError(
-                    400, "VALIDATION_FAILED", f"lora.targets: {', '.join(unmatched)} name no module of {self.model_name!r} (its linear modules: {', '.join(self.adapted.linear_names())})"
+                    400,
+                    "VALIDATION_FAILED",
+                    f"lora.targets: {', '.join(unmatched)} name no module of {self.model_name!r} (its linear modules: {', '.join(self.adapted.linear_names())})",
                 )
             restore = read_checkpoint(self.state_dir, spec.init_from) if spec.init_from else None
             config = LoraConfig(
@@ -152,7 +180,9 @@ class Policies:
         if want.min is not None and p.version < want.min:
             raise stale_version(p.version, want.min, f"policy {p.id} is at version {p.version}, below {want.min}")
 
-    def score(self, pid: str, version: Version | None, sequences: list[list[int]], allowed: list[Allowed | None] | None = None) -> list[list[float]]:
+    def score(
+        self, pid: str, version: Version | None, sequences: list[list[int]], allowed: list[Allowed | None] | None = None
+    ) -> list[list[float]]:
         from .ppo import batch_logprobs, micro_batches
 
         with self.lock:
@@ -164,24 +194,54 @@ class Policies:
         for batch in micro_batches([len(x) for x in ids], 8192):
             with self.adapted.lock, torch.no_grad():
                 self.adapted.activate(p.adapter)
-                for i, lp in zip(batch, batch_logprobs(self.adapted.peft, [ids[i] for i in batch], [allowed[i] for i in batch] if allowed else None), strict=True):
+                for i, lp in zip(
+                    batch,
+                    batch_logprobs(
+                        self.adapted.peft, [ids[i] for i in batch], [allowed[i] for i in batch] if allowed else None
+                    ),
+                    strict=True,
+                ):
                     out[i] = lp.tolist()
         return out
 
-    def replay(self, pid: str, version: Version | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn], constrained: bool = False) -> list[dict[str, Any]]:
+    def replay(
+        self,
+        pid: str,
+        version: Version | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        turns: list[ReplayTurn],
+        constrained: bool = False,
+    ) -> list[dict[str, Any]]:
         """Each turn's prompt ids as sampling would have built them under `messages` (see
         `replay.Turns`), and its completion's log-probabilities there at the published version
         (under the tool-call constraint when the turns were sampled under it)."""
         if constrained and not tools:
-            raise WorkerError(400, "VALIDATION_FAILED", "constrain_tool_calls needs the tools the turns were constrained to")
+            raise WorkerError(
+                400, "VALIDATION_FAILED", "constrain_tool_calls needs the tools the turns were constrained to"
+            )
         sampled = sum(len(t.completion_ids) for t in turns)
-        self.bound.check("messages, tools and appends", [messages, tools, [t.append for t in turns]], self.adapted.max_context() - sampled)
+        self.bound.check(
+            "messages, tools and appends",
+            [messages, tools, [t.append for t in turns]],
+            self.adapted.max_context() - sampled,
+        )
         prompts = self.turns.prompts(messages, tools, turns)
         ids = [t for prompt, turn in zip(prompts, turns, strict=True) for t in (*prompt, *turn.completion_ids)]
         if len(ids) > self.adapted.max_context():
-            raise WorkerError(400, "CONTEXT_TOO_LONG", f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.adapted.max_context()}")
-        mask = [m for prompt, turn in zip(prompts, turns, strict=True) for m in (*[0] * len(prompt), *[1] * len(turn.completion_ids))]
-        allowed: list[Allowed | None] | None = [allowed_rows(self.grammars.grammar(tools or []), ids, mask)] if constrained else None
+            raise WorkerError(
+                400,
+                "CONTEXT_TOO_LONG",
+                f"the replayed episode holds {len(ids)} tokens, past the model's context of {self.adapted.max_context()}",
+            )
+        mask = [
+            m
+            for prompt, turn in zip(prompts, turns, strict=True)
+            for m in (*[0] * len(prompt), *[1] * len(turn.completion_ids))
+        ]
+        allowed: list[Allowed | None] | None = (
+            [allowed_rows(self.grammars.grammar(tools or []), ids, mask)] if constrained else None
+        )
         logprobs = self.score(pid, version, [ids], allowed)[0]
         out, at = [], 0
         for prompt, turn in zip(prompts, turns, strict=True):

@@ -21,7 +21,9 @@ def chosen_logprobs(logits: torch.Tensor, targets: torch.Tensor, chunk: int = LO
     out = []
     for start in range(0, logits.shape[0], chunk):
         part = logits[start : start + chunk].float()
-        out.append(part.gather(-1, targets[start : start + chunk].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(part, dim=-1))
+        out.append(
+            part.gather(-1, targets[start : start + chunk].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(part, dim=-1)
+        )
     return torch.cat(out) if out else logits.new_zeros(0, dtype=torch.float32)
 
 
@@ -48,7 +50,9 @@ def constrained_logprobs(logits: torch.Tensor, targets: torch.Tensor, allowed: A
     return torch.index_put(out, (rows,), chosen)
 
 
-def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor], allowed: list[Allowed | None] | None = None) -> list[torch.Tensor]:
+def batch_logprobs(
+    model: torch.nn.Module, seqs: list[torch.Tensor], allowed: list[Allowed | None] | None = None
+) -> list[torch.Tensor]:
     """`token_logprobs` of several sequences in one forward pass (right-padded, attention-masked),
     each under its constraint where `allowed` gives one."""
     longest = max(len(s) for s in seqs)
@@ -60,7 +64,10 @@ def batch_logprobs(model: torch.nn.Module, seqs: list[torch.Tensor], allowed: li
         attention[i, : len(s)] = 1
     logits = model(input_ids=ids, attention_mask=attention).logits
     zero = torch.zeros(1, device=dev)
-    return [torch.cat([zero, constrained_logprobs(logits[i, : len(s) - 1], s[1:], allowed[i] if allowed else None)]) for i, s in enumerate(seqs)]
+    return [
+        torch.cat([zero, constrained_logprobs(logits[i, : len(s) - 1], s[1:], allowed[i] if allowed else None)])
+        for i, s in enumerate(seqs)
+    ]
 
 
 def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
@@ -90,7 +97,14 @@ class Loss:
     normaliser: float | None = None
 
 
-def datum_terms(new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, mask: torch.Tensor, advantage: float | torch.Tensor, loss: Loss) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def datum_terms(
+    new: torch.Tensor,
+    old: torch.Tensor,
+    ref: torch.Tensor | None,
+    mask: torch.Tensor,
+    advantage: float | torch.Tensor,
+    loss: Loss,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-token clipped surrogate (to minimise), clip indicator and k3 KL, on masked tokens; the
     advantage is one number, or one per token (a row's token weights applied)."""
     ratio = torch.exp(torch.clamp(new - old, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT))

@@ -25,9 +25,18 @@ class Turns:
         follows, and the forced end-of-turn ids the next prompt starts with."""
         text = self.tokenizer.decode([t for t in ids if t not in self.chat.eos_ids], skip_special_tokens=False)
         content, calls, parse_error = parse_tool_calls(text, self.tool_parser)
-        return {"text": text, "content": content, "calls": calls, "parse_error": parse_error, "assistant": assistant_message(content, calls), "forced": self.chat.forced_after(ids)}
+        return {
+            "text": text,
+            "content": content,
+            "calls": calls,
+            "parse_error": parse_error,
+            "assistant": assistant_message(content, calls),
+            "forced": self.chat.forced_after(ids),
+        }
 
-    def prompts(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn]) -> list[list[int]]:
+    def prompts(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turns: list[ReplayTurn]
+    ) -> list[list[int]]:
         """Each turn's prompt ids (`append` is ignored on the first turn)."""
         out: list[list[int]] = []
         previous: dict[str, Any] | None = None

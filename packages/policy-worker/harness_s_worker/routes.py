@@ -18,7 +18,17 @@ from .facade import Facade
 from .model_card import model_card
 from .names import NotServed
 from .policies import Policies, Policy
-from .schemas import ID, SCORE_CONTEXTS, ChatRequest, CreatePolicy, RenderRequest, ReplayRequest, SampleRequest, ScoreRequest, UpdateRequest
+from .schemas import (
+    ID,
+    SCORE_CONTEXTS,
+    ChatRequest,
+    CreatePolicy,
+    RenderRequest,
+    ReplayRequest,
+    SampleRequest,
+    ScoreRequest,
+    UpdateRequest,
+)
 from .updates import Updates
 from .vllm_wire import not_found
 
@@ -34,24 +44,40 @@ class Served:
 
     def trained_here(self) -> None:
         if not self.policies.trainable:
-            raise WorkerError(409, "NOT_TRAINED_HERE", "this endpoint serves a model its trainer updates: policies are not created, deleted, updated or checkpointed here")
+            raise WorkerError(
+                409,
+                "NOT_TRAINED_HERE",
+                "this endpoint serves a model its trainer updates: policies are not created, deleted, updated or checkpointed here",
+            )
 
     def state(self, p: Policy) -> dict[str, Any]:
         policies = self.policies
         return {
             "policy_id": p.id,
             "version": p.version,
-            "tokenizer": {"name": self.model_name, "eos_ids": sorted(policies.eos_ids), "vocab_size": policies.adapted.vocab_size()},
+            "tokenizer": {
+                "name": self.model_name,
+                "eos_ids": sorted(policies.eos_ids),
+                "vocab_size": policies.adapted.vocab_size(),
+            },
             "template": {**policies.chat.describe(), "tool_parser": policies.tool_parser},
             "open_episodes": len(p.episodes),
-            "capabilities": {"sample": True, "score": True, "updates": policies.trainable, "kl": policies.trainable, "checkpoints": policies.trainable},
+            "capabilities": {
+                "sample": True,
+                "score": True,
+                "updates": policies.trainable,
+                "kl": policies.trainable,
+                "checkpoints": policies.trainable,
+            },
         }
 
     def check_ids(self, field: str, ids: list[int]) -> None:
         vocab = self.policies.adapted.vocab_size()
         bad = next((t for t in ids if t >= vocab), None)
         if bad is not None:
-            raise WorkerError(400, "VALIDATION_FAILED", f"{field}: token id {bad} is outside the vocabulary (size {vocab})")
+            raise WorkerError(
+                400, "VALIDATION_FAILED", f"{field}: token id {bad} is outside the vocabulary (size {vocab})"
+            )
 
     async def sample_turn(self, pid: str, body: SampleRequest, key: str | None = None) -> dict[str, Any]:
         policies = self.policies
@@ -65,7 +91,11 @@ class Served:
             result = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
         except TimeoutError:
             future.cancel()
-            raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
+            raise WorkerError(
+                503,
+                "SAMPLE_TIMEOUT",
+                f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)",
+            ) from None
         return await run_in_threadpool(policies.episodes.finish, context, result)
 
 
@@ -94,7 +124,13 @@ def health_routes(served: Served) -> APIRouter:
                 "steps": policies.engine.steps,
                 "tokens": policies.engine.tokens_sampled,
                 "prefills": policies.engine.prefills,
-                "kv_cache": {"mb": round(kv.used / 2**20, 1), "episodes": len(kv.entries), "hits": kv.hits, "misses": kv.misses, "evictions": kv.evictions},
+                "kv_cache": {
+                    "mb": round(kv.used / 2**20, 1),
+                    "episodes": len(kv.entries),
+                    "hits": kv.hits,
+                    "misses": kv.misses,
+                    "evictions": kv.evictions,
+                },
             },
         }
 
@@ -135,11 +171,17 @@ def policy_routes(served: Served) -> APIRouter:
             if sq.mask is not None and len(sq.mask) != len(sq.ids):
                 raise WorkerError(400, "VALIDATION_FAILED", f"sequences.{i}: ids and mask must have the same length")
             if len(sq.ids) > context:
-                raise WorkerError(400, "CONTEXT_TOO_LONG", f"sequences.{i} holds {len(sq.ids)} tokens, past the model's context of {context}")
+                raise WorkerError(
+                    400,
+                    "CONTEXT_TOO_LONG",
+                    f"sequences.{i} holds {len(sq.ids)} tokens, past the model's context of {context}",
+                )
         total = sum(len(sq.ids) for sq in body.sequences)
         if total > SCORE_CONTEXTS * context:
             raise WorkerError(
-                400, "VALIDATION_FAILED", f"the sequences hold {total} tokens in all, past the {SCORE_CONTEXTS * context} one score request takes ({SCORE_CONTEXTS} contexts): split them"
+                400,
+                "VALIDATION_FAILED",
+                f"the sequences hold {total} tokens in all, past the {SCORE_CONTEXTS * context} one score request takes ({SCORE_CONTEXTS} contexts): split them",
             )
         return {"logprobs": policies.score(pid, body.version, [s.ids for s in body.sequences])}
 
@@ -147,7 +189,11 @@ def policy_routes(served: Served) -> APIRouter:
     def replay(pid: str, body: ReplayRequest) -> dict[str, Any]:
         for i, t in enumerate(body.turns):
             served.check_ids(f"turns.{i}.completion_ids", t.completion_ids)
-        return {"turns": policies.replay(pid, body.version, body.messages, body.tools, body.turns, body.constrain_tool_calls)}
+        return {
+            "turns": policies.replay(
+                pid, body.version, body.messages, body.tools, body.turns, body.constrain_tool_calls
+            )
+        }
 
     @router.post("/checkpoints")
     def checkpoint(pid: str) -> dict[str, Any]:
@@ -161,7 +207,11 @@ def sampling_routes(served: Served) -> APIRouter:
     router = APIRouter()
 
     @router.post("/v2/policies/{pid}/sample")
-    async def sample(pid: str, body: SampleRequest, idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200)) -> dict[str, Any]:
+    async def sample(
+        pid: str,
+        body: SampleRequest,
+        idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200),
+    ) -> dict[str, Any]:
         """One turn; with an Idempotency-Key, the same request again (its reply lost) gets the same answer, never a second turn."""
         return await served.sample_turn(pid, body, idempotency_key)
 
@@ -192,24 +242,45 @@ def update_routes(served: Served) -> APIRouter:
     router = APIRouter()
 
     @router.post("/v2/policies/{pid}/updates", status_code=202)
-    def post_update(pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)) -> JSONResponse:
+    def post_update(
+        pid: str, body: UpdateRequest, idempotency_key: str = Header(..., alias="Idempotency-Key", max_length=200)
+    ) -> JSONResponse:
         served.trained_here()
         for i, d in enumerate(body.datums):
             if not (len(d.loss_mask) == len(d.ids) == len(d.behaviour_logprobs)):
-                raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length")
+                raise WorkerError(
+                    400,
+                    "VALIDATION_FAILED",
+                    f"datums.{i}: ids, loss_mask and behaviour_logprobs must have the same length",
+                )
             if d.token_weights is not None and len(d.token_weights) != len(d.ids):
                 raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.token_weights: one weight per token")
             if d.loss_mask[0] != 0:
-                raise WorkerError(400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on")
+                raise WorkerError(
+                    400, "VALIDATION_FAILED", f"datums.{i}.loss_mask: the first token is never trained on"
+                )
             served.check_ids(f"datums.{i}.ids", d.ids)
         job, created = served.updates.submit(pid, idempotency_key, body)
         return JSONResponse({"update_id": job.id, "status": job.status, "created": created}, status_code=202)
 
     @router.get("/v2/updates/{uid}")
-    def get_update(uid: str, wait: float = Query(0, ge=0, le=30, description="seconds to wait for the job to finish before answering (long poll)")) -> dict[str, Any]:
+    def get_update(
+        uid: str,
+        wait: float = Query(
+            0, ge=0, le=30, description="seconds to wait for the job to finish before answering (long poll)"
+        ),
+    ) -> dict[str, Any]:
         job = served.updates.get(uid)
         if wait:
             job.finished.wait(wait)
-        return {"update_id": job.id, "policy_id": job.policy_id, "status": job.status, "base_version": job.base_version, "version": job.version, "metrics": job.metrics, "error": job.error}
+        return {
+            "update_id": job.id,
+            "policy_id": job.policy_id,
+            "status": job.status,
+            "base_version": job.base_version,
+            "version": job.version,
+            "metrics": job.metrics,
+            "error": job.error,
+        }
 
     return router

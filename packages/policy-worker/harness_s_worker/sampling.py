@@ -44,7 +44,9 @@ def distribution(logits: torch.Tensor, rule: SamplingRule) -> torch.Tensor:
     return logp
 
 
-def draw(logits: torch.Tensor, rules: list[SamplingRule], generators: list[random.Random]) -> tuple[list[int], list[float]]:
+def draw(
+    logits: torch.Tensor, rules: list[SamplingRule], generators: list[random.Random]
+) -> tuple[list[int], list[float]]:
     """One token per row by inverse-CDF sampling with one uniform from that row's own generator
     (a sequence's draws do not depend on what else is in the batch), and the log-probability of
     the drawn token under the same distribution."""

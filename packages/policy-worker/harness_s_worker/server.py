@@ -75,7 +75,9 @@ class BodyLimit:
 
 #: Routes whose body is a conversation (its text, and at most a context of token ids): their
 #: limit follows from the model's context as well as `--max-body-mb`.
-TEXT_ROUTES = re.compile(r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions|v1/completions|tokenize|inference/v1/generate|generate)$")
+TEXT_ROUTES = re.compile(
+    r"^/(?:v2/policies/[^/]+/(?:sample|render|replay)|v1/chat/completions|v1/completions|tokenize|inference/v1/generate|generate)$"
+)
 SCORE_ROUTE = re.compile(r"^/v2/policies/[^/]+/score$")
 UPDATE_ROUTE = re.compile(r"^/v2/policies/[^/]+/updates$")
 ID_JSON_BYTES = 12  # a token id and its separator in JSON, at most ("4294967295, ")
@@ -108,7 +110,15 @@ def route_limits(bound: TextBound, context: int, max_body_bytes: int) -> Callabl
     text, score, update = text_body_bytes(bound), score_body_bytes(context), update_body_bytes(context, MAX_DATUMS)
 
     def limit_of(path: str) -> int:
-        own = text if TEXT_ROUTES.match(path) else score if SCORE_ROUTE.match(path) else update if UPDATE_ROUTE.match(path) else OTHER_BYTES
+        own = (
+            text
+            if TEXT_ROUTES.match(path)
+            else score
+            if SCORE_ROUTE.match(path)
+            else update
+            if UPDATE_ROUTE.match(path)
+            else OTHER_BYTES
+        )
         return min(max_body_bytes, own)
 
     return limit_of
@@ -121,7 +131,14 @@ def log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def create_app(policies: Policies, token: str | None = None, model_name: str = "tiny", max_body_bytes: int = 64 << 20, drain_s: float = DRAIN_S, chat_prompts: str = "episode") -> FastAPI:
+def create_app(
+    policies: Policies,
+    token: str | None = None,
+    model_name: str = "tiny",
+    max_body_bytes: int = 64 << 20,
+    drain_s: float = DRAIN_S,
+    chat_prompts: str = "episode",
+) -> FastAPI:
     updates = Updates(policies)
 
     @asynccontextmanager
@@ -154,13 +171,26 @@ def create_app(policies: Policies, token: str | None = None, model_name: str = "
         return await call_next(request)
 
     served = Served(policies, updates, Facade(policies, render=chat_prompts == "render"), model_name)
-    for router in (health_routes(served), policy_routes(served), sampling_routes(served), update_routes(served), vllm_routes(served), sglang_routes(served)):
+    for router in (
+        health_routes(served),
+        policy_routes(served),
+        sampling_routes(served),
+        update_routes(served),
+        vllm_routes(served),
+        sglang_routes(served),
+    ):
         app.include_router(router)
     return app
 
 
 def build(
-    model: str, state_dir: Path, device: str, limits: Limits | None = None, tool_parser: str | None = None, chat_template: str | None = None, served_name: str | None = None
+    model: str,
+    state_dir: Path,
+    device: str,
+    limits: Limits | None = None,
+    tool_parser: str | None = None,
+    chat_template: str | None = None,
+    served_name: str | None = None,
 ) -> tuple[Policies, str]:
     """The policies over `model` ('tiny' or a model folder), named `served_name` (default: the folder's name, or tiny); `chat_template` replaces the model's own."""
     base: torch.nn.Module
@@ -185,10 +215,17 @@ def build(
 def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
     """Loads the model and serves it; `args` are the launcher's, already checked ({@link launch.main})."""
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    limits = Limits(policies=args.max_policies, episodes_per_policy=args.max_episodes, cache_mb=args.kv_cache_mb, sample_timeout_s=args.sample_timeout_s)
+    limits = Limits(
+        policies=args.max_policies,
+        episodes_per_policy=args.max_episodes,
+        cache_mb=args.kv_cache_mb,
+        sample_timeout_s=args.sample_timeout_s,
+    )
     try:
         template = args.chat_template.read_text() if args.chat_template else None
-        policies, name = build(args.model, args.state_dir, device, limits, args.tool_parser, template, args.served_model_name)
+        policies, name = build(
+            args.model, args.state_dir, device, limits, args.tool_parser, template, args.served_model_name
+        )
     except (OSError, ValueError) as err:  # not a model folder, weights or a tokenizer missing or unreadable
         ap.error(f"--model {args.model}: cannot be loaded ({type(err).__name__}: {err})")
 
@@ -196,4 +233,10 @@ def serve(args: argparse.Namespace, ap: argparse.ArgumentParser) -> None:
     # The model's objects live as long as the process: kept out of the collector's scans.
     gc.collect()
     gc.freeze()
-    uvicorn.run(create_app(policies, args.token, name, args.max_body_mb << 20, chat_prompts=args.chat_prompts), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    uvicorn.run(
+        create_app(policies, args.token, name, args.max_body_mb << 20, chat_prompts=args.chat_prompts),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=30,
+    )

@@ -20,7 +20,15 @@ def log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[float]]], *, seed: int, epochs: int, lr: float, batch_tokens: int) -> list[float]:
+def supervised(
+    model: LlamaForCausalLM,
+    data: list[tuple[list[int], list[float]]],
+    *,
+    seed: int,
+    epochs: int,
+    lr: float,
+    batch_tokens: int,
+) -> list[float]:
     """Cross-entropy on the completions, AdamW with a cosine schedule, batches packed by a token
     budget in a seeded order; returns the mean loss of each epoch."""
     order_rng = random.Random(seed)
@@ -47,7 +55,9 @@ def supervised(model: LlamaForCausalLM, data: list[tuple[list[int], list[float]]
             for group in optimizer.param_groups:
                 group["lr"] = lr * 0.5 * (1 + math.cos(math.pi * step / total))
             logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-            token_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
+            token_loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
+            )
             w = weights[:, 1:].reshape(-1)
             loss = (token_loss * w).sum() / w.sum().clamp(min=1e-9)
             optimizer.zero_grad()
@@ -86,11 +96,17 @@ def following_loss(model: torch.nn.Module, data: list[tuple[list[int], list[floa
     nats per turn (0 when the model always makes it), and how often it is the likelier half."""
     model.eval()
     nll = [-lp for ids, mask in data for lp in call_logprobs(model, ids, mask)]
-    return {"turns": len(nll), "nats_per_turn": round(sum(nll) / len(nll), 4) if nll else None, "above_half": round(sum(x < math.log(2) for x in nll) / len(nll), 4) if nll else None}
+    return {
+        "turns": len(nll),
+        "nats_per_turn": round(sum(nll) / len(nll), 4) if nll else None,
+        "above_half": round(sum(x < math.log(2) for x in nll) / len(nll), 4) if nll else None,
+    }
 
 
 @torch.no_grad()
-def imitation_gap(model: torch.nn.Module, data: list[tuple[list[int], list[float]]], conversations: list[Conversation]) -> dict[str, Any]:
+def imitation_gap(
+    model: torch.nn.Module, data: list[tuple[list[int], list[float]]], conversations: list[Conversation]
+) -> dict[str, Any]:
     """On held-back conversations: the model's negative log-likelihood of each call minus the
     embedded policy's (−log p of the same call), in nats per turn — a cross-entropy minus an
     entropy, so an estimate of the KL from the embedded policy to the model (an upper bound: the
@@ -110,4 +126,9 @@ def imitation_gap(model: torch.nn.Module, data: list[tuple[list[int], list[float
     def mean(xs: list[float]) -> float | None:
         return round(sum(xs) / len(xs), 4) if xs else None
 
-    return {"turns": len(gaps), "nats_per_turn": mean(gaps), "hinted_turns": len(hinted), "nats_per_hinted_turn": mean(hinted)}
+    return {
+        "turns": len(gaps),
+        "nats_per_turn": mean(gaps),
+        "hinted_turns": len(hinted),
+        "nats_per_hinted_turn": mean(hinted),
+    }

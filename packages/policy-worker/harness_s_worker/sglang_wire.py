@@ -91,7 +91,9 @@ class Sampling(BaseModel):
     sampling_seed: int | None = None
 
     def rule(self) -> SamplingRule:
-        return SamplingRule(1.0 if self.temperature is None else self.temperature, 1.0 if self.top_p is None else self.top_p)
+        return SamplingRule(
+            1.0 if self.temperature is None else self.temperature, 1.0 if self.top_p is None else self.top_p
+        )
 
 
 def sglang_error(message: str, status: int = 400) -> WireError:
@@ -107,7 +109,9 @@ def invalid_body(err: ValidationError) -> WireError:
 
 def not_loaded(name: str | None, loaded: list[str]) -> WireError:
     """SGLang's answer for an adapter it has not loaded (`LoRARegistry`)."""
-    return sglang_error(f"The following requested LoRA adapters are not loaded: {name}\nLoaded adapters: {', '.join(loaded)}.")
+    return sglang_error(
+        f"The following requested LoRA adapters are not loaded: {name}\nLoaded adapters: {', '.join(loaded)}."
+    )
 
 
 def sampling_of(raw: dict[str, Any] | None) -> Sampling:
@@ -120,7 +124,11 @@ def sampling_of(raw: dict[str, Any] | None) -> Sampling:
         if allowed is None:
             raise WorkerError(400, "VALIDATION_FAILED", f"sampling_params.{key}: not a sampling parameter")
         if ANY not in allowed and value not in allowed:
-            raise WorkerError(400, "VALIDATION_FAILED", f"sampling_params.{key}: {value!r} is not served here (the worker samples under temperature and top_p only)")
+            raise WorkerError(
+                400,
+                "VALIDATION_FAILED",
+                f"sampling_params.{key}: {value!r} is not served here (the worker samples under temperature and top_p only)",
+            )
     try:
         return Sampling.model_validate(values)
     except ValidationError as err:
@@ -130,11 +138,17 @@ def sampling_of(raw: dict[str, Any] | None) -> Sampling:
 def check_request(req: GenerateReqInput) -> list[list[int]]:
     """The prompts to sample (one, or a batch), or a 400 for what the façade does not serve."""
     if req.input_ids is None:
-        raise WorkerError(400, "VALIDATION_FAILED", "input_ids: this worker samples token ids (text and input_embeds are not served)")
+        raise WorkerError(
+            400, "VALIDATION_FAILED", "input_ids: this worker samples token ids (text and input_embeds are not served)"
+        )
     if req.stream or req.session_params is not None or req.token_ids_logprob is not None:
         raise WorkerError(400, "VALIDATION_FAILED", "stream, session_params and token_ids_logprob are not served here")
     if req.logprob_start_len not in (None, -1) or req.top_logprobs_num not in (None, 0):
-        raise WorkerError(400, "VALIDATION_FAILED", "logprob_start_len and top_logprobs_num: only output logprobs of the sampled tokens are served (-1 and 0)")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            "logprob_start_len and top_logprobs_num: only output logprobs of the sampled tokens are served (-1 and 0)",
+        )
     if not req.input_ids:
         raise WorkerError(400, "VALIDATION_FAILED", "input_ids cannot be empty.")
     return [list(p) for p in req.input_ids] if isinstance(req.input_ids[0], list) else [list(req.input_ids)]
@@ -144,13 +158,21 @@ def generate_out(req: GenerateReqInput, rid: str, turn: TokenTurn, decode: Any, 
     """One output as `_handle_batch_output` builds it for a finished, non-streamed request."""
     last = turn.ids[-1] if turn.ids else None
     finish = {"type": "stop", "matched": last} if turn.finish == "stop" else {"type": "length", "length": len(turn.ids)}
-    meta: dict[str, Any] = {"id": rid, "finish_reason": finish, "prompt_tokens": len(turn.prompt), "weight_version": str(turn.version), "num_retractions": 0}
+    meta: dict[str, Any] = {
+        "id": rid,
+        "finish_reason": finish,
+        "prompt_tokens": len(turn.prompt),
+        "weight_version": str(turn.version),
+        "num_retractions": 0,
+    }
     if req.return_logprob:
         texts = [decode([t]) for t in turn.ids] if req.return_text_in_logprobs else [None] * len(turn.ids)
         meta["input_token_logprobs"] = []  # logprob_start_len -1: output logprobs only
         meta["output_token_logprobs"] = [[lp, t, s] for lp, t, s in zip(turn.logprobs, turn.ids, texts, strict=True)]
         meta["output_token_logprobs_length"] = len(turn.ids)
-    meta.update({"reasoning_tokens": 0, "completion_tokens": len(turn.ids), "cached_tokens": 0, "e2e_latency": turn.seconds})
+    meta.update(
+        {"reasoning_tokens": 0, "completion_tokens": len(turn.ids), "cached_tokens": 0, "e2e_latency": turn.seconds}
+    )
     return {"text": decode(turn.ids, skip_special_tokens=skip_special), "output_ids": turn.ids, "meta_info": meta}
 
 

@@ -49,7 +49,9 @@ def main() -> None:
     ap.add_argument("--recipe", type=Path, required=True, help="the recipe as JSON (see Recipe)")
     ap.add_argument("--data", type=Path, required=True, help="warm-start conversations, one JSON object per line")
     ap.add_argument("--cache-dir", type=Path, required=True)
-    ap.add_argument("--threads", type=int, default=None, help="torch's CPU threads (default: 1 under 20M parameters, else torch's)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="torch's CPU threads (default: 1 under 20M parameters, else torch's)"
+    )
     args = ap.parse_args()
     recipe = Recipe.model_validate_json(args.recipe.read_text())
     print(json.dumps(build_cached(recipe, args.data.read_bytes(), args.cache_dir, args.threads)))

@@ -51,26 +51,50 @@ def new_model(recipe: Recipe, tokenizer: PreTrainedTokenizerFast) -> LlamaForCau
 def build(recipe: Recipe, data_bytes: bytes, out: Path) -> dict[str, Any]:
     """Builds the model into `out` (a fresh folder) and returns its build record."""
     started = time.time()
-    conversations = [Conversation.model_validate_json(line) for line in data_bytes.decode().splitlines() if line.strip()]
+    conversations = [
+        Conversation.model_validate_json(line) for line in data_bytes.decode().splitlines() if line.strip()
+    ]
     tool_names = sorted({t["function"]["name"] for c in conversations for t in c.tools or []})
     tokenizer = train_tokenizer(corpus(conversations, build_tokenizer()), recipe.vocab_size, tool_names)
     model = new_model(recipe, tokenizer)
     data = examples(conversations, tokenizer, recipe.hinted_weight)
     longest = max(len(ids) for ids, _ in data)
     if longest > recipe.context:
-        raise ValueError(f"a warm-start conversation holds {longest} tokens, past the recipe's context of {recipe.context}")
+        raise ValueError(
+            f"a warm-start conversation holds {longest} tokens, past the recipe's context of {recipe.context}"
+        )
     instructs = {i for i, c in enumerate(conversations) if (c.model_extra or {}).get("source") == "instruct"}
     held = [i for i in range(len(data)) if i % VALIDATION_EVERY == 0]
     train = [i for i in range(len(data)) if i % VALIDATION_EVERY != 0]
     instruct_losses = (
-        supervised(model, [data[i] for i in train if i in instructs], seed=recipe.seed, epochs=recipe.instruct_epochs, lr=recipe.lr, batch_tokens=recipe.batch_tokens) if instructs else []
+        supervised(
+            model,
+            [data[i] for i in train if i in instructs],
+            seed=recipe.seed,
+            epochs=recipe.instruct_epochs,
+            lr=recipe.lr,
+            batch_tokens=recipe.batch_tokens,
+        )
+        if instructs
+        else []
     )
-    losses = supervised(model, [data[i] for i in train], seed=recipe.seed, epochs=recipe.epochs, lr=recipe.lr, batch_tokens=recipe.batch_tokens)
+    losses = supervised(
+        model,
+        [data[i] for i in train],
+        seed=recipe.seed,
+        epochs=recipe.epochs,
+        lr=recipe.lr,
+        batch_tokens=recipe.batch_tokens,
+    )
     imitated = [i for i in held if i not in instructs]
     gap = imitation_gap(model, [data[i] for i in imitated], [conversations[i] for i in imitated])
     following = following_loss(model, [data[i] for i in held if i in instructs])
-    log(f"suite-lm: instruction following on {following['turns']} held-back turns: {following['nats_per_turn']} nats/turn")
-    log(f"suite-lm: imitation gap on {gap['turns']} held-back turns: {gap['nats_per_turn']} nats/turn ({gap['nats_per_hinted_turn']} on {gap['hinted_turns']} hinted turns)")
+    log(
+        f"suite-lm: instruction following on {following['turns']} held-back turns: {following['nats_per_turn']} nats/turn"
+    )
+    log(
+        f"suite-lm: imitation gap on {gap['turns']} held-back turns: {gap['nats_per_turn']} nats/turn ({gap['nats_per_hinted_turn']} on {gap['hinted_turns']} hinted turns)"
+    )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     record = {

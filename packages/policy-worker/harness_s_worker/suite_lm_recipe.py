@@ -34,7 +34,9 @@ class Recipe(BaseModel):
 
 
 def recipe_hash(recipe: Recipe, data: bytes) -> str:
-    body = json.dumps({"recipe": recipe.model_dump(), "data": hashlib.sha256(data).hexdigest(), "format": 1}, sort_keys=True)
+    body = json.dumps(
+        {"recipe": recipe.model_dump(), "data": hashlib.sha256(data).hexdigest(), "format": 1}, sort_keys=True
+    )
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 

@@ -95,9 +95,14 @@ def longest_token_bytes(tokenizer: Any) -> int:
     texts = vocabulary_texts(spec.get("model") or {})
     if shrink is None or not texts:
         return FALLBACK_TOKEN_BYTES
-    length: Callable[[str], int] = len if byte_level(spec.get("pre_tokenizer")) else (lambda t: len(t.encode("utf-8", "surrogatepass")))
+    length: Callable[[str], int] = (
+        len if byte_level(spec.get("pre_tokenizer")) else (lambda t: len(t.encode("utf-8", "surrogatepass")))
+    )
     longest = max(map(length, texts))
-    added = max((len(str(t.get("content", "")).encode("utf-8", "surrogatepass")) for t in spec.get("added_tokens") or []), default=0)
+    added = max(
+        (len(str(t.get("content", "")).encode("utf-8", "surrogatepass")) for t in spec.get("added_tokens") or []),
+        default=0,
+    )
     return max(1, int(max(longest, added) * shrink + 0.999))
 
 
@@ -109,7 +114,9 @@ def text_bytes(value: Any, stop: int) -> int:
         item = stack.pop()
         if isinstance(item, str):
             # A string of more code points than the rest of the budget is over it in any encoding.
-            total += len(item) if item.isascii() or len(item) > stop - total else len(item.encode("utf-8", "surrogatepass"))
+            total += (
+                len(item) if item.isascii() or len(item) > stop - total else len(item.encode("utf-8", "surrogatepass"))
+            )
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):

@@ -32,20 +32,35 @@ CORPUS = [
 ] * 20
 
 
-def build_tokenizer(specials: list[str] = SPECIALS, eos: str = "<|im_end|>", template: str = CHAT_TEMPLATE, bos: str | None = None, pad: str = "<pad>") -> PreTrainedTokenizerFast:
+def build_tokenizer(
+    specials: list[str] = SPECIALS,
+    eos: str = "<|im_end|>",
+    template: str = CHAT_TEMPLATE,
+    bos: str | None = None,
+    pad: str = "<pad>",
+) -> PreTrainedTokenizerFast:
     """A byte-level BPE over `CORPUS` with `specials` as special tokens (tests build one per model
     family this way, with that family's own chat template and end-of-turn tokens)."""
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(CORPUS, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, eos_token=eos, **({"bos_token": bos} if bos else {}))
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token=pad, eos_token=eos, **({"bos_token": bos} if bos else {})
+    )
     fast.chat_template = template
     return fast
 
 
-def build_tiny(seed: int = 0, tokenizer: PreTrainedTokenizerFast | None = None, eos_ids: list[int] | None = None) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+def build_tiny(
+    seed: int = 0, tokenizer: PreTrainedTokenizerFast | None = None, eos_ids: list[int] | None = None
+) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
     """The tiny model and its tokenizer (ours unless one is given); the same seed gives the same weights."""
     tokenizer = tokenizer or build_tokenizer()
     config = LlamaConfig(

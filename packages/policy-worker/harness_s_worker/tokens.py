@@ -55,7 +55,15 @@ def check_prompt(policies: Policies, prompt: list[int], max_tokens: int, field: 
         )
 
 
-async def sample_ids(policies: Policies, served: ServedName, p: Policy, prompt: list[int], rule: SamplingRule, max_tokens: int, seed: int | None) -> TokenTurn:
+async def sample_ids(
+    policies: Policies,
+    served: ServedName,
+    p: Policy,
+    prompt: list[int],
+    rule: SamplingRule,
+    max_tokens: int,
+    seed: int | None,
+) -> TokenTurn:
     """One completion of `prompt` by policy `p` at the version `served` names (checked again when
     the sequence starts: a version published meanwhile is a 404 NOT_FOUND, never a sample at
     another version)."""
@@ -69,12 +77,18 @@ async def sample_ids(policies: Policies, served: ServedName, p: Policy, prompt: 
 
     key = f"{p.id}/tokens-{uuid.uuid4().hex}"
     started = time.perf_counter()
-    future = policies.engine.submit(Request(p.adapter, key, list(prompt), rule, max_tokens, policies.eos_ids, seed, admit=admit))
+    future = policies.engine.submit(
+        Request(p.adapter, key, list(prompt), rule, max_tokens, policies.eos_ids, seed, admit=admit)
+    )
     try:
         ids, logprobs, finish, _ = await asyncio.wait_for(asyncio.wrap_future(future), policies.limits.sample_timeout_s)
     except TimeoutError:
         future.cancel()
-        raise WorkerError(503, "SAMPLE_TIMEOUT", f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)") from None
+        raise WorkerError(
+            503,
+            "SAMPLE_TIMEOUT",
+            f"the sample did not finish within {policies.limits.sample_timeout_s:g} s; the worker is overloaded (send fewer requests at once)",
+        ) from None
     finally:
         policies.engine.forget_key(key)  # no episode continues from it
     return TokenTurn(list(prompt), ids, logprobs, finish, version[0], time.perf_counter() - started)
@@ -84,20 +98,30 @@ async def sample_ids(policies: Policies, served: ServedName, p: Policy, prompt: 
 MAX_ALTERNATIVES = 20
 
 
-def alternatives(policies: Policies, p: Policy, turn: TokenTurn, rule: SamplingRule, n: int) -> list[list[tuple[int, float]]]:
+def alternatives(
+    policies: Policies, p: Policy, turn: TokenTurn, rule: SamplingRule, n: int
+) -> list[list[tuple[int, float]]]:
     """Each completion position's `n` most likely ids under the distribution the turn was sampled
     from, with their log-probabilities: one forward pass over the prompt and completion at the
     version sampled (the engine reports only the sampled id's; a version published meanwhile is a
     404 NOT_FOUND, never alternatives from other weights)."""
     if n > MAX_ALTERNATIVES:
-        raise WorkerError(400, "VALIDATION_FAILED", f"Requested sample logprobs of {n}, which is greater than max allowed: {MAX_ALTERNATIVES}")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            f"Requested sample logprobs of {n}, which is greater than max allowed: {MAX_ALTERNATIVES}",
+        )
     ids = turn.prompt + turn.ids
     adapted = policies.adapted
     with adapted.lock, torch.no_grad():  # a publish or a delete holds it: the version cannot move under the pass
         if policies.policies.get(p.id) is not p or p.version != turn.version:
             raise WorkerError(404, "NOT_FOUND", f"policy {p.id!r} is no longer at version {turn.version}")
         adapted.activate(p.adapter)
-        logits = adapted(input_ids=torch.tensor([ids], device=next(adapted.parameters()).device)).logits[0, len(turn.prompt) - 1 : len(ids) - 1].float()
+        logits = (
+            adapted(input_ids=torch.tensor([ids], device=next(adapted.parameters()).device))
+            .logits[0, len(turn.prompt) - 1 : len(ids) - 1]
+            .float()
+        )
     out = []
     for row in logits:
         values, index = torch.topk(distribution(row, rule), min(n, row.shape[-1]))

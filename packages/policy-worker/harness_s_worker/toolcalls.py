@@ -65,7 +65,11 @@ def skip(text: str, i: int) -> int:
 def one_call(obj: dict[str, Any], raw: dict[str, str], args_key: str, index: int) -> dict[str, Any]:
     if not isinstance(obj.get("name"), str) or not isinstance(obj.get(args_key, {}), dict):
         raise ValueError(f'tool call {index} needs {{"name": string, "{args_key}": object}}')
-    return {"id": call_id(), "type": "function", "function": {"name": obj["name"], "arguments": raw.get(args_key, "{}")}}
+    return {
+        "id": call_id(),
+        "type": "function",
+        "function": {"name": obj["name"], "arguments": raw.get(args_key, "{}")},
+    }
 
 
 def parse_tool_calls(text: str, parser: str = "hermes") -> tuple[str, list[dict[str, Any]] | None, str | None]:

@@ -55,9 +55,14 @@ class Updates:
         deadline = time.monotonic() + timeout_s
         for job in pending:
             if job.finished.wait(max(0.0, deadline - time.monotonic())):
-                log(f"policy worker: update {job.id} of {job.policy_id} {job.status}" + (f" (now v{job.version})" if job.version is not None else f": {job.error}"))
+                log(
+                    f"policy worker: update {job.id} of {job.policy_id} {job.status}"
+                    + (f" (now v{job.version})" if job.version is not None else f": {job.error}")
+                )
             else:
-                log(f"policy worker: update {job.id} of {job.policy_id} abandoned after {timeout_s:g} s; the policy stays at v{job.base_version}")
+                log(
+                    f"policy worker: update {job.id} of {job.policy_id} abandoned after {timeout_s:g} s; the policy stays at v{job.base_version}"
+                )
 
     def get(self, uid: str) -> Job:
         job = self.jobs.get(uid)
@@ -77,9 +82,15 @@ class Updates:
             if known is not None:
                 return self.jobs[known], False
             if self.stopping:
-                raise WorkerError(503, "STOPPING", "the worker is stopping: send the update to the worker that replaces it")
+                raise WorkerError(
+                    503, "STOPPING", "the worker is stopping: send the update to the worker that replaces it"
+                )
             if body.base_version != p.version:
-                raise stale_version(p.version, body.base_version, f"update based on version {body.base_version}, policy {pid} is at {p.version}")
+                raise stale_version(
+                    p.version,
+                    body.base_version,
+                    f"update based on version {body.base_version}, policy {pid} is at {p.version}",
+                )
             if p.busy:
                 raise WorkerError(409, "UPDATE_IN_PROGRESS", f"policy {pid} is applying another update")
             self._forget_finished()
@@ -105,7 +116,9 @@ class Updates:
                 raise
             policies.engine.barrier(p.adapter, lambda: policies.publish(p)).result()
             job.version, job.metrics, job.status = p.version, metrics, "done"
-        except Exception as err:  # reported on the job; the policy stays at its version, its adapter and optimizer as they were
+        except (
+            Exception
+        ) as err:  # reported on the job; the policy stays at its version, its adapter and optimizer as they were
             job.status, job.error = "failed", f"{type(err).__name__}: {err}"
         finally:
             p.busy = False
@@ -120,7 +133,9 @@ class Updates:
             self.jobs.pop(job.id, None)
             self.by_key.pop((job.policy_id, job.key), None)
         if len(self.jobs) >= limit:
-            raise WorkerError(429, "CAPACITY_EXCEEDED", f"{limit} update jobs are queued or running, the worker's limit")
+            raise WorkerError(
+                429, "CAPACITY_EXCEEDED", f"{limit} update jobs are queued or running, the worker's limit"
+            )
 
 
 def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
@@ -129,7 +144,9 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     model = policies.adapted.model
     assert model is not None and p.optimizer is not None
     loss = body.loss
-    loss_cfg = ppo.Loss(clip_low=loss.clip_low, clip_high=loss.clip_high, agg=loss.agg, kl_coef=loss.kl_coef, normaliser=loss.normaliser)
+    loss_cfg = ppo.Loss(
+        clip_low=loss.clip_low, clip_high=loss.clip_high, agg=loss.agg, kl_coef=loss.kl_coef, normaliser=loss.normaliser
+    )
     optim = body.optim
     for g in p.optimizer.param_groups:
         g.update(lr=optim.lr, betas=tuple(optim.betas), weight_decay=optim.weight_decay)
@@ -140,16 +157,26 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     masks = [torch.tensor(d.loss_mask, dtype=torch.float32, device=dev) for d in datums]
     olds = [torch.tensor(d.behaviour_logprobs, dtype=torch.float32, device=dev) for d in datums]
     # A row with token weights trains each token on its weighted advantage (the surrogate is linear in it).
-    advantages: list[float | torch.Tensor] = [float(d.advantage) if d.token_weights is None else float(d.advantage) * torch.tensor(d.token_weights, dtype=torch.float32, device=dev) for d in datums]
+    advantages: list[float | torch.Tensor] = [
+        float(d.advantage)
+        if d.token_weights is None
+        else float(d.advantage) * torch.tensor(d.token_weights, dtype=torch.float32, device=dev)
+        for d in datums
+    ]
     # Turns sampled under the tool-call constraint are scored under it: the same renormalised distribution.
-    allowed = [allowed_rows(policies.grammars.grammar(d.constraint.tools), d.ids, list(d.loss_mask)) if d.constraint else None for d in datums]
+    allowed = [
+        allowed_rows(policies.grammars.grammar(d.constraint.tools), d.ids, list(d.loss_mask)) if d.constraint else None
+        for d in datums
+    ]
     weights = ppo.datum_weights(masks, loss_cfg)
     batches = ppo.micro_batches([len(x) for x in ids], optim.micro_batch_tokens)
     refs: list[torch.Tensor | None] = [None] * len(ids)
     if loss_cfg.kl_coef > 0:
         for batch in batches:
             with policies.adapted.lock, torch.no_grad(), model.disable_adapter():
-                for i, lp in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True):
+                for i, lp in zip(
+                    batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True
+                ):
                     refs[i] = lp
     tokens = float(sum(m.sum() for m in masks))
     per_epoch: list[dict[str, Any]] = []
@@ -157,18 +184,47 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
         p.optimizer.zero_grad()
         sums = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "gap": 0.0}
         for batch in batches:
-            micro_batch(policies, p, batch, ids, masks, olds, refs, advantages, weights, loss_cfg, optim.gradient_checkpointing, sums, epoch, allowed)
+            micro_batch(
+                policies,
+                p,
+                batch,
+                ids,
+                masks,
+                olds,
+                refs,
+                advantages,
+                weights,
+                loss_cfg,
+                optim.gradient_checkpointing,
+                sums,
+                epoch,
+                allowed,
+            )
         grad_norm = torch.nn.utils.clip_grad_norm_(params, optim.max_grad_norm)
         if not torch.isfinite(grad_norm):
-            raise FloatingPointError(f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied")
+            raise FloatingPointError(
+                f"the gradient norm is not finite ({float(grad_norm)}) in epoch {epoch + 1}; nothing was applied"
+            )
         with policies.adapted.lock:
             p.optimizer.step()
         per_epoch.append(
-            {"loss": sums["loss"], "clip_fraction": sums["clipped"] / max(tokens, 1), "kl": sums["kl"], "grad_norm": float(grad_norm), "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1)}
+            {
+                "loss": sums["loss"],
+                "clip_fraction": sums["clipped"] / max(tokens, 1),
+                "kl": sums["kl"],
+                "grad_norm": float(grad_norm),
+                "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1),
+            }
         )
     mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
     # The sampler-trainer gap is the first epoch's: later epochs score weights the sampler never had.
-    return {**mean, "tokens": int(tokens), "micro_batches": len(batches), "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"], "epochs": per_epoch}
+    return {
+        **mean,
+        "tokens": int(tokens),
+        "micro_batches": len(batches),
+        "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"],
+        "epochs": per_epoch,
+    }
 
 
 def micro_batch(
@@ -199,14 +255,18 @@ def micro_batch(
             model.gradient_checkpointing_enable()
         try:
             total = torch.zeros((), device=ids[0].device)
-            for i, new in zip(batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True):
+            for i, new in zip(
+                batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True
+            ):
                 surr, clip, kl = ppo.datum_terms(new, olds[i], refs[i], masks[i], advantages[i], loss_cfg)
                 total = total + ppo.datum_loss(surr, kl, weights[i], loss_cfg)
                 sums["kl"] += weights[i] * float(kl.detach().sum())
                 sums["clipped"] += float(clip.sum())
                 sums["gap"] += float(((new.detach() - olds[i]).abs() * masks[i]).sum())
             if not torch.isfinite(total):
-                raise FloatingPointError(f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied")
+                raise FloatingPointError(
+                    f"the loss is not finite ({float(total)}) in epoch {epoch + 1}; nothing was applied"
+                )
             total.backward()
             sums["loss"] += float(total.detach())
         finally:

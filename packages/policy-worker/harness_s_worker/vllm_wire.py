@@ -146,7 +146,9 @@ class GenerateSampling(BaseModel):
 def vllm_error(status: int, message: str, param: str | None = None) -> WireError:
     """vLLM's `ErrorResponse`: `{"error": {"message", "type", "param", "code"}}`."""
     kinds = {400: "BadRequestError", 404: "NotFoundError", 501: "NotImplementedError"}
-    kind = kinds.get(status) or ("InternalServerError" if status >= 500 else HTTPStatus(status).phrase.replace(" ", "") + "Error")
+    kind = kinds.get(status) or (
+        "InternalServerError" if status >= 500 else HTTPStatus(status).phrase.replace(" ", "") + "Error"
+    )
     return WireError(status, {"error": {"message": message, "type": kind, "param": param, "code": status}})
 
 
@@ -177,7 +179,11 @@ def check_neutral(values: Mapping[str, Any], where: str = "", known: frozenset[s
                 raise WorkerError(400, "VALIDATION_FAILED", f"{where}{key}: not a sampling parameter")
             continue
         if ANY not in allowed and value not in allowed:
-            raise WorkerError(400, "VALIDATION_FAILED", f"{where}{key}: {value!r} is not served here (the worker samples under temperature and top_p only; served: {allowed!r})")
+            raise WorkerError(
+                400,
+                "VALIDATION_FAILED",
+                f"{where}{key}: {value!r} is not served here (the worker samples under temperature and top_p only; served: {allowed!r})",
+            )
 
 
 def token_text(decode: Any, token: int, as_id: bool | None) -> str:
@@ -189,7 +195,14 @@ def chat_logprobs(decode: Any, ids: list[int], logprobs: list[float], as_id: boo
     content = []
     for t, lp in zip(ids, logprobs, strict=True):
         decoded = str(decode([t]))
-        content.append({"token": token_text(decode, t, as_id), "logprob": max(lp, LOGPROB_FLOOR), "bytes": list(decoded.encode("utf-8", errors="replace")), "top_logprobs": []})
+        content.append(
+            {
+                "token": token_text(decode, t, as_id),
+                "logprob": max(lp, LOGPROB_FLOOR),
+                "bytes": list(decoded.encode("utf-8", errors="replace")),
+                "top_logprobs": [],
+            }
+        )
     return {"content": content}
 
 
@@ -219,12 +232,19 @@ def generate_logprobs(turn: TokenTurn, n: int) -> dict[str, Any]:
     for i, (t, lp) in enumerate(zip(turn.ids, turn.logprobs, strict=True)):
         step = entries(t, lp, turn.top[i] if turn.top else None)[: max(n, 1)]
         top = [{"token": f"token_id:{u}", "logprob": max(v, LOGPROB_FLOOR), "bytes": None} for u, v in step]
-        content.append({"token": f"token_id:{t}", "logprob": max(lp, LOGPROB_FLOOR), "bytes": None, "top_logprobs": top})
+        content.append(
+            {"token": f"token_id:{t}", "logprob": max(lp, LOGPROB_FLOOR), "bytes": None, "top_logprobs": top}
+        )
     return {"content": content}
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens, "completion_tokens": completion_tokens, "prompt_tokens_details": None}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+        "prompt_tokens_details": None,
+    }
 
 
 def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn], decode: Any) -> dict[str, Any]:
@@ -236,7 +256,9 @@ def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn
             {
                 "index": i,
                 "text": decode(ids, skip_special_tokens=req.skip_special_tokens),
-                "logprobs": completion_logprobs(decode, turn, req.logprobs, req.return_tokens_as_token_ids) if req.logprobs is not None else None,
+                "logprobs": completion_logprobs(decode, turn, req.logprobs, req.return_tokens_as_token_ids)
+                if req.logprobs is not None
+                else None,
                 "finish_reason": turn.finish,
                 "stop_reason": None,  # vLLM: None when the completion ended at an end-of-sequence id or its length
                 "token_ids": ids if req.return_token_ids else None,
@@ -262,7 +284,12 @@ def generate_response(turn: TokenTurn, logprobs: int | None) -> dict[str, Any]:
     """`GenerateResponse` as vLLM dumps it. Its serving code passes `id`, `model`, `usage` and
     `created` too, but the pydantic model declares none of them and ignores them, and passes the
     request id as `id`, so the reply's `request_id` is the model's default, a fresh uuid."""
-    choice = {"index": 0, "logprobs": generate_logprobs(turn, logprobs) if logprobs is not None else None, "finish_reason": turn.finish, "token_ids": turn.ids}
+    choice = {
+        "index": 0,
+        "logprobs": generate_logprobs(turn, logprobs) if logprobs is not None else None,
+        "finish_reason": turn.finish,
+        "token_ids": turn.ids,
+    }
     return {"request_id": uuid.uuid4().hex, "choices": [choice], "prompt_logprobs": None, "kv_transfer_params": None}
 
 
@@ -300,6 +327,17 @@ def template_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] |
     out = []
     for t in tools:
         f = t.get("function") or {}
-        function = {"name": f.get("name"), "description": f.get("description"), "parameters": f.get("parameters"), **{k: v for k, v in f.items() if k not in ("name", "description", "parameters")}}
-        out.append({"type": t.get("type", "function"), "function": function, **{k: v for k, v in t.items() if k not in ("type", "function")}})
+        function = {
+            "name": f.get("name"),
+            "description": f.get("description"),
+            "parameters": f.get("parameters"),
+            **{k: v for k, v in f.items() if k not in ("name", "description", "parameters")},
+        }
+        out.append(
+            {
+                "type": t.get("type", "function"),
+                "function": function,
+                **{k: v for k, v in t.items() if k not in ("type", "function")},
+            }
+        )
     return out

@@ -49,7 +49,11 @@ def completion_text(call: Call, renderer: Any) -> str:
     tokenizer carrying the template (the text does not depend on its vocabulary)."""
     head = [{"role": "user", "content": "."}]
     before = renderer.apply_chat_template(head, add_generation_prompt=True, tokenize=False)
-    assistant = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call.model_dump()}]}
+    assistant = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": call.model_dump()}],
+    }
     after = renderer.apply_chat_template([*head, assistant], tokenize=False)
     text = after[len(before) :]
     return str(text[: text.rindex(str(renderer.eos_token))])
@@ -76,16 +80,27 @@ def train_tokenizer(texts: list[str], vocab_size: int, tool_names: list[str]) ->
     tok = Tokenizer(models.BPE(unk_token=None))
     names = "|".join(re.escape(n) for n in sorted(tool_names, key=len, reverse=True))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(rf"\b(?:{names})\b"), behavior="isolated"), byte_level]) if names else byte_level
+    tok.pre_tokenizer = (
+        pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(rf"\b(?:{names})\b"), behavior="isolated"), byte_level])
+        if names
+        else byte_level
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(texts, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>")
     fast.chat_template = CHAT_TEMPLATE
     return fast
 
 
-def examples(conversations: list[Conversation], tokenizer: Any, hinted_weight: float = 1.0) -> list[tuple[list[int], list[float]]]:
+def examples(
+    conversations: list[Conversation], tokenizer: Any, hinted_weight: float = 1.0
+) -> list[tuple[list[int], list[float]]]:
     """(ids, weights) per conversation: the prompts as sampling builds them (weight 0) and each
     completion's canonical ids with the end-of-turn token (weight 1, or `hinted_weight` on a
     hinted turn; each turn's completion is one positive run, in turn order)."""
@@ -93,8 +108,15 @@ def examples(conversations: list[Conversation], tokenizer: Any, hinted_weight: f
     turns = Turns(ChatFormat(tokenizer, frozenset([eos])), tokenizer, "hermes")
     out = []
     for c in conversations:
-        completions = [tokenizer(completion_text(t.call, tokenizer), add_special_tokens=False)["input_ids"] + [eos] for t in c.turns]
-        prompts = turns.prompts(c.messages, c.tools, [ReplayTurn(append=t.append, completion_ids=ids) for t, ids in zip(c.turns, completions, strict=True)])
+        completions = [
+            tokenizer(completion_text(t.call, tokenizer), add_special_tokens=False)["input_ids"] + [eos]
+            for t in c.turns
+        ]
+        prompts = turns.prompts(
+            c.messages,
+            c.tools,
+            [ReplayTurn(append=t.append, completion_ids=ids) for t, ids in zip(c.turns, completions, strict=True)],
+        )
         ids, mask = [], []
         for prompt, completion, turn in zip(prompts, completions, c.turns, strict=True):
             ids += prompt + completion

@@ -42,7 +42,11 @@ async def in_vllm_shape(name: str | None, work: Awaitable[T]) -> T:
 
 def served_as(policies: Policies, name: str | None) -> tuple[ServedName, Any]:
     if name is None:
-        raise WorkerError(400, "VALIDATION_FAILED", "model: name the policy to sample (<policy> or <policy>@v<N>); this worker serves no base model")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            "model: name the policy to sample (<policy> or <policy>@v<N>); this worker serves no base model",
+        )
     return resolve(policies, name)
 
 
@@ -50,13 +54,19 @@ def prompts_of(policies: Policies, req: vl.CompletionRequest) -> list[list[int]]
     """`prompt` as id lists: ids as given, text tokenised (`add_special_tokens`)."""
     prompt = req.prompt
     if prompt is None or (isinstance(prompt, list) and not prompt):
-        raise WorkerError(400, "VALIDATION_FAILED", "prompt: Either prompt or prompt_embeds must be provided and non-empty.")
+        raise WorkerError(
+            400, "VALIDATION_FAILED", "prompt: Either prompt or prompt_embeds must be provided and non-empty."
+        )
     items: list[Any] = [prompt] if isinstance(prompt, str) or isinstance(prompt[0], int) else list(prompt)
     out = []
     for item in items:
         if isinstance(item, str):
             policies.bound.check("prompt", [item], policies.adapted.max_context())
-            item = list(policies.tokenizer(item, add_special_tokens=req.add_special_tokens, return_attention_mask=False)["input_ids"])
+            item = list(
+                policies.tokenizer(item, add_special_tokens=req.add_special_tokens, return_attention_mask=False)[
+                    "input_ids"
+                ]
+            )
         out.append(list(item))
     return out
 
@@ -71,12 +81,16 @@ async def completions(policies: Policies, body: Any) -> dict[str, Any]:
     for i, prompt in enumerate(prompts):
         check_prompt(policies, prompt, max_tokens, f"prompt.{i}" if len(prompts) > 1 else "prompt")
     rule = SamplingRule(1.0 if req.temperature is None else req.temperature, 1.0 if req.top_p is None else req.top_p)
-    turns = await asyncio.gather(*(sample_ids(policies, served, p, prompt, rule, max_tokens, req.seed) for prompt in prompts))
+    turns = await asyncio.gather(
+        *(sample_ids(policies, served, p, prompt, rule, max_tokens, req.seed) for prompt in prompts)
+    )
     turns = [await with_alternatives(policies, p, t, rule, req.logprobs) for t in turns]
     return await run_in_threadpool(vl.completion_response, served.name, req, turns, policies.tokenizer.decode)
 
 
-async def with_alternatives(policies: Policies, p: Any, turn: TokenTurn, rule: SamplingRule, n: int | None) -> TokenTurn:
+async def with_alternatives(
+    policies: Policies, p: Any, turn: TokenTurn, rule: SamplingRule, n: int | None
+) -> TokenTurn:
     """The turn with each position's `n` most likely ids, where a request asks for them (`logprobs` > 0)."""
     if not n:
         return turn
@@ -89,16 +103,30 @@ def tokenize(policies: Policies, body: Any) -> dict[str, Any]:
     if req.model is not None:
         resolve(policies, req.model)
     if req.chat_template is not None or req.chat_template_kwargs or req.continue_final_message:
-        raise WorkerError(400, "VALIDATION_FAILED", "chat_template, chat_template_kwargs and continue_final_message are not served here (the worker renders with its own template)")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            "chat_template, chat_template_kwargs and continue_final_message are not served here (the worker renders with its own template)",
+        )
     if req.messages is not None:
         if req.add_generation_prompt and req.continue_final_message:
-            raise WorkerError(400, "VALIDATION_FAILED", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
-        ids = policies.episodes.render(vl.template_messages(req.messages), vl.template_tools(req.tools), req.add_generation_prompt)
+            raise WorkerError(
+                400,
+                "VALIDATION_FAILED",
+                "Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
+            )
+        ids = policies.episodes.render(
+            vl.template_messages(req.messages), vl.template_tools(req.tools), req.add_generation_prompt
+        )
         if req.add_special_tokens:
             ids = list(policies.tokenizer.build_inputs_with_special_tokens(ids))
     elif req.prompt is not None:
         policies.bound.check("prompt", [req.prompt], policies.adapted.max_context())
-        ids = list(policies.tokenizer(req.prompt, add_special_tokens=req.add_special_tokens is not False, return_attention_mask=False)["input_ids"])
+        ids = list(
+            policies.tokenizer(
+                req.prompt, add_special_tokens=req.add_special_tokens is not False, return_attention_mask=False
+            )["input_ids"]
+        )
     else:
         raise WorkerError(400, "VALIDATION_FAILED", "messages or prompt is required")
     strs = policies.tokenizer.convert_ids_to_tokens(ids) if req.return_token_strs else None
@@ -176,10 +204,18 @@ async def sglang_generate(policies: Policies, body: Any) -> Any:
     for prompt, s in zip(prompts, samplings, strict=True):
         check_prompt(policies, prompt, s.max_new_tokens or context - len(prompt), "input_ids")
     turns: list[TokenTurn] = await asyncio.gather(
-        *(sample_ids(policies, served, p, prompt, s.rule(), s.max_new_tokens or context - len(prompt), s.sampling_seed) for prompt, s in zip(prompts, samplings, strict=True))
+        *(
+            sample_ids(
+                policies, served, p, prompt, s.rule(), s.max_new_tokens or context - len(prompt), s.sampling_seed
+            )
+            for prompt, s in zip(prompts, samplings, strict=True)
+        )
     )
     skip = [s.model_extra.get("skip_special_tokens", True) is not False if s.model_extra else True for s in samplings]
-    outs = [sg.generate_out(req, rid, turn, policies.tokenizer.decode, sk) for rid, turn, sk in zip(rids, turns, skip, strict=True)]
+    outs = [
+        sg.generate_out(req, rid, turn, policies.tokenizer.decode, sk)
+        for rid, turn, sk in zip(rids, turns, skip, strict=True)
+    ]
     return outs[0] if len(outs) == 1 and not isinstance(req.input_ids[0], list) else outs  # type: ignore[index]
 
 
@@ -187,7 +223,11 @@ def only_policy(policies: Policies) -> str:
     """Without `lora_path`, SGLang samples the one model it serves: here, the worker's one policy."""
     held = list(policies.policies)
     if len(held) != 1:
-        raise WorkerError(400, "VALIDATION_FAILED", f"lora_path: this worker holds {len(held)} policies, served as LoRA adapters <policy> or <policy>@v<N>; name one")
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            f"lora_path: this worker holds {len(held)} policies, served as LoRA adapters <policy> or <policy>@v<N>; name one",
+        )
     return held[0]
 
 

@@ -18,7 +18,16 @@ def client(tmp_path):
 
 
 SPEC = {"base_model": "tiny", "lora": {"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj"]}, "seed": 1}
-TOOLS = [{"type": "function", "function": {"name": "submit", "description": "answer", "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "submit",
+            "description": "answer",
+            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}},
+        },
+    }
+]
 
 
 def datum_from(sample, advantage, sample_id="s0"):

@@ -18,7 +18,11 @@ TOOLS = [
             "name": "list_items",
             "parameters": {
                 "type": "object",
-                "properties": {"page": {"type": "integer"}, "order": {"type": "string", "enum": ["asc", "desc"]}, "all": {"type": "boolean"}},
+                "properties": {
+                    "page": {"type": "integer"},
+                    "order": {"type": "string", "enum": ["asc", "desc"]},
+                    "all": {"type": "boolean"},
+                },
                 "required": ["page"],
             },
         },
@@ -32,7 +36,12 @@ def fits(call):
     name, args = call["function"]["name"], json.loads(call["function"]["arguments"])
     if name == "submit":
         return args == {}
-    return isinstance(args.get("page"), int) and set(args) <= {"page", "order", "all"} and args.get("order", "asc") in ("asc", "desc") and isinstance(args.get("all", True), bool)
+    return (
+        isinstance(args.get("page"), int)
+        and set(args) <= {"page", "order", "all"}
+        and args.get("order", "asc") in ("asc", "desc")
+        and isinstance(args.get("all", True), bool)
+    )
 
 
 def test_the_grammar_takes_each_tool_with_fitting_arguments_and_nothing_else():
@@ -55,7 +64,10 @@ def test_the_grammar_takes_each_tool_with_fitting_arguments_and_nothing_else():
     ]
     assert all(pattern.fullmatch(t) for t in good)
     assert not any(pattern.fullmatch(t) for t in bad)
-    for fmt, text in (("llama3_json", '{"name": "submit", "parameters": {}}'), ("mistral", '[TOOL_CALLS] [{"name": "submit", "arguments": {}}]')):
+    for fmt, text in (
+        ("llama3_json", '{"name": "submit", "parameters": {}}'),
+        ("mistral", '[TOOL_CALLS] [{"name": "submit", "arguments": {}}]'),
+    ):
         assert regex.compile(call_pattern(TOOLS, fmt)).fullmatch(text), fmt
 
 
@@ -67,17 +79,33 @@ def test_the_allowed_tokens_are_exactly_those_that_keep_a_match_possible(client)
     texts = TokenTexts(tok)
     grammar = ToolGrammar(TOOLS, "hermes", texts, client.policies.eos_ids, len(tok))
     pattern = regex.compile(call_pattern(TOOLS, "hermes"))
-    for prefix in ["", "<tool_call>", '<tool_call>{"name": "li', '<tool_call>{"name": "list_items", "arguments": {"page": 1', '<tool_call>{"name": "submit", "arguments": {}}</tool_call>']:
+    for prefix in [
+        "",
+        "<tool_call>",
+        '<tool_call>{"name": "li',
+        '<tool_call>{"name": "list_items", "arguments": {"page": 1',
+        '<tool_call>{"name": "submit", "arguments": {}}</tool_call>',
+    ]:
         ids = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
         assert texts.text(ids) == prefix
         got = set(grammar.allowed(ids).nonzero().squeeze(1).tolist())
         done = pattern.fullmatch(prefix) is not None
-        expected = set(client.policies.eos_ids) if done else {i for i, t in enumerate(texts.texts) if t is not None and pattern.fullmatch(prefix + t, partial=True)}
+        expected = (
+            set(client.policies.eos_ids)
+            if done
+            else {i for i, t in enumerate(texts.texts) if t is not None and pattern.fullmatch(prefix + t, partial=True)}
+        )
         assert got == expected and got, prefix
 
 
 def sample(client, episode, seed, constrained=True, **extra):
-    body = {"episode_id": episode, "messages": [{"role": "user", "content": "list the items"}], "tools": TOOLS, "sampling": {"max_tokens": 48, "seed": seed}, **extra}
+    body = {
+        "episode_id": episode,
+        "messages": [{"role": "user", "content": "list the items"}],
+        "tools": TOOLS,
+        "sampling": {"max_tokens": 48, "seed": seed},
+        **extra,
+    }
     if constrained:
         body["constrain_tool_calls"] = True
     r = client.post("/v2/policies/p1/sample", json=body)
@@ -118,13 +146,29 @@ def test_the_trainer_and_the_replay_score_the_constrained_distribution(client):
     # scoring unconstrained logits) the gap is the mass the constraint removed, far from 0.
     client.put("/v2/policies/p1", json=SPEC)
     first = sample(client, "e", 11)
-    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "append": [{"role": "tool", "content": "3 items"}], "sampling": {"max_tokens": 48, "seed": 12}}).json()
+    second = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "append": [{"role": "tool", "content": "3 items"}],
+            "sampling": {"max_tokens": 48, "seed": 12},
+        },
+    ).json()
     assert len(second["completion"]["tool_calls"]) == 1  # the episode's later turns stay constrained
     one, two = datum_from(first, 0.0), datum_from(second, 0.0)
-    datum = {**one, "ids": one["ids"] + two["ids"], "loss_mask": one["loss_mask"] + two["loss_mask"], "behaviour_logprobs": one["behaviour_logprobs"] + two["behaviour_logprobs"]}
+    datum = {
+        **one,
+        "ids": one["ids"] + two["ids"],
+        "loss_mask": one["loss_mask"] + two["loss_mask"],
+        "behaviour_logprobs": one["behaviour_logprobs"] + two["behaviour_logprobs"],
+    }
 
     def gap(d, version):
-        job = client.post("/v2/policies/p1/updates", headers={"Idempotency-Key": f"k{version}"}, json={"base_version": version, "datums": [d], "optim": {"lr": 1e-12}}).json()
+        job = client.post(
+            "/v2/policies/p1/updates",
+            headers={"Idempotency-Key": f"k{version}"},
+            json={"base_version": version, "datums": [d], "optim": {"lr": 1e-12}},
+        ).json()
         done = wait(client, job["update_id"])
         assert done["status"] == "done", done
         return done["metrics"]["sampler_trainer_logprob_absdiff"]
@@ -134,10 +178,18 @@ def test_the_trainer_and_the_replay_score_the_constrained_distribution(client):
     assert constrained_gap < 1e-4 < 0.05 < unconstrained_gap
     # The replay under the same messages, with and without the constraint.
     messages = [{"role": "user", "content": "list the items"}]
-    turns = [{"completion_ids": first["completion"]["ids"]}, {"append": [{"role": "tool", "content": "3 items"}], "completion_ids": second["completion"]["ids"]}]
+    turns = [
+        {"completion_ids": first["completion"]["ids"]},
+        {"append": [{"role": "tool", "content": "3 items"}], "completion_ids": second["completion"]["ids"]},
+    ]
     for flag, close in ((True, True), (False, False)):
-        got = client.post("/v2/policies/p1/replay", json={"messages": messages, "tools": TOOLS, "turns": turns, "constrain_tool_calls": flag}).json()["turns"]
-        diff = max(abs(a - b) for t, s in zip(got, [first, second]) for a, b in zip(t["logprobs"], s["completion"]["logprobs"]))
+        got = client.post(
+            "/v2/policies/p1/replay",
+            json={"messages": messages, "tools": TOOLS, "turns": turns, "constrain_tool_calls": flag},
+        ).json()["turns"]
+        diff = max(
+            abs(a - b) for t, s in zip(got, [first, second]) for a, b in zip(t["logprobs"], s["completion"]["logprobs"])
+        )
         assert (diff < 1e-4) == close, (flag, diff)
 
 
@@ -155,7 +207,10 @@ def test_allowed_rows_restart_the_grammar_at_each_sampled_run(client):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ({"episode_id": "x", "messages": [{"role": "user", "content": "hi"}], "constrain_tool_calls": True}, "needs `tools`"),
+        (
+            {"episode_id": "x", "messages": [{"role": "user", "content": "hi"}], "constrain_tool_calls": True},
+            "needs `tools`",
+        ),
     ],
 )
 def test_a_constraint_without_tools_or_on_a_free_episode_is_400(client, body, message):
@@ -163,7 +218,17 @@ def test_a_constraint_without_tools_or_on_a_free_episode_is_400(client, body, me
     r = client.post("/v2/policies/p1/sample", json=body)
     assert r.status_code == 400 and message in r.json()["error"]["message"]
     sample(client, "free", 1, constrained=False)
-    later = client.post("/v2/policies/p1/sample", json={"episode_id": "free", "append": [{"role": "tool", "content": "ok"}], "constrain_tool_calls": True})
+    later = client.post(
+        "/v2/policies/p1/sample",
+        json={"episode_id": "free", "append": [{"role": "tool", "content": "ok"}], "constrain_tool_calls": True},
+    )
     assert later.status_code == 400 and "not started with constrain_tool_calls" in later.json()["error"]["message"]
-    replay = client.post("/v2/policies/p1/replay", json={"messages": [{"role": "user", "content": "hi"}], "turns": [{"completion_ids": [5]}], "constrain_tool_calls": True})
+    replay = client.post(
+        "/v2/policies/p1/replay",
+        json={
+            "messages": [{"role": "user", "content": "hi"}],
+            "turns": [{"completion_ids": [5]}],
+            "constrain_tool_calls": True,
+        },
+    )
     assert replay.status_code == 400 and "needs the tools" in replay.json()["error"]["message"]

@@ -29,19 +29,42 @@ def test_thirty_two_concurrent_episodes_are_batched_and_each_reports_its_own_log
     client.put("/v2/policies/p1", json=SPEC)
     steps_before = client.policies.engine.steps
     with ThreadPoolExecutor(32) as pool:
-        turns = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"e{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}}).json(), range(32)))
+        turns = list(
+            pool.map(
+                lambda i: client.post(
+                    "/v2/policies/p1/sample",
+                    json={"episode_id": f"e{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}},
+                ).json(),
+                range(32),
+            )
+        )
     tokens = sum(len(t["completion"]["ids"]) for t in turns)
     # Far fewer decoding steps than tokens: sequences shared their steps.
-    assert client.policies.engine.steps - steps_before < tokens / 4, (client.policies.engine.steps - steps_before, tokens)
+    assert client.policies.engine.steps - steps_before < tokens / 4, (
+        client.policies.engine.steps - steps_before,
+        tokens,
+    )
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
 
 
 def test_the_same_seed_draws_the_same_turn_alone_or_in_a_crowd(client):
     client.put("/v2/policies/p1", json=SPEC)
-    alone = client.post("/v2/policies/p1/sample", json={"episode_id": "alone", **FIRST, "sampling": {"max_tokens": 12, "seed": 7}}).json()
+    alone = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "alone", **FIRST, "sampling": {"max_tokens": 12, "seed": 7}}
+    ).json()
     with ThreadPoolExecutor(16) as pool:
         crowd = list(
-            pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"c{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": 7 if i == 5 else 100 + i}}).json(), range(16))
+            pool.map(
+                lambda i: client.post(
+                    "/v2/policies/p1/sample",
+                    json={
+                        "episode_id": f"c{i}",
+                        **FIRST,
+                        "sampling": {"max_tokens": 12, "seed": 7 if i == 5 else 100 + i},
+                    },
+                ).json(),
+                range(16),
+            )
         )
     assert crowd[5]["completion"]["ids"] == alone["completion"]["ids"]
 
@@ -51,16 +74,27 @@ def test_a_later_turn_reuses_the_cached_prefix_and_an_evicted_one_is_pre_filled_
         policies, name = build("tiny", tmp_path / str(cache_mb), "cpu", Limits(cache_mb=cache_mb))
         with TestClient(create_app(policies, model_name=name)) as c:
             c.put("/v2/policies/p1", json=SPEC)
-            first = c.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+            first = c.post(
+                "/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}
+            ).json()
             hits = policies.engine.kv.hits
-            second = c.post("/v2/policies/p1/sample", json={"episode_id": "e", "append": [{"role": "tool", "content": "ok"}], "sampling": {"max_tokens": 8, "seed": 2}}).json()
+            second = c.post(
+                "/v2/policies/p1/sample",
+                json={
+                    "episode_id": "e",
+                    "append": [{"role": "tool", "content": "ok"}],
+                    "sampling": {"max_tokens": 8, "seed": 2},
+                },
+            ).json()
             assert (policies.engine.kv.hits > hits) == expect_hit
             assert gap(c, "p1", first["prompt_ids"] + first["completion"]["ids"], second) < 1e-4
 
 
 def test_sampling_goes_on_at_the_published_version_while_an_update_runs(client, monkeypatch):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "e", **FIRST, "sampling": {"max_tokens": 8, "seed": 1}}
+    ).json()
     ids = s["prompt_ids"] + s["completion"]["ids"]
     datum = datum_from(s, 1.0)
     reached, release = threading.Event(), threading.Event()
@@ -73,9 +107,15 @@ def test_sampling_goes_on_at_the_published_version_while_an_update_runs(client, 
 
     monkeypatch.setattr(updates_module, "micro_batch", held)
     before = scored(client, "p1", ids)
-    uid = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum], "optim": {"lr": 5e-2}}, headers={"Idempotency-Key": "u"}).json()["update_id"]
+    uid = client.post(
+        "/v2/policies/p1/updates",
+        json={"base_version": 0, "datums": [datum], "optim": {"lr": 5e-2}},
+        headers={"Idempotency-Key": "u"},
+    ).json()["update_id"]
     assert reached.wait(10)
-    during = client.post("/v2/policies/p1/sample", json={"episode_id": "during", **FIRST, "sampling": {"max_tokens": 4, "seed": 2}})
+    during = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "during", **FIRST, "sampling": {"max_tokens": 4, "seed": 2}}
+    )
     assert during.status_code == 200 and during.json()["policy_version"] == 0
     assert client.get(f"/v2/updates/{uid}").json()["status"] == "running"
     assert scored(client, "p1", ids) == before  # the published adapter has not moved
@@ -115,15 +155,26 @@ def test_new_episodes_with_one_prompt_are_pre_filled_once_and_each_draws_its_own
     client.put("/v2/policies/p1", json=SPEC)
     policies = client.policies
     prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
-    prepared = [policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}})) for i in range(6)]
+    prepared = [
+        policies.episodes.prepare(
+            "p1",
+            SampleRequest.model_validate({"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 12, "seed": i}}),
+        )
+        for i in range(6)
+    ]
     futures = [policies.engine.submit(request) for request, _ in prepared]
     turns = [policies.episodes.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]
-    assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (1, 1)  # one forward pass, one row, shared by six
+    assert (policies.engine.prefills - prefills, policies.engine.prefilled_rows - rows) == (
+        1,
+        1,
+    )  # one forward pass, one row, shared by six
     assert len({tuple(t["completion"]["ids"]) for t in turns}) > 1
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
 
 
-def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_and_each_keeps_its_own_logprobs(client, monkeypatch):
+def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_and_each_keeps_its_own_logprobs(
+    client, monkeypatch
+):
     from harness_s_worker import engine
 
     monkeypatch.setattr(engine, "PER_SHAPE_FROM", 0)  # these prompts are short: one pass per shape all the same
@@ -132,7 +183,16 @@ def test_prompts_of_different_lengths_are_pre_filled_one_shape_per_pass_on_cpu_a
     prefills, rows = policies.engine.prefills, policies.engine.prefilled_rows
     asks = ["say yes", "say yes please", "say yes please, now and then", "say no"]  # "say no": the shape of "say yes"
     prepared = [
-        policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"d{i}", "messages": [{"role": "user", "content": ask}], "sampling": {"max_tokens": 12, "seed": i}}))
+        policies.episodes.prepare(
+            "p1",
+            SampleRequest.model_validate(
+                {
+                    "episode_id": f"d{i}",
+                    "messages": [{"role": "user", "content": ask}],
+                    "sampling": {"max_tokens": 12, "seed": i},
+                }
+            ),
+        )
         for i, ask in enumerate(asks)
     ]
     futures = [policies.engine.submit(request) for request, _ in prepared]
@@ -149,7 +209,15 @@ def test_long_context_batches_decode_in_growing_buffers_with_the_same_logprobs(c
     monkeypatch.setattr(engine, "GROW_FROM", 0)  # every batch on growing buffers (past their room, too)
     client.put("/v2/policies/p1", json=SPEC)
     with ThreadPoolExecutor(8) as pool:
-        turns = list(pool.map(lambda i: client.post("/v2/policies/p1/sample", json={"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 160 + 10 * i, "seed": i}}).json(), range(8)))
+        turns = list(
+            pool.map(
+                lambda i: client.post(
+                    "/v2/policies/p1/sample",
+                    json={"episode_id": f"g{i}", **FIRST, "sampling": {"max_tokens": 160 + 10 * i, "seed": i}},
+                ).json(),
+                range(8),
+            )
+        )
     assert any(len(t["completion"]["ids"]) > 128 for t in turns)  # grew past the first buffer's room
     assert max(gap(client, "p1", [], t) for t in turns) < 1e-4
 
@@ -157,7 +225,13 @@ def test_long_context_batches_decode_in_growing_buffers_with_the_same_logprobs(c
 def test_each_turn_reports_its_share_of_device_time_and_a_batch_never_counts_it_twice(client):
     client.put("/v2/policies/p1", json=SPEC)
     policies = client.policies
-    prepared = [policies.episodes.prepare("p1", SampleRequest.model_validate({"episode_id": f"d{i}", **FIRST, "sampling": {"max_tokens": 16, "seed": i}})) for i in range(6)]
+    prepared = [
+        policies.episodes.prepare(
+            "p1",
+            SampleRequest.model_validate({"episode_id": f"d{i}", **FIRST, "sampling": {"max_tokens": 16, "seed": i}}),
+        )
+        for i in range(6)
+    ]
     started = time.perf_counter()
     futures = [policies.engine.submit(request) for request, _ in prepared]
     turns = [policies.episodes.finish(context, f.result(timeout=30)) for (_, context), f in zip(prepared, futures)]

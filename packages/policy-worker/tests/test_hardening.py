@@ -30,7 +30,10 @@ def test_extreme_temperatures_and_nuclei_give_finite_logprobs(client):
         assert out.status_code == 200, out.text
         assert finite(out.json()["completion"]["logprobs"]), (temperature, top_p, out.json()["completion"]["logprobs"])
     # Variant: the chat façade at a vanishing temperature.
-    chat = client.post("/v1/chat/completions", json={"model": "p1", "messages": HI, "temperature": 1e-300, "logprobs": True, "max_tokens": 6})
+    chat = client.post(
+        "/v1/chat/completions",
+        json={"model": "p1", "messages": HI, "temperature": 1e-300, "logprobs": True, "max_tokens": 6},
+    )
     assert chat.status_code == 200
     assert finite([t["logprob"] for t in chat.json()["choices"][0]["logprobs"]["content"]])
 
@@ -45,13 +48,17 @@ def test_bad_init_from_and_lora_targets_are_400_naming_the_field(client):
     # Variant: one good target and one that matches nothing is still refused (never adapts fewer modules than asked).
     half = client.put("/v2/policies/b3", json={**SPEC, "lora": {**SPEC["lora"], "targets": ["q_proj", "qq_proj"]}})
     assert half.status_code == 400
-    assert client.put("/v2/policies/b4", json={**SPEC, "lora": {**SPEC["lora"], "targets": ["q\x00"]}}).status_code == 400
+    assert (
+        client.put("/v2/policies/b4", json={**SPEC, "lora": {**SPEC["lora"], "targets": ["q\x00"]}}).status_code == 400
+    )
     assert client.get("/healthz").json()["policies"] == 0
 
 
 def test_what_is_not_honoured_is_refused(client):
     client.put("/v2/policies/p1", json=SPEC)
-    both = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": HI, "append": [{"role": "tool", "content": "x"}]})
+    both = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "e", "messages": HI, "append": [{"role": "tool", "content": "x"}]}
+    )
     assert both.status_code == 400
     neither = client.post("/v2/policies/p1/sample", json={"episode_id": "e2"})
     assert neither.status_code == 400
@@ -59,7 +66,12 @@ def test_what_is_not_honoured_is_refused(client):
         assert client.post("/v1/chat/completions", json={"model": model, "messages": HI}).status_code == 400, model
     # Variant: a version the policy is not at is a model the worker does not serve (vLLM's 404), never served at the version it is at.
     stale = client.post("/v1/chat/completions", json={"model": "p1@v3", "messages": HI})
-    assert stale.status_code == 404 and stale.json()["error"] == {"message": "The model `p1@v3` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}
+    assert stale.status_code == 404 and stale.json()["error"] == {
+        "message": "The model `p1@v3` does not exist.",
+        "type": "NotFoundError",
+        "param": "model",
+        "code": 404,
+    }
     assert client.post("/v1/chat/completions", json={"model": "p1@v0", "messages": HI}).status_code == 200
 
 
@@ -70,8 +82,20 @@ def free_port():
 
 
 def start(state: Path, port: int) -> subprocess.Popen:
-    args = [sys.executable, "-m", "harness_s_worker.launch", "--model", "tiny", "--port", str(port), "--state-dir", str(state)]
-    return subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    args = [
+        sys.executable,
+        "-m",
+        "harness_s_worker.launch",
+        "--model",
+        "tiny",
+        "--port",
+        str(port),
+        "--state-dir",
+        str(state),
+    ]
+    return subprocess.Popen(
+        args, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    )
 
 
 def ready(url: str, proc: subprocess.Popen) -> None:
@@ -94,10 +118,16 @@ def test_sigterm_drains_an_accepted_update_with_log_lines_and_a_restart_restores
         ready(url, proc)
         http = httpx.Client(base_url=url, timeout=30)
         http.put("/v2/policies/p1", json=SPEC)
-        s = http.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": HI, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+        s = http.post(
+            "/v2/policies/p1/sample", json={"episode_id": "e", "messages": HI, "sampling": {"max_tokens": 8, "seed": 1}}
+        ).json()
         assert http.post("/v2/policies/p1/checkpoints").json()["checkpoint"] == "p1/v0"
         # An update long enough to be running when the signal comes (many epochs over many datums).
-        body = {"base_version": 0, "datums": [datum_from(s, 1.0, f"s{i}") for i in range(64)], "optim": {"lr": 1e-3, "epochs": 16, "micro_batch_tokens": 64}}
+        body = {
+            "base_version": 0,
+            "datums": [datum_from(s, 1.0, f"s{i}") for i in range(64)],
+            "optim": {"lr": 1e-3, "epochs": 16, "micro_batch_tokens": 64},
+        }
         job = http.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "long"}).json()
         time.sleep(0.5)
         assert http.get(f"/v2/updates/{job['update_id']}").json()["status"] == "running"
@@ -159,7 +189,13 @@ def test_a_usage_error_is_said_before_torch_is_imported(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         for argv in (["--model", str(tmp_path / "nope")], ["--port", str(port)]):
-            out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+            out = subprocess.run(
+                [sys.executable, "-c", probe, *argv],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=Path(__file__).parents[1],
+            )
             assert out.stdout.split() == ["2", "False"], (argv, out.stdout, out.stderr)
 
 
@@ -178,9 +214,14 @@ def test_each_route_takes_only_the_body_it_can_use_and_score_refuses_a_sequence_
     assert too_big < 64 << 20  # well under the old 64 MiB
     put = client.put("/v2/policies/p2", content=b" " * (OTHER_BYTES + 1), headers={"content-type": "application/json"})
     assert put.status_code == 413
-    long = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1] * (context + 1)}]})
+    long = client.post(
+        "/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1] * (context + 1)}]}
+    )
     assert (long.status_code, long.json()["error"]["code"]) == (400, "CONTEXT_TOO_LONG")
-    many = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1] * context}] * (SCORE_CONTEXTS + 1)})
+    many = client.post(
+        "/v2/policies/p1/score",
+        json={"version": {"exact": 0}, "sequences": [{"ids": [1] * context}] * (SCORE_CONTEXTS + 1)},
+    )
     assert (many.status_code, many.json()["error"]["code"]) in {(400, "VALIDATION_FAILED"), (413, "PAYLOAD_TOO_LARGE")}
     ok = client.post("/v2/policies/p1/score", json={"version": {"exact": 0}, "sequences": [{"ids": [1, 2, 3]}]})
     assert ok.status_code == 200

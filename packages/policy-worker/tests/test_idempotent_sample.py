@@ -32,7 +32,9 @@ def test_two_copies_sampled_at_once_leave_the_first_finished_answer_in_the_episo
     body = SampleRequest(episode_id="e2", messages=MESSAGES, sampling={"max_tokens": 6, "seed": 1})
     episodes, engine = client.policies.episodes, client.policies.engine
     req1, ctx1 = episodes.prepare("p", body, "e2#0")
-    req2, ctx2 = episodes.prepare("p", SampleRequest(episode_id="e2", messages=MESSAGES, sampling={"max_tokens": 6, "seed": 2}), "e2#0")
+    req2, ctx2 = episodes.prepare(
+        "p", SampleRequest(episode_id="e2", messages=MESSAGES, sampling={"max_tokens": 6, "seed": 2}), "e2#0"
+    )
     out2 = episodes.finish(ctx2, engine.submit(req2).result(timeout=60))
     out1 = episodes.finish(ctx1, engine.submit(req1).result(timeout=60))
     assert out1 == out2  # the later finish hands back what the earlier one recorded

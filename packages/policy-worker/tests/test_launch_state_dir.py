@@ -105,6 +105,11 @@ launch.main()
 
 def test_and_when_it_is_terminated_keeping_the_signal_as_its_exit_status(tmp_path: Path) -> None:
     folder = tmp_path / "tmp"
-    done = subprocess.run([sys.executable, "-c", TERMINATED_WHILE_SERVING], env={**os.environ, "TMPDIR": str(folder)}, cwd=Path(__file__).parents[1], timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", TERMINATED_WHILE_SERVING],
+        env={**os.environ, "TMPDIR": str(folder)},
+        cwd=Path(__file__).parents[1],
+        timeout=60,
+    )
     assert done.returncode == -signal.SIGTERM
     assert list(folder.iterdir()) == []

@@ -18,8 +18,20 @@ def test_the_live_model_is_sampled_and_scored_as_it_is_and_its_version_is_the_tr
     try:
         http = httpx.Client(base_url=endpoint.url, timeout=30)
         state = http.get("/v2/policies/trainer").json()
-        assert (state["version"], state["capabilities"]["updates"], state["capabilities"]["checkpoints"]) == (3, False, False)
-        sample = http.post("/v2/policies/trainer/sample", json={"episode_id": "e1", "version": {"exact": 3}, "messages": MESSAGES, "sampling": {"max_tokens": 8, "seed": 1}}).json()
+        assert (state["version"], state["capabilities"]["updates"], state["capabilities"]["checkpoints"]) == (
+            3,
+            False,
+            False,
+        )
+        sample = http.post(
+            "/v2/policies/trainer/sample",
+            json={
+                "episode_id": "e1",
+                "version": {"exact": 3},
+                "messages": MESSAGES,
+                "sampling": {"max_tokens": 8, "seed": 1},
+            },
+        ).json()
         ids = sample["prompt_ids"] + sample["completion"]["ids"]
         # The returned log-probabilities are the model's own for these ids, computed here by hand.
         with torch.no_grad():
@@ -31,9 +43,14 @@ def test_the_live_model_is_sampled_and_scored_as_it_is_and_its_version_is_the_tr
 
         # The trainer steps: the old version is refused, the episode is closed.
         endpoint.advance(4)
-        stale = http.post("/v2/policies/trainer/sample", json={"episode_id": "e2", "version": {"exact": 3}, "messages": MESSAGES})
+        stale = http.post(
+            "/v2/policies/trainer/sample", json={"episode_id": "e2", "version": {"exact": 3}, "messages": MESSAGES}
+        )
         assert (stale.status_code, stale.json()["error"]["code"]) == (409, "STALE_POLICY_VERSION")
-        again = http.post("/v2/policies/trainer/sample", json={"episode_id": "e1", "version": {"exact": 4}, "append": [{"role": "user", "content": "more"}]})
+        again = http.post(
+            "/v2/policies/trainer/sample",
+            json={"episode_id": "e1", "version": {"exact": 4}, "append": [{"role": "user", "content": "more"}]},
+        )
         assert again.status_code == 404 or again.json()["error"]["code"] in {"NOT_FOUND", "VALIDATION_FAILED"}
 
         # Nothing is created, trained, checkpointed or deleted through it.
@@ -45,7 +62,16 @@ def test_the_live_model_is_sampled_and_scored_as_it_is_and_its_version_is_the_tr
             res = http.request(method, path, json=body)
             assert (res.status_code, res.json()["error"]["code"]) == (409, "NOT_TRAINED_HERE"), path
         update = {
-            "datums": [{"sample_id": "s", "group_id": "g", "ids": ids, "loss_mask": [0] * len(ids), "behaviour_logprobs": [0.0] * len(ids), "advantage": 1.0}],
+            "datums": [
+                {
+                    "sample_id": "s",
+                    "group_id": "g",
+                    "ids": ids,
+                    "loss_mask": [0] * len(ids),
+                    "behaviour_logprobs": [0.0] * len(ids),
+                    "advantage": 1.0,
+                }
+            ],
             "base_version": 4,
             "optim": {"lr": 1e-3},
         }

@@ -23,9 +23,16 @@ def test_parts_of_different_widths_are_left_padded_with_zeros_and_stacked_in_ord
     assert mask.shape == (6, 7) and layers[1][0].shape == (6, 2, 7, 3)
     for j in range(2):
         for side in range(2):
-            expected = torch.cat([torch.cat([p[0][j][side].new_zeros(p[1].shape[0], 2, 7 - p[1].shape[1], 3), p[0][j][side]], dim=2) for p in parts])
+            expected = torch.cat(
+                [
+                    torch.cat([p[0][j][side].new_zeros(p[1].shape[0], 2, 7 - p[1].shape[1], 3), p[0][j][side]], dim=2)
+                    for p in parts
+                ]
+            )
             assert torch.equal(layers[j][side], expected)
-    assert torch.equal(mask, torch.cat([torch.cat([m.new_zeros(m.shape[0], 7 - m.shape[1]), m], dim=1) for _, m in parts]))
+    assert torch.equal(
+        mask, torch.cat([torch.cat([m.new_zeros(m.shape[0], 7 - m.shape[1]), m], dim=1) for _, m in parts])
+    )
 
 
 CYCLES = """
@@ -52,6 +59,9 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 def test_kept_freed_memory_is_reused_without_faulting_it_in_again():
     # Each block a little larger than the last, as a running batch's keys and values grow: by
     # default each one is mapped afresh and faulted in (2,560 pages and more each).
-    faults = {how: int(subprocess.run([sys.executable, "-c", CYCLES, how], check=True, capture_output=True, text=True).stdout) for how in ("default", "keep")}
+    faults = {
+        how: int(subprocess.run([sys.executable, "-c", CYCLES, how], check=True, capture_output=True, text=True).stdout)
+        for how in ("default", "keep")
+    }
     assert faults["default"] > 10 * 2560
     assert faults["keep"] < 2560 + 10 * 64 * 2

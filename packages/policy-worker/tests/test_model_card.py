@@ -38,7 +38,11 @@ def test_healthz_counts_every_token_sampled(client):
     assert client.put("/v2/policies/p1", json=SPEC).status_code == 201
     drawn = 0
     for seed in (3, 4):
-        body = {"episode_id": f"e{seed}", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": seed}}
+        body = {
+            "episode_id": f"e{seed}",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": seed},
+        }
         drawn += len(client.post("/v2/policies/p1/sample", json=body).json()["completion"]["ids"])
     assert drawn > 0
     assert client.get("/healthz").json()["sampler"]["tokens"] == drawn

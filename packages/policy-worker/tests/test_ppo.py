@@ -29,7 +29,9 @@ def test_surrogate_clips_the_ratio_and_masks_environment_tokens():
 
 def test_token_weights_scale_each_tokens_advantage():
     # Issue 59 item 3: a row re-scored in H0's context carries per-token weights (0.5, 2) on its advantage.
-    surr, clip, _ = ppo.datum_terms(NEW, OLD, None, MASK, 2.0 * torch.tensor([0.5, 2.0, 1.0]), ppo.Loss(clip_low=0.2, clip_high=0.2))
+    surr, clip, _ = ppo.datum_terms(
+        NEW, OLD, None, MASK, 2.0 * torch.tensor([0.5, 2.0, 1.0]), ppo.Loss(clip_low=0.2, clip_high=0.2)
+    )
     # Token 0: clipped 1.2 × (2 × 0.5); token 1: ratio 1 × (2 × 2); token 2: masked.
     assert surr.tolist() == pytest.approx([-1.2, -4.0, 0.0])
     assert clip.tolist() == [1.0, 0.0, 0.0]
@@ -42,7 +44,9 @@ def test_the_k3_kl_term_is_the_estimate_of_kl_to_the_reference_and_a_cost():
     assert all(k >= 0 for k in kl.tolist())
     surr = torch.tensor([-2.4, -2.0, 0.0])
     # The penalty raises the loss to minimise: 0.25 × (-4.4 + 0.5 × Σk3).
-    assert float(ppo.datum_loss(surr, kl, 0.25, ppo.Loss(kl_coef=0.5))) == pytest.approx(0.25 * (-4.4 + 0.5 * sum(k3)), abs=1e-6)
+    assert float(ppo.datum_loss(surr, kl, 0.25, ppo.Loss(kl_coef=0.5))) == pytest.approx(
+        0.25 * (-4.4 + 0.5 * sum(k3)), abs=1e-6
+    )
     assert float(ppo.datum_loss(surr, kl, 0.25, ppo.Loss(kl_coef=0.0))) == pytest.approx(0.25 * -4.4)
 
 
@@ -65,14 +69,31 @@ def test_an_update_reports_the_loss_computed_by_hand_from_the_scored_logprobs(cl
     client.put("/v2/policies/p1", json=SPEC)
     datums = []
     for i, advantage in enumerate([1.5, -0.5]):
-        sample = client.post("/v2/policies/p1/sample", json={"episode_id": f"e{i}", "messages": [{"role": "user", "content": f"hi {i}"}], "sampling": {"max_tokens": 4, "seed": i}}).json()
+        sample = client.post(
+            "/v2/policies/p1/sample",
+            json={
+                "episode_id": f"e{i}",
+                "messages": [{"role": "user", "content": f"hi {i}"}],
+                "sampling": {"max_tokens": 4, "seed": i},
+            },
+        ).json()
         d = datum_from(sample, advantage, f"s{i}")
-        d["behaviour_logprobs"] = [lp - 0.3 * (j % 2) if m else lp for j, (lp, m) in enumerate(zip(d["behaviour_logprobs"], d["loss_mask"], strict=True))]
+        d["behaviour_logprobs"] = [
+            lp - 0.3 * (j % 2) if m else lp
+            for j, (lp, m) in enumerate(zip(d["behaviour_logprobs"], d["loss_mask"], strict=True))
+        ]
         datums.append(d)
-    new = [client.post("/v2/policies/p1/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0] for d in datums]
+    new = [
+        client.post("/v2/policies/p1/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0]
+        for d in datums
+    ]
     loss = {"clip_low": 0.2, "clip_high": 0.28, "agg": "sequence-mean", "kl_coef": 0.1}
     # Act
-    job = client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": datums, "loss": loss, "optim": {"lr": 1e-3}}, headers={"Idempotency-Key": "k"}).json()
+    job = client.post(
+        "/v2/policies/p1/updates",
+        json={"base_version": 0, "datums": datums, "loss": loss, "optim": {"lr": 1e-3}},
+        headers={"Idempotency-Key": "k"},
+    ).json()
     for _ in range(200):
         done = client.get(f"/v2/updates/{job['update_id']}?wait=5").json()
         if done["status"] != "queued" and done["status"] != "running":
@@ -81,7 +102,9 @@ def test_an_update_reports_the_loss_computed_by_hand_from_the_scored_logprobs(cl
     expected = 0.0
     for d, lp in zip(datums, new, strict=True):
         terms = [
-            -min(math.exp(n - o) * d["advantage"], min(max(math.exp(n - o), 1 - 0.2), 1 + 0.28) * d["advantage"]) for n, o, m in zip(lp, d["behaviour_logprobs"], d["loss_mask"], strict=True) if m
+            -min(math.exp(n - o) * d["advantage"], min(max(math.exp(n - o), 1 - 0.2), 1 + 0.28) * d["advantage"])
+            for n, o, m in zip(lp, d["behaviour_logprobs"], d["loss_mask"], strict=True)
+            if m
         ]
         expected += sum(terms) / (len(datums) * len(terms))
     assert done["status"] == "done", done

@@ -29,11 +29,26 @@ def test_create_is_idempotent_and_a_different_spec_conflicts(client):
 
 def test_sample_keeps_the_episode_prefix_and_returns_per_token_logprobs(client):
     client.put("/v2/policies/p1", json=SPEC)
-    first = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "sampling": {"max_tokens": 8, "seed": 3}}).json()
+    first = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e1",
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": TOOLS,
+            "sampling": {"max_tokens": 8, "seed": 3},
+        },
+    ).json()
     comp = first["completion"]
     assert len(comp["ids"]) == len(comp["logprobs"]) and all(lp <= 0 for lp in comp["logprobs"])
     assert first["policy_version"] == 0
-    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "append": [{"role": "tool", "content": "ok"}], "sampling": {"max_tokens": 4, "seed": 4}}).json()
+    second = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e1",
+            "append": [{"role": "tool", "content": "ok"}],
+            "sampling": {"max_tokens": 4, "seed": 4},
+        },
+    ).json()
     episode = client.policies.policies["p1"].episodes["e1"]
     assert episode.ids == first["prompt_ids"] + comp["ids"] + second["prompt_ids"] + second["completion"]["ids"]
     # The next turn starts with what the template closes a turn with (forced, never sampled), then the tool message's delta.
@@ -48,14 +63,29 @@ def test_replay_rebuilds_an_episode_exactly_and_scores_it_under_other_messages(c
     # Prepare: a two-turn episode
     client.put("/v2/policies/p1", json=SPEC)
     messages = [{"role": "system", "content": "sibling system text"}, {"role": "user", "content": "hi"}]
-    first = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "messages": messages, "tools": TOOLS, "sampling": {"max_tokens": 8, "seed": 3}}).json()
+    first = client.post(
+        "/v2/policies/p1/sample",
+        json={"episode_id": "e1", "messages": messages, "tools": TOOLS, "sampling": {"max_tokens": 8, "seed": 3}},
+    ).json()
     append = [{"role": "tool", "content": "ok [harness] a note"}]
-    second = client.post("/v2/policies/p1/sample", json={"episode_id": "e1", "append": append, "sampling": {"max_tokens": 6, "seed": 4}}).json()
-    turns = [{"completion_ids": first["completion"]["ids"]}, {"append": append, "completion_ids": second["completion"]["ids"]}]
+    second = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "e1", "append": append, "sampling": {"max_tokens": 6, "seed": 4}}
+    ).json()
+    turns = [
+        {"completion_ids": first["completion"]["ids"]},
+        {"append": append, "completion_ids": second["completion"]["ids"]},
+    ]
     # Act: the same messages, then H0's (no system text, no note)
-    same = client.post("/v2/policies/p1/replay", json={"version": {"exact": 0}, "messages": messages, "tools": TOOLS, "turns": turns})
-    base_turns = [turns[0], {"append": [{"role": "tool", "content": "ok"}], "completion_ids": turns[1]["completion_ids"]}]
-    base = client.post("/v2/policies/p1/replay", json={"messages": messages[1:], "tools": TOOLS, "turns": base_turns}).json()["turns"]
+    same = client.post(
+        "/v2/policies/p1/replay", json={"version": {"exact": 0}, "messages": messages, "tools": TOOLS, "turns": turns}
+    )
+    base_turns = [
+        turns[0],
+        {"append": [{"role": "tool", "content": "ok"}], "completion_ids": turns[1]["completion_ids"]},
+    ]
+    base = client.post(
+        "/v2/policies/p1/replay", json={"messages": messages[1:], "tools": TOOLS, "turns": base_turns}
+    ).json()["turns"]
     # Assess: the same ids and (up to batching) the same log-probabilities; other prompts under H0's messages
     assert same.status_code == 200
     got = same.json()["turns"]
@@ -64,7 +94,9 @@ def test_replay_rebuilds_an_episode_exactly_and_scores_it_under_other_messages(c
         assert max(abs(a - b) for a, b in zip(t["logprobs"], s["completion"]["logprobs"])) < 1e-4
     assert base[0]["prompt_ids"] != first["prompt_ids"] and len(base[1]["prompt_ids"]) < len(second["prompt_ids"])
     assert [len(t["logprobs"]) for t in base] == [len(first["completion"]["ids"]), len(second["completion"]["ids"])]
-    stale = client.post("/v2/policies/p1/replay", json={"version": {"exact": 3}, "messages": messages, "turns": turns[:1]})
+    stale = client.post(
+        "/v2/policies/p1/replay", json={"version": {"exact": 3}, "messages": messages, "turns": turns[:1]}
+    )
     assert stale.status_code == 409
     bad = client.post("/v2/policies/p1/replay", json={"messages": messages, "turns": [{"completion_ids": [10**7]}]})
     assert bad.status_code == 400 and "outside the vocabulary" in bad.json()["error"]["message"]
@@ -72,7 +104,14 @@ def test_replay_rebuilds_an_episode_exactly_and_scores_it_under_other_messages(c
 
 def test_sampler_and_trainer_logprobs_agree_on_the_same_weights(client):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "target"}], "sampling": {"max_tokens": 16, "seed": 5}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "target"}],
+            "sampling": {"max_tokens": 16, "seed": 5},
+        },
+    ).json()
     ids = s["prompt_ids"] + s["completion"]["ids"]
     scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": ids}]}).json()["logprobs"][0]
     n = len(s["prompt_ids"])
@@ -82,7 +121,14 @@ def test_sampler_and_trainer_logprobs_agree_on_the_same_weights(client):
 
 def test_update_is_an_idempotent_job_and_a_stale_base_is_409(client):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 8, "seed": 1},
+        },
+    ).json()
     body = {"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}}
     first = client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "k1"})
     assert first.status_code == 202
@@ -95,26 +141,61 @@ def test_update_is_an_idempotent_job_and_a_stale_base_is_409(client):
     assert client.get("/v2/policies/p1").json()["version"] == 1
     stale = client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "k2"})
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "STALE_POLICY_VERSION"
-    assert client.post("/v2/policies/p1/sample", json={"episode_id": "x", "version": {"exact": 0}, "messages": [{"role": "user", "content": "hi"}]}).status_code == 409
+    assert (
+        client.post(
+            "/v2/policies/p1/sample",
+            json={"episode_id": "x", "version": {"exact": 0}, "messages": [{"role": "user", "content": "hi"}]},
+        ).status_code
+        == 409
+    )
 
 
 def test_positive_advantage_raises_the_sampled_tokens_probability_and_negative_lowers_it(client):
     for sign, pid in ((1.0, "up"), (-1.0, "down")):
         client.put(f"/v2/policies/{pid}", json=SPEC)
-        s = client.post(f"/v2/policies/{pid}/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 9}}).json()
+        s = client.post(
+            f"/v2/policies/{pid}/sample",
+            json={
+                "episode_id": "e",
+                "messages": [{"role": "user", "content": "hi"}],
+                "sampling": {"max_tokens": 8, "seed": 9},
+            },
+        ).json()
         d = datum_from(s, sign)
-        before = sum(client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0])
-        r = client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2, "epochs": 3}, "loss": {"clip_high": 10}}, headers={"Idempotency-Key": pid})
+        before = sum(
+            client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0]
+        )
+        r = client.post(
+            f"/v2/policies/{pid}/updates",
+            json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2, "epochs": 3}, "loss": {"clip_high": 10}},
+            headers={"Idempotency-Key": pid},
+        )
         wait(client, r.json()["update_id"])
-        after = sum(client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0])
+        after = sum(
+            client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0]
+        )
         assert (after - before) * sign > 0
 
 
 def test_kl_to_the_base_model_is_measured_with_the_adapter_disabled(client):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 8, "seed": 1},
+        },
+    ).json()
     r = client.post(
-        "/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}, "loss": {"kl_coef": 0.1, "agg": "sequence-mean"}}, headers={"Idempotency-Key": "kl"}
+        "/v2/policies/p1/updates",
+        json={
+            "base_version": 0,
+            "datums": [datum_from(s, 1.0)],
+            "optim": {"lr": 1e-2},
+            "loss": {"kl_coef": 0.1, "agg": "sequence-mean"},
+        },
+        headers={"Idempotency-Key": "kl"},
     )
     job = wait(client, r.json()["update_id"])
     assert job["status"] == "done" and abs(job["metrics"]["kl"]) < 1e-6  # a fresh LoRA (B = 0) equals the base
@@ -124,7 +205,20 @@ def test_bad_bodies_are_400_with_issues(client):
     client.put("/v2/policies/p1", json=SPEC)
     bad = client.post(
         "/v2/policies/p1/updates",
-        json={"base_version": 0, "datums": [{"sample_id": "s", "group_id": "g", "ids": [1, 2], "loss_mask": [1, 1], "behaviour_logprobs": [0, 0], "advantage": 1}], "optim": {"lr": 1e-3}},
+        json={
+            "base_version": 0,
+            "datums": [
+                {
+                    "sample_id": "s",
+                    "group_id": "g",
+                    "ids": [1, 2],
+                    "loss_mask": [1, 1],
+                    "behaviour_logprobs": [0, 0],
+                    "advantage": 1,
+                }
+            ],
+            "optim": {"lr": 1e-3},
+        },
         headers={"Idempotency-Key": "b"},
     )
     assert bad.status_code == 400
@@ -143,19 +237,47 @@ def test_delete_frees_the_policy_and_its_files(client, tmp_path):
 
 def test_chat_completions_facade_returns_token_ids_and_logprobs(client):
     client.put("/v2/policies/p1", json=SPEC)
-    r = client.post("/v1/chat/completions", json={"model": "p1@v0", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "max_tokens": 6, "seed": 2, "logprobs": True})
+    r = client.post(
+        "/v1/chat/completions",
+        json={
+            "model": "p1@v0",
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": TOOLS,
+            "max_tokens": 6,
+            "seed": 2,
+            "logprobs": True,
+        },
+    )
     assert r.status_code == 200
     body = r.json()
     choice = body["choices"][0]
     assert body["model"] == "p1@v0" and len(choice["token_ids"]) == body["usage"]["completion_tokens"] >= 1
     assert len(choice["logprobs"]["content"]) == len(choice["token_ids"])
-    assert body["prompt_token_ids"] == client.post("/v2/policies/p1/render", json={"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "add_generation_prompt": True}).json()["ids"]
-    assert client.post("/v1/chat/completions", json={"model": "p1@v3", "messages": [{"role": "user", "content": "hi"}]}).status_code == 404
-    assert client.post("/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]}).status_code == 404
+    assert (
+        body["prompt_token_ids"]
+        == client.post(
+            "/v2/policies/p1/render",
+            json={"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "add_generation_prompt": True},
+        ).json()["ids"]
+    )
+    assert (
+        client.post(
+            "/v1/chat/completions", json={"model": "p1@v3", "messages": [{"role": "user", "content": "hi"}]}
+        ).status_code
+        == 404
+    )
+    assert (
+        client.post(
+            "/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]}
+        ).status_code
+        == 404
+    )
 
 
 def test_tool_calls_are_parsed_and_malformed_ones_reported():
-    content, calls, err = parse_tool_calls('I will answer. <tool_call>{"name": "submit", "arguments": {"answer": "yes"}}</tool_call>', "hermes")
+    content, calls, err = parse_tool_calls(
+        'I will answer. <tool_call>{"name": "submit", "arguments": {"answer": "yes"}}</tool_call>', "hermes"
+    )
     assert content == "I will answer." and err is None
     assert calls[0]["function"] == {"name": "submit", "arguments": '{"answer": "yes"}'}
     assert parse_tool_calls("<tool_call>{not json}</tool_call>", "hermes")[2].startswith("tool call 0 is not JSON")
@@ -170,7 +292,14 @@ def _weights(client, pid):
 
 def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": 1},
+        },
+    ).json()
     good = datum_from(s, 1.0)
     vocab = client.policies.adapted.vocab_size()
     cases = {
@@ -181,8 +310,14 @@ def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
         "same length": {**good, "loss_mask": good["loss_mask"][:-1]},
     }
     for field, datum in cases.items():
-        body = json.dumps({"base_version": 0, "datums": [datum], "optim": {"lr": 1e-2}})  # NaN and -Infinity as Python's json writes them
-        r = client.post("/v2/policies/p1/updates", content=body, headers={"Idempotency-Key": field, "content-type": "application/json"})
+        body = json.dumps(
+            {"base_version": 0, "datums": [datum], "optim": {"lr": 1e-2}}
+        )  # NaN and -Infinity as Python's json writes them
+        r = client.post(
+            "/v2/policies/p1/updates",
+            content=body,
+            headers={"Idempotency-Key": field, "content-type": "application/json"},
+        )
         assert r.status_code == 400, field
         assert field in str(r.json()["error"]), (field, r.json())
     scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": [1, vocab + 5]}]})
@@ -190,11 +325,20 @@ def test_non_finite_and_out_of_range_numbers_are_400_naming_the_field(client):
     assert client.get("/v2/policies/p1").json()["version"] == 0
 
 
-def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and_optimizer_untouched(client, monkeypatch):
+def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and_optimizer_untouched(
+    client, monkeypatch
+):
     from harness_s_worker import ppo as module
 
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": 1},
+        },
+    ).json()
     body = {"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2, "epochs": 3}}
     before = _weights(client, "p1")
     real = module.datum_terms
@@ -206,26 +350,59 @@ def test_an_update_whose_loss_is_not_finite_fails_and_leaves_version_adapter_and
         return (surr * float("nan") if calls["n"] >= 2 else surr), clip, kl
 
     monkeypatch.setattr(module, "datum_terms", poisoned)
-    job = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "nan"}).json()["update_id"])
+    job = wait(
+        client,
+        client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "nan"}).json()["update_id"],
+    )
     assert job["status"] == "failed" and "not finite" in job["error"]
     assert client.get("/v2/policies/p1").json()["version"] == 0
     assert all(bool((a == b).all()) for a, b in zip(before, _weights(client, "p1")))
     assert client.policies.policies["p1"].optimizer.state_dict()["state"] == {}
     monkeypatch.setattr(module, "datum_terms", real)
-    ok = wait(client, client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "after"}).json()["update_id"])
+    ok = wait(
+        client,
+        client.post("/v2/policies/p1/updates", json=body, headers={"Idempotency-Key": "after"}).json()["update_id"],
+    )
     assert ok["status"] == "done" and ok["version"] == 1
     assert len(ok["metrics"]["epochs"]) == 3
-    assert client.post("/v2/policies/p1/sample", json={"episode_id": "e2", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 4}}).status_code == 200
+    assert (
+        client.post(
+            "/v2/policies/p1/sample",
+            json={"episode_id": "e2", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 4}},
+        ).status_code
+        == 200
+    )
 
 
 def test_an_extreme_behaviour_logprob_cannot_poison_the_policy(client):
     client.put("/v2/policies/p1", json=SPEC)
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
+    s = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": 1},
+        },
+    ).json()
     d = datum_from(s, -1.0)
     d["behaviour_logprobs"] = d["behaviour_logprobs"][:-1] + [-1e4]
-    job = wait(client, client.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 1e-2}}, headers={"Idempotency-Key": "x"}).json()["update_id"])
+    job = wait(
+        client,
+        client.post(
+            "/v2/policies/p1/updates",
+            json={"base_version": 0, "datums": [d], "optim": {"lr": 1e-2}},
+            headers={"Idempotency-Key": "x"},
+        ).json()["update_id"],
+    )
     assert job["status"] == "done", job  # the clamped ratio keeps the loss finite: the update applies
-    after = client.post("/v2/policies/p1/sample", json={"episode_id": "e2", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 2}})
+    after = client.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e2",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": 2},
+        },
+    )
     assert after.status_code == 200
     assert all(lp == lp and lp <= 0 for lp in after.json()["completion"]["logprobs"])
     scored = client.post("/v2/policies/p1/score", json={"sequences": [{"ids": d["ids"]}]})
@@ -256,11 +433,19 @@ def test_caps_bodies_context_and_base_model_are_4xx_with_a_code_and_the_worker_k
     assert c.post("/v2/policies/a/sample", json={"episode_id": "e2", **first}).status_code == 200
     full = c.post("/v2/policies/a/sample", json={"episode_id": "e3", **first})
     assert full.status_code == 429 and full.json()["error"]["code"] == "CAPACITY_EXCEEDED"
-    big = c.post("/v2/policies/b/sample", json={"episode_id": "big", "messages": [{"role": "user", "content": "x" * 300_000}]})
+    big = c.post(
+        "/v2/policies/b/sample", json={"episode_id": "big", "messages": [{"role": "user", "content": "x" * 300_000}]}
+    )
     assert big.status_code == 413 and big.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
-    chunked = c.post("/v2/policies/b/sample", content=iter([b'{"episode_id": "c", "messages": [{"role": "user", "content": "', b"x" * 250_000, b'"}]}']), headers={"content-type": "application/json"})
+    chunked = c.post(
+        "/v2/policies/b/sample",
+        content=iter([b'{"episode_id": "c", "messages": [{"role": "user", "content": "', b"x" * 250_000, b'"}]}']),
+        headers={"content-type": "application/json"},
+    )
     assert chunked.status_code == 413
-    long = c.post("/v2/policies/b/sample", json={"episode_id": "long", "messages": [{"role": "user", "content": "word " * 9000}]})
+    long = c.post(
+        "/v2/policies/b/sample", json={"episode_id": "long", "messages": [{"role": "user", "content": "word " * 9000}]}
+    )
     assert long.status_code == 400 and "context" in long.json()["error"]["message"]
     assert c.get("/healthz").status_code == 200
     assert c.post("/v2/policies/b/sample", json={"episode_id": "ok", **first}).status_code == 200
@@ -269,8 +454,22 @@ def test_caps_bodies_context_and_base_model_are_4xx_with_a_code_and_the_worker_k
 def test_a_checkpoint_restores_adapter_optimizer_and_version_on_a_fresh_worker(tmp_path):
     first = _client(tmp_path)
     first.put("/v2/policies/p1", json=SPEC)
-    s = first.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 6, "seed": 1}}).json()
-    done = wait(first, first.post("/v2/policies/p1/updates", json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2}}, headers={"Idempotency-Key": "u"}).json()["update_id"])
+    s = first.post(
+        "/v2/policies/p1/sample",
+        json={
+            "episode_id": "e",
+            "messages": [{"role": "user", "content": "hi"}],
+            "sampling": {"max_tokens": 6, "seed": 1},
+        },
+    ).json()
+    done = wait(
+        first,
+        first.post(
+            "/v2/policies/p1/updates",
+            json={"base_version": 0, "datums": [datum_from(s, 1.0)], "optim": {"lr": 5e-2}},
+            headers={"Idempotency-Key": "u"},
+        ).json()["update_id"],
+    )
     assert done["version"] == 1
     saved = first.post("/v2/policies/p1/checkpoints").json()
     assert saved["checkpoint"] == "p1/v1"
@@ -281,7 +480,10 @@ def test_a_checkpoint_restores_adapter_optimizer_and_version_on_a_fresh_worker(t
     assert restored.status_code == 201 and restored.json()["version"] == 1
     got = fresh.post("/v2/policies/p1-again/score", json=probe).json()["logprobs"][0]
     assert max(abs(a - b) for a, b in zip(got, expected)) < 1e-6
-    old, new = first.policies.policies["p1"].optimizer.state_dict(), fresh.policies.policies["p1-again"].optimizer.state_dict()
+    old, new = (
+        first.policies.policies["p1"].optimizer.state_dict(),
+        fresh.policies.policies["p1-again"].optimizer.state_dict(),
+    )
     assert all(bool((old["state"][k]["exp_avg"] == new["state"][k]["exp_avg"]).all()) for k in old["state"])
     for bad in ("../../etc", "p1/v7", "/tmp"):
         assert fresh.put(f"/v2/policies/bad-{len(bad)}", json={**SPEC, "init_from": bad}).status_code == 400
@@ -294,17 +496,28 @@ def test_the_ratio_uses_the_behaviour_logprobs_and_the_clip_stops_what_is_past_i
     for pid, shift in (("off", 1.0), ("on", 0.0)):
         # A fresh adapter and a fresh optimizer: AdamW moves nothing on a zero gradient.
         client.put(f"/v2/policies/{pid}", json=SPEC)
-        s = client.post(f"/v2/policies/{pid}/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"max_tokens": 8, "seed": 4}}).json()
+        s = client.post(
+            f"/v2/policies/{pid}/sample",
+            json={
+                "episode_id": "e",
+                "messages": [{"role": "user", "content": "hi"}],
+                "sampling": {"max_tokens": 8, "seed": 4},
+            },
+        ).json()
         d = datum_from(s, 1.0)
-        current = client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][0]
+        current = client.post(f"/v2/policies/{pid}/score", json={"sequences": [{"ids": d["ids"]}]}).json()["logprobs"][
+            0
+        ]
         n = len(s["prompt_ids"])
         d["behaviour_logprobs"] = [0.0] * n + [min(0.0, lp - shift) for lp in current[n:]]
         before = _weights(client, pid)
         job = wait(
             client,
-            client.post(f"/v2/policies/{pid}/updates", json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2}, "loss": {"clip_high": 0.2}}, headers={"Idempotency-Key": pid}).json()[
-                "update_id"
-            ],
+            client.post(
+                f"/v2/policies/{pid}/updates",
+                json={"base_version": 0, "datums": [d], "optim": {"lr": 5e-2}, "loss": {"clip_high": 0.2}},
+                headers={"Idempotency-Key": pid},
+            ).json()["update_id"],
         )
         moved = max(float((a - b).abs().max()) for a, b in zip(before, _weights(client, pid)))
         if shift:
@@ -331,7 +544,13 @@ def test_the_sampler_returns_the_logprobs_of_the_distribution_it_sampled_from(cl
             json={
                 "episode_id": f"t{temperature}-{top_p}",
                 "messages": [{"role": "user", "content": "hi"}],
-                "sampling": {"temperature": temperature, "top_p": top_p, "max_tokens": 12, "seed": 3, "purpose": purpose},
+                "sampling": {
+                    "temperature": temperature,
+                    "top_p": top_p,
+                    "max_tokens": 12,
+                    "seed": 3,
+                    "purpose": purpose,
+                },
             },
         ).json()
         prefix, ids = s["prompt_ids"], s["completion"]["ids"]
@@ -371,7 +590,9 @@ def test_each_token_is_drawn_from_the_distribution_whose_logprob_is_reported():
     logits = torch.randn(2, 50, generator=torch.Generator().manual_seed(0)) * 3
     for temperature, top_p in ((0.5, 1.0), (1.7, 1.0), (1.0, 0.7)):
         for seed in range(40):
-            tokens, logprobs = draw(logits, [SamplingRule(temperature, top_p)] * 2, [random.Random(seed), random.Random(seed + 1000)])
+            tokens, logprobs = draw(
+                logits, [SamplingRule(temperature, top_p)] * 2, [random.Random(seed), random.Random(seed + 1000)]
+            )
             for row in range(2):
                 reported = nucleus(logits[row], temperature, top_p)
                 u = 1.0 - random.Random(seed + 1000 * row).random()
@@ -383,7 +604,10 @@ def test_each_token_is_drawn_from_the_distribution_whose_logprob_is_reported():
 
 def test_a_training_sample_away_from_temperature_1_is_refused(client):
     client.put("/v2/policies/p1", json=SPEC)
-    r = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": 0.7}})
+    r = client.post(
+        "/v2/policies/p1/sample",
+        json={"episode_id": "e", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": 0.7}},
+    )
     assert r.status_code == 400 and "purpose" in r.json()["error"]["message"]
 
 
@@ -392,8 +616,18 @@ def test_a_stale_version_409_states_the_version_held_and_the_one_wanted(client):
     hi = [{"role": "user", "content": "hi"}]
     sample = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "version": {"exact": 3}, "messages": hi})
     below = client.post("/v2/policies/p1/sample", json={"episode_id": "e", "version": {"min": 2}, "messages": hi})
-    s = client.post("/v2/policies/p1/sample", json={"episode_id": "f", "messages": hi, "sampling": {"max_tokens": 4, "seed": 1}}).json()
-    update = client.post("/v2/policies/p1/updates", json={"base_version": 5, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}}, headers={"Idempotency-Key": "k"})
+    s = client.post(
+        "/v2/policies/p1/sample", json={"episode_id": "f", "messages": hi, "sampling": {"max_tokens": 4, "seed": 1}}
+    ).json()
+    update = client.post(
+        "/v2/policies/p1/updates",
+        json={"base_version": 5, "datums": [datum_from(s, 1.0)], "optim": {"lr": 1e-2}},
+        headers={"Idempotency-Key": "k"},
+    )
     for res, wanted in [(sample, 3), (below, 2), (update, 5)]:
         assert res.status_code == 409
-        assert {k: res.json()["error"][k] for k in ["code", "held_version", "wanted_version"]} == {"code": "STALE_POLICY_VERSION", "held_version": 0, "wanted_version": wanted}
+        assert {k: res.json()["error"][k] for k in ["code", "held_version", "wanted_version"]} == {
+            "code": "STALE_POLICY_VERSION",
+            "held_version": 0,
+            "wanted_version": wanted,
+        }

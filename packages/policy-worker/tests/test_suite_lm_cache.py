@@ -23,5 +23,11 @@ def test_a_cached_ask_reads_the_record_and_imports_no_torch(tmp_path: Path) -> N
     folder = tmp_path / f"suite-lm-{recipe_hash(Recipe(size='toy'), b'data')}"
     folder.mkdir()
     (folder / "suite-lm.json").write_text(json.dumps({"weights_sha256": "abc"}))
-    out = subprocess.run([sys.executable, "-c", ASK, str(tmp_path)], check=True, capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", ASK, str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[1],
+    )
     assert json.loads(out.stdout) == {"cached": True, "weights": "abc", "torch": False}

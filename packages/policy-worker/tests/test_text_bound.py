@@ -46,7 +46,11 @@ def seen(monkeypatch):
 
 def post(client, path, body):
     """A POST of an encoded body (its encoding is the caller's work, not the worker's)."""
-    return client.post(path, content=body if isinstance(body, bytes) else json.dumps(body).encode(), headers={"content-type": "application/json"})
+    return client.post(
+        path,
+        content=body if isinstance(body, bytes) else json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
 
 
 def cpu_of(call):
@@ -57,7 +61,10 @@ def cpu_of(call):
 
 def normal_cpu(client):
     """The CPU of one normal turn (the median of three), the unit the refusals are measured in."""
-    times = sorted(cpu_of(lambda i=i: post(client, "/v2/policies/p/sample", {"episode_id": f"n{i}", **NORMAL}))[0] for i in range(3))
+    times = sorted(
+        cpu_of(lambda i=i: post(client, "/v2/policies/p/sample", {"episode_id": f"n{i}", **NORMAL}))[0]
+        for i in range(3)
+    )
     return times[1]
 
 
@@ -78,14 +85,22 @@ def sampled_with_peak(client, body):
 def test_an_8_mb_message_is_refused_for_about_a_normal_turns_cpu_and_memory(client):
     client.put("/v2/policies/p", json=SPEC)
     unit = normal_cpu(client)
-    huge = json.dumps({"episode_id": "big", "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}], "sampling": {"max_tokens": 16}}).encode()
+    huge = json.dumps(
+        {
+            "episode_id": "big",
+            "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}],
+            "sampling": {"max_tokens": 16},
+        }
+    ).encode()
     # Past the text any context of this model can hold, as JSON: refused by its length before it is read whole.
     cpu, peak, res = sampled_with_peak(client, huge)
     assert cpu < 3 * unit + 0.05, (cpu, unit)
     assert peak < len(huge) // 4, peak  # at d06641f: the ids of 6.7M tokens, many times the input
     assert code(res) == (413, "PAYLOAD_TOO_LARGE"), res.text[:200]
     # Variant: a body the route reads (1 MB) whose text is past the context: 400 by its bytes, never tokenised.
-    medium = json.dumps({"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}).encode()
+    medium = json.dumps(
+        {"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}
+    ).encode()
     cpu, peak, res = sampled_with_peak(client, medium)
     assert cpu < 3 * unit + 0.05, (cpu, unit)
     assert peak < 8 * len(medium), (peak, len(medium))  # the body, its text and their parse; no ids
@@ -102,9 +117,21 @@ def test_text_past_the_context_never_reaches_the_template_or_the_tokenizer_on_an
         "sample (first turn)": post(client, "/v2/policies/p/sample", {"episode_id": "e2", "messages": over}),
         "sample (append)": post(client, "/v2/policies/p/sample", {"episode_id": "e", "append": over}),
         "render": post(client, "/v2/policies/p/render", {"messages": over}),
-        "replay": post(client, "/v2/policies/p/replay", {"messages": HI, "turns": [{"completion_ids": [5]}, {"append": over, "completion_ids": [5]}]}),
+        "replay": post(
+            client,
+            "/v2/policies/p/replay",
+            {"messages": HI, "turns": [{"completion_ids": [5]}, {"append": over, "completion_ids": [5]}]},
+        ),
         "chat completions": post(client, "/v1/chat/completions", {"model": "p", "messages": over}),
-        "a tool's schema": post(client, "/v2/policies/p/sample", {"episode_id": "e3", "messages": HI, "tools": [{"type": "function", "function": {"name": "f", "description": "d" * 60_000}}]}),
+        "a tool's schema": post(
+            client,
+            "/v2/policies/p/sample",
+            {
+                "episode_id": "e3",
+                "messages": HI,
+                "tools": [{"type": "function", "function": {"name": "f", "description": "d" * 60_000}}],
+            },
+        ),
     }
     assert seen["render"] < 5_000 and seen["encode"] < 5_000, seen
     assert {k: code(r) for k, r in refused.items()} == {k: (400, "CONTEXT_TOO_LONG") for k in refused}
@@ -117,29 +144,49 @@ def test_many_medium_messages_or_a_later_append_past_what_is_left_are_refused_by
     client.put("/v2/policies/p", json=SPEC)
     # 100 messages of 600 bytes: each far under the bound, together past it.
     many = [{"role": "user" if i % 2 == 0 else "assistant", "content": "y" * 600} for i in range(100)]
-    refused = [post(client, "/v2/policies/p/sample", {"episode_id": "many", "messages": many}), post(client, "/v1/chat/completions", {"model": "p", "messages": many})]
+    refused = [
+        post(client, "/v2/policies/p/sample", {"episode_id": "many", "messages": many}),
+        post(client, "/v1/chat/completions", {"model": "p", "messages": many}),
+    ]
     assert seen["encode"] < 5_000, seen
     assert [code(r) for r in refused] == [(400, "CONTEXT_TOO_LONG")] * 2
     # An episode of about 3,000 tokens, then an append of 20 kB: under what a whole context could
     # hold (49 kB), over what the ~1,000 tokens left of it can: refused before it is tokenised.
-    first = post(client, "/v2/policies/p/sample", {"episode_id": "long", "messages": [{"role": "user", "content": WORDS * 330}], "sampling": {"max_tokens": 8}})
+    first = post(
+        client,
+        "/v2/policies/p/sample",
+        {"episode_id": "long", "messages": [{"role": "user", "content": WORDS * 330}], "sampling": {"max_tokens": 8}},
+    )
     assert first.status_code == 200, first.text
     held = len(client.policies.get("p").episodes["long"].ids)
     assert 2_500 < held < 3_500, held
     seen["encode"] = 0
-    late = post(client, "/v2/policies/p/sample", {"episode_id": "long", "append": [{"role": "user", "content": WORDS * 870}], "sampling": {"max_tokens": 8}})
+    late = post(
+        client,
+        "/v2/policies/p/sample",
+        {"episode_id": "long", "append": [{"role": "user", "content": WORDS * 870}], "sampling": {"max_tokens": 8}},
+    )
     assert seen["encode"] < 5_000, seen
     assert code(late) == (400, "CONTEXT_TOO_LONG")
     assert "tokens left" in late.json()["error"]["message"]
     # What is left still takes an append that fits, and the episode is as it was.
-    assert post(client, "/v2/policies/p/sample", {"episode_id": "long", "append": HI, "sampling": {"max_tokens": 8}}).status_code == 200
+    assert (
+        post(
+            client, "/v2/policies/p/sample", {"episode_id": "long", "append": HI, "sampling": {"max_tokens": 8}}
+        ).status_code
+        == 200
+    )
 
 
 def test_a_sample_beside_an_8_mb_one_finishes_in_a_small_multiple_of_its_time_alone(client):
     client.put("/v2/policies/p", json=SPEC)
-    huge = json.dumps({"episode_id": "big", "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}]}).encode()
+    huge = json.dumps(
+        {"episode_id": "big", "messages": [{"role": "user", "content": "hello world " * (MB8 // 12)}]}
+    ).encode()
     # Variant: a body the route reads whole (1 MB), whose text is then refused by its bytes.
-    medium = json.dumps({"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}).encode()
+    medium = json.dumps(
+        {"episode_id": "mid", "messages": [{"role": "user", "content": "hello world " * 85_000}]}
+    ).encode()
 
     def timed(episode):
         start = time.perf_counter()
@@ -174,12 +221,21 @@ def test_a_slow_tokenisation_holds_up_no_other_request(client, monkeypatch):
         return encode(self, text)
 
     monkeypatch.setattr(ChatFormat, "_encode", slow)
-    slow_turn = threading.Thread(target=post, args=(client, "/v2/policies/p/sample", {"episode_id": "e", "append": [{"role": "user", "content": "SLOW"}], "sampling": {"max_tokens": 4}}))
+    slow_turn = threading.Thread(
+        target=post,
+        args=(
+            client,
+            "/v2/policies/p/sample",
+            {"episode_id": "e", "append": [{"role": "user", "content": "SLOW"}], "sampling": {"max_tokens": 4}},
+        ),
+    )
     answered = {}
 
     def others():
         answered["sample"] = post(client, "/v2/policies/p/sample", {"episode_id": "other", **NORMAL}).status_code
-        answered["chat"] = post(client, "/v1/chat/completions", {"model": "p", "messages": HI, "max_tokens": 4}).status_code
+        answered["chat"] = post(
+            client, "/v1/chat/completions", {"model": "p", "messages": HI, "max_tokens": 4}
+        ).status_code
 
     beside = threading.Thread(target=others)
     slow_turn.start()
@@ -207,7 +263,9 @@ def test_a_long_chat_is_keyed_in_one_pass_over_it(client, monkeypatch):
         return sha256(data, **kw)
 
     monkeypatch.setattr(facade.hashlib, "sha256", counting)
-    conversation = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "z" * 40} for i in range(301)]
+    conversation = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "z" * 40} for i in range(301)
+    ]
     size = len(json.dumps(conversation))
     post(client, "/v1/chat/completions", {"model": "p", "messages": conversation, "max_tokens": 2})
     assert hashed["bytes"] < 4 * size, (hashed["bytes"], size)  # at d06641f: ~150 times the conversation
@@ -215,7 +273,23 @@ def test_a_long_chat_is_keyed_in_one_pass_over_it(client, monkeypatch):
 
 # Texts to check the bound against: runs of whitespace, letters, CJK, emoji, combining marks,
 # mathematical letters and signs that normalisers shrink (the Kelvin sign, fullwidth digits).
-ALPHABET = [" ", "\n", "\t", "a", "Z", "é", "e\u0301", "\u4e2d", "\U0001f600", "\U0001d400", "\u212a", "\uff11", "\u1100\u1161\u11a8", "alpha", "<|im_end|>"]
+ALPHABET = [
+    " ",
+    "\n",
+    "\t",
+    "a",
+    "Z",
+    "é",
+    "e\u0301",
+    "\u4e2d",
+    "\U0001f600",
+    "\U0001d400",
+    "\u212a",
+    "\uff11",
+    "\u1100\u1161\u11a8",
+    "alpha",
+    "<|im_end|>",
+]
 
 
 def tokenizer_with(normalizer):
@@ -226,7 +300,11 @@ def tokenizer_with(normalizer):
 
 @pytest.mark.parametrize(
     "tok",
-    [build_tokenizer(), tokenizer_with(normalizers.NFKC()), tokenizer_with(normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()]))],
+    [
+        build_tokenizer(),
+        tokenizer_with(normalizers.NFKC()),
+        tokenizer_with(normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])),
+    ],
     ids=["byte-level", "nfkc", "nfc+lowercase"],
 )
 def test_the_bound_never_refuses_a_text_that_fits(tok):

@@ -68,7 +68,9 @@ def eos_report(trainer: Any, rows: list[dict[str, Any]], max_tokens: int) -> dic
     limit (its last sampled run `max_tokens` long: truncated, rightly masked); or stopped short of
     the limit without an EOS (one lost on the way)."""
     configured = getattr(trainer.model.generation_config, "eos_token_id", None)
-    eos = ({trainer.processing_class.eos_token_id} | set(configured if isinstance(configured, list) else [configured])) - {None}
+    eos = (
+        {trainer.processing_class.eos_token_id} | set(configured if isinstance(configured, list) else [configured])
+    ) - {None}
     out = {"ends_with_eos": 0, "eos_then_more": 0, "cut_at_limit": 0, "eos_dropped": 0}
     for w in rows:
         mask, ids = w["loss_mask"], w["completion_ids"]
@@ -109,11 +111,17 @@ def main() -> None:
         "replaced_rows": len(wanted),
         "replaced_rows_trained_as_returned": matched,
         "trained_rows": len(trained),
-        "insertions_at_mask_1": sum(1 for w in wanted for m, lp in zip(w["loss_mask"], w["logprobs"]) if m == 1 and lp == 0.0),
+        "insertions_at_mask_1": sum(
+            1 for w in wanted for m, lp in zip(w["loss_mask"], w["logprobs"]) if m == 1 and lp == 0.0
+        ),
         "weight_versions": sorted({(o.step, r.weight_version) for o in func.outcomes for r in o.rows}),
         "harnesses": sorted({r.harness_id for o in replaced for r in o.rows}),
         # What the trainer's own logger received (TRL's log history: W&B and TensorBoard get the same).
-        "logged": [{k: v for k, v in entry.items() if k.startswith("rescue/")} for entry in trainer.state.log_history if any(k.startswith("rescue/") for k in entry)],
+        "logged": [
+            {k: v for k, v in entry.items() if k.startswith("rescue/")}
+            for entry in trainer.state.log_history
+            if any(k.startswith("rescue/") for k in entry)
+        ],
         "eos": eos_report(trainer, wanted, args.max_tokens),
     }
     Path(report_path).write_text(json.dumps(report, indent=1))

@@ -94,7 +94,8 @@ export class LogLinearPolicy implements Policy {
   }
 
   async update(batch: UpdateBatch): Promise<UpdateResult> {
-    if (batch.baseVersion !== this.currentVersion) throw new StalePolicyVersionError(this.currentVersion, batch.baseVersion);
+    if (batch.baseVersion !== this.currentVersion)
+      throw new StalePolicyVersionError(this.currentVersion, batch.baseVersion);
     const s = batch.settings;
     const base = s.rescueContext === "base";
     const correction = CONTEXT_CORRECTIONS[base ? (s.rescueCorrection ?? "none") : "none"];
@@ -103,9 +104,17 @@ export class LogLinearPolicy implements Policy {
         .filter((st) => !st.forced && !(s.maskIntercepted && st.intercepted))
         .map((st) => {
           const hints = base ? st.observation.baseHints : st.observation.hints;
-          // A rebasing correction: the H0-context log-probability at the weights that sampled (this update's start) is the behaviour one.
-          const behaviourLogProb = correction.rebase ? Math.log(this.probabilities(st.observation, hints)[st.observation.tools.indexOf(st.action)]!) : st.logProb;
-          return { step: st, advantage: sample.advantage * correction.weight(behaviourLogProb, st.logProb), hints, behaviourLogProb };
+          // A rebasing correction: the H0-context log-probability at the weights that sampled (this update's start) is
+          // the behaviour one.
+          const behaviourLogProb = correction.rebase
+            ? Math.log(this.probabilities(st.observation, hints)[st.observation.tools.indexOf(st.action)]!)
+            : st.logProb;
+          return {
+            step: st,
+            advantage: sample.advantage * correction.weight(behaviourLogProb, st.logProb),
+            hints,
+            behaviourLogProb,
+          };
         }),
     );
     let loss = 0;
@@ -148,7 +157,10 @@ export class LogLinearPolicy implements Policy {
     }
     this.currentVersion++;
     const n = Math.max(1, steps.length);
-    return { version: this.currentVersion, metrics: { loss: loss / n, clippedFraction: clipped / n, kl: kl / n, steps: steps.length } };
+    return {
+      version: this.currentVersion,
+      metrics: { loss: loss / n, clippedFraction: clipped / n, kl: kl / n, steps: steps.length },
+    };
   }
 
   /** The trained weights, for saving and inspection. */

@@ -77,7 +77,8 @@ export function indexWeights(flat: ReadonlyMap<string, number>): WeightIndex {
 
 /** A row's weights for `tools`, in their order (0 where it has none). */
 function denseRow(row: Row, tools: readonly string[]): Float64Array {
-  if (row.dense?.tools !== tools) row.dense = { tools, values: Float64Array.from(tools, (a) => row.weights.get(a) ?? 0) };
+  if (row.dense?.tools !== tools)
+    row.dense = { tools, values: Float64Array.from(tools, (a) => row.weights.get(a) ?? 0) };
   return row.dense.values;
 }
 

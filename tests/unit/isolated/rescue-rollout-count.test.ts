@@ -4,19 +4,29 @@ import { PriceList, Prices } from "@harness-s/core/billing";
 import { DEFAULT_QUOTE_BASIS, quote } from "@harness-s/core/quoting";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { RescueRequest, startRescue } from "@harness-s/core/rescue";
-import { MemoryDecisionStore, MemoryPoolStore, MemoryProfileStore, MemoryQueue, MemoryRescueJobStore } from "@harness-s/adapters/stores";
+import {
+  MemoryDecisionStore,
+  MemoryPoolStore,
+  MemoryProfileStore,
+  MemoryQueue,
+  MemoryRescueJobStore,
+} from "@harness-s/adapters/stores";
 import { idleCallerPolicies, makeSpec, makeTask } from "../../factories.ts";
 
 // Issue 53, item 2: a rescue's rollout count has one definition, `rescueRollouts`. The quote
 // counts with it before routing, the job records and sends as many once routed. Below it is
 // redefined once (`redefined`) and quote, job and messages all follow.
-const redefined = vi.hoisted(() => ({ count: undefined as undefined | ((harnesses: number, perHarness: number) => number) }));
+const redefined = vi.hoisted(() => ({
+  count: undefined as undefined | ((harnesses: number, perHarness: number) => number),
+}));
 vi.mock("../../../packages/core/src/rescue/rescue-request.ts", async (original) => {
   const real = await original<typeof import("../../../packages/core/src/rescue/rescue-request.ts")>();
   return {
     ...real,
     rescueRollouts: (req: Parameters<typeof real.rescueRollouts>[0]) =>
-      redefined.count ? redefined.count(req.harnesses?.length ?? req.k, req.rolloutsPerHarness) : real.rescueRollouts(req),
+      redefined.count
+        ? redefined.count(req.harnesses?.length ?? req.k, req.rolloutsPerHarness)
+        : real.rescueRollouts(req),
   };
 });
 
@@ -59,7 +69,10 @@ const grid = [1, 2, 3, 5].flatMap((k) =>
       { k, rolloutsPerHarness },
       { k, rolloutsPerHarness, caller: callerRescue },
       { rolloutsPerHarness, harnesses: siblings.slice(0, k).map((s) => s.id) },
-    ].map((input) => ({ name: `${"harnesses" in input ? "named" : "caller" in input ? "caller" : "service"} k=${k} per harness=${rolloutsPerHarness}`, input })),
+    ].map((input) => ({
+      name: `${"harnesses" in input ? "named" : "caller" in input ? "caller" : "service"} k=${k} per harness=${rolloutsPerHarness}`,
+      input,
+    })),
   ),
 );
 
@@ -69,7 +82,9 @@ describe("a rescue's rollout count, one definition for the quote and the job", (
     const quoted = quote({ rescue: req }, DEFAULT_QUOTE_BASIS, prices).rollouts;
     expect(job.expected).toBe(quoted);
     expect(sent.map((m) => (m.type === "rollout.requested" ? m.body.index : -1))).toEqual([...Array(quoted).keys()]);
-    expect(quoted).toBe(((input as { k?: number }).k ?? (input as { harnesses: string[] }).harnesses.length) * input.rolloutsPerHarness);
+    expect(quoted).toBe(
+      ((input as { k?: number }).k ?? (input as { harnesses: string[] }).harnesses.length) * input.rolloutsPerHarness,
+    );
   });
 
   it("changed once, in rescueRollouts, the quote, the job and its messages all follow", async () => {

@@ -25,7 +25,11 @@ import type { TableNames } from "./table-specs.ts";
  * @example
  * const stores = dynamoStores(DynamoDBDocumentClient.from(client), tableNames("local-"), { decisionTtlSeconds: 7 * 24 * 3600 });
  */
-export function dynamoStores(doc: DynamoDBDocumentClient, tables: TableNames, opts: { decisionTtlSeconds?: number; clock?: Clock; rolloutWrites?: RolloutWrites } = {}) {
+export function dynamoStores(
+  doc: DynamoDBDocumentClient,
+  tables: TableNames,
+  opts: { decisionTtlSeconds?: number; clock?: Clock; rolloutWrites?: RolloutWrites } = {},
+) {
   return {
     pools: new DynamoPoolStore(doc, tables),
     profiles: new DynamoProfileStore(doc, tables),

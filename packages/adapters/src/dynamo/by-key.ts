@@ -8,7 +8,13 @@ import { BY_KEY_INDEX } from "./table-specs.ts";
  * position `page.after`: asks for one item more than the page to know whether another follows
  * (a Query page that stops at 1 MB is followed on).
  */
-export async function queryByKey(doc: DynamoDBDocumentClient, table: string, what: string, keyId: string, page: KeyPageRequest): Promise<KeyPage<Record<string, unknown>>> {
+export async function queryByKey(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  what: string,
+  keyId: string,
+  page: KeyPageRequest,
+): Promise<KeyPage<Record<string, unknown>>> {
   const { name, partitionKey, sortKey } = BY_KEY_INDEX;
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;

@@ -21,7 +21,8 @@ export async function allItems(
   do {
     const out = await aws(what, () => page(start));
     for (const item of out.Items ?? []) items.push(item);
-    if (items.length > max) throw new ValidationError(what, [`more than ${max} items: ask for less (a shorter period)`]);
+    if (items.length > max)
+      throw new ValidationError(what, [`more than ${max} items: ask for less (a shorter period)`]);
     start = out.LastEvaluatedKey;
   } while (start);
   return items;

@@ -62,15 +62,23 @@ export const tableSpecs: readonly TableSpec[] = [
   { name: "RescueJobs", partitionKey: "id", indexes: [BY_KEY_INDEX] },
   /** One voter's ballot per routing decision (cast by the vote worker); expire with the decisions. */
   { name: "Ballots", partitionKey: "ballotKey", sortKey: "voterId", ttlAttribute: "expiresAt" },
-  /** Experiment runs: state and lease as attributes, the rest of the record gzip-compressed; each key's newest first through {@link BY_KEY_INDEX}. */
+  /**
+   * Experiment runs: state and lease as attributes, the rest of the record gzip-compressed; each key's newest first
+   * through {@link BY_KEY_INDEX}.
+   */
   { name: "Experiments", partitionKey: "id", indexes: [BY_KEY_INDEX] },
   /** One item per training step of a run: sort key `<seed>#<arm>#<step>`, the groups inside. */
   { name: "ExperimentSteps", partitionKey: "experimentId", sortKey: "key" },
   /** The policy endpoints each key registered (its secret header inside; never returned). */
   { name: "PolicyEndpoints", partitionKey: "keyId", sortKey: "id" },
-  /** Gateway episodes by key: sort key `ep#<id>#m` (meta), `…#i#<c>` (opening), `…#s#<n>#<c>` (steps), `open#<opening>#<t>#<id>` (index). */
+  /**
+   * Gateway episodes by key: sort key `ep#<id>#m` (meta), `…#i#<c>` (opening), `…#s#<n>#<c>` (steps),
+   * `open#<opening>#<t>#<id>` (index).
+   */
   { name: "GatewayEpisodes", partitionKey: "keyId", sortKey: "sk", ttlAttribute: "expiresAt" },
-  /** Pool evolution jobs (`POST /v1/pools` with `evolve`): state and lease as attributes, the record gzip-compressed. */
+  /**
+   * Pool evolution jobs (`POST /v1/pools` with `evolve`): state and lease as attributes, the record gzip-compressed.
+   */
   { name: "PoolEvolutions", partitionKey: "id" },
 ];
 

@@ -1,12 +1,20 @@
 import OpenAI from "openai";
 
-/** The most an OpenAI-compatible endpoint's reply may hold: a chat completion with its log-probabilities, and a voter's ballot. */
+/**
+ * The most an OpenAI-compatible endpoint's reply may hold: a chat completion with its log-probabilities, and a voter's
+ * ballot.
+ */
 export const REPLY_BYTES = { completion: 8 << 20, ballot: 1 << 20 } as const;
 
 /** Answered in place of a reply that grew past its bound: a 502 the SDK does not retry. */
 function tooLarge(maxBytes: number): Response {
-  const body = JSON.stringify({ error: { code: "reply_too_large", message: `the endpoint's reply exceeded ${maxBytes} bytes; it was cut off` } });
-  return new Response(body, { status: 502, headers: { "content-type": "application/json", "x-should-retry": "false" } });
+  const body = JSON.stringify({
+    error: { code: "reply_too_large", message: `the endpoint's reply exceeded ${maxBytes} bytes; it was cut off` },
+  });
+  return new Response(body, {
+    status: 502,
+    headers: { "content-type": "application/json", "x-should-retry": "false" },
+  });
 }
 
 class ReplyTooLarge extends Error {}
@@ -40,14 +48,21 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
  * @example
  * const client = new OpenAI({ baseURL, apiKey, fetch: boundedFetch({ maxBytes: REPLY_BYTES.ballot, deadlineMs: 5_000 }) });
  */
-export function boundedFetch(limits: { maxBytes: number; deadlineMs: number }, inner: typeof fetch = fetch): typeof fetch {
+export function boundedFetch(
+  limits: { maxBytes: number; deadlineMs: number },
+  inner: typeof fetch = fetch,
+): typeof fetch {
   return async (input, init) => {
     const controller = new AbortController();
     const outer = init?.signal;
     const onAbort = () => controller.abort(outer?.reason);
     if (outer?.aborted) onAbort();
     outer?.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => controller.abort(new DOMException(`no whole reply within ${limits.deadlineMs} ms (timed out)`, "AbortError")), limits.deadlineMs);
+    const timer = setTimeout(
+      () =>
+        controller.abort(new DOMException(`no whole reply within ${limits.deadlineMs} ms (timed out)`, "AbortError")),
+      limits.deadlineMs,
+    );
     try {
       const res = await inner(input, { ...init, signal: controller.signal });
       const declared = Number(res.headers.get("content-length") ?? Number.NaN);
@@ -59,7 +74,11 @@ export function boundedFetch(limits: { maxBytes: number; deadlineMs: number }, i
       const headers = new Headers(res.headers);
       headers.delete("content-length");
       headers.delete("content-encoding");
-      return new Response(body.byteLength || ![204, 205, 304].includes(res.status) ? (body as BodyInit) : null, { status: res.status, statusText: res.statusText, headers });
+      return new Response(body.byteLength || ![204, 205, 304].includes(res.status) ? (body as BodyInit) : null, {
+        status: res.status,
+        statusText: res.statusText,
+        headers,
+      });
     } catch (err) {
       if (err instanceof ReplyTooLarge) {
         controller.abort();

@@ -4,4 +4,11 @@ export { ballotPrompt, extractJson, LlmBallotAnswer, type OpenAiVoterOptions, Op
 export { ChatCompletionRead, type OpenAiUpstreamOptions, OpenAiUpstream } from "./openai-upstream.ts";
 export { type ProposerReport, type OpenAiProposerOptions, OpenAiProposer } from "./openai-proposer.ts";
 export { votersFromPanel, type PanelRouting } from "./panel-voters.ts";
-export { type ToolBinding, INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX, type OpenAiPolicyOptions, OpenAiToolPolicy } from "./openai-policy.ts";
+export {
+  type ToolBinding,
+  INVALID_TOOL_CALL,
+  NO_TOOL_CALL,
+  UNKNOWN_TOOL_PREFIX,
+  type OpenAiPolicyOptions,
+  OpenAiToolPolicy,
+} from "./openai-policy.ts";

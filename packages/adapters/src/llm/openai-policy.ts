@@ -1,6 +1,13 @@
 import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { NotConfiguredError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateResult } from "@harness-s/core";
+import {
+  NotConfiguredError,
+  type ActionChoice,
+  type Policy,
+  type PolicyObservation,
+  type Rng,
+  type UpdateResult,
+} from "@harness-s/core";
 import { choiceFromReply, offeredTools, renderChat, type ToolBinding } from "@harness-s/core/gateway";
 
 export type { ToolBinding } from "@harness-s/core/gateway";
@@ -46,12 +53,20 @@ export class OpenAiToolPolicy implements Policy {
   }
 
   update(): Promise<UpdateResult> {
-    return Promise.reject(new NotConfiguredError("this policy only samples from an OpenAI-compatible server; to train, use TokenTrainer against a protocol-v2 policy worker"));
+    return Promise.reject(
+      new NotConfiguredError(
+        "this policy only samples from an OpenAI-compatible server; to train, use TokenTrainer against a protocol-v2 policy worker",
+      ),
+    );
   }
 
   /** The chat messages for an observation (exported for tests and logs). */
   messages(obs: PolicyObservation): ChatCompletionMessageParam[] {
-    return renderChat(obs, [{ role: "system", content: this.options.system }], this.options.tools) as ChatCompletionMessageParam[];
+    return renderChat(
+      obs,
+      [{ role: "system", content: this.options.system }],
+      this.options.tools,
+    ) as ChatCompletionMessageParam[];
   }
 
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
@@ -66,10 +81,24 @@ export class OpenAiToolPolicy implements Policy {
       seed: rng.int(2 ** 31),
       ...(this.options.logprobs === false ? {} : { logprobs: true }),
     });
-    if (completion.usage) this.options.onUsage?.({ promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens });
+    if (completion.usage)
+      this.options.onUsage?.({
+        promptTokens: completion.usage.prompt_tokens,
+        completionTokens: completion.usage.completion_tokens,
+      });
     const choice = completion.choices?.[0];
-    const logProb = (choice?.logprobs?.content ?? []).reduce((s, t) => s + (Number.isFinite(t.logprob) ? t.logprob : 0), 0);
-    const calls = (choice?.message?.tool_calls ?? []).flatMap((c) => (c.type === "function" ? [{ name: c.function.name, arguments: c.function.arguments }] : []));
-    return choiceFromReply({ content: choice?.message?.content ?? null, toolCalls: calls }, this.options.tools, logProb, this.options.parseArguments);
+    const logProb = (choice?.logprobs?.content ?? []).reduce(
+      (s, t) => s + (Number.isFinite(t.logprob) ? t.logprob : 0),
+      0,
+    );
+    const calls = (choice?.message?.tool_calls ?? []).flatMap((c) =>
+      c.type === "function" ? [{ name: c.function.name, arguments: c.function.arguments }] : [],
+    );
+    return choiceFromReply(
+      { content: choice?.message?.content ?? null, toolCalls: calls },
+      this.options.tools,
+      logProb,
+      this.options.parseArguments,
+    );
   }
 }

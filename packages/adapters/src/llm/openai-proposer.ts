@@ -1,10 +1,21 @@
 import type OpenAI from "openai";
 import { z } from "zod";
-import { DIRECTION_PARTS, HarnessPatch, checkProposal, type LeakIndex, type ProposalInput, type Proposer, type RefusalReason } from "@harness-s/core/evolution";
+import {
+  DIRECTION_PARTS,
+  HarnessPatch,
+  checkProposal,
+  type LeakIndex,
+  type ProposalInput,
+  type Proposer,
+  type RefusalReason,
+} from "@harness-s/core/evolution";
 import { describeHooks, type HarnessSpec } from "@harness-s/core";
 import { extractJson } from "./openai-voter.ts";
 
-/** What an LLM proposer did: calls made of its budget, edits accepted, each refusal by reason (with the last few reasons in words). */
+/**
+ * What an LLM proposer did: calls made of its budget, edits accepted, each refusal by reason (with the last few reasons
+ * in words).
+ */
 export interface ProposerReport {
   model: string;
   maxCalls: number;
@@ -58,7 +69,15 @@ export class OpenAiProposer implements Proposer {
     private readonly options: OpenAiProposerOptions,
   ) {
     this.id = `llm:${options.model}`;
-    this.report = { model: options.model, maxCalls: options.maxCalls, calls: 0, accepted: 0, refused: {}, failedRequests: 0, lastRefusals: [] };
+    this.report = {
+      model: options.model,
+      maxCalls: options.maxCalls,
+      calls: 0,
+      accepted: 0,
+      refused: {},
+      failedRequests: 0,
+      lastRefusals: [],
+    };
   }
 
   exhausted(): boolean {
@@ -78,7 +97,11 @@ export class OpenAiProposer implements Proposer {
           max_tokens: this.options.maxTokens ?? 1_200,
           response_format: {
             type: "json_schema",
-            json_schema: { name: "harness_patch", schema: z.toJSONSchema(HarnessPatch, { io: "input" }) as Record<string, unknown>, strict: false },
+            json_schema: {
+              name: "harness_patch",
+              schema: z.toJSONSchema(HarnessPatch, { io: "input" }) as Record<string, unknown>,
+              strict: false,
+            },
           },
           messages: [
             { role: "system", content: SYSTEM },
@@ -96,14 +119,25 @@ export class OpenAiProposer implements Proposer {
       } catch (err) {
         answer = err as Error;
       }
-      const id = `${input.parent.id.replace(/^(llm-)+/, "")}-llm-${input.direction}-${input.round}-${++this.made}`.slice(0, 120);
-      const checked = checkProposal(answer, { parent: input.parent, direction: input.direction, evidenceIds, leaks: this.options.leaks, id, proposer: this.id });
+      const id =
+        `${input.parent.id.replace(/^(llm-)+/, "")}-llm-${input.direction}-${input.round}-${++this.made}`.slice(0, 120);
+      const checked = checkProposal(answer, {
+        parent: input.parent,
+        direction: input.direction,
+        evidenceIds,
+        leaks: this.options.leaks,
+        id,
+        proposer: this.id,
+      });
       if (checked.ok) {
         this.report.accepted++;
         out.push(checked.spec);
       } else {
         this.report.refused[checked.reason] = (this.report.refused[checked.reason] ?? 0) + 1;
-        this.report.lastRefusals = [...this.report.lastRefusals, { reason: checked.reason, detail: checked.detail }].slice(-10);
+        this.report.lastRefusals = [
+          ...this.report.lastRefusals,
+          { reason: checked.reason, detail: checked.detail },
+        ].slice(-10);
       }
     }
     return out;
@@ -127,7 +161,9 @@ export class OpenAiProposer implements Proposer {
         },
         tools: this.options.tools,
         events: this.options.events,
-        failureSignals: input.signals.slice(0, 12).map((s) => ({ event: s.event, producedBy: s.producedBy, count: s.count })),
+        failureSignals: input.signals
+          .slice(0, 12)
+          .map((s) => ({ event: s.event, producedBy: s.producedBy, count: s.count })),
         failures: input.evidence ?? [],
       },
       null,

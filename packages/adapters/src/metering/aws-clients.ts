@@ -4,10 +4,26 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { TableNames } from "../dynamo/table-specs.ts";
 import { ConsumptionMeter, SQS_CHUNK_BYTES } from "./consumption.ts";
 
-const DYNAMO_READS = new Set(["GetItemCommand", "QueryCommand", "ScanCommand", "BatchGetItemCommand", "TransactGetItemsCommand"]);
-const DYNAMO_WRITES = new Set(["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand", "BatchWriteItemCommand", "TransactWriteItemsCommand"]);
+const DYNAMO_READS = new Set([
+  "GetItemCommand",
+  "QueryCommand",
+  "ScanCommand",
+  "BatchGetItemCommand",
+  "TransactGetItemsCommand",
+]);
+const DYNAMO_WRITES = new Set([
+  "PutItemCommand",
+  "UpdateItemCommand",
+  "DeleteItemCommand",
+  "BatchWriteItemCommand",
+  "TransactWriteItemsCommand",
+]);
 
-type Input = Record<string, unknown> & { TableName?: string; RequestItems?: Record<string, unknown>; TransactItems?: Record<string, { TableName?: string }>[] };
+type Input = Record<string, unknown> & {
+  TableName?: string;
+  RequestItems?: Record<string, unknown>;
+  TransactItems?: Record<string, { TableName?: string }>[];
+};
 
 function tablesOf(input: Input): string[] {
   if (input.TableName) return [input.TableName];
@@ -18,7 +34,10 @@ function tablesOf(input: Input): string[] {
 /** Capacity units in a response's `ConsumedCapacity` (one entry, or one per table for batches and transactions). */
 export function capacityUnits(consumed: unknown): number {
   const entries = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
-  return entries.reduce((n: number, e: { CapacityUnits?: number }) => n + (Number.isFinite(e?.CapacityUnits) ? e.CapacityUnits! : 0), 0);
+  return entries.reduce(
+    (n: number, e: { CapacityUnits?: number }) => n + (Number.isFinite(e?.CapacityUnits) ? e.CapacityUnits! : 0),
+    0,
+  );
 }
 
 const ATTRIBUTE_TYPES = new Set(["S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"]);
@@ -35,13 +54,16 @@ function valueBytes(v: unknown): number {
   if (typeof v !== "object" || v === null) return 1;
   const entries = Object.entries(v);
   const [type, inner] = entries[0] ?? [];
-  // A typed value's tag is not part of its size (a native map of one such key is then counted a byte or two short: still at least).
-  if (entries.length === 1 && ATTRIBUTE_TYPES.has(type!)) return type === "M" ? itemBytes(inner as Record<string, unknown>) : type === "N" ? 1 : valueBytes(inner);
+  // A typed value's tag is not part of its size (a native map of one such key is then counted a byte or two short:
+  // still at least).
+  if (entries.length === 1 && ATTRIBUTE_TYPES.has(type!))
+    return type === "M" ? itemBytes(inner as Record<string, unknown>) : type === "N" ? 1 : valueBytes(inner);
   return itemBytes(v as Record<string, unknown>);
 }
 
 /** An item's size, at least as DynamoDB counts it: its attributes' names and values. */
-const itemBytes = (item: Record<string, unknown>): number => Object.entries(item).reduce((n, [name, v]) => n + Buffer.byteLength(name) + valueBytes(v), 0);
+const itemBytes = (item: Record<string, unknown>): number =>
+  Object.entries(item).reduce((n, [name, v]) => n + Buffer.byteLength(name) + valueBytes(v), 0);
 
 /**
  * The least write units a transaction is billed in the cloud: twice each item's (a put's by its
@@ -65,7 +87,11 @@ export function transactionWriteUnits(input: Input): number {
  * @example
  * instrumentDynamo(new DynamoDBClient({}), consumption, [tables.Usage, tables.UsageDays]);
  */
-export function instrumentDynamo(client: DynamoDBClient, meter: ConsumptionMeter, exclude: readonly string[] = []): void {
+export function instrumentDynamo(
+  client: DynamoDBClient,
+  meter: ConsumptionMeter,
+  exclude: readonly string[] = [],
+): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const name = String(context.commandName);
@@ -88,26 +114,42 @@ export function instrumentDynamo(client: DynamoDBClient, meter: ConsumptionMeter
   );
 }
 
-/** A write refused on its condition: a conditional write, or a transaction cancelled by one of its items' conditions. */
+/**
+ * A write refused on its condition: a conditional write, or a transaction cancelled by one of its items' conditions.
+ */
 function conditionFailed(err: unknown): boolean {
   const e = err as { name?: string; CancellationReasons?: { Code?: string }[] } | undefined;
   return (
-    e?.name === "ConditionalCheckFailedException" || (e?.name === "TransactionCanceledException" && (e.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed"))
+    e?.name === "ConditionalCheckFailedException" ||
+    (e?.name === "TransactionCanceledException" &&
+      (e.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed"))
   );
 }
 
 const bytes = (s: unknown) => (typeof s === "string" ? Buffer.byteLength(s) : 0);
 
-/** The SQS requests one call is billed as: each 64 KB chunk of its payload (sent or received) is one, and every call at least one. */
-export function sqsRequests(command: string, input: Record<string, unknown>, output: Record<string, unknown> | undefined): number {
+/**
+ * The SQS requests one call is billed as: each 64 KB chunk of its payload (sent or received) is one, and every call at
+ * least one.
+ */
+export function sqsRequests(
+  command: string,
+  input: Record<string, unknown>,
+  output: Record<string, unknown> | undefined,
+): number {
   let payload = 0;
   if (command === "SendMessageCommand") payload = bytes(input.MessageBody);
-  else if (command === "SendMessageBatchCommand") payload = ((input.Entries as { MessageBody?: string }[]) ?? []).reduce((n, e) => n + bytes(e.MessageBody), 0);
-  else if (command === "ReceiveMessageCommand") payload = ((output?.Messages as { Body?: string }[]) ?? []).reduce((n, m) => n + bytes(m.Body), 0);
+  else if (command === "SendMessageBatchCommand")
+    payload = ((input.Entries as { MessageBody?: string }[]) ?? []).reduce((n, e) => n + bytes(e.MessageBody), 0);
+  else if (command === "ReceiveMessageCommand")
+    payload = ((output?.Messages as { Body?: string }[]) ?? []).reduce((n, m) => n + bytes(m.Body), 0);
   return Math.max(1, Math.ceil(payload / SQS_CHUNK_BYTES));
 }
 
-/** Whether a failed attempt was answered by the service (an error status), not lost before any answer (a reset, a refused connection). */
+/**
+ * Whether a failed attempt was answered by the service (an error status), not lost before any answer (a reset, a
+ * refused connection).
+ */
 function reachedService(err: unknown): boolean {
   const e = err as { $metadata?: { httpStatusCode?: number }; $response?: unknown } | undefined;
   return e?.$metadata?.httpStatusCode !== undefined || e?.$response !== undefined;
@@ -126,7 +168,9 @@ export function instrumentSqs(client: SQSClient, meter: ConsumptionMeter): void 
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const bill = (output: Record<string, unknown> | undefined) =>
-        meter.record({ sqsRequests: sqsRequests(String(context.commandName), args.input as Record<string, unknown>, output) });
+        meter.record({
+          sqsRequests: sqsRequests(String(context.commandName), args.input as Record<string, unknown>, output),
+        });
       try {
         const out = await next(args);
         bill(out.output as unknown as Record<string, unknown>);

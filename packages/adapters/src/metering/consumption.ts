@@ -26,7 +26,9 @@ export class ConsumptionMeter {
   readonly total: CostUsage = {};
   private loose: CostUsage = {};
 
-  /** Runs `fn` in a scope whose consumption is added to `into` as it happens (read it when `fn` ends, failed or not). */
+  /**
+   * Runs `fn` in a scope whose consumption is added to `into` as it happens (read it when `fn` ends, failed or not).
+   */
   within<T>(into: CostUsage, fn: () => Promise<T>): Promise<T> {
     return this.scopes.run(into, fn);
   }

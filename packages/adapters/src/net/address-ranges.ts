@@ -1,4 +1,10 @@
-import { type AddressBlock, type EndpointCidr, cidrBlock, ipBytes as parse, inPrefix as inRange } from "@harness-s/core/outbound";
+import {
+  type AddressBlock,
+  type EndpointCidr,
+  cidrBlock,
+  ipBytes as parse,
+  inPrefix as inRange,
+} from "@harness-s/core/outbound";
 
 /**
  * The IANA special-purpose address registries (IPv4 and IPv6), as ranges an endpoint a caller
@@ -82,19 +88,44 @@ function carried(b: Uint8Array, lengths: readonly number[]): Uint8Array[] {
  * local-use NAT64 prefix (64:ff9b:1::/48, RFC 8215) may be cut at any length RFC 6052 allows
  * inside it (/48 to /96), so each place it could carry an IPv4 address is read.
  */
-const EMBEDDINGS: readonly { form: string; matches: (b: Uint8Array) => boolean; ipv4: (b: Uint8Array) => Uint8Array[] }[] = [
+const EMBEDDINGS: readonly {
+  form: string;
+  matches: (b: Uint8Array) => boolean;
+  ipv4: (b: Uint8Array) => Uint8Array[];
+}[] = [
   { form: "IPv4-mapped", matches: (b) => inRange(b, parse("::ffff:0:0")!, 96), ipv4: (b) => [b.subarray(12)] },
-  { form: "IPv4-translated (SIIT)", matches: (b) => inRange(b, parse("::ffff:0:0:0")!, 96), ipv4: (b) => [b.subarray(12)] },
-  { form: "IPv4-compatible", matches: (b) => inRange(b, parse("::")!, 96) && !inRange(b, parse("::")!, 127), ipv4: (b) => [b.subarray(12)] },
+  {
+    form: "IPv4-translated (SIIT)",
+    matches: (b) => inRange(b, parse("::ffff:0:0:0")!, 96),
+    ipv4: (b) => [b.subarray(12)],
+  },
+  {
+    form: "IPv4-compatible",
+    matches: (b) => inRange(b, parse("::")!, 96) && !inRange(b, parse("::")!, 127),
+    ipv4: (b) => [b.subarray(12)],
+  },
   { form: "NAT64", matches: (b) => inRange(b, parse("64:ff9b::")!, 96), ipv4: (b) => [b.subarray(12)] },
-  { form: "local-use NAT64", matches: (b) => inRange(b, parse("64:ff9b:1::")!, 48), ipv4: (b) => carried(b, [48, 56, 64, 96]) },
+  {
+    form: "local-use NAT64",
+    matches: (b) => inRange(b, parse("64:ff9b:1::")!, 48),
+    ipv4: (b) => carried(b, [48, 56, 64, 96]),
+  },
   { form: "6to4", matches: (b) => inRange(b, parse("2002::")!, 16), ipv4: (b) => [b.subarray(2, 6)] },
-  { form: "Teredo (client)", matches: (b) => inRange(b, parse("2001::")!, 32), ipv4: (b) => [b.subarray(12).map((x) => x ^ 0xff)] },
+  {
+    form: "Teredo (client)",
+    matches: (b) => inRange(b, parse("2001::")!, 32),
+    ipv4: (b) => [b.subarray(12).map((x) => x ^ 0xff)],
+  },
   // An ISATAP interface id (::0:5efe:a.b.c.d or ::200:5efe:a.b.c.d) under any prefix.
-  { form: "ISATAP", matches: (b) => (b[8]! & 0xfd) === 0 && b[9] === 0 && b[10] === 0x5e && b[11] === 0xfe, ipv4: (b) => [b.subarray(12)] },
+  {
+    form: "ISATAP",
+    matches: (b) => (b[8]! & 0xfd) === 0 && b[9] === 0 && b[10] === 0x5e && b[11] === 0xfe,
+    ipv4: (b) => [b.subarray(12)],
+  },
 ];
 
-const compiled = (table: readonly [string, number, string][]) => table.map(([net, bits, why]) => ({ net: parse(net)!, bits, why }));
+const compiled = (table: readonly [string, number, string][]) =>
+  table.map(([net, bits, why]) => ({ net: parse(net)!, bits, why }));
 const RANGES = [...compiled(IPV4), ...compiled(IPV6)];
 const LOOPBACK = { v4: parse("127.0.0.0")!, v6: parse("::1")! };
 
@@ -128,7 +159,10 @@ const NEVER_OPENED = compiled([
 
 const rangeOf = (b: Uint8Array) => RANGES.find((r) => inRange(b, r.net, r.bits))?.why;
 
-/** What an address's bytes are refused as (its never-opened class, else its range unless an allowed block holds it), or undefined. */
+/**
+ * What an address's bytes are refused as (its never-opened class, else its range unless an allowed block holds it), or
+ * undefined.
+ */
 function refusal(b: Uint8Array, allowed: readonly AddressBlock[]): string | undefined {
   const never = NEVER_OPENED.find((r) => inRange(b, r.net, r.bits))?.why;
   if (never) return never === "loopback" || !allowed.length ? (rangeOf(b) ?? never) : `${never}: never allowed`;

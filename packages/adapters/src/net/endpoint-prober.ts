@@ -32,6 +32,10 @@ export class HttpEndpointProber implements EndpointProber {
    * guard, within the probe's limits (a body of 1 MiB, 15 s).
    */
   async probe(endpoint: RegisterPolicyEndpoint): Promise<EndpointProbe> {
-    return ENDPOINT_KIND_ADAPTERS[endpoint.kind].probe(endpoint, { fetch: this.fetch, clock: this.clock, timeoutMs: this.limits.deadlineMs });
+    return ENDPOINT_KIND_ADAPTERS[endpoint.kind].probe(endpoint, {
+      fetch: this.fetch,
+      clock: this.clock,
+      timeoutMs: this.limits.deadlineMs,
+    });
   }
 }

@@ -25,7 +25,9 @@ export const OUTBOUND_LIMITS = { maxBytes: 16 << 20, deadlineMs: 60_000 };
 
 const systemResolve = (hostname: string): Promise<string[]> =>
   new Promise((resolve, reject) =>
-    dnsLookup(hostname, { all: true, verbatim: true }, (err, found) => (err ? reject(err) : resolve((found as LookupAddress[]).map((a) => a.address)))),
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, found) =>
+      err ? reject(err) : resolve((found as LookupAddress[]).map((a) => a.address)),
+    ),
   );
 
 /**
@@ -43,8 +45,10 @@ export async function checkOutboundUrl(raw: string, policy: OutboundPolicy): Pro
   const canonical = canonicalCallerUrl(raw);
   if ("problem" in canonical) throw new UrlNotAllowedError(raw, canonical.problem);
   const url = new URL(canonical.href);
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UrlNotAllowedError(raw, `only http and https are allowed, not ${url.protocol}`);
-  if (url.username || url.password) throw new UrlNotAllowedError(raw, "credentials in the URL are not allowed (register a secret header instead)");
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new UrlNotAllowedError(raw, `only http and https are allowed, not ${url.protocol}`);
+  if (url.username || url.password)
+    throw new UrlNotAllowedError(raw, "credentials in the URL are not allowed (register a secret header instead)");
   await allowedAddresses(url.hostname.replace(/^\[|\]$/g, ""), policy, raw);
   return url;
 }
@@ -55,7 +59,10 @@ async function allowedAddresses(host: string, policy: OutboundPolicy, shown: str
   try {
     addresses = isIP(host) ? [host] : await (policy.resolve ?? systemResolve)(host);
   } catch (err) {
-    throw new UrlNotAllowedError(shown, `its host does not resolve (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    throw new UrlNotAllowedError(
+      shown,
+      `its host does not resolve (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    );
   }
   if (addresses.length === 0) throw new UrlNotAllowedError(shown, "its host resolves to no address");
   for (const address of addresses) {
@@ -71,7 +78,11 @@ async function allowedAddresses(host: string, policy: OutboundPolicy, shown: str
  * a public address when it was registered and to a private one now (DNS rebinding) is refused.
  */
 export function guardedLookup(policy: OutboundPolicy) {
-  return (hostname: string, options: { all?: boolean }, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+  return (
+    hostname: string,
+    options: { all?: boolean },
+    callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     allowedAddresses(hostname.replace(/^\[|\]$/g, ""), policy, hostname).then(
       (addresses) => {
         const all = addresses.map((address) => ({ address, family: isIP(address) }));

@@ -1,6 +1,15 @@
 import WebSocket from "ws";
 import { UNKNOWN_TOOL_PREFIX, failedCallEvent, genericObserver, type EventObserver } from "@harness-s/core/gateway";
-import { HarnessSError, formatIssues, type EnvOutcome, type EnvSession, type EnvStep, type Environment, type Rng, type Task } from "@harness-s/core";
+import {
+  HarnessSError,
+  formatIssues,
+  type EnvOutcome,
+  type EnvSession,
+  type EnvStep,
+  type Environment,
+  type Rng,
+  type Task,
+} from "@harness-s/core";
 import { EnvironmentError } from "../errors.ts";
 import { checkOutboundUrl, guardedLookup, type OutboundPolicy } from "../net/outbound.ts";
 import { scrubError, secretScrubber } from "../policy/scrub-secrets.ts";
@@ -44,7 +53,12 @@ class OpenEnvConnection {
       }
       const parsed = OpenEnvServerMessage.safeParse(value);
       if (parsed.success) next?.resolve(parsed.data);
-      else next?.reject(new Error(`the environment server sent a message outside the protocol (${formatIssues(parsed.error.issues).slice(0, 3).join("; ")})`));
+      else
+        next?.reject(
+          new Error(
+            `the environment server sent a message outside the protocol (${formatIssues(parsed.error.issues).slice(0, 3).join("; ")})`,
+          ),
+        );
     });
     const fail = (err: Error) => {
       this.ended ??= err;
@@ -68,7 +82,9 @@ class OpenEnvConnection {
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("error", reject);
-      ws.once("unexpected-response", (_req, res) => reject(new Error(`the environment server refused the session (HTTP ${res.statusCode})`)));
+      ws.once("unexpected-response", (_req, res) =>
+        reject(new Error(`the environment server refused the session (HTTP ${res.statusCode})`)),
+      );
     });
     return new OpenEnvConnection(ws);
   }
@@ -116,20 +132,27 @@ function environmentFailure(scrub: (text: string) => string) {
 /** An answer's observation as the harness reads it (`HarnessObservation`), refusing anything else. */
 function observationOf(message: OpenEnvServerMessage): OpenEnvStepResult & { fields: HarnessObservation } {
   if (message.type === "error") throw new Error(`the environment server answered an error: ${message.data.message}`);
-  if (message.type !== "observation") throw new Error(`the environment server answered ${message.type} where an observation was due`);
+  if (message.type !== "observation")
+    throw new Error(`the environment server answered ${message.type} where an observation was due`);
   const fields = HarnessObservation.safeParse(message.data.observation);
-  if (!fields.success) throw new Error(`the environment server's observation is outside the protocol (${formatIssues(fields.error.issues).slice(0, 3).join("; ")})`);
+  if (!fields.success)
+    throw new Error(
+      `the environment server's observation is outside the protocol (${formatIssues(fields.error.issues).slice(0, 3).join("; ")})`,
+    );
   return { ...message.data, fields: fields.data };
 }
 
 /** What the agent reads back for a call it got wrong (no call, one that does not parse, an unknown tool). */
 function failedCallText(action: string, args: Record<string, unknown> | undefined): string {
-  if (action.startsWith(UNKNOWN_TOOL_PREFIX)) return `Error: there is no tool ${action.slice(UNKNOWN_TOOL_PREFIX.length)}; call one of the tools offered.`;
-  if (failedCallEvent(action) === "error:no-tool-call") return "Error: no tool was called; call one of the tools offered.";
+  if (action.startsWith(UNKNOWN_TOOL_PREFIX))
+    return `Error: there is no tool ${action.slice(UNKNOWN_TOOL_PREFIX.length)}; call one of the tools offered.`;
+  if (failedCallEvent(action) === "error:no-tool-call")
+    return "Error: no tool was called; call one of the tools offered.";
   return `Error: the tool call could not be read${typeof args?.error === "string" ? ` (${args.error.slice(0, 200)})` : ""}; call one of the tools with JSON arguments.`;
 }
 
-const textOf = (o: HarnessObservation): string => o.text ?? (typeof o.result === "string" ? o.result : o.result !== undefined ? JSON.stringify(o.result) : "");
+const textOf = (o: HarnessObservation): string =>
+  o.text ?? (typeof o.result === "string" ? o.result : o.result !== undefined ? JSON.stringify(o.result) : "");
 
 /**
  * An environment a caller runs, over the OpenEnv protocol: each episode a WebSocket session,
@@ -154,11 +177,19 @@ export class OpenEnvEnvironment implements Environment {
     const observer = opts.observer ?? genericObserver(task);
     const fails = environmentFailure(secretScrubber(Object.values(opts.headers ?? {})));
     const conn = await OpenEnvConnection.open(opts.url, opts).catch(fails);
-    const reset = Object.fromEntries(Object.entries(task.params).flatMap(([k, v]) => (k.startsWith("reset:") ? [[k.slice(6), v]] : [])));
+    const reset = Object.fromEntries(
+      Object.entries(task.params).flatMap(([k, v]) => (k.startsWith("reset:") ? [[k.slice(6), v]] : [])),
+    );
     let first: ReturnType<typeof observationOf>;
     try {
       first = observationOf(
-        await conn.request({ type: "reset", data: { task_id: task.id, seed: rng.int(2 ** 31), episode_id: `${task.id}-${rng.int(2 ** 31)}`, ...reset } }, timeout),
+        await conn.request(
+          {
+            type: "reset",
+            data: { task_id: task.id, seed: rng.int(2 ** 31), episode_id: `${task.id}-${rng.int(2 ** 31)}`, ...reset },
+          },
+          timeout,
+        ),
       );
     } catch (err) {
       conn.close();
@@ -168,7 +199,11 @@ export class OpenEnvEnvironment implements Environment {
     const toStep = (r: ReturnType<typeof observationOf>, action?: string, args?: Record<string, unknown>): EnvStep => {
       const text = textOf(r.fields);
       const seen =
-        r.fields.event !== undefined ? { event: r.fields.event, facts: r.fields.facts ?? [] } : action ? observer.observe(action, args, text) : { event: "start", facts: [] };
+        r.fields.event !== undefined
+          ? { event: r.fields.event, facts: r.fields.facts ?? [] }
+          : action
+            ? observer.observe(action, args, text)
+            : { event: "start", facts: [] };
       for (const f of seen.facts) facts.add(f);
       return { event: seen.event, facts: [...facts], done: r.done, text };
     };
@@ -184,7 +219,11 @@ export class OpenEnvEnvironment implements Environment {
         const failed = failedCallEvent(action);
         if (failed) return { event: failed, facts: [...facts], done: false, text: failedCallText(action, args) };
         const step: OpenEnvAction = { type: "call_tool", tool_name: action, arguments: args ?? {} };
-        return toStep(await conn.request({ type: "step", data: step }, timeout).then(observationOf).catch(fails), action, args);
+        return toStep(
+          await conn.request({ type: "step", data: step }, timeout).then(observationOf).catch(fails),
+          action,
+          args,
+        );
       },
       finish: async (reason, args): Promise<EnvOutcome> => {
         if (reason !== "submitted") return { reward: 0, success: false, failureTags: ["no-commit"], behaviours: {} };
@@ -192,7 +231,12 @@ export class OpenEnvEnvironment implements Environment {
         const r = await conn.request(submitted, timeout).then(observationOf).catch(fails);
         const reward = Math.min(1, Math.max(0, r.reward ?? 0));
         const success = r.fields.success ?? reward >= (opts.successAt ?? 1);
-        return { reward, success, failureTags: r.fields.failure_tags ?? (success ? [] : ["unsolved"]), behaviours: r.fields.behaviours ?? {} };
+        return {
+          reward,
+          success,
+          failureTags: r.fields.failure_tags ?? (success ? [] : ["unsolved"]),
+          behaviours: r.fields.behaviours ?? {},
+        };
       },
       close,
     };

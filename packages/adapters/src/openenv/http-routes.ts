@@ -42,9 +42,17 @@ const json = (res: ServerResponse, status: number, body: unknown, close = false)
   res.end(text);
 };
 
-/** An error answer: `{detail: {code, message}}` at the code's status (the connection closed after a body that was not read whole). */
+/**
+ * An error answer: `{detail: {code, message}}` at the code's status (the connection closed after a body that was not
+ * read whole).
+ */
 const failed = (res: ServerResponse, code: OpenEnvErrorCode, message: string) =>
-  json(res, OPENENV_HTTP_STATUS[code], { detail: { code, message } }, code === "PAYLOAD_TOO_LARGE" || code === "REQUEST_TIMEOUT");
+  json(
+    res,
+    OPENENV_HTTP_STATUS[code],
+    { detail: { code, message } },
+    code === "PAYLOAD_TOO_LARGE" || code === "REQUEST_TIMEOUT",
+  );
 
 /** A request's path, or undefined for a target no URL parser reads. */
 export function pathOf(target: string | undefined): string | undefined {
@@ -56,7 +64,10 @@ export function pathOf(target: string | undefined): string | undefined {
 }
 
 /** A request body, bounded in bytes (by its declared length before reading, then as it arrives) and in time. */
-function readBody(req: IncomingMessage, limits: Pick<OpenEnvServerLimits, "maxBodyBytes" | "bodyTimeoutMs">): Promise<Buffer> {
+function readBody(
+  req: IncomingMessage,
+  limits: Pick<OpenEnvServerLimits, "maxBodyBytes" | "bodyTimeoutMs">,
+): Promise<Buffer> {
   const tooLarge = () => new RouteError("PAYLOAD_TOO_LARGE", `the body is over ${limits.maxBodyBytes} bytes`);
   if (Number(req.headers["content-length"]) > limits.maxBodyBytes) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
@@ -71,7 +82,10 @@ function readBody(req: IncomingMessage, limits: Pick<OpenEnvServerLimits, "maxBo
         reject(err);
       } else resolve(Buffer.concat(chunks, size));
     };
-    const timer = setTimeout(() => done(new RouteError("REQUEST_TIMEOUT", `the body did not arrive within ${limits.bodyTimeoutMs} ms`)), limits.bodyTimeoutMs);
+    const timer = setTimeout(
+      () => done(new RouteError("REQUEST_TIMEOUT", `the body did not arrive within ${limits.bodyTimeoutMs} ms`)),
+      limits.bodyTimeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBodyBytes) done(tooLarge());
@@ -93,17 +107,33 @@ async function jsonBody(req: IncomingMessage, limits: OpenEnvServerLimits): Prom
   try {
     return JSON.parse(utf8.decode(bytes));
   } catch {
-    throw new RouteError("INVALID_JSON", "the body is not JSON (UTF-8): send a JSON object of reset's arguments, see GET /schema");
+    throw new RouteError(
+      "INVALID_JSON",
+      "the body is not JSON (UTF-8): send a JSON object of reset's arguments, see GET /schema",
+    );
   }
 }
 
 /** `GET /schema`: what an action, an observation, the state and reset's arguments look like (JSON schema). */
 const schema = () => ({
   action: z.toJSONSchema(OpenEnvAction, { io: "input" }),
-  observation: { type: "object", properties: { text: { type: "string" }, event: { type: "string" }, facts: { type: "array" }, tools: { type: "array" } } },
+  observation: {
+    type: "object",
+    properties: {
+      text: { type: "string" },
+      event: { type: "string" },
+      facts: { type: "array" },
+      tools: { type: "array" },
+    },
+  },
   state: {
     type: "object",
-    properties: { episode_id: { type: ["string", "null"] }, task_id: { type: ["string", "null"] }, seed: { type: ["integer", "null"] }, step_count: { type: "integer" } },
+    properties: {
+      episode_id: { type: ["string", "null"] },
+      task_id: { type: ["string", "null"] },
+      seed: { type: ["integer", "null"] },
+      step_count: { type: "integer" },
+    },
   },
   reset: z.toJSONSchema(OpenEnvResetData, { io: "input" }),
 });
@@ -116,20 +146,23 @@ export interface HttpRouteDeps {
   httpResets: { running: number };
 }
 
-const isCode = (code: string | undefined): code is OpenEnvErrorCode => code !== undefined && Object.hasOwn(OPENENV_HTTP_STATUS, code);
+const isCode = (code: string | undefined): code is OpenEnvErrorCode =>
+  code !== undefined && Object.hasOwn(OPENENV_HTTP_STATUS, code);
 
 type Route = (req: IncomingMessage, res: ServerResponse, deps: HttpRouteDeps) => Promise<void> | void;
 
 /** `POST /reset`, stateless: the task's first observation from a session opened and ended for this request. */
 const reset: Route = async (req, res, deps) => {
   const body = await jsonBody(req, deps.limits);
-  if (deps.httpResets.running >= deps.limits.maxSessions) return failed(res, "SESSIONS_FULL", `${deps.limits.maxSessions} resets are running: try again later`);
+  if (deps.httpResets.running >= deps.limits.maxSessions)
+    return failed(res, "SESSIONS_FULL", `${deps.limits.maxSessions} resets are running: try again later`);
   deps.httpResets.running++;
   const session = deps.newSession();
   try {
     const answer = await session.dispatch({ type: "reset", data: body });
     if (answer !== "close" && answer.type === "observation") return json(res, 200, answer.data);
-    if (answer !== "close" && answer.type === "error") return failed(res, isCode(answer.data.code) ? answer.data.code : "INTERNAL", answer.data.message);
+    if (answer !== "close" && answer.type === "error")
+      return failed(res, isCode(answer.data.code) ? answer.data.code : "INTERNAL", answer.data.message);
     failed(res, "INTERNAL", "reset did not answer an observation");
   } finally {
     deps.httpResets.running--;
@@ -140,7 +173,8 @@ const reset: Route = async (req, res, deps) => {
 /** The HTTP routes, by method and path. */
 const ROUTES: Record<string, Route> = {
   "GET /health": (_req, res) => json(res, 200, { status: "healthy" }),
-  "GET /metadata": (_req, res) => json(res, 200, { name: "harness-s", description: "a Harness-S environment over the OpenEnv protocol" }),
+  "GET /metadata": (_req, res) =>
+    json(res, 200, { name: "harness-s", description: "a Harness-S environment over the OpenEnv protocol" }),
   "GET /state": (_req, res) => json(res, 200, { episode_id: null, step_count: 0 }),
   "GET /schema": (_req, res) => json(res, 200, schema()),
   "POST /step": (_req, res) => failed(res, "NO_EPISODE", "a step needs an episode: open a WebSocket session at /ws"),
@@ -167,15 +201,23 @@ export async function answerHttp(req: IncomingMessage, res: ServerResponse, deps
   }
 }
 
-/** An error answer written on a raw socket (no request object: a refused upgrade, a request the parser refused), then the connection closed. */
+/**
+ * An error answer written on a raw socket (no request object: a refused upgrade, a request the parser refused), then
+ * the connection closed.
+ */
 export function answerOnSocket(socket: Duplex, code: OpenEnvErrorCode, message: string): void {
   const status = OPENENV_HTTP_STATUS[code];
   const body = JSON.stringify({ detail: { code, message } });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** What a request the HTTP parser refused is answered, by the parser's error code. */
-const CLIENT_ERRORS: Record<string, OpenEnvErrorCode> = { HPE_HEADER_OVERFLOW: "HEADERS_TOO_LARGE", ERR_HTTP_REQUEST_TIMEOUT: "REQUEST_TIMEOUT" };
+const CLIENT_ERRORS: Record<string, OpenEnvErrorCode> = {
+  HPE_HEADER_OVERFLOW: "HEADERS_TOO_LARGE",
+  ERR_HTTP_REQUEST_TIMEOUT: "REQUEST_TIMEOUT",
+};
 
 /**
  * Answers a request the HTTP parser refused (a garbage request line, headers too large or too
@@ -186,5 +228,9 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  answerOnSocket(socket, CLIENT_ERRORS[err.code ?? ""] ?? "BAD_REQUEST", `not a request this server reads (${err.code ?? "bad request"})`);
+  answerOnSocket(
+    socket,
+    CLIENT_ERRORS[err.code ?? ""] ?? "BAD_REQUEST",
+    `not a request this server reads (${err.code ?? "bad request"})`,
+  );
 }

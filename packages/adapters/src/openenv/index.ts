@@ -13,4 +13,12 @@ export {
   HarnessObservation,
 } from "./protocol.ts";
 export { type OpenEnvEnvironmentOptions, OpenEnvEnvironment } from "./client.ts";
-export { startOpenEnvServer, IDLE_CLOSE, OPENENV_SERVER_DEFAULTS, type OpenEnvServerLimits, OPENENV_HTTP_STATUS, taskIdOfSeed, type OpenEnvServerOptions } from "./server.ts";
+export {
+  startOpenEnvServer,
+  IDLE_CLOSE,
+  OPENENV_SERVER_DEFAULTS,
+  type OpenEnvServerLimits,
+  OPENENV_HTTP_STATUS,
+  taskIdOfSeed,
+  type OpenEnvServerOptions,
+} from "./server.ts";

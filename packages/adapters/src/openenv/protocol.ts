@@ -19,12 +19,19 @@ export type OpenEnvStepResult = z.infer<typeof OpenEnvStepResult>;
 export const OpenEnvServerMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("observation"), data: OpenEnvStepResult }),
   z.object({ type: z.literal("state"), data: z.record(z.string(), z.unknown()) }),
-  z.object({ type: z.literal("error"), data: z.object({ message: z.string().max(10_000), code: z.string().max(100).optional() }) }),
+  z.object({
+    type: z.literal("error"),
+    data: z.object({ message: z.string().max(10_000), code: z.string().max(100).optional() }),
+  }),
   z.object({ type: z.literal("mcp"), data: z.record(z.string(), z.unknown()) }),
 ]);
 export type OpenEnvServerMessage = z.infer<typeof OpenEnvServerMessage>;
 
-export const CallToolAction = z.object({ type: z.literal("call_tool"), tool_name: z.string().min(1).max(200), arguments: z.record(z.string(), z.unknown()).default({}) });
+export const CallToolAction = z.object({
+  type: z.literal("call_tool"),
+  tool_name: z.string().min(1).max(200),
+  arguments: z.record(z.string(), z.unknown()).default({}),
+});
 export const ListToolsAction = z.object({ type: z.literal("list_tools") });
 export const OpenEnvAction = z.discriminatedUnion("type", [CallToolAction, ListToolsAction]);
 export type OpenEnvAction = z.infer<typeof OpenEnvAction>;
@@ -36,13 +43,30 @@ export type OpenEnvAction = z.infer<typeof OpenEnvAction>;
  * reset arguments, passed through.
  */
 export const OpenEnvResetData = z.looseObject({
-  task_id: z.string().min(1).max(200).nullish().describe("the task to run; default: one of the server's training tasks, drawn from the seed"),
-  seed: z.number().int().nullish().describe("seeds the episode (and, without task_id, picks its task); default: drawn by the server"),
-  episode_id: z.string().min(1).max(512).nullish().describe("the episode's id, echoed in state; default: made by the server"),
+  task_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .nullish()
+    .describe("the task to run; default: one of the server's training tasks, drawn from the seed"),
+  seed: z
+    .number()
+    .int()
+    .nullish()
+    .describe("seeds the episode (and, without task_id, picks its task); default: drawn by the server"),
+  episode_id: z
+    .string()
+    .min(1)
+    .max(512)
+    .nullish()
+    .describe("the episode's id, echoed in state; default: made by the server"),
 });
 export type OpenEnvResetData = z.infer<typeof OpenEnvResetData>;
 
-/** The codes of the errors an OpenEnv server of this project answers (`{type: "error", data: {message, code}}`, or an HTTP route's `detail`). */
+/**
+ * The codes of the errors an OpenEnv server of this project answers (`{type: "error", data: {message, code}}`, or an
+ * HTTP route's `detail`).
+ */
 export const OPENENV_ERROR_CODES = [
   "INVALID_JSON",
   "INVALID_MESSAGE",

@@ -17,7 +17,10 @@ export interface OpenEnvServerOptions extends Partial<OpenEnvServerLimits> {
   describeTools: (actions: readonly string[]) => OpenEnvTool[];
   /** The action that ends an episode and grades it. */
   submit: string;
-  /** The tasks a reset without `task_id` draws from, by its seed (the server's training tasks); without them such a reset is refused. */
+  /**
+   * The tasks a reset without `task_id` draws from, by its seed (the server's training tasks); without them such a
+   * reset is refused.
+   */
   resetTasks?: readonly string[];
   /** Draws the seed of a reset that names neither a seed nor an episode id (default: seeded from the start time). */
   rng?: Rng;
@@ -39,14 +42,19 @@ export interface OpenEnvServerOptions extends Partial<OpenEnvServerLimits> {
  */
 export async function startOpenEnvServer(opts: OpenEnvServerOptions, port = 0, host = "127.0.0.1") {
   const limits: OpenEnvServerLimits = { ...OPENENV_SERVER_DEFAULTS };
-  for (const key of Object.keys(OPENENV_SERVER_DEFAULTS) as (keyof OpenEnvServerLimits)[]) limits[key] = opts[key] ?? limits[key];
+  for (const key of Object.keys(OPENENV_SERVER_DEFAULTS) as (keyof OpenEnvServerLimits)[])
+    limits[key] = opts[key] ?? limits[key];
   const log = opts.log ?? ((line: string) => console.error(line));
   const rng = opts.rng ?? createRng(Date.now());
   const newSession = () => new OpenEnvSession({ ...opts, drawSeed: () => rng.int(2 ** 31) });
   const sockets = openEnvSockets(limits, newSession, log);
   const httpResets = { running: 0 };
   const http = createServer(
-    { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs, connectionsCheckingInterval: 1_000 },
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs,
+      connectionsCheckingInterval: 1_000,
+    },
     (req: IncomingMessage, res: ServerResponse) => void answerHttp(req, res, { limits, newSession, log, httpResets }),
   );
   http.on("clientError", answerClientError);

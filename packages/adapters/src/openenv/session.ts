@@ -1,7 +1,24 @@
-import { createRng, hash32, type EnvSession, type Environment, type EnvStep, type Task, type TaskSource } from "@harness-s/core";
-import { OpenEnvClientMessage, type OpenEnvErrorCode, type OpenEnvResetData, type OpenEnvServerMessage, type OpenEnvTool } from "./protocol.ts";
+import {
+  createRng,
+  hash32,
+  type EnvSession,
+  type Environment,
+  type EnvStep,
+  type Task,
+  type TaskSource,
+} from "@harness-s/core";
+import {
+  OpenEnvClientMessage,
+  type OpenEnvErrorCode,
+  type OpenEnvResetData,
+  type OpenEnvServerMessage,
+  type OpenEnvTool,
+} from "./protocol.ts";
 
-/** What a session needs of its server: the environment, its tasks, how tools are described, and how a seedless reset gets its seed. */
+/**
+ * What a session needs of its server: the environment, its tasks, how tools are described, and how a seedless reset
+ * gets its seed.
+ */
 export interface OpenEnvSessionDeps {
   env: Environment;
   tasks: TaskSource;
@@ -16,7 +33,10 @@ export interface OpenEnvSessionDeps {
 /** The longest error text a session sends back (the OpenEnv client reads up to 10,000 characters). */
 const MAX_ERROR_CHARS = 2_000;
 
-export const errorAnswer = (code: OpenEnvErrorCode, message: string): Extract<OpenEnvServerMessage, { type: "error" }> => ({
+export const errorAnswer = (
+  code: OpenEnvErrorCode,
+  message: string,
+): Extract<OpenEnvServerMessage, { type: "error" }> => ({
   type: "error",
   data: { code, message: message.slice(0, MAX_ERROR_CHARS) },
 });
@@ -59,7 +79,10 @@ export class OpenEnvSession {
   async dispatch(value: unknown): Promise<OpenEnvServerMessage | "close"> {
     const got = OpenEnvClientMessage.safeParse(value);
     if (!got.success)
-      return errorAnswer("INVALID_MESSAGE", `not a message of this protocol: ${got.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
+      return errorAnswer(
+        "INVALID_MESSAGE",
+        `not a message of this protocol: ${got.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
+      );
     const message = got.data;
     try {
       switch (message.type) {
@@ -79,29 +102,46 @@ export class OpenEnvSession {
 
   private state() {
     const ep = this.episode;
-    return { episode_id: ep?.id ?? null, task_id: ep?.task.id ?? null, seed: ep?.seed ?? null, step_count: ep?.steps ?? 0 };
+    return {
+      episode_id: ep?.id ?? null,
+      task_id: ep?.task.id ?? null,
+      seed: ep?.seed ?? null,
+      step_count: ep?.steps ?? 0,
+    };
   }
 
   private async reset(data: OpenEnvResetData): Promise<OpenEnvServerMessage> {
     await this.end();
     const seed = data.seed ?? (data.episode_id ? hash32(data.episode_id) : this.deps.drawSeed());
     const taskId = data.task_id ?? taskIdOfSeed(this.deps.resetTasks ?? [], seed);
-    if (!taskId) return errorAnswer("UNKNOWN_TASK", "reset needs a task_id: this server has no training tasks to draw one from a seed");
+    if (!taskId)
+      return errorAnswer(
+        "UNKNOWN_TASK",
+        "reset needs a task_id: this server has no training tasks to draw one from a seed",
+      );
     const task = await this.deps.tasks.get(taskId);
-    if (!task) return errorAnswer("UNKNOWN_TASK", `reset needs a task_id this server knows (got ${JSON.stringify(taskId)})`);
+    if (!task)
+      return errorAnswer("UNKNOWN_TASK", `reset needs a task_id this server knows (got ${JSON.stringify(taskId)})`);
     const id = data.episode_id ?? `${task.id}-${seed}-${Date.now().toString(36)}`;
     const session = await this.deps.env.start(task, createRng(seed));
     this.episode = { task, session, steps: 0, id, seed, finished: false };
     const tools = this.deps.describeTools(this.deps.env.tools(task));
     const about = { id: task.id, family: task.family, tags: task.tags, instruction: task.instruction };
-    return { type: "observation", data: { observation: { ...stepObservation(session.initial), tools, task: about }, reward: null, done: false } };
+    return {
+      type: "observation",
+      data: { observation: { ...stepObservation(session.initial), tools, task: about }, reward: null, done: false },
+    };
   }
 
   private async step(action: Extract<OpenEnvClientMessage, { type: "step" }>["data"]): Promise<OpenEnvServerMessage> {
     const ep = this.episode;
     if (!ep || ep.finished) return errorAnswer("NO_EPISODE", "no episode: send reset first");
     const tools = this.deps.env.tools(ep.task);
-    if (action.type === "list_tools") return { type: "observation", data: { observation: { tools: this.deps.describeTools(tools) }, reward: null, done: false } };
+    if (action.type === "list_tools")
+      return {
+        type: "observation",
+        data: { observation: { tools: this.deps.describeTools(tools) }, reward: null, done: false },
+      };
     if (!tools.includes(action.tool_name)) return errorAnswer("TOOL_NOT_FOUND", `no tool ${action.tool_name}`);
     ep.steps++;
     if (action.tool_name === this.deps.submit) {
@@ -113,7 +153,12 @@ export class OpenEnvSession {
       } finally {
         await ep.session.close?.().catch(() => undefined);
       }
-      const observation = { text: "submitted", success: outcome.success, failure_tags: outcome.failureTags, behaviours: outcome.behaviours };
+      const observation = {
+        text: "submitted",
+        success: outcome.success,
+        failure_tags: outcome.failureTags,
+        behaviours: outcome.behaviours,
+      };
       return { type: "observation", data: { observation, reward: outcome.reward, done: true } };
     }
     const step = await ep.session.act(action.tool_name, action.arguments);

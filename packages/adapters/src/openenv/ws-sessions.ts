@@ -20,11 +20,19 @@ function textOf(data: RawData, isBinary: boolean): string | OpenEnvServerMessage
  * its answers (`maxBufferedBytes`). A socket error (an oversized message, a text frame that is not
  * UTF-8, a reset connection) ends only this session: ws closes it with its code (1009, 1007, …).
  */
-function serveSession(ws: WebSocket, session: OpenEnvSession, limits: OpenEnvServerLimits, log: (line: string) => void): void {
+function serveSession(
+  ws: WebSocket,
+  session: OpenEnvSession,
+  limits: OpenEnvServerLimits,
+  log: (line: string) => void,
+): void {
   let idle: NodeJS.Timeout | undefined;
   const arm = () => {
     clearTimeout(idle);
-    idle = setTimeout(() => ws.close(IDLE_CLOSE.code, IDLE_CLOSE.reason(limits.sessionIdleSeconds)), limits.sessionIdleSeconds * 1_000);
+    idle = setTimeout(
+      () => ws.close(IDLE_CLOSE.code, IDLE_CLOSE.reason(limits.sessionIdleSeconds)),
+      limits.sessionIdleSeconds * 1_000,
+    );
   };
   const send = (answer: OpenEnvServerMessage) => {
     if (ws.bufferedAmount > limits.maxBufferedBytes) return ws.terminate();
@@ -68,7 +76,11 @@ function serveSession(ws: WebSocket, session: OpenEnvSession, limits: OpenEnvSer
  * `maxSessions` sessions (503 past them) and `maxSessionsPerAddress` from one remote address
  * (429), each served by {@link serveSession}. Nothing a client sends throws out of it.
  */
-export function openEnvSockets(limits: OpenEnvServerLimits, newSession: () => OpenEnvSession, log: (line: string) => void) {
+export function openEnvSockets(
+  limits: OpenEnvServerLimits,
+  newSession: () => OpenEnvSession,
+  log: (line: string) => void,
+) {
   const server = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes, perMessageDeflate: false });
   const byAddress = new Map<string, number>();
   let open = 0;
@@ -88,7 +100,10 @@ export function openEnvSockets(limits: OpenEnvServerLimits, newSession: () => Op
           : open >= limits.maxSessions
             ? ["SESSIONS_FULL", `the server holds its ${limits.maxSessions} sessions: try again later`]
             : (byAddress.get(address) ?? 0) >= limits.maxSessionsPerAddress
-              ? ["ADDRESS_SESSIONS_FULL", `this address holds ${limits.maxSessionsPerAddress} sessions, as many as one address may`]
+              ? [
+                  "ADDRESS_SESSIONS_FULL",
+                  `this address holds ${limits.maxSessionsPerAddress} sessions, as many as one address may`,
+                ]
               : undefined;
       if (refusal) {
         answerOnSocket(socket, ...refusal);

@@ -1,4 +1,13 @@
-import { NotConfiguredError, episodeRunner, singleFlight, ValidationError, type Clock, type Environment, type Rollout, type RolloutRunner } from "@harness-s/core";
+import {
+  NotConfiguredError,
+  episodeRunner,
+  singleFlight,
+  ValidationError,
+  type Clock,
+  type Environment,
+  type Rollout,
+  type RolloutRunner,
+} from "@harness-s/core";
 import {
   actionOf,
   ownEndpoint,
@@ -27,7 +36,8 @@ export interface CallerPoliciesDeps {
   timeoutMs?: number;
 }
 
-const headerOf = (secret: { name: string; value: string } | undefined) => (secret ? { [secret.name]: secret.value } : undefined);
+const headerOf = (secret: { name: string; value: string } | undefined) =>
+  secret ? { [secret.name]: secret.value } : undefined;
 
 /**
  * Rescues with the caller's own policy and environment: each rescue's rollouts sample its
@@ -44,7 +54,10 @@ export class CallerPolicyRunners implements CallerPolicies {
   /** One guarded connection pool for every caller endpoint (not one per rollout). */
   private readonly transport: Transport;
 
-  /** A rescue's slots starting together share one read of its endpoint's record; so do a rescue start's check and version. */
+  /**
+   * A rescue's slots starting together share one read of its endpoint's record; so do a rescue start's check and
+   * version.
+   */
   private readonly endpointOf = singleFlight(
     (keyId: string, id: string) => ownEndpoint(keyId, id, this.deps.endpoints),
     (keyId, id) => `${keyId}\n${id}`,
@@ -52,7 +65,11 @@ export class CallerPolicyRunners implements CallerPolicies {
 
   constructor(private readonly deps: CallerPoliciesDeps) {
     const timeoutMs = deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs;
-    this.transport = { fetch: outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: timeoutMs }), clock: deps.clock, timeoutMs };
+    this.transport = {
+      fetch: outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: timeoutMs }),
+      clock: deps.clock,
+      timeoutMs,
+    };
   }
 
   private sampler(caller: CallerRollout, record: PolicyEndpointRecord): CallerSampler {
@@ -94,7 +111,11 @@ export class CallerPolicyRunners implements CallerPolicies {
     });
   }
 
-  async datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]> {
+  async datums(
+    caller: CallerRollout,
+    rollouts: readonly Rollout[],
+    context: "sampled" | "base",
+  ): Promise<(RolloutRows | undefined)[]> {
     const record = await ownEndpoint(caller.keyId, caller.endpoint, this.deps.endpoints);
     return this.sampler(caller, record).rows(rollouts, context);
   }

@@ -17,8 +17,16 @@ import type { UnitPolicies } from "@harness-s/core/experiment";
 import { z } from "zod";
 
 const DeletedResponse = z.object({ deleted: z.boolean() });
-/** A v1 endpoint's 409 on a version (the service's own error body): the version its policy holds and the one asked for. */
-const StaleVersions = z.object({ error: z.object({ message: z.string(), heldVersion: z.number().int().min(0), wantedVersion: z.number().int().min(0) }) });
+/**
+ * A v1 endpoint's 409 on a version (the service's own error body): the version its policy holds and the one asked for.
+ */
+const StaleVersions = z.object({
+  error: z.object({
+    message: z.string(),
+    heldVersion: z.number().int().min(0),
+    wantedVersion: z.number().int().min(0),
+  }),
+});
 
 function safeJson(text: string): unknown {
   try {
@@ -28,7 +36,14 @@ function safeJson(text: string): unknown {
   }
 }
 
-async function call<S extends z.ZodType>(base: string, method: string, path: string, schema: S, body?: unknown, timeoutMs = 30_000): Promise<z.infer<S>> {
+async function call<S extends z.ZodType>(
+  base: string,
+  method: string,
+  path: string,
+  schema: S,
+  body?: unknown,
+  timeoutMs = 30_000,
+): Promise<z.infer<S>> {
   let res: Response;
   try {
     res = await fetch(`${base}${path}`, {
@@ -43,9 +58,14 @@ async function call<S extends z.ZodType>(base: string, method: string, path: str
   const text = await res.text();
   if (res.status === 409) {
     const stated = StaleVersions.safeParse(safeJson(text)).data?.error;
-    throw new StalePolicyVersionError(stated?.heldVersion, stated?.wantedVersion, `${method} ${path}: ${stated?.message ?? text.slice(0, 200)}`);
+    throw new StalePolicyVersionError(
+      stated?.heldVersion,
+      stated?.wantedVersion,
+      `${method} ${path}: ${stated?.message ?? text.slice(0, 200)}`,
+    );
   }
-  if (!res.ok) throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`, undefined, res.status);
+  if (!res.ok)
+    throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`, undefined, res.status);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -117,7 +137,11 @@ export class RemotePolicy implements Policy {
 
   async act(observation: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     await this.ensure();
-    const r = await call(this.baseUrl, "POST", this.path("/act"), ActResponse, { observation, seed: rng.int(2 ** 31), version: this.expectVersion ?? this.current });
+    const r = await call(this.baseUrl, "POST", this.path("/act"), ActResponse, {
+      observation,
+      seed: rng.int(2 ** 31),
+      version: this.expectVersion ?? this.current,
+    });
     return { action: r.action, logProb: r.logProb, ...(r.args ? { args: r.args } : {}) };
   }
 

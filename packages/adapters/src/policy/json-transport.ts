@@ -20,7 +20,10 @@ export interface JsonTransportOptions {
 /** Answers that say nothing about the request itself: the same request may succeed next time. */
 const TRANSIENT = new Set([500, 502, 503, 504]);
 
-/** An answer that says nothing about the request itself (the same request may succeed next time), unless it says not to retry. */
+/**
+ * An answer that says nothing about the request itself (the same request may succeed next time), unless it says not to
+ * retry.
+ */
 const retryable = (res: Response) => TRANSIENT.has(res.status) && res.headers.get("x-should-retry") !== "false";
 
 const timedOut = (err: unknown) => {
@@ -66,7 +69,8 @@ export async function sendJson(
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const detail = `${method} ${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}`;
       // A deadline passed is an answer: the endpoint did not give one in time, and will not be asked again.
-      if (timedOut(err)) throw new PolicyEndpointError(`${method} ${path}: no answer within ${timeoutMs} ms`, { cause: err });
+      if (timedOut(err))
+        throw new PolicyEndpointError(`${method} ${path}: no answer within ${timeoutMs} ms`, { cause: err });
       if (attempt < retries) {
         await opts.clock.sleep(100 * 2 ** attempt);
         continue;

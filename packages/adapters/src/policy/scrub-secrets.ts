@@ -2,7 +2,10 @@
 const MIN_PART_CHARS = 8;
 const MASK = "[secret]";
 
-/** Each spelling of a secret value an echo could carry: as sent, its credential after an auth scheme, JSON-escaped, URL-encoded, base64. */
+/**
+ * Each spelling of a secret value an echo could carry: as sent, its credential after an auth scheme, JSON-escaped,
+ * URL-encoded, base64.
+ */
 function spellings(value: string): string[] {
   const parts = new Set([value]);
   const credential = /^\s*[A-Za-z][A-Za-z0-9._~+/-]*\s+(\S.*)$/.exec(value)?.[1];

@@ -4,9 +4,14 @@ import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError 
 import { safeJson, sendJson, type JsonTransportOptions } from "./json-transport.ts";
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 
-/** The message an inference server's error body carries (vLLM: `{error: {message}}` or `{message}`; FastAPI: `{detail}`). */
+/**
+ * The message an inference server's error body carries (vLLM: `{error: {message}}` or `{message}`; FastAPI:
+ * `{detail}`).
+ */
 function errorMessage(text: string): string {
-  const body = safeJson(text) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown } | undefined;
+  const body = safeJson(text) as
+    | { error?: { message?: unknown } | string; message?: unknown; detail?: unknown }
+    | undefined;
   const message = typeof body?.error === "object" ? body.error.message : (body?.error ?? body?.message ?? body?.detail);
   return typeof message === "string" ? message : text;
 }
@@ -24,7 +29,10 @@ function errorMessage(text: string): string {
  * const { tokens } = await client.post("/tokenize", { model, messages }, TokenizeReply, model);
  */
 export class ServedClient {
-  /** What this client has sampled so far: turns, the prompt ids each added to its episode and the completion ids, and the time spent waiting on the server, answered or not. */
+  /**
+   * What this client has sampled so far: turns, the prompt ids each added to its episode and the completion ids, and
+   * the time spent waiting on the server, answered or not.
+   */
   readonly sampled = { turns: 0, promptTokens: 0, completionTokens: 0, ms: 0 };
   private readonly scrub: (text: string) => string;
 
@@ -47,7 +55,12 @@ export class ServedClient {
     }
   }
 
-  private async exchange<S extends z.ZodType>(path: string, body: unknown, schema: S, model: string | undefined): Promise<z.infer<S>> {
+  private async exchange<S extends z.ZodType>(
+    path: string,
+    body: unknown,
+    schema: S,
+    model: string | undefined,
+  ): Promise<z.infer<S>> {
     const res = await sendJson(this.opts, this.baseUrl, path, "POST", body, {}, true);
     if (!res.ok) {
       const message = this.scrub(errorMessage(res.text)).slice(0, 300);
@@ -58,9 +71,13 @@ export class ServedClient {
       throw new PolicyEndpointError(`POST ${path}: HTTP ${res.status} ${message}`, undefined, res.status);
     }
     const json = safeJson(res.text);
-    if (json === undefined) throw new PolicyReplyInvalidError(`POST ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`);
+    if (json === undefined)
+      throw new PolicyReplyInvalidError(`POST ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`);
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new PolicyReplyInvalidError(`POST ${path}: the answer is not the server's wire format: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`);
+    if (!parsed.success)
+      throw new PolicyReplyInvalidError(
+        `POST ${path}: the answer is not the server's wire format: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`,
+      );
     return parsed.data;
   }
 }

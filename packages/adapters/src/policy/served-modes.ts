@@ -1,11 +1,22 @@
-import { extendsIds, ChatTokenReply, CompletionIdsReply, DetokenizeReply, GenerateTokensReply, SglangGenerateReply, TokenizeReply } from "@harness-s/core/protocol";
+import {
+  extendsIds,
+  ChatTokenReply,
+  CompletionIdsReply,
+  DetokenizeReply,
+  GenerateTokensReply,
+  SglangGenerateReply,
+  TokenizeReply,
+} from "@harness-s/core/protocol";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
 import type { TokenMode } from "@harness-s/core/callers";
 import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
 import type { ServedClient } from "./served-client.ts";
 import { hermesToolCalls, type SampledCall } from "./tool-choice.ts";
 
-/** Where a rescue samples a served endpoint: its client, the model name every request names (and every reply must), and its kind's chat path. */
+/**
+ * Where a rescue samples a served endpoint: its client, the model name every request names (and every reply must), and
+ * its kind's chat path.
+ */
 export interface ServedTarget {
   client: ServedClient;
   /** The served model: a rescue's `servedModel`, or the registration's `policy` when probing. */
@@ -23,7 +34,10 @@ export interface ServedSampling {
   seed?: number;
 }
 
-/** One sampled turn: the whole prompt the server sampled from, the completion and its log-probabilities, how it reads, and the model the reply names (undefined where its wire names none). */
+/**
+ * One sampled turn: the whole prompt the server sampled from, the completion and its log-probabilities, how it reads,
+ * and the model the reply names (undefined where its wire names none).
+ */
 export interface ServedTurn extends SampledCall {
   promptIds: number[];
   completionIds: number[];
@@ -33,7 +47,10 @@ export interface ServedTurn extends SampledCall {
   callId?: string;
 }
 
-/** An episode at a served endpoint: each turn adds its new messages (the first turn: the whole conversation) and samples. */
+/**
+ * An episode at a served endpoint: each turn adds its new messages (the first turn: the whole conversation) and
+ * samples.
+ */
 export interface ServedEpisode {
   turn(messages: ChatMessage[], sampling: ServedSampling): Promise<ServedTurn>;
 }
@@ -43,7 +60,10 @@ export class MissingIdsError extends PolicyReplyInvalidError {}
 
 /** One log-probability per completion id, or the reply is refused. */
 function sameLength(path: string, ids: readonly number[], logprobs: readonly number[]): void {
-  if (ids.length !== logprobs.length) throw new PolicyReplyInvalidError(`POST ${path}: ${ids.length} completion ids but ${logprobs.length} log-probabilities`);
+  if (ids.length !== logprobs.length)
+    throw new PolicyReplyInvalidError(
+      `POST ${path}: ${ids.length} completion ids but ${logprobs.length} log-probabilities`,
+    );
 }
 
 /**
@@ -62,19 +82,41 @@ class ChatEpisode implements ServedEpisode {
   async turn(add: ChatMessage[], sampling: ServedSampling): Promise<ServedTurn> {
     this.messages.push(...add);
     const { client, model, chatPath } = this.target;
-    const body = { model, messages: this.messages, ...(this.tools.length ? { tools: this.tools } : {}), ...sampling, logprobs: true, return_token_ids: true };
+    const body = {
+      model,
+      messages: this.messages,
+      ...(this.tools.length ? { tools: this.tools } : {}),
+      ...sampling,
+      logprobs: true,
+      return_token_ids: true,
+    };
     const reply = await client.post(chatPath, body, ChatTokenReply, model);
     const choice = reply.choices[0]!;
     const logprobs = choice.logprobs?.content?.map((t) => t.logprob);
     if (!reply.prompt_token_ids?.length || !choice.token_ids || !logprobs)
-      throw new MissingIdsError(`POST ${chatPath}: the reply carries no prompt_token_ids, choices[0].token_ids or logprobs (vLLM gives them with return_token_ids and logprobs)`);
+      throw new MissingIdsError(
+        `POST ${chatPath}: the reply carries no prompt_token_ids, choices[0].token_ids or logprobs (vLLM gives them with return_token_ids and logprobs)`,
+      );
     sameLength(chatPath, choice.token_ids, logprobs);
     const { content = null, tool_calls } = choice.message;
     this.messages.push({ role: "assistant", content, ...(tool_calls?.length ? { tool_calls } : {}) });
     const text = content ?? "";
-    const parsed = tool_calls?.length ? { content: text, toolCalls: tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments })) } : hermesToolCalls(text);
+    const parsed = tool_calls?.length
+      ? {
+          content: text,
+          toolCalls: tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments })),
+        }
+      : hermesToolCalls(text);
     const callId = tool_calls?.[0]?.id;
-    return { promptIds: reply.prompt_token_ids, completionIds: choice.token_ids, logprobs, model: reply.model, text, ...parsed, ...(callId ? { callId } : {}) };
+    return {
+      promptIds: reply.prompt_token_ids,
+      completionIds: choice.token_ids,
+      logprobs,
+      model: reply.model,
+      text,
+      ...parsed,
+      ...(callId ? { callId } : {}),
+    };
   }
 }
 
@@ -92,24 +134,47 @@ type IdsSampler = (target: ServedTarget, ids: number[], sampling: ServedSampling
 
 /** vLLM's `/v1/completions` with the prompt as ids (`add_special_tokens: false`: the ids are the whole prompt). */
 const completionsIds: IdsSampler = async ({ client, model }, ids, sampling) => {
-  const body = { model, prompt: ids, ...sampling, logprobs: 1, return_token_ids: true, skip_special_tokens: false, add_special_tokens: false };
+  const body = {
+    model,
+    prompt: ids,
+    ...sampling,
+    logprobs: 1,
+    return_token_ids: true,
+    skip_special_tokens: false,
+    add_special_tokens: false,
+  };
   const reply = await client.post("/v1/completions", body, CompletionIdsReply, model);
   const c = reply.choices[0]!;
   const logprobs = c.logprobs?.token_logprobs;
   if (!c.token_ids || !logprobs)
-    throw new MissingIdsError("POST /v1/completions: the reply carries no choices[0].token_ids or logprobs (vLLM gives them with return_token_ids and logprobs)");
+    throw new MissingIdsError(
+      "POST /v1/completions: the reply carries no choices[0].token_ids or logprobs (vLLM gives them with return_token_ids and logprobs)",
+    );
   sameLength("/v1/completions", c.token_ids, logprobs);
-  return { ...(c.prompt_token_ids ? { promptIds: c.prompt_token_ids } : {}), completionIds: c.token_ids, logprobs, text: c.text, model: reply.model };
+  return {
+    ...(c.prompt_token_ids ? { promptIds: c.prompt_token_ids } : {}),
+    completionIds: c.token_ids,
+    logprobs,
+    text: c.text,
+    model: reply.model,
+  };
 };
 
 /** vLLM's `/inference/v1/generate` (tokens in, tokens out; its reply has no text, so `/detokenize` reads it). */
 const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_tokens, ...rest }) => {
-  const body = { model, token_ids: ids, sampling_params: { ...rest, max_tokens, logprobs: 1, skip_special_tokens: false } };
+  const body = {
+    model,
+    token_ids: ids,
+    sampling_params: { ...rest, max_tokens, logprobs: 1, skip_special_tokens: false },
+  };
   const c = (await client.post("/inference/v1/generate", body, GenerateTokensReply, model)).choices[0]!;
   const logprobs = c.logprobs?.content.map((t) => t.logprob);
-  if (!c.token_ids || !logprobs) throw new MissingIdsError("POST /inference/v1/generate: the reply carries no choices[0].token_ids or logprobs");
+  if (!c.token_ids || !logprobs)
+    throw new MissingIdsError("POST /inference/v1/generate: the reply carries no choices[0].token_ids or logprobs");
   sameLength("/inference/v1/generate", c.token_ids, logprobs);
-  const text = c.token_ids.length ? (await client.post("/detokenize", { model, tokens: c.token_ids }, DetokenizeReply, model)).prompt : "";
+  const text = c.token_ids.length
+    ? (await client.post("/detokenize", { model, tokens: c.token_ids }, DetokenizeReply, model)).prompt
+    : "";
   return { completionIds: c.token_ids, logprobs, text, model: undefined };
 };
 
@@ -120,10 +185,20 @@ const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_token
  * following requested LoRA adapters are not loaded"): that model is not served. The turn's seed is
  * `sampling_params.sampling_seed` (io_struct.py's `SamplingParamsIPC` at sglang@001067ff).
  */
-const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { max_tokens, temperature, top_p, seed }) => {
+const sglangGenerate: IdsSampler = async (
+  { client, model, baseModel },
+  ids,
+  { max_tokens, temperature, top_p, seed },
+) => {
   const body = {
     input_ids: ids,
-    sampling_params: { max_new_tokens: max_tokens, temperature, top_p, skip_special_tokens: false, ...(seed === undefined ? {} : { sampling_seed: seed }) },
+    sampling_params: {
+      max_new_tokens: max_tokens,
+      temperature,
+      top_p,
+      skip_special_tokens: false,
+      ...(seed === undefined ? {} : { sampling_seed: seed }),
+    },
     return_logprob: true,
     ...(model === baseModel ? {} : { lora_path: model }),
   };
@@ -136,13 +211,26 @@ const sglangGenerate: IdsSampler = async ({ client, model, baseModel }, ids, { m
   });
   const pairs = reply.meta_info.output_token_logprobs;
   if (pairs.length !== reply.output_ids.length || pairs.some(([, id], i) => id !== reply.output_ids[i]))
-    throw new PolicyReplyInvalidError("POST /generate: meta_info.output_token_logprobs does not name output_ids one by one");
+    throw new PolicyReplyInvalidError(
+      "POST /generate: meta_info.output_token_logprobs does not name output_ids one by one",
+    );
   return { completionIds: reply.output_ids, logprobs: pairs.map(([lp]) => lp), text: reply.text, model: undefined };
 };
 
 /** The ids the server's own chat template renders for these messages (`/tokenize`). */
-async function render({ client, model }: ServedTarget, messages: ChatMessage[], tools: ToolSchema[] | undefined, generationPrompt: boolean): Promise<number[]> {
-  const body = { model, messages, add_generation_prompt: generationPrompt, add_special_tokens: false, ...(tools?.length ? { tools } : {}) };
+async function render(
+  { client, model }: ServedTarget,
+  messages: ChatMessage[],
+  tools: ToolSchema[] | undefined,
+  generationPrompt: boolean,
+): Promise<number[]> {
+  const body = {
+    model,
+    messages,
+    add_generation_prompt: generationPrompt,
+    add_special_tokens: false,
+    ...(tools?.length ? { tools } : {}),
+  };
   return (await client.post("/tokenize", body, TokenizeReply, model)).tokens;
 }
 
@@ -177,18 +265,34 @@ class TokensEpisode implements ServedEpisode {
   ) {}
 
   async turn(add: ChatMessage[], sampling: ServedSampling): Promise<ServedTurn> {
-    const prompt = this.previous ? [...this.ids, ...(await this.forced()), ...(await this.delta(this.previous, add))] : await render(this.target, add, this.tools, true);
+    const prompt = this.previous
+      ? [...this.ids, ...(await this.forced()), ...(await this.delta(this.previous, add))]
+      : await render(this.target, add, this.tools, true);
     const out = await this.sample(this.target, prompt, sampling);
     const parsed = hermesToolCalls(out.text);
     const promptIds = out.promptIds ?? prompt;
     this.ids = [...promptIds, ...out.completionIds];
     this.lastCompletion = out.completionIds;
-    const calls = parsed.toolCalls?.map((c, i) => ({ id: `call${i}`, type: "function", function: { name: c.name, arguments: c.arguments } }));
+    const calls = parsed.toolCalls?.map((c, i) => ({
+      id: `call${i}`,
+      type: "function",
+      function: { name: c.name, arguments: c.arguments },
+    }));
     this.previous = { role: "assistant", content: parsed.content, ...(calls ? { tool_calls: calls } : {}) };
-    return { promptIds, completionIds: out.completionIds, logprobs: out.logprobs, model: out.model, text: out.text, ...parsed };
+    return {
+      promptIds,
+      completionIds: out.completionIds,
+      logprobs: out.logprobs,
+      model: out.model,
+      text: out.text,
+      ...parsed,
+    };
   }
 
-  /** The template's end-of-turn ids after the last completion that its sampler did not emit: the rest after a stop id, all of it after a cut turn. */
+  /**
+   * The template's end-of-turn ids after the last completion that its sampler did not emit: the rest after a stop id,
+   * all of it after a cut turn.
+   */
   private async forced(): Promise<number[]> {
     this.tail ??= Promise.all(
       ["x", "y"].map((c) =>
@@ -210,7 +314,10 @@ class TokensEpisode implements ServedEpisode {
   private async delta(previous: ChatMessage, add: ChatMessage[]): Promise<number[]> {
     for (const head of [[{ role: "system" as const, content: PROBE_SYSTEM }], []]) {
       const base = [...head, { role: "user" as const, content: PROBE_USER }, previous];
-      const [before, after] = await Promise.all([render(this.target, base, undefined, false), render(this.target, [...base, ...add], undefined, true)]);
+      const [before, after] = await Promise.all([
+        render(this.target, base, undefined, false),
+        render(this.target, [...base, ...add], undefined, true),
+      ]);
       if (after.length > before.length && extendsIds(after, before)) return after.slice(before.length);
     }
     // A template that rewrites earlier turns whatever the base: the new messages rendered alone.

@@ -1,4 +1,11 @@
-import { NotConfiguredError, type ActionChoice, type Policy, type PolicyObservation, type Rng, type UpdateSample } from "@harness-s/core";
+import {
+  NotConfiguredError,
+  type ActionChoice,
+  type Policy,
+  type PolicyObservation,
+  type Rng,
+  type UpdateSample,
+} from "@harness-s/core";
 import { extendsIds, segmentedDatums, TRAINING_SAMPLING, type ToolSchema } from "@harness-s/core/protocol";
 import type { RolloutRows } from "@harness-s/core/dispatch";
 import type { TokenMode } from "@harness-s/core/callers";
@@ -9,7 +16,10 @@ import type { DatumSettings } from "./token-sampler.ts";
 import { firstMessages, nextMessage, readsDifferentlyUnderBase } from "./token-render.ts";
 import { choiceOf } from "./tool-choice.ts";
 
-/** What sampling at a served endpoint needs: where, in which token mode, the version its served model carries, and how a task's turns are rendered. */
+/**
+ * What sampling at a served endpoint needs: where, in which token mode, the version its served model carries, and how a
+ * task's turns are rendered.
+ */
 export interface ServedSamplerOptions {
   target: ServedTarget;
   mode: TokenMode;
@@ -53,22 +63,42 @@ export class ServedSampler implements Omit<Policy, "update"> {
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     const { target, mode, maxTokens } = this.opts;
     const known = this.episodes.get(rng);
-    const episode = known ?? { at: TOKEN_MODES[mode](target, this.opts.toolSchemas(obs.tools)), calledTool: false, ids: [] };
+    const episode = known ?? {
+      at: TOKEN_MODES[mode](target, this.opts.toolSchemas(obs.tools)),
+      calledTool: false,
+      ids: [],
+    };
     this.episodes.set(rng, episode);
     const messages = known
-      ? [{ ...nextMessage(obs, episode.calledTool), ...(episode.calledTool && episode.callId ? { tool_call_id: episode.callId } : {}) }]
+      ? [
+          {
+            ...nextMessage(obs, episode.calledTool),
+            ...(episode.calledTool && episode.callId ? { tool_call_id: episode.callId } : {}),
+          },
+        ]
       : firstMessages(this.opts.system, obs);
-    const turn = await episode.at.turn(messages, { ...TRAINING_SAMPLING, max_tokens: maxTokens ?? 64, seed: rng.int(2 ** 31) });
+    const turn = await episode.at.turn(messages, {
+      ...TRAINING_SAMPLING,
+      max_tokens: maxTokens ?? 64,
+      seed: rng.int(2 ** 31),
+    });
     if (turn.model !== undefined && turn.model !== target.model)
       throw new ServedModelMismatchError(
         `the endpoint answered as model ${JSON.stringify(turn.model)}; the rescue samples ${JSON.stringify(target.model)} (weight version ${this.opts.weightVersion})`,
       );
     const sampled = target.client.sampled;
     sampled.turns++;
-    sampled.promptTokens += extendsIds(turn.promptIds, episode.ids) ? turn.promptIds.length - episode.ids.length : turn.promptIds.length;
+    sampled.promptTokens += extendsIds(turn.promptIds, episode.ids)
+      ? turn.promptIds.length - episode.ids.length
+      : turn.promptIds.length;
     sampled.completionTokens += turn.completionIds.length;
     episode.ids = [...turn.promptIds, ...turn.completionIds];
-    const tokens = { promptIds: turn.promptIds, completionIds: turn.completionIds, logprobs: turn.logprobs, version: this.opts.weightVersion };
+    const tokens = {
+      promptIds: turn.promptIds,
+      completionIds: turn.completionIds,
+      logprobs: turn.logprobs,
+      version: this.opts.weightVersion,
+    };
     const choice = choiceOf(
       turn,
       obs.tools,
@@ -92,13 +122,21 @@ export class ServedSampler implements Omit<Policy, "update"> {
    * Under H0's context a rollout that reads otherwise there would need re-scoring, which only
    * protocol v2's replay does: refused (NOT_CONFIGURED); one that reads the same is as sampled.
    */
-  async datums(batch: { samples: readonly UpdateSample[]; settings: DatumSettings }): Promise<(RolloutRows | undefined)[]> {
+  async datums(batch: {
+    samples: readonly UpdateSample[];
+    settings: DatumSettings;
+  }): Promise<(RolloutRows | undefined)[]> {
     const { settings } = batch;
     return batch.samples.map(({ rollout, advantage }, i) => {
       const steps = rollout.steps.filter((step) => step.tokens);
       if (settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation)))
-        throw new NotConfiguredError("rows under H0's context are re-scored by protocol v2's replay, which this endpoint does not speak: read them as sampled (context=sampled)");
-      const turns = steps.map((step) => ({ ...step.tokens!, trained: !step.forced && !(settings.maskIntercepted && step.intercepted) }));
+        throw new NotConfiguredError(
+          "rows under H0's context are re-scored by protocol v2's replay, which this endpoint does not speak: read them as sampled (context=sampled)",
+        );
+      const turns = steps.map((step) => ({
+        ...step.tokens!,
+        trained: !step.forced && !(settings.maskIntercepted && step.intercepted),
+      }));
       const rows = segmentedDatums(`${rollout.id}#${i}`, rollout.taskId, turns, advantage);
       return rows.datums.length ? rows : undefined;
     });

@@ -8,7 +8,10 @@ import { TokenTrainer, type TokenTrainerOptions } from "./token-trainer.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
 
 /** The settings every policy of a run shares (everything but its id and seed). */
-export type SharedTokenPolicyOptions = Omit<TokenTrainerOptions, "policyId" | "seed" | "expectVersion" | "attached" | "initFrom">;
+export type SharedTokenPolicyOptions = Omit<
+  TokenTrainerOptions,
+  "policyId" | "seed" | "expectVersion" | "attached" | "initFrom"
+>;
 /** The settings every rollout sampled at a run's policies shares: how turns are rendered. */
 export type SharedSamplingOptions = Omit<TokenSamplerOptions, "policyId" | "expectVersion">;
 
@@ -28,7 +31,10 @@ const Health = z.object({ protocol: z.number().int().optional() }).passthrough()
  */
 export async function policyProtocol(baseUrl: string, token?: string): Promise<1 | 2> {
   try {
-    const res = await fetch(`${baseUrl}/healthz`, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${baseUrl}/healthz`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      signal: AbortSignal.timeout(10_000),
+    });
     if (!res.ok) return 1;
     return Health.safeParse(await res.json()).data?.protocol === 2 ? 2 : 1;
   } catch {
@@ -51,7 +57,11 @@ export class TokenPolicyEndpoints implements PolicyEndpoints {
   ) {}
 
   async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
-    const policy = new TokenSampler(this.client, { ...this.shared, policyId: workerPolicyId(policyId), ...(version === undefined ? {} : { expectVersion: version }) });
+    const policy = new TokenSampler(this.client, {
+      ...this.shared,
+      policyId: workerPolicyId(policyId),
+      ...(version === undefined ? {} : { expectVersion: version }),
+    });
     return rolloutsIn(this.env, policy);
   }
 }

@@ -16,13 +16,23 @@ import {
   UpdateJobV2,
   UpdateRequestV2,
 } from "@harness-s/core/protocol";
-import { PolicyEndpointError, PolicyReplyInvalidError, PolicyWorkerRefusedError, WORKER_ERROR_CODES } from "../errors.ts";
+import {
+  PolicyEndpointError,
+  PolicyReplyInvalidError,
+  PolicyWorkerRefusedError,
+  WORKER_ERROR_CODES,
+} from "../errors.ts";
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 import { safeJson, sendJson, type JsonTransportOptions } from "./json-transport.ts";
 
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
-/** What a worker's 409 on a version states beside its code: the version its policy holds and the one the request wanted (the reference worker states both). */
-const StaleVersions = z.object({ error: z.object({ held_version: z.number().int().min(0), wanted_version: z.number().int().min(0) }) });
+/**
+ * What a worker's 409 on a version states beside its code: the version its policy holds and the one the request wanted
+ * (the reference worker states both).
+ */
+const StaleVersions = z.object({
+  error: z.object({ held_version: z.number().int().min(0), wanted_version: z.number().int().min(0) }),
+});
 const Checkpoint = z.object({ version: z.number().int(), checkpoint: z.string() });
 
 /** At most `limit` calls run at once; the rest wait their turn, in order. */
@@ -55,7 +65,10 @@ export interface TokenPolicyClientOptions extends JsonTransportOptions {
   maxInFlight?: number;
   /** Hears of the device time each sample and update reported (the cost-of-goods meter's GPU seconds). */
   onDeviceSeconds?: (seconds: number) => void;
-  /** Hears of the tokens each sample processed (its appended prompt and its completion) and each finished update trained on (its sequences × epochs): what an experiment is quoted on. */
+  /**
+   * Hears of the tokens each sample processed (its appended prompt and its completion) and each finished update trained
+   * on (its sequences × epochs): what an experiment is quoted on.
+   */
   onTokens?: (tokens: { sampledTokens?: number; trainedTokens?: number }) => void;
   /**
    * How often a request that is safe to repeat (a read, a keyed sample, a keyed update) is sent
@@ -78,7 +91,10 @@ export interface TokenPolicyClientOptions extends JsonTransportOptions {
  */
 export class TokenPolicyClient {
   private readonly gate: Gate;
-  /** What this client has sampled so far: turns, the prompt and completion tokens they carried, and the time spent waiting for them, answered or not. */
+  /**
+   * What this client has sampled so far: turns, the prompt and completion tokens they carried, and the time spent
+   * waiting for them, answered or not.
+   */
   readonly sampled = { turns: 0, promptTokens: 0, completionTokens: 0, ms: 0 };
 
   private readonly scrub: (text: string) => string;
@@ -113,7 +129,13 @@ export class TokenPolicyClient {
     const s = await this.gate.run(async () => {
       const started = this.opts.clock.now();
       try {
-        return await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/sample`, SampleResponseV2, body, headers);
+        return await this.call(
+          "POST",
+          `/v2/policies/${encodeURIComponent(id)}/sample`,
+          SampleResponseV2,
+          body,
+          headers,
+        );
       } finally {
         this.sampled.ms += this.opts.clock.now() - started;
       }
@@ -128,7 +150,11 @@ export class TokenPolicyClient {
 
   /** Closes an episode: the worker forgets its ids and its KV cache. */
   async closeEpisode(id: string, episodeId: string): Promise<void> {
-    await this.call("DELETE", `/v2/policies/${encodeURIComponent(id)}/episodes/${encodeURIComponent(episodeId)}`, z.object({ closed: z.boolean() }));
+    await this.call(
+      "DELETE",
+      `/v2/policies/${encodeURIComponent(id)}/episodes/${encodeURIComponent(episodeId)}`,
+      z.object({ closed: z.boolean() }),
+    );
   }
 
   /** Saves the policy (adapter, optimizer state, version) in the worker's state folder: `init_from` restores it. */
@@ -137,23 +163,44 @@ export class TokenPolicyClient {
   }
 
   async render(id: string, req: z.input<typeof RenderRequestV2>): Promise<number[]> {
-    return (await this.call("POST", `/v2/policies/${encodeURIComponent(id)}/render`, RenderResponseV2, parseOrThrow(RenderRequestV2, req, "a render request"))).ids;
+    return (
+      await this.call(
+        "POST",
+        `/v2/policies/${encodeURIComponent(id)}/render`,
+        RenderResponseV2,
+        parseOrThrow(RenderRequestV2, req, "a render request"),
+      )
+    ).ids;
   }
 
   async score(id: string, req: z.input<typeof ScoreRequestV2>): Promise<number[][]> {
     const body = parseOrThrow(ScoreRequestV2, req, "a score request");
-    return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, body))).logprobs;
+    return (
+      await this.gate.run(() =>
+        this.call("POST", `/v2/policies/${encodeURIComponent(id)}/score`, ScoreResponseV2, body),
+      )
+    ).logprobs;
   }
 
   /** Each turn's prompt ids and completion log-probabilities under other messages (see {@link ReplayRequestV2}). */
   async replay(id: string, req: z.input<typeof ReplayRequestV2>): Promise<ReplayResponseV2["turns"]> {
     const body = parseOrThrow(ReplayRequestV2, req, "a replay request");
-    return (await this.gate.run(() => this.call("POST", `/v2/policies/${encodeURIComponent(id)}/replay`, ReplayResponseV2, body))).turns;
+    return (
+      await this.gate.run(() =>
+        this.call("POST", `/v2/policies/${encodeURIComponent(id)}/replay`, ReplayResponseV2, body),
+      )
+    ).turns;
   }
 
   /** Submits an update job; the same key returns the same job (a retry never meets a 409). */
   submitUpdate(id: string, key: string, req: UpdateRequestV2) {
-    return this.call("POST", `/v2/policies/${encodeURIComponent(id)}/updates`, UpdateAccepted, parseOrThrow(UpdateRequestV2, req, "an update request"), { "idempotency-key": key });
+    return this.call(
+      "POST",
+      `/v2/policies/${encodeURIComponent(id)}/updates`,
+      UpdateAccepted,
+      parseOrThrow(UpdateRequestV2, req, "an update request"),
+      { "idempotency-key": key },
+    );
   }
 
   /** The job; with `waitS`, the worker answers when it finishes or after that long (a long poll). */
@@ -169,17 +216,27 @@ export class TokenPolicyClient {
       const job = await this.job(update_id, 5);
       if (job.status === "done") {
         if (job.metrics?.device_ms !== undefined) this.opts.onDeviceSeconds?.(job.metrics.device_ms / 1000);
-        this.opts.onTokens?.({ trainedTokens: req.datums.reduce((n, d) => n + d.ids.length, 0) * (req.optim?.epochs ?? 1) });
+        this.opts.onTokens?.({
+          trainedTokens: req.datums.reduce((n, d) => n + d.ids.length, 0) * (req.optim?.epochs ?? 1),
+        });
         return job;
       }
-      if (job.status === "failed") throw new PolicyEndpointError(`update ${update_id} of ${id} failed: ${job.error ?? "no reason given"}`);
-      if (this.opts.clock.now() > deadline) throw new PolicyEndpointError(`update ${update_id} of ${id} did not finish within ${timeoutMs} ms`);
+      if (job.status === "failed")
+        throw new PolicyEndpointError(`update ${update_id} of ${id} failed: ${job.error ?? "no reason given"}`);
+      if (this.opts.clock.now() > deadline)
+        throw new PolicyEndpointError(`update ${update_id} of ${id} did not finish within ${timeoutMs} ms`);
       await this.opts.clock.sleep(this.opts.pollMs ?? 20);
     }
   }
 
   /** One request; any text the endpoint sent back reaches an error's message only with this client's secrets masked. */
-  private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, headers: Record<string, string> = {}): Promise<z.infer<S>> {
+  private async call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<z.infer<S>> {
     try {
       return await this.exchange(method, path, schema, body, headers);
     } catch (err) {
@@ -187,15 +244,27 @@ export class TokenPolicyClient {
     }
   }
 
-  private async exchange<S extends z.ZodType>(method: string, path: string, schema: S, body: unknown, headers: Record<string, string>): Promise<z.infer<S>> {
+  private async exchange<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    body: unknown,
+    headers: Record<string, string>,
+  ): Promise<z.infer<S>> {
     const repeatable = method !== "POST" || "idempotency-key" in headers || !path.endsWith("/sample");
     const res = await sendJson(this.opts, this.baseUrl, path, method, body, headers, repeatable);
     // An answer's text is cut to size only once the secrets are masked in it (never half a secret left at the cut).
     if (!res.ok) refused(method, path, res.status, this.scrub(res.text));
     const json = safeJson(res.text);
-    if (json === undefined) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`);
+    if (json === undefined)
+      throw new PolicyReplyInvalidError(
+        `${method} ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`,
+      );
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new PolicyReplyInvalidError(`${method} ${path}: the answer is not protocol v2's: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`);
+    if (!parsed.success)
+      throw new PolicyReplyInvalidError(
+        `${method} ${path}: the answer is not protocol v2's: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`,
+      );
     return parsed.data;
   }
 }
@@ -206,7 +275,11 @@ function refused(method: string, path: string, status: number, text: string): ne
   const message = detail.success ? detail.data.error.message.slice(0, 500) : text.slice(0, 200);
   const code = detail.success ? detail.data.error.code : undefined;
   if (code !== undefined && Object.hasOwn(WORKER_ERROR_CODES, code))
-    throw new PolicyWorkerRefusedError(WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES], `${method} ${path}: ${message}`, status);
+    throw new PolicyWorkerRefusedError(
+      WORKER_ERROR_CODES[code as keyof typeof WORKER_ERROR_CODES],
+      `${method} ${path}: ${message}`,
+      status,
+    );
   if (status === 409 && code === "STALE_POLICY_VERSION") {
     const stated = StaleVersions.safeParse(safeJson(text)).data?.error;
     throw new StalePolicyVersionError(stated?.held_version, stated?.wanted_version, message);

@@ -5,12 +5,20 @@ import type { ChatMessage } from "@harness-s/core/protocol";
 export function underBase(obs: PolicyObservation): PolicyObservation {
   if (!obs.base) return obs;
   const { toolNotes: _sibling, ...rest } = obs;
-  return { ...rest, instruction: obs.base.instruction, text: obs.base.text, notes: obs.base.notes, hints: obs.baseHints };
+  return {
+    ...rest,
+    instruction: obs.base.instruction,
+    text: obs.base.text,
+    notes: obs.base.notes,
+    hints: obs.baseHints,
+  };
 }
 
 /** One turn's message text: the tool output, the harness's notes, and each hint not already in a note. */
 export function turnText(obs: PolicyObservation): string {
-  const hints = obs.hints.filter((h) => !(obs.notes ?? []).some((n) => n.includes(h))).map((h) => `suggested next tool: ${h}`);
+  const hints = obs.hints
+    .filter((h) => !(obs.notes ?? []).some((n) => n.includes(h)))
+    .map((h) => `suggested next tool: ${h}`);
   return withNotes(obs.text ?? obs.event, [...(obs.notes ?? []), ...hints]);
 }
 
@@ -30,5 +38,8 @@ export function nextMessage(obs: PolicyObservation, calledTool: boolean): ChatMe
 /** What a text agent reads at a turn, as one string (two renderings are the same turn when equal). */
 const reads = (obs: PolicyObservation): string => `${obs.instruction ?? ""}\u0000${turnText(obs)}`;
 
-/** Whether a turn reads otherwise in H0's context (a rescue under a sibling's notes): its rows under H0 must be re-scored there. */
+/**
+ * Whether a turn reads otherwise in H0's context (a rescue under a sibling's notes): its rows under H0 must be
+ * re-scored there.
+ */
 export const readsDifferentlyUnderBase = (obs: PolicyObservation): boolean => reads(underBase(obs)) !== reads(obs);

@@ -1,8 +1,23 @@
 import { randomBytes } from "node:crypto";
 import { StalePolicyVersionError } from "@harness-s/core/dispatch";
-import type { ActionChoice, Policy, PolicyObservation, Rng, TrajectoryStep, UpdateSample, UpdateSettings } from "@harness-s/core";
+import type {
+  ActionChoice,
+  Policy,
+  PolicyObservation,
+  Rng,
+  TrajectoryStep,
+  UpdateSample,
+  UpdateSettings,
+} from "@harness-s/core";
 import { contextWeights } from "@harness-s/core";
-import { datumFromTurns, TRAINING_SAMPLING, type Datum, type PolicyStateV2, type SampleResponseV2, type ToolSchema } from "@harness-s/core/protocol";
+import {
+  datumFromTurns,
+  TRAINING_SAMPLING,
+  type Datum,
+  type PolicyStateV2,
+  type SampleResponseV2,
+  type ToolSchema,
+} from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
 import type { TokenPolicyClient } from "./token-policy-client.ts";
@@ -14,14 +29,24 @@ export interface TokenSamplerOptions {
   /** The policy's id at the worker. */
   policyId: string;
   system: string;
-  /** The tools of a task's environment as JSON schemas (the function name is the action, unless `toolNames` renames it). */
+  /**
+   * The tools of a task's environment as JSON schemas (the function name is the action, unless `toolNames` renames it).
+   */
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
-  /** The function name the model sees for an action, where they differ (DBBench's `submit` is `commit_final_answer`). */
+  /**
+   * The function name the model sees for an action, where they differ (DBBench's `submit` is `commit_final_answer`).
+   */
   toolNames?: Readonly<Record<string, string>>;
   maxTokens?: number;
-  /** Sample (and replay) only at this version (a dispatch worker's rollout, a caller's pinned rescue); the worker answers 409 otherwise. */
+  /**
+   * Sample (and replay) only at this version (a dispatch worker's rollout, a caller's pinned rescue); the worker
+   * answers 409 otherwise.
+   */
   expectVersion?: number;
-  /** Each turn is exactly one call of an offered tool, its arguments fitting the tool's schema (sampled and trained under that constraint). */
+  /**
+   * Each turn is exactly one call of an offered tool, its arguments fitting the tool's schema (sampled and trained
+   * under that constraint).
+   */
   constrainToolCalls?: boolean;
 }
 
@@ -96,7 +121,11 @@ export class TokenSampler implements Omit<Policy, "update"> {
   async act(obs: PolicyObservation, rng: Rng): Promise<ActionChoice> {
     await this.ensure();
     const known = this.episodes.get(rng);
-    const episode = known ?? { id: `${episodePrefix(this.opts.policyId)}.${this.tag}.e${++this.counter}`, calledTool: false, turns: 0 };
+    const episode = known ?? {
+      id: `${episodePrefix(this.opts.policyId)}.${this.tag}.e${++this.counter}`,
+      calledTool: false,
+      turns: 0,
+    };
     this.episodes.set(rng, episode);
     const sampling = { ...TRAINING_SAMPLING, max_tokens: this.opts.maxTokens ?? 64, seed: rng.int(2 ** 31) };
     const version = { exact: this.version() };
@@ -104,8 +133,16 @@ export class TokenSampler implements Omit<Policy, "update"> {
     // The first turn renders the conversation, a later one appends the observation to it.
     const turn = known
       ? { append: [nextMessage(obs, episode.calledTool)] }
-      : { messages: firstMessages(this.opts.system, obs), tools: this.opts.toolSchemas(obs.tools), ...(this.opts.constrainToolCalls ? { constrain_tool_calls: true } : {}) };
-    const s = checkedSample(await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key), version.exact, this.vocabSize);
+      : {
+          messages: firstMessages(this.opts.system, obs),
+          tools: this.opts.toolSchemas(obs.tools),
+          ...(this.opts.constrainToolCalls ? { constrain_tool_calls: true } : {}),
+        };
+    const s = checkedSample(
+      await this.client.sample(this.opts.policyId, { episode_id: episode.id, version, ...turn, sampling }, key),
+      version.exact,
+      this.vocabSize,
+    );
     episode.turns++;
     const choice = this.choice(s, obs.tools);
     episode.calledTool = choice.action !== NO_TOOL_CALL;
@@ -121,11 +158,22 @@ export class TokenSampler implements Omit<Policy, "update"> {
   }
 
   private choice(s: SampleResponseV2, tools: readonly string[]): ActionChoice {
-    const tokens = { promptIds: s.prompt_ids, completionIds: s.completion.ids, logprobs: s.completion.logprobs, version: s.policy_version };
+    const tokens = {
+      promptIds: s.prompt_ids,
+      completionIds: s.completion.ids,
+      logprobs: s.completion.logprobs,
+      version: s.policy_version,
+    };
     const logProb = s.completion.logprobs.reduce((a, b) => a + b, 0);
     const { text, content, tool_calls, parse_error } = s.completion;
     const toolCalls = tool_calls?.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
-    return choiceOf({ text, content, ...(toolCalls ? { toolCalls } : {}), ...(parse_error ? { parseError: parse_error } : {}) }, tools, this.opts.toolNames ?? {}, logProb, tokens);
+    return choiceOf(
+      { text, content, ...(toolCalls ? { toolCalls } : {}), ...(parse_error ? { parseError: parse_error } : {}) },
+      tools,
+      this.opts.toolNames ?? {},
+      logProb,
+      tokens,
+    );
   }
 
   /**
@@ -144,9 +192,11 @@ export class TokenSampler implements Omit<Policy, "update"> {
     const steps = sample.rollout.steps.filter((step) => step.tokens);
     const trained = steps.map((step) => !step.forced && !(settings.maskIntercepted && step.intercepted));
     if (!steps.some((step, j) => trained[j] && step.tokens!.completionIds.length > 0)) return undefined;
-    const rescued = settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation));
+    const rescued =
+      settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation));
     const replayed = rescued ? await this.replayInBase(steps) : undefined;
-    // Under a correction, each replayed token's advantage is weighted by its H0-context over sampled-context probability (truncated).
+    // Under a correction, each replayed token's advantage is weighted by its H0-context over sampled-context
+    // probability (truncated).
     const correction = replayed ? settings.rescueCorrection : undefined;
     const turns = steps.map((step, j) => ({
       promptIds: replayed?.[j]?.prompt_ids ?? step.tokens!.promptIds,
@@ -156,7 +206,9 @@ export class TokenSampler implements Omit<Policy, "update"> {
       ...(correction ? { weights: contextWeights(correction, replayed![j]!.logprobs, step.tokens!.logprobs) } : {}),
     }));
     const datum = datumFromTurns(`${sample.rollout.id}#${i}`, sample.rollout.taskId, turns, sample.advantage);
-    return this.opts.constrainToolCalls ? { ...datum, constraint: { tools: this.opts.toolSchemas(steps[0]!.observation.tools) } } : datum;
+    return this.opts.constrainToolCalls
+      ? { ...datum, constraint: { tools: this.opts.toolSchemas(steps[0]!.observation.tools) } }
+      : datum;
   }
 
   private replayInBase(steps: readonly TrajectoryStep[]) {
@@ -174,7 +226,10 @@ export class TokenSampler implements Omit<Policy, "update"> {
   }
 }
 
-/** An episode id's readable prefix: the policy's id as protocol v2 spells ids (a caller's policy may be named with any characters, at any length). */
+/**
+ * An episode id's readable prefix: the policy's id as protocol v2 spells ids (a caller's policy may be named with any
+ * characters, at any length).
+ */
 const episodePrefix = (policyId: string) =>
   policyId
     .replace(/[^A-Za-z0-9_:@+=-]/g, "-")
@@ -187,10 +242,17 @@ const episodePrefix = (policyId: string) =>
  */
 function checkedSample(s: SampleResponseV2, version: number, vocabSize: number | undefined): SampleResponseV2 {
   if (s.policy_version !== version)
-    throw new StalePolicyVersionError(s.policy_version, version, `the endpoint answered at policy version ${s.policy_version}; the rollout asked for ${version}`);
+    throw new StalePolicyVersionError(
+      s.policy_version,
+      version,
+      `the endpoint answered at policy version ${s.policy_version}; the rollout asked for ${version}`,
+    );
   if (vocabSize !== undefined) {
     const outside = [s.prompt_ids, s.completion.ids].find((ids) => ids.some((id) => id >= vocabSize));
-    if (outside) throw new PolicyReplyInvalidError(`the endpoint answered ids past its vocabulary of ${vocabSize} (${outside.find((id) => id >= vocabSize)})`);
+    if (outside)
+      throw new PolicyReplyInvalidError(
+        `the endpoint answered ids past its vocabulary of ${vocabSize} (${outside.find((id) => id >= vocabSize)})`,
+      );
   }
   return s;
 }

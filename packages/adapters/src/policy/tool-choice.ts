@@ -1,7 +1,10 @@
 import type { ActionChoice, StepTokens } from "@harness-s/core";
 import { INVALID_TOOL_CALL, NO_TOOL_CALL, UNKNOWN_TOOL_PREFIX } from "../llm/openai-policy.ts";
 
-/** A sampled turn as the policy's action is read from it: its text, its tool calls (parsed where the endpoint or its parser could), and why a call could not be read. */
+/**
+ * A sampled turn as the policy's action is read from it: its text, its tool calls (parsed where the endpoint or its
+ * parser could), and why a call could not be read.
+ */
 export interface SampledCall {
   text: string;
   content: string;
@@ -17,12 +20,19 @@ export interface SampledCall {
  * @example
  * choiceOf({ text, content: "", toolCalls: [{ name: "submit", arguments: "{}" }] }, ["submit"], {}, -1.2, tokens);
  */
-export function choiceOf(c: SampledCall, tools: readonly string[], toolNames: Readonly<Record<string, string>>, logProb: number, tokens: StepTokens): ActionChoice {
+export function choiceOf(
+  c: SampledCall,
+  tools: readonly string[],
+  toolNames: Readonly<Record<string, string>>,
+  logProb: number,
+  tokens: StepTokens,
+): ActionChoice {
   if (c.parseError) return { action: INVALID_TOOL_CALL, args: { raw: c.text, error: c.parseError }, logProb, tokens };
   const call = c.toolCalls?.[0];
   if (!call) return { action: NO_TOOL_CALL, args: { content: c.content }, logProb, tokens };
   const action = Object.entries(toolNames).find(([, name]) => name === call.name)?.[0] ?? call.name;
-  if (!tools.includes(action)) return { action: `${UNKNOWN_TOOL_PREFIX}${call.name}`, args: { raw: call.arguments }, logProb, tokens };
+  if (!tools.includes(action))
+    return { action: `${UNKNOWN_TOOL_PREFIX}${call.name}`, args: { raw: call.arguments }, logProb, tokens };
   try {
     return { action, args: JSON.parse(call.arguments || "{}") as Record<string, unknown>, logProb, tokens };
   } catch (err) {
@@ -44,7 +54,8 @@ const HERMES = /<tool_call>([\s\S]*?)<\/tool_call>/g;
 export function hermesToolCalls(text: string): Omit<SampledCall, "text"> {
   const bodies = [...text.matchAll(HERMES)].map((m) => m[1]!);
   const content = text.replace(HERMES, "").trim();
-  if (!bodies.length) return { content, ...(text.includes("<tool_call>") ? { parseError: "unterminated <tool_call>" } : {}) };
+  if (!bodies.length)
+    return { content, ...(text.includes("<tool_call>") ? { parseError: "unterminated <tool_call>" } : {}) };
   const toolCalls: { name: string; arguments: string }[] = [];
   for (const [i, body] of bodies.entries()) {
     let call: unknown;

@@ -9,7 +9,15 @@ import { summaryPlots } from "./summary-plots.ts";
  * family's section as the CLI's does) and the plots of {@link summaryPlots}.
  */
 export const renderExperimentReport: ExperimentReportRenderer = async ({ summary, pools, note, title, section }) => {
-  const markdown = renderReport(summary, { ...(pools ? { pools: PoolsFile.parse(pools) } : {}), ...(note ? { note } : {}), ...(title ? { title } : {}) }) + (section ?? "");
+  const markdown =
+    renderReport(summary, {
+      ...(pools ? { pools: PoolsFile.parse(pools) } : {}),
+      ...(note ? { note } : {}),
+      ...(title ? { title } : {}),
+    }) + (section ?? "");
   const plots = await summaryPlots(summary);
-  return [{ name: "report.md", bytes: new TextEncoder().encode(markdown) }, ...plots.map((p) => ({ name: p.name, bytes: new Uint8Array(p.png) }))];
+  return [
+    { name: "report.md", bytes: new TextEncoder().encode(markdown) },
+    ...plots.map((p) => ({ name: p.name, bytes: new Uint8Array(p.png) })),
+  ];
 };

@@ -53,17 +53,23 @@ export function renderFamilies(s: ExperimentSummary): string[] {
 /** Held-out H0 Avg@3 per latent requirement combination for the main arms, with the paired difference. */
 function renderCombinations(s: ExperimentSummary): string[] {
   const combos = groupsOf(s, byCombination);
-  const shown = ["grpo", "grpo-budget", "harness-s"].map((n) => arm(s, n)).filter((a): a is ArmSummary => a !== undefined);
+  const shown = ["grpo", "grpo-budget", "harness-s"]
+    .map((n) => arm(s, n))
+    .filter((a): a is ArmSummary => a !== undefined);
   if (!combos.length || !shown.length) return [];
   const hs = arm(s, "harness-s");
   const budget = arm(s, "grpo-budget");
   const paired = hs && budget;
   const out = ["### Held-out by requirement combination (H0 Avg@3)", ""];
-  out.push(`| combination | ${shown.map((a) => a.name).join(" | ")}${paired ? " | harness-s − grpo-budget (seeds better) |" : " |"}`);
+  out.push(
+    `| combination | ${shown.map((a) => a.name).join(" | ")}${paired ? " | harness-s − grpo-budget (seeds better) |" : " |"}`,
+  );
   out.push(`|---|${shown.map(() => "---|").join("")}${paired ? "---|" : ""}`);
   for (const c of combos) {
     const p = paired ? pairedByGroup(hs, budget, byCombination, c) : undefined;
-    out.push(`| ${c} | ${shown.map((a) => cell(a, byCombination, c)).join(" | ")}${p ? ` | ${signed(p.mean)} (${p.wins}/${p.n}) |` : " |"}`);
+    out.push(
+      `| ${c} | ${shown.map((a) => cell(a, byCombination, c)).join(" | ")}${p ? ` | ${signed(p.mean)} (${p.wins}/${p.n}) |` : " |"}`,
+    );
   }
   out.push("");
   return out;

@@ -19,7 +19,11 @@ export type PoolsFile = z.infer<typeof PoolsFile>;
  */
 export function renderHarm(pools: PoolsFile): string[] {
   const rows = Object.values(pools).flatMap((p) =>
-    p.harm ? p.siblings.map((s) => ({ direction: s.provenance.direction, ...p.harm!.siblings[s.id]! })).filter((r) => r.harmRate !== undefined) : [],
+    p.harm
+      ? p.siblings
+          .map((s) => ({ direction: s.provenance.direction, ...p.harm!.siblings[s.id]! }))
+          .filter((r) => r.harmRate !== undefined)
+      : [],
   );
   if (!rows.length) return [];
   const solved = mean(Object.values(pools).flatMap((p) => (p.harm ? [p.harm.h0Solved] : [])));

@@ -15,8 +15,10 @@ export interface ReportExtras {
 
 const ABLATION_QUESTION: Record<string, string> = {
   "harness-s-random": "whether the router's choice matters (k siblings drawn uniformly instead of by the vote)",
-  "harness-s-noreanchor": "whether re-measuring the profiles under the current policy matters (they keep the policy-version-0 evidence plus online rescue outcomes)",
-  "harness-s-single-voter": "whether combining voters that look at different evidence matters (failure-tag evidence alone)",
+  "harness-s-noreanchor":
+    "whether re-measuring the profiles under the current policy matters (they keep the policy-version-0 evidence plus online rescue outcomes)",
+  "harness-s-single-voter":
+    "whether combining voters that look at different evidence matters (failure-tag evidence alone)",
 };
 
 /** One sentence per ablation, read off its paired differences: direction only when it clears the seed noise. */
@@ -27,7 +29,8 @@ function ablationSentence(s: ExperimentSummary, name: string): string | undefine
   const parts = (["train.avgAt3", "heldout.avgAt3"] as const).map((m) => {
     const p = paired(a, hs, m);
     const [lo, hi] = p.ci95;
-    const verdict = lo <= 0 && hi >= 0 ? "within seed noise" : p.mean < 0 ? "worse than harness-s" : "better than harness-s";
+    const verdict =
+      lo <= 0 && hi >= 0 ? "within seed noise" : p.mean < 0 ? "worse than harness-s" : "better than harness-s";
     return `${m.startsWith("train") ? "train" : "held-out"} ${signed(p.mean)} (${verdict}, ${p.wins}/${p.n} seeds better)`;
   });
   const rescues = (x: typeof a) => mean(x.perSeed.map((p) => p.rescue.triggered));
@@ -48,7 +51,9 @@ function armTable(s: ExperimentSummary): string[] {
       return `${pts(v.mean)} ± ${pts(v.std)}`;
     };
     const ratio = grpo ? ` (${(a.rollouts / grpo.rollouts).toFixed(2)})` : "";
-    lines.push(`| ${a.name} | ${a.rollouts.toFixed(0)}${ratio} | ${cell("train.avgAt3")} | ${cell("train.passAt3")} | ${cell("heldout.avgAt3")} | ${cell("heldout.passAt3")} |`);
+    lines.push(
+      `| ${a.name} | ${a.rollouts.toFixed(0)}${ratio} | ${cell("train.avgAt3")} | ${cell("train.passAt3")} | ${cell("heldout.avgAt3")} | ${cell("heldout.passAt3")} |`,
+    );
   }
   return lines;
 }
@@ -70,7 +75,10 @@ function pairedLine(s: ExperimentSummary, a: string, b: string): string | undefi
  */
 export function reportLines(s: ExperimentSummary, extras: ReportExtras = {}): string[] {
   const out: string[] = [];
-  out.push(`# Harness-S ${extras.title?.env ?? "embedded"} experiment${extras.title?.model ? `, model ${extras.title.model}` : ""}`, "");
+  out.push(
+    `# Harness-S ${extras.title?.env ?? "embedded"} experiment${extras.title?.model ? `, model ${extras.title.model}` : ""}`,
+    "",
+  );
   if (extras.note) out.push(`> ${extras.note}`, "");
   const note = protocolNote(s);
   if (note) out.push(`> **${note}**`, "");
@@ -121,7 +129,10 @@ export function renderReport(s: ExperimentSummary, extras: ReportExtras = {}): s
 function routerSection(s: ExperimentSummary): string[] {
   const out: string[] = [];
   out.push("", "## Router", "");
-  out.push("| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |", "|---|---|---|---|---|---|");
+  out.push(
+    "| arm | rescues triggered (mean/seed) | replaced | dropped | router hit rate (audited, rescuable) | random-k hit chance |",
+    "|---|---|---|---|---|---|",
+  );
   for (const a of s.arms.filter((x) => x.rank1 !== undefined)) {
     const r = a.perSeed.map((p) => p.rescue);
     const acc = a.perSeed.map((p) => p.routerAccuracy).filter((x) => x && x.rescuable > 0);
@@ -168,7 +179,9 @@ function behaviourSection(s: ExperimentSummary): string[] {
     "| arm | verify-before-submit | assertion-fallback |",
     "|---|---|---|",
   );
-  out.push(`| initial | ${pts(s.initial.behaviours["verify-before-submit"] ?? 0)} | ${pts(s.initial.behaviours["assertion-fallback"] ?? 0)} |`);
+  out.push(
+    `| initial | ${pts(s.initial.behaviours["verify-before-submit"] ?? 0)} | ${pts(s.initial.behaviours["assertion-fallback"] ?? 0)} |`,
+  );
   for (const a of s.arms) {
     const b = (n: string) => pts(mean(a.perSeed.map((p) => p.behaviours[n] ?? 0)));
     out.push(`| ${a.name} | ${b("verify-before-submit")} | ${b("assertion-fallback")} |`);
@@ -181,8 +194,12 @@ function suiteSection(s: ExperimentSummary): string[] {
   const out: string[] = [];
   out.push("", "## Suite properties", "");
   out.push(`- **Locality** ${s.suite.locality.toFixed(3)}: ${String(s.suite.details.localityDefinition)}.`);
-  out.push(`- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`);
-  out.push(`- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`);
+  out.push(
+    `- **Complementarity** ${s.suite.complementarity.toFixed(3)}: ${String(s.suite.details.complementarityDefinition)}.`,
+  );
+  out.push(
+    `- **Nonstationarity** ${s.suite.nonstationarity.toFixed(3)}: ${String(s.suite.details.nonstationarityDefinition)}. 0 = same ranking, 0.5 = unrelated, 1 = reversed.`,
+  );
   out.push(
     "",
     "![Rescue utility by repair direction over training](utilities.png)",

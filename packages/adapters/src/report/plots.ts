@@ -11,7 +11,15 @@ export async function renderPng(spec: TopLevelSpec): Promise<Buffer> {
   return Buffer.from(png);
 }
 
-export function lineChart(title: string, rows: Record<string, unknown>[], x: string, y: string, color: string, yTitle: string, errorBand = false): TopLevelSpec {
+export function lineChart(
+  title: string,
+  rows: Record<string, unknown>[],
+  x: string,
+  y: string,
+  color: string,
+  yTitle: string,
+  errorBand = false,
+): TopLevelSpec {
   const line = {
     mark: { type: "line" as const, point: true },
     encoding: {
@@ -39,12 +47,19 @@ export function lineChart(title: string, rows: Record<string, unknown>[], x: str
 }
 
 /** Side-by-side panels, one per value of `panel`, each with its own x scale. */
-export function panels(title: string, charts: { title: string; rows: Record<string, unknown>[]; x: string; y: string; color: string; yTitle: string }[]): TopLevelSpec {
+export function panels(
+  title: string,
+  charts: { title: string; rows: Record<string, unknown>[]; x: string; y: string; color: string; yTitle: string }[],
+): TopLevelSpec {
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title,
     hconcat: charts.map((c) => {
-      const { $schema: _s, title: _t, ...rest } = lineChart(c.title, c.rows, c.x, c.y, c.color, c.yTitle, true) as unknown as Record<string, unknown>;
+      const {
+        $schema: _s,
+        title: _t,
+        ...rest
+      } = lineChart(c.title, c.rows, c.x, c.y, c.color, c.yTitle, true) as unknown as Record<string, unknown>;
       return { ...rest, title: c.title, width: 360 };
     }),
   } as TopLevelSpec;

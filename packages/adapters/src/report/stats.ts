@@ -78,9 +78,17 @@ export function acceptanceChecks(summary: ExperimentSummary): Check[] {
     }
   }
   const ratio = hs.rollouts / grpo.rollouts;
-  checks.push({ name: "harness-s rollouts ÷ grpo rollouts", pass: ratio <= 1.3, detail: `${ratio.toFixed(3)} (needs ≤ 1.3)` });
+  checks.push({
+    name: "harness-s rollouts ÷ grpo rollouts",
+    pass: ratio <= 1.3,
+    detail: `${ratio.toFixed(3)} (needs ≤ 1.3)`,
+  });
   const gain = grpo.h0.train.avgAt3 - summary.initial.train.avgAt3;
-  checks.push({ name: "grpo train Avg@3 gain over the initial policy", pass: gain >= 0.1, detail: `${signed(gain)} points (needs ≥ +10.0)` });
+  checks.push({
+    name: "grpo train Avg@3 gain over the initial policy",
+    pass: gain >= 0.1,
+    detail: `${signed(gain)} points (needs ≥ +10.0)`,
+  });
   if (hs.rank1) {
     const before = hs.rank1.before.heldout.passAt3 - summary.initial.heldout.passAt3;
     const after = hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3;
@@ -90,8 +98,20 @@ export function acceptanceChecks(summary: ExperimentSummary): Check[] {
       detail: `before ${signed(before)}, after ${signed(after)}`,
     });
   }
-  checks.push({ name: "locality: siblings repair different failures (mean Jaccard < 0.5)", pass: summary.suite.locality < 0.5, detail: summary.suite.locality.toFixed(3) });
-  checks.push({ name: "complementarity > 1", pass: summary.suite.complementarity > 1, detail: summary.suite.complementarity.toFixed(3) });
-  checks.push({ name: "nonstationarity > 0 (utility ranking changes)", pass: summary.suite.nonstationarity > 0, detail: summary.suite.nonstationarity.toFixed(3) });
+  checks.push({
+    name: "locality: siblings repair different failures (mean Jaccard < 0.5)",
+    pass: summary.suite.locality < 0.5,
+    detail: summary.suite.locality.toFixed(3),
+  });
+  checks.push({
+    name: "complementarity > 1",
+    pass: summary.suite.complementarity > 1,
+    detail: summary.suite.complementarity.toFixed(3),
+  });
+  checks.push({
+    name: "nonstationarity > 0 (utility ranking changes)",
+    pass: summary.suite.nonstationarity > 0,
+    detail: summary.suite.nonstationarity.toFixed(3),
+  });
   return checks;
 }

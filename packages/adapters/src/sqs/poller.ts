@@ -1,4 +1,10 @@
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import type { SqsBatchResponse, SqsEvent } from "./event.ts";
 
 /**
@@ -11,7 +17,12 @@ import type { SqsBatchResponse, SqsEvent } from "./event.ts";
  * delivered twice; a local queue with a visibility shorter than a handler's run (tests that want
  * fast retries) keeps that guarantee this way, and a handler that outlives the timeout is let go.
  */
-export async function pollOnce(sqs: SQSClient, queue: { url: string; arn: string }, handler: Handler, opts: PollOptions): Promise<{ received: number; failed: number }> {
+export async function pollOnce(
+  sqs: SQSClient,
+  queue: { url: string; arn: string },
+  handler: Handler,
+  opts: PollOptions,
+): Promise<{ received: number; failed: number }> {
   const messages = await receive(sqs, queue.url, opts);
   if (messages.length === 0) return { received: 0, failed: 0 };
   return invoke(sqs, queue, messages, handler, opts.hold);
@@ -63,19 +74,33 @@ export async function pollElastic(
 
 async function receive(sqs: SQSClient, url: string, opts: PollOptions) {
   const out = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: opts.batchSize, WaitTimeSeconds: opts.waitSeconds ?? 0, MessageSystemAttributeNames: ["All"] }),
+    new ReceiveMessageCommand({
+      QueueUrl: url,
+      MaxNumberOfMessages: opts.batchSize,
+      WaitTimeSeconds: opts.waitSeconds ?? 0,
+      MessageSystemAttributeNames: ["All"],
+    }),
   );
   return out.Messages ?? [];
 }
 
 /** One invocation: the batch as a real SQS event, what succeeded deleted, reported failures left to reappear. */
-async function invoke(sqs: SQSClient, queue: { url: string; arn: string }, messages: Message[], handler: Handler, hold: PollOptions["hold"]) {
+async function invoke(
+  sqs: SQSClient,
+  queue: { url: string; arn: string },
+  messages: Message[],
+  handler: Handler,
+  hold: PollOptions["hold"],
+) {
   const event: SqsEvent = {
     Records: messages.map((m) => ({
       messageId: m.MessageId!,
       receiptHandle: m.ReceiptHandle!,
       body: m.Body ?? "",
-      attributes: { ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1", SentTimestamp: m.Attributes?.SentTimestamp ?? "0" },
+      attributes: {
+        ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1",
+        SentTimestamp: m.Attributes?.SentTimestamp ?? "0",
+      },
       messageAttributes: {},
       md5OfBody: m.MD5OfBody ?? "",
       eventSource: "aws:sqs",
@@ -95,15 +120,29 @@ async function invoke(sqs: SQSClient, queue: { url: string; arn: string }, messa
   }
   const done = messages.filter((m) => !failedIds.has(m.MessageId!));
   if (done.length) {
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queue.url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
   }
   return { received: messages.length, failed: failedIds.size };
 }
 
 /** Extends the messages' visibility every half visibility timeout until released or `forMs` has passed. */
-function holdInvisible(sqs: SQSClient, url: string, messages: readonly { ReceiptHandle?: string }[], hold: { visibilitySeconds: number; forMs: number }): () => void {
+function holdInvisible(
+  sqs: SQSClient,
+  url: string,
+  messages: readonly { ReceiptHandle?: string }[],
+  hold: { visibilitySeconds: number; forMs: number },
+): () => void {
   const until = Date.now() + hold.forMs;
-  const entries = messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: hold.visibilitySeconds }));
+  const entries = messages.map((m, i) => ({
+    Id: String(i),
+    ReceiptHandle: m.ReceiptHandle!,
+    VisibilityTimeout: hold.visibilitySeconds,
+  }));
   const timer = setInterval(() => {
     if (Date.now() > until) return clearInterval(timer);
     sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: entries })).catch(() => undefined);

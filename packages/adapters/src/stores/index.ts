@@ -18,7 +18,11 @@ export { DynamoExperimentStepStore } from "./experiment-steps/dynamo.ts";
 export { MemoryExperimentArtifacts } from "./experiment-artifacts/memory.ts";
 export { FolderExperimentArtifacts } from "./experiment-artifacts/folder.ts";
 export { S3ExperimentArtifacts } from "./experiment-artifacts/s3.ts";
-export { type MemoryEpisodeLimits, MEMORY_EPISODE_LIMITS, MemoryGatewayEpisodeStore } from "./gateway-episodes/memory.ts";
+export {
+  type MemoryEpisodeLimits,
+  MEMORY_EPISODE_LIMITS,
+  MemoryGatewayEpisodeStore,
+} from "./gateway-episodes/memory.ts";
 export { DynamoGatewayEpisodeStore } from "./gateway-episodes/dynamo.ts";
 export { MemoryPoolStore } from "./pools/memory.ts";
 export { DynamoPoolStore } from "./pools/dynamo.ts";

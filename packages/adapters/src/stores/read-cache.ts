@@ -36,7 +36,8 @@ export class ReadCache<V> {
       },
     );
     this.entries.set(key, { value, at: now });
-    while (this.entries.size > (this.options.maxEntries ?? 1024)) this.entries.delete(this.entries.keys().next().value!);
+    while (this.entries.size > (this.options.maxEntries ?? 1024))
+      this.entries.delete(this.entries.keys().next().value!);
     return value;
   }
 

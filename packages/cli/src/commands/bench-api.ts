@@ -11,14 +11,26 @@ import { listen, memoryApiDeps } from "@harness-s/functions/api";
 export type Load = { rps: number; p50: number; p99: number; errors: number };
 
 export async function load(url: string, body: string, headers: Record<string, string>, seconds: number): Promise<Load> {
-  const r = await autocannon({ url, method: "POST", body, headers: { "content-type": "application/json", ...headers }, connections: 10, duration: seconds });
+  const r = await autocannon({
+    url,
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+    connections: 10,
+    duration: seconds,
+  });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
 /** Each figure's median over rounds (errors summed). */
 export function median(runs: readonly Load[]): Load {
   const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return { rps: mid(runs.map((r) => r.rps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), errors: runs.reduce((n, r) => n + r.errors, 0) };
+  return {
+    rps: mid(runs.map((r) => r.rps)),
+    p50: mid(runs.map((r) => r.p50)),
+    p99: mid(runs.map((r) => r.p99)),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+  };
 }
 
 /**
@@ -61,7 +73,8 @@ export async function benchApi(instance: SeedInstance, seconds: number): Promise
       rounds.bodyOnly.push(await load(floor.url, body, {}, seconds));
     }
     const [router, hono, bodyOnly] = [median(rounds.router), median(rounds.hono), median(rounds.bodyOnly)];
-    const line = (name: string, r: typeof router) => `${name.padEnd(34)}${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`;
+    const line = (name: string, r: typeof router) =>
+      `${name.padEnd(34)}${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`;
     return [
       line("router API /v1/route (loopback)", router),
       `${line("  bare Hono + zod, same use-case", hono)}; router/bare ${(router.rps / hono.rps).toFixed(2)}`,

@@ -9,7 +9,9 @@ async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: n
   const started = performance.now();
   let n = 0;
   while (performance.now() < end) {
-    await Promise.all(Array.from({ length: batch }, (_, i) => run(tasks[(n + i) % tasks.length]!, instance.evolution.pool.base, n + i)));
+    await Promise.all(
+      Array.from({ length: batch }, (_, i) => run(tasks[(n + i) % tasks.length]!, instance.evolution.pool.base, n + i)),
+    );
     n += batch;
   }
   return n / ((performance.now() - started) / 1000);
@@ -19,7 +21,12 @@ async function throughput(run: RolloutRunner, instance: SeedInstance, seconds: n
  * Rollouts/s through the local queues and tables (dispatch queue on fauxqs → 4 dispatch pollers
  * invoking the Lambda handler → DynamoDB Local → read back), next to the same rollouts in process.
  */
-export async function benchQueue(instance: SeedInstance, env: Environment, policy: Policy, seconds: number): Promise<string[]> {
+export async function benchQueue(
+  instance: SeedInstance,
+  env: Environment,
+  policy: Policy,
+  seconds: number,
+): Promise<string[]> {
   const batch = 64;
   const inProcess = await throughput(rolloutsIn(env, policy), instance, seconds, batch);
   const policies = new LocalPolicyEndpoints(env);

@@ -24,14 +24,25 @@ import { machineBusySeconds, ownCpuSeconds } from "./cpu-split.ts";
  * fauxqs and no AWS SDK between them. What it costs against in process is the service's own
  * code; what the local stack costs beyond it is its store and queue requests.
  */
-export function startMemoryRescueBench(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, turnMs: readonly number[]): Promise<RescueBench> {
+export function startMemoryRescueBench(
+  instance: SeedInstance,
+  setup: ReturnType<typeof embeddedSetup>,
+  turnMs: readonly number[],
+): Promise<RescueBench> {
   return startBench(instance, setup, turnMs, async ({ policies, envUrl }, closers) => {
     const outbound = { allowLoopback: true, allowCidrs: [] };
     const progress = new LocalRescueProgress();
     const dispatch = new EventSourceQueue();
     const endpoints = new MemoryPolicyEndpointStore();
     const callers = new CallerPolicyRunners({ endpoints, outbound, clock: systemClock });
-    const deps = memoryApiDeps({ prober: new HttpEndpointProber(outbound, systemClock), endpoints, callers, progress, dispatch, maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES });
+    const deps = memoryApiDeps({
+      prober: new HttpEndpointProber(outbound, systemClock),
+      endpoints,
+      callers,
+      progress,
+      dispatch,
+      maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
+    });
     dispatch.handler = createDispatchHandler({
       pools: deps.pools,
       tasks: deps.tasks,

@@ -8,13 +8,19 @@ import { builtinOpenEnv } from "./env-serve.ts";
 import type { CpuCounters } from "./cpu-split.ts";
 import { startScriptedPolicy } from "./scripted-policy.ts";
 
-/** How long one status read of the bench's client waits for the rescue's end (`?wait=`, the API's long poll, as a trainer follows a rescue). */
+/**
+ * How long one status read of the bench's client waits for the rescue's end (`?wait=`, the API's long poll, as a
+ * trainer follows a rescue).
+ */
 const STATUS_WAIT_SECONDS = 20;
 
 /** A caller rescue's runner in this process, and its task. */
 export type InProcessRunner = { run: RolloutRunner; task: ReturnType<typeof callerTaskOf> };
 
-/** What the rescue bench measures a service with: a rescue through it, the same rollouts in process, and its CPU counters. */
+/**
+ * What the rescue bench measures a service with: a rescue through it, the same rollouts in process, and its CPU
+ * counters.
+ */
 export interface RescueBench {
   cpu: CpuCounters;
   close: () => Promise<void>;
@@ -51,7 +57,9 @@ export async function startBench(
   };
   try {
     const policies = await benchScriptedPolicies(instance, setup, turnMs, closers);
-    const env = await startOpenEnvServer(await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }));
+    const env = await startOpenEnvServer(
+      await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" }),
+    );
     closers.push(env.close);
     return { ...(await start({ policies, envUrl: env.url }, closers)), close };
   } catch (err) {
@@ -60,7 +68,10 @@ export async function startBench(
   }
 }
 
-/** A scripted protocol-v2 policy per latency (a tool call, then submit), each closed with the bench: their URLs by latency. */
+/**
+ * A scripted protocol-v2 policy per latency (a tool call, then submit), each closed with the bench: their URLs by
+ * latency.
+ */
 async function benchScriptedPolicies(
   instance: SeedInstance,
   setup: ReturnType<typeof embeddedSetup>,
@@ -106,7 +117,13 @@ export async function benchRescueParts(
   callers: CallerPolicies,
 ): Promise<Omit<RescueBench, "cpu" | "close">> {
   const { task, tools } = benchTask(instance, setup);
-  for (const [ms, url] of policies) await call("POST", "/v1/policy-endpoints", { id: `scripted-${ms}ms`, kind: "protocol-v2", url, policy: "scripted" });
+  for (const [ms, url] of policies)
+    await call("POST", "/v1/policy-endpoints", {
+      id: `scripted-${ms}ms`,
+      kind: "protocol-v2",
+      url,
+      policy: "scripted",
+    });
   const caller = (ms: number) => ({
     endpoint: `scripted-${ms}ms`,
     environment: { kind: "openenv", url: envUrl },
@@ -116,7 +133,12 @@ export async function benchRescueParts(
   const pool = instance.evolution.pool;
   return {
     viaService: async (ms, inFlight) => {
-      const started = await call("POST", "/v1/rescues", { poolId: pool.id, harnesses: [pool.base.id], rolloutsPerHarness: inFlight, caller: caller(ms) });
+      const started = await call("POST", "/v1/rescues", {
+        poolId: pool.id,
+        harnesses: [pool.base.id],
+        rolloutsPerHarness: inFlight,
+        caller: caller(ms),
+      });
       for (;;) {
         // Answered when every slot has finished (more than n - 1 seen), or at the wait's end.
         const status = await call("GET", `/v1/rescues/${started.id}?wait=${STATUS_WAIT_SECONDS}&seen=${inFlight - 1}`);
@@ -128,6 +150,7 @@ export async function benchRescueParts(
       const run = await callers.runner({ kind: "caller", ...parsed, keyId: "bench", weightVersion: 0 });
       return { run, task: callerTaskOf(parsed.task) };
     },
-    inProcess: async (runner, inFlight) => (await Promise.all(Array.from({ length: inFlight }, (_, i) => runner.run(runner.task, pool.base, i)))).length,
+    inProcess: async (runner, inFlight) =>
+      (await Promise.all(Array.from({ length: inFlight }, (_, i) => runner.run(runner.task, pool.base, i)))).length,
   };
 }

@@ -7,7 +7,15 @@ import { listen } from "@harness-s/functions/api";
 import { bodyLimitOf, createApp } from "@harness-s/functions/api";
 import { startFauxqsThread } from "@harness-s/functions/local";
 import { startLocalStack } from "@harness-s/functions/local";
-import { childPids, machineBusySeconds, ownCpuSeconds, processCpuSeconds, threadIds, threadsCpuSeconds, type CpuCounters } from "./cpu-split.ts";
+import {
+  childPids,
+  machineBusySeconds,
+  ownCpuSeconds,
+  processCpuSeconds,
+  threadIds,
+  threadsCpuSeconds,
+  type CpuCounters,
+} from "./cpu-split.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
 
 /** The entry of `serve`'s workers' thread (its data: `ServeWorkersData`): the bench runs the workers as serve does. */
@@ -20,25 +28,47 @@ const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.
  * API over HTTP, and CPU counters for the process, the workers' thread, fauxqs's thread,
  * DynamoDB Local's JVM and the whole machine.
  */
-export function startRescueBench(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, turnMs: readonly number[]): Promise<RescueBench> {
+export function startRescueBench(
+  instance: SeedInstance,
+  setup: ReturnType<typeof embeddedSetup>,
+  turnMs: readonly number[],
+): Promise<RescueBench> {
   return startBench(instance, setup, turnMs, async ({ policies, envUrl }, closers) => {
     const { fauxqs, cpu } = await startCountedFauxqs();
     closers.push(fauxqs.stop);
     // The workers on a thread of their own, as `harness-s serve` runs them: its threads are the ones the stack started.
     const before = threadIds();
-    const workersOn = { module: SERVE_WORKERS_ENTRY, data: { tasks: [], allowLoopbackEndpoints: true, allowEndpointCidrs: [] } };
-    const stack = await startLocalStack({ tasks: { get: async () => undefined }, allowLoopbackEndpoints: true, sqsEndpoint: fauxqs.url, workersOn });
+    const workersOn = {
+      module: SERVE_WORKERS_ENTRY,
+      data: { tasks: [], allowLoopbackEndpoints: true, allowEndpointCidrs: [] },
+    };
+    const stack = await startLocalStack({
+      tasks: { get: async () => undefined },
+      allowLoopbackEndpoints: true,
+      sqsEndpoint: fauxqs.url,
+      workersOn,
+    });
     closers.push(stack.stop);
     const workerTids = new Set([...threadIds()].filter((t) => !before.has(t)));
     cpu.workers = () => threadsCpuSeconds(workerTids);
     const java = childPids("java");
-    cpu.dynamoDbLocal = () => (java.length ? java.reduce<number | undefined>((a, pid) => (a === undefined ? a : sumOr(a, processCpuSeconds(pid))), 0) : undefined);
+    cpu.dynamoDbLocal = () =>
+      java.length
+        ? java.reduce<number | undefined>((a, pid) => (a === undefined ? a : sumOr(a, processCpuSeconds(pid))), 0)
+        : undefined;
     const api = await listen(createApp(stack.deps).fetch, 0, "127.0.0.1", { bodyLimit: bodyLimitOf(stack.deps) });
     closers.push(api.close);
     await stack.stores.pools.put(instance.evolution.pool);
     const secret = `bench-${randomUUID()}`;
     await stack.deps.keys.put({ id: "bench", hash: hashSecret(secret), scopes: ["rescues"] });
-    const parts = await benchRescueParts(instance, setup, benchClient(api.url, secret), policies, envUrl, stack.deps.callers!);
+    const parts = await benchRescueParts(
+      instance,
+      setup,
+      benchClient(api.url, secret),
+      policies,
+      envUrl,
+      stack.deps.callers!,
+    );
     return { ...parts, cpu };
   });
 }

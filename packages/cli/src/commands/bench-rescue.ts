@@ -38,10 +38,21 @@ export interface RescueBenchRow {
  * ({@link startMemoryRescueBench}): what the service's own code costs, and so what the local
  * stack's store and queue requests cost beyond it.
  */
-export async function benchRescue(instance: SeedInstance, setup: ReturnType<typeof embeddedSetup>, seconds: number, turnMs: readonly number[] = RESCUE_TURN_MS): Promise<string[]> {
+export async function benchRescue(
+  instance: SeedInstance,
+  setup: ReturnType<typeof embeddedSetup>,
+  seconds: number,
+  turnMs: readonly number[] = RESCUE_TURN_MS,
+): Promise<string[]> {
   const stack = await measureRescue(await startRescueBench(instance, setup, turnMs), seconds, turnMs);
   const memory = await measureRescue(await startMemoryRescueBench(instance, setup, turnMs), seconds, turnMs);
-  return [...formatRescueBench(stack.rows), formatWarmup(stack.warmed), ...formatMemoryRows(memory.rows), formatWarmup(memory.warmed), ...formatBound(stack.rows, memory.rows)];
+  return [
+    ...formatRescueBench(stack.rows),
+    formatWarmup(stack.warmed),
+    ...formatMemoryRows(memory.rows),
+    formatWarmup(memory.warmed),
+    ...formatBound(stack.rows, memory.rows),
+  ];
 }
 
 /**
@@ -54,7 +65,10 @@ export async function benchRescue(instance: SeedInstance, setup: ReturnType<type
  */
 export const RESCUE_WARMUP = { inFlight: 32, settled: 0.03, minWindows: 4, maxWindows: 20 } as const;
 
-/** What the warm-up took: its windows, its seconds, the service's rate in its last window, and whether that rate had settled. */
+/**
+ * What the warm-up took: its windows, its seconds, the service's rate in its last window, and whether that rate had
+ * settled.
+ */
 export interface RescueWarmup {
   windows: number;
   seconds: number;
@@ -62,20 +76,34 @@ export interface RescueWarmup {
   settled: boolean;
 }
 
-/** The rows of {@link benchRescue} at one service: each latency, each concurrency, measured in one run once warm; the bench is closed after. */
-export async function measureRescue(bench: RescueBench, seconds: number, turnMs: readonly number[]): Promise<{ rows: RescueBenchRow[]; warmed: RescueWarmup }> {
+/**
+ * The rows of {@link benchRescue} at one service: each latency, each concurrency, measured in one run once warm; the
+ * bench is closed after.
+ */
+export async function measureRescue(
+  bench: RescueBench,
+  seconds: number,
+  turnMs: readonly number[],
+): Promise<{ rows: RescueBenchRow[]; warmed: RescueWarmup }> {
   try {
     const warmed = await warmUp(bench, Math.min(...turnMs), seconds);
     const rows: RescueBenchRow[] = [];
     for (const ms of turnMs) {
       const runner = await bench.runner(ms);
       for (const n of RESCUE_CONCURRENCY) {
-        // The two ways in turns, a slice of the time each: a load that comes and goes on the machine weighs on both alike.
+        // The two ways in turns, a slice of the time each: a load that comes and goes on the machine weighs on both
+        // alike.
         let service = NOTHING;
         let local = NOTHING;
         for (let i = 0; i < SLICES; i++) {
-          service = added(service, await measured(bench.cpu, () => rounds((k) => bench.viaService(ms, k), n, seconds / SLICES)));
-          local = added(local, await measured(bench.cpu, () => rounds((k) => bench.inProcess(runner, k), n, seconds / SLICES)));
+          service = added(
+            service,
+            await measured(bench.cpu, () => rounds((k) => bench.viaService(ms, k), n, seconds / SLICES)),
+          );
+          local = added(
+            local,
+            await measured(bench.cpu, () => rounds((k) => bench.inProcess(runner, k), n, seconds / SLICES)),
+          );
         }
         rows.push(rowOf(ms, n, service, local));
       }
@@ -96,7 +124,8 @@ async function warmUp(bench: RescueBench, turnMs: number, seconds: number): Prom
     await rounds((k) => bench.inProcess(runner, k), inFlight, seconds);
     const rate = service.rollouts / service.seconds;
     const steady = windows >= minWindows && rate <= last * (1 + settled);
-    if (steady || windows >= maxWindows) return { windows, seconds: (performance.now() - t0) / 1000, rate, settled: steady };
+    if (steady || windows >= maxWindows)
+      return { windows, seconds: (performance.now() - t0) / 1000, rate, settled: steady };
     last = rate;
   }
 }
@@ -126,7 +155,8 @@ const combine = (sign: 1 | -1, a: number | undefined, ...b: (number | undefined)
 
 function rowOf(turnMs: number, inFlight: number, service: Measured, local: Measured): RescueBenchRow {
   const { process, workers, dynamoDbLocal, fauxqs, machine } = service.cpu;
-  const perRollout = (s: number | undefined, m: Measured = service) => (s === undefined ? undefined : (s * 1000) / m.rollouts);
+  const perRollout = (s: number | undefined, m: Measured = service) =>
+    s === undefined ? undefined : (s * 1000) / m.rollouts;
   const ours = combine(1, process, dynamoDbLocal);
   const busy = (s: number | undefined) => (s === undefined ? undefined : s / service.seconds);
   return {
@@ -146,7 +176,10 @@ function rowOf(turnMs: number, inFlight: number, service: Measured, local: Measu
   };
 }
 
-/** Rounds of `inFlight` rollouts at once, back to back, for `seconds` (at least one): the rollouts and the time they took. */
+/**
+ * Rounds of `inFlight` rollouts at once, back to back, for `seconds` (at least one): the rollouts and the time they
+ * took.
+ */
 async function rounds(round: (n: number) => Promise<number>, inFlight: number, seconds: number): Promise<Rounds> {
   const t0 = performance.now();
   let rollouts = 0;
@@ -177,16 +210,24 @@ export function formatRescueBench(rows: readonly RescueBenchRow[]): string[] {
 /** The bench's last line: how long it warmed before its rows were measured. */
 export function formatWarmup(w: RescueWarmup): string {
   const { inFlight, settled } = RESCUE_WARMUP;
-  const why = w.settled ? `risen by at most ${settled * 100}% over the window before` : "still rising: the rows may read low";
+  const why = w.settled
+    ? `risen by at most ${settled * 100}% over the window before`
+    : "still rising: the rows may read low";
   return `  warmed ${w.seconds.toFixed(1)} s first: ${w.windows} windows each way at ${inFlight} in flight, the service's last ${w.rate.toFixed(1)} rollouts/s (${why})`;
 }
 
-/** The rows of the same service on in-memory stores and queue: its rate, in process's, their ratio, and this process's CPU per rollout each way. */
+/**
+ * The rows of the same service on in-memory stores and queue: its rate, in process's, their ratio, and this process's
+ * CPU per rollout each way.
+ */
 export function formatMemoryRows(rows: readonly RescueBenchRow[]): string[] {
   return [
     "  the same service on in-memory stores and an in-memory queue, in this one thread (no DynamoDB Local, fauxqs or AWS SDK: what its own code costs;",
     "  CPU ms per rollout of this process)",
-    ...rows.map((r) => `${rowHead(r)}   CPU ms/rollout ${cpuFigure(r.cpuMsPerRollout.all)} (in process ${cpuFigure(r.inProcessCpuMs)})`),
+    ...rows.map(
+      (r) =>
+        `${rowHead(r)}   CPU ms/rollout ${cpuFigure(r.cpuMsPerRollout.all)} (in process ${cpuFigure(r.inProcessCpuMs)})`,
+    ),
   ];
 }
 
@@ -207,7 +248,8 @@ function cpuFigure(x: number | undefined, digits = 1): string {
 export function formatBound(stack: readonly RescueBenchRow[], memory: readonly RescueBenchRow[]): string[] {
   const ratio = (r: RescueBenchRow | undefined) => (r ? serviceRatio(r) : "n/a");
   return [...new Set(stack.map((r) => r.turnMs))].map((ms) => {
-    const at = (rows: readonly RescueBenchRow[]) => RESCUE_CONCURRENCY.map((n) => ratio(rows.find((r) => r.turnMs === ms && r.inFlight === n))).join(" | ");
+    const at = (rows: readonly RescueBenchRow[]) =>
+      RESCUE_CONCURRENCY.map((n) => ratio(rows.find((r) => r.turnMs === ms && r.inFlight === n))).join(" | ");
     return `  ${String(ms).padStart(3)} ms a turn, ${RESCUE_CONCURRENCY.join(" | ")} in flight: service/in-process ${at(stack)} over DynamoDB Local and fauxqs, ${at(memory)} over in-memory stores`;
   });
 }

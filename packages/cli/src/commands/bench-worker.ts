@@ -4,7 +4,13 @@ import { promisify } from "node:util";
 import { z } from "zod";
 import { ensureWorkerVenv } from "../policy-worker.ts";
 
-const Level = z.object({ http: z.number(), direct_generate: z.number(), http_over_direct: z.number(), http_closed_loop: z.number(), closed_loop_mean_batch: z.number() });
+const Level = z.object({
+  http: z.number(),
+  direct_generate: z.number(),
+  http_over_direct: z.number(),
+  http_closed_loop: z.number(),
+  closed_loop_mean_batch: z.number(),
+});
 const WorkerBench = z.object({
   model: z.string(),
   device: z.string(),
@@ -18,7 +24,11 @@ const WorkerBench = z.object({
  * concurrent episodes next to transformers' batched `generate` on the same model, and its update
  * tokens/s next to a direct loop, in one run (`harness_s_worker.bench`).
  */
-export async function benchWorker(seconds: number, model = "tiny", sizes: { maxTokens?: number; updateDatums?: number } = {}): Promise<string[]> {
+export async function benchWorker(
+  seconds: number,
+  model = "tiny",
+  sizes: { maxTokens?: number; updateDatums?: number } = {},
+): Promise<string[]> {
   const python = await ensureWorkerVenv();
   const cwd = fileURLToPath(new URL("../../../policy-worker/", import.meta.url));
   const args = ["-m", "harness_s_worker.bench", "--seconds", String(seconds), "--model", model];

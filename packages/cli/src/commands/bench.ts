@@ -40,7 +40,9 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
   const base = evolution.pool.base;
   const rps = await timeRollouts(tasks, (t, s) => rolloutsIn(deps.env, policy)(t, base, s), opts.seconds);
   const rpsUniform = await timeRollouts(tasks, (t, s) => rolloutsIn(deps.env, uniformPolicy)(t, base, s), opts.seconds);
-  console.log(`embedded rollouts/s        ${rps.toFixed(0).padStart(8)}   (uniform-policy baseline ${rpsUniform.toFixed(0)}/s, ratio ${(rps / rpsUniform).toFixed(2)})`);
+  console.log(
+    `embedded rollouts/s        ${rps.toFixed(0).padStart(8)}   (uniform-policy baseline ${rpsUniform.toFixed(0)}/s, ratio ${(rps / rpsUniform).toFixed(2)})`,
+  );
 
   const decide = async (voters: typeof statisticalVoters) => {
     const lat: number[] = [];

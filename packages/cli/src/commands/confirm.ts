@@ -18,7 +18,11 @@ export interface ConfirmOptions {
 
 function runPart(args: string[], label: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = ownChild(spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { stdio: ["ignore", "ignore", "pipe"] }));
+    const child = ownChild(
+      spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], {
+        stdio: ["ignore", "ignore", "pipe"],
+      }),
+    );
     let tail = "";
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (chunk: string) => {
@@ -29,19 +33,31 @@ function runPart(args: string[], label: string): Promise<void> {
     child.on("exit", (code, signal) =>
       code === 0
         ? resolve()
-        : reject(new Error(`${label} ended with ${signal ?? `exit code ${code}`}; its last output:\n${tail}\n(run the same confirm again: finished (arm, seed) units are kept)`)),
+        : reject(
+            new Error(
+              `${label} ended with ${signal ?? `exit code ${code}`}; its last output:\n${tail}\n(run the same confirm again: finished (arm, seed) units are kept)`,
+            ),
+          ),
     );
   });
 }
 
-/** The one `suite-lm build` a block at token level needs before its parts start (they would race to build it), or none. */
+/**
+ * The one `suite-lm build` a block at token level needs before its parts start (they would race to build it), or none.
+ */
 export function suiteLmBuildArgs(experiment: readonly string[]): string[] | undefined {
   const flag = (name: string) => {
     const i = experiment.indexOf(name);
     return i >= 0 ? experiment[i + 1] : experiment.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
   };
   if (flag("--policy-model") !== "suite-lm" || flag("--policy-url")) return undefined;
-  return ["suite-lm", "build", "--size", flag("--suite-lm-size") ?? "small", ...(flag("--model-cache") ? ["--cache-dir", flag("--model-cache")!] : [])];
+  return [
+    "suite-lm",
+    "build",
+    "--size",
+    flag("--suite-lm-size") ?? "small",
+    ...(flag("--model-cache") ? ["--cache-dir", flag("--model-cache")!] : []),
+  ];
 }
 
 /**
@@ -69,7 +85,10 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
   await Promise.all(
     parts.map((seeds, i) => {
       const resume = existsSync(join(dirs[i]!, "checkpoint.json")) ? ["--resume"] : [];
-      return runPart(["experiment", "--seeds", seeds.join(","), "--out", dirs[i]!, ...resume, ...declared.block.experiment], `part ${i + 1}`);
+      return runPart(
+        ["experiment", "--seeds", seeds.join(","), "--out", dirs[i]!, ...resume, ...declared.block.experiment],
+        `part ${i + 1}`,
+      );
     }),
   );
   await reportCommand(dirs, declared.outDir);
@@ -88,5 +107,7 @@ export async function confirmCommand(opts: ConfirmOptions): Promise<void> {
     node: process.version,
   };
   await writeFile(join(declared.outDir, "provenance.json"), `${JSON.stringify(provenance, null, 2)}\n`);
-  process.stderr.write(`confirm ${opts.block}: done in ${provenance.seconds} s → ${declared.outDir} (commit it as it is; the block is now used)\n`);
+  process.stderr.write(
+    `confirm ${opts.block}: done in ${provenance.seconds} s → ${declared.outDir} (commit it as it is; the block is now used)\n`,
+  );
 }

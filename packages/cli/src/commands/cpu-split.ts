@@ -3,11 +3,14 @@ import { readFileSync, readdirSync } from "node:fs";
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux the bench runs on). */
 const TICKS_PER_SECOND = 100;
 
-/** utime + stime of a /proc `stat` file, in seconds; undefined where there is no /proc (not Linux) or the task is gone. */
+/**
+ * utime + stime of a /proc `stat` file, in seconds; undefined where there is no /proc (not Linux) or the task is gone.
+ */
 function statSeconds(path: string): number | undefined {
   try {
     const text = readFileSync(path, "utf8");
-    // The fields after the command name (in parentheses, which may hold spaces): state is the first, utime the 12th, stime the 13th.
+    // The fields after the command name (in parentheses, which may hold spaces): state is the first, utime the 12th,
+    // stime the 13th.
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
   } catch {

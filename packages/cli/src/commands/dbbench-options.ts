@@ -16,7 +16,11 @@ export const EngineOptions = z.object({
 });
 export type EngineOptions = z.infer<typeof EngineOptions>;
 
-export const VerifyOptions = EngineOptions.extend({ split: Split.default("standard"), json: z.boolean().default(false), concurrency: int(1, 64).default(8) });
+export const VerifyOptions = EngineOptions.extend({
+  split: Split.default("standard"),
+  json: z.boolean().default(false),
+  concurrency: int(1, 64).default(8),
+});
 
 const harnessIds = dbbenchHarnesses.map((h) => h.id) as [string, ...string[]];
 
@@ -24,7 +28,11 @@ export const EvalOptions = EngineOptions.extend({
   baseUrl: url,
   model: z.string().min(1),
   apiKey: z.string().default("not-needed"),
-  harness: z.enum(harnessIds, { error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${harnessIds.join(", ")})` }).default("dbbench-h0"),
+  harness: z
+    .enum(harnessIds, {
+      error: (i) => `no DBBench harness ${JSON.stringify(i.input)} (one of ${harnessIds.join(", ")})`,
+    })
+    .default("dbbench-h0"),
   limit: int(1).optional(),
   out: z.string().min(1),
   systemFile: z.string().optional(),

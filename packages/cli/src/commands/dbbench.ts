@@ -2,7 +2,17 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseOrThrow } from "@harness-s/core";
 import { OpenAiToolPolicy, boundedOpenAi } from "@harness-s/adapters/llm";
-import { DBBENCH_SYSTEM, openEngine, dbbenchHarnesses, dbbenchTools, evalAgent, loadSplit, parseArgumentsPy, renderDbEvalReport, verifyGold } from "@harness-s/dbbench";
+import {
+  DBBENCH_SYSTEM,
+  openEngine,
+  dbbenchHarnesses,
+  dbbenchTools,
+  evalAgent,
+  loadSplit,
+  parseArgumentsPy,
+  renderDbEvalReport,
+  verifyGold,
+} from "@harness-s/dbbench";
 import { EvalOptions, VerifyOptions } from "./dbbench-options.ts";
 import { prepareOutDir } from "../out-dir.ts";
 import { createProgress } from "../progress.ts";
@@ -14,17 +24,30 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
   const engine = await openEngine(o);
   try {
     const bar = o.json ? undefined : createProgress(rows.length, `gold replay on ${o.engine}`);
-    const report = await verifyGold(rows, engine, o.split, { concurrency: o.concurrency, onRow: (d) => bar?.update(d, `${d}/${rows.length} rows`) });
+    const report = await verifyGold(rows, engine, o.split, {
+      concurrency: o.concurrency,
+      onRow: (d) => bar?.update(d, `${d}/${rows.length} rows`),
+    });
     bar?.stop();
     if (o.json) {
-      console.log(JSON.stringify({ engine: report.engine, split: report.split, mutations: report.mutations, selects: report.selects, unmatched: report.unmatched }));
+      console.log(
+        JSON.stringify({
+          engine: report.engine,
+          split: report.split,
+          mutations: report.mutations,
+          selects: report.selects,
+          unmatched: report.unmatched,
+        }),
+      );
       return;
     }
     console.log(`engine ${report.engine}, split ${report.split}`);
     console.log(`mutations (INSERT/UPDATE, table hash): ${report.mutations.matched} / ${report.mutations.total}`);
     console.log(`selects (answer normalisation):       ${report.selects.matched} / ${report.selects.total}`);
-    for (const [type, c] of Object.entries(report.byType).sort(([a], [b]) => (a < b ? -1 : 1))) console.log(`  ${type.padEnd(17)} ${c.matched} / ${c.total}`);
-    for (const d of report.details) console.log(`  unmatched ${d.id} (${d.type}): last output ${JSON.stringify(d.lastOutput.slice(0, 160))}`);
+    for (const [type, c] of Object.entries(report.byType).sort(([a], [b]) => (a < b ? -1 : 1)))
+      console.log(`  ${type.padEnd(17)} ${c.matched} / ${c.total}`);
+    for (const d of report.details)
+      console.log(`  unmatched ${d.id} (${d.type}): last output ${JSON.stringify(d.lastOutput.slice(0, 160))}`);
   } finally {
     await engine.shutdown();
   }
@@ -35,13 +58,20 @@ export async function dbbenchVerifyCommand(input: Record<string, unknown>): Prom
  * many rows errored (the model endpoint failed on them, as opposed to a wrong answer): the CLI
  * exits 1 when any did, after writing the summary.
  */
-export async function dbbenchEvalCommand(input: Record<string, unknown>): Promise<{ rows: number; erroredRows: number }> {
+export async function dbbenchEvalCommand(
+  input: Record<string, unknown>,
+): Promise<{ rows: number; erroredRows: number }> {
   const o = parseOrThrow(EvalOptions, input, "dbbench eval options");
   const harness = dbbenchHarnesses.find((h) => h.id === o.harness)!;
   await prepareOutDir(o.out);
   const rows = (await loadSplit(o.data, o.split)).slice(0, o.limit);
   const system = o.systemFile ? await readFile(o.systemFile, "utf8") : DBBENCH_SYSTEM;
-  const client = boundedOpenAi({ baseURL: o.baseUrl, apiKey: o.apiKey, timeoutMs: o.timeoutSeconds * 1000, maxRetries: 2 });
+  const client = boundedOpenAi({
+    baseURL: o.baseUrl,
+    apiKey: o.apiKey,
+    timeoutMs: o.timeoutSeconds * 1000,
+    maxRetries: 2,
+  });
   let tokens = 0;
   const policy = new OpenAiToolPolicy(client, {
     model: o.model,
@@ -64,8 +94,14 @@ export async function dbbenchEvalCommand(input: Record<string, unknown>): Promis
       },
     });
     bar.stop();
-    await writeFile(join(o.out, "summary.json"), JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2));
-    await writeFile(join(o.out, "report.md"), renderDbEvalReport(summary, { model: o.model, baseUrl: o.baseUrl, split: o.split }));
+    await writeFile(
+      join(o.out, "summary.json"),
+      JSON.stringify({ model: o.model, baseUrl: o.baseUrl, split: o.split, tokens, ...summary }, null, 2),
+    );
+    await writeFile(
+      join(o.out, "report.md"),
+      renderDbEvalReport(summary, { model: o.model, baseUrl: o.baseUrl, split: o.split }),
+    );
     console.log(
       `overall_cat_accuracy ${(100 * summary.overallCatAccuracy).toFixed(1)}%  accuracy ${(100 * summary.accuracy).toFixed(1)}%  failed rounds ${summary.failedRounds}  errored rows ${summary.erroredRows}  tokens ${tokens}`,
     );

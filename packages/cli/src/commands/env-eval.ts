@@ -12,21 +12,36 @@ import { familyFor } from "../families.ts";
 import { timestamped } from "../declared/shared.ts";
 
 /** One task's attempts as the summary lists them. */
-type TaskResult = { id: string; successes: number; attempts: number; rewards: number[]; failureTags: string[]; errors: string[] };
+type TaskResult = {
+  id: string;
+  successes: number;
+  attempts: number;
+  rewards: number[];
+  failureTags: string[];
+  errors: string[];
+};
 
 /**
  * `harness-s eval --env <family>` (appworld, swe-gym, or any family registered for eval): the agent
  * at `baseUrl` runs every task of the split `attempts` times under one harness, offered the
- * family's tools (at the given servers, or local fixture servers started and stopped here). Writes summary.json (Pass@3, Avg@3, behaviour rates such as SWE-Gym's
+ * family's tools (at the given servers, or local fixture servers started and stopped here). Writes summary.json
+ * (Pass@3, Avg@3, behaviour rates such as SWE-Gym's
  * assertion fallback, per-task results) and report.md. An attempt the model endpoint fails is a
  * failure with its error recorded; the run goes on, and the count is returned.
  *
  * @example
  * await envEvalCommand({ env: "appworld", baseUrl: "http://127.0.0.1:8000/v1", model: "qwen", out: "results/aw" });
  */
-export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) => void = (l) => console.error(l)): Promise<{ attempts: number; errored: number }> {
+export async function envEvalCommand(
+  input: EnvEvalOptions,
+  log: (line: string) => void = (l) => console.error(l),
+): Promise<{ attempts: number; errored: number }> {
   const parsed = EnvEvalOptions.parse(input);
-  const o = { ...parsed, out: parsed.out ?? timestamped(`results/eval-${parsed.env}-`), apiKey: parsed.apiKey ?? "not-needed" };
+  const o = {
+    ...parsed,
+    out: parsed.out ?? timestamped(`results/eval-${parsed.env}-`),
+    apiKey: parsed.apiKey ?? "not-needed",
+  };
   await prepareOutDir(o.out);
   const family = familyFor(o.env, "eval");
   const opened = await family.open({ command: "eval", options: o, protocol: "test", io: cliIo(log) });
@@ -34,9 +49,17 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
     const sets = await opened.base.instance(0);
     const { pool } = sets.evolution;
     const harness = [pool.base, ...pool.siblings].find((h) => h.id === (o.harness ?? pool.base.id));
-    if (!harness) throw new UsageError(`--harness: no ${o.env} harness ${o.harness} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`);
+    if (!harness)
+      throw new UsageError(
+        `--harness: no ${o.env} harness ${o.harness} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`,
+      );
     const tasks = (o.split === "all" ? [...sets.train, ...sets.dev, ...sets.heldout] : sets[o.split]).slice(0, o.limit);
-    const client = boundedOpenAi({ baseURL: o.baseUrl, apiKey: o.apiKey, timeoutMs: o.timeoutSeconds * 1000, maxRetries: 2 });
+    const client = boundedOpenAi({
+      baseURL: o.baseUrl,
+      apiKey: o.apiKey,
+      timeoutMs: o.timeoutSeconds * 1000,
+      maxRetries: 2,
+    });
     let tokens = 0;
     const policy = new OpenAiToolPolicy(client, {
       model: o.model,
@@ -55,7 +78,10 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
       async (task, h, seed) => {
         const done = await rolloutsIn(opened.base.env, policy)(task, h, seed).then(
           (rollout) => ({ rollout }),
-          (err: unknown) => ({ rollout: erroredRollout(task, h.id, seed), error: err instanceof Error ? err.message : String(err) }),
+          (err: unknown) => ({
+            rollout: erroredRollout(task, h.id, seed),
+            error: err instanceof Error ? err.message : String(err),
+          }),
         );
         rollouts.push(done);
         bar.update(rollouts.length, `${rollouts.filter((r) => r.rollout.success).length}/${rollouts.length} solved`);
@@ -70,10 +96,23 @@ export async function envEvalCommand(input: EnvEvalOptions, log: (line: string) 
       ),
     );
     const errored = rollouts.filter((r) => r.error).length;
-    const summary = { env: o.env, model: o.model, baseUrl: o.baseUrl, harness: harness.id, split: o.split, attempts: o.attempts, tokens, errored, ...evaluation, results };
+    const summary = {
+      env: o.env,
+      model: o.model,
+      baseUrl: o.baseUrl,
+      harness: harness.id,
+      split: o.split,
+      attempts: o.attempts,
+      tokens,
+      errored,
+      ...evaluation,
+      results,
+    };
     await writeFile(join(o.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
     await writeFile(join(o.out, "report.md"), report(summary));
-    log(`Pass@3 ${(100 * evaluation.passAt3).toFixed(1)}%  Avg@3 ${(100 * evaluation.avgAt3).toFixed(1)}%  errored attempts ${errored}  tokens ${tokens}`);
+    log(
+      `Pass@3 ${(100 * evaluation.passAt3).toFixed(1)}%  Avg@3 ${(100 * evaluation.avgAt3).toFixed(1)}%  errored attempts ${errored}  tokens ${tokens}`,
+    );
     log(`summary.json and report.md in ${o.out}`);
     return { attempts: rollouts.length, errored };
   } finally {
@@ -131,7 +170,8 @@ function report(s: {
     "| task | solved | mean reward | failure tags |",
     "|---|---|---|---|",
     ...s.results.map(
-      (r) => `| ${r.id} | ${r.successes}/${r.attempts} | ${(r.rewards.reduce((a, b) => a + b, 0) / Math.max(1, r.rewards.length)).toFixed(2)} | ${r.failureTags.join(", ")} |`,
+      (r) =>
+        `| ${r.id} | ${r.successes}/${r.attempts} | ${(r.rewards.reduce((a, b) => a + b, 0) / Math.max(1, r.rewards.length)).toFixed(2)} | ${r.failureTags.join(", ")} |`,
     ),
     "",
   ].join("\n");

@@ -31,16 +31,24 @@ export async function builtinOpenEnv(
  * @example
  * const served = await startEnvServe(EnvServeOptions.parse({ env: "embedded", port: 0 }));
  */
-export async function startEnvServe(opts: EnvServeOptions, log: (line: string) => void = (line) => console.error(line)) {
+export async function startEnvServe(
+  opts: EnvServeOptions,
+  log: (line: string) => void = (line) => console.error(line),
+) {
   const parts = await builtinOpenEnv(opts, log);
   try {
     if (opts.tasksOut) {
-      if (!parts.trainTasks) throw new UsageError(`--tasks-out: env-serve --env ${opts.env} does not write its tasks yet (embedded does)`);
+      if (!parts.trainTasks)
+        throw new UsageError(`--tasks-out: env-serve --env ${opts.env} does not write its tasks yet (embedded does)`);
       const tasks = parts.trainTasks();
       await writeFile(opts.tasksOut, `${JSON.stringify({ env: opts.env, tasks }, null, 1)}\n`);
       console.log(`wrote ${tasks.length} training tasks to ${opts.tasksOut}`);
     }
-    const bounds = { sessionIdleSeconds: opts.sessionIdleSeconds, maxSessions: opts.maxSessions, maxSessionsPerAddress: opts.maxSessionsPerAddress };
+    const bounds = {
+      sessionIdleSeconds: opts.sessionIdleSeconds,
+      maxSessions: opts.maxSessions,
+      maxSessionsPerAddress: opts.maxSessionsPerAddress,
+    };
     const server = await startOpenEnvServer({ ...parts, ...bounds }, opts.port, opts.host);
     const stop = async () => {
       await server.close();
@@ -60,7 +68,9 @@ export async function startEnvServe(opts: EnvServeOptions, log: (line: string) =
  */
 export async function envServeCommand(opts: EnvServeOptions): Promise<void> {
   const server = await startEnvServe(opts);
-  console.log(`harness-s env-serve (${opts.env}, OpenEnv protocol) on ${server.url}: WebSocket sessions at ${server.url.replace(/^http/, "ws")}/ws; Ctrl-C stops it`);
+  console.log(
+    `harness-s env-serve (${opts.env}, OpenEnv protocol) on ${server.url}: WebSocket sessions at ${server.url.replace(/^http/, "ws")}/ws; Ctrl-C stops it`,
+  );
   const stop = async () => {
     await server.stop();
     process.exit(0);

@@ -1,6 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { ExperimentConfig, ExperimentSummary, evalSet, runExperimentToEnd, type ExperimentDeps } from "@harness-s/core/experiment";
+import {
+  ExperimentConfig,
+  ExperimentSummary,
+  evalSet,
+  runExperimentToEnd,
+  type ExperimentDeps,
+} from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { ValidationError, parseOrThrow } from "@harness-s/core";
 import { defaultEmbeddedSettings, type EmbeddedSettings } from "@harness-s/envs";
@@ -63,7 +69,9 @@ export interface ExperimentOptions {
   evalSamples?: number;
   /** Rollouts per seed for measuring the pool's initial profiles with a worker's policy (default: all of dev). */
   profileBudget?: number;
-  /** A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters). */
+  /**
+   * A voter panel file: the router arms decide with its voters, weights and quorum (default: the statistical voters).
+   */
   voters?: string;
   /** The benchmark family to train on (a registered one: embedded, dbbench, appworld, swe-gym, …). */
   env: string;
@@ -73,7 +81,11 @@ export interface ExperimentOptions {
 
 /** The run's config: the preset's (`--quick`: fewer steps and evaluation samples) under the explicit settings. */
 export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
-  const train = parseOrThrow(TrainConfig, { ...presetOf(opts.quick).train, ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) }, "training config");
+  const train = parseOrThrow(
+    TrainConfig,
+    { ...presetOf(opts.quick).train, ...opts.train, ...(opts.steps !== undefined ? { steps: opts.steps } : {}) },
+    "training config",
+  );
   return parseOrThrow(
     ExperimentConfig,
     {
@@ -88,7 +100,9 @@ export function experimentConfig(opts: ExperimentOptions): ExperimentConfig {
   );
 }
 
-/** Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens). */
+/**
+ * Runs the experiment, first starting its policy worker when `startWorker` asks (stopped at the end, whatever happens).
+ */
 export async function experimentCommand(opts: ExperimentOptions): Promise<ExperimentSummary> {
   // Read before the worker starts: a bad panel file is an error before any work.
   const panel = opts.voters ? await readPanelFile(opts.voters) : undefined;
@@ -103,7 +117,11 @@ export async function experimentCommand(opts: ExperimentOptions): Promise<Experi
   try {
     const name = lm?.name ?? (model === "tiny" ? "tiny" : basename(model));
     if (lm) await writeFile(join(opts.out, "suite-lm.json"), JSON.stringify(lm, null, 2));
-    return await runExperimentCommand({ ...opts, worker: { ...opts.worker!, url: worker.url, model: name }, startWorker: undefined }, lm !== undefined, panel);
+    return await runExperimentCommand(
+      { ...opts, worker: { ...opts.worker!, url: worker.url, model: name }, startWorker: undefined },
+      lm !== undefined,
+      panel,
+    );
   } finally {
     await worker.stop();
   }
@@ -126,17 +144,27 @@ function suiteOf(opts: ExperimentOptions, protocol: ExperimentConfig["protocol"]
  * Runs the experiment in process or on the local stack on the family of `opts.env`, with the
  * family's own policy or a worker's (`experimentCommand` starts that worker first when asked).
  */
-async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = false, panel?: PanelRouting): Promise<ExperimentSummary> {
+async function runExperimentCommand(
+  opts: ExperimentOptions,
+  compareAtStart = false,
+  panel?: PanelRouting,
+): Promise<ExperimentSummary> {
   const started = Date.now();
   const config = experimentConfig(opts);
   const runDir = opts.out;
-  process.stderr.write(`harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`);
+  process.stderr.write(
+    `harness-s experiment: ${config.seeds.length} seeds × ${config.arms.length} arms × ${config.train.steps} steps → ${runDir}\n`,
+  );
   const family = familyFor(opts.env, "experiment");
   const suite = suiteOf(opts, config.protocol);
   const request = { command: "experiment", options: opts.familyOptions ?? {} } as const;
   const runKey = { config, suite, ...family.runKey?.(request) };
-  const checkpoint = opts.runtime === "in-process" ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false) : undefined;
-  if (opts.resume && !checkpoint) throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
+  const checkpoint =
+    opts.runtime === "in-process"
+      ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false)
+      : undefined;
+  if (opts.resume && !checkpoint)
+    throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
   const bar = createProgress(config.seeds.length * config.arms.length * config.train.steps, "training");
   let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
   if (checkpoint?.state.units.length) done += checkpoint.state.units.reduce((n, u) => n + u.state.step, 0);
@@ -144,7 +172,8 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     process.stderr.write(
       `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
     );
-  // With --policy worker on the local stack, the coordinator registers each unit's token policy in process and dispatch samples it at the worker, as serve's runs do.
+  // With --policy worker on the local stack, the coordinator registers each unit's token policy in process and dispatch
+  // samples it at the worker, as serve's runs do.
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const open: OpenRequest = {
     ...request,
@@ -157,12 +186,22 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
   try {
     const source = opened.base;
     const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
-      ? workerPolicySetup(source, { ...opts.worker, profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget } }, renderingOf(family))
+      ? workerPolicySetup(
+          source,
+          {
+            ...opts.worker,
+            profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget },
+          },
+          renderingOf(family),
+        )
       : source;
     // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
     const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
     // The start table compares the family's own policy with the worker's at step 0.
-    const startRows = compareAtStart && family.policy === "own" ? await startTableOnce(join(runDir, "start-table.json"), source, deps, config) : undefined;
+    const startRows =
+      compareAtStart && family.policy === "own"
+        ? await startTableOnce(join(runDir, "start-table.json"), source, deps, config)
+        : undefined;
     const pace = stepPace(deps.sampled);
     const summary =
       opts.runtime === "local-aws"
@@ -178,10 +217,22 @@ async function runExperimentCommand(opts: ExperimentOptions, compareAtStart = fa
     bar.stop();
     const poolsFile = await writePools(runDir, config, deps);
     ExperimentSummary.parse(summary);
-    const { sweep, pairedSweeps } = await runSweeps(opts.sweeps, runDir, config, { ...defaultEmbeddedSettings, ...suite });
+    const { sweep, pairedSweeps } = await runSweeps(opts.sweeps, runDir, config, {
+      ...defaultEmbeddedSettings,
+      ...suite,
+    });
     await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-    const section = opened.reportSection ? opened.reportSection(summary, checkpoint!.state.baselines, evalSet(config, (await deps.instance(config.seeds[0]!)).heldout)) : "";
-    await writeFile(join(runDir, "report.md"), renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + section);
+    const section = opened.reportSection
+      ? opened.reportSection(
+          summary,
+          checkpoint!.state.baselines,
+          evalSet(config, (await deps.instance(config.seeds[0]!)).heldout),
+        )
+      : "";
+    await writeFile(
+      join(runDir, "report.md"),
+      renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + section,
+    );
     await writePlots(runDir, summary, sweep, pairedSweeps);
     printTable(summary, (Date.now() - started) / 1000, runDir);
     return summary;
@@ -204,7 +255,12 @@ async function writePools(runDir: string, config: ExperimentConfig, deps: Pick<E
 }
 
 /** The sweeps asked for, each written beside the summary as it finishes. */
-async function runSweeps(sweeps: readonly string[], runDir: string, config: ExperimentConfig, settings: EmbeddedSettings) {
+async function runSweeps(
+  sweeps: readonly string[],
+  runDir: string,
+  config: ExperimentConfig,
+  settings: EmbeddedSettings,
+) {
   let sweep: SweepResult | undefined;
   if (sweeps.includes("cue")) {
     const sweepBar = createProgress(SWEEP_CUE_RATES.length + SWEEP_CUE_STRENGTHS.length, "sweep");
@@ -217,7 +273,9 @@ async function runSweeps(sweeps: readonly string[], runDir: string, config: Expe
     if (!sweeps.includes(kind)) continue;
     const started = Date.now();
     const result = await runPairedSweep(kind, config, settings, (label, i, n) =>
-      process.stderr.write(`${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`),
+      process.stderr.write(
+        `${kind} sweep: point ${i + 1}/${n} (${label}), ${((Date.now() - started) / 1000).toFixed(0)} s so far\n`,
+      ),
     );
     await writeFile(join(runDir, sweepFile(kind)), JSON.stringify(result, null, 2));
     pairedSweeps.push(result);

@@ -18,14 +18,27 @@ export async function fixturesServeCommand(o: FixturesServeOptions): Promise<voi
   process.once("SIGTERM", () => void stop());
   try {
     for (let i = 0; i < o.appworldServers; i++)
-      servers.push(await startFixtureServer("appworld/server.py", { trusted: o.trustedFixturesOnly, port: o.appworldPort ? o.appworldPort + i : 0 }));
-    const swe = o.swe ? await startFixtureServer("swe/server.py", { trusted: o.trustedFixturesOnly, port: o.swePort, python: await ensureWorkerVenv() }) : undefined;
+      servers.push(
+        await startFixtureServer("appworld/server.py", {
+          trusted: o.trustedFixturesOnly,
+          port: o.appworldPort ? o.appworldPort + i : 0,
+        }),
+      );
+    const swe = o.swe
+      ? await startFixtureServer("swe/server.py", {
+          trusted: o.trustedFixturesOnly,
+          port: o.swePort,
+          python: await ensureWorkerVenv(),
+        })
+      : undefined;
     if (swe) servers.push(swe);
     const appworld = servers.filter((s) => s !== swe).map((s) => s.url);
     console.log(JSON.stringify({ appworld, sweDeployments: swe?.url ?? null, sandbox: servers[0]?.sandbox ?? null }));
     console.error(
       [
-        appworld.length ? `AppWorld-protocol servers: ${appworld.join(",")}  (experiment --env appworld --appworld-urls ${appworld.join(",")})` : "",
+        appworld.length
+          ? `AppWorld-protocol servers: ${appworld.join(",")}  (experiment --env appworld --appworld-urls ${appworld.join(",")})`
+          : "",
         swe ? `SWE-ReX-protocol deployments: ${swe.url}  (experiment --env swe-gym --swe-deployments ${swe.url})` : "",
         "Ctrl-C stops them.",
       ]

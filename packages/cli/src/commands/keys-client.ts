@@ -1,6 +1,8 @@
 import { HarnessSError } from "@harness-s/core";
 
-/** Where `harness-s keys` talks to: the API's base URL, the acting key's secret, and the longest one request may take. */
+/**
+ * Where `harness-s keys` talks to: the API's base URL, the acting key's secret, and the longest one request may take.
+ */
 export interface KeysConnection {
   url: string;
   secret: string;
@@ -34,7 +36,8 @@ const hidden = (text: string, secret: string) => (secret ? text.split(secret).jo
 function refusal(status: number, text: string): { code: string; message: string } {
   try {
     const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof error?.code === "string") return { code: error.code, message: typeof error.message === "string" ? error.message : "" };
+    if (typeof error?.code === "string")
+      return { code: error.code, message: typeof error.message === "string" ? error.message : "" };
   } catch {
     // not the API's error body: said by its status below
   }
@@ -52,7 +55,11 @@ export async function sendKeysCall(connection: KeysConnection, call: KeysCall): 
   try {
     const res = await fetch(target, {
       method: call.method,
-      headers: { authorization: `Bearer ${connection.secret}`, accept: "application/json", ...(call.body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${connection.secret}`,
+        accept: "application/json",
+        ...(call.body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
       redirect: "error",
       signal: AbortSignal.timeout(connection.timeoutMs),
@@ -60,9 +67,16 @@ export async function sendKeysCall(connection: KeysConnection, call: KeysCall): 
     status = res.status;
     text = await res.text();
   } catch (err) {
-    if ((err as Error).name === "TimeoutError") throw new KeysRequestError("TIMEOUT", `${call.method} ${target}: no reply within ${connection.timeoutMs / 1000} s`);
+    if ((err as Error).name === "TimeoutError")
+      throw new KeysRequestError(
+        "TIMEOUT",
+        `${call.method} ${target}: no reply within ${connection.timeoutMs / 1000} s`,
+      );
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new KeysRequestError("UNREACHABLE", hidden(`${call.method} ${target}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, connection.secret));
+    throw new KeysRequestError(
+      "UNREACHABLE",
+      hidden(`${call.method} ${target}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, connection.secret),
+    );
   }
   if (status < 200 || status > 299) {
     const { code, message } = refusal(status, text);

@@ -24,7 +24,10 @@ function secrets(k: KeyView): string {
   return [`${k.secrets.length} working`, ...retiring].join("; ");
 }
 
-/** A key as labelled lines: what was done to it (if anything), its id and status, then each setting (an absent limit as unlimited). */
+/**
+ * A key as labelled lines: what was done to it (if anything), its id and status, then each setting (an absent limit as
+ * unlimited).
+ */
 export function keyLines(k: KeyView, done?: string): string[] {
   const rows: [string, string][] = [
     ["label", k.label ?? "-"],
@@ -64,4 +67,5 @@ export function eventTable(events: readonly KeyEventView[]): string[] {
 }
 
 /** The secret a create or rotate answered, labelled: the API keeps only its hash. */
-export const secretLine = (secret: string) => `secret (shown once, store it now; the API keeps only its hash): ${secret}`;
+export const secretLine = (secret: string) =>
+  `secret (shown once, store it now; the API keeps only its hash): ${secret}`;

@@ -33,10 +33,17 @@ export async function reportCommand(runs: string[], out: string): Promise<Experi
   const pools = poolParts.every((p) => p !== undefined) ? Object.assign({}, ...poolParts) : undefined;
   if (pools) await writeFile(join(out, "pools.json"), JSON.stringify(pools, null, 2));
   const pairedSweeps = await mergeSweepParts(runs, out, (line) => process.stderr.write(`${line}\n`));
-  const startParts = await Promise.all(runs.map((dir) => readJsonFile(join(dir, "start-table.json"), z.array(StartRow))));
-  const startRows = startParts.every((p) => p !== undefined) ? startParts.flat().sort((a, b) => a.seed - b.seed) : undefined;
+  const startParts = await Promise.all(
+    runs.map((dir) => readJsonFile(join(dir, "start-table.json"), z.array(StartRow))),
+  );
+  const startRows = startParts.every((p) => p !== undefined)
+    ? startParts.flat().sort((a, b) => a.seed - b.seed)
+    : undefined;
   if (startRows) await writeFile(join(out, "start-table.json"), JSON.stringify(startRows, null, 2));
-  await writeFile(join(out, "report.md"), renderReport(summary, undefined, { pools, pairedSweeps }) + startTableSection(startRows));
+  await writeFile(
+    join(out, "report.md"),
+    renderReport(summary, undefined, { pools, pairedSweeps }) + startTableSection(startRows),
+  );
   await writePlots(out, summary, undefined, pairedSweeps);
   printTable(summary, (Date.now() - started) / 1000, out);
   return summary;

@@ -20,7 +20,13 @@ export async function startScriptedPolicy(script: Script, delayMs: (episode: str
     let body = "";
     for await (const c of req) body += c;
     const json = (out: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(out));
-    if (req.method === "GET") return json({ policy_id: "scripted", version: 0, tokenizer: { name: "scripted", eos_ids: [0] }, capabilities: { sample: true } });
+    if (req.method === "GET")
+      return json({
+        policy_id: "scripted",
+        version: 0,
+        tokenizer: { name: "scripted", eos_ids: [0] },
+        capabilities: { sample: true },
+      });
     if (req.method === "DELETE") return json({ closed: turns.delete(decodeURIComponent(req.url!.split("/").at(-1)!)) });
     const episode: string = JSON.parse(body).episode_id;
     const turn = turns.get(episode) ?? 0;
@@ -38,7 +44,9 @@ export async function startScriptedPolicy(script: Script, delayMs: (episode: str
         text: "",
         content: "",
         finish_reason: "stop",
-        tool_calls: [{ id: `c${samples}`, type: "function", function: { name: tool, arguments: JSON.stringify(args) } }],
+        tool_calls: [
+          { id: `c${samples}`, type: "function", function: { name: tool, arguments: JSON.stringify(args) } },
+        ],
       },
     });
   });

@@ -38,11 +38,13 @@ const STOP_GRACE_MS = 20_000;
 export async function serveCommand(input: z.input<typeof ServeOptions>): Promise<void> {
   const opts = ServeOptions.parse(input);
   // A port in use is said now, before DynamoDB Local and the evolution start (and stopped again).
-  if (opts.port !== 0 && !(await portFree(opts.host, opts.port))) throw new UsageError(`--port ${opts.port}: ${opts.host}:${opts.port} is in use by another process`);
+  if (opts.port !== 0 && !(await portFree(opts.host, opts.port)))
+    throw new UsageError(`--port ${opts.port}: ${opts.host}:${opts.port} is in use by another process`);
   const panelDocument = opts.voters ? await readPanelDocument(opts.voters) : undefined;
   const panel = panelDocument ? panelRouting(panelDocument) : undefined;
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  // One policy worker per served model, started beside the evolution (each loads torch and its model); a folder a worker refuses stops serve here.
+  // One policy worker per served model, started beside the evolution (each loads torch and its model); a folder a
+  // worker refuses stops serve here.
   const modelWorkers = opts.models ? startServedModelWorkers(opts.models, log) : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
@@ -55,9 +57,15 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
   // never stalls another key's requests on the API's event loop.
   const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
-  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model is served at a policy worker (`--models`).
+  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model
+  // is served at a policy worker (`--models`).
   const experiments = { families: SERVE_EXPERIMENT_FAMILIES, ...(served ? { models: served.workers } : {}) };
-  const workersData: ServeWorkersData = { tasks, ...outbound, experiments, ...(panelDocument ? { panel: panelDocument } : {}) };
+  const workersData: ServeWorkersData = {
+    tasks,
+    ...outbound,
+    experiments,
+    ...(panelDocument ? { panel: panelDocument } : {}),
+  };
   const stack = await stoppedTogether(
     startLocalStack({
       ...(panel ? { panel } : {}),
@@ -89,7 +97,9 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     process.stderr.write(`\n${signal}: stopping the API, the workers, fauxqs and DynamoDB Local\n`);
     // A stop that hangs (a worker deep in a training step) still ends: the exit kills every child this process started.
     setTimeout(() => {
-      process.stderr.write(`${signal}: not stopped after ${STOP_GRACE_MS / 1000} s; exiting (children are killed on exit)\n`);
+      process.stderr.write(
+        `${signal}: not stopped after ${STOP_GRACE_MS / 1000} s; exiting (children are killed on exit)\n`,
+      );
       process.exit(1);
     }, STOP_GRACE_MS).unref();
     gateway?.episodes.closeAll();
@@ -106,9 +116,13 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
 
     const assets = loadConsoleAssets(CONSOLE_DIST);
     const deps = { ...stack.deps, ...(gateway ? { gateway } : {}), ...(assets ? { console: assets } : {}) };
-    server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) }).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === "EADDRINUSE" || err.code === "EACCES" ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`) : err;
-    });
+    server = await listen(createApp(deps).fetch, opts.port, opts.host, { bodyLimit: bodyLimitOf(deps) }).catch(
+      (err: NodeJS.ErrnoException) => {
+        throw err.code === "EADDRINUSE" || err.code === "EACCES"
+          ? new UsageError(`--port ${opts.port}: cannot listen on ${opts.host}:${opts.port} (${err.code})`)
+          : err;
+      },
+    );
     printServing(server.url, { ...stack, pools: [String(pool.version), others] }, opts, secret, gateway !== undefined);
   } catch (err) {
     await stack.stop();
@@ -130,14 +144,20 @@ function printServing(
   );
   if (!opts.apiKey) console.log(`API key (admin): ${secret}`);
   console.log(`web console: ${url}/console/ (sign in with a key; \`npm run build:console\` if it answers 404)`);
-  if (gateway) console.log(`Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`);
+  if (gateway)
+    console.log(
+      `Rank-1 gateway: point an agent's OpenAI client at ${url}/v1/gateway (pool "${opts.gatewayPool}", model endpoint ${opts.gatewayUpstream})`,
+    );
   console.log(
     `try: curl -s -X POST ${url}/v1/route -H 'authorization: Bearer ${opts.apiKey ? "<your key>" : secret}' -H 'content-type: application/json' -d '{"poolId":"embedded","task":{"id":"app-1","family":"app","tags":["app","bulk"]},"failureTags":["incomplete-results"],"k":2}'`,
   );
   console.log("Ctrl-C stops everything started here.");
 }
 
-/** Registers the suite's evolved pool with its initial profiles, and each family's pool to serve; returns the suite's and the others' ids. */
+/**
+ * Registers the suite's evolved pool with its initial profiles, and each family's pool to serve; returns the suite's
+ * and the others' ids.
+ */
 async function registerPools(deps: { pools: PoolStore; profiles: ProfileStore }, evolution: SeedInstance["evolution"]) {
   const pool = createPool(SERVED_SUITE, evolution.pool.base, evolution.pool.siblings, evolution.pool.notes);
   await deps.pools.put(pool);

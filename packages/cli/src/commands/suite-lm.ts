@@ -36,7 +36,10 @@ export interface CompareOptions {
 /** A built model's folder as `ensureSuiteLm` would return it (its record is `suite-lm.json` inside). */
 async function builtModel(dir: string): Promise<Pick<SuiteLmBuild, "path" | "name" | "weights_sha256">> {
   const path = resolve(dir);
-  const record = await readJsonFile(join(path, "suite-lm.json"), z.object({ weights_sha256: z.string() }).passthrough());
+  const record = await readJsonFile(
+    join(path, "suite-lm.json"),
+    z.object({ weights_sha256: z.string() }).passthrough(),
+  );
   if (!record) throw new ValidationError("--model-dir", [`${path} holds no suite-lm.json: not a built suite LM`]);
   return { path, name: basename(path), weights_sha256: record.weights_sha256 };
 }
@@ -51,7 +54,12 @@ export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void>
   const worker = await startPolicyWorker({ model: built.path, stateDir: join(opts.out, "worker") }, log);
   try {
     const embedded = embeddedSetup(defaultEmbeddedSettings);
-    const token = workerPolicySetup(embedded, { url: worker.url, model: built.name, maxTokens: opts.maxTokens, constrainToolCalls: opts.constrainToolCalls });
+    const token = workerPolicySetup(embedded, {
+      url: worker.url,
+      model: built.name,
+      maxTokens: opts.maxTokens,
+      constrainToolCalls: opts.constrainToolCalls,
+    });
     const started = Date.now();
     const rows = await startTable(embedded, token, opts.seeds, { tasks: opts.tasks, samples: opts.samples }, (seed) =>
       log(`suite-lm compare: seed ${seed} (${((Date.now() - started) / 1000).toFixed(0)} s so far)`),
@@ -59,7 +67,15 @@ export async function suiteLmCompareCommand(opts: CompareOptions): Promise<void>
     await writeFile(
       join(opts.out, "start-table.json"),
       JSON.stringify(
-        { model: built.name, weights: built.weights_sha256, constrainToolCalls: opts.constrainToolCalls, tasks: opts.tasks, samples: opts.samples, rows, gates: startGates(rows) },
+        {
+          model: built.name,
+          weights: built.weights_sha256,
+          constrainToolCalls: opts.constrainToolCalls,
+          tasks: opts.tasks,
+          samples: opts.samples,
+          rows,
+          gates: startGates(rows),
+        },
         null,
         2,
       ),

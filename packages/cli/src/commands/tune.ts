@@ -34,7 +34,12 @@ export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[
   const base = opts.train ?? {};
   const plans = [["default", {}] as const, ...Object.entries(candidates)].map(([name, over]) => ({
     name,
-    config: ExperimentConfig.parse({ seeds: opts.seeds, arms: [...ARMS], train: parseOrThrow(TrainConfig, { ...base, ...over }, `candidate ${name}`), protocol: "validation" }),
+    config: ExperimentConfig.parse({
+      seeds: opts.seeds,
+      arms: [...ARMS],
+      train: parseOrThrow(TrainConfig, { ...base, ...over }, `candidate ${name}`),
+      protocol: "validation",
+    }),
   }));
   await prepareOutDir(opts.out);
   const units = opts.seeds.length * ARMS.length * plans[0]!.config.train.steps;
@@ -43,13 +48,22 @@ export async function tuneCommand(opts: TuneOptions): Promise<{ rows: TuningRow[
   const runs = new Map<string, ExperimentSummary>();
   for (const [i, plan] of plans.entries()) {
     let done = i * units;
-    runs.set(plan.name, await runExperimentToEnd(plan.config, { ...deps, onProgress: (e) => bar.update(++done, `${plan.name}: seed ${e.seed} ${e.arm}`) }));
+    runs.set(
+      plan.name,
+      await runExperimentToEnd(plan.config, {
+        ...deps,
+        onProgress: (e) => bar.update(++done, `${plan.name}: seed ${e.seed} ${e.arm}`),
+      }),
+    );
   }
   bar.stop();
   const rows = tuningRows(runs, candidates, rule);
   const decision = decide(rows)?.name ?? "default";
   const report = renderTuning(rows, opts.seeds, rule);
-  await writeFile(join(opts.out, "tune.json"), JSON.stringify({ seeds: opts.seeds, base, rule, rows, decision }, null, 2));
+  await writeFile(
+    join(opts.out, "tune.json"),
+    JSON.stringify({ seeds: opts.seeds, base, rule, rows, decision }, null, 2),
+  );
   await writeFile(join(opts.out, "tune.md"), report);
   console.log(report);
   return { rows, decision };

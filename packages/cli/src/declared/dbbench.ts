@@ -14,7 +14,11 @@ export const dbbenchVerify = declareCommand({
     split: flag(VerifyOptions.shape.split, "<s>", "data split"),
     json: flag(VerifyOptions.shape.json, null, "print one JSON object"),
     concurrency: flag(VerifyOptions.shape.concurrency, "<n>", "rollouts at a time"),
-    data: flag(z.string().min(1).optional(), "<dir>", `folder with standard.jsonl and dev.jsonl (default $${DBBENCH_DIR_VARIABLE} or the bundled copy)`),
+    data: flag(
+      z.string().min(1).optional(),
+      "<dir>",
+      `folder with standard.jsonl and dev.jsonl (default $${DBBENCH_DIR_VARIABLE} or the bundled copy)`,
+    ),
     mysqlUrl: flag(VerifyOptions.shape.mysqlUrl, "<url>", "MySQL/MariaDB server"),
   }),
   run: async (o) => (await import("../commands/dbbench.ts")).dbbenchVerifyCommand({ ...o, data: dataDir(o.data) }),
@@ -22,7 +26,8 @@ export const dbbenchVerify = declareCommand({
 
 export const dbbenchEval = declareCommand({
   name: "dbbench eval",
-  summary: "Evaluate an OpenAI-compatible agent (vLLM, a hosted API) on a split under one harness; write summary.json and report.md",
+  summary:
+    "Evaluate an OpenAI-compatible agent (vLLM, a hosted API) on a split under one harness; write summary.json and report.md",
   flags: z.strictObject({
     baseUrl: flag(EvalOptions.shape.baseUrl, "<url>", "the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"),
     model: flag(EvalOptions.shape.model, "<m>", "model name"),
@@ -36,8 +41,14 @@ export const dbbenchEval = declareCommand({
     systemFile: flag(EvalOptions.shape.systemFile, "<file>", "replace the system prompt"),
     temperature: flag(EvalOptions.shape.temperature, "<t>", "sampling temperature"),
     timeoutSeconds: flag(EvalOptions.shape.timeoutSeconds, "<s>", "per model request"),
-    logprobs: flag(EvalOptions.shape.logprobs, null, "do not ask the server for token log-probabilities", { negate: true }),
-    data: flag(z.string().min(1).optional(), "<dir>", `folder with the splits (default $${DBBENCH_DIR_VARIABLE} or the bundled copy)`),
+    logprobs: flag(EvalOptions.shape.logprobs, null, "do not ask the server for token log-probabilities", {
+      negate: true,
+    }),
+    data: flag(
+      z.string().min(1).optional(),
+      "<dir>",
+      `folder with the splits (default $${DBBENCH_DIR_VARIABLE} or the bundled copy)`,
+    ),
     mysqlUrl: flag(EvalOptions.shape.mysqlUrl, "<url>", "MySQL/MariaDB server"),
   }),
   run: async (o) => {
@@ -48,7 +59,9 @@ export const dbbenchEval = declareCommand({
       out: o.out ?? timestamped("results/dbbench-"),
     });
     if (erroredRows > 0) {
-      process.stderr.write(`error: ${erroredRows} of ${rows} rows errored at the model endpoint (${o.baseUrl}); their rows count as failures in the summary\n`);
+      process.stderr.write(
+        `error: ${erroredRows} of ${rows} rows errored at the model endpoint (${o.baseUrl}); their rows count as failures in the summary\n`,
+      );
       process.exit(1);
     }
   },

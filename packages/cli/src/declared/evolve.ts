@@ -16,16 +16,33 @@ const ownFlags = () =>
   }));
 
 /** The flags of every family's own evolution. */
-const familyEvolveFlags = (): z.ZodRawShape => Object.assign({}, ...familyNames("evolve").map((name) => familyFor(name).evolve!.flags));
+const familyEvolveFlags = (): z.ZodRawShape =>
+  Object.assign({}, ...familyNames("evolve").map((name) => familyFor(name).evolve!.flags));
 
 const EvolveFlags = z
   .strictObject({
     out: flag(z.string().min(1).default("results/pool.json"), "<file>", "where to write the pool"),
     seed: flag(int(0).default(1), "<n>", "the suite instance (and evolution) seed"),
-    cueStrength: flag(num((n) => n.min(0)).default(defaultEmbeddedSettings.cueStrength), "<b>", "the policy's fixed logit bonus for a hinted action"),
-    sideEffects: flag(probability.optional(), "<p>", "how often a sibling's edit misleads outside its area (see experiment)"),
-    poolSize: flag(int(1, 64).optional(), "<n>", `siblings to keep (default ${EvolutionConfig.parse({}).poolSize}; DBBench 6)`),
-    protocol: flag(z.enum(["test", "validation"]).default("test"), "<p>", "test, or validation (the dev split without the held-back pair)"),
+    cueStrength: flag(
+      num((n) => n.min(0)).default(defaultEmbeddedSettings.cueStrength),
+      "<b>",
+      "the policy's fixed logit bonus for a hinted action",
+    ),
+    sideEffects: flag(
+      probability.optional(),
+      "<p>",
+      "how often a sibling's edit misleads outside its area (see experiment)",
+    ),
+    poolSize: flag(
+      int(1, 64).optional(),
+      "<n>",
+      `siblings to keep (default ${EvolutionConfig.parse({}).poolSize}; DBBench 6)`,
+    ),
+    protocol: flag(
+      z.enum(["test", "validation"]).default("test"),
+      "<p>",
+      "test, or validation (the dev split without the held-back pair)",
+    ),
     env: envFlagOr(
       "evolve",
       "embedded",
@@ -51,7 +68,8 @@ const EvolveFlags = z
 
 export const evolve = declareCommand({
   name: "evolve",
-  summary: "Evolve a sibling pool from H0 along the repair directions and save it (the embedded suite, or DBBench with an LLM proposer)",
+  summary:
+    "Evolve a sibling pool from H0 along the repair directions and save it (the embedded suite, or DBBench with an LLM proposer)",
   flags: EvolveFlags,
   run: async (o) => {
     const log = (line: string) => console.log(line);

@@ -10,4 +10,5 @@ export const EXPERIMENT_PRESETS = {
 
 export type ExperimentPreset = (typeof EXPERIMENT_PRESETS)[keyof typeof EXPERIMENT_PRESETS];
 
-export const presetOf = (quick: boolean): ExperimentPreset => (quick ? EXPERIMENT_PRESETS.quick : EXPERIMENT_PRESETS.full);
+export const presetOf = (quick: boolean): ExperimentPreset =>
+  quick ? EXPERIMENT_PRESETS.quick : EXPERIMENT_PRESETS.full;

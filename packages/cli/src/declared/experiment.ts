@@ -12,7 +12,11 @@ import { SWEEPS, timestamped } from "./shared.ts";
 const sweepKinds = z
   .union([z.literal(true), z.string()])
   .transform((v) => (v === true ? ["cue"] : v.split(",").map((s) => s.trim())))
-  .pipe(z.array(z.enum(SWEEPS, { error: (i) => `unknown sweep ${JSON.stringify(i.input)} (choose from ${SWEEPS.join(", ")})` })));
+  .pipe(
+    z.array(
+      z.enum(SWEEPS, { error: (i) => `unknown sweep ${JSON.stringify(i.input)} (choose from ${SWEEPS.join(", ")})` }),
+    ),
+  );
 const positive = num((n) => n.positive());
 const seedsText = (s: readonly number[]) => `${s[0]}-${s.at(-1)}`;
 
@@ -46,27 +50,63 @@ export const ExperimentFlags = z
       "<p>",
       "how often a sibling's edit misleads outside its area: per task and absent requirement, the chance its remedy spoils the episode (0: never)",
     ),
-    cueHalfLife: flag(positive.optional(), "<steps>", "updates over which the policy's hint bonus halves (default: fixed)"),
-    poolSize: flag(int(1, 64).optional(), "<n>", `siblings evolution keeps (default ${EvolutionConfig.parse({}).poolSize})`),
+    cueHalfLife: flag(
+      positive.optional(),
+      "<steps>",
+      "updates over which the policy's hint bonus halves (default: fixed)",
+    ),
+    poolSize: flag(
+      int(1, 64).optional(),
+      "<n>",
+      `siblings evolution keeps (default ${EvolutionConfig.parse({}).poolSize})`,
+    ),
     steps: flag(int(1, 100_000).optional(), "<n>", "training steps per arm"),
-    train: flag(jsonFlag(TrainOverrides).optional(), "<json>", 'overrides of the training config as JSON, e.g. \'{"k":3,"batchSize":24}\''),
-    cueRate: flag(probability.default(defaultEmbeddedSettings.cueRate), "<r>", "share of train tasks whose instruction cues their latent requirements"),
-    cueStrength: flag(num((n) => n.min(0)).default(defaultEmbeddedSettings.cueStrength), "<b>", "the policy's fixed logit bonus for a hinted action"),
-    fixedSuite: flag(z.boolean().default(false), null, "run every seed on one suite instance and pool (default: each seed is an independent replicate)"),
+    train: flag(
+      jsonFlag(TrainOverrides).optional(),
+      "<json>",
+      'overrides of the training config as JSON, e.g. \'{"k":3,"batchSize":24}\'',
+    ),
+    cueRate: flag(
+      probability.default(defaultEmbeddedSettings.cueRate),
+      "<r>",
+      "share of train tasks whose instruction cues their latent requirements",
+    ),
+    cueStrength: flag(
+      num((n) => n.min(0)).default(defaultEmbeddedSettings.cueStrength),
+      "<b>",
+      "the policy's fixed logit bonus for a hinted action",
+    ),
+    fixedSuite: flag(
+      z.boolean().default(false),
+      null,
+      "run every seed on one suite instance and pool (default: each seed is an independent replicate)",
+    ),
     protocol: flag(
       z.enum(["test", "validation"]).default("test"),
       "<p>",
       "test: evaluate on the held-out split; validation: hold the train pair a+b back and evaluate on it instead (for tuning; no held-out task is built)",
     ),
-    resume: flag(z.boolean().default(false), null, "continue the run in --out from its checkpoint.json (finished seeds and arms are not run again)"),
+    resume: flag(
+      z.boolean().default(false),
+      null,
+      "continue the run in --out from its checkpoint.json (finished seeds and arms are not run again)",
+    ),
     runtime: flag(
       z.enum(["in-process", "local-aws"]).default("in-process"),
       "<r>",
       "in-process, or local-aws: through DynamoDB Local, fauxqs and the same Lambda handlers (same summary for the same seeds)",
     ),
     ...workerFlags(),
-    evalTasks: flag(int(1).optional(), "<n>", "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task"),
-    evalSamples: flag(int(3, 1000).optional(), "<n>", "attempts per task in every evaluation (default 6, or 3 with --quick)"),
+    evalTasks: flag(
+      int(1).optional(),
+      "<n>",
+      "evaluate at most n tasks per split (evenly spaced): for slow policies; default every task",
+    ),
+    evalSamples: flag(
+      int(3, 1000).optional(),
+      "<n>",
+      "attempts per task in every evaluation (default 6, or 3 with --quick)",
+    ),
     profileBudget: flag(
       int(0).optional(),
       "<n>",
@@ -86,11 +126,18 @@ export const ExperimentFlags = z
     ),
     ...familyFlags("experiment"),
   })
-  .refine((o) => o.policy === "worker" || o.policyModel === "tiny", { path: ["policyModel"], message: "--policy-model needs --policy worker" })
+  .refine((o) => o.policy === "worker" || o.policyModel === "tiny", {
+    path: ["policyModel"],
+    message: "--policy-model needs --policy worker",
+  })
   .superRefine((o, ctx) => {
     const family = registeredFamily(o.env);
     if (family?.policy === "worker" && o.policy !== "worker")
-      ctx.addIssue({ code: "custom", path: ["env"], message: `--env ${o.env} trains a language model: it needs --policy worker` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["env"],
+        message: `--env ${o.env} trains a language model: it needs --policy worker`,
+      });
     if (family && !family.sweepsAndLocalAws && (o.runtime !== "in-process" || o.sweep))
       ctx.addIssue({ code: "custom", path: ["env"], message: `--env ${o.env} runs in process, without sweeps` });
   })
@@ -105,7 +152,11 @@ function workerFlags() {
       "<p>",
       "embedded (the log-linear CPU policy), or worker: an LLM at a protocol-v2 policy worker (--policy-url) on the suite's text rendering",
     ),
-    policyUrl: flag(url.optional(), "<url>", "the policy worker (see `harness-s policy-worker`); without it, one is started here on <out>/worker with --policy-model"),
+    policyUrl: flag(
+      url.optional(),
+      "<url>",
+      "the policy worker (see `harness-s policy-worker`); without it, one is started here on <out>/worker with --policy-model",
+    ),
     policyToken: flag(z.string().min(1).optional(), "<t>", "the worker's bearer token"),
     policyModel: flag(
       z.string().min(1).default("tiny"),
@@ -113,15 +164,27 @@ function workerFlags() {
       "what the worker serves: tiny (random weights, for smoke runs), suite-lm (the suite LM, built or found in --model-cache), or a model directory; with --policy-url, the name it serves",
     ),
     suiteLmSize: flag(SuiteLmRecipe.shape.size, "<s>", "the suite LM's size (see `harness-s suite-lm build`)"),
-    modelCache: flag(z.string().min(1).default(".harness-s/models"), "<dir>", "where suite LMs are kept, by recipe hash"),
-    policyLr: flag(positive.default(3e-3), "<lr>", "AdamW learning rate of the worker's LoRA adapters (3e-3: the suite LM learns without collapsing, docs/token-level.md)"),
+    modelCache: flag(
+      z.string().min(1).default(".harness-s/models"),
+      "<dir>",
+      "where suite LMs are kept, by recipe hash",
+    ),
+    policyLr: flag(
+      positive.default(3e-3),
+      "<lr>",
+      "AdamW learning rate of the worker's LoRA adapters (3e-3: the suite LM learns without collapsing, docs/token-level.md)",
+    ),
     policyMaxTokens: flag(int(1, 32_768).default(24), "<n>", "most tokens the worker samples per turn"),
     constrainedCalls: flag(
       z.boolean().optional(),
       null,
       "with --policy worker: each turn is sampled (and trained) as exactly one call of an offered tool, its arguments fitting the tool's schema",
     ),
-    policyMaxInFlight: flag(int(1, 4096).default(32), "<n>", "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued"),
+    policyMaxInFlight: flag(
+      int(1, 4096).default(32),
+      "<n>",
+      "most samples the worker is sent concurrently; the rest wait in the client, so none times out queued",
+    ),
   };
 }
 
@@ -147,7 +210,10 @@ function experimentOptions(o: ExperimentFlags) {
           constrainToolCalls: o.constrainedCalls,
         }
       : undefined;
-  const startWorker = o.policy === "worker" && !o.policyUrl ? { model: o.policyModel, recipe: SuiteLmRecipe.parse({ size: o.suiteLmSize }), cacheDir: o.modelCache } : undefined;
+  const startWorker =
+    o.policy === "worker" && !o.policyUrl
+      ? { model: o.policyModel, recipe: SuiteLmRecipe.parse({ size: o.suiteLmSize }), cacheDir: o.modelCache }
+      : undefined;
   return {
     ...o,
     out,

@@ -10,7 +10,8 @@ import { bench, envEval, policyWorker } from "./tools.ts";
 
 /** Commands that only group subcommands (`suite-lm build`), with their summaries. */
 export const COMMAND_GROUPS: Record<string, string> = {
-  "suite-lm": "The suite LM: a small Llama model made here, warm-started on the embedded initial policy's episodes (no held-out task)",
+  "suite-lm":
+    "The suite LM: a small Llama model made here, warm-started on the embedded initial policy's episodes (no held-out task)",
   dbbench: "DBBench (AgentBench's database task) on real data and a real SQL server",
   keys: "API keys at a running API: issue, list, show, update, rotate, revoke, and each key's events",
 };

@@ -4,7 +4,10 @@ import { declareCommand, flag } from "../declare.ts";
 import { int, num, url, UsageError } from "../flags.ts";
 import type { KeysRequest } from "../commands/keys.ts";
 
-/** Where `keys` reads the acting key's secret when `--admin-key` is not given (read here, at the composition root), so it stays out of shell history. */
+/**
+ * Where `keys` reads the acting key's secret when `--admin-key` is not given (read here, at the composition root), so
+ * it stays out of shell history.
+ */
 export const ADMIN_KEY_VARIABLE = "HARNESS_S_ADMIN_KEY";
 
 /** The word that removes a setting in `keys update` (`--quota none`). */
@@ -39,13 +42,31 @@ const noneOr = <S extends z.ZodType>(schema: S) =>
     return z.NEVER;
   });
 
-/** A key's settings as flags: each flag's value, placeholder, help and the API's field, declared once for create and update. */
+/**
+ * A key's settings as flags: each flag's value, placeholder, help and the API's field, declared once for create and
+ * update.
+ */
 const SETTINGS = {
   label: { field: z.string().max(KEY_LIMITS.labelChars), arg: "<text>", about: "a label people read", wire: "label" },
   quota: { field: int(1), arg: "<n>", about: "requests allowed in total", wire: "requestQuota" },
-  budgetUsd: { field: num((n) => n.positive()), arg: "<usd>", about: "what it may spend in total, in USD at the tariff", wire: "budgetUsd" },
-  rate: { field: rateFlag, arg: "<perSecond[:burst]>", about: "its rate: requests per second, and the burst (default perSecond rounded up)", wire: "rate" },
-  expires: { field: z.iso.datetime({ offset: true }), arg: "<iso>", about: "when it stops working, ISO 8601 (e.g. 2027-01-01T00:00:00Z)", wire: "expiresAt" },
+  budgetUsd: {
+    field: num((n) => n.positive()),
+    arg: "<usd>",
+    about: "what it may spend in total, in USD at the tariff",
+    wire: "budgetUsd",
+  },
+  rate: {
+    field: rateFlag,
+    arg: "<perSecond[:burst]>",
+    about: "its rate: requests per second, and the burst (default perSecond rounded up)",
+    wire: "rate",
+  },
+  expires: {
+    field: z.iso.datetime({ offset: true }),
+    arg: "<iso>",
+    about: "when it stops working, ISO 8601 (e.g. 2027-01-01T00:00:00Z)",
+    wire: "expiresAt",
+  },
 } as const;
 type Setting = keyof typeof SETTINGS;
 
@@ -58,7 +79,11 @@ const connectionFlags = {
     "<secret>",
     `the acting key's secret: an admin key, or a key showing or rotating itself (default $${ADMIN_KEY_VARIABLE}, which keeps it out of shell history)`,
   ),
-  timeoutSeconds: flag(num((n) => n.positive().max(600)).default(30), "<s>", "the longest one request may take (headers and body)"),
+  timeoutSeconds: flag(
+    num((n) => n.positive().max(600)).default(30),
+    "<s>",
+    "the longest one request may take (headers and body)",
+  ),
   json: flag(z.boolean().default(false), null, "print the API's JSON reply as it is (for scripts)"),
 };
 type ConnectionFlags = z.infer<z.ZodObject<typeof connectionFlags>>;
@@ -68,13 +93,18 @@ const CreateFlags = z.strictObject({
   scopes: flag(scopeList, "<a,b>", scopesAbout),
   label: flag(SETTINGS.label.field.optional(), SETTINGS.label.arg, `${SETTINGS.label.about} (default none)`),
   quota: flag(SETTINGS.quota.field.optional(), SETTINGS.quota.arg, `${SETTINGS.quota.about} (default unlimited)`),
-  budgetUsd: flag(SETTINGS.budgetUsd.field.optional(), SETTINGS.budgetUsd.arg, `${SETTINGS.budgetUsd.about} (default unlimited)`),
+  budgetUsd: flag(
+    SETTINGS.budgetUsd.field.optional(),
+    SETTINGS.budgetUsd.arg,
+    `${SETTINGS.budgetUsd.about} (default unlimited)`,
+  ),
   rate: flag(SETTINGS.rate.field.optional(), SETTINGS.rate.arg, `${SETTINGS.rate.about} (default unlimited)`),
   expires: flag(SETTINGS.expires.field.optional(), SETTINGS.expires.arg, `${SETTINGS.expires.about} (default never)`),
 });
 
 const kebab = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-const removable = (key: Setting) => flag(noneOr(SETTINGS[key].field).optional(), SETTINGS[key].arg, `${SETTINGS[key].about}; ${NONE} removes it`);
+const removable = (key: Setting) =>
+  flag(noneOr(SETTINGS[key].field).optional(), SETTINGS[key].arg, `${SETTINGS[key].about}; ${NONE} removes it`);
 
 const UpdateFlags = z
   .strictObject({
@@ -88,7 +118,10 @@ const UpdateFlags = z
   })
   .superRefine((o, ctx) => {
     if (o.scopes === undefined && (Object.keys(SETTINGS) as Setting[]).every((k) => o[k] === undefined))
-      ctx.addIssue({ code: "custom", message: `nothing to change: give --scopes or any of ${Object.keys(SETTINGS).map(kebab).join(", ")}` });
+      ctx.addIssue({
+        code: "custom",
+        message: `nothing to change: give --scopes or any of ${Object.keys(SETTINGS).map(kebab).join(", ")}`,
+      });
   });
 
 /** The API's body from the setting flags given (an absent flag leaves its setting as it is). */
@@ -98,7 +131,10 @@ function settingsBody(o: { scopes?: Scope[] } & Partial<Record<Setting, unknown>
   return body;
 }
 
-/** Sends one request with the connection flags; a refusal, timeout or unreachable API is one line `error [CODE]: message` and exit 1. */
+/**
+ * Sends one request with the connection flags; a refusal, timeout or unreachable API is one line `error [CODE]:
+ * message` and exit 1.
+ */
 async function runKeys(o: ConnectionFlags, request: KeysRequest): Promise<void> {
   const secret = o.adminKey ?? process.env[ADMIN_KEY_VARIABLE];
   if (!secret) throw new UsageError(`no key to act with: give --admin-key or set $${ADMIN_KEY_VARIABLE}`);
@@ -158,7 +194,12 @@ export const keysRotate = declareCommand({
       `how long the secrets it replaces keep working (default ${KEY_LIMITS.defaultGraceSeconds}, the API's)`,
     ),
   }),
-  run: (o, [id]) => runKeys(o, { action: "rotate", id: id!, body: o.graceSeconds === undefined ? {} : { graceSeconds: o.graceSeconds } }),
+  run: (o, [id]) =>
+    runKeys(o, {
+      action: "rotate",
+      id: id!,
+      body: o.graceSeconds === undefined ? {} : { graceSeconds: o.graceSeconds },
+    }),
 });
 
 export const keysRevoke = declareCommand({

@@ -19,7 +19,8 @@ export const SERVED_SUITE = "embedded";
  */
 export const servedPools = (): string[] => [SERVED_SUITE, ...familyNames().filter((n) => familyFor(n).servePool)];
 const ServedPool = z.string().superRefine((id, ctx) => {
-  if (!servedPools().includes(id)) ctx.addIssue({ code: "custom", message: `one of the pools serve registers: ${servedPools().join(", ")}` });
+  if (!servedPools().includes(id))
+    ctx.addIssue({ code: "custom", message: `one of the pools serve registers: ${servedPools().join(", ")}` });
 });
 
 /** `name=DIR,…` as its parts (a part without `=` has no folder: the schema says so). */
@@ -29,7 +30,9 @@ const modelFolderParts = (text: string) =>
     .filter((part) => part.trim() !== "")
     .map((part) => {
       const at = part.indexOf("=");
-      return at < 0 ? { name: part.trim(), dir: "" } : { name: part.slice(0, at).trim(), dir: part.slice(at + 1).trim() };
+      return at < 0
+        ? { name: part.trim(), dir: "" }
+        : { name: part.slice(0, at).trim(), dir: part.slice(at + 1).trim() };
     });
 
 /**
@@ -48,16 +51,31 @@ export const ModelFolders = z.preprocess(
 export const ServeOptions = z.strictObject({
   port: flag(port.default(18787), "<n>", "port to listen on (0 picks a free one)"),
   host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind"),
-  apiKey: flag(z.string().min(8, "an API key needs at least 8 characters").optional(), "<key>", "the admin API key to accept (default: a random one, printed)"),
+  apiKey: flag(
+    z.string().min(8, "an API key needs at least 8 characters").optional(),
+    "<key>",
+    "the admin API key to accept (default: a random one, printed)",
+  ),
   /** LLM voters' keys come from the environment variables the panel names. */
-  voters: flag(z.string().min(1).optional(), "<file>", "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters"),
+  voters: flag(
+    z.string().min(1).optional(),
+    "<file>",
+    "a voter panel (JSON: statistical and OpenAI-compatible LLM voters, weights, quorum); default the statistical voters",
+  ),
   gatewayUpstream: flag(
-    z.url({ protocol: /^https?$/, error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)" }).optional(),
+    z
+      .url({
+        protocol: /^https?$/,
+        error: "an http:// or https:// URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1)",
+      })
+      .optional(),
     "<url>",
     "serve the Rank-1 harness gateway at /v1/gateway/chat/completions in front of this OpenAI-compatible model endpoint (key: HARNESS_S_GATEWAY_UPSTREAM_KEY)",
   ),
   gatewayModel: flag(z.string().min(1).optional(), "<name>", "the model name sent upstream (default: the agent's)"),
-  gatewayPool: flag(ServedPool.default(SERVED_SUITE), "<id>", "the pool the gateway routes between", { choices: servedPools() }),
+  gatewayPool: flag(ServedPool.default(SERVED_SUITE), "<id>", "the pool the gateway routes between", {
+    choices: servedPools(),
+  }),
   gatewayEnv: flag(
     GatewayEnv.default("generic"),
     "<env>",
@@ -69,7 +87,11 @@ export const ServeOptions = z.strictObject({
     "<name=dir,…>",
     "base models experiments may train LoRA adapters on, each from its folder (one policy worker each, stopped with serve; GET /v1/models lists them)",
   ),
-  allowLoopbackEndpoints: flag(z.boolean().default(false), null, "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused"),
+  allowLoopbackEndpoints: flag(
+    z.boolean().default(false),
+    null,
+    "let callers' policy endpoints and environments be on loopback (a laptop, tests); private ranges stay refused",
+  ),
   allowEndpointCidr: flag(
     EndpointCidrs.default([]),
     "<cidr>",
@@ -81,7 +103,11 @@ export type ServeOptions = z.infer<typeof ServeOptions>;
 /** `fixtures-serve`'s options. */
 export const FixturesServeOptions = z.strictObject({
   appworldServers: flag(int(0, 64).default(2), "<n>", "AppWorld-protocol servers (one live task each)"),
-  appworldPort: flag(int(0, 65535).default(0), "<n>", "the first AppWorld server's port (the rest follow; 0 picks free ones)"),
+  appworldPort: flag(
+    int(0, 65535).default(0),
+    "<n>",
+    "the first AppWorld server's port (the rest follow; 0 picks free ones)",
+  ),
   swePort: flag(int(0, 65535).default(0), "<n>", "the SWE-ReX-protocol server's port (0 picks a free one)"),
   swe: flag(z.boolean().default(true), null, "start no SWE-ReX-protocol server", { negate: true }),
   trustedFixturesOnly: flag(
@@ -97,13 +123,21 @@ export const EnvServeOptions = z.strictObject({
   env: envFlag("env-serve", `the environment: ${familySummaries("env-serve")}`),
   port: flag(port.default(8000), "<n>", "port to listen on (0 picks a free one)"),
   host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind"),
-  tasksOut: flag(z.string().min(1).optional(), "<file>", "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset"),
+  tasksOut: flag(
+    z.string().min(1).optional(),
+    "<file>",
+    "write the served training tasks as a rescue takes them (JSON), for your trainer's dataset",
+  ),
   sessionIdleSeconds: flag(
     num((n) => n.positive().max(86_400)).default(OPENENV_SERVER_DEFAULTS.sessionIdleSeconds),
     "<s>",
     "close a WebSocket session (code 1001) after this many seconds without a message from its client",
   ),
-  maxSessions: flag(int(1, 65_536).default(OPENENV_SERVER_DEFAULTS.maxSessions), "<n>", "WebSocket sessions at once (a further one is refused with 503)"),
+  maxSessions: flag(
+    int(1, 65_536).default(OPENENV_SERVER_DEFAULTS.maxSessions),
+    "<n>",
+    "WebSocket sessions at once (a further one is refused with 503)",
+  ),
   maxSessionsPerAddress: flag(
     int(1, 65_536).default(OPENENV_SERVER_DEFAULTS.maxSessionsPerAddress),
     "<n>",

@@ -10,9 +10,14 @@ export const envEval = declareCommand({
   summary: `Evaluate an OpenAI-compatible agent on ${familyNames("eval").join(" or ")} under one harness (Pass@3, Avg@3, behaviours); write summary.json and report.md`,
   flags: EnvEvalOptions,
   run: async (o) => {
-    const { attempts, errored } = await (await import("../commands/env-eval.ts")).envEvalCommand({ ...o, apiKey: o.apiKey ?? process.env.OPENAI_API_KEY });
+    const { attempts, errored } = await (await import("../commands/env-eval.ts")).envEvalCommand({
+      ...o,
+      apiKey: o.apiKey ?? process.env.OPENAI_API_KEY,
+    });
     if (errored > 0) {
-      process.stderr.write(`error: ${errored} of ${attempts} attempts errored at the model endpoint (${o.baseUrl}); they count as failures in the summary\n`);
+      process.stderr.write(
+        `error: ${errored} of ${attempts} attempts errored at the model endpoint (${o.baseUrl}); they count as failures in the summary\n`,
+      );
       process.exit(1);
     }
   },
@@ -24,17 +29,26 @@ const BenchEnv = z.union([z.literal(SERVICE_SUITE), FamilyName("bench")]);
 
 export const bench = declareCommand({
   name: "bench",
-  summary: "Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run",
+  summary:
+    "Measure embedded rollouts/s and router decisions/s with latency percentiles, against baselines in the same run",
   flags: z.strictObject({
     seconds: flag(num((n) => n.positive()).default(2), "<s>", "measuring time per figure"),
-    worker: flag(z.boolean().default(false), null, "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)"),
+    worker: flag(
+      z.boolean().default(false),
+      null,
+      "also the policy worker's sampling and update tokens/s over protocol v2 vs direct (creates its venv if missing)",
+    ),
     env: flag(
       BenchEnv.default(SERVICE_SUITE),
       "<env>",
       `${SERVICE_SUITE} (the suite, the router, the API, the queues), or a family's own environment benchmark: ${familyNames("bench").join(", ")} (e.g. DBBench's cost per rollout on SQLite and MariaDB)`,
       { choices: [SERVICE_SUITE, ...familyNames("bench")] },
     ),
-    mysqlUrl: flag(z.url().default("mysql://root@127.0.0.1:3306"), "<url>", "with --env dbbench: the MariaDB/MySQL server"),
+    mysqlUrl: flag(
+      z.url().default("mysql://root@127.0.0.1:3306"),
+      "<url>",
+      "with --env dbbench: the MariaDB/MySQL server",
+    ),
   }),
   run: async (o) => {
     const own = o.env === SERVICE_SUITE ? undefined : familyFor(o.env, "bench").bench;
@@ -45,9 +59,14 @@ export const bench = declareCommand({
 
 export const policyWorker = declareCommand({
   name: "policy-worker",
-  summary: "Start the reference policy worker (protocol v2: Python, torch, transformers, peft); creates its venv first if it is missing",
+  summary:
+    "Start the reference policy worker (protocol v2: Python, torch, transformers, peft); creates its venv first if it is missing",
   flags: z.strictObject({
-    model: flag(z.string().min(1).default("tiny"), "<path>", "a Hugging Face model directory, or tiny (a tiny model built offline, for tests)"),
+    model: flag(
+      z.string().min(1).default("tiny"),
+      "<path>",
+      "a Hugging Face model directory, or tiny (a tiny model built offline, for tests)",
+    ),
     port: flag(port.default(8765), "<n>", "port to listen on"),
     host: flag(z.string().min(1).default("127.0.0.1"), "<h>", "address to bind (loopback unless told otherwise)"),
     token: flag(z.string().min(1).optional(), "<t>", "bearer token every request but /healthz must carry"),
@@ -67,13 +86,25 @@ export const policyWorker = declareCommand({
     maxPolicies: flag(int(1, 100_000).optional(), "<n>", "policies held at once (429 past it)"),
     maxEpisodes: flag(int(1, 10_000_000).optional(), "<n>", "open episodes per policy (429 past it)"),
     maxBodyMb: flag(int(1, 4096).optional(), "<n>", "largest request body (413 past it)"),
-    kvCacheMb: flag(int(0, 1 << 20).optional(), "<n>", "memory for the open episodes' KV caches (least recently used evicted first)"),
+    kvCacheMb: flag(
+      int(0, 1 << 20).optional(),
+      "<n>",
+      "memory for the open episodes' KV caches (least recently used evicted first)",
+    ),
     sampleTimeoutS: flag(num((n) => n.positive()).optional(), "<s>", "longest a sample may wait and run (503 past it)"),
-    toolParser: flag(z.enum(["hermes", "llama3_json", "mistral"]).optional(), "<p>", "the tool-call format the model writes (default: read from its chat template)"),
+    toolParser: flag(
+      z.enum(["hermes", "llama3_json", "mistral"]).optional(),
+      "<p>",
+      "the tool-call format the model writes (default: read from its chat template)",
+    ),
   }),
   run: async ({ model, port, host, token, stateDir, ...tuning }) => {
-    if (model !== "tiny" && !existsSync(model)) throw new UsageError(`--model ${model}: no such folder (a Hugging Face model directory, or tiny)`);
-    const worker = await (await import("../policy-worker.ts")).startPolicyWorker({ model, port, host, token, stateDir, tuning }, (line) => console.error(line));
+    if (model !== "tiny" && !existsSync(model))
+      throw new UsageError(`--model ${model}: no such folder (a Hugging Face model directory, or tiny)`);
+    const worker = await (await import("../policy-worker.ts")).startPolicyWorker(
+      { model, port, host, token, stateDir, tuning },
+      (line) => console.error(line),
+    );
     console.log(`harness-s policy worker (protocol v2, model ${model}) ready on ${worker.url}; Ctrl-C stops it`);
     const stop = async () => {
       await worker.stop();

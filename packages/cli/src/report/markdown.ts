@@ -22,7 +22,10 @@ export function renderReport(s: ExperimentSummary, sweep?: SweepResult, extras: 
 
 function renderSweep(sweep: SweepResult): string[] {
   const out = ["## Sensitivity: where rescue pays", "", sweep.note, ""];
-  out.push("| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |", "|---|---|---|---|---|---|");
+  out.push(
+    "| axis | value | harness-s − grpo-budget, train Avg@3 | held-out Avg@3 | held-out 95% CI | seeds better (held-out) |",
+    "|---|---|---|---|---|---|",
+  );
   for (const p of sweep.points)
     out.push(
       `| ${p.axis} | ${p.value} | ${signed(p.train.mean)} ± ${pts(p.train.std)} | ${signed(p.heldout.mean)} ± ${pts(p.heldout.std)} | ${interval(p.heldout.ci95)} | ${p.heldout.wins}/${p.heldout.n} |`,

@@ -24,7 +24,9 @@ export function sweepVerdict(sweep: PairedSweep): string {
       ? `${a} beats ${b} on held-out (95% interval above 0) at: ${wins.join("; ")}.`
       : `At no point does the held-out 95% interval of ${a} − ${b} exclude 0 in ${a}'s favour.`,
     losses.length ? `${b} is better on held-out at: ${losses.join("; ")}.` : "",
-    trainWins.length ? `On train the interval is above 0 at: ${trainWins.join("; ")}.` : `On train it is above 0 nowhere.`,
+    trainWins.length
+      ? `On train the interval is above 0 at: ${trainWins.join("; ")}.`
+      : `On train it is above 0 nowhere.`,
   ];
   return parts.filter(Boolean).join(" ");
 }
@@ -32,15 +34,22 @@ export function sweepVerdict(sweep: PairedSweep): string {
 /** The router or re-anchoring sweep as a report section. */
 export function renderPairedSweep(sweep: PairedSweep): string[] {
   const [a, b] = sweep.arms;
-  const title = sweep.kind === "router" ? "When the router pays: harness-s − harness-s-random" : "When re-anchoring pays: harness-s − harness-s-noreanchor";
+  const title =
+    sweep.kind === "router"
+      ? "When the router pays: harness-s − harness-s-random"
+      : "When re-anchoring pays: harness-s − harness-s-noreanchor";
   const out = [`## ${title}`, ""];
-  if (sweep.protocol === "validation") out.push('> **VALIDATION protocol: "held-out" here is the held-back train pair.**', "");
+  if (sweep.protocol === "validation")
+    out.push('> **VALIDATION protocol: "held-out" here is the held-back train pair.**', "");
   out.push(
     `Paired over seeds ${sweep.seeds.join(", ")} (${sweep.seeds.length}); each cell: mean ${a} − ${b} in H0 Avg@3 points (95% t interval; seeds where ${a} is better). Every point re-evolves the pool under its own suite setting; ${b} is ${a} with one thing changed (${sweep.kind === "router" ? "k random siblings instead of the vote" : "profiles never re-measured"}).`,
     "",
   );
   if (sweep.kind === "router") {
-    out.push("| side effects | pool asked (kept, mean) | k | sibling harm rate | train | held-out | rollouts a / b | groups replaced a / b |", "|---|---|---|---|---|---|---|---|");
+    out.push(
+      "| side effects | pool asked (kept, mean) | k | sibling harm rate | train | held-out | rollouts a / b | groups replaced a / b |",
+      "|---|---|---|---|---|---|---|---|",
+    );
     for (const p of sweep.points) {
       const s = p.perSeed;
       out.push(
@@ -48,7 +57,10 @@ export function renderPairedSweep(sweep: PairedSweep): string[] {
       );
     }
   } else {
-    out.push("| condition | nonstationarity | train | held-out | rollouts a / b | rescues triggered a / b |", "|---|---|---|---|---|---|");
+    out.push(
+      "| condition | nonstationarity | train | held-out | rollouts a / b | rescues triggered a / b |",
+      "|---|---|---|---|---|---|",
+    );
     for (const p of sweep.points) {
       const s = p.perSeed;
       out.push(
@@ -66,8 +78,16 @@ export function pairedSweepPlot(sweep: PairedSweep): TopLevelSpec {
     sweep.points.flatMap((p) =>
       p.perSeed.map((s) =>
         sweep.kind === "router"
-          ? { x: p.params.poolSize, series: `k ${p.params.k}, side effects ${p.params.sideEffects}`, diff: s.a[field] - s.b[field] }
-          : { x: p.params.cueHalfLife || 0, series: `probe ${p.params.reanchorBudget} rollouts`, diff: s.a[field] - s.b[field] },
+          ? {
+              x: p.params.poolSize,
+              series: `k ${p.params.k}, side effects ${p.params.sideEffects}`,
+              diff: s.a[field] - s.b[field],
+            }
+          : {
+              x: p.params.cueHalfLife || 0,
+              series: `probe ${p.params.reanchorBudget} rollouts`,
+              diff: s.a[field] - s.b[field],
+            },
       ),
     );
   const [a, b] = sweep.arms;

@@ -1,7 +1,19 @@
 import { ValidationError } from "@harness-s/core";
-import { TERMINAL_STATES, type ExperimentDeps, type ExperimentOffers, type ExperimentRecord } from "@harness-s/core/experiment";
+import {
+  TERMINAL_STATES,
+  type ExperimentDeps,
+  type ExperimentOffers,
+  type ExperimentRecord,
+} from "@harness-s/core/experiment";
 import type { OutboundPolicy } from "@harness-s/adapters/net";
-import { embeddedRendering, plainIo, renderingOf, type FamilyIo, type FamilyRendering, type SetupForProtocol } from "@harness-s/envs";
+import {
+  embeddedRendering,
+  plainIo,
+  renderingOf,
+  type FamilyIo,
+  type FamilyRendering,
+  type SetupForProtocol,
+} from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import type { Stores } from "@harness-s/functions/local";
 import type { UsageReport } from "@harness-s/functions/experiment-setup";
@@ -10,13 +22,22 @@ import { trainedAtWorker, type ModelAtWorker } from "@harness-s/functions/experi
 
 type Setup = Omit<ExperimentDeps, "onProgress">;
 
-/** What a stack runs experiments on besides the embedded suite: the families it opens (with the options each opens with), and its policy worker. */
+/**
+ * What a stack runs experiments on besides the embedded suite: the families it opens (with the options each opens
+ * with), and its policy worker.
+ */
 export interface ExperimentSetupsOptions {
   /** The embedded suite's setup per protocol (a run on it without a model: the suite's own CPU policy, as before). */
   embedded: SetupForProtocol;
-  /** The families this stack opens for a run, each with its options as the CLI's flags give them (DBBench: `{ engine: "sqlite" }`). */
+  /**
+   * The families this stack opens for a run, each with its options as the CLI's flags give them (DBBench: `{ engine:
+   * "sqlite" }`).
+   */
   families?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-  /** The base models language-model policies train on, each at its worker (the first is a run's default); none: only the embedded suite with its own policy runs. */
+  /**
+   * The base models language-model policies train on, each at its worker (the first is a run's default); none: only the
+   * embedded suite with its own policy runs.
+   */
   models?: readonly ModelAtWorker[];
   /** What a caller's environment may resolve to (the stack's outbound guard). */
   outbound: OutboundPolicy;
@@ -46,8 +67,14 @@ export const RUN_WATCH_MS = 1_000;
  */
 export function experimentOffers(opts: Pick<ExperimentSetupsOptions, "families" | "models">): ExperimentOffers {
   const models = (opts.models ?? []).map((m) => m.name);
-  const trainable = Object.keys(opts.families ?? {}).filter((name) => models.length > 0 || familyFor(name, "experiment").policy === "own");
-  return { envs: ["embedded", ...trainable.filter((n) => n !== "embedded")], callerEnvironments: models.length > 0, models };
+  const trainable = Object.keys(opts.families ?? {}).filter(
+    (name) => models.length > 0 || familyFor(name, "experiment").policy === "own",
+  );
+  return {
+    envs: ["embedded", ...trainable.filter((n) => n !== "embedded")],
+    callerEnvironments: models.length > 0,
+    models,
+  };
 }
 
 interface OpenedRun {
@@ -71,7 +98,10 @@ export class ExperimentSetups {
 
   constructor(private readonly opts: ExperimentSetupsOptions) {}
 
-  /** `meter` hears what the run's policy worker spent (GPU seconds, tokens sampled and trained), in the scope of the record that spent it. */
+  /**
+   * `meter` hears what the run's policy worker spent (GPU seconds, tokens sampled and trained), in the scope of the
+   * record that spent it.
+   */
   forRun = async (record: ExperimentRecord, stores: Stores, meter?: UsageReport): Promise<Setup> => {
     const req = record.request;
     if (req.env === "embedded" && req.model === undefined) return this.opts.embedded(req.protocol);
@@ -110,11 +140,20 @@ export class ExperimentSetups {
       });
       return { setup: opened.base, stop: opened.stop };
     }
-    if (env === "embedded") return { setup: this.withWorker(this.opts.embedded(record.request.protocol), embeddedRendering, record, meter), stop: async () => undefined };
+    if (env === "embedded")
+      return {
+        setup: this.withWorker(this.opts.embedded(record.request.protocol), embeddedRendering, record, meter),
+        stop: async () => undefined,
+      };
     const options = this.opts.families?.[env];
     if (!options) throw new ValidationError("env", [`this stack runs no experiments on ${env}`]);
     const family = familyFor(env, "experiment");
-    const opened = await family.open({ command: "experiment", options, protocol: record.request.protocol, io: this.opts.io ?? plainIo });
+    const opened = await family.open({
+      command: "experiment",
+      options,
+      protocol: record.request.protocol,
+      io: this.opts.io ?? plainIo,
+    });
     try {
       const trained = family.policy === "worker" || record.request.model !== undefined;
       // The family's own report section (DBBench's) ends the run's report, as the CLI's.
@@ -126,7 +165,10 @@ export class ExperimentSetups {
     }
   }
 
-  /** The setup with its policies at a worker: the run's model (default the first served) on the environment's token rendering. */
+  /**
+   * The setup with its policies at a worker: the run's model (default the first served) on the environment's token
+   * rendering.
+   */
   private withWorker(base: Setup, rendering: FamilyRendering, record: ExperimentRecord, meter?: UsageReport): Setup {
     return trainedAtWorker(base, rendering, record, { served: this.opts.models ?? [], ...(meter ? { meter } : {}) });
   }

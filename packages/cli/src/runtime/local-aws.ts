@@ -10,7 +10,15 @@ import {
   type UnitPolicies,
 } from "@harness-s/core/experiment";
 import { LocalPolicyEndpoints, type PolicyEndpoints, type ServiceSource } from "@harness-s/core/dispatch";
-import { systemClock, NotFoundError, ValidationError, type Environment, type Policy, type Protocol, type RolloutRunner } from "@harness-s/core";
+import {
+  systemClock,
+  NotFoundError,
+  ValidationError,
+  type Environment,
+  type Policy,
+  type Protocol,
+  type RolloutRunner,
+} from "@harness-s/core";
 import type { SetupForProtocol } from "@harness-s/envs";
 import type { UsageReport } from "@harness-s/functions/experiment-setup";
 import { startLocalStack, type LocalStack, type LocalStackOptions, type Stores } from "@harness-s/functions/local";
@@ -21,7 +29,9 @@ type Setup = Omit<ExperimentDeps, "onProgress">;
  * How the coordinator finds a run's setup: by its protocol alone (the embedded suite, as before),
  * or from the whole record (its environment, model and protocol: {@link ExperimentSetups}).
  */
-export type SetupsOfRuns = SetupForProtocol | { forRun: (record: ExperimentRecord, stores: Stores, meter?: UsageReport) => Promise<Setup> };
+export type SetupsOfRuns =
+  | SetupForProtocol
+  | { forRun: (record: ExperimentRecord, stores: Stores, meter?: UsageReport) => Promise<Setup> };
 
 /**
  * The policies a local stack's dispatch samples, each in the environment of the run that
@@ -57,20 +67,33 @@ export class RunPolicyEndpoints implements PolicyEndpoints {
   }
 }
 
-/** A policy kept at a worker (a token policy) is freed there when its unit ends; an in-process one has nothing to free. */
-const freeAtWorker = async (policy: Policy | undefined) => (policy as { release?: () => Promise<void> } | undefined)?.release?.();
+/**
+ * A policy kept at a worker (a token policy) is freed there when its unit ends; an in-process one has nothing to free.
+ */
+const freeAtWorker = async (policy: Policy | undefined) =>
+  (policy as { release?: () => Promise<void> } | undefined)?.release?.();
 
 /**
  * The local stack's coordinator wiring: each run gets its setup (its protocol's, or its record's:
  * environment, model and protocol), and policies are registered with the in-process endpoint in
  * the run's environment.
  */
-export function localQueuedExperiment(setups: SetupsOfRuns, endpoints: LocalPolicyEndpoints | RunPolicyEndpoints): NonNullable<LocalStackOptions["prepareExperiment"]> {
+export function localQueuedExperiment(
+  setups: SetupsOfRuns,
+  endpoints: LocalPolicyEndpoints | RunPolicyEndpoints,
+): NonNullable<LocalStackOptions["prepareExperiment"]> {
   // A run of another environment must be sampled in it: only RunPolicyEndpoints keeps an environment per policy.
-  if (typeof setups !== "function" && !(endpoints instanceof RunPolicyEndpoints)) throw new Error("runs set up from their records need RunPolicyEndpoints");
+  if (typeof setups !== "function" && !(endpoints instanceof RunPolicyEndpoints))
+    throw new Error("runs set up from their records need RunPolicyEndpoints");
   return async (record, { stores, queues, consumption }) => {
-    const setup = typeof setups === "function" ? setups(record.request.protocol) : await setups.forRun(record, stores, (used) => consumption.record(used));
-    const register = (id: string, policy: Policy) => (endpoints instanceof RunPolicyEndpoints ? endpoints.register(id, policy, setup.env) : endpoints.register(id, policy));
+    const setup =
+      typeof setups === "function"
+        ? setups(record.request.protocol)
+        : await setups.forRun(record, stores, (used) => consumption.record(used));
+    const register = (id: string, policy: Policy) =>
+      endpoints instanceof RunPolicyEndpoints
+        ? endpoints.register(id, policy, setup.env)
+        : endpoints.register(id, policy);
     const unitIds = new WeakMap<Policy, string>();
     const policies: UnitPolicies = {
       create: async (unit, seed) => {
@@ -114,14 +137,24 @@ export async function startExperimentStack(
   setup: Setup,
   protocol: Protocol,
   log?: (line: string) => void,
-  opts: Pick<LocalStackOptions, "coordinatorSliceMs" | "dynamoEndpoint" | "sqsEndpoint" | "panel" | "allowLoopbackEndpoints"> = {},
+  opts: Pick<
+    LocalStackOptions,
+    "coordinatorSliceMs" | "dynamoEndpoint" | "sqsEndpoint" | "panel" | "allowLoopbackEndpoints"
+  > = {},
 ): Promise<LocalStack> {
   const endpoints = new LocalPolicyEndpoints(setup.env);
   const setupFor: SetupForProtocol = (asked) => {
-    if (asked !== protocol) throw new ValidationError("experiment", [`this stack runs ${protocol}-protocol experiments, not ${asked}`]);
+    if (asked !== protocol)
+      throw new ValidationError("experiment", [`this stack runs ${protocol}-protocol experiments, not ${asked}`]);
     return setup;
   };
-  return startLocalStack({ tasks: { get: async () => undefined }, policies: endpoints, prepareExperiment: localQueuedExperiment(setupFor, endpoints), log, ...opts });
+  return startLocalStack({
+    tasks: { get: async () => undefined },
+    policies: endpoints,
+    prepareExperiment: localQueuedExperiment(setupFor, endpoints),
+    log,
+    ...opts,
+  });
 }
 
 /**
@@ -152,14 +185,21 @@ export async function runExperimentLocalAws(
       newId: () => `exp_cli_${Date.now()}`,
     });
     const record = await waitForExperiment(stack, started.id, onProgress);
-    if (record.status !== "done" || !record.summary) throw new Error(`experiment ${record.id} ended ${record.status}: ${record.error ?? record.stopReason ?? "no summary"}`);
+    if (record.status !== "done" || !record.summary)
+      throw new Error(
+        `experiment ${record.id} ended ${record.status}: ${record.error ?? record.stopReason ?? "no summary"}`,
+      );
     return record.summary;
   } finally {
     await stack.stop();
   }
 }
 
-export async function waitForExperiment(stack: LocalStack, id: string, onProgress?: (done: number, label: string) => void): Promise<ExperimentRecord> {
+export async function waitForExperiment(
+  stack: LocalStack,
+  id: string,
+  onProgress?: (done: number, label: string) => void,
+): Promise<ExperimentRecord> {
   for (;;) {
     const record = await stack.stores.experiments.get(id);
     if (record) onProgress?.(record.progress.done, record.progress.label);

@@ -16,8 +16,14 @@ export interface ServeWorkersData {
   allowLoopbackEndpoints: boolean;
   /** `--allow-endpoint-cidr`: private blocks callers' endpoints and environments may be in. */
   allowEndpointCidrs: string[];
-  /** The families experiments may run on (each with the options it opens with), and the base models language-model policies train on at their workers. */
-  experiments?: { families: Readonly<Record<string, Readonly<Record<string, unknown>>>>; models?: readonly ModelAtWorker[] };
+  /**
+   * The families experiments may run on (each with the options it opens with), and the base models language-model
+   * policies train on at their workers.
+   */
+  experiments?: {
+    families: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+    models?: readonly ModelAtWorker[];
+  };
 }
 
 // The thread's body: the workers `serve` runs (rescue rollouts on the embedded policy, the vote
@@ -31,7 +37,8 @@ await runWorkersThread(async (raw) => {
   const policies = new RunPolicyEndpoints(setup.env);
   policies.register("default", setup.createPolicy(1));
   const byId = new Map(data.tasks.map((t) => [t.id, t]));
-  // A run on another environment opens it through the registry (once per run, stopped when the run ends); the embedded suite's as before.
+  // A run on another environment opens it through the registry (once per run, stopped when the run ends); the embedded
+  // suite's as before.
   const experiments = new ExperimentSetups({
     embedded: setupFor,
     families: data.experiments?.families ?? {},

@@ -3,7 +3,10 @@ import { z } from "zod";
 import { ServedModel } from "@harness-s/core/models";
 import { startPolicyWorker } from "../policy-worker.ts";
 
-/** A served model's worker: the model's name (the worker serves it under that name: its policies' `base_model`) and where the worker listens. */
+/**
+ * A served model's worker: the model's name (the worker serves it under that name: its policies' `base_model`) and
+ * where the worker listens.
+ */
 export interface ServedModelWorker {
   name: string;
   url: string;
@@ -12,7 +15,11 @@ export interface ServedModelWorker {
 
 /** What a worker's `/healthz` says of itself and its base model (harness_s_worker/model_card.py). */
 const WorkerCard = z.object({
-  base: z.object({ parameters: z.number().int().positive(), context: z.number().int().positive(), chat_template: z.string().min(1) }),
+  base: z.object({
+    parameters: z.number().int().positive(),
+    context: z.number().int().positive(),
+    chat_template: z.string().min(1),
+  }),
 });
 
 /**
@@ -25,7 +32,10 @@ const WorkerCard = z.object({
  * const served = await startServedModelWorkers([{ name: "a", dir: "/models/qwen" }], log);
  * served.models; // [{ name: "a", parameters: …, contextTokens: …, chatTemplate: "chatml", … }]
  */
-export async function startServedModelWorkers(folders: readonly { name: string; dir: string }[], log: (line: string) => void = () => undefined) {
+export async function startServedModelWorkers(
+  folders: readonly { name: string; dir: string }[],
+  log: (line: string) => void = () => undefined,
+) {
   const token = randomUUID();
   const started: { stop: () => Promise<void> }[] = [];
   const stop = async () => {
@@ -36,8 +46,15 @@ export async function startServedModelWorkers(folders: readonly { name: string; 
     started.push(worker);
     const res = await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
     const card = WorkerCard.parse(await res.json());
-    log(`model ${name}: ${dir} at the policy worker on ${worker.url} (${card.base.parameters} parameters, context ${card.base.context}, ${card.base.chat_template} template)`);
-    const model = ServedModel.parse({ name, parameters: card.base.parameters, contextTokens: card.base.context, chatTemplate: card.base.chat_template });
+    log(
+      `model ${name}: ${dir} at the policy worker on ${worker.url} (${card.base.parameters} parameters, context ${card.base.context}, ${card.base.chat_template} template)`,
+    );
+    const model = ServedModel.parse({
+      name,
+      parameters: card.base.parameters,
+      contextTokens: card.base.context,
+      chatTemplate: card.base.chat_template,
+    });
     return { model, worker: { name, url: worker.url, token } satisfies ServedModelWorker };
   };
   // Every start is awaited, failed or not, so that none is left running when one fails.
@@ -51,8 +68,14 @@ export async function startServedModelWorkers(folders: readonly { name: string; 
   return { models: served.map((s) => s.model), workers: served.map((s) => s.worker), stop };
 }
 
-/** `starting` (a stack) with `workers` stopped after it stops; when it fails to start, `workers` are stopped before the error is thrown. */
-export async function stoppedTogether<S extends { stop: () => Promise<void> }>(starting: Promise<S>, workers?: { stop: () => Promise<void> }): Promise<S> {
+/**
+ * `starting` (a stack) with `workers` stopped after it stops; when it fails to start, `workers` are stopped before the
+ * error is thrown.
+ */
+export async function stoppedTogether<S extends { stop: () => Promise<void> }>(
+  starting: Promise<S>,
+  workers?: { stop: () => Promise<void> },
+): Promise<S> {
   if (!workers) return starting;
   const started = await starting.catch(async (err: unknown) => {
     await workers.stop();

@@ -1,6 +1,14 @@
 import { z } from "zod";
 import { evaluateTasks } from "@harness-s/core/training";
-import { evenlySpaced, hash32, rolloutsIn, type Environment, type HarnessSpec, type Policy, type Task } from "@harness-s/core";
+import {
+  evenlySpaced,
+  hash32,
+  rolloutsIn,
+  type Environment,
+  type HarnessSpec,
+  type Policy,
+  type Task,
+} from "@harness-s/core";
 import { mean, pearson } from "@harness-s/core/metrics";
 import type { ExperimentDeps } from "@harness-s/core/experiment";
 
@@ -34,7 +42,8 @@ async function atStart(
   const h0Train = (await evaluateTasks(train, () => pool.base, samples, base, run)).avgAt3;
   const h0Held = (await evaluateTasks(heldout, () => pool.base, samples, base, run)).avgAt3;
   const siblings: Record<string, number> = {};
-  for (const s of pool.siblings) siblings[s.id] = (await evaluateTasks(train, () => s, samples, base, run)).avgAt3 - h0Train;
+  for (const s of pool.siblings)
+    siblings[s.id] = (await evaluateTasks(train, () => s, samples, base, run)).avgAt3 - h0Train;
   return { h0: { train: h0Train, heldout: h0Held }, siblings };
 }
 
@@ -79,10 +88,17 @@ const pp = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
 
 /** The table as markdown: H0 per split, then each sibling's difference from H0, both policies. */
 export function renderStartTable(rows: readonly StartRow[]): string {
-  const lines = ["| seed | H0 train (embedded / token) | H0 held-out (embedded / token) | siblings vs H0 on train, pp (embedded / token) |", "|---|---|---|---|"];
+  const lines = [
+    "| seed | H0 train (embedded / token) | H0 held-out (embedded / token) | siblings vs H0 on train, pp (embedded / token) |",
+    "|---|---|---|---|",
+  ];
   for (const r of rows) {
-    const sib = Object.keys(r.embedded.siblings).map((id) => `${r.directions[id] ?? id} ${pp(r.embedded.siblings[id]!)} / ${pp(r.tokenModel.siblings[id]!)}`);
-    lines.push(`| ${r.seed} | ${pct(r.embedded.h0.train)} / ${pct(r.tokenModel.h0.train)} | ${pct(r.embedded.h0.heldout)} / ${pct(r.tokenModel.h0.heldout)} | ${sib.join("; ")} |`);
+    const sib = Object.keys(r.embedded.siblings).map(
+      (id) => `${r.directions[id] ?? id} ${pp(r.embedded.siblings[id]!)} / ${pp(r.tokenModel.siblings[id]!)}`,
+    );
+    lines.push(
+      `| ${r.seed} | ${pct(r.embedded.h0.train)} / ${pct(r.tokenModel.h0.train)} | ${pct(r.embedded.h0.heldout)} / ${pct(r.tokenModel.h0.heldout)} | ${sib.join("; ")} |`,
+    );
   }
   const all = (f: (r: StartRow) => number) => mean(rows.map(f));
   const sibs = (side: "embedded" | "tokenModel") => rows.flatMap((r) => Object.values(r[side].siblings));
@@ -134,5 +150,7 @@ export function renderStartGates(g: StartGates): string {
 
 /** The report's section on the two policies before training (empty without rows). */
 export function startTableSection(rows: readonly StartRow[] | undefined): string {
-  return rows?.length ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(rows)}` : "";
+  return rows?.length
+    ? `\n## Before training: the embedded initial policy and the token model side by side\n\n${renderStartTable(rows)}`
+    : "";
 }

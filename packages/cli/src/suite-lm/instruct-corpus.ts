@@ -80,7 +80,18 @@ const SUITE_TOOLS = [
 ];
 const FINISH = ["submit", "submit", "submit", "finish", "complete_task", "done"];
 const DOMAINS = ["ledger", "garden", "orbit", "harbor", "studio", "relay", "forge", "atlas", "canvas", "pixel"];
-const TAGS = ["urgent", "nightly", "legacy", "shared", "strict", "remote", "batch-mode", "audited", "fast-path", "sandboxed"];
+const TAGS = [
+  "urgent",
+  "nightly",
+  "legacy",
+  "shared",
+  "strict",
+  "remote",
+  "batch-mode",
+  "audited",
+  "fast-path",
+  "sandboxed",
+];
 const EVENTS = [
   "state:ready",
   "state:stale",
@@ -159,10 +170,18 @@ function conversation(rng: Rng, invented: number): InstructConversation {
     function: {
       name,
       description:
-        name === finish ? "submit your work and end the task" : name === argTool ? `run the ${name} tool; always call it with ${arg.name} "${arg.value}"` : `run the ${name} tool`,
+        name === finish
+          ? "submit your work and end the task"
+          : name === argTool
+            ? `run the ${name} tool; always call it with ${arg.name} "${arg.value}"`
+            : `run the ${name} tool`,
       parameters:
         name === argTool
-          ? { type: "object", properties: { [arg.name]: { type: "string", enum: distinct(VALUES, 3, rng).concat(arg.value) } }, required: [arg.name] }
+          ? {
+              type: "object",
+              properties: { [arg.name]: { type: "string", enum: distinct(VALUES, 3, rng).concat(arg.value) } },
+              required: [arg.name],
+            }
           : { type: "object", properties: {} },
     },
   }));
@@ -172,7 +191,12 @@ function conversation(rng: Rng, invented: number): InstructConversation {
   const tags = distinct(TAGS, rng.int(3), rng);
   const taskLine = `${pick(DOMAINS, rng)} task (${tags.join(", ") || "no tags"})`;
   const verifyWith = rng.next() < 0.25 ? pick(names, rng) : undefined;
-  const user = [taskLine, inSystem ? "" : procedure, verifyWith ? `Before calling ${finish}, always call ${verifyWith}.` : "", renderStep({ event: "start", facts: [] })]
+  const user = [
+    taskLine,
+    inSystem ? "" : procedure,
+    verifyWith ? `Before calling ${finish}, always call ${verifyWith}.` : "",
+    renderStep({ event: "start", facts: [] }),
+  ]
     .filter(Boolean)
     .join("\n\n");
   const system = EMBEDDED_AGENT_SYSTEM.replace("Call submit", `Call ${finish}`);
@@ -186,7 +210,11 @@ function conversation(rng: Rng, invented: number): InstructConversation {
   let kind = inSystem ? "procedure-in-system" : "procedure-in-task";
   let gated = false;
   const say = (content: string, call: string, hinted: boolean) =>
-    turns.push({ ...(turns.length ? { append: [{ role: "tool" as const, content }] } : {}), call: { name: call, arguments: argsFor(call) }, hinted });
+    turns.push({
+      ...(turns.length ? { append: [{ role: "tool" as const, content }] } : {}),
+      call: { name: call, arguments: argsFor(call) },
+      hinted,
+    });
   say("", plan[0]!, false);
   let at = 0;
   while (turns.length < 9) {
@@ -202,7 +230,11 @@ function conversation(rng: Rng, invented: number): InstructConversation {
     if (last === finish && !gated && rng.next() < 0.4) {
       gated = true;
       kind += "+gate";
-      say(`The answer was not accepted (${pick(FACTS, rng)}); fix it and ${finish} again.\n[harness] suggested next tool: ${detour}`, detour, true);
+      say(
+        `The answer was not accepted (${pick(FACTS, rng)}); fix it and ${finish} again.\n[harness] suggested next tool: ${detour}`,
+        detour,
+        true,
+      );
       at = plan.length - 2;
       continue;
     }
@@ -214,7 +246,11 @@ function conversation(rng: Rng, invented: number): InstructConversation {
         names.filter((n) => n !== last),
         rng,
       );
-      say(`The harness blocked ${last}: do ${pick(FACTS, rng)} first.\n[harness] suggested next tool: ${fix}`, fix, true);
+      say(
+        `The harness blocked ${last}: do ${pick(FACTS, rng)} first.\n[harness] suggested next tool: ${fix}`,
+        fix,
+        true,
+      );
       at -= 1;
       continue;
     }
@@ -236,5 +272,7 @@ function conversation(rng: Rng, invented: number): InstructConversation {
  * const corpus = instructionCorpus({ conversations: 3000, invented: 0.5, seed: 0 });
  */
 export function instructionCorpus(opts: InstructOptions): InstructConversation[] {
-  return Array.from({ length: opts.conversations }, (_, i) => conversation(createRng(hash32("instruct", opts.seed * 1_000_003 + i)), opts.invented));
+  return Array.from({ length: opts.conversations }, (_, i) =>
+    conversation(createRng(hash32("instruct", opts.seed * 1_000_003 + i)), opts.invented),
+  );
 }

@@ -16,7 +16,10 @@ export type WarmStartOptions = z.infer<typeof WarmStartOptions>;
 /** The instruction-following corpus (see `instruct-corpus.ts`); 0 conversations: none. */
 export const InstructOptions = z.object({
   conversations: z.number().int().min(0).max(100_000).default(3000),
-  /** Share of a world's tools named with invented words (several tokens each) rather than the suite's names (one token each, in random roles). */
+  /**
+   * Share of a world's tools named with invented words (several tokens each) rather than the suite's names (one token
+   * each, in random roles).
+   */
   invented: z.number().min(0).max(1).default(0),
   seed: z.number().int().default(0),
 });

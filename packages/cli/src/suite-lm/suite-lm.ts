@@ -61,7 +61,9 @@ export async function ensureSuiteLm(
 ): Promise<SuiteLmBuild> {
   const dir = resolve(cacheDir);
   await mkdir(dir, { recursive: true });
-  log(`suite-lm: rendering the embedded initial policy's episodes (suite seeds ${recipe.warmStart.suiteSeeds.join(", ")})`);
+  log(
+    `suite-lm: rendering the embedded initial policy's episodes (suite seeds ${recipe.warmStart.suiteSeeds.join(", ")})`,
+  );
   const imitation = await warmStartConversations(setup, recipe.warmStart);
   const data = [...imitation, ...instructionCorpus(recipe.instruct)];
   const text = `${data.map((d) => JSON.stringify(d)).join("\n")}\n`;
@@ -74,11 +76,15 @@ export async function ensureSuiteLm(
   log(
     `suite-lm: ${imitation.length} imitation and ${data.length - imitation.length} instruction-following conversations; building (or finding) the ${recipe.size} model in ${dir}`,
   );
-  const child = promisify(execFile)(python, ["-m", "harness_s_worker.suite_lm", "--recipe", recipeFile, "--data", dataFile, "--cache-dir", dir], {
-    cwd: WORKER_DIR,
-    maxBuffer: 16 << 20,
-    env: { ...process.env, TOKENIZERS_PARALLELISM: "false" },
-  });
+  const child = promisify(execFile)(
+    python,
+    ["-m", "harness_s_worker.suite_lm", "--recipe", recipeFile, "--data", dataFile, "--cache-dir", dir],
+    {
+      cwd: WORKER_DIR,
+      maxBuffer: 16 << 20,
+      env: { ...process.env, TOKENIZERS_PARALLELISM: "false" },
+    },
+  );
   child.child.stderr?.on("data", (chunk: Buffer) => {
     for (const line of chunk.toString().split("\n")) if (line.startsWith("suite-lm:")) log(line);
   });

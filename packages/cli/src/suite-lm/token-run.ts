@@ -22,7 +22,8 @@ export async function sameModel(file: string, weights: string): Promise<void> {
 
 /** Each seed's token-policy profiles, kept in one file so a resumed run reuses them. */
 export function savedProfiles(file: string): Omit<NonNullable<WorkerPolicyOptions["profiles"]>, "budget"> {
-  const read = async (): Promise<Record<string, ProfileSet>> => JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
+  const read = async (): Promise<Record<string, ProfileSet>> =>
+    JSON.parse(await readFile(file, "utf8").catch(() => "{}"));
   let queue = Promise.resolve();
   return {
     saved: async (seed) => (await read())[String(seed)],
@@ -44,8 +45,12 @@ export async function startTableOnce(
 ): Promise<StartRow[]> {
   const saved = await readJsonFile(file, z.array(StartRow));
   if (saved) return saved;
-  const rows = await startTable(embedded, token, config.seeds, { tasks: config.evalTasks ?? 1_000_000, samples: 3 }, (seed) =>
-    process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
+  const rows = await startTable(
+    embedded,
+    token,
+    config.seeds,
+    { tasks: config.evalTasks ?? 1_000_000, samples: 3 },
+    (seed) => process.stderr.write(`before training: embedded vs token model on seed ${seed}\n`),
   );
   await writeFile(file, JSON.stringify(rows, null, 2));
   return rows;

@@ -1,5 +1,14 @@
 import { z } from "zod";
-import { createRng, hash32, rolloutsIn, type HarnessSpec, type Policy, type PolicyObservation, type Rng, type Task } from "@harness-s/core";
+import {
+  createRng,
+  hash32,
+  rolloutsIn,
+  type HarnessSpec,
+  type Policy,
+  type PolicyObservation,
+  type Rng,
+  type Task,
+} from "@harness-s/core";
 import type { ChatMessage, ToolSchema } from "@harness-s/core/protocol";
 import { firstMessages, nextMessage } from "@harness-s/adapters/policy";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedToolSchemas } from "@harness-s/envs";
@@ -48,9 +57,18 @@ function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recordi
     act: async (obs: PolicyObservation, rng: Rng) => {
       const choice = await inner.act(obs, rng);
       const known = open.get(rng);
-      const turn = { call: { name: choice.action, arguments: choice.args ?? {} }, logprob: choice.logProb, hinted: obs.hints.length > 0 };
+      const turn = {
+        call: { name: choice.action, arguments: choice.args ?? {} },
+        logprob: choice.logProb,
+        hinted: obs.hints.length > 0,
+      };
       if (known) known.turns.push({ append: [nextMessage(obs, true)], ...turn });
-      else open.set(rng, { messages: firstMessages(EMBEDDED_AGENT_SYSTEM, obs), tools: embeddedToolSchemas(obs.tools), turns: [turn] });
+      else
+        open.set(rng, {
+          messages: firstMessages(EMBEDDED_AGENT_SYSTEM, obs),
+          tools: embeddedToolSchemas(obs.tools),
+          turns: [turn],
+        });
       return choice;
     },
   };
@@ -65,7 +83,10 @@ function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recordi
  * @example
  * const data = await warmStartConversations(embeddedSetup(defaultEmbeddedSettings), WarmStartOptions.parse({}));
  */
-export async function warmStartConversations(setup: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">, opts: WarmStartOptions): Promise<WarmConversation[]> {
+export async function warmStartConversations(
+  setup: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">,
+  opts: WarmStartOptions,
+): Promise<WarmConversation[]> {
   const env = new TextEnvironment(setup.env);
   const out: WarmConversation[] = [];
   for (const suiteSeed of opts.suiteSeeds) {
@@ -93,7 +114,8 @@ export async function warmStartConversations(setup: Pick<ExperimentDeps, "env" |
     };
     for (const task of [...inst.train, ...inst.dev]) {
       for (let k = 0; k < opts.h0Samples; k++) await run(task, inst.evolution.pool.base, k);
-      for (let k = 0; k < opts.siblingSamples && candidates.length; k++) await run(task, candidates[rng.int(candidates.length)]!, k);
+      for (let k = 0; k < opts.siblingSamples && candidates.length; k++)
+        await run(task, candidates[rng.int(candidates.length)]!, k);
     }
   }
   return out;

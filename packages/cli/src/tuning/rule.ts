@@ -65,7 +65,11 @@ const armOf = (s: ExperimentSummary, name: string): ArmSummary => {
  * @example
  * const rows = tuningRows(new Map([["default", base], ["k=3", k3]]), { "k=3": { k: 3 } }, TuningRule.parse({}));
  */
-export function tuningRows(runs: ReadonlyMap<string, ExperimentSummary>, candidates: Candidates, rule: TuningRule): TuningRow[] {
+export function tuningRows(
+  runs: ReadonlyMap<string, ExperimentSummary>,
+  candidates: Candidates,
+  rule: TuningRule,
+): TuningRow[] {
   const base = armOf(runs.get("default")!, rule.objective);
   return [...runs].map(([name, s]) => {
     const hs = armOf(s, "harness-s");
@@ -128,7 +132,9 @@ export function renderTuning(rows: readonly TuningRow[], seeds: readonly number[
         `| ${r.name} | ${pts(r.validation)} | ${r.name === "default" ? "—" : pm(r.vsDefault)} | ${r.name === "default" ? "—" : signed(r.trainVsDefault.mean)} | ${r.rolloutRatio.toFixed(3)} | ${pm(r.vsBudget)} | ${r.qualifies ? "qualifies" : "—"} |`,
     ),
     "",
-    chosen ? `Decision: adopt **${chosen.name}** (${JSON.stringify(chosen.overrides)}).` : "Decision: keep the defaults (no candidate meets the rule).",
+    chosen
+      ? `Decision: adopt **${chosen.name}** (${JSON.stringify(chosen.overrides)}).`
+      : "Decision: keep the defaults (no candidate meets the rule).",
     "",
   ].join("\n");
 }

@@ -14,7 +14,11 @@ export function hashSecret(secret: string): string {
  * A new random key secret and the record to store (which keeps only its hash). Secrets come from
  * the OS's cryptographic randomness on purpose, never from the seeded Rng used by algorithms.
  */
-export function newApiKey(id: string, scopes: Scope[], requestQuota?: number): { secret: string; record: ApiKeyRecord } {
+export function newApiKey(
+  id: string,
+  scopes: Scope[],
+  requestQuota?: number,
+): { secret: string; record: ApiKeyRecord } {
   const { secret, hash } = newSecret();
   return { secret, record: { id, hash, scopes, requestQuota } };
 }
@@ -27,7 +31,11 @@ export function newSecret(): { secret: string; hash: string } {
 
 /** Whether a presented key works at `now`: not revoked, not expired, its secret not retired. */
 export function usable(key: ApiKeyRecord, now: number): boolean {
-  return key.revokedAt === undefined && (key.expiresAt === undefined || now < key.expiresAt) && (key.retiresAt === undefined || now < key.retiresAt);
+  return (
+    key.revokedAt === undefined &&
+    (key.expiresAt === undefined || now < key.expiresAt) &&
+    (key.retiresAt === undefined || now < key.retiresAt)
+  );
 }
 
 /**
@@ -35,7 +43,11 @@ export function usable(key: ApiKeyRecord, now: number): boolean {
  * secret, a revoked or expired key, or a secret rotated out past its grace (all alike: a caller
  * learns nothing of a key it cannot use).
  */
-export async function authenticate(authorization: string | undefined, keys: ApiKeyStore, clock: Clock = systemClock): Promise<ApiKeyRecord> {
+export async function authenticate(
+  authorization: string | undefined,
+  keys: ApiKeyStore,
+  clock: Clock = systemClock,
+): Promise<ApiKeyRecord> {
   const secret = authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
   if (!secret) throw new UnauthenticatedError();
   const key = await keys.findByHash(hashSecret(secret));
@@ -54,7 +66,11 @@ export async function authenticate(authorization: string | undefined, keys: ApiK
  * const key = await authorize("Bearer hs_…", "route", { keys, meter });
  * await meter.add(key.id, requestUsage(key, { ballots: 3 }));
  */
-export async function authorize(authorization: string | undefined, scope: Scope, deps: AdmitDeps): Promise<ApiKeyRecord> {
+export async function authorize(
+  authorization: string | undefined,
+  scope: Scope,
+  deps: AdmitDeps,
+): Promise<ApiKeyRecord> {
   const key = await authenticate(authorization, deps.keys, deps.clock);
   if (!key.scopes.includes(scope) && !key.scopes.includes("admin")) throw new ForbiddenError(scope, key.id);
   await admit(key, deps);
@@ -64,13 +80,20 @@ export async function authorize(authorization: string | undefined, scope: Scope,
 /** What lets a known key's request in: its rate (this instance's buckets) and its request quota. */
 export type AdmitDeps = { keys: ApiKeyStore; meter: UsageMeter; clock?: Clock; rate?: KeyRateLimiter };
 
-/** A known key's request let in: a token of its rate taken (a 429 past it), then, with a quota, counted against it (a 429 past it). */
+/**
+ * A known key's request let in: a token of its rate taken (a 429 past it), then, with a quota, counted against it (a
+ * 429 past it).
+ */
 export async function admit(key: ApiKeyRecord, deps: AdmitDeps): Promise<void> {
   deps.rate?.take(key);
-  if (key.requestQuota !== undefined && !(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota))) throw new QuotaExceededError(key.requestQuota, key.requestQuota);
+  if (key.requestQuota !== undefined && !(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota)))
+    throw new QuotaExceededError(key.requestQuota, key.requestQuota);
 }
 
-/** What one authorised request adds to its key's usage when it ends: the request itself (unless `authorize` counted it against a quota) and what it used. */
+/**
+ * What one authorised request adds to its key's usage when it ends: the request itself (unless `authorize` counted it
+ * against a quota) and what it used.
+ */
 export function requestUsage(key: ApiKeyRecord, used: Partial<Usage>): Partial<Usage> {
   return { ...used, requests: (used.requests ?? 0) + (key.requestQuota === undefined ? 1 : 0) };
 }

@@ -20,7 +20,10 @@ export class SelfRaiseError extends CoreError {
  */
 export class BeyondOwnLimitsError extends CoreError {
   constructor(what: string) {
-    super("FORBIDDEN", `a key ${what} only within its own scopes and limits (quota, budget, rate, expiry); ask an admin key with more`);
+    super(
+      "FORBIDDEN",
+      `a key ${what} only within its own scopes and limits (quota, budget, rate, expiry); ask an admin key with more`,
+    );
   }
 }
 
@@ -31,7 +34,9 @@ export class QuotaExceededError extends CoreError {
   }
 }
 
-/** The caller's key is past its rate (HTTP 429 with Retry-After: the whole seconds until its next request is let in). */
+/**
+ * The caller's key is past its rate (HTTP 429 with Retry-After: the whole seconds until its next request is let in).
+ */
 export class RateLimitedError extends CoreError {
   readonly retryAfterSeconds: number;
   constructor(
@@ -40,7 +45,10 @@ export class RateLimitedError extends CoreError {
     readonly waitMs: number,
   ) {
     const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
-    super("RATE_LIMITED", `this API key is limited to ${perSecond} requests per second; retry after ${retryAfterSeconds} s`);
+    super(
+      "RATE_LIMITED",
+      `this API key is limited to ${perSecond} requests per second; retry after ${retryAfterSeconds} s`,
+    );
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
@@ -52,6 +60,8 @@ export class RateLimitedError extends CoreError {
  */
 export class LastAdminError extends ConflictError {
   constructor(readonly keyId: string) {
-    super(`key ${keyId} is the last working admin key without an expiry: make another admin key without an expiry first`);
+    super(
+      `key ${keyId} is the last working admin key without an expiry: make another admin key without an expiry first`,
+    );
   }
 }

@@ -32,7 +32,17 @@ export function ownedBy<R extends { keyId?: string | undefined }>(
   };
 }
 
-export const Scope = z.enum(["route", "gateway", "rescues", "experiments", "pools:read", "pools:write", "profiles:read", "profiles:write", "admin"]);
+export const Scope = z.enum([
+  "route",
+  "gateway",
+  "rescues",
+  "experiments",
+  "pools:read",
+  "pools:write",
+  "profiles:read",
+  "profiles:write",
+  "admin",
+]);
 export type Scope = z.infer<typeof Scope>;
 
 /** Bounds of a key's settings, declared once (the API's schemas and the stores read them). */
@@ -59,7 +69,10 @@ export const KEY_LIMITS = {
 export const KeyLabel = z
   .string()
   .max(KEY_LIMITS.labelChars)
-  .refine((s) => !hasUnshowable(s), "label: control characters and bidirectional overrides are not allowed (they rewrite what a terminal shows)");
+  .refine(
+    (s) => !hasUnshowable(s),
+    "label: control characters and bidirectional overrides are not allowed (they rewrite what a terminal shows)",
+  );
 
 /** A key's scopes: each at most once. */
 export const KeyScopes = z
@@ -81,7 +94,10 @@ export const KeySettings = z.object({
   scopes: KeyScopes,
   /** Requests allowed in total (pay-per-use quota); undefined = unlimited. */
   requestQuota: z.number().int().positive().max(KEY_LIMITS.maxRequestQuota).optional(),
-  /** What the key may spend in total, in USD at the tariff; a request quoted above what is left is a 402 before any work. */
+  /**
+   * What the key may spend in total, in USD at the tariff; a request quoted above what is left is a 402 before any
+   * work.
+   */
   budgetUsd: z.number().min(KEY_LIMITS.minBudgetUsd).max(KEY_LIMITS.maxBudgetUsd).optional(),
   /** Requests past this rate are a 429 with Retry-After; undefined = no rate limit. */
   rate: KeyRate.optional(),
@@ -90,7 +106,10 @@ export const KeySettings = z.object({
 });
 export type KeySettings = z.infer<typeof KeySettings>;
 
-/** Settings as a store holds them: read as they were written, before labels, scopes and limits were held to today's bounds ({@link KeyLabel}, {@link KeyScopes}, {@link KEY_LIMITS}). */
+/**
+ * Settings as a store holds them: read as they were written, before labels, scopes and limits were held to today's
+ * bounds ({@link KeyLabel}, {@link KeyScopes}, {@link KEY_LIMITS}).
+ */
 const StoredKeySettings = KeySettings.extend({
   label: z.string().max(KEY_LIMITS.labelChars).optional(),
   scopes: z.array(Scope).min(1),
@@ -107,7 +126,9 @@ export const KeySecret = z.object({
 });
 export type KeySecret = z.infer<typeof KeySecret>;
 
-/** A key as stored: its settings, its secrets (hashes only), when and by whom it was made, and whether it is revoked. */
+/**
+ * A key as stored: its settings, its secrets (hashes only), when and by whom it was made, and whether it is revoked.
+ */
 export const KeyAccount = StoredKeySettings.extend({
   id: z.string().min(1).max(64),
   secrets: z.array(KeySecret).min(1).max(KEY_LIMITS.maxSecrets),

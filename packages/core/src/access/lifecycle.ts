@@ -5,7 +5,15 @@ import type { Clock } from "../util/clock.ts";
 import { newSecret } from "./auth.ts";
 import type { KeyEvent, KeyEventLog } from "./events.ts";
 import { KEY_EVENTS_PAGE } from "./events.ts";
-import { type ApiKeyRecord, type ApiKeyStore, type KeyAccount, KEY_LIMITS, KeyRate, KeySettings, Scope } from "./keys.ts";
+import {
+  type ApiKeyRecord,
+  type ApiKeyStore,
+  type KeyAccount,
+  KEY_LIMITS,
+  KeyRate,
+  KeySettings,
+  Scope,
+} from "./keys.ts";
 
 /**
  * How long a change to a key (revoked, its scopes or limits changed) may take to reach every API
@@ -20,7 +28,10 @@ const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))
 export const CreateKeyRequest = KeySettings.extend({ expiresAt: isoTime.optional() }).strict();
 export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
 
-/** `PATCH /v1/keys/{id}`: the settings to change; `null` removes an optional one (no quota, no budget, no rate, no expiry, no label). */
+/**
+ * `PATCH /v1/keys/{id}`: the settings to change; `null` removes an optional one (no quota, no budget, no rate, no
+ * expiry, no label).
+ */
 export const UpdateKeyRequest = z
   .object({
     label: KeySettings.shape.label.unwrap().nullable(),
@@ -35,7 +46,11 @@ export const UpdateKeyRequest = z
 export type UpdateKeyRequest = z.infer<typeof UpdateKeyRequest>;
 
 /** `POST /v1/keys/{id}/rotate`: how long the secrets it replaces keep working. */
-export const RotateKeyRequest = z.object({ graceSeconds: z.number().int().min(0).max(KEY_LIMITS.maxGraceSeconds).default(KEY_LIMITS.defaultGraceSeconds) }).strict();
+export const RotateKeyRequest = z
+  .object({
+    graceSeconds: z.number().int().min(0).max(KEY_LIMITS.maxGraceSeconds).default(KEY_LIMITS.defaultGraceSeconds),
+  })
+  .strict();
 export type RotateKeyRequest = z.infer<typeof RotateKeyRequest>;
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -59,7 +74,8 @@ export const KeyView = z.object({
 export type KeyView = z.infer<typeof KeyView>;
 
 export function keyView(a: KeyAccount, now: number): KeyView {
-  const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+  const defined = <T extends object>(o: T) =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
   return defined({
     id: a.id,
     label: a.label,
@@ -71,13 +87,22 @@ export function keyView(a: KeyAccount, now: number): KeyView {
     createdAt: iso(a.createdAt)!,
     createdBy: a.createdBy,
     revokedAt: iso(a.revokedAt),
-    status: a.revokedAt !== undefined ? "revoked" : a.expiresAt !== undefined && now >= a.expiresAt ? "expired" : "active",
-    secrets: a.secrets.filter((s) => s.retiresAt === undefined || s.retiresAt > now).map((s) => defined({ createdAt: iso(s.createdAt)!, retiresAt: iso(s.retiresAt) })),
+    status:
+      a.revokedAt !== undefined ? "revoked" : a.expiresAt !== undefined && now >= a.expiresAt ? "expired" : "active",
+    secrets: a.secrets
+      .filter((s) => s.retiresAt === undefined || s.retiresAt > now)
+      .map((s) => defined({ createdAt: iso(s.createdAt)!, retiresAt: iso(s.retiresAt) })),
   });
 }
 
 /** An event as the API shows it (its time ISO 8601). */
-export const KeyEventView = z.object({ keyId: z.string(), at: z.string(), action: z.string(), by: z.string().optional(), changes: z.record(z.string(), z.unknown()).optional() });
+export const KeyEventView = z.object({
+  keyId: z.string(),
+  at: z.string(),
+  action: z.string(),
+  by: z.string().optional(),
+  changes: z.record(z.string(), z.unknown()).optional(),
+});
 export type KeyEventView = z.infer<typeof KeyEventView>;
 
 export interface KeyDeps {
@@ -102,7 +127,9 @@ async function record(deps: KeyDeps, event: Omit<KeyEvent, "at">): Promise<void>
 
 /** The settings an event shows: what was set, ISO times, and nothing secret (settings hold no secret). */
 function shown(settings: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, k === "expiresAt" && typeof v === "number" ? iso(v) : v]));
+  return Object.fromEntries(
+    Object.entries(settings).map(([k, v]) => [k, k === "expiresAt" && typeof v === "number" ? iso(v) : v]),
+  );
 }
 
 /** A 403 when `next` holds a scope or a limit beyond the actor's own (a local command is unlimited). */
@@ -113,19 +140,41 @@ function ensureWithinActor(actor: Actor, next: KeySettings, what: string): void 
 /** A key's expiry must lie ahead: a key is never made, nor changed into, one already expired (revoke it instead). */
 function ensureAhead(expiresAt: number | null | undefined, now: number): void {
   if (typeof expiresAt === "number" && expiresAt <= now)
-    throw new ValidationError("key", [`expiresAt: ${new Date(expiresAt).toISOString()} is not in the future (to stop a key now, revoke it)`]);
+    throw new ValidationError("key", [
+      `expiresAt: ${new Date(expiresAt).toISOString()} is not in the future (to stop a key now, revoke it)`,
+    ]);
 }
 
-/** Makes a key (admin keys only, within their own scopes and limits): its id and its secret, shown this once; only the secret's hash is kept. */
-export async function createKey(body: CreateKeyRequest, actor: Actor, deps: KeyDeps): Promise<{ key: KeyView; secret: string }> {
+/**
+ * Makes a key (admin keys only, within their own scopes and limits): its id and its secret, shown this once; only the
+ * secret's hash is kept.
+ */
+export async function createKey(
+  body: CreateKeyRequest,
+  actor: Actor,
+  deps: KeyDeps,
+): Promise<{ key: KeyView; secret: string }> {
   requireAdmin(actor);
   const now = deps.clock.now();
   ensureAhead(body.expiresAt, now);
   ensureWithinActor(actor, body, "makes keys");
   const { secret, hash } = newSecret();
-  const account: KeyAccount = { ...body, id: deps.newId("key"), secrets: [{ hash, createdAt: now }], createdAt: now, ...(actor ? { createdBy: actor.id } : {}), version: 0 };
+  const account: KeyAccount = {
+    ...body,
+    id: deps.newId("key"),
+    secrets: [{ hash, createdAt: now }],
+    createdAt: now,
+    ...(actor ? { createdBy: actor.id } : {}),
+    version: 0,
+  };
   await deps.keys.save(account, undefined);
-  await record(deps, { keyId: account.id, version: account.version, action: "created", ...(actor ? { by: actor.id } : {}), changes: shown(body) });
+  await record(deps, {
+    keyId: account.id,
+    version: account.version,
+    action: "created",
+    ...(actor ? { by: actor.id } : {}),
+    changes: shown(body),
+  });
   return { key: keyView(account, now), secret };
 }
 
@@ -143,7 +192,10 @@ export async function getKey(id: string, actor: Actor, deps: KeyDeps): Promise<K
 /** Every key for an admin; any other key sees itself. */
 export async function listKeys(actor: Actor, deps: KeyDeps): Promise<KeyView[]> {
   const now = deps.clock.now();
-  if (isAdmin(actor)) return (await deps.keys.list()).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)).map((a) => keyView(a, now));
+  if (isAdmin(actor))
+    return (await deps.keys.list())
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+      .map((a) => keyView(a, now));
   return [keyView(await visibleKey(actor!.id, actor, deps), now)];
 }
 
@@ -151,8 +203,16 @@ export async function listKeys(actor: Actor, deps: KeyDeps): Promise<KeyView[]> 
 export function raises(before: KeySettings, next: KeySettings): boolean {
   const more = (a: number | undefined, b: number | undefined) => a !== undefined && (b === undefined || b > a);
   const scopes = !before.scopes.includes("admin") && next.scopes.some((s) => !before.scopes.includes(s));
-  const rate = before.rate !== undefined && (next.rate === undefined || next.rate.perSecond > before.rate.perSecond || next.rate.burst > before.rate.burst);
-  return scopes || rate || more(before.requestQuota, next.requestQuota) || more(before.budgetUsd, next.budgetUsd) || more(before.expiresAt, next.expiresAt);
+  const rate =
+    before.rate !== undefined &&
+    (next.rate === undefined || next.rate.perSecond > before.rate.perSecond || next.rate.burst > before.rate.burst);
+  return (
+    scopes ||
+    rate ||
+    more(before.requestQuota, next.requestQuota) ||
+    more(before.budgetUsd, next.budgetUsd) ||
+    more(before.expiresAt, next.expiresAt)
+  );
 }
 
 function applied(before: KeyAccount, patch: UpdateKeyRequest): KeyAccount {
@@ -178,7 +238,13 @@ export async function updateKey(id: string, patch: UpdateKeyRequest, actor: Acto
   if (actor?.id === id && raises(before, next)) throw new SelfRaiseError();
   ensureWithinActor(actor, next, "changes keys");
   await deps.keys.save(next, before.version);
-  await record(deps, { keyId: id, version: next.version, action: "updated", ...(actor ? { by: actor.id } : {}), changes: shown(patch) });
+  await record(deps, {
+    keyId: id,
+    version: next.version,
+    action: "updated",
+    ...(actor ? { by: actor.id } : {}),
+    changes: shown(patch),
+  });
   return keyView(next, deps.clock.now());
 }
 
@@ -186,7 +252,12 @@ export async function updateKey(id: string, patch: UpdateKeyRequest, actor: Acto
  * A new secret for a key (an admin's for any key, a key's for itself); the secrets it replaces keep
  * working for `graceSeconds`, then stop. Secrets already past their grace are forgotten.
  */
-export async function rotateKey(id: string, body: RotateKeyRequest, actor: Actor, deps: KeyDeps): Promise<{ key: KeyView; secret: string }> {
+export async function rotateKey(
+  id: string,
+  body: RotateKeyRequest,
+  actor: Actor,
+  deps: KeyDeps,
+): Promise<{ key: KeyView; secret: string }> {
   const before = await visibleKey(id, actor, deps);
   if (before.revokedAt !== undefined) throw new ConflictError(`key ${id} is revoked`);
   // The new secret goes to the actor: taking one for a key with more than its own would be taking that key.
@@ -200,7 +271,13 @@ export async function rotateKey(id: string, body: RotateKeyRequest, actor: Actor
     .slice(-(KEY_LIMITS.maxSecrets - 1));
   const next: KeyAccount = { ...before, secrets: [...kept, { hash, createdAt: now }], version: before.version + 1 };
   await deps.keys.save(next, before.version);
-  await record(deps, { keyId: id, version: next.version, action: "rotated", ...(actor ? { by: actor.id } : {}), changes: { graceSeconds: body.graceSeconds } });
+  await record(deps, {
+    keyId: id,
+    version: next.version,
+    action: "rotated",
+    ...(actor ? { by: actor.id } : {}),
+    changes: { graceSeconds: body.graceSeconds },
+  });
   return { key: keyView(next, now), secret };
 }
 
@@ -230,10 +307,21 @@ export async function keyEvents(id: string, actor: Actor, deps: KeyDeps): Promis
  * A deployment's first admin key, from the hash of a secret its operator keeps (a secret of the
  * stacks): made once under `id` if no key holds that hash; a key revoked since is left revoked.
  */
-export async function bootstrapAdminKey(hash: string, deps: Pick<KeyDeps, "keys" | "events" | "clock">, id = "bootstrap-admin"): Promise<"created" | "present"> {
+export async function bootstrapAdminKey(
+  hash: string,
+  deps: Pick<KeyDeps, "keys" | "events" | "clock">,
+  id = "bootstrap-admin",
+): Promise<"created" | "present"> {
   if (await deps.keys.findByHash(hash)) return "present";
   const now = deps.clock.now();
-  const account: KeyAccount = { id, label: "the deployment's first admin key", scopes: ["admin"], secrets: [{ hash, createdAt: now }], createdAt: now, version: 0 };
+  const account: KeyAccount = {
+    id,
+    label: "the deployment's first admin key",
+    scopes: ["admin"],
+    secrets: [{ hash, createdAt: now }],
+    createdAt: now,
+    version: 0,
+  };
   try {
     await deps.keys.save(account, undefined);
   } catch (err) {

@@ -45,7 +45,8 @@ export class KeyRateLimiter {
     this.buckets.delete(key.id);
     this.buckets.set(key.id, bucket);
     if (this.buckets.size > RATE_LIMITER_KEYS) this.buckets.delete(this.buckets.keys().next().value!);
-    // A wait is never longer than the slowest rate a key may be given leaves between two requests (a key stored before that bound included).
+    // A wait is never longer than the slowest rate a key may be given leaves between two requests (a key stored before
+    // that bound included).
     if (waitMs > 0) throw new RateLimitedError(key.rate.perSecond, Math.min(waitMs, MAX_WAIT_MS));
   }
 }

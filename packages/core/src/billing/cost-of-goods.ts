@@ -2,7 +2,10 @@ import { z } from "zod";
 import type { Usage } from "./usage.ts";
 
 /** The tariff: what a key is charged (USD per rollout and per compute second). */
-export const Prices = z.object({ perRollout: z.number().min(0).default(0.0002), perComputeSecond: z.number().min(0).default(0.00005) });
+export const Prices = z.object({
+  perRollout: z.number().min(0).default(0.0002),
+  perComputeSecond: z.number().min(0).default(0.00005),
+});
 export type Prices = z.infer<typeof Prices>;
 
 /**
@@ -52,12 +55,21 @@ const usd = (x: number) => Math.round(x * 1e9) / 1e9;
  * costOfGoods({ dynamoWriteUnits: 2, sqsRequests: 1 }, PriceList.parse({})).totalUsd; // 0.00000165
  */
 export function costOfGoods(used: Partial<Usage>, prices: PriceList): CostOfGoods {
-  const lambda = (used.lambdaGbSeconds ?? 0) * prices.lambdaPerGbSecond + (used.requests ?? 0) * prices.lambdaPerRequest;
-  const dynamo = (used.dynamoReadUnits ?? 0) * prices.dynamoPerReadUnit + (used.dynamoWriteUnits ?? 0) * prices.dynamoPerWriteUnit;
+  const lambda =
+    (used.lambdaGbSeconds ?? 0) * prices.lambdaPerGbSecond + (used.requests ?? 0) * prices.lambdaPerRequest;
+  const dynamo =
+    (used.dynamoReadUnits ?? 0) * prices.dynamoPerReadUnit + (used.dynamoWriteUnits ?? 0) * prices.dynamoPerWriteUnit;
   const sqs = (used.sqsRequests ?? 0) * prices.sqsPerRequest;
   const gpu = (used.gpuSeconds ?? 0) * prices.gpuPerSecond;
   const voters = used.llmCostUsd ?? 0;
-  return { lambdaUsd: usd(lambda), dynamoUsd: usd(dynamo), sqsUsd: usd(sqs), gpuUsd: usd(gpu), votersUsd: usd(voters), totalUsd: usd(lambda + dynamo + sqs + gpu + voters) };
+  return {
+    lambdaUsd: usd(lambda),
+    dynamoUsd: usd(dynamo),
+    sqsUsd: usd(sqs),
+    gpuUsd: usd(gpu),
+    votersUsd: usd(voters),
+    totalUsd: usd(lambda + dynamo + sqs + gpu + voters),
+  };
 }
 
 /** What some usage is charged at the tariff: rollouts and compute seconds (the experiments' prices). */
@@ -94,12 +106,21 @@ const PERIOD = {
   to: Day.meta({ description: "last UTC day, YYYY-MM-DD" }),
   granularity: z.literal("day").default("day"),
   /** Another key's usage (admin only); `*` every key's. */
-  keyId: z.string().min(1).max(200).optional().meta({ description: "another key's usage, or * for every key's (admin keys only)" }),
+  keyId: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: "another key's usage, or * for every key's (admin keys only)" }),
 };
 /** The period's own checks, once each day is a day (an invalid day is not also "after to" or "too long"). */
 const periodChecks = <S extends z.ZodType<{ from: string; to: string }>>(schema: S) =>
   schema
-    .refine((p) => p.from <= p.to, { message: "from must not be after to", path: ["from"], when: (r) => r.issues.length === 0 })
+    .refine((p) => p.from <= p.to, {
+      message: "from must not be after to",
+      path: ["from"],
+      when: (r) => r.issues.length === 0,
+    })
     .refine((p) => (Date.parse(p.to) - Date.parse(p.from)) / 86_400_000 < USAGE_LIMITS.maxDays, {
       message: `at most ${USAGE_LIMITS.maxDays} days`,
       path: ["to"],
@@ -111,7 +132,14 @@ export const UsagePeriod = periodChecks(z.object(PERIOD).strict());
 /** The formats the usage export writes. */
 export const USAGE_FORMATS = ["jsonl", "csv"] as const;
 /** `GET /v1/usage/export`: a {@link UsagePeriod} and the format (JSON lines by default). */
-export const UsageExportQuery = periodChecks(z.object({ ...PERIOD, format: z.enum(USAGE_FORMATS).default("jsonl").meta({ description: "jsonl (default) or csv" }) }).strict());
+export const UsageExportQuery = periodChecks(
+  z
+    .object({
+      ...PERIOD,
+      format: z.enum(USAGE_FORMATS).default("jsonl").meta({ description: "jsonl (default) or csv" }),
+    })
+    .strict(),
+);
 export type UsageExportQuery = z.infer<typeof UsageExportQuery>;
 /**
  * `GET /v1/usage`'s query: nothing (the key's totals) or a whole {@link UsagePeriod} (by day); each

@@ -41,7 +41,10 @@ export function reportedUsage(raw: unknown): ReportedUsage | undefined {
   if (raw === null || typeof raw !== "object") return undefined;
   const u = raw as Record<string, unknown>;
   const problems: string[] = [];
-  const out = { promptTokens: count(u.prompt_tokens, "prompt_tokens", problems), completionTokens: count(u.completion_tokens, "completion_tokens", problems) };
+  const out = {
+    promptTokens: count(u.prompt_tokens, "prompt_tokens", problems),
+    completionTokens: count(u.completion_tokens, "completion_tokens", problems),
+  };
   return problems.length ? { ...out, suspect: problems.join("; ") } : out;
 }
 
@@ -57,7 +60,9 @@ export function mergeUsage(a: Partial<Usage> | undefined, b: Partial<Usage>): Pa
   return sum;
 }
 
-/** One request's usage with every field a finite number in [0, {@link MAX_USAGE_PER_REQUEST}]; what was cut is named. */
+/**
+ * One request's usage with every field a finite number in [0, {@link MAX_USAGE_PER_REQUEST}]; what was cut is named.
+ */
 export function boundedUsage(used: Partial<Usage>): { usage: Partial<Usage>; cut: string[] } {
   const usage: Partial<Usage> = {};
   const cut: string[] = [];
@@ -104,7 +109,9 @@ export class BackloggedMeter {
       await this.inner.add(keyId, total, opts);
     } catch (err) {
       this.owed.set(slot, mergeUsage(this.owed.get(slot), total));
-      this.log(`metering for ${keyId} failed (${String(err)}); kept to send again: ${JSON.stringify(this.owed.get(slot))}`);
+      this.log(
+        `metering for ${keyId} failed (${String(err)}); kept to send again: ${JSON.stringify(this.owed.get(slot))}`,
+      );
       throw err;
     }
     if (this.owed.size) void this.flush();

@@ -9,15 +9,30 @@ import { CostOfGoods } from "./cost-of-goods.ts";
 export const QuoteConfiguration = z
   .object({
     env: z.string().meta({ description: "the environment quoted: a family's name, or openenv for a caller's server" }),
-    model: z.string().meta({ description: "the model asked for; default: the deployment's first served model (the embedded suite: its own policy)" }),
-    source: z.enum(["measured", "defaults"]).meta({ description: "measured on this configuration's finished runs here, or the environment's declared defaults" }),
+    model: z.string().meta({
+      description:
+        "the model asked for; default: the deployment's first served model (the embedded suite: its own policy)",
+    }),
+    source: z.enum(["measured", "defaults"]).meta({
+      description: "measured on this configuration's finished runs here, or the environment's declared defaults",
+    }),
     jobs: z.number().int().min(0).meta({ description: "finished runs of this configuration the figures rest on" }),
-    sampledTokensPerRollout: z.number().min(0).meta({ description: "tokens the policy endpoint samples per rollout (appended prompt and completion of each turn)" }),
-    trainedTokensPerTrainingRollout: z.number().min(0).meta({ description: "tokens trained on per training rollout (its sequences × epochs)" }),
+    sampledTokensPerRollout: z.number().min(0).meta({
+      description: "tokens the policy endpoint samples per rollout (appended prompt and completion of each turn)",
+    }),
+    trainedTokensPerTrainingRollout: z
+      .number()
+      .min(0)
+      .meta({ description: "tokens trained on per training rollout (its sequences × epochs)" }),
     gpuSecondsPerToken: z.number().min(0).meta({ description: "the model's GPU seconds per token sampled or trained" }),
-    gpuSource: z.enum(["measured", "defaults"]).meta({ description: "measured on the model's finished runs here (any environment), or the default" }),
+    gpuSource: z
+      .enum(["measured", "defaults"])
+      .meta({ description: "measured on the model's finished runs here (any environment), or the default" }),
   })
-  .meta({ description: "What an experiment's quote rests on for its environment and model: tokens per rollout and the model's GPU seconds per token" });
+  .meta({
+    description:
+      "What an experiment's quote rests on for its environment and model: tokens per rollout and the model's GPU seconds per token",
+  });
 export type QuoteConfiguration = z.infer<typeof QuoteConfiguration>;
 
 /** What a quote's usage per rollout rests on: this deployment's finished jobs, or the defaults. */
@@ -40,7 +55,8 @@ export const QuoteBasis = z.object({
   /**
    * An experiment's environment and model: its tokens per rollout and the model's GPU seconds per
    * token (usage's `sampledTokens`, `trainedTokens` and `gpuSeconds` are priced on them), measured on
-   * this deployment's finished runs of it once it has some. Absent in rescue and pool quotes and in quotes recorded before.
+   * this deployment's finished runs of it once it has some. Absent in rescue and pool quotes and in quotes recorded
+   * before.
    */
   configuration: QuoteConfiguration.optional(),
 });
@@ -75,7 +91,10 @@ export const Quote = z.object({
   /** What the key would be charged at the tariff. */
   chargeUsd: z.number().min(0),
   basis: QuoteBasis,
-  /** Present for an experiment, and for a rescue with a budget of its own; absent in quotes recorded before caps were quoted. */
+  /**
+   * Present for an experiment, and for a rescue with a budget of its own; absent in quotes recorded before caps were
+   * quoted.
+   */
   caps: QuoteCaps.optional(),
 });
 export type Quote = z.infer<typeof Quote>;

@@ -11,19 +11,38 @@ export const Usage = z.object({
   gatewayTurns: z.number().int().min(0),
   gatewayTokens: z.number().int().min(0),
   computeMs: z.number().min(0),
-  /** Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), the time they waited on it, and the time they spent in the caller's environment. */
+  /**
+   * Tokens a caller's rescue rollouts sampled at the caller's policy (prompt and completion), the time they waited on
+   * it, and the time they spent in the caller's environment.
+   */
   policyTokens: z.number().int().min(0),
   policyMs: z.number().min(0).default(0),
   environmentMs: z.number().min(0),
-  /** Cost of goods as measured where it was spent: function time × configured memory, DynamoDB capacity units as the SDK reported them, SQS requests (per 64 KB chunk), policy-endpoint device seconds. */
+  /**
+   * Cost of goods as measured where it was spent: function time × configured memory, DynamoDB capacity units as the SDK
+   * reported them, SQS requests (per 64 KB chunk), policy-endpoint device seconds.
+   */
   lambdaGbSeconds: z.number().min(0),
   dynamoReadUnits: z.number().min(0),
   dynamoWriteUnits: z.number().min(0),
   sqsRequests: z.number().int().min(0),
   gpuSeconds: z.number().min(0),
-  /** Tokens this deployment's own policy endpoint sampled (each turn's appended prompt and its completion) and trained on (each update's sequences × epochs) for experiments. */
-  sampledTokens: z.number().int().min(0).default(0).meta({ description: "tokens this deployment's policy endpoint sampled for experiments" }),
-  trainedTokens: z.number().int().min(0).default(0).meta({ description: "tokens this deployment's policy endpoint trained on for experiments" }),
+  /**
+   * Tokens this deployment's own policy endpoint sampled (each turn's appended prompt and its completion) and trained
+   * on (each update's sequences × epochs) for experiments.
+   */
+  sampledTokens: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .meta({ description: "tokens this deployment's policy endpoint sampled for experiments" }),
+  trainedTokens: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .meta({ description: "tokens this deployment's policy endpoint trained on for experiments" }),
 });
 export type Usage = z.infer<typeof Usage>;
 
@@ -49,7 +68,11 @@ export const zeroUsage: Usage = {
 };
 
 /** One key's usage on one UTC day (`YYYY-MM-DD`): what `GET /v1/usage` lists and the export writes. */
-export const UsageDay = z.object({ keyId: z.string().min(1), day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/), usage: Usage });
+export const UsageDay = z.object({
+  keyId: z.string().min(1),
+  day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+  usage: Usage,
+});
 export type UsageDay = z.infer<typeof UsageDay>;
 
 /** Which days of usage to read: one key's, or every key's (`keyId` absent: admin only), `from`..`to` inclusive. */
@@ -87,6 +110,9 @@ export interface UsageMeter {
  */
 export type UsageSink = (used: Partial<Usage>) => void;
 
-/** The meter rows quotes keep (their measured basis: `#quote-…`): they count again what payers were already metered for, so they are nobody's to pay. */
+/**
+ * The meter rows quotes keep (their measured basis: `#quote-…`): they count again what payers were already metered for,
+ * so they are nobody's to pay.
+ */
 export const QUOTE_ROW_PREFIX = "#quote-";
 export const isQuoteBasisKey = (keyId: string): boolean => keyId.startsWith(QUOTE_ROW_PREFIX);

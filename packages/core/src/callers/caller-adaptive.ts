@@ -4,14 +4,23 @@ import type { PoolStore } from "../harness/pool-store.ts";
 import { profileOf } from "../profile/profile.ts";
 import type { ProfileStore } from "../profile/store.ts";
 import { createRng, hash32 } from "../util/rng.ts";
-import { H0_OPTION, cappedPosterior, chooseAdaptive, siblingEvidence, type AdaptiveChoice } from "../training/adaptive.ts";
+import {
+  H0_OPTION,
+  cappedPosterior,
+  chooseAdaptive,
+  siblingEvidence,
+  type AdaptiveChoice,
+} from "../training/adaptive.ts";
 
 /** The most resample rollouts a caller may report as its H0 option's evidence. */
 const MAX_REPORTED = 1_000_000;
 
 /** What a caller's own H0 resamples of all-fail groups found so far in its run: the adaptive H0 option's evidence. */
 export const ResampleEvidence = z
-  .strictObject({ attempts: z.number().int().min(0).max(MAX_REPORTED), successes: z.number().int().min(0).max(MAX_REPORTED) })
+  .strictObject({
+    attempts: z.number().int().min(0).max(MAX_REPORTED),
+    successes: z.number().int().min(0).max(MAX_REPORTED),
+  })
   .refine((c) => c.successes <= c.attempts, { path: ["successes"], message: "at most attempts" });
 export type ResampleEvidence = z.infer<typeof ResampleEvidence>;
 
@@ -33,13 +42,21 @@ export interface CallerAdvice {
  * const { adaptive, slots } = await adviseCallerRescue({ poolId, family, failureTags, rollouts: 4 }, decision, deps);
  */
 export async function adviseCallerRescue(
-  req: { poolId: string; family: string; failureTags: readonly string[]; rollouts: number; resampleEvidence?: ResampleEvidence | undefined },
+  req: {
+    poolId: string;
+    family: string;
+    failureTags: readonly string[];
+    rollouts: number;
+    resampleEvidence?: ResampleEvidence | undefined;
+  },
   decision: { id: string; chosen: readonly string[] },
   deps: { pools: Pick<PoolStore, "get">; profiles: Pick<ProfileStore, "get"> },
 ): Promise<CallerAdvice> {
   const [pool, profiles] = await Promise.all([deps.pools.get(req.poolId), deps.profiles.get(req.poolId)]);
   if (!pool) throw new NotFoundError("pool", req.poolId);
-  const siblings = decision.chosen.map((id) => cappedPosterior(id, siblingEvidence(profileOf(profiles, id), req.family, req.failureTags)));
+  const siblings = decision.chosen.map((id) =>
+    cappedPosterior(id, siblingEvidence(profileOf(profiles, id), req.family, req.failureTags)),
+  );
   const input = {
     siblings,
     resample: cappedPosterior(H0_OPTION, req.resampleEvidence ?? { attempts: 0, successes: 0 }),
@@ -49,5 +66,8 @@ export async function adviseCallerRescue(
   const adaptive = chooseAdaptive(input, createRng(hash32(`adaptive:${decision.id}`)));
   const harnessOf = (id: string) => (id === H0_OPTION ? pool.base.id : id);
   const order = [...decision.chosen, H0_OPTION].filter((id) => adaptive.allocation[id] !== undefined);
-  return { adaptive, slots: order.flatMap((id) => Array.from({ length: adaptive.allocation[id]! }, () => harnessOf(id))) };
+  return {
+    adaptive,
+    slots: order.flatMap((id) => Array.from({ length: adaptive.allocation[id]! }, () => harnessOf(id))),
+  };
 }

@@ -10,7 +10,10 @@ export const RegisterPolicyEndpoint = z.strictObject({
   url: CallerUrl,
   policy: z.string().min(1).max(200),
   secretHeader: SecretHeader.optional(),
-  /** The token mode to use (one of the kind's): the probe checks that one only. Default: the first of the kind's the server offers. */
+  /**
+   * The token mode to use (one of the kind's): the probe checks that one only. Default: the first of the kind's the
+   * server offers.
+   */
   mode: TokenMode.optional(),
 });
 export type RegisterPolicyEndpoint = z.infer<typeof RegisterPolicyEndpoint>;
@@ -20,7 +23,11 @@ export type RegisterPolicyEndpoint = z.infer<typeof RegisterPolicyEndpoint>;
  * reports none) and, for a kind without versions, the token mode rescues sample it by (a record
  * from before modes were recorded samples by chat completions).
  */
-export const EndpointProbe = z.object({ weightVersion: z.number().int().min(0).nullable(), checkedAt: z.number(), mode: TokenMode.optional() });
+export const EndpointProbe = z.object({
+  weightVersion: z.number().int().min(0).nullable(),
+  checkedAt: z.number(),
+  mode: TokenMode.optional(),
+});
 export type EndpointProbe = z.infer<typeof EndpointProbe>;
 
 /**
@@ -38,7 +45,9 @@ export const PolicyEndpointRecord = RegisterPolicyEndpoint.extend({
 export type PolicyEndpointRecord = z.infer<typeof PolicyEndpointRecord>;
 
 /** A registration as its key reads it back: the secret header's name only. */
-export const PolicyEndpointView = PolicyEndpointRecord.omit({ secretHeader: true, keyId: true }).extend({ secretHeader: z.object({ name: z.string() }).optional() });
+export const PolicyEndpointView = PolicyEndpointRecord.omit({ secretHeader: true, keyId: true }).extend({
+  secretHeader: z.object({ name: z.string() }).optional(),
+});
 export type PolicyEndpointView = z.infer<typeof PolicyEndpointView>;
 
 /**
@@ -87,9 +96,12 @@ export async function registerPolicyEndpoint(
 ): Promise<PolicyEndpointView> {
   // A cheap early answer for a full key (no probe sent); the store's write is what holds the limit.
   if (req.mode !== undefined && !KIND_MODES[req.kind].includes(req.mode))
-    throw new ValidationError("policy endpoint", [`mode: ${req.kind} endpoints are sampled by ${KIND_MODES[req.kind].join(", ") || "protocol v2 itself"}, not ${req.mode}`]);
+    throw new ValidationError("policy endpoint", [
+      `mode: ${req.kind} endpoints are sampled by ${KIND_MODES[req.kind].join(", ") || "protocol v2 itself"}, not ${req.mode}`,
+    ]);
   const existing = await deps.endpoints.list(keyId);
-  if (existing.length >= ENDPOINTS_PER_KEY && !existing.some((e) => e.id === req.id)) throw new EndpointLimitError(ENDPOINTS_PER_KEY);
+  if (existing.length >= ENDPOINTS_PER_KEY && !existing.some((e) => e.id === req.id))
+    throw new EndpointLimitError(ENDPOINTS_PER_KEY);
   const probe = await deps.prober.probe(req);
   const record = PolicyEndpointRecord.parse({ ...req, keyId, createdAt: deps.clock.now(), probe });
   if ((await deps.endpoints.put(record, ENDPOINTS_PER_KEY)) === "full") throw new EndpointLimitError(ENDPOINTS_PER_KEY);
@@ -97,7 +109,11 @@ export async function registerPolicyEndpoint(
 }
 
 /** A key's endpoint, or NotFoundError (another key's is not found either). */
-export async function ownEndpoint(keyId: string, id: string, endpoints: PolicyEndpointStore): Promise<PolicyEndpointRecord> {
+export async function ownEndpoint(
+  keyId: string,
+  id: string,
+  endpoints: PolicyEndpointStore,
+): Promise<PolicyEndpointRecord> {
   const found = await endpoints.get(keyId, id);
   if (!found) throw new NotFoundError("policy endpoint", id);
   return found;

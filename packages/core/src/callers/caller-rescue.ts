@@ -34,7 +34,10 @@ export const CallerTask = z.strictObject({
     .array(CallerTool)
     .min(1)
     .max(64)
-    .refine((t) => t.filter((x) => x.submit).length === 1, "exactly one tool has submit: true (the one that commits the answer)"),
+    .refine(
+      (t) => t.filter((x) => x.submit).length === 1,
+      "exactly one tool has submit: true (the one that commits the answer)",
+    ),
   reset: z.record(Name, z.union([z.string().max(1_000), z.number().finite(), z.boolean()])).default({}),
 });
 export type CallerTask = z.infer<typeof CallerTask>;
@@ -48,7 +51,10 @@ export const CallerRescue = z.strictObject({
   /** The system message the policy starts each episode with. */
   system: z.string().max(20_000).default(""),
   maxTokens: z.number().int().min(1).max(4_096).default(256),
-  /** The weights to sample (the trainer's step); default: the endpoint's version when the rescue starts. Never mixed within a rescue. */
+  /**
+   * The weights to sample (the trainer's step); default: the endpoint's version when the rescue starts. Never mixed
+   * within a rescue.
+   */
   weightVersion: z.number().int().min(0).optional(),
   /**
    * The model name that serves `weightVersion` at an endpoint whose replies state no version
@@ -62,18 +68,29 @@ export const CallerRescue = z.strictObject({
    * policy or spent `environmentSeconds` in the environment (slots running then finish; the
    * others fail with BUDGET_EXHAUSTED as their reason).
    */
-  budget: z.strictObject({ policyTokens: z.number().int().min(1).optional(), environmentSeconds: z.number().positive().optional() }).optional(),
+  budget: z
+    .strictObject({
+      policyTokens: z.number().int().min(1).optional(),
+      environmentSeconds: z.number().positive().optional(),
+    })
+    .optional(),
 });
 export type CallerRescue = z.infer<typeof CallerRescue>;
 
-/** What one rollout of a caller's rescue spent: tokens sampled at the caller's policy, time waiting on it, time in the caller's environment. */
+/**
+ * What one rollout of a caller's rescue spent: tokens sampled at the caller's policy, time waiting on it, time in the
+ * caller's environment.
+ */
 export interface RolloutSpend {
   policyTokens: number;
   policyMs: number;
   environmentMs: number;
 }
 
-/** A caller's rescue pinned to one weight version: what its job records, and its rollout messages' source ({@link CallerSource}). */
+/**
+ * A caller's rescue pinned to one weight version: what its job records, and its rollout messages' source ({@link
+ * CallerSource}).
+ */
 export const CallerRollout = CallerRescue.extend({ keyId: z.string().min(1), weightVersion: z.number().int().min(0) });
 export type CallerRollout = z.infer<typeof CallerRollout>;
 
@@ -84,12 +101,22 @@ export type CallerRollout = z.infer<typeof CallerRollout>;
  * @example
  * pinProblems(false, { weightVersion: 3 }); // ["servedModel: …"]
  */
-export function pinProblems(statesVersions: boolean, rescue: Pick<CallerRescue, "weightVersion" | "servedModel">): string[] {
-  if (statesVersions) return rescue.servedModel === undefined ? [] : ["servedModel: this endpoint states its versions itself (protocol v2); name weightVersion only"];
+export function pinProblems(
+  statesVersions: boolean,
+  rescue: Pick<CallerRescue, "weightVersion" | "servedModel">,
+): string[] {
+  if (statesVersions)
+    return rescue.servedModel === undefined
+      ? []
+      : ["servedModel: this endpoint states its versions itself (protocol v2); name weightVersion only"];
   return [
-    ...(rescue.weightVersion === undefined ? ["weightVersion: this endpoint's replies state no version; name the version the rescue samples"] : []),
+    ...(rescue.weightVersion === undefined
+      ? ["weightVersion: this endpoint's replies state no version; name the version the rescue samples"]
+      : []),
     ...(rescue.servedModel === undefined
-      ? ["servedModel: this endpoint's replies state no version; name the model (LoRA adapter or served model name) that serves weightVersion"]
+      ? [
+          "servedModel: this endpoint's replies state no version; name the model (LoRA adapter or served model name) that serves weightVersion",
+        ]
       : []),
   ];
 }
@@ -108,8 +135,12 @@ export function callerTaskOf(task: CallerTask): Task {
   };
 }
 
-/** The task as the episode runs it where the caller's environment serves it (OpenEnv); a built-in environment's is this service's task of that id. */
-export const ownTaskOf = (caller: CallerRescue): Task | undefined => (caller.environment.kind === "openenv" ? callerTaskOf(caller.task) : undefined);
+/**
+ * The task as the episode runs it where the caller's environment serves it (OpenEnv); a built-in environment's is this
+ * service's task of that id.
+ */
+export const ownTaskOf = (caller: CallerRescue): Task | undefined =>
+  caller.environment.kind === "openenv" ? callerTaskOf(caller.task) : undefined;
 
 /** The episode runner's action for a caller's tool (the committing one is `submit`). */
 export const actionOf = (tool: CallerTool): string => (tool.submit ? SUBMIT : tool.name);

@@ -12,7 +12,10 @@ import { z } from "zod";
 export const TokenMode = z.enum(["completions-ids", "inference-generate", "sglang-generate", "chat-token-ids"]);
 export type TokenMode = z.infer<typeof TokenMode>;
 
-/** What a kind of endpoint is: the token modes its probe tries, in order (none: it speaks protocol v2 and states its versions), and its chat completions path. */
+/**
+ * What a kind of endpoint is: the token modes its probe tries, in order (none: it speaks protocol v2 and states its
+ * versions), and its chat completions path.
+ */
 export interface EndpointKindFacts {
   modes: readonly TokenMode[];
   /** Relative to the registered URL: an `openai-chat` URL is the `/v1` base, a vLLM or SGLang URL the server's root. */
@@ -37,10 +40,16 @@ export const ENDPOINT_KINDS = {
 export type PolicyEndpointKind = keyof typeof ENDPOINT_KINDS;
 export const PolicyEndpointKind = z.enum(Object.keys(ENDPOINT_KINDS) as [PolicyEndpointKind, ...PolicyEndpointKind[]]);
 
-/** The token modes each kind offers, in the order a registration's probe tries them (tokens in first); protocol v2 speaks its own protocol and states its versions. */
-export const KIND_MODES = Object.fromEntries(Object.entries(ENDPOINT_KINDS).map(([kind, facts]) => [kind, facts.modes])) as unknown as Readonly<
-  Record<PolicyEndpointKind, readonly TokenMode[]>
->;
+/**
+ * The token modes each kind offers, in the order a registration's probe tries them (tokens in first); protocol v2
+ * speaks its own protocol and states its versions.
+ */
+export const KIND_MODES = Object.fromEntries(
+  Object.entries(ENDPOINT_KINDS).map(([kind, facts]) => [kind, facts.modes]),
+) as unknown as Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>>;
 
-/** Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the served model's name. */
+/**
+ * Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the
+ * served model's name.
+ */
 export const statesVersions = (kind: PolicyEndpointKind): boolean => KIND_MODES[kind].length === 0;

@@ -20,13 +20,19 @@ export interface DispatchDeps {
   rollouts: RolloutStore;
   /** The runner of each rollout's source; a kind it has no runner for fails with NOT_CONFIGURED. */
   runners: SourceRunner;
-  /** A cancelled rescue's slots are skipped, a caller rescue's budget is held, and a slot that cannot succeed is recorded failed. */
+  /**
+   * A cancelled rescue's slots are skipped, a caller rescue's budget is held, and a slot that cannot succeed is
+   * recorded failed.
+   */
   jobs?: SlotJobs;
   /** Where a caller rescue's policy tokens, its wait on the policy and its environment time are metered to its key. */
   meter?: UsageMeter;
   /** Hears of each slot failed at once (its code and reason, secrets already masked). */
   log?: (line: string) => void;
-  /** Each key's caller rollouts running now, held against {@link CALLER_ROLLOUT_FAIRNESS}; without it, none is held back. */
+  /**
+   * Each key's caller rollouts running now, held against {@link CALLER_ROLLOUT_FAIRNESS}; without it, none is held
+   * back.
+   */
   running?: { slots: RescueSlots; clock: Clock };
 }
 
@@ -40,7 +46,12 @@ export interface DispatchDeps {
  * is never seen. A slot's reads go out beside its hold, except for `holdFirstMs` after a worker
  * found its key at the limit: then its slots read only once held (one that waits costs no read).
  */
-export const CALLER_ROLLOUT_FAIRNESS = { perKeyRunning: 32, holdMs: 6 * 60_000, deferSeconds: { first: 5, max: 60 }, holdFirstMs: 10_000 } as const;
+export const CALLER_ROLLOUT_FAIRNESS = {
+  perKeyRunning: 32,
+  holdMs: 6 * 60_000,
+  deferSeconds: { first: 5, max: 60 },
+  holdFirstMs: 10_000,
+} as const;
 
 /**
  * How long a message waits after its `deferrals`-th deferral (0 for the first), in whole seconds
@@ -55,8 +66,15 @@ export function deferDelaySeconds(deferrals: number, spread: number): number {
   return Math.max(1, Math.round(Math.min(max, first * 2 ** Math.min(deferrals, 16)) * (0.5 + spread)));
 }
 
-/** Holds one of the key's running places for this slot; undefined when they are all taken (or contended: the slot waits, never fails). */
-async function holdRunning(body: RolloutRequestedBody, keyId: string, running: DispatchDeps["running"]): Promise<{ release: () => Promise<void> } | undefined> {
+/**
+ * Holds one of the key's running places for this slot; undefined when they are all taken (or contended: the slot waits,
+ * never fails).
+ */
+async function holdRunning(
+  body: RolloutRequestedBody,
+  keyId: string,
+  running: DispatchDeps["running"],
+): Promise<{ release: () => Promise<void> } | undefined> {
   if (!running) return { release: async () => undefined };
   const id = `${body.jobId}:${body.index}`;
   const now = running.clock.now();
@@ -69,14 +87,18 @@ async function holdRunning(body: RolloutRequestedBody, keyId: string, running: D
   return held ? { release: () => running.slots.release(keyId, id) } : undefined;
 }
 
-/** When this worker last found each key at its limit, per `running` (bounded: entries past `holdFirstMs` are dropped as it grows). */
+/**
+ * When this worker last found each key at its limit, per `running` (bounded: entries past `holdFirstMs` are dropped as
+ * it grows).
+ */
 const LIMIT_SEEN = new WeakMap<NonNullable<DispatchDeps["running"]>, Map<string, number>>();
 const LIMIT_SEEN_KEYS = 1024;
 
 function limitSeen(running: NonNullable<DispatchDeps["running"]>): Map<string, number> {
   const seen = LIMIT_SEEN.get(running) ?? new Map<string, number>();
   LIMIT_SEEN.set(running, seen);
-  if (seen.size >= LIMIT_SEEN_KEYS) for (const [key, at] of seen) if (running.clock.now() - at >= CALLER_ROLLOUT_FAIRNESS.holdFirstMs) seen.delete(key);
+  if (seen.size >= LIMIT_SEEN_KEYS)
+    for (const [key, at] of seen) if (running.clock.now() - at >= CALLER_ROLLOUT_FAIRNESS.holdFirstMs) seen.delete(key);
   return seen;
 }
 
@@ -111,7 +133,11 @@ async function runServiceSlot(body: RequestOf<"service">, deps: DispatchDeps): P
   if (await deps.rollouts.has(body.jobId, body.index)) return "duplicate";
   if (body.rescueJob && (await deps.jobs?.get(body.jobId))?.cancelledAt !== undefined) return "cancelled";
   const { task, harness } = await rolloutInputs(body, deps);
-  return deps.rollouts.put(body.jobId, body.index, await (await deps.runners.runner(body.source))(task, harness, body.seed));
+  return deps.rollouts.put(
+    body.jobId,
+    body.index,
+    await (await deps.runners.runner(body.source))(task, harness, body.seed),
+  );
 }
 
 /** A caller rescue's slot: it waits its turn among its key's running places, then runs there. */
@@ -129,7 +155,10 @@ async function runCallerSlot(body: RequestOf<"caller">, deps: DispatchDeps): Pro
   }
 }
 
-/** What a caller slot reads before it runs: stored already? its rescue's record; what it runs with (the pool's harness, the task, the endpoint). */
+/**
+ * What a caller slot reads before it runs: stored already? its rescue's record; what it runs with (the pool's harness,
+ * the task, the endpoint).
+ */
 function startSlotReads(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend) {
   const reads = {
     duplicate: deps.rollouts.has(body.jobId, body.index),
@@ -147,7 +176,12 @@ function startSlotReads(body: RequestOf<"caller">, deps: DispatchDeps, spent: Ro
  * read at once, not one after another (`reads`). Its spend is held against its rescue before its
  * rollout is stored or its failure recorded, so a status that shows the slot finished counts it.
  */
-async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend, reads: ReturnType<typeof startSlotReads>): Promise<Outcome> {
+async function runHeldCallerRollout(
+  body: RequestOf<"caller">,
+  deps: DispatchDeps,
+  spent: RolloutSpend,
+  reads: ReturnType<typeof startSlotReads>,
+): Promise<Outcome> {
   const [duplicate, job] = await Promise.all([reads.duplicate, reads.job]);
   if (duplicate) return "duplicate";
   if (job?.cancelledAt !== undefined) return "cancelled";
@@ -167,11 +201,15 @@ async function runHeldCallerRollout(body: RequestOf<"caller">, deps: DispatchDep
       throw err;
     }
     const jobs = deps.jobs;
-    await recordSpendThen(body.source.keyId, body.jobId, spent, deps, () => jobs.recordFailure(body.jobId, body.index, failure));
+    await recordSpendThen(body.source.keyId, body.jobId, spent, deps, () =>
+      jobs.recordFailure(body.jobId, body.index, failure),
+    );
     deps.log?.(`dispatch: rescue ${body.jobId} slot ${body.index} failed (${failure.code}): ${failure.reason}`);
     return "failed";
   }
-  return recordSpendThen(body.source.keyId, body.jobId, spent, deps, () => deps.rollouts.put(body.jobId, body.index, rollout));
+  return recordSpendThen(body.source.keyId, body.jobId, spent, deps, () =>
+    deps.rollouts.put(body.jobId, body.index, rollout),
+  );
 }
 
 /** The pool's harness and the task: the one the message carries, else `own` (a caller's), else `taskId` looked up. */
@@ -183,7 +221,10 @@ async function rolloutInputs(body: RolloutRequestedBody, deps: Pick<DispatchDeps
   return { task, harness: harnessById(pool, body.harnessId) };
 }
 
-/** What one rollout at the caller's policy in its environment runs with; what it spends adds to `spent`, to be metered to its key failed or not. */
+/**
+ * What one rollout at the caller's policy in its environment runs with; what it spends adds to `spent`, to be metered
+ * to its key failed or not.
+ */
 async function prepareCallerRollout(body: RequestOf<"caller">, deps: DispatchDeps, spent: RolloutSpend) {
   const [inputs, run] = await Promise.all([
     rolloutInputs(body, deps, ownTaskOf(body.source)),
@@ -196,7 +237,10 @@ async function prepareCallerRollout(body: RequestOf<"caller">, deps: DispatchDep
   return { ...inputs, run };
 }
 
-/** Codes of failures that are this service's own and passing (a store, a queue): such a slot is left to the queue to deliver again. */
+/**
+ * Codes of failures that are this service's own and passing (a store, a queue): such a slot is left to the queue to
+ * deliver again.
+ */
 export const REDELIVERED_CODES: ReadonlySet<string> = new Set(["STORE_UNAVAILABLE", "PARTIAL_SEND"]);
 
 /**

@@ -18,5 +18,9 @@ export class StalePolicyVersionError extends CoreError {
 
 /** A rollout asked for a version the endpoint's policy is not at (same code as a stale update). */
 export function policyVersionMismatch(policyId: string, requested: number, held: number): StalePolicyVersionError {
-  return new StalePolicyVersionError(held, requested, `policy ${policyId} is at version ${held}, the rollout asked for ${requested}`);
+  return new StalePolicyVersionError(
+    held,
+    requested,
+    `policy ${policyId} is at version ${held}, the rollout asked for ${requested}`,
+  );
 }

@@ -33,7 +33,8 @@ export class LocalPolicyEndpoints implements PolicyEndpoints {
   async runner({ policyId, version }: ServiceSource): Promise<RolloutRunner> {
     const policy = this.policies.get(policyId);
     if (!policy) throw new NotFoundError("policy", policyId);
-    if (version !== undefined && policy.version() !== version) throw policyVersionMismatch(policyId, version, policy.version());
+    if (version !== undefined && policy.version() !== version)
+      throw policyVersionMismatch(policyId, version, policy.version());
     return rolloutsIn(this.env, policy);
   }
 }

@@ -11,11 +11,20 @@ export const RolloutRequest = z.strictObject({
   harnessId: z.string().min(1),
   taskId: z.string().min(1),
   seed: z.number().int(),
-  /** The policy that samples it, once: this service's own (id, version), or a caller's (endpoint, weight version, environment, task). */
+  /**
+   * The policy that samples it, once: this service's own (id, version), or a caller's (endpoint, weight version,
+   * environment, task).
+   */
   source: RolloutSource,
-  /** The task itself, when the requester has one no worker can look up (an experiment's); otherwise a caller's own task, or `taskId` looked up. */
+  /**
+   * The task itself, when the requester has one no worker can look up (an experiment's); otherwise a caller's own task,
+   * or `taskId` looked up.
+   */
   task: Task.optional(),
-  /** Part of a rescue job (`POST /v1/rescues`): the worker reads the job first (a cancelled one's slots are skipped, a caller's budget held); an experiment's rollouts skip that read. */
+  /**
+   * Part of a rescue job (`POST /v1/rescues`): the worker reads the job first (a cancelled one's slots are skipped, a
+   * caller's budget held); an experiment's rollouts skip that read.
+   */
   rescueJob: z.literal(true).optional(),
 });
 
@@ -29,7 +38,11 @@ export const RolloutRequest = z.strictObject({
 function fromPreSourceShape(raw: unknown): unknown {
   if (typeof raw !== "object" || raw === null || "source" in raw) return raw;
   const { policyId, policyVersion, caller, ...rest } = raw as Record<string, unknown>;
-  if (caller === undefined) return { ...rest, source: { kind: "service", policyId, ...(policyVersion === undefined ? {} : { version: policyVersion }) } };
+  if (caller === undefined)
+    return {
+      ...rest,
+      source: { kind: "service", policyId, ...(policyVersion === undefined ? {} : { version: policyVersion }) },
+    };
   const weightVersion = (caller as { weightVersion?: unknown }).weightVersion;
   if (policyVersion !== undefined && policyVersion !== weightVersion) return raw;
   return { ...rest, source: { ...(caller as object), kind: "caller" } };

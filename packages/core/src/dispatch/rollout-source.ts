@@ -3,9 +3,17 @@ import { NotConfiguredError } from "../errors.ts";
 import type { RolloutRunner } from "../ports.ts";
 import type { Rollout } from "../rollout/types.ts";
 import type { Datum } from "../protocol/v2.ts";
-import { CallerRollout, type CallerEnvironment, type CallerRescue, type RolloutSpend } from "../callers/caller-rescue.ts";
+import {
+  CallerRollout,
+  type CallerEnvironment,
+  type CallerRescue,
+  type RolloutSpend,
+} from "../callers/caller-rescue.ts";
 
-/** This service's own policy at its endpoint, by id (one per experiment arm; "default" serves the API), at the version the requester saw. */
+/**
+ * This service's own policy at its endpoint, by id (one per experiment arm; "default" serves the API), at the version
+ * the requester saw.
+ */
 export const ServiceSource = z.strictObject({
   kind: z.literal("service"),
   policyId: z.string().min(1).max(200).default("default"),
@@ -55,11 +63,21 @@ export interface RolloutRows {
  */
 export interface CallerPolicies extends SourceRunner<CallerSource> {
   /** One entry per rollout, in order (undefined: no token of it trained). */
-  datums(caller: CallerRollout, rollouts: readonly Rollout[], context: "sampled" | "base"): Promise<(RolloutRows | undefined)[]>;
+  datums(
+    caller: CallerRollout,
+    rollouts: readonly Rollout[],
+    context: "sampled" | "base",
+  ): Promise<(RolloutRows | undefined)[]>;
   currentVersion(keyId: string, endpoint: string): Promise<number>;
-  /** Refuses a rescue its endpoint cannot sample as asked (see `pinProblems`: a version and served model where replies state no version) before any rollout is sent. */
+  /**
+   * Refuses a rescue its endpoint cannot sample as asked (see `pinProblems`: a version and served model where replies
+   * state no version) before any rollout is sent.
+   */
   checkEndpoint(keyId: string, rescue: CallerRescue): Promise<void>;
-  /** Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here) before any rollout is sent. */
+  /**
+   * Refuses an environment a rescue may not use (a URL the outbound guard refuses now, a built-in one not served here)
+   * before any rollout is sent.
+   */
   checkEnvironment(environment: CallerEnvironment): Promise<void>;
 }
 

@@ -5,10 +5,16 @@ import type { RolloutSpend } from "../callers/caller-rescue.ts";
 export const SLOT_REASON_CHARS = 500;
 
 /** Why a slot will never be stored: a stable code (an error code of this service's) and what happened, bounded. */
-export const SlotFailure = z.object({ code: z.string().min(1).max(64).default("ROLLOUT_FAILED"), reason: z.string().max(SLOT_REASON_CHARS) });
+export const SlotFailure = z.object({
+  code: z.string().min(1).max(64).default("ROLLOUT_FAILED"),
+  reason: z.string().max(SLOT_REASON_CHARS),
+});
 export type SlotFailure = z.input<typeof SlotFailure>;
 
-/** What dispatch reads of a slot's job: whether it was cancelled, and what its slots spent so far (a caller rescue's budget). */
+/**
+ * What dispatch reads of a slot's job: whether it was cancelled, and what its slots spent so far (a caller rescue's
+ * budget).
+ */
 export interface SlotJob {
   /** Its slots in all. */
   expected: number;
@@ -44,9 +50,15 @@ export interface HoldRequest {
 }
 
 export interface RescueSlots {
-  /** Holds `slots` of the key's `limit` for rescue `id` until `until`, counting only holds unexpired at `now`; false when they would pass the limit. */
+  /**
+   * Holds `slots` of the key's `limit` for rescue `id` until `until`, counting only holds unexpired at `now`; false
+   * when they would pass the limit.
+   */
   hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean>;
-  /** Several holds of one key at once, answered in order as {@link hold} would answer them one after another (a store may write them together). */
+  /**
+   * Several holds of one key at once, answered in order as {@link hold} would answer them one after another (a store
+   * may write them together).
+   */
   holdMany?(keyId: string, holds: readonly HoldRequest[]): Promise<boolean[]>;
   /** Lets rescue `id`'s hold go (a no-op when it holds none). */
   release(keyId: string, id: string): Promise<void>;

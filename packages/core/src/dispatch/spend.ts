@@ -13,15 +13,26 @@ export function budgetExhausted(budget: CallerRescue["budget"], job: SlotJob | u
   if (!budget || !job) return undefined;
   const tokens = job.spentPolicyTokens ?? 0;
   if (budget.policyTokens !== undefined && tokens >= budget.policyTokens)
-    return { code: "BUDGET_EXCEEDED", reason: `the rescue's rollouts sampled ${tokens} policy tokens of a budget of ${budget.policyTokens}` };
+    return {
+      code: "BUDGET_EXCEEDED",
+      reason: `the rescue's rollouts sampled ${tokens} policy tokens of a budget of ${budget.policyTokens}`,
+    };
   const seconds = (job.spentEnvironmentMs ?? 0) / 1000;
   if (budget.environmentSeconds !== undefined && seconds >= budget.environmentSeconds)
-    return { code: "BUDGET_EXCEEDED", reason: `the rescue's rollouts spent ${seconds.toFixed(1)} s in the environment of a budget of ${budget.environmentSeconds} s` };
+    return {
+      code: "BUDGET_EXCEEDED",
+      reason: `the rescue's rollouts spent ${seconds.toFixed(1)} s in the environment of a budget of ${budget.environmentSeconds} s`,
+    };
   return undefined;
 }
 
 /** Meters what one rollout of a caller rescue spent to its key and holds it against its rescue, failed or not. */
-export async function recordSpend(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: SlotJobs }): Promise<void> {
+export async function recordSpend(
+  keyId: string,
+  jobId: string,
+  spend: RolloutSpend,
+  deps: { meter?: UsageMeter; jobs?: SlotJobs },
+): Promise<void> {
   await recordSpendThen(keyId, jobId, spend, deps, async () => undefined);
 }
 
@@ -30,7 +41,13 @@ export async function recordSpend(keyId: string, jobId: string, spend: RolloutSp
  * failure recorded) once the spend is held against its rescue: a status that shows the slot
  * finished shows what it spent. The key's meter is written beside.
  */
-export async function recordSpendThen<T>(keyId: string, jobId: string, spend: RolloutSpend, deps: { meter?: UsageMeter; jobs?: SlotJobs }, finish: () => Promise<T>): Promise<T> {
+export async function recordSpendThen<T>(
+  keyId: string,
+  jobId: string,
+  spend: RolloutSpend,
+  deps: { meter?: UsageMeter; jobs?: SlotJobs },
+  finish: () => Promise<T>,
+): Promise<T> {
   if (spend.policyTokens === 0 && spend.policyMs === 0 && spend.environmentMs === 0) return finish();
   const usage = { policyTokens: spend.policyTokens, policyMs: spend.policyMs, environmentMs: spend.environmentMs };
   const held = async () => {

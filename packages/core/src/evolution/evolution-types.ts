@@ -7,7 +7,18 @@ import type { Rng } from "../util/rng.ts";
 import type { Proposer } from "./proposer.ts";
 
 export const EvolutionConfig = z.object({
-  directions: z.array(Direction.exclude(["base"])).default(["contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition"]),
+  directions: z
+    .array(Direction.exclude(["base"]))
+    .default([
+      "contract",
+      "recon",
+      "pre-action",
+      "recovery",
+      "loop-breaking",
+      "verification",
+      "budget",
+      "decomposition",
+    ]),
   rounds: z.number().int().min(1).default(5),
   candidatesPerRound: z.number().int().min(1).default(10),
   trials: z.number().int().min(1).default(4),
@@ -24,7 +35,10 @@ export const EvolutionConfig = z.object({
    * candidate is measured on every dev task.
    */
   screenTasks: z.number().int().min(1).optional(),
-  /** Rollouts evolution may spend in all (H0's measurement included); none: no cap. Evolution stops cleanly when the next measurement would pass it. */
+  /**
+   * Rollouts evolution may spend in all (H0's measurement included); none: no cap. Evolution stops cleanly when the
+   * next measurement would pass it.
+   */
   maxRollouts: z.number().int().min(1).optional(),
 });
 export type EvolutionConfig = z.infer<typeof EvolutionConfig>;

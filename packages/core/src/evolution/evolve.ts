@@ -61,7 +61,8 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
     throw new ValidationError("evolution budget", [
       `maxRollouts: ${config.maxRollouts} cannot pay for H0's own measurement (${deps.devTasks.length} dev tasks × ${config.trials} trials = ${firstCost})`,
     ]);
-  const measure = (spec: HarnessSpec, tasks: readonly Task[] = deps.devTasks) => measureOnDev(spec, tasks, config, deps, meter);
+  const measure = (spec: HarnessSpec, tasks: readonly Task[] = deps.devTasks) =>
+    measureOnDev(spec, tasks, config, deps, meter);
   const h0 = await measure(deps.base);
   const h0Failures = deps.devTasks.filter((t) => h0.rates.get(t.id)! <= 1 - config.repairMargin).map((t) => t.id);
   const compare = comparer(h0, deps.devTasks, new Set(h0Failures), config.repairMargin);
@@ -69,10 +70,17 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
   const totalSteps = config.directions.length * config.rounds;
   let done = 0;
   for (const direction of config.directions) {
-    candidates.push(...(await evolveDirection(direction, config, deps, h0, measure, compare, meter, () => deps.onProgress?.(++done, totalSteps))));
+    candidates.push(
+      ...(await evolveDirection(direction, config, deps, h0, measure, compare, meter, () =>
+        deps.onProgress?.(++done, totalSteps),
+      )),
+    );
     if (meter.stopped) break;
   }
-  return { ...frozenPool(config, deps, h0, h0Failures, candidates, meter.spent), ...(meter.stopped ? { stopped: meter.stopped } : {}) };
+  return {
+    ...frozenPool(config, deps, h0, h0Failures, candidates, meter.spent),
+    ...(meter.stopped ? { stopped: meter.stopped } : {}),
+  };
 }
 
 /**
@@ -83,7 +91,17 @@ export async function evolvePool(config: EvolutionConfig, deps: EvolutionDeps): 
  * const instance = { train, dev, heldout, evolution: givenPool(createPool("dbbench", h0, siblings)) };
  */
 export function givenPool(pool: HarnessPool): EvolutionResult {
-  return { pool, candidates: [], h0Failures: [], repairSets: {}, locality: 0, complementarity: 0, initialProfiles: {}, rolloutsSpent: 0, harm: { h0Solved: 0, siblings: {} } };
+  return {
+    pool,
+    candidates: [],
+    h0Failures: [],
+    repairSets: {},
+    locality: 0,
+    complementarity: 0,
+    initialProfiles: {},
+    rolloutsSpent: 0,
+    harm: { h0Solved: 0, siblings: {} },
+  };
 }
 
 type Candidate = CandidateRecord & { measured: Measured };
@@ -157,7 +175,14 @@ async function evolveDirection(
 }
 
 /** The pool chosen for coverage and frozen, with its suite figures, initial profiles and harm. */
-function frozenPool(config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, h0Failures: string[], candidates: readonly Candidate[], spent: number): EvolutionResult {
+function frozenPool(
+  config: EvolutionConfig,
+  deps: EvolutionDeps,
+  h0: Measured,
+  h0Failures: string[],
+  candidates: readonly Candidate[],
+  spent: number,
+): EvolutionResult {
   const chosen = selectByCoverage(
     candidates.filter((c) => c.kept),
     h0Failures,
@@ -175,13 +200,16 @@ function frozenPool(config: EvolutionConfig, deps: EvolutionDeps, h0: Measured, 
   const repairSets = Object.fromEntries(siblings.map((s, i) => [s.id, chosen[i]!.repairs]));
   const sets = Object.values(repairSets).map((r) => new Set(r));
   const pairs: number[] = [];
-  for (let i = 0; i < sets.length; i++) for (let j = i + 1; j < sets.length; j++) pairs.push(jaccard(sets[i]!, sets[j]!));
+  for (let i = 0; i < sets.length; i++)
+    for (let j = i + 1; j < sets.length; j++) pairs.push(jaccard(sets[i]!, sets[j]!));
   const union = new Set(Object.values(repairSets).flat()).size;
   const bestSingle = Math.max(0, ...sets.map((s) => s.size));
   const solved = deps.devTasks.filter((t) => h0.rates.get(t.id)! >= config.repairMargin).map((t) => t.id);
   const harm: PoolHarm = {
     h0Solved: solved.length,
-    siblings: Object.fromEntries(siblings.map((s, i) => [s.id, harmOf(h0, chosen[i]!.measured, solved, config.repairMargin)])),
+    siblings: Object.fromEntries(
+      siblings.map((s, i) => [s.id, harmOf(h0, chosen[i]!.measured, solved, config.repairMargin)]),
+    ),
   };
   return {
     pool,

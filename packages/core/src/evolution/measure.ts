@@ -7,11 +7,21 @@ import type { EvolutionConfig, EvolutionDeps, EvolutionStop, Measured } from "./
 export type Meter = { spent: number; stopped?: EvolutionStop };
 export type Measure = (spec: HarnessSpec, tasks?: readonly Task[]) => Promise<Measured>;
 
-export async function measureOnDev(spec: HarnessSpec, tasks: readonly Task[], config: EvolutionConfig, deps: EvolutionDeps, meter: Meter): Promise<Measured> {
+export async function measureOnDev(
+  spec: HarnessSpec,
+  tasks: readonly Task[],
+  config: EvolutionConfig,
+  deps: EvolutionDeps,
+  meter: Meter,
+): Promise<Measured> {
   const rates = new Map<string, number>();
   const rollouts: Rollout[] = [];
   for (const task of tasks) {
-    const runs = await Promise.all(Array.from({ length: config.trials }, (_, i) => deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed))));
+    const runs = await Promise.all(
+      Array.from({ length: config.trials }, (_, i) =>
+        deps.runRollout(task, spec, hash32(`evo:${task.id}:${i}`, deps.rng.seed)),
+      ),
+    );
     meter.spent += runs.length;
     rates.set(task.id, runs.filter((r) => r.success).length / runs.length);
     rollouts.push(...runs);
@@ -40,7 +50,8 @@ export async function measureCandidate(
   measure: Measure,
   meter: Meter,
 ) {
-  if (config.screenTasks === undefined) return affordable(deps.devTasks.length, config, meter) ? measure(spec) : undefined;
+  if (config.screenTasks === undefined)
+    return affordable(deps.devTasks.length, config, meter) ? measure(spec) : undefined;
   const failing = new Set(parentFailures);
   const order = [...deps.devTasks].sort((a, b) => Number(failing.has(b.id)) - Number(failing.has(a.id)));
   const screen = order.slice(0, config.screenTasks);

@@ -21,7 +21,11 @@ function pick<T>(items: readonly T[], rng: Rng): T {
 }
 
 /** Signals weighted by how often they accompanied a failure. */
-function pickSignal(signals: readonly FailureSignal[], rng: Rng, filter: (s: FailureSignal) => boolean): FailureSignal | undefined {
+function pickSignal(
+  signals: readonly FailureSignal[],
+  rng: Rng,
+  filter: (s: FailureSignal) => boolean,
+): FailureSignal | undefined {
   const pool = signals.filter(filter);
   const total = pool.reduce((s, x) => s + x.count, 0);
   let u = rng.next() * total;
@@ -37,13 +41,20 @@ function trigger(on: string, hint: string, text: string): Trigger {
 }
 
 /** A check after an action (half the time) or a commit gate on a fact; false when none applies. */
-function verificationEdit(next: HarnessSpec, signals: readonly FailureSignal[], rng: Rng, hintFor: (s: FailureSignal) => string): boolean {
+function verificationEdit(
+  next: HarnessSpec,
+  signals: readonly FailureSignal[],
+  rng: Rng,
+  hintFor: (s: FailureSignal) => string,
+): boolean {
   if (rng.next() < 0.5) {
     const s = pickSignal(signals, rng, (x) => x.roles[x.producedBy] === "act");
     const tools = s ? s.tools.filter((t) => s.roles[t] === "verify") : [];
     if (!s || !tools.length) return false;
     const hint = pick(tools, rng);
-    next.postObservation.push(trigger(s.event, hint, `Check the effect of ${s.producedBy} with ${hint} before submitting.`));
+    next.postObservation.push(
+      trigger(s.event, hint, `Check the effect of ${s.producedBy} with ${hint} before submitting.`),
+    );
     return true;
   }
   const s = pickSignal(signals, rng, () => true);
@@ -101,7 +112,9 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
     case "loop-breaking": {
       const s = pickSignal(signals, rng, () => true);
       if (!s) return undefined;
-      next.postObservation.push(trigger(`repeat:${2 + rng.int(2)}`, rng.next() < 0.5 ? "submit" : hintFor(s), "You are repeating yourself."));
+      next.postObservation.push(
+        trigger(`repeat:${2 + rng.int(2)}`, rng.next() < 0.5 ? "submit" : hintFor(s), "You are repeating yourself."),
+      );
       break;
     }
     case "verification":
@@ -110,7 +123,13 @@ function mutate(spec: HarnessSpec, input: ProposalInput, rng: Rng): HarnessSpec 
     case "pre-action": {
       const s = pickSignal(signals, rng, () => true);
       if (!s || s.facts.length === 0) return undefined;
-      next.preAction.push({ action: pick(s.tools, rng), requires: [pick(s.facts, rng)], mode: "block", hint: hintFor(s), maxBlocks: 2 });
+      next.preAction.push({
+        action: pick(s.tools, rng),
+        requires: [pick(s.facts, rng)],
+        mode: "block",
+        hint: hintFor(s),
+        maxBlocks: 2,
+      });
       break;
     }
     case "budget": {

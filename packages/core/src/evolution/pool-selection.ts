@@ -28,7 +28,15 @@ export function failureSignals(rollouts: readonly Rollout[], vocabulary: Evoluti
   const add = (r: Rollout, event: string, producedBy: string, weight: number) => {
     const key = `${r.family}|${event}|${producedBy}`;
     const v = vocabulary(r.family);
-    const s = counts.get(key) ?? { family: r.family, event, producedBy, count: 0, tools: v.tools, facts: v.facts, roles: v.roles };
+    const s = counts.get(key) ?? {
+      family: r.family,
+      event,
+      producedBy,
+      count: 0,
+      tools: v.tools,
+      facts: v.facts,
+      roles: v.roles,
+    };
     s.count += weight;
     counts.set(key, s);
   };
@@ -46,7 +54,11 @@ export function failureSignals(rollouts: readonly Rollout[], vocabulary: Evoluti
 }
 
 /** Greedy max-coverage of H0's failures, at most `maxPerDirection` per direction. */
-export function selectByCoverage<C extends CandidateRecord>(candidates: readonly C[], failures: readonly string[], config: EvolutionConfig): C[] {
+export function selectByCoverage<C extends CandidateRecord>(
+  candidates: readonly C[],
+  failures: readonly string[],
+  config: EvolutionConfig,
+): C[] {
   const target = new Set(failures);
   const covered = new Set<string>();
   const chosen: C[] = [];
@@ -55,7 +67,8 @@ export function selectByCoverage<C extends CandidateRecord>(candidates: readonly
     let best: C | undefined;
     let bestGain = -1;
     for (const c of candidates) {
-      if (chosen.includes(c) || (perDirection.get(c.spec.provenance.direction) ?? 0) >= config.maxPerDirection) continue;
+      if (chosen.includes(c) || (perDirection.get(c.spec.provenance.direction) ?? 0) >= config.maxPerDirection)
+        continue;
       const gain = c.repairs.filter((t) => target.has(t) && !covered.has(t)).length;
       const key = gain * 1000 + c.score;
       if (key > bestGain) {
@@ -71,7 +84,12 @@ export function selectByCoverage<C extends CandidateRecord>(candidates: readonly
   return chosen;
 }
 
-export function profilesFrom(base: HarnessSpec, h0: Measured, siblings: readonly (readonly [HarnessSpec, Measured])[], tasks: readonly Task[]): ProfileSet {
+export function profilesFrom(
+  base: HarnessSpec,
+  h0: Measured,
+  siblings: readonly (readonly [HarnessSpec, Measured])[],
+  tasks: readonly Task[],
+): ProfileSet {
   const byTask = new Map(tasks.map((t) => [t.id, t]));
   const h0Tags = new Map<string, string[]>();
   for (const t of tasks) {

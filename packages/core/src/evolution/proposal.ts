@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { formatIssues } from "../errors.ts";
-import { CommitGate, type Direction, HarnessSpec, PreActionCheck, Trigger, type HarnessSpecInput } from "../harness/spec.ts";
+import {
+  CommitGate,
+  type Direction,
+  HarnessSpec,
+  PreActionCheck,
+  Trigger,
+  type HarnessSpecInput,
+} from "../harness/spec.ts";
 
 /**
  * What an LLM proposer answers for one edit: the hypothesis, the dev tasks whose failures it
@@ -13,7 +20,10 @@ export const HarnessPatch = z.object({
   patch: z
     .object({
       instruction: z
-        .object({ systemAppend: z.string().max(4_000).optional(), toolNotes: z.record(z.string(), z.string().max(1_000)).optional() })
+        .object({
+          systemAppend: z.string().max(4_000).optional(),
+          toolNotes: z.record(z.string(), z.string().max(1_000)).optional(),
+        })
         .strict()
         .optional(),
       recon: z
@@ -24,7 +34,11 @@ export const HarnessPatch = z.object({
       postObservation: z.array(Trigger).max(12).optional(),
       commitGate: CommitGate.optional(),
       budget: z
-        .object({ maxTurns: z.number().int().min(1).max(200), warnAt: z.number().int().min(0).optional(), warnText: z.string().max(400).optional() })
+        .object({
+          maxTurns: z.number().int().min(1).max(200),
+          warnAt: z.number().int().min(0).optional(),
+          warnText: z.string().max(400).optional(),
+        })
         .strict()
         .optional(),
       skills: z
@@ -72,10 +86,20 @@ export class LeakIndex {
     for (const t of tasks) {
       for (const s of [t.taskId, ...t.secrets]) {
         const norm = s.trim().toLowerCase();
-        if (norm.length < minLength || /^-?\d{1,3}(\.\d)?$/.test(norm) || (/^[a-z]+$/.test(norm) && norm.length < 5) || seen.has(`${t.taskId}\n${norm}`)) continue;
+        if (
+          norm.length < minLength ||
+          /^-?\d{1,3}(\.\d)?$/.test(norm) ||
+          (/^[a-z]+$/.test(norm) && norm.length < 5) ||
+          seen.has(`${t.taskId}\n${norm}`)
+        )
+          continue;
         seen.add(`${t.taskId}\n${norm}`);
         const escaped = norm.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-        this.entries.push({ taskId: t.taskId, secret: norm, pattern: new RegExp(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, "u") });
+        this.entries.push({
+          taskId: t.taskId,
+          secret: norm,
+          pattern: new RegExp(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, "u"),
+        });
       }
     }
   }
@@ -95,7 +119,9 @@ function textsOf(v: unknown): string[] {
   return [];
 }
 
-export type ProposalCheck = { ok: true; spec: HarnessSpec; evidence: string[] } | { ok: false; reason: RefusalReason; detail: string };
+export type ProposalCheck =
+  | { ok: true; spec: HarnessSpec; evidence: string[] }
+  | { ok: false; reason: RefusalReason; detail: string };
 
 /**
  * Checks an LLM's proposal for an edit of `parent` along `direction` and builds the child spec:
@@ -108,33 +134,59 @@ export type ProposalCheck = { ok: true; spec: HarnessSpec; evidence: string[] } 
  */
 export function checkProposal(
   answer: unknown,
-  ctx: { parent: HarnessSpec; direction: Exclude<Direction, "base">; evidenceIds: readonly string[]; leaks: LeakIndex; id: string; proposer: string },
+  ctx: {
+    parent: HarnessSpec;
+    direction: Exclude<Direction, "base">;
+    evidenceIds: readonly string[];
+    leaks: LeakIndex;
+    id: string;
+    proposer: string;
+  },
 ): ProposalCheck {
   if (answer instanceof Error) return { ok: false, reason: "invalid-json", detail: answer.message };
   const parsed = HarnessPatch.safeParse(answer);
   if (!parsed.success) {
     const evidenceOnly = parsed.error.issues.every((i) => i.path[0] === "evidence");
-    return { ok: false, reason: evidenceOnly ? "evidence" : "schema", detail: formatIssues(parsed.error.issues).join("; ") };
+    return {
+      ok: false,
+      reason: evidenceOnly ? "evidence" : "schema",
+      detail: formatIssues(parsed.error.issues).join("; "),
+    };
   }
   const { hypothesis, evidence, patch } = parsed.data;
   const outside = (Object.keys(patch) as PatchPart[]).filter((p) => !DIRECTION_PARTS[ctx.direction].includes(p));
   if (outside.length)
-    return { ok: false, reason: "outside-direction", detail: `a ${ctx.direction} edit may change ${DIRECTION_PARTS[ctx.direction].join(", ")}, not ${outside.join(", ")}` };
+    return {
+      ok: false,
+      reason: "outside-direction",
+      detail: `a ${ctx.direction} edit may change ${DIRECTION_PARTS[ctx.direction].join(", ")}, not ${outside.join(", ")}`,
+    };
   const offered = new Set(ctx.evidenceIds);
   const backed = [...new Set(evidence)].filter((id) => offered.has(id));
-  if (backed.length < 2) return { ok: false, reason: "evidence", detail: `an edit needs two tasks of the evidence offered; it named ${backed.length} (${evidence.join(", ")})` };
+  if (backed.length < 2)
+    return {
+      ok: false,
+      reason: "evidence",
+      detail: `an edit needs two tasks of the evidence offered; it named ${backed.length} (${evidence.join(", ")})`,
+    };
   const leak = ctx.leaks.find([...textsOf(patch), hypothesis]);
-  if (leak) return { ok: false, reason: "leak", detail: `it quotes ${JSON.stringify(leak.secret)} of task ${leak.taskId}` };
+  if (leak)
+    return { ok: false, reason: "leak", detail: `it quotes ${JSON.stringify(leak.secret)} of task ${leak.taskId}` };
   const p = ctx.parent;
   const merged: HarnessSpecInput = {
     ...p,
     id: ctx.id,
     instruction: {
       ...p.instruction,
-      ...(patch.instruction?.systemAppend !== undefined ? { systemAppend: [p.instruction.systemAppend, patch.instruction.systemAppend].filter(Boolean).join("\n") } : {}),
+      ...(patch.instruction?.systemAppend !== undefined
+        ? { systemAppend: [p.instruction.systemAppend, patch.instruction.systemAppend].filter(Boolean).join("\n") }
+        : {}),
       toolNotes: { ...p.instruction.toolNotes, ...patch.instruction?.toolNotes },
     },
-    recon: { first: [...p.recon.first, ...(patch.recon?.first ?? [])], preview: [...new Set([...p.recon.preview, ...(patch.recon?.preview ?? [])])] },
+    recon: {
+      first: [...p.recon.first, ...(patch.recon?.first ?? [])],
+      preview: [...new Set([...p.recon.preview, ...(patch.recon?.preview ?? [])])],
+    },
     preAction: [...p.preAction, ...(patch.preAction ?? [])],
     postObservation: [...p.postObservation, ...(patch.postObservation ?? [])],
     commitGate: patch.commitGate ?? p.commitGate,

@@ -15,7 +15,10 @@ export interface ExperimentOffers {
 export const EMBEDDED_ONLY: ExperimentOffers = { envs: ["embedded"], callerEnvironments: false, models: [] };
 
 /** A 400 naming what is offered when a request asks for an environment or a model this deployment does not run. */
-export function ensureOffered(req: Pick<ExperimentPlan, "env" | "model">, offers: ExperimentOffers = EMBEDDED_ONLY): void {
+export function ensureOffered(
+  req: Pick<ExperimentPlan, "env" | "model">,
+  offers: ExperimentOffers = EMBEDDED_ONLY,
+): void {
   const env = envName(req.env);
   if (typeof req.env === "string" ? !offers.envs.includes(env) : !offers.callerEnvironments)
     throw new ValidationError("env", [
@@ -23,11 +26,16 @@ export function ensureOffered(req: Pick<ExperimentPlan, "env" | "model">, offers
     ]);
   if (req.model !== undefined && !offers.models.includes(req.model))
     throw new ValidationError("model", [
-      offers.models.length ? `this deployment serves ${offers.models.join(", ")}, not ${req.model}` : `this deployment serves no base model (${req.model} asked): leave model out`,
+      offers.models.length
+        ? `this deployment serves ${offers.models.join(", ")}, not ${req.model}`
+        : `this deployment serves no base model (${req.model} asked): leave model out`,
     ]);
 }
 
-/** What admitting an experiment reads: what the deployment offers, the outbound guard (through the callers' policies) and the key's pools. */
+/**
+ * What admitting an experiment reads: what the deployment offers, the outbound guard (through the callers' policies)
+ * and the key's pools.
+ */
 export interface AdmitExperimentDeps {
   offers?: ExperimentOffers;
   callers?: CallerPolicies;
@@ -50,8 +58,16 @@ export async function admitExperiment(req: ExperimentPlan, keyId: string, deps: 
   const env = req.env;
   if (typeof env === "string") return;
   if (!deps.callers) throw new NotConfiguredError("experiments on a caller's environment are not deployed here");
-  await deps.callers.checkEnvironment({ kind: "openenv", url: env.url, ...(env.secretHeader ? { secretHeader: env.secretHeader } : {}) });
+  await deps.callers.checkEnvironment({
+    kind: "openenv",
+    url: env.url,
+    ...(env.secretHeader ? { secretHeader: env.secretHeader } : {}),
+  });
   const submits = new Set(env.tasks.map((t) => t.tools.find((tool) => tool.submit)!.name));
-  if (submits.size > 1) throw new ValidationError("env.tasks", [`every task's committing tool must have one name; these have ${[...submits].join(", ")}`]);
-  if (env.poolId !== undefined && (await deps.pools?.get(env.poolId))?.owner !== keyId) throw new NotFoundError("pool", env.poolId);
+  if (submits.size > 1)
+    throw new ValidationError("env.tasks", [
+      `every task's committing tool must have one name; these have ${[...submits].join(", ")}`,
+    ]);
+  if (env.poolId !== undefined && (await deps.pools?.get(env.poolId))?.owner !== keyId)
+    throw new NotFoundError("pool", env.poolId);
 }

@@ -25,7 +25,9 @@ export const ArmDefinition = z.object({
   rank1: z.boolean().default(false),
   /** Run when an experiment names no arms (arms added for one study are named where they run). */
   byDefault: z.boolean().default(true),
-  /** Update settings the arm sets over the experiment's training config (e.g. rescued rows in H0's context, corrected). */
+  /**
+   * Update settings the arm sets over the experiment's training config (e.g. rescued rows in H0's context, corrected).
+   */
   update: ArmUpdate.default({}),
 });
 export type ArmDefinition = z.infer<typeof ArmDefinition>;
@@ -58,13 +60,18 @@ export const defaultArmNames = (): string[] => [...registry.values()].filter((a)
 /** A registered arm; an unknown name is a {@link ValidationError} listing the known ones. */
 export function armDefinition(name: string): ArmDefinition {
   const def = registry.get(name);
-  if (!def) throw new ValidationError("arm", [`unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})`]);
+  if (!def)
+    throw new ValidationError("arm", [`unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})`]);
   return def;
 }
 
 /** An arm's name, checked against the registry when parsed. */
 export const ArmName = ARM_NAME.superRefine((name, ctx) => {
-  if (!registry.has(name)) ctx.addIssue({ code: "custom", message: `unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})` });
+  if (!registry.has(name))
+    ctx.addIssue({
+      code: "custom",
+      message: `unknown arm ${JSON.stringify(name)} (known arms: ${armNames().join(", ")})`,
+    });
 }).meta({
   description:
     "a registered arm: grpo, grpo-budget, harness-s, harness-s-random, harness-s-noreanchor, harness-s-single-voter, harness-s-adaptive, harness-s-base-corrected, or one an operator registered",
@@ -82,13 +89,17 @@ export const ArmList = z
     const source = budgetSource()?.name;
     for (const name of arms) {
       if (registry.get(name)?.budget === "budget-matched" && (!source || !arms.includes(source))) {
-        ctx.addIssue({ code: "custom", message: `${name} gets ${source ?? "a budget source"}'s extra rollouts: run it with ${source ?? "one"}` });
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} gets ${source ?? "a budget source"}'s extra rollouts: run it with ${source ?? "one"}`,
+        });
       }
     }
   });
 
 /** The arms that set and take a matched budget: the source, if any, and the arms matched to it. */
-export const budgetSource = (): ArmDefinition | undefined => [...registry.values()].find((a) => a.budget === "budget-source");
+export const budgetSource = (): ArmDefinition | undefined =>
+  [...registry.values()].find((a) => a.budget === "budget-source");
 
 /** The order a seed's arms train in: the budget source first, the rest as listed. */
 export function runOrder(arms: readonly string[]): string[] {
@@ -113,7 +124,8 @@ export function armConfig(name: string, extra: number, singleVoter: string): Arm
 }
 
 /** The rollouts a trained budget-source arm spent beyond training (what budget-matched arms get). */
-export const extraRolloutsOf = (breakdown: { rescue: number; reanchor: number }): number => breakdown.rescue + breakdown.reanchor;
+export const extraRolloutsOf = (breakdown: { rescue: number; reanchor: number }): number =>
+  breakdown.rescue + breakdown.reanchor;
 
 registerArm({ name: "grpo", rescue: "none" });
 registerArm({ name: "grpo-budget", rescue: "resample-h0", budget: "budget-matched" });
@@ -121,7 +133,14 @@ registerArm({ name: "harness-s", rescue: "router", reanchor: true, budget: "budg
 registerArm({ name: "harness-s-random", rescue: "random", rank1: true });
 registerArm({ name: "harness-s-noreanchor", rescue: "router", rank1: true });
 registerArm({ name: "harness-s-single-voter", rescue: "router", reanchor: true, voters: "single", rank1: true });
-registerArm({ name: "harness-s-adaptive", rescue: "adaptive", reanchor: true, budget: "budget-matched", rank1: true, byDefault: false });
+registerArm({
+  name: "harness-s-adaptive",
+  rescue: "adaptive",
+  reanchor: true,
+  budget: "budget-matched",
+  rank1: true,
+  byDefault: false,
+});
 registerArm({
   name: "harness-s-base-corrected",
   rescue: "router",

@@ -33,7 +33,8 @@ export const ArtifactContentType = z.enum([ARTIFACT_TYPES.md, ARTIFACT_TYPES.png
 export type ArtifactContentType = z.infer<typeof ArtifactContentType>;
 
 /** The media type an artifact's name implies. */
-export const contentTypeOf = (name: ArtifactName): ArtifactContentType => (name.endsWith(".png") ? ARTIFACT_TYPES.png : ARTIFACT_TYPES.md);
+export const contentTypeOf = (name: ArtifactName): ArtifactContentType =>
+  name.endsWith(".png") ? ARTIFACT_TYPES.png : ARTIFACT_TYPES.md;
 
 /** The largest artifact a store keeps (a plot is ~100 KB, a report ~20 KB). */
 export const MAX_ARTIFACT_BYTES = 8 * 1024 * 1024;
@@ -62,16 +63,26 @@ export interface ExperimentArtifacts {
 }
 
 /** An experiment id checked against {@link ArtifactExperimentId} (a ValidationError otherwise). */
-export const checkedExperimentId = (experimentId: string): string => parseOrThrow(ArtifactExperimentId, experimentId, "experiment id");
+export const checkedExperimentId = (experimentId: string): string =>
+  parseOrThrow(ArtifactExperimentId, experimentId, "experiment id");
 
 /**
  * The experiment id and artifact name checked against their schemas, and on a write the bytes
  * against {@link MAX_ARTIFACT_BYTES} and the type against the name's: what every adapter calls first.
  */
-export function checkedArtifact(experimentId: string, name: string, written?: { bytes: Uint8Array; contentType: string }) {
-  const checked = { experimentId: checkedExperimentId(experimentId), name: parseOrThrow(ArtifactName, name, "artifact name") };
+export function checkedArtifact(
+  experimentId: string,
+  name: string,
+  written?: { bytes: Uint8Array; contentType: string },
+) {
+  const checked = {
+    experimentId: checkedExperimentId(experimentId),
+    name: parseOrThrow(ArtifactName, name, "artifact name"),
+  };
   if (written && written.bytes.byteLength > MAX_ARTIFACT_BYTES)
-    throw new ValidationError("artifact", [`${name} is ${written.bytes.byteLength} bytes, above ${MAX_ARTIFACT_BYTES}`]);
+    throw new ValidationError("artifact", [
+      `${name} is ${written.bytes.byteLength} bytes, above ${MAX_ARTIFACT_BYTES}`,
+    ]);
   if (written && written.contentType !== contentTypeOf(checked.name))
     throw new ValidationError("artifact", [`${name} is ${contentTypeOf(checked.name)}, not ${written.contentType}`]);
   return checked;

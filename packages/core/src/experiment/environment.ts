@@ -3,7 +3,10 @@ import { Id, Name } from "../names.ts";
 import { CallerUrl, SecretHeader } from "../outbound/caller-url.ts";
 import { CallerTask } from "../callers/caller-rescue.ts";
 
-/** The splits a caller's tasks are posted in: train (GRPO), dev (the pool's evolution and profiles), held-out (the headline evaluation). */
+/**
+ * The splits a caller's tasks are posted in: train (GRPO), dev (the pool's evolution and profiles), held-out (the
+ * headline evaluation).
+ */
 export const TaskSplit = z.enum(["train", "dev", "held-out"]);
 export type TaskSplit = z.infer<typeof TaskSplit>;
 
@@ -30,7 +33,10 @@ export const CallerExperimentEnv = z.strictObject({
     .superRefine((tasks, ctx) => {
       for (const split of TaskSplit.options)
         if (tasks.filter((t) => t.split === split).length < CALLER_ENV_LIMITS.perSplitMin)
-          ctx.addIssue({ code: "custom", message: `no task in the ${split} split: each of train, dev and held-out needs one` });
+          ctx.addIssue({
+            code: "custom",
+            message: `no task in the ${split} split: each of train, dev and held-out needs one`,
+          });
       const ids = new Set<string>();
       for (const t of tasks) {
         if (ids.has(t.id)) ctx.addIssue({ code: "custom", message: `task id ${t.id} appears twice` });

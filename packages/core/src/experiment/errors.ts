@@ -3,7 +3,10 @@ import { CoreError } from "../errors.ts";
 /** A queued rollout did not come back in time (a stuck worker, a message in the DLQ). */
 export class RolloutTimeoutError extends CoreError {
   constructor(jobId: string, index: number, ms: number) {
-    super("ROLLOUT_TIMEOUT", `rollout ${jobId}/${index} did not complete within ${ms} ms (is the dispatch worker running? check its DLQ)`);
+    super(
+      "ROLLOUT_TIMEOUT",
+      `rollout ${jobId}/${index} did not complete within ${ms} ms (is the dispatch worker running? check its DLQ)`,
+    );
   }
 }
 

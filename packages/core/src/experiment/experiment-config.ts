@@ -42,7 +42,10 @@ export interface ExperimentDeps {
   env: Environment;
   createPolicy: (seed: number) => Policy;
   voters: readonly Voter[];
-  /** A voter panel's weights, quorum, fallback and deadlines (`experiment --voters`). Not with `speculateRescues`: a panel's voters cost tokens. */
+  /**
+   * A voter panel's weights, quorum, fallback and deadlines (`experiment --voters`). Not with `speculateRescues`: a
+   * panel's voters cost tokens.
+   */
   panel?: PanelSettings;
   /** The instance a seed runs on: its own (independent replicates) or one shared by every seed. */
   instance: (seed: number) => Promise<SeedInstance>;
@@ -52,9 +55,19 @@ export interface ExperimentDeps {
    * the local-aws and cloud runtimes. `policyId` is `initial/<seed>` or `<arm>/<seed>`.
    */
   runnerFor?: (policyId: string, policy: Policy, seed: number) => RolloutRunner;
-  /** A section the run's report ends with (a family's own: DBBench's AgentBench accuracies), from its summary, baselines and evaluated held-out tasks. */
-  reportSection?: (summary: ExperimentSummary, baselines: readonly SeedBaseline[], evaluated: readonly Task[]) => string;
-  /** Start each step's rescues at once (see `TrainDeps.speculate`): for a batching policy endpoint with voters that cost nothing. */
+  /**
+   * A section the run's report ends with (a family's own: DBBench's AgentBench accuracies), from its summary, baselines
+   * and evaluated held-out tasks.
+   */
+  reportSection?: (
+    summary: ExperimentSummary,
+    baselines: readonly SeedBaseline[],
+    evaluated: readonly Task[],
+  ) => string;
+  /**
+   * Start each step's rescues at once (see `TrainDeps.speculate`): for a batching policy endpoint with voters that cost
+   * nothing.
+   */
   speculateRescues?: boolean;
   /** Called when one arm of one seed is trained and evaluated (partial results survive a stop). */
   onArmSeed?: (arm: string, result: ArmSeedResult) => void | Promise<void>;
@@ -64,7 +77,11 @@ export interface ExperimentDeps {
    * What an earlier attempt of the same run finished: those seeds' baselines and (arm, seed)
    * results are reused, not re-run. Runs are deterministic per seed, so the summary is the same.
    */
-  resume?: { baselines: readonly SeedBaseline[]; results: readonly { arm: string; result: ArmSeedResult }[]; units?: readonly UnitCheckpoint[] };
+  resume?: {
+    baselines: readonly SeedBaseline[];
+    results: readonly { arm: string; result: ArmSeedResult }[];
+    units?: readonly UnitCheckpoint[];
+  };
   /**
    * Policies that outlive an attempt (at a policy endpoint), so a unit can continue mid-way: with
    * them, a time slice may also end between two training steps, and {@link onUnitStep} gets

@@ -44,5 +44,9 @@ const itemOf = (r: ExperimentRecord): ExperimentListItem => ({
  * const first = await listExperiments("k1", { limit: 20 }, deps);
  * const second = await listExperiments("k1", { limit: 20, cursor: first.next! }, deps);
  */
-export const listExperiments = (keyId: string, query: KeyPageQuery, deps: { experiments: ExperimentStore }): Promise<ExperimentList> =>
+export const listExperiments = (
+  keyId: string,
+  query: KeyPageQuery,
+  deps: { experiments: ExperimentStore },
+): Promise<ExperimentList> =>
   keyPage("experiments", keyId, query, (req) => deps.experiments.listByKey(keyId, req), itemOf);

@@ -6,7 +6,8 @@ import type { ArmSeedResult, ExperimentSummary, SeedBaseline } from "./summary.t
 
 const perSeedNumber = (details: Record<string, unknown>, key: string, i: number): number => {
   const xs = details[key];
-  if (!Array.isArray(xs) || typeof xs[i] !== "number") throw new ValidationError("summary", [`suite.details.${key}[${i}] is missing`]);
+  if (!Array.isArray(xs) || typeof xs[i] !== "number")
+    throw new ValidationError("summary", [`suite.details.${key}[${i}] is missing`]);
   return xs[i] as number;
 };
 
@@ -31,7 +32,9 @@ export function mergeSummaries(summaries: readonly ExperimentSummary[]): Experim
   if (problems.length) throw new ValidationError("runs to merge", problems);
 
   const config = ExperimentConfig.parse({ ...shape, seeds });
-  const baselines: SeedBaseline[] = summaries.flatMap((s) => s.initialPerSeed.map((b) => ({ ...b, behaviours: b.behaviours ?? s.initial.behaviours })));
+  const baselines: SeedBaseline[] = summaries.flatMap((s) =>
+    s.initialPerSeed.map((b) => ({ ...b, behaviours: b.behaviours ?? s.initial.behaviours })),
+  );
   const seedFacts: SeedFacts[] = summaries.flatMap((s) =>
     s.seeds.map((seed, i) => ({
       seed,
@@ -44,6 +47,8 @@ export function mergeSummaries(summaries: readonly ExperimentSummary[]): Experim
       evolutionRollouts: perSeedNumber(s.suite.details, "evolutionRollouts", i),
     })),
   );
-  const perArm = new Map<string, ArmSeedResult[]>(config.arms.map((name) => [name, summaries.flatMap((s) => s.arms.find((a) => a.name === name)?.perSeed ?? [])]));
+  const perArm = new Map<string, ArmSeedResult[]>(
+    config.arms.map((name) => [name, summaries.flatMap((s) => s.arms.find((a) => a.name === name)?.perSeed ?? [])]),
+  );
   return assembleSummary(config, { perArm, baselines, seedFacts });
 }

@@ -21,7 +21,10 @@ import type { KeyPage, KeyPageRequest } from "../util/key-page.ts";
 export const ExperimentPlan = z.object({
   /** Where it runs (default: the embedded suite). */
   env: ExperimentEnv.default("embedded"),
-  /** The base model every arm trains its own adapter on: one the deployment serves (`GET /v1/models`); none: the family's own policy (the embedded suite's CPU policy). */
+  /**
+   * The base model every arm trains its own adapter on: one the deployment serves (`GET /v1/models`); none: the
+   * family's own policy (the embedded suite's CPU policy).
+   */
   model: Name.optional(),
   arms: ArmList.default(["grpo", "grpo-budget", "harness-s"]),
   seeds: z.array(z.number().int().min(0)).min(1).default([1]),
@@ -75,7 +78,9 @@ export const TrainOverrides = z
   .object(
     Object.fromEntries(
       Object.entries(TrainConfig.shape).map(([key, field]) => {
-        const inner = (field instanceof z.ZodDefault || field instanceof z.ZodOptional ? field.unwrap() : field) as z.ZodType;
+        const inner = (
+          field instanceof z.ZodDefault || field instanceof z.ZodOptional ? field.unwrap() : field
+        ) as z.ZodType;
         const max = trainLimits[key];
         return [key, (max !== undefined && inner instanceof z.ZodNumber ? inner.max(max) : inner).optional()];
       }),
@@ -100,7 +105,10 @@ export const ExperimentRequest = z
     evalTasks: z.number().int().min(1).max(EXPERIMENT_LIMITS.evalTasks).optional(),
     protocol: Protocol.default("test"),
     budget: z
-      .object({ rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts), usd: z.number().positive().max(1e6).optional() })
+      .object({
+        rollouts: z.number().int().positive().max(EXPERIMENT_LIMITS.maxBudgetRollouts),
+        usd: z.number().positive().max(1e6).optional(),
+      })
       .strict()
       .default({ rollouts: EXPERIMENT_LIMITS.defaultBudgetRollouts }),
   })
@@ -164,9 +172,15 @@ export interface ExperimentStepStore {
 }
 
 /** Steps of a run matching `filter`, in (seed, arm, step) order: what every step store lists. */
-export function selectSteps(steps: readonly ExperimentStep[], filter: { arm?: string; seed?: number } = {}): ExperimentStep[] {
+export function selectSteps(
+  steps: readonly ExperimentStep[],
+  filter: { arm?: string; seed?: number } = {},
+): ExperimentStep[] {
   return steps
-    .filter((s) => (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed))
+    .filter(
+      (s) =>
+        (filter.arm === undefined || s.arm === filter.arm) && (filter.seed === undefined || s.seed === filter.seed),
+    )
     .sort((a, b) => a.seed - b.seed || (a.arm < b.arm ? -1 : a.arm > b.arm ? 1 : 0) || a.step - b.step);
 }
 

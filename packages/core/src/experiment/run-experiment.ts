@@ -19,7 +19,11 @@ export function inProcessRunners(env: Environment): NonNullable<ExperimentDeps["
 }
 
 /** (arm, seed) units neither finished in this attempt nor carried over from an earlier one. */
-function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonly ArmSeedResult[]>, resumed: NonNullable<ExperimentDeps["resume"]>["results"] = []): number {
+function unitsLeft(
+  config: ExperimentConfig,
+  perArm: ReadonlyMap<string, readonly ArmSeedResult[]>,
+  resumed: NonNullable<ExperimentDeps["resume"]>["results"] = [],
+): number {
   const done = new Set([...perArm.entries()].flatMap(([arm, runs]) => runs.map((r) => `${arm}/${r.seed}`)));
   for (const r of resumed) done.add(`${r.arm}/${r.result.seed}`);
   return config.seeds.flatMap((seed) => config.arms.map((arm) => `${arm}/${seed}`)).filter((u) => !done.has(u)).length;
@@ -29,7 +33,10 @@ function unitsLeft(config: ExperimentConfig, perArm: ReadonlyMap<string, readonl
  * How an attempt ended: with every unit trained, paused at a boundary (to be continued), or
  * stopped for good (cancelled, or its budget cap reached; what it finished is kept).
  */
-export type ExperimentOutcome = { kind: "done"; summary: ExperimentSummary } | { kind: "paused"; remaining: number } | { kind: "stopped"; reason: StopReason; remaining: number };
+export type ExperimentOutcome =
+  | { kind: "done"; summary: ExperimentSummary }
+  | { kind: "paused"; remaining: number }
+  | { kind: "stopped"; reason: StopReason; remaining: number };
 
 /** The initial policy's scores on a seed (reused from an earlier attempt when it has them). */
 async function seedBaseline(
@@ -44,10 +51,24 @@ async function seedBaseline(
   if (saved) return saved;
   const { pool, initialProfiles } = inst.evolution;
   const evalBase = hash32("eval", seed);
-  const initial = deps.policies ? await deps.policies.create(`initial/${seed}`, seed) : { policy: deps.createPolicy(seed) };
+  const initial = deps.policies
+    ? await deps.policies.create(`initial/${seed}`, seed)
+    : { policy: deps.createPolicy(seed) };
   const runner0 = runnerFor(`initial/${seed}`, initial.policy, seed);
-  const h0Train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runner0);
-  const h0Held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runner0);
+  const h0Train = await evaluateTasks(
+    evalSet(config, inst.train),
+    () => pool.base,
+    config.evalSamples,
+    evalBase,
+    runner0,
+  );
+  const h0Held = await evaluateTasks(
+    evalSet(config, inst.heldout),
+    () => pool.base,
+    config.evalSamples,
+    evalBase,
+    runner0,
+  );
   const pick0 = rank1Picker(pool, initialProfiles, { voters: deps.voters, rng: rng.fork("rank1") });
   const r1 = await evaluateTasks(evalSet(config, inst.heldout), pick0, config.evalSamples, evalBase, runner0);
   const baseline = {
@@ -82,12 +103,17 @@ export async function runExperiment(config: ExperimentConfig, deps: ExperimentDe
   } catch (err) {
     // A budget cap is checked per rollout (a hard cap: billing depends on it), so it ends a run in
     // the middle of whatever asked for the rollout; here that refusal becomes the run's outcome.
-    if (err instanceof BudgetExceededError) return { kind: "stopped", reason: { kind: "budget", detail: err.message }, remaining: progress.remaining() };
+    if (err instanceof BudgetExceededError)
+      return { kind: "stopped", reason: { kind: "budget", detail: err.message }, remaining: progress.remaining() };
     throw err;
   }
 }
 
-async function runUnits(config: ExperimentConfig, deps: ExperimentDeps, progress: { perArm: Map<string, ArmSeedResult[]>; remaining: () => number }): Promise<ExperimentOutcome> {
+async function runUnits(
+  config: ExperimentConfig,
+  deps: ExperimentDeps,
+  progress: { perArm: Map<string, ArmSeedResult[]>; remaining: () => number },
+): Promise<ExperimentOutcome> {
   const order = runOrder(config.arms);
   const source = budgetSource()?.name;
   const perArm = progress.perArm;
@@ -95,7 +121,10 @@ async function runUnits(config: ExperimentConfig, deps: ExperimentDeps, progress
   progress.remaining = () => unitsLeft(config, perArm, deps.resume?.results);
   const baselines: SeedBaseline[] = [];
   const instances = new Map<number, SeedInstance>();
-  const paused = (): ExperimentOutcome => ({ kind: "paused", remaining: unitsLeft(config, perArm, deps.resume?.results) });
+  const paused = (): ExperimentOutcome => ({
+    kind: "paused",
+    remaining: unitsLeft(config, perArm, deps.resume?.results),
+  });
   let trainedNow = 0; // units trained by this attempt: each attempt finishes at least one
 
   for (const seed of config.seeds) {
@@ -134,7 +163,10 @@ async function runUnits(config: ExperimentConfig, deps: ExperimentDeps, progress
  * @example
  * const summary = await runExperimentToEnd(ExperimentConfig.parse({ seeds: [1] }), deps);
  */
-export async function runExperimentToEnd(config: ExperimentConfig, deps: Omit<ExperimentDeps, "shouldYield" | "shouldStop">): Promise<ExperimentSummary> {
+export async function runExperimentToEnd(
+  config: ExperimentConfig,
+  deps: Omit<ExperimentDeps, "shouldYield" | "shouldStop">,
+): Promise<ExperimentSummary> {
   const outcome = await runExperiment(config, deps);
   if (outcome.kind === "stopped") throw new BudgetExceededError(outcome.reason.detail); // only a budget cap stops a run without shouldStop
   if (outcome.kind !== "done") throw new Error("unreachable: a run without shouldYield never pauses");

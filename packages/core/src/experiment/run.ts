@@ -10,7 +10,14 @@ import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
 import { ExperimentRecord, type ExperimentStepStore, type ExperimentStore } from "./records.ts";
-import { ExperimentConfig, inProcessRunners, runExperiment, type ExperimentDeps, type ExperimentOutcome, type StopReason } from "./run-experiment.ts";
+import {
+  ExperimentConfig,
+  inProcessRunners,
+  runExperiment,
+  type ExperimentDeps,
+  type ExperimentOutcome,
+  type StopReason,
+} from "./run-experiment.ts";
 
 export interface CoordinatorDeps {
   experiments: ExperimentStore;
@@ -48,16 +55,21 @@ export interface CoordinatorDeps {
  * Every rollout of the run counted against its budget cap, and refused past it (a hard cap, so the
  * refusal can come mid-step; `runExperiment` returns it as a stopped outcome).
  */
-function budgetedRunners(inner: NonNullable<ExperimentDeps["runnerFor"]>, record: ExperimentRecord): NonNullable<ExperimentDeps["runnerFor"]> {
+function budgetedRunners(
+  inner: NonNullable<ExperimentDeps["runnerFor"]>,
+  record: ExperimentRecord,
+): NonNullable<ExperimentDeps["runnerFor"]> {
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
   const usd = record.request.budget?.usd;
   const tariff = record.tariff ?? Prices.parse({});
   return (policyId: string, policy: Policy, seed: number): RolloutRunner => {
     const run = inner(policyId, policy, seed);
     return (task, harness, s) => {
-      if (record.usage.rollouts >= cap) return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
+      if (record.usage.rollouts >= cap)
+        return Promise.reject(new BudgetExceededError(`budget cap of ${cap} rollouts reached`));
       // Compute time is as of the last save (a step at most behind): the cap is checked per rollout.
-      if (usd !== undefined && chargeUsd(record.usage, tariff) >= usd) return Promise.reject(new BudgetExceededError(`budget cap of ${usd} USD reached`));
+      if (usd !== undefined && chargeUsd(record.usage, tariff) >= usd)
+        return Promise.reject(new BudgetExceededError(`budget cap of ${usd} USD reached`));
       record.usage.rollouts++;
       return run(task, harness, s);
     };
@@ -78,7 +90,12 @@ function configOf(record: ExperimentRecord): ExperimentConfig {
 
 /** The last write of a run that stopped: cancelled by its key, or at its budget cap. */
 function stoppedBy(reason: StopReason, record: ExperimentRecord): Partial<ExperimentRecord> {
-  if (reason.kind === "cancelled") return { status: "cancelled", stopReason: "cancelled by its key", progress: { ...record.progress, label: "cancelled" } };
+  if (reason.kind === "cancelled")
+    return {
+      status: "cancelled",
+      stopReason: "cancelled by its key",
+      progress: { ...record.progress, label: "cancelled" },
+    };
   return { status: "stopped", stopReason: reason.detail };
 }
 
@@ -123,9 +140,18 @@ class ExperimentRun {
     this.rolloutsBefore = this.record.usage.rollouts;
     // Each write carries the compute time so far (to `endedAt` once the attempt's usage was metered).
     const stamp = (record: ExperimentRecord, now: number) => {
-      record.usage = { rollouts: record.usage.rollouts, computeMs: this.computeBefore + (this.endedAt ?? now) - this.started };
+      record.usage = {
+        rollouts: record.usage.rollouts,
+        computeMs: this.computeBefore + (this.endedAt ?? now) - this.started,
+      };
     };
-    this.writer = new LeaseWriter(this.record, { store: deps.experiments, clock: deps.clock, leaseMs, snapshot: (r) => ExperimentRecord.parse(r), stamp });
+    this.writer = new LeaseWriter(this.record, {
+      store: deps.experiments,
+      clock: deps.clock,
+      leaseMs,
+      snapshot: (r) => ExperimentRecord.parse(r),
+      stamp,
+    });
   }
 
   async execute(): Promise<ExperimentRecord> {
@@ -134,9 +160,17 @@ class ExperimentRun {
     let ending: Partial<ExperimentRecord> | undefined;
     try {
       // A run cancelled while it waited in the queue ends without preparing anything.
-      const outcome: ExperimentOutcome = this.cancelled ? { kind: "stopped", reason: CANCELLED, remaining: 0 } : await this.attempt();
-      if (outcome.kind === "done") ending = { status: "done", summary: outcome.summary, progress: { ...record.progress, done: record.progress.total, label: "done" } };
-      else if (outcome.kind === "stopped") ending = await this.writer.settled().then(() => stoppedBy(outcome.reason, record));
+      const outcome: ExperimentOutcome = this.cancelled
+        ? { kind: "stopped", reason: CANCELLED, remaining: 0 }
+        : await this.attempt();
+      if (outcome.kind === "done")
+        ending = {
+          status: "done",
+          summary: outcome.summary,
+          progress: { ...record.progress, done: record.progress.total, label: "done" },
+        };
+      else if (outcome.kind === "stopped")
+        ending = await this.writer.settled().then(() => stoppedBy(outcome.reason, record));
       else {
         this.endedAt = deps.clock.now();
         await continueLater(record, outcome.remaining, this.save, this.writer.settled(), deps.continueOn!);
@@ -149,19 +183,31 @@ class ExperimentRun {
     // reader that sees it ended sees what it used, and a quote asked then rests on it.
     await this.meterAttempt();
     if (!ending) return record;
-    if (ending.status === "done") await deps.quoteBasis?.(record, deps.unbilled?.() ?? {}).catch(logFailure(this.logger, `quote basis after ${record.id}`));
+    if (ending.status === "done")
+      await deps
+        .quoteBasis?.(record, deps.unbilled?.() ?? {})
+        .catch(logFailure(this.logger, `quote basis after ${record.id}`));
     const last = ending;
     await this.end(last).catch((err: unknown) =>
-      last.status === "failed" ? Promise.reject(err) : this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) }),
+      last.status === "failed"
+        ? Promise.reject(err)
+        : this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) }),
     );
     return record;
   }
 
-  /** What this attempt used (its rollouts, and its compute time to `endedAt`, now if unset), metered to its key and the run. */
+  /**
+   * What this attempt used (its rollouts, and its compute time to `endedAt`, now if unset), metered to its key and the
+   * run.
+   */
   private async meterAttempt(): Promise<void> {
     const { record, deps } = this;
     this.endedAt ??= deps.clock.now();
-    await deps.meter?.add(record.keyId, { rollouts: record.usage.rollouts - this.rolloutsBefore, computeMs: this.endedAt - this.started }, { jobId: record.id });
+    await deps.meter?.add(
+      record.keyId,
+      { rollouts: record.usage.rollouts - this.rolloutsBefore, computeMs: this.endedAt - this.started },
+      { jobId: record.id },
+    );
   }
 
   /** Asks the store after each step whether the run was cancelled (one read in flight at a time). */
@@ -178,9 +224,14 @@ class ExperimentRun {
   /** Applies `patch` now and writes the whole record after every earlier write (no stale overwrite). */
   private readonly save = (patch: Partial<ExperimentRecord>): Promise<void> => this.writer.save(patch);
 
-  /** The run's last write; its key's experiment slot is given back first (a crash in between frees the slot early, never leaks it). */
+  /**
+   * The run's last write; its key's experiment slot is given back first (a crash in between frees the slot early, never
+   * leaks it).
+   */
   private async end(patch: Partial<ExperimentRecord>): Promise<void> {
-    await this.deps.meter?.releaseSlot(this.record.keyId).catch(logFailure(this.logger, `releasing ${this.record.keyId}'s experiment slot`));
+    await this.deps.meter
+      ?.releaseSlot(this.record.keyId)
+      .catch(logFailure(this.logger, `releasing ${this.record.keyId}'s experiment slot`));
     await this.save(patch);
   }
 
@@ -197,7 +248,9 @@ class ExperimentRun {
       shouldStop: () => (this.cancelled ? CANCELLED : undefined),
       resume: { baselines: [...record.baselines], results: [...record.results], units: [...record.units] },
       onSeedBaseline: (b) => this.save({ baselines: [...record.baselines, b] }),
-      ...(deps.sliceMs !== undefined && deps.continueOn ? { shouldYield: () => deps.clock.now() - this.started >= deps.sliceMs! } : {}),
+      ...(deps.sliceMs !== undefined && deps.continueOn
+        ? { shouldYield: () => deps.clock.now() - this.started >= deps.sliceMs! }
+        : {}),
       onProgress: (e) => {
         done++;
         this.checkCancel();
@@ -205,12 +258,13 @@ class ExperimentRun {
           ?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record })
           .catch(logFailure(this.logger, `step record ${record.id} ${e.arm}/${e.seed} step ${e.step}`));
         // A missed progress write is superseded by the next one.
-        void this.save({ progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` } }).catch(
-          logFailure(this.logger, `progress write of ${record.id}`),
-        );
+        void this.save({
+          progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` },
+        }).catch(logFailure(this.logger, `progress write of ${record.id}`));
       },
       onUnitStep: (cp) => this.save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
-      onArmSeed: (arm, result) => this.save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
+      onArmSeed: (arm, result) =>
+        this.save({ results: [...record.results, { arm, result }], units: otherUnits(arm, result.seed) }),
     });
   }
 }
@@ -225,9 +279,17 @@ async function continueLater(
 ): Promise<void> {
   await persisted.catch(() => undefined); // the save below writes the whole record again
   const part = record.units.map((u) => `, ${u.arm}/${u.seed} paused after step ${u.state.step}`).join("");
-  await save({ status: "queued", progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` } });
+  await save({
+    status: "queued",
+    progress: { ...record.progress, label: `continuing: ${remaining} (arm, seed) units left${part}` },
+  });
   // Saved first: if this send fails the delivery is retried and the queued run is claimed again.
   await queue.send([
-    envelope("experiment.requested", `experiment:${record.id}:after-attempt-${record.attempts}`, { experimentId: record.id }, { keyId: record.keyId, jobId: record.id }),
+    envelope(
+      "experiment.requested",
+      `experiment:${record.id}:after-attempt-${record.attempts}`,
+      { experimentId: record.id },
+      { keyId: record.keyId, jobId: record.id },
+    ),
   ]);
 }

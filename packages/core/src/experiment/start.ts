@@ -9,7 +9,13 @@ import "./messages.ts"; // registers experiment.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
-import { type ExperimentRecord, TERMINAL_STATES, experimentCost, type ExperimentPlan, type ExperimentStore } from "./records.ts";
+import {
+  type ExperimentRecord,
+  TERMINAL_STATES,
+  experimentCost,
+  type ExperimentPlan,
+  type ExperimentStore,
+} from "./records.ts";
 
 /** What starting an experiment needs; with `price`, the run is quoted first and refused (402) above a budget. */
 export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers"> {
@@ -23,7 +29,10 @@ export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers">
    * its key's USD budget) and answers the quote with the tariff it was priced at; none: unpriced.
    */
   price?: (req: ExperimentPlan) => Promise<{ quote: Quote; tariff: Prices }>;
-  /** What this deployment runs experiments on: the families by name, whether a caller's own environment, and the base models it serves (default: the embedded suite with its own policy only). */
+  /**
+   * What this deployment runs experiments on: the families by name, whether a caller's own environment, and the base
+   * models it serves (default: the embedded suite with its own policy only).
+   */
   offers?: ExperimentOffers;
 }
 
@@ -38,11 +47,16 @@ export interface StartExperimentDeps extends Omit<AdmitExperimentDeps, "offers">
  * @example
  * const rec = await startExperiment(ExperimentRequest.parse({ seeds: [1], budget: { rollouts: 5000 } }), "key1", deps);
  */
-export async function startExperiment(req: ExperimentPlan, keyId: string, deps: StartExperimentDeps): Promise<ExperimentRecord> {
+export async function startExperiment(
+  req: ExperimentPlan,
+  keyId: string,
+  deps: StartExperimentDeps,
+): Promise<ExperimentRecord> {
   await admitExperiment(req, keyId, deps);
   const train = TrainConfig.parse(req.train);
   const priced = deps.price ? await deps.price(req) : {};
-  if (deps.slots && !(await deps.slots.meter.acquireSlot(keyId, deps.slots.limit))) throw new ConcurrencyLimitError(deps.slots.limit);
+  if (deps.slots && !(await deps.slots.meter.acquireSlot(keyId, deps.slots.limit)))
+    throw new ConcurrencyLimitError(deps.slots.limit);
   try {
     return await recordAndQueue(req, train.steps, keyId, deps, priced);
   } catch (err) {
@@ -75,7 +89,14 @@ async function recordAndQueue(
     ...priced,
   };
   await deps.experiments.create(record);
-  await deps.coordinator.send([envelope("experiment.requested", `experiment:${record.id}`, { experimentId: record.id }, { keyId, jobId: record.id })]);
+  await deps.coordinator.send([
+    envelope(
+      "experiment.requested",
+      `experiment:${record.id}`,
+      { experimentId: record.id },
+      { keyId, jobId: record.id },
+    ),
+  ]);
   return record;
 }
 
@@ -98,7 +119,11 @@ export async function cancelExperiment(
 }
 
 /** What `GET /v1/experiments/{id}` answers: state, progress, usage and cost so far. */
-export function experimentStatus(record: ExperimentRecord, prices: Prices, actual?: { usage: Usage; priceList: PriceList }) {
+export function experimentStatus(
+  record: ExperimentRecord,
+  prices: Prices,
+  actual?: { usage: Usage; priceList: PriceList },
+) {
   return {
     id: record.id,
     status: record.status,
@@ -109,7 +134,13 @@ export function experimentStatus(record: ExperimentRecord, prices: Prices, actua
     budget: record.request.budget ?? null,
     /** What the run was quoted, and (with `actual`) what it used and cost so far: side by side. */
     quote: record.quote ?? null,
-    actual: actual ? { usage: actual.usage, costOfGoods: costOfGoods(actual.usage, actual.priceList), chargeUsd: chargeUsd(actual.usage, record.tariff ?? prices) } : null,
+    actual: actual
+      ? {
+          usage: actual.usage,
+          costOfGoods: costOfGoods(actual.usage, actual.priceList),
+          chargeUsd: chargeUsd(actual.usage, record.tariff ?? prices),
+        }
+      : null,
     stopReason: record.stopReason ?? null,
     error: record.error ?? null,
     createdAt: record.createdAt,

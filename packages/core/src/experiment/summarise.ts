@@ -11,7 +11,9 @@ function nonstationarityOf(result: ArmSeedResult): number[] {
   const first = result.utilities[0];
   const last = result.utilities[result.utilities.length - 1];
   if (!first || !last || result.utilities.length < 2) return [];
-  const ids = Object.keys(result.siblingDirections).filter((id) => Number.isFinite(last.values[id]) && Number.isFinite(first.values[id]));
+  const ids = Object.keys(result.siblingDirections).filter(
+    (id) => Number.isFinite(last.values[id]) && Number.isFinite(first.values[id]),
+  );
   const rho = spearman(
     ids.map((id) => first.values[id]!),
     ids.map((id) => last.values[id]!),
@@ -46,7 +48,11 @@ export interface SummaryParts {
  */
 export function summarise(
   config: ExperimentConfig,
-  runs: { perArm: ReadonlyMap<string, ArmSeedResult[]>; baselines: readonly SeedBaseline[]; instances: ReadonlyMap<number, SeedInstance> },
+  runs: {
+    perArm: ReadonlyMap<string, ArmSeedResult[]>;
+    baselines: readonly SeedBaseline[];
+    instances: ReadonlyMap<number, SeedInstance>;
+  },
 ): ExperimentSummary {
   const seedFacts = config.seeds.map((seed): SeedFacts => {
     const e = runs.instances.get(seed)!.evolution;
@@ -71,10 +77,18 @@ export function summarise(
 export function assembleSummary(config: ExperimentConfig, parts: SummaryParts): ExperimentSummary {
   const { perArm, seedFacts } = parts;
   const rank1Before = new Map(parts.baselines.map((b) => [b.seed, b.rank1.heldout]));
-  const initialPerSeed: ExperimentSummary["initialPerSeed"] = parts.baselines.map((b) => ({ seed: b.seed, h0: b.h0, rank1: b.rank1, behaviours: b.behaviours }));
+  const initialPerSeed: ExperimentSummary["initialPerSeed"] = parts.baselines.map((b) => ({
+    seed: b.seed,
+    h0: b.h0,
+    rank1: b.rank1,
+    behaviours: b.behaviours,
+  }));
   const initialBehaviours = parts.baselines.map((b) => b.behaviours);
   const nonstationarity = (perArm.get("harness-s") ?? []).flatMap(nonstationarityOf);
-  const avgScore = (xs: { passAt3: number; avgAt3: number }[]) => ({ passAt3: mean(xs.map((x) => x.passAt3)), avgAt3: mean(xs.map((x) => x.avgAt3)) });
+  const avgScore = (xs: { passAt3: number; avgAt3: number }[]) => ({
+    passAt3: mean(xs.map((x) => x.passAt3)),
+    avgAt3: mean(xs.map((x) => x.avgAt3)),
+  });
   const arms: ArmSummary[] = config.arms.map((name) => {
     const runs = [...(perArm.get(name) ?? [])];
     const summary: ArmSummary = {
@@ -109,9 +123,12 @@ export function assembleSummary(config: ExperimentConfig, parts: SummaryParts): 
       complementarity: mean(seedFacts.map((f) => f.complementarity)),
       nonstationarity: mean(nonstationarity),
       details: {
-        localityDefinition: "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local), mean over the seeds' pools",
-        complementarityDefinition: "dev H0 failures repaired by the pool ÷ by its best single sibling, mean over the seeds' pools",
-        nonstationarityDefinition: "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
+        localityDefinition:
+          "mean pairwise Jaccard overlap of the siblings' repair sets on dev (lower = more local), mean over the seeds' pools",
+        complementarityDefinition:
+          "dev H0 failures repaired by the pool ÷ by its best single sibling, mean over the seeds' pools",
+        nonstationarityDefinition:
+          "(1 − Spearman ρ of sibling rescue utilities at the start vs the end of harness-s training) / 2, mean over seeds",
         nonstationarityPerSeed: nonstationarity,
         localityPerSeed: seedFacts.map((f) => f.locality),
         complementarityPerSeed: seedFacts.map((f) => f.complementarity),

@@ -21,7 +21,9 @@ export const ArmSeedResult = z.object({
   utilities: z.array(UtilitySnapshot),
   /** The repair direction of each sibling of this seed's pool (ids are only unique per pool). */
   siblingDirections: z.record(z.string(), z.string()),
-  routerAccuracy: z.object({ audited: z.number(), rescuable: z.number(), hitRate: z.number(), randomHitRate: z.number() }).optional(),
+  routerAccuracy: z
+    .object({ audited: z.number(), rescuable: z.number(), hitRate: z.number(), randomHitRate: z.number() })
+    .optional(),
   chosenCounts: z.record(z.string(), z.number()),
 });
 export type ArmSeedResult = z.infer<typeof ArmSeedResult>;
@@ -53,7 +55,14 @@ export const ExperimentSummary = z.object({
   poolVersions: z.record(z.string(), z.string()),
   initial: SplitScores.extend({ rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()) }),
   /** `behaviours` is absent in summaries written before it was recorded per seed. */
-  initialPerSeed: z.array(z.object({ seed: z.number(), h0: SplitScores, rank1: z.object({ heldout: Score }), behaviours: z.record(z.string(), z.number()).optional() })),
+  initialPerSeed: z.array(
+    z.object({
+      seed: z.number(),
+      h0: SplitScores,
+      rank1: z.object({ heldout: Score }),
+      behaviours: z.record(z.string(), z.number()).optional(),
+    }),
+  ),
   arms: z.array(ArmSummary),
   suite: z.object({
     locality: z.number(),

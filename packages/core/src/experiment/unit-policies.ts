@@ -11,14 +11,22 @@ export interface UnitPolicies {
    * neither is there.
    */
   attach(id: string, seed: number, version?: number): Promise<Policy | undefined>;
-  /** Saves the policy where a fresh endpoint can restore it; called after each training step, before the step's checkpoint is recorded. */
+  /**
+   * Saves the policy where a fresh endpoint can restore it; called after each training step, before the step's
+   * checkpoint is recorded.
+   */
   persist?(id: string): Promise<void>;
   /** Frees a unit's policy once its results are saved (an endpoint holds it until then). */
   release?(id: string): Promise<void>;
 }
 
 /** An (arm, seed) unit part-way through training: its policy's id and the trainer's state. */
-export const UnitCheckpoint = z.object({ arm: z.string(), seed: z.number().int(), policyId: z.string(), state: TrainerState });
+export const UnitCheckpoint = z.object({
+  arm: z.string(),
+  seed: z.number().int(),
+  policyId: z.string(),
+  state: TrainerState,
+});
 export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
 
 /**
@@ -29,14 +37,19 @@ export type UnitCheckpoint = z.infer<typeof UnitCheckpoint>;
  * const { id, policy, resumeFrom } = await unitPolicy(deps, "harness-s", 3);
  */
 export async function unitPolicy(
-  deps: { policies?: UnitPolicies; createPolicy: (seed: number) => Policy; resume?: { units?: readonly UnitCheckpoint[] } },
+  deps: {
+    policies?: UnitPolicies;
+    createPolicy: (seed: number) => Policy;
+    resume?: { units?: readonly UnitCheckpoint[] };
+  },
   arm: string,
   seed: number,
 ): Promise<{ id?: string; policy: Policy; resumeFrom?: TrainerState }> {
   if (!deps.policies) return { policy: deps.createPolicy(seed) };
   const saved = deps.resume?.units?.find((u) => u.arm === arm && u.seed === seed);
   const attached = saved ? await deps.policies.attach(saved.policyId, seed, saved.state.policyVersion) : undefined;
-  if (saved && attached && attached.version() === saved.state.policyVersion) return { id: saved.policyId, policy: attached, resumeFrom: saved.state };
+  if (saved && attached && attached.version() === saved.state.policyVersion)
+    return { id: saved.policyId, policy: attached, resumeFrom: saved.state };
   if (saved && attached) await deps.policies.release?.(saved.policyId); // moved past its checkpoint: the unit starts over
   return deps.policies.create(`${arm}/${seed}`, seed);
 }

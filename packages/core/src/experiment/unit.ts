@@ -38,7 +38,11 @@ export interface UnitContext {
  */
 export async function trainUnit(
   ctx: UnitContext,
-): Promise<{ kind: "paused" } | { kind: "stopped"; reason: StopReason } | { kind: "trained"; result: ArmSeedResult; policyId?: string }> {
+): Promise<
+  | { kind: "paused" }
+  | { kind: "stopped"; reason: StopReason }
+  | { kind: "trained"; result: ArmSeedResult; policyId?: string }
+> {
   const { config, deps, inst, seed, name } = ctx;
   const unit = await unitPolicy(deps, name, seed);
   const runRollout = ctx.runnerFor(`${name}/${seed}`, unit.policy, seed);
@@ -58,7 +62,9 @@ export async function trainUnit(
     onStep: (step: number, record: Parameters<NonNullable<ExperimentDeps["onProgress"]>>[0]["record"]) =>
       deps.onProgress?.({ seed, arm: name, step, steps: config.train.steps, record }),
   };
-  const trainer = unit.resumeFrom ? Trainer.resume(unit.resumeFrom, arm, config.train, trainerDeps) : await Trainer.start(arm, config.train, trainerDeps);
+  const trainer = unit.resumeFrom
+    ? Trainer.resume(unit.resumeFrom, arm, config.train, trainerDeps)
+    : await Trainer.start(arm, config.train, trainerDeps);
   while (!trainer.done) {
     await trainer.step();
     if (unit.id !== undefined) {
@@ -75,17 +81,38 @@ export async function trainUnit(
 }
 
 /** A trained unit's H0 scores on train and held-out, its Rank-1 score and router accuracy. */
-async function evaluatedResult(ctx: UnitContext, trained: TrainResult, runRollout: Parameters<typeof evaluateTasks>[4]): Promise<ArmSeedResult> {
+async function evaluatedResult(
+  ctx: UnitContext,
+  trained: TrainResult,
+  runRollout: Parameters<typeof evaluateTasks>[4],
+): Promise<ArmSeedResult> {
   const { config, deps, inst, seed, name } = ctx;
   const { pool, initialProfiles } = inst.evolution;
   const { rank1 } = armDefinition(name);
   const evalBase = hash32("eval", seed);
-  const train = await evaluateTasks(evalSet(config, inst.train), () => pool.base, config.evalSamples, evalBase, runRollout);
-  const held = await evaluateTasks(evalSet(config, inst.heldout), () => pool.base, config.evalSamples, evalBase, runRollout);
+  const train = await evaluateTasks(
+    evalSet(config, inst.train),
+    () => pool.base,
+    config.evalSamples,
+    evalBase,
+    runRollout,
+  );
+  const held = await evaluateTasks(
+    evalSet(config, inst.heldout),
+    () => pool.base,
+    config.evalSamples,
+    evalBase,
+    runRollout,
+  );
   const result: ArmSeedResult = {
     seed,
     rollouts: trained.rollouts.total,
-    rolloutBreakdown: { train: trained.rollouts.train, rescue: trained.rollouts.rescue, resample: trained.rollouts.resample, reanchor: trained.rollouts.reanchor },
+    rolloutBreakdown: {
+      train: trained.rollouts.train,
+      rescue: trained.rollouts.rescue,
+      resample: trained.rollouts.resample,
+      reanchor: trained.rollouts.reanchor,
+    },
     h0: { train: score(train), heldout: score(held) },
     byFamily: { train: train.byFamily, heldout: held.byFamily },
     byCombination: { heldout: held.byCombination },
@@ -93,7 +120,14 @@ async function evaluatedResult(ctx: UnitContext, trained: TrainResult, runRollou
     rescue: trained.rescue,
     curve: trained.curve,
     utilities: [
-      ...(rank1 ? [{ step: 0, values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])) }] : []),
+      ...(rank1
+        ? [
+            {
+              step: 0,
+              values: Object.fromEntries(pool.siblings.map((sib) => [sib.id, rescueUtility(initialProfiles[sib.id]!)])),
+            },
+          ]
+        : []),
       ...trained.utilities.map((u) => ({ step: u.step, values: nullForNaN(u.values) })),
     ],
     siblingDirections: Object.fromEntries(pool.siblings.map((sib) => [sib.id, sib.provenance.direction])),
@@ -101,7 +135,11 @@ async function evaluatedResult(ctx: UnitContext, trained: TrainResult, runRollou
   };
   if (rank1) {
     const pick = rank1Picker(pool, trained.profiles, { voters: deps.voters, rng: ctx.rng.fork(`rank1:${name}`) });
-    result.rank1 = { heldout: score(await evaluateTasks(evalSet(config, inst.heldout), pick, config.evalSamples, evalBase, runRollout)) };
+    result.rank1 = {
+      heldout: score(
+        await evaluateTasks(evalSet(config, inst.heldout), pick, config.evalSamples, evalBase, runRollout),
+      ),
+    };
   }
   if (trained.audits.length) {
     const rescuable = trained.audits.filter((a) => a.rescuable);

@@ -47,14 +47,22 @@ export function forcedSubmitReply(submitTool: string): ModelReply {
  * @example
  * renderChat(obs, [{ role: "system", content: system }], dbbenchTools);
  */
-export function renderChat(obs: PolicyObservation, preamble: readonly ChatMsg[], tools: readonly ToolBinding[]): ChatMsg[] {
+export function renderChat(
+  obs: PolicyObservation,
+  preamble: readonly ChatMsg[],
+  tools: readonly ToolBinding[],
+): ChatMsg[] {
   const byAction = new Map(tools.map((t) => [t.action, t.name]));
   const msgs: ChatMsg[] = [...preamble];
-  const turns: DialogueTurn[] = [...(obs.history ?? []), { role: "env", text: withNotes(obs.text ?? "", obs.notes ?? []) }];
+  const turns: DialogueTurn[] = [
+    ...(obs.history ?? []),
+    { role: "env", text: withNotes(obs.text ?? "", obs.notes ?? []) },
+  ];
   let pendingCall: string | undefined;
   turns.forEach((turn, i) => {
     if (turn.role === "env") {
-      if (i === 0) msgs.push({ role: "user", content: [obs.instruction ?? "", turn.text].filter(Boolean).join("\n\n") });
+      if (i === 0)
+        msgs.push({ role: "user", content: [obs.instruction ?? "", turn.text].filter(Boolean).join("\n\n") });
       else if (pendingCall) msgs.push({ role: "tool", tool_call_id: pendingCall, content: turn.text });
       else msgs.push({ role: "user", content: turn.text });
       pendingCall = undefined;
@@ -66,10 +74,17 @@ export function renderChat(obs: PolicyObservation, preamble: readonly ChatMsg[],
       return;
     }
     pendingCall = `call_${i}`;
-    const name = turn.action === INVALID_TOOL_CALL ? String(args.name ?? "") : (byAction.get(turn.action ?? "") ?? turn.action?.replace(UNKNOWN_TOOL_PREFIX, "") ?? "");
+    const name =
+      turn.action === INVALID_TOOL_CALL
+        ? String(args.name ?? "")
+        : (byAction.get(turn.action ?? "") ?? turn.action?.replace(UNKNOWN_TOOL_PREFIX, "") ?? "");
     const opaque = turn.action === INVALID_TOOL_CALL || turn.action?.startsWith(UNKNOWN_TOOL_PREFIX);
     const raw = turn.raw ?? (opaque ? String(args.raw ?? "") : JSON.stringify(args));
-    msgs.push({ role: "assistant", content: turn.text || null, tool_calls: [{ id: pendingCall, type: "function", function: { name, arguments: raw } }] });
+    msgs.push({
+      role: "assistant",
+      content: turn.text || null,
+      tool_calls: [{ id: pendingCall, type: "function", function: { name, arguments: raw } }],
+    });
   });
   return msgs;
 }
@@ -93,13 +108,19 @@ export function choiceFromReply(
   if (!call) return { action: NO_TOOL_CALL, args: { content: text }, logProb };
   const said = { text, rawArguments: call.arguments };
   const binding = tools.find((t) => t.name === call.name);
-  if (!binding) return { action: `${UNKNOWN_TOOL_PREFIX}${call.name}`, args: { raw: call.arguments }, logProb, ...said };
+  if (!binding)
+    return { action: `${UNKNOWN_TOOL_PREFIX}${call.name}`, args: { raw: call.arguments }, logProb, ...said };
   try {
     const args = parseArguments(call.arguments || "{}");
     if (!args || typeof args !== "object" || Array.isArray(args)) throw new Error("arguments are not an object");
     return { action: binding.action, args, logProb, ...said };
   } catch (err) {
-    return { action: INVALID_TOOL_CALL, args: { name: call.name, raw: call.arguments, error: (err as Error).message }, logProb, ...said };
+    return {
+      action: INVALID_TOOL_CALL,
+      args: { name: call.name, raw: call.arguments, error: (err as Error).message },
+      logProb,
+      ...said,
+    };
   }
 }
 
@@ -107,6 +128,13 @@ export function choiceFromReply(
 export function offeredTools(tools: readonly ToolBinding[], notes: Readonly<Record<string, string>> = {}) {
   return tools.map((t) => {
     const note = notes[t.name] ?? notes[t.action];
-    return { type: "function" as const, function: { name: t.name, description: note ? `${t.description}\n${note}` : t.description, parameters: t.parameters } };
+    return {
+      type: "function" as const,
+      function: {
+        name: t.name,
+        description: note ? `${t.description}\n${note}` : t.description,
+        parameters: t.parameters,
+      },
+    };
   });
 }

@@ -7,12 +7,24 @@ const Text = z.union([z.string(), z.array(z.looseObject({ type: z.string(), text
 const IncomingMessage = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool"]),
   content: Text.optional(),
-  tool_calls: z.array(z.looseObject({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) })).optional(),
+  tool_calls: z
+    .array(
+      z.looseObject({
+        id: z.string(),
+        type: z.literal("function"),
+        function: z.object({ name: z.string(), arguments: z.string() }),
+      }),
+    )
+    .optional(),
   tool_call_id: z.string().optional(),
 });
 const IncomingTool = z.looseObject({
   type: z.literal("function"),
-  function: z.object({ name: z.string().min(1).max(64), description: z.string().max(8_000).default(""), parameters: z.record(z.string(), z.unknown()).default({}) }),
+  function: z.object({
+    name: z.string().min(1).max(64),
+    description: z.string().max(8_000).default(""),
+    parameters: z.record(z.string(), z.unknown()).default({}),
+  }),
 });
 
 const tokens = z.number().int().min(1).max(MAX_TOKENS_PER_CALL);
@@ -68,11 +80,15 @@ const textOf = (content: z.infer<typeof Text> | undefined): string | null =>
 export const toChat = (m: z.infer<typeof IncomingMessage>): ChatMsg => ({
   role: m.role,
   content: textOf(m.content),
-  ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: "function" as const, function: c.function })) } : {}),
+  ...(m.tool_calls
+    ? { tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: "function" as const, function: c.function })) }
+    : {}),
   ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
 });
 
-/** The request's sampling parameters, forwarded to the model endpoint (messages, tools and streaming are the gateway's). */
+/**
+ * The request's sampling parameters, forwarded to the model endpoint (messages, tools and streaming are the gateway's).
+ */
 export function samplingParams(req: GatewayChatRequest): Record<string, unknown> {
   const { messages: _m, tools: _t, stream: _s, stream_options: _o, tool_choice: _c, ...rest } = req;
   return rest;

@@ -37,7 +37,11 @@ export type ConversationMatch = "repeat" | "extends" | "mismatch";
  * as the assistant's message, then the agent's new messages, none of them an assistant's), or
  * neither. `expected` is the fingerprint of the reply handed out (none after an upstream error).
  */
-export function matchConversation(recorded: readonly string[], expected: string | undefined, messages: readonly ChatMsg[]): ConversationMatch {
+export function matchConversation(
+  recorded: readonly string[],
+  expected: string | undefined,
+  messages: readonly ChatMsg[],
+): ConversationMatch {
   if (messages.length < recorded.length) return "mismatch";
   for (let i = 0; i < recorded.length; i++) if (messageFingerprint(messages[i]!) !== recorded[i]) return "mismatch";
   if (messages.length === recorded.length) return "repeat";

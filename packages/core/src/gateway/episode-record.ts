@@ -5,12 +5,25 @@ import { UpstreamTurn } from "./upstream-turn.ts";
 export const StoredMessage = z.object({
   role: z.enum(["system", "user", "assistant", "tool", "developer"]),
   content: z.string().nullable(),
-  tool_calls: z.array(z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) })).optional(),
+  tool_calls: z
+    .array(
+      z.object({
+        id: z.string(),
+        type: z.literal("function"),
+        function: z.object({ name: z.string(), arguments: z.string() }),
+      }),
+    )
+    .optional(),
   tool_call_id: z.string().optional(),
 });
 
 /** One model turn as the episode recorded it (`RecordedTurn`). */
-export const StoredTurn = z.object({ turn: UpstreamTurn, action: z.string(), harnessNotes: z.array(z.string()), prompt: z.string() });
+export const StoredTurn = z.object({
+  turn: UpstreamTurn,
+  action: z.string(),
+  harnessNotes: z.array(z.string()),
+  prompt: z.string(),
+});
 
 /** What one request was answered with (an upstream error is never stored: the step did not happen). */
 export const StoredOut = z.discriminatedUnion("kind", [
@@ -45,7 +58,14 @@ export const EpisodeMeta = z.object({
   systemText: z.string(),
   decisionId: z.string(),
   task: z.object({ id: z.string(), family: z.string(), instruction: z.string(), tags: z.array(z.string()) }),
-  tools: z.array(z.object({ name: z.string(), action: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) })),
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      action: z.string(),
+      description: z.string(),
+      parameters: z.record(z.string(), z.unknown()),
+    }),
+  ),
   submitTool: z.string(),
   seed: z.number().int(),
   startedAt: z.number(),
@@ -74,7 +94,10 @@ export interface StoredEpisode {
  * number of API containers can serve one episode and two requests never both advance it.
  */
 export interface GatewayEpisodeStore {
-  /** Stores a new episode with its first step; false when the key already has an episode of this id. The meta's `expiresAt` is every item's. */
+  /**
+   * Stores a new episode with its first step; false when the key already has an episode of this id. The meta's
+   * `expiresAt` is every item's.
+   */
   create(meta: EpisodeMeta, first: EpisodeStep): Promise<boolean>;
   /** The key's episode with its steps in order, or undefined. */
   load(keyId: string, id: string): Promise<StoredEpisode | undefined>;
@@ -89,9 +112,18 @@ export interface GatewayEpisodeStore {
    * Writes step `step.n` and the meta's changes, releasing the lease, only if the episode has
    * exactly `step.n` steps; false otherwise (another request took that step).
    */
-  append(keyId: string, id: string, step: EpisodeStep, change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">): Promise<boolean>;
+  append(
+    keyId: string,
+    id: string,
+    step: EpisodeStep,
+    change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">,
+  ): Promise<boolean>;
   /** Releases the lease without a step (the request failed: an upstream error, a crash of the harness). */
   release(keyId: string, id: string, holder: string): Promise<void>;
   /** Sets the meta's reward or status (the agent reported a reward; the episode idled out). */
-  update(keyId: string, id: string, change: Partial<Pick<EpisodeMeta, "reward" | "status">>): Promise<EpisodeMeta | undefined>;
+  update(
+    keyId: string,
+    id: string,
+    change: Partial<Pick<EpisodeMeta, "reward" | "status">>,
+  ): Promise<EpisodeMeta | undefined>;
 }

@@ -5,7 +5,14 @@ import { rolloutsIn } from "../rollout/episode-runner.ts";
 import type { Task } from "../task.ts";
 import { forcedSubmitReply, type ChatMsg, type ToolBinding } from "./chat-format.ts";
 import { matchConversation, messageFingerprint, replyFingerprint, type ConversationMatch } from "./conversation.ts";
-import { Mailbox, RelayEnvironment, type AgentInput, type EventObserver, type RelayChannel, type RelayOut } from "./relay.ts";
+import {
+  Mailbox,
+  RelayEnvironment,
+  type AgentInput,
+  type EventObserver,
+  type RelayChannel,
+  type RelayOut,
+} from "./relay.ts";
 import type { GatewayTrajectory } from "./trajectory.ts";
 import type { UpstreamChat } from "./upstream-turn.ts";
 import { UpstreamPolicy, type RecordedTurn } from "./upstream.ts";
@@ -58,7 +65,13 @@ export class GatewayEpisode {
       params: () => this.params,
       ...(init.parseArguments ? { parseArguments: init.parseArguments } : {}),
     });
-    const env = new RelayEnvironment(this.id, [...new Set(init.tools.map((t) => t.action))], this.channel, init.observer, () => this.policy.takeReply());
+    const env = new RelayEnvironment(
+      this.id,
+      [...new Set(init.tools.map((t) => t.action))],
+      this.channel,
+      init.observer,
+      () => this.policy.takeReply(),
+    );
     rolloutsIn(env, this.policy)(init.task, init.harness, init.seed).then(
       () => {
         if (this.status === "running") this.status = "ended";
@@ -86,11 +99,13 @@ export class GatewayEpisode {
    * neither repeats nor extends the recorded conversation is a ConflictError.
    */
   async advance(messages: readonly ChatMsg[], params: Readonly<Record<string, unknown>>): Promise<RelayOut> {
-    if (this.status === "closed" || this.status === "failed") throw new EpisodeClosedError(this.id, this.status === "failed" ? "it failed" : "it was closed");
+    if (this.status === "closed" || this.status === "failed")
+      throw new EpisodeClosedError(this.id, this.status === "failed" ? "it failed" : "it was closed");
     if (this.busy) throw new ConflictError(`a request of gateway episode ${this.id} is still being answered`);
     const first = this.recorded.length === 0;
     const match = first ? "extends" : this.match(messages);
-    if (this.status === "ended") return match === "repeat" && this.last ? this.last : { kind: "ended", reason: this.endReason };
+    if (this.status === "ended")
+      return match === "repeat" && this.last ? this.last : { kind: "ended", reason: this.endReason };
     if (match === "mismatch")
       throw new ConflictError(
         `this request does not continue gateway episode ${this.id}: a continuing request holds every message of the conversation so far unchanged, then the reply the gateway gave, then the agent's new messages; start a new conversation (or name another episode) instead`,
@@ -117,12 +132,18 @@ export class GatewayEpisode {
     return undefined;
   }
 
-  /** The completions and tokens the endpoint spent on this episode since the last call (metered by the request that takes them). */
+  /**
+   * The completions and tokens the endpoint spent on this episode since the last call (metered by the request that
+   * takes them).
+   */
   takeSpent(): { turns: number; tokens: number } {
     return this.policy.takeSpent();
   }
 
-  /** Ends a running episode in this process (evicted from the live cache, or the gateway stops); the store keeps what it recorded. */
+  /**
+   * Ends a running episode in this process (evicted from the live cache, or the gateway stops); the store keeps what it
+   * recorded.
+   */
   close(): void {
     if (this.status !== "running") return;
     this.status = "closed";

@@ -11,7 +11,10 @@ import type { RelayOut } from "./relay.ts";
 import { restoreEpisode } from "./replay.ts";
 import { trajectoryOf, type GatewayTrajectory } from "./trajectory.ts";
 
-/** The gateway's bounds, declared once: idle time, episode life, leases, live episodes kept in a process, and the largest conversation. */
+/**
+ * The gateway's bounds, declared once: idle time, episode life, leases, live episodes kept in a process, and the
+ * largest conversation.
+ */
 export const GATEWAY_LIMITS = {
   idleMs: 30 * 60_000,
   /** An episode older than this is closed however active (its items expire `retentionIdles` idle times later). */
@@ -36,7 +39,11 @@ export type GatewayLimits = { -readonly [K in keyof typeof GATEWAY_LIMITS]: numb
 export type EpisodeRuntime = Pick<GatewayEpisodeInit, "harness" | "upstream" | "observer" | "parseArguments">;
 
 const echoOf = (out: StoredOut | undefined, submitTool: string): string | undefined =>
-  out?.kind === "reply" ? replyFingerprint(out.turn.reply) : out?.kind === "forced-submit" ? replyFingerprint(forcedSubmitReply(submitTool)) : undefined;
+  out?.kind === "reply"
+    ? replyFingerprint(out.turn.reply)
+    : out?.kind === "forced-submit"
+      ? replyFingerprint(forcedSubmitReply(submitTool))
+      : undefined;
 
 /** How `messages` stands to a stored episode's conversation (see `matchConversation`). */
 export function matchStored(stored: StoredEpisode, messages: readonly ChatMsg[]): ConversationMatch {
@@ -45,7 +52,11 @@ export function matchStored(stored: StoredEpisode, messages: readonly ChatMsg[])
 }
 
 /** The status a stored episode has now: running past its idle time or its life reads as closed. */
-export function statusOf(meta: EpisodeMeta, now: number, limits: Pick<GatewayLimits, "idleMs" | "maxLifetimeMs">): EpisodeMeta["status"] {
+export function statusOf(
+  meta: EpisodeMeta,
+  now: number,
+  limits: Pick<GatewayLimits, "idleMs" | "maxLifetimeMs">,
+): EpisodeMeta["status"] {
   if (meta.status !== "running") return meta.status;
   return now - meta.lastUsed > limits.idleMs || now - meta.startedAt > limits.maxLifetimeMs ? "closed" : "running";
 }
@@ -58,7 +69,10 @@ export interface Answer {
 const NOTHING = { turns: 0, tokens: 0 };
 const answerOf = (out: StoredOut): Answer => ({ out, spent: NOTHING });
 
-/** One request to a stored episode: its conversation, sampling fields, time, and how to reach its upstream and environment. */
+/**
+ * One request to a stored episode: its conversation, sampling fields, time, and how to reach its upstream and
+ * environment.
+ */
 export interface EpisodeRequest {
   messages: readonly ChatMsg[];
   params: Readonly<Record<string, unknown>>;
@@ -86,7 +100,9 @@ export class GatewayEpisodes {
     private readonly clock: Clock = systemClock,
   ) {
     this.limits = { ...GATEWAY_LIMITS, ...limits };
-    this.live = new ScopedLru({ maxPerScope: this.limits.maxLivePerKey, maxTotal: this.limits.maxLive }, (_k, _id, e) => e.episode.close());
+    this.live = new ScopedLru({ maxPerScope: this.limits.maxLivePerKey, maxTotal: this.limits.maxLive }, (_k, _id, e) =>
+      e.episode.close(),
+    );
   }
 
   /** The key's episode, unless it expired (the store's TTL may be late). */
@@ -95,9 +111,19 @@ export class GatewayEpisodes {
     return stored && stored.meta.expiresAt > now ? stored : undefined;
   }
 
-  /** The key's one episode with this opening whose conversation `messages` repeats or extends (the longest wins; a tie is a 409). */
-  async continued(keyId: string, opening: string, messages: readonly ChatMsg[], now: number): Promise<StoredEpisode | undefined> {
-    const all = (await this.store.withOpening(keyId, opening, this.limits.maxOpeningCandidates)).filter((e) => e.meta.expiresAt > now);
+  /**
+   * The key's one episode with this opening whose conversation `messages` repeats or extends (the longest wins; a tie
+   * is a 409).
+   */
+  async continued(
+    keyId: string,
+    opening: string,
+    messages: readonly ChatMsg[],
+    now: number,
+  ): Promise<StoredEpisode | undefined> {
+    const all = (await this.store.withOpening(keyId, opening, this.limits.maxOpeningCandidates)).filter(
+      (e) => e.meta.expiresAt > now,
+    );
     const matching = all.filter((e) => matchStored(e, messages) !== "mismatch");
     if (matching.length === 0) {
       if (all.length > 0)
@@ -116,8 +142,17 @@ export class GatewayEpisodes {
     return best[0];
   }
 
-  /** Starts an episode with the conversation's opening and stores it with its first step (a 409 when the id is taken meanwhile). */
-  async start(init: GatewayEpisodeInit, meta: Pick<EpisodeMeta, "poolId">, messages: readonly ChatMsg[], params: Readonly<Record<string, unknown>>, now: number): Promise<Answer> {
+  /**
+   * Starts an episode with the conversation's opening and stores it with its first step (a 409 when the id is taken
+   * meanwhile).
+   */
+  async start(
+    init: GatewayEpisodeInit,
+    meta: Pick<EpisodeMeta, "poolId">,
+    messages: readonly ChatMsg[],
+    params: Readonly<Record<string, unknown>>,
+    now: number,
+  ): Promise<Answer> {
     const episode = new GatewayEpisode(init);
     const out = await episode.advance(messages, params);
     const spent = episode.takeSpent();
@@ -133,7 +168,12 @@ export class GatewayEpisodes {
       harnessId: init.harness.id,
       systemText: init.harness.instruction.systemAppend,
       decisionId: init.decisionId,
-      task: { id: init.task.id, family: init.task.family, instruction: init.task.instruction, tags: [...init.task.tags] },
+      task: {
+        id: init.task.id,
+        family: init.task.family,
+        instruction: init.task.instruction,
+        tags: [...init.task.tags],
+      },
       tools: init.tools.map((t) => ({ ...t })),
       submitTool: init.submitTool,
       seed: init.seed,
@@ -168,9 +208,13 @@ export class GatewayEpisodes {
     if (status === "closed" || status === "failed") {
       if (stored.meta.status === "running") await this.store.update(keyId, id, { status });
       this.forget(keyId, id);
-      throw new EpisodeClosedError(id, status === "failed" ? "it failed" : "it was closed (idle too long, or past its life)");
+      throw new EpisodeClosedError(
+        id,
+        status === "failed" ? "it failed" : "it was closed (idle too long, or past its life)",
+      );
     }
-    if (status === "ended") return { out: { kind: "ended", reason: last?.kind === "ended" ? last.reason : "submitted" }, spent: NOTHING };
+    if (status === "ended")
+      return { out: { kind: "ended", reason: last?.kind === "ended" ? last.reason : "submitted" }, spent: NOTHING };
     if (match === "mismatch") throw mismatch(id);
     const holder = `${now}-${Math.random().toString(36).slice(2)}`;
     const meta = await this.store.lease(keyId, id, holder, now, now + this.limits.leaseMs);
@@ -182,12 +226,19 @@ export class GatewayEpisodes {
     return this.advanceHeld(stored, holder, request);
   }
 
-  private async advanceHeld(stored: StoredEpisode, holder: string, { messages, params, now, runtime }: EpisodeRequest): Promise<Answer> {
+  private async advanceHeld(
+    stored: StoredEpisode,
+    holder: string,
+    { messages, params, now, runtime }: EpisodeRequest,
+  ): Promise<Answer> {
     const { keyId, id } = stored.meta;
     let episode: GatewayEpisode | undefined;
     try {
       const cached = this.live.get(keyId, id);
-      episode = cached?.steps === stored.steps.length ? cached.episode : await restoreEpisode(stored, { ...initOf(stored), ...(await runtime()) });
+      episode =
+        cached?.steps === stored.steps.length
+          ? cached.episode
+          : await restoreEpisode(stored, { ...initOf(stored), ...(await runtime()) });
       const turnsBefore = episode.turns.length;
       const seen = episode.seen;
       const out = await episode.advance(messages, params);
@@ -199,7 +250,13 @@ export class GatewayEpisodes {
       }
       const n = stored.steps.length;
       const step = stepOf(n, messages.slice(seen), episode, turnsBefore, out, now);
-      if (!(await this.store.append(keyId, id, step, { status: await settledStatus(episode), lastUsed: now, expiresAt: stored.meta.expiresAt }))) {
+      if (
+        !(await this.store.append(keyId, id, step, {
+          status: await settledStatus(episode),
+          lastUsed: now,
+          expiresAt: stored.meta.expiresAt,
+        }))
+      ) {
         this.forget(keyId, id);
         return { ...(await this.answerAfterRace(keyId, id, messages)), spent };
       }
@@ -212,7 +269,10 @@ export class GatewayEpisodes {
     }
   }
 
-  /** Another request holds or moved the episode: wait for it (up to a lease), then answer a repeat with its answer, anything else 409. */
+  /**
+   * Another request holds or moved the episode: wait for it (up to a lease), then answer a repeat with its answer,
+   * anything else 409.
+   */
   private async answerAfterRace(keyId: string, id: string, messages: readonly ChatMsg[]): Promise<Answer> {
     const deadline = this.clock.now() + this.limits.leaseMs;
     for (;;) {
@@ -279,21 +339,45 @@ function stepOf(
   out: Exclude<RelayOut, { kind: "upstream-error" }>,
   now: number,
 ): EpisodeStep {
-  return { n, messages: messages.map((m) => ({ ...m })), turns: episode.turns.slice(turnsBefore).map((t) => ({ ...t })), out, at: now };
+  return {
+    n,
+    messages: messages.map((m) => ({ ...m })),
+    turns: episode.turns.slice(turnsBefore).map((t) => ({ ...t })),
+    out,
+    at: now,
+  };
 }
 
-/** The episode's status once a request's answer has settled it (an ending `runEpisode` settles before the next turn of the event loop). */
+/**
+ * The episode's status once a request's answer has settled it (an ending `runEpisode` settles before the next turn of
+ * the event loop).
+ */
 async function settledStatus(episode: GatewayEpisode): Promise<EpisodeMeta["status"]> {
   await new Promise((resolve) => setImmediate(resolve));
   return episode.status;
 }
 
-/** A gateway episode's task: what the agent's first request says (the rest is the environment's, which the gateway never sees). */
+/**
+ * A gateway episode's task: what the agent's first request says (the rest is the environment's, which the gateway never
+ * sees).
+ */
 export function gatewayTask(t: EpisodeMeta["task"]): Task {
-  return { id: t.id, family: t.family, split: "train", instruction: t.instruction, tags: [...t.tags], requirements: [], cues: [], params: {} };
+  return {
+    id: t.id,
+    family: t.family,
+    split: "train",
+    instruction: t.instruction,
+    tags: [...t.tags],
+    requirements: [],
+    cues: [],
+    params: {},
+  };
 }
 
-/** The parts of an episode's init the store holds (the preamble: the first request's messages before its first user message). */
+/**
+ * The parts of an episode's init the store holds (the preamble: the first request's messages before its first user
+ * message).
+ */
 function initOf(stored: StoredEpisode): Omit<GatewayEpisodeInit, keyof EpisodeRuntime> {
   const { meta } = stored;
   const opening = stored.steps[0]?.messages ?? [];

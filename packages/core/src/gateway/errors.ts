@@ -20,20 +20,31 @@ export class UpstreamError extends CoreError {
     readonly detail: string,
     options?: { cause?: unknown; status?: number },
   ) {
-    super("UPSTREAM_FAILED", `the gateway's model endpoint failed${statusNote(options?.status)}; send the same request again and the episode goes on`, options);
+    super(
+      "UPSTREAM_FAILED",
+      `the gateway's model endpoint failed${statusNote(options?.status)}; send the same request again and the episode goes on`,
+      options,
+    );
     this.status = options?.status;
   }
 
   readonly status: number | undefined;
 }
 
-/** The model endpoint refused the agent's request as sent (HTTP 400, 413, 422: a parameter it does not take, a conversation too long); `detail` is for the log. */
+/**
+ * The model endpoint refused the agent's request as sent (HTTP 400, 413, 422: a parameter it does not take, a
+ * conversation too long); `detail` is for the log.
+ */
 export class UpstreamRejectedError extends CoreError {
   constructor(
     readonly detail: string,
     readonly status: number,
     options?: { cause?: unknown },
   ) {
-    super("UPSTREAM_REJECTED", `the model endpoint refused this request as sent${statusNote(status)}: check its sampling parameters and length, then send it again`, options);
+    super(
+      "UPSTREAM_REJECTED",
+      `the model endpoint refused this request as sent${statusNote(status)}: check its sampling parameters and length, then send it again`,
+      options,
+    );
   }
 }

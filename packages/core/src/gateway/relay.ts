@@ -10,8 +10,15 @@ import type { UpstreamTurn } from "./upstream-turn.ts";
  * environment brings an observer that reads its outputs (`genericObserver`, DBBench's own).
  */
 export interface EventObserver {
-  /** The output's event, the facts it establishes, and any it undoes (e.g. a change leaves `state:verified` no longer true). */
-  observe(action: string, args: Record<string, unknown> | undefined, text: string): { event: string; facts: string[]; retract?: string[] };
+  /**
+   * The output's event, the facts it establishes, and any it undoes (e.g. a change leaves `state:verified` no longer
+   * true).
+   */
+  observe(
+    action: string,
+    args: Record<string, unknown> | undefined,
+    text: string,
+  ): { event: string; facts: string[]; retract?: string[] };
   /** Facts about a pending submit call (e.g. "answer:well-formed"), read by the commit gate. */
   inspectSubmit?(args: Record<string, unknown>): string[];
   /** A harness's named preview (e.g. DBBench's "schema"), when the observer can produce it. */
@@ -21,7 +28,10 @@ export type ObserverFactory = (task: Task) => EventObserver;
 
 /** Any tool: `error:tool` when its output starts with "error", else `tool:ok`; failed calls by kind. */
 export const genericObserver: ObserverFactory = () => ({
-  observe: (action, _args, text) => ({ event: failedCallEvent(action) ?? (/^\s*error\b/i.test(text) ? "error:tool" : "tool:ok"), facts: [`called:${action}`] }),
+  observe: (action, _args, text) => ({
+    event: failedCallEvent(action) ?? (/^\s*error\b/i.test(text) ? "error:tool" : "tool:ok"),
+    facts: [`called:${action}`],
+  }),
 });
 
 /** The event of a call the model got wrong (the agent answered it with an error of its own). */
@@ -54,7 +64,9 @@ export class Mailbox<T> {
   }
 
   take(): Promise<T> {
-    return this.items.length ? Promise.resolve(this.items.shift()!) : new Promise((resolve) => this.waiters.push(resolve));
+    return this.items.length
+      ? Promise.resolve(this.items.shift()!)
+      : new Promise((resolve) => this.waiters.push(resolve));
   }
 }
 
@@ -114,9 +126,16 @@ export class RelayEnvironment implements Environment {
       async finish(reason): Promise<EnvOutcome> {
         if (reason === "submitted") handOut();
         else channel.toAgent.put({ kind: "ended", reason });
-        return { reward: 0, success: false, failureTags: reason === "submitted" ? ["unscored"] : ["no-commit"], behaviours: {} };
+        return {
+          reward: 0,
+          success: false,
+          failureTags: reason === "submitted" ? ["unscored"] : ["no-commit"],
+          behaviours: {},
+        };
       },
-      ...(observer.inspectSubmit ? { inspectSubmit: (args: Record<string, unknown>) => observer.inspectSubmit!(args) } : {}),
+      ...(observer.inspectSubmit
+        ? { inspectSubmit: (args: Record<string, unknown>) => observer.inspectSubmit!(args) }
+        : {}),
       ...(observer.preview ? { preview: (name: string) => observer.preview!(name) } : {}),
     };
     return session;

@@ -28,7 +28,8 @@ class ReplayUpstream implements UpstreamChat {
   async complete(req: Parameters<UpstreamChat["complete"]>[0]): Promise<UpstreamTurn> {
     const turn = this.recorded[this.next];
     if (!turn) return this.live.complete(req);
-    if (promptHash(req) !== turn.prompt) throw new Diverged(`model turn ${this.next + 1} was asked a different prompt than recorded`);
+    if (promptHash(req) !== turn.prompt)
+      throw new Diverged(`model turn ${this.next + 1} was asked a different prompt than recorded`);
     this.next++;
     return turn.turn;
   }
@@ -36,7 +37,8 @@ class ReplayUpstream implements UpstreamChat {
 
 const sameOut = (live: RelayOut, stored: StoredOut): boolean => {
   if (live.kind !== stored.kind) return false;
-  if (live.kind === "reply" && stored.kind === "reply") return replyFingerprint(live.turn.reply) === replyFingerprint(stored.turn.reply);
+  if (live.kind === "reply" && stored.kind === "reply")
+    return replyFingerprint(live.turn.reply) === replyFingerprint(stored.turn.reply);
   if (live.kind === "ended" && stored.kind === "ended") return live.reason === stored.reason;
   return true;
 };
@@ -63,7 +65,10 @@ export async function restoreEpisode(stored: StoredEpisode, init: GatewayEpisode
   const episode = new GatewayEpisode({ ...init, upstream });
   const fail = (why: string) => {
     episode.close();
-    return new EpisodeClosedError(stored.meta.id, `it could not be continued here: ${why} (its harness or this gateway changed since); start the conversation again`);
+    return new EpisodeClosedError(
+      stored.meta.id,
+      `it could not be continued here: ${why} (its harness or this gateway changed since); start the conversation again`,
+    );
   };
   for (const step of stored.steps) {
     const out = await episode.advance(conversationAt(stored.steps, step.n), {});

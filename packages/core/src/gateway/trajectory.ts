@@ -61,14 +61,17 @@ export function trajectoryOf(e: {
       content: t.turn.reply.content,
       toolCalls: t.turn.reply.toolCalls,
       harnessNotes: t.harnessNotes,
-      ...(t.turn.promptIds && t.turn.completionIds ? { tokens: { prompt: t.turn.promptIds.length, completion: t.turn.completionIds.length } } : {}),
+      ...(t.turn.promptIds && t.turn.completionIds
+        ? { tokens: { prompt: t.turn.promptIds.length, completion: t.turn.completionIds.length } }
+        : {}),
     })),
     datums,
     ...(untrained ? { untrained } : {}),
   };
 }
 
-const startsWith = (xs: readonly number[], prefix: readonly number[]) => prefix.length <= xs.length && prefix.every((x, i) => xs[i] === x);
+const startsWith = (xs: readonly number[], prefix: readonly number[]) =>
+  prefix.length <= xs.length && prefix.every((x, i) => xs[i] === x);
 
 /**
  * The datums of an episode's turns: one token sequence while each turn continues the last (its
@@ -78,7 +81,11 @@ const startsWith = (xs: readonly number[], prefix: readonly number[]) => prefix.
  * @example
  * const { datums } = episodeDatums("ep-1", policy.turns, 1);
  */
-export function episodeDatums(episodeId: string, turns: readonly RecordedTurn[], advantage: number): { datums: Datum[]; untrained?: string } {
+export function episodeDatums(
+  episodeId: string,
+  turns: readonly RecordedTurn[],
+  advantage: number,
+): { datums: Datum[]; untrained?: string } {
   const segments: { ids: number[]; mask: (0 | 1)[]; lp: number[] }[] = [];
   const missing: number[] = [];
   let current: (typeof segments)[number] | undefined;
@@ -119,7 +126,19 @@ export function episodeDatums(episodeId: string, turns: readonly RecordedTurn[],
     .filter((s) => s.ids.length >= 2)
     .map((s, k) => {
       s.mask[0] = 0;
-      return Datum.parse({ sample_id: `${episodeId}/${k}`, group_id: episodeId, ids: s.ids, loss_mask: s.mask, behaviour_logprobs: s.lp, advantage });
+      return Datum.parse({
+        sample_id: `${episodeId}/${k}`,
+        group_id: episodeId,
+        ids: s.ids,
+        loss_mask: s.mask,
+        behaviour_logprobs: s.lp,
+        advantage,
+      });
     });
-  return { datums, ...(missing.length ? { untrained: `turns ${missing.join(", ")}: the model endpoint returned no token ids and log-probabilities` } : {}) };
+  return {
+    datums,
+    ...(missing.length
+      ? { untrained: `turns ${missing.join(", ")}: the model endpoint returned no token ids and log-probabilities` }
+      : {}),
+  };
 }

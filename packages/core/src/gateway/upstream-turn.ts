@@ -9,17 +9,31 @@ import type { ChatMsg, offeredTools } from "./chat-format.ts";
  */
 export const UpstreamTurn = z.object({
   completion: z.looseObject({}),
-  reply: z.object({ content: z.string().nullable(), toolCalls: z.array(z.object({ name: z.string(), arguments: z.string() })) }),
-  /** The completion's id (a policy worker keeps it for one episode: its prompt ids are then the turn's new ids only). */
+  reply: z.object({
+    content: z.string().nullable(),
+    toolCalls: z.array(z.object({ name: z.string(), arguments: z.string() })),
+  }),
+  /**
+   * The completion's id (a policy worker keeps it for one episode: its prompt ids are then the turn's new ids only).
+   */
   id: z.string().optional(),
   promptIds: z.array(z.number().int()).optional(),
   completionIds: z.array(z.number().int()).optional(),
   logprobs: z.array(z.number()).optional(),
-  usage: z.object({ promptTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL), completionTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL) }).optional(),
+  usage: z
+    .object({
+      promptTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL),
+      completionTokens: z.number().int().min(0).max(MAX_TOKENS_PER_CALL),
+    })
+    .optional(),
 });
 export type UpstreamTurn = z.infer<typeof UpstreamTurn>;
 
 /** The port to the model endpoint: one chat completion (never streamed: the harness reads the whole reply first). */
 export interface UpstreamChat {
-  complete(req: { messages: ChatMsg[]; tools: ReturnType<typeof offeredTools>; params: Readonly<Record<string, unknown>> }): Promise<UpstreamTurn>;
+  complete(req: {
+    messages: ChatMsg[];
+    tools: ReturnType<typeof offeredTools>;
+    params: Readonly<Record<string, unknown>>;
+  }): Promise<UpstreamTurn>;
 }

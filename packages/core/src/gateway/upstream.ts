@@ -11,7 +11,9 @@ import type { UpstreamChat, UpstreamTurn } from "./upstream-turn.ts";
 export interface RecordedTurn {
   turn: UpstreamTurn;
   action: string;
-  /** The harness's notes on the observation the model answered (tool-message warnings, trigger texts, budget warnings). */
+  /**
+   * The harness's notes on the observation the model answered (tool-message warnings, trigger texts, budget warnings).
+   */
   harnessNotes: string[];
   /** A hash of what the model was asked (messages and tools): a replay of the episode must ask the same. */
   prompt: string;
@@ -54,7 +56,9 @@ export class UpstreamPolicy implements Policy {
   }
 
   update(): Promise<UpdateResult> {
-    return Promise.reject(new NotConfiguredError("the gateway's policy only samples; train on the episodes it records"));
+    return Promise.reject(
+      new NotConfiguredError("the gateway's policy only samples; train on the episodes it records"),
+    );
   }
 
   /**
@@ -86,14 +90,22 @@ export class UpstreamPolicy implements Policy {
         break;
       } catch (err) {
         const known = err instanceof UpstreamError || err instanceof UpstreamRejectedError;
-        this.channel.toAgent.put({ kind: "upstream-error", error: known ? err : new UpstreamError(String(err), { cause: err }) });
+        this.channel.toAgent.put({
+          kind: "upstream-error",
+          error: known ? err : new UpstreamError(String(err), { cause: err }),
+        });
         const again = await this.channel.fromAgent.take();
         if (again.kind === "closed") throw err;
       }
     }
     const logProb = (turn.logprobs ?? []).reduce((s, x) => s + x, 0);
     const choice = choiceFromReply(turn.reply, this.opts.tools, logProb, this.opts.parseArguments);
-    this.turns.push({ turn, action: choice.action, harnessNotes: [...(obs.notes ?? [])], prompt: promptHash({ messages, tools }) });
+    this.turns.push({
+      turn,
+      action: choice.action,
+      harnessNotes: [...(obs.notes ?? [])],
+      prompt: promptHash({ messages, tools }),
+    });
     this.pending = turn;
     return choice;
   }

@@ -14,7 +14,10 @@ export const defaultAdvantageOptions: AdvantageOptions = { normalizeStd: true, e
  * @example
  * groupAdvantages([1, 0, 0, 0]); // [1.5, -0.5, -0.5, -0.5]
  */
-export function groupAdvantages(rewards: readonly number[], options: AdvantageOptions = defaultAdvantageOptions): number[] {
+export function groupAdvantages(
+  rewards: readonly number[],
+  options: AdvantageOptions = defaultAdvantageOptions,
+): number[] {
   const n = rewards.length;
   if (n <= 1) return rewards.map(() => 0);
   const mean = rewards.reduce((s, r) => s + r, 0) / n;

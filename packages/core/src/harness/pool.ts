@@ -42,7 +42,12 @@ export function contentVersion(value: unknown): string {
   return `${hash32(text).toString(16).padStart(8, "0")}${hash32(text, 99).toString(16).padStart(8, "0")}`;
 }
 
-export function createPool(id: string, base: HarnessSpec, siblings: HarnessSpec[], notes: Record<string, unknown> = {}): HarnessPool {
+export function createPool(
+  id: string,
+  base: HarnessSpec,
+  siblings: HarnessSpec[],
+  notes: Record<string, unknown> = {},
+): HarnessPool {
   const ids = new Set<string>([base.id]);
   for (const s of siblings) {
     if (ids.has(s.id)) throw new ValidationError(`pool ${id}`, [`duplicate harness id ${s.id}`]);

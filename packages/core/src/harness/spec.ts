@@ -1,7 +1,17 @@
 import { z } from "zod";
 import { ValidationError, formatIssues } from "../errors.ts";
 
-export const Direction = z.enum(["base", "contract", "recon", "pre-action", "recovery", "loop-breaking", "verification", "budget", "decomposition"]);
+export const Direction = z.enum([
+  "base",
+  "contract",
+  "recon",
+  "pre-action",
+  "recovery",
+  "loop-breaking",
+  "verification",
+  "budget",
+  "decomposition",
+]);
 export type Direction = z.infer<typeof Direction>;
 
 const name = z.string().min(1).max(80);
@@ -89,7 +99,9 @@ export const HarnessSpec = z.object({
   postObservation: z.array(Trigger).default([]),
   commitGate: CommitGate.nullable().default(null),
   budget: Budget,
-  skills: z.object({ topK: z.number().int().min(0).max(10).default(2), entries: z.array(Trigger).default([]) }).default({ topK: 2, entries: [] }),
+  skills: z
+    .object({ topK: z.number().int().min(0).max(10).default(2), entries: z.array(Trigger).default([]) })
+    .default({ topK: 2, entries: [] }),
   provenance: Provenance,
 });
 export type HarnessSpec = z.infer<typeof HarnessSpec>;
@@ -127,6 +139,7 @@ export function describeHooks(spec: HarnessSpec): string {
     ...spec.skills.entries.map((t) => `skill ${t.hint} on ${t.on}`),
   ];
   const b = spec.budget;
-  if (b.warnAt !== undefined || b.forceSubmitAt !== undefined) parts.push(`${b.maxTurns} turns, warn at ${b.warnAt ?? "-"}, force submit at ${b.forceSubmitAt ?? "-"}`);
+  if (b.warnAt !== undefined || b.forceSubmitAt !== undefined)
+    parts.push(`${b.maxTurns} turns, warn at ${b.warnAt ?? "-"}, force submit at ${b.forceSubmitAt ?? "-"}`);
   return parts.join("; ") || "no hooks";
 }

@@ -11,7 +11,11 @@ export class PartialSendError extends CoreError {
     options?: { cause?: unknown },
     readonly context: Record<string, unknown> = {},
   ) {
-    super("PARTIAL_SEND", `${queued.length} of ${queued.length + notQueued.length} messages were queued before the queue failed; resend the rest`, options);
+    super(
+      "PARTIAL_SEND",
+      `${queued.length} of ${queued.length + notQueued.length} messages were queued before the queue failed; resend the rest`,
+      options,
+    );
   }
 
   /** The same failure, naming what the caller's request created (e.g. the rescue's id). */

@@ -60,8 +60,8 @@ export function jaccard<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): number {
 
 /** Two-sided 97.5% quantiles of Student's t for 1–30 degrees of freedom. */
 const T975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056,
-  2.052, 2.048, 2.045, 2.042,
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
 ];
 
 /** Student's t 0.975 quantile: exact table to 30 degrees of freedom, a Cornish–Fisher expansion beyond. */
@@ -106,8 +106,22 @@ export function signTestP(wins: number, losses: number): number {
  * @example
  * pairedSummary([0.1, 0.2, -0.05]); // { mean: 0.083, std: 0.126, wins: 2, n: 3, ci95: [-0.23, 0.4], signP: 1 }
  */
-export function pairedSummary(diffs: readonly number[]): { mean: number; std: number; wins: number; n: number; ci95: [number, number]; signP: number } {
+export function pairedSummary(diffs: readonly number[]): {
+  mean: number;
+  std: number;
+  wins: number;
+  n: number;
+  ci95: [number, number];
+  signP: number;
+} {
   const wins = diffs.filter((d) => d > 0).length;
   const losses = diffs.filter((d) => d < 0).length;
-  return { mean: mean(diffs), std: sampleStd(diffs), wins, n: diffs.length, ci95: meanCi95(diffs), signP: signTestP(wins, losses) };
+  return {
+    mean: mean(diffs),
+    std: sampleStd(diffs),
+    wins,
+    n: diffs.length,
+    ci95: meanCi95(diffs),
+    signP: signTestP(wins, losses),
+  };
 }

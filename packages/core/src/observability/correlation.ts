@@ -26,7 +26,10 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(
 /** `traceparent` is 55 characters in version 00; later versions are read up to this many. */
 const TRACEPARENT_MAX_CHARS = 512;
 
-/** The trace id of a valid `traceparent` header (never version ff, an all-zero trace or parent id, or extra fields in version 00). */
+/**
+ * The trace id of a valid `traceparent` header (never version ff, an all-zero trace or parent id, or extra fields in
+ * version 00).
+ */
 export function traceIdOf(traceparent: string | undefined): CorrelationId | undefined {
   if (!traceparent || traceparent.length > TRACEPARENT_MAX_CHARS) return undefined;
   const m = TRACEPARENT.exec(traceparent.trim());
@@ -44,7 +47,10 @@ export function traceIdOf(traceparent: string | undefined): CorrelationId | unde
  * @example
  * correlationIdOf({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" }); // "4bf92f3577b34da6a3ce929d0e0e4736"
  */
-export function correlationIdOf(headers: { traceparent?: string | undefined; requestId?: string | undefined }): CorrelationId {
+export function correlationIdOf(headers: {
+  traceparent?: string | undefined;
+  requestId?: string | undefined;
+}): CorrelationId {
   const given = CorrelationId.safeParse(headers.requestId);
   return traceIdOf(headers.traceparent) ?? (given.success ? given.data : mintCorrelationId());
 }

@@ -59,7 +59,10 @@ export function eventLine(fields: LogEvent, at: number): string {
  * const logger = jsonLinesLogger({ out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) });
  * logger.event({ event: "queue.record", function: "dispatch", outcome: "stored", ms: 812 });
  */
-export function jsonLinesLogger(sinks: { out: (line: string) => void; err?: (line: string) => void }, now: () => number = Date.now): EventLogger {
+export function jsonLinesLogger(
+  sinks: { out: (line: string) => void; err?: (line: string) => void },
+  now: () => number = Date.now,
+): EventLogger {
   return {
     event: (fields) => {
       const line = eventLine(fields, now());

@@ -18,8 +18,10 @@ const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 type Labels<L extends string> = Partial<Record<L, string>>;
 
 const escapeHelp = (s: string) => s.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
-const escapeLabel = (s: string) => s.slice(0, METRIC_LIMITS.labelValueChars).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-const formatValue = (v: number) => (Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v));
+const escapeLabel = (s: string) =>
+  s.slice(0, METRIC_LIMITS.labelValueChars).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+const formatValue = (v: number) =>
+  Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v);
 
 /** One family: its series by their label values. */
 abstract class Family<L extends string, S> {
@@ -30,7 +32,8 @@ abstract class Family<L extends string, S> {
     readonly labelNames: readonly L[],
   ) {
     if (!METRIC_NAME.test(name)) throw new Error(`metric name ${name} is not valid`);
-    for (const l of labelNames) if (!LABEL_NAME.test(l) || l === "le") throw new Error(`label name ${l} of ${name} is not valid`);
+    for (const l of labelNames)
+      if (!LABEL_NAME.test(l) || l === "le") throw new Error(`label name ${l} of ${name} is not valid`);
   }
   abstract readonly type: "counter" | "gauge" | "histogram";
   protected abstract fresh(): S;
@@ -51,7 +54,10 @@ abstract class Family<L extends string, S> {
   /** Its HELP and TYPE lines, then each series' samples. */
   lines(): string[] {
     const out = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} ${this.type}`];
-    for (const { values, state } of this.series.values()) out.push(...this.sampleLines(this.labelNames.map((n, i) => `${n}="${escapeLabel(values[i]!)}"`).join(","), state));
+    for (const { values, state } of this.series.values())
+      out.push(
+        ...this.sampleLines(this.labelNames.map((n, i) => `${n}="${escapeLabel(values[i]!)}"`).join(","), state),
+      );
     return out;
   }
 }
@@ -101,7 +107,8 @@ export class Histogram<L extends string = never> extends Family<L, HistogramStat
     readonly buckets: readonly number[],
   ) {
     super(name, help, labelNames);
-    if (!buckets.length || buckets.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= buckets[i - 1]!))) throw new Error(`the buckets of ${name} must be finite and increasing`);
+    if (!buckets.length || buckets.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= buckets[i - 1]!)))
+      throw new Error(`the buckets of ${name} must be finite and increasing`);
   }
   protected fresh() {
     return { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
@@ -149,7 +156,12 @@ export class MetricRegistry {
   gauge<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
     return this.add(new Gauge<L>(name, help, labelNames));
   }
-  histogram<L extends string = never>(name: string, help: string, labelNames: readonly L[], buckets: readonly number[] = LATENCY_BUCKETS_SECONDS): Histogram<L> {
+  histogram<L extends string = never>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    buckets: readonly number[] = LATENCY_BUCKETS_SECONDS,
+  ): Histogram<L> {
     return this.add(new Histogram<L>(name, help, labelNames, buckets));
   }
   /** Every family in the text format, ending with a newline. */

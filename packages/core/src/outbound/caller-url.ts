@@ -10,7 +10,10 @@ export const MAX_CALLER_URL_CHARS = 2_000;
  */
 const REFUSED_SPELLINGS: readonly [RegExp, string][] = [
   [/[\0-\x20\x7f]/, "a space or control character (tab, newline, NUL, …)"],
-  [/[^\0-\x7f]/, "a character outside ASCII (write an internationalised name in its xn-- form, anything else percent-encoded)"],
+  [
+    /[^\0-\x7f]/,
+    "a character outside ASCII (write an internationalised name in its xn-- form, anything else percent-encoded)",
+  ],
   [/\\/, "a backslash (parsers disagree on it: write /)"],
 ];
 
@@ -41,7 +44,12 @@ export const CallerUrl = z
   .max(MAX_CALLER_URL_CHARS)
   .transform((raw, ctx) => {
     const got = canonicalCallerUrl(raw);
-    const problem = "problem" in got ? got.problem : /[?#]/.test(got.href) ? "a query or fragment (the service appends its own paths to this base URL)" : undefined;
+    const problem =
+      "problem" in got
+        ? got.problem
+        : /[?#]/.test(got.href)
+          ? "a query or fragment (the service appends its own paths to this base URL)"
+          : undefined;
     if (!problem) return (got as { href: string }).href;
     ctx.addIssue({ code: "custom", message: `not accepted: ${problem}` });
     return z.NEVER;
@@ -55,10 +63,24 @@ const HEADER_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
  * proxies, the WebSocket handshake): a secret header of one of these names would change what is
  * sent, or be thrown out by the HTTP client, so it is refused when registered.
  */
-const RESERVED_HEADERS = new Set(["content-length", "transfer-encoding", "connection", "expect", "upgrade", "keep-alive", "host", "te", "trailer", "http2-settings"]);
+const RESERVED_HEADERS = new Set([
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "expect",
+  "upgrade",
+  "keep-alive",
+  "host",
+  "te",
+  "trailer",
+  "http2-settings",
+]);
 const RESERVED_HEADER_PREFIXES = ["proxy-", "sec-websocket-"];
 
-/** A header value as sent: visible ASCII, inner spaces and tabs; no CR, LF, NUL or other control, no padding the client would strip. */
+/**
+ * A header value as sent: visible ASCII, inner spaces and tabs; no CR, LF, NUL or other control, no padding the client
+ * would strip.
+ */
 const HEADER_VALUE = /^[\x21-\x7e](?:[\x21-\x7e \t]*[\x21-\x7e])?$/;
 
 /** A header the endpoint wants on every request (its key): stored, never returned or logged. */
@@ -69,8 +91,18 @@ export const SecretHeader = z.strictObject({
     .superRefine((name, ctx) => {
       const lower = name.toLowerCase();
       if (RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((p) => lower.startsWith(p)))
-        ctx.addIssue({ code: "custom", message: `"${lower}" is a header the service's HTTP client sets (framing, connection, routing or proxy): not a secret header` });
+        ctx.addIssue({
+          code: "custom",
+          message: `"${lower}" is a header the service's HTTP client sets (framing, connection, routing or proxy): not a secret header`,
+        });
     }),
-  value: z.string().min(1).max(4_096).regex(HEADER_VALUE, "a header value: visible ASCII with inner spaces or tabs (no CR, LF, NUL or other control character)"),
+  value: z
+    .string()
+    .min(1)
+    .max(4_096)
+    .regex(
+      HEADER_VALUE,
+      "a header value: visible ASCII with inner spaces or tabs (no CR, LF, NUL or other control character)",
+    ),
 });
 export type SecretHeader = z.infer<typeof SecretHeader>;

@@ -12,7 +12,11 @@ export interface AddressBlock {
 
 /** The canonical text of an address's bytes: dotted IPv4, or IPv6 as the WHATWG parser compresses it. */
 const addressText = (b: Uint8Array): string =>
-  b.length === 4 ? b.join(".") : new URL(`http://[${Array.from({ length: 8 }, (_, i) => ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16)).join(":")}]/`).hostname.slice(1, -1);
+  b.length === 4
+    ? b.join(".")
+    : new URL(
+        `http://[${Array.from({ length: 8 }, (_, i) => ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16)).join(":")}]/`,
+      ).hostname.slice(1, -1);
 
 /** Why `text` is not a CIDR, or its block and canonical spelling. */
 function readCidr(text: string): { problem: string } | { block: AddressBlock; canonical: string } {
@@ -23,7 +27,9 @@ function readCidr(text: string): { problem: string } | { block: AddressBlock; ca
   const bits = Number(match[2]);
   const most = network.length * 8;
   if (bits > most) return { problem: `an IPv${network.length === 4 ? 4 : 6} prefix is at most /${most}, not /${bits}` };
-  const masked = network.map((byte, i) => (i * 8 >= bits ? 0 : i * 8 + 8 <= bits ? byte : byte & ((0xff << (8 - (bits - i * 8))) & 0xff)));
+  const masked = network.map((byte, i) =>
+    i * 8 >= bits ? 0 : i * 8 + 8 <= bits ? byte : byte & ((0xff << (8 - (bits - i * 8))) & 0xff),
+  );
   const canonical = `${addressText(masked)}/${bits}`;
   if (!inPrefix(network, masked, most)) return { problem: `bits are set past the /${bits} prefix: write ${canonical}` };
   return { block: { network: masked, bits }, canonical };

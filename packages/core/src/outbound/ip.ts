@@ -14,11 +14,16 @@ export function ipBytes(address: string): Uint8Array | undefined {
   if (family !== 6) return undefined;
   const dotted = text.match(/^(.*:)(\d+\.\d+\.\d+\.\d+)$/);
   const v4 = dotted && ipBytes(dotted[2]!)!;
-  const hex = dotted && v4 ? `${dotted[1]}${((v4[0]! << 8) | v4[1]!).toString(16)}:${((v4[2]! << 8) | v4[3]!).toString(16)}` : text;
+  const hex =
+    dotted && v4
+      ? `${dotted[1]}${((v4[0]! << 8) | v4[1]!).toString(16)}:${((v4[2]! << 8) | v4[3]!).toString(16)}`
+      : text;
   const [head, tail] = hex.includes("::") ? hex.split("::") : [hex, undefined];
   const h = head ? head.split(":") : [];
   const t = tail ? tail.split(":") : [];
-  const groups = [...h, ...Array<string>(tail === undefined ? 0 : 8 - h.length - t.length).fill("0"), ...t].map((g) => Number.parseInt(g, 16));
+  const groups = [...h, ...Array<string>(tail === undefined ? 0 : 8 - h.length - t.length).fill("0"), ...t].map((g) =>
+    Number.parseInt(g, 16),
+  );
   return Uint8Array.from(groups.flatMap((g) => [g >> 8, g & 255]));
 }
 

@@ -8,7 +8,10 @@ import { PoolEvolveRequest } from "./evolve-request.ts";
 export const PoolEvolutionState = z.enum(["queued", "running", "done", "failed", "cancelled"]);
 export type PoolEvolutionState = z.infer<typeof PoolEvolutionState>;
 
-/** What an evolution spent: rollouts, tokens sampled at the caller's policy and the time waited on it, time in the caller's environment, the worker's own time. */
+/**
+ * What an evolution spent: rollouts, tokens sampled at the caller's policy and the time waited on it, time in the
+ * caller's environment, the worker's own time.
+ */
 export const EvolutionUsage = z.object({
   rollouts: z.number().int().min(0),
   policyTokens: z.number().int().min(0),
@@ -17,9 +20,18 @@ export const EvolutionUsage = z.object({
   computeMs: z.number().min(0),
 });
 export type EvolutionUsage = z.infer<typeof EvolutionUsage>;
-export const zeroEvolutionUsage: EvolutionUsage = { rollouts: 0, policyTokens: 0, policyMs: 0, environmentMs: 0, computeMs: 0 };
+export const zeroEvolutionUsage: EvolutionUsage = {
+  rollouts: 0,
+  policyTokens: 0,
+  policyMs: 0,
+  environmentMs: 0,
+  computeMs: 0,
+};
 
-/** What evolution found, once done: H0's failures on the dev tasks, each sibling's repairs, the proposer, why it stopped early (if it did). */
+/**
+ * What evolution found, once done: H0's failures on the dev tasks, each sibling's repairs, the proposer, why it stopped
+ * early (if it did).
+ */
 export const EvolutionOutcome = z.object({
   proposer: z.string(),
   h0Failures: z.array(z.string()),
@@ -52,7 +64,9 @@ export const PoolEvolutionRecord = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   quote: Quote.optional(),
   tariff: Prices.optional(),
-  /** Its key asked it to stop (`POST …/cancel` while it ran): it stops within seconds, keeping what it measured billed. */
+  /**
+   * Its key asked it to stop (`POST …/cancel` while it ran): it stops within seconds, keeping what it measured billed.
+   */
   cancelRequested: z.boolean().optional(),
 });
 export type PoolEvolutionRecord = z.infer<typeof PoolEvolutionRecord>;
@@ -67,7 +81,15 @@ export type PoolEvolutionStore = LeasedJobStore<PoolEvolutionRecord>;
  * What `GET /v1/pools/evolutions/{id}` answers: state, progress, usage and charge so far, the
  * quote, the outcome and, once done, the frozen pool itself.
  */
-export const PoolEvolutionStatus = PoolEvolutionRecord.pick({ id: true, status: true, request: true, weightVersion: true, progress: true, attempts: true, usage: true }).extend({
+export const PoolEvolutionStatus = PoolEvolutionRecord.pick({
+  id: true,
+  status: true,
+  request: true,
+  weightVersion: true,
+  progress: true,
+  attempts: true,
+  usage: true,
+}).extend({
   chargeUsd: z.number(),
   quote: Quote.nullable(),
   outcome: EvolutionOutcome.nullable(),
@@ -79,7 +101,11 @@ export const PoolEvolutionStatus = PoolEvolutionRecord.pick({ id: true, status: 
 export type PoolEvolutionStatus = z.infer<typeof PoolEvolutionStatus>;
 
 /** A job as its status answers it (`pool`: the stored pool once done). */
-export function poolEvolutionStatus(record: PoolEvolutionRecord, prices: Prices, pool?: HarnessPool): PoolEvolutionStatus {
+export function poolEvolutionStatus(
+  record: PoolEvolutionRecord,
+  prices: Prices,
+  pool?: HarnessPool,
+): PoolEvolutionStatus {
   return {
     id: record.id,
     status: record.status,

@@ -33,7 +33,10 @@ const L = POOL_EVOLUTION_LIMITS;
 const unique = <T>(items: readonly T[]) => new Set(items).size === items.length;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
-/** How hard to search: directions, rounds, proposals per round, paired trials per dev task, the pool's size and a rollout cap. */
+/**
+ * How hard to search: directions, rounds, proposals per round, paired trials per dev task, the pool's size and a
+ * rollout cap.
+ */
 export const PoolEvolveSettings = z.strictObject({
   directions: z
     .array(Direction.exclude(["base"]))
@@ -60,7 +63,13 @@ export type PoolEvolveSettings = z.infer<typeof PoolEvolveSettings>;
  * policy cannot act in an arbitrary tool environment, so the caller's policy probes each
  * candidate sibling. The pool is the key's own.
  */
-export const PoolEvolveRequest = CallerRescue.pick({ endpoint: true, system: true, maxTokens: true, weightVersion: true, servedModel: true }).extend({
+export const PoolEvolveRequest = CallerRescue.pick({
+  endpoint: true,
+  system: true,
+  maxTokens: true,
+  weightVersion: true,
+  servedModel: true,
+}).extend({
   /** A label kept with the pool (its id is the job's). */
   name: Name.optional(),
   environment: z.strictObject({ kind: z.literal("openenv"), url: CallerUrl, secretHeader: SecretHeader.optional() }),

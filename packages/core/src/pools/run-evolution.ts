@@ -16,18 +16,34 @@ import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import type { Clock } from "../util/clock.ts";
 import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
 import { createRng, hash32 } from "../util/rng.ts";
-import { EVOLUTION_ENDS, type EvolutionUsage, PoolEvolutionRecord, type PoolEvolutionStore } from "./evolution-record.ts";
-import { POOL_EVOLUTION_LIMITS, evolutionSlotKey, plannedEvolutionRollouts, type PoolEvolveRequest } from "./evolve-request.ts";
+import {
+  EVOLUTION_ENDS,
+  type EvolutionUsage,
+  PoolEvolutionRecord,
+  type PoolEvolutionStore,
+} from "./evolution-record.ts";
+import {
+  POOL_EVOLUTION_LIMITS,
+  evolutionSlotKey,
+  plannedEvolutionRollouts,
+  type PoolEvolveRequest,
+} from "./evolve-request.ts";
 import { callerRescueOf } from "./start-evolution.ts";
 
-/** What a proposer for a caller's environment is shown: its tools as documented, what no edit may quote, the events its observations may carry. */
+/**
+ * What a proposer for a caller's environment is shown: its tools as documented, what no edit may quote, the events its
+ * observations may carry.
+ */
 export interface CallerProposerContext {
   tools: readonly { name: string; description: string }[];
   leaks: LeakIndex;
   events: readonly string[];
 }
 
-/** What the coordinator runs evolutions with: the job store, where the pool and its profiles go, the caller's policies, the meter. */
+/**
+ * What the coordinator runs evolutions with: the job store, where the pool and its profiles go, the caller's policies,
+ * the meter.
+ */
 export interface PoolEvolutionWorkerDeps {
   evolutions: PoolEvolutionStore;
   pools: PoolStore;
@@ -41,8 +57,20 @@ export interface PoolEvolutionWorkerDeps {
   logger?: Logger;
 }
 
-/** The events a caller's environment reports through OpenEnv (its own, or the generic observer's) that a proposer may aim at. */
-const CALLER_EVENTS = ["start", "tool:ok", "error:tool", "error:*", "error:tool-call", "error:no-tool-call", "error:unknown-tool", "repeat:*"];
+/**
+ * The events a caller's environment reports through OpenEnv (its own, or the generic observer's) that a proposer may
+ * aim at.
+ */
+const CALLER_EVENTS = [
+  "start",
+  "tool:ok",
+  "error:tool",
+  "error:*",
+  "error:tool-call",
+  "error:no-tool-call",
+  "error:unknown-tool",
+  "repeat:*",
+];
 
 /**
  * The coordinator's side of `pool.evolve.requested`: claims the job (a redelivery while it runs
@@ -53,11 +81,19 @@ const CALLER_EVENTS = ["start", "tool:ok", "error:tool", "error:*", "error:tool-
  * message); one whose worker was lost is taken over after its lease and started again, at most
  * `POOL_EVOLUTION_LIMITS.attempts` times.
  */
-export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps): Promise<PoolEvolutionRecord | "duplicate"> {
+export async function runPoolEvolution(
+  id: string,
+  deps: PoolEvolutionWorkerDeps,
+): Promise<PoolEvolutionRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 16 * 60_000;
   const claimed = await claimJob(deps.evolutions, id, "pool evolution", deps.clock, leaseMs);
   if (claimed === "duplicate") return claimed;
-  const record: PoolEvolutionRecord = { ...claimed, usage: { ...claimed.usage }, attempts: claimed.attempts + 1, error: undefined };
+  const record: PoolEvolutionRecord = {
+    ...claimed,
+    usage: { ...claimed.usage },
+    attempts: claimed.attempts + 1,
+    error: undefined,
+  };
   const started = deps.clock.now();
   const metered = new SliceMeter(record, deps);
   // Each write after every earlier one (progress is saved as it moves), carrying the compute time so far.
@@ -73,8 +109,14 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
   const save = writer.save;
   const watch = new EvolutionWatch(record, deps, save, metered);
   try {
-    if (record.attempts > POOL_EVOLUTION_LIMITS.attempts) throw new EvolutionFailedError(`gave up after ${POOL_EVOLUTION_LIMITS.attempts} attempts (a worker lost each)`);
-    await save({ progress: { ...record.progress, label: `attempt ${record.attempts}: measuring H0 on ${record.request.devTasks.length} dev tasks` } });
+    if (record.attempts > POOL_EVOLUTION_LIMITS.attempts)
+      throw new EvolutionFailedError(`gave up after ${POOL_EVOLUTION_LIMITS.attempts} attempts (a worker lost each)`);
+    await save({
+      progress: {
+        ...record.progress,
+        label: `attempt ${record.attempts}: measuring H0 on ${record.request.devTasks.length} dev tasks`,
+      },
+    });
     const { result, proposer } = await evolveFor(record, deps, watch).finally(() => watch.stop());
     const pool = await storePool(record, result, proposer, deps);
     const outcome = {
@@ -84,12 +126,24 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
       candidates: result.candidates.length,
       ...(result.stopped ? { stopped: result.stopped } : {}),
     };
-    await save({ status: "done", pool: { id: pool.id, version: pool.version, siblings: pool.siblings.length }, outcome, progress: { ...record.progress, label: "done" } });
+    await save({
+      status: "done",
+      pool: { id: pool.id, version: pool.version, siblings: pool.siblings.length },
+      outcome,
+      progress: { ...record.progress, label: "done" },
+    });
   } catch (err) {
     await writer.settled();
-    if (watch.cancelled) await save({ status: "cancelled", progress: { ...record.progress, label: `cancelled by its key after ${record.usage.rollouts} rollouts` } });
+    if (watch.cancelled)
+      await save({
+        status: "cancelled",
+        progress: { ...record.progress, label: `cancelled by its key after ${record.usage.rollouts} rollouts` },
+      });
     else {
-      const error = { code: err instanceof HarnessSError ? err.code : "EVOLUTION_FAILED", message: (err instanceof Error ? err.message : String(err)).slice(0, 2_000) };
+      const error = {
+        code: err instanceof HarnessSError ? err.code : "EVOLUTION_FAILED",
+        message: (err instanceof Error ? err.message : String(err)).slice(0, 2_000),
+      };
       await save({ status: "failed", error, progress: { ...record.progress, label: "failed" } });
     }
   } finally {
@@ -97,11 +151,16 @@ export async function runPoolEvolution(id: string, deps: PoolEvolutionWorkerDeps
   }
   await metered.rest();
   if (EVOLUTION_ENDS.includes(record.status))
-    await deps.meter?.releaseSlot(evolutionSlotKey(record.keyId)).catch(logFailure(deps.logger ?? consoleLogger, `releasing ${record.keyId}'s evolution slot`));
+    await deps.meter
+      ?.releaseSlot(evolutionSlotKey(record.keyId))
+      .catch(logFailure(deps.logger ?? consoleLogger, `releasing ${record.keyId}'s evolution slot`));
   return record;
 }
 
-/** How often a running evolution asks whether its key cancelled it, and saves its progress and meters what it spent since. */
+/**
+ * How often a running evolution asks whether its key cancelled it, and saves its progress and meters what it spent
+ * since.
+ */
 export const EVOLUTION_SLICE_MS = 2_000;
 
 /** Thrown into a running evolution's next rollout once its key cancelled it. */
@@ -140,7 +199,12 @@ class EvolutionWatch {
     if (await this.deps.evolutions.cancelRequested(this.record.id).catch(log)) this.cancelled = true;
     const planned = plannedEvolutionRollouts(this.record.request);
     if (this.stopped) return; // ended while the cancel was asked: its last save stands
-    await this.save({ progress: { ...this.record.progress, label: `${this.phase}: ${this.record.usage.rollouts} of at most ${planned} rollouts` } }).catch(log);
+    await this.save({
+      progress: {
+        ...this.record.progress,
+        label: `${this.phase}: ${this.record.usage.rollouts} of at most ${planned} rollouts`,
+      },
+    }).catch(log);
     await this.metered.slice();
   }
 
@@ -175,7 +239,9 @@ class SliceMeter {
 
   private async meterNew(): Promise<void> {
     const now = { ...this.record.usage };
-    const used = Object.fromEntries(Object.entries(now).map(([k, v]) => [k, v - this.metered[k as keyof EvolutionUsage]]));
+    const used = Object.fromEntries(
+      Object.entries(now).map(([k, v]) => [k, v - this.metered[k as keyof EvolutionUsage]]),
+    );
     if (Object.values(used).every((v) => v === 0)) return;
     this.metered = now;
     await this.deps.meter
@@ -184,7 +250,10 @@ class SliceMeter {
   }
 }
 
-/** Runs evolution for the job: H0, the dev tasks as the caller's environment serves them, each rollout at the caller's endpoint (none once cancelled). */
+/**
+ * Runs evolution for the job: H0, the dev tasks as the caller's environment serves them, each rollout at the caller's
+ * endpoint (none once cancelled).
+ */
 async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerDeps, watch: EvolutionWatch) {
   const req = record.request;
   const spend = (s: RolloutSpend) => {
@@ -194,10 +263,20 @@ async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerD
   };
   const runners = new Map<string, RolloutRunner>();
   for (const task of req.devTasks)
-    runners.set(task.id, await deps.callers.runner({ kind: "caller", ...callerRescueOf(req, task), keyId: record.keyId, weightVersion: record.weightVersion }, spend));
+    runners.set(
+      task.id,
+      await deps.callers.runner(
+        { kind: "caller", ...callerRescueOf(req, task), keyId: record.keyId, weightVersion: record.weightVersion },
+        spend,
+      ),
+    );
   const proposer = (deps.proposer ?? (() => mutationProposer))(proposerContext(req));
   const e = req.evolution;
-  const config = EvolutionConfig.parse({ ...e, poolSize: e.poolSize, maxPerDirection: Math.max(1, Math.ceil(e.poolSize / e.directions.length)) });
+  const config = EvolutionConfig.parse({
+    ...e,
+    poolSize: e.poolSize,
+    maxPerDirection: Math.max(1, Math.ceil(e.poolSize / e.directions.length)),
+  });
   const result = await evolvePool(config, {
     base: parseHarnessSpec({
       id: "h0",
@@ -223,17 +302,29 @@ async function evolveFor(record: PoolEvolutionRecord, deps: PoolEvolutionWorkerD
 }
 
 /** The action names of a family's dev tasks' tools (the committing one is `submit`). */
-const familyTools = (req: PoolEvolveRequest, family: string): string[] => [...new Set(req.devTasks.filter((t) => t.family === family).flatMap((t) => t.tools.map(actionOf)))];
+const familyTools = (req: PoolEvolveRequest, family: string): string[] => [
+  ...new Set(req.devTasks.filter((t) => t.family === family).flatMap((t) => t.tools.map(actionOf))),
+];
 
-/** What the proposer sees of the caller's environment, and what it may never quote: the dev tasks' ids and reset values. */
+/**
+ * What the proposer sees of the caller's environment, and what it may never quote: the dev tasks' ids and reset values.
+ */
 function proposerContext(req: PoolEvolveRequest): CallerProposerContext {
   const tools = new Map(req.devTasks.flatMap((t) => t.tools.map((tool) => [tool.name, tool.description] as const)));
   const leaks = new LeakIndex(req.devTasks.map((t) => ({ taskId: t.id, secrets: Object.values(t.reset).map(String) })));
   return { tools: [...tools].map(([name, description]) => ({ name, description })), leaks, events: CALLER_EVENTS };
 }
 
-/** The frozen pool under the job's id, the key's own, with its initial profiles (what evolution measured of each harness). */
-async function storePool(record: PoolEvolutionRecord, result: EvolutionResult, proposer: string, deps: PoolEvolutionWorkerDeps): Promise<HarnessPool> {
+/**
+ * The frozen pool under the job's id, the key's own, with its initial profiles (what evolution measured of each
+ * harness).
+ */
+async function storePool(
+  record: PoolEvolutionRecord,
+  result: EvolutionResult,
+  proposer: string,
+  deps: PoolEvolutionWorkerDeps,
+): Promise<HarnessPool> {
   if (result.pool.siblings.length === 0)
     throw new EvolutionFailedError(
       `no sibling repaired ${record.request.evolution.minRepairs} of H0's ${result.h0Failures.length} failing dev tasks (${result.candidates.length} candidates kept a round): more dev tasks, rounds or candidates may find one`,
@@ -245,7 +336,10 @@ async function storePool(record: PoolEvolutionRecord, result: EvolutionResult, p
     evolutionRollouts: result.rolloutsSpent,
     weightVersion: record.weightVersion,
   };
-  const pool: HarnessPool = { ...createPool(record.id, result.pool.base, result.pool.siblings, notes), owner: record.keyId };
+  const pool: HarnessPool = {
+    ...createPool(record.id, result.pool.base, result.pool.siblings, notes),
+    owner: record.keyId,
+  };
   await deps.pools.put(pool);
   for (const profile of Object.values(result.initialProfiles)) await deps.profiles.put(pool.id, profile);
   return pool;

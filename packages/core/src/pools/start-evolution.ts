@@ -9,8 +9,18 @@ import type { MessageQueue } from "../messaging/queue.ts";
 import type { CallerRescue } from "../callers/caller-rescue.ts";
 import type { CallerPolicies } from "../dispatch/rollout-source.ts";
 import type { Clock } from "../util/clock.ts";
-import { EVOLUTION_ENDS, type PoolEvolutionRecord, type PoolEvolutionStore, zeroEvolutionUsage } from "./evolution-record.ts";
-import { POOL_EVOLUTION_LIMITS, evolutionSlotKey, plannedEvolutionRollouts, type PoolEvolveRequest } from "./evolve-request.ts";
+import {
+  EVOLUTION_ENDS,
+  type PoolEvolutionRecord,
+  type PoolEvolutionStore,
+  zeroEvolutionUsage,
+} from "./evolution-record.ts";
+import {
+  POOL_EVOLUTION_LIMITS,
+  evolutionSlotKey,
+  plannedEvolutionRollouts,
+  type PoolEvolveRequest,
+} from "./evolve-request.ts";
 
 /** What asking for an evolution needs; with `quoting`, it is quoted first and refused (402) above a budget. */
 export interface StartEvolutionDeps {
@@ -19,13 +29,18 @@ export interface StartEvolutionDeps {
   callers?: CallerPolicies;
   clock: Clock;
   newId: () => string;
-  /** Prices the evolution (quoting's `budgetedPricer`: refused with a 402 above its or its key's USD budget); none: unpriced. */
+  /**
+   * Prices the evolution (quoting's `budgetedPricer`: refused with a 402 above its or its key's USD budget); none:
+   * unpriced.
+   */
   price?: (req: PoolEvolveRequest) => Promise<{ quote: Quote; tariff: Prices }>;
   /** Each key's evolutions in flight (`POOL_EVOLUTION_LIMITS.activePerKey`): a 429 past them; none: unlimited. */
   slots?: Pick<UsageMeter, "acquireSlot" | "releaseSlot">;
 }
 
-/** One dev task's rollouts as a caller rescue would run them: the request's endpoint, environment, system text and pin. */
+/**
+ * One dev task's rollouts as a caller rescue would run them: the request's endpoint, environment, system text and pin.
+ */
 export function callerRescueOf(req: PoolEvolveRequest, task: PoolEvolveRequest["devTasks"][number]): CallerRescue {
   return {
     endpoint: req.endpoint,
@@ -44,7 +59,11 @@ export function callerRescueOf(req: PoolEvolveRequest, task: PoolEvolveRequest["
  * policies, the key's endpoint (its own, sampled as pinned) and its environment (through the
  * outbound guard). Answers the callers' policies it was checked with.
  */
-export async function admitEvolution(req: PoolEvolveRequest, keyId: string, deps: { callers?: CallerPolicies }): Promise<CallerPolicies> {
+export async function admitEvolution(
+  req: PoolEvolveRequest,
+  keyId: string,
+  deps: { callers?: CallerPolicies },
+): Promise<CallerPolicies> {
   const callers = deps.callers;
   if (!callers) throw new NotConfiguredError("pool evolution with the caller's own policy is not deployed here");
   await callers.checkEndpoint(keyId, callerRescueOf(req, req.devTasks[0]!));
@@ -61,7 +80,11 @@ export async function admitEvolution(req: PoolEvolveRequest, keyId: string, deps
  * @example
  * const job = await startPoolEvolution(PoolEvolveRequest.parse(body), key.id, deps);
  */
-export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, deps: StartEvolutionDeps): Promise<PoolEvolutionRecord> {
+export async function startPoolEvolution(
+  req: PoolEvolveRequest,
+  keyId: string,
+  deps: StartEvolutionDeps,
+): Promise<PoolEvolutionRecord> {
   const callers = await admitEvolution(req, keyId, deps);
   const weightVersion = req.weightVersion ?? (await callers.currentVersion(keyId, req.endpoint));
   const priced = deps.price ? await deps.price(req) : undefined;
@@ -75,7 +98,11 @@ export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, 
     createdAt: now,
     updatedAt: now,
     attempts: 0,
-    progress: { done: 0, total: req.evolution.directions.length * req.evolution.rounds, label: `queued: at most ${plannedEvolutionRollouts(req)} rollouts` },
+    progress: {
+      done: 0,
+      total: req.evolution.directions.length * req.evolution.rounds,
+      label: `queued: at most ${plannedEvolutionRollouts(req)} rollouts`,
+    },
     usage: zeroEvolutionUsage,
     ...(priced ? { quote: priced.quote, tariff: priced.tariff } : {}),
   };
@@ -84,7 +111,14 @@ export async function startPoolEvolution(req: PoolEvolveRequest, keyId: string, 
     throw new ConcurrencyLimitError(POOL_EVOLUTION_LIMITS.activePerKey, "pool evolutions");
   try {
     await deps.evolutions.create(record);
-    await deps.coordinator.send([envelope("pool.evolve.requested", `pool-evolution:${record.id}`, { evolutionId: record.id }, { keyId, jobId: record.id })]);
+    await deps.coordinator.send([
+      envelope(
+        "pool.evolve.requested",
+        `pool-evolution:${record.id}`,
+        { evolutionId: record.id },
+        { keyId, jobId: record.id },
+      ),
+    ]);
   } catch (err) {
     await slots?.releaseSlot(evolutionSlotKey(keyId));
     throw err;
@@ -106,6 +140,7 @@ export async function cancelPoolEvolution(
   if (EVOLUTION_ENDS.includes(before.status)) return before;
   const after = await deps.evolutions.requestCancel(id, deps.clock.now());
   if (!after) throw new NotFoundError("pool evolution", id);
-  if (before.status === "queued" && after.status === "cancelled") await deps.slots?.releaseSlot(evolutionSlotKey(after.keyId));
+  if (before.status === "queued" && after.status === "cancelled")
+    await deps.slots?.releaseSlot(evolutionSlotKey(after.keyId));
   return after;
 }

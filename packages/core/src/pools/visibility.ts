@@ -1,8 +1,12 @@
 import { visibleTo } from "../access/keys.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
 
-/** Whether `key` may see (and route in) a pool: one with no owner is every key's; an owned one its owner's and admin keys'. */
-export const poolVisibleTo = (owner: string | undefined, key: { id: string; scopes: readonly string[] }): boolean => owner === undefined || visibleTo(owner, key);
+/**
+ * Whether `key` may see (and route in) a pool: one with no owner is every key's; an owned one its owner's and admin
+ * keys'.
+ */
+export const poolVisibleTo = (owner: string | undefined, key: { id: string; scopes: readonly string[] }): boolean =>
+  owner === undefined || visibleTo(owner, key);
 
 /**
  * The pools `key` may see, as a store: another key's pool is not there (`get` answers undefined,

@@ -38,5 +38,7 @@ export type EvidenceReport = z.infer<typeof EvidenceReport>;
 
 /** One envelope per outcome; the outcome's id makes redelivery and client retries idempotent. */
 export function evidenceEnvelopes(report: EvidenceReport, payer?: Payer): Envelope[] {
-  return report.outcomes.map(({ id, ...o }) => envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }, payer));
+  return report.outcomes.map(({ id, ...o }) =>
+    envelope("profile.evidence", `${report.poolId}:${id}`, { ...o, poolId: report.poolId }, payer),
+  );
 }

@@ -13,12 +13,23 @@ import type { PoolStore } from "../harness/pool-store.ts";
  */
 export interface ProfileLedger {
   /** `current` is the stored profile, or an empty one at policy version 0. */
-  applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate">;
+  applyOnce(
+    messageId: string,
+    poolId: string,
+    harnessId: string,
+    update: (current: Profile) => Profile,
+  ): Promise<"applied" | "duplicate">;
 }
 
 /** The profile use-case behind the `profile` worker: one reported outcome, applied once. */
-export function applyEvidence(messageId: string, body: ProfileEvidenceBody, ledger: ProfileLedger): Promise<"applied" | "duplicate"> {
-  return ledger.applyOnce(messageId, body.poolId, body.harnessId, (current) => addOutcome(current, body, { rescueOf: body.rescueOf, taskTags: body.taskTags }));
+export function applyEvidence(
+  messageId: string,
+  body: ProfileEvidenceBody,
+  ledger: ProfileLedger,
+): Promise<"applied" | "duplicate"> {
+  return ledger.applyOnce(messageId, body.poolId, body.harnessId, (current) =>
+    addOutcome(current, body, { rescueOf: body.rescueOf, taskTags: body.taskTags }),
+  );
 }
 
 /**
@@ -38,7 +49,11 @@ export async function reportEvidence(
   const pool = await deps.pools.get(report.poolId);
   if (!pool) throw new NotFoundError("pool", report.poolId);
   const known = new Set(harnessIds(pool));
-  const unknown = report.outcomes.flatMap((o, i) => (known.has(o.harnessId) ? [] : [`outcomes.${i}.harnessId: pool ${pool.id} has no harness ${JSON.stringify(o.harnessId)}`]));
+  const unknown = report.outcomes.flatMap((o, i) =>
+    known.has(o.harnessId)
+      ? []
+      : [`outcomes.${i}.harnessId: pool ${pool.id} has no harness ${JSON.stringify(o.harnessId)}`],
+  );
   if (unknown.length) throw new ValidationError("request body", unknown);
   await deps.evidence.send(evidenceEnvelopes(report, payer));
   // Each outcome reported is metered as one rollout the caller ran.

@@ -129,8 +129,14 @@ export function blendProfiles(old: Profile, fresh: Profile, keep: number): Profi
     return out;
   };
   const turns =
-    fresh.turns.attempts > 0 ? { attempts: old.turns.attempts * keep + fresh.turns.attempts, successes: old.turns.successes * keep + fresh.turns.successes } : old.turns;
-  const folded = old.folded !== undefined || fresh.folded !== undefined ? { folded: (old.folded ?? 0) + (fresh.folded ?? 0) } : {};
+    fresh.turns.attempts > 0
+      ? {
+          attempts: old.turns.attempts * keep + fresh.turns.attempts,
+          successes: old.turns.successes * keep + fresh.turns.successes,
+        }
+      : old.turns;
+  const folded =
+    old.folded !== undefined || fresh.folded !== undefined ? { folded: (old.folded ?? 0) + (fresh.folded ?? 0) } : {};
   return {
     harnessId: old.harnessId,
     policyVersion: fresh.policyVersion,

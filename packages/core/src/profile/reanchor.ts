@@ -45,7 +45,8 @@ export interface ReanchorResult {
  */
 export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
   const fresh: ProfileSet = {};
-  for (const h of [input.pool.base, ...input.pool.siblings]) fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
+  for (const h of [input.pool.base, ...input.pool.siblings])
+    fresh[h.id] = emptyProfile(h.id, input.policyVersion, input.step);
   let spent = 0;
   let probedTasks = 0;
   const failing: string[] = [];
@@ -76,7 +77,11 @@ export async function reanchor(input: ReanchorInput): Promise<ReanchorResult> {
         break;
       }
       spent += siblings.length;
-      rescued.push({ task, tags: base.failureTags, runs: Promise.all(siblings.map((s, i) => input.runRollout(task, s, seeds[j]! + i + 1))) });
+      rescued.push({
+        task,
+        tags: base.failureTags,
+        runs: Promise.all(siblings.map((s, i) => input.runRollout(task, s, seeds[j]! + i + 1))),
+      });
     }
     for (const { task, tags, runs } of rescued) {
       (await runs).forEach((r, i) => {

@@ -2,7 +2,8 @@ import { Counts, MAX_PROFILE_KEYS, OTHER_KEY, Profile, emptyProfile } from "./pr
 
 const MAPS = ["byFamily", "byTaskTag", "byFailureTag", "behaviours"] as const;
 
-const validCounts = (c: unknown): c is Counts => Counts.safeParse(c).success && (c as Counts).successes <= (c as Counts).attempts + 1e-9;
+const validCounts = (c: unknown): c is Counts =>
+  Counts.safeParse(c).success && (c as Counts).successes <= (c as Counts).attempts + 1e-9;
 
 /**
  * A stored profile made valid again: entries whose counts are not finite, negative or more
@@ -16,7 +17,8 @@ const validCounts = (c: unknown): c is Counts => Counts.safeParse(c).success && 
  */
 export function repairProfile(raw: unknown, harnessId: string): { profile: Profile; dropped: string[] } {
   const parsed = Profile.safeParse(raw);
-  if (parsed.success && MAPS.every((m) => Object.keys(parsed.data[m]).length <= MAX_PROFILE_KEYS + 1)) return { profile: parsed.data, dropped: [] };
+  if (parsed.success && MAPS.every((m) => Object.keys(parsed.data[m]).length <= MAX_PROFILE_KEYS + 1))
+    return { profile: parsed.data, dropped: [] };
   const input = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
   const int = (v: unknown) => (Number.isInteger(v) ? (v as number) : 0);
   const profile = emptyProfile(harnessId, Math.max(0, int(input.policyVersion)), Math.max(0, int(input.updatedAtStep)));
@@ -31,7 +33,8 @@ export function repairProfile(raw: unknown, harnessId: string): { profile: Profi
         dropped.push(`${m}.${key}`);
         continue;
       }
-      const at = !Object.hasOwn(out, key) && key !== OTHER_KEY && Object.keys(out).length >= MAX_PROFILE_KEYS ? OTHER_KEY : key;
+      const at =
+        !Object.hasOwn(out, key) && key !== OTHER_KEY && Object.keys(out).length >= MAX_PROFILE_KEYS ? OTHER_KEY : key;
       if (at !== key) folded++;
       const prev = Object.hasOwn(out, at) ? out[at]! : { attempts: 0, successes: 0 };
       Object.defineProperty(out, at, {

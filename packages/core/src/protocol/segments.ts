@@ -10,7 +10,8 @@ export interface WholePromptTurn {
 }
 
 /** Whether `ids` begins with every id of `prefix`, in order. */
-export const extendsIds = (ids: readonly number[], prefix: readonly number[]): boolean => prefix.length <= ids.length && prefix.every((id, i) => ids[i] === id);
+export const extendsIds = (ids: readonly number[], prefix: readonly number[]): boolean =>
+  prefix.length <= ids.length && prefix.every((id, i) => ids[i] === id);
 
 /**
  * The token rows of an episode whose turns each name their whole prompt: one row while every
@@ -24,7 +25,12 @@ export const extendsIds = (ids: readonly number[], prefix: readonly number[]): b
  * @example
  * const { datums, segmented } = segmentedDatums("r1#0", "task-1", turns, 0.5);
  */
-export function segmentedDatums(sampleId: string, groupId: string, turns: readonly WholePromptTurn[], advantage: number): { datums: Datum[]; segmented: boolean } {
+export function segmentedDatums(
+  sampleId: string,
+  groupId: string,
+  turns: readonly WholePromptTurn[],
+  advantage: number,
+): { datums: Datum[]; segmented: boolean } {
   const segments: { ids: number[]; turns: WholePromptTurn[] }[] = [];
   for (const turn of turns) {
     const current = segments.at(-1);
@@ -36,6 +42,8 @@ export function segmentedDatums(sampleId: string, groupId: string, turns: readon
   const datums = segments
     .map((s, k) => ({ s, k }))
     .filter(({ s }) => s.turns.some((t) => t.trained && t.completionIds.length > 0))
-    .map(({ s, k }) => datumFromTurns(segments.length > 1 ? `${sampleId}/${k}` : sampleId, groupId, s.turns, advantage));
+    .map(({ s, k }) =>
+      datumFromTurns(segments.length > 1 ? `${sampleId}/${k}` : sampleId, groupId, s.turns, advantage),
+    );
   return { datums, segmented: segments.length > 1 };
 }

@@ -31,7 +31,13 @@ export const DetokenizeReply = z.looseObject({ prompt: z.string() });
 const ChatMessageRead = z.looseObject({
   content: z.string().nullable().optional(),
   tool_calls: z
-    .array(z.looseObject({ id: z.string().optional(), type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string() }) }))
+    .array(
+      z.looseObject({
+        id: z.string().optional(),
+        type: z.string().optional(),
+        function: z.object({ name: z.string(), arguments: z.string() }),
+      }),
+    )
     .nullable()
     .optional(),
 });

@@ -15,10 +15,19 @@ import { PolicyObservation, Rollout } from "../rollout/types.ts";
 export const PolicyState = z.object({ policyId: z.string().min(1), version: z.number().int().min(0) });
 export type PolicyState = z.infer<typeof PolicyState>;
 
-export const ActRequest = z.object({ observation: PolicyObservation, seed: z.number().int(), version: z.number().int().min(0).optional() });
+export const ActRequest = z.object({
+  observation: PolicyObservation,
+  seed: z.number().int(),
+  version: z.number().int().min(0).optional(),
+});
 export type ActRequest = z.infer<typeof ActRequest>;
 
-export const ActResponse = z.object({ action: z.string().min(1), logProb: z.number(), args: z.record(z.string(), z.unknown()).optional(), version: z.number().int() });
+export const ActResponse = z.object({
+  action: z.string().min(1),
+  logProb: z.number(),
+  args: z.record(z.string(), z.unknown()).optional(),
+  version: z.number().int(),
+});
 export type ActResponse = z.infer<typeof ActResponse>;
 
 export const UpdateRequest = z.object({

@@ -21,7 +21,9 @@ import { appendAll } from "../util/append.ts";
  * - `POST   /v2/policies/{id}/checkpoints` → `{version, path}`
  * - `POST   /v1/chat/completions`       OpenAI-compatible, `model: "{id}@v{n}"`, with token ids
  */
-export const PolicyIdV2 = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$/, "letters, digits and _ . : @ + = - (no '/')");
+export const PolicyIdV2 = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}$/, "letters, digits and _ . : @ + = - (no '/')");
 
 export const CreatePolicyV2 = z
   .object({
@@ -31,7 +33,11 @@ export const CreatePolicyV2 = z
         rank: z.number().int().min(1).max(256).default(8),
         alpha: z.number().positive().default(16),
         targets: z
-          .array(z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.]{0,199}$/, "a module name (q_proj, model.layers.0.mlp.up_proj)"))
+          .array(
+            z
+              .string()
+              .regex(/^[A-Za-z0-9_][A-Za-z0-9_.]{0,199}$/, "a module name (q_proj, model.layers.0.mlp.up_proj)"),
+          )
           .min(1)
           .max(64)
           .default(["q_proj", "v_proj"]),
@@ -42,7 +48,10 @@ export const CreatePolicyV2 = z
     /** A checkpoint as `POST …/checkpoints` names it: `<policy id>/v<version>`. */
     init_from: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}\/v[0-9]{1,9}$/, "<policy id>/v<version>, as POST …/checkpoints names it")
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,199}\/v[0-9]{1,9}$/,
+        "<policy id>/v<version>, as POST …/checkpoints names it",
+      )
       .optional(),
   })
   .strict();
@@ -52,9 +61,16 @@ export const PolicyStateV2 = z.object({
   policy_id: z.string(),
   version: z.number().int().min(0),
   /** `vocab_size`, when the worker states it: every id it answers is below it. */
-  tokenizer: z.object({ name: z.string(), eos_ids: z.array(z.number().int()), vocab_size: z.number().int().min(1).optional() }),
+  tokenizer: z.object({
+    name: z.string(),
+    eos_ids: z.array(z.number().int()),
+    vocab_size: z.number().int().min(1).optional(),
+  }),
   /** How the worker renders turns with the model's chat template (see the worker's chat.py). */
-  template: z.object({ prefix_stable: z.boolean(), note: z.string(), tool_parser: z.string() }).passthrough().optional(),
+  template: z
+    .object({ prefix_stable: z.boolean(), note: z.string(), tool_parser: z.string() })
+    .passthrough()
+    .optional(),
   /** Episodes the worker holds for this policy (closed when they end, or at the next update). */
   open_episodes: z.number().int().min(0).optional(),
   capabilities: z.record(z.string(), z.boolean()),
@@ -62,13 +78,21 @@ export const PolicyStateV2 = z.object({
 export type PolicyStateV2 = z.infer<typeof PolicyStateV2>;
 
 export const ChatMessage = z
-  .object({ role: z.enum(["system", "user", "assistant", "tool"]), content: z.string().nullable().optional(), tool_call_id: z.string().optional() })
+  .object({
+    role: z.enum(["system", "user", "assistant", "tool"]),
+    content: z.string().nullable().optional(),
+    tool_call_id: z.string().optional(),
+  })
   .passthrough();
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
 export const ToolSchema = z.object({
   type: z.literal("function"),
-  function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()) }),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()),
+  }),
 });
 export type ToolSchema = z.infer<typeof ToolSchema>;
 
@@ -76,7 +100,10 @@ export type ToolSchema = z.infer<typeof ToolSchema>;
 export const TokenId = z.number().int().min(0);
 const MaskBit = z.union([z.literal(0), z.literal(1)]);
 
-/** How far above 0 a log-probability may read (float error in a worker's log-softmax); anything higher is not a log-probability. */
+/**
+ * How far above 0 a log-probability may read (float error in a worker's log-softmax); anything higher is not a
+ * log-probability.
+ */
 export const LOGPROB_SLACK = 1e-3;
 export const LogProb = z.number().max(LOGPROB_SLACK, "a log-probability is at most 0");
 
@@ -87,7 +114,10 @@ export const LogProb = z.number().max(LOGPROB_SLACK, "a log-probability is at mo
 export const MAX_TURN_IDS = 1 << 18;
 export const TurnIds = z.array(TokenId).max(MAX_TURN_IDS, `at most ${MAX_TURN_IDS} ids in one turn`);
 
-export const VersionWanted = z.union([z.object({ exact: z.number().int().min(0) }).strict(), z.object({ min: z.number().int().min(0) }).strict()]);
+export const VersionWanted = z.union([
+  z.object({ exact: z.number().int().min(0) }).strict(),
+  z.object({ min: z.number().int().min(0) }).strict(),
+]);
 
 /** How training rollouts sample: temperature 1, top_p 1 (the behaviour log-probabilities are then exact). */
 export const TRAINING_SAMPLING = { temperature: 1, top_p: 1 } as const;
@@ -112,14 +142,24 @@ export const SampleRequestV2 = z
     append: z.array(ChatMessage).optional(),
     tools: z.array(ToolSchema).optional(),
     sampling: Sampling.prefault({}),
-    /** On the first turn (with `tools`): every turn of the episode is one call of one of them, its arguments fitting the tool's schema. */
+    /**
+     * On the first turn (with `tools`): every turn of the episode is one call of one of them, its arguments fitting the
+     * tool's schema.
+     */
     constrain_tool_calls: z.boolean().default(false),
   })
   .strict()
-  .refine((r) => (r.messages === undefined) !== (r.append === undefined), "exactly one of messages (first turn) or append (later turns)");
+  .refine(
+    (r) => (r.messages === undefined) !== (r.append === undefined),
+    "exactly one of messages (first turn) or append (later turns)",
+  );
 export type SampleRequestV2 = z.input<typeof SampleRequestV2>;
 
-export const ToolCall = z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) });
+export const ToolCall = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
 export type ToolCall = z.infer<typeof ToolCall>;
 
 /** The most device time one sample or update may report: an hour (more is a worker's error, refused). */
@@ -146,7 +186,13 @@ export const SampleResponseV2 = z.object({
 });
 export type SampleResponseV2 = z.infer<typeof SampleResponseV2>;
 
-export const RenderRequestV2 = z.object({ messages: z.array(ChatMessage), tools: z.array(ToolSchema).optional(), add_generation_prompt: z.boolean().default(false) }).strict();
+export const RenderRequestV2 = z
+  .object({
+    messages: z.array(ChatMessage),
+    tools: z.array(ToolSchema).optional(),
+    add_generation_prompt: z.boolean().default(false),
+  })
+  .strict();
 export const RenderResponseV2 = z.object({ ids: z.array(TokenId) });
 export const ScoreRequestV2 = z
   .object({
@@ -168,7 +214,11 @@ export const ReplayRequestV2 = z
     messages: z.array(ChatMessage).min(1),
     tools: z.array(ToolSchema).optional(),
     turns: z
-      .array(z.object({ append: z.array(ChatMessage).optional(), completion_ids: z.array(z.number().int().min(0)).min(1) }).strict())
+      .array(
+        z
+          .object({ append: z.array(ChatMessage).optional(), completion_ids: z.array(z.number().int().min(0)).min(1) })
+          .strict(),
+      )
       .min(1)
       .max(512),
     /** The turns were sampled with `constrain_tool_calls`: scored under the same constraint. */
@@ -176,7 +226,9 @@ export const ReplayRequestV2 = z
   })
   .strict();
 export type ReplayRequestV2 = z.infer<typeof ReplayRequestV2>;
-export const ReplayResponseV2 = z.object({ turns: z.array(z.object({ prompt_ids: TurnIds, logprobs: z.array(LogProb).max(MAX_TURN_IDS) })) });
+export const ReplayResponseV2 = z.object({
+  turns: z.array(z.object({ prompt_ids: TurnIds, logprobs: z.array(LogProb).max(MAX_TURN_IDS) })),
+});
 export type ReplayResponseV2 = z.infer<typeof ReplayResponseV2>;
 
 /** One trained sequence: exactly the ids the sampler produced, mask 1 only on sampled tokens. */
@@ -200,9 +252,15 @@ export const Datum = z
       .strict()
       .optional(),
   })
-  .refine((d) => d.ids.length === d.loss_mask.length && d.ids.length === d.behaviour_logprobs.length, "ids, loss_mask and behaviour_logprobs have one entry per token")
+  .refine(
+    (d) => d.ids.length === d.loss_mask.length && d.ids.length === d.behaviour_logprobs.length,
+    "ids, loss_mask and behaviour_logprobs have one entry per token",
+  )
   .refine((d) => d.loss_mask[0] === 0, "the first token is never trained on")
-  .refine((d) => d.token_weights === undefined || d.token_weights.length === d.ids.length, "token_weights has one entry per token");
+  .refine(
+    (d) => d.token_weights === undefined || d.token_weights.length === d.ids.length,
+    "token_weights has one entry per token",
+  );
 export type Datum = z.infer<typeof Datum>;
 
 export const UpdateRequestV2 = z
@@ -214,7 +272,9 @@ export const UpdateRequestV2 = z
         kind: z.literal("ppo").default("ppo"),
         clip_low: z.number().min(0).max(1).default(0.2),
         clip_high: z.number().min(0).max(10).default(0.2),
-        /** token-mean, sequence-mean, or constant (Dr. GRPO: a fixed divisor, `normaliser`, default the longest datum). */
+        /**
+         * token-mean, sequence-mean, or constant (Dr. GRPO: a fixed divisor, `normaliser`, default the longest datum).
+         */
         agg: z.enum(["token-mean", "sequence-mean", "constant"]).default("token-mean"),
         kl_coef: z.number().min(0).default(0),
         normaliser: z.number().positive().optional(),
@@ -228,7 +288,9 @@ export const UpdateRequestV2 = z
         weight_decay: z.number().min(0).default(0),
         max_grad_norm: z.number().positive().default(1),
         epochs: z.number().int().min(1).max(16).default(1),
-        /** Padded tokens per micro-batch; gradients accumulate over them before the step (memory is one micro-batch's). */
+        /**
+         * Padded tokens per micro-batch; gradients accumulate over them before the step (memory is one micro-batch's).
+         */
         micro_batch_tokens: z
           .number()
           .int()
@@ -277,7 +339,13 @@ export type UpdateJobV2 = z.infer<typeof UpdateJobV2>;
 export function datumFromTurns(
   sampleId: string,
   groupId: string,
-  turns: readonly { promptIds: readonly number[]; completionIds: readonly number[]; logprobs: readonly number[]; trained: boolean; weights?: readonly number[] }[],
+  turns: readonly {
+    promptIds: readonly number[];
+    completionIds: readonly number[];
+    logprobs: readonly number[];
+    trained: boolean;
+    weights?: readonly number[];
+  }[],
   advantage: number,
 ): Datum {
   const ids: number[] = [];
@@ -286,7 +354,8 @@ export function datumFromTurns(
   const weighted = turns.some((t) => t.weights?.some((w) => w !== 1));
   const weights: number[] = [];
   for (const t of turns) {
-    if (weighted) appendAll(weights, [...t.promptIds.map(() => 1), ...t.completionIds.map((_, i) => t.weights?.[i] ?? 1)]);
+    if (weighted)
+      appendAll(weights, [...t.promptIds.map(() => 1), ...t.completionIds.map((_, i) => t.weights?.[i] ?? 1)]);
     appendAll(ids, t.promptIds);
     appendAll(
       mask,
@@ -305,7 +374,15 @@ export function datumFromTurns(
   }
   return parseOrThrow(
     Datum,
-    { sample_id: sampleId, group_id: groupId, ids, loss_mask: mask, behaviour_logprobs: behaviour, advantage, ...(weighted ? { token_weights: weights } : {}) },
+    {
+      sample_id: sampleId,
+      group_id: groupId,
+      ids,
+      loss_mask: mask,
+      behaviour_logprobs: behaviour,
+      advantage,
+      ...(weighted ? { token_weights: weights } : {}),
+    },
     `the token row of ${sampleId}`,
   );
 }

@@ -10,11 +10,18 @@ import type { Quote } from "../billing/quote-schema.ts";
 import type { QuoteRequest } from "./quotes.ts";
 
 /** What a quote's admission reads: the deployment's offers, callers' policies, pools and tasks. */
-export type QuoteAdmissionDeps = AdmitExperimentDeps & { pools: PoolStore; tasks: TaskSource; callers?: CallerPolicies; newId: () => string };
+export type QuoteAdmissionDeps = AdmitExperimentDeps & {
+  pools: PoolStore;
+  tasks: TaskSource;
+  callers?: CallerPolicies;
+  newId: () => string;
+};
 type Key = { id: string; scopes: readonly string[] };
 
 /** Each kind of request a quote prices, admitted by the checks its own start applies (one rule for both). */
-const ADMISSIONS: { [K in keyof UnionKeys]: (req: UnionKeys[K], key: Key, deps: QuoteAdmissionDeps) => Promise<unknown> } = {
+const ADMISSIONS: {
+  [K in keyof UnionKeys]: (req: UnionKeys[K], key: Key, deps: QuoteAdmissionDeps) => Promise<unknown>;
+} = {
   experiment: (req, key, deps) => admitExperiment(req, key.id, deps),
   rescue: (req, key, deps) => admitRescue(req, key.id, { ...deps, pools: poolsVisibleTo(deps.pools, key) }),
   pool: (req, key, deps) => admitEvolution(req, key.id, deps),
@@ -30,7 +37,11 @@ type UnionKeys = {
  * model not offered, a refused URL, another key's pool: the same 400 or 404, nothing priced), then
  * quoted. A quote is never a price for what the service would refuse to run.
  */
-export async function quoteAdmitted(req: QuoteRequest, key: Key, deps: QuoteAdmissionDeps & QuotingDeps): Promise<Quote> {
+export async function quoteAdmitted(
+  req: QuoteRequest,
+  key: Key,
+  deps: QuoteAdmissionDeps & QuotingDeps,
+): Promise<Quote> {
   const [kind, body] = Object.entries(req)[0] as [keyof UnionKeys, never];
   await ADMISSIONS[kind](body, key, deps);
   return quoteRequest(req, deps);

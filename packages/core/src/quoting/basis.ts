@@ -15,12 +15,21 @@ export async function addToQuoteBasis(record: ExperimentRecord, meter: UsageMete
   await meter.add(QUOTE_BASIS_KEY, { ...used, requests: 1 });
   const rescue = rescueRolloutsOf(record.results);
   await addJobToFit(meter, used, rescue.extra);
-  await addJobToConfiguration(meter, record.request, used, { training: trainingRolloutsOf(record.results), rescueTraining: rescue.training, rescueExtra: rescue.extra });
+  await addJobToConfiguration(meter, record.request, used, {
+    training: trainingRolloutsOf(record.results),
+    rescueTraining: rescue.training,
+    rescueExtra: rescue.extra,
+  });
   if (rescue.training > 0)
-    await Promise.all([meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }), meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra })]);
+    await Promise.all([
+      meter.add(QUOTE_RESCUE_KEYS.training, { rollouts: rescue.training }),
+      meter.add(QUOTE_RESCUE_KEYS.extra, { rollouts: rescue.extra }),
+    ]);
 }
 
-/** The coordinator's hook for a run that ended done: it joins `meter`'s measured basis (see {@link addToQuoteBasis}). */
+/**
+ * The coordinator's hook for a run that ended done: it joins `meter`'s measured basis (see {@link addToQuoteBasis}).
+ */
 export const quoteBasisOn =
   (meter: UsageMeter) =>
   (record: ExperimentRecord, unbilled: CostUsage): Promise<void> =>

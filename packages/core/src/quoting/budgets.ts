@@ -5,7 +5,10 @@ import type { Quote } from "../billing/quote-schema.ts";
 import { measuredBasis, quote, type Quotable } from "./quotes.ts";
 import { configurationBasis } from "./quote-config.ts";
 
-/** What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price list. */
+/**
+ * What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price
+ * list.
+ */
 export interface QuotingDeps {
   meter: Pick<UsageMeter, "get">;
   tariff: Prices;
@@ -21,7 +24,10 @@ export interface QuotingDeps {
  * const q = await quoteRequest({ rescue: RescueRequest.parse({ poolId: "p", taskId: "t", failureTags: ["x"] }) }, deps);
  */
 export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Quote> {
-  const config = "experiment" in req ? await configurationBasis(deps.meter, { env: req.experiment.env ?? "embedded", model: req.experiment.model }) : undefined;
+  const config =
+    "experiment" in req
+      ? await configurationBasis(deps.meter, { env: req.experiment.env ?? "embedded", model: req.experiment.model })
+      : undefined;
   return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList }, config);
 }
 
@@ -29,9 +35,16 @@ export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Qu
  * Refuses (402, before any work) a request whose quoted charge is above the job's own USD budget
  * or above what is left of its key's (the key's budget less its charge so far at the tariff).
  */
-export async function ensureWithinBudget(q: Quote, key: { id: string; budgetUsd?: number }, jobBudgetUsd: number | undefined, deps: QuotingDeps): Promise<void> {
+export async function ensureWithinBudget(
+  q: Quote,
+  key: { id: string; budgetUsd?: number },
+  jobBudgetUsd: number | undefined,
+  deps: QuotingDeps,
+): Promise<void> {
   if (jobBudgetUsd !== undefined && q.chargeUsd > jobBudgetUsd)
-    throw new BudgetExceededError(`quoted ${q.chargeUsd.toFixed(4)} USD (${q.rollouts} rollouts), above this request's budget of ${jobBudgetUsd} USD`);
+    throw new BudgetExceededError(
+      `quoted ${q.chargeUsd.toFixed(4)} USD (${q.rollouts} rollouts), above this request's budget of ${jobBudgetUsd} USD`,
+    );
   if (key.budgetUsd === undefined) return;
   const left = key.budgetUsd - chargeUsd(await deps.meter.get(key.id), deps.tariff);
   if (q.chargeUsd > left)
@@ -40,8 +53,15 @@ export async function ensureWithinBudget(q: Quote, key: { id: string; budgetUsd?
     );
 }
 
-/** Quotes `req` and refuses it (402) above a budget ({@link ensureWithinBudget}); a key without a budget is not quoted (no reads). */
-export async function ensureAffordable(req: Quotable, key: { id: string; budgetUsd?: number }, deps: QuotingDeps): Promise<void> {
+/**
+ * Quotes `req` and refuses it (402) above a budget ({@link ensureWithinBudget}); a key without a budget is not quoted
+ * (no reads).
+ */
+export async function ensureAffordable(
+  req: Quotable,
+  key: { id: string; budgetUsd?: number },
+  deps: QuotingDeps,
+): Promise<void> {
   if (key.budgetUsd === undefined) return;
   await ensureWithinBudget(await quoteRequest(req, deps), key, undefined, deps);
 }

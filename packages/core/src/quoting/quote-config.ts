@@ -3,10 +3,16 @@ import { envName, type ExperimentEnv } from "../experiment/environment.ts";
 import { QUOTED_FIELDS } from "./quote-fit.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 
-/** An environment's figures before any run of it finished here: tasks per evaluation split, and its episodes' tokens at a language model. */
+/**
+ * An environment's figures before any run of it finished here: tasks per evaluation split, and its episodes' tokens at
+ * a language model.
+ */
 interface EnvDefaults {
   evalTasks: { train: number; heldout: number };
-  /** A run naming no model runs the environment's own in-process policy (the embedded suite's): no tokens at the endpoint. */
+  /**
+   * A run naming no model runs the environment's own in-process policy (the embedded suite's): no tokens at the
+   * endpoint.
+   */
   ownPolicyByDefault?: boolean;
   sampledTokensPerRollout: number;
   trainedTokensPerTrainingRollout: number;
@@ -22,11 +28,32 @@ interface EnvDefaults {
  * episodes differ).
  */
 export const ENV_QUOTE_DEFAULTS: Readonly<Record<string, EnvDefaults>> = {
-  embedded: { evalTasks: { train: 93, heldout: 81 }, ownPolicyByDefault: true, sampledTokensPerRollout: 450, trainedTokensPerTrainingRollout: 450 },
-  dbbench: { evalTasks: { train: 200, heldout: 100 }, sampledTokensPerRollout: 1_400, trainedTokensPerTrainingRollout: 1_400 },
-  appworld: { evalTasks: { train: 20, heldout: 10 }, sampledTokensPerRollout: 2_500, trainedTokensPerTrainingRollout: 2_500 },
-  "swe-gym": { evalTasks: { train: 10, heldout: 5 }, sampledTokensPerRollout: 3_000, trainedTokensPerTrainingRollout: 3_000 },
-  openenv: { evalTasks: { train: 50, heldout: 50 }, sampledTokensPerRollout: 1_000, trainedTokensPerTrainingRollout: 1_000 },
+  embedded: {
+    evalTasks: { train: 93, heldout: 81 },
+    ownPolicyByDefault: true,
+    sampledTokensPerRollout: 450,
+    trainedTokensPerTrainingRollout: 450,
+  },
+  dbbench: {
+    evalTasks: { train: 200, heldout: 100 },
+    sampledTokensPerRollout: 1_400,
+    trainedTokensPerTrainingRollout: 1_400,
+  },
+  appworld: {
+    evalTasks: { train: 20, heldout: 10 },
+    sampledTokensPerRollout: 2_500,
+    trainedTokensPerTrainingRollout: 2_500,
+  },
+  "swe-gym": {
+    evalTasks: { train: 10, heldout: 5 },
+    sampledTokensPerRollout: 3_000,
+    trainedTokensPerTrainingRollout: 3_000,
+  },
+  openenv: {
+    evalTasks: { train: 50, heldout: 50 },
+    sampledTokensPerRollout: 1_000,
+    trainedTokensPerTrainingRollout: 1_000,
+  },
 };
 /** GPU seconds per token sampled or trained before a model's first finished run (one A10G-class device, batched). */
 export const DEFAULT_GPU_SECONDS_PER_TOKEN = 5e-5;
@@ -63,11 +90,18 @@ export async function addJobToConfiguration(
     meter.add(keys.training, { rollouts: rollouts.training }),
     meter.add(keys.rescueTraining, { rollouts: rollouts.rescueTraining }),
     meter.add(keys.rescueExtra, { rollouts: rollouts.rescueExtra }),
-    meter.add(keys.model, { gpuSeconds: used.gpuSeconds, sampledTokens: used.sampledTokens, trainedTokens: used.trainedTokens, requests: 1 }),
+    meter.add(keys.model, {
+      gpuSeconds: used.gpuSeconds,
+      sampledTokens: used.sampledTokens,
+      trainedTokens: used.trainedTokens,
+      requests: 1,
+    }),
   ]);
 }
 
-/** A configuration's basis as its rows give it: `perRollout` (and the rescue share) only once one of its runs finished. */
+/**
+ * A configuration's basis as its rows give it: `perRollout` (and the rescue share) only once one of its runs finished.
+ */
 export interface ConfigurationBasis {
   configuration: QuoteConfiguration;
   evalTasks: { train: number; heldout: number };
@@ -78,11 +112,17 @@ export interface ConfigurationBasis {
 /** Tasks per evaluation split: a caller's, counted from its posted tasks; a family's, as declared. */
 function evalTasksOf(env: ExperimentEnv, defaults: EnvDefaults): { train: number; heldout: number } {
   if (typeof env === "string") return defaults.evalTasks;
-  return { train: env.tasks.filter((t) => t.split === "train").length, heldout: env.tasks.filter((t) => t.split === "held-out").length };
+  return {
+    train: env.tasks.filter((t) => t.split === "train").length,
+    heldout: env.tasks.filter((t) => t.split === "held-out").length,
+  };
 }
 
 /** This deployment's basis for quoting `plan`'s configuration ({@link ConfigurationBasis}). */
-export async function configurationBasis(meter: Pick<UsageMeter, "get">, plan: { env: ExperimentEnv; model?: string | undefined }): Promise<ConfigurationBasis> {
+export async function configurationBasis(
+  meter: Pick<UsageMeter, "get">,
+  plan: { env: ExperimentEnv; model?: string | undefined },
+): Promise<ConfigurationBasis> {
   const env = envName(plan.env);
   const model = quotedModel(plan.model);
   const keys = quoteConfigKeys(env, model);
@@ -92,14 +132,20 @@ export async function configurationBasis(meter: Pick<UsageMeter, "get">, plan: {
   const defaults = ENV_QUOTE_DEFAULTS[env] ?? ENV_QUOTE_DEFAULTS.openenv!;
   const modelTokens = byModel!.sampledTokens + byModel!.trainedTokens;
   const gpuMeasured = byModel!.requests > 0 && modelTokens > 0;
-  const gpu = { gpuSecondsPerToken: gpuMeasured ? byModel!.gpuSeconds / modelTokens : DEFAULT_GPU_SECONDS_PER_TOKEN, gpuSource: gpuMeasured ? "measured" : "defaults" } as const;
+  const gpu = {
+    gpuSecondsPerToken: gpuMeasured ? byModel!.gpuSeconds / modelTokens : DEFAULT_GPU_SECONDS_PER_TOKEN,
+    gpuSource: gpuMeasured ? "measured" : "defaults",
+  } as const;
   const evalTasks = evalTasksOf(plan.env, defaults);
   if (!used || used.requests === 0 || used.rollouts === 0) {
     const configuration = { env, model, source: "defaults" as const, jobs: 0, ...gpu };
     const own = defaults.ownPolicyByDefault === true && plan.model === undefined;
     const tokens = own
       ? { sampledTokensPerRollout: 0, trainedTokensPerTrainingRollout: 0 }
-      : { sampledTokensPerRollout: defaults.sampledTokensPerRollout, trainedTokensPerTrainingRollout: defaults.trainedTokensPerTrainingRollout };
+      : {
+          sampledTokensPerRollout: defaults.sampledTokensPerRollout,
+          trainedTokensPerTrainingRollout: defaults.trainedTokensPerTrainingRollout,
+        };
     return { evalTasks, configuration: { ...configuration, ...tokens } };
   }
   const perRollout = Object.fromEntries(QUOTED_FIELDS.map((f) => [f, used[f] / used.rollouts]));
@@ -112,5 +158,10 @@ export async function configurationBasis(meter: Pick<UsageMeter, "get">, plan: {
     trainedTokensPerTrainingRollout: training!.rollouts > 0 ? used.trainedTokens / training!.rollouts : 0,
     ...gpu,
   };
-  return { evalTasks, configuration, perRollout, ...(rescueTraining!.rollouts > 0 ? { rescueShare: rescueExtra!.rollouts / rescueTraining!.rollouts } : {}) };
+  return {
+    evalTasks,
+    configuration,
+    perRollout,
+    ...(rescueTraining!.rollouts > 0 ? { rescueShare: rescueExtra!.rollouts / rescueTraining!.rollouts } : {}),
+  };
 }

@@ -12,7 +12,11 @@ type Rates = Record<string, number>;
  * row is additive over jobs: `base` holds Σ x1·usage per field with Σ x1² as `rollouts` and the
  * jobs as `requests`, `extra` Σ x2·usage with Σ x2², `cross` Σ x1·x2 as `rollouts`.
  */
-export const QUOTE_FIT_KEYS = { base: "#quote-fit-base", extra: "#quote-fit-extra", cross: "#quote-fit-cross" } as const;
+export const QUOTE_FIT_KEYS = {
+  base: "#quote-fit-base",
+  extra: "#quote-fit-extra",
+  cross: "#quote-fit-cross",
+} as const;
 export interface QuoteFit {
   base: Usage;
   extra: Usage;
@@ -35,7 +39,11 @@ export async function addJobToFit(meter: Pick<UsageMeter, "add">, used: Usage, e
 }
 
 export async function readFit(meter: Pick<UsageMeter, "get">): Promise<QuoteFit> {
-  const [base, extra, cross] = await Promise.all([meter.get(QUOTE_FIT_KEYS.base), meter.get(QUOTE_FIT_KEYS.extra), meter.get(QUOTE_FIT_KEYS.cross)]);
+  const [base, extra, cross] = await Promise.all([
+    meter.get(QUOTE_FIT_KEYS.base),
+    meter.get(QUOTE_FIT_KEYS.extra),
+    meter.get(QUOTE_FIT_KEYS.cross),
+  ]);
   return { base, extra, cross: cross.rollouts };
 }
 
@@ -44,7 +52,10 @@ export async function readFit(meter: Pick<UsageMeter, "get">): Promise<QuoteFit>
  * would not both be ≥ 0 keeps the average `fallback` for both. Undefined when fewer than two jobs
  * were fitted or their mixes of the two kinds are too alike.
  */
-export function solveFit(fit: QuoteFit | undefined, fallback: Rates): { perRollout: Rates; perExtraRollout: Rates } | undefined {
+export function solveFit(
+  fit: QuoteFit | undefined,
+  fallback: Rates,
+): { perRollout: Rates; perExtraRollout: Rates } | undefined {
   if (!fit || fit.base.requests < 2) return undefined;
   const [s11, s22, s12] = [fit.base.rollouts, fit.extra.rollouts, fit.cross];
   const det = s11 * s22 - s12 * s12;

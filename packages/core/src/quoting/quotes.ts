@@ -14,20 +14,32 @@ import type { ConfigurationBasis } from "./quote-config.ts";
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
  * 1,024 MB per function, 2026-12-03): rescue share and evaluation sets from in-process runs of
  * seed 5; usage per rollout from one queued run (2 arms, 2,187 rollouts: tests/integration/cost-of-goods.test.ts
- * printed it while it evaluated every task; read units again on 2026-12-04, once an experiment's rollouts stopped reading the rescue-job
+ * printed it while it evaluated every task; read units again on 2026-12-04, once an experiment's rollouts stopped
+ * reading the rescue-job
  * table: 5,710 → 3,553 units; write units again on 2026-12-05, once a rollout of one chunk is one
  * conditional put instead of a transaction: 1,686 → 934 units for a run of 738 rollouts, 1.3 per
- * rollout). A deployment's own finished runs replace `perRollout`, `perExtraRollout` and the rescue share ({@link basisFrom}).
+ * rollout). A deployment's own finished runs replace `perRollout`, `perExtraRollout` and the rescue share ({@link
+ * basisFrom}).
  */
 export const DEFAULT_QUOTE_BASIS: QuoteBasis = {
   source: "defaults",
   jobs: 0,
   rescueShare: 0.45,
   evalTasks: { train: 93, heldout: 81 },
-  perRollout: { computeMs: 12.7, lambdaGbSeconds: 0.031, dynamoReadUnits: 1.6, dynamoWriteUnits: 1.3, sqsRequests: 0.33, gpuSeconds: 0 },
+  perRollout: {
+    computeMs: 12.7,
+    lambdaGbSeconds: 0.031,
+    dynamoReadUnits: 1.6,
+    dynamoWriteUnits: 1.3,
+    sqsRequests: 0.33,
+    gpuSeconds: 0,
+  },
 };
 
-/** Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a key's id). */
+/**
+ * Where finished experiments' usage is summed for the measured basis (`requests` counts the jobs; `#` is never in a
+ * key's id).
+ */
 export const QUOTE_BASIS_KEY = "#quote-basis";
 /**
  * Where finished jobs' arms that rescue (or resample) count, as `rollouts`, their training
@@ -36,7 +48,12 @@ export const QUOTE_BASIS_KEY = "#quote-basis";
 export const QUOTE_RESCUE_KEYS = { training: "#quote-rescue-training", extra: "#quote-rescue-extra" } as const;
 
 /** Training rollouts of a job's arms that rescue or resample, and what they ran beyond them. */
-export function rescueRolloutsOf(results: readonly { arm: string; result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } } }[]) {
+export function rescueRolloutsOf(
+  results: readonly {
+    arm: string;
+    result: { rolloutBreakdown: { train: number; rescue: number; resample: number; reanchor: number } };
+  }[],
+) {
   const rescuing = results.filter((r) => armDefinition(r.arm).rescue !== "none").map((r) => r.result.rolloutBreakdown);
   return {
     training: rescuing.reduce((n, b) => n + b.train, 0),
@@ -54,7 +71,11 @@ export const trainingRolloutsOf = (results: readonly { result: { rolloutBreakdow
  * extra rollouts of such arms get their own usage per rollout once two jobs with different mixes
  * of the two kinds finished ({@link solveFit}; until then both rates are the average).
  */
-export function basisFrom(summed: Usage | undefined, rescue?: { training: number; extra: number }, fit?: QuoteFit): QuoteBasis {
+export function basisFrom(
+  summed: Usage | undefined,
+  rescue?: { training: number; extra: number },
+  fit?: QuoteFit,
+): QuoteBasis {
   if (!summed || summed.requests === 0 || summed.rollouts === 0) return DEFAULT_QUOTE_BASIS;
   const average = Object.fromEntries(QUOTED_FIELDS.map((f) => [f, summed[f] / summed.rollouts]));
   const rescueShare = rescue && rescue.training > 0 ? rescue.extra / rescue.training : DEFAULT_QUOTE_BASIS.rescueShare;
@@ -64,18 +85,27 @@ export function basisFrom(summed: Usage | undefined, rescue?: { training: number
 
 /** This deployment's basis, from its meter's quote rows ({@link basisFrom}). */
 export async function measuredBasis(meter: Pick<UsageMeter, "get">): Promise<QuoteBasis> {
-  const [summed, training, extra, fit] = await Promise.all([meter.get(QUOTE_BASIS_KEY), meter.get(QUOTE_RESCUE_KEYS.training), meter.get(QUOTE_RESCUE_KEYS.extra), readFit(meter)]);
+  const [summed, training, extra, fit] = await Promise.all([
+    meter.get(QUOTE_BASIS_KEY),
+    meter.get(QUOTE_RESCUE_KEYS.training),
+    meter.get(QUOTE_RESCUE_KEYS.extra),
+    readFit(meter),
+  ]);
   return basisFrom(summed, { training: training.rollouts, extra: extra.rollouts }, fit);
 }
 
-/** `POST /v1/quotes`: an experiment request, a rescue request or a pool evolution (`evolve` of `POST /v1/pools`), as they would be posted. */
+/**
+ * `POST /v1/quotes`: an experiment request, a rescue request or a pool evolution (`evolve` of `POST /v1/pools`), as
+ * they would be posted.
+ */
 export const QuoteRequest = z.union([
   z.object({ experiment: ExperimentRequest }).strict(),
   z.object({ rescue: RescueRequest }).strict(),
   z.object({ pool: PoolEvolveRequest }).strict(),
 ]);
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
-type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget"> & Partial<Pick<ExperimentPlan, "env" | "model">>;
+type Plan = Pick<ExperimentPlan, "arms" | "seeds" | "train" | "evalSamples" | "evalTasks" | "budget"> &
+  Partial<Pick<ExperimentPlan, "env" | "model">>;
 /** What can be quoted: a quote request, or an experiment plan as the operator's own runs give it. */
 export type Quotable = QuoteRequest | { experiment: Plan };
 
@@ -104,7 +134,10 @@ export function plannedStretches(plan: Plan, basis: QuoteBasis): Stretch[] {
   const arm = (name: string): Stretch => {
     const def = armDefinition(name);
     const extra = def.rescue === "none" ? 0 : training * basis.rescueShare;
-    const curve = t.curveEvery > 0 ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3 : 0;
+    const curve =
+      t.curveEvery > 0
+        ? (Math.floor(t.steps / t.curveEvery) + 1) * Math.min(t.curveTasks, basis.evalTasks.train) * 3
+        : 0;
     return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra, training };
   };
   const arms = runOrder(plan.arms).map(arm);
@@ -118,7 +151,10 @@ const total = (stretches: readonly Stretch[]) => ({
 });
 
 /** Every rollout an experiment's plan runs to its end ({@link plannedStretches}), no cap applied. */
-export const plannedRolloutKinds = (plan: Plan, basis: QuoteBasis): { rollouts: number; extra: number; training: number } => total(plannedStretches(plan, basis));
+export const plannedRolloutKinds = (
+  plan: Plan,
+  basis: QuoteBasis,
+): { rollouts: number; extra: number; training: number } => total(plannedStretches(plan, basis));
 export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
 
 /**
@@ -126,7 +162,10 @@ export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => planne
  * before the cap whole, then the first part of the one it falls in, that stretch's extra rollouts
  * pro rata (an arm's rescues come with its training steps).
  */
-function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): { rollouts: number; extra: number; training: number } {
+function rolloutsWithinCap(
+  stretches: readonly Stretch[],
+  cap = Number.POSITIVE_INFINITY,
+): { rollouts: number; extra: number; training: number } {
   let left = cap;
   const done: Stretch[] = [];
   for (const x of stretches) {
@@ -142,10 +181,21 @@ function rolloutsWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_
  * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
  * rollouts, at the basis's usage per rollout of each kind, with cost of goods and the charge.
  */
-export function quoteRollouts(rollouts: number, basis: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, extra = 0, priced: Record<string, number> = {}): Quote {
+export function quoteRollouts(
+  rollouts: number,
+  basis: QuoteBasis,
+  prices: { tariff: Prices; priceList: PriceList },
+  extra = 0,
+  priced: Record<string, number> = {},
+): Quote {
   const perExtra = basis.perExtraRollout ?? basis.perRollout;
   const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra)]);
-  const usage = { ...Object.fromEntries([...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra])), ...priced };
+  const usage = {
+    ...Object.fromEntries(
+      [...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra]),
+    ),
+    ...priced,
+  };
   return Quote.parse({
     rollouts,
     usage: { ...usage, rollouts },
@@ -184,10 +234,16 @@ export function experimentCaps(q: Quote, plannedRollouts: number, budget: Plan["
   };
 }
 
-/** A caller rescue's own budget (tokens, environment time) may stop its slots before all of them ran: the quote is its most. */
+/**
+ * A caller rescue's own budget (tokens, environment time) may stop its slots before all of them ran: the quote is its
+ * most.
+ */
 function rescueCaps(rollouts: number, budget: NonNullable<RescueRequest["caller"]>["budget"]): QuoteCaps | undefined {
   if (!budget) return undefined;
-  const limits = [budget.policyTokens && `${budget.policyTokens} policy tokens`, budget.environmentSeconds && `${budget.environmentSeconds} s in the environment`].filter(Boolean);
+  const limits = [
+    budget.policyTokens && `${budget.policyTokens} policy tokens`,
+    budget.environmentSeconds && `${budget.environmentSeconds} s in the environment`,
+  ].filter(Boolean);
   return {
     plannedRollouts: rollouts,
     binding: [],
@@ -227,8 +283,14 @@ export function withConfiguration(basis: QuoteBasis, config: ConfigurationBasis)
   };
 }
 
-/** Tokens a run's rollouts sample and its training rollouts train on, at its configuration's rates, and the model's GPU seconds for them. */
-export function configuredTokens(run: { rollouts: number; training: number }, c: QuoteConfiguration): Record<string, number> {
+/**
+ * Tokens a run's rollouts sample and its training rollouts train on, at its configuration's rates, and the model's GPU
+ * seconds for them.
+ */
+export function configuredTokens(
+  run: { rollouts: number; training: number },
+  c: QuoteConfiguration,
+): Record<string, number> {
   const sampledTokens = Math.round(run.rollouts * c.sampledTokensPerRollout);
   const trainedTokens = Math.round(run.training * c.trainedTokensPerTrainingRollout);
   return { sampledTokens, trainedTokens, gpuSeconds: (sampledTokens + trainedTokens) * c.gpuSecondsPerToken };
@@ -239,12 +301,23 @@ export function configuredTokens(run: { rollouts: number; training: number }, c:
  * what its caps do, `caps`), with `config` its environment's and model's tokens and GPU seconds;
  * or a rescue's k × rollouts per harness.
  */
-export function quote(req: Quotable, measured: QuoteBasis, prices: { tariff: Prices; priceList: PriceList }, config?: ConfigurationBasis): Quote {
+export function quote(
+  req: Quotable,
+  measured: QuoteBasis,
+  prices: { tariff: Prices; priceList: PriceList },
+  config?: ConfigurationBasis,
+): Quote {
   if ("experiment" in req) {
     const basis = config ? withConfiguration(measured, config) : measured;
     const stretches = plannedStretches(req.experiment, basis);
     const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
-    const q = quoteRollouts(run.rollouts, basis, prices, run.extra, config ? configuredTokens(run, config.configuration) : {});
+    const q = quoteRollouts(
+      run.rollouts,
+      basis,
+      prices,
+      run.extra,
+      config ? configuredTokens(run, config.configuration) : {},
+    );
     return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
   }
   const basis = measured;
@@ -254,5 +327,7 @@ export function quote(req: Quotable, measured: QuoteBasis, prices: { tariff: Pri
   }
   const rollouts = rescueRollouts(req.rescue);
   const caps = rescueCaps(rollouts, req.rescue.caller?.budget);
-  return caps ? Quote.parse({ ...quoteRollouts(rollouts, basis, prices), caps }) : quoteRollouts(rollouts, basis, prices);
+  return caps
+    ? Quote.parse({ ...quoteRollouts(rollouts, basis, prices), caps })
+    : quoteRollouts(rollouts, basis, prices);
 }

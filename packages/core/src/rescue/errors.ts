@@ -6,6 +6,9 @@ export class RescueSlotsError extends CoreError {
     readonly limit: number,
     readonly asked: number,
   ) {
-    super("CONCURRENCY_LIMIT", `this rescue's ${asked} rollouts would take this key past its ${limit} rescue rollouts in flight; wait for a rescue to end or cancel one`);
+    super(
+      "CONCURRENCY_LIMIT",
+      `this rescue's ${asked} rollouts would take this key past its ${limit} rescue rollouts in flight; wait for a rescue to end or cancel one`,
+    );
   }
 }

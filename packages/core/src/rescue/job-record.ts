@@ -14,7 +14,9 @@ export const RescueJob = z.object({
   createdAt: z.number(),
   /** The API key that started it: only that key (or an admin key) may read it. */
   keyId: z.string().optional(),
-  /** Rollout slots the dispatch worker gave up on: a failure that cannot succeed on retry, or a message gone to the DLQ. */
+  /**
+   * Rollout slots the dispatch worker gave up on: a failure that cannot succeed on retry, or a message gone to the DLQ.
+   */
   failures: z.array(SlotFailure.extend({ index: z.number().int().min(0) })).optional(),
   /** A rescue with the caller's own policy and environment (its trajectories are token-level). */
   caller: CallerRollout.optional(),
@@ -28,7 +30,9 @@ export const RescueJob = z.object({
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 
-/** Rescue jobs: what dispatch needs of a rescue (its slots' failures and spend, its cancel) and the job service's own. */
+/**
+ * Rescue jobs: what dispatch needs of a rescue (its slots' failures and spend, its cancel) and the job service's own.
+ */
 export interface RescueJobStore extends SlotJobs {
   create(job: RescueJob): Promise<void>;
   get(id: string): Promise<RescueJob | undefined>;

@@ -27,7 +27,8 @@ export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
  * Starts an elastic rescue: routes the failed task to its Top-k siblings, holds its rollouts among
  * the key's rescue slots in flight (`RESCUE_SLOTS`: 429 past them), records the job, and fans out
  * k × rolloutsPerHarness rollout requests to the dispatch queue. `used` hears of the
- * routing's voter tokens as they are spent, its ballots, and the rollouts it sends. With `mode: "adaptive"` the same rollouts go where the
+ * routing's voter tokens as they are spent, its ballots, and the rollouts it sends. With `mode: "adaptive"` the same
+ * rollouts go where the
  * adaptive choice puts them (returned as `adaptive`); when it chooses nothing, nothing is recorded
  * or sent and the answer has `expected` 0.
  *
@@ -41,7 +42,13 @@ export const RESCUE_SLOTS = { perKey: 256, holdMs: 30 * 60_000 } as const;
  */
 export async function startRescue(
   req: RescueRequest,
-  deps: RouteTaskDeps & { tasks: TaskSource; jobs: RescueJobStore; dispatch: MessageQueue; callers?: CallerPolicies; rescueSlots?: RescueSlots },
+  deps: RouteTaskDeps & {
+    tasks: TaskSource;
+    jobs: RescueJobStore;
+    dispatch: MessageQueue;
+    callers?: CallerPolicies;
+    rescueSlots?: RescueSlots;
+  },
   keyId?: string,
   used?: UsageSink,
 ): Promise<RescueJob & { adaptive?: AdaptiveChoice }> {
@@ -60,11 +67,22 @@ export async function startRescue(
   });
   const decision = await (named ?? decide(req, task, deps, keyId, used)).catch(versionFirst);
   const expected = rescueRollouts({ ...req, harnesses: decision.chosen });
-  const advice = req.mode === "adaptive" ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps).catch(versionFirst) : undefined;
-  const slots = advice?.slots ?? Array.from({ length: expected }, (_, i) => decision.chosen[Math.floor((i * decision.chosen.length) / expected)]!);
+  const advice =
+    req.mode === "adaptive"
+      ? await adviseCallerRescue({ ...req, family: task.family, rollouts: expected }, decision, deps).catch(
+          versionFirst,
+        )
+      : undefined;
+  const slots =
+    advice?.slots ??
+    Array.from({ length: expected }, (_, i) => decision.chosen[Math.floor((i * decision.chosen.length) / expected)]!);
   const id = `rsc_${decision.id}`;
-  const weightVersion = advice && slots.length === 0 ? await pin?.version : await holdWhilePinned(id, slots.length, pin?.version, deps, keyId);
-  const caller = req.caller && weightVersion !== undefined ? { ...req.caller, keyId: keyId!, weightVersion } : undefined;
+  const weightVersion =
+    advice && slots.length === 0
+      ? await pin?.version
+      : await holdWhilePinned(id, slots.length, pin?.version, deps, keyId);
+  const caller =
+    req.caller && weightVersion !== undefined ? { ...req.caller, keyId: keyId!, weightVersion } : undefined;
   const job: RescueJob = {
     id,
     poolId: req.poolId,
@@ -112,8 +130,20 @@ async function rescueTask(req: RescueRequest, deps: { tasks: TaskSource }): Prom
 }
 
 /** The routing's Top-k harnesses for a rescue's task. */
-function decide(req: RescueRequest, task: Task, deps: RouteTaskDeps, keyId: string | undefined, used: UsageSink | undefined): Promise<{ id: string; chosen: string[] }> {
-  const route = { poolId: req.poolId, task: { id: task.id, family: task.family, tags: [...task.tags] }, failureTags: req.failureTags, failedEvents: req.failedEvents, k: req.k };
+function decide(
+  req: RescueRequest,
+  task: Task,
+  deps: RouteTaskDeps,
+  keyId: string | undefined,
+  used: UsageSink | undefined,
+): Promise<{ id: string; chosen: string[] }> {
+  const route = {
+    poolId: req.poolId,
+    task: { id: task.id, family: task.family, tags: [...task.tags] },
+    failureTags: req.failureTags,
+    failedEvents: req.failedEvents,
+    k: req.k,
+  };
   return routeTask(route satisfies RouteRequest, deps, keyId, used);
 }
 
@@ -122,10 +152,18 @@ function decide(req: RescueRequest, task: Task, deps: RouteTaskDeps, keyId: stri
  * the version (undefined: not a caller rescue). A version that cannot be had lets the hold go and
  * is answered before a full key's 429.
  */
-async function holdWhilePinned(id: string, slots: number, version: Promise<number> | undefined, deps: { rescueSlots?: RescueSlots; clock: Clock }, keyId: string | undefined) {
+async function holdWhilePinned(
+  id: string,
+  slots: number,
+  version: Promise<number> | undefined,
+  deps: { rescueSlots?: RescueSlots; clock: Clock },
+  keyId: string | undefined,
+) {
   const now = deps.clock.now();
   const store = keyId === undefined ? undefined : deps.rescueSlots;
-  const hold = store ? store.hold(keyId!, id, slots, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs) : Promise.resolve(true);
+  const hold = store
+    ? store.hold(keyId!, id, slots, RESCUE_SLOTS.perKey, now, now + RESCUE_SLOTS.holdMs)
+    : Promise.resolve(true);
   const [held, pinned] = await Promise.allSettled([hold, version]);
   if (pinned.status === "rejected") {
     if (held.status === "fulfilled" && held.value) await store?.release(keyId!, id).catch(() => undefined);
@@ -136,21 +174,44 @@ async function holdWhilePinned(id: string, slots: number, version: Promise<numbe
   return pinned.value;
 }
 
-/** Routed, each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses); adaptive, as allocated. */
-function rolloutMessages(job: RescueJob, slots: readonly string[], taskId: string, keyId: string | undefined): Envelope[] {
-  const source = job.caller ? ({ kind: "caller", ...job.caller } as const) : ({ kind: "service", policyId: "default" } as const);
+/**
+ * Routed, each harness runs a block of consecutive slots: slot i runs chosen[⌊i·h/n⌋] (n slots, h harnesses); adaptive,
+ * as allocated.
+ */
+function rolloutMessages(
+  job: RescueJob,
+  slots: readonly string[],
+  taskId: string,
+  keyId: string | undefined,
+): Envelope[] {
+  const source = job.caller
+    ? ({ kind: "caller", ...job.caller } as const)
+    : ({ kind: "service", policyId: "default" } as const);
   return Array.from({ length: job.expected }, (_, index) =>
     envelope(
       "rollout.requested",
       `${job.id}:${index}`,
-      { jobId: job.id, index, poolId: job.poolId, harnessId: slots[index]!, taskId, seed: hash32(`${job.id}:${index}`), source, rescueJob: true },
+      {
+        jobId: job.id,
+        index,
+        poolId: job.poolId,
+        harnessId: slots[index]!,
+        taskId,
+        seed: hash32(`${job.id}:${index}`),
+        source,
+        rescueJob: true,
+      },
       keyId !== undefined ? { keyId, jobId: job.id } : undefined,
     ),
   );
 }
 
 /** The harnesses a request names, checked against its pool, under a decision id of their own (no vote). */
-async function namedHarnesses(poolId: string, names: readonly string[], deps: Pick<RouteTaskDeps, "pools" | "newId">): Promise<{ id: string; chosen: string[] }> {
+async function namedHarnesses(
+  poolId: string,
+  names: readonly string[],
+  deps: Pick<RouteTaskDeps, "pools" | "newId">,
+): Promise<{ id: string; chosen: string[] }> {
   const pool = await deps.pools.get(poolId);
   if (!pool) throw new NotFoundError("pool", poolId);
   const known = new Set(harnessIds(pool));
@@ -168,17 +229,33 @@ async function namedHarnesses(poolId: string, names: readonly string[], deps: Pi
  * endpoint's now; an endpoint that states none needs it named, with its served model), asked at
  * once: the endpoint's record is read once for both (the runners share a read in flight).
  */
-function pinCaller(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): { checked: Promise<void>; version: Promise<number> } {
+function pinCaller(
+  req: CallerRescue,
+  keyId: string | undefined,
+  callers: CallerPolicies | undefined,
+): { checked: Promise<void>; version: Promise<number> } {
   const checked = callerChecks(req, keyId, callers);
   checked.catch(() => undefined); // answered in its turn
   const version =
-    !callers || keyId === undefined ? checked.then(() => 0) : req.weightVersion === undefined ? callers.currentVersion(keyId, req.endpoint) : Promise.resolve(req.weightVersion);
+    !callers || keyId === undefined
+      ? checked.then(() => 0)
+      : req.weightVersion === undefined
+        ? callers.currentVersion(keyId, req.endpoint)
+        : Promise.resolve(req.weightVersion);
   version.catch(() => undefined);
   return { checked, version };
 }
 
-/** A caller rescue's checks: the deployment runs callers' policies, the endpoint is the key's own, the environment passes the outbound guard. */
-async function callerChecks(req: CallerRescue, keyId: string | undefined, callers: CallerPolicies | undefined): Promise<void> {
-  if (!callers || keyId === undefined) throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
+/**
+ * A caller rescue's checks: the deployment runs callers' policies, the endpoint is the key's own, the environment
+ * passes the outbound guard.
+ */
+async function callerChecks(
+  req: CallerRescue,
+  keyId: string | undefined,
+  callers: CallerPolicies | undefined,
+): Promise<void> {
+  if (!callers || keyId === undefined)
+    throw new NotConfiguredError("rescues with the caller's own policy are not deployed here");
   await inOrder([callers.checkEndpoint(keyId, req), callers.checkEnvironment(req.environment)]);
 }

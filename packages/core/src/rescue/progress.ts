@@ -9,7 +9,9 @@ import type { RolloutStore } from "../rollout/store.ts";
  * apart from the workers) nothing tells, and the long poll finds progress by looking ({@link RESCUE_WAIT}).
  */
 export interface RescueProgress {
-  /** Whether the rollouts this process's workers store are told (what is stored elsewhere is still found by looking). */
+  /**
+   * Whether the rollouts this process's workers store are told (what is stored elsewhere is still found by looking).
+   */
   readonly hears: boolean;
   watch(id: string, wake: (index: number) => void): () => void;
 }

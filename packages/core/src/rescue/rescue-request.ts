@@ -30,8 +30,14 @@ export const RescueRequest = z
     /** With mode "adaptive": what your own H0 resamples of all-fail groups found so far (the H0 option's evidence). */
     resampleEvidence: ResampleEvidence.optional(),
   })
-  .refine((r) => r.taskId !== undefined || r.caller !== undefined, { path: ["taskId"], message: "name a task of the service (taskId) or give the caller's own (caller.task)" })
-  .refine((r) => r.mode !== "adaptive" || r.harnesses === undefined, { path: ["mode"], message: "an adaptive rescue routes: name no harnesses" })
+  .refine((r) => r.taskId !== undefined || r.caller !== undefined, {
+    path: ["taskId"],
+    message: "name a task of the service (taskId) or give the caller's own (caller.task)",
+  })
+  .refine((r) => r.mode !== "adaptive" || r.harnesses === undefined, {
+    path: ["mode"],
+    message: "an adaptive rescue routes: name no harnesses",
+  })
   .refine((r) => r.failureTags.length > 0 || r.harnesses !== undefined, {
     path: ["failureTags"],
     message: "a rescue is routed by the failed group's failure tags: give at least one (or name the harnesses to run)",
@@ -46,6 +52,10 @@ export type RescueRequest = z.infer<typeof RescueRequest>;
  * @example
  * rescueRollouts({ k: 2, rolloutsPerHarness: 3 }); // 6
  */
-export function rescueRollouts(req: { k: number; rolloutsPerHarness: number; harnesses?: readonly string[] | undefined }): number {
+export function rescueRollouts(req: {
+  k: number;
+  rolloutsPerHarness: number;
+  harnesses?: readonly string[] | undefined;
+}): number {
   return (req.harnesses?.length ?? req.k) * req.rolloutsPerHarness;
 }

@@ -9,10 +9,17 @@ import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
 import { unheardProgress, type RescueProgress } from "./progress.ts";
 
 export const RescueStatus = z.object({
-  job: z.object({ id: z.string(), poolId: z.string(), taskId: z.string(), chosen: z.array(z.string()), expected: z.number() }),
+  job: z.object({
+    id: z.string(),
+    poolId: z.string(),
+    taskId: z.string(),
+    chosen: z.array(z.string()),
+    expected: z.number(),
+  }),
   /**
    * failed: every slot is stored or given up on, and at least one was given up on (failed at once
-   * with its code, or its message in the DLQ); cancelled: its key cancelled it before every slot was stored (slots running then
+   * with its code, or its message in the DLQ); cancelled: its key cancelled it before every slot was stored (slots
+   * running then
    * may still be stored).
    */
   status: z.enum(["running", "done", "failed", "cancelled"]),
@@ -22,7 +29,16 @@ export const RescueStatus = z.object({
   rescued: z.boolean(),
   /** What a caller rescue's rollouts have spent so far, failed or not (held against its budget). */
   spent: z.object({ policyTokens: z.number().int(), policySeconds: z.number(), environmentSeconds: z.number() }),
-  rollouts: z.array(z.object({ index: z.number(), harnessId: z.string(), reward: z.number(), success: z.boolean(), failureTags: z.array(z.string()), steps: z.number() })),
+  rollouts: z.array(
+    z.object({
+      index: z.number(),
+      harnessId: z.string(),
+      reward: z.number(),
+      success: z.boolean(),
+      failureTags: z.array(z.string()),
+      steps: z.number(),
+    }),
+  ),
 });
 export type RescueStatus = z.infer<typeof RescueStatus>;
 
@@ -55,8 +71,15 @@ async function readStatus(
   return { status: await statusOf(id, job, stored, deps, key, released), keyId: job?.keyId };
 }
 
-/** Gives a finished rescue's slots back to `keyId` (none: nothing), started now and awaited by {@link statusOf}, beside the reads that show it finished. */
-function releaseBeside(id: string, keyId: string | undefined, deps: { rescueSlots?: RescueSlots }): Promise<void> | undefined {
+/**
+ * Gives a finished rescue's slots back to `keyId` (none: nothing), started now and awaited by {@link statusOf}, beside
+ * the reads that show it finished.
+ */
+function releaseBeside(
+  id: string,
+  keyId: string | undefined,
+  deps: { rescueSlots?: RescueSlots },
+): Promise<void> | undefined {
   const released = keyId !== undefined ? deps.rescueSlots?.release(keyId, id) : undefined;
   released?.catch(() => undefined);
   return released;
@@ -76,8 +99,17 @@ async function statusOf(
   if (key) await ownedBy({ get: async () => job }, key, "rescue").get(id);
   const rewards = stored.map((r) => r.reward);
   const storedAt = new Set(stored.map((r) => r.index));
-  const failed = [...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values()].sort((a, b) => a.index - b.index);
-  const status = stored.length >= job.expected ? "done" : job.cancelledAt !== undefined ? "cancelled" : stored.length + failed.length >= job.expected ? "failed" : "running";
+  const failed = [
+    ...new Map((job.failures ?? []).filter((f) => !storedAt.has(f.index)).map((f) => [f.index, f])).values(),
+  ].sort((a, b) => a.index - b.index);
+  const status =
+    stored.length >= job.expected
+      ? "done"
+      : job.cancelledAt !== undefined
+        ? "cancelled"
+        : stored.length + failed.length >= job.expected
+          ? "failed"
+          : "running";
   // Its end seen: its slots go back to its key (else its hold expires by itself).
   if (status !== "running" && job.keyId !== undefined) await (released ?? deps.rescueSlots?.release(job.keyId, job.id));
   return {
@@ -86,8 +118,19 @@ async function statusOf(
     completed: stored.length,
     failed,
     rescued: rewards.some((r) => r !== rewards[0]) || rewards.some((r) => r > 0),
-    spent: { policyTokens: job.spentPolicyTokens ?? 0, policySeconds: (job.spentPolicyMs ?? 0) / 1000, environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000 },
-    rollouts: stored.map(({ index, harnessId, reward, success, failureTags, steps }) => ({ index, harnessId, reward, success, failureTags, steps })),
+    spent: {
+      policyTokens: job.spentPolicyTokens ?? 0,
+      policySeconds: (job.spentPolicyMs ?? 0) / 1000,
+      environmentSeconds: (job.spentEnvironmentMs ?? 0) / 1000,
+    },
+    rollouts: stored.map(({ index, harnessId, reward, success, failureTags, steps }) => ({
+      index,
+      harnessId,
+      reward,
+      success,
+      failureTags,
+      steps,
+    })),
   };
 }
 
@@ -102,9 +145,17 @@ async function statusOf(
  * (serve), a waiting read looks when what it was told answers its `seen`, and otherwise every
  * `heardLooksMs` (a failed slot, a cancel, a rollout stored by another process's workers).
  */
-export const RESCUE_WAIT = { maxSeconds: 20, looks: { firstMs: 25, growth: 1.5, maxMs: 200 }, recordMs: 200, heardLooksMs: 200 } as const;
+export const RESCUE_WAIT = {
+  maxSeconds: 20,
+  looks: { firstMs: 25, growth: 1.5, maxMs: 200 },
+  recordMs: 200,
+  heardLooksMs: 200,
+} as const;
 
-/** How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not; told of each store (`hears`), `heardLooksMs`. */
+/**
+ * How long a long poll waits before its next look, after waiting `lastMs` (0: none yet) and seeing a change or not;
+ * told of each store (`hears`), `heardLooksMs`.
+ */
 export function nextLookMs(lastMs: number, changed: boolean, hears = false): number {
   if (hears) return RESCUE_WAIT.heardLooksMs;
   const { firstMs, growth, maxMs } = RESCUE_WAIT.looks;
@@ -118,7 +169,13 @@ export const RescueWaitQuery = z.object({
 });
 export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 
-type WaitDeps = { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots; progress?: RescueProgress };
+type WaitDeps = {
+  jobs: RescueJobStore;
+  rollouts: RolloutStore;
+  clock: Clock;
+  rescueSlots?: RescueSlots;
+  progress?: RescueProgress;
+};
 type Key = { id: string; scopes: readonly string[] };
 
 /**
@@ -131,7 +188,12 @@ type Key = { id: string; scopes: readonly string[] };
  * @example
  * const next = await waitForRescue("rsc_1", { seen: 3, wait: 10 }, deps, key);
  */
-export async function waitForRescue(id: string, opts: { seen: number; wait: number }, deps: WaitDeps, key?: Key): Promise<RescueStatus> {
+export async function waitForRescue(
+  id: string,
+  opts: { seen: number; wait: number },
+  deps: WaitDeps,
+  key?: Key,
+): Promise<RescueStatus> {
   const until = deps.clock.now() + Math.min(opts.wait, RESCUE_WAIT.maxSeconds) * 1000;
   const progress = deps.progress ?? unheardProgress;
   // Watched before the first read: a rollout stored while a look is in flight is still told. Told
@@ -150,13 +212,19 @@ export async function waitForRescue(id: string, opts: { seen: number; wait: numb
     ({ status, keyId } = await readStatus(id, deps, key));
     let recordAt = deps.clock.now();
     for (let waitMs = nextLookMs(0, false, progress.hears); ; ) {
-      if (status.status !== "running" || status.completed + status.failed.length > opts.seen || deps.clock.now() >= until) return status;
+      if (
+        status.status !== "running" ||
+        status.completed + status.failed.length > opts.seen ||
+        deps.clock.now() >= until
+      )
+        return status;
       if (!answered()) await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
       const wake = woken.signal.aborted || answered();
       if (woken.signal.aborted) woken = new AbortController();
       const before = status;
       if (wake && progress.hears) {
-        // Told that enough moved: the record and summaries at once (and, every slot told stored, its slots given back beside them).
+        // Told that enough moved: the record and summaries at once (and, every slot told stored, its slots given back
+        // beside them).
         const everySlot = knownStored() >= status.job.expected;
         ({ status, keyId } = await readStatus(id, deps, key, everySlot ? keyId : undefined));
         recordAt = deps.clock.now();
@@ -175,8 +243,17 @@ export async function waitForRescue(id: string, opts: { seen: number; wait: numb
   }
 }
 
-/** A look at the summaries alone (one request); when more are stored, the status with the record read again (undefined: nothing new). */
-async function lookAtSummaries(id: string, status: RescueStatus, keyId: string | undefined, deps: WaitDeps, key?: Key): Promise<RescueStatus | undefined> {
+/**
+ * A look at the summaries alone (one request); when more are stored, the status with the record read again (undefined:
+ * nothing new).
+ */
+async function lookAtSummaries(
+  id: string,
+  status: RescueStatus,
+  keyId: string | undefined,
+  deps: WaitDeps,
+  key?: Key,
+): Promise<RescueStatus | undefined> {
   const stored = await deps.rollouts.summaries(id);
   if (stored.length <= status.completed) return undefined;
   // Every slot stored: it is done whatever its record says, so its slots go back beside the record's read.

@@ -51,7 +51,8 @@ export type TrajectoryQuery = z.infer<typeof TrajectoryQuery>;
 export const TrajectoryPage = z.object({ trajectories: z.array(RescueTrajectory), next: z.number().int().nullable() });
 export type TrajectoryPage = z.infer<typeof TrajectoryPage>;
 
-const finishOf = (r: Rollout) => (r.steps.at(-1)?.action === SUBMIT ? ("submitted" as const) : ("budget-exhausted" as const));
+const finishOf = (r: Rollout) =>
+  r.steps.at(-1)?.action === SUBMIT ? ("submitted" as const) : ("budget-exhausted" as const);
 
 /**
  * A page of a caller rescue's stored rollouts as token rows (see {@link RescueTrajectory}), in
@@ -69,8 +70,12 @@ export async function rescueTrajectories(
 ): Promise<TrajectoryPage> {
   const job = await ownedBy(deps.jobs, key, "rescue").get(id);
   if (!job.caller || !deps.callers)
-    throw new ValidationError("rescue", ["trajectories are token-level: this rescue sampled the service's own policy, not a policy endpoint of yours"]);
-  const stored = (await deps.rollouts.list(id)).sort((a, b) => a.index - b.index).filter((r) => r.index >= query.cursor);
+    throw new ValidationError("rescue", [
+      "trajectories are token-level: this rescue sampled the service's own policy, not a policy endpoint of yours",
+    ]);
+  const stored = (await deps.rollouts.list(id))
+    .sort((a, b) => a.index - b.index)
+    .filter((r) => r.index >= query.cursor);
   const page = stored.slice(0, query.limit);
   const rows = await deps.callers.datums(
     job.caller,

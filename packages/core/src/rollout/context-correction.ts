@@ -29,7 +29,9 @@ export const CONTEXT_CORRECTIONS = {
   "truncated-is": { rebase: true, weight: (base, sampled) => Math.min(Math.exp(base - sampled), CONTEXT_WEIGHT_BOUND) },
 } satisfies Record<string, ContextCorrectionEntry>;
 export type ContextCorrectionName = keyof typeof CONTEXT_CORRECTIONS;
-export const ContextCorrection = z.enum(Object.keys(CONTEXT_CORRECTIONS) as [ContextCorrectionName, ...ContextCorrectionName[]]);
+export const ContextCorrection = z.enum(
+  Object.keys(CONTEXT_CORRECTIONS) as [ContextCorrectionName, ...ContextCorrectionName[]],
+);
 
 /**
  * Per-token weights of one turn's completion under `correction`.
@@ -37,7 +39,11 @@ export const ContextCorrection = z.enum(Object.keys(CONTEXT_CORRECTIONS) as [Con
  * @example
  * contextWeights("truncated-is", [Math.log(0.2)], [Math.log(0.4)]); // [0.5]
  */
-export function contextWeights(correction: ContextCorrectionName, baseLogprobs: readonly number[], sampledLogprobs: readonly number[]): number[] {
+export function contextWeights(
+  correction: ContextCorrectionName,
+  baseLogprobs: readonly number[],
+  sampledLogprobs: readonly number[],
+): number[] {
   const { weight } = CONTEXT_CORRECTIONS[correction];
   return baseLogprobs.map((b, i) => weight(b, sampledLogprobs[i] ?? b));
 }

@@ -29,7 +29,11 @@ export interface EpisodeState {
 }
 
 /** The episode's starting state: the task's cues and the harness's triggers armed, by priority. */
-export function startState(task: Task, harness: HarnessSpec, initial: { event: string; facts: string[] }): EpisodeState {
+export function startState(
+  task: Task,
+  harness: HarnessSpec,
+  initial: { event: string; facts: string[] },
+): EpisodeState {
   const armed: ArmedTrigger[] = [
     ...task.cues.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: true })),
     ...harness.instruction.cues.map((trigger) => ({ trigger, fires: 0, skill: false, fromTask: false })),
@@ -57,7 +61,12 @@ export function startState(task: Task, harness: HarnessSpec, initial: { event: s
  * budget warning; `baseHints` and `baseNotes` are the part the task's own cues gave (what H0,
  * which has no hooks of its own, would show). Fires are counted here.
  */
-export function turnHints(s: EpisodeState, harness: HarnessSpec, turn: number, turnsLeft: number): { hints: string[]; baseHints: string[]; notes: string[]; baseNotes: string[] } {
+export function turnHints(
+  s: EpisodeState,
+  harness: HarnessSpec,
+  turn: number,
+  turnsLeft: number,
+): { hints: string[]; baseHints: string[]; notes: string[]; baseNotes: string[] } {
   const signals = s.repeats >= 2 ? [s.event, `repeat:${s.repeats}`] : [s.event];
   const hints = [...s.pendingHints];
   const baseHints: string[] = [];
@@ -100,28 +109,47 @@ export async function applyAction(
 ): Promise<{ result: string; resultText?: string; outcome?: EnvOutcome }> {
   const action = choice.action;
   const blocking = harness.preAction.findIndex(
-    (c, i) => c.action === action && c.requires.some((f) => !s.facts.includes(f)) && (c.mode === "warn" || s.preBlocks[i]! < c.maxBlocks),
+    (c, i) =>
+      c.action === action &&
+      c.requires.some((f) => !s.facts.includes(f)) &&
+      (c.mode === "warn" || s.preBlocks[i]! < c.maxBlocks),
   );
   const check = blocking >= 0 ? harness.preAction[blocking] : undefined;
-  const gateFacts = action === SUBMIT && session.inspectSubmit ? [...s.facts, ...session.inspectSubmit(choice.args ?? {})] : s.facts;
+  const gateFacts =
+    action === SUBMIT && session.inspectSubmit ? [...s.facts, ...session.inspectSubmit(choice.args ?? {})] : s.facts;
   const gateMissing =
-    action === SUBMIT && harness.commitGate && s.gateBlocks < harness.commitGate.maxBlocks ? harness.commitGate.requires.filter((f) => !gateFacts.includes(f)) : [];
+    action === SUBMIT && harness.commitGate && s.gateBlocks < harness.commitGate.maxBlocks
+      ? harness.commitGate.requires.filter((f) => !gateFacts.includes(f))
+      : [];
   if (check?.mode === "block") {
     s.preBlocks[blocking]!++;
     if (check.hint) s.pendingHints.push(check.hint);
-    return { result: `blocked:${action}`, ...(textual ? { resultText: `The harness blocked ${action}: do ${check.requires.join(", ")} first.` } : {}) };
+    return {
+      result: `blocked:${action}`,
+      ...(textual ? { resultText: `The harness blocked ${action}: do ${check.requires.join(", ")} first.` } : {}),
+    };
   }
   if (gateMissing.length > 0) {
     s.gateBlocks++;
     if (harness.commitGate?.hint) s.pendingHints.push(harness.commitGate.hint);
-    return { result: `gate:${gateMissing[0]}`, ...(textual ? { resultText: `The answer was not accepted (${gateMissing[0]}); fix it and commit again.` } : {}) };
+    return {
+      result: `gate:${gateMissing[0]}`,
+      ...(textual ? { resultText: `The answer was not accepted (${gateMissing[0]}); fix it and commit again.` } : {}),
+    };
   }
   if (action === SUBMIT) return { result: "submitted", outcome: await session.finish("submitted", choice.args) };
   if (check?.hint) s.pendingHints.push(check.hint);
-  if (check && textual) s.pendingNotes.push(`Warning: ${action} ran before ${check.requires.filter((f) => !s.facts.includes(f)).join(", ")}.`);
+  if (check && textual)
+    s.pendingNotes.push(
+      `Warning: ${action} ran before ${check.requires.filter((f) => !s.facts.includes(f)).join(", ")}.`,
+    );
   const step = await session.act(action, choice.args);
   if (step.facts.length !== s.facts.length || step.facts.some((f) => !s.facts.includes(f))) s.failedActions.clear();
   s.facts = step.facts;
   if (step.event.startsWith("error:")) s.failedActions.add(action);
-  return { result: step.event, ...(step.text !== undefined ? { resultText: step.text } : {}), ...(step.done ? { outcome: await session.finish("submitted") } : {}) };
+  return {
+    result: step.event,
+    ...(step.text !== undefined ? { resultText: step.text } : {}),
+    ...(step.done ? { outcome: await session.finish("submitted") } : {}),
+  };
 }

@@ -3,7 +3,10 @@ import type { Environment, Policy, RolloutRunner } from "../ports.ts";
 import type { Task } from "../task.ts";
 import { runEpisode } from "./run-episode.ts";
 
-/** What a port hands back for one episode: the environment it runs in, the policy that acts, and what to do once it ends (ended or failed). */
+/**
+ * What a port hands back for one episode: the environment it runs in, the policy that acts, and what to do once it ends
+ * (ended or failed).
+ */
 export interface EpisodeParts {
   env: Environment;
   policy: Omit<Policy, "update">;
@@ -18,7 +21,9 @@ export interface EpisodeParts {
  * @example
  * const run = episodeRunner(() => ({ env, policy: sampler() }));
  */
-export function episodeRunner(partsFor: (task: Task, harness: HarnessSpec, seed: number) => EpisodeParts | Promise<EpisodeParts>): RolloutRunner {
+export function episodeRunner(
+  partsFor: (task: Task, harness: HarnessSpec, seed: number) => EpisodeParts | Promise<EpisodeParts>,
+): RolloutRunner {
   return async (task, harness, seed) => {
     const parts = await partsFor(task, harness, seed);
     try {
@@ -30,4 +35,5 @@ export function episodeRunner(partsFor: (task: Task, harness: HarnessSpec, seed:
 }
 
 /** Every episode in `env`, acted by `policy`. */
-export const rolloutsIn = (env: Environment, policy: Omit<Policy, "update">): RolloutRunner => episodeRunner(() => ({ env, policy }));
+export const rolloutsIn = (env: Environment, policy: Omit<Policy, "update">): RolloutRunner =>
+  episodeRunner(() => ({ env, policy }));

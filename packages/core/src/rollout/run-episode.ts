@@ -22,7 +22,12 @@ export { SUBMIT } from "./episode-hooks.ts";
  * @example
  * const rollout = await runEpisode(task, pool.base, 17, { env, policy });
  */
-export async function runEpisode(task: Task, harness: HarnessSpec, seed: number, deps: { env: Environment; policy: Omit<Policy, "update"> }): Promise<Rollout> {
+export async function runEpisode(
+  task: Task,
+  harness: HarnessSpec,
+  seed: number,
+  deps: { env: Environment; policy: Omit<Policy, "update"> },
+): Promise<Rollout> {
   const rng = createRng(seed);
   const policyRng = rng.fork("policy");
   const tools = deps.env.tools(task);
@@ -35,7 +40,15 @@ export async function runEpisode(task: Task, harness: HarnessSpec, seed: number,
   }
 }
 
-async function drive(task: Task, harness: HarnessSpec, seed: number, session: EnvSession, tools: string[], policy: Omit<Policy, "update">, policyRng: Rng): Promise<Rollout> {
+async function drive(
+  task: Task,
+  harness: HarnessSpec,
+  seed: number,
+  session: EnvSession,
+  tools: string[],
+  policy: Omit<Policy, "update">,
+  policyRng: Rng,
+): Promise<Rollout> {
   const policyVersion = policy.version();
   // Text environments (an LLM agent) also get the tool output, the harness's notes and the dialogue so far.
   const textual = session.initial.text !== undefined;
@@ -48,7 +61,9 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
       if (preview) text = `${text}\n\n${preview}`;
     }
   }
-  const instruction = textual ? [task.instruction, harness.instruction.systemAppend].filter(Boolean).join("\n\n") : undefined;
+  const instruction = textual
+    ? [task.instruction, harness.instruction.systemAppend].filter(Boolean).join("\n\n")
+    : undefined;
   const maxTurns = harness.budget.maxTurns;
   const s = startState(task, harness, session.initial);
   const events: string[] = [s.event];
@@ -108,7 +123,16 @@ async function drive(task: Task, harness: HarnessSpec, seed: number, session: En
     if (!events.includes(s.event)) events.push(s.event);
   }
 
-  return finished(task, harness, seed, policyVersion, steps, events, outcome ?? (await session.finish("budget-exhausted")), !outcome);
+  return finished(
+    task,
+    harness,
+    seed,
+    policyVersion,
+    steps,
+    events,
+    outcome ?? (await session.finish("budget-exhausted")),
+    !outcome,
+  );
 }
 
 /**

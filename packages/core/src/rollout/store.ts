@@ -24,7 +24,10 @@ export const summaryOf = (index: number, rollout: Rollout): RolloutSummary => ({
 export interface RolloutStore {
   put(jobId: string, index: number, rollout: Rollout): Promise<"stored" | "duplicate">;
   list(jobId: string): Promise<{ index: number; rollout: Rollout }[]>;
-  /** What {@link list} would give, summarised, in index order, without reading the trajectories where the store keeps a summary beside them. */
+  /**
+   * What {@link list} would give, summarised, in index order, without reading the trajectories where the store keeps a
+   * summary beside them.
+   */
   summaries(jobId: string): Promise<RolloutSummary[]>;
   has(jobId: string, index: number): Promise<boolean>;
   get(jobId: string, index: number): Promise<Rollout | undefined>;

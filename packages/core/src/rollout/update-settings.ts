@@ -12,7 +12,10 @@ export const UpdateSettings = z.object({
   epochs: z.number().int().min(1),
   /** How rescued trajectories are scored: in the context that generated them, or in H0's. */
   rescueContext: z.enum(["as-generated", "base"]),
-  /** Under `rescueContext: "base"`, the importance correction for the change of context (see `CONTEXT_CORRECTIONS`); absent: none. */
+  /**
+   * Under `rescueContext: "base"`, the importance correction for the change of context (see `CONTEXT_CORRECTIONS`);
+   * absent: none.
+   */
   rescueCorrection: ContextCorrection.optional(),
   /** Leave steps the harness intercepted (blocked, gated) out of the loss, like forced ones. */
   maskIntercepted: z.boolean(),

@@ -23,7 +23,11 @@ export function rank1Picker(
   const candidates = [pool.base, ...pool.siblings];
   const rank1 = routerOptions({ ...options, k: 1, exploration: 0 });
   return async (task) => {
-    const decision = await route({ decisionId: `rank1:${task.id}`, task: viewOf(task), candidates, profiles, poolVersion: pool.version }, rank1, deps);
+    const decision = await route(
+      { decisionId: `rank1:${task.id}`, task: viewOf(task), candidates, profiles, poolVersion: pool.version },
+      rank1,
+      deps,
+    );
     return candidates.find((c) => c.id === decision.chosen[0])!;
   };
 }

@@ -7,7 +7,14 @@ import { createRng, hash32 } from "../util/rng.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Voter } from "../voting/ballot.ts";
 import type { PanelSettings } from "../voting/panel.ts";
-import { route, routerOptions, withTopK, type RouterDeps, type RouterOptions, type RoutingDecision } from "../voting/router.ts";
+import {
+  route,
+  routerOptions,
+  withTopK,
+  type RouterDeps,
+  type RouterOptions,
+  type RoutingDecision,
+} from "../voting/router.ts";
 import { decisionCacheKey, type DecisionCache } from "./decision-cache.ts";
 import type { DecisionStore } from "./decision-store.ts";
 import type { PoolStore } from "../harness/pool-store.ts";
@@ -54,7 +61,10 @@ const parsedOptions = new WeakMap<RouteTaskDeps, RouterOptions>();
 function baseOptions(deps: RouteTaskDeps): RouterOptions {
   let options = parsedOptions.get(deps);
   if (!options) {
-    options = routerOptions({ ...deps.panel?.options, ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}) });
+    options = routerOptions({
+      ...deps.panel?.options,
+      ...(deps.panel?.timeoutMs ? { voterTimeoutMs: deps.panel.timeoutMs } : {}),
+    });
     parsedOptions.set(deps, options);
   }
   return options;
@@ -69,7 +79,12 @@ function baseOptions(deps: RouteTaskDeps): RouterOptions {
  * @example
  * const d = await routeTask(RouteRequest.parse({ poolId: "embedded", task: { id: "t1", family: "app" }, failureTags: ["unauthorized"] }), deps);
  */
-export async function routeTask(req: RouteRequest, deps: RouteTaskDeps, keyId?: string, used?: UsageSink): Promise<RoutingDecision> {
+export async function routeTask(
+  req: RouteRequest,
+  deps: RouteTaskDeps,
+  keyId?: string,
+  used?: UsageSink,
+): Promise<RoutingDecision> {
   const onSpend: RouterDeps["onSpend"] | undefined = used && ((spent) => used(spendUsage(spent)));
   const pool = await deps.pools.get(req.poolId);
   if (!pool) throw new NotFoundError("pool", req.poolId);

@@ -20,8 +20,19 @@ export const AdaptiveChoice = z.object({
   option: z.enum(["siblings", "resample", "none"]),
   /** Why: the best draw won ("best-draw"), every draw fell below the floor, or no option was affordable. */
   reason: z.enum(["best-draw", "below-floor", "budget"]),
-  /** Per option (the router's Top-k siblings in its order, then H0 as "h0"): its posterior, mean, this group's draw and the rollouts it would cost. */
-  estimates: z.array(OptionPosterior.extend({ mean: z.number(), draw: z.number(), cost: z.number().int().min(0), expectedSuccesses: z.number(), affordable: z.boolean() })),
+  /**
+   * Per option (the router's Top-k siblings in its order, then H0 as "h0"): its posterior, mean, this group's draw and
+   * the rollouts it would cost.
+   */
+  estimates: z.array(
+    OptionPosterior.extend({
+      mean: z.number(),
+      draw: z.number(),
+      cost: z.number().int().min(0),
+      expectedSuccesses: z.number(),
+      affordable: z.boolean(),
+    }),
+  ),
   /** Rollouts per harness the choice spends (empty for "none"); under "siblings" the split among them. */
   allocation: z.record(z.string(), z.number().int().min(1)),
   /** Rollouts the choice spends. */
@@ -65,7 +76,10 @@ export function cappedPosterior(id: string, c: Counts): OptionPosterior {
 }
 
 const sum = (cs: readonly (Counts | undefined)[]): Counts =>
-  cs.reduce<Counts>((t, c) => ({ attempts: t.attempts + (c?.attempts ?? 0), successes: t.successes + (c?.successes ?? 0) }), { attempts: 0, successes: 0 });
+  cs.reduce<Counts>(
+    (t, c) => ({ attempts: t.attempts + (c?.attempts ?? 0), successes: t.successes + (c?.successes ?? 0) }),
+    { attempts: 0, successes: 0 },
+  );
 
 /**
  * A sibling's rescue evidence for this group, from its profile: its rescues of this family under
@@ -108,13 +122,27 @@ export function chooseAdaptive(input: AdaptiveInput, rng: Rng): AdaptiveChoice {
   const cost = (o: OptionPosterior) => (o.id === H0_OPTION ? input.cost.resample : input.cost.siblings);
   const estimates = options.map((o) => {
     const mean = o.alpha / (o.alpha + o.beta);
-    return { ...o, mean, draw: betaDraw(o.alpha, o.beta, rng), cost: cost(o), expectedSuccesses: mean * cost(o), affordable: cost(o) > 0 && cost(o) <= input.budgetLeft };
+    return {
+      ...o,
+      mean,
+      draw: betaDraw(o.alpha, o.beta, rng),
+      cost: cost(o),
+      expectedSuccesses: mean * cost(o),
+      affordable: cost(o) > 0 && cost(o) <= input.budgetLeft,
+    };
   });
   const open = estimates.filter((e) => e.affordable && (e.id === H0_OPTION || input.siblings.length > 0));
   if (open.length === 0) return { option: "none", reason: "budget", estimates, allocation: {}, spend: 0 };
   const best = open.reduce((a, b) => (b.draw > a.draw ? b : a));
   if (best.draw < ADAPTIVE.floor) return { option: "none", reason: "below-floor", estimates, allocation: {}, spend: 0 };
-  if (best.id === H0_OPTION) return { option: "resample", reason: "best-draw", estimates, allocation: { [H0_OPTION]: best.cost }, spend: best.cost };
+  if (best.id === H0_OPTION)
+    return {
+      option: "resample",
+      reason: "best-draw",
+      estimates,
+      allocation: { [H0_OPTION]: best.cost },
+      spend: best.cost,
+    };
   const allocation: Record<string, number> = { [best.id]: 1 };
   for (let i = 1; i < best.cost; i++) {
     const draws = input.siblings.map((s) => ({ id: s.id, draw: betaDraw(s.alpha, s.beta, rng) }));

@@ -2,7 +2,10 @@ import { z } from "zod";
 import { RESCUE_MODES, type RescueModeName } from "./rescue-modes.ts";
 import { UpdateSettings } from "../rollout/update-settings.ts";
 
-/** What an arm changes of the training config's update settings (an arm that trains rescued rows in H0's context, corrected). */
+/**
+ * What an arm changes of the training config's update settings (an arm that trains rescued rows in H0's context,
+ * corrected).
+ */
 export const ArmUpdate = UpdateSettings.pick({ rescueContext: true, rescueCorrection: true }).partial();
 export type ArmUpdate = z.infer<typeof ArmUpdate>;
 

@@ -27,8 +27,19 @@ function choose(n: number, k: number): number {
 }
 
 /** Runs every sibling `trials` times on the task (all at once) to judge a routing decision in hindsight. */
-export async function auditDecision(task: Task, decision: RoutingDecision, pool: HarnessPool, trials: number, seed: number, runRollout: RolloutRunner): Promise<AuditRecord> {
-  const runs = await Promise.all(pool.siblings.map((s) => Promise.all(Array.from({ length: trials }, (_, i) => runRollout(task, s, seed + 7919 * i + 1)))));
+export async function auditDecision(
+  task: Task,
+  decision: RoutingDecision,
+  pool: HarnessPool,
+  trials: number,
+  seed: number,
+  runRollout: RolloutRunner,
+): Promise<AuditRecord> {
+  const runs = await Promise.all(
+    pool.siblings.map((s) =>
+      Promise.all(Array.from({ length: trials }, (_, i) => runRollout(task, s, seed + 7919 * i + 1))),
+    ),
+  );
   const rates: Record<string, number> = {};
   pool.siblings.forEach((s, j) => {
     rates[s.id] = runs[j]!.filter((r) => r.success).length / trials;

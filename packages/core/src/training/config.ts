@@ -14,7 +14,9 @@ export const TrainConfig = z.object({
   /** Rollouts per rescue, split over the k siblings (default: the group size). */
   rescueRollouts: z.number().int().min(1).optional(),
   aggregator: AggregatorName.default("borda"),
-  /** Chance that a rescue swaps its last Top-k pick for a random other sibling (chosen on validation, docs/results.md). */
+  /**
+   * Chance that a rescue swaps its last Top-k pick for a random other sibling (chosen on validation, docs/results.md).
+   */
   exploration: z.number().min(0).max(1).default(0.1),
   diverse: z.boolean().default(false),
   reanchorEvery: z.number().int().min(1).default(5),

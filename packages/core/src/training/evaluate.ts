@@ -42,7 +42,9 @@ export async function evaluateTasks(
   const harnesses: HarnessSpec[] = [];
   for (const task of tasks) harnesses.push(await harnessFor(task));
   const groups = await inWindows(tasks, TASKS_AT_ONCE, (task, t) =>
-    Promise.all(Array.from({ length: n }, (_, i) => runRollout(task, harnesses[t]!, hash32(`eval:${task.id}:${i}`, seedBase)))),
+    Promise.all(
+      Array.from({ length: n }, (_, i) => runRollout(task, harnesses[t]!, hash32(`eval:${task.id}:${i}`, seedBase))),
+    ),
   );
   for (const [t, task] of tasks.entries()) {
     const group = groups[t]!;
@@ -58,8 +60,15 @@ export async function evaluateTasks(
     }
     all.push(...group);
   }
-  const scored = (groups: Map<string, boolean[][]>) => Object.fromEntries([...groups.entries()].map(([k, xs]) => [k, scoreTasks(xs, 3)]));
-  return { ...scoreTasks(perTask, 3), byFamily: scored(perFamily), byCombination: scored(perCombination), behaviours: behaviourRates(all), rollouts: all.length };
+  const scored = (groups: Map<string, boolean[][]>) =>
+    Object.fromEntries([...groups.entries()].map(([k, xs]) => [k, scoreTasks(xs, 3)]));
+  return {
+    ...scoreTasks(perTask, 3),
+    byFamily: scored(perFamily),
+    byCombination: scored(perCombination),
+    behaviours: behaviourRates(all),
+    rollouts: all.length,
+  };
 }
 
 /** `family:req1+req2`, or `family:plain` for a task without latent requirements. */

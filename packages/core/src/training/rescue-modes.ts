@@ -17,7 +17,10 @@ import type { GroupOutcome, StateChange, TrainerState } from "./train-state.ts";
 
 export type { StateChange } from "./train-state.ts";
 
-/** An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried, and what it changed. */
+/**
+ * An all-fail group resolved: its outcome, the rollouts that replace it (if any), the siblings tried, and what it
+ * changed.
+ */
 export interface GroupResolution {
   outcome: Exclude<GroupOutcome, "used">;
   rollouts?: Rollout[];
@@ -51,7 +54,10 @@ type Choose = (
   failure: { tags: string[]; events: string[] },
 ) => Promise<{ chosen: HarnessSpec[] } & Pick<StateChange, "decision" | "audit" | "diagnosticRollouts">>;
 
-/** A sibling rescue run: `chosen` once per rollout slot's harness block (see `rescueGroup`); profiles learn from every rescue rollout, replaced or not. */
+/**
+ * A sibling rescue run: `chosen` once per rollout slot's harness block (see `rescueGroup`); profiles learn from every
+ * rescue rollout, replaced or not.
+ */
 async function rescueUnder(
   ctx: RescueContext,
   failure: { tags: string[] },
@@ -68,7 +74,9 @@ async function rescueUnder(
     rescue: { triggered: 1, ...(replaced ? { replaced: 1 } : { dropped: 1 }) },
     evidence: { rollouts: outcome.group, rescueOf: failure.tags, taskTags: ctx.task.tags },
   };
-  return replaced ? { outcome: "replaced", rollouts: outcome.group, chosen: ids, change } : { outcome: "dropped", chosen: ids, change };
+  return replaced
+    ? { outcome: "replaced", rollouts: outcome.group, chosen: ids, change }
+    : { outcome: "dropped", chosen: ids, change };
 }
 
 /** Rescue under the chosen siblings, the rollouts split evenly. */
@@ -80,7 +88,9 @@ function siblingRescue(choose: Choose): RescueModeFn {
   };
 }
 
-const chooseRandom: Choose = async (ctx) => ({ chosen: sample(ctx.pool.siblings, ctx.config.k, ctx.armRng.fork(`random:${ctx.step}:${ctx.task.id}`)) });
+const chooseRandom: Choose = async (ctx) => ({
+  chosen: sample(ctx.pool.siblings, ctx.config.k, ctx.armRng.fork(`random:${ctx.step}:${ctx.task.id}`)),
+});
 
 const chooseByRouter: Choose = async (ctx, failure) => {
   const { config, pool, state, task } = ctx;
@@ -122,13 +132,18 @@ const dropGroup: RescueModeFn = async () => ({ outcome: "dropped" });
 /** One group of `groupSize` fresh H0 rollouts, counted against the extra budget; trained on only with signal. */
 async function resampleOnce(ctx: RescueContext, extra: StateChange = {}): Promise<GroupResolution> {
   const { groupSize } = ctx.config;
-  const again = await Promise.all(Array.from({ length: groupSize }, (_, i) => ctx.runRollout(ctx.task, ctx.pool.base, ctx.seed("resample", i))));
+  const again = await Promise.all(
+    Array.from({ length: groupSize }, (_, i) => ctx.runRollout(ctx.task, ctx.pool.base, ctx.seed("resample", i))),
+  );
   const change: StateChange = { ...extra, extraSpent: groupSize, counts: { resample: groupSize } };
-  return hasSignal(again.map((r) => r.reward)) ? { outcome: "resampled", rollouts: again, change } : { outcome: "dropped", change };
+  return hasSignal(again.map((r) => r.reward))
+    ? { outcome: "resampled", rollouts: again, change }
+    : { outcome: "dropped", change };
 }
 
 /** Resample under H0 with the budget left (exactly one group at a time); no signal drops it. */
-const resampleUnderH0: RescueModeFn = async (ctx) => (ctx.state.extraLeft < ctx.config.groupSize ? { outcome: "dropped" } : resampleOnce(ctx));
+const resampleUnderH0: RescueModeFn = async (ctx) =>
+  ctx.state.extraLeft < ctx.config.groupSize ? { outcome: "dropped" } : resampleOnce(ctx);
 
 /**
  * Adaptive: route as harness-s does, then let {@link chooseAdaptive} spend the group's extra
@@ -141,18 +156,32 @@ const adaptiveRescue: RescueModeFn = async (ctx) => {
   const { config, state, task } = ctx;
   const failure = failureSummary(ctx.group);
   const { chosen, ...routing } = await chooseByRouter(ctx, failure);
-  const siblings = chosen.map((s) => cappedPosterior(s.id, siblingEvidence(profileOf(state.profiles, s.id), task.family, failure.tags)));
+  const siblings = chosen.map((s) =>
+    cappedPosterior(s.id, siblingEvidence(profileOf(state.profiles, s.id), task.family, failure.tags)),
+  );
   const cost = { siblings: config.rescueRollouts ?? config.groupSize, resample: config.groupSize };
-  const input = { siblings, resample: cappedPosterior(H0_OPTION, state.adaptiveResamples), cost, budgetLeft: state.extraLeft };
+  const input = {
+    siblings,
+    resample: cappedPosterior(H0_OPTION, state.adaptiveResamples),
+    cost,
+    budgetLeft: state.extraLeft,
+  };
   const adaptive = chooseAdaptive(input, ctx.armRng.fork(`adaptive:${ctx.step}:${task.id}`));
   if (adaptive.option === "none") return { outcome: "dropped", adaptive, change: routing };
   if (adaptive.option === "resample") {
     const resolved = await resampleOnce(ctx, routing);
     const found = (resolved.rollouts ?? []).filter((r) => r.success).length;
-    return { ...resolved, adaptive, change: { ...resolved.change, adaptiveResamples: { attempts: config.groupSize, successes: found } } };
+    return {
+      ...resolved,
+      adaptive,
+      change: { ...resolved.change, adaptiveResamples: { attempts: config.groupSize, successes: found } },
+    };
   }
   const slots = chosen.flatMap((s) => Array.from({ length: adaptive.allocation[s.id] ?? 0 }, () => s));
-  return { ...(await rescueUnder(ctx, failure, slots, adaptive.spend, { ...routing, extraSpent: adaptive.spend })), adaptive };
+  return {
+    ...(await rescueUnder(ctx, failure, slots, adaptive.spend, { ...routing, extraSpent: adaptive.spend })),
+    adaptive,
+  };
 };
 
 /** A rescue mode: how it resolves an all-fail group, and whether it reads the profiles (then re-anchoring applies). */

@@ -22,7 +22,8 @@ export function splitRollouts(total: number, k: number): number[] {
 
 function byFrequency(lists: readonly (readonly string[])[], skip: (s: string) => boolean = () => false): string[] {
   const counts = new Map<string, number>();
-  for (const list of lists) for (const item of new Set(list)) if (!skip(item)) counts.set(item, (counts.get(item) ?? 0) + 1);
+  for (const list of lists)
+    for (const item of new Set(list)) if (!skip(item)) counts.set(item, (counts.get(item) ?? 0) + 1);
   return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k]) => k);
 }
 

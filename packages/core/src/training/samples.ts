@@ -11,7 +11,10 @@ import { UpdateSettings } from "../rollout/update-settings.ts";
  * @example
  * const samples = buildSamples([[win, loss]], config); // [{ rollout: win, advantage: +a }, { rollout: loss, advantage: -a }]
  */
-export function buildSamples(groups: readonly (readonly Rollout[])[], config: Pick<TrainConfig, "normalizeStd">): UpdateSample[] {
+export function buildSamples(
+  groups: readonly (readonly Rollout[])[],
+  config: Pick<TrainConfig, "normalizeStd">,
+): UpdateSample[] {
   const samples: UpdateSample[] = [];
   for (const group of groups) {
     const adv = groupAdvantages(

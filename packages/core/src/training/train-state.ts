@@ -6,7 +6,13 @@ import { AuditRecord } from "./audit.ts";
 import type { Rollout } from "../rollout/types.ts";
 
 /** Rollouts spent by kind (every environment episode counts); `total` is their sum. */
-export const RolloutCounts = z.object({ train: z.number().int(), rescue: z.number().int(), resample: z.number().int(), reanchor: z.number().int(), total: z.number().int() });
+export const RolloutCounts = z.object({
+  train: z.number().int(),
+  rescue: z.number().int(),
+  resample: z.number().int(),
+  reanchor: z.number().int(),
+  total: z.number().int(),
+});
 export type RolloutCounts = z.infer<typeof RolloutCounts>;
 
 /** What happened to one group of a step: trained on as it was, replaced by a rescue, resampled under H0, or dropped. */
@@ -45,7 +51,10 @@ export type RescueCounters = z.infer<typeof RescueCounters>;
 /** H0 Avg@3 on the curve's train tasks after a step (0: before training). */
 export const CurvePoint = z.object({ step: z.number().int(), h0TrainAvgAt3: z.number() });
 /** Fresh rescue utility per sibling at a re-anchoring; NaN (no rescue seen) is kept as null, which JSON can hold. */
-export const UtilitySnapshot = z.object({ step: z.number().int(), values: z.record(z.string(), z.number().nullable()) });
+export const UtilitySnapshot = z.object({
+  step: z.number().int(),
+  values: z.record(z.string(), z.number().nullable()),
+});
 
 /**
  * Everything a trainer needs to continue an arm after its last finished step, besides the policy
@@ -80,7 +89,13 @@ export type TrainerState = z.infer<typeof TrainerState>;
  * One arm's training result: its state without what only a continuation needs (step, version,
  * budget left, probe order), with the rollouts spent by kind as `rollouts`.
  */
-export const TrainResult = TrainerState.omit({ step: true, policyVersion: true, extraLeft: true, probePriority: true, counts: true }).extend({
+export const TrainResult = TrainerState.omit({
+  step: true,
+  policyVersion: true,
+  extraLeft: true,
+  probePriority: true,
+  counts: true,
+}).extend({
   rollouts: RolloutCounts,
 });
 export type TrainResult = z.infer<typeof TrainResult>;
@@ -130,7 +145,10 @@ export interface StateChange {
  * state, in the order the mode made it: the siblings chosen, the decision and its audit, the
  * rollouts spent, the profiles' evidence.
  */
-export function applyStateChange(state: TrainerState, resolved: { chosen?: readonly string[]; change?: StateChange }): void {
+export function applyStateChange(
+  state: TrainerState,
+  resolved: { chosen?: readonly string[]; change?: StateChange },
+): void {
   const { change = {}, chosen = [] } = resolved;
   for (const id of chosen) state.chosenCounts[id] = (state.chosenCounts[id] ?? 0) + 1;
   if (change.decision) state.decisions.push(change.decision);
@@ -144,8 +162,12 @@ export function applyStateChange(state: TrainerState, resolved: { chosen?: reado
   state.rescue.dropped += change.rescue?.dropped ?? 0;
   if (change.adaptiveResamples) {
     const { attempts, successes } = state.adaptiveResamples;
-    state.adaptiveResamples = { attempts: attempts + change.adaptiveResamples.attempts, successes: successes + change.adaptiveResamples.successes };
+    state.adaptiveResamples = {
+      attempts: attempts + change.adaptiveResamples.attempts,
+      successes: successes + change.adaptiveResamples.successes,
+    };
   }
   const { rollouts = [], rescueOf = [], taskTags = [] } = change.evidence ?? {};
-  for (const r of rollouts) state.profiles[r.harnessId] = addEvidence(state.profiles[r.harnessId]!, r, { rescueOf, taskTags });
+  for (const r of rollouts)
+    state.profiles[r.harnessId] = addEvidence(state.profiles[r.harnessId]!, r, { rescueOf, taskTags });
 }

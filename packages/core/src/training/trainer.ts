@@ -15,7 +15,14 @@ import { evaluateTasks } from "./evaluate.ts";
 import { RESCUE_MODES, type GroupResolution, type RescueContext } from "./rescue-modes.ts";
 import { speculativeRunner, type SpeculativeRunner } from "./speculation.ts";
 import { buildSamples, updateSettings } from "./samples.ts";
-import { applyStateChange, nullForNaN, withTotal, type StepRecord, type TrainResult, type TrainerState } from "./train-state.ts";
+import {
+  applyStateChange,
+  nullForNaN,
+  withTotal,
+  type StepRecord,
+  type TrainResult,
+  type TrainerState,
+} from "./train-state.ts";
 
 export interface TrainDeps {
   policy: Policy;
@@ -97,7 +104,9 @@ export class Trainer {
   /** Continues from a saved state; the policy must be the arm's, at the state's version. */
   static resume(state: TrainerState, arm: ArmConfig, config: TrainConfig, deps: TrainDeps): Trainer {
     if (state.arm !== arm.name || state.policyVersion !== deps.policy.version()) {
-      throw new ConflictError(`cannot continue ${state.arm} at policy version ${state.policyVersion} with ${arm.name} at version ${deps.policy.version()}`);
+      throw new ConflictError(
+        `cannot continue ${state.arm} at policy version ${state.policyVersion} with ${arm.name} at version ${deps.policy.version()}`,
+      );
     }
     return new Trainer(arm, config, deps, structuredClone(state));
   }
@@ -150,14 +159,27 @@ export class Trainer {
 
   /** The arm's result so far (the final one once {@link done}). */
   result(): TrainResult {
-    const { counts, step: _step, policyVersion: _version, extraLeft: _extra, probePriority: _priority, ...rest } = this.state();
+    const {
+      counts,
+      step: _step,
+      policyVersion: _version,
+      extraLeft: _extra,
+      probePriority: _priority,
+      ...rest
+    } = this.state();
     return { ...rest, rollouts: counts };
   }
 
   private async collectGroups(batch: readonly Task[], step: number): Promise<Rollout[][]> {
     const { groupSize } = this.config;
     const groups = await Promise.all(
-      batch.map((task) => Promise.all(Array.from({ length: groupSize }, (_, i) => this.deps.runRollout(task, this.deps.pool.base, this.seedOf(step, task, "h0", i))))),
+      batch.map((task) =>
+        Promise.all(
+          Array.from({ length: groupSize }, (_, i) =>
+            this.deps.runRollout(task, this.deps.pool.base, this.seedOf(step, task, "h0", i)),
+          ),
+        ),
+      ),
     );
     this.s.counts.train += groupSize * batch.length;
     return groups;
@@ -172,12 +194,20 @@ export class Trainer {
     this.s.rescue.groups++;
     if (!isAllFail(group)) return { outcome: "used", rollouts: group };
     this.s.rescue.allFailGroups++;
-    const resolved = await RESCUE_MODES[this.arm.rescue].resolve(this.rescueContext(task, group, step, this.s, runRollout));
+    const resolved = await RESCUE_MODES[this.arm.rescue].resolve(
+      this.rescueContext(task, group, step, this.s, runRollout),
+    );
     applyStateChange(this.s, resolved);
     return resolved;
   }
 
-  private rescueContext(task: Task, group: readonly Rollout[], step: number, state: TrainerState, runRollout: RolloutRunner): RescueContext {
+  private rescueContext(
+    task: Task,
+    group: readonly Rollout[],
+    step: number,
+    state: TrainerState,
+    runRollout: RolloutRunner,
+  ): RescueContext {
     const { config, voters, armRng } = this;
     const { pool, panel } = this.deps;
     return {
@@ -201,7 +231,11 @@ export class Trainer {
    * it, as far as it is known before the rescues ahead of it end (each of those routes once, and
    * resamples one group while the budget lasts), and keeps the rollouts they started.
    */
-  private async speculate(batch: readonly Task[], groups: readonly Rollout[][], step: number): Promise<SpeculativeRunner> {
+  private async speculate(
+    batch: readonly Task[],
+    groups: readonly Rollout[][],
+    step: number,
+  ): Promise<SpeculativeRunner> {
     const ahead = speculativeRunner(this.deps.runRollout);
     let before = 0;
     const dryRuns = batch.map((task, g) => {
@@ -219,12 +253,19 @@ export class Trainer {
   private async update(used: readonly Rollout[][]): Promise<void> {
     const samples = buildSamples(used, this.config);
     const settings = updateSettings({ ...this.config, ...this.arm.update });
-    if (samples.length > 0) await this.deps.policy.update({ baseVersion: this.deps.policy.version(), samples, settings });
+    if (samples.length > 0)
+      await this.deps.policy.update({ baseVersion: this.deps.policy.version(), samples, settings });
   }
 
   private async maybeReanchor(step: number): Promise<void> {
     const { config } = this;
-    if (!RESCUE_MODES[this.arm.rescue].usesProfiles || !this.arm.reanchor || step % config.reanchorEvery !== 0 || config.reanchorBudget <= 0) return;
+    if (
+      !RESCUE_MODES[this.arm.rescue].usesProfiles ||
+      !this.arm.reanchor ||
+      step % config.reanchorEvery !== 0 ||
+      config.reanchorBudget <= 0
+    )
+      return;
     // A budget-matched arm re-anchors out of its extra budget, as the budget source's re-anchoring counted in it.
     const matched = this.arm.extraBudget !== undefined;
     const budget = matched ? Math.min(config.reanchorBudget, this.s.extraLeft) : config.reanchorBudget;

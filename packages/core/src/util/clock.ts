@@ -1,7 +1,10 @@
 /** Time, injected so that core code never reads the wall clock directly. */
 export interface Clock {
   now(): number;
-  /** Resolves after `ms` milliseconds, or at once when `signal` aborts (its timer cleared: nothing keeps the process alive). */
+  /**
+   * Resolves after `ms` milliseconds, or at once when `signal` aborts (its timer cleared: nothing keeps the process
+   * alive).
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 

@@ -7,7 +7,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * @example
  * const get = singleFlight((id: string) => jobs.get(id), (id) => id);
  */
-export function singleFlight<A extends unknown[], T>(read: (...args: A) => Promise<T>, keyOf: (...args: A) => string): (...args: A) => Promise<T> {
+export function singleFlight<A extends unknown[], T>(
+  read: (...args: A) => Promise<T>,
+  keyOf: (...args: A) => string,
+): (...args: A) => Promise<T> {
   const inFlight = new Map<string, Promise<T>>();
   return (...args) => {
     const key = keyOf(...args);
@@ -33,8 +36,14 @@ type Context = <R>(fn: () => R) => R;
  * @example
  * const addSpend = coalescedAdds((id, spend) => jobs.addSpend(id, spend), sumSpend);
  */
-export function coalescedAdds<P>(write: (key: string, merged: P) => Promise<void>, merge: (a: P, b: P) => P): (key: string, part: P) => Promise<void> {
-  const waiting = new Map<string, { merged: P; context: Context; settle: { resolve: () => void; reject: (err: unknown) => void }[] }>();
+export function coalescedAdds<P>(
+  write: (key: string, merged: P) => Promise<void>,
+  merge: (a: P, b: P) => P,
+): (key: string, part: P) => Promise<void> {
+  const waiting = new Map<
+    string,
+    { merged: P; context: Context; settle: { resolve: () => void; reject: (err: unknown) => void }[] }
+  >();
   const writing = new Set<string>();
   const flush = async (key: string): Promise<void> => {
     for (let next = waiting.get(key); next; next = waiting.get(key)) {
@@ -74,8 +83,14 @@ export function coalescedAdds<P>(write: (key: string, merged: P) => Promise<void
  * @example
  * const has = batchedLookups((jobId, indexes) => presentOf(jobId, indexes), false);
  */
-export function batchedLookups<I, T>(askMany: (key: string, items: I[]) => Promise<Map<I, T>>, absent: T): (key: string, item: I) => Promise<T> {
-  const waiting = new Map<string, { item: I; context: Context; resolve: (v: T) => void; reject: (err: unknown) => void }[]>();
+export function batchedLookups<I, T>(
+  askMany: (key: string, items: I[]) => Promise<Map<I, T>>,
+  absent: T,
+): (key: string, item: I) => Promise<T> {
+  const waiting = new Map<
+    string,
+    { item: I; context: Context; resolve: (v: T) => void; reject: (err: unknown) => void }[]
+  >();
   const asking = new Set<string>();
   const flush = async (key: string): Promise<void> => {
     for (let next = waiting.get(key); next?.length; next = waiting.get(key)) {

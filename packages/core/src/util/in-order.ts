@@ -6,7 +6,9 @@
  * @example
  * const [record, pool] = await inOrder([endpoints.get(k, id), pools.get(poolId)]);
  */
-export async function inOrder<T extends readonly unknown[]>(promises: { readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
+export async function inOrder<T extends readonly unknown[]>(
+  promises: { readonly [K in keyof T]: Promise<T[K]> },
+): Promise<T> {
   const settled = await Promise.allSettled(promises as readonly Promise<unknown>[]);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failed) throw failed.reason;

@@ -4,7 +4,11 @@
  * @example
  * const groups = await inWindows(tasks, 4, (task) => runGroup(task));
  */
-export async function inWindows<T, R>(items: readonly T[], width: number, f: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function inWindows<T, R>(
+  items: readonly T[],
+  width: number,
+  f: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const lane = async () => {

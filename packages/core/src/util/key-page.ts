@@ -25,10 +25,14 @@ export interface KeyPage<T> {
 }
 
 /** A run's place in its key's list: newer first, ties by id (a string that sorts so, as a store's sort key). */
-export const listPosition = (createdAt: number, id: string): string => `${String(Math.max(0, Math.floor(createdAt))).padStart(16, "0")}#${id}`;
+export const listPosition = (createdAt: number, id: string): string =>
+  `${String(Math.max(0, Math.floor(createdAt))).padStart(16, "0")}#${id}`;
 
 /** The page of `items` (one key's) that `req` asks for, newest first: what every in-memory store answers. */
-export function pageOfKey<T extends { createdAt: number; id: string }>(items: readonly T[], req: KeyPageRequest): KeyPage<T> {
+export function pageOfKey<T extends { createdAt: number; id: string }>(
+  items: readonly T[],
+  req: KeyPageRequest,
+): KeyPage<T> {
   const sorted = items
     .map((item) => ({ item, at: listPosition(item.createdAt, item.id) }))
     .filter((x) => req.after === undefined || x.at < req.after)
@@ -37,7 +41,9 @@ export function pageOfKey<T extends { createdAt: number; id: string }>(items: re
   return { items: page.map((x) => x.item), ...(sorted.length > req.limit ? { next: page[page.length - 1]!.at } : {}) };
 }
 
-const CursorBody = z.object({ v: z.literal(1), list: z.string(), key: z.number().int(), after: z.string().min(1).max(120) }).strict();
+const CursorBody = z
+  .object({ v: z.literal(1), list: z.string(), key: z.number().int(), after: z.string().min(1).max(120) })
+  .strict();
 
 /** base64url of UTF-8 text, and back (undefined when it is not): no Node Buffer in core. */
 const toBase64Url = (text: string) =>
@@ -46,13 +52,16 @@ const toBase64Url = (text: string) =>
     .replace(/\//g, "_")
     .replace(/=+$/, "");
 const fromBase64Url = (text: string): string =>
-  new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)));
+  new TextDecoder("utf-8", { fatal: true }).decode(
+    Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)),
+  );
 
 /** The key and list a cursor belongs to (a hash: the cursor names neither). */
 const owner = (list: string, keyId: string) => hash32(`${list}:${keyId}`);
 
 /** The opaque cursor of position `after` in key `keyId`'s list `list`. */
-export const encodeCursor = (list: string, keyId: string, after: string): string => toBase64Url(JSON.stringify({ v: 1, list, key: owner(list, keyId), after }));
+export const encodeCursor = (list: string, keyId: string, after: string): string =>
+  toBase64Url(JSON.stringify({ v: 1, list, key: owner(list, keyId), after }));
 
 /** The position a cursor holds; a cursor that is not one of this key's for this list is a 400 (VALIDATION_FAILED). */
 export function decodeCursor(list: string, keyId: string, cursor: string): string {
@@ -81,5 +90,8 @@ export async function keyPage<T, U>(
 ): Promise<{ items: U[]; next: string | null }> {
   const after = query.cursor === undefined ? undefined : decodeCursor(list, keyId, query.cursor);
   const page = await read({ limit: query.limit, ...(after === undefined ? {} : { after }) });
-  return { items: await Promise.all(page.items.map(map)), next: page.next === undefined ? null : encodeCursor(list, keyId, page.next) };
+  return {
+    items: await Promise.all(page.items.map(map)),
+    next: page.next === undefined ? null : encodeCursor(list, keyId, page.next),
+  };
 }

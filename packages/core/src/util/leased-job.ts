@@ -1,7 +1,9 @@
 import { NotFoundError } from "../errors.ts";
 import type { Clock } from "./clock.ts";
 
-/** What every job a worker claims under a lease has: its state, its lease, its key's cancel, its progress and attempts. */
+/**
+ * What every job a worker claims under a lease has: its state, its lease, its key's cancel, its progress and attempts.
+ */
 export interface LeasedJob {
   id: string;
   status: string;
@@ -38,7 +40,13 @@ export interface LeasedJobStore<R extends LeasedJob> {
  * "duplicate" when another worker holds it (a redelivered message while it runs, or one already
  * ended); a job that does not exist is a NotFoundError.
  */
-export async function claimJob<R extends LeasedJob>(store: LeasedJobStore<R>, id: string, what: string, clock: Clock, leaseMs: number): Promise<R | "duplicate"> {
+export async function claimJob<R extends LeasedJob>(
+  store: LeasedJobStore<R>,
+  id: string,
+  what: string,
+  clock: Clock,
+  leaseMs: number,
+): Promise<R | "duplicate"> {
   const claimed = await store.claim(id, clock.now(), clock.now() + leaseMs);
   if (claimed) return claimed;
   if (!(await store.get(id))) throw new NotFoundError(what, id);
@@ -55,7 +63,13 @@ export class LeaseWriter<R extends LeasedJob> {
 
   constructor(
     readonly record: R,
-    private readonly deps: { store: Pick<LeasedJobStore<R>, "save">; clock: Clock; leaseMs: number; snapshot: (record: R) => R; stamp?: (record: R, now: number) => void },
+    private readonly deps: {
+      store: Pick<LeasedJobStore<R>, "save">;
+      clock: Clock;
+      leaseMs: number;
+      snapshot: (record: R) => R;
+      stamp?: (record: R, now: number) => void;
+    },
   ) {}
 
   readonly save = (patch: Partial<R>): Promise<void> => {

@@ -9,7 +9,8 @@ import { z } from "zod";
 export const STORABLE_NUMBER = { minMagnitude: 1e-100, maxMagnitude: Number.MAX_SAFE_INTEGER } as const;
 
 /** Whether `n` is a number every store can hold ({@link STORABLE_NUMBER}). */
-export const storable = (n: number): boolean => n === 0 || (Math.abs(n) >= STORABLE_NUMBER.minMagnitude && Math.abs(n) <= STORABLE_NUMBER.maxMagnitude);
+export const storable = (n: number): boolean =>
+  n === 0 || (Math.abs(n) >= STORABLE_NUMBER.minMagnitude && Math.abs(n) <= STORABLE_NUMBER.maxMagnitude);
 
 const DIGITS = /^\d{1,15}$/;
 const DECIMAL = /^\d{1,15}(?:\.\d{1,6})?$/;
@@ -26,7 +27,10 @@ export const queryInteger = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
-/** A query parameter holding a plain decimal number (digits, an optional point and up to six decimals), from `min` to `max`. */
+/**
+ * A query parameter holding a plain decimal number (digits, an optional point and up to six decimals), from `min` to
+ * `max`.
+ */
 export const queryDecimal = (min: number, max: number) =>
   z
     .string()

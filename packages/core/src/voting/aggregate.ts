@@ -44,7 +44,12 @@ export interface Tally {
  * @example
  * aggregate([{ voterId: "a", ranking: ["x", "y"] }], ["x", "y"], "borda")[0].harnessId; // "x"
  */
-export function aggregate(ballots: readonly Ballot[], candidates: readonly string[], method: Aggregator, weights: Readonly<Record<string, number>> = {}): Tally[] {
+export function aggregate(
+  ballots: readonly Ballot[],
+  candidates: readonly string[],
+  method: Aggregator,
+  weights: Readonly<Record<string, number>> = {},
+): Tally[] {
   const n = candidates.length;
   const points = AGGREGATORS[method];
   const tally = new Map<string, Tally>(candidates.map((id) => [id, { harnessId: id, score: 0, firstPlaces: 0 }]));
@@ -56,5 +61,10 @@ export function aggregate(ballots: readonly Ballot[], candidates: readonly strin
       if (rank === 1) t.firstPlaces++;
     }
   }
-  return [...tally.values()].sort((a, b) => b.score - a.score || b.firstPlaces - a.firstPlaces || (a.harnessId < b.harnessId ? -1 : a.harnessId > b.harnessId ? 1 : 0));
+  return [...tally.values()].sort(
+    (a, b) =>
+      b.score - a.score ||
+      b.firstPlaces - a.firstPlaces ||
+      (a.harnessId < b.harnessId ? -1 : a.harnessId > b.harnessId ? 1 : 0),
+  );
 }

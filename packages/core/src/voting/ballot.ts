@@ -21,9 +21,18 @@ export const Ballot = z
      * Set on a stored record when the voter abstained (the `vote` worker keeps it so a queued
      * decision learns at once that this voter will not answer); such a record ranks nothing.
      */
-    abstained: z.object({ kind: z.enum(["timeout", "malformed"]), reason: z.string().max(4000), ms: z.number().int().min(0).optional() }).optional(),
+    abstained: z
+      .object({
+        kind: z.enum(["timeout", "malformed"]),
+        reason: z.string().max(4000),
+        ms: z.number().int().min(0).optional(),
+      })
+      .optional(),
   })
-  .refine((b) => b.abstained !== undefined || b.ranking.length > 0, { path: ["ranking"], message: "Too small: expected array to have >=1 items" });
+  .refine((b) => b.abstained !== undefined || b.ranking.length > 0, {
+    path: ["ranking"],
+    message: "Too small: expected array to have >=1 items",
+  });
 export type Ballot = z.infer<typeof Ballot>;
 
 /** Everything a voter may look at for one routing decision. */

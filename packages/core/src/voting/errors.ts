@@ -8,7 +8,10 @@ export class QuorumError extends CoreError {
     readonly required: number,
     readonly failures: { voterId: string; reason: string }[],
   ) {
-    super("QUORUM_NOT_MET", `only ${answered} of the required ${required} voters answered (${failures.map((f) => `${f.voterId}: ${f.reason}`).join("; ")})`);
+    super(
+      "QUORUM_NOT_MET",
+      `only ${answered} of the required ${required} voters answered (${failures.map((f) => `${f.voterId}: ${f.reason}`).join("; ")})`,
+    );
   }
 }
 

@@ -6,7 +6,9 @@ import type { Voter } from "./ballot.ts";
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, "lower-case letters, digits, '.', '_', '-'");
 
 /** A statistical voter of the panel, by the id it has among `statisticalVoters`. */
-export const StatisticalPanelVoter = z.object({ kind: z.literal("statistical"), id, weight: z.number().positive().default(1) }).strict();
+export const StatisticalPanelVoter = z
+  .object({ kind: z.literal("statistical"), id, weight: z.number().positive().default(1) })
+  .strict();
 
 /** An LLM voter of the panel: any OpenAI-compatible chat endpoint. */
 export const LlmPanelVoter = z
@@ -15,7 +17,9 @@ export const LlmPanelVoter = z
     id,
     baseURL: z.string().url(),
     model: z.string().min(1),
-    /** The name of the secret (environment variable locally) that holds the API key; none for servers that need no key. */
+    /**
+     * The name of the secret (environment variable locally) that holds the API key; none for servers that need no key.
+     */
     apiKeySecret: z.string().min(1).optional(),
     weight: z.number().positive().default(1),
     timeoutMs: z.number().int().positive().max(120_000).default(20_000),
@@ -51,9 +55,18 @@ export const VoterPanel = z
   .superRefine((p, ctx) => {
     const ids = p.voters.map((v) => v.id);
     const twice = ids.filter((v, i) => ids.indexOf(v) !== i);
-    if (twice.length) ctx.addIssue({ code: "custom", path: ["voters"], message: `voter ids must be unique: ${[...new Set(twice)].join(", ")} listed twice` });
+    if (twice.length)
+      ctx.addIssue({
+        code: "custom",
+        path: ["voters"],
+        message: `voter ids must be unique: ${[...new Set(twice)].join(", ")} listed twice`,
+      });
     if (p.quorum !== undefined && p.quorum > p.voters.length)
-      ctx.addIssue({ code: "custom", path: ["quorum"], message: `quorum ${p.quorum} is more than the ${p.voters.length} voters` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["quorum"],
+        message: `quorum ${p.quorum} is more than the ${p.voters.length} voters`,
+      });
   });
 export type VoterPanel = z.infer<typeof VoterPanel>;
 
@@ -69,7 +82,9 @@ export interface PanelSettings {
 }
 
 /** Each voter's weight in the aggregation. */
-export const panelWeights = (panel: VoterPanel): Record<string, number> => Object.fromEntries(panel.voters.map((v) => [v.id, v.weight]));
+export const panelWeights = (panel: VoterPanel): Record<string, number> =>
+  Object.fromEntries(panel.voters.map((v) => [v.id, v.weight]));
 
 /** The panel's quorum: as configured, else a majority of its voters. */
-export const panelQuorum = (panel: VoterPanel): number => panel.quorum ?? Math.max(1, Math.ceil(panel.voters.length / 2));
+export const panelQuorum = (panel: VoterPanel): number =>
+  panel.quorum ?? Math.max(1, Math.ceil(panel.voters.length / 2));

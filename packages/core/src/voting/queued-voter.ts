@@ -24,7 +24,15 @@ import type { MessageQueue } from "../messaging/queue.ts";
  */
 export function queuedVoter(
   voterId: string,
-  opts: { namespace: string; queue: MessageQueue; ballots: BallotStore; clock: Clock; pollMs?: number; timeoutMs?: number; payer?: Payer },
+  opts: {
+    namespace: string;
+    queue: MessageQueue;
+    ballots: BallotStore;
+    clock: Clock;
+    pollMs?: number;
+    timeoutMs?: number;
+    payer?: Payer;
+  },
 ): Voter {
   const pollMs = opts.pollMs ?? 10;
   const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -38,7 +46,11 @@ export function queuedVoter(
         failureTags: req.failureTags,
         failedEvents: req.failedEvents,
         candidates: req.candidates,
-        profiles: Object.fromEntries(req.candidates.flatMap((c) => (profileOf(req.profiles, c.id) ? [[c.id, profileOf(req.profiles, c.id)!]] : []))),
+        profiles: Object.fromEntries(
+          req.candidates.flatMap((c) =>
+            profileOf(req.profiles, c.id) ? [[c.id, profileOf(req.profiles, c.id)!]] : [],
+          ),
+        ),
         k: req.k,
       };
       const body: BallotRequestedBody = { ...content, ballotKey: `${opts.namespace}:${contentVersion(content)}` };
@@ -47,16 +59,20 @@ export function queuedVoter(
       for (let wait = pollMs; ; wait = Math.min(wait * 2, pollMs * 16)) {
         if (ctx?.signal?.aborted) throw ctx.signal.reason ?? new VoterTimeoutError(voterId, timeoutMs);
         const ballot = await opts.ballots.get(body.ballotKey, voterId);
-        if (ballot?.usage) ctx?.onSpend?.({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
+        if (ballot?.usage)
+          ctx?.onSpend?.({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
         if (ballot?.abstained?.kind === "timeout") throw new VoterTimeoutError(voterId, ballot.abstained.ms ?? 0);
         if (ballot?.abstained)
           throw new InvalidBallotError(
             voterId,
             ballot.abstained.reason,
-            ballot.usage ? { spent: { usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) } } : {},
+            ballot.usage
+              ? { spent: { usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) } }
+              : {},
           );
         if (ballot) return ballot;
-        if (opts.clock.now() > deadline) throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
+        if (opts.clock.now() > deadline)
+          throw new Error(`no ballot from ${voterId} for ${req.decisionId} within ${timeoutMs} ms`);
         await opts.clock.sleep(wait);
       }
     },
@@ -69,7 +85,11 @@ export function queuedVoter(
  */
 export async function castBallot(
   body: BallotRequestedBody,
-  deps: { voters: readonly Voter[]; ballots: BallotStore /** Hears of every spend as it happens (the worker's cost of goods). */; onSpend?: (s: VoterSpend) => void },
+  deps: {
+    voters: readonly Voter[];
+    ballots: BallotStore /** Hears of every spend as it happens (the worker's cost of goods). */;
+    onSpend?: (s: VoterSpend) => void;
+  },
 ): Promise<"stored" | "duplicate"> {
   if (await deps.ballots.get(body.ballotKey, body.voterId)) return "duplicate";
   const voter = deps.voters.find((v) => v.id === body.voterId);
@@ -99,11 +119,27 @@ export async function castBallot(
   } catch (err) {
     // An abstention is an answer: stored, so the decision waiting on it goes on at once. Any other
     // failure is retried by the queue (and ends in its DLQ).
-    if (err instanceof InvalidBallotError) ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "malformed", reason: err.detail }, ...err.spent };
+    if (err instanceof InvalidBallotError)
+      ballot = {
+        voterId: body.voterId,
+        ranking: [],
+        abstained: { kind: "malformed", reason: err.detail },
+        ...err.spent,
+      };
     else if (err instanceof VoterTimeoutError) {
       const usage =
-        spent.promptTokens + spent.completionTokens > 0 ? { usage: { promptTokens: spent.promptTokens, completionTokens: spent.completionTokens }, costUsd: spent.costUsd } : {};
-      ballot = { voterId: body.voterId, ranking: [], abstained: { kind: "timeout", reason: err.message, ms: err.ms }, ...usage };
+        spent.promptTokens + spent.completionTokens > 0
+          ? {
+              usage: { promptTokens: spent.promptTokens, completionTokens: spent.completionTokens },
+              costUsd: spent.costUsd,
+            }
+          : {};
+      ballot = {
+        voterId: body.voterId,
+        ranking: [],
+        abstained: { kind: "timeout", reason: err.message, ms: err.ms },
+        ...usage,
+      };
     } else throw err;
   }
   return deps.ballots.put(body.ballotKey, { ...ballot, voterId: body.voterId });

@@ -39,7 +39,8 @@ export type RouterOptionsInput = z.input<typeof RouterOptions>;
 export const routerOptions = (options: z.input<typeof RouterOptions>): RouterOptions => RouterOptions.parse(options);
 
 /** Parsed options with another `k` (checked against {@link TopK}). */
-export const withTopK = (options: RouterOptions, k: number): RouterOptions => ({ ...options, k: TopK.parse(k) }) as RouterOptions;
+export const withTopK = (options: RouterOptions, k: number): RouterOptions =>
+  ({ ...options, k: TopK.parse(k) }) as RouterOptions;
 
 export const RoutingDecision = z.object({
   id: z.string(),
@@ -87,14 +88,18 @@ export interface RouterDeps {
   voters: readonly Voter[];
   rng: Rng;
   clock?: Clock;
-  /** Voters that decide when fewer than the quorum answered (a panel's `onQuorumMiss: "statistical"`); without them that is a QuorumError. */
+  /**
+   * Voters that decide when fewer than the quorum answered (a panel's `onQuorumMiss: "statistical"`); without them that
+   * is a QuorumError.
+   */
   fallback?: readonly Voter[];
   /** Told of every voter call's spend as it happens (metering: what a decision cost, whatever its outcome). */
   onSpend?: (spent: VoterSpend) => void;
 }
 
 /** Why a voter did not answer, as the decision records it. */
-const failureKind = (err: unknown): "timeout" | "malformed" | "error" => (err instanceof VoterTimeoutError ? "timeout" : err instanceof InvalidBallotError ? "malformed" : "error");
+const failureKind = (err: unknown): "timeout" | "malformed" | "error" =>
+  err instanceof VoterTimeoutError ? "timeout" : err instanceof InvalidBallotError ? "malformed" : "error";
 
 /** Every voter's ballot at once; the ones that answered, and why the others did not. */
 async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps: RouterDeps, timeoutMs?: number) {
@@ -105,7 +110,12 @@ async function collectBallots(voters: readonly Voter[], req: BallotRequest, deps
     if (s.status === "fulfilled") ballots.push(s.value);
     else {
       const spent = s.reason instanceof InvalidBallotError ? s.reason.spent : undefined;
-      failures.push({ voterId: voters[i]!.id, reason: s.reason instanceof Error ? s.reason.message : String(s.reason), kind: failureKind(s.reason), ...spent });
+      failures.push({
+        voterId: voters[i]!.id,
+        reason: s.reason instanceof Error ? s.reason.message : String(s.reason),
+        kind: failureKind(s.reason),
+        ...spent,
+      });
     }
   });
   return { ballots, failures };
@@ -123,7 +133,8 @@ async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
   };
   try {
     const ballot = await checkedBallot(voter, req, deps, onSpend, timeoutMs);
-    if (!reported && ballot.usage) onSpend({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
+    if (!reported && ballot.usage)
+      onSpend({ usage: ballot.usage, ...(ballot.costUsd !== undefined ? { costUsd: ballot.costUsd } : {}) });
     return ballot;
   } catch (err) {
     if (!reported && err instanceof InvalidBallotError && err.spent) onSpend(err.spent);
@@ -131,7 +142,13 @@ async function collectBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
   }
 }
 
-async function checkedBallot(voter: Voter, req: BallotRequest, deps: RouterDeps, onSpend: (spent: VoterSpend) => void, timeoutMs?: number): Promise<Ballot> {
+async function checkedBallot(
+  voter: Voter,
+  req: BallotRequest,
+  deps: RouterDeps,
+  onSpend: (spent: VoterSpend) => void,
+  timeoutMs?: number,
+): Promise<Ballot> {
   // At the deadline the vote is aborted as well as given up: a voter's request stops, download and all.
   const abort = new AbortController();
   const pending = voter.vote(req, { signal: abort.signal, onSpend });
@@ -153,7 +170,8 @@ async function checkedBallot(voter: Voter, req: BallotRequest, deps: RouterDeps,
   const spent = usage ? { spent: { usage, ...(costUsd !== undefined ? { costUsd } : {}) } } : {};
   const unknown = parsed.data.ranking.filter((id) => !ids.has(id));
   if (unknown.length) throw new InvalidBallotError(voter.id, `unknown harnesses ${unknown.join(", ")}`, spent);
-  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length) throw new InvalidBallotError(voter.id, "duplicate ids", spent);
+  if (new Set(parsed.data.ranking).size !== parsed.data.ranking.length)
+    throw new InvalidBallotError(voter.id, "duplicate ids", spent);
   return { ...parsed.data, voterId: voter.id };
 }
 
@@ -219,7 +237,9 @@ export async function route(input: RouteInput, opts: RouterOptions, deps: Router
     aggregator: opts.aggregator,
     explored,
     poolVersion: input.poolVersion,
-    profileVersions: Object.fromEntries(input.candidates.map((c) => [c.id, profileOf(input.profiles, c.id)?.policyVersion ?? -1])),
+    profileVersions: Object.fromEntries(
+      input.candidates.map((c) => [c.id, profileOf(input.profiles, c.id)?.policyVersion ?? -1]),
+    ),
   };
 }
 

@@ -10,7 +10,10 @@ function familyRate(p: Profile | undefined, family: string): number {
 }
 
 function pooled(counts: (Counts | undefined)[]): Counts {
-  return counts.reduce<Counts>((s, c) => ({ attempts: s.attempts + (c?.attempts ?? 0), successes: s.successes + (c?.successes ?? 0) }), { attempts: 0, successes: 0 });
+  return counts.reduce<Counts>(
+    (s, c) => ({ attempts: s.attempts + (c?.attempts ?? 0), successes: s.successes + (c?.successes ?? 0) }),
+    { attempts: 0, successes: 0 },
+  );
 }
 
 /**
@@ -19,7 +22,10 @@ function pooled(counts: (Counts | undefined)[]): Counts {
  * @example
  * const cheap = scoringVoter("cheap", (c) => -c.budget.maxTurns);
  */
-export function scoringVoter(id: string, score: (candidate: HarnessSpec, profile: Profile | undefined, req: BallotRequest) => number): Voter {
+export function scoringVoter(
+  id: string,
+  score: (candidate: HarnessSpec, profile: Profile | undefined, req: BallotRequest) => number,
+): Voter {
   return {
     id,
     async vote(req: BallotRequest) {
@@ -68,10 +74,18 @@ export function specAffinity(spec: HarnessSpec, events: readonly string[]): numb
 export const specAffinityVoter = scoringVoter("spec-affinity", (c, _p, req) => specAffinity(c, req.failedEvents));
 
 /** Prefers harnesses that reach an outcome in fewer turns (cheap, but biased toward failing fast). */
-export const frugalityVoter = scoringVoter("frugality", (c, p) => (p && p.turns.attempts > 0 ? -p.turns.successes / p.turns.attempts : -c.budget.maxTurns));
+export const frugalityVoter = scoringVoter("frugality", (c, p) =>
+  p && p.turns.attempts > 0 ? -p.turns.successes / p.turns.attempts : -c.budget.maxTurns,
+);
 
 /** The default vote: three voters that look at different evidence. */
 export const statisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter];
 
 /** Every statistical voter, including family and frugality (measured to dilute the vote here). */
-export const allStatisticalVoters: readonly Voter[] = [failureTagVoter, taskTagVoter, specAffinityVoter, familyVoter, frugalityVoter];
+export const allStatisticalVoters: readonly Voter[] = [
+  failureTagVoter,
+  taskTagVoter,
+  specAffinityVoter,
+  familyVoter,
+  frugalityVoter,
+];

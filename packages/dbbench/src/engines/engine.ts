@@ -27,7 +27,10 @@ export interface SqlEngine {
   open(row: DbBenchRow): Promise<SqlSession>;
   /** Releases the engine's own connections. */
   shutdown(): Promise<void>;
-  /** Creates and drops one empty database the plainest way this server allows (the bench's baseline for a rollout's setup and teardown). */
+  /**
+   * Creates and drops one empty database the plainest way this server allows (the bench's baseline for a rollout's
+   * setup and teardown).
+   */
   emptyDatabaseCycle(): Promise<void>;
 }
 
@@ -44,7 +47,8 @@ export function errorClass(message: string): string {
   const m = message.toLowerCase();
   if (m.includes("syntax")) return "syntax";
   if (m.includes("doesn't exist") || m.includes("no such table")) return "unknown-table";
-  if (m.includes("unknown column") || m.includes("no such column") || m.includes("has no column")) return "unknown-column";
+  if (m.includes("unknown column") || m.includes("no such column") || m.includes("has no column"))
+    return "unknown-column";
   if (m.includes("denied") || m.includes("not authorized") || m.includes("not allowed")) return "denied";
   if (m.includes("timed out") || m.includes("max_statement_time") || m.includes("interrupted")) return "timeout";
   return "other";
@@ -54,7 +58,10 @@ export function errorClass(message: string): string {
  * AgentBench's combined hash: each table's hash read from the query's printed result
  * (`[('<md5>',)]`), sorted and joined by "_".
  */
-export async function tablesHash(execute: (sql: string) => Promise<SqlResult>, tables: readonly DbTable[]): Promise<string> {
+export async function tablesHash(
+  execute: (sql: string) => Promise<SqlResult>,
+  tables: readonly DbTable[],
+): Promise<string> {
   const hashes: string[] = [];
   for (const t of tables) {
     const r = await execute(hashQuery(t));

@@ -9,7 +9,19 @@
 export function mysqlToSqlite(sql: string): string {
   let out = "";
   let i = 0;
-  const ESC: Record<string, string> = { "0": "\0", "'": "'", '"': '"', b: "\b", n: "\n", r: "\r", t: "\t", Z: "\x1a", "\\": "\\", "%": "\\%", _: "\\_" };
+  const ESC: Record<string, string> = {
+    "0": "\0",
+    "'": "'",
+    '"': '"',
+    b: "\b",
+    n: "\n",
+    r: "\r",
+    t: "\t",
+    Z: "\x1a",
+    "\\": "\\",
+    "%": "\\%",
+    _: "\\_",
+  };
   while (i < sql.length) {
     const c = sql[i]!;
     if (c === "'" || c === '"') {

@@ -24,7 +24,10 @@ export interface SessionControl {
   drop(): Promise<void>;
 }
 
-type Outcome = { rows: RowsText; truncated: boolean } | { affected: number } | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
+type Outcome =
+  | { rows: RowsText; truncated: boolean }
+  | { affected: number }
+  | { error: { errno?: number; sqlState?: string; message: string; fatal?: boolean } };
 
 const CHANGES_STORAGE = new Set(["CREATE", "ALTER"]);
 
@@ -52,21 +55,39 @@ export class MysqlSession implements SqlSession {
 
   async execute(sql: string): Promise<SqlResult> {
     if (!this.conn) throw new SqlServerError("the rollout database is closed");
-    const refuse = (why: string, errno = 1142): SqlResult => ({ text: truncate(`${errno} (42000): ${why}`), kind: "error", rowCount: 0, errorClass: "denied" });
-    if (Buffer.byteLength(sql) > this.limits.maxStatementBytes) return refuse(`statement longer than ${this.limits.maxStatementBytes} bytes`, 1153);
+    const refuse = (why: string, errno = 1142): SqlResult => ({
+      text: truncate(`${errno} (42000): ${why}`),
+      kind: "error",
+      rowCount: 0,
+      errorClass: "denied",
+    });
+    if (Buffer.byteLength(sql) > this.limits.maxStatementBytes)
+      return refuse(`statement longer than ${this.limits.maxStatementBytes} bytes`, 1153);
     const statement = inspectStatement(sql, "mysql");
     if (statement.refusal) return refuse(statement.refusal);
     const writes = !statement.reads;
     if (writes && this.full && !FREES_SPACE.has(statement.first ?? "")) {
       if ((await this.control.sizeOf()) > this.limits.maxDatabaseBytes)
-        return { ...refuse(`The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`, 1114), errorClass: "other" };
+        return {
+          ...refuse(
+            `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables first`,
+            1114,
+          ),
+          errorClass: "other",
+        };
       this.full = false;
     }
     const outcome = await this.run(this.conn, sql, writes);
     if (!("error" in outcome) && CHANGES_STORAGE.has(statement.first ?? "")) {
       const dropped = await this.control.dropUncounted();
       if (dropped.length)
-        return { ...refuse(`only InnoDB tables are allowed in a rollout database; dropped ${dropped.join(", ")} (their storage is not counted)`, 1286), errorClass: "other" };
+        return {
+          ...refuse(
+            `only InnoDB tables are allowed in a rollout database; dropped ${dropped.join(", ")} (their storage is not counted)`,
+            1286,
+          ),
+          errorClass: "other",
+        };
     }
     if ("error" in outcome) {
       const e = outcome.error;
@@ -75,13 +96,32 @@ export class MysqlSession implements SqlSession {
         // episode goes on over a new one; this statement reports the failure.
         this.conn.destroy();
         this.conn = await this.connect().catch((err) => {
-          throw new SqlServerError(`the rollout's connection failed and could not be reopened: ${(err as Error).message}`, { cause: err });
+          throw new SqlServerError(
+            `the rollout's connection failed and could not be reopened: ${(err as Error).message}`,
+            { cause: err },
+          );
         });
-        return { text: truncate(`2013 (HY000): Lost connection to server during query (${e.message})`), kind: "error", rowCount: 0, errorClass: "other" };
+        return {
+          text: truncate(`2013 (HY000): Lost connection to server during query (${e.message})`),
+          kind: "error",
+          rowCount: 0,
+          errorClass: "other",
+        };
       }
-      return { text: truncate(`${e.errno} (${e.sqlState ?? "HY000"}): ${e.message}`), kind: "error", rowCount: 0, errorClass: errorClass(e.message) };
+      return {
+        text: truncate(`${e.errno} (${e.sqlState ?? "HY000"}): ${e.message}`),
+        kind: "error",
+        rowCount: 0,
+        errorClass: errorClass(e.message),
+      };
     }
-    if ("rows" in outcome) return { text: outcome.rows.text(), kind: "rows", rowCount: outcome.rows.rows, ...(outcome.truncated ? { truncated: true } : {}) };
+    if ("rows" in outcome)
+      return {
+        text: outcome.rows.text(),
+        kind: "rows",
+        rowCount: outcome.rows.rows,
+        ...(outcome.truncated ? { truncated: true } : {}),
+      };
     return { text: "[]", kind: "ok", rowCount: outcome.affected };
   }
 
@@ -146,17 +186,29 @@ export class MysqlSession implements SqlSession {
         if (reason === "rows") return resolve({ rows, truncated: true });
         if (reason === "time")
           return resolve({
-            error: { errno: 1969, sqlState: "70100", message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)` },
+            error: {
+              errno: 1969,
+              sqlState: "70100",
+              message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)`,
+            },
           });
         if (reason === "size")
           return resolve({
-            error: { errno: 1114, sqlState: "HY000", message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped` },
+            error: {
+              errno: 1114,
+              sqlState: "HY000",
+              message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped`,
+            },
           });
         if (error) return resolve(error);
         if (writes && (await this.control.sizeOf().catch(() => 0)) > this.limits.maxDatabaseBytes) {
           this.full = true;
           return resolve({
-            error: { errno: 1114, sqlState: "HY000", message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables` },
+            error: {
+              errno: 1114,
+              sqlState: "HY000",
+              message: `The rollout database is over its limit of ${this.limits.maxDatabaseBytes} bytes; drop or empty tables`,
+            },
           });
         }
         resolve(resultSet ? { rows, truncated } : { affected });

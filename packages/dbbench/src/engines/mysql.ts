@@ -58,7 +58,9 @@ function typeCast(field: TypeCastField): unknown {
   }
   if (type === "DATETIME" || type === "TIMESTAMP") {
     const [y, mo, d, h, mi, se] = s.split(/[- :.]/).map(Number);
-    return { raw: `datetime.datetime(${[y, mo, d, h, mi, se].filter((x, i) => i < 3 || x).join(", ")})` } satisfies PyValue;
+    return {
+      raw: `datetime.datetime(${[y, mo, d, h, mi, se].filter((x, i) => i < 3 || x).join(", ")})`,
+    } satisfies PyValue;
   }
   return s;
 }
@@ -77,7 +79,8 @@ const OWNER_NAME = /^o([0-9a-f]{10})_/;
  * `statementSeconds`, is read only as far as the agent can see it (800 characters, at most
  * `maxRows` rows) and may not grow the database past `maxDatabaseBytes`. Only storage that size
  * counts is offered: no temporary tables (not granted, and refused), InnoDB tables only (others
- * refused, and dropped if one slips through). Both are dropped when the rollout ends. Names carry the engine's owner id,
+ * refused, and dropped if one slips through). Both are dropped when the rollout ends. Names carry the engine's owner
+ * id,
  * and the engine holds a server lock named after it for its lifetime: databases and users whose
  * owner's lock is free (their process died, on any host sharing the server) are swept when an
  * engine starts, and nothing a live engine owns ever is.
@@ -108,13 +111,20 @@ export class MysqlEngine implements SqlEngine {
       lock = await mysql.createConnection(server);
     } catch (err) {
       await admin.end().catch(() => undefined);
-      throw new SqlServerError(`cannot reach MySQL/MariaDB at ${options.host}:${options.port} as ${options.user} (${(err as Error).message}); is the server running?`, {
-        cause: err,
-      });
+      throw new SqlServerError(
+        `cannot reach MySQL/MariaDB at ${options.host}:${options.port} as ${options.user} (${(err as Error).message}); is the server running?`,
+        {
+          cause: err,
+        },
+      );
     }
     const ownerId = randomBytes(5).toString("hex");
-    const [[held]] = (await lock.query("SELECT GET_LOCK(?, 0) AS ok", [ownerLockName(options.prefix, ownerId)])) as [{ ok: number }[], FieldPacket[]];
-    if (Number(held!.ok) !== 1) throw new SqlServerError(`could not take the engine's owner lock ${ownerLockName(options.prefix, ownerId)}`);
+    const [[held]] = (await lock.query("SELECT GET_LOCK(?, 0) AS ok", [ownerLockName(options.prefix, ownerId)])) as [
+      { ok: number }[],
+      FieldPacket[],
+    ];
+    if (Number(held!.ok) !== 1)
+      throw new SqlServerError(`could not take the engine's owner lock ${ownerLockName(options.prefix, ownerId)}`);
     LIVE_OWNERS.add(ownerId);
     const engine = new MysqlEngine(admin, lock, ownerId, options);
     await engine.sweep();
@@ -138,14 +148,21 @@ export class MysqlEngine implements SqlEngine {
       if (!verdicts.has(owner)) {
         verdicts.set(
           owner,
-          this.admin.query("SELECT IS_FREE_LOCK(?) AS free", [ownerLockName(this.options.prefix, owner)]).then(([rows]) => Number((rows as { free: number }[])[0]?.free) === 1),
+          this.admin
+            .query("SELECT IS_FREE_LOCK(?) AS free", [ownerLockName(this.options.prefix, owner)])
+            .then(([rows]) => Number((rows as { free: number }[])[0]?.free) === 1),
         );
       }
       return verdicts.get(owner)!;
     };
     const like = `${this.options.prefix.replace(/_/g, "\\_")}%`;
-    const [dbs] = (await this.admin.query("SELECT schema_name AS n FROM information_schema.schemata WHERE schema_name LIKE ?", [like])) as [{ n: string }[], FieldPacket[]];
-    const [users] = (await this.admin.query("SELECT user AS n, host AS h FROM mysql.user WHERE user LIKE ?", [like])) as [{ n: string; h: string }[], FieldPacket[]];
+    const [dbs] = (await this.admin.query(
+      "SELECT schema_name AS n FROM information_schema.schemata WHERE schema_name LIKE ?",
+      [like],
+    )) as [{ n: string }[], FieldPacket[]];
+    const [users] = (await this.admin.query("SELECT user AS n, host AS h FROM mysql.user WHERE user LIKE ?", [
+      like,
+    ])) as [{ n: string; h: string }[], FieldPacket[]];
     const databases: string[] = [];
     for (const d of dbs) if (await dead(d.n)) databases.push(d.n);
     const staleUsers: { n: string; h: string }[] = [];
@@ -158,8 +175,14 @@ export class MysqlEngine implements SqlEngine {
   /** Databases and users with the engine's prefix that exist now (for leak checks). */
   async leftovers(): Promise<{ databases: number; users: number }> {
     const like = `${this.options.prefix.replace(/_/g, "\\_")}%`;
-    const [[d]] = (await this.admin.query("SELECT COUNT(*) AS c FROM information_schema.schemata WHERE schema_name LIKE ?", [like])) as [{ c: number }[], FieldPacket[]];
-    const [[u]] = (await this.admin.query("SELECT COUNT(*) AS c FROM mysql.user WHERE user LIKE ?", [like])) as [{ c: number }[], FieldPacket[]];
+    const [[d]] = (await this.admin.query(
+      "SELECT COUNT(*) AS c FROM information_schema.schemata WHERE schema_name LIKE ?",
+      [like],
+    )) as [{ c: number }[], FieldPacket[]];
+    const [[u]] = (await this.admin.query("SELECT COUNT(*) AS c FROM mysql.user WHERE user LIKE ?", [like])) as [
+      { c: number }[],
+      FieldPacket[],
+    ];
     return { databases: Number(d!.c), users: Number(u!.c) };
   }
 
@@ -180,7 +203,9 @@ export class MysqlEngine implements SqlEngine {
         supportBigNumbers: true,
         bigNumberStrings: true,
       });
-      await conn.query(`SET SESSION sql_mode = '', SESSION max_statement_time = ${this.options.statementSeconds}, SESSION default_storage_engine = InnoDB`);
+      await conn.query(
+        `SET SESSION sql_mode = '', SESSION max_statement_time = ${this.options.statementSeconds}, SESSION default_storage_engine = InnoDB`,
+      );
       return conn;
     };
     const session: MysqlSession = new MysqlSession(name, this.options, connect, {
@@ -206,16 +231,18 @@ export class MysqlEngine implements SqlEngine {
       return session;
     } catch (err) {
       await session.close();
-      throw err instanceof HarnessSError ? err : new SqlServerError(`could not prepare a database for ${row.id}: ${(err as Error).message}`, { cause: err });
+      throw err instanceof HarnessSError
+        ? err
+        : new SqlServerError(`could not prepare a database for ${row.id}: ${(err as Error).message}`, { cause: err });
     }
   }
 
   /** Bytes on disk of one rollout database: InnoDB tablespace files, plus other engines' data. */
   private async databaseBytes(name: string): Promise<number> {
-    const [[innodb]] = (await this.admin.query("SELECT COALESCE(SUM(FILE_SIZE), 0) AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE ?", [`${name}/%`])) as [
-      { b: number }[],
-      FieldPacket[],
-    ];
+    const [[innodb]] = (await this.admin.query(
+      "SELECT COALESCE(SUM(FILE_SIZE), 0) AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE ?",
+      [`${name}/%`],
+    )) as [{ b: number }[], FieldPacket[]];
     const [[other]] = (await this.admin.query(
       "SELECT COALESCE(SUM(data_length + index_length), 0) AS b FROM information_schema.tables WHERE table_schema = ? AND engine <> 'InnoDB'",
       [name],
@@ -225,9 +252,10 @@ export class MysqlEngine implements SqlEngine {
 
   /** Tables of the rollout database in an engine whose storage {@link databaseBytes} cannot count, dropped. */
   private async dropUncounted(name: string): Promise<string[]> {
-    const [rows] = (await this.admin.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = ? AND engine IS NOT NULL AND engine <> 'InnoDB'", [
-      name,
-    ])) as [{ t: string }[], FieldPacket[]];
+    const [rows] = (await this.admin.query(
+      "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = ? AND engine IS NOT NULL AND engine <> 'InnoDB'",
+      [name],
+    )) as [{ t: string }[], FieldPacket[]];
     for (const { t } of rows) await this.admin.query(`DROP TABLE IF EXISTS ${quoteId(name)}.${quoteId(t)}`);
     return rows.map((r) => r.t);
   }
@@ -263,7 +291,9 @@ function legacyOwnerDead(rest: string): boolean {
 /** AgentBench's load: `CREATE TABLE IF NOT EXISTS` with every column TEXT, then one INSERT. */
 async function load(conn: Connection, table: DbTable): Promise<void> {
   const cols = columnNames(table).map(quoteId);
-  await conn.query(`CREATE TABLE IF NOT EXISTS ${quoteId(table.table_name)} (${cols.map((c) => `${c} TEXT`).join(",")})`);
+  await conn.query(
+    `CREATE TABLE IF NOT EXISTS ${quoteId(table.table_name)} (${cols.map((c) => `${c} TEXT`).join(",")})`,
+  );
   const rows = table.table_info.rows;
   if (rows.length === 0) return;
   const values = rows.map((r) => `(${r.map(() => "?").join(",")})`).join(",");

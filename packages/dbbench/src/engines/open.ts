@@ -6,5 +6,10 @@ import { SqliteEngine } from "./sqlite.ts";
 export async function openEngine(o: { engine: "mysql" | "sqlite"; mysqlUrl: string }): Promise<SqlEngine> {
   if (o.engine === "sqlite") return new SqliteEngine();
   const url = new URL(o.mysqlUrl);
-  return MysqlEngine.start({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username || "root"), password: decodeURIComponent(url.password) });
+  return MysqlEngine.start({
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    user: decodeURIComponent(url.username || "root"),
+    password: decodeURIComponent(url.password),
+  });
 }

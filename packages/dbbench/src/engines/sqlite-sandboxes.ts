@@ -4,7 +4,16 @@ import { fileURLToPath } from "node:url";
 const SANDBOX = fileURLToPath(new URL("./sqlite-sandbox.mjs", import.meta.url));
 
 export type Reply =
-  | { id: number; ok: true; kind?: "rows" | "ok"; text?: string; rowCount?: number; truncated?: boolean; changes?: number; snapshot?: Uint8Array }
+  | {
+      id: number;
+      ok: true;
+      kind?: "rows" | "ok";
+      text?: string;
+      rowCount?: number;
+      truncated?: boolean;
+      changes?: number;
+      snapshot?: Uint8Array;
+    }
   | { id: number; ok: false; message: string; ended?: true };
 
 /** One sandbox process holding at most one in-memory database at a time; `call` answers or rejects on timeout. */
@@ -21,7 +30,8 @@ export class Sandbox {
       answer?.(m);
     });
     proc.on("exit", () => {
-      for (const w of this.waiting.values()) w({ id: -1, ok: false, message: "the sandbox process ended", ended: true });
+      for (const w of this.waiting.values())
+        w({ id: -1, ok: false, message: "the sandbox process ended", ended: true });
       this.waiting.clear();
     });
   }
@@ -29,12 +39,16 @@ export class Sandbox {
   /** A sandbox under a data-size limit of `memoryBytes` (set by the shell that execs Node). */
   static start(memoryBytes: number): Promise<Sandbox> {
     const limitKb = Math.ceil(memoryBytes / 1024);
-    const proc = spawn("/bin/sh", ["-c", `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, "--max-old-space-size=96", SANDBOX], {
-      serialization: "advanced",
-      // Its stderr is kept (the last 2 KB) for the start error, not passed on: a sandbox that dies
-      // of a statement's memory is an event of the episode, not of the rollout process.
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-    });
+    const proc = spawn(
+      "/bin/sh",
+      ["-c", `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, "--max-old-space-size=96", SANDBOX],
+      {
+        serialization: "advanced",
+        // Its stderr is kept (the last 2 KB) for the start error, not passed on: a sandbox that dies
+        // of a statement's memory is an event of the episode, not of the rollout process.
+        stdio: ["ignore", "ignore", "pipe", "ipc"],
+      },
+    );
     let stderr = "";
     proc.stderr?.setEncoding("utf8");
     proc.stderr?.on("data", (chunk: string) => {
@@ -47,7 +61,11 @@ export class Sandbox {
         resolve(sandbox);
       });
       proc.once("error", reject);
-      proc.once("exit", (code) => reject(new Error(`the SQLite sandbox exited with code ${code} before it was ready: ${stderr.trim() || "no output"}`)));
+      proc.once("exit", (code) =>
+        reject(
+          new Error(`the SQLite sandbox exited with code ${code} before it was ready: ${stderr.trim() || "no output"}`),
+        ),
+      );
     });
   }
 
@@ -122,7 +140,8 @@ export class SandboxPool {
 
   /** Takes back a sandbox whose rollout has ended; its database is closed first. */
   async give(sandbox: Sandbox): Promise<void> {
-    if (!sandbox.alive || sandbox.opened >= this.reuse.rolloutsPerProcess || this.spare.length >= this.reuse.maxIdle) return sandbox.kill();
+    if (!sandbox.alive || sandbox.opened >= this.reuse.rolloutsPerProcess || this.spare.length >= this.reuse.maxIdle)
+      return sandbox.kill();
     const closed = await sandbox.call({ op: "close" }, CLOSE_MS);
     if (closed === "timeout" || !closed.ok || this.spare.length >= this.reuse.maxIdle) return sandbox.kill();
     this.spare.push(sandbox);

@@ -6,7 +6,10 @@ import { SandboxPool, type Sandbox, type SandboxReuse } from "./sqlite-sandboxes
 import { inspectStatement } from "./statement-guard.ts";
 
 export interface SqliteOptions {
-  /** Longest one statement may run, its rows' transfer included; then its process is killed and the database restored as it was before it. */
+  /**
+   * Longest one statement may run, its rows' transfer included; then its process is killed and the database restored as
+   * it was before it.
+   */
   statementMs: number;
   /** Rows read from one result at most (reading stops sooner, once the 800 characters the agent sees are full). */
   maxRows: number;
@@ -52,7 +55,8 @@ const PAGE_BYTES = 4096;
  * long with its rows' transfer (then the process is killed and the database restored from the
  * snapshot taken after the last statement that may have written: no write is lost or re-run), read
  * only as far as the agent sees it (800 characters, at most `maxRows` rows), in a database of at
- * most `maxDatabaseBytes` and a process of at most `memoryBytes`. MySQL's MD5 is registered so the table hash is AgentBench's
+ * most `maxDatabaseBytes` and a process of at most `memoryBytes`. MySQL's MD5 is registered so the table hash is
+ * AgentBench's
  * query verbatim; TEXT columns use NOCASE to approximate MySQL's case-insensitive collation;
  * MySQL's lexical differences (double-quoted strings, backslash escapes, identifiers starting
  * with a digit) are rewritten first ({@link mysqlToSqlite}). Known remaining differences (see
@@ -76,8 +80,14 @@ export class SqliteEngine implements SqlEngine {
   }
 
   async open(row: DbBenchRow): Promise<SqlSession> {
-    const tables = row.table.map((t: DbTable) => ({ name: t.table_name, columns: columnNames(t), rows: t.table_info.rows }));
-    const session = await SqliteSession.start(tables, this.options, this.sandboxes, () => this.sessions.delete(session));
+    const tables = row.table.map((t: DbTable) => ({
+      name: t.table_name,
+      columns: columnNames(t),
+      rows: t.table_info.rows,
+    }));
+    const session = await SqliteSession.start(tables, this.options, this.sandboxes, () =>
+      this.sessions.delete(session),
+    );
     this.sessions.add(session);
     return session;
   }
@@ -98,7 +108,10 @@ type Tables = { name: string; columns: string[]; rows: unknown[][] }[];
 
 class SqliteSession implements SqlSession {
   readonly engine = "sqlite" as const;
-  /** The database as the last statement that may have written left it; restored after a timeout or a crash (none yet: the tables as loaded). */
+  /**
+   * The database as the last statement that may have written left it; restored after a timeout or a crash (none yet:
+   * the tables as loaded).
+   */
   private snapshot?: Uint8Array;
 
   private constructor(
@@ -109,13 +122,20 @@ class SqliteSession implements SqlSession {
     private readonly onClose: () => void,
   ) {}
 
-  static async start(tables: Tables, options: SqliteOptions, pool: SandboxPool, onClose: () => void): Promise<SqliteSession> {
+  static async start(
+    tables: Tables,
+    options: SqliteOptions,
+    pool: SandboxPool,
+    onClose: () => void,
+  ): Promise<SqliteSession> {
     const session = new SqliteSession(undefined, tables, options, pool, onClose);
     session.sandbox = await session.fresh();
     return session;
   }
 
-  /** A sandbox holding a new database as of {@link snapshot}: its cost is the database's size, not the episode's length. */
+  /**
+   * A sandbox holding a new database as of {@link snapshot}: its cost is the database's size, not the episode's length.
+   */
   private async fresh(): Promise<Sandbox> {
     const sandbox = await this.pool.take();
     const maxPages = Math.max(1, Math.floor(this.options.maxDatabaseBytes / PAGE_BYTES));
@@ -130,22 +150,53 @@ class SqliteSession implements SqlSession {
 
   async execute(sql: string): Promise<SqlResult> {
     if (!this.sandbox) throw new Error("the rollout database is closed");
-    const denied = (why: string): SqlResult => ({ text: truncate(`SQLite execution error: not authorized (${why})`), kind: "error", rowCount: 0, errorClass: "denied" });
-    if (Buffer.byteLength(sql) > this.options.maxStatementBytes) return denied(`statement longer than ${this.options.maxStatementBytes} bytes`);
+    const denied = (why: string): SqlResult => ({
+      text: truncate(`SQLite execution error: not authorized (${why})`),
+      kind: "error",
+      rowCount: 0,
+      errorClass: "denied",
+    });
+    if (Buffer.byteLength(sql) > this.options.maxStatementBytes)
+      return denied(`statement longer than ${this.options.maxStatementBytes} bytes`);
     const text = mysqlToSqlite(sql);
     const why = inspectStatement(text, "sqlite").refusal;
     if (why) return denied(why);
-    const reply = await this.sandbox.call({ op: "exec", sql: text, maxRows: this.options.maxRows }, this.options.statementMs);
+    const reply = await this.sandbox.call(
+      { op: "exec", sql: text, maxRows: this.options.maxRows },
+      this.options.statementMs,
+    );
     if (reply === "timeout" || (!reply.ok && reply.ended)) {
       this.sandbox.kill();
       this.sandbox = await this.fresh();
       return reply === "timeout"
-        ? { text: `SQLite execution error: interrupted (the statement ran longer than ${this.options.statementMs} ms)`, kind: "error", rowCount: 0, errorClass: "timeout" }
-        : { text: "SQLite execution error: out of memory (the statement needed more memory than the sandbox allows)", kind: "error", rowCount: 0, errorClass: "other" };
+        ? {
+            text: `SQLite execution error: interrupted (the statement ran longer than ${this.options.statementMs} ms)`,
+            kind: "error",
+            rowCount: 0,
+            errorClass: "timeout",
+          }
+        : {
+            text: "SQLite execution error: out of memory (the statement needed more memory than the sandbox allows)",
+            kind: "error",
+            rowCount: 0,
+            errorClass: "other",
+          };
     }
-    if (!reply.ok) return { text: truncate(`SQLite execution error: ${reply.message}`), kind: "error", rowCount: 0, errorClass: errorClass(reply.message) };
+    if (!reply.ok)
+      return {
+        text: truncate(`SQLite execution error: ${reply.message}`),
+        kind: "error",
+        rowCount: 0,
+        errorClass: errorClass(reply.message),
+      };
     if (reply.snapshot) this.snapshot = reply.snapshot;
-    if (reply.kind === "rows") return { text: reply.text ?? "[]", kind: "rows", rowCount: reply.rowCount ?? 0, ...(reply.truncated ? { truncated: true } : {}) };
+    if (reply.kind === "rows")
+      return {
+        text: reply.text ?? "[]",
+        kind: "rows",
+        rowCount: reply.rowCount ?? 0,
+        ...(reply.truncated ? { truncated: true } : {}),
+      };
     return { text: "[]", kind: "ok", rowCount: reply.changes ?? 0 };
   }
 

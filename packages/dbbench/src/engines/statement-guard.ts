@@ -130,11 +130,14 @@ export function inspectStatement(sql: string, dialect: Dialect): Statement {
   const lexed = lexSql(sql, dialect);
   const words = lexed.tokens.filter((t) => t.kind === "word").map((t) => t.text);
   const first = words[0];
-  const reads = first !== undefined && (READS.has(first) || (first === "WITH" && !words.some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE")));
+  const reads =
+    first !== undefined &&
+    (READS.has(first) || (first === "WITH" && !words.some((w) => w === "INSERT" || w === "UPDATE" || w === "DELETE")));
   if (first === undefined) return { first, reads };
   const refusal = lexed.versionedComment
     ? "versioned executable comments (/*!NNNNN … */) are not allowed in a rollout database"
-    : (refusalOf([...words, ...calledNames(lexed.tokens, dialect)], first, dialect) ?? uncountedStorage(lexed.tokens, first, dialect));
+    : (refusalOf([...words, ...calledNames(lexed.tokens, dialect)], first, dialect) ??
+      uncountedStorage(lexed.tokens, first, dialect));
   return { first, reads, refusal };
 }
 
@@ -144,7 +147,8 @@ function refusalOf(words: string[], first: string, dialect: Dialect): string | u
   if (DENIED_FIRST[dialect].has(first)) return `${first} statements are not allowed in a rollout database`;
   if (first === "START" && words[1] !== "TRANSACTION") return "only START TRANSACTION is allowed in a rollout database";
   if (first === "BEGIN" && words[1] === "NOT") return "compound statements are not allowed in a rollout database";
-  if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL")) return "virtual tables are not allowed in a rollout database";
+  if (first === "CREATE" && words.slice(1, 3).includes("VIRTUAL"))
+    return "virtual tables are not allowed in a rollout database";
   return undefined;
 }
 
@@ -178,7 +182,13 @@ function uncountedStorage(tokens: SqlToken[], first: string, dialect: Dialect): 
     const assigned = tokens[i + 1]?.kind === "punct" && tokens[i + 1]?.text === "=";
     const value = tokens[i + (assigned ? 2 : 1)];
     if (value === undefined || (value.kind === "word" && value.text === "INNODB")) continue;
-    if (!assigned && value.kind !== "string" && value.kind !== "identifier" && !(value.kind === "word" && OTHER_ENGINES.has(value.text))) continue;
+    if (
+      !assigned &&
+      value.kind !== "string" &&
+      value.kind !== "identifier" &&
+      !(value.kind === "word" && OTHER_ENGINES.has(value.text))
+    )
+      continue;
     return "only InnoDB tables are allowed in a rollout database (other engines' storage is not counted against its limit)";
   }
   return undefined;

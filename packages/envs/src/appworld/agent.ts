@@ -14,12 +14,20 @@ export const appworldTools: ToolBinding[] = [
     name: "execute",
     action: "execute",
     description: "Run Python code against the apps (apis.<app>.<api>(...)) and return what it printed.",
-    parameters: { type: "object", properties: { code: { type: "string", description: "Python code" } }, required: ["code"] },
+    parameters: {
+      type: "object",
+      properties: { code: { type: "string", description: "Python code" } },
+      required: ["code"],
+    },
   },
   {
     name: "complete_task",
     action: "submit",
     description: "Mark the task complete (with the answer, if it asks a question); the episode ends.",
-    parameters: { type: "object", properties: { answer: { type: ["string", "number", "null"], description: "the answer, if any" } }, required: [] },
+    parameters: {
+      type: "object",
+      properties: { answer: { type: ["string", "number", "null"], description: "the answer, if any" } },
+      required: [],
+    },
   },
 ];

@@ -53,7 +53,8 @@ export class AppWorldClient {
       throw new EnvironmentServerError(this.url, path, err instanceof Error ? err.message : String(err), err);
     }
     const text = await res.text();
-    if (text.length > APPWORLD_LIMITS.maxReplyBytes) throw new EnvironmentServerError(this.url, path, `answer larger than ${APPWORLD_LIMITS.maxReplyBytes} bytes`);
+    if (text.length > APPWORLD_LIMITS.maxReplyBytes)
+      throw new EnvironmentServerError(this.url, path, `answer larger than ${APPWORLD_LIMITS.maxReplyBytes} bytes`);
     if (!res.ok) throw new EnvironmentServerError(this.url, path, `HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (!schema) return undefined as z.infer<S>;
     let json: unknown;
@@ -63,7 +64,12 @@ export class AppWorldClient {
       throw new EnvironmentServerError(this.url, path, "answer is not JSON", err);
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new EnvironmentServerError(this.url, path, `unexpected answer: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    if (!parsed.success)
+      throw new EnvironmentServerError(
+        this.url,
+        path,
+        `unexpected answer: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
     return parsed.data;
   }
 }

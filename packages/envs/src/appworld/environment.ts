@@ -4,7 +4,10 @@ import type { AppWorldClient } from "./client.ts";
 import { EpisodeSignals } from "./episode-signals.ts";
 import type { AppWorldServerPool } from "./server-pool.ts";
 
-/** The agent's tools: run Python against the task's apps (`apis.<app>.<api>(…)`), and finish (`complete_task`, then evaluation). */
+/**
+ * The agent's tools: run Python against the task's apps (`apis.<app>.<api>(…)`), and finish (`complete_task`, then
+ * evaluation).
+ */
 export const APPWORLD_TOOLS = ["execute", "submit"] as const;
 
 const EXCEPTION = /\b(\w+(?:Error|Exception))\b/;
@@ -21,7 +24,10 @@ export function executionEvent(output: string): string {
   return "exec:ok";
 }
 
-const clip = (s: string) => (s.length > APPWORLD_OUTPUT_CHARS ? `${s.slice(0, APPWORLD_OUTPUT_CHARS)}\n… (${s.length - APPWORLD_OUTPUT_CHARS} more characters)` : s);
+const clip = (s: string) =>
+  s.length > APPWORLD_OUTPUT_CHARS
+    ? `${s.slice(0, APPWORLD_OUTPUT_CHARS)}\n… (${s.length - APPWORLD_OUTPUT_CHARS} more characters)`
+    : s;
 
 /**
  * AppWorld behind the core's environment port: each episode holds one server of the pool (the
@@ -68,10 +74,16 @@ class AppWorldSession implements EnvSession {
   private failed: EnvironmentServerError | undefined;
 
   async act(action: string, args?: Record<string, unknown>): Promise<EnvStep> {
-    if (this.failed) return { event: SERVER_FAILED_EVENT, facts: this.signals.facts(), done: true, text: this.failed.message };
+    if (this.failed)
+      return { event: SERVER_FAILED_EVENT, facts: this.signals.facts(), done: true, text: this.failed.message };
     const code = typeof args?.code === "string" ? args.code : undefined;
     if (action !== "execute" || code === undefined)
-      return { event: "error:tool-call", facts: this.signals.facts(), done: false, text: 'Call execute with {"code": "<python>"} or submit.' };
+      return {
+        event: "error:tool-call",
+        facts: this.signals.facts(),
+        done: false,
+        text: 'Call execute with {"code": "<python>"} or submit.',
+      };
     let output: string;
     try {
       output = await this.lease.server.execute(this.taskId, code);
@@ -85,7 +97,10 @@ class AppWorldSession implements EnvSession {
     return { event, facts: this.signals.facts(), done: false, text: clip(output) };
   }
 
-  /** The "api-docs" preview: the apps this task's world has, from its own docs app. A server that fails here ends the episode at its first step. */
+  /**
+   * The "api-docs" preview: the apps this task's world has, from its own docs app. A server that fails here ends the
+   * episode at its first step.
+   */
   async preview(name: string): Promise<string | undefined> {
     if (name !== "api-docs") return undefined;
     try {
@@ -112,7 +127,10 @@ class AppWorldSession implements EnvSession {
   private async grade(reason: "submitted" | "budget-exhausted", args?: Record<string, unknown>): Promise<EnvOutcome> {
     if (reason === "submitted" && !this.signals.completed) {
       // The answer travels as a JSON string literal (valid Python too) and is decoded there: nothing in it runs.
-      const answer = args?.answer === undefined ? "None" : `__import__("json").loads(${JSON.stringify(JSON.stringify(args.answer))})`;
+      const answer =
+        args?.answer === undefined
+          ? "None"
+          : `__import__("json").loads(${JSON.stringify(JSON.stringify(args.answer))})`;
       const code = `apis.supervisor.complete_task(answer=${answer})`;
       this.signals.record(code, executionEvent(await this.lease.server.execute(this.taskId, code)));
     }
@@ -132,12 +150,22 @@ class AppWorldSession implements EnvSession {
   }
 }
 
-/** The event of a step whose server failed (it died, timed out or answered outside the protocol): the episode ends there, failed. */
+/**
+ * The event of a step whose server failed (it died, timed out or answered outside the protocol): the episode ends
+ * there, failed.
+ */
 export const SERVER_FAILED_EVENT = "env:server-failed";
 
-const serverFailedOutcome = (behaviours: Record<string, boolean>): EnvOutcome => ({ reward: 0, success: false, failureTags: ["server-failed"], behaviours });
+const serverFailedOutcome = (behaviours: Record<string, boolean>): EnvOutcome => ({
+  reward: 0,
+  success: false,
+  failureTags: ["server-failed"],
+  behaviours,
+});
 
-/** An episode whose server could not be had or initialised: its first step ends it, failed, with the error as its text. */
+/**
+ * An episode whose server could not be had or initialised: its first step ends it, failed, with the error as its text.
+ */
 function serverFailedSession(err: EnvironmentServerError): EnvSession {
   return {
     initial: { event: "start", facts: [], done: false, text: `The environment server failed: ${err.message}` },

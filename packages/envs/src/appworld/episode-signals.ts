@@ -2,7 +2,8 @@
 
 const CALL = /apis\.(\w+)\.(\w+)\s*\(/g;
 const READ_ONLY_APPS = new Set(["api_docs", "supervisor"]);
-const isRead = (app: string, api: string) => READ_ONLY_APPS.has(app) || api.startsWith("show_") || api.startsWith("search_") || api.startsWith("get_");
+const isRead = (app: string, api: string) =>
+  READ_ONLY_APPS.has(app) || api.startsWith("show_") || api.startsWith("search_") || api.startsWith("get_");
 
 /** The app APIs a piece of code calls, as `app.api`. */
 export function apiCalls(code: string): { app: string; api: string }[] {
@@ -63,6 +64,10 @@ export class EpisodeSignals {
   }
 
   behaviours(): Record<string, boolean> {
-    return { "docs-first": this.docsFirst, paginated: this.paged, "verified-before-complete": this.completed && this.verifiedBeforeComplete };
+    return {
+      "docs-first": this.docsFirst,
+      paginated: this.paged,
+      "verified-before-complete": this.completed && this.verifiedBeforeComplete,
+    };
   }
 }

@@ -33,8 +33,14 @@ export class AppWorldServerPool {
     return this.size - this.free.length;
   }
 
-  /** A free server with `taskId` initialised on it, and how to give it back (closing the task); call `release` once, also on failure. */
-  async lend(taskId: string, experimentName: string): Promise<{ server: AppWorldClient; instruction: string; release: () => Promise<void> }> {
+  /**
+   * A free server with `taskId` initialised on it, and how to give it back (closing the task); call `release` once,
+   * also on failure.
+   */
+  async lend(
+    taskId: string,
+    experimentName: string,
+  ): Promise<{ server: AppWorldClient; instruction: string; release: () => Promise<void> }> {
     const server = await this.acquire();
     const release = async () => {
       await server.close(taskId).catch(() => undefined); // a dead server's task died with it
@@ -49,7 +55,11 @@ export class AppWorldServerPool {
     }
   }
 
-  async withServer<T>(taskId: string, experimentName: string, fn: (server: AppWorldClient, instruction: string) => Promise<T>): Promise<T> {
+  async withServer<T>(
+    taskId: string,
+    experimentName: string,
+    fn: (server: AppWorldClient, instruction: string) => Promise<T>,
+  ): Promise<T> {
     const { server, instruction, release } = await this.lend(taskId, experimentName);
     try {
       return await fn(server, instruction);

@@ -30,8 +30,13 @@ export const APPWORLD_FIXTURE_TASKS: AppWorldTaskFile = {
 
 /** The tasks of a task file, by slot. */
 export function appworldTaskSets(file: AppWorldTaskFile): { train: Task[]; dev: Task[]; heldout: Task[] } {
-  const task = (split: "train" | "dev" | "heldout") => (id: string) => Task.parse({ id, family: "appworld", split, instruction: "", tags: file.tags[id] ?? [] });
-  return { train: file.train.map(task("train")), dev: file.dev.map(task("dev")), heldout: file.heldout.map(task("heldout")) };
+  const task = (split: "train" | "dev" | "heldout") => (id: string) =>
+    Task.parse({ id, family: "appworld", split, instruction: "", tags: file.tags[id] ?? [] });
+  return {
+    train: file.train.map(task("train")),
+    dev: file.dev.map(task("dev")),
+    heldout: file.heldout.map(task("heldout")),
+  };
 }
 
 /** Reads a task file ({@link AppWorldTaskFile}), with every problem named. */

@@ -4,7 +4,16 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 export const appFamily: FamilyModel = {
   name: "app",
   tools: ["login", "read_docs", "list_items", "next_page", "get_item", "search", "refresh", "submit"],
-  toolRoles: { login: "inspect", read_docs: "inspect", list_items: "act", next_page: "navigate", get_item: "inspect", search: "inspect", refresh: "act", submit: "finalize" },
+  toolRoles: {
+    login: "inspect",
+    read_docs: "inspect",
+    list_items: "act",
+    next_page: "navigate",
+    get_item: "inspect",
+    search: "inspect",
+    refresh: "act",
+    submit: "finalize",
+  },
   requirements: ["docs", "auth", "pages"],
   tagFor: { auth: "account", pages: "bulk", docs: "v2-api" },
   cuesFor: {

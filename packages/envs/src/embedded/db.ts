@@ -4,7 +4,16 @@ import { cue, outcome, type FamilyModel } from "./family.ts";
 export const dbFamily: FamilyModel = {
   name: "db",
   tools: ["show_schema", "query", "mutate", "commit", "format_answer", "explain", "rollback", "submit"],
-  toolRoles: { show_schema: "inspect", query: "act", mutate: "act", commit: "finalize", format_answer: "finalize", explain: "inspect", rollback: "act", submit: "finalize" },
+  toolRoles: {
+    show_schema: "inspect",
+    query: "act",
+    mutate: "act",
+    commit: "finalize",
+    format_answer: "finalize",
+    explain: "inspect",
+    rollback: "act",
+    submit: "finalize",
+  },
   requirements: ["format", "mutation", "schema"],
   tagFor: { schema: "wide-table", mutation: "write", format: "report" },
   cuesFor: {
@@ -59,7 +68,8 @@ export const dbFamily: FamilyModel = {
       } else if (!s.facts.has("committed")) tags.push("uncommitted");
     } else {
       ok = s.facts.has("queried") && (!s.req.has("format") || s.facts.has("formatted"));
-      if (!s.facts.has("queried")) tags.push(s.req.has("schema") && !s.facts.has("schema-known") ? "unknown-column" : "no-answer");
+      if (!s.facts.has("queried"))
+        tags.push(s.req.has("schema") && !s.facts.has("schema-known") ? "unknown-column" : "no-answer");
       else if (!ok) tags.push("wrong-format");
     }
     if (reason === "budget-exhausted") tags.push("budget-exhausted");

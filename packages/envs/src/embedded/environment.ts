@@ -34,7 +34,8 @@ export class EmbeddedEnvironment implements Environment {
       initial: { event: "start", facts: [], done: false },
       async act(action: string): Promise<EnvStep> {
         if (finished) throw new Error("episode already finished");
-        if (!family.tools.includes(action)) return { event: "error:unknown-tool", facts: [...state.facts], done: false };
+        if (!family.tools.includes(action))
+          return { event: "error:unknown-tool", facts: [...state.facts], done: false };
         const event = family.step(state, action);
         if (task.params[misleadsParam(action)]) state.flags.add("misled");
         return { event, facts: [...state.facts], done: false };

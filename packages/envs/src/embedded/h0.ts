@@ -13,6 +13,20 @@ export const embeddedH0: HarnessSpec = parseHarnessSpec({
 export function embeddedVocabulary(): { tools: string[]; facts: string[] } {
   return {
     tools: [...new Set(families.flatMap((f) => f.tools))].filter((t) => t !== "submit"),
-    facts: ["authed", "docs-read", "listed", "located", "read", "edited", "verified", "tests-pass", "schema-known", "queried", "formatted", "mutated", "committed"],
+    facts: [
+      "authed",
+      "docs-read",
+      "listed",
+      "located",
+      "read",
+      "edited",
+      "verified",
+      "tests-pass",
+      "schema-known",
+      "queried",
+      "formatted",
+      "mutated",
+      "committed",
+    ],
   };
 }

@@ -31,7 +31,8 @@ export function offThreadInstances(): (settings: EmbeddedSettings, seed: number)
     });
     const fail = (err: Error) => {
       if (worker === w) worker = undefined;
-      for (const p of waiting.values()) p.reject(new Error(`the instance thread ended: ${err.message}`, { cause: err }));
+      for (const p of waiting.values())
+        p.reject(new Error(`the instance thread ended: ${err.message}`, { cause: err }));
       waiting.clear();
     };
     w.on("error", fail);

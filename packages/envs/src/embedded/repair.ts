@@ -20,7 +20,16 @@ function verify(s: EpisodeState, kind: "tests" | "assert"): string {
 export const repairFamily: FamilyModel = {
   name: "repair",
   tools: ["search", "read_file", "edit_file", "run_tests", "write_assertions", "revert", "list_dir", "submit"],
-  toolRoles: { search: "inspect", read_file: "inspect", edit_file: "act", run_tests: "verify", write_assertions: "verify", revert: "act", list_dir: "inspect", submit: "finalize" },
+  toolRoles: {
+    search: "inspect",
+    read_file: "inspect",
+    edit_file: "act",
+    run_tests: "verify",
+    write_assertions: "verify",
+    revert: "act",
+    list_dir: "inspect",
+    submit: "finalize",
+  },
   requirements: ["tricky", "blocked", "locate"],
   tagFor: { tricky: "regression", blocked: "ci-offline", locate: "monorepo" },
   cuesFor: {

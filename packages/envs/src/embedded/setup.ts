@@ -25,7 +25,13 @@ export interface EmbeddedSettings {
   poolSize?: number;
 }
 
-export const defaultEmbeddedSettings: EmbeddedSettings = { cueRate: 0.2, cueStrength: 5, fixedSuite: false, suiteSeed: 2026, protocol: "test" };
+export const defaultEmbeddedSettings: EmbeddedSettings = {
+  cueRate: 0.2,
+  cueStrength: 5,
+  fixedSuite: false,
+  suiteSeed: 2026,
+  protocol: "test",
+};
 
 /**
  * Evolution settings that can fill a pool of `poolSize` siblings: up to 8 keep the defaults (5
@@ -53,21 +59,33 @@ export function embeddedSetup(
 ): Omit<ExperimentDeps, "onProgress"> {
   const env = new EmbeddedEnvironment();
   const createPolicy = (_seed: number): Policy =>
-    new LogLinearPolicy({ prior: embeddedPolicyPrior(), cueStrength: settings.cueStrength, ...(settings.cueHalfLife ? { cueHalfLife: settings.cueHalfLife } : {}) });
+    new LogLinearPolicy({
+      prior: embeddedPolicyPrior(),
+      cueStrength: settings.cueStrength,
+      ...(settings.cueHalfLife ? { cueHalfLife: settings.cueHalfLife } : {}),
+    });
   const facts = embeddedVocabulary().facts;
   const cache = new Map<number, Promise<SeedInstance>>();
   const build = async (suiteSeed: number): Promise<SeedInstance> => {
-    const suite = buildSuite({ seed: suiteSeed, cueRate: settings.cueRate, protocol: settings.protocol, sideEffects: settings.sideEffects ?? 0 });
-    const initial = createPolicy(0);
-    const evolution = await evolvePool(EvolutionConfig.parse(settings.poolSize ? evolutionForPoolSize(settings.poolSize) : {}), {
-      base: embeddedH0,
-      devTasks: suite.dev,
-      proposer: mutationProposer,
-      rng: createRng(suiteSeed),
-      runRollout: rolloutsIn(env, initial),
-      vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
-      onProgress: (done, total) => onEvolution?.(suiteSeed, done, total),
+    const suite = buildSuite({
+      seed: suiteSeed,
+      cueRate: settings.cueRate,
+      protocol: settings.protocol,
+      sideEffects: settings.sideEffects ?? 0,
     });
+    const initial = createPolicy(0);
+    const evolution = await evolvePool(
+      EvolutionConfig.parse(settings.poolSize ? evolutionForPoolSize(settings.poolSize) : {}),
+      {
+        base: embeddedH0,
+        devTasks: suite.dev,
+        proposer: mutationProposer,
+        rng: createRng(suiteSeed),
+        runRollout: rolloutsIn(env, initial),
+        vocabulary: (f) => ({ tools: familyByName(f).tools, facts, roles: familyByName(f).toolRoles }),
+        onProgress: (done, total) => onEvolution?.(suiteSeed, done, total),
+      },
+    );
     return { train: suite.train, dev: suite.dev, heldout: suite.heldout, evolution };
   };
   const instance = (seed: number) => {

@@ -21,7 +21,12 @@ async function serveEmbedded(req: OpenRequest): Promise<ServedFamily> {
     resetTasks: instance.train.map((t) => t.id),
     env: new TextEnvironment(setup.env),
     tasks: { get: async (id) => byId.get(id) },
-    describeTools: (actions) => embeddedToolSchemas(actions).map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
+    describeTools: (actions) =>
+      embeddedToolSchemas(actions).map((t) => ({
+        name: t.function.name,
+        description: t.function.description,
+        input_schema: t.function.parameters,
+      })),
     submit: "submit",
     shutdown: async () => undefined,
   };

@@ -81,7 +81,9 @@ function makeTask(f: FamilyModel, split: Split, req: string[], index: number, op
     const shown = always ? req.includes(r) : rng.next() < (req.includes(r) ? opts.tagRate : opts.tagNoise);
     if (shown) tags.push(f.tagFor[r]!);
   }
-  const params: Record<string, number> = { pages: req.includes("pages") ? opts.minPages + rng.int(opts.pageSpread) : 1 };
+  const params: Record<string, number> = {
+    pages: req.includes("pages") ? opts.minPages + rng.int(opts.pageSpread) : 1,
+  };
   const slot = split === "heldout" && opts.protocol === "validation" ? "validation" : split;
   const id = `${f.name}-${slot}-${req.join("+") || "plain"}-${index}`;
   return {
@@ -125,7 +127,8 @@ function applySideEffects(tasks: Task[], rate: number, rng: Rng): void {
   for (const task of tasks) {
     const f = familyByName(task.family);
     const draw = rng.fork(task.id);
-    for (const r of f.requirements) if (!task.requirements.includes(r) && draw.next() < rate) task.params[misleadsParam(remedyOf(f, r))] = 1;
+    for (const r of f.requirements)
+      if (!task.requirements.includes(r) && draw.next() < rate) task.params[misleadsParam(remedyOf(f, r))] = 1;
   }
 }
 
@@ -148,11 +151,14 @@ export function buildSuite(input: Partial<SuiteOptions> = {}): Suite {
   for (const split of ["train", "dev", "heldout"] as const) {
     for (const f of families) {
       for (const req of combosFor(f, split, options.protocol)) {
-        for (let i = 0; i < perCombo[split]; i++) out[split].push(makeTask(f, split, req, i, options, rng.fork(`${split}:${f.name}:${req}:${i}`)));
+        for (let i = 0; i < perCombo[split]; i++)
+          out[split].push(makeTask(f, split, req, i, options, rng.fork(`${split}:${f.name}:${req}:${i}`)));
       }
     }
   }
   applyCues(out.train, options, rng.fork("cues"));
-  if (options.sideEffects > 0) for (const split of ["train", "dev", "heldout"] as const) applySideEffects(out[split], options.sideEffects, rng.fork(`side-effects:${split}`));
+  if (options.sideEffects > 0)
+    for (const split of ["train", "dev", "heldout"] as const)
+      applySideEffects(out[split], options.sideEffects, rng.fork(`side-effects:${split}`));
   return out;
 }

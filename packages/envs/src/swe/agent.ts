@@ -15,18 +15,36 @@ export const sweTools: ToolBinding[] = [
     description: "Run a shell command in /testbed.",
     parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
   },
-  { name: "read", action: "read", description: "Show a file of the repository.", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+  {
+    name: "read",
+    action: "read",
+    description: "Show a file of the repository.",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  },
   {
     name: "edit",
     action: "edit",
     description: "Replace the exact text `old` in a file by `new`.",
-    parameters: { type: "object", properties: { path: { type: "string" }, old: { type: "string" }, new: { type: "string" } }, required: ["path", "old", "new"] },
+    parameters: {
+      type: "object",
+      properties: { path: { type: "string" }, old: { type: "string" }, new: { type: "string" } },
+      required: ["path", "old", "new"],
+    },
   },
   {
     name: "write",
     action: "write",
     description: "Write a whole file.",
-    parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] },
+    parameters: {
+      type: "object",
+      properties: { path: { type: "string" }, content: { type: "string" } },
+      required: ["path", "content"],
+    },
   },
-  { name: "submit", action: "submit", description: "Submit the change; the episode ends.", parameters: { type: "object", properties: {}, required: [] } },
+  {
+    name: "submit",
+    action: "submit",
+    description: "Submit the change; the episode ends.",
+    parameters: { type: "object", properties: {}, required: [] },
+  },
 ];

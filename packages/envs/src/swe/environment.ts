@@ -12,7 +12,10 @@ export const SWE_OUTPUT_CHARS = 6_000;
 export const SWE_SERVER_FAILED_EVENT = "env:server-failed";
 const BLOCKED_TEXT = "Running the test suite is not available in this environment.";
 
-const clip = (s: string) => (s.length > SWE_OUTPUT_CHARS ? `${s.slice(0, SWE_OUTPUT_CHARS)}\n… (${s.length - SWE_OUTPUT_CHARS} more characters)` : s);
+const clip = (s: string) =>
+  s.length > SWE_OUTPUT_CHARS
+    ? `${s.slice(0, SWE_OUTPUT_CHARS)}\n… (${s.length - SWE_OUTPUT_CHARS} more characters)`
+    : s;
 const str = (v: unknown) => (typeof v === "string" ? v : undefined);
 
 /**
@@ -94,12 +97,20 @@ class SweSession implements EnvSession {
       if (tests && this.signals.testsBlocked) return { event: "tests:blocked", text: BLOCKED_TEXT };
       const { output, exitCode } = await this.sandbox.run(command);
       this.signals.ran(command, tests);
-      const event = tests ? (exitCode === 0 ? "tests:passed" : "tests:failed") : exitCode === 0 ? "run:ok" : "run:error";
+      const event = tests
+        ? exitCode === 0
+          ? "tests:passed"
+          : "tests:failed"
+        : exitCode === 0
+          ? "run:ok"
+          : "run:error";
       return { event, text: `${output}\n(exit code ${exitCode})` };
     }
     if (action === "read" && path) {
       const content = await this.sandbox.read(path);
-      return content === undefined ? { event: "read:missing", text: `${path}: no such file` } : { event: "read:ok", text: content };
+      return content === undefined
+        ? { event: "read:missing", text: `${path}: no such file` }
+        : { event: "read:ok", text: content };
     }
     if (action === "write" && path && str(args.content) !== undefined) {
       const created = (await this.sandbox.read(path)) === undefined;
@@ -107,7 +118,8 @@ class SweSession implements EnvSession {
       this.signals.changed(path, str(args.content)!, created);
       return { event: "write:ok", text: `wrote ${path}` };
     }
-    if (action === "edit" && path && str(args.old) && str(args.new) !== undefined) return this.edit(path, str(args.old)!, str(args.new)!);
+    if (action === "edit" && path && str(args.old) && str(args.new) !== undefined)
+      return this.edit(path, str(args.old)!, str(args.new)!);
     return {
       event: "error:tool-call",
       text: 'Use run {"command"}, read {"path"}, edit {"path", "old", "new"}, write {"path", "content"} or submit.',
@@ -130,7 +142,9 @@ class SweSession implements EnvSession {
   async finish(_reason: "submitted" | "budget-exhausted"): Promise<EnvOutcome> {
     if (this.failed) return serverFailed(this.signals.behaviours());
     try {
-      const diff = await this.sandbox.run(`git add -A -- . ':(exclude)**/__pycache__/**' ':(exclude)*.pyc' >/dev/null 2>&1 && git diff --cached ${this.instance.base_commit}`);
+      const diff = await this.sandbox.run(
+        `git add -A -- . ':(exclude)**/__pycache__/**' ':(exclude)*.pyc' >/dev/null 2>&1 && git diff --cached ${this.instance.base_commit}`,
+      );
       const grade = await gradePatch(this.provider, this.instance, diff.output);
       return {
         reward: grade.resolved ? 1 : 0,
@@ -162,7 +176,12 @@ class SweSession implements EnvSession {
   }
 }
 
-const serverFailed = (behaviours: Record<string, boolean>): EnvOutcome => ({ reward: 0, success: false, failureTags: ["server-failed"], behaviours });
+const serverFailed = (behaviours: Record<string, boolean>): EnvOutcome => ({
+  reward: 0,
+  success: false,
+  failureTags: ["server-failed"],
+  behaviours,
+});
 
 function failedSession(err: EnvironmentServerError): EnvSession {
   return {

@@ -9,7 +9,10 @@ const AMBIGUOUS = /occurs \d+ times/i;
 
 const str = (v: unknown) => (typeof v === "string" ? v : undefined);
 
-/** A command's event from its printed output: by the exit code the agent printed (SWE-agent's and this project's "(exit code N)"), else by a traceback. */
+/**
+ * A command's event from its printed output: by the exit code the agent printed (SWE-agent's and this project's "(exit
+ * code N)"), else by a traceback.
+ */
 function runEvent(command: string, text: string): string {
   const code = EXIT_CODE.exec(text.trimEnd());
   const ok = code ? code[1] === "0" : !/Traceback|Error:/.test(text);

@@ -56,16 +56,29 @@ export async function gradePatch(provider: SandboxProvider, instance: SweInstanc
 async function gradeIn(sandbox: Sandbox, instance: SweInstance, modelPatch: string): Promise<Grade> {
   const ids = [...instance.FAIL_TO_PASS, ...instance.PASS_TO_PASS];
   const applied = await sandbox.applyPatch(modelPatch);
-  const statuses: Record<string, TestStatus | "MISSING"> = Object.fromEntries(ids.map((id) => [id, "MISSING" as const]));
+  const statuses: Record<string, TestStatus | "MISSING"> = Object.fromEntries(
+    ids.map((id) => [id, "MISSING" as const]),
+  );
   if (applied) {
     const testFiles = filesOfPatch(instance.test_patch);
-    if (testFiles.length) await sandbox.run(`git checkout ${instance.base_commit} -- ${testFiles.map(q).join(" ")} 2>/dev/null; true`);
-    if (!(await sandbox.applyPatch(instance.test_patch))) throw new Error(`the test patch of ${instance.instance_id} does not apply on its base commit`);
+    if (testFiles.length)
+      await sandbox.run(`git checkout ${instance.base_commit} -- ${testFiles.map(q).join(" ")} 2>/dev/null; true`);
+    if (!(await sandbox.applyPatch(instance.test_patch)))
+      throw new Error(`the test patch of ${instance.instance_id} does not apply on its base commit`);
     const run = await sandbox.run(`python -m pytest -rA -p no:cacheprovider ${ids.map(q).join(" ")}`, GRADING_SECONDS);
     for (const [id, status] of parsePytestSummary(run.output)) if (id in statuses) statuses[id] = status;
   }
-  const split = (list: readonly string[]) => ({ passed: list.filter((t) => statuses[t] === "PASSED"), failed: list.filter((t) => statuses[t] !== "PASSED") });
+  const split = (list: readonly string[]) => ({
+    passed: list.filter((t) => statuses[t] === "PASSED"),
+    failed: list.filter((t) => statuses[t] !== "PASSED"),
+  });
   const failToPass = split(instance.FAIL_TO_PASS);
   const passToPass = split(instance.PASS_TO_PASS);
-  return { resolved: applied && failToPass.failed.length === 0 && passToPass.failed.length === 0, applied, failToPass, passToPass, statuses };
+  return {
+    resolved: applied && failToPass.failed.length === 0 && passToPass.failed.length === 0,
+    applied,
+    failToPass,
+    passToPass,
+    statuses,
+  };
 }

@@ -5,7 +5,9 @@ import { SweInstance } from "./protocol.ts";
 
 /** The instances of the local SWE-ReX-protocol server's fixture repositories. */
 export const SWE_FIXTURE_INSTANCES = `${FIXTURES_DIR}/swe/instances.jsonl`;
-/** The order the slots are drawn in: held-out first (a third), then dev (a sixth), the rest train; each at least one. */
+/**
+ * The order the slots are drawn in: held-out first (a third), then dev (a sixth), the rest train; each at least one.
+ */
 export const SWE_SPLIT_RULE =
   "the instances in the order of hash32(instance_id, 20261203): the first third (at least one) held-out, the next sixth (at least one) dev, the rest train";
 const SPLIT_SEED = 20261203;
@@ -28,8 +30,14 @@ export async function readSweInstances(path: string): Promise<SweInstance[]> {
 
 /** The instances as tasks, in the slots of {@link SWE_SPLIT_RULE}. */
 export function sweTaskSets(instances: readonly SweInstance[]): { train: Task[]; dev: Task[]; heldout: Task[] } {
-  if (instances.length < 3) throw new ValidationError("SWE instances", [`an experiment needs at least 3 (one per slot), got ${instances.length}`]);
-  const ordered = [...instances].sort((a, b) => hash32(a.instance_id, SPLIT_SEED) - hash32(b.instance_id, SPLIT_SEED) || (a.instance_id < b.instance_id ? -1 : 1));
+  if (instances.length < 3)
+    throw new ValidationError("SWE instances", [
+      `an experiment needs at least 3 (one per slot), got ${instances.length}`,
+    ]);
+  const ordered = [...instances].sort(
+    (a, b) =>
+      hash32(a.instance_id, SPLIT_SEED) - hash32(b.instance_id, SPLIT_SEED) || (a.instance_id < b.instance_id ? -1 : 1),
+  );
   const nHeld = Math.max(1, Math.floor(ordered.length / 3));
   const nDev = Math.max(1, Math.floor(ordered.length / 6));
   const task = (split: "train" | "dev" | "heldout") => (i: SweInstance) =>

@@ -33,10 +33,20 @@ export const SweInstance = z.looseObject({
 export type SweInstance = z.infer<typeof SweInstance>;
 
 /** SWE-ReX's answers (swerex.runtime.abstract), as its server sends them. */
-export const CommandResponse = z.looseObject({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable() });
+export const CommandResponse = z.looseObject({
+  stdout: z.string(),
+  stderr: z.string(),
+  exit_code: z.number().int().nullable(),
+});
 export const Observation = z.looseObject({ output: z.string(), exit_code: z.number().int().nullable() });
-export const ReadFileResponse = z.looseObject({ success: z.boolean().default(true), failure_reason: z.string().default(""), content: z.string() });
+export const ReadFileResponse = z.looseObject({
+  success: z.boolean().default(true),
+  failure_reason: z.string().default(""),
+  content: z.string(),
+});
 export const Done = z.looseObject({ success: z.boolean().default(true), failure_reason: z.string().default("") });
 export const IsAlive = z.looseObject({ is_alive: z.boolean() });
 /** An exception raised in the runtime, sent with HTTP 511. */
-export const SweRexException = z.object({ swerexception: z.looseObject({ message: z.string(), class_path: z.string() }) });
+export const SweRexException = z.object({
+  swerexception: z.looseObject({ message: z.string(), class_path: z.string() }),
+});

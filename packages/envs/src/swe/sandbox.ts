@@ -87,13 +87,18 @@ export class DeploymentServiceProvider implements SandboxProvider {
       throw new EnvironmentServerError(this.url, "/deployments", err instanceof Error ? err.message : String(err), err);
     }
     const text = await res.text();
-    if (!res.ok) throw new EnvironmentServerError(this.url, "/deployments", `HTTP ${res.status}: ${text.slice(0, 300)}`);
+    if (!res.ok)
+      throw new EnvironmentServerError(this.url, "/deployments", `HTTP ${res.status}: ${text.slice(0, 300)}`);
     const parsed = Deployed.safeParse(JSON.parse(text));
     if (!parsed.success) throw new EnvironmentServerError(this.url, "/deployments", "unexpected answer");
     const { runtime_url, auth_token } = parsed.data;
     const id = runtime_url.split("/").at(-1)!;
     const stop = async () => {
-      await doFetch(`${this.url}/deployments/${id}/stop`, { method: "POST", body: "{}", signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
+      await doFetch(`${this.url}/deployments/${id}/stop`, {
+        method: "POST",
+        body: "{}",
+        signal: AbortSignal.timeout(30_000),
+      }).catch(() => undefined);
     };
     return new SweRexSandbox(new SweRexRuntime(runtime_url, auth_token, { fetch: doFetch }), stop);
   }

@@ -48,7 +48,11 @@ export class SweSignals {
   }
 
   facts(): string[] {
-    return [...(this.reproducedFirst ? ["reproduced"] : []), ...(this.edited ? ["edited"] : []), ...(this.testsAfterEdit ? ["tests:ran-after-edit"] : [])];
+    return [
+      ...(this.reproducedFirst ? ["reproduced"] : []),
+      ...(this.edited ? ["edited"] : []),
+      ...(this.testsAfterEdit ? ["tests:ran-after-edit"] : []),
+    ];
   }
 
   behaviours(): Record<string, boolean> {

@@ -3,7 +3,11 @@ import { EnvironmentServerError, SandboxExceptionError } from "../errors.ts";
 import { CommandResponse, Done, IsAlive, Observation, ReadFileResponse, SweRexException } from "./protocol.ts";
 
 /** How long one call to a runtime may take beyond its command's own timeout, and the most bytes of an answer. */
-export const SWEREX_LIMITS: { readonly graceMs: number; readonly commandSeconds: number; readonly maxReplyBytes: number } = {
+export const SWEREX_LIMITS: {
+  readonly graceMs: number;
+  readonly commandSeconds: number;
+  readonly maxReplyBytes: number;
+} = {
   graceMs: 15_000,
   commandSeconds: 60,
   maxReplyBytes: 4 * 1024 * 1024,
@@ -34,7 +38,13 @@ export class SweRexRuntime {
   }
 
   runInSession(command: string, timeoutS = SWEREX_LIMITS.commandSeconds, session = "default") {
-    return this.call("POST", "/run_in_session", { command, session, timeout: timeoutS, action_type: "bash" }, Observation, timeoutS);
+    return this.call(
+      "POST",
+      "/run_in_session",
+      { command, session, timeout: timeoutS, action_type: "bash" },
+      Observation,
+      timeoutS,
+    );
   }
 
   closeSession(session = "default") {
@@ -42,7 +52,13 @@ export class SweRexRuntime {
   }
 
   execute(command: string | string[], timeoutS = SWEREX_LIMITS.commandSeconds) {
-    return this.call("POST", "/execute", { command, timeout: timeoutS, shell: typeof command === "string" }, CommandResponse, timeoutS);
+    return this.call(
+      "POST",
+      "/execute",
+      { command, timeout: timeoutS, shell: typeof command === "string" },
+      CommandResponse,
+      timeoutS,
+    );
   }
 
   readFile(path: string) {
@@ -57,7 +73,13 @@ export class SweRexRuntime {
     await this.call("POST", "/close", {}, undefined, 30);
   }
 
-  private async call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S | undefined, timeoutS: number): Promise<z.infer<S>> {
+  private async call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: S | undefined,
+    timeoutS: number,
+  ): Promise<z.infer<S>> {
     let res: Response;
     try {
       res = await (this.opts.fetch ?? fetch)(`${this.url}${path}`, {
@@ -70,7 +92,8 @@ export class SweRexRuntime {
       throw new EnvironmentServerError(this.url, path, err instanceof Error ? err.message : String(err), err);
     }
     const text = await res.text();
-    if (text.length > SWEREX_LIMITS.maxReplyBytes) throw new EnvironmentServerError(this.url, path, `answer larger than ${SWEREX_LIMITS.maxReplyBytes} bytes`);
+    if (text.length > SWEREX_LIMITS.maxReplyBytes)
+      throw new EnvironmentServerError(this.url, path, `answer larger than ${SWEREX_LIMITS.maxReplyBytes} bytes`);
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : {};
@@ -79,12 +102,18 @@ export class SweRexRuntime {
     }
     if (res.status === 511) {
       const raised = SweRexException.safeParse(json);
-      if (raised.success) throw new SandboxExceptionError(raised.data.swerexception.class_path, raised.data.swerexception.message);
+      if (raised.success)
+        throw new SandboxExceptionError(raised.data.swerexception.class_path, raised.data.swerexception.message);
     }
     if (!res.ok) throw new EnvironmentServerError(this.url, path, `HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (!schema) return undefined as z.infer<S>;
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new EnvironmentServerError(this.url, path, `unexpected answer: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    if (!parsed.success)
+      throw new EnvironmentServerError(
+        this.url,
+        path,
+        `unexpected answer: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
     return parsed.data;
   }
 }

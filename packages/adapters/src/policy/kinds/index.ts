@@ -7,7 +7,9 @@ import { vllm } from "./vllm.ts";
 
 export type { CallerSampler, EndpointKindAdapter, Transport } from "./kind.ts";
 
-/** Each kind of policy endpoint's adapter (sampling, version, probe), one line a kind; every kind core declares has one. */
+/**
+ * Each kind of policy endpoint's adapter (sampling, version, probe), one line a kind; every kind core declares has one.
+ */
 export const ENDPOINT_KIND_ADAPTERS: Readonly<Record<PolicyEndpointKind, EndpointKindAdapter>> = {
   "protocol-v2": protocolV2,
   "openai-chat": openaiChat,

@@ -1,5 +1,11 @@
 import type { Clock, Policy, Rollout } from "@harness-s/core";
-import { actionOf, type CallerRollout, type EndpointProbe, type PolicyEndpointRecord, type RegisterPolicyEndpoint } from "@harness-s/core/callers";
+import {
+  actionOf,
+  type CallerRollout,
+  type EndpointProbe,
+  type PolicyEndpointRecord,
+  type RegisterPolicyEndpoint,
+} from "@harness-s/core/callers";
 import type { RolloutRows } from "@harness-s/core/dispatch";
 
 /** What sampling an endpoint needs of the service: its guarded fetch, its clock and its wait for one answer. */
@@ -28,15 +34,22 @@ export interface EndpointKindAdapter {
   probe(endpoint: RegisterPolicyEndpoint, transport: Transport): Promise<EndpointProbe>;
 }
 
-export const headerOf = (secret: { name: string; value: string } | undefined) => (secret ? { [secret.name]: secret.value } : undefined);
+export const headerOf = (secret: { name: string; value: string } | undefined) =>
+  secret ? { [secret.name]: secret.value } : undefined;
 
 /** The registered URL without its trailing slashes (paths are appended to it). */
 export const baseOf = (url: string) => url.replace(/\/+$/, "");
 
 /** How a rescue's rows are scored: as sampled, or re-scored in H0's context. */
-export const settingsOf = (context: "sampled" | "base") => ({ maskIntercepted: true, rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const) });
+export const settingsOf = (context: "sampled" | "base") => ({
+  maskIntercepted: true,
+  rescueContext: context === "base" ? ("base" as const) : ("as-generated" as const),
+});
 
-/** How one rescue's episodes read a caller's task: its system message, its tools as the model sees them, their names and the longest turn. */
+/**
+ * How one rescue's episodes read a caller's task: its system message, its tools as the model sees them, their names and
+ * the longest turn.
+ */
 export function rendering(caller: CallerRollout) {
   const tools = caller.task.tools;
   const byAction = new Map(tools.map((t) => [actionOf(t), t]));
@@ -47,7 +60,14 @@ export function rendering(caller: CallerRollout) {
     toolSchemas: (actions: readonly string[]) =>
       actions.flatMap((a) => {
         const t = byAction.get(a);
-        return t ? [{ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
+        return t
+          ? [
+              {
+                type: "function" as const,
+                function: { name: t.name, description: t.description, parameters: t.parameters },
+              },
+            ]
+          : [];
       }),
     toolNames: { submit: submit.name },
   };

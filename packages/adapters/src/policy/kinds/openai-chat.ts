@@ -1,4 +1,7 @@
 import { servedKind } from "./served.ts";
 
-/** The openai-chat endpoint kind: sampled and probed as a served kind (see {@link servedKind}), in its token modes (core's ENDPOINT_KINDS). */
+/**
+ * The openai-chat endpoint kind: sampled and probed as a served kind (see {@link servedKind}), in its token modes
+ * (core's ENDPOINT_KINDS).
+ */
 export const openaiChat = servedKind("openai-chat");

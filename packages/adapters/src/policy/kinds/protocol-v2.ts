@@ -20,14 +20,24 @@ const clientOf = (record: PolicyEndpointRecord, { fetch, clock, timeoutMs }: Tra
 export const protocolV2: EndpointKindAdapter = {
   sampler(record, caller, transport) {
     const client = clientOf(record, transport);
-    const policy = new TokenSampler(client, { policyId: record.policy, expectVersion: caller.weightVersion, ...rendering(caller) });
+    const policy = new TokenSampler(client, {
+      policyId: record.policy,
+      expectVersion: caller.weightVersion,
+      ...rendering(caller),
+    });
     return {
       policy,
-      spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
+      spent: () => ({
+        policyTokens: client.sampled.promptTokens + client.sampled.completionTokens,
+        policyMs: client.sampled.ms,
+      }),
       rows: async (rollouts, context) => {
         if (context === "base") await policy.ensure();
-        const one = (rollout: Rollout) => policy.datums({ samples: [{ rollout, advantage: rollout.reward }], settings: settingsOf(context) });
-        return (await Promise.all(rollouts.map(one))).map((datums) => (datums.length ? { datums, segmented: false } : undefined));
+        const one = (rollout: Rollout) =>
+          policy.datums({ samples: [{ rollout, advantage: rollout.reward }], settings: settingsOf(context) });
+        return (await Promise.all(rollouts.map(one))).map((datums) =>
+          datums.length ? { datums, segmented: false } : undefined,
+        );
       },
     };
   },

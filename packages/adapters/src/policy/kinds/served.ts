@@ -1,6 +1,17 @@
 import { ValidationError } from "@harness-s/core";
-import { ENDPOINT_KINDS, type PolicyEndpointKind, type RegisterPolicyEndpoint, type TokenMode } from "@harness-s/core/callers";
-import { EndpointNotTokenExactError, EndpointProbeError, PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../../errors.ts";
+import {
+  ENDPOINT_KINDS,
+  type PolicyEndpointKind,
+  type RegisterPolicyEndpoint,
+  type TokenMode,
+} from "@harness-s/core/callers";
+import {
+  EndpointNotTokenExactError,
+  EndpointProbeError,
+  PolicyEndpointError,
+  PolicyReplyInvalidError,
+  ServedModelMismatchError,
+} from "../../errors.ts";
 import { ServedClient } from "../served-client.ts";
 import { MissingIdsError, TOKEN_MODES } from "../served-modes.ts";
 import { ServedSampler } from "../served-sampler.ts";
@@ -18,23 +29,55 @@ function reason(err: unknown, model: string): EndpointProbeError {
   if (err instanceof MissingIdsError) return new EndpointProbeError(err.message, "ENDPOINT_NO_TOKEN_IDS");
   const request = (err as Error).message.split(":")[0];
   if (err instanceof PolicyEndpointError)
-    return new EndpointProbeError(err.status === undefined ? `the endpoint did not answer (${request})` : `the endpoint answered HTTP ${err.status} to ${request}`);
-  if (err instanceof ServedModelMismatchError) return new EndpointProbeError(`the endpoint answered HTTP 404 to ${request}: it serves no model ${JSON.stringify(model)}`);
+    return new EndpointProbeError(
+      err.status === undefined
+        ? `the endpoint did not answer (${request})`
+        : `the endpoint answered HTTP ${err.status} to ${request}`,
+    );
+  if (err instanceof ServedModelMismatchError)
+    return new EndpointProbeError(
+      `the endpoint answered HTTP 404 to ${request}: it serves no model ${JSON.stringify(model)}`,
+    );
   if (err instanceof PolicyReplyInvalidError)
-    return new EndpointProbeError((err.message.includes("is not JSON") ? `${request}: the endpoint's answer is not JSON` : err.message).slice(0, 500));
+    return new EndpointProbeError(
+      (err.message.includes("is not JSON") ? `${request}: the endpoint's answer is not JSON` : err.message).slice(
+        0,
+        500,
+      ),
+    );
   throw err;
 }
 
-const clientOf = (endpoint: Pick<RegisterPolicyEndpoint, "url" | "secretHeader">, { fetch, clock, timeoutMs }: Transport, retries?: number) => {
+const clientOf = (
+  endpoint: Pick<RegisterPolicyEndpoint, "url" | "secretHeader">,
+  { fetch, clock, timeoutMs }: Transport,
+  retries?: number,
+) => {
   const headers = headerOf(endpoint.secretHeader);
-  return new ServedClient(baseOf(endpoint.url), { clock, fetch, timeoutMs, ...(retries === undefined ? {} : { retries }), ...(headers ? { headers } : {}) });
+  return new ServedClient(baseOf(endpoint.url), {
+    clock,
+    fetch,
+    timeoutMs,
+    ...(retries === undefined ? {} : { retries }),
+    ...(headers ? { headers } : {}),
+  });
 };
 
 /** One token sampled in `mode`, as a rescue's first turn samples it. */
 async function sampleOne(endpoint: RegisterPolicyEndpoint, mode: TokenMode, transport: Transport) {
-  const target = { client: clientOf(endpoint, transport, 0), model: endpoint.policy, baseModel: endpoint.policy, chatPath: ENDPOINT_KINDS[endpoint.kind].chatPath };
-  const turn = await TOKEN_MODES[mode](target, []).turn([{ role: "user", content: "ping" }], { temperature: 1, top_p: 1, max_tokens: 1 });
-  if (!turn.completionIds.length) throw new EndpointProbeError(`${mode}: the endpoint sampled no token`, "ENDPOINT_NO_TOKEN_IDS");
+  const target = {
+    client: clientOf(endpoint, transport, 0),
+    model: endpoint.policy,
+    baseModel: endpoint.policy,
+    chatPath: ENDPOINT_KINDS[endpoint.kind].chatPath,
+  };
+  const turn = await TOKEN_MODES[mode](target, []).turn([{ role: "user", content: "ping" }], {
+    temperature: 1,
+    top_p: 1,
+    max_tokens: 1,
+  });
+  if (!turn.completionIds.length)
+    throw new EndpointProbeError(`${mode}: the endpoint sampled no token`, "ENDPOINT_NO_TOKEN_IDS");
   return { weightVersion: versionOf(turn.model), checkedAt: transport.clock.now(), mode };
 }
 
@@ -49,16 +92,35 @@ export function servedKind(kind: Exclude<PolicyEndpointKind, "protocol-v2">): En
   return {
     sampler(record, caller, transport) {
       const client = clientOf(record, transport);
-      const target = { client, model: caller.servedModel ?? record.policy, baseModel: record.policy, chatPath: ENDPOINT_KINDS[kind].chatPath };
-      const policy = new ServedSampler({ target, mode: record.probe.mode ?? "chat-token-ids", weightVersion: caller.weightVersion, ...rendering(caller) });
+      const target = {
+        client,
+        model: caller.servedModel ?? record.policy,
+        baseModel: record.policy,
+        chatPath: ENDPOINT_KINDS[kind].chatPath,
+      };
+      const policy = new ServedSampler({
+        target,
+        mode: record.probe.mode ?? "chat-token-ids",
+        weightVersion: caller.weightVersion,
+        ...rendering(caller),
+      });
       return {
         policy,
-        spent: () => ({ policyTokens: client.sampled.promptTokens + client.sampled.completionTokens, policyMs: client.sampled.ms }),
-        rows: (rollouts, context) => policy.datums({ samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })), settings: settingsOf(context) }),
+        spent: () => ({
+          policyTokens: client.sampled.promptTokens + client.sampled.completionTokens,
+          policyMs: client.sampled.ms,
+        }),
+        rows: (rollouts, context) =>
+          policy.datums({
+            samples: rollouts.map((rollout) => ({ rollout, advantage: rollout.reward })),
+            settings: settingsOf(context),
+          }),
       };
     },
     currentVersion: async (record) => {
-      throw new ValidationError("rescue", [`weightVersion: ${record.kind} endpoints state no version; name it, with its servedModel`]);
+      throw new ValidationError("rescue", [
+        `weightVersion: ${record.kind} endpoints state no version; name it, with its servedModel`,
+      ]);
     },
     async probe(endpoint, transport) {
       const modes = endpoint.mode ? [endpoint.mode] : ENDPOINT_KINDS[kind].modes;

@@ -1,5 +1,18 @@
-import { GetCommand, PutCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, anchorsAdmin, presented } from "@harness-s/core/access";
+import {
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from "@aws-sdk/lib-dynamodb";
+import {
+  type ApiKeyRecord,
+  type ApiKeyStore,
+  KeyAccount,
+  accountOf,
+  anchorsAdmin,
+  presented,
+} from "@harness-s/core/access";
 import { ConflictError } from "@harness-s/core";
 import { LastAdminError } from "@harness-s/core/access";
 import { aws, translateAwsError } from "../../errors.ts";
@@ -19,7 +32,10 @@ type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteComman
  * at once, and a failed write leaves no hash behind.
  */
 export class DynamoApiKeyStore implements ApiKeyStore {
-  /** Whether the anchors item is known to be filled (once per process; a deployment older than it fills it from the keys once). */
+  /**
+   * Whether the anchors item is known to be filled (once per process; a deployment older than it fills it from the keys
+   * once).
+   */
   private anchorsReady = false;
 
   constructor(
@@ -32,7 +48,9 @@ export class DynamoApiKeyStore implements ApiKeyStore {
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const out = await aws("find api key", () => this.doc.send(new GetCommand({ TableName: this.tables.ApiKeys, Key: { hash } })));
+    const out = await aws("find api key", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.ApiKeys, Key: { hash } })),
+    );
     const id = out.Item?.id;
     if (typeof id !== "string") return undefined;
     const account = await this.get(id);
@@ -42,12 +60,16 @@ export class DynamoApiKeyStore implements ApiKeyStore {
 
   async get(id: string): Promise<KeyAccount | undefined> {
     if (id === ADMIN_ANCHORS_ID) return undefined;
-    const out = await aws("read api key", () => this.doc.send(new GetCommand({ TableName: this.tables.Keys, Key: { id }, ConsistentRead: true })));
+    const out = await aws("read api key", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Keys, Key: { id }, ConsistentRead: true })),
+    );
     return out.Item ? KeyAccount.parse(out.Item) : undefined;
   }
 
   async list(): Promise<KeyAccount[]> {
-    const items = await allItems("list api keys", (start) => this.doc.send(new ScanCommand({ TableName: this.tables.Keys, ConsistentRead: true, ExclusiveStartKey: start })));
+    const items = await allItems("list api keys", (start) =>
+      this.doc.send(new ScanCommand({ TableName: this.tables.Keys, ConsistentRead: true, ExclusiveStartKey: start })),
+    );
     return items.filter((i) => i.id !== ADMIN_ANCHORS_ID).map((i) => KeyAccount.parse(i));
   }
 
@@ -85,11 +107,18 @@ export class DynamoApiKeyStore implements ApiKeyStore {
     }
   }
 
-  /** Adds the key to the anchors, or takes it out unless it is the last one (the set must exist: {@link readyAnchors}). */
+  /**
+   * Adds the key to the anchors, or takes it out unless it is the last one (the set must exist: {@link readyAnchors}).
+   */
   private anchorUpdate(account: KeyAccount) {
     const id = new Set([account.id]);
-    const common = { TableName: this.tables.Keys, Key: { id: ADMIN_ANCHORS_ID }, ExpressionAttributeNames: { "#a": "anchors" } };
-    if (anchorsAdmin(account)) return { ...common, UpdateExpression: "ADD #a :id", ExpressionAttributeValues: { ":id": id } };
+    const common = {
+      TableName: this.tables.Keys,
+      Key: { id: ADMIN_ANCHORS_ID },
+      ExpressionAttributeNames: { "#a": "anchors" },
+    };
+    if (anchorsAdmin(account))
+      return { ...common, UpdateExpression: "ADD #a :id", ExpressionAttributeValues: { ":id": id } };
     return {
       ...common,
       UpdateExpression: "DELETE #a :id",
@@ -105,7 +134,11 @@ export class DynamoApiKeyStore implements ApiKeyStore {
    */
   private async readyAnchors(): Promise<void> {
     if (this.anchorsReady) return;
-    const out = await aws("read admin anchors", () => this.doc.send(new GetCommand({ TableName: this.tables.Keys, Key: { id: ADMIN_ANCHORS_ID }, ConsistentRead: true })));
+    const out = await aws("read admin anchors", () =>
+      this.doc.send(
+        new GetCommand({ TableName: this.tables.Keys, Key: { id: ADMIN_ANCHORS_ID }, ConsistentRead: true }),
+      ),
+    );
     if (!out.Item?.ready) {
       const anchors = (await this.list()).filter(anchorsAdmin).map((a) => a.id);
       await aws("fill admin anchors", () =>
@@ -128,12 +161,18 @@ export class DynamoApiKeyStore implements ApiKeyStore {
 const KEY_WRITE_ATTEMPTS = 6;
 
 const reasonsOf = (err: unknown) =>
-  (err as { name?: string }).name === "TransactionCanceledException" ? (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons : undefined;
+  (err as { name?: string }).name === "TransactionCanceledException"
+    ? (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons
+    : undefined;
 
 /** Whether a transaction was cancelled only because another one held an item, not by any condition. */
 const conflicted = (err: unknown) => {
   const reasons = reasonsOf(err);
-  return reasons !== undefined && reasons.some((r) => r.Code === "TransactionConflict") && !reasons.some((r) => r.Code === "ConditionalCheckFailed");
+  return (
+    reasons !== undefined &&
+    reasons.some((r) => r.Code === "TransactionConflict") &&
+    !reasons.some((r) => r.Code === "ConditionalCheckFailed")
+  );
 };
 
 const versionCondition = (expected: number | undefined | "any") =>
@@ -143,13 +182,18 @@ const versionCondition = (expected: number | undefined | "any") =>
       ? { ConditionExpression: "attribute_not_exists(id)" }
       : { ConditionExpression: "version = :v", ExpressionAttributeValues: { ":v": expected } };
 
-/** Which part of a key's transaction refused it: the account's version, a secret another key holds, or the last anchor. */
+/**
+ * Which part of a key's transaction refused it: the account's version, a secret another key holds, or the last anchor.
+ */
 function refusal(err: unknown, account: KeyAccount, items: number): Error {
   const reasons = reasonsOf(err);
   if (!reasons) return translateAwsError(err, "save api key");
   const failed = (i: number) => reasons[i]?.Code === "ConditionalCheckFailed";
   if (failed(0)) return new ConflictError(`key ${account.id} changed meanwhile; read it again`);
   if (failed(items - 1)) return new LastAdminError(account.id);
-  if (reasons.some((r) => r.Code === "ConditionalCheckFailed")) return new ConflictError(`a secret of key ${account.id} belongs to another key`);
-  return new ConflictError(`key ${account.id}: the write was cancelled (${reasons.map((r) => r.Code ?? "None").join(", ")}); try again`);
+  if (reasons.some((r) => r.Code === "ConditionalCheckFailed"))
+    return new ConflictError(`a secret of key ${account.id} belongs to another key`);
+  return new ConflictError(
+    `key ${account.id}: the write was cancelled (${reasons.map((r) => r.Code ?? "None").join(", ")}); try again`,
+  );
 }

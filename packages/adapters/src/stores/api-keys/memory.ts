@@ -1,6 +1,13 @@
 import { ConflictError } from "@harness-s/core";
 import { LastAdminError } from "@harness-s/core/access";
-import { type ApiKeyRecord, type ApiKeyStore, KeyAccount, accountOf, anchorsAdmin, presented } from "@harness-s/core/access";
+import {
+  type ApiKeyRecord,
+  type ApiKeyStore,
+  KeyAccount,
+  accountOf,
+  anchorsAdmin,
+  presented,
+} from "@harness-s/core/access";
 
 export class MemoryApiKeyStore implements ApiKeyStore {
   private readonly accounts = new Map<string, KeyAccount>();
@@ -29,8 +36,10 @@ export class MemoryApiKeyStore implements ApiKeyStore {
 
   async save(account: KeyAccount, expected: number | undefined): Promise<void> {
     const stored = this.accounts.get(account.id);
-    if (expected === undefined ? stored !== undefined : stored?.version !== expected) throw new ConflictError(`key ${account.id} changed meanwhile; read it again`);
-    if (account.secrets.some((s) => (this.idOfHash.get(s.hash) ?? account.id) !== account.id)) throw new ConflictError(`a secret of key ${account.id} belongs to another key`);
+    if (expected === undefined ? stored !== undefined : stored?.version !== expected)
+      throw new ConflictError(`key ${account.id} changed meanwhile; read it again`);
+    if (account.secrets.some((s) => (this.idOfHash.get(s.hash) ?? account.id) !== account.id))
+      throw new ConflictError(`a secret of key ${account.id} belongs to another key`);
     this.write(KeyAccount.parse(account));
   }
 

@@ -18,7 +18,12 @@ export class DynamoBallotStore implements BallotStore {
         this.doc.send(
           new PutCommand({
             TableName: this.tables.Ballots,
-            Item: { ballotKey, voterId: ballot.voterId, body: JSON.stringify(Ballot.parse(ballot)), expiresAt: Math.floor(Date.now() / 1000) + this.ttlSeconds },
+            Item: {
+              ballotKey,
+              voterId: ballot.voterId,
+              body: JSON.stringify(Ballot.parse(ballot)),
+              expiresAt: Math.floor(Date.now() / 1000) + this.ttlSeconds,
+            },
             ConditionExpression: "attribute_not_exists(voterId)",
           }),
         ),
@@ -31,7 +36,11 @@ export class DynamoBallotStore implements BallotStore {
   }
 
   async get(ballotKey: string, voterId: string): Promise<Ballot | undefined> {
-    const out = await aws("get ballot", () => this.doc.send(new GetCommand({ TableName: this.tables.Ballots, Key: { ballotKey, voterId }, ConsistentRead: true })));
+    const out = await aws("get ballot", () =>
+      this.doc.send(
+        new GetCommand({ TableName: this.tables.Ballots, Key: { ballotKey, voterId }, ConsistentRead: true }),
+      ),
+    );
     return out.Item ? Ballot.parse(JSON.parse(out.Item.body as string)) : undefined;
   }
 }

@@ -22,7 +22,10 @@ export class MemoryDecisionCache implements DecisionCache {
     private readonly clock: Clock,
     private readonly opts: { maxEntries: number; maxPerKey?: number; ttlMs: number } = DECISION_CACHE_LIMITS,
   ) {
-    this.entries = new ScopedLru({ maxPerScope: opts.maxPerKey ?? Math.min(opts.maxEntries, DECISION_CACHE_LIMITS.maxPerKey), maxTotal: opts.maxEntries });
+    this.entries = new ScopedLru({
+      maxPerScope: opts.maxPerKey ?? Math.min(opts.maxEntries, DECISION_CACHE_LIMITS.maxPerKey),
+      maxTotal: opts.maxEntries,
+    });
   }
 
   get(scope: string, key: string): RoutingDecision | undefined {

@@ -17,14 +17,24 @@ export class DynamoDecisionStore implements DecisionStore {
     const item: Record<string, unknown> = { id: decision.id, body: JSON.stringify(decision) };
     if (this.ttlSeconds) item.expiresAt = Math.floor(this.now() / 1000) + this.ttlSeconds;
     try {
-      await aws("put decision", () => this.doc.send(new PutCommand({ TableName: this.tables.Decisions, Item: item, ConditionExpression: "attribute_not_exists(id)" })));
+      await aws("put decision", () =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.tables.Decisions,
+            Item: item,
+            ConditionExpression: "attribute_not_exists(id)",
+          }),
+        ),
+      );
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
     }
   }
 
   async get(id: string): Promise<RoutingDecision | undefined> {
-    const out = await aws("get decision", () => this.doc.send(new GetCommand({ TableName: this.tables.Decisions, Key: { id } })));
+    const out = await aws("get decision", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Decisions, Key: { id } })),
+    );
     return out.Item ? RoutingDecision.parse(JSON.parse(out.Item.body as string)) : undefined;
   }
 }

@@ -1,4 +1,10 @@
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from "@aws-sdk/lib-dynamodb";
 import { PolicyEndpointRecord, type PolicyEndpointStore } from "@harness-s/core/callers";
 import { StoreUnavailableError } from "@harness-s/core";
 import { aws, translateAwsError } from "../../errors.ts";
@@ -16,7 +22,8 @@ const RETRY = Symbol("retry");
 type Try<T> = T | typeof RETRY;
 
 /** The cancellation reason codes of a cancelled transaction, one per item; undefined for any other error. */
-const reasonsOf = (err: unknown) => (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+const reasonsOf = (err: unknown) =>
+  (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
 const FAILED = "ConditionalCheckFailed";
 
 /**
@@ -52,7 +59,9 @@ export class DynamoPolicyEndpointStore implements PolicyEndpointStore {
 
   async get(keyId: string, id: string): Promise<PolicyEndpointRecord | undefined> {
     if (id === COUNTER_ID) return undefined;
-    const out = await aws("get policy endpoint", () => this.doc.send(new GetCommand({ TableName: this.table, Key: { keyId, id }, ConsistentRead: true })));
+    const out = await aws("get policy endpoint", () =>
+      this.doc.send(new GetCommand({ TableName: this.table, Key: { keyId, id }, ConsistentRead: true })),
+    );
     return out.Item ? PolicyEndpointRecord.parse(out.Item) : undefined;
   }
 
@@ -90,7 +99,15 @@ export class DynamoPolicyEndpointStore implements PolicyEndpointStore {
   }
 
   private count(keyId: string, update: string, condition: string, values: Record<string, number>) {
-    return { Update: { TableName: this.table, Key: { keyId, id: COUNTER_ID }, UpdateExpression: update, ConditionExpression: condition, ExpressionAttributeValues: values } };
+    return {
+      Update: {
+        TableName: this.table,
+        Key: { keyId, id: COUNTER_ID },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+      },
+    };
   }
 
   /** Runs a transaction: undefined when it committed, its cancellation reasons when it was cancelled. */
@@ -108,7 +125,9 @@ export class DynamoPolicyEndpointStore implements PolicyEndpointStore {
   /** Overwrites a record the key holds (the count unchanged); false when it is gone meanwhile. */
   private async replace(item: PolicyEndpointRecord): Promise<boolean> {
     try {
-      await this.doc.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: "attribute_exists(id)" }));
+      await this.doc.send(
+        new PutCommand({ TableName: this.table, Item: item, ConditionExpression: "attribute_exists(id)" }),
+      );
       return true;
     } catch (err) {
       if ((err as { name?: string }).name === "ConditionalCheckFailedException") return false;
@@ -122,13 +141,22 @@ export class DynamoPolicyEndpointStore implements PolicyEndpointStore {
    * are written or deleted between the count and the counter's conditional put.
    */
   private async ensureCounter(keyId: string): Promise<boolean> {
-    const got = await aws("read policy endpoint count", () => this.doc.send(new GetCommand({ TableName: this.table, Key: { keyId, id: COUNTER_ID }, ConsistentRead: true })));
+    const got = await aws("read policy endpoint count", () =>
+      this.doc.send(new GetCommand({ TableName: this.table, Key: { keyId, id: COUNTER_ID }, ConsistentRead: true })),
+    );
     if (got.Item) return false;
     const held = (await this.list(keyId)).length;
     try {
-      await this.doc.send(new PutCommand({ TableName: this.table, Item: { keyId, id: COUNTER_ID, held }, ConditionExpression: "attribute_not_exists(id)" }));
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { keyId, id: COUNTER_ID, held },
+          ConditionExpression: "attribute_not_exists(id)",
+        }),
+      );
     } catch (err) {
-      if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw translateAwsError(err, "create policy endpoint count");
+      if ((err as { name?: string }).name !== "ConditionalCheckFailedException")
+        throw translateAwsError(err, "create policy endpoint count");
     }
     return true;
   }
@@ -143,7 +171,10 @@ export class DynamoPolicyEndpointStore implements PolicyEndpointStore {
       for (let attempt = 0; ; attempt++) {
         const got = await once();
         if (got !== RETRY) return got;
-        if (performance.now() >= deadline) throw new StoreUnavailableError(`${what}: other writes to this key kept conflicting for ${RETRY_BUDGET_MS} ms`);
+        if (performance.now() >= deadline)
+          throw new StoreUnavailableError(
+            `${what}: other writes to this key kept conflicting for ${RETRY_BUDGET_MS} ms`,
+          );
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
       }
     };

@@ -1,4 +1,11 @@
-import { checkedArtifact, checkedExperimentId, type ArtifactContentType, type ArtifactName, type ExperimentArtifact, type ExperimentArtifacts } from "@harness-s/core/experiment";
+import {
+  checkedArtifact,
+  checkedExperimentId,
+  type ArtifactContentType,
+  type ArtifactName,
+  type ExperimentArtifact,
+  type ExperimentArtifacts,
+} from "@harness-s/core/experiment";
 
 /** Reports and plots in memory (the API's tests, one-process stacks); reads are copies. */
 export class MemoryExperimentArtifacts implements ExperimentArtifacts {

@@ -32,14 +32,23 @@ export class S3ExperimentArtifacts implements ExperimentArtifacts {
   async put(experimentId: string, name: string, bytes: Uint8Array, contentType: ArtifactContentType): Promise<void> {
     const k = checkedArtifact(experimentId, name, { bytes, contentType });
     await aws(`storing ${k.name} of ${k.experimentId}`, () =>
-      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.key(k.experimentId, k.name), Body: bytes, ContentType: contentType })),
+      this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: this.key(k.experimentId, k.name),
+          Body: bytes,
+          ContentType: contentType,
+        }),
+      ),
     );
   }
 
   async get(experimentId: string, name: string): Promise<ExperimentArtifact | undefined> {
     const k = checkedArtifact(experimentId, name);
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(k.experimentId, k.name) }));
+      const out = await this.s3.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: this.key(k.experimentId, k.name) }),
+      );
       const bytes = await out.Body!.transformToByteArray();
       return { name: k.name, contentType: contentTypeOf(k.name), bytes };
     } catch (err) {
@@ -51,7 +60,9 @@ export class S3ExperimentArtifacts implements ExperimentArtifacts {
   async list(experimentId: string): Promise<ArtifactName[]> {
     const folder = `${this.prefix}${checkedExperimentId(experimentId)}/`;
     const out = await aws(`listing the artifacts of ${experimentId}`, () =>
-      this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, Delimiter: "/", MaxKeys: MAX_LISTED })),
+      this.s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, Delimiter: "/", MaxKeys: MAX_LISTED }),
+      ),
     );
     return (out.Contents ?? [])
       .map((o) => (o.Key ?? "").slice(folder.length))

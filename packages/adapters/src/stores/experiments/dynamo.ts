@@ -11,7 +11,10 @@ import { DynamoLeasedJobs } from "../leased-jobs/dynamo.ts";
  */
 export class DynamoExperimentStore extends DynamoLeasedJobs<ExperimentRecord> implements ExperimentStore {
   constructor(doc: DynamoDBDocumentClient, tables: TableNames) {
-    super(doc, tables.Experiments, ExperimentRecord, "experiment", (r) => ({ keyId: r.keyId, listAt: listPosition(r.createdAt, r.id) }));
+    super(doc, tables.Experiments, ExperimentRecord, "experiment", (r) => ({
+      keyId: r.keyId,
+      listAt: listPosition(r.createdAt, r.id),
+    }));
   }
 
   /** The key's runs through BY_KEY_INDEX (eventually consistent: a run just started may show a moment later). */

@@ -9,7 +9,19 @@ import type { TableNames } from "../../dynamo/table-specs.ts";
 
 /** A transaction holds at most 100 items and 4 MB: a step or an opening takes at most this many chunks. */
 const MAX_CHUNKS = 12;
-const HOT = ["keyId", "id", "opening", "steps", "status", "lastUsed", "startedAt", "reward", "leaseUntil", "leaseHolder", "expiresAt"] as const;
+const HOT = [
+  "keyId",
+  "id",
+  "opening",
+  "steps",
+  "status",
+  "lastUsed",
+  "startedAt",
+  "reward",
+  "leaseUntil",
+  "leaseHolder",
+  "expiresAt",
+] as const;
 
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 const prefix = (id: string) => `ep#${id}#`;
@@ -18,16 +30,22 @@ const initKey = (id: string, c: number) => `${prefix(id)}i#${pad(c, 3)}`;
 const stepKey = (id: string, n: number, c: number) => `${prefix(id)}s#${pad(n, 6)}#${pad(c, 3)}`;
 const openingKey = (opening: string, startedAt: number, id: string) => `open#${opening}#${pad(startedAt, 15)}#${id}`;
 
-/** A value as gzip-compressed chunks; one that compresses past MAX_CHUNKS is refused (413: the conversation is too large to keep). */
+/**
+ * A value as gzip-compressed chunks; one that compresses past MAX_CHUNKS is refused (413: the conversation is too large
+ * to keep).
+ */
 function chunks(value: unknown): Buffer[] {
   const zipped = gzipSync(Buffer.from(JSON.stringify(value)));
   const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
   if (count > MAX_CHUNKS) throw new PayloadTooLargeError(MAX_CHUNKS * CHUNK_BYTES);
   return Array.from({ length: count }, (_, c) => zipped.subarray(c * CHUNK_BYTES, (c + 1) * CHUNK_BYTES));
 }
-const decode = (parts: Record<string, unknown>[]) => JSON.parse(gunzipSync(Buffer.concat(parts.map((p) => Buffer.from(p.data as Uint8Array)))).toString());
+const decode = (parts: Record<string, unknown>[]) =>
+  JSON.parse(gunzipSync(Buffer.concat(parts.map((p) => Buffer.from(p.data as Uint8Array)))).toString());
 const cancelledByCondition = (err: unknown) =>
-  (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.some((r) => r.Code === "ConditionalCheckFailed") ?? false;
+  (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.some(
+    (r) => r.Code === "ConditionalCheckFailed",
+  ) ?? false;
 
 /**
  * Gateway episodes in one DynamoDB table, partitioned by API key (no key reads another's): per
@@ -52,7 +70,11 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
     const init = chunks(meta);
     const step = chunks(first);
     const put = (sk: string, rest: Record<string, unknown>, condition = false) => ({
-      Put: { TableName: this.table, Item: { keyId, sk, expiresAt, ...rest }, ...(condition ? { ConditionExpression: "attribute_not_exists(sk)" } : {}) },
+      Put: {
+        TableName: this.table,
+        Item: { keyId, sk, expiresAt, ...rest },
+        ...(condition ? { ConditionExpression: "attribute_not_exists(sk)" } : {}),
+      },
     });
     try {
       await this.doc.send(
@@ -92,7 +114,11 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
       steps.set(n, [...(steps.get(n) ?? []), item]);
     }
     const hot = Object.fromEntries(HOT.filter((k) => head[k] !== undefined).map((k) => [k, head[k]]));
-    const meta = EpisodeMeta.parse({ ...decode(items.filter((i) => String(i.sk).startsWith(`${prefix(id)}i#`))), ...hot, leaseHolder: head.leaseHolder ?? undefined });
+    const meta = EpisodeMeta.parse({
+      ...decode(items.filter((i) => String(i.sk).startsWith(`${prefix(id)}i#`))),
+      ...hot,
+      leaseHolder: head.leaseHolder ?? undefined,
+    });
     // Steps past the meta's count cannot exist (written with it); a torn read would be a bug here, not the caller's.
     const ordered = Array.from({ length: meta.steps }, (_, n) => {
       const parts = steps.get(n);
@@ -118,7 +144,13 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
     return found.filter((e): e is StoredEpisode => e !== undefined);
   }
 
-  async lease(keyId: string, id: string, holder: string, now: number, until: number): Promise<{ steps: number } | undefined> {
+  async lease(
+    keyId: string,
+    id: string,
+    holder: string,
+    now: number,
+    until: number,
+  ): Promise<{ steps: number } | undefined> {
     try {
       const out = await aws("lease gateway episode", () =>
         this.doc.send(
@@ -139,7 +171,12 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
     }
   }
 
-  async append(keyId: string, id: string, step: EpisodeStep, change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">): Promise<boolean> {
+  async append(
+    keyId: string,
+    id: string,
+    step: EpisodeStep,
+    change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">,
+  ): Promise<boolean> {
     const parts = chunks(step);
     try {
       await this.doc.send(
@@ -149,10 +186,17 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
               Update: {
                 TableName: this.table,
                 Key: { keyId, sk: metaKey(id) },
-                UpdateExpression: "SET steps = :next, #status = :status, lastUsed = :used, leaseUntil = :zero REMOVE leaseHolder",
+                UpdateExpression:
+                  "SET steps = :next, #status = :status, lastUsed = :used, leaseUntil = :zero REMOVE leaseHolder",
                 ConditionExpression: "steps = :n",
                 ExpressionAttributeNames: { "#status": "status" },
-                ExpressionAttributeValues: { ":next": step.n + 1, ":n": step.n, ":status": change.status, ":used": change.lastUsed, ":zero": 0 },
+                ExpressionAttributeValues: {
+                  ":next": step.n + 1,
+                  ":n": step.n,
+                  ":status": change.status,
+                  ":used": change.lastUsed,
+                  ":zero": 0,
+                },
               },
             },
             ...parts.map((data, c) => ({
@@ -190,7 +234,11 @@ export class DynamoGatewayEpisodeStore implements GatewayEpisodeStore {
     }
   }
 
-  async update(keyId: string, id: string, change: Partial<Pick<EpisodeMeta, "reward" | "status">>): Promise<EpisodeMeta | undefined> {
+  async update(
+    keyId: string,
+    id: string,
+    change: Partial<Pick<EpisodeMeta, "reward" | "status">>,
+  ): Promise<EpisodeMeta | undefined> {
     const fields = Object.entries(change).filter(([, v]) => v !== undefined);
     if (fields.length) {
       try {

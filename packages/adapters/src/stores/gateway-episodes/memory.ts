@@ -42,7 +42,13 @@ export class MemoryGatewayEpisodeStore implements GatewayEpisodeStore {
       .map(copy);
   }
 
-  async lease(keyId: string, id: string, holder: string, now: number, until: number): Promise<{ steps: number } | undefined> {
+  async lease(
+    keyId: string,
+    id: string,
+    holder: string,
+    now: number,
+    until: number,
+  ): Promise<{ steps: number } | undefined> {
     const e = this.episodes.peek(keyId, id);
     if (!e || (e.meta.leaseUntil > now && e.meta.leaseHolder !== holder)) return undefined;
     e.meta.leaseUntil = until;
@@ -50,7 +56,12 @@ export class MemoryGatewayEpisodeStore implements GatewayEpisodeStore {
     return { steps: e.meta.steps };
   }
 
-  async append(keyId: string, id: string, step: EpisodeStep, change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">): Promise<boolean> {
+  async append(
+    keyId: string,
+    id: string,
+    step: EpisodeStep,
+    change: Pick<EpisodeMeta, "status" | "lastUsed" | "expiresAt">,
+  ): Promise<boolean> {
     const e = this.episodes.peek(keyId, id);
     if (!e || e.meta.steps !== step.n) return false;
     e.steps.push(copy(step));
@@ -66,7 +77,11 @@ export class MemoryGatewayEpisodeStore implements GatewayEpisodeStore {
     delete e.meta.leaseHolder;
   }
 
-  async update(keyId: string, id: string, change: Partial<Pick<EpisodeMeta, "reward" | "status">>): Promise<EpisodeMeta | undefined> {
+  async update(
+    keyId: string,
+    id: string,
+    change: Partial<Pick<EpisodeMeta, "reward" | "status">>,
+  ): Promise<EpisodeMeta | undefined> {
     const e = this.episodes.peek(keyId, id);
     if (!e) return undefined;
     Object.assign(e.meta, change);

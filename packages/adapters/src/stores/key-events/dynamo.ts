@@ -3,7 +3,10 @@ import { KeyEvent, type KeyEventLog } from "@harness-s/core/access";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
-/** Each key's events on `KeyEvents`: sort key the version each wrote (10 digits), so a key's events read newest first and a retried one is written once. */
+/**
+ * Each key's events on `KeyEvents`: sort key the version each wrote (10 digits), so a key's events read newest first
+ * and a retried one is written once.
+ */
 export class DynamoKeyEventLog implements KeyEventLog {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -12,7 +15,9 @@ export class DynamoKeyEventLog implements KeyEventLog {
 
   async append(event: KeyEvent): Promise<void> {
     const item = { ...KeyEvent.parse(event), sk: String(event.version).padStart(10, "0") };
-    await aws("record key event", () => this.doc.send(new PutCommand({ TableName: this.tables.KeyEvents, Item: item })));
+    await aws("record key event", () =>
+      this.doc.send(new PutCommand({ TableName: this.tables.KeyEvents, Item: item })),
+    );
   }
 
   async list(keyId: string, limit: number): Promise<KeyEvent[]> {

@@ -22,12 +22,26 @@ export class DynamoLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
 
   private item(record: R) {
     const parsed = this.schema.parse(record);
-    return { id: parsed.id, status: parsed.status, leaseUntil: parsed.leaseUntil ?? 0, ...this.extra(parsed), body: gzipSync(Buffer.from(JSON.stringify(parsed))) };
+    return {
+      id: parsed.id,
+      status: parsed.status,
+      leaseUntil: parsed.leaseUntil ?? 0,
+      ...this.extra(parsed),
+      body: gzipSync(Buffer.from(JSON.stringify(parsed))),
+    };
   }
 
   async create(record: R): Promise<void> {
     try {
-      await aws(`create ${this.what}`, () => this.doc.send(new PutCommand({ TableName: this.table, Item: this.item(record), ConditionExpression: "attribute_not_exists(id)" })));
+      await aws(`create ${this.what}`, () =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: this.item(record),
+            ConditionExpression: "attribute_not_exists(id)",
+          }),
+        ),
+      );
     } catch (err) {
       if (err instanceof ConflictError) throw new ConflictError(`${this.what} ${record.id} exists`);
       throw err;
@@ -35,7 +49,9 @@ export class DynamoLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
   }
 
   async get(id: string): Promise<R | undefined> {
-    const out = await aws(`get ${this.what}`, () => this.doc.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true })));
+    const out = await aws(`get ${this.what}`, () =>
+      this.doc.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true })),
+    );
     return out.Item ? this.recordOf(out.Item) : undefined;
   }
 
@@ -67,26 +83,49 @@ export class DynamoLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
 
   async requestCancel(id: string, now: number): Promise<R | undefined> {
     // Queued: cancelled at once. Running: marked to stop. Ended (or gone): left as it is.
-    const queued = await this.conditional(`cancel ${this.what}`, id, "SET #s = :c, cancelRequested = :t, leaseUntil = :zero, cancelledAt = :now", "#s = :q", {
-      ":c": "cancelled",
-      ":t": true,
-      ":zero": 0,
-      ":now": now,
-      ":q": "queued",
-    });
-    if (!queued) await this.conditional(`cancel ${this.what}`, id, "SET cancelRequested = :t", "#s = :r", { ":t": true, ":r": "running" });
+    const queued = await this.conditional(
+      `cancel ${this.what}`,
+      id,
+      "SET #s = :c, cancelRequested = :t, leaseUntil = :zero, cancelledAt = :now",
+      "#s = :q",
+      {
+        ":c": "cancelled",
+        ":t": true,
+        ":zero": 0,
+        ":now": now,
+        ":q": "queued",
+      },
+    );
+    if (!queued)
+      await this.conditional(`cancel ${this.what}`, id, "SET cancelRequested = :t", "#s = :r", {
+        ":t": true,
+        ":r": "running",
+      });
     return this.get(id);
   }
 
   async cancelRequested(id: string): Promise<boolean> {
     const out = await aws(`read ${this.what} cancel`, () =>
-      this.doc.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true, ProjectionExpression: "cancelRequested" })),
+      this.doc.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: { id },
+          ConsistentRead: true,
+          ProjectionExpression: "cancelRequested",
+        }),
+      ),
     );
     return out.Item?.cancelRequested === true;
   }
 
   /** One conditional update: whether its condition held. */
-  private conditional(what: string, id: string, update: string, condition: string, values: Record<string, unknown>): Promise<boolean> {
+  private conditional(
+    what: string,
+    id: string,
+    update: string,
+    condition: string,
+    values: Record<string, unknown>,
+  ): Promise<boolean> {
     return aws(what, () =>
       this.doc.send(
         new UpdateCommand({
@@ -104,14 +143,22 @@ export class DynamoLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
     );
   }
 
-  /** A stored item's record: the body with the attributes written apart (state, lease, cancel; a job cancelled while queued reads as cancelled then). */
+  /**
+   * A stored item's record: the body with the attributes written apart (state, lease, cancel; a job cancelled while
+   * queued reads as cancelled then).
+   */
   protected recordOf(item: Record<string, unknown>): R {
     const record = this.schema.parse(JSON.parse(gunzipSync(Buffer.from(item.body as Uint8Array)).toString()));
     const status = String(item.status);
     const cancelledQueued = status === "cancelled" && record.status === "queued";
     return {
       ...record,
-      ...(cancelledQueued ? { updatedAt: Number(item.cancelledAt) || record.updatedAt, progress: { ...record.progress, label: "cancelled" } } : {}),
+      ...(cancelledQueued
+        ? {
+            updatedAt: Number(item.cancelledAt) || record.updatedAt,
+            progress: { ...record.progress, label: "cancelled" },
+          }
+        : {}),
       status,
       leaseUntil: Number(item.leaseUntil) || undefined,
       ...(item.cancelRequested === true ? { cancelRequested: true } : {}),

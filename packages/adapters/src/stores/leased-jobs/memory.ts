@@ -23,7 +23,8 @@ export class MemoryLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
 
   async claim(id: string, now: number, leaseUntil: number): Promise<R | undefined> {
     const found = this.jobs.get(id);
-    if (!found || !(found.status === "queued" || (found.status === "running" && (found.leaseUntil ?? 0) < now))) return undefined;
+    if (!found || !(found.status === "queued" || (found.status === "running" && (found.leaseUntil ?? 0) < now)))
+      return undefined;
     this.jobs.set(id, frozenCopy({ ...structuredClone(found), status: "running", leaseUntil, updatedAt: now }));
     return this.get(id);
   }
@@ -36,7 +37,16 @@ export class MemoryLeasedJobs<R extends LeasedJob> implements LeasedJobStore<R> 
     const found = this.jobs.get(id);
     if (!found) return undefined;
     if (found.status === "queued")
-      this.jobs.set(id, frozenCopy({ ...structuredClone(found), status: "cancelled", updatedAt: now, leaseUntil: undefined, progress: { ...found.progress, label: "cancelled" } }));
+      this.jobs.set(
+        id,
+        frozenCopy({
+          ...structuredClone(found),
+          status: "cancelled",
+          updatedAt: now,
+          leaseUntil: undefined,
+          progress: { ...found.progress, label: "cancelled" },
+        }),
+      );
     if (found.status === "queued" || found.status === "running") this.cancels.add(id);
     return this.get(id);
   }

@@ -21,8 +21,15 @@ export class DynamoPoolStore implements PoolStore {
         this.doc.send(
           new PutCommand({
             TableName: this.tables.Pools,
-            Item: { id: pool.id, version: pool.version, siblings: pool.siblings.length, ...(pool.owner ? { owner: pool.owner } : {}), body: JSON.stringify(pool) },
-            // Immutable with its owner: the same pool put again under another owner would take it from its key (or hide a shared one).
+            Item: {
+              id: pool.id,
+              version: pool.version,
+              siblings: pool.siblings.length,
+              ...(pool.owner ? { owner: pool.owner } : {}),
+              body: JSON.stringify(pool),
+            },
+            // Immutable with its owner: the same pool put again under another owner would take it from its key (or hide
+            // a shared one).
             ConditionExpression: `attribute_not_exists(id) OR (version = :v AND ${pool.owner ? "#o = :o" : "attribute_not_exists(#o)"})`,
             ExpressionAttributeNames: { "#o": "owner" },
             ExpressionAttributeValues: { ":v": pool.version, ...(pool.owner ? { ":o": pool.owner } : {}) },
@@ -30,13 +37,16 @@ export class DynamoPoolStore implements PoolStore {
         ),
       );
     } catch (err) {
-      if (err instanceof ConflictError) throw new ConflictError(`pool ${pool.id} already exists with another version or owner; pools are immutable`);
+      if (err instanceof ConflictError)
+        throw new ConflictError(`pool ${pool.id} already exists with another version or owner; pools are immutable`);
       throw err;
     }
   }
 
   async get(id: string): Promise<HarnessPool | undefined> {
-    const out = await aws("get pool", () => this.doc.send(new GetCommand({ TableName: this.tables.Pools, Key: { id } })));
+    const out = await aws("get pool", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Pools, Key: { id } })),
+    );
     return out.Item ? HarnessPool.parse(JSON.parse(out.Item.body as string)) : undefined;
   }
 
@@ -44,11 +54,21 @@ export class DynamoPoolStore implements PoolStore {
     // A Scan stops at 1 MB a page: every page is read.
     const items = await allItems("list pools", (start) =>
       this.doc.send(
-        new ScanCommand({ TableName: this.tables.Pools, ProjectionExpression: "id, version, siblings, #o", ExpressionAttributeNames: { "#o": "owner" }, ExclusiveStartKey: start }),
+        new ScanCommand({
+          TableName: this.tables.Pools,
+          ProjectionExpression: "id, version, siblings, #o",
+          ExpressionAttributeNames: { "#o": "owner" },
+          ExclusiveStartKey: start,
+        }),
       ),
     );
     return items
-      .map((i) => ({ id: String(i.id), version: String(i.version), siblings: Number(i.siblings), ...(i.owner ? { owner: String(i.owner) } : {}) }))
+      .map((i) => ({
+        id: String(i.id),
+        version: String(i.version),
+        siblings: Number(i.siblings),
+        ...(i.owner ? { owner: String(i.owner) } : {}),
+      }))
       .sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }

@@ -1,7 +1,20 @@
 import { allItems } from "../../dynamo/paginate.ts";
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from "@aws-sdk/lib-dynamodb";
 import { ConflictError } from "@harness-s/core";
-import { emptyProfile, repairProfile, type Profile, type ProfileLedger, type ProfileSet, type ProfileStore } from "@harness-s/core/profile";
+import {
+  emptyProfile,
+  repairProfile,
+  type Profile,
+  type ProfileLedger,
+  type ProfileSet,
+  type ProfileStore,
+} from "@harness-s/core/profile";
 import { aws, translateAwsError } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
@@ -48,7 +61,8 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   private decode(item: Record<string, unknown>): Profile {
     const harnessId = String(item.harnessId);
     const { profile, dropped } = repairProfile(JSON.parse(item.body as string), harnessId);
-    if (dropped.length) this.log(`profile ${String(item.poolId)}/${harnessId}: repaired on read, dropped ${dropped.join(", ")}`);
+    if (dropped.length)
+      this.log(`profile ${String(item.poolId)}/${harnessId}: repaired on read, dropped ${dropped.join(", ")}`);
     return profile;
   }
 
@@ -56,12 +70,22 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
     const set: ProfileSet = {};
     const items = await allItems("get profiles", (start) =>
       this.doc.send(
-        new QueryCommand({ TableName: this.tables.Profiles, KeyConditionExpression: "poolId = :p", ExpressionAttributeValues: { ":p": poolId }, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: this.tables.Profiles,
+          KeyConditionExpression: "poolId = :p",
+          ExpressionAttributeValues: { ":p": poolId },
+          ExclusiveStartKey: start,
+        }),
       ),
     );
     for (const item of items) {
       const profile = this.decode(item);
-      Object.defineProperty(set, profile.harnessId, { value: profile, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(set, profile.harnessId, {
+        value: profile,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return set;
   }
@@ -72,7 +96,13 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
       this.doc.send(
         new PutCommand({
           TableName: this.tables.Profiles,
-          Item: { poolId, harnessId: profile.harnessId, policyVersion: profile.policyVersion, rev: (current?.rev ?? 0) + 1, body: JSON.stringify(profile) },
+          Item: {
+            poolId,
+            harnessId: profile.harnessId,
+            policyVersion: profile.policyVersion,
+            rev: (current?.rev ?? 0) + 1,
+            body: JSON.stringify(profile),
+          },
         }),
       ),
     );
@@ -86,7 +116,12 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
    * per outcome. A claimed id is a duplicate delivery (answered "duplicate", its update left out);
    * a moved revision is another process's write (read again and retry, with jittered backoff).
    */
-  applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
+  applyOnce(
+    messageId: string,
+    poolId: string,
+    harnessId: string,
+    update: (current: Profile) => Profile,
+  ): Promise<"applied" | "duplicate"> {
     const key = JSON.stringify([poolId, harnessId]);
     return new Promise((resolve, reject) => {
       const waiting = this.pending.get(key) ?? [];
@@ -123,10 +158,17 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
     const deadline = performance.now() + this.retryBudgetMs;
     for (let attempt = 0; live.length > 0; attempt++) {
       if (attempt > 0 && performance.now() >= deadline) {
-        for (const id of live) settle(id, new ConflictError(`profile ${poolId}/${harnessId} kept changing under concurrent writers for ${this.retryBudgetMs} ms`));
+        for (const id of live)
+          settle(
+            id,
+            new ConflictError(
+              `profile ${poolId}/${harnessId} kept changing under concurrent writers for ${this.retryBudgetMs} ms`,
+            ),
+          );
         return;
       }
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
+      if (attempt > 0)
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
       let current: { profile: Profile; rev: number } | undefined;
       try {
         current = await this.read(poolId, harnessId);
@@ -149,7 +191,11 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
       const rev = current?.rev ?? 0;
       this.stats.transactions++;
       try {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: [...live.map((id) => this.claim(id)), this.revision(poolId, harnessId, next, rev)] }));
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [...live.map((id) => this.claim(id)), this.revision(poolId, harnessId, next, rev)],
+          }),
+        );
         this.stats.commits++;
         for (const id of live) settle(id, "applied");
         return;
@@ -170,7 +216,11 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
 
   private claim(messageId: string) {
     return {
-      Put: { TableName: this.tables.Processed, Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 }, ConditionExpression: "attribute_not_exists(id)" },
+      Put: {
+        TableName: this.tables.Processed,
+        Item: { id: messageId, expiresAt: Math.floor(Date.now() / 1000) + 7 * 24 * 3600 },
+        ConditionExpression: "attribute_not_exists(id)",
+      },
     };
   }
 
@@ -186,7 +236,9 @@ export class DynamoProfileStore implements ProfileStore, ProfileLedger {
   }
 
   private async read(poolId: string, harnessId: string): Promise<{ profile: Profile; rev: number } | undefined> {
-    const out = await aws("get profile", () => this.doc.send(new GetCommand({ TableName: this.tables.Profiles, Key: { poolId, harnessId } })));
+    const out = await aws("get profile", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Profiles, Key: { poolId, harnessId } })),
+    );
     return out.Item ? { profile: this.decode(out.Item), rev: Number(out.Item.rev ?? 0) } : undefined;
   }
 }

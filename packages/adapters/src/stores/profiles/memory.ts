@@ -1,11 +1,22 @@
-import { emptyProfile, type ProfileLedger, type Profile, type ProfileSet, type ProfileStore } from "@harness-s/core/profile";
+import {
+  emptyProfile,
+  type ProfileLedger,
+  type Profile,
+  type ProfileSet,
+  type ProfileStore,
+} from "@harness-s/core/profile";
 import { frozenCopy } from "../frozen-copy.ts";
 
 export class MemoryProfileStore implements ProfileStore, ProfileLedger {
   private readonly byPool = new Map<string, ProfileSet>();
   private readonly processed = new Set<string>();
 
-  async applyOnce(messageId: string, poolId: string, harnessId: string, update: (current: Profile) => Profile): Promise<"applied" | "duplicate"> {
+  async applyOnce(
+    messageId: string,
+    poolId: string,
+    harnessId: string,
+    update: (current: Profile) => Profile,
+  ): Promise<"applied" | "duplicate"> {
     if (this.processed.has(messageId)) return "duplicate";
     const set = this.byPool.get(poolId) ?? {};
     const next = update(structuredClone(set[harnessId] ?? emptyProfile(harnessId, 0)));

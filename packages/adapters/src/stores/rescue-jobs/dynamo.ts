@@ -15,7 +15,13 @@ export class DynamoRescueJobStore implements RescueJobStore {
 
   async create(job: RescueJob): Promise<void> {
     await aws("create rescue", () =>
-      this.doc.send(new PutCommand({ TableName: this.tables.RescueJobs, Item: itemOf(RescueJob.parse(job)), ConditionExpression: "attribute_not_exists(id)" })),
+      this.doc.send(
+        new PutCommand({
+          TableName: this.tables.RescueJobs,
+          Item: itemOf(RescueJob.parse(job)),
+          ConditionExpression: "attribute_not_exists(id)",
+        }),
+      ),
     );
   }
 
@@ -26,15 +32,22 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 
   async get(id: string): Promise<RescueJob | undefined> {
-    const out = await aws("get rescue", () => this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id }, ConsistentRead: true })));
+    const out = await aws("get rescue", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.RescueJobs, Key: { id }, ConsistentRead: true })),
+    );
     return out.Item ? RescueJob.parse(out.Item) : undefined;
   }
 
   async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
-    await this.updateIfExists("record rescue failure", id, "SET failures = list_append(if_not_exists(failures, :none), :f)", {
-      ":none": [],
-      ":f": [{ index, ...SlotFailure.parse(failure) }],
-    });
+    await this.updateIfExists(
+      "record rescue failure",
+      id,
+      "SET failures = list_append(if_not_exists(failures, :none), :f)",
+      {
+        ":none": [],
+        ":f": [{ index, ...SlotFailure.parse(failure) }],
+      },
+    );
   }
 
   async cancel(id: string, at: number): Promise<void> {
@@ -42,15 +55,25 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 
   async addSpend(id: string, spend: RolloutSpend): Promise<void> {
-    await this.updateIfExists("add rescue spend", id, "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms", {
-      ":t": spend.policyTokens,
-      ":p": spend.policyMs,
-      ":ms": spend.environmentMs,
-    });
+    await this.updateIfExists(
+      "add rescue spend",
+      id,
+      "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms",
+      {
+        ":t": spend.policyTokens,
+        ":p": spend.policyMs,
+        ":ms": spend.environmentMs,
+      },
+    );
   }
 
   /** One UpdateItem on an existing job; an unknown job is left alone (no item is created). */
-  private async updateIfExists(what: string, id: string, update: string, values: Record<string, unknown>): Promise<void> {
+  private async updateIfExists(
+    what: string,
+    id: string,
+    update: string,
+    values: Record<string, unknown>,
+  ): Promise<void> {
     try {
       await aws(what, () =>
         this.doc.send(
@@ -69,5 +92,9 @@ export class DynamoRescueJobStore implements RescueJobStore {
   }
 }
 
-/** The job as stored: with its place in its key's list (BY_KEY_INDEX) when a key started it (`listAt` is dropped on read). */
-const itemOf = (job: RescueJob) => (job.keyId === undefined ? job : { ...job, listAt: listPosition(job.createdAt, job.id) });
+/**
+ * The job as stored: with its place in its key's list (BY_KEY_INDEX) when a key started it (`listAt` is dropped on
+ * read).
+ */
+const itemOf = (job: RescueJob) =>
+  job.keyId === undefined ? job : { ...job, listAt: listPosition(job.createdAt, job.id) };

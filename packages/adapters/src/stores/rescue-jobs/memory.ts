@@ -18,7 +18,11 @@ export class MemoryRescueJobStore implements RescueJobStore {
 
   async recordFailure(id: string, index: number, failure: SlotFailure): Promise<void> {
     const job = this.jobs.get(id);
-    if (job) this.jobs.set(id, frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, ...SlotFailure.parse(failure) }] }));
+    if (job)
+      this.jobs.set(
+        id,
+        frozenCopy({ ...job, failures: [...(job.failures ?? []), { index, ...SlotFailure.parse(failure) }] }),
+      );
   }
 
   async cancel(id: string, at: number): Promise<void> {

@@ -27,7 +27,10 @@ export class DynamoRescueSlots implements RescueSlots {
    */
   private readonly known = new Map<string, { holds: Holds; version: number }>();
   /** Each key's changes waiting for its next write (the key is present while a write of it is in flight). */
-  private readonly waiting = new Map<string, { change: Change; resolve: (changed: boolean) => void; reject: (err: unknown) => void }[]>();
+  private readonly waiting = new Map<
+    string,
+    { change: Change; resolve: (changed: boolean) => void; reject: (err: unknown) => void }[]
+  >();
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -69,15 +72,27 @@ export class DynamoRescueSlots implements RescueSlots {
 
   private async read(keyId: string): Promise<{ holds: Holds; version: number }> {
     const out = await aws(`read ${this.attribute}`, () =>
-      this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true, ProjectionExpression: "#h, #v", ExpressionAttributeNames: this.names })),
+      this.doc.send(
+        new GetCommand({
+          TableName: this.tables.Usage,
+          Key: { keyId },
+          ConsistentRead: true,
+          ProjectionExpression: "#h, #v",
+          ExpressionAttributeNames: this.names,
+        }),
+      ),
     );
-    return { holds: (out.Item?.[this.attribute] as Holds | undefined) ?? {}, version: Number(out.Item?.[`${this.attribute}Version`] ?? 0) };
+    return {
+      holds: (out.Item?.[this.attribute] as Holds | undefined) ?? {},
+      version: Number(out.Item?.[`${this.attribute}Version`] ?? 0),
+    };
   }
 
   /**
    * Writes `change(holds)` if no other write came between; undefined from `change`: nothing to
    * write (false). A key's changes asked for in the same turn go together in one write, and those
-   * asked for while its write is in flight go together in the next one (applied in the order asked, each against the holds the ones before it left), so holds and
+   * asked for while its write is in flight go together in the next one (applied in the order asked, each against the
+   * holds the ones before it left), so holds and
    * releases of one process never race each other for the item.
    */
   private update(keyId: string, change: Change): Promise<boolean> {
@@ -109,7 +124,10 @@ export class DynamoRescueSlots implements RescueSlots {
     if (this.known.size > REMEMBERED_KEYS) this.known.delete(this.known.keys().next().value!);
   }
 
-  /** One read-modify-write of the key's holds with every change of `group`: what each changed (under contention, reread and applied again). */
+  /**
+   * One read-modify-write of the key's holds with every change of `group`: what each changed (under contention, reread
+   * and applied again).
+   */
   private async writeGroup(keyId: string, group: readonly { change: Change }[]): Promise<boolean[]> {
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
       const remembered = this.known.get(keyId);
@@ -146,6 +164,8 @@ export class DynamoRescueSlots implements RescueSlots {
         if (!(err instanceof ConflictError)) throw err;
       }
     }
-    throw new ConflictError(`the ${this.attribute} of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`);
+    throw new ConflictError(
+      `the ${this.attribute} of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`,
+    );
   }
 }

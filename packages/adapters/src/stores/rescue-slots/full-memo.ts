@@ -34,7 +34,8 @@ export class FullSlotsMemo implements RescueSlots {
     if (gathering) return this.answered(keyId, gathering.add(wanted));
     const before = this.asking.get(keyId);
     if (before && !(await before.catch(() => true))) return false;
-    if (!this.inner.holdMany) return this.answered(keyId, this.track(keyId, this.inner.hold(keyId, id, slots, limit, now, until)));
+    if (!this.inner.holdMany)
+      return this.answered(keyId, this.track(keyId, this.inner.hold(keyId, id, slots, limit, now, until)));
     return this.answered(keyId, this.gather(keyId, wanted));
   }
 

@@ -7,10 +7,14 @@ import { translateAwsError } from "../../errors.ts";
 export const CHUNK_BYTES = 300 * 1024;
 /** One transaction writes at most 100 items, so a rollout may take up to this many chunks. */
 const MAX_CHUNKS = 100;
-/** The most a transaction of grouped rollouts carries: DynamoDB's 100 items, and its 4 MB less room for keys and summaries. */
+/**
+ * The most a transaction of grouped rollouts carries: DynamoDB's 100 items, and its 4 MB less room for keys and
+ * summaries.
+ */
 const GROUP_LIMITS = { items: 100, bytes: 3 * 1024 * 1024 } as const;
 
-export const partKey = (index: number, chunk: number) => `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
+export const partKey = (index: number, chunk: number) =>
+  `${String(index).padStart(6, "0")}#${String(chunk).padStart(3, "0")}`;
 
 type Outcome = "stored" | "duplicate";
 type Put = { TableName: string; Item: Record<string, unknown>; ConditionExpression: string };
@@ -21,7 +25,10 @@ type Encoded = { index: number; puts: Put[]; bytes: number };
 export function encodeRollout(table: string, jobId: string, index: number, rollout: Rollout): Encoded {
   const zipped = gzipSync(Buffer.from(JSON.stringify(Rollout.parse(rollout))));
   const count = Math.max(1, Math.ceil(zipped.length / CHUNK_BYTES));
-  if (count > MAX_CHUNKS) throw new Error(`rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`);
+  if (count > MAX_CHUNKS)
+    throw new Error(
+      `rollout ${jobId}/${index} is ${zipped.length} bytes compressed; the limit is ${MAX_CHUNKS * CHUNK_BYTES}`,
+    );
   // The first chunk carries the rollout's summary: a status read lists summaries without the trajectories.
   const summary = summaryOf(index, rollout);
   const puts = Array.from({ length: count }, (_, chunk) => ({
@@ -46,11 +53,15 @@ function conditionsFailed(err: unknown): boolean[] | undefined {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
   if (!reasons?.some((r) => r.Code === "ConditionalCheckFailed")) return undefined;
   // A transaction cancelled for anything else too (a conflict, a throttle) is not a duplicate.
-  if (!reasons.every((r) => r.Code === undefined || r.Code === "None" || r.Code === "ConditionalCheckFailed")) return undefined;
+  if (!reasons.every((r) => r.Code === undefined || r.Code === "None" || r.Code === "ConditionalCheckFailed"))
+    return undefined;
   return reasons.map((r) => r.Code === "ConditionalCheckFailed");
 }
 
-/** One rollout's chunks in one transaction (one chunk: one put, as a transaction bills its write units twice); stored already: a duplicate. */
+/**
+ * One rollout's chunks in one transaction (one chunk: one put, as a transaction bills its write units twice); stored
+ * already: a duplicate.
+ */
 export async function putRollout(doc: DynamoDBDocumentClient, rollout: Encoded): Promise<Outcome> {
   try {
     if (rollout.puts.length === 1) await doc.send(new PutCommand(rollout.puts[0]!));
@@ -62,8 +73,15 @@ export async function putRollout(doc: DynamoDBDocumentClient, rollout: Encoded):
   }
 }
 
-/** Single-chunk rollouts of one rescue in one transaction; the ones stored already are duplicates and the rest are written again without them. */
-async function putTogether(doc: DynamoDBDocumentClient, group: readonly Encoded[], out: Map<number, Outcome | Error>): Promise<void> {
+/**
+ * Single-chunk rollouts of one rescue in one transaction; the ones stored already are duplicates and the rest are
+ * written again without them.
+ */
+async function putTogether(
+  doc: DynamoDBDocumentClient,
+  group: readonly Encoded[],
+  out: Map<number, Outcome | Error>,
+): Promise<void> {
   let rest = group;
   while (rest.length > 1) {
     try {
@@ -102,7 +120,11 @@ type Writer = (jobId: string, entry: Entry) => Promise<Outcome>;
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 
 /** Runs `write` for `rollouts`, each's outcome (or the error that stopped it) in `out`. */
-async function settle(rollouts: readonly Encoded[], out: Map<number, Outcome | Error>, write: () => Promise<void>): Promise<void> {
+async function settle(
+  rollouts: readonly Encoded[],
+  out: Map<number, Outcome | Error>,
+  write: () => Promise<void>,
+): Promise<void> {
   try {
     await write();
   } catch (err) {
@@ -110,8 +132,16 @@ async function settle(rollouts: readonly Encoded[], out: Map<number, Outcome | E
   }
 }
 
-/** One rescue's rollouts written together: multi-chunk ones in their own transactions, the rest grouped; a slot asked twice is written once (the second a duplicate). */
-async function writeTogether(doc: DynamoDBDocumentClient, table: string, jobId: string, entries: readonly Entry[]): Promise<Map<Entry, Outcome | Error>> {
+/**
+ * One rescue's rollouts written together: multi-chunk ones in their own transactions, the rest grouped; a slot asked
+ * twice is written once (the second a duplicate).
+ */
+async function writeTogether(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  jobId: string,
+  entries: readonly Entry[],
+): Promise<Map<Entry, Outcome | Error>> {
   const outcomes = new Map<number, Outcome | Error>();
   const encoded: Encoded[] = [];
   const first = new Map<number, Entry>();
@@ -125,11 +155,20 @@ async function writeTogether(doc: DynamoDBDocumentClient, table: string, jobId: 
     }
   }
   await Promise.all([
-    ...encoded.filter((r) => r.puts.length > 1).map((r) => settle([r], outcomes, async () => void outcomes.set(r.index, await putRollout(doc, r)))),
-    ...groupsOf(encoded.filter((r) => r.puts.length === 1)).map((group) => settle(group, outcomes, () => putTogether(doc, group, outcomes))),
+    ...encoded
+      .filter((r) => r.puts.length > 1)
+      .map((r) => settle([r], outcomes, async () => void outcomes.set(r.index, await putRollout(doc, r)))),
+    ...groupsOf(encoded.filter((r) => r.puts.length === 1)).map((group) =>
+      settle(group, outcomes, () => putTogether(doc, group, outcomes)),
+    ),
   ]);
   const repeat = (o: Outcome | Error | undefined) => (o === "stored" ? "duplicate" : (o ?? new Error("not written")));
-  return new Map(entries.map((e) => [e, first.get(e.index) === e ? (outcomes.get(e.index) ?? new Error("not written")) : repeat(outcomes.get(e.index))]));
+  return new Map(
+    entries.map((e) => [
+      e,
+      first.get(e.index) === e ? (outcomes.get(e.index) ?? new Error("not written")) : repeat(outcomes.get(e.index)),
+    ]),
+  );
 }
 
 /**
@@ -146,8 +185,12 @@ export const ROLLOUT_WRITES = {
     async (jobId, { index, rollout }) =>
       putRollout(doc, encodeRollout(table, jobId, index, rollout)),
   grouped: (doc: DynamoDBDocumentClient, table: string): Writer => {
-    // batchedLookups runs each group in its first asker's async context: what it consumes is metered to a slot of that group.
-    const together = batchedLookups((jobId: string, entries: Entry[]) => writeTogether(doc, table, jobId, entries), new Error("not written") as Outcome | Error);
+    // batchedLookups runs each group in its first asker's async context: what it consumes is metered to a slot of that
+    // group.
+    const together = batchedLookups(
+      (jobId: string, entries: Entry[]) => writeTogether(doc, table, jobId, entries),
+      new Error("not written") as Outcome | Error,
+    );
     return async (jobId, entry) => {
       const outcome = await together(jobId, entry);
       if (outcome instanceof Error) throw outcome;

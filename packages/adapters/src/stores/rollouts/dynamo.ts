@@ -33,17 +33,23 @@ export class DynamoRolloutStore implements RolloutStore {
   }
 
   async has(jobId: string, index: number): Promise<boolean> {
-    const out = await aws("check rollout", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })));
+    const out = await aws("check rollout", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })),
+    );
     return out.Item !== undefined;
   }
 
   async get(jobId: string, index: number): Promise<Rollout | undefined> {
-    const first = await aws("get rollout", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })));
+    const first = await aws("get rollout", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, 0) } })),
+    );
     if (!first.Item) return undefined;
     const chunks = Number(first.Item.chunks);
     const data = [Buffer.from(first.Item.data as Uint8Array)];
     for (let c = 1; c < chunks; c++) {
-      const out = await aws("get rollout chunk", () => this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, c) } })));
+      const out = await aws("get rollout chunk", () =>
+        this.doc.send(new GetCommand({ TableName: this.tables.Rollouts, Key: { jobId, part: partKey(index, c) } })),
+      );
       if (!out.Item) throw new Error(`rollout ${jobId}/${index} is missing chunk ${c} of ${chunks}`);
       data.push(Buffer.from(out.Item.data as Uint8Array));
     }
@@ -54,13 +60,16 @@ export class DynamoRolloutStore implements RolloutStore {
     const found = new Map<number, Rollout>();
     for (let i = 0; i < indexes.length; i += 100) {
       const keys = indexes.slice(i, i + 100).map((index) => ({ jobId, part: partKey(index, 0) }));
-      let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [this.tables.Rollouts]: { Keys: keys } };
+      let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = {
+        [this.tables.Rollouts]: { Keys: keys },
+      };
       while (request && Object.keys(request).length) {
         const req: Record<string, { Keys: Record<string, unknown>[] }> = request;
         const out = await aws("get rollouts", () => this.doc.send(new BatchGetCommand({ RequestItems: req })));
         for (const item of out.Responses?.[this.tables.Rollouts] ?? []) {
           const index = Number(item.index);
-          const rollout = Number(item.chunks) === 1 ? decode([Buffer.from(item.data as Uint8Array)]) : await this.get(jobId, index);
+          const rollout =
+            Number(item.chunks) === 1 ? decode([Buffer.from(item.data as Uint8Array)]) : await this.get(jobId, index);
           if (rollout) found.set(index, rollout);
         }
         request = out.UnprocessedKeys as typeof request;
@@ -73,7 +82,12 @@ export class DynamoRolloutStore implements RolloutStore {
     const parts = new Map<number, { chunks: number; data: Buffer[] }>();
     const items = await allItems("list rollouts", (start) =>
       this.doc.send(
-        new QueryCommand({ TableName: this.tables.Rollouts, KeyConditionExpression: "jobId = :j", ExpressionAttributeValues: { ":j": jobId }, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: this.tables.Rollouts,
+          KeyConditionExpression: "jobId = :j",
+          ExpressionAttributeValues: { ":j": jobId },
+          ExclusiveStartKey: start,
+        }),
       ),
     );
     for (const item of items) {

@@ -26,7 +26,9 @@ export class MemoryRolloutStore implements RolloutStore {
   }
 
   async list(jobId: string) {
-    return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()].sort((a, b) => a[0] - b[0]).map(([index, rollout]) => ({ index, rollout }));
+    return [...(this.jobs.get(jobId) ?? new Map<number, Rollout>()).entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([index, rollout]) => ({ index, rollout }));
   }
 
   async summaries(jobId: string): Promise<RolloutSummary[]> {

@@ -1,7 +1,24 @@
 import { allItems } from "../../dynamo/paginate.ts";
-import { GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import {
+  GetCommand,
+  QueryCommand,
+  ScanCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from "@aws-sdk/lib-dynamodb";
 import { ConflictError, systemClock, type Clock } from "@harness-s/core";
-import { USAGE_LIMITS, byKeyAndDay, dayOf, jobUsageKey, zeroUsage, type UsageDay, type UsageQuery, type Usage, type UsageMeter } from "@harness-s/core/billing";
+import {
+  USAGE_LIMITS,
+  byKeyAndDay,
+  dayOf,
+  jobUsageKey,
+  zeroUsage,
+  type UsageDay,
+  type UsageQuery,
+  type Usage,
+  type UsageMeter,
+} from "@harness-s/core/billing";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
 
@@ -24,13 +41,17 @@ export class DynamoUsageMeter implements UsageMeter {
     const items = [
       { Update: { TableName: this.tables.Usage, Key: { keyId }, ...update } },
       { Update: { TableName: this.tables.UsageDays, Key: { keyId, day: dayOf(this.clock.now()) }, ...update } },
-      ...(opts.jobId ? [{ Update: { TableName: this.tables.Usage, Key: { keyId: jobUsageKey(opts.jobId) }, ...update } }] : []),
+      ...(opts.jobId
+        ? [{ Update: { TableName: this.tables.Usage, Key: { keyId: jobUsageKey(opts.jobId) }, ...update } }]
+        : []),
     ];
     await aws("meter usage", () => this.doc.send(new TransactWriteCommand({ TransactItems: items })));
   }
 
   async get(keyId: string): Promise<Usage> {
-    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
+    const out = await aws("get usage", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })),
+    );
     return toUsage(out.Item);
   }
 
@@ -68,11 +89,15 @@ export class DynamoUsageMeter implements UsageMeter {
 
   /** One conditional UpdateItem: the condition and the ADD are applied together by DynamoDB. */
   addWithin(keyId: string, field: keyof Usage, amount: number, limit: number): Promise<boolean> {
-    return this.conditionalAdd(keyId, field, amount, "attribute_not_exists(#f) OR #f <= :room", { ":room": limit - amount });
+    return this.conditionalAdd(keyId, field, amount, "attribute_not_exists(#f) OR #f <= :room", {
+      ":room": limit - amount,
+    });
   }
 
   acquireSlot(keyId: string, limit: number): Promise<boolean> {
-    return this.conditionalAdd(keyId, "activeExperiments", 1, "attribute_not_exists(#f) OR #f < :limit", { ":limit": limit });
+    return this.conditionalAdd(keyId, "activeExperiments", 1, "attribute_not_exists(#f) OR #f < :limit", {
+      ":limit": limit,
+    });
   }
 
   async releaseSlot(keyId: string): Promise<void> {
@@ -80,11 +105,19 @@ export class DynamoUsageMeter implements UsageMeter {
   }
 
   async slotsHeld(keyId: string): Promise<number> {
-    const out = await aws("get usage", () => this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })));
+    const out = await aws("get usage", () =>
+      this.doc.send(new GetCommand({ TableName: this.tables.Usage, Key: { keyId }, ConsistentRead: true })),
+    );
     return Number(out.Item?.activeExperiments ?? 0);
   }
 
-  private async conditionalAdd(keyId: string, field: string, amount: number, condition: string, values: Record<string, number>): Promise<boolean> {
+  private async conditionalAdd(
+    keyId: string,
+    field: string,
+    amount: number,
+    condition: string,
+    values: Record<string, number>,
+  ): Promise<boolean> {
     try {
       await aws("meter usage", () =>
         this.doc.send(

@@ -1,5 +1,15 @@
 import { ValidationError, systemClock, type Clock } from "@harness-s/core";
-import { zeroUsage, USAGE_LIMITS, byKeyAndDay, dayOf, jobUsageKey, type UsageDay, type UsageQuery, type Usage, type UsageMeter } from "@harness-s/core/billing";
+import {
+  zeroUsage,
+  USAGE_LIMITS,
+  byKeyAndDay,
+  dayOf,
+  jobUsageKey,
+  type UsageDay,
+  type UsageQuery,
+  type Usage,
+  type UsageMeter,
+} from "@harness-s/core/billing";
 
 export class MemoryUsageMeter implements UsageMeter {
   private readonly totals = new Map<string, Usage>();
@@ -13,7 +23,8 @@ export class MemoryUsageMeter implements UsageMeter {
       return t;
     };
     this.totals.set(keyId, plus({ ...(this.totals.get(keyId) ?? zeroUsage) }));
-    if (opts.jobId) this.totals.set(jobUsageKey(opts.jobId), plus({ ...(this.totals.get(jobUsageKey(opts.jobId)) ?? zeroUsage) }));
+    if (opts.jobId)
+      this.totals.set(jobUsageKey(opts.jobId), plus({ ...(this.totals.get(jobUsageKey(opts.jobId)) ?? zeroUsage) }));
     const day = dayOf(this.clock.now());
     const row = this.days.get(`${keyId}\n${day}`) ?? { keyId, day, usage: { ...zeroUsage } };
     this.days.set(`${keyId}\n${day}`, { ...row, usage: plus({ ...row.usage }) });
@@ -28,8 +39,13 @@ export class MemoryUsageMeter implements UsageMeter {
   }
 
   async byDay(q: UsageQuery): Promise<UsageDay[]> {
-    const rows = [...this.days.values()].filter((r) => (q.keyId === undefined || r.keyId === q.keyId) && r.day >= q.from && r.day <= q.to);
-    if (rows.length > USAGE_LIMITS.maxRows) throw new ValidationError("read usage by day", [`more than ${USAGE_LIMITS.maxRows} items: ask for less (a shorter period)`]);
+    const rows = [...this.days.values()].filter(
+      (r) => (q.keyId === undefined || r.keyId === q.keyId) && r.day >= q.from && r.day <= q.to,
+    );
+    if (rows.length > USAGE_LIMITS.maxRows)
+      throw new ValidationError("read usage by day", [
+        `more than ${USAGE_LIMITS.maxRows} items: ask for less (a shorter period)`,
+      ]);
     return rows.sort(byKeyAndDay).map((r) => ({ ...r, usage: { ...r.usage } }));
   }
 
