@@ -57,6 +57,42 @@ function outcomeOf(result: unknown): string {
 
 const errorCodeOf = (err: unknown) => (err instanceof HarnessSError ? err.code : "UNHANDLED");
 
+/** What a record's line tells of its envelope: its type, its id, and its payer's key and job. */
+function envelopeFields(envelope: Envelope): Partial<LogEvent> {
+  return {
+    type: envelope.type,
+    envelopeId: envelope.id,
+    keyId: envelope.payer?.keyId,
+    jobId: envelope.payer?.jobId,
+  };
+}
+
+/**
+ * Starts processing one envelope under its correlation id (minted when it has none): what it ends as, the notes
+ * its processing adds, and the correlation id. With `metering`, what it consumes is counted into a bill of its
+ * payer's, added to `bills`, with the time it took.
+ */
+function startRun<T extends Envelope["type"]>(
+  envelope: Envelope,
+  process: (body: Body<T>, id: string, envelope: Extract<Envelope, { type: T }>, note: RecordNote) => Promise<unknown>,
+  metering: WorkerMetering | undefined,
+  bills: { payer?: Payer; used: CostUsage; ms: number }[],
+): { done: Promise<unknown>; notes: Omit<LogEvent, "event">; correlationId: string } {
+  const typed = envelope as Extract<Envelope, { type: T }>;
+  const correlationId = envelope.correlationId ?? mintCorrelationId();
+  const notes: Omit<LogEvent, "event"> = {};
+  const note: RecordNote = (fields) => Object.assign(notes, fields);
+  const processed = () => withCorrelationId(correlationId, () => process(typed.body as Body<T>, typed.id, typed, note));
+  if (!metering) return { done: processed(), notes, correlationId };
+  const bill = { ...(envelope.payer ? { payer: envelope.payer } : {}), used: {} as CostUsage, ms: 0 };
+  bills.push(bill);
+  const began = performance.now();
+  const done = metering.consumption.within(bill.used, processed).finally(() => {
+    bill.ms = performance.now() - began;
+  });
+  return { done, notes, correlationId };
+}
+
 /** What an SQS worker may be given beside its queue, its message types and its processing. */
 export interface SqsWorkerOptions<T extends Envelope["type"]> {
   log?: WorkerLog;
@@ -104,22 +140,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
     // Records run concurrently, each idempotent on its envelope id; copies of one envelope in the
     // same batch share a single run (so a duplicate never calls a voter or a policy twice).
     const runs = new Map<string, { done: Promise<unknown>; notes: Omit<LogEvent, "event">; correlationId: string }>();
-    const run = (envelope: Envelope) => {
-      const typed = envelope as Extract<Envelope, { type: T }>;
-      const correlationId = envelope.correlationId ?? mintCorrelationId();
-      const notes: Omit<LogEvent, "event"> = {};
-      const note: RecordNote = (fields) => Object.assign(notes, fields);
-      const processed = () =>
-        withCorrelationId(correlationId, () => process(typed.body as Body<T>, typed.id, typed, note));
-      if (!metering) return { done: processed(), notes, correlationId };
-      const bill = { ...(envelope.payer ? { payer: envelope.payer } : {}), used: {} as CostUsage, ms: 0 };
-      bills.push(bill);
-      const began = performance.now();
-      const done = metering.consumption.within(bill.used, processed).finally(() => {
-        bill.ms = performance.now() - began;
-      });
-      return { done, notes, correlationId };
-    };
+    const run = (envelope: Envelope) => startRun(envelope, process, metering, bills);
     await Promise.all(
       event.Records.map(async (record) => {
         const began = performance.now();
@@ -130,12 +151,7 @@ export function createSqsWorker<T extends Envelope["type"]>(
         try {
           json = JSON.parse(record.body);
           envelope = Envelope.parse(json);
-          Object.assign(line, {
-            type: envelope.type,
-            envelopeId: envelope.id,
-            keyId: envelope.payer?.keyId,
-            jobId: envelope.payer?.jobId,
-          });
+          Object.assign(line, envelopeFields(envelope));
           if (!types.includes(envelope.type))
             throw new Error(`a ${envelope.type} message does not belong on the ${queue} queue`);
           if (!runs.has(envelope.id)) runs.set(envelope.id, run(envelope));

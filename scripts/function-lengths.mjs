@@ -14,10 +14,14 @@ const limit = Number(process.argv[2] ?? 80);
 const KNOWN = new Map();
 const tracked = (pattern) => execSync(`git ls-files '${pattern}'`, { encoding: "utf8" }).split("\n").filter(Boolean);
 const tsFiles = [...tracked("*.ts"), ...tracked("*.mts"), ...tracked("*.mjs")].filter(
-  (f) => /^(packages\/[^/]+\/src\/|functions\/|stacks\/|infra\/|scripts\/|console\/src\/|sst\.config\.ts$)/.test(f) && !f.endsWith(".d.ts"),
+  (f) =>
+    /^(packages\/[^/]+\/src\/|functions\/|stacks\/|infra\/|scripts\/|console\/src\/|sst\.config\.ts$)/.test(f) &&
+    !f.endsWith(".d.ts"),
 );
 const pyFiles = tracked("*.py").filter((f) =>
-  /^(packages\/(policy-worker\/harness_s_worker|policy-worker\/examples|client-py\/harness_s_client|envs\/fixtures)\/|scripts\/)/.test(f),
+  /^(packages\/(policy-worker\/harness_s_worker|policy-worker\/examples|client-py\/harness_s_client|envs\/fixtures)\/|scripts\/)/.test(
+    f,
+  ),
 );
 
 const over = [];

@@ -21,8 +21,46 @@ async function main() {
     throw new Error("no .sst/platform: run `npm run typecheck:infra` first");
   const esbuild = await load("node_modules/esbuild/lib/main.js");
   const out = mkdtempSync(join(tmpdir(), "hs-infra-"));
-  // The CLI's build RPC: bundle each handler with esbuild, as `sst deploy` would (a wrong path fails).
-  const server = createServer((req, res) => {
+  const server = buildServer(esbuild, out);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const address = server.address();
+  process.env.SST_SERVER = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+
+  const pulumi = await load("node_modules/@pulumi/pulumi/index.js");
+  pulumi.runtime.setMocks(pulumiMocks(), "harness-s", "test", false);
+  const g = globalThis as Record<string, unknown>;
+  g.$app = {
+    name: "harness-s",
+    stage: "test",
+    removal: "remove",
+    protect: false,
+    providers: { aws: { region: "us-east-1" } },
+  };
+  g.$cli = { paths: { root, work: join(root, ".sst"), platform }, state: { version: {} }, command: "deploy" };
+  g.$dev = false;
+  process.env.SST_SECRETS = JSON.stringify({});
+  Object.assign(g, await load("src/shim/run.js"));
+  g.sst = await load("src/components/index.ts");
+  g.aws = await load("node_modules/@pulumi/aws/index.js"); // the provider namespace sst.config.ts sees as a global
+  const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as {
+    run: () => Promise<Record<string, unknown>>;
+  };
+  const { run } = await load("src/auto/run.ts");
+  // The stack's outputs can resolve before every resource is registered: disconnect() waits for
+  // Pulumi's queue of registrations to drain, and a function is registered only after its build
+  // answered, so then every build is in. The RPC server is left open (closing it could reset a
+  // keep-alive socket SST's client is about to reuse); the process exits instead.
+  const outputs = await pulumi.runtime.runInPulumiStack(() => run(config.run));
+  await pulumi.runtime.disconnect();
+  await new Promise<void>((r) =>
+    process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }), () => r()),
+  );
+  process.exit(0);
+}
+
+/** The CLI's build RPC: bundles each handler with esbuild into `out`, as `sst deploy` would (a wrong path fails). */
+function buildServer(esbuild: { build: (options: Record<string, unknown>) => Promise<unknown> }, out: string) {
+  return createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", async () => {
@@ -67,75 +105,44 @@ async function main() {
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const address = server.address();
-  process.env.SST_SERVER = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+}
 
-  const pulumi = await load("node_modules/@pulumi/pulumi/index.js");
-  pulumi.runtime.setMocks(
-    {
-      newResource: (args: { type: string; name: string; inputs: Record<string, unknown> }) => {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs });
-        const arn = `arn:aws:mock:us-east-1:123456789012:${args.name}`;
-        return {
-          id: `${args.name}-id`,
-          state: {
-            ...args.inputs,
-            arn,
-            url: `https://mock/${args.name}`,
-            name: args.inputs.name ?? args.name,
-            functionUrl: `https://mock-url/${args.name}`,
-            dnsName: `${args.name}.mock.elb.amazonaws.com`,
-            arnSuffix: `mock/${args.name}/0123456789abcdef`, // a load balancer's or target group's, as CloudWatch's dimensions name them
-            repositoryUrl: `123456789012.dkr.ecr.us-east-1.amazonaws.com/${args.name.toLowerCase()}`,
-          },
-        };
-      },
-      call: (args: { token: string; inputs: Record<string, unknown> }) => {
-        if (args.token.endsWith("getRegion")) return { name: "us-east-1", region: "us-east-1", id: "us-east-1" };
-        if (args.token.endsWith("getCallerIdentity"))
-          return { accountId: "123456789012", arn: "arn:aws:iam::123456789012:user/mock", userId: "mock" };
-        if (args.token.endsWith("getPartition")) return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
-        if (args.token.endsWith("getPolicyDocument"))
-          return {
-            json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }),
-            statements: args.inputs.statements,
-          };
-        return args.inputs;
-      },
+/**
+ * Pulumi's mocks: each resource declared is recorded (with mock state: its ARN, URL, name and the like), and the AWS
+ * provider's functions (region, caller identity, partition, policy documents) answer as an account would.
+ */
+function pulumiMocks() {
+  return {
+    newResource: (args: { type: string; name: string; inputs: Record<string, unknown> }) => {
+      resources.push({ type: args.type, name: args.name, inputs: args.inputs });
+      const arn = `arn:aws:mock:us-east-1:123456789012:${args.name}`;
+      return {
+        id: `${args.name}-id`,
+        state: {
+          ...args.inputs,
+          arn,
+          url: `https://mock/${args.name}`,
+          name: args.inputs.name ?? args.name,
+          functionUrl: `https://mock-url/${args.name}`,
+          dnsName: `${args.name}.mock.elb.amazonaws.com`,
+          arnSuffix: `mock/${args.name}/0123456789abcdef`, // a load balancer's or target group's, as CloudWatch's dimensions name them
+          repositoryUrl: `123456789012.dkr.ecr.us-east-1.amazonaws.com/${args.name.toLowerCase()}`,
+        },
+      };
     },
-    "harness-s",
-    "test",
-    false,
-  );
-  const g = globalThis as Record<string, unknown>;
-  g.$app = {
-    name: "harness-s",
-    stage: "test",
-    removal: "remove",
-    protect: false,
-    providers: { aws: { region: "us-east-1" } },
+    call: (args: { token: string; inputs: Record<string, unknown> }) => {
+      if (args.token.endsWith("getRegion")) return { name: "us-east-1", region: "us-east-1", id: "us-east-1" };
+      if (args.token.endsWith("getCallerIdentity"))
+        return { accountId: "123456789012", arn: "arn:aws:iam::123456789012:user/mock", userId: "mock" };
+      if (args.token.endsWith("getPartition")) return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
+      if (args.token.endsWith("getPolicyDocument"))
+        return {
+          json: JSON.stringify({ Version: "2012-10-17", Statement: args.inputs.statements ?? [] }),
+          statements: args.inputs.statements,
+        };
+      return args.inputs;
+    },
   };
-  g.$cli = { paths: { root, work: join(root, ".sst"), platform }, state: { version: {} }, command: "deploy" };
-  g.$dev = false;
-  process.env.SST_SECRETS = JSON.stringify({});
-  Object.assign(g, await load("src/shim/run.js"));
-  g.sst = await load("src/components/index.ts");
-  g.aws = await load("node_modules/@pulumi/aws/index.js"); // the provider namespace sst.config.ts sees as a global
-  const config = (await import(pathToFileURL(join(root, "sst.config.ts")).href)).default as {
-    run: () => Promise<Record<string, unknown>>;
-  };
-  const { run } = await load("src/auto/run.ts");
-  // The stack's outputs can resolve before every resource is registered: disconnect() waits for
-  // Pulumi's queue of registrations to drain, and a function is registered only after its build
-  // answered, so then every build is in. The RPC server is left open (closing it could reset a
-  // keep-alive socket SST's client is about to reuse); the process exits instead.
-  const outputs = await pulumi.runtime.runInPulumiStack(() => run(config.run));
-  await pulumi.runtime.disconnect();
-  await new Promise<void>((r) =>
-    process.stdout.write(JSON.stringify({ resources, outputs: Object.keys(outputs ?? {}), builds, links }), () => r()),
-  );
-  process.exit(0);
 }
 
 main().catch((err) => {

@@ -44,50 +44,11 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
   const dispatchQueue = workerQueue("Dispatch", WORKERS.dispatch);
   const coordinatorQueue = workerQueue("Coordinator", WORKERS.coordinator);
 
-  // Every worker meters what each message cost to its payer: the usage tables.
-  const subscribe = (q: sst.aws.Queue, w: Worker, link: unknown[], opts: SubscribeOptions = {}) =>
-    subscribeWorker(q, w, [...link, t.Usage, t.UsageDays], opts);
-
-  const profileWorker = subscribe(profileQueue, WORKERS.profile, [t.Profiles, t.Processed]);
-  const voteWorker = subscribe(voteQueue, WORKERS.vote, [t.Ballots, ...panel]);
-  // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
-  // The functions that call the GPU endpoint run in its VPC's private subnets (its balancer is internal).
-  const clients = gpu ? { vpc: gpu.clients } : {};
-  const dispatchWorker = subscribe(
-    dispatchQueue,
-    WORKERS.dispatch,
-    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, dispatchQueue, endpointCidrs, ...policy],
-    {
-      maximumConcurrency: DISPATCH_CONCURRENCY,
-      ...clients,
-    },
-  );
-  // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
-  // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the
-  // LLM proposer.
-  // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
-  const coordinatorWorker = subscribe(
-    coordinatorQueue,
-    WORKERS.coordinator,
-    [
-      t.Experiments,
-      t.ExperimentSteps,
-      t.PoolEvolutions,
-      t.PolicyEndpoints,
-      t.Profiles,
-      endpointCidrs,
-      poolProposer,
-      t.Pools,
-      t.Rollouts,
-      t.Ballots,
-      dispatchQueue,
-      voteQueue,
-      coordinatorQueue,
-      reports.bucket,
-      ...policy,
-      ...panel,
-    ],
-    { install: ["@resvg/resvg-js"], ...clients },
+  const { profileWorker, voteWorker, dispatchWorker, coordinatorWorker } = subscribeWorkers(
+    t,
+    { profile: profileQueue, vote: voteQueue, dispatch: dispatchQueue, coordinator: coordinatorQueue },
+    { panel, policy, endpointCidrs, poolProposer, reportsBucket: reports.bucket },
+    gpu,
   );
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
@@ -131,6 +92,64 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
 }
 
 type Worker = (typeof WORKERS)[keyof typeof WORKERS];
+
+/**
+ * The four workers' functions on their queues, each linked to what it reads and writes (and the usage tables: every
+ * worker meters what each message cost to its payer); the ones that call the GPU endpoint in its VPC.
+ */
+function subscribeWorkers(
+  t: ReturnType<typeof storage>,
+  queues: Record<"profile" | "vote" | "dispatch" | "coordinator", sst.aws.Queue>,
+  links: { panel: unknown[]; policy: unknown[]; endpointCidrs: unknown; poolProposer: unknown; reportsBucket: unknown },
+  gpu: ReturnType<typeof policyGpuEndpoint> | undefined,
+) {
+  // Every worker meters what each message cost to its payer: the usage tables.
+  const subscribe = (q: sst.aws.Queue, w: Worker, link: unknown[], opts: SubscribeOptions = {}) =>
+    subscribeWorker(q, w, [...link, t.Usage, t.UsageDays], opts);
+
+  const profileWorker = subscribe(queues.profile, WORKERS.profile, [t.Profiles, t.Processed]);
+  const voteWorker = subscribe(queues.vote, WORKERS.vote, [t.Ballots, ...links.panel]);
+  // Dispatch sends a deferred rollout back to its own queue (a fair queue: each message's key is its tenant).
+  // The functions that call the GPU endpoint run in its VPC's private subnets (its balancer is internal).
+  const clients = gpu ? { vpc: gpu.clients } : {};
+  const dispatchWorker = subscribe(
+    queues.dispatch,
+    WORKERS.dispatch,
+    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, queues.dispatch, links.endpointCidrs, ...links.policy],
+    {
+      maximumConcurrency: DISPATCH_CONCURRENCY,
+      ...clients,
+    },
+  );
+  // Its own queue too: a run longer than one invocation re-queues itself after each time slice.
+  // Pool evolutions run here too: the caller's endpoint records, the jobs, the pools' profiles, the allowlist and the
+  // LLM proposer.
+  // It renders finished runs' plots (resvg, a native addon: installed beside the bundle) into the reports bucket.
+  const coordinatorWorker = subscribe(
+    queues.coordinator,
+    WORKERS.coordinator,
+    [
+      t.Experiments,
+      t.ExperimentSteps,
+      t.PoolEvolutions,
+      t.PolicyEndpoints,
+      t.Profiles,
+      links.endpointCidrs,
+      links.poolProposer,
+      t.Pools,
+      t.Rollouts,
+      t.Ballots,
+      queues.dispatch,
+      queues.vote,
+      queues.coordinator,
+      links.reportsBucket,
+      ...links.policy,
+      ...links.panel,
+    ],
+    { install: ["@resvg/resvg-js"], ...clients },
+  );
+  return { profileWorker, voteWorker, dispatchWorker, coordinatorWorker };
+}
 
 /** A worker's queue, with a DLQ that takes a message after the worker's retries. */
 function workerQueue(name: string, w: Worker) {

@@ -48,45 +48,8 @@ export function observability(observed: Observed) {
 
   const alarm = alarmOn(topic);
   const alarms = [
-    ...queues.flatMap((q) => [
-      alarm(`${q.name}DlqDepthAlarm`, {
-        description: `${q.name} DLQ holds messages every retry failed on: read them (the worker's log has each failure), fix the cause, redrive or purge.`,
-        namespace: "AWS/SQS",
-        metric: "ApproximateNumberOfMessagesVisible",
-        dimensions: { QueueName: q.dlq },
-        statistic: "Maximum",
-        comparison: "GreaterThanThreshold",
-        threshold: 0,
-        evaluationPeriods: ALARM_EVALUATION_PERIODS.deadLetters,
-      }),
-      alarm(`${q.name}QueueAgeAlarm`, {
-        description: `${q.name} queue's oldest message has waited longer than all its retries could take: its worker is failing, throttled or far behind.`,
-        namespace: "AWS/SQS",
-        metric: "ApproximateAgeOfOldestMessage",
-        dimensions: { QueueName: q.queue },
-        statistic: "Maximum",
-        comparison: "GreaterThanThreshold",
-        threshold: oldestMessageSeconds(WORKERS[q.worker]),
-        evaluationPeriods: ALARM_EVALUATION_PERIODS.oldestMessage,
-      }),
-    ]),
-    ...Object.entries(lambdas).flatMap(([name, fn]) =>
-      (["Errors", "Throttles"] as const).map((metric) =>
-        alarm(`${name}${metric}Alarm`, {
-          description:
-            metric === "Errors"
-              ? `The ${name} function crashed or timed out: its log group has the error.`
-              : `The ${name} function was throttled: the account's or its own concurrency limit was reached.`,
-          namespace: "AWS/Lambda",
-          metric,
-          dimensions: { FunctionName: fn.name },
-          statistic: "Sum",
-          comparison: "GreaterThanThreshold",
-          threshold: 0,
-          evaluationPeriods: ALARM_EVALUATION_PERIODS.functionFaults,
-        }),
-      ),
-    ),
+    ...queueAlarms(alarm, queues),
+    ...functionAlarms(alarm, lambdas),
     ...(observed.gpu
       ? [
           // The balancer's own health check of the worker's /healthz: no healthy target is an endpoint that answers
@@ -165,6 +128,53 @@ function alarmOn(topic: aws.sns.Topic) {
     });
 }
 
+/** Each queue's alarms: its DLQ holds messages, or its oldest message has waited longer than its retries could take. */
+function queueAlarms(alarm: ReturnType<typeof alarmOn>, queues: (QueueRow & { worker: WorkerName })[]) {
+  return queues.flatMap((q) => [
+    alarm(`${q.name}DlqDepthAlarm`, {
+      description: `${q.name} DLQ holds messages every retry failed on: read them (the worker's log has each failure), fix the cause, redrive or purge.`,
+      namespace: "AWS/SQS",
+      metric: "ApproximateNumberOfMessagesVisible",
+      dimensions: { QueueName: q.dlq },
+      statistic: "Maximum",
+      comparison: "GreaterThanThreshold",
+      threshold: 0,
+      evaluationPeriods: ALARM_EVALUATION_PERIODS.deadLetters,
+    }),
+    alarm(`${q.name}QueueAgeAlarm`, {
+      description: `${q.name} queue's oldest message has waited longer than all its retries could take: its worker is failing, throttled or far behind.`,
+      namespace: "AWS/SQS",
+      metric: "ApproximateAgeOfOldestMessage",
+      dimensions: { QueueName: q.queue },
+      statistic: "Maximum",
+      comparison: "GreaterThanThreshold",
+      threshold: oldestMessageSeconds(WORKERS[q.worker]),
+      evaluationPeriods: ALARM_EVALUATION_PERIODS.oldestMessage,
+    }),
+  ]);
+}
+
+/** Each function's alarms: it crashed or timed out, and it was throttled. */
+function functionAlarms(alarm: ReturnType<typeof alarmOn>, lambdas: Record<string, Lambda>) {
+  return Object.entries(lambdas).flatMap(([name, fn]) =>
+    (["Errors", "Throttles"] as const).map((metric) =>
+      alarm(`${name}${metric}Alarm`, {
+        description:
+          metric === "Errors"
+            ? `The ${name} function crashed or timed out: its log group has the error.`
+            : `The ${name} function was throttled: the account's or its own concurrency limit was reached.`,
+        namespace: "AWS/Lambda",
+        metric,
+        dimensions: { FunctionName: fn.name },
+        statistic: "Sum",
+        comparison: "GreaterThanThreshold",
+        threshold: 0,
+        evaluationPeriods: ALARM_EVALUATION_PERIODS.functionFaults,
+      }),
+    ),
+  );
+}
+
 /** Rollouts, rescue outcomes (dispatch's lines) and spend (every function's lines) from the structured log lines. */
 function logMetrics(namespace: string, lambdas: Record<string, Lambda>) {
   const dispatch = lambdas[title("dispatch")]!;
@@ -211,6 +221,35 @@ function widgets(
       ["AWS/Lambda", "Duration", "FunctionName", api, { stat: "p50", label: "p50" }],
       ["AWS/Lambda", "Duration", "FunctionName", api, { stat: "p99", label: "p99" }],
     ]),
+    ...logMetricGraphs(graph, namespace),
+    ...queueGraphs(graph, queues),
+    graph(
+      DASHBOARD_WIDGETS.faults,
+      Object.entries(lambdas).flatMap(([name, fn]) =>
+        (["Errors", "Throttles"] as const).map((metric) => [
+          "AWS/Lambda",
+          metric,
+          "FunctionName",
+          fn.name,
+          { stat: "Sum", label: `${name} ${metric.toLowerCase()}` },
+        ]),
+      ),
+    ),
+    {
+      type: "alarm",
+      width: 24,
+      height: 4,
+      properties: { title: DASHBOARD_WIDGETS.alarms, alarms: alarms.map((a) => a.arn) },
+    },
+  ];
+}
+
+/** A dashboard graph of `metrics` under `title` (`extra`: its own period, …). */
+type Graph = (title: string, metrics: unknown[], extra?: Record<string, unknown>) => Record<string, unknown>;
+
+/** The graphs of the log lines' metrics: rollouts per second, rescue outcomes, and spend beside AWS's charges. */
+function logMetricGraphs(graph: Graph, namespace: string) {
+  return [
     graph(DASHBOARD_WIDGETS.rollouts, [
       [{ id: "perSecond", expression: "rollouts / PERIOD(rollouts)", label: "rollouts/s" }],
       [namespace, LOG_METRICS.rollouts.metric, { id: "rollouts", stat: "Sum", visible: false }],
@@ -238,6 +277,12 @@ function widgets(
       ],
       { period: 3600 },
     ),
+  ];
+}
+
+/** The queues' graphs: each queue's oldest message's age, and each DLQ's depth. */
+function queueGraphs(graph: Graph, queues: QueueRow[]) {
+  return [
     graph(
       DASHBOARD_WIDGETS.queues,
       queues.map((q) => [
@@ -258,24 +303,6 @@ function widgets(
         { stat: "Maximum", label: `${q.name} DLQ` },
       ]),
     ),
-    graph(
-      DASHBOARD_WIDGETS.faults,
-      Object.entries(lambdas).flatMap(([name, fn]) =>
-        (["Errors", "Throttles"] as const).map((metric) => [
-          "AWS/Lambda",
-          metric,
-          "FunctionName",
-          fn.name,
-          { stat: "Sum", label: `${name} ${metric.toLowerCase()}` },
-        ]),
-      ),
-    ),
-    {
-      type: "alarm",
-      width: 24,
-      height: 4,
-      properties: { title: DASHBOARD_WIDGETS.alarms, alarms: alarms.map((a) => a.arn) },
-    },
   ];
 }
 

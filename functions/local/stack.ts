@@ -156,42 +156,54 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       log,
       events,
     );
-    const deps: ApiDeps = {
-      ...withApiCaches(stores, systemClock),
-      evidence: queues.profile.queue,
-      dispatch: queues.dispatch.queue,
-      progress,
-      coordinator: queues.coordinator.queue,
-      prober: new HttpEndpointProber(localOutbound(opts), systemClock),
-      // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are
-      // named here too.
-      callers: new CallerPolicyRunners({
-        endpoints: stores.endpoints,
-        outbound: localOutbound(opts),
-        clock: systemClock,
-        ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
-      }),
-      prices: Prices.parse({}),
-      priceList: PriceList.parse({}),
-      consumption: { meter: consumption, memoryGb: memoryGb(API_MEMORY) },
-      tasks: opts.tasks,
-      voters: opts.panel?.voters ?? statisticalVoters,
-      ...(opts.panel ? { panel: opts.panel } : {}),
-      // A panel's LLM voters cost tokens: identical requests of a key within a pool and profile version are served
-      // again for a minute.
-      ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
-      clock: systemClock,
-      newId: (kind = "dec") => `${kind}_${randomUUID()}`,
-      maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
-      artifacts: new FolderExperimentArtifacts(reports.dir),
-      ...(opts.offers ? { offers: opts.offers } : {}),
-      ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),
-    };
+    const deps = apiDeps(opts, stores, queues, consumption, reports.dir, { events, metrics, progress });
     return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** What the stack's API runs with: its stores and queues, this process's clock and ids, and its observability. */
+function apiDeps(
+  opts: LocalStackOptions,
+  stores: Stores,
+  queues: WorkerQueues,
+  consumption: ConsumptionMeter,
+  reportsDir: string,
+  { events, metrics, progress }: ReturnType<typeof observability>,
+): ApiDeps {
+  return {
+    ...withApiCaches(stores, systemClock),
+    evidence: queues.profile.queue,
+    dispatch: queues.dispatch.queue,
+    progress,
+    coordinator: queues.coordinator.queue,
+    prober: new HttpEndpointProber(localOutbound(opts), systemClock),
+    // The API checks a rescue's environment and serves its token rows: the built-in environments the workers run are
+    // named here too.
+    callers: new CallerPolicyRunners({
+      endpoints: stores.endpoints,
+      outbound: localOutbound(opts),
+      clock: systemClock,
+      ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
+    }),
+    prices: Prices.parse({}),
+    priceList: PriceList.parse({}),
+    consumption: { meter: consumption, memoryGb: memoryGb(API_MEMORY) },
+    tasks: opts.tasks,
+    voters: opts.panel?.voters ?? statisticalVoters,
+    ...(opts.panel ? { panel: opts.panel } : {}),
+    // A panel's LLM voters cost tokens: identical requests of a key within a pool and profile version are served
+    // again for a minute.
+    ...(opts.panel ? { decisionCache: new MemoryDecisionCache(systemClock, DECISION_CACHE_LIMITS) } : {}),
+    clock: systemClock,
+    newId: (kind = "dec") => `${kind}_${randomUUID()}`,
+    maxBodyBytes: API_LAMBDA_MAX_BODY_BYTES,
+    artifacts: new FolderExperimentArtifacts(reportsDir),
+    ...(opts.offers ? { offers: opts.offers } : {}),
+    ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),
+  };
 }
 
 /** The stack's workers: here with `policies`, or on a thread of their own (`workersOn`); their events to `events`. */

@@ -1,4 +1,4 @@
-import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { statisticalVoters, type Voter } from "@harness-s/core/voting";
 import { systemClock, type TaskSource } from "@harness-s/core";
 import type { EndpointCidrs } from "@harness-s/core/outbound";
@@ -184,16 +184,7 @@ export async function startLocalWorkers(
   // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
     const url = wiring.queues[name].url;
-    const attributes = (
-      await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }),
-      )
-    ).Attributes!;
-    const arn = attributes.QueueArn!;
-    const hold = {
-      visibilitySeconds: Number(attributes.VisibilityTimeout),
-      forMs: seconds(WORKERS[name].timeout) * 1000,
-    };
+    const { arn, hold } = await queueHold(sqs, url, name);
     const onError = (err: unknown) => {
       if (running) logOf(name)(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
     };
@@ -222,21 +213,7 @@ export async function startLocalWorkers(
       createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }),
     );
     const callers = localCallers(stores, opts);
-    const dispatch = createDispatchHandler({
-      ...stores,
-      rollouts: opts.onRolloutStored ? tellingStores(stores.rollouts, opts.onRolloutStored) : stores.rollouts,
-      runners: rolloutRunners({ service: opts.policies, caller: callers }),
-      pools: new CachedPoolStore(stores.pools),
-      tasks: opts.tasks,
-      fairness: {
-        slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock),
-        clock: systemClock,
-        requeue: queues.dispatch.queue,
-      },
-      maxReceives: WORKERS.dispatch.retry,
-      log: logOf("dispatch"),
-      metering: metering("dispatch"),
-    });
+    const dispatch = localDispatchHandler(opts, wiring, doc, stores, queues, callers, logOf, metering);
     await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
     await startWorker(
       "vote",
@@ -247,40 +224,9 @@ export async function startLocalWorkers(
         metering: metering("vote"),
       }),
     );
-    const prepare = opts.prepareExperiment;
     await startWorker(
       "coordinator",
-      createCoordinatorHandler({
-        experiments: stores.experiments,
-        steps: stores.experimentSteps,
-        meter: stores.meter,
-        clock: systemClock,
-        sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
-        continueOn: queues.coordinator.queue,
-        metering: metering("coordinator"),
-        prepare: (record) =>
-          prepare
-            ? prepare(record, { stores, queues, consumption })
-            : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)")),
-        poolEvolution: {
-          evolutions: stores.poolEvolutions,
-          pools: stores.pools,
-          profiles: stores.profiles,
-          callers,
-          ...(opts.poolProposer
-            ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) }
-            : {}),
-        },
-        ...(wiring.artifactsDir
-          ? {
-              reports: {
-                artifacts: new FolderExperimentArtifacts(wiring.artifactsDir),
-                render: renderExperimentReport,
-              },
-            }
-          : {}),
-        log: logOf("coordinator"),
-      }),
+      localCoordinatorHandler(opts, wiring, stores, queues, consumption, callers, logOf, metering),
       opts.coordinatorConcurrency ?? LOCAL_COORDINATOR_CONCURRENCY,
     );
   } catch (err) {
@@ -288,4 +234,95 @@ export async function startLocalWorkers(
     throw err;
   }
   return { stop };
+}
+
+/** The queue's ARN, and how long its poller holds a received batch: the queue's visibility timeout and the worker's. */
+async function queueHold(
+  sqs: SQSClient,
+  url: string,
+  name: WorkerName,
+): Promise<{ arn: string; hold: { visibilitySeconds: number; forMs: number } }> {
+  const attributes = (
+    await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn", "VisibilityTimeout"] }))
+  ).Attributes!;
+  const arn = attributes.QueueArn!;
+  const hold = {
+    visibilitySeconds: Number(attributes.VisibilityTimeout),
+    forMs: seconds(WORKERS[name].timeout) * 1000,
+  };
+  return { arn, hold };
+}
+
+/** The dispatch worker's handler: rescues' rollouts sampled at the service's or the callers' policies, stored. */
+function localDispatchHandler(
+  opts: LocalWorkerOptions,
+  wiring: LocalWiring,
+  doc: ReturnType<typeof connect>["doc"],
+  stores: Stores,
+  queues: WorkerQueues,
+  callers: CallerPolicyRunners,
+  logOf: ReturnType<typeof lineSinks>,
+  metering: (name: WorkerName) => WorkerMetering,
+) {
+  return createDispatchHandler({
+    ...stores,
+    rollouts: opts.onRolloutStored ? tellingStores(stores.rollouts, opts.onRolloutStored) : stores.rollouts,
+    runners: rolloutRunners({ service: opts.policies, caller: callers }),
+    pools: new CachedPoolStore(stores.pools),
+    tasks: opts.tasks,
+    fairness: {
+      slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock),
+      clock: systemClock,
+      requeue: queues.dispatch.queue,
+    },
+    maxReceives: WORKERS.dispatch.retry,
+    log: logOf("dispatch"),
+    metering: metering("dispatch"),
+  });
+}
+
+/**
+ * The coordinator worker's handler: experiments a slice at a time (their dependencies from `prepareExperiment`) and
+ * pool evolutions, with reports kept in the wiring's folder when it has one.
+ */
+function localCoordinatorHandler(
+  opts: LocalWorkerOptions,
+  wiring: LocalWiring,
+  stores: Stores,
+  queues: WorkerQueues,
+  consumption: ConsumptionMeter,
+  callers: CallerPolicyRunners,
+  logOf: ReturnType<typeof lineSinks>,
+  metering: (name: WorkerName) => WorkerMetering,
+) {
+  const prepare = opts.prepareExperiment;
+  return createCoordinatorHandler({
+    experiments: stores.experiments,
+    steps: stores.experimentSteps,
+    meter: stores.meter,
+    clock: systemClock,
+    sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
+    continueOn: queues.coordinator.queue,
+    metering: metering("coordinator"),
+    prepare: (record) =>
+      prepare
+        ? prepare(record, { stores, queues, consumption })
+        : Promise.reject(new Error("this local stack runs no experiments (no prepareExperiment)")),
+    poolEvolution: {
+      evolutions: stores.poolEvolutions,
+      pools: stores.pools,
+      profiles: stores.profiles,
+      callers,
+      ...(opts.poolProposer ? { proposer: llmPoolProposer(opts.poolProposer.config, opts.poolProposer.apiKey) } : {}),
+    },
+    ...(wiring.artifactsDir
+      ? {
+          reports: {
+            artifacts: new FolderExperimentArtifacts(wiring.artifactsDir),
+            render: renderExperimentReport,
+          },
+        }
+      : {}),
+    log: logOf("coordinator"),
+  });
 }

@@ -134,11 +134,26 @@ export async function dbbenchEvolve(
     bar.stop();
     if (!deps.engine) await engine.shutdown();
   }
-  const report: DbEvolutionReport = {
+  const report = evolutionReport(o, result, proposer.report);
+  await prepareOutDir(dirname(o.out));
+  const pool = createPool("dbbench-evolved", result.pool.base, result.pool.siblings, result.pool.notes);
+  await writeFile(o.out, JSON.stringify(pool, null, 2));
+  await writeFile(`${o.out.replace(/\.json$/, "")}.evolution.json`, JSON.stringify(report, null, 2));
+  logSpending(log, o, result, proposer.report, devTasks.length, report.referencePool);
+  return report;
+}
+
+/** What `evolve --env dbbench` writes beside the pool, from the evolution's result and the proposer's report. */
+function evolutionReport(
+  o: z.output<typeof DbEvolveOptions>,
+  result: EvolutionResult,
+  proposer: ProposerReport,
+): DbEvolutionReport {
+  return {
     budget: { maxCalls: o.maxCalls, maxRollouts: o.maxRollouts },
     rolloutsSpent: result.rolloutsSpent,
     stopped: result.stopped ?? null,
-    proposer: proposer.report,
+    proposer,
     h0Failures: result.h0Failures,
     repairSets: result.repairSets,
     candidates: result.candidates.map((c) => ({
@@ -150,24 +165,28 @@ export async function dbbenchEvolve(
     })),
     referencePool: dbbenchSiblings.map((s) => s.id),
   };
-  await prepareOutDir(dirname(o.out));
-  const pool = createPool("dbbench-evolved", result.pool.base, result.pool.siblings, result.pool.notes);
-  await writeFile(o.out, JSON.stringify(pool, null, 2));
-  await writeFile(`${o.out.replace(/\.json$/, "")}.evolution.json`, JSON.stringify(report, null, 2));
+}
+
+/** Logs what the evolution spent, what the proposer had accepted and refused, each sibling's repairs, and the pool. */
+function logSpending(
+  log: (line: string) => void,
+  o: z.output<typeof DbEvolveOptions>,
+  result: EvolutionResult,
+  proposer: ProposerReport,
+  devRows: number,
+  referencePool: readonly string[],
+): void {
   const refused =
-    Object.entries(proposer.report.refused)
+    Object.entries(proposer.refused)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ") || "none";
   log(
-    `spent ${proposer.report.calls}/${o.maxCalls} calls and ${result.rolloutsSpent}/${o.maxRollouts} rollouts${result.stopped ? ` (stopped: ${result.stopped})` : ""}`,
+    `spent ${proposer.calls}/${o.maxCalls} calls and ${result.rolloutsSpent}/${o.maxRollouts} rollouts${result.stopped ? ` (stopped: ${result.stopped})` : ""}`,
   );
   log(
-    `proposals accepted ${proposer.report.accepted}; refused: ${refused}; H0 fails ${result.h0Failures.length}/${devTasks.length} dev rows`,
+    `proposals accepted ${proposer.accepted}; refused: ${refused}; H0 fails ${result.h0Failures.length}/${devRows} dev rows`,
   );
   for (const s of result.pool.siblings)
     log(`  ${s.id}: repairs ${result.repairSets[s.id]!.length} (${s.provenance.hypothesis})`);
-  log(
-    `pool written to ${o.out} (the hand-written siblings stay the reference pool: ${report.referencePool.join(", ")})`,
-  );
-  return report;
+  log(`pool written to ${o.out} (the hand-written siblings stay the reference pool: ${referencePool.join(", ")})`);
 }

@@ -255,7 +255,8 @@ def update_memory(policies: Policies, sizes: tuple[int, ...] = (8, 32, 128), len
     return out
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The benchmark's command line: the model and device, how long each measurement runs, what is measured."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -268,7 +269,47 @@ def main() -> None:
     ap.add_argument(
         "--memory", action="store_true", help="also the peak memory of updates of 8, 32 and 128 datums of 1k tokens"
     )
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def sampling_rates(
+    policies: Policies,
+    adapter: str,
+    prompt: list[int],
+    http: httpx.Client,
+    args: argparse.Namespace,
+    counter: dict[str, Any],
+) -> dict[str, Any]:
+    """Sampling tokens/s at each level of concurrency: direct `generate`, HTTP rounds and the HTTP closed loop (with
+    the batch it kept), and how HTTP at 32 episodes compares with HTTP at 1."""
+    sampling: dict[str, Any] = {}
+    for n in LEVELS:
+
+        def generate_batch(n: int = n) -> int:
+            return direct_generate(policies, adapter, prompt, n, args.max_tokens, counter.setdefault("s", 0) + n)
+
+        direct = timed(args.seconds, generate_batch)
+        with ThreadPoolExecutor(n) as pool:
+            http_rounds(http, pool, n, args.max_tokens, 0.5, counter)  # warm-up
+            rounds = http_rounds(http, pool, n, args.max_tokens, args.seconds, counter)
+        steps = http.get("/healthz").json()["sampler"]["steps"]
+        started = time.perf_counter()
+        closed = http_closed_loop(http, n, args.max_tokens, args.seconds, counter)
+        steps = http.get("/healthz").json()["sampler"]["steps"] - steps
+        mean_batch = closed * (time.perf_counter() - started) / max(steps, 1)
+        sampling[str(n)] = {
+            "http": round(rounds, 1),
+            "direct_generate": round(direct, 1),
+            "http_over_direct": round(rounds / direct, 3),
+            "http_closed_loop": round(closed, 1),
+            "closed_loop_mean_batch": round(mean_batch, 1),
+        }
+    sampling["http_32_over_http_1"] = round(sampling["32"]["http"] / sampling["1"]["http"], 2)
+    return sampling
+
+
+def main() -> None:
+    args = parse_args()
     state_dir = Path(tempfile.mkdtemp(prefix="harness-s-bench-"))
     atexit.register(shutil.rmtree, state_dir, ignore_errors=True)
     policies, name = build(args.model, state_dir, args.device)
@@ -281,29 +322,7 @@ def main() -> None:
     try:
         http.put("/v2/policies/http", json=SPEC).raise_for_status()
         counter = {"i": 0}
-        sampling: dict[str, Any] = {}
-        for n in LEVELS:
-
-            def generate_batch(n: int = n) -> int:
-                return direct_generate(policies, adapter, prompt, n, args.max_tokens, counter.setdefault("s", 0) + n)
-
-            direct = timed(args.seconds, generate_batch)
-            with ThreadPoolExecutor(n) as pool:
-                http_rounds(http, pool, n, args.max_tokens, 0.5, counter)  # warm-up
-                rounds = http_rounds(http, pool, n, args.max_tokens, args.seconds, counter)
-            steps = http.get("/healthz").json()["sampler"]["steps"]
-            started = time.perf_counter()
-            closed = http_closed_loop(http, n, args.max_tokens, args.seconds, counter)
-            steps = http.get("/healthz").json()["sampler"]["steps"] - steps
-            mean_batch = closed * (time.perf_counter() - started) / max(steps, 1)
-            sampling[str(n)] = {
-                "http": round(rounds, 1),
-                "direct_generate": round(direct, 1),
-                "http_over_direct": round(rounds / direct, 3),
-                "http_closed_loop": round(closed, 1),
-                "closed_loop_mean_batch": round(mean_batch, 1),
-            }
-        sampling["http_32_over_http_1"] = round(sampling["32"]["http"] / sampling["1"]["http"], 2)
+        sampling = sampling_rates(policies, adapter, prompt, http, args, counter)
         body, tokens = update_body(policies, n=args.update_datums, max_tokens=args.max_tokens)
 
         def direct_update() -> int:

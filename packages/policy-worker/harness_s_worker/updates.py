@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,7 +20,10 @@ from . import ppo
 from .constrained import allowed_rows
 from .errors import WorkerError, stale_version
 from .policies import Policies, Policy
-from .schemas import UpdateRequest
+from .schemas import Datum, UpdateRequest
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 
 @dataclass
@@ -156,13 +159,7 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     ids = [torch.tensor(d.ids, device=dev) for d in datums]
     masks = [torch.tensor(d.loss_mask, dtype=torch.float32, device=dev) for d in datums]
     olds = [torch.tensor(d.behaviour_logprobs, dtype=torch.float32, device=dev) for d in datums]
-    # A row with token weights trains each token on its weighted advantage (the surrogate is linear in it).
-    advantages: list[float | torch.Tensor] = [
-        float(d.advantage)
-        if d.token_weights is None
-        else float(d.advantage) * torch.tensor(d.token_weights, dtype=torch.float32, device=dev)
-        for d in datums
-    ]
+    advantages = datum_advantages(datums, dev)
     # Turns sampled under the tool-call constraint are scored under it: the same renormalised distribution.
     allowed = [
         allowed_rows(policies.grammars.grammar(d.constraint.tools), d.ids, list(d.loss_mask)) if d.constraint else None
@@ -172,12 +169,7 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
     batches = ppo.micro_batches([len(x) for x in ids], optim.micro_batch_tokens)
     refs: list[torch.Tensor | None] = [None] * len(ids)
     if loss_cfg.kl_coef > 0:
-        for batch in batches:
-            with policies.adapted.lock, torch.no_grad(), model.disable_adapter():
-                for i, lp in zip(
-                    batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True
-                ):
-                    refs[i] = lp
+        refs = reference_logprobs(policies, model, batches, ids, allowed)
     tokens = float(sum(m.sum() for m in masks))
     per_epoch: list[dict[str, Any]] = []
     for epoch in range(optim.epochs):
@@ -207,15 +199,7 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
             )
         with policies.adapted.lock:
             p.optimizer.step()
-        per_epoch.append(
-            {
-                "loss": sums["loss"],
-                "clip_fraction": sums["clipped"] / max(tokens, 1),
-                "kl": sums["kl"],
-                "grad_norm": float(grad_norm),
-                "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1),
-            }
-        )
+        per_epoch.append(epoch_metrics(sums, tokens, grad_norm))
     mean = {k: sum(e[k] for e in per_epoch) / len(per_epoch) for k in ("loss", "clip_fraction", "kl", "grad_norm")}
     # The sampler-trainer gap is the first epoch's: later epochs score weights the sampler never had.
     return {
@@ -224,6 +208,48 @@ def train(policies: Policies, p: Policy, body: UpdateRequest) -> dict[str, Any]:
         "micro_batches": len(batches),
         "sampler_trainer_logprob_absdiff": per_epoch[0]["sampler_trainer_logprob_absdiff"],
         "epochs": per_epoch,
+    }
+
+
+def datum_advantages(datums: list[Datum], dev: torch.device) -> list[float | torch.Tensor]:
+    """Each datum's advantage; a row with token weights trains each token on its weighted advantage (the surrogate is
+    linear in it)."""
+    return [
+        float(d.advantage)
+        if d.token_weights is None
+        else float(d.advantage) * torch.tensor(d.token_weights, dtype=torch.float32, device=dev)
+        for d in datums
+    ]
+
+
+def reference_logprobs(
+    policies: Policies,
+    model: PeftModel,
+    batches: list[list[int]],
+    ids: list[torch.Tensor],
+    allowed: list[ppo.Allowed | None],
+) -> list[torch.Tensor | None]:
+    """Each datum's log-probabilities under the base model (the adapter disabled), micro-batch by micro-batch: the
+    reference the KL term is measured against."""
+    refs: list[torch.Tensor | None] = [None] * len(ids)
+    for batch in batches:
+        with policies.adapted.lock, torch.no_grad(), model.disable_adapter():
+            for i, lp in zip(
+                batch, ppo.batch_logprobs(model, [ids[i] for i in batch], [allowed[i] for i in batch]), strict=True
+            ):
+                refs[i] = lp
+    return refs
+
+
+def epoch_metrics(sums: dict[str, Any], tokens: float, grad_norm: torch.Tensor) -> dict[str, Any]:
+    """One epoch's metrics: its loss and KL, the share of tokens clipped, the gradient norm and the mean gap between
+    the sampler's and the trainer's log-probabilities."""
+    return {
+        "loss": sums["loss"],
+        "clip_fraction": sums["clipped"] / max(tokens, 1),
+        "kl": sums["kl"],
+        "grad_norm": float(grad_norm),
+        "sampler_trainer_logprob_absdiff": sums["gap"] / max(tokens, 1),
     }
 
 

@@ -48,11 +48,7 @@ export async function envEvalCommand(
   try {
     const sets = await opened.base.instance(0);
     const { pool } = sets.evolution;
-    const harness = [pool.base, ...pool.siblings].find((h) => h.id === (o.harness ?? pool.base.id));
-    if (!harness)
-      throw new UsageError(
-        `--harness: no ${o.env} harness ${o.harness} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`,
-      );
+    const harness = chosenHarness(pool, o.env, o.harness);
     const tasks = (o.split === "all" ? [...sets.train, ...sets.dev, ...sets.heldout] : sets[o.split]).slice(0, o.limit);
     const client = boundedOpenAi({
       baseURL: o.baseUrl,
@@ -96,28 +92,54 @@ export async function envEvalCommand(
       ),
     );
     const errored = rollouts.filter((r) => r.error).length;
-    const summary = {
-      env: o.env,
-      model: o.model,
-      baseUrl: o.baseUrl,
-      harness: harness.id,
-      split: o.split,
-      attempts: o.attempts,
-      tokens,
-      errored,
-      ...evaluation,
-      results,
-    };
-    await writeFile(join(o.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
-    await writeFile(join(o.out, "report.md"), report(summary));
-    log(
-      `Pass@3 ${(100 * evaluation.passAt3).toFixed(1)}%  Avg@3 ${(100 * evaluation.avgAt3).toFixed(1)}%  errored attempts ${errored}  tokens ${tokens}`,
-    );
-    log(`summary.json and report.md in ${o.out}`);
+    await writeSummary(o, harness.id, { tokens, errored }, evaluation, results, log);
     return { attempts: rollouts.length, errored };
   } finally {
     await opened.stop();
   }
+}
+
+/** The harness `--harness` names in the pool (default its base); a usage error listing the pool's when none is. */
+function chosenHarness<H extends { id: string }>(
+  pool: { base: H; siblings: readonly H[] },
+  env: string,
+  wanted: string | undefined,
+): H {
+  const harness = [pool.base, ...pool.siblings].find((h) => h.id === (wanted ?? pool.base.id));
+  if (!harness)
+    throw new UsageError(
+      `--harness: no ${env} harness ${wanted} (one of ${[pool.base, ...pool.siblings].map((h) => h.id).join(", ")})`,
+    );
+  return harness;
+}
+
+/** Writes the run's summary.json and report.md to its folder, then logs the scores and where they are. */
+async function writeSummary(
+  o: { env: string; model: string; baseUrl: string; split: string; attempts: number; out: string },
+  harnessId: string,
+  { tokens, errored }: { tokens: number; errored: number },
+  evaluation: Awaited<ReturnType<typeof evaluateTasks>>,
+  results: TaskResult[],
+  log: (line: string) => void,
+): Promise<void> {
+  const summary = {
+    env: o.env,
+    model: o.model,
+    baseUrl: o.baseUrl,
+    harness: harnessId,
+    split: o.split,
+    attempts: o.attempts,
+    tokens,
+    errored,
+    ...evaluation,
+    results,
+  };
+  await writeFile(join(o.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+  await writeFile(join(o.out, "report.md"), report(summary));
+  log(
+    `Pass@3 ${(100 * evaluation.passAt3).toFixed(1)}%  Avg@3 ${(100 * evaluation.avgAt3).toFixed(1)}%  errored attempts ${errored}  tokens ${tokens}`,
+  );
+  log(`summary.json and report.md in ${o.out}`);
 }
 
 const erroredRollout = (task: Task, harnessId: string, seed: number): Rollout => ({

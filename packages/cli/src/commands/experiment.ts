@@ -20,7 +20,7 @@ import { renderReport } from "../report/markdown.ts";
 import { printTable, writePlots } from "../report/output.ts";
 import { SWEEP_CUE_RATES, SWEEP_CUE_STRENGTHS, runSweep, type SweepResult } from "../sweep.ts";
 import { workerPolicySetup, type WorkerDeps, type WorkerPolicyOptions } from "@harness-s/functions/experiment-setup";
-import { renderingOf, type OpenRequest } from "@harness-s/envs";
+import { renderingOf, type OpenRequest, type OpenedFamily } from "@harness-s/envs";
 import { familyFor } from "../families.ts";
 import { cliIo } from "../family-io.ts";
 import { startPolicyWorker } from "../policy-worker.ts";
@@ -159,19 +159,9 @@ async function runExperimentCommand(
   const suite = suiteOf(opts, config.protocol);
   const request = { command: "experiment", options: opts.familyOptions ?? {} } as const;
   const runKey = { config, suite, ...family.runKey?.(request) };
-  const checkpoint =
-    opts.runtime === "in-process"
-      ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false)
-      : undefined;
-  if (opts.resume && !checkpoint)
-    throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
+  const checkpoint = await runCheckpoint(opts, runDir, runKey);
   const bar = createProgress(config.seeds.length * config.arms.length * config.train.steps, "training");
-  let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
-  if (checkpoint?.state.units.length) done += checkpoint.state.units.reduce((n, u) => n + u.state.step, 0);
-  if (done)
-    process.stderr.write(
-      `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
-    );
+  let done = resumedSteps(checkpoint, config);
   // With --policy worker on the local stack, the coordinator registers each unit's token policy in process and dispatch
   // samples it at the worker, as serve's runs do.
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -185,18 +175,7 @@ async function runExperimentCommand(
   const opened = await family.open(open);
   try {
     const source = opened.base;
-    const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
-      ? workerPolicySetup(
-          source,
-          {
-            ...opts.worker,
-            profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget },
-          },
-          renderingOf(family),
-        )
-      : source;
-    // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
-    const deps = panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
+    const deps = runDeps(opts, source, runDir, family, panel);
     // The start table compares the family's own policy with the worker's at step 0.
     const startRows =
       compareAtStart && family.policy === "own"
@@ -222,13 +201,7 @@ async function runExperimentCommand(
       ...suite,
     });
     await writeFile(join(runDir, "summary.json"), JSON.stringify(summary, null, 2));
-    const section = opened.reportSection
-      ? opened.reportSection(
-          summary,
-          checkpoint!.state.baselines,
-          evalSet(config, (await deps.instance(config.seeds[0]!)).heldout),
-        )
-      : "";
+    const section = await familySection(opened, summary, checkpoint, config, deps);
     await writeFile(
       join(runDir, "report.md"),
       renderReport(summary, sweep, { pools: poolsFile, pairedSweeps }) + startTableSection(startRows) + section,
@@ -239,6 +212,70 @@ async function runExperimentCommand(
   } finally {
     await opened.stop();
   }
+}
+
+/**
+ * The run's checkpoint (in process only; `--resume` continues the one in `runDir`): a usage error when `--resume`
+ * asks for one the runtime does not keep.
+ */
+async function runCheckpoint(opts: ExperimentOptions, runDir: string, runKey: Record<string, unknown>) {
+  const checkpoint =
+    opts.runtime === "in-process"
+      ? await openCheckpoint(join(runDir, "checkpoint.json"), runKey, opts.resume ?? false)
+      : undefined;
+  if (opts.resume && !checkpoint)
+    throw new ValidationError("--resume", ["only the in-process runtime keeps a checkpoint"]);
+  return checkpoint;
+}
+
+/** The training steps a resumed run has already done (its finished units' and its unfinished ones'), told on stderr. */
+function resumedSteps(checkpoint: Awaited<ReturnType<typeof openCheckpoint>> | undefined, config: ExperimentConfig) {
+  let done = (checkpoint?.state.results.length ?? 0) * config.train.steps;
+  if (checkpoint?.state.units.length) done += checkpoint.state.units.reduce((n, u) => n + u.state.step, 0);
+  if (done)
+    process.stderr.write(
+      `resuming: ${checkpoint!.state.results.length} (arm, seed) units already finished${checkpoint!.state.units.map((u) => `, ${u.arm}/${u.seed} after step ${u.state.step}`).join("")}\n`,
+    );
+  return done;
+}
+
+/** What the arms run with: the family's own policy or a worker's, and the panel's voters when there is a panel. */
+function runDeps(
+  opts: ExperimentOptions,
+  source: OpenedFamily["base"],
+  runDir: string,
+  family: ReturnType<typeof familyFor>,
+  panel: PanelRouting | undefined,
+) {
+  const base: Omit<ExperimentDeps, "onProgress"> & Partial<Pick<WorkerDeps, "sampled">> = opts.worker
+    ? workerPolicySetup(
+        source,
+        {
+          ...opts.worker,
+          profiles: { ...savedProfiles(join(runDir, "token-profiles.json")), budget: opts.profileBudget },
+        },
+        renderingOf(family),
+      )
+    : source;
+  // A panel's voters cost tokens: each rescue is routed once (no speculative second routing).
+  return panel ? { ...base, voters: panel.voters, panel, speculateRescues: false } : base;
+}
+
+/** The section the family ends the report with (none: empty), from the summary and the first seed's held-out tasks. */
+async function familySection(
+  opened: OpenedFamily,
+  summary: ExperimentSummary,
+  checkpoint: Awaited<ReturnType<typeof openCheckpoint>> | undefined,
+  config: ExperimentConfig,
+  deps: Pick<ExperimentDeps, "instance">,
+): Promise<string> {
+  return opened.reportSection
+    ? opened.reportSection(
+        summary,
+        checkpoint!.state.baselines,
+        evalSet(config, (await deps.instance(config.seeds[0]!)).heldout),
+      )
+    : "";
 }
 
 /** Each seed's frozen pool (with its harm record) in `pools.json`. */

@@ -54,44 +54,8 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const served = await modelWorkers;
   process.stderr.write("starting DynamoDB Local, fauxqs and the workers' thread …\n");
-  // The workers (experiments, rescue rollouts, votes) run on a thread of their own: an experiment
-  // never stalls another key's requests on the API's event loop.
-  const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
-  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model
-  // is served at a policy worker (`--models`).
-  const experiments = { families: SERVE_EXPERIMENT_FAMILIES, ...(served ? { models: served.workers } : {}) };
-  const workersData: ServeWorkersData = {
-    tasks,
-    ...outbound,
-    experiments,
-    ...(panelDocument ? { panel: panelDocument } : {}),
-  };
-  const stack = await stoppedTogether(
-    startLocalStack({
-      ...(panel ? { panel } : {}),
-      tasks: { get: async (id) => byId.get(id) },
-      workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
-      ...outbound,
-      offers: servedOffers(served?.models ?? [], experimentOffers(experiments)),
-      builtinEnvironments: { embedded: new TextEnvironment(setup.env) }, // as the workers' thread's: the API lets a rescue name them
-      log: (line) => process.stderr.write(`${line}\n`),
-      ...OBSERVED,
-      ...(served ? { policyWorkers: served.workers } : {}),
-    }),
-    served,
-  );
-  const gateway = opts.gatewayUpstream
-    ? await gatewaySettings({
-        upstream: opts.gatewayUpstream,
-        pool: opts.gatewayPool,
-        env: opts.gatewayEnv,
-        store: stack.stores.gatewayEpisodes,
-        ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}),
-      }).catch(async (err) => {
-        await stack.stop();
-        throw err;
-      })
-    : undefined;
+  const stack = await startServeStack(opts, { panel, panelDocument }, tasks, byId, setup, served);
+  const gateway = await startGateway(opts, stack);
   let server: { url: string; close: () => Promise<void> } | undefined;
   const stop = async (signal: string) => {
     process.stderr.write(`\n${signal}: stopping the API, the workers, fauxqs and DynamoDB Local\n`);
@@ -128,6 +92,63 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
     await stack.stop();
     throw err;
   }
+}
+
+/**
+ * The local stack serve runs: its workers (experiments, rescue rollouts, votes) on a thread of their own, so an
+ * experiment never stalls another key's requests on the API's event loop; stopped with the model workers.
+ */
+async function startServeStack(
+  opts: ServeOptions,
+  { panel, panelDocument }: { panel?: ReturnType<typeof panelRouting>; panelDocument?: ServeWorkersData["panel"] },
+  tasks: ServeWorkersData["tasks"],
+  byId: ReadonlyMap<string, ServeWorkersData["tasks"][number]>,
+  setup: ReturnType<ReturnType<typeof embeddedSetups>>,
+  served: Awaited<ReturnType<typeof startServedModelWorkers>> | undefined,
+) {
+  const outbound = { allowLoopbackEndpoints: opts.allowLoopbackEndpoints, allowEndpointCidrs: opts.allowEndpointCidr };
+  // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model
+  // is served at a policy worker (`--models`).
+  const experiments = { families: SERVE_EXPERIMENT_FAMILIES, ...(served ? { models: served.workers } : {}) };
+  const workersData: ServeWorkersData = {
+    tasks,
+    ...outbound,
+    experiments,
+    ...(panelDocument ? { panel: panelDocument } : {}),
+  };
+  return stoppedTogether(
+    startLocalStack({
+      ...(panel ? { panel } : {}),
+      tasks: { get: async (id) => byId.get(id) },
+      workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
+      ...outbound,
+      offers: servedOffers(served?.models ?? [], experimentOffers(experiments)),
+      builtinEnvironments: { embedded: new TextEnvironment(setup.env) }, // as the workers' thread's: the API lets a rescue name them
+      log: (line) => process.stderr.write(`${line}\n`),
+      ...OBSERVED,
+      ...(served ? { policyWorkers: served.workers } : {}),
+    }),
+    served,
+  );
+}
+
+/** The Rank-1 gateway's settings when `--gateway-upstream` asks for one; the stack is stopped if they fail. */
+async function startGateway(
+  opts: ServeOptions,
+  stack: { stores: { gatewayEpisodes: Parameters<typeof gatewaySettings>[0]["store"] }; stop: () => Promise<void> },
+) {
+  return opts.gatewayUpstream
+    ? await gatewaySettings({
+        upstream: opts.gatewayUpstream,
+        pool: opts.gatewayPool,
+        env: opts.gatewayEnv,
+        store: stack.stores.gatewayEpisodes,
+        ...(opts.gatewayModel ? { model: opts.gatewayModel } : {}),
+      }).catch(async (err) => {
+        await stack.stop();
+        throw err;
+      })
+    : undefined;
 }
 
 /** What serve prints once it listens: where, its admin key (when it made one), the gateway, a first request to try. */

@@ -158,14 +158,15 @@ const REDIRECTS: ((tool: string, event: string, last: string) => string)[] = [
 ];
 const IDLE_NOTES = ["[harness] You are repeating yourself.", "[harness] Keep going.", "[harness] Three turns left."];
 
-/** One world and one episode in it; the calls are what its text asks for, turn by turn. */
-function conversation(rng: Rng, invented: number): InstructConversation {
-  const names = toolNames(rng, invented);
-  const finish = pick(FINISH, rng);
-  const argTool = rng.next() < 0.4 ? pick(names, rng) : undefined;
-  const arg = { name: pick(ARGS, rng), value: pick(VALUES, rng) };
-  const argsFor = (t: string): Record<string, string> => (t === argTool ? { [arg.name]: arg.value } : {});
-  const tools = [...names, finish].map((name) => ({
+/** The tool list the model is offered: the world's tools, one maybe taking an argument, and the finishing tool. */
+function toolSchemas(
+  names: string[],
+  finish: string,
+  argTool: string | undefined,
+  arg: { name: string; value: string },
+  rng: Rng,
+): InstructConversation["tools"] {
+  return [...names, finish].map((name) => ({
     type: "function" as const,
     function: {
       name,
@@ -185,6 +186,17 @@ function conversation(rng: Rng, invented: number): InstructConversation {
           : { type: "object", properties: {} },
     },
   }));
+}
+
+/**
+ * The task as the model first reads it: the steps to call, where the procedure is written (the system
+ * prompt or the task), an optional verifying tool, and the system and user messages.
+ */
+function opening(
+  names: string[],
+  finish: string,
+  rng: Rng,
+): { steps: string[]; inSystem: boolean; verifyWith: string | undefined; messages: InstructConversation["messages"] } {
   const steps = distinct(names, 1 + rng.int(Math.min(3, names.length)), rng);
   const procedure = pick(PROCEDURES, rng)(steps, finish);
   const inSystem = rng.next() < 0.5;
@@ -204,6 +216,18 @@ function conversation(rng: Rng, invented: number): InstructConversation {
     { role: "system" as const, content: inSystem ? `${system}\n${procedure}` : system },
     { role: "user" as const, content: user },
   ];
+  return { steps, inSystem, verifyWith, messages };
+}
+
+/** One world and one episode in it; the calls are what its text asks for, turn by turn. */
+function conversation(rng: Rng, invented: number): InstructConversation {
+  const names = toolNames(rng, invented);
+  const finish = pick(FINISH, rng);
+  const argTool = rng.next() < 0.4 ? pick(names, rng) : undefined;
+  const arg = { name: pick(ARGS, rng), value: pick(VALUES, rng) };
+  const argsFor = (t: string): Record<string, string> => (t === argTool ? { [arg.name]: arg.value } : {});
+  const tools = toolSchemas(names, finish, argTool, arg, rng);
+  const { steps, inSystem, verifyWith, messages } = opening(names, finish, rng);
   const facts: string[] = [];
   const turns: InstructTurn[] = [];
   const plan = [...steps, ...(verifyWith ? [verifyWith] : []), finish];

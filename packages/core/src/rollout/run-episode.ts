@@ -83,16 +83,7 @@ async function drive(
       baseHints: offered(baseHints, tools),
       failedActions: [...s.failedActions],
       turnsLeft,
-      ...(textual
-        ? {
-            instruction,
-            text: text ?? "",
-            notes,
-            ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
-            history: [...dialogue],
-            base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
-          }
-        : {}),
+      ...(textual ? textualView(task, harness, instruction, text, baseText, notes, baseNotes, dialogue) : {}),
     };
     const forced = harness.budget.forceSubmitAt !== undefined && turnsLeft <= harness.budget.forceSubmitAt;
     const choice: ActionChoice = forced ? { action: SUBMIT, logProb: 0 } : await policy.act(observation, policyRng);
@@ -103,17 +94,7 @@ async function drive(
     const applied = await applyAction(s, harness, choice, session, textual);
     outcome = applied.outcome;
     const { result, resultText } = applied;
-    const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
-    steps.push({
-      observation,
-      action,
-      logProb: choice.logProb,
-      forced,
-      intercepted,
-      result,
-      ...(textual ? { args: choice.args, resultText } : {}),
-      ...(choice.tokens ? { tokens: choice.tokens } : {}),
-    });
+    steps.push(trajectoryStep(observation, choice, forced, result, resultText, textual));
     if (textual) {
       dialogue.push(...dialogueTurn(text ?? "", notes, choice));
       text = resultText ?? result;
@@ -123,16 +104,29 @@ async function drive(
     if (!events.includes(s.event)) events.push(s.event);
   }
 
-  return finished(
-    task,
-    harness,
-    seed,
-    policyVersion,
-    steps,
-    events,
-    outcome ?? (await session.finish("budget-exhausted")),
-    !outcome,
-  );
+  const closing = outcome ?? (await session.finish("budget-exhausted"));
+  return finished(task, harness, seed, policyVersion, steps, events, closing, !outcome);
+}
+
+/** The part of the observation only a text agent gets: the instruction, the message, notes and the dialogue so far. */
+function textualView(
+  task: Task,
+  harness: HarnessSpec,
+  instruction: string | undefined,
+  text: string | undefined,
+  baseText: string | undefined,
+  notes: string[],
+  baseNotes: string[],
+  dialogue: readonly DialogueTurn[],
+): Partial<PolicyObservation> {
+  return {
+    instruction,
+    text: text ?? "",
+    notes,
+    ...(Object.keys(harness.instruction.toolNotes).length ? { toolNotes: harness.instruction.toolNotes } : {}),
+    history: [...dialogue],
+    base: { instruction: task.instruction, text: baseText ?? "", notes: baseNotes },
+  };
 }
 
 /**
@@ -141,6 +135,28 @@ async function drive(
  */
 function offered(names: readonly string[], tools: readonly string[]): string[] {
   return [...new Set(names)].filter((h) => tools.includes(h));
+}
+
+/** One turn's record: what the policy saw, what it chose, and whether the harness intercepted the action. */
+function trajectoryStep(
+  observation: PolicyObservation,
+  choice: ActionChoice,
+  forced: boolean,
+  result: string,
+  resultText: string | undefined,
+  textual: boolean,
+): TrajectoryStep {
+  const intercepted = result.startsWith("blocked:") || result.startsWith("gate:");
+  return {
+    observation,
+    action: choice.action,
+    logProb: choice.logProb,
+    forced,
+    intercepted,
+    result,
+    ...(textual ? { args: choice.args, resultText } : {}),
+    ...(choice.tokens ? { tokens: choice.tokens } : {}),
+  };
 }
 
 /** What a text agent saw this turn (the env message with the harness's notes) and what it did. */

@@ -184,22 +184,7 @@ export class MysqlSession implements SqlSession {
         if (sizer) clearInterval(sizer);
         await killing;
         if (reason === "rows") return resolve({ rows, truncated: true });
-        if (reason === "time")
-          return resolve({
-            error: {
-              errno: 1969,
-              sqlState: "70100",
-              message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)`,
-            },
-          });
-        if (reason === "size")
-          return resolve({
-            error: {
-              errno: 1114,
-              sqlState: "HY000",
-              message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped`,
-            },
-          });
+        if (reason === "time" || reason === "size") return resolve(this.interrupted(reason));
         if (error) return resolve(error);
         if (writes && (await this.control.sizeOf().catch(() => 0)) > this.limits.maxDatabaseBytes) {
           this.full = true;
@@ -214,6 +199,25 @@ export class MysqlSession implements SqlSession {
         resolve(resultSet ? { rows, truncated } : { affected });
       });
     });
+  }
+
+  /** The error of a statement the watchdog stopped: past the time limit, or with the database past its size limit. */
+  private interrupted(reason: "time" | "size"): Outcome {
+    return reason === "time"
+      ? {
+          error: {
+            errno: 1969,
+            sqlState: "70100",
+            message: `Query execution was interrupted (max_statement_time exceeded: ${this.limits.statementSeconds} s)`,
+          },
+        }
+      : {
+          error: {
+            errno: 1114,
+            sqlState: "HY000",
+            message: `The rollout database is full (its limit is ${this.limits.maxDatabaseBytes} bytes); the statement was stopped`,
+          },
+        };
   }
 
   tablesHash(tables: readonly DbTable[]): Promise<string> {
