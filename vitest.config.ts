@@ -20,6 +20,9 @@ export default defineConfig({
     maxWorkers: 3,
     isolate: false,
     testTimeout: 60_000,
+    // Each file's CPU seconds (tests/cpu-meter.ts), summed and shown when the run ends (tests/cpu-reporter.ts).
+    setupFiles: ["tests/cpu-meter.ts"],
+    reporters: ["default", "./tests/cpu-reporter.ts"],
     projects: [
       {
         extends: true,
