@@ -6,14 +6,10 @@ import { defineConfig } from "vitest/config";
 // file's cost was importing the workspace again, and the integration files' imports took 64 s of
 // their 418 s (11 s shared; the project's CPU 752 s -> 699 s on the idle machine). Integration
 // files share one DynamoDB Local (tests/shared-dynamodb.ts).
-// Files that compare wall-clock figures measured minutes apart (a quote's compute seconds,
-// calibrated by one run, against the next run's) run after every other file, alone: files beside
-// them would load one of the two runs and not the other (CI at 8370d9c: a calibration's compute
-// seconds 1.8 times its predicted run's, the charge 23.5% off). The rescue bench's test joins them:
-// it measures both stacks for 40 s alone here, and beside other files it ran past its 120 s (CI at
-// c7e4587). One worker: the files of this project run one after another, none beside another.
-const ALONE = ["tests/integration/experiment-quotes.test.ts", "tests/integration/bench-rescue.test.ts"];
-
+// Benchmarks (tests/bench/): `npm run bench` runs them, `npm test` does not (its script names the other projects). They
+// compare wall-clock figures measured minutes apart (a quote's compute seconds, calibrated by one run, against the
+// next run's) or measure throughput, so they run one file at a time: files beside them would load one of two runs and
+// not the other (CI at 8370d9c: a calibration's compute seconds 1.8 times its predicted run's, the charge 23.5% off).
 export default defineConfig({
   test: {
     pool: "forks",
@@ -36,17 +32,16 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"],
-          exclude: ALONE,
-          globalSetup: ["tests/shared-dynamodb.ts"],
+          // One DynamoDB Local and one policy worker (the tiny model) for the files that need a plain one.
+          globalSetup: ["tests/shared-dynamodb.ts", "tests/shared-policy-worker.ts"],
         },
       },
       {
         extends: true,
         test: {
-          name: "integration-alone",
-          include: ALONE,
+          name: "bench",
+          include: ["tests/bench/**/*.test.ts"],
           globalSetup: ["tests/shared-dynamodb.ts"],
-          sequence: { groupOrder: 1 },
           maxWorkers: 1,
         },
       },

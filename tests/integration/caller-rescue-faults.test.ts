@@ -25,6 +25,8 @@ let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
 let stack: LocalStack;
 let api: Awaited<ReturnType<typeof startApi>>;
 let secret: string;
+/** The environment server no case kills: every case's rescues that should succeed step there. */
+let healthy: { url: string; proc: ChildProcess };
 const children: ChildProcess[] = [];
 
 /**
@@ -125,7 +127,10 @@ beforeAll(async () => {
     lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
     seed: 5,
   });
-  stack = await startCallerRescueStack(inject("dynamoEndpoint"), inst, { visibilitySeconds: { dispatch: 1 } });
+  [stack, healthy] = await Promise.all([
+    startCallerRescueStack(inject("dynamoEndpoint"), inst, { visibilitySeconds: { dispatch: 1 } }),
+    envServe(),
+  ]);
   secret = await addKey(stack.deps, "k-faults", ["rescues"]);
   api = await startApi(stack.deps);
 }, 600_000);
@@ -212,7 +217,7 @@ async function settle(id: string, pollMs = 100, tries = 1200) {
 describe("faults in a caller's rescue", () => {
   for (const c of KINDS)
     it(`${c.name}: a policy endpoint answering 500 or 503 is retried within a bound: each slot runs once, a lost reply is answered again${c.wire === WIRES.served ? " (sampled afresh: only the answered sample is kept)" : ", never sampled twice"}`, async () => {
-      const { url: envUrl } = await envServe();
+      const envUrl = healthy.url;
       const plan = new Map<number, "lost-reply" | "refused">([
         [1, "lost-reply"],
         [2, "refused"],
@@ -312,7 +317,7 @@ describe("faults in a caller's rescue", () => {
 
   for (const c of METERED)
     it(`${c.name}: an environment server killed mid-rescue fails only the slots it had not served, each with its reason; a rescue on another server is untouched; every token sampled is metered`, async () => {
-      const [doomed, healthy] = await Promise.all([envServe(), envServe()]);
+      const doomed = await envServe();
       // A policy that calls a tool every turn: each episode steps at its environment server until its turns run out.
       const task = inst.train.find((t) => t.tags.length > 0)!;
       const tool = setup.env.tools(task).find((a) => a !== "submit")!;

@@ -12,10 +12,10 @@ import { startOpenEnvServer } from "@harness-s/adapters/openenv";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
 import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
-import { startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
 import { clientVenv } from "../client-venv.ts";
+import { sharedPolicyWorker } from "../shared-worker.ts";
 
 // Issue 55, acceptance 3 and 5, against the local service: verl's group filter and SkyRL's
 // generator wrapper (harness_s_client, in its own venv: no torch) on batches whose groups all
@@ -24,10 +24,11 @@ import { clientVenv } from "../client-venv.ts";
 // types; a reward that lets every other rescued row win stands in for siblings that solve the
 // task. Then a rescue pinned to a version the worker does not hold: the client raises the
 // service's code, soon, not a timeout.
-const WORKER_TOKEN = "hooks-worker-token";
+// The worker is the integration run's shared one (tests/shared-policy-worker.ts).
+const WORKER_TOKEN = inject("policyWorker").token;
 const client = fileURLToPath(new URL("../../packages/client-py/", import.meta.url));
 let inst: SeedInstance;
-let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+let worker: { url: string };
 let envServer: Awaited<ReturnType<typeof startOpenEnvServer>>;
 let stack: LocalStack;
 let api: Awaited<ReturnType<typeof startApi>>;
@@ -38,11 +39,7 @@ let python: string;
 beforeAll(async () => {
   inst = await embeddedSetup(defaultEmbeddedSettings).instance(1);
   const parts = await builtinOpenEnv({ env: "embedded", engine: "sqlite", mysqlUrl: "mysql://x@127.0.0.1" });
-  [worker, envServer, python] = await Promise.all([
-    startPolicyWorker({ model: "tiny", token: WORKER_TOKEN }),
-    startOpenEnvServer(parts),
-    clientVenv(),
-  ]);
+  [worker, envServer, python] = await Promise.all([sharedPolicyWorker(), startOpenEnvServer(parts), clientVenv()]);
   // The caller's policy is created at its worker first: the service never creates one.
   await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("hooks-policy", {
     base_model: "tiny",
@@ -58,7 +55,6 @@ afterAll(async () => {
   await api?.close();
   await stack?.stop();
   await envServer?.close();
-  await worker?.stop();
 }, 60_000);
 
 describe("the client's verl and SkyRL hooks against the local service", () => {

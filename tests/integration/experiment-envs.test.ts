@@ -15,10 +15,10 @@ import { localCredentials } from "@harness-s/adapters/local";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
 import { ExperimentFlags, experiment } from "../../packages/cli/src/declared/experiment.ts";
-import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, startApi } from "../api-factory.ts";
+import { sharedPolicyWorker } from "../shared-worker.ts";
 
 // Issue 57, item 1: an experiment's environment, end to end through the local stack as `serve`
 // wires it (DynamoDB Local, fauxqs, the coordinator and dispatch workers, a policy worker with the
@@ -28,7 +28,8 @@ import { addKey, startApi } from "../api-factory.ts";
 // held-out split) is a 400 with its code, nothing recorded, nothing metered. The tiny model has
 // random weights (it solves nothing): this checks the machinery, not what is learned. Kept tiny:
 // one seed, two arms, one step of one group of two, one task per evaluation, three samples.
-const WORKER_TOKEN = "experiment-envs-token";
+// The policy worker is the integration run's shared one (tests/shared-policy-worker.ts).
+const WORKER_TOKEN = inject("policyWorker").token;
 const TINY = ServedModel.parse({ name: "tiny", parameters: 1_000, contextTokens: 2_048, chatTemplate: "chatml" });
 const families = { dbbench: { engine: "sqlite" }, appworld: { appworldServers: 1 } };
 const tiny = {
@@ -38,7 +39,7 @@ const tiny = {
   evalTasks: 1,
   evalSamples: 3,
 };
-let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+let worker: { url: string };
 let envServe: { url: string; proc: ChildProcess; tasks: CallerTask[] };
 /** A proxy in front of env-serve counting the sessions opened through it: the caller's URL as posted. */
 let counted: { url: string; sessions: number; server: Server };
@@ -116,8 +117,7 @@ async function countingProxy(target: string): Promise<typeof counted> {
 }
 
 beforeAll(async () => {
-  await ensureWorkerVenv();
-  [worker, envServe] = await Promise.all([startPolicyWorker({ model: "tiny", token: WORKER_TOKEN }), startEnvServe()]);
+  [worker, envServe] = await Promise.all([sharedPolicyWorker(), startEnvServe()]);
   counted = await countingProxy(envServe.url);
   const embedded = embeddedSetups(defaultEmbeddedSettings);
   const models = [{ name: "tiny", url: worker.url, token: WORKER_TOKEN }];
@@ -153,7 +153,6 @@ afterAll(async () => {
   await stack?.stop();
   counted?.server.close();
   envServe?.proc.kill("SIGTERM");
-  await worker?.stop();
 }, 60_000);
 
 const call = (key: string, method: string, path: string, body?: unknown) =>

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { ExperimentConfig, runExperimentToEnd } from "@harness-s/core/experiment";
 import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
-import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { runExperimentLocalAws } from "../../packages/cli/src/runtime/local-aws.ts";
 import { workerPolicySetup } from "@harness-s/functions/experiment-setup";
+import { sharedPolicyWorker } from "../shared-worker.ts";
 
 // Issue 57, item 6: `harness-s experiment --runtime local-aws --policy worker` runs the worker's
 // policies through the local stack (DynamoDB Local, fauxqs, the coordinator and dispatch
@@ -12,14 +12,12 @@ import { workerPolicySetup } from "@harness-s/functions/experiment-setup";
 // policy in process (localQueuedExperiment) and dispatch samples it at the worker. The same seeded
 // configuration in process gives the same summary. Tiny: the embedded suite at the tiny model,
 // one seed, two arms, one step of a group of two, one task per evaluation, no profile measurement.
-const TOKEN = "local-aws-worker-token";
-let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+// At the integration run's shared worker (tests/shared-policy-worker.ts).
+let worker: { url: string; token: string };
 
 beforeAll(async () => {
-  await ensureWorkerVenv();
-  worker = await startPolicyWorker({ model: "tiny", token: TOKEN });
+  worker = await sharedPolicyWorker();
 }, 300_000);
-afterAll(() => worker?.stop(), 60_000);
 
 const config = ExperimentConfig.parse({
   seeds: [1],
@@ -33,7 +31,11 @@ const config = ExperimentConfig.parse({
  * evolved).
  */
 const atWorker = () =>
-  workerPolicySetup(embeddedSetups(defaultEmbeddedSettings)("test"), { url: worker.url, token: TOKEN, model: "tiny" });
+  workerPolicySetup(embeddedSetups(defaultEmbeddedSettings)("test"), {
+    url: worker.url,
+    token: worker.token,
+    model: "tiny",
+  });
 
 describe("experiment --runtime local-aws --policy worker (issue 57, item 6)", () => {
   it("runs the worker's policies through the queues and handlers, and its summary is the in-process run's", async () => {

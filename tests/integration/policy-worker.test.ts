@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,27 +47,25 @@ import { makeSqsRecord } from "../factories.ts";
 import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-endpoint.ts";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
-import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
-import { benchWorker } from "../../packages/cli/src/commands/bench-worker.ts";
+import { startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
+import { sharedPolicyWorker } from "../shared-worker.ts";
 import OpenAI from "openai";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { startLambdaGateway } from "../gateway-lambda.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 
 // The reference policy worker (Python) on loopback with the tiny model, driven over protocol v2
-// from TypeScript. The venv is created here when it is missing (about a minute from the local
-// package indexes), so `npm test` on a fresh machine sets it up itself.
-const TOKEN = "test-token";
+// from TypeScript: the integration run's shared worker (tests/shared-policy-worker.ts, which makes
+// the venv when it is missing), and workers of this file's own where one is killed.
+const TOKEN = inject("policyWorker").token;
 const LORA = { rank: 8, alpha: 16, targets: ["q_proj", "v_proj"] };
-let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
+let worker: { url: string };
 let client: TokenPolicyClient;
 
 beforeAll(async () => {
-  await ensureWorkerVenv();
-  worker = await startPolicyWorker({ model: "tiny", token: TOKEN });
+  worker = await sharedPolicyWorker();
   client = new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock });
 }, 600_000);
-afterAll(async () => worker?.stop());
 
 const first = (episode: string, seed: number, maxTokens = 8) => ({
   episode_id: episode,
@@ -611,18 +609,6 @@ describe("a unit whose worker process is killed mid-run", () => {
     } finally {
       await second.stop();
     }
-  }, 600_000);
-});
-
-describe("bench --worker", () => {
-  it("prints sampling at 1, 8 and 32 episodes against batched generate, and updates against a direct loop", async () => {
-    const out = (await benchWorker(0.1, "tiny", { maxTokens: 16, updateDatums: 8 })).join("\n"); // sizes kept small: the output's shape is under test
-    for (const n of ["1", "8", "32"])
-      expect(out).toMatch(
-        new RegExp(`worker sample tokens/s, +${n} episodes +\\d+ over HTTP vs \\d+/s batched generate`),
-      );
-    expect(out).toMatch(/worker sample tokens\/s at 32 episodes over 1: \d+\.\d+×/);
-    expect(out).toMatch(/worker update tokens\/s +\d+ over HTTP vs \d+\/s driven directly/);
   }, 600_000);
 });
 

@@ -38,7 +38,9 @@ const spawnDynamo = createSpawn(launcherDir, (command: string, args: string[], o
  * Starts the official DynamoDB Local (Java, in memory) on a free loopback port and waits until it
  * answers. `stop` kills the JVM by pid; so does this process's exit, whatever ends it ({@link ownChild}).
  */
-export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+export async function startDynamoDbLocal(
+  timeoutMs = 30_000,
+): Promise<{ endpoint: string; stop: () => Promise<void>; pid: number | undefined }> {
   const port = await freePort();
   const proc = ownChild(spawnDynamo({ port, sharedDb: true, stdio: "ignore" }));
   const endpoint = `http://127.0.0.1:${port}`;
@@ -56,7 +58,7 @@ export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<{ endpoint
     try {
       await probe.send(new ListTablesCommand({}));
       probe.destroy();
-      return { endpoint, stop };
+      return { endpoint, stop, pid: proc.pid };
     } catch (err) {
       if (proc.exitCode !== null)
         throw new Error(`DynamoDB Local exited with code ${proc.exitCode} (is Java installed?)`, { cause: err });

@@ -3,7 +3,7 @@ import { EndpointCidrs, MAX_ENDPOINT_CIDRS } from "@harness-s/core/outbound";
 import { Name } from "@harness-s/core";
 import { OPENENV_SERVER_DEFAULTS } from "@harness-s/adapters/openenv/server-limits";
 import { familyFlags } from "@harness-s/envs";
-import { GatewayEnv, gatewayEnvs } from "@harness-s/functions/api";
+import { GatewayEnv, gatewayEnvs } from "@harness-s/functions/gateway-config";
 import { flag } from "../declare.ts";
 import { envFlag, familyFor, familyNames, familySummaries } from "../families.ts";
 import { int, num, port } from "../flags.ts";

@@ -47,9 +47,30 @@ export function evolutionForPoolSize(poolSize: number): Partial<EvolutionConfig>
   return { poolSize, maxPerDirection: Math.ceil(poolSize / 4), rounds: Math.max(5, Math.ceil((poolSize * 10) / 32)) };
 }
 
+/** Seed instances built in this process, any setup's, most recent last: the most kept ({@link builtHere}). */
+const BUILT_HERE_MAX = 32;
+const builtHere = new Map<string, Promise<SeedInstance>>();
+
+/**
+ * A seed's instance as these settings build it in this process, built once for every setup that asks (seconds of CPU
+ * each: the suite and its pool's evolution, deterministic in the settings and the seed). A failed build is forgotten.
+ */
+function sharedBuild(settings: EmbeddedSettings, key: number, build: () => Promise<SeedInstance>) {
+  const id = JSON.stringify([key, Object.entries(settings).sort(([a], [b]) => a.localeCompare(b))]);
+  let built = builtHere.get(id);
+  if (!built) {
+    built = build();
+    built.catch(() => builtHere.delete(id));
+    builtHere.set(id, built);
+    if (builtHere.size > BUILT_HERE_MAX) builtHere.delete(builtHere.keys().next().value!);
+  }
+  return built;
+}
+
 /**
  * The composition root of the embedded default: environment, policy factory, and for each seed
- * a suite instance with its own evolved, frozen sibling pool (or one shared instance).
+ * a suite instance with its own evolved, frozen sibling pool (or one shared instance). Setups
+ * with the same settings share the instances built in this process.
  */
 export function embeddedSetup(
   settings: EmbeddedSettings,
@@ -90,7 +111,8 @@ export function embeddedSetup(
   };
   const instance = (seed: number) => {
     const key = settings.fixedSuite ? settings.suiteSeed : seed;
-    if (!cache.has(key)) cache.set(key, buildElsewhere ? buildElsewhere(settings, key) : build(key));
+    if (!cache.has(key))
+      cache.set(key, buildElsewhere ? buildElsewhere(settings, key) : sharedBuild(settings, key, () => build(key)));
     return cache.get(key)!;
   };
   return { env, createPolicy, voters: statisticalVoters, instance };

@@ -6,6 +6,7 @@ import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/poli
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, startApi } from "../api-factory.ts";
+import { RECORD_QUOTES, quoteRecorder, quoteRows } from "./quote-recording.ts";
 
 // Issue 57, item 3: a quote prices an experiment's environment and model, and predicts what the
 // run then uses. Through the local stack as `serve` wires it (DynamoDB Local, fauxqs, the
@@ -16,6 +17,8 @@ import { addKey, startApi } from "../api-factory.ts";
 // token), then quoted on seed 2 (POST /v1/quotes, before the run exists), run on seed 2, and the
 // quote set beside the metered actual (rollouts, tokens sampled and trained, charge in USD): each
 // within 20%. The quote never sees the run it predicts.
+// A benchmark (`npm run bench`), not part of `npm test`; its runs, recorded (./quote-recording.ts), are what
+// tests/unit/quote-recorded.test.ts checks the quote's arithmetic on.
 const TOKEN = "experiment-quotes-token";
 const served = (name: string) =>
   ServedModel.parse({ name, parameters: 1_000, contextTokens: 2_048, chatTemplate: "chatml" });
@@ -51,6 +54,7 @@ const CONFIGURATIONS = [
   },
 ] as const;
 const WITHIN = 0.2;
+const record = quoteRecorder("configurations");
 
 let workers: Awaited<ReturnType<typeof startPolicyWorker>>[] = [];
 let setups: ExperimentSetups;
@@ -132,6 +136,7 @@ describe("quotes by environment and model (issue 57, item 3)", () => {
       expect(calibration.error).toBeNull();
       expect(calibration.status).toBe("done");
       const request = { ...plan, ...config.request, seeds: [2] };
+      const rows = RECORD_QUOTES ? await quoteRows(stack.deps.meter, request) : {};
       const quoted = await call("POST", "/v1/quotes", { experiment: request });
       expect(quoted.basis.configuration).toMatchObject({
         env: request.env,
@@ -150,6 +155,7 @@ describe("quotes by environment and model (issue 57, item 3)", () => {
         gpuSeconds: [quoted.usage.gpuSeconds, actual.actual.usage.gpuSeconds!],
       };
       console.log(`quote vs actual, ${config.name}: ${JSON.stringify(figures)}`);
+      record({ name: config.name, request, rows, quote: quoted, actual: actual.actual });
       expect(off(figures.rollouts[0]!, figures.rollouts[1]!)).toBeLessThanOrEqual(WITHIN);
       expect(off(figures.tokens[0]!, figures.tokens[1]!)).toBeLessThanOrEqual(WITHIN);
       expect(off(figures.chargeUsd[0]!, figures.chargeUsd[1]!)).toBeLessThanOrEqual(WITHIN);
