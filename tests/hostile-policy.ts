@@ -139,3 +139,44 @@ export function answer(
   else res.writeHead(reply.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(reply.json));
   replied(Date.now());
 }
+
+/**
+ * The hostile endpoint of {@link startHostilePolicy} answering in process: a `fetch` with the same state, sample
+ * replies and echoes, no socket (a stubbed transport for the client's tables; `hang` is not offered). Its endless body
+ * is a stream of 64 KiB chunks that ends only when the reader cancels it.
+ */
+export function hostilePolicyFetch(
+  script: (policy: string, body: Record<string, unknown>) => Exclude<HostileSample, { hang: true }>,
+  version = 0,
+  vocabSize?: number,
+): typeof fetch {
+  const json = (status: number, out: unknown) =>
+    new Response(JSON.stringify(out), { status, headers: { "content-type": "application/json" } });
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = new URL(typeof input === "string" || input instanceof URL ? String(input) : input.url);
+    const policy = decodeURIComponent(url.pathname.split("/")[3] ?? "");
+    const method = init?.method ?? "GET";
+    const tokenizer = { name: "hostile", eos_ids: [0], ...(vocabSize ? { vocab_size: vocabSize } : {}) };
+    if (method === "GET") return json(200, { policy_id: policy, version, tokenizer, capabilities: { sample: true } });
+    if (method === "DELETE") return json(200, { closed: true });
+    const body = init?.body ? (JSON.parse(String(init.body)) as Record<string, unknown>) : {};
+    const reply = script(policy, body);
+    if ("endless" in reply) {
+      const chunk = new Uint8Array(64 << 10).fill(0x20);
+      const stream = new ReadableStream<Uint8Array>({
+        start: (c) => c.enqueue(new TextEncoder().encode('{"policy_version":0,"prompt_ids":[')),
+        pull: (c) => c.enqueue(chunk),
+      });
+      return new Response(stream, { status: 200, headers: { "content-type": "application/json" } });
+    }
+    if ("echoHeaders" in reply) {
+      const headers = Object.fromEntries(new Headers(init?.headers).entries());
+      return json(reply.echoHeaders, {
+        error: { code: "BAD_REQUEST", message: `headers received: ${JSON.stringify(headers)}` },
+      });
+    }
+    if ("raw" in reply)
+      return new Response(reply.raw, { status: reply.status, headers: { "content-type": "application/json" } });
+    return json(reply.status ?? 200, reply.json);
+  }) as typeof fetch;
+}

@@ -34,6 +34,11 @@ export interface CallerPoliciesDeps {
   builtin?: Partial<Record<"embedded", Environment>>;
   /** Longest wait for one sample or environment step. */
   timeoutMs?: number;
+  /**
+   * How callers' endpoints are reached; default: through the outbound guard ({@link outboundFetch}), bounded in size
+   * and time. Tests hand one that answers in process (a stubbed transport).
+   */
+  transport?: Transport;
 }
 
 const headerOf = (secret: { name: string; value: string } | undefined) =>
@@ -65,7 +70,7 @@ export class CallerPolicyRunners implements CallerPolicies {
 
   constructor(private readonly deps: CallerPoliciesDeps) {
     const timeoutMs = deps.timeoutMs ?? OUTBOUND_LIMITS.deadlineMs;
-    this.transport = {
+    this.transport = deps.transport ?? {
       fetch: outboundFetch(deps.outbound, { ...OUTBOUND_LIMITS, deadlineMs: timeoutMs }),
       clock: deps.clock,
       timeoutMs,
