@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 // append-only (earlier assistant turns lose their <think> blocks, as Qwen3's does).
 
 const SPECIALS = ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"];
-const IM_END = 2;
+export const IM_END = 2;
 
 /** The toy tokenizer: each special marker one id (1…), any other character 100 + its code. */
 export function tokenize(text: string): number[] {
@@ -40,14 +40,14 @@ export function score(ids: readonly number[]): number[] {
   });
 }
 
-interface Message {
+export interface Message {
   role: string;
   content?: string | null;
   tool_calls?: { function: { name: string; arguments: string } }[];
 }
 
 /** ChatML; with `rewrites`, every assistant turn before the last user message loses its <think> block. */
-function render(messages: Message[], generationPrompt: boolean, rewrites: boolean): string {
+export function render(messages: Message[], generationPrompt: boolean, rewrites: boolean): string {
   const lastUser = messages.map((m) => m.role).lastIndexOf("user");
   const body = messages.map((m, i) => {
     let content = m.content ?? "";

@@ -125,7 +125,9 @@ describe("a rescue's rollout at a served endpoint, in each token mode", () => {
       expect(rows!.datums).toHaveLength(1);
       expectExact(rows!, rollout);
       // Every sampling request named the served model (SGLang: its adapter, as lora_path).
-      const sampled = server.requests.filter((r) => r.path !== "/tokenize" && r.path !== "/detokenize").slice(1);
+      const sampled = server.requests
+        .filter((r) => !["/tokenize", "/detokenize", "/v1/models"].includes(r.path))
+        .slice(1);
       for (const r of sampled) expect(r.body.model ?? r.body.lora_path).toBe("base@v3");
     });
 

@@ -14,6 +14,7 @@ export const ADAPTERS_ERROR_CODES = [
   "ENDPOINT_NO_TOKEN_IDS",
   "ENDPOINT_NOT_TOKEN_EXACT",
   "SERVED_MODEL_MISMATCH",
+  "ENDPOINT_ROUTE_MISSING",
   "POLICY_REPLY_INVALID",
   "ENVIRONMENT_FAILED",
 ] as const;
@@ -100,7 +101,14 @@ export class UrlNotAllowedError extends HarnessSError<AdaptersErrorCode> {
  * text is not relayed).
  */
 export class EndpointProbeError extends HarnessSError<AdaptersErrorCode> {
-  constructor(detail: string, code: "ENDPOINT_PROBE_FAILED" | "ENDPOINT_NO_TOKEN_IDS" = "ENDPOINT_PROBE_FAILED") {
+  constructor(
+    detail: string,
+    code:
+      | "ENDPOINT_PROBE_FAILED"
+      | "ENDPOINT_NO_TOKEN_IDS"
+      | "ENDPOINT_ROUTE_MISSING"
+      | "SERVED_MODEL_MISMATCH" = "ENDPOINT_PROBE_FAILED",
+  ) {
     super(code, detail);
   }
 }
@@ -125,6 +133,16 @@ export class EndpointNotTokenExactError extends HarnessSError<AdaptersErrorCode>
 export class ServedModelMismatchError extends HarnessSError<AdaptersErrorCode> {
   constructor(detail: string) {
     super("SERVED_MODEL_MISMATCH", detail);
+  }
+}
+
+/**
+ * The server has no such route: FastAPI's own 404 (`{"detail": "Not Found"}`), as an older vLLM answers
+ * `/inference/v1/generate` — never read as a model it does not serve.
+ */
+export class EndpointRouteMissingError extends HarnessSError<AdaptersErrorCode> {
+  constructor(detail: string) {
+    super("ENDPOINT_ROUTE_MISSING", detail);
   }
 }
 

@@ -1,6 +1,11 @@
 import type { z } from "zod";
 import { formatIssues } from "@harness-s/core";
-import { PolicyEndpointError, PolicyReplyInvalidError, ServedModelMismatchError } from "../errors.ts";
+import {
+  EndpointRouteMissingError,
+  PolicyEndpointError,
+  PolicyReplyInvalidError,
+  ServedModelMismatchError,
+} from "../errors.ts";
 import { safeJson, sendJson, type JsonTransportOptions } from "./json-transport.ts";
 import { scrubError, secretScrubber } from "./scrub-secrets.ts";
 
@@ -16,12 +21,16 @@ function errorMessage(text: string): string {
   return typeof message === "string" ? message : text;
 }
 
+/** FastAPI's answer for a path it has no route for (starlette's default 404 handler): `{"detail": "Not Found"}`. */
+const routeMissing = (text: string) => (safeJson(text) as { detail?: unknown } | undefined)?.detail === "Not Found";
+
 /**
  * A client of a vLLM, SGLang or OpenAI-compatible server as rescues sample it: JSON requests
  * through the caller's guarded fetch, each repeated after a dropped connection or a passing 5xx
  * (every request here is stateless: a repeat samples afresh, and only the answered sample is
  * kept), replies validated by the schemas of `@harness-s/core/protocol`'s served wire. A 404 to a
- * request that names a model is that model not served (`SERVED_MODEL_MISMATCH`); any text the
+ * request that names a model is that model not served (`SERVED_MODEL_MISMATCH`), unless it is the
+ * framework's own "Not Found" for a route the server lacks (`ENDPOINT_ROUTE_MISSING`); any text the
  * server sent back reaches an error's message only with the caller's secrets masked.
  *
  * @example
@@ -55,28 +64,44 @@ export class ServedClient {
     }
   }
 
+  /** A read (`GET /v1/models`, SGLang's `/get_model_info`), answered as {@link post} answers. */
+  async get<S extends z.ZodType>(path: string, schema: S): Promise<z.infer<S>> {
+    try {
+      return await this.exchange(path, undefined, schema, undefined, "GET");
+    } catch (err) {
+      throw scrubError(err, this.scrub);
+    }
+  }
+
   private async exchange<S extends z.ZodType>(
     path: string,
     body: unknown,
     schema: S,
     model: string | undefined,
+    method = "POST",
   ): Promise<z.infer<S>> {
-    const res = await sendJson(this.opts, this.baseUrl, path, "POST", body, {}, true);
+    const res = await sendJson(this.opts, this.baseUrl, path, method, body, {}, true);
     if (!res.ok) {
       const message = this.scrub(errorMessage(res.text)).slice(0, 300);
+      if (res.status === 404 && routeMissing(res.text))
+        throw new EndpointRouteMissingError(
+          `${method} ${path}: the endpoint has no such route (HTTP 404 Not Found); a server older than this token mode (an older vLLM has no /inference/v1/generate)`,
+        );
       if (res.status === 404 && model !== undefined)
         throw new ServedModelMismatchError(
           `POST ${path}: the endpoint does not serve model ${JSON.stringify(model)} (HTTP 404: ${message}); it no longer holds that version, or the name is not the one it serves`,
         );
-      throw new PolicyEndpointError(`POST ${path}: HTTP ${res.status} ${message}`, undefined, res.status);
+      throw new PolicyEndpointError(`${method} ${path}: HTTP ${res.status} ${message}`, undefined, res.status);
     }
     const json = safeJson(res.text);
     if (json === undefined)
-      throw new PolicyReplyInvalidError(`POST ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`);
+      throw new PolicyReplyInvalidError(
+        `${method} ${path}: the answer is not JSON (${this.scrub(res.text).slice(0, 120)})`,
+      );
     const parsed = schema.safeParse(json);
     if (!parsed.success)
       throw new PolicyReplyInvalidError(
-        `POST ${path}: the answer is not the server's wire format: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`,
+        `${method} ${path}: the answer is not the server's wire format: ${formatIssues(parsed.error.issues).slice(0, 5).join("; ")}`,
       );
     return parsed.data;
   }

@@ -24,7 +24,19 @@ export interface ServedTarget {
   /** The registration's model name (SGLang: a served model other than it is a LoRA adapter, named by `lora_path`). */
   baseModel: string;
   chatPath: string;
+  /** What chat completions send as `model` (default: {@link model}; SGLang: the base, its adapter in `lora_path`). */
+  requestModel?: string;
+  /**
+   * The model name a reply must name (default: what the request named): vLLM answers a base model by its first served
+   * name, an adapter by its own.
+   */
+  answersAs?: string;
+  /** The kind's own request fields for chat completions' ids (vLLM `return_token_ids`; SGLang's three flags). */
+  chatExtras?: Readonly<Record<string, unknown>>;
 }
+
+/** The model a reply to `target` must name. */
+export const answeredModel = (target: ServedTarget) => target.answersAs ?? target.requestModel ?? target.model;
 
 /** How a turn samples: temperature 1, top_p 1 for training rollouts (their log-probabilities are then exact). */
 export interface ServedSampling {
@@ -45,6 +57,8 @@ export interface ServedTurn extends SampledCall {
   model: string | undefined;
   /** The id of the turn's first tool call, where the server gave one (a tool message answering it names it). */
   callId?: string;
+  /** The weight version the reply states (SGLang's `meta_info.weight_version`), where it states one. */
+  weightVersion?: string;
 }
 
 /**
@@ -67,9 +81,10 @@ function sameLength(path: string, ids: readonly number[], logprobs: readonly num
 }
 
 /**
- * Messages in: the whole conversation each turn to chat completions with `return_token_ids` and
- * `logprobs` (vLLM's `prompt_token_ids` and `choices[].token_ids`); the assistant's reply goes
- * back as the server answered it. Tool calls as the server parsed them, else read from its text.
+ * Messages in: the whole conversation each turn to chat completions with the kind's id flags and
+ * `logprobs`: the prompt's ids at the top of the reply (vLLM's `prompt_token_ids`) or in the choice
+ * (SGLang's), the completion's in the choice (`token_ids`); the assistant's reply goes back as the
+ * server answered it. Tool calls as the server parsed them, else read from its text.
  */
 class ChatEpisode implements ServedEpisode {
   private readonly messages: ChatMessage[] = [];
@@ -81,23 +96,25 @@ class ChatEpisode implements ServedEpisode {
 
   async turn(add: ChatMessage[], sampling: ServedSampling): Promise<ServedTurn> {
     this.messages.push(...add);
-    const { client, model, chatPath } = this.target;
+    const { client, model, chatPath, requestModel = model, chatExtras = { return_token_ids: true } } = this.target;
     const body = {
-      model,
+      model: requestModel,
       messages: this.messages,
       ...(this.tools.length ? { tools: this.tools } : {}),
       ...sampling,
       logprobs: true,
-      return_token_ids: true,
+      ...chatExtras,
     };
     const reply = await client.post(chatPath, body, ChatTokenReply, model);
     const choice = reply.choices[0]!;
     const logprobs = choice.logprobs?.content?.map((t) => t.logprob);
-    if (!reply.prompt_token_ids?.length || !choice.token_ids || !logprobs)
+    const promptIds = reply.prompt_token_ids ?? choice.prompt_token_ids;
+    if (!promptIds?.length || !choice.token_ids || !logprobs)
       throw new MissingIdsError(
-        `POST ${chatPath}: the reply carries no prompt_token_ids, choices[0].token_ids or logprobs (vLLM gives them with return_token_ids and logprobs)`,
+        `POST ${chatPath}: the reply carries no prompt_token_ids (at its top, as vLLM answers, or in its choice, as SGLang does), choices[0].token_ids or logprobs: vLLM gives them with return_token_ids and logprobs, SGLang since its chat replies carry ids per choice (return_token_ids, mid-2026); an older SGLang answers text only`,
       );
     sameLength(chatPath, choice.token_ids, logprobs);
+    const weightVersion = choice.meta_info?.weight_version ?? undefined;
     const { content = null, tool_calls } = choice.message;
     this.messages.push({ role: "assistant", content, ...(tool_calls?.length ? { tool_calls } : {}) });
     const text = content ?? "";
@@ -109,13 +126,14 @@ class ChatEpisode implements ServedEpisode {
       : hermesToolCalls(text);
     const callId = tool_calls?.[0]?.id;
     return {
-      promptIds: reply.prompt_token_ids,
+      promptIds,
       completionIds: choice.token_ids,
       logprobs,
       model: reply.model,
       text,
       ...parsed,
       ...(callId ? { callId } : {}),
+      ...(weightVersion ? { weightVersion } : {}),
     };
   }
 }
@@ -127,6 +145,7 @@ interface IdsSample {
   logprobs: number[];
   text: string;
   model: string | undefined;
+  weightVersion?: string;
 }
 
 /** Samples one completion after these ids. */
@@ -160,14 +179,18 @@ const completionsIds: IdsSampler = async ({ client, model }, ids, sampling) => {
   };
 };
 
-/** vLLM's `/inference/v1/generate` (tokens in, tokens out; its reply has no text, so `/detokenize` reads it). */
+/**
+ * vLLM's `/inference/v1/generate` (tokens in, tokens out; its reply has no text, so `/detokenize` reads it); the model
+ * its reply names, where it names one, is checked as any other reply's.
+ */
 const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_tokens, ...rest }) => {
   const body = {
     model,
     token_ids: ids,
     sampling_params: { ...rest, max_tokens, logprobs: 1, skip_special_tokens: false },
   };
-  const c = (await client.post("/inference/v1/generate", body, GenerateTokensReply, model)).choices[0]!;
+  const reply = await client.post("/inference/v1/generate", body, GenerateTokensReply, model);
+  const c = reply.choices[0]!;
   const logprobs = c.logprobs?.content.map((t) => t.logprob);
   if (!c.token_ids || !logprobs)
     throw new MissingIdsError("POST /inference/v1/generate: the reply carries no choices[0].token_ids or logprobs");
@@ -175,7 +198,7 @@ const inferenceGenerate: IdsSampler = async ({ client, model }, ids, { max_token
   const text = c.token_ids.length
     ? (await client.post("/detokenize", { model, tokens: c.token_ids }, DetokenizeReply, model)).prompt
     : "";
-  return { completionIds: c.token_ids, logprobs, text, model: undefined };
+  return { completionIds: c.token_ids, logprobs, text, model: reply.model };
 };
 
 /**
@@ -214,7 +237,14 @@ const sglangGenerate: IdsSampler = async (
     throw new PolicyReplyInvalidError(
       "POST /generate: meta_info.output_token_logprobs does not name output_ids one by one",
     );
-  return { completionIds: reply.output_ids, logprobs: pairs.map(([lp]) => lp), text: reply.text, model: undefined };
+  const weightVersion = reply.meta_info.weight_version ?? undefined;
+  return {
+    completionIds: reply.output_ids,
+    logprobs: pairs.map(([lp]) => lp),
+    text: reply.text,
+    model: undefined,
+    ...(weightVersion ? { weightVersion } : {}),
+  };
 };
 
 /** The ids the server's own chat template renders for these messages (`/tokenize`). */
@@ -286,6 +316,7 @@ class TokensEpisode implements ServedEpisode {
       model: out.model,
       text: out.text,
       ...parsed,
+      ...(out.weightVersion ? { weightVersion: out.weightVersion } : {}),
     };
   }
 

@@ -7,11 +7,11 @@ import {
   type UpdateSample,
 } from "@harness-s/core";
 import { extendsIds, segmentedDatums, TRAINING_SAMPLING, type ToolSchema } from "@harness-s/core/protocol";
-import type { RolloutRows } from "@harness-s/core/dispatch";
+import { StalePolicyVersionError, type RolloutRows } from "@harness-s/core/dispatch";
 import type { TokenMode } from "@harness-s/core/callers";
 import { ServedModelMismatchError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
-import { TOKEN_MODES, type ServedEpisode, type ServedTarget } from "./served-modes.ts";
+import { answeredModel, TOKEN_MODES, type ServedEpisode, type ServedTarget } from "./served-modes.ts";
 import type { DatumSettings } from "./token-sampler.ts";
 import { firstMessages, nextMessage, readsDifferentlyUnderBase } from "./token-render.ts";
 import { choiceOf } from "./tool-choice.ts";
@@ -29,6 +29,21 @@ export interface ServedSamplerOptions {
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
   toolNames?: Readonly<Record<string, string>>;
   maxTokens?: number;
+}
+
+/**
+ * A reply that states its weight version (SGLang's `meta_info.weight_version`, the server's `--weight-version` a
+ * trainer sets at each update) must state the rescue's; a version that is not a whole number (SGLang's default
+ * `"default"`: the trainer names none) pins nothing and is not checked.
+ */
+function checkStatedVersion(stated: string | undefined, wanted: number): void {
+  if (stated === undefined || !/^\d{1,15}$/.test(stated)) return;
+  if (Number(stated) !== wanted)
+    throw new StalePolicyVersionError(
+      Number(stated),
+      wanted,
+      `the endpoint answered at weight version ${stated}; the rescue samples version ${wanted}`,
+    );
 }
 
 interface Episode {
@@ -82,10 +97,12 @@ export class ServedSampler implements Omit<Policy, "update"> {
       max_tokens: maxTokens ?? 64,
       seed: rng.int(2 ** 31),
     });
-    if (turn.model !== undefined && turn.model !== target.model)
+    const answersAs = answeredModel(target);
+    if (turn.model !== undefined && turn.model !== answersAs)
       throw new ServedModelMismatchError(
-        `the endpoint answered as model ${JSON.stringify(turn.model)}; the rescue samples ${JSON.stringify(target.model)} (weight version ${this.opts.weightVersion})`,
+        `the endpoint answered as model ${JSON.stringify(turn.model)}; the rescue samples ${JSON.stringify(target.model)}, which it answers as ${JSON.stringify(answersAs)} (weight version ${this.opts.weightVersion})`,
       );
+    checkStatedVersion(turn.weightVersion, this.opts.weightVersion);
     const sampled = target.client.sampled;
     sampled.turns++;
     sampled.promptTokens += extendsIds(turn.promptIds, episode.ids)

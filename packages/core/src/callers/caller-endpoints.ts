@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { Id } from "../names.ts";
 import { CallerUrl, MAX_CALLER_URL_CHARS, SecretHeader } from "../outbound/caller-url.ts";
-import { KIND_MODES, PolicyEndpointKind, TokenMode } from "./endpoint-kinds.ts";
+import { KIND_ALLOWED_MODES, PolicyEndpointKind, TokenMode } from "./endpoint-kinds.ts";
 
 export const RegisterPolicyEndpoint = z.strictObject({
   id: Id,
@@ -27,6 +27,12 @@ export const EndpointProbe = z.object({
   weightVersion: z.number().int().min(0).nullable(),
   checkedAt: z.number(),
   mode: TokenMode.optional(),
+  /**
+   * The base model's served names as the server lists them (`GET /v1/models`, the cards without a parent, in order):
+   * vLLM answers any of them with the first (vllm@00153c8b7948077ebdfc5bfa14e403da41aaea6d vllm/entrypoints/openai/models/serving.py `model_name()`
+   * → `base_model_paths[0].name`). Absent where the server lists none.
+   */
+  servedNames: z.array(z.string().min(1).max(256)).max(64).optional(),
 });
 export type EndpointProbe = z.infer<typeof EndpointProbe>;
 
@@ -95,9 +101,9 @@ export async function registerPolicyEndpoint(
   deps: { endpoints: PolicyEndpointStore; prober: EndpointProber; clock: { now(): number } },
 ): Promise<PolicyEndpointView> {
   // A cheap early answer for a full key (no probe sent); the store's write is what holds the limit.
-  if (req.mode !== undefined && !KIND_MODES[req.kind].includes(req.mode))
+  if (req.mode !== undefined && !KIND_ALLOWED_MODES[req.kind].includes(req.mode))
     throw new ValidationError("policy endpoint", [
-      `mode: ${req.kind} endpoints are sampled by ${KIND_MODES[req.kind].join(", ") || "protocol v2 itself"}, not ${req.mode}`,
+      `mode: ${req.kind} endpoints are sampled by ${KIND_ALLOWED_MODES[req.kind].join(", ") || "protocol v2 itself"}, not ${req.mode}`,
     ]);
   const existing = await deps.endpoints.list(keyId);
   if (existing.length >= ENDPOINTS_PER_KEY && !existing.some((e) => e.id === req.id))

@@ -18,6 +18,8 @@ export type TokenMode = z.infer<typeof TokenMode>;
  */
 export interface EndpointKindFacts {
   modes: readonly TokenMode[];
+  /** Modes a registration may ask for by name that the probe does not try of itself. */
+  askedOnly?: readonly TokenMode[];
   /** Relative to the registered URL: an `openai-chat` URL is the `/v1` base, a vLLM or SGLang URL the server's root. */
   chatPath: string;
 }
@@ -34,7 +36,11 @@ export const ENDPOINT_KINDS = {
   "protocol-v2": { modes: [], chatPath: "/v1/chat/completions" },
   "openai-chat": { modes: ["chat-token-ids"], chatPath: "/chat/completions" },
   vllm: { modes: ["completions-ids", "inference-generate", "chat-token-ids"], chatPath: "/v1/chat/completions" },
-  sglang: { modes: ["sglang-generate", "chat-token-ids"], chatPath: "/v1/chat/completions" },
+  // SGLang: messages in, its chat replies' ids read per choice. Its /tokenize cannot serve the delta rule (a text
+  // prompt only in older releases; messages rendered always with the generation prompt at
+  // sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a protocol.py `TokenizeRequest`), so `sglang-generate` (tokens in
+  // to /generate) is probed only when a registration asks for it, for a server whose /tokenize renders as vLLM's does.
+  sglang: { modes: ["chat-token-ids"], askedOnly: ["sglang-generate"], chatPath: "/v1/chat/completions" },
 } as const satisfies Record<string, EndpointKindFacts>;
 
 export type PolicyEndpointKind = keyof typeof ENDPOINT_KINDS;
@@ -52,4 +58,12 @@ export const KIND_MODES = Object.fromEntries(
  * Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the
  * served model's name.
  */
+/** The modes a registration of each kind may name: those its probe tries, and those it tries only when asked. */
+export const KIND_ALLOWED_MODES = Object.fromEntries(
+  Object.entries(ENDPOINT_KINDS).map(([kind, facts]) => [
+    kind,
+    [...facts.modes, ...((facts as EndpointKindFacts).askedOnly ?? [])],
+  ]),
+) as unknown as Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>>;
+
 export const statesVersions = (kind: PolicyEndpointKind): boolean => KIND_MODES[kind].length === 0;

@@ -42,7 +42,17 @@ const ChatMessageRead = z.looseObject({
     .optional(),
 });
 
-/** `POST /v1/chat/completions` with `return_token_ids` and `logprobs` (vLLM; SGLang since it returns ids). */
+/** SGLang's weight version: the server's `--weight-version` string, which a trainer sets at each weight update. */
+const WeightVersionText = z.string().max(128);
+
+/**
+ * `POST /v1/chat/completions` with `return_token_ids` and `logprobs`. vLLM puts the prompt's ids at the top of the reply
+ * (`prompt_token_ids`) and the completion's in each choice; SGLang puts both **in each choice** (`prompt_token_ids`,
+ * `token_ids`, with `return_prompt_token_ids` / `return_token_ids`) and, with `return_meta_info`, the choice's
+ * `meta_info` (its `weight_version`): sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a
+ * python/sglang/srt/entrypoints/openai/protocol.py `ChatCompletionRequest`, `ChatCompletionResponseChoice`. An SGLang
+ * older than those fields answers no ids at all (@9b116dffe828b2dfa7ec0e4d061555b6c354b67a, same file).
+ */
 export const ChatTokenReply = z.looseObject({
   model: z.string().optional(),
   prompt_token_ids: TurnIds.nullable().optional(),
@@ -50,7 +60,9 @@ export const ChatTokenReply = z.looseObject({
     .array(
       z.looseObject({
         message: ChatMessageRead,
+        prompt_token_ids: TurnIds.nullable().optional(),
         token_ids: TurnIds.nullable().optional(),
+        meta_info: z.looseObject({ weight_version: WeightVersionText.nullable().optional() }).nullable().optional(),
         logprobs: z
           .looseObject({
             content: z
@@ -84,8 +96,13 @@ export const CompletionIdsReply = z.looseObject({
     .min(1),
 });
 
-/** `POST /inference/v1/generate` (vLLM): tokens in, tokens out; the reply names no model and carries no text. */
+/**
+ * `POST /inference/v1/generate` (vLLM): tokens in, tokens out; no text. Newer vLLM's `GenerateResponse` declares
+ * `model` (the scale-out token-in-token-out protocol, vllm@5dfbdc4d as issue 69 read it; not re-read here): checked
+ * where present.
+ */
 export const GenerateTokensReply = z.looseObject({
+  model: z.string().optional(),
   choices: z
     .array(
       z.looseObject({
@@ -105,6 +122,7 @@ export const SglangGenerateReply = z.looseObject({
   text: z.string(),
   output_ids: TurnIds,
   meta_info: z.looseObject({
+    weight_version: WeightVersionText.nullable().optional(),
     output_token_logprobs: z.array(z.tuple([LogProb, z.number().int().min(0)]).rest(z.unknown())).max(MAX_TURN_IDS),
     finish_reason: z
       .union([z.looseObject({ type: z.string() }), z.string()])
@@ -112,3 +130,20 @@ export const SglangGenerateReply = z.looseObject({
       .optional(),
   }),
 });
+
+/**
+ * `GET /v1/models` (vLLM, SGLang): the served names, a LoRA adapter's card naming its base as `parent`
+ * (vllm@00153c8b7948077ebdfc5bfa14e403da41aaea6d vllm/entrypoints/openai/models/serving.py `show_available_models`: the
+ * base model's names first, in order, then the adapters).
+ */
+export const ModelListReply = z.looseObject({
+  data: z
+    .array(z.looseObject({ id: z.string().min(1).max(256), parent: z.string().max(256).nullable().optional() }))
+    .max(1024),
+});
+
+/**
+ * `GET /get_model_info` (SGLang): the server's `weight_version`, the string a trainer sets at each weight update
+ * (sgl-project/sglang python/sglang/srt/managers/tokenizer_manager.py `get_model_info`, read at 004c82e0).
+ */
+export const SglangModelInfoReply = z.looseObject({ weight_version: z.string().max(128).nullable().optional() });
