@@ -8,7 +8,7 @@ import { HttpEndpointProber, outboundFetch } from "@harness-s/adapters/net";
 import { MemoryPolicyEndpointStore } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
 import { builtinEnvironments } from "../../functions/embedded-tasks.ts";
-import { score } from "../served-stub.ts";
+import { score, tokenize } from "../served-stub.ts";
 import { startSglangStandIn } from "../upstream/sglang.ts";
 import { startVllmStandIn } from "../upstream/vllm.ts";
 
@@ -63,7 +63,7 @@ async function rescue(endpoints: MemoryPolicyEndpointStore, servedModel: string,
   const sibling = inst.evolution.pool.siblings.find((s) => s.id.includes("recon"))!;
   const rollout = await run(task, sibling, 11);
   const [rows] = await callers.datums(caller, [rollout], "sampled");
-  return { rollout, rows };
+  return { rollout, rows, base: () => callers.datums(caller, [rollout], "base").then(([r]) => r) };
 }
 
 /** Every trained id carries the toy model's log-probability within 1e-4; every other id 0. */
@@ -135,6 +135,38 @@ describe("SGLang as it answers (tests/upstream/sglang.ts)", () => {
       code: "ENDPOINT_PROBE_FAILED",
       message: expect.stringContaining("/tokenize"),
     });
+  });
+});
+
+describe("context=base at served kinds: re-scored in H0's context by the server's prompt log-probabilities", () => {
+  /** Rows in H0's context: no sibling hint in them, every trained id re-scores within 1e-4. */
+  async function expectBase(rescued: Awaited<ReturnType<typeof rescue>>) {
+    const rows = await rescued.base();
+    expect(rows!.datums.length).toBeGreaterThan(0);
+    expectRescored(rows);
+    const sampledIds = rescued.rows!.datums.flatMap((d) => d.ids);
+    const baseIds = rows!.datums.flatMap((d) => d.ids);
+    expect(baseIds).not.toEqual(sampledIds);
+    const hint = [...tokenize("suggested next tool")];
+    const has = (ids: number[]) => ids.some((_, at) => hint.every((id, k) => ids[at + k] === id));
+    expect(has(sampledIds), "the sibling's hints are in the sampled rows").toBe(true);
+    expect(has(baseIds), "and not in H0's").toBe(false);
+  }
+
+  it("vllm (tokens in): /tokenize renders H0's conversation, /v1/completions' prompt_logprobs score it", async () => {
+    const server = await startVllmStandIn({ servedNames: ["base"], script });
+    servers.push(server);
+    const { endpoints } = await register(server.url, "vllm", "base", "completions-ids");
+    await expectBase(await rescue(endpoints, "base"));
+    expect(server.requests.some((r) => r.body.prompt_logprobs === 0)).toBe(true);
+  });
+
+  it("sglang: its chat completions render H0's conversation, /generate's input_token_logprobs score it", async () => {
+    const server = await startSglangStandIn({ script, weightVersion: "3" });
+    servers.push(server);
+    const { endpoints } = await register(server.url, "sglang", "base");
+    await expectBase(await rescue(endpoints, "base"));
+    expect(server.requests.some((r) => r.path === "/generate" && r.body.logprob_start_len === 0)).toBe(true);
   });
 });
 

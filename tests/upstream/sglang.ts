@@ -1,4 +1,4 @@
-import { render, tokenize, type Message } from "../served-stub.ts";
+import { detokenize, IM_END, render, score, tokenize, type Message } from "../served-stub.ts";
 import { NOT_FOUND, sampleAfter, serve, type Json, type Route } from "./http.ts";
 
 // A stand-in SGLang server, written from SGLang's source, not from our worker's façade. Each behaviour cites what it
@@ -17,6 +17,9 @@ import { NOT_FOUND, sampleAfter, serve, type Json, type Route } from "./http.ts"
 // - G = python/sglang/srt/managers/io_struct.py and tokenizer_manager.py @001067fffe33427bee0ed2f007fb7551a1d76b44:
 //   `/generate` `{text, output_ids, meta_info}`, `meta_info.weight_version` the server's `--weight-version` string,
 //   `output_token_logprobs` `[logprob, id, null]`.
+//   With `return_logprob` and `logprob_start_len: 0`, `meta_info.input_token_logprobs` `[logprob or null, id, null]`
+//   from the first input id (null: nothing before it); SGLang's default -1 gives none.
+// - D = P's `DetokenizeRequest {model, tokens, skip_special_tokens}` → `DetokenizeResponse {text}`.
 // - M = tokenizer_manager.py `get_model_info` (read at 004c82e0): `/get_model_info` reports `weight_version`.
 // - L = python/sglang/srt/lora/lora_registry.py @5bf90e9dd2a3968df22212dc5f39ab46c55c4791: an adapter not loaded is
 //   a 400 "The following requested LoRA adapters are not loaded: …".
@@ -112,7 +115,19 @@ export async function startSglangStandIn(opts: SglangOptions) {
           finish_reason: s.finish === "stop" ? { type: "stop", matched: 2 } : { type: "length", length: s.ids.length },
           prompt_tokens: (body.input_ids as number[]).length,
           weight_version: weightVersion(),
-          ...(body.return_logprob ? { output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]) } : {}),
+          ...(body.return_logprob
+            ? {
+                output_token_logprobs: s.lps.map((lp, i) => [lp, s.ids[i], null]),
+                input_token_logprobs:
+                  body.logprob_start_len === 0
+                    ? score(body.input_ids as number[]).map((lp, i) => [
+                        i === 0 ? null : lp,
+                        (body.input_ids as number[])[i],
+                        null,
+                      ])
+                    : [],
+              }
+            : {}),
         },
       },
     ]; // G
@@ -122,6 +137,12 @@ export async function startSglangStandIn(opts: SglangOptions) {
     "POST /tokenize": tokenizeRoute,
     "POST /v1/tokenize": tokenizeRoute,
     "POST /generate": generate,
+    "POST /detokenize": (body) => [
+      200,
+      {
+        text: detokenize((body.tokens as number[]).filter((id) => id !== IM_END || body.skip_special_tokens === false)),
+      },
+    ], // D
     "GET /get_model_info": () => [
       200,
       { model_path: "toy", tokenizer_path: "toy", is_generation: true, weight_version: weightVersion() },

@@ -1,4 +1,4 @@
-import { detokenize, IM_END, render, tokenize, type Message } from "../served-stub.ts";
+import { detokenize, IM_END, render, score, tokenize, type Message } from "../served-stub.ts";
 import { sampleAfter, serve, type Json, type Route } from "./http.ts";
 
 // A stand-in vLLM server, written from vLLM's source, not from our worker's façade. Each behaviour cites what it
@@ -11,7 +11,9 @@ import { sampleAfter, serve, type Json, type Route } from "./http.ts";
 // - K = vllm/entrypoints/serve/tokenize/protocol.py @343bacafc7bf4f973a105e8e7d99fa7de61f7e18: `/tokenize` renders
 //   `messages` with `add_generation_prompt`; `/detokenize` answers `{prompt}`.
 // - C = vllm/entrypoints/openai/completion/protocol.py @002032ee2b18e1f7bd924ec47b62504ba3866063: `/v1/completions`
-//   with an id prompt and `return_token_ids`: `choices[].token_ids`, `prompt_token_ids`, `logprobs.token_logprobs`.
+//   with an id prompt and `return_token_ids`: `choices[].token_ids`, `prompt_token_ids`, `logprobs.token_logprobs`;
+//   with `prompt_logprobs: n`, `choices[].prompt_logprobs`: `null` for the first id, then per id a map from ids (JSON
+//   keys, so strings) to `{logprob, rank, decoded_token}`, the id itself among them.
 // - H = chat completions with `return_token_ids` (vLLM PR 22587): `prompt_token_ids` at the **top** of the reply,
 //   `choices[].token_ids` in each choice.
 // - D = vllm/entrypoints/serve/disagg/protocol.py @06408932946d17ad6453126aca82ea96c4509605: `/inference/v1/generate`
@@ -82,6 +84,13 @@ export async function startVllmStandIn(opts: VllmOptions) {
         logprobs: { text_offset: [], token_logprobs: s.lps, tokens: s.ids.map(String), top_logprobs: [] },
         finish_reason: s.finish,
         ...(body.return_token_ids ? { token_ids: s.ids, prompt_token_ids: prompt } : {}),
+        ...(typeof body.prompt_logprobs === "number"
+          ? {
+              prompt_logprobs: score(prompt).map((logprob, i) =>
+                i === 0 ? null : { [String(prompt[i])]: { logprob, rank: 1, decoded_token: detokenize([prompt[i]!]) } },
+              ),
+            }
+          : {}),
       };
       return [200, { id: "cmpl", object: "text_completion", created: 0, model, choices: [choice] }];
     }), // C

@@ -14,6 +14,7 @@ import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
 import { answeredModel, TOKEN_MODES, type ServedEpisode, type ServedTarget } from "./served-modes.ts";
 import type { DatumSettings } from "./token-sampler.ts";
 import { firstMessages, nextMessage, readsDifferentlyUnderBase } from "./token-render.ts";
+import { baseTurns, type BaseScoring } from "./served-base.ts";
 import { choiceOf } from "./tool-choice.ts";
 
 /**
@@ -29,6 +30,8 @@ export interface ServedSamplerOptions {
   toolSchemas: (tools: readonly string[]) => ToolSchema[];
   toolNames?: Readonly<Record<string, string>>;
   maxTokens?: number;
+  /** How the kind re-scores completions in H0's context (`context=base`); absent: it cannot. */
+  base?: BaseScoring;
 }
 
 /**
@@ -136,26 +139,34 @@ export class ServedSampler implements Omit<Policy, "update"> {
   /**
    * The token rows of some samples, one entry each (undefined: no token of it trained): each
    * turn's whole prompt checked to extend the ids before it, a rollout split where one does not.
-   * Under H0's context a rollout that reads otherwise there would need re-scoring, which only
-   * protocol v2's replay does: refused (NOT_CONFIGURED); one that reads the same is as sampled.
+   * Under H0's context a rollout that reads otherwise there is re-scored there by the kind's
+   * {@link BaseScoring} (messages in: H0's conversation rendered by the server, the same completion
+   * ids scored after it by the server's prompt log-probabilities); a kind without one refuses it
+   * (NOT_CONFIGURED). One that reads the same is as sampled.
    */
   async datums(batch: {
     samples: readonly UpdateSample[];
     settings: DatumSettings;
   }): Promise<(RolloutRows | undefined)[]> {
     const { settings } = batch;
-    return batch.samples.map(({ rollout, advantage }, i) => {
-      const steps = rollout.steps.filter((step) => step.tokens);
-      if (settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation)))
-        throw new NotConfiguredError(
-          "rows under H0's context are re-scored by protocol v2's replay, which this endpoint does not speak: read them as sampled (context=sampled)",
-        );
-      const turns = steps.map((step) => ({
-        ...step.tokens!,
-        trained: !step.forced && !(settings.maskIntercepted && step.intercepted),
-      }));
-      const rows = segmentedDatums(`${rollout.id}#${i}`, rollout.taskId, turns, advantage);
-      return rows.datums.length ? rows : undefined;
-    });
+    return Promise.all(
+      batch.samples.map(async ({ rollout, advantage }, i) => {
+        const steps = rollout.steps.filter((step) => step.tokens);
+        const rescored =
+          settings.rescueContext === "base" && steps.some((step) => readsDifferentlyUnderBase(step.observation));
+        if (rescored && !this.opts.base)
+          throw new NotConfiguredError(
+            "this endpoint kind cannot score a prompt (no prompt log-probabilities): read the rows as sampled (context=sampled)",
+          );
+        const base = rescored ? await baseTurns(steps, this.opts, this.opts.target, this.opts.base!) : undefined;
+        const turns = steps.map((step, j) => ({
+          ...step.tokens!,
+          ...(base ? { promptIds: base[j]!.promptIds, logprobs: base[j]!.logprobs } : {}),
+          trained: !step.forced && !(settings.maskIntercepted && step.intercepted),
+        }));
+        const rows = segmentedDatums(`${rollout.id}#${i}`, rollout.taskId, turns, advantage);
+        return rows.datums.length ? rows : undefined;
+      }),
+    );
   }
 }

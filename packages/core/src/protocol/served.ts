@@ -147,3 +147,43 @@ export const ModelListReply = z.looseObject({
  * (sgl-project/sglang python/sglang/srt/managers/tokenizer_manager.py `get_model_info`, read at 004c82e0).
  */
 export const SglangModelInfoReply = z.looseObject({ weight_version: z.string().max(128).nullable().optional() });
+
+/**
+ * `POST /v1/completions` with `prompt_logprobs` (vLLM): per choice, one entry a prompt id, the first `null`, each later
+ * a map from ids (as strings) to their `logprob` (vllm@002032ee2b18e1f7bd924ec47b62504ba3866063
+ * vllm/entrypoints/openai/completion/protocol.py `CompletionResponseChoice.prompt_logprobs`).
+ */
+export const PromptLogprobsReply = z.looseObject({
+  model: z.string().optional(),
+  choices: z
+    .array(
+      z.looseObject({
+        prompt_logprobs: z
+          .array(z.record(z.string(), z.looseObject({ logprob: LogProb })).nullable())
+          .max(MAX_TURN_IDS)
+          .nullable()
+          .optional(),
+      }),
+    )
+    .min(1),
+});
+
+/**
+ * `POST /generate` with `return_logprob` and `logprob_start_len: 0` (SGLang): `meta_info.input_token_logprobs` as
+ * `[logprob or null, id, text or null]`, one an input id from the start (sgl-project/sglang@001067ff io_struct.py
+ * `GenerateReqInput.logprob_start_len`; tokenizer_manager.py).
+ */
+export const SglangInputLogprobsReply = z.looseObject({
+  meta_info: z.looseObject({
+    weight_version: z.string().max(128).nullable().optional(),
+    input_token_logprobs: z
+      .array(z.tuple([LogProb.nullable(), z.number().int().min(0)]).rest(z.unknown()))
+      .max(MAX_TURN_IDS),
+  }),
+});
+
+/** `POST /detokenize`: vLLM answers `{prompt}`, SGLang `{text}` (sglang@004c82e0 protocol.py `DetokenizeResponse`). */
+export const AnyDetokenizeReply = z.union([
+  z.looseObject({ prompt: z.string() }).transform((r) => r.prompt),
+  z.looseObject({ text: z.string() }).transform((r) => r.text),
+]);

@@ -16,6 +16,7 @@ import {
 } from "../../errors.ts";
 import { ServedClient } from "../served-client.ts";
 import { MissingIdsError, TOKEN_MODES, type ServedTarget } from "../served-modes.ts";
+import type { BaseScoring } from "../served-base.ts";
 import { ServedSampler } from "../served-sampler.ts";
 import { baseOf, headerOf, rendering, settingsOf, type EndpointKindAdapter, type Transport } from "./kind.ts";
 
@@ -82,6 +83,8 @@ export interface ServedWire {
   servedNames?(client: ServedClient): Promise<string[] | undefined>;
   /** The weight version the server holds now, where it states one. */
   currentVersion?(client: ServedClient, record: PolicyEndpointRecord): Promise<number>;
+  /** How it re-scores completions in H0's context (`context=base`), where it can. */
+  base?: BaseScoring;
 }
 
 /** One token sampled in `mode`, as a rescue's first turn samples it. */
@@ -138,6 +141,7 @@ export function servedKind(kind: Exclude<PolicyEndpointKind, "protocol-v2">, wir
         mode: record.probe.mode ?? "chat-token-ids",
         weightVersion: caller.weightVersion,
         ...rendering(caller),
+        ...(wire.base ? { base: wire.base } : {}),
       });
       return {
         policy,

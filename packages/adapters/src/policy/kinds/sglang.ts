@@ -1,6 +1,7 @@
 import { ValidationError } from "@harness-s/core";
 import { SglangModelInfoReply } from "@harness-s/core/protocol";
 import { servedKind, type ServedWire } from "./served.ts";
+import { SGLANG_BASE } from "../served-base.ts";
 
 /**
  * SGLang on the wire (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a
@@ -19,6 +20,7 @@ export const SGLANG_WIRE: ServedWire = {
       ...(model === base ? {} : { lora_path: model }),
     },
   }),
+  base: SGLANG_BASE,
   async currentVersion(client, record) {
     const stated = (await client.get("/get_model_info", SglangModelInfoReply)).weight_version;
     if (stated && /^\d{1,15}$/.test(stated)) return Number(stated);

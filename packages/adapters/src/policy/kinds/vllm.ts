@@ -1,5 +1,6 @@
 import { ModelListReply } from "@harness-s/core/protocol";
 import { servedKind, type ServedWire } from "./served.ts";
+import { VLLM_BASE } from "../served-base.ts";
 import type { ServedClient } from "../served-client.ts";
 
 /**
@@ -24,6 +25,7 @@ async function baseNames(client: ServedClient): Promise<string[] | undefined> {
 export const VLLM_WIRE: ServedWire = {
   target: (model, _base, names) => ({ answersAs: names?.includes(model) ? names[0]! : model }),
   servedNames: baseNames,
+  base: VLLM_BASE,
 };
 
 /**
