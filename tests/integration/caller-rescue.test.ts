@@ -100,6 +100,11 @@ const CASES = [
     registration: { kind: "sglang", mode: "sglang-generate" },
     pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
   },
+  {
+    name: "SGLang messages in, ids per choice",
+    registration: { kind: "sglang" },
+    pin: { weightVersion: 0, servedModel: "trainer-policy@v0" },
+  },
 ] as const;
 
 interface Row {
@@ -209,10 +214,25 @@ describe("a rescue with the caller's own policy and environment", () => {
       expect(new Set(rows.map((t) => t.harness_id))).toEqual(new Set(chosen));
       expect(await expectRescored(worker, rows)).toBeGreaterThan(0);
       // Tokens in never comes apart: the episode's ids go back as they are.
-      if (c.registration.kind === "protocol-v2" || c.name !== "vLLM messages in")
+      if (c.registration.kind === "protocol-v2" || !c.name.includes("messages in"))
         expect(rows.every((t) => !t.segmented)).toBe(true);
       // Another key reads none of it.
       expect((await call(other, "GET", `/v1/rescues/${rescueId}/trajectories`)).status).toBe(404);
+    }, 180_000);
+
+  // Issue 69 item 3: H0's context at the served kinds, re-scored by the façade's prompt log-probabilities (vLLM's
+  // prompt_logprobs, SGLang's input_token_logprobs) and checked against its own /score.
+  for (const c of [CASES[2], CASES[5]])
+    it(`${c.name}: context=base rows re-score at the worker within 1e-4`, async () => {
+      const { rescueId, rows: sampled } = await rescueAt(worker, `b-${c.registration.kind}`, c);
+      const res = await call(secret, "GET", `/v1/rescues/${rescueId}/trajectories?limit=64&context=base`);
+      expect(res.status).toBe(200);
+      const rows = (await res.json()).trajectories as Row[];
+      expect(rows.length).toBeGreaterThan(0);
+      // The siblings' notes made their prompts read otherwise: H0's rows are other ids, not the sampled ones again.
+      const prompts = (rs: Row[]) => JSON.stringify(rs.map((r) => r.prompt_ids));
+      expect(prompts(rows)).not.toBe(prompts(sampled));
+      expect(await expectRescored(worker, rows)).toBeGreaterThan(0);
     }, 180_000);
 
   it("a chat template that is not append-only, messages in: the rollouts come back as segmented rows, each of which re-scores", async () => {

@@ -137,12 +137,12 @@ export async function startSglangStandIn(opts: SglangOptions) {
     "POST /tokenize": tokenizeRoute,
     "POST /v1/tokenize": tokenizeRoute,
     "POST /generate": generate,
-    "POST /detokenize": (body) => [
+    "POST /v1/detokenize": (body) => [
       200,
       {
         text: detokenize((body.tokens as number[]).filter((id) => id !== IM_END || body.skip_special_tokens === false)),
       },
-    ], // D
+    ], // D (SGLang serves it at /detokenize and /v1/detokenize: http_server.py @0025436eab0556737d615b36a4dd3e1e26e82f3d)
     "GET /get_model_info": () => [
       200,
       { model_path: "toy", tokenizer_path: "toy", is_generation: true, weight_version: weightVersion() },

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 from .names import resolve
 from .sampling import SamplingRule
 from .schemas import ChatRequest, SampleRequest, Sampling, Version
+from .sglang_wire import meta_info
+from .tokens import TokenTurn
 from .vllm_wire import chat_logprobs, template_messages, template_tools
 
 KEPT = 4096  # conversations remembered per worker (oldest forgotten first; a forgotten one re-renders)
@@ -138,10 +140,20 @@ class Facade:
                 self.known.popitem(last=False)
 
     def response(
-        self, pid: str, req: SampleRequest, body: ChatRequest, held: list[int], out: dict[str, Any]
+        self,
+        pid: str,
+        req: SampleRequest,
+        body: ChatRequest,
+        held: list[int],
+        out: dict[str, Any],
+        seconds: float = 0.0,
     ) -> dict[str, Any]:
-        """vLLM's `ChatCompletionResponse` for one sampled turn (`model`: the name requested)."""
+        """vLLM's `ChatCompletionResponse` for one sampled turn (`model`: the name requested), with
+        SGLang's per-choice `prompt_token_ids` and `meta_info` where its flags ask for them (`seconds`:
+        the request's time so far, `meta_info.e2e_latency`)."""
         comp = out["completion"]
+        # The whole prompt the completion followed: an episode's ids so far and the ids this turn added.
+        prompt = held + out["prompt_ids"]
         calls = comp.get("tool_calls") or []
         message: dict[str, Any] = {"role": "assistant", "content": comp["content"] or None}
         if calls:
@@ -169,8 +181,14 @@ class Facade:
         }
         if comp.get("parse_error"):
             choice["parse_error"] = comp["parse_error"]
-        # The whole prompt the completion followed: an episode's ids so far and the ids this turn added.
-        prompt = held + out["prompt_ids"]
+        if body.return_prompt_token_ids or body.return_token_ids:  # SGLang's choice-level ids
+            choice["prompt_token_ids"] = prompt
+        if body.return_meta_info:
+            turn = TokenTurn(
+                prompt, comp["ids"], comp["logprobs"], comp["finish_reason"], out["policy_version"], seconds
+            )
+            # As SGLang's chat samples: `return_logprob` = `logprobs`, `logprob_start_len` -1, texts in the logprobs.
+            choice["meta_info"] = meta_info(req.episode_id, turn, self.policies.tokenizer.decode, body.logprobs, True)
         return {
             "id": req.episode_id,
             "object": "chat.completion",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,6 +224,7 @@ def sampling_routes(served: Served) -> APIRouter:
     async def chat(body: ChatRequest) -> dict[str, Any]:
         """vLLM's chat completions (`facade.py`); a model name the worker does not serve, or no
         longer holds when the turn starts, is vLLM's 404, other errors keep the worker's shape."""
+        started = time.perf_counter()
         try:
             # Off the event loop: measuring and keying a conversation reads all of it.
             pid, req, held = await run_in_threadpool(served.facade.request, body)
@@ -233,7 +235,7 @@ def sampling_routes(served: Served) -> APIRouter:
             if err.status == 404 or (err.code == "STALE_POLICY_VERSION" and "@v" in body.model):
                 raise not_found(body.model) from None
             raise
-        return await run_in_threadpool(served.facade.response, pid, req, body, held, out)
+        return await run_in_threadpool(served.facade.response, pid, req, body, held, out, time.perf_counter() - started)
 
     return router
 

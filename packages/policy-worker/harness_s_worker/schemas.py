@@ -178,8 +178,21 @@ class ChatRequest(BaseModel):
     logprobs: bool = False
     # Only 0 is served: each entry's `top_logprobs` is empty, as vLLM's is at 0.
     top_logprobs: int | None = Field(0, ge=0, le=0)
-    # The reply always carries `prompt_token_ids` and each choice's `token_ids` (vLLM only with this set).
     return_token_ids: bool | None = None
+    """vLLM: the top-level `prompt_token_ids` and each choice's `token_ids` (always there in this façade).
+    SGLang: each choice's `token_ids` and `prompt_token_ids`
+    (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a
+    `python/sglang/srt/entrypoints/openai/protocol.py` `ChatCompletionRequest.return_token_ids`, filled by
+    `serving_chat.py` @ 004c82e `_build_chat_response`)."""
+    return_prompt_token_ids: bool = False
+    """SGLang: each choice's `prompt_token_ids`, the whole prompt the completion followed
+    (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a `protocol.py` `ChatCompletionRequest` /
+    `ChatCompletionResponseChoice.prompt_token_ids`)."""
+    return_meta_info: bool = False
+    """SGLang: each choice's `meta_info`, the `/generate` `meta_info` of its turn (`weight_version` the version
+    sampled; with `logprobs`, `output_token_logprobs` as `[logprob, id, text]`)
+    (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a `protocol.py`
+    `ChatCompletionResponseChoice.meta_info`; `serving_chat.py` @ 004c82e passes `ret_item["meta_info"]`)."""
     # Logprob tokens spelled `token_id:<id>`.
     return_tokens_as_token_ids: bool | None = None
 

@@ -15,7 +15,14 @@ field spelled and shaped as SGLang's own source defines it. Read at sgl-project/
   `FINISH_LENGTH` → `{"type": "length", "length": n}`);
 - `python/sglang/srt/entrypoints/http_server.py` @ 0025436eab0556737d615b36a4dd3e1e26e82f3d (`/generate`; a
   ValueError is `{"error": {"message"}}` 400; an invalid body is `ErrorResponse` 400) and
-  `python/sglang/srt/lora/lora_registry.py` (an adapter not loaded is that ValueError).
+  `python/sglang/srt/lora/lora_registry.py` (an adapter not loaded is that ValueError); it also routes
+  `/v1/detokenize` and `/detokenize` to `OpenAIServingDetokenize` (`serving_tokenize.py` @
+  0351c1fafe4c53c91c331dea205af48b018af559): served here at `/v1/detokenize` only, `/detokenize` being vLLM's;
+- `python/sglang/srt/managers/scheduler_output_processor_mixin.py` @ 004ec010d0292427acff6a0003fd5fd4c91fb356
+  (`_process_input_token_logprobs`: from `logprob_start_len` k, the ids `input_ids[k:]`, the first logprob null);
+- `python/sglang/srt/entrypoints/openai/protocol.py` and `serving_chat.py` @ 004c82e07d876f6e4a0ad6e15325706b0f478f1a
+  (`DetokenizeRequest` / `DetokenizeResponse`; the chat flags `return_prompt_token_ids`, `return_token_ids`,
+  `return_meta_info`, filled per choice by `_build_chat_response`: `facade.py` answers them).
 
 SGLang names a LoRA adapter per request in `lora_path`; the worker serves each policy as the adapters
 `<policy>` and `<policy>@v<N>` (`names.py`), and `meta_info.weight_version` is the version sampled
@@ -26,7 +33,7 @@ take text only (`prompt`), no chat messages: nothing here renders messages for a
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -75,12 +82,35 @@ class GenerateReqInput(BaseModel):
     sampling_params: dict[str, Any] | list[dict[str, Any]] | None = None
     return_logprob: bool | None = None
     logprob_start_len: int | None = None
+    """With `return_logprob`: -1 (or unset) returns output log-probabilities only (`input_token_logprobs`
+    `[]`); k in [0, len(input_ids)) also returns `meta_info.input_token_logprobs`, one
+    `[logprob, token_id, text or null]` per input id from position k, the first one's logprob null
+    (`input_token_logprobs`); k past the input is SGLang's 400.
+    sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44 `python/sglang/srt/managers/io_struct.py`
+    (`GenerateReqInput.logprob_start_len`) and `tokenizer_manager.py` (`input_token_logprobs` in
+    `meta_info`); the null first entry and the ids from k as `scheduler_output_processor_mixin.py`
+    @ 004ec010d0292427acff6a0003fd5fd4c91fb356 (`_process_input_token_logprobs`) builds them."""
     top_logprobs_num: int | None = None
     token_ids_logprob: Any = None
     return_text_in_logprobs: bool = False
     stream: bool = False
     lora_path: str | None = None
     session_params: Any = None
+
+
+class DetokenizeRequest(BaseModel):
+    """SGLang's `/v1/detokenize` body (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a
+    `python/sglang/srt/entrypoints/openai/protocol.py` `DetokenizeRequest`; a plain pydantic model: an
+    unknown field is ignored). `model` is not checked (`OpenAIServingDetokenize` decodes with the one
+    tokenizer whatever it names)."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = "default"
+    """Not checked, as SGLang's handler does not check it (protocol.py @ 004c82e: default `"default"`)."""
+    tokens: list[TokenId] | list[list[TokenId]]
+    """Ids to decode, or a list of id lists (each decoded alone: `text` is then a list), as protocol.py @ 004c82e."""
+    skip_special_tokens: bool = True
+    """Special tokens dropped unless false (protocol.py @ 004c82e; vLLM's `/detokenize` keeps them)."""
 
 
 class Sampling(BaseModel):
@@ -105,6 +135,25 @@ def invalid_body(err: ValidationError) -> WireError:
     """SGLang's handler for an invalid body: its `ErrorResponse`, 400."""
     message = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors())
     return WireError(400, {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": 400})
+
+
+def error_response(message: str, status: int = 400, kind: str = "BadRequestError") -> WireError:
+    """What an OpenAI-compatible SGLang route answers for a request it refuses (`create_error_response`)."""
+    return WireError(status, {"object": "error", "message": message, "type": kind, "param": None, "code": status})
+
+
+def detokenize(req: DetokenizeRequest, decode: Any, vocab: int) -> dict[str, Any]:
+    """`DetokenizeResponse` (`{"text"}`: a string, or one per id list), as `OpenAIServingDetokenize`
+    (`serving_tokenize.py` @ 0351c1fafe4c53c91c331dea205af48b018af559) decodes: each list with
+    `skip_special_tokens`, an empty `tokens` `""`. An id outside the vocabulary is a 400 here."""
+    nested = bool(req.tokens) and isinstance(req.tokens[0], list)
+    lists = cast(list[list[int]], req.tokens) if nested else [cast(list[int], req.tokens)]
+    if any(t >= vocab for ids in lists for t in ids):
+        raise error_response(f"tokens: an id is outside the vocabulary (size {vocab})")
+    if not req.tokens:
+        return {"text": ""}
+    texts = [str(decode(list(ids), skip_special_tokens=req.skip_special_tokens)) for ids in lists]
+    return {"text": texts if nested else texts[0]}
 
 
 def not_loaded(name: str | None, loaded: list[str]) -> WireError:
@@ -143,19 +192,65 @@ def check_request(req: GenerateReqInput) -> list[list[int]]:
         )
     if req.stream or req.session_params is not None or req.token_ids_logprob is not None:
         raise WorkerError(400, "VALIDATION_FAILED", "stream, session_params and token_ids_logprob are not served here")
-    if req.logprob_start_len not in (None, -1) or req.top_logprobs_num not in (None, 0):
+    if req.top_logprobs_num not in (None, 0):
         raise WorkerError(
             400,
             "VALIDATION_FAILED",
-            "logprob_start_len and top_logprobs_num: only output logprobs of the sampled tokens are served (-1 and 0)",
+            "top_logprobs_num: only the log-probabilities of the ids themselves are served (0)",
+        )
+    if req.logprob_start_len is not None and req.logprob_start_len < -1:
+        raise WorkerError(
+            400, "VALIDATION_FAILED", "logprob_start_len: -1 (output logprobs only) or a position in input_ids"
         )
     if not req.input_ids:
         raise WorkerError(400, "VALIDATION_FAILED", "input_ids cannot be empty.")
-    return [list(p) for p in req.input_ids] if isinstance(req.input_ids[0], list) else [list(req.input_ids)]
+    prompts = [list(p) for p in req.input_ids] if isinstance(req.input_ids[0], list) else [list(req.input_ids)]
+    start = input_logprobs_from(req)
+    for prompt in prompts:
+        if start is not None and start >= len(prompt):
+            # SGLang's scheduler (`handle_generate_request`) aborts the request with this message, a 400.
+            raise sglang_error(
+                f"req.logprob_start_len={start} is higher than the number of input tokens "
+                f"len(req.origin_input_ids)={len(prompt)}. Please use a smaller logprob_start_len."
+            )
+    return prompts
+
+
+def input_logprobs_from(req: GenerateReqInput) -> int | None:
+    """The input position `input_token_logprobs` start at, or None where none are returned
+    (`return_logprob` unset, or `logprob_start_len` -1 or unset)."""
+    start = req.logprob_start_len
+    return start if req.return_logprob and start is not None and start >= 0 else None
+
+
+def input_logprobs(req: GenerateReqInput, turn: TokenTurn, decode: Any) -> list[list[Any]]:
+    """`meta_info.input_token_logprobs`: `[logprob, token_id, text or null]` for each input id from
+    `logprob_start_len`, the first one's logprob null (SGLang pads it: the position before it is not
+    scored), each later one the model's log-probability of that id given the ids before it
+    (`tokens.prompt_scores`, the score at position i being that of id i + 1)."""
+    start = input_logprobs_from(req)
+    if start is None or turn.prompt_scores is None:
+        return []  # logprob_start_len -1: output logprobs only
+    ids = turn.prompt[start:]
+    values: list[float | None] = [None, *(s.logprob for s in turn.prompt_scores[start:])]
+    texts = [decode([t]) for t in ids] if req.return_text_in_logprobs else [None] * len(ids)
+    return [[lp, t, text] for lp, t, text in zip(values, ids, texts, strict=True)]
 
 
 def generate_out(req: GenerateReqInput, rid: str, turn: TokenTurn, decode: Any, skip_special: bool) -> dict[str, Any]:
     """One output as `_handle_batch_output` builds it for a finished, non-streamed request."""
+    meta = meta_info(
+        rid, turn, decode, bool(req.return_logprob), req.return_text_in_logprobs, input_logprobs(req, turn, decode)
+    )
+    return {"text": decode(turn.ids, skip_special_tokens=skip_special), "output_ids": turn.ids, "meta_info": meta}
+
+
+def meta_info(
+    rid: str, turn: TokenTurn, decode: Any, logprobs: bool, texts: bool, inputs: list[list[Any]] | None = None
+) -> dict[str, Any]:
+    """A finished request's `meta_info` (`_handle_batch_output`): with `logprobs` (`return_logprob`), the
+    input log-probabilities given (`input_token_logprobs`) and the output's as `[logprob, token_id,
+    text or null]` (text with `texts`: `return_text_in_logprobs`)."""
     last = turn.ids[-1] if turn.ids else None
     finish = {"type": "stop", "matched": last} if turn.finish == "stop" else {"type": "length", "length": len(turn.ids)}
     meta: dict[str, Any] = {
@@ -165,15 +260,15 @@ def generate_out(req: GenerateReqInput, rid: str, turn: TokenTurn, decode: Any, 
         "weight_version": str(turn.version),
         "num_retractions": 0,
     }
-    if req.return_logprob:
-        texts = [decode([t]) for t in turn.ids] if req.return_text_in_logprobs else [None] * len(turn.ids)
-        meta["input_token_logprobs"] = []  # logprob_start_len -1: output logprobs only
-        meta["output_token_logprobs"] = [[lp, t, s] for lp, t, s in zip(turn.logprobs, turn.ids, texts, strict=True)]
+    if logprobs:
+        words = [decode([t]) for t in turn.ids] if texts else [None] * len(turn.ids)
+        meta["input_token_logprobs"] = inputs or []
+        meta["output_token_logprobs"] = [[lp, t, w] for lp, t, w in zip(turn.logprobs, turn.ids, words, strict=True)]
         meta["output_token_logprobs_length"] = len(turn.ids)
     meta.update(
         {"reasoning_tokens": 0, "completion_tokens": len(turn.ids), "cached_tokens": 0, "e2e_latency": turn.seconds}
     )
-    return {"text": decode(turn.ids, skip_special_tokens=skip_special), "output_ids": turn.ids, "meta_info": meta}
+    return meta
 
 
 def request_ids(req: GenerateReqInput, n: int) -> list[str]:

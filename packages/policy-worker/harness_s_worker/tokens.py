@@ -18,11 +18,24 @@ import torch
 
 from .engine import Request
 from .errors import WorkerError
+from .ppo import LOGSOFTMAX_CHUNK
 from .sampling import SamplingRule, distribution
 
 if TYPE_CHECKING:
     from .names import ServedName
     from .policies import Policies, Policy
+
+
+@dataclass(frozen=True)
+class PromptScore:
+    """One prompt id (not the first: nothing predicts it) under the model at the version sampled."""
+
+    #: log p(id | the ids before it): the model's own log-softmax in fp32, as `/score` computes it.
+    logprob: float
+    #: Its rank in the vocabulary: how many ids are at least as likely, itself included (1: the most likely).
+    rank: int
+    #: The most likely ids at that position and their log-probabilities, most likely first.
+    top: list[tuple[int, float]]
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,8 @@ class TokenTurn:
     seconds: float
     #: Each completion position's most likely ids and their log-probabilities (`alternatives`), when asked for.
     top: list[list[tuple[int, float]]] | None = None
+    #: Each prompt id after the first as the model scores it in place (`prompt_logprobs`), when asked for.
+    prompt_scores: list[PromptScore] | None = None
 
 
 def check_prompt(policies: Policies, prompt: list[int], max_tokens: int, field: str) -> None:
@@ -111,19 +126,53 @@ def alternatives(
             "VALIDATION_FAILED",
             f"Requested sample logprobs of {n}, which is greater than max allowed: {MAX_ALTERNATIVES}",
         )
-    ids = turn.prompt + turn.ids
-    adapted = policies.adapted
-    with adapted.lock, torch.no_grad():  # a publish or a delete holds it: the version cannot move under the pass
-        if policies.policies.get(p.id) is not p or p.version != turn.version:
-            raise WorkerError(404, "NOT_FOUND", f"policy {p.id!r} is no longer at version {turn.version}")
-        adapted.activate(p.adapter)
-        logits = (
-            adapted(input_ids=torch.tensor([ids], device=next(adapted.parameters()).device))
-            .logits[0, len(turn.prompt) - 1 : len(ids) - 1]
-            .float()
-        )
+    logits = logits_at(policies, p, turn.version, turn.prompt + turn.ids, len(turn.prompt) - 1)
     out = []
-    for row in logits:
+    for row in logits.float():
         values, index = torch.topk(distribution(row, rule), min(n, row.shape[-1]))
         out.append(list(zip(index.tolist(), values.tolist(), strict=True)))
+    return out
+
+
+def logits_at(policies: Policies, p: Policy, version: int, ids: list[int], first: int) -> torch.Tensor:
+    """The logits at positions `first`.. `len(ids) - 2` (each predicting the id after it) of one
+    forward pass over `ids` by policy `p` at `version`: a publish or a delete holds the adapters'
+    lock, so the version cannot move under the pass, and a version published meanwhile is a 404
+    NOT_FOUND, never logits from other weights."""
+    adapted = policies.adapted
+    with adapted.lock, torch.no_grad():
+        if policies.policies.get(p.id) is not p or p.version != version:
+            raise WorkerError(404, "NOT_FOUND", f"policy {p.id!r} is no longer at version {version}")
+        adapted.activate(p.adapter)
+        device = next(adapted.parameters()).device
+        logits: torch.Tensor = adapted(input_ids=torch.tensor([ids], device=device)).logits
+        return logits[0, first : len(ids) - 1]
+
+
+def prompt_scores(policies: Policies, p: Policy, turn: TokenTurn, n: int) -> list[PromptScore]:
+    """Each prompt id after the first under the model at the version the turn was sampled at (one
+    forward pass over the prompt): its log-probability given the ids before it, the model's own (no
+    temperature or top-p: what `/score` gives the same ids, and what vLLM's `prompt_logprobs` and
+    SGLang's `input_token_logprobs` report), its rank, and the `n` most likely ids there. The
+    log-softmax runs in fp32 one chunk of positions at a time (`ppo.LOGSOFTMAX_CHUNK`), as `/score`'s does."""
+    if n > MAX_ALTERNATIVES:
+        raise WorkerError(
+            400,
+            "VALIDATION_FAILED",
+            f"Requested prompt logprobs of {n}, which is greater than max allowed: {MAX_ALTERNATIVES}",
+        )
+    if len(turn.prompt) < 2:
+        return []
+    logits = logits_at(policies, p, turn.version, turn.prompt, 0)
+    targets = torch.tensor(turn.prompt[1:], device=logits.device)
+    out = []
+    for start in range(0, logits.shape[0], LOGSOFTMAX_CHUNK):
+        logp = torch.log_softmax(logits[start : start + LOGSOFTMAX_CHUNK].float(), dim=-1)
+        chosen = logp.gather(-1, targets[start : start + LOGSOFTMAX_CHUNK].unsqueeze(-1))
+        ranks = (logp >= chosen).sum(-1)
+        values, index = torch.topk(logp, min(n, logp.shape[-1]))
+        for lp, rank, top_v, top_i in zip(
+            chosen.squeeze(-1).tolist(), ranks.tolist(), values.tolist(), index.tolist(), strict=True
+        ):
+            out.append(PromptScore(lp, rank, list(zip(top_i, top_v, strict=True))))
     return out

@@ -13,15 +13,22 @@ spelled and shaped as vLLM's own source defines it. Read at vllm-project/vllm:
 - `vllm/entrypoints/serve/disagg/protocol.py` @ 06408932946d17ad6453126aca82ea96c4509605, `disagg/serving.py`
   @ 0001948bc76939369ca855c90b36d81256477e85 and `disagg/api_router.py` @ 063e5a89d54d5e17ded57593252c998889f9eb40
   (`/inference/v1/generate`, PR 24261);
-- `vllm/entrypoints/chat_utils.py` `_postprocess_messages` (tool-call arguments given to the template as objects).
+- `vllm/entrypoints/chat_utils.py` `_postprocess_messages` (tool-call arguments given to the template as objects);
+- `vllm/entrypoints/openai/completion/protocol.py` @ 002032ee2b18e1f7bd924ec47b62504ba3866063
+  (`CompletionRequest.prompt_logprobs`, `CompletionResponseChoice.prompt_logprobs`), `vllm/logprobs.py` @
+  578b601cd1f41074873532e99af8369bf75cb5a9 (`Logprob`, `create_prompt_logprobs`: the first prompt id's entry is
+  null; `append_logprobs_for_next_position`: the id itself first, then the top N).
 
 What is not served is refused (400), never silently ignored: a sampling parameter away from its
 neutral value (penalties, top-k, min-p, stop lists, logit bias, beam search, …), `n` > 1,
-streaming, `echo`, and chat `top_logprobs` above 0. The worker samples the model's own distribution
+streaming, `echo`, chat `top_logprobs` above 0, and `prompt_logprobs` anywhere but `/v1/completions`.
+The worker samples the model's own distribution
 under temperature and top-p only and reports log-probabilities under that distribution (at
 temperature 1 and top_p 1, vLLM's default raw log-probabilities); the top alternatives of
 `/v1/completions` and `/inference/v1/generate` (`logprobs` N > 0) come from one more forward pass at
-the version sampled (`tokens.alternatives`)."""
+the version sampled (`tokens.alternatives`), and `/v1/completions`' `prompt_logprobs` from a forward pass
+over the prompt at that version (`tokens.prompt_scores`: the model's own log-probabilities, as vLLM's
+prompt log-probabilities are, whatever the temperature)."""
 
 from __future__ import annotations
 
@@ -100,6 +107,12 @@ class CompletionRequest(VllmModel):
     return_tokens_as_token_ids: bool | None = None
     add_special_tokens: bool = True
     skip_special_tokens: bool = True
+    prompt_logprobs: int | None = None
+    """N ≥ 0: each choice's `prompt_logprobs`, one entry per prompt id (`null` for the first), each
+    holding the prompt id and the N most likely ids there (`prompt_logprobs_of`); -1 (the whole
+    vocabulary) or N > 20 is vLLM's 400 at its default `max_logprobs`. vLLM `CompletionRequest.prompt_logprobs`
+    (vllm-project/vllm@002032ee2b18e1f7bd924ec47b62504ba3866063 `vllm/entrypoints/openai/completion/protocol.py`:
+    `check_logprobs` refuses a value below -1; `to_sampling_params` passes it on, `max_tokens` still ≥ 1)."""
 
 
 class TokenizeRequest(VllmModel):
@@ -238,6 +251,27 @@ def generate_logprobs(turn: TokenTurn, n: int) -> dict[str, Any]:
     return {"content": content}
 
 
+def prompt_logprobs_of(decode: Any, turn: TokenTurn, n: int) -> list[dict[str, dict[str, Any]] | None]:
+    """`CompletionResponseChoice.prompt_logprobs` (`list[dict[int, Logprob] | None]`, ids as JSON
+    string keys): `null` for the first prompt id, then per id a dict that holds the id itself first
+    (`rank`: how many ids are at least as likely) and then the `n` most likely ids (`rank` 1..n), an
+    id already there keeping its place (vLLM's `append_logprobs_for_next_position` in
+    `vllm/logprobs.py`); each `Logprob` is `{"logprob", "rank", "decoded_token"}`, -inf reported as
+    -9999.0 (`clamp_prompt_logprobs`)."""
+    out: list[dict[str, dict[str, Any]] | None] = [None]
+    for token, score in zip(turn.prompt[1:], turn.prompt_scores or [], strict=True):
+        entries = [(token, score.logprob, score.rank)] + [(u, v, k) for k, (u, v) in enumerate(score.top[:n], 1)]
+        step: dict[str, dict[str, Any]] = {}
+        for u, v, rank in entries:
+            step[str(u)] = {
+                "logprob": LOGPROB_FLOOR if v == float("-inf") else v,
+                "rank": rank,
+                "decoded_token": str(decode([u])),
+            }
+        out.append(step)
+    return out
+
+
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt_tokens,
@@ -262,7 +296,9 @@ def completion_response(name: str, req: CompletionRequest, turns: list[TokenTurn
                 "finish_reason": turn.finish,
                 "stop_reason": None,  # vLLM: None when the completion ended at an end-of-sequence id or its length
                 "token_ids": ids if req.return_token_ids else None,
-                "prompt_logprobs": None,
+                "prompt_logprobs": prompt_logprobs_of(decode, turn, req.prompt_logprobs)
+                if req.prompt_logprobs is not None
+                else None,
                 "prompt_token_ids": turn.prompt if req.return_token_ids else None,
             }
         )

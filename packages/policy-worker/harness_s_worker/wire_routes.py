@@ -19,7 +19,7 @@ from . import vllm_wire as vl
 from .errors import WireError, WorkerError
 from .names import NotServed, ServedName, resolve
 from .sampling import SamplingRule
-from .tokens import TokenTurn, alternatives, check_prompt, sample_ids
+from .tokens import MAX_ALTERNATIVES, TokenTurn, alternatives, check_prompt, prompt_scores, sample_ids
 
 if TYPE_CHECKING:
     from .policies import Policies
@@ -75,7 +75,10 @@ async def completions(policies: Policies, body: Any) -> dict[str, Any]:
     """vLLM's `/v1/completions` over token-id (or text) prompts: one choice per prompt."""
     req = vl.parsed(vl.CompletionRequest, body)
     vl.check_neutral(req.model_extra or {})
+    if req.prompt_logprobs is not None and req.prompt_logprobs < -1:  # vLLM's request validator, before the model
+        raise vl.vllm_error(400, "`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs")
     served, p = served_as(policies, req.model)
+    check_prompt_logprobs(policies, req.prompt_logprobs)
     prompts = await run_in_threadpool(prompts_of, policies, req)
     max_tokens = req.max_tokens or policies.adapted.max_context() - max(len(x) for x in prompts)
     for i, prompt in enumerate(prompts):
@@ -85,7 +88,30 @@ async def completions(policies: Policies, body: Any) -> dict[str, Any]:
         *(sample_ids(policies, served, p, prompt, rule, max_tokens, req.seed) for prompt in prompts)
     )
     turns = [await with_alternatives(policies, p, t, rule, req.logprobs) for t in turns]
+    turns = [await with_prompt_scores(policies, p, t, req.prompt_logprobs) for t in turns]
     return await run_in_threadpool(vl.completion_response, served.name, req, turns, policies.tokenizer.decode)
+
+
+def check_prompt_logprobs(policies: Policies, n: int | None) -> None:
+    """vLLM's 400 for more `prompt_logprobs` than `max_logprobs` (20 by default; -1 asks for the whole
+    vocabulary), before anything is sampled."""
+    if n is None:
+        return
+    wanted = policies.adapted.vocab_size() if n == -1 else n
+    if wanted > MAX_ALTERNATIVES:
+        raise vl.vllm_error(
+            400,
+            f"Requested prompt logprobs of {wanted}, which is greater than max allowed: {MAX_ALTERNATIVES}",
+            "prompt_logprobs",
+        )
+
+
+async def with_prompt_scores(policies: Policies, p: Any, turn: TokenTurn, n: int | None) -> TokenTurn:
+    """The turn with each prompt id's log-probability in place and the `n` most likely ids there,
+    where a request asks for them (`n` not None), at the version the turn was sampled at."""
+    if n is None:
+        return turn
+    return replace(turn, prompt_scores=await run_in_threadpool(prompt_scores, policies, p, turn, n))
 
 
 async def with_alternatives(
@@ -211,12 +237,22 @@ async def sglang_generate(policies: Policies, body: Any) -> Any:
             for prompt, s in zip(prompts, samplings, strict=True)
         )
     )
+    if sg.input_logprobs_from(req) is not None:  # one forward pass over each prompt at the version it was sampled at
+        turns = [await with_prompt_scores(policies, p, t, 0) for t in turns]
     skip = [s.model_extra.get("skip_special_tokens", True) is not False if s.model_extra else True for s in samplings]
     outs = [
         sg.generate_out(req, rid, turn, policies.tokenizer.decode, sk)
         for rid, turn, sk in zip(rids, turns, skip, strict=True)
     ]
     return outs[0] if len(outs) == 1 and not isinstance(req.input_ids[0], list) else outs  # type: ignore[index]
+
+
+def sglang_detokenize(policies: Policies, body: Any) -> dict[str, Any]:
+    try:
+        req = sg.DetokenizeRequest.model_validate(body)
+    except ValidationError as err:
+        raise sg.invalid_body(err) from None
+    return sg.detokenize(req, policies.tokenizer.decode, policies.adapted.vocab_size())
 
 
 def only_policy(policies: Policies) -> str:
@@ -237,6 +273,12 @@ def sglang_routes(served: Served) -> APIRouter:
 
     def loaded() -> list[str]:
         return [n for pid, p in list(policies.policies.items()) for n in (pid, f"{pid}@v{p.version}")]
+
+    @router.post("/v1/detokenize")
+    async def v1_detokenize(body: dict[str, Any]) -> dict[str, Any]:
+        """SGLang's `/v1/detokenize` (`{"text"}`). SGLang serves it at `/detokenize` too, where this
+        worker answers vLLM's `{"prompt"}` (`vllm_routes`): one path, two servers."""
+        return await run_in_threadpool(sglang_detokenize, policies, body)
 
     @router.post("/generate")
     async def generate(body: dict[str, Any]) -> Any:

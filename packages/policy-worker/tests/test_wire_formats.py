@@ -210,6 +210,140 @@ def test_vllm_logprobs_above_zero_add_the_most_likely_alternatives_at_the_versio
     assert all(e["top_logprobs"][1]["logprob"] >= e2["logprob"] for e in content for e2 in e["top_logprobs"][1:])
 
 
+def test_vllm_completions_prompt_logprobs_rescore_each_prompt_id_in_place(client):
+    prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
+    body = {
+        "model": "p1@v0",
+        "prompt": prompt,
+        "max_tokens": 2,
+        "seed": 3,
+        "prompt_logprobs": 2,
+        "return_token_ids": True,
+    }
+    choice = client.post("/v1/completions", json=body).json()["choices"][0]
+    entries = choice["prompt_logprobs"]
+    # One entry per prompt id: null for the first (nothing predicts it), then the id itself first.
+    assert len(entries) == len(prompt) and entries[0] is None and choice["prompt_token_ids"] == prompt
+    assert [list(e)[0] for e in entries[1:]] == [str(t) for t in prompt[1:]]
+    assert all(set(v) == {"logprob", "rank", "decoded_token"} for e in entries[1:] for v in e.values())
+    # Each prompt id's log-probability is the worker's own score of it after the ids before it.
+    assert close(
+        [e[str(t)]["logprob"] for e, t in zip(entries[1:], prompt[1:])], rescored(client, prompt[:1], prompt[1:])
+    )
+    decode = client.policies.tokenizer.decode
+    for i, e in enumerate(entries[1:], 1):
+        own = e[str(prompt[i])]
+        tops = sorted((v["rank"], int(k), v["logprob"]) for k, v in e.items() if v["rank"] <= 2)
+        # The 2 most likely ids (ranks 1 and 2), the id itself once more where it is not among them.
+        assert (
+            [r for r, _, _ in tops] == [1, 2] and len(e) in (2, 3) and tops[0][2] >= tops[1][2] >= own["logprob"] - 1e-6
+        )
+        assert (own["rank"] == 1) == (tops[0][1] == prompt[i]) and own["rank"] >= 1
+        assert all(v["decoded_token"] == decode([int(k)]) for k, v in e.items())
+    # An alternative's log-probability is the model's for that id in that place.
+    _, alt, value = min((v["rank"], int(k), v["logprob"]) for k, v in entries[3].items())
+    assert abs(rescored(client, prompt[:3], [alt])[0] - value) < 1e-4
+    # prompt_logprobs 0: the prompt id only; a sample still happens (max_tokens stays >= 1).
+    zero = client.post("/v1/completions", json={**body, "prompt_logprobs": 0}).json()["choices"][0]
+    assert [list(e) for e in zero["prompt_logprobs"][1:]] == [[str(t)] for t in prompt[1:]] and zero["token_ids"]
+    # A list of prompts: each choice scores its own prompt; without prompt_logprobs, none (as vLLM).
+    two = client.post("/v1/completions", json={**body, "prompt": [prompt, prompt[:3]]}).json()["choices"]
+    assert [len(c["prompt_logprobs"]) for c in two] == [len(prompt), 3]
+    plain = client.post("/v1/completions", json={k: v for k, v in body.items() if k != "prompt_logprobs"}).json()
+    assert plain["choices"][0]["prompt_logprobs"] is None
+    # Below -1, or more than vLLM's default max_logprobs (20; -1 is the whole vocabulary): vLLM's 400.
+    for bad in (-2, -1, 21):
+        refused = client.post("/v1/completions", json={**body, "prompt_logprobs": bad})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "prompt_logprobs", bad
+
+
+def test_sglang_generate_input_token_logprobs_from_logprob_start_len_rescore(client):
+    prompt = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
+    body = {
+        "input_ids": prompt,
+        "lora_path": "p1@v0",
+        "return_logprob": True,
+        "logprob_start_len": 0,
+        "sampling_params": {"max_new_tokens": 2, "sampling_seed": 4},
+    }
+    triples = client.post("/generate", json=body).json()["meta_info"]["input_token_logprobs"]
+    # Every input id from position 0: [logprob, id, null], the first id's logprob null.
+    assert [t[1] for t in triples] == prompt and triples[0] == [None, prompt[0], None]
+    assert all(t[2] is None for t in triples)
+    assert close([t[0] for t in triples[1:]], rescored(client, prompt[:1], prompt[1:]))
+    # From position 3: the ids from 3 on, the first one null (SGLang does not score it), texts on request.
+    later = client.post("/generate", json={**body, "logprob_start_len": 3, "return_text_in_logprobs": True}).json()
+    triples = later["meta_info"]["input_token_logprobs"]
+    assert [t[1] for t in triples] == prompt[3:] and triples[0][0] is None
+    assert close([t[0] for t in triples[1:]], rescored(client, prompt[:4], prompt[4:]))
+    assert [t[2] for t in triples] == [client.policies.tokenizer.decode([t]) for t in prompt[3:]]
+    # A batch: each prompt's own ids; -1 (the default): output logprobs only.
+    batch = client.post("/generate", json={**body, "input_ids": [prompt, prompt[:3]]}).json()
+    assert [[t[1] for t in b["meta_info"]["input_token_logprobs"]] for b in batch] == [prompt, prompt[:3]]
+    assert (
+        client.post("/generate", json={**body, "logprob_start_len": -1}).json()["meta_info"]["input_token_logprobs"]
+        == []
+    )
+    # A start past the input is SGLang's 400; without return_logprob the start is not read (as SGLang).
+    past = client.post("/generate", json={**body, "logprob_start_len": len(prompt)})
+    assert past.status_code == 400 and past.json()["error"]["message"].startswith(
+        f"req.logprob_start_len={len(prompt)} is higher than the number of input tokens"
+    )
+    assert client.post("/generate", json={**body, "logprob_start_len": -2}).status_code == 400
+    assert client.post("/generate", json={**body, "return_logprob": False, "logprob_start_len": 999}).status_code == 200
+
+
+def test_sglang_v1_detokenize_answers_text_and_vllm_keeps_detokenize(client):
+    ids = client.post("/tokenize", json={"messages": HI}).json()["tokens"]
+    decode = client.policies.tokenizer.decode
+    assert client.post("/v1/detokenize", json={"model": "any", "tokens": ids}).json() == {
+        "text": decode(ids, skip_special_tokens=True)
+    }
+    kept = client.post("/v1/detokenize", json={"tokens": [ids, ids[:2]], "skip_special_tokens": False}).json()
+    assert kept == {"text": [decode(ids), decode(ids[:2])]} and "<|im_start|>" in kept["text"][0]
+    assert client.post("/v1/detokenize", json={"tokens": []}).json() == {"text": ""}
+    # One path, two servers: /detokenize stays vLLM's (`prompt`, special tokens kept).
+    assert client.post("/detokenize", json={"tokens": ids}).json() == {"prompt": decode(ids)}
+    refused = client.post("/v1/detokenize", json={"tokens": [10**6]})
+    assert refused.status_code == 400 and set(refused.json()) == {"object", "message", "type", "param", "code"}
+
+
+def test_sglang_chat_flags_put_prompt_ids_and_meta_info_in_each_choice(client):
+    body = {
+        "model": "p1",
+        "messages": HI,
+        "max_tokens": 4,
+        "seed": 2,
+        "logprobs": True,
+        "return_prompt_token_ids": True,
+        "return_meta_info": True,
+    }
+    r = client.post("/v1/chat/completions", json=body).json()
+    choice, meta = r["choices"][0], r["choices"][0]["meta_info"]
+    tokenized = client.post("/tokenize", json={"model": "p1", "messages": HI}).json()["tokens"]
+    # SGLang's choice-level ids, beside vLLM's top-level prompt_token_ids (one route serves both).
+    assert choice["prompt_token_ids"] == r["prompt_token_ids"] == tokenized and set(r) == CHAT_REPLY
+    assert meta["weight_version"] == "0" and meta["id"] == r["id"] and meta["prompt_tokens"] == len(tokenized)
+    assert meta["completion_tokens"] == len(choice["token_ids"]) and meta["finish_reason"]["type"] in ("stop", "length")
+    out = meta["output_token_logprobs"]
+    assert [t[1] for t in out] == choice["token_ids"] and all(isinstance(t[2], str) for t in out)
+    assert close([t[0] for t in out], rescored(client, tokenized, choice["token_ids"]))
+    # A continued conversation: the choice's prompt is the whole prompt, the earlier turn included.
+    messages = [*HI, said(r), {"role": "user", "content": "and the next page"}]
+    again = client.post("/v1/chat/completions", json={**body, "messages": messages}).json()
+    assert again["choices"][0]["prompt_token_ids"] == again["prompt_token_ids"]
+    assert len(again["prompt_token_ids"]) > len(r["prompt_token_ids"]) + len(choice["token_ids"])
+    # return_token_ids (SGLang): token_ids and prompt_token_ids in each choice; no flag: neither SGLang field.
+    ids_only = {k: v for k, v in body.items() if not k.startswith("return_")} | {"return_token_ids": True}
+    both = client.post("/v1/chat/completions", json=ids_only).json()["choices"][0]
+    assert both["prompt_token_ids"] and both["token_ids"] and "meta_info" not in both
+    plain = client.post("/v1/chat/completions", json={"model": "p1", "messages": HI, "max_tokens": 2}).json()
+    assert not {"prompt_token_ids", "meta_info"} & set(plain["choices"][0])
+    # The version sampled, after an update published version 1.
+    client.policies.publish(client.policies.get("p1"))
+    assert client.post("/v1/chat/completions", json=body).json()["choices"][0]["meta_info"]["weight_version"] == "1"
+
+
 def test_vllm_tokenize_renders_messages_or_tokenises_a_prompt(client):
     r = client.post("/tokenize", json={"model": "p1@v0", "messages": HI, "return_token_strs": True})
     assert r.status_code == 200 and set(r.json()) == {"count", "max_model_len", "tokens", "token_strs"}

@@ -74,7 +74,7 @@ export const VLLM_BASE: BaseScoring = {
 /**
  * SGLang: its chat completions render messages (the prompt's ids per choice, `return_prompt_token_ids`; one token
  * sampled beside), `/generate` with `logprob_start_len: 0` scores input ids (`meta_info.input_token_logprobs`), and
- * `/detokenize` answers `{text}`. Its `/tokenize` is not used: it takes text only in older releases.
+ * `/v1/detokenize` (SGLang routes it beside `/detokenize`: http_server.py @0025436e) answers `{text}`. Its `/tokenize` is not used: it takes text only in older releases.
  */
 export const SGLANG_BASE: BaseScoring = {
   async render(target, messages, tools) {
@@ -110,7 +110,7 @@ export const SGLANG_BASE: BaseScoring = {
     return aligned("/generate", ids, (i) => list[i]![0]);
   },
   async detokenize({ client, model }, ids) {
-    return client.post("/detokenize", { model, tokens: ids, skip_special_tokens: true }, AnyDetokenizeReply, model);
+    return client.post("/v1/detokenize", { model, tokens: ids, skip_special_tokens: true }, AnyDetokenizeReply, model);
   },
 };
 
