@@ -44,6 +44,15 @@ const route = (body: unknown, key?: string) =>
   });
 
 describe("harness-s serve", () => {
+  // Issue 70 item 5: with no --models, serve offers what this machine can run, the tiny model, and lists it.
+  it("out of the box offers the tiny model: GET /v1/models lists it, at its own policy worker", async () => {
+    const res = await fetch(`${url}/v1/models`, { headers: { authorization: "Bearer test-key" } });
+    expect(res.status).toBe(200);
+    const { models } = (await res.json()) as { models: { name: string }[] };
+    expect(models.map((m) => m.name)).toEqual(["tiny"]);
+    expect(logs).toMatch(/model tiny: tiny at the policy worker on http:\/\/127\.0\.0\.1:\d+/);
+  });
+
   it("routes an embedded task with the key, 401 without, 400 naming the bad field", async () => {
     const ok = await route(
       {
@@ -252,6 +261,9 @@ describe("harness-s serve", () => {
     proc.kill("SIGINT");
     expect(await exited).toBe(0);
     await expect(fetch(`${dynamoEndpoint}/`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+    // The tiny model's worker ends with serve.
+    const worker = logs.match(/model tiny: tiny at the policy worker on (http:\/\/[\d.:]+)/)![1]!;
+    await expect(fetch(`${worker}/healthz`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
     await expect(fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
   }, 30_000);
 });

@@ -7,12 +7,19 @@ your trainer's shape (TRL's `rollout_func` dict, verl's `AgentLoopOutput`, SkyRL
 from .aio import AsyncHarnessS
 from .client import HarnessS, HarnessSClient
 from .convert import TRL_EXTRAS, Trajectory, TrajectoryID, to_skyrl, to_trl, to_verl, verl_turns
-from .errors import HarnessSConnectionError, HarnessSError, HarnessSTimeoutError, RescueFailedError
+from .errors import (
+    ExperimentFailedError,
+    HarnessSConnectionError,
+    HarnessSError,
+    HarnessSTimeoutError,
+    RescueFailedError,
+)
 from .groups import GroupOutcome, RescueSettings, rank_endpoint_id, rescue_metrics
 
 __all__ = [
     "TRL_EXTRAS",
     "AsyncHarnessS",
+    "ExperimentFailedError",
     "GroupOutcome",
     "HarnessS",
     "HarnessSClient",

@@ -6,19 +6,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import httpx
 
 from . import api
 from .api import Call
-from .client import _answer, _headers, _transport_error, rescue_finished
+from .client import (
+    _answer,
+    _headers,
+    _transport_error,
+    experiment_finished,
+    experiment_poll_s,
+    experiment_timeout,
+    rescue_finished,
+)
 from .convert import Trajectory, pair_rows
 from .errors import RESCUE_TIMEOUT, HarnessSTimeoutError
 from .types import (
     CallerRescue,
     Context,
     EndpointKind,
+    ExperimentPage,
+    ExperimentPlot,
+    ExperimentProgress,
+    ExperimentRequest,
+    ExperimentStatus,
     PolicyEndpoint,
     PoolSummary,
     Quote,
@@ -45,6 +58,7 @@ class AsyncHarnessS:
         self.http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport
         )
+        self.base_url = base_url.rstrip("/")
         self.retries = retries
 
     async def __aenter__(self) -> AsyncHarnessS:
@@ -69,7 +83,7 @@ class AsyncHarnessS:
                 )
             except httpx.TransportError as exc:
                 if last:
-                    raise _transport_error(call, exc) from exc
+                    raise _transport_error(call, exc, self.base_url, attempt + 1) from exc
                 await asyncio.sleep(api.retry_delay(attempt))
                 continue
             if res.status_code in api.RETRYABLE_STATUSES and not last:
@@ -225,8 +239,57 @@ class AsyncHarnessS:
             ),
         )
 
-    async def quote_experiment(self, experiment: dict[str, Any]) -> Quote:
+    async def quote_experiment(self, experiment: ExperimentRequest | dict[str, Any]) -> Quote:
         return cast(Quote, await self.send(api.quote_experiment(experiment)))
+
+    async def start_experiment(self, **request: Unpack[ExperimentRequest]) -> ExperimentStatus:
+        return cast(ExperimentStatus, await self.send(api.start_experiment(request)))
+
+    async def experiment(self, experiment_id: str) -> ExperimentStatus:
+        return cast(ExperimentStatus, await self.send(api.experiment(experiment_id)))
+
+    async def list_experiments(self, limit: int | None = None, cursor: str | None = None) -> ExperimentPage:
+        return cast(ExperimentPage, await self.send(api.experiments(limit, cursor)))
+
+    async def cancel_experiment(self, experiment_id: str) -> ExperimentStatus:
+        return cast(ExperimentStatus, await self.send(api.cancel_experiment(experiment_id)))
+
+    async def wait_experiment(
+        self,
+        experiment_id: str,
+        poll_s: float = 5.0,
+        timeout_s: float | None = None,
+        on_progress: Callable[[ExperimentStatus], None] | None = None,
+    ) -> ExperimentStatus:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        seen: tuple[str, ExperimentProgress] | None = None
+        while True:
+            status = await self.experiment(experiment_id)
+            if on_progress is not None and (status["status"], status["progress"]) != seen:
+                on_progress(status)
+            seen = (status["status"], status["progress"])
+            if experiment_finished(status):
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise experiment_timeout(experiment_id, status, timeout_s)
+            await asyncio.sleep(experiment_poll_s(poll_s, deadline))
+
+    async def experiment_steps(
+        self, experiment_id: str, arm: str | None = None, seed: int | None = None
+    ) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], (await self.send(api.experiment_steps(experiment_id, arm, seed)))["steps"])
+
+    async def experiment_metrics(self, experiment_id: str) -> dict[str, Any]:
+        return cast(dict[str, Any], await self.send(api.experiment_metrics(experiment_id)))
+
+    async def experiment_report(self, experiment_id: str) -> str:
+        return cast(str, await self.send(api.experiment_report(experiment_id)))
+
+    async def experiment_plots(self, experiment_id: str) -> list[ExperimentPlot]:
+        return cast(list[ExperimentPlot], (await self.send(api.experiment_plots(experiment_id)))["plots"])
+
+    async def experiment_plot(self, experiment_id: str, file: str) -> bytes:
+        return cast(bytes, await self.send(api.experiment_plot(experiment_id, file)))
 
     async def usage(self, from_day: str | None = None, to_day: str | None = None) -> Usage:
         return cast(Usage, await self.send(api.usage(from_day, to_day)))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from .types import CallerRescue, Context, EndpointKind, TokenMode
+from .types import CallerRescue, Context, EndpointKind, ExperimentRequest, TokenMode
 
 #: Statuses a repeatable call is sent again on (with a dropped connection): the service or a
 #: proxy before it was briefly unavailable. Every other error is final.
@@ -27,8 +27,10 @@ class Call:
     #: by id). Starting a rescue is sent once: a retry could start a second one.
     repeatable: bool = True
     timeout_s: float | None = None
-    #: The answer is text (CSV, JSON lines), not JSON.
+    #: The answer is text (CSV, JSON lines, markdown), not JSON.
     text: bool = False
+    #: The answer is bytes as sent (a PNG), not JSON.
+    binary: bool = False
 
 
 def retry_delay(attempt: int) -> float:
@@ -140,8 +142,48 @@ def quote_rescue(body: dict[str, Any]) -> Call:
     return Call("POST", "/v1/quotes", {"rescue": body})
 
 
-def quote_experiment(body: dict[str, Any]) -> Call:
+def quote_experiment(body: ExperimentRequest | dict[str, Any]) -> Call:
     return Call("POST", "/v1/quotes", {"experiment": body})
+
+
+def start_experiment(body: ExperimentRequest) -> Call:
+    # Starts a run (queued, metered, one of the key's active slots): sent once, as a rescue is.
+    return Call("POST", "/v1/experiments", body, repeatable=False)
+
+
+def experiment(experiment_id: str) -> Call:
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}")
+
+
+def experiments(limit: int | None, cursor: str | None) -> Call:
+    params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v is not None}
+    return Call("GET", "/v1/experiments", params=params or None)
+
+
+def cancel_experiment(experiment_id: str) -> Call:
+    # A run already ended answers as it is; a second cancel changes nothing: safe to repeat.
+    return Call("POST", f"/v1/experiments/{_id(experiment_id)}/cancel")
+
+
+def experiment_steps(experiment_id: str, arm: str | None, seed: int | None) -> Call:
+    params = {k: v for k, v in (("arm", arm), ("seed", seed)) if v is not None}
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}/steps", params=params or None)
+
+
+def experiment_metrics(experiment_id: str) -> Call:
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}/metrics")
+
+
+def experiment_report(experiment_id: str) -> Call:
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}/report", text=True)
+
+
+def experiment_plots(experiment_id: str) -> Call:
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}/plots")
+
+
+def experiment_plot(experiment_id: str, file: str) -> Call:
+    return Call("GET", f"/v1/experiments/{_id(experiment_id)}/plots/{_id(file)}", binary=True)
 
 
 def usage(from_day: str | None, to_day: str | None) -> Call:

@@ -1,13 +1,16 @@
 """The Harness-S service's HTTP API for a trainer, synchronous (`HarnessS`; `AsyncHarnessS` in
 aio.py is the same over asyncio). Every call is bounded in time; the ones that are safe to repeat
 (reads, and writes that replace by id) are repeated on a dropped connection or a 502/503/504;
-starting a rescue or routing is sent once. Every failure is a `HarnessSError` with a code."""
+starting a rescue, an experiment or routing is sent once. Every failure is a `HarnessSError` with a
+code; a call with no answer at all says where it went and what happened (refused, a host name that
+did not resolve, timed out)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import httpx
 
@@ -15,7 +18,9 @@ from . import api
 from .api import Call
 from .convert import Trajectory, pair_rows
 from .errors import (
+    EXPERIMENT_TIMEOUT,
     RESCUE_TIMEOUT,
+    ExperimentFailedError,
     HarnessSConnectionError,
     HarnessSError,
     HarnessSTimeoutError,
@@ -23,9 +28,15 @@ from .errors import (
     error_of,
 )
 from .types import (
+    EXPERIMENT_TERMINAL_STATES,
     CallerRescue,
     Context,
     EndpointKind,
+    ExperimentPage,
+    ExperimentPlot,
+    ExperimentProgress,
+    ExperimentRequest,
+    ExperimentStatus,
     PolicyEndpoint,
     PoolSummary,
     Quote,
@@ -45,14 +56,48 @@ def _answer(call: Call, res: httpx.Response) -> Any:
         except ValueError:
             body = None
         raise error_of(res.status_code, body, res.text)
+    if call.binary:
+        return res.content
     return res.text if call.text else res.json()
 
 
-def _transport_error(call: Call, exc: httpx.TransportError) -> HarnessSError:
+#: What each of httpx's timeouts was waiting for.
+_TIMED_OUT = {
+    httpx.ConnectTimeout: "connecting",
+    httpx.ReadTimeout: "waiting for the answer",
+    httpx.WriteTimeout: "sending the request",
+    httpx.PoolTimeout: "waiting for a free connection",
+}
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    """What happened, in words: the socket's own error where the chain holds one (refused, a host
+    name that did not resolve, unreachable), else httpx's message; never a bare class name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused (is `harness-s serve` running?)"
+        if isinstance(cause, socket.gaierror):
+            return f"its host name did not resolve ({cause.strerror or cause})"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[:1].lower() + cause.strerror[1:]
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc).strip()
+    return text or f"httpx gave no reason ({exc.__class__.__name__})"
+
+
+def _transport_error(call: Call, exc: httpx.TransportError, base_url: str, tries: int = 1) -> HarnessSError:
+    """The client's error for a call that got no answer: where to, what happened, how often it was tried."""
     what = f"{call.method} {call.path}"
+    tried = f" (tried {tries} times)" if tries > 1 else ""
     if isinstance(exc, httpx.TimeoutException):
-        return HarnessSTimeoutError(f"{what}: no answer in time ({exc.__class__.__name__})")
-    return HarnessSConnectionError(f"{what}: {exc.__class__.__name__}: {exc}")
+        phase = next((v for k, v in _TIMED_OUT.items() if isinstance(exc, k)), "waiting")
+        return HarnessSTimeoutError(f"{what}: no answer from {base_url} in time (timed out {phase}){tried}")
+    if isinstance(exc, httpx.ConnectError):
+        return HarnessSConnectionError(f"{what}: could not connect to {base_url}: {_reason(exc)}{tried}")
+    return HarnessSConnectionError(
+        f"{what}: the connection to {base_url} failed before an answer: {_reason(exc)}{tried}"
+    )
 
 
 def rescue_finished(status: RescueStatus, fail_fast: bool) -> bool:
@@ -63,6 +108,27 @@ def rescue_finished(status: RescueStatus, fail_fast: bool) -> bool:
     if status["status"] == "failed":
         raise RescueFailedError(cast(dict[str, Any], status))
     return status["status"] != "running"
+
+
+def experiment_finished(status: ExperimentStatus) -> bool:
+    """Whether a run has ended (done, stopped, cancelled); one that failed raises `ExperimentFailedError`."""
+    if status["status"] == "failed":
+        raise ExperimentFailedError(cast(dict[str, Any], status))
+    return status["status"] in EXPERIMENT_TERMINAL_STATES
+
+
+def experiment_poll_s(poll_s: float, deadline: float | None) -> float:
+    """How long to sleep before the next read: `poll_s`, never past the deadline."""
+    return poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+
+
+def experiment_timeout(experiment_id: str, status: ExperimentStatus, timeout_s: float | None) -> HarnessSTimeoutError:
+    done, total = status["progress"]["done"], status["progress"]["total"]
+    return HarnessSTimeoutError(
+        f"experiment {experiment_id} still {status['status']} after {timeout_s:g} s ({done}/{total}: "
+        f"{status['progress']['label']})",
+        EXPERIMENT_TIMEOUT,
+    )
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -83,6 +149,7 @@ class HarnessS:
         self.http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=_headers(api_key), timeout=timeout_s, transport=transport
         )
+        self.base_url = base_url.rstrip("/")
         self.retries = retries
 
     def __enter__(self) -> HarnessS:
@@ -108,7 +175,7 @@ class HarnessS:
                 )
             except httpx.TransportError as exc:
                 if last:
-                    raise _transport_error(call, exc) from exc
+                    raise _transport_error(call, exc, self.base_url, attempt + 1) from exc
                 time.sleep(api.retry_delay(attempt))
                 continue
             if res.status_code in api.RETRYABLE_STATUSES and not last:
@@ -288,8 +355,77 @@ class HarnessS:
             ),
         )
 
-    def quote_experiment(self, experiment: dict[str, Any]) -> Quote:
+    def quote_experiment(self, experiment: ExperimentRequest | dict[str, Any]) -> Quote:
+        """What `start_experiment(**experiment)` would cost, before it is asked for."""
         return cast(Quote, self.send(api.quote_experiment(experiment)))
+
+    # --- experiments
+    def start_experiment(self, **request: Unpack[ExperimentRequest]) -> ExperimentStatus:
+        """Starts a paired experiment (`POST /v1/experiments`, sent once): the run's record as
+        accepted (status `queued`, its progress, the quote it was priced at). Fields are the API's
+        (`evalSamples`, `budget={"rollouts": ...}`); a refused request is a `HarnessSError`
+        (400 VALIDATION_FAILED naming the field, 402 over budget, 429 past the key's active runs)."""
+        return cast(ExperimentStatus, self.send(api.start_experiment(request)))
+
+    def experiment(self, experiment_id: str) -> ExperimentStatus:
+        """A run's status: `status`, `progress` (`done` of `total`, `label`), usage and cost so far."""
+        return cast(ExperimentStatus, self.send(api.experiment(experiment_id)))
+
+    def list_experiments(self, limit: int | None = None, cursor: str | None = None) -> ExperimentPage:
+        """A page of the key's own runs, newest first; pass a page's `next` as `cursor` for the next."""
+        return cast(ExperimentPage, self.send(api.experiments(limit, cursor)))
+
+    def cancel_experiment(self, experiment_id: str) -> ExperimentStatus:
+        """Cancels a run: a queued one ends at once, a running one after its current step; finished
+        units are kept. A run already ended is answered as it is (safe to repeat)."""
+        return cast(ExperimentStatus, self.send(api.cancel_experiment(experiment_id)))
+
+    def wait_experiment(
+        self,
+        experiment_id: str,
+        poll_s: float = 5.0,
+        timeout_s: float | None = None,
+        on_progress: Callable[[ExperimentStatus], None] | None = None,
+    ) -> ExperimentStatus:
+        """Reads the run every `poll_s` until it has ended (done, stopped at its cap, cancelled) and
+        returns that status; `on_progress(status)` on each change of status or progress. Raises
+        `ExperimentFailedError` (EXPERIMENT_FAILED, the run's error) if it failed, and
+        `HarnessSTimeoutError` (EXPERIMENT_TIMEOUT) past `timeout_s` (None: no limit)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        seen: tuple[str, ExperimentProgress] | None = None
+        while True:
+            status = self.experiment(experiment_id)
+            if on_progress is not None and (status["status"], status["progress"]) != seen:
+                on_progress(status)
+            seen = (status["status"], status["progress"])
+            if experiment_finished(status):
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise experiment_timeout(experiment_id, status, timeout_s)
+            time.sleep(experiment_poll_s(poll_s, deadline))
+
+    def experiment_steps(
+        self, experiment_id: str, arm: str | None = None, seed: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Each training step of the run (of one arm, one seed): rollouts so far and every group's outcome."""
+        return cast(list[dict[str, Any]], self.send(api.experiment_steps(experiment_id, arm, seed))["steps"])
+
+    def experiment_metrics(self, experiment_id: str) -> dict[str, Any]:
+        """Per (arm, seed) results so far, and the run's summary once done."""
+        return cast(dict[str, Any], self.send(api.experiment_metrics(experiment_id)))
+
+    def experiment_report(self, experiment_id: str) -> str:
+        """The run's markdown report once it has one (done, or stopped with finished units); before
+        that a 404 `HarnessSError` whose message says why."""
+        return cast(str, self.send(api.experiment_report(experiment_id)))
+
+    def experiment_plots(self, experiment_id: str) -> list[ExperimentPlot]:
+        """The run's plots (none until it ends with a report): each file name with its path."""
+        return cast(list[ExperimentPlot], self.send(api.experiment_plots(experiment_id))["plots"])
+
+    def experiment_plot(self, experiment_id: str, file: str) -> bytes:
+        """One plot as PNG bytes, by the file name the report links (`curves.png`, `utilities.png`)."""
+        return cast(bytes, self.send(api.experiment_plot(experiment_id, file)))
 
     def usage(self, from_day: str | None = None, to_day: str | None = None) -> Usage:
         """The key's metered usage, quota and budget; with both days (YYYY-MM-DD), by UTC day."""

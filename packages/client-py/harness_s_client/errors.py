@@ -11,6 +11,9 @@ from typing import Any
 CONNECTION_FAILED = "CONNECTION_FAILED"
 TIMEOUT = "TIMEOUT"
 RESCUE_TIMEOUT = "RESCUE_TIMEOUT"
+#: A run ended `failed` (the service records its error's message, not a code of its own).
+EXPERIMENT_FAILED = "EXPERIMENT_FAILED"
+EXPERIMENT_TIMEOUT = "EXPERIMENT_TIMEOUT"
 UNKNOWN = "UNKNOWN"
 
 
@@ -52,6 +55,16 @@ class RescueFailedError(HarnessSError):
             {"failed": rescue["failed"]},
         )
         self.rescue = rescue
+
+
+class ExperimentFailedError(HarnessSError):
+    """An experiment ended `failed`: code `EXPERIMENT_FAILED`, the run's recorded `error` as the
+    message, and the whole `experiment` status as read then (`status` 0: the read succeeded)."""
+
+    def __init__(self, experiment: dict[str, Any]) -> None:
+        reason = experiment.get("error") or "no reason recorded"
+        super().__init__(0, EXPERIMENT_FAILED, f"experiment {experiment['id']} failed: {reason}")
+        self.experiment = experiment
 
 
 def error_of(status: int, body: Any, text: str) -> HarnessSError:

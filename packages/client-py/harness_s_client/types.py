@@ -164,3 +164,99 @@ class TrajectoryRow(TypedDict):
 class TrajectoryPage(TypedDict):
     trajectories: list[TrajectoryRow]
     next: int | None
+
+
+ExperimentState = Literal["queued", "running", "done", "stopped", "failed", "cancelled"]
+#: States a run never leaves (`TERMINAL_STATES` in packages/core/src/experiment/records.ts).
+EXPERIMENT_TERMINAL_STATES: frozenset[str] = frozenset({"done", "stopped", "failed", "cancelled"})
+
+
+class ExperimentBudget(TypedDict):
+    """A run's cap: every rollout counts; `usd` caps the charge at the tariff too."""
+
+    rollouts: int
+    usd: NotRequired[float]
+
+
+class ExperimentRequest(TypedDict, total=False):
+    """`POST /v1/experiments` (and `quote_experiment`): every field has the service's default
+    (`env` "embedded", arms grpo, grpo-budget and harness-s, seeds [1], budget 100,000 rollouts).
+    `env` is a family's name or your OpenEnv server `{"kind": "openenv", "url", "tasks", ...}`;
+    `train` overrides the training config by its own keys (an unknown key is a 400)."""
+
+    env: str | dict[str, Any]
+    model: str
+    arms: list[str]
+    seeds: list[int]
+    train: dict[str, Any]
+    evalSamples: int
+    evalTasks: int
+    protocol: Literal["test", "validation"]
+    budget: ExperimentBudget
+
+
+class ExperimentProgress(TypedDict):
+    """How far a run is: `done` of `total` units of work, and what it does now (`label`)."""
+
+    done: int
+    total: int
+    label: str
+
+
+class ExperimentCost(TypedDict):
+    rollouts: int
+    computeMs: float
+    usd: float
+
+
+class ExperimentStatus(TypedDict):
+    """`GET /v1/experiments/{id}` (and the answer of starting or cancelling one): state, progress,
+    usage and cost so far; `stopReason` once stopped (budget cap, cancelled), `error` once failed."""
+
+    id: str
+    status: ExperimentState
+    request: dict[str, Any]
+    progress: ExperimentProgress
+    attempts: int
+    cost: ExperimentCost
+    budget: ExperimentBudget | None
+    quote: Quote | None
+    #: Metered usage, cost of goods and charge so far (`GET` only; null in a start's or a cancel's answer).
+    actual: dict[str, Any] | None
+    stopReason: str | None
+    error: str | None
+    createdAt: float
+    updatedAt: float
+
+
+class ExperimentListProgress(TypedDict):
+    done: int
+    total: int
+
+
+class ExperimentListItem(TypedDict):
+    """One run in the key's list (`GET /v1/experiments`); `experiment(id)` has the rest."""
+
+    id: str
+    status: ExperimentState
+    createdAt: float
+    updatedAt: float
+    env: str
+    model: str | None
+    arms: int
+    seeds: int
+    progress: ExperimentListProgress
+
+
+class ExperimentPage(TypedDict):
+    """A page of the key's runs, newest first; `next` is the next page's cursor (None at the end)."""
+
+    items: list[ExperimentListItem]
+    next: str | None
+
+
+class ExperimentPlot(TypedDict):
+    """A plot of a run's report (`curves.png`, `utilities.png`): its file name and its path on the API."""
+
+    file: str
+    url: str

@@ -17,7 +17,7 @@ import { startLocalStack } from "@harness-s/functions/local";
 import { UsageError } from "../flags.ts";
 import type { ServeWorkersData } from "../runtime/serve-workers.ts";
 import { startServedModelWorkers, stoppedTogether } from "../runtime/served-model-workers.ts";
-import { SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
+import { DEFAULT_SERVED_MODELS, SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
 import { familyFor } from "../families.ts";
 import { SERVE_EXPERIMENT_FAMILIES, experimentOffers } from "../runtime/experiment-setups.ts";
 
@@ -45,7 +45,10 @@ export async function serveCommand(input: z.input<typeof ServeOptions>): Promise
   const log = (line: string) => process.stderr.write(`${line}\n`);
   // One policy worker per served model, started beside the evolution (each loads torch and its model); a folder a
   // worker refuses stops serve here.
-  const modelWorkers = opts.models ? startServedModelWorkers(opts.models, log) : undefined;
+  // Out of the box serve offers what this machine can run: the tiny model (flags narrow it: `--models none`).
+  const models = opts.models ?? DEFAULT_SERVED_MODELS.map((m) => ({ ...m }));
+  if (!opts.models) log("offering the tiny model (GET /v1/models); --models none offers none, --models name=DIR yours");
+  const modelWorkers = models.length ? startServedModelWorkers(models, log) : undefined;
   process.stderr.write("evolving the embedded sibling pool …\n");
   // Seeds a queued run has not seen are evolved on a worker thread: the API keeps answering.
   const setup = embeddedSetups(defaultEmbeddedSettings, offThreadInstances())("test");

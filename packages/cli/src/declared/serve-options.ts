@@ -47,6 +47,15 @@ export const ModelFolders = z.preprocess(
     .refine((models) => new Set(models.map((m) => m.name)).size === models.length, "each model name once"),
 );
 
+/** What `serve` offers when `--models` is not given: the worker's tiny test model, which any machine here can run. */
+export const DEFAULT_SERVED_MODELS = [{ name: "tiny", dir: "tiny" }] as const;
+
+/** `--models none`: no base model (experiments then run on each environment's own policy only). */
+export const ServedModelsFlag = z.union([
+  z.literal("none").transform(() => [] as { name: string; dir: string }[]),
+  ModelFolders,
+]);
+
 /** `serve`'s options, as the command line gives them (strings) or a caller does (numbers). */
 export const ServeOptions = z.strictObject({
   port: flag(port.default(18787), "<n>", "port to listen on (0 picks a free one)"),
@@ -83,9 +92,9 @@ export const ServeOptions = z.strictObject({
     { choices: gatewayEnvs() },
   ),
   models: flag(
-    ModelFolders.optional(),
-    "<name=dir,…>",
-    "base models experiments may train LoRA adapters on, each from its folder (one policy worker each, stopped with serve; GET /v1/models lists them)",
+    ServedModelsFlag.optional(),
+    "<name=dir,…|none>",
+    "base models experiments may train LoRA adapters on, each from its folder (one policy worker each, stopped with serve; GET /v1/models lists them); default tiny=tiny, the worker's test model (its venv made the first time, about a minute); none: no model",
   ),
   allowLoopbackEndpoints: flag(
     z.boolean().default(false),
