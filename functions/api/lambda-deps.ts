@@ -6,7 +6,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import type { ConsumptionMeter } from "@harness-s/adapters/metering";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
 import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
-import { Prices, spendTellingMeter } from "@harness-s/core/billing";
+import { spendTellingMeter, tariffOver } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { ServedModels, servedOffers, type ServedOffers } from "@harness-s/core/models";
 import type { MessageQueue } from "@harness-s/core/messaging";
@@ -92,7 +92,7 @@ export async function apiLambdaDeps(
       clock,
       builtin: builtinEnvironments(),
     }),
-    prices: Prices.parse({}),
+    prices: tariffOver(config.priceList),
     priceList: config.priceList,
     offers: deployedOffers(config),
     ...(clients.consumption ? { consumption: { meter: clients.consumption, memoryGb: config.memoryGb } } : {}),

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { PriceList, Prices } from "@harness-s/core/billing";
+import { PriceList, tariffOver } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
@@ -188,7 +188,7 @@ function apiDeps(
       clock: systemClock,
       ...(opts.builtinEnvironments ? { builtin: opts.builtinEnvironments } : {}),
     }),
-    prices: Prices.parse({}),
+    prices: tariffOver(PriceList.parse({})),
     priceList: PriceList.parse({}),
     consumption: { meter: consumption, memoryGb: memoryGb(API_MEMORY) },
     tasks: opts.tasks,

@@ -8,7 +8,6 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { localCredentials } from "@harness-s/adapters/local";
 import { tableNames } from "@harness-s/adapters/dynamo";
-import { MODEL_PRICE_DEFAULTS } from "@harness-s/core/models";
 import { ensureWorkerVenv } from "../../packages/cli/src/policy-worker.ts";
 
 // `serve --models a=DIR1,b=DIR2` with two tiny model folders (the worker's tiny Llama, saved as a
@@ -110,8 +109,6 @@ describe("harness-s serve --models", () => {
         parameters: expect.any(Number),
         contextTokens: 4096,
         chatTemplate: "chatml",
-        pricePerMillionSampledUsd: MODEL_PRICE_DEFAULTS.sampledUsd,
-        pricePerMillionTrainedUsd: MODEL_PRICE_DEFAULTS.trainedUsd,
       });
     expect(models[0].parameters).toBeGreaterThan(50_000);
     expect(models[0].parameters).toBe(models[1].parameters);

@@ -32,7 +32,9 @@ describe("usage by period, its export and quotes over HTTP", () => {
       ["2026-12-01", 5],
     ]);
     expect(mine.days[0].costOfGoodsUsd).toBeCloseTo(4 * 0.4e-6 + 2 * 0.625e-6, 12);
-    expect(mine.days[0].chargeUsd).toBeCloseTo(10 * 0.0002, 12);
+    // The tariff's rollouts, and the goods passed through at cost: never below the day's cost of goods.
+    expect(mine.days[0].chargeUsd).toBeCloseTo(10 * 0.0002 + 4 * 0.4e-6 + 2 * 0.625e-6, 12);
+    expect(mine.days[0].chargeUsd).toBeGreaterThanOrEqual(mine.days[0].costOfGoodsUsd);
     expect((await get("/v1/usage?from=2026-11-01&to=2026-12-31&keyId=bob", own)).status).toBe(403);
     expect((await get("/v1/usage?from=2026-12-31&to=2026-11-01", own)).status).toBe(400);
     const everyone = await (await get("/v1/usage?from=2026-12-01&to=2026-12-01&keyId=*", admin)).json();

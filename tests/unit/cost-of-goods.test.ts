@@ -154,7 +154,9 @@ describe("quotes", () => {
     );
     expect(q.rollouts).toBe(12);
     expect(q.usage.dynamoWriteUnits).toBe(36);
-    expect(q.chargeUsd).toBeCloseTo(12 * 0.0002 + 0.24 * 0.00005, 9);
+    // The tariff's own units, and what it consumes at the providers passed through at cost (issue 70 item 2).
+    expect(q.chargeUsd).toBeCloseTo(12 * 0.0002 + 0.24 * 0.00005 + q.costOfGoods.totalUsd, 9);
+    expect(q.chargeUsd).toBeGreaterThanOrEqual(q.costOfGoods.totalUsd);
   });
 
   it("measures the rescue share over finished jobs' arms that rescue or resample, and leaves the quote rows out of the usage export", async () => {

@@ -75,7 +75,7 @@ describe("a quote's rescue, resample and re-anchor arithmetic, counted by hand",
     expect(q.rollouts).toBe(184);
     expect(q.usage.dynamoWriteUnits).toBeCloseTo(2 * (184 - 16) + 6 * 16, 6); // 432
     expect(q.costOfGoods.dynamoUsd).toBeCloseTo(432 * 0.625e-6, 9);
-    expect(q.chargeUsd).toBeCloseTo(184 * 0.0002, 9); // no compute in this basis
+    expect(q.chargeUsd).toBeCloseTo(184 * 0.0002 + q.costOfGoods.totalUsd, 9); // no compute in this basis; goods at cost
     expect(q.caps).toMatchObject({ plannedRollouts: 184, binding: [] });
   });
 });
@@ -87,7 +87,7 @@ describe("a quote under its budget's caps (issue 52, item 16)", () => {
     const q = quote({ experiment: plan({ rollouts: 33 }) }, basis, prices);
     expect(q.rollouts).toBe(33);
     expect(q.usage.dynamoWriteUnits).toBeCloseTo(2 * 31 + 6 * 2, 6);
-    expect(q.chargeUsd).toBeCloseTo(33 * 0.0002, 9);
+    expect(q.chargeUsd).toBeCloseTo(33 * 0.0002 + q.costOfGoods.totalUsd, 9);
     expect(q.caps).toEqual({
       plannedRollouts: 184,
       rollouts: 33,
@@ -107,11 +107,11 @@ describe("a quote under its budget's caps (issue 52, item 16)", () => {
 
   it("says a USD cap below the quoted charge refuses the run, and a rollout cap that brings the charge under it lets it start", async () => {
     const { basis } = await handBasis();
-    const over = quote({ experiment: plan({ rollouts: 1000, usd: 0.03 }) }, basis, prices); // 184 rollouts: 0.0368 USD
+    const over = quote({ experiment: plan({ rollouts: 1000, usd: 0.03 }) }, basis, prices); // 184 rollouts: 0.0368 USD, and 432 write units at cost: 0.03707 USD
     expect(over.rollouts).toBe(184);
     expect(over.caps).toMatchObject({ usd: 0.03, binding: ["usd"] });
     expect(over.caps!.note).toMatch(
-      /the quoted charge of 0\.0368 USD is above its budget's 0\.03 USD: it is refused \(402\) before any work/,
+      /the quoted charge of 0\.03707 USD is above its budget's 0\.03 USD: it is refused \(402\) before any work/,
     );
     const meter = { get: async () => ({ ...zeroUsage }) };
     await expect(ensureWithinBudget(over, { id: "k" }, 0.03, { meter, ...prices })).rejects.toBeInstanceOf(

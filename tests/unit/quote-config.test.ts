@@ -102,7 +102,10 @@ describe("quotes by environment and model", () => {
     expect(q.rollouts).toBe(32);
     expect(q.usage).toMatchObject({ sampledTokens: 48_000, trainedTokens: 15_000, computeMs: 32_000 });
     expect(q.usage.gpuSeconds).toBeCloseTo(63_000 * (12 / 60_000), 9);
-    expect(q.chargeUsd).toBeCloseTo(32 * prices.tariff.perRollout + 32 * prices.tariff.perComputeSecond, 9);
+    expect(q.chargeUsd).toBeCloseTo(
+      32 * prices.tariff.perRollout + 32 * prices.tariff.perComputeSecond + q.costOfGoods.totalUsd,
+      9,
+    );
     expect(Object.values(quoteConfigKeys("dbbench", "a")).every(isQuoteBasisKey)).toBe(true);
   });
 });

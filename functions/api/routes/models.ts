@@ -16,7 +16,7 @@ export const modelRoutes = {
     operationId: "listModels",
     tags: ["experiments"],
     summary:
-      "The base models this deployment serves (name, parameters, context, chat template family, USD per million tokens sampled and trained); an experiment's model names one, and each arm trains its own LoRA adapter on it",
+      "The base models this deployment serves (name, parameters, context, chat template family); an experiment's model names one, and each arm trains its own LoRA adapter on it",
     responses: {
       200: jsonOf("the served models (none: experiments run on each environment's own policy)", ModelList),
       401: errors[401],

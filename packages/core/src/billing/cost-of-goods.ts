@@ -1,10 +1,33 @@
 import { z } from "zod";
 import type { Usage } from "./usage.ts";
 
-/** The tariff: what a key is charged (USD per rollout and per compute second). */
+/**
+ * What a key is charged for what its requests consume beside the tariff's own units: each provider unit at least at
+ * the price list's price (a charge never below its cost of goods), voters' spend at `voterMultiplier` × what each
+ * voter declared. Defaults: the price list's defaults (pass-through at cost); {@link tariffOver} sets them from the
+ * deployment's price list.
+ */
+const PassThrough = {
+  perLambdaGbSecond: z.number().min(0).default(0.0000166667),
+  perLambdaRequest: z.number().min(0).default(0.0000002),
+  perDynamoReadUnit: z.number().min(0).default(0.125e-6),
+  perDynamoWriteUnit: z.number().min(0).default(0.625e-6),
+  perSqsRequest: z.number().min(0).default(0.4e-6),
+  perGpuSecond: z
+    .number()
+    .min(0)
+    .default(1.006 / 3600),
+  voterMultiplier: z.number().min(1).default(1),
+};
+
+/**
+ * The tariff: what a key is charged — USD per rollout and per compute second (the service's own margin), and what it
+ * consumes at providers passed through at no less than cost ({@link PassThrough}).
+ */
 export const Prices = z.object({
   perRollout: z.number().min(0).default(0.0002),
   perComputeSecond: z.number().min(0).default(0.00005),
+  ...PassThrough,
 });
 export type Prices = z.infer<typeof Prices>;
 
@@ -72,9 +95,38 @@ export function costOfGoods(used: Partial<Usage>, prices: PriceList): CostOfGood
   };
 }
 
-/** What some usage is charged at the tariff: rollouts and compute seconds (the experiments' prices). */
+/**
+ * What some usage is charged at the tariff: rollouts and compute seconds, plus every provider unit it consumed at the
+ * tariff's pass-through prices (so, at a tariff over the deployment's price list, never below its cost of goods: per
+ * request, per run and per day alike, the charge being a sum over usage).
+ */
 export function chargeUsd(used: Partial<Usage>, tariff: Prices): number {
-  return usd((used.rollouts ?? 0) * tariff.perRollout + ((used.computeMs ?? 0) / 1000) * tariff.perComputeSecond);
+  const t = Prices.parse(tariff); // a record's stored tariff from before the pass-through fields reads at their defaults
+  const own = (used.rollouts ?? 0) * t.perRollout + ((used.computeMs ?? 0) / 1000) * t.perComputeSecond;
+  const passed =
+    (used.lambdaGbSeconds ?? 0) * t.perLambdaGbSecond +
+    (used.requests ?? 0) * t.perLambdaRequest +
+    (used.dynamoReadUnits ?? 0) * t.perDynamoReadUnit +
+    (used.dynamoWriteUnits ?? 0) * t.perDynamoWriteUnit +
+    (used.sqsRequests ?? 0) * t.perSqsRequest +
+    (used.gpuSeconds ?? 0) * t.perGpuSecond +
+    (used.llmCostUsd ?? 0) * t.voterMultiplier;
+  return usd(own + passed);
+}
+
+/**
+ * The default tariff over a deployment's price list: each provider unit passed through at the list's price (a price
+ * list above the defaults raises them), the service's own units at their defaults.
+ */
+export function tariffOver(list: PriceList): Prices {
+  return Prices.parse({
+    perLambdaGbSecond: list.lambdaPerGbSecond,
+    perLambdaRequest: list.lambdaPerRequest,
+    perDynamoReadUnit: list.dynamoPerReadUnit,
+    perDynamoWriteUnit: list.dynamoPerWriteUnit,
+    perSqsRequest: list.sqsPerRequest,
+    perGpuSecond: list.gpuPerSecond,
+  });
 }
 
 /** The cost-of-goods fields of usage: what the consumption meters measure. */

@@ -2,14 +2,13 @@ import { z } from "zod";
 import { Name } from "../names.ts";
 import type { ExperimentOffers } from "../experiment/admit.ts";
 
-/** What a served model costs a caller when its declaration names no price, per million tokens. */
-export const MODEL_PRICE_DEFAULTS = { sampledUsd: 0.2, trainedUsd: 0.6 } as const;
-
 /**
  * A base model the deployment's policy endpoint serves: every arm of an experiment that names it
  * trains its own LoRA adapter on it. Its size, context and chat template family are the worker's
- * reading of the model folder; its prices are the deployment's. Other fields of a declaration
- * (the stacks' `folder`) are dropped.
+ * reading of the model folder. It lists no per-token price: a run is charged at the tariff (rollouts,
+ * compute seconds) and its GPU seconds and other goods passed through at no less than cost
+ * (`chargeUsd`), whatever the model. Other fields of a declaration (the stacks' `folder`, a price
+ * from before) are dropped.
  */
 export const ServedModel = z.object({
   name: Name,
@@ -17,8 +16,6 @@ export const ServedModel = z.object({
   contextTokens: z.number().int().positive(),
   /** The family its chat template belongs to (`chatml`, `llama3`, `mistral`, `gemma`, or `other`). */
   chatTemplate: Name,
-  pricePerMillionSampledUsd: z.number().min(0).default(MODEL_PRICE_DEFAULTS.sampledUsd),
-  pricePerMillionTrainedUsd: z.number().min(0).default(MODEL_PRICE_DEFAULTS.trainedUsd),
 });
 export type ServedModel = z.infer<typeof ServedModel>;
 
