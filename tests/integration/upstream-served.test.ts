@@ -5,6 +5,7 @@ import { CallerSource } from "@harness-s/core/dispatch";
 import { RegisterPolicyEndpoint, registerPolicyEndpoint } from "@harness-s/core/callers";
 import { CallerPolicyRunners, ENDPOINT_KIND_ADAPTERS } from "@harness-s/adapters/policy";
 import { HttpEndpointProber, outboundFetch } from "@harness-s/adapters/net";
+import { freePort } from "@harness-s/adapters/local";
 import { MemoryPolicyEndpointStore } from "@harness-s/adapters/stores";
 import { defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
 import { builtinEnvironments } from "../../functions/embedded-tasks.ts";
@@ -32,7 +33,12 @@ const tool = () => setup.env.tools(inst.train.find((t) => t.tags.length > 0)!).f
 const script = (nth: number) =>
   `<tool_call>{"name": "${nth % 3 === 2 ? "submit" : tool()}", "arguments": {}}</tool_call>`;
 
-async function register(url: string, kind: "vllm" | "sglang", policy: string, mode?: RegisterPolicyEndpoint["mode"]) {
+async function register(
+  url: string,
+  kind: "vllm" | "sglang" | "protocol-v2",
+  policy: string,
+  mode?: RegisterPolicyEndpoint["mode"],
+) {
   const endpoints = new MemoryPolicyEndpointStore();
   const prober = new HttpEndpointProber({ allowLoopback: true }, systemClock);
   const req = RegisterPolicyEndpoint.parse({ id: "e1", url, policy, kind, ...(mode ? { mode } : {}) });
@@ -201,5 +207,15 @@ describe("vLLM's model names and routes (tests/upstream/vllm.ts)", () => {
     // Unasked, the probe goes on past the missing route to a mode the server has.
     const { view } = await register(older.url, "vllm", "a");
     expect(view.probe.mode).toBe("completions-ids");
+  });
+});
+
+// Issue 70: a refused connection at registration is said as such, never as an exception class name ("TypeError").
+describe("an endpoint that refuses the connection", () => {
+  it.each(["protocol-v2", "vllm", "sglang"] as const)("%s: the probe says the connection was refused", async (kind) => {
+    const port = await freePort();
+    const refused = await register(`http://127.0.0.1:${port}`, kind, "p").catch((err: Error) => err);
+    expect((refused as Error).message).toMatch(/could not connect: connection refused/);
+    expect((refused as Error).message).not.toMatch(/TypeError/);
   });
 });

@@ -92,3 +92,31 @@ export function safeJson(text: string): unknown {
     return undefined;
   }
 }
+
+/** What a network error's cause codes mean, said plainly (Node's and undici's codes). */
+const UNANSWERED: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused (is the server running, on that port?)",
+  ENOTFOUND: "no such host",
+  EAI_AGAIN: "the host name did not resolve (DNS)",
+  ECONNRESET: "the connection was reset",
+  EHOSTUNREACH: "no route to the host",
+  ENETUNREACH: "the network is unreachable",
+  ETIMEDOUT: "the connection timed out",
+  UND_ERR_CONNECT_TIMEOUT: "the connection timed out",
+  UND_ERR_SOCKET: "the connection closed before an answer",
+  CERT_HAS_EXPIRED: "its TLS certificate has expired",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed",
+};
+
+/**
+ * Why a request got no answer, in words (a refused connection, an unknown host, a timeout), never an exception class
+ * name: `could not connect: connection refused (…)`.
+ */
+export function whyUnanswered(err: unknown): string {
+  const e = err as { name?: string; code?: string; cause?: { code?: string; cause?: { code?: string } } };
+  if (e?.name === "TimeoutError" || e?.name === "AbortError") return "no answer in time";
+  const code = e?.cause?.code ?? e?.cause?.cause?.code ?? e?.code;
+  const said = code ? UNANSWERED[code] : undefined;
+  return said ? `could not connect: ${said}` : `could not connect${code ? ` (${code})` : ""}`;
+}
+

@@ -2,6 +2,7 @@ import type { Rollout } from "@harness-s/core";
 import { PolicyStateV2 } from "@harness-s/core/protocol";
 import type { PolicyEndpointRecord } from "@harness-s/core/callers";
 import { EndpointProbeError } from "../../errors.ts";
+import { whyUnanswered } from "../json-transport.ts";
 import { TokenPolicyClient } from "../token-policy-client.ts";
 import { TokenSampler } from "../token-sampler.ts";
 import { baseOf, headerOf, rendering, settingsOf, type EndpointKindAdapter, type Transport } from "./kind.ts";
@@ -51,7 +52,7 @@ export const protocolV2: EndpointKindAdapter = {
     } catch (err) {
       // A refused URL keeps its own code (URL_NOT_ALLOWED); anything else is the endpoint not answering.
       if ((err as { code?: string }).code === "URL_NOT_ALLOWED") throw err;
-      throw new EndpointProbeError(`the endpoint did not answer (${(err as Error).name})`);
+      throw new EndpointProbeError(`the endpoint did not answer GET ${path}: ${whyUnanswered(err)}`);
     }
     if (!res.ok) throw new EndpointProbeError(`the endpoint answered HTTP ${res.status} to GET ${path}`);
     let json: unknown;

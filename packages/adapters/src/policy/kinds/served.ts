@@ -15,6 +15,7 @@ import {
   ServedModelMismatchError,
 } from "../../errors.ts";
 import { ServedClient } from "../served-client.ts";
+import { whyUnanswered } from "../json-transport.ts";
 import { MissingIdsError, TOKEN_MODES, type ServedTarget } from "../served-modes.ts";
 import type { BaseScoring } from "../served-base.ts";
 import { ServedSampler } from "../served-sampler.ts";
@@ -35,7 +36,7 @@ function reason(err: unknown, model: string): EndpointProbeError {
   if (err instanceof PolicyEndpointError)
     return new EndpointProbeError(
       err.status === undefined
-        ? `the endpoint did not answer (${request})`
+        ? `the endpoint did not answer ${request}: ${whyUnanswered(err.cause)}`
         : `the endpoint answered HTTP ${err.status} to ${request}`,
     );
   if (err instanceof ServedModelMismatchError)
