@@ -119,4 +119,3 @@ export function whyUnanswered(err: unknown): string {
   const said = code ? UNANSWERED[code] : undefined;
   return said ? `could not connect: ${said}` : `could not connect${code ? ` (${code})` : ""}`;
 }
-
