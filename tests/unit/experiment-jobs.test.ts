@@ -121,6 +121,47 @@ describe("the coordinator use-case", () => {
     );
   });
 
+  // Issue 70 item 3: the label says what the run does at every poll, never "queued" while it runs.
+  it("the progress label says what the run does: preparing, evaluating, each step, then done; a failed run says why", async () => {
+    const experiments = new MemoryExperimentStore();
+    const start = (id: string) =>
+      startExperiment(ExperimentRequest.parse(tiny), "k1", {
+        experiments,
+        coordinator: new MemoryQueue(),
+        clock: systemClock,
+        newId: () => id,
+      });
+    await start("e-labels");
+    const seen: string[] = [];
+    const look = async () => {
+      const r = (await experiments.get("e-labels"))!;
+      seen.push(`${r.status} ${r.progress.label}`);
+    };
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const running = runExperimentJob("e-labels", {
+      experiments,
+      clock: systemClock,
+      prepare: async () => {
+        await look();
+        await held;
+        return setup;
+      },
+    });
+    await vi.waitFor(() => expect(seen.length).toBe(1));
+    release();
+    await running;
+    await look();
+    expect(seen).toEqual(["running running: preparing the environment and its pool", "done done"]);
+    await start("e-fails");
+    await runExperimentJob("e-fails", {
+      experiments,
+      clock: systemClock,
+      prepare: () => Promise.reject(new Error("no policy endpoint")),
+    });
+    expect((await experiments.get("e-fails"))!.progress.label).toBe("failed: no policy endpoint");
+  });
+
   it("a validation-protocol request runs on the validation instances and its summary says so", async () => {
     // Prepare
     const experiments = new MemoryExperimentStore();

@@ -96,7 +96,11 @@ function stoppedBy(reason: StopReason, record: ExperimentRecord): Partial<Experi
       stopReason: "cancelled by its key",
       progress: { ...record.progress, label: "cancelled" },
     };
-  return { status: "stopped", stopReason: reason.detail };
+  return {
+    status: "stopped",
+    stopReason: reason.detail,
+    progress: { ...record.progress, label: `stopped: ${reason.detail}` },
+  };
 }
 
 const CANCELLED: StopReason = { kind: "cancelled", detail: "cancelled by its key" };
@@ -177,7 +181,8 @@ class ExperimentRun {
       }
     } catch (err) {
       await this.writer.settled();
-      ending = { status: "failed", error: err instanceof Error ? err.message : String(err) };
+      const error = err instanceof Error ? err.message : String(err);
+      ending = { status: "failed", error, progress: { ...record.progress, label: `failed: ${error.slice(0, 160)}` } };
     }
     // Its usage is metered, and a done run joins the quotes' basis, before its end is written: a
     // reader that sees it ended sees what it used, and a quote asked then rests on it.
@@ -238,7 +243,11 @@ class ExperimentRun {
   /** One attempt at the run: prepared, then trained and evaluated from where earlier attempts stopped. */
   private async attempt(): Promise<ExperimentOutcome> {
     const { record, deps } = this;
+    // What the run does before its first training step, said as it happens (issue 70 item 3: never "queued" while it
+    // runs): preparing its environment and pool (an evolution first, where it runs one), then evaluating H0.
+    await this.save({ progress: { ...record.progress, label: "running: preparing the environment and its pool" } });
     const base = await deps.prepare(record);
+    await this.save({ progress: { ...record.progress, label: "running: evaluating before training" } });
     const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
