@@ -77,6 +77,8 @@ function App() {
   const admin = me.scopes.includes("admin");
   const shown = Object.entries(PAGES).filter(([, p]) => admin || !p.admin);
   const [current, page] = shown.find(([n]) => n === name) ?? shown[0]!;
+  // An admin page asked for by a key that is not one is said so, not left for another page silently.
+  const refused = !admin && PAGES[name ?? ""]?.admin ? PAGES[name!]!.title : undefined;
   const signOut = () => {
     forgetKey();
     setMe(undefined);
@@ -87,7 +89,11 @@ function App() {
       <nav>${shown.map(([n, p]) => html`<a class=${n === current ? "on" : ""} href=${`#/${n}`}>${p.title}</a>`)}</nav>
       <span class="who">signed in as <b data-testid="me">${me.id}</b> (${me.scopes.join(", ")}) <button class="plain" onClick=${signOut}>Sign out</button></span>
     </header>
-    <main>${html`<${page.page} key=${`${current}/${id ?? ""}`} id=${n(id)} />`}</main>
+    <main>${
+      refused
+        ? html`<p class="error" role="alert" data-testid="not-allowed">${refused} is for admin keys: this key (${me.scopes.join(", ")}) cannot open it.</p>`
+        : html`<${page.page} key=${`${current}/${id ?? ""}`} id=${n(id)} />`
+    }</main>
   </div>`;
 }
 

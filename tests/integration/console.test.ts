@@ -155,6 +155,14 @@ describe("the console at /console", () => {
       },
     };
     await page.goto(`${api.url}/console/#/rescues`);
+    // The form starts from a template of the request (issue 70 item 4); text that is not JSON is said so, with no
+    // parser exception's name, and nothing is sent.
+    expect(await page.inputValue("textarea[name=rescue-request]")).toContain('"caller"');
+    await page.fill("textarea[name=rescue-request]", '{"poolId": ');
+    await page.click("text=Start rescue");
+    const notJson = await page.getByRole("alert").innerText();
+    expect(notJson).toMatch(/the request is not JSON/);
+    expect(notJson).not.toMatch(/SyntaxError/);
     await page.fill("textarea[name=rescue-request]", JSON.stringify(body));
     await page.click("text=Start rescue");
     await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 60_000 });
@@ -224,6 +232,9 @@ describe("the console at /console", () => {
     const plain = await tab();
     await signIn(plain, api.url, secrets.issued, issuedId);
     expect(await plain.locator("nav a").allInnerTexts()).not.toContain("Keys");
+    // Opened by its address, the keys page says it is for admin keys (issue 70 item 4: never another page silently).
+    await plain.goto(`${api.url}/console/#/keys`);
+    expect(await plain.getByTestId("not-allowed").innerText()).toMatch(/Keys is for admin keys/);
     await plain.goto(`${api.url}/console/#/experiments`);
     await plain.fill("input[name=open-experiment]", experimentId);
     await plain.click("button:text('Open')");

@@ -32,13 +32,41 @@ interface Trajectory {
   segmented: boolean;
 }
 
+/** A caller rescue's request to fill in (POST /v1/rescues): the fields every rescue names, with placeholders. */
+const RESCUE_TEMPLATE = JSON.stringify(
+  {
+    poolId: "embedded",
+    failureTags: ["incomplete-results"],
+    k: 2,
+    rolloutsPerHarness: 2,
+    caller: {
+      endpoint: "<your policy endpoint's id>",
+      environment: { kind: "openenv", url: "<your OpenEnv server's URL>" },
+      task: { id: "<task id>", family: "app", tools: [{ name: "search" }, { name: "submit", submit: true }] },
+    },
+  },
+  null,
+  2,
+);
+
+/** The request the form holds, or why it is not one (never a raw parser exception). */
+function parsedRequest(body: string): { request: unknown } | { error: string } {
+  try {
+    return { request: JSON.parse(body) };
+  } catch (err) {
+    return { error: `the request is not JSON (${(err as Error).message}): fix it, or start again from the template` };
+  }
+}
+
 function StartRescue() {
-  const [body, setBody] = useState("");
+  const [body, setBody] = useState(RESCUE_TEMPLATE);
   const [error, setError] = useState<string | undefined>();
   const start = async () => {
     setError(undefined);
+    const parsed = parsedRequest(body);
+    if ("error" in parsed) return setError(parsed.error);
     try {
-      const started = await postJson<{ id: string }>("/v1/rescues", JSON.parse(body));
+      const started = await postJson<{ id: string }>("/v1/rescues", parsed.request);
       go(`/rescues/${started.id}`);
     } catch (err) {
       setError(describeError(err));
@@ -47,8 +75,8 @@ function StartRescue() {
   return html`<section>
     <h2>Start a rescue</h2>
     <p class="muted">The request as POST /v1/rescues takes it (poolId, failureTags or harnesses, caller: your endpoint, environment and task).</p>
-    <textarea name="rescue-request" rows="6" value=${body} onInput=${(e: Event) => setBody((e.target as HTMLTextAreaElement).value)}></textarea>
-    <button onClick=${start}>Start rescue</button>
+    <textarea name="rescue-request" rows="14" value=${body} onInput=${(e: Event) => setBody((e.target as HTMLTextAreaElement).value)}></textarea>
+    <button onClick=${start}>Start rescue</button> <button class="plain" onClick=${() => setBody(RESCUE_TEMPLATE)}>Template</button>
     <${ErrorLine} error=${error} />
   </section>`;
 }
