@@ -213,6 +213,10 @@ describe("the console at /console", () => {
     await page.click("text=Export CSV");
     await page.getByTestId("csv").waitFor();
     expect(await page.getByTestId("csv").innerText()).toMatch(/usage\.csv \([1-9]\d* rows\)/);
+    // Spent and left of each limit (issue 70 item 2).
+    expect(await page.getByTestId("limits").innerText()).toMatch(
+      /spent \$[\d.]+ \(cost of goods \$[\d.]+\); budget none; quota none/,
+    );
     await shot(page, "usage");
   }, 60_000);
 

@@ -35,6 +35,10 @@ describe("usage by period, its export and quotes over HTTP", () => {
     // The tariff's rollouts, and the goods passed through at cost: never below the day's cost of goods.
     expect(mine.days[0].chargeUsd).toBeCloseTo(10 * 0.0002 + 4 * 0.4e-6 + 2 * 0.625e-6, 12);
     expect(mine.days[0].chargeUsd).toBeGreaterThanOrEqual(mine.days[0].costOfGoodsUsd);
+    // The totals say what is spent and left of each limit (issue 70 item 2): alice has none, so nothing is "left".
+    const totals = await (await get("/v1/usage", own)).json();
+    expect(totals).toMatchObject({ budgetUsd: null, leftUsd: null, requestQuota: null, requestsLeft: null });
+    expect(totals.spentUsd).toBeCloseTo(15 * 0.0002 + totals.costOfGoodsUsd, 12);
     expect((await get("/v1/usage?from=2026-11-01&to=2026-12-31&keyId=bob", own)).status).toBe(403);
     expect((await get("/v1/usage?from=2026-12-31&to=2026-11-01", own)).status).toBe(400);
     const everyone = await (await get("/v1/usage?from=2026-12-01&to=2026-12-01&keyId=*", admin)).json();
@@ -156,6 +160,11 @@ describe("usage by period, its export and quotes over HTTP", () => {
       body: JSON.stringify({ seeds: [1] }),
     });
     expect(refused.status).toBe(402);
+    // Its limits, spent and left: a budget of 0.0001 USD with nothing spent, 0.0001 left.
+    const limited = await (await get("/v1/usage", secret)).json();
+    expect(limited).toMatchObject({ budgetUsd: 0.0001 });
+    expect(limited.leftUsd).toBeCloseTo(0.0001 - limited.spentUsd, 12);
+    expect(limited.leftUsd).toBeLessThanOrEqual(0.0001);
     expect((deps.coordinator as MemoryQueue).take()).toEqual([]); // nothing was queued
     expect(await deps.experiments.get("exp_1")).toBeUndefined();
   });

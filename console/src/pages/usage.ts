@@ -7,6 +7,10 @@ interface Usage {
   usage: Record<string, number>;
   requestQuota: number | null;
   budgetUsd: number | null;
+  spentUsd: number;
+  costOfGoodsUsd: number;
+  leftUsd: number | null;
+  requestsLeft: number | null;
   activeExperiments: number;
   days?: { day: string; usage: Record<string, number>; costOfGoodsUsd: number; chargeUsd: number }[];
 }
@@ -46,7 +50,9 @@ export function UsagePage() {
       <${ErrorLine} error=${usage.error ?? error} />
       ${
         usage.value &&
-        html`<p class="muted">quota ${fmt(usage.value.requestQuota)} requests; budget ${usage.value.budgetUsd === null ? "none" : `$${fmt(usage.value.budgetUsd, 2)}`};
+        html`<p data-testid="limits">spent <b>$${fmt(usage.value.spentUsd, 4)}</b> (cost of goods $${fmt(usage.value.costOfGoodsUsd, 4)});
+          budget ${usage.value.budgetUsd === null ? "none" : `$${fmt(usage.value.budgetUsd, 2)}, $${fmt(usage.value.leftUsd ?? 0, 4)} left`};
+          quota ${usage.value.requestQuota === null ? "none" : `${fmt(usage.value.requestQuota)} requests, ${fmt(usage.value.requestsLeft ?? 0)} left`};
           ${usage.value.activeExperiments} active experiments</p>`
       }
       <div class="row">

@@ -6,6 +6,7 @@ import {
   UsagePeriod,
   UsageRequestQuery,
   renderUsage,
+  limitsLeft,
   usageByDay,
 } from "@harness-s/core/billing";
 import type { ApiDeps } from "../deps.ts";
@@ -18,6 +19,12 @@ const Usage = z.object({
   usage: z.record(z.string(), z.number()),
   requestQuota: z.number().nullable(),
   budgetUsd: z.number().nullable(),
+  /** The key's charge so far at the tariff (what its budget is held against), and what that usage cost in goods. */
+  spentUsd: z.number(),
+  costOfGoodsUsd: z.number(),
+  /** What is left of the USD budget and of the request quota (null: the key has no such limit). */
+  leftUsd: z.number().nullable(),
+  requestsLeft: z.number().nullable(),
   activeExperiments: z.number().int(),
   /** With `from` and `to`: the key's usage by UTC day, each day's cost of goods and charge apart. */
   days: z
@@ -121,11 +128,13 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
         from !== undefined && to !== undefined
           ? await usageByDay({ from, to, ...rest }, key, pricing(deps))
           : undefined;
+      const usage = await deps.meter.get(key.id);
       const totals = {
         keyId: key.id,
-        usage: await deps.meter.get(key.id),
+        usage,
         requestQuota: key.requestQuota ?? null,
         budgetUsd: key.budgetUsd ?? null,
+        ...limitsLeft(usage, key, pricing(deps)),
         activeExperiments: await deps.meter.slotsHeld(key.id),
       };
       return c.json({ ...totals, ...(days ? { days } : {}) }, 200);

@@ -69,3 +69,32 @@ export function renderUsage(rows: readonly UsageRow[], format: "csv" | "jsonl"):
     .join("\n")
     .concat("\n");
 }
+
+/** What a key has spent of each of its limits, and what is left (null: no such limit). */
+export interface LimitsLeft {
+  spentUsd: number;
+  leftUsd: number | null;
+  costOfGoodsUsd: number;
+  requestsLeft: number | null;
+}
+
+/**
+ * A key's limits as spent so far: its charge at the tariff against its USD budget, its requests against its quota, and
+ * what its usage cost in goods (issue 70 item 2: the usage page shows spent and left of each limit).
+ *
+ * @example
+ * limitsLeft({ rollouts: 10 }, { budgetUsd: 1 }, { tariff, priceList }).leftUsd; // 1 - the charge of 10 rollouts
+ */
+export function limitsLeft(
+  usage: Partial<Usage>,
+  key: { budgetUsd?: number | undefined; requestQuota?: number | undefined },
+  prices: { tariff: Prices; priceList: PriceList },
+): LimitsLeft {
+  const spentUsd = chargeUsd(usage, prices.tariff);
+  return {
+    spentUsd,
+    leftUsd: key.budgetUsd === undefined ? null : Math.max(0, Math.round((key.budgetUsd - spentUsd) * 1e9) / 1e9),
+    costOfGoodsUsd: costOfGoods(usage, prices.priceList).totalUsd,
+    requestsLeft: key.requestQuota === undefined ? null : Math.max(0, key.requestQuota - (usage.requests ?? 0)),
+  };
+}
