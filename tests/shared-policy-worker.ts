@@ -8,7 +8,7 @@ import { startPolicyWorker } from "../packages/cli/src/policy-worker.ts";
 // policies under ids of its own at it, and keeps to what any worker holds: files that need the worker's settings
 // changed (a chat template, rendered chat prompts, a served model's name), a killed worker or one of their own start
 // their own. Started in the background when the run starts: a file waits for it with `sharedPolicyWorker()`
-// (./shared-worker.ts).
+// (./run-policy-worker.ts).
 const TOKEN = "shared-worker-token";
 
 export default async function setup(project: TestProject) {

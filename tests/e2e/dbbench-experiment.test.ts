@@ -7,7 +7,7 @@ import { describe, expect, inject, it, vi } from "vitest";
 import { createPool, parseHarnessSpec, type HarnessSpec } from "@harness-s/core";
 import { dbbenchH0, dbbenchSiblings } from "@harness-s/dbbench";
 import { Checkpoint } from "../../packages/cli/src/checkpoint.ts";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 
 // `experiment --env dbbench --policy worker` with the tiny model (random weights: it solves no
 // row, so this checks that every part runs, not that anything is learned):

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 
 // `experiment --env appworld|swe-gym --policy worker` with the tiny model (random weights: it
 // solves nothing, so this checks that every part runs): the local fixture servers started and

@@ -15,7 +15,7 @@ import { builtinOpenEnv } from "../../packages/cli/src/commands/env-serve.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
 import { clientVenv } from "../client-venv.ts";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 
 // Issue 55, acceptance 3 and 5, against the local service: verl's group filter and SkyRL's
 // generator wrapper (harness_s_client, in its own venv: no torch) on batches whose groups all

@@ -18,7 +18,7 @@ import { ExperimentFlags, experiment } from "../../packages/cli/src/declared/exp
 import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runtime/experiment-setups.ts";
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, startApi } from "../api-factory.ts";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 
 // Issue 57, item 1: an experiment's environment, end to end through the local stack as `serve`
 // wires it (DynamoDB Local, fauxqs, the coordinator and dispatch workers, a policy worker with the

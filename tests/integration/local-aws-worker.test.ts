@@ -4,7 +4,7 @@ import { TrainConfig } from "@harness-s/core/training";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { runExperimentLocalAws } from "../../packages/cli/src/runtime/local-aws.ts";
 import { workerPolicySetup } from "@harness-s/functions/experiment-setup";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 
 // Issue 57, item 6: `harness-s experiment --runtime local-aws --policy worker` runs the worker's
 // policies through the local stack (DynamoDB Local, fauxqs, the coordinator and dispatch

@@ -48,7 +48,7 @@ import { dispatchEndpoints, sharedTokenPolicy } from "../../functions/policy-end
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
 import { EmbeddedEnvironment, TextEnvironment, buildSuite, embeddedH0, embeddedToolSchemas } from "@harness-s/envs";
 import { startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 import OpenAI from "openai";
 import { addKey, memoryApiDeps, seedPool, startApi } from "../api-factory.ts";
 import { startLambdaGateway } from "../gateway-lambda.ts";

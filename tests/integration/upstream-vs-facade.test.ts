@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "@harness-s/core";
 import { TokenPolicyClient } from "@harness-s/adapters/policy";
-import { sharedPolicyWorker } from "../shared-worker.ts";
+import { sharedPolicyWorker } from "../run-policy-worker.ts";
 import { startSglangStandIn } from "../upstream/sglang.ts";
 import { startVllmStandIn } from "../upstream/vllm.ts";
 

@@ -10,7 +10,7 @@ import {
 } from "@harness-s/core/protocol";
 import { PolicyReplyInvalidError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
-import type { ServedTarget } from "./served-modes.ts";
+import { adapterField, type ServedTarget } from "./served-modes.ts";
 import { firstMessages, nextMessage, underBase } from "./token-render.ts";
 import { hermesToolCalls } from "./tool-choice.ts";
 
@@ -24,8 +24,6 @@ export interface BaseScoring {
   score(target: ServedTarget, ids: number[]): Promise<number[]>;
   detokenize(target: ServedTarget, ids: number[]): Promise<string>;
 }
-
-const servedModelField = ({ model, baseModel }: ServedTarget) => (model === baseModel ? {} : { lora_path: model });
 
 /**
  * One log-probability an id from a reply's per-position list (the first position null): the id's own entry, or the
@@ -78,16 +76,9 @@ export const VLLM_BASE: BaseScoring = {
  */
 export const SGLANG_BASE: BaseScoring = {
   async render(target, messages, tools) {
-    const { client, model, chatPath } = target;
-    const body = {
-      model,
-      messages,
-      ...(tools.length ? { tools } : {}),
-      max_tokens: 1,
-      temperature: 1,
-      return_prompt_token_ids: true,
-      ...servedModelField(target),
-    };
+    const { client, model, chatPath, chatExtras } = target;
+    // The kind's own chat fields (SGLANG_WIRE: ids per choice, the adapter by lora_path), as the episode sends them.
+    const body = { model, messages, ...(tools.length ? { tools } : {}), max_tokens: 1, temperature: 1, ...chatExtras };
     const ids = (await client.post(chatPath, body, ChatTokenReply, model)).choices[0]!.prompt_token_ids;
     if (!ids?.length)
       throw new PolicyReplyInvalidError(
@@ -101,7 +92,7 @@ export const SGLANG_BASE: BaseScoring = {
       sampling_params: { max_new_tokens: 1, temperature: 1 },
       return_logprob: true,
       logprob_start_len: 0,
-      ...servedModelField(target),
+      ...adapterField(target.model, target.baseModel),
     };
     const list = (await target.client.post("/generate", body, SglangInputLogprobsReply, target.model)).meta_info
       .input_token_logprobs;

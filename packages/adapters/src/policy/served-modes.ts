@@ -35,6 +35,17 @@ export interface ServedTarget {
   chatExtras?: Readonly<Record<string, unknown>>;
 }
 
+/** SGLang's request field for a served model other than the registration's: its LoRA adapter, by `lora_path`. */
+export const adapterField = (model: string, baseModel: string): { lora_path?: string } =>
+  model === baseModel ? {} : { lora_path: model };
+
+/**
+ * A weight version a server states as text (SGLang's `--weight-version`), as a number where it is a whole one; any
+ * other text (SGLang's default `"default"`) pins nothing.
+ */
+export const wholeVersion = (stated: string | null | undefined): number | undefined =>
+  stated && /^\d{1,15}$/.test(stated) ? Number(stated) : undefined;
+
 /** The model a reply to `target` must name. */
 export const answeredModel = (target: ServedTarget) => target.answersAs ?? target.requestModel ?? target.model;
 
@@ -223,7 +234,7 @@ const sglangGenerate: IdsSampler = async (
       ...(seed === undefined ? {} : { sampling_seed: seed }),
     },
     return_logprob: true,
-    ...(model === baseModel ? {} : { lora_path: model }),
+    ...adapterField(model, baseModel),
   };
   const reply = await client.post("/generate", body, SglangGenerateReply, model).catch((err: unknown) => {
     if (err instanceof PolicyEndpointError && err.status === 400 && /LoRA adapters are not loaded/.test(err.message))

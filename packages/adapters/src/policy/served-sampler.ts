@@ -11,7 +11,7 @@ import { StalePolicyVersionError, type RolloutRows } from "@harness-s/core/dispa
 import type { TokenMode } from "@harness-s/core/callers";
 import { ServedModelMismatchError } from "../errors.ts";
 import { NO_TOOL_CALL } from "../llm/openai-policy.ts";
-import { answeredModel, TOKEN_MODES, type ServedEpisode, type ServedTarget } from "./served-modes.ts";
+import { answeredModel, TOKEN_MODES, wholeVersion, type ServedEpisode, type ServedTarget } from "./served-modes.ts";
 import type { DatumSettings } from "./token-sampler.ts";
 import { firstMessages, nextMessage, readsDifferentlyUnderBase } from "./token-render.ts";
 import { baseTurns, type BaseScoring } from "./served-base.ts";
@@ -40,10 +40,10 @@ export interface ServedSamplerOptions {
  * `"default"`: the trainer names none) pins nothing and is not checked.
  */
 function checkStatedVersion(stated: string | undefined, wanted: number): void {
-  if (stated === undefined || !/^\d{1,15}$/.test(stated)) return;
-  if (Number(stated) !== wanted)
+  const version = wholeVersion(stated);
+  if (version !== undefined && version !== wanted)
     throw new StalePolicyVersionError(
-      Number(stated),
+      version,
       wanted,
       `the endpoint answered at weight version ${stated}; the rescue samples version ${wanted}`,
     );

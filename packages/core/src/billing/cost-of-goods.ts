@@ -100,8 +100,9 @@ export function costOfGoods(used: Partial<Usage>, prices: PriceList): CostOfGood
  * tariff's pass-through prices (so, at a tariff over the deployment's price list, never below its cost of goods: per
  * request, per run and per day alike, the charge being a sum over usage).
  */
-export function chargeUsd(used: Partial<Usage>, tariff: Prices): number {
-  const t = Prices.parse(tariff); // a record's stored tariff from before the pass-through fields reads at their defaults
+export function chargeUsd(used: Partial<Usage>, t: Prices): number {
+  // A record's stored tariff from before the pass-through fields has them at their defaults: its schema's `Prices`
+  // fills them when the store reads it back.
   const own = (used.rollouts ?? 0) * t.perRollout + ((used.computeMs ?? 0) / 1000) * t.perComputeSecond;
   const passed =
     (used.lambdaGbSeconds ?? 0) * t.perLambdaGbSecond +

@@ -2,6 +2,7 @@ import { ValidationError } from "@harness-s/core";
 import { SglangModelInfoReply } from "@harness-s/core/protocol";
 import { servedKind, type ServedWire } from "./served.ts";
 import { SGLANG_BASE } from "../served-base.ts";
+import { adapterField, wholeVersion } from "../served-modes.ts";
 
 /**
  * SGLang on the wire (sgl-project/sglang@004c82e07d876f6e4a0ad6e15325706b0f478f1a
@@ -17,13 +18,14 @@ export const SGLANG_WIRE: ServedWire = {
       return_token_ids: true,
       return_prompt_token_ids: true,
       return_meta_info: true,
-      ...(model === base ? {} : { lora_path: model }),
+      ...adapterField(model, base),
     },
   }),
   base: SGLANG_BASE,
   async currentVersion(client, record) {
     const stated = (await client.get("/get_model_info", SglangModelInfoReply)).weight_version;
-    if (stated && /^\d{1,15}$/.test(stated)) return Number(stated);
+    const version = wholeVersion(stated);
+    if (version !== undefined) return version;
     throw new ValidationError("rescue", [
       `weightVersion: the sglang server at ${record.id} states weight version ${JSON.stringify(stated ?? null)}, not a whole number; name the version, with its servedModel`,
     ]);
