@@ -40,6 +40,19 @@ export function score(ids: readonly number[]): number[] {
   });
 }
 
+/** One sampled completion after `prompt`: the script's text then the end-of-turn id, cut at `maxTokens`. */
+export function sampleAfter(prompt: readonly number[], text: string, maxTokens: number) {
+  const all = [...tokenize(text), IM_END];
+  const ids = all.slice(0, maxTokens);
+  const lps = score([...prompt, ...ids]).slice(prompt.length);
+  return {
+    ids,
+    lps,
+    text: detokenize(ids.filter((id) => id !== IM_END)),
+    finish: ids.length < all.length ? ("length" as const) : ("stop" as const),
+  };
+}
+
 export interface Message {
   role: string;
   content?: string | null;
@@ -101,19 +114,11 @@ export async function startServedStub(opts: StubOptions) {
       .filter((a) => a.ids.length <= prompt.length && a.ids.every((id, i) => prompt[i] === id))
       .sort((x, y) => y.ids.length - x.ids.length)[0];
   const sample = (prompt: number[], maxTokens: number, body: string) => {
-    const text = opts.script(samples++);
-    const all = [...tokenize(text), IM_END];
-    const ids = all.slice(0, maxTokens);
-    const lps = score([...prompt, ...ids]).slice(prompt.length);
+    const s = sampleAfter(prompt, opts.script(samples++), maxTokens);
     const known = episodeOf(prompt);
-    metered += prompt.length - (known?.ids.length ?? 0) + ids.length;
-    answered.push({ ids: [...prompt, ...ids], episode: known?.episode ?? body });
-    return {
-      ids,
-      lps,
-      text: detokenize(ids.filter((id) => id !== IM_END)),
-      finish: ids.length < all.length ? "length" : "stop",
-    };
+    metered += prompt.length - (known?.ids.length ?? 0) + s.ids.length;
+    answered.push({ ids: [...prompt, ...s.ids], episode: known?.episode ?? body });
+    return s;
   };
   /** The prompt ids a sampling request samples after. */
   const promptOf = (path: string, body: Record<string, unknown>): number[] => {

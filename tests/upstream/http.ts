@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { detokenize, IM_END, score, tokenize } from "../served-stub.ts";
 
 // What the upstream stand-ins share: a loopback HTTP server that records each request, the toy model of
 // tests/served-stub.ts (one id a character, log-probabilities re-scorable exactly by `score`) sampling a scripted
@@ -10,19 +9,6 @@ import { detokenize, IM_END, score, tokenize } from "../served-stub.ts";
 
 export type Json = Record<string, unknown>;
 export type Route = (body: Json, method: string) => [number, unknown];
-
-/** One sampled completion after `prompt`: the script's text then the end-of-turn id, cut at `maxTokens`. */
-export function sampleAfter(prompt: readonly number[], text: string, maxTokens: number) {
-  const all = [...tokenize(text), IM_END];
-  const ids = all.slice(0, maxTokens);
-  const lps = score([...prompt, ...ids]).slice(prompt.length);
-  return {
-    ids,
-    lps,
-    text: detokenize(ids.filter((id) => id !== IM_END)),
-    finish: ids.length < all.length ? ("length" as const) : ("stop" as const),
-  };
-}
 
 export const NOT_FOUND: [number, unknown] = [404, { detail: "Not Found" }];
 

@@ -1,5 +1,5 @@
-import { detokenize, IM_END, render, score, tokenize, type Message } from "../served-stub.ts";
-import { NOT_FOUND, sampleAfter, serve, type Json, type Route } from "./http.ts";
+import { detokenize, IM_END, render, sampleAfter, score, tokenize, type Message } from "../served-stub.ts";
+import { NOT_FOUND, serve, type Json, type Route } from "./http.ts";
 
 // A stand-in SGLang server, written from SGLang's source, not from our worker's façade. Each behaviour cites what it
 // restates (sgl-project/sglang):

@@ -1,5 +1,5 @@
-import { detokenize, IM_END, render, score, tokenize, type Message } from "../served-stub.ts";
-import { sampleAfter, serve, type Json, type Route } from "./http.ts";
+import { detokenize, IM_END, render, sampleAfter, score, tokenize, type Message } from "../served-stub.ts";
+import { serve, type Json, type Route } from "./http.ts";
 
 // A stand-in vLLM server, written from vLLM's source, not from our worker's façade. Each behaviour cites what it
 // restates (vllm-project/vllm):

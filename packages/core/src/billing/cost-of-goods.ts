@@ -2,32 +2,36 @@ import { z } from "zod";
 import type { Usage } from "./usage.ts";
 
 /**
- * What a key is charged for what its requests consume beside the tariff's own units: each provider unit at least at
- * the price list's price (a charge never below its cost of goods), voters' spend at `voterMultiplier` × what each
- * voter declared. Defaults: the price list's defaults (pass-through at cost); {@link tariffOver} sets them from the
- * deployment's price list.
+ * Each provider unit's price in USD, declared once for the price list (what this deployment pays) and the tariff (what
+ * a key is charged for what it consumed, passed through at no less than that).
  */
-const PassThrough = {
-  perLambdaGbSecond: z.number().min(0).default(0.0000166667),
-  perLambdaRequest: z.number().min(0).default(0.0000002),
-  perDynamoReadUnit: z.number().min(0).default(0.125e-6),
-  perDynamoWriteUnit: z.number().min(0).default(0.625e-6),
-  perSqsRequest: z.number().min(0).default(0.4e-6),
-  perGpuSecond: z
+const UnitPrices = {
+  /** Lambda, x86, per GB-second of duration and per invocation. */
+  lambdaPerGbSecond: z.number().min(0).default(0.0000166667),
+  lambdaPerRequest: z.number().min(0).default(0.0000002),
+  /** DynamoDB on demand, per read and per write request unit. */
+  dynamoPerReadUnit: z.number().min(0).default(0.125e-6),
+  dynamoPerWriteUnit: z.number().min(0).default(0.625e-6),
+  /** SQS standard queue, per request (each 64 KB chunk of a payload is one). */
+  sqsPerRequest: z.number().min(0).default(0.4e-6),
+  /** The policy endpoint's accelerator, per device second (one A10G, g5.xlarge on demand: 1.006 USD an hour). */
+  gpuPerSecond: z
     .number()
     .min(0)
     .default(1.006 / 3600),
-  voterMultiplier: z.number().min(1).default(1),
 };
+type UnitPrices = { [K in keyof typeof UnitPrices]: number };
 
 /**
- * The tariff: what a key is charged — USD per rollout and per compute second (the service's own margin), and what it
- * consumes at providers passed through at no less than cost ({@link PassThrough}).
+ * The tariff: what a key is charged — USD per rollout and per compute second (the service's own margin), each provider
+ * unit it consumed at the tariff's unit prices ({@link tariffOver}: the deployment's price list, so a charge is never
+ * below its cost of goods), and voters' spend at `voterMultiplier` × what each voter declared.
  */
 export const Prices = z.object({
   perRollout: z.number().min(0).default(0.0002),
   perComputeSecond: z.number().min(0).default(0.00005),
-  ...PassThrough,
+  ...UnitPrices,
+  voterMultiplier: z.number().min(1).default(1),
 });
 export type Prices = z.infer<typeof Prices>;
 
@@ -40,19 +44,7 @@ export const PriceList = z
   .object({
     region: z.string().min(1).default("us-east-1"),
     asOf: z.string().min(1).default("2025-01-15"),
-    /** Lambda, x86, per GB-second of duration and per invocation. */
-    lambdaPerGbSecond: z.number().min(0).default(0.0000166667),
-    lambdaPerRequest: z.number().min(0).default(0.0000002),
-    /** DynamoDB on demand, per read and per write request unit. */
-    dynamoPerReadUnit: z.number().min(0).default(0.125e-6),
-    dynamoPerWriteUnit: z.number().min(0).default(0.625e-6),
-    /** SQS standard queue, per request (each 64 KB chunk of a payload is one). */
-    sqsPerRequest: z.number().min(0).default(0.4e-6),
-    /** The policy endpoint's accelerator, per device second (one A10G, g5.xlarge on demand: 1.006 USD an hour). */
-    gpuPerSecond: z
-      .number()
-      .min(0)
-      .default(1.006 / 3600),
+    ...UnitPrices,
   })
   .strict();
 export type PriceList = z.infer<typeof PriceList>;
@@ -68,7 +60,19 @@ export const CostOfGoods = z.object({
 });
 export type CostOfGoods = z.infer<typeof CostOfGoods>;
 
-const usd = (x: number) => Math.round(x * 1e9) / 1e9;
+/** A USD amount to the billionth, as every figure here is kept. */
+export const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
+
+/** What some usage's provider units come to at unit prices, per provider (unrounded). */
+function providerUsd(used: Partial<Usage>, prices: UnitPrices) {
+  return {
+    lambda: (used.lambdaGbSeconds ?? 0) * prices.lambdaPerGbSecond + (used.requests ?? 0) * prices.lambdaPerRequest,
+    dynamo:
+      (used.dynamoReadUnits ?? 0) * prices.dynamoPerReadUnit + (used.dynamoWriteUnits ?? 0) * prices.dynamoPerWriteUnit,
+    sqs: (used.sqsRequests ?? 0) * prices.sqsPerRequest,
+    gpu: (used.gpuSeconds ?? 0) * prices.gpuPerSecond,
+  };
+}
 
 /**
  * The cost of goods of some usage at a price list; Lambda invocations are counted as the API
@@ -78,20 +82,15 @@ const usd = (x: number) => Math.round(x * 1e9) / 1e9;
  * costOfGoods({ dynamoWriteUnits: 2, sqsRequests: 1 }, PriceList.parse({})).totalUsd; // 0.00000165
  */
 export function costOfGoods(used: Partial<Usage>, prices: PriceList): CostOfGoods {
-  const lambda =
-    (used.lambdaGbSeconds ?? 0) * prices.lambdaPerGbSecond + (used.requests ?? 0) * prices.lambdaPerRequest;
-  const dynamo =
-    (used.dynamoReadUnits ?? 0) * prices.dynamoPerReadUnit + (used.dynamoWriteUnits ?? 0) * prices.dynamoPerWriteUnit;
-  const sqs = (used.sqsRequests ?? 0) * prices.sqsPerRequest;
-  const gpu = (used.gpuSeconds ?? 0) * prices.gpuPerSecond;
+  const { lambda, dynamo, sqs, gpu } = providerUsd(used, prices);
   const voters = used.llmCostUsd ?? 0;
   return {
-    lambdaUsd: usd(lambda),
-    dynamoUsd: usd(dynamo),
-    sqsUsd: usd(sqs),
-    gpuUsd: usd(gpu),
-    votersUsd: usd(voters),
-    totalUsd: usd(lambda + dynamo + sqs + gpu + voters),
+    lambdaUsd: roundUsd(lambda),
+    dynamoUsd: roundUsd(dynamo),
+    sqsUsd: roundUsd(sqs),
+    gpuUsd: roundUsd(gpu),
+    votersUsd: roundUsd(voters),
+    totalUsd: roundUsd(lambda + dynamo + sqs + gpu + voters),
   };
 }
 
@@ -104,15 +103,8 @@ export function chargeUsd(used: Partial<Usage>, t: Prices): number {
   // A record's stored tariff from before the pass-through fields has them at their defaults: its schema's `Prices`
   // fills them when the store reads it back.
   const own = (used.rollouts ?? 0) * t.perRollout + ((used.computeMs ?? 0) / 1000) * t.perComputeSecond;
-  const passed =
-    (used.lambdaGbSeconds ?? 0) * t.perLambdaGbSecond +
-    (used.requests ?? 0) * t.perLambdaRequest +
-    (used.dynamoReadUnits ?? 0) * t.perDynamoReadUnit +
-    (used.dynamoWriteUnits ?? 0) * t.perDynamoWriteUnit +
-    (used.sqsRequests ?? 0) * t.perSqsRequest +
-    (used.gpuSeconds ?? 0) * t.perGpuSecond +
-    (used.llmCostUsd ?? 0) * t.voterMultiplier;
-  return usd(own + passed);
+  const { lambda, dynamo, sqs, gpu } = providerUsd(used, t);
+  return roundUsd(own + lambda + dynamo + sqs + gpu + (used.llmCostUsd ?? 0) * t.voterMultiplier);
 }
 
 /**
@@ -120,14 +112,7 @@ export function chargeUsd(used: Partial<Usage>, t: Prices): number {
  * list above the defaults raises them), the service's own units at their defaults.
  */
 export function tariffOver(list: PriceList): Prices {
-  return Prices.parse({
-    perLambdaGbSecond: list.lambdaPerGbSecond,
-    perLambdaRequest: list.lambdaPerRequest,
-    perDynamoReadUnit: list.dynamoPerReadUnit,
-    perDynamoWriteUnit: list.dynamoPerWriteUnit,
-    perSqsRequest: list.sqsPerRequest,
-    perGpuSecond: list.gpuPerSecond,
-  });
+  return Prices.parse(list); // the list's unit prices; its region and date are not the tariff's (dropped)
 }
 
 /** The cost-of-goods fields of usage: what the consumption meters measure. */

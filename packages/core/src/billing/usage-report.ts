@@ -1,5 +1,5 @@
 import { ForbiddenError } from "../errors.ts";
-import { chargeUsd, costOfGoods, type PriceList, type Prices, type UsagePeriod } from "./cost-of-goods.ts";
+import { chargeUsd, costOfGoods, roundUsd, type PriceList, type Prices, type UsagePeriod } from "./cost-of-goods.ts";
 import { isQuoteBasisKey, zeroUsage, type Usage, type UsageDay, type UsageMeter } from "./usage.ts";
 
 /** One row of a usage report: a key's day, its usage, what it cost this deployment and what it is charged. */
@@ -93,7 +93,7 @@ export function limitsLeft(
   const spentUsd = chargeUsd(usage, prices.tariff);
   return {
     spentUsd,
-    leftUsd: key.budgetUsd === undefined ? null : Math.max(0, Math.round((key.budgetUsd - spentUsd) * 1e9) / 1e9),
+    leftUsd: key.budgetUsd === undefined ? null : Math.max(0, roundUsd(key.budgetUsd - spentUsd)),
     costOfGoodsUsd: costOfGoods(usage, prices.priceList).totalUsd,
     requestsLeft: key.requestQuota === undefined ? null : Math.max(0, key.requestQuota - (usage.requests ?? 0)),
   };
