@@ -124,17 +124,16 @@ export function mountAccount(app: OpenAPIHono<ApiEnv>, deps: ApiDeps, document: 
     .openapi(accountRoutes.health, (c) => c.json({ ok: true as const }, 200))
     .openapi(withMiddleware(accountRoutes.usage, authenticated(deps)), async (c) => {
       const [key, { from, to, ...rest }] = [c.var.key, c.req.valid("query")];
+      const prices = pricing(deps);
       const days =
-        from !== undefined && to !== undefined
-          ? await usageByDay({ from, to, ...rest }, key, pricing(deps))
-          : undefined;
+        from !== undefined && to !== undefined ? await usageByDay({ from, to, ...rest }, key, prices) : undefined;
       const usage = await deps.meter.get(key.id);
       const totals = {
         keyId: key.id,
         usage,
         requestQuota: key.requestQuota ?? null,
         budgetUsd: key.budgetUsd ?? null,
-        ...limitsLeft(usage, key, pricing(deps)),
+        ...limitsLeft(usage, key, prices),
         activeExperiments: await deps.meter.slotsHeld(key.id),
       };
       return c.json({ ...totals, ...(days ? { days } : {}) }, 200);

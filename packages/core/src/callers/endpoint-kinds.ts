@@ -54,10 +54,6 @@ export const KIND_MODES = Object.fromEntries(
   Object.entries(ENDPOINT_KINDS).map(([kind, facts]) => [kind, facts.modes]),
 ) as unknown as Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>>;
 
-/**
- * Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the
- * served model's name.
- */
 /** The modes a registration of each kind may name: those its probe tries, and those it tries only when asked. */
 export const KIND_ALLOWED_MODES = Object.fromEntries(
   Object.entries(ENDPOINT_KINDS).map(([kind, facts]) => [
@@ -66,4 +62,8 @@ export const KIND_ALLOWED_MODES = Object.fromEntries(
   ]),
 ) as unknown as Readonly<Record<PolicyEndpointKind, readonly TokenMode[]>>;
 
+/**
+ * Whether an endpoint's replies state the weight version that answered (protocol v2); the others are pinned by the
+ * served model's name.
+ */
 export const statesVersions = (kind: PolicyEndpointKind): boolean => KIND_MODES[kind].length === 0;

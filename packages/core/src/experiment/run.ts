@@ -247,7 +247,9 @@ class ExperimentRun {
     // runs): preparing its environment and pool (an evolution first, where it runs one), then evaluating H0.
     await this.save({ progress: { ...record.progress, label: "running: preparing the environment and its pool" } });
     const base = await deps.prepare(record);
-    await this.save({ progress: { ...record.progress, label: "running: evaluating before training" } });
+    const resumed = record.baselines.length + record.results.length + record.units.length > 0;
+    const label = resumed ? "running: resuming where the last attempt stopped" : "running: evaluating before training";
+    await this.save({ progress: { ...record.progress, label } });
     const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
