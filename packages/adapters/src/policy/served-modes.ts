@@ -24,11 +24,9 @@ export interface ServedTarget {
   /** The registration's model name (SGLang: a served model other than it is a LoRA adapter, named by `lora_path`). */
   baseModel: string;
   chatPath: string;
-  /** What chat completions send as `model` (default: {@link model}; SGLang: the base, its adapter in `lora_path`). */
-  requestModel?: string;
   /**
-   * The model name a reply must name (default: what the request named): vLLM answers a base model by its first served
-   * name, an adapter by its own.
+   * The model name a reply must name (default: {@link model}, the one asked for): vLLM answers a base model by its
+   * first served name, an adapter by its own.
    */
   answersAs?: string;
   /** The kind's own request fields for chat completions' ids (vLLM `return_token_ids`; SGLang's three flags). */
@@ -47,7 +45,7 @@ export const wholeVersion = (stated: string | null | undefined): number | undefi
   stated && /^\d{1,15}$/.test(stated) ? Number(stated) : undefined;
 
 /** The model a reply to `target` must name. */
-export const answeredModel = (target: ServedTarget) => target.answersAs ?? target.requestModel ?? target.model;
+export const answeredModel = (target: ServedTarget) => target.answersAs ?? target.model;
 
 /** How a turn samples: temperature 1, top_p 1 for training rollouts (their log-probabilities are then exact). */
 export interface ServedSampling {
@@ -107,9 +105,9 @@ class ChatEpisode implements ServedEpisode {
 
   async turn(add: ChatMessage[], sampling: ServedSampling): Promise<ServedTurn> {
     this.messages.push(...add);
-    const { client, model, chatPath, requestModel = model, chatExtras = { return_token_ids: true } } = this.target;
+    const { client, model, chatPath, chatExtras = { return_token_ids: true } } = this.target;
     const body = {
-      model: requestModel,
+      model,
       messages: this.messages,
       ...(this.tools.length ? { tools: this.tools } : {}),
       ...sampling,

@@ -79,7 +79,7 @@ export interface ServedWire {
     model: string,
     baseModel: string,
     servedNames: readonly string[] | undefined,
-  ): Pick<ServedTarget, "requestModel" | "answersAs" | "chatExtras">;
+  ): Pick<ServedTarget, "answersAs" | "chatExtras">;
   /** The base model's served names the server lists (recorded at registration), where it lists them. */
   servedNames?(client: ServedClient): Promise<string[] | undefined>;
   /** The weight version the server holds now, where it states one. */
