@@ -243,13 +243,14 @@ class ExperimentRun {
   /** One attempt at the run: prepared, then trained and evaluated from where earlier attempts stopped. */
   private async attempt(): Promise<ExperimentOutcome> {
     const { record, deps } = this;
-    // What the run does before its first training step, said as it happens (issue 70 item 3: never "queued" while it
-    // runs): preparing its environment and pool (an evolution first, where it runs one), then evaluating H0.
-    await this.save({ progress: { ...record.progress, label: "running: preparing the environment and its pool" } });
+    // What a fresh run does before its first training step, said as it happens (issue 70 item 3: never "queued" while
+    // it runs): preparing its environment and pool (an evolution first, where it runs one), then evaluating H0. A
+    // resumed attempt keeps its "continuing: …" label (what is left) until its next step.
+    const fresh = record.baselines.length + record.results.length + record.units.length === 0;
+    if (fresh)
+      await this.save({ progress: { ...record.progress, label: "running: preparing the environment and its pool" } });
     const base = await deps.prepare(record);
-    const resumed = record.baselines.length + record.results.length + record.units.length > 0;
-    const label = resumed ? "running: resuming where the last attempt stopped" : "running: evaluating before training";
-    await this.save({ progress: { ...record.progress, label } });
+    if (fresh) await this.save({ progress: { ...record.progress, label: "running: evaluating before training" } });
     const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
