@@ -32,7 +32,12 @@ export const sharedTokenPolicy: SharedTokenPolicyOptions = {
  * What the policy endpoint's client reports to the cost-of-goods meter: the GPU time it was told of, and the tokens it
  * sampled and trained.
  */
-export type EndpointMeter = (used: { gpuSeconds?: number; sampledTokens?: number; trainedTokens?: number }) => void;
+export type EndpointMeter = (used: {
+  gpuSeconds?: number;
+  sampledTokens?: number;
+  trainedTokens?: number;
+  generatedTokens?: number;
+}) => void;
 
 /**
  * A client of this deployment's policy endpoint; `meter` hears the GPU time it reports (the cost of goods) and the

@@ -19,14 +19,15 @@ import {
   mutationProposer,
   type EvolutionResult,
 } from "@harness-s/core/evolution";
-import type {
-  CallerExperimentEnv,
-  CallerExperimentTask,
-  ExperimentDeps,
-  ExperimentRecord,
-  TaskSplit,
+import {
+  rolloutFinished,
+  type CallerExperimentEnv,
+  type CallerExperimentTask,
+  type ExperimentDeps,
+  type ExperimentRecord,
+  type TaskSplit,
 } from "@harness-s/core/experiment";
-import { PoolEvolveRequest, PoolEvolveSettings } from "@harness-s/core/pools";
+import { FIRST_EVOLUTION, PoolEvolveRequest, firstEvolutionRollouts } from "@harness-s/core/pools";
 import type { ProfileStore } from "@harness-s/core/profile";
 import { actionOf, callerTaskOf } from "@harness-s/core/callers";
 import { statisticalVoters } from "@harness-s/core/voting";
@@ -157,9 +158,10 @@ async function evolvedPool(
   tasks: readonly CallerExperimentTask[],
   setup: Setup,
 ): Promise<EvolutionResult> {
-  const settings = PoolEvolveSettings.parse({});
+  const settings = FIRST_EVOLUTION;
   const cap = record.request.budget?.rollouts ?? Number.POSITIVE_INFINITY;
-  const left = Math.min(settings.maxRollouts, cap - record.usage.rollouts);
+  // What the quote priced for it (packages/core/src/quoting/quotes.ts): the same bound.
+  const left = firstEvolutionRollouts(sets.dev.length, cap - record.usage.rollouts);
   if (left < sets.dev.length * settings.trials)
     throw new BudgetExceededError(`budget cap of ${cap} rollouts leaves too few to evolve a pool on the dev split`);
   const policy = setup.createPolicy(0);
@@ -186,7 +188,7 @@ async function evolvedPool(
         vocabulary: (family) => ({ tools: tools(family), facts: [], roles: {} }),
         runRollout: (task, spec, seed) => {
           record.usage.rollouts++;
-          return rolloutsIn(setup.env, policy)(task, spec, seed);
+          return rolloutsIn(setup.env, policy)(task, spec, seed).finally(() => rolloutFinished(record));
         },
       },
     );

@@ -16,7 +16,12 @@ import type { ProfileSet } from "@harness-s/core/profile";
  * Where a run's policy worker reports what it spent (GPU seconds, tokens sampled and trained): the stack's
  * cost-of-goods meter.
  */
-export type UsageReport = (used: { gpuSeconds?: number; sampledTokens?: number; trainedTokens?: number }) => void;
+export type UsageReport = (used: {
+  gpuSeconds?: number;
+  sampledTokens?: number;
+  trainedTokens?: number;
+  generatedTokens?: number;
+}) => void;
 
 export interface WorkerPolicyOptions {
   url: string;

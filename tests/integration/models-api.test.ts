@@ -34,7 +34,7 @@ describe("GET /v1/models", () => {
   it("lists the served models to any key, each request metered; 401 without a key", async () => {
     const res = await get(routeOnly);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ models });
+    expect(await res.json()).toEqual({ models, environments: ["embedded"], callerEnvironments: false });
     expect(JSON.stringify(models)).not.toContain("price");
     await get(routeOnly);
     expect((await deps.meter.get("route-only")).requests).toBe(2);

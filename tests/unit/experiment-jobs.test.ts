@@ -152,7 +152,7 @@ describe("the coordinator use-case", () => {
     release();
     await running;
     await look();
-    expect(seen).toEqual(["running running: preparing the environment and its pool", "done done"]);
+    expect(seen).toEqual(["running running: preparing the environment and its pool (0 rollouts so far)", "done done"]);
     await start("e-fails");
     await runExperimentJob("e-fails", {
       experiments,

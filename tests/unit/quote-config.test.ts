@@ -7,7 +7,11 @@ import {
   quote,
   quoteConfigKeys,
   DEFAULT_QUOTE_BASIS,
+  WAITING_FUNCTION_GB,
+  CALLER_TURN_MS,
+  modelWait,
 } from "@harness-s/core/quoting";
+import { PoolEvolveRequest, firstEvolutionRollouts } from "@harness-s/core/pools";
 import { PriceList, Prices, isQuoteBasisKey, zeroUsage } from "@harness-s/core/billing";
 import { ExperimentRequest } from "@harness-s/core/experiment";
 import { MemoryUsageMeter } from "@harness-s/adapters/stores";
@@ -47,10 +51,10 @@ describe("quotes by environment and model", () => {
     const d = ENV_QUOTE_DEFAULTS.dbbench!;
     expect(q.usage.sampledTokens).toBe(q.rollouts * d.sampledTokensPerRollout);
     expect(q.usage.trainedTokens).toBe(4 * d.trainedTokensPerTrainingRollout);
-    expect(q.usage.gpuSeconds).toBeCloseTo(
-      (q.usage.sampledTokens! + q.usage.trainedTokens!) * DEFAULT_GPU_SECONDS_PER_TOKEN,
-      9,
-    );
+    // The GPU seconds go with the tokens the model generates.
+    expect(dbbench.configuration.gpuPer).toBe("generated");
+    expect(q.usage.generatedTokens).toBe(q.rollouts * d.generatedTokensPerRollout);
+    expect(q.usage.gpuSeconds).toBeCloseTo(q.usage.generatedTokens! * DEFAULT_GPU_SECONDS_PER_TOKEN, 9);
   });
 
   it("a caller's environment is counted from its posted splits", async () => {
@@ -107,5 +111,111 @@ describe("quotes by environment and model", () => {
       9,
     );
     expect(Object.values(quoteConfigKeys("dbbench", "a")).every(isQuoteBasisKey)).toBe(true);
+  });
+});
+
+// Issue 70, item 1: one quote for everything a run bills. A caller's environment without a pool evolves one first (its
+// rollouts the run's, within its cap, the job's own bound); should that evolution keep no sibling the run fails there,
+// and the quote says what it bills then. Before a configuration's first run, a rollout at a model holds a waiting
+// function and the service's compute for at least its GPU seconds, at the rate the served model declares.
+describe("the quote of a run that evolves its pool first, and of a model's wait", () => {
+  const tool = { name: "submit", description: "commit", parameters: { type: "object" }, submit: true };
+  const openenv = (splits: string[], poolId?: string) => ({
+    kind: "openenv" as const,
+    url: "https://env.example.com",
+    tasks: splits.map((split, i) => ({ id: `t${i}`, family: "app", tools: [tool], split })),
+    ...(poolId ? { poolId } : {}),
+  });
+  const splits = ["train", "dev", "dev", "held-out"];
+  const quoted = async (env: unknown, budget?: { rollouts: number }) => {
+    const req = { ...plan(env, "a"), ...(budget ? { budget } : {}) };
+    const config = await configurationBasis(new MemoryUsageMeter(), { env: req.env, model: "a" }, 2e-4);
+    return quote({ experiment: req }, DEFAULT_QUOTE_BASIS, prices, config);
+  };
+
+  it("prices the evolution before the run (2 dev tasks × 2 trials × (1 + 5 directions × 2 rounds × 3 candidates) = 124), and its failure path at those rollouts alone", async () => {
+    const named = await quoted(openenv(splits, "pev_1"));
+    const evolving = await quoted(openenv(splits));
+    expect(evolving.rollouts - named.rollouts).toBe(firstEvolutionRollouts(2));
+    expect(firstEvolutionRollouts(2)).toBe(124);
+    expect(named.paths).toBeUndefined();
+    expect(evolving.paths).toEqual([
+      expect.objectContaining({ failsWith: "EVOLUTION_FAILED", rollouts: 124, chargeUsd: expect.any(Number) }),
+    ]);
+    expect(evolving.paths![0]!.chargeUsd).toBeLessThan(evolving.chargeUsd);
+    expect(evolving.paths![0]!.chargeUsd).toBeCloseTo(evolving.chargeUsd - named.chargeUsd, 8);
+  });
+
+  it("a rollout cap inside the evolution stops the quote, and its failure path, at the cap", async () => {
+    const capped = await quoted(openenv(splits), { rollouts: 8 });
+    expect(capped.rollouts).toBe(8);
+    expect(capped.paths![0]!.rollouts).toBe(8);
+    expect(capped.paths![0]!.chargeUsd).toBeCloseTo(capped.chargeUsd, 9);
+  });
+
+  it("before any run, a rollout at a model waits its GPU seconds (at the served model's declared rate) in compute and Lambda time; once measured, nothing is added", async () => {
+    const q = await quoted("dbbench");
+    const gpu = q.usage.gpuSeconds!;
+    expect(q.basis.configuration).toMatchObject({
+      gpuSource: "declared",
+      gpuSecondsPerToken: 2e-4,
+      gpuPer: "generated",
+    });
+    expect(gpu).toBeCloseTo(q.usage.generatedTokens! * 2e-4, 9);
+    expect(q.usage.computeMs).toBeCloseTo(DEFAULT_QUOTE_BASIS.perRollout.computeMs! * q.rollouts + gpu * 1000, 6);
+    expect(q.usage.lambdaGbSeconds).toBeCloseTo(
+      DEFAULT_QUOTE_BASIS.perRollout.lambdaGbSeconds! * q.rollouts + gpu * WAITING_FUNCTION_GB,
+      6,
+    );
+    expect(q.note).toMatch(/no run has finished here/);
+    const measured = { ...q.basis.configuration!, source: "measured" as const };
+    expect(modelWait(gpu, measured)).toEqual({});
+  });
+
+  it("a finished run that metered generated tokens gives the model's rate per generated token, carried to another environment", async () => {
+    const meter = new MemoryUsageMeter();
+    const used = { ...zeroUsage, rollouts: 30, sampledTokens: 45_000, generatedTokens: 9_000, gpuSeconds: 18 };
+    await addJobToConfiguration(meter, { env: "dbbench", model: "a" }, used, {
+      training: 4,
+      rescueTraining: 0,
+      rescueExtra: 0,
+    });
+    const measured = await configurationBasis(meter, { env: "dbbench", model: "a" }, 1);
+    expect(measured.configuration).toMatchObject({
+      generatedTokensPerRollout: 300,
+      gpuPer: "generated",
+      gpuSecondsPerToken: 18 / 9_000,
+      gpuSource: "measured",
+    });
+    const elsewhere = await configurationBasis(meter, { env: "openenv", model: "a" }, 1);
+    expect(elsewhere.configuration).toMatchObject({
+      source: "defaults",
+      gpuSource: "measured",
+      gpuSecondsPerToken: 2e-3,
+    });
+  });
+});
+
+describe("a pool evolution's quote (issue 70 item 1)", () => {
+  it("prices its rollouts as the coordinator runs them (no store or queue request of their own) and its turns' wait at the caller's policy", () => {
+    const pool = PoolEvolveRequest.parse({
+      endpoint: "mine",
+      environment: { kind: "openenv", url: "https://env.example.com" },
+      devTasks: ["a", "b"].map((id) => ({
+        id,
+        family: "app",
+        tools: [{ name: "submit", description: "", submit: true }],
+      })),
+      evolution: { directions: ["budget"], rounds: 1, candidatesPerRound: 1, trials: 1 },
+    });
+    const q = quote({ pool }, DEFAULT_QUOTE_BASIS, prices);
+    const turns = 4 * pool.maxTurns;
+    expect(q.rollouts).toBe(4);
+    expect(q.usage).toMatchObject({
+      computeMs: turns * CALLER_TURN_MS,
+      lambdaGbSeconds: ((turns * CALLER_TURN_MS) / 1000) * WAITING_FUNCTION_GB,
+    });
+    expect(q.usage.dynamoWriteUnits ?? 0).toBe(0);
+    expect(q.usage.sqsRequests ?? 0).toBe(0);
   });
 });

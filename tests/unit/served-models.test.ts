@@ -28,7 +28,8 @@ describe("served models", () => {
     const offers = servedOffers(ServedModels.parse([tiny("a"), tiny("b")]), EMBEDDED_ONLY);
     expect(offers.models).toEqual(["a", "b"]);
     expect(listServedModels(offers).models.map((m) => m.name)).toEqual(["a", "b"]);
-    expect(listServedModels(undefined)).toEqual({ models: [] });
+    expect(listServedModels(undefined)).toEqual({ models: [], environments: ["embedded"], callerEnvironments: false });
+    expect(listServedModels(offers)).toMatchObject({ environments: ["embedded"], callerEnvironments: false });
     expect(() => ensureOffered(ExperimentRequest.parse({ model: "a" }), offers)).not.toThrow();
     expect(() => ensureOffered(ExperimentRequest.parse({}), offers)).not.toThrow();
     const refused = (() => {

@@ -153,4 +153,5 @@ export const pricing = (deps: ApiDeps) => ({
   meter: deps.meter,
   tariff: deps.prices,
   priceList: deps.priceList ?? PriceList.parse({}),
+  served: deps.offers?.served,
 });

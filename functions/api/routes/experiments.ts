@@ -41,6 +41,7 @@ const ExperimentStatus = z.object({
     .nullable(),
   stopReason: z.string().nullable(),
   error: z.string().nullable(),
+  errorCode: z.string().nullable().describe("the failure's stable code, where it failed"),
   createdAt: z.number(),
   updatedAt: z.number(),
 });

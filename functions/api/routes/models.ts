@@ -6,7 +6,15 @@ import { apiRouter } from "../http.ts";
 import { anyKey } from "../middleware/scope.ts";
 import { errors, jsonOf } from "../openapi-parts.ts";
 
-const ModelList = z.object({ models: z.array(ServedModel) });
+const ModelList = z.object({
+  models: z.array(ServedModel),
+  environments: z
+    .array(z.string())
+    .describe("the environments an experiment's `env` may name: the benchmark families this deployment runs"),
+  callerEnvironments: z
+    .boolean()
+    .describe('whether an experiment may run on the caller\'s own OpenEnv server (`env: {kind: "openenv", …}`)'),
+});
 
 /** `/v1/models`: the base models this deployment's policy endpoint serves, for an experiment's `model`. */
 export const modelRoutes = {
@@ -18,7 +26,10 @@ export const modelRoutes = {
     summary:
       "The base models this deployment serves (name, parameters, context, chat template family); an experiment's model names one, and each arm trains its own LoRA adapter on it",
     responses: {
-      200: jsonOf("the served models (none: experiments run on each environment's own policy)", ModelList),
+      200: jsonOf(
+        "the served models (none: experiments run on each environment's own policy) and the environments offered",
+        ModelList,
+      ),
       401: errors[401],
       414: errors[414],
       429: errors[429],

@@ -183,8 +183,11 @@ export const poolsApp = (deps: ApiDeps) =>
       const { id } = c.req.valid("param");
       if (!deps.poolEvolutions) throw new NotFoundError("pool evolution", id);
       const found = await ownedBy(deps.poolEvolutions, c.var.key, "pool evolution").get(id);
-      const pool = found.pool ? await deps.pools.get(found.pool.id) : undefined;
-      return c.json(poolEvolutionStatus(found, deps.prices, pool), 200);
+      const [pool, usage] = await Promise.all([
+        found.pool ? deps.pools.get(found.pool.id) : undefined,
+        deps.meter.job(found.id),
+      ]);
+      return c.json(poolEvolutionStatus(found, deps.prices, pool, { usage, priceList: pricing(deps).priceList }), 200);
     })
     .openapi(withMiddleware(poolRoutes.cancelEvolution, requireScope(deps, "rescues")), async (c) => {
       const evolutions = deps.poolEvolutions;

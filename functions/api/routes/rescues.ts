@@ -15,7 +15,7 @@ import {
   startRescue,
   waitForRescue,
 } from "@harness-s/core/rescue";
-import { ensureAffordable } from "@harness-s/core/quoting";
+import { budgetedPricer } from "@harness-s/core/quoting";
 import { KEY_PAGE, KeyPageQuery } from "@harness-s/core";
 import { poolsVisibleTo } from "@harness-s/core/pools";
 import type { ApiDeps } from "../deps.ts";
@@ -121,9 +121,15 @@ export const rescuesApp = (deps: ApiDeps) =>
     .openapi(rescueRoutes.list, async (c) => c.json(await listRescues(c.var.key.id, c.req.valid("query"), deps), 200))
     .openapi(withMiddleware(rescueRoutes.start, readBody(deps, RescueRequest)), async (c) => {
       const [body, key] = [c.var.body, c.var.key];
-      await ensureAffordable({ rescue: body }, key, pricing(deps));
+      const priced = budgetedPricer(pricing(deps), key);
+      const price = (req: RescueRequest) => priced({ rescue: req }, undefined);
       // A key routes only in pools it may see: another key's evolved pool is a 404.
-      const job = await startRescue(body, { ...deps, pools: poolsVisibleTo(deps.pools, key) }, key.id, usageOf(c));
+      const job = await startRescue(
+        body,
+        { ...deps, price, pools: poolsVisibleTo(deps.pools, key) },
+        key.id,
+        usageOf(c),
+      );
       if (job.adaptive && job.expected === 0)
         return c.json({ chosen: [], expected: 0 as const, adaptive: job.adaptive }, 200);
       return c.json(

@@ -69,7 +69,7 @@ export interface TokenPolicyClientOptions extends JsonTransportOptions {
    * Hears of the tokens each sample processed (its appended prompt and its completion) and each finished update trained
    * on (its sequences × epochs): what an experiment is quoted on.
    */
-  onTokens?: (tokens: { sampledTokens?: number; trainedTokens?: number }) => void;
+  onTokens?: (tokens: { sampledTokens?: number; trainedTokens?: number; generatedTokens?: number }) => void;
   /**
    * How often a request that is safe to repeat (a read, a keyed sample, a keyed update) is sent
    * again after a dropped connection, a timeout or a 500/502/503/504 (default 3), waiting 100 ms,
@@ -144,7 +144,10 @@ export class TokenPolicyClient {
     this.sampled.promptTokens += s.prompt_ids.length;
     this.sampled.completionTokens += s.completion.ids.length;
     if (s.usage) this.opts.onDeviceSeconds?.(s.usage.device_ms / 1000);
-    this.opts.onTokens?.({ sampledTokens: s.prompt_ids.length + s.completion.ids.length });
+    this.opts.onTokens?.({
+      sampledTokens: s.prompt_ids.length + s.completion.ids.length,
+      generatedTokens: s.completion.ids.length,
+    });
     return s;
   }
 

@@ -3,6 +3,7 @@ import type { ExperimentSummary } from "@harness-s/core/experiment";
 import { acceptanceChecks, arm, interval, meanStd, paired, protocolNote, pts, signed, type Metric } from "./stats.ts";
 import { renderFamilies } from "./families.ts";
 import { renderHarm, type PoolsFile } from "./harm.ts";
+import { hasUtilityCurve } from "./summary-plots.ts";
 
 /** What a report adds to the summary when the run has it. */
 export interface ReportExtras {
@@ -151,6 +152,18 @@ function routerSection(s: ExperimentSummary): string[] {
   return out;
 }
 
+/**
+ * What the Rank-1 gaps say, and no more: the siblings' behaviour moved into the policy only where H0 gained and the
+ * gap to Rank-1 closed.
+ */
+function rank1Reading(gapBefore: number, gapAfter: number, h0Gain: number): string {
+  if (gapBefore === 0 && gapAfter === 0 && h0Gain === 0)
+    return "no difference before or after, and H0 did not move: these figures say nothing about what moved into the policy.";
+  if (h0Gain > 0 && gapAfter < gapBefore)
+    return "H0 gained and the gap to Rank-1 closed: the behaviour the siblings elicited moved, at least in part, into the policy.";
+  return "the gap did not close with H0 gaining: no sign here that the siblings' behaviour moved into the policy.";
+}
+
 /** Rank-1 inference before and after harness-s training. */
 function rank1Section(s: ExperimentSummary): string[] {
   const out: string[] = [];
@@ -160,8 +173,10 @@ function rank1Section(s: ExperimentSummary): string[] {
     out.push(
       `Before training: Rank-1 ${pts(hs.rank1.before.heldout.passAt3)} vs H0 ${pts(s.initial.heldout.passAt3)} (gap ${signed(hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3)}).`,
     );
+    const before = hs.rank1.before.heldout.passAt3 - s.initial.heldout.passAt3;
+    const after = hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3;
     out.push(
-      `After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(hs.rank1.after.heldout.passAt3 - hs.h0.heldout.passAt3)}): the behaviour the siblings elicited moved into the policy.`,
+      `After harness-s training: Rank-1 ${pts(hs.rank1.after.heldout.passAt3)} vs H0 ${pts(hs.h0.heldout.passAt3)} (gap ${signed(after)}): ${rank1Reading(before, after, hs.h0.heldout.passAt3 - s.initial.heldout.passAt3)}`,
       "",
     );
   }
@@ -202,9 +217,15 @@ function suiteSection(s: ExperimentSummary): string[] {
   );
   out.push(
     "",
-    "![Rescue utility by repair direction over training](utilities.png)",
-    "",
-    "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).",
+    ...(hasUtilityCurve(s)
+      ? [
+          "![Rescue utility by repair direction over training](utilities.png)",
+          "",
+          "Step 0 is measured on dev under the initial policy during evolution; later points come from the re-anchoring probes (a handful of dev tasks each, so single points are noisy).",
+        ]
+      : [
+          "No utilities plot: the siblings' utilities were measured at one step only (no re-anchoring ran), which makes no curve.",
+        ]),
     "",
   );
   return out;

@@ -11,6 +11,11 @@ export async function renderPng(spec: TopLevelSpec): Promise<Buffer> {
   return Buffer.from(png);
 }
 
+/**
+ * A line chart of `y` by `x`, a line per value of `color` (`colors`: that value's colour, e.g. each arm's, so a series
+ * is drawn alike everywhere). The x axis counts steps: whole numbers only, and a single step is shown with room on
+ * both sides rather than as a degenerate axis.
+ */
 export function lineChart(
   title: string,
   rows: Record<string, unknown>[],
@@ -19,21 +24,36 @@ export function lineChart(
   color: string,
   yTitle: string,
   errorBand = false,
+  colors?: (value: string) => string,
 ): TopLevelSpec {
+  const values = [...new Set(rows.map((r) => String(r[color])))].sort();
+  const xs = rows.map((r) => Number(r[x]));
+  const [lo, hi] = [Math.min(...xs), Math.max(...xs)];
+  const xEnc = {
+    field: x,
+    type: "quantitative" as const,
+    axis: { tickMinStep: 1, format: "d" },
+    ...(xs.length > 0 && lo === hi ? { scale: { domain: [lo - 1, hi + 1] } } : {}),
+  };
+  const colorEnc = {
+    field: color,
+    type: "nominal" as const,
+    ...(colors ? { scale: { domain: values, range: values.map(colors) } } : {}),
+  };
   const line = {
     mark: { type: "line" as const, point: true },
     encoding: {
-      x: { field: x, type: "quantitative" as const },
+      x: xEnc,
       y: { aggregate: "mean" as const, field: y, type: "quantitative" as const, title: yTitle },
-      color: { field: color, type: "nominal" as const },
+      color: colorEnc,
     },
   };
   const band = {
     mark: { type: "errorband" as const, extent: "stdev" as const, opacity: 0.15 },
     encoding: {
-      x: { field: x, type: "quantitative" as const },
+      x: xEnc,
       y: { field: y, type: "quantitative" as const, title: yTitle },
-      color: { field: color, type: "nominal" as const },
+      color: colorEnc,
     },
   };
   return {

@@ -23,6 +23,15 @@ const WorkerCard = z.object({
 });
 
 /**
+ * Device seconds per generated token the models a worker can build declare, by folder (quotes price a model's GPU
+ * seconds at it until one of its runs finishes here): the worker's test model on a 2-core CPU machine, as `node
+ * --import tsx scripts/quote-vs-billed.ts` measured it (DBBench and a caller's embedded server on a fresh serve:
+ * 12,643 tokens generated in 20.5 s of device time, 1.69 and 1.24 ms each). A folder not here declares none (the
+ * default rate, docs/operations.md).
+ */
+const DECLARED_SECONDS_PER_TOKEN: Readonly<Record<string, number>> = { tiny: 1.6e-3 };
+
+/**
  * Starts one policy worker per model folder (one worker process holds one base model), behind a
  * bearer token of this process's own, and asks each for its model's size, context and chat
  * template family. `stop` ends every worker; each also exits with this process. A worker that
@@ -54,6 +63,7 @@ export async function startServedModelWorkers(
       parameters: card.base.parameters,
       contextTokens: card.base.context,
       chatTemplate: card.base.chat_template,
+      secondsPerToken: DECLARED_SECONDS_PER_TOKEN[dir],
     });
     return { model, worker: { name, url: worker.url, token } satisfies ServedModelWorker };
   };

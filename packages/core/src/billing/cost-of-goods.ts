@@ -126,6 +126,7 @@ export const COST_FIELDS = [
   "llmCostUsd",
   "sampledTokens",
   "trainedTokens",
+  "generatedTokens",
 ] as const satisfies readonly (keyof Usage)[];
 export type CostUsage = Partial<Pick<Usage, (typeof COST_FIELDS)[number]>>;
 
@@ -195,3 +196,18 @@ export function jobUsageKey(jobId: string): string {
 export function byKeyAndDay(a: { keyId: string; day: string }, b: { keyId: string; day: string }): number {
   return a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : a.day < b.day ? -1 : a.day > b.day ? 1 : 0;
 }
+
+/** What a job was billed so far: the usage metered under it, its cost of goods and its charge at its tariff. */
+export const JobBill = z.object({
+  usage: z.record(z.string(), z.number()),
+  costOfGoods: CostOfGoods,
+  chargeUsd: z.number(),
+});
+export type JobBill = z.infer<typeof JobBill>;
+
+/** {@link JobBill} of the usage metered under a job. */
+export const jobBill = (usage: Usage, tariff: Prices, priceList: PriceList): JobBill => ({
+  usage: { ...usage },
+  costOfGoods: costOfGoods(usage, priceList),
+  chargeUsd: chargeUsd(usage, tariff),
+});

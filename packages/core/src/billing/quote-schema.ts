@@ -20,14 +20,27 @@ export const QuoteConfiguration = z
     sampledTokensPerRollout: z.number().min(0).meta({
       description: "tokens the policy endpoint samples per rollout (appended prompt and completion of each turn)",
     }),
+    generatedTokensPerRollout: z
+      .number()
+      .min(0)
+      .default(0)
+      .meta({ description: "of those, the completion tokens the model generates per rollout" }),
     trainedTokensPerTrainingRollout: z
       .number()
       .min(0)
       .meta({ description: "tokens trained on per training rollout (its sequences × epochs)" }),
-    gpuSecondsPerToken: z.number().min(0).meta({ description: "the model's GPU seconds per token sampled or trained" }),
-    gpuSource: z
-      .enum(["measured", "defaults"])
-      .meta({ description: "measured on the model's finished runs here (any environment), or the default" }),
+    gpuSecondsPerToken: z
+      .number()
+      .min(0)
+      .meta({ description: "the model's GPU seconds per token (`gpuPer` says which)" }),
+    gpuPer: z.enum(["generated", "sampledAndTrained"]).default("sampledAndTrained").meta({
+      description:
+        "the tokens the GPU rate is per: generated ones (its device time goes with decoding), or every token sampled and trained (quotes recorded before generated tokens were metered)",
+    }),
+    gpuSource: z.enum(["measured", "declared", "defaults"]).meta({
+      description:
+        "measured on the model's finished runs here (any environment), declared with the served model (GET /v1/models), or the default",
+    }),
   })
   .meta({
     description:
@@ -80,6 +93,16 @@ export const QuoteCaps = z.object({
 });
 export type QuoteCaps = z.infer<typeof QuoteCaps>;
 
+/** Where a run may end before its whole plan, and what it is billed then (every rollout it ran counts). */
+export const QuotePath = z.object({
+  name: z.string().meta({ description: "where the run ends, in words" }),
+  failsWith: z.string().meta({ description: "the error code a run ending there fails with" }),
+  rollouts: z.number().int().min(0),
+  chargeUsd: z.number().min(0),
+  note: z.string(),
+});
+export type QuotePath = z.infer<typeof QuotePath>;
+
 export const Quote = z.object({
   rollouts: z.number().int().min(0),
   /** Estimated usage: compute time, GB-seconds, DynamoDB units, SQS requests, GPU seconds. */
@@ -96,5 +119,12 @@ export const Quote = z.object({
    * quoted.
    */
   caps: QuoteCaps.optional(),
+  /**
+   * The runs that end early by design of the request (an evolution first that may keep no sibling): what each is
+   * billed. Any other failure is billed for what ran, at most the whole quote.
+   */
+  paths: z.array(QuotePath).optional(),
+  /** What the figures rest on, in words: this deployment's finished runs, or declared defaults before any. */
+  note: z.string().optional(),
 });
 export type Quote = z.infer<typeof Quote>;

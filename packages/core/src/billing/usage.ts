@@ -43,6 +43,13 @@ export const Usage = z.object({
     .min(0)
     .default(0)
     .meta({ description: "tokens this deployment's policy endpoint trained on for experiments" }),
+  /** Of `sampledTokens`, those the model generated (completions): what its device time goes with (decoding). */
+  generatedTokens: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .meta({ description: "of sampledTokens, the completion tokens the model generated" }),
 });
 export type Usage = z.infer<typeof Usage>;
 
@@ -65,6 +72,7 @@ export const zeroUsage: Usage = {
   gpuSeconds: 0,
   sampledTokens: 0,
   trainedTokens: 0,
+  generatedTokens: 0,
 };
 
 /** One key's usage on one UTC day (`YYYY-MM-DD`): what `GET /v1/usage` lists and the export writes. */

@@ -57,3 +57,9 @@ export type ExperimentEnv = z.infer<typeof ExperimentEnv>;
 
 /** The name a run's environment is priced, registered and reported by: a family's, or `openenv` for a caller's. */
 export const envName = (env: ExperimentEnv): string => (typeof env === "string" ? env : env.kind);
+
+/** Dev tasks of a caller's environment that names no pool: the run evolves one on them first (else none). */
+export function firstEvolutionTasks(env: ExperimentEnv | undefined): number | undefined {
+  if (typeof env !== "object" || env.poolId !== undefined) return undefined;
+  return env.tasks.filter((t) => t.split === "dev").length;
+}

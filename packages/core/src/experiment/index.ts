@@ -14,3 +14,5 @@ export * from "./list.ts";
 export * from "./admit.ts";
 export * from "./messages.ts";
 export * from "./errors.ts";
+export * from "./progress-ticker.ts";
+export * from "./arm-colors.ts";

@@ -117,6 +117,14 @@ export type ExperimentRequest = z.infer<typeof ExperimentRequest>;
 
 export const ExperimentState = z.enum(["queued", "running", "done", "stopped", "failed", "cancelled"]);
 export type ExperimentState = z.infer<typeof ExperimentState>;
+/**
+ * Counts one of the run's rollouts finished (stored or failed) in its progress: the count a reader sees move, one
+ * rollout at a time, however many run at once (saved with the record's next write).
+ */
+export function rolloutFinished(record: { progress: { rollouts?: number | undefined } }): void {
+  record.progress = { ...record.progress, rollouts: (record.progress.rollouts ?? 0) + 1 };
+}
+
 /** States a run never leaves. */
 export const TERMINAL_STATES: readonly ExperimentState[] = ["done", "stopped", "failed", "cancelled"];
 
@@ -130,7 +138,16 @@ export const ExperimentRecord = z.object({
   /** While running: the coordinator's claim; a redelivery before it expires is a no-op. */
   leaseUntil: z.number().optional(),
   attempts: z.number().int().min(0),
-  progress: z.object({ done: z.number().int(), total: z.number().int(), label: z.string() }),
+  /**
+   * Training steps done of all (`done`/`total`), what it is doing (`label`), and the rollouts it has run so far
+   * (`rollouts`: written at least every few seconds while it runs).
+   */
+  progress: z.object({
+    done: z.number().int(),
+    total: z.number().int(),
+    label: z.string(),
+    rollouts: z.number().int().min(0).optional(),
+  }),
   /** Cumulative over attempts: what was consumed is billed, and counts against the budget. */
   usage: z.object({ rollouts: z.number().int().min(0), computeMs: z.number().min(0) }),
   /** Finished (arm, seed) units and seed baselines: a later attempt resumes after them. */
@@ -141,6 +158,8 @@ export const ExperimentRecord = z.object({
   summary: ExperimentSummary.optional(),
   stopReason: z.string().optional(),
   error: z.string().optional(),
+  /** The failure's stable code (`EVOLUTION_FAILED`, `NOT_CONFIGURED`, …; `INTERNAL` for an unexpected one). */
+  errorCode: z.string().optional(),
   /** What the run was quoted when it was asked for (its actual usage is metered under the job: `UsageMeter.job`). */
   quote: Quote.optional(),
   /** The tariff the run is charged at, fixed when it was asked for. */

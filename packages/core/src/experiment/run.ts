@@ -1,4 +1,6 @@
-import { BudgetExceededError } from "../errors.ts";
+import { BudgetExceededError, HarnessSError } from "../errors.ts";
+import { ProgressTicker } from "./progress-ticker.ts";
+import { firstEvolutionTasks } from "./environment.ts";
 import { claimJob, LeaseWriter } from "../util/leased-job.ts";
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
 import type { UsageMeter } from "../billing/usage.ts";
@@ -9,7 +11,7 @@ import type { Policy, RolloutRunner } from "../ports.ts";
 import { TrainConfig } from "../training/config.ts";
 import type { Clock } from "../util/clock.ts";
 import { consoleLogger, logFailure, type Logger } from "../util/logger.ts";
-import { ExperimentRecord, type ExperimentStepStore, type ExperimentStore } from "./records.ts";
+import { ExperimentRecord, rolloutFinished, type ExperimentStepStore, type ExperimentStore } from "./records.ts";
 import {
   ExperimentConfig,
   inProcessRunners,
@@ -71,7 +73,7 @@ function budgetedRunners(
       if (usd !== undefined && chargeUsd(record.usage, tariff) >= usd)
         return Promise.reject(new BudgetExceededError(`budget cap of ${usd} USD reached`));
       record.usage.rollouts++;
-      return run(task, harness, s);
+      return run(task, harness, s).finally(() => rolloutFinished(record));
     };
   };
 }
@@ -136,7 +138,13 @@ class ExperimentRun {
     leaseMs: number,
     private readonly deps: CoordinatorDeps,
   ) {
-    this.record = { ...claimed, attempts: claimed.attempts + 1, stopReason: undefined, error: undefined };
+    this.record = {
+      ...claimed,
+      attempts: claimed.attempts + 1,
+      stopReason: undefined,
+      error: undefined,
+      errorCode: undefined,
+    };
     this.logger = deps.logger ?? consoleLogger;
     this.cancelled = claimed.cancelRequested === true;
     this.started = deps.clock.now();
@@ -182,7 +190,13 @@ class ExperimentRun {
     } catch (err) {
       await this.writer.settled();
       const error = err instanceof Error ? err.message : String(err);
-      ending = { status: "failed", error, progress: { ...record.progress, label: `failed: ${error.slice(0, 160)}` } };
+      const errorCode = err instanceof HarnessSError ? err.code : "INTERNAL";
+      ending = {
+        status: "failed",
+        error,
+        errorCode,
+        progress: { ...record.progress, label: `failed: ${error.slice(0, 160)}` },
+      };
     }
     // Its usage is metered, and a done run joins the quotes' basis, before its end is written: a
     // reader that sees it ended sees what it used, and a quote asked then rests on it.
@@ -196,7 +210,11 @@ class ExperimentRun {
     await this.end(last).catch((err: unknown) =>
       last.status === "failed"
         ? Promise.reject(err)
-        : this.end({ status: "failed", error: err instanceof Error ? err.message : String(err) }),
+        : this.end({
+            status: "failed",
+            error: err instanceof Error ? err.message : String(err),
+            errorCode: err instanceof HarnessSError ? err.code : "INTERNAL",
+          }),
     );
     return record;
   }
@@ -247,10 +265,23 @@ class ExperimentRun {
     // it runs): preparing its environment and pool (an evolution first, where it runs one), then evaluating H0. A
     // resumed attempt keeps its "continuing: …" label (what is left) until its next step.
     const fresh = record.baselines.length + record.results.length + record.units.length === 0;
-    if (fresh)
-      await this.save({ progress: { ...record.progress, label: "running: preparing the environment and its pool" } });
-    const base = await deps.prepare(record);
-    if (fresh) await this.save({ progress: { ...record.progress, label: "running: evaluating before training" } });
+    const ticker = new ProgressTicker(record, this.save, logFailure(this.logger, `progress write of ${record.id}`));
+    try {
+      if (fresh) await ticker.enter(firstEvolutionTasks(record.request.env) === undefined ? "preparing" : "evolving");
+      const base = await deps.prepare(record);
+      if (fresh) await ticker.enter("evaluating");
+      return await this.train(base, ticker);
+    } finally {
+      ticker.stop();
+    }
+  }
+
+  /** The attempt's training and evaluation on its prepared setup, from where earlier attempts stopped. */
+  private train(
+    base: Awaited<ReturnType<CoordinatorDeps["prepare"]>>,
+    ticker: ProgressTicker,
+  ): Promise<ExperimentOutcome> {
+    const { record, deps } = this;
     const config = configOf(record);
     let done = record.results.length * config.train.steps + record.units.reduce((n, u) => n + u.state.step, 0);
     const otherUnits = (arm: string, seed: number) => record.units.filter((u) => u.arm !== arm || u.seed !== seed);
@@ -270,9 +301,9 @@ class ExperimentRun {
           ?.put({ experimentId: record.id, seed: e.seed, arm: e.arm, ...e.record })
           .catch(logFailure(this.logger, `step record ${record.id} ${e.arm}/${e.seed} step ${e.step}`));
         // A missed progress write is superseded by the next one.
-        void this.save({
-          progress: { done, total: record.progress.total, label: `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}` },
-        }).catch(logFailure(this.logger, `progress write of ${record.id}`));
+        void ticker
+          .enter("training", `seed ${e.seed} ${e.arm} step ${e.step}/${e.steps}`, { done })
+          .catch(logFailure(this.logger, `progress write of ${record.id}`));
       },
       onUnitStep: (cp) => this.save({ units: [...otherUnits(cp.arm, cp.seed), cp] }),
       onArmSeed: (arm, result) =>

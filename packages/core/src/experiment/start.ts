@@ -2,7 +2,7 @@ import { ConcurrencyLimitError, NotFoundError } from "../errors.ts";
 import { admitExperiment, type AdmitExperimentDeps, type ExperimentOffers } from "./admit.ts";
 import { ownedBy } from "../access/keys.ts";
 import type { Quote } from "../billing/quote-schema.ts";
-import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
+import { jobBill, type PriceList, type Prices } from "../billing/cost-of-goods.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
 import "./messages.ts"; // registers experiment.requested
@@ -134,15 +134,10 @@ export function experimentStatus(
     budget: record.request.budget ?? null,
     /** What the run was quoted, and (with `actual`) what it used and cost so far: side by side. */
     quote: record.quote ?? null,
-    actual: actual
-      ? {
-          usage: actual.usage,
-          costOfGoods: costOfGoods(actual.usage, actual.priceList),
-          chargeUsd: chargeUsd(actual.usage, record.tariff ?? prices),
-        }
-      : null,
+    actual: actual ? jobBill(actual.usage, record.tariff ?? prices, actual.priceList) : null,
     stopReason: record.stopReason ?? null,
     error: record.error ?? null,
+    errorCode: record.errorCode ?? null,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Name } from "../names.ts";
-import type { ExperimentOffers } from "../experiment/admit.ts";
+import { EMBEDDED_ONLY, type ExperimentOffers } from "../experiment/admit.ts";
 
 /**
  * A base model the deployment's policy endpoint serves: every arm of an experiment that names it
@@ -16,6 +16,11 @@ export const ServedModel = z.object({
   contextTokens: z.number().int().positive(),
   /** The family its chat template belongs to (`chatml`, `llama3`, `mistral`, `gemma`, or `other`). */
   chatTemplate: Name,
+  /**
+   * Device seconds per generated token, as the operator declares it for the hardware serving it: what quotes price
+   * this model's GPU seconds at before one of its runs finishes here (then its measured rate).
+   */
+  secondsPerToken: z.number().positive().max(10).optional(),
 });
 export type ServedModel = z.infer<typeof ServedModel>;
 
@@ -44,6 +49,14 @@ export function servedOffers(models: readonly ServedModel[], base: Omit<Experime
 }
 
 /** `GET /v1/models`: the base models this deployment serves, in the order it declares them. */
-export function listServedModels(offers: Pick<ServedOffers, "served"> | undefined): { models: ServedModel[] } {
-  return { models: [...(offers?.served ?? [])] };
+export function listServedModels(offers: ServedOffers | undefined): {
+  models: ServedModel[];
+  environments: string[];
+  callerEnvironments: boolean;
+} {
+  return {
+    models: [...(offers?.served ?? [])],
+    environments: [...(offers?.envs ?? EMBEDDED_ONLY.envs)],
+    callerEnvironments: offers?.callerEnvironments ?? EMBEDDED_ONLY.callerEnvironments,
+  };
 }

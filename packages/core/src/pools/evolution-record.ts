@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { LeasedJobStore } from "../util/leased-job.ts";
-import { Prices, chargeUsd } from "../billing/cost-of-goods.ts";
+import { JobBill, Prices, chargeUsd, jobBill, type PriceList } from "../billing/cost-of-goods.ts";
+import type { Usage } from "../billing/usage.ts";
 import { Quote } from "../billing/quote-schema.ts";
 import { HarnessPool } from "../harness/pool.ts";
 import { PoolEvolveRequest } from "./evolve-request.ts";
@@ -92,6 +93,11 @@ export const PoolEvolutionStatus = PoolEvolutionRecord.pick({
 }).extend({
   chargeUsd: z.number(),
   quote: Quote.nullable(),
+  /**
+   * What was metered under it so far (every provider unit: what its key is billed), its cost of goods and charge, to
+   * set beside `quote`; null where the status was answered without reading the meter (its start, its cancel).
+   */
+  actual: JobBill.nullable(),
   outcome: EvolutionOutcome.nullable(),
   pool: HarnessPool.nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
@@ -105,6 +111,7 @@ export function poolEvolutionStatus(
   record: PoolEvolutionRecord,
   prices: Prices,
   pool?: HarnessPool,
+  actual?: { usage: Usage; priceList: PriceList },
 ): PoolEvolutionStatus {
   return {
     id: record.id,
@@ -116,6 +123,7 @@ export function poolEvolutionStatus(
     usage: record.usage,
     chargeUsd: chargeUsd(record.usage, record.tariff ?? prices),
     quote: record.quote ?? null,
+    actual: actual ? jobBill(actual.usage, record.tariff ?? prices, actual.priceList) : null,
     outcome: record.outcome ?? null,
     pool: pool ?? null,
     error: record.error ?? null,

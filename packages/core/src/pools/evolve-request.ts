@@ -102,3 +102,19 @@ export function plannedEvolutionRollouts(req: {
   const perMeasurement = req.devTasks.length * e.trials;
   return Math.min(e.maxRollouts, perMeasurement * (1 + e.directions.length * e.rounds * e.candidatesPerRound));
 }
+
+/**
+ * The evolution an experiment on a caller's environment runs first when it names no pool: the default search of `POST
+ * /v1/pools`, on the run's dev split, within what the run's rollout cap leaves.
+ */
+export const FIRST_EVOLUTION: PoolEvolveSettings = PoolEvolveSettings.parse({});
+
+/**
+ * The most rollouts that first evolution runs ({@link plannedEvolutionRollouts} of {@link FIRST_EVOLUTION} on `devTasks`
+ * dev tasks), within `capLeft` rollouts: the same figure the job caps itself at and the quote prices.
+ */
+export const firstEvolutionRollouts = (devTasks: number, capLeft = Number.POSITIVE_INFINITY): number =>
+  Math.min(
+    capLeft,
+    plannedEvolutionRollouts({ devTasks: { length: devTasks } as readonly unknown[], evolution: FIRST_EVOLUTION }),
+  );

@@ -4,6 +4,7 @@ import type { UsageMeter } from "../billing/usage.ts";
 import type { Quote } from "../billing/quote-schema.ts";
 import { measuredBasis, quote, type Quotable } from "./quotes.ts";
 import { configurationBasis } from "./quote-config.ts";
+import type { ServedModel } from "../models/served-model.ts";
 
 /**
  * What quoting needs: the meter (this deployment's measured basis, a key's spend so far), the tariff and the price
@@ -13,6 +14,8 @@ export interface QuotingDeps {
   meter: Pick<UsageMeter, "get">;
   tariff: Prices;
   priceList: PriceList;
+  /** The models this deployment serves, for the device rate each declares (the first: a request naming none). */
+  served?: readonly ServedModel[];
 }
 
 /**
@@ -26,10 +29,18 @@ export interface QuotingDeps {
 export async function quoteRequest(req: Quotable, deps: QuotingDeps): Promise<Quote> {
   const config =
     "experiment" in req
-      ? await configurationBasis(deps.meter, { env: req.experiment.env ?? "embedded", model: req.experiment.model })
+      ? await configurationBasis(
+          deps.meter,
+          { env: req.experiment.env ?? "embedded", model: req.experiment.model },
+          declaredRate(deps.served, req.experiment.model),
+        )
       : undefined;
   return quote(req, await measuredBasis(deps.meter), { tariff: deps.tariff, priceList: deps.priceList }, config);
 }
+
+/** The device seconds per token the model a request names declares (the first served model where it names none). */
+const declaredRate = (served: readonly ServedModel[] | undefined, model: string | undefined): number | undefined =>
+  (model === undefined ? served?.[0] : served?.find((m) => m.name === model))?.secondsPerToken;
 
 /**
  * Refuses (402, before any work) a request whose quoted charge is above the job's own USD budget

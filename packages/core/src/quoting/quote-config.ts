@@ -15,6 +15,8 @@ interface EnvDefaults {
    */
   ownPolicyByDefault?: boolean;
   sampledTokensPerRollout: number;
+  /** Of them, the completion tokens the model generates: what its device time goes with. */
+  generatedTokensPerRollout: number;
   trainedTokensPerTrainingRollout: number;
 }
 
@@ -24,39 +26,65 @@ interface EnvDefaults {
  * suite's evaluation sets, rough sizes for the others (a request's `evalTasks` caps them). Tokens
  * per rollout: a language-model family's episodes are longer than the embedded suite's (with the
  * tiny worker model, 24 tokens a turn at most, a one-step run of two arms measured about 2,150
- * tokens sampled and trained per rollout on DBBench and 1,700 on AppWorld's fixtures; a real model's
- * episodes differ).
+ * tokens sampled per rollout on DBBench (`scripts/quote-vs-billed.ts`: 64,963 in 30 rollouts, 10,576 of them generated)
+ * and 1,700 on AppWorld's fixtures, and on `env-serve --env embedded` as a caller's server with H0's default budget of
+ * 10 turns 1,434 (216 generated: its evolution first, 100 rollouts; an H0 of 3 turns samples a third of it); a real
+ * model's episodes differ, and a caller's tokens go with its H0's turn budget). Generated tokens where not measured: 15%
+ * of those sampled, DBBench's share.
  */
 export const ENV_QUOTE_DEFAULTS: Readonly<Record<string, EnvDefaults>> = {
   embedded: {
     evalTasks: { train: 93, heldout: 81 },
     ownPolicyByDefault: true,
     sampledTokensPerRollout: 450,
+    generatedTokensPerRollout: 70,
     trainedTokensPerTrainingRollout: 450,
   },
   dbbench: {
     evalTasks: { train: 200, heldout: 100 },
-    sampledTokensPerRollout: 1_400,
+    sampledTokensPerRollout: 2_200,
+    generatedTokensPerRollout: 350,
     trainedTokensPerTrainingRollout: 1_400,
   },
   appworld: {
     evalTasks: { train: 20, heldout: 10 },
-    sampledTokensPerRollout: 2_500,
+    sampledTokensPerRollout: 1_700,
+    generatedTokensPerRollout: 250,
     trainedTokensPerTrainingRollout: 2_500,
   },
   "swe-gym": {
     evalTasks: { train: 10, heldout: 5 },
     sampledTokensPerRollout: 3_000,
+    generatedTokensPerRollout: 450,
     trainedTokensPerTrainingRollout: 3_000,
   },
   openenv: {
     evalTasks: { train: 50, heldout: 50 },
-    sampledTokensPerRollout: 1_000,
-    trainedTokensPerTrainingRollout: 1_000,
+    sampledTokensPerRollout: 1_450,
+    generatedTokensPerRollout: 220,
+    trainedTokensPerTrainingRollout: 1_450,
   },
 };
-/** GPU seconds per token sampled or trained before a model's first finished run (one A10G-class device, batched). */
-export const DEFAULT_GPU_SECONDS_PER_TOKEN = 5e-5;
+/**
+ * GPU seconds per generated token before a model's first finished run, when the served model declares none: a model's
+ * device time goes with the tokens it decodes (on the tiny model, 1.69 ms a generated token on DBBench and 1.24 ms on
+ * a caller's embedded server, against 0.28 and 0.09 ms a sampled token: `scripts/quote-vs-billed.ts`), the prompts it
+ * prefills and the updates riding on them. One A10G-class device, batched: 3e-4 s (the earlier 5e-5 s a sampled
+ * token at DBBench's 15% generated).
+ */
+export const DEFAULT_GPU_SECONDS_PER_TOKEN = 3e-4;
+/**
+ * The memory of the function that waits on the policy for a rollout (the stacks' 1,024 MB): before a configuration's
+ * first finished run, each of its rollouts at a model is priced as holding a function, and the service's compute, for
+ * at least its GPU seconds (it waits on every turn the model samples).
+ */
+export const WAITING_FUNCTION_GB = 1;
+/**
+ * How long a pool evolution waits on the caller's policy for one turn, as its quote prices it (the caller's endpoint is
+ * the caller's: nothing here measures it before it answers): a small model on one device. The tiny worker model on the
+ * 2-core machine answered in 81 ms a turn (`scripts/quote-vs-billed.ts`: 40 turns in 3,227 ms).
+ */
+export const CALLER_TURN_MS = 100;
 
 /** The model a request names, or `default` (the deployment's first served model, or a family's own policy). */
 export const quotedModel = (model: string | undefined): string => model ?? "default";
@@ -72,7 +100,7 @@ export const quoteConfigKeys = (env: string, model: string) => {
     /** Their rescuing arms' training rollouts and extra (rescue, resample, re-anchor) rollouts, as `rollouts`. */
     rescueTraining: `#quote-config-rescue-training#${c}`,
     rescueExtra: `#quote-config-rescue-extra#${c}`,
-    /** The model's GPU seconds and tokens, over every environment. */
+    /** The model's GPU seconds and tokens (generated ones apart), over every environment. */
     model: `#quote-model#${model}`,
   };
 };
@@ -94,6 +122,7 @@ export async function addJobToConfiguration(
       gpuSeconds: used.gpuSeconds,
       sampledTokens: used.sampledTokens,
       trainedTokens: used.trainedTokens,
+      generatedTokens: used.generatedTokens,
       requests: 1,
     }),
   ]);
@@ -118,10 +147,36 @@ function evalTasksOf(env: ExperimentEnv, defaults: EnvDefaults): { train: number
   };
 }
 
+/**
+ * The model's GPU seconds per token: per generated token, measured over its finished runs here (any environment),
+ * else as the served model declares it, else the default; rows recorded before generated tokens were metered give a
+ * rate per sampled and trained token (`gpuPer`).
+ */
+function gpuRate(byModel: Usage, declared: number | undefined) {
+  const generated = { gpuPer: "generated" as const };
+  if (byModel.requests > 0 && byModel.generatedTokens > 0)
+    return {
+      ...generated,
+      gpuSecondsPerToken: byModel.gpuSeconds / byModel.generatedTokens,
+      gpuSource: "measured" as const,
+    };
+  const older = byModel.sampledTokens + byModel.trainedTokens;
+  if (byModel.requests > 0 && older > 0)
+    return {
+      gpuPer: "sampledAndTrained" as const,
+      gpuSecondsPerToken: byModel.gpuSeconds / older,
+      gpuSource: "measured" as const,
+    };
+  return declared !== undefined
+    ? { ...generated, gpuSecondsPerToken: declared, gpuSource: "declared" as const }
+    : { ...generated, gpuSecondsPerToken: DEFAULT_GPU_SECONDS_PER_TOKEN, gpuSource: "defaults" as const };
+}
+
 /** This deployment's basis for quoting `plan`'s configuration ({@link ConfigurationBasis}). */
 export async function configurationBasis(
   meter: Pick<UsageMeter, "get">,
   plan: { env: ExperimentEnv; model?: string | undefined },
+  declaredSecondsPerToken?: number,
 ): Promise<ConfigurationBasis> {
   const env = envName(plan.env);
   const model = quotedModel(plan.model);
@@ -130,20 +185,16 @@ export async function configurationBasis(
     [keys.usage, keys.training, keys.rescueTraining, keys.rescueExtra, keys.model].map((k) => meter.get(k)),
   );
   const defaults = ENV_QUOTE_DEFAULTS[env] ?? ENV_QUOTE_DEFAULTS.openenv!;
-  const modelTokens = byModel!.sampledTokens + byModel!.trainedTokens;
-  const gpuMeasured = byModel!.requests > 0 && modelTokens > 0;
-  const gpu = {
-    gpuSecondsPerToken: gpuMeasured ? byModel!.gpuSeconds / modelTokens : DEFAULT_GPU_SECONDS_PER_TOKEN,
-    gpuSource: gpuMeasured ? "measured" : "defaults",
-  } as const;
+  const gpu = gpuRate(byModel!, declaredSecondsPerToken);
   const evalTasks = evalTasksOf(plan.env, defaults);
   if (!used || used.requests === 0 || used.rollouts === 0) {
     const configuration = { env, model, source: "defaults" as const, jobs: 0, ...gpu };
     const own = defaults.ownPolicyByDefault === true && plan.model === undefined;
     const tokens = own
-      ? { sampledTokensPerRollout: 0, trainedTokensPerTrainingRollout: 0 }
+      ? { sampledTokensPerRollout: 0, generatedTokensPerRollout: 0, trainedTokensPerTrainingRollout: 0 }
       : {
           sampledTokensPerRollout: defaults.sampledTokensPerRollout,
+          generatedTokensPerRollout: defaults.generatedTokensPerRollout,
           trainedTokensPerTrainingRollout: defaults.trainedTokensPerTrainingRollout,
         };
     return { evalTasks, configuration: { ...configuration, ...tokens } };
@@ -155,6 +206,7 @@ export async function configurationBasis(
     source: "measured" as const,
     jobs: used.requests,
     sampledTokensPerRollout: used.sampledTokens / used.rollouts,
+    generatedTokensPerRollout: used.generatedTokens / used.rollouts,
     trainedTokensPerTrainingRollout: training!.rollouts > 0 ? used.trainedTokens / training!.rollouts : 0,
     ...gpu,
   };

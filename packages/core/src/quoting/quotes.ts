@@ -5,10 +5,17 @@ import { chargeUsd, costOfGoods, type PriceList, type Prices } from "../billing/
 import { ExperimentRequest, type ExperimentPlan } from "../experiment/records.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 import { QUOTED_FIELDS, readFit, solveFit, type QuoteFit } from "./quote-fit.ts";
-import { Quote, type QuoteBasis, type QuoteCaps, type QuoteConfiguration } from "../billing/quote-schema.ts";
+import {
+  Quote,
+  type QuoteBasis,
+  type QuoteCaps,
+  type QuoteConfiguration,
+  type QuotePath,
+} from "../billing/quote-schema.ts";
 import { RescueRequest, rescueRollouts } from "../rescue/rescue-request.ts";
-import { PoolEvolveRequest, plannedEvolutionRollouts } from "../pools/evolve-request.ts";
-import type { ConfigurationBasis } from "./quote-config.ts";
+import { PoolEvolveRequest, firstEvolutionRollouts, plannedEvolutionRollouts } from "../pools/evolve-request.ts";
+import { firstEvolutionTasks } from "../experiment/environment.ts";
+import { CALLER_TURN_MS, WAITING_FUNCTION_GB, type ConfigurationBasis } from "./quote-config.ts";
 
 /**
  * The defaults, measured on the embedded suite with the local stack (DynamoDB Local, fauxqs,
@@ -115,10 +122,13 @@ interface Stretch {
   extra: number;
   /** How many of them are training rollouts (steps × batch × group of an arm). */
   training: number;
+  /** The pool evolution a run on a caller's environment without a pool runs first. */
+  evolution?: true;
 }
 
 /**
- * The rollouts an experiment will run, in the order it runs them: per seed, the initial
+ * The rollouts an experiment will run, in the order it runs them: on a caller's environment that names no pool, the
+ * pool evolution first ({@link firstEvolutionRollouts}, the job's own bound); then per seed, the initial
  * evaluation (H0 on both splits and Rank-1 held-out), then each arm (the budget source first,
  * `runOrder`): its training (steps × batch × group, plus the rescue share for an arm that
  * rescues: its `extra` rollouts), its learning-curve points (before training and every
@@ -141,7 +151,15 @@ export function plannedStretches(plan: Plan, basis: QuoteBasis): Stretch[] {
     return { rollouts: training + extra + curve + (train + heldout + (def.rank1 ? heldout : 0)) * s, extra, training };
   };
   const arms = runOrder(plan.arms).map(arm);
-  return plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0, training: 0 }, ...arms]);
+  const devTasks = firstEvolutionTasks(plan.env);
+  const evolution: Stretch[] =
+    devTasks === undefined
+      ? []
+      : [{ rollouts: firstEvolutionRollouts(devTasks), extra: 0, training: 0, evolution: true }];
+  return [
+    ...evolution,
+    ...plan.seeds.flatMap(() => [{ rollouts: (train + 2 * heldout) * s, extra: 0, training: 0 }, ...arms]),
+  ];
 }
 
 const total = (stretches: readonly Stretch[]) => ({
@@ -158,28 +176,26 @@ export const plannedRolloutKinds = (
 export const plannedRollouts = (plan: Plan, basis: QuoteBasis): number => plannedRolloutKinds(plan, basis).rollouts;
 
 /**
- * The rollouts a run does before a rollout cap stops it (every rollout counts): the stretches
- * before the cap whole, then the first part of the one it falls in, that stretch's extra rollouts
- * pro rata (an arm's rescues come with its training steps).
+ * The stretches a run does before a rollout cap stops it (every rollout counts): the stretches before the cap whole,
+ * then the first part of the one it falls in, that stretch's extra rollouts pro rata (an arm's rescues come with its
+ * training steps).
  */
-function rolloutsWithinCap(
-  stretches: readonly Stretch[],
-  cap = Number.POSITIVE_INFINITY,
-): { rollouts: number; extra: number; training: number } {
+function stretchesWithinCap(stretches: readonly Stretch[], cap = Number.POSITIVE_INFINITY): Stretch[] {
   let left = cap;
   const done: Stretch[] = [];
   for (const x of stretches) {
     if (left <= 0) break;
     const part = Math.min(1, left / x.rollouts);
-    done.push({ rollouts: x.rollouts * part, extra: x.extra * part, training: x.training * part });
+    done.push({ ...x, rollouts: x.rollouts * part, extra: x.extra * part, training: x.training * part });
     left -= x.rollouts;
   }
-  return total(done);
+  return done;
 }
 
 /**
  * A quote for `rollouts` rollouts, `extra` of them an arm's rescue, resample or re-anchor
- * rollouts, at the basis's usage per rollout of each kind, with cost of goods and the charge.
+ * rollouts, at the basis's usage per rollout of each kind (`priced`: fields priced apart instead; `added`: on top),
+ * with cost of goods and the charge.
  */
 export function quoteRollouts(
   rollouts: number,
@@ -187,12 +203,16 @@ export function quoteRollouts(
   prices: { tariff: Prices; priceList: PriceList },
   extra = 0,
   priced: Record<string, number> = {},
+  added: Record<string, number> = {},
 ): Quote {
   const perExtra = basis.perExtraRollout ?? basis.perRollout;
-  const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra)]);
+  const fields = new Set([...Object.keys(basis.perRollout), ...Object.keys(perExtra), ...Object.keys(added)]);
   const usage = {
     ...Object.fromEntries(
-      [...fields].map((k) => [k, (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra]),
+      [...fields].map((k) => [
+        k,
+        (basis.perRollout[k] ?? 0) * (rollouts - extra) + (perExtra[k] ?? 0) * extra + (added[k] ?? 0),
+      ]),
     ),
     ...priced,
   };
@@ -292,8 +312,94 @@ export function configuredTokens(
   c: QuoteConfiguration,
 ): Record<string, number> {
   const sampledTokens = Math.round(run.rollouts * c.sampledTokensPerRollout);
+  const generatedTokens = Math.round(run.rollouts * c.generatedTokensPerRollout);
   const trainedTokens = Math.round(run.training * c.trainedTokensPerTrainingRollout);
-  return { sampledTokens, trainedTokens, gpuSeconds: (sampledTokens + trainedTokens) * c.gpuSecondsPerToken };
+  const priced = c.gpuPer === "generated" ? generatedTokens : sampledTokens + trainedTokens;
+  return { sampledTokens, generatedTokens, trainedTokens, gpuSeconds: priced * c.gpuSecondsPerToken };
+}
+
+/**
+ * Before a configuration's first finished run, its per-rollout usage is the deployment's (the embedded suite's
+ * rollouts, which wait on no model): each rollout at a model also holds a waiting function and the service's compute
+ * for at least its GPU seconds ({@link WAITING_FUNCTION_GB}). Once the configuration's runs are measured, that wait is
+ * in their usage per rollout, and nothing is added.
+ */
+export function modelWait(gpuSeconds: number, c: QuoteConfiguration): Record<string, number> {
+  if (c.source === "measured" || gpuSeconds === 0) return {};
+  return { computeMs: gpuSeconds * 1000, lambdaGbSeconds: gpuSeconds * WAITING_FUNCTION_GB };
+}
+
+/**
+ * The usage of rollouts the coordinator runs in process (an experiment's evolution first): no store or queue request
+ * of their own, its function and compute held while the model samples ({@link modelWait}, whatever was measured).
+ */
+const IN_PROCESS_ROLLOUT: Record<string, number> = {};
+
+/**
+ * A quote of a run's stretches (within its cap): the dispatched ones at the basis's usage per rollout, the evolution
+ * first's as in-process rollouts, each with its tokens and GPU seconds at the configuration's rates.
+ */
+function quoteStretches(
+  done: readonly Stretch[],
+  basis: QuoteBasis,
+  prices: { tariff: Prices; priceList: PriceList },
+  config: ConfigurationBasis | undefined,
+): Quote {
+  const part = (stretches: readonly Stretch[], inProcess: boolean) => {
+    const run = total(stretches);
+    const tokens = config ? configuredTokens(run, config.configuration) : {};
+    const c = config && (inProcess ? { ...config.configuration, source: "defaults" as const } : config.configuration);
+    const wait = c ? modelWait(tokens.gpuSeconds ?? 0, c) : {};
+    const at = inProcess ? { ...basis, perRollout: IN_PROCESS_ROLLOUT, perExtraRollout: IN_PROCESS_ROLLOUT } : basis;
+    return quoteRollouts(run.rollouts, at, prices, run.extra, tokens, wait).usage;
+  };
+  const evolution = done.filter((x) => x.evolution);
+  const usage = sumUsage(
+    part(evolution, true),
+    part(
+      done.filter((x) => !x.evolution),
+      false,
+    ),
+  );
+  return Quote.parse({
+    rollouts: usage.rollouts,
+    usage,
+    costOfGoods: costOfGoods(usage, prices.priceList),
+    chargeUsd: chargeUsd(usage, prices.tariff),
+    basis,
+  });
+}
+
+/**
+ * What a pool evolution's turns at the caller's policy hold of the service's compute and its function before anything
+ * is measured: {@link CALLER_TURN_MS} each (H0's turn budget per rollout, its most).
+ */
+const callerWait = (turns: number): Record<string, number> => {
+  const seconds = (turns * CALLER_TURN_MS) / 1000;
+  return { computeMs: seconds * 1000, lambdaGbSeconds: seconds * WAITING_FUNCTION_GB };
+};
+
+/** Two usages' fields added. */
+const sumUsage = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
+  Object.fromEntries([...new Set([...Object.keys(a), ...Object.keys(b)])].map((k) => [k, (a[k] ?? 0) + (b[k] ?? 0)]));
+
+/** The path of a run whose first evolution keeps no sibling: it fails there, billed for the evolution alone. */
+const evolutionFailsPath = (q: Quote): QuotePath => ({
+  name: "the pool evolution it runs first keeps no sibling",
+  failsWith: "EVOLUTION_FAILED",
+  rollouts: q.rollouts,
+  chargeUsd: q.chargeUsd,
+  note: `the run evolves a pool on its dev split first (at most ${q.rollouts} rollouts); should no sibling repair a dev task H0 fails, it fails there, billed for those rollouts alone`,
+});
+
+/** What an experiment's figures rest on, in words. */
+function basisNote(basis: QuoteBasis): string {
+  const c = basis.configuration;
+  if (c?.source === "measured")
+    return `measured on ${c.jobs} finished run(s) of ${c.env} with ${c.model} here (GPU seconds per token: ${c.gpuSource})`;
+  return basis.source === "measured"
+    ? `usage per rollout measured on ${basis.jobs} finished run(s) here; ${c ? `${c.env}'s tokens per rollout are declared defaults until a run of it with ${c.model} finishes` : ""}`
+    : "no run has finished here: every figure is a declared default, set to be no lower than this deployment's own runs measured (docs/operations.md)";
 }
 
 /**
@@ -310,19 +416,23 @@ export function quote(
   if ("experiment" in req) {
     const basis = config ? withConfiguration(measured, config) : measured;
     const stretches = plannedStretches(req.experiment, basis);
-    const run = rolloutsWithinCap(stretches, req.experiment.budget?.rollouts);
-    const q = quoteRollouts(
-      run.rollouts,
-      basis,
-      prices,
-      run.extra,
-      config ? configuredTokens(run, config.configuration) : {},
-    );
-    return Quote.parse({ ...q, caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget) });
+    const cap = req.experiment.budget?.rollouts;
+    const priced = (part: readonly Stretch[]) => quoteStretches(stretchesWithinCap(part, cap), basis, prices, config);
+    const q = priced(stretches);
+    const evolution = stretches.filter((x) => x.evolution);
+    const paths = evolution.length > 0 ? [evolutionFailsPath(priced(evolution))] : [];
+    return Quote.parse({
+      ...q,
+      caps: experimentCaps(q, total(stretches).rollouts, req.experiment.budget),
+      ...(paths.length > 0 ? { paths } : {}),
+      note: basisNote(basis),
+    });
   }
   const basis = measured;
   if ("pool" in req) {
-    const q = quoteRollouts(plannedEvolutionRollouts(req.pool), basis, prices);
+    const rollouts = plannedEvolutionRollouts(req.pool);
+    const inProcess = { ...basis, perRollout: IN_PROCESS_ROLLOUT, perExtraRollout: IN_PROCESS_ROLLOUT };
+    const q = quoteRollouts(rollouts, inProcess, prices, 0, {}, callerWait(rollouts * req.pool.maxTurns));
     return Quote.parse({ ...q, caps: evolutionCaps(req.pool, q.chargeUsd) });
   }
   const rollouts = rescueRollouts(req.rescue);

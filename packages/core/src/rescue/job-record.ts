@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { CallerRollout } from "../callers/caller-rescue.ts";
 import { SlotFailure, type SlotJobs } from "../dispatch/slots.ts";
+import { Prices } from "../billing/cost-of-goods.ts";
+import { Quote } from "../billing/quote-schema.ts";
 import type { KeyPage, KeyPageRequest } from "../util/key-page.ts";
 
 export const RescueJob = z.object({
@@ -27,6 +29,10 @@ export const RescueJob = z.object({
   spentEnvironmentMs: z.number().min(0).optional(),
   /** Time its rollouts spent waiting on the caller's policy endpoint. */
   spentPolicyMs: z.number().min(0).optional(),
+  /** What it was quoted when it was asked for (its actual usage is metered under the job: `UsageMeter.job`). */
+  quote: Quote.optional(),
+  /** The tariff it is charged at, fixed when it was asked for. */
+  tariff: Prices.optional(),
 });
 export type RescueJob = z.infer<typeof RescueJob>;
 

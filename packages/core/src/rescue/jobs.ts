@@ -13,6 +13,8 @@ import { hash32 } from "../util/rng.ts";
 import { envelope, type Envelope } from "../messaging/envelope.ts";
 import "../dispatch/rollout-request.ts"; // registers rollout.requested
 import type { RescueJob, RescueJobStore } from "./job-record.ts";
+import type { Quote } from "../billing/quote-schema.ts";
+import type { Prices } from "../billing/cost-of-goods.ts";
 import type { RescueSlots } from "../dispatch/slots.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { TaskSource } from "../task-source.ts";
@@ -48,10 +50,17 @@ export async function startRescue(
     dispatch: MessageQueue;
     callers?: CallerPolicies;
     rescueSlots?: RescueSlots;
+    /**
+     * Its quote and tariff, refused (402) above what its key has left: asked beside the checks, answered before
+     * anything is voted or held (quoting stays above the products).
+     */
+    price?: (req: RescueRequest) => Promise<{ quote: Quote; tariff: Prices }>;
   },
   keyId?: string,
   used?: UsageSink,
 ): Promise<RescueJob & { adaptive?: AdaptiveChoice }> {
+  const priced = deps.price?.(req);
+  priced?.catch(() => undefined);
   const pin = req.caller ? pinCaller(req.caller, keyId, deps.callers) : undefined;
   // Named harnesses are a pool read (no vote, nothing spent): asked with the checks, answered after them.
   const named = req.harnesses ? namedHarnesses(req.poolId, req.harnesses, deps) : undefined;
@@ -61,7 +70,11 @@ export async function startRescue(
     await pin?.version;
     throw err;
   };
-  const [, task] = await inOrder([pin?.checked ?? Promise.resolve(), rescueTask(req, deps)]).catch(async (err) => {
+  const [, task, price] = await inOrder([
+    pin?.checked ?? Promise.resolve(),
+    rescueTask(req, deps),
+    priced ?? Promise.resolve(undefined),
+  ]).catch(async (err) => {
     await pin?.checked;
     return versionFirst(err);
   });
@@ -94,6 +107,7 @@ export async function startRescue(
     createdAt: deps.clock.now(),
     ...(keyId === undefined ? {} : { keyId }),
     ...(caller ? { caller } : {}),
+    ...(price ? { quote: price.quote, tariff: price.tariff } : {}),
   };
   if (advice && slots.length === 0) return { ...job, adaptive: advice.adaptive };
   await deps.jobs.create(job);

@@ -7,6 +7,9 @@ import type { RescueJob, RescueJobStore } from "./job-record.ts";
 import type { RescueSlots } from "../dispatch/slots.ts";
 import type { RolloutStore, RolloutSummary } from "../rollout/store.ts";
 import { unheardProgress, type RescueProgress } from "./progress.ts";
+import { JobBill, PriceList, jobBill, type Prices } from "../billing/cost-of-goods.ts";
+import { Quote } from "../billing/quote-schema.ts";
+import type { UsageMeter } from "../billing/usage.ts";
 
 export const RescueStatus = z.object({
   job: z.object({
@@ -39,6 +42,10 @@ export const RescueStatus = z.object({
       steps: z.number(),
     }),
   ),
+  /** What it was quoted when it was asked for (null for a rescue started before quotes were kept). */
+  quote: Quote.nullable(),
+  /** What was metered under it so far, failed slots too: usage, cost of goods and charge at its tariff. */
+  actual: JobBill.nullable(),
 });
 export type RescueStatus = z.infer<typeof RescueStatus>;
 
@@ -64,11 +71,22 @@ async function readStatus(
   deps: { jobs: RescueJobStore; rollouts: RolloutStore; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
   releaseFor?: string,
-): Promise<{ status: RescueStatus; keyId: string | undefined }> {
+): Promise<{ status: RescueStatus; keyId: string | undefined; tariff: Prices | undefined }> {
   const released = releaseBeside(id, releaseFor, deps);
   // Read together: a rescue another key started is still "not found", its rollouts read and dropped.
   const [job, stored] = await Promise.all([deps.jobs.get(id), deps.rollouts.summaries(id)]);
-  return { status: await statusOf(id, job, stored, deps, key, released), keyId: job?.keyId };
+  return { status: await statusOf(id, job, stored, deps, key, released), keyId: job?.keyId, tariff: job?.tariff };
+}
+
+/** Where a status's bill is read: the meter (what was metered under the rescue) and the deployment's prices. */
+type BillDeps = { meter?: Pick<UsageMeter, "job">; prices?: Prices; priceList?: PriceList };
+
+/** `status` with what was metered under it so far (none without a meter): one read, as it is answered. */
+async function billed(status: RescueStatus, tariff: Prices | undefined, deps: BillDeps): Promise<RescueStatus> {
+  const at = tariff ?? deps.prices;
+  if (!deps.meter || !at) return status;
+  const usage = await deps.meter.job(status.job.id);
+  return { ...status, actual: jobBill(usage, at, deps.priceList ?? PriceList.parse({})) };
 }
 
 /**
@@ -131,6 +149,8 @@ async function statusOf(
       failureTags,
       steps,
     })),
+    quote: job.quote ?? null,
+    actual: null,
   };
 }
 
@@ -169,7 +189,7 @@ export const RescueWaitQuery = z.object({
 });
 export type RescueWaitQuery = z.infer<typeof RescueWaitQuery>;
 
-type WaitDeps = {
+type WaitDeps = BillDeps & {
   jobs: RescueJobStore;
   rollouts: RolloutStore;
   clock: Clock;
@@ -209,7 +229,8 @@ export async function waitForRescue(
   });
   try {
     let keyId: string | undefined;
-    ({ status, keyId } = await readStatus(id, deps, key));
+    let tariff: Prices | undefined;
+    ({ status, keyId, tariff } = await readStatus(id, deps, key));
     let recordAt = deps.clock.now();
     for (let waitMs = nextLookMs(0, false, progress.hears); ; ) {
       if (
@@ -217,7 +238,7 @@ export async function waitForRescue(
         status.completed + status.failed.length > opts.seen ||
         deps.clock.now() >= until
       )
-        return status;
+        return await billed(status, tariff, deps);
       if (!answered()) await deps.clock.sleep(Math.max(0, Math.min(waitMs, until - deps.clock.now())), woken.signal);
       const wake = woken.signal.aborted || answered();
       if (woken.signal.aborted) woken = new AbortController();
@@ -270,10 +291,11 @@ async function lookAtSummaries(
  */
 export async function cancelRescue(
   id: string,
-  deps: { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots },
+  deps: BillDeps & { jobs: RescueJobStore; rollouts: RolloutStore; clock: Clock; rescueSlots?: RescueSlots },
   key?: { id: string; scopes: readonly string[] },
 ): Promise<RescueStatus> {
   await rescueStatus(id, deps, key); // not found for another key
   await deps.jobs.cancel(id, deps.clock.now());
-  return rescueStatus(id, deps, key);
+  const { status, tariff } = await readStatus(id, deps, key);
+  return billed(status, tariff, deps);
 }

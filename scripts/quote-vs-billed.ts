@@ -1,0 +1,232 @@
+/**
+ * Quote against what is billed, as a customer meets it: a fresh `harness-s serve` (DynamoDB Local, fauxqs, its tiny
+ * model as `tiny`, no finished run: every quote on the defaults), `env-serve --env embedded` as the customer's own
+ * OpenEnv server, a policy worker as the customer's own trainer policy (for the pool it evolves). Each configuration is
+ * quoted (`POST /v1/quotes`), then run and polled to its end, and what its record says was billed (`actual`) set
+ * beside the quote of the path it took (the whole run, or the failure the quote names). Then the key's day from
+ * `GET /v1/usage`: charge against cost of goods.
+ *
+ *   node --import tsx scripts/quote-vs-billed.ts [--only embedded,dbbench,…] [--json out.json]
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { systemClock } from "@harness-s/core";
+import { TokenPolicyClient } from "@harness-s/adapters/policy";
+import { startPolicyWorker } from "../packages/cli/src/policy-worker.ts";
+import { startServe } from "./serve-process.ts";
+
+const TOKEN = "customer-trainer-token";
+const tiny = {
+  seeds: [1],
+  arms: ["grpo", "harness-s"],
+  train: { steps: 1, batchSize: 1, groupSize: 2, curveEvery: 0, auditEvery: 0, reanchorBudget: 0 },
+  evalTasks: 1,
+  evalSamples: 3,
+};
+type Task = { id: string } & Record<string, unknown>;
+type Reply = { status: number; body: any };
+type Call = (method: string, path: string, body?: unknown) => Promise<Reply>;
+const ENDS = ["done", "failed", "stopped", "cancelled"];
+
+async function startEnvServe(): Promise<{ url: string; tasks: Task[]; proc: ChildProcess }> {
+  const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-qvb-")), "tasks.json");
+  const args = ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"];
+  const proc = spawn("node", [...args, "--tasks-out", tasksOut], { stdio: ["ignore", "pipe", "pipe"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
+    proc.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = out.match(/OpenEnv protocol\) on (http:\/\/[\d.:]+):/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    proc.once("exit", (code) => reject(new Error(`env-serve exited with ${code}:\n${out}`)));
+  });
+  const { tasks } = JSON.parse(await readFile(tasksOut, "utf8")) as { tasks: Task[] };
+  return { url, tasks, proc };
+}
+
+function caller(url: string, key: string): Call {
+  return async (method, path, body) => {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    try {
+      return { status: res.status, body: JSON.parse(text) };
+    } catch {
+      return { status: res.status, body: text };
+    }
+  };
+}
+
+async function untilEnd(call: Call, path: string): Promise<any> {
+  for (;;) {
+    const { body } = await call("GET", path);
+    if (ENDS.includes(body.status)) return body;
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+/** The quote of the path a run took: its failure's where the quote names one and the run failed there, else the whole. */
+function quotedPath(quote: any, record: any): { path: string; rollouts: number; chargeUsd: number } {
+  const failed =
+    record.status === "failed" &&
+    (quote.paths ?? []).find((p: any) => p.failsWith === (record.errorCode ?? record.error?.code));
+  const p = failed || { path: "whole run", rollouts: quote.rollouts, chargeUsd: quote.chargeUsd };
+  return { path: p.path ?? p.name, rollouts: p.rollouts, chargeUsd: p.chargeUsd };
+}
+
+/** How far `billed` is from `quoted`, as a signed share of the quote. */
+const off = (billed: number, quoted: number) =>
+  quoted === 0 ? (billed === 0 ? 0 : Infinity) : (billed - quoted) / quoted;
+const percent = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
+
+interface Row {
+  name: string;
+  status: string;
+  path: string;
+  quoted: { rollouts: number; chargeUsd: number };
+  billed: { rollouts: number; chargeUsd: number; costOfGoodsUsd: number };
+  error?: string | null;
+  usage?: unknown;
+}
+
+async function main() {
+  const arg = (flag: string) =>
+    process.argv.includes(flag) ? process.argv[process.argv.indexOf(flag) + 1] : undefined;
+  const only = arg("--only")?.split(",");
+  const started = Date.now();
+  const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${line}`);
+  const stops: (() => Promise<unknown>)[] = [];
+  const serve = await startServe(["--allow-loopback-endpoints"]);
+  stops.push(serve.stop);
+  const rows: Row[] = [];
+  try {
+    const env = await startEnvServe();
+    stops.push(async () => env.proc.kill("SIGINT"));
+    const worker = await startPolicyWorker({ model: "tiny", token: TOKEN });
+    stops.push(worker.stop);
+    const key = await serve.addKey("k-customer", ["experiments", "rescues", "pools:read", "pools:write"]);
+    const call = caller(serve.url, key);
+    log(`serve at ${serve.url}, the customer's env-serve at ${env.url}, its trainer's worker at ${worker.url}`);
+    const at = (splits: string[]) => splits.map((split, i) => ({ ...env.tasks[i]!, split }));
+    const caller4 = at(["train", "train", "dev", "dev", "held-out"]);
+
+    /** Quotes `body` as `kind`, starts it at `start`, polls `status(id)` to its end: one row. */
+    const measure = async (
+      name: string,
+      kind: string,
+      body: unknown,
+      start: string,
+      status: (id: string) => string,
+    ) => {
+      const quote = await call("POST", "/v1/quotes", { [kind]: body });
+      if (quote.status !== 200) throw new Error(`${name}: quote ${quote.status} ${JSON.stringify(quote.body)}`);
+      const run = await call("POST", start, kind === "pool" ? { evolve: body } : body);
+      if (run.status !== 202) throw new Error(`${name}: start ${run.status} ${JSON.stringify(run.body)}`);
+      log(`${name}: quoted ${quote.body.rollouts} rollouts, ${quote.body.chargeUsd} USD; started ${run.body.id}`);
+      const record = await untilEnd(call, status(run.body.id));
+      const actual = record.actual ?? record.cost;
+      const row: Row = {
+        name,
+        status: record.status,
+        ...(() => {
+          const q = quotedPath(quote.body, record);
+          return { path: q.path, quoted: { rollouts: q.rollouts, chargeUsd: q.chargeUsd } };
+        })(),
+        billed: {
+          rollouts: actual?.usage?.rollouts ?? actual?.rollouts,
+          chargeUsd: actual?.chargeUsd,
+          costOfGoodsUsd: actual?.costOfGoods?.totalUsd ?? actual?.costOfGoodsUsd,
+        },
+        error: record.error ?? null,
+        usage: { quoted: quote.body.usage, billed: actual?.usage },
+      };
+      log(`${name}: ${JSON.stringify(row)}`);
+      rows.push(row);
+      return run.body.id as string;
+    };
+    const want = (name: string) => !only || only.includes(name);
+    const experiment = (name: string, body: unknown) =>
+      measure(name, "experiment", body, "/v1/experiments", (id) => `/v1/experiments/${id}`);
+
+    if (want("embedded")) await experiment("embedded", { ...tiny, env: "embedded" });
+    if (want("dbbench")) await experiment("dbbench", { ...tiny, env: "dbbench", model: "tiny" });
+    if (want("own-env-pool")) {
+      // The customer's trainer policy at its own worker, registered as the key's endpoint.
+      await new TokenPolicyClient(worker.url, { token: TOKEN, clock: systemClock }).create("trainer-policy", {
+        base_model: "tiny",
+        lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
+        seed: 3,
+      });
+      const endpoint = {
+        id: "mine",
+        kind: "protocol-v2",
+        url: worker.url,
+        policy: "trainer-policy",
+        secretHeader: { name: "authorization", value: `Bearer ${TOKEN}` },
+      };
+      const registered = await call("POST", "/v1/policy-endpoints", endpoint);
+      if (registered.status !== 201)
+        throw new Error(`endpoint: ${registered.status} ${JSON.stringify(registered.body)}`);
+      const evolve = {
+        endpoint: "mine",
+        environment: { kind: "openenv", url: env.url },
+        devTasks: caller4.filter((t) => t.split === "dev").map(({ split: _s, ...t }) => t),
+        maxTokens: 24,
+        evolution: {
+          directions: ["budget"],
+          rounds: 1,
+          candidatesPerRound: 1,
+          trials: 1,
+          poolSize: 1,
+          repairMargin: 0,
+        },
+      };
+      const poolId = await measure("pool evolution", "pool", evolve, "/v1/pools", (id) => `/v1/pools/evolutions/${id}`);
+      await experiment("own-env-pool", {
+        ...tiny,
+        model: "tiny",
+        env: { kind: "openenv", url: env.url, tasks: caller4, poolId },
+      });
+    }
+    if (want("own-env-evolve"))
+      await experiment("own-env-evolve", {
+        ...tiny,
+        model: "tiny",
+        env: { kind: "openenv", url: env.url, tasks: caller4 },
+      });
+    if (want("fails"))
+      await experiment("fails (evolution capped)", {
+        ...tiny,
+        model: "tiny",
+        env: { kind: "openenv", url: env.url, tasks: caller4 },
+        budget: { rollouts: 8 },
+      });
+    const usage = (await call("GET", "/v1/usage")).body;
+    console.log(
+      "\n| configuration | status | path quoted | rollouts quoted / billed | charge USD quoted / billed | cost of goods USD |",
+    );
+    console.log("|---|---|---|---|---|---|");
+    for (const r of rows)
+      console.log(
+        `| ${r.name} | ${r.status} | ${r.path} | ${r.quoted.rollouts} / ${r.billed.rollouts} (${percent(off(r.billed.rollouts, r.quoted.rollouts))}) | ${r.quoted.chargeUsd.toFixed(5)} / ${r.billed.chargeUsd.toFixed(5)} (${percent(off(r.billed.chargeUsd, r.quoted.chargeUsd))}) | ${r.billed.costOfGoodsUsd.toFixed(5)} |`,
+      );
+    console.log(`\nthe key's day: ${JSON.stringify(usage)}`);
+    const out = arg("--json");
+    if (out) await writeFile(out, JSON.stringify({ rows, usage }, null, 2));
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
+await main();
