@@ -66,4 +66,8 @@ export const opened = {
 
 /** An error as a line for the page. */
 export const describeError = (err: unknown): string =>
-  err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+  err instanceof ApiError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+
+/** A call with its method: PATCH and DELETE for the keys page. */
+export const sendJson = async <T>(method: "PATCH" | "DELETE" | "POST", path: string, body?: unknown): Promise<T> =>
+  (await call(path, { method, ...(body !== undefined ? { body } : {}) })).json() as Promise<T>;

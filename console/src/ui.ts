@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import uPlot from "uplot";
 import { describeError } from "./api.ts";
+import { type XAxis, xRange, yRange } from "./axes.ts";
 
 /** Preact's h through htm: components are tagged templates, no JSX build step. */
 export const html = htm.bind(h);
@@ -41,34 +42,54 @@ export function useLoaded<T>(
   return { value: state.value, error: state.error, reload: () => setTick((t) => t + 1) };
 }
 
-/** A line chart of series over a shared x axis (uPlot: small, fast, canvas). */
+/** A series of a chart: its label, its values at the shared x, and its colour (an arm's own, `armColor`). */
+export interface Series {
+  label: string;
+  values: (number | null)[];
+  color: string;
+}
+
+/** A line (or bar) chart of series over a shared x axis, both axes labelled with their units (uPlot: canvas). */
 export function LineChart(props: {
   title: string;
   x: number[];
-  series: { label: string; values: (number | null)[] }[];
+  series: Series[];
+  xAxis: XAxis;
   xLabel: string;
+  yLabel: string;
+  /** How a y value is written on the axis (its unit). */
+  yValue?: (v: number) => string;
   bars?: boolean;
 }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!ref.current || props.x.length === 0) return;
-    const colors = ["#2457c5", "#d9822b", "#1b7f3b", "#8e44ad", "#b3261e", "#16a2b8"];
     const paths = props.bars ? uPlot.paths.bars?.({ size: [0.6, 40] }) : undefined;
+    const day = props.xAxis.kind === "day";
     const plot = new uPlot(
       {
         title: props.title,
         width: 540,
-        height: 240,
-        scales: { x: { time: false } },
-        axes: [{ label: props.xLabel }, {}],
+        height: 260,
+        legend: { live: false },
+        scales: {
+          x: { time: day, range: (_u, min, max) => xRange(props.xAxis, min, max) },
+          y: { range: (_u, _min, max) => yRange(max) },
+        },
+        axes: [
+          day
+            ? { label: props.xLabel, space: 60, values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) }
+            : { label: props.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100], values: (_u, ticks) => ticks.map((t) => String(t)) },
+          { label: props.yLabel, size: 70, values: (_u, ticks) => ticks.map((t) => (props.yValue ?? String)(t)) },
+        ],
         series: [
-          {},
-          ...props.series.map((s, i) => ({
+          { label: props.xLabel },
+          ...props.series.map((s) => ({
             label: s.label,
-            stroke: colors[i % colors.length],
+            stroke: s.color,
             width: 2,
             points: { show: true },
-            ...(paths ? { paths, fill: `${colors[i % colors.length]}55` } : {}),
+            ...(paths ? { paths, fill: `${s.color}55` } : {}),
           })),
         ],
       },
@@ -76,9 +97,17 @@ export function LineChart(props: {
       ref.current,
     );
     return () => plot.destroy();
-  }, [JSON.stringify(props)]);
-  return html`<div class="chart" ref=${ref}></div>`;
+  }, [JSON.stringify({ ...props, yValue: undefined })]);
+  // The axes' titles are drawn on the canvas; said again under it as text (units included), for every reader.
+  return html`<figure class="chart-box">
+    <div class="chart" data-chart=${props.title} ref=${ref}></div>
+    <figcaption class="axes" data-testid="axes">x: ${props.xLabel}; y: ${props.yLabel}</figcaption>
+  </figure>`;
 }
+
+/** A share in [0, 1] as the report writes it: percent, one decimal. */
+export const pct = (v: number | null | undefined): string =>
+  v === null || v === undefined ? "–" : `${(100 * v).toFixed(1)}%`;
 
 /** A JSON-ish value as a short table cell. */
 export const fmt = (v: unknown, digits = 3): string =>

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { KEY_PAGE, encodeCursor, listPosition } from "@harness-s/core";
 import { LocalPolicyEndpoints } from "@harness-s/core/dispatch";
+import { armColor } from "@harness-s/core/arm-colors";
 import type { SeedInstance } from "@harness-s/core/experiment";
 import { jsonLinesLogger } from "@harness-s/core/observability";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedCallerTask, embeddedSetup } from "@harness-s/envs";
@@ -95,7 +96,28 @@ const tab = async () => {
   tabs.push(t);
   return t.page;
 };
-const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png` });
+const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+/** Every chart's legend names `arms`, each with its marker in the arm's one colour (`armColor`), and no placeholder. */
+async function expectArmLegends(page: Page, arms: string[]) {
+  const charts = page.locator(".chart");
+  expect(await charts.count()).toBeGreaterThanOrEqual(2);
+  for (let i = 0; i < (await charts.count()); i++) {
+    const series = await charts
+      .nth(i)
+      .locator(".u-legend .u-series")
+      .evaluateAll((rows) =>
+        rows.map((r) => ({
+          label: (r.querySelector(".u-label") as HTMLElement | null)?.innerText ?? "",
+          color: getComputedStyle(r.querySelector(".u-marker") as HTMLElement).borderColor,
+        })),
+      );
+    for (const arm of arms) {
+      const [r, g, b] = [1, 3, 5].map((k) => Number.parseInt(armColor(arm).slice(k, k + 2), 16));
+      expect(series, arm).toContainEqual({ label: arm, color: `rgb(${r}, ${g}, ${b})` });
+    }
+    expect(series.map((x) => x.label).join(" ")).not.toMatch(/Value/);
+  }
+}
 
 describe("the console at /console", () => {
   it("serves its page and files with a strict content security policy; unknown names are 404s", async () => {
@@ -111,13 +133,17 @@ describe("the console at /console", () => {
     expect((await fetch(`${api.url}/console/..%2Fpackage.json`)).status).toBe(404);
   });
 
-  it("a customer signs in, starts an experiment after its quote, watches it end, and reads its curves, comparison, report and plots", async () => {
+  it("a customer signs in, starts an experiment after its quote, watches its curves grow while it runs, and reads its comparison, report and plots", async () => {
     const page = await tab();
     await signIn(page, api.url, secrets.customer!, "k-customer");
+    await page.fill("input[name=steps]", "3");
     await page.click("text=Get a quote");
     await page.getByTestId("quote").waitFor();
     expect(await page.getByTestId("quote").innerText()).toMatch(/Quote: \d+ rollouts, charge \$\d/);
     await page.click("text=Start experiment");
+    // Live curves (issue 70 item 4): step records shown while the run still runs, not only at its end.
+    await page.getByTestId("curve-records").filter({ hasText: /^[1-9]\d* step records/ }).waitFor({ timeout: 120_000 });
+    expect(await page.getByTestId("status").innerText()).toBe("running");
     await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 120_000 });
     experimentId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
     expect(experimentId).toMatch(/^exp_/);
@@ -127,9 +153,18 @@ describe("the console at /console", () => {
     const plotsDrawn = await page.$$eval(".plots img", (imgs) =>
       imgs.map((i) => (i as HTMLImageElement).naturalWidth > 0 && (i as HTMLImageElement).src.startsWith("blob:")),
     );
-    expect(plotsDrawn).toEqual([true, true]);
+    expect(plotsDrawn.length).toBeGreaterThan(0);
+    expect(plotsDrawn.every(Boolean)).toBe(true);
+    // The report's own image of its curves is drawn from the run's plot (never a broken image).
+    const reportImage = page.locator("[data-testid=report] img[data-report-image='curves.png']");
+    await reportImage.waitFor();
+    expect(await reportImage.evaluate((i) => (i as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
     expect(await page.locator(".chart canvas").count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator("[data-testid=arms] tbody tr").count()).toBe(2);
+    // Numbers in the report's unit (percent), each arm in its own colour in every chart's legend.
+    const cells = await page.locator("[data-testid=arms] tbody tr td:nth-child(5)").allInnerTexts();
+    expect(cells.every((c) => /^\d+\.\d%$/.test(c))).toBe(true);
+    await expectArmLegends(page, ["grpo", "harness-s"]);
     await shot(page, "experiment");
     await page.goto(`${api.url}/console/#/experiments`);
     await page.locator(`[data-testid=experiment-list] a[href='#/experiments/${experimentId}']`).waitFor();
@@ -217,7 +252,66 @@ describe("the console at /console", () => {
     expect(await page.getByTestId("limits").innerText()).toMatch(
       /spent \$[\d.]+ \(cost of goods \$[\d.]+\); budget none; quota none/,
     );
+    // True axes and units: the day axis over the period, amounts in USD, each series named in the legend.
+    expect(await page.getByTestId("axes").allInnerTexts()).toEqual(["x: day (UTC); y: USD", "x: day (UTC); y: count"]);
+    const legends = await page.locator(".chart .u-legend").allInnerTexts();
+    expect(legends.join(" ")).not.toMatch(/Value|--/);
+    expect(legends.join(" ")).toMatch(/charge \(USD\)/);
     await shot(page, "usage");
+  }, 60_000);
+
+  it("the experiment form offers the deployment's environments and models, reads seeds in the CLI's syntax (a wrong one said, nothing sent), and will not start a run quoted above what is left", async () => {
+    const page = await tab();
+    await signIn(page, api.url, secrets.customer!, "k-customer");
+    expect(await page.locator("select[name=env] option").allInnerTexts()).toContain("embedded");
+    expect(await page.locator("select[name=model] option").first().innerText()).toMatch(/own policy/);
+    // The CLI's syntax: a range is read as its seeds; a wrong one is said, and nothing is sent.
+    await page.fill("input[name=seeds]", "2-4");
+    const quoted = page.waitForRequest((r) => r.url().endsWith("/v1/quotes"));
+    await page.click("text=Get a quote");
+    expect(JSON.parse((await quoted).postData()!).experiment.seeds).toEqual([2, 3, 4]);
+    await page.getByTestId("quote").waitFor();
+    const sentBefore = captured.requests.filter((r) => r.url.endsWith("/v1/quotes")).length;
+    await page.fill("input[name=seeds]", "1-x");
+    await page.click("text=Get a quote");
+    expect(await page.getByRole("alert").innerText()).toMatch(/seeds must be comma-separated .* \(got "1-x"\)/);
+    expect(captured.requests.filter((r) => r.url.endsWith("/v1/quotes")).length).toBe(sentBefore);
+    // A run's own USD budget below its quote: the quote says why, and Start is not offered.
+    await page.fill("input[name=seeds]", "3");
+    await page.fill("input[name=budgetUsd]", "0.000001");
+    await page.click("text=Get a quote");
+    expect(await page.getByTestId("refused").innerText()).toMatch(/above its own budget of \$0\.000001/);
+    expect(await page.locator("button:text('Start experiment')").isDisabled()).toBe(true);
+    expect(await page.getByTestId("left").innerText()).toMatch(/no USD budget/);
+    await shot(page, "experiment-form");
+  }, 60_000);
+
+  it("an admin rotates a key (its new secret shown once), changes its limits and revokes it; a revoked key is refused", async () => {
+    const admin = await tab();
+    await signIn(admin, api.url, secrets.admin!, "k-admin");
+    const made = await fetch(`${api.url}/v1/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secrets.admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ scopes: ["route"], label: "to revoke" }),
+    });
+    const { key, secret } = (await made.json()) as { key: { id: string }; secret: string };
+    await admin.goto(`${api.url}/console/#/keys`);
+    const row = admin.locator(`[data-testid=keys] tbody tr[data-key='${key.id}']`);
+    await row.waitFor();
+    await row.locator(`button[name='rotate-${key.id}']`).click();
+    const rotated = await admin.getByTestId("secret").innerText();
+    expect(rotated).toMatch(/\S{20,}/);
+    expect(rotated).not.toBe(secret);
+    await row.locator(`input[name='budgetUsd-${key.id}']`).fill("5");
+    await row.locator(`input[name='rate-${key.id}']`).fill("2/4");
+    await row.locator(`button[name='save-limits-${key.id}']`).click();
+    await admin.getByTestId("key-action").filter({ hasText: "limits saved" }).waitFor();
+    await row.filter({ hasText: "$5.00" }).filter({ hasText: "2/s, burst 4" }).waitFor();
+    admin.once("dialog", (d) => void d.accept());
+    await row.locator(`button[name='revoke-${key.id}']`).click();
+    await row.filter({ hasText: "revoked" }).waitFor();
+    const refused = await fetch(`${api.url}/v1/models`, { headers: { authorization: `Bearer ${rotated}` } });
+    expect(refused.status).toBe(401);
   }, 60_000);
 
   it("an admin issues a key; that key sees no run of the customer's, nor the keys page", async () => {

@@ -1,15 +1,17 @@
 import { useEffect, useState } from "preact/hooks";
 import { getBlobUrl, getJson, getText } from "../api.ts";
 import { renderReport } from "../markdown.ts";
-import { ErrorLine, LineChart, fmt, html, useLoaded } from "../ui.ts";
+import { armColor } from "@harness-s/core/arm-colors";
+import { ErrorLine, LineChart, fmt, html, pct, useLoaded } from "../ui.ts";
 
 const TERMINAL = ["done", "stopped", "failed", "cancelled"];
 interface Status {
   id: string;
   status: string;
-  progress: { done: number; total: number; label: string };
+  progress: { done: number; total: number; label: string; rollouts?: number };
   cost: { usd: number; rollouts: number };
-  quote: { chargeUsd: number } | null;
+  quote: { chargeUsd: number; rollouts: number } | null;
+  actual: { chargeUsd: number; costOfGoods: { totalUsd: number } } | null;
   stopReason: string | null;
   error: string | null;
 }
@@ -35,12 +37,13 @@ interface Step {
   groups: { meanReward: number; allFail: boolean; outcome: string }[];
 }
 
-/** Each arm's values at each x, averaged over seeds (null where an arm has none). */
+/** Each arm's values at each x, averaged over seeds (null where an arm has none), each arm in its own colour. */
 function byArm<T>(rows: T[], arm: (r: T) => string, x: (r: T) => number, y: (r: T) => number) {
   const xs = [...new Set(rows.map(x))].sort((a, b) => a - b);
-  const arms = [...new Set(rows.map(arm))];
+  const arms = [...new Set(rows.map(arm))].sort();
   const series = arms.map((a) => ({
     label: a,
+    color: armColor(a),
     values: xs.map((at) => {
       const ys = rows.filter((r) => arm(r) === a && x(r) === at).map(y);
       return ys.length ? ys.reduce((s, v) => s + v, 0) / ys.length : null;
@@ -49,14 +52,23 @@ function byArm<T>(rows: T[], arm: (r: T) => string, x: (r: T) => number, y: (r: 
   return { x: xs, series };
 }
 
+/** How often a running run's curves are read again (its step records and finished units). */
+const CURVES_EVERY_MS = 2_000;
+const STEP_AXIS = { kind: "step" as const };
+const percent = (v: number) => `${v}%`;
+
 function Curves(props: { id: string; ended: boolean }) {
+  // Read again while the run goes, so the curves grow step by step; once more when it ends.
+  const poll = { everyMs: CURVES_EVERY_MS, again: () => !props.ended };
   const steps = useLoaded(
     () => getJson<{ steps: Step[] }>(`/v1/experiments/${props.id}/steps`),
     [props.id, props.ended],
+    poll,
   );
   const metrics = useLoaded(
     () => getJson<{ results: Result[] }>(`/v1/experiments/${props.id}/metrics`),
     [props.id, props.ended],
+    poll,
   );
   const stepRows = steps.value?.steps ?? [];
   const reward = byArm(
@@ -70,24 +82,31 @@ function Curves(props: { id: string; ended: boolean }) {
     curvePoints,
     (p) => p.arm,
     (p) => p.step,
-    (p) => p.h0TrainAvgAt3,
+    (p) => 100 * p.h0TrainAvgAt3,
   );
   const results = metrics.value?.results ?? [];
+  const oneStep = (x: number[]) => (x.length === 1 ? html`<p class="muted">one step so far: a point, not yet a curve</p>` : null);
   return html`<section>
     <h2>Learning curves</h2>
     <div class="row">
-      <${LineChart} title="H0 Avg@3 on train tasks, by step" xLabel="step" x=${curve.x} series=${curve.series} />
-      <${LineChart} title="Mean group reward, by step" xLabel="step" x=${reward.x} series=${reward.series} />
+      <div>
+        <${LineChart} title="H0 Avg@3 on train tasks, by step" xLabel="training step" yLabel="H0 Avg@3 (%)" yValue=${percent} x=${curve.x} xAxis=${STEP_AXIS} series=${curve.series} />
+        ${oneStep(curve.x)}
+      </div>
+      <div>
+        <${LineChart} title="Mean group reward, by step" xLabel="training step" yLabel="mean reward" x=${reward.x} xAxis=${STEP_AXIS} series=${reward.series} />
+        ${oneStep(reward.x)}
+      </div>
     </div>
-    <p class="muted">${stepRows.length} step records; ${results.length} finished (arm, seed) units.</p>
+    <p class="muted" data-testid="curve-records">${stepRows.length} step records; ${results.length} finished (arm, seed) units.</p>
     <h3>Per-arm comparison</h3>
     <table data-testid="arms">
       <thead><tr><th>arm</th><th>seed</th><th>rollouts</th><th>train Avg@3</th><th>held-out Avg@3</th><th>held-out Pass@3</th><th>rescues (replaced/triggered)</th></tr></thead>
       <tbody>
         ${results.map(
           (r) => html`<tr>
-            <td>${r.arm}</td><td>${r.result.seed}</td><td>${r.result.rollouts}</td><td>${fmt(r.result.h0.train.avgAt3)}</td>
-            <td>${fmt(r.result.h0.heldout.avgAt3)}</td><td>${fmt(r.result.h0.heldout.passAt3)}</td><td>${r.result.rescue.replaced}/${r.result.rescue.triggered}</td>
+            <td><span class="swatch" style=${`background:${armColor(r.arm)}`}></span>${r.arm}</td><td>${r.result.seed}</td><td>${r.result.rollouts}</td><td>${pct(r.result.h0.train.avgAt3)}</td>
+            <td>${pct(r.result.h0.heldout.avgAt3)}</td><td>${pct(r.result.h0.heldout.passAt3)}</td><td>${r.result.rescue.replaced}/${r.result.rescue.triggered}</td>
           </tr>`,
         )}
       </tbody>
@@ -139,7 +158,7 @@ export function ExperimentDetail(props: { id: string }) {
           Status: <b data-testid="status">${s.status}</b>
           <span class="bar"><span style=${`width:${pct}%`}></span></span> ${s.progress.done}/${s.progress.total} ${s.progress.label}
         </p>
-        <p class="muted">cost so far $${fmt(s.cost.usd, 4)} for ${s.cost.rollouts} rollouts${s.quote ? ` (quoted $${fmt(s.quote.chargeUsd, 4)})` : ""}${s.stopReason ? `; ${s.stopReason}` : ""}${s.error ? `; ${s.error}` : ""}</p>`
+        <p class="muted" data-testid="billed">charged so far $${fmt(s.actual?.chargeUsd ?? s.cost.usd, 4)} for ${s.cost.rollouts} rollouts${s.actual ? ` (cost of goods $${fmt(s.actual.costOfGoods.totalUsd, 4)})` : ""}${s.quote ? `; quoted $${fmt(s.quote.chargeUsd, 4)} for ${s.quote.rollouts} rollouts` : ""}${s.stopReason ? `; ${s.stopReason}` : ""}${s.error ? `; ${s.error}` : ""}</p>`
       }
     </section>
     ${s && html`<${Curves} id=${props.id} ended=${ended} />`}

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { describeError, getJson, postJson } from "../api.ts";
+import { describeError, getJson, postJson, sendJson } from "../api.ts";
 import { ErrorLine, html, useLoaded } from "../ui.ts";
 
 interface KeyView {
@@ -11,6 +11,40 @@ interface KeyView {
   createdBy?: string;
   budgetUsd?: number;
   requestQuota?: number;
+  rate?: { perSecond: number; burst: number };
+  expiresAt?: string;
+}
+
+/** A limit field as typed: empty removes the limit (null), else its number. */
+const limit = (text: string): number | null => (text.trim() === "" ? null : Number(text));
+
+/** The limits a key's row edits: a USD budget, a request quota and a rate (per second, burst); empty: none. */
+function LimitsEditor(props: { k: KeyView; onDone: (message: string) => void; onError: (e: string) => void }) {
+  const { k } = props;
+  const [budget, setBudget] = useState(k.budgetUsd === undefined ? "" : String(k.budgetUsd));
+  const [quota, setQuota] = useState(k.requestQuota === undefined ? "" : String(k.requestQuota));
+  const [rate, setRate] = useState(k.rate ? `${k.rate.perSecond}/${k.rate.burst}` : "");
+  const save = async () => {
+    try {
+      const [perSecond, burst] = rate.split("/").map((x) => Number(x.trim()));
+      const body = {
+        budgetUsd: limit(budget),
+        requestQuota: limit(quota),
+        rate: rate.trim() === "" ? null : { perSecond, burst },
+      };
+      await sendJson("PATCH", `/v1/keys/${encodeURIComponent(k.id)}`, body);
+      props.onDone(`${k.id}: limits saved`);
+    } catch (err) {
+      props.onError(describeError(err));
+    }
+  };
+  const input = (name: string, value: string, set: (v: string) => void, placeholder: string) =>
+    html`<input name=${`${name}-${k.id}`} size="8" placeholder=${placeholder} value=${value} onInput=${(e: Event) => set((e.target as HTMLInputElement).value)} />`;
+  return html`<span class="limits">
+    ${input("budgetUsd", budget, setBudget, "USD")} ${input("requestQuota", quota, setQuota, "requests")}
+    ${input("rate", rate, setRate, "per s/burst")}
+    <button class="plain" name=${`save-limits-${k.id}`} onClick=${save}>Save limits</button>
+  </span>`;
 }
 const SCOPES = [
   "route",
@@ -25,7 +59,8 @@ const SCOPES = [
 ];
 
 /**
- * `#/keys` (admin keys): every key, and a form that issues one; its secret is shown once on this page and kept nowhere.
+ * `#/keys` (admin keys): every key with its limits, and what an admin does to one: issue (its secret shown once on this
+ * page and kept nowhere), rotate (the new secret likewise), revoke (after a confirmation), change its limits.
  */
 export function KeysPage() {
   const keys = useLoaded(() => getJson<{ keys: KeyView[] }>("/v1/keys"), []);
@@ -47,6 +82,26 @@ export function KeysPage() {
     }
   };
   const toggle = (s: string) => setScopes(scopes.includes(s) ? scopes.filter((x) => x !== s) : [...scopes, s]);
+  const [done, setDone] = useState<string | undefined>();
+  const act = async (what: string, run: () => Promise<unknown>) => {
+    setError(undefined);
+    try {
+      await run();
+      setDone(what);
+      keys.reload();
+    } catch (err) {
+      setError(describeError(err));
+    }
+  };
+  const revoke = (k: KeyView) => {
+    if (!window.confirm(`Revoke ${k.id}? Every request with it is refused from then on.`)) return;
+    void act(`${k.id} revoked`, () => sendJson("DELETE", `/v1/keys/${encodeURIComponent(k.id)}`));
+  };
+  const rotate = (k: KeyView) =>
+    void act(`${k.id} rotated: its old secret works for the grace period, then is refused`, async () => {
+      const made = await sendJson<{ key: KeyView; secret: string }>("POST", `/v1/keys/${encodeURIComponent(k.id)}/rotate`, {});
+      setCreated({ id: made.key.id, secret: made.secret });
+    });
   return html`<div>
     <section>
       <h2>Issue a key</h2>
@@ -63,10 +118,22 @@ export function KeysPage() {
     <section>
       <h2>Keys</h2>
       <${ErrorLine} error=${keys.error} />
+      ${done && html`<p data-testid="key-action">${done}</p>`}
       <table data-testid="keys">
-        <thead><tr><th>id</th><th>label</th><th>scopes</th><th>status</th><th>created</th><th>by</th></tr></thead>
+        <thead><tr><th>id</th><th>label</th><th>scopes</th><th>status</th><th>limits</th><th>created</th><th>by</th><th></th></tr></thead>
         <tbody>
-          ${(keys.value?.keys ?? []).map((k) => html`<tr><td>${k.id}</td><td>${k.label ?? ""}</td><td>${k.scopes.join(", ")}</td><td>${k.status}</td><td>${k.createdAt}</td><td>${k.createdBy ?? ""}</td></tr>`)}
+          ${(keys.value?.keys ?? []).map(
+            (k) => html`<tr data-key=${k.id}><td>${k.id}</td><td>${k.label ?? ""}</td><td>${k.scopes.join(", ")}</td><td>${k.status}</td>
+              <td>${k.budgetUsd === undefined ? "no budget" : `$${k.budgetUsd.toFixed(2)}`}; ${k.requestQuota === undefined ? "no quota" : `${k.requestQuota} requests`}; ${k.rate ? `${k.rate.perSecond}/s, burst ${k.rate.burst}` : "default rate"}</td>
+              <td>${k.createdAt}</td><td>${k.createdBy ?? ""}</td>
+              <td>${
+                k.status === "active"
+                  ? html`<button class="plain" name=${`rotate-${k.id}`} onClick=${() => rotate(k)}>Rotate</button>
+                    <button class="plain" name=${`revoke-${k.id}`} onClick=${() => revoke(k)}>Revoke</button>
+                    <${LimitsEditor} k=${k} onDone=${(m: string) => { setDone(m); keys.reload(); }} onError=${setError} />`
+                  : null
+              }</td></tr>`,
+          )}
         </tbody>
       </table>
     </section>

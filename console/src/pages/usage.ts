@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { describeError, getJson, getText } from "../api.ts";
 import { ErrorLine, LineChart, fmt, html, useLoaded } from "../ui.ts";
+import { everyDay } from "../axes.ts";
 
 interface Usage {
   keyId: string;
@@ -16,6 +17,10 @@ interface Usage {
 }
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** The usage charts' series, each its own colour. */
+const SERIES_COLORS = { charge: "#2457c5", cost: "#d9822b", requests: "#1b7f3b", rollouts: "#8e44ad" };
+/** A USD amount on an axis: enough digits for a small one. */
+const usd = (v: number) => `$${v === 0 ? "0" : v < 0.01 ? v.toPrecision(2) : v.toFixed(2)}`;
 
 /**
  * `#/usage`: this key's usage, and its cost of goods and charge by UTC day over a period (charts, and the CSV export).
@@ -39,7 +44,12 @@ export function UsagePage() {
       setError(describeError(err));
     }
   };
-  const x = days.map((_, i) => i);
+  // Every day of the period, those without usage at zero: the axis is the period asked for.
+  const period_ = everyDay(period.from, period.to);
+  const byDay = new Map(days.map((d) => [d.day, d]));
+  const at = (day: string) => byDay.get(day);
+  const x = period_.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+  const xAxis = { kind: "day" as const, from: x[0] ?? 0, to: x.at(-1) ?? 0 };
   return html`<div>
     <section>
       <h2>Usage of ${usage.value?.keyId ?? "this key"}</h2>
@@ -56,10 +66,16 @@ export function UsagePage() {
           ${usage.value.activeExperiments} active experiments</p>`
       }
       <div class="row">
-        <${LineChart} title="Charge and cost of goods by day (USD)" xLabel=${days.length ? `days from ${days[0]!.day}` : "day"} x=${x} bars=${true}
-          series=${[{ label: "charge", values: days.map((d) => d.chargeUsd) }, { label: "cost of goods", values: days.map((d) => d.costOfGoodsUsd) }]} />
-        <${LineChart} title="Requests and rollouts by day" xLabel="day" x=${x}
-          series=${[{ label: "requests", values: days.map((d) => d.usage.requests ?? 0) }, { label: "rollouts", values: days.map((d) => d.usage.rollouts ?? 0) }]} />
+        <${LineChart} title="Charge and cost of goods by day" xLabel="day (UTC)" yLabel="USD" yValue=${usd} x=${x} xAxis=${xAxis} bars=${true}
+          series=${[
+            { label: "charge (USD)", color: SERIES_COLORS.charge, values: period_.map((d) => at(d)?.chargeUsd ?? 0) },
+            { label: "cost of goods (USD)", color: SERIES_COLORS.cost, values: period_.map((d) => at(d)?.costOfGoodsUsd ?? 0) },
+          ]} />
+        <${LineChart} title="Requests and rollouts by day" xLabel="day (UTC)" yLabel="count" x=${x} xAxis=${xAxis}
+          series=${[
+            { label: "requests", color: SERIES_COLORS.requests, values: period_.map((d) => at(d)?.usage.requests ?? 0) },
+            { label: "rollouts", color: SERIES_COLORS.rollouts, values: period_.map((d) => at(d)?.usage.rollouts ?? 0) },
+          ]} />
       </div>
       <table>
         <thead><tr><th>day</th><th>requests</th><th>rollouts</th><th>cost of goods</th><th>charge</th></tr></thead>
