@@ -17,7 +17,6 @@ export function xRange(axis: XAxis, min: number, max: number): [number, number] 
 /** The y scale's range: from zero (a share or an amount), to a little above the largest value (1 when all are 0). */
 export const yRange = (max: number | null): [number, number] => [0, max !== null && max > 0 ? max * 1.1 : 1];
 
-
 /** Every UTC day from `from` to `to`, both included (at most the API's 366). */
 export function everyDay(from: string, to: string): string[] {
   const out: string[] = [];

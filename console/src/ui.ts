@@ -78,8 +78,16 @@ export function LineChart(props: {
         },
         axes: [
           day
-            ? { label: props.xLabel, space: 60, values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) }
-            : { label: props.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100], values: (_u, ticks) => ticks.map((t) => String(t)) },
+            ? {
+                label: props.xLabel,
+                space: 60,
+                values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)),
+              }
+            : {
+                label: props.xLabel,
+                incrs: [1, 2, 5, 10, 20, 50, 100],
+                values: (_u, ticks) => ticks.map((t) => String(t)),
+              },
           { label: props.yLabel, size: 70, values: (_u, ticks) => ticks.map((t) => (props.yValue ?? String)(t)) },
         ],
         series: [

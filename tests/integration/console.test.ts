@@ -142,7 +142,10 @@ describe("the console at /console", () => {
     expect(await page.getByTestId("quote").innerText()).toMatch(/Quote: \d+ rollouts, charge \$\d/);
     await page.click("text=Start experiment");
     // Live curves (issue 70 item 4): step records shown while the run still runs, not only at its end.
-    await page.getByTestId("curve-records").filter({ hasText: /^[1-9]\d* step records/ }).waitFor({ timeout: 120_000 });
+    await page
+      .getByTestId("curve-records")
+      .filter({ hasText: /^[1-9]\d* step records/ })
+      .waitFor({ timeout: 120_000 });
     expect(await page.getByTestId("status").innerText()).toBe("running");
     await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 120_000 });
     experimentId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);

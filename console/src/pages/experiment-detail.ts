@@ -85,7 +85,8 @@ function Curves(props: { id: string; ended: boolean }) {
     (p) => 100 * p.h0TrainAvgAt3,
   );
   const results = metrics.value?.results ?? [];
-  const oneStep = (x: number[]) => (x.length === 1 ? html`<p class="muted">one step so far: a point, not yet a curve</p>` : null);
+  const oneStep = (x: number[]) =>
+    x.length === 1 ? html`<p class="muted">one step so far: a point, not yet a curve</p>` : null;
   return html`<section>
     <h2>Learning curves</h2>
     <div class="row">

@@ -75,7 +75,8 @@ function ownEnvironment(p: Plan) {
  */
 export function requestOf(p: Plan) {
   const usd = p.budgetUsd.trim() === "" ? undefined : Number(p.budgetUsd);
-  if (usd !== undefined && !(usd > 0)) throw new Error(`budget (USD): ${JSON.stringify(p.budgetUsd)} is not an amount above 0`);
+  if (usd !== undefined && !(usd > 0))
+    throw new Error(`budget (USD): ${JSON.stringify(p.budgetUsd)} is not an amount above 0`);
   return {
     env: p.env === OWN_ENV ? ownEnvironment(p) : p.env,
     ...(p.model ? { model: p.model } : {}),

@@ -58,6 +58,27 @@ const SCOPES = [
   "admin",
 ];
 
+/** One key's row: what it is, its limits, and for an active key the admin's actions. */
+function KeyRow(props: {
+  k: KeyView;
+  rotate: (k: KeyView) => void;
+  revoke: (k: KeyView) => void;
+  onDone: (message: string) => void;
+  onError: (e: string) => void;
+}) {
+  const { k } = props;
+  const limits = `${k.budgetUsd === undefined ? "no budget" : `$${k.budgetUsd.toFixed(2)}`}; ${k.requestQuota === undefined ? "no quota" : `${k.requestQuota} requests`}; ${k.rate ? `${k.rate.perSecond}/s, burst ${k.rate.burst}` : "default rate"}`;
+  return html`<tr data-key=${k.id}><td>${k.id}</td><td>${k.label ?? ""}</td><td>${k.scopes.join(", ")}</td><td>${k.status}</td>
+    <td>${limits}</td><td>${k.createdAt}</td><td>${k.createdBy ?? ""}</td>
+    <td>${
+      k.status === "active"
+        ? html`<button class="plain" name=${`rotate-${k.id}`} onClick=${() => props.rotate(k)}>Rotate</button>
+          <button class="plain" name=${`revoke-${k.id}`} onClick=${() => props.revoke(k)}>Revoke</button>
+          <${LimitsEditor} k=${k} onDone=${props.onDone} onError=${props.onError} />`
+        : null
+    }</td></tr>`;
+}
+
 /**
  * `#/keys` (admin keys): every key with its limits, and what an admin does to one: issue (its secret shown once on this
  * page and kept nowhere), rotate (the new secret likewise), revoke (after a confirmation), change its limits.
@@ -99,7 +120,11 @@ export function KeysPage() {
   };
   const rotate = (k: KeyView) =>
     void act(`${k.id} rotated: its old secret works for the grace period, then is refused`, async () => {
-      const made = await sendJson<{ key: KeyView; secret: string }>("POST", `/v1/keys/${encodeURIComponent(k.id)}/rotate`, {});
+      const made = await sendJson<{ key: KeyView; secret: string }>(
+        "POST",
+        `/v1/keys/${encodeURIComponent(k.id)}/rotate`,
+        {},
+      );
       setCreated({ id: made.key.id, secret: made.secret });
     });
   return html`<div>
@@ -123,16 +148,11 @@ export function KeysPage() {
         <thead><tr><th>id</th><th>label</th><th>scopes</th><th>status</th><th>limits</th><th>created</th><th>by</th><th></th></tr></thead>
         <tbody>
           ${(keys.value?.keys ?? []).map(
-            (k) => html`<tr data-key=${k.id}><td>${k.id}</td><td>${k.label ?? ""}</td><td>${k.scopes.join(", ")}</td><td>${k.status}</td>
-              <td>${k.budgetUsd === undefined ? "no budget" : `$${k.budgetUsd.toFixed(2)}`}; ${k.requestQuota === undefined ? "no quota" : `${k.requestQuota} requests`}; ${k.rate ? `${k.rate.perSecond}/s, burst ${k.rate.burst}` : "default rate"}</td>
-              <td>${k.createdAt}</td><td>${k.createdBy ?? ""}</td>
-              <td>${
-                k.status === "active"
-                  ? html`<button class="plain" name=${`rotate-${k.id}`} onClick=${() => rotate(k)}>Rotate</button>
-                    <button class="plain" name=${`revoke-${k.id}`} onClick=${() => revoke(k)}>Revoke</button>
-                    <${LimitsEditor} k=${k} onDone=${(m: string) => { setDone(m); keys.reload(); }} onError=${setError} />`
-                  : null
-              }</td></tr>`,
+            (k) =>
+              html`<${KeyRow} k=${k} rotate=${rotate} revoke=${revoke} onDone=${(m: string) => {
+                setDone(m);
+                keys.reload();
+              }} onError=${setError} />`,
           )}
         </tbody>
       </table>

@@ -69,12 +69,24 @@ export function UsagePage() {
         <${LineChart} title="Charge and cost of goods by day" xLabel="day (UTC)" yLabel="USD" yValue=${usd} x=${x} xAxis=${xAxis} bars=${true}
           series=${[
             { label: "charge (USD)", color: SERIES_COLORS.charge, values: period_.map((d) => at(d)?.chargeUsd ?? 0) },
-            { label: "cost of goods (USD)", color: SERIES_COLORS.cost, values: period_.map((d) => at(d)?.costOfGoodsUsd ?? 0) },
+            {
+              label: "cost of goods (USD)",
+              color: SERIES_COLORS.cost,
+              values: period_.map((d) => at(d)?.costOfGoodsUsd ?? 0),
+            },
           ]} />
         <${LineChart} title="Requests and rollouts by day" xLabel="day (UTC)" yLabel="count" x=${x} xAxis=${xAxis}
           series=${[
-            { label: "requests", color: SERIES_COLORS.requests, values: period_.map((d) => at(d)?.usage.requests ?? 0) },
-            { label: "rollouts", color: SERIES_COLORS.rollouts, values: period_.map((d) => at(d)?.usage.rollouts ?? 0) },
+            {
+              label: "requests",
+              color: SERIES_COLORS.requests,
+              values: period_.map((d) => at(d)?.usage.requests ?? 0),
+            },
+            {
+              label: "rollouts",
+              color: SERIES_COLORS.rollouts,
+              values: period_.map((d) => at(d)?.usage.rollouts ?? 0),
+            },
           ]} />
       </div>
       <table>

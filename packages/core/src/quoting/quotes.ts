@@ -399,7 +399,7 @@ function basisNote(basis: QuoteBasis): string {
     return `measured on ${c.jobs} finished run(s) of ${c.env} with ${c.model} here (GPU seconds per token: ${c.gpuSource})`;
   return basis.source === "measured"
     ? `usage per rollout measured on ${basis.jobs} finished run(s) here; ${c ? `${c.env}'s tokens per rollout are declared defaults until a run of it with ${c.model} finishes` : ""}`
-    : "no run has finished here: every figure is a declared default, set to be no lower than this deployment's own runs measured (docs/operations.md)";
+    : 'no run has finished here: every figure is a declared default, and the charge may come out about 20% either side of it (docs/operations.md, "Quote against what is billed"); once a run of this configuration finishes, quotes rest on it';
 }
 
 /**
