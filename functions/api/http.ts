@@ -25,6 +25,8 @@ export type ApiEnv = {
     meteredKey?: ApiKeyRecord;
     /** What the request used so far (ballots, tokens, cost), metered with it when it ends. */
     used?: Partial<Usage>;
+    /** The job the request started, whose bill counts what the request used too. */
+    usedFor?: string;
   };
 };
 

@@ -64,6 +64,7 @@ beforeAll(async () => {
     prepareExperiment: localQueuedExperiment(() => setup, endpoints),
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
     allowLoopbackEndpoints: true,
+    offers: { envs: ["embedded"], callerEnvironments: true, models: [], served: [] },
     logger: jsonLinesLogger({ out: (l) => apiLines.push(l) }),
   });
   await seedPool(stack.deps, inst.evolution.pool, inst.evolution.initialProfiles);
@@ -286,6 +287,12 @@ describe("the console at /console", () => {
     expect(await page.getByTestId("refused").innerText()).toMatch(/above its own budget of \$0\.000001/);
     expect(await page.locator("button:text('Start experiment')").isDisabled()).toBe(true);
     expect(await page.getByTestId("left").innerText()).toMatch(/no USD budget/);
+    // The caller's own OpenEnv server: its URL, its pool, and its tasks from a template with each split.
+    await page.selectOption("select[name=env]", "openenv");
+    await page.click("text=Use the template");
+    const tasks = JSON.parse(await page.inputValue("textarea[name=tasks]")) as { split: string }[];
+    expect(tasks.map((t) => t.split)).toEqual(["train", "dev", "held-out"]);
+    expect(await page.locator("input[name=url]").count()).toBe(1);
     await shot(page, "experiment-form");
   }, 60_000);
 
@@ -382,6 +389,20 @@ describe("the console at /console", () => {
     }
     const other = encodeCursor("rescues", "k-customer", listPosition(Date.now(), "zz"));
     expect((await listed(`/v1/experiments?cursor=${other}`, secrets.customer!)).status).toBe(400);
+  });
+
+  it("a rescue's status carries its quote beside what was metered under it, its charge above its cost (issue 70 item 2)", async () => {
+    const res = await fetch(`${api.url}/v1/rescues/${rescueId}`, {
+      headers: { authorization: `Bearer ${secrets.customer}` },
+    });
+    const status = (await res.json()) as {
+      quote: { rollouts: number; chargeUsd: number };
+      actual: { usage: { rollouts: number }; chargeUsd: number; costOfGoods: { totalUsd: number } };
+    };
+    expect(status.quote.rollouts).toBe(4);
+    expect(status.actual.usage.rollouts).toBe(4);
+    expect(status.actual.chargeUsd).toBeGreaterThanOrEqual(status.actual.costOfGoods.totalUsd);
+    expect(Math.abs(status.actual.chargeUsd - status.quote.chargeUsd) / status.quote.chargeUsd).toBeLessThan(0.5);
   });
 
   it("no secret in any request URL, console line or API log line; nothing lasting in any tab's storage", async () => {

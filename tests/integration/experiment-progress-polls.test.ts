@@ -33,6 +33,18 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 /**
+ * A GET as a polling client makes it: once more on a connection the server reset (the run shares this process's CPU
+ * with the API, and a keep-alive connection may be closed under a reused request).
+ */
+async function getJson(url: string, key: string): Promise<any> {
+  const get = () => fetch(url, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json());
+  return get().catch((err: unknown) => {
+    if ((err as { cause?: { code?: string } }).cause?.code !== "ECONNRESET") throw err;
+    return get();
+  });
+}
+
+/**
  * The embedded setup, its episodes started one at a time, each `delayMs` after the one before: slow in wall time,
  * cheap in CPU.
  */
@@ -74,9 +86,7 @@ describe("a run's state as polled through the API, against its record (issue 70 
       for (let ended = false; !ended; ) {
         await new Promise((r) => setTimeout(r, 1_000));
         const before = (await experiments.get(id))!;
-        const shown = await (
-          await fetch(`${api.url}/v1/experiments/${id}`, { headers: { authorization: `Bearer ${key}` } })
-        ).json();
+        const shown = await getJson(`${api.url}/v1/experiments/${id}`, key);
         const after = (await experiments.get(id))!;
         const view = (r: typeof before) => [r.status, r.progress.label, r.progress.done, r.progress.rollouts];
         expect([view(before), view(after)]).toContainEqual([

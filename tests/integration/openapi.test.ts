@@ -83,10 +83,15 @@ describe("the OpenAPI document", () => {
       "trainedTokensPerTrainingRollout",
       "gpuSecondsPerToken",
       "gpuSource",
+      "gpuPer",
+      "generatedTokensPerRollout",
+      "paths",
+      "note",
     ])
       expect(answer).toContain(`"${field}"`);
-    expect(answer).toContain("the model's GPU seconds per token sampled or trained");
-    for (const field of ["sampledTokens", "trainedTokens", "gpuSeconds"]) expect(answer).toContain(field);
+    expect(answer).toContain("the model's GPU seconds per token (`gpuPer` says which)");
+    for (const field of ["sampledTokens", "trainedTokens", "generatedTokens", "gpuSeconds"])
+      expect(answer).toContain(field);
   });
 
   it("declares the API keys' routes (issue 56): each operation under the keys tag with the errors it answers, the secret shown once, the 429 with its Retry-After", () => {

@@ -135,6 +135,10 @@ describe("a pool evolved for the caller's environment (issue 55, item 4)", () =>
     expect(rollouts).toBeLessThanOrEqual(15);
     expect(status.usage.policyTokens).toBeGreaterThan(0);
     expect(await stack.deps.meter.job(job.id)).toMatchObject({ rollouts, policyTokens: status.usage.policyTokens });
+    // Its status carries its quote beside what was metered under it (issue 70 item 2): the charge covers the cost.
+    expect(status.quote.rollouts).toBeGreaterThanOrEqual(rollouts);
+    expect(status.actual.usage.rollouts).toBe(rollouts);
+    expect(status.actual.chargeUsd).toBeGreaterThanOrEqual(status.actual.costOfGoods.totalUsd);
     // A rescue names the pool: routed among its siblings, run at the caller's endpoint in its environment.
     const task = inst.train.find((t) => t.tags.length > 0)!;
     const rescue = (key: string) =>

@@ -84,7 +84,8 @@ describe("publishExperimentReport", () => {
   it("stores a done run's report and plots, made by the CLI's code from its summary and each seed's pool with its harm", async () => {
     const artifacts = new MemoryExperimentArtifacts();
     const stored = await publishExperimentReport(done, setup.instance, { artifacts, render: renderExperimentReport });
-    expect(stored).toEqual(["report.md", "curves.png", "utilities.png"]);
+    // A short run: utilities at one step make no curve, so no utilities plot (issue 70 item 4).
+    expect(stored).toEqual(["report.md", "curves.png"]);
     const { evolution } = await setup.instance(3);
     const expected = renderReport(done.summary!, { pools: { "3": { ...evolution.pool, harm: evolution.harm } } });
     expect(new TextDecoder().decode((await artifacts.get("exp_1", "report.md"))!.bytes)).toBe(expected);
@@ -179,7 +180,7 @@ describe("experimentArtifact and experimentPlots", () => {
       /"exp_3" ended failed with no report/,
     );
     await expect(experimentArtifact("exp_1", "sweep.png", owner, deps)).rejects.toBeInstanceOf(ArtifactNotFoundError);
-    expect((await experimentPlots("exp_1", owner, deps)).plots).toEqual(["curves.png", "utilities.png"]);
+    expect((await experimentPlots("exp_1", owner, deps)).plots).toEqual(["curves.png"]);
     expect((await experimentPlots("exp_2", owner, deps)).plots).toEqual([]);
     await expect(experimentArtifact("exp_1", "../report.md", owner, deps)).rejects.toBeInstanceOf(ValidationError);
     await expect(experimentArtifact("exp_1", "report.md", owner, { experiments })).rejects.toBeInstanceOf(

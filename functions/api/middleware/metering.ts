@@ -15,8 +15,10 @@ export function addUsage(c: Context, used: Partial<Usage>): void {
 /** The request's usage sink: what the use-case reports it used, metered to the request's key when the request ends. */
 export const usageOf =
   (c: Context): UsageSink =>
-  (used) =>
+  (used, opts) => {
     addUsage(c, used);
+    if (opts?.jobId) (c as Context<ApiEnv>).set("usedFor", opts.jobId);
+  };
 
 /**
  * Meters each authorised request in one write when it ends, failed or not: the request (unless a
@@ -38,9 +40,10 @@ export function meterRequest(deps: ApiDeps): MiddlewareHandler<ApiEnv> {
         const computeMs = performance.now() - started;
         const lambdaGbSeconds = deps.consumption ? (computeMs / 1000) * deps.consumption.memoryGb : 0;
         const usage = requestUsage(key, mergeUsage(c.get("used"), { ...consumed, computeMs, lambdaGbSeconds }));
+        const opts = c.get("usedFor") ? { jobId: c.get("usedFor") } : {};
         await meter
-          .add(key.id, usage)
-          .catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}).catch(() => undefined)));
+          .add(key.id, usage, opts)
+          .catch(() => deps.clock.sleep(METER_RETRY_MS).then(() => meter.add(key.id, {}, opts).catch(() => undefined)));
       }
     }
   };

@@ -116,7 +116,11 @@ export interface UsageMeter {
  * gateway turns): the API meters it to the request's key when the request ends, so no handler
  * computes usage of its own.
  */
-export type UsageSink = (used: Partial<Usage>) => void;
+/**
+ * Where a use-case reports what a request used; `jobId` names the job the request started, whose bill (`UsageMeter.job`)
+ * then counts it too (a rescue's rollouts, asked for by the request that started it).
+ */
+export type UsageSink = (used: Partial<Usage>, opts?: { jobId?: string }) => void;
 
 /**
  * The meter rows quotes keep (their measured basis: `#quote-…`): they count again what payers were already metered for,

@@ -114,7 +114,7 @@ export async function startRescue(
   await deps.dispatch.send(rolloutMessages(job, slots, task.id, keyId)).catch((err: unknown) => {
     throw err instanceof PartialSendError ? err.withContext({ rescueId: job.id }) : err;
   });
-  used?.({ rollouts: job.expected });
+  used?.({ rollouts: job.expected }, { jobId: job.id });
   return advice ? { ...job, adaptive: advice.adaptive } : job;
 }
 
