@@ -120,6 +120,19 @@ export async function startServedStub(opts: StubOptions) {
     answered.push({ ids: [...prompt, ...s.ids], episode: known?.episode ?? body });
     return s;
   };
+  /**
+   * A sampling request's episode for its delay, told apart from identical ones by arrival: episodes whose requests are
+   * the same (one task, one script: chat requests carry no episode id) are the 1st, 2nd, … to ask at this point, and an
+   * episode answered sooner asks sooner next time, so each keeps its own pace rather than all running in lockstep.
+   */
+  const seenPrompts = new Map<string, number>();
+  const delayKey = (path: string, body: Record<string, unknown>) => {
+    const prompt = promptOf(path, body);
+    const asked = JSON.stringify(prompt);
+    const rank = seenPrompts.get(asked) ?? 0;
+    seenPrompts.set(asked, rank + 1);
+    return `${episodeOf(prompt)?.episode ?? JSON.stringify(body)}#${rank}`;
+  };
   /** The prompt ids a sampling request samples after. */
   const promptOf = (path: string, body: Record<string, unknown>): number[] => {
     if (path === "/v1/completions") return body.prompt as number[];
@@ -214,8 +227,7 @@ export async function startServedStub(opts: StubOptions) {
     const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
     const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
     const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
-    const delay =
-      nth >= 0 && opts.delayMs ? opts.delayMs(episodeOf(promptOf(path, body))?.episode ?? JSON.stringify(body)) : 0;
+    const delay = nth >= 0 && opts.delayMs ? opts.delayMs(delayKey(path, body)) : 0;
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     const [status, out] = !known
       ? [404, { detail: "Not Found" }]
