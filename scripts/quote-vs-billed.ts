@@ -8,14 +8,9 @@
  *
  *   node --import tsx scripts/quote-vs-billed.ts [--only embedded,dbbench,…] [--json out.json]
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { systemClock } from "@harness-s/core";
-import { TokenPolicyClient } from "@harness-s/adapters/policy";
+import { writeFile } from "node:fs/promises";
 import { startPolicyWorker } from "../packages/cli/src/policy-worker.ts";
-import { startServe } from "./serve-process.ts";
+import { startEnvServe, startServe, trainerEndpoint } from "./serve-process.ts";
 
 const TOKEN = "customer-trainer-token";
 const tiny = {
@@ -29,28 +24,6 @@ type Task = { id: string } & Record<string, unknown>;
 type Reply = { status: number; body: any };
 type Call = (method: string, path: string, body?: unknown) => Promise<Reply>;
 const ENDS = ["done", "failed", "stopped", "cancelled"];
-
-async function startEnvServe(): Promise<{ url: string; tasks: Task[]; proc: ChildProcess }> {
-  const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-qvb-")), "tasks.json");
-  const args = ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"];
-  const proc = spawn("node", [...args, "--tasks-out", tasksOut], { stdio: ["ignore", "pipe", "pipe"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
-    proc.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = out.match(/OpenEnv protocol\) on (http:\/\/[\d.:]+):/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
-    proc.once("exit", (code) => reject(new Error(`env-serve exited with ${code}:\n${out}`)));
-  });
-  const { tasks } = JSON.parse(await readFile(tasksOut, "utf8")) as { tasks: Task[] };
-  return { url, tasks, proc };
-}
 
 function caller(url: string, key: string): Call {
   return async (method, path, body) => {
@@ -151,18 +124,7 @@ const experiment = (session: Session, name: string, body: unknown) =>
 
 /** The customer's own pool: its trainer policy registered as the key's endpoint, a pool evolved with it (measured). */
 async function evolvedPool(session: Session, workerUrl: string, envUrl: string, tasks: Task[]): Promise<string> {
-  await new TokenPolicyClient(workerUrl, { token: TOKEN, clock: systemClock }).create("trainer-policy", {
-    base_model: "tiny",
-    lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
-    seed: 3,
-  });
-  const endpoint = {
-    id: "mine",
-    kind: "protocol-v2",
-    url: workerUrl,
-    policy: "trainer-policy",
-    secretHeader: { name: "authorization", value: `Bearer ${TOKEN}` },
-  };
+  const endpoint = await trainerEndpoint(workerUrl, TOKEN);
   const registered = await session.call("POST", "/v1/policy-endpoints", endpoint);
   if (registered.status !== 201) throw new Error(`endpoint: ${registered.status} ${JSON.stringify(registered.body)}`);
   const evolve = {

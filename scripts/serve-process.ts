@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { percentile } from "@harness-s/core/metrics";
@@ -6,6 +9,9 @@ import { newApiKey, type Scope } from "@harness-s/core/access";
 import { DynamoApiKeyStore } from "@harness-s/adapters/stores";
 import { localCredentials } from "@harness-s/adapters/local";
 import { tableNames } from "@harness-s/adapters/dynamo";
+import { systemClock } from "@harness-s/core";
+import type { CallerTask } from "@harness-s/core/callers";
+import { TokenPolicyClient } from "@harness-s/adapters/policy";
 
 /** A `harness-s serve` process on a free port, its admin key, and a way to add more keys to its tables. */
 export interface ServeProcess {
@@ -98,4 +104,55 @@ export async function routeLatency(serve: ServeProcess, secret: string, seconds:
     await new Promise((r) => setTimeout(r, 20));
   }
   return { requests: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: Math.max(...ms) };
+}
+
+/** A customer's own OpenEnv server: `env-serve --env embedded` in its own process, and its tasks as a caller posts them. */
+export interface EnvServeProcess {
+  url: string;
+  proc: ChildProcess;
+  tasks: CallerTask[];
+}
+
+/** Starts `harness-s env-serve --env embedded` on `host` (a free port) and resolves once it listens. */
+export async function startEnvServe(host = "127.0.0.1"): Promise<EnvServeProcess> {
+  const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
+  const args = ["packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--host", host, "--port", "0"];
+  const proc = spawn("node", ["--import", "tsx", ...args, "--tasks-out", tasksOut], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
+    proc.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/OpenEnv protocol\) on (http:\/\/[\d.:]+):/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    proc.once("exit", (code) => reject(new Error(`env-serve exited early with ${code}:\n${out}`)));
+  });
+  const { tasks } = JSON.parse(await readFile(tasksOut, "utf8")) as { tasks: CallerTask[] };
+  return { url, proc, tasks };
+}
+
+/**
+ * A customer's trainer policy (`trainer-policy`, a LoRA on the tiny model) made at its own worker, and the policy
+ * endpoint that registers it as `mine` (`POST /v1/policy-endpoints`).
+ */
+export async function trainerEndpoint(workerUrl: string, token: string) {
+  await new TokenPolicyClient(workerUrl, { token, clock: systemClock }).create("trainer-policy", {
+    base_model: "tiny",
+    lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
+    seed: 3,
+  });
+  return {
+    id: "mine",
+    kind: "protocol-v2",
+    url: workerUrl,
+    policy: "trainer-policy",
+    secretHeader: { name: "authorization", value: `Bearer ${token}` },
+  };
 }

@@ -1,15 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
-import { mkdtemp, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createPool, parseHarnessSpec, systemClock } from "@harness-s/core";
 import { envelope, type Envelope } from "@harness-s/core/messaging";
 import { ExperimentPlan, startExperiment } from "@harness-s/core/experiment";
-import type { CallerTask } from "@harness-s/core/callers";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import { DynamoExperimentStore, DynamoPolicyEndpointStore, DynamoPoolStore } from "@harness-s/adapters/stores";
 import { createTables, tableNames } from "@harness-s/adapters/dynamo";
@@ -22,6 +17,7 @@ import { deployedOffers } from "../../functions/api/lambda-deps.ts";
 import { SERVED_MODELS } from "../../infra/settings.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { makeSqsRecord } from "../factories.ts";
+import { type EnvServeProcess, startEnvServe } from "../../scripts/serve-process.ts";
 
 // Issue 57: the DEPLOYED coordinator (its composition root's deps, `deployedCoordinatorDeps`,
 // given DynamoDB Local's clients as the Lambda is given AWS's) runs a caller's own OpenEnv server:
@@ -43,53 +39,13 @@ const tiny = {
 const address = "127.0.0.1";
 
 let worker: Awaited<ReturnType<typeof startPolicyWorker>>;
-let envServe: { url: string; proc: ChildProcess; tasks: CallerTask[] };
+let envServe: EnvServeProcess;
 /** A proxy in front of env-serve counting the sessions opened through it: the caller's URL as posted. */
 let counted: { url: string; sessions: number; server: Server };
 let config: AwsConfig;
 let clients: ReturnType<typeof lambdaClients>;
 let handler: ReturnType<typeof createCoordinatorHandler>;
 const queued: Envelope[] = [];
-
-async function startEnvServe(host: string): Promise<typeof envServe> {
-  const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const proc = spawn(
-    "node",
-    [
-      "--import",
-      "tsx",
-      "packages/cli/src/main.ts",
-      "env-serve",
-      "--env",
-      "embedded",
-      "--host",
-      host,
-      "--port",
-      "0",
-      "--tasks-out",
-      tasksOut,
-    ],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
-    proc.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = out.match(/OpenEnv protocol\) on (http:\/\/[\d.:]+):/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
-    proc.once("exit", (code) => reject(new Error(`env-serve exited early with ${code}:\n${out}`)));
-  });
-  const { tasks } = JSON.parse(await readFile(tasksOut, "utf8")) as { tasks: CallerTask[] };
-  return { url, proc, tasks };
-}
 
 /** Forwards every WebSocket upgrade to `target`, counting them; listens on `host`. */
 async function countingProxy(target: string, host: string): Promise<typeof counted> {

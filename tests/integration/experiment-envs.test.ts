@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { mkdtemp, readFile } from "node:fs/promises";
@@ -7,10 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
-import { systemClock } from "@harness-s/core";
 import { ServedModel, servedOffers } from "@harness-s/core/models";
-import type { CallerTask } from "@harness-s/core/callers";
-import { TokenPolicyClient } from "@harness-s/adapters/policy";
 import { localCredentials } from "@harness-s/adapters/local";
 import { defaultEmbeddedSettings, embeddedSetups } from "@harness-s/envs";
 import { startLocalStack, type LocalStack } from "@harness-s/functions/local";
@@ -19,6 +15,7 @@ import { ExperimentSetups, experimentOffers } from "../../packages/cli/src/runti
 import { RunPolicyEndpoints, localQueuedExperiment } from "../../packages/cli/src/runtime/local-aws.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { sharedPolicyWorker } from "../run-policy-worker.ts";
+import { type EnvServeProcess, startEnvServe, trainerEndpoint } from "../../scripts/serve-process.ts";
 
 // Issue 57, item 1: an experiment's environment, end to end through the local stack as `serve`
 // wires it (DynamoDB Local, fauxqs, the coordinator and dispatch workers, a policy worker with the
@@ -40,7 +37,7 @@ const tiny = {
   evalSamples: 3,
 };
 let worker: { url: string };
-let envServe: { url: string; proc: ChildProcess; tasks: CallerTask[] };
+let envServe: EnvServeProcess;
 /** A proxy in front of env-serve counting the sessions opened through it: the caller's URL as posted. */
 let counted: { url: string; sessions: number; server: Server };
 let setups: ExperimentSetups;
@@ -51,46 +48,6 @@ let other: string;
 const logged: string[] = [];
 /** The service's DBBench summary, for the CLI's run of the same configuration. */
 let dbbenchSummary: unknown;
-
-/** `harness-s env-serve --env embedded` in a process of its own; its training tasks as a caller posts them. */
-async function startEnvServe(): Promise<typeof envServe> {
-  const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const proc = spawn(
-    "node",
-    [
-      "--import",
-      "tsx",
-      "packages/cli/src/main.ts",
-      "env-serve",
-      "--env",
-      "embedded",
-      "--port",
-      "0",
-      "--tasks-out",
-      tasksOut,
-    ],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`env-serve did not start:\n${out}`)), 120_000);
-    const read = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = out.match(/OpenEnv protocol\) on (http:\/\/[\d.:]+):/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    };
-    proc.stdout!.on("data", read);
-    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
-    proc.once("exit", (code) => reject(new Error(`env-serve exited early with ${code}:\n${out}`)));
-  });
-  const { tasks } = JSON.parse(await readFile(tasksOut, "utf8")) as { tasks: CallerTask[] };
-  return { url, proc, tasks };
-}
 
 /** Forwards every WebSocket upgrade to `target`, counting them. */
 async function countingProxy(target: string): Promise<typeof counted> {
@@ -276,18 +233,7 @@ describe("an experiment's environment through the local stack (issue 57, item 1)
   it("runs on the caller's own OpenEnv server (tasks posted as data) with a pool the key evolved, to done with per-arm results; another key's pool is a 404", async () => {
     // The key's pool, evolved on its dev tasks at its endpoint (the same worker, a policy of its own) with a margin the
     // tiny model can meet.
-    await new TokenPolicyClient(worker.url, { token: WORKER_TOKEN, clock: systemClock }).create("trainer-policy", {
-      base_model: "tiny",
-      lora: { rank: 4, alpha: 8, targets: ["q_proj", "v_proj"] },
-      seed: 3,
-    });
-    const endpoint = {
-      id: "mine",
-      kind: "protocol-v2",
-      url: worker.url,
-      policy: "trainer-policy",
-      secretHeader: { name: "authorization", value: `Bearer ${WORKER_TOKEN}` },
-    };
+    const endpoint = await trainerEndpoint(worker.url, WORKER_TOKEN);
     expect((await call(runner, "POST", "/v1/policy-endpoints", endpoint)).status).toBe(201);
     const tasks = callerTasks(["train", "train", "dev", "dev", "held-out"]);
     const devTasks = tasks.filter((t) => t.split === "dev").map(({ split: _split, ...t }) => t);

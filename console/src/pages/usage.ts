@@ -45,10 +45,10 @@ export function UsagePage() {
     }
   };
   // Every day of the period, those without usage at zero: the axis is the period asked for.
-  const period_ = everyDay(period.from, period.to);
+  const periodDays = everyDay(period.from, period.to);
   const byDay = new Map(days.map((d) => [d.day, d]));
   const at = (day: string) => byDay.get(day);
-  const x = period_.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+  const x = periodDays.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
   const xAxis = { kind: "day" as const, from: x[0] ?? 0, to: x.at(-1) ?? 0 };
   return html`<div>
     <section>
@@ -68,11 +68,15 @@ export function UsagePage() {
       <div class="row">
         <${LineChart} title="Charge and cost of goods by day" xLabel="day (UTC)" yLabel="USD" yValue=${usd} x=${x} xAxis=${xAxis} bars=${true}
           series=${[
-            { label: "charge (USD)", color: SERIES_COLORS.charge, values: period_.map((d) => at(d)?.chargeUsd ?? 0) },
+            {
+              label: "charge (USD)",
+              color: SERIES_COLORS.charge,
+              values: periodDays.map((d) => at(d)?.chargeUsd ?? 0),
+            },
             {
               label: "cost of goods (USD)",
               color: SERIES_COLORS.cost,
-              values: period_.map((d) => at(d)?.costOfGoodsUsd ?? 0),
+              values: periodDays.map((d) => at(d)?.costOfGoodsUsd ?? 0),
             },
           ]} />
         <${LineChart} title="Requests and rollouts by day" xLabel="day (UTC)" yLabel="count" x=${x} xAxis=${xAxis}
@@ -80,12 +84,12 @@ export function UsagePage() {
             {
               label: "requests",
               color: SERIES_COLORS.requests,
-              values: period_.map((d) => at(d)?.usage.requests ?? 0),
+              values: periodDays.map((d) => at(d)?.usage.requests ?? 0),
             },
             {
               label: "rollouts",
               color: SERIES_COLORS.rollouts,
-              values: period_.map((d) => at(d)?.usage.rollouts ?? 0),
+              values: periodDays.map((d) => at(d)?.usage.rollouts ?? 0),
             },
           ]} />
       </div>

@@ -15,7 +15,7 @@ import {
 } from "@harness-s/core/experiment";
 import { KEY_PAGE, KeyPageQuery, queryInteger } from "@harness-s/core";
 import { PlotFile, experimentArtifact, experimentPlots } from "@harness-s/core/experiment";
-import { CostOfGoods, Quote } from "@harness-s/core/billing";
+import { JobBill, Quote } from "@harness-s/core/billing";
 import { budgetedPricer } from "@harness-s/core/quoting";
 import { ownedBy } from "@harness-s/core/access";
 import type { ApiDeps } from "../deps.ts";
@@ -36,9 +36,7 @@ const ExperimentStatus = z.object({
   cost: record.usage.extend({ usd: z.number() }),
   budget: z.object({ rollouts: z.number().int(), usd: z.number().optional() }).nullable(),
   quote: Quote.nullable(),
-  actual: z
-    .object({ usage: z.record(z.string(), z.number()), costOfGoods: CostOfGoods, chargeUsd: z.number() })
-    .nullable(),
+  actual: JobBill.nullable(),
   stopReason: z.string().nullable(),
   error: z.string().nullable(),
   errorCode: z.string().nullable().describe("the failure's stable code, where it failed"),

@@ -325,13 +325,19 @@ export function configuredTokens(
  * in their usage per rollout, and nothing is added.
  */
 export function modelWait(gpuSeconds: number, c: QuoteConfiguration): Record<string, number> {
-  if (c.source === "measured" || gpuSeconds === 0) return {};
-  return { computeMs: gpuSeconds * 1000, lambdaGbSeconds: gpuSeconds * WAITING_FUNCTION_GB };
+  return c.source === "measured" ? {} : heldFor(gpuSeconds);
 }
 
 /**
+ * A function ({@link WAITING_FUNCTION_GB}) and the service's compute held for `seconds` while something else works: a
+ * model sampling, a caller's policy answering.
+ */
+const heldFor = (seconds: number): Record<string, number> =>
+  seconds === 0 ? {} : { computeMs: seconds * 1000, lambdaGbSeconds: seconds * WAITING_FUNCTION_GB };
+
+/**
  * The usage of rollouts the coordinator runs in process (an experiment's evolution first): no store or queue request
- * of their own, its function and compute held while the model samples ({@link modelWait}, whatever was measured).
+ * of their own, its function and compute held while the model samples ({@link heldFor}, whatever was measured).
  */
 const IN_PROCESS_ROLLOUT: Record<string, number> = {};
 
@@ -348,8 +354,9 @@ function quoteStretches(
   const part = (stretches: readonly Stretch[], inProcess: boolean) => {
     const run = total(stretches);
     const tokens = config ? configuredTokens(run, config.configuration) : {};
-    const c = config && (inProcess ? { ...config.configuration, source: "defaults" as const } : config.configuration);
-    const wait = c ? modelWait(tokens.gpuSeconds ?? 0, c) : {};
+    // An in-process rollout's wait is in no measured usage per rollout: always added.
+    const gpu = tokens.gpuSeconds ?? 0;
+    const wait = !config ? {} : inProcess ? heldFor(gpu) : modelWait(gpu, config.configuration);
     const at = inProcess ? { ...basis, perRollout: IN_PROCESS_ROLLOUT, perExtraRollout: IN_PROCESS_ROLLOUT } : basis;
     return quoteRollouts(run.rollouts, at, prices, run.extra, tokens, wait).usage;
   };
@@ -374,10 +381,7 @@ function quoteStretches(
  * What a pool evolution's turns at the caller's policy hold of the service's compute and its function before anything
  * is measured: {@link CALLER_TURN_MS} each (H0's turn budget per rollout, its most).
  */
-const callerWait = (turns: number): Record<string, number> => {
-  const seconds = (turns * CALLER_TURN_MS) / 1000;
-  return { computeMs: seconds * 1000, lambdaGbSeconds: seconds * WAITING_FUNCTION_GB };
-};
+const callerWait = (turns: number): Record<string, number> => heldFor((turns * CALLER_TURN_MS) / 1000);
 
 /** Two usages' fields added. */
 const sumUsage = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
