@@ -57,6 +57,17 @@ export const WORKERS = {
 } as const;
 
 /**
+ * The dispatch DLQ's consumer: a rescue's slot whose message reached the DLQ (every delivery's process ended first) is
+ * failed with ROLLOUT_LOST, so its rescue ends (`functions/dispatch/dead-letters.ts`).
+ */
+export const DISPATCH_DEAD_LETTERS = {
+  handler: "functions/dispatch/dead-letters-lambda.handler",
+  memory: "512 MB",
+  timeout: "30 seconds",
+  batch: 10,
+} as const;
+
+/**
  * The most `dispatch` invocations at once (batches of `WORKERS.dispatch.batch`): the deployed event
  * source's maximum concurrency, and the local stack's. Above any one key's share of running caller
  * rollouts (`CALLER_ROLLOUT_FAIRNESS.perKeyRunning` in core), so a key whose endpoint never answers

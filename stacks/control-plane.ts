@@ -7,6 +7,7 @@ import {
   API_TIMEOUT,
   CONSOLE_BUNDLE,
   DISPATCH_CONCURRENCY,
+  DISPATCH_DEAD_LETTERS,
   LAMBDA_RUNTIME,
   WORKERS,
 } from "../infra/settings";
@@ -50,6 +51,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     { panel, policy, endpointCidrs, poolProposer, reportsBucket: reports.bucket },
     gpu,
   );
+  subscribeDeadLetters(t, dispatchQueue.deadLetters);
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
   // Reports: the API reads them (ReportsRead), the coordinator above writes them.
@@ -115,7 +117,10 @@ function subscribeWorkers(
   const dispatchWorker = subscribe(
     queues.dispatch,
     WORKERS.dispatch,
-    [t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, queues.dispatch, links.endpointCidrs, ...links.policy],
+    [
+      ...[t.Pools, t.Rollouts, t.RescueJobs, t.PolicyEndpoints, t.RunningPlaces, t.Processed],
+      ...[queues.dispatch, links.endpointCidrs, ...links.policy],
+    ],
     {
       maximumConcurrency: DISPATCH_CONCURRENCY,
       ...clients,
@@ -154,10 +159,28 @@ function subscribeWorkers(
 /** A worker's queue, with a DLQ that takes a message after the worker's retries. */
 function workerQueue(name: string, w: Worker) {
   const dlq = new sst.aws.Queue(`${name}Dlq`);
-  return new sst.aws.Queue(`${name}Queue`, {
+  const queue = new sst.aws.Queue(`${name}Queue`, {
     dlq: { queue: dlq.arn, retry: w.retry },
     visibilityTimeout: w.visibility,
   });
+  return Object.assign(queue, { deadLetters: dlq });
+}
+
+/**
+ * The dispatch DLQ's consumer: a rescue's slot whose every delivery died (its invocation killed, out of memory, past
+ * its timeout) is failed with ROLLOUT_LOST, so the rescue ends; it reads the rollouts and writes the rescue jobs.
+ */
+function subscribeDeadLetters(t: ReturnType<typeof storage>, dlq: sst.aws.Queue) {
+  return dlq.subscribe(
+    {
+      handler: DISPATCH_DEAD_LETTERS.handler,
+      runtime: LAMBDA_RUNTIME,
+      timeout: DISPATCH_DEAD_LETTERS.timeout,
+      memory: DISPATCH_DEAD_LETTERS.memory,
+      link: [t.Rollouts, t.RescueJobs],
+    },
+    { batch: { size: DISPATCH_DEAD_LETTERS.batch, partialResponses: true } },
+  );
 }
 
 /**

@@ -123,7 +123,7 @@ function notingSlots(jobs: SlotJobs, note: RecordNote): SlotJobs {
       note({ errorCode: failure.code, reason: failure.reason });
       return jobs.recordFailure(id, index, failure);
     },
-    addSpend: (id, spend) => jobs.addSpend(id, spend),
+    addSpend: (id, spend, slot) => jobs.addSpend(id, spend, slot),
   };
 }
 

@@ -2,7 +2,7 @@ import { NotConfiguredError, systemClock } from "@harness-s/core";
 import { rolloutRunners } from "@harness-s/core/dispatch";
 import {
   CachedPoolStore,
-  DynamoRescueSlots,
+  DynamoRunningPlaces,
   FullSlotsMemo,
   SqsQueue,
   DynamoPolicyEndpointStore,
@@ -36,7 +36,7 @@ export const handler = createDispatchHandler({
   ...(requeue
     ? {
         fairness: {
-          slots: new FullSlotsMemo(new DynamoRescueSlots(doc, config.tables, "runningHolds"), systemClock),
+          slots: new FullSlotsMemo(new DynamoRunningPlaces(doc, config.tables), systemClock),
           clock: systemClock,
           requeue,
         },

@@ -28,6 +28,7 @@ import { startFairFauxqs } from "./fair-queues.ts";
 import { ServeMetrics } from "./metrics.ts";
 import { startFauxqsThread } from "./fauxqs-thread.ts";
 import { startWorkersThread, type WorkersThreadSpec } from "./workers-thread.ts";
+import { startWorkerProcesses, type WorkerProcesses } from "./worker-processes.ts";
 import {
   connect,
   localOutbound,
@@ -44,6 +45,8 @@ export { LOCAL_COORDINATOR_SLICE_MS, type Stores, type WorkerName } from "./work
 
 export interface LocalStack {
   deps: ApiDeps;
+  /** The workers run as processes of their own (`workersOn.processes`): their pids, restarts and stop. */
+  processes?: WorkerProcesses;
   stores: Stores;
   dynamoEndpoint: string;
   /** This stack's table names (their prefix is its own when it shares a DynamoDB Local). */
@@ -111,7 +114,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   // Every SQS request of the stack is metered, its set-up too (the queue server's count and the meters' agree).
   const consumption = new ConsumptionMeter();
   instrumentSqs(sqs, consumption);
-  let workers: { stop: () => Promise<void> } | undefined;
+  let workers: { stop: () => Promise<void>; processes?: WorkerProcesses } | undefined;
   let clients: ReturnType<typeof connect> | undefined;
   const reports = await reportsFolder(opts.artifactsDir);
   const stop = async () => {
@@ -157,7 +160,17 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       events,
     );
     const deps = apiDeps(opts, stores, queues, consumption, reports.dir, { events, metrics, progress });
-    return { deps, stores, dynamoEndpoint: dynamo.endpoint, tables: names, sqsEndpoint, queues, stop };
+    const processes = workers.processes;
+    return {
+      deps,
+      stores,
+      dynamoEndpoint: dynamo.endpoint,
+      tables: names,
+      sqsEndpoint,
+      queues,
+      stop,
+      ...(processes ? { processes } : {}),
+    };
   } catch (err) {
     await stop();
     throw err;
@@ -213,6 +226,23 @@ async function startWorkers(
   log: (line: string) => void,
   events: EventLogger | undefined,
 ) {
+  if (opts.workersOn?.processes) {
+    const { processes, data } = opts.workersOn;
+    const thread = await startWorkersThread(opts.workersOn, wiring, log, events, opts.onRolloutStored);
+    const children = await startWorkerProcesses({ ...processes, data }, wiring, log, opts.onRolloutStored).catch(
+      async (err: unknown) => {
+        await thread.stop();
+        throw err;
+      },
+    );
+    return {
+      processes: children,
+      stop: async () => {
+        await children.stop();
+        await thread.stop();
+      },
+    };
+  }
   if (opts.workersOn) return startWorkersThread(opts.workersOn, wiring, log, events, opts.onRolloutStored);
   if (opts.policies)
     return startLocalWorkers(wiring, { ...opts, policies: opts.policies, ...(events ? { logger: events } : {}) });

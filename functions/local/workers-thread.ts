@@ -1,6 +1,7 @@
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import type { EventLogger, LogEvent } from "@harness-s/core/observability";
-import { startLocalWorkers, type LocalWiring, type LocalWorkerOptions } from "./workers.ts";
+import { startLocalWorkers, type LocalWiring, type LocalWorkerOptions, type WorkerName } from "./workers.ts";
+import type { WorkerProcessesSpec } from "./worker-processes.ts";
 
 /**
  * The local stack's workers on a thread of their own: `module` is the thread's entry, which calls
@@ -11,7 +12,11 @@ import { startLocalWorkers, type LocalWiring, type LocalWorkerOptions } from "./
 export interface WorkersThreadSpec {
   module: URL;
   data?: unknown;
+  /** Workers run as processes of their own instead of on this thread (`serve --dispatch-processes`). */
+  processes?: Omit<WorkerProcessesSpec, "data">;
 }
+
+const WORKER_NAMES: readonly WorkerName[] = ["profile", "dispatch", "vote", "coordinator"];
 
 /** How long the workers may take to stop (a poll in flight, a training step) before the thread is terminated. */
 const STOP_GRACE_MS = 5_000;
@@ -40,7 +45,10 @@ export async function startWorkersThread(
   let current: Worker;
   const launch = () =>
     new Promise<Worker>((resolve, reject) => {
-      const w = new Worker(spec.module, { workerData: { wiring, data: spec.data, events: events !== undefined } });
+      const only = WORKER_NAMES.filter((n) => !spec.processes?.count[n]);
+      const w = new Worker(spec.module, {
+        workerData: { wiring, data: spec.data, events: events !== undefined, only },
+      });
       let ready = false;
       w.on("message", (m: FromThread) => {
         if (m.kind === "stored") onStored?.(m.jobId, m.index);
@@ -90,12 +98,18 @@ export async function startWorkersThread(
 export async function runWorkersThread(build: (data: unknown) => Promise<LocalWorkerOptions>): Promise<void> {
   if (isMainThread || !parentPort) throw new Error("runWorkersThread runs in a worker thread");
   const port = parentPort;
-  const { wiring, data, events } = workerData as { wiring: LocalWiring; data: unknown; events: boolean };
+  const { wiring, data, events, only } = workerData as {
+    wiring: LocalWiring;
+    data: unknown;
+    events: boolean;
+    only: WorkerName[];
+  };
   const post = (m: FromThread) => port.postMessage(m);
   try {
     const opts = await build(data);
     const workers = await startLocalWorkers(wiring, {
       ...opts,
+      only,
       log: (line) => post({ kind: "log", line }),
       onRolloutStored: (jobId, index) => post({ kind: "stored", jobId, index }),
       ...(events ? { logger: { event: (fields) => post({ kind: "event", fields }) } } : {}),

@@ -8,7 +8,7 @@ import { tellingStores } from "@harness-s/core/rescue";
 import {
   CachedPoolStore,
   SqsQueue,
-  DynamoRescueSlots,
+  DynamoRunningPlaces,
   FolderExperimentArtifacts,
   FullSlotsMemo,
   type RolloutWrites,
@@ -23,9 +23,10 @@ import type { PanelRouting } from "@harness-s/adapters/llm";
 import { renderExperimentReport } from "@harness-s/adapters/report";
 import { createCoordinatorHandler } from "../coordinator/handler.ts";
 import { createDispatchHandler } from "../dispatch/handler.ts";
+import { createDeadLetterHandler } from "../dispatch/dead-letters.ts";
 import { createProfileHandler } from "../profile/handler.ts";
 import { createVoteHandler } from "../vote/handler.ts";
-import { DISPATCH_CONCURRENCY, WORKERS, memoryGb } from "../../infra/settings.ts";
+import { DISPATCH_CONCURRENCY, DISPATCH_DEAD_LETTERS, WORKERS, memoryGb } from "../../infra/settings.ts";
 import type { EventLogger } from "@harness-s/core/observability";
 import { invocationBiller, type WorkerMetering } from "../worker-metering.ts";
 import { workerLog } from "../sqs-worker.ts";
@@ -82,6 +83,8 @@ export interface LocalWorkerOptions {
     record: ExperimentRecord,
     stack: { stores: Stores; queues: WorkerQueues; consumption: ConsumptionMeter },
   ) => Promise<ExperimentDeps>;
+  /** Run only these workers' pollers (default all four): the others run in processes of their own. */
+  only?: readonly WorkerName[];
   /** The most dispatch invocations at once (Lambda's concurrency, locally; default `DISPATCH_CONCURRENCY`). */
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
@@ -183,6 +186,7 @@ export async function startLocalWorkers(
   // Each queue as Lambda's event source drives it: batches handed over as they arrive, up to the
   // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
+    if (opts.only && !opts.only.includes(name)) return;
     const url = wiring.queues[name].url;
     const { arn, hold } = await queueHold(sqs, url, name);
     const onError = (err: unknown) => {
@@ -196,6 +200,22 @@ export async function startLocalWorkers(
         maxInvocations,
         running: () => running,
         onError,
+      }),
+    );
+  };
+  // The dispatch DLQ's consumer, beside the dispatch worker (deployed: a function of its own on that DLQ).
+  const startDeadLetters = async (handler: Parameters<typeof pollElastic>[2]) => {
+    if (opts.only && !opts.only.includes("dispatch")) return;
+    const { dlqUrl: url } = wiring.queues.dispatch;
+    const { arn, hold } = await queueHold(sqs, url, "dispatch");
+    pollers.push(
+      pollElastic(sqs, { url, arn }, handler, {
+        batchSize: DISPATCH_DEAD_LETTERS.batch,
+        waitSeconds: 1,
+        hold,
+        maxInvocations: 1,
+        running: () => running,
+        onError: (err) => running && logOf("dispatch")(`dispatch DLQ poller: ${String(err)}`),
       }),
     );
   };
@@ -215,6 +235,14 @@ export async function startLocalWorkers(
     const callers = localCallers(stores, opts);
     const dispatch = localDispatchHandler(opts, wiring, doc, stores, queues, callers, logOf, metering);
     await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
+    await startDeadLetters(
+      createDeadLetterHandler({
+        jobs: stores.jobs,
+        rollouts: stores.rollouts,
+        maxReceives: WORKERS.dispatch.retry,
+        log: logOf("dispatch"),
+      }),
+    );
     await startWorker(
       "vote",
       createVoteHandler({
@@ -271,7 +299,7 @@ function localDispatchHandler(
     pools: new CachedPoolStore(stores.pools),
     tasks: opts.tasks,
     fairness: {
-      slots: new FullSlotsMemo(new DynamoRescueSlots(doc, wiring.tables, "runningHolds"), systemClock),
+      slots: new FullSlotsMemo(new DynamoRunningPlaces(doc, wiring.tables), systemClock),
       clock: systemClock,
       requeue: queues.dispatch.queue,
     },

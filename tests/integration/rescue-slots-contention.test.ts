@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { DynamoRescueSlots } from "@harness-s/adapters/stores";
+import { DynamoRescueSlots, DynamoRunningPlaces } from "@harness-s/adapters/stores";
 import { createTables, tableNames } from "@harness-s/adapters/dynamo";
 import { localCredentials } from "@harness-s/adapters/local";
 
@@ -34,23 +34,62 @@ function countingWrites(inner: DynamoDBDocumentClient) {
   return { counted, writes };
 }
 
-// Issue 54, item 5 (the rescue bench at 32 in flight): a dispatch worker holds one of its key's
-// running places per caller rollout, on one item per key. Its holds and releases asked for at once
-// used to race each other for that item (a read-modify-write under a version): past 8 conflicts a
-// hold gave up (its rollout deferred 3 to 7 s) and a release gave up (its place held for 6 minutes).
-describe("DynamoRescueSlots under one process's concurrent holds and releases of one key", () => {
-  it("answers every hold and release (none gives up), never passes the limit, and writes them in a few grouped writes", async () => {
-    const names = tableNames("contention-");
+// Issue 71, item 2: a key's running caller rollouts are held by many dispatch invocations at once
+// (each its own process, deployed). Each holds a place of its own (an item per place), so holds
+// from several writers conflict only when two pick the same place, and a place whose holder died
+// lapses with its lease.
+describe("DynamoRunningPlaces held by several writers at once", () => {
+  it("never passes the limit, answers every hold (conflicts retried on other places), releases, and lets a dead holder's lease lapse", async () => {
+    const names = tableNames("places-");
     await createTables(client, names);
-    const { counted, writes } = countingWrites(doc);
-    const slots = new DynamoRescueSlots(counted, names, "runningHolds");
-    const held = await Promise.all(Array.from({ length: 40 }, (_, i) => slots.hold("k", `job:${i}`, 1, 32, 0, 60_000)));
-    expect(held.filter(Boolean)).toHaveLength(32);
-    expect(await slots.held("k", 0)).toBe(32);
-    await Promise.all(held.map((h, i) => (h ? slots.release("k", `job:${i}`) : undefined)));
-    expect(await slots.held("k", 0)).toBe(0);
-    // One write for the first hold, one for those asked for meanwhile; the same for the releases.
-    expect(writes.n).toBeLessThanOrEqual(6);
+    const writers = Array.from({ length: 4 }, () => new DynamoRunningPlaces(doc, names));
+    // 4 writers × 12 holds at once, on one key of 32 places.
+    const held = await Promise.all(
+      writers.flatMap((w, p) =>
+        Array.from({ length: 12 }, (_, i) =>
+          w.hold("k", `job:${p}:${i}`, 1, 32, 0, 60_000).catch((err: Error) => err.name),
+        ),
+      ),
+    );
+    const taken = held.filter((h) => h === true).length;
+    expect(taken).toBeGreaterThan(0);
+    expect(taken).toBeLessThanOrEqual(32);
+    expect(await writers[0]!.held("k", 0)).toBe(taken);
+    expect(new Set((await writers[0]!.leases("k")).map((l) => l.holder)).size).toBe(taken);
+    // Each place holds one lease: the items are the places.
+    expect((await writers[0]!.leases("k")).every((l) => Number(l.place) < 32)).toBe(true);
+    const stats = writers.map((w) => w.stats);
+    expect(stats.reduce((n, s) => n + s.holds, 0)).toBe(48);
+    // A renewal by its holder extends the lease; another holder's renewal of it is refused.
+    const mine = (await writers[0]!.leases("k")).find((l) => l.holder.startsWith("job:0:"))!;
+    expect(await writers[0]!.renew("k", mine.holder, 0, 90_000)).toBe(true);
+    expect((await writers[0]!.leases("k")).find((l) => l.holder === mine.holder)!.until).toBe(90_000);
+    // Released by each writer: none left.
+    await Promise.all(writers.flatMap((w, p) => Array.from({ length: 12 }, (_, i) => w.release("k", `job:${p}:${i}`))));
+    expect(await writers[0]!.held("k", 0)).toBe(0);
+    // A holder that died (never released): its lease lapses at its until, and its place is taken again.
+    const dead = new DynamoRunningPlaces(doc, names);
+    expect(await dead.hold("k2", "dead", 1, 1, 0, 1_000)).toBe(true);
+    expect(await writers[1]!.hold("k2", "next", 1, 1, 500, 60_000)).toBe(false);
+    expect(await writers[1]!.hold("k2", "next", 1, 1, 1_000, 60_000)).toBe(true);
+    // The dead holder's late release does not free the place its successor holds.
+    await dead.release("k2", "dead");
+    expect(await writers[1]!.held("k2", 1_000)).toBe(1);
+  }, 30_000);
+
+  it("counts a conflict when two writers pick the same free place, and the loser takes another", async () => {
+    const names = tableNames("places-race-");
+    await createTables(client, names);
+    const a = new DynamoRunningPlaces(doc, names);
+    const b = new DynamoRunningPlaces(doc, names);
+    // Both read the key empty; with 2 places, half the time both try the same one first.
+    for (let i = 0; i < 12; i++) {
+      const [x, y] = await Promise.all([a.hold(`r${i}`, "a", 1, 2, 0, 60_000), b.hold(`r${i}`, "b", 1, 2, 0, 60_000)]);
+      expect([x, y]).toEqual([true, true]);
+      expect(await a.held(`r${i}`, 0)).toBe(2);
+    }
+    expect(a.stats.conflicts + b.stats.conflicts).toBeGreaterThan(0);
+    expect(a.stats.writes + b.stats.writes).toBe(24 + a.stats.conflicts + b.stats.conflicts);
   }, 30_000);
 });
 
@@ -61,7 +100,7 @@ describe("DynamoRescueSlots remembering what it wrote", () => {
     const names = tableNames("remembered-");
     await createTables(client, names);
     const { counted, writes } = countingWrites(doc);
-    const slots = new DynamoRescueSlots(counted, names, "runningHolds");
+    const slots = new DynamoRescueSlots(counted, names);
     for (let i = 0; i < 5; i++) {
       expect(await slots.hold("k", `job:${i}`, 1, 8, 0, 60_000)).toBe(true);
       await slots.release("k", `job:${i}`);
@@ -73,8 +112,8 @@ describe("DynamoRescueSlots remembering what it wrote", () => {
   it("two processes on one key never pass its limit: a stale memory fails its version check and is read again", async () => {
     const names = tableNames("two-writers-");
     await createTables(client, names);
-    const a = new DynamoRescueSlots(doc, names, "runningHolds");
-    const b = new DynamoRescueSlots(doc, names, "runningHolds");
+    const a = new DynamoRescueSlots(doc, names);
+    const b = new DynamoRescueSlots(doc, names);
     expect(await a.hold("k", "a:0", 2, 4, 0, 60_000)).toBe(true);
     expect(await b.hold("k", "b:0", 2, 4, 0, 60_000)).toBe(true);
     // a remembers 2 held; 4 are: its next hold must see b's and be refused.

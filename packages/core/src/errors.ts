@@ -28,6 +28,11 @@ export const CORE_ERROR_CODES = [
    * A rollout slot failed with an error that carries no code of its own (a failed slot's code, never an HTTP answer's).
    */
   "ROLLOUT_FAILED",
+  /**
+   * A rollout slot whose every delivery ended with its process (killed, out of memory, past its timeout): its message
+   * went to the dispatch DLQ (a failed slot's code, never an HTTP answer's).
+   */
+  "ROLLOUT_LOST",
   "EPISODE_CLOSED",
   "UPSTREAM_FAILED",
   "UPSTREAM_REJECTED",

@@ -19,7 +19,8 @@ export interface TableSpec {
     | "PolicyEndpoints"
     | "GatewayEpisodes"
     | "UsageDays"
-    | "PoolEvolutions";
+    | "PoolEvolutions"
+    | "RunningPlaces";
   partitionKey: string;
   sortKey?: string;
   ttlAttribute?: string;
@@ -80,6 +81,11 @@ export const tableSpecs: readonly TableSpec[] = [
    * Pool evolution jobs (`POST /v1/pools` with `evolve`): state and lease as attributes, the record gzip-compressed.
    */
   { name: "PoolEvolutions", partitionKey: "id" },
+  /**
+   * Each key's running places for its callers' rollouts: sort key the place (`00`…`31`), its holder's lease inside
+   * (`holder`, `until`); a lapsed lease is taken over, and forgotten by its time to live.
+   */
+  { name: "RunningPlaces", partitionKey: "keyId", sortKey: "place", ttlAttribute: "expiresAt" },
 ];
 
 export type TableNames = Record<TableSpec["name"], string>;

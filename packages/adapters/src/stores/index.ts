@@ -36,6 +36,7 @@ export { MemoryRescueJobStore } from "./rescue-jobs/memory.ts";
 export { DynamoRescueJobStore } from "./rescue-jobs/dynamo.ts";
 export { MemoryRescueSlots } from "./rescue-slots/memory.ts";
 export { DynamoRescueSlots } from "./rescue-slots/dynamo.ts";
+export { DynamoRunningPlaces, PLACE_ATTEMPTS, freePlaces, placeName, type PlaceStats } from "./rescue-slots/places.ts";
 export { FULL_MEMO_MS, FullSlotsMemo } from "./rescue-slots/full-memo.ts";
 export { MemoryRolloutStore } from "./rollouts/memory.ts";
 export { CHUNK_BYTES, ROLLOUT_WRITES, type RolloutWrites, DynamoRolloutStore } from "./rollouts/dynamo.ts";

@@ -16,10 +16,8 @@ import {
   threadsCpuSeconds,
   type CpuCounters,
 } from "./cpu-split.ts";
+import { SERVE_WORKERS } from "../runtime/serve-workers.ts";
 import { benchClient, benchRescueParts, startBench, type RescueBench } from "./bench-rescue-parts.ts";
-
-/** The entry of `serve`'s workers' thread (its data: `ServeWorkersData`): the bench runs the workers as serve does. */
-const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
 
 /**
  * The rescue bench's parts: a scripted protocol-v2 policy per latency (each registered as the
@@ -39,7 +37,7 @@ export function startRescueBench(
     // The workers on a thread of their own, as `harness-s serve` runs them: its threads are the ones the stack started.
     const before = threadIds();
     const workersOn = {
-      module: SERVE_WORKERS_ENTRY,
+      module: SERVE_WORKERS.thread,
       data: { tasks: [], allowLoopbackEndpoints: true, allowEndpointCidrs: [] },
     };
     const stack = await startLocalStack({

@@ -16,6 +16,9 @@ export type Script = (episode: string, turn: number) => { tool: string; args?: R
 export async function startScriptedPolicy(script: Script, delayMs: (episode: string) => number = () => 0) {
   const turns = new Map<string, number>();
   let samples = 0;
+  // Samples being answered now, and the most at once: a lower bound on the rollouts running at this endpoint.
+  let inFlight = 0;
+  let peak = 0;
   const server = createServer(async (req, res) => {
     let body = "";
     for await (const c of req) body += c;
@@ -32,8 +35,10 @@ export async function startScriptedPolicy(script: Script, delayMs: (episode: str
     const turn = turns.get(episode) ?? 0;
     turns.set(episode, turn + 1);
     samples++;
+    peak = Math.max(peak, ++inFlight);
     const delay = delayMs(episode);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    inFlight--;
     const { tool, args = {} } = script(episode, turn);
     json({
       policy_version: 0,
@@ -54,6 +59,12 @@ export async function startScriptedPolicy(script: Script, delayMs: (episode: str
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     samples: () => samples,
+    /** The most samples answered at once since the last call (then counted afresh from those in flight). */
+    takePeak: () => {
+      const seen = peak;
+      peak = inFlight;
+      return seen;
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

@@ -15,14 +15,11 @@ import { CONSOLE_DIST, loadConsoleAssets } from "@harness-s/functions/api";
 import { TextEnvironment, defaultEmbeddedSettings, embeddedSetups, offThreadInstances } from "@harness-s/envs";
 import { startLocalStack } from "@harness-s/functions/local";
 import { UsageError } from "../flags.ts";
-import type { ServeWorkersData } from "../runtime/serve-workers.ts";
+import { SERVE_WORKERS, type ServeWorkersData } from "../runtime/serve-workers.ts";
 import { startServedModelWorkers, stoppedTogether } from "../runtime/served-model-workers.ts";
 import { DEFAULT_SERVED_MODELS, SERVED_SUITE, ServeOptions, servedPools } from "../declared/serve-options.ts";
 import { familyFor } from "../families.ts";
 import { SERVE_EXPERIMENT_FAMILIES, experimentOffers } from "../runtime/experiment-setups.ts";
-
-/** The entry of serve's workers' thread. */
-const SERVE_WORKERS_ENTRY = new URL("../runtime/serve-workers.mjs", import.meta.url);
 
 /** One JSON line per request and per queue record on stderr, and GET /metrics for admin keys. */
 const OBSERVED = { logger: jsonLinesLogger({ out: (line) => process.stderr.write(`${line}\n`) }), metrics: true };
@@ -113,9 +110,11 @@ async function startServeStack(
   // Experiments run on the embedded suite, and on the families serve opens and callers' environments where a base model
   // is served at a policy worker (`--models`).
   const experiments = { families: SERVE_EXPERIMENT_FAMILIES, ...(served ? { models: served.workers } : {}) };
+  const inProcesses = opts.dispatchProcesses > 1;
   const workersData: ServeWorkersData = {
     tasks,
     ...outbound,
+    ...(inProcesses ? { rolloutsInProcess: true } : {}),
     experiments,
     ...(panelDocument ? { panel: panelDocument } : {}),
   };
@@ -123,7 +122,13 @@ async function startServeStack(
     startLocalStack({
       ...(panel ? { panel } : {}),
       tasks: { get: async (id) => byId.get(id) },
-      workersOn: { module: SERVE_WORKERS_ENTRY, data: workersData },
+      workersOn: {
+        module: SERVE_WORKERS.thread,
+        data: workersData,
+        ...(inProcesses
+          ? { processes: { module: SERVE_WORKERS.process, count: { dispatch: opts.dispatchProcesses } } }
+          : {}),
+      },
       ...outbound,
       offers: servedOffers(served?.models ?? [], experimentOffers(experiments)),
       builtinEnvironments: { embedded: new TextEnvironment(setup.env) }, // as the workers' thread's: the API lets a rescue name them

@@ -10,6 +10,9 @@ import { int, num, port } from "../flags.ts";
 
 // The serving commands' flags, apart from their declarations: the commands import them too.
 
+/** The most dispatch processes `serve --dispatch-processes` starts (each about 100 MB of memory). */
+export const MAX_DISPATCH_PROCESSES = 16;
+
 /** The suite whose evolved pool `serve` registers (with its profiles) and whose tasks its workers run. */
 export const SERVED_SUITE = "embedded";
 
@@ -95,6 +98,11 @@ export const ServeOptions = z.strictObject({
     ServedModelsFlag.optional(),
     "<name=dir,…|none>",
     "base models experiments may train LoRA adapters on, each from its folder (one policy worker each, stopped with serve; GET /v1/models lists them); default tiny=tiny, the worker's test model (its venv made the first time, about a minute); none: no model",
+  ),
+  dispatchProcesses: flag(
+    int(1, MAX_DISPATCH_PROCESSES).default(1),
+    "<n>",
+    `run the dispatch worker as n OS processes receiving from one queue, each with its own clients and caches, as Lambda runs invocations (1–${MAX_DISPATCH_PROCESSES}; default 1: on the workers' thread); with more than one, an experiment's rollouts run in its coordinator`,
   ),
   allowLoopbackEndpoints: flag(
     z.boolean().default(false),

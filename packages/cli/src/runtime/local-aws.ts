@@ -81,6 +81,7 @@ const freeAtWorker = async (policy: Policy | undefined) =>
 export function localQueuedExperiment(
   setups: SetupsOfRuns,
   endpoints: LocalPolicyEndpoints | RunPolicyEndpoints,
+  { rolloutsInProcess = false }: { rolloutsInProcess?: boolean } = {},
 ): NonNullable<LocalStackOptions["prepareExperiment"]> {
   // A run of another environment must be sampled in it: only RunPolicyEndpoints keeps an environment per policy.
   if (typeof setups !== "function" && !(endpoints instanceof RunPolicyEndpoints))
@@ -116,7 +117,9 @@ export function localQueuedExperiment(
     };
     const deps = await queuedExperimentDeps(setup, {
       ...stores,
-      dispatch: queues.dispatch.queue,
+      // With dispatch in processes of their own (`serve --dispatch-processes`), a run's rollouts stay with its policies,
+      // in the coordinator's process: another process cannot sample a policy held in this one.
+      ...(rolloutsInProcess ? {} : { dispatch: queues.dispatch.queue }),
       vote: queues.vote.queue,
       endpointId: (id, policy) => {
         const held = unitIds.get(policy);

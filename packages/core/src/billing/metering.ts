@@ -1,4 +1,4 @@
-import { zeroUsage, type Usage, type UsageMeter } from "./usage.ts";
+import { zeroUsage, type MeterOptions, type Usage, type UsageMeter } from "./usage.ts";
 
 /**
  * The most tokens one model call is metered for, prompt or completion: larger than any model's
@@ -98,10 +98,12 @@ export class BackloggedMeter {
     return this.owed.get(`${keyId}\n${jobId ?? ""}`);
   }
 
-  async add(keyId: string, used: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
+  async add(keyId: string, used: Partial<Usage>, opts: MeterOptions = {}): Promise<void> {
     const slot = `${keyId}\n${opts.jobId ?? ""}`;
     const { usage, cut } = boundedUsage(used);
     if (cut.length) this.log(`metering for ${keyId}: out-of-range usage bounded (${cut.join(", ")})`);
+    // An add metered once under its id is not kept to merge with another: its caller sends it again (a slot redelivered).
+    if (opts.once !== undefined) return this.inner.add(keyId, usage, opts);
     const total = mergeUsage(this.owed.get(slot), usage);
     this.owed.delete(slot);
     if (!Object.values(total).some((v) => v !== 0)) return;

@@ -90,9 +90,18 @@ export interface UsageQuery {
   to: string;
 }
 
+/**
+ * Where an add is also counted (`jobId`: under that job too), and `once`: an id it is metered under at most once (a
+ * rollout slot's spend, `<job>:<index>`: a redelivered slot that finishes again adds nothing).
+ */
+export interface MeterOptions {
+  jobId?: string;
+  once?: string;
+}
+
 /** Metering for pay-per-use: adds usage atomically to the key's totals and to its day, in one write. */
 export interface UsageMeter {
-  add(keyId: string, usage: Partial<Usage>, opts?: { jobId?: string }): Promise<void>;
+  add(keyId: string, usage: Partial<Usage>, opts?: MeterOptions): Promise<void>;
   get(keyId: string): Promise<Usage>;
   /** What the writes naming this job added (an experiment's actual usage, to set beside its quote). */
   job(jobId: string): Promise<Usage>;

@@ -42,13 +42,15 @@ export interface DispatchDeps {
  * find workers free; a rollout past it is put back to wait its turn ("deferred": sent again with
  * a delay of about `deferSeconds.first`, twice as long each time up to `deferSeconds.max`, each
  * spread by ±50% so a key's waiting rollouts do not all come back at once). A running rollout's
- * hold lapses after `holdMs` (the dispatch function's 5-minute timeout and a margin) when its end
- * is never seen. A slot's reads go out beside its hold, except for `holdFirstMs` after a worker
+ * place is a lease of `holdMs`, renewed every `renewMs` while it runs: the place of a process that
+ * died (a Lambda invocation past its timeout or memory) lapses within `holdMs`, not the function's
+ * timeout. A slot's reads go out beside its hold, except for `holdFirstMs` after a worker
  * found its key at the limit: then its slots read only once held (one that waits costs no read).
  */
 export const CALLER_ROLLOUT_FAIRNESS = {
   perKeyRunning: 32,
-  holdMs: 6 * 60_000,
+  holdMs: 30_000,
+  renewMs: 10_000,
   deferSeconds: { first: 5, max: 60 },
   holdFirstMs: 10_000,
 } as const;
@@ -83,8 +85,37 @@ async function holdRunning(
     if (err instanceof ConflictError) return false;
     throw err;
   });
-  if (!held) limitSeen(running).set(keyId, running.clock.now());
-  return held ? { release: () => running.slots.release(keyId, id) } : undefined;
+  if (!held) {
+    limitSeen(running).set(keyId, running.clock.now());
+    return undefined;
+  }
+  const renewal = renewEvery(running, keyId, id);
+  return {
+    release: () => {
+      clearInterval(renewal);
+      return running.slots.release(keyId, id);
+    },
+  };
+}
+
+/**
+ * Renews a running place's lease while its rollout runs (a failed renewal is let go: the next one tries again, and the
+ * lease outlives two missed renewals).
+ */
+function renewEvery(running: NonNullable<DispatchDeps["running"]>, keyId: string, id: string) {
+  const { perKeyRunning, holdMs, renewMs } = CALLER_ROLLOUT_FAIRNESS;
+  const renew = () => {
+    const now = running.clock.now();
+    const slots = running.slots;
+    void (
+      slots.renew
+        ? slots.renew(keyId, id, now, now + holdMs)
+        : slots.hold(keyId, id, 1, perKeyRunning, now, now + holdMs)
+    ).catch(() => undefined);
+  };
+  const timer = setInterval(renew, renewMs);
+  timer.unref?.();
+  return timer;
 }
 
 /**
@@ -201,14 +232,24 @@ async function runHeldCallerRollout(
       throw err;
     }
     const jobs = deps.jobs;
-    await recordSpendThen(body.source.keyId, body.jobId, spent, deps, () =>
-      jobs.recordFailure(body.jobId, body.index, failure),
+    await recordSpendThen(
+      body.source.keyId,
+      body.jobId,
+      spent,
+      deps,
+      () => jobs.recordFailure(body.jobId, body.index, failure),
+      body.index,
     );
     deps.log?.(`dispatch: rescue ${body.jobId} slot ${body.index} failed (${failure.code}): ${failure.reason}`);
     return "failed";
   }
-  return recordSpendThen(body.source.keyId, body.jobId, spent, deps, () =>
-    deps.rollouts.put(body.jobId, body.index, rollout),
+  return recordSpendThen(
+    body.source.keyId,
+    body.jobId,
+    spent,
+    deps,
+    () => deps.rollouts.put(body.jobId, body.index, rollout),
+    body.index,
   );
 }
 

@@ -31,8 +31,11 @@ export interface SlotJobs {
   get(id: string): Promise<SlotJob | undefined>;
   /** Records that slot `index` of job `id` will never be stored, and why; a no-op for an unknown job. */
   recordFailure(id: string, index: number, failure: SlotFailure): Promise<void>;
-  /** Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job. */
-  addSpend(id: string, spend: RolloutSpend): Promise<void>;
+  /**
+   * Adds what one of its rollouts spent (atomically: concurrent slots lose nothing); a no-op for an unknown job, and
+   * for `slot` when a spend of that slot was added already (a redelivered slot that finishes again).
+   */
+  addSpend(id: string, spend: RolloutSpend, slot?: number): Promise<void>;
 }
 
 /**
@@ -60,6 +63,11 @@ export interface RescueSlots {
    * may write them together).
    */
   holdMany?(keyId: string, holds: readonly HoldRequest[]): Promise<boolean[]>;
+  /**
+   * Extends `id`'s unlapsed hold to `until` whatever the key's limit (a running rollout's lease); without it, a renewal
+   * is a {@link hold} of the same id.
+   */
+  renew?(keyId: string, id: string, now: number, until: number): Promise<unknown>;
   /** Lets rescue `id`'s hold go (a no-op when it holds none). */
   release(keyId: string, id: string): Promise<void>;
   /** Slots the key's unexpired holds take at `now`. */

@@ -26,7 +26,10 @@ export function budgetExhausted(budget: CallerRescue["budget"], job: SlotJob | u
   return undefined;
 }
 
-/** Meters what one rollout of a caller rescue spent to its key and holds it against its rescue, failed or not. */
+/**
+ * Meters what one attempt of a caller rescue's rollout spent to its key and holds it against its rescue, failed or not
+ * (an attempt the queue delivers again: each attempt's spend is its own).
+ */
 export async function recordSpend(
   keyId: string,
   jobId: string,
@@ -47,13 +50,17 @@ export async function recordSpendThen<T>(
   spend: RolloutSpend,
   deps: { meter?: UsageMeter; jobs?: SlotJobs },
   finish: () => Promise<T>,
+  slot?: number,
 ): Promise<T> {
   if (spend.policyTokens === 0 && spend.policyMs === 0 && spend.environmentMs === 0) return finish();
   const usage = { policyTokens: spend.policyTokens, policyMs: spend.policyMs, environmentMs: spend.environmentMs };
   const held = async () => {
-    await deps.jobs?.addSpend(jobId, spend);
+    await deps.jobs?.addSpend(jobId, spend, slot);
     return finish();
   };
-  const [finished] = await Promise.all([held(), deps.meter?.add(keyId, usage)]);
+  // A slot that finishes is metered once: a process that died after this write and before the slot's end leaves the
+  // redelivered attempt's spend unmetered (the slot's first finished spend stands).
+  const once = slot === undefined ? {} : { once: `${jobId}:${slot}` };
+  const [finished] = await Promise.all([held(), deps.meter?.add(keyId, usage, once)]);
   return finished;
 }

@@ -54,16 +54,17 @@ export class DynamoRescueJobStore implements RescueJobStore {
     await this.updateIfExists("cancel rescue", id, "SET cancelledAt = if_not_exists(cancelledAt, :at)", { ":at": at });
   }
 
-  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+  /** With `slot`: the slot joins `spentSlots` in the same write, which is refused when it is there already. */
+  async addSpend(id: string, spend: RolloutSpend, slot?: number): Promise<void> {
+    const values = { ":t": spend.policyTokens, ":p": spend.policyMs, ":ms": spend.environmentMs };
+    const add = "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms";
+    if (slot === undefined) return this.updateIfExists("add rescue spend", id, add, values);
     await this.updateIfExists(
       "add rescue spend",
       id,
-      "ADD spentPolicyTokens :t, spentPolicyMs :p, spentEnvironmentMs :ms",
-      {
-        ":t": spend.policyTokens,
-        ":p": spend.policyMs,
-        ":ms": spend.environmentMs,
-      },
+      `${add}, spentSlots :slots`,
+      { ...values, ":slots": new Set([slot]), ":slot": slot },
+      "NOT contains(spentSlots, :slot)",
     );
   }
 
@@ -73,6 +74,7 @@ export class DynamoRescueJobStore implements RescueJobStore {
     id: string,
     update: string,
     values: Record<string, unknown>,
+    condition?: string,
   ): Promise<void> {
     try {
       await aws(what, () =>
@@ -81,7 +83,7 @@ export class DynamoRescueJobStore implements RescueJobStore {
             TableName: this.tables.RescueJobs,
             Key: { id },
             UpdateExpression: update,
-            ConditionExpression: "attribute_exists(id)",
+            ConditionExpression: condition ? `attribute_exists(id) AND ${condition}` : "attribute_exists(id)",
             ExpressionAttributeValues: values,
           }),
         ),

@@ -6,6 +6,8 @@ import { frozenCopy } from "../frozen-copy.ts";
 
 export class MemoryRescueJobStore implements RescueJobStore {
   private readonly jobs = new Map<string, RescueJob>();
+  /** Each job's slots whose spend was added (a slot's spend is added once). */
+  private readonly spentSlots = new Map<string, Set<number>>();
 
   async create(job: RescueJob): Promise<void> {
     if (this.jobs.has(job.id)) throw new ConflictError(`rescue ${job.id} exists`);
@@ -30,8 +32,13 @@ export class MemoryRescueJobStore implements RescueJobStore {
     if (job && job.cancelledAt === undefined) this.jobs.set(id, frozenCopy({ ...job, cancelledAt: at }));
   }
 
-  async addSpend(id: string, spend: RolloutSpend): Promise<void> {
+  async addSpend(id: string, spend: RolloutSpend, slot?: number): Promise<void> {
     const job = this.jobs.get(id);
+    if (slot !== undefined) {
+      const spent = this.spentSlots.get(id) ?? new Set<number>();
+      if (spent.has(slot)) return;
+      this.spentSlots.set(id, spent.add(slot));
+    }
     if (job)
       this.jobs.set(
         id,

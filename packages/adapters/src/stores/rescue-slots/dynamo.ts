@@ -8,6 +8,8 @@ type Holds = Record<string, { slots: number; until: number }>;
 /** A change to a key's holds: the holds to write, or undefined for none. */
 type Change = (holds: Holds) => Holds | undefined;
 
+/** The Usage item's attribute the holds are kept in. */
+const ATTRIBUTE = "rescueHolds";
 /** Attempts at a hold's read-modify-write before giving up under contention (each retry rereads). */
 const HOLD_ATTEMPTS = 8;
 /** Keys whose last written holds a process remembers (the oldest written is forgotten first). */
@@ -16,8 +18,9 @@ const REMEMBERED_KEYS = 1024;
 /**
  * Each key's holds on its item of the Usage table (by default `rescueHolds`: a map of rescue id to
  * slots and expiry, written under a version so two holds never both take the last slots; expired
- * holds are dropped on each write). Another `attribute` keeps another kind of hold apart (the
- * dispatch worker's running caller rollouts: `runningHolds`).
+ * holds are dropped on each write): the API's holds of a key's concurrent rescues, one write per rescue started or
+ * ended. A key's running rollouts, held and released once each per rollout by many processes, are
+ * {@link DynamoRunningPlaces}' instead (an item per place, not one per key).
  */
 export class DynamoRescueSlots implements RescueSlots {
   /**
@@ -35,7 +38,6 @@ export class DynamoRescueSlots implements RescueSlots {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tables: TableNames,
-    private readonly attribute: "rescueHolds" | "runningHolds" = "rescueHolds",
   ) {}
 
   async hold(keyId: string, id: string, slots: number, limit: number, now: number, until: number): Promise<boolean> {
@@ -67,11 +69,11 @@ export class DynamoRescueSlots implements RescueSlots {
   }
 
   private get names() {
-    return { "#h": this.attribute, "#v": `${this.attribute}Version` };
+    return { "#h": ATTRIBUTE, "#v": `${ATTRIBUTE}Version` };
   }
 
   private async read(keyId: string): Promise<{ holds: Holds; version: number }> {
-    const out = await aws(`read ${this.attribute}`, () =>
+    const out = await aws(`read ${ATTRIBUTE}`, () =>
       this.doc.send(
         new GetCommand({
           TableName: this.tables.Usage,
@@ -83,8 +85,8 @@ export class DynamoRescueSlots implements RescueSlots {
       ),
     );
     return {
-      holds: (out.Item?.[this.attribute] as Holds | undefined) ?? {},
-      version: Number(out.Item?.[`${this.attribute}Version`] ?? 0),
+      holds: (out.Item?.[ATTRIBUTE] as Holds | undefined) ?? {},
+      version: Number(out.Item?.[`${ATTRIBUTE}Version`] ?? 0),
     };
   }
 
@@ -165,7 +167,7 @@ export class DynamoRescueSlots implements RescueSlots {
       }
     }
     throw new ConflictError(
-      `the ${this.attribute} of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`,
+      `the ${ATTRIBUTE} of key ${keyId} changed ${HOLD_ATTEMPTS} times while being written; try again`,
     );
   }
 }

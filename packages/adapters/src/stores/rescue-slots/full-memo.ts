@@ -11,7 +11,7 @@ export const FULL_MEMO_MS = 500;
  * memo at once; one freed elsewhere is seen within the memo's time (a rollout waits one more turn).
  *
  * @example
- * const running = new FullSlotsMemo(new DynamoRescueSlots(doc, tables, "runningHolds"), systemClock);
+ * const running = new FullSlotsMemo(new DynamoRunningPlaces(doc, tables), systemClock);
  */
 export class FullSlotsMemo implements RescueSlots {
   private readonly fullUntil = new Map<string, number>();
@@ -85,6 +85,13 @@ export class FullSlotsMemo implements RescueSlots {
       if (this.fullUntil.size > this.maxKeys) this.fullUntil.delete(this.fullUntil.keys().next().value!);
     }
     return held;
+  }
+
+  /** A running hold's renewal: past the memo, whatever the key's limit (its own place is counted already). */
+  renew(keyId: string, id: string, now: number, until: number): Promise<unknown> {
+    return this.inner.renew
+      ? this.inner.renew(keyId, id, now, until)
+      : this.inner.hold(keyId, id, 1, Number.MAX_SAFE_INTEGER, now, until);
   }
 
   async release(keyId: string, id: string): Promise<void> {

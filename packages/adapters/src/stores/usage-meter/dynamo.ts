@@ -18,9 +18,22 @@ import {
   type UsageQuery,
   type Usage,
   type UsageMeter,
+  type MeterOptions,
 } from "@harness-s/core/billing";
 import { aws } from "../../errors.ts";
 import type { TableNames } from "../../dynamo/tables.ts";
+
+/** How long an add's `once` marker is kept: past any redelivery of the slot it names (the queue keeps messages 4 days). */
+const ONCE_TTL_SECONDS = 14 * 24 * 3600;
+
+/** Whether a metering transaction was refused only because its `once` marker (its first item) exists. */
+function meteredAlready(err: unknown): boolean {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[]; message?: string };
+  if (e.name !== "TransactionCanceledException") return false;
+  const codes =
+    e.CancellationReasons?.map((r) => r.Code ?? "None") ?? /\[(.*)\]/.exec(e.message ?? "")?.[1]?.split(/,\s*/);
+  return codes?.[0] === "ConditionalCheckFailed" && codes.slice(1).every((c) => c === "None");
+}
 
 /** Usage totals per key (and per job), and per key and day: one transaction (one write call) per `add`. */
 export class DynamoUsageMeter implements UsageMeter {
@@ -30,7 +43,11 @@ export class DynamoUsageMeter implements UsageMeter {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  async add(keyId: string, usage: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
+  /**
+   * One transaction: the key's totals, its day, the job's totals; with `once`, a marker of it in `Processed` written
+   * only if absent, so an add under an id already metered changes nothing (and is no error).
+   */
+  async add(keyId: string, usage: Partial<Usage>, opts: MeterOptions = {}): Promise<void> {
     const fields = (Object.keys(zeroUsage) as (keyof Usage)[]).filter((k) => (usage[k] ?? 0) !== 0);
     if (fields.length === 0) return;
     const update = {
@@ -45,7 +62,23 @@ export class DynamoUsageMeter implements UsageMeter {
         ? [{ Update: { TableName: this.tables.Usage, Key: { keyId: jobUsageKey(opts.jobId) }, ...update } }]
         : []),
     ];
-    await aws("meter usage", () => this.doc.send(new TransactWriteCommand({ TransactItems: items })));
+    if (opts.once === undefined) {
+      await aws("meter usage", () => this.doc.send(new TransactWriteCommand({ TransactItems: items })));
+      return;
+    }
+    const marker = {
+      Put: {
+        TableName: this.tables.Processed,
+        Item: { id: `meter#${opts.once}`, expiresAt: Math.floor(this.clock.now() / 1000) + ONCE_TTL_SECONDS },
+        ConditionExpression: "attribute_not_exists(id)",
+      },
+    };
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: [marker, ...items] }));
+    } catch (err) {
+      if (meteredAlready(err)) return;
+      await aws("meter usage", () => Promise.reject(err));
+    }
   }
 
   async get(keyId: string): Promise<Usage> {

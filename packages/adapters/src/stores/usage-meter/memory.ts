@@ -9,15 +9,21 @@ import {
   type UsageQuery,
   type Usage,
   type UsageMeter,
+  type MeterOptions,
 } from "@harness-s/core/billing";
 
 export class MemoryUsageMeter implements UsageMeter {
   private readonly totals = new Map<string, Usage>();
   private readonly days = new Map<string, UsageDay>();
+  private readonly metered = new Set<string>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
-  async add(keyId: string, usage: Partial<Usage>, opts: { jobId?: string } = {}): Promise<void> {
+  async add(keyId: string, usage: Partial<Usage>, opts: MeterOptions = {}): Promise<void> {
+    if (opts.once !== undefined) {
+      if (this.metered.has(opts.once)) return;
+      this.metered.add(opts.once);
+    }
     const plus = (t: Usage) => {
       for (const k of Object.keys(zeroUsage) as (keyof Usage)[]) t[k] += usage[k] ?? 0;
       return t;

@@ -3,4 +3,4 @@
 import { register } from "tsx/esm/api";
 
 register();
-await import("./serve-workers.ts");
+await import("./serve-workers-thread.ts");
