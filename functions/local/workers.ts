@@ -89,6 +89,8 @@ export interface LocalWorkerOptions {
   dispatchConcurrency?: number;
   /** A coordinator attempt re-queues its run after this long, as the Lambda does. */
   coordinatorSliceMs?: number;
+  /** How long a coordinator attempt's lease on its run lasts unrenewed (default the use-case's, 120 s). */
+  coordinatorLeaseMs?: number;
   /** Coordinator invocations at once (default `LOCAL_COORDINATOR_CONCURRENCY`). */
   coordinatorConcurrency?: number;
   /**
@@ -330,6 +332,7 @@ function localCoordinatorHandler(
     meter: stores.meter,
     clock: systemClock,
     sliceMs: opts.coordinatorSliceMs ?? LOCAL_COORDINATOR_SLICE_MS,
+    ...(opts.coordinatorLeaseMs ? { leaseMs: opts.coordinatorLeaseMs } : {}),
     continueOn: queues.coordinator.queue,
     metering: metering("coordinator"),
     prepare: (record) =>

@@ -20,6 +20,13 @@ const setup = embeddedSetup(defaultEmbeddedSettings);
 /** The dispatch queue's visibility timeout here (deployed: 6 minutes): a killed process's messages come back after it. */
 const VISIBILITY_S = 5;
 const PROCESSES = 4;
+/**
+ * Dispatch processes killed in the test of deaths: 3 in `npm test` (each kill costs a new process's start, about 4 CPU
+ * s); the acceptance run's 10 with `HARNESS_S_DISPATCH_KILLS=10`.
+ */
+const KILLS = Number(process.env.HARNESS_S_DISPATCH_KILLS ?? 3);
+/** A coordinator attempt's lease here (deployed: 16 minutes): a killed coordinator's run is taken over after it. */
+const LEASE_MS = 8_000;
 const TURN_MS = 50;
 let inst: SeedInstance;
 let stack: LocalStack;
@@ -30,10 +37,11 @@ const keys: Record<string, string> = {};
 
 beforeAll(async () => {
   inst = await setup.instance(1);
-  // Four turns a rollout: a tool call three times, then submit (about 200 ms at 50 ms a turn).
+  // Twelve turns a rollout: a tool call eleven times, then submit (about 0.6 s at 50 ms a turn): long enough that a
+  // key's 64 rollouts, were they let, would all run at once.
   const probe = embeddedCallerTask(setup.env, inst.train[0]!).tools.find((t) => !t.submit)!.name;
   policy = await startScriptedPolicy(
-    (_, turn) => ({ tool: turn < 3 ? probe : "submit" }),
+    (_, turn) => ({ tool: turn < 11 ? probe : "submit" }),
     () => TURN_MS,
   );
   stack = await startLocalStack({
@@ -41,15 +49,22 @@ beforeAll(async () => {
     tasks: { get: async (id) => inst.train.find((t) => t.id === id) },
     allowLoopbackEndpoints: true,
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
-    visibilitySeconds: { dispatch: VISIBILITY_S },
+    visibilitySeconds: { dispatch: VISIBILITY_S, coordinator: VISIBILITY_S },
     workersOn: {
       module: SERVE_WORKERS.thread,
-      data: { tasks: inst.train, allowLoopbackEndpoints: true, allowEndpointCidrs: [], rolloutsInProcess: true },
-      processes: { module: SERVE_WORKERS.process, count: { dispatch: PROCESSES } },
+      data: {
+        tasks: inst.train,
+        allowLoopbackEndpoints: true,
+        allowEndpointCidrs: [],
+        rolloutsInProcess: true,
+        coordinatorLeaseMs: LEASE_MS,
+      },
+      processes: { module: SERVE_WORKERS.process, count: { dispatch: PROCESSES, coordinator: 1 } },
     },
   });
   await stack.stores.pools.put(inst.evolution.pool);
   api = await startApi(stack.deps);
+  keys["k-x"] = await addKey(stack.deps, "k-x", ["experiments"]);
   for (const key of ["k-a", "k-b"]) {
     keys[key] = await addKey(stack.deps, key, ["rescues"]);
     const res = await call(key, "POST", "/v1/policy-endpoints", {
@@ -184,10 +199,10 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     expect(sb.status).toBe("done");
     expect(sa.status).toBe("done");
     expect(sa.completed).toBe(64);
-    expect(leases).toBeGreaterThan(0);
-    expect(leases).toBeLessThanOrEqual(CALLER_ROLLOUT_FAIRNESS.perKeyRunning);
     // Samples of A and B answered at once: at most A's places and B's one.
     expect(answering).toBeLessThanOrEqual(CALLER_ROLLOUT_FAIRNESS.perKeyRunning + 1);
+    expect(leases).toBeGreaterThan(0);
+    expect(leases).toBeLessThanOrEqual(CALLER_ROLLOUT_FAIRNESS.perKeyRunning);
     expect((await storedSlots(a)).sort((x, y) => x - y)).toEqual(Array.from({ length: 64 }, (_, i) => i));
     // Every rollout samples the same tokens: A's meter and its rescue's spend are 64 times B's one rollout.
     expect(sb.spent.policyTokens).toBeGreaterThan(0);
@@ -196,7 +211,7 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     expect(stack.processes!.pids("dispatch")).toHaveLength(PROCESSES);
   }, 180_000);
 
-  it("a dispatch process killed mid-rescue 10 times: every slot stored once or failed with a code within the visibility timeout and 60 s, each metered once", async () => {
+  it(`a dispatch process killed mid-rescue ${KILLS} times: every slot stored once or failed with a code within the visibility timeout and 60 s, each metered once", async () => {
     const one = await ended("k-b", await startRescue("k-b", 1, 1), 60_000);
     expect(one.status).toBe("done");
     const perRollout = one.spent.policyTokens;
@@ -205,7 +220,7 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     const restartsBefore = stack.processes!.restarts("dispatch");
     const a = await startRescue("k-a", 2, 32);
     let lastKill = Date.now();
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < KILLS; i++) {
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
       let pids = stack.processes!.pids("dispatch");
       while (!pids.length) {
@@ -236,6 +251,42 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     expect([...spentSlots].every((i) => stored.includes(i) || failed.has(i))).toBe(true);
     expect(end.spent.policyTokens).toBe(spentSlots.size * perRollout);
     expect((await stack.stores.meter.get("k-a")).policyTokens - meteredBefore).toBe(spentSlots.size * perRollout);
-    expect(stack.processes!.restarts("dispatch") - restartsBefore).toBe(10);
+    expect(stack.processes!.restarts("dispatch") - restartsBefore).toBe(KILLS);
+  }, 240_000);
+
+  it("a coordinator process killed mid-run: its run is taken over once its lease lapses and ends done", async () => {
+    const started = await call("k-x", "POST", "/v1/experiments", {
+      seeds: [3],
+      arms: ["grpo"],
+      train: { steps: 8, batchSize: 4, curveEvery: 0, auditEvery: 0 },
+      evalSamples: 3,
+      evalTasks: 6,
+    });
+    expect(started.status, await started.clone().text()).toBe(202);
+    const { id } = (await started.json()) as { id: string };
+    const read = async () =>
+      (await (await call("k-x", "GET", `/v1/experiments/${id}`)).json()) as {
+        status: string;
+        attempts: number;
+        progress: { done: number; label: string };
+      };
+    // Killed once it is running (its lease taken), before it ends.
+    let seen = await read();
+    for (let i = 0; i < 400 && seen.status !== "running"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await read();
+    }
+    expect(seen.status).toBe("running");
+    const [coordinator] = stack.processes!.pids("coordinator");
+    process.kill(coordinator!, "SIGKILL");
+    const killedAt = Date.now();
+    for (let i = 0; i < 600 && !["done", "failed", "stopped"].includes(seen.status); i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      seen = await read();
+    }
+    expect(seen.status, seen.progress.label).toBe("done");
+    expect(seen.attempts).toBeGreaterThanOrEqual(2);
+    expect(Date.now() - killedAt).toBeLessThanOrEqual((VISIBILITY_S + 60) * 1000 + LEASE_MS);
+    expect(stack.processes!.restarts("coordinator")).toBe(1);
   }, 240_000);
 });

@@ -48,10 +48,15 @@ describe("the coordinator use-case", () => {
       unbilled: () => ({ sqsRequests: 7 }),
       quoteBasis: quoteBasisOn(meter),
     };
-    // Act + Assess
-    expect(await runExperimentJob("e1", deps)).toBe("duplicate");
-    clock.advance(60_001);
-    const done = await runExperimentJob("e1", deps);
+    // Act + Assess: a delivery meanwhile leaves it, and asks to look again once the lease lapses (issue 71: the
+    // message is not lost while a dead attempt's lease runs out).
+    const watch = new MemoryQueue();
+    clock.advance(20_000);
+    expect(await runExperimentJob("e1", { ...deps, continueOn: watch })).toBe("duplicate");
+    expect(watch.take().map((m: Envelope) => m.type)).toEqual(["experiment.requested"]);
+    expect(watch.delays).toEqual([41]);
+    clock.advance(40_001);
+    const done = await runExperimentJob("e1", { ...deps, continueOn: watch });
     expect(done).not.toBe("duplicate");
     const stored = (await experiments.get("e1"))!;
     expect(stored.status).toBe("done");
@@ -65,6 +70,9 @@ describe("the coordinator use-case", () => {
       sqsRequests: 7,
     });
     expect(coordinator.take().map((m: Envelope) => m.type)).toEqual(["experiment.requested"]);
+    // A delivery after the run ended asks for nothing more.
+    expect(await runExperimentJob("e1", { ...deps, continueOn: watch })).toBe("duplicate");
+    expect(watch.take()).toEqual([]);
   }, 60_000);
 
   it("a finished run's usage and its place in the quotes' basis are metered before it is saved done", async () => {

@@ -28,6 +28,8 @@ export interface ServeWorkersData {
    */
   /** An experiment's rollouts run in its coordinator, not through the queue (dispatch runs in processes of its own). */
   rolloutsInProcess?: boolean;
+  /** A coordinator attempt's lease on its run, unrenewed (default 120 s; a test of a killed coordinator: seconds). */
+  coordinatorLeaseMs?: number;
   experiments?: {
     families: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
     models?: readonly ModelAtWorker[];
@@ -64,6 +66,7 @@ export async function buildServeWorkers(raw: unknown): Promise<LocalWorkerOption
     }),
     allowLoopbackEndpoints: data.allowLoopbackEndpoints,
     allowEndpointCidrs: data.allowEndpointCidrs,
+    ...(data.coordinatorLeaseMs ? { coordinatorLeaseMs: data.coordinatorLeaseMs } : {}),
     // A caller's rescue may name the embedded suite as its environment (its tasks by id, as text).
     builtinEnvironments: { embedded: new TextEnvironment(setup.env) },
   };

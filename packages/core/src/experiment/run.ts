@@ -117,7 +117,35 @@ const CANCELLED: StopReason = { kind: "cancelled", detail: "cancelled by its key
 export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promise<ExperimentRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 120_000;
   const claimed = await claimJob(deps.experiments, id, "experiment", deps.clock, leaseMs);
-  return claimed === "duplicate" ? claimed : new ExperimentRun(claimed, leaseMs, deps).execute();
+  if (claimed !== "duplicate") return new ExperimentRun(claimed, leaseMs, deps).execute();
+  await watchHeldLease(id, deps);
+  return claimed;
+}
+
+/** The longest SQS delays a message (s): a lease further off is looked at again after this. */
+const MAX_DELAY_SECONDS = 900;
+
+/**
+ * A delivery that finds the run held by another attempt's unlapsed lease: that attempt may be running, or its process
+ * may have died (killed, past its timeout) with the lease left to lapse. The run is looked at again once the lease
+ * lapses (a message delayed that long): a live attempt has renewed it by then (looked at again later), a dead one's
+ * run is claimed and resumes after the units it finished. A run that ended is left alone.
+ */
+async function watchHeldLease(id: string, deps: CoordinatorDeps): Promise<void> {
+  const record = await deps.experiments.get(id);
+  if (!deps.continueOn || record?.status !== "running" || record.leaseUntil === undefined) return;
+  const waitMs = Math.max(0, record.leaseUntil - deps.clock.now());
+  await deps.continueOn.send(
+    [
+      envelope(
+        "experiment.requested",
+        `experiment:${id}:lease-${record.leaseUntil}`,
+        { experimentId: id },
+        { keyId: record.keyId, jobId: id },
+      ),
+    ],
+    { delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(waitMs / 1000) + 1) },
+  );
 }
 
 /** One claimed attempt at a run: its record, the writes in flight, and whether its key cancelled it. */
