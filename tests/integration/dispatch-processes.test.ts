@@ -211,7 +211,7 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     expect(stack.processes!.pids("dispatch")).toHaveLength(PROCESSES);
   }, 180_000);
 
-  it(`a dispatch process killed mid-rescue ${KILLS} times: every slot stored once or failed with a code within the visibility timeout and 60 s, each metered once", async () => {
+  it(`a dispatch process killed mid-rescue ${KILLS} times: every slot stored once or failed with a code within the visibility timeout and 60 s, each metered once`, async () => {
     const one = await ended("k-b", await startRescue("k-b", 1, 1), 60_000);
     expect(one.status).toBe("done");
     const perRollout = one.spent.policyTokens;
