@@ -154,7 +154,13 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const { stores, queues } = clients;
     const { events, metrics, progress } = observability(opts, sqs, wiring);
     workers = await startWorkers(
-      { ...opts, onRolloutStored: (jobId, index) => progress.stored(jobId, index) },
+      {
+        ...opts,
+        onRolloutStored: (jobId, index) => {
+          progress.stored(jobId, index);
+          opts.onRolloutStored?.(jobId, index);
+        },
+      },
       wiring,
       log,
       events,

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { PlaceStats } from "@harness-s/adapters/stores";
 import type { LocalWiring, LocalWorkerOptions, WorkerName } from "./workers.ts";
 import { startLocalWorkers } from "./workers.ts";
 import { DISPATCH_CONCURRENCY } from "../../infra/settings.ts";
@@ -15,17 +16,23 @@ export interface WorkerProcessesSpec {
   count: Partial<Record<WorkerName, number>>;
 }
 
+const NO_STATS: PlaceStats = { holds: 0, writes: 0, conflicts: 0 };
+
 /** How long a process may take to stop (a batch in flight) before it is killed. */
 const STOP_GRACE_MS = 5_000;
 /** How long after a process ended unasked a new one starts in its place (a new invocation). */
 const RESTART_MS = 500;
 
-type ToChild = { kind: "start"; wiring: LocalWiring; data: unknown; worker: WorkerName; invocations: number } | "stop";
+type ToChild =
+  | { kind: "start"; wiring: LocalWiring; data: unknown; worker: WorkerName; invocations: number }
+  | "stop"
+  | "stats";
 type FromChild =
   | { kind: "ready" }
   | { kind: "error"; message: string }
   | { kind: "log"; line: string }
-  | { kind: "stored"; jobId: string; index: number };
+  | { kind: "stored"; jobId: string; index: number }
+  | { kind: "stats"; places: PlaceStats };
 
 /** The running worker processes: their pids by worker, and stop (each asked, then killed past its grace). */
 export interface WorkerProcesses {
@@ -33,6 +40,8 @@ export interface WorkerProcesses {
   pids: (worker: WorkerName) => number[];
   /** Processes that ended unasked and were started again, by worker (a kill, a crash). */
   restarts: (worker: WorkerName) => number;
+  /** What the worker's running processes' running places met so far (holds, writes, conflicts), summed. */
+  placeStats: (worker: WorkerName) => Promise<PlaceStats>;
   stop: () => Promise<void>;
 }
 
@@ -60,6 +69,7 @@ export async function startWorkerProcesses(
       let ready = false;
       child.on("message", (m: FromChild) => {
         if (m.kind === "stored") onStored?.(m.jobId, m.index);
+        else if (m.kind === "stats") child.emit("stats", m.places);
         else if (m.kind === "log") log(m.line);
         else if (m.kind === "ready") {
           ready = true;
@@ -102,6 +112,22 @@ export async function startWorkerProcesses(
     pids: (worker) =>
       (running.get(worker) ?? []).filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid!),
     restarts: (worker) => restarted.get(worker) ?? 0,
+    placeStats: async (worker) => {
+      const live = (running.get(worker) ?? []).filter((c) => c.connected);
+      const each = await Promise.all(
+        live.map(
+          (c) =>
+            new Promise<PlaceStats>((resolve) => {
+              c.once("stats", resolve);
+              c.send("stats" satisfies ToChild);
+            }),
+        ),
+      );
+      return each.reduce(
+        (a, b) => ({ holds: a.holds + b.holds, writes: a.writes + b.writes, conflicts: a.conflicts + b.conflicts }),
+        { holds: 0, writes: 0, conflicts: 0 },
+      );
+    },
     stop,
   };
 }
@@ -135,8 +161,9 @@ export function runWorkerProcess(build: (data: unknown) => Promise<LocalWorkerOp
   const send = (m: FromChild) => process.send?.(m);
   // The parent's end: this process ends with it (its batches in flight are redelivered).
   process.on("disconnect", () => process.exit(0));
-  let workers: { stop: () => Promise<void> } | undefined;
+  let workers: Awaited<ReturnType<typeof startLocalWorkers>> | undefined;
   process.on("message", async (m: ToChild) => {
+    if (m === "stats") return void send({ kind: "stats", places: workers?.placeStats() ?? NO_STATS });
     if (m === "stop") {
       await workers?.stop();
       process.exit(0);

@@ -11,6 +11,7 @@ import {
   DynamoRunningPlaces,
   FolderExperimentArtifacts,
   FullSlotsMemo,
+  type PlaceStats,
   type RolloutWrites,
 } from "@harness-s/adapters/stores";
 import { ConsumptionMeter, meteredAwsClients } from "@harness-s/adapters/metering";
@@ -173,7 +174,7 @@ const lineSinks =
 export async function startLocalWorkers(
   wiring: LocalWiring,
   opts: LocalWorkerOptions,
-): Promise<{ stop: () => Promise<void> }> {
+): Promise<{ stop: () => Promise<void>; placeStats: () => PlaceStats }> {
   const logOf = lineSinks(opts);
   const log = logOf("metering");
   const { ddb, doc, sqs, stores, queues, consumption } = connect(wiring);
@@ -185,6 +186,8 @@ export async function startLocalWorkers(
   });
   let running = true;
   const pollers: Promise<void>[] = [];
+  // The key's running places this process's dispatch holds (its holds, writes and conflicts: `placeStats`).
+  const places = new DynamoRunningPlaces(doc, wiring.tables);
   // Each queue as Lambda's event source drives it: batches handed over as they arrive, up to the
   // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
   const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
@@ -235,7 +238,7 @@ export async function startLocalWorkers(
       createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }),
     );
     const callers = localCallers(stores, opts);
-    const dispatch = localDispatchHandler(opts, wiring, doc, stores, queues, callers, logOf, metering);
+    const dispatch = localDispatchHandler(opts, places, stores, queues, callers, logOf, metering);
     await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
     await startDeadLetters(
       createDeadLetterHandler({
@@ -263,7 +266,7 @@ export async function startLocalWorkers(
     await stop();
     throw err;
   }
-  return { stop };
+  return { stop, placeStats: () => ({ ...places.stats }) };
 }
 
 /** The queue's ARN, and how long its poller holds a received batch: the queue's visibility timeout and the worker's. */
@@ -286,8 +289,7 @@ async function queueHold(
 /** The dispatch worker's handler: rescues' rollouts sampled at the service's or the callers' policies, stored. */
 function localDispatchHandler(
   opts: LocalWorkerOptions,
-  wiring: LocalWiring,
-  doc: ReturnType<typeof connect>["doc"],
+  places: DynamoRunningPlaces,
   stores: Stores,
   queues: WorkerQueues,
   callers: CallerPolicyRunners,
@@ -301,7 +303,7 @@ function localDispatchHandler(
     pools: new CachedPoolStore(stores.pools),
     tasks: opts.tasks,
     fairness: {
-      slots: new FullSlotsMemo(new DynamoRunningPlaces(doc, wiring.tables), systemClock),
+      slots: new FullSlotsMemo(places, systemClock),
       clock: systemClock,
       requeue: queues.dispatch.queue,
     },

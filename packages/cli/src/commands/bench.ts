@@ -7,6 +7,8 @@ import { benchMetering } from "./bench-metering.ts";
 import { benchQueue } from "./bench-queue.ts";
 import { benchRescue } from "./bench-rescue.ts";
 import { benchWorker } from "./bench-worker.ts";
+import { benchDispatchProcesses, formatProcessesRows } from "./bench-dispatch.ts";
+import { benchRoundTrips, formatRoundTrips } from "./bench-round-trips.ts";
 
 /** A policy that picks uniformly: the baseline for the embedded policy's cost per step. */
 const uniformPolicy: Policy = {
@@ -83,4 +85,16 @@ export async function benchCommand(opts: { seconds: number; worker?: boolean }):
   for (const line of await benchQueue(instance, deps.env, policy, opts.seconds)) console.log(line);
   for (const line of await benchRescue(instance, deps, opts.seconds)) console.log(line);
   if (opts.worker) for (const line of await benchWorker(opts.seconds)) console.log(line);
+  await benchDispatchCommand();
+}
+
+/**
+ * The dispatch benches (`bench --dispatch` runs only these): a key's rollouts through 1, 2 and 4 dispatch processes,
+ * then a rescue's store and queue requests in sequence.
+ */
+export async function benchDispatchCommand(): Promise<void> {
+  const deps = embeddedSetup(defaultEmbeddedSettings);
+  const instance = await deps.instance(1);
+  for (const line of formatProcessesRows(await benchDispatchProcesses(instance, deps))) console.log(line);
+  for (const line of formatRoundTrips(await benchRoundTrips(instance, deps))) console.log(line);
 }

@@ -44,6 +44,11 @@ export const bench = declareCommand({
       `${SERVICE_SUITE} (the suite, the router, the API, the queues), or a family's own environment benchmark: ${familyNames("bench").join(", ")} (e.g. DBBench's cost per rollout on SQLite and MariaDB)`,
       { choices: [SERVICE_SUITE, ...familyNames("bench")] },
     ),
+    dispatch: flag(
+      z.boolean().default(false),
+      null,
+      "only the dispatch benches: a key's 64 rollouts through 1, 2 and 4 dispatch processes (leases, conflicts, rollouts per CPU second), and a rescue's store and queue requests in sequence",
+    ),
     mysqlUrl: flag(
       z.url().default("mysql://root@127.0.0.1:3306"),
       "<url>",
@@ -53,6 +58,7 @@ export const bench = declareCommand({
   run: async (o) => {
     const own = o.env === SERVICE_SUITE ? undefined : familyFor(o.env, "bench").bench;
     if (own) for (const line of await own(o)) console.log(line);
+    else if (o.dispatch) await (await import("../commands/bench.ts")).benchDispatchCommand();
     else await (await import("../commands/bench.ts")).benchCommand({ seconds: o.seconds, worker: o.worker });
   },
 });

@@ -30,6 +30,8 @@ export class DynamoRunningPlaces implements RescueSlots {
   readonly stats: PlaceStats = { holds: 0, writes: 0, conflicts: 0 };
   /** The place each of this process's holders took (a release deletes it without a read). */
   private readonly placeOf = new Map<string, string>();
+  /** Places this process holds or is taking now, by key: its own holds never try the same place at once. */
+  private readonly mine = new Map<string, Set<string>>();
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -55,7 +57,8 @@ export class DynamoRunningPlaces implements RescueSlots {
       const leases = await this.leases(keyId);
       const now = asked[pending[0]!]!.now;
       const next: number[] = [];
-      const free = freePlaces(leases, asked[pending[0]!]!.limit, now);
+      const busy = this.mine.get(keyId) ?? new Set<string>();
+      const free = freePlaces(leases, asked[pending[0]!]!.limit, now).filter((p) => !busy.has(p));
       await Promise.all(
         pending.map(async (i) => {
           const h = asked[i]!;
@@ -64,7 +67,10 @@ export class DynamoRunningPlaces implements RescueSlots {
           if (place === undefined) return void answers.set(i, false);
           const n = (tries.get(i) ?? 0) + 1;
           tries.set(i, n);
-          if (await this.take(keyId, place, h)) return void answers.set(i, true);
+          this.claim(keyId, place);
+          if (await this.take(keyId, place, h).catch((err) => this.unclaim(keyId, place, err)))
+            return void answers.set(i, true);
+          this.unclaim(keyId, place);
           if (n >= PLACE_ATTEMPTS) throw new ConflictError(`key ${keyId}'s running places changed ${n} times`);
           next.push(i);
         }),
@@ -85,6 +91,7 @@ export class DynamoRunningPlaces implements RescueSlots {
     const place = this.placeOf.get(id) ?? (await this.leases(keyId)).find((l) => l.holder === id)?.place;
     this.placeOf.delete(id);
     if (place === undefined) return;
+    this.unclaim(keyId, place);
     try {
       await aws("release a running place", () =>
         this.doc.send(
@@ -104,6 +111,21 @@ export class DynamoRunningPlaces implements RescueSlots {
 
   async held(keyId: string, now: number): Promise<number> {
     return (await this.leases(keyId)).filter((l) => l.until > now).length;
+  }
+
+  /** Notes a place this process is taking (or holds) for the key. */
+  private claim(keyId: string, place: string): void {
+    const set = this.mine.get(keyId) ?? new Set<string>();
+    this.mine.set(keyId, set.add(place));
+  }
+
+  /** Lets a place go from this process's notes (its take lost, failed, or its hold was released); rethrows `err`. */
+  private unclaim(keyId: string, place: string, err?: unknown): false {
+    const set = this.mine.get(keyId);
+    set?.delete(place);
+    if (set?.size === 0) this.mine.delete(keyId);
+    if (err !== undefined) throw err;
+    return false;
   }
 
   /** The key's leases as they are now (a consistent Query of its places). */
