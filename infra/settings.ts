@@ -62,7 +62,7 @@ export const WORKERS = {
  */
 export const DISPATCH_DEAD_LETTERS = {
   handler: "functions/dispatch/dead-letters-lambda.handler",
-  memory: "512 MB",
+  memory: "1024 MB",
   timeout: "30 seconds",
   batch: 10,
 } as const;

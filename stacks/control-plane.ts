@@ -51,7 +51,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
     { panel, policy, endpointCidrs, poolProposer, reportsBucket: reports.bucket },
     gpu,
   );
-  subscribeDeadLetters(t, dispatchQueue.deadLetters);
+  const deadLetters = subscribeDeadLetters(t, dispatchQueue.deadLetters);
 
   // The first admin key's hash: the API only (the one function that authenticates keys).
   // Reports: the API reads them (ReportsRead), the coordinator above writes them.
@@ -80,6 +80,7 @@ export async function controlPlane(opts: { gpuEndpoint: boolean } = { gpuEndpoin
       coordinator: { queue: coordinatorQueue, subscriber: coordinatorWorker },
     },
     api,
+    others: { DispatchDeadLetters: deadLetters },
     ...(gpu ? { gpu: gpu.health } : {}),
   });
 

@@ -22,6 +22,8 @@ export interface Observed {
   /** Each worker's queue (its DLQ is the one its redrive policy names) and its subscription. */
   workers: Record<WorkerName, { queue: sst.aws.Queue; subscriber: ReturnType<sst.aws.Queue["subscribe"]> }>;
   api: sst.aws.Function;
+  /** Functions on other queues than the workers' (the dispatch DLQ's consumer), by name: alarmed and drawn as they are. */
+  others?: Record<string, ReturnType<sst.aws.Queue["subscribe"]>>;
   /**
    * The GPU endpoint's balancer and target group, by ARN suffix (CloudWatch's dimensions); absent without the endpoint.
    */
@@ -38,6 +40,9 @@ export function observability(observed: Observed) {
         title(worker),
         lambdaOf(w.subscriber.apply((s) => s.nodes.function)),
       ]),
+    ),
+    ...Object.fromEntries(
+      Object.entries(observed.others ?? {}).map(([name, s]) => [name, lambdaOf(s.apply((x) => x.nodes.function))]),
     ),
   } as Record<string, Lambda>;
   const queues = Object.entries(observed.workers).map(([worker, w]) => ({

@@ -10,6 +10,7 @@ import {
   API_MEMORY,
   CONSOLE_BUNDLE,
   DISPATCH_CONCURRENCY,
+  DISPATCH_DEAD_LETTERS,
   LAMBDA_RUNTIME,
   WORKERS,
   memoryGb,
@@ -125,10 +126,14 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
 
   it("pins the Lambda runtime and bundles every handler the stacks name", () => {
     const functions = ofType("aws:lambda/function:Function");
-    expect(functions).toHaveLength(5);
+    expect(functions).toHaveLength(6);
     for (const f of functions) expect(f.inputs.runtime).toBe(LAMBDA_RUNTIME);
     expect([...builds].sort()).toEqual(
-      ["functions/api/lambda.handler", ...Object.values(WORKERS).map((w) => w.handler)].sort(),
+      [
+        "functions/api/lambda.handler",
+        ...Object.values(WORKERS).map((w) => w.handler),
+        DISPATCH_DEAD_LETTERS.handler,
+      ].sort(),
     );
   });
 
@@ -167,14 +172,19 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       "UsageTable",
     ]);
     // Dispatch reads the caller's registered endpoint for a rescue's rollouts, and meters their spend to the key.
+    // Its running places (issue 71) and the markers that meter a slot once (Processed).
     expect(grants("DispatchQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
       "PolicyEndpointsTable",
       "PoolsTable",
+      "ProcessedTable",
       "RescueJobsTable",
       "RolloutsTable",
+      "RunningPlacesTable",
       "UsageDaysTable",
       "UsageTable",
     ]);
+    // The dispatch DLQ's consumer reads a slot's rollout and fails its slot on its rescue: those two tables only.
+    expect(grants("DispatchDlqSubscriber", "dynamodb:UpdateItem").sort()).toEqual(["RescueJobsTable", "RolloutsTable"]);
     expect(grants("ProfileQueueSubscriber", "dynamodb:PutItem").sort()).toEqual([
       "ProcessedTable",
       "ProfilesTable",
@@ -257,12 +267,13 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
     expect(api.inputs.memorySize).toBe(memoryGb(API_MEMORY) * 1024);
     for (const f of ofType("aws:lambda/function:Function").filter((g) => !g.name.startsWith("Api")))
       expect(f.inputs.memorySize).toBe(memoryGb(WORKERS.dispatch.memory) * 1024);
+    expect(memoryGb(DISPATCH_DEAD_LETTERS.memory)).toBe(memoryGb(WORKERS.dispatch.memory));
     const table = one("aws:dynamodb/table:Table", "GatewayEpisodesTable").inputs;
     expect(table.ttl).toMatchObject({ attributeName: "expiresAt", enabled: true });
     const roles = ofType("aws:iam/role:Role")
       .map((r) => r.name)
-      .filter((name) => /^(ApiRole|\w+QueueSubscriber\w*FunctionRole)$/.test(name));
-    expect(roles).toHaveLength(5);
+      .filter((name) => /^(ApiRole|\w+(Queue|Dlq)Subscriber\w*FunctionRole)$/.test(name));
+    expect(roles).toHaveLength(6);
     expect(roles.filter((role) => grants(role, "dynamodb:Query").includes("GatewayEpisodesTable"))).toEqual([
       expect.stringMatching(/^ApiRole/),
     ]);
@@ -430,7 +441,7 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
       .map(([handler]) => handler);
     expect(carriers.sort()).toEqual([WORKERS.coordinator.handler, WORKERS.dispatch.handler].sort());
     for (const fn of ofType("aws:lambda/function:Function").filter((f) =>
-      carriers.some((h) => f.name.startsWith(h === WORKERS.dispatch.handler ? "Dispatch" : "Coordinator")),
+      carriers.some((h) => f.name.startsWith(h === WORKERS.dispatch.handler ? "DispatchQueue" : "CoordinatorQueue")),
     )) {
       expect(fn.inputs.vpcConfig?.subnetIds, fn.name).toEqual(privateSubnets.filter((s) => /PolicyVpc/.test(s)));
       expect(balancerGroup.ingress.flatMap((r: { securityGroups?: string[] }) => r.securityGroups ?? [])).toEqual(
@@ -499,11 +510,14 @@ describe("infrastructure (sst.config.ts under Pulumi mocks)", () => {
           "PolicyEndpoints",
           "PolicyGpuEndpoint",
           "Pools",
+          "Processed",
           "RescueJobs",
           "Rollouts",
+          "RunningPlaces",
         ],
         ...shared,
       ],
+      [DISPATCH_DEAD_LETTERS.handler]: ["RescueJobs", "Rollouts"],
       [WORKERS.coordinator.handler]: [
         ...[
           "Ballots",
@@ -585,7 +599,13 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
   const title = (worker: string) => worker[0]!.toUpperCase() + worker.slice(1);
   const lambda = (name: string) =>
     ofType("aws:lambda/function:Function").find((f) =>
-      f.name.startsWith(name === "Api" ? "ApiFunction" : `${name}QueueSubscriber`),
+      f.name.startsWith(
+        name === "Api"
+          ? "ApiFunction"
+          : name === "DispatchDeadLetters"
+            ? "DispatchDlqSubscriber"
+            : `${name}QueueSubscriber`,
+      ),
     )!.inputs;
   /** Each alarm fires into the topic and says so again when it clears. */
   const notifies = { period: ALARM_PERIOD_SECONDS, alarmActions: [topicArn], okActions: [topicArn] };
@@ -634,7 +654,7 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
   });
 
   it("alarms on each function's errors and throttles: any", () => {
-    const functions = ["Api", ...Object.keys(WORKERS).map(title)];
+    const functions = ["Api", ...Object.keys(WORKERS).map(title), "DispatchDeadLetters"];
     expect(functions).toHaveLength(ofType("aws:lambda/function:Function").length);
     for (const name of functions)
       for (const metric of ["Errors", "Throttles"])
@@ -671,7 +691,7 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
 
   it("has no other alarm, and every one notifies the Alarms topic, which emails the AlarmEmail secret's address", () => {
     const alarms = ofType("aws:cloudwatch/metricAlarm:MetricAlarm");
-    expect(alarms).toHaveLength(Object.keys(WORKERS).length * 2 + (Object.keys(WORKERS).length + 1) * 2 + 1);
+    expect(alarms).toHaveLength(Object.keys(WORKERS).length * 2 + (Object.keys(WORKERS).length + 2) * 2 + 1);
     for (const a of alarms) expect(a.inputs, a.name).toMatchObject(notifies);
     expect(ofType("aws:sns/topic:Topic").map((t) => t.name)).toEqual(["Alarms"]);
     expect(ofType("aws:sns/topicSubscription:TopicSubscription").map((s) => s.inputs)).toEqual([
@@ -705,7 +725,7 @@ describe("alarms and the dashboard (issue 58, stacks/observability.ts)", () => {
     });
     const spend = filters.filter((f) => f.inputs.metricTransformation.name === "CostOfGoodsUsd");
     expect(spend.map((f) => f.inputs.logGroupName).sort()).toEqual(
-      ["Api", ...Object.keys(WORKERS).map(title)].map(logGroup).sort(),
+      ["Api", ...Object.keys(WORKERS).map(title), "DispatchDeadLetters"].map(logGroup).sort(),
     );
     for (const f of spend)
       expect(f.inputs).toMatchObject({

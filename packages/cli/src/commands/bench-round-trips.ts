@@ -9,9 +9,9 @@ import { startProcessesBench } from "./bench-dispatch.ts";
 /** Rescue sizes the round trips are counted for. */
 export const ROUND_TRIP_SIZES = [1, 8, 32] as const;
 /** The latency added to every request of one service while the other answers as it does (ms). */
-const ADDED_MS = 40;
-/** Rescues timed per size and latency (the median is kept). */
-const REPEATS = 5;
+const ADDED_MS = 100;
+/** Rounds per size, each timing one rescue as the stores answer, one with DynamoDB slowed, one with SQS slowed. */
+const REPEATS = 7;
 
 /**
  * What a request costs deployed, as AWS states it: DynamoDB "single-digit millisecond" reads and writes
@@ -83,21 +83,22 @@ export async function benchRoundTrips(instance: SeedInstance, setup: Setup): Pro
       await bench.ended("busy", id);
       return ms;
     };
-    const median = async (size: number) => {
-      const ms: number[] = [];
-      for (let i = 0; i < REPEATS; i++) ms.push(await timed(size));
-      return ms.sort((a, b) => a - b)[Math.floor(REPEATS / 2)]!;
-    };
-    await median(8); // warm: connections, JITs
+    const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)]!;
     const rows: RoundTripRow[] = [];
     for (const size of ROUND_TRIP_SIZES) {
-      const none = await median(size);
-      dproxy.setDelay(ADDED_MS);
-      const slowStore = await median(size);
-      dproxy.setDelay(0);
-      sproxy.setDelay(ADDED_MS);
-      const slowQueue = await median(size);
-      sproxy.setDelay(0);
+      for (let i = 0; i < 2; i++) await timed(size); // warm at this size: connections, JITs, invocations
+      // The three ways in turns, a round at a time: a drift of the machine weighs on each alike.
+      const ways = { none: [] as number[], store: [] as number[], queue: [] as number[] };
+      for (let i = 0; i < REPEATS; i++) {
+        ways.none.push(await timed(size));
+        dproxy.setDelay(ADDED_MS);
+        ways.store.push(await timed(size));
+        dproxy.setDelay(0);
+        sproxy.setDelay(ADDED_MS);
+        ways.queue.push(await timed(size));
+        sproxy.setDelay(0);
+      }
+      const [none, slowStore, slowQueue] = [median(ways.none), median(ways.store), median(ways.queue)];
       rows.push({
         size,
         ms: { none, dynamo: slowStore, sqs: slowQueue },
@@ -115,7 +116,7 @@ export async function benchRoundTrips(instance: SeedInstance, setup: Setup): Pro
 export function formatRoundTrips(rows: readonly RoundTripRow[]): string[] {
   const { dynamo, sqsLow, sqsHigh } = CITED_LATENCY_MS;
   return [
-    `rescue round trips         (store and queue requests in sequence from the POST to the last slot stored: ${ADDED_MS} ms added to each request of one, time added / ${ADDED_MS} ms; median of ${REPEATS}; deployed at DynamoDB ${dynamo} ms, SQS ${sqsLow}–${sqsHigh} ms a request)`,
+    `rescue round trips         (store and queue requests in sequence from the POST to the last slot stored: ${ADDED_MS} ms added to each answer of one, time added / ${ADDED_MS} ms; medians of ${REPEATS} rounds; deployed at DynamoDB ${dynamo} ms, SQS ${sqsLow}–${sqsHigh} ms a request)`,
     ...rows.map((r) => {
       const low = r.store * dynamo + r.queue * sqsLow;
       const high = r.store * dynamo + r.queue * sqsHigh;
