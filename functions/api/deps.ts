@@ -1,4 +1,4 @@
-import { type ApiKeyStore, KEY_CHANGE_SECONDS, type KeyEventLog, type KeyRateLimiter } from "@harness-s/core/access";
+import { type ApiKeyStore, KEY_CHANGE_SECONDS, type KeyEventLog, type RateGate } from "@harness-s/core/access";
 import type { Clock, PoolStore, RolloutStore, TaskSource } from "@harness-s/core";
 import type { ExperimentArtifacts, ExperimentStore, ExperimentStepStore } from "@harness-s/core/experiment";
 import type { ServedOffers } from "@harness-s/core/models";
@@ -26,8 +26,11 @@ export interface ApiDeps {
   keys: ApiKeyStore;
   /** Each key's operations (created, updated, rotated, revoked), for admins to read. */
   keyEvents: KeyEventLog;
-  /** Each key's rate in this instance; none: createApp makes one (requests past a key's rate are a 429). */
-  rate?: KeyRateLimiter;
+  /**
+   * Each key's rate: shared buckets leased in blocks (deployed and `serve`: `SharedKeyRate`), or this instance's; none:
+   * createApp makes this instance's (requests past a key's rate are a 429).
+   */
+  rate?: RateGate;
   meter: UsageMeter;
   /** Where reported outcomes go; the `profile` worker applies them. */
   evidence: MessageQueue;

@@ -5,7 +5,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { ConsumptionMeter } from "@harness-s/adapters/metering";
 import { NotConfiguredError, type Clock } from "@harness-s/core";
-import { type ApiKeyStore, type KeyEventLog, bootstrapAdminKey } from "@harness-s/core/access";
+import { type ApiKeyStore, type KeyEventLog, SharedKeyRate, bootstrapAdminKey } from "@harness-s/core/access";
 import { spendTellingMeter, tariffOver } from "@harness-s/core/billing";
 import { statisticalVoters } from "@harness-s/core/voting";
 import { ServedModels, servedOffers, type ServedOffers } from "@harness-s/core/models";
@@ -13,6 +13,7 @@ import type { MessageQueue } from "@harness-s/core/messaging";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import {
   DECISION_CACHE_LIMITS,
+  DynamoRateBlocks,
   DynamoPolicyEndpointStore,
   MemoryDecisionCache,
   S3ExperimentArtifacts,
@@ -79,6 +80,10 @@ export async function apiLambdaDeps(
     ...withApiCaches(stores, clock),
     // Each meter write's cost of goods on the log too (the dashboard's spend).
     meter: spendTellingMeter(stores.meter, events, config.priceList),
+    // A key's rate across every concurrent environment of this function: tokens leased in blocks from its one bucket.
+    rate: new SharedKeyRate(new DynamoRateBlocks(doc, config.tables), clock, (line) =>
+      process.stderr.write(`${line}\n`),
+    ),
     evidence: queue(config.queues.profile, "profile"),
     dispatch: queue(config.queues.dispatch, "dispatch"),
     coordinator: queue(config.queues.coordinator, "coordinator"),

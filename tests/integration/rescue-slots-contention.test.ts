@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { DynamoRescueSlots, DynamoRunningPlaces } from "@harness-s/adapters/stores";
+import { DynamoRateBlocks, DynamoRescueSlots, DynamoRunningPlaces } from "@harness-s/adapters/stores";
 import { createTables, tableNames } from "@harness-s/adapters/dynamo";
 import { localCredentials } from "@harness-s/adapters/local";
 
@@ -131,5 +131,27 @@ describe("DynamoRescueSlots remembering what it wrote", () => {
     expect(await b.hold("k", "x", 3, 4, 0, 60_000)).toBe(true);
     await a.release("k", "x");
     expect(await b.held("k", 0)).toBe(0);
+  }, 30_000);
+});
+
+// Issue 71, item 4: a key's shared rate bucket, leased by several API instances at once, never grants more tokens than
+// it holds (its writes are version-checked: an instance that lost rereads).
+describe("DynamoRateBlocks leased by several instances at once", () => {
+  it("grants exactly the bucket's tokens, however the leases interleave; a full one tells the wait", async () => {
+    const names = tableNames("rate-");
+    await createTables(client, names);
+    const instances = Array.from({ length: 3 }, () => new DynamoRateBlocks(doc, names));
+    const rate = { perSecond: 10, burst: 10 };
+    const leases = await Promise.all(
+      instances.flatMap((b) => Array.from({ length: 4 }, () => b.lease("k", rate, 0, 2).catch(() => undefined))),
+    );
+    const granted = leases.reduce((n, l) => n + (l?.granted ?? 0), 0);
+    expect(granted).toBeLessThanOrEqual(10);
+    // Every token is leased once the contention is over: the bucket ends empty, whoever asks.
+    let rest = 0;
+    for (const b of instances) rest += (await b.lease("k", rate, 0, 10)).granted;
+    expect(granted + rest).toBe(10);
+    expect(await instances[0]!.lease("k", rate, 0, 1)).toEqual({ granted: 0, waitMs: 100 });
+    expect((await instances[1]!.lease("k", rate, 500, 10)).granted).toBe(5);
   }, 30_000);
 });

@@ -73,7 +73,7 @@ export const readOrWrite =
 export function authenticated(deps: Pick<ApiDeps, "keys" | "clock" | "rate">): MiddlewareHandler<KeyEnv> {
   return async (c, next) => {
     const key = await authenticate(c.req.header("authorization"), deps.keys, deps.clock);
-    deps.rate?.take(key);
+    await deps.rate?.take(key);
     c.set("key", key);
     await next();
   };

@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { Clock } from "@harness-s/core";
+import { DynamoRateBlocks } from "../stores/rate-blocks/dynamo.ts";
 import { DynamoApiKeyStore } from "../stores/api-keys/dynamo.ts";
 import { DynamoKeyEventLog } from "../stores/key-events/dynamo.ts";
 import { DynamoBallotStore } from "../stores/ballots/dynamo.ts";
@@ -44,6 +45,7 @@ export function dynamoStores(
     experimentSteps: new DynamoExperimentStepStore(doc, tables),
     endpoints: new DynamoPolicyEndpointStore(doc, tables),
     rescueSlots: new DynamoRescueSlots(doc, tables),
+    rateBlocks: new DynamoRateBlocks(doc, tables),
     gatewayEpisodes: new DynamoGatewayEpisodeStore(doc, tables),
     poolEvolutions: new DynamoPoolEvolutionStore(doc, tables),
   };

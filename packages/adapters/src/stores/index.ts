@@ -44,3 +44,5 @@ export { MemoryUsageMeter } from "./usage-meter/memory.ts";
 export { DynamoUsageMeter } from "./usage-meter/dynamo.ts";
 export type { CacheOptions } from "./read-cache.ts";
 export { createQueueWithDlq, SQS_MAX_DELAY_SECONDS, SqsQueue } from "./queue/sqs.ts";
+export { DynamoRateBlocks } from "./rate-blocks/dynamo.ts";
+export { MemoryRateBlocks } from "./rate-blocks/memory.ts";

@@ -9,7 +9,7 @@ import { startProcessesBench } from "./bench-dispatch.ts";
 /** Rescue sizes the round trips are counted for. */
 export const ROUND_TRIP_SIZES = [1, 8, 32] as const;
 /** The latency added to every request of one service while the other answers as it does (ms). */
-const ADDED_MS = 100;
+const ADDED_MS = 250;
 /** Rounds per size, each timing one rescue as the stores answer, one with DynamoDB slowed, one with SQS slowed. */
 const REPEATS = 7;
 

@@ -4,7 +4,7 @@ import { QuotaExceededError, UnauthenticatedError } from "./errors.ts";
 import type { ApiKeyRecord, ApiKeyStore, Scope } from "./keys.ts";
 import type { Usage, UsageMeter } from "../billing/usage.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
-import type { KeyRateLimiter } from "./rate.ts";
+import type { RateGate } from "./rate.ts";
 
 export function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
@@ -77,15 +77,15 @@ export async function authorize(
   return key;
 }
 
-/** What lets a known key's request in: its rate (this instance's buckets) and its request quota. */
-export type AdmitDeps = { keys: ApiKeyStore; meter: UsageMeter; clock?: Clock; rate?: KeyRateLimiter };
+/** What lets a known key's request in: its rate (shared buckets, or this instance's) and its request quota. */
+export type AdmitDeps = { keys: ApiKeyStore; meter: UsageMeter; clock?: Clock; rate?: RateGate };
 
 /**
  * A known key's request let in: a token of its rate taken (a 429 past it), then, with a quota, counted against it (a
  * 429 past it).
  */
 export async function admit(key: ApiKeyRecord, deps: AdmitDeps): Promise<void> {
-  deps.rate?.take(key);
+  await deps.rate?.take(key);
   if (key.requestQuota !== undefined && !(await deps.meter.addWithin(key.id, "requests", 1, key.requestQuota)))
     throw new QuotaExceededError(key.requestQuota, key.requestQuota);
 }
