@@ -155,13 +155,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const { stores, queues } = clients;
     const { events, metrics, progress } = observability(opts, sqs, wiring);
     workers = await startWorkers(
-      {
-        ...opts,
-        onRolloutStored: (jobId, index) => {
-          progress.stored(jobId, index);
-          opts.onRolloutStored?.(jobId, index);
-        },
-      },
+      { ...opts, onRolloutStored: alsoTelling(progress, opts.onRolloutStored) },
       wiring,
       log,
       events,
@@ -227,6 +221,13 @@ function apiDeps(
     ...(events ? { observability: { events, ...(metrics ? { metrics } : {}) } } : {}),
   };
 }
+
+/** Each rollout the workers store told to the rescues' progress (a status read waiting on it), and to `also`. */
+const alsoTelling =
+  (progress: LocalRescueProgress, also?: (jobId: string, index: number) => void) => (jobId: string, index: number) => {
+    progress.stored(jobId, index);
+    also?.(jobId, index);
+  };
 
 /** The stack's workers: here with `policies`, or on a thread of their own (`workersOn`); their events to `events`. */
 async function startWorkers(

@@ -189,41 +189,38 @@ export async function startLocalWorkers(
   // The key's running places this process's dispatch holds (its holds, writes and conflicts: `placeStats`).
   const places = new DynamoRunningPlaces(doc, wiring.tables);
   // Each queue as Lambda's event source drives it: batches handed over as they arrive, up to the
-  // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time).
-  const startWorker = async (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) => {
-    if (opts.only && !opts.only.includes(name)) return;
-    const url = wiring.queues[name].url;
-    const { arn, hold } = await queueHold(sqs, url, name);
+  // function's concurrency (dispatch: DISPATCH_CONCURRENCY; the others one at a time). The dispatch DLQ's consumer
+  // runs beside the dispatch worker (deployed: a function of its own on that DLQ).
+  const poll = async (on: QueueToPoll, handler: Parameters<typeof pollElastic>[2]) => {
+    if (opts.only && !opts.only.includes(on.worker)) return;
+    const { arn, hold } = await queueHold(sqs, on.url, on.worker);
     const onError = (err: unknown) => {
-      if (running) logOf(name)(`${name} poller: ${err instanceof Error ? err.message : String(err)}`);
+      if (running) logOf(on.worker)(`${on.label} poller: ${err instanceof Error ? err.message : String(err)}`);
     };
+    const { batchSize, maxInvocations } = on;
     pollers.push(
-      pollElastic(sqs, { url, arn }, handler, {
-        batchSize: WORKERS[name].batch,
-        waitSeconds: 1,
-        hold,
-        maxInvocations,
+      pollElastic(sqs, { url: on.url, arn }, handler, {
+        ...{ batchSize, waitSeconds: 1, hold, maxInvocations, onError },
         running: () => running,
-        onError,
       }),
     );
   };
-  // The dispatch DLQ's consumer, beside the dispatch worker (deployed: a function of its own on that DLQ).
-  const startDeadLetters = async (handler: Parameters<typeof pollElastic>[2]) => {
-    if (opts.only && !opts.only.includes("dispatch")) return;
-    const { dlqUrl: url } = wiring.queues.dispatch;
-    const { arn, hold } = await queueHold(sqs, url, "dispatch");
-    pollers.push(
-      pollElastic(sqs, { url, arn }, handler, {
+  const startWorker = (name: WorkerName, handler: Parameters<typeof pollElastic>[2], maxInvocations = 1) =>
+    poll(
+      { worker: name, label: name, url: wiring.queues[name].url, batchSize: WORKERS[name].batch, maxInvocations },
+      handler,
+    );
+  const startDeadLetters = (handler: Parameters<typeof pollElastic>[2]) =>
+    poll(
+      {
+        worker: "dispatch",
+        label: "dispatch DLQ",
+        url: wiring.queues.dispatch.dlqUrl,
         batchSize: DISPATCH_DEAD_LETTERS.batch,
-        waitSeconds: 1,
-        hold,
         maxInvocations: 1,
-        running: () => running,
-        onError: (err) => running && logOf("dispatch")(`dispatch DLQ poller: ${String(err)}`),
-      }),
+      },
+      handler,
     );
-  };
   const stop = async () => {
     running = false;
     await Promise.all(pollers);
@@ -233,33 +230,14 @@ export async function startLocalWorkers(
     sqs.destroy();
   };
   try {
-    await startWorker(
-      "profile",
-      createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }),
-    );
-    const callers = localCallers(stores, opts);
-    const dispatch = localDispatchHandler(opts, places, stores, queues, callers, logOf, metering);
-    await startWorker("dispatch", dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
-    await startDeadLetters(
-      createDeadLetterHandler({
-        jobs: stores.jobs,
-        rollouts: stores.rollouts,
-        maxReceives: WORKERS.dispatch.retry,
-        log: logOf("dispatch"),
-      }),
-    );
-    await startWorker(
-      "vote",
-      createVoteHandler({
-        voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters,
-        ballots: stores.ballots,
-        log: logOf("vote"),
-        metering: metering("vote"),
-      }),
-    );
+    const handlers = workerHandlers(opts, wiring, { stores, queues, consumption, places }, logOf, metering);
+    await startWorker("profile", handlers.profile);
+    await startWorker("dispatch", handlers.dispatch, opts.dispatchConcurrency ?? DISPATCH_CONCURRENCY);
+    await startDeadLetters(handlers.deadLetters);
+    await startWorker("vote", handlers.vote);
     await startWorker(
       "coordinator",
-      localCoordinatorHandler(opts, wiring, stores, queues, consumption, callers, logOf, metering),
+      handlers.coordinator,
       opts.coordinatorConcurrency ?? LOCAL_COORDINATOR_CONCURRENCY,
     );
   } catch (err) {
@@ -268,6 +246,38 @@ export async function startLocalWorkers(
   }
   return { stop, placeStats: () => ({ ...places.stats }) };
 }
+
+/** Each worker's handler as the local stack runs it, and the dispatch DLQ's consumer. */
+function workerHandlers(
+  opts: LocalWorkerOptions,
+  wiring: LocalWiring,
+  at: Pick<ReturnType<typeof connect>, "stores" | "queues" | "consumption"> & { places: DynamoRunningPlaces },
+  logOf: ReturnType<typeof lineSinks>,
+  metering: (name: WorkerName) => WorkerMetering,
+) {
+  const { stores, queues, consumption, places } = at;
+  const callers = localCallers(stores, opts);
+  return {
+    profile: createProfileHandler({ ledger: stores.profiles, log: logOf("profile"), metering: metering("profile") }),
+    dispatch: localDispatchHandler(opts, places, stores, queues, callers, logOf, metering),
+    deadLetters: createDeadLetterHandler({
+      jobs: stores.jobs,
+      rollouts: stores.rollouts,
+      maxReceives: WORKERS.dispatch.retry,
+      log: logOf("dispatch"),
+    }),
+    vote: createVoteHandler({
+      voters: opts.panel?.voters ?? opts.voters ?? statisticalVoters,
+      ballots: stores.ballots,
+      log: logOf("vote"),
+      metering: metering("vote"),
+    }),
+    coordinator: localCoordinatorHandler(opts, wiring, stores, queues, consumption, callers, logOf, metering),
+  };
+}
+
+/** A queue a worker's poller receives from: the worker it belongs to, its name in logs, its batch and concurrency. */
+type QueueToPoll = { worker: WorkerName; label: string; url: string; batchSize: number; maxInvocations: number };
 
 /** The queue's ARN, and how long its poller holds a received batch: the queue's visibility timeout and the worker's. */
 async function queueHold(

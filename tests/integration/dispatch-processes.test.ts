@@ -240,6 +240,11 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     expect(end.at - lastKill).toBeLessThanOrEqual((VISIBILITY_S + 60) * 1000);
     for (const f of end.failed) expect(f.code).toMatch(/^[A-Z_]+$/);
     const stored = await storedSlots(a);
+    const codes = end.failed.reduce<Record<string, number>>((n, f) => ({ ...n, [f.code]: (n[f.code] ?? 0) + 1 }), {});
+    // The run's figures, for the docs: what the kills cost and how soon the rescue ended.
+    console.info(
+      `${KILLS} kills: ${stored.length} slots stored, failed ${JSON.stringify(codes)}, ended ${((end.at - lastKill) / 1000).toFixed(1)} s after the last kill`,
+    );
     expect(new Set(stored).size).toBe(stored.length);
     expect(stored.length + end.failed.length).toBe(64);
     expect(end.completed).toBe(stored.length);

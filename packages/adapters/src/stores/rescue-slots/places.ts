@@ -6,6 +6,8 @@ import type { TableNames } from "../../dynamo/tables.ts";
 
 /** Writes one hold may try before it is answered "contended" (each a different free place; a reread when none is left). */
 export const PLACE_ATTEMPTS = 4;
+/** Keys whose leases a process remembers as last seen. */
+const SEEN_KEYS = 1_024;
 /** How long a lapsed lease's item outlives its lease before DynamoDB's time to live may delete it (s). */
 const PLACE_TTL_SECONDS = 3_600;
 
@@ -28,6 +30,11 @@ export interface PlaceStats {
  */
 export class DynamoRunningPlaces implements RescueSlots {
   readonly stats: PlaceStats = { holds: 0, writes: 0, conflicts: 0 };
+  /**
+   * Each key's leases as this process last read them, with its own takes and releases since: where its next holds try
+   * first (a guess: the conditional write decides). The least recently read key is forgotten past 1,024.
+   */
+  private readonly seen = new Map<string, Lease[]>();
   /** The place each of this process's holders took (a release deletes it without a read). */
   private readonly placeOf = new Map<string, string>();
   /** Places this process holds or is taking now, by key: its own holds never try the same place at once. */
@@ -43,9 +50,11 @@ export class DynamoRunningPlaces implements RescueSlots {
   }
 
   /**
-   * One read of the key's leases for every hold asked together, then a write per hold on distinct places, side by side.
-   * A hold whose write lost its place tries another free one, and rereads when none is left ({@link PLACE_ATTEMPTS}
-   * writes in all; then it is contended: ConflictError, and its rollout waits its turn).
+   * A write per hold asked together, on distinct places, side by side: first on places this process last saw free (no
+   * read: one request per hold while they are), and after a write that lost its place, or when none was seen free, on
+   * places a read of the key's leases finds free. A hold whose write lost tries another free place, and rereads when
+   * none is left ({@link PLACE_ATTEMPTS} writes in all; then it is contended: ConflictError, and its rollout waits its
+   * turn). "Full" is only ever answered from a read.
    */
   async holdMany(keyId: string, asked: readonly HoldRequest[]): Promise<boolean[]> {
     this.stats.holds += asked.length;
@@ -53,8 +62,13 @@ export class DynamoRunningPlaces implements RescueSlots {
     const answers = new Map<number, boolean>();
     const tries = new Map<number, number>();
     let pending = asked.map((_, i) => i);
+    const first = asked[0]!;
+    let seen: readonly Lease[] | undefined = this.seen.get(keyId) ?? [];
+    if (freePlaces(seen, first.limit, first.now).length === 0) seen = undefined;
     while (pending.length) {
-      const leases = await this.leases(keyId);
+      const leases = seen ?? (await this.leases(keyId));
+      const fromRead = seen === undefined;
+      seen = undefined;
       const now = asked[pending[0]!]!.now;
       const next: number[] = [];
       const busy = this.mine.get(keyId) ?? new Set<string>();
@@ -64,7 +78,10 @@ export class DynamoRunningPlaces implements RescueSlots {
           const h = asked[i]!;
           const own = leases.find((l) => l.holder === h.id && l.until > now);
           const place = own?.place ?? free.shift();
-          if (place === undefined) return void answers.set(i, false);
+          if (place === undefined) {
+            if (fromRead) return void answers.set(i, false);
+            return void next.push(i);
+          }
           const n = (tries.get(i) ?? 0) + 1;
           tries.set(i, n);
           this.claim(keyId, place);
@@ -92,6 +109,12 @@ export class DynamoRunningPlaces implements RescueSlots {
     this.placeOf.delete(id);
     if (place === undefined) return;
     this.unclaim(keyId, place);
+    const known = this.seen.get(keyId);
+    if (known)
+      this.seen.set(
+        keyId,
+        known.filter((l) => l.place !== place),
+      );
     try {
       await aws("release a running place", () =>
         this.doc.send(
@@ -140,7 +163,20 @@ export class DynamoRunningPlaces implements RescueSlots {
         }),
       ),
     );
-    return (out.Items ?? []).map((i) => ({ place: String(i.place), holder: String(i.holder), until: Number(i.until) }));
+    const leases = (out.Items ?? []).map((i) => ({
+      place: String(i.place),
+      holder: String(i.holder),
+      until: Number(i.until),
+    }));
+    this.remember(keyId, leases);
+    return leases;
+  }
+
+  /** Notes the key's leases as last seen here (bounded: the least recently noted key goes first). */
+  private remember(keyId: string, leases: Lease[]): void {
+    this.seen.delete(keyId);
+    this.seen.set(keyId, leases);
+    if (this.seen.size > SEEN_KEYS) this.seen.delete(this.seen.keys().next().value!);
   }
 
   /** Takes `place` for the hold unless another holder's unlapsed lease is there: whether it did. */
@@ -170,6 +206,8 @@ export class DynamoRunningPlaces implements RescueSlots {
         ),
       );
       this.placeOf.set(h.id, place);
+      const others = (this.seen.get(keyId) ?? []).filter((l) => l.place !== place);
+      this.remember(keyId, [...others, { place, holder: h.id, until: h.until }]);
       return true;
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
