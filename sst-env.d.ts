@@ -19,6 +19,7 @@ declare module "sst" {
     ExperimentSteps: { name: string; type: "sst.aws.Dynamo" };
     GatewayEpisodes: { name: string; type: "sst.aws.Dynamo" };
     PoolEvolutions: { name: string; type: "sst.aws.Dynamo" };
+    RunningPlaces: { name: string; type: "sst.aws.Dynamo" };
     Reports: { name: string; type: "sst.aws.Bucket" };
     ReportsRead: { name: string; type: "sst.sst.Linkable" };
     ProfileQueue: { url: string; type: "sst.aws.Queue" };

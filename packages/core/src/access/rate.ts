@@ -104,6 +104,11 @@ export const blockOf = (rate: KeyRate) =>
  */
 export class SharedKeyRate implements RateGate {
   private readonly blocks = new Map<string, { left: number; until: number }>();
+  /**
+   * When each key's shared bucket, found empty, has its next token: a request before then is refused here, with no
+   * store request (a flood past a key's rate costs the store one lease per token, not one per request).
+   */
+  private readonly emptyUntil = new Map<string, number>();
   private readonly fallback: KeyRateLimiter;
 
   constructor(
@@ -122,6 +127,8 @@ export class SharedKeyRate implements RateGate {
       held.left--;
       return;
     }
+    const empty = this.emptyUntil.get(key.id) ?? 0;
+    if (empty > now) throw new RateLimitedError(key.rate.perSecond, Math.min(empty - now, MAX_WAIT_MS));
     let lease: { granted: number; waitMs: number };
     try {
       lease = await this.store.lease(key.id, key.rate, now, blockOf(key.rate));
@@ -129,7 +136,12 @@ export class SharedKeyRate implements RateGate {
       this.log(`rate of key ${key.id}: its shared bucket failed (${String(err)}); this instance's bucket decides`);
       return this.fallback.take(key);
     }
-    if (lease.granted < 1) throw new RateLimitedError(key.rate.perSecond, Math.min(lease.waitMs, MAX_WAIT_MS));
+    if (lease.granted < 1) {
+      this.emptyUntil.set(key.id, now + lease.waitMs);
+      if (this.emptyUntil.size > RATE_LIMITER_KEYS) this.emptyUntil.delete(this.emptyUntil.keys().next().value!);
+      throw new RateLimitedError(key.rate.perSecond, Math.min(lease.waitMs, MAX_WAIT_MS));
+    }
+    this.emptyUntil.delete(key.id);
     // A block leased while another was in flight adds to what is left of it.
     const left = held && held.until > now ? held.left : 0;
     this.blocks.delete(key.id);

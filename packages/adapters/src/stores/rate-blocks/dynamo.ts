@@ -31,8 +31,13 @@ export class DynamoRateBlocks implements RateBlocks {
       this.known.delete(keyId);
       const { bucket, version } = remembered ?? (await this.read(keyId));
       const taken = takeTokens(bucket, now, rate, want);
-      // Nothing granted from a bucket only remembered: another instance may have left more; read it.
-      if (taken.granted === 0 && remembered) continue;
+      // Nothing granted from a bucket only remembered: another instance may have left more; read it. Nothing granted
+      // from what was just read: nothing to write.
+      if (taken.granted === 0) {
+        if (remembered) continue;
+        this.remember(keyId, { bucket, version });
+        return { granted: 0, waitMs: taken.waitMs };
+      }
       try {
         await aws("lease rate tokens", () =>
           this.doc.send(
