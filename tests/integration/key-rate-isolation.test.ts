@@ -9,7 +9,8 @@ import { seedPool, startApi } from "../api-factory.ts";
 
 // Issue 56, item 3: one key flooding past its rate never slows another key's requests. The flood
 // comes from a process of its own (as it would from another machine): its requests are refused
-// (429) by the API from the key's bucket in this instance, before any store request or metering,
+// (429) by the API from the key's shared bucket (issue 71: leased in blocks; a refusal while the bucket is known
+// empty costs no store request), before metering,
 // and held before their answer (RATE_LIMIT_HOLD_MS), so the flood slows to a request a connection
 // per hold. Without the hold, 8 connections sent ~1,000 refused requests a second and the other
 // key's p99 went from 65 to 120-150 ms.
