@@ -159,8 +159,10 @@ function stopChild(child: ChildProcess): Promise<void> {
  */
 export function runWorkerProcess(build: (data: unknown) => Promise<LocalWorkerOptions>): void {
   const send = (m: FromChild) => process.send?.(m);
-  // The parent's end: this process ends with it (its batches in flight are redelivered).
+  // The parent's end: this process ends with it (its batches in flight are redelivered). A Ctrl-C reaches the whole
+  // process group: the parent stops this one in order (its pollers, then its meter) instead.
   process.on("disconnect", () => process.exit(0));
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => undefined);
   let workers: Awaited<ReturnType<typeof startLocalWorkers>> | undefined;
   process.on("message", async (m: ToChild) => {
     if (m === "stats") return void send({ kind: "stats", places: workers?.placeStats() ?? NO_STATS });

@@ -56,6 +56,11 @@ export const DEFAULT_SERVED_MODELS = [{ name: "tiny", dir: "tiny" }] as const;
 /** `--models none`: no base model (experiments then run on each environment's own policy only). */
 export const ServedModelsFlag = z.union([
   z.literal("none").transform(() => [] as { name: string; dir: string }[]),
+  // As parsed once already (the command parses the options it is handed again): none.
+  z
+    .array(z.unknown())
+    .length(0)
+    .transform(() => [] as { name: string; dir: string }[]),
   ModelFolders,
 ]);
 
