@@ -13,6 +13,8 @@ describe("serve --models name=DIR,…", () => {
     ]);
     expect(ServeOptions.parse({ models: parsed }).models).toEqual(parsed);
     expect(ServeOptions.parse({}).models).toBeUndefined();
+    // `--models none`, parsed by the command line and again by the command: none, both times.
+    expect(ServeOptions.parse(ServeOptions.parse({ models: "none" })).models).toEqual([]);
   });
 
   it("refuses a model without a folder, a name twice, a bad name and nothing at all, saying which", () => {
