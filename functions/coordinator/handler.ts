@@ -48,6 +48,8 @@ export function createCoordinatorHandler(
         ...deps.poolEvolution,
         clock: deps.clock,
         ...(deps.meter ? { meter: deps.meter } : {}),
+        // A delivery under a dead attempt's lease is sent again for when it lapses, on the coordinator's own queue.
+        ...(deps.continueOn ? { lookAgainOn: deps.continueOn } : {}),
       });
     },
     { log: deps.log, metering: deps.metering },

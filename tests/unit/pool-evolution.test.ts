@@ -164,6 +164,20 @@ describe("pool evolution for a caller's environment (issue 55, item 4)", () => {
       environmentMs: 3 * rollouts,
     });
     expect(await runPoolEvolution("pev_1", { ...s, callers, clock: systemClock })).toBe("duplicate");
+    // Issue 71: a delivery while another attempt holds the lease (a coordinator killed mid-evolution) asks to look
+    // again once the lease lapses; after the job ended, a delivery asks for nothing.
+    const again = new MemoryQueue();
+    const held = await started(callers);
+    await held.evolutions.claim("pev_1", systemClock.now(), systemClock.now() + 30_000);
+    expect(await runPoolEvolution("pev_1", { ...held, callers, clock: systemClock, lookAgainOn: again })).toBe(
+      "duplicate",
+    );
+    expect(again.take().map((m) => m.type)).toEqual(["pool.evolve.requested"]);
+    expect(again.delays[0]).toBeGreaterThanOrEqual(30);
+    expect(await runPoolEvolution("pev_1", { ...s, callers, clock: systemClock, lookAgainOn: again })).toBe(
+      "duplicate",
+    );
+    expect(again.take()).toEqual([]);
     // Visible to its key and admin keys only.
     const as = (id: string, scopes: string[] = ["rescues"]) => poolsVisibleTo(s.pools, { id, scopes });
     expect(await as("k-owner").get("pev_1")).toBeDefined();

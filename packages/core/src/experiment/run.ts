@@ -1,7 +1,7 @@
 import { BudgetExceededError, HarnessSError } from "../errors.ts";
 import { ProgressTicker } from "./progress-ticker.ts";
 import { firstEvolutionTasks } from "./environment.ts";
-import { claimJob, LeaseWriter } from "../util/leased-job.ts";
+import { claimJob, LeaseWriter, lookAgainWhenLapsed } from "../util/leased-job.ts";
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
@@ -118,34 +118,27 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   const leaseMs = deps.leaseMs ?? 120_000;
   const claimed = await claimJob(deps.experiments, id, "experiment", deps.clock, leaseMs);
   if (claimed !== "duplicate") return new ExperimentRun(claimed, leaseMs, deps).execute();
-  await watchHeldLease(id, deps);
-  return claimed;
-}
-
-/** The longest SQS delays a message (s): a lease further off is looked at again after this. */
-const MAX_DELAY_SECONDS = 900;
-
-/**
- * A delivery that finds the run held by another attempt's unlapsed lease: that attempt may be running, or its process
- * may have died (killed, past its timeout) with the lease left to lapse. The run is looked at again once the lease
- * lapses (a message delayed that long): a live attempt has renewed it by then (looked at again later), a dead one's
- * run is claimed and resumes after the units it finished. A run that ended is left alone.
- */
-async function watchHeldLease(id: string, deps: CoordinatorDeps): Promise<void> {
-  const record = await deps.experiments.get(id);
-  if (!deps.continueOn || record?.status !== "running" || record.leaseUntil === undefined) return;
-  const waitMs = Math.max(0, record.leaseUntil - deps.clock.now());
-  await deps.continueOn.send(
-    [
-      envelope(
-        "experiment.requested",
-        `experiment:${id}:lease-${record.leaseUntil}`,
-        { experimentId: id },
-        { keyId: record.keyId, jobId: id },
-      ),
-    ],
-    { delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(waitMs / 1000) + 1) },
+  // Held by another attempt's lease (perhaps a dead one's): looked at again once it lapses.
+  const queue = deps.continueOn;
+  await lookAgainWhenLapsed(
+    deps.experiments,
+    id,
+    deps.clock,
+    queue &&
+      ((record, delaySeconds) =>
+        queue.send(
+          [
+            envelope(
+              "experiment.requested",
+              `experiment:${id}:lease-${record.leaseUntil}`,
+              { experimentId: id },
+              { keyId: record.keyId, jobId: id },
+            ),
+          ],
+          { delaySeconds },
+        )),
   );
+  return claimed;
 }
 
 /** One claimed attempt at a run: its record, the writes in flight, and whether its key cancelled it. */

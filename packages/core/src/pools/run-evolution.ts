@@ -1,6 +1,9 @@
 import { HarnessSError } from "../errors.ts";
 import { EvolutionFailedError } from "./errors.ts";
-import { claimJob, LeaseWriter } from "../util/leased-job.ts";
+import { claimJob, LeaseWriter, lookAgainWhenLapsed } from "../util/leased-job.ts";
+import { envelope } from "../messaging/envelope.ts";
+import type { MessageQueue } from "../messaging/queue.ts";
+import "./messages.ts"; // registers pool.evolve.requested
 import type { UsageMeter } from "../billing/usage.ts";
 import { EvolutionConfig, evolvePool, type EvolutionResult } from "../evolution/evolve.ts";
 import { mutationProposer } from "../evolution/mutation-proposer.ts";
@@ -54,6 +57,8 @@ export interface PoolEvolutionWorkerDeps {
   /** The LLM proposer where the deployment configures one; default the template (mutation) proposer. */
   proposer?: (context: CallerProposerContext) => Proposer;
   leaseMs?: number;
+  /** The coordinator's queue: a delivery under another attempt's lease asks to look again once it lapses. */
+  lookAgainOn?: MessageQueue;
   logger?: Logger;
 }
 
@@ -87,7 +92,29 @@ export async function runPoolEvolution(
 ): Promise<PoolEvolutionRecord | "duplicate"> {
   const leaseMs = deps.leaseMs ?? 16 * 60_000;
   const claimed = await claimJob(deps.evolutions, id, "pool evolution", deps.clock, leaseMs);
-  if (claimed === "duplicate") return claimed;
+  if (claimed === "duplicate") {
+    // Held by another attempt's lease (perhaps a dead one's): looked at again once it lapses.
+    const queue = deps.lookAgainOn;
+    await lookAgainWhenLapsed(
+      deps.evolutions,
+      id,
+      deps.clock,
+      queue &&
+        ((record, delaySeconds) =>
+          queue.send(
+            [
+              envelope(
+                "pool.evolve.requested",
+                `pool-evolution:${id}:lease-${record.leaseUntil}`,
+                { evolutionId: id },
+                { keyId: record.keyId, jobId: id },
+              ),
+            ],
+            { delaySeconds },
+          )),
+    );
+    return claimed;
+  }
   const record: PoolEvolutionRecord = {
     ...claimed,
     usage: { ...claimed.usage },

@@ -88,3 +88,25 @@ export class LeaseWriter<R extends LeasedJob> {
     return this.persisted.catch(() => undefined);
   }
 }
+
+/** The longest SQS delays a message (s): a lease further off is looked at again after this. */
+const MAX_DELAY_SECONDS = 900;
+
+/**
+ * A delivery that found job `id` held by another attempt's unlapsed lease: that attempt may be running, or its process
+ * may have died (killed, past its timeout) with the lease left to lapse. `again` sends the job's message delayed until
+ * the lease lapses: a live attempt has renewed it by then (looked at again later), a dead one's job is claimed and
+ * resumes. A job that ended, or has no lease, is left alone (the delivery is a plain duplicate); without `again`,
+ * nothing is sent.
+ */
+export async function lookAgainWhenLapsed<R extends LeasedJob>(
+  store: Pick<LeasedJobStore<R>, "get">,
+  id: string,
+  clock: Clock,
+  again: ((record: R, delaySeconds: number) => Promise<void>) | undefined,
+): Promise<void> {
+  const record = again && (await store.get(id));
+  if (!record || record.status !== "running" || record.leaseUntil === undefined) return;
+  const waitMs = Math.max(0, record.leaseUntil - clock.now());
+  await again!(record, Math.min(MAX_DELAY_SECONDS, Math.ceil(waitMs / 1000) + 1));
+}
