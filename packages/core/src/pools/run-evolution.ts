@@ -77,6 +77,29 @@ const CALLER_EVENTS = [
   "repeat:*",
 ];
 
+/** A delivery under another attempt's lease (perhaps a dead one's): the job's message again once the lease lapses. */
+function lookAgainLater(id: string, deps: PoolEvolutionWorkerDeps): Promise<void> {
+  const queue = deps.lookAgainOn;
+  return lookAgainWhenLapsed(
+    deps.evolutions,
+    id,
+    deps.clock,
+    queue &&
+      ((record, delaySeconds) =>
+        queue.send(
+          [
+            envelope(
+              "pool.evolve.requested",
+              `pool-evolution:${id}:lease-${record.leaseUntil}`,
+              { evolutionId: id },
+              { keyId: record.keyId, jobId: id },
+            ),
+          ],
+          { delaySeconds },
+        )),
+  );
+}
+
 /**
  * The coordinator's side of `pool.evolve.requested`: claims the job (a redelivery while it runs
  * is a no-op), runs directional evolution from the caller's H0 on its dev tasks (each rollout
@@ -93,26 +116,7 @@ export async function runPoolEvolution(
   const leaseMs = deps.leaseMs ?? 16 * 60_000;
   const claimed = await claimJob(deps.evolutions, id, "pool evolution", deps.clock, leaseMs);
   if (claimed === "duplicate") {
-    // Held by another attempt's lease (perhaps a dead one's): looked at again once it lapses.
-    const queue = deps.lookAgainOn;
-    await lookAgainWhenLapsed(
-      deps.evolutions,
-      id,
-      deps.clock,
-      queue &&
-        ((record, delaySeconds) =>
-          queue.send(
-            [
-              envelope(
-                "pool.evolve.requested",
-                `pool-evolution:${id}:lease-${record.leaseUntil}`,
-                { evolutionId: id },
-                { keyId: record.keyId, jobId: id },
-              ),
-            ],
-            { delaySeconds },
-          )),
-    );
+    await lookAgainLater(id, deps);
     return claimed;
   }
   const record: PoolEvolutionRecord = {
