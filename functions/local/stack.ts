@@ -9,7 +9,6 @@ import { statisticalVoters } from "@harness-s/core/voting";
 import type { ServedOffers } from "@harness-s/core/models";
 import { systemClock } from "@harness-s/core";
 import { LocalRescueProgress } from "@harness-s/core/rescue";
-import { SharedKeyRate } from "@harness-s/core/access";
 import { teeLogger, type EventLogger } from "@harness-s/core/observability";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import { ConsumptionMeter, instrumentSqs } from "@harness-s/adapters/metering";
@@ -189,8 +188,6 @@ function apiDeps(
 ): ApiDeps {
   return {
     ...withApiCaches(stores, systemClock),
-    // A key's rate held across API instances, as deployed: blocks of its tokens leased from its shared bucket.
-    rate: new SharedKeyRate(stores.rateBlocks, systemClock, opts.log),
     evidence: queues.profile.queue,
     dispatch: queues.dispatch.queue,
     progress,
