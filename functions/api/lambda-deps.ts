@@ -13,7 +13,6 @@ import type { MessageQueue } from "@harness-s/core/messaging";
 import { CallerPolicyRunners } from "@harness-s/adapters/policy";
 import {
   DECISION_CACHE_LIMITS,
-  DynamoRateBlocks,
   DynamoPolicyEndpointStore,
   MemoryDecisionCache,
   S3ExperimentArtifacts,
@@ -81,9 +80,7 @@ export async function apiLambdaDeps(
     // Each meter write's cost of goods on the log too (the dashboard's spend).
     meter: spendTellingMeter(stores.meter, events, config.priceList),
     // A key's rate across every concurrent environment of this function: tokens leased in blocks from its one bucket.
-    rate: new SharedKeyRate(new DynamoRateBlocks(doc, config.tables), clock, (line) =>
-      process.stderr.write(`${line}\n`),
-    ),
+    rate: new SharedKeyRate(stores.rateBlocks, clock, (line) => process.stderr.write(`${line}\n`)),
     evidence: queue(config.queues.profile, "profile"),
     dispatch: queue(config.queues.dispatch, "dispatch"),
     coordinator: queue(config.queues.coordinator, "coordinator"),
