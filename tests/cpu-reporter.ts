@@ -26,10 +26,12 @@ export default class CpuReporter implements Reporter {
     const lines = process.env.HARNESS_S_TEST_CPU;
     if (!lines || !existsSync(lines)) return;
     const byFile = new Map<string, number>();
+    const tests: TestLine[] = [];
     for (const line of readFileSync(lines, "utf8").split("\n").filter(Boolean)) {
-      const { file, cpuSeconds } = JSON.parse(line) as { file: string; cpuSeconds: number };
-      const name = relative(process.cwd(), file);
-      byFile.set(name, (byFile.get(name) ?? 0) + cpuSeconds);
+      const row = JSON.parse(line) as TestLine | { file: string; cpuSeconds: number; test?: undefined };
+      const name = relative(process.cwd(), row.file);
+      if (row.test !== undefined) tests.push({ ...row, file: name });
+      else byFile.set(name, (byFile.get(name) ?? 0) + row.cpuSeconds);
     }
     const rows = [...byFile].sort((a, b) => b[1] - a[1]);
     const total = rows.reduce((n, [, s]) => n + s, 0);
@@ -37,9 +39,28 @@ export default class CpuReporter implements Reporter {
       `\ntest CPU: ${total.toFixed(0)} s in ${rows.length} files (their forks and the children they ended), ${mainSeconds().toFixed(0)} s in vitest's own process; the costliest:`,
     );
     for (const [f, s] of rows.slice(0, 10)) console.log(`  ${s.toFixed(1).padStart(7)} s  ${f}`);
+    printCostliestTests(tests);
     const doc = process.env.HARNESS_S_TEST_CPU_DOC;
     if (doc) writeTable(doc, rows, total);
   }
+}
+
+/** One test's line: its own CPU seconds, and the shared policy worker's while it ran (files beside it included). */
+interface TestLine {
+  file: string;
+  test: string;
+  cpuSeconds: number;
+  sharedWorkerSeconds: number;
+}
+
+function printCostliestTests(tests: TestLine[]): void {
+  if (tests.length === 0) return;
+  const cost = (t: TestLine) => t.cpuSeconds + t.sharedWorkerSeconds;
+  console.log("the costliest tests (own CPU s + the shared policy worker's while they ran):");
+  for (const t of [...tests].sort((a, b) => cost(b) - cost(a)).slice(0, 15))
+    console.log(
+      `  ${t.cpuSeconds.toFixed(1).padStart(7)} + ${t.sharedWorkerSeconds.toFixed(1).padStart(5)} s  ${t.file} > ${t.test.slice(0, 90)}`,
+    );
 }
 
 /** Vitest's own process (transforms, the reporters, the global setups' servers it reaped): what no file's count holds. */

@@ -46,7 +46,9 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   if (deps.console) app.route("/", consoleApp(deps.console));
   if (deps.observability?.metrics) app.route("/metrics", metricsApp(deps, deps.observability.metrics));
   const routes = () => app.openAPIRegistry.definitions.flatMap((d) => (d.type === "route" ? [d.route] : []));
-  mountAccount(app, deps, () => documentOf(routes(), servers) as never)
+  // Made at the first ask, once every route is mounted, and kept: generating it is most of what the answer costs.
+  let document: ReturnType<typeof documentOf> | undefined;
+  mountAccount(app, deps, () => (document ??= documentOf(routes(), servers)) as never)
     .route("/v1/route", routeApp(deps))
     .route("/v1/pools", poolsApp(deps))
     .route("/v1/profiles", profilesApp(deps))

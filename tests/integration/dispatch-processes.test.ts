@@ -263,7 +263,9 @@ describe(`dispatch in ${PROCESSES} processes`, () => {
     const started = await call("k-x", "POST", "/v1/experiments", {
       seeds: [3],
       arms: ["grpo"],
-      train: { steps: 8, batchSize: 4, curveEvery: 0, auditEvery: 0 },
+      // Long enough after it shows "running" (its pool is evolved before) that the kill lands mid-run: with 8 steps the
+      // run ended before the kill on a fast machine (done at its first attempt).
+      train: { steps: 40, batchSize: 4, curveEvery: 0, auditEvery: 0 },
       evalSamples: 3,
       evalTasks: 6,
     });

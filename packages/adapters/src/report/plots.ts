@@ -1,9 +1,16 @@
-import { Resvg } from "@resvg/resvg-js";
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
 
-/** Renders a Vega-Lite spec to PNG bytes, fully offline (SVG through resvg). */
+/**
+ * Renders a Vega-Lite spec to PNG bytes, fully offline (SVG through resvg). Vega, Vega-Lite and resvg load at the first
+ * plot (about 250 modules): a process that imports the report's code but draws nothing (the CLI's help, a server that
+ * has finished no run yet) does not load them.
+ */
 export async function renderPng(spec: TopLevelSpec): Promise<Buffer> {
+  const [vega, { compile }, { Resvg }] = await Promise.all([
+    import("vega"),
+    import("vega-lite"),
+    import("@resvg/resvg-js"),
+  ]);
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
   const svg = await view.toSVG();
   view.finalize();

@@ -68,6 +68,23 @@ function sharedBuild(settings: EmbeddedSettings, key: number, build: () => Promi
 }
 
 /**
+ * A seed's suite as these settings build it: its train, dev and held-out tasks, the instance's own, without the pool
+ * the instance evolves for them (what serving the suite's tasks needs: `env-serve --env embedded`).
+ */
+export function embeddedSuiteTasks(
+  settings: EmbeddedSettings,
+  seed: number,
+): Pick<SeedInstance, "train" | "dev" | "heldout"> {
+  const suite = buildSuite({
+    seed,
+    cueRate: settings.cueRate,
+    protocol: settings.protocol,
+    sideEffects: settings.sideEffects ?? 0,
+  });
+  return { train: suite.train, dev: suite.dev, heldout: suite.heldout };
+}
+
+/**
  * The composition root of the embedded default: environment, policy factory, and for each seed
  * a suite instance with its own evolved, frozen sibling pool (or one shared instance). Setups
  * with the same settings share the instances built in this process.
@@ -88,12 +105,7 @@ export function embeddedSetup(
   const facts = embeddedVocabulary().facts;
   const cache = new Map<number, Promise<SeedInstance>>();
   const build = async (suiteSeed: number): Promise<SeedInstance> => {
-    const suite = buildSuite({
-      seed: suiteSeed,
-      cueRate: settings.cueRate,
-      protocol: settings.protocol,
-      sideEffects: settings.sideEffects ?? 0,
-    });
+    const suite = embeddedSuiteTasks(settings, suiteSeed);
     const initial = createPolicy(0);
     const evolution = await evolvePool(
       EvolutionConfig.parse(settings.poolSize ? evolutionForPoolSize(settings.poolSize) : {}),

@@ -2,7 +2,7 @@ import { registerFamily, type OpenRequest, type ServedFamily } from "../registry
 import { embeddedCallerTask } from "./caller-task.ts";
 import { evolveEmbedded } from "./evolve.ts";
 import { embeddedH0 } from "./h0.ts";
-import { defaultEmbeddedSettings, embeddedSetup } from "./setup.ts";
+import { defaultEmbeddedSettings, embeddedSetup, embeddedSuiteTasks } from "./setup.ts";
 import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedRendering, embeddedToolSchemas } from "./text.ts";
 
 // The embedded suite as a benchmark family (its file is not family.ts: that one holds the suite's
@@ -11,10 +11,13 @@ import { EMBEDDED_AGENT_SYSTEM, TextEnvironment, embeddedRendering, embeddedTool
 /** The suite for an experiment: the settings given, each seed's instance with its own evolved pool (or one shared). */
 const setupOf = (req: OpenRequest) => embeddedSetup({ ...defaultEmbeddedSettings, ...req.suite }, req.onEvolution);
 
-/** Seed 1's instance served: its train, dev and held-out tasks by id, events and facts as text. */
+/**
+ * Seed 1's instance served: its train, dev and held-out tasks by id, events and facts as text (the suite alone: the
+ * pool the instance evolves is the service's, not the environment's, and building it is most of a start's CPU).
+ */
 async function serveEmbedded(req: OpenRequest): Promise<ServedFamily> {
   const setup = setupOf(req);
-  const instance = await setup.instance(1);
+  const instance = embeddedSuiteTasks({ ...defaultEmbeddedSettings, ...req.suite }, 1);
   const byId = new Map([...instance.train, ...instance.dev, ...instance.heldout].map((t) => [t.id, t]));
   return {
     trainTasks: () => instance.train.map((t) => embeddedCallerTask(setup.env, t)),
