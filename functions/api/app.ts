@@ -48,7 +48,11 @@ export function createApp(given: ApiDeps, servers?: { url: string; description?:
   const routes = () => app.openAPIRegistry.definitions.flatMap((d) => (d.type === "route" ? [d.route] : []));
   // Made at the first ask, once every route is mounted, and kept: generating it is most of what the answer costs.
   let document: ReturnType<typeof documentOf> | undefined;
-  mountAccount(app, deps, () => (document ??= documentOf(routes(), servers)) as never)
+  const documentOnce = () => {
+    document ??= documentOf(routes(), servers);
+    return document;
+  };
+  mountAccount(app, deps, documentOnce as never)
     .route("/v1/route", routeApp(deps))
     .route("/v1/pools", poolsApp(deps))
     .route("/v1/profiles", profilesApp(deps))
