@@ -1,5 +1,8 @@
 import { randomBytes } from "node:crypto";
-import mysql, { type Connection, type FieldPacket, type Pool, type TypeCastField } from "mysql2/promise";
+import type { Connection, FieldPacket, Pool, TypeCastField } from "mysql2/promise";
+
+/** The MySQL client, loaded when an engine first connects (its ~90 modules stay unloaded in a process that never does). */
+const mysqlClient = async () => (await import("mysql2/promise")).default;
 import { HarnessSError } from "@harness-s/core";
 import { columnNames, type DbBenchRow, type DbTable } from "../data.ts";
 import type { PyValue } from "../python.ts";
@@ -104,6 +107,7 @@ export class MysqlEngine implements SqlEngine {
   static async start(opts: Partial<MysqlOptions> = {}): Promise<MysqlEngine> {
     const options = { ...defaultMysqlOptions, ...opts };
     const server = { host: options.host, port: options.port, user: options.user, password: options.password };
+    const mysql = await mysqlClient();
     const admin = mysql.createPool({ ...server, connectionLimit: 4, multipleStatements: false });
     let lock: Connection | undefined;
     try {
@@ -190,7 +194,7 @@ export class MysqlEngine implements SqlEngine {
     const name = `${this.options.prefix}o${this.ownerId}_${(++this.counter).toString(36)}`;
     const password = randomBytes(12).toString("hex");
     const connect = async () => {
-      const conn = await mysql.createConnection({
+      const conn = await (await mysqlClient()).createConnection({
         host: this.options.host,
         port: this.options.port,
         user: name,
