@@ -75,6 +75,29 @@ function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recordi
   return { policy, take: (rng) => open.get(rng) };
 }
 
+/** Each setup's warm starts rendered in this process, by their options: builds that share a setup render them once. */
+const rendered = new WeakMap<object, Map<string, Promise<WarmConversation[]>>>();
+
+/**
+ * The warm start's data (see {@link renderWarmStart}), rendered once per setup and options in this process: the data
+ * is deterministic in them, and several builds over one setup (sizes, seeds, a cached build found again) each ask.
+ */
+export function warmStartConversations(
+  setup: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">,
+  opts: WarmStartOptions,
+): Promise<WarmConversation[]> {
+  const bySetup = rendered.get(setup) ?? new Map<string, Promise<WarmConversation[]>>();
+  rendered.set(setup, bySetup);
+  const key = JSON.stringify(opts);
+  let data = bySetup.get(key);
+  if (!data) {
+    data = renderWarmStart(setup, opts);
+    data.catch(() => bySetup.delete(key));
+    bySetup.set(key, data);
+  }
+  return data;
+}
+
 /**
  * The warm start's data: episodes of the embedded *initial* policy (successes and failures alike)
  * on the train and dev tasks of `suiteSeeds`' instances, under H0 and under the candidate harnesses
@@ -83,7 +106,7 @@ function recording(inner: Policy): { policy: Policy; take: (rng: Rng) => Recordi
  * @example
  * const data = await warmStartConversations(embeddedSetup(defaultEmbeddedSettings), WarmStartOptions.parse({}));
  */
-export async function warmStartConversations(
+async function renderWarmStart(
   setup: Pick<ExperimentDeps, "env" | "createPolicy" | "instance">,
   opts: WarmStartOptions,
 ): Promise<WarmConversation[]> {
