@@ -137,17 +137,24 @@ describe("the console at /console", () => {
   it("a customer signs in, starts an experiment after its quote, watches its curves grow while it runs, and reads its comparison, report and plots", async () => {
     const page = await tab();
     await signIn(page, api.url, secrets.customer!, "k-customer");
-    await page.fill("input[name=steps]", "3");
+    // Long enough that the console polls it while it runs: at 3 steps a fast machine ended the run between the first
+    // step records shown and the status read.
+    await page.fill("input[name=steps]", "8");
+    await page.fill("input[name=budget]", "2000");
     await page.click("text=Get a quote");
     await page.getByTestId("quote").waitFor();
     expect(await page.getByTestId("quote").innerText()).toMatch(/Quote: \d+ rollouts, charge \$\d/);
     await page.click("text=Start experiment");
     // Live curves (issue 70 item 4): step records shown while the run still runs, not only at its end.
-    await page
-      .getByTestId("curve-records")
-      .filter({ hasText: /^[1-9]\d* step records/ })
-      .waitFor({ timeout: 120_000 });
-    expect(await page.getByTestId("status").innerText()).toBe("running");
+    // Both read in one look at the page (two reads apart could see the run end between them).
+    const liveWhileRunning = await page.waitForFunction(
+      () =>
+        /^[1-9]\d* step records/.test(document.querySelector("[data-testid=curve-records]")?.textContent ?? "") &&
+        document.querySelector("[data-testid=status]")?.textContent === "running",
+      undefined,
+      { timeout: 120_000, polling: 50 },
+    );
+    expect(await liveWhileRunning.jsonValue()).toBe(true);
     await page.getByTestId("status").filter({ hasText: "done" }).waitFor({ timeout: 120_000 });
     experimentId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
     expect(experimentId).toMatch(/^exp_/);
