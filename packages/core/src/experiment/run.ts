@@ -5,6 +5,7 @@ import { claimJob, LeaseWriter, lookAgainWhenLapsed } from "../util/leased-job.t
 import { Prices, chargeUsd, type CostUsage } from "../billing/cost-of-goods.ts";
 import type { UsageMeter } from "../billing/usage.ts";
 import { envelope } from "../messaging/envelope.ts";
+import { resendAfterLease } from "../messaging/resend.ts";
 import "./messages.ts"; // registers experiment.requested
 import type { MessageQueue } from "../messaging/queue.ts";
 import type { Policy, RolloutRunner } from "../ports.ts";
@@ -119,24 +120,16 @@ export async function runExperimentJob(id: string, deps: CoordinatorDeps): Promi
   const claimed = await claimJob(deps.experiments, id, "experiment", deps.clock, leaseMs);
   if (claimed !== "duplicate") return new ExperimentRun(claimed, leaseMs, deps).execute();
   // Held by another attempt's lease (perhaps a dead one's): looked at again once it lapses.
-  const queue = deps.continueOn;
   await lookAgainWhenLapsed(
     deps.experiments,
     id,
     deps.clock,
-    queue &&
-      ((record, delaySeconds) =>
-        queue.send(
-          [
-            envelope(
-              "experiment.requested",
-              `experiment:${id}:lease-${record.leaseUntil}`,
-              { experimentId: id },
-              { keyId: record.keyId, jobId: id },
-            ),
-          ],
-          { delaySeconds },
-        )),
+    resendAfterLease(deps.continueOn, {
+      id,
+      prefix: `experiment:${id}`,
+      type: "experiment.requested",
+      body: { experimentId: id },
+    }),
   );
   return claimed;
 }

@@ -1,7 +1,7 @@
 import { HarnessSError } from "../errors.ts";
 import { EvolutionFailedError } from "./errors.ts";
 import { claimJob, LeaseWriter, lookAgainWhenLapsed } from "../util/leased-job.ts";
-import { envelope } from "../messaging/envelope.ts";
+import { resendAfterLease } from "../messaging/resend.ts";
 import type { MessageQueue } from "../messaging/queue.ts";
 import "./messages.ts"; // registers pool.evolve.requested
 import type { UsageMeter } from "../billing/usage.ts";
@@ -79,24 +79,16 @@ const CALLER_EVENTS = [
 
 /** A delivery under another attempt's lease (perhaps a dead one's): the job's message again once the lease lapses. */
 function lookAgainLater(id: string, deps: PoolEvolutionWorkerDeps): Promise<void> {
-  const queue = deps.lookAgainOn;
   return lookAgainWhenLapsed(
     deps.evolutions,
     id,
     deps.clock,
-    queue &&
-      ((record, delaySeconds) =>
-        queue.send(
-          [
-            envelope(
-              "pool.evolve.requested",
-              `pool-evolution:${id}:lease-${record.leaseUntil}`,
-              { evolutionId: id },
-              { keyId: record.keyId, jobId: id },
-            ),
-          ],
-          { delaySeconds },
-        )),
+    resendAfterLease(deps.lookAgainOn, {
+      id,
+      prefix: `pool-evolution:${id}`,
+      type: "pool.evolve.requested",
+      body: { evolutionId: id },
+    }),
   );
 }
 
