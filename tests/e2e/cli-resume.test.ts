@@ -5,22 +5,12 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
 import { Checkpoint } from "../../packages/cli/src/checkpoint.ts";
-import { runCli } from "../../packages/cli/src/program.ts";
+import { cliInProcess } from "../cli-in-process.ts";
 
 const run = promisify(execFile);
 const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
 const quick = ["experiment", "--quick", "--seeds", "1,2"];
 const summaryOf = async (dir: string) => JSON.parse(await readFile(join(dir, "summary.json"), "utf8"));
-/** The CLI run in this process, as `harness-s` would be: its exit code and what it wrote. */
-async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(["node", "harness-s", ...args], {
-    writeOut: (t) => (stdout += t),
-    writeErr: (t) => (stderr += t),
-  });
-  return { code, stdout, stderr };
-}
 const checkpointOf = async (dir: string) =>
   Checkpoint.parse(JSON.parse(await readFile(join(dir, "checkpoint.json"), "utf8")));
 
@@ -54,20 +44,20 @@ describe("harness-s experiment --resume", () => {
       join(out, "checkpoint.json"),
       JSON.stringify({ v: 1, run: { config: { seeds: [9] } }, baselines: [], results: [] }),
     );
-    expect(await inProcess([...quick, "--out", out])).toMatchObject({
+    expect(await cliInProcess([...quick, "--out", out])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/holds an earlier run's checkpoint: pass --resume/),
     });
-    expect(await inProcess([...quick, "--out", out, "--resume"])).toMatchObject({
+    expect(await cliInProcess([...quick, "--out", out, "--resume"])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/written for another config/),
     });
     await writeFile(join(out, "checkpoint.json"), "{not json");
-    expect(await inProcess([...quick, "--out", out, "--resume"])).toMatchObject({
+    expect(await cliInProcess([...quick, "--out", out, "--resume"])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/not JSON/),
     });
-    expect(await inProcess([...quick, "--resume"])).toMatchObject({
+    expect(await cliInProcess([...quick, "--resume"])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--resume needs --out/),
     });

@@ -7,24 +7,10 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ExperimentSummary } from "@harness-s/core/experiment";
-import { runCli } from "../../packages/cli/src/program.ts";
+import { cliInProcess } from "../cli-in-process.ts";
 
 const run = promisify(execFile);
 const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
-
-/**
- * The CLI run in this process (usage errors and help never start work, so a process per case
- * would only add start-up time); `code` is what the executable would exit with.
- */
-async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(["node", "harness-s", ...args], {
-    writeOut: (t) => (stdout += t),
-    writeErr: (t) => (stderr += t),
-  });
-  return { code, stdout, stderr };
-}
 
 describe("harness-s CLI", () => {
   it("experiment --quick writes a valid summary, a report and PNG plots", async () => {
@@ -70,7 +56,7 @@ describe("harness-s CLI", () => {
     const summary = ExperimentSummary.parse(JSON.parse(await readFile(join(out, "summary.json"), "utf8")));
     expect(summary.config.protocol).toBe("validation");
     expect(await readFile(join(out, "report.md"), "utf8")).toContain("> **VALIDATION protocol");
-    expect(await inProcess(["experiment", "--protocol", "dev"])).toMatchObject({
+    expect(await cliInProcess(["experiment", "--protocol", "dev"])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--protocol.*Allowed choices are test, validation/),
     });
@@ -92,15 +78,15 @@ describe("harness-s CLI", () => {
     expect(result.decision).toMatch(/^(default|k=1)$/);
     expect(stdout).toContain("| k=1 |");
     expect(await readFile(join(out, "tune.md"), "utf8")).toMatch(/Decision: (keep the defaults|adopt \*\*k=1\*\*)/);
-    expect(await inProcess(["tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).toMatchObject({
+    expect(await cliInProcess(["tune", "--candidates", '{"k=0":{"k":0}}', "--out", out])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/candidate k=0 is invalid:[\s\S]*k/),
     });
-    expect(await inProcess(["tune", "--candidates", '{"default":{}}', "--out", out])).toMatchObject({
+    expect(await cliInProcess(["tune", "--candidates", '{"default":{}}', "--out", out])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/default is always run/),
     });
-    expect(await inProcess(["tune", "--objective", "random", "--out", out])).toMatchObject({
+    expect(await cliInProcess(["tune", "--objective", "random", "--out", out])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(
         /--objective <arm>' argument 'random' is invalid\. Allowed choices are harness-s, grpo-budget, grpo/,
@@ -114,7 +100,7 @@ describe("harness-s CLI", () => {
       stderr: expect.stringMatching(/seeds must be comma-separated non-negative integers/),
     });
     expect(
-      await inProcess(["experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}']),
+      await cliInProcess(["experiment", "--quick", "--out", join(tmpdir(), "hs-bad"), "--train", '{"batchSize":0}']),
     ).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--train[\s\S]*batchSize/),
@@ -147,7 +133,7 @@ describe("harness-s CLI", () => {
       [["experiment", "--bogus"], /unknown option '--bogus'/],
     ];
     for (const [args, message] of cases) {
-      const result = await inProcess(args);
+      const result = await cliInProcess(args);
       expect(result.code, args.join(" ")).toBe(2);
       expect(result.stderr, args.join(" ")).toMatch(message);
       expect(result.stderr, args.join(" ")).not.toMatch(/\n\s+at /);
@@ -197,9 +183,9 @@ describe("harness-s CLI", () => {
         .map((m) => m[1]!)
         .filter((c) => c !== "help");
     const top = commandsOf((await run("node", [...cli, "--help"])).stdout);
-    const dbbench = commandsOf((await inProcess(["dbbench", "--help"])).stdout);
-    const suiteLm = commandsOf((await inProcess(["suite-lm", "--help"])).stdout);
-    const keys = commandsOf((await inProcess(["keys", "--help"])).stdout);
+    const dbbench = commandsOf((await cliInProcess(["dbbench", "--help"])).stdout);
+    const suiteLm = commandsOf((await cliInProcess(["suite-lm", "--help"])).stdout);
+    const keys = commandsOf((await cliInProcess(["keys", "--help"])).stdout);
     // Act and assess
     expect(top).toEqual([
       "experiment",
@@ -227,7 +213,7 @@ describe("harness-s CLI", () => {
       ...suiteLm.map((c) => ["suite-lm", c]),
     ];
     for (const cmd of commands) {
-      const help = await inProcess([...cmd, "--help"]);
+      const help = await cliInProcess([...cmd, "--help"]);
       expect(help.code, cmd.join(" ")).toBe(0);
       expect(help.stdout, cmd.join(" ")).toMatch(new RegExp(`^Usage: harness-s ${cmd.join(" ")} `, "m"));
     }
@@ -239,10 +225,10 @@ describe("harness-s CLI", () => {
       [...help.split(/^Commands:$/m)[1]!.matchAll(/^ {2}([a-z][\w-]*)/gm)]
         .map((m) => m[1]!)
         .filter((c) => c !== "help");
-    const top = commandsOf((await inProcess(["--help"])).stdout);
+    const top = commandsOf((await cliInProcess(["--help"])).stdout);
     const program = new Set<string>();
     for (const c of top) {
-      const subs = commandsOf(`${(await inProcess([c, "--help"])).stdout}\nCommands:\n`);
+      const subs = commandsOf(`${(await cliInProcess([c, "--help"])).stdout}\nCommands:\n`);
       for (const name of subs.length ? subs.map((s) => `${c} ${s}`) : [c]) program.add(name);
     }
     // Act: the first cell of each table row, each backticked command in it, up to its first flag or argument
@@ -269,12 +255,12 @@ describe("harness-s CLI", () => {
     await writeFile(join(dir, "a-file"), "");
     for (const out of ["/proc/hs_out_x", join(dir, "a-file", "sub"), join(dir, "a-file")]) {
       const started = Date.now();
-      const got = await inProcess(["experiment", "--quick", "--seeds", "1", "--out", out]);
+      const got = await cliInProcess(["experiment", "--quick", "--seeds", "1", "--out", out]);
       expect(got, out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error \[USAGE\]: --out /) });
       expect(Date.now() - started, out).toBeLessThan(5_000);
     }
     // Variant: another command's output folder, the same check.
-    expect(await inProcess(["report", dir, "--out", "/proc/hs_out_y"])).toMatchObject({
+    expect(await cliInProcess(["report", dir, "--out", "/proc/hs_out_y"])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--out \/proc\/hs_out_y: cannot create/),
     });
