@@ -24,13 +24,15 @@ function cpuSeconds(pid: number | "self" = "self"): number {
   }
 }
 
-/** The shared policy worker's pid, once it has started (tests/shared-policy-worker.ts writes it). */
+/** The shared policy worker's pid, once it has started (tests/shared-policy-worker.ts writes it); read until found. */
+let workerPid: number | undefined;
 function sharedWorkerPid(): number | undefined {
   try {
-    return Number(readFileSync(SHARED_WORKER_PID, "utf8")) || undefined;
+    workerPid ??= Number(readFileSync(SHARED_WORKER_PID, "utf8")) || undefined;
   } catch {
-    return undefined;
+    // not started yet, or no integration run
   }
+  return workerPid;
 }
 
 const write = (line: object) => {
