@@ -33,7 +33,7 @@ export default defineConfig({
           name: "integration",
           include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"],
           // One DynamoDB Local and one policy worker (the tiny model) for the files that need a plain one.
-          globalSetup: ["tests/shared-dynamodb.ts", "tests/shared-policy-worker.ts"],
+          globalSetup: ["tests/cli-build.ts", "tests/shared-dynamodb.ts", "tests/shared-policy-worker.ts"],
         },
       },
       {

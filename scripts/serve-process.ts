@@ -31,7 +31,7 @@ export async function startServe(args: string[] = []): Promise<ServeProcess> {
   const adminKey = "fairness-admin-key";
   const proc = spawn(
     "node",
-    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", adminKey, ...args],
+    ["packages/cli/bin/harness-s.js", "serve", "--port", "0", "--api-key", adminKey, ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const { url, dynamoEndpoint } = await new Promise<{ url: string; dynamoEndpoint: string }>((resolve, reject) => {
@@ -116,8 +116,8 @@ export interface EnvServeProcess {
 /** Starts `harness-s env-serve --env embedded` on `host` (a free port) and resolves once it listens. */
 export async function startEnvServe(host = "127.0.0.1"): Promise<EnvServeProcess> {
   const tasksOut = join(await mkdtemp(join(tmpdir(), "hs-env-serve-")), "tasks.json");
-  const args = ["packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--host", host, "--port", "0"];
-  const proc = spawn("node", ["--import", "tsx", ...args, "--tasks-out", tasksOut], {
+  const args = ["packages/cli/bin/harness-s.js", "env-serve", "--env", "embedded", "--host", host, "--port", "0"];
+  const proc = spawn("node", [...args, "--tasks-out", tasksOut], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const url = await new Promise<string>((resolve, reject) => {

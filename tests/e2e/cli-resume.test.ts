@@ -8,7 +8,7 @@ import { Checkpoint } from "../../packages/cli/src/checkpoint.ts";
 import { cliInProcess } from "../cli-in-process.ts";
 
 const run = promisify(execFile);
-const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+const cli = ["packages/cli/bin/harness-s.js"];
 const quick = ["experiment", "--quick", "--seeds", "1,2"];
 const summaryOf = async (dir: string) => JSON.parse(await readFile(join(dir, "summary.json"), "utf8"));
 const checkpointOf = async (dir: string) =>

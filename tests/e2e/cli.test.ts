@@ -10,7 +10,7 @@ import { ExperimentSummary } from "@harness-s/core/experiment";
 import { cliInProcess } from "../cli-in-process.ts";
 
 const run = promisify(execFile);
-const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+const cli = ["packages/cli/bin/harness-s.js"];
 
 describe("harness-s CLI", () => {
   it("experiment --quick writes a valid summary, a report and PNG plots", async () => {

@@ -8,7 +8,7 @@ import { BUNDLED_DATA_DIR, isMutation, loadSplit, rowPrompt } from "@harness-s/d
 import { startScriptedOpenAi, type ChatRequest } from "../scripted-openai.ts";
 
 const run = promisify(execFile);
-const cli = ["--import", "tsx", "packages/cli/src/main.ts", "dbbench"];
+const cli = ["packages/cli/bin/harness-s.js", "dbbench"];
 
 describe("harness-s dbbench", () => {
   it("verify --json prints the gold replay figures (MariaDB, dev)", async () => {

@@ -14,7 +14,7 @@ import { sharedPolicyWorker } from "../run-policy-worker.ts";
 // one worker (the integration run's shared one, tests/shared-policy-worker.ts), the fixed splits, a fresh database
 // per rollout, two arms for one step.
 const run = promisify(execFile);
-const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+const cli = ["packages/cli/bin/harness-s.js"];
 const args = (engine: string, pool: string, worker: string) => [
   "experiment",
   ...["--pool", pool, "--policy-url", worker, "--policy-token", inject("policyWorker").token],

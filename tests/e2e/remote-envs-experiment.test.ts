@@ -10,7 +10,7 @@ import { sharedPolicyWorker } from "../run-policy-worker.ts";
 // solves nothing, so this checks that every part runs): the local fixture servers started and
 // stopped by the command, two arms for one step, the report written.
 const run = promisify(execFile);
-const cli = ["--import", "tsx", "packages/cli/src/main.ts"];
+const cli = ["packages/cli/bin/harness-s.js"];
 const args = (env: string, worker: string, out: string) => [
   "experiment",
   ...[

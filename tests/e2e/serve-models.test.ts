@@ -40,7 +40,7 @@ beforeAll(async () => {
   const models = `a=${join(folders, "one")},b=${join(folders, "two")}`;
   proc = spawn(
     "node",
-    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", KEY, "--models", models],
+    ["packages/cli/bin/harness-s.js", "serve", "--port", "0", "--api-key", KEY, "--models", models],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   for (const stream of [proc.stdout!, proc.stderr!]) stream.on("data", (chunk: Buffer) => (logs += chunk.toString()));

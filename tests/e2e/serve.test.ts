@@ -9,11 +9,9 @@ let dynamoEndpoint = "";
 let logs = "";
 
 beforeAll(async () => {
-  proc = spawn(
-    "node",
-    ["--import", "tsx", "packages/cli/src/main.ts", "serve", "--port", "0", "--api-key", "test-key"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  proc = spawn("node", ["packages/cli/bin/harness-s.js", "serve", "--port", "0", "--api-key", "test-key"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   for (const stream of [proc.stdout!, proc.stderr!]) stream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
     let out = "";

@@ -103,11 +103,9 @@ function faultProxy(target: string, plan: Map<number, "lost-reply" | "refused">,
 }
 
 async function envServe(): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(
-    "node",
-    ["--import", "tsx", "packages/cli/src/main.ts", "env-serve", "--env", "embedded", "--port", "0"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const proc = spawn("node", ["packages/cli/bin/harness-s.js", "env-serve", "--env", "embedded", "--port", "0"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(proc);
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));

@@ -21,7 +21,7 @@ function keys(args: string[], env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) =>
     execFile(
       "node",
-      ["--import", "tsx", "packages/cli/src/main.ts", "keys", ...args],
+      ["packages/cli/bin/harness-s.js", "keys", ...args],
       { timeout: 60_000, env: { ...inheritedEnv, ...env } },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

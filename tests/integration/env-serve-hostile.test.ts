@@ -34,7 +34,7 @@ beforeAll(async () => {
     "--tasks-out",
     tasksOut,
   ];
-  proc = spawn("node", ["--import", "tsx", "packages/cli/src/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  proc = spawn("node", ["packages/cli/bin/harness-s.js", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));

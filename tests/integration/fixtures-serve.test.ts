@@ -29,7 +29,7 @@ describe("the local protocol servers", () => {
   it("fixtures-serve prints where they listen and stops every one of them on SIGTERM", async () => {
     const cli = spawn(
       "node",
-      ["--import", "tsx", "packages/cli/src/main.ts", "fixtures-serve", "--appworld-servers", "2", "--no-swe"],
+      ["packages/cli/bin/harness-s.js", "fixtures-serve", "--appworld-servers", "2", "--no-swe"],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     const line = await new Promise<string>((r) => createInterface({ input: cli.stdout! }).once("line", r));

@@ -297,9 +297,7 @@ describe("TokenTrainer: the Policy port over protocol v2, on the embedded suite'
     await promisify(execFile)(
       "node",
       [
-        "--import",
-        "tsx",
-        "packages/cli/src/main.ts",
+        "packages/cli/bin/harness-s.js",
         "experiment",
         "--quick",
         "--seeds",

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so no build step is needed.
-import { register } from "tsx/esm/api";
-register();
-await import("../src/main.ts");
+// Runs the CLI from its build (build.mjs: one bundled file per entry), made first when a source file is newer.
+import { currentCliBuild } from "./build.mjs";
+
+const dir = await currentCliBuild();
+await import(new URL(`file://${dir}/main.mjs`).href);
