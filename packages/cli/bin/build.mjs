@@ -17,15 +17,16 @@ const CURRENT = join(DIST, "current.json");
 const KEEP_OLD_MS = 24 * 3600_000;
 
 /**
- * The entries, by the name each gets in the build. A thread's or process's entry keeps its source's file name,
- * so the `new URL("./<name>.mjs", import.meta.url)` that starts it finds the built one beside the CLI's.
+ * The entries, by the name each gets in the build. A thread's or process's entry (its body) is named as the source
+ * `.mjs` that starts it, so the `new URL("./<name>.mjs", import.meta.url)` in a built file finds the built one beside
+ * it; the source `.mjs`, started from source, runs the built body too when the build is current (`builtEntry`).
  */
 const ENTRIES = {
   main: "packages/cli/src/main.ts",
-  "instance-worker": "packages/envs/src/embedded/instance-worker.mjs",
-  "fauxqs-thread": "functions/local/fauxqs-thread.mjs",
-  "serve-workers-thread": "packages/cli/src/runtime/serve-workers-thread.mjs",
-  "serve-worker-process": "packages/cli/src/runtime/serve-worker-process.mjs",
+  "instance-worker": "packages/envs/src/embedded/instance-worker.ts",
+  "fauxqs-thread": "functions/local/fauxqs-thread-body.ts",
+  "serve-workers-thread": "packages/cli/src/runtime/serve-workers-thread.ts",
+  "serve-worker-process": "packages/cli/src/runtime/serve-worker-process.ts",
 };
 const STARTED_ENTRY = new RegExp(
   String.raw`new URL\(\s*"\./(${Object.keys(ENTRIES).join("|")})\.mjs",\s*import\.meta\.url\s*\)`,
@@ -61,8 +62,6 @@ function upToDate() {
 const sourceLocations = (dir) => ({
   name: "source-locations",
   setup(build) {
-    build.onResolve({ filter: /^tsx\/esm\/api$/ }, () => ({ path: "tsx-api", namespace: "built" }));
-    build.onLoad({ filter: /.*/, namespace: "built" }, () => ({ contents: "export const register = () => {};" }));
     build.onResolve({ filter: /^[^./]/ }, (args) => (INLINED.test(args.path) ? undefined : { external: true }));
     build.onLoad({ filter: /\.(ts|mjs)$/ }, (args) => {
       if (args.path.includes("/node_modules/")) return undefined;
@@ -102,7 +101,7 @@ async function build() {
   });
   // The builder itself and the lock file too: a build option or an inlined package's version changes the build.
   const inputs = ["packages/cli/bin/build.mjs", "package-lock.json", ...Object.keys(result.metafile.inputs)].filter(
-    (p) => !p.startsWith("built:") && !p.includes("node_modules"),
+    (p) => !p.includes("node_modules"),
   );
   const pointer = `${CURRENT}.${process.pid}`;
   writeFileSync(pointer, JSON.stringify({ dir: name, builtAt, inputs }));
@@ -111,6 +110,15 @@ async function build() {
     if (old.startsWith("build-") && old !== name && Date.now() - statSync(join(DIST, old)).mtimeMs > KEEP_OLD_MS)
       rmSync(join(DIST, old), { recursive: true, force: true });
   return dir;
+}
+
+/**
+ * The URL of entry `name` in a build as new as its sources, else undefined (nothing is built here). A thread's or
+ * process's source entry runs it when there is one, instead of registering tsx's loader (about 1 CPU s a start).
+ */
+export function builtEntry(name) {
+  const dir = existsSync(DIST) ? upToDate() : undefined;
+  return dir ? pathToFileURL(join(dir, `${name}.mjs`)).href : undefined;
 }
 
 /** The folder of a build as new as its sources, made first if there is none. */

@@ -1,6 +1,11 @@
-// Entry of each of `harness-s serve`'s worker processes (`--dispatch-processes`; see serve-workers.ts): registers the
-// TypeScript loader, then runs the process's body.
-import { register } from "tsx/esm/api";
+// Entry of each of `harness-s serve`'s worker processes (`--dispatch-processes`; see serve-workers.ts).
+// It runs the CLI's build of the body when that build is as new as its sources (packages/cli/bin/build.mjs), else
+// registers the TypeScript loader and runs the body's source.
+import { builtEntry } from "../../bin/build.mjs";
 
-register();
-await import("./serve-worker-process.ts");
+const built = builtEntry("serve-worker-process");
+if (built) await import(built);
+else {
+  (await import("tsx/esm/api")).register();
+  await import("./serve-worker-process.ts");
+}

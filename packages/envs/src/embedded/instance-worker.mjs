@@ -1,6 +1,11 @@
-// Entry of the thread that builds seed instances off the caller's event loop
-// (see off-thread.ts): registers the TypeScript loader, then runs the worker's body.
-import { register } from "tsx/esm/api";
+// Entry of the thread that builds seed instances off the caller's event loop (see off-thread.ts).
+// It runs the CLI's build of the body when that build is as new as its sources (packages/cli/bin/build.mjs), else
+// registers the TypeScript loader and runs the body's source.
+import { builtEntry } from "../../../cli/bin/build.mjs";
 
-register();
-await import("./instance-worker.ts");
+const built = builtEntry("instance-worker");
+if (built) await import(built);
+else {
+  (await import("tsx/esm/api")).register();
+  await import("./instance-worker.ts");
+}
