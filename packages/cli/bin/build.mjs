@@ -1,9 +1,10 @@
-// The CLI's build: its entry and the entries of the threads and processes it starts, each bundled by esbuild into
-// one JavaScript file (the workspace's TypeScript inlined, npm packages imported as they are), in a folder of
-// its own under packages/cli/dist/. A process started from the build loads one file per isolate instead of
-// hundreds through tsx's loader thread (`harness-s --help` 1.1 -> 0.8 CPU s; a `serve` start about 3 CPU s less
-// in its eight isolates; docs/testing.md). The launcher (harness-s.js) makes the build when a source file it holds
-// is newer than it, so a build is never behind its source.
+// The CLI's build: its entry and the bodies of the threads and processes it starts, each bundled by esbuild into
+// one JavaScript file (the workspace's TypeScript and the plain-JavaScript packages every start loads inlined, the
+// rest imported as they are), in a folder of its own under packages/cli/dist/. A process started from the build
+// reads one file per isolate instead of hundreds of modules through tsx's loader thread (measured on the 2-core dev
+// machine, user + system CPU: `harness-s --help` 1.1-1.5 -> 0.6-0.7 s; `serve` until it listens 7.8 -> 3.7 s;
+// docs/testing.md). The launcher (harness-s.js) makes the build when a source file it holds is newer than it, so a
+// build is never behind its source.
 //
 //   node packages/cli/bin/build.mjs     builds if anything changed, prints the folder
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
