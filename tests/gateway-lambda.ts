@@ -6,6 +6,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { createTables, dynamoStores, tableNames, tableSpecs } from "@harness-s/adapters/dynamo";
 import { localCredentials } from "@harness-s/adapters/local";
 import { roundRobin } from "./lambda-url.ts";
+import { fixtureEntry } from "./fixture-build.ts";
 
 /** The API Lambda as deployed, on loopback: its processes, their stores, and one URL that alternates between them. */
 export interface LambdaGateway {
@@ -44,8 +45,9 @@ export async function startLambdaGateway(
   };
   const children: ChildProcess[] = [];
   const urls: string[] = [];
+  const entry = await fixtureEntry("lambda-function-url");
   const start = async (i: number) => {
-    const child = spawn("node", ["--import", "tsx", "tests/fixtures/lambda-function-url.ts"], {
+    const child = spawn("node", [entry], {
       env,
       stdio: ["ignore", "pipe", "inherit"],
     });
