@@ -7,13 +7,7 @@
  *   node --import tsx scripts/serve-start.ts [runs=3]
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-
-/** User + system CPU seconds of a live process, its threads' included (/proc/<pid>/stat). */
-const cpuSeconds = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
-};
+import { processCpuSeconds } from "../packages/cli/src/commands/cpu-split.ts";
 
 const runs = Number(process.argv[2] ?? 3);
 for (let i = 1; i <= runs; i++) {
@@ -33,7 +27,8 @@ for (let i = 1; i <= runs; i++) {
     proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
     proc.once("exit", (code) => reject(new Error(`serve exited with ${code} before it listened:\n${out}`)));
   });
-  const cpu = proc.pid ? `, ${cpuSeconds(proc.pid).toFixed(1)} CPU s in serve's process` : "";
+  const used = proc.pid ? processCpuSeconds(proc.pid) : undefined;
+  const cpu = used === undefined ? "" : `, ${used.toFixed(1)} CPU s in serve's process`;
   console.log(`serve ${i}: listening after ${((performance.now() - started) / 1000).toFixed(1)} s${cpu}`);
   const exited = new Promise((r) => proc.once("exit", r));
   proc.kill("SIGINT");

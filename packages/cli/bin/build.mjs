@@ -28,6 +28,17 @@ const cli = bundleSet("packages/cli/dist", ENTRIES, "packages/cli/bin/build.mjs"
 /** The URL of a thread's or process's body in a CLI build as new as its sources, else undefined. */
 export const builtEntry = (name) => cli.builtEntry(name);
 
+/**
+ * Runs a thread's or process's body: the build's copy when the build is as new as its sources, else `source` (the
+ * body's TypeScript, a URL) through tsx's loader, registered here. The source entries (`*.mjs`) each make one call.
+ */
+export async function runBody(name, source) {
+  const built = cli.builtEntry(name);
+  if (built) return import(built);
+  (await import("tsx/esm/api")).register();
+  return import(source);
+}
+
 /** The folder of a CLI build as new as its sources, made first if there is none. */
 export const currentCliBuild = () => cli.current();
 

@@ -31,7 +31,7 @@ export const DYNAMODB_LOCAL_JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSer
 
 /**
  * DynamoDB Local's own flags: no telemetry (a local store sends nothing to AWS; measured with
- * `scripts/dynamodb-local-jvm-bench.mjs`, it also costs CPU on every request: 0.86x with it off, docs/benchmarks.md).
+ * `scripts/dynamodb-local-jvm-bench.mjs`, it also costs CPU on every request: 0.90x with it off, docs/benchmarks.md).
  */
 export const DYNAMODB_LOCAL_FLAGS = ["-disableTelemetry"];
 

@@ -1,11 +1,5 @@
 // Entry of each of `harness-s serve`'s worker processes (`--dispatch-processes`; see serve-workers.ts).
-// It runs the CLI's build of the body when that build is as new as its sources (packages/cli/bin/build.mjs), else
-// registers the TypeScript loader and runs the body's source.
-import { builtEntry } from "../../bin/build.mjs";
+// Its body runs from the CLI's build when that is as new as its sources, else from source through tsx (runBody).
+import { runBody } from "../../bin/build.mjs";
 
-const built = builtEntry("serve-worker-process");
-if (built) await import(built);
-else {
-  (await import("tsx/esm/api")).register();
-  await import("./serve-worker-process.ts");
-}
+await runBody("serve-worker-process", new URL("./serve-worker-process.ts", import.meta.url).href);
