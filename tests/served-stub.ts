@@ -92,9 +92,10 @@ export interface StubOptions {
   /** The nth request to a sampling route answers this status once instead (a fault). */
   fault?: (nth: number) => number | undefined;
   /**
-   * How long a sampling request waits before it is answered, by its episode (the body of the episode's first request).
+   * How long a sampling request waits before it is answered (or until the promise settles), by its episode (the body of
+   * the episode's first request), its turn in that episode (0 for the first) and its body.
    */
-  delayMs?: (episode: string) => number;
+  delayMs?: (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown>;
 }
 
 const SAMPLE_ROUTES = ["/v1/completions", "/inference/v1/generate", "/generate", "/v1/chat/completions"];
@@ -106,7 +107,7 @@ export async function startServedStub(opts: StubOptions) {
   let sampleRequests = 0;
   // What a rescue should meter: each sample's prompt ids beyond the longest sequence answered before
   // that it extends (its episode's ids so far), and its completion ids.
-  const answered: { ids: number[]; episode: string }[] = [];
+  const answered: { ids: number[]; episode: string; turn: number }[] = [];
   let metered = 0;
   /** The longest sequence answered before that `prompt` extends: its episode's ids so far. */
   const episodeOf = (prompt: readonly number[]) =>
@@ -117,7 +118,7 @@ export async function startServedStub(opts: StubOptions) {
     const s = sampleAfter(prompt, opts.script(samples++), maxTokens);
     const known = episodeOf(prompt);
     metered += prompt.length - (known?.ids.length ?? 0) + s.ids.length;
-    answered.push({ ids: [...prompt, ...s.ids], episode: known?.episode ?? body });
+    answered.push({ ids: [...prompt, ...s.ids], episode: known?.episode ?? body, turn: (known?.turn ?? -1) + 1 });
     return s;
   };
   /**
@@ -126,12 +127,13 @@ export async function startServedStub(opts: StubOptions) {
    * episode answered sooner asks sooner next time, so each keeps its own pace rather than all running in lockstep.
    */
   const seenPrompts = new Map<string, number>();
-  const delayKey = (path: string, body: Record<string, unknown>) => {
+  const delayOf = (path: string, body: Record<string, unknown>) => {
     const prompt = promptOf(path, body);
     const asked = JSON.stringify(prompt);
     const rank = seenPrompts.get(asked) ?? 0;
     seenPrompts.set(asked, rank + 1);
-    return `${episodeOf(prompt)?.episode ?? JSON.stringify(body)}#${rank}`;
+    const known = episodeOf(prompt);
+    return opts.delayMs!(`${known?.episode ?? JSON.stringify(body)}#${rank}`, (known?.turn ?? -1) + 1, body);
   };
   /** The prompt ids a sampling request samples after. */
   const promptOf = (path: string, body: Record<string, unknown>): number[] => {
@@ -227,8 +229,8 @@ export async function startServedStub(opts: StubOptions) {
     const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
     const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
     const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
-    const delay = nth >= 0 && opts.delayMs ? opts.delayMs(delayKey(path, body)) : 0;
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const delay = nth >= 0 && opts.delayMs ? delayOf(path, body) : 0;
+    await (typeof delay === "number" ? delay > 0 && new Promise((r) => setTimeout(r, delay)) : delay);
     const [status, out] = !known
       ? [404, { detail: "Not Found" }]
       : fault

@@ -126,7 +126,10 @@ beforeAll(async () => {
     seed: 5,
   });
   [stack, healthy] = await Promise.all([
-    startCallerRescueStack(inject("dynamoEndpoint"), inst, { visibilitySeconds: { dispatch: 1 } }),
+    // Its dispatch poller keeps a running slot invisible by extending its visibility every half timeout: 5 s leaves a
+    // loaded machine 2.5 s of slack before a slot waiting on the policy is delivered twice (at 1 s, once, a second
+    // attempt of a slot ran, and a slot's spend is metered once: the tokens it sampled were not).
+    startCallerRescueStack(inject("dynamoEndpoint"), inst, { visibilitySeconds: { dispatch: 5 } }),
     envServe(),
   ]);
   secret = await addKey(stack.deps, "k-faults", ["rescues"]);
@@ -257,19 +260,38 @@ describe("faults in a caller's rescue", () => {
       }
     }, 300_000);
 
+  type Delay = (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown>;
+  /** What rescue A's turns ask for at most (B's ask for fewer): how the policy tells A's samples from B's. */
+  const A_TURN = 97;
+  /**
+   * How the policy paces its turns: every episode thinks 20-160 ms a turn (by its id), and rescue A's episodes, all but
+   * the first to ask, wait at their first turn until the server is dead (`release`). So A has a slot that can finish
+   * before the kill, and slots with every step still to take after it, however loaded the machine: left to their pace
+   * alone, A's episodes were once all past their last step when the kill landed (A `done`, not `failed`).
+   */
+  function paced() {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let started = false;
+    const delayMs: Delay = (episode, turn, body) => {
+      const think = 20 + (hash32(episode) % 8) * 20;
+      const firstOfA =
+        turn === 0 && new RegExp(`"max_(?:new_|completion_)?tokens":${A_TURN}\\b`).test(JSON.stringify(body));
+      const held = firstOfA && started;
+      started ||= firstOfA;
+      return held ? released.then(() => new Promise((r) => setTimeout(r, think))) : think;
+    };
+    return { delayMs, release: () => release() };
+  }
   /**
    * The policy each case samples: v2's scripted policy, or the stand-in vLLM/SGLang server, each calling `tool` every
-   * turn and thinking for 20-160 ms a turn.
+   * turn.
    */
   const METERED = [
     {
       name: "protocol v2",
-      start: async (tool: string) => {
-        // Episodes think for 20-160 ms a turn (by their id), so they are at different steps when the server dies.
-        const scripted = await startScriptedPolicy(
-          () => ({ tool }),
-          (episode) => 20 + (hash32(episode) % 8) * 20,
-        );
+      start: async (tool: string, delayMs: Delay) => {
+        const scripted = await startScriptedPolicy(() => ({ tool }), delayMs);
         // The scripted policy appends 2 ids and samples 2 a turn.
         return {
           url: scripted.url,
@@ -288,13 +310,12 @@ describe("faults in a caller's rescue", () => {
       ] as const
     ).map((registration) => ({
       name: `${registration.kind} ${registration.mode}`,
-      start: async (tool: string) => {
-        // Each turn a tool call; episodes think for 20-160 ms a turn (by their first request), so they are at different
-        // steps when the server dies.
+      start: async (tool: string, delayMs: Delay) => {
+        // Each turn a tool call.
         const stub = await startServedStub({
           models: ["scripted", "scripted@v0"],
           script: () => `<tool_call>{"name": "${tool}", "arguments": {}}</tool_call>`,
-          delayMs: (episode) => 20 + (hash32(episode) % 8) * 20,
+          delayMs,
         });
         const url = registration.kind === "openai-chat" ? `${stub.url}/v1` : stub.url;
         // The stand-in counts what a rescue should meter (each turn's new prompt ids and its completion), from after
@@ -319,7 +340,8 @@ describe("faults in a caller's rescue", () => {
       // A policy that calls a tool every turn: each episode steps at its environment server until its turns run out.
       const task = inst.train.find((t) => t.tags.length > 0)!;
       const tool = setup.env.tools(task).find((a) => a !== "submit")!;
-      const policy = await c.start(tool);
+      const pacing = paced();
+      const policy = await c.start(tool, pacing.delayMs);
       const usageBefore = await stack.deps.meter.get("k-faults");
       try {
         const id = `scripted-${c.name.replace(/\W+/g, "-")}`;
@@ -331,7 +353,11 @@ describe("faults in a caller's rescue", () => {
         });
         expect(res.status).toBe(201);
         if ("probed" in policy) policy.probed();
-        const a = await call("POST", "/v1/rescues", rescueBody(id, doomed.url, 16, policy.pin));
+        const a = await call(
+          "POST",
+          "/v1/rescues",
+          rescueBody(id, doomed.url, 16, { ...policy.pin, maxTokens: A_TURN }),
+        );
         const b = await call("POST", "/v1/rescues", rescueBody(id, healthy.url, 4, policy.pin));
         expect([a.status, b.status]).toEqual([202, 202]);
         let before = (await call("GET", `/v1/rescues/${a.body.id}`)).body;
@@ -342,6 +368,7 @@ describe("faults in a caller's rescue", () => {
         const exited = once(doomed.proc, "exit");
         doomed.proc.kill("SIGKILL");
         await exited;
+        pacing.release();
         expect(before.completed).toBeGreaterThan(0);
         expect(before.completed).toBeLessThan(a.body.expected);
         const [endA, endB] = await Promise.all([settle(a.body.id), settle(b.body.id)]);
@@ -392,6 +419,7 @@ describe("faults in a caller's rescue", () => {
         expect(end.held).toBe(end.sampled);
         expect(endA.spent.policyTokens + endB.spent.policyTokens).toBeLessThanOrEqual(end.sampled);
       } finally {
+        pacing.release();
         await policy.close();
       }
     }, 300_000);

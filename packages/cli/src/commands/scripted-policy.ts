@@ -13,7 +13,10 @@ export type Script = (episode: string, turn: number) => { tool: string; args?: R
  * @example
  * const policy = await startScriptedPolicy((_, turn) => ({ tool: turn < 2 ? "search" : "submit" }));
  */
-export async function startScriptedPolicy(script: Script, delayMs: (episode: string) => number = () => 0) {
+export async function startScriptedPolicy(
+  script: Script,
+  delayMs: (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown> = () => 0,
+) {
   const turns = new Map<string, number>();
   let samples = 0;
   // Samples being answered now, and the most at once: a lower bound on the rollouts running at this endpoint.
@@ -31,13 +34,14 @@ export async function startScriptedPolicy(script: Script, delayMs: (episode: str
         capabilities: { sample: true },
       });
     if (req.method === "DELETE") return json({ closed: turns.delete(decodeURIComponent(req.url!.split("/").at(-1)!)) });
-    const episode: string = JSON.parse(body).episode_id;
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    const episode = String(parsed.episode_id);
     const turn = turns.get(episode) ?? 0;
     turns.set(episode, turn + 1);
     samples++;
     peak = Math.max(peak, ++inFlight);
-    const delay = delayMs(episode);
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const delay = delayMs(episode, turn, parsed);
+    await (typeof delay === "number" ? delay > 0 && new Promise((r) => setTimeout(r, delay)) : delay);
     inFlight--;
     const { tool, args = {} } = script(episode, turn);
     json({
