@@ -33,13 +33,19 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 /**
- * A GET as a polling client makes it: once more on a connection the server reset (the run shares this process's CPU
- * with the API, and a keep-alive connection may be closed under a reused request).
+ * How a connection closed under a request shows: reset, or closed by the server as the request went out (undici's
+ * "other side closed").
+ */
+const CLOSED_UNDER_REQUEST = new Set(["ECONNRESET", "UND_ERR_SOCKET"]);
+
+/**
+ * A GET as a polling client makes it: once more on a connection the server closed (the run shares this process's CPU
+ * with the API, and an idle keep-alive connection may be closed as a reused request goes out on it).
  */
 async function getJson(url: string, key: string): Promise<any> {
   const get = () => fetch(url, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json());
   return get().catch((err: unknown) => {
-    if ((err as { cause?: { code?: string } }).cause?.code !== "ECONNRESET") throw err;
+    if (!CLOSED_UNDER_REQUEST.has((err as { cause?: { code?: string } }).cause?.code ?? "")) throw err;
     return get();
   });
 }
