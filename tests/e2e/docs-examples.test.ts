@@ -26,8 +26,8 @@ import { afterAll, describe, expect, it } from "vitest";
  * - a command continues past a line ending in `\` and while a quote is open; comment-only lines
  *   are skipped;
  * - a command ending in `&` (before any comment) starts a background service in its own process
- *   group; it names its port with `--port N`, and the next command waits until that port accepts
- *   TCP connections;
+ *   group; it names its port with `--port N`, and the next command waits until an HTTP server answers
+ *   there;
  * - each port named by `--port N` in the block (or its chain) is replaced everywhere in the
  *   block's text by a free port picked now, and `/tmp/` by a temporary folder of this run, so runs
  *   side by side never collide;
@@ -260,14 +260,23 @@ function members(groups: ReadonlySet<number>): string[] {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const accepts = (port: number) =>
+/**
+ * Whether an HTTP server answers on `port` (any status): a connection accepted is not enough, since serve checks that
+ * its port is free by listening on it for a moment, long before it serves (a docs run once sent its first request
+ * into that moment).
+ */
+const answers = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
+    const done = (ok: boolean) => {
       socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
+      resolve(ok);
+    };
+    socket.setTimeout(2_000, () => done(false));
+    socket.once("connect", () => socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
+    socket.once("data", (d: Buffer) => done(d.toString("latin1").startsWith("HTTP/")));
+    socket.once("error", () => done(false));
+    socket.once("close", () => done(false));
   });
 const tail = (text: string, n = 3000) => (text.length > n ? `…${text.slice(-n)}` : text);
 
@@ -313,7 +322,7 @@ class Shell {
     return { rc: value, stdout: read("out"), stderr: read("err") };
   }
 
-  /** Starts a background service in a process group of its own and waits for its port. */
+  /** Starts a background service in a process group of its own and waits until it answers HTTP on its port. */
   async start(cmd: Command, port: number): Promise<void> {
     const { n, value: pgid } = await this.send(
       (i) => `set -m\n{\n${cmd.code}\n} </dev/null >'${this.dir}/${i}.log' 2>&1 &\necho "${MARK} ${i} $!"\nset +m\n`,
@@ -321,7 +330,7 @@ class Shell {
     );
     this.groups.add(pgid);
     const until = Date.now() + SERVICE_START_MS;
-    while (!(await accepts(port))) {
+    while (!(await answers(port))) {
       const log = () => tail(readFileSync(join(this.dir, `${n}.log`), "utf8"));
       if (members(new Set([pgid])).length === 0)
         throw new Error(`\`${cmd.code.trim()}\` ended before listening on ${port}:\n${log()}`);
