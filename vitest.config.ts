@@ -32,14 +32,8 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["tests/integration/**/*.test.ts", "tests/e2e/**/*.test.ts", "tests/infra/**/*.test.ts"],
-          // One DynamoDB Local and one policy worker (the tiny model) for the files that need a plain one, and one Python
-          // zygote the files' worker processes fork from (tests/python-zygote.ts).
-          globalSetup: [
-            "tests/cli-build.ts",
-            "tests/python-zygote.ts",
-            "tests/shared-dynamodb.ts",
-            "tests/shared-policy-worker.ts",
-          ],
+          // One DynamoDB Local and one policy worker (the tiny model) for the files that need a plain one.
+          globalSetup: ["tests/cli-build.ts", "tests/shared-dynamodb.ts", "tests/shared-policy-worker.ts"],
         },
       },
       {

@@ -30,17 +30,6 @@ export function ensureWorkerVenv(log: (line: string) => void = () => undefined):
   return checked;
 }
 
-/**
- * The python a worker's `-m` run starts with: the venv's (`ensureWorkerVenv`), or, where HARNESS_S_PYTHON_ZYGOTE names a
- * zygote's socket (a test suite's: `python -m harness_s_worker.zygote`), its launcher, which forks the run from the
- * zygote's imports done once (about 5 CPU seconds a process) and stands for it (its signals, its status), and runs the
- * venv's python itself when the zygote is not there or refuses the run.
- */
-export async function workerPython(log: (line: string) => void = () => undefined): Promise<string> {
-  const python = await ensureWorkerVenv(log);
-  return process.env.HARNESS_S_PYTHON_ZYGOTE ? `${ROOT}packages/policy-worker/bin/python-zygote` : python;
-}
-
 export interface WorkerOptions {
   model: string;
   port?: number;
@@ -87,7 +76,7 @@ export async function startPolicyWorker(
   opts: WorkerOptions,
   log: (line: string) => void = () => undefined,
 ): Promise<{ url: string; stop: () => Promise<void>; process: ChildProcess }> {
-  const python = await workerPython(log);
+  const python = await ensureWorkerVenv(log);
   const port = opts.port || (await freePort());
   const host = opts.host ?? "127.0.0.1";
   const args = [

@@ -32,7 +32,6 @@ from .schemas import (
 )
 from .updates import Updates
 from .vllm_wire import not_found
-from .zygote import LAUNCHER_PID
 
 
 @dataclass
@@ -117,8 +116,7 @@ def health_routes(served: Served) -> APIRouter:
         return {
             "ok": True,
             "protocol": 2,
-            # The pid its starter knows it by: its own, or, forked from a test suite's zygote, its launcher's.
-            "pid": int(os.environ.get(LAUNCHER_PID) or os.getpid()),
+            "pid": os.getpid(),
             "model": served.model_name,
             "base": model_card(policies.adapted.base, policies.tokenizer, policies.adapted.max_context()),
             "policies": len(policies.policies),

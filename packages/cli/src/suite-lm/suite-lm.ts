@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultEmbeddedSettings, embeddedSetup } from "@harness-s/envs";
-import { workerPython } from "../policy-worker.ts";
+import { ensureWorkerVenv } from "../policy-worker.ts";
 import type { SuiteLmRecipe } from "./recipe.ts";
 import { instructionCorpus } from "./instruct-corpus.ts";
 import { warmStartConversations } from "./warm-start.ts";
@@ -72,7 +72,7 @@ export async function ensureSuiteLm(
   const { warmStart: _w, instruct: _i, ...model } = recipe;
   const recipeFile = `${dataFile.replace(/\.jsonl$/, "")}.recipe-${createHash("sha256").update(JSON.stringify(model)).digest("hex").slice(0, 8)}.json`;
   await writeFile(recipeFile, JSON.stringify(model));
-  const python = await workerPython(log);
+  const python = await ensureWorkerVenv(log);
   log(
     `suite-lm: ${imitation.length} imitation and ${data.length - imitation.length} instruction-following conversations; building (or finding) the ${recipe.size} model in ${dir}`,
   );
