@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type TurnDelay, waitTurn } from "../packages/cli/src/commands/scripted-policy.ts";
 
 // A stand-in inference server for tests: vLLM's /tokenize, /detokenize, /v1/completions,
 // /inference/v1/generate and /v1/chat/completions, and SGLang's /generate, over a toy model that
@@ -92,10 +93,10 @@ export interface StubOptions {
   /** The nth request to a sampling route answers this status once instead (a fault). */
   fault?: (nth: number) => number | undefined;
   /**
-   * How long a sampling request waits before it is answered (or until the promise settles), by its episode (the body of
-   * the episode's first request), its turn in that episode (0 for the first) and its body.
+   * How long a sampling request waits before it is answered, by its episode (the body of the episode's first request),
+   * its turn in that episode and its body.
    */
-  delayMs?: (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown>;
+  delayMs?: TurnDelay;
 }
 
 const SAMPLE_ROUTES = ["/v1/completions", "/inference/v1/generate", "/generate", "/v1/chat/completions"];
@@ -229,8 +230,7 @@ export async function startServedStub(opts: StubOptions) {
     const known = ["/tokenize", "/detokenize", ...SAMPLE_ROUTES].includes(path) && !opts.missing?.includes(path);
     const nth = SAMPLE_ROUTES.includes(path) ? sampleRequests++ : -1;
     const fault = nth >= 0 ? opts.fault?.(nth) : undefined;
-    const delay = nth >= 0 && opts.delayMs ? delayOf(path, body) : 0;
-    await (typeof delay === "number" ? delay > 0 && new Promise((r) => setTimeout(r, delay)) : delay);
+    if (nth >= 0 && opts.delayMs) await waitTurn(delayOf(path, body));
     const [status, out] = !known
       ? [404, { detail: "Not Found" }]
       : fault

@@ -7,7 +7,7 @@ import type { SeedInstance } from "@harness-s/core/experiment";
 import { TokenPolicyClient } from "@harness-s/adapters/policy";
 import { defaultEmbeddedSettings, embeddedSetup, embeddedCallerTask } from "@harness-s/envs";
 import type { LocalStack } from "@harness-s/functions/local";
-import { startScriptedPolicy } from "../../packages/cli/src/commands/scripted-policy.ts";
+import { startScriptedPolicy, type TurnDelay } from "../../packages/cli/src/commands/scripted-policy.ts";
 import { ensureWorkerVenv, startPolicyWorker } from "../../packages/cli/src/policy-worker.ts";
 import { addKey, startApi } from "../api-factory.ts";
 import { startCallerRescueStack } from "../caller-stack.ts";
@@ -260,9 +260,10 @@ describe("faults in a caller's rescue", () => {
       }
     }, 300_000);
 
-  type Delay = (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown>;
   /** What rescue A's turns ask for at most (B's ask for fewer): how the policy tells A's samples from B's. */
   const A_TURN = 97;
+  /** A's ask in a sample's body, in each wire's spelling (max_tokens, max_new_tokens, max_completion_tokens). */
+  const ASKED_AS_A = new RegExp(`"max_(?:new_|completion_)?tokens":${A_TURN}\\b`);
   /**
    * How the policy paces its turns: every episode thinks 20-160 ms a turn (by its id), and rescue A's episodes, all but
    * the first to ask, wait at their first turn until the server is dead (`release`). So A has a slot that can finish
@@ -273,10 +274,9 @@ describe("faults in a caller's rescue", () => {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let started = false;
-    const delayMs: Delay = (episode, turn, body) => {
+    const delayMs: TurnDelay = (episode, turn, body) => {
       const think = 20 + (hash32(episode) % 8) * 20;
-      const firstOfA =
-        turn === 0 && new RegExp(`"max_(?:new_|completion_)?tokens":${A_TURN}\\b`).test(JSON.stringify(body));
+      const firstOfA = turn === 0 && ASKED_AS_A.test(JSON.stringify(body));
       const held = firstOfA && started;
       started ||= firstOfA;
       return held ? released.then(() => new Promise((r) => setTimeout(r, think))) : think;
@@ -290,7 +290,7 @@ describe("faults in a caller's rescue", () => {
   const METERED = [
     {
       name: "protocol v2",
-      start: async (tool: string, delayMs: Delay) => {
+      start: async (tool: string, delayMs: TurnDelay) => {
         const scripted = await startScriptedPolicy(() => ({ tool }), delayMs);
         // The scripted policy appends 2 ids and samples 2 a turn.
         return {
@@ -310,7 +310,7 @@ describe("faults in a caller's rescue", () => {
       ] as const
     ).map((registration) => ({
       name: `${registration.kind} ${registration.mode}`,
-      start: async (tool: string, delayMs: Delay) => {
+      start: async (tool: string, delayMs: TurnDelay) => {
         // Each turn a tool call.
         const stub = await startServedStub({
           models: ["scripted", "scripted@v0"],

@@ -5,6 +5,18 @@ import type { AddressInfo } from "node:net";
 export type Script = (episode: string, turn: number) => { tool: string; args?: Record<string, unknown> };
 
 /**
+ * How long a policy waits before it answers an episode's turn (0 for its first), given the request's body: milliseconds,
+ * or a promise it waits for.
+ */
+export type TurnDelay = (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown>;
+
+/** Waits out one turn's delay. */
+export async function waitTurn(delay: number | Promise<unknown>): Promise<void> {
+  if (typeof delay !== "number") await delay;
+  else if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+}
+
+/**
  * A protocol-v2 policy endpoint with no model: each sample answers the tool call `script` names
  * for the episode's turn (after `delayMs`), with fixed ids and log-probabilities. It measures and
  * tests what a rescue costs around the model (queues, stores, the environment's protocol), and
@@ -13,10 +25,7 @@ export type Script = (episode: string, turn: number) => { tool: string; args?: R
  * @example
  * const policy = await startScriptedPolicy((_, turn) => ({ tool: turn < 2 ? "search" : "submit" }));
  */
-export async function startScriptedPolicy(
-  script: Script,
-  delayMs: (episode: string, turn: number, body: Record<string, unknown>) => number | Promise<unknown> = () => 0,
-) {
+export async function startScriptedPolicy(script: Script, delayMs: TurnDelay = () => 0) {
   const turns = new Map<string, number>();
   let samples = 0;
   // Samples being answered now, and the most at once: a lower bound on the rollouts running at this endpoint.
@@ -40,8 +49,7 @@ export async function startScriptedPolicy(
     turns.set(episode, turn + 1);
     samples++;
     peak = Math.max(peak, ++inFlight);
-    const delay = delayMs(episode, turn, parsed);
-    await (typeof delay === "number" ? delay > 0 && new Promise((r) => setTimeout(r, delay)) : delay);
+    await waitTurn(delayMs(episode, turn, parsed));
     inFlight--;
     const { tool, args = {} } = script(episode, turn);
     json({
